@@ -1,0 +1,162 @@
+/**
+ * The `svc` command (issue #2 item 3):
+ *   svc start [--config FILE] [--port N] [--preset NAME] [ENDPOINT...]
+ *   svc validate --config FILE
+ * Without --config, `start` reads ./svc.yaml when present. Each ENDPOINT becomes an upstream
+ * of project `main` (chain id probed).
+ */
+import { existsSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ConfigError, readConfigFile } from '../core/config/load.ts';
+import type { ProjectInput, SvcConfigInput } from '../core/config/types.ts';
+import { createLogger } from '../core/logger.ts';
+import { createProxy } from '../core/proxy.ts';
+import { VERSION } from '../core/version.ts';
+import { loadPreset } from '../presets/index.ts';
+
+const USAGE = `svc ${VERSION} — fault-tolerant EVM JSON-RPC proxy
+
+Usage:
+  svc start [--config FILE] [--port N] [--preset NAME] [ENDPOINT...]
+  svc validate --config FILE
+  svc --version
+
+Without --config, start reads ./svc.yaml when it exists. Each ENDPOINT (http/https URL)
+becomes an upstream of project "main"; its chain id is probed with eth_chainId.`;
+
+/**
+ * Adds CLI endpoints to project `main` (created when absent). With no projects in the
+ * config, `/evm/<chainId>` keeps working through the default aliasing rule.
+ */
+export function withEndpoints(raw: SvcConfigInput, endpoints: readonly string[]): SvcConfigInput {
+  if (endpoints.length === 0) return raw;
+  const cfg: SvcConfigInput = structuredClone(raw);
+  const hadProjects = (cfg.projects ?? []).length > 0;
+  cfg.projects ??= [];
+  let main = cfg.projects.find((p) => p.id === 'main');
+  if (!main) {
+    main = { id: 'main' } as ProjectInput;
+    cfg.projects.push(main);
+  }
+  main.upstreams = [...(main.upstreams ?? []), ...endpoints.map((endpoint) => ({ endpoint }))];
+  if (!hadProjects) {
+    cfg.server ??= {};
+    cfg.server.aliasing ??= { rules: [{ matchDomain: '*', serveProject: 'main' }] };
+  }
+  return cfg;
+}
+
+async function loadRaw(file: string | undefined): Promise<SvcConfigInput> {
+  if (!file) return {};
+  const raw = await readConfigFile(file);
+  return (raw ?? {}) as SvcConfigInput;
+}
+
+function printProblems(e: unknown): void {
+  if (e instanceof ConfigError) {
+    for (const p of e.problems) process.stderr.write(`${p.path || '(root)'}: ${p.message}\n`);
+  } else {
+    process.stderr.write(`${(e as Error).message}\n`);
+  }
+}
+
+async function validate(file: string | undefined, presetName: string | undefined): Promise<number> {
+  if (!file) {
+    process.stderr.write('svc validate: --config FILE is required\n');
+    return 2;
+  }
+  try {
+    const raw = await loadRaw(file);
+    const preset = await loadPreset(presetName ?? raw.preset ?? 'default');
+    createProxy({ config: raw, plugins: preset(), logger: createLogger('silent') });
+    process.stdout.write('ok\n');
+    return 0;
+  } catch (e) {
+    printProblems(e);
+    return 1;
+  }
+}
+
+async function start(file: string | undefined, port: number | undefined, presetName: string | undefined, endpoints: string[]): Promise<number> {
+  const configFile = file ?? (existsSync('svc.yaml') ? 'svc.yaml' : undefined);
+  let raw: SvcConfigInput;
+  let preset;
+  try {
+    raw = withEndpoints(await loadRaw(configFile), endpoints);
+    preset = await loadPreset(presetName ?? raw.preset ?? 'default');
+  } catch (e) {
+    printProblems(e);
+    return 1;
+  }
+  const logger = createLogger((raw.logLevel as 'info' | undefined) ?? 'info');
+  let proxy;
+  try {
+    proxy = createProxy({ config: raw, plugins: preset(), logger, port });
+  } catch (e) {
+    printProblems(e);
+    return 1;
+  }
+  if (!configFile && endpoints.length === 0) logger.warn('no config file and no endpoints: serving project "main" with no upstreams (every call answers ErrNetworkNotSupported)');
+  const addr = await proxy.start();
+  logger.info({ listen: `http://${addr.address}:${addr.port}`, config: configFile ?? null, version: VERSION, commit: proxy.commit }, 'svc listening');
+  const stop = (signal: string) => {
+    logger.info({ signal }, 'shutting down');
+    proxy.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  return -1;
+}
+
+/** Runs the CLI with the given arguments; resolves to an exit code (-1 while serving). */
+export async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        config: { type: 'string', short: 'c' },
+        port: { type: 'string', short: 'p' },
+        preset: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+    });
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.version) {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  const [cmd, ...rest] = positionals;
+  if (values.help || !cmd || cmd === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return cmd || values.help ? 0 : 2;
+  }
+  if (cmd === 'validate') return validate(values.config, values.preset);
+  if (cmd === 'start') {
+    const port = values.port !== undefined ? Number(values.port) : undefined;
+    if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
+      process.stderr.write(`--port must be an integer 0-65535, got ${values.port}\n`);
+      return 2;
+    }
+    const bad = rest.filter((e) => !/^https?:\/\//.test(e));
+    if (bad.length) {
+      process.stderr.write(`ENDPOINT must be an http(s) URL: ${bad.join(', ')}\n`);
+      return 2;
+    }
+    return start(values.config, port, values.preset, rest);
+  }
+  process.stderr.write(`unknown command "${cmd}"\n\n${USAGE}\n`);
+  return 2;
+}
+
+const code = await main(process.argv.slice(2));
+if (code >= 0) process.exit(code);

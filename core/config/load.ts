@@ -1,0 +1,428 @@
+/**
+ * Config loading (issue #2 item 2, DESIGN "Configuration"): read YAML, JSON or a TypeScript
+ * module, expand `${ENV}`, validate against the assembled schema with ajv, then resolve:
+ * merge `networkDefaults`/`upstreamDefaults`, apply schema defaults, convert durations/sizes.
+ */
+import { readFile } from 'node:fs/promises';
+import { extname, resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Value } from '@sinclair/typebox/value';
+import type { TObject, TSchema } from '@sinclair/typebox';
+import ms from 'ms';
+import bytes from 'bytes';
+import { parse as parseYaml } from 'yaml';
+import { buildConfigSchema, type SchemaFragment } from './schema.ts';
+import type { Directives } from '../context.ts';
+import type {
+  AliasRule,
+  NetworkInput,
+  ResolvedConfig,
+  ResolvedNetwork,
+  ResolvedProject,
+  ResolvedUpstream,
+  SvcConfigInput,
+  UpstreamInput,
+} from './types.ts';
+
+/** One config problem: a path such as `projects[0].upstreams[1].endpoint` and a message. */
+export interface ConfigProblem {
+  path: string;
+  message: string;
+}
+
+/** Thrown when a config does not validate; carries every problem. */
+export class ConfigError extends Error {
+  /** @param problems every problem found, each with its path */
+  constructor(readonly problems: ConfigProblem[]) {
+    super(`invalid config:\n${problems.map((p) => `  ${p.path || '(root)'}: ${p.message}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Identity helper for TypeScript configs: `export default defineConfig({...})` gets types.
+ * @param config the raw config
+ */
+export function defineConfig<T extends SvcConfigInput>(config: T): T {
+  return config;
+}
+
+/**
+ * Reads a config file. `.yaml`/`.yml` through `yaml`, `.json` through JSON.parse, `.ts`/`.mts`/`.js`/`.mjs`
+ * as a module whose default export (or `config` export) is the config object.
+ * @throws ConfigError when the file cannot be read or parsed
+ */
+export async function readConfigFile(file: string): Promise<unknown> {
+  const abs = resolvePath(file);
+  const ext = extname(abs).toLowerCase();
+  try {
+    if (['.ts', '.mts', '.js', '.mjs', '.cts', '.cjs'].includes(ext)) {
+      const mod = (await import(pathToFileURL(abs).href)) as { default?: unknown; config?: unknown };
+      const cfg = mod.default ?? mod.config;
+      return typeof cfg === 'function' ? await (cfg as () => unknown)() : cfg;
+    }
+    const text = await readFile(abs, 'utf8');
+    if (ext === '.json') return JSON.parse(text);
+    return parseYaml(text) ?? {};
+  } catch (e) {
+    if (e instanceof ConfigError) throw e;
+    throw new ConfigError([{ path: '', message: `cannot load ${file}: ${(e as Error).message}` }]);
+  }
+}
+
+const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/**
+ * Expands `${VAR}` in every string of a raw config. An unset variable becomes empty with a
+ * warning; numbers and booleans are coerced afterwards by validation.
+ * @param doc raw config (not mutated)
+ * @param warnings collects one line per unset variable
+ * @param env environment to read (default `process.env`)
+ */
+export function expandEnv(doc: unknown, warnings: string[], env: NodeJS.ProcessEnv = process.env): unknown {
+  if (typeof doc === 'string') {
+    if (!doc.includes('${')) return doc;
+    return doc.replace(ENV_REF, (_, name: string) => {
+      const v = env[name];
+      if (v === undefined) {
+        warnings.push(`environment variable ${name} is not set; using an empty string`);
+        return '';
+      }
+      return v;
+    });
+  }
+  if (Array.isArray(doc)) return doc.map((d) => expandEnv(d, warnings, env));
+  if (doc && typeof doc === 'object' && Object.getPrototypeOf(doc) === Object.prototype) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(doc)) out[k] = expandEnv(v, warnings, env);
+    return out;
+  }
+  return doc;
+}
+
+const validators = new WeakMap<TObject, ValidateFunction>();
+
+function validatorFor(schema: TObject): ValidateFunction {
+  let v = validators.get(schema);
+  if (!v) {
+    const ajv = new Ajv({ allErrors: true, coerceTypes: true, strict: false, useDefaults: false });
+    ajv.addKeyword('x-svc-kind');
+    v = ajv.compile(schema);
+    validators.set(schema, v);
+  }
+  return v;
+}
+
+function jsonPointerToPath(p: string): string {
+  if (!p) return '';
+  return p
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((acc, s) => (/^\d+$/.test(s) ? `${acc}[${s}]` : acc ? `${acc}.${s}` : s), '');
+}
+
+function describe(e: ErrorObject): ConfigProblem {
+  const base = jsonPointerToPath(e.instancePath);
+  if (e.keyword === 'additionalProperties') {
+    const key = (e.params as { additionalProperty: string }).additionalProperty;
+    return { path: base ? `${base}.${key}` : key, message: `unknown key "${key}"` };
+  }
+  if (e.keyword === 'required') {
+    const key = (e.params as { missingProperty: string }).missingProperty;
+    return { path: base ? `${base}.${key}` : key, message: 'is required' };
+  }
+  if (e.keyword === 'const') return { path: base, message: `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}` };
+  return { path: base, message: e.message ?? e.keyword };
+}
+
+/**
+ * Validates an (env-expanded) raw config against a schema; coerces numeric/boolean strings
+ * in place. Returns every problem, deduplicated, plus semantic checks (duplicate ids...).
+ */
+export function validateConfig(doc: unknown, schema: TObject): ConfigProblem[] {
+  const validate = validatorFor(schema);
+  const problems: ConfigProblem[] = [];
+  if (!validate(doc)) {
+    const seen = new Set<string>();
+    // Union branches report noise ("must be string" + "must be number"): keep the most specific.
+    for (const e of validate.errors ?? []) {
+      if (e.keyword === 'anyOf') continue;
+      const p = describe(e);
+      const key = `${p.path}\u0000${p.message}`;
+      if (!seen.has(key)) {
+        seen.add(key);
+        problems.push(p);
+      }
+    }
+  }
+  if (problems.length === 0) problems.push(...semanticProblems(doc as SvcConfigInput));
+  return problems;
+}
+
+function semanticProblems(doc: SvcConfigInput): ConfigProblem[] {
+  const out: ConfigProblem[] = [];
+  const projectIds = new Set<string>();
+  (doc.projects ?? []).forEach((p, pi) => {
+    if (projectIds.has(p.id)) out.push({ path: `projects[${pi}].id`, message: `duplicate project id "${p.id}"` });
+    projectIds.add(p.id);
+    const chains = new Set<number>();
+    const aliases = new Set<string>();
+    (p.networks ?? []).forEach((n, ni) => {
+      const c = n.evm?.chainId;
+      if (c !== undefined) {
+        if (chains.has(c)) out.push({ path: `projects[${pi}].networks[${ni}].evm.chainId`, message: `duplicate network evm:${c}` });
+        chains.add(c);
+      }
+      if (n.alias) {
+        if (aliases.has(n.alias)) out.push({ path: `projects[${pi}].networks[${ni}].alias`, message: `duplicate alias "${n.alias}"` });
+        aliases.add(n.alias);
+      }
+    });
+    const ids = new Set<string>();
+    (p.upstreams ?? []).forEach((u, ui) => {
+      if (u.id) {
+        if (ids.has(u.id)) out.push({ path: `projects[${pi}].upstreams[${ui}].id`, message: `duplicate upstream id "${u.id}"` });
+        ids.add(u.id);
+      }
+    });
+  });
+  return out;
+}
+
+/** Parses a duration (`"15s"`, `"50ms"`, or ms as a number) into milliseconds. */
+export function parseDuration(v: string | number): number {
+  if (typeof v === 'number') return v;
+  const t = v.trim();
+  if (/^\d+(\.\d+)?$/.test(t)) return Number(t);
+  const n = ms(t as ms.StringValue);
+  if (typeof n !== 'number' || Number.isNaN(n)) throw new Error(`invalid duration "${v}"`);
+  return n;
+}
+
+/** Parses a size (`10MiB`, `512kb`, or bytes) into bytes; K/M/G are 1024-based. */
+export function parseSize(v: string | number): number {
+  if (typeof v === 'number') return v;
+  const t = v.trim().replace(/([kKmMgGtT])i?[bB]$/, '$1b');
+  const n = /^\d+$/.test(t) ? Number(t) : bytes.parse(t);
+  if (n === null || Number.isNaN(n)) throw new Error(`invalid size "${v}"`);
+  return n;
+}
+
+/**
+ * Walks a value alongside its schema, converting `x-svc-kind` durations to ms and sizes to
+ * bytes. Returns a new value; the input is not mutated.
+ */
+export function convertKinds(schema: TSchema, value: unknown): unknown {
+  if (value === undefined || value === null) return value;
+  const kind = (schema as { 'x-svc-kind'?: string })['x-svc-kind'];
+  if (kind === 'duration' && (typeof value === 'string' || typeof value === 'number')) return parseDuration(value);
+  if (kind === 'size' && (typeof value === 'string' || typeof value === 'number')) return parseSize(value);
+  const s = schema as { type?: string; properties?: Record<string, TSchema>; items?: TSchema; anyOf?: TSchema[]; additionalProperties?: unknown; patternProperties?: Record<string, TSchema> };
+  if (s.anyOf) {
+    // Pick the branch the value matches best: an object branch for objects, an array branch for arrays.
+    const branch = s.anyOf.find((b) => Value.Check(b, value)) ?? s.anyOf[0];
+    return branch ? convertKinds(branch, value) : value;
+  }
+  if (Array.isArray(value) && s.items) return value.map((v) => convertKinds(s.items as TSchema, v));
+  if (typeof value === 'object' && !Array.isArray(value) && s.properties) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      const child = s.properties[k];
+      out[k] = child ? convertKinds(child, v) : v;
+    }
+    return out;
+  }
+  return value;
+}
+
+/** Applies schema defaults then converts kinds: the resolved form of one config node. */
+function settle(schema: TSchema, value: unknown): Record<string, unknown> {
+  const withDefaults = Value.Default(schema, structuredClone(value ?? {}));
+  return convertKinds(schema, withDefaults) as Record<string, unknown>;
+}
+
+/**
+ * Deep merge for `networkDefaults`/`upstreamDefaults`: objects merge recursively; an array or
+ * scalar set on the entry replaces the default.
+ */
+export function mergeDefaults<T>(defaults: unknown, entry: T): T {
+  if (defaults === undefined) return entry;
+  if (entry === undefined) return structuredClone(defaults) as T;
+  if (isPlainObject(defaults) && isPlainObject(entry)) {
+    const out: Record<string, unknown> = { ...(structuredClone(defaults) as Record<string, unknown>) };
+    for (const [k, v] of Object.entries(entry as Record<string, unknown>)) out[k] = mergeDefaults(out[k], v);
+    return out as T;
+  }
+  return entry;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null);
+}
+
+function prop(schema: TSchema, ...path: string[]): TSchema {
+  let cur: TSchema = schema;
+  for (const p of path) {
+    const s = cur as { properties?: Record<string, TSchema>; items?: TSchema; anyOf?: TSchema[] };
+    const next = s.properties?.[p] ?? (p === '[]' ? s.items : undefined);
+    if (!next) throw new Error(`schema has no ${path.join('.')}`);
+    cur = next;
+  }
+  return cur;
+}
+
+/** Directive defaults from config, tri-state preserved; YAML booleans for skipCacheRead become strings. */
+export function directiveDefaultsOf(dd: Record<string, unknown> | undefined): Directives {
+  const out: Directives = {};
+  if (!dd) return out;
+  for (const k of ['retryEmpty', 'retryPending', 'skipInterpolation', 'skipConsensus', 'enforceHighestBlock', 'enforceGetLogsBlockRange', 'enforceNonNullTaggedBlocks'] as const) {
+    if (typeof dd[k] === 'boolean') out[k] = dd[k] as boolean;
+  }
+  if (dd.skipCacheRead !== undefined) out.skipCacheRead = String(dd.skipCacheRead);
+  if (typeof dd.useUpstream === 'string') out.useUpstream = dd.useUpstream;
+  if (typeof dd.integrity === 'string') out.integrity = dd.integrity;
+  return out;
+}
+
+/** Default upstream id: the endpoint's host (with port), made unique within the project. */
+function defaultUpstreamId(endpoint: string, taken: Set<string>): string {
+  let base: string;
+  try {
+    base = new URL(endpoint).host;
+  } catch {
+    base = 'upstream';
+  }
+  let id = base;
+  for (let n = 2; taken.has(id); n++) id = `${base}-${n}`;
+  return id;
+}
+
+/**
+ * Resolves one network entry (used at start-up and for networks created on demand).
+ * @param schema the assembled config schema
+ * @param defaults the project's raw `networkDefaults`
+ * @param entry the raw network (chain id required)
+ */
+export function resolveNetwork(schema: TObject, defaults: NetworkInput | undefined, entry: NetworkInput): ResolvedNetwork {
+  const merged = mergeDefaults(defaults, entry);
+  const netSchema = prop(schema, 'projects', '[]', 'networks', '[]');
+  const settings = settle(netSchema, merged);
+  const chainId = Number((merged.evm as { chainId?: number } | undefined)?.chainId);
+  return {
+    id: `evm:${chainId}`,
+    architecture: 'evm',
+    chainId,
+    alias: merged.alias,
+    directiveDefaults: directiveDefaultsOf(merged.directiveDefaults),
+    allowClientDirectives: merged.allowClientDirectives,
+    settings,
+  };
+}
+
+/** Resolves one upstream entry; the id is taken from config or derived from the endpoint. */
+export function resolveUpstream(schema: TObject, defaults: UpstreamInput | undefined, entry: UpstreamInput, taken: Set<string>): ResolvedUpstream {
+  const merged = mergeDefaults(defaults, entry);
+  const upSchema = prop(schema, 'projects', '[]', 'upstreams', '[]');
+  const settings = settle(upSchema, merged);
+  const endpoint = String(merged.endpoint);
+  const id = merged.id ?? defaultUpstreamId(endpoint, taken);
+  taken.add(id);
+  const allow = merged.allowMethods ?? [];
+  // allowMethods alone implies ignoreMethods ["*"] (issue #2 item 2).
+  const ignore = merged.ignoreMethods ?? (allow.length ? ['*'] : []);
+  return {
+    id,
+    endpoint,
+    vendor: merged.vendorName ?? 'unknown',
+    chainId: merged.evm?.chainId,
+    ignoreMethods: ignore,
+    allowMethods: allow,
+    tags: merged.tags ?? [],
+    headers: merged.jsonRpc?.headers ?? {},
+    settings,
+  };
+}
+
+/**
+ * Turns a validated raw config into the resolved config.
+ * @param doc env-expanded, validated raw config
+ * @param schema the assembled schema it was validated against
+ * @param warnings warnings collected so far (kept on the result)
+ */
+export function resolveConfig(doc: SvcConfigInput, schema: TObject, warnings: string[] = []): ResolvedConfig {
+  const server = settle(prop(schema, 'server'), doc.server ?? {});
+  const metrics = settle(prop(schema, 'metrics'), doc.metrics ?? {});
+  const projectsIn = doc.projects ?? [];
+  const projects: ResolvedProject[] = (projectsIn.length ? projectsIn : [{ id: 'main' }]).map((p) => {
+    const taken = new Set<string>((p.upstreams ?? []).map((u) => u.id).filter((x): x is string => !!x));
+    const upstreams = (p.upstreams ?? []).map((u) => {
+      if (u.id) taken.delete(u.id);
+      return resolveUpstream(schema, p.upstreamDefaults, u, taken);
+    });
+    const { networks: _n, upstreams: _u, networkDefaults, upstreamDefaults, ...rest } = p;
+    return {
+      id: p.id,
+      networks: (p.networks ?? []).map((n) => resolveNetwork(schema, networkDefaults, n)),
+      upstreams,
+      allowClientDirectives: p.allowClientDirectives,
+      networkDefaults: networkDefaults ?? {},
+      upstreamDefaults: upstreamDefaults ?? {},
+      settings: settle(prop(schema, 'projects', '[]'), { ...rest }),
+    };
+  });
+  const rules = (server.aliasing as { rules?: AliasRule[] } | undefined)?.rules;
+  const { server: _s, metrics: _m, projects: _p, logLevel, preset, ...rootRest } = doc;
+  const rootSettings = settle(schema, rootRest);
+  delete rootSettings.server;
+  delete rootSettings.metrics;
+  delete rootSettings.logLevel;
+  const metricsIn = doc.metrics ?? {};
+  return {
+    logLevel: logLevel ?? 'info',
+    preset,
+    server: {
+      httpHost: String(doc.server?.httpHost ?? doc.server?.httpHostV4 ?? server.httpHost),
+      httpPort: Number(doc.server?.httpPort ?? doc.server?.httpPortV4 ?? server.httpPort),
+      maxTimeoutMs: server.maxTimeout as number,
+      maxBodySize: server.maxBodySize as number,
+      maxBatchSize: server.maxBatchSize as number,
+      batchConcurrency: server.batchConcurrency as number,
+      includeErrorDetails: server.includeErrorDetails as boolean,
+      executionHeaders: server.executionHeaders as 'all' | 'summary' | 'off',
+      responseHeaders: (server.responseHeaders as Record<string, string> | undefined) ?? {},
+      // With no projects at all, `/evm/<chainId>` works out of the box (issue #2 item 4).
+      aliasing: { rules: rules ?? (projectsIn.length ? [] : [{ matchDomain: '*', serveProject: 'main' }]) },
+      settings: server,
+    },
+    metrics: {
+      enabled: metrics.enabled as boolean,
+      host: String(metricsIn.host ?? metricsIn.hostV4 ?? metrics.host),
+      port: metrics.port as number,
+    },
+    projects,
+    settings: rootSettings,
+    warnings,
+  };
+}
+
+/** Everything needed to load a config: the plugins' fragments and the environment. */
+export interface LoadOptions {
+  fragments?: readonly SchemaFragment[];
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Expands, validates and resolves a raw config object.
+ * @throws ConfigError with every problem when it does not validate
+ */
+export function loadConfigObject(raw: unknown, opts: LoadOptions = {}): { config: ResolvedConfig; schema: TObject } {
+  const warnings: string[] = [];
+  const doc = expandEnv(raw ?? {}, warnings, opts.env);
+  const schema = buildConfigSchema(opts.fragments ?? []);
+  if (!isPlainObject(doc)) throw new ConfigError([{ path: '', message: 'config must be an object' }]);
+  const problems = validateConfig(doc, schema);
+  if (problems.length) throw new ConfigError(problems);
+  return { config: resolveConfig(doc as SvcConfigInput, schema, warnings), schema };
+}

@@ -1,0 +1,187 @@
+/**
+ * The JSON Schema of svc's config: the single source of truth (DESIGN "Configuration").
+ *
+ * The core owns the parts below; each plugin contributes a {@link SchemaFragment} for the keys
+ * it owns, and {@link buildConfigSchema} assembles one schema at boot. Validation (`svc validate`
+ * and start-up), defaults and the README's config reference all come from the assembled schema.
+ * Durations and sizes are marked with the `x-svc-kind` annotation and converted to
+ * milliseconds / bytes during resolution.
+ */
+import { Type, type TObject, type TProperties, type TSchema, type Static } from '@sinclair/typebox';
+
+/** Duration string such as `50ms`, `15s`, `1h`, or a number of milliseconds. */
+export const DURATION_PATTERN = '^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h|d)?\\s*$';
+
+/** A duration field (`"15s"` or milliseconds); resolved to milliseconds. */
+export function Duration(opts: { default?: string; description?: string } = {}) {
+  return Type.Union([Type.String({ pattern: DURATION_PATTERN }), Type.Number({ minimum: 0 })], {
+    'x-svc-kind': 'duration',
+    ...opts,
+  });
+}
+
+/** A size field (integer bytes or `"10MiB"`, `"512kb"`); resolved to bytes. */
+export function Size(opts: { default?: string | number; description?: string } = {}) {
+  return Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: '^\\s*\\d+(\\.\\d+)?\\s*([kKmMgGtT]i?[bB]|[bB])?\\s*$' })], {
+    'x-svc-kind': 'size',
+    ...opts,
+  });
+}
+
+/** Closed object: unknown keys are an error naming their path. */
+export function Strict<T extends TProperties>(props: T, opts: { description?: string; default?: unknown } = {}): TObject<T> {
+  return Type.Object(props, { additionalProperties: false, ...opts });
+}
+
+/** Where a plugin's keys plug into the config tree. Every property is optional in the raw config. */
+export interface SchemaFragment {
+  /** Top-level keys (e.g. `admin`, `healthCheck`, `database`). */
+  root?: TProperties;
+  /** Keys under `server`. */
+  server?: TProperties;
+  /** Keys under `projects[]`. */
+  project?: TProperties;
+  /** Keys under `projects[].networks[]` and `networkDefaults`. */
+  network?: TProperties;
+  /** Keys under `projects[].networks[].evm`. */
+  networkEvm?: TProperties;
+  /** Keys under `projects[].upstreams[]` and `upstreamDefaults`. */
+  upstream?: TProperties;
+  /** Keys under `projects[].upstreams[].evm`. */
+  upstreamEvm?: TProperties;
+  /** Keys under `projects[].networks[].directiveDefaults`. */
+  directiveDefaults?: TProperties;
+}
+
+/** Tri-state boolean: unset / false / true (spec §2.8). Never defaulted. */
+const TriBool = (description: string) => Type.Boolean({ description });
+
+/** Core keys of `directiveDefaults` (spec §2.8 table). */
+export const directiveDefaultsProps = {
+  retryEmpty: TriBool('#1 retry null/empty results on another upstream (default false)'),
+  retryPending: TriBool('#2 retry pending-transaction lookups (default false)'),
+  skipCacheRead: Type.Union([Type.String(), Type.Boolean()], { description: '#3 `true`, `false`, or a glob over cache connector ids (YAML booleans become strings)' }),
+  useUpstream: Type.String({ description: '#4 upstream selector: ids, `<key>:<value>` tags, `*`, `|`, leading `!`' }),
+  skipInterpolation: TriBool('#5 stop block-tag to hex substitution (default false)'),
+  skipConsensus: TriBool('#6 bypass consensus (default false)'),
+  enforceHighestBlock: TriBool('#7 re-route tagged block answers behind the known head (default true)'),
+  enforceGetLogsBlockRange: TriBool('#8 reject over-range getLogs before forwarding (default true); only config changes it'),
+  enforceNonNullTaggedBlocks: TriBool('#9 a null tagged block is an error (default true)'),
+  integrity: Type.String({ description: '#10 integrity level or profile name' }),
+} satisfies TProperties;
+
+const aliasRule = Strict({
+  matchDomain: Type.String({ description: 'glob matched on the request Host (without port)' }),
+  serveProject: Type.String({ description: 'project id served on that domain' }),
+  serveArchitecture: Type.Optional(Type.Literal('evm', { description: 'architecture served on that domain (path may then omit it)' })),
+  serveChain: Type.Optional(Type.Union([Type.String(), Type.Integer()], { description: 'chain id served on that domain (path may then be `/`)' })),
+});
+
+function serverProps(extra: TProperties) {
+  return {
+    httpHost: Type.Optional(Type.String({ default: '0.0.0.0', description: 'listen address' })),
+    httpPort: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, default: 4000, description: 'listen port' })),
+    httpHostV4: Type.Optional(Type.String({ description: "eRPC alias of httpHost" })),
+    httpPortV4: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: "eRPC alias of httpPort" })),
+    maxTimeout: Type.Optional(Duration({ default: '150s', description: 'deadline of one call' })),
+    maxBodySize: Type.Optional(Size({ default: '10MiB', description: 'largest accepted request body; larger gets HTTP 413' })),
+    maxBatchSize: Type.Optional(Type.Integer({ minimum: 1, default: 1000, description: 'largest inbound batch; larger gets HTTP 400 / -32600' })),
+    batchConcurrency: Type.Optional(Type.Integer({ minimum: 1, default: 100, description: 'sub-calls of one batch run at most this many at a time' })),
+    includeErrorDetails: Type.Optional(Type.Boolean({ default: true, description: "put svc's cause chain in error.data (never for eth_call/eth_estimateGas)" })),
+    executionHeaders: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('summary'), Type.Literal('off')], { default: 'all', description: 'spec §2.9 diagnostic header mode' })),
+    responseHeaders: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'static headers on every response, ${ENV}-expanded at start-up' })),
+    aliasing: Type.Optional(Strict({ rules: Type.Optional(Type.Array(aliasRule, { description: 'spec §4.1 alias forms, matched on Host' })) })),
+    ...extra,
+  };
+}
+
+function networkProps(f: SchemaFragment, requireChain: boolean) {
+  const evm = Strict({
+    chainId: requireChain ? Type.Integer({ minimum: 1, description: 'EVM chain id' }) : Type.Optional(Type.Integer({ minimum: 1, description: 'EVM chain id' })),
+    ...optionalAll(f.networkEvm),
+  });
+  return {
+    architecture: requireChain ? Type.Literal('evm', { description: 'only `evm` is supported' }) : Type.Optional(Type.Literal('evm')),
+    evm: requireChain ? evm : Type.Optional(evm),
+    alias: Type.Optional(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_-]*$', description: 'path alias: POST /<project>/<alias>' })),
+    directiveDefaults: Type.Optional(Strict({ ...optionalAll(directiveDefaultsProps), ...optionalAll(f.directiveDefaults) }, { description: 'spec §2.8 config defaults' })),
+    allowClientDirectives: Type.Optional(Type.String({ description: 'matcher over directive query names; unset = all, "" = none' })),
+    ...optionalAll(f.network),
+  };
+}
+
+function upstreamProps(f: SchemaFragment, requireEndpoint: boolean) {
+  const endpoint = Type.String({ pattern: '^https?://', description: 'http(s) JSON-RPC URL' });
+  return {
+    id: Type.Optional(Type.String({ minLength: 1, description: 'unique within the project; default derived from the endpoint host' })),
+    endpoint: requireEndpoint ? endpoint : Type.Optional(endpoint),
+    vendorName: Type.Optional(Type.String({ description: 'vendor label for metrics' })),
+    evm: Type.Optional(Strict({ chainId: Type.Optional(Type.Integer({ minimum: 1, description: 'expected chain id; probed when unset' })), ...optionalAll(f.upstreamEvm) })),
+    ignoreMethods: Type.Optional(Type.Array(Type.String(), { description: 'method globs this upstream never serves' })),
+    allowMethods: Type.Optional(Type.Array(Type.String(), { description: 'method globs this upstream serves; wins over ignoreMethods; alone implies ignoreMethods ["*"]' })),
+    tags: Type.Optional(Type.Array(Type.String({ pattern: '^[^:]+:.+$' }), { description: '"<key>:<value>" labels used by use-upstream and selection' })),
+    jsonRpc: Type.Optional(Strict({ headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'extra HTTP headers sent upstream' })) })),
+    ...optionalAll(f.upstream),
+  };
+}
+
+function optionalAll(p: TProperties | undefined): TProperties {
+  const out: TProperties = {};
+  if (!p) return out;
+  for (const [k, v] of Object.entries(p)) out[k] = Type.Optional(v);
+  return out;
+}
+
+function merge(fragments: readonly SchemaFragment[]): SchemaFragment {
+  const out: Required<SchemaFragment> = { root: {}, server: {}, project: {}, network: {}, networkEvm: {}, upstream: {}, upstreamEvm: {}, directiveDefaults: {} };
+  for (const f of fragments) {
+    for (const k of Object.keys(out) as (keyof SchemaFragment)[]) Object.assign(out[k], f[k] ?? {});
+  }
+  return out;
+}
+
+/**
+ * Assembles the whole config schema from the core's part and the plugins' fragments.
+ * @param fragments plugin fragments, in plugin order; a later fragment may not redefine a core key
+ */
+export function buildConfigSchema(fragments: readonly SchemaFragment[] = []): TObject {
+  const f = merge(fragments);
+  const network = Strict(networkProps(f, true));
+  const networkDefaults = Strict(networkProps(f, false));
+  const upstream = Strict(upstreamProps(f, true));
+  const upstreamDefaults = Strict(upstreamProps(f, false));
+  const project = Strict({
+    id: Type.String({ pattern: '^[A-Za-z0-9_.-]+$', description: 'project id: the first path segment' }),
+    networks: Type.Optional(Type.Array(network)),
+    upstreams: Type.Optional(Type.Array(upstream)),
+    networkDefaults: Type.Optional(networkDefaults),
+    upstreamDefaults: Type.Optional(upstreamDefaults),
+    allowClientDirectives: Type.Optional(Type.String({ description: 'spec §2.8: unset = all, "" = none, "*" = all, or a matcher such as "!skip-cache-read & !use-upstream"' })),
+    ...optionalAll(f.project),
+  });
+  return Strict(
+    {
+      logLevel: Type.Optional(Type.Union(['trace', 'debug', 'info', 'warn', 'error'].map((l) => Type.Literal(l)), { default: 'info' })),
+      preset: Type.Optional(Type.String({ description: 'preset name (default `default`); CLI --preset wins' })),
+      server: Type.Optional(Strict(serverProps(optionalAll(f.server)))),
+      metrics: Type.Optional(
+        Strict({
+          enabled: Type.Optional(Type.Boolean({ default: true })),
+          host: Type.Optional(Type.String({ default: '0.0.0.0' })),
+          hostV4: Type.Optional(Type.String({ description: 'eRPC alias of host' })),
+          port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, default: 4001 })),
+        }),
+      ),
+      projects: Type.Optional(Type.Array(project)),
+      ...optionalAll(f.root),
+    },
+  );
+}
+
+/** The core-only schema (no plugins), for typing raw config. */
+export const CoreConfigSchema = buildConfigSchema();
+/** Raw config input as written by users (YAML/JSON/TS), core keys only; plugin keys are open. */
+export type RawConfig = Static<typeof CoreConfigSchema> & Record<string, unknown>;
+
+/** Schema of a whole schema tree node, re-exported for walkers. */
+export type { TSchema };

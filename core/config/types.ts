@@ -1,0 +1,166 @@
+/**
+ * Raw and resolved config types (issue #2 item 2: keep them separate).
+ *
+ * Raw config is what users write: durations as strings, defaults absent, tri-state booleans
+ * unset. Resolved config has `networkDefaults`/`upstreamDefaults` merged, schema defaults
+ * applied, durations in milliseconds and sizes in bytes. Plugin-owned keys are carried in
+ * each resolved node's `settings` (merged, defaulted, converted) for the plugin to read.
+ */
+import type { Directives } from '../context.ts';
+
+/** Duration as written: `"50ms"`, `"15s"`, `"1h"`, or milliseconds. */
+export type DurationInput = string | number;
+
+/** Raw upstream entry (core keys; plugins add more). */
+export interface UpstreamInput {
+  id?: string;
+  endpoint?: string;
+  vendorName?: string;
+  evm?: { chainId?: number; [k: string]: unknown };
+  ignoreMethods?: string[];
+  allowMethods?: string[];
+  tags?: string[];
+  jsonRpc?: { headers?: Record<string, string> };
+  [k: string]: unknown;
+}
+
+/** Raw network entry (core keys; plugins add more). */
+export interface NetworkInput {
+  architecture?: 'evm';
+  evm?: { chainId?: number; [k: string]: unknown };
+  alias?: string;
+  directiveDefaults?: Record<string, unknown>;
+  allowClientDirectives?: string;
+  [k: string]: unknown;
+}
+
+/** Raw project entry. */
+export interface ProjectInput {
+  id: string;
+  networks?: NetworkInput[];
+  upstreams?: UpstreamInput[];
+  networkDefaults?: NetworkInput;
+  upstreamDefaults?: UpstreamInput;
+  allowClientDirectives?: string;
+  [k: string]: unknown;
+}
+
+/** Raw config as users write it in YAML, JSON or `defineConfig({...})`. */
+export interface SvcConfigInput {
+  logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  preset?: string;
+  server?: {
+    httpHost?: string;
+    httpPort?: number;
+    httpHostV4?: string;
+    httpPortV4?: number;
+    maxTimeout?: DurationInput;
+    maxBodySize?: number | string;
+    maxBatchSize?: number;
+    batchConcurrency?: number;
+    includeErrorDetails?: boolean;
+    executionHeaders?: 'all' | 'summary' | 'off';
+    responseHeaders?: Record<string, string>;
+    aliasing?: { rules?: AliasRule[] };
+    [k: string]: unknown;
+  };
+  metrics?: { enabled?: boolean; host?: string; hostV4?: string; port?: number };
+  projects?: ProjectInput[];
+  [k: string]: unknown;
+}
+
+/** One aliasing rule (spec §4.1 alias forms). */
+export interface AliasRule {
+  /** Glob matched against the Host header (port stripped). */
+  matchDomain: string;
+  /** Project served. */
+  serveProject: string;
+  /** Architecture served (`evm`), letting the path omit it. */
+  serveArchitecture?: 'evm';
+  /** Chain served, letting the path be `/`. */
+  serveChain?: string | number;
+}
+
+/** Resolved `server` block. */
+export interface ResolvedServer {
+  httpHost: string;
+  httpPort: number;
+  /** Deadline of one call, ms. */
+  maxTimeoutMs: number;
+  /** Largest accepted body, bytes. */
+  maxBodySize: number;
+  maxBatchSize: number;
+  batchConcurrency: number;
+  includeErrorDetails: boolean;
+  executionHeaders: 'all' | 'summary' | 'off';
+  /** Static headers, already `${ENV}`-expanded. */
+  responseHeaders: Record<string, string>;
+  aliasing: { rules: AliasRule[] };
+  /** Plugin-owned `server.*` keys, defaulted and converted. */
+  settings: Record<string, unknown>;
+}
+
+/** Resolved `metrics` block. */
+export interface ResolvedMetrics {
+  enabled: boolean;
+  host: string;
+  port: number;
+}
+
+/** Resolved upstream. */
+export interface ResolvedUpstream {
+  id: string;
+  endpoint: string;
+  /** `vendorName` or `unknown`. */
+  vendor: string;
+  /** Configured chain id, if any. */
+  chainId?: number;
+  ignoreMethods: string[];
+  allowMethods: string[];
+  tags: string[];
+  headers: Record<string, string>;
+  /** The whole merged entry (upstreamDefaults + upstream), defaulted, durations in ms. */
+  settings: Record<string, unknown>;
+}
+
+/** Resolved network. */
+export interface ResolvedNetwork {
+  /** `evm:<chainId>`. */
+  id: string;
+  architecture: 'evm';
+  chainId: number;
+  alias?: string;
+  /** Config directive defaults (spec §2.8), tri-state kept. */
+  directiveDefaults: Directives;
+  /** Network-level `allowClientDirectives`, if set. */
+  allowClientDirectives?: string;
+  /** The whole merged entry (networkDefaults + network), defaulted, durations in ms. */
+  settings: Record<string, unknown>;
+}
+
+/** Resolved project. */
+export interface ResolvedProject {
+  id: string;
+  networks: ResolvedNetwork[];
+  upstreams: ResolvedUpstream[];
+  allowClientDirectives?: string;
+  /** Raw `networkDefaults`, used to create networks on demand. */
+  networkDefaults: NetworkInput;
+  /** Raw `upstreamDefaults`, used for upstreams added at run time. */
+  upstreamDefaults: UpstreamInput;
+  /** Project-level plugin keys, defaulted and converted. */
+  settings: Record<string, unknown>;
+}
+
+/** The whole resolved config held by a running proxy. */
+export interface ResolvedConfig {
+  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  preset?: string;
+  server: ResolvedServer;
+  metrics: ResolvedMetrics;
+  projects: ResolvedProject[];
+  /** Top-level plugin keys (admin, healthCheck, database...), defaulted and converted. */
+  settings: Record<string, unknown>;
+  /** Warnings collected while loading (unset env vars...), logged at start-up. */
+  warnings: string[];
+}

@@ -1,0 +1,201 @@
+/**
+ * Per-call state (DESIGN principle 4): every JSON-RPC call, each element of a batch, gets one
+ * {@link CallContext}. Plugins write to its {@link ExecutionRecord}; the headers plugin only reads it.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { SvcError } from './errors.ts';
+import type { ParsedCall } from './jsonrpc.ts';
+import type { Network } from './registry/network.ts';
+import type { Project } from './registry/project.ts';
+import type { Upstream } from './registry/upstream.ts';
+
+/** Finality class of a call (issue #4 item 2); `unknown` until the EVM plugins classify it. */
+export type Finality = 'finalized' | 'unfinalized' | 'realtime' | 'unknown';
+
+/**
+ * Resolved request directives (spec §2.8). Every field is optional: unset means "feature
+ * default", so tri-state config (unset / false / true) survives resolution.
+ */
+export interface Directives {
+  /** #1 retry null/empty results on another upstream. Default false. */
+  retryEmpty?: boolean;
+  /** #2 retry pending-transaction lookups. Default false. */
+  retryPending?: boolean;
+  /** #3 `true`, `false`/empty, or a glob over cache connector ids. */
+  skipCacheRead?: string;
+  /** #4 upstream selector (ids, `<key>:<value>` tags, `*`, `|`, leading `!`). */
+  useUpstream?: string;
+  /** #5 stop block-tag to hex substitution. Default false. */
+  skipInterpolation?: boolean;
+  /** #6 bypass consensus. Default false. */
+  skipConsensus?: boolean;
+  /** #7 re-route tagged block answers behind the known head. Default true. */
+  enforceHighestBlock?: boolean;
+  /** #8 reject over-range getLogs; only config sets it. Default true. */
+  enforceGetLogsBlockRange?: boolean;
+  /** #9 a null tagged block is an error. Default true. */
+  enforceNonNullTaggedBlocks?: boolean;
+  /** #10 integrity level or profile name. */
+  integrity?: string;
+  /** `X-SVC-Force-Trace` / `force-trace`: bypass trace sampling (never filtered). */
+  forceTrace?: boolean;
+}
+
+/** Who is calling (spec §5); filled by auth plugins, `undefined` when no auth runs. */
+export interface Identity {
+  /** User id used for per-user metrics and limits. */
+  userId: string;
+  /** Auth strategy that authenticated the caller. */
+  strategy?: string;
+  /** Strategy-level `allowClientDirectives` granted to this caller (spec §2.8 rule c). */
+  allowClientDirectives?: string;
+  /** Rate-limit budget id, if any. */
+  rateLimitBudget?: string;
+}
+
+/** The HTTP facts a call may need, shared by every call of one HTTP request. */
+export interface HttpRequestInfo {
+  /** Lower-cased request headers. */
+  headers: IncomingHttpHeaders;
+  /** Parsed query string (first value of each key). */
+  query: Readonly<Record<string, string>>;
+  /** Remote address of the client socket. */
+  remoteAddress: string;
+  /** Host header without port, lower-cased. */
+  host: string;
+  /** Raw path of the request. */
+  path: string;
+}
+
+/** Why an attempt was made (spec §4.5 trace reasons, in increasing precedence). */
+export type AttemptReason = 'primary' | 'retry' | 'sweep' | 'hedge' | 'consensus_slot';
+/** How an attempt ended (spec §4.5 trace outcomes). */
+export type AttemptOutcome = 'pending' | 'success' | 'timeout' | 'exec_revert' | 'rate_limited' | 'error' | 'cancelled' | 'skipped';
+
+/** One physical upstream request (or a skip that never dialled). */
+export interface AttemptRecord {
+  /** Upstream id. */
+  upstreamId: string;
+  /** Upstream `vendorName` or `unknown`. */
+  vendor: string;
+  /** Method sent. */
+  method: string;
+  /** Project id and network id of the call. */
+  projectId: string;
+  networkId: string;
+  /** Trace reason (spec §4.5). */
+  reason: AttemptReason;
+  /** Trace outcome; `pending` while in flight. */
+  outcome: AttemptOutcome;
+  /** Start time, `performance.now()` milliseconds. */
+  startedAt: number;
+  /** Duration in milliseconds, set when it ends. */
+  durationMs: number;
+  /** True when this attempt's answer reached the client (`:won`). */
+  won: boolean;
+  /** True when the request actually went to the wire (false for breaker-open skips). */
+  dialled: boolean;
+  /** The error it ended with, if any. */
+  error?: SvcError;
+  /** The call's finality when known. */
+  finality: Finality;
+  /** Internal (state poller, probe) rather than client traffic. */
+  internal: boolean;
+}
+
+/** What happened while serving one call (DESIGN principle 4); read by headers and metrics. */
+export interface ExecutionRecord {
+  /** Trace of upstream attempts in start order. */
+  attempts: AttemptRecord[];
+  /** Physical upstream requests. */
+  upstreamAttempts: number;
+  /** Upstream-scope retries (same upstream again). */
+  upstreamRetries: number;
+  /** Hedge legs started at upstream scope. */
+  upstreamHedges: number;
+  /** Network-scope rounds (1 + retries). */
+  networkAttempts: number;
+  /** Extra network rounds. */
+  networkRetries: number;
+  /** Hedge legs started at network scope. */
+  networkHedges: number;
+  /** Cache operations (reads + writes) and their retries/hedges. */
+  cacheAttempts: number;
+  cacheRetries: number;
+  cacheHedges: number;
+  /** Consensus counters. */
+  consensusSlots: number;
+  consensusDisputes: number;
+  consensusLowParticipants: number;
+  /** Cache outcome, when a cache ran. */
+  cache?: 'HIT' | 'MISS';
+  /** Winning upstream id. */
+  upstream?: string;
+  /** Start, `performance.now()` ms. */
+  startedAt: number;
+  /** Total duration in ms, set when the call ends. */
+  durationMs: number;
+  /** Method of the call (for batch cost/method headers). */
+  method: string;
+  /** True when the call was routed to a network (not an early error). */
+  routed: boolean;
+  /** The final error, if the call failed. */
+  error?: SvcError;
+}
+
+/** A fresh, zeroed execution record. */
+export function newExecutionRecord(method: string): ExecutionRecord {
+  return {
+    attempts: [],
+    upstreamAttempts: 0,
+    upstreamRetries: 0,
+    upstreamHedges: 0,
+    networkAttempts: 0,
+    networkRetries: 0,
+    networkHedges: 0,
+    cacheAttempts: 0,
+    cacheRetries: 0,
+    cacheHedges: 0,
+    consensusSlots: 0,
+    consensusDisputes: 0,
+    consensusLowParticipants: 0,
+    startedAt: performance.now(),
+    durationMs: 0,
+    method,
+    routed: false,
+  };
+}
+
+/** Everything about one JSON-RPC call, built by the server and passed through every stage. */
+export interface CallContext {
+  /** Project serving the call. */
+  project: Project;
+  /** Network serving the call. */
+  network: Network;
+  /** The call as the client sent it (params may be rewritten by interpolation). */
+  request: ParsedCall;
+  /** Directives resolved for this call (spec §2.8). */
+  directives: Directives;
+  /** Caller identity, when an auth plugin ran. */
+  identity?: Identity;
+  /** HTTP facts; synthetic for internal calls. */
+  http: HttpRequestInfo;
+  /** Aborted at the call deadline (`server.maxTimeout`) or when the client leaves. */
+  signal: AbortSignal;
+  /** Absolute deadline, `Date.now()` ms. */
+  deadline: number;
+  /** What happened; written by plugins. */
+  record: ExecutionRecord;
+  /** Finality of the call, `unknown` until classified (issue #4). */
+  finality: Finality;
+  /** Internal traffic (probes, state polls): not client-visible, not counted as client calls. */
+  internal: boolean;
+  /**
+   * Per-call scratch space for plugins, keyed by a symbol the plugin owns (DESIGN: private
+   * state stays inside the plugin).
+   */
+  state: Map<symbol, unknown>;
+}
+
+/** Upstream choice passed to an attempt. */
+export type { Upstream };

@@ -1,0 +1,410 @@
+/**
+ * The one error hierarchy of svc (DESIGN "Errors are values with names", spec §7).
+ *
+ * Every error a client can see is a subclass of {@link SvcError} whose class name is the
+ * spec's error name. Each carries its JSON-RPC code, its HTTP status for a single
+ * (non-batch) call, a `retryable` flag read by the sweep/retry machinery, and a `cause`
+ * chain that becomes `error.data` on the wire when `server.includeErrorDetails` is true.
+ * The README's error table is written from {@link ERROR_TABLE}.
+ */
+
+/** JSON-RPC error object as written on the wire (JSON-RPC 2.0 §5.1). */
+export interface JsonRpcErrorObject {
+  /** Integer JSON-RPC error code. */
+  code: number;
+  /** Human-readable message. */
+  message: string;
+  /** Upstream revert bytes or svc's cause chain; omitted when empty. */
+  data?: unknown;
+}
+
+/** Options accepted by every {@link SvcError} constructor. */
+export interface SvcErrorOptions {
+  /** The error(s) that led to this one; serialised as `data.cause`. */
+  cause?: unknown;
+  /** Extra structured details (upstream id, method...) shown in `data.details`. */
+  details?: Record<string, unknown>;
+  /** Overrides the class's default JSON-RPC code (e.g. a vendor code passed through). */
+  code?: number;
+  /** Upstream's own `error.data` (revert bytes); passed through untouched. */
+  upstreamData?: unknown;
+  /** Upstream's own message, kept verbatim for execution errors. */
+  upstreamMessage?: string;
+  /** HTTP status the upstream answered with, if any. */
+  upstreamStatus?: number;
+}
+
+/**
+ * Base class of every named error. Subclasses set `static readonly code`, `httpStatus`
+ * and `retryable`; instances may override the code (vendor codes pass through).
+ */
+export abstract class SvcError extends Error {
+  /** Default JSON-RPC code of this error class. */
+  static readonly defaultCode: number = -32603;
+  /** HTTP status for a single call carrying this error (eRPC 0.1.x table, issue #2 item 5). */
+  static readonly httpStatus: number = 200;
+  /** Whether the sweep may try the next upstream / the retry policy may try again. */
+  static readonly retryable: boolean = false;
+
+  /** JSON-RPC code written on the wire. */
+  readonly code: number;
+  /** Structured details shown in `data.details`. */
+  readonly details?: Record<string, unknown>;
+  /** Upstream's own `error.data`, kept byte-for-byte (revert reasons). */
+  readonly upstreamData?: unknown;
+  /** HTTP status the upstream answered with. */
+  readonly upstreamStatus?: number;
+
+  constructor(message: string, opts: SvcErrorOptions = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    const ctor = this.constructor as typeof SvcError;
+    // The spec name of the error is its class name (DESIGN "Errors are values with names").
+    this.name = ctor.name;
+    this.code = opts.code ?? ctor.defaultCode;
+    this.details = opts.details;
+    this.upstreamData = opts.upstreamData;
+    this.upstreamStatus = opts.upstreamStatus;
+  }
+
+  /** HTTP status for a single call failing with this error. */
+  get httpStatus(): number {
+    return (this.constructor as typeof SvcError).httpStatus;
+  }
+
+  /** Whether another upstream or another round may still succeed. */
+  get retryable(): boolean {
+    return (this.constructor as typeof SvcError).retryable;
+  }
+
+  /**
+   * The cause chain as plain JSON (`{code, message, details?, cause?}`), used as
+   * `error.data` when `server.includeErrorDetails` is true (issue #2 item 5).
+   */
+  toDetails(depth = 0): Record<string, unknown> {
+    const out: Record<string, unknown> = { code: this.name, message: this.message };
+    if (this.details) out.details = this.details;
+    const cause = (this as { cause?: unknown }).cause;
+    if (cause !== undefined && depth < 8) out.cause = serialiseCause(cause, depth + 1);
+    return out;
+  }
+}
+
+function serialiseCause(cause: unknown, depth: number): unknown {
+  if (Array.isArray(cause)) return cause.map((c) => serialiseCause(c, depth));
+  if (cause instanceof SvcError) return cause.toDetails(depth);
+  if (cause instanceof Error) return { code: cause.name, message: cause.message };
+  return String(cause);
+}
+
+// ---------------------------------------------------------------------------------------
+// Client / request errors
+
+/** Body is not valid JSON (spec §4.2 #5, §7). HTTP 400, -32700, id null. */
+export class ErrJsonRpcRequestUnmarshal extends SvcError {
+  static override readonly defaultCode = -32700;
+  static override readonly httpStatus = 400;
+}
+
+/** Request object missing `"jsonrpc":"2.0"` or a string `method`; batch too large. HTTP 400, -32600. */
+export class ErrInvalidRequest extends SvcError {
+  static override readonly defaultCode = -32600;
+  static override readonly httpStatus = 400;
+}
+
+/** Body larger than `server.maxBodySize`. HTTP 413, -32600. */
+export class ErrRequestTooLarge extends SvcError {
+  static override readonly defaultCode = -32600;
+  static override readonly httpStatus = 413;
+}
+
+/** Unknown project in the URL (spec §4.1). HTTP 404, -32602. */
+export class ErrProjectNotFound extends SvcError {
+  static override readonly defaultCode = -32602;
+  static override readonly httpStatus = 404;
+}
+
+/** Unknown network / chain (spec §4.1, §7). HTTP 404, -32602. */
+export class ErrNetworkNotSupported extends SvcError {
+  static override readonly defaultCode = -32602;
+  static override readonly httpStatus = 404;
+}
+
+/** Caller failed authentication (spec §5). HTTP 401, -32016. */
+export class ErrAuthUnauthorized extends SvcError {
+  static override readonly defaultCode = -32016;
+  static override readonly httpStatus = 401;
+}
+
+/** svc's own rate limit for a caller (later issue). HTTP 429, -32005. */
+export class ErrRateLimitRuleExceeded extends SvcError {
+  static override readonly defaultCode = -32005;
+  static override readonly httpStatus = 429;
+}
+
+/** Stateful method with several candidate upstreams (spec §2.8 #4, §7). -32601. */
+export class ErrNotImplemented extends SvcError {
+  static override readonly defaultCode = -32601;
+}
+
+/** eth_getLogs / trace_filter block range over `getLogsMaxAllowedRange` (spec §2.8 #8). -32012, HTTP 200. */
+export class ErrGetLogsExceededMaxAllowedRange extends SvcError {
+  static override readonly defaultCode = -32012;
+}
+/** eth_getLogs address list longer than `getLogsMaxAllowedAddresses`. -32012. */
+export class ErrGetLogsExceededMaxAllowedAddresses extends SvcError {
+  static override readonly defaultCode = -32012;
+}
+/** eth_getLogs topics longer than `getLogsMaxAllowedTopics`. -32012. */
+export class ErrGetLogsExceededMaxAllowedTopics extends SvcError {
+  static override readonly defaultCode = -32012;
+}
+
+/** svc's own code failed for one call (spec §4.2 #6). -32603, id null in a batch. */
+export class ErrInternal extends SvcError {
+  static override readonly defaultCode = -32603;
+  static override readonly httpStatus = 500;
+}
+
+// ---------------------------------------------------------------------------------------
+// Upstream errors: normalised once, where they arrive (issue #2 item 5, issue #3 item 4)
+
+/** HTTP 5xx, transport failure, or an unclassified vendor error. -32603 (or vendor code). Retryable. */
+export class ErrEndpointServerSideException extends SvcError {
+  static override readonly defaultCode = -32603;
+  static override readonly retryable = true;
+}
+
+/** HTTP 429 or a rate-limit message. -32005, HTTP 429. Skipped to the next upstream. */
+export class ErrEndpointCapacityExceeded extends SvcError {
+  static override readonly defaultCode = -32005;
+  static override readonly httpStatus = 429;
+  static override readonly retryable = true;
+}
+
+/** HTTP 402 or a billing/quota message. -32005. */
+export class ErrEndpointBillingIssue extends SvcError {
+  static override readonly defaultCode = -32005;
+  static override readonly retryable = true;
+}
+
+/** Method not supported by the upstream (-32601, HTTP 405/415...). Next upstream may support it. */
+export class ErrEndpointUnsupported extends SvcError {
+  static override readonly defaultCode = -32601;
+  static override readonly retryable = true;
+}
+
+/** Method excluded by the upstream's `ignoreMethods`/`allowMethods`. -32601. */
+export class ErrUpstreamMethodIgnored extends SvcError {
+  static override readonly defaultCode = -32601;
+  static override readonly retryable = true;
+}
+
+/**
+ * Execution error (a revert, code 3). The caller gets the upstream's own code, message and
+ * data intact; never retried on another upstream.
+ */
+export class ErrEndpointExecutionException extends SvcError {
+  static override readonly defaultCode = 3;
+}
+
+/** Nonce too low / already known. -32003, not retried elsewhere. */
+export class ErrEndpointNonceException extends SvcError {
+  static override readonly defaultCode = -32003;
+}
+
+/** Invalid params as judged by the upstream. -32602, not retried. */
+export class ErrEndpointClientSideException extends SvcError {
+  static override readonly defaultCode = -32602;
+}
+
+/** Upstream lacks the data (missing trie node, unknown block). -32014, retryable. */
+export class ErrEndpointMissingData extends SvcError {
+  static override readonly defaultCode = -32014;
+  static override readonly retryable = true;
+}
+
+/** Upstream refused the range as too large. -32012, retryable (another upstream or a split). */
+export class ErrEndpointRequestTooLarge extends SvcError {
+  static override readonly defaultCode = -32012;
+  static override readonly retryable = true;
+}
+
+/** HTTP 401/403, invalid API key. -32016, HTTP 401. */
+export class ErrEndpointUnauthorized extends SvcError {
+  static override readonly defaultCode = -32016;
+  static override readonly httpStatus = 401;
+  static override readonly retryable = true;
+}
+
+/** Upstream answered something that is not a JSON-RPC response. -32603, retryable. */
+export class ErrUpstreamMalformedResponse extends SvcError {
+  static override readonly defaultCode = -32603;
+  static override readonly retryable = true;
+}
+
+/** One upstream request ran out of time (deadline or socket). -32603, retryable. */
+export class ErrEndpointRequestTimeout extends SvcError {
+  static override readonly defaultCode = -32603;
+  static override readonly retryable = true;
+}
+
+/** A response failed a validation check (spec §7). -32603, retryable. */
+export class ErrEndpointContentValidation extends SvcError {
+  static override readonly defaultCode = -32603;
+  static override readonly retryable = true;
+}
+
+/** A failsafe `timeout` policy fired. -32603. */
+export class ErrFailsafeTimeoutExceeded extends SvcError {
+  static override readonly defaultCode = -32603;
+  static override readonly retryable = true;
+}
+
+/** The upstream's circuit breaker is open: skipped without dialling. -32603. */
+export class ErrFailsafeCircuitBreakerOpen extends SvcError {
+  static override readonly defaultCode = -32603;
+  static override readonly retryable = true;
+}
+
+/** The attempt was cancelled (a losing hedge leg, or the client went away). */
+export class ErrCancelled extends SvcError {
+  static override readonly defaultCode = -32603;
+}
+
+/**
+ * Every upstream failed (spec §7). Its code is that of its most frequent cause
+ * (-32603 when there is none); HTTP 429 when capacity-exceeded dominates.
+ */
+export class ErrUpstreamsExhausted extends SvcError {
+  static override readonly defaultCode = -32603;
+  static override readonly retryable = true;
+  /** One error per failed attempt, in attempt order. */
+  readonly causes: readonly SvcError[];
+  private readonly dominant?: SvcError;
+
+  constructor(causes: readonly SvcError[], message?: string, opts: SvcErrorOptions = {}) {
+    const dominant = dominantCause(causes);
+    super(message ?? exhaustedMessage(causes), { ...opts, cause: causes.length ? [...causes] : undefined, code: dominant?.code ?? -32603 });
+    this.causes = causes;
+    this.dominant = dominant;
+  }
+
+  override get httpStatus(): number {
+    return this.dominant instanceof ErrEndpointCapacityExceeded ? 429 : 200;
+  }
+
+  override get retryable(): boolean {
+    return this.causes.length === 0 || this.causes.some((c) => c.retryable);
+  }
+}
+
+/** Most frequent cause by code; ties broken by first occurrence. Skips/ignored methods do not vote. */
+function dominantCause(causes: readonly SvcError[]): SvcError | undefined {
+  const counts = new Map<number, { n: number; first: SvcError }>();
+  for (const c of causes) {
+    if (c instanceof ErrUpstreamMethodIgnored || c instanceof ErrCancelled) continue;
+    const e = counts.get(c.code);
+    if (e) e.n++;
+    else counts.set(c.code, { n: 1, first: c });
+  }
+  let best: { n: number; first: SvcError } | undefined;
+  for (const v of counts.values()) if (!best || v.n > best.n) best = v;
+  return best?.first ?? causes[0];
+}
+
+function exhaustedMessage(causes: readonly SvcError[]): string {
+  if (causes.length === 0) return 'all upstream attempts failed (no upstream available)';
+  const counts = new Map<string, number>();
+  for (const c of causes) counts.set(c.name, (counts.get(c.name) ?? 0) + 1);
+  const summary = [...counts].map(([k, n]) => `${n} ${k}`).join(', ');
+  return `all upstream attempts failed (${summary})`;
+}
+
+/** Wrap anything thrown into a named error; SvcErrors pass through. */
+export function asSvcError(err: unknown): SvcError {
+  if (err instanceof SvcError) return err;
+  const e = err instanceof Error ? err : new Error(String(err));
+  return new ErrInternal(`internal error: ${e.message}`, { cause: e });
+}
+
+/** Methods whose `error.data` clients read as revert bytes: never filled with svc's details. */
+const REVERT_DATA_METHODS = new Set(['eth_call', 'eth_estimateGas']);
+
+/**
+ * The wire error object for a call (issue #2 item 5): an upstream's own `data` passes
+ * through; otherwise `data` is the cause chain when `includeErrorDetails` is on, except for
+ * `eth_call`/`eth_estimateGas`.
+ * @param err the named error
+ * @param method the call's method, or undefined when unknown
+ * @param includeErrorDetails `server.includeErrorDetails`
+ */
+export function toJsonRpcError(err: SvcError, method: string | undefined, includeErrorDetails: boolean): JsonRpcErrorObject {
+  const execLike = err instanceof ErrEndpointExecutionException || err instanceof ErrEndpointNonceException;
+  const passthrough = unwrapPassthrough(err);
+  const out: JsonRpcErrorObject = {
+    code: err.code,
+    message: execLike && passthrough ? passthrough.message : err.message,
+  };
+  const upstreamData = passthrough?.upstreamData ?? err.upstreamData;
+  if (upstreamData !== undefined) out.data = upstreamData;
+  else if (includeErrorDetails && !(method && REVERT_DATA_METHODS.has(method))) out.data = err.toDetails();
+  return out;
+}
+
+/** The innermost error that carries an upstream's own data/message (single-cause chains). */
+function unwrapPassthrough(err: SvcError): SvcError | undefined {
+  let cur: SvcError | undefined = err;
+  for (let i = 0; cur && i < 8; i++) {
+    if (cur.upstreamData !== undefined) return cur;
+    if (cur instanceof ErrEndpointExecutionException || cur instanceof ErrEndpointNonceException) return cur;
+    const c: unknown = (cur as { cause?: unknown }).cause;
+    cur = c instanceof SvcError ? c : undefined;
+  }
+  return undefined;
+}
+
+/** One row of the README error table. */
+export interface ErrorTableRow {
+  name: string;
+  code: number;
+  httpStatus: number | string;
+  retryable: boolean;
+  when: string;
+}
+
+/** The README's error table: name, JSON-RPC code, HTTP status of a single call (spec §7). */
+export const ERROR_TABLE: readonly ErrorTableRow[] = [
+  row(ErrJsonRpcRequestUnmarshal, 'body is not valid JSON (id null)'),
+  row(ErrInvalidRequest, 'no `"jsonrpc":"2.0"`, no string `method`, batch over `server.maxBatchSize`'),
+  row(ErrRequestTooLarge, 'body over `server.maxBodySize`'),
+  row(ErrProjectNotFound, 'unknown project in the URL'),
+  row(ErrNetworkNotSupported, 'unknown network / chain id'),
+  row(ErrAuthUnauthorized, 'caller failed authentication'),
+  row(ErrEndpointUnauthorized, 'upstream answered 401/403 or "invalid api key"'),
+  row(ErrEndpointCapacityExceeded, 'upstream answered 429 or a rate-limit message'),
+  row(ErrUpstreamsExhausted, 'every upstream failed; code of the most frequent cause; 429 when rate limits dominate', '200 / 429'),
+  row(ErrEndpointServerSideException, 'upstream HTTP 5xx, transport failure, unclassified vendor error (vendor code passed through)'),
+  row(ErrEndpointBillingIssue, 'upstream HTTP 402 or a billing/quota message'),
+  row(ErrEndpointUnsupported, 'upstream does not support the method'),
+  row(ErrUpstreamMethodIgnored, 'method excluded by `ignoreMethods`/`allowMethods`'),
+  row(ErrEndpointExecutionException, 'revert: the upstream code, message and data reach the client intact'),
+  row(ErrEndpointNonceException, 'nonce too low / already known'),
+  row(ErrEndpointClientSideException, 'upstream says the params are invalid'),
+  row(ErrEndpointMissingData, 'upstream lacks the block/state (retried elsewhere)'),
+  row(ErrEndpointRequestTooLarge, 'upstream refused a range as too large'),
+  row(ErrUpstreamMalformedResponse, 'upstream answered something that is not JSON-RPC'),
+  row(ErrEndpointRequestTimeout, 'an upstream request ran past its deadline'),
+  row(ErrFailsafeTimeoutExceeded, 'a failsafe `timeout` policy fired'),
+  row(ErrFailsafeCircuitBreakerOpen, "the upstream's circuit breaker is open"),
+  row(ErrEndpointContentValidation, 'a response failed validation'),
+  row(ErrNotImplemented, 'stateful filter method with several candidate upstreams'),
+  row(ErrGetLogsExceededMaxAllowedRange, 'eth_getLogs/trace_filter range over the limit'),
+  row(ErrGetLogsExceededMaxAllowedAddresses, 'eth_getLogs address list over the limit'),
+  row(ErrGetLogsExceededMaxAllowedTopics, 'eth_getLogs topics over the limit'),
+  row(ErrRateLimitRuleExceeded, "svc's own rate limit"),
+  row(ErrInternal, "svc's own code failed for one call (id null in a batch)"),
+];
+
+function row(cls: { name: string; defaultCode: number; httpStatus: number; retryable: boolean }, when: string, httpStatus?: string): ErrorTableRow {
+  return { name: cls.name, code: cls.defaultCode, httpStatus: httpStatus ?? cls.httpStatus, retryable: cls.retryable, when };
+}

@@ -1,0 +1,126 @@
+/**
+ * Upstream error normalisation (issue #2 item 5, issue #3 item 4): one ordered rule table maps
+ * an upstream's HTTP status, JSON-RPC code and message to a named error. The first match wins.
+ * Runs once, in the transport, where the answer arrives.
+ */
+import {
+  ErrEndpointBillingIssue,
+  ErrEndpointCapacityExceeded,
+  ErrEndpointClientSideException,
+  ErrEndpointExecutionException,
+  ErrEndpointMissingData,
+  ErrEndpointNonceException,
+  ErrEndpointRequestTooLarge,
+  ErrEndpointServerSideException,
+  ErrEndpointUnauthorized,
+  ErrEndpointUnsupported,
+  type SvcError,
+  type SvcErrorOptions,
+} from '../errors.ts';
+
+/** What an upstream said, as far as classification needs it. */
+export interface UpstreamFault {
+  /** HTTP status of the upstream response. */
+  status: number;
+  /** JSON-RPC error code, when the body held one. */
+  code?: number;
+  /** JSON-RPC error message or the HTTP body excerpt. */
+  message: string;
+  /** JSON-RPC `error.data`, passed through untouched. */
+  data?: unknown;
+  /** Method of the call (some rules are method-specific). */
+  method: string;
+}
+
+type Ctor = new (message: string, opts?: SvcErrorOptions) => SvcError;
+
+/** One rule of the table. `keepCode` passes the upstream's own code to the client. */
+interface Rule {
+  name: string;
+  match: (f: UpstreamFault, msg: string) => boolean;
+  error: Ctor;
+  keepCode?: boolean;
+}
+
+const has = (msg: string, ...needles: string[]) => needles.some((n) => msg.includes(n));
+
+/**
+ * The ordered rule table (issue #3 item 4). Messages are compared lower-cased.
+ * Exported for the README and the rule-by-rule unit tests.
+ */
+export const NORMALISATION_RULES: readonly Rule[] = [
+  {
+    name: 'range too large',
+    match: (f, m) => f.code === -32012 || has(m, 'range too large', 'max block range', 'try with this block range', 'query returned more than', 'too many results', 'try paginating', 'block range is too wide', 'exceed maximum block range'),
+    error: ErrEndpointRequestTooLarge,
+  },
+  {
+    name: 'billing',
+    match: (f, m) => f.status === 402 || has(m, 'billing', 'quota', 'reached the free tier', 'monthly capacity limit', 'payment required', 'insufficient credits'),
+    error: ErrEndpointBillingIssue,
+  },
+  {
+    name: 'capacity exceeded',
+    match: (f, m) => f.status === 429 || f.code === -32005 || has(m, 'too many requests', 'rate limit', 'limit exceeded', 'rate-limit', 'has exceeded'),
+    error: ErrEndpointCapacityExceeded,
+  },
+  {
+    name: 'missing data',
+    match: (f, m) => f.code === -32014 || has(m, 'missing trie node', 'header not found', 'unknown block', 'transaction not found', 'block not found', 'no historical rpc', 'state is not available', 'state histories haven\'t been fully indexed'),
+    error: ErrEndpointMissingData,
+  },
+  {
+    name: 'execution reverted',
+    match: (f, m) => f.code === 3 || has(m, 'execution reverted', 'vm execution error', 'vm exception', 'reverted'),
+    error: ErrEndpointExecutionException,
+    keepCode: true,
+  },
+  {
+    name: 'nonce',
+    match: (_f, m) => has(m, 'nonce too low', 'already known', 'known transaction', 'tx already in mempool', 'nonce has already been used'),
+    error: ErrEndpointNonceException,
+  },
+  {
+    name: 'insufficient funds / fee too low',
+    match: (f, m) => f.code === -32003 || has(m, 'insufficient funds', 'fee too low', 'underpriced', 'gas too low', 'out of gas', 'intrinsic gas too low', 'max fee per gas less than block base fee'),
+    error: ErrEndpointExecutionException,
+  },
+  {
+    name: 'unsupported method',
+    match: (f, m) =>
+      f.code === -32601 || f.code === -32004 || f.status === 405 || f.status === 415 || has(m, 'not supported', 'unsupported method', 'method not found', 'does not exist/is not available', 'is not available', 'method is not whitelisted'),
+    error: ErrEndpointUnsupported,
+  },
+  {
+    name: 'invalid params',
+    match: (f, m) => f.code === -32602 || f.code === -32600 || has(m, 'invalid params', 'invalid argument'),
+    error: ErrEndpointClientSideException,
+  },
+  {
+    name: 'unauthorized',
+    match: (f, m) => f.status === 401 || f.status === 403 || has(m, 'invalid api key', 'unauthorized', 'forbidden'),
+    error: ErrEndpointUnauthorized,
+  },
+];
+
+/**
+ * Classifies an upstream fault into a named error (first matching rule wins; otherwise
+ * `ErrEndpointServerSideException` with the vendor's code passed through).
+ * @param f the fault as received
+ */
+export function normaliseUpstreamError(f: UpstreamFault): SvcError {
+  const msg = f.message.toLowerCase();
+  const opts: SvcErrorOptions = { upstreamStatus: f.status, details: { upstreamCode: f.code, upstreamStatus: f.status } };
+  if (f.data !== undefined) opts.upstreamData = f.data;
+  for (const r of NORMALISATION_RULES) {
+    if (r.match(f, msg)) {
+      if (r.keepCode && f.code !== undefined) opts.code = f.code;
+      return new r.error(f.message, opts);
+    }
+  }
+  if (f.code !== undefined) opts.code = f.code;
+  return new ErrEndpointServerSideException(f.message || `upstream answered HTTP ${f.status}`, opts);
+}
+
+/** Selector of `Error(string)`: an `eth_call` result starting with it is a revert (rule 5). */
+export const ERROR_STRING_SELECTOR = '0x08c379a0';

@@ -1,0 +1,169 @@
+/**
+ * Every hook of svc, typed and documented (DESIGN "Hooks are the contract").
+ *
+ * Hook kinds follow tapable: `Sync*` taps run in `stage` order (lowest first); a
+ * `SyncWaterfallHook` passes each tap the value the previous tap returned; a `*BailHook`
+ * stops at the first tap that returns something other than `undefined`.
+ *
+ * Around-style stages (`call`, `attempt`, `upstream`) are composed ONCE per network/upstream:
+ * each tap receives the handler built so far and returns a wrapper. The lowest stage wraps
+ * first and so ends up innermost. Stage numbers live in `core/stages.ts`.
+ */
+import {
+  AsyncSeriesBailHook,
+  AsyncSeriesHook,
+  SyncBailHook,
+  SyncHook,
+  SyncWaterfallHook,
+} from 'tapable';
+import type Router from '@koa/router';
+import type { AttemptReason, AttemptRecord, CallContext, Directives, ExecutionRecord, HttpRequestInfo, Identity } from './context.ts';
+import type { SvcError } from './errors.ts';
+import type { RpcResult } from './jsonrpc.ts';
+import type { Network } from './registry/network.ts';
+import type { Project } from './registry/project.ts';
+import type { Upstream } from './registry/upstream.ts';
+import type { ResolvedConfig } from './config/types.ts';
+
+/** The network-level handler of one call: returns a result or throws a {@link SvcError}. */
+export type CallHandler = (ctx: CallContext) => Promise<RpcResult>;
+
+/**
+ * Hands out the selected upstreams to the legs of one network round. Hedge legs share a
+ * cursor so each leg starts on the next upstream not yet tried in that round; a retry round
+ * gets a fresh cursor.
+ */
+export class UpstreamCursor {
+  private i = 0;
+  /** @param upstreams the ordered candidates of this round (from the `select` hook) */
+  constructor(readonly upstreams: readonly Upstream[]) {}
+  /** Next untried upstream of the round, or undefined when all were handed out. */
+  next(): Upstream | undefined {
+    return this.upstreams[this.i++];
+  }
+  /** Number of upstreams not yet handed out. */
+  get remaining(): number {
+    return Math.max(0, this.upstreams.length - this.i);
+  }
+}
+
+/** One leg of a network round (the primary, a retry round or a hedge leg). */
+export interface Leg {
+  /** Upstreams of the round, shared by its hedge legs. */
+  cursor: UpstreamCursor;
+  /** Trace reason of the leg's first attempt; later attempts in the leg are `sweep` (or `hedge`). */
+  reason: AttemptReason;
+  /** Aborted when the leg loses a hedge race or the call ends. */
+  signal: AbortSignal;
+}
+
+/** Network-scope handler below `select`: sweeps a leg's upstreams until one answers (spec §1.3). */
+export type AttemptHandler = (ctx: CallContext, leg: Leg) => Promise<RpcResult>;
+
+/** One request to one upstream, as seen by the upstream chain. */
+export interface UpstreamCall {
+  /** The call being served (synthetic for internal calls such as state polls). */
+  ctx: CallContext;
+  /** Method and params to send (params after interpolation). */
+  method: string;
+  params: unknown;
+  /** Aborts this one request (hedge loss, deadline). */
+  signal: AbortSignal;
+  /** Trace record of this attempt; the transport fills `dialled`. */
+  attempt: AttemptRecord;
+}
+
+/** One upstream's transport, wrapped by upstream-scope policies (spec §4.7, issue #3). */
+export type UpstreamSender = (call: UpstreamCall) => Promise<RpcResult>;
+
+/** A place to write response headers (Koa's `ctx.set` adapter). */
+export interface HeaderSink {
+  set(name: string, value: string): void;
+}
+
+/** Facts about the HTTP response being written, for the `responseHeaders` hook. */
+export interface ResponseMeta {
+  /** True for a batch body. */
+  batch: boolean;
+  /** HTTP request facts. */
+  http: HttpRequestInfo;
+  /** Project resolved from the URL, if any. */
+  project?: Project;
+}
+
+/** The typed hook registry of one {@link Proxy}. Frozen after construction. */
+export interface ProxyHooks {
+  // ---- start-up -------------------------------------------------------------------------
+  /** Last chance to derive config before the registry is built (zero-config injects providers here, spec §2.10). */
+  readonly config: SyncWaterfallHook<[ResolvedConfig]>;
+  /** A project was built: providers expand into upstreams, connectors open. Runs before listening. */
+  readonly project: AsyncSeriesHook<[Project]>;
+  /** A network was created (at start-up or on demand) and its handler chain built. */
+  readonly network: SyncHook<[Network]>;
+  /** An upstream joined a network and may serve (after its chain id is known). */
+  readonly upstreamJoined: SyncHook<[Upstream, Network]>;
+  /** Admin, healthcheck and similar plugins mount their paths here. */
+  readonly routes: SyncHook<[Router]>;
+  /** The HTTP listener is up; background work (pollers, probes) may start. */
+  readonly listening: AsyncSeriesHook<[]>;
+  /** Drain, close pools and stores (spec §3.2). Plugins tap in reverse dependency order. */
+  readonly shutdown: AsyncSeriesHook<[]>;
+
+  // ---- per HTTP request -----------------------------------------------------------------
+  /** Auth strategies in order; the first identity wins; throw `ErrAuthUnauthorized` to reject (spec §5). */
+  readonly authenticate: AsyncSeriesBailHook<[HttpRequestInfo, Project], Identity | undefined>;
+  /** Diagnostic and cost headers, once per HTTP response, after every call settled (spec §4.5). */
+  readonly responseHeaders: SyncHook<[HeaderSink, readonly ExecutionRecord[], ResponseMeta]>;
+
+  // ---- per call -------------------------------------------------------------------------
+  /** Resolve the call's directives: network defaults, headers, query, `allowClientDirectives` (spec §2.8). */
+  readonly directives: SyncWaterfallHook<[Directives, CallContext]>;
+  /** Order and filter upstreams for one call: cordons, `use-upstream`, method support, score (spec §1.3, §3.1). */
+  readonly select: SyncWaterfallHook<[Upstream[], CallContext]>;
+  /** Response checks that turn an upstream reply into a retryable error (empty, pending, stale head...). */
+  readonly validate: SyncBailHook<[CallContext, RpcResult, Upstream], SvcError | undefined>;
+
+  // ---- composed once per network --------------------------------------------------------
+  /** Wrappers around the network call: static responses, multiplex, cache, interpolation, getLogs (outside in, by descending stage). */
+  readonly call: SyncWaterfallHook<[CallHandler, Network]>;
+  /** Network-scope wrappers around the sweep: timeout( retry( hedge( sweep ))), consensus. */
+  readonly attempt: SyncWaterfallHook<[AttemptHandler, Network]>;
+
+  // ---- composed once per upstream -------------------------------------------------------
+  /** Wrappers around one upstream's transport: upstream timeout/retry, circuit breaker, rate limit, outbound batching. */
+  readonly upstream: SyncWaterfallHook<[UpstreamSender, Upstream]>;
+
+  // ---- discovery ------------------------------------------------------------------------
+  /** A call names a network the project does not have: providers may create it (spec §2.10, §4.1). */
+  readonly resolveNetwork: AsyncSeriesBailHook<[Project, string], Network | undefined>;
+
+  // ---- observation: must never throw into the request ----------------------------------
+  /** One upstream attempt ended (metrics, health scores, cost accounting). */
+  readonly attemptDone: SyncHook<[AttemptRecord]>;
+  /** One call ended (per-call metrics, logs, totals). */
+  readonly callDone: SyncHook<[CallContext]>;
+}
+
+/** Builds a fresh, frozen hook registry. */
+export function createHooks(): ProxyHooks {
+  return Object.freeze({
+    config: new SyncWaterfallHook<[ResolvedConfig]>(['config']),
+    project: new AsyncSeriesHook<[Project]>(['project']),
+    network: new SyncHook<[Network]>(['network']),
+    upstreamJoined: new SyncHook<[Upstream, Network]>(['upstream', 'network']),
+    routes: new SyncHook<[Router]>(['router']),
+    listening: new AsyncSeriesHook<[]>([]),
+    shutdown: new AsyncSeriesHook<[]>([]),
+    authenticate: new AsyncSeriesBailHook<[HttpRequestInfo, Project], Identity | undefined>(['http', 'project']),
+    responseHeaders: new SyncHook<[HeaderSink, readonly ExecutionRecord[], ResponseMeta]>(['sink', 'records', 'meta']),
+    directives: new SyncWaterfallHook<[Directives, CallContext]>(['directives', 'ctx']),
+    select: new SyncWaterfallHook<[Upstream[], CallContext]>(['upstreams', 'ctx']),
+    validate: new SyncBailHook<[CallContext, RpcResult, Upstream], SvcError | undefined>(['ctx', 'result', 'upstream']),
+    call: new SyncWaterfallHook<[CallHandler, Network]>(['handler', 'network']),
+    attempt: new SyncWaterfallHook<[AttemptHandler, Network]>(['handler', 'network']),
+    upstream: new SyncWaterfallHook<[UpstreamSender, Upstream]>(['sender', 'upstream']),
+    resolveNetwork: new AsyncSeriesBailHook<[Project, string], Network | undefined>(['project', 'networkId']),
+    attemptDone: new SyncHook<[AttemptRecord]>(['attempt']),
+    callDone: new SyncHook<[CallContext]>(['ctx']),
+  });
+}

@@ -1,0 +1,349 @@
+/**
+ * The Proxy: config + registry + hooks + logger + metrics registry (DESIGN "Layout").
+ * `new Proxy(config).use(...plugins)`, then `start()`. Plugins tap hooks in `apply`; the
+ * proxy builds every network's and upstream's chain once, then serves.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
+import type { TObject } from '@sinclair/typebox';
+import type { LevelWithSilent } from 'pino';
+import { newExecutionRecord, type CallContext, type HttpRequestInfo } from './context.ts';
+import { createHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks } from './hooks.ts';
+import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { Network } from './registry/network.ts';
+import { Project } from './registry/project.ts';
+import { DeadlineReason, Upstream } from './registry/upstream.ts';
+import { tryUpstream } from './sweep.ts';
+import { createServer } from './server.ts';
+import { getCommit, VERSION } from './version.ts';
+import { buildConfigSchema, type SchemaFragment } from './config/schema.ts';
+import { loadConfigObject, resolveNetwork, resolveUpstream } from './config/load.ts';
+import type { ResolvedConfig, UpstreamInput } from './config/types.ts';
+import type { RpcResult } from './jsonrpc.ts';
+
+/**
+ * A plugin: taps hooks in `apply` (DESIGN "The plugin contract"). `schema` declares the config
+ * keys it owns; `dependsOn` names plugins that must be applied before it (checked at boot).
+ */
+export interface Plugin {
+  /** Unique name, used as the tap name. */
+  readonly name: string;
+  /** Config keys this plugin owns, merged into the one config schema. */
+  readonly schema?: SchemaFragment;
+  /** Plugins that must be in the same proxy, applied earlier. */
+  readonly dependsOn?: readonly string[];
+  /** Taps hooks, registers routes and metrics. Called once by {@link Proxy.use}. */
+  apply(proxy: Proxy): void;
+}
+
+/** Thrown at boot when a plugin's dependency is missing (fastify-style fail fast). */
+export class PluginDependencyError extends Error {
+  constructor(plugin: string, missing: string) {
+    super(`plugin "${plugin}" depends on "${missing}", which is not applied before it`);
+    this.name = 'PluginDependencyError';
+  }
+}
+
+/** Options of a {@link Proxy}. */
+export interface ProxyOptions {
+  /** Logger; default a pino logger at `config.logLevel`. */
+  logger?: Logger;
+  /** The assembled schema the config was validated with (needed for on-demand networks). */
+  schema?: TObject;
+  /** Override the listen port (CLI `--port`; tests use 0). */
+  port?: number;
+  /** Override the listen host. */
+  host?: string;
+  /** Override the metrics port (tests use 0). */
+  metricsPort?: number;
+  /** Probe backoff start, ms (default 1000); tests shorten it. */
+  probeBackoffMs?: number;
+}
+
+/** The running service. */
+export class Proxy {
+  /** The typed hook registry (frozen). */
+  readonly hooks: ProxyHooks = createHooks();
+  /** Metrics registry, served by the metrics plugin at `/metrics`. */
+  readonly metrics = new Registry();
+  /** Projects by id. */
+  readonly projects = new Map<string, Project>();
+  /** Applied plugins in order. */
+  readonly plugins: Plugin[] = [];
+  /** svc version and commit (spec §9). */
+  readonly version = VERSION;
+  readonly commit = getCommit();
+  readonly logger: Logger;
+  readonly schema: TObject;
+  /** The resolved config (after the `config` hook ran at start). */
+  config: ResolvedConfig;
+  /** The HTTP server, once started. */
+  server?: Server;
+
+  /** The attempt handler before any plugin wraps it: the `forward` plugin replaces it with the sweep. */
+  private readonly noForward: AttemptHandler = () => Promise.reject(new ErrUpstreamsExhausted([], 'no forwarding plugin is applied (add forwardPlugin() to the preset)'));
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private closed = false;
+  private started = false;
+
+  /**
+   * @param config resolved config (see `loadConfigObject`)
+   * @param opts logger, schema and listen overrides
+   */
+  constructor(
+    config: ResolvedConfig,
+    readonly opts: ProxyOptions = {},
+  ) {
+    this.config = config;
+    this.logger = opts.logger ?? createLogger(config.logLevel as LevelWithSilent);
+    this.schema = opts.schema ?? buildConfigSchema([]);
+  }
+
+  /**
+   * Applies plugins in order.
+   * @throws PluginDependencyError when a plugin's `dependsOn` is not already applied
+   */
+  use(...plugins: Plugin[]): this {
+    for (const p of plugins) {
+      for (const d of p.dependsOn ?? []) if (!this.plugins.some((x) => x.name === d)) throw new PluginDependencyError(p.name, d);
+      this.plugins.push(p);
+      p.apply(this);
+    }
+    return this;
+  }
+
+  /** True when a plugin with that name is applied. */
+  has(name: string): boolean {
+    return this.plugins.some((p) => p.name === name);
+  }
+
+  /**
+   * Builds the registry, runs the `project` hooks, listens, then starts background probes.
+   * @returns the bound address
+   */
+  async start(): Promise<AddressInfo> {
+    if (this.started) throw new Error('proxy already started');
+    this.started = true;
+    this.config = this.hooks.config.call(this.config);
+    for (const w of this.config.warnings) this.logger.warn(w);
+    for (const pc of this.config.projects) {
+      const project = new Project(pc);
+      this.projects.set(project.id, project);
+      for (const nc of pc.networks) this.createNetwork(project, nc, true);
+      for (const uc of pc.upstreams) this.addUpstream(project, new Upstream(uc, project.id));
+    }
+    for (const project of this.projects.values()) await this.hooks.project.promise(project);
+    const app = createServer(this);
+    const host = this.opts.host ?? this.config.server.httpHost;
+    const port = this.opts.port ?? this.config.server.httpPort;
+    this.server = await new Promise<Server>((resolve, reject) => {
+      const s = app.listen(port, host, () => resolve(s));
+      s.once('error', reject);
+    });
+    // Keep-alive sockets from clients should not outlive a restart by much.
+    this.server.keepAliveTimeout = 65_000;
+    const addr = this.server.address() as AddressInfo;
+    for (const p of this.projects.values()) {
+      this.logger.info(
+        {
+          project: p.id,
+          networks: [...p.networks.values()].map((n) => (n.alias ? `${n.id} (${n.alias})` : n.id)),
+          upstreams: [...p.upstreams.values()].map((u) => u.id),
+          listen: `http://${addr.address}:${addr.port}/${p.id}`,
+        },
+        `project ${p.id} ready`,
+      );
+    }
+    await this.hooks.listening.promise();
+    for (const p of this.projects.values()) for (const u of p.upstreams.values()) this.probe(p, u, 0);
+    return addr;
+  }
+
+  /**
+   * Registers an upstream: composes its `upstream` chain and, when it has a configured chain
+   * id, joins that network at once (it serves while its probe is pending).
+   */
+  addUpstream(project: Project, u: Upstream): void {
+    project.addUpstream(u);
+    u.send = this.hooks.upstream.call(u.send, u);
+    if (u.config.chainId !== undefined) this.join(project, u, u.config.chainId);
+  }
+
+  /**
+   * Adds an upstream from a raw entry at run time (providers, CLI endpoints).
+   * @returns the upstream, already probing
+   */
+  addUpstreamFromConfig(project: Project, entry: UpstreamInput): Upstream {
+    const u = new Upstream(resolveUpstream(this.schema, project.config.upstreamDefaults, entry, new Set(project.upstreams.keys())), project.id);
+    this.addUpstream(project, u);
+    if (this.started) this.probe(project, u, 0);
+    return u;
+  }
+
+  private join(project: Project, u: Upstream, chainId: number): void {
+    const network = this.ensureNetwork(project, chainId);
+    if (network.addUpstream(u)) this.hooks.upstreamJoined.call(u, network);
+  }
+
+  /** Verifies an upstream's chain id with `eth_chainId` (5 s timeout), retried with backoff. */
+  private probe(project: Project, u: Upstream, tries: number): void {
+    if (this.closed) return;
+    const ac = new AbortController();
+    const t = setTimeout(() => ac.abort(new DeadlineReason('chain id probe timed out')), 5000);
+    u.transport('eth_chainId', [], ac.signal).then(
+      (r) => {
+        clearTimeout(t);
+        const got = typeof r.result === 'string' ? Number.parseInt(r.result, 16) : Number.NaN;
+        if (!Number.isSafeInteger(got) || got <= 0) throw new Error(`eth_chainId answered ${JSON.stringify(r.result)}`);
+        if (u.config.chainId !== undefined && got !== u.config.chainId) {
+          u.state = 'failed';
+          for (const n of project.networks.values()) n.removeUpstream(u);
+          this.logger.error({ project: project.id, upstream: u.id, configured: u.config.chainId, actual: got }, `upstream ${u.id} serves chain ${got}, not the configured ${u.config.chainId}: taken out of service`);
+          return;
+        }
+        u.chainId = got;
+        u.state = 'ready';
+        this.join(project, u, got);
+        this.logger.info({ project: project.id, upstream: u.id, chainId: got }, `upstream ${u.id} verified on evm:${got}`);
+      },
+    ).catch((e: unknown) => {
+      clearTimeout(t);
+      if (this.closed || u.state === 'failed') return;
+      const base = this.opts.probeBackoffMs ?? 1000;
+      const delay = Math.min(30_000, base * 2 ** Math.min(tries, 10));
+      this.logger.warn({ project: project.id, upstream: u.id, err: (e as Error).message, retryInMs: delay }, `upstream ${u.id} chain id probe failed`);
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        this.probe(project, u, tries + 1);
+      }, delay);
+      timer.unref();
+      this.timers.add(timer);
+    });
+  }
+
+  /** The network for a chain id, created on demand from `networkDefaults` when undeclared. */
+  ensureNetwork(project: Project, chainId: number): Network {
+    const existing = project.networks.get(`evm:${chainId}`);
+    if (existing) return existing;
+    const nc = resolveNetwork(this.schema, project.config.networkDefaults, { architecture: 'evm', evm: { chainId } });
+    return this.createNetwork(project, nc, false);
+  }
+
+  /** Builds a network and composes its handler chain once (DESIGN principle 3). */
+  createNetwork(project: Project, nc: Network['config'], declared: boolean): Network {
+    const network = new Network(project, nc, declared);
+    const attempt = this.hooks.attempt.call(this.noForward, network);
+    const hooks = this.hooks;
+    const inner: CallHandler = async (ctx) => {
+      const candidates = hooks.select.call(network.upstreams.slice(), ctx);
+      if (candidates.length === 0) throw new ErrUpstreamsExhausted([], `no upstream of ${network.id} can serve ${ctx.request.method}`);
+      ctx.record.networkAttempts++;
+      return attempt(ctx, { cursor: new UpstreamCursor(candidates), reason: 'primary', signal: ctx.signal });
+    };
+    network.handler = this.hooks.call.call(inner, network);
+    project.addNetwork(network);
+    this.hooks.network.call(network);
+    return network;
+  }
+
+  /**
+   * Finds a network by id (`evm:<chainId>`), asking the `resolveNetwork` hook (providers) when
+   * the project does not have it yet.
+   */
+  async getNetwork(project: Project, networkId: string): Promise<Network | undefined> {
+    const n = project.networks.get(networkId);
+    if (n) return n;
+    if (!/^evm:\d+$/.test(networkId)) return undefined;
+    return this.hooks.resolveNetwork.promise(project, networkId);
+  }
+
+  /**
+   * Builds a call context for internal traffic (state polls, healthchecks): not a client call.
+   * @param timeoutMs deadline of the call
+   */
+  internalContext(network: Network, method: string, params: unknown, timeoutMs: number): { ctx: CallContext; done: () => void } {
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(new DeadlineReason()), timeoutMs);
+    const http: HttpRequestInfo = { headers: {}, query: {}, remoteAddress: '127.0.0.1', host: 'internal', path: '' };
+    const ctx: CallContext = {
+      project: network.project,
+      network,
+      request: { idRaw: '1', method, params },
+      directives: {},
+      http,
+      signal: ac.signal,
+      deadline: Date.now() + timeoutMs,
+      record: newExecutionRecord(method),
+      finality: 'unknown',
+      internal: true,
+      state: new Map(),
+    };
+    return { ctx, done: () => clearTimeout(timer) };
+  }
+
+  /**
+   * Sends one internal call through one upstream's own chain (never swept or hedged).
+   * @throws SvcError the normalised upstream error
+   */
+  async upstreamCall(network: Network, u: Upstream, method: string, params: unknown, timeoutMs: number): Promise<RpcResult> {
+    const { ctx, done } = this.internalContext(network, method, params, timeoutMs);
+    try {
+      return await tryUpstream(this.hooks, ctx, u, 'primary', ctx.signal);
+    } finally {
+      done();
+    }
+  }
+
+  /** Stops listening, runs `shutdown` taps, closes pools. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    const server = this.server;
+    if (server) {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections?.();
+        // Connections still busy after the drain window are cut.
+        setTimeout(() => {
+          server.closeAllConnections?.();
+          resolve();
+        }, 2000).unref();
+      });
+    }
+    await this.hooks.shutdown.promise();
+    for (const p of this.projects.values()) await Promise.all([...p.upstreams.values()].map((u) => u.close()));
+  }
+
+  /** Whether `close()` was called. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+}
+
+/** Options of {@link createProxy}. */
+export interface CreateProxyOptions extends ProxyOptions {
+  /** Raw config object (YAML/JSON/TS already read). */
+  config?: unknown;
+  /** Plugins (usually a preset's). Their schema fragments join the config schema. */
+  plugins: Plugin[];
+  /** Environment for `${ENV}` expansion. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Validates a raw config against the core schema plus the plugins' fragments, builds the
+ * proxy and applies the plugins. Does not start it.
+ * @throws ConfigError listing every problem with its path
+ */
+export function createProxy(opts: CreateProxyOptions): Proxy {
+  const { config, schema } = loadConfigObject(opts.config ?? {}, { fragments: opts.plugins.map((p) => p.schema).filter((s): s is SchemaFragment => !!s), env: opts.env });
+  const proxy = new Proxy(config, { ...opts, schema });
+  proxy.use(...opts.plugins);
+  return proxy;
+}
+
+export type { SvcError };

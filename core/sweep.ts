@@ -1,0 +1,112 @@
+/**
+ * The innermost network handler: walks a leg's upstreams in the order the `select` hook
+ * returned until one answers (spec §1.3, issue #2 item 5). Retryable failures move to the next
+ * upstream (trace reason `sweep`); a non-retryable answer (a revert, a client error) ends the
+ * call at once; when every upstream failed the call fails with `ErrUpstreamsExhausted`.
+ */
+import type { AttemptOutcome, AttemptReason, AttemptRecord, CallContext } from './context.ts';
+import {
+  asSvcError,
+  ErrCancelled,
+  ErrEndpointCapacityExceeded,
+  ErrEndpointExecutionException,
+  ErrEndpointNonceException,
+  ErrEndpointRequestTimeout,
+  ErrFailsafeTimeoutExceeded,
+  ErrUpstreamsExhausted,
+  type SvcError,
+} from './errors.ts';
+import type { AttemptHandler, Leg, ProxyHooks } from './hooks.ts';
+import type { RpcResult } from './jsonrpc.ts';
+import type { Upstream } from './registry/upstream.ts';
+
+/** Opens an attempt record for one upstream request and appends it to the call's trace. */
+export function startAttempt(ctx: CallContext, u: Upstream, reason: AttemptReason): AttemptRecord {
+  const a: AttemptRecord = {
+    upstreamId: u.id,
+    vendor: u.vendor,
+    method: ctx.request.method,
+    projectId: ctx.project.id,
+    networkId: ctx.network.id,
+    reason,
+    outcome: 'pending',
+    startedAt: performance.now(),
+    durationMs: 0,
+    won: false,
+    dialled: false,
+    finality: ctx.finality,
+    internal: ctx.internal,
+  };
+  ctx.record.attempts.push(a);
+  return a;
+}
+
+/** Trace outcome for an error (spec §4.5). */
+export function outcomeOf(err: SvcError): AttemptOutcome {
+  if (err instanceof ErrCancelled) return 'cancelled';
+  if (err instanceof ErrEndpointRequestTimeout || err instanceof ErrFailsafeTimeoutExceeded) return 'timeout';
+  if (err instanceof ErrEndpointExecutionException || err instanceof ErrEndpointNonceException) return 'exec_revert';
+  if (err instanceof ErrEndpointCapacityExceeded) return 'rate_limited';
+  return 'error';
+}
+
+/** Closes an attempt record. */
+export function finishAttempt(a: AttemptRecord, outcome: AttemptOutcome, err?: SvcError): void {
+  a.durationMs = performance.now() - a.startedAt;
+  a.outcome = outcome;
+  if (err) a.error = err;
+}
+
+/**
+ * Sends one call to one upstream through its composed chain, runs the `validate` hook and
+ * records the attempt. Throws the normalised error on failure.
+ */
+export async function tryUpstream(hooks: ProxyHooks, ctx: CallContext, u: Upstream, reason: AttemptReason, signal: AbortSignal): Promise<RpcResult> {
+  const attempt = startAttempt(ctx, u, reason);
+  try {
+    const r = await u.send({ ctx, method: ctx.request.method, params: ctx.request.params, signal, attempt });
+    const invalid = hooks.validate.call(ctx, r, u);
+    if (invalid) throw invalid;
+    finishAttempt(attempt, 'success');
+    // A hedge race may later flip a losing leg back to false.
+    attempt.won = true;
+    return r;
+  } catch (e) {
+    const err = asSvcError(e);
+    finishAttempt(attempt, signal.aborted && !(err instanceof ErrEndpointRequestTimeout) ? 'cancelled' : outcomeOf(err), err);
+    throw err;
+  } finally {
+    hooks.attemptDone.call(attempt);
+  }
+}
+
+/**
+ * Builds the core sweep over a leg's upstreams.
+ * @param hooks the proxy's hooks (for `validate` and `attemptDone`)
+ */
+export function createSweep(hooks: ProxyHooks): AttemptHandler {
+  return async function sweep(ctx: CallContext, leg: Leg): Promise<RpcResult> {
+    const causes: SvcError[] = [];
+    let reason: AttemptReason = leg.reason;
+    for (let u = leg.cursor.next(); u; u = leg.cursor.next()) {
+      if (leg.signal.aborted) break;
+      try {
+        const r = await tryUpstream(hooks, ctx, u, reason, leg.signal);
+        ctx.record.upstream = u.id;
+        r.upstreamId ??= u.id;
+        return r;
+      } catch (err) {
+        const e = err as SvcError;
+        if (!e.retryable) throw e;
+        causes.push(e);
+      }
+      // Precedence (spec §4.5): hedge > sweep > retry > primary.
+      if (reason !== 'hedge' && reason !== 'consensus_slot') reason = 'sweep';
+    }
+    if (causes.length === 0 && leg.signal.aborted) {
+      const r: unknown = leg.signal.reason;
+      throw r instanceof Error ? asSvcError(r) : new ErrCancelled('call cancelled before any upstream answered');
+    }
+    throw new ErrUpstreamsExhausted(causes);
+  };
+}

@@ -1,0 +1,30 @@
+/**
+ * Version and commit written on every response (spec §9): `X-SVC-Version` from package.json,
+ * `X-SVC-Commit` from env `SVC_COMMIT`, else the git commit read once at start-up, else `unknown`.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Root folder of the svc package. */
+export const PACKAGE_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** svc's version from package.json. */
+export const VERSION: string = (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+let commit: string | undefined;
+/** The commit id (computed once). */
+export function getCommit(): string {
+  if (commit !== undefined) return commit;
+  commit = process.env.SVC_COMMIT || readGitCommit() || 'unknown';
+  return commit;
+}
+
+function readGitCommit(): string | undefined {
+  try {
+    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: PACKAGE_ROOT, stdio: ['ignore', 'pipe', 'ignore'], timeout: 2000 }).toString().trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * forward plugin: the innermost network handler (issue #2 item 6).
+ * Taps: `attempt` at the lowest stage — installs the sweep that walks a leg's upstreams in
+ * the selected order until one answers (core/sweep.ts). Without it the proxy routes nothing.
+ */
+import type { Plugin, Proxy } from '../../core/proxy.ts';
+import { createSweep } from '../../core/sweep.ts';
+
+/** Stage of the forward tap: below every failsafe wrapper, so it ends up innermost. */
+export const FORWARD_STAGE = -1000;
+
+/**
+ * Creates the forward plugin.
+ * @returns a plugin tapping `attempt`
+ */
+export function forwardPlugin(): Plugin {
+  return {
+    name: 'forward',
+    apply(proxy: Proxy) {
+      const sweep = createSweep(proxy.hooks);
+      proxy.hooks.attempt.tap({ name: 'forward', stage: FORWARD_STAGE }, () => sweep);
+    },
+  };
+}

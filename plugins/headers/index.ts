@@ -1,0 +1,119 @@
+/**
+ * headers plugin (spec §4.5, §2.9 `server.executionHeaders`).
+ * Taps: `responseHeaders` — writes the diagnostic counters, the winning upstream, the
+ * duration and the per-attempt trace from the calls' execution records. It only reads the
+ * records; every other plugin writes them.
+ */
+import type { AttemptRecord, ExecutionRecord } from '../../core/context.ts';
+import type { HeaderSink, ResponseMeta } from '../../core/hooks.ts';
+import type { Plugin, Proxy } from '../../core/proxy.ts';
+
+/** Most trace segments in one `X-SVC-Upstreams` header (spec §8). */
+export const MAX_TRACE_SEGMENTS = 50;
+
+/** One trace segment: `<upstreamId>=<reason>:<outcome>:<durationMs>[:won]` (spec §4.5). */
+export function traceSegment(a: AttemptRecord): string {
+  const outcome = a.outcome === 'pending' ? 'cancelled' : a.outcome;
+  return `${a.upstreamId}=${a.reason}:${outcome}:${Math.round(a.durationMs)}${a.won ? ':won' : ''}`;
+}
+
+/**
+ * Computes the diagnostic headers for a response (one aggregated set for a batch).
+ * @param records execution records of the response's calls, in request order
+ * @param mode `server.executionHeaders`
+ * @param batch whether the response is a batch
+ * @returns header name to value
+ */
+export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'all' | 'summary' | 'off', batch: boolean): Record<string, string> {
+  const h: Record<string, string> = {};
+  if (mode === 'off') return h;
+  let upA = 0;
+  let upR = 0;
+  let upH = 0;
+  let netA = 0;
+  let netR = 0;
+  let netH = 0;
+  let cA = 0;
+  let cR = 0;
+  let cH = 0;
+  let cs = 0;
+  let cd = 0;
+  let cl = 0;
+  let hits = 0;
+  let cacheSeen = 0;
+  let slowest = -1;
+  for (const r of records) {
+    upA += r.upstreamAttempts;
+    upR += r.upstreamRetries;
+    upH += r.upstreamHedges;
+    netA += r.networkAttempts;
+    netR += r.networkRetries;
+    netH += r.networkHedges;
+    cA += r.cacheAttempts;
+    cR += r.cacheRetries;
+    cH += r.cacheHedges;
+    cs += r.consensusSlots;
+    cd += r.consensusDisputes;
+    cl += r.consensusLowParticipants;
+    if (r.cache) {
+      cacheSeen++;
+      if (r.cache === 'HIT') hits++;
+    }
+    if (r.routed && r.durationMs > slowest) slowest = r.durationMs;
+  }
+  h['X-SVC-Attempts'] = String(upA + cA);
+  h['X-SVC-Upstream-Attempts'] = String(upA);
+  h['X-SVC-Upstream-Retries'] = String(upR);
+  h['X-SVC-Upstream-Hedges'] = String(upH);
+  h['X-SVC-Network-Attempts'] = String(netA);
+  h['X-SVC-Network-Retries'] = String(netR);
+  h['X-SVC-Network-Hedges'] = String(netH);
+  if (cA > 0) h['X-SVC-Cache-Attempts'] = String(cA);
+  if (cR > 0) h['X-SVC-Cache-Retries'] = String(cR);
+  if (cH > 0) h['X-SVC-Cache-Hedges'] = String(cH);
+  if (cs > 0) h['X-SVC-Consensus-Slots'] = String(cs);
+  if (cd > 0) h['X-SVC-Consensus-Disputes'] = String(cd);
+  if (cl > 0) h['X-SVC-Consensus-Low-Participants'] = String(cl);
+  if (cacheSeen > 0) {
+    if (!batch) h['X-SVC-Cache'] = hits > 0 ? 'HIT' : 'MISS';
+    else h['X-SVC-Cache'] = hits === 0 ? 'MISS' : hits === records.length ? 'HIT' : `PARTIAL:${hits}`;
+  }
+  if (!batch) {
+    const winner = records[0]?.upstream;
+    if (winner) h['X-SVC-Upstream'] = winner;
+  }
+  if (slowest >= 0) h['X-SVC-Duration'] = String(Math.round(slowest));
+  if (mode === 'all') {
+    const segs: string[] = [];
+    let dropped = 0;
+    for (const r of records) {
+      for (const a of r.attempts) {
+        if (!a.dialled) continue;
+        if (segs.length < MAX_TRACE_SEGMENTS) segs.push(traceSegment(a));
+        else dropped++;
+      }
+    }
+    if (segs.length) h['X-SVC-Upstreams'] = segs.join(';');
+    if (dropped > 0) h['X-SVC-Upstreams-Truncated'] = String(dropped);
+  }
+  return h;
+}
+
+/**
+ * Creates the headers plugin.
+ * @returns a plugin tapping `responseHeaders`
+ */
+export function headersPlugin(): Plugin {
+  return {
+    name: 'headers',
+    apply(proxy: Proxy) {
+      const mode = proxy.config.server.executionHeaders;
+      proxy.hooks.responseHeaders.tap('headers', (sink: HeaderSink, records: readonly ExecutionRecord[], meta: ResponseMeta) => {
+        // Early errors that routed no call carry only the core headers.
+        if (records.length === 0 || !records.some((r) => r.routed)) return;
+        const h = diagnosticHeaders(records, mode, meta.batch);
+        for (const k in h) sink.set(k, h[k] as string);
+      });
+    },
+  };
+}

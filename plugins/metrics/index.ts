@@ -1,0 +1,155 @@
+/**
+ * metrics plugin (spec §6, issue #2 item 6).
+ * Taps: `attemptDone` (upstream request counters and latency), `callDone` (requests received),
+ * `listening`/`shutdown` (serves prom-client's registry at `/metrics` on `metrics.port`).
+ * Every label taken from client input is bounded: at most 200 methods and 50 agent names per
+ * process, then `other`, so a client cannot blow up `/metrics`.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Histogram } from 'prom-client';
+import type { AttemptRecord, CallContext } from '../../core/context.ts';
+import type { Plugin, Proxy } from '../../core/proxy.ts';
+
+/**
+ * A label whose values come from clients: the first `max` distinct values pass, later new
+ * values become `other`.
+ */
+export class BoundedLabel {
+  private readonly seen = new Set<string>();
+  /** @param max distinct values kept */
+  constructor(readonly max: number) {}
+  /** The value to use as a label. */
+  value(v: string): string {
+    if (this.seen.has(v)) return v;
+    if (this.seen.size >= this.max) return 'other';
+    this.seen.add(v);
+    return v;
+  }
+}
+
+/**
+ * Client family from a User-Agent: the first product token, lower-cased (`ethers/6.13` →
+ * `ethers`, `viem/2.21` → `viem`, `Mozilla/5.0 ...` → `browser`). `unknown` when empty.
+ */
+export function agentName(ua: string | undefined): string {
+  if (!ua) return 'unknown';
+  const t = ua.trim();
+  if (t.startsWith('Mozilla/')) return 'browser';
+  const m = /^([A-Za-z0-9._@-]{1,40})/.exec(t);
+  return m ? (m[1] as string).toLowerCase() : 'unknown';
+}
+
+/** Options of the metrics plugin. */
+export interface MetricsPluginOptions {
+  /** Distinct method labels per process (default 200). */
+  maxMethods?: number;
+  /** Distinct agent names per process (default 50). */
+  maxAgents?: number;
+  /** Distinct user labels per process (default 1000). */
+  maxUsers?: number;
+}
+
+/** Handle to read the metrics listener address (tests bind port 0). */
+const servers = new WeakMap<Proxy, Server>();
+
+/** The address the metrics listener of a proxy is bound to, once listening. */
+export function metricsAddress(proxy: Proxy): AddressInfo | undefined {
+  return servers.get(proxy)?.address() as AddressInfo | undefined;
+}
+
+/**
+ * Creates the metrics plugin.
+ * @param opts label bounds
+ */
+export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
+  return {
+    name: 'metrics',
+    apply(proxy: Proxy) {
+      const reg = proxy.metrics;
+      const methods = new BoundedLabel(opts.maxMethods ?? 200);
+      const agents = new BoundedLabel(opts.maxAgents ?? 50);
+      const users = new BoundedLabel(opts.maxUsers ?? 1000);
+      const upstreamTotal = new Counter({
+        name: 'svc_upstream_request_total',
+        help: 'Upstream requests sent, by upstream and method (category)',
+        labelNames: ['project', 'vendor', 'network', 'upstream', 'category', 'finality'],
+        registers: [reg],
+      });
+      const upstreamErrors = new Counter({
+        name: 'svc_upstream_request_errors_total',
+        help: 'Upstream requests that failed, by named error',
+        labelNames: ['project', 'vendor', 'network', 'upstream', 'category', 'error'],
+        registers: [reg],
+      });
+      const upstreamDuration = new Histogram({
+        name: 'svc_upstream_request_duration_seconds',
+        help: 'Upstream request duration in seconds',
+        labelNames: ['project', 'vendor', 'network', 'upstream', 'category'],
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+        registers: [reg],
+      });
+      const received = new Counter({
+        name: 'svc_network_request_received_total',
+        help: 'Calls received per network',
+        labelNames: ['project', 'network', 'category', 'finality', 'user', 'agent_name'],
+        registers: [reg],
+      });
+
+      proxy.hooks.attemptDone.tap('metrics', (a: AttemptRecord) => {
+        if (!a.dialled) return;
+        const category = methods.value(a.method);
+        upstreamTotal.inc({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category, finality: a.finality });
+        upstreamDuration.observe({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category }, a.durationMs / 1000);
+        if (a.error && a.outcome !== 'success') {
+          upstreamErrors.inc({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category, error: a.error.name });
+        }
+      });
+
+      proxy.hooks.callDone.tap('metrics', (ctx: CallContext) => {
+        if (ctx.internal) return;
+        const ua = ctx.http.query['user-agent'] ?? (ctx.http.headers['user-agent'] as string | undefined);
+        received.inc({
+          project: ctx.project.id,
+          network: ctx.network.id,
+          category: methods.value(ctx.request.method),
+          finality: ctx.finality,
+          user: users.value(ctx.identity?.userId ?? 'anonymous'),
+          agent_name: agents.value(agentName(ua)),
+        });
+      });
+
+      const mcfg = proxy.config.metrics;
+      if (!mcfg.enabled) return;
+      proxy.hooks.listening.tapPromise('metrics', async () => {
+        const server = createServer((req, res) => {
+          if (req.method === 'GET' && (req.url ?? '').split('?')[0] === '/metrics') {
+            reg.metrics().then(
+              (text) => {
+                res.writeHead(200, { 'content-type': reg.contentType });
+                res.end(text);
+              },
+              (e: Error) => {
+                res.writeHead(500, { 'content-type': 'text/plain' });
+                res.end(e.message);
+              },
+            );
+            return;
+          }
+          res.writeHead(404, { 'content-type': 'text/plain' });
+          res.end('not found: metrics are served at /metrics\n');
+        });
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(proxy.opts.metricsPort ?? mcfg.port, mcfg.host, () => resolve());
+        });
+        servers.set(proxy, server);
+        proxy.logger.info({ listen: `http://${mcfg.host}:${(server.address() as AddressInfo).port}/metrics` }, 'metrics listening');
+      });
+      proxy.hooks.shutdown.tapPromise('metrics', async () => {
+        const s = servers.get(proxy);
+        if (s) await new Promise<void>((r) => s.close(() => r()));
+      });
+    },
+  };
+}

@@ -1,0 +1,48 @@
+/**
+ * select plugin (spec §1.3, §2.8 #4).
+ * Taps: `select` — drops upstreams whose `ignoreMethods`/`allowMethods` exclude the method,
+ * then applies the `use-upstream` directive (ids, `<key>:<value>` tags, `*`, `|`, `!`).
+ * Runs after any policy ordering (stage METHODS/USE_UPSTREAM), so it only filters.
+ */
+import type { CallContext } from '../../core/context.ts';
+import { ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from '../../core/errors.ts';
+import { MatcherCache, type Matcher } from '../../core/matcher.ts';
+import type { Plugin, Proxy } from '../../core/proxy.ts';
+import type { Upstream } from '../../core/registry/upstream.ts';
+import { SelectStage } from '../../core/stages.ts';
+
+/**
+ * Filters upstreams by a `use-upstream` selector. Positive terms match ids or tags; negated
+ * terms match ids only (spec §2.8 #4).
+ */
+export function filterByUseUpstream(upstreams: readonly Upstream[], selector: Matcher): Upstream[] {
+  return upstreams.filter((u) => selector.test(u.id, u.tags));
+}
+
+/**
+ * Creates the select plugin.
+ * @returns a plugin tapping `select`
+ */
+export function selectPlugin(): Plugin {
+  return {
+    name: 'select',
+    apply(proxy: Proxy) {
+      const matchers = new MatcherCache(256);
+      proxy.hooks.select.tap({ name: 'select:methods', stage: SelectStage.METHODS }, (ups: Upstream[], ctx: CallContext) => {
+        const method = ctx.request.method;
+        const out = ups.filter((u) => u.supportsMethod(method));
+        if (out.length === 0 && ups.length > 0) {
+          throw new ErrUpstreamsExhausted([new ErrUpstreamMethodIgnored(`method ${method} is not served by any upstream of ${ctx.network.id} (ignoreMethods/allowMethods)`)]);
+        }
+        return out;
+      });
+      proxy.hooks.select.tap({ name: 'select:use-upstream', stage: SelectStage.USE_UPSTREAM }, (ups: Upstream[], ctx: CallContext) => {
+        const sel = ctx.directives.useUpstream;
+        if (sel === undefined || sel.trim() === '') return ups;
+        const out = filterByUseUpstream(ups, matchers.get(sel));
+        if (out.length === 0) throw new ErrUpstreamsExhausted([], `no upstream matches use-upstream "${sel}"`);
+        return out;
+      });
+    },
+  };
+}

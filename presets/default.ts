@@ -1,0 +1,15 @@
+/**
+ * The default preset: the full server. Order matters only for `dependsOn`; hook order is set
+ * by stage numbers (core/stages.ts), never by registration accident.
+ */
+import type { Plugin } from '../core/proxy.ts';
+import { directivesPlugin } from '../plugins/directives/index.ts';
+import { forwardPlugin } from '../plugins/forward/index.ts';
+import { headersPlugin } from '../plugins/headers/index.ts';
+import { metricsPlugin } from '../plugins/metrics/index.ts';
+import { selectPlugin } from '../plugins/select/index.ts';
+
+/** Plugins of the full server, in apply order. */
+export function defaultPreset(): Plugin[] {
+  return [directivesPlugin(), selectPlugin(), forwardPlugin(), headersPlugin(), metricsPlugin()];
+}
