@@ -1,7 +1,38 @@
 'use strict';
-/** Mocha config: TypeScript specs through tsx, summary reporter, generous timeout for anvil. */
+/**
+ * Mocha config: TypeScript specs through tsx, the summary reporter, a generous timeout for
+ * anvil-backed tests.
+ *
+ * Mocha concatenates the config's `spec` with spec paths given on the command line, so
+ * `mocha test/unit/x.test.ts` would still run every test. The default spec is therefore
+ * only used when no spec path/glob is given on the command line.
+ */
+
+/** Options that take a value (the next argv entry is not a spec). */
+const VALUE_OPTIONS = new Set([
+  '--config', '--package', '--reporter', '-R', '--reporter-option', '--reporter-options', '-O',
+  '--grep', '-g', '--fgrep', '-f', '--timeout', '-t', '--slow', '-s', '--retries', '--ui', '-u',
+  '--require', '-r', '--import', '--file', '--ignore', '--exclude', '--extension', '--node-option',
+  '-n', '--jobs', '-j', '--watch-files', '--watch-ignore', '--spec', '--delay-ms',
+]);
+
+function cliSpecs(argv) {
+  const out = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a.startsWith('-')) {
+      if (VALUE_OPTIONS.has(a)) i++;
+      continue;
+    }
+    if (/\.[cm]?[jt]s$/.test(a) || a.includes('*') || /^\.?\/?test(\/|$)/.test(a)) out.push(a);
+  }
+  return out;
+}
+
+const explicit = cliSpecs(process.argv.slice(2));
+
 module.exports = {
-  spec: ['test/**/*.test.ts'],
+  ...(explicit.length ? {} : { spec: ['test/**/*.test.ts'] }),
   'node-option': ['import=tsx'],
   extension: ['ts'],
   reporter: 'test/helpers/reporter.cjs',

@@ -1,0 +1,136 @@
+/**
+ * The child side of the benchmark's target protocol (the parent side is `bench/lib.ts`).
+ *
+ * A target is an entry script spawned with `fork(script, args, { execArgv: ['--import', 'tsx'] })`
+ * so that the CPU time and peak RSS it reports belong to the server under test alone.
+ *
+ * Protocol:
+ * - ready: one JSON line on stdout, `{"bench":"ready","name":…,"port":…,"pid":…}`; any other
+ *   stdout line (e.g. a pino log) is the target's own output.
+ * - IPC `{type:'reset'}` → `{type:'reset', ok:true}`: starts a measurement window (CPU baseline,
+ *   request counter to 0).
+ * - IPC `{type:'report'}` → `{type:'report', cpuMicros, maxRssKb, requests}` for the window.
+ * - SIGTERM (or IPC `{type:'stop'}`): prints `{"bench":"final",…}` (same fields) on stdout,
+ *   closes the server and exits 0.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** What a target reports for one measurement window. */
+export interface TargetReport {
+  /** User + system CPU time of the whole target process since the last reset, µs. */
+  cpuMicros: number;
+  /** Peak resident set size of the target process since it started, KiB (`resourceUsage().maxRSS`). */
+  maxRssKb: number;
+  /** HTTP requests the target counted since the last reset (whole requests: a batch counts once). */
+  requests: number;
+}
+
+/** A listening server as handed to {@link serveTarget}. */
+export interface RunningTarget {
+  /** The bound TCP port. */
+  port: number;
+  /** Stops serving; called once on SIGTERM / IPC stop. */
+  close(): Promise<void>;
+}
+
+/** Counter shared by a target's request handler and the protocol (see {@link serveTarget}). */
+export interface RequestCounter {
+  /** HTTP requests since the last reset. */
+  count: number;
+}
+
+/**
+ * Reads a target option: `--<name>=<value>` on argv wins, then the environment variable
+ * `BENCH_<NAME>` (upper-case, `-` → `_`), then `fallback`.
+ * @param name option name in kebab-case, e.g. `slow-fraction`
+ * @param fallback value when neither is set
+ * @returns the raw string value
+ */
+export function option(name: string, fallback: string): string {
+  const prefix = `--${name}=`;
+  const arg = process.argv.find((a) => a.startsWith(prefix));
+  if (arg !== undefined) return arg.slice(prefix.length);
+  const env = process.env[`BENCH_${name.toUpperCase().replace(/-/g, '_')}`];
+  return env !== undefined && env !== '' ? env : fallback;
+}
+
+/**
+ * Reads a numeric target option (see {@link option}).
+ * @param name option name in kebab-case
+ * @param fallback default value (unit as documented by the option)
+ * @throws Error when the value is not a finite number
+ */
+export function numberOption(name: string, fallback: number): number {
+  const raw = option(name, String(fallback));
+  const n = Number(raw);
+  if (!Number.isFinite(n)) throw new Error(`option ${name}: ${JSON.stringify(raw)} is not a number`);
+  return n;
+}
+
+/**
+ * Port of a listening node:http server.
+ * @param server a server that is already listening on TCP
+ * @returns the TCP port number
+ */
+export function portOf(server: Server): number {
+  return (server.address() as AddressInfo).port;
+}
+
+/**
+ * Starts a target and speaks the benchmark protocol for it (see the module comment).
+ * @param name target name, echoed in the ready line
+ * @param start starts the server; receives the request counter its handler must increment
+ *   once per HTTP request
+ * @returns when the ready line has been written
+ */
+export async function serveTarget(name: string, start: (counter: RequestCounter) => Promise<RunningTarget>): Promise<void> {
+  const counter: RequestCounter = { count: 0 };
+  let cpuBase = process.cpuUsage();
+  const report = (): TargetReport => {
+    const d = process.cpuUsage(cpuBase);
+    return { cpuMicros: d.user + d.system, maxRssKb: process.resourceUsage().maxRSS, requests: counter.count };
+  };
+  const running = await start(counter);
+  let stopping = false;
+  const stop = async (): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`${JSON.stringify({ bench: 'final', name, ...report() })}\n`);
+    const hard = setTimeout(() => process.exit(0), 3000);
+    hard.unref();
+    try {
+      await running.close();
+    } finally {
+      process.exit(0);
+    }
+  };
+  process.on('SIGTERM', () => void stop());
+  process.on('SIGINT', () => void stop());
+  process.on('message', (m: unknown) => {
+    const type = (m as { type?: unknown } | null)?.type;
+    if (type === 'reset') {
+      counter.count = 0;
+      cpuBase = process.cpuUsage();
+      process.send?.({ type: 'reset', ok: true });
+    } else if (type === 'report') {
+      process.send?.({ type: 'report', ...report() });
+    } else if (type === 'stop') {
+      void stop();
+    }
+  });
+  // The parent going away must not leave an orphan server behind.
+  process.on('disconnect', () => void stop());
+  process.stdout.write(`${JSON.stringify({ bench: 'ready', name, port: running.port, pid: process.pid })}\n`);
+}
+
+/**
+ * Reads a whole request body.
+ * @param req the incoming request stream
+ * @returns the body bytes
+ */
+export async function readBody(req: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(typeof c === 'string' ? Buffer.from(c) : c);
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+}

@@ -1,0 +1,57 @@
+/**
+ * Benchmark target: the minimal Node.js JSON-RPC forwarder, the floor cost of any Node.js
+ * proxy. node:http server; reads the whole request body, sends it verbatim to the upstream
+ * through one undici Pool (same pool settings as svc's `Upstream`), buffers the answer and
+ * writes it back with the upstream's status. No parsing, no routing, no per-call work: a batch
+ * is forwarded as one upstream request (svc splits it into one upstream request per call).
+ *
+ * Options: `port` (default 0), `upstream` (origin URL, required), `connections` (pool size,
+ * default 128 like svc).
+ */
+import { createServer } from 'node:http';
+import { Pool } from 'undici';
+import { numberOption, option, portOf, readBody, serveTarget } from './common.ts';
+
+const port = numberOption('port', 0);
+const upstream = option('upstream', '');
+if (!upstream) throw new Error('forwarder: --upstream=<url> (or BENCH_UPSTREAM) is required');
+const url = new URL(upstream);
+const path = `${url.pathname || '/'}${url.search}`;
+const pool = new Pool(url.origin, {
+  connections: numberOption('connections', 128),
+  keepAliveTimeout: 30_000,
+  headersTimeout: 0,
+  bodyTimeout: 0,
+});
+const upstreamHeaders = { 'content-type': 'application/json' };
+
+await serveTarget('forwarder', async (counter) => {
+  const server = createServer((req, res) => {
+    counter.count++;
+    readBody(req)
+      .then(async (body) => {
+        const r = await pool.request({ path, method: 'POST', headers: upstreamHeaders, body });
+        const out = Buffer.from(await r.body.arrayBuffer());
+        res.writeHead(r.statusCode, { 'content-type': 'application/json', 'content-length': out.length });
+        res.end(out);
+      })
+      .catch((e: unknown) => {
+        if (res.headersSent) return void res.destroy();
+        const msg = JSON.stringify(e instanceof Error ? e.message : String(e));
+        res.writeHead(502, { 'content-type': 'application/json' });
+        res.end(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":${msg}}}`);
+      });
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    port: portOf(server),
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await pool.close();
+    },
+  };
+});

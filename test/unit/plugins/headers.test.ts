@@ -1,0 +1,90 @@
+import { expect } from 'chai';
+import { newExecutionRecord, type AttemptRecord, type ExecutionRecord } from '../../../core/context.ts';
+import { diagnosticHeaders, MAX_TRACE_SEGMENTS, traceSegment } from '../../../plugins/headers/index.ts';
+
+function attempt(upstreamId: string, reason: AttemptRecord['reason'], outcome: AttemptRecord['outcome'], durationMs: number, won = false): AttemptRecord {
+  return { upstreamId, vendor: 'unknown', method: 'eth_call', projectId: 'main', networkId: 'evm:1', reason, outcome, startedAt: 0, durationMs, won, dialled: true, finality: 'unknown', internal: false };
+}
+
+function record(attempts: AttemptRecord[], extra: Partial<ExecutionRecord> = {}): ExecutionRecord {
+  const r = newExecutionRecord('eth_call');
+  r.attempts = attempts;
+  r.upstreamAttempts = attempts.length;
+  r.networkAttempts = 1;
+  r.routed = true;
+  r.durationMs = 12.4;
+  r.upstream = attempts.find((a) => a.won)?.upstreamId;
+  return Object.assign(r, extra);
+}
+
+describe('headers plugin (spec §4.5)', () => {
+  it('formats a trace segment as <id>=<reason>:<outcome>:<ms>[:won]', () => {
+    expect(traceSegment(attempt('a', 'primary', 'error', 2.6))).to.equal('a=primary:error:3');
+    expect(traceSegment(attempt('b', 'sweep', 'success', 1, true))).to.equal('b=sweep:success:1:won');
+  });
+
+  it('single call: counters, winning upstream, duration and trace', () => {
+    const h = diagnosticHeaders([record([attempt('dead', 'primary', 'error', 2), attempt('ok', 'sweep', 'success', 5, true)])], 'all', false);
+    expect(h).to.include({
+      'X-SVC-Attempts': '2',
+      'X-SVC-Upstream-Attempts': '2',
+      'X-SVC-Upstream-Retries': '0',
+      'X-SVC-Upstream-Hedges': '0',
+      'X-SVC-Network-Attempts': '1',
+      'X-SVC-Network-Retries': '0',
+      'X-SVC-Network-Hedges': '0',
+      'X-SVC-Upstream': 'ok',
+      'X-SVC-Duration': '12',
+      'X-SVC-Upstreams': 'dead=primary:error:2;ok=sweep:success:5:won',
+    });
+    expect(h).to.not.have.property('X-SVC-Cache-Attempts');
+    expect(h).to.not.have.property('X-SVC-Consensus-Slots');
+  });
+
+  it('X-SVC-Attempts counts upstream plus cache operations; cache counters only when > 0', () => {
+    const h = diagnosticHeaders([record([attempt('a', 'primary', 'success', 1, true)], { cacheAttempts: 2, cache: 'MISS' })], 'all', false);
+    expect(h['X-SVC-Attempts']).to.equal('3');
+    expect(h['X-SVC-Cache-Attempts']).to.equal('2');
+    expect(h['X-SVC-Cache']).to.equal('MISS');
+  });
+
+  it('summary mode drops X-SVC-Upstreams; off mode writes nothing', () => {
+    const r = [record([attempt('a', 'primary', 'success', 1, true)])];
+    expect(diagnosticHeaders(r, 'summary', false)).to.not.have.property('X-SVC-Upstreams');
+    expect(diagnosticHeaders(r, 'summary', false)).to.have.property('X-SVC-Upstream-Attempts');
+    expect(diagnosticHeaders(r, 'off', false)).to.deep.equal({});
+  });
+
+  it('batch: counters summed, no X-SVC-Upstream, traces concatenated in call order, slowest duration', () => {
+    const a = record([attempt('x', 'primary', 'success', 1, true)], { durationMs: 5 });
+    const b = record([attempt('y', 'primary', 'error', 1), attempt('z', 'sweep', 'success', 2, true)], { durationMs: 40 });
+    const h = diagnosticHeaders([a, b], 'all', true);
+    expect(h['X-SVC-Upstream-Attempts']).to.equal('3');
+    expect(h['X-SVC-Network-Attempts']).to.equal('2');
+    expect(h).to.not.have.property('X-SVC-Upstream');
+    expect(h['X-SVC-Upstreams']).to.equal('x=primary:success:1:won;y=primary:error:1;z=sweep:success:2:won');
+    expect(h['X-SVC-Duration']).to.equal('40');
+  });
+
+  it('batch cache header: HIT, MISS or PARTIAL:<n>', () => {
+    const hit = record([], { cache: 'HIT' });
+    const miss = record([], { cache: 'MISS' });
+    expect(diagnosticHeaders([hit, hit], 'all', true)['X-SVC-Cache']).to.equal('HIT');
+    expect(diagnosticHeaders([miss, miss], 'all', true)['X-SVC-Cache']).to.equal('MISS');
+    expect(diagnosticHeaders([hit, miss, hit], 'all', true)['X-SVC-Cache']).to.equal('PARTIAL:2');
+  });
+
+  it(`caps the trace at ${MAX_TRACE_SEGMENTS} segments and counts the rest in X-SVC-Upstreams-Truncated`, () => {
+    const records = Array.from({ length: 60 }, (_, i) => record([attempt(`u${i}`, 'primary', 'success', 1, true)]));
+    const h = diagnosticHeaders(records, 'all', true);
+    expect((h['X-SVC-Upstreams'] as string).split(';')).to.have.length(MAX_TRACE_SEGMENTS);
+    expect(h['X-SVC-Upstreams-Truncated']).to.equal('10');
+  });
+
+  it('consensus counters appear only when > 0', () => {
+    const h = diagnosticHeaders([record([], { consensusSlots: 3, consensusDisputes: 1 })], 'all', false);
+    expect(h['X-SVC-Consensus-Slots']).to.equal('3');
+    expect(h['X-SVC-Consensus-Disputes']).to.equal('1');
+    expect(h).to.not.have.property('X-SVC-Consensus-Low-Participants');
+  });
+});
