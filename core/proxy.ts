@@ -99,6 +99,8 @@ export class Proxy {
     this.config = config;
     this.logger = opts.logger ?? createLogger(config.logLevel as LevelWithSilent);
     this.schema = opts.schema ?? buildConfigSchema([]);
+    // The health tracker is core: every finished attempt feeds its project's scores.
+    this.hooks.attemptDone.tap({ name: 'core:health', stage: -100 }, (a) => this.projects.get(a.projectId)?.health.record(a));
   }
 
   /**

@@ -157,6 +157,7 @@ export function buildConfigSchema(fragments: readonly SchemaFragment[] = []): TO
     networkDefaults: Type.Optional(networkDefaults),
     upstreamDefaults: Type.Optional(upstreamDefaults),
     allowClientDirectives: Type.Optional(Type.String({ description: 'spec §2.8: unset = all, "" = none, "*" = all, or a matcher such as "!skip-cache-read & !use-upstream"' })),
+    scoreMetricsWindowSize: Type.Optional(Duration({ default: '10m', description: 'rolling window of the health tracker (error/throttle rates, latency quantiles)' })),
     ...optionalAll(f.project),
   });
   return Strict(

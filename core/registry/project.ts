@@ -2,6 +2,7 @@
  * A project: its networks (by id and alias) and its upstreams (spec §1.2).
  */
 import type { ResolvedProject } from '../config/types.ts';
+import { HealthTracker } from './health.ts';
 import type { Network } from './network.ts';
 import type { Upstream } from './upstream.ts';
 
@@ -14,11 +15,15 @@ export class Project {
   readonly aliases = new Map<string, Network>();
   /** Upstreams by id, in config order. */
   readonly upstreams = new Map<string, Upstream>();
+  /** Health of this project's upstreams (issue #3 item 1): rolling scores and cordons. */
+  readonly health: HealthTracker;
   private readonly order = new Map<Upstream, number>();
 
   /** @param config resolved project config */
   constructor(readonly config: ResolvedProject) {
     this.id = config.id;
+    const windowMs = typeof config.settings.scoreMetricsWindowSize === 'number' ? config.settings.scoreMetricsWindowSize : 600_000;
+    this.health = new HealthTracker(windowMs);
   }
 
   /** Registers an upstream (config order is registration order). */

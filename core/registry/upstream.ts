@@ -52,6 +52,8 @@ export class Upstream {
   chainId?: number;
   /** Verification state; only `ready` (or `probing` with a configured chain id) serves. */
   state: UpstreamState;
+  /** True while the EVM state poller says the node is syncing (selection excludes it). */
+  syncing = false;
   /** The composed sender: the `upstream` hook's wrappers around {@link transport}. */
   send: UpstreamSender;
 

@@ -1,0 +1,245 @@
+/**
+ * Health tracker (issue #3 item 1, spec §2.1, §3.1): per (upstream, method) cell, with `*` as
+ * the whole upstream, a rolling window of request count, error rate, throttle rate, latency
+ * quantiles of successful responses (DDSketch), block-head and finalization lag, and the
+ * cordon flag with its reason. One tracker per project; cordons are in-process only.
+ */
+import { DDSketch } from '@datadog/sketches-js';
+import type { AttemptRecord } from '../context.ts';
+import {
+  ErrCancelled,
+  ErrEndpointBillingIssue,
+  ErrEndpointCapacityExceeded,
+  ErrEndpointRequestTimeout,
+  ErrEndpointServerSideException,
+  ErrFailsafeTimeoutExceeded,
+  ErrUpstreamMalformedResponse,
+  type SvcError,
+} from '../errors.ts';
+
+/** How an attempt counts in the health window. */
+export type HealthOutcome = 'success' | 'error' | 'throttle' | 'neutral' | 'ignore';
+
+/**
+ * Classifies an attempt for health scoring: only genuine failures (transport, 5xx, timeouts,
+ * malformed answers, billing) are errors; reverts and other execution errors are successes;
+ * rate limits are throttles; cancellations (client or lost hedge legs) count as nothing.
+ */
+export function healthOutcome(a: Pick<AttemptRecord, 'outcome' | 'error' | 'dialled'>): HealthOutcome {
+  if (!a.dialled) return 'ignore';
+  if (a.outcome === 'success' || a.outcome === 'exec_revert') return 'success';
+  if (a.outcome === 'cancelled' || a.outcome === 'pending' || a.outcome === 'skipped') return 'ignore';
+  const e: SvcError | undefined = a.error;
+  if (!e || e instanceof ErrCancelled) return 'ignore';
+  if (e instanceof ErrEndpointCapacityExceeded) return 'throttle';
+  if (
+    e instanceof ErrEndpointServerSideException ||
+    e instanceof ErrEndpointRequestTimeout ||
+    e instanceof ErrFailsafeTimeoutExceeded ||
+    e instanceof ErrUpstreamMalformedResponse ||
+    e instanceof ErrEndpointBillingIssue
+  ) {
+    return 'error';
+  }
+  return 'neutral';
+}
+
+interface Bucket {
+  epoch: number;
+  requests: number;
+  errors: number;
+  throttles: number;
+  latency: DDSketch;
+}
+
+/** A snapshot of one cell's window (spec §3.1 selection inputs). */
+export interface HealthSnapshot {
+  /** Requests in the window (successes, errors, throttles and neutral answers). */
+  requests: number;
+  /** errors / requests, 0..1. */
+  errorRate: number;
+  /** throttles / requests, 0..1. */
+  throttleRate: number;
+  /** Latency quantiles of successful responses, seconds (0 without samples). */
+  p50: number;
+  p70: number;
+  p90: number;
+  p99: number;
+  /** Blocks behind the network's highest latest block (0 until the state poller runs). */
+  blockHeadLag: number;
+  /** Blocks behind the network's highest finalized block. */
+  finalizationLag: number;
+  /** Cordon state of this cell (or of `*`). */
+  cordoned: boolean;
+  cordonReason?: string;
+}
+
+/** One (upstream, method) cell. */
+class HealthCell {
+  readonly buckets: Bucket[];
+  cordoned = false;
+  cordonReason?: string;
+  cordonedAt = 0;
+
+  constructor(n: number) {
+    this.buckets = Array.from({ length: n }, () => ({ epoch: -1, requests: 0, errors: 0, throttles: 0, latency: new DDSketch({ relativeAccuracy: 0.02 }) }));
+  }
+
+  bucket(epoch: number): Bucket {
+    const b = this.buckets[epoch % this.buckets.length] as Bucket;
+    if (b.epoch !== epoch) {
+      b.epoch = epoch;
+      b.requests = 0;
+      b.errors = 0;
+      b.throttles = 0;
+      b.latency = new DDSketch({ relativeAccuracy: 0.02 });
+    }
+    return b;
+  }
+}
+
+/** Most method cells per upstream; later methods share the `*other` cell (labels from clients are bounded). */
+const MAX_METHODS = 200;
+
+/** Health of every upstream of one project. */
+export class HealthTracker {
+  private readonly cells = new Map<string, Map<string, HealthCell>>();
+  private readonly lags = new Map<string, { head: number; finalization: number }>();
+  private readonly bucketMs: number;
+
+  /**
+   * @param windowMs rolling window length, ms (`projects[].scoreMetricsWindowSize`, default 10 min)
+   * @param buckets sub-buckets of the window (default 10)
+   * @param now clock, ms (tests inject one)
+   */
+  constructor(
+    readonly windowMs = 600_000,
+    readonly buckets = 10,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.bucketMs = Math.max(1, Math.floor(windowMs / buckets));
+  }
+
+  private cell(upstream: string, method: string, create: boolean): HealthCell | undefined {
+    let m = this.cells.get(upstream);
+    if (!m) {
+      if (!create) return undefined;
+      m = new Map();
+      this.cells.set(upstream, m);
+    }
+    let c = m.get(method);
+    if (!c && create) {
+      const key = m.size >= MAX_METHODS && method !== '*' ? '*other' : method;
+      c = m.get(key);
+      if (!c) {
+        c = new HealthCell(this.buckets);
+        m.set(key, c);
+      }
+    }
+    return c;
+  }
+
+  /** Records one finished attempt in its method cell and the upstream's `*` cell. */
+  record(a: AttemptRecord): void {
+    const kind = healthOutcome(a);
+    if (kind === 'ignore') return;
+    const epoch = Math.floor(this.now() / this.bucketMs);
+    for (const method of [a.method, '*']) {
+      const b = (this.cell(a.upstreamId, method, true) as HealthCell).bucket(epoch);
+      b.requests++;
+      if (kind === 'error') b.errors++;
+      else if (kind === 'throttle') b.throttles++;
+      else if (kind === 'success') b.latency.accept(Math.max(a.durationMs, 0.001) / 1000);
+    }
+  }
+
+  /** Sets the block lags of an upstream (fed by the EVM state poller). */
+  setLag(upstream: string, head: number, finalization: number): void {
+    this.lags.set(upstream, { head: Math.max(0, head), finalization: Math.max(0, finalization) });
+  }
+
+  /**
+   * The window's numbers for one cell (`*` for the whole upstream).
+   * @param method a method name or `*`
+   */
+  snapshot(upstream: string, method = '*'): HealthSnapshot {
+    const c = this.cell(upstream, method, false);
+    const epoch = Math.floor(this.now() / this.bucketMs);
+    let requests = 0;
+    let errors = 0;
+    let throttles = 0;
+    const sketch = new DDSketch({ relativeAccuracy: 0.02 });
+    if (c) {
+      for (const b of c.buckets) {
+        if (b.epoch < 0 || epoch - b.epoch >= this.buckets) continue;
+        requests += b.requests;
+        errors += b.errors;
+        throttles += b.throttles;
+        if (b.latency.count > 0) sketch.merge(b.latency);
+      }
+    }
+    const q = (p: number) => (sketch.count > 0 ? sketch.getValueAtQuantile(p) : 0);
+    const lag = this.lags.get(upstream);
+    const cordon = this.cordonOf(upstream, method);
+    return {
+      requests,
+      errorRate: requests ? errors / requests : 0,
+      throttleRate: requests ? throttles / requests : 0,
+      p50: q(0.5),
+      p70: q(0.7),
+      p90: q(0.9),
+      p99: q(0.99),
+      blockHeadLag: lag?.head ?? 0,
+      finalizationLag: lag?.finalization ?? 0,
+      cordoned: cordon !== undefined,
+      cordonReason: cordon,
+    };
+  }
+
+  /**
+   * Cordons an (upstream, method) cell (spec §3.1). Returns true on a real off-to-on edge;
+   * an already-cordoned cell only gets its reason overwritten.
+   */
+  cordon(upstream: string, method: string, reason: string): boolean {
+    const c = this.cell(upstream, method, true) as HealthCell;
+    const edge = !c.cordoned;
+    c.cordoned = true;
+    c.cordonReason = reason;
+    if (edge) c.cordonedAt = this.now();
+    return edge;
+  }
+
+  /**
+   * Uncordons a cell. Returns the cordon duration in ms on a real on-to-off edge, else undefined.
+   */
+  uncordon(upstream: string, method: string): number | undefined {
+    const c = this.cell(upstream, method, false);
+    if (!c || !c.cordoned) return undefined;
+    c.cordoned = false;
+    c.cordonReason = undefined;
+    return this.now() - c.cordonedAt;
+  }
+
+  /** The cordon reason when `*` or the method's cell is cordoned (`*` checked first), else undefined. */
+  cordonOf(upstream: string, method: string): string | undefined {
+    const m = this.cells.get(upstream);
+    if (!m) return undefined;
+    const all = m.get('*');
+    if (all?.cordoned) return all.cordonReason ?? 'cordoned';
+    if (method === '*') return undefined;
+    const c = m.get(method);
+    return c?.cordoned ? (c.cordonReason ?? 'cordoned') : undefined;
+  }
+
+  /** True when the upstream is cordoned for every method or for this one. */
+  isCordoned(upstream: string, method: string): boolean {
+    return this.cordonOf(upstream, method) !== undefined;
+  }
+
+  /** Every cordoned cell: `[upstream, method, reason]`. */
+  listCordoned(): Array<{ upstream: string; method: string; reason: string }> {
+    const out: Array<{ upstream: string; method: string; reason: string }> = [];
+    for (const [u, m] of this.cells) for (const [method, c] of m) if (c.cordoned) out.push({ upstream: u, method, reason: c.cordonReason ?? '' });
+    return out;
+  }
+}
