@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ConfigError, readConfigFile } from '../core/config/load.ts';
+import { cloneConfig, ConfigError, readConfigFile } from '../core/config/load.ts';
 import type { ProjectInput, SvcConfigInput } from '../core/config/types.ts';
 import { createLogger } from '../core/logger.ts';
 import { createProxy } from '../core/proxy.ts';
@@ -30,7 +30,7 @@ becomes an upstream of project "main"; its chain id is probed with eth_chainId.`
  */
 export function withEndpoints(raw: SvcConfigInput, endpoints: readonly string[]): SvcConfigInput {
   if (endpoints.length === 0) return raw;
-  const cfg: SvcConfigInput = structuredClone(raw);
+  const cfg: SvcConfigInput = cloneConfig(raw);
   const hadProjects = (cfg.projects ?? []).length > 0;
   cfg.projects ??= [];
   let main = cfg.projects.find((p) => p.id === 'main');

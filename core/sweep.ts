@@ -16,7 +16,7 @@ import {
   ErrUpstreamsExhausted,
   type SvcError,
 } from './errors.ts';
-import type { AttemptHandler, Leg, ProxyHooks } from './hooks.ts';
+import type { AttemptHandler, Leg, ProxyHooks, UpstreamCall } from './hooks.ts';
 import type { RpcResult } from './jsonrpc.ts';
 import type { Upstream } from './registry/upstream.ts';
 
@@ -62,21 +62,23 @@ export function finishAttempt(a: AttemptRecord, outcome: AttemptOutcome, err?: S
  * records the attempt. Throws the normalised error on failure.
  */
 export async function tryUpstream(hooks: ProxyHooks, ctx: CallContext, u: Upstream, reason: AttemptReason, signal: AbortSignal): Promise<RpcResult> {
-  const attempt = startAttempt(ctx, u, reason);
+  // Upstream-scope retries replace `call.attempt` with a fresh record for each new try, so
+  // this function always closes the record of the last try.
+  const call: UpstreamCall = { ctx, method: ctx.request.method, params: ctx.request.params, signal, attempt: startAttempt(ctx, u, reason) };
   try {
-    const r = await u.send({ ctx, method: ctx.request.method, params: ctx.request.params, signal, attempt });
+    const r = await u.send(call);
     const invalid = hooks.validate.call(ctx, r, u);
     if (invalid) throw invalid;
-    finishAttempt(attempt, 'success');
+    finishAttempt(call.attempt, 'success');
     // A hedge race may later flip a losing leg back to false.
-    attempt.won = true;
+    call.attempt.won = true;
     return r;
   } catch (e) {
     const err = asSvcError(e);
-    finishAttempt(attempt, signal.aborted && !(err instanceof ErrEndpointRequestTimeout) ? 'cancelled' : outcomeOf(err), err);
+    finishAttempt(call.attempt, signal.aborted && !(err instanceof ErrEndpointRequestTimeout) && !(err instanceof ErrFailsafeTimeoutExceeded) ? 'cancelled' : outcomeOf(err), err);
     throw err;
   } finally {
-    hooks.attemptDone.call(attempt);
+    hooks.attemptDone.call(call.attempt);
   }
 }
 

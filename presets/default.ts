@@ -4,6 +4,7 @@
  */
 import type { Plugin } from '../core/proxy.ts';
 import { directivesPlugin } from '../plugins/directives/index.ts';
+import { failsafePlugin } from '../plugins/failsafe/index.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
 import { headersPlugin } from '../plugins/headers/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
@@ -11,5 +12,5 @@ import { selectPlugin } from '../plugins/select/index.ts';
 
 /** Plugins of the full server, in apply order. */
 export function defaultPreset(): Plugin[] {
-  return [directivesPlugin(), selectPlugin(), forwardPlugin(), headersPlugin(), metricsPlugin()];
+  return [directivesPlugin(), selectPlugin(), forwardPlugin(), failsafePlugin(), headersPlugin(), metricsPlugin()];
 }

@@ -237,9 +237,23 @@ export function convertKinds(schema: TSchema, value: unknown): unknown {
   return value;
 }
 
+/**
+ * Deep copy of plain config data that keeps functions (TypeScript configs may hold
+ * `evalFunc` and similar) by reference, where `structuredClone` would throw.
+ */
+export function cloneConfig<T>(v: T): T {
+  if (Array.isArray(v)) return v.map((x) => cloneConfig(x)) as T;
+  if (isPlainObject(v)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = cloneConfig(x);
+    return out as T;
+  }
+  return v;
+}
+
 /** Applies schema defaults then converts kinds: the resolved form of one config node. */
 function settle(schema: TSchema, value: unknown): Record<string, unknown> {
-  const withDefaults = Value.Default(schema, structuredClone(value ?? {}));
+  const withDefaults = Value.Default(schema, cloneConfig(value ?? {}));
   return convertKinds(schema, withDefaults) as Record<string, unknown>;
 }
 
@@ -249,9 +263,9 @@ function settle(schema: TSchema, value: unknown): Record<string, unknown> {
  */
 export function mergeDefaults<T>(defaults: unknown, entry: T): T {
   if (defaults === undefined) return entry;
-  if (entry === undefined) return structuredClone(defaults) as T;
+  if (entry === undefined) return cloneConfig(defaults) as T;
   if (isPlainObject(defaults) && isPlainObject(entry)) {
-    const out: Record<string, unknown> = { ...(structuredClone(defaults) as Record<string, unknown>) };
+    const out: Record<string, unknown> = { ...(cloneConfig(defaults) as Record<string, unknown>) };
     for (const [k, v] of Object.entries(entry as Record<string, unknown>)) out[k] = mergeDefaults(out[k], v);
     return out as T;
   }

@@ -6,8 +6,8 @@ import { normaliseNetworkId, resolveTarget, type AliasMatcher } from '../../../c
 import { ErrNetworkNotSupported, ErrProjectNotFound } from '../../../core/errors.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 
-function matchers(rules: AliasMatcher['rule'][] & { matchDomain?: string }[]): AliasMatcher[] {
-  return rules.map((rule) => ({ rule, match: picomatch((rule as { matchDomain: string }).matchDomain, { nocase: true, dot: true }) }));
+function matchers(rules: Array<AliasMatcher['rule'] & { matchDomain: string }>): AliasMatcher[] {
+  return rules.map((rule) => ({ rule, match: picomatch(rule.matchDomain, { nocase: true, dot: true }) }));
 }
 
 describe('routing and aliases (spec §4.1)', () => {
