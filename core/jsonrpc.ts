@@ -30,7 +30,8 @@ export interface ParsedBody {
   calls: ParsedCall[];
 }
 
-const UNSAFE_NUMBER = /\d{16,}/;
+/** Numbers JSON.parse would not round-trip: long digit runs, and ids written with a fraction or exponent. */
+const UNSAFE_NUMBER = /\d{16,}|"id"\s*:\s*-?\d+[.eE]/;
 
 /**
  * Parses an inbound body. Throws {@link ErrJsonRpcRequestUnmarshal} (HTTP 400) when the body is
@@ -109,7 +110,7 @@ export class RpcResult {
     if (this.cachedJson !== undefined) return this.cachedJson;
     const r = this.result;
     let out: string | undefined;
-    if (this.sourceText !== undefined && r !== null && typeof r === 'object') out = extractTopLevelValue(this.sourceText, 'result');
+    if (this.sourceText !== undefined && ((r !== null && typeof r === 'object') || typeof r === 'number')) out = extractTopLevelValue(this.sourceText, 'result');
     out ??= JSON.stringify(r) ?? 'null';
     this.cachedJson = out;
     return out;

@@ -153,7 +153,12 @@ export function createServer(proxy: Proxy): Koa {
     let target: RouteTarget;
     let text: string;
     try {
-      const segments = k.path.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+      let segments: string[];
+      try {
+        segments = k.path.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+      } catch {
+        throw new ErrInvalidRequest(`invalid percent-encoding in path ${k.path}`);
+      }
       target = await resolveTarget(proxy, segments, info.host, aliasMatchers);
       meta.project = target.project;
       try {

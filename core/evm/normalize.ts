@@ -40,6 +40,8 @@ interface Rule {
   match: (f: UpstreamFault, msg: string) => boolean;
   error: Ctor;
   keepCode?: boolean;
+  /** Forces the JSON-RPC code (e.g. -32003 for insufficient funds). */
+  code?: number;
 }
 
 const has = (msg: string, ...needles: string[]) => needles.some((n) => msg.includes(n));
@@ -51,7 +53,7 @@ const has = (msg: string, ...needles: string[]) => needles.some((n) => msg.inclu
 export const NORMALISATION_RULES: readonly Rule[] = [
   {
     name: 'range too large',
-    match: (f, m) => f.code === -32012 || has(m, 'range too large', 'max block range', 'try with this block range', 'query returned more than', 'too many results', 'try paginating', 'block range is too wide', 'exceed maximum block range'),
+    match: (f, m) => f.code === -32012 || has(m, 'range too large', 'max block range', 'try with this block range', 'query returned more than', 'too many results', 'try paginating', 'block range is too wide', 'exceed maximum block range', 'this block range should work', 'log response size exceeded', 'is limited to a', 'exceeds limit of', 'block range too large', 'response size exceeded'),
     error: ErrEndpointRequestTooLarge,
   },
   {
@@ -61,7 +63,7 @@ export const NORMALISATION_RULES: readonly Rule[] = [
   },
   {
     name: 'capacity exceeded',
-    match: (f, m) => f.status === 429 || f.code === -32005 || has(m, 'too many requests', 'rate limit', 'limit exceeded', 'rate-limit', 'has exceeded'),
+    match: (f, m) => f.status === 429 || f.code === -32005 || f.code === -32007 || has(m, 'too many requests', 'rate limit', 'limit exceeded', 'rate-limit', 'has exceeded', 'request limit reached', 'capacity exceeded'),
     error: ErrEndpointCapacityExceeded,
   },
   {
@@ -77,13 +79,14 @@ export const NORMALISATION_RULES: readonly Rule[] = [
   },
   {
     name: 'nonce',
-    match: (_f, m) => has(m, 'nonce too low', 'already known', 'known transaction', 'tx already in mempool', 'nonce has already been used'),
+    match: (_f, m) => has(m, 'nonce too low', 'already known', 'known transaction', 'tx already in mempool', 'nonce has already been used', 'transaction already imported', 'already imported'),
     error: ErrEndpointNonceException,
   },
   {
     name: 'insufficient funds / fee too low',
     match: (f, m) => f.code === -32003 || has(m, 'insufficient funds', 'fee too low', 'underpriced', 'gas too low', 'out of gas', 'intrinsic gas too low', 'max fee per gas less than block base fee'),
     error: ErrEndpointExecutionException,
+    code: -32003,
   },
   {
     name: 'unsupported method',
@@ -93,12 +96,13 @@ export const NORMALISATION_RULES: readonly Rule[] = [
   },
   {
     name: 'invalid params',
-    match: (f, m) => f.code === -32602 || f.code === -32600 || has(m, 'invalid params', 'invalid argument'),
+    // An HTTP 401/403 is an auth failure whatever JSON-RPC code the body carries.
+    match: (f, m) => f.status !== 401 && f.status !== 403 && (f.code === -32602 || f.code === -32600 || has(m, 'invalid params', 'invalid argument')),
     error: ErrEndpointClientSideException,
   },
   {
     name: 'unauthorized',
-    match: (f, m) => f.status === 401 || f.status === 403 || has(m, 'invalid api key', 'unauthorized', 'forbidden'),
+    match: (f, m) => f.status === 401 || f.status === 403 || has(m, 'invalid api key', 'unauthorized', 'forbidden', 'must be authenticated'),
     error: ErrEndpointUnauthorized,
   },
 ];
@@ -115,6 +119,7 @@ export function normaliseUpstreamError(f: UpstreamFault): SvcError {
   for (const r of NORMALISATION_RULES) {
     if (r.match(f, msg)) {
       if (r.keepCode && f.code !== undefined) opts.code = f.code;
+      else if (r.code !== undefined) opts.code = r.code;
       return new r.error(f.message, opts);
     }
   }

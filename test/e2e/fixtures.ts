@@ -7,10 +7,9 @@ import type { AnvilHandle } from '../helpers/anvil.ts';
 /** anvil dev account #0 (funded with 10 000 ETH). */
 export const PK0 = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
 export const ADDR0 = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
-/** anvil dev accounts #1..#3: funded, never spent from by these suites. */
+/** anvil dev accounts #1 and #2: funded, never spent from by these suites. */
 export const ADDR1 = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 export const ADDR2 = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
-export const ADDR3 = '0x90F79bf6EB2c4f937B0E1c3d9d0a4d6D9F7E1F3a';
 /** 10 000 ETH in wei, the dev accounts' starting balance. */
 export const DEV_BALANCE = 10_000n * 10n ** 18n;
 

@@ -44,7 +44,7 @@ type ErrCtor = (new (message: string, opts?: errors.SvcErrorOptions) => SvcError
 
 /** Every concrete SvcError subclass exported by core/errors.ts. */
 function exportedErrorClasses(): [string, ErrCtor][] {
-  return Object.entries(errors).filter(
+  return Object.entries(errors as Record<string, unknown>).filter(
     (e): e is [string, ErrCtor] => typeof e[1] === 'function' && e[1] !== SvcError && (e[1] as { prototype?: unknown }).prototype instanceof SvcError,
   );
 }

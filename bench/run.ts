@@ -1,0 +1,245 @@
+/**
+ * `npm run bench`: svc's overhead next to its floors, all measured in one run.
+ *
+ * Scenarios (each server under test in its own process, each with its own fake upstream):
+ *   (a) the fake upstream called directly
+ *   (b) svc (default preset), single calls and 10-call batches; plus svc with the minimal
+ *       preset, to split the cost between the core and the default plugins
+ *   (c) bare Koa + @koa/router answering a fixed JSON body
+ *   (d) a minimal node:http + undici Pool forwarder, single calls and 10-call batches
+ * Rounds are interleaved (round 1 of every scenario, then round 2, …) so slow drift of the
+ * machine hits all scenarios alike. Medians over the rounds are quoted.
+ *
+ * Settings: BENCH_CONNECTIONS (32), BENCH_DURATION (s, 5), BENCH_REPS (3), BENCH_WARMUP (s, 1).
+ * Output: a markdown report on stdout, also written to bench/RESULTS.md.
+ */
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import {
+  batchBody,
+  benchSettings,
+  fmt,
+  hasFailures,
+  machineLine,
+  markdownTable,
+  measure,
+  median,
+  preflight,
+  progress,
+  runLoad,
+  singleBody,
+  startTarget,
+  TARGETS,
+  type Measurement,
+  type RpcBody,
+  type Target,
+} from './lib.ts';
+
+const settings = benchSettings();
+const SVC_PATH = '/main/evm/1';
+
+/** A scenario: how to start its processes and what to send. */
+interface Scenario {
+  key: string;
+  label: string;
+  /** Name of the process whose CPU/RSS is reported. */
+  measured: string;
+  body: RpcBody;
+  setup(): Promise<{ target: Target; url: string; helpers: Target[] }>;
+}
+
+async function upstream(label: string): Promise<Target> {
+  return startTarget(TARGETS.upstream, { label });
+}
+
+async function behind(script: string, label: string, extraArgs: string[] = []): Promise<{ target: Target; url: string; helpers: Target[] }> {
+  const up = await upstream(`${label}/upstream`);
+  const target = await startTarget(script, { label, args: [`--upstream=${up.origin}/`, ...extraArgs] });
+  return { target, url: `${target.origin}${SVC_PATH}`, helpers: [up] };
+}
+
+const single = singleBody();
+const batch10 = batchBody(10);
+
+const scenarios: Scenario[] = [
+  {
+    key: 'direct',
+    label: '(a) upstream direct, single',
+    measured: 'fake upstream',
+    body: single,
+    async setup() {
+      const t = await upstream('direct');
+      return { target: t, url: `${t.origin}/`, helpers: [] };
+    },
+  },
+  { key: 'svc', label: '(b) svc, single', measured: 'svc', body: single, setup: () => behind(TARGETS.svc, 'svc') },
+  { key: 'svc-batch', label: '(b) svc, batch10', measured: 'svc', body: batch10, setup: () => behind(TARGETS.svc, 'svc-batch') },
+  {
+    key: 'svc-minimal',
+    label: '(b′) svc minimal preset, single',
+    measured: 'svc',
+    body: single,
+    setup: () => behind(TARGETS.svc, 'svc-minimal', ['--preset=minimal']),
+  },
+  {
+    key: 'koa',
+    label: '(c) bare Koa + router, single',
+    measured: 'koa',
+    body: single,
+    async setup() {
+      const t = await startTarget(TARGETS.koa, { label: 'koa' });
+      return { target: t, url: `${t.origin}${SVC_PATH}`, helpers: [] };
+    },
+  },
+  { key: 'fwd', label: '(d) min forwarder, single', measured: 'forwarder', body: single, setup: () => behind(TARGETS.forwarder, 'fwd') },
+  { key: 'fwd-batch', label: '(d) min forwarder, batch10', measured: 'forwarder', body: batch10, setup: () => behind(TARGETS.forwarder, 'fwd-batch') },
+];
+
+interface Live {
+  scenario: Scenario;
+  target: Target;
+  url: string;
+  helpers: Target[];
+  preflightError?: string;
+  runs: Measurement[];
+}
+
+/** Per-scenario medians. */
+interface Summary {
+  live: Live;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  cpuPerReq: number;
+  cpuPerReqMin: number;
+  cpuPerReqMax: number;
+  cpuPerCall: number;
+  peakRssMiB: number;
+  upstreamPerReq: number;
+  failures: number;
+  statusCodes: Record<string, number>;
+}
+
+function summarise(l: Live): Summary {
+  const cpu = l.runs.map((r) => r.usage.cpuMicros / Math.max(1, r.load.responses));
+  const statusCodes: Record<string, number> = {};
+  for (const r of l.runs) for (const [c, n] of Object.entries(r.load.statusCodes)) statusCodes[c] = (statusCodes[c] ?? 0) + n;
+  return {
+    live: l,
+    rps: median(l.runs.map((r) => r.load.rps)),
+    p50Ms: median(l.runs.map((r) => r.load.p50Ms)),
+    p99Ms: median(l.runs.map((r) => r.load.p99Ms)),
+    cpuPerReq: median(cpu),
+    cpuPerReqMin: Math.min(...cpu),
+    cpuPerReqMax: Math.max(...cpu),
+    cpuPerCall: median(cpu) / l.scenario.body.calls,
+    peakRssMiB: Math.max(...l.runs.map((r) => r.usage.maxRssKb)) / 1024,
+    upstreamPerReq: l.helpers.length ? median(l.runs.map((r) => (r.helpers[0]?.requests ?? 0) / Math.max(1, r.load.responses))) : Number.NaN,
+    failures: l.runs.reduce((n, r) => n + r.load.non2xx + r.load.errors + r.load.timeouts + r.load.mismatches, 0) + (l.preflightError ? 1 : 0),
+    statusCodes,
+  };
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  progress(`bench: ${settings.connections} connections, ${settings.durationS} s × ${settings.reps} rounds, ${settings.warmupS} s warm-up per target`);
+  const lives: Live[] = [];
+  try {
+    for (const s of scenarios) {
+      const { target, url, helpers } = await s.setup();
+      const l: Live = { scenario: s, target, url, helpers, runs: [] };
+      l.preflightError = await preflight(url, s.body);
+      if (l.preflightError) progress(`  ${s.label}: PREFLIGHT FAILED: ${l.preflightError}`);
+      if (settings.warmupS > 0) {
+        const w = await runLoad({ url, body: s.body, connections: settings.connections, durationS: settings.warmupS });
+        progress(`  warm-up ${s.label}: ${fmt(w.rps, 0)} req/s${hasFailures(w) ? ' (with failures)' : ''}`);
+      }
+      lives.push(l);
+    }
+    for (let round = 1; round <= settings.reps; round++) {
+      for (const l of lives) {
+        const m = await measure(l.target, { url: l.url, body: l.scenario.body, connections: settings.connections, durationS: settings.durationS }, l.helpers);
+        l.runs.push(m);
+        const f = hasFailures(m.load) ? ` FAILURES non2xx=${m.load.non2xx} errors=${m.load.errors} timeouts=${m.load.timeouts} mismatches=${m.load.mismatches} codes=${JSON.stringify(m.load.statusCodes)}` : '';
+        progress(
+          `  round ${round}/${settings.reps} ${l.scenario.label}: ${fmt(m.load.rps, 0)} req/s, p50 ${fmt(m.load.p50Ms, 2)} ms, p99 ${fmt(m.load.p99Ms, 2)} ms, ${fmt(m.usage.cpuMicros / Math.max(1, m.load.responses), 1)} µs CPU/req${f}`,
+        );
+      }
+    }
+  } finally {
+    await Promise.all(lives.flatMap((l) => [l.target.stop(), ...l.helpers.map((h) => h.stop())]));
+  }
+
+  const sums = lives.map(summarise);
+  const by = (key: string) => sums.find((s) => s.live.scenario.key === key);
+  const rows = sums.map((s) => [
+    s.failures > 0 ? `⚠ ${s.live.scenario.label}` : s.live.scenario.label,
+    s.live.scenario.measured,
+    `${fmt(s.cpuPerReq, 1)} (${fmt(s.cpuPerReqMin, 1)}–${fmt(s.cpuPerReqMax, 1)})`,
+    s.live.scenario.body.calls > 1 ? fmt(s.cpuPerCall, 1) : '',
+    fmt(s.live.runs.length ? median(s.live.runs.map((r) => r.load.meanMs)) : Number.NaN, 2),
+    fmt(s.p50Ms, 2),
+    fmt(s.p99Ms, 2),
+    fmt(s.rps, 0),
+    fmt(s.peakRssMiB, 1),
+    fmt(s.upstreamPerReq, 2),
+    s.failures > 0 ? `${s.failures} ${JSON.stringify(s.statusCodes)}${s.live.preflightError ? ' preflight' : ''}` : '0',
+  ]);
+  const table = markdownTable(
+    ['Scenario', 'Process measured', 'CPU µs/req (min–max)', 'CPU µs/call', 'mean ms', 'p50 ms', 'p99 ms', 'req/s', 'peak RSS MiB', 'upstream req/req', 'failures'],
+    rows,
+  );
+
+  const ratio = (a: Summary | undefined, b: Summary | undefined, f: (s: Summary) => number) => (a && b ? `${fmt(f(a) / f(b), 2)}×` : '–');
+  const ratioRows: string[][] = [];
+  const addRatio = (name: string, a?: Summary, b?: Summary) =>
+    ratioRows.push([name, ratio(a, b, (s) => s.cpuPerReq), ratio(a, b, (s) => s.p50Ms), ratio(a, b, (s) => s.p99Ms)]);
+  addRatio('b/d: svc single / min forwarder single', by('svc'), by('fwd'));
+  addRatio('b/d: svc batch10 / min forwarder batch10', by('svc-batch'), by('fwd-batch'));
+  addRatio('b/c: svc single / bare Koa', by('svc'), by('koa'));
+  addRatio('b′/d: svc minimal preset / min forwarder single', by('svc-minimal'), by('fwd'));
+  addRatio('d/c: min forwarder single / bare Koa', by('fwd'), by('koa'));
+  const ratios = markdownTable(['Ratio (same run, ratio of medians)', 'CPU/req', 'p50', 'p99'], ratioRows);
+
+  const svc = by('svc');
+  const fwd = by('fwd');
+  const svcBatch = by('svc-batch');
+  const extra =
+    svc && fwd && svcBatch
+      ? `svc spends ${fmt(svc.cpuPerReq - fwd.cpuPerReq, 1)} µs CPU per single call above the minimal forwarder; in a 10-call batch it spends ${fmt(svcBatch.cpuPerCall, 1)} µs per call (it sends one upstream request per call: ${fmt(svcBatch.upstreamPerReq, 1)} upstream requests per batch).`
+      : '';
+  const anyFail = sums.some((s) => s.failures > 0);
+  const elapsed = (Date.now() - started) / 1000;
+
+  const md = `# svc benchmark results
+
+Generated by \`npm run bench\` (bench/run.ts) on ${new Date().toISOString()}, in ${fmt(elapsed, 0)} s.
+
+- Machine: ${machineLine()}
+- Load: autocannon in the parent process, ${settings.connections} connections, no pipelining, ${settings.durationS} s per run, ${settings.warmupS} s warm-up per target, ${settings.reps} interleaved rounds; medians over the rounds (CPU also min–max).
+- Bodies: single \`${single.text}\`; batch10 = 10 of the same (ids 1..10). Every answer is checked (2xx, one \`"result"\` per call, no \`"error"\`).
+- Each server under test runs in its own process (\`node --import tsx\`), with its own fake upstream process. CPU = user+system time of that process (all threads) over the run, divided by the completed HTTP requests. Peak RSS = \`process.resourceUsage().maxRSS\` of that process (includes the tsx loader).
+- **Read CPU µs/req and the same-run ratios.** With ${machineLine().match(/(\d+) logical cores/)?.[1] ?? '?'} cores the load generator, the server under test and the fake upstream compete for CPU, so absolute requests/s (and latencies, which include queueing behind the other processes) are noise across machines and runs.
+
+${table}
+
+${ratios}
+
+${extra}
+
+Notes:
+- "upstream req/req": HTTP requests the fake upstream received per client request (svc splits a batch into one upstream request per call; the minimal forwarder sends the batch body as one request).
+- The bare Koa server answers a fixed body without reading the request body; the minimal forwarder reads the body, forwards it verbatim through one undici \`Pool\` (128 connections, like svc) and buffers the answer.
+- (b′) is svc with the \`minimal\` preset (select + forward plugins only), to separate the core's cost from the default plugins'.
+${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, timeouts or bad bodies; their numbers are not comparable.\n' : ''}`;
+
+  process.stdout.write(md);
+  const out = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
+  writeFileSync(out, md);
+  progress(`wrote ${out}`);
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exitCode = 1;
+});

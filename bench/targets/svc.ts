@@ -1,0 +1,60 @@
+/**
+ * Benchmark target: svc itself (core/proxy.ts), serving project `main`, network `evm:1`, on
+ * 127.0.0.1. URL: `http://127.0.0.1:<port>/main/evm/1`.
+ *
+ * Options (`--name=value` or env `BENCH_<NAME>`):
+ * - `port` (default 0)
+ * - `upstream` comma-separated upstream URLs; they become upstreams `up0`, `up1`, … with
+ *   `evm.chainId: 1` (required unless `config` is given)
+ * - `preset` preset name or module path (default `default`)
+ * - `log-level` pino level of svc's logger (default `error`; logs go to stdout, which the
+ *   parent forwards to its stderr)
+ * - `metrics` `1` to serve /metrics on a free port (default off: the metrics plugin still
+ *   counts, only its listener is off)
+ * - `config` a whole raw svc config as JSON; replaces the generated one (for scenarios that
+ *   need plugin options, e.g. hedging)
+ */
+import type { LevelWithSilent } from 'pino';
+import { createProxy } from '../../core/proxy.ts';
+import { createLogger } from '../../core/logger.ts';
+import { loadPreset } from '../../presets/index.ts';
+import { numberOption, option, serveTarget } from './common.ts';
+
+const port = numberOption('port', 0);
+const upstreams = option('upstream', '')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
+const rawConfig = option('config', '');
+const logLevel = option('log-level', 'error') as LevelWithSilent;
+const preset = await loadPreset(option('preset', 'default'));
+
+function generatedConfig(): unknown {
+  if (upstreams.length === 0) throw new Error('svc target: --upstream=<url>[,<url>…] or --config=<json> is required');
+  return {
+    logLevel: logLevel === 'silent' ? 'error' : logLevel,
+    metrics: { enabled: option('metrics', '0') === '1', port: 0 },
+    projects: [
+      {
+        id: 'main',
+        networks: [{ architecture: 'evm', evm: { chainId: 1 } }],
+        upstreams: upstreams.map((endpoint, i) => ({ id: `up${i}`, endpoint, evm: { chainId: 1 } })),
+      },
+    ],
+  };
+}
+
+await serveTarget('svc', async (counter) => {
+  const proxy = createProxy({
+    config: rawConfig ? (JSON.parse(rawConfig) as unknown) : generatedConfig(),
+    plugins: preset(),
+    logger: createLogger(logLevel, false),
+    port,
+    host: '127.0.0.1',
+    metricsPort: 0,
+  });
+  const addr = await proxy.start();
+  // Count HTTP requests without touching svc: one 'request' event per HTTP request.
+  proxy.server?.on('request', () => counter.count++);
+  return { port: addr.port, close: () => proxy.close() };
+});
