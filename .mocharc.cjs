@@ -13,13 +13,21 @@ const VALUE_OPTIONS = new Set([
   '--config', '--package', '--reporter', '-R', '--reporter-option', '--reporter-options', '-O',
   '--grep', '-g', '--fgrep', '-f', '--timeout', '-t', '--slow', '-s', '--retries', '--ui', '-u',
   '--require', '-r', '--import', '--file', '--ignore', '--exclude', '--extension', '--node-option',
-  '-n', '--jobs', '-j', '--watch-files', '--watch-ignore', '--spec', '--delay-ms',
+  '-n', '--jobs', '-j', '--watch-files', '--watch-ignore',
 ]);
 
 function cliSpecs(argv) {
   const out = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
+    if (a === '--spec') {
+      if (argv[i + 1] !== undefined) out.push(argv[++i]);
+      continue;
+    }
+    if (a.startsWith('--spec=')) {
+      out.push(a.slice('--spec='.length));
+      continue;
+    }
     if (a.startsWith('-')) {
       if (VALUE_OPTIONS.has(a)) i++;
       continue;
@@ -35,7 +43,8 @@ module.exports = {
   ...(explicit.length ? {} : { spec: ['test/**/*.test.ts'] }),
   'node-option': ['import=tsx'],
   extension: ['ts'],
-  reporter: 'test/helpers/reporter.cjs',
+  // Absolute, so mocha finds it from any working directory.
+  reporter: require('node:path').join(__dirname, 'test', 'helpers', 'reporter.cjs'),
   timeout: 20000,
   exit: true,
   recursive: true,

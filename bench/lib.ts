@@ -37,6 +37,10 @@ export interface TargetUsage {
   maxRssKb: number;
   /** HTTP requests the target received in the window (a batch counts once). */
   requests: number;
+  /** Current RSS of the target process at report time, KiB. */
+  rssKb: number;
+  /** Current V8 heap used of the target process at report time, KiB. */
+  heapUsedKb: number;
 }
 
 /** Options of {@link startTarget}. */
@@ -87,7 +91,13 @@ function installExitHook(): void {
 }
 
 function toUsage(o: Record<string, unknown>): TargetUsage {
-  return { cpuMicros: Number(o.cpuMicros), maxRssKb: Number(o.maxRssKb), requests: Number(o.requests) };
+  return {
+    cpuMicros: Number(o.cpuMicros),
+    maxRssKb: Number(o.maxRssKb),
+    requests: Number(o.requests),
+    rssKb: Number(o.rssKb),
+    heapUsedKb: Number(o.heapUsedKb),
+  };
 }
 
 /**

@@ -9,7 +9,8 @@
  *   stdout line (e.g. a pino log) is the target's own output.
  * - IPC `{type:'reset'}` → `{type:'reset', ok:true}`: starts a measurement window (CPU baseline,
  *   request counter to 0).
- * - IPC `{type:'report'}` → `{type:'report', cpuMicros, maxRssKb, requests}` for the window.
+ * - IPC `{type:'report'}` → `{type:'report', cpuMicros, maxRssKb, requests, rssKb, heapUsedKb}` for
+ *   the window.
  * - SIGTERM (or IPC `{type:'stop'}`): prints `{"bench":"final",…}` (same fields) on stdout,
  *   closes the server and exits 0.
  */
@@ -24,6 +25,10 @@ export interface TargetReport {
   maxRssKb: number;
   /** HTTP requests the target counted since the last reset (whole requests: a batch counts once). */
   requests: number;
+  /** Current resident set size at report time, KiB. */
+  rssKb: number;
+  /** Current V8 heap used at report time, KiB. */
+  heapUsedKb: number;
 }
 
 /** A listening server as handed to {@link serveTarget}. */
@@ -89,7 +94,14 @@ export async function serveTarget(name: string, start: (counter: RequestCounter)
   let cpuBase = process.cpuUsage();
   const report = (): TargetReport => {
     const d = process.cpuUsage(cpuBase);
-    return { cpuMicros: d.user + d.system, maxRssKb: process.resourceUsage().maxRSS, requests: counter.count };
+    const mem = process.memoryUsage();
+    return {
+      cpuMicros: d.user + d.system,
+      maxRssKb: process.resourceUsage().maxRSS,
+      requests: counter.count,
+      rssKb: Math.round(mem.rss / 1024),
+      heapUsedKb: Math.round(mem.heapUsed / 1024),
+    };
   };
   const running = await start(counter);
   let stopping = false;

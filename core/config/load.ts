@@ -101,15 +101,17 @@ export function expandEnv(doc: unknown, warnings: string[], env: NodeJS.ProcessE
   return doc;
 }
 
-const validators = new WeakMap<TObject, ValidateFunction>();
+// Compiling the assembled schema costs ~0.5 s; schemas are rebuilt per proxy, so cache by content.
+const validators = new Map<string, ValidateFunction>();
 
 function validatorFor(schema: TObject): ValidateFunction {
-  let v = validators.get(schema);
+  const key = JSON.stringify(schema);
+  let v = validators.get(key);
   if (!v) {
     const ajv = new Ajv({ allErrors: true, coerceTypes: true, strict: false, useDefaults: false });
     ajv.addKeyword('x-svc-kind');
     v = ajv.compile(schema);
-    validators.set(schema, v);
+    validators.set(key, v);
   }
   return v;
 }

@@ -88,7 +88,7 @@ describe('e2e: ethers and viem through svc (default preset) against anvil', func
     constAddr = receipt!.contractAddress as string;
     deployBlock = receipt!.blockNumber;
     const hash = await walletClient.sendTransaction({ data: REVERT_INIT as `0x${string}` });
-    const r2 = await pub.getTransactionReceipt({ hash });
+    const r2 = await pub.waitForTransactionReceipt({ hash, pollingInterval: 20, timeout: 10_000 });
     expect(r2.status).to.equal('success');
     revertAddr = r2.contractAddress as `0x${string}`;
   });
@@ -221,7 +221,7 @@ describe('e2e: ethers and viem through svc (default preset) against anvil', func
 
     it('signed transaction and receipt', async () => {
       const hash = await walletClient.sendTransaction({ to: ADDR2, value: 777n });
-      const receipt = await pub.getTransactionReceipt({ hash });
+      const receipt = await pub.waitForTransactionReceipt({ hash, pollingInterval: 20, timeout: 10_000 });
       expect(receipt.status).to.equal('success');
       expect(receipt.to?.toLowerCase()).to.equal(ADDR2.toLowerCase());
       expect(await pub.getBalance({ address: ADDR2 })).to.equal(DEV_BALANCE + 777n);

@@ -3,6 +3,7 @@
  * contracts (verified against anvil: creation code, runtime code, call result, revert data).
  */
 import type { AnvilHandle } from '../helpers/anvil.ts';
+import { waitFor } from '../helpers/svc.ts';
 
 /** anvil dev account #0 (funded with 10 000 ETH). */
 export const PK0 = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
@@ -60,9 +61,12 @@ export const VALUE_ABI = [{ type: 'function', name: 'value', stateMutability: 'v
  */
 export async function deployDirect(anvil: AnvilHandle, init: string): Promise<string> {
   const hash = (await anvil.rpc('eth_sendTransaction', [{ from: ADDR0, data: init, gas: '0x100000' }])) as string;
-  const receipt = (await anvil.rpc('eth_getTransactionReceipt', [hash])) as { status: string; contractAddress: string } | null;
-  if (!receipt || receipt.status !== '0x1') throw new Error(`deployment failed: ${JSON.stringify(receipt)}`);
-  return receipt.contractAddress;
+  // anvil mines at once, but the receipt can lag the hash by a moment on a busy machine.
+  let receipt: { status: string; contractAddress: string } | null = null;
+  await waitFor(async () => (receipt = (await anvil.rpc('eth_getTransactionReceipt', [hash])) as typeof receipt) !== null);
+  const r = receipt as { status: string; contractAddress: string } | null;
+  if (!r || r.status !== '0x1') throw new Error(`deployment failed: ${JSON.stringify(r)}`);
+  return r.contractAddress;
 }
 
 /** A JSON-RPC request body. */

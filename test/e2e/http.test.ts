@@ -131,8 +131,8 @@ describe('e2e: HTTP rules through the real server', function () {
       }
     });
 
-    // BUG (core/server.ts createServer): `decodeURIComponent` on the path segments throws a
-    // URIError for a malformed percent-encoding, which becomes ErrInternal / HTTP 500.
+    // Regression: `decodeURIComponent` on the path segments (core/server.ts createServer) threw a
+    // URIError for a malformed percent-encoding, which became ErrInternal / HTTP 500.
     it('a malformed percent-encoding in the path is a client error, not an internal one', async () => {
       for (const path of ['/main/%zz', '/%E0%A4%A/evm/31337']) {
         const res = await svc.post(path, rpcBody('eth_chainId', []));

@@ -86,7 +86,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * @param opts port, chain id, block time, extra args
  */
 export async function startAnvil(opts: AnvilOptions = {}): Promise<AnvilHandle> {
-  const port = opts.port ?? (await freePort());
+  // A free port may be taken between freePort() and anvil's bind: retry with another one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts, opts.port ?? (await freePort()));
+    } catch (e) {
+      if (opts.port !== undefined || attempt >= 3 || !(e instanceof AnvilExitedError)) throw e;
+    }
+  }
+}
+
+class AnvilExitedError extends Error {}
+
+async function startOnce(opts: AnvilOptions, port: number): Promise<AnvilHandle> {
   const chainId = opts.chainId ?? 31337;
   const args = ['--host', '127.0.0.1', '--port', String(port), '--chain-id', String(chainId), '--silent'];
   if (opts.blockTime !== undefined) args.push('--block-time', String(opts.blockTime));
@@ -128,10 +140,11 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<AnvilHandle> 
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (spawnError) throw new Error(`anvil failed to start: ${spawnError.message}`);
-    if (exited) throw new Error(`anvil exited before answering (code ${child.exitCode}): ${stderr.trim()}`);
+    if (exited) throw new AnvilExitedError(`anvil exited before answering on port ${port} (code ${child.exitCode}): ${stderr.trim()}`);
     try {
       const got = await call(url, 'eth_chainId', [], 1000);
-      if (typeof got === 'string') break;
+      // Another process on a recycled port could answer too: insist on our chain id and a live child.
+      if (typeof got === 'string' && BigInt(got) === BigInt(chainId) && !exited) break;
     } catch {
       /* not up yet */
     }

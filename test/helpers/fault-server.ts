@@ -156,6 +156,10 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
     res.end(body);
   };
 
+  /** A throwing handler must not crash the test run: it is answered with -32603 instead. */
+  const sendInternal = (res: ServerResponse, e: unknown) =>
+    send(res, 200, `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":${JSON.stringify(`fault server: ${e instanceof Error ? e.message : String(e)}`)}}}`);
+
   const apply = (step: FaultStep, req: IncomingMessage, res: ServerResponse, p: ParsedReq | ParsedReq[]): void => {
     if (closed) return;
     const single = Array.isArray(p) ? undefined : p;
@@ -167,7 +171,11 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
       case 'delay': {
         const t = setTimeout(() => {
           timers.delete(t);
-          apply(step.then ?? OK, req, res, p);
+          try {
+            apply(step.then ?? OK, req, res, p);
+          } catch (e) {
+            sendInternal(res, e);
+          }
         }, step.ms);
         timers.add(t);
         return;
@@ -207,39 +215,41 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
   const nextStep = (): FaultStep => queue.shift() ?? defaultStep;
 
   const server = createServer((req, res) => {
-    void (async () => {
-      let text: string;
-      try {
-        text = await readBody(req);
-      } catch {
-        return;
-      }
-      let doc: unknown;
-      let ll: unknown;
-      try {
-        doc = JSON.parse(text);
-        ll = losslessParse(text);
-      } catch {
-        send(res, 200, '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}');
-        return;
-      }
-      if (Array.isArray(doc)) {
-        const llArr = Array.isArray(ll) ? ll : [];
-        const parsed = doc.map((el, i) => toParsed(el, llArr[i]));
-        for (const x of parsed) calls.push({ method: x.method, params: x.params, id: x.id, headers: req.headers, batch: true });
-        if (parsed.length === 0) {
-          send(res, 200, '[]');
-          return;
-        }
-        apply(opts.scriptBatch ? nextStep() : OK, req, res, parsed);
-        return;
-      }
-      const p = toParsed(doc, ll);
-      calls.push({ method: p.method, params: p.params, id: p.id, headers: req.headers, batch: false });
-      const step = p.method === 'eth_chainId' && !opts.scriptChainId ? OK : nextStep();
-      apply(step, req, res, p);
-    })();
+    handle(req, res).catch((e: unknown) => sendInternal(res, e));
   });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let text: string;
+    try {
+      text = await readBody(req);
+    } catch {
+      return;
+    }
+    let doc: unknown;
+    let ll: unknown;
+    try {
+      doc = JSON.parse(text);
+      ll = losslessParse(text);
+    } catch {
+      send(res, 200, '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}');
+      return;
+    }
+    if (Array.isArray(doc)) {
+      const llArr = Array.isArray(ll) ? ll : [];
+      const parsed = doc.map((el, i) => toParsed(el, llArr[i]));
+      for (const x of parsed) calls.push({ method: x.method, params: x.params, id: x.id, headers: req.headers, batch: true });
+      if (parsed.length === 0) {
+        send(res, 200, '[]');
+        return;
+      }
+      apply(opts.scriptBatch ? nextStep() : OK, req, res, parsed);
+      return;
+    }
+    const p = toParsed(doc, ll);
+    calls.push({ method: p.method, params: p.params, id: p.id, headers: req.headers, batch: false });
+    const step = p.method === 'eth_chainId' && !opts.scriptChainId ? OK : nextStep();
+    apply(step, req, res, p);
+  }
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));

@@ -87,6 +87,22 @@ describe('test helpers', () => {
         }
       });
 
+      it('a throwing handler is answered with -32603 (also after a delay)', async () => {
+        const h = await startFaultServer({
+          handler: () => {
+            throw new Error('handler bug');
+          },
+        });
+        try {
+          const a = await rpc(h, 'eth_call');
+          expect(a.error).to.deep.equal({ code: -32603, message: 'fault server: handler bug' });
+          h.script({ kind: 'delay', ms: 1 });
+          expect((await rpc(h, 'eth_call')).error.code).to.equal(-32603);
+        } finally {
+          await h.close();
+        }
+      });
+
       it('echoes ids exactly: big integers, strings, null', async () => {
         const big = await post(fs.url, '{"jsonrpc":"2.0","id":12345678901234567890,"method":"eth_blockNumber"}');
         expect(big.text).to.equal('{"jsonrpc":"2.0","id":12345678901234567890,"result":"0x10"}');

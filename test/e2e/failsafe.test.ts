@@ -1,0 +1,861 @@
+/**
+ * End-to-end failsafe behaviour (issue #3 items 2-3): a real svc in front of scriptable fake
+ * upstreams (test/helpers/fault-server.ts) and, where a genuine EVM answer matters (reverts),
+ * anvil. Proves: every fault kind is survived by sweeping to a healthy upstream; a dead primary
+ * is abandoned within one call; network retry is a new sweep and never retries a revert or a
+ * client error; a rate-limited upstream is skipped; a slow upstream is hedged and the hedge wins
+ * (the loser's socket aborted), writes are never hedged, an empty hedge answer does not beat a
+ * pending non-empty one; the network timeout fires ErrFailsafeTimeoutExceeded; upstream-scope
+ * retry retries the same upstream; the breaker opens, skips without dialling, half-opens and
+ * closes (on an injected clock) and ignores what it must not count; with one of three upstreams
+ * hanging no client call fails.
+ *
+ * Every timing is short (tens to hundreds of ms); the breaker's clock is injected.
+ */
+import { expect } from 'chai';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
+import { startFaultServer, type FaultServer, type FaultStep } from '../helpers/fault-server.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
+import { defaultPreset } from '../../presets/default.ts';
+import { failsafePlugin, upstreamBreakers } from '../../plugins/failsafe/index.ts';
+import type { Plugin } from '../../core/proxy.ts';
+import { NOPE_REVERT_DATA, REVERT_INIT, deployDirect, rpcBody } from './fixtures.ts';
+
+const CHAIN = 31337;
+const PATH = `/main/evm/${CHAIN}`;
+
+/** One `X-SVC-Upstreams` segment. */
+interface Seg {
+  id: string;
+  reason: string;
+  outcome: string;
+  ms: number;
+  won: boolean;
+}
+
+/** `<id>=<reason>:<outcome>:<ms>[:won]` segments of `X-SVC-Upstreams`. */
+function parseTrace(header: string | undefined): Seg[] {
+  if (!header) return [];
+  return header.split(';').map((seg) => {
+    const eq = seg.lastIndexOf('=');
+    const [reason, outcome, ms, won] = seg.slice(eq + 1).split(':');
+    return { id: seg.slice(0, eq), reason: reason!, outcome: outcome!, ms: Number(ms), won: won === 'won' };
+  });
+}
+
+/** The trace as `id=reason:outcome[:won]` strings (durations dropped). */
+function shape(res: SvcResponse): string[] {
+  return parseTrace(res.headers['x-svc-upstreams']).map((s) => `${s.id}=${s.reason}:${s.outcome}${s.won ? ':won' : ''}`);
+}
+
+/** A timed POST of one JSON-RPC call. */
+async function call(svc: SvcHandle, method: string, params: unknown[] = [], headers?: Record<string, string>): Promise<{ res: SvcResponse; ms: number }> {
+  const t0 = performance.now();
+  const res = await svc.post(PATH, rpcBody(method, params), headers);
+  return { res, ms: performance.now() - t0 };
+}
+
+/** A fake upstream whose `eth_blockNumber` answer names it. */
+function fault(blockNumber: string, opts: { handler?: (req: { method: string }) => unknown } = {}): Promise<FaultServer> {
+  return startFaultServer({ handler: (req) => opts.handler?.(req) ?? (req.method === 'eth_blockNumber' ? blockNumber : undefined) });
+}
+
+/** An upstream entry that serves chain 31337 at once. */
+function up(id: string, endpoint: string, failsafe?: unknown): Record<string, unknown> {
+  return failsafe === undefined ? { id, endpoint, evm: { chainId: CHAIN } } : { id, endpoint, evm: { chainId: CHAIN }, failsafe };
+}
+
+/** Starts svc with one project `main`, one network 31337 and the given upstreams. */
+function start(upstreams: Array<Record<string, unknown>>, networkFailsafe?: unknown, opts: { plugins?: Plugin[]; upstreamDefaults?: unknown } = {}): Promise<SvcHandle> {
+  const network: Record<string, unknown> = { architecture: 'evm', evm: { chainId: CHAIN } };
+  if (networkFailsafe !== undefined) network.failsafe = networkFailsafe;
+  const project: Record<string, unknown> = { id: 'main', networks: [network], upstreams };
+  if (opts.upstreamDefaults !== undefined) project.upstreamDefaults = { failsafe: opts.upstreamDefaults };
+  return startSvc({ logLevel: 'error', server: { includeErrorDetails: true }, projects: [project] }, { plugins: opts.plugins });
+}
+
+/** The default preset with the failsafe plugin on an injected breaker clock. */
+function pluginsWithClock(now: () => number): Plugin[] {
+  return defaultPreset().map((p) => (p.name === 'failsafe' ? failsafePlugin({ now }) : p));
+}
+
+/** Calls of one method a fake upstream received. */
+function callsOf(fs: FaultServer, method: string): number {
+  return fs.calls.filter((c) => c.method === method).length;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A plain HTTP upstream that answers every non-chain-id call after `delayMs` and records how
+ * many requests were torn down by the client before their answer (aborted sockets).
+ */
+interface SlowServer {
+  url: string;
+  received: number;
+  aborted: number;
+  close(): Promise<void>;
+}
+
+async function startSlowServer(delayMs: number, result: string): Promise<SlowServer> {
+  const state = { received: 0, aborted: 0 };
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: unknown; method: string };
+      const answer = (r: unknown) => {
+        if (res.destroyed) return;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: body.id, result: r }));
+      };
+      if (body.method === 'eth_chainId') return answer(`0x${CHAIN.toString(16)}`);
+      state.received++;
+      res.on('close', () => {
+        if (!res.writableFinished) state.aborted++;
+      });
+      const t = setTimeout(() => answer(result), delayMs);
+      res.on('close', () => clearTimeout(t));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get received() {
+      return state.received;
+    },
+    get aborted() {
+      return state.aborted;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+
+describe('e2e failsafe: every fault kind is survived by sweeping to a healthy upstream', function () {
+  this.timeout(20_000);
+  let a: FaultServer;
+  let b: FaultServer;
+  let svc: SvcHandle;
+
+  before(async () => {
+    a = await fault('0xa');
+    b = await fault('0xb');
+    // `a` has an upstream timeout so a hang becomes a timeout; no retries anywhere.
+    svc = await start([up('a', a.url, [{ timeout: { duration: '150ms' } }]), up('b', b.url)]);
+  });
+  beforeEach(() => {
+    a.reset();
+    b.reset();
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await svc?.close();
+  });
+
+  const cases: Array<[string, FaultStep, string]> = [
+    ['connection reset', { kind: 'reset' }, 'error'],
+    ['HTTP 500', { kind: 'status', status: 500, body: 'internal server error' }, 'error'],
+    ['HTTP 503 with a JSON-RPC error', { kind: 'status', status: 503, body: '{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"service unavailable"}}' }, 'error'],
+    ['garbage (non-JSON) body', { kind: 'garbage' }, 'error'],
+    ['an answer with the wrong id', { kind: 'wrongId' }, 'error'],
+    ['truncated JSON', { kind: 'truncated' }, 'error'],
+    ['a hang (ended by the upstream timeout)', { kind: 'hang' }, 'timeout'],
+    ['a slow answer past the upstream timeout', { kind: 'delay', ms: 1000 }, 'timeout'],
+  ];
+  for (const [what, step, outcome] of cases) {
+    it(`${what}: the call is answered by the next upstream`, async () => {
+      a.script(step);
+      const { res, ms } = await call(svc, 'eth_blockNumber');
+      expect(res.status).to.equal(200);
+      expect(res.json, res.text).to.deep.equal({ jsonrpc: '2.0', id: 1, result: '0xb' });
+      expect(shape(res)).to.deep.equal([`a=primary:${outcome}`, 'b=sweep:success:won']);
+      expect(res.headers['x-svc-upstream']).to.equal('b');
+      expect(res.headers['x-svc-upstream-attempts']).to.equal('2');
+      expect(callsOf(a, 'eth_blockNumber')).to.equal(1);
+      expect(callsOf(b, 'eth_blockNumber')).to.equal(1);
+      expect(ms).to.be.below(900);
+    });
+  }
+
+  it('a healthy primary answers alone', async () => {
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(res.json.result).to.equal('0xa');
+    expect(shape(res)).to.deep.equal(['a=primary:success:won']);
+    expect(callsOf(b, 'eth_blockNumber')).to.equal(0);
+  });
+
+  it('when every upstream fails the client gets ErrUpstreamsExhausted naming each cause', async () => {
+    a.script({ kind: 'status', status: 500 });
+    b.script({ kind: 'garbage' });
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(res.json.error, res.text).to.be.an('object');
+    expect(res.json.error.data.code).to.equal('ErrUpstreamsExhausted');
+    expect(shape(res)).to.deep.equal(['a=primary:error', 'b=sweep:error']);
+  });
+});
+
+describe('e2e failsafe: a dead primary is abandoned within one call', function () {
+  this.timeout(20_000);
+  let b: FaultServer;
+  let svc: SvcHandle;
+
+  before(async () => {
+    b = await fault('0xb');
+    const deadPort = await freePort();
+    svc = await start([up('dead', `http://127.0.0.1:${deadPort}`), up('b', b.url)], [{ matchMethod: '*', timeout: { duration: '2s' }, retry: { maxAttempts: 3, delay: '0ms' }, hedge: { delay: '100ms', maxCount: 1 } }]);
+  });
+  after(async () => {
+    await b?.close();
+    await svc?.close();
+  });
+
+  it('the refused connection is swept past at once, without waiting for the hedge delay', async () => {
+    for (let i = 0; i < 5; i++) {
+      const { res, ms } = await call(svc, 'eth_blockNumber');
+      expect(res.json.result, res.text).to.equal('0xb');
+      expect(shape(res)).to.deep.equal(['dead=primary:error', 'b=sweep:success:won']);
+      expect(res.headers['x-svc-network-retries']).to.equal('0');
+      expect(res.headers['x-svc-network-hedges']).to.equal('0');
+      expect(ms).to.be.below(90);
+    }
+  });
+});
+
+describe('e2e failsafe: network retry', function () {
+  this.timeout(20_000);
+  let a: FaultServer;
+  let b: FaultServer;
+  let svc: SvcHandle;
+
+  before(async () => {
+    a = await fault('0xa');
+    b = await fault('0xb');
+    svc = await start(
+      [up('a', a.url, [{ retry: { maxAttempts: 2, delay: '0ms' } }]), up('b', b.url)],
+      [
+        { matchMethod: 'eth_getBalance', retry: { maxAttempts: 2, delay: '150ms' } },
+        { matchMethod: '*', timeout: { duration: '2s' }, retry: { maxAttempts: 3, delay: '0ms' } },
+      ],
+    );
+  });
+  beforeEach(() => {
+    a.reset();
+    b.reset();
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await svc?.close();
+  });
+
+  it('is a new sweep over the ordered upstreams (trace reason retry), counted in X-SVC-Network-Retries', async () => {
+    // Upstream `a` retries once itself; then `b` fails; the second network round starts at `a` again.
+    a.script({ kind: 'status', status: 500 }, { kind: 'status', status: 500 });
+    b.script({ kind: 'status', status: 502 });
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(res.json.result, res.text).to.equal('0xa');
+    expect(shape(res)).to.deep.equal(['a=primary:error', 'a=retry:error', 'b=sweep:error', 'a=retry:success:won']);
+    expect(res.headers['x-svc-network-retries']).to.equal('1');
+    expect(res.headers['x-svc-network-attempts']).to.equal('2');
+    expect(res.headers['x-svc-upstream-retries']).to.equal('1');
+    expect(res.headers['x-svc-upstream']).to.equal('a');
+  });
+
+  it('a retry round sweeps on to the next upstream too', async () => {
+    a.setDefault({ kind: 'reset' });
+    b.script({ kind: 'status', status: 500 });
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(res.json.result, res.text).to.equal('0xb');
+    expect(shape(res)).to.deep.equal(['a=primary:error', 'a=retry:error', 'b=sweep:error', 'a=retry:error', 'a=retry:error', 'b=sweep:success:won']);
+    expect(res.headers['x-svc-network-retries']).to.equal('1');
+  });
+
+  it('gives up after maxAttempts rounds with ErrUpstreamsExhausted', async () => {
+    a.setDefault({ kind: 'status', status: 500 });
+    b.setDefault({ kind: 'status', status: 500 });
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(res.json.error, res.text).to.be.an('object');
+    expect(res.json.error.data.code).to.equal('ErrUpstreamsExhausted');
+    expect(res.headers['x-svc-network-retries']).to.equal('2');
+    expect(res.headers['x-svc-network-attempts']).to.equal('3');
+    expect(callsOf(a, 'eth_blockNumber')).to.equal(6);
+    expect(callsOf(b, 'eth_blockNumber')).to.equal(3);
+  });
+
+  it('waits the configured delay between rounds', async () => {
+    a.setDefault({ kind: 'status', status: 500 });
+    b.script({ kind: 'status', status: 500 });
+    const { res, ms } = await call(svc, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', 'latest']);
+    expect(res.json, res.text).to.have.property('result');
+    expect(shape(res).at(-1)).to.equal('b=sweep:success:won');
+    expect(res.headers['x-svc-network-retries']).to.equal('1');
+    expect(ms).to.be.at.least(140);
+  });
+
+  it('never retries a revert, on this upstream or another', async () => {
+    a.script({ kind: 'rpcError', code: 3, message: 'execution reverted: nope', data: NOPE_REVERT_DATA });
+    const { res } = await call(svc, 'eth_call', [{ to: '0x0000000000000000000000000000000000000001', data: '0x' }, 'latest']);
+    expect(res.json.error, res.text).to.deep.equal({ code: 3, message: 'execution reverted: nope', data: NOPE_REVERT_DATA });
+    expect(shape(res)).to.deep.equal(['a=primary:exec_revert']);
+    expect(callsOf(a, 'eth_call')).to.equal(1);
+    expect(callsOf(b, 'eth_call')).to.equal(0);
+    expect(res.headers['x-svc-network-retries']).to.equal('0');
+    expect(res.headers['x-svc-upstream-retries']).to.equal('0');
+  });
+
+  it('never retries a deterministic client error (invalid params)', async () => {
+    a.script({ kind: 'rpcError', code: -32602, message: 'invalid argument 0: hex string has length 3' });
+    const { res } = await call(svc, 'eth_getBalance', ['0x123', 'latest']);
+    expect(res.json.error?.code, res.text).to.equal(-32602);
+    expect(shape(res)).to.deep.equal(['a=primary:error']);
+    expect(callsOf(a, 'eth_getBalance')).to.equal(1);
+    expect(callsOf(b, 'eth_getBalance')).to.equal(0);
+    expect(res.headers['x-svc-network-retries']).to.equal('0');
+  });
+
+  it('a rate-limited upstream is skipped to the next one (not retried on itself)', async () => {
+    a.script({ kind: 'status', status: 429, body: 'Too Many Requests' });
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(res.json.result, res.text).to.equal('0xb');
+    expect(shape(res)).to.deep.equal(['a=primary:rate_limited', 'b=sweep:success:won']);
+    expect(callsOf(a, 'eth_blockNumber')).to.equal(1);
+    expect(res.headers['x-svc-upstream-retries']).to.equal('0');
+    expect(res.headers['x-svc-network-retries']).to.equal('0');
+  });
+
+  it('a JSON-RPC rate-limit error (-32005) is skipped the same way', async () => {
+    a.script({ kind: 'rpcError', code: -32005, message: 'rate limit exceeded' });
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(res.json.result, res.text).to.equal('0xb');
+    expect(shape(res)).to.deep.equal(['a=primary:rate_limited', 'b=sweep:success:won']);
+  });
+});
+
+describe('e2e failsafe: upstream-scope retry', function () {
+  this.timeout(20_000);
+  let a: FaultServer;
+  let c: FaultServer;
+  let b: FaultServer;
+  let svc: SvcHandle;
+
+  before(async () => {
+    a = await fault('0xa');
+    c = await fault('0xc');
+    b = await fault('0xb');
+    svc = await start([
+      // retry only
+      up('a', a.url, [{ retry: { maxAttempts: 2, delay: '0ms' } }]),
+      // the documented upstream shape: timeout + retry + breaker
+      up('c', c.url, [
+        {
+          timeout: { duration: '500ms' },
+          retry: { maxAttempts: 2 },
+          circuitBreaker: { failureThresholdCount: 3, failureThresholdCapacity: 5, halfOpenAfter: '300ms', successThresholdCount: 2, successThresholdCapacity: 10 },
+        },
+      ]),
+      up('b', b.url),
+    ]);
+  });
+  beforeEach(() => {
+    a.reset();
+    b.reset();
+    c.reset();
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await c?.close();
+    await svc?.close();
+  });
+
+  it('retries the same upstream (trace reason retry) and counts it in X-SVC-Upstream-Retries', async () => {
+    a.script({ kind: 'status', status: 500 });
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(res.json.result, res.text).to.equal('0xa');
+    expect(shape(res)).to.deep.equal(['a=primary:error', 'a=retry:success:won']);
+    expect(res.headers['x-svc-upstream-retries']).to.equal('1');
+    expect(res.headers['x-svc-upstream-attempts']).to.equal('2');
+    expect(res.headers['x-svc-network-retries']).to.equal('0');
+    expect(callsOf(a, 'eth_blockNumber')).to.equal(2);
+    expect(callsOf(c, 'eth_blockNumber')).to.equal(0);
+  });
+
+  it('with timeout + retry + breaker on the upstream, the retry is traced the same way', async () => {
+    c.script({ kind: 'status', status: 500 });
+    const { res } = await call(svc, 'eth_blockNumber', [], { 'X-SVC-Use-Upstream': 'c' });
+    expect(res.json.result, res.text).to.equal('0xc');
+    expect(callsOf(c, 'eth_blockNumber')).to.equal(2);
+    expect(res.headers['x-svc-upstream-retries']).to.equal('1');
+    expect(shape(res)).to.deep.equal(['c=primary:error', 'c=retry:success:won']);
+  });
+
+  it('with timeout + retry + breaker, a hang is ended by the upstream timeout and the call sweeps on', async () => {
+    c.script({ kind: 'hang' });
+    const { res, ms } = await call(svc, 'eth_blockNumber', [], { 'X-SVC-Use-Upstream': 'c|b' });
+    expect(res.json.result, res.text).to.equal('0xb');
+    expect(shape(res)).to.deep.equal(['c=primary:timeout', 'b=sweep:success:won']);
+    expect(ms).to.be.within(450, 1500);
+  });
+
+  it('after maxAttempts tries the sweep moves on to the next upstream', async () => {
+    a.setDefault({ kind: 'status', status: 500 });
+    const { res } = await call(svc, 'eth_blockNumber', [], { 'X-SVC-Use-Upstream': 'a|b' });
+    expect(res.json.result, res.text).to.equal('0xb');
+    expect(shape(res)).to.deep.equal(['a=primary:error', 'a=retry:error', 'b=sweep:success:won']);
+    expect(res.headers['x-svc-upstream-retries']).to.equal('1');
+  });
+
+  it('does not retry a revert', async () => {
+    a.script({ kind: 'rpcError', code: 3, message: 'execution reverted', data: NOPE_REVERT_DATA });
+    const { res } = await call(svc, 'eth_call', [{ to: '0x0000000000000000000000000000000000000001', data: '0x' }, 'latest']);
+    expect(res.json.error?.code, res.text).to.equal(3);
+    expect(callsOf(a, 'eth_call')).to.equal(1);
+    expect(res.headers['x-svc-upstream-retries']).to.equal('0');
+  });
+});
+
+describe('e2e failsafe: hedge', function () {
+  this.timeout(20_000);
+  let a: FaultServer;
+  let b: FaultServer;
+  let c: FaultServer;
+  let svc: SvcHandle;
+
+  before(async () => {
+    a = await fault('0xa');
+    b = await fault('0xb');
+    c = await fault('0xc');
+    svc = await start(
+      [up('a', a.url), up('b', b.url), up('c', c.url)],
+      [
+        { matchMethod: 'eth_getBalance', timeout: { duration: '3s' }, hedge: { delay: '100ms', maxCount: 2 } },
+        { matchMethod: 'eth_gasPrice', timeout: { duration: '3s' }, hedge: { delay: '30ms', maxCount: 1 } },
+        { matchMethod: '*', timeout: { duration: '2s' }, retry: { maxAttempts: 3, delay: '0ms' }, hedge: { delay: '100ms', maxCount: 1 } },
+      ],
+    );
+  });
+  beforeEach(() => {
+    a.reset();
+    b.reset();
+    c.reset();
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await c?.close();
+    await svc?.close();
+  });
+
+  it('a slow primary is hedged on the next upstream and the hedge wins', async () => {
+    a.script({ kind: 'delay', ms: 1500 });
+    const { res, ms } = await call(svc, 'eth_blockNumber');
+    expect(res.json.result, res.text).to.equal('0xb');
+    expect(shape(res)).to.deep.equal(['a=primary:cancelled', 'b=hedge:success:won']);
+    expect(res.headers['x-svc-network-hedges']).to.equal('1');
+    expect(res.headers['x-svc-upstream']).to.equal('b');
+    const trace = parseTrace(res.headers['x-svc-upstreams']);
+    expect(trace[0]!.ms, 'the primary was cut when the hedge won').to.be.below(800);
+    expect(ms).to.be.within(90, 800);
+    expect(callsOf(c, 'eth_blockNumber')).to.equal(0);
+  });
+
+  it('a fast primary is not hedged', async () => {
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(res.json.result).to.equal('0xa');
+    expect(shape(res)).to.deep.equal(['a=primary:success:won']);
+    expect(res.headers['x-svc-network-hedges']).to.equal('0');
+    await sleep(150);
+    expect(callsOf(b, 'eth_blockNumber')).to.equal(0);
+  });
+
+  it('the primary wins when it answers before the hedge', async () => {
+    a.script({ kind: 'delay', ms: 200 });
+    b.script({ kind: 'delay', ms: 800 });
+    const { res, ms } = await call(svc, 'eth_blockNumber');
+    expect(res.json.result, res.text).to.equal('0xa');
+    expect(shape(res)).to.deep.equal(['a=primary:success:won', 'b=hedge:cancelled']);
+    expect(res.headers['x-svc-network-hedges']).to.equal('1');
+    expect(ms).to.be.below(700);
+  });
+
+  it('maxCount bounds the hedge legs; each starts on the next upstream', async () => {
+    a.script({ kind: 'delay', ms: 1500 });
+    b.script({ kind: 'delay', ms: 1500 });
+    const { res, ms } = await call(svc, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', 'latest']);
+    expect(res.json, res.text).to.have.property('result');
+    expect(shape(res)).to.deep.equal(['a=primary:cancelled', 'b=hedge:cancelled', 'c=hedge:success:won']);
+    expect(res.headers['x-svc-network-hedges']).to.equal('2');
+    expect(ms).to.be.within(180, 1000);
+  });
+
+  it('a hedge leg starts once the configured delay has passed, not before and not much later', async () => {
+    a.script({ kind: 'delay', ms: 600 });
+    const t0 = performance.now();
+    const arrivals: Record<string, number> = {};
+    const poll = setInterval(() => {
+      if (arrivals.a === undefined && callsOf(a, 'eth_gasPrice') > 0) arrivals.a = performance.now() - t0;
+      if (arrivals.b === undefined && callsOf(b, 'eth_gasPrice') > 0) arrivals.b = performance.now() - t0;
+    }, 2);
+    try {
+      const { res } = await call(svc, 'eth_gasPrice');
+      expect(res.json, res.text).to.have.property('result');
+      expect(shape(res)).to.deep.equal(['a=primary:cancelled', 'b=hedge:success:won']);
+    } finally {
+      clearInterval(poll);
+    }
+    const gap = arrivals.b! - arrivals.a!;
+    // Configured `hedge.delay: 30ms`.
+    expect(gap, `hedge leg started ${gap.toFixed(1)} ms after the primary`).to.be.within(20, 85);
+  });
+
+  it('a write method (eth_sendRawTransaction) is never hedged', async () => {
+    const hash = `0x${'ab'.repeat(32)}`;
+    a.script({ kind: 'delay', ms: 400, then: { kind: 'ok', result: hash } });
+    const { res, ms } = await call(svc, 'eth_sendRawTransaction', ['0x02f86c']);
+    expect(res.json.result, res.text).to.equal(hash);
+    expect(shape(res)).to.deep.equal(['a=primary:success:won']);
+    expect(res.headers['x-svc-network-hedges']).to.equal('0');
+    expect(ms).to.be.at.least(380);
+    expect(callsOf(b, 'eth_sendRawTransaction')).to.equal(0);
+    expect(callsOf(c, 'eth_sendRawTransaction')).to.equal(0);
+  });
+
+  it('an empty answer from a hedge leg does not win over a pending non-empty one', async () => {
+    const receipt = { transactionHash: `0x${'cd'.repeat(32)}`, status: '0x1', blockNumber: '0x10' };
+    a.script({ kind: 'delay', ms: 400, then: { kind: 'ok', result: receipt } });
+    b.script({ kind: 'ok', result: null });
+    const { res } = await call(svc, 'eth_getTransactionReceipt', [receipt.transactionHash]);
+    expect(res.json.result, res.text).to.deep.equal(receipt);
+    expect(shape(res)).to.deep.equal(['a=primary:success:won', 'b=hedge:success']);
+    expect(res.headers['x-svc-upstream']).to.equal('a');
+  });
+
+  it('an empty answer still wins when nothing else is pending', async () => {
+    a.script({ kind: 'delay', ms: 300, then: { kind: 'ok', result: null } });
+    b.script({ kind: 'ok', result: null });
+    const { res } = await call(svc, 'eth_getTransactionReceipt', [`0x${'ef'.repeat(32)}`]);
+    expect(res.json, res.text).to.deep.equal({ jsonrpc: '2.0', id: 1, result: null });
+    expect(parseTrace(res.headers['x-svc-upstreams']).filter((s) => s.won)).to.have.length(1);
+  });
+
+  it('a revert on the primary settles the call at once; the hedge leg is cancelled', async () => {
+    a.script({ kind: 'delay', ms: 250, then: { kind: 'rpcError', code: 3, message: 'execution reverted', data: NOPE_REVERT_DATA } });
+    b.script({ kind: 'delay', ms: 1500 });
+    const { res, ms } = await call(svc, 'eth_call', [{ to: '0x0000000000000000000000000000000000000001', data: '0x' }, 'latest']);
+    expect(res.json.error, res.text).to.deep.equal({ code: 3, message: 'execution reverted', data: NOPE_REVERT_DATA });
+    expect(shape(res)).to.deep.equal(['a=primary:exec_revert', 'b=hedge:cancelled']);
+    expect(ms).to.be.below(1000);
+    expect(res.headers['x-svc-network-retries']).to.equal('0');
+  });
+
+  it('the losing leg is cancelled: its socket is aborted', async () => {
+    const slow = await startSlowServer(2000, '0x5');
+    const fast = await fault('0xf');
+    const s2 = await start([up('slow', slow.url), up('fast', fast.url)], [{ matchMethod: '*', hedge: { delay: '100ms', maxCount: 1 } }]);
+    try {
+      const { res, ms } = await call(s2, 'eth_blockNumber');
+      expect(res.json.result, res.text).to.equal('0xf');
+      expect(shape(res)).to.deep.equal(['slow=primary:cancelled', 'fast=hedge:success:won']);
+      expect(ms).to.be.below(1000);
+      expect(slow.received).to.equal(1);
+      await waitFor(() => slow.aborted === 1, 1000);
+    } finally {
+      await slow.close();
+      await fast.close();
+      await s2.close();
+    }
+  });
+});
+
+describe('e2e failsafe: network timeout', function () {
+  this.timeout(20_000);
+  let a: FaultServer;
+  let b: FaultServer;
+  let svc: SvcHandle;
+
+  before(async () => {
+    a = await fault('0xa');
+    b = await fault('0xb');
+    svc = await start([up('a', a.url), up('b', b.url)], [{ matchMethod: '*', timeout: { duration: '250ms' }, retry: { maxAttempts: 3, delay: '0ms' }, hedge: { delay: '100ms', maxCount: 1 } }]);
+  });
+  beforeEach(() => {
+    a.reset();
+    b.reset();
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await svc?.close();
+  });
+
+  it('fails the call with ErrFailsafeTimeoutExceeded at the deadline when nothing answers', async () => {
+    a.setDefault({ kind: 'hang' });
+    b.setDefault({ kind: 'hang' });
+    const { res, ms } = await call(svc, 'eth_blockNumber');
+    expect(res.json.error, res.text).to.be.an('object');
+    expect(res.json.error.code).to.equal(-32603);
+    expect(res.json.error.data.code).to.equal('ErrFailsafeTimeoutExceeded');
+    expect(ms).to.be.within(230, 1200);
+    expect(shape(res)).to.deep.equal(['a=primary:timeout', 'b=hedge:timeout']);
+    // The deadline is not retried.
+    expect(res.headers['x-svc-network-retries']).to.equal('0');
+  });
+
+  it('answers normally within the deadline', async () => {
+    a.script({ kind: 'delay', ms: 50 });
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(res.json.result, res.text).to.equal('0xa');
+  });
+});
+
+describe('e2e failsafe: circuit breaker (injected clock)', function () {
+  this.timeout(20_000);
+  const clock = { t: 1_000_000 };
+  let a: FaultServer;
+  let b: FaultServer;
+  let svc: SvcHandle;
+  const breakerOf = () => {
+    const u = svc.proxy.projects.get('main')!.upstreams.get('a')!;
+    const list = upstreamBreakers(svc.proxy, u);
+    expect(list).to.have.length(1);
+    return list[0]!;
+  };
+  const fail500 = async (n: number) => {
+    for (let i = 0; i < n; i++) {
+      a.script({ kind: 'status', status: 500 });
+      const { res } = await call(svc, 'eth_blockNumber');
+      expect(res.json.result, res.text).to.equal('0xb');
+    }
+  };
+
+  beforeEach(async () => {
+    clock.t = 1_000_000;
+    a = await fault('0xa');
+    b = await fault('0xb');
+    svc = await start(
+      [
+        up('a', a.url, [
+          {
+            timeout: { duration: '150ms' },
+            circuitBreaker: { failureThresholdCount: 3, failureThresholdCapacity: 5, halfOpenAfter: '300ms', successThresholdCount: 2, successThresholdCapacity: 10 },
+          },
+        ]),
+        up('b', b.url),
+      ],
+      [{ matchMethod: 'eth_getBalance', hedge: { delay: '100ms', maxCount: 1 } }],
+      { plugins: pluginsWithClock(() => clock.t) },
+    );
+  });
+  afterEach(async () => {
+    await a?.close();
+    await b?.close();
+    await svc?.close();
+  });
+
+  it('opens after failureThresholdCount failures, skips the upstream without dialling, half-opens after halfOpenAfter and closes after successThresholdCount successes', async () => {
+    await fail500(2);
+    expect(breakerOf().state).to.equal('closed');
+    await fail500(1);
+    expect(breakerOf().state).to.equal('open');
+    expect(callsOf(a, 'eth_blockNumber')).to.equal(3);
+
+    // Open: `a` is skipped without a request; the trace shows only the dialled attempt.
+    for (let i = 0; i < 3; i++) {
+      const { res } = await call(svc, 'eth_blockNumber');
+      expect(res.json.result, res.text).to.equal('0xb');
+      expect(shape(res)).to.deep.equal(['b=sweep:success:won']);
+      expect(res.headers['x-svc-upstream-attempts']).to.equal('1');
+    }
+    expect(callsOf(a, 'eth_blockNumber'), 'no request reached the open upstream').to.equal(3);
+
+    // Not yet: 299 ms later it is still open.
+    clock.t += 299;
+    await call(svc, 'eth_blockNumber');
+    expect(callsOf(a, 'eth_blockNumber')).to.equal(3);
+
+    // Half-open: trial calls go through.
+    clock.t += 1;
+    let r = await call(svc, 'eth_blockNumber');
+    expect(r.res.json.result).to.equal('0xa');
+    expect(shape(r.res)).to.deep.equal(['a=primary:success:won']);
+    expect(breakerOf().state).to.equal('half-open');
+    r = await call(svc, 'eth_blockNumber');
+    expect(r.res.json.result).to.equal('0xa');
+    expect(breakerOf().state).to.equal('closed');
+    expect(callsOf(a, 'eth_blockNumber')).to.equal(5);
+  });
+
+  it('a failure while half-open reopens it', async () => {
+    await fail500(3);
+    expect(breakerOf().state).to.equal('open');
+    clock.t += 300;
+    await fail500(1);
+    expect(breakerOf().state).to.equal('open');
+    expect(callsOf(a, 'eth_blockNumber')).to.equal(4);
+    await call(svc, 'eth_blockNumber');
+    expect(callsOf(a, 'eth_blockNumber'), 'reopened: skipped again').to.equal(4);
+  });
+
+  it('counts transport faults, malformed answers and 401s as failures', async () => {
+    a.script({ kind: 'reset' }, { kind: 'garbage' }, { kind: 'status', status: 401, body: 'unauthorized' });
+    for (let i = 0; i < 3; i++) expect((await call(svc, 'eth_blockNumber')).res.json.result).to.equal('0xb');
+    expect(breakerOf().state).to.equal('open');
+  });
+
+  it('does not count rate limits, timeouts, client errors, reverts or cancelled hedge legs', async () => {
+    const n = 4; // above failureThresholdCount (3) and most of the ring
+    for (let i = 0; i < n; i++) a.script({ kind: 'status', status: 429 });
+    for (let i = 0; i < n; i++) expect((await call(svc, 'eth_blockNumber')).res.json.result).to.equal('0xb');
+    expect(breakerOf().state, 'rate limits').to.equal('closed');
+
+    for (let i = 0; i < n; i++) a.script({ kind: 'hang' });
+    for (let i = 0; i < n; i++) expect((await call(svc, 'eth_blockNumber')).res.json.result).to.equal('0xb');
+    expect(breakerOf().state, 'timeouts').to.equal('closed');
+
+    for (let i = 0; i < n; i++) a.script({ kind: 'rpcError', code: -32602, message: 'invalid argument 0' });
+    for (let i = 0; i < n; i++) expect((await call(svc, 'eth_getBlockByNumber', ['0xzz', false])).res.json.error?.code).to.equal(-32602);
+    expect(breakerOf().state, 'client errors').to.equal('closed');
+
+    for (let i = 0; i < n; i++) a.script({ kind: 'rpcError', code: 3, message: 'execution reverted', data: NOPE_REVERT_DATA });
+    for (let i = 0; i < n; i++) expect((await call(svc, 'eth_call', [{ to: '0x0000000000000000000000000000000000000001' }, 'latest'])).res.json.error?.code).to.equal(3);
+    expect(breakerOf().state, 'reverts').to.equal('closed');
+
+    for (let i = 0; i < n; i++) a.script({ kind: 'delay', ms: 1000, then: { kind: 'status', status: 500 } });
+    for (let i = 0; i < n; i++) {
+      const { res } = await call(svc, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', 'latest']);
+      expect(shape(res)).to.deep.equal(['a=primary:cancelled', 'b=hedge:success:won']);
+    }
+    await sleep(50);
+    expect(breakerOf().state, 'cancelled hedge legs').to.equal('closed');
+
+    // Sanity: the same breaker does open on real failures.
+    a.reset();
+    await fail500(3);
+    expect(breakerOf().state).to.equal('open');
+  });
+
+  it('only successes are counted after reverts: reverts do not push it towards opening', async () => {
+    // F F R R R F: with reverts counted as successes the ring [F F S S S] then F slides out one F.
+    a.script({ kind: 'status', status: 500 }, { kind: 'status', status: 500 });
+    await call(svc, 'eth_blockNumber');
+    await call(svc, 'eth_blockNumber');
+    for (let i = 0; i < 3; i++) a.script({ kind: 'rpcError', code: 3, message: 'execution reverted', data: NOPE_REVERT_DATA });
+    for (let i = 0; i < 3; i++) await call(svc, 'eth_call', [{ to: '0x0000000000000000000000000000000000000001' }, 'latest']);
+    await fail500(1);
+    expect(breakerOf().state).to.equal('closed');
+  });
+});
+
+describe('e2e failsafe: reverts from a real node (anvil) are not retried elsewhere', function () {
+  this.timeout(30_000);
+  let anvil: AnvilHandle;
+  let b: FaultServer;
+  let svc: SvcHandle;
+  let revertAddr: string;
+
+  before(async () => {
+    anvil = await startAnvil();
+    revertAddr = await deployDirect(anvil, REVERT_INIT);
+    b = await fault('0xb');
+    svc = await start(
+      [up('anvil', anvil.url, [{ timeout: { duration: '2s' }, retry: { maxAttempts: 3, delay: '0ms' } }]), up('b', b.url)],
+      [{ matchMethod: '*', timeout: { duration: '3s' }, retry: { maxAttempts: 3, delay: '0ms' }, hedge: { delay: '100ms', maxCount: 1 } }],
+    );
+  });
+  after(async () => {
+    await b?.close();
+    await svc?.close();
+    await anvil?.stop();
+  });
+
+  for (const method of ['eth_call', 'eth_estimateGas']) {
+    it(`${method}: the revert reaches the client intact after exactly one attempt`, async () => {
+      b.reset();
+      const params = method === 'eth_call' ? [{ to: revertAddr, data: '0x' }, 'latest'] : [{ to: revertAddr, data: '0x' }];
+      const { res } = await call(svc, method, params);
+      expect(res.json.error, res.text).to.be.an('object');
+      expect(res.json.error.code).to.equal(3);
+      expect(res.json.error.data).to.equal(NOPE_REVERT_DATA);
+      expect(shape(res)).to.deep.equal(['anvil=primary:exec_revert']);
+      expect(res.headers['x-svc-upstream-attempts']).to.equal('1');
+      expect(res.headers['x-svc-upstream-retries']).to.equal('0');
+      expect(res.headers['x-svc-network-retries']).to.equal('0');
+      await sleep(150);
+      expect(callsOf(b, method), 'never sent to another upstream').to.equal(0);
+    });
+  }
+});
+
+describe('e2e failsafe: with one of three upstreams hanging, a client sees no failed call', function () {
+  this.timeout(30_000);
+  let hang: FaultServer;
+  let b: FaultServer;
+  let c: FaultServer;
+  let svc: SvcHandle;
+
+  before(async () => {
+    hang = await fault('0x0');
+    hang.setDefault({ kind: 'hang' });
+    b = await fault('0xb');
+    c = await fault('0xc');
+    svc = await start(
+      [up('hang', hang.url), up('b', b.url), up('c', c.url)],
+      [
+        // No hedge for this method: the upstream timeout alone must carry the call past the hang.
+        { matchMethod: 'eth_getBalance', timeout: { duration: '2s' }, retry: { maxAttempts: 3, delay: '0ms' } },
+        { matchMethod: '*', timeout: { duration: '2s' }, retry: { maxAttempts: 3, delay: '0ms' }, hedge: { delay: '100ms', maxCount: 1 } },
+      ],
+      { upstreamDefaults: [{ timeout: { duration: '300ms' } }] },
+    );
+  });
+  after(async () => {
+    await hang?.close();
+    await b?.close();
+    await c?.close();
+    await svc?.close();
+  });
+
+  it('40 concurrent calls (hedged) all succeed', async () => {
+    const results = await Promise.all(Array.from({ length: 40 }, () => call(svc, 'eth_blockNumber')));
+    for (const { res } of results) {
+      expect(res.status).to.equal(200);
+      expect(res.json.result, res.text).to.be.oneOf(['0xb', '0xc']);
+      expect(res.json.error).to.equal(undefined);
+    }
+    expect(callsOf(hang, 'eth_blockNumber')).to.be.greaterThan(0);
+    const slowest = Math.max(...results.map((r) => r.ms));
+    expect(slowest).to.be.below(1500);
+  });
+
+  it('60 sequential calls of mixed methods all succeed', async () => {
+    const methods: Array<[string, unknown[]]> = [
+      ['eth_blockNumber', []],
+      ['eth_getBlockByNumber', ['latest', false]],
+      ['eth_getBalance', ['0x0000000000000000000000000000000000000001', 'latest']],
+    ];
+    for (let i = 0; i < 60; i++) {
+      const [m, p] = methods[i % methods.length]!;
+      const { res } = await call(svc, m, p);
+      expect(res.status).to.equal(200);
+      expect(res.json.error, `${m}: ${res.text}`).to.equal(undefined);
+      expect(res.json).to.have.property('result');
+    }
+  });
+
+  it('a batch of 30 calls has no failed element', async () => {
+    const res = await svc.post(PATH, Array.from({ length: 30 }, (_, i) => rpcBody(i % 2 ? 'eth_blockNumber' : 'eth_getBalance', i % 2 ? [] : ['0x0000000000000000000000000000000000000001', 'latest'], i)));
+    expect(res.status).to.equal(200);
+    expect(res.json).to.have.length(30);
+    for (const el of res.json as Array<{ id: number; error?: unknown; result?: unknown }>) expect(el.error, JSON.stringify(el)).to.equal(undefined);
+  });
+});
