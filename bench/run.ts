@@ -196,6 +196,11 @@ async function main(): Promise<void> {
     ratioRows.push([name, ratio(a, b, (s) => s.cpuPerReq), ratio(a, b, (s) => s.p50Ms), ratio(a, b, (s) => s.p99Ms)]);
   addRatio('b/d: svc single / min forwarder single', by('svc'), by('fwd'));
   addRatio('b/d: svc batch10 / min forwarder batch10', by('svc-batch'), by('fwd-batch'));
+  {
+    const a = by('svc-batch');
+    const b = by('fwd');
+    ratioRows.push(['b/d: svc batch10 per call / min forwarder single (one upstream request each)', a && b ? `${fmt(a.cpuPerCall / b.cpuPerReq, 2)}×` : '–', '–', '–']);
+  }
   addRatio('b/c: svc single / bare Koa', by('svc'), by('koa'));
   addRatio('b′/d: svc minimal preset / min forwarder single', by('svc-minimal'), by('fwd'));
   addRatio('d/c: min forwarder single / bare Koa', by('fwd'), by('koa'));

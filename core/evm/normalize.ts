@@ -45,6 +45,8 @@ interface Rule {
 }
 
 const has = (msg: string, ...needles: string[]) => needles.some((n) => msg.includes(n));
+/** A revert's reason text is contract-defined ("Max mint limit exceeded"): never read it as a limit. */
+const notRevert = (f: UpstreamFault) => f.code !== 3;
 
 /**
  * The ordered rule table (issue #3 item 4). Messages are compared lower-cased.
@@ -53,17 +55,17 @@ const has = (msg: string, ...needles: string[]) => needles.some((n) => msg.inclu
 export const NORMALISATION_RULES: readonly Rule[] = [
   {
     name: 'range too large',
-    match: (f, m) => f.code === -32012 || has(m, 'range too large', 'max block range', 'try with this block range', 'query returned more than', 'too many results', 'try paginating', 'block range is too wide', 'exceed maximum block range', 'this block range should work', 'log response size exceeded', 'is limited to a', 'exceeds limit of', 'block range too large', 'response size exceeded'),
+    match: (f, m) => f.code === -32012 || (notRevert(f) && has(m, 'range too large', 'max block range', 'try with this block range', 'query returned more than', 'too many results', 'try paginating', 'block range is too wide', 'exceed maximum block range', 'this block range should work', 'log response size exceeded', 'is limited to a', 'exceeds limit of', 'block range too large', 'response size exceeded')),
     error: ErrEndpointRequestTooLarge,
   },
   {
     name: 'billing',
-    match: (f, m) => f.status === 402 || has(m, 'billing', 'quota', 'reached the free tier', 'monthly capacity limit', 'payment required', 'insufficient credits'),
+    match: (f, m) => f.status === 402 || (notRevert(f) && has(m, 'billing', 'quota', 'reached the free tier', 'monthly capacity limit', 'payment required', 'insufficient credits')),
     error: ErrEndpointBillingIssue,
   },
   {
     name: 'capacity exceeded',
-    match: (f, m) => f.status === 429 || f.code === -32005 || f.code === -32007 || has(m, 'too many requests', 'rate limit', 'limit exceeded', 'rate-limit', 'has exceeded', 'request limit reached', 'capacity exceeded'),
+    match: (f, m) => f.status === 429 || f.code === -32005 || f.code === -32007 || (notRevert(f) && has(m, 'too many requests', 'rate limit', 'limit exceeded', 'rate-limit', 'has exceeded', 'request limit reached', 'capacity exceeded')),
     error: ErrEndpointCapacityExceeded,
   },
   {

@@ -486,3 +486,12 @@ describe('evm/normalize', () => {
     });
   });
 });
+
+describe('evm/normalize: revert reasons are contract text', () => {
+  it('a code-3 revert whose reason mentions a limit stays a revert (not a rate limit)', async () => {
+    const { normaliseUpstreamError } = await import('../../../core/evm/normalize.ts');
+    const e = normaliseUpstreamError({ status: 200, code: 3, message: 'execution reverted: Max mint limit exceeded', data: '0x08c379a0', method: 'eth_call' });
+    expect(e.name).to.equal('ErrEndpointExecutionException');
+    expect(e.code).to.equal(3);
+  });
+});

@@ -1,0 +1,215 @@
+/**
+ * End-to-end health tracking (issue #3 item 1): real client traffic through svc feeds the
+ * project's health tracker (`proxy.projects.get('main').health`) per (upstream, method) cell and
+ * the upstream's `*` cell. Proves: successes record latency; reverts from a real node (anvil)
+ * count as successes; 429s count as throttles, not errors; transport faults, 5xx, malformed
+ * answers and timeouts count as errors; client errors are neutral; cancelled hedge legs,
+ * breaker-open skips and svc's own chain-id probes count as nothing; cordons show in snapshots.
+ */
+import { expect } from 'chai';
+import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
+import { startFaultServer, type FaultServer, type FaultStep } from '../helpers/fault-server.ts';
+import { startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
+import type { HealthTracker } from '../../core/registry/health.ts';
+import { upstreamBreakers } from '../../plugins/failsafe/index.ts';
+import { NOPE_REVERT_DATA, REVERT_INIT, deployDirect, rpcBody } from './fixtures.ts';
+
+const CHAIN = 31337;
+const PATH = `/main/evm/${CHAIN}`;
+const ADDR = '0x0000000000000000000000000000000000000001';
+
+/** The trace as `id=reason:outcome[:won]` strings. */
+function shape(res: SvcResponse): string[] {
+  const h = res.headers['x-svc-upstreams'];
+  if (!h) return [];
+  return h.split(';').map((seg) => {
+    const eq = seg.lastIndexOf('=');
+    const [reason, outcome, , won] = seg.slice(eq + 1).split(':');
+    return `${seg.slice(0, eq)}=${reason}:${outcome}${won === 'won' ? ':won' : ''}`;
+  });
+}
+
+/** A fake upstream answering non-empty values for the methods these tests use. */
+function fault(value: string): Promise<FaultServer> {
+  const named = new Set(['eth_blockNumber', 'eth_getBalance', 'eth_gasPrice', 'eth_getCode', 'eth_getStorageAt', 'eth_getTransactionCount']);
+  return startFaultServer({ handler: (req) => (named.has(req.method) ? value : undefined) });
+}
+
+describe('e2e health: real traffic feeds the health tracker', function () {
+  this.timeout(30_000);
+  let anvil: AnvilHandle;
+  let revertAddr: string;
+  let a: FaultServer;
+  let b: FaultServer;
+  let brk: FaultServer;
+  let svc: SvcHandle;
+  let health: HealthTracker;
+
+  const post = (method: string, params: unknown[] = [], headers?: Record<string, string>) => svc.post(PATH, rpcBody(method, params), headers);
+
+  before(async () => {
+    anvil = await startAnvil();
+    revertAddr = await deployDirect(anvil, REVERT_INIT);
+    a = await fault('0xa');
+    b = await fault('0xb');
+    brk = await fault('0xc');
+    svc = await startSvc({
+      logLevel: 'error',
+      server: { includeErrorDetails: true },
+      projects: [
+        {
+          id: 'main',
+          networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [{ matchMethod: 'eth_getBalance', hedge: { delay: '100ms', maxCount: 1 } }] }],
+          upstreams: [
+            { id: 'a', endpoint: a.url, evm: { chainId: CHAIN }, failsafe: [{ timeout: { duration: '250ms' } }] },
+            { id: 'b', endpoint: b.url, evm: { chainId: CHAIN } },
+            // Reached only through X-SVC-Use-Upstream.
+            { id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } },
+            {
+              id: 'brk',
+              endpoint: brk.url,
+              evm: { chainId: CHAIN },
+              failsafe: [{ circuitBreaker: { failureThresholdCount: 1, failureThresholdCapacity: 1, halfOpenAfter: '10m', successThresholdCount: 1, successThresholdCapacity: 1 } }],
+            },
+            // Same fake node as `b` under another id, placed after `brk` for the breaker test.
+            { id: 'b2', endpoint: b.url, evm: { chainId: CHAIN } },
+          ],
+        },
+      ],
+    });
+    health = svc.proxy.projects.get('main')!.health;
+  });
+  beforeEach(() => {
+    a.reset();
+    b.reset();
+    brk.reset();
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await brk?.close();
+    await svc?.close();
+    await anvil?.stop();
+  });
+
+  it("svc's own chain-id probes are not client traffic and are not scored", async () => {
+    await waitFor(() => svc.proxy.projects.get('main')!.upstreams.get('a')!.state === 'ready');
+    expect(health.snapshot('a', 'eth_chainId').requests).to.equal(0);
+    expect(health.snapshot('b', 'eth_chainId').requests).to.equal(0);
+  });
+
+  it('a success is counted in the method cell and the `*` cell, with its latency', async () => {
+    const before = health.snapshot('a', '*').requests;
+    a.script({ kind: 'delay', ms: 40 });
+    const res = await post('eth_blockNumber');
+    expect(res.json.result, res.text).to.equal('0xa');
+    const s = health.snapshot('a', 'eth_blockNumber');
+    expect(s.requests).to.equal(1);
+    expect(s.errorRate).to.equal(0);
+    expect(s.throttleRate).to.equal(0);
+    expect(s.p50).to.be.within(0.03, 1);
+    expect(s.p99).to.be.at.least(s.p50);
+    expect(health.snapshot('a', '*').requests).to.equal(before + 1);
+    expect(health.snapshot('b', 'eth_blockNumber').requests, 'b was not asked').to.equal(0);
+  });
+
+  it('reverts from a real node count as successes', async () => {
+    for (let i = 0; i < 3; i++) {
+      const res = await post('eth_call', [{ to: revertAddr, data: '0x' }, 'latest'], { 'X-SVC-Use-Upstream': 'anvil' });
+      expect(res.json.error?.data, res.text).to.equal(NOPE_REVERT_DATA);
+      expect(shape(res)).to.deep.equal(['anvil=primary:exec_revert']);
+    }
+    const s = health.snapshot('anvil', 'eth_call');
+    expect(s.requests).to.equal(3);
+    expect(s.errorRate).to.equal(0);
+    expect(s.throttleRate).to.equal(0);
+    expect(s.p50, 'revert latency is sampled like a success').to.be.greaterThan(0);
+  });
+
+  it('429s count as throttles, not errors; the next upstream scores a success', async () => {
+    a.script({ kind: 'status', status: 429, body: 'Too Many Requests' }, { kind: 'rpcError', code: -32005, message: 'rate limit exceeded' });
+    for (let i = 0; i < 2; i++) {
+      const res = await post('eth_gasPrice');
+      expect(res.json.result, res.text).to.equal('0xb');
+      expect(shape(res)).to.deep.equal(['a=primary:rate_limited', 'b=sweep:success:won']);
+    }
+    const s = health.snapshot('a', 'eth_gasPrice');
+    expect(s.requests).to.equal(2);
+    expect(s.throttleRate).to.equal(1);
+    expect(s.errorRate).to.equal(0);
+    expect(health.snapshot('b', 'eth_gasPrice')).to.include({ requests: 2, errorRate: 0, throttleRate: 0 });
+  });
+
+  it('transport faults, 5xx and malformed answers count as errors', async () => {
+    const steps: FaultStep[] = [{ kind: 'reset' }, { kind: 'status', status: 500 }, { kind: 'status', status: 503, body: 'unavailable' }, { kind: 'garbage' }, { kind: 'wrongId' }, { kind: 'truncated' }];
+    a.script(...steps);
+    for (let i = 0; i < steps.length; i++) {
+      const res = await post('eth_getCode', [ADDR, 'latest']);
+      expect(res.json.result, res.text).to.equal('0xb');
+      expect(shape(res)).to.deep.equal(['a=primary:error', 'b=sweep:success:won']);
+    }
+    const s = health.snapshot('a', 'eth_getCode');
+    expect(s.requests).to.equal(steps.length);
+    expect(s.errorRate).to.equal(1);
+    expect(s.throttleRate).to.equal(0);
+    expect(s.p50, 'failures carry no latency sample').to.equal(0);
+  });
+
+  it('a timeout (hang ended by the upstream timeout) counts as an error', async () => {
+    a.script({ kind: 'hang' }, { kind: 'delay', ms: 1000 });
+    for (let i = 0; i < 2; i++) {
+      const res = await post('eth_getStorageAt', [ADDR, '0x0', 'latest']);
+      expect(shape(res)).to.deep.equal(['a=primary:timeout', 'b=sweep:success:won']);
+    }
+    expect(health.snapshot('a', 'eth_getStorageAt')).to.include({ requests: 2, errorRate: 1 });
+  });
+
+  it('a client error (invalid params) is neutral: counted, neither error nor throttle', async () => {
+    a.script({ kind: 'rpcError', code: -32602, message: 'invalid argument 0: hex string has length 3' });
+    const res = await post('eth_getTransactionCount', ['0x123', 'latest']);
+    expect(res.json.error?.code, res.text).to.equal(-32602);
+    expect(health.snapshot('a', 'eth_getTransactionCount')).to.include({ requests: 1, errorRate: 0, throttleRate: 0 });
+  });
+
+  it('a cancelled hedge leg counts as nothing; the winning hedge leg is a success', async () => {
+    a.setDefault({ kind: 'delay', ms: 1000 });
+    // The hedge fires at 100 ms and `b` answers at once, well before the 250 ms upstream timeout of `a`.
+    for (let i = 0; i < 3; i++) {
+      const res = await post('eth_getBalance', [ADDR, 'latest']);
+      expect(res.json.result, res.text).to.equal('0xb');
+      expect(shape(res)).to.deep.equal(['a=primary:cancelled', 'b=hedge:success:won']);
+    }
+    await waitFor(() => a.calls.filter((c) => c.method === 'eth_getBalance').length === 3);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(health.snapshot('a', 'eth_getBalance').requests).to.equal(0);
+    expect(health.snapshot('b', 'eth_getBalance')).to.include({ requests: 3, errorRate: 0 });
+  });
+
+  it('a breaker-open skip (never dialled) counts as nothing', async () => {
+    brk.script({ kind: 'status', status: 500 });
+    const use = { 'X-SVC-Use-Upstream': 'brk|b2' };
+    let res = await post('eth_blockNumber', [], use);
+    expect(shape(res)).to.deep.equal(['brk=primary:error', 'b2=sweep:success:won']);
+    expect(upstreamBreakers(svc.proxy, svc.proxy.projects.get('main')!.upstreams.get('brk')!)[0]!.state).to.equal('open');
+    for (let i = 0; i < 3; i++) {
+      res = await post('eth_blockNumber', [], use);
+      expect(res.json.result).to.equal('0xb');
+      expect(shape(res)).to.deep.equal(['b2=sweep:success:won']);
+    }
+    expect(brk.calls.filter((c) => c.method === 'eth_blockNumber')).to.have.length(1);
+    expect(health.snapshot('brk', 'eth_blockNumber')).to.include({ requests: 1, errorRate: 1 });
+  });
+
+  it('cordons show in the snapshot of the method cell, and `*` covers every method', () => {
+    expect(health.snapshot('b', 'eth_call').cordoned).to.equal(false);
+    expect(health.cordon('b', 'eth_call', 'test: method cordon')).to.equal(true);
+    expect(health.snapshot('b', 'eth_call')).to.include({ cordoned: true, cordonReason: 'test: method cordon' });
+    expect(health.snapshot('b', 'eth_blockNumber').cordoned).to.equal(false);
+    expect(health.cordon('b', '*', 'test: all')).to.equal(true);
+    expect(health.snapshot('b', 'eth_blockNumber')).to.include({ cordoned: true, cordonReason: 'test: all' });
+    expect(health.snapshot('b', 'eth_call').cordonReason, '`*` overrides the method cordon').to.equal('test: all');
+    expect(health.uncordon('b', '*')).to.be.a('number');
+    expect(health.uncordon('b', 'eth_call')).to.be.a('number');
+    expect(health.snapshot('b', 'eth_call').cordoned).to.equal(false);
+  });
+});
