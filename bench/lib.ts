@@ -7,6 +7,7 @@
  * microseconds, `…Kb` KiB.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import type { EventEmitter } from 'node:events';
 import os from 'node:os';
 import { createInterface } from 'node:readline';
@@ -404,6 +405,23 @@ export function runLoad(opts: LoadOptions): Promise<LoadResult> {
   });
 }
 
+/**
+ * Busy CPU time of the whole machine so far: user + nice + system of all cores from the first
+ * line of `/proc/stat` (USER_HZ taken as 100, i.e. 10 ms ticks). Interrupt and steal time are
+ * left out, as they are from per-process CPU times.
+ * @returns µs, or undefined when `/proc/stat` is not readable (not Linux)
+ */
+export function machineBusyMicros(): number | undefined {
+  try {
+    const first = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+    const f = first.trim().split(/\s+/).slice(1).map(Number);
+    const ticks = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0);
+    return first.startsWith('cpu ') && Number.isFinite(ticks) ? ticks * 10_000 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** One measured repetition: the load seen by the client and the usage of each measured process. */
 export interface Measurement {
   /** What the load generator saw. */
@@ -412,20 +430,38 @@ export interface Measurement {
   usage: TargetUsage;
   /** Usage of the helper processes (e.g. the fake upstream behind a proxy), in the order given. */
   helpers: TargetUsage[];
+  /** CPU time of this (load generator) process during the run, µs. */
+  loaderCpuMicros: number;
+  /**
+   * CPU used by processes outside the benchmark during the run, as a share of the machine's
+   * capacity (wall time × logical cores), 0..1; undefined off Linux. Above a few percent the
+   * run competed with foreign work and its numbers are noisier.
+   */
+  otherCpuShare?: number;
 }
 
 /**
  * One measurement window: resets the target and its helpers, runs the load, then asks each
- * for its usage.
+ * for its usage; also accounts the load generator's CPU and the CPU of foreign processes.
  * @param target the process under test
  * @param load load options (URL, body, duration)
  * @param helpers other processes to account (e.g. the upstream behind the target)
  */
 export async function measure(target: Target, load: LoadOptions, helpers: Target[] = []): Promise<Measurement> {
   await Promise.all([target.reset(), ...helpers.map((h) => h.reset())]);
+  const busy0 = machineBusyMicros();
+  const self0 = process.cpuUsage();
+  const t0 = performance.now();
   const result = await runLoad(load);
-  const [usage, ...rest] = await Promise.all([target.report(), ...helpers.map((h) => h.report())]);
-  return { load: result, usage: usage as TargetUsage, helpers: rest };
+  const selfD = process.cpuUsage(self0);
+  const wallMicros = (performance.now() - t0) * 1000;
+  const busy1 = machineBusyMicros();
+  const [usage, ...rest] = (await Promise.all([target.report(), ...helpers.map((h) => h.report())])) as [TargetUsage, ...TargetUsage[]];
+  const loaderCpuMicros = selfD.user + selfD.system;
+  const ours = usage.cpuMicros + loaderCpuMicros + rest.reduce((n, h) => n + h.cpuMicros, 0);
+  const m: Measurement = { load: result, usage, helpers: rest, loaderCpuMicros };
+  if (busy0 !== undefined && busy1 !== undefined) m.otherCpuShare = Math.max(0, busy1 - busy0 - ours) / (wallMicros * os.availableParallelism());
+  return m;
 }
 
 // ---------------------------------------------------------------------------------------------

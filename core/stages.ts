@@ -24,11 +24,12 @@ export const AttemptStage = {
   HEDGE: 100,
 } as const;
 
-/** `upstream` hook (per-upstream transport wrappers), outside in. */
+/** `upstream` hook (per-upstream transport wrappers), outside in: retry( breaker( timeout( ... ))). */
 export const UpstreamStage = {
-  TIMEOUT: 500,
   RETRY: 400,
   CIRCUIT_BREAKER: 300,
+  /** One attempt's deadline (inside retry, so each try gets the full duration). */
+  TIMEOUT: 250,
   RATE_LIMIT: 200,
   BATCHING: 100,
 } as const;

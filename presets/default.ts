@@ -9,8 +9,9 @@ import { forwardPlugin } from '../plugins/forward/index.ts';
 import { headersPlugin } from '../plugins/headers/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
 import { selectPlugin } from '../plugins/select/index.ts';
+import { selectionPlugin } from '../plugins/selection/index.ts';
 
 /** Plugins of the full server, in apply order. */
 export function defaultPreset(): Plugin[] {
-  return [directivesPlugin(), selectPlugin(), forwardPlugin(), failsafePlugin(), headersPlugin(), metricsPlugin()];
+  return [directivesPlugin(), selectionPlugin(), selectPlugin(), forwardPlugin(), failsafePlugin(), headersPlugin(), metricsPlugin()];
 }

@@ -15,6 +15,7 @@ function typeOf(s: TSchema): string {
   const x = s as { type?: string | string[]; anyOf?: TSchema[]; const?: unknown; items?: TSchema; 'x-svc-kind'?: string; patternProperties?: unknown; enum?: unknown[] };
   if (x['x-svc-kind'] === 'duration') return 'duration';
   if (x['x-svc-kind'] === 'size') return 'size';
+  if (x['x-svc-kind'] === 'function') return 'function';
   if (x.const !== undefined) return JSON.stringify(x.const);
   if (x.anyOf) return x.anyOf.map(typeOf).join(' \\| ');
   if (x.type === 'array') return `${x.items ? typeOf(x.items) : 'any'}[]`;

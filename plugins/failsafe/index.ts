@@ -1,7 +1,8 @@
 /**
  * failsafe plugin (issue #3 item 3): timeout, retry, hedge and circuit breaker.
  * Taps: `attempt` (network scope, outside in: timeout( retry( hedge( sweep )))) at the
- * AttemptStage numbers; `upstream` (per-upstream scope: timeout( retry( breaker( transport )))) at
+ * AttemptStage numbers; `upstream` (per-upstream scope: retry( breaker( timeout( transport ))), the
+ * timeout bounding one attempt) at
  * the UpstreamStage numbers; `directives` (an entry's `directiveDefaults`, below the network's).
  * The first `failsafe[]` entry whose `matchMethod` glob and `matchFinality` match the call applies;
  * it is resolved once per call and cached in the call's state.
@@ -410,7 +411,14 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
         return (call: UpstreamCall) => {
           const t = matchEntry(entries, call.method, call.ctx.finality)?.timeout;
           if (!t) return inner(call);
-          return withTimeout(t.duration, call.signal, `${call.method} on upstream ${u.id}`, (signal) => inner({ ...call, signal }));
+          const scoped: UpstreamCall = { ...call };
+          return withTimeout(t.duration, call.signal, `${call.method} on upstream ${u.id}`, (signal) => {
+            scoped.signal = signal;
+            return inner(scoped);
+          }).finally(() => {
+            // An inner wrapper may have opened a new attempt record: hand it back to the caller.
+            call.attempt = scoped.attempt;
+          });
         };
       });
     },
@@ -419,8 +427,10 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
 
 /** Hedge delay in ms: static `delay`, or the method's latency quantile (+ delay), clamped. */
 function hedgeDelay(ctx: CallContext, leg: Leg, h: NonNullable<FailsafeEntry['hedge']>): number {
+  // A static delay is taken as configured; only the adaptive (quantile) delay is clamped.
+  if (h.quantile === undefined || h.quantile <= 0) return h.delay ?? h.minDelay;
   let d = h.delay ?? h.minDelay;
-  if (h.quantile !== undefined && h.quantile > 0) {
+  {
     const first = leg.cursor.upstreams[0];
     if (first) {
       const s = ctx.project.health.snapshot(first.id, ctx.request.method);

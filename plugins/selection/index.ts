@@ -456,7 +456,9 @@ class NetworkSelection {
       out = candidates;
     } else {
       out = [];
-      for (const u of order) if (candidates.includes(u)) out.push(u);
+      // Lists are short; a Set only pays off for large provider-expanded networks.
+      const set = candidates.length > 16 ? new Set(candidates) : undefined;
+      for (const u of order) if (set ? set.has(u) : candidates.includes(u)) out.push(u);
       for (const u of candidates) if (!this.evaluated.has(u)) out.push(u);
     }
     if (this.honourCordons) {

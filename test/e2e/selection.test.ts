@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { readConfigFile } from '../../core/config/load.ts';
-import { selectionPlugin, selectionState } from '../../plugins/selection/index.ts';
+import { selectionState } from '../../plugins/selection/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { startSvc, type SvcHandle } from '../helpers/svc.ts';
@@ -42,7 +42,7 @@ describe('e2e: selection policy', function () {
   it('a cordoned upstream gets no traffic from the next request on', async () => {
     svc = await startSvc(
       { logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h' } }], upstreams: upstreams() }] },
-      { plugins: [...defaultPreset(), selectionPlugin()] },
+      { plugins: defaultPreset() },
     );
     const r1 = await svc.post(`/main/evm/${CHAIN}`, body);
     expect(r1.json.result).to.equal('0x10');
@@ -82,7 +82,7 @@ export default {
 };
 `,
     );
-    svc = await startSvc((await readConfigFile(file)) as object, { plugins: [...defaultPreset(), selectionPlugin()] });
+    svc = await startSvc((await readConfigFile(file)) as object, { plugins: defaultPreset() });
     expect(selectionState(svc.proxy, 'main', `evm:${CHAIN}`)).to.deep.include({ order: ['c', 'b'], custom: true });
     for (let i = 0; i < 3; i++) {
       const r = await svc.post(`/main/evm/${CHAIN}`, body);
