@@ -20,6 +20,7 @@ import { freePort } from '../helpers/ports.ts';
 import { startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { failsafePlugin, upstreamBreakers } from '../../plugins/failsafe/index.ts';
+import { evaluateSelection, selectionState, type EvalFunc, type PolicyUpstream } from '../../plugins/selection/index.ts';
 import type { Plugin } from '../../core/proxy.ts';
 import { NOPE_REVERT_DATA, REVERT_INIT, deployDirect, rpcBody } from './fixtures.ts';
 
@@ -71,9 +72,17 @@ function up(id: string, endpoint: string, failsafe?: unknown): Record<string, un
   return failsafe === undefined ? { id, endpoint, evm: { chainId: CHAIN } } : { id, endpoint, evm: { chainId: CHAIN }, failsafe };
 }
 
-/** Starts svc with one project `main`, one network 31337 and the given upstreams. */
-function start(upstreams: Array<Record<string, unknown>>, networkFailsafe?: unknown, opts: { plugins?: Plugin[]; upstreamDefaults?: unknown } = {}): Promise<SvcHandle> {
-  const network: Record<string, unknown> = { architecture: 'evm', evm: { chainId: CHAIN } };
+/**
+ * Starts svc with one project `main`, one network 31337 and the given upstreams. The selection
+ * policy re-evaluates every hour unless `selectionPolicy` says otherwise, so the upstream order
+ * stays the config order while a test scripts faults (health scores would reorder it on a tick).
+ */
+function start(
+  upstreams: Array<Record<string, unknown>>,
+  networkFailsafe?: unknown,
+  opts: { plugins?: Plugin[]; upstreamDefaults?: unknown; selectionPolicy?: Record<string, unknown> } = {},
+): Promise<SvcHandle> {
+  const network: Record<string, unknown> = { architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: opts.selectionPolicy ?? { evalInterval: '1h' } };
   if (networkFailsafe !== undefined) network.failsafe = networkFailsafe;
   const project: Record<string, unknown> = { id: 'main', networks: [network], upstreams };
   if (opts.upstreamDefaults !== undefined) project.upstreamDefaults = { failsafe: opts.upstreamDefaults };
@@ -223,14 +232,14 @@ describe('e2e failsafe: a dead primary is abandoned within one call', function (
     await svc?.close();
   });
 
-  it('the refused connection is swept past at once, without waiting for the hedge delay', async () => {
+  it('the refused connection is swept past at once: no retry round, no hedge', async () => {
     for (let i = 0; i < 5; i++) {
       const { res, ms } = await call(svc, 'eth_blockNumber');
       expect(res.json.result, res.text).to.equal('0xb');
       expect(shape(res)).to.deep.equal(['dead=primary:error', 'b=sweep:success:won']);
       expect(res.headers['x-svc-network-retries']).to.equal('0');
       expect(res.headers['x-svc-network-hedges']).to.equal('0');
-      expect(ms).to.be.below(90);
+      expect(ms).to.be.below(500);
     }
   });
 });
@@ -403,12 +412,22 @@ describe('e2e failsafe: upstream-scope retry', function () {
     expect(shape(res)).to.deep.equal(['c=primary:error', 'c=retry:success:won']);
   });
 
-  it('with timeout + retry + breaker, a hang is ended by the upstream timeout and the call sweeps on', async () => {
+  it('the upstream timeout bounds each try: a hang times out and the same upstream is tried again', async () => {
     c.script({ kind: 'hang' });
     const { res, ms } = await call(svc, 'eth_blockNumber', [], { 'X-SVC-Use-Upstream': 'c|b' });
-    expect(res.json.result, res.text).to.equal('0xb');
-    expect(shape(res)).to.deep.equal(['c=primary:timeout', 'b=sweep:success:won']);
+    expect(res.json.result, res.text).to.equal('0xc');
+    expect(shape(res)).to.deep.equal(['c=primary:timeout', 'c=retry:success:won']);
+    expect(res.headers['x-svc-upstream-retries']).to.equal('1');
     expect(ms).to.be.within(450, 1500);
+    expect(callsOf(b, 'eth_blockNumber')).to.equal(0);
+  });
+
+  it('when every try of the upstream hangs, the call sweeps on to the next upstream', async () => {
+    c.script({ kind: 'hang' }, { kind: 'hang' });
+    const { res, ms } = await call(svc, 'eth_blockNumber', [], { 'X-SVC-Use-Upstream': 'c|b' });
+    expect(res.json.result, res.text).to.equal('0xb');
+    expect(shape(res)).to.deep.equal(['c=primary:timeout', 'c=retry:timeout', 'b=sweep:success:won']);
+    expect(ms).to.be.within(950, 2500);
   });
 
   it('after maxAttempts tries the sweep moves on to the next upstream', async () => {
@@ -861,5 +880,142 @@ describe('e2e failsafe: with one of three upstreams hanging, a client sees no fa
     expect(res.status).to.equal(200);
     expect(res.json).to.have.length(30);
     for (const el of res.json as Array<{ id: number; error?: unknown; result?: unknown }>) expect(el.error, JSON.stringify(el)).to.equal(undefined);
+  });
+});
+
+describe('e2e failsafe + selection: a dead primary is abandoned by the policy after its errors', function () {
+  this.timeout(20_000);
+  let b: FaultServer;
+  let svc: SvcHandle | undefined;
+  let deadUrl: string;
+  const NET = `evm:${CHAIN}`;
+
+  before(async () => {
+    b = await fault('0xb');
+    deadUrl = `http://127.0.0.1:${await freePort()}`;
+  });
+  afterEach(async () => {
+    await svc?.close();
+    svc = undefined;
+    b.reset();
+  });
+  after(async () => {
+    await b?.close();
+  });
+
+  it('on a short evalInterval, the next tick after its errors puts the healthy upstream first; the dead one is no longer dialled', async () => {
+    svc = await start([up('dead', deadUrl), up('b', b.url)], undefined, { selectionPolicy: { evalInterval: '100ms' } });
+    expect(selectionState(svc.proxy, 'main', NET)!.order).to.deep.equal(['dead', 'b']);
+    // Within one call the dead primary is swept past.
+    const first = await call(svc, 'eth_blockNumber');
+    expect(first.res.json.result, first.res.text).to.equal('0xb');
+    expect(shape(first.res)).to.deep.equal(['dead=primary:error', 'b=sweep:success:won']);
+    // By the policy: the next evaluation tick demotes it.
+    await waitFor(() => selectionState(svc!.proxy, 'main', NET)!.order[0] === 'b', 2000);
+    for (let i = 0; i < 5; i++) {
+      const { res } = await call(svc, 'eth_blockNumber');
+      expect(res.json.result, res.text).to.equal('0xb');
+      expect(shape(res)).to.deep.equal(['b=primary:success:won']);
+      expect(res.headers['x-svc-upstream-attempts']).to.equal('1');
+    }
+  });
+
+  it('after more than 10 requests at an error rate above 0.7 the default policy excludes it (step excludeErrorRate)', async () => {
+    svc = await start([up('dead', deadUrl), up('b', b.url)], undefined, { selectionPolicy: { evalInterval: '1h' } });
+    for (let i = 0; i < 11; i++) {
+      const { res } = await call(svc, 'eth_blockNumber');
+      expect(shape(res)).to.deep.equal(['dead=primary:error', 'b=sweep:success:won']);
+    }
+    // A manual evaluation stands in for the tick.
+    expect(await evaluateSelection(svc.proxy, 'main', NET)).to.equal(true);
+    const st = selectionState(svc.proxy, 'main', NET)!;
+    expect(st.order).to.deep.equal(['b']);
+    expect(st.excluded.dead).to.match(/^errorRate 1\.00 > 0\.7 over 11 requests$/);
+    for (let i = 0; i < 3; i++) {
+      const { res } = await call(svc, 'eth_blockNumber');
+      expect(shape(res)).to.deep.equal(['b=primary:success:won']);
+    }
+  });
+});
+
+describe('e2e failsafe + selection: a custom TypeScript selection function takes effect', function () {
+  this.timeout(20_000);
+  let a: FaultServer;
+  let b: FaultServer;
+  let c: FaultServer;
+  let svc: SvcHandle | undefined;
+  const NET = `evm:${CHAIN}`;
+
+  /** Newest first (ids descending), never `a`; honours cordons. */
+  const newestFirst: EvalFunc = (upstreams) =>
+    upstreams
+      .removeCordoned()
+      .filter((u: PolicyUpstream) => u.id !== 'a')
+      .sort((x: PolicyUpstream, y: PolicyUpstream) => y.id.localeCompare(x.id));
+  /** The same order, but cordons are ignored (no removeCordoned()). */
+  const ignoresCordons: EvalFunc = (upstreams) => [...upstreams].filter((u) => u.id !== 'a').sort((x, y) => y.id.localeCompare(x.id));
+
+  const startWith = (evalFunc: EvalFunc) =>
+    start([up('a', a.url), up('b', b.url), up('c', c.url)], [{ matchMethod: '*', retry: { maxAttempts: 2, delay: '0ms' } }], { selectionPolicy: { evalInterval: '1h', evalFunc } });
+
+  before(async () => {
+    a = await fault('0xa');
+    b = await fault('0xb');
+    c = await fault('0xc');
+  });
+  afterEach(async () => {
+    await svc?.close();
+    svc = undefined;
+    a.reset();
+    b.reset();
+    c.reset();
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await c?.close();
+  });
+
+  it('calls follow the function\'s order and never reach the upstream it leaves out', async () => {
+    svc = await startWith(newestFirst);
+    expect(selectionState(svc.proxy, 'main', NET)).to.deep.include({ order: ['c', 'b'], custom: true });
+    for (let i = 0; i < 3; i++) {
+      const { res } = await call(svc, 'eth_blockNumber');
+      expect(res.json.result, res.text).to.equal('0xc');
+      expect(shape(res)).to.deep.equal(['c=primary:success:won']);
+    }
+    expect(callsOf(a, 'eth_blockNumber')).to.equal(0);
+  });
+
+  it('the failsafe sweeps and retries over the function\'s order only', async () => {
+    svc = await startWith(newestFirst);
+    c.script({ kind: 'status', status: 500 });
+    let { res } = await call(svc, 'eth_blockNumber');
+    expect(res.json.result, res.text).to.equal('0xb');
+    expect(shape(res)).to.deep.equal(['c=primary:error', 'b=sweep:success:won']);
+
+    c.setDefault({ kind: 'status', status: 500 });
+    b.setDefault({ kind: 'status', status: 500 });
+    ({ res } = await call(svc, 'eth_blockNumber'));
+    expect(res.json.error?.data?.code, res.text).to.equal('ErrUpstreamsExhausted');
+    expect(shape(res)).to.deep.equal(['c=primary:error', 'b=sweep:error', 'c=retry:error', 'b=sweep:error']);
+    expect(callsOf(a, 'eth_blockNumber'), 'the excluded upstream is not a fallback').to.equal(0);
+  });
+
+  it('a function that calls removeCordoned() drops a new cordon at once', async () => {
+    svc = await startWith(newestFirst);
+    svc.proxy.projects.get('main')!.health.cordon('c', '*', 'e2e');
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(shape(res)).to.deep.equal(['b=primary:success:won']);
+    expect(callsOf(c, 'eth_blockNumber')).to.equal(0);
+  });
+
+  it('a function that does not call removeCordoned() keeps a cordoned upstream in rotation (spec §3.1)', async () => {
+    svc = await startWith(ignoresCordons);
+    expect(selectionState(svc.proxy, 'main', NET)!.order).to.deep.equal(['c', 'b']);
+    svc.proxy.projects.get('main')!.health.cordon('c', '*', 'e2e');
+    await evaluateSelection(svc.proxy, 'main', NET);
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(shape(res)).to.deep.equal(['c=primary:success:won']);
   });
 });

@@ -12,6 +12,7 @@ import { startFaultServer, type FaultServer, type FaultStep } from '../helpers/f
 import { startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 import type { HealthTracker } from '../../core/registry/health.ts';
 import { upstreamBreakers } from '../../plugins/failsafe/index.ts';
+import { evaluateSelection, selectionDecisions, selectionState } from '../../plugins/selection/index.ts';
 import { NOPE_REVERT_DATA, REVERT_INIT, deployDirect, rpcBody } from './fixtures.ts';
 
 const CHAIN = 31337;
@@ -59,7 +60,15 @@ describe('e2e health: real traffic feeds the health tracker', function () {
       projects: [
         {
           id: 'main',
-          networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [{ matchMethod: 'eth_getBalance', hedge: { delay: '100ms', maxCount: 1 } }] }],
+          networks: [
+            {
+              architecture: 'evm',
+              evm: { chainId: CHAIN },
+              failsafe: [{ matchMethod: 'eth_getBalance', hedge: { delay: '100ms', maxCount: 1 } }],
+              // No tick during the suite: the order stays the config order while `a` scores errors.
+              selectionPolicy: { evalInterval: '1h' },
+            },
+          ],
           upstreams: [
             { id: 'a', endpoint: a.url, evm: { chainId: CHAIN }, failsafe: [{ timeout: { duration: '250ms' } }] },
             { id: 'b', endpoint: b.url, evm: { chainId: CHAIN } },
@@ -211,5 +220,98 @@ describe('e2e health: real traffic feeds the health tracker', function () {
     expect(health.uncordon('b', '*')).to.be.a('number');
     expect(health.uncordon('b', 'eth_call')).to.be.a('number');
     expect(health.snapshot('b', 'eth_call').cordoned).to.equal(false);
+  });
+});
+
+describe('e2e health: a cordoned upstream gets no traffic at once (spec §3.1)', function () {
+  this.timeout(20_000);
+  let a: FaultServer;
+  let b: FaultServer;
+  let svc: SvcHandle;
+  let health: HealthTracker;
+  const NET = `evm:${CHAIN}`;
+  const served = (fs: FaultServer, method: string) => fs.calls.filter((c) => c.method === method).length;
+  const post = (method: string, params: unknown[] = []) => svc.post(PATH, rpcBody(method, params));
+
+  beforeEach(async () => {
+    a = await fault('0xa');
+    b = await fault('0xb');
+    svc = await startSvc({
+      logLevel: 'error',
+      server: { includeErrorDetails: true },
+      projects: [
+        {
+          id: 'main',
+          // An hour between ticks: whatever changes before the next call changes on the request path.
+          networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h' } }],
+          upstreams: [
+            { id: 'a', endpoint: a.url, evm: { chainId: CHAIN } },
+            { id: 'b', endpoint: b.url, evm: { chainId: CHAIN } },
+          ],
+        },
+      ],
+    });
+    health = svc.proxy.projects.get('main')!.health;
+  });
+  afterEach(async () => {
+    await a?.close();
+    await b?.close();
+    await svc?.close();
+  });
+
+  it('a `*` cordon takes the upstream out from the very next call, before any evaluation tick', async () => {
+    let res = await post('eth_blockNumber');
+    expect(shape(res)).to.deep.equal(['a=primary:success:won']);
+    const evaluatedAt = selectionState(svc.proxy, 'main', NET)!.evaluatedAt;
+    health.cordon('a', '*', 'e2e: maintenance');
+    for (let i = 0; i < 5; i++) {
+      res = await post('eth_blockNumber');
+      expect(res.json.result, res.text).to.equal('0xb');
+      expect(shape(res)).to.deep.equal(['b=primary:success:won']);
+    }
+    expect(served(a, 'eth_blockNumber')).to.equal(1);
+    expect(selectionState(svc.proxy, 'main', NET)!.evaluatedAt, 'no tick happened in between').to.equal(evaluatedAt);
+  });
+
+  it('the cordoned upstream is not a fallback either: when the others fail the call fails', async () => {
+    health.cordon('b', '*', 'e2e');
+    a.script({ kind: 'status', status: 500 });
+    const res = await post('eth_blockNumber');
+    expect(res.json.error?.data?.code, res.text).to.equal('ErrUpstreamsExhausted');
+    expect(shape(res)).to.deep.equal(['a=primary:error']);
+    expect(served(b, 'eth_blockNumber')).to.equal(0);
+  });
+
+  it('a method cordon excludes the upstream for that method only', async () => {
+    health.cordon('a', 'eth_getBalance', 'e2e: method');
+    let res = await post('eth_getBalance', [ADDR, 'latest']);
+    expect(shape(res)).to.deep.equal(['b=primary:success:won']);
+    res = await post('eth_blockNumber');
+    expect(shape(res)).to.deep.equal(['a=primary:success:won']);
+    expect(served(a, 'eth_getBalance')).to.equal(0);
+  });
+
+  it('every upstream cordoned: ErrUpstreamsExhausted without dialling anything', async () => {
+    health.cordon('a', '*', 'e2e');
+    health.cordon('b', 'eth_blockNumber', 'e2e');
+    const res = await post('eth_blockNumber');
+    expect(res.json.error?.data?.code, res.text).to.equal('ErrUpstreamsExhausted');
+    expect(res.json.error.message).to.match(/cordoned/);
+    expect(served(a, 'eth_blockNumber') + served(b, 'eth_blockNumber')).to.equal(0);
+  });
+
+  it('the next evaluation records it as excluded by step removeCordoned, reason cordoned; uncordoned it serves again', async () => {
+    health.cordon('a', '*', 'e2e');
+    await evaluateSelection(svc.proxy, 'main', NET);
+    const st = selectionState(svc.proxy, 'main', NET)!;
+    expect(st.order).to.deep.equal(['b']);
+    expect(st.excluded).to.deep.equal({ a: 'cordoned' });
+    expect(selectionDecisions(svc.proxy, 'main', NET).filter((d) => d.upstream === 'a').map((d) => [d.step, d.reason])).to.deep.include(['removeCordoned', 'cordoned']);
+    expect(shape(await post('eth_blockNumber'))).to.deep.equal(['b=primary:success:won']);
+
+    expect(health.uncordon('a', '*')).to.be.a('number');
+    await evaluateSelection(svc.proxy, 'main', NET);
+    expect(selectionState(svc.proxy, 'main', NET)!.order[0]).to.equal('a');
+    expect(shape(await post('eth_blockNumber'))).to.deep.equal(['a=primary:success:won']);
   });
 });
