@@ -241,6 +241,14 @@ export function breakerOutcome(err: SvcError | undefined): boolean | undefined {
 
 const ENTRY = Symbol('svc.failsafe.entry');
 
+/**
+ * The network failsafe entry that applies to a call, once the failsafe plugin matched it
+ * (EVM plugins read `retry.emptyResultMaxAttempts` from it). Undefined when none matched.
+ */
+export function failsafeEntryOf(ctx: CallContext): FailsafeEntry | undefined {
+  return ctx.state.get(ENTRY) as FailsafeEntry | undefined;
+}
+
 /** Registry of breakers, for tests and the admin `svc_project` view. */
 const breakers = new WeakMap<Proxy, Map<Upstream, CircuitBreaker[]>>();
 

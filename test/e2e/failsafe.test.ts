@@ -729,10 +729,24 @@ describe('e2e failsafe: circuit breaker (injected clock)', function () {
     expect(callsOf(a, 'eth_blockNumber'), 'reopened: skipped again').to.equal(4);
   });
 
-  it('counts transport faults, malformed answers and 401s as failures', async () => {
-    a.script({ kind: 'reset' }, { kind: 'garbage' }, { kind: 'status', status: 401, body: 'unauthorized' });
-    for (let i = 0; i < 3; i++) expect((await call(svc, 'eth_blockNumber')).res.json.result).to.equal('0xb');
-    expect(breakerOf().state).to.equal('open');
+  it('counts transport faults, malformed answers, unauthorised and billing answers as failures', async () => {
+    const kinds: FaultStep[][] = [
+      [{ kind: 'reset' }, { kind: 'garbage' }, { kind: 'status', status: 401, body: 'unauthorized' }],
+      [{ kind: 'status', status: 402, body: 'payment required' }, { kind: 'truncated' }, { kind: 'wrongId' }],
+    ];
+    for (const steps of kinds) {
+      a.script(...steps);
+      for (let i = 0; i < 2; i++) expect((await call(svc, 'eth_blockNumber')).res.json.result).to.equal('0xb');
+      expect(breakerOf().state).to.equal('closed');
+      expect((await call(svc, 'eth_blockNumber')).res.json.result).to.equal('0xb');
+      expect(breakerOf().state, JSON.stringify(steps)).to.equal('open');
+      // Close it again for the next group: half-open, two successes.
+      clock.t += 300;
+      a.reset();
+      await call(svc, 'eth_blockNumber');
+      await call(svc, 'eth_blockNumber');
+      expect(breakerOf().state).to.equal('closed');
+    }
   });
 
   it('does not count rate limits, timeouts, client errors, reverts or cancelled hedge legs', async () => {
@@ -1017,5 +1031,73 @@ describe('e2e failsafe + selection: a custom TypeScript selection function takes
     await evaluateSelection(svc.proxy, 'main', NET);
     const { res } = await call(svc, 'eth_blockNumber');
     expect(shape(res)).to.deep.equal(['c=primary:success:won']);
+  });
+});
+
+describe('e2e failsafe: networkDefaults.failsafe and upstreamDefaults.failsafe', function () {
+  this.timeout(20_000);
+  let a: FaultServer;
+  let b: FaultServer;
+  let other: FaultServer;
+  let svc: SvcHandle;
+
+  before(async () => {
+    a = await fault('0xa');
+    b = await fault('0xb');
+    other = await startFaultServer({ chainId: 31338, scriptChainId: false });
+    svc = await startSvc({
+      logLevel: 'error',
+      server: { includeErrorDetails: true },
+      projects: [
+        {
+          id: 'main',
+          networkDefaults: { failsafe: [{ matchMethod: '*', retry: { maxAttempts: 2, delay: '0ms' } }], selectionPolicy: { evalInterval: '1h' } },
+          upstreamDefaults: { failsafe: [{ retry: { maxAttempts: 2, delay: '0ms' } }] },
+          networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+          upstreams: [
+            up('a', a.url),
+            // Its own failsafe list replaces the default one: no upstream retry.
+            up('b', b.url, [{ timeout: { duration: '1s' } }]),
+            // Serves an undeclared chain: that network is created from networkDefaults.
+            { id: 'other', endpoint: other.url, evm: { chainId: 31338 } },
+          ],
+        },
+      ],
+    });
+  });
+  beforeEach(() => {
+    a.reset();
+    b.reset();
+    other.reset();
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await other?.close();
+    await svc?.close();
+  });
+
+  it('an upstream inherits upstreamDefaults.failsafe', async () => {
+    a.script({ kind: 'status', status: 500 });
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(shape(res)).to.deep.equal(['a=primary:error', 'a=retry:success:won']);
+  });
+
+  it('a declared network inherits networkDefaults.failsafe; an upstream\'s own list replaces the default', async () => {
+    a.setDefault({ kind: 'status', status: 500 });
+    b.script({ kind: 'status', status: 500 });
+    const { res } = await call(svc, 'eth_blockNumber');
+    expect(res.json.result, res.text).to.equal('0xb');
+    expect(shape(res)).to.deep.equal(['a=primary:error', 'a=retry:error', 'b=sweep:error', 'a=retry:error', 'a=retry:error', 'b=sweep:success:won']);
+    expect(res.headers['x-svc-network-retries']).to.equal('1');
+  });
+
+  it('a network created on demand for an undeclared chain gets networkDefaults.failsafe', async () => {
+    // `other` fails once and upstream-retries once (upstreamDefaults), then the network retry round succeeds.
+    other.script({ kind: 'status', status: 500 }, { kind: 'status', status: 500 });
+    const res = await svc.post('/main/evm/31338', rpcBody('eth_blockNumber', []));
+    expect(res.json.result, res.text).to.equal('0x10');
+    expect(shape(res)).to.deep.equal(['other=primary:error', 'other=retry:error', 'other=retry:success:won']);
+    expect(res.headers['x-svc-network-retries']).to.equal('1');
   });
 });

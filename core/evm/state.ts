@@ -1,0 +1,159 @@
+/**
+ * What svc knows about a network's chain (issue #4 item 1): each upstream's latest and
+ * finalized blocks (forward-only counters), its syncing state, and the network's highest
+ * latest/finalized block over its currently serving upstreams, plus a block-time estimate.
+ * Written by the state poller and by responses that reveal a newer head; read by
+ * interpolation, tip enforcement, block availability and finality classification.
+ */
+import type { Network } from '../registry/network.ts';
+import type { Upstream } from '../registry/upstream.ts';
+
+/** One upstream's view of the chain. */
+export class UpstreamChainState {
+  /** Highest latest block seen from this upstream (only moves forward). */
+  latest = 0;
+  /** Highest finalized block seen from this upstream (only moves forward). */
+  finalized = 0;
+  /** Last `eth_syncing` answer said syncing. */
+  syncing = false;
+  /** Consecutive polls that said "not syncing". */
+  notSyncingStreak = 0;
+  /** Time of the last successful poll, ms. */
+  lastPollAt = 0;
+
+  /** Advances the latest block; returns true when it moved. */
+  advanceLatest(n: number): boolean {
+    if (!(n > this.latest)) return false;
+    this.latest = n;
+    return true;
+  }
+
+  /** Advances the finalized block; returns true when it moved. */
+  advanceFinalized(n: number): boolean {
+    if (!(n > this.finalized)) return false;
+    this.finalized = n;
+    return true;
+  }
+}
+
+/** Smoothing of the block-time EMA (a new sample weighs 10%). */
+const EMA_ALPHA = 0.1;
+/** Samples needed before the block-time estimate is published. */
+const EMA_MIN_SAMPLES = 3;
+
+/** A network's view of its chain. */
+export class NetworkChainState {
+  private readonly states = new Map<Upstream, UpstreamChainState>();
+  private emaMs = 0;
+  private samples = 0;
+  private headAt = 0;
+  private head = 0;
+
+  /**
+   * @param network the network whose upstreams are tracked
+   * @param now clock in ms (tests inject one)
+   */
+  constructor(
+    readonly network: Network,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The state of one upstream (created on first use). */
+  of(u: Upstream): UpstreamChainState {
+    let s = this.states.get(u);
+    if (!s) {
+      s = new UpstreamChainState();
+      this.states.set(u, s);
+    }
+    return s;
+  }
+
+  /** State of an upstream if it was ever observed. */
+  peek(u: Upstream): UpstreamChainState | undefined {
+    return this.states.get(u);
+  }
+
+  /**
+   * Highest latest block over the network's serving upstreams (those currently in
+   * `network.upstreams`: a failed or wrong-chain upstream is removed from it, so it cannot
+   * poison the value for good). 0 when unknown.
+   */
+  get highestLatest(): number {
+    let m = 0;
+    for (const u of this.network.upstreams) {
+      const s = this.states.get(u);
+      if (s && s.latest > m) m = s.latest;
+    }
+    return m;
+  }
+
+  /** Highest finalized block over the serving upstreams; 0 when unknown. */
+  get highestFinalized(): number {
+    let m = 0;
+    for (const u of this.network.upstreams) {
+      const s = this.states.get(u);
+      if (s && s.finalized > m) m = s.finalized;
+    }
+    return m;
+  }
+
+  /**
+   * Records a latest block seen from an upstream (poll or response). When the network head
+   * moves, feeds the block-time estimate and stamps the time the new head was first seen.
+   */
+  observeLatest(u: Upstream, n: number): void {
+    this.of(u).advanceLatest(n);
+    if (n > this.head) {
+      const t = this.now();
+      if (this.head > 0 && this.headAt > 0) {
+        const perBlock = (t - this.headAt) / (n - this.head);
+        // Reject nonsense (clock jumps, a node far behind catching up).
+        if (perBlock >= 10 && perBlock <= 120_000) {
+          this.emaMs = this.samples === 0 ? perBlock : this.emaMs + EMA_ALPHA * (perBlock - this.emaMs);
+          this.samples++;
+        }
+      }
+      this.head = n;
+      this.headAt = t;
+    }
+  }
+
+  /** Records a finalized block seen from an upstream. */
+  observeFinalized(u: Upstream, n: number): void {
+    this.of(u).advanceFinalized(n);
+  }
+
+  /** Estimated block time in ms, or undefined while observations accumulate. */
+  get blockTimeMs(): number | undefined {
+    return this.samples >= EMA_MIN_SAMPLES ? this.emaMs : undefined;
+  }
+
+  /** Time (ms) the current highest head was first seen; 0 when never. */
+  get headSeenAt(): number {
+    return this.headAt;
+  }
+
+  /**
+   * Whether the known head is fresh enough to interpolate with: first seen within about two
+   * block times (issue #4 item 3). Without a block-time estimate, within `fallbackMs`.
+   * @param fallbackMs freshness window when the block time is not known yet
+   */
+  isHeadFresh(fallbackMs = 2000): boolean {
+    if (this.headAt === 0) return false;
+    const bt = this.blockTimeMs;
+    const window = bt !== undefined ? Math.max(2 * bt, 50) : fallbackMs;
+    return this.now() - this.headAt <= window;
+  }
+}
+
+const states = new WeakMap<Network, NetworkChainState>();
+
+/** The chain state of a network (created on first use). */
+export function chainStateOf(network: Network, now?: () => number): NetworkChainState {
+  let s = states.get(network);
+  if (!s) {
+    s = new NetworkChainState(network, now);
+    states.set(network, s);
+  }
+  return s;
+}
