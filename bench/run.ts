@@ -16,6 +16,7 @@
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { hedgeScenario } from './hedge.ts';
 import {
   batchBody,
   benchSettings,
@@ -257,9 +258,11 @@ Notes:
 - Load generator CPU per request (autocannon, same process for all scenarios): ${sums.map((s) => `${s.live.scenario.key} ${fmt(s.loaderCpuPerReq, 0)} µs`).join(', ')}.
 ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, timeouts or bad bodies; their numbers are not comparable.\n' : ''}`;
 
-  process.stdout.write(md);
+  // Issue #3 item 7: hedging a flaky upstream, same run (BENCH_SKIP_HEDGE=1 leaves it out).
+  const hedge = process.env.BENCH_SKIP_HEDGE === '1' ? '' : `\n${await hedgeScenario(settings)}\n`;
+  process.stdout.write(md + hedge);
   const out = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
-  writeFileSync(out, md);
+  writeFileSync(out, md + hedge);
   progress(`wrote ${out}`);
 }
 

@@ -1,16 +1,24 @@
 /**
- * End-to-end failsafe behaviour (issue #3 items 2-3): a real svc in front of scriptable fake
- * upstreams (test/helpers/fault-server.ts) and, where a genuine EVM answer matters (reverts),
- * anvil. Proves: every fault kind is survived by sweeping to a healthy upstream; a dead primary
- * is abandoned within one call; network retry is a new sweep and never retries a revert or a
- * client error; a rate-limited upstream is skipped; a slow upstream is hedged and the hedge wins
- * (the loser's socket aborted), writes are never hedged, an empty hedge answer does not beat a
- * pending non-empty one; the network timeout fires ErrFailsafeTimeoutExceeded; upstream-scope
- * retry retries the same upstream; the breaker opens, skips without dialling, half-opens and
- * closes (on an injected clock) and ignores what it must not count; with one of three upstreams
- * hanging no client call fails.
+ * End-to-end failsafe behaviour (issue #3 items 2-3): a real svc (default preset) in front of
+ * scriptable fake upstreams (test/helpers/fault-server.ts) and, where a genuine EVM answer
+ * matters (reverts), anvil. Proves:
+ * - every fault kind (reset, 5xx, garbage, wrong id, truncated JSON, hang/slow past the upstream
+ *   timeout) is survived by sweeping to a healthy upstream; a dead primary is abandoned within
+ *   one call, and by the selection policy after its errors;
+ * - network retry is a new sweep over the ordered upstreams (reason `retry`) and never retries
+ *   a revert or a client error; a rate-limited upstream is skipped to the next one;
+ * - upstream-scope retry retries the same upstream, each try bounded by the upstream timeout;
+ * - a slow upstream is hedged after the configured delay and the hedge wins (the loser's socket
+ *   aborted); writes are never hedged; an empty hedge answer does not beat a pending non-empty one;
+ * - the network timeout fails the call with ErrFailsafeTimeoutExceeded;
+ * - the breaker opens, skips without dialling, half-opens and closes (injected clock), and does
+ *   not count rate limits, timeouts, client errors, reverts or cancelled hedge legs;
+ * - a custom TypeScript selection function takes effect; `networkDefaults`/`upstreamDefaults`
+ *   failsafe lists apply;
+ * - with one of three upstreams hanging, a client sees no failed call.
  *
- * Every timing is short (tens to hundreds of ms); the breaker's clock is injected.
+ * Every timing is short (tens to hundreds of ms); the breaker's clock is injected and the
+ * selection policy either ticks every 100 ms or is evaluated by hand, never on a 15 s tick.
  */
 import { expect } from 'chai';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -781,7 +789,7 @@ describe('e2e failsafe: circuit breaker (injected clock)', function () {
     expect(breakerOf().state).to.equal('open');
   });
 
-  it('only successes are counted after reverts: reverts do not push it towards opening', async () => {
+  it('reverts count as breaker successes: they slide failures out of the ring', async () => {
     // F F R R R F: with reverts counted as successes the ring [F F S S S] then F slides out one F.
     a.script({ kind: 'status', status: 500 }, { kind: 'status', status: 500 });
     await call(svc, 'eth_blockNumber');
@@ -1044,7 +1052,7 @@ describe('e2e failsafe: networkDefaults.failsafe and upstreamDefaults.failsafe',
   before(async () => {
     a = await fault('0xa');
     b = await fault('0xb');
-    other = await startFaultServer({ chainId: 31338, scriptChainId: false });
+    other = await startFaultServer({ chainId: 31338 });
     svc = await startSvc({
       logLevel: 'error',
       server: { includeErrorDetails: true },

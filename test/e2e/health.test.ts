@@ -5,6 +5,9 @@
  * count as successes; 429s count as throttles, not errors; transport faults, 5xx, malformed
  * answers and timeouts count as errors; client errors are neutral; cancelled hedge legs,
  * breaker-open skips and svc's own chain-id probes count as nothing; cordons show in snapshots.
+ * With the selection plugin (default preset): a cordoned upstream gets no traffic from the very
+ * next call (no evaluation tick in between), is no fallback, a method cordon scopes to that
+ * method, and the next evaluation records step `removeCordoned`, reason `cordoned`.
  */
 import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
