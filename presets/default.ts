@@ -4,6 +4,11 @@
  */
 import type { Plugin } from '../core/proxy.ts';
 import { directivesPlugin } from '../plugins/directives/index.ts';
+import { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
+import { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
+import { evmMethodsPlugin } from '../plugins/evm-methods/index.ts';
+import { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
+import { evmStatePlugin } from '../plugins/evm-state/index.ts';
 import { failsafePlugin } from '../plugins/failsafe/index.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
 import { headersPlugin } from '../plugins/headers/index.ts';
@@ -13,5 +18,18 @@ import { selectionPlugin } from '../plugins/selection/index.ts';
 
 /** Plugins of the full server, in apply order. */
 export function defaultPreset(): Plugin[] {
-  return [directivesPlugin(), selectionPlugin(), selectPlugin(), forwardPlugin(), failsafePlugin(), headersPlugin(), metricsPlugin()];
+  return [
+    directivesPlugin(),
+    selectionPlugin(),
+    selectPlugin(),
+    forwardPlugin(),
+    failsafePlugin(),
+    evmStatePlugin(),
+    evmInterpolationPlugin(),
+    evmGetLogsPlugin(),
+    evmRetriesPlugin(),
+    evmMethodsPlugin(),
+    headersPlugin(),
+    metricsPlugin(),
+  ];
 }

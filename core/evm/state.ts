@@ -47,6 +47,8 @@ export class NetworkChainState {
   private emaMs = 0;
   private samples = 0;
   private headAt = 0;
+  /** Head moves seen; the first stamp is when svc first looked, not a block boundary. */
+  private headMoves = 0;
   private head = 0;
 
   /**
@@ -74,23 +76,31 @@ export class NetworkChainState {
   }
 
   /**
-   * Highest latest block over the network's serving upstreams (those currently in
-   * `network.upstreams`: a failed or wrong-chain upstream is removed from it, so it cannot
-   * poison the value for good). 0 when unknown.
+   * The upstreams whose counters make up {@link highestLatest} and {@link highestFinalized}.
+   * Default: every upstream currently in `network.upstreams`. The evm-state plugin narrows it
+   * to the currently selected, chain-verified upstreams (issue #4 item 1), so one broken or
+   * wrong-chain upstream cannot poison the network's head for good.
+   */
+  countedUpstreams: () => Iterable<Upstream> = () => this.network.upstreams;
+
+  /**
+   * Highest latest block over the network's counted upstreams ({@link countedUpstreams}: by
+   * default those currently in `network.upstreams`; a failed or wrong-chain upstream is removed
+   * from it, so it cannot poison the value for good). 0 when unknown.
    */
   get highestLatest(): number {
     let m = 0;
-    for (const u of this.network.upstreams) {
+    for (const u of this.countedUpstreams()) {
       const s = this.states.get(u);
       if (s && s.latest > m) m = s.latest;
     }
     return m;
   }
 
-  /** Highest finalized block over the serving upstreams; 0 when unknown. */
+  /** Highest finalized block over the counted upstreams ({@link countedUpstreams}); 0 when unknown. */
   get highestFinalized(): number {
     let m = 0;
-    for (const u of this.network.upstreams) {
+    for (const u of this.countedUpstreams()) {
       const s = this.states.get(u);
       if (s && s.finalized > m) m = s.finalized;
     }
@@ -105,7 +115,8 @@ export class NetworkChainState {
     this.of(u).advanceLatest(n);
     if (n > this.head) {
       const t = this.now();
-      if (this.head > 0 && this.headAt > 0) {
+      // The first head was stamped when svc first looked, not when the block arrived.
+      if (this.head > 0 && this.headAt > 0 && this.headMoves > 0) {
         const perBlock = (t - this.headAt) / (n - this.head);
         // Reject nonsense (clock jumps, a node far behind catching up).
         if (perBlock >= 10 && perBlock <= 120_000) {
@@ -113,9 +124,26 @@ export class NetworkChainState {
           this.samples++;
         }
       }
+      if (this.head > 0) this.headMoves++;
       this.head = n;
       this.headAt = t;
     }
+  }
+
+  /**
+   * Re-aligns the head tracked by the block-time estimate with {@link highestLatest} when that
+   * is lower (an upstream that reported a higher head no longer counts: wrong chain, excluded),
+   * so the estimate and {@link isHeadFresh} do not stall behind a head nobody serves. The head's
+   * time is cleared: the next new head is stamped without feeding the estimate a made-up sample,
+   * and the head is not fresh until then. Called by the evm-state plugin after each poll.
+   * @returns true when the tracked head moved back
+   */
+  resyncHead(): boolean {
+    const h = this.highestLatest;
+    if (h <= 0 || h >= this.head) return false;
+    this.head = h;
+    this.headAt = 0;
+    return true;
   }
 
   /** Records a finalized block seen from an upstream. */

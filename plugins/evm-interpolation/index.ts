@@ -72,7 +72,8 @@ function hexNumber(v: unknown): number | undefined {
  * `blockHash` is left alone. A filter whose substitution would put `fromBlock` above `toBlock`
  * (e.g. `{fromBlock: head + 1, toBlock: 'latest'}`, an indexer's "anything new?" poll, which a
  * node answers with `[]`) is left alone too, since a node answers the concrete inverted range
- * with an "invalid block range" error.
+ * with an "invalid block range" error; for the same reason `toBlock` is not pinned while
+ * `fromBlock` is missing (the node reads that as its own latest, which may be past the pin).
  *
  * @param method JSON-RPC method
  * @param params the call's params as sent (an array for every method with a block param)
@@ -86,7 +87,8 @@ export function interpolateParams(method: string, params: unknown, heads: KnownH
     const f: unknown = params[0];
     if (!isPlainObject(f) || (f.blockHash !== undefined && f.blockHash !== null)) return undefined;
     const from = substitute(f.fromBlock, heads);
-    const to = substitute(f.toBlock, heads);
+    // A missing fromBlock means the node's own latest, which may be past the pinned toBlock.
+    const to = f.fromBlock === undefined || f.fromBlock === null ? undefined : substitute(f.toBlock, heads);
     if (from === undefined && to === undefined) return undefined;
     const fromN = hexNumber(from ?? f.fromBlock);
     const toN = hexNumber(to ?? f.toBlock);
@@ -134,7 +136,16 @@ export function evmInterpolationPlugin(opts: EvmInterpolationOptions = {}): Plug
           // Looked up per call (a WeakMap hit), so whichever plugin creates the state first picks its clock.
           const state = chainStateOf(network);
           if (!state.isHeadFresh(fallback)) return inner(ctx);
-          const params = interpolateParams(method, ctx.request.params, { latest: state.highestLatest, finalized: state.highestFinalized });
+          // Getters: a head is only computed when the params carry its tag.
+          const heads: KnownHeads = {
+            get latest() {
+              return state.highestLatest;
+            },
+            get finalized() {
+              return state.highestFinalized;
+            },
+          };
+          const params = interpolateParams(method, ctx.request.params, heads);
           if (params !== undefined) ctx.request = { ...ctx.request, params };
           return inner(ctx);
         };

@@ -37,7 +37,7 @@ describe('e2e: failover past a refusing and a garbage upstream to anvil', functi
 
   before(async () => {
     anvil = await startAnvil();
-    // eth_chainId is scripted too, so even the chain id call meets the garbage.
+    // eth_chainId is scripted too, so even svc's own chain-id probes meet the garbage.
     garbage = await startFaultServer({ scriptChainId: true });
     garbage.setDefault({ kind: 'garbage' });
     deadPort = await freePort();
@@ -85,11 +85,19 @@ describe('e2e: failover past a refusing and a garbage upstream to anvil', functi
     expect(trace.filter((t) => t.won).map((t) => t.id)).to.deep.equal(['anvil']);
   });
 
-  it('eth_chainId (raw call) still succeeds', async () => {
+  it('net_version (raw call) still succeeds past both', async () => {
+    const res = await svc.post('/main/evm/31337', rpcBody('net_version', [], 'nv'));
+    expect(res.json).to.deep.equal({ jsonrpc: '2.0', id: 'nv', result: '31337' });
+    expect(res.headers['x-svc-upstreams']).to.match(/^dead=primary:error:\d+;garbage=sweep:error:\d+;anvil=sweep:success:\d+:won$/);
+    expect(garbage.calls.some((c) => c.method === 'net_version')).to.equal(true);
+  });
+
+  it('eth_chainId (raw call) is answered from config: no upstream attempt, so no failover needed', async () => {
     const res = await svc.post('/main/evm/31337', rpcBody('eth_chainId', [], 'cid'));
     expect(res.json).to.deep.equal({ jsonrpc: '2.0', id: 'cid', result: '0x7a69' });
-    expect(res.headers['x-svc-upstreams']).to.match(/^dead=primary:error:\d+;garbage=sweep:error:\d+;anvil=sweep:success:\d+:won$/);
-    expect(garbage.calls.some((c) => c.method === 'eth_chainId')).to.equal(true);
+    expect(res.headers['x-svc-upstream-attempts']).to.equal('0');
+    expect(res.headers['x-svc-upstream']).to.equal(undefined);
+    expect(res.headers['x-svc-upstreams']).to.equal(undefined);
   });
 
   it('ethers: chain id, block number, balance, eth_call (batched)', async () => {
@@ -139,7 +147,7 @@ describe('e2e: failover past a refusing and a garbage upstream to anvil', functi
   });
 
   it('a raw batch aggregates attempts across sub-calls', async () => {
-    const res = await svc.post('/main/evm/31337', [rpcBody('eth_chainId', [], 1), rpcBody('eth_blockNumber', [], 2)]);
+    const res = await svc.post('/main/evm/31337', [rpcBody('net_version', [], 1), rpcBody('eth_blockNumber', [], 2)]);
     expect(res.status).to.equal(200);
     expect(res.json.map((x: { id: number }) => x.id)).to.deep.equal([1, 2]);
     expect(res.json.every((x: { result?: string }) => typeof x.result === 'string')).to.equal(true);
@@ -156,10 +164,10 @@ describe('e2e: failover past a refusing and a garbage upstream to anvil', functi
   });
 
   it('a batch trace beyond 50 segments is truncated and the overflow counted', async () => {
-    const body = Array.from({ length: 20 }, (_, i) => rpcBody('eth_chainId', [], i));
+    const body = Array.from({ length: 20 }, (_, i) => rpcBody('net_version', [], i));
     const res = await svc.post('/main/evm/31337', body);
     expect(res.status).to.equal(200);
-    expect(res.json.every((x: { result?: string }) => x.result === '0x7a69')).to.equal(true);
+    expect(res.json.every((x: { result?: string }) => x.result === '31337')).to.equal(true);
     expect(res.headers['x-svc-upstream-attempts']).to.equal('60');
     expect(res.headers['x-svc-upstreams']!.split(';')).to.have.length(50);
     expect(res.headers['x-svc-upstreams-truncated']).to.equal('10');

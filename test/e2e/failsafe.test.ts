@@ -1,7 +1,7 @@
 /**
- * End-to-end failsafe behaviour (issue #3 items 2-3): a real svc (default preset) in front of
- * scriptable fake upstreams (test/helpers/fault-server.ts) and, where a genuine EVM answer
- * matters (reverts), anvil. Proves:
+ * End-to-end failsafe behaviour (issue #3 items 2-3): a real svc (default preset without
+ * evm-state, see {@link FAILSAFE_PRESET}) in front of scriptable fake upstreams
+ * (test/helpers/fault-server.ts) and, where a genuine EVM answer matters (reverts), anvil. Proves:
  * - every fault kind (reset, 5xx, garbage, wrong id, truncated JSON, hang/slow past the upstream
  *   timeout) is survived by sweeping to a healthy upstream; a dead primary is abandoned within
  *   one call, and by the selection policy after its errors;
@@ -25,8 +25,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startFaultServer, type FaultServer, type FaultStep } from '../helpers/fault-server.ts';
 import { freePort } from '../helpers/ports.ts';
-import { startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
-import { defaultPreset } from '../../presets/default.ts';
+import { presetWithout, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 import { failsafePlugin, upstreamBreakers } from '../../plugins/failsafe/index.ts';
 import { evaluateSelection, selectionState, type EvalFunc, type PolicyUpstream } from '../../plugins/selection/index.ts';
 import type { Plugin } from '../../core/proxy.ts';
@@ -75,6 +74,14 @@ function fault(blockNumber: string): Promise<FaultServer> {
   return startFaultServer({ handler: (req) => (named.has(req.method) ? blockNumber : undefined) });
 }
 
+/**
+ * The plugins of every svc here: the default preset without evm-state. Chain state is not the
+ * subject: the fake upstreams tell themselves apart by their `eth_blockNumber` answers (0xa,
+ * 0xb...), which tip enforcement would raise to the highest known head, and its state poller's
+ * requests would consume the scripted fault steps and add calls and health samples.
+ */
+const FAILSAFE_PRESET = (): Plugin[] => presetWithout('evm-state');
+
 /** An upstream entry that serves chain 31337 at once. */
 function up(id: string, endpoint: string, failsafe?: unknown): Record<string, unknown> {
   return failsafe === undefined ? { id, endpoint, evm: { chainId: CHAIN } } : { id, endpoint, evm: { chainId: CHAIN }, failsafe };
@@ -94,12 +101,12 @@ function start(
   if (networkFailsafe !== undefined) network.failsafe = networkFailsafe;
   const project: Record<string, unknown> = { id: 'main', networks: [network], upstreams };
   if (opts.upstreamDefaults !== undefined) project.upstreamDefaults = { failsafe: opts.upstreamDefaults };
-  return startSvc({ logLevel: 'error', server: { includeErrorDetails: true }, projects: [project] }, { plugins: opts.plugins });
+  return startSvc({ logLevel: 'error', server: { includeErrorDetails: true }, projects: [project] }, { plugins: opts.plugins ?? FAILSAFE_PRESET() });
 }
 
-/** The default preset with the failsafe plugin on an injected breaker clock. */
+/** {@link FAILSAFE_PRESET} with the failsafe plugin on an injected breaker clock. */
 function pluginsWithClock(now: () => number): Plugin[] {
-  return defaultPreset().map((p) => (p.name === 'failsafe' ? failsafePlugin({ now }) : p));
+  return FAILSAFE_PRESET().map((p) => (p.name === 'failsafe' ? failsafePlugin({ now }) : p));
 }
 
 /** Calls of one method a fake upstream received. */
@@ -1071,7 +1078,7 @@ describe('e2e failsafe: networkDefaults.failsafe and upstreamDefaults.failsafe',
           ],
         },
       ],
-    });
+    }, { plugins: FAILSAFE_PRESET() });
   });
   beforeEach(() => {
     a.reset();

@@ -5,14 +5,15 @@
  * count as successes; 429s count as throttles, not errors; transport faults, 5xx, malformed
  * answers and timeouts count as errors; client errors are neutral; cancelled hedge legs,
  * breaker-open skips and svc's own chain-id probes count as nothing; cordons show in snapshots.
- * With the selection plugin (default preset): a cordoned upstream gets no traffic from the very
- * next call (no evaluation tick in between), is no fallback, a method cordon scopes to that
- * method, and the next evaluation records step `removeCordoned`, reason `cordoned`.
+ * With the selection plugin (default preset minus evm-state, see {@link HEALTH_PRESET}): a
+ * cordoned upstream gets no traffic from the very next call (no evaluation tick in between), is
+ * no fallback, a method cordon scopes to that method, and the next evaluation records step
+ * `removeCordoned`, reason `cordoned`.
  */
 import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startFaultServer, type FaultServer, type FaultStep } from '../helpers/fault-server.ts';
-import { startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
+import { presetWithout, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 import type { HealthTracker } from '../../core/registry/health.ts';
 import { upstreamBreakers } from '../../plugins/failsafe/index.ts';
 import { evaluateSelection, selectionDecisions, selectionState } from '../../plugins/selection/index.ts';
@@ -32,6 +33,15 @@ function shape(res: SvcResponse): string[] {
     return `${seg.slice(0, eq)}=${reason}:${outcome}${won === 'won' ? ':won' : ''}`;
   });
 }
+
+/**
+ * The plugins of every svc here: the default preset without evm-state. Health is the subject,
+ * not chain state: the fake upstreams tell themselves apart by their `eth_blockNumber` answers
+ * (which tip enforcement would raise to the highest known head), share a network with anvil
+ * (whose head is far below theirs), and the state poller's requests would consume scripted
+ * fault steps and add health samples of their own.
+ */
+const HEALTH_PRESET = () => presetWithout('evm-state');
 
 /** A fake upstream answering non-empty values for the methods these tests use. */
 function fault(value: string): Promise<FaultServer> {
@@ -88,7 +98,7 @@ describe('e2e health: real traffic feeds the health tracker', function () {
           ],
         },
       ],
-    });
+    }, { plugins: HEALTH_PRESET() });
     health = svc.proxy.projects.get('main')!.health;
   });
   beforeEach(() => {
@@ -253,7 +263,7 @@ describe('e2e health: a cordoned upstream gets no traffic at once (spec §3.1)',
           ],
         },
       ],
-    });
+    }, { plugins: HEALTH_PRESET() });
     health = svc.proxy.projects.get('main')!.health;
   });
   afterEach(async () => {

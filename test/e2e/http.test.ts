@@ -334,7 +334,7 @@ describe('e2e: HTTP rules through the real server', function () {
     });
 
     it('a batch gets one aggregated set: counters summed, no X-SVC-Upstream, traces concatenated', async () => {
-      const res = await svc.post(PATH, [rpcBody('eth_chainId', [], 1), rpcBody('eth_blockNumber', [], 2), rpcBody('eth_getBalance', [ADDR1, 'latest'], 3)]);
+      const res = await svc.post(PATH, [rpcBody('net_version', [], 1), rpcBody('eth_blockNumber', [], 2), rpcBody('eth_getBalance', [ADDR1, 'latest'], 3)]);
       expect(res.status).to.equal(200);
       expectCoreHeaders(res);
       expect(res.headers['x-svc-upstream-attempts']).to.equal('3');
@@ -346,9 +346,23 @@ describe('e2e: HTTP rules through the real server', function () {
     });
 
     it('a batch with an invalid element counts only the routed calls', async () => {
-      const res = await svc.post(PATH, [{ id: 1, method: 'eth_chainId' }, rpcBody('eth_chainId', [], 2)]);
+      const res = await svc.post(PATH, [{ id: 1, method: 'net_version' }, rpcBody('net_version', [], 2)]);
       expect(res.headers['x-svc-upstream-attempts']).to.equal('1');
       expect(res.headers['x-svc-upstreams']).to.match(/^a=primary:success:\d+:won$/);
+    });
+
+    it('eth_chainId answered from config: zero counters, no winner, no trace; in a batch it adds no attempt', async () => {
+      const res = await svc.post(PATH, rpcBody('eth_chainId', []));
+      expect(res.json).to.deep.equal({ jsonrpc: '2.0', id: 1, result: '0x7a69' });
+      expectCoreHeaders(res);
+      expect(res.headers['x-svc-upstream-attempts']).to.equal('0');
+      expect(res.headers['x-svc-network-attempts']).to.equal('0');
+      expect(res.headers['x-svc-upstream']).to.equal(undefined);
+      expect(res.headers['x-svc-upstreams']).to.equal(undefined);
+      const batch = await svc.post(PATH, [rpcBody('eth_chainId', [], 1), rpcBody('net_version', [], 2)]);
+      expect(batch.json.map((x: { result: string }) => x.result)).to.deep.equal(['0x7a69', '31337']);
+      expect(batch.headers['x-svc-upstream-attempts']).to.equal('1');
+      expect(batch.headers['x-svc-upstreams']).to.match(/^a=primary:success:\d+:won$/);
     });
 
     it('early errors carry no diagnostics, but the core and configured headers', async () => {
@@ -379,21 +393,21 @@ describe('e2e: HTTP rules through the real server', function () {
       });
 
       it('summary: counters, no X-SVC-Upstreams', async () => {
-        const res = await summary.post(PATH, rpcBody('eth_chainId', []));
-        expect(res.json.result).to.equal('0x7a69');
+        const res = await summary.post(PATH, rpcBody('net_version', []));
+        expect(res.json.result).to.equal('31337');
         expectCoreHeaders(res, false);
         expect(res.headers['x-svc-upstream-attempts']).to.equal('1');
         expect(res.headers['x-svc-network-attempts']).to.equal('1');
         expect(res.headers['x-svc-upstream']).to.equal('a');
         expect(res.headers['x-svc-upstreams']).to.equal(undefined);
-        const batch = await summary.post(PATH, [rpcBody('eth_chainId', [], 1), rpcBody('eth_chainId', [], 2)]);
+        const batch = await summary.post(PATH, [rpcBody('net_version', [], 1), rpcBody('net_version', [], 2)]);
         expect(batch.headers['x-svc-upstream-attempts']).to.equal('2');
         expect(batch.headers['x-svc-upstreams']).to.equal(undefined);
       });
 
       it('off: no diagnostics except version and commit', async () => {
-        const res = await off.post(PATH, rpcBody('eth_chainId', []));
-        expect(res.json.result).to.equal('0x7a69');
+        const res = await off.post(PATH, rpcBody('net_version', []));
+        expect(res.json.result).to.equal('31337');
         expectCoreHeaders(res, false);
         const diag = Object.keys(res.headers).filter((h) => h.startsWith('x-svc-') && h !== 'x-svc-version' && h !== 'x-svc-commit');
         expect(diag).to.deep.equal([]);
@@ -404,7 +418,8 @@ describe('e2e: HTTP rules through the real server', function () {
   describe('directives: use-upstream (spec §2.8 #4)', () => {
     const pick = async (selector: string, project = 'main', headers?: Record<string, string>): Promise<SvcResponse> => {
       const q = selector === '' ? '' : `?use-upstream=${encodeURIComponent(selector)}`;
-      return svc.post(`/${project}/evm/31337${q}`, rpcBody('eth_chainId', []), headers);
+      // net_version, not eth_chainId: the latter is answered from config without any upstream.
+      return svc.post(`/${project}/evm/31337${q}`, rpcBody('net_version', []), headers);
     };
 
     it('without a selector the first upstream in config order serves', async () => {
@@ -415,7 +430,7 @@ describe('e2e: HTTP rules through the real server', function () {
     it('by id', async () => {
       for (const id of ['a', 'b', 'c']) {
         const res = await pick(id);
-        expect(res.json.result).to.equal('0x7a69');
+        expect(res.json.result).to.equal('31337');
         expect(res.headers['x-svc-upstream'], id).to.equal(id);
         expect(res.headers['x-svc-upstreams']).to.match(new RegExp(`^${id}=primary:success:\\d+:won$`));
       }
@@ -444,7 +459,7 @@ describe('e2e: HTTP rules through the real server', function () {
     });
 
     it('by header X-SVC-Use-Upstream; the query wins over the header', async () => {
-      const viaHeader = await svc.post(PATH, rpcBody('eth_chainId', []), { 'X-SVC-Use-Upstream': 'c' });
+      const viaHeader = await svc.post(PATH, rpcBody('net_version', []), { 'X-SVC-Use-Upstream': 'c' });
       expect(viaHeader.headers['x-svc-upstream']).to.equal('c');
       const both = await pick('b', 'main', { 'X-SVC-Use-Upstream': 'c' });
       expect(both.headers['x-svc-upstream']).to.equal('b');
@@ -458,12 +473,12 @@ describe('e2e: HTTP rules through the real server', function () {
 
     it('allowClientDirectives "!use-upstream" at project level ignores the query and the header', async () => {
       const q = await pick('c', 'locked');
-      expect(q.json.result).to.equal('0x7a69');
+      expect(q.json.result).to.equal('31337');
       expect(q.headers['x-svc-upstream']).to.equal('a');
-      const h = await svc.post('/locked/evm/31337', rpcBody('eth_chainId', []), { 'X-SVC-Use-Upstream': 'c' });
+      const h = await svc.post('/locked/evm/31337', rpcBody('net_version', []), { 'X-SVC-Use-Upstream': 'c' });
       expect(h.headers['x-svc-upstream']).to.equal('a');
       const nothing = await pick('zzz', 'locked');
-      expect(nothing.json.result).to.equal('0x7a69');
+      expect(nothing.json.result).to.equal('31337');
     });
   });
 

@@ -9,6 +9,22 @@ import { metricsAddress } from '../../plugins/metrics/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { minimalPreset } from '../../presets/minimal.ts';
 
+/**
+ * The default preset minus the named plugins, in the same apply order: a test whose subject is
+ * not chain state (or local methods) states its environment explicitly with this, e.g.
+ * `presetWithout('evm-state')` in front of scripted fake upstreams whose `eth_blockNumber`
+ * answers name them.
+ * @param names plugin names to leave out (each must be in the default preset)
+ * @throws Error for a name the default preset does not hold (a typo would silently keep it)
+ */
+export function presetWithout(...names: string[]): Plugin[] {
+  const all = defaultPreset();
+  for (const n of names) {
+    if (!all.some((p) => p.name === n)) throw new Error(`presetWithout: no plugin "${n}" in the default preset (${all.map((p) => p.name).join(', ')})`);
+  }
+  return all.filter((p) => !names.includes(p.name));
+}
+
 /** Options of {@link startSvc}. */
 export interface StartSvcOptions {
   /** Preset whose plugins are applied (default `default`); ignored when `plugins` is given. */

@@ -1,0 +1,306 @@
+/**
+ * evm-retries plugin (spec §2.8 #1 `retry-empty`, #2 `retry-pending`, §6 `svc_upstream_request_retries_total`).
+ * Taps: `validate` (stage {@link RETRY_VALIDATE_STAGE}: a null/empty answer, or a pending
+ * transaction, from a method where that means "this node does not have it yet" becomes a
+ * retryable `ErrEndpointMissingData`, so the sweep moves on to the next upstream) and `call`
+ * (stage {@link RETRY_KEEP_STAGE}: when no upstream had better data, the kept empty/pending
+ * answer is the call's answer instead of an exhausted error; counts the retries).
+ * Both rules are capped per call by `failsafe[].retry.emptyResultMaxAttempts` (default 2).
+ */
+import { Counter } from 'prom-client';
+import type { AttemptRecord, CallContext } from '../../core/context.ts';
+import { ErrEndpointMissingData, SvcError } from '../../core/errors.ts';
+import type { CallHandler } from '../../core/hooks.ts';
+import type { RpcResult } from '../../core/jsonrpc.ts';
+import type { Plugin, Proxy } from '../../core/proxy.ts';
+import type { Network } from '../../core/registry/network.ts';
+import type { Upstream } from '../../core/registry/upstream.ts';
+import { CallStage } from '../../core/stages.ts';
+import { blockRefOf } from '../../core/evm/blocks.ts';
+import { chainStateOf } from '../../core/evm/state.ts';
+import { failsafeEntryOf } from '../failsafe/index.ts';
+
+/**
+ * Methods whose null/empty answer means "this node does not have it yet" (issue #7): retried on
+ * another upstream under `retry-empty`. Methods where empty is a normal answer (`eth_getLogs`,
+ * `eth_call`, `eth_getCode`...) are deliberately absent.
+ */
+export const EMPTY_RETRY_METHODS: ReadonlySet<string> = new Set([
+  'eth_getBlockByNumber',
+  'eth_getBlockByHash',
+  'eth_getTransactionByHash',
+  'eth_getTransactionReceipt',
+  'eth_getTransactionByBlockHashAndIndex',
+  'eth_getTransactionByBlockNumberAndIndex',
+  'debug_traceTransaction',
+  'trace_transaction',
+  'trace_block',
+]);
+
+/** The four transaction lookups retried while the transaction is pending (spec §2.8 #2). */
+export const PENDING_RETRY_METHODS: ReadonlySet<string> = new Set([
+  'eth_getTransactionReceipt',
+  'eth_getTransactionByHash',
+  'eth_getTransactionByBlockHashAndIndex',
+  'eth_getTransactionByBlockNumberAndIndex',
+]);
+
+/**
+ * Tries per call when no failsafe entry sets `retry.emptyResultMaxAttempts`, first try
+ * included (eRPC HEAD default; also applies when no retry policy is configured).
+ */
+export const DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS = 2;
+
+/**
+ * Blocks beyond the network head within which an empty answer is still retried, when the
+ * network does not set `evm.maxRetryableBlockDistance` (a key owned by the evm-state plugin).
+ */
+export const DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE = 128;
+
+/**
+ * Stage of the `call` wrapper that returns a kept empty/pending answer: inside cache (700) and
+ * tip enforcement (650), so those see the final answer; outside interpolation (600).
+ */
+export const RETRY_KEEP_STAGE = CallStage.TIP_ENFORCEMENT - 20;
+
+/**
+ * Stage of the `validate` tap: after validators at the default stage 0, so stricter checks
+ * (a null tagged block is an error, integrity) bail first and their errors win.
+ */
+export const RETRY_VALIDATE_STAGE = 100;
+
+/** `reason` label values of `svc_upstream_request_retries_total` written by this plugin (spec §6). */
+export type RetryReason = 'empty_result' | 'pending_tx';
+
+/** Name of the shared retry counter (spec §6). */
+export const UPSTREAM_RETRIES_METRIC = 'svc_upstream_request_retries_total';
+
+/** Labels of {@link UPSTREAM_RETRIES_METRIC}: `reason` (spec §6) plus project, network and method (`category`). */
+export type UpstreamRetriesLabel = 'project' | 'network' | 'category' | 'reason';
+
+/**
+ * The `svc_upstream_request_retries_total` counter of a proxy, created on first use in
+ * `proxy.metrics`. Other plugins that retry for their own reasons (integrity validation)
+ * should take it from here rather than register the name a second time (prom-client throws
+ * on a duplicate name).
+ * @param proxy the proxy whose registry holds the counter
+ * @returns the counter, labels `project`, `network`, `category` (method) and `reason`
+ */
+export function upstreamRetriesCounter(proxy: Proxy): Counter<UpstreamRetriesLabel> {
+  const existing = proxy.metrics.getSingleMetric(UPSTREAM_RETRIES_METRIC);
+  if (existing) return existing as Counter<UpstreamRetriesLabel>;
+  return new Counter({
+    name: UPSTREAM_RETRIES_METRIC,
+    help: 'Calls retried on another upstream because an answer was not usable yet, by reason (empty_result, pending_tx, integrity_validation)',
+    labelNames: ['project', 'network', 'category', 'reason'],
+    registers: [proxy.metrics],
+  });
+}
+
+/**
+ * Whether a transaction lookup result describes a pending transaction: a non-empty object
+ * whose `blockNumber` is null or absent (anvil, geth and reth answer `blockNumber: null`,
+ * `blockHash: null` for a mempool transaction). A null result is "empty", not "pending".
+ * @param result the parsed `result` of the answer
+ */
+export function isPendingTransaction(result: unknown): boolean {
+  if (result === null || typeof result !== 'object' || Array.isArray(result)) return false;
+  const o = result as { blockNumber?: unknown };
+  if (Object.keys(o).length === 0) return false;
+  return o.blockNumber === null || o.blockNumber === undefined;
+}
+
+/**
+ * Whether an empty answer is truthful rather than "not there yet": the call names a concrete
+ * block more than `maxDistance` blocks beyond the network head. With an unknown head
+ * (`highestLatest` 0) nothing is truthful and the empty answer is retried as usual.
+ * @param method JSON-RPC method
+ * @param params request params (after interpolation)
+ * @param highestLatest the network's highest known latest block, 0 when unknown
+ * @param maxDistance `evm.maxRetryableBlockDistance`, in blocks
+ */
+export function isTruthfulEmpty(method: string, params: unknown, highestLatest: number, maxDistance: number): boolean {
+  if (!(highestLatest > 0)) return false;
+  const ref = blockRefOf(method, params);
+  return ref?.kind === 'number' && ref.number > highestLatest + maxDistance;
+}
+
+/**
+ * The per-call cap of empty/pending tries, first try included: the matched failsafe entry's
+ * `retry.emptyResultMaxAttempts`, else {@link DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS}. With a cap of
+ * N, the first N-1 empty/pending answers are rejected and the N-th is accepted as the answer.
+ * @param ctx the call (its failsafe entry is matched by the failsafe plugin, when applied)
+ */
+export function emptyResultMaxAttemptsOf(ctx: CallContext): number {
+  return failsafeEntryOf(ctx)?.retry?.emptyResultMaxAttempts ?? DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS;
+}
+
+/** `evm.maxRetryableBlockDistance` of a network (owned by the evm-state plugin), in blocks. */
+export function maxRetryableBlockDistanceOf(network: Network): number {
+  const evm = network.config.settings.evm as { maxRetryableBlockDistance?: unknown } | undefined;
+  const v = evm?.maxRetryableBlockDistance;
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE;
+}
+
+/** An answer this plugin turned away, kept as the call's fallback answer. */
+interface KeptAnswer {
+  result: RpcResult;
+  upstream: Upstream;
+  /** The attempt that produced it (its trace segment becomes `:won` when it is served). */
+  attempt?: AttemptRecord;
+  reason: RetryReason;
+}
+
+/** One rejection, counted in the metric once another attempt followed it. */
+interface Rejection {
+  reason: RetryReason;
+  /** `ctx.record.attempts.length` when it was rejected. */
+  attemptsSeen: number;
+  counted: boolean;
+}
+
+/** Per-call state of this plugin (in `ctx.state` under a private symbol). */
+interface RetryState {
+  rejections: Rejection[];
+  kept?: KeptAnswer;
+}
+
+const STATE = Symbol('svc.evm-retries');
+
+/** Errors created by this plugin (never shown as such to a client when a kept answer exists). */
+const OWN_ERRORS = new WeakSet<SvcError>();
+
+/**
+ * Whether an error was created by the evm-retries `validate` tap (an empty or pending answer
+ * turned into a retry).
+ * @param err any error
+ */
+export function isRetryRejection(err: unknown): boolean {
+  return err instanceof SvcError && OWN_ERRORS.has(err);
+}
+
+function stateOf(ctx: CallContext): RetryState {
+  let s = ctx.state.get(STATE) as RetryState | undefined;
+  if (!s) {
+    s = { rejections: [] };
+    ctx.state.set(STATE, s);
+  }
+  return s;
+}
+
+/** The in-flight attempt of an upstream in the call's trace (the one being validated). */
+function currentAttempt(ctx: CallContext, u: Upstream): AttemptRecord | undefined {
+  const list = ctx.record.attempts;
+  for (let i = list.length - 1; i >= 0; i--) {
+    const a = list[i] as AttemptRecord;
+    if (a.upstreamId === u.id && a.outcome === 'pending') return a;
+  }
+  return undefined;
+}
+
+/**
+ * Why an answer should be retried elsewhere, or undefined when it is usable as it is.
+ * @param ctx the call (directives, method, params, network head)
+ * @param r the upstream's answer
+ */
+export function retryReasonOf(ctx: CallContext, r: RpcResult): RetryReason | undefined {
+  const d = ctx.directives;
+  const method = ctx.request.method;
+  if (d.retryPending === true && PENDING_RETRY_METHODS.has(method) && isPendingTransaction(r.result)) {
+    // A lookup in the `pending` block is pending by definition: retrying cannot change it.
+    const ref = blockRefOf(method, ctx.request.params);
+    if (!(ref?.kind === 'tag' && ref.tag === 'pending')) return 'pending_tx';
+  }
+  if (d.retryEmpty === true && EMPTY_RETRY_METHODS.has(method) && r.isEmpty()) {
+    if (!isTruthfulEmpty(method, ctx.request.params, chainStateOf(ctx.network).highestLatest, maxRetryableBlockDistanceOf(ctx.network))) return 'empty_result';
+  }
+  return undefined;
+}
+
+/** Makes a kept answer the call's answer and fixes the trace (`:won`, winning upstream). */
+function serveKept(ctx: CallContext, kept: KeptAnswer): RpcResult {
+  for (const a of ctx.record.attempts) a.won = false;
+  if (kept.attempt) {
+    kept.attempt.won = true;
+    kept.attempt.outcome = 'success';
+    delete kept.attempt.error;
+  }
+  ctx.record.upstream = kept.upstream.id;
+  kept.result.upstreamId ??= kept.upstream.id;
+  return kept.result;
+}
+
+/**
+ * Creates the evm-retries plugin (`retry-empty` and `retry-pending`, spec §2.8 #1 #2).
+ *
+ * Rules, per call:
+ * - With directive `retryEmpty` true, a null/empty answer (`RpcResult.isEmpty()`) of a method in
+ *   {@link EMPTY_RETRY_METHODS} is rejected with a retryable `ErrEndpointMissingData`, so the
+ *   sweep tries the next upstream. Not for a concrete block more than
+ *   `evm.maxRetryableBlockDistance` (default 128) beyond the network's highest known block: that
+ *   empty answer is truthful.
+ * - With directive `retryPending` true, a pending transaction (null `blockNumber`) from a method
+ *   in {@link PENDING_RETRY_METHODS} is rejected the same way (not for the `pending` block tag).
+ * - The cap is shared by both rules: `failsafe[].retry.emptyResultMaxAttempts` (default 2) tries
+ *   including the first, so at most N-1 rejections; the N-th such answer is accepted.
+ * - When the call then fails with a retryable error (every upstream empty, or the others
+ *   failing) the last rejected answer is served instead (a pending answer is preferred over an
+ *   empty one), and its trace segment is marked `success` and `:won`. When the call ends with
+ *   an empty answer but a pending one was rejected earlier, the pending one is served.
+ * - Every rejection followed by another upstream attempt counts once in
+ *   `svc_upstream_request_retries_total{reason="empty_result"|"pending_tx"}`.
+ * @returns a plugin tapping `validate` and `call`; no config keys of its own
+ */
+export function evmRetriesPlugin(): Plugin {
+  return {
+    name: 'evm-retries',
+    apply(proxy: Proxy) {
+      const counter = upstreamRetriesCounter(proxy);
+
+      proxy.hooks.validate.tap({ name: 'evm-retries', stage: RETRY_VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
+        if (ctx.directives.retryEmpty !== true && ctx.directives.retryPending !== true) return undefined;
+        const reason = retryReasonOf(ctx, r);
+        if (!reason) return undefined;
+        const st = stateOf(ctx);
+        // Keep the answer as the fallback; a pending transaction says more than a null.
+        if (reason === 'pending_tx' || st.kept?.reason !== 'pending_tx') st.kept = { result: r, upstream: u, attempt: currentAttempt(ctx, u), reason };
+        if (st.rejections.length >= emptyResultMaxAttemptsOf(ctx) - 1) return undefined;
+        st.rejections.push({ reason, attemptsSeen: ctx.record.attempts.length, counted: false });
+        const what = reason === 'empty_result' ? 'an empty result' : 'a pending transaction';
+        const err = new ErrEndpointMissingData(`upstream ${u.id} answered ${what} for ${ctx.request.method}; retrying on another upstream (${reason === 'empty_result' ? 'retry-empty' : 'retry-pending'})`, {
+          details: { upstream: u.id, reason },
+        });
+        OWN_ERRORS.add(err);
+        return err;
+      });
+
+      const count = (ctx: CallContext, st: RetryState | undefined): void => {
+        if (!st) return;
+        for (const rej of st.rejections) {
+          if (rej.counted || ctx.record.attempts.length <= rej.attemptsSeen) continue;
+          rej.counted = true;
+          counter.inc({ project: ctx.project.id, network: ctx.network.id, category: ctx.request.method, reason: rej.reason });
+        }
+      };
+
+      proxy.hooks.call.tap({ name: 'evm-retries', stage: RETRY_KEEP_STAGE }, (inner: CallHandler): CallHandler => {
+        const guarded = async (ctx: CallContext): Promise<RpcResult> => {
+          try {
+            const r = await inner(ctx);
+            const kept = (ctx.state.get(STATE) as RetryState | undefined)?.kept;
+            if (kept?.reason === 'pending_tx' && kept.result !== r && r.isEmpty()) return serveKept(ctx, kept);
+            return r;
+          } catch (e) {
+            const kept = (ctx.state.get(STATE) as RetryState | undefined)?.kept;
+            if (kept && e instanceof SvcError && e.retryable && !ctx.signal.aborted) return serveKept(ctx, kept);
+            throw e;
+          } finally {
+            count(ctx, ctx.state.get(STATE) as RetryState | undefined);
+          }
+        };
+        // Calls without either directive pay one property check, no extra promise.
+        return (ctx) => (ctx.directives.retryEmpty === true || ctx.directives.retryPending === true ? guarded(ctx) : inner(ctx));
+      });
+    },
+  };
+}

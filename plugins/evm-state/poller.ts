@@ -1,0 +1,264 @@
+/**
+ * The EVM state poller (issue #4 item 1): one per upstream. At bootstrap and every
+ * `upstreams[].evm.statePollerInterval` it reads the latest and finalized blocks
+ * (`eth_getBlockByNumber`) and `eth_syncing` concurrently, through that upstream's own
+ * `upstream` chain only (its timeout, retry and circuit breaker; never swept or hedged; counted
+ * in metrics through `attemptDone`), and writes what it learns into the network's chain state
+ * (core/evm/state.ts). A poll failure never throws out of the timer.
+ */
+import { classifyFinality } from '../../core/evm/blocks.ts';
+import { chainStateOf } from '../../core/evm/state.ts';
+import type { RpcResult } from '../../core/jsonrpc.ts';
+import type { Proxy } from '../../core/proxy.ts';
+import type { Network } from '../../core/registry/network.ts';
+import type { Upstream } from '../../core/registry/upstream.ts';
+import { tryUpstream } from '../../core/sweep.ts';
+import { blockNumberOfBlock, syncingOf } from './tip.ts';
+
+/** Consecutive "not syncing" polls needed before a syncing upstream is selectable again. */
+export const NOT_SYNCING_POLLS = 4;
+/** Failures in a row (with the upstream otherwise answering, and never a success) after which a poll method is dropped for good. */
+export const MAX_METHOD_FAILURES = 10;
+/** Upper bound of one poll request, ms: the timeout is min(interval, this). */
+export const MAX_POLL_TIMEOUT_MS = 10_000;
+
+/** Resolved settings of one upstream's poller. */
+export interface PollerSettings {
+  /** `upstreams[].evm.statePollerInterval`, ms; 0 = no timer (the plugin then runs no poller at all; {@link UpstreamPoller.poll} still works). */
+  intervalMs: number;
+  /** Deadline of each poll request, ms: min(interval, 10 s), or 10 s when the interval is 0. */
+  timeoutMs: number;
+  /** `networks[].evm.fallbackFinalityDepth`, blocks: finalized = latest − depth without a `finalized` tag. */
+  fallbackFinalityDepth: number;
+}
+
+/** What the poller reports to its owner (the plugin). */
+export interface PollerSink {
+  /** A latest block read from the upstream (the plugin decides whether it counts for the network head). */
+  latest(u: Upstream, n: number): void;
+  /** The syncing flag of the upstream changed (after the {@link NOT_SYNCING_POLLS} rule). */
+  syncingChanged(u: Upstream, syncing: boolean): void;
+  /** One poll finished (successfully or not). */
+  polled(u: Upstream): void;
+}
+
+/** What one poll learnt (also kept as {@link UpstreamPoller.last} for the admin and tests). */
+export interface PollReport {
+  /** Time the poll finished, epoch ms. */
+  at: number;
+  /** Latest block read, when the call succeeded. */
+  latest?: number;
+  /** Finalized block used (read, or derived from latest), when known. */
+  finalized?: number;
+  /** True when `finalized` is latest − fallbackFinalityDepth (no usable `finalized` tag). */
+  finalizedFromFallback: boolean;
+  /** The `eth_syncing` answer read (true = syncing), when the call succeeded. */
+  syncing?: boolean;
+  /** Error messages by poll method (`latest`, `finalized`, `syncing`). */
+  errors: Partial<Record<'latest' | 'finalized' | 'syncing', string>>;
+}
+
+/** Tracks whether a poll method works on an upstream; dropped after {@link MAX_METHOD_FAILURES} failures with no success ever. */
+class MethodHealth {
+  private failures = 0;
+  private everOk = false;
+  ok(): void {
+    this.everOk = true;
+    this.failures = 0;
+  }
+  fail(): void {
+    this.failures++;
+  }
+  get dropped(): boolean {
+    return !this.everOk && this.failures >= MAX_METHOD_FAILURES;
+  }
+}
+
+/** The poller of one upstream on its network. */
+export class UpstreamPoller {
+  /** The last poll's report, undefined before the first poll finished. */
+  last?: PollReport;
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private stopped = false;
+  private readonly finalizedTag = new MethodHealth();
+  private readonly syncingCall = new MethodHealth();
+  private failing = false;
+
+  /**
+   * @param proxy the proxy (hooks, logger, internal contexts)
+   * @param network the network the upstream serves
+   * @param upstream the polled upstream
+   * @param settings interval, timeout and finality depth
+   * @param sink receives what the polls learn
+   */
+  constructor(
+    private readonly proxy: Proxy,
+    readonly network: Network,
+    readonly upstream: Upstream,
+    readonly settings: PollerSettings,
+    private readonly sink: PollerSink,
+  ) {}
+
+  /** True once stopped (shutdown, or the upstream left the network). */
+  get isStopped(): boolean {
+    return this.stopped;
+  }
+
+  /** Polls once now, then every `intervalMs` on an unref'd timer. */
+  start(): void {
+    if (this.stopped || this.timer) return;
+    void this.poll();
+    if (this.settings.intervalMs > 0) {
+      this.timer = setInterval(() => void this.poll(), this.settings.intervalMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Stops the timer; a poll in flight finishes but its answers are ignored. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /**
+   * Runs one poll (or joins the one in flight: polls never overlap). Never rejects.
+   * @returns resolves when the poll finished
+   */
+  poll(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    this.running ??= this.pollOnce()
+      .catch((e: unknown) => {
+        this.proxy.logger.warn({ project: this.network.project.id, network: this.network.id, upstream: this.upstream.id, err: (e as Error).message }, `state poll of ${this.upstream.id} failed unexpectedly`);
+      })
+      .finally(() => {
+        this.running = undefined;
+      });
+    return this.running;
+  }
+
+  private async pollOnce(): Promise<void> {
+    const u = this.upstream;
+    const network = this.network;
+    // An upstream taken out of the network (wrong chain id) is no longer polled.
+    if (!network.upstreams.includes(u) || u.state === 'failed') {
+      this.stop();
+      return;
+    }
+    const askFinalized = !this.finalizedTag.dropped;
+    const askSyncing = !this.syncingCall.dropped;
+    const skip = Promise.resolve(undefined);
+    const [lr, fr, sr] = await Promise.allSettled([
+      this.call('eth_getBlockByNumber', ['latest', false]),
+      askFinalized ? this.call('eth_getBlockByNumber', ['finalized', false]) : skip,
+      askSyncing ? this.call('eth_syncing', []) : skip,
+    ]);
+    if (this.stopped) return;
+    const report: PollReport = { at: Date.now(), finalizedFromFallback: false, errors: {} };
+    const state = chainStateOf(network);
+    const mine = state.of(u);
+
+    // Latest block.
+    if (lr.status === 'fulfilled') {
+      const n = blockNumberOfBlock(lr.value.result);
+      if (n !== undefined) report.latest = n;
+      else report.errors.latest = `eth_getBlockByNumber(latest) answered ${JSON.stringify(lr.value.result)?.slice(0, 100)}`;
+    } else {
+      report.errors.latest = errorText(lr.reason);
+    }
+    if (report.latest !== undefined) {
+      this.sink.latest(u, report.latest);
+      mine.lastPollAt = report.at;
+    }
+
+    // Finalized block: the tag when it works, else latest − fallbackFinalityDepth (floored at 0).
+    let finalized: number | undefined;
+    if (askFinalized) {
+      if (fr.status === 'fulfilled') {
+        const v = fr.value?.result;
+        finalized = blockNumberOfBlock(v);
+        if (finalized === undefined) report.errors.finalized = `eth_getBlockByNumber(finalized) answered ${JSON.stringify(v)?.slice(0, 100)}`;
+      } else {
+        report.errors.finalized = errorText(fr.reason);
+      }
+      // Only count failures while the upstream otherwise answers (a down upstream proves nothing).
+      if (report.latest !== undefined) {
+        if (finalized !== undefined) this.finalizedTag.ok();
+        else this.finalizedTag.fail();
+      }
+    }
+    if (finalized === undefined && report.latest !== undefined) {
+      finalized = Math.max(0, report.latest - this.settings.fallbackFinalityDepth);
+      report.finalizedFromFallback = true;
+    }
+    if (finalized !== undefined) {
+      report.finalized = finalized;
+      state.observeFinalized(u, finalized);
+    }
+
+    // Syncing: excluded at once, selectable again after NOT_SYNCING_POLLS "not syncing" polls in a row.
+    if (askSyncing) {
+      const syncing = sr.status === 'fulfilled' ? syncingOf(sr.value?.result) : undefined;
+      if (sr.status === 'rejected') report.errors.syncing = errorText(sr.reason);
+      else if (syncing === undefined) report.errors.syncing = `eth_syncing answered ${JSON.stringify(sr.value?.result)?.slice(0, 100)}`;
+      if (report.latest !== undefined || syncing !== undefined) {
+        if (syncing !== undefined) this.syncingCall.ok();
+        else this.syncingCall.fail();
+      }
+      if (syncing !== undefined) {
+        report.syncing = syncing;
+        this.applySyncing(syncing);
+      }
+    }
+
+    this.last = report;
+    this.logOutcome(report);
+    this.sink.polled(u);
+  }
+
+  private applySyncing(syncing: boolean): void {
+    const mine = chainStateOf(this.network).of(this.upstream);
+    const u = this.upstream;
+    if (syncing) {
+      mine.notSyncingStreak = 0;
+      mine.syncing = true;
+    } else {
+      mine.notSyncingStreak++;
+      if (mine.syncing && mine.notSyncingStreak >= NOT_SYNCING_POLLS) mine.syncing = false;
+    }
+    if (u.syncing !== mine.syncing) {
+      u.syncing = mine.syncing;
+      this.sink.syncingChanged(u, mine.syncing);
+    }
+  }
+
+  private logOutcome(r: PollReport): void {
+    const log = this.proxy.logger;
+    const fields = { project: this.network.project.id, network: this.network.id, upstream: this.upstream.id };
+    if (r.latest === undefined) {
+      if (!this.failing) log.warn({ ...fields, errors: r.errors }, `state poll of ${this.upstream.id} failed: ${r.errors.latest ?? 'no latest block'}`);
+      else log.debug({ ...fields, errors: r.errors }, `state poll of ${this.upstream.id} failed again`);
+      this.failing = true;
+      return;
+    }
+    if (this.failing) log.info(fields, `state poll of ${this.upstream.id} works again`);
+    this.failing = false;
+    log.debug({ ...fields, latest: r.latest, finalized: r.finalized, fallback: r.finalizedFromFallback, syncing: r.syncing }, `state poll of ${this.upstream.id}`);
+  }
+
+  /** One request through this upstream's own chain, with a realtime finality for failsafe matching. */
+  private async call(method: string, params: unknown[]): Promise<RpcResult> {
+    const { ctx, done } = this.proxy.internalContext(this.network, method, params, this.settings.timeoutMs);
+    ctx.finality = classifyFinality(method, params, chainStateOf(this.network).highestFinalized);
+    try {
+      return await tryUpstream(this.proxy.hooks, ctx, this.upstream, 'primary', ctx.signal);
+    } finally {
+      done();
+    }
+  }
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}
