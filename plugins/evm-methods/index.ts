@@ -1,5 +1,5 @@
 /**
- * evm-methods plugin (issue #8; spec §2.8 #4, §7 `ErrNotImplemented`): local and special methods.
+ * evm-methods plugin (issue #4 item 8; spec §2.8 #4, §7 `ErrNotImplemented`): local and special methods.
  * Taps: `call` at CallStage.LOCAL_METHODS (answer `eth_chainId` from config with no upstream
  * call; refuse methods a proxy cannot serve, `eth_accounts`/`eth_sign`), `call` at
  * {@link IDEMPOTENT_BROADCAST_STAGE} (`eth_sendRawTransaction` is idempotent: "already known",

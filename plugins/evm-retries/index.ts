@@ -21,7 +21,7 @@ import { chainStateOf } from '../../core/evm/state.ts';
 import { failsafeEntryOf } from '../failsafe/index.ts';
 
 /**
- * Methods whose null/empty answer means "this node does not have it yet" (issue #7): retried on
+ * Methods whose null/empty answer means "this node does not have it yet" (issue #4 item 7): retried on
  * another upstream under `retry-empty`. Methods where empty is a normal answer (`eth_getLogs`,
  * `eth_call`, `eth_getCode`...) are deliberately absent.
  */
