@@ -4,6 +4,7 @@
  * proxy builds every network's and upstream's chain once, then serves.
  */
 import type { Server } from 'node:http';
+import type { Pool } from 'undici';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import type { TObject } from '@sinclair/typebox';
@@ -85,6 +86,8 @@ export class Proxy {
   /** The attempt handler before any plugin wraps it: the `forward` plugin replaces it with the sweep. */
   private readonly noForward: AttemptHandler = () => Promise.reject(new ErrUpstreamsExhausted([], 'no forwarding plugin is applied (add forwardPlugin() to the preset)'));
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** One keep-alive pool per upstream origin, shared by the upstreams of that origin (read-only for callers). */
+  readonly pools = new Map<string, Pool>();
   private closed = false;
   private started = false;
 
@@ -134,7 +137,7 @@ export class Proxy {
       const project = new Project(pc);
       this.projects.set(project.id, project);
       for (const nc of pc.networks) this.createNetwork(project, nc, true);
-      for (const uc of pc.upstreams) this.addUpstream(project, new Upstream(uc, project.id));
+      for (const uc of pc.upstreams) this.addUpstream(project, new Upstream(uc, project.id, { shared: this.pools }));
     }
     for (const project of this.projects.values()) await this.hooks.project.promise(project);
     const app = createServer(this);
@@ -178,7 +181,7 @@ export class Proxy {
    * @returns the upstream, already probing
    */
   addUpstreamFromConfig(project: Project, entry: UpstreamInput): Upstream {
-    const u = new Upstream(resolveUpstream(this.schema, project.config.upstreamDefaults, entry, new Set(project.upstreams.keys())), project.id);
+    const u = new Upstream(resolveUpstream(this.schema, project.config.upstreamDefaults, entry, new Set(project.upstreams.keys())), project.id, { shared: this.pools });
     this.addUpstream(project, u);
     if (this.started) this.probe(project, u, 0);
     return u;
@@ -318,6 +321,7 @@ export class Proxy {
     }
     await this.hooks.shutdown.promise();
     for (const p of this.projects.values()) await Promise.all([...p.upstreams.values()].map((u) => u.close()));
+    await Promise.all([...this.pools.values()].map((pool) => pool.close().catch(() => undefined)));
   }
 
   /** Whether `close()` was called. */

@@ -26,6 +26,22 @@ export interface UpstreamPoolOptions {
   connections?: number;
   /** Idle keep-alive, ms. Default 30 000. */
   keepAliveTimeoutMs?: number;
+  /**
+   * Shared pools by origin: upstreams of the same origin (one provider, several paths or
+   * keys) reuse one keep-alive pool. The owner of the map closes the pools.
+   */
+  shared?: Map<string, Pool>;
+}
+
+/** Creates the keep-alive pool for an origin (deadlines come from AbortSignals, not socket timers). */
+export function createOriginPool(origin: string, opts: UpstreamPoolOptions = {}): Pool {
+  return new Pool(origin, {
+    connections: opts.connections ?? 128,
+    keepAliveTimeout: opts.keepAliveTimeoutMs ?? 30_000,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    connect: { timeout: 10_000 },
+  });
 }
 
 const ABORT_TIMEOUT = Symbol('svc.timeout');
@@ -58,6 +74,8 @@ export class Upstream {
   send: UpstreamSender;
 
   private readonly pool: Pool;
+  /** False when the pool is shared by origin and closed by its owner (the proxy). */
+  private readonly ownsPool: boolean;
   private readonly path: string;
   private readonly headers: Record<string, string>;
   private readonly ignore: (m: string) => boolean;
@@ -86,14 +104,10 @@ export class Upstream {
     if (url.username || url.password) {
       this.headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
     }
-    this.pool = new Pool(url.origin, {
-      connections: pool.connections ?? 128,
-      keepAliveTimeout: pool.keepAliveTimeoutMs ?? 30_000,
-      // Deadlines come from the call's AbortSignal, not from socket timers.
-      headersTimeout: 0,
-      bodyTimeout: 0,
-      connect: { timeout: 10_000 },
-    });
+    const shared = pool.shared?.get(url.origin);
+    this.ownsPool = !pool.shared;
+    this.pool = shared ?? createOriginPool(url.origin, pool);
+    if (pool.shared && !shared) pool.shared.set(url.origin, this.pool);
     const opts = { dot: true };
     this.ignore = config.ignoreMethods.length ? picomatch(config.ignoreMethods, opts) : () => false;
     this.allow = config.allowMethods.length ? picomatch(config.allowMethods, opts) : () => false;
@@ -199,14 +213,14 @@ export class Upstream {
     throw err;
   }
 
-  /** Closes the pool (shutdown). */
+  /** Closes the pool (shutdown) unless it is shared, in which case its owner closes it. */
   async close(): Promise<void> {
-    await this.pool.close().catch(() => undefined);
+    if (this.ownsPool) await this.pool.close().catch(() => undefined);
   }
 
-  /** Aborts every in-flight request and closes the pool at once. */
+  /** Aborts every in-flight request and closes the pool at once (own pools only). */
   async destroy(): Promise<void> {
-    await this.pool.destroy().catch(() => undefined);
+    if (this.ownsPool) await this.pool.destroy().catch(() => undefined);
   }
 }
 

@@ -33,6 +33,8 @@ export interface FaultCall {
   headers: IncomingHttpHeaders;
   /** True when the call arrived inside a batch body. */
   batch: boolean;
+  /** Arrival time, `performance.now()` ms (for hedge-timing assertions). */
+  at: number;
 }
 
 /** Options of {@link startFaultServer}. */
@@ -237,7 +239,7 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
     if (Array.isArray(doc)) {
       const llArr = Array.isArray(ll) ? ll : [];
       const parsed = doc.map((el, i) => toParsed(el, llArr[i]));
-      for (const x of parsed) calls.push({ method: x.method, params: x.params, id: x.id, headers: req.headers, batch: true });
+      for (const x of parsed) calls.push({ method: x.method, params: x.params, id: x.id, headers: req.headers, batch: true, at: performance.now() });
       if (parsed.length === 0) {
         send(res, 200, '[]');
         return;
@@ -246,7 +248,7 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
       return;
     }
     const p = toParsed(doc, ll);
-    calls.push({ method: p.method, params: p.params, id: p.id, headers: req.headers, batch: false });
+    calls.push({ method: p.method, params: p.params, id: p.id, headers: req.headers, batch: false, at: performance.now() });
     const step = p.method === 'eth_chainId' && !opts.scriptChainId ? OK : nextStep();
     apply(step, req, res, p);
   }

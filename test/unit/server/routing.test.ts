@@ -95,3 +95,33 @@ describe('routing and aliases (spec §4.1)', () => {
     expect(normaliseNetworkId('solana:1')).to.equal(undefined);
   });
 });
+
+describe('upstream pools (issue #2 item 5: one keep-alive pool per upstream origin)', () => {
+  it('upstreams of the same origin share one pool; another origin gets its own', async () => {
+    const proxy = createProxy({
+      config: {
+        metrics: { enabled: false },
+        projects: [
+          {
+            id: 'main',
+            upstreams: [
+              { id: 'a', endpoint: 'http://127.0.0.1:9/v1/key-a', evm: { chainId: 1 } },
+              { id: 'b', endpoint: 'http://127.0.0.1:9/v1/key-b', evm: { chainId: 1 } },
+              { id: 'c', endpoint: 'http://localhost:9/', evm: { chainId: 1 } },
+            ],
+          },
+        ],
+      },
+      plugins: defaultPreset().filter((p) => p.name !== 'evm-state'),
+      logger: createLogger('silent'),
+      port: 0,
+      host: '127.0.0.1',
+    });
+    await proxy.start();
+    try {
+      expect([...proxy.pools.keys()].sort()).to.deep.equal(['http://127.0.0.1:9', 'http://localhost:9']);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
