@@ -17,7 +17,7 @@ import { loadPreset } from '../presets/index.ts';
 const USAGE = `svc ${VERSION} — fault-tolerant EVM JSON-RPC proxy
 
 Usage:
-  svc start [--config FILE] [--port N] [--preset NAME] [ENDPOINT...]
+  svc start [--config FILE] [--port N] [--metrics-port N] [--preset NAME] [ENDPOINT...]
   svc validate --config FILE
   svc --version
 
@@ -77,7 +77,7 @@ async function validate(file: string | undefined, presetName: string | undefined
   }
 }
 
-async function start(file: string | undefined, port: number | undefined, presetName: string | undefined, endpoints: string[]): Promise<number> {
+async function start(file: string | undefined, port: number | undefined, metricsPort: number | undefined, presetName: string | undefined, endpoints: string[]): Promise<number> {
   const configFile = file ?? (existsSync('svc.yaml') ? 'svc.yaml' : undefined);
   let raw: SvcConfigInput;
   let preset;
@@ -91,13 +91,21 @@ async function start(file: string | undefined, port: number | undefined, presetN
   const logger = createLogger((raw.logLevel as 'info' | undefined) ?? 'info');
   let proxy;
   try {
-    proxy = createProxy({ config: raw, plugins: preset(), logger, port });
+    proxy = createProxy({ config: raw, plugins: preset(), logger, port, metricsPort });
   } catch (e) {
     printProblems(e);
     return 1;
   }
   if (!configFile && endpoints.length === 0) logger.warn('no config file and no endpoints: serving project "main" with no upstreams (every call answers ErrNetworkNotSupported)');
-  const addr = await proxy.start();
+  let addr;
+  try {
+    addr = await proxy.start();
+  } catch (e) {
+    // A port in use or a plugin failing at start-up: say so and exit, never a stack dump.
+    logger.error({ err: (e as Error).message }, 'svc could not start');
+    await proxy.close().catch(() => undefined);
+    return 1;
+  }
   logger.info({ listen: `http://${addr.address}:${addr.port}`, config: configFile ?? null, version: VERSION, commit: proxy.commit }, 'svc listening');
   const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down');
@@ -111,6 +119,17 @@ async function start(file: string | undefined, port: number | undefined, presetN
   return -1;
 }
 
+/** Parses a port flag: undefined when absent, null (after printing why) when invalid. */
+function portOption(flag: string, v: string | undefined): number | undefined | null {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) {
+    process.stderr.write(`${flag} must be an integer 0-65535, got ${v}\n`);
+    return null;
+  }
+  return n;
+}
+
 /** Runs the CLI with the given arguments; resolves to an exit code (-1 while serving). */
 export async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -121,6 +140,7 @@ export async function main(argv: string[]): Promise<number> {
       options: {
         config: { type: 'string', short: 'c' },
         port: { type: 'string', short: 'p' },
+        'metrics-port': { type: 'string' },
         preset: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
@@ -142,17 +162,15 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'validate') return validate(values.config, values.preset);
   if (cmd === 'start') {
-    const port = values.port !== undefined ? Number(values.port) : undefined;
-    if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
-      process.stderr.write(`--port must be an integer 0-65535, got ${values.port}\n`);
-      return 2;
-    }
+    const port = portOption('--port', values.port);
+    const metricsPort = portOption('--metrics-port', values['metrics-port']);
+    if (port === null || metricsPort === null) return 2;
     const bad = rest.filter((e) => !/^https?:\/\//.test(e));
     if (bad.length) {
       process.stderr.write(`ENDPOINT must be an http(s) URL: ${bad.join(', ')}\n`);
       return 2;
     }
-    return start(values.config, port, values.preset, rest);
+    return start(values.config, port, metricsPort, values.preset, rest);
   }
   process.stderr.write(`unknown command "${cmd}"\n\n${USAGE}\n`);
   return 2;

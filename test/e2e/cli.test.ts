@@ -1,0 +1,145 @@
+/**
+ * The `svc` command as users run it (issue #2 item 3): `node bin/svc.js` (what `npx svc` and
+ * `npm start` run) in a fresh working directory — validate, start with no config, start with
+ * ENDPOINT arguments in front of a real anvil node, and a clean exit on SIGTERM.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { PACKAGE_ROOT } from '../../core/version.ts';
+import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
+import { freePort } from '../helpers/ports.ts';
+import { waitFor } from '../helpers/svc.ts';
+
+const BIN = join(PACKAGE_ROOT, 'bin', 'svc.js');
+
+interface Run {
+  child: ChildProcess;
+  out: () => string;
+  err: () => string;
+  exit: Promise<number | null>;
+}
+
+function run(args: string[], cwd: string): Run {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVC_COMMIT: 'cli-test' } });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, out: () => out, err: () => err, exit };
+}
+
+async function post(url: string, body: string): Promise<{ status: number; json: { result?: unknown; error?: { code: number; data?: { code?: string } } }; headers: Headers }> {
+  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  return { status: r.status, json: (await r.json()) as never, headers: r.headers };
+}
+
+describe('e2e: the svc command', function () {
+  this.timeout(30_000);
+  let dir: string;
+  let anvil: AnvilHandle;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-cli-'));
+    anvil = await startAnvil({ chainId: 31337 });
+  });
+  after(async () => {
+    await anvil?.stop();
+  });
+
+  it('--version prints the package version', async () => {
+    const r = run(['--version'], dir);
+    expect(await r.exit).to.equal(0);
+    expect(r.out().trim()).to.match(/^\d+\.\d+\.\d+/);
+  });
+
+  it('validate prints ok and exits 0 for a good config', async () => {
+    writeFileSync(join(dir, 'good.yaml'), 'projects:\n  - id: main\n    upstreams:\n      - endpoint: http://127.0.0.1:8545\n        evm: { chainId: 1 }\n');
+    const r = run(['validate', '--config', 'good.yaml'], dir);
+    expect(await r.exit).to.equal(0);
+    expect(r.out().trim()).to.equal('ok');
+  });
+
+  it('validate prints every problem with its path and exits 1', async () => {
+    writeFileSync(join(dir, 'bad.yaml'), 'server:\n  httpPort: nope\n  bogus: 1\nprojects:\n  - id: main\n    upstreams:\n      - endpoint: ftp://x\n');
+    const r = run(['validate', '--config', 'bad.yaml'], dir);
+    expect(await r.exit).to.equal(1);
+    const err = r.err();
+    expect(err).to.include('server.httpPort');
+    expect(err).to.include('server.bogus: unknown key "bogus"');
+    expect(err).to.include('projects[0].upstreams[0].endpoint');
+  });
+
+  it('start with no config serves project main and answers ErrNetworkNotSupported (404) instead of crashing; SIGTERM exits 0', async () => {
+    const port = await freePort();
+    const r = run(['start', '--port', String(port), '--metrics-port', '0'], dir);
+    try {
+      await waitFor(async () => fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false), 20_000);
+      const res = await post(`http://127.0.0.1:${port}/evm/1`, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}');
+      expect(res.status).to.equal(404);
+      expect(res.json.error?.data?.code).to.equal('ErrNetworkNotSupported');
+      expect(res.headers.get('x-svc-commit')).to.equal('cli-test');
+    } finally {
+      r.child.kill('SIGTERM');
+    }
+    expect(await r.exit).to.equal(0);
+    expect(r.out()).to.include('project main ready');
+  });
+
+  it('start with ENDPOINT arguments: the live one is probed and serves /evm/<chainId>; a dead one never serves', async () => {
+    const port = await freePort();
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const r = run(['start', '--port', String(port), '--metrics-port', '0', dead, anvil.url], dir);
+    try {
+      const url = `http://127.0.0.1:${port}/evm/31337`;
+      await waitFor(async () => (await post(url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}').catch(() => undefined))?.json.result !== undefined, 20_000);
+      const res = await post(url, '{"jsonrpc":"2.0","id":1,"method":"net_version"}');
+      expect(res.json.result).to.equal('31337');
+      // The dead endpoint has no configured chain id, so it never joined the network.
+      expect(res.headers.get('x-svc-upstreams')).to.match(/^127\.0\.0\.1:\d+=primary:success:\d+:won$/);
+      expect(res.headers.get('x-svc-upstream')).to.equal(new URL(anvil.url).host);
+    } finally {
+      r.child.kill('SIGTERM');
+    }
+    expect(await r.exit).to.equal(0);
+  });
+
+  it('start --preset minimal forwards without diagnostic headers', async () => {
+    const port = await freePort();
+    const r = run(['start', '--port', String(port), '--metrics-port', '0', '--preset', 'minimal', anvil.url], dir);
+    try {
+      const url = `http://127.0.0.1:${port}/evm/31337`;
+      await waitFor(async () => (await post(url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}').catch(() => undefined))?.json.result !== undefined, 20_000);
+      const res = await post(url, '{"jsonrpc":"2.0","id":7,"method":"eth_chainId"}');
+      expect(res.json.result).to.equal('0x7a69');
+      expect(res.headers.get('x-svc-upstream-attempts')).to.equal(null);
+    } finally {
+      r.child.kill('SIGTERM');
+    }
+    expect(await r.exit).to.equal(0);
+  });
+
+  it('a port already in use is reported and exits 1, not a stack dump', async () => {
+    const port = await freePort();
+    const first = run(['start', '--port', String(port), '--metrics-port', '0'], dir);
+    try {
+      await waitFor(async () => fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false), 20_000);
+      const second = run(['start', '--port', String(port), '--metrics-port', '0'], dir);
+      expect(await second.exit).to.equal(1);
+      expect(second.out() + second.err()).to.include('svc could not start');
+    } finally {
+      first.child.kill('SIGTERM');
+    }
+    await first.exit;
+  });
+
+  it('unknown commands and bad flags exit 2 with usage', async () => {
+    const r = run(['frobnicate'], dir);
+    expect(await r.exit).to.equal(2);
+    expect(r.err()).to.include('unknown command');
+    const p = run(['start', '--port', 'x'], dir);
+    expect(await p.exit).to.equal(2);
+  });
+});
