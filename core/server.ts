@@ -4,6 +4,7 @@
  * lives here (DESIGN: koa). The core writes only what every response carries: content type,
  * `X-SVC-Version`, `X-SVC-Commit` and `server.responseHeaders` (spec §9).
  */
+import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import Koa from 'koa';
 import Router from '@koa/router';
@@ -47,15 +48,24 @@ interface CallAnswer {
  * aliasing. Throws `ErrProjectNotFound` / `ErrNetworkNotSupported` (HTTP 404).
  */
 export async function resolveTarget(proxy: Proxy, segments: readonly string[], host: string, aliasMatchers: readonly AliasMatcher[]): Promise<RouteTarget> {
+  return resolveRoute(proxy, segments, host, aliasMatchers);
+}
+
+/**
+ * {@link resolveTarget} without a promise when the registry already has the network (the
+ * common case): a promise only when the `resolveNetwork` hook must be asked.
+ * @throws ErrProjectNotFound / ErrNetworkNotSupported, synchronously or through the promise
+ */
+function resolveRoute(proxy: Proxy, segments: readonly string[], host: string, aliasMatchers: readonly AliasMatcher[]): RouteTarget | Promise<RouteTarget> {
   let project = segments[0] !== undefined ? proxy.projects.get(segments[0]) : undefined;
-  let rest: string[];
+  let rest: readonly string[];
   if (project) rest = segments.slice(1);
   else {
     const rule = aliasMatchers.find((m) => m.match(host));
     if (!rule) throw new ErrProjectNotFound(`project "${segments[0] ?? ''}" not found`);
     project = proxy.projects.get(rule.rule.serveProject);
     if (!project) throw new ErrProjectNotFound(`aliasing rule serves project "${rule.rule.serveProject}", which is not configured`);
-    rest = [...segments];
+    rest = segments;
     if (rule.rule.serveArchitecture) {
       rest = rule.rule.serveChain !== undefined ? ['evm', String(rule.rule.serveChain), ...rest] : ['evm', ...rest];
     }
@@ -63,11 +73,15 @@ export async function resolveTarget(proxy: Proxy, segments: readonly string[], h
   if (rest.length === 0) return { project };
   if (rest.length === 2 && rest[0] === 'evm') {
     const chain = rest[1] as string;
-    if (/^\d+$/.test(chain)) {
-      const network = await proxy.getNetwork(project, `evm:${Number(chain)}`);
-      if (network) return { project, network };
-    }
-    throw new ErrNetworkNotSupported(`network evm:${chain} is not supported by project ${project.id}`);
+    if (!/^\d+$/.test(chain)) throw chainNotSupported(chain, project);
+    const id = `evm:${Number(chain)}`;
+    const known = project.networks.get(id);
+    if (known) return { project, network: known };
+    const found = project;
+    return proxy.getNetwork(project, id).then((network) => {
+      if (!network) throw chainNotSupported(chain, found);
+      return { project: found, network };
+    });
   }
   if (rest.length === 1) {
     const network = project.aliases.get(rest[0] as string);
@@ -75,6 +89,10 @@ export async function resolveTarget(proxy: Proxy, segments: readonly string[], h
     throw new ErrNetworkNotSupported(`network alias "${rest[0]}" is not known in project ${project.id}`);
   }
   throw new ErrNetworkNotSupported(`path /${segments.join('/')} names no network`);
+}
+
+function chainNotSupported(chain: string, project: Project): ErrNetworkNotSupported {
+  return new ErrNetworkNotSupported(`network evm:${chain} is not supported by project ${project.id}`);
 }
 
 /** A compiled aliasing rule. */
@@ -91,11 +109,18 @@ export function normaliseNetworkId(id: string): string | undefined {
   return Number.isSafeInteger(n) && n > 0 ? `evm:${n}` : undefined;
 }
 
+/** Query of a request without a query string: shared, since `HttpRequestInfo.query` is read-only. */
+const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
+
 function httpInfo(k: Koa.Context): HttpRequestInfo {
-  const query: Record<string, string> = {};
-  for (const [key, v] of Object.entries(k.query)) {
-    const first = Array.isArray(v) ? v[0] : v;
-    if (first !== undefined) query[key] = first;
+  let query = NO_QUERY;
+  if (k.querystring !== '') {
+    const q: Record<string, string> = {};
+    for (const [key, v] of Object.entries(k.query)) {
+      const first = Array.isArray(v) ? v[0] : v;
+      if (first !== undefined) q[key] = first;
+    }
+    query = q;
   }
   const hostHeader = k.request.headers.host ?? '';
   return {
@@ -108,6 +133,32 @@ function httpInfo(k: Koa.Context): HttpRequestInfo {
 }
 
 /**
+ * The `responseHeaders` hook's sink: writes straight to the Node response, with Koa's
+ * `ctx.set` guards (nothing once headers are sent, no empty name) but without its per-call
+ * array building.
+ */
+class ResponseHeaderSink implements HeaderSink {
+  constructor(private readonly res: ServerResponse) {}
+  set(name: string, value: string): void {
+    if (!this.res.headersSent && name) this.res.setHeader(name, value);
+  }
+}
+
+/**
+ * The HTTP methods a router serves, or undefined for "every method" (a `use` middleware sees
+ * every request). Computed once: routes are registered in the `routes` hook, before the server
+ * starts.
+ */
+function routedMethods(router: Router): ReadonlySet<string> | undefined {
+  const methods = new Set<string>();
+  for (const layer of router.stack) {
+    if (layer.methods.length === 0) return undefined;
+    for (const m of layer.methods) methods.add(m);
+  }
+  return methods;
+}
+
+/**
  * Builds the Koa application of a proxy.
  * @param proxy the proxy whose hooks and registry serve requests
  */
@@ -116,25 +167,29 @@ export function createServer(proxy: Proxy): Koa {
   const cfg = proxy.config.server;
   const hooks = proxy.hooks;
   const aliasMatchers: AliasMatcher[] = cfg.aliasing.rules.map((rule) => ({ rule, match: picomatch(rule.matchDomain, { nocase: true, dot: true }) }));
-  const staticHeaders: Record<string, string> = {
+  const staticHeaders: ReadonlyArray<readonly [string, string]> = Object.entries({
     // Set before the body so Koa does not add a charset (spec §4.5: `application/json`).
     'Content-Type': 'application/json',
     'X-SVC-Version': proxy.version,
     'X-SVC-Commit': proxy.commit,
     ...cfg.responseHeaders,
-  };
+  });
 
   app.on('error', (err: Error) => proxy.logger.debug({ err: err.message }, 'http error'));
 
-  // Every response, early errors included, carries the core headers (spec §9).
-  app.use(async (k, next) => {
-    k.set(staticHeaders);
-    await next();
-  });
-
   const router = new Router();
   hooks.routes.call(router);
-  app.use(router.routes());
+  const routes = router.routes() as unknown as Koa.Middleware;
+  const served = routedMethods(router);
+
+  // Every response, early errors included, carries the core headers (spec §9). The router
+  // runs only for methods some route serves: proxy POSTs skip route matching unless a plugin
+  // mounted a POST route.
+  app.use((k, next) => {
+    const res = k.res;
+    for (const [name, value] of staticHeaders) res.setHeader(name, value);
+    return served === undefined || served.has(k.method) ? routes(k, next) : next();
+  });
 
   app.use(async (k) => {
     const info = httpInfo(k);
@@ -148,27 +203,18 @@ export function createServer(proxy: Proxy): Koa {
       k.body = JSON.stringify({ status: 'OK', message: 'svc is serving' });
       return;
     }
-    const sink: HeaderSink = { set: (n, v) => k.set(n, v) };
+    const sink = new ResponseHeaderSink(k.res);
     const meta: ResponseMeta = { batch: false, http: info };
     let target: RouteTarget;
     let text: string;
     try {
-      let segments: string[];
-      try {
-        segments = k.path.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
-      } catch {
-        throw new ErrInvalidRequest(`invalid percent-encoding in path ${k.path}`);
-      }
-      target = await resolveTarget(proxy, segments, info.host, aliasMatchers);
+      const segments = pathSegments(k.path);
+      const route = resolveRoute(proxy, segments, info.host, aliasMatchers);
+      target = route instanceof Promise ? await route : route;
       meta.project = target.project;
-      try {
-        text = await getRawBody(k.req, { limit: cfg.maxBodySize, encoding: 'utf8', length: k.request.headers['content-length'] });
-      } catch (e) {
-        const err = e as { type?: string; message: string };
-        if (err.type === 'entity.too.large') throw new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${cfg.maxBodySize} bytes)`);
-        throw new ErrInvalidRequest(`cannot read request body: ${err.message}`);
-      }
-      const identity = await hooks.authenticate.promise(info, target.project);
+      text = await readBody(k, cfg.maxBodySize);
+      // No auth strategy tapped: no identity, and no promise to wait for.
+      const identity = hooks.authenticate.isUsed() ? await hooks.authenticate.promise(info, target.project) : undefined;
       const parsed = parseRequestBody(text);
       const calls = parsed.calls;
       meta.batch = parsed.batch;
@@ -176,12 +222,11 @@ export function createServer(proxy: Proxy): Koa {
       const onClose = () => {
         if (!k.res.writableFinished) for (const ac of aborters) ac.abort(new Error('client closed the connection'));
       };
-      // res 'close' fires early only when the client goes away (req 'close' fires once the body is read).
-      k.res.once('close', onClose);
-      const run = (call: ParsedCall) =>
-        runCall(proxy, target, call, info, identity, aborters).catch((e: unknown) => internalFailure(proxy, call, e));
+      // res 'close' fires early only when the client goes away (req 'close' fires once the body is
+      // read). It fires at most once, so `on` (no once-wrapper) is enough.
+      k.res.on('close', onClose);
       if (!parsed.batch) {
-        const answer = await run(calls[0] as ParsedCall);
+        const answer = await serveCall(proxy, target, calls[0] as ParsedCall, info, identity, aborters);
         k.res.off('close', onClose);
         hooks.responseHeaders.call(sink, [answer.record], meta);
         k.status = answer.status;
@@ -189,6 +234,7 @@ export function createServer(proxy: Proxy): Koa {
         return;
       }
       if (calls.length > cfg.maxBatchSize) throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
+      const run = (call: ParsedCall) => serveCall(proxy, target, call, info, identity, aborters);
       let answers: CallAnswer[];
       if (calls.length <= cfg.batchConcurrency) answers = await Promise.all(calls.map(run));
       else {
@@ -213,6 +259,39 @@ export function createServer(proxy: Proxy): Koa {
   return app;
 }
 
+/**
+ * The non-empty, percent-decoded segments of a request path.
+ * @throws ErrInvalidRequest on a malformed percent-encoding
+ */
+function pathSegments(path: string): string[] {
+  const out: string[] = [];
+  try {
+    for (const s of path.split('/')) if (s !== '') out.push(decodeURIComponent(s));
+  } catch {
+    throw new ErrInvalidRequest(`invalid percent-encoding in path ${path}`);
+  }
+  return out;
+}
+
+/**
+ * Reads a request body as UTF-8 text (a leading byte-order mark dropped), within `limit` bytes.
+ * Decoded here with one `toString` rather than by raw-body's streaming decoder, which builds
+ * three decoder objects per request.
+ * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read
+ */
+async function readBody(k: Koa.Context, limit: number): Promise<string> {
+  let raw: Buffer;
+  try {
+    raw = await getRawBody(k.req, { limit, length: k.request.headers['content-length'] });
+  } catch (e) {
+    const err = e as { type?: string; message: string };
+    if (err.type === 'entity.too.large') throw new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${limit} bytes)`);
+    throw new ErrInvalidRequest(`cannot read request body: ${err.message}`);
+  }
+  const text = raw.toString('utf8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
 /** Yields a batch answer element by element, so it is never one big string (spec §4.2 #8). */
 function* streamArray(answers: readonly CallAnswer[]): Generator<string> {
   if (answers.length === 0) {
@@ -231,6 +310,27 @@ function internalFailure(proxy: Proxy, call: ParsedCall, e: unknown): CallAnswer
   const record = newExecutionRecord(call.method);
   record.error = err;
   return { text: serializeError('null', toJsonRpcError(err, call.method, proxy.config.server.includeErrorDetails)), status: err.httpStatus, record };
+}
+
+/** {@link runCall}, with svc's own failures answered as an internal error (never rejects). */
+async function serveCall(
+  proxy: Proxy,
+  target: RouteTarget,
+  call: ParsedCall,
+  http: HttpRequestInfo,
+  identity: CallContext['identity'],
+  aborters: Set<AbortController>,
+): Promise<CallAnswer> {
+  try {
+    return await runCall(proxy, target, call, http, identity, aborters);
+  } catch (e) {
+    return internalFailure(proxy, call, e);
+  }
+}
+
+/** Deadline timer of a call (module-level, so no closure is allocated per call). */
+function abortAtDeadline(controller: AbortController, maxTimeoutMs: number): void {
+  controller.abort(new DeadlineReason(`call exceeded server.maxTimeout (${maxTimeoutMs} ms)`));
 }
 
 /**
@@ -261,8 +361,7 @@ async function runCall(
     }
     ac = new AbortController();
     aborters.add(ac);
-    const controller = ac;
-    timer = setTimeout(() => controller.abort(new DeadlineReason(`call exceeded server.maxTimeout (${cfg.maxTimeoutMs} ms)`)), cfg.maxTimeoutMs);
+    timer = setTimeout(abortAtDeadline, cfg.maxTimeoutMs, ac, cfg.maxTimeoutMs);
     ctx = {
       project: target.project,
       network,

@@ -121,6 +121,11 @@ export function highestNumberOf(ref: BlockRef | undefined): number | undefined {
   return undefined;
 }
 
+/** True when a reference is a block tag, or a range with a tag at either end. */
+function hasTag(r: BlockRef): boolean {
+  return r.kind === 'tag' ? true : r.kind === 'range' ? hasTag(r.from) || hasTag(r.to) : false;
+}
+
 /**
  * Finality class of a call (issue #4 item 2). Always-finalized and always-realtime methods by
  * table; block tags are realtime (never finalized: a cached `finalized` tag would go stale); a
@@ -133,7 +138,6 @@ export function classifyFinality(method: string, params: unknown, finalizedBlock
   if (REALTIME_METHODS.has(method)) return 'realtime';
   const ref = blockRefOf(method, params);
   if (!ref) return 'unknown';
-  const hasTag = (r: BlockRef): boolean => (r.kind === 'tag' ? true : r.kind === 'range' ? hasTag(r.from) || hasTag(r.to) : false);
   if (hasTag(ref)) return 'realtime';
   const n = highestNumberOf(ref);
   if (n === undefined || finalizedBlock === undefined || finalizedBlock <= 0) return 'unknown';

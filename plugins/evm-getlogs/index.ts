@@ -437,9 +437,7 @@ export function evmGetLogsPlugin(): Plugin {
       });
       proxy.hooks.call.tap({ name: 'evm-getlogs', stage: CallStage.GETLOGS }, (inner: CallHandler, network: Network): CallHandler => {
         const settings = getLogsSettingsOf(network);
-        return async (ctx: CallContext) => {
-          const method = ctx.request.method;
-          if (!GETLOGS_METHODS.has(method)) return inner(ctx);
+        const limited = async (ctx: CallContext, method: string): Promise<RpcResult> => {
           const params = ctx.request.params;
           const filter: unknown = Array.isArray(params) ? params[0] : undefined;
           if (!isFilter(filter) || (filter.blockHash !== undefined && filter.blockHash !== null)) return inner(ctx);
@@ -466,6 +464,11 @@ export function evmGetLogsPlugin(): Plugin {
               onSplit: (dimension) => splits.inc({ project: ctx.project.id, network: network.id, method, dimension }),
             });
           }
+        };
+        // Other methods pass straight through, without an extra promise layer.
+        return (ctx: CallContext) => {
+          const method = ctx.request.method;
+          return GETLOGS_METHODS.has(method) ? limited(ctx, method) : inner(ctx);
         };
       });
     },

@@ -12,7 +12,7 @@ import type { CallHandler } from '../../core/hooks.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
 import type { Network } from '../../core/registry/network.ts';
 import { BLOCK_PARAM, toHex } from '../../core/evm/blocks.ts';
-import { chainStateOf } from '../../core/evm/state.ts';
+import { chainStateOf, type NetworkChainState } from '../../core/evm/state.ts';
 import { CallStage } from '../../core/stages.ts';
 
 /** The network's known heads an interpolation substitutes; 0 means unknown (never substituted). */
@@ -109,6 +109,20 @@ export function interpolateParams(method: string, params: unknown, heads: KnownH
 }
 
 /**
+ * The network's heads read on demand: a head is only computed (a pass over the counted
+ * upstreams) when the params carry its tag. A class, so no getter closures per call.
+ */
+class LazyHeads implements KnownHeads {
+  constructor(private readonly state: NetworkChainState) {}
+  get latest(): number {
+    return this.state.highestLatest;
+  }
+  get finalized(): number {
+    return this.state.highestFinalized;
+  }
+}
+
+/**
  * Creates the block-tag interpolation plugin (name `evm-interpolation`).
  *
  * Per call, when `ctx.directives.skipInterpolation !== true` and the network head is fresh
@@ -136,16 +150,7 @@ export function evmInterpolationPlugin(opts: EvmInterpolationOptions = {}): Plug
           // Looked up per call (a WeakMap hit), so whichever plugin creates the state first picks its clock.
           const state = chainStateOf(network);
           if (!state.isHeadFresh(fallback)) return inner(ctx);
-          // Getters: a head is only computed when the params carry its tag.
-          const heads: KnownHeads = {
-            get latest() {
-              return state.highestLatest;
-            },
-            get finalized() {
-              return state.highestFinalized;
-            },
-          };
-          const params = interpolateParams(method, ctx.request.params, heads);
+          const params = interpolateParams(method, ctx.request.params, new LazyHeads(state));
           if (params !== undefined) ctx.request = { ...ctx.request, params };
           return inner(ctx);
         };

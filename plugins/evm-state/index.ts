@@ -17,7 +17,7 @@ import type { AttemptRecord, CallContext, Directives } from '../../core/context.
 import { Duration } from '../../core/config/schema.ts';
 import type { SchemaFragment } from '../../core/config/schema.ts';
 import type { SvcError } from '../../core/errors.ts';
-import { blockRefOf, classifyFinality, highestNumberOf, parseBlockNumber, toHex } from '../../core/evm/blocks.ts';
+import { BLOCK_PARAM, blockRefOf, classifyFinality, highestNumberOf, parseBlockNumber, toHex } from '../../core/evm/blocks.ts';
 import { chainStateOf, type NetworkChainState } from '../../core/evm/state.ts';
 import type { CallHandler } from '../../core/hooks.ts';
 import { RpcResult } from '../../core/jsonrpc.ts';
@@ -224,12 +224,24 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
        * ones when that leaves none).
        */
       const counted = (n: Network): Upstream[] => {
+        // Read on every call (the network head), so plain loops rather than filter closures.
         const all = n.upstreams;
-        let verified = all.filter((u) => u.state === 'ready');
-        if (verified.length === 0) verified = all;
+        let anyReady = false;
+        for (const u of all) {
+          if (u.state === 'ready') {
+            anyReady = true;
+            break;
+          }
+        }
         const sel = selectionView(n);
         const health = n.project.health;
-        const chosen = verified.filter((u) => !sel.excluded.has(u.id) && !(sel.honoursCordons && health.isCordoned(u.id, '*')));
+        const verified: Upstream[] = [];
+        const chosen: Upstream[] = [];
+        for (const u of all) {
+          if (anyReady && u.state !== 'ready') continue;
+          verified.push(u);
+          if (!sel.excluded.has(u.id) && !(sel.honoursCordons && health.isCordoned(u.id, '*'))) chosen.push(u);
+        }
         return chosen.length ? chosen : verified;
       };
       const track = (n: Network): NetworkChainState => {
@@ -376,7 +388,9 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
 
       // ---- finality (issue #4 item 2), before the failsafe plugin matches its entries --
       hooks.directives.tap({ name: 'evm-state', stage: DirectiveStage.RESOLVE - 50 }, (d: Directives, ctx: CallContext) => {
-        ctx.finality = classifyFinality(ctx.request.method, ctx.request.params, chainStateOf(ctx.network).highestFinalized);
+        // The finalized head (a pass over the counted upstreams) only matters for a method with a block parameter.
+        const method = ctx.request.method;
+        ctx.finality = classifyFinality(method, ctx.request.params, BLOCK_PARAM[method] === undefined ? undefined : chainStateOf(ctx.network).highestFinalized);
         return d;
       });
 
@@ -463,9 +477,8 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
         return n !== undefined && head > n ? r.withResult(toHex(head)) : r;
       };
 
-      hooks.call.tap({ name: 'evm-state:tip', stage: CallStage.TIP_ENFORCEMENT }, (inner: CallHandler): CallHandler => async (ctx) => {
-        const method = ctx.request.method;
-        if (ctx.internal || (method !== 'eth_blockNumber' && method !== 'eth_getBlockByNumber')) return inner(ctx);
+      /** Tip enforcement for `eth_blockNumber` and tagged `eth_getBlockByNumber` (the `call` tap below). */
+      const enforceTip = async (inner: CallHandler, ctx: CallContext, method: string): Promise<RpcResult> => {
         if (method === 'eth_getBlockByNumber') {
           // Keep the tag as the client sent it (interpolation, inside, may rewrite the params).
           const tag = blockTagOf(ctx.request.params);
@@ -490,15 +503,23 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
           r = best.result;
         }
         return method === 'eth_blockNumber' && enforce && !r.fromCache ? raise(ctx, r) : r;
+      };
+
+      hooks.call.tap({ name: 'evm-state:tip', stage: CallStage.TIP_ENFORCEMENT }, (inner: CallHandler): CallHandler => {
+        // Other methods pass straight through, without an extra promise layer.
+        return (ctx) => {
+          const method = ctx.request.method;
+          return ctx.internal || (method !== 'eth_blockNumber' && method !== 'eth_getBlockByNumber') ? inner(ctx) : enforceTip(inner, ctx, method);
+        };
       });
 
       // ---- far-future blocks (issue #4 item 5) ----------------------------------------
-      hooks.call.tap({ name: 'evm-state:future-block', stage: CallStage.TIP_ENFORCEMENT + 10 }, (inner: CallHandler, network: Network): CallHandler => async (ctx) => {
+      hooks.call.tap({ name: 'evm-state:future-block', stage: CallStage.TIP_ENFORCEMENT + 10 }, (inner: CallHandler, network: Network): CallHandler => (ctx) => {
         if (ctx.request.method !== 'eth_getBlockByNumber' || ctx.internal) return inner(ctx);
         const n = blockNumberParamOf(ctx.request.params);
         if (n === undefined) return inner(ctx);
         const head = chainStateOf(network).highestLatest;
-        if (head > 0 && n > head + netSettings(network).maxRetryableBlockDistance) return new RpcResult(null);
+        if (head > 0 && n > head + netSettings(network).maxRetryableBlockDistance) return Promise.resolve(new RpcResult(null));
         return inner(ctx);
       });
     },

@@ -101,22 +101,33 @@ const FAILSAFE_DOC = 'first entry whose matchMethod and matchFinality match appl
 interface CompiledEntry {
   entry: FailsafeEntry;
   matchMethod: (m: string) => boolean;
+  /** `directiveDefaults` resolved once at compile time (undefined when the entry has none). */
+  directiveDefaults?: Directives;
 }
 
 function compile(raw: unknown): CompiledEntry[] {
   if (raw === undefined || raw === null) return [];
   const list = (Array.isArray(raw) ? raw : [raw]) as FailsafeEntry[];
-  return list.map((entry) => ({ entry, matchMethod: picomatch(entry.matchMethod ?? '*', { bash: true, dot: true }) }));
+  return list.map((entry) => ({
+    entry,
+    matchMethod: picomatch(entry.matchMethod ?? '*', { bash: true, dot: true }),
+    directiveDefaults: entry.directiveDefaults ? directiveDefaultsOf(entry.directiveDefaults) : undefined,
+  }));
+}
+
+/** The first compiled entry matching a call's method and finality, or undefined. */
+function matchCompiled(entries: readonly CompiledEntry[], method: string, finality: Finality): CompiledEntry | undefined {
+  for (const c of entries) {
+    if (!c.matchMethod(method)) continue;
+    if (c.entry.matchFinality && c.entry.matchFinality.length && !c.entry.matchFinality.includes(finality)) continue;
+    return c;
+  }
+  return undefined;
 }
 
 /** The first entry matching a call's method and finality, or undefined. */
 export function matchEntry(entries: readonly CompiledEntry[], method: string, finality: Finality): FailsafeEntry | undefined {
-  for (const c of entries) {
-    if (!c.matchMethod(method)) continue;
-    if (c.entry.matchFinality && c.entry.matchFinality.length && !c.entry.matchFinality.includes(finality)) continue;
-    return c.entry;
-  }
-  return undefined;
+  return matchCompiled(entries, method, finality)?.entry;
 }
 
 /** Methods that change state: never hedged (a duplicate broadcast is not free). */
@@ -147,17 +158,24 @@ export function isRetryable(err: unknown): boolean {
 /** Wraps a promise-producing function with a deadline; the inner work sees an aborted signal. */
 async function withTimeout<T>(ms: number, parent: AbortSignal, what: string, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const link = linkedController(parent);
-  const err = new ErrFailsafeTimeoutExceeded(`${what} exceeded the failsafe timeout of ${ms} ms`);
-  const timer = setTimeout(() => link.controller.abort(err), ms);
+  // The error (a stack capture, several µs) is only built when the deadline fires.
+  const timer = setTimeout(abortOnTimeout, ms, link.controller, ms, what);
   try {
     return await run(link.signal);
   } catch (e) {
-    if (link.signal.reason === err && !parent.aborted) throw new ErrFailsafeTimeoutExceeded(err.message, { cause: e });
+    // The link aborts only through this timer or its parent: aborted while the parent is not
+    // means the deadline fired, and the reason is the timer's error.
+    if (link.signal.aborted && !parent.aborted) throw new ErrFailsafeTimeoutExceeded((link.signal.reason as ErrFailsafeTimeoutExceeded).message, { cause: e });
     throw e;
   } finally {
     clearTimeout(timer);
     link.dispose();
   }
+}
+
+/** Timer callback of {@link withTimeout} (module-level, so no closure is allocated per call). */
+function abortOnTimeout(controller: AbortController, ms: number, what: string): void {
+  controller.abort(new ErrFailsafeTimeoutExceeded(`${what} exceeded the failsafe timeout of ${ms} ms`));
 }
 
 /**
@@ -306,49 +324,75 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
       };
 
       // An entry's directiveDefaults sit below the network's own and the request's (§2.8).
+      // The match made here is the call's entry (finality is classified before this stage and
+      // nothing changes it or the method later), so the network wrappers do not match again.
       hooks.directives.tap({ name: 'failsafe', stage: DirectiveStage.RESOLVE + 10 }, (d: Directives, ctx: CallContext) => {
-        const e = matchEntry(entriesOf(ctx.network), ctx.request.method, ctx.finality);
-        if (!e?.directiveDefaults) return d;
-        const defaults = directiveDefaultsOf(e.directiveDefaults);
+        const entries = entriesOf(ctx.network);
+        if (entries.length === 0) return d;
+        const c = matchCompiled(entries, ctx.request.method, ctx.finality);
+        ctx.state.set(ENTRY, c?.entry);
+        if (!c?.directiveDefaults) return d;
         const out: Directives = { ...d };
-        for (const [k, v] of Object.entries(defaults)) if ((out as Record<string, unknown>)[k] === undefined) (out as Record<string, unknown>)[k] = v;
+        for (const k in c.directiveDefaults) {
+          const key = k as keyof Directives;
+          if (out[key] === undefined) (out as Record<string, unknown>)[key] = c.directiveDefaults[key];
+        }
         return out;
       });
 
       // ---- network scope ---------------------------------------------------------------
-      hooks.attempt.tap({ name: 'failsafe:hedge', stage: AttemptStage.HEDGE }, (inner: AttemptHandler) => async (ctx, leg) => {
-        const h = entryFor(ctx)?.hedge;
-        if (!h || WRITE_METHODS.has(ctx.request.method) || leg.cursor.remaining < 2) return inner(ctx, leg);
-        const delay = hedgeDelay(ctx, leg, h);
-        return runHedged(ctx, leg, inner, delay, h.maxCount, () => {
-          ctx.record.networkHedges++;
-          hedges.inc({ project: ctx.project.id, network: ctx.network.id, category: ctx.request.method });
-        });
+      // Composed once per network: a policy no entry of the network configures adds no wrapper
+      // (and no promise layer) to its calls.
+      const configures = (n: Network, policy: 'hedge' | 'retry' | 'timeout'): boolean => entriesOf(n).some((c) => c.entry[policy] !== undefined);
+
+      hooks.attempt.tap({ name: 'failsafe:hedge', stage: AttemptStage.HEDGE }, (inner: AttemptHandler, network: Network): AttemptHandler => {
+        if (!configures(network, 'hedge')) return inner;
+        const hedged = async (ctx: CallContext, leg: Leg, h: NonNullable<FailsafeEntry['hedge']>): Promise<RpcResult> => {
+          const delay = hedgeDelay(ctx, leg, h);
+          return runHedged(ctx, leg, inner, delay, h.maxCount, () => {
+            ctx.record.networkHedges++;
+            hedges.inc({ project: ctx.project.id, network: ctx.network.id, category: ctx.request.method });
+          });
+        };
+        return (ctx, leg) => {
+          const h = entryFor(ctx)?.hedge;
+          if (!h || WRITE_METHODS.has(ctx.request.method) || leg.cursor.remaining < 2) return inner(ctx, leg);
+          return hedged(ctx, leg, h);
+        };
       });
 
-      hooks.attempt.tap({ name: 'failsafe:retry', stage: AttemptStage.RETRY }, (inner: AttemptHandler) => async (ctx, leg) => {
-        const r = entryFor(ctx)?.retry;
-        if (!r || r.maxAttempts <= 1) return inner(ctx, leg);
-        for (let n = 1; ; n++) {
-          const round: Leg = n === 1 ? leg : { cursor: new UpstreamCursor(leg.cursor.upstreams), reason: 'retry', signal: leg.signal };
-          try {
-            return await inner(ctx, round);
-          } catch (e) {
-            if (n >= r.maxAttempts || !isRetryable(e) || leg.signal.aborted) throw e;
-            ctx.record.networkRetries++;
-            ctx.record.networkAttempts++;
-            retries.inc({ project: ctx.project.id, network: ctx.network.id, category: ctx.request.method });
-            await sleep(retryDelay(r, n), leg.signal).catch(() => {
-              throw e;
-            });
+      hooks.attempt.tap({ name: 'failsafe:retry', stage: AttemptStage.RETRY }, (inner: AttemptHandler, network: Network): AttemptHandler => {
+        if (!configures(network, 'retry')) return inner;
+        const retried = async (ctx: CallContext, leg: Leg, r: NonNullable<FailsafeEntry['retry']>): Promise<RpcResult> => {
+          for (let n = 1; ; n++) {
+            const round: Leg = n === 1 ? leg : { cursor: new UpstreamCursor(leg.cursor.upstreams), reason: 'retry', signal: leg.signal };
+            try {
+              return await inner(ctx, round);
+            } catch (e) {
+              if (n >= r.maxAttempts || !isRetryable(e) || leg.signal.aborted) throw e;
+              ctx.record.networkRetries++;
+              ctx.record.networkAttempts++;
+              retries.inc({ project: ctx.project.id, network: ctx.network.id, category: ctx.request.method });
+              await sleep(retryDelay(r, n), leg.signal).catch(() => {
+                throw e;
+              });
+            }
           }
-        }
+        };
+        return (ctx, leg) => {
+          const r = entryFor(ctx)?.retry;
+          if (!r || r.maxAttempts <= 1) return inner(ctx, leg);
+          return retried(ctx, leg, r);
+        };
       });
 
-      hooks.attempt.tap({ name: 'failsafe:timeout', stage: AttemptStage.TIMEOUT }, (inner: AttemptHandler) => (ctx, leg) => {
-        const t = entryFor(ctx)?.timeout;
-        if (!t) return inner(ctx, leg);
-        return withTimeout(t.duration, leg.signal, `${ctx.request.method} on ${ctx.network.id}`, (signal) => inner(ctx, { ...leg, signal }));
+      hooks.attempt.tap({ name: 'failsafe:timeout', stage: AttemptStage.TIMEOUT }, (inner: AttemptHandler, network: Network): AttemptHandler => {
+        if (!configures(network, 'timeout')) return inner;
+        return (ctx, leg) => {
+          const t = entryFor(ctx)?.timeout;
+          if (!t) return inner(ctx, leg);
+          return withTimeout(t.duration, leg.signal, `${ctx.request.method} on ${ctx.network.id}`, (signal) => inner(ctx, { ...leg, signal }));
+        };
       });
 
       // ---- upstream scope --------------------------------------------------------------

@@ -99,6 +99,12 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
   return h;
 }
 
+/** True when some call of the response was routed to a network (a loop: no closure per response). */
+function anyRouted(records: readonly ExecutionRecord[]): boolean {
+  for (const r of records) if (r.routed) return true;
+  return false;
+}
+
 /**
  * Creates the headers plugin.
  * @returns a plugin tapping `responseHeaders`
@@ -110,7 +116,7 @@ export function headersPlugin(): Plugin {
       const mode = proxy.config.server.executionHeaders;
       proxy.hooks.responseHeaders.tap('headers', (sink: HeaderSink, records: readonly ExecutionRecord[], meta: ResponseMeta) => {
         // Early errors that routed no call carry only the core headers.
-        if (records.length === 0 || !records.some((r) => r.routed)) return;
+        if (!anyRouted(records)) return;
         const h = diagnosticHeaders(records, mode, meta.batch);
         for (const k in h) sink.set(k, h[k] as string);
       });

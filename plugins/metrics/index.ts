@@ -7,7 +7,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import type { AttemptRecord, CallContext } from '../../core/context.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
 
@@ -40,6 +40,77 @@ export function agentName(ua: string | undefined): string {
   return m ? (m[1] as string).toLowerCase() : 'unknown';
 }
 
+/** One label set of a {@link DeferredCounter}: its labels and the count not yet handed to prom-client. */
+interface CounterCell {
+  labels: Record<string, string>;
+  pending: number;
+}
+
+/** A level of a {@link DeferredCounter}'s tree: label value to the next level, or to the cell at the last label. */
+type CellLevel = Map<string, CellLevel | CounterCell>;
+
+/**
+ * A prom-client counter counted as plain numbers on the request path and handed to prom-client
+ * when the registry is read (the counter's `collect`). A call then pays a few map lookups on
+ * label values (strings whose hash V8 caches) instead of prom-client's per-`inc` label
+ * validation and key hashing; the exposition is the same, since every read of the registry
+ * flushes first (pino: work that can wait runs later). Label sets are bounded by the callers'
+ * {@link BoundedLabel}s.
+ */
+export class DeferredCounter {
+  private readonly root: CellLevel = new Map();
+  private readonly cells: CounterCell[] = [];
+  private readonly counter: Counter<string>;
+
+  /**
+   * @param registry the registry the counter is registered in
+   * @param config name, help and label names of the counter
+   */
+  constructor(
+    registry: Registry,
+    private readonly config: { name: string; help: string; labelNames: readonly string[] },
+  ) {
+    this.counter = new Counter({ name: config.name, help: config.help, labelNames: config.labelNames, registers: [registry], collect: () => this.flush() });
+  }
+
+  /**
+   * Adds 1 to a label set.
+   * @param values the label values, in `labelNames` order
+   */
+  inc(values: readonly string[]): void {
+    let level = this.root;
+    const last = values.length - 1;
+    for (let i = 0; i < last; i++) {
+      const v = values[i] as string;
+      let next = level.get(v) as CellLevel | undefined;
+      if (!next) {
+        next = new Map();
+        level.set(v, next);
+      }
+      level = next;
+    }
+    const v = values[last] as string;
+    let cell = level.get(v) as CounterCell | undefined;
+    if (!cell) {
+      const labels: Record<string, string> = {};
+      this.config.labelNames.forEach((name, i) => (labels[name] = values[i] as string));
+      cell = { labels, pending: 0 };
+      level.set(v, cell);
+      this.cells.push(cell);
+    }
+    cell.pending++;
+  }
+
+  /** Hands the pending counts to prom-client (the counter's `collect`, run on every registry read). */
+  flush(): void {
+    for (const cell of this.cells) {
+      if (cell.pending === 0) continue;
+      this.counter.inc(cell.labels, cell.pending);
+      cell.pending = 0;
+    }
+  }
+}
+
 /** Options of the metrics plugin. */
 export interface MetricsPluginOptions {
   /** Distinct method labels per process (default 200). */
@@ -70,11 +141,10 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
       const methods = new BoundedLabel(opts.maxMethods ?? 200);
       const agents = new BoundedLabel(opts.maxAgents ?? 50);
       const users = new BoundedLabel(opts.maxUsers ?? 1000);
-      const upstreamTotal = new Counter({
+      const upstreamTotal = new DeferredCounter(reg, {
         name: 'svc_upstream_request_total',
         help: 'Upstream requests sent, by upstream and method (category)',
         labelNames: ['project', 'vendor', 'network', 'upstream', 'category', 'finality'],
-        registers: [reg],
       });
       const upstreamErrors = new Counter({
         name: 'svc_upstream_request_errors_total',
@@ -89,17 +159,16 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
         registers: [reg],
       });
-      const received = new Counter({
+      const received = new DeferredCounter(reg, {
         name: 'svc_network_request_received_total',
         help: 'Calls received per network',
         labelNames: ['project', 'network', 'category', 'finality', 'user', 'agent_name'],
-        registers: [reg],
       });
 
       proxy.hooks.attemptDone.tap('metrics', (a: AttemptRecord) => {
         if (!a.dialled) return;
         const category = methods.value(a.method);
-        upstreamTotal.inc({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category, finality: a.finality });
+        upstreamTotal.inc([a.projectId, a.vendor, a.networkId, a.upstreamId, category, a.finality]);
         upstreamDuration.observe({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category }, a.durationMs / 1000);
         if (a.error && a.outcome !== 'success') {
           upstreamErrors.inc({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category, error: a.error.name });
@@ -109,14 +178,14 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
       proxy.hooks.callDone.tap('metrics', (ctx: CallContext) => {
         if (ctx.internal) return;
         const ua = ctx.http.query['user-agent'] ?? (ctx.http.headers['user-agent'] as string | undefined);
-        received.inc({
-          project: ctx.project.id,
-          network: ctx.network.id,
-          category: methods.value(ctx.request.method),
-          finality: ctx.finality,
-          user: users.value(ctx.identity?.userId ?? 'anonymous'),
-          agent_name: agents.value(agentName(ua)),
-        });
+        received.inc([
+          ctx.project.id,
+          ctx.network.id,
+          methods.value(ctx.request.method),
+          ctx.finality,
+          users.value(ctx.identity?.userId ?? 'anonymous'),
+          agents.value(agentName(ua)),
+        ]);
       });
 
       const mcfg = proxy.config.metrics;

@@ -30,7 +30,14 @@ export function selectPlugin(): Plugin {
       const matchers = new MatcherCache(256);
       proxy.hooks.select.tap({ name: 'select:methods', stage: SelectStage.METHODS }, (ups: Upstream[], ctx: CallContext) => {
         const method = ctx.request.method;
-        const out = ups.filter((u) => u.supportsMethod(method));
+        // A plain loop: no closure per call; the list is copied only when an upstream drops out.
+        let out = ups;
+        for (let i = 0; i < ups.length; i++) {
+          if ((ups[i] as Upstream).supportsMethod(method)) continue;
+          out = ups.slice(0, i);
+          for (let j = i + 1; j < ups.length; j++) if ((ups[j] as Upstream).supportsMethod(method)) out.push(ups[j] as Upstream);
+          break;
+        }
         if (out.length === 0 && ups.length > 0) {
           throw new ErrUpstreamsExhausted([new ErrUpstreamMethodIgnored(`method ${method} is not served by any upstream of ${ctx.network.id} (ignoreMethods/allowMethods)`)]);
         }
