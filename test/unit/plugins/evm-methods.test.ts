@@ -1,5 +1,5 @@
 /**
- * Unit tests of the evm-methods plugin (issue #8, spec §2.8 #4): local `eth_chainId`, the
+ * Unit tests of the evm-methods plugin (issue #4 item 8, spec §2.8 #4): local `eth_chainId`, the
  * stateful filter guard, the unsupported-method guard and `eth_sendRawTransaction`
  * idempotency, through the pipeline of a started proxy whose upstream transports are scripted
  * in-process stubs, plus the pure helpers.
@@ -7,8 +7,6 @@
 import { expect } from 'chai';
 import { keccak256, parseGwei, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import type { CallContext, Directives } from '../../../core/context.ts';
-import { createLogger } from '../../../core/logger.ts';
 import {
   ErrEndpointExecutionException,
   ErrEndpointNonceException,
@@ -16,13 +14,10 @@ import {
   ErrEndpointUnsupported,
   ErrNotImplemented,
   ErrUpstreamsExhausted,
-  type SvcError,
 } from '../../../core/errors.ts';
-import { RpcResult } from '../../../core/jsonrpc.ts';
-import { createProxy, type Plugin, type Proxy } from '../../../core/proxy.ts';
-import type { Network } from '../../../core/registry/network.ts';
 import { CallStage, SelectStage } from '../../../core/stages.ts';
 import { presetWithout } from '../../helpers/svc.ts';
+import { startStubProxy, type Script, type StubProxy } from '../../helpers/stub-proxy.ts';
 import {
   classifyBroadcastFailure,
   DEFAULT_UNSUPPORTED_METHODS,
@@ -35,82 +30,12 @@ import {
 } from '../../../plugins/evm-methods/index.ts';
 import { evmRetriesPlugin } from '../../../plugins/evm-retries/index.ts';
 
-type Script = (method: string, params: unknown) => unknown;
-
-interface StubCall {
-  upstream: string;
-  method: string;
-  params: unknown;
-}
-
-/** A plugin replacing every upstream's transport with its script (innermost `upstream` tap). */
-function stubTransport(scripts: Record<string, Script>, calls: StubCall[]): Plugin {
-  return {
-    name: 'test:stub-transport',
-    apply(proxy: Proxy) {
-      proxy.hooks.upstream.tap({ name: 'test:stub-transport', stage: -10_000 }, (_inner, u) => async (call) => {
-        calls.push({ upstream: u.id, method: call.method, params: call.params });
-        call.attempt.dialled = true;
-        const script = scripts[u.id];
-        if (!script) throw new ErrEndpointServerSideException(`no script for ${u.id}`);
-        const v = await script(call.method, call.params);
-        return v instanceof RpcResult ? v : new RpcResult(v);
-      });
-    },
-  };
-}
-
-interface Harness {
-  proxy: Proxy;
-  net: Network;
-  calls: StubCall[];
-  run(method: string, params: unknown, directives?: Directives): Promise<{ ctx: CallContext; result?: RpcResult; error?: SvcError }>;
-  close(): Promise<void>;
-}
+type Harness = StubProxy;
 
 async function harness(scripts: Record<string, Script>, opts: EvmMethodsPluginOptions = {}): Promise<Harness> {
-  const calls: StubCall[] = [];
-  const proxy = createProxy({
-    config: {
-      logLevel: 'error',
-      metrics: { enabled: false },
-      projects: [
-        {
-          id: 'main',
-          networks: [{ architecture: 'evm', evm: { chainId: 31337 } }],
-          upstreams: Object.keys(scripts).map((id) => ({ id, endpoint: 'http://127.0.0.1:9', evm: { chainId: 31337 } })),
-        },
-      ],
-    },
-    // No evm-state: the stubs model no chain head (its state poller would call them and score
-    // them); tests that need a head set it by hand with chainStateOf(...).observeLatest.
-    plugins: [...presetWithout('evm-state', 'evm-retries', 'evm-methods'), evmRetriesPlugin(), evmMethodsPlugin(opts), stubTransport(scripts, calls)],
-    logger: createLogger('silent'),
-    port: 0,
-    host: '127.0.0.1',
-    metricsPort: 0,
-    probeBackoffMs: 600_000,
-  });
-  await proxy.start();
-  const net = proxy.projects.get('main')!.networks.get('evm:31337')!;
-  return {
-    proxy,
-    net,
-    calls,
-    async run(method, params, directives = {}) {
-      const { ctx, done } = proxy.internalContext(net, method, params, 5000);
-      ctx.internal = false;
-      ctx.directives = directives;
-      try {
-        return { ctx, result: await net.handler(ctx) };
-      } catch (e) {
-        return { ctx, error: e as SvcError };
-      } finally {
-        done();
-      }
-    },
-    close: () => proxy.close(),
-  };
+  // No evm-state: the stubs model no chain head (its state poller would call them and score
+  // them); tests that need a head set it by hand with chainStateOf(...).observeLatest.
+  return startStubProxy(scripts, [...presetWithout('evm-state', 'evm-retries', 'evm-methods'), evmRetriesPlugin(), evmMethodsPlugin(opts)]);
 }
 
 const PK0 = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';

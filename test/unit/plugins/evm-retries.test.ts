@@ -5,14 +5,14 @@
  * sockets to upstreams).
  */
 import { expect } from 'chai';
-import type { CallContext, Directives } from '../../../core/context.ts';
+import type { CallContext } from '../../../core/context.ts';
 import { createLogger } from '../../../core/logger.ts';
-import { ErrEndpointClientSideException, ErrEndpointMissingData, ErrEndpointServerSideException, SvcError } from '../../../core/errors.ts';
-import { RpcResult } from '../../../core/jsonrpc.ts';
-import { createProxy, type Plugin, type Proxy } from '../../../core/proxy.ts';
+import { ErrEndpointClientSideException, ErrEndpointMissingData, ErrEndpointServerSideException } from '../../../core/errors.ts';
+import { createProxy } from '../../../core/proxy.ts';
 import type { Network } from '../../../core/registry/network.ts';
 import { chainStateOf } from '../../../core/evm/state.ts';
 import { presetWithout } from '../../helpers/svc.ts';
+import { startStubProxy, type Script, type StubProxy } from '../../helpers/stub-proxy.ts';
 import {
   DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS,
   DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE,
@@ -30,95 +30,26 @@ import {
 import { evmMethodsPlugin } from '../../../plugins/evm-methods/index.ts';
 import { CallStage } from '../../../core/stages.ts';
 
-/** One scripted upstream: returns a result value (or an RpcResult) or throws an error. */
-type Script = (method: string, params: unknown) => unknown;
-
-interface StubCall {
-  upstream: string;
-  method: string;
-  params: unknown;
-}
-
-/** A plugin replacing every upstream's transport with its script (innermost `upstream` tap). */
-function stubTransport(scripts: Record<string, Script>, calls: StubCall[]): Plugin {
-  return {
-    name: 'test:stub-transport',
-    apply(proxy: Proxy) {
-      proxy.hooks.upstream.tap({ name: 'test:stub-transport', stage: -10_000 }, (_inner, u) => async (call) => {
-        calls.push({ upstream: u.id, method: call.method, params: call.params });
-        call.attempt.dialled = true;
-        const script = scripts[u.id];
-        if (!script) throw new ErrEndpointServerSideException(`no script for ${u.id}`);
-        const v = await script(call.method, call.params);
-        return v instanceof RpcResult ? v : new RpcResult(v);
-      });
-    },
-  };
-}
-
 const TX_HASH = `0x${'ab'.repeat(32)}`;
 const MINED_TX = { hash: TX_HASH, blockNumber: '0x5', blockHash: `0x${'cd'.repeat(32)}`, transactionIndex: '0x0' };
 const PENDING_TX = { hash: TX_HASH, blockNumber: null, blockHash: null, transactionIndex: null };
 const RECEIPT = { transactionHash: TX_HASH, blockNumber: '0x5', status: '0x1' };
 
-interface Harness {
-  proxy: Proxy;
-  net: Network;
-  calls: StubCall[];
-  /** Runs one call through the network's composed handler; never rejects. */
-  run(method: string, params: unknown, directives?: Directives): Promise<{ ctx: CallContext; result?: RpcResult; error?: SvcError }>;
+interface Harness extends StubProxy {
   /** Value of the retry counter for a reason (all other labels summed). */
   retries(reason: string): Promise<number>;
-  close(): Promise<void>;
 }
 
 async function harness(scripts: Record<string, Script>, networkExtra: Record<string, unknown> = {}): Promise<Harness> {
-  const calls: StubCall[] = [];
-  const proxy = createProxy({
-    config: {
-      logLevel: 'error',
-      metrics: { enabled: false },
-      projects: [
-        {
-          id: 'main',
-          networks: [{ architecture: 'evm', evm: { chainId: 31337 }, ...networkExtra }],
-          // Nothing listens on these: the stub replaces the transport; probes fail quietly.
-          upstreams: Object.keys(scripts).map((id) => ({ id, endpoint: 'http://127.0.0.1:9', evm: { chainId: 31337 } })),
-        },
-      ],
-    },
-    // No evm-state: the stubs model no chain head (its state poller would call them and score
-    // them); tests that need a head set it by hand with chainStateOf(...).observeLatest.
-    plugins: [...presetWithout('evm-state', 'evm-retries', 'evm-methods'), evmRetriesPlugin(), evmMethodsPlugin(), stubTransport(scripts, calls)],
-    logger: createLogger('silent'),
-    port: 0,
-    host: '127.0.0.1',
-    metricsPort: 0,
-    probeBackoffMs: 600_000,
-  });
-  await proxy.start();
-  const net = proxy.projects.get('main')!.networks.get('evm:31337')!;
+  // No evm-state: the stubs model no chain head (its state poller would call them and score
+  // them); tests that need a head set it by hand with chainStateOf(...).observeLatest.
+  const stub = await startStubProxy(scripts, [...presetWithout('evm-state', 'evm-retries', 'evm-methods'), evmRetriesPlugin(), evmMethodsPlugin()], networkExtra);
   return {
-    proxy,
-    net,
-    calls,
-    async run(method, params, directives = {}) {
-      const { ctx, done } = proxy.internalContext(net, method, params, 5000);
-      ctx.internal = false;
-      ctx.directives = directives;
-      try {
-        return { ctx, result: await net.handler(ctx) };
-      } catch (e) {
-        return { ctx, error: e as SvcError };
-      } finally {
-        done();
-      }
-    },
+    ...stub,
     async retries(reason) {
-      const m = await upstreamRetriesCounter(proxy).get();
+      const m = await upstreamRetriesCounter(stub.proxy).get();
       return m.values.filter((v) => v.labels.reason === reason).reduce((s, v) => s + v.value, 0);
     },
-    close: () => proxy.close(),
   };
 }
 
