@@ -312,22 +312,6 @@ function internalFailure(proxy: Proxy, call: ParsedCall, e: unknown): CallAnswer
   return { text: serializeError('null', toJsonRpcError(err, call.method, proxy.config.server.includeErrorDetails)), status: err.httpStatus, record };
 }
 
-/** {@link runCall}, with svc's own failures answered as an internal error (never rejects). */
-async function serveCall(
-  proxy: Proxy,
-  target: RouteTarget,
-  call: ParsedCall,
-  http: HttpRequestInfo,
-  identity: CallContext['identity'],
-  aborters: Set<AbortController>,
-): Promise<CallAnswer> {
-  try {
-    return await runCall(proxy, target, call, http, identity, aborters);
-  } catch (e) {
-    return internalFailure(proxy, call, e);
-  }
-}
-
 /** Deadline timer of a call (module-level, so no closure is allocated per call). */
 function abortAtDeadline(controller: AbortController, maxTimeoutMs: number): void {
   controller.abort(new DeadlineReason(`call exceeded server.maxTimeout (${maxTimeoutMs} ms)`));
@@ -336,8 +320,10 @@ function abortAtDeadline(controller: AbortController, maxTimeoutMs: number): voi
 /**
  * Serves one JSON-RPC call: resolves its network, builds its context with a deadline, runs
  * the directives hook and the network's handler, and serialises the answer with the caller's id.
+ * Never rejects: a named error is the caller's answer; anything else is svc's own failure,
+ * answered as an internal error with id null (spec §4.2 #6).
  */
-async function runCall(
+async function serveCall(
   proxy: Proxy,
   target: RouteTarget,
   call: ParsedCall,
@@ -381,13 +367,20 @@ async function runCall(
     const result = await network.handler(ctx);
     return { text: serializeResult(call.idRaw, result), status: 200, record };
   } catch (e) {
-    if (!(e instanceof SvcError)) throw e;
+    if (!(e instanceof SvcError)) return internalFailure(proxy, call, e);
     record.error = e;
     return { text: serializeError(call.idRaw, toJsonRpcError(e, call.method, cfg.includeErrorDetails)), status: e.httpStatus, record };
   } finally {
     if (timer) clearTimeout(timer);
     if (ac) aborters.delete(ac);
     record.durationMs = performance.now() - record.startedAt;
-    if (ctx) proxy.hooks.callDone.call(ctx);
+    // Observation taps must never throw into the request; if one does, the answer still stands.
+    if (ctx) {
+      try {
+        proxy.hooks.callDone.call(ctx);
+      } catch (e) {
+        proxy.logger.error({ err: (e as Error).message }, 'callDone tap threw');
+      }
+    }
   }
 }

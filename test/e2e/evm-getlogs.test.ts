@@ -14,11 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { createPublicClient, http, type Address } from 'viem';
 import { chainStateOf } from '../../core/evm/state.ts';
-import type { Plugin } from '../../core/proxy.ts';
 import type { Network } from '../../core/registry/network.ts';
-import { evmGetLogsPlugin } from '../../plugins/evm-getlogs/index.ts';
-import { evmInterpolationPlugin } from '../../plugins/evm-interpolation/index.ts';
-import { evmStatePlugin } from '../../plugins/evm-state/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
@@ -39,19 +35,6 @@ const word = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
  */
 function emitterRuntime(topic: string): string {
   return `0x366000600037` + `7f${topic.slice(2)}` + `36` + `6000` + `a1` + `00`;
-}
-
-/**
- * The plugin list: the default preset with this issue's plugins, plus the state poller
- * (plugins/evm-state) when the preset does not carry it yet. The state plugin is imported
- * statically: loaded through a dynamic `import()` it would get its own copy of
- * core/evm/state.ts under mocha+tsx, and its polls would never reach the chain state the other
- * plugins read.
- */
-function pluginList(): Plugin[] {
-  const base = defaultPreset().filter((p) => !['evm-interpolation', 'evm-getlogs'].includes(p.name));
-  if (!base.some((p) => p.name === 'evm-state')) base.push(evmStatePlugin());
-  return [...base, evmInterpolationPlugin(), evmGetLogsPlugin()];
 }
 
 interface Gate {
@@ -162,7 +145,7 @@ describe('e2e: eth_getLogs limits and splitting against anvil behind a range-ref
           },
         ],
       },
-      { plugins: pluginList() },
+      { plugins: defaultPreset() },
     );
     network = svc.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!;
     // The network head comes from the state poller (the chain is idle from here on).

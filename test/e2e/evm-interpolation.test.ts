@@ -14,11 +14,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { chainStateOf } from '../../core/evm/state.ts';
-import type { Plugin } from '../../core/proxy.ts';
 import type { Network } from '../../core/registry/network.ts';
-import { evmGetLogsPlugin } from '../../plugins/evm-getlogs/index.ts';
-import { evmInterpolationPlugin } from '../../plugins/evm-interpolation/index.ts';
-import { evmStatePlugin, statePollerOf } from '../../plugins/evm-state/index.ts';
+import { statePollerOf } from '../../plugins/evm-state/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
@@ -30,17 +27,6 @@ const PATH = `/main/evm/${CHAIN}`;
 const NUMBER_RUNTIME = '0x4360005260206000f3';
 const word = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
 const num = (h: string) => Number.parseInt(h, 16);
-
-/**
- * The plugin list: the default preset with this issue's plugins, plus the state poller
- * (plugins/evm-state) when the preset does not carry it yet. Imported statically: through a
- * dynamic `import()` it would get its own copy of core/evm/state.ts under mocha+tsx.
- */
-function pluginList(): Plugin[] {
-  const base = defaultPreset().filter((p) => !['evm-interpolation', 'evm-getlogs'].includes(p.name));
-  if (!base.some((p) => p.name === 'evm-state')) base.push(evmStatePlugin());
-  return [...base, evmInterpolationPlugin(), evmGetLogsPlugin()];
-}
 
 /** One request a recorder forwarded, with anvil's answer. */
 interface Recorded {
@@ -151,7 +137,7 @@ describe('e2e: block-tag interpolation against anvil (1 s blocks) through two up
           },
         ],
       },
-      { plugins: pluginList() },
+      { plugins: defaultPreset() },
     );
     network = svc.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!;
     const st = chainStateOf(network);
