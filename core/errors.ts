@@ -16,6 +16,11 @@ export interface JsonRpcErrorObject {
   message: string;
   /** Upstream revert bytes or svc's cause chain; omitted when empty. */
   data?: unknown;
+  /**
+   * The exact JSON text to write for this error object, when it passes through from an upstream
+   * byte for byte (issue #8 item 8); `code`/`message`/`data` then describe the same object.
+   */
+  raw?: string;
 }
 
 /** Options accepted by every {@link SvcError} constructor. */
@@ -32,6 +37,21 @@ export interface SvcErrorOptions {
   upstreamMessage?: string;
   /** HTTP status the upstream answered with, if any. */
   upstreamStatus?: number;
+  /** The upstream's own error object as raw JSON pieces, for errors that pass through (issue #8 item 8). */
+  upstreamError?: UpstreamErrorRaw;
+}
+
+/**
+ * An upstream's JSON-RPC error object as raw JSON text pieces (already redacted, issue #8 item
+ * 6), so an error that is a fact about the request reaches the client byte for byte.
+ */
+export interface UpstreamErrorRaw {
+  /** `error.code` as written (an integer). */
+  code: string;
+  /** `error.message` as written (a JSON string, quotes and escapes included). */
+  message: string;
+  /** `error.data` as written, when present. */
+  data?: string;
 }
 
 /**
@@ -54,6 +74,8 @@ export abstract class SvcError extends Error {
   readonly upstreamData?: unknown;
   /** HTTP status the upstream answered with. */
   readonly upstreamStatus?: number;
+  /** The upstream's raw error object, kept for pass-through classes (issue #8 item 8). */
+  readonly upstreamError?: UpstreamErrorRaw;
 
   constructor(message: string, opts: SvcErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
@@ -64,6 +86,7 @@ export abstract class SvcError extends Error {
     this.details = opts.details;
     this.upstreamData = opts.upstreamData;
     this.upstreamStatus = opts.upstreamStatus;
+    this.upstreamError = opts.upstreamError;
   }
 
   /** HTTP status for a single call failing with this error. */
@@ -236,6 +259,18 @@ export class ErrEndpointUnauthorized extends SvcError {
   static override readonly retryable = true;
 }
 
+/**
+ * The upstream refused the request for its size: HTTP 413, or it closed the connection while a
+ * large body was still being sent (EPIPE / reset). A fact about the request, not an upstream
+ * fault: it never counts toward health or a breaker; the next upstream may accept it.
+ * -32600, HTTP 413, retryable.
+ */
+export class ErrUpstreamRequestTooLarge extends SvcError {
+  static override readonly defaultCode = -32600;
+  static override readonly httpStatus = 413;
+  static override readonly retryable = true;
+}
+
 /** Upstream answered something that is not a JSON-RPC response. -32603, retryable. */
 export class ErrUpstreamMalformedResponse extends SvcError {
   static override readonly defaultCode = -32603;
@@ -280,17 +315,18 @@ export class ErrUpstreamsExhausted extends SvcError {
   static override readonly retryable = true;
   /** One error per failed attempt, in attempt order. */
   readonly causes: readonly SvcError[];
-  private readonly dominant?: SvcError;
+  /** The most frequent cause by code (first on ties), whose code this error carries. */
+  readonly dominantCause?: SvcError;
 
   constructor(causes: readonly SvcError[], message?: string, opts: SvcErrorOptions = {}) {
     const dominant = dominantCause(causes);
     super(message ?? exhaustedMessage(causes), { ...opts, cause: causes.length ? [...causes] : undefined, code: dominant?.code ?? -32603 });
     this.causes = causes;
-    this.dominant = dominant;
+    this.dominantCause = dominant;
   }
 
   override get httpStatus(): number {
-    return this.dominant instanceof ErrEndpointCapacityExceeded ? 429 : 200;
+    return this.dominantCause instanceof ErrEndpointCapacityExceeded ? 429 : 200;
   }
 
   override get retryable(): boolean {
@@ -320,6 +356,17 @@ function exhaustedMessage(causes: readonly SvcError[]): string {
   return `all upstream attempts failed (${summary})`;
 }
 
+/**
+ * The error a client is shown for `err` (eRPC's wire translation): an `ErrUpstreamsExhausted`
+ * with exactly one cause is that cause (one upstream tried: its timeout, its 401), so its name,
+ * code and HTTP status reach the client; anything else is itself.
+ */
+export function wireError(err: SvcError): SvcError {
+  let e = err;
+  for (let i = 0; i < 8 && e instanceof ErrUpstreamsExhausted && e.causes.length === 1; i++) e = e.causes[0] as SvcError;
+  return e;
+}
+
 /** Wrap anything thrown into a named error; SvcErrors pass through. */
 export function asSvcError(err: unknown): SvcError {
   if (err instanceof SvcError) return err;
@@ -331,34 +378,58 @@ export function asSvcError(err: unknown): SvcError {
 const REVERT_DATA_METHODS = new Set(['eth_call', 'eth_estimateGas']);
 
 /**
- * The wire error object for a call (issue #2 item 5): an upstream's own `data` passes
- * through; otherwise `data` is the cause chain when `includeErrorDetails` is on, except for
- * `eth_call`/`eth_estimateGas`.
+ * Errors that are facts about the request (issue #8 item 8): reverts, nonce, funds, gas and fee
+ * errors, invalid params, an unsupported method, missing data. The client gets the upstream's
+ * own `code`, `message` and `data` byte for byte; svc's name stays in traces, headers and labels.
+ */
+export function isPassThrough(err: SvcError): boolean {
+  return (
+    err instanceof ErrEndpointExecutionException ||
+    err instanceof ErrEndpointNonceException ||
+    err instanceof ErrEndpointClientSideException ||
+    err instanceof ErrEndpointUnsupported ||
+    err instanceof ErrEndpointMissingData
+  );
+}
+
+/**
+ * The wire error object for a call (issue #2 item 5, issue #8 item 8). A pass-through error
+ * ({@link isPassThrough}, directly or as the dominant cause of `ErrUpstreamsExhausted`) is the
+ * upstream's own error object: `raw` carries its exact JSON text, with svc's cause chain as
+ * `data` only where the upstream sent none. Every other error carries svc's code and message;
+ * `data` is an upstream's own data when there is one, else the cause chain when
+ * `includeErrorDetails` is on (never for `eth_call`/`eth_estimateGas`, whose data is revert bytes).
  * @param err the named error
  * @param method the call's method, or undefined when unknown
  * @param includeErrorDetails `server.includeErrorDetails`
  */
 export function toJsonRpcError(err: SvcError, method: string | undefined, includeErrorDetails: boolean): JsonRpcErrorObject {
-  const execLike = err instanceof ErrEndpointExecutionException || err instanceof ErrEndpointNonceException;
-  const passthrough = unwrapPassthrough(err);
-  const out: JsonRpcErrorObject = {
-    code: err.code,
-    message: execLike && passthrough ? passthrough.message : err.message,
-  };
-  const upstreamData = passthrough?.upstreamData ?? err.upstreamData;
-  if (upstreamData !== undefined) out.data = upstreamData;
-  else if (includeErrorDetails && !(method && REVERT_DATA_METHODS.has(method))) out.data = err.toDetails();
+  const detailsAllowed = includeErrorDetails && !(method && REVERT_DATA_METHODS.has(method));
+  const fact = passThroughOf(err);
+  if (fact) {
+    const raw = fact.upstreamError;
+    const out: JsonRpcErrorObject = { code: fact.code, message: fact.message };
+    if (fact.upstreamData !== undefined) out.data = fact.upstreamData;
+    else if (detailsAllowed) out.data = err.toDetails();
+    if (raw) {
+      out.code = Number(raw.code);
+      const data = raw.data ?? (out.data !== undefined ? JSON.stringify(out.data) : undefined);
+      out.raw = `{"code":${raw.code},"message":${raw.message}${data !== undefined ? `,"data":${data}` : ''}}`;
+    }
+    return out;
+  }
+  const out: JsonRpcErrorObject = { code: err.code, message: err.message };
+  if (err.upstreamData !== undefined) out.data = err.upstreamData;
+  else if (detailsAllowed) out.data = err.toDetails();
   return out;
 }
 
-/** The innermost error that carries an upstream's own data/message (single-cause chains). */
-function unwrapPassthrough(err: SvcError): SvcError | undefined {
-  let cur: SvcError | undefined = err;
-  for (let i = 0; cur && i < 8; i++) {
-    if (cur.upstreamData !== undefined) return cur;
-    if (cur instanceof ErrEndpointExecutionException || cur instanceof ErrEndpointNonceException) return cur;
-    const c: unknown = (cur as { cause?: unknown }).cause;
-    cur = c instanceof SvcError ? c : undefined;
+/** The pass-through error a client should see for `err`: itself, or an exhausted error's dominant cause. */
+function passThroughOf(err: SvcError): SvcError | undefined {
+  if (isPassThrough(err)) return err;
+  if (err instanceof ErrUpstreamsExhausted) {
+    const d = err.dominantCause;
+    if (d && isPassThrough(d)) return d;
   }
   return undefined;
 }
@@ -375,7 +446,7 @@ export interface ErrorTableRow {
 /** The README's error table: name, JSON-RPC code, HTTP status of a single call (spec §7). */
 export const ERROR_TABLE: readonly ErrorTableRow[] = [
   row(ErrJsonRpcRequestUnmarshal, 'body is not valid JSON (id null)'),
-  row(ErrInvalidRequest, 'no `"jsonrpc":"2.0"`, no string `method`, batch over `server.maxBatchSize`'),
+  row(ErrInvalidRequest, 'no `"jsonrpc":"2.0"`, no string `method`, a method name over 256 characters or outside `[A-Za-z0-9_.:-]`, nesting over `server.maxJsonDepth`, batch over `server.maxBatchSize`'),
   row(ErrRequestTooLarge, 'body over `server.maxBodySize`'),
   row(ErrProjectNotFound, 'unknown project in the URL'),
   row(ErrNetworkNotSupported, 'unknown network / chain id'),
@@ -392,7 +463,8 @@ export const ERROR_TABLE: readonly ErrorTableRow[] = [
   row(ErrEndpointClientSideException, 'upstream says the params are invalid'),
   row(ErrEndpointMissingData, 'upstream lacks the block/state (retried elsewhere)'),
   row(ErrEndpointRequestTooLarge, 'upstream refused a range as too large'),
-  row(ErrUpstreamMalformedResponse, 'upstream answered something that is not JSON-RPC'),
+  row(ErrUpstreamMalformedResponse, 'upstream answered something that is not JSON-RPC, or more than `maxResponseSize`'),
+  row(ErrUpstreamRequestTooLarge, 'upstream refused the request for its size (HTTP 413, or hung up mid-send); not counted against it'),
   row(ErrEndpointRequestTimeout, 'an upstream request ran past its deadline'),
   row(ErrFailsafeTimeoutExceeded, 'a failsafe `timeout` policy fired'),
   row(ErrFailsafeCircuitBreakerOpen, "the upstream's circuit breaker is open"),

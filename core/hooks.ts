@@ -71,6 +71,8 @@ export interface UpstreamCall {
   signal: AbortSignal;
   /** Trace record of this attempt; the transport fills `dialled`. */
   attempt: AttemptRecord;
+  /** Cap on this answer's size, bytes, below the upstream's `maxResponseSize` (state polls use a small one). */
+  maxResponseSize?: number;
 }
 
 /** One upstream's transport, wrapped by upstream-scope policies (spec §4.7, issue #3). */

@@ -3,8 +3,10 @@
  * byte-for-byte, outbound request bodies with svc's own ids, and response serialisation that
  * splices an upstream's raw result bytes instead of re-serialising them.
  */
-import { parse as losslessParse, isLosslessNumber } from 'lossless-json';
 import { ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, type SvcError } from './errors.ts';
+import { arrayElements, extractTopLevelValue, nestingDepth, skipWs } from './json-scan.ts';
+
+export { extractTopLevelValue } from './json-scan.ts';
 
 /** A JSON-RPC id as parsed (numbers above 2^53 are only kept exactly in {@link ParsedCall.idRaw}). */
 export type JsonRpcId = string | number | null;
@@ -30,58 +32,94 @@ export interface ParsedBody {
   calls: ParsedCall[];
 }
 
-/** Numbers JSON.parse would not round-trip: long digit runs, and ids written with a fraction or exponent. */
-const UNSAFE_NUMBER = /\d{16,}|"id"\s*:\s*-?\d+[.eE]/;
+/** Limits applied while parsing an inbound body (issue #8 items 1 and 3). */
+export interface ParseLimits {
+  /** `server.maxJsonDepth`: deepest nesting of one request object (the object itself is 1). */
+  maxDepth: number;
+}
+
+/** Default {@link ParseLimits}. */
+export const DEFAULT_PARSE_LIMITS: ParseLimits = { maxDepth: 64 };
+
+/** Longest accepted method name, characters (issue #8 item 3). */
+export const MAX_METHOD_LENGTH = 256;
+/** Characters a method name may hold: a bounded alphabet, so matching and labels stay cheap. */
+const METHOD_NAME = /^[A-Za-z0-9_.:-]+$/;
+
+function tooDeep(limit: number): ErrInvalidRequest {
+  return new ErrInvalidRequest(`invalid request: JSON nesting deeper than server.maxJsonDepth (${limit})`);
+}
 
 /**
  * Parses an inbound body. Throws {@link ErrJsonRpcRequestUnmarshal} (HTTP 400) when the body is
- * not JSON; never throws for a structurally wrong element, which gets `invalid` instead.
+ * not JSON, and {@link ErrInvalidRequest} when a single request is nested deeper than
+ * `limits.maxDepth` (measured by a linear scan before anything recursive touches it); never
+ * throws for a structurally wrong batch element, which gets `invalid` instead.
  * @param text the UTF-8 body
+ * @param limits nesting limit (spec-free svc limit, README "Limits")
  */
-export function parseRequestBody(text: string): ParsedBody {
+export function parseRequestBody(text: string, limits: ParseLimits = DEFAULT_PARSE_LIMITS): ParsedBody {
+  const batch = text.charCodeAt(skipWs(text, 0)) === 91; /* [ */
+  if (!batch && nestingDepth(text, limits.maxDepth) > limits.maxDepth) {
+    // Still a parse error first when it is not JSON at all (spec §4.2 #5).
+    try {
+      JSON.parse(text);
+    } catch (e) {
+      throw new ErrJsonRpcRequestUnmarshal('failed to parse json-rpc request', { cause: e });
+    }
+    throw tooDeep(limits.maxDepth);
+  }
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch (e) {
     throw new ErrJsonRpcRequestUnmarshal('failed to parse json-rpc request', { cause: e });
   }
-  // Integers above 2^53 lose precision in JSON.parse: re-read ids losslessly only when the
-  // body holds a long digit run, so the common path pays nothing.
-  let lossless: unknown;
-  if (UNSAFE_NUMBER.test(text)) {
-    try {
-      lossless = losslessParse(text);
-    } catch {
-      lossless = undefined;
-    }
-  }
   if (Array.isArray(doc)) {
-    const ll = Array.isArray(lossless) ? lossless : undefined;
-    return { batch: true, calls: doc.map((el, i) => toCall(el, ll?.[i])) };
+    // Raw element texts give each call its id byte-for-byte (integers above 2^53, `1.0`, `1e3`)
+    // and its depth; one linear pass over the body.
+    const elements = arrayElements(text);
+    return {
+      batch: true,
+      calls: doc.map((el, i) => {
+        const raw = elements[i];
+        if (raw && raw.depth > limits.maxDepth) return { idRaw: rawId(raw.text) ?? 'null', method: '', params: undefined, invalid: tooDeep(limits.maxDepth) };
+        return toCall(el, raw?.text);
+      }),
+    };
   }
-  return { batch: false, calls: [toCall(doc, lossless)] };
+  return { batch: false, calls: [toCall(doc, text)] };
 }
 
-function idText(id: unknown, llId: unknown): string | undefined {
-  if (id === undefined) return undefined;
-  if (isLosslessNumber(llId)) return llId.value;
-  if (id === null || typeof id === 'string' || typeof id === 'number') return JSON.stringify(id);
+/** Raw text of an element's `id` when it is a string, a number or null (else undefined). */
+function rawId(elementText: string): string | undefined {
+  const t = extractTopLevelValue(elementText, 'id');
+  if (t === undefined) return undefined;
+  const c = t.charCodeAt(0);
+  // A string, a number (digit or minus), or null: anything else is not a valid id.
+  if (c === 34 || c === 45 || (c >= 48 && c <= 57) || t === 'null') return t;
   return undefined;
 }
 
-function toCall(el: unknown, ll: unknown): ParsedCall {
+function toCall(el: unknown, text: string | undefined): ParsedCall {
   if (el === null || typeof el !== 'object' || Array.isArray(el)) {
     return { idRaw: 'null', method: '', params: undefined, invalid: new ErrInvalidRequest('invalid request: not a JSON-RPC request object') };
   }
   const o = el as Record<string, unknown>;
-  const llId = ll && typeof ll === 'object' ? (ll as Record<string, unknown>).id : undefined;
-  const raw = idText(o.id, llId);
-  const call: ParsedCall = { idRaw: raw ?? 'null', method: typeof o.method === 'string' ? o.method : '', params: o.params };
+  const idOk = o.id === undefined || o.id === null || typeof o.id === 'string' || typeof o.id === 'number';
+  const raw = idOk && o.id !== undefined ? ((text !== undefined ? rawId(text) : undefined) ?? JSON.stringify(o.id)) : undefined;
+  const method = typeof o.method === 'string' ? o.method : '';
+  const call: ParsedCall = { idRaw: raw ?? 'null', method: '', params: o.params };
   if (typeof o.networkId === 'string') call.networkId = o.networkId;
-  if (raw === undefined && o.id !== undefined) call.invalid = new ErrInvalidRequest('invalid request: id must be a string, a number or null');
+  if (!idOk) call.invalid = new ErrInvalidRequest('invalid request: id must be a string, a number or null');
   else if (o.jsonrpc !== '2.0') call.invalid = new ErrInvalidRequest('invalid request: "jsonrpc" must be "2.0"');
   else if (typeof o.method !== 'string' || o.method === '') call.invalid = new ErrInvalidRequest('invalid request: "method" must be a non-empty string');
-  else if (o.params !== undefined && o.params !== null && typeof o.params !== 'object') call.invalid = new ErrInvalidRequest('invalid request: "params" must be an array or an object');
+  else if (method.length > MAX_METHOD_LENGTH || !METHOD_NAME.test(method)) {
+    // The name is not echoed: it may be megabytes long.
+    call.invalid = new ErrInvalidRequest(`invalid request: "method" must be at most ${MAX_METHOD_LENGTH} characters of [A-Za-z0-9_.:-]`);
+  } else if (o.params !== undefined && o.params !== null && typeof o.params !== 'object') call.invalid = new ErrInvalidRequest('invalid request: "params" must be an array or an object');
+  // An invalid element never carries its method onwards (labels, logs, matching).
+  if (!call.invalid) call.method = method;
   return call;
 }
 
@@ -140,8 +178,10 @@ export function serializeResult(idRaw: string, result: RpcResult): string {
 }
 
 /** Serialises one error response with the caller's raw id. */
-export function serializeError(idRaw: string, error: { code: number; message: string; data?: unknown }): string {
-  return `{"jsonrpc":"2.0","id":${idRaw},"error":${JSON.stringify(error)}}`;
+export function serializeError(idRaw: string, error: { code: number; message: string; data?: unknown; raw?: string }): string {
+  if (error.raw !== undefined) return `{"jsonrpc":"2.0","id":${idRaw},"error":${error.raw}}`;
+  const { code, message, data } = error;
+  return `{"jsonrpc":"2.0","id":${idRaw},"error":${JSON.stringify(data === undefined ? { code, message } : { code, message, data })}}`;
 }
 
 /** Outbound request body with svc's own id (issue #2 item 4: callers' ids never go upstream). */
@@ -149,80 +189,4 @@ export function serializeOutbound(id: number, method: string, params: unknown): 
   return params === undefined
     ? `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)}}`
     : `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`;
-}
-
-/**
- * Finds the raw JSON text of a top-level member of an object document without building it.
- * A skipper, not a parser: the document was already validated by `JSON.parse`.
- * @returns the value's text, or undefined when the key is absent or the text is not an object
- */
-export function extractTopLevelValue(text: string, key: string): string | undefined {
-  let i = skipWs(text, 0);
-  if (text.charCodeAt(i) !== 123 /* { */) return undefined;
-  i++;
-  for (;;) {
-    i = skipWs(text, i);
-    if (text.charCodeAt(i) !== 34 /* " */) return undefined;
-    const keyEnd = skipString(text, i);
-    const k = text.slice(i + 1, keyEnd - 1);
-    i = skipWs(text, keyEnd);
-    if (text.charCodeAt(i) !== 58 /* : */) return undefined;
-    i = skipWs(text, i + 1);
-    const end = skipValue(text, i);
-    if (k === key) return text.slice(i, end);
-    i = skipWs(text, end);
-    const c = text.charCodeAt(i);
-    if (c === 44 /* , */) {
-      i++;
-      continue;
-    }
-    return undefined;
-  }
-}
-
-function skipWs(s: string, i: number): number {
-  for (;;) {
-    const c = s.charCodeAt(i);
-    if (c === 32 || c === 10 || c === 13 || c === 9) i++;
-    else return i;
-  }
-}
-
-function skipString(s: string, i: number): number {
-  i++; // opening quote
-  for (;;) {
-    const c = s.charCodeAt(i);
-    if (c === 92 /* \ */) i += 2;
-    else if (c === 34) return i + 1;
-    else if (Number.isNaN(c)) return i;
-    else i++;
-  }
-}
-
-function skipValue(s: string, i: number): number {
-  const c = s.charCodeAt(i);
-  if (c === 34) return skipString(s, i);
-  if (c === 123 || c === 91) {
-    let depth = 0;
-    for (;;) {
-      const d = s.charCodeAt(i);
-      if (Number.isNaN(d)) return i;
-      if (d === 34) {
-        i = skipString(s, i);
-        continue;
-      }
-      if (d === 123 || d === 91) depth++;
-      else if (d === 125 || d === 93) {
-        depth--;
-        if (depth === 0) return i + 1;
-      }
-      i++;
-    }
-  }
-  // number, true, false, null
-  for (;;) {
-    const d = s.charCodeAt(i);
-    if (Number.isNaN(d) || d === 44 || d === 125 || d === 93 || d === 32 || d === 10 || d === 13 || d === 9) return i;
-    i++;
-  }
 }

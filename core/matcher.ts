@@ -1,10 +1,13 @@
 /**
  * The one small matcher used for `allowClientDirectives` expressions and `use-upstream`
  * selectors (spec §2.8): terms joined by `&` (binds tighter) and `|`, each term an optional
- * leading `!` and a glob. Globs go through picomatch with `*` matching any characters,
- * `/` and `:` included (upstream ids contain URLs).
+ * leading `!` and a glob (core/glob.ts: `*` matches any characters, `/` and `:` included, since
+ * upstream ids contain URLs; `?` one character), matched in linear time. Expressions from
+ * clients are bounded by {@link MAX_CLIENT_PATTERN_LENGTH}.
  */
-import picomatch from 'picomatch';
+import { compileGlobs, MAX_CLIENT_PATTERN_LENGTH, type GlobTest } from './glob.ts';
+
+export { MAX_CLIENT_PATTERN_LENGTH };
 
 /** A compiled matcher expression. */
 export interface Matcher {
@@ -21,11 +24,9 @@ export interface Matcher {
   test(primary: string, alternates?: Iterable<string>): boolean;
 }
 
-const GLOB_OPTS = { bash: true, dot: true, nocase: false } as const;
-
 interface Term {
   negated: boolean;
-  match: (s: string) => boolean;
+  match: GlobTest;
 }
 
 /**
@@ -44,7 +45,7 @@ export function compileMatcher(expr: string): Matcher {
         .map((t) => {
           const negated = t.startsWith('!');
           const glob = negated ? t.slice(1).trim() : t;
-          return { negated, match: picomatch(glob, GLOB_OPTS) };
+          return { negated, match: compileGlobs(glob) };
         }),
     )
     .filter((g) => g.length > 0);

@@ -3,7 +3,7 @@
  * `new Proxy(config).use(...plugins)`, then `start()`. Plugins tap hooks in `apply`; the
  * proxy builds every network's and upstream's chain once, then serves.
  */
-import type { Server } from 'node:http';
+import { createServer as createHttpServer, type Server, type ServerOptions } from 'node:http';
 import type { Pool } from 'undici';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
@@ -13,6 +13,7 @@ import { newExecutionRecord, type CallContext, type HttpRequestInfo } from './co
 import { createHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks } from './hooks.ts';
 import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { BoundedLabel } from './labels.ts';
 import { Network } from './registry/network.ts';
 import { Project } from './registry/project.ts';
 import { DeadlineReason, Upstream } from './registry/upstream.ts';
@@ -69,6 +70,11 @@ export class Proxy {
   readonly hooks: ProxyHooks = createHooks();
   /** Metrics registry, served by the metrics plugin at `/metrics`. */
   readonly metrics = new Registry();
+  /**
+   * The `category` (method) label shared by every plugin's metrics: at most 200 distinct
+   * methods per process, then `other`, each cut to 64 characters (issue #8 item 4).
+   */
+  readonly methodLabel = new BoundedLabel(200);
   /** Projects by id. */
   readonly projects = new Map<string, Project>();
   /** Applied plugins in order. */
@@ -143,12 +149,13 @@ export class Proxy {
     const app = createServer(this);
     const host = this.opts.host ?? this.config.server.httpHost;
     const port = this.opts.port ?? this.config.server.httpPort;
+    const server = createHttpServer(httpServerOptions(this.config.server), app.callback());
+    // Node's own limits, not a timer per socket (issue #8 item 7): 0 = unlimited.
+    if (this.config.server.maxConnections > 0) server.maxConnections = this.config.server.maxConnections;
     this.server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(port, host, () => resolve(s));
-      s.once('error', reject);
+      server.once('error', reject);
+      server.listen(port, host, () => resolve(server));
     });
-    // Keep-alive sockets from clients should not outlive a restart by much.
-    this.server.keepAliveTimeout = 65_000;
     const addr = this.server.address() as AddressInfo;
     for (const p of this.projects.values()) {
       this.logger.info(
@@ -328,6 +335,22 @@ export class Proxy {
   get isClosed(): boolean {
     return this.closed;
   }
+}
+
+/**
+ * Node server options from `server.*` (issue #8 item 7): `readTimeout` is Node's
+ * `requestTimeout` (headers and body must arrive within it, 408 after), headers get at most
+ * the same, and the expiry check runs often enough for the timeout to be kept to about a
+ * quarter of itself (Node checks every 30 s by default).
+ */
+export function httpServerOptions(s: ResolvedConfig['server']): ServerOptions {
+  const read = s.readTimeoutMs;
+  return {
+    requestTimeout: read,
+    headersTimeout: read > 0 ? Math.min(read, 60_000) : 60_000,
+    keepAliveTimeout: s.keepAliveTimeoutMs,
+    connectionsCheckingInterval: read > 0 ? Math.min(1000, Math.max(50, Math.floor(read / 4))) : 30_000,
+  };
 }
 
 /** Options of {@link createProxy}. */

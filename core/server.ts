@@ -9,17 +9,19 @@ import { Readable } from 'node:stream';
 import Koa from 'koa';
 import Router from '@koa/router';
 import getRawBody from 'raw-body';
-import picomatch from 'picomatch';
+import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
 import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo } from './context.ts';
 import {
   asSvcError,
+  ErrInternal,
   ErrInvalidRequest,
   ErrNetworkNotSupported,
   ErrProjectNotFound,
   ErrRequestTooLarge,
   SvcError,
   toJsonRpcError,
+  wireError,
 } from './errors.ts';
 import { parseRequestBody, serializeError, serializeResult, type ParsedCall } from './jsonrpc.ts';
 import type { Network } from './registry/network.ts';
@@ -166,7 +168,8 @@ export function createServer(proxy: Proxy): Koa {
   const app = new Koa();
   const cfg = proxy.config.server;
   const hooks = proxy.hooks;
-  const aliasMatchers: AliasMatcher[] = cfg.aliasing.rules.map((rule) => ({ rule, match: picomatch(rule.matchDomain, { nocase: true, dot: true }) }));
+  const parseLimits = { maxDepth: cfg.maxJsonDepth };
+  const aliasMatchers: AliasMatcher[] = cfg.aliasing.rules.map((rule) => ({ rule, match: compileGlobs(rule.matchDomain, { nocase: true }) }));
   const staticHeaders: ReadonlyArray<readonly [string, string]> = Object.entries({
     // Set before the body so Koa does not add a charset (spec §4.5: `application/json`).
     'Content-Type': 'application/json',
@@ -215,7 +218,7 @@ export function createServer(proxy: Proxy): Koa {
       text = await readBody(k, cfg.maxBodySize);
       // No auth strategy tapped: no identity, and no promise to wait for.
       const identity = hooks.authenticate.isUsed() ? await hooks.authenticate.promise(info, target.project) : undefined;
-      const parsed = parseRequestBody(text);
+      const parsed = parseRequestBody(text, parseLimits);
       const calls = parsed.calls;
       meta.batch = parsed.batch;
       const aborters = new Set<AbortController>();
@@ -251,7 +254,7 @@ export function createServer(proxy: Proxy): Koa {
       k.body = Readable.from(streamArray(answers));
     } catch (e) {
       const err = asSvcError(e);
-      if (!meta.batch || !(err instanceof SvcError)) hooks.responseHeaders.call(sink, [], meta);
+      hooks.responseHeaders.call(sink, [], meta);
       k.status = err.httpStatus;
       k.body = serializeError('null', toJsonRpcError(err, undefined, cfg.includeErrorDetails));
     }
@@ -304,10 +307,11 @@ function* streamArray(answers: readonly CallAnswer[]): Generator<string> {
 }
 
 /** svc's own code failed for one element: id null, -32603 (spec §4.2 #6). */
-function internalFailure(proxy: Proxy, call: ParsedCall, e: unknown): CallAnswer {
-  proxy.logger.error({ err: e instanceof Error ? e.stack : String(e), method: call.method }, 'internal failure serving a call');
+function internalFailure(proxy: Proxy, call: ParsedCall, e: unknown, record = newExecutionRecord(call.method)): CallAnswer {
+  // Log the original exception's stack: an ErrInternal wraps it as its cause.
+  const original: unknown = e instanceof ErrInternal && e.cause !== undefined ? e.cause : e;
+  proxy.logger.error({ err: original instanceof Error ? original.stack : String(original), method: call.method }, 'internal failure serving a call');
   const err = asSvcError(e);
-  const record = newExecutionRecord(call.method);
   record.error = err;
   return { text: serializeError('null', toJsonRpcError(err, call.method, proxy.config.server.includeErrorDetails)), status: err.httpStatus, record };
 }
@@ -367,9 +371,11 @@ async function serveCall(
     const result = await network.handler(ctx);
     return { text: serializeResult(call.idRaw, result), status: 200, record };
   } catch (e) {
-    if (!(e instanceof SvcError)) return internalFailure(proxy, call, e);
+    // svc's own exception (here or wrapped deeper, e.g. in the sweep): -32603, id null, HTTP 500, logged with its stack.
+    if (!(e instanceof SvcError) || e instanceof ErrInternal) return internalFailure(proxy, call, e, record);
     record.error = e;
-    return { text: serializeError(call.idRaw, toJsonRpcError(e, call.method, cfg.includeErrorDetails)), status: e.httpStatus, record };
+    const shown = wireError(e);
+    return { text: serializeError(call.idRaw, toJsonRpcError(shown, call.method, cfg.includeErrorDetails)), status: shown.httpStatus, record };
   } finally {
     if (timer) clearTimeout(timer);
     if (ac) aborters.delete(ac);

@@ -59,12 +59,15 @@ export function finishAttempt(a: AttemptRecord, outcome: AttemptOutcome, err?: S
 
 /**
  * Sends one call to one upstream through its composed chain, runs the `validate` hook and
- * records the attempt. Throws the normalised error on failure.
+ * records the attempt. Throws the normalised error on failure; an exception from svc's own code
+ * (a hook tap, serialising) becomes `ErrInternal`, which never counts against the upstream.
+ * @param maxResponseSize a cap on this answer below the upstream's own, bytes (state polls)
  */
-export async function tryUpstream(hooks: ProxyHooks, ctx: CallContext, u: Upstream, reason: AttemptReason, signal: AbortSignal): Promise<RpcResult> {
+export async function tryUpstream(hooks: ProxyHooks, ctx: CallContext, u: Upstream, reason: AttemptReason, signal: AbortSignal, maxResponseSize?: number): Promise<RpcResult> {
   // Upstream-scope retries replace `call.attempt` with a fresh record for each new try, so
   // this function always closes the record of the last try.
   const call: UpstreamCall = { ctx, method: ctx.request.method, params: ctx.request.params, signal, attempt: startAttempt(ctx, u, reason) };
+  if (maxResponseSize !== undefined) call.maxResponseSize = maxResponseSize;
   try {
     const r = await u.send(call);
     const invalid = hooks.validate.call(ctx, r, u);

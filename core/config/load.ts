@@ -163,10 +163,42 @@ export function validateConfig(doc: unknown, schema: TObject): ConfigProblem[] {
   return problems;
 }
 
+/** Keys that reach an object's prototype machinery: never valid anywhere in a config (issue #8 item 10). */
+export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** Project ids whose paths belong to svc itself (`POST /admin`, `GET /healthcheck`). */
+export const RESERVED_PROJECT_IDS: ReadonlySet<string> = new Set(['admin', 'healthcheck']);
+
+/**
+ * Every `__proto__`, `constructor` or `prototype` key in a raw config, with its path. Walks with
+ * an explicit stack, so a deeply nested document cannot overflow it.
+ */
+export function forbiddenKeys(doc: unknown): ConfigProblem[] {
+  const out: ConfigProblem[] = [];
+  const stack: Array<[unknown, string]> = [[doc, '']];
+  const seen = new Set<unknown>();
+  while (stack.length) {
+    const [v, path] = stack.pop() as [unknown, string];
+    if (v === null || typeof v !== 'object' || seen.has(v)) continue;
+    seen.add(v);
+    if (Array.isArray(v)) {
+      v.forEach((x, i) => stack.push([x, `${path}[${i}]`]));
+      continue;
+    }
+    for (const k of Object.keys(v)) {
+      const p = path ? `${path}.${k}` : k;
+      if (FORBIDDEN_KEYS.has(k)) out.push({ path: p, message: `key "${k}" is not allowed` });
+      else stack.push([(v as Record<string, unknown>)[k], p]);
+    }
+  }
+  return out;
+}
+
 function semanticProblems(doc: SvcConfigInput): ConfigProblem[] {
   const out: ConfigProblem[] = [];
   const projectIds = new Set<string>();
   (doc.projects ?? []).forEach((p, pi) => {
+    if (RESERVED_PROJECT_IDS.has(p.id.toLowerCase())) out.push({ path: `projects[${pi}].id`, message: `project id "${p.id}" is reserved: /${p.id.toLowerCase()} is served by svc itself` });
     if (projectIds.has(p.id)) out.push({ path: `projects[${pi}].id`, message: `duplicate project id "${p.id}"` });
     projectIds.add(p.id);
     const chains = new Set<number>();
@@ -405,6 +437,10 @@ export function resolveConfig(doc: SvcConfigInput, schema: TObject, warnings: st
       maxBodySize: server.maxBodySize as number,
       maxBatchSize: server.maxBatchSize as number,
       batchConcurrency: server.batchConcurrency as number,
+      maxJsonDepth: server.maxJsonDepth as number,
+      readTimeoutMs: server.readTimeout as number,
+      keepAliveTimeoutMs: server.keepAliveTimeout as number,
+      maxConnections: server.maxConnections as number,
       includeErrorDetails: server.includeErrorDetails as boolean,
       executionHeaders: server.executionHeaders as 'all' | 'summary' | 'off',
       responseHeaders: (server.responseHeaders as Record<string, string> | undefined) ?? {},
@@ -435,6 +471,9 @@ export interface LoadOptions {
  */
 export function loadConfigObject(raw: unknown, opts: LoadOptions = {}): { config: ResolvedConfig; schema: TObject } {
   const warnings: string[] = [];
+  // Before anything copies the document: `__proto__` assigned on a plain object rewrites its prototype.
+  const forbidden = forbiddenKeys(raw ?? {});
+  if (forbidden.length) throw new ConfigError(forbidden);
   const doc = expandEnv(raw ?? {}, warnings, opts.env);
   const schema = buildConfigSchema(opts.fragments ?? []);
   if (!isPlainObject(doc)) throw new ConfigError([{ path: '', message: 'config must be an object' }]);

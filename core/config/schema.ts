@@ -87,6 +87,10 @@ function serverProps(extra: TProperties) {
     maxBodySize: Type.Optional(Size({ default: '10MiB', description: 'largest accepted request body; larger gets HTTP 413' })),
     maxBatchSize: Type.Optional(Type.Integer({ minimum: 1, default: 1000, description: 'largest inbound batch; larger gets HTTP 400 / -32600' })),
     batchConcurrency: Type.Optional(Type.Integer({ minimum: 1, default: 100, description: 'sub-calls of one batch run at most this many at a time' })),
+    maxJsonDepth: Type.Optional(Type.Integer({ minimum: 2, maximum: 1000, default: 64, description: 'deepest JSON nesting of one request object (the object is 1); deeper gets HTTP 400 / -32600, batch elements one by one' })),
+    readTimeout: Type.Optional(Duration({ default: '30s', description: "time for a client's headers and body to arrive; HTTP 408 after (Node's requestTimeout); 0 = none" })),
+    keepAliveTimeout: Type.Optional(Duration({ default: '65s', description: 'idle time before a client keep-alive connection is closed' })),
+    maxConnections: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'most client connections at once (new ones beyond are dropped); 0 = unlimited' })),
     includeErrorDetails: Type.Optional(Type.Boolean({ default: true, description: "put svc's cause chain in error.data (never for eth_call/eth_estimateGas)" })),
     executionHeaders: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('summary'), Type.Literal('off')], { default: 'all', description: 'spec §2.9 diagnostic header mode' })),
     responseHeaders: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'static headers on every response, ${ENV}-expanded at start-up' })),
@@ -121,6 +125,7 @@ function upstreamProps(f: SchemaFragment, requireEndpoint: boolean) {
     allowMethods: Type.Optional(Type.Array(Type.String(), { description: 'method globs this upstream serves; wins over ignoreMethods; alone implies ignoreMethods ["*"]' })),
     tags: Type.Optional(Type.Array(Type.String({ pattern: '^[^:]+:.+$' }), { description: '"<key>:<value>" labels used by use-upstream and selection' })),
     jsonRpc: Type.Optional(Strict({ headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'extra HTTP headers sent upstream' })) })),
+    maxResponseSize: Type.Optional(Size({ default: '256MiB', description: 'largest answer read from this upstream; a larger one is cut off while streaming and fails the attempt with ErrUpstreamMalformedResponse (the next upstream is tried)' })),
     ...optionalAll(f.upstream),
   };
 }

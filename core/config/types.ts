@@ -91,6 +91,14 @@ export interface ResolvedServer {
   maxBodySize: number;
   maxBatchSize: number;
   batchConcurrency: number;
+  /** Deepest JSON nesting of one request object (issue #8 item 1). */
+  maxJsonDepth: number;
+  /** Time for a request's headers and body to arrive, ms; 0 = none (issue #8 item 7). */
+  readTimeoutMs: number;
+  /** Idle keep-alive time of client connections, ms. */
+  keepAliveTimeoutMs: number;
+  /** Most client connections at once; 0 = unlimited. */
+  maxConnections: number;
   includeErrorDetails: boolean;
   executionHeaders: 'all' | 'summary' | 'off';
   /** Static headers, already `${ENV}`-expanded. */

@@ -16,6 +16,7 @@ import {
   ErrEndpointUnsupported,
   type SvcError,
   type SvcErrorOptions,
+  type UpstreamErrorRaw,
 } from '../errors.ts';
 
 /** What an upstream said, as far as classification needs it. */
@@ -30,6 +31,8 @@ export interface UpstreamFault {
   data?: unknown;
   /** Method of the call (some rules are method-specific). */
   method: string;
+  /** The error object's raw pieces, kept for errors that pass through to the client (issue #8 item 8). */
+  raw?: UpstreamErrorRaw;
 }
 
 type Ctor = new (message: string, opts?: SvcErrorOptions) => SvcError;
@@ -118,6 +121,7 @@ export function normaliseUpstreamError(f: UpstreamFault): SvcError {
   const msg = f.message.toLowerCase();
   const opts: SvcErrorOptions = { upstreamStatus: f.status, details: { upstreamCode: f.code, upstreamStatus: f.status } };
   if (f.data !== undefined) opts.upstreamData = f.data;
+  if (f.raw !== undefined) opts.upstreamError = f.raw;
   for (const r of NORMALISATION_RULES) {
     if (r.match(f, msg)) {
       if (r.keepCode && f.code !== undefined) opts.code = f.code;

@@ -50,6 +50,14 @@ export class NetworkChainState {
   /** Head moves seen; the first stamp is when svc first looked, not a block boundary. */
   private headMoves = 0;
   private head = 0;
+  /** When a poll or an answer last reported the tracked head (or a higher one), ms; 0 when never. */
+  private confirmedAt = 0;
+  /**
+   * The shortest state-poller interval of the network's upstreams, ms (0 = no poller); set by the
+   * evm-state plugin. Freshness lasts about two intervals, so a quiet chain whose head every
+   * poll confirms stays fresh (issue #8 item 9).
+   */
+  pollIntervalMs = 0;
 
   /**
    * @param network the network whose upstreams are tracked
@@ -127,7 +135,17 @@ export class NetworkChainState {
       if (this.head > 0) this.headMoves++;
       this.head = n;
       this.headAt = t;
+      this.confirmedAt = t;
     }
+  }
+
+  /**
+   * A poll or an answer of a counted upstream reported `n` as its latest block: when that is the
+   * tracked head (or above), the head is confirmed now, even though it did not move (a devnet
+   * with automine, an idle L2, a stalled testnet).
+   */
+  confirmHead(n: number): void {
+    if (n > 0 && n >= this.head) this.confirmedAt = this.now();
   }
 
   /**
@@ -143,6 +161,7 @@ export class NetworkChainState {
     if (h <= 0 || h >= this.head) return false;
     this.head = h;
     this.headAt = 0;
+    this.confirmedAt = 0;
     return true;
   }
 
@@ -162,15 +181,19 @@ export class NetworkChainState {
   }
 
   /**
-   * Whether the known head is fresh enough to interpolate with: first seen within about two
-   * block times (issue #4 item 3). Without a block-time estimate, within `fallbackMs`.
-   * @param fallbackMs freshness window when the block time is not known yet
+   * Whether the known head is fresh enough to interpolate `latest` with (issue #8 item 9): a poll
+   * or an answer confirmed it within about two poll intervals or two block times, whichever is
+   * larger. With neither known yet, within `fallbackMs`. A head that does not move but is
+   * confirmed every poll stays fresh.
+   * @param fallbackMs freshness window when neither a poll interval nor a block time is known, ms
    */
   isHeadFresh(fallbackMs = 2000): boolean {
-    if (this.headAt === 0) return false;
+    if (this.confirmedAt === 0) return false;
     const bt = this.blockTimeMs;
-    const window = bt !== undefined ? Math.max(2 * bt, 50) : fallbackMs;
-    return this.now() - this.headAt <= window;
+    let window = bt !== undefined ? Math.max(2 * bt, 50) : 0;
+    if (this.pollIntervalMs > 0) window = Math.max(window, 2 * this.pollIntervalMs);
+    if (window === 0) window = fallbackMs;
+    return this.now() - this.confirmedAt <= window;
   }
 }
 

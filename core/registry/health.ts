@@ -13,7 +13,9 @@ import {
   ErrEndpointRequestTimeout,
   ErrEndpointServerSideException,
   ErrFailsafeTimeoutExceeded,
+  ErrInternal,
   ErrUpstreamMalformedResponse,
+  ErrUpstreamRequestTooLarge,
   type SvcError,
 } from '../errors.ts';
 
@@ -23,14 +25,16 @@ export type HealthOutcome = 'success' | 'error' | 'throttle' | 'neutral' | 'igno
 /**
  * Classifies an attempt for health scoring: only genuine failures (transport, 5xx, timeouts,
  * malformed answers, billing) are errors; reverts and other execution errors are successes;
- * rate limits are throttles; cancellations (client or lost hedge legs) count as nothing.
+ * rate limits are throttles; cancellations (client or lost hedge legs) count as nothing, and so
+ * do svc's own failures and requests refused for their size (issue #8 item 1: nothing a client
+ * sends counts against an upstream).
  */
 export function healthOutcome(a: Pick<AttemptRecord, 'outcome' | 'error' | 'dialled'>): HealthOutcome {
   if (!a.dialled) return 'ignore';
   if (a.outcome === 'success' || a.outcome === 'exec_revert') return 'success';
   if (a.outcome === 'cancelled' || a.outcome === 'pending' || a.outcome === 'skipped') return 'ignore';
   const e: SvcError | undefined = a.error;
-  if (!e || e instanceof ErrCancelled) return 'ignore';
+  if (!e || e instanceof ErrCancelled || e instanceof ErrInternal || e instanceof ErrUpstreamRequestTooLarge) return 'ignore';
   if (e instanceof ErrEndpointCapacityExceeded) return 'throttle';
   if (
     e instanceof ErrEndpointServerSideException ||

@@ -113,9 +113,16 @@ export function interpolateParams(method: string, params: unknown, heads: KnownH
  * upstreams) when the params carry its tag. A class, so no getter closures per call.
  */
 class LazyHeads implements KnownHeads {
-  constructor(private readonly state: NetworkChainState) {}
+  /**
+   * @param state the network's chain state
+   * @param fresh whether the latest head may be used (confirmed recently); finalized is not gated
+   */
+  constructor(
+    private readonly state: NetworkChainState,
+    private readonly fresh: boolean,
+  ) {}
   get latest(): number {
-    return this.state.highestLatest;
+    return this.fresh ? this.state.highestLatest : 0;
   }
   get finalized(): number {
     return this.state.highestFinalized;
@@ -125,9 +132,10 @@ class LazyHeads implements KnownHeads {
 /**
  * Creates the block-tag interpolation plugin (name `evm-interpolation`).
  *
- * Per call, when `ctx.directives.skipInterpolation !== true` and the network head is fresh
- * (`chainStateOf(network).isHeadFresh()`: first seen within about two block times), replaces
- * `ctx.request` with a copy whose params went through {@link interpolateParams}. The client's
+ * Per call, when `ctx.directives.skipInterpolation !== true`, replaces `ctx.request` with a copy
+ * whose params went through {@link interpolateParams}: `latest` only while the network head is
+ * fresh (`isHeadFresh()`: confirmed by a poll or an answer within about two poll intervals or two
+ * block times), `finalized` whenever a successful poll produced a finalized block. The client's
  * own request object and params are never mutated. The call's finality was classified from the
  * tag before this runs (tags are `realtime`), which is intended.
  *
@@ -149,8 +157,8 @@ export function evmInterpolationPlugin(opts: EvmInterpolationOptions = {}): Plug
           if (ctx.directives.skipInterpolation === true || skip.has(method) || BLOCK_PARAM[method] === undefined) return inner(ctx);
           // Looked up per call (a WeakMap hit), so whichever plugin creates the state first picks its clock.
           const state = chainStateOf(network);
-          if (!state.isHeadFresh(fallback)) return inner(ctx);
-          const params = interpolateParams(method, ctx.request.params, new LazyHeads(state));
+          // `latest` only while the head is fresh; `finalized` whenever a poll produced one (issue #8 item 9).
+          const params = interpolateParams(method, ctx.request.params, new LazyHeads(state, state.isHeadFresh(fallback)));
           if (params !== undefined) ctx.request = { ...ctx.request, params };
           return inner(ctx);
         };

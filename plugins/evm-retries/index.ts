@@ -279,7 +279,7 @@ export function evmRetriesPlugin(): Plugin {
         for (const rej of st.rejections) {
           if (rej.counted || ctx.record.attempts.length <= rej.attemptsSeen) continue;
           rej.counted = true;
-          counter.inc({ project: ctx.project.id, network: ctx.network.id, category: ctx.request.method, reason: rej.reason });
+          counter.inc({ project: ctx.project.id, network: ctx.network.id, category: proxy.methodLabel.value(ctx.request.method), reason: rej.reason });
         }
       };
 

@@ -266,10 +266,13 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
       /** Advances an upstream's latest block; only counted upstreams move the network head (and its block-time estimate). */
       const observeLatest = (n: Network, u: Upstream, block: number): void => {
         const st = chainStateOf(n);
+        const isCounted = counted(n).includes(u);
+        // A head that did not move is still confirmed by a counted upstream reporting it.
+        if (isCounted) st.confirmHead(block);
         const mine = st.peek(u);
         if (mine && block <= mine.latest) return;
         const before = st.highestLatest;
-        if (counted(n).includes(u)) st.observeLatest(u, block);
+        if (isCounted) st.observeLatest(u, block);
         else st.of(u).advanceLatest(block);
         if (block > before) updateLags(n);
       };
@@ -377,6 +380,8 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
           pollers.delete(u);
           return;
         }
+        const st = chainStateOf(n);
+        st.pollIntervalMs = st.pollIntervalMs > 0 ? Math.min(st.pollIntervalMs, settings.intervalMs) : settings.intervalMs;
         const poller = new UpstreamPoller(proxy, n, u, settings, sink);
         pollers.set(u, poller);
         if (!proxy.isClosed) poller.start();
@@ -421,7 +426,7 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
         const by = behindBy(n, highest);
         if (by === undefined) return undefined;
         remember(ctx, n, r, u);
-        stale.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, category: ctx.request.method });
+        stale.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, category: proxy.methodLabel.value(ctx.request.method) });
         return new ErrUpstreamBlockBehind(`upstream ${u.id} answered ${what} ${n}, ${by} behind the highest known ${highest}`, {
           details: { upstream: u.id, answered: n, highest },
         });

@@ -21,6 +21,11 @@ export const NOT_SYNCING_POLLS = 4;
 export const MAX_METHOD_FAILURES = 10;
 /** Upper bound of one poll request, ms: the timeout is min(interval, this). */
 export const MAX_POLL_TIMEOUT_MS = 10_000;
+/**
+ * Largest poll answer read, bytes (issue #8 item 5): polls ask for block headers only (`false`
+ * for full transactions), so a hostile upstream cannot make an idle svc hold a huge answer.
+ */
+export const MAX_POLL_RESPONSE_BYTES = 1024 * 1024;
 
 /** Resolved settings of one upstream's poller. */
 export interface PollerSettings {
@@ -252,7 +257,7 @@ export class UpstreamPoller {
     const { ctx, done } = this.proxy.internalContext(this.network, method, params, this.settings.timeoutMs);
     ctx.finality = classifyFinality(method, params, chainStateOf(this.network).highestFinalized);
     try {
-      return await tryUpstream(this.proxy.hooks, ctx, this.upstream, 'primary', ctx.signal);
+      return await tryUpstream(this.proxy.hooks, ctx, this.upstream, 'primary', ctx.signal, MAX_POLL_RESPONSE_BYTES);
     } finally {
       done();
     }

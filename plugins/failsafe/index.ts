@@ -13,7 +13,7 @@
  * cancelled hedge legs. cockatiel's policies wrap opaque functions and cannot express those.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
-import picomatch from 'picomatch';
+import { compileGlobs } from '../../core/glob.ts';
 import { linkedController, sleep } from '../../core/abort.ts';
 import type { CallContext, Directives, Finality } from '../../core/context.ts';
 import { Duration, Strict, directiveDefaultsProps } from '../../core/config/schema.ts';
@@ -22,6 +22,7 @@ import {
   asSvcError,
   ErrCancelled,
   ErrEndpointBillingIssue,
+  ErrEndpointRequestTimeout,
   ErrEndpointServerSideException,
   ErrEndpointUnauthorized,
   ErrFailsafeCircuitBreakerOpen,
@@ -93,7 +94,30 @@ export interface FailsafeEntry {
   circuitBreaker?: { failureThresholdCount: number; failureThresholdCapacity: number; halfOpenAfter: number; successThresholdCount: number; successThresholdCapacity: number };
 }
 
-const FAILSAFE_DOC = 'first entry whose matchMethod and matchFinality match applies; an object is one entry';
+const FAILSAFE_DOC = 'first entry whose matchMethod and matchFinality match applies; an object is one entry; unset = the built-in defaults, [] = no policy';
+
+/** Methods whose answers can legitimately take long: a longer default attempt timeout. */
+const HEAVY_METHODS = 'eth_getLogs|eth_getBlockReceipts|eth_call|eth_estimateGas|eth_simulateV1|eth_createAccessList|trace_*|debug_*|arbtrace_*';
+
+/**
+ * Network failsafe used when neither the network nor `networkDefaults` sets `failsafe` (issue #8
+ * item 2): a hedge on the p90 of the method's latency at the first upstream, clamped to
+ * 500 ms..2 s, one extra leg (writes are never hedged). Moving to the next upstream on a
+ * retryable failure is the sweep's own behaviour and needs no policy.
+ */
+export const DEFAULT_NETWORK_FAILSAFE: readonly FailsafeEntry[] = Object.freeze([
+  { matchMethod: '*', hedge: { quantile: 0.9, minDelay: 500, maxDelay: 2000, maxCount: 1 } },
+]);
+
+/**
+ * Upstream failsafe used when neither the upstream nor `upstreamDefaults` sets `failsafe` (issue
+ * #8 item 2): each attempt gets 30 s for heavy methods (logs, receipts, calls, traces), 10 s for
+ * everything else, then fails with `ErrEndpointRequestTimeout` so the sweep moves on.
+ */
+export const DEFAULT_UPSTREAM_FAILSAFE: readonly FailsafeEntry[] = Object.freeze([
+  { matchMethod: HEAVY_METHODS, timeout: { duration: 30_000 } },
+  { matchMethod: '*', timeout: { duration: 10_000 } },
+]);
 
 // ---------------------------------------------------------------------------------------
 // Matching
@@ -110,7 +134,8 @@ function compile(raw: unknown): CompiledEntry[] {
   const list = (Array.isArray(raw) ? raw : [raw]) as FailsafeEntry[];
   return list.map((entry) => ({
     entry,
-    matchMethod: picomatch(entry.matchMethod ?? '*', { bash: true, dot: true }),
+    // `a|b` alternation, like the other matchers (eRPC's matcher syntax).
+    matchMethod: compileGlobs((entry.matchMethod ?? '*').split('|').map((g) => g.trim())),
     directiveDefaults: entry.directiveDefaults ? directiveDefaultsOf(entry.directiveDefaults) : undefined,
   }));
 }
@@ -155,17 +180,26 @@ export function isRetryable(err: unknown): boolean {
   return err instanceof SvcError && err.retryable && !(err instanceof ErrCancelled);
 }
 
-/** Wraps a promise-producing function with a deadline; the inner work sees an aborted signal. */
-async function withTimeout<T>(ms: number, parent: AbortSignal, what: string, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+/** Builds the error a timeout policy fails with (network scope: failsafe; upstream scope: the request's). */
+type TimeoutError = new (message: string, opts?: { cause?: unknown }) => SvcError;
+
+/**
+ * Wraps a promise-producing function with a deadline; the inner work sees an aborted signal.
+ * @param error the class of the error thrown at the deadline
+ */
+async function withTimeout<T>(ms: number, parent: AbortSignal, what: string, error: TimeoutError, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const link = linkedController(parent);
   // The error (a stack capture, several µs) is only built when the deadline fires.
-  const timer = setTimeout(abortOnTimeout, ms, link.controller, ms, what);
+  const timer = setTimeout(abortOnTimeout, ms, link.controller, ms, what, error);
   try {
     return await run(link.signal);
   } catch (e) {
     // The link aborts only through this timer or its parent: aborted while the parent is not
     // means the deadline fired, and the reason is the timer's error.
-    if (link.signal.aborted && !parent.aborted) throw new ErrFailsafeTimeoutExceeded((link.signal.reason as ErrFailsafeTimeoutExceeded).message, { cause: e });
+    if (link.signal.aborted && !parent.aborted) {
+      const reason = link.signal.reason as SvcError;
+      throw new (reason.constructor as TimeoutError)(reason.message, { cause: e });
+    }
     throw e;
   } finally {
     clearTimeout(timer);
@@ -174,8 +208,8 @@ async function withTimeout<T>(ms: number, parent: AbortSignal, what: string, run
 }
 
 /** Timer callback of {@link withTimeout} (module-level, so no closure is allocated per call). */
-function abortOnTimeout(controller: AbortController, ms: number, what: string): void {
-  controller.abort(new ErrFailsafeTimeoutExceeded(`${what} exceeded the failsafe timeout of ${ms} ms`));
+function abortOnTimeout(controller: AbortController, ms: number, what: string, error: TimeoutError): void {
+  controller.abort(new error(`${what} exceeded the failsafe timeout of ${ms} ms`));
 }
 
 /**
@@ -311,7 +345,7 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
       const entriesOf = (n: Network): CompiledEntry[] => {
         let e = netEntries.get(n);
         if (!e) {
-          e = compile(n.config.settings.failsafe);
+          e = compile(n.config.settings.failsafe ?? DEFAULT_NETWORK_FAILSAFE);
           netEntries.set(n, e);
         }
         return e;
@@ -351,7 +385,7 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
           const delay = hedgeDelay(ctx, leg, h);
           return runHedged(ctx, leg, inner, delay, h.maxCount, () => {
             ctx.record.networkHedges++;
-            hedges.inc({ project: ctx.project.id, network: ctx.network.id, category: ctx.request.method });
+            hedges.inc({ project: ctx.project.id, network: ctx.network.id, category: proxy.methodLabel.value(ctx.request.method) });
           });
         };
         return (ctx, leg) => {
@@ -372,7 +406,7 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
               if (n >= r.maxAttempts || !isRetryable(e) || leg.signal.aborted) throw e;
               ctx.record.networkRetries++;
               ctx.record.networkAttempts++;
-              retries.inc({ project: ctx.project.id, network: ctx.network.id, category: ctx.request.method });
+              retries.inc({ project: ctx.project.id, network: ctx.network.id, category: proxy.methodLabel.value(ctx.request.method) });
               await sleep(retryDelay(r, n), leg.signal).catch(() => {
                 throw e;
               });
@@ -391,7 +425,7 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
         return (ctx, leg) => {
           const t = entryFor(ctx)?.timeout;
           if (!t) return inner(ctx, leg);
-          return withTimeout(t.duration, leg.signal, `${ctx.request.method} on ${ctx.network.id}`, (signal) => inner(ctx, { ...leg, signal }));
+          return withTimeout(t.duration, leg.signal, `${ctx.request.method} on ${ctx.network.id}`, ErrFailsafeTimeoutExceeded, (signal) => inner(ctx, { ...leg, signal }));
         };
       });
 
@@ -400,7 +434,7 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
       const upEntriesOf = (u: Upstream): CompiledEntry[] => {
         let e = upEntries.get(u);
         if (!e) {
-          e = compile(u.config.settings.failsafe);
+          e = compile(u.config.settings.failsafe ?? DEFAULT_UPSTREAM_FAILSAFE);
           upEntries.set(u, e);
         }
         return e;
@@ -464,7 +498,8 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
           const t = matchEntry(entries, call.method, call.ctx.finality)?.timeout;
           if (!t) return inner(call);
           const scoped: UpstreamCall = { ...call };
-          return withTimeout(t.duration, call.signal, `${call.method} on upstream ${u.id}`, (signal) => {
+          // One upstream request ran out of its time: the request's own timeout error (issue #8 item 2).
+          return withTimeout(t.duration, call.signal, `${call.method} on upstream ${u.id}`, ErrEndpointRequestTimeout, (signal) => {
             scoped.signal = signal;
             return inner(scoped);
           }).finally(() => {

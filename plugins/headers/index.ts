@@ -99,12 +99,6 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
   return h;
 }
 
-/** True when some call of the response was routed to a network (a loop: no closure per response). */
-function anyRouted(records: readonly ExecutionRecord[]): boolean {
-  for (const r of records) if (r.routed) return true;
-  return false;
-}
-
 /**
  * Creates the headers plugin.
  * @returns a plugin tapping `responseHeaders`
@@ -115,8 +109,7 @@ export function headersPlugin(): Plugin {
     apply(proxy: Proxy) {
       const mode = proxy.config.server.executionHeaders;
       proxy.hooks.responseHeaders.tap('headers', (sink: HeaderSink, records: readonly ExecutionRecord[], meta: ResponseMeta) => {
-        // Early errors that routed no call carry only the core headers.
-        if (!anyRouted(records)) return;
+        // Counters go on every response, early errors included (0 there; spec §4.5 "always").
         const h = diagnosticHeaders(records, mode, meta.batch);
         for (const k in h) sink.set(k, h[k] as string);
       });

@@ -2,31 +2,18 @@
  * metrics plugin (spec §6, issue #2 item 6).
  * Taps: `attemptDone` (upstream request counters and latency), `callDone` (requests received),
  * `listening`/`shutdown` (serves prom-client's registry at `/metrics` on `metrics.port`).
- * Every label taken from client input is bounded: at most 200 methods and 50 agent names per
- * process, then `other`, so a client cannot blow up `/metrics`.
+ * Every label taken from client input is bounded: at most 200 methods, 50 agent names and 1000
+ * users per process, then `other`, each value cut to 64 characters, so a client cannot blow up
+ * `/metrics` (issue #8 item 4).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { AttemptRecord, CallContext } from '../../core/context.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
+import { BoundedLabel } from '../../core/labels.ts';
 
-/**
- * A label whose values come from clients: the first `max` distinct values pass, later new
- * values become `other`.
- */
-export class BoundedLabel {
-  private readonly seen = new Set<string>();
-  /** @param max distinct values kept */
-  constructor(readonly max: number) {}
-  /** The value to use as a label. */
-  value(v: string): string {
-    if (this.seen.has(v)) return v;
-    if (this.seen.size >= this.max) return 'other';
-    this.seen.add(v);
-    return v;
-  }
-}
+export { BoundedLabel, MAX_LABEL_LENGTH } from '../../core/labels.ts';
 
 /**
  * Client family from a User-Agent: the first product token, lower-cased (`ethers/6.13` →
@@ -138,7 +125,7 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
     name: 'metrics',
     apply(proxy: Proxy) {
       const reg = proxy.metrics;
-      const methods = new BoundedLabel(opts.maxMethods ?? 200);
+      const methods = opts.maxMethods !== undefined ? new BoundedLabel(opts.maxMethods) : proxy.methodLabel;
       const agents = new BoundedLabel(opts.maxAgents ?? 50);
       const users = new BoundedLabel(opts.maxUsers ?? 1000);
       const upstreamTotal = new DeferredCounter(reg, {
@@ -170,7 +157,8 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         const category = methods.value(a.method);
         upstreamTotal.inc([a.projectId, a.vendor, a.networkId, a.upstreamId, category, a.finality]);
         upstreamDuration.observe({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category }, a.durationMs / 1000);
-        if (a.error && a.outcome !== 'success') {
+        // svc's own failures are not the upstream's errors (issue #8 item 1).
+        if (a.error && a.outcome !== 'success' && a.error.name !== 'ErrInternal') {
           upstreamErrors.inc({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category, error: a.error.name });
         }
       });

@@ -5,8 +5,8 @@
  * Runs after any policy ordering (stage METHODS/USE_UPSTREAM), so it only filters.
  */
 import type { CallContext } from '../../core/context.ts';
-import { ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from '../../core/errors.ts';
-import { MatcherCache, type Matcher } from '../../core/matcher.ts';
+import { ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from '../../core/errors.ts';
+import { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../../core/matcher.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
 import type { Upstream } from '../../core/registry/upstream.ts';
 import { SelectStage } from '../../core/stages.ts';
@@ -46,6 +46,8 @@ export function selectPlugin(): Plugin {
       proxy.hooks.select.tap({ name: 'select:use-upstream', stage: SelectStage.USE_UPSTREAM }, (ups: Upstream[], ctx: CallContext) => {
         const sel = ctx.directives.useUpstream;
         if (sel === undefined || sel.trim() === '') return ups;
+        // A client's selector is compiled and matched: bounded like every client input (issue #8 item 3).
+        if (sel.length > MAX_CLIENT_PATTERN_LENGTH) throw new ErrInvalidRequest(`use-upstream selector longer than ${MAX_CLIENT_PATTERN_LENGTH} characters`);
         const out = filterByUseUpstream(ups, matchers.get(sel));
         if (out.length === 0) throw new ErrUpstreamsExhausted([], `no upstream matches use-upstream "${sel}"`);
         return out;

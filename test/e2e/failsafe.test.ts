@@ -98,7 +98,8 @@ function start(
   opts: { plugins?: Plugin[]; upstreamDefaults?: unknown; selectionPolicy?: Record<string, unknown> } = {},
 ): Promise<SvcHandle> {
   const network: Record<string, unknown> = { architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: opts.selectionPolicy ?? { evalInterval: '1h' } };
-  if (networkFailsafe !== undefined) network.failsafe = networkFailsafe;
+  // No network policy unless the test gives one: `[]` turns the built-in defaults off (issue #8 item 2).
+  network.failsafe = networkFailsafe ?? [];
   const project: Record<string, unknown> = { id: 'main', networks: [network], upstreams };
   if (opts.upstreamDefaults !== undefined) project.upstreamDefaults = { failsafe: opts.upstreamDefaults };
   return startSvc({ logLevel: 'error', server: { includeErrorDetails: true }, projects: [project] }, { plugins: opts.plugins ?? FAILSAFE_PRESET() });

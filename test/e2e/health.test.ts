@@ -290,7 +290,8 @@ describe('e2e health: a cordoned upstream gets no traffic at once (spec §3.1)',
     health.cordon('b', '*', 'e2e');
     a.script({ kind: 'status', status: 500 });
     const res = await post('eth_blockNumber');
-    expect(res.json.error?.data?.code, res.text).to.equal('ErrUpstreamsExhausted');
+    // One upstream was tried: the client sees its error itself (a single-cause exhausted error is unwrapped).
+    expect(res.json.error?.data?.code, res.text).to.equal('ErrEndpointServerSideException');
     expect(shape(res)).to.deep.equal(['a=primary:error']);
     expect(served(b, 'eth_blockNumber')).to.equal(0);
   });

@@ -365,12 +365,19 @@ describe('e2e: HTTP rules through the real server', function () {
       expect(batch.headers['x-svc-upstreams']).to.match(/^a=primary:success:\d+:won$/);
     });
 
-    it('early errors carry no diagnostics, but the core and configured headers', async () => {
+    it('early errors carry the core headers and zero counters, but no trace (spec §4.5 "always")', async () => {
       const res = await svc.post('/nope', rpcBody('eth_chainId', []));
       expect(res.status).to.equal(404);
       expectCoreHeaders(res);
-      expect(res.headers['x-svc-upstream-attempts']).to.equal(undefined);
+      for (const h of ['x-svc-attempts', 'x-svc-upstream-attempts', 'x-svc-upstream-retries', 'x-svc-upstream-hedges', 'x-svc-network-attempts', 'x-svc-network-retries', 'x-svc-network-hedges']) {
+        expect(res.headers[h], h).to.equal('0');
+      }
       expect(res.headers['x-svc-upstreams']).to.equal(undefined);
+      expect(res.headers['x-svc-duration']).to.equal(undefined);
+      // A malformed body and an oversized batch are early errors too.
+      const bad = await svc.post('/main/evm/31337', '{"jsonrpc":');
+      expect(bad.status).to.equal(400);
+      expect(bad.headers['x-svc-attempts']).to.equal('0');
     });
 
     describe('server.executionHeaders', () => {

@@ -496,7 +496,8 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
     it('latest is resolved from the chain state for the check; an unknown head skips it', async () => {
       const unknown = await svc.post(path, body('eth_getLogs', [{ fromBlock: '0x0', toBlock: 'latest' }]));
       // Forwarded: the upstream refuses it and, with no number to split, the refusal reaches the client.
-      expect(unknown.json.error.data.code).to.equal('ErrUpstreamsExhausted');
+      // One upstream refused: its error itself reaches the client (single-cause exhausted unwrapped).
+      expect(unknown.json.error.data.code).to.equal('ErrEndpointRequestTooLarge');
       expect(getLogsCalls()).to.have.length(1);
       const s = chainStateOf(network);
       for (const u of network.upstreams) s.observeLatest(u, 5000);
@@ -584,7 +585,7 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
       const res = await svc.post(path, body('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x1f' }]));
       expect(res.status).to.equal(200);
       expect(res.json.error.code).to.equal(-32012);
-      expect(res.json.error.data.code).to.equal('ErrUpstreamsExhausted');
+      expect(res.json.error.data.code).to.equal('ErrEndpointRequestTooLarge');
       expect(getLogsCalls()).to.have.length(1);
     });
   });

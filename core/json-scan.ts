@@ -1,0 +1,171 @@
+/**
+ * Linear, non-recursive scans over JSON text (spec §4.2, issue #8 items 1 and 5). Skippers,
+ * not parsers: they find where values begin and end so svc can echo a caller's raw id, splice
+ * an upstream's raw result bytes, and measure nesting depth before anything recursive
+ * (`JSON.stringify`, plugins walking params) can overflow the stack. Every function advances
+ * its index on every character, so malformed text cannot loop; callers that need validity
+ * parse with `JSON.parse` (which V8 runs iteratively) as well.
+ */
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+const OPEN_BRACE = 123;
+const CLOSE_BRACE = 125;
+const OPEN_BRACKET = 91;
+const CLOSE_BRACKET = 93;
+const COMMA = 44;
+const COLON = 58;
+
+/** Index of the first non-blank character at or after `i`. */
+export function skipWs(s: string, i: number): number {
+  for (;;) {
+    const c = s.charCodeAt(i);
+    if (c === 32 || c === 10 || c === 13 || c === 9) i++;
+    else return i;
+  }
+}
+
+/** Index just past the string starting at `i` (an opening quote); the text end when unterminated. */
+function skipString(s: string, i: number): number {
+  i++;
+  for (;;) {
+    const c = s.charCodeAt(i);
+    if (c === BACKSLASH) i += 2;
+    else if (c === QUOTE) return i + 1;
+    else if (Number.isNaN(c)) return s.length;
+    else i++;
+  }
+}
+
+/** Index just past the value starting at `i` (object, array, string or scalar). */
+function skipValue(s: string, i: number): number {
+  const c = s.charCodeAt(i);
+  if (c === QUOTE) return skipString(s, i);
+  if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+    let depth = 0;
+    for (;;) {
+      const d = s.charCodeAt(i);
+      if (Number.isNaN(d)) return i;
+      if (d === QUOTE) {
+        i = skipString(s, i);
+        continue;
+      }
+      if (d === OPEN_BRACE || d === OPEN_BRACKET) depth++;
+      else if (d === CLOSE_BRACE || d === CLOSE_BRACKET) {
+        depth--;
+        if (depth === 0) return i + 1;
+      }
+      i++;
+    }
+  }
+  for (;;) {
+    const d = s.charCodeAt(i);
+    if (Number.isNaN(d) || d === COMMA || d === CLOSE_BRACE || d === CLOSE_BRACKET || d === 32 || d === 10 || d === 13 || d === 9) return i;
+    i++;
+  }
+}
+
+/**
+ * The raw JSON text of a top-level member of an object document, without building it. The first
+ * occurrence wins (callers validate with the raw text, so a duplicate key cannot make the raw
+ * and the parsed value disagree in kind).
+ * @param text a JSON document (validated by the caller)
+ * @param key member name (compared with the raw key text, so keys with escapes never match)
+ * @returns the value's text, or undefined when the key is absent or the text is not an object
+ */
+export function extractTopLevelValue(text: string, key: string): string | undefined {
+  let i = skipWs(text, 0);
+  if (text.charCodeAt(i) !== OPEN_BRACE) return undefined;
+  i++;
+  for (;;) {
+    i = skipWs(text, i);
+    if (text.charCodeAt(i) !== QUOTE) return undefined;
+    const keyEnd = skipString(text, i);
+    const matches = keyEnd - i - 2 === key.length && text.startsWith(key, i + 1);
+    i = skipWs(text, keyEnd);
+    if (text.charCodeAt(i) !== COLON) return undefined;
+    i = skipWs(text, i + 1);
+    const end = skipValue(text, i);
+    if (matches) return text.slice(i, end);
+    i = skipWs(text, end);
+    if (text.charCodeAt(i) !== COMMA) return undefined;
+    i++;
+  }
+}
+
+/** One element of a top-level array: its raw text and its nesting depth (the element itself counts 1). */
+export interface ScannedElement {
+  text: string;
+  depth: number;
+}
+
+/**
+ * Nesting depth of a JSON text: the deepest `{`/`[` level (a scalar is 0, `{}` is 1). Stops
+ * counting once `limit` is passed, so a hostile body costs one linear pass and nothing more.
+ * @param text any text (need not be valid JSON)
+ * @param limit the largest allowed depth
+ * @returns the depth, or `limit + 1` when it is deeper than `limit`
+ */
+export function nestingDepth(text: string, limit: number): number {
+  let depth = 0;
+  let max = 0;
+  for (let i = 0; i < text.length; ) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      i = skipString(text, i);
+      continue;
+    }
+    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > max) {
+        max = depth;
+        if (max > limit) return limit + 1;
+      }
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
+    i++;
+  }
+  return max;
+}
+
+/**
+ * The elements of a top-level JSON array, each with its raw text and depth, in one linear pass.
+ * @param text a valid JSON array (validated by the caller with `JSON.parse`)
+ * @returns the elements in order (empty for `[]`)
+ */
+export function arrayElements(text: string): ScannedElement[] {
+  const out: ScannedElement[] = [];
+  let i = skipWs(text, 0);
+  if (text.charCodeAt(i) !== OPEN_BRACKET) return out;
+  i = skipWs(text, i + 1);
+  if (text.charCodeAt(i) === CLOSE_BRACKET) return out;
+  for (;;) {
+    i = skipWs(text, i);
+    const start = i;
+    let depth = 0;
+    let max = 0;
+    // One element, tracking its depth (the same walk as skipValue, with a depth counter).
+    const c0 = text.charCodeAt(i);
+    if (c0 === OPEN_BRACE || c0 === OPEN_BRACKET) {
+      for (;;) {
+        const d = text.charCodeAt(i);
+        if (Number.isNaN(d)) break;
+        if (d === QUOTE) {
+          i = skipString(text, i);
+          continue;
+        }
+        if (d === OPEN_BRACE || d === OPEN_BRACKET) {
+          if (++depth > max) max = depth;
+        } else if (d === CLOSE_BRACE || d === CLOSE_BRACKET) {
+          if (--depth === 0) {
+            i++;
+            break;
+          }
+        }
+        i++;
+      }
+    } else i = skipValue(text, i);
+    out.push({ text: text.slice(start, i), depth: max });
+    i = skipWs(text, i);
+    if (text.charCodeAt(i) !== COMMA) return out;
+    i++;
+  }
+}

@@ -1,0 +1,26 @@
+/**
+ * Metric label values taken from client input (issue #8 item 4): method names, user agents,
+ * user ids. Bounded so no client can multiply series or grow one.
+ */
+
+/** Longest label value taken from client input, characters (issue #8 item 4). */
+export const MAX_LABEL_LENGTH = 64;
+
+/**
+ * A label whose values come from clients: bounded in count (the first `max` distinct values
+ * pass, later new values become `other`) and in length (cut to {@link MAX_LABEL_LENGTH}), so a
+ * client can neither multiply series nor grow one.
+ */
+export class BoundedLabel {
+  private readonly seen = new Set<string>();
+  /** @param max distinct values kept */
+  constructor(readonly max: number) {}
+  /** The value to use as a label. */
+  value(raw: string): string {
+    const v = raw.length > MAX_LABEL_LENGTH ? raw.slice(0, MAX_LABEL_LENGTH) : raw;
+    if (this.seen.has(v)) return v;
+    if (this.seen.size >= this.max) return 'other';
+    this.seen.add(v);
+    return v;
+  }
+}

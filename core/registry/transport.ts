@@ -1,0 +1,314 @@
+/**
+ * One upstream's HTTP JSON-RPC transport (issue #2 item 5, issue #8 items 1, 5, 6 and 8): an
+ * undici keep-alive pool to its origin (shared by origin), svc's own request ids, a response
+ * read into one Buffer under a size cap, one `JSON.parse`, and every upstream fault normalised
+ * here, once, where it arrives, with the upstream's secrets redacted from any text it echoed.
+ */
+import { Pool, errors as undiciErrors } from 'undici';
+import {
+  ErrCancelled,
+  ErrEndpointRequestTimeout,
+  ErrEndpointServerSideException,
+  ErrUpstreamMalformedResponse,
+  ErrUpstreamRequestTooLarge,
+  SvcError,
+  type UpstreamErrorRaw,
+} from '../errors.ts';
+import { extractTopLevelValue } from '../json-scan.ts';
+import { RpcResult, serializeOutbound } from '../jsonrpc.ts';
+import { normaliseUpstreamError } from '../evm/normalize.ts';
+import { Redactor, secretsOf } from '../redact.ts';
+
+/** Options for the undici pool behind an upstream. */
+export interface UpstreamPoolOptions {
+  /** Max sockets to the origin. Default 128. */
+  connections?: number;
+  /** Idle keep-alive, ms. Default 30 000. */
+  keepAliveTimeoutMs?: number;
+  /**
+   * Shared pools by origin: upstreams of the same origin (one provider, several paths or
+   * keys) reuse one keep-alive pool. The owner of the map closes the pools.
+   */
+  shared?: Map<string, Pool>;
+}
+
+/** Creates the keep-alive pool for an origin (deadlines come from AbortSignals, not socket timers). */
+export function createOriginPool(origin: string, opts: UpstreamPoolOptions = {}): Pool {
+  return new Pool(origin, {
+    connections: opts.connections ?? 128,
+    keepAliveTimeout: opts.keepAliveTimeoutMs ?? 30_000,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    connect: { timeout: 10_000 },
+  });
+}
+
+const ABORT_TIMEOUT = Symbol('svc.timeout');
+
+/** The abort reason used for call deadlines, so the transport can tell timeouts from cancellations. */
+export class DeadlineReason {
+  readonly [ABORT_TIMEOUT] = true;
+  constructor(readonly message = 'request deadline exceeded') {}
+}
+
+/** True when an abort reason is a deadline (not a hedge loss or client cancel). */
+export function isDeadline(reason: unknown): boolean {
+  return !!reason && typeof reason === 'object' && ABORT_TIMEOUT in reason;
+}
+
+/** Default `upstreams[].maxResponseSize`, bytes (issue #8 item 5). */
+export const DEFAULT_MAX_RESPONSE_SIZE = 256 * 1024 * 1024;
+
+/** Request bodies at least this large that lose their connection mid-send were refused for size. */
+const LARGE_REQUEST_BYTES = 1024 * 1024;
+
+/** What one transport needs from its upstream's resolved config. */
+export interface TransportConfig {
+  /** Upstream id, for messages and details. */
+  id: string;
+  /** http(s) URL. */
+  endpoint: string;
+  /** `jsonRpc.headers`. */
+  headers: Record<string, string>;
+  /** `maxResponseSize`, bytes. */
+  maxResponseSize: number;
+}
+
+/** A request body whose send failed: the error, and how large the body was. */
+interface SendFailure {
+  error: unknown;
+  bodyBytes: number;
+}
+
+/** The HTTP side of one upstream. */
+export class HttpTransport {
+  /** The upstream's secret redactor (issue #8 item 6), also used for its log lines. */
+  readonly redactor: Redactor;
+  private readonly pool: Pool;
+  /** False when the pool is shared by origin and closed by its owner (the proxy). */
+  private readonly ownsPool: boolean;
+  private readonly path: string;
+  private readonly headers: Record<string, string>;
+  private nextId = 1;
+
+  /**
+   * @param cfg id, endpoint, headers and response cap
+   * @param pool pool options (shared pools by origin)
+   */
+  constructor(
+    private readonly cfg: TransportConfig,
+    pool: UpstreamPoolOptions = {},
+  ) {
+    const url = new URL(cfg.endpoint);
+    this.path = `${url.pathname || '/'}${url.search}`;
+    this.headers = { 'content-type': 'application/json', accept: 'application/json', ...cfg.headers };
+    if (url.username || url.password) {
+      this.headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
+    }
+    this.redactor = new Redactor(secretsOf(cfg.endpoint, cfg.headers));
+    const shared = pool.shared?.get(url.origin);
+    this.ownsPool = !pool.shared;
+    this.pool = shared ?? createOriginPool(url.origin, pool);
+    if (pool.shared && !shared) pool.shared.set(url.origin, this.pool);
+  }
+
+  /**
+   * Builds the request body with svc's own id. Runs svc's own code only: an exception here
+   * (a params value that cannot be serialised) is svc's, never the upstream's (issue #8 item 1).
+   */
+  body(method: string, params: unknown): { id: number; text: string } {
+    const id = this.nextId++;
+    if (this.nextId > 2_000_000_000) this.nextId = 1;
+    return { id, text: serializeOutbound(id, method, params) };
+  }
+
+  /**
+   * Sends a built body and reads the answer. Never throws anything but a {@link SvcError}:
+   * transport failures, HTTP errors, oversized and malformed answers are normalised here.
+   * @param body from {@link body}
+   * @param method the JSON-RPC method (some normalisation rules depend on it)
+   * @param signal aborts the request; a {@link DeadlineReason} reason becomes a timeout
+   * @param maxResponseSize cap for this answer, bytes (default the upstream's `maxResponseSize`)
+   */
+  async post(body: { id: number; text: string }, method: string, signal: AbortSignal, maxResponseSize = this.cfg.maxResponseSize): Promise<RpcResult> {
+    let status: number;
+    let text: string;
+    try {
+      const res = await this.pool.request({ path: this.path, method: 'POST', headers: this.headers, body: body.text, signal });
+      status = res.statusCode;
+      text = await readCapped(res.body, res.headers['content-length'], maxResponseSize, this.cfg.id);
+    } catch (e) {
+      throw this.transportError({ error: e, bodyBytes: body.text.length }, signal);
+    }
+    return this.parse(status, text, body.id, method);
+  }
+
+  /** {@link body} then {@link post}: for internal calls (probes) outside any hook chain. */
+  send(method: string, params: unknown, signal: AbortSignal): Promise<RpcResult> {
+    return this.post(this.body(method, params), method, signal);
+  }
+
+  private transportError(f: SendFailure, signal: AbortSignal): SvcError {
+    const e = f.error;
+    if (e instanceof SvcError) return e;
+    const id = this.cfg.id;
+    if (signal.aborted) {
+      const r: unknown = signal.reason;
+      if (r instanceof SvcError) return r;
+      if (isDeadline(r)) return new ErrEndpointRequestTimeout(`upstream ${id} did not answer before the deadline`, { details: { upstream: id } });
+      return new ErrCancelled(`request to upstream ${id} was cancelled`, { details: { upstream: id } });
+    }
+    if (e instanceof undiciErrors.HeadersTimeoutError || e instanceof undiciErrors.BodyTimeoutError || e instanceof undiciErrors.ConnectTimeoutError) {
+      return new ErrEndpointRequestTimeout(`upstream ${id} timed out: ${this.redactor.text((e as Error).message)}`, { details: { upstream: id } });
+    }
+    const err = e as NodeJS.ErrnoException;
+    const code = err.code ?? '';
+    // The upstream hung up while svc was still writing a large body: it refused the size.
+    if (f.bodyBytes >= LARGE_REQUEST_BYTES && (code === 'EPIPE' || code === 'ECONNRESET' || code === 'UND_ERR_SOCKET')) {
+      return new ErrUpstreamRequestTooLarge(`upstream ${id} closed the connection while receiving a ${f.bodyBytes}-byte request (${code})`, { details: { upstream: id, errno: code } });
+    }
+    return new ErrEndpointServerSideException(`transport error talking to upstream ${id}: ${code} ${this.redactor.text(err.message ?? '')}`.replace(/\s+/g, ' ').trim(), {
+      details: { upstream: id, errno: err.code },
+    });
+  }
+
+  private parse(status: number, text: string, id: number, method: string): RpcResult {
+    const up = this.cfg.id;
+    if (status === 413) throw new ErrUpstreamRequestTooLarge(`upstream ${up} refused the request as too large (HTTP 413)`, { details: { upstream: up }, upstreamStatus: 413 });
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      if (status >= 400) return this.throwFault({ status, message: this.excerpt(text) || `HTTP ${status}`, method });
+      throw new ErrUpstreamMalformedResponse(`upstream ${up} answered non-JSON (HTTP ${status}): ${this.excerpt(text)}`, { details: { upstream: up }, upstreamStatus: status });
+    }
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      if (status >= 400) return this.throwFault({ status, message: this.excerpt(text), method });
+      throw new ErrUpstreamMalformedResponse(`upstream ${up} answered a JSON value that is not a JSON-RPC response`, { details: { upstream: up } });
+    }
+    const o = body as { id?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown; data?: unknown } };
+    if (o.error && typeof o.error === 'object') return this.throwRpcError(status, text, o.error, method);
+    if (status >= 400) return this.throwFault({ status, message: this.excerpt(text), method });
+    if (!('result' in o)) throw new ErrUpstreamMalformedResponse(`upstream ${up} answered without result or error`, { details: { upstream: up } });
+    if (o.id !== id && o.id !== String(id)) {
+      throw new ErrUpstreamMalformedResponse(`upstream ${up} answered id ${this.redactor.text(JSON.stringify(o.id) ?? '').slice(0, 100)} to request id ${id}`, { details: { upstream: up } });
+    }
+    const r = new RpcResult(o.result, text);
+    r.upstreamId = up;
+    return r;
+  }
+
+  /** A JSON-RPC error object: classified, its raw pieces kept (redacted) for pass-through. */
+  private throwRpcError(status: number, text: string, e: { code?: unknown; message?: unknown; data?: unknown }, method: string): never {
+    const code = typeof e.code === 'number' && Number.isInteger(e.code) ? e.code : undefined;
+    const message = this.redactor.text(typeof e.message === 'string' ? e.message : (JSON.stringify(e) ?? ''));
+    let data = e.data;
+    let raw: UpstreamErrorRaw | undefined;
+    const errText = extractTopLevelValue(text, 'error');
+    if (errText !== undefined && code !== undefined && typeof e.message === 'string') {
+      const codeRaw = extractTopLevelValue(errText, 'code');
+      const msgRaw = extractTopLevelValue(errText, 'message');
+      const dataRaw = extractTopLevelValue(errText, 'data');
+      if (codeRaw !== undefined && msgRaw !== undefined) {
+        raw = { code: codeRaw, message: this.redactor.text(msgRaw) };
+        if (dataRaw !== undefined) {
+          raw.data = this.redactor.text(dataRaw);
+          if (raw.data !== dataRaw) data = safeParse(raw.data);
+        }
+      }
+    } else if (data !== undefined && !this.redactor.empty) {
+      const t = JSON.stringify(data);
+      if (t !== undefined && this.redactor.text(t) !== t) data = safeParse(this.redactor.text(t));
+    }
+    return this.throwFault({ status, code, message, data, method, raw });
+  }
+
+  private throwFault(f: { status: number; code?: number; message: string; data?: unknown; method: string; raw?: UpstreamErrorRaw }): never {
+    const err = normaliseUpstreamError(f);
+    (err.details as Record<string, unknown>).upstream = this.cfg.id;
+    throw err;
+  }
+
+  /** A short, redacted excerpt of an answer body for messages. */
+  private excerpt(text: string): string {
+    const t = text.trim();
+    return this.redactor.text(t.length > 200 ? `${t.slice(0, 200)}…` : t);
+  }
+
+  /** Closes the pool (shutdown) unless it is shared, in which case its owner closes it. */
+  async close(): Promise<void> {
+    if (this.ownsPool) await this.pool.close().catch(() => undefined);
+  }
+
+  /** Aborts every in-flight request and closes the pool at once (own pools only). */
+  async destroy(): Promise<void> {
+    if (this.ownsPool) await this.pool.destroy().catch(() => undefined);
+  }
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The body readable of an undici response (a Node Readable). */
+interface BodyStream {
+  on(event: 'data', fn: (chunk: Buffer) => void): unknown;
+  on(event: 'end', fn: () => void): unknown;
+  on(event: 'error', fn: (e: Error) => void): unknown;
+  destroy(err?: Error): unknown;
+}
+
+/**
+ * Reads a response body into one Buffer and decodes it, failing as soon as it passes `limit`
+ * bytes (declared or streamed), so a hostile upstream cannot make svc hold more than that.
+ * With a declared length the Buffer is allocated once and chunks are copied in (and freed) as
+ * they arrive.
+ * @throws ErrUpstreamMalformedResponse naming the limit
+ */
+function readCapped(body: BodyStream, declared: string | string[] | undefined, limit: number, upstream: string): Promise<string> {
+  const tooLarge = (n: number | string) =>
+    new ErrUpstreamMalformedResponse(`upstream ${upstream} answered more than maxResponseSize (${limit} bytes; ${n} bytes)`, { details: { upstream, maxResponseSize: limit } });
+  const len = typeof declared === 'string' && /^\d+$/.test(declared) ? Number(declared) : undefined;
+  if (len !== undefined && len > limit) {
+    body.destroy();
+    return Promise.reject(tooLarge(len));
+  }
+  return new Promise<string>((resolve, reject) => {
+    let size = 0;
+    let filled = 0;
+    let done = false;
+    const whole = len !== undefined && len > 0 ? Buffer.allocUnsafe(len) : undefined;
+    const chunks: Buffer[] = [];
+    body.on('data', (chunk: Buffer) => {
+      if (done) return;
+      if (whole && chunks.length === 0 && filled + chunk.length <= whole.length) {
+        chunk.copy(whole, filled);
+        filled += chunk.length;
+      } else chunks.push(chunk);
+      size += chunk.length;
+      if (size > limit) {
+        done = true;
+        body.destroy();
+        reject(tooLarge(`over ${limit}`));
+      }
+    });
+    body.on('error', (e: Error) => {
+      if (done) return;
+      done = true;
+      reject(e);
+    });
+    body.on('end', () => {
+      if (done) return;
+      done = true;
+      if (whole && chunks.length === 0) resolve(whole.toString('utf8', 0, filled));
+      else {
+        const parts = whole ? [whole.subarray(0, filled), ...chunks] : chunks;
+        resolve(parts.length === 1 ? (parts[0] as Buffer).toString('utf8') : Buffer.concat(parts).toString('utf8'));
+      }
+    });
+  });
+}
