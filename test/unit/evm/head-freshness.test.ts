@@ -60,7 +60,7 @@ describe('head freshness (issue #8 item 9)', () => {
 
   describe('in svc: a static-head upstream for over a minute (default preset, fake clock)', function () {
     this.timeout(15_000);
-    let clock: FakeTimers.InstalledClock;
+    let clock: ReturnType<typeof FakeTimers.install>;
     let up: FaultServer;
     let svc: SvcHandle;
     const lastParams = (method: string): unknown => [...up.calls].reverse().find((c) => c.method === method)?.params;
