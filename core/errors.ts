@@ -46,6 +46,8 @@ export interface SvcErrorOptions {
  * 6), so an error that is a fact about the request reaches the client byte for byte.
  */
 export interface UpstreamErrorRaw {
+  /** The whole error object as written (member order and spacing kept). */
+  whole: string;
   /** `error.code` as written (an integer). */
   code: string;
   /** `error.message` as written (a JSON string, quotes and escapes included). */
@@ -413,8 +415,9 @@ export function toJsonRpcError(err: SvcError, method: string | undefined, includ
     else if (detailsAllowed) out.data = err.toDetails();
     if (raw) {
       out.code = Number(raw.code);
-      const data = raw.data ?? (out.data !== undefined ? JSON.stringify(out.data) : undefined);
-      out.raw = `{"code":${raw.code},"message":${raw.message}${data !== undefined ? `,"data":${data}` : ''}}`;
+      // The node's object as written; svc's details are appended as `data` only where it sent none.
+      const end = raw.whole.lastIndexOf('}');
+      out.raw = raw.data !== undefined || out.data === undefined || end < 0 ? raw.whole : `${raw.whole.slice(0, end).trimEnd()},"data":${JSON.stringify(out.data)}}`;
     }
     return out;
   }

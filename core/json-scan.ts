@@ -66,15 +66,16 @@ function skipValue(s: string, i: number): number {
 }
 
 /**
- * The raw JSON text of a top-level member of an object document, without building it. The first
+ * Where a top-level member's value lies in an object document, without building it. The first
  * occurrence wins (callers validate with the raw text, so a duplicate key cannot make the raw
  * and the parsed value disagree in kind).
  * @param text a JSON document (validated by the caller)
  * @param key member name (compared with the raw key text, so keys with escapes never match)
- * @returns the value's text, or undefined when the key is absent or the text is not an object
+ * @param from where the object starts in `text` (default 0)
+ * @returns `[start, end)` of the value, or undefined when the key is absent or it is not an object
  */
-export function extractTopLevelValue(text: string, key: string): string | undefined {
-  let i = skipWs(text, 0);
+export function findTopLevelValue(text: string, key: string, from = 0): [number, number] | undefined {
+  let i = skipWs(text, from);
   if (text.charCodeAt(i) !== OPEN_BRACE) return undefined;
   i++;
   for (;;) {
@@ -86,16 +87,27 @@ export function extractTopLevelValue(text: string, key: string): string | undefi
     if (text.charCodeAt(i) !== COLON) return undefined;
     i = skipWs(text, i + 1);
     const end = skipValue(text, i);
-    if (matches) return text.slice(i, end);
+    if (matches) return [i, end];
     i = skipWs(text, end);
     if (text.charCodeAt(i) !== COMMA) return undefined;
     i++;
   }
 }
 
-/** One element of a top-level array: its raw text and its nesting depth (the element itself counts 1). */
+/**
+ * The raw JSON text of a top-level member of an object document (see {@link findTopLevelValue}).
+ * @returns the value's text, or undefined when the key is absent or the text is not an object
+ */
+export function extractTopLevelValue(text: string, key: string): string | undefined {
+  const r = findTopLevelValue(text, key);
+  return r ? text.slice(r[0], r[1]) : undefined;
+}
+
+/** One element of a top-level array: its raw text, where it starts, and its nesting depth (the element itself counts 1). */
 export interface ScannedElement {
   text: string;
+  /** Offset of the element in the scanned text. */
+  start: number;
   depth: number;
 }
 
@@ -163,7 +175,7 @@ export function arrayElements(text: string): ScannedElement[] {
         i++;
       }
     } else i = skipValue(text, i);
-    out.push({ text: text.slice(start, i), depth: max });
+    out.push({ text: text.slice(start, i), start, depth: max });
     i = skipWs(text, i);
     if (text.charCodeAt(i) !== COMMA) return out;
     i++;

@@ -4,7 +4,7 @@
  * splices an upstream's raw result bytes instead of re-serialising them.
  */
 import { ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, type SvcError } from './errors.ts';
-import { arrayElements, extractTopLevelValue, nestingDepth, skipWs } from './json-scan.ts';
+import { arrayElements, extractTopLevelValue, findTopLevelValue, nestingDepth, skipWs } from './json-scan.ts';
 
 export { extractTopLevelValue } from './json-scan.ts';
 
@@ -46,6 +46,31 @@ export const MAX_METHOD_LENGTH = 256;
 /** Characters a method name may hold: a bounded alphabet, so matching and labels stay cheap. */
 const METHOD_NAME = /^[A-Za-z0-9_.:-]+$/;
 
+/**
+ * Params of at least this many bytes are sent upstream as the client's own bytes (issue #8
+ * item 5): never re-serialised, never copied into a second string.
+ */
+export const RAW_PARAMS_MIN_BYTES = 64 * 1024;
+
+/** The client's raw params bytes, keyed by the parsed params object they produced. */
+const rawParams = new WeakMap<object, Buffer>();
+
+/**
+ * The client's own bytes for a params value, when it was large and is still the very object
+ * parsed from the request (a plugin that rewrites params makes a new object, which has none).
+ */
+export function rawParamsOf(params: unknown): Buffer | undefined {
+  return params !== null && typeof params === 'object' ? rawParams.get(params) : undefined;
+}
+
+/** Remembers the raw bytes of a large params value (ASCII bodies only: char offsets = byte offsets). */
+function keepRawParams(call: ParsedCall, text: string, raw: Buffer | undefined, from: number): void {
+  const p = call.params;
+  if (!raw || call.invalid || p === null || typeof p !== 'object') return;
+  const r = findTopLevelValue(text, 'params', from);
+  if (r && r[1] - r[0] >= RAW_PARAMS_MIN_BYTES) rawParams.set(p, raw.subarray(r[0], r[1]));
+}
+
 function tooDeep(limit: number): ErrInvalidRequest {
   return new ErrInvalidRequest(`invalid request: JSON nesting deeper than server.maxJsonDepth (${limit})`);
 }
@@ -57,8 +82,10 @@ function tooDeep(limit: number): ErrInvalidRequest {
  * throws for a structurally wrong batch element, which gets `invalid` instead.
  * @param text the UTF-8 body
  * @param limits nesting limit (spec-free svc limit, README "Limits")
+ * @param raw the body's bytes, when the caller has them: large params are then forwarded as
+ *   these bytes (see {@link rawParamsOf})
  */
-export function parseRequestBody(text: string, limits: ParseLimits = DEFAULT_PARSE_LIMITS): ParsedBody {
+export function parseRequestBody(text: string, limits: ParseLimits = DEFAULT_PARSE_LIMITS, raw?: Buffer): ParsedBody {
   const batch = text.charCodeAt(skipWs(text, 0)) === 91; /* [ */
   if (!batch && nestingDepth(text, limits.maxDepth) > limits.maxDepth) {
     // Still a parse error first when it is not JSON at all (spec §4.2 #5).
@@ -75,6 +102,8 @@ export function parseRequestBody(text: string, limits: ParseLimits = DEFAULT_PAR
   } catch (e) {
     throw new ErrJsonRpcRequestUnmarshal('failed to parse json-rpc request', { cause: e });
   }
+  // Byte offsets equal character offsets only in an ASCII body.
+  const bytes = raw !== undefined && raw.length === text.length && text.length >= RAW_PARAMS_MIN_BYTES ? raw : undefined;
   if (Array.isArray(doc)) {
     // Raw element texts give each call its id byte-for-byte (integers above 2^53, `1.0`, `1e3`)
     // and its depth; one linear pass over the body.
@@ -82,13 +111,17 @@ export function parseRequestBody(text: string, limits: ParseLimits = DEFAULT_PAR
     return {
       batch: true,
       calls: doc.map((el, i) => {
-        const raw = elements[i];
-        if (raw && raw.depth > limits.maxDepth) return { idRaw: rawId(raw.text) ?? 'null', method: '', params: undefined, invalid: tooDeep(limits.maxDepth) };
-        return toCall(el, raw?.text);
+        const scanned = elements[i];
+        if (scanned && scanned.depth > limits.maxDepth) return { idRaw: rawId(scanned.text) ?? 'null', method: '', params: undefined, invalid: tooDeep(limits.maxDepth) };
+        const c = toCall(el, scanned?.text);
+        if (scanned) keepRawParams(c, text, bytes, scanned.start);
+        return c;
       }),
     };
   }
-  return { batch: false, calls: [toCall(doc, text)] };
+  const single = toCall(doc, text);
+  keepRawParams(single, text, bytes, 0);
+  return { batch: false, calls: [single] };
 }
 
 /** Raw text of an element's `id` when it is a string, a number or null (else undefined). */
@@ -133,6 +166,11 @@ export class RpcResult {
   /** True when served from a cache tier (later issue). */
   fromCache = false;
   private cachedJson?: string;
+  /**
+   * The result's own bytes inside the upstream's answer buffer (large answers, issue #8 item 5):
+   * written to the client as they are, never decoded into a second string.
+   */
+  private rawBytes?: Buffer;
 
   /**
    * @param result the parsed result value
@@ -143,15 +181,32 @@ export class RpcResult {
     private readonly sourceText?: string,
   ) {}
 
+  /**
+   * A result whose raw bytes are a slice of the upstream's answer buffer.
+   * @param result the parsed value
+   * @param bytes the value's exact JSON bytes
+   */
+  static fromBytes(result: unknown, bytes: Buffer): RpcResult {
+    const r = new RpcResult(result);
+    r.rawBytes = bytes;
+    return r;
+  }
+
   /** JSON text of the result: raw upstream bytes where possible. */
   json(): string {
     if (this.cachedJson !== undefined) return this.cachedJson;
     const r = this.result;
     let out: string | undefined;
-    if (this.sourceText !== undefined && ((r !== null && typeof r === 'object') || typeof r === 'number')) out = extractTopLevelValue(this.sourceText, 'result');
+    if (this.rawBytes !== undefined) out = this.rawBytes.toString('utf8');
+    else if (this.sourceText !== undefined && ((r !== null && typeof r === 'object') || typeof r === 'number')) out = extractTopLevelValue(this.sourceText, 'result');
     out ??= JSON.stringify(r) ?? 'null';
     this.cachedJson = out;
     return out;
+  }
+
+  /** What to write for the result: its raw bytes when it has them (no copy), else {@link json}. */
+  wire(): string | Buffer {
+    return this.rawBytes ?? this.json();
   }
 
   /** A new result carrying a changed value (drops the raw bytes, keeps the upstream id). */
@@ -172,9 +227,22 @@ export class RpcResult {
   }
 }
 
+/** An answer as written: one string, or pieces (strings and raw result bytes) written in order. */
+export type AnswerBody = string | Array<string | Buffer>;
+
 /** Serialises one response object with the caller's raw id. */
-export function serializeResult(idRaw: string, result: RpcResult): string {
-  return `{"jsonrpc":"2.0","id":${idRaw},"result":${result.json()}}`;
+export function serializeResult(idRaw: string, result: RpcResult): AnswerBody {
+  const w = result.wire();
+  if (typeof w === 'string') return `{"jsonrpc":"2.0","id":${idRaw},"result":${w}}`;
+  return [`{"jsonrpc":"2.0","id":${idRaw},"result":`, w, '}'];
+}
+
+/** Byte length of an answer body. */
+export function answerBytes(body: AnswerBody): number {
+  if (typeof body === 'string') return Buffer.byteLength(body);
+  let n = 0;
+  for (const p of body) n += typeof p === 'string' ? Buffer.byteLength(p) : p.length;
+  return n;
 }
 
 /** Serialises one error response with the caller's raw id. */

@@ -14,6 +14,7 @@ import { createHooks, UpstreamCursor, type AttemptHandler, type CallHandler, typ
 import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { BoundedLabel } from './labels.ts';
+import { excerptOf } from './redact.ts';
 import { Network } from './registry/network.ts';
 import { Project } from './registry/project.ts';
 import { DeadlineReason, Upstream } from './registry/upstream.ts';
@@ -208,7 +209,7 @@ export class Proxy {
       (r) => {
         clearTimeout(t);
         const got = typeof r.result === 'string' ? Number.parseInt(r.result, 16) : Number.NaN;
-        if (!Number.isSafeInteger(got) || got <= 0) throw new Error(`eth_chainId answered ${JSON.stringify(r.result)}`);
+        if (!Number.isSafeInteger(got) || got <= 0) throw new Error(`eth_chainId answered ${excerptOf(u.redactor, JSON.stringify(r.result) ?? 'undefined', 100)}`);
         if (u.config.chainId !== undefined && got !== u.config.chainId) {
           u.state = 'failed';
           for (const n of project.networks.values()) n.removeUpstream(u);

@@ -51,6 +51,11 @@ export function secretsOf(endpoint: string, headers: Readonly<Record<string, str
     }
     for (const seg of url.pathname.split('/')) if (seg.length >= MIN_SECRET_SEGMENT) addForms(out, seg);
     for (const [, v] of url.searchParams) addForms(out, v);
+    // As written too: URLSearchParams reads `+` as a space, an upstream echoes the raw text.
+    for (const pair of url.search.slice(1).split('&')) {
+      const eq = pair.indexOf('=');
+      if (eq >= 0) addForms(out, pair.slice(eq + 1));
+    }
     // The whole query and path+query as written, in case an upstream echoes them joined.
     if (url.search.length > 1) addForms(out, url.search.slice(1));
   }
@@ -63,6 +68,18 @@ export function secretsOf(endpoint: string, headers: Readonly<Record<string, str
   }
   // Never redact trivial strings (a one-letter password would rewrite every message).
   return [...out].filter((s) => s.length >= 3);
+}
+
+/**
+ * A short excerpt of upstream text for a message or a log line: redacted first, then cut, so a
+ * secret straddling the cut cannot leak its first characters.
+ * @param redactor the upstream's redactor
+ * @param text upstream-originated text
+ * @param max longest excerpt, characters (default 200)
+ */
+export function excerptOf(redactor: Redactor, text: string, max = 200): string {
+  const t = redactor.text(text.trim());
+  return t.length > max ? `${t.slice(0, max)}…` : t;
 }
 
 function safeDecode(v: string): string {

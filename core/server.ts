@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import Koa from 'koa';
 import Router from '@koa/router';
-import getRawBody from 'raw-body';
+import { readBodyCapped } from './body.ts';
 import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
 import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo } from './context.ts';
@@ -23,7 +23,7 @@ import {
   toJsonRpcError,
   wireError,
 } from './errors.ts';
-import { parseRequestBody, serializeError, serializeResult, type ParsedCall } from './jsonrpc.ts';
+import { answerBytes, parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedCall } from './jsonrpc.ts';
 import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import { DeadlineReason } from './registry/upstream.ts';
@@ -39,7 +39,8 @@ export interface RouteTarget {
 
 /** One serialised call answer. */
 interface CallAnswer {
-  text: string;
+  /** A string, or pieces around an upstream's raw result bytes (large answers, issue #8 item 5). */
+  text: AnswerBody;
   status: number;
   record: ExecutionRecord;
 }
@@ -210,15 +211,20 @@ export function createServer(proxy: Proxy): Koa {
     const meta: ResponseMeta = { batch: false, http: info };
     let target: RouteTarget;
     let text: string;
+    let raw: Buffer;
     try {
       const segments = pathSegments(k.path);
       const route = resolveRoute(proxy, segments, info.host, aliasMatchers);
       target = route instanceof Promise ? await route : route;
       meta.project = target.project;
-      text = await readBody(k, cfg.maxBodySize);
+      const body = await readBody(k, cfg.maxBodySize);
+      text = body.text;
+      raw = body.raw;
       // No auth strategy tapped: no identity, and no promise to wait for.
       const identity = hooks.authenticate.isUsed() ? await hooks.authenticate.promise(info, target.project) : undefined;
-      const parsed = parseRequestBody(text, parseLimits);
+      const parsed = parseRequestBody(text, parseLimits, raw);
+      // The decoded body is not needed past parsing: let it go while the calls run.
+      text = '';
       const calls = parsed.calls;
       meta.batch = parsed.batch;
       const aborters = new Set<AbortController>();
@@ -233,7 +239,12 @@ export function createServer(proxy: Proxy): Koa {
         k.res.off('close', onClose);
         hooks.responseHeaders.call(sink, [answer.record], meta);
         k.status = answer.status;
-        k.body = answer.text;
+        if (typeof answer.text === 'string') k.body = answer.text;
+        else {
+          // Pieces around raw result bytes: written as they are, with their length declared.
+          k.length = answerBytes(answer.text);
+          k.body = Readable.from(answer.text);
+        }
         return;
       }
       if (calls.length > cfg.maxBatchSize) throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
@@ -277,32 +288,38 @@ function pathSegments(path: string): string[] {
 }
 
 /**
- * Reads a request body as UTF-8 text (a leading byte-order mark dropped), within `limit` bytes.
- * Decoded here with one `toString` rather than by raw-body's streaming decoder, which builds
- * three decoder objects per request.
+ * Reads a request body within `limit` bytes: its bytes, and its UTF-8 text (a leading
+ * byte-order mark dropped), read into one pre-sized Buffer when the length is declared (issue #8
+ * item 5); the bytes are kept so large params can go upstream without being re-serialised.
  * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read
  */
-async function readBody(k: Koa.Context, limit: number): Promise<string> {
-  let raw: Buffer;
-  try {
-    raw = await getRawBody(k.req, { limit, length: k.request.headers['content-length'] });
-  } catch (e) {
-    const err = e as { type?: string; message: string };
-    if (err.type === 'entity.too.large') throw new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${limit} bytes)`);
-    throw new ErrInvalidRequest(`cannot read request body: ${err.message}`);
-  }
+async function readBody(k: Koa.Context, limit: number): Promise<{ raw: Buffer; text: string }> {
+  const raw = await readBodyCapped(k.req, {
+    declared: k.request.headers['content-length'],
+    limit,
+    onTooLarge: 'pause',
+    fail: (f) =>
+      f.kind === 'too-large'
+        ? new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${limit} bytes)`)
+        : new ErrInvalidRequest(`cannot read request body: ${f.kind === 'short' ? `request size did not match content length (${f.size} bytes)` : f.error.message}`),
+  });
   const text = raw.toString('utf8');
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  return { raw, text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text };
 }
 
-/** Yields a batch answer element by element, so it is never one big string (spec §4.2 #8). */
-function* streamArray(answers: readonly CallAnswer[]): Generator<string> {
+/** Yields a batch answer element by element (and piece by piece), so it is never one big string (spec §4.2 #8). */
+function* streamArray(answers: readonly CallAnswer[]): Generator<string | Buffer> {
   if (answers.length === 0) {
-    yield '[]';
-    return;
+    yield '[';
   }
-  yield '[';
-  for (let i = 0; i < answers.length; i++) yield i === 0 ? (answers[i] as CallAnswer).text : `,${(answers[i] as CallAnswer).text}`;
+  for (let i = 0; i < answers.length; i++) {
+    const t = (answers[i] as CallAnswer).text;
+    if (typeof t === 'string') yield i === 0 ? `[${t}` : `,${t}`;
+    else {
+      yield i === 0 ? '[' : ',';
+      yield* t;
+    }
+  }
   yield ']';
 }
 

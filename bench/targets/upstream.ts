@@ -15,6 +15,8 @@
  * - `slow-seed` when set, slow requests are picked at random with this seed; otherwise they are
  *   spread evenly (exactly every 1/fraction-th request)
  * - `delay-ms` delay added to every answer, ms (default 0)
+ * - `big-mib` when > 0, `eth_getLogs` answers an array of realistic log objects of about this
+ *   many MiB (built once at start), for the memory scenario (default 0)
  *
  * Later fault-tolerance scenarios spawn two of these with different options (e.g.
  * `--slow-fraction=0.1 --slow-ms=1000` for the flaky one).
@@ -29,6 +31,22 @@ const slowFraction = numberOption('slow-fraction', 0);
 const slowMs = numberOption('slow-ms', 1000);
 const slowSeedRaw = option('slow-seed', '');
 const delayMs = numberOption('delay-ms', 0);
+const bigMiB = numberOption('big-mib', 0);
+
+/** About `mib` MiB of eth_getLogs result: the JSON text of an array of log objects. */
+function bigLogs(mib: number): string {
+  const log = (i: number) =>
+    `{"address":"0x${'ab'.repeat(20)}","topics":["0x${'cd'.repeat(32)}","0x${i.toString(16).padStart(64, '0')}"],"data":"0x${'00'.repeat(64)}","blockNumber":"0x${(1000 + (i >> 6)).toString(16)}","transactionHash":"0x${i.toString(16).padStart(64, 'e')}","transactionIndex":"0x${(i & 63).toString(16)}","blockHash":"0x${(1000 + (i >> 6)).toString(16).padStart(64, 'b')}","logIndex":"0x${(i & 63).toString(16)}","removed":false}`;
+  const parts: string[] = [];
+  let size = 2;
+  for (let i = 0; size < mib * 1024 * 1024; i++) {
+    const l = log(i);
+    parts.push(l);
+    size += l.length + 1;
+  }
+  return `[${parts.join(',')}]`;
+}
+const bigResult = bigMiB > 0 ? bigLogs(bigMiB) : undefined;
 
 /** mulberry32: a tiny seeded PRNG in [0, 1). */
 function prng(seed: number): () => number {
@@ -63,6 +81,9 @@ function answerOne(el: unknown): string {
       return `{"jsonrpc":"2.0","id":${id},"result":"0x${chainId.toString(16)}"}`;
     case 'net_version':
       return `{"jsonrpc":"2.0","id":${id},"result":"${chainId}"}`;
+    case 'eth_getLogs':
+      if (bigResult !== undefined) return `{"jsonrpc":"2.0","id":${id},"result":${bigResult}}`;
+      return `{"jsonrpc":"2.0","id":${id},"result":${result}}`;
     default:
       return `{"jsonrpc":"2.0","id":${id},"result":${result}}`;
   }

@@ -48,8 +48,14 @@ interface Rule {
 }
 
 const has = (msg: string, ...needles: string[]) => needles.some((n) => msg.includes(n));
-/** A revert's reason text is contract-defined ("Max mint limit exceeded"): never read it as a limit. */
-const notRevert = (f: UpstreamFault) => f.code !== 3;
+/**
+ * A revert's reason text is contract-defined ("Max mint limit exceeded"): never read it as a
+ * limit. Code 3 (geth), or a revert message under any code (Hardhat -32603, Ganache -32000).
+ */
+const notRevert = (f: UpstreamFault, m: string) => f.code !== 3 && !has(m, 'revert', 'vm exception', 'vm execution error');
+
+/** eth_simulateV1's own codes (execution-apis `execute.yaml`), keyed to how they are classified. */
+const inRange = (c: number | undefined, hi: number, lo: number): boolean => c !== undefined && c <= hi && c >= lo;
 
 /**
  * The ordered rule table (issue #3 item 4). Messages are compared lower-cased.
@@ -57,23 +63,48 @@ const notRevert = (f: UpstreamFault) => f.code !== 3;
  */
 export const NORMALISATION_RULES: readonly Rule[] = [
   {
+    // -38010 nonce too low, -38011 nonce too high.
+    name: 'simulate: nonce',
+    match: (f) => inRange(f.code, -38010, -38011),
+    error: ErrEndpointNonceException,
+    keepCode: true,
+  },
+  {
+    // -38012 base fee, -38013 intrinsic gas, -38014 funds, -38015 block gas limit; and the
+    // simulate meanings of -32005 (maxFeePerGas too low) and -32015 (VM execution error).
+    name: 'simulate: execution',
+    match: (f) => inRange(f.code, -38012, -38019) || (f.method === 'eth_simulateV1' && (f.code === -32005 || f.code === -32015)),
+    error: ErrEndpointExecutionException,
+    keepCode: true,
+  },
+  {
+    // -38020..-38026: block order, timestamps, precompile moves, non-EOA sender, init code size, client limits.
+    name: 'simulate: invalid input',
+    match: (f) => inRange(f.code, -38020, -38099),
+    error: ErrEndpointClientSideException,
+    keepCode: true,
+  },
+  {
     name: 'range too large',
-    match: (f, m) => f.code === -32012 || (notRevert(f) && has(m, 'range too large', 'max block range', 'try with this block range', 'query returned more than', 'too many results', 'try paginating', 'block range is too wide', 'exceed maximum block range', 'this block range should work', 'log response size exceeded', 'is limited to a', 'exceeds limit of', 'block range too large', 'response size exceeded')),
+    match: (f, m) => f.code === -32012 || (notRevert(f, m) && has(m, 'range too large', 'max block range', 'try with this block range', 'query returned more than', 'too many results', 'try paginating', 'block range is too wide', 'exceed maximum block range', 'this block range should work', 'log response size exceeded', 'is limited to a', 'exceeds limit of', 'block range too large', 'response size exceeded')),
     error: ErrEndpointRequestTooLarge,
   },
   {
     name: 'billing',
-    match: (f, m) => f.status === 402 || (notRevert(f) && has(m, 'billing', 'quota', 'reached the free tier', 'monthly capacity limit', 'payment required', 'insufficient credits')),
+    match: (f, m) => f.status === 402 || (notRevert(f, m) && has(m, 'billing', 'quota', 'reached the free tier', 'monthly capacity limit', 'payment required', 'insufficient credits')),
     error: ErrEndpointBillingIssue,
   },
   {
     name: 'capacity exceeded',
-    match: (f, m) => f.status === 429 || f.code === -32005 || f.code === -32007 || (notRevert(f) && has(m, 'too many requests', 'rate limit', 'limit exceeded', 'rate-limit', 'has exceeded', 'request limit reached', 'capacity exceeded')),
+    match: (f, m) => f.status === 429 || f.code === -32005 || f.code === -32007 || (notRevert(f, m) && has(m, 'too many requests', 'rate limit', 'limit exceeded', 'rate-limit', 'has exceeded', 'request limit reached', 'capacity exceeded')),
     error: ErrEndpointCapacityExceeded,
   },
   {
     name: 'missing data',
-    match: (f, m) => f.code === -32014 || has(m, 'missing trie node', 'header not found', 'unknown block', 'transaction not found', 'block not found', 'no historical rpc', 'state is not available', 'state histories haven\'t been fully indexed'),
+    match: (f, m) =>
+      f.code === -32014 ||
+      has(m, 'missing trie node', 'header not found', 'unknown block', 'transaction not found', 'block not found', 'no historical rpc', 'state is not available', 'state histories haven\'t been fully indexed') ||
+      /\bblock #?\d+ not found/.test(m),
     error: ErrEndpointMissingData,
   },
   {
@@ -84,12 +115,12 @@ export const NORMALISATION_RULES: readonly Rule[] = [
   },
   {
     name: 'nonce',
-    match: (_f, m) => has(m, 'nonce too low', 'already known', 'known transaction', 'tx already in mempool', 'nonce has already been used', 'transaction already imported', 'already imported'),
+    match: (_f, m) => has(m, 'nonce too low', 'nonce too high', 'nonce has max value', 'already known', 'known transaction', 'tx already in mempool', 'nonce has already been used', 'transaction already imported', 'already imported'),
     error: ErrEndpointNonceException,
   },
   {
     name: 'insufficient funds / fee too low',
-    match: (f, m) => f.code === -32003 || has(m, 'insufficient funds', 'fee too low', 'underpriced', 'gas too low', 'out of gas', 'intrinsic gas too low', 'max fee per gas less than block base fee'),
+    match: (f, m) => f.code === -32003 || has(m, 'insufficient funds', 'fee too low', 'underpriced', 'gas too low', 'out of gas', 'intrinsic gas too low', 'max fee per gas less than block base fee', 'exceeds block gas limit', 'max priority fee per gas higher than max fee per gas', 'tip above fee cap'),
     error: ErrEndpointExecutionException,
     code: -32003,
   },

@@ -4,6 +4,7 @@
  * read into one Buffer under a size cap, one `JSON.parse`, and every upstream fault normalised
  * here, once, where it arrives, with the upstream's secrets redacted from any text it echoed.
  */
+import { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import {
   ErrCancelled,
@@ -14,10 +15,11 @@ import {
   SvcError,
   type UpstreamErrorRaw,
 } from '../errors.ts';
-import { extractTopLevelValue } from '../json-scan.ts';
-import { RpcResult, serializeOutbound } from '../jsonrpc.ts';
+import { readBodyCapped, type BodyStream } from '../body.ts';
+import { extractTopLevelValue, findTopLevelValue } from '../json-scan.ts';
+import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../jsonrpc.ts';
 import { normaliseUpstreamError } from '../evm/normalize.ts';
-import { Redactor, secretsOf } from '../redact.ts';
+import { excerptOf, Redactor, secretsOf } from '../redact.ts';
 
 /** Options for the undici pool behind an upstream. */
 export interface UpstreamPoolOptions {
@@ -44,6 +46,8 @@ export function createOriginPool(origin: string, opts: UpstreamPoolOptions = {})
 }
 
 const ABORT_TIMEOUT = Symbol('svc.timeout');
+/** The closing brace of an outbound body sent in pieces. */
+const CLOSE = Buffer.from('}');
 
 /** The abort reason used for call deadlines, so the transport can tell timeouts from cancellations. */
 export class DeadlineReason {
@@ -80,6 +84,24 @@ interface SendFailure {
   bodyBytes: number;
 }
 
+/**
+ * A built request body: a string, or (large params, issue #8 item 5) pieces around the client's
+ * own params bytes, sent with their length declared.
+ */
+export interface OutboundBody {
+  /** svc's id of this request. */
+  id: number;
+  /** The body as one string (the common case). */
+  text?: string;
+  /** The body as pieces, when the params are the client's raw bytes. */
+  chunks?: Buffer[];
+  /** Body size, bytes. */
+  bytes: number;
+}
+
+/** Answers at least this large keep their result as a slice of the answer's bytes (issue #8 item 5). */
+const RAW_RESULT_MIN_BYTES = RAW_PARAMS_MIN_BYTES;
+
 /** The HTTP side of one upstream. */
 export class HttpTransport {
   /** The upstream's secret redactor (issue #8 item 6), also used for its log lines. */
@@ -101,10 +123,14 @@ export class HttpTransport {
   ) {
     const url = new URL(cfg.endpoint);
     this.path = `${url.pathname || '/'}${url.search}`;
-    this.headers = { 'content-type': 'application/json', accept: 'application/json', ...cfg.headers };
-    if (url.username || url.password) {
-      this.headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
+    // Header names are case-insensitive: one lower-cased entry each, the configured ones last.
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+    for (const [k, v] of Object.entries(cfg.headers)) headers[k.toLowerCase()] = v;
+    // URL user info becomes Basic auth unless an Authorization header is configured, which wins.
+    if ((url.username || url.password) && headers.authorization === undefined) {
+      headers.authorization = `Basic ${Buffer.from(`${safeDecode(url.username)}:${safeDecode(url.password)}`).toString('base64')}`;
     }
+    this.headers = headers;
     this.redactor = new Redactor(secretsOf(cfg.endpoint, cfg.headers));
     const shared = pool.shared?.get(url.origin);
     this.ownsPool = !pool.shared;
@@ -116,10 +142,17 @@ export class HttpTransport {
    * Builds the request body with svc's own id. Runs svc's own code only: an exception here
    * (a params value that cannot be serialised) is svc's, never the upstream's (issue #8 item 1).
    */
-  body(method: string, params: unknown): { id: number; text: string } {
+  body(method: string, params: unknown): OutboundBody {
     const id = this.nextId++;
     if (this.nextId > 2_000_000_000) this.nextId = 1;
-    return { id, text: serializeOutbound(id, method, params) };
+    const raw = rawParamsOf(params);
+    if (raw) {
+      const head = Buffer.from(`{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":`);
+      const chunks = [head, raw, CLOSE];
+      return { id, chunks, bytes: head.length + raw.length + 1 };
+    }
+    const text = serializeOutbound(id, method, params);
+    return { id, text, bytes: text.length };
   }
 
   /**
@@ -130,17 +163,21 @@ export class HttpTransport {
    * @param signal aborts the request; a {@link DeadlineReason} reason becomes a timeout
    * @param maxResponseSize cap for this answer, bytes (default the upstream's `maxResponseSize`)
    */
-  async post(body: { id: number; text: string }, method: string, signal: AbortSignal, maxResponseSize = this.cfg.maxResponseSize): Promise<RpcResult> {
+  async post(body: OutboundBody, method: string, signal: AbortSignal, maxResponseSize = this.cfg.maxResponseSize): Promise<RpcResult> {
     let status: number;
-    let text: string;
+    let bytes: Buffer;
     try {
-      const res = await this.pool.request({ path: this.path, method: 'POST', headers: this.headers, body: body.text, signal });
+      const res = await this.pool.request(
+        body.chunks
+          ? { path: this.path, method: 'POST', headers: { ...this.headers, 'content-length': String(body.bytes) }, body: Readable.from(body.chunks, { objectMode: false }), signal }
+          : { path: this.path, method: 'POST', headers: this.headers, body: body.text, signal },
+      );
       status = res.statusCode;
-      text = await readCapped(res.body, res.headers['content-length'], maxResponseSize, this.cfg.id);
+      bytes = await readCapped(res.body, res.headers['content-length'], maxResponseSize, this.cfg.id);
     } catch (e) {
-      throw this.transportError({ error: e, bodyBytes: body.text.length }, signal);
+      throw this.transportError({ error: e, bodyBytes: body.bytes }, signal);
     }
-    return this.parse(status, text, body.id, method);
+    return this.parse(status, bytes, body.id, method);
   }
 
   /** {@link body} then {@link post}: for internal calls (probes) outside any hook chain. */
@@ -172,8 +209,9 @@ export class HttpTransport {
     });
   }
 
-  private parse(status: number, text: string, id: number, method: string): RpcResult {
+  private parse(status: number, bytes: Buffer, id: number, method: string): RpcResult {
     const up = this.cfg.id;
+    const text = bytes.toString('utf8');
     if (status === 413) throw new ErrUpstreamRequestTooLarge(`upstream ${up} refused the request as too large (HTTP 413)`, { details: { upstream: up }, upstreamStatus: 413 });
     let body: unknown;
     try {
@@ -193,7 +231,14 @@ export class HttpTransport {
     if (o.id !== id && o.id !== String(id)) {
       throw new ErrUpstreamMalformedResponse(`upstream ${up} answered id ${this.redactor.text(JSON.stringify(o.id) ?? '').slice(0, 100)} to request id ${id}`, { details: { upstream: up } });
     }
-    const r = new RpcResult(o.result, text);
+    // A large answer keeps its result as a slice of the answer's bytes: written to the client as
+    // is, so the decoded text can go as soon as it was parsed (ASCII only: char = byte offsets).
+    let r: RpcResult | undefined;
+    if (bytes.length >= RAW_RESULT_MIN_BYTES && bytes.length === text.length) {
+      const at = findTopLevelValue(text, 'result');
+      if (at) r = RpcResult.fromBytes(o.result, bytes.subarray(at[0], at[1]));
+    }
+    r ??= new RpcResult(o.result, text);
     r.upstreamId = up;
     return r;
   }
@@ -210,7 +255,7 @@ export class HttpTransport {
       const msgRaw = extractTopLevelValue(errText, 'message');
       const dataRaw = extractTopLevelValue(errText, 'data');
       if (codeRaw !== undefined && msgRaw !== undefined) {
-        raw = { code: codeRaw, message: this.redactor.text(msgRaw) };
+        raw = { whole: this.redactor.text(errText), code: codeRaw, message: this.redactor.text(msgRaw) };
         if (dataRaw !== undefined) {
           raw.data = this.redactor.text(dataRaw);
           if (raw.data !== dataRaw) data = safeParse(raw.data);
@@ -229,10 +274,9 @@ export class HttpTransport {
     throw err;
   }
 
-  /** A short, redacted excerpt of an answer body for messages. */
+  /** A short, redacted excerpt of an answer body for messages (redacted before it is cut, so no secret is cut in half). */
   private excerpt(text: string): string {
-    const t = text.trim();
-    return this.redactor.text(t.length > 200 ? `${t.slice(0, 200)}…` : t);
+    return excerptOf(this.redactor, text);
   }
 
   /** Closes the pool (shutdown) unless it is shared, in which case its owner closes it. */
@@ -246,6 +290,15 @@ export class HttpTransport {
   }
 }
 
+/** Percent-decoding that keeps a malformed escape as written (a `%` in a password must not crash start-up). */
+function safeDecode(v: string): string {
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return v;
+  }
+}
+
 function safeParse(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -254,61 +307,21 @@ function safeParse(text: string): unknown {
   }
 }
 
-/** The body readable of an undici response (a Node Readable). */
-interface BodyStream {
-  on(event: 'data', fn: (chunk: Buffer) => void): unknown;
-  on(event: 'end', fn: () => void): unknown;
-  on(event: 'error', fn: (e: Error) => void): unknown;
-  destroy(err?: Error): unknown;
-}
-
 /**
- * Reads a response body into one Buffer and decodes it, failing as soon as it passes `limit`
- * bytes (declared or streamed), so a hostile upstream cannot make svc hold more than that.
- * With a declared length the Buffer is allocated once and chunks are copied in (and freed) as
- * they arrive.
- * @throws ErrUpstreamMalformedResponse naming the limit
+ * Reads an answer into one Buffer, failing as soon as it passes `limit` bytes (declared or
+ * streamed), so a hostile upstream cannot make svc hold more than that.
+ * @throws ErrUpstreamMalformedResponse naming the limit; the stream's own error otherwise
  */
-function readCapped(body: BodyStream, declared: string | string[] | undefined, limit: number, upstream: string): Promise<string> {
-  const tooLarge = (n: number | string) =>
-    new ErrUpstreamMalformedResponse(`upstream ${upstream} answered more than maxResponseSize (${limit} bytes; ${n} bytes)`, { details: { upstream, maxResponseSize: limit } });
-  const len = typeof declared === 'string' && /^\d+$/.test(declared) ? Number(declared) : undefined;
-  if (len !== undefined && len > limit) {
-    body.destroy();
-    return Promise.reject(tooLarge(len));
-  }
-  return new Promise<string>((resolve, reject) => {
-    let size = 0;
-    let filled = 0;
-    let done = false;
-    const whole = len !== undefined && len > 0 ? Buffer.allocUnsafe(len) : undefined;
-    const chunks: Buffer[] = [];
-    body.on('data', (chunk: Buffer) => {
-      if (done) return;
-      if (whole && chunks.length === 0 && filled + chunk.length <= whole.length) {
-        chunk.copy(whole, filled);
-        filled += chunk.length;
-      } else chunks.push(chunk);
-      size += chunk.length;
-      if (size > limit) {
-        done = true;
-        body.destroy();
-        reject(tooLarge(`over ${limit}`));
-      }
-    });
-    body.on('error', (e: Error) => {
-      if (done) return;
-      done = true;
-      reject(e);
-    });
-    body.on('end', () => {
-      if (done) return;
-      done = true;
-      if (whole && chunks.length === 0) resolve(whole.toString('utf8', 0, filled));
-      else {
-        const parts = whole ? [whole.subarray(0, filled), ...chunks] : chunks;
-        resolve(parts.length === 1 ? (parts[0] as Buffer).toString('utf8') : Buffer.concat(parts).toString('utf8'));
-      }
-    });
+function readCapped(body: BodyStream, declared: string | string[] | undefined, limit: number, upstream: string): Promise<Buffer> {
+  return readBodyCapped(body, {
+    declared,
+    limit,
+    onTooLarge: 'destroy',
+    fail: (f) =>
+      f.kind === 'too-large'
+        ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered more than maxResponseSize (${limit} bytes; ${f.size} bytes)`, { details: { upstream, maxResponseSize: limit } })
+        : f.kind === 'short'
+          ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered a truncated body (${f.size} bytes)`, { details: { upstream } })
+          : f.error,
   });
 }

@@ -7,6 +7,7 @@
  * (core/evm/state.ts). A poll failure never throws out of the timer.
  */
 import { classifyFinality } from '../../core/evm/blocks.ts';
+import { excerptOf } from '../../core/redact.ts';
 import { chainStateOf } from '../../core/evm/state.ts';
 import type { RpcResult } from '../../core/jsonrpc.ts';
 import type { Proxy } from '../../core/proxy.ts';
@@ -168,7 +169,7 @@ export class UpstreamPoller {
     if (lr.status === 'fulfilled') {
       const n = blockNumberOfBlock(lr.value.result);
       if (n !== undefined) report.latest = n;
-      else report.errors.latest = `eth_getBlockByNumber(latest) answered ${JSON.stringify(lr.value.result)?.slice(0, 100)}`;
+      else report.errors.latest = `eth_getBlockByNumber(latest) answered ${this.excerpt(lr.value.result)}`;
     } else {
       report.errors.latest = errorText(lr.reason);
     }
@@ -183,7 +184,7 @@ export class UpstreamPoller {
       if (fr.status === 'fulfilled') {
         const v = fr.value?.result;
         finalized = blockNumberOfBlock(v);
-        if (finalized === undefined) report.errors.finalized = `eth_getBlockByNumber(finalized) answered ${JSON.stringify(v)?.slice(0, 100)}`;
+        if (finalized === undefined) report.errors.finalized = `eth_getBlockByNumber(finalized) answered ${this.excerpt(v)}`;
       } else {
         report.errors.finalized = errorText(fr.reason);
       }
@@ -206,7 +207,7 @@ export class UpstreamPoller {
     if (askSyncing) {
       const syncing = sr.status === 'fulfilled' ? syncingOf(sr.value?.result) : undefined;
       if (sr.status === 'rejected') report.errors.syncing = errorText(sr.reason);
-      else if (syncing === undefined) report.errors.syncing = `eth_syncing answered ${JSON.stringify(sr.value?.result)?.slice(0, 100)}`;
+      else if (syncing === undefined) report.errors.syncing = `eth_syncing answered ${this.excerpt(sr.value?.result)}`;
       if (report.latest !== undefined || syncing !== undefined) {
         if (syncing !== undefined) this.syncingCall.ok();
         else this.syncingCall.fail();
@@ -250,6 +251,11 @@ export class UpstreamPoller {
     if (this.failing) log.info(fields, `state poll of ${this.upstream.id} works again`);
     this.failing = false;
     log.debug({ ...fields, latest: r.latest, finalized: r.finalized, fallback: r.finalizedFromFallback, syncing: r.syncing }, `state poll of ${this.upstream.id}`);
+  }
+
+  /** An upstream answer quoted in a log line: redacted of the upstream's secrets, then cut (issue #8 item 6). */
+  private excerpt(v: unknown): string {
+    return excerptOf(this.upstream.redactor, JSON.stringify(v) ?? 'undefined', 100);
   }
 
   /** One request through this upstream's own chain, with a realtime finality for failsafe matching. */

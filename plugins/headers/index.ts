@@ -1,12 +1,14 @@
 /**
  * headers plugin (spec §4.5, §2.9 `server.executionHeaders`).
  * Taps: `responseHeaders` — writes the diagnostic counters, the winning upstream, the
- * duration and the per-attempt trace from the calls' execution records. It only reads the
+ * duration, the per-attempt trace and svc's error names (`X-SVC-Error`) from the calls'
+ * execution records. It only reads the
  * records; every other plugin writes them.
  */
 import type { AttemptRecord, ExecutionRecord } from '../../core/context.ts';
 import type { HeaderSink, ResponseMeta } from '../../core/hooks.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
+import { ErrUpstreamsExhausted, isPassThrough, wireError, type SvcError } from '../../core/errors.ts';
 
 /** Most trace segments in one `X-SVC-Upstreams` header (spec §8). */
 export const MAX_TRACE_SEGMENTS = 50;
@@ -15,6 +17,13 @@ export const MAX_TRACE_SEGMENTS = 50;
 export function traceSegment(a: AttemptRecord): string {
   const outcome = a.outcome === 'pending' ? 'cancelled' : a.outcome;
   return `${a.upstreamId}=${a.reason}:${outcome}:${Math.round(a.durationMs)}${a.won ? ':won' : ''}`;
+}
+
+/** svc's name for the error a client was shown: the node's fact behind an exhausted error when that is what was written. */
+function shownName(err: SvcError): string {
+  const shown = wireError(err);
+  const d = shown instanceof ErrUpstreamsExhausted ? shown.dominantCause : undefined;
+  return d && isPassThrough(d) ? d.name : shown.name;
 }
 
 /**
@@ -42,7 +51,9 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
   let hits = 0;
   let cacheSeen = 0;
   let slowest = -1;
+  let errors: Set<string> | undefined;
   for (const r of records) {
+    if (r.error) (errors ??= new Set()).add(shownName(r.error));
     upA += r.upstreamAttempts;
     upR += r.upstreamRetries;
     upH += r.upstreamHedges;
@@ -83,6 +94,8 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
     if (winner) h['X-SVC-Upstream'] = winner;
   }
   if (slowest >= 0) h['X-SVC-Duration'] = String(Math.round(slowest));
+  // svc's name for what went wrong, also when the client's error object is the node's own (issue #8 item 8).
+  if (errors) h['X-SVC-Error'] = [...errors].sort().join(',');
   if (mode === 'all') {
     const segs: string[] = [];
     let dropped = 0;

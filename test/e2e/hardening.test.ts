@@ -128,6 +128,15 @@ describe('e2e: hardening against hostile input (issue #8)', function () {
     expect((await svc.post(PATH, rpcBody('eth_chainId', []))).json.result).to.equal('0x7a69');
   });
 
+  it("a node's own error passes through; X-SVC-Error carries svc's name for it (issue #8 item 8)", async () => {
+    const res = await svc.post(PATH, rpcBody('eth_noSuchMethod', []));
+    const direct = await (await fetch(a.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpcBody('eth_noSuchMethod', [])) })).json() as { error: { code: number; message: string } };
+    expect(res.json.error.code).to.equal(direct.error.code);
+    expect(res.json.error.message).to.equal(direct.error.message);
+    expect(res.headers['x-svc-error']).to.equal('ErrEndpointUnsupported');
+    expect((await svc.post(PATH, rpcBody('eth_blockNumber', []))).headers['x-svc-error']).to.equal(undefined);
+  });
+
   it('a crafted 480 KB method against `eth_*_legacy_*` is refused at parse time at once (HTTP 400, -32600)', async () => {
     const start = performance.now();
     const res = await svc.post(PATH, rpcBody(`eth_${'_legacy'.repeat(80_000)}x`, []));

@@ -271,10 +271,20 @@ describe('jsonrpc', () => {
       expect(serializeResult('null', new RpcResult(null))).to.equal('{"jsonrpc":"2.0","id":null,"result":null}');
     });
 
+    it('a result made from raw bytes is written as pieces around those very bytes (no copy)', () => {
+      const bytes = Buffer.from('[{"a":"\u00e9"},1]');
+      const out = serializeResult('7', RpcResult.fromBytes([{ a: 'é' }, 1], bytes));
+      expect(Array.isArray(out)).to.equal(true);
+      const pieces = out as Array<string | Buffer>;
+      expect(pieces[1]).to.equal(bytes);
+      expect(JSON.parse(Buffer.concat(pieces.map((x) => (typeof x === 'string' ? Buffer.from(x) : x))).toString())).to.deep.equal({ jsonrpc: '2.0', id: 7, result: [{ a: 'é' }, 1] });
+    });
+
     it('serializeResult output is valid JSON that round-trips the id', () => {
       const p = parseRequestBody('{"jsonrpc":"2.0","id":"x\\"y","method":"eth_chainId"}').calls[0]!;
       const out = serializeResult(p.idRaw, new RpcResult('0x7a69'));
-      expect(JSON.parse(out)).to.deep.equal({ jsonrpc: '2.0', id: 'x"y', result: '0x7a69' });
+      expect(typeof out).to.equal('string');
+      expect(JSON.parse(out as string)).to.deep.equal({ jsonrpc: '2.0', id: 'x"y', result: '0x7a69' });
     });
 
     it('serializeError writes code, message and optional data', () => {

@@ -80,8 +80,11 @@ const ANVIL = {
 } as const;
 
 describe('evm/normalize', () => {
-  it('rule table is in the issue order', () => {
+  it('rule table is in the issue order, after the eth_simulateV1 code rules (issue #8 item 8)', () => {
     expect(NORMALISATION_RULES.map((r) => r.name)).to.deep.equal([
+      'simulate: nonce',
+      'simulate: execution',
+      'simulate: invalid input',
       'range too large',
       'billing',
       'capacity exceeded',

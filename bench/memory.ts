@@ -1,0 +1,104 @@
+/**
+ * Memory scenario of `npm run bench` (issue #8 item 5): the peak RSS one large request body and
+ * one large upstream answer add to the process serving them, for svc and for the minimal
+ * forwarder in the same run. The peak is Linux's VmHWM, reset through `/proc/<pid>/clear_refs`
+ * right before each case, so start-up peaks do not hide it; the added peak is VmHWM minus the
+ * RSS at reset. Cases: one 9 MiB request body (`eth_call` with 9 MiB of data), 8 of them at
+ * once, one 50 MiB upstream answer (`eth_getLogs`), 8 of them at once.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'undici';
+import { fmt, markdownTable, progress, startTarget, TARGETS, type Target } from './lib.ts';
+
+const MiB = 1024 * 1024;
+const BODY_MIB = 9;
+const ANSWER_MIB = 50;
+
+/** VmRSS and VmHWM of a process, KiB (Linux). */
+function vm(pid: number): { rss: number; hwm: number } {
+  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(s)?.[1] ?? Number.NaN);
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+/** Resets the peak RSS of a process to its current RSS (Linux `clear_refs` 5). */
+function resetPeak(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function post(url: string, body: string): Promise<number> {
+  const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  let n = 0;
+  for await (const chunk of res.body) n += (chunk as Buffer).length;
+  if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}`);
+  return n;
+}
+
+/** One case: the added peak in MiB and as a multiple of `sizeMiB`. */
+async function runCase(t: Target, url: string, body: string, concurrent: number, sizeMiB: number): Promise<{ addedMiB: number; ratio: number }> {
+  // Let garbage from earlier cases go before the baseline (the targets run without --expose-gc).
+  await new Promise((r) => setTimeout(r, 300));
+  await post(url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
+  if (!resetPeak(t.pid)) throw new Error('cannot reset the peak RSS (needs Linux /proc/<pid>/clear_refs)');
+  const base = vm(t.pid).rss;
+  await Promise.all(Array.from({ length: concurrent }, () => post(url, body)));
+  const addedMiB = (vm(t.pid).hwm - base) / 1024;
+  return { addedMiB, ratio: addedMiB / (sizeMiB * concurrent) };
+}
+
+/**
+ * Runs the memory cases against svc and the minimal forwarder.
+ * @returns a markdown section
+ */
+export async function memoryScenario(): Promise<string> {
+  const bigBody = `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"0x${'11'.repeat(20)}","data":"0x${'ab'.repeat((BODY_MIB * MiB) / 2 - 200)}"},"latest"]}`;
+  const logsCall = '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0x1","toBlock":"0x2"}]}';
+  const rows: string[][] = [];
+  const up = await startTarget(TARGETS.upstream, { label: 'memory/upstream', args: [`--big-mib=${ANSWER_MIB}`] });
+  try {
+    const cases: Array<[string, string, number, number]> = [
+      [`one ${BODY_MIB} MiB request body`, bigBody, 1, BODY_MIB],
+      [`8 × ${BODY_MIB} MiB request bodies at once`, bigBody, 8, BODY_MIB],
+      [`one ${ANSWER_MIB} MiB upstream answer`, logsCall, 1, ANSWER_MIB],
+      [`8 × ${ANSWER_MIB} MiB upstream answers at once`, logsCall, 8, ANSWER_MIB],
+    ];
+    for (const [name, body, n, size] of cases) {
+      // A fresh process per case: memory an earlier case left to V8 would hide this one's peak.
+      const one = async (script: string, path: string) => {
+        const t = await startTarget(script, { label: `memory/${name}`, args: [`--upstream=${up.origin}/`] });
+        try {
+          return await runCase(t, `${t.origin}${path}`, body, n, size);
+        } finally {
+          await t.stop();
+        }
+      };
+      const s = await one(TARGETS.svc, '/main/evm/1');
+      const f = await one(TARGETS.forwarder, '/');
+      progress(`  memory ${name}: svc +${fmt(s.addedMiB, 0)} MiB (${fmt(s.ratio, 2)}× the size), forwarder +${fmt(f.addedMiB, 0)} MiB (${fmt(f.ratio, 2)}×)`);
+      rows.push([name, fmt(s.addedMiB, 0), `${fmt(s.ratio, 2)}×`, fmt(f.addedMiB, 0), `${fmt(f.ratio, 2)}×`, n === 1 ? (s.ratio <= 4 ? 'met (≤ 4×)' : '⚠ above 4×') : '']);
+    }
+  } finally {
+    await up.stop();
+  }
+  return `### Memory: large bodies and large answers (issue #8 item 5)
+
+Peak RSS added to the serving process (Linux VmHWM after a reset, minus the RSS at reset), with the size multiple. Target for svc: one request or one answer adds at most 4× its size.
+
+${markdownTable(['Case', 'svc +MiB', 'svc × size', 'forwarder +MiB', 'forwarder × size', 'target'], rows)}
+`;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  memoryScenario().then(
+    (md) => process.stdout.write(md),
+    (e: unknown) => {
+      process.stderr.write(`memory bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

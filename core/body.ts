@@ -1,0 +1,93 @@
+/**
+ * Reading a whole HTTP body into one Buffer under a size cap (issue #8 item 5), for inbound
+ * requests (core/server.ts) and upstream answers (core/registry/transport.ts). With a declared
+ * length the Buffer is allocated once and each chunk is copied in and released as it arrives,
+ * so a body costs its size once instead of chunks plus a concatenated copy.
+ */
+
+/** The readable side of a body: a Node request or an undici response body. */
+export interface BodyStream {
+  on(event: 'data', fn: (chunk: Buffer) => void): unknown;
+  on(event: 'end', fn: () => void): unknown;
+  on(event: 'error', fn: (e: Error) => void): unknown;
+  destroy(err?: Error): unknown;
+  pause(): unknown;
+}
+
+/** Why a body could not be read. */
+export type BodyFailure =
+  /** Declared or streamed size passed the limit; `size` is the declared length or `over <limit>`. */
+  | { kind: 'too-large'; size: string }
+  /** Fewer bytes than declared arrived. */
+  | { kind: 'short'; size: string }
+  /** The stream failed (connection reset, aborted). */
+  | { kind: 'error'; error: Error };
+
+/** Options of {@link readBodyCapped}. */
+export interface ReadBodyOptions {
+  /** The Content-Length header, if any. */
+  declared: string | string[] | undefined;
+  /** Largest body accepted, bytes. */
+  limit: number;
+  /**
+   * What to do with the stream when the limit is passed: `destroy` (an upstream: stop the
+   * transfer) or `pause` (a client: stop reading so an answer can still be written).
+   */
+  onTooLarge: 'destroy' | 'pause';
+  /** Builds the error a failure rejects with. */
+  fail: (f: BodyFailure) => Error;
+}
+
+/**
+ * Reads a body into one Buffer.
+ * @returns the body bytes
+ * @throws what `opts.fail` builds: over the limit (declared or streamed), short, or a stream error
+ */
+export function readBodyCapped(body: BodyStream, opts: ReadBodyOptions): Promise<Buffer> {
+  const { declared, limit } = opts;
+  const len = typeof declared === 'string' && /^\d+$/.test(declared) ? Number(declared) : undefined;
+  const stop = () => (opts.onTooLarge === 'destroy' ? body.destroy() : body.pause());
+  if (len !== undefined && len > limit) {
+    stop();
+    return Promise.reject(opts.fail({ kind: 'too-large', size: String(len) }));
+  }
+  return new Promise<Buffer>((resolve, reject) => {
+    let size = 0;
+    let filled = 0;
+    let done = false;
+    const whole = len !== undefined && len > 0 ? Buffer.allocUnsafe(len) : undefined;
+    const chunks: Buffer[] = [];
+    body.on('data', (chunk: Buffer) => {
+      if (done) return;
+      if (whole && chunks.length === 0 && filled + chunk.length <= whole.length) {
+        chunk.copy(whole, filled);
+        filled += chunk.length;
+      } else chunks.push(chunk);
+      size += chunk.length;
+      if (size > limit) {
+        done = true;
+        stop();
+        reject(opts.fail({ kind: 'too-large', size: `over ${limit}` }));
+      }
+    });
+    body.on('error', (e: Error) => {
+      if (done) return;
+      done = true;
+      reject(opts.fail({ kind: 'error', error: e }));
+    });
+    body.on('end', () => {
+      if (done) return;
+      done = true;
+      if (len !== undefined && size < len) {
+        reject(opts.fail({ kind: 'short', size: `${size} of ${len}` }));
+        return;
+      }
+      if (whole && chunks.length === 0) resolve(filled === whole.length ? whole : whole.subarray(0, filled));
+      else if (len === 0) resolve(Buffer.alloc(0));
+      else {
+        const parts = whole ? [whole.subarray(0, filled), ...chunks] : chunks;
+        resolve(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts));
+      }
+    });
+  });
+}
