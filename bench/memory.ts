@@ -3,7 +3,8 @@
  * one large upstream answer add to the process serving them, for svc and for the minimal
  * forwarder in the same run. The peak is Linux's VmHWM, reset through `/proc/<pid>/clear_refs`
  * right before each case, so start-up peaks do not hide it; the added peak is VmHWM minus the
- * RSS at reset. Cases: one 9 MiB request body (`eth_call` with 9 MiB of data), 8 of them at
+ * RSS at reset. Each case runs in a fresh process warmed by one call of the same kind, so the
+ * figure is what one more such call costs a running server. Cases: one 9 MiB request body (`eth_call` with 9 MiB of data), 8 of them at
  * once, one 50 MiB upstream answer (`eth_getLogs`), 8 of them at once.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -41,8 +42,10 @@ async function post(url: string, body: string): Promise<number> {
 
 /** One case: the added peak in MiB and as a multiple of `sizeMiB`. */
 async function runCase(t: Target, url: string, body: string, concurrent: number, sizeMiB: number): Promise<{ addedMiB: number; ratio: number }> {
-  // Let garbage from earlier cases go before the baseline (the targets run without --expose-gc).
-  await new Promise((r) => setTimeout(r, 300));
+  // Warm: one call of the same kind first, so one-time growth (V8 heap spaces, code, socket
+  // buffers) is not charged to the measured one; then let its garbage go.
+  await post(url, body);
+  await new Promise((r) => setTimeout(r, 500));
   await post(url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
   if (!resetPeak(t.pid)) throw new Error('cannot reset the peak RSS (needs Linux /proc/<pid>/clear_refs)');
   const base = vm(t.pid).rss;

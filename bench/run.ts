@@ -17,6 +17,7 @@ import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { hedgeScenario } from './hedge.ts';
+import { memoryScenario } from './memory.ts';
 import {
   batchBody,
   benchSettings,
@@ -260,9 +261,11 @@ ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, time
 
   // Issue #3 item 7: hedging a flaky upstream, same run (BENCH_SKIP_HEDGE=1 leaves it out).
   const hedge = process.env.BENCH_SKIP_HEDGE === '1' ? '' : `\n${await hedgeScenario(settings)}\n`;
-  process.stdout.write(md + hedge);
+  // Issue #8 item 5: peak RSS of one large body and one large answer (BENCH_SKIP_MEMORY=1 leaves it out).
+  const memory = process.env.BENCH_SKIP_MEMORY === '1' ? '' : `\n${await memoryScenario()}\n`;
+  process.stdout.write(md + hedge + memory);
   const out = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
-  writeFileSync(out, md + hedge);
+  writeFileSync(out, md + hedge + memory);
   progress(`wrote ${out}`);
 }
 

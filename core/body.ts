@@ -5,6 +5,20 @@
  * so a body costs its size once instead of chunks plus a concatenated copy.
  */
 
+import { isAscii } from 'node:buffer';
+
+/** Bodies at least this large and pure ASCII are decoded as latin1 (see {@link decodeBody}). */
+const EXTERNAL_DECODE_BYTES = 1024 * 1024;
+
+/**
+ * Decodes a body as UTF-8 text. A large ASCII body (the usual JSON-RPC body: hex and ASCII
+ * keys) is decoded as latin1, which is the same text but which Node keeps outside the V8 heap
+ * (an external string), so a 50 MiB answer does not grow the heap by 50 MiB (issue #8 item 5).
+ */
+export function decodeBody(bytes: Buffer): string {
+  return bytes.length >= EXTERNAL_DECODE_BYTES && isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
+}
+
 /** The readable side of a body: a Node request or an undici response body. */
 export interface BodyStream {
   on(event: 'data', fn: (chunk: Buffer) => void): unknown;

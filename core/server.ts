@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import Koa from 'koa';
 import Router from '@koa/router';
-import { readBodyCapped } from './body.ts';
+import { decodeBody, readBodyCapped } from './body.ts';
 import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
 import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo } from './context.ts';
@@ -303,7 +303,7 @@ async function readBody(k: Koa.Context, limit: number): Promise<{ raw: Buffer; t
         ? new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${limit} bytes)`)
         : new ErrInvalidRequest(`cannot read request body: ${f.kind === 'short' ? `request size did not match content length (${f.size} bytes)` : f.error.message}`),
   });
-  const text = raw.toString('utf8');
+  const text = decodeBody(raw);
   return { raw, text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text };
 }
 

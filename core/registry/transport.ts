@@ -15,7 +15,7 @@ import {
   SvcError,
   type UpstreamErrorRaw,
 } from '../errors.ts';
-import { readBodyCapped, type BodyStream } from '../body.ts';
+import { decodeBody, readBodyCapped, type BodyStream } from '../body.ts';
 import { extractTopLevelValue, findTopLevelValue } from '../json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../jsonrpc.ts';
 import { normaliseUpstreamError } from '../evm/normalize.ts';
@@ -211,7 +211,7 @@ export class HttpTransport {
 
   private parse(status: number, bytes: Buffer, id: number, method: string): RpcResult {
     const up = this.cfg.id;
-    const text = bytes.toString('utf8');
+    const text = decodeBody(bytes);
     if (status === 413) throw new ErrUpstreamRequestTooLarge(`upstream ${up} refused the request as too large (HTTP 413)`, { details: { upstream: up }, upstreamStatus: 413 });
     let body: unknown;
     try {
