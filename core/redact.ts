@@ -82,7 +82,8 @@ export function excerptOf(redactor: Redactor, text: string, max = 200): string {
   return t.length > max ? `${t.slice(0, max)}…` : t;
 }
 
-function safeDecode(v: string): string {
+/** Percent-decoding that keeps a malformed escape as written (a `%` in a password must not crash start-up). */
+export function safeDecode(v: string): string {
   try {
     return decodeURIComponent(v);
   } catch {

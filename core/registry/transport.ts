@@ -19,7 +19,7 @@ import { decodeBody, readBodyCapped, type BodyStream } from '../body.ts';
 import { extractTopLevelValue, findTopLevelValue } from '../json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../jsonrpc.ts';
 import { normaliseUpstreamError } from '../evm/normalize.ts';
-import { excerptOf, Redactor, secretsOf } from '../redact.ts';
+import { excerptOf, Redactor, safeDecode, secretsOf } from '../redact.ts';
 
 /** Options for the undici pool behind an upstream. */
 export interface UpstreamPoolOptions {
@@ -287,15 +287,6 @@ export class HttpTransport {
   /** Aborts every in-flight request and closes the pool at once (own pools only). */
   async destroy(): Promise<void> {
     if (this.ownsPool) await this.pool.destroy().catch(() => undefined);
-  }
-}
-
-/** Percent-decoding that keeps a malformed escape as written (a `%` in a password must not crash start-up). */
-function safeDecode(v: string): string {
-  try {
-    return decodeURIComponent(v);
-  } catch {
-    return v;
   }
 }
 
