@@ -3,6 +3,7 @@
  * {@link CallContext}. Plugins write to its {@link ExecutionRecord}; the headers plugin only reads it.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { Slot } from './slots.ts';
 import type { SvcError } from './errors.ts';
 import type { ParsedCall } from './jsonrpc.ts';
 import type { Network } from './registry/network.ts';
@@ -13,10 +14,20 @@ import type { Upstream } from './registry/upstream.ts';
 export type Finality = 'finalized' | 'unfinalized' | 'realtime' | 'unknown';
 
 /**
+ * The call's finality (slot `evm.finality`): written by the evm-state plugin before anything
+ * matches on it (`DirectiveStage.FINALITY`), read by failsafe matching, metrics and caching
+ * (issue #9 item 5: a feature's field lives in a slot, not in the core's `CallContext`).
+ */
+export const FINALITY = new Slot<Finality>('evm.finality', 'unknown');
+
+/**
  * Resolved request directives (spec §2.8). Every field is optional: unset means "feature
- * default", so tri-state config (unset / false / true) survives resolution.
+ * default", so tri-state config (unset / false / true) survives resolution. A plugin's own
+ * directive (declared through the directives plugin's `directives` service) is a further field.
  */
 export interface Directives {
+  /** A plugin-declared directive, by its field name. */
+  [field: string]: boolean | string | undefined;
   /** #1 retry null/empty results on another upstream. Default false. */
   retryEmpty?: boolean;
   /** #2 retry pending-transaction lookups. Default false. */
@@ -186,8 +197,6 @@ export interface CallContext {
   deadline: number;
   /** What happened; written by plugins. */
   record: ExecutionRecord;
-  /** Finality of the call, `unknown` until classified (issue #4). */
-  finality: Finality;
   /** Internal traffic (probes, state polls): not client-visible, not counted as client calls. */
   internal: boolean;
   /**

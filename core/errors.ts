@@ -57,10 +57,38 @@ export interface UpstreamErrorRaw {
 }
 
 /**
+ * The brand every svc error carries (issue #9 item 3). A registry symbol, so an error thrown by
+ * a plugin built against another installed copy of svc is still recognised by this one.
+ */
+export const SVC_ERROR_BRAND: unique symbol = Symbol.for('svc.error') as never;
+
+/** True for any svc error, from this copy of svc or another (brand, not class identity). */
+export function isSvcError(e: unknown): e is SvcError {
+  return e !== null && typeof e === 'object' && (e as Record<symbol, unknown>)[SVC_ERROR_BRAND] === true;
+}
+
+/**
  * Base class of every named error. Subclasses set `static readonly code`, `httpStatus`
  * and `retryable`; instances may override the code (vendor codes pass through).
+ *
+ * `instanceof` works across installed copies of svc: an object is an instance of an error class
+ * when it carries {@link SVC_ERROR_BRAND} and that class's name is on its prototype chain (the
+ * spec name of an error is its class name).
  */
 export abstract class SvcError extends Error {
+  /** Cross-copy `instanceof` (issue #9 item 3): class identity first, then brand and name. */
+  static override [Symbol.hasInstance](obj: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, obj)) return true;
+    if (!isSvcError(obj)) return false;
+    for (let p: unknown = Object.getPrototypeOf(obj); p && p !== Error.prototype; p = Object.getPrototypeOf(p)) {
+      if ((p as { constructor?: { name?: string } }).constructor?.name === this.name) return true;
+    }
+    return false;
+  }
+
+  /** Brand (see {@link SVC_ERROR_BRAND}). */
+  readonly [SVC_ERROR_BRAND] = true;
+
   /** Default JSON-RPC code of this error class. */
   static readonly defaultCode: number = -32603;
   /** HTTP status for a single call carrying this error (eRPC 0.1.x table, issue #2 item 5). */

@@ -16,6 +16,8 @@ import {
   SyncHook,
   SyncWaterfallHook,
 } from 'tapable';
+import { Counter, type Registry } from 'prom-client';
+import type { Logger } from './logger.ts';
 import type Router from '@koa/router';
 import type { AttemptReason, AttemptRecord, CallContext, Directives, ExecutionRecord, HttpRequestInfo, Identity } from './context.ts';
 import type { SvcError } from './errors.ts';
@@ -98,6 +100,11 @@ export interface ProxyHooks {
   // ---- start-up -------------------------------------------------------------------------
   /** Last chance to derive config before the registry is built (zero-config injects providers here, spec §2.10). */
   readonly config: SyncWaterfallHook<[ResolvedConfig]>;
+  /**
+   * The config is final (every `config` tap ran): plugins read their settings here or later,
+   * never in `apply` (issue #9 item 4). Runs once, at start, before the registry is built.
+   */
+  readonly configured: SyncHook<[ResolvedConfig]>;
   /** A project was built: providers expand into upstreams, connectors open. Runs before listening. */
   readonly project: AsyncSeriesHook<[Project]>;
   /** A network was created (at start-up or on demand) and its handler chain built. */
@@ -139,7 +146,7 @@ export interface ProxyHooks {
   /** A call names a network the project does not have: providers may create it (spec §2.10, §4.1). */
   readonly resolveNetwork: AsyncSeriesBailHook<[Project, string], Network | undefined>;
 
-  // ---- observation: must never throw into the request ----------------------------------
+  // ---- observation: a throwing tap is logged and counted, never breaks the call ----------
   /** One upstream attempt ended (metrics, health scores, cost accounting). */
   readonly attemptDone: SyncHook<[AttemptRecord]>;
   /** One call ended (per-call metrics, logs, totals). */
@@ -150,6 +157,7 @@ export interface ProxyHooks {
 export function createHooks(): ProxyHooks {
   return Object.freeze({
     config: new SyncWaterfallHook<[ResolvedConfig]>(['config']),
+    configured: new SyncHook<[ResolvedConfig]>(['config']),
     project: new AsyncSeriesHook<[Project]>(['project']),
     network: new SyncHook<[Network]>(['network']),
     upstreamJoined: new SyncHook<[Upstream, Network]>(['upstream', 'network']),
@@ -168,4 +176,59 @@ export function createHooks(): ProxyHooks {
     attemptDone: new SyncHook<[AttemptRecord]>(['attempt']),
     callDone: new SyncHook<[CallContext]>(['ctx']),
   });
+}
+
+/** How often one observation tap's failure is logged, ms. */
+const TAP_ERROR_LOG_INTERVAL_MS = 60_000;
+
+/** A registered tap as interceptors see it (tapable's FullTap). */
+interface FullTap {
+  name: string;
+  type: 'sync' | 'async' | 'promise';
+  fn: Function;
+  stage?: number;
+}
+
+/**
+ * Makes the observation hooks (`attemptDone`, `callDone`, `responseHeaders`) safe (issue #9
+ * item 4): every tap, registered before or after, runs inside a guard. A throwing tap is logged
+ * at most once a minute per tap, with its plugin and stack, and counted in
+ * `svc_plugin_errors_total{plugin,hook}`; the call and its answer are unaffected.
+ * @param hooks the registry to guard
+ * @param logger where failures are logged
+ * @param registry where the counter is registered
+ */
+export function guardObservationHooks(hooks: ProxyHooks, logger: Logger, registry: Registry): void {
+  const errors = new Counter({
+    name: 'svc_plugin_errors_total',
+    help: 'Exceptions thrown by plugin taps of observation hooks (attemptDone, callDone, responseHeaders); the call was unaffected',
+    labelNames: ['plugin', 'hook'],
+    registers: [registry],
+  });
+  const guard = (hookName: string): { register<T extends FullTap>(tap: T): T } => ({
+    register<T extends FullTap>(tap: T): T {
+      const plugin = tap.name.split(':')[0] ?? tap.name;
+      const fn = tap.fn as (...args: unknown[]) => unknown;
+      let lastLog = -Infinity;
+      return {
+        ...tap,
+        fn: (...args: unknown[]) => {
+          try {
+            return fn(...args);
+          } catch (e) {
+            errors.inc({ plugin, hook: hookName });
+            const now = Date.now();
+            if (now - lastLog >= TAP_ERROR_LOG_INTERVAL_MS) {
+              lastLog = now;
+              logger.error({ plugin, hook: hookName, tap: tap.name, err: e instanceof Error ? e.stack : String(e) }, `plugin ${plugin}: ${hookName} tap threw (logged at most once a minute; the call is unaffected)`);
+            }
+            return undefined;
+          }
+        },
+      };
+    },
+  });
+  hooks.attemptDone.intercept(guard('attemptDone'));
+  hooks.callDone.intercept(guard('callDone'));
+  hooks.responseHeaders.intercept(guard('responseHeaders'));
 }

@@ -10,10 +10,13 @@ import { Registry } from 'prom-client';
 import type { TObject } from '@sinclair/typebox';
 import type { LevelWithSilent } from 'pino';
 import { newExecutionRecord, type CallContext, type HttpRequestInfo } from './context.ts';
-import { createHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks } from './hooks.ts';
+import { createHooks, guardObservationHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks } from './hooks.ts';
+import { checkPlugin, PluginContractError, Services, type ListenOverrides, type Plugin, type PluginHost } from './host.ts';
+import { chainStateOf, type NetworkChainState } from './evm/state.ts';
 import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { BoundedLabel } from './labels.ts';
+import { AttemptDoneStage } from './stages.ts';
 import { excerptOf } from './redact.ts';
 import { Network } from './registry/network.ts';
 import { Project } from './registry/project.ts';
@@ -21,33 +24,13 @@ import { DeadlineReason, Upstream } from './registry/upstream.ts';
 import { tryUpstream } from './sweep.ts';
 import { createServer } from './server.ts';
 import { getCommit, VERSION } from './version.ts';
-import { buildConfigSchema, type SchemaFragment } from './config/schema.ts';
+import { buildConfigSchema, fragmentCollisions, type SchemaFragment } from './config/schema.ts';
 import { loadConfigObject, resolveNetwork, resolveUpstream } from './config/load.ts';
 import type { ResolvedConfig, UpstreamInput } from './config/types.ts';
 import type { RpcResult } from './jsonrpc.ts';
 
-/**
- * A plugin: taps hooks in `apply` (DESIGN "The plugin contract"). `schema` declares the config
- * keys it owns; `dependsOn` names plugins that must be applied before it (checked at boot).
- */
-export interface Plugin {
-  /** Unique name, used as the tap name. */
-  readonly name: string;
-  /** Config keys this plugin owns, merged into the one config schema. */
-  readonly schema?: SchemaFragment;
-  /** Plugins that must be in the same proxy, applied earlier. */
-  readonly dependsOn?: readonly string[];
-  /** Taps hooks, registers routes and metrics. Called once by {@link Proxy.use}. */
-  apply(proxy: Proxy): void;
-}
-
-/** Thrown at boot when a plugin's dependency is missing (fastify-style fail fast). */
-export class PluginDependencyError extends Error {
-  constructor(plugin: string, missing: string) {
-    super(`plugin "${plugin}" depends on "${missing}", which is not applied before it`);
-    this.name = 'PluginDependencyError';
-  }
-}
+export type { Plugin, PluginHost, ServiceRegistry } from './host.ts';
+export { PluginContractError, PluginDependencyError } from './host.ts';
 
 /** Options of a {@link Proxy}. */
 export interface ProxyOptions {
@@ -65,8 +48,8 @@ export interface ProxyOptions {
   probeBackoffMs?: number;
 }
 
-/** The running service. */
-export class Proxy {
+/** The running service; the {@link PluginHost} its plugins are handed. */
+export class Proxy implements PluginHost {
   /** The typed hook registry (frozen). */
   readonly hooks: ProxyHooks = createHooks();
   /** Metrics registry, served by the metrics plugin at `/metrics`. */
@@ -85,8 +68,11 @@ export class Proxy {
   readonly commit = getCommit();
   readonly logger: Logger;
   readonly schema: TObject;
-  /** The resolved config (after the `config` hook ran at start). */
-  config: ResolvedConfig;
+  /** Services plugins publish to each other (issue #9 item 3). */
+  readonly services = new Services();
+  private resolved: ResolvedConfig;
+  /** The plugin whose `apply` is running, if any: config may not be read then (issue #9 item 4). */
+  private applying?: string;
   /** The HTTP server, once started. */
   server?: Server;
 
@@ -97,6 +83,7 @@ export class Proxy {
   readonly pools = new Map<string, Pool>();
   private closed = false;
   private started = false;
+  private configured = false;
 
   /**
    * @param config resolved config (see `loadConfigObject`)
@@ -106,22 +93,55 @@ export class Proxy {
     config: ResolvedConfig,
     readonly opts: ProxyOptions = {},
   ) {
-    this.config = config;
+    this.resolved = config;
     this.logger = opts.logger ?? createLogger(config.logLevel as LevelWithSilent);
     this.schema = opts.schema ?? buildConfigSchema([]);
     // The health tracker is core: every finished attempt feeds its project's scores.
-    this.hooks.attemptDone.tap({ name: 'core:health', stage: -100 }, (a) => this.projects.get(a.projectId)?.health.record(a));
+    this.hooks.attemptDone.tap({ name: 'core:health', stage: AttemptDoneStage.HEALTH }, (a) => this.projects.get(a.projectId)?.health.record(a));
+    // Observation taps never break a call (issue #9 item 4): guarded, logged once a minute, counted.
+    guardObservationHooks(this.hooks, this.logger, this.metrics);
   }
 
   /**
-   * Applies plugins in order.
-   * @throws PluginDependencyError when a plugin's `dependsOn` is not already applied
+   * The resolved config, after every `config` hook ran (at start).
+   * @throws PluginContractError when read inside a plugin's `apply`: other plugins may still
+   *   derive config there; read it from the `configured` hook on
+   */
+  get config(): ResolvedConfig {
+    if (this.applying !== undefined) {
+      throw new PluginContractError(`plugin "${this.applying}" read host.config inside apply(); read it from the configured hook on (config hooks may still change it)`);
+    }
+    return this.resolved;
+  }
+
+  /** Listen overrides given to this svc (CLI, tests). */
+  get overrides(): ListenOverrides {
+    return { port: this.opts.port, host: this.opts.host, metricsPort: this.opts.metricsPort };
+  }
+
+  /** The chain state of a network (one per network, shared by every plugin). */
+  chainState(network: Network): NetworkChainState {
+    return chainStateOf(network);
+  }
+
+  /**
+   * Applies plugins in order, checking each against the contract first.
+   * @throws PluginContractError (or PluginDependencyError) naming the plugin: a duplicate name,
+   *   a missing dependency, an svc version outside its range; anything its `apply` throws, with its name
    */
   use(...plugins: Plugin[]): this {
     for (const p of plugins) {
-      for (const d of p.dependsOn ?? []) if (!this.plugins.some((x) => x.name === d)) throw new PluginDependencyError(p.name, d);
+      checkPlugin(p, new Set(this.plugins.map((x) => x.name)), this.version);
       this.plugins.push(p);
-      p.apply(this);
+      this.applying = p.name;
+      try {
+        p.apply(this);
+      } catch (e) {
+        if (e instanceof PluginContractError) throw e;
+        throw new PluginContractError(`plugin "${p.name}" failed to apply: ${e instanceof Error ? e.message : String(e)}`);
+      } finally {
+        this.applying = undefined;
+      }
     }
     return this;
   }
@@ -132,14 +152,27 @@ export class Proxy {
   }
 
   /**
+   * The config phase (issue #9 item 4): runs the `config` waterfall (plugins deriving config),
+   * then `configured` (plugins reading their settings and checking them). Once; `createProxy`
+   * runs it right after applying the plugins, so `svc validate` sees every plugin's checks.
+   * @throws whatever a `configured` tap throws (ConfigError for a bad setting)
+   */
+  configure(): void {
+    if (this.configured) return;
+    this.configured = true;
+    this.resolved = this.hooks.config.call(this.resolved);
+    this.hooks.configured.call(this.resolved);
+  }
+
+  /**
    * Builds the registry, runs the `project` hooks, listens, then starts background probes.
    * @returns the bound address
    */
   async start(): Promise<AddressInfo> {
     if (this.started) throw new Error('proxy already started');
     this.started = true;
-    this.config = this.hooks.config.call(this.config);
-    for (const w of this.config.warnings) this.logger.warn(w);
+    this.configure();
+    for (const w of this.resolved.warnings) this.logger.warn(w);
     for (const pc of this.config.projects) {
       const project = new Project(pc);
       this.projects.set(project.id, project);
@@ -289,7 +322,6 @@ export class Proxy {
       signal: ac.signal,
       deadline: Date.now() + timeoutMs,
       record: newExecutionRecord(method),
-      finality: 'unknown',
       internal: true,
       state: new Map(),
     };
@@ -368,11 +400,15 @@ export interface CreateProxyOptions extends ProxyOptions {
  * Validates a raw config against the core schema plus the plugins' fragments, builds the
  * proxy and applies the plugins. Does not start it.
  * @throws ConfigError listing every problem with its path
+ * @throws PluginContractError when two owners define one config key, or a plugin breaks the contract
  */
 export function createProxy(opts: CreateProxyOptions): Proxy {
+  const collisions = fragmentCollisions(opts.plugins.filter((p) => p.schema).map((p) => ({ owner: p.name, fragment: p.schema as SchemaFragment })));
+  if (collisions.length) throw new PluginContractError(collisions.join('; '));
   const { config, schema } = loadConfigObject(opts.config ?? {}, { fragments: opts.plugins.map((p) => p.schema).filter((s): s is SchemaFragment => !!s), env: opts.env });
   const proxy = new Proxy(config, { ...opts, schema });
   proxy.use(...opts.plugins);
+  proxy.configure();
   return proxy;
 }
 

@@ -217,11 +217,13 @@ export function createServer(proxy: Proxy): Koa {
       const route = resolveRoute(proxy, segments, info.host, aliasMatchers);
       target = route instanceof Promise ? await route : route;
       meta.project = target.project;
+      // Credentials come from headers and query only (spec §5.5): authenticate before the body is
+      // read, so an unauthenticated client cannot make svc buffer maxBodySize (issue #9 item 4).
+      // No auth strategy tapped: no identity, and no promise to wait for.
+      const identity = hooks.authenticate.isUsed() ? await hooks.authenticate.promise(info, target.project) : undefined;
       const body = await readBody(k, cfg.maxBodySize);
       text = body.text;
       raw = body.raw;
-      // No auth strategy tapped: no identity, and no promise to wait for.
-      const identity = hooks.authenticate.isUsed() ? await hooks.authenticate.promise(info, target.project) : undefined;
       const parsed = parseRequestBody(text, parseLimits, raw);
       // The decoded body is not needed past parsing: let it go while the calls run.
       text = '';
@@ -379,7 +381,6 @@ async function serveCall(
       signal: ac.signal,
       deadline: Date.now() + cfg.maxTimeoutMs,
       record,
-      finality: 'unknown',
       internal: false,
       state: new Map(),
     };
@@ -397,13 +398,7 @@ async function serveCall(
     if (timer) clearTimeout(timer);
     if (ac) aborters.delete(ac);
     record.durationMs = performance.now() - record.startedAt;
-    // Observation taps must never throw into the request; if one does, the answer still stands.
-    if (ctx) {
-      try {
-        proxy.hooks.callDone.call(ctx);
-      } catch (e) {
-        proxy.logger.error({ err: (e as Error).message }, 'callDone tap threw');
-      }
-    }
+    // Observation taps are guarded (core/hooks.ts guardObservationHooks): the answer always stands.
+    if (ctx) proxy.hooks.callDone.call(ctx);
   }
 }

@@ -9,8 +9,14 @@ export const CallStage = {
   STATIC_RESPONSES: 900,
   LOCAL_METHODS: 850,
   MULTIPLEX: 800,
+  /** Idempotent `eth_sendRawTransaction` (evm-methods), inside multiplexing. */
+  IDEMPOTENT_BROADCAST: 790,
   CACHE: 700,
+  /** A block far beyond the head answers null without a call (evm-state), outside tip enforcement. */
+  FUTURE_BLOCK: 660,
   TIP_ENFORCEMENT: 650,
+  /** The per-call cap of empty/pending retries (evm-retries), inside tip enforcement. */
+  RETRY_KEEP: 630,
   INTERPOLATION: 600,
   GETLOGS: 500,
   STATEFUL_GUARD: 400,
@@ -44,9 +50,32 @@ export const SelectStage = {
   USE_UPSTREAM: 300,
   /** Block availability and similar per-call filters. */
   AVAILABILITY: 400,
+  /** Stateful filter methods need exactly one upstream (evm-methods). */
+  STATEFUL_GUARD: 500,
 } as const;
 
 /** `directives` hook, in run order. */
 export const DirectiveStage = {
+  /** The call's finality is classified (evm-state) before anything matches on it. */
+  FINALITY: 50,
+  /** Network defaults, headers, query, allowClientDirectives (directives plugin). */
   RESOLVE: 100,
+  /** A matched failsafe entry's `directiveDefaults`, below the network's own (failsafe). */
+  FAILSAFE_DEFAULTS: 110,
+} as const;
+
+/** `validate` hook (a bail hook: the first error wins), in run order. */
+export const ValidateStage = {
+  /** A null answer to a tagged block is an error (evm-state, spec §2.8 #9). */
+  NULL_TAGGED_BLOCK: 0,
+  /** Empty and pending answers retried elsewhere (evm-retries, spec §2.8 #1-2). */
+  EMPTY_RESULT: 100,
+  /** Heads observed in answers; an answer behind the head is an error (evm-state, spec §2.8 #7). */
+  TIP: 1000,
+} as const;
+
+/** `attemptDone` hook, in run order. */
+export const AttemptDoneStage = {
+  /** The core health tracker records the attempt before any observer reads scores. */
+  HEALTH: -100,
 } as const;

@@ -4,7 +4,7 @@
  * upstream (trace reason `sweep`); a non-retryable answer (a revert, a client error) ends the
  * call at once; when every upstream failed the call fails with `ErrUpstreamsExhausted`.
  */
-import type { AttemptOutcome, AttemptReason, AttemptRecord, CallContext } from './context.ts';
+import { FINALITY, type AttemptOutcome, type AttemptReason, type AttemptRecord, type CallContext } from './context.ts';
 import {
   asSvcError,
   ErrCancelled,
@@ -34,7 +34,7 @@ export function startAttempt(ctx: CallContext, u: Upstream, reason: AttemptReaso
     durationMs: 0,
     won: false,
     dialled: false,
-    finality: ctx.finality,
+    finality: FINALITY.get(ctx),
     internal: ctx.internal,
   };
   ctx.record.attempts.push(a);

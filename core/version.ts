@@ -4,11 +4,16 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Root folder of the svc package. */
-export const PACKAGE_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const PACKAGE_ROOT = packageRoot(join(dirname(fileURLToPath(import.meta.url)), '..'));
+
+/** The package root from this file's parent: one level higher when running compiled from `dist/`. */
+function packageRoot(parent: string): string {
+  return basename(parent) === 'dist' ? join(parent, '..') : parent;
+}
 
 /** svc's version from package.json. */
 export const VERSION: string = (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;

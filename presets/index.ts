@@ -1,13 +1,29 @@
 /**
- * Preset registry: `--preset NAME` or config `preset`. A preset is a function returning the
- * plugins to apply; platform teams add theirs with {@link registerPreset} or point `--preset`
- * at a module path exporting `default` or `preset`.
+ * `svc/presets` (issue #9 item 1): the built-in presets, every built-in plugin factory, and the
+ * preset registry (`--preset NAME` or config `preset`). A preset is a function returning the
+ * plugins to apply; platform teams extend `defaultPreset()` in their own package and point
+ * `--preset` at it (a module path or package exporting `default` or `preset`), or register it
+ * with {@link registerPreset}.
  */
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import type { Plugin } from '../core/proxy.ts';
 import { defaultPreset } from './default.ts';
 import { minimalPreset } from './minimal.ts';
+
+export { defaultPreset, minimalPreset };
+export { directivesPlugin } from '../plugins/directives/index.ts';
+export { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
+export { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
+export { evmMethodsPlugin } from '../plugins/evm-methods/index.ts';
+export { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
+export { evmStatePlugin } from '../plugins/evm-state/index.ts';
+export { failsafePlugin } from '../plugins/failsafe/index.ts';
+export { forwardPlugin } from '../plugins/forward/index.ts';
+export { headersPlugin } from '../plugins/headers/index.ts';
+export { metricsPlugin } from '../plugins/metrics/index.ts';
+export { selectPlugin } from '../plugins/select/index.ts';
+export { selectionPlugin } from '../plugins/selection/index.ts';
 
 /** A preset: the plugins of one server flavour. */
 export type Preset = () => Plugin[];

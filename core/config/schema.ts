@@ -184,6 +184,46 @@ export function buildConfigSchema(fragments: readonly SchemaFragment[] = []): TO
   );
 }
 
+/** The keys the core owns in each fragment slot (a plugin may add keys, never redefine these). */
+function coreKeys(): Record<keyof SchemaFragment, string[]> {
+  const none: SchemaFragment = {};
+  return {
+    root: ['logLevel', 'preset', 'server', 'metrics', 'projects'],
+    server: Object.keys(serverProps({})),
+    project: ['id', 'networks', 'upstreams', 'networkDefaults', 'upstreamDefaults', 'allowClientDirectives', 'scoreMetricsWindowSize'],
+    network: Object.keys(networkProps(none, true)),
+    networkEvm: ['chainId'],
+    upstream: Object.keys(upstreamProps(none, true)),
+    upstreamEvm: ['chainId'],
+    directiveDefaults: Object.keys(directiveDefaultsProps),
+  };
+}
+
+/**
+ * Every config key two owners claim (issue #9 item 4): a fragment may add keys, but never
+ * redefine a core key or another plugin's key, so no plugin can loosen another's validation
+ * (e.g. make `alias: 42` valid).
+ * @param owned each plugin's name and fragment, in plugin order
+ * @returns one message per collision, naming both owners; empty when there is none
+ */
+export function fragmentCollisions(owned: ReadonlyArray<{ owner: string; fragment: SchemaFragment }>): string[] {
+  const core = coreKeys();
+  const owners = new Map<string, string>();
+  for (const [slot, keys] of Object.entries(core)) for (const k of keys) owners.set(`${slot}.${k}`, 'the core');
+  const out: string[] = [];
+  for (const { owner, fragment } of owned) {
+    for (const slot of Object.keys(core) as (keyof SchemaFragment)[]) {
+      for (const k of Object.keys(fragment[slot] ?? {})) {
+        const id = `${slot}.${k}`;
+        const prev = owners.get(id);
+        if (prev !== undefined) out.push(`config key ${id} of plugin "${owner}" is already defined by ${prev === 'the core' ? 'the core' : `plugin "${prev}"`}`);
+        else owners.set(id, owner);
+      }
+    }
+  }
+  return out;
+}
+
 /** The core-only schema (no plugins), for typing raw config. */
 export const CoreConfigSchema = buildConfigSchema();
 /** Raw config input as written by users (YAML/JSON/TS), core keys only; plugin keys are open. */

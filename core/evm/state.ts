@@ -6,6 +6,13 @@
  * interpolation, tip enforcement, block availability and finality classification.
  */
 import type { Network } from '../registry/network.ts';
+import { Slot } from '../slots.ts';
+
+/**
+ * An upstream's syncing flag (slot `evm.syncing`): written by the evm-state poller, read by the
+ * default selection policy, which excludes a syncing upstream (issue #9 item 5).
+ */
+export const SYNCING = new Slot<boolean>('evm.syncing', false);
 import type { Upstream } from '../registry/upstream.ts';
 
 /** One upstream's view of the chain. */

@@ -26,8 +26,8 @@ export class Upstream {
   chainId?: number;
   /** Verification state; only `ready` (or `probing` with a configured chain id) serves. */
   state: UpstreamState;
-  /** True while the EVM state poller says the node is syncing (selection excludes it). */
-  syncing = false;
+  /** Plugin-owned fields of this upstream, by slot (core/slots.ts), e.g. `SYNCING` of the evm-state plugin. */
+  readonly slots = new Map<symbol, unknown>();
   /** The composed sender: the `upstream` hook's wrappers around {@link transport}. */
   send: UpstreamSender;
 

@@ -46,13 +46,13 @@ export const DEFAULT_UNSUPPORTED_METHODS: readonly string[] = ['eth_accounts', '
  * (200), `use-upstream` (300) and availability filters (400), so it counts the candidates the
  * sweep would really walk.
  */
-export const STATEFUL_GUARD_SELECT_STAGE = SelectStage.AVAILABILITY + 100;
+export const STATEFUL_GUARD_SELECT_STAGE = SelectStage.STATEFUL_GUARD;
 
 /**
  * Stage of the `eth_sendRawTransaction` idempotency wrapper: just inside multiplexing (800),
  * so identical in-flight broadcasts share one recovery, and outside cache and the failsafe.
  */
-export const IDEMPOTENT_BROADCAST_STAGE = CallStage.MULTIPLEX - 10;
+export const IDEMPOTENT_BROADCAST_STAGE = CallStage.IDEMPOTENT_BROADCAST;
 
 /** Messages meaning "this very transaction is already in the node's pool" (lower-case needles). */
 const ALREADY_KNOWN = ['already known', 'known transaction', 'already imported', 'already in mempool', 'already exists', 'alreadyknown'];

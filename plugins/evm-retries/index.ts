@@ -15,10 +15,9 @@ import type { RpcResult } from '../../core/jsonrpc.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
 import type { Network } from '../../core/registry/network.ts';
 import type { Upstream } from '../../core/registry/upstream.ts';
-import { CallStage } from '../../core/stages.ts';
+import { CallStage, ValidateStage } from '../../core/stages.ts';
 import { blockRefOf } from '../../core/evm/blocks.ts';
 import { chainStateOf } from '../../core/evm/state.ts';
-import { failsafeEntryOf } from '../failsafe/index.ts';
 
 /**
  * Methods whose null/empty answer means "this node does not have it yet" (issue #4 item 7): retried on
@@ -61,13 +60,13 @@ export const DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE = 128;
  * Stage of the `call` wrapper that returns a kept empty/pending answer: inside cache (700) and
  * tip enforcement (650), so those see the final answer; outside interpolation (600).
  */
-export const RETRY_KEEP_STAGE = CallStage.TIP_ENFORCEMENT - 20;
+export const RETRY_KEEP_STAGE = CallStage.RETRY_KEEP;
 
 /**
  * Stage of the `validate` tap: after validators at the default stage 0, so stricter checks
  * (a null tagged block is an error, integrity) bail first and their errors win.
  */
-export const RETRY_VALIDATE_STAGE = 100;
+export const RETRY_VALIDATE_STAGE = ValidateStage.EMPTY_RESULT;
 
 /** `reason` label values of `svc_upstream_request_retries_total` written by this plugin (spec §6). */
 export type RetryReason = 'empty_result' | 'pending_tx';
@@ -132,8 +131,12 @@ export function isTruthfulEmpty(method: string, params: unknown, highestLatest: 
  * @param ctx the call (its failsafe entry is matched by the failsafe plugin, when applied)
  */
 export function emptyResultMaxAttemptsOf(ctx: CallContext): number {
-  return failsafeEntryOf(ctx)?.retry?.emptyResultMaxAttempts ?? DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS;
+  const entry = ctx.state.get(FAILSAFE_ENTRY_SLOT) as { retry?: { emptyResultMaxAttempts?: number } } | undefined;
+  return entry?.retry?.emptyResultMaxAttempts ?? DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS;
 }
+
+/** The failsafe plugin's per-call slot of the matched entry (read by name, not by importing that plugin). */
+const FAILSAFE_ENTRY_SLOT = Symbol.for('svc.failsafe.entry');
 
 /** `evm.maxRetryableBlockDistance` of a network (owned by the evm-state plugin), in blocks. */
 export function maxRetryableBlockDistanceOf(network: Network): number {
@@ -254,6 +257,8 @@ function serveKept(ctx: CallContext, kept: KeptAnswer): RpcResult {
 export function evmRetriesPlugin(): Plugin {
   return {
     name: 'evm-retries',
+    // Reads the matched failsafe entry's `retry.emptyResultMaxAttempts` (its per-call slot).
+    dependsOn: ['failsafe'],
     apply(proxy: Proxy) {
       const counter = upstreamRetriesCounter(proxy);
 

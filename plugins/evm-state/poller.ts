@@ -6,9 +6,10 @@
  * in metrics through `attemptDone`), and writes what it learns into the network's chain state
  * (core/evm/state.ts). A poll failure never throws out of the timer.
  */
+import { FINALITY } from '../../core/context.ts';
 import { classifyFinality } from '../../core/evm/blocks.ts';
 import { excerptOf } from '../../core/redact.ts';
-import { chainStateOf } from '../../core/evm/state.ts';
+import { chainStateOf, SYNCING } from '../../core/evm/state.ts';
 import type { RpcResult } from '../../core/jsonrpc.ts';
 import type { Proxy } from '../../core/proxy.ts';
 import type { Network } from '../../core/registry/network.ts';
@@ -233,8 +234,8 @@ export class UpstreamPoller {
       mine.notSyncingStreak++;
       if (mine.syncing && mine.notSyncingStreak >= NOT_SYNCING_POLLS) mine.syncing = false;
     }
-    if (u.syncing !== mine.syncing) {
-      u.syncing = mine.syncing;
+    if (SYNCING.get(u) !== mine.syncing) {
+      SYNCING.set(u, mine.syncing);
       this.sink.syncingChanged(u, mine.syncing);
     }
   }
@@ -261,7 +262,7 @@ export class UpstreamPoller {
   /** One request through this upstream's own chain, with a realtime finality for failsafe matching. */
   private async call(method: string, params: unknown[]): Promise<RpcResult> {
     const { ctx, done } = this.proxy.internalContext(this.network, method, params, this.settings.timeoutMs);
-    ctx.finality = classifyFinality(method, params, chainStateOf(this.network).highestFinalized);
+    FINALITY.set(ctx, classifyFinality(method, params, chainStateOf(this.network).highestFinalized));
     try {
       return await tryUpstream(this.proxy.hooks, ctx, this.upstream, 'primary', ctx.signal, MAX_POLL_RESPONSE_BYTES);
     } finally {

@@ -1,12 +1,23 @@
 /**
- * Pure parts of the evm-state plugin's request-path checks (issue #4 items 4 and 5, spec §2.8
- * #7 and #9): the errors that re-route a call, the block-number readers, the tip comparison and
- * the block-availability filter. No hooks here; `index.ts` taps them in.
+ * Tip enforcement of the evm-state plugin (issue #4 items 1, 4 and 5, spec §2.8 #7 and #9): the
+ * errors that re-route a call, the block-number readers, the tip comparison and the
+ * block-availability filter (pure, also used by the poller and `availability.ts`), then the taps.
+ * Taps: `validate` at 0 (a null tagged block is a retryable error) and last (observe heads in
+ * answers; an answer behind the head is a retryable error); `call` at TIP_ENFORCEMENT (return
+ * the highest answer seen when every upstream is behind, raise `eth_blockNumber` to the known
+ * head). Publishes `svc_upstream_stale_block_total`.
  */
-import { ErrEndpointMissingData } from '../../core/errors.ts';
-import { parseBlockNumber, refOf } from '../../core/evm/blocks.ts';
-import type { NetworkChainState, UpstreamChainState } from '../../core/evm/state.ts';
+import { Counter } from 'prom-client';
+import type { AttemptRecord, CallContext } from '../../core/context.ts';
+import { ErrEndpointMissingData, type SvcError } from '../../core/errors.ts';
+import { parseBlockNumber, refOf, toHex } from '../../core/evm/blocks.ts';
+import { chainStateOf, type NetworkChainState, type UpstreamChainState } from '../../core/evm/state.ts';
+import type { CallHandler } from '../../core/hooks.ts';
+import type { RpcResult } from '../../core/jsonrpc.ts';
+import type { Proxy } from '../../core/proxy.ts';
 import type { Upstream } from '../../core/registry/upstream.ts';
+import { CallStage, ValidateStage } from '../../core/stages.ts';
+import type { HeadTracker } from './state.ts';
 
 /**
  * An upstream answered `eth_blockNumber` or a `latest`/`finalized` `eth_getBlockByNumber` with a
@@ -108,4 +119,157 @@ export function syncingOf(result: unknown): boolean | undefined {
   if (keys.length === 1 && (keys[0] === 'Ok' || keys[0] === 'ok') && typeof o[keys[0]] === 'boolean') return o[keys[0]] as boolean;
   // A progress object (startingBlock/currentBlock/highestBlock...) means syncing.
   return keys.length > 0 ? true : undefined;
+}
+
+// ---------------------------------------------------------------------------------------
+// Taps
+
+/** Lookups whose answer carries the `blockNumber` of a mined transaction (issue #4 item 1: responses that reveal a newer head). */
+const MINED_LOOKUPS: ReadonlySet<string> = new Set([
+  'eth_getTransactionReceipt',
+  'eth_getTransactionByHash',
+  'eth_getTransactionByBlockHashAndIndex',
+  'eth_getTransactionByBlockNumberAndIndex',
+]);
+
+/** Stage of the head-observing, behind-the-head `validate` tap: after every other check, so only otherwise-valid answers are observed and kept as fallbacks. */
+export const VALIDATE_STAGE = ValidateStage.TIP;
+/** Stage of the null-tagged-block `validate` tap: the default stage 0, before lenient checks such as retry-empty (stage 100). */
+export const NULL_TAG_VALIDATE_STAGE = ValidateStage.NULL_TAGGED_BLOCK;
+
+const TAG = Symbol('svc.evm-state.tag');
+const BEST = Symbol('svc.evm-state.best');
+
+/** The highest otherwise-valid answer that was behind the known head, kept per call. */
+interface BestAnswer {
+  n: number;
+  result: RpcResult;
+  upstream: Upstream;
+  attempt?: AttemptRecord;
+}
+
+/**
+ * Registers the stale-answer counter and taps `validate` (null tagged blocks, then heads and
+ * answers behind them) and `call` (tip enforcement), in that order.
+ * @param proxy the proxy the evm-state plugin is applied to
+ * @param heads where heads seen in answers are reported
+ */
+export function tapTipEnforcement(proxy: Proxy, heads: HeadTracker): void {
+  const hooks = proxy.hooks;
+  const observeLatest = heads.observeLatest;
+  const stale = new Counter({
+    name: 'svc_upstream_stale_block_total',
+    help: 'Answers behind the network head (eth_blockNumber, latest/finalized eth_getBlockByNumber) re-routed by enforce-highest-block',
+    labelNames: ['project', 'network', 'upstream', 'category'],
+    registers: [proxy.metrics],
+  });
+  const remember = (ctx: CallContext, n: number, result: RpcResult, u: Upstream): void => {
+    const best = ctx.state.get(BEST) as BestAnswer | undefined;
+    if (best && best.n >= n) return;
+    let attempt: AttemptRecord | undefined;
+    const list = ctx.record.attempts;
+    for (let i = list.length - 1; i >= 0; i--) {
+      const a = list[i] as AttemptRecord;
+      if (a.upstreamId === u.id && a.outcome === 'pending') {
+        attempt = a;
+        break;
+      }
+    }
+    ctx.state.set(BEST, { n, result, upstream: u, attempt } satisfies BestAnswer);
+  };
+  const behind = (ctx: CallContext, u: Upstream, r: RpcResult, n: number, highest: number, what: string): SvcError | undefined => {
+    const by = behindBy(n, highest);
+    if (by === undefined) return undefined;
+    remember(ctx, n, r, u);
+    stale.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, category: proxy.methodLabel.value(ctx.request.method) });
+    return new ErrUpstreamBlockBehind(`upstream ${u.id} answered ${what} ${n}, ${by} behind the highest known ${highest}`, {
+      details: { upstream: u.id, answered: n, highest },
+    });
+  };
+
+  // A null tagged block (§2.8 #9) at the default stage: a strict check, so it bails before
+  // lenient ones (retry-empty would otherwise keep the null as a fallback answer).
+  hooks.validate.tap({ name: 'evm-state:non-null', stage: NULL_TAG_VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
+    if (ctx.internal || r.fromCache || ctx.request.method !== 'eth_getBlockByNumber') return undefined;
+    if (r.result !== null && r.result !== undefined) return undefined;
+    if (ctx.directives.enforceNonNullTaggedBlocks === false) return undefined;
+    const tag = (ctx.state.get(TAG) as string | undefined) ?? blockTagOf(ctx.request.params);
+    if (tag === undefined) return undefined;
+    return new ErrUpstreamNullTaggedBlock(`upstream ${u.id} answered null for eth_getBlockByNumber(${tag})`, { details: { upstream: u.id, tag } });
+  });
+
+  // Heads in answers (eth_blockNumber, tagged blocks, mined receipts/transactions), and
+  // answers behind the known head (§2.8 #7), last: only answers every
+  // other check accepted are observed or kept as the fallback.
+  hooks.validate.tap({ name: 'evm-state:tip', stage: VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
+    if (ctx.internal || r.fromCache) return undefined;
+    const method = ctx.request.method;
+    if (method === 'eth_blockNumber') {
+      const n = parseBlockNumber(r.result);
+      if (n === undefined) return undefined;
+      observeLatest(ctx.network, u, n);
+      if (ctx.directives.enforceHighestBlock === false) return undefined;
+      return behind(ctx, u, r, n, chainStateOf(ctx.network).highestLatest, 'eth_blockNumber');
+    }
+    if (MINED_LOOKUPS.has(method)) {
+      // A mined transaction or receipt proves its upstream has that block: advance the head
+      // at once, so a read right after a confirmed write is not interpolated to an older block.
+      const mined = r.result !== null && typeof r.result === 'object' ? parseBlockNumber((r.result as { blockNumber?: unknown }).blockNumber) : undefined;
+      if (mined !== undefined) observeLatest(ctx.network, u, mined);
+      return undefined;
+    }
+    if (method !== 'eth_getBlockByNumber') return undefined;
+    const tag = (ctx.state.get(TAG) as string | undefined) ?? blockTagOf(ctx.request.params);
+    if (tag !== 'latest' && tag !== 'finalized') return undefined;
+    const n = blockNumberOfBlock(r.result);
+    if (n === undefined) return undefined;
+    const st = chainStateOf(ctx.network);
+    if (tag === 'latest') observeLatest(ctx.network, u, n);
+    else st.observeFinalized(u, n);
+    if (ctx.directives.enforceHighestBlock === false) return undefined;
+    return tag === 'latest' ? behind(ctx, u, r, n, st.highestLatest, 'latest block') : behind(ctx, u, r, n, st.highestFinalized, 'finalized block');
+  });
+
+  /** `eth_blockNumber` never answers below the highest known latest block. */
+  const raise = (ctx: CallContext, r: RpcResult): RpcResult => {
+    const n = parseBlockNumber(r.result);
+    const head = chainStateOf(ctx.network).highestLatest;
+    return n !== undefined && head > n ? r.withResult(toHex(head)) : r;
+  };
+
+  /** Tip enforcement for `eth_blockNumber` and tagged `eth_getBlockByNumber` (the `call` tap below). */
+  const enforceTip = async (inner: CallHandler, ctx: CallContext, method: string): Promise<RpcResult> => {
+    if (method === 'eth_getBlockByNumber') {
+      // Keep the tag as the client sent it (interpolation, inside, may rewrite the params).
+      const tag = blockTagOf(ctx.request.params);
+      if (tag === undefined) return inner(ctx);
+      ctx.state.set(TAG, tag);
+    }
+    const enforce = ctx.directives.enforceHighestBlock !== false;
+    let r: RpcResult;
+    try {
+      r = await inner(ctx);
+    } catch (e) {
+      // Every upstream was behind (or failed): the highest answer seen, never an error.
+      const best = ctx.state.get(BEST) as BestAnswer | undefined;
+      if (!best) throw e;
+      if (best.attempt) {
+        best.attempt.won = true;
+        best.attempt.outcome = 'success';
+        best.attempt.error = undefined;
+      }
+      ctx.record.upstream = best.upstream.id;
+      best.result.upstreamId ??= best.upstream.id;
+      r = best.result;
+    }
+    return method === 'eth_blockNumber' && enforce && !r.fromCache ? raise(ctx, r) : r;
+  };
+
+  hooks.call.tap({ name: 'evm-state:tip', stage: CallStage.TIP_ENFORCEMENT }, (inner: CallHandler): CallHandler => {
+    // Other methods pass straight through, without an extra promise layer.
+    return (ctx) => {
+      const method = ctx.request.method;
+      return ctx.internal || (method !== 'eth_blockNumber' && method !== 'eth_getBlockByNumber') ? inner(ctx) : enforceTip(inner, ctx, method);
+    };
+  });
 }

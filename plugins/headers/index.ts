@@ -120,7 +120,10 @@ export function headersPlugin(): Plugin {
   return {
     name: 'headers',
     apply(proxy: Proxy) {
-      const mode = proxy.config.server.executionHeaders;
+      let mode: 'all' | 'summary' | 'off' = 'all';
+      proxy.hooks.configured.tap('headers', (config) => {
+        mode = config.server.executionHeaders;
+      });
       proxy.hooks.responseHeaders.tap('headers', (sink: HeaderSink, records: readonly ExecutionRecord[], meta: ResponseMeta) => {
         // Counters go on every response, early errors included (0 there; spec §4.5 "always").
         const h = diagnosticHeaders(records, mode, meta.batch);

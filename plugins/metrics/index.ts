@@ -9,8 +9,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { AttemptRecord, CallContext } from '../../core/context.ts';
+import { FINALITY, type  AttemptRecord, type CallContext } from '../../core/context.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
+import type { PluginHost } from '../../core/host.ts';
 import { BoundedLabel } from '../../core/labels.ts';
 
 export { BoundedLabel, MAX_LABEL_LENGTH } from '../../core/labels.ts';
@@ -109,11 +110,12 @@ export interface MetricsPluginOptions {
 }
 
 /** Handle to read the metrics listener address (tests bind port 0). */
-const servers = new WeakMap<Proxy, Server>();
+/** Service name of the metrics listener (read by {@link metricsAddress}). */
+export const METRICS_SERVER_SERVICE = 'metrics.server';
 
 /** The address the metrics listener of a proxy is bound to, once listening. */
-export function metricsAddress(proxy: Proxy): AddressInfo | undefined {
-  return servers.get(proxy)?.address() as AddressInfo | undefined;
+export function metricsAddress(host: PluginHost): AddressInfo | undefined {
+  return host.services.get<Server>(METRICS_SERVER_SERVICE)?.address() as AddressInfo | undefined;
 }
 
 /**
@@ -170,15 +172,15 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
           ctx.project.id,
           ctx.network.id,
           methods.value(ctx.request.method),
-          ctx.finality,
+          FINALITY.get(ctx),
           users.value(ctx.identity?.userId ?? 'anonymous'),
           agents.value(agentName(ua)),
         ]);
       });
 
-      const mcfg = proxy.config.metrics;
-      if (!mcfg.enabled) return;
       proxy.hooks.listening.tapPromise('metrics', async () => {
+        const mcfg = proxy.config.metrics;
+        if (!mcfg.enabled) return;
         const server = createServer((req, res) => {
           if (req.method === 'GET' && (req.url ?? '').split('?')[0] === '/metrics') {
             reg.metrics().then(
@@ -198,13 +200,13 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         });
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
-          server.listen(proxy.opts.metricsPort ?? mcfg.port, mcfg.host, () => resolve());
+          server.listen(proxy.overrides.metricsPort ?? mcfg.port, mcfg.host, () => resolve());
         });
-        servers.set(proxy, server);
+        proxy.services.provide(METRICS_SERVER_SERVICE, server);
         proxy.logger.info({ listen: `http://${mcfg.host}:${(server.address() as AddressInfo).port}/metrics` }, 'metrics listening');
       });
       proxy.hooks.shutdown.tapPromise('metrics', async () => {
-        const s = servers.get(proxy);
+        const s = proxy.services.get<Server>(METRICS_SERVER_SERVICE);
         if (s) await new Promise<void>((r) => s.close(() => r()));
       });
     },

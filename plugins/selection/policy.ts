@@ -1,31 +1,24 @@
 /**
- * Selection policy evaluation, free of any proxy state (spec §1.3, §3.1): the policy input
- * objects, the {@link UpstreamsView} helpers a policy composes (`removeCordoned`, `exclude`,
- * `preferNonFallback`, `sortByScore`...), the {@link defaultPolicy} and {@link evaluatePolicy},
+ * Selection policy evaluation, free of any proxy state (spec §1.3, §3.1): the policy contract
+ * ({@link EvalFunc}, {@link PolicyContext}), the {@link defaultPolicy} and {@link evaluatePolicy},
  * which runs a policy (sync or async, bounded by `evalTimeout`) over synthetic or live inputs.
- * The selection plugin (`./index.ts`) feeds it health snapshots on every evaluation tick.
+ * The helpers a policy composes live in `./view.ts`. The selection plugin (`./state.ts`) feeds
+ * it health snapshots on every evaluation tick; no hooks here.
  */
 import { performance } from 'node:perf_hooks';
-import type { HealthSnapshot } from '../../core/registry/health.ts';
-
-/**
- * Weights of the selection score (lower is better, spec §6 `svc_selection_score`):
- * `errorRate*errorRate + respLatency*p70Seconds + throttledRate*throttleRate + blockHeadLag*blockHeadLag`.
- * Config: `networks[].selectionPolicy.scoreWeights`.
- */
-export interface ScoreWeights {
-  /** Weight of the error rate (0..1). Default 4. */
-  errorRate: number;
-  /** Weight of the p70 latency of successful responses, in seconds. Default 15. */
-  respLatency: number;
-  /** Weight of the throttle (rate-limited) rate (0..1). Default 4. */
-  throttledRate: number;
-  /** Weight of the block-head lag, in blocks. Default 1. */
-  blockHeadLag: number;
-}
-
-/** The default score weights: `4*errorRate + 15*p70Seconds + 4*throttleRate + 1*blockHeadLag`. */
-export const DEFAULT_SCORE_WEIGHTS: Readonly<ScoreWeights> = Object.freeze({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 1 });
+import {
+  DEFAULT_SCORE_WEIGHTS,
+  policyUpstream,
+  RUNS,
+  scoreOf,
+  viewOf,
+  type DecisionDraft,
+  type PolicyRun,
+  type PolicyUpstream,
+  type PolicyUpstreamInput,
+  type ScoreWeights,
+  type UpstreamsView,
+} from './view.ts';
 
 /** Thresholds of the {@link defaultPolicy}'s health exclusions. */
 export const DEFAULT_THRESHOLDS = Object.freeze({
@@ -38,53 +31,6 @@ export const DEFAULT_THRESHOLDS = Object.freeze({
   /** Excluded above this p70 latency, seconds. */
   maxP70Seconds: 10,
 });
-
-/** The tag that marks an upstream as a last resort ({@link UpstreamsView.preferNonFallback}). */
-export const FALLBACK_TAG = 'tier:fallback';
-
-/** The metric numbers a policy sees for one upstream (a health snapshot of its `*` cell). */
-export type PolicyMetrics = Readonly<HealthSnapshot>;
-
-/**
- * One upstream as a selection policy sees it (frozen; built fresh for every evaluation).
- * `metrics` is the health tracker's `*` window: `requests`, `errorRate`, `throttleRate` (0..1),
- * `p50`/`p70`/`p90`/`p99` (seconds), `blockHeadLag`/`finalizationLag` (blocks), `cordoned`.
- */
-export interface PolicyUpstream {
-  /** Upstream id as declared in config. */
-  readonly id: string;
-  /** Tags as `"<key>:<value>"` strings. */
-  readonly tags: readonly string[];
-  /** `vendorName` or `unknown`. */
-  readonly vendor: string;
-  /** Rolling health window of the whole upstream (method `*`). */
-  readonly metrics: PolicyMetrics;
-  /** True while the EVM state poller says the node is syncing. */
-  readonly syncing: boolean;
-  /** True while the upstream is cordoned for every method (`*`, spec §3.1). */
-  readonly cordoned: boolean;
-}
-
-/** A synthetic or live policy input: everything but the id is optional (zero metrics by default). */
-export interface PolicyUpstreamInput {
-  id: string;
-  tags?: Iterable<string>;
-  vendor?: string;
-  metrics?: Partial<HealthSnapshot>;
-  syncing?: boolean;
-  /** Default: `metrics.cordoned`, else false. */
-  cordoned?: boolean;
-}
-
-/** One selection decision as a policy step records it (the plugin stamps the time). */
-export interface DecisionDraft {
-  /** Policy step: `removeCordoned`, `excludeErrorRate`, `excludeThrottled`, `excludeSlow`, `excludeSyncing`, `useAllUncordoned`, `preferNonFallback`, `evalFunc`, or a custom step name. */
-  step: string;
-  /** Upstream id, or `*` for a decision about the whole list. */
-  upstream: string;
-  /** Why (`cordoned`, `tier:fallback`, `errorRate 0.82 > 0.7 over 25 requests`...). */
-  reason: string;
-}
 
 /** Second argument of an {@link EvalFunc}. */
 export interface PolicyContext {
@@ -116,150 +62,6 @@ export interface PolicyContext {
  * plain upstream ids; unknown ids and duplicates are ignored.
  */
 export type EvalFunc = (upstreams: UpstreamsView, ctx: PolicyContext) => readonly PolicyUpstream[] | Promise<readonly PolicyUpstream[]>;
-
-/** State of one policy evaluation, shared by every view derived from its input. */
-interface PolicyRun {
-  readonly weights: Readonly<ScoreWeights>;
-  readonly decisions: DecisionDraft[];
-  cordonsRemoved: boolean;
-}
-
-/** The run an input object belongs to: lets views made by `filter`/`slice` (species) find it. */
-const RUNS = new WeakMap<PolicyUpstream, PolicyRun>();
-/** Sink for views built from foreign objects: helpers work, nothing is recorded. */
-const detachedRun = (): PolicyRun => ({ weights: DEFAULT_SCORE_WEIGHTS, decisions: [], cordonsRemoved: false });
-
-/**
- * Score of one upstream, lower is better (spec §6 `svc_selection_score`):
- * `w.errorRate*errorRate + w.respLatency*p70 (s) + w.throttledRate*throttleRate + w.blockHeadLag*blockHeadLag`.
- * Missing metric numbers count as 0.
- */
-export function scoreOf(m: Partial<Pick<HealthSnapshot, 'errorRate' | 'p70' | 'throttleRate' | 'blockHeadLag'>>, w: Readonly<ScoreWeights> = DEFAULT_SCORE_WEIGHTS): number {
-  return w.errorRate * (m.errorRate ?? 0) + w.respLatency * (m.p70 ?? 0) + w.throttledRate * (m.throttleRate ?? 0) + w.blockHeadLag * (m.blockHeadLag ?? 0);
-}
-
-/** Builds a view bound to an evaluation run (set in {@link UpstreamsView}'s static block). */
-let bindView: (items: Iterable<PolicyUpstream>, run: PolicyRun) => UpstreamsView;
-
-/**
- * The upstream list a policy receives: an `Array` of {@link PolicyUpstream} with selection
- * helpers. Every helper returns a new view and leaves this one untouched; exclusions are
- * recorded as selection decisions of the evaluation. Views produced by array methods
- * (`filter`, `slice`, `sort`...) keep the helpers.
- */
-export class UpstreamsView extends Array<PolicyUpstream> {
-  #run: PolicyRun | undefined;
-
-  /** @param items the upstreams (a single number creates an empty view of that length, as `Array` does) */
-  constructor(...items: PolicyUpstream[]) {
-    super(...items);
-  }
-
-  static {
-    bindView = (items, run) => {
-      const v = new UpstreamsView();
-      for (const u of items) v.push(u);
-      v.#run = run;
-      return v;
-    };
-  }
-
-  private run(): PolicyRun {
-    const r = this.#run ?? (this[0] ? RUNS.get(this[0]) : undefined);
-    if (r) return r;
-    this.#run = detachedRun();
-    return this.#run;
-  }
-
-  private derive(items: Iterable<PolicyUpstream>): UpstreamsView {
-    return bindView(items, this.run());
-  }
-
-  /** Same as `Array.prototype.filter`, typed to keep the helpers. */
-  override filter<S extends PolicyUpstream>(pred: (u: PolicyUpstream, i: number, all: PolicyUpstream[]) => u is S, thisArg?: unknown): UpstreamsView;
-  override filter(pred: (u: PolicyUpstream, i: number, all: PolicyUpstream[]) => unknown, thisArg?: unknown): UpstreamsView;
-  override filter(pred: (u: PolicyUpstream, i: number, all: PolicyUpstream[]) => unknown, thisArg?: unknown): UpstreamsView {
-    return this.derive(Array.prototype.filter.call(this, pred, thisArg) as PolicyUpstream[]);
-  }
-
-  /** Ids in order. */
-  ids(): string[] {
-    return Array.from(this, (u) => u.id);
-  }
-
-  /**
-   * Drops upstreams cordoned for every method (step `removeCordoned`, reason `cordoned`) and
-   * makes the request path honour new cordons at once (spec §3.1). A policy that never calls it
-   * keeps cordoned upstreams in rotation.
-   */
-  removeCordoned(): UpstreamsView {
-    this.run().cordonsRemoved = true;
-    return this.exclude((u) => u.cordoned, 'cordoned', 'removeCordoned');
-  }
-
-  /**
-   * Drops the upstreams matching `pred`, recording one decision each.
-   * @param pred true for an upstream to exclude
-   * @param reason the decision's reason, or a function of the upstream
-   * @param step the decision's step name (default `exclude`)
-   */
-  exclude(pred: (u: PolicyUpstream) => boolean, reason: string | ((u: PolicyUpstream) => string), step = 'exclude'): UpstreamsView {
-    const run = this.run();
-    const kept: PolicyUpstream[] = [];
-    for (const u of this) {
-      if (pred(u)) run.decisions.push({ step, upstream: u.id, reason: typeof reason === 'function' ? reason(u) : reason });
-      else kept.push(u);
-    }
-    return this.derive(kept);
-  }
-
-  /**
-   * Leaves out upstreams tagged `tag` (default `tier:fallback`, step `preferNonFallback`) while
-   * at least one other upstream is in the view; keeps them when they are all that is left.
-   */
-  preferNonFallback(tag: string = FALLBACK_TAG): UpstreamsView {
-    if (!this.some((u) => !u.tags.includes(tag))) return this.derive(this);
-    return this.exclude((u) => u.tags.includes(tag), tag, 'preferNonFallback');
-  }
-
-  /**
-   * This view when it is not empty, else `alternative` (recording one decision for `*`).
-   * @param alternative the list to use instead
-   * @param reason the decision's reason
-   * @param step the decision's step name (default `ifEmpty`)
-   */
-  ifEmpty(alternative: Iterable<PolicyUpstream>, reason = 'every upstream was excluded', step = 'ifEmpty'): UpstreamsView {
-    if (this.length > 0) return this.derive(this);
-    const alt = this.derive(alternative);
-    if (alt.length > 0) this.run().decisions.push({ step, upstream: '*', reason });
-    return alt;
-  }
-
-  /**
-   * A copy ordered by {@link scoreOf}, lowest first; ties keep the current order (stable).
-   * @param weights overrides of the configured weights
-   */
-  sortByScore(weights?: Partial<ScoreWeights>): UpstreamsView {
-    const w = weights ? { ...this.run().weights, ...weights } : this.run().weights;
-    const scored = Array.from(this, (u) => ({ u, s: scoreOf(u.metrics, w) }));
-    scored.sort((a, b) => a.s - b.s);
-    return this.derive(scored.map((x) => x.u));
-  }
-
-  /** Score of one upstream with the configured weights, optionally overridden. */
-  score(u: PolicyUpstream, weights?: Partial<ScoreWeights>): number {
-    return scoreOf(u.metrics, weights ? { ...this.run().weights, ...weights } : this.run().weights);
-  }
-
-  /**
-   * Records a decision of a custom step (shown by the admin method with the built-in ones).
-   * @param upstream upstream id or `*`
-   */
-  note(step: string, upstream: string, reason: string): this {
-    this.run().decisions.push({ step, upstream, reason });
-    return this;
-  }
-}
 
 const pct = (x: number) => x.toFixed(2);
 
@@ -343,32 +145,6 @@ function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** Builds the frozen policy input object of one upstream. */
-export function policyUpstream(i: PolicyUpstreamInput): PolicyUpstream {
-  const m = i.metrics ?? {};
-  const metrics: HealthSnapshot = {
-    requests: m.requests ?? 0,
-    errorRate: m.errorRate ?? 0,
-    throttleRate: m.throttleRate ?? 0,
-    p50: m.p50 ?? 0,
-    p70: m.p70 ?? 0,
-    p90: m.p90 ?? 0,
-    p99: m.p99 ?? 0,
-    blockHeadLag: m.blockHeadLag ?? 0,
-    finalizationLag: m.finalizationLag ?? 0,
-    cordoned: i.cordoned ?? m.cordoned ?? false,
-    cordonReason: m.cordonReason,
-  };
-  return Object.freeze({
-    id: i.id,
-    tags: Object.freeze([...(i.tags ?? [])]),
-    vendor: i.vendor ?? 'unknown',
-    metrics: Object.freeze(metrics),
-    syncing: i.syncing ?? false,
-    cordoned: metrics.cordoned,
-  });
-}
-
 /**
  * Runs a selection policy over a list of upstreams (spec §1.3, §3.1). Synchronous when the
  * policy is; a custom policy is bounded by `evalTimeoutMs` (an async one raced against it, a
@@ -399,7 +175,7 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
     now: opts.now ?? Date.now(),
     defaultPolicy,
     score: (u, w) => scoreOf(u.metrics, w ? { ...weights, ...w } : weights),
-    view: (list) => bindView(list, run),
+    view: (list) => viewOf(list, run),
   };
   const started = performance.now();
   const finish = (ret: unknown): PolicyResult => {
@@ -432,7 +208,7 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
 
   let ret: ReturnType<EvalFunc>;
   try {
-    ret = fn(bindView(entries, run), ctx);
+    ret = fn(viewOf(entries, run), ctx);
   } catch (e) {
     throw new PolicyError('error', `evalFunc threw: ${errorMessage(e)}`, performance.now() - started, { cause: e });
   }
@@ -459,35 +235,4 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
       },
     );
   });
-}
-
-/** A fixed-size ring of the most recent items, oldest dropped first. */
-export class Ring<T> {
-  private readonly items: T[] = [];
-  private start = 0;
-
-  /** @param capacity items kept (at least 1) */
-  constructor(readonly capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`ring capacity must be a positive integer, got ${capacity}`);
-  }
-
-  /** Adds an item, dropping the oldest when full. */
-  push(item: T): void {
-    if (this.items.length < this.capacity) {
-      this.items.push(item);
-      return;
-    }
-    this.items[this.start] = item;
-    this.start = (this.start + 1) % this.capacity;
-  }
-
-  /** Items kept, oldest first (a copy). */
-  toArray(): T[] {
-    return [...this.items.slice(this.start), ...this.items.slice(0, this.start)];
-  }
-
-  /** Number of items kept. */
-  get size(): number {
-    return this.items.length;
-  }
 }

@@ -1,15 +1,17 @@
 /**
  * The `svc` command as users run it (issue #2 item 3): `node bin/svc.js` (what `npx svc` and
  * `npm start` run) in a fresh working directory — validate, start with no config, start with
- * ENDPOINT arguments in front of a real anvil node, and a clean exit on SIGTERM.
+ * ENDPOINT arguments in front of a real anvil node, and a clean exit on SIGTERM. `bin/svc.js`
+ * runs the compiled CLI (dist/bin/svc.js), built first when dist/ is missing or stale.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { PACKAGE_ROOT } from '../../core/version.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
+import { ensureBuilt } from '../helpers/build.ts';
 import { freePort } from '../helpers/ports.ts';
 import { waitFor } from '../helpers/svc.ts';
 
@@ -42,11 +44,13 @@ describe('e2e: the svc command', function () {
   let dir: string;
   let anvil: AnvilHandle;
   before(async () => {
+    await ensureBuilt();
     dir = mkdtempSync(join(tmpdir(), 'svc-cli-'));
     anvil = await startAnvil({ chainId: 31337 });
   });
   after(async () => {
     await anvil?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('--version prints the package version', async () => {
@@ -59,6 +63,13 @@ describe('e2e: the svc command', function () {
     writeFileSync(join(dir, 'good.yaml'), 'projects:\n  - id: main\n    upstreams:\n      - endpoint: http://127.0.0.1:8545\n        evm: { chainId: 1 }\n');
     const r = run(['validate', '--config', 'good.yaml'], dir);
     expect(await r.exit).to.equal(0);
+    expect(r.out().trim()).to.equal('ok');
+  });
+
+  it('a TypeScript config named on the command line loads through tsx when tsx is installed (here: a devDependency)', async () => {
+    writeFileSync(join(dir, 'svc.config.ts'), 'const chainId: number = 1;\nexport default { projects: [{ id: "main", upstreams: [{ endpoint: "http://127.0.0.1:8545", evm: { chainId } }] }] } as const;\n');
+    const r = run(['validate', '--config', 'svc.config.ts'], dir);
+    expect(await r.exit, r.err()).to.equal(0);
     expect(r.out().trim()).to.equal('ok');
   });
 

@@ -6,6 +6,7 @@
  */
 import { expect } from 'chai';
 import type { CallContext } from '../../../core/context.ts';
+import { failsafePlugin } from '../../../plugins/failsafe/index.ts';
 import { createLogger } from '../../../core/logger.ts';
 import { ErrEndpointClientSideException, ErrEndpointMissingData, ErrEndpointServerSideException } from '../../../core/errors.ts';
 import { createProxy } from '../../../core/proxy.ts';
@@ -303,7 +304,7 @@ describe('evm-retries plugin: retry-pending through the pipeline', () => {
 
 describe('evm-retries plugin: the shared retry counter', () => {
   it('upstreamRetriesCounter returns one counter per proxy registry (get-or-create)', async () => {
-    const proxy = createProxy({ config: { metrics: { enabled: false } }, plugins: [evmRetriesPlugin()], logger: createLogger('silent') });
+    const proxy = createProxy({ config: { metrics: { enabled: false } }, plugins: [failsafePlugin(), evmRetriesPlugin()], logger: createLogger('silent') });
     const c = upstreamRetriesCounter(proxy);
     expect(upstreamRetriesCounter(proxy)).to.equal(c);
     expect(proxy.metrics.getSingleMetric(UPSTREAM_RETRIES_METRIC)).to.equal(c);

@@ -8,7 +8,8 @@
  * far-future `null`.
  */
 import { expect } from 'chai';
-import type { CallContext, Finality } from '../../../core/context.ts';
+import { FINALITY, type CallContext, type Finality } from '../../../core/context.ts';
+import { SYNCING } from '../../../core/evm/state.ts';
 import { loadConfigObject } from '../../../core/config/load.ts';
 import { DirectiveStage } from '../../../core/stages.ts';
 import { NetworkChainState, chainStateOf } from '../../../core/evm/state.ts';
@@ -392,22 +393,22 @@ describe('evm-state plugin: state poller', function () {
     svc = await startWith({ a, b }, { interval: '1h', evalFunc: null });
     const u = upstreamOf(svc, 'a');
     const network = networkOf(svc);
-    await waitFor(() => u.syncing);
+    await waitFor(() => SYNCING.get(u));
     await waitFor(() => selectionState(svc!.proxy, 'main', network.id)?.excluded.a === 'syncing');
     const r = await svc.post(PATH, rpc('eth_getBalance', ['0x0000000000000000000000000000000000000001', 'latest']));
     expect(r.headers['x-svc-upstream']).to.equal('b');
     chainA.syncing = false;
     for (let i = 1; i < NOT_SYNCING_POLLS; i++) {
       await pollNow(svc.proxy, network);
-      expect(u.syncing, `after ${i} not-syncing polls`).to.equal(true);
+      expect(SYNCING.get(u), `after ${i} not-syncing polls`).to.equal(true);
     }
     await pollNow(svc.proxy, network);
-    expect(u.syncing).to.equal(false);
+    expect(SYNCING.get(u)).to.equal(false);
     await waitFor(() => selectionState(svc!.proxy, 'main', network.id)?.excluded.a === undefined);
     // A syncing answer again excludes it at once.
     chainA.syncing = true;
     await pollNow(svc.proxy, network);
-    expect(u.syncing).to.equal(true);
+    expect(SYNCING.get(u)).to.equal(true);
   });
 
   it('a cordoned upstream is still polled, but no longer counts towards the network head', async () => {
@@ -568,7 +569,7 @@ describe('evm-state plugin: request path', function () {
   }
 
   describe('finality (issue #4 item 2)', () => {
-    it('sets ctx.finality before the failsafe plugin matches its entries', async () => {
+    it('sets the FINALITY slot before the failsafe plugin matches its entries', async () => {
       const atDirectives: Array<[string, Finality]> = [];
       const entries: Array<[string, number | undefined]> = [];
       const spy: Plugin = {
@@ -576,7 +577,7 @@ describe('evm-state plugin: request path', function () {
         apply(proxy) {
           // Between evm-state (RESOLVE - 50) and the failsafe plugin's directives tap (RESOLVE + 10).
           proxy.hooks.directives.tap({ name: 'spy', stage: DirectiveStage.RESOLVE + 5 }, (d, ctx) => {
-            atDirectives.push([ctx.request.method, ctx.finality]);
+            atDirectives.push([ctx.request.method, FINALITY.get(ctx)]);
             return d;
           });
           proxy.hooks.callDone.tap('spy', (ctx: CallContext) => {

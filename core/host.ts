@@ -1,0 +1,171 @@
+/**
+ * The plugin contract (issue #9 items 1, 3 and 4; DESIGN "The plugin contract"): what a plugin
+ * declares ({@link Plugin}), what it is handed ({@link PluginHost}), and the checks svc makes at
+ * boot. A plugin written in its own package sees only this surface (through `svc/plugin`), never
+ * the `Proxy` class, so a second installed copy of svc or a refactor of the core cannot break it.
+ */
+import type { Registry } from 'prom-client';
+import semver from 'semver';
+import type { CallContext } from './context.ts';
+import type { ProxyHooks } from './hooks.ts';
+import type { RpcResult } from './jsonrpc.ts';
+import type { BoundedLabel } from './labels.ts';
+import type { Logger } from './logger.ts';
+import type { SchemaFragment } from './config/schema.ts';
+import type { ResolvedConfig } from './config/types.ts';
+import type { NetworkChainState } from './evm/state.ts';
+import type { Network } from './registry/network.ts';
+import type { Project } from './registry/project.ts';
+import type { Upstream } from './registry/upstream.ts';
+
+/**
+ * A plugin (DESIGN "The plugin contract"). In `apply` it taps hooks and registers metrics and
+ * services; it reads config from the `configured` hook on (see {@link PluginHost.config}).
+ */
+export interface Plugin {
+  /** Unique name among the applied plugins; also the tap name and the `plugin` metric label. */
+  readonly name: string;
+  /** The plugin's own version (semver), shown in boot errors. */
+  readonly version?: string;
+  /**
+   * The svc versions this plugin works with (a semver range such as `^0.1` or `>=0.1 <0.3`);
+   * boot fails naming both versions when the running svc is outside it.
+   */
+  readonly svc?: string;
+  /** Config keys this plugin owns, merged into the one config schema; a key owned by the core or another plugin fails boot. */
+  readonly schema?: SchemaFragment;
+  /** Plugins that must be applied before this one (checked at boot, fastify-style). */
+  readonly dependsOn?: readonly string[];
+  /**
+   * Taps hooks, registers metrics, routes and services. Called once, at boot, before any config
+   * hook ran: read `host.config` from the `configured` hook on, not here.
+   * @throws anything: boot fails with the plugin's name
+   */
+  apply(host: PluginHost): void;
+}
+
+/** Services plugins publish to each other, by name (issue #9 item 3: not module-level state). */
+export interface ServiceRegistry {
+  /**
+   * Publishes a service under a name (convention: the plugin's name).
+   * @throws PluginContractError when the name is taken
+   */
+  provide<T>(name: string, service: T): void;
+  /** The service published under a name, or undefined. */
+  get<T>(name: string): T | undefined;
+  /**
+   * The service published under a name.
+   * @throws PluginContractError when nothing is published under it
+   */
+  require<T>(name: string): T;
+}
+
+/** Where a plugin's listeners should bind when a test or the CLI overrides config. */
+export interface ListenOverrides {
+  /** Proxy port override (tests use 0). */
+  port?: number;
+  /** Proxy host override. */
+  host?: string;
+  /** Metrics port override (tests use 0). */
+  metricsPort?: number;
+}
+
+/**
+ * What a plugin is handed in `apply` (issue #9 item 1): the hooks, config, logger, metrics, the
+ * project registry, internal calls, the chain state and the service registry. Everything a
+ * plugin may reach of a running svc goes through here.
+ */
+export interface PluginHost {
+  /** The typed hook registry (frozen). */
+  readonly hooks: ProxyHooks;
+  /**
+   * The resolved config, after every `config` hook ran.
+   * @throws PluginContractError when read inside `apply` (too early: other plugins may still derive config)
+   */
+  readonly config: ResolvedConfig;
+  /** svc's logger (pino): no per-call logging at info level. */
+  readonly logger: Logger;
+  /** The Prometheus registry served at `/metrics`. */
+  readonly metrics: Registry;
+  /** The shared, bounded `category` (method) label (200 methods, 64 characters each). */
+  readonly methodLabel: BoundedLabel;
+  /** svc's version (spec §9). */
+  readonly version: string;
+  /** Projects by id (filled when the server starts). */
+  readonly projects: ReadonlyMap<string, Project>;
+  /** Listen overrides given to this svc (CLI, tests). */
+  readonly overrides: ListenOverrides;
+  /** True once shutdown began. */
+  readonly isClosed: boolean;
+  /** Services plugins publish to each other. */
+  readonly services: ServiceRegistry;
+  /** The chain state of a network (heads, finality, block time), shared by every plugin. */
+  chainState(network: Network): NetworkChainState;
+  /**
+   * A call context for internal traffic (state polls, healthchecks), not client traffic.
+   * @param timeoutMs deadline of the call, ms
+   */
+  internalContext(network: Network, method: string, params: unknown, timeoutMs: number): { ctx: CallContext; done: () => void };
+  /**
+   * Sends one internal call through one upstream's own chain (never swept or hedged).
+   * @param timeoutMs deadline, ms
+   * @throws SvcError the normalised upstream error
+   */
+  upstreamCall(network: Network, u: Upstream, method: string, params: unknown, timeoutMs: number): Promise<RpcResult>;
+}
+
+/** A plugin broke the contract: a missing dependency, a duplicate name, a version mismatch, a config read too early. */
+export class PluginContractError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PluginContractError';
+  }
+}
+
+/**
+ * Thrown at boot when a plugin's dependency is missing (fastify-style fail fast).
+ * Kept as its own class for callers that catch it by name.
+ */
+export class PluginDependencyError extends PluginContractError {
+  constructor(plugin: string, missing: string) {
+    super(`plugin "${plugin}" depends on "${missing}", which is not applied before it`);
+    this.name = 'PluginDependencyError';
+  }
+}
+
+/**
+ * Checks one plugin against the ones applied before it (issue #9 item 4): a unique name, a
+ * valid version, an svc range the running version satisfies, dependencies present.
+ * @param p the plugin about to be applied
+ * @param applied names of the plugins applied so far
+ * @param svcVersion the running svc's version
+ * @throws PluginContractError naming the plugin and what is wrong
+ */
+export function checkPlugin(p: Plugin, applied: ReadonlySet<string>, svcVersion: string): void {
+  if (typeof p.name !== 'string' || p.name === '') throw new PluginContractError('a plugin has no name');
+  if (applied.has(p.name)) throw new PluginContractError(`plugin "${p.name}" is applied twice (plugin names must be unique)`);
+  if (p.version !== undefined && semver.valid(p.version) === null) throw new PluginContractError(`plugin "${p.name}" has an invalid version "${p.version}" (semver expected)`);
+  if (p.svc !== undefined) {
+    if (semver.validRange(p.svc) === null) throw new PluginContractError(`plugin "${p.name}" declares an invalid svc range "${p.svc}"`);
+    if (!semver.satisfies(svcVersion, p.svc, { includePrerelease: true })) {
+      throw new PluginContractError(`plugin "${p.name}"${p.version ? ` ${p.version}` : ''} needs svc ${p.svc}, but this is svc ${svcVersion}`);
+    }
+  }
+  for (const d of p.dependsOn ?? []) if (!applied.has(d)) throw new PluginDependencyError(p.name, d);
+}
+
+/** The default {@link ServiceRegistry}: a map by name. */
+export class Services implements ServiceRegistry {
+  private readonly map = new Map<string, unknown>();
+  provide<T>(name: string, service: T): void {
+    if (this.map.has(name)) throw new PluginContractError(`service "${name}" is already provided`);
+    this.map.set(name, service);
+  }
+  get<T>(name: string): T | undefined {
+    return this.map.get(name) as T | undefined;
+  }
+  require<T>(name: string): T {
+    if (!this.map.has(name)) throw new PluginContractError(`service "${name}" is not provided (is its plugin applied first?)`);
+    return this.map.get(name) as T;
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * `svc/plugin`: the one public entry point for plugins (issue #9 item 1). An in-house plugin in
+ * its own package imports only from here (and `svc/presets` to extend a built-in preset); every
+ * name below is part of the contract and versioned with svc (semver: a breaking change to any of
+ * them is a major version).
+ *
+ * - the contract: {@link Plugin}, {@link PluginHost}, {@link ServiceRegistry}, contract errors;
+ * - hooks and their handler types, the per-call context and execution record;
+ * - stage numbers (`core/stages.ts`): taps use these names, never arithmetic on them;
+ * - named errors (recognised across installed copies of svc by brand and name) and `RpcResult`;
+ * - schema helpers, with TypeBox's `Type` re-exported so a plugin needs no extra dependency;
+ * - the attempt-recording helpers the failsafe plugin and the state poller use;
+ * - small tools a plugin needs to honour the rules: linear-time globs, bounded labels.
+ */
+export type { Plugin, PluginHost, ServiceRegistry, ListenOverrides } from './host.ts';
+export { PluginContractError, PluginDependencyError } from './host.ts';
+
+export type {
+  AttemptHandler,
+  CallHandler,
+  HeaderSink,
+  Leg,
+  ProxyHooks,
+  ResponseMeta,
+  UpstreamCall,
+  UpstreamSender,
+} from './hooks.ts';
+export { UpstreamCursor } from './hooks.ts';
+
+export type {
+  AttemptOutcome,
+  AttemptReason,
+  AttemptRecord,
+  CallContext,
+  Directives,
+  ExecutionRecord,
+  Finality,
+  HttpRequestInfo,
+  Identity,
+} from './context.ts';
+
+export { AttemptDoneStage, AttemptStage, CallStage, DirectiveStage, SelectStage, UpstreamStage, ValidateStage } from './stages.ts';
+
+export * from './errors.ts';
+export { RpcResult } from './jsonrpc.ts';
+export type { ParsedCall } from './jsonrpc.ts';
+
+export { Type } from '@sinclair/typebox';
+export type { Static, TProperties, TSchema } from '@sinclair/typebox';
+export { Duration, Size, Strict } from './config/schema.ts';
+export type { SchemaFragment } from './config/schema.ts';
+export { ConfigError } from './config/load.ts';
+export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream } from './config/types.ts';
+
+export { finishAttempt, outcomeOf, startAttempt, tryUpstream } from './sweep.ts';
+
+export type { Network } from './registry/network.ts';
+export type { Project } from './registry/project.ts';
+export type { Upstream } from './registry/upstream.ts';
+export type { HealthSnapshot, HealthTracker } from './registry/health.ts';
+export type { NetworkChainState, UpstreamChainState } from './evm/state.ts';
+export type { Logger } from './logger.ts';
+
+export { compileGlobs, type GlobTest } from './glob.ts';
+export { BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';
+export { VERSION } from './version.ts';

@@ -1,0 +1,59 @@
+/**
+ * Block availability of the evm-state plugin (issue #4 item 5): a call reading a concrete block
+ * goes to upstreams known to have it, and a block far beyond the network head answers `null`
+ * without any upstream call.
+ * Taps: `select` at AVAILABILITY (skip upstreams whose known head is below the block a call
+ * reads, see `filterByAvailability`); `call` at FUTURE_BLOCK (the far-future `null`,
+ * outside tip enforcement).
+ */
+import type { CallContext } from '../../core/context.ts';
+import { blockRefOf, highestNumberOf } from '../../core/evm/blocks.ts';
+import { chainStateOf } from '../../core/evm/state.ts';
+import type { CallHandler } from '../../core/hooks.ts';
+import { RpcResult } from '../../core/jsonrpc.ts';
+import type { Proxy } from '../../core/proxy.ts';
+import type { Network } from '../../core/registry/network.ts';
+import type { Upstream } from '../../core/registry/upstream.ts';
+import { CallStage, SelectStage } from '../../core/stages.ts';
+import { networkEvmSettings, type NetworkEvmSettings } from './schema.ts';
+import { blockNumberParamOf, filterByAvailability } from './tip.ts';
+
+/**
+ * Taps the `select` hook: candidates whose known latest block is below the highest block a call
+ * reads are skipped, while at least one candidate is known to have it.
+ * @param proxy the proxy the evm-state plugin is applied to
+ */
+export function tapBlockAvailability(proxy: Proxy): void {
+  proxy.hooks.select.tap({ name: 'evm-state:availability', stage: SelectStage.AVAILABILITY }, (ups: Upstream[], ctx: CallContext) => {
+    if (ups.length < 2) return ups;
+    const block = highestNumberOf(blockRefOf(ctx.request.method, ctx.request.params));
+    if (block === undefined) return ups;
+    return filterByAvailability(ups, block, chainStateOf(ctx.network));
+  });
+}
+
+/**
+ * Taps the `call` hook: `eth_getBlockByNumber` for a block more than
+ * `networks[].evm.maxRetryableBlockDistance` beyond the known head answers `null` at once.
+ * @param proxy the proxy the evm-state plugin is applied to
+ */
+export function tapFarFutureBlocks(proxy: Proxy): void {
+  const settingsByNetwork = new WeakMap<Network, NetworkEvmSettings>();
+  const netSettings = (n: Network): NetworkEvmSettings => {
+    let s = settingsByNetwork.get(n);
+    if (!s) {
+      s = networkEvmSettings(n);
+      settingsByNetwork.set(n, s);
+    }
+    return s;
+  };
+
+  proxy.hooks.call.tap({ name: 'evm-state:future-block', stage: CallStage.FUTURE_BLOCK }, (inner: CallHandler, network: Network): CallHandler => (ctx) => {
+    if (ctx.request.method !== 'eth_getBlockByNumber' || ctx.internal) return inner(ctx);
+    const n = blockNumberParamOf(ctx.request.params);
+    if (n === undefined) return inner(ctx);
+    const head = chainStateOf(network).highestLatest;
+    if (head > 0 && n > head + netSettings(network).maxRetryableBlockDistance) return Promise.resolve(new RpcResult(null));
+    return inner(ctx);
+  });
+}

@@ -1,0 +1,25 @@
+/**
+ * Finality classification of the evm-state plugin (issue #4 item 2): every call's
+ * `FINALITY` slot (finalized, unfinalized, realtime or unknown) from its method, its block
+ * parameter and the network's highest finalized block.
+ * Taps: `directives` at RESOLVE − 50, before the failsafe plugin matches its entries on
+ * `matchFinality` (FAILSAFE_DEFAULTS).
+ */
+import { FINALITY, type  CallContext, type Directives } from '../../core/context.ts';
+import { BLOCK_PARAM, classifyFinality } from '../../core/evm/blocks.ts';
+import { chainStateOf } from '../../core/evm/state.ts';
+import type { Proxy } from '../../core/proxy.ts';
+import { DirectiveStage } from '../../core/stages.ts';
+
+/**
+ * Taps the `directives` hook to set `FINALITY` slot (the directives pass through unchanged).
+ * @param proxy the proxy the evm-state plugin is applied to
+ */
+export function tapFinality(proxy: Proxy): void {
+  proxy.hooks.directives.tap({ name: 'evm-state', stage: DirectiveStage.FINALITY }, (d: Directives, ctx: CallContext) => {
+    // The finalized head (a pass over the counted upstreams) only matters for a method with a block parameter.
+    const method = ctx.request.method;
+    FINALITY.set(ctx, classifyFinality(method, ctx.request.params, BLOCK_PARAM[method] === undefined ? undefined : chainStateOf(ctx.network).highestFinalized));
+    return d;
+  });
+}

@@ -1,0 +1,81 @@
+/**
+ * Config of the evm-state plugin (issue #4 items 1 and 5): the keys it owns
+ * (`upstreams[].evm.statePollerInterval`, `networks[].evm.fallbackFinalityDepth`,
+ * `networks[].evm.maxRetryableBlockDistance`), their defaults and the readers that resolve them
+ * for one network or one upstream's poller. No hooks here.
+ */
+import { Type } from '@sinclair/typebox';
+import { Duration } from '../../core/config/schema.ts';
+import type { SchemaFragment } from '../../core/config/schema.ts';
+import type { Network } from '../../core/registry/network.ts';
+import type { Upstream } from '../../core/registry/upstream.ts';
+import { MAX_POLL_TIMEOUT_MS, type PollerSettings } from './poller.ts';
+
+/** Default `upstreams[].evm.statePollerInterval`, ms. */
+export const DEFAULT_STATE_POLLER_INTERVAL_MS = 30_000;
+/** Default `networks[].evm.fallbackFinalityDepth`, blocks. */
+export const DEFAULT_FALLBACK_FINALITY_DEPTH = 1024;
+/** Default `networks[].evm.maxRetryableBlockDistance`, blocks. */
+export const DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE = 128;
+
+/**
+ * The config keys this plugin owns: `upstreams[].evm.statePollerInterval` (also under
+ * `upstreamDefaults.evm`) and `networks[].evm.fallbackFinalityDepth` /
+ * `networks[].evm.maxRetryableBlockDistance` (also under `networkDefaults.evm`).
+ */
+export const evmStateSchema: SchemaFragment = {
+  upstreamEvm: {
+    statePollerInterval: Duration({
+      default: '30s',
+      description: 'how often the state poller reads latest/finalized blocks and eth_syncing from this upstream, through its own failsafe chain (issue #4 item 1); 0 disables the poller for this upstream (its head is then only learnt from answers)',
+    }),
+  },
+  networkEvm: {
+    fallbackFinalityDepth: Type.Integer({
+      minimum: 0,
+      default: DEFAULT_FALLBACK_FINALITY_DEPTH,
+      description: 'blocks: an upstream without a usable `finalized` tag is taken as finalized at latest minus this (floored at 0)',
+    }),
+    maxRetryableBlockDistance: Type.Integer({
+      minimum: 0,
+      default: DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE,
+      description: 'blocks: eth_getBlockByNumber for a block more than this beyond the highest known head answers null without an upstream call',
+    }),
+  },
+};
+
+/** A network's resolved `evm` settings read by this plugin. */
+export interface NetworkEvmSettings {
+  /** `fallbackFinalityDepth`, blocks (default 1024). */
+  fallbackFinalityDepth: number;
+  /** `maxRetryableBlockDistance`, blocks (default 128). */
+  maxRetryableBlockDistance: number;
+}
+
+function intSetting(obj: unknown, key: string, def: number): number {
+  if (obj === null || typeof obj !== 'object') return def;
+  const v = (obj as Record<string, unknown>)[key];
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : def;
+}
+
+/** Reads `networks[].evm.{fallbackFinalityDepth,maxRetryableBlockDistance}` with their defaults. */
+export function networkEvmSettings(network: Network): NetworkEvmSettings {
+  const evm = network.config.settings.evm;
+  return {
+    fallbackFinalityDepth: intSetting(evm, 'fallbackFinalityDepth', DEFAULT_FALLBACK_FINALITY_DEPTH),
+    maxRetryableBlockDistance: intSetting(evm, 'maxRetryableBlockDistance', DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE),
+  };
+}
+
+/**
+ * The poller settings of one upstream on its network.
+ * @param maxTimeoutMs cap of one poll request, ms (default 10 000)
+ */
+export function pollerSettingsOf(u: Upstream, network: Network, maxTimeoutMs = MAX_POLL_TIMEOUT_MS): PollerSettings {
+  const intervalMs = intSetting(u.config.settings.evm, 'statePollerInterval', DEFAULT_STATE_POLLER_INTERVAL_MS);
+  return {
+    intervalMs,
+    timeoutMs: intervalMs > 0 ? Math.min(intervalMs, maxTimeoutMs) : maxTimeoutMs,
+    fallbackFinalityDepth: networkEvmSettings(network).fallbackFinalityDepth,
+  };
+}

@@ -1,0 +1,265 @@
+/**
+ * Head tracking of the evm-state plugin (issue #4 items 1 and 4, spec §3.1): one state poller
+ * per upstream, which upstreams make up the network head (selected, chain-verified ones), the
+ * block-head and finalization lags fed into the health tracker, and the per-upstream gauges.
+ * Taps: `network` (count only selected, chain-verified upstreams towards the network head),
+ * `upstreamJoined` (start one state poller per upstream; cordoned upstreams are polled too) and
+ * `shutdown` (stop them). The request-path taps learn heads from answers through the returned
+ * {@link HeadTracker}.
+ */
+import { Gauge } from 'prom-client';
+import { chainStateOf, SYNCING, type NetworkChainState } from '../../core/evm/state.ts';
+import type { Proxy } from '../../core/proxy.ts';
+import type { Network } from '../../core/registry/network.ts';
+import type { Upstream } from '../../core/registry/upstream.ts';
+import type { PluginHost } from '../../core/host.ts';
+import { UpstreamPoller } from './poller.ts';
+import { pollerSettingsOf } from './schema.ts';
+import { knownLatestOf } from './tip.ts';
+
+/** Service names: this plugin's pollers, and the selection plugin's API it reads (by name, not by import). */
+export const POLLERS_SERVICE = 'evm-state.pollers';
+const SELECTION_API_SERVICE = 'selection.api';
+
+/** What this plugin reads of the selection plugin's `selection.api` service. */
+interface SelectionView {
+  state(projectId: string, networkId: string): { excluded?: Record<string, unknown>; honoursCordons?: boolean } | undefined;
+  evaluate(projectId: string, networkId: string): Promise<boolean>;
+}
+
+/**
+ * What svc knows about a network's chain: per-upstream latest/finalized/syncing, the highest
+ * latest and finalized blocks over the selected, chain-verified upstreams, and the block-time
+ * estimate (`blockTimeMs`, for the healthcheck). The same object as `chainStateOf(network)`.
+ */
+export function evmStateOf(network: Network): NetworkChainState {
+  return chainStateOf(network);
+}
+
+/** The state poller of an upstream, when the plugin runs one for it. */
+export function statePollerOf(host: PluginHost, u: Upstream): UpstreamPoller | undefined {
+  return host.services.get<Map<Upstream, UpstreamPoller>>(POLLERS_SERVICE)?.get(u);
+}
+
+/**
+ * Polls now, outside the timers (admin, tests): every upstream of the network, or of every
+ * network. Joins polls already in flight. Never rejects.
+ * @returns resolves when those polls finished
+ */
+export async function pollNow(host: PluginHost, network?: Network): Promise<void> {
+  const pollers = host.services.get<Map<Upstream, UpstreamPoller>>(POLLERS_SERVICE);
+  if (!pollers) return;
+  await Promise.all([...pollers.values()].filter((p) => !p.isStopped && (!network || p.network === network)).map((p) => p.poll()));
+}
+
+/** Static accessors in the DESIGN's `XPlugin.getHooks(proxy)` style. */
+export const EvmStatePlugin = Object.freeze({
+  stateOf: evmStateOf,
+  pollerOf: statePollerOf,
+  pollNow,
+});
+
+/** How long the selection plugin's exclusions are cached for the network-head computation, ms. */
+const SELECTION_VIEW_TTL_MS = 250;
+
+/** What the request-path taps need from the head tracking. */
+export interface HeadTracker {
+  /** Advances an upstream's latest block seen in an answer; only counted upstreams move the network head (and its block-time estimate). */
+  readonly observeLatest: (n: Network, u: Upstream, block: number) => void;
+}
+
+/**
+ * Starts the head tracking of a proxy: registers the gauges and taps `network`,
+ * `upstreamJoined` and `shutdown` (in that order).
+ * @param proxy the proxy the evm-state plugin is applied to
+ * @param maxPollTimeoutMs cap of one poll request's timeout, ms
+ * @returns how answers report heads
+ */
+export function tapHeadTracking(proxy: Proxy, maxPollTimeoutMs: number): HeadTracker {
+  const hooks = proxy.hooks;
+  const pollers = new Map<Upstream, UpstreamPoller>();
+  proxy.services.provide(POLLERS_SERVICE, pollers);
+  const selection = () => proxy.services.get<SelectionView>(SELECTION_API_SERVICE);
+
+  // ---- which upstreams make up the network head -----------------------------------
+  const selViews = new WeakMap<Network, { at: number; excluded: ReadonlySet<string>; honoursCordons: boolean }>();
+  const selectionView = (n: Network) => {
+    const now = Date.now();
+    let v = selViews.get(n);
+    if (!v || now - v.at > SELECTION_VIEW_TTL_MS) {
+      const st = selection()?.state(n.project.id, n.id);
+      v = { at: now, excluded: new Set(Object.keys(st?.excluded ?? {})), honoursCordons: st?.honoursCordons ?? false };
+      selViews.set(n, v);
+    }
+    return v;
+  };
+  /**
+   * Selected, chain-verified upstreams of a network: in the network, verified by their
+   * `eth_chainId` probe (all of them while none is yet), not excluded by the selection
+   * policy nor cordoned for every method when the policy honours cordons (all verified
+   * ones when that leaves none).
+   */
+  const counted = (n: Network): Upstream[] => {
+    // Read on every call (the network head), so plain loops rather than filter closures.
+    const all = n.upstreams;
+    let anyReady = false;
+    for (const u of all) {
+      if (u.state === 'ready') {
+        anyReady = true;
+        break;
+      }
+    }
+    const sel = selectionView(n);
+    const health = n.project.health;
+    const verified: Upstream[] = [];
+    const chosen: Upstream[] = [];
+    for (const u of all) {
+      if (anyReady && u.state !== 'ready') continue;
+      verified.push(u);
+      if (!sel.excluded.has(u.id) && !(sel.honoursCordons && health.isCordoned(u.id, '*'))) chosen.push(u);
+    }
+    return chosen.length ? chosen : verified;
+  };
+  const track = (n: Network): NetworkChainState => {
+    const st = chainStateOf(n);
+    st.countedUpstreams = () => counted(n);
+    return st;
+  };
+
+  /** Feeds block-head and finalization lag of every observed upstream into the health tracker. */
+  const updateLags = (n: Network): void => {
+    const st = chainStateOf(n);
+    const hl = st.highestLatest;
+    const hf = st.highestFinalized;
+    for (const u of n.upstreams) {
+      const s = st.peek(u);
+      const latest = knownLatestOf(s);
+      if (!s || latest === undefined) continue;
+      n.project.health.setLag(u.id, hl - latest, hf - s.finalized);
+    }
+  };
+
+  /** Advances an upstream's latest block; only counted upstreams move the network head (and its block-time estimate). */
+  const observeLatest = (n: Network, u: Upstream, block: number): void => {
+    const st = chainStateOf(n);
+    const isCounted = counted(n).includes(u);
+    // A head that did not move is still confirmed by a counted upstream reporting it.
+    if (isCounted) st.confirmHead(block);
+    const mine = st.peek(u);
+    if (mine && block <= mine.latest) return;
+    const before = st.highestLatest;
+    if (isCounted) st.observeLatest(u, block);
+    else st.of(u).advanceLatest(block);
+    if (block > before) updateLags(n);
+  };
+
+  // ---- metrics ---------------------------------------------------------------------
+  const labels = ['project', 'network', 'upstream'] as const;
+  const eachPoller = (fn: (p: UpstreamPoller, s: ReturnType<NetworkChainState['of']>) => void) => {
+    for (const p of pollers.values()) {
+      if (p.isStopped) continue;
+      const s = chainStateOf(p.network).peek(p.upstream);
+      if (s) fn(p, s);
+    }
+  };
+  const lbl = (p: UpstreamPoller) => ({ project: p.network.project.id, network: p.network.id, upstream: p.upstream.id });
+  new Gauge({
+    name: 'svc_upstream_latest_block',
+    help: 'Latest block known for an upstream (state poller and answers)',
+    labelNames: labels,
+    registers: [proxy.metrics],
+    collect() {
+      this.reset();
+      eachPoller((p, s) => this.set(lbl(p), s.latest));
+    },
+  });
+  new Gauge({
+    name: 'svc_upstream_finalized_block',
+    help: 'Finalized block known for an upstream (the finalized tag, or latest - fallbackFinalityDepth)',
+    labelNames: labels,
+    registers: [proxy.metrics],
+    collect() {
+      this.reset();
+      eachPoller((p, s) => this.set(lbl(p), s.finalized));
+    },
+  });
+  new Gauge({
+    name: 'svc_upstream_block_head_lag',
+    help: "Blocks an upstream's latest block is behind the network's highest latest block",
+    labelNames: labels,
+    registers: [proxy.metrics],
+    collect() {
+      this.reset();
+      eachPoller((p, s) => this.set(lbl(p), Math.max(0, chainStateOf(p.network).highestLatest - s.latest)));
+    },
+  });
+  new Gauge({
+    name: 'svc_upstream_finalization_lag',
+    help: "Blocks an upstream's finalized block is behind the network's highest finalized block",
+    labelNames: labels,
+    registers: [proxy.metrics],
+    collect() {
+      this.reset();
+      eachPoller((p, s) => this.set(lbl(p), Math.max(0, chainStateOf(p.network).highestFinalized - s.finalized)));
+    },
+  });
+  new Gauge({
+    name: 'svc_upstream_syncing',
+    help: '1 while the state poller says the upstream is syncing (excluded by the default selection policy)',
+    labelNames: labels,
+    registers: [proxy.metrics],
+    collect() {
+      this.reset();
+      eachPoller((p) => this.set(lbl(p), SYNCING.get(p.upstream) ? 1 : 0));
+    },
+  });
+
+  // ---- pollers ---------------------------------------------------------------------
+  const sink = {
+    latest: (u: Upstream, n: number) => {
+      const p = pollers.get(u);
+      if (p) observeLatest(p.network, u, n);
+    },
+    syncingChanged: (u: Upstream, syncing: boolean) => {
+      const p = pollers.get(u);
+      if (!p) return;
+      proxy.logger.info({ project: p.network.project.id, network: p.network.id, upstream: u.id, syncing }, `upstream ${u.id} is ${syncing ? 'syncing: excluded by the default selection policy' : 'synced again'}`);
+      // Apply at once rather than at the next selection tick.
+      void selection()?.evaluate(p.network.project.id, p.network.id);
+    },
+    polled: (u: Upstream) => {
+      const p = pollers.get(u);
+      if (!p) return;
+      // A head reported by an upstream that no longer counts must not stall the block-time estimate.
+      chainStateOf(p.network).resyncHead();
+      updateLags(p.network);
+    },
+  };
+
+  hooks.network.tap('evm-state', (n: Network) => {
+    track(n);
+  });
+
+  hooks.upstreamJoined.tap('evm-state', (u: Upstream, n: Network) => {
+    track(n);
+    const existing = pollers.get(u);
+    if (existing && !existing.isStopped && existing.network === n) return;
+    existing?.stop();
+    const settings = pollerSettingsOf(u, n, maxPollTimeoutMs);
+    if (settings.intervalMs === 0) {
+      pollers.delete(u);
+      return;
+    }
+    const st = chainStateOf(n);
+    st.pollIntervalMs = st.pollIntervalMs > 0 ? Math.min(st.pollIntervalMs, settings.intervalMs) : settings.intervalMs;
+    const poller = new UpstreamPoller(proxy, n, u, settings, sink);
+    pollers.set(u, poller);
+    if (!proxy.isClosed) poller.start();
+  });
+
+  hooks.shutdown.tapPromise('evm-state', async () => {
+    for (const p of pollers.values()) p.stop();
+  });
+
+  return { observeLatest };
+}

@@ -1,0 +1,92 @@
+/**
+ * The failsafe plugin's circuit breaker (issue #3 item 3): the per-upstream state machine and
+ * which errors count as failures. The breaker ignores rate limits, timeouts and cancelled hedge
+ * legs: they say nothing about whether the upstream works. No hooks here; `upstream.ts` taps
+ * one breaker per failsafe entry with a `circuitBreaker` into the `upstream` hook.
+ */
+import {
+  ErrCancelled,
+  ErrEndpointBillingIssue,
+  ErrEndpointServerSideException,
+  ErrEndpointUnauthorized,
+  ErrUpstreamMalformedResponse,
+  type SvcError,
+} from '../../core/errors.ts';
+import type { FailsafeEntry } from './schema.ts';
+
+/**
+ * Circuit breaker over a ring of the last `failureThresholdCapacity` outcomes (issue #3 item 3).
+ * States: closed → open (failures in ring ≥ threshold) → half-open after `halfOpenAfter` →
+ * closed after `successThresholdCount` successes within `successThresholdCapacity` trials; any
+ * failure while half-open reopens it.
+ */
+export class CircuitBreaker {
+  state: 'closed' | 'open' | 'half-open' = 'closed';
+  private ring: boolean[] = [];
+  private failures = 0;
+  private openedAt = 0;
+  private trials = 0;
+  private successes = 0;
+
+  /**
+   * @param cfg thresholds (ms for `halfOpenAfter`)
+   * @param now clock in ms
+   */
+  constructor(
+    readonly cfg: NonNullable<FailsafeEntry['circuitBreaker']>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Whether a call may be dialled now (moves open → half-open once `halfOpenAfter` passed). */
+  allow(): boolean {
+    if (this.state === 'open' && this.now() - this.openedAt >= this.cfg.halfOpenAfter) {
+      this.state = 'half-open';
+      this.trials = 0;
+      this.successes = 0;
+    }
+    return this.state !== 'open';
+  }
+
+  /** Records a counted outcome (`true` = failure). */
+  record(failure: boolean): void {
+    if (this.state === 'half-open') {
+      if (failure) return this.open();
+      this.trials++;
+      this.successes++;
+      if (this.successes >= this.cfg.successThresholdCount) this.close();
+      else if (this.trials >= this.cfg.successThresholdCapacity) this.open();
+      return;
+    }
+    if (this.state === 'open') return;
+    this.ring.push(failure);
+    if (failure) this.failures++;
+    if (this.ring.length > this.cfg.failureThresholdCapacity && this.ring.shift()) this.failures--;
+    if (this.failures >= this.cfg.failureThresholdCount) this.open();
+  }
+
+  private open(): void {
+    this.state = 'open';
+    this.openedAt = this.now();
+  }
+
+  private close(): void {
+    this.state = 'closed';
+    this.ring = [];
+    this.failures = 0;
+  }
+}
+
+/**
+ * How an error counts for the breaker: `true` failure (5xx, transport, malformed, unauthorised,
+ * billing), `false` success, `undefined` not counted (rate limits, timeouts, client errors,
+ * cancellations, lost hedge legs).
+ */
+export function breakerOutcome(err: SvcError | undefined): boolean | undefined {
+  if (!err) return false;
+  if (err instanceof ErrEndpointServerSideException || err instanceof ErrUpstreamMalformedResponse || err instanceof ErrEndpointUnauthorized || err instanceof ErrEndpointBillingIssue) return true;
+  if (err.retryable) return undefined; // rate limits, timeouts, missing data, unsupported...
+  if (err instanceof ErrCancelled) return undefined;
+  // Reverts and other deterministic answers prove the upstream works.
+  return err.code === 3 || err.name === 'ErrEndpointExecutionException' || err.name === 'ErrEndpointNonceException' ? false : undefined;
+}
+

@@ -1,0 +1,124 @@
+/**
+ * The failsafe plugin's hedge (issue #3 item 3, issue #8 item 2): when to start an extra leg
+ * and how the legs race. Legs share one pass over the selected upstreams (one cursor), a
+ * non-empty pending answer beats an empty one, and a deterministic error settles the call.
+ * Never used for writes (`WRITE_METHODS`). No hooks here; `network.ts` taps it into the
+ * `attempt` hook at `AttemptStage.HEDGE`.
+ */
+import { linkedController } from '../../core/abort.ts';
+import type { CallContext } from '../../core/context.ts';
+import { asSvcError, ErrCancelled, ErrUpstreamsExhausted, type SvcError } from '../../core/errors.ts';
+import type { AttemptHandler, Leg } from '../../core/hooks.ts';
+import type { RpcResult } from '../../core/jsonrpc.ts';
+import type { FailsafeEntry } from './schema.ts';
+
+/** Hedge delay in ms: static `delay`, or the method's latency quantile (+ delay), clamped. */
+export function hedgeDelay(ctx: CallContext, leg: Leg, h: NonNullable<FailsafeEntry['hedge']>): number {
+  // A static delay is taken as configured; only the adaptive (quantile) delay is clamped.
+  if (h.quantile === undefined || h.quantile <= 0) return h.delay ?? h.minDelay;
+  let d = h.delay ?? h.minDelay;
+  {
+    const first = leg.cursor.upstreams[0];
+    if (first) {
+      const s = ctx.project.health.snapshot(first.id, ctx.request.method);
+      const q = h.quantile >= 0.99 ? s.p99 : h.quantile >= 0.9 ? s.p90 : h.quantile >= 0.7 ? s.p70 : s.p50;
+      if (s.requests > 0 && q > 0) d = q * 1000 + (h.delay ?? 0);
+    }
+  }
+  return Math.min(h.maxDelay, Math.max(h.minDelay, d));
+}
+
+/**
+ * Runs a primary leg and up to `maxCount` hedge legs on the same cursor. The first usable
+ * answer wins and the other legs are aborted (their sockets closed); an empty answer only wins
+ * when no other leg is still pending; a deterministic error (a revert) settles the call.
+ * @param delayMs wait before each extra leg ({@link hedgeDelay}); a leg that fails over every upstream sooner starts the next at once
+ * @param maxCount extra legs at most
+ * @param onHedge called as each extra leg starts (counters)
+ * @returns the winning answer; rejects with the deterministic error that settled the race, the
+ *   single cause, or ErrUpstreamsExhausted over every leg's causes
+ */
+export function runHedged(ctx: CallContext, leg: Leg, inner: AttemptHandler, delayMs: number, maxCount: number, onHedge: () => void): Promise<RpcResult> {
+  return new Promise<RpcResult>((resolve, reject) => {
+    const links: ReturnType<typeof linkedController>[] = [];
+    let pending = 0;
+    let settled = false;
+    let emptyFallback: RpcResult | undefined;
+    const causes: SvcError[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    let hedgesStarted = 0;
+
+    const finish = (fn: () => void, winner?: RpcResult) => {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      const lost = new ErrCancelled('hedge leg lost the race');
+      for (const l of links) {
+        if (!l.signal.aborted) l.controller.abort(lost);
+        l.dispose();
+      }
+      if (winner) for (const a of ctx.record.attempts) if (a.won && a.upstreamId !== winner.upstreamId) a.won = false;
+      fn();
+    };
+
+    const settleIfDone = () => {
+      if (pending > 0 || settled) return;
+      if (leg.cursor.remaining > 0 && hedgesStarted < maxCount && !leg.signal.aborted) {
+        // A leg failed over its upstreams before the delay: no point waiting for the timer.
+        startLeg(true);
+        return;
+      }
+      if (emptyFallback) finish(() => resolve(emptyFallback as RpcResult), emptyFallback);
+      else finish(() => reject(causes.length === 1 ? causes[0] : new ErrUpstreamsExhausted(flatten(causes))));
+    };
+
+    const startLeg = (hedge: boolean) => {
+      if (settled || leg.cursor.remaining === 0) return;
+      if (hedge) {
+        hedgesStarted++;
+        onHedge();
+      }
+      const link = linkedController(leg.signal);
+      links.push(link);
+      pending++;
+      inner(ctx, { cursor: leg.cursor, reason: hedge ? 'hedge' : leg.reason, signal: link.signal }).then(
+        (r) => {
+          pending--;
+          if (settled) return;
+          if (r.isEmpty() && pending > 0) {
+            emptyFallback ??= r;
+            return;
+          }
+          finish(() => resolve(r), r);
+        },
+        (e: unknown) => {
+          pending--;
+          if (settled) return;
+          const err = asSvcError(e);
+          if (!err.retryable && !(err instanceof ErrCancelled)) {
+            finish(() => reject(err));
+            return;
+          }
+          causes.push(err);
+          settleIfDone();
+        },
+      );
+      if (hedgesStarted < maxCount) scheduleHedge();
+    };
+
+    const scheduleHedge = () => {
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(() => {
+        timer = undefined;
+        if (!settled && hedgesStarted < maxCount && leg.cursor.remaining > 0) startLeg(true);
+      }, delayMs);
+    };
+
+    startLeg(false);
+  });
+}
+
+/** The causes of a failed race, with nested ErrUpstreamsExhausted unwrapped into their own causes. */
+export function flatten(causes: readonly SvcError[]): SvcError[] {
+  return causes.flatMap((c) => (c instanceof ErrUpstreamsExhausted ? [...c.causes] : [c]));
+}

@@ -1,0 +1,142 @@
+/**
+ * Network scope of the failsafe plugin (issue #3 item 3): the first `networks[].failsafe` entry
+ * matching a call applies to the whole network execution.
+ * Taps: `directives` at FAILSAFE_DEFAULTS (match the call's entry once and add its
+ * `directiveDefaults`, below the network's own, spec §2.8); `attempt` at AttemptStage.HEDGE,
+ * RETRY and TIMEOUT, composing outside in timeout( retry( hedge( sweep ))). Publishes
+ * `svc_network_request_retries_total` and `svc_network_hedges_total`.
+ */
+import { sleep } from '../../core/abort.ts';
+import { FINALITY, type  CallContext, type Directives } from '../../core/context.ts';
+import { ErrFailsafeTimeoutExceeded } from '../../core/errors.ts';
+import { UpstreamCursor, type AttemptHandler, type Leg } from '../../core/hooks.ts';
+import type { RpcResult } from '../../core/jsonrpc.ts';
+import type { Proxy } from '../../core/proxy.ts';
+import type { Network } from '../../core/registry/network.ts';
+import { AttemptStage, DirectiveStage } from '../../core/stages.ts';
+import { Counter } from 'prom-client';
+import { hedgeDelay, runHedged } from './hedge.ts';
+import { isRetryable, retryDelay, withTimeout } from './policies.ts';
+import { compile, DEFAULT_NETWORK_FAILSAFE, matchCompiled, matchEntry, WRITE_METHODS, type CompiledEntry, type FailsafeEntry } from './schema.ts';
+
+/**
+ * The per-call slot holding the matched network entry (a registry symbol: other plugins, even
+ * from another installed copy of svc, read it by this name without importing this module).
+ */
+export const FAILSAFE_ENTRY_SLOT: unique symbol = Symbol.for('svc.failsafe.entry') as never;
+const ENTRY = FAILSAFE_ENTRY_SLOT;
+
+/**
+ * The network failsafe entry that applies to a call, once the failsafe plugin matched it
+ * (EVM plugins read `retry.emptyResultMaxAttempts` from it). Undefined when none matched.
+ */
+export function failsafeEntryOf(ctx: CallContext): FailsafeEntry | undefined {
+  return ctx.state.get(ENTRY) as FailsafeEntry | undefined;
+}
+
+/**
+ * Registers the network-scope counters and taps the `directives` and `attempt` hooks (in that
+ * order: directives, then hedge, retry, timeout).
+ * @param proxy the proxy the failsafe plugin is applied to
+ */
+export function tapNetworkFailsafe(proxy: Proxy): void {
+  const hooks = proxy.hooks;
+  const netEntries = new WeakMap<Network, CompiledEntry[]>();
+  const retries = new Counter({
+    name: 'svc_network_request_retries_total',
+    help: 'Network-scope retry rounds started',
+    labelNames: ['project', 'network', 'category'],
+    registers: [proxy.metrics],
+  });
+  const hedges = new Counter({
+    name: 'svc_network_hedges_total',
+    help: 'Hedge legs started',
+    labelNames: ['project', 'network', 'category'],
+    registers: [proxy.metrics],
+  });
+  const entriesOf = (n: Network): CompiledEntry[] => {
+    let e = netEntries.get(n);
+    if (!e) {
+      e = compile(n.config.settings.failsafe ?? DEFAULT_NETWORK_FAILSAFE);
+      netEntries.set(n, e);
+    }
+    return e;
+  };
+  const entryFor = (ctx: CallContext): FailsafeEntry | undefined => {
+    if (ctx.state.has(ENTRY)) return ctx.state.get(ENTRY) as FailsafeEntry | undefined;
+    const e = matchEntry(entriesOf(ctx.network), ctx.request.method, FINALITY.get(ctx));
+    ctx.state.set(ENTRY, e);
+    return e;
+  };
+
+  // An entry's directiveDefaults sit below the network's own and the request's (§2.8).
+  // The match made here is the call's entry (finality is classified before this stage and
+  // nothing changes it or the method later), so the network wrappers do not match again.
+  hooks.directives.tap({ name: 'failsafe', stage: DirectiveStage.FAILSAFE_DEFAULTS }, (d: Directives, ctx: CallContext) => {
+    const entries = entriesOf(ctx.network);
+    if (entries.length === 0) return d;
+    const c = matchCompiled(entries, ctx.request.method, FINALITY.get(ctx));
+    ctx.state.set(ENTRY, c?.entry);
+    if (!c?.directiveDefaults) return d;
+    const out: Directives = { ...d };
+    for (const k in c.directiveDefaults) {
+      const key = k as keyof Directives;
+      if (out[key] === undefined) (out as Record<string, unknown>)[key] = c.directiveDefaults[key];
+    }
+    return out;
+  });
+
+  // Composed once per network: a policy no entry of the network configures adds no wrapper
+  // (and no promise layer) to its calls.
+  const configures = (n: Network, policy: 'hedge' | 'retry' | 'timeout'): boolean => entriesOf(n).some((c) => c.entry[policy] !== undefined);
+
+  hooks.attempt.tap({ name: 'failsafe:hedge', stage: AttemptStage.HEDGE }, (inner: AttemptHandler, network: Network): AttemptHandler => {
+    if (!configures(network, 'hedge')) return inner;
+    const hedged = async (ctx: CallContext, leg: Leg, h: NonNullable<FailsafeEntry['hedge']>): Promise<RpcResult> => {
+      const delay = hedgeDelay(ctx, leg, h);
+      return runHedged(ctx, leg, inner, delay, h.maxCount, () => {
+        ctx.record.networkHedges++;
+        hedges.inc({ project: ctx.project.id, network: ctx.network.id, category: proxy.methodLabel.value(ctx.request.method) });
+      });
+    };
+    return (ctx, leg) => {
+      const h = entryFor(ctx)?.hedge;
+      if (!h || WRITE_METHODS.has(ctx.request.method) || leg.cursor.remaining < 2) return inner(ctx, leg);
+      return hedged(ctx, leg, h);
+    };
+  });
+
+  hooks.attempt.tap({ name: 'failsafe:retry', stage: AttemptStage.RETRY }, (inner: AttemptHandler, network: Network): AttemptHandler => {
+    if (!configures(network, 'retry')) return inner;
+    const retried = async (ctx: CallContext, leg: Leg, r: NonNullable<FailsafeEntry['retry']>): Promise<RpcResult> => {
+      for (let n = 1; ; n++) {
+        const round: Leg = n === 1 ? leg : { cursor: new UpstreamCursor(leg.cursor.upstreams), reason: 'retry', signal: leg.signal };
+        try {
+          return await inner(ctx, round);
+        } catch (e) {
+          if (n >= r.maxAttempts || !isRetryable(e) || leg.signal.aborted) throw e;
+          ctx.record.networkRetries++;
+          ctx.record.networkAttempts++;
+          retries.inc({ project: ctx.project.id, network: ctx.network.id, category: proxy.methodLabel.value(ctx.request.method) });
+          await sleep(retryDelay(r, n), leg.signal).catch(() => {
+            throw e;
+          });
+        }
+      }
+    };
+    return (ctx, leg) => {
+      const r = entryFor(ctx)?.retry;
+      if (!r || r.maxAttempts <= 1) return inner(ctx, leg);
+      return retried(ctx, leg, r);
+    };
+  });
+
+  hooks.attempt.tap({ name: 'failsafe:timeout', stage: AttemptStage.TIMEOUT }, (inner: AttemptHandler, network: Network): AttemptHandler => {
+    if (!configures(network, 'timeout')) return inner;
+    return (ctx, leg) => {
+      const t = entryFor(ctx)?.timeout;
+      if (!t) return inner(ctx, leg);
+      return withTimeout(t.duration, leg.signal, `${ctx.request.method} on ${ctx.network.id}`, ErrFailsafeTimeoutExceeded, (signal) => inner(ctx, { ...leg, signal }));
+    };
+  });
+}

@@ -1,0 +1,154 @@
+/**
+ * Config and matching of the failsafe plugin (issue #3 item 3, issue #8 item 2): the schema of a
+ * `failsafe[]` entry at network and upstream scope, the resolved {@link FailsafeEntry}, the
+ * built-in defaults used when no `failsafe` is configured, and the matcher that picks the first
+ * entry whose `matchMethod` glob and `matchFinality` fit a call. No hooks here; `network.ts` and
+ * `upstream.ts` tap them in.
+ */
+import { Type, type TProperties } from '@sinclair/typebox';
+import { compileGlobs } from '../../core/glob.ts';
+import type { Directives, Finality } from '../../core/context.ts';
+import { Duration, Strict, directiveDefaultsProps, type SchemaFragment } from '../../core/config/schema.ts';
+import { directiveDefaultsOf } from '../../core/config/load.ts';
+
+// ---------------------------------------------------------------------------------------
+// Config
+
+const timeoutSchema = Strict({ duration: Duration({ description: 'deadline of the whole network execution, or of one attempt at upstream scope' }) });
+const retrySchema = Strict({
+  maxAttempts: Type.Optional(Type.Integer({ minimum: 1, default: 3, description: 'total tries, first included' })),
+  delay: Type.Optional(Duration({ default: '0ms', description: 'wait before the first retry' })),
+  backoffFactor: Type.Optional(Type.Number({ minimum: 1, default: 1.2, description: 'delay multiplier per retry' })),
+  backoffMaxDelay: Type.Optional(Duration({ default: '3s', description: 'largest wait between tries' })),
+  jitter: Type.Optional(Duration({ default: '0ms', description: 'random extra wait, 0..jitter' })),
+  emptyResultMaxAttempts: Type.Optional(Type.Integer({ minimum: 1, default: 2, description: 'tries for retry-empty (EVM plugins)' })),
+});
+const hedgeSchema = Strict({
+  delay: Type.Optional(Duration({ description: 'static hedge delay; with quantile, added to the quantile' })),
+  quantile: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: "hedge after this quantile of the method's latency" })),
+  minDelay: Type.Optional(Duration({ default: '100ms' })),
+  maxDelay: Type.Optional(Duration({ default: '999s' })),
+  maxCount: Type.Optional(Type.Integer({ minimum: 1, default: 1, description: 'extra legs at most' })),
+});
+const breakerSchema = Strict({
+  failureThresholdCount: Type.Optional(Type.Integer({ minimum: 1, default: 20 })),
+  failureThresholdCapacity: Type.Optional(Type.Integer({ minimum: 1, default: 80, description: 'ring of the last N outcomes' })),
+  halfOpenAfter: Type.Optional(Duration({ default: '5m' })),
+  successThresholdCount: Type.Optional(Type.Integer({ minimum: 1, default: 8 })),
+  successThresholdCapacity: Type.Optional(Type.Integer({ minimum: 1, default: 200 })),
+});
+
+function entrySchema(scope: 'network' | 'upstream') {
+  const props: TProperties = {
+    matchMethod: Type.Optional(Type.String({ default: '*', description: 'method glob' })),
+    matchFinality: Type.Optional(Type.Array(Type.Union(['finalized', 'unfinalized', 'realtime', 'unknown'].map((f) => Type.Literal(f))), { description: 'finality classes this entry applies to' })),
+    timeout: Type.Optional(timeoutSchema),
+    retry: Type.Optional(retrySchema),
+    hedge: Type.Optional(hedgeSchema),
+  };
+  if (scope === 'network') {
+    props.directiveDefaults = Type.Optional(Strict(Object.fromEntries(Object.entries(directiveDefaultsProps).map(([k, v]) => [k, Type.Optional(v)]))));
+  } else {
+    props.circuitBreaker = Type.Optional(breakerSchema);
+  }
+  return Strict(props);
+}
+
+/** Resolved failsafe entry (durations in ms). */
+export interface FailsafeEntry {
+  matchMethod: string;
+  matchFinality?: Finality[];
+  directiveDefaults?: Record<string, unknown>;
+  timeout?: { duration: number };
+  retry?: { maxAttempts: number; delay: number; backoffFactor: number; backoffMaxDelay: number; jitter: number; emptyResultMaxAttempts: number };
+  hedge?: { delay?: number; quantile?: number; minDelay: number; maxDelay: number; maxCount: number };
+  circuitBreaker?: { failureThresholdCount: number; failureThresholdCapacity: number; halfOpenAfter: number; successThresholdCount: number; successThresholdCapacity: number };
+}
+
+const FAILSAFE_DOC = 'first entry whose matchMethod and matchFinality match applies; an object is one entry; unset = the built-in defaults, [] = no policy';
+
+/**
+ * The config keys the failsafe plugin owns: `networks[].failsafe` and `upstreams[].failsafe`
+ * (one entry or a list of entries); a fresh set of schema objects per plugin instance.
+ */
+export function failsafeSchemaFragment(): SchemaFragment {
+  return {
+    network: { failsafe: Type.Union([Type.Array(entrySchema('network')), entrySchema('network')], { description: FAILSAFE_DOC }) },
+    upstream: { failsafe: Type.Union([Type.Array(entrySchema('upstream')), entrySchema('upstream')], { description: FAILSAFE_DOC }) },
+  };
+}
+
+/** Methods whose answers can legitimately take long: a longer default attempt timeout. */
+const HEAVY_METHODS = 'eth_getLogs|eth_getBlockReceipts|eth_call|eth_estimateGas|eth_simulateV1|eth_createAccessList|trace_*|debug_*|arbtrace_*';
+
+/**
+ * Network failsafe used when neither the network nor `networkDefaults` sets `failsafe` (issue #8
+ * item 2): a hedge on the p90 of the method's latency at the first upstream, clamped to
+ * 500 ms..2 s, one extra leg (writes are never hedged). Moving to the next upstream on a
+ * retryable failure is the sweep's own behaviour and needs no policy.
+ */
+export const DEFAULT_NETWORK_FAILSAFE: readonly FailsafeEntry[] = Object.freeze([
+  { matchMethod: '*', hedge: { quantile: 0.9, minDelay: 500, maxDelay: 2000, maxCount: 1 } },
+]);
+
+/**
+ * Upstream failsafe used when neither the upstream nor `upstreamDefaults` sets `failsafe` (issue
+ * #8 item 2): each attempt gets 30 s for heavy methods (logs, receipts, calls, traces), 10 s for
+ * everything else, then fails with `ErrEndpointRequestTimeout` so the sweep moves on.
+ */
+export const DEFAULT_UPSTREAM_FAILSAFE: readonly FailsafeEntry[] = Object.freeze([
+  { matchMethod: HEAVY_METHODS, timeout: { duration: 30_000 } },
+  { matchMethod: '*', timeout: { duration: 10_000 } },
+]);
+
+// ---------------------------------------------------------------------------------------
+// Matching
+
+/** A failsafe entry with its method matcher compiled. */
+export interface CompiledEntry {
+  entry: FailsafeEntry;
+  matchMethod: (m: string) => boolean;
+  /** `directiveDefaults` resolved once at compile time (undefined when the entry has none). */
+  directiveDefaults?: Directives;
+}
+
+/**
+ * Compiles a configured `failsafe` value (one entry, a list, or nothing).
+ * @returns the entries in config order; empty for undefined/null
+ */
+export function compile(raw: unknown): CompiledEntry[] {
+  if (raw === undefined || raw === null) return [];
+  const list = (Array.isArray(raw) ? raw : [raw]) as FailsafeEntry[];
+  return list.map((entry) => ({
+    entry,
+    // `a|b` alternation, like the other matchers (eRPC's matcher syntax).
+    matchMethod: compileGlobs((entry.matchMethod ?? '*').split('|').map((g) => g.trim())),
+    directiveDefaults: entry.directiveDefaults ? directiveDefaultsOf(entry.directiveDefaults) : undefined,
+  }));
+}
+
+/** The first compiled entry matching a call's method and finality, or undefined. */
+export function matchCompiled(entries: readonly CompiledEntry[], method: string, finality: Finality): CompiledEntry | undefined {
+  for (const c of entries) {
+    if (!c.matchMethod(method)) continue;
+    if (c.entry.matchFinality && c.entry.matchFinality.length && !c.entry.matchFinality.includes(finality)) continue;
+    return c;
+  }
+  return undefined;
+}
+
+/** The first entry matching a call's method and finality, or undefined. */
+export function matchEntry(entries: readonly CompiledEntry[], method: string, finality: Finality): FailsafeEntry | undefined {
+  return matchCompiled(entries, method, finality)?.entry;
+}
+
+/** Methods that change state: never hedged (a duplicate broadcast is not free). */
+export const WRITE_METHODS: ReadonlySet<string> = new Set([
+  'eth_sendRawTransaction',
+  'eth_sendTransaction',
+  'eth_sendUserOperation',
+  'eth_sendBundle',
+  'eth_sendPrivateTransaction',
+  'eth_sendRawTransactionConditional',
+  'personal_sendTransaction',
+]);

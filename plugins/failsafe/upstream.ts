@@ -1,0 +1,104 @@
+/**
+ * Upstream scope of the failsafe plugin (issue #3 item 3, issue #8 item 2): the first
+ * `upstreams[].failsafe` entry matching a call applies to each request sent to that upstream.
+ * Taps: `upstream` at UpstreamStage.CIRCUIT_BREAKER, RETRY and TIMEOUT, composing outside in
+ * retry( breaker( timeout( transport ))), the timeout bounding one attempt. Composed once per
+ * upstream: a policy no entry of the upstream configures adds no wrapper.
+ */
+import { FINALITY } from '../../core/context.ts';
+import { sleep } from '../../core/abort.ts';
+import { asSvcError, ErrEndpointRequestTimeout, ErrFailsafeCircuitBreakerOpen } from '../../core/errors.ts';
+import type { UpstreamCall, UpstreamSender } from '../../core/hooks.ts';
+import type { Proxy } from '../../core/proxy.ts';
+import type { Upstream } from '../../core/registry/upstream.ts';
+import { UpstreamStage } from '../../core/stages.ts';
+import { finishAttempt, outcomeOf, startAttempt } from '../../core/sweep.ts';
+import { breakerOutcome, CircuitBreaker } from './breaker.ts';
+import { isRetryable, retryDelay, withTimeout } from './policies.ts';
+import { compile, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, type CompiledEntry, type FailsafeEntry } from './schema.ts';
+
+/**
+ * Taps the `upstream` hook (in that order: breaker, retry, timeout).
+ * @param proxy the proxy the failsafe plugin is applied to
+ * @param now clock of the circuit breakers, ms
+ * @param proxyBreakers filled with each upstream's breakers as its chain is composed (the registry behind `upstreamBreakers`)
+ */
+export function tapUpstreamFailsafe(proxy: Proxy, now: () => number, proxyBreakers: Map<Upstream, CircuitBreaker[]>): void {
+  const hooks = proxy.hooks;
+  const upEntries = new WeakMap<Upstream, CompiledEntry[]>();
+  const upEntriesOf = (u: Upstream): CompiledEntry[] => {
+    let e = upEntries.get(u);
+    if (!e) {
+      e = compile(u.config.settings.failsafe ?? DEFAULT_UPSTREAM_FAILSAFE);
+      upEntries.set(u, e);
+    }
+    return e;
+  };
+
+  hooks.upstream.tap({ name: 'failsafe:breaker', stage: UpstreamStage.CIRCUIT_BREAKER }, (inner: UpstreamSender, u: Upstream) => {
+    const entries = upEntriesOf(u);
+    if (!entries.some((c) => c.entry.circuitBreaker)) return inner;
+    const byEntry = new Map<FailsafeEntry, CircuitBreaker>();
+    for (const c of entries) if (c.entry.circuitBreaker) byEntry.set(c.entry, new CircuitBreaker(c.entry.circuitBreaker, now));
+    proxyBreakers.set(u, [...byEntry.values()]);
+    return async (call: UpstreamCall) => {
+      const e = matchEntry(entries, call.method, FINALITY.get(call.ctx));
+      const breaker = e ? byEntry.get(e) : undefined;
+      if (!breaker) return inner(call);
+      if (!breaker.allow()) throw new ErrFailsafeCircuitBreakerOpen(`circuit breaker of upstream ${u.id} is open`, { details: { upstream: u.id } });
+      try {
+        const r = await inner(call);
+        breaker.record(false);
+        return r;
+      } catch (err) {
+        const f = breakerOutcome(asSvcError(err));
+        if (f !== undefined && !call.signal.aborted) breaker.record(f);
+        throw err;
+      }
+    };
+  });
+
+  hooks.upstream.tap({ name: 'failsafe:upstream-retry', stage: UpstreamStage.RETRY }, (inner: UpstreamSender, u: Upstream) => {
+    const entries = upEntriesOf(u);
+    if (!entries.some((c) => c.entry.retry)) return inner;
+    return async (call: UpstreamCall) => {
+      const r = matchEntry(entries, call.method, FINALITY.get(call.ctx))?.retry;
+      if (!r || r.maxAttempts <= 1) return inner(call);
+      for (let n = 1; ; n++) {
+        try {
+          return await inner(call);
+        } catch (e) {
+          const err = asSvcError(e);
+          // A rate-limited upstream is skipped to the next one, not hammered again.
+          if (n >= r.maxAttempts || !isRetryable(err) || err.name === 'ErrEndpointCapacityExceeded' || err instanceof ErrFailsafeCircuitBreakerOpen || call.signal.aborted) throw err;
+          await sleep(retryDelay(r, n), call.signal).catch(() => {
+            throw err;
+          });
+          // Close this try's record and open one for the next (trace reason `retry`).
+          finishAttempt(call.attempt, outcomeOf(err), err);
+          hooks.attemptDone.call(call.attempt);
+          call.attempt = startAttempt(call.ctx, u, 'retry');
+          call.ctx.record.upstreamRetries++;
+        }
+      }
+    };
+  });
+
+  hooks.upstream.tap({ name: 'failsafe:upstream-timeout', stage: UpstreamStage.TIMEOUT }, (inner: UpstreamSender, u: Upstream) => {
+    const entries = upEntriesOf(u);
+    if (!entries.some((c) => c.entry.timeout)) return inner;
+    return (call: UpstreamCall) => {
+      const t = matchEntry(entries, call.method, FINALITY.get(call.ctx))?.timeout;
+      if (!t) return inner(call);
+      const scoped: UpstreamCall = { ...call };
+      // One upstream request ran out of its time: the request's own timeout error (issue #8 item 2).
+      return withTimeout(t.duration, call.signal, `${call.method} on upstream ${u.id}`, ErrEndpointRequestTimeout, (signal) => {
+        scoped.signal = signal;
+        return inner(scoped);
+      }).finally(() => {
+        // An inner wrapper may have opened a new attempt record: hand it back to the caller.
+        call.attempt = scoped.attempt;
+      });
+    };
+  });
+}

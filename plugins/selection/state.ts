@@ -1,0 +1,360 @@
+/**
+ * Per-network selection state of the selection plugin (spec §1.3, §3.1, §6): the cached order
+ * the request path hands out, the evaluation loop (at once, then every `evalInterval` on an
+ * unref'd timer; a failed custom policy keeps the previous order), the ring of the last
+ * decisions, and the `svc_selection_score` / `svc_selection_excluded_seconds` gauges. No hooks
+ * here; `index.ts` creates one {@link NetworkSelection} per network and taps `select` into it.
+ */
+import { SYNCING } from '../../core/evm/state.ts';
+import { Gauge } from 'prom-client';
+import { ErrUpstreamsExhausted } from '../../core/errors.ts';
+import type { Proxy } from '../../core/proxy.ts';
+import type { Network } from '../../core/registry/network.ts';
+import type { Upstream } from '../../core/registry/upstream.ts';
+import { defaultPolicy, evaluatePolicy, PolicyError, type EvalFunc, type PolicyResult } from './policy.ts';
+import type { SelectionSettings } from './schema.ts';
+import type { DecisionDraft, PolicyUpstreamInput, ScoreWeights } from './view.ts';
+
+/** Decisions kept per network (the admin `svc_project` method shows them). */
+export const MAX_DECISIONS = 100;
+
+/** One recorded selection decision. */
+export interface SelectionDecision extends DecisionDraft {
+  /** When it was made, epoch ms. */
+  time: number;
+}
+
+/** The selection state of one network, for the admin `svc_project` method. */
+export interface SelectionState {
+  /** Upstream ids in the order the request path hands them out (before any evaluation: config order). */
+  order: string[];
+  /** Upstream id -> score of the last successful evaluation (lower is better). */
+  scores: Record<string, number>;
+  /** Upstream id -> why the last successful evaluation left it out. */
+  excluded: Record<string, string>;
+  /** True when the active policy called `removeCordoned()`: new cordons apply on the request path at once. */
+  honoursCordons: boolean;
+  /** True when a custom `evalFunc` is active. */
+  custom: boolean;
+  /** Time of the last successful evaluation, epoch ms (undefined before the first). */
+  evaluatedAt?: number;
+  /** Resolved `evalInterval`, ms. */
+  evalIntervalMs: number;
+  /** Resolved `evalTimeout`, ms. */
+  evalTimeoutMs: number;
+  /** Resolved score weights. */
+  weights: ScoreWeights;
+}
+
+/** Metrics shared by every network of a proxy. */
+export interface SelectionMetrics {
+  score: Gauge<'project' | 'network' | 'method' | 'upstream'>;
+  excluded: Gauge<'upstream'>;
+}
+
+/**
+ * Registers the selection gauges of a proxy (shared by every network).
+ * @param proxy the proxy whose registry receives them
+ */
+export function createSelectionMetrics(proxy: Proxy): SelectionMetrics {
+  return {
+    score: new Gauge({
+      name: 'svc_selection_score',
+      help: 'Selection score of an upstream, lower is better (method "*": the whole upstream)',
+      labelNames: ['project', 'network', 'method', 'upstream'],
+      registers: [proxy.metrics],
+    }),
+    excluded: new Gauge({
+      name: 'svc_selection_excluded_seconds',
+      help: 'Seconds an upstream has been continuously excluded by the selection policy (0 while selectable)',
+      labelNames: ['upstream'],
+      registers: [proxy.metrics],
+    }),
+  };
+}
+
+/** The selection state and timer of one network. */
+export class NetworkSelection {
+  /** Cached order (null until the first evaluation commits: the request path then keeps config order). */
+  private order: Upstream[] | null = null;
+  /** Upstreams the cached order was computed over; others joined since and go last. */
+  private evaluated = new Set<Upstream>();
+  private honourCordons = true;
+  private excluded: Record<string, string> = {};
+  private scores: Record<string, number> = {};
+  private evaluatedAt?: number;
+  private readonly ring: Ring<SelectionDecision>;
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+  private inflight?: Promise<void>;
+  private rerun?: Promise<void>;
+  private prevKeys = new Set<string>();
+  private prevOrder: string[] = [];
+  private readonly excludedSince = new Map<string, number>();
+  private readonly scoreLabels = new Set<string>();
+
+  constructor(
+    private readonly proxy: Proxy,
+    private readonly network: Network,
+    private readonly settings: SelectionSettings,
+    private readonly policy: EvalFunc,
+    private readonly metrics: SelectionMetrics,
+    maxDecisions: number,
+  ) {
+    this.ring = new Ring<SelectionDecision>(maxDecisions);
+  }
+
+  private get custom(): boolean {
+    return this.policy !== defaultPolicy;
+  }
+
+  /** Evaluates once now, then every `evalInterval` (unref'd). */
+  start(): void {
+    void this.evaluate();
+    this.timer = setInterval(() => void this.evaluate(), this.settings.evalIntervalMs);
+    this.timer.unref?.();
+  }
+
+  /** Stops the timer; later evaluations are ignored. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /**
+   * Runs the policy over the network's upstreams and commits the result; a failure keeps the
+   * previous order. Synchronous for a sync policy (the returned promise is already settled).
+   * An evaluation requested while an async one runs waits for it, then runs once more.
+   * Never rejects.
+   */
+  evaluate(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.inflight) {
+      this.rerun ??= this.inflight.then(() => {
+        this.rerun = undefined;
+        return this.evaluate();
+      });
+      return this.rerun;
+    }
+    const snapshot = this.network.upstreams.slice();
+    let out: PolicyResult | Promise<PolicyResult>;
+    try {
+      const health = this.network.project.health;
+      const inputs: PolicyUpstreamInput[] = snapshot.map((u) => {
+        const metrics = health.snapshot(u.id, '*');
+        return { id: u.id, tags: u.tags, vendor: u.vendor, metrics, syncing: SYNCING.get(u), cordoned: metrics.cordoned };
+      });
+      out = evaluatePolicy(inputs, {
+        evalFunc: this.policy,
+        weights: this.settings.weights,
+        evalTimeoutMs: this.settings.evalTimeoutMs,
+        project: this.network.project.id,
+        network: this.network.id,
+      });
+    } catch (e) {
+      this.fail(e);
+      return Promise.resolve();
+    }
+    if (!(out instanceof Promise)) {
+      this.commit(out, snapshot);
+      return Promise.resolve();
+    }
+    const p = out
+      .then(
+        (r) => this.commit(r, snapshot),
+        (e: unknown) => this.fail(e),
+      )
+      .catch((e: unknown) => this.fail(e))
+      .finally(() => {
+        this.inflight = undefined;
+      });
+    this.inflight = p;
+    return p;
+  }
+
+  private commit(r: PolicyResult, snapshot: readonly Upstream[]): void {
+    if (this.stopped) return;
+    const byId = new Map(snapshot.map((u) => [u.id, u] as const));
+    const order: Upstream[] = [];
+    for (const id of r.order) {
+      const u = byId.get(id);
+      if (u) order.push(u);
+    }
+    const prevExcluded = this.excluded;
+    this.order = order;
+    this.evaluated = new Set(snapshot);
+    this.honourCordons = r.cordonsRemoved;
+    this.excluded = r.excluded;
+    this.scores = r.scores;
+    const now = Date.now();
+    this.evaluatedAt = now;
+    this.recordChanges(r, prevExcluded, now);
+    this.updateMetrics(snapshot, now, true);
+  }
+
+  /** Records decisions that differ from the previous evaluation's (see {@link selectionDecisions}). */
+  private recordChanges(r: PolicyResult, prevExcluded: Record<string, string>, time: number): void {
+    const keys = new Set<string>();
+    for (const d of r.decisions) {
+      const key = `${d.step}\u0000${d.upstream}`;
+      if (keys.has(key)) continue;
+      keys.add(key);
+      if (!this.prevKeys.has(key)) this.ring.push({ step: d.step, upstream: d.upstream, reason: d.reason, time });
+    }
+    this.prevKeys = keys;
+    for (const id of Object.keys(prevExcluded)) {
+      if (!(id in r.excluded) && r.order.includes(id)) this.ring.push({ step: 'include', upstream: id, reason: 'no longer excluded', time });
+    }
+    if (r.order.length !== this.prevOrder.length || r.order.some((id, i) => id !== this.prevOrder[i])) {
+      this.ring.push({ step: 'order', upstream: '*', reason: r.order.length ? r.order.join(' > ') : '(no upstream)', time });
+      this.proxy.logger.debug({ project: this.network.project.id, network: this.network.id, order: r.order, excluded: r.excluded }, `selection order of ${this.network.id} changed`);
+    }
+    this.prevOrder = r.order;
+  }
+
+  private fail(e: unknown): void {
+    if (this.stopped) return;
+    const now = Date.now();
+    const err = e instanceof Error ? e : new Error(String(e));
+    const kind = e instanceof PolicyError ? e.kind : 'error';
+    this.ring.push({ step: 'evalFunc', upstream: '*', reason: `${kind}: ${err.message}; previous order kept`, time: now });
+    this.proxy.logger.warn({ project: this.network.project.id, network: this.network.id, kind, err: err.message }, `selection policy of ${this.network.id} failed (${kind}): previous order kept`);
+    this.updateMetrics(this.network.upstreams, now, false);
+  }
+
+  private updateMetrics(upstreams: readonly Upstream[], now: number, scores: boolean): void {
+    const project = this.network.project.id;
+    const network = this.network.id;
+    if (scores) {
+      const seen = new Set<string>();
+      for (const u of upstreams) {
+        const s = this.scores[u.id];
+        if (s === undefined) continue;
+        seen.add(u.id);
+        this.metrics.score.set({ project, network, method: '*', upstream: u.id }, s);
+      }
+      for (const id of this.scoreLabels) if (!seen.has(id)) this.metrics.score.remove({ project, network, method: '*', upstream: id });
+      this.scoreLabels.clear();
+      for (const id of seen) this.scoreLabels.add(id);
+    }
+    // Exclusion time climbs on every evaluation while excluded; 0 once selectable again.
+    for (const u of upstreams) {
+      if (this.evaluated.has(u) && u.id in this.excluded) {
+        let since = this.excludedSince.get(u.id);
+        if (since === undefined) {
+          since = now;
+          this.excludedSince.set(u.id, since);
+        }
+        this.metrics.excluded.set({ upstream: u.id }, (now - since) / 1000);
+      } else {
+        this.excludedSince.delete(u.id);
+        this.metrics.excluded.set({ upstream: u.id }, 0);
+      }
+    }
+  }
+
+  /**
+   * The request path (`select` tap): the cached order intersected with the candidates, then
+   * upstreams that joined since the last evaluation; without recomputing anything. When the
+   * policy removes cordons, a cordon for `*` or for `method` applies at once.
+   * @throws ErrUpstreamsExhausted when candidates exist but none is selectable (all cordoned, or all excluded by the policy)
+   */
+  select(candidates: Upstream[], method: string): Upstream[] {
+    if (candidates.length === 0) return candidates;
+    const order = this.order;
+    let out: Upstream[];
+    if (order === null) {
+      out = candidates;
+    } else {
+      out = [];
+      // Lists are short; a Set only pays off for large provider-expanded networks.
+      const set = candidates.length > 16 ? new Set(candidates) : undefined;
+      for (const u of order) if (set ? set.has(u) : candidates.includes(u)) out.push(u);
+      for (const u of candidates) if (!this.evaluated.has(u)) out.push(u);
+    }
+    if (this.honourCordons) {
+      const health = this.network.project.health;
+      for (const u of out) {
+        if (health.isCordoned(u.id, method)) {
+          out = out.filter((x) => !health.isCordoned(x.id, method));
+          break;
+        }
+      }
+      // The default policy's last resort, before the next tick: every uncordoned upstream.
+      if (out.length === 0 && !this.custom) out = candidates.filter((x) => !health.isCordoned(x.id, method));
+    }
+    if (out.length === 0) throw this.exhausted(candidates, method);
+    return out;
+  }
+
+  private exhausted(candidates: readonly Upstream[], method: string): ErrUpstreamsExhausted {
+    const health = this.network.project.health;
+    const cordoned: Record<string, string> = {};
+    const excluded: Record<string, string> = {};
+    for (const u of candidates) {
+      const c = health.cordonOf(u.id, method);
+      if (c !== undefined) cordoned[u.id] = c;
+      else excluded[u.id] = this.excluded[u.id] ?? 'not selected';
+    }
+    const list = (m: Record<string, string>) =>
+      Object.entries(m)
+        .map(([id, r]) => `${id} (${r})`)
+        .join(', ');
+    if (Object.keys(excluded).length === 0) {
+      return new ErrUpstreamsExhausted([], `every upstream of ${this.network.id} is cordoned for ${method}: ${list(cordoned)}`, { details: { network: this.network.id, cordoned } });
+    }
+    return new ErrUpstreamsExhausted([], `the selection policy of ${this.network.id} left no upstream for ${method}: ${list({ ...cordoned, ...excluded })}`, {
+      details: { network: this.network.id, cordoned, excluded },
+    });
+  }
+
+  decisions(): SelectionDecision[] {
+    return this.ring.toArray();
+  }
+
+  state(): SelectionState {
+    return {
+      order: (this.order ?? this.network.upstreams).map((u) => u.id),
+      scores: { ...this.scores },
+      excluded: { ...this.excluded },
+      honoursCordons: this.honourCordons,
+      custom: this.custom,
+      evaluatedAt: this.evaluatedAt,
+      evalIntervalMs: this.settings.evalIntervalMs,
+      evalTimeoutMs: this.settings.evalTimeoutMs,
+      weights: { ...this.settings.weights },
+    };
+  }
+}
+
+/** A fixed-size ring of the most recent items, oldest dropped first. */
+export class Ring<T> {
+  private readonly items: T[] = [];
+  private start = 0;
+
+  /** @param capacity items kept (at least 1) */
+  constructor(readonly capacity: number) {
+    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`ring capacity must be a positive integer, got ${capacity}`);
+  }
+
+  /** Adds an item, dropping the oldest when full. */
+  push(item: T): void {
+    if (this.items.length < this.capacity) {
+      this.items.push(item);
+      return;
+    }
+    this.items[this.start] = item;
+    this.start = (this.start + 1) % this.capacity;
+  }
+
+  /** Items kept, oldest first (a copy). */
+  toArray(): T[] {
+    return [...this.items.slice(this.start), ...this.items.slice(0, this.start)];
+  }
+
+  /** Number of items kept. */
+  get size(): number {
+    return this.items.length;
+  }
+}

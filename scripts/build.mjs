@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+/**
+ * `npm run build` (issue #9 item 2): compiles core/, plugins/, presets/ and bin/ with tsc
+ * (tsconfig.build.json) to dist/, keeping the folder layout (core/version.ts finds
+ * package.json at `../package.json` from its own file), then
+ *
+ * - rewrites relative `.ts` specifiers in the emitted `.d.ts` files to `.js`: tsc's
+ *   `rewriteRelativeImportExtensions` rewrites them in the JavaScript only, and a published
+ *   declaration must not point at a source file the package does not ship;
+ * - removes outputs whose source is gone (dist/ is updated in place, never deleted first, so a
+ *   running `bin/svc.js` or a concurrent test never sees it missing);
+ * - writes dist/package.json with svc's version and `"type": "module"`: compiled
+ *   dist/core/version.js reads the version from `../package.json` relative to its own file,
+ *   which is dist/package.json (core/version.ts, run from sources, reads the root one).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'dist');
+
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+if (r.status !== 0) process.exit(r.status ?? 1);
+
+/** Every file under a folder. */
+function* walk(dir) {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) yield* walk(p);
+    else yield p;
+  }
+}
+
+// `from './x.ts'`, `import('./x.ts')`, `export ... from "../y.mts"`: relative specifiers only.
+const SPECIFIER = /((?:from|import)\s*\(?\s*)(['"])(\.{1,2}\/[^'"]*?)\.([mc]?)ts\2/g;
+const OUTPUT = /(\.d\.ts|\.js\.map|\.js|\.d\.ts\.map)$/;
+
+let rewritten = 0;
+let pruned = 0;
+const STUB = join(dist, 'package.json');
+for (const file of walk(dist)) {
+  if (file === STUB) continue;
+  const source = join(root, relative(dist, file)).replace(OUTPUT, '.ts');
+  if (!OUTPUT.test(file) || !existsSync(source)) {
+    rmSync(file);
+    pruned++;
+    continue;
+  }
+  if (!file.endsWith('.d.ts')) continue;
+  const text = readFileSync(file, 'utf8');
+  const out = text.replace(SPECIFIER, (_m, pre, q, path, m) => `${pre}${q}${path}.${m}js${q}`);
+  if (out !== text) {
+    writeFileSync(file, out);
+    rewritten++;
+  }
+}
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const stub = `${JSON.stringify({ '//': 'written by scripts/build.mjs for core/version.ts (compiled: dist/core/version.js reads ../package.json)', version: pkg.version, type: 'module', private: true }, null, 2)}\n`;
+if (!existsSync(STUB) || readFileSync(STUB, 'utf8') !== stub) writeFileSync(STUB, stub);
+
+const left = [...walk(dist)].filter((f) => f.endsWith('.d.ts') && /(?:from|import)\s*\(?\s*['"]\.{1,2}\/[^'"]*\.[mc]?ts['"]/.test(readFileSync(f, 'utf8')));
+if (left.length) {
+  process.stderr.write(`build: .ts specifiers left in ${left.map((f) => relative(root, f)).join(', ')}\n`);
+  process.exit(1);
+}
+if (process.env.SVC_BUILD_VERBOSE) process.stdout.write(`build: ${rewritten} declaration files rewritten, ${pruned} stale outputs removed\n`);

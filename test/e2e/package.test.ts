@@ -1,0 +1,204 @@
+/**
+ * svc as a published package (issue #9 items 1-2): `npm pack` the repo, then, in a temp dir,
+ * build an in-house plugin package from the README's "Writing a plugin" files (every
+ * ```ts block whose first line is `// file: src/...`), which import only `svc/plugin` and
+ * `svc/presets`, compile it with `tsc` (nodenext, strict, no skipLibCheck) against the installed
+ * svc's `.d.ts` files, and run the installed `svc` command with the compiled preset in front of
+ * two fake upstreams: the one tagged `tier:preferred` (listed second) answers, and the pricing
+ * plugin's header carries unitPrice × routed calls from its own config key.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join, relative } from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { PACKAGE_ROOT } from '../../core/version.ts';
+import { ensureBuilt } from '../helpers/build.ts';
+import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
+import { freePort } from '../helpers/ports.ts';
+import { httpRequest, waitFor, type SvcResponse } from '../helpers/svc.ts';
+
+const exec = promisify(execFile);
+
+/**
+ * The environment of a user's shell: none of the `npm_*` variables `npm test` sets (so the
+ * nested npm runs on its own project, never on this repo's), no node_modules/.bin of this repo on
+ * PATH, and node's own folder first so `#!/usr/bin/env node` runs this very node.
+ */
+const ENV: NodeJS.ProcessEnv = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k))),
+  PATH: [dirname(process.execPath), ...(process.env.PATH ?? '').split(delimiter).filter((p) => p && !p.startsWith(join(PACKAGE_ROOT, 'node_modules')))].join(delimiter),
+  SVC_COMMIT: 'package-test',
+};
+
+/** Runs a command; on failure the error carries its output. */
+async function sh(cmd: string, args: string[], cwd: string): Promise<string> {
+  try {
+    const r = await exec(cmd, args, { cwd, env: ENV, maxBuffer: 64 * 1024 * 1024 });
+    return r.stdout;
+  } catch (e) {
+    const { stdout, stderr } = e as { stdout?: string; stderr?: string };
+    throw new Error(`${cmd} ${args.join(' ')} failed in ${cwd}:\n${stdout ?? ''}\n${stderr ?? ''}`);
+  }
+}
+
+function* files(dir: string): Generator<string> {
+  for (const e of readdirSync(dir)) {
+    const p = join(dir, e);
+    if (statSync(p).isDirectory()) yield* files(p);
+    else yield p;
+  }
+}
+
+/** The README's plugin-package files: ```ts blocks starting `// file: <path>`. */
+function readmeFiles(): Map<string, string> {
+  const readme = readFileSync(join(PACKAGE_ROOT, 'README.md'), 'utf8');
+  const out = new Map<string, string>();
+  for (const m of readme.matchAll(/```ts\n\/\/ file: (\S+)[^\n]*\n([\s\S]*?)```/g)) out.set(m[1]!, m[2]!);
+  return out;
+}
+
+const PRICE_HEADER = 'X-Acme-Price';
+const UNIT_PRICE = 3;
+
+describe('e2e: the packed package with an in-house plugin package', function () {
+  this.timeout(180_000);
+  let tmp: string;
+  let app: string;
+  let plain: FaultServer;
+  let preferred: FaultServer;
+  let svc: ChildProcess | undefined;
+  let log = '';
+  let url: string;
+
+  before(async () => {
+    await ensureBuilt();
+    tmp = mkdtempSync(join(tmpdir(), 'svc-package-'));
+    // `npm pack` runs `prepare` (the build) itself, so the tarball holds what the sources say.
+    await sh('npm', ['pack', '--silent', '--pack-destination', tmp], PACKAGE_ROOT);
+    const tarball = readdirSync(tmp).find((f) => /^svc-.*\.tgz$/.test(f));
+    expect(tarball, 'npm pack wrote no svc-*.tgz').to.be.a('string');
+
+    app = join(tmp, 'app');
+    const pkg = join(app, 'packages', 'acme-svc-plugins');
+    const sources = readmeFiles();
+    expect([...sources.keys()], "README's plugin files").to.include('src/preset.ts');
+    for (const [path, text] of sources) {
+      mkdirSync(dirname(join(pkg, path)), { recursive: true });
+      writeFileSync(join(pkg, path), text);
+    }
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'acme-app', private: true, type: 'module' }, null, 2));
+    writeFileSync(
+      join(pkg, 'package.json'),
+      JSON.stringify({ name: 'acme-svc-plugins', version: '1.0.0', type: 'module', exports: { './preset': './dist/preset.js' }, peerDependencies: { svc: '>=0.1.0 <1' } }, null, 2),
+    );
+    // A consumer's own settings: no skipLibCheck, so svc's .d.ts files are checked too.
+    writeFileSync(
+      join(pkg, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, rootDir: 'src', outDir: 'dist', declaration: true }, include: ['src'] }, null, 2),
+    );
+    // The app installs svc's tarball and the plugin package (a Node project has @types/node).
+    await sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', join(tmp, tarball!), './packages/acme-svc-plugins', '@types/node@20'], app);
+    await sh(process.execPath, [join(PACKAGE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', pkg], pkg);
+
+    plain = await startFaultServer({ chainId: 31337, handler: (r) => (r.method === 'eth_gasPrice' ? '0xb' : undefined) });
+    preferred = await startFaultServer({ chainId: 31337, handler: (r) => (r.method === 'eth_gasPrice' ? '0xa' : undefined) });
+    writeFileSync(
+      join(app, 'svc.yaml'),
+      [
+        'server:',
+        `  acmePricing: { header: ${PRICE_HEADER}, unitPrice: ${UNIT_PRICE} }`,
+        'projects:',
+        '  - id: main',
+        '    upstreams:',
+        `      - { id: plain, endpoint: "${plain.url}", evm: { chainId: 31337 } }`,
+        `      - { id: preferred, endpoint: "${preferred.url}", evm: { chainId: 31337 }, tags: ["tier:preferred"] }`,
+        '',
+      ].join('\n'),
+    );
+  });
+
+  after(async () => {
+    if (svc && svc.exitCode === null) {
+      const exited = new Promise((r) => svc!.once('exit', r));
+      svc.kill('SIGTERM');
+      await exited;
+    }
+    await plain?.close();
+    await preferred?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('installs compiled JavaScript and declarations only, with the four entry points and no tsx', () => {
+    const root = join(app, 'node_modules', 'svc');
+    const sources = [...files(root)].map((f) => relative(root, f)).filter((f) => /\.[mc]?ts$/.test(f) && !/\.d\.[mc]?ts$/.test(f));
+    expect(sources).to.deep.equal([]);
+    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
+    expect(Object.keys(manifest.exports)).to.have.members(['./plugin', './presets', './config', './package.json']);
+    expect(manifest.exports).to.not.have.property('./*');
+    for (const d of [...files(root)].filter((f) => f.endsWith('.d.ts'))) {
+      expect(readFileSync(d, 'utf8'), relative(root, d)).to.not.match(/(?:from|import)\s*\(?\s*['"]\.{1,2}\/[^'"]*\.[mc]?ts['"]/);
+    }
+    expect(existsSync(join(app, 'node_modules', 'tsx')), 'tsx installed with svc').to.equal(false);
+    expect(existsSync(join(app, 'packages', 'acme-svc-plugins', 'dist', 'preset.js'))).to.equal(true);
+  });
+
+  it('svc validate checks the plugin-owned config key; a .ts preset without tsx is refused with a clear message', async () => {
+    const bin = join(app, 'node_modules', '.bin', 'svc');
+    const preset = './node_modules/acme-svc-plugins/dist/preset.js';
+    expect((await sh(bin, ['validate', '--config', 'svc.yaml', '--preset', preset], app)).trim()).to.equal('ok');
+    writeFileSync(join(app, 'bad.yaml'), 'server:\n  acmePricing: { header: X-Acme-Price, unitPrice: cheap }\n');
+    const err = await sh(bin, ['validate', '--config', 'bad.yaml', '--preset', preset], app).then(
+      () => '',
+      (e: Error) => e.message,
+    );
+    expect(err).to.include('server.acmePricing.unitPrice');
+    // A TypeScript preset is the user's own TypeScript: without tsx installed, a clear message.
+    writeFileSync(join(app, 'preset.ts'), 'export default (): never[] => [];\n');
+    const ts = await sh(bin, ['validate', '--config', 'svc.yaml', '--preset', './preset.ts'], app).then(
+      () => '',
+      (e: Error) => e.message,
+    );
+    expect(ts).to.include('preset.ts is TypeScript: install tsx');
+  });
+
+  it('the installed svc command runs the compiled preset: the tagged upstream answers, priced per routed call', async () => {
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}/main/evm/31337`;
+    svc = spawn(join(app, 'node_modules', '.bin', 'svc'), ['start', '--config', 'svc.yaml', '--preset', './node_modules/acme-svc-plugins/dist/preset.js', '--port', String(port), '--metrics-port', '0'], {
+      cwd: app,
+      env: ENV,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    svc.stdout?.on('data', (d: Buffer) => (log += d.toString()));
+    svc.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+    const post = (body: unknown): Promise<SvcResponse> => httpRequest('POST', url, JSON.stringify(body));
+    try {
+      await waitFor(async () => {
+        if (svc!.exitCode !== null) throw new Error(`svc exited with code ${svc!.exitCode}`);
+        return (await post({ jsonrpc: '2.0', id: 0, method: 'eth_chainId' }).catch(() => undefined))?.json?.result === '0x7a69';
+      }, 30_000);
+    } catch (e) {
+      throw new Error(`svc did not serve: ${(e as Error).message}\n${log}`);
+    }
+
+    const before = { plain: plain.calls.filter((c) => c.method === 'eth_gasPrice').length, preferred: preferred.calls.filter((c) => c.method === 'eth_gasPrice').length };
+    const one = await post({ jsonrpc: '2.0', id: 7, method: 'eth_gasPrice' });
+    expect(one.status, one.text).to.equal(200);
+    expect(one.json).to.deep.include({ id: 7, result: '0xa' });
+    expect(one.headers['x-svc-upstream']).to.equal('preferred');
+    expect(one.headers[PRICE_HEADER.toLowerCase()]).to.equal(String(UNIT_PRICE));
+
+    const batch = await post([
+      { jsonrpc: '2.0', id: 1, method: 'eth_gasPrice' },
+      { jsonrpc: '2.0', id: 2, method: 'eth_gasPrice' },
+    ]);
+    expect(batch.status, batch.text).to.equal(200);
+    expect(batch.json.map((r: { result: string }) => r.result)).to.deep.equal(['0xa', '0xa']);
+    expect(batch.headers[PRICE_HEADER.toLowerCase()]).to.equal(String(2 * UNIT_PRICE));
+
+    expect(plain.calls.filter((c) => c.method === 'eth_gasPrice').length - before.plain).to.equal(0);
+    expect(preferred.calls.filter((c) => c.method === 'eth_gasPrice').length - before.preferred).to.be.at.least(1);
+  });
+});
