@@ -61,6 +61,9 @@ export type { HealthSnapshot, HealthTracker } from './registry/health.ts';
 export type { NetworkChainState, UpstreamChainState } from './evm/state.ts';
 export type { Logger } from './logger.ts';
 
+export { Slot, type SlotHolder } from './slots.ts';
+export { FINALITY } from './context.ts';
+export { SYNCING } from './evm/state.ts';
 export { compileGlobs, type GlobTest } from './glob.ts';
 export { BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';
 export { VERSION } from './version.ts';

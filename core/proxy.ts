@@ -16,7 +16,6 @@ import { chainStateOf, type NetworkChainState } from './evm/state.ts';
 import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { BoundedLabel } from './labels.ts';
-import { AttemptDoneStage } from './stages.ts';
 import { excerptOf } from './redact.ts';
 import { Network } from './registry/network.ts';
 import { Project } from './registry/project.ts';
@@ -96,8 +95,6 @@ export class Proxy implements PluginHost {
     this.resolved = config;
     this.logger = opts.logger ?? createLogger(config.logLevel as LevelWithSilent);
     this.schema = opts.schema ?? buildConfigSchema([]);
-    // The health tracker is core: every finished attempt feeds its project's scores.
-    this.hooks.attemptDone.tap({ name: 'core:health', stage: AttemptDoneStage.HEALTH }, (a) => this.projects.get(a.projectId)?.health.record(a));
     // Observation taps never break a call (issue #9 item 4): guarded, logged once a minute, counted.
     guardObservationHooks(this.hooks, this.logger, this.metrics);
   }

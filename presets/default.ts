@@ -12,6 +12,7 @@ import { evmStatePlugin } from '../plugins/evm-state/index.ts';
 import { failsafePlugin } from '../plugins/failsafe/index.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
 import { headersPlugin } from '../plugins/headers/index.ts';
+import { healthPlugin } from '../plugins/health/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
 import { selectPlugin } from '../plugins/select/index.ts';
 import { selectionPlugin } from '../plugins/selection/index.ts';
@@ -20,6 +21,7 @@ import { selectionPlugin } from '../plugins/selection/index.ts';
 export function defaultPreset(): Plugin[] {
   return [
     directivesPlugin(),
+    healthPlugin(),
     selectionPlugin(),
     selectPlugin(),
     forwardPlugin(),

@@ -21,6 +21,7 @@ export { evmStatePlugin } from '../plugins/evm-state/index.ts';
 export { failsafePlugin } from '../plugins/failsafe/index.ts';
 export { forwardPlugin } from '../plugins/forward/index.ts';
 export { headersPlugin } from '../plugins/headers/index.ts';
+export { healthPlugin } from '../plugins/health/index.ts';
 export { metricsPlugin } from '../plugins/metrics/index.ts';
 export { selectPlugin } from '../plugins/select/index.ts';
 export { selectionPlugin } from '../plugins/selection/index.ts';

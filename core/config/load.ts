@@ -331,6 +331,11 @@ export function directiveDefaultsOf(dd: Record<string, unknown> | undefined): Di
   if (dd.skipCacheRead !== undefined) out.skipCacheRead = String(dd.skipCacheRead);
   if (typeof dd.useUpstream === 'string') out.useUpstream = dd.useUpstream;
   if (typeof dd.integrity === 'string') out.integrity = dd.integrity;
+  // A plugin's own directives (declared keys of its schema fragment): booleans and strings as given.
+  for (const [k, v] of Object.entries(dd)) {
+    if (k in out || k === 'skipCacheRead' || k === 'useUpstream' || k === 'integrity') continue;
+    if (typeof v === 'boolean' || typeof v === 'string') out[k] = v;
+  }
   return out;
 }
 

@@ -7,7 +7,7 @@
  */
 import type { Directives, CallContext, HttpRequestInfo } from '../../core/context.ts';
 import { MatcherCache } from '../../core/matcher.ts';
-import type { Plugin, Proxy } from '../../core/proxy.ts';
+import { PluginContractError, type Plugin, type Proxy } from '../../core/proxy.ts';
 import { DirectiveStage } from '../../core/stages.ts';
 
 /** One directive of the spec §2.8 table. */
@@ -16,8 +16,8 @@ export interface DirectiveSpec {
   query: string;
   /** Header name, lower-cased. */
   header: string;
-  /** Field of {@link Directives}. */
-  field: keyof Directives;
+  /** Field of {@link Directives} (a plugin's own directive adds a field). */
+  field: keyof Directives & string;
   /** Value type. */
   type: 'bool' | 'string';
   /** Whether a request may set it (`enforce-getlogs-range` may not, §2.8 #8). */
@@ -66,9 +66,9 @@ export interface HttpDirectives {
  * Reads the directives of one HTTP request (spec §2.8 precedence: header, then query).
  * Header string values are not trimmed; query string values are.
  */
-export function readHttpDirectives(http: HttpRequestInfo): HttpDirectives {
+export function readHttpDirectives(http: HttpRequestInfo, specs: readonly DirectiveSpec[] = DIRECTIVES): HttpDirectives {
   const values: HttpDirective[] = [];
-  for (const spec of DIRECTIVES) {
+  for (const spec of specs) {
     if (!spec.fromRequest) continue;
     const q = http.query[spec.query];
     const h = http.headers[spec.header];
@@ -109,20 +109,58 @@ export function resolveDirectives(defaults: Directives, http: HttpDirectives, al
   return out;
 }
 
+/** Service name of {@link DirectivesService}. */
+export const DIRECTIVES_SERVICE = 'directives';
+
+/** A directive a plugin declares (issue #9 item 5): parsed like the built-in ones. */
+export interface DirectiveDeclaration {
+  /** Query parameter name, also what `allowClientDirectives` matches (lower-case, `a-z0-9-`). */
+  query: string;
+  /** Header name (`x-...`, any case). */
+  header: string;
+  /** Field of `ctx.directives` the value lands in (and the `directiveDefaults` key, which the plugin's schema fragment declares). */
+  field: string;
+  /** `bool`: only `true` is truthy; `string`: header not trimmed, query trimmed (spec §2.8). */
+  type: 'bool' | 'string';
+}
+
+/** What the directives plugin offers other plugins (service {@link DIRECTIVES_SERVICE}). */
+export interface DirectivesService {
+  /**
+   * Declares a plugin's own directive: read from its header and query parameter, governed by
+   * `allowClientDirectives`, defaulted from `directiveDefaults.<field>`. Declare in `apply`.
+   * @throws PluginContractError for a malformed or already used name
+   */
+  declare(d: DirectiveDeclaration): void;
+}
+
 /**
  * Creates the directives plugin.
- * @returns a plugin tapping `directives`
+ * @returns a plugin tapping `directives` and providing the `directives` service
  */
 export function directivesPlugin(): Plugin {
   return {
     name: 'directives',
     apply(proxy: Proxy) {
+      const specs: DirectiveSpec[] = [...DIRECTIVES];
+      proxy.services.provide<DirectivesService>(DIRECTIVES_SERVICE, {
+        declare(d) {
+          const header = d.header.toLowerCase();
+          if (!/^[a-z][a-z0-9-]{0,63}$/.test(d.query) || !/^x-[a-z0-9-]{1,64}$/.test(header) || !/^[A-Za-z][A-Za-z0-9]{0,63}$/.test(d.field) || (d.type !== 'bool' && d.type !== 'string')) {
+            throw new PluginContractError(`directive ${JSON.stringify(d)}: query must match [a-z][a-z0-9-]*, header x-[a-z0-9-]+, field an identifier, type bool or string`);
+          }
+          if (specs.some((s) => s.query === d.query || s.header === header || s.field === d.field || d.field === 'forceTrace')) {
+            throw new PluginContractError(`directive ${d.query} (${header}, field ${d.field}) collides with a declared one`);
+          }
+          specs.push({ query: d.query, header, field: d.field, type: d.type, fromRequest: true });
+        },
+      });
       const perRequest = new WeakMap<HttpRequestInfo, HttpDirectives>();
       const matchers = new MatcherCache(128);
       proxy.hooks.directives.tap({ name: 'directives', stage: DirectiveStage.RESOLVE }, (_d: Directives, ctx: CallContext) => {
         let http = perRequest.get(ctx.http);
         if (!http) {
-          http = readHttpDirectives(ctx.http);
+          http = readHttpDirectives(ctx.http, specs);
           perRequest.set(ctx.http, http);
         }
         // §2.8 rule c: a strategy grant applies to the user it authenticated; otherwise the

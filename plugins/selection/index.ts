@@ -53,6 +53,8 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
   if (opts.evalFunc !== undefined && typeof opts.evalFunc !== 'function') throw new TypeError('selectionPlugin: evalFunc must be a function (upstreams, ctx) => upstreams');
   return {
     name: 'selection',
+    // Scores and cordons come from the health tracker, which the health plugin feeds.
+    dependsOn: ['health'],
     schema: selectionSchemaFragment,
     apply(proxy: Proxy) {
       // Checked once the config is final (issue #9 item 4); `svc validate` reports it too.

@@ -8,7 +8,9 @@ import { expect } from 'chai';
 import { connect } from 'node:net';
 import { createProxy, type Plugin } from '../../../core/proxy.ts';
 import { createLogger } from '../../../core/logger.ts';
-import { ErrAuthUnauthorized, PluginContractError, PluginDependencyError, Type, VERSION } from '../../../core/plugin-api.ts';
+import { CallStage, ErrAuthUnauthorized, FINALITY, PluginContractError, PluginDependencyError, RpcResult, Slot, Type, VERSION } from '../../../core/plugin-api.ts';
+import { DIRECTIVES_SERVICE, type DirectivesService } from '../../../plugins/directives/index.ts';
+import { minimalPreset } from '../../../presets/minimal.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';
 import { httpRequest, startSvc, type SvcHandle } from '../../helpers/svc.ts';
@@ -129,6 +131,81 @@ describe('plugin contract (issue #9 item 4)', () => {
       expect(answer).to.match(/^HTTP\/1\.1 401/);
       const ok = await authed.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }, { 'x-key': 'let-me-in' });
       expect(ok.json.result).to.equal('0x10');
+    });
+  });
+
+  describe('extension slots and declared directives (issue #9 item 5)', function () {
+    this.timeout(15_000);
+    let up: FaultServer;
+    let svc: SvcHandle;
+    const TIER = new Slot<string>('acme.tier', 'none');
+    const acme = plugin('acme', {
+      dependsOn: ['directives'],
+      schema: { directiveDefaults: { acmeTier: Type.String() } },
+      apply(h) {
+        h.services.require<DirectivesService>(DIRECTIVES_SERVICE).declare({ query: 'acme-tier', header: 'X-Acme-Tier', field: 'acmeTier', type: 'string' });
+        h.hooks.call.tap({ name: 'acme', stage: CallStage.LOCAL_METHODS }, (inner) => (ctx) => {
+          if (ctx.request.method !== 'acme_echo') return inner(ctx);
+          TIER.set(ctx, String(ctx.directives.acmeTier ?? 'unset'));
+          // Another plugin (another copy, even) reads the same slot by its name.
+          const sameByName = ctx.state.get(Symbol.for('svc.slot.acme.tier'));
+          return Promise.resolve(new RpcResult({ tier: TIER.get(ctx), sameByName, finality: FINALITY.get(ctx) }));
+        });
+      },
+    });
+
+    before(async () => {
+      up = await startFaultServer();
+      svc = await startSvc(
+        {
+          logLevel: 'error',
+          projects: [
+            {
+              id: 'main',
+              networks: [{ architecture: 'evm', evm: { chainId: 31337 }, directiveDefaults: { acmeTier: 'gold' } }],
+              upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }],
+            },
+            { id: 'locked', allowClientDirectives: '!acme-tier', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }] },
+          ],
+        },
+        { plugins: [...defaultPreset(), acme] },
+      );
+    });
+    after(async () => {
+      await svc?.close();
+      await up?.close();
+    });
+    const echo = async (path: string, headers: Record<string, string> = {}) => (await svc.post(path, { jsonrpc: '2.0', id: 1, method: 'acme_echo', params: [] }, headers)).json.result;
+
+    it('a declared directive is defaulted from directiveDefaults, set by its header and query, and governed by allowClientDirectives', async () => {
+      expect((await echo('/main/evm/31337')).tier).to.equal('gold');
+      expect((await echo('/main/evm/31337', { 'x-acme-tier': 'silver' })).tier).to.equal('silver');
+      expect((await echo('/main/evm/31337?acme-tier=%20bronze%20', { 'x-acme-tier': 'silver' })).tier).to.equal('bronze');
+      expect((await echo('/locked/evm/31337?acme-tier=bronze')).tier).to.equal('unset');
+    });
+
+    it('slots are reached by name; the finality slot is set before the call chain runs', async () => {
+      const r = await echo('/main/evm/31337');
+      expect(r.sameByName).to.equal('gold');
+      expect(r.finality).to.equal('unknown');
+    });
+
+    it('a malformed or colliding directive fails boot', () => {
+      const bad = (d: object) => plugin('bad', { dependsOn: ['directives'], apply: (h) => h.services.require<DirectivesService>(DIRECTIVES_SERVICE).declare(d as never) });
+      expect(() => build([...defaultPreset(), bad({ query: 'retry-empty', header: 'x-other', field: 'other', type: 'bool' })])).to.throw(PluginContractError, /collides/);
+      expect(() => build([...defaultPreset(), bad({ query: 'Bad Name', header: 'x-a', field: 'a', type: 'bool' })])).to.throw(PluginContractError, /must match/);
+    });
+
+    it('health tracking is paid only by presets that carry the health plugin', async () => {
+      const min = await startSvc({ logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }] }] }, { plugins: minimalPreset() });
+      try {
+        await min.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] });
+        expect(min.proxy.projects.get('main')!.health.snapshot('a').requests).to.equal(0);
+      } finally {
+        await min.close();
+      }
+      await svc.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] });
+      expect(svc.proxy.projects.get('main')!.health.snapshot('a').requests).to.be.above(0);
     });
   });
 });

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
+import { healthPlugin } from '../../../plugins/health/index.ts';
 import { pino } from 'pino';
 import type { AttemptRecord } from '../../../core/context.ts';
 import { ConfigError } from '../../../core/config/load.ts';
@@ -314,7 +315,7 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
             },
           ],
         },
-        plugins: [selectionPlugin(), selectPlugin(), forwardPlugin()],
+        plugins: [healthPlugin(), selectionPlugin(), selectPlugin(), forwardPlugin()],
         logger: o.logger ?? createLogger('silent'),
         port: 0,
         host: '127.0.0.1',
@@ -540,7 +541,7 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       try {
         createProxy({
           config: { projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 }, selectionPolicy: { evalFunc: 'upstreams => upstreams' } }] }] },
-          plugins: [selectionPlugin(), selectPlugin(), forwardPlugin()],
+          plugins: [healthPlugin(), selectionPlugin(), selectPlugin(), forwardPlugin()],
           logger: createLogger('silent'),
         });
       } catch (e) {
@@ -554,6 +555,7 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       proxy = createProxy({
         config: { logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: ['a', 'b'].map((id) => ({ id, endpoint: DEAD, evm: { chainId: 1 } })) }] },
         plugins: [
+          healthPlugin(),
           selectionPlugin(),
           { name: 'my-policy', apply: (px) => selectionHooks(px).policy.tap('my-policy', () => (u) => u.removeCordoned().reverse()) },
           selectPlugin(),
