@@ -130,16 +130,11 @@ export interface ExecutionRecord {
   networkRetries: number;
   /** Hedge legs started at network scope. */
   networkHedges: number;
-  /** Cache operations (reads + writes) and their retries/hedges. */
-  cacheAttempts: number;
-  cacheRetries: number;
-  cacheHedges: number;
-  /** Consensus counters. */
-  consensusSlots: number;
-  consensusDisputes: number;
-  consensusLowParticipants: number;
-  /** Cache outcome, when a cache ran. */
-  cache?: 'HIT' | 'MISS';
+  /**
+   * Plugin-owned counters and facts of this call (cache, consensus, integrity...), by slot
+   * (core/slots.ts); created on first write (issue #9 item 5).
+   */
+  slots?: Map<symbol, unknown>;
   /** Winning upstream id. */
   upstream?: string;
   /** Start, `performance.now()` ms. */
@@ -164,12 +159,6 @@ export function newExecutionRecord(method: string): ExecutionRecord {
     networkAttempts: 0,
     networkRetries: 0,
     networkHedges: 0,
-    cacheAttempts: 0,
-    cacheRetries: 0,
-    cacheHedges: 0,
-    consensusSlots: 0,
-    consensusDisputes: 0,
-    consensusLowParticipants: 0,
     startedAt: performance.now(),
     durationMs: 0,
     method,

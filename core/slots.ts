@@ -5,11 +5,20 @@
  * copies of svc, without importing each other's modules.
  */
 
-/** Something that holds slots: a call context (its `state` map) or an upstream (its `slots` map). */
-export type SlotHolder = { readonly slots: Map<symbol, unknown> } | { readonly state: Map<symbol, unknown> };
+/**
+ * Something that holds slots: a call context (its `state` map), an upstream (its `slots` map),
+ * or an execution record (a `slots` map created on first write, so a call that no plugin
+ * annotates allocates none).
+ */
+export type SlotHolder = { slots?: Map<symbol, unknown> } | { readonly state: Map<symbol, unknown> };
 
-function storeOf(holder: SlotHolder): Map<symbol, unknown> {
-  return 'slots' in holder ? holder.slots : holder.state;
+function storeOf(holder: SlotHolder, create: boolean): Map<symbol, unknown> | undefined {
+  // A call context keeps slots in its `state` map; an upstream's `state` is its lifecycle, not a map.
+  const st = (holder as { state?: unknown }).state;
+  if (st instanceof Map) return st as Map<symbol, unknown>;
+  const h = holder as { slots?: Map<symbol, unknown> };
+  if (!h.slots && create) h.slots = new Map();
+  return h.slots;
 }
 
 /** One typed slot: read with {@link get} (the fallback when unset), write with {@link set}. */
@@ -30,12 +39,12 @@ export class Slot<T> {
 
   /** The slot's value on a holder, or the fallback. */
   get(holder: SlotHolder): T {
-    const v = storeOf(holder).get(this.key);
+    const v = storeOf(holder, false)?.get(this.key);
     return v === undefined ? this.fallback : (v as T);
   }
 
   /** Sets the slot's value on a holder. */
   set(holder: SlotHolder, value: T): void {
-    storeOf(holder).set(this.key, value);
+    (storeOf(holder, true) as Map<symbol, unknown>).set(this.key, value);
   }
 }

@@ -8,7 +8,24 @@
 import type { AttemptRecord, ExecutionRecord } from '../../core/context.ts';
 import type { HeaderSink, ResponseMeta } from '../../core/hooks.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
+import { Slot } from '../../core/slots.ts';
 import { ErrUpstreamsExhausted, isPassThrough, wireError, type SvcError } from '../../core/errors.ts';
+
+/**
+ * The execution-record slots the §4.5 headers read, written by the plugins that own them (the
+ * cache and consensus plugins, by these names): counters summed over a batch, headers written
+ * only when above 0; `cache.outcome` gives `X-SVC-Cache` (issue #9 item 5: no feature's counters
+ * in the core's record).
+ */
+export const RECORD_SLOTS = Object.freeze({
+  cacheAttempts: new Slot<number>('cache.attempts', 0),
+  cacheRetries: new Slot<number>('cache.retries', 0),
+  cacheHedges: new Slot<number>('cache.hedges', 0),
+  cache: new Slot<'HIT' | 'MISS' | undefined>('cache.outcome', undefined),
+  consensusSlots: new Slot<number>('consensus.slots', 0),
+  consensusDisputes: new Slot<number>('consensus.disputes', 0),
+  consensusLowParticipants: new Slot<number>('consensus.lowParticipants', 0),
+});
 
 /** Most trace segments in one `X-SVC-Upstreams` header (spec §8). */
 export const MAX_TRACE_SEGMENTS = 50;
@@ -60,15 +77,18 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
     netA += r.networkAttempts;
     netR += r.networkRetries;
     netH += r.networkHedges;
-    cA += r.cacheAttempts;
-    cR += r.cacheRetries;
-    cH += r.cacheHedges;
-    cs += r.consensusSlots;
-    cd += r.consensusDisputes;
-    cl += r.consensusLowParticipants;
-    if (r.cache) {
-      cacheSeen++;
-      if (r.cache === 'HIT') hits++;
+    if (r.slots) {
+      cA += RECORD_SLOTS.cacheAttempts.get(r);
+      cR += RECORD_SLOTS.cacheRetries.get(r);
+      cH += RECORD_SLOTS.cacheHedges.get(r);
+      cs += RECORD_SLOTS.consensusSlots.get(r);
+      cd += RECORD_SLOTS.consensusDisputes.get(r);
+      cl += RECORD_SLOTS.consensusLowParticipants.get(r);
+      const cache = RECORD_SLOTS.cache.get(r);
+      if (cache) {
+        cacheSeen++;
+        if (cache === 'HIT') hits++;
+      }
     }
     if (r.routed && r.durationMs > slowest) slowest = r.durationMs;
   }

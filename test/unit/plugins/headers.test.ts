@@ -1,6 +1,12 @@
 import { expect } from 'chai';
 import { newExecutionRecord, type AttemptRecord, type ExecutionRecord } from '../../../core/context.ts';
-import { diagnosticHeaders, MAX_TRACE_SEGMENTS, traceSegment } from '../../../plugins/headers/index.ts';
+import { diagnosticHeaders, MAX_TRACE_SEGMENTS, RECORD_SLOTS, traceSegment } from '../../../plugins/headers/index.ts';
+
+/** A record whose cache/consensus slots are set, as the owning plugins would. */
+function withSlots(r: ExecutionRecord, values: Partial<Record<keyof typeof RECORD_SLOTS, unknown>>): ExecutionRecord {
+  for (const [k, v] of Object.entries(values)) (RECORD_SLOTS[k as keyof typeof RECORD_SLOTS] as { set(h: ExecutionRecord, v: unknown): void }).set(r, v);
+  return r;
+}
 
 function attempt(upstreamId: string, reason: AttemptRecord['reason'], outcome: AttemptRecord['outcome'], durationMs: number, won = false): AttemptRecord {
   return { upstreamId, vendor: 'unknown', method: 'eth_call', projectId: 'main', networkId: 'evm:1', reason, outcome, startedAt: 0, durationMs, won, dialled: true, finality: 'unknown', internal: false };
@@ -42,7 +48,7 @@ describe('headers plugin (spec §4.5)', () => {
   });
 
   it('X-SVC-Attempts counts upstream plus cache operations; cache counters only when > 0', () => {
-    const h = diagnosticHeaders([record([attempt('a', 'primary', 'success', 1, true)], { cacheAttempts: 2, cache: 'MISS' })], 'all', false);
+    const h = diagnosticHeaders([withSlots(record([attempt('a', 'primary', 'success', 1, true)]), { cacheAttempts: 2, cache: 'MISS' })], 'all', false);
     expect(h['X-SVC-Attempts']).to.equal('3');
     expect(h['X-SVC-Cache-Attempts']).to.equal('2');
     expect(h['X-SVC-Cache']).to.equal('MISS');
@@ -67,8 +73,8 @@ describe('headers plugin (spec §4.5)', () => {
   });
 
   it('batch cache header: HIT, MISS or PARTIAL:<n>', () => {
-    const hit = record([], { cache: 'HIT' });
-    const miss = record([], { cache: 'MISS' });
+    const hit = withSlots(record([]), { cache: 'HIT' });
+    const miss = withSlots(record([]), { cache: 'MISS' });
     expect(diagnosticHeaders([hit, hit], 'all', true)['X-SVC-Cache']).to.equal('HIT');
     expect(diagnosticHeaders([miss, miss], 'all', true)['X-SVC-Cache']).to.equal('MISS');
     expect(diagnosticHeaders([hit, miss, hit], 'all', true)['X-SVC-Cache']).to.equal('PARTIAL:2');
@@ -82,7 +88,7 @@ describe('headers plugin (spec §4.5)', () => {
   });
 
   it('consensus counters appear only when > 0', () => {
-    const h = diagnosticHeaders([record([], { consensusSlots: 3, consensusDisputes: 1 })], 'all', false);
+    const h = diagnosticHeaders([withSlots(record([]), { consensusSlots: 3, consensusDisputes: 1 })], 'all', false);
     expect(h['X-SVC-Consensus-Slots']).to.equal('3');
     expect(h['X-SVC-Consensus-Disputes']).to.equal('1');
     expect(h).to.not.have.property('X-SVC-Consensus-Low-Participants');
