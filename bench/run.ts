@@ -78,6 +78,13 @@ const scenarios: Scenario[] = [
   { key: 'svc', label: '(b) svc, single', measured: 'svc', body: single, setup: () => behind(TARGETS.svc, 'svc') },
   { key: 'svc-batch', label: '(b) svc, batch10', measured: 'svc', body: batch10, setup: () => behind(TARGETS.svc, 'svc-batch') },
   {
+    key: 'svc-src',
+    label: '(b″) svc from TypeScript sources (tsx), single',
+    measured: 'svc',
+    body: single,
+    setup: () => behind(TARGETS.svc, 'svc-src', ['--build=source']),
+  },
+  {
     key: 'svc-minimal',
     label: '(b′) svc minimal preset, single',
     measured: 'svc',
@@ -99,7 +106,7 @@ const scenarios: Scenario[] = [
 ];
 
 /** Order of the runs inside a round: each svc scenario right after its floor. */
-const RUN_ORDER = ['direct', 'koa', 'fwd', 'svc', 'svc-minimal', 'fwd-batch', 'svc-batch'];
+const RUN_ORDER = ['direct', 'koa', 'fwd', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch'];
 
 interface Live {
   scenario: Scenario;
@@ -220,6 +227,7 @@ async function main(): Promise<void> {
   }
   addRatio('b/c: svc single / bare Koa', by('svc'), by('koa'));
   addRatio('b′/d: svc minimal preset / min forwarder single', by('svc-minimal'), by('fwd'));
+  addRatio('b/b″: svc compiled (dist) / svc from sources through tsx', by('svc'), by('svc-src'));
   addRatio('d/c: min forwarder single / bare Koa', by('fwd'), by('koa'));
   const ratios = markdownTable(['Ratio (same run, ratio of medians)', 'CPU/req', 'p50', 'p99'], ratioRows);
 
@@ -253,7 +261,7 @@ ${extra}
 Notes:
 - "upstream req/req": HTTP requests the fake upstream received per completed client request (svc splits a batch into one upstream request per call; the minimal forwarder sends the batch body as one request). Slightly above 1 or 10 because the requests in flight when the load stops reached the upstream but are not counted as completed; svc made no retries or hedges (no failures, one upstream).
 - The bare Koa server answers a fixed body without reading the request body; the minimal forwarder reads the body, forwards it verbatim through one undici \`Pool\` (128 connections, like svc) and buffers the answer.
-- (b′) is svc with the \`minimal\` preset (select + forward plugins only), to separate the core's cost from the default plugins'.
+- (b′) is svc with the \`minimal\` preset (select + forward plugins only), to separate the core's cost from the default plugins'. (b) runs the compiled package (\`dist/\`, as \`svc start\` does); (b″) the same svc from its TypeScript sources through tsx.
 - "other procs CPU %": CPU used during the runs by processes outside the benchmark (\`/proc/stat\` busy time minus the target, its upstream and the load generator), as a share of all cores. ${maxOther > 0.05 ? `⚠ Up to ${fmt(maxOther * 100, 0)}% here: other work shared the machine, so this run is noisier than a quiet one.` : 'Near 0: the machine was otherwise quiet.'}
 - Within a round the runs go: upstream direct, Koa, forwarder single, svc single, svc minimal, forwarder batch10, svc batch10 (each svc run right after its floor). Ratios are ratios of the medians.
 - Load generator CPU per request (autocannon, same process for all scenarios): ${sums.map((s) => `${s.live.scenario.key} ${fmt(s.loaderCpuPerReq, 0)} µs`).join(', ')}.

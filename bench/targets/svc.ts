@@ -13,12 +13,20 @@
  *   counts, only its listener is off)
  * - `config` a whole raw svc config as JSON; replaces the generated one (for scenarios that
  *   need plugin options, e.g. hedging)
+ * - `build` `dist` (default: the compiled package, as `svc start` runs it) or `source` (the
+ *   TypeScript sources through tsx)
  */
 import type { LevelWithSilent } from 'pino';
-import { createProxy } from '../../core/proxy.ts';
-import { createLogger } from '../../core/logger.ts';
-import { loadPreset } from '../../presets/index.ts';
 import { numberOption, option, serveTarget } from './common.ts';
+
+// svc as it runs in production: the compiled build in dist/ (`npm run build`), unless
+// `--build=source` asks for the TypeScript sources through tsx (issue #9 item 2 compares both).
+const fromDist = option('build', 'dist') !== 'source';
+const base = new URL(fromDist ? '../../dist/' : '../../', import.meta.url);
+const ext = fromDist ? 'js' : 'ts';
+const { createProxy } = (await import(new URL(`core/proxy.${ext}`, base).href)) as typeof import('../../core/proxy.ts');
+const { createLogger } = (await import(new URL(`core/logger.${ext}`, base).href)) as typeof import('../../core/logger.ts');
+const { loadPreset } = (await import(new URL(`presets/index.${ext}`, base).href)) as typeof import('../../presets/index.ts');
 
 const port = numberOption('port', 0);
 const upstreams = option('upstream', '')

@@ -204,14 +204,20 @@ export class NetworkChainState {
   }
 }
 
-const states = new WeakMap<Network, NetworkChainState>();
+/**
+ * Where a network's chain state lives: on the network itself, under a registry symbol, so every
+ * plugin, including one built against another installed copy of svc, finds the same state
+ * (issue #9 item 3: no module-level map keyed by one copy's classes).
+ */
+const STATE_KEY = Symbol.for('svc.evm.chainState');
 
 /** The chain state of a network (created on first use). */
 export function chainStateOf(network: Network, now?: () => number): NetworkChainState {
-  let s = states.get(network);
+  const holder = network as unknown as Record<symbol, NetworkChainState | undefined>;
+  let s = holder[STATE_KEY];
   if (!s) {
     s = new NetworkChainState(network, now);
-    states.set(network, s);
+    holder[STATE_KEY] = s;
   }
   return s;
 }

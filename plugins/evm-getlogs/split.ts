@@ -1,0 +1,199 @@
+/**
+ * Splitting of the evm-getlogs plugin (issue #4 item 6, erpc-notes §2.8): recognising an
+ * upstream's too-large refusal, halving a refused job (block range, then for one `eth_getLogs`
+ * block the `address` list, then the `topics[0]` OR-list), and the reactive split executor
+ * that runs the parts through the rest of the chain with bounded concurrency and merges them
+ * in block order. No hooks here; `index.ts` calls {@link splitGetLogs} from its `call` tap.
+ */
+import { setMaxListeners } from 'node:events';
+import pLimit from 'p-limit';
+import { linkedController } from '../../core/abort.ts';
+import type { CallContext } from '../../core/context.ts';
+import { ErrCancelled, ErrEndpointRequestTooLarge, ErrUpstreamMalformedResponse, ErrUpstreamsExhausted } from '../../core/errors.ts';
+import { parseBlockNumber, toHex } from '../../core/evm/blocks.ts';
+import type { CallHandler } from '../../core/hooks.ts';
+import { RpcResult } from '../../core/jsonrpc.ts';
+import type { LogsFilter } from './limits.ts';
+
+// ---------------------------------------------------------------------------------------
+// Refusals
+
+/**
+ * True when an error says an upstream refused the request as too large: an
+ * `ErrEndpointRequestTooLarge` (the normaliser's class for "range too large" answers and code
+ * -32012), itself or among the causes of an `ErrUpstreamsExhausted` / `cause` chain. svc's own
+ * `ErrGetLogsExceeded*` never counts: a request over svc's limits is not split.
+ */
+export function isRequestTooLarge(err: unknown, depth = 0): boolean {
+  if (depth > 8 || err === null || typeof err !== 'object') return false;
+  if (err instanceof ErrEndpointRequestTooLarge) return true;
+  if (err instanceof ErrUpstreamsExhausted) return err.causes.some((c) => isRequestTooLarge(c, depth + 1));
+  const cause = (err as { cause?: unknown }).cause;
+  if (Array.isArray(cause)) return cause.some((c) => isRequestTooLarge(c, depth + 1));
+  return cause !== undefined && isRequestTooLarge(cause, depth + 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Splitting
+
+/** One sub-request of a split: a concrete block range and the filter it narrows. */
+export interface LogsJob {
+  /** First block (inclusive). */
+  from: number;
+  /** Last block (inclusive), `>= from`. */
+  to: number;
+  /** The filter (address/topics as narrowed so far); `fromBlock`/`toBlock` are rewritten from `from`/`to`. */
+  filter: LogsFilter;
+}
+
+/** How a job was split (label of `svc_network_getlogs_splits_total`). */
+export type SplitDimension = 'block_range' | 'addresses' | 'topics0';
+
+/** The two halves of a job. */
+export interface JobSplit {
+  dimension: SplitDimension;
+  parts: [LogsJob, LogsJob];
+}
+
+/**
+ * Halves a refused job (erpc-notes §2.8): the block range while it spans more than one block
+ * (`[from, mid - 1]`, `[mid, to]` with `mid = from + floor(size / 2)`); for one `eth_getLogs`
+ * block, the `address` list, then the `topics[0]` OR-list. `undefined` when it cannot be split.
+ * @param method `eth_getLogs` or `trace_filter` (only the range is split for trace_filter)
+ * @param job the refused job
+ */
+export function splitJob(method: string, job: LogsJob): JobSplit | undefined {
+  const size = job.to - job.from + 1;
+  if (size > 1) {
+    const mid = job.from + Math.floor(size / 2);
+    return { dimension: 'block_range', parts: [{ ...job, to: mid - 1 }, { ...job, from: mid }] };
+  }
+  if (method !== 'eth_getLogs') return undefined;
+  const addr = job.filter.address;
+  if (Array.isArray(addr) && addr.length > 1) {
+    const m = Math.floor(addr.length / 2);
+    return {
+      dimension: 'addresses',
+      parts: [
+        { ...job, filter: { ...job.filter, address: addr.slice(0, m) } },
+        { ...job, filter: { ...job.filter, address: addr.slice(m) } },
+      ],
+    };
+  }
+  const topics = job.filter.topics;
+  if (Array.isArray(topics) && Array.isArray(topics[0]) && (topics[0] as unknown[]).length > 1) {
+    const t0 = topics[0] as unknown[];
+    const m = Math.floor(t0.length / 2);
+    const left = topics.slice();
+    const right = topics.slice();
+    left[0] = t0.slice(0, m);
+    right[0] = t0.slice(m);
+    return { dimension: 'topics0', parts: [{ ...job, filter: { ...job.filter, topics: left } }, { ...job, filter: { ...job.filter, topics: right } }] };
+  }
+  return undefined;
+}
+
+/** The filter sent for a job: the job's filter with hex `fromBlock`/`toBlock`. */
+export function jobFilter(job: LogsJob): LogsFilter {
+  return { ...job.filter, fromBlock: toHex(job.from), toBlock: toHex(job.to) };
+}
+
+/** Merged answer of a subtree of parts. */
+interface PartResult {
+  items: unknown[];
+  upstreamId?: string;
+  fromCache: boolean;
+}
+
+function logIndexOf(v: unknown): number {
+  const li = v !== null && typeof v === 'object' ? (v as { logIndex?: unknown }).logIndex : undefined;
+  return parseBlockNumber(li) ?? Number.MAX_SAFE_INTEGER;
+}
+
+function merge(a: PartResult, b: PartResult, dimension: SplitDimension): PartResult {
+  let items = a.items.concat(b.items);
+  // Address/topic halves of one block interleave: restore the block's log order.
+  if (dimension !== 'block_range') items = items.slice().sort((x, y) => logIndexOf(x) - logIndexOf(y));
+  return { items, upstreamId: a.upstreamId ?? b.upstreamId, fromCache: a.fromCache && b.fromCache };
+}
+
+/** Options of {@link splitGetLogs}. */
+export interface SplitOptions {
+  /** Sub-requests in flight at once (`getLogsSplitConcurrency`), at least 1. */
+  concurrency: number;
+  /** Called once per split performed (metrics). Must not throw. */
+  onSplit?: (dimension: SplitDimension) => void;
+}
+
+/**
+ * Runs a refused getLogs/trace_filter job as halves through `inner`, halving again each part
+ * the upstreams refuse as too large ({@link isRequestTooLarge}) until it succeeds or cannot be
+ * split ({@link splitJob}), and merges the answers in block order (concatenation of the parts
+ * in order; address/topic halves of one block re-sorted by `logIndex`).
+ *
+ * Each part runs with a child context: a shallow copy of `ctx` with its own `request` (params
+ * `[subFilter, ...rest]`) and `state`, the same `record` (attempts and headers aggregate) and
+ * a signal linked to `ctx.signal`. At most `concurrency` parts are in flight. The first part
+ * that fails for good fails the call with its error; the parts still running are aborted.
+ *
+ * @param ctx the call being served
+ * @param inner the handler below the getLogs stage
+ * @param job the whole (refused) range
+ * @param cause the refusal; rethrown when `job` cannot be split
+ * @param opts concurrency and split callback
+ * @returns a new `RpcResult` with the merged array, `upstreamId` of the first part
+ * @throws SvcError the first part's final error, `ErrUpstreamMalformedResponse` when a part answers a non-array, or `cause`
+ */
+export async function splitGetLogs(ctx: CallContext, inner: CallHandler, job: LogsJob, cause: unknown, opts: SplitOptions): Promise<RpcResult> {
+  const method = ctx.request.method;
+  const first = splitJob(method, job);
+  if (!first) throw cause;
+  const rest: unknown[] = Array.isArray(ctx.request.params) ? ctx.request.params.slice(1) : [];
+  const link = linkedController(ctx.signal);
+  // Every part in flight links its own listeners to this one signal (legs, transports): room
+  // for them, so Node's leak warning does not fire on a legitimately busy split.
+  setMaxListeners(10 + 16 * Math.max(1, opts.concurrency), link.signal);
+  const limit = pLimit(Math.max(1, opts.concurrency));
+
+  const runOne = async (j: LogsJob): Promise<PartResult> => {
+    if (link.signal.aborted) throw new ErrCancelled('split eth_getLogs part not started: the call already failed', { cause: link.signal.reason });
+    const child: CallContext = { ...ctx, request: { ...ctx.request, params: [jobFilter(j), ...rest] }, state: new Map(), signal: link.signal };
+    const r = await inner(child);
+    const v = r.result;
+    if (v !== null && !Array.isArray(v)) {
+      throw new ErrUpstreamMalformedResponse(`${method} part ${toHex(j.from)}..${toHex(j.to)} answered a non-array result`, { details: { upstream: r.upstreamId } });
+    }
+    return { items: v ?? [], upstreamId: r.upstreamId, fromCache: r.fromCache };
+  };
+
+  const run = async (j: LogsJob): Promise<PartResult> => {
+    try {
+      // Only leaf requests hold a limiter slot: a parent waiting on its halves holds none.
+      return await limit(runOne, j);
+    } catch (e) {
+      if (link.signal.aborted || !isRequestTooLarge(e)) throw e;
+      const s = splitJob(method, j);
+      if (!s) throw e;
+      return runSplit(s);
+    }
+  };
+
+  const runSplit = async (s: JobSplit): Promise<PartResult> => {
+    opts.onSplit?.(s.dimension);
+    const [a, b] = await Promise.all([run(s.parts[0]), run(s.parts[1])]);
+    return merge(a, b, s.dimension);
+  };
+
+  try {
+    const merged = await runSplit(first);
+    const out = new RpcResult(merged.items);
+    out.upstreamId = merged.upstreamId;
+    out.fromCache = merged.fromCache;
+    return out;
+  } catch (e) {
+    if (!link.signal.aborted) link.controller.abort(new ErrCancelled('another part of the split request failed'));
+    throw e;
+  } finally {
+    link.dispose();
+  }
+}
