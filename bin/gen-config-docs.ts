@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildConfigSchema } from '../core/config/schema.ts';
 import { ERRORS_END, ERRORS_START, renderConfigReference, renderErrorTable, spliceBetween, spliceReference } from '../core/config/docs.ts';
-import { ERROR_TABLE } from '../core/errors.ts';
+import { ERROR_TABLE } from '../core/errors-wire.ts';
 import { PACKAGE_ROOT } from '../core/version.ts';
 import { defaultPreset } from '../presets/default.ts';
 

@@ -8,21 +8,6 @@
  * The README's error table is written from {@link ERROR_TABLE}.
  */
 
-/** JSON-RPC error object as written on the wire (JSON-RPC 2.0 §5.1). */
-export interface JsonRpcErrorObject {
-  /** Integer JSON-RPC error code. */
-  code: number;
-  /** Human-readable message. */
-  message: string;
-  /** Upstream revert bytes or svc's cause chain; omitted when empty. */
-  data?: unknown;
-  /**
-   * The exact JSON text to write for this error object, when it passes through from an upstream
-   * byte for byte (issue #8 item 8); `code`/`message`/`data` then describe the same object.
-   */
-  raw?: string;
-}
-
 /** Options accepted by every {@link SvcError} constructor. */
 export interface SvcErrorOptions {
   /** The error(s) that led to this one; serialised as `data.cause`. */
@@ -386,128 +371,9 @@ function exhaustedMessage(causes: readonly SvcError[]): string {
   return `all upstream attempts failed (${summary})`;
 }
 
-/**
- * The error a client is shown for `err` (eRPC's wire translation): an `ErrUpstreamsExhausted`
- * with exactly one cause is that cause (one upstream tried: its timeout, its 401), so its name,
- * code and HTTP status reach the client; anything else is itself.
- */
-export function wireError(err: SvcError): SvcError {
-  let e = err;
-  for (let i = 0; i < 8 && e instanceof ErrUpstreamsExhausted && e.causes.length === 1; i++) e = e.causes[0] as SvcError;
-  return e;
-}
-
 /** Wrap anything thrown into a named error; SvcErrors pass through. */
 export function asSvcError(err: unknown): SvcError {
   if (err instanceof SvcError) return err;
   const e = err instanceof Error ? err : new Error(String(err));
   return new ErrInternal(`internal error: ${e.message}`, { cause: e });
-}
-
-/** Methods whose `error.data` clients read as revert bytes: never filled with svc's details. */
-const REVERT_DATA_METHODS = new Set(['eth_call', 'eth_estimateGas']);
-
-/**
- * Errors that are facts about the request (issue #8 item 8): reverts, nonce, funds, gas and fee
- * errors, invalid params, an unsupported method, missing data. The client gets the upstream's
- * own `code`, `message` and `data` byte for byte; svc's name stays in traces, headers and labels.
- */
-export function isPassThrough(err: SvcError): boolean {
-  return (
-    err instanceof ErrEndpointExecutionException ||
-    err instanceof ErrEndpointNonceException ||
-    err instanceof ErrEndpointClientSideException ||
-    err instanceof ErrEndpointUnsupported ||
-    err instanceof ErrEndpointMissingData
-  );
-}
-
-/**
- * The wire error object for a call (issue #2 item 5, issue #8 item 8). A pass-through error
- * ({@link isPassThrough}, directly or as the dominant cause of `ErrUpstreamsExhausted`) is the
- * upstream's own error object: `raw` carries its exact JSON text, with svc's cause chain as
- * `data` only where the upstream sent none. Every other error carries svc's code and message;
- * `data` is an upstream's own data when there is one, else the cause chain when
- * `includeErrorDetails` is on (never for `eth_call`/`eth_estimateGas`, whose data is revert bytes).
- * @param err the named error
- * @param method the call's method, or undefined when unknown
- * @param includeErrorDetails `server.includeErrorDetails`
- */
-export function toJsonRpcError(err: SvcError, method: string | undefined, includeErrorDetails: boolean): JsonRpcErrorObject {
-  const detailsAllowed = includeErrorDetails && !(method && REVERT_DATA_METHODS.has(method));
-  const fact = passThroughOf(err);
-  if (fact) {
-    const raw = fact.upstreamError;
-    const out: JsonRpcErrorObject = { code: fact.code, message: fact.message };
-    if (fact.upstreamData !== undefined) out.data = fact.upstreamData;
-    else if (detailsAllowed) out.data = err.toDetails();
-    if (raw) {
-      out.code = Number(raw.code);
-      // The node's object as written; svc's details are appended as `data` only where it sent none.
-      const end = raw.whole.lastIndexOf('}');
-      out.raw = raw.data !== undefined || out.data === undefined || end < 0 ? raw.whole : `${raw.whole.slice(0, end).trimEnd()},"data":${JSON.stringify(out.data)}}`;
-    }
-    return out;
-  }
-  const out: JsonRpcErrorObject = { code: err.code, message: err.message };
-  if (err.upstreamData !== undefined) out.data = err.upstreamData;
-  else if (detailsAllowed) out.data = err.toDetails();
-  return out;
-}
-
-/** The pass-through error a client should see for `err`: itself, or an exhausted error's dominant cause. */
-function passThroughOf(err: SvcError): SvcError | undefined {
-  if (isPassThrough(err)) return err;
-  if (err instanceof ErrUpstreamsExhausted) {
-    const d = err.dominantCause;
-    if (d && isPassThrough(d)) return d;
-  }
-  return undefined;
-}
-
-/** One row of the README error table. */
-export interface ErrorTableRow {
-  name: string;
-  code: number;
-  httpStatus: number | string;
-  retryable: boolean;
-  when: string;
-}
-
-/** The README's error table: name, JSON-RPC code, HTTP status of a single call (spec §7). */
-export const ERROR_TABLE: readonly ErrorTableRow[] = [
-  row(ErrJsonRpcRequestUnmarshal, 'body is not valid JSON (id null)'),
-  row(ErrInvalidRequest, 'no `"jsonrpc":"2.0"`, no string `method`, a method name over 256 characters or outside `[A-Za-z0-9_.:-]`, nesting over `server.maxJsonDepth`, batch over `server.maxBatchSize`'),
-  row(ErrRequestTooLarge, 'body over `server.maxBodySize`'),
-  row(ErrProjectNotFound, 'unknown project in the URL'),
-  row(ErrNetworkNotSupported, 'unknown network / chain id'),
-  row(ErrAuthUnauthorized, 'caller failed authentication'),
-  row(ErrEndpointUnauthorized, 'upstream answered 401/403 or "invalid api key"'),
-  row(ErrEndpointCapacityExceeded, 'upstream answered 429 or a rate-limit message'),
-  row(ErrUpstreamsExhausted, 'every upstream failed; code of the most frequent cause; 429 when rate limits dominate', '200 / 429'),
-  row(ErrEndpointServerSideException, 'upstream HTTP 5xx, transport failure, unclassified vendor error (vendor code passed through)'),
-  row(ErrEndpointBillingIssue, 'upstream HTTP 402 or a billing/quota message'),
-  row(ErrEndpointUnsupported, 'upstream does not support the method'),
-  row(ErrUpstreamMethodIgnored, 'method excluded by `ignoreMethods`/`allowMethods`'),
-  row(ErrEndpointExecutionException, 'revert: the upstream code, message and data reach the client intact'),
-  row(ErrEndpointNonceException, 'nonce too low / already known'),
-  row(ErrEndpointClientSideException, 'upstream says the params are invalid'),
-  row(ErrEndpointMissingData, 'upstream lacks the block/state (retried elsewhere)'),
-  row(ErrEndpointRequestTooLarge, 'upstream refused a range as too large'),
-  row(ErrUpstreamMalformedResponse, 'upstream answered something that is not JSON-RPC, or more than `maxResponseSize`'),
-  row(ErrUpstreamRequestTooLarge, 'upstream refused the request for its size (HTTP 413, or hung up mid-send); not counted against it'),
-  row(ErrEndpointRequestTimeout, 'an upstream request ran past its deadline'),
-  row(ErrFailsafeTimeoutExceeded, 'a failsafe `timeout` policy fired'),
-  row(ErrFailsafeCircuitBreakerOpen, "the upstream's circuit breaker is open"),
-  row(ErrEndpointContentValidation, 'a response failed validation'),
-  row(ErrNotImplemented, 'stateful filter method with several candidate upstreams'),
-  row(ErrGetLogsExceededMaxAllowedRange, 'eth_getLogs/trace_filter range over the limit'),
-  row(ErrGetLogsExceededMaxAllowedAddresses, 'eth_getLogs address list over the limit'),
-  row(ErrGetLogsExceededMaxAllowedTopics, 'eth_getLogs topics over the limit'),
-  row(ErrRateLimitRuleExceeded, "svc's own rate limit"),
-  row(ErrInternal, "svc's own code failed for one call (id null in a batch)"),
-];
-
-function row(cls: { name: string; defaultCode: number; httpStatus: number; retryable: boolean }, when: string, httpStatus?: string): ErrorTableRow {
-  return { name: cls.name, code: cls.defaultCode, httpStatus: httpStatus ?? cls.httpStatus, retryable: cls.retryable, when };
 }

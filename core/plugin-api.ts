@@ -42,6 +42,7 @@ export type {
 export { AttemptDoneStage, AttemptStage, CallStage, DirectiveStage, SelectStage, UpstreamStage, ValidateStage } from './stages.ts';
 
 export * from './errors.ts';
+export { isPassThrough, toJsonRpcError, wireError, type JsonRpcErrorObject } from './errors-wire.ts';
 export { RpcResult } from './jsonrpc.ts';
 export type { ParsedCall } from './jsonrpc.ts';
 

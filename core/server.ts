@@ -12,17 +12,8 @@ import { decodeBody, readBodyCapped } from './body.ts';
 import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
 import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo } from './context.ts';
-import {
-  asSvcError,
-  ErrInternal,
-  ErrInvalidRequest,
-  ErrNetworkNotSupported,
-  ErrProjectNotFound,
-  ErrRequestTooLarge,
-  SvcError,
-  toJsonRpcError,
-  wireError,
-} from './errors.ts';
+import { asSvcError, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, ErrRequestTooLarge, SvcError } from './errors.ts';
+import { toJsonRpcError, wireError } from './errors-wire.ts';
 import { answerBytes, parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedCall } from './jsonrpc.ts';
 import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';

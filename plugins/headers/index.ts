@@ -9,7 +9,8 @@ import type { AttemptRecord, ExecutionRecord } from '../../core/context.ts';
 import type { HeaderSink, ResponseMeta } from '../../core/hooks.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
 import { Slot } from '../../core/slots.ts';
-import { ErrUpstreamsExhausted, isPassThrough, wireError, type SvcError } from '../../core/errors.ts';
+import { ErrUpstreamsExhausted, type SvcError } from '../../core/errors.ts';
+import { isPassThrough, wireError } from '../../core/errors-wire.ts';
 
 /**
  * The execution-record slots the §4.5 headers read, written by the plugins that own them (the

@@ -5,40 +5,8 @@
  */
 import { expect } from 'chai';
 import * as errors from '../../core/errors.ts';
-import {
-  ERROR_TABLE,
-  ErrAuthUnauthorized,
-  ErrCancelled,
-  ErrEndpointBillingIssue,
-  ErrEndpointCapacityExceeded,
-  ErrEndpointClientSideException,
-  ErrEndpointContentValidation,
-  ErrEndpointExecutionException,
-  ErrEndpointMissingData,
-  ErrEndpointNonceException,
-  ErrEndpointRequestTimeout,
-  ErrEndpointRequestTooLarge,
-  ErrEndpointServerSideException,
-  ErrEndpointUnauthorized,
-  ErrEndpointUnsupported,
-  ErrFailsafeCircuitBreakerOpen,
-  ErrFailsafeTimeoutExceeded,
-  ErrGetLogsExceededMaxAllowedRange,
-  ErrInternal,
-  ErrInvalidRequest,
-  ErrJsonRpcRequestUnmarshal,
-  ErrNetworkNotSupported,
-  ErrNotImplemented,
-  ErrProjectNotFound,
-  ErrRateLimitRuleExceeded,
-  ErrRequestTooLarge,
-  ErrUpstreamMalformedResponse,
-  ErrUpstreamMethodIgnored,
-  ErrUpstreamsExhausted,
-  SvcError,
-  asSvcError,
-  toJsonRpcError,
-} from '../../core/errors.ts';
+import { ErrAuthUnauthorized, ErrCancelled, ErrEndpointBillingIssue, ErrEndpointCapacityExceeded, ErrEndpointClientSideException, ErrEndpointContentValidation, ErrEndpointExecutionException, ErrEndpointMissingData, ErrEndpointNonceException, ErrEndpointRequestTimeout, ErrEndpointRequestTooLarge, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrEndpointUnsupported, ErrFailsafeCircuitBreakerOpen, ErrFailsafeTimeoutExceeded, ErrGetLogsExceededMaxAllowedRange, ErrInternal, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, ErrNetworkNotSupported, ErrNotImplemented, ErrProjectNotFound, ErrRateLimitRuleExceeded, ErrRequestTooLarge, ErrUpstreamMalformedResponse, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted, SvcError, asSvcError } from '../../core/errors.ts';
+import { ERROR_TABLE, toJsonRpcError } from '../../core/errors-wire.ts';
 
 type ErrCtor = (new (message: string, opts?: errors.SvcErrorOptions) => SvcError) & { defaultCode: number; httpStatus: number; retryable: boolean };
 

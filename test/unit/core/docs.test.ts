@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { buildConfigSchema } from '../../../core/config/schema.ts';
 import { ERRORS_END, ERRORS_START, REFERENCE_END, REFERENCE_START, renderConfigReference, renderErrorTable } from '../../../core/config/docs.ts';
-import { ERROR_TABLE } from '../../../core/errors.ts';
+import { ERROR_TABLE } from '../../../core/errors-wire.ts';
 import { PACKAGE_ROOT } from '../../../core/version.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 

@@ -8,20 +8,8 @@
  *  - "eRPC error normalizer notes": the typical wording eRPC's normaliser matches on.
  */
 import { expect } from 'chai';
-import {
-  ErrEndpointBillingIssue,
-  ErrEndpointCapacityExceeded,
-  ErrEndpointClientSideException,
-  ErrEndpointExecutionException,
-  ErrEndpointMissingData,
-  ErrEndpointNonceException,
-  ErrEndpointRequestTooLarge,
-  ErrEndpointServerSideException,
-  ErrEndpointUnauthorized,
-  ErrEndpointUnsupported,
-  toJsonRpcError,
-  type SvcError,
-} from '../../../core/errors.ts';
+import { ErrEndpointBillingIssue, ErrEndpointCapacityExceeded, ErrEndpointClientSideException, ErrEndpointExecutionException, ErrEndpointMissingData, ErrEndpointNonceException, ErrEndpointRequestTooLarge, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrEndpointUnsupported, type SvcError } from '../../../core/errors.ts';
+import { toJsonRpcError } from '../../../core/errors-wire.ts';
 import { ERROR_STRING_SELECTOR, NORMALISATION_RULES, normaliseUpstreamError, type UpstreamFault } from '../../../core/evm/normalize.ts';
 import { startAnvil, type AnvilHandle } from '../../helpers/anvil.ts';
 

@@ -1,0 +1,71 @@
+/**
+ * Config checks beyond the JSON Schema (issue #2 item 2, issue #8 item 10): keys that reach
+ * object prototypes, reserved project ids, duplicate ids, chains and aliases. Used by
+ * `svc validate` and start-up through core/config/load.ts.
+ */
+import type { ConfigProblem } from './load.ts';
+import type { SvcConfigInput } from './types.ts';
+
+/** Keys that reach an object's prototype machinery: never valid anywhere in a config (issue #8 item 10). */
+export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** Project ids whose paths belong to svc itself (`POST /admin`, `GET /healthcheck`). */
+export const RESERVED_PROJECT_IDS: ReadonlySet<string> = new Set(['admin', 'healthcheck']);
+
+/**
+ * Every `__proto__`, `constructor` or `prototype` key in a raw config, with its path. Walks with
+ * an explicit stack, so a deeply nested document cannot overflow it.
+ */
+export function forbiddenKeys(doc: unknown): ConfigProblem[] {
+  const out: ConfigProblem[] = [];
+  const stack: Array<[unknown, string]> = [[doc, '']];
+  const seen = new Set<unknown>();
+  while (stack.length) {
+    const [v, path] = stack.pop() as [unknown, string];
+    if (v === null || typeof v !== 'object' || seen.has(v)) continue;
+    seen.add(v);
+    if (Array.isArray(v)) {
+      v.forEach((x, i) => stack.push([x, `${path}[${i}]`]));
+      continue;
+    }
+    for (const k of Object.keys(v)) {
+      const p = path ? `${path}.${k}` : k;
+      if (FORBIDDEN_KEYS.has(k)) out.push({ path: p, message: `key "${k}" is not allowed` });
+      else stack.push([(v as Record<string, unknown>)[k], p]);
+    }
+  }
+  return out;
+}
+
+/** Duplicate project ids, chains, aliases and upstream ids; reserved project ids. */
+export function semanticProblems(doc: SvcConfigInput): ConfigProblem[] {
+  const out: ConfigProblem[] = [];
+  const projectIds = new Set<string>();
+  (doc.projects ?? []).forEach((p, pi) => {
+    if (RESERVED_PROJECT_IDS.has(p.id.toLowerCase())) out.push({ path: `projects[${pi}].id`, message: `project id "${p.id}" is reserved: /${p.id.toLowerCase()} is served by svc itself` });
+    if (projectIds.has(p.id)) out.push({ path: `projects[${pi}].id`, message: `duplicate project id "${p.id}"` });
+    projectIds.add(p.id);
+    const chains = new Set<number>();
+    const aliases = new Set<string>();
+    (p.networks ?? []).forEach((n, ni) => {
+      const c = n.evm?.chainId;
+      if (c !== undefined) {
+        if (chains.has(c)) out.push({ path: `projects[${pi}].networks[${ni}].evm.chainId`, message: `duplicate network evm:${c}` });
+        chains.add(c);
+      }
+      if (n.alias) {
+        if (aliases.has(n.alias)) out.push({ path: `projects[${pi}].networks[${ni}].alias`, message: `duplicate alias "${n.alias}"` });
+        aliases.add(n.alias);
+      }
+    });
+    const ids = new Set<string>();
+    (p.upstreams ?? []).forEach((u, ui) => {
+      if (u.id) {
+        if (ids.has(u.id)) out.push({ path: `projects[${pi}].upstreams[${ui}].id`, message: `duplicate upstream id "${u.id}"` });
+        ids.add(u.id);
+      }
+    });
+  });
+  return out;
+}
+
