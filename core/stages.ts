@@ -4,14 +4,15 @@
  * so ends up innermost. Higher numbers sit further out.
  */
 
-/** `call` hook (network wrappers), outside in: static, multiplex, cache, tip, interpolation, getLogs. */
+/**
+ * `call` hook (network wrappers), outside in. Only stages a plugin taps are listed (issue #9
+ * item 4); the multiplexing, cache and static-response plugins of later issues add theirs
+ * between LOCAL_METHODS (850) and TIP_ENFORCEMENT (650).
+ */
 export const CallStage = {
-  STATIC_RESPONSES: 900,
   LOCAL_METHODS: 850,
-  MULTIPLEX: 800,
   /** Idempotent `eth_sendRawTransaction` (evm-methods), inside multiplexing. */
   IDEMPOTENT_BROADCAST: 790,
-  CACHE: 700,
   /** A block far beyond the head answers null without a call (evm-state), outside tip enforcement. */
   FUTURE_BLOCK: 660,
   TIP_ENFORCEMENT: 650,
@@ -22,22 +23,19 @@ export const CallStage = {
   STATEFUL_GUARD: 400,
 } as const;
 
-/** `attempt` hook (network-scope failsafe), outside in: timeout( consensus( retry( hedge( sweep ))))). */
+/** `attempt` hook (network-scope failsafe), outside in: timeout( retry( hedge( sweep ))); consensus, when built, sits between timeout and retry. */
 export const AttemptStage = {
   TIMEOUT: 400,
-  CONSENSUS: 300,
   RETRY: 200,
   HEDGE: 100,
 } as const;
 
-/** `upstream` hook (per-upstream transport wrappers), outside in: retry( breaker( timeout( ... ))). */
+/** `upstream` hook (per-upstream transport wrappers), outside in: retry( breaker( timeout( transport ))); rate limits and outbound batching, when built, sit inside the timeout. */
 export const UpstreamStage = {
   RETRY: 400,
   CIRCUIT_BREAKER: 300,
   /** One attempt's deadline (inside retry, so each try gets the full duration). */
   TIMEOUT: 250,
-  RATE_LIMIT: 200,
-  BATCHING: 100,
 } as const;
 
 /** `select` hook (a waterfall over the candidate list), in run order. */

@@ -33,7 +33,7 @@ function throwingPlugin(): Plugin {
   return {
     name: 'test-throwing',
     apply(proxy) {
-      proxy.hooks.upstream.tap({ name: 'test-throwing', stage: UpstreamStage.BATCHING }, (inner) => (call) => {
+      proxy.hooks.upstream.tap({ name: 'test-throwing', stage: UpstreamStage.TIMEOUT }, (inner) => (call) => {
         if (call.method === 'test_boom') throw new RangeError('Maximum call stack size exceeded (test)');
         return inner(call);
       });

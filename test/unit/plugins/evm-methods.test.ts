@@ -64,7 +64,7 @@ describe('evm-methods plugin: helpers', () => {
     );
     expect(DEFAULT_UNSUPPORTED_METHODS).to.deep.equal(['eth_accounts', 'eth_sign']);
     expect(STATEFUL_GUARD_SELECT_STAGE).to.be.greaterThan(SelectStage.USE_UPSTREAM).and.greaterThan(SelectStage.AVAILABILITY);
-    expect(IDEMPOTENT_BROADCAST_STAGE).to.be.lessThan(CallStage.MULTIPLEX).and.greaterThan(CallStage.CACHE);
+    expect(IDEMPOTENT_BROADCAST_STAGE).to.be.lessThan(CallStage.LOCAL_METHODS).and.greaterThan(CallStage.TIP_ENFORCEMENT);
   });
 
   it('transactionHashOf: keccak-256 of the raw signed bytes, as a node computes it', async () => {
