@@ -209,6 +209,19 @@ export class RpcResult {
     return this.rawBytes ?? this.json();
   }
 
+  /**
+   * A deep copy for another caller (multiplexing followers, spec §4.6 #4): the value is cloned,
+   * the raw bytes (immutable) are shared, so the copy is still written without re-serialising.
+   */
+  copy(): RpcResult {
+    const r = new RpcResult(structuredClone(this.result), this.sourceText);
+    r.rawBytes = this.rawBytes;
+    r.cachedJson = this.cachedJson;
+    r.upstreamId = this.upstreamId;
+    r.fromCache = this.fromCache;
+    return r;
+  }
+
   /** A new result carrying a changed value (drops the raw bytes, keeps the upstream id). */
   withResult(result: unknown): RpcResult {
     const r = new RpcResult(result);

@@ -24,3 +24,15 @@ export class BoundedLabel {
     return v;
   }
 }
+
+/**
+ * Client family from a User-Agent: the first product token, lower-cased (`ethers/6.13` →
+ * `ethers`, `viem/2.21` → `viem`, `Mozilla/5.0 ...` → `browser`). `unknown` when empty.
+ */
+export function agentName(ua: string | undefined): string {
+  if (!ua) return 'unknown';
+  const t = ua.trim();
+  if (t.startsWith('Mozilla/')) return 'browser';
+  const m = /^([A-Za-z0-9._@-]{1,40})/.exec(t);
+  return m ? (m[1] as string).toLowerCase() : 'unknown';
+}

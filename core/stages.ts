@@ -6,11 +6,13 @@
 
 /**
  * `call` hook (network wrappers), outside in. Only stages a plugin taps are listed (issue #9
- * item 4); the multiplexing, cache and static-response plugins of later issues add theirs
- * between LOCAL_METHODS (850) and TIP_ENFORCEMENT (650).
+ * item 4); the cache and static-response plugins of later issues add theirs between
+ * LOCAL_METHODS (850) and TIP_ENFORCEMENT (650).
  */
 export const CallStage = {
   LOCAL_METHODS: 850,
+  /** Identical in-flight calls share one execution (multiplex plugin, spec §4.6), before the cache. */
+  MULTIPLEX: 800,
   /** Idempotent `eth_sendRawTransaction` (evm-methods), inside multiplexing. */
   IDEMPOTENT_BROADCAST: 790,
   /** A block far beyond the head answers null without a call (evm-state), outside tip enforcement. */

@@ -14,6 +14,7 @@ import { forwardPlugin } from '../plugins/forward/index.ts';
 import { headersPlugin } from '../plugins/headers/index.ts';
 import { healthPlugin } from '../plugins/health/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
+import { multiplexPlugin } from '../plugins/multiplex/index.ts';
 import { selectPlugin } from '../plugins/select/index.ts';
 import { selectionPlugin } from '../plugins/selection/index.ts';
 
@@ -25,6 +26,7 @@ export function defaultPreset(): Plugin[] {
     selectionPlugin(),
     selectPlugin(),
     forwardPlugin(),
+    multiplexPlugin(),
     failsafePlugin(),
     evmStatePlugin(),
     evmInterpolationPlugin(),

@@ -23,6 +23,7 @@ export { forwardPlugin } from '../plugins/forward/index.ts';
 export { headersPlugin } from '../plugins/headers/index.ts';
 export { healthPlugin } from '../plugins/health/index.ts';
 export { metricsPlugin } from '../plugins/metrics/index.ts';
+export { multiplexPlugin } from '../plugins/multiplex/index.ts';
 export { selectPlugin } from '../plugins/select/index.ts';
 export { selectionPlugin } from '../plugins/selection/index.ts';
 

@@ -12,21 +12,10 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import { FINALITY, type  AttemptRecord, type CallContext } from '../../core/context.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
 import type { PluginHost } from '../../core/host.ts';
-import { BoundedLabel } from '../../core/labels.ts';
+import { agentName, BoundedLabel } from '../../core/labels.ts';
 
-export { BoundedLabel, MAX_LABEL_LENGTH } from '../../core/labels.ts';
+export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from '../../core/labels.ts';
 
-/**
- * Client family from a User-Agent: the first product token, lower-cased (`ethers/6.13` →
- * `ethers`, `viem/2.21` → `viem`, `Mozilla/5.0 ...` → `browser`). `unknown` when empty.
- */
-export function agentName(ua: string | undefined): string {
-  if (!ua) return 'unknown';
-  const t = ua.trim();
-  if (t.startsWith('Mozilla/')) return 'browser';
-  const m = /^([A-Za-z0-9._@-]{1,40})/.exec(t);
-  return m ? (m[1] as string).toLowerCase() : 'unknown';
-}
 
 /** One label set of a {@link DeferredCounter}: its labels and the count not yet handed to prom-client. */
 interface CounterCell {

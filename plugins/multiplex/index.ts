@@ -1,0 +1,215 @@
+/**
+ * multiplex plugin (spec §2.7, §3.4, §4.6; issue #10 item 4): identical in-flight calls on a
+ * network share one execution. Taps `call` at `CallStage.MULTIPLEX`, after local and static
+ * answers and before the cache and everything that reaches an upstream.
+ *
+ * - Key: the method plus a canonical hash (SHA-256 of key-sorted JSON) of the params; the
+ *   JSON-RPC id is never part of it. Params that cannot be hashed bypass multiplexing.
+ * - The first call of a key is the leader and runs the inner chain; later calls are followers.
+ *   Each follower gets a deep copy of the leader's result (its own id is written by the server)
+ *   and the leader's metadata (winning upstream, counters, trace); a follower's directives
+ *   (`skip-cache-read` included) have no effect. The leader's error reaches every follower.
+ * - The shared execution runs on its own abort signal: the leader's client leaving does not
+ *   cancel it while followers wait; it is cancelled when every participant left. Each participant
+ *   gives up at its own deadline (its own signal).
+ * - The entry is dropped when the shared execution settles; a call arriving after that is a new
+ *   leader. `networks[].multiplexing` (inheritable from `networkDefaults`): unset = on, only an
+ *   explicit `false` turns it off.
+ * - Metric `svc_network_multiplexed_request_total{project,network,category,finality,user,agent_name}`
+ *   once per follower.
+ */
+import { createHash } from 'node:crypto';
+import { Counter } from 'prom-client';
+import stringify from 'safe-stable-stringify';
+import { FINALITY, type CallContext, type ExecutionRecord } from '../../core/context.ts';
+import { asSvcError, ErrCancelled } from '../../core/errors.ts';
+import type { Plugin, PluginHost } from '../../core/host.ts';
+import type { CallHandler } from '../../core/hooks.ts';
+import type { RpcResult } from '../../core/jsonrpc.ts';
+import { agentName, BoundedLabel } from '../../core/labels.ts';
+import type { Network } from '../../core/registry/network.ts';
+import { CallStage } from '../../core/stages.ts';
+import { Type } from '@sinclair/typebox';
+
+/** Service name of {@link MultiplexService}. */
+export const MULTIPLEX_SERVICE = 'multiplex';
+
+/** What the multiplex plugin shows other plugins and tests. */
+export interface MultiplexService {
+  /** Followers currently waiting on a network's in-flight entries. */
+  waiting(network: Network): number;
+  /** In-flight entries of a network. */
+  inFlight(network: Network): number;
+}
+
+/** One in-flight execution shared by a leader and its followers. */
+interface Entry {
+  promise: Promise<RpcResult>;
+  /** The leader's execution record, whose metadata followers copy. */
+  record: ExecutionRecord;
+  /** Participants still waiting (leader included). */
+  participants: number;
+  /** Followers currently waiting. */
+  followers: number;
+  /** Aborts the shared execution once every participant left. */
+  controller: AbortController;
+}
+
+/**
+ * The multiplexing key of a call, or undefined when its params cannot be hashed.
+ * @param method JSON-RPC method
+ * @param params params as sent (key order does not matter)
+ */
+export function multiplexKey(method: string, params: unknown): string | undefined {
+  let canonical: string | undefined;
+  try {
+    canonical = stringify(params ?? null, null, undefined) as string | undefined;
+  } catch {
+    return undefined;
+  }
+  if (canonical === undefined) return undefined;
+  return `${method}:${createHash('sha256').update(canonical).digest('base64url')}`;
+}
+
+/** Copies the leader's metadata into a follower's record (spec §4.6 #4). */
+function copyMetadata(from: ExecutionRecord, to: ExecutionRecord): void {
+  to.upstream = from.upstream;
+  to.upstreamAttempts = from.upstreamAttempts;
+  to.upstreamRetries = from.upstreamRetries;
+  to.upstreamHedges = from.upstreamHedges;
+  to.networkAttempts = from.networkAttempts;
+  to.networkRetries = from.networkRetries;
+  to.networkHedges = from.networkHedges;
+  to.attempts = from.attempts.map((a) => ({ ...a }));
+  if (from.slots) to.slots = new Map(from.slots);
+}
+
+/** Resolves with the value, or rejects with the signal's reason once it aborts. */
+function raceSignal<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signalError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signalError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function signalError(signal: AbortSignal): Error {
+  const r: unknown = signal.reason;
+  return r instanceof Error ? asSvcError(r) : new ErrCancelled('call cancelled while waiting for a multiplexed answer');
+}
+
+/** Whether multiplexing is on for a network (tri-state: only an explicit `false` turns it off). */
+function enabled(network: Network): boolean {
+  return network.config.settings.multiplexing !== false;
+}
+
+/**
+ * Creates the multiplex plugin (name `multiplex`).
+ * @returns a plugin owning `networks[].multiplexing`, tapping `call` and providing the `multiplex` service
+ */
+export function multiplexPlugin(): Plugin {
+  return {
+    name: 'multiplex',
+    schema: {
+      network: {
+        multiplexing: Type.Boolean({ description: 'spec §2.7: identical in-flight calls share one upstream call; unset = on, only false turns it off (inheritable from networkDefaults)' }),
+      },
+    },
+    apply(host: PluginHost) {
+      const tables = new WeakMap<Network, Map<string, Entry>>();
+      const users = new BoundedLabel(1000);
+      const agents = new BoundedLabel(50);
+      const followersTotal = new Counter({
+        name: 'svc_network_multiplexed_request_total',
+        help: 'Calls answered by another identical in-flight call (once per follower)',
+        labelNames: ['project', 'network', 'category', 'finality', 'user', 'agent_name'],
+        registers: [host.metrics],
+      });
+      const tableOf = (n: Network): Map<string, Entry> => {
+        let t = tables.get(n);
+        if (!t) {
+          t = new Map();
+          tables.set(n, t);
+        }
+        return t;
+      };
+      host.services.provide<MultiplexService>(MULTIPLEX_SERVICE, {
+        waiting: (n) => [...(tables.get(n)?.values() ?? [])].reduce((s, e) => s + e.followers, 0),
+        inFlight: (n) => tables.get(n)?.size ?? 0,
+      });
+
+      /** A participant joins: when its own signal aborts it leaves; the last one out cancels the shared execution. */
+      const join = (entry: Entry, signal: AbortSignal): void => {
+        entry.participants++;
+        const leave = () => {
+          entry.participants--;
+          if (entry.participants === 0) entry.controller.abort(signal.reason);
+        };
+        if (signal.aborted) leave();
+        else signal.addEventListener('abort', leave, { once: true });
+        entry.promise.then(
+          () => signal.removeEventListener('abort', leave),
+          () => signal.removeEventListener('abort', leave),
+        );
+      };
+
+      host.hooks.call.tap({ name: 'multiplex', stage: CallStage.MULTIPLEX }, (inner: CallHandler, network: Network): CallHandler => {
+        if (!enabled(network)) return inner;
+        const table = tableOf(network);
+        return (ctx: CallContext) => {
+          if (ctx.internal) return inner(ctx);
+          const key = multiplexKey(ctx.request.method, ctx.request.params);
+          if (key === undefined) return inner(ctx);
+          const existing = table.get(key);
+          if (existing) {
+            existing.followers++;
+            join(existing, ctx.signal);
+            const ua = ctx.http.query['user-agent'] ?? (ctx.http.headers['user-agent'] as string | undefined);
+            followersTotal.inc({
+              project: ctx.project.id,
+              network: network.id,
+              category: host.methodLabel.value(ctx.request.method),
+              finality: FINALITY.get(ctx),
+              user: users.value(ctx.identity?.userId ?? 'anonymous'),
+              agent_name: agents.value(agentName(ua)),
+            });
+            return raceSignal(existing.promise, ctx.signal).then(
+              (r) => {
+                existing.followers--;
+                copyMetadata(existing.record, ctx.record);
+                return r.copy();
+              },
+              (e: unknown) => {
+                existing.followers--;
+                copyMetadata(existing.record, ctx.record);
+                throw e;
+              },
+            );
+          }
+          // The leader: the shared execution runs on its own signal, aborted when every participant left.
+          const controller = new AbortController();
+          const entry: Entry = { promise: undefined as unknown as Promise<RpcResult>, record: ctx.record, participants: 0, followers: 0, controller };
+          const shared: CallContext = { ...ctx, signal: controller.signal };
+          entry.promise = inner(shared).finally(() => {
+            if (table.get(key) === entry) table.delete(key);
+          });
+          // Followers' rejections are handled on their own chains; this one keeps an unobserved failure quiet.
+          entry.promise.catch(() => undefined);
+          table.set(key, entry);
+          join(entry, ctx.signal);
+          return raceSignal(entry.promise, ctx.signal);
+        };
+      });
+    },
+  };
+}
