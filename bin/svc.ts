@@ -68,7 +68,8 @@ async function validate(file: string | undefined, presetName: string | undefined
   try {
     const raw = await loadRaw(file);
     const preset = await loadPreset(presetName ?? raw.preset ?? 'default');
-    createProxy({ config: raw, plugins: preset(), logger: createLogger('silent') });
+    const proxy = createProxy({ config: raw, plugins: preset(), logger: createLogger('silent') });
+    for (const w of proxy.config.warnings) process.stderr.write(`warning: ${w}\n`);
     process.stdout.write('ok\n');
     return 0;
   } catch (e) {

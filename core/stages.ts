@@ -32,12 +32,14 @@ export const AttemptStage = {
   HEDGE: 100,
 } as const;
 
-/** `upstream` hook (per-upstream transport wrappers), outside in: retry( breaker( timeout( transport ))); rate limits and outbound batching, when built, sit inside the timeout. */
+/** `upstream` hook (per-upstream transport wrappers), outside in: retry( breaker( timeout( transport ))); rate limits, when built, sit inside the timeout, outside batching. */
 export const UpstreamStage = {
   RETRY: 400,
   CIRCUIT_BREAKER: 300,
   /** One attempt's deadline (inside retry, so each try gets the full duration). */
   TIMEOUT: 250,
+  /** Outbound JSON-RPC batching (batching plugin, spec §4.7): the innermost wrapper. */
+  BATCHING: 100,
 } as const;
 
 /** `select` hook (a waterfall over the candidate list), in run order. */

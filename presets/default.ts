@@ -3,6 +3,7 @@
  * by stage numbers (core/stages.ts), never by registration accident.
  */
 import type { Plugin } from '../core/proxy.ts';
+import { batchingPlugin } from '../plugins/batching/index.ts';
 import { directivesPlugin } from '../plugins/directives/index.ts';
 import { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 import { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
@@ -27,6 +28,7 @@ export function defaultPreset(): Plugin[] {
     selectPlugin(),
     forwardPlugin(),
     multiplexPlugin(),
+    batchingPlugin(),
     failsafePlugin(),
     evmStatePlugin(),
     evmInterpolationPlugin(),

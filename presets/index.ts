@@ -12,6 +12,7 @@ import { defaultPreset } from './default.ts';
 import { minimalPreset } from './minimal.ts';
 
 export { defaultPreset, minimalPreset };
+export { batchingPlugin } from '../plugins/batching/index.ts';
 export { directivesPlugin } from '../plugins/directives/index.ts';
 export { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 export { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';

@@ -124,7 +124,14 @@ function upstreamProps(f: SchemaFragment, requireEndpoint: boolean) {
     ignoreMethods: Type.Optional(Type.Array(Type.String(), { description: 'method globs this upstream never serves' })),
     allowMethods: Type.Optional(Type.Array(Type.String(), { description: 'method globs this upstream serves; wins over ignoreMethods; alone implies ignoreMethods ["*"]' })),
     tags: Type.Optional(Type.Array(Type.String({ pattern: '^[^:]+:.+$' }), { description: '"<key>:<value>" labels used by use-upstream and selection' })),
-    jsonRpc: Type.Optional(Strict({ headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'extra HTTP headers sent upstream' })) })),
+    jsonRpc: Type.Optional(
+      Strict({
+        headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'extra HTTP headers sent upstream' })),
+        supportsBatch: Type.Optional(Type.Boolean({ description: 'spec §2.6: queue calls to this upstream and send them as JSON-RPC batches (unset = off)' })),
+        batchMaxSize: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'spec §2.6: queue length that flushes at once; 0 = every call flushes at once (set it non-zero)' })),
+        batchMaxWait: Type.Optional(Duration({ default: '0ms', description: 'spec §2.6: time from the first queued call to a forced flush; 0 = at once (set it non-zero)' })),
+      }),
+    ),
     maxResponseSize: Type.Optional(Size({ default: '256MiB', description: 'largest answer read from this upstream; a larger one is cut off while streaming and fails the attempt with ErrUpstreamMalformedResponse (the next upstream is tried)' })),
     ...optionalAll(f.upstream),
   };

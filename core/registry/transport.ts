@@ -180,6 +180,71 @@ export class HttpTransport {
     return this.parse(status, bytes, body.id, method);
   }
 
+  /**
+   * Sends several calls as one JSON-RPC batch (spec §4.7, outbound batching). Never rejects:
+   * each call gets its result or its error. An array answer is matched by svc's ids; a single
+   * object fails every call; a non-JSON answer gives every call `ErrUpstreamMalformedResponse`;
+   * a call the array does not answer fails naming its id; a transport failure reaches every call.
+   * @param calls method and params of each call, in order
+   * @param maxResponseSize cap of the whole answer, bytes
+   * @returns one outcome per call, in order
+   */
+  async postBatch(calls: ReadonlyArray<{ method: string; params: unknown }>, maxResponseSize = this.cfg.maxResponseSize): Promise<Array<RpcResult | SvcError>> {
+    const ids = calls.map(() => {
+      const id = this.nextId++;
+      if (this.nextId > 2_000_000_000) this.nextId = 1;
+      return id;
+    });
+    const text = `[${calls.map((c, i) => serializeOutbound(ids[i] as number, c.method, c.params)).join(',')}]`;
+    const up = this.cfg.id;
+    let status: number;
+    let bytes: Buffer;
+    const never = new AbortController().signal;
+    try {
+      const res = await this.pool.request({ path: this.path, method: 'POST', headers: this.headers, body: text, signal: never });
+      status = res.statusCode;
+      bytes = await readCapped(res.body, res.headers['content-length'], maxResponseSize, up);
+    } catch (e) {
+      const err = this.transportError({ error: e, bodyBytes: text.length }, never);
+      return calls.map(() => err);
+    }
+    const body = decodeBody(bytes);
+    let doc: unknown;
+    try {
+      doc = JSON.parse(body);
+    } catch {
+      const err = new ErrUpstreamMalformedResponse(`upstream ${up} answered a batch with non-JSON (HTTP ${status}): ${this.excerpt(body)}`, { details: { upstream: up } });
+      return calls.map(() => err);
+    }
+    if (!Array.isArray(doc)) {
+      // One object for a batch: an error for every queued call (spec §4.7 #4).
+      let err: SvcError;
+      try {
+        this.parse(status, bytes, Number.NaN, calls[0]?.method ?? '');
+        err = new ErrUpstreamMalformedResponse(`upstream ${up} answered a batch with a single object`, { details: { upstream: up } });
+      } catch (e) {
+        err = e instanceof SvcError ? e : new ErrUpstreamMalformedResponse(`upstream ${up} answered a batch with a single object`, { details: { upstream: up } });
+      }
+      return calls.map(() => err);
+    }
+    const byId = new Map<number, string>();
+    for (const el of doc as unknown[]) {
+      const id = (el as { id?: unknown } | null)?.id;
+      const n = typeof id === 'number' ? id : typeof id === 'string' && /^\d+$/.test(id) ? Number(id) : undefined;
+      if (n !== undefined) byId.set(n, JSON.stringify(el));
+    }
+    return calls.map((c, i) => {
+      const id = ids[i] as number;
+      const one = byId.get(id);
+      if (one === undefined) return new ErrUpstreamMalformedResponse(`upstream ${up} sent no response for request id ${id} in a batch`, { details: { upstream: up } });
+      try {
+        return this.parse(200, Buffer.from(one), id, c.method);
+      } catch (e) {
+        return e instanceof SvcError ? e : new ErrUpstreamMalformedResponse(String(e), { details: { upstream: up } });
+      }
+    });
+  }
+
   /** {@link body} then {@link post}: for internal calls (probes) outside any hook chain. */
   send(method: string, params: unknown, signal: AbortSignal): Promise<RpcResult> {
     return this.post(this.body(method, params), method, signal);

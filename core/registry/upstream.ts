@@ -5,6 +5,7 @@
  */
 import { compileGlobs } from '../glob.ts';
 import type { RpcResult } from '../jsonrpc.ts';
+import type { SvcError } from '../errors.ts';
 import type { ResolvedUpstream } from '../config/types.ts';
 import type { UpstreamCall, UpstreamSender } from '../hooks.ts';
 import { DEFAULT_MAX_RESPONSE_SIZE, HttpTransport, type UpstreamPoolOptions } from './transport.ts';
@@ -92,6 +93,19 @@ export class Upstream {
     call.attempt.dialled = true;
     call.ctx.record.upstreamAttempts++;
     return this.http.post(body, call.method, call.signal, call.maxResponseSize);
+  }
+
+  /**
+   * Sends several calls as one JSON-RPC batch (outbound batching, spec §4.7): one outcome per
+   * call, in order; never rejects. Each call counts as one upstream attempt of its own call.
+   * @param calls the calls (their attempt records are marked dialled)
+   */
+  sendBatch(calls: readonly UpstreamCall[]): Promise<Array<RpcResult | SvcError>> {
+    for (const c of calls) {
+      c.attempt.dialled = true;
+      c.ctx.record.upstreamAttempts++;
+    }
+    return this.http.postBatch(calls.map((c) => ({ method: c.method, params: c.params })));
   }
 
   /**

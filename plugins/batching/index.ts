@@ -1,0 +1,72 @@
+/**
+ * batching plugin (spec §2.6, §3.5, §4.7; issue #10 item 5): outbound JSON-RPC batching per
+ * upstream. Taps `upstream` at `UpstreamStage.BATCHING` (the innermost wrapper, so timeouts,
+ * retries and the breaker see each call as its own attempt) for upstreams with
+ * `jsonRpc.supportsBatch: true`: calls wait in a {@link BatchQueue} and go as one POST, matched
+ * back by svc's own ids (so calls from different clients with the same id never collide).
+ * `jsonRpc.batchMaxSize` and `jsonRpc.batchMaxWait` default to 0 (every call flushes at once);
+ * the `configured` hook warns when batching is on with either at 0 (`svc validate` prints it).
+ */
+import type { Plugin, PluginHost } from '../../core/host.ts';
+import type { UpstreamCall, UpstreamSender } from '../../core/hooks.ts';
+import type { Upstream } from '../../core/registry/upstream.ts';
+import { UpstreamStage } from '../../core/stages.ts';
+import { BatchQueue, type QueuedCall } from './queue.ts';
+
+export { BatchQueue, type BatchQueueOptions, type QueuedCall } from './queue.ts';
+
+/** An upstream's resolved batching settings. */
+export interface BatchSettings {
+  supportsBatch: boolean;
+  /** Queue length that flushes at once. */
+  batchMaxSize: number;
+  /** Wait from the first queued call, ms. */
+  batchMaxWaitMs: number;
+}
+
+/** The batching settings of an upstream (`jsonRpc.*`, resolved and defaulted). */
+export function batchSettingsOf(u: Upstream): BatchSettings {
+  const j = (u.config.settings.jsonRpc ?? {}) as { supportsBatch?: boolean; batchMaxSize?: number; batchMaxWait?: number };
+  return { supportsBatch: j.supportsBatch === true, batchMaxSize: j.batchMaxSize ?? 0, batchMaxWaitMs: j.batchMaxWait ?? 0 };
+}
+
+/**
+ * Creates the batching plugin (name `batching`).
+ * @returns a plugin tapping `upstream` and `configured`; its keys are the core's `jsonRpc.supportsBatch/batchMaxSize/batchMaxWait` (spec §2.6)
+ */
+export function batchingPlugin(): Plugin {
+  return {
+    name: 'batching',
+    apply(host: PluginHost) {
+      host.hooks.configured.tap('batching', (config) => {
+        config.projects.forEach((p, pi) =>
+          p.upstreams.forEach((u, ui) => {
+            const j = (u.settings.jsonRpc ?? {}) as { supportsBatch?: boolean; batchMaxSize?: number; batchMaxWait?: number };
+            if (j.supportsBatch === true && (!j.batchMaxSize || !j.batchMaxWait)) {
+              config.warnings.push(`projects[${pi}].upstreams[${ui}].jsonRpc: supportsBatch is on with batchMaxSize ${j.batchMaxSize ?? 0} and batchMaxWait ${j.batchMaxWait ?? 0} ms; 0 sends every call at once (set both non-zero, spec §2.6)`);
+            }
+          }),
+        );
+      });
+      host.hooks.upstream.tap({ name: 'batching', stage: UpstreamStage.BATCHING }, (inner: UpstreamSender, u: Upstream): UpstreamSender => {
+        const s = batchSettingsOf(u);
+        if (!s.supportsBatch) return inner;
+        // Which queued call is which UpstreamCall: the queue knows calls, the sender needs records.
+        const owners = new WeakMap<QueuedCall, UpstreamCall>();
+        const queue = new BatchQueue({
+          maxSize: s.batchMaxSize,
+          maxWaitMs: s.batchMaxWaitMs,
+          send: (calls) => u.sendBatch(calls.map((c) => owners.get(c) as UpstreamCall)),
+        });
+        // svc rewrites ids on the way out, so clients' ids never collide in a batch: the queue is
+        // keyed by svc's own sequence (its duplicate-id flush, §3.5, then never fires here).
+        let seq = 0;
+        return (call: UpstreamCall) => {
+          const q: QueuedCall = { id: String(++seq), method: call.method, params: call.params, deadline: call.ctx.deadline, signal: call.signal };
+          owners.set(q, call);
+          return queue.add(q);
+        };
+      });
+    },
+  };
+}
