@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './ports.ts';
+import { onProcessEnd } from './cleanup.ts';
 
 /** A running PostgreSQL server. */
 export interface PostgresHandle {
@@ -47,7 +48,6 @@ export function postgresBinDir(): string {
 
 /** Servers still running, with their cluster dirs: stopped and removed when the test process exits. */
 const live = new Map<ChildProcess, string>();
-let exitHookInstalled = false;
 
 /**
  * Stops every live server and removes its dir, synchronously. SIGQUIT is PostgreSQL's immediate
@@ -70,19 +70,7 @@ function killAll(): void {
 }
 
 function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', killAll);
-  // A signal ends node without 'exit' (mocha's wrapper turns Ctrl-C into SIGINT + SIGTERM for
-  // its child): clean up, and once no other listener is left, re-raise so the default still kills.
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    const onSignal = () => {
-      killAll();
-      process.removeListener(sig, onSignal);
-      if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
-    };
-    process.on(sig, onSignal);
-  }
+  onProcessEnd(killAll);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -12,6 +12,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './ports.ts';
+import { onProcessEnd } from './cleanup.ts';
 
 /** The server binary, looked up on PATH. */
 export const REDIS_SERVER_BIN = 'redis-server';
@@ -27,7 +28,6 @@ export interface RedisHandle {
 
 /** Servers still running, with their temp dirs: killed and removed when the test process exits. */
 const live = new Map<ChildProcess, string>();
-let exitHookInstalled = false;
 
 /** Kills every live server (SIGKILL: nothing to save) and removes its dir, synchronously. */
 function killAll(): void {
@@ -43,19 +43,7 @@ function killAll(): void {
 }
 
 function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', killAll);
-  // A signal ends node without 'exit' (mocha's wrapper turns Ctrl-C into SIGINT + SIGTERM for
-  // its child): clean up, and once no other listener is left, re-raise so the default still kills.
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    const onSignal = () => {
-      killAll();
-      process.removeListener(sig, onSignal);
-      if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
-    };
-    process.on(sig, onSignal);
-  }
+  onProcessEnd(killAll);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
