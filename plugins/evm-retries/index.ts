@@ -7,6 +7,7 @@
  * answer is the call's answer instead of an exhausted error; counts the retries).
  * Both rules are capped per call by `failsafe[].retry.emptyResultMaxAttempts` (default 2).
  */
+import { Slot } from '../../core/slots.ts';
 import { Counter } from 'prom-client';
 import type { AttemptRecord, CallContext } from '../../core/context.ts';
 import { ErrEndpointMissingData, SvcError } from '../../core/errors.ts';
@@ -131,12 +132,11 @@ export function isTruthfulEmpty(method: string, params: unknown, highestLatest: 
  * @param ctx the call (its failsafe entry is matched by the failsafe plugin, when applied)
  */
 export function emptyResultMaxAttemptsOf(ctx: CallContext): number {
-  const entry = ctx.state.get(FAILSAFE_ENTRY_SLOT) as { retry?: { emptyResultMaxAttempts?: number } } | undefined;
-  return entry?.retry?.emptyResultMaxAttempts ?? DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS;
+  return FAILSAFE_ENTRY.get(ctx)?.retry?.emptyResultMaxAttempts ?? DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS;
 }
 
-/** The failsafe plugin's per-call slot of the matched entry (read by name, not by importing that plugin). */
-const FAILSAFE_ENTRY_SLOT = Symbol.for('svc.failsafe.entry');
+/** The failsafe plugin's per-call slot of the matched entry (read by its name, not by importing that plugin). */
+const FAILSAFE_ENTRY = new Slot<{ retry?: { emptyResultMaxAttempts?: number } } | undefined>('failsafe.entry', undefined);
 
 /** `evm.maxRetryableBlockDistance` of a network (owned by the evm-state plugin), in blocks. */
 export function maxRetryableBlockDistanceOf(network: Network): number {

@@ -5,7 +5,7 @@
  * Taps: `directives` at RESOLVE − 50, before the failsafe plugin matches its entries on
  * `matchFinality` (FAILSAFE_DEFAULTS).
  */
-import { FINALITY, type  CallContext, type Directives } from '../../core/context.ts';
+import { FINALITY, type CallContext, type Directives } from '../../core/context.ts';
 import { BLOCK_PARAM, classifyFinality } from '../../core/evm/blocks.ts';
 import { chainStateOf } from '../../core/evm/state.ts';
 import type { Proxy } from '../../core/proxy.ts';

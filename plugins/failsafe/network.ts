@@ -6,8 +6,9 @@
  * RETRY and TIMEOUT, composing outside in timeout( retry( hedge( sweep ))). Publishes
  * `svc_network_request_retries_total` and `svc_network_hedges_total`.
  */
+import { Slot } from '../../core/slots.ts';
 import { sleep } from '../../core/abort.ts';
-import { FINALITY, type  CallContext, type Directives } from '../../core/context.ts';
+import { FINALITY, type CallContext, type Directives } from '../../core/context.ts';
 import { ErrFailsafeTimeoutExceeded } from '../../core/errors.ts';
 import { UpstreamCursor, type AttemptHandler, type Leg } from '../../core/hooks.ts';
 import type { RpcResult } from '../../core/jsonrpc.ts';
@@ -20,18 +21,19 @@ import { isRetryable, retryDelay, withTimeout } from './policies.ts';
 import { compile, DEFAULT_NETWORK_FAILSAFE, matchCompiled, matchEntry, WRITE_METHODS, type CompiledEntry, type FailsafeEntry } from './schema.ts';
 
 /**
- * The per-call slot holding the matched network entry (a registry symbol: other plugins, even
- * from another installed copy of svc, read it by this name without importing this module).
+ * The per-call slot holding the matched network entry (slot `failsafe.entry`): other plugins,
+ * even from another installed copy of svc, read it by this name without importing this module.
+ * Set (possibly to undefined, "no entry matched") once per call.
  */
-export const FAILSAFE_ENTRY_SLOT: unique symbol = Symbol.for('svc.failsafe.entry') as never;
-const ENTRY = FAILSAFE_ENTRY_SLOT;
+export const FAILSAFE_ENTRY = new Slot<FailsafeEntry | undefined>('failsafe.entry', undefined);
+const ENTRY = FAILSAFE_ENTRY.key;
 
 /**
  * The network failsafe entry that applies to a call, once the failsafe plugin matched it
  * (EVM plugins read `retry.emptyResultMaxAttempts` from it). Undefined when none matched.
  */
 export function failsafeEntryOf(ctx: CallContext): FailsafeEntry | undefined {
-  return ctx.state.get(ENTRY) as FailsafeEntry | undefined;
+  return FAILSAFE_ENTRY.get(ctx);
 }
 
 /**

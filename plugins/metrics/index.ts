@@ -9,7 +9,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { FINALITY, type  AttemptRecord, type CallContext } from '../../core/context.ts';
+import { FINALITY, type AttemptRecord, type CallContext } from '../../core/context.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
 import type { PluginHost } from '../../core/host.ts';
 import { agentName, BoundedLabel } from '../../core/labels.ts';

@@ -35,3 +35,38 @@ export function onProcessEnd(fn: () => void): void {
     process.on(sig, onSignal);
   }
 }
+
+/** What a test helper watches of a server child: its last output, whether it ended, a spawn failure. */
+export interface ChildWatch {
+  /** The last 8 KiB of stdout and stderr. */
+  readonly output: string;
+  /** True once the process closed. */
+  readonly exited: boolean;
+  /** The spawn error (a missing binary), if any. */
+  readonly spawnError: Error | undefined;
+  /** Resolves when the process closed. */
+  readonly closed: Promise<void>;
+}
+
+/**
+ * Watches a spawned server: keeps its last output for error messages and tracks its end.
+ * @param child a process spawned with piped stdout/stderr
+ */
+export function watchChild(child: import('node:child_process').ChildProcess): ChildWatch {
+  const w = { output: '', exited: false, spawnError: undefined as Error | undefined, closed: Promise.resolve() };
+  const keep = (d: string) => {
+    w.output = (w.output + d).slice(-8192);
+  };
+  child.stdout?.setEncoding('utf8').on('data', keep);
+  child.stderr?.setEncoding('utf8').on('data', keep);
+  w.closed = new Promise<void>((res) => {
+    child.once('close', () => {
+      w.exited = true;
+      res();
+    });
+  });
+  child.once('error', (e) => {
+    w.spawnError = e;
+  });
+  return w;
+}

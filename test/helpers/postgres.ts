@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './ports.ts';
-import { onProcessEnd } from './cleanup.ts';
+import { onProcessEnd, watchChild } from './cleanup.ts';
 
 /** A running PostgreSQL server. */
 export interface PostgresHandle {
@@ -187,33 +187,16 @@ async function startOnce(
   installExitHook();
   live.set(child, dir);
 
-  let output = '';
-  const keep = (d: string) => {
-    output = (output + d).slice(-8192);
-  };
-  child.stdout?.setEncoding('utf8').on('data', keep);
-  child.stderr?.setEncoding('utf8').on('data', keep);
-
-  let exited = false;
-  let spawnError: Error | undefined;
-  const exitPromise = new Promise<void>((res) => {
-    child.once('close', () => {
-      exited = true;
-      res();
-    });
-  });
-  child.once('error', (e) => {
-    spawnError = e;
-  });
+  const watch = watchChild(child);
 
   /** Ends the process (fast shutdown, then SIGKILL after 5 s); leaves the cluster dir. */
   const kill = async () => {
-    if (!exited && !spawnError) {
+    if (!watch.exited && !watch.spawnError) {
       child.kill('SIGINT');
       const t = setTimeout(() => {
-        if (!exited) child.kill('SIGKILL');
+        if (!watch.exited) child.kill('SIGKILL');
       }, 5000);
-      await exitPromise;
+      await watch.closed;
       clearTimeout(t);
     }
     live.delete(child);
@@ -227,25 +210,25 @@ async function startOnce(
 
   const deadline = Date.now() + 10_000;
   for (;;) {
-    if (spawnError) {
+    if (watch.spawnError) {
       await kill();
       const hint =
-        (spawnError as NodeJS.ErrnoException).code === 'ENOENT'
+        (watch.spawnError as NodeJS.ErrnoException).code === 'ENOENT'
           ? ' (not found: install Debian\'s postgresql package, as .ci/run does)'
           : '';
-      throw new Error(`postgres failed to start: ${spawnError.message}${hint}`);
+      throw new Error(`postgres failed to start: ${watch.spawnError.message}${hint}`);
     }
-    if (exited) {
+    if (watch.exited) {
       const code = child.exitCode ?? child.signalCode;
       await kill();
-      throw new PostgresExitedError(`postgres exited before answering on port ${port} (${code}): ${output.trim()}`);
+      throw new PostgresExitedError(`postgres watch.exited before answering on port ${port} (${code}): ${watch.output.trim()}`);
     }
     // Another server on a recycled port could answer too: insist on our own cluster dir.
     const dataDir = await probe(port);
-    if (dataDir === dir && !exited) break;
+    if (dataDir === dir && !watch.exited) break;
     if (Date.now() > deadline) {
       await kill();
-      throw new Error(`postgres did not answer on 127.0.0.1:${port} within 10 s: ${output.trim()}`);
+      throw new Error(`postgres did not answer on 127.0.0.1:${port} within 10 s: ${watch.output.trim()}`);
     }
     await sleep(100);
   }

@@ -12,7 +12,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './ports.ts';
-import { onProcessEnd } from './cleanup.ts';
+import { onProcessEnd, watchChild } from './cleanup.ts';
 
 /** The server binary, looked up on PATH. */
 export const REDIS_SERVER_BIN = 'redis-server';
@@ -117,34 +117,17 @@ async function startOnce(port: number): Promise<RedisHandle> {
   installExitHook();
   live.set(child, dir);
 
-  let output = '';
-  const keep = (d: string) => {
-    output = (output + d).slice(-8192);
-  };
-  child.stdout?.setEncoding('utf8').on('data', keep);
-  child.stderr?.setEncoding('utf8').on('data', keep);
-
-  let exited = false;
-  let spawnError: Error | undefined;
-  const exitPromise = new Promise<void>((res) => {
-    child.once('close', () => {
-      exited = true;
-      res();
-    });
-  });
-  child.once('error', (e) => {
-    spawnError = e;
-  });
+  const watch = watchChild(child);
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      if (!exited && !spawnError) {
+      if (!watch.exited && !watch.spawnError) {
         child.kill('SIGTERM');
         const t = setTimeout(() => {
-          if (!exited) child.kill('SIGKILL');
+          if (!watch.exited) child.kill('SIGKILL');
         }, 3000);
-        await exitPromise;
+        await watch.closed;
         clearTimeout(t);
       }
       live.delete(child);
@@ -153,25 +136,25 @@ async function startOnce(port: number): Promise<RedisHandle> {
 
   const deadline = Date.now() + 10_000;
   for (;;) {
-    if (spawnError) {
+    if (watch.spawnError) {
       await stop();
       const hint =
-        (spawnError as NodeJS.ErrnoException).code === 'ENOENT'
+        (watch.spawnError as NodeJS.ErrnoException).code === 'ENOENT'
           ? ' (not on PATH: install Debian\'s redis-server, as .ci/run does)'
           : '';
-      throw new Error(`redis-server failed to start: ${spawnError.message}${hint}`);
+      throw new Error(`redis-server failed to start: ${watch.spawnError.message}${hint}`);
     }
-    if (exited) {
+    if (watch.exited) {
       const code = child.exitCode ?? child.signalCode;
       await stop();
-      throw new RedisExitedError(`redis-server exited before answering on port ${port} (${code}): ${output.trim()}`);
+      throw new RedisExitedError(`redis-server watch.exited before answering on port ${port} (${code}): ${watch.output.trim()}`);
     }
     // Another server on a recycled port could answer too: insist on our own process id.
     const pid = await probe(port);
-    if (pid !== undefined && pid === child.pid && !exited) break;
+    if (pid !== undefined && pid === child.pid && !watch.exited) break;
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`redis-server did not answer on 127.0.0.1:${port} within 10 s: ${output.trim()}`);
+      throw new Error(`redis-server did not answer on 127.0.0.1:${port} within 10 s: ${watch.output.trim()}`);
     }
     await sleep(50);
   }
