@@ -12,7 +12,7 @@ import { decodeBody, readBodyCapped } from './body.ts';
 import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
 import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo } from './context.ts';
-import { asSvcError, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, ErrRequestTooLarge, SvcError } from './errors.ts';
+import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, ErrRequestTooLarge, SvcError } from './errors.ts';
 import { toJsonRpcError, wireError } from './errors-wire.ts';
 import { answerBytes, parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedCall } from './jsonrpc.ts';
 import type { Network } from './registry/network.ts';
@@ -222,7 +222,7 @@ export function createServer(proxy: Proxy): Koa {
       meta.batch = parsed.batch;
       const aborters = new Set<AbortController>();
       const onClose = () => {
-        if (!k.res.writableFinished) for (const ac of aborters) ac.abort(new Error('client closed the connection'));
+        if (!k.res.writableFinished) for (const ac of aborters) ac.abort(new ErrCancelled('client closed the connection'));
       };
       // res 'close' fires early only when the client goes away (req 'close' fires once the body is
       // read). It fires at most once, so `on` (no once-wrapper) is enough.

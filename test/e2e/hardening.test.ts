@@ -272,3 +272,39 @@ describe('e2e: upstream size limits (issue #8 items 1 and 5)', function () {
     expect(alone.json.error.data.code).to.equal('ErrUpstreamRequestTooLarge');
   });
 });
+
+describe('e2e: a client leaving mid-call is a cancellation, not svc failing (issue #8 item 1)', function () {
+  this.timeout(15_000);
+  it('the call is cancelled upstream and nothing is logged as an internal failure', async () => {
+    const { createProxy } = await import('../../core/proxy.ts');
+    const { defaultPreset } = await import('../../presets/default.ts');
+    const { default: pino } = await import('pino');
+    const { request } = await import('undici');
+    const lines: string[] = [];
+    const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(l) });
+    const hang = await startFaultServer();
+    hang.setDefault({ kind: 'hang' });
+    const proxy = createProxy({
+      config: { projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'h', endpoint: hang.url, evm: { chainId: CHAIN, statePollerInterval: 0 } }] }] },
+      plugins: defaultPreset(),
+      logger,
+      port: 0,
+      host: '127.0.0.1',
+      metricsPort: 0,
+    });
+    const addr = await proxy.start();
+    try {
+      const ac = new AbortController();
+      const call = request(`http://127.0.0.1:${addr.port}${PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpcBody('eth_blockNumber', [])), signal: ac.signal }).catch(() => 'aborted');
+      await new Promise((r) => setTimeout(r, 150));
+      ac.abort();
+      expect(await call).to.equal('aborted');
+      await new Promise((r) => setTimeout(r, 100));
+      expect(lines.join('\n')).not.to.include('internal failure');
+      expect(proxy.projects.get('main')!.health.snapshot('h').errorRate).to.equal(0);
+    } finally {
+      await proxy.close();
+      await hang.close();
+    }
+  });
+});
