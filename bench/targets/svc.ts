@@ -13,6 +13,8 @@
  *   counts, only its listener is off)
  * - `config` a whole raw svc config as JSON; replaces the generated one (for scenarios that
  *   need plugin options, e.g. hedging)
+ * - `multiplexing` `1` to keep multiplexing on (default off, so each call reaches the upstream
+ *   like the forwarder's; the load sends one identical body)
  * - `build` `dist` (default: the compiled package, as `svc start` runs it) or `source` (the
  *   TypeScript sources through tsx)
  */
@@ -45,6 +47,9 @@ function generatedConfig(): unknown {
     projects: [
       {
         id: 'main',
+        // Like for like with the forwarder: every call goes upstream. The load repeats one body, which
+        // multiplexing would otherwise collapse into a few upstream calls (`--multiplexing=1` keeps it on).
+        networkDefaults: { multiplexing: option('multiplexing', '0') === '1' },
         networks: [{ architecture: 'evm', evm: { chainId: 1 } }],
         upstreams: upstreams.map((endpoint, i) => ({ id: `up${i}`, endpoint, evm: { chainId: 1 } })),
       },
