@@ -49,7 +49,7 @@ function generatedConfig(): unknown {
         id: 'main',
         // Like for like with the forwarder: every call goes upstream. The load repeats one body, which
         // multiplexing would otherwise collapse into a few upstream calls (`--multiplexing=1` keeps it on).
-        networkDefaults: { multiplexing: option('multiplexing', '0') === '1' },
+        networkDefaults: preset().some((p) => p.name === 'multiplex') ? { multiplexing: option('multiplexing', '0') === '1' } : {},
         networks: [{ architecture: 'evm', evm: { chainId: 1 } }],
         upstreams: upstreams.map((endpoint, i) => ({ id: `up${i}`, endpoint, evm: { chainId: 1 } })),
       },
