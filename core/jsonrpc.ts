@@ -163,23 +163,38 @@ function toCall(el: unknown, text: string | undefined): ParsedCall {
 export class RpcResult {
   /** Id of the upstream that produced it, when known. */
   upstreamId?: string;
-  /** True when served from a cache tier (later issue). */
+  /** True when served from a cache tier (issue #10): tip checks and head observation skip it. */
   fromCache = false;
   private cachedJson?: string;
   /**
-   * The result's own bytes inside the upstream's answer buffer (large answers, issue #8 item 5):
-   * written to the client as they are, never decoded into a second string.
+   * The result's own bytes inside the upstream's answer buffer (large answers, issue #8 item 5),
+   * or a cache entry's stored bytes: written to the client as they are, never decoded into a
+   * second string.
    */
   private rawBytes?: Buffer;
+  /** The parsed value; {@link UNPARSED} until a lazy result is first read. */
+  private value: unknown;
 
   /**
    * @param result the parsed result value
    * @param sourceText the upstream's whole response body, when `result` came from it unchanged
    */
   constructor(
-    readonly result: unknown,
+    result: unknown,
     private readonly sourceText?: string,
-  ) {}
+  ) {
+    this.value = result;
+  }
+
+  /**
+   * The parsed result value. A lazy result ({@link RpcResult.lazy}) is parsed on first read, so a
+   * cache hit that nobody inspects is written without ever being parsed (issue #10 item 7).
+   * @throws SyntaxError only if a lazy result was built from text that is not JSON
+   */
+  get result(): unknown {
+    if (this.value === UNPARSED) this.value = JSON.parse(this.cachedJson ?? (this.rawBytes as Buffer).toString('utf8'));
+    return this.value;
+  }
 
   /**
    * A result whose raw bytes are a slice of the upstream's answer buffer.
@@ -192,14 +207,28 @@ export class RpcResult {
     return r;
   }
 
+  /**
+   * A result known only by its JSON text or bytes (a cache hit): written as is, parsed only if
+   * a plugin reads {@link result}.
+   * @param wire the result's exact JSON (text, or bytes for large values)
+   */
+  static lazy(wire: string | Buffer): RpcResult {
+    const r = new RpcResult(UNPARSED);
+    if (typeof wire === 'string') r.cachedJson = wire;
+    else r.rawBytes = wire;
+    return r;
+  }
+
   /** JSON text of the result: raw upstream bytes where possible. */
   json(): string {
     if (this.cachedJson !== undefined) return this.cachedJson;
-    const r = this.result;
     let out: string | undefined;
     if (this.rawBytes !== undefined) out = this.rawBytes.toString('utf8');
-    else if (this.sourceText !== undefined && ((r !== null && typeof r === 'object') || typeof r === 'number')) out = extractTopLevelValue(this.sourceText, 'result');
-    out ??= JSON.stringify(r) ?? 'null';
+    else {
+      const r = this.value;
+      if (this.sourceText !== undefined && ((r !== null && typeof r === 'object') || typeof r === 'number')) out = extractTopLevelValue(this.sourceText, 'result');
+      out ??= JSON.stringify(r) ?? 'null';
+    }
     this.cachedJson = out;
     return out;
   }
@@ -212,9 +241,10 @@ export class RpcResult {
   /**
    * A deep copy for another caller (multiplexing followers, spec §4.6 #4): the value is cloned,
    * the raw bytes (immutable) are shared, so the copy is still written without re-serialising.
+   * A lazy result that was never parsed stays lazy (its text is immutable).
    */
   copy(): RpcResult {
-    const r = new RpcResult(structuredClone(this.result), this.sourceText);
+    const r = new RpcResult(this.value === UNPARSED ? UNPARSED : structuredClone(this.value), this.sourceText);
     r.rawBytes = this.rawBytes;
     r.cachedJson = this.cachedJson;
     r.upstreamId = this.upstreamId;
@@ -239,6 +269,9 @@ export class RpcResult {
     return false;
   }
 }
+
+/** Marks a lazy result's value as not parsed yet. */
+const UNPARSED: unique symbol = Symbol('svc.rpcResult.unparsed');
 
 /** An answer as written: one string, or pieces (strings and raw result bytes) written in order. */
 export type AnswerBody = string | Array<string | Buffer>;

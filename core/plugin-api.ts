@@ -68,3 +68,16 @@ export { SYNCING } from './evm/state.ts';
 export { compileGlobs, type GlobTest } from './glob.ts';
 export { BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';
 export { VERSION } from './version.ts';
+export { callParamsHash, paramsHash } from './params-hash.ts';
+export {
+  BLOCK_PARAM,
+  BLOCK_TAGS,
+  blockRefOf,
+  classifyFinality,
+  FINALIZED_METHODS,
+  highestNumberOf,
+  parseBlockNumber,
+  REALTIME_METHODS,
+  toHex,
+  type BlockRef,
+} from './evm/blocks.ts';

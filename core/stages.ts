@@ -6,8 +6,8 @@
 
 /**
  * `call` hook (network wrappers), outside in. Only stages a plugin taps are listed (issue #9
- * item 4); the cache and static-response plugins of later issues add theirs between
- * LOCAL_METHODS (850) and TIP_ENFORCEMENT (650).
+ * item 4); a static-response plugin would add its own between LOCAL_METHODS (850) and
+ * MULTIPLEX (800).
  */
 export const CallStage = {
   LOCAL_METHODS: 850,
@@ -15,6 +15,8 @@ export const CallStage = {
   MULTIPLEX: 800,
   /** Idempotent `eth_sendRawTransaction` (evm-methods), inside multiplexing. */
   IDEMPOTENT_BROADCAST: 790,
+  /** Response cache (cache plugin, issue #10): inside multiplexing, outside tip enforcement and interpolation, so a hit skips all upstream work. */
+  CACHE: 700,
   /** A block far beyond the head answers null without a call (evm-state), outside tip enforcement. */
   FUTURE_BLOCK: 660,
   TIP_ENFORCEMENT: 650,

@@ -16,6 +16,7 @@ import { headersPlugin } from '../plugins/headers/index.ts';
 import { healthPlugin } from '../plugins/health/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
 import { multiplexPlugin } from '../plugins/multiplex/index.ts';
+import { cachePlugin } from '../plugins/cache/index.ts';
 import { selectPlugin } from '../plugins/select/index.ts';
 import { selectionPlugin } from '../plugins/selection/index.ts';
 
@@ -28,6 +29,7 @@ export function defaultPreset(): Plugin[] {
     selectPlugin(),
     forwardPlugin(),
     multiplexPlugin(),
+    cachePlugin(),
     batchingPlugin(),
     failsafePlugin(),
     evmStatePlugin(),

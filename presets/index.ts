@@ -25,6 +25,7 @@ export { headersPlugin } from '../plugins/headers/index.ts';
 export { healthPlugin } from '../plugins/health/index.ts';
 export { metricsPlugin } from '../plugins/metrics/index.ts';
 export { multiplexPlugin } from '../plugins/multiplex/index.ts';
+export { cachePlugin, CACHE_SERVICE, type CacheService } from '../plugins/cache/index.ts';
 export { selectPlugin } from '../plugins/select/index.ts';
 export { selectionPlugin } from '../plugins/selection/index.ts';
 

@@ -43,6 +43,9 @@ export class UpstreamChainState {
   }
 }
 
+/** Recent heights whose canonical hash is remembered for reorg checks. */
+export const HASH_HEIGHTS = 256;
+
 /** Smoothing of the block-time EMA (a new sample weighs 10%). */
 const EMA_ALPHA = 0.1;
 /** Samples needed before the block-time estimate is published. */
@@ -65,6 +68,9 @@ export class NetworkChainState {
    * poll confirms stays fresh (issue #8 item 9).
    */
   pollIntervalMs = 0;
+  /** Canonical block hashes by height, as polled (bounded to {@link HASH_HEIGHTS}). */
+  private readonly hashes = new Map<number, string>();
+  private reorg?: { at: number; from: number };
 
   /**
    * @param network the network whose upstreams are tracked
@@ -170,6 +176,54 @@ export class NetworkChainState {
     this.headAt = 0;
     this.confirmedAt = 0;
     return true;
+  }
+
+  /**
+   * Records the hash of a canonical block as a state poll saw it (issue #10 item 1: reorg-aware
+   * caching). A hash that differs from the one recorded for that height, or a parent hash that
+   * differs from the one recorded one below, is a reorg: {@link lastReorg} is stamped. When the
+   * parent link proves the block below unchanged, the fork is exactly at `n`; otherwise its depth
+   * is unknown and every block above the finalized head is suspect.
+   * @param n block number
+   * @param hash the block's hash (0x-prefixed, 32 bytes)
+   * @param parentHash the block's parent hash, when known
+   */
+  observeBlockHash(n: number, hash: string, parentHash?: string): void {
+    const h = hash.toLowerCase();
+    const before = this.hashes.get(n);
+    let forkFrom: number | undefined = before !== undefined && before !== h ? n : undefined;
+    if (parentHash !== undefined && n > 0) {
+      const p = parentHash.toLowerCase();
+      const below = this.hashes.get(n - 1);
+      if (below !== undefined && below !== p) forkFrom = Math.min(this.highestFinalized + 1, n - 1);
+      this.remember(n - 1, p);
+    }
+    this.remember(n, h);
+    if (forkFrom === undefined) return;
+    // Heights between the fork and the parent are no longer known to be canonical.
+    for (const k of this.hashes.keys()) if (k >= forkFrom && k < n - 1) this.hashes.delete(k);
+    this.reorg = { at: this.now(), from: forkFrom };
+  }
+
+  /** The hash of block `n` on the chain as last polled, if recorded (the last {@link HASH_HEIGHTS} heights). */
+  hashAt(n: number): string | undefined {
+    return this.hashes.get(n);
+  }
+
+  /** The last reorg seen: when (ms) and the lowest height it may have replaced; undefined when none. */
+  get lastReorg(): { at: number; from: number } | undefined {
+    return this.reorg;
+  }
+
+  private remember(n: number, hash: string): void {
+    this.hashes.delete(n);
+    this.hashes.set(n, hash);
+    if (this.hashes.size > HASH_HEIGHTS) {
+      // Forget the lowest recorded height (a Map keeps insertion order, not height order).
+      let low = Infinity;
+      for (const k of this.hashes.keys()) if (k < low) low = k;
+      this.hashes.delete(low);
+    }
   }
 
   /** Records a finalized block seen from an upstream. */

@@ -169,7 +169,12 @@ export class UpstreamPoller {
     // Latest block.
     if (lr.status === 'fulfilled') {
       const n = blockNumberOfBlock(lr.value.result);
-      if (n !== undefined) report.latest = n;
+      if (n !== undefined) {
+        report.latest = n;
+        // Canonical hashes feed reorg detection (reorg-aware caching, issue #10 item 1).
+        const b = lr.value.result as { hash?: unknown; parentHash?: unknown };
+        if (typeof b.hash === 'string') state.observeBlockHash(n, b.hash, typeof b.parentHash === 'string' ? b.parentHash : undefined);
+      }
       else report.errors.latest = `eth_getBlockByNumber(latest) answered ${this.excerpt(lr.value.result)}`;
     } else {
       report.errors.latest = errorText(lr.reason);

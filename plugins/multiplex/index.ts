@@ -18,9 +18,7 @@
  * - Metric `svc_network_multiplexed_request_total{project,network,category,finality,user,agent_name}`
  *   once per follower.
  */
-import { createHash } from 'node:crypto';
 import { Counter } from 'prom-client';
-import stringify from 'safe-stable-stringify';
 import { FINALITY, type CallContext, type ExecutionRecord } from '../../core/context.ts';
 import { asSvcError, ErrCancelled } from '../../core/errors.ts';
 import type { Plugin, PluginHost } from '../../core/host.ts';
@@ -29,6 +27,7 @@ import type { RpcResult } from '../../core/jsonrpc.ts';
 import { agentName, BoundedLabel } from '../../core/labels.ts';
 import type { Network } from '../../core/registry/network.ts';
 import { CallStage } from '../../core/stages.ts';
+import { callParamsHash, paramsHash } from '../../core/params-hash.ts';
 import { Type } from '@sinclair/typebox';
 
 /** Service name of {@link MultiplexService}. */
@@ -61,14 +60,8 @@ interface Entry {
  * @param params params as sent (key order does not matter)
  */
 export function multiplexKey(method: string, params: unknown): string | undefined {
-  let canonical: string | undefined;
-  try {
-    canonical = stringify(params ?? null, null, undefined) as string | undefined;
-  } catch {
-    return undefined;
-  }
-  if (canonical === undefined) return undefined;
-  return `${method}:${createHash('sha256').update(canonical).digest('base64url')}`;
+  const h = paramsHash(params);
+  return h === undefined ? undefined : `${method}:${h}`;
 }
 
 /** Copies the leader's metadata into a follower's record (spec §4.6 #4). */
@@ -168,8 +161,9 @@ export function multiplexPlugin(): Plugin {
         const table = tableOf(network);
         return (ctx: CallContext) => {
           if (ctx.internal) return inner(ctx);
-          const key = multiplexKey(ctx.request.method, ctx.request.params);
-          if (key === undefined) return inner(ctx);
+          const h = callParamsHash(ctx);
+          if (h === undefined) return inner(ctx);
+          const key = `${ctx.request.method}:${h}`;
           const existing = table.get(key);
           if (existing) {
             existing.followers++;

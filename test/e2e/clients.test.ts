@@ -20,7 +20,7 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
-import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
+import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 import {
   ADDR0,
   ADDR1,
@@ -56,7 +56,7 @@ describe('e2e: ethers and viem through svc (default preset) against anvil', func
   before(async () => {
     anvil = await startAnvil();
     svc = await startSvc({
-      logLevel: 'error',
+      ...NO_CACHE, logLevel: 'error',
       projects: [
         {
           id: 'main',

@@ -10,7 +10,7 @@ import { foundry } from 'viem/chains';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { freePort } from '../helpers/ports.ts';
-import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
+import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 import { ADDR0, ADDR1, CONST_INIT, CONST_WORD, DEV_BALANCE, NOPE_REVERT_DATA, PK0, REVERT_INIT, deployDirect, rpcBody } from './fixtures.ts';
 
 /** `<id>=<reason>:<outcome>:<ms>[:won]` segments of `X-SVC-Upstreams`. */
@@ -42,7 +42,7 @@ describe('e2e: failover past a refusing and a garbage upstream to anvil', functi
     garbage.setDefault({ kind: 'garbage' });
     deadPort = await freePort();
     svc = await startSvc({
-      logLevel: 'error',
+      ...NO_CACHE, logLevel: 'error',
       projects: [
         {
           id: 'main',
@@ -184,7 +184,7 @@ describe('e2e: failover past a refusing and a garbage upstream to anvil', functi
 
     before(async () => {
       svc2 = await startSvc({
-        logLevel: 'error',
+        ...NO_CACHE, logLevel: 'error',
         projects: [
           {
             id: 'main',

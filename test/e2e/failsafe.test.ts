@@ -25,7 +25,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startFaultServer, type FaultServer, type FaultStep } from '../helpers/fault-server.ts';
 import { freePort } from '../helpers/ports.ts';
-import { presetWithout, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
+import { NO_CACHE, presetWithout, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 import { failsafePlugin, upstreamBreakers } from '../../plugins/failsafe/index.ts';
 import { evaluateSelection, selectionState, type EvalFunc, type PolicyUpstream } from '../../plugins/selection/index.ts';
 import type { Plugin } from '../../core/proxy.ts';
@@ -102,7 +102,7 @@ function start(
   network.failsafe = networkFailsafe ?? [];
   const project: Record<string, unknown> = { id: 'main', networks: [network], upstreams };
   if (opts.upstreamDefaults !== undefined) project.upstreamDefaults = { failsafe: opts.upstreamDefaults };
-  return startSvc({ logLevel: 'error', server: { includeErrorDetails: true }, projects: [project] }, { plugins: opts.plugins ?? FAILSAFE_PRESET() });
+  return startSvc({ ...NO_CACHE, logLevel: 'error', server: { includeErrorDetails: true }, projects: [project] }, { plugins: opts.plugins ?? FAILSAFE_PRESET() });
 }
 
 /** {@link FAILSAFE_PRESET} with the failsafe plugin on an injected breaker clock. */
@@ -1054,7 +1054,7 @@ describe('e2e failsafe: networkDefaults.failsafe and upstreamDefaults.failsafe',
     b = await fault('0xb');
     other = await startFaultServer({ chainId: 31338 });
     svc = await startSvc({
-      logLevel: 'error',
+      ...NO_CACHE, logLevel: 'error',
       server: { includeErrorDetails: true },
       projects: [
         {

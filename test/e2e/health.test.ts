@@ -13,7 +13,7 @@
 import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startFaultServer, type FaultServer, type FaultStep } from '../helpers/fault-server.ts';
-import { presetWithout, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
+import { NO_CACHE, presetWithout, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 import type { HealthTracker } from '../../core/registry/health.ts';
 import { upstreamBreakers } from '../../plugins/failsafe/index.ts';
 import { evaluateSelection, selectionDecisions, selectionState } from '../../plugins/selection/index.ts';
@@ -68,7 +68,7 @@ describe('e2e health: real traffic feeds the health tracker', function () {
     b = await fault('0xb');
     brk = await fault('0xc');
     svc = await startSvc({
-      logLevel: 'error',
+      ...NO_CACHE, logLevel: 'error',
       server: { includeErrorDetails: true },
       projects: [
         {
@@ -250,7 +250,7 @@ describe('e2e health: a cordoned upstream gets no traffic at once (spec §3.1)',
     a = await fault('0xa');
     b = await fault('0xb');
     svc = await startSvc({
-      logLevel: 'error',
+      ...NO_CACHE, logLevel: 'error',
       server: { includeErrorDetails: true },
       projects: [
         {

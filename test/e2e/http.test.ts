@@ -9,7 +9,7 @@ import { FetchRequest, JsonRpcProvider } from 'ethers';
 import { createPublicClient, http } from 'viem';
 import { foundry } from 'viem/chains';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
-import { startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
+import { NO_CACHE, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 import { ADDR1, DEV_BALANCE, rpcBody } from './fixtures.ts';
 
 const PKG_VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -51,7 +51,7 @@ describe('e2e: HTTP rules through the real server', function () {
     anvil = await startAnvil();
     process.env[ENV_VAR] = ENV_VALUE;
     svc = await startSvc({
-      logLevel: 'error',
+      ...NO_CACHE, logLevel: 'error',
       server: {
         maxBodySize: '1kb',
         maxBatchSize: 5,
@@ -155,7 +155,7 @@ describe('e2e: HTTP rules through the real server', function () {
 
       before(async () => {
         aliased = await startSvc({
-          logLevel: 'error',
+          ...NO_CACHE, logLevel: 'error',
           server: {
             aliasing: {
               rules: [
@@ -384,7 +384,7 @@ describe('e2e: HTTP rules through the real server', function () {
       let summary: SvcHandle;
       let off: SvcHandle;
       const cfg = (mode: string) => ({
-        logLevel: 'error',
+        ...NO_CACHE, logLevel: 'error',
         server: { executionHeaders: mode },
         projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: 31337 } }] }],
       });

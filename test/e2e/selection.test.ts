@@ -12,7 +12,7 @@ import { readConfigFile } from '../../core/config/load.ts';
 import { selectionState } from '../../plugins/selection/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
-import { startSvc, type SvcHandle } from '../helpers/svc.ts';
+import { NO_CACHE, startSvc, type SvcHandle } from '../helpers/svc.ts';
 
 const CHAIN = 31337;
 const body = { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] };
@@ -41,7 +41,7 @@ describe('e2e: selection policy', function () {
 
   it('a cordoned upstream gets no traffic from the next request on', async () => {
     svc = await startSvc(
-      { logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h' } }], upstreams: upstreams() }] },
+      { ...NO_CACHE, logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h' } }], upstreams: upstreams() }] },
       { plugins: defaultPreset() },
     );
     const r1 = await svc.post(`/main/evm/${CHAIN}`, body);
@@ -82,7 +82,7 @@ export default {
 };
 `,
     );
-    svc = await startSvc((await readConfigFile(file)) as object, { plugins: defaultPreset() });
+    svc = await startSvc({ ...((await readConfigFile(file)) as object), ...NO_CACHE }, { plugins: defaultPreset() });
     expect(selectionState(svc.proxy, 'main', `evm:${CHAIN}`)).to.deep.include({ order: ['c', 'b'], custom: true });
     for (let i = 0; i < 3; i++) {
       const r = await svc.post(`/main/evm/${CHAIN}`, body);

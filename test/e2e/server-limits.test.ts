@@ -15,7 +15,7 @@ import { createProxy, httpServerOptions } from '../../core/proxy.ts';
 import { createLogger } from '../../core/logger.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
-import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
+import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;
@@ -74,7 +74,7 @@ function connections(server: Server): Promise<number> {
 /** svc in front of a fault-server upstream with these `server` settings. */
 async function svcWith(upstream: FaultServer, server: Record<string, unknown>): Promise<SvcHandle> {
   return startSvc({
-    logLevel: 'error',
+    ...NO_CACHE, logLevel: 'error',
     server,
     projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'up', endpoint: upstream.url, evm: { chainId: CHAIN, statePollerInterval: 0 } }] }],
   });

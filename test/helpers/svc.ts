@@ -142,3 +142,9 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs 
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/**
+ * Config keys that turn the response cache off (no policies), for tests about upstream traffic:
+ * with the zero-config cache on, a repeated call would be answered from memory (issue #10).
+ */
+export const NO_CACHE = Object.freeze({ database: { evmJsonRpcCache: { connectors: [], policies: [] } } });

@@ -13,7 +13,7 @@ import { DIRECTIVES_SERVICE, type DirectivesService } from '../../../plugins/dir
 import { minimalPreset } from '../../../presets/minimal.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';
-import { httpRequest, startSvc, type SvcHandle } from '../../helpers/svc.ts';
+import { NO_CACHE, httpRequest, startSvc, type SvcHandle } from '../../helpers/svc.ts';
 
 const plugin = (name: string, extra: Partial<Plugin> = {}): Plugin => ({ name, apply() {}, ...extra });
 const build = (plugins: Plugin[], config: object = {}) => createProxy({ config, plugins, logger: createLogger('silent') });
@@ -85,7 +85,7 @@ describe('plugin contract (issue #9 item 4)', () => {
         });
       },
     });
-    const cfg = (url: string) => ({ logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: url, evm: { chainId: 31337 } }] }] });
+    const cfg = (url: string) => ({ ...NO_CACHE, logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: url, evm: { chainId: 31337 } }] }] });
 
     before(async () => {
       up = await startFaultServer();

@@ -12,7 +12,7 @@ import type { Network } from '../../../core/registry/network.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { statePollerOf } from '../../../plugins/evm-state/index.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';
-import { startSvc, waitFor, type SvcHandle } from '../../helpers/svc.ts';
+import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../../helpers/svc.ts';
 
 const ADDR = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8';
 
@@ -70,7 +70,7 @@ describe('head freshness (issue #8 item 9)', () => {
       // The fault server's built-in blocks: every tag answers block 0x10, forever.
       up = await startFaultServer({ handler: ({ method }) => (method === 'eth_getBalance' || method === 'eth_call' ? '0x1' : undefined) });
       svc = await startSvc({
-        logLevel: 'error',
+        ...NO_CACHE, logLevel: 'error',
         projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337, fallbackFinalityDepth: 4 } }], upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }] }],
       });
       const network = svc.proxy.projects.get('main')!.networks.get('evm:31337')!;

@@ -10,7 +10,7 @@ import { evmGetLogsPlugin } from '../../../plugins/evm-getlogs/index.ts';
 import { DEFAULT_SKIP_METHODS, evmInterpolationPlugin, interpolateParams, type EvmInterpolationOptions } from '../../../plugins/evm-interpolation/index.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';
-import { startSvc, type SvcHandle } from '../../helpers/svc.ts';
+import { NO_CACHE, startSvc, type SvcHandle } from '../../helpers/svc.ts';
 
 const ADDR = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8';
 const HASH = `0x${'ab'.repeat(32)}`;
@@ -132,7 +132,7 @@ describe('evm-interpolation: plugin in svc (two fake upstreams, head set by hand
     b = await startFaultServer({ handler });
     svc = await startSvc(
       {
-        logLevel: 'error',
+        ...NO_CACHE, logLevel: 'error',
         projects: [
           {
             id: 'main',

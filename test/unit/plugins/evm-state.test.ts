@@ -37,7 +37,7 @@ import { failsafeEntryOf } from '../../../plugins/failsafe/index.ts';
 import { selectionState } from '../../../plugins/selection/index.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';
-import { startSvc, waitFor, type SvcHandle, type SvcResponse } from '../../helpers/svc.ts';
+import { NO_CACHE, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../../helpers/svc.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;
@@ -115,7 +115,7 @@ function startWith(servers: Record<string, FaultServer>, o: SvcOpts = {}): Promi
   const selectionPolicy = o.evalFunc === null ? { evalInterval: '1h' } : { evalInterval: '1h', evalFunc: o.evalFunc ?? configOrder };
   return startSvc(
     {
-      logLevel: 'error',
+      ...NO_CACHE, logLevel: 'error',
       server: { includeErrorDetails: true },
       projects: [
         {
@@ -492,7 +492,7 @@ describe('evm-state plugin: state poller', function () {
     const b = await node({ latest: 100, finalized: 90, syncing: false });
     svc = await startSvc(
       {
-        logLevel: 'error',
+        ...NO_CACHE, logLevel: 'error',
         projects: [
           {
             id: 'main',

@@ -1,0 +1,118 @@
+/**
+ * The PostgreSQL tier (issue #10 items 1 and 6), on node-postgres (pg): one table
+ * `(partition_key, range_key, value, expires_at)` with primary key (partition_key, range_key),
+ * created if missing. Expired rows are ignored on read and deleted every `purgeInterval`
+ * (default 5 minutes). The reverse index of lookups by hash is a row under partition
+ * `rvi#<network>` whose value is the partition the entry was last written under; one join reads
+ * both.
+ */
+import pg from 'pg';
+import type { Logger } from '../../../core/plugin-api.ts';
+import { decodeEntry, encodeEntry, type CacheEntry, type Connector } from './types.ts';
+
+/** Tier errors are logged at most this often, ms. */
+const ERROR_LOG_INTERVAL_MS = 30_000;
+
+/** See the module comment. */
+export class PostgresConnector implements Connector {
+  readonly driver = 'postgresql' as const;
+  private readonly pool: pg.Pool;
+  private ready?: Promise<void>;
+  private purgeTimer?: NodeJS.Timeout;
+  private lastErrorLog = -Infinity;
+  private readonly table: string;
+
+  /**
+   * @param id connector id (the URI is never logged)
+   * @param opts `connectionUri`, `table` (validated as an identifier by the schema), `maxConns`, `purgeInterval` ms
+   * @param logger where tier failures are reported
+   */
+  constructor(
+    readonly id: string,
+    private readonly opts: { connectionUri: string; table: string; maxConns: number; purgeInterval: number },
+    private readonly logger: Logger,
+  ) {
+    this.table = `"${opts.table}"`;
+    this.pool = new pg.Pool({ connectionString: opts.connectionUri, max: opts.maxConns, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
+    // An idle client's error would otherwise crash the process.
+    this.pool.on('error', (e: Error) => this.report('connection', e));
+  }
+
+  /** Logs a tier failure (rate-limited), naming the connector, never the URI. */
+  report(what: string, e: unknown): void {
+    const now = Date.now();
+    if (now - this.lastErrorLog < ERROR_LOG_INTERVAL_MS) return;
+    this.lastErrorLog = now;
+    const err = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    this.logger.warn({ connector: this.id, err }, `cache connector ${this.id}: postgresql ${what} failed (calls go to upstreams; logged at most every 30 s)`);
+  }
+
+  /** Creates the table and indexes once; a failure is retried by the next operation. */
+  private ensureTable(): Promise<void> {
+    this.ready ??= (async () => {
+      await this.pool.query(`CREATE TABLE IF NOT EXISTS ${this.table} (partition_key TEXT NOT NULL, range_key TEXT NOT NULL, value TEXT NOT NULL, expires_at TIMESTAMPTZ, PRIMARY KEY (partition_key, range_key))`);
+      await this.pool.query(`CREATE INDEX IF NOT EXISTS "${this.opts.table}_expires_at" ON ${this.table} (expires_at) WHERE expires_at IS NOT NULL`);
+    })().catch((e: unknown) => {
+      this.ready = undefined;
+      throw e;
+    });
+    return this.ready;
+  }
+
+  async open(): Promise<void> {
+    try {
+      await this.ensureTable();
+    } catch (e) {
+      this.report('open', e);
+    }
+    this.purgeTimer = setInterval(() => void this.purge().catch((e: unknown) => this.report('purge', e)), this.opts.purgeInterval);
+    this.purgeTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    if (this.purgeTimer) clearInterval(this.purgeTimer);
+    await this.pool.end().catch(() => undefined);
+  }
+
+  /**
+   * Deletes expired rows.
+   * @returns rows deleted
+   */
+  async purge(): Promise<number> {
+    await this.ensureTable();
+    const r = await this.pool.query(`DELETE FROM ${this.table} WHERE expires_at IS NOT NULL AND expires_at <= now()`);
+    return r.rowCount ?? 0;
+  }
+
+  async get(partition: string, range: string): Promise<CacheEntry | undefined> {
+    await this.ensureTable();
+    const r = await this.pool.query<{ value: string }>(`SELECT value FROM ${this.table} WHERE partition_key = $1 AND range_key = $2 AND (expires_at IS NULL OR expires_at > now())`, [partition, range]);
+    const v = r.rows[0]?.value;
+    return v === undefined ? undefined : decodeEntry(v);
+  }
+
+  async getReverse(network: string, range: string): Promise<CacheEntry | undefined> {
+    await this.ensureTable();
+    const r = await this.pool.query<{ value: string }>(
+      `SELECT c.value FROM ${this.table} r JOIN ${this.table} c ON c.partition_key = r.value AND c.range_key = r.range_key
+       WHERE r.partition_key = $1 AND r.range_key = $2 AND (r.expires_at IS NULL OR r.expires_at > now()) AND (c.expires_at IS NULL OR c.expires_at > now())`,
+      [`rvi#${network}`, range],
+    );
+    const v = r.rows[0]?.value;
+    return v === undefined ? undefined : decodeEntry(v);
+  }
+
+  async set(partition: string, range: string, entry: CacheEntry, ttlMs: number, reverseNetwork?: string): Promise<void> {
+    await this.ensureTable();
+    const expires = ttlMs > 0 ? new Date(Date.now() + ttlMs) : null;
+    const upsert = `INSERT INTO ${this.table} (partition_key, range_key, value, expires_at) VALUES ($1, $2, $3, $4)
+      ON CONFLICT (partition_key, range_key) DO UPDATE SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at`;
+    await this.pool.query(upsert, [partition, range, encodeEntry(entry), expires]);
+    if (reverseNetwork !== undefined) await this.pool.query(upsert, [`rvi#${reverseNetwork}`, range, partition, expires]);
+  }
+
+  async delete(partition: string, range: string): Promise<void> {
+    await this.ensureTable();
+    await this.pool.query(`DELETE FROM ${this.table} WHERE partition_key = $1 AND range_key = $2`, [partition, range]);
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * The Redis tier (issue #10 items 1 and 6), on node-redis: entries are `SET key value PX ttl`
+ * strings in {@link encodeEntry}'s encoding, and the reverse index is a second key holding the
+ * partition a lookup by hash was last written under. The client never queues commands while
+ * disconnected (`disableOfflineQueue`), so a Redis that is down makes reads miss at once instead
+ * of holding calls; it reconnects in the background with a capped backoff.
+ */
+import { createClient } from 'redis';
+import type { Logger } from '../../../core/plugin-api.ts';
+import { decodeEntry, encodeEntry, reverseKey, type CacheEntry, type Connector } from './types.ts';
+
+/** Prefix of every key svc writes, so a shared Redis can hold other data too. */
+export const REDIS_KEY_PREFIX = 'svc:cache:';
+/** Longest wait between reconnect tries, ms. */
+const MAX_RECONNECT_DELAY_MS = 2000;
+/** Tier errors are logged at most this often, ms (a dead Redis must not flood the log). */
+const ERROR_LOG_INTERVAL_MS = 30_000;
+
+/** See the module comment. */
+export class RedisConnector implements Connector {
+  readonly driver = 'redis' as const;
+  private readonly client: ReturnType<typeof createClient>;
+  private lastErrorLog = -Infinity;
+  private closed = false;
+
+  /**
+   * @param id connector id (the URI is never logged)
+   * @param opts `uri`, optional `password`, `connectTimeout` ms
+   * @param logger where tier failures are reported
+   */
+  constructor(
+    readonly id: string,
+    opts: { uri: string; password?: string; connectTimeout: number },
+    private readonly logger: Logger,
+  ) {
+    this.client = createClient({
+      url: opts.uri,
+      password: opts.password,
+      disableOfflineQueue: true,
+      socket: {
+        connectTimeout: opts.connectTimeout,
+        reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 10), MAX_RECONNECT_DELAY_MS),
+      },
+    });
+    // An unhandled 'error' event would crash the process: a tier failure is only ever a miss.
+    this.client.on('error', (e: unknown) => this.report('connection', e));
+  }
+
+  /** Whether the client is connected and ready for commands. */
+  get ready(): boolean {
+    return this.client.isReady;
+  }
+
+  /** Logs a tier failure (rate-limited), naming the connector, never the URI. */
+  report(what: string, e: unknown): void {
+    const now = Date.now();
+    if (now - this.lastErrorLog < ERROR_LOG_INTERVAL_MS) return;
+    this.lastErrorLog = now;
+    const err = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    this.logger.warn({ connector: this.id, err }, `cache connector ${this.id}: redis ${what} failed (calls go to upstreams; logged at most every 30 s)`);
+  }
+
+  async open(): Promise<void> {
+    // connect() keeps retrying while Redis is down; start-up does not wait for it.
+    this.client.connect().catch((e: unknown) => this.report('connect', e));
+    await Promise.resolve();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      if (this.client.isOpen) await this.client.quit();
+    } catch {
+      this.client.destroy();
+    }
+  }
+
+  async get(partition: string, range: string): Promise<CacheEntry | undefined> {
+    if (!this.client.isReady) throw new Error('redis is not connected');
+    const v = await this.client.get(`${REDIS_KEY_PREFIX}${partition}#${range}`);
+    return typeof v === 'string' ? decodeEntry(v) : undefined;
+  }
+
+  async getReverse(network: string, range: string): Promise<CacheEntry | undefined> {
+    if (!this.client.isReady) throw new Error('redis is not connected');
+    const pk = await this.client.get(`${REDIS_KEY_PREFIX}${reverseKey(network, range)}`);
+    return typeof pk === 'string' ? this.get(pk, range) : undefined;
+  }
+
+  async set(partition: string, range: string, entry: CacheEntry, ttlMs: number, reverseNetwork?: string): Promise<void> {
+    if (!this.client.isReady) throw new Error('redis is not connected');
+    const opts = ttlMs > 0 ? { expiration: { type: 'PX' as const, value: Math.ceil(ttlMs) } } : undefined;
+    const key = `${REDIS_KEY_PREFIX}${partition}#${range}`;
+    if (reverseNetwork === undefined) {
+      await this.client.set(key, encodeEntry(entry), opts);
+      return;
+    }
+    // The entry first, then the pointer, in one round trip.
+    await this.client.multi().set(key, encodeEntry(entry), opts).set(`${REDIS_KEY_PREFIX}${reverseKey(reverseNetwork, range)}`, partition, opts).exec();
+  }
+
+  async delete(partition: string, range: string): Promise<void> {
+    if (!this.client.isReady) return;
+    await this.client.del(`${REDIS_KEY_PREFIX}${partition}#${range}`);
+  }
+}

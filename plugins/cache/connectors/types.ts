@@ -1,0 +1,86 @@
+/**
+ * The storage contract every cache tier implements (issue #10 items 1 and 6), and the one
+ * encoding the shared tiers use, so any svc replica reads what another wrote.
+ */
+import type { Finality } from '../../../core/plugin-api.ts';
+
+/** One cached answer. */
+export interface CacheEntry {
+  /** The result's exact JSON (text, or bytes for large answers): written to clients as is. */
+  wire: string | Buffer;
+  /** Finality class it was written under. */
+  finality: Finality;
+  /** Block number it rests on, when known (realtime: the head it was read at). */
+  blockNumber?: number;
+  /** Block hash it rests on, when the answer names one (reorg check of unfinalized entries). */
+  blockHash?: string;
+  /** Write time, `Date.now()` ms (reorg check). */
+  writtenAt: number;
+}
+
+/**
+ * A cache tier. `get`/`getReverse` resolve `undefined` on a miss and reject on a tier failure
+ * (the caller counts it and treats it as a miss). The memory tier answers synchronously.
+ */
+export interface Connector {
+  /** Connector id (labels, `skip-cache-read`). */
+  readonly id: string;
+  /** Driver name. */
+  readonly driver: 'memory' | 'redis' | 'postgresql';
+  /** Connects (never rejects: a tier that is down makes reads miss until it comes back). */
+  open(): Promise<void>;
+  /** Closes connections and timers. */
+  close(): Promise<void>;
+  /** The entry at `partition`/`range`. */
+  get(partition: string, range: string): CacheEntry | undefined | Promise<CacheEntry | undefined>;
+  /** The entry a lookup by hash was last written to, through the reverse index of `network`. */
+  getReverse(network: string, range: string): CacheEntry | undefined | Promise<CacheEntry | undefined>;
+  /**
+   * Stores an entry.
+   * @param ttlMs lifetime in ms; 0 = forever
+   * @param reverseNetwork when set, also points the reverse index of that network at this entry
+   */
+  set(partition: string, range: string, entry: CacheEntry, ttlMs: number, reverseNetwork?: string): void | Promise<void>;
+  /** Drops an entry (a reorged block). */
+  delete(partition: string, range: string): void | Promise<void>;
+}
+
+/** Bytes of an entry's result. */
+export function wireSize(wire: string | Buffer): number {
+  return typeof wire === 'string' ? wire.length : wire.length;
+}
+
+/**
+ * Shared-tier encoding: a one-line JSON header, a newline, then the result's JSON untouched (so a
+ * hit is served without parsing the result).
+ */
+export function encodeEntry(e: CacheEntry): string {
+  const head: Record<string, unknown> = { f: e.finality, t: e.writtenAt };
+  if (e.blockNumber !== undefined) head.n = e.blockNumber;
+  if (e.blockHash !== undefined) head.h = e.blockHash;
+  return `${JSON.stringify(head)}\n${typeof e.wire === 'string' ? e.wire : e.wire.toString('utf8')}`;
+}
+
+/**
+ * Reads {@link encodeEntry}'s text.
+ * @returns the entry, or undefined when the text is not an entry (another writer's key)
+ */
+export function decodeEntry(text: string): CacheEntry | undefined {
+  const nl = text.indexOf('\n');
+  if (nl < 0) return undefined;
+  try {
+    const h = JSON.parse(text.slice(0, nl)) as { f?: unknown; t?: unknown; n?: unknown; h?: unknown };
+    if (typeof h.f !== 'string' || typeof h.t !== 'number') return undefined;
+    const e: CacheEntry = { wire: text.slice(nl + 1), finality: h.f as Finality, writtenAt: h.t };
+    if (typeof h.n === 'number') e.blockNumber = h.n;
+    if (typeof h.h === 'string') e.blockHash = h.h;
+    return e;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Key of the reverse-index pointer of a lookup by hash on a network. */
+export function reverseKey(network: string, range: string): string {
+  return `rvi#${network}#${range}`;
+}

@@ -1,0 +1,221 @@
+/**
+ * cache plugin (issue #10 items 1-3 and 6; spec §2.8 #3, §4.5): JSON-RPC answers kept in a
+ * memory, Redis or PostgreSQL tier, so most reads never reach an upstream and a fleet of
+ * replicas shares one cache. Written against the public plugin API only (`svc/plugin`).
+ *
+ * Taps `call` at `CallStage.CACHE`: inside multiplexing (identical in-flight calls read once),
+ * outside tip enforcement and interpolation (a hit skips all upstream work; the key is the
+ * client's own params, block tags included). `configured` resolves `database.evmJsonRpcCache`
+ * (the zero-config memory cache when absent); `project` opens the tiers, `shutdown` closes them.
+ *
+ * - Key: `<network>:<block ref>` + `<method>:<params hash>`; lookups by hash go through a
+ *   reverse index to the block the answer named (files: `keys.ts`).
+ * - Policies (`policy.ts`): reads by finality class (finalized ← finalized|unfinalized,
+ *   realtime ← realtime, unknown ← any), writes of exactly the call's class.
+ * - Reads and writes (`store.ts`): tiers read in parallel, first acceptable hit wins; writes after
+ *   the answer, never awaited by the call; a tier that is slow or down is a miss.
+ * - `skip-cache-read`: `true` skips every read, `false`/empty reads all, anything else is a glob
+ *   on connector ids not to read. Writes happen regardless.
+ * - Headers: writes the `cache.outcome` (HIT/MISS) and `cache.attempts` record slots the headers
+ *   plugin turns into `X-SVC-Cache` and `X-SVC-Cache-Attempts`.
+ * - Metrics `svc_cache_{get_hit,get_miss,get_error,set_success,set_error}_total{project,network,category,connector,policy}`.
+ */
+import { Counter } from 'prom-client';
+import {
+  CallStage,
+  callParamsHash,
+  compileGlobs,
+  FINALITY,
+  RpcResult,
+  Slot,
+  type CallContext,
+  type CallHandler,
+  type GlobTest,
+  type Network,
+  type Plugin,
+  type PluginHost,
+} from '../../core/plugin-api.ts';
+import { MemoryConnector } from './connectors/memory.ts';
+import { PostgresConnector } from './connectors/postgres.ts';
+import { RedisConnector } from './connectors/redis.ts';
+import type { Connector } from './connectors/types.ts';
+import { callKey, neverCached } from './keys.ts';
+import { Policy } from './policy.ts';
+import { cacheConfigOf, cacheSchema, type CacheConfig, type ConnectorConfig } from './schema.ts';
+import { readEntry, writeEntry, type Reader, type StoreSink } from './store.ts';
+
+export { acceptable, readEntry, writeEntry } from './store.ts';
+export { answeredBlock, callKey, isEmptyJson, neverCached, type CallKey } from './keys.ts';
+export { Policy } from './policy.ts';
+export { cacheConfigOf, cacheSchema, defaultCacheConfig, DEFAULT_CONNECTOR_ID, READ_TIMEOUT_MS, WRITE_TIMEOUT_MS, type CacheConfig, type PolicyConfig, type ConnectorConfig } from './schema.ts';
+export { MemoryConnector } from './connectors/memory.ts';
+export { RedisConnector, REDIS_KEY_PREFIX } from './connectors/redis.ts';
+export { PostgresConnector } from './connectors/postgres.ts';
+export { decodeEntry, encodeEntry, type CacheEntry, type Connector } from './connectors/types.ts';
+
+/** Service name of {@link CacheService}. */
+export const CACHE_SERVICE = 'cache';
+
+/** What the cache plugin shows other plugins, the admin API and tests. */
+export interface CacheService {
+  /** The resolved config (after `configured`). */
+  config(): CacheConfig;
+  /** A tier by connector id. */
+  connector(id: string): Connector | undefined;
+}
+
+/** Record slots the headers plugin reads (by name: no import of that plugin). */
+const CACHE_ATTEMPTS = new Slot<number>('cache.attempts', 0);
+const CACHE_OUTCOME = new Slot<'HIT' | 'MISS' | undefined>('cache.outcome', undefined);
+
+/** Longest `skip-cache-read` glob accepted from a client, characters; longer skips every read. */
+export const MAX_SKIP_PATTERN_LENGTH = 256;
+/** Distinct methods (or skip patterns) whose matching is remembered per network. */
+const MEMO_LIMIT = 1024;
+
+function openConnector(c: ConnectorConfig, host: PluginHost): Connector {
+  switch (c.driver) {
+    case 'memory':
+      return new MemoryConnector(c.id, c.memory);
+    case 'redis':
+      return new RedisConnector(c.id, c.redis as NonNullable<ConnectorConfig['redis']>, host.logger);
+    case 'postgresql':
+      return new PostgresConnector(c.id, c.postgresql as NonNullable<ConnectorConfig['postgresql']>, host.logger);
+  }
+}
+
+/**
+ * Creates the cache plugin (name `cache`).
+ * @returns a plugin owning `database.evmJsonRpcCache`, tapping `configured`, `project`, `call` and `shutdown`, providing the `cache` service
+ */
+export function cachePlugin(): Plugin {
+  return {
+    name: 'cache',
+    schema: cacheSchema,
+    apply(host: PluginHost) {
+      let config: CacheConfig = { connectors: [], policies: [] };
+      let policies: Policy[] = [];
+      const connectors = new Map<string, Connector>();
+      let opened: Promise<void> | undefined;
+
+      host.hooks.configured.tap('cache', (c) => {
+        config = cacheConfigOf(c);
+        policies = config.policies.map((p) => new Policy(p));
+        for (const cc of config.connectors) connectors.set(cc.id, openConnector(cc, host));
+      });
+      host.hooks.project.tapPromise('cache', async () => {
+        opened ??= Promise.all([...connectors.values()].map((c) => c.open())).then(() => undefined);
+        await opened;
+      });
+      host.hooks.shutdown.tapPromise('cache', async () => {
+        await Promise.all([...connectors.values()].map((c) => c.close()));
+      });
+      host.services.provide<CacheService>(CACHE_SERVICE, { config: () => config, connector: (id) => connectors.get(id) });
+
+      const sink = metricsSink(host);
+      const skipMemo = new Map<string, GlobTest>();
+      /** The readers of a call after `skip-cache-read` (spec §2.8 #3). */
+      const readersOf = (candidates: readonly Policy[], ctx: CallContext): Reader[] => {
+        const skip = ctx.directives.skipCacheRead;
+        if (skip === 'true') return [];
+        let skipped: GlobTest | undefined;
+        if (skip !== undefined && skip !== '' && skip !== 'false') {
+          if (skip.length > MAX_SKIP_PATTERN_LENGTH) return [];
+          skipped = skipMemo.get(skip);
+          if (!skipped) {
+            skipped = compileGlobs(skip.split('|'));
+            if (skipMemo.size < MEMO_LIMIT) skipMemo.set(skip, skipped);
+          }
+        }
+        const finality = FINALITY.get(ctx);
+        const out: Reader[] = [];
+        for (const p of candidates) {
+          if (!p.readable(finality) || (skipped && skipped(p.connector)) || out.some((r) => r.policy.connector === p.connector)) continue;
+          const connector = connectors.get(p.connector);
+          if (connector && p.coversParams(ctx.request.params)) out.push({ connector, policy: p });
+        }
+        return out;
+      };
+
+      host.hooks.call.tap({ name: 'cache', stage: CallStage.CACHE }, (inner: CallHandler, network: Network): CallHandler => {
+        const mine = policies.filter((p) => p.coversNetwork(network.id));
+        if (mine.length === 0) return inner;
+        const byMethod = new Map<string, Policy[]>();
+        const candidatesOf = (method: string): Policy[] => {
+          let c = byMethod.get(method);
+          if (!c) {
+            c = neverCached(method) ? [] : mine.filter((p) => p.coversMethod(method));
+            if (byMethod.size < MEMO_LIMIT) byMethod.set(method, c);
+          }
+          return c;
+        };
+        const chain = host.chainState(network);
+
+        return (ctx: CallContext) => {
+          if (ctx.internal) return inner(ctx);
+          const candidates = candidatesOf(ctx.request.method);
+          if (candidates.length === 0) return inner(ctx);
+          const hash = callParamsHash(ctx);
+          if (hash === undefined) return inner(ctx);
+          const key = callKey(network.id, ctx.request.method, ctx.request.params, hash);
+          const finality = FINALITY.get(ctx);
+          const readers = readersOf(candidates, ctx);
+          const record = ctx.record;
+          if (readers.length > 0) CACHE_ATTEMPTS.set(record, CACHE_ATTEMPTS.get(record) + readers.length);
+
+          const miss = (): Promise<RpcResult> => {
+            CACHE_OUTCOME.set(record, 'MISS');
+            return inner(ctx).then((r) => {
+              if (!r.fromCache) {
+                // After the answer is on its way; a write never delays (or fails) the call.
+                setImmediate(() => writeEntry(ctx, key, finality, { wire: r.wire(), value: () => r.result }, candidates, connectors, chain, sink));
+              }
+              return r;
+            });
+          };
+          const served = (entry: { wire: string | Buffer }): RpcResult => {
+            CACHE_OUTCOME.set(record, 'HIT');
+            const r = RpcResult.lazy(entry.wire);
+            r.fromCache = true;
+            return r;
+          };
+          if (readers.length === 0) return miss();
+          const got = readEntry(ctx, key, readers, chain, sink);
+          if (got instanceof Promise) return got.then((hit) => (hit ? served(hit.entry) : miss()));
+          return got ? Promise.resolve(served(got.entry)) : miss();
+        };
+      });
+    },
+  };
+}
+
+/** The plugin's metrics: one counter child per label set, created on first use. */
+function metricsSink(host: PluginHost): StoreSink {
+  const labelNames = ['project', 'network', 'category', 'connector', 'policy'] as const;
+  const counter = (name: string, help: string) => new Counter({ name, help, labelNames, registers: [host.metrics] });
+  const hit = counter('svc_cache_get_hit_total', 'Cache reads that found an acceptable entry, per tier and policy');
+  const miss = counter('svc_cache_get_miss_total', 'Cache reads that found nothing (or an entry no longer acceptable)');
+  const getError = counter('svc_cache_get_error_total', 'Cache reads that failed or timed out (treated as a miss)');
+  const setOk = counter('svc_cache_set_success_total', 'Cache writes stored');
+  const setError = counter('svc_cache_set_error_total', 'Cache writes that failed or timed out');
+  const children = new Map<string, Counter.Internal>();
+  const child = (c: Counter<(typeof labelNames)[number]>, tag: string, ctx: CallContext, connector: string, policy: string) => {
+    const category = host.methodLabel.value(ctx.request.method);
+    const k = `${tag}\0${ctx.project.id}\0${ctx.network.id}\0${category}\0${connector}\0${policy}`;
+    let ch = children.get(k);
+    if (!ch) {
+      ch = c.labels({ project: ctx.project.id, network: ctx.network.id, category, connector, policy });
+      children.set(k, ch);
+    }
+    return ch;
+  };
+  return {
+    read(ctx, r, event) {
+      child(event === 'hit' ? hit : event === 'miss' ? miss : getError, event, ctx, r.connector.id, r.policy.id).inc();
+    },
+    wrote(ctx, c, p, ok, err) {
+      child(ok ? setOk : setError, ok ? 'ok' : 'err', ctx, c.id, p.id).inc();
+      if (!ok) (c as { report?: (what: string, e: unknown) => void }).report?.('write', err);
+    },
+  };
+}

@@ -1,0 +1,165 @@
+/**
+ * Config of the cache plugin (issue #10 item 1): `database.evmJsonRpcCache` with its
+ * `connectors[]` and `policies[]`, nested as eRPC users write them, the zero-config default, and
+ * the checks that cannot be said in JSON Schema (unique ids, policies naming a connector).
+ */
+import { ConfigError, Duration, Size, Strict, Type, type Finality, type ResolvedConfig, type TProperties } from '../../core/plugin-api.ts';
+
+/** Id of the zero-config memory connector. */
+export const DEFAULT_CONNECTOR_ID = 'memory-cache';
+/** Zero-config memory tier: most entries. */
+export const DEFAULT_MAX_ITEMS = 100_000;
+/** Zero-config memory tier: most bytes of keys and values (256 MiB). */
+export const DEFAULT_MAX_TOTAL_SIZE = 256 * 1024 * 1024;
+/** Default PostgreSQL table. */
+export const DEFAULT_PG_TABLE = 'svc_json_rpc_cache';
+/** Default purge interval of expired PostgreSQL rows, ms (5 minutes). */
+export const DEFAULT_PG_PURGE_INTERVAL_MS = 5 * 60_000;
+/** A connector read gives up after this long and counts as a miss (issue #10 item 1), ms. */
+export const READ_TIMEOUT_MS = 1000;
+/** A connector write gives up after this long (logged and counted), ms. */
+export const WRITE_TIMEOUT_MS = 5000;
+
+const memoryProps = Strict({
+  maxItems: Type.Integer({ minimum: 1, default: DEFAULT_MAX_ITEMS, description: 'most entries held (least recently used evicted first)' }),
+  maxTotalSize: Size({ default: '256MiB', description: 'most bytes held, keys and values (an LRU bounded in bytes)' }),
+});
+
+const redisProps = Strict({
+  uri: Type.String({ minLength: 1, description: '`redis://[user:password@]host:port[/db]` or `rediss://...`; never logged or used as a label' }),
+  password: Type.Optional(Type.String({ description: 'password, when not in the URI' })),
+  connectTimeout: Duration({ default: '5s', description: 'time to (re)connect before a try fails; the client keeps reconnecting in the background' }),
+});
+
+const postgresProps = Strict({
+  connectionUri: Type.String({ minLength: 1, description: '`postgres://user:password@host:port/db`; never logged or used as a label' }),
+  table: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', default: DEFAULT_PG_TABLE, description: 'table, created if missing' }),
+  maxConns: Type.Integer({ minimum: 1, default: 16, description: 'pool size' }),
+  purgeInterval: Duration({ default: '5m', description: 'how often expired rows are deleted (they are ignored on read meanwhile)' }),
+});
+
+const connector = Strict({
+  id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$', description: 'connector id, used by policies, the skip-cache-read directive and metric labels (default `<driver>-cache`)' })),
+  driver: Type.Union([Type.Literal('memory'), Type.Literal('redis'), Type.Literal('postgresql')], { description: 'storage tier' }),
+  memory: Type.Optional(memoryProps),
+  redis: Type.Optional(redisProps),
+  postgresql: Type.Optional(postgresProps),
+});
+
+const policy = Strict({
+  id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$', description: 'used in metric labels (default: the policy index)' })),
+  connector: Type.String({ description: 'id of the connector this policy reads and writes' }),
+  network: Type.String({ default: '*', description: 'glob on network ids (`evm:1`, `evm:*`, `a|b`)' }),
+  method: Type.String({ default: '*', description: 'glob on methods (`eth_getBlock*|eth_call`)' }),
+  params: Type.Optional(Type.Array(Type.Unknown(), { description: 'per-position matchers: a string is a glob on the param (its JSON text when not a string), an object or array matches key by key; missing positions match anything' })),
+  finality: Type.Union([Type.Literal('finalized'), Type.Literal('unfinalized'), Type.Literal('realtime'), Type.Literal('unknown')], { default: 'finalized', description: 'finality class cached by this policy' }),
+  empty: Type.Union([Type.Literal('ignore'), Type.Literal('allow'), Type.Literal('only')], { default: 'ignore', description: 'empty results (`null`, `""`, `"0x"`, `"0x0"`, `[]`, `{}`): not cached, cached too, or only those' }),
+  appliesTo: Type.Union([Type.Literal('both'), Type.Literal('get'), Type.Literal('set')], { default: 'both', description: 'reads, writes or both' }),
+  ttl: Duration({ default: '0', description: 'entry lifetime; 0 = forever' }),
+  minItemSize: Type.Optional(Size({ description: 'smallest result cached (bytes of its JSON)' })),
+  maxItemSize: Type.Optional(Size({ description: 'largest result cached (bytes of its JSON)' })),
+});
+
+/** The plugin's schema fragment: it owns the top-level `database` key. */
+export const cacheSchema: { root: TProperties } = {
+  root: {
+    database: Strict(
+      {
+        evmJsonRpcCache: Type.Optional(
+          Strict(
+            {
+              connectors: Type.Array(connector, { default: [], description: 'storage tiers' }),
+              policies: Type.Array(policy, { default: [], description: 'what is cached where, in order; no policies = no caching' }),
+            },
+            { description: 'JSON-RPC response cache (issue #10); unset = a 256 MiB in-memory cache of finalized (forever), unfinalized (10s) and realtime (2s) answers' },
+          ),
+        ),
+      },
+      { description: 'storage used by svc' },
+    ),
+  },
+};
+
+/** A resolved connector (defaults applied, sizes in bytes, durations in ms). */
+export interface ConnectorConfig {
+  id: string;
+  driver: 'memory' | 'redis' | 'postgresql';
+  memory: { maxItems: number; maxTotalSize: number };
+  redis?: { uri: string; password?: string; connectTimeout: number };
+  postgresql?: { connectionUri: string; table: string; maxConns: number; purgeInterval: number };
+}
+
+/** Empty-result rule of a policy. */
+export type EmptyRule = 'ignore' | 'allow' | 'only';
+
+/** A resolved policy. */
+export interface PolicyConfig {
+  /** Metric label: the configured id, else the index as a string. */
+  id: string;
+  connector: string;
+  network: string;
+  method: string;
+  params?: unknown[];
+  finality: Finality;
+  empty: EmptyRule;
+  appliesTo: 'both' | 'get' | 'set';
+  /** ms; 0 = forever. */
+  ttl: number;
+  /** bytes */
+  minItemSize?: number;
+  /** bytes */
+  maxItemSize?: number;
+}
+
+/** The resolved cache config. */
+export interface CacheConfig {
+  connectors: ConnectorConfig[];
+  policies: PolicyConfig[];
+}
+
+/** The zero-config cache: one memory tier, finalized forever, unfinalized 10 s, realtime 2 s, unknown not cached. */
+export function defaultCacheConfig(): CacheConfig {
+  const base = { connector: DEFAULT_CONNECTOR_ID, network: '*', method: '*', empty: 'ignore', appliesTo: 'both' } as const;
+  return {
+    connectors: [{ id: DEFAULT_CONNECTOR_ID, driver: 'memory', memory: { maxItems: DEFAULT_MAX_ITEMS, maxTotalSize: DEFAULT_MAX_TOTAL_SIZE } }],
+    policies: [
+      { ...base, id: 'finalized', finality: 'finalized', ttl: 0 },
+      { ...base, id: 'unfinalized', finality: 'unfinalized', ttl: 10_000 },
+      { ...base, id: 'realtime', finality: 'realtime', ttl: 2_000 },
+    ],
+  };
+}
+
+type RawConnector = Partial<ConnectorConfig> & { driver: ConnectorConfig['driver']; memory?: Partial<ConnectorConfig['memory']> };
+type RawPolicy = Omit<PolicyConfig, 'id'> & { id?: string };
+
+/**
+ * The cache config of a resolved svc config: the zero-config default when `database.evmJsonRpcCache`
+ * is absent, else the configured tiers and policies.
+ * @param config the final config (`configured` hook)
+ * @throws ConfigError naming the path of a duplicate connector id, a driver without its settings
+ *   block, or a policy whose connector does not exist
+ */
+export function cacheConfigOf(config: ResolvedConfig): CacheConfig {
+  const db = config.settings.database as { evmJsonRpcCache?: { connectors: RawConnector[]; policies: RawPolicy[] } } | undefined;
+  const raw = db?.evmJsonRpcCache;
+  if (!raw) return defaultCacheConfig();
+  const problems: Array<{ path: string; message: string }> = [];
+  const ids = new Set<string>();
+  const connectors = raw.connectors.map((c, i): ConnectorConfig => {
+    const id = c.id ?? `${c.driver}-cache`;
+    const path = `database.evmJsonRpcCache.connectors[${i}]`;
+    if (ids.has(id)) problems.push({ path: `${path}.id`, message: `duplicate connector id "${id}"` });
+    ids.add(id);
+    if (c.driver === 'redis' && !c.redis) problems.push({ path, message: 'driver redis needs a `redis: {uri}` block' });
+    if (c.driver === 'postgresql' && !c.postgresql) problems.push({ path, message: 'driver postgresql needs a `postgresql: {connectionUri}` block' });
+    const memory = { maxItems: c.memory?.maxItems ?? DEFAULT_MAX_ITEMS, maxTotalSize: c.memory?.maxTotalSize ?? DEFAULT_MAX_TOTAL_SIZE };
+    return { id, driver: c.driver, memory, redis: c.redis, postgresql: c.postgresql };
+  });
+  const policies = raw.policies.map((p, i): PolicyConfig => {
+    if (!ids.has(p.connector)) problems.push({ path: `database.evmJsonRpcCache.policies[${i}].connector`, message: `no connector with id "${p.connector}" (have: ${[...ids].join(', ') || 'none'})` });
+    return { ...p, id: p.id ?? String(i) };
+  });
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { connectors, policies };
+}

@@ -1,0 +1,198 @@
+/**
+ * Reading and writing one call's cache entry across the matching tiers (issue #10 item 1):
+ * the parallel read where the first acceptable hit wins, the checks that turn a stored entry
+ * into a miss (a realtime entry behind the head, an unfinalized entry on a reorged block), and
+ * the write after the answer, with finality re-classified from the answer.
+ */
+import { parseBlockNumber, REALTIME_METHODS, type CallContext, type Finality, type NetworkChainState } from '../../core/plugin-api.ts';
+import type { CacheEntry, Connector } from './connectors/types.ts';
+import { answeredBlock, isEmptyJson, type CallKey } from './keys.ts';
+import type { Policy } from './policy.ts';
+import { READ_TIMEOUT_MS, WRITE_TIMEOUT_MS } from './schema.ts';
+
+/** One tier to read: the connector and the first policy that selected it (metric label). */
+export interface Reader {
+  connector: Connector;
+  policy: Policy;
+}
+
+/** A read's outcome per tier, for metrics. */
+export type ReadEvent = 'hit' | 'miss' | 'error';
+
+/** What the store reports to the plugin (metrics). */
+export interface StoreSink {
+  read(ctx: CallContext, r: Reader, event: ReadEvent): void;
+  wrote(ctx: CallContext, connector: Connector, policy: Policy, ok: boolean, err?: unknown): void;
+}
+
+/** The hit that won. */
+export interface Hit {
+  entry: CacheEntry;
+  reader: Reader;
+}
+
+/** Rejects after `ms` (timer unref'd so a stuck tier never holds the process open). */
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Whether a stored entry may answer now.
+ * - A realtime entry for a block below the network's highest known latest block is a miss, so
+ *   `latest` and `eth_blockNumber` never go backwards through the cache.
+ * - An unfinalized entry whose block the state poller has since seen with a different hash, or
+ *   that was written before a reorg reaching its height, is a miss; `drop` says to delete it.
+ */
+export function acceptable(entry: CacheEntry, chain: NetworkChainState | undefined): { ok: boolean; drop: boolean } {
+  if (!chain) return { ok: true, drop: false };
+  const n = entry.blockNumber;
+  if (entry.finality === 'realtime') {
+    const head = chain.highestLatest;
+    return { ok: !(n !== undefined && head > 0 && n < head), drop: false };
+  }
+  if (entry.finality !== 'unfinalized' || n === undefined) return { ok: true, drop: false };
+  const seen = chain.hashAt(n);
+  if (entry.blockHash !== undefined && seen !== undefined && seen !== entry.blockHash) return { ok: false, drop: true };
+  const reorg = chain.lastReorg;
+  if (reorg && reorg.at >= entry.writtenAt && n >= reorg.from) return { ok: false, drop: true };
+  return { ok: true, drop: false };
+}
+
+/**
+ * Reads the call's entry from every reader; the first acceptable hit wins. Synchronous tiers
+ * (memory) are asked first and, on a hit, the others are not asked at all. A tier that fails or
+ * takes longer than {@link READ_TIMEOUT_MS} is a miss, counted as an error.
+ * @returns the hit, undefined on a miss; a promise only when a remote tier had to be asked
+ */
+export function readEntry(ctx: CallContext, key: CallKey, readers: readonly Reader[], chain: NetworkChainState | undefined, sink: StoreSink): Hit | undefined | Promise<Hit | undefined> {
+  const pending: Array<{ reader: Reader; p: Promise<CacheEntry | undefined> }> = [];
+  const networkId = ctx.network.id;
+  for (const reader of readers) {
+    const c = reader.connector;
+    let got: CacheEntry | undefined | Promise<CacheEntry | undefined>;
+    try {
+      got = key.reverse ? c.getReverse(networkId, key.range) : c.get(key.partition, key.range);
+    } catch {
+      sink.read(ctx, reader, 'error');
+      continue;
+    }
+    if (got instanceof Promise) {
+      pending.push({ reader, p: got });
+      continue;
+    }
+    const hit = judge(ctx, key, reader, got, chain, sink);
+    if (hit) {
+      // Remote reads already started lose: their answers are dropped unobserved.
+      for (const q of pending) q.p.catch(() => undefined);
+      return hit;
+    }
+  }
+  if (pending.length === 0) return undefined;
+  return new Promise<Hit | undefined>((resolve) => {
+    let left = pending.length;
+    let done = false;
+    for (const { reader, p } of pending) {
+      withTimeout(p, READ_TIMEOUT_MS, `cache read from ${reader.connector.id}`).then(
+        (entry) => {
+          if (done) return;
+          const hit = judge(ctx, key, reader, entry, chain, sink);
+          if (hit) {
+            done = true;
+            resolve(hit);
+          } else if (--left === 0) resolve(undefined);
+        },
+        () => {
+          if (!done) sink.read(ctx, reader, 'error');
+          if (!done && --left === 0) resolve(undefined);
+        },
+      );
+    }
+  });
+}
+
+function judge(ctx: CallContext, key: CallKey, reader: Reader, entry: CacheEntry | undefined, chain: NetworkChainState | undefined, sink: StoreSink): Hit | undefined {
+  if (entry) {
+    const verdict = acceptable(entry, chain);
+    if (verdict.ok) {
+      sink.read(ctx, reader, 'hit');
+      return { entry, reader };
+    }
+    if (verdict.drop && !key.reverse) {
+      const d = reader.connector.delete(key.partition, key.range);
+      if (d instanceof Promise) d.catch(() => undefined);
+    }
+  }
+  sink.read(ctx, reader, 'miss');
+  return undefined;
+}
+
+/** What a write needs to know about the answer. */
+export interface Answer {
+  /** The result's exact JSON. */
+  wire: string | Buffer;
+  /** The parsed result (read only for block facts). */
+  value: () => unknown;
+}
+
+/**
+ * Writes an answer to every policy that takes it (issue #10 item 1). A call that was `unknown`
+ * before forwarding (a lookup by hash) is re-classified from the block its answer names; a
+ * block tag is never written as finalized; an empty answer for a block beyond the known head is
+ * never written. Tier failures are counted and logged, never thrown.
+ * @param policies the call's candidate policies (network and method matched), in config order
+ * @param connectors tiers by id
+ */
+export function writeEntry(ctx: CallContext, key: CallKey, callFinality: Finality, answer: Answer, policies: readonly Policy[], connectors: ReadonlyMap<string, Connector>, chain: NetworkChainState | undefined, sink: StoreSink): void {
+  const method = ctx.request.method;
+  const size = answer.wire.length;
+  const empty = typeof answer.wire === 'string' && isEmptyJson(answer.wire);
+  let finality = callFinality;
+  let blockNumber = key.blockNumber;
+  let blockHash: string | undefined;
+  if (!empty && (finality === 'unknown' || finality === 'unfinalized' || finality === 'realtime' || key.reverse)) {
+    const value = answer.value();
+    if (REALTIME_METHODS.has(method)) blockNumber = parseBlockNumber(value) ?? blockNumber;
+    else {
+      const b = answeredBlock(method, value);
+      blockNumber = b.number ?? blockNumber;
+      blockHash = b.hash;
+    }
+  }
+  const head = chain?.highestLatest ?? 0;
+  if (finality === 'unknown' && key.tag === undefined && blockNumber !== undefined) {
+    const fin = chain?.highestFinalized ?? 0;
+    if (fin > 0) finality = blockNumber <= fin ? 'finalized' : 'unfinalized';
+  }
+  // A tag's answer changes with the head: never finalized (eRPC #223).
+  if (key.tag !== undefined && finality !== 'realtime') finality = 'realtime';
+  if (finality === 'realtime' && blockNumber === undefined && head > 0) blockNumber = head;
+  // "Not there (yet)" for a block beyond the known head is not a fact worth keeping.
+  if (empty && key.blockNumber !== undefined && key.blockNumber > head) return;
+  const partition = key.reverse && blockNumber !== undefined ? `${ctx.network.id}:${blockNumber}` : key.partition;
+  const entry: CacheEntry = { wire: answer.wire, finality, writtenAt: Date.now() };
+  if (blockNumber !== undefined) entry.blockNumber = blockNumber;
+  if (blockHash !== undefined) entry.blockHash = blockHash;
+  const done = new Set<string>();
+  for (const p of policies) {
+    if (done.has(p.connector) || !p.writable(finality, empty, size) || !p.coversParams(ctx.request.params)) continue;
+    const c = connectors.get(p.connector);
+    if (!c) continue;
+    done.add(p.connector);
+    try {
+      const w = c.set(partition, key.range, entry, p.config.ttl, key.reverse ? ctx.network.id : undefined);
+      if (w instanceof Promise) {
+        withTimeout(w, WRITE_TIMEOUT_MS, `cache write to ${c.id}`).then(
+          () => sink.wrote(ctx, c, p, true),
+          (e: unknown) => sink.wrote(ctx, c, p, false, e),
+        );
+      } else sink.wrote(ctx, c, p, true);
+    } catch (e) {
+      sink.wrote(ctx, c, p, false, e);
+    }
+  }
+}
