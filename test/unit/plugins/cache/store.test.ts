@@ -1,0 +1,280 @@
+/**
+ * Cache reads and writes across tiers (issue #10 item 1): the first acceptable hit wins, a slow
+ * or failing tier is a miss, realtime entries never go backwards, reorged unfinalized entries
+ * are dropped, and writes re-classify lookups by hash and never store a tag as finalized.
+ */
+import { expect } from 'chai';
+import FakeTimers from '@sinonjs/fake-timers';
+import { newExecutionRecord, type CallContext } from '../../../../core/context.ts';
+import { NetworkChainState } from '../../../../core/evm/state.ts';
+import type { Network } from '../../../../core/registry/network.ts';
+import type { Upstream } from '../../../../core/registry/upstream.ts';
+import { MemoryConnector } from '../../../../plugins/cache/connectors/memory.ts';
+import { decodeEntry, encodeEntry, type CacheEntry, type Connector } from '../../../../plugins/cache/connectors/types.ts';
+import { callKey } from '../../../../plugins/cache/keys.ts';
+import { Policy } from '../../../../plugins/cache/policy.ts';
+import { cacheConfigOf, defaultCacheConfig, type PolicyConfig } from '../../../../plugins/cache/schema.ts';
+import { acceptable, readEntry, writeEntry, type ReadEvent, type Reader, type StoreSink } from '../../../../plugins/cache/store.ts';
+import type { ResolvedConfig } from '../../../../core/config/types.ts';
+
+const H1 = `0x${'11'.repeat(32)}`;
+const H2 = `0x${'22'.repeat(32)}`;
+const NET = 'evm:1';
+
+function ctxOf(method: string, params: unknown[]): CallContext {
+  return {
+    request: { idRaw: '1', method, params },
+    network: { id: NET } as Network,
+    project: { id: 'main' },
+    directives: {},
+    record: newExecutionRecord(method),
+    internal: false,
+    state: new Map(),
+  } as unknown as CallContext;
+}
+
+/** A chain whose single upstream reports the given heads. */
+function chain(latest: number, finalized: number, now: () => number = Date.now): NetworkChainState {
+  const u = { id: 'u' } as Upstream;
+  const st = new NetworkChainState({ upstreams: [u] } as unknown as Network, now);
+  st.observeLatest(u, latest);
+  st.observeFinalized(u, finalized);
+  return st;
+}
+
+function recorder(): StoreSink & { reads: Array<[string, ReadEvent]>; writes: Array<[string, boolean]> } {
+  const reads: Array<[string, ReadEvent]> = [];
+  const writes: Array<[string, boolean]> = [];
+  return { reads, writes, read: (_c, r, e) => reads.push([r.connector.id, e]), wrote: (_c, c, _p, ok) => writes.push([c.id, ok]) };
+}
+
+function policy(over: Partial<PolicyConfig> = {}): Policy {
+  return new Policy({ id: 'p', connector: 'mem', network: '*', method: '*', finality: 'finalized', empty: 'ignore', appliesTo: 'both', ttl: 0, ...over });
+}
+
+const entry = (over: Partial<CacheEntry> = {}): CacheEntry => ({ wire: '"0x1"', finality: 'finalized', writtenAt: Date.now(), ...over });
+
+/** A remote-like connector answering after a delay, or never, or failing. */
+function slow(id: string, behaviour: 'never' | 'fail' | { after: number; entry?: CacheEntry }): Connector {
+  const get = (): Promise<CacheEntry | undefined> =>
+    behaviour === 'never' ? new Promise(() => undefined) : behaviour === 'fail' ? Promise.reject(new Error('down')) : new Promise((r) => setTimeout(() => r(behaviour.entry), behaviour.after));
+  return { id, driver: 'redis', open: async () => {}, close: async () => {}, get, getReverse: get, set: async () => {}, delete: async () => {} };
+}
+
+describe('cache store (issue #10 item 1)', () => {
+  describe('acceptable entries', () => {
+    it('a realtime entry for a block below the highest known latest block is a miss (never backwards)', () => {
+      const st = chain(100, 90);
+      expect(acceptable(entry({ finality: 'realtime', blockNumber: 100 }), st).ok).to.equal(true);
+      expect(acceptable(entry({ finality: 'realtime', blockNumber: 99 }), st).ok).to.equal(false);
+      expect(acceptable(entry({ finality: 'realtime', blockNumber: 99 }), chain(0, 0)).ok, 'head unknown: the TTL alone decides').to.equal(true);
+    });
+
+    it('an unfinalized entry whose height the poller has since seen with another hash is a miss and is dropped', () => {
+      const st = chain(100, 90);
+      st.observeBlockHash(95, H1);
+      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 95, blockHash: H1 }), st)).to.deep.equal({ ok: true, drop: false });
+      st.observeBlockHash(95, H2);
+      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 95, blockHash: H1 }), st)).to.deep.equal({ ok: false, drop: true });
+    });
+
+    it('an unfinalized entry written before a reorg reaching its height is a miss, even without a hash of its own', () => {
+      let now = 1000;
+      const st = chain(100, 90, () => now);
+      st.observeBlockHash(99, H1);
+      st.observeBlockHash(100, H2, H1);
+      const old = entry({ finality: 'unfinalized', blockNumber: 97, writtenAt: 1000 });
+      expect(acceptable(old, st).ok).to.equal(true);
+      now = 2000;
+      // A new head whose parent is not the recorded block 99: the fork depth is unknown, everything above finalized is suspect.
+      st.observeBlockHash(100, `0x${'33'.repeat(32)}`, `0x${'44'.repeat(32)}`);
+      expect(st.lastReorg).to.deep.equal({ at: 2000, from: 91 });
+      expect(acceptable(old, st)).to.deep.equal({ ok: false, drop: true });
+      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 97, writtenAt: 2500 }), st).ok, 'written after the reorg').to.equal(true);
+      expect(acceptable(entry({ finality: 'finalized', blockNumber: 50, writtenAt: 1000 }), st).ok, 'finalized entries are never suspect').to.equal(true);
+    });
+
+    it('a replaced head whose parent is unchanged pins the fork at that height', () => {
+      const st = chain(100, 90);
+      st.observeBlockHash(99, H1);
+      st.observeBlockHash(100, H2, H1);
+      st.observeBlockHash(100, `0x${'55'.repeat(32)}`, H1);
+      expect(st.lastReorg?.from).to.equal(100);
+      expect(st.hashAt(99)).to.equal(H1);
+    });
+  });
+
+  describe('reads', () => {
+    it('the memory tier answers synchronously; on its hit the remote tiers are not awaited', () => {
+      const mem = new MemoryConnector('mem', { maxItems: 10, maxTotalSize: 1 << 20 });
+      const ctx = ctxOf('eth_getBlockByNumber', ['0x5', false]);
+      const key = callKey(NET, 'eth_getBlockByNumber', ['0x5', false], 'h');
+      mem.set(key.partition, key.range, entry({ wire: '{"number":"0x5"}' }), 0);
+      const sink = recorder();
+      const readers: Reader[] = [
+        { connector: slow('redis', 'never'), policy: policy({ connector: 'redis' }) },
+        { connector: mem, policy: policy() },
+      ];
+      const got = readEntry(ctx, key, readers, undefined, sink);
+      expect(got).to.not.be.instanceOf(Promise);
+      expect((got as { entry: CacheEntry }).entry.wire).to.equal('{"number":"0x5"}');
+      expect(sink.reads).to.deep.equal([['mem', 'hit']]);
+    });
+
+    it('tiers are read in parallel: the first acceptable hit wins, however the others end', async () => {
+      const ctx = ctxOf('eth_getBlockByNumber', ['0x5', false]);
+      const key = callKey(NET, 'eth_getBlockByNumber', ['0x5', false], 'h');
+      const sink = recorder();
+      const readers: Reader[] = [
+        { connector: slow('a', { after: 40, entry: entry({ wire: '"late"' }) }), policy: policy({ connector: 'a' }) },
+        { connector: slow('b', { after: 5, entry: entry({ wire: '"early"' }) }), policy: policy({ connector: 'b' }) },
+        { connector: slow('c', 'fail'), policy: policy({ connector: 'c' }) },
+      ];
+      const hit = await readEntry(ctx, key, readers, undefined, sink);
+      expect(hit?.entry.wire).to.equal('"early"');
+      expect(sink.reads).to.deep.include(['b', 'hit']);
+      expect(sink.reads).to.deep.include(['c', 'error']);
+    });
+
+    it('a tier that does not answer within 1 s is a miss counted as an error, not a stuck call', async () => {
+      const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout'] });
+      try {
+        const ctx = ctxOf('eth_getBlockByNumber', ['0x5', false]);
+        const key = callKey(NET, 'eth_getBlockByNumber', ['0x5', false], 'h');
+        const sink = recorder();
+        const p = readEntry(ctx, key, [{ connector: slow('stuck', 'never'), policy: policy({ connector: 'stuck' }) }], undefined, sink) as Promise<unknown>;
+        await clock.tickAsync(999);
+        expect(sink.reads).to.deep.equal([]);
+        await clock.tickAsync(1);
+        expect(await p).to.equal(undefined);
+        expect(sink.reads).to.deep.equal([['stuck', 'error']]);
+      } finally {
+        clock.uninstall();
+      }
+    });
+
+    it('a stale realtime entry is a miss; a reorged one is dropped from the tier', () => {
+      const mem = new MemoryConnector('mem', { maxItems: 10, maxTotalSize: 1 << 20 });
+      const st = chain(100, 90);
+      st.observeBlockHash(95, H2);
+      const key = callKey(NET, 'eth_getBlockByNumber', ['0x5f', false], 'h');
+      mem.set(key.partition, key.range, entry({ finality: 'unfinalized', blockNumber: 95, blockHash: H1 }), 0);
+      const sink = recorder();
+      expect(readEntry(ctxOf('eth_getBlockByNumber', ['0x5f', false]), key, [{ connector: mem, policy: policy({ finality: 'unfinalized' }) }], st, sink)).to.equal(undefined);
+      expect(mem.get(key.partition, key.range)).to.equal(undefined);
+      expect(sink.reads).to.deep.equal([['mem', 'miss']]);
+    });
+  });
+
+  describe('writes', () => {
+    const mem = () => new MemoryConnector('mem', { maxItems: 100, maxTotalSize: 1 << 20 });
+    const answer = (value: unknown) => ({ wire: JSON.stringify(value), value: () => value });
+
+    it('a receipt looked up by hash is re-classified from its blockNumber and stored under that block, with a reverse pointer', () => {
+      const m = mem();
+      const st = chain(100, 90);
+      const ctx = ctxOf('eth_getTransactionReceipt', [H1]);
+      const key = callKey(NET, 'eth_getTransactionReceipt', [H1], 'h');
+      const sink = recorder();
+      writeEntry(ctx, key, 'unknown', answer({ blockNumber: '0x50', blockHash: H2, status: '0x1' }), [policy({ finality: 'unfinalized' }), policy({ finality: 'finalized' })], new Map([['mem', m]]), st, sink);
+      expect(sink.writes).to.deep.equal([['mem', true]]);
+      const got = m.getReverse(NET, key.range);
+      expect(got).to.deep.include({ finality: 'finalized', blockNumber: 80, blockHash: H2 });
+      expect(m.get('evm:1:80', key.range)).to.equal(got);
+    });
+
+    it('the same receipt above the finalized block is unfinalized and goes only to unfinalized policies', () => {
+      const m = mem();
+      const key = callKey(NET, 'eth_getTransactionReceipt', [H1], 'h');
+      writeEntry(ctxOf('eth_getTransactionReceipt', [H1]), key, 'unknown', answer({ blockNumber: '0x5f', blockHash: H2 }), [policy({ finality: 'finalized' })], new Map([['mem', m]]), chain(100, 90), recorder());
+      expect(m.getReverse(NET, key.range)).to.equal(undefined);
+      writeEntry(ctxOf('eth_getTransactionReceipt', [H1]), key, 'unknown', answer({ blockNumber: '0x5f', blockHash: H2 }), [policy({ finality: 'unfinalized' })], new Map([['mem', m]]), chain(100, 90), recorder());
+      expect(m.getReverse(NET, key.range)).to.deep.include({ finality: 'unfinalized', blockNumber: 95, blockHash: H2 });
+    });
+
+    it('a block tag is never written as finalized; its realtime entry rests on the block it answered', () => {
+      const m = mem();
+      const key = callKey(NET, 'eth_getBlockByNumber', ['finalized', false], 'h');
+      const sink = recorder();
+      writeEntry(ctxOf('eth_getBlockByNumber', ['finalized', false]), key, 'finalized', answer({ number: '0x5a', hash: H1 }), [policy({ finality: 'finalized' })], new Map([['mem', m]]), chain(100, 90), sink);
+      expect(sink.writes).to.deep.equal([]);
+      writeEntry(ctxOf('eth_getBlockByNumber', ['finalized', false]), key, 'realtime', answer({ number: '0x5a', hash: H1 }), [policy({ finality: 'realtime', ttl: 2000 })], new Map([['mem', m]]), chain(100, 90), sink);
+      expect(m.get(key.partition, key.range)).to.deep.include({ finality: 'realtime', blockNumber: 90 });
+    });
+
+    it('an empty answer: not stored by default, stored where the policy allows it, never for a block beyond the head', () => {
+      const m = mem();
+      const conns = new Map([['mem', m]]);
+      const ok = callKey(NET, 'eth_getBlockByNumber', ['0x10', false], 'a');
+      writeEntry(ctxOf('eth_getBlockByNumber', ['0x10', false]), ok, 'finalized', answer(null), [policy()], conns, chain(100, 90), recorder());
+      expect(m.get(ok.partition, ok.range)).to.equal(undefined);
+      writeEntry(ctxOf('eth_getBlockByNumber', ['0x10', false]), ok, 'finalized', answer(null), [policy({ empty: 'allow' })], conns, chain(100, 90), recorder());
+      expect(m.get(ok.partition, ok.range)).to.deep.include({ wire: 'null' });
+      const future = callKey(NET, 'eth_getBlockByNumber', ['0x1000', false], 'b');
+      writeEntry(ctxOf('eth_getBlockByNumber', ['0x1000', false]), future, 'unknown', answer(null), [policy({ empty: 'allow', finality: 'unknown' })], conns, chain(100, 90), recorder());
+      expect(m.get(future.partition, future.range)).to.equal(undefined);
+    });
+
+    it('one write per connector, to the first policy that takes the answer (its ttl)', () => {
+      const m = mem();
+      const sink = recorder();
+      const key = callKey(NET, 'eth_getBlockByNumber', ['0x10', false], 'a');
+      writeEntry(ctxOf('eth_getBlockByNumber', ['0x10', false]), key, 'finalized', answer({ number: '0x10' }), [policy({ id: 'one' }), policy({ id: 'two' })], new Map([['mem', m]]), chain(100, 90), sink);
+      expect(sink.writes).to.deep.equal([['mem', true]]);
+    });
+
+    it('a failing tier write is counted, never thrown', async () => {
+      const bad: Connector = { ...slow('bad', 'fail'), set: () => Promise.reject(new Error('down')) };
+      const sink = recorder();
+      const key = callKey(NET, 'eth_getBlockByNumber', ['0x10', false], 'a');
+      writeEntry(ctxOf('eth_getBlockByNumber', ['0x10', false]), key, 'finalized', answer({ number: '0x10' }), [policy({ connector: 'bad' })], new Map([['bad', bad]]), chain(100, 90), sink);
+      await new Promise((r) => setImmediate(r));
+      expect(sink.writes).to.deep.equal([['bad', false]]);
+    });
+  });
+
+  describe('tiers and config', () => {
+    it('the memory tier is an LRU bounded in entries and in bytes, with per-entry TTLs', async () => {
+      const byCount = new MemoryConnector('m', { maxItems: 2, maxTotalSize: 1 << 20 });
+      byCount.set('p', 'a', entry(), 0);
+      byCount.set('p', 'b', entry(), 0);
+      byCount.get('p', 'a');
+      byCount.set('p', 'c', entry(), 0);
+      expect(byCount.get('p', 'b'), 'least recently used evicted').to.equal(undefined);
+      expect(byCount.get('p', 'a')).to.not.equal(undefined);
+      const bySize = new MemoryConnector('m', { maxItems: 1000, maxTotalSize: 4096 });
+      for (let i = 0; i < 20; i++) bySize.set('p', `k${i}`, entry({ wire: `"${'f'.repeat(1000)}"` }), 0);
+      expect(bySize.totalSize).to.be.at.most(4096);
+      expect(bySize.size).to.be.below(5);
+      const ttl = new MemoryConnector('m', { maxItems: 10, maxTotalSize: 1 << 20 });
+      ttl.set('p', 'x', entry(), 30);
+      expect(ttl.get('p', 'x')).to.not.equal(undefined);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(ttl.get('p', 'x')).to.equal(undefined);
+    });
+
+    it('the shared-tier encoding keeps the result bytes untouched', () => {
+      const e = entry({ wire: '{"a": [1, 2]}', finality: 'unfinalized', blockNumber: 7, blockHash: H1, writtenAt: 123 });
+      expect(decodeEntry(encodeEntry(e))).to.deep.equal(e);
+      expect(decodeEntry('not an entry')).to.equal(undefined);
+    });
+
+    it('zero config: connector memory-cache (100000 items, 256 MiB), finalized forever, unfinalized 10 s, realtime 2 s, unknown not cached', () => {
+      const c = defaultCacheConfig();
+      expect(c.connectors).to.deep.equal([{ id: 'memory-cache', driver: 'memory', memory: { maxItems: 100_000, maxTotalSize: 256 * 1024 * 1024 } }]);
+      expect(c.policies.map((p) => [p.finality, p.ttl])).to.deep.equal([
+        ['finalized', 0],
+        ['unfinalized', 10_000],
+        ['realtime', 2_000],
+      ]);
+    });
+
+    it('a policy naming no connector, and a duplicate connector id, fail start-up naming the path', () => {
+      const cfg = (db: unknown) => ({ settings: { database: { evmJsonRpcCache: db } } }) as unknown as ResolvedConfig;
+      expect(() => cacheConfigOf(cfg({ connectors: [{ id: 'a', driver: 'memory' }], policies: [{ connector: 'b', network: '*', method: '*', finality: 'finalized', empty: 'ignore', appliesTo: 'both', ttl: 0 }] }))).to.throw(/policies\[0\]\.connector: no connector with id "b"/);
+      expect(() => cacheConfigOf(cfg({ connectors: [{ id: 'a', driver: 'memory' }, { id: 'a', driver: 'memory' }], policies: [] }))).to.throw(/connectors\[1\]\.id: duplicate connector id "a"/);
+      expect(() => cacheConfigOf(cfg({ connectors: [{ driver: 'redis' }], policies: [] }))).to.throw(/needs a `redis: \{uri\}` block/);
+      expect(cacheConfigOf(cfg({ connectors: [{ driver: 'memory' }], policies: [] })).connectors[0]?.id).to.equal('memory-cache');
+    });
+  });
+});
