@@ -3,6 +3,8 @@
  * 10% of calls after 1 s ("flaky", first in config order) and one healthy, behind svc with the
  * README's example failsafe. Reports p50/p99/max latency through svc with hedging on versus
  * off, and calling the flaky upstream directly — all in the same run, medians of the rounds.
+ * svc's response cache is off (the svc target applies its default `--cache=0` to this raw
+ * config), so every call reaches an upstream.
  * Latency is the point here, so the load is light (8 connections) to keep queueing out of it.
  */
 import {
@@ -100,7 +102,7 @@ export async function hedgeScenario(settings: BenchSettings): Promise<string> {
     return [
       '## Fault tolerance: hedging a flaky upstream',
       '',
-      `Two fake upstreams: "flaky" (first in config order) answers 10% of calls after 1 s, "healthy" always answers at once. svc uses the README's example network failsafe (timeout 10s, retry 3) with and without its hedge (quantile 0.7 of the method latency, clamped to 100 ms..2 s, one extra leg). ${connections} connections, ${settings.durationS} s per run, ${settings.reps} rounds, medians.`,
+      `Two fake upstreams: "flaky" (first in config order) answers 10% of calls after 1 s, "healthy" always answers at once. svc uses the README's example network failsafe (timeout 10s, retry 3) with and without its hedge (quantile 0.7 of the method latency, clamped to 100 ms..2 s, one extra leg); its response cache is off (the svc target's default \`--cache=0\`), or the repeated \`eth_blockNumber\` would be answered from it for 2 s at a time. ${connections} connections, ${settings.durationS} s per run, ${settings.reps} rounds, medians.`,
       '',
       table,
       '',

@@ -5,17 +5,24 @@
  *   (a) the fake upstream called directly
  *   (b) svc (default preset), single calls and 10-call batches; plus svc with the minimal
  *       preset, to split the cost between the core and the default plugins
- *   (c) bare Koa + @koa/router answering a fixed JSON body
+ *   (c) bare Koa + @koa/router answering a fixed JSON body; (c′) bare node:http doing the same
  *   (d) a minimal node:http + undici Pool forwarder, single calls and 10-call batches
+ *   (e) svc answering a finalized call from its memory cache; (e′) from a Redis tier (bench/cache.ts)
+ * After the rounds: hedging (bench/hedge.ts), the multiplexed burst and outbound batching
+ * (bench/burst.ts), and memory (bench/memory.ts), each its own section.
  * Rounds are interleaved (round 1 of every scenario, then round 2, …) so slow drift of the
  * machine hits all scenarios alike. Medians over the rounds are quoted.
  *
- * Settings: BENCH_CONNECTIONS (32), BENCH_DURATION (s, 5), BENCH_REPS (3), BENCH_WARMUP (s, 1).
+ * Settings: BENCH_CONNECTIONS (32), BENCH_DURATION (s, 5), BENCH_REPS (3), BENCH_WARMUP (s, 1);
+ * BENCH_SCENARIOS (comma list of scenario keys, default all), BENCH_SKIP_HEDGE, BENCH_SKIP_BURST,
+ * BENCH_SKIP_MEMORY (`1` leaves that section out; a partial run still writes bench/RESULTS.md).
  * Output: a markdown report on stdout, also written to bench/RESULTS.md.
  */
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { batchingScenario, burstScenario } from './burst.ts';
+import { blockBody, cacheSection, setupMemoryCache, setupRedisCache, type CacheRow } from './cache.ts';
 import { hedgeScenario } from './hedge.ts';
 import { memoryScenario } from './memory.ts';
 import {
@@ -92,6 +99,18 @@ const scenarios: Scenario[] = [
     setup: () => behind(TARGETS.svc, 'svc-minimal', ['--preset=minimal']),
   },
   {
+    key: 'http',
+    label: '(c′) bare node:http, single',
+    measured: 'http',
+    body: single,
+    async setup() {
+      const t = await startTarget(TARGETS.http, { label: 'http' });
+      return { target: t, url: `${t.origin}${SVC_PATH}`, helpers: [] };
+    },
+  },
+  { key: 'svc-cache', label: '(e) svc, memory cache hit', measured: 'svc', body: blockBody(), setup: setupMemoryCache },
+  { key: 'svc-redis', label: '(e′) svc, Redis cache hit', measured: 'svc', body: blockBody(), setup: setupRedisCache },
+  {
     key: 'koa',
     label: '(c) bare Koa + router, single',
     measured: 'koa',
@@ -106,7 +125,7 @@ const scenarios: Scenario[] = [
 ];
 
 /** Order of the runs inside a round: each svc scenario right after its floor. */
-const RUN_ORDER = ['direct', 'koa', 'fwd', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch'];
+const RUN_ORDER = ['direct', 'http', 'koa', 'svc-cache', 'svc-redis', 'fwd', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch'];
 
 interface Live {
   scenario: Scenario;
@@ -129,6 +148,10 @@ interface Summary {
   cpuPerCall: number;
   peakRssMiB: number;
   upstreamPerReq: number;
+  /** Median CPU per request of the helpers after the upstream (redis-server), µs; NaN without any. */
+  extraHelperCpuPerReq: number;
+  /** Median requests per client request counted by the second helper (Redis GETs), NaN without one. */
+  extraHelperReqPerReq: number;
   failures: number;
   statusCodes: Record<string, number>;
   /** Median share of the machine used by foreign processes during the runs, 0..1 (NaN off Linux). */
@@ -152,6 +175,9 @@ function summarise(l: Live): Summary {
     cpuPerCall: median(cpu) / l.scenario.body.calls,
     peakRssMiB: Math.max(...l.runs.map((r) => r.usage.maxRssKb)) / 1024,
     upstreamPerReq: l.helpers.length ? median(l.runs.map((r) => (r.helpers[0]?.requests ?? 0) / Math.max(1, r.load.responses))) : Number.NaN,
+    extraHelperCpuPerReq:
+      l.helpers.length > 1 ? median(l.runs.map((r) => r.helpers.slice(1).reduce((n, h) => n + h.cpuMicros, 0) / Math.max(1, r.load.responses))) : Number.NaN,
+    extraHelperReqPerReq: l.helpers.length > 1 ? median(l.runs.map((r) => (r.helpers[1]?.requests ?? 0) / Math.max(1, r.load.responses))) : Number.NaN,
     failures: l.runs.reduce((n, r) => n + r.load.non2xx + r.load.errors + r.load.timeouts + r.load.mismatches, 0) + (l.preflightError ? 1 : 0),
     statusCodes,
     otherCpu: median(l.runs.map((r) => r.otherCpuShare ?? Number.NaN).filter((x) => !Number.isNaN(x))),
@@ -165,7 +191,9 @@ async function main(): Promise<void> {
   progress(`bench: ${settings.connections} connections, ${settings.durationS} s × ${settings.reps} rounds, ${settings.warmupS} s warm-up per target`);
   const lives: Live[] = [];
   try {
+    const only = (process.env.BENCH_SCENARIOS ?? '').split(',').filter(Boolean);
     for (const s of scenarios) {
+      if (only.length > 0 && !only.includes(s.key)) continue;
       const { target, url, helpers } = await s.setup();
       const l: Live = { scenario: s, target, url, helpers, runs: [] };
       l.preflightError = await preflight(url, s.body);
@@ -229,6 +257,12 @@ async function main(): Promise<void> {
   addRatio('b′/d: svc minimal preset / min forwarder single', by('svc-minimal'), by('fwd'));
   addRatio('b/b″: svc compiled (dist) / svc from sources through tsx', by('svc'), by('svc-src'));
   addRatio('d/c: min forwarder single / bare Koa', by('fwd'), by('koa'));
+  addRatio('c/c′: bare Koa / bare node:http', by('koa'), by('http'));
+  addRatio('e/c′: svc memory cache hit / bare node:http', by('svc-cache'), by('http'));
+  addRatio('e/c: svc memory cache hit / bare Koa', by('svc-cache'), by('koa'));
+  addRatio('e′/c′: svc Redis cache hit / bare node:http (svc CPU only)', by('svc-redis'), by('http'));
+  addRatio('e′/c: svc Redis cache hit / bare Koa (svc CPU only)', by('svc-redis'), by('koa'));
+  addRatio('e/b: svc memory cache hit / svc forwarding (cache off)', by('svc-cache'), by('svc'));
   const ratios = markdownTable(['Ratio (same run, ratio of medians)', 'CPU/req', 'p50', 'p99'], ratioRows);
 
   const svc = by('svc');
@@ -241,6 +275,22 @@ async function main(): Promise<void> {
   const anyFail = sums.some((s) => s.failures > 0);
   const maxOther = Math.max(...sums.map((s) => s.otherCpu).filter((x) => !Number.isNaN(x)), 0);
   const elapsed = (Date.now() - started) / 1000;
+  const runOrderText = RUN_ORDER.map((k) => scenarios.find((x) => x.key === k)?.label)
+    .filter((x) => x !== undefined && lives.some((l) => l.scenario.label === x))
+    .join(', ');
+  const cacheRow = (s: Summary | undefined): CacheRow | undefined =>
+    s && {
+      label: s.live.scenario.label,
+      rps: s.rps,
+      cpuPerReq: s.cpuPerReq,
+      p50Ms: s.p50Ms,
+      p99Ms: s.p99Ms,
+      upstreamPerReq: s.upstreamPerReq,
+      redisCpuPerReq: s.extraHelperCpuPerReq,
+      redisGetsPerReq: s.extraHelperReqPerReq,
+      failures: s.failures,
+    };
+  const cache = by('svc-cache') || by('svc-redis') ? `\n${cacheSection([cacheRow(by('svc-cache')), cacheRow(by('svc-redis'))], cacheRow(by('http')), cacheRow(by('koa')))}\n` : '';
 
   const md = `# svc benchmark results
 
@@ -248,7 +298,7 @@ Generated by \`npm run bench\` (bench/run.ts) on ${new Date().toISOString()}, in
 
 - Machine: ${machineLine()}; 1-min load average ${fmt(loadBefore, 2)} before the run, ${fmt(os.loadavg()[0] ?? Number.NaN, 2)} after.
 - Load: autocannon in the parent process, ${settings.connections} connections, no pipelining, ${settings.durationS} s per run, ${settings.warmupS} s warm-up per target, ${settings.reps} interleaved rounds; medians over the rounds (CPU also min–max).
-- Bodies: single \`${single.text}\`; batch10 = 10 of the same (ids 1..10). Every answer is checked (2xx, one \`"result"\` per call, no \`"error"\`).
+- Bodies: single \`${single.text}\`; batch10 = 10 of the same (ids 1..10); (e)/(e′) \`${blockBody().text}\`. Every answer is checked (2xx, one \`"result"\` per call, no \`"error"\`).
 - Each server under test runs in its own process (\`node --import tsx\`), with its own fake upstream process. CPU = user+system time of that process (all threads) over the run, divided by the completed HTTP requests. Peak RSS = \`process.resourceUsage().maxRSS\` of that process (includes the tsx loader).
 - **Read CPU µs/req and the same-run ratios.** With ${machineLine().match(/(\d+) logical cores/)?.[1] ?? '?'} cores the load generator, the server under test and the fake upstream compete for CPU, so absolute requests/s (and latencies, which include queueing behind the other processes) are noise across machines and runs.
 
@@ -262,18 +312,22 @@ Notes:
 - "upstream req/req": HTTP requests the fake upstream received per completed client request (svc splits a batch into one upstream request per call; the minimal forwarder sends the batch body as one request). Slightly above 1 or 10 because the requests in flight when the load stops reached the upstream but are not counted as completed; svc made no retries or hedges (no failures, one upstream).
 - The bare Koa server answers a fixed body without reading the request body; the minimal forwarder reads the body, forwards it verbatim through one undici \`Pool\` (128 connections, like svc) and buffers the answer.
 - (b′) is svc with the \`minimal\` preset (select + forward plugins only), to separate the core's cost from the default plugins'. (b) runs the compiled package (\`dist/\`, as \`svc start\` does); (b″) the same svc from its TypeScript sources through tsx.
-- "other procs CPU %": CPU used during the runs by processes outside the benchmark (\`/proc/stat\` busy time minus the target, its upstream and the load generator), as a share of all cores. ${maxOther > 0.05 ? `⚠ Up to ${fmt(maxOther * 100, 0)}% here: other work shared the machine, so this run is noisier than a quiet one.` : 'Near 0: the machine was otherwise quiet.'}
-- Within a round the runs go: upstream direct, Koa, forwarder single, svc single, svc minimal, forwarder batch10, svc batch10 (each svc run right after its floor). Ratios are ratios of the medians.
+- "other procs CPU %": CPU used during the runs by processes outside the benchmark (\`/proc/stat\` busy time minus the target, its upstream, redis-server for (e′), and the load generator), as a share of all cores. ${maxOther > 0.05 ? `⚠ Up to ${fmt(maxOther * 100, 0)}% here: other work shared the machine, so this run is noisier than a quiet one.` : 'Near 0: the machine was otherwise quiet.'}
+- Within a round the runs go: ${runOrderText} (each svc run right after its floor). Ratios are ratios of the medians.
+- (b), (b′), (b″) run svc with the response cache off (\`--cache=0\`: \`database.evmJsonRpcCache: {connectors: [], policies: []}\`) and multiplexing off, so svc forwards every call like the forwarder; (e)/(e′) turn the cache on (next section). The fake upstream answers \`eth_getBlockByNumber\` with block headers (latest 0x1234567, finalized 0x1234527) and \`eth_syncing\` with \`false\`, so svc's state poller knows the head and the finalized block, as with a real node.
 - Load generator CPU per request (autocannon, same process for all scenarios): ${sums.map((s) => `${s.live.scenario.key} ${fmt(s.loaderCpuPerReq, 0)} µs`).join(', ')}.
 ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, timeouts or bad bodies; their numbers are not comparable.\n' : ''}`;
 
   // Issue #3 item 7: hedging a flaky upstream, same run (BENCH_SKIP_HEDGE=1 leaves it out).
   const hedge = process.env.BENCH_SKIP_HEDGE === '1' ? '' : `\n${await hedgeScenario(settings)}\n`;
+  // Issue #10 items 4 and 5: multiplexed burst and outbound batching (BENCH_SKIP_BURST=1 leaves them out).
+  const burst = process.env.BENCH_SKIP_BURST === '1' ? '' : `\n${await burstScenario(settings)}\n\n${await batchingScenario(settings)}\n`;
   // Issue #8 item 5: peak RSS of one large body and one large answer (BENCH_SKIP_MEMORY=1 leaves it out).
   const memory = process.env.BENCH_SKIP_MEMORY === '1' ? '' : `\n${await memoryScenario()}\n`;
-  process.stdout.write(md + hedge + memory);
+  const report = md + cache + hedge + burst + memory;
+  process.stdout.write(report);
   const out = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
-  writeFileSync(out, md + hedge + memory);
+  writeFileSync(out, report);
   progress(`wrote ${out}`);
 }
 

@@ -9,7 +9,7 @@
  *   stdout line (e.g. a pino log) is the target's own output.
  * - IPC `{type:'reset'}` → `{type:'reset', ok:true}`: starts a measurement window (CPU baseline,
  *   request counter to 0).
- * - IPC `{type:'report'}` → `{type:'report', cpuMicros, maxRssKb, requests, rssKb, heapUsedKb}` for
+ * - IPC `{type:'report'}` → `{type:'report', cpuMicros, maxRssKb, requests, calls, rssKb, heapUsedKb}` for
  *   the window.
  * - SIGTERM (or IPC `{type:'stop'}`): prints `{"bench":"final",…}` (same fields) on stdout,
  *   closes the server and exits 0.
@@ -25,6 +25,8 @@ export interface TargetReport {
   maxRssKb: number;
   /** HTTP requests the target counted since the last reset (whole requests: a batch counts once). */
   requests: number;
+  /** JSON-RPC calls the target counted since the last reset (each call of a batch counts); 0 when the target does not count them. */
+  calls: number;
   /** Current resident set size at report time, KiB. */
   rssKb: number;
   /** Current V8 heap used at report time, KiB. */
@@ -43,6 +45,8 @@ export interface RunningTarget {
 export interface RequestCounter {
   /** HTTP requests since the last reset. */
   count: number;
+  /** JSON-RPC calls since the last reset (a batch adds its length); targets that do not parse bodies leave it at 0. */
+  calls: number;
 }
 
 /**
@@ -90,7 +94,7 @@ export function portOf(server: Server): number {
  * @returns when the ready line has been written
  */
 export async function serveTarget(name: string, start: (counter: RequestCounter) => Promise<RunningTarget>): Promise<void> {
-  const counter: RequestCounter = { count: 0 };
+  const counter: RequestCounter = { count: 0, calls: 0 };
   let cpuBase = process.cpuUsage();
   const report = (): TargetReport => {
     const d = process.cpuUsage(cpuBase);
@@ -99,6 +103,7 @@ export async function serveTarget(name: string, start: (counter: RequestCounter)
       cpuMicros: d.user + d.system,
       maxRssKb: process.resourceUsage().maxRSS,
       requests: counter.count,
+      calls: counter.calls,
       rssKb: Math.round(mem.rss / 1024),
       heapUsedKb: Math.round(mem.heapUsed / 1024),
     };
@@ -123,6 +128,7 @@ export async function serveTarget(name: string, start: (counter: RequestCounter)
     const type = (m as { type?: unknown } | null)?.type;
     if (type === 'reset') {
       counter.count = 0;
+      counter.calls = 0;
       cpuBase = process.cpuUsage();
       process.send?.({ type: 'reset', ok: true });
     } else if (type === 'report') {

@@ -12,9 +12,16 @@
  * - `metrics` `1` to serve /metrics on a free port (default off: the metrics plugin still
  *   counts, only its listener is off)
  * - `config` a whole raw svc config as JSON; replaces the generated one (for scenarios that
- *   need plugin options, e.g. hedging)
+ *   need plugin options, e.g. hedging). `cache` applies to it too when it has no `database`
+ *   key; `multiplexing` and `upstream-options` do not.
  * - `multiplexing` `1` to keep multiplexing on (default off, so each call reaches the upstream
  *   like the forwarder's; the load sends one identical body)
+ * - `cache` `0` (default) turns the response cache off (`database.evmJsonRpcCache` with no
+ *   connectors and no policies), so each call reaches the upstream like the forwarder's; `1`
+ *   keeps svc's zero-config memory cache; a JSON object is used as `database.evmJsonRpcCache`
+ *   (e.g. a Redis tier). Only for presets that carry a plugin named `cache`.
+ * - `upstream-options` a JSON object merged into every generated upstream (one level deep for
+ *   `evm` and `jsonRpc`), e.g. `{"jsonRpc":{"supportsBatch":true,"batchMaxSize":10}}`
  * - `build` `dist` (default: the compiled package, as `svc start` runs it) or `source` (the
  *   TypeScript sources through tsx)
  */
@@ -38,29 +45,56 @@ const upstreams = option('upstream', '')
 const rawConfig = option('config', '');
 const logLevel = option('log-level', 'error') as LevelWithSilent;
 const preset = await loadPreset(option('preset', 'default'));
+const plugins = preset();
+const has = (name: string) => plugins.some((p) => p.name === name);
+const upstreamOptions = JSON.parse(option('upstream-options', '{}')) as Record<string, unknown>;
+
+/** `database` of the config for the `cache` option, or undefined to leave svc's default. */
+function cacheDatabase(): unknown {
+  const raw = option('cache', '0');
+  if (!has('cache') || raw === '1') return undefined;
+  if (raw === '0') return { evmJsonRpcCache: { connectors: [], policies: [] } };
+  return { evmJsonRpcCache: JSON.parse(raw) as unknown };
+}
+
+/** One generated upstream entry with `upstream-options` merged in. */
+function upstreamEntry(endpoint: string, i: number): Record<string, unknown> {
+  const nested = (k: string, base: Record<string, unknown>) => ({ ...base, ...((upstreamOptions[k] as Record<string, unknown> | undefined) ?? {}) });
+  return { id: `up${i}`, endpoint, ...upstreamOptions, evm: nested('evm', { chainId: 1 }), ...(upstreamOptions.jsonRpc ? { jsonRpc: nested('jsonRpc', {}) } : {}) };
+}
 
 function generatedConfig(): unknown {
   if (upstreams.length === 0) throw new Error('svc target: --upstream=<url>[,<url>…] or --config=<json> is required');
+  const database = cacheDatabase();
   return {
+    ...(database ? { database } : {}),
     logLevel: logLevel === 'silent' ? 'error' : logLevel,
     metrics: { enabled: option('metrics', '0') === '1', port: 0 },
     projects: [
       {
         id: 'main',
         // Like for like with the forwarder: every call goes upstream. The load repeats one body, which
-        // multiplexing would otherwise collapse into a few upstream calls (`--multiplexing=1` keeps it on).
-        networkDefaults: preset().some((p) => p.name === 'multiplex') ? { multiplexing: option('multiplexing', '0') === '1' } : {},
+        // multiplexing would otherwise collapse into a few upstream calls (`--multiplexing=1` keeps it on)
+        // and the cache would answer (`database` above, `--cache=1` keeps it on).
+        networkDefaults: has('multiplex') ? { multiplexing: option('multiplexing', '0') === '1' } : {},
         networks: [{ architecture: 'evm', evm: { chainId: 1 } }],
-        upstreams: upstreams.map((endpoint, i) => ({ id: `up${i}`, endpoint, evm: { chainId: 1 } })),
+        upstreams: upstreams.map(upstreamEntry),
       },
     ],
   };
 }
 
+/** The raw `--config`, with the `cache` switch applied when it has no `database` key. */
+function givenConfig(): unknown {
+  const c = JSON.parse(rawConfig) as Record<string, unknown>;
+  const database = c.database === undefined ? cacheDatabase() : undefined;
+  return database ? { ...c, database } : c;
+}
+
 await serveTarget('svc', async (counter) => {
   const proxy = createProxy({
-    config: rawConfig ? (JSON.parse(rawConfig) as unknown) : generatedConfig(),
-    plugins: preset(),
+    config: rawConfig ? givenConfig() : generatedConfig(),
+    plugins,
     logger: createLogger(logLevel, false),
     port,
     host: '127.0.0.1',

@@ -1,9 +1,15 @@
 /**
  * Benchmark target: a fake EVM JSON-RPC upstream on node:http (127.0.0.1).
  *
- * Answers every call with a fixed result, echoing the request id; a batch body is answered
- * element-wise. `eth_chainId` / `net_version` answer the configured chain (svc probes it),
- * every other method answers `--result`.
+ * Answers every call with a fixed result, echoing the request id; a batch body (a JSON array)
+ * is answered element-wise, as one JSON array in one HTTP answer. `eth_chainId` / `net_version`
+ * answer the configured chain (svc probes it); `eth_getBlockByNumber` answers a block header
+ * object (`number`, `hash`, `parentHash`, … with `transactions: []`) for a hex number or a tag
+ * (`latest`/`pending` → `--latest-block`, `finalized` → `--finalized-block`, `safe` halfway
+ * between, `earliest` → 0) and `null` beyond the latest block, so svc's state poller learns a
+ * head and a finalized block; `eth_syncing` answers `false`; every other method answers
+ * `--result`. The request counter counts HTTP requests (POSTs, a batch once) and JSON-RPC calls
+ * (each element of a batch).
  *
  * Options (`--name=value` or env `BENCH_<NAME>`, see `option()` in ./common.ts):
  * - `port` (default 0 = free port)
@@ -15,12 +21,16 @@
  * - `slow-seed` when set, slow requests are picked at random with this seed; otherwise they are
  *   spread evenly (exactly every 1/fraction-th request)
  * - `delay-ms` delay added to every answer, ms (default 0)
+ * - `latest-block` the chain head, a block number (default 19088743 = 0x1234567, what `--result`
+ *   answers for `eth_blockNumber` by default)
+ * - `finalized-block` the finalized block (default latest − 64)
  * - `big-mib` when > 0, `eth_getLogs` answers an array of realistic log objects of about this
  *   many MiB (built once at start), for the memory scenario (default 0)
  *
  * Later fault-tolerance scenarios spawn two of these with different options (e.g.
  * `--slow-fraction=0.1 --slow-ms=1000` for the flaky one).
  */
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import { numberOption, option, portOf, readBody, serveTarget } from './common.ts';
 
@@ -32,6 +42,63 @@ const slowMs = numberOption('slow-ms', 1000);
 const slowSeedRaw = option('slow-seed', '');
 const delayMs = numberOption('delay-ms', 0);
 const bigMiB = numberOption('big-mib', 0);
+const latestBlock = numberOption('latest-block', 0x1234567);
+const finalizedBlock = numberOption('finalized-block', latestBlock - 64);
+
+/** A plausible, deterministic block hash for a block number (32 bytes, hex). */
+function blockHash(n: number): string {
+  return `0x${createHash('sha256').update(`bench-block-${n}`).digest('hex')}`;
+}
+
+/**
+ * The block header object of `eth_getBlockByNumber(n, false)` as JSON text, or `null` beyond
+ * the latest block (or for a malformed block param).
+ */
+function blockJson(param: unknown): string {
+  let n: number;
+  switch (param) {
+    case 'latest':
+    case 'pending':
+      n = latestBlock;
+      break;
+    case 'finalized':
+      n = finalizedBlock;
+      break;
+    case 'safe':
+      n = Math.floor((latestBlock + finalizedBlock) / 2);
+      break;
+    case 'earliest':
+      n = 0;
+      break;
+    default:
+      n = typeof param === 'string' && /^0x[0-9a-fA-F]{1,16}$/.test(param) ? parseInt(param, 16) : Number.NaN;
+  }
+  if (!Number.isSafeInteger(n) || n < 0 || n > latestBlock) return 'null';
+  const hex = (x: number) => `0x${x.toString(16)}`;
+  return JSON.stringify({
+    number: hex(n),
+    hash: blockHash(n),
+    parentHash: n > 0 ? blockHash(n - 1) : `0x${'0'.repeat(64)}`,
+    nonce: '0x0000000000000000',
+    sha3Uncles: '0x1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347',
+    logsBloom: `0x${'0'.repeat(512)}`,
+    transactionsRoot: '0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421',
+    stateRoot: blockHash(n + 0x1000000000),
+    receiptsRoot: '0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421',
+    miner: '0x95222290dd7278aa3ddd389cc1e1d165cc4bafe5',
+    difficulty: '0x0',
+    totalDifficulty: '0xc70d815d562d3cfa955',
+    extraData: '0x6265617665726275696c642e6f7267',
+    size: '0x3a8',
+    gasLimit: '0x1c9c380',
+    gasUsed: '0x0',
+    timestamp: hex(1_600_000_000 + n * 12),
+    baseFeePerGas: '0x3b9aca00',
+    mixHash: blockHash(n + 0x2000000000),
+    transactions: [],
+    uncles: [],
+  });
+}
 
 /** About `mib` MiB of eth_getLogs result: the JSON text of an array of log objects. */
 function bigLogs(mib: number): string {
@@ -74,13 +141,17 @@ function answerOne(el: unknown): string {
   if (el === null || typeof el !== 'object' || Array.isArray(el)) {
     return '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request"}}';
   }
-  const o = el as { id?: unknown; method?: unknown };
+  const o = el as { id?: unknown; method?: unknown; params?: unknown };
   const id = o.id === undefined ? 'null' : JSON.stringify(o.id);
   switch (o.method) {
     case 'eth_chainId':
       return `{"jsonrpc":"2.0","id":${id},"result":"0x${chainId.toString(16)}"}`;
     case 'net_version':
       return `{"jsonrpc":"2.0","id":${id},"result":"${chainId}"}`;
+    case 'eth_getBlockByNumber':
+      return `{"jsonrpc":"2.0","id":${id},"result":${blockJson(Array.isArray(o.params) ? (o.params[0] as unknown) : undefined)}}`;
+    case 'eth_syncing':
+      return `{"jsonrpc":"2.0","id":${id},"result":false}`;
     case 'eth_getLogs':
       if (bigResult !== undefined) return `{"jsonrpc":"2.0","id":${id},"result":${bigResult}}`;
       return `{"jsonrpc":"2.0","id":${id},"result":${result}}`;
@@ -102,6 +173,7 @@ await serveTarget('upstream', async (counter) => {
           res.end('{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}');
           return;
         }
+        counter.calls += Array.isArray(doc) ? doc.length : 1;
         const text = Array.isArray(doc) ? `[${doc.map(answerOne).join(',')}]` : answerOne(doc);
         const isProbe = !Array.isArray(doc) && (doc as { method?: unknown } | null)?.method === 'eth_chainId';
         const wait = delayMs + (!isProbe && pickSlow() ? slowMs : 0);
