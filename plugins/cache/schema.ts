@@ -21,21 +21,21 @@ export const READ_TIMEOUT_MS = 1000;
 export const WRITE_TIMEOUT_MS = 5000;
 
 const memoryProps = Strict({
-  maxItems: Type.Integer({ minimum: 1, default: DEFAULT_MAX_ITEMS, description: 'most entries held (least recently used evicted first)' }),
-  maxTotalSize: Size({ default: '256MiB', description: 'most bytes held, keys and values (an LRU bounded in bytes)' }),
+  maxItems: Type.Optional(Type.Integer({ minimum: 1, default: DEFAULT_MAX_ITEMS, description: 'most entries held (least recently used evicted first)' })),
+  maxTotalSize: Type.Optional(Size({ default: '256MiB', description: 'most bytes held, keys and values (an LRU bounded in bytes)' })),
 });
 
 const redisProps = Strict({
   uri: Type.String({ minLength: 1, description: '`redis://[user:password@]host:port[/db]` or `rediss://...`; never logged or used as a label' }),
   password: Type.Optional(Type.String({ description: 'password, when not in the URI' })),
-  connectTimeout: Duration({ default: '5s', description: 'time to (re)connect before a try fails; the client keeps reconnecting in the background' }),
+  connectTimeout: Type.Optional(Duration({ default: '5s', description: 'time to (re)connect before a try fails; the client keeps reconnecting in the background' })),
 });
 
 const postgresProps = Strict({
   connectionUri: Type.String({ minLength: 1, description: '`postgres://user:password@host:port/db`; never logged or used as a label' }),
-  table: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', default: DEFAULT_PG_TABLE, description: 'table, created if missing' }),
-  maxConns: Type.Integer({ minimum: 1, default: 16, description: 'pool size' }),
-  purgeInterval: Duration({ default: '5m', description: 'how often expired rows are deleted (they are ignored on read meanwhile)' }),
+  table: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', default: DEFAULT_PG_TABLE, description: 'table, created if missing' })),
+  maxConns: Type.Optional(Type.Integer({ minimum: 1, default: 16, description: 'pool size' })),
+  purgeInterval: Type.Optional(Duration({ default: '5m', description: 'how often expired rows are deleted (they are ignored on read meanwhile)' })),
 });
 
 const connector = Strict({
@@ -49,13 +49,13 @@ const connector = Strict({
 const policy = Strict({
   id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$', description: 'used in metric labels (default: the policy index)' })),
   connector: Type.String({ description: 'id of the connector this policy reads and writes' }),
-  network: Type.String({ default: '*', description: 'glob on network ids (`evm:1`, `evm:*`, `a|b`)' }),
-  method: Type.String({ default: '*', description: 'glob on methods (`eth_getBlock*|eth_call`)' }),
+  network: Type.Optional(Type.String({ default: '*', description: 'glob on network ids (`evm:1`, `evm:*`, `a|b`)' })),
+  method: Type.Optional(Type.String({ default: '*', description: 'glob on methods (`eth_getBlock*|eth_call`)' })),
   params: Type.Optional(Type.Array(Type.Unknown(), { description: 'per-position matchers: a string is a glob on the param (its JSON text when not a string), an object or array matches key by key; missing positions match anything' })),
-  finality: Type.Union([Type.Literal('finalized'), Type.Literal('unfinalized'), Type.Literal('realtime'), Type.Literal('unknown')], { default: 'finalized', description: 'finality class cached by this policy' }),
-  empty: Type.Union([Type.Literal('ignore'), Type.Literal('allow'), Type.Literal('only')], { default: 'ignore', description: 'empty results (`null`, `""`, `"0x"`, `"0x0"`, `[]`, `{}`): not cached, cached too, or only those' }),
-  appliesTo: Type.Union([Type.Literal('both'), Type.Literal('get'), Type.Literal('set')], { default: 'both', description: 'reads, writes or both' }),
-  ttl: Duration({ default: '0', description: 'entry lifetime; 0 = forever' }),
+  finality: Type.Optional(Type.Union([Type.Literal('finalized'), Type.Literal('unfinalized'), Type.Literal('realtime'), Type.Literal('unknown')], { default: 'finalized', description: 'finality class cached by this policy' })),
+  empty: Type.Optional(Type.Union([Type.Literal('ignore'), Type.Literal('allow'), Type.Literal('only')], { default: 'ignore', description: 'empty results (`null`, `""`, `"0x"`, `"0x0"`, `[]`, `{}`): not cached, cached too, or only those' })),
+  appliesTo: Type.Optional(Type.Union([Type.Literal('both'), Type.Literal('get'), Type.Literal('set')], { default: 'both', description: 'reads, writes or both' })),
+  ttl: Type.Optional(Duration({ default: '0', description: 'entry lifetime; 0 = forever' })),
   minItemSize: Type.Optional(Size({ description: 'smallest result cached (bytes of its JSON)' })),
   maxItemSize: Type.Optional(Size({ description: 'largest result cached (bytes of its JSON)' })),
 });
@@ -68,8 +68,8 @@ export const cacheSchema: { root: TProperties } = {
         evmJsonRpcCache: Type.Optional(
           Strict(
             {
-              connectors: Type.Array(connector, { default: [], description: 'storage tiers' }),
-              policies: Type.Array(policy, { default: [], description: 'what is cached where, in order; no policies = no caching' }),
+              connectors: Type.Optional(Type.Array(connector, { default: [], description: 'storage tiers' })),
+              policies: Type.Optional(Type.Array(policy, { default: [], description: 'what is cached where, in order; no policies = no caching' })),
             },
             { description: 'JSON-RPC response cache (issue #10); unset = a 256 MiB in-memory cache of finalized (forever), unfinalized (10s) and realtime (2s) answers' },
           ),

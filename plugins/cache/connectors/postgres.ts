@@ -8,7 +8,7 @@
  */
 import pg from 'pg';
 import type { Logger } from '../../../core/plugin-api.ts';
-import { decodeEntry, encodeEntry, type CacheEntry, type Connector } from './types.ts';
+import { connectionRedactor, decodeEntry, encodeEntry, type CacheEntry, type Connector } from './types.ts';
 
 /** Tier errors are logged at most this often, ms. */
 const ERROR_LOG_INTERVAL_MS = 30_000;
@@ -20,6 +20,7 @@ export class PostgresConnector implements Connector {
   private ready?: Promise<void>;
   private purgeTimer?: NodeJS.Timeout;
   private lastErrorLog = -Infinity;
+  private readonly redact: (text: string) => string;
   private readonly table: string;
 
   /**
@@ -32,6 +33,7 @@ export class PostgresConnector implements Connector {
     private readonly opts: { connectionUri: string; table: string; maxConns: number; purgeInterval: number },
     private readonly logger: Logger,
   ) {
+    this.redact = connectionRedactor(opts.connectionUri);
     this.table = `"${opts.table}"`;
     this.pool = new pg.Pool({ connectionString: opts.connectionUri, max: opts.maxConns, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
     // An idle client's error would otherwise crash the process.
@@ -43,7 +45,7 @@ export class PostgresConnector implements Connector {
     const now = Date.now();
     if (now - this.lastErrorLog < ERROR_LOG_INTERVAL_MS) return;
     this.lastErrorLog = now;
-    const err = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    const err = this.redact(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
     this.logger.warn({ connector: this.id, err }, `cache connector ${this.id}: postgresql ${what} failed (calls go to upstreams; logged at most every 30 s)`);
   }
 

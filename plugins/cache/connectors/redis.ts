@@ -7,7 +7,7 @@
  */
 import { createClient } from 'redis';
 import type { Logger } from '../../../core/plugin-api.ts';
-import { decodeEntry, encodeEntry, reverseKey, type CacheEntry, type Connector } from './types.ts';
+import { connectionRedactor, decodeEntry, encodeEntry, reverseKey, type CacheEntry, type Connector } from './types.ts';
 
 /** Prefix of every key svc writes, so a shared Redis can hold other data too. */
 export const REDIS_KEY_PREFIX = 'svc:cache:';
@@ -21,6 +21,7 @@ export class RedisConnector implements Connector {
   readonly driver = 'redis' as const;
   private readonly client: ReturnType<typeof createClient>;
   private lastErrorLog = -Infinity;
+  private readonly redact: (text: string) => string;
   private closed = false;
 
   /**
@@ -33,6 +34,7 @@ export class RedisConnector implements Connector {
     opts: { uri: string; password?: string; connectTimeout: number },
     private readonly logger: Logger,
   ) {
+    this.redact = connectionRedactor(opts.uri, opts.password);
     this.client = createClient({
       url: opts.uri,
       password: opts.password,
@@ -56,7 +58,7 @@ export class RedisConnector implements Connector {
     const now = Date.now();
     if (now - this.lastErrorLog < ERROR_LOG_INTERVAL_MS) return;
     this.lastErrorLog = now;
-    const err = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    const err = this.redact(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
     this.logger.warn({ connector: this.id, err }, `cache connector ${this.id}: redis ${what} failed (calls go to upstreams; logged at most every 30 s)`);
   }
 
@@ -69,8 +71,13 @@ export class RedisConnector implements Connector {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // A client still reconnecting has nothing to flush: quitting would wait for a server that is gone.
+    if (!this.client.isReady) {
+      if (this.client.isOpen) this.client.destroy();
+      return;
+    }
     try {
-      if (this.client.isOpen) await this.client.quit();
+      await this.client.quit();
     } catch {
       this.client.destroy();
     }

@@ -84,3 +84,26 @@ export function decodeEntry(text: string): CacheEntry | undefined {
 export function reverseKey(network: string, range: string): string {
   return `rvi#${network}#${range}`;
 }
+
+/**
+ * Hides a connection URI's secrets and address in a tier's error text (issue #10 item 3: URIs
+ * never reach logs or labels): the URI itself, its user and password, and `host:port` become
+ * `#redacted`.
+ * @param uri the connector's connection URI
+ * @param password a password given beside the URI
+ */
+export function connectionRedactor(uri: string, password?: string): (text: string) => string {
+  const secrets = [uri, password];
+  try {
+    const u = new URL(uri);
+    secrets.push(u.password && decodeURIComponent(u.password), u.username && decodeURIComponent(u.username), u.host, u.port ? `${u.hostname}:${u.port}` : undefined, u.hostname.replace(/^\[|\]$/g, ''));
+  } catch {
+    /* not a URL: the whole string is still hidden */
+  }
+  const list = secrets.filter((s): s is string => typeof s === 'string' && s.length >= 3).sort((a, b) => b.length - a.length);
+  return (text) => {
+    let out = text;
+    for (const s of list) out = out.split(s).join('#redacted');
+    return out;
+  };
+}

@@ -1,0 +1,226 @@
+/**
+ * The shared cache tiers against real servers (issue #10 item 6): Redis and PostgreSQL started
+ * by the test helpers, anvil as the upstream. Two svc processes share one Redis; killing Redis
+ * mid-run leaves calls succeeding from upstreams; PostgreSQL creates its table, serves a second
+ * svc, ignores and purges expired rows.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import pg from 'pg';
+import { PACKAGE_ROOT } from '../../core/version.ts';
+import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
+import { ensureBuilt } from '../helpers/build.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startPostgres, type PostgresHandle } from '../helpers/postgres.ts';
+import { startRedis, type RedisHandle } from '../helpers/redis.ts';
+import { httpRequest, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
+import { PostgresConnector } from '../../plugins/cache/connectors/postgres.ts';
+import { createLogger } from '../../core/logger.ts';
+
+const CHAIN = 31337;
+const PATH = `/main/evm/${CHAIN}`;
+const DEV0 = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266';
+const DEV1 = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8';
+const hex = (n: number) => `0x${n.toString(16)}`;
+const body = (method: string, params: unknown[]) => JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
+
+/** A config whose only cache tier is `connector`, finalized forever and unfinalized for 10 s. */
+function tierConfig(anvilUrl: string, connector: object, logLevel = 'error'): object {
+  const id = (connector as { id: string }).id;
+  return {
+    logLevel,
+    projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'anvil', endpoint: anvilUrl, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }] }],
+    database: {
+      evmJsonRpcCache: {
+        connectors: [connector],
+        policies: [
+          { connector: id, finality: 'finalized' },
+          { connector: id, finality: 'unfinalized', ttl: '10s' },
+        ],
+      },
+    },
+  };
+}
+
+/** One `svc start` process. */
+interface SvcProcess {
+  url: string;
+  metricsUrl: string;
+  logs: () => string;
+  stop(): Promise<void>;
+}
+
+async function spawnSvc(dir: string, name: string, config: object): Promise<SvcProcess> {
+  const file = join(dir, `${name}.json`);
+  writeFileSync(file, JSON.stringify(config));
+  const [port, metricsPort] = [await freePort(), await freePort()];
+  const child: ChildProcess = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), 'start', '--config', file, '--port', String(port), '--metrics-port', String(metricsPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let logs = '';
+  child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => fetch(`${url}/`).then(() => true, () => false), 20_000);
+  return {
+    url,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    logs: () => logs,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+const post = (url: string, method: string, params: unknown[]): Promise<SvcResponse> => httpRequest('POST', `${url}${PATH}`, body(method, params));
+
+/** Calls until the answer is a cache hit (the write after an answer is asynchronous). */
+async function untilHit(url: string, method: string, params: unknown[]): Promise<SvcResponse> {
+  let last: SvcResponse | undefined;
+  await waitFor(async () => {
+    last = await post(url, method, params);
+    return last.headers['x-svc-cache'] === 'HIT';
+  }, 5000);
+  return last as SvcResponse;
+}
+
+describe('e2e: shared cache tiers on real Redis and PostgreSQL (issue #10 item 6)', function () {
+  this.timeout(60_000);
+  let anvil: AnvilHandle;
+  let dir: string;
+
+  before(async () => {
+    await ensureBuilt();
+    dir = mkdtempSync(join(tmpdir(), 'svc-tiers-'));
+    anvil = await startAnvil();
+    await anvil.rpc('anvil_mine', [hex(120)]);
+  });
+  after(async () => {
+    await anvil?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  describe('Redis', () => {
+    let redis: RedisHandle;
+    let a: SvcProcess;
+    let b: SvcProcess;
+    before(async () => {
+      redis = await startRedis();
+      const connector = { id: 'shared', driver: 'redis', redis: { uri: redis.url } };
+      [a, b] = await Promise.all([spawnSvc(dir, 'a', tierConfig(anvil.url, connector, 'warn')), spawnSvc(dir, 'b', tierConfig(anvil.url, connector))]);
+    });
+    after(async () => {
+      await Promise.all([a?.stop(), b?.stop()]);
+      await redis?.stop();
+    });
+
+    it('two svc processes share one Redis: a finalized block fetched through the first is a HIT on the second', async () => {
+      const params = [hex(30), false];
+      const first = await post(a.url, 'eth_getBlockByNumber', params);
+      expect(first.headers['x-svc-cache']).to.equal('MISS');
+      const onB = await untilHit(b.url, 'eth_getBlockByNumber', params);
+      expect(onB.headers['x-svc-upstream-attempts']).to.equal('0');
+      expect(onB.json.result).to.deep.equal(first.json.result);
+    });
+
+    it('a receipt by hash through the reverse index, written by one replica, read by the other', async () => {
+      const hash = (await anvil.rpc('eth_sendTransaction', [{ from: DEV0, to: DEV1, value: '0x2' }])) as string;
+      await anvil.rpc('anvil_mine', [hex(70)]);
+      // Replica a learns the new finalized block from its poller, then writes the receipt as finalized.
+      await untilHit(a.url, 'eth_getTransactionReceipt', [hash]);
+      const onB = await untilHit(b.url, 'eth_getTransactionReceipt', [hash]);
+      expect((onB.json.result as { transactionHash: string }).transactionHash).to.equal(hash);
+    });
+
+    it('killing Redis mid-run: calls keep succeeding from the upstream; read errors are counted; the URI never reaches logs or labels', async () => {
+      await redis.stop();
+      for (let n = 40; n < 45; n++) {
+        const r = await post(a.url, 'eth_getBlockByNumber', [hex(n), false]);
+        expect(r.status).to.equal(200);
+        expect((r.json.result as { number: string }).number).to.equal(hex(n));
+        expect(r.headers['x-svc-cache']).to.equal('MISS');
+      }
+      const metrics = await (await fetch(a.metricsUrl)).text();
+      expect(metrics).to.match(/svc_cache_get_error_total\{project="main",network="evm:31337",category="eth_getBlockByNumber",connector="shared",policy="0"\} [1-9]/);
+      expect(metrics).to.not.include(String(redis.port));
+      await waitFor(() => a.logs().includes('cache connector shared'), 5000);
+      expect(a.logs()).to.not.include(redis.url);
+      expect(a.logs()).to.not.include(`:${redis.port}`);
+    });
+  });
+
+  describe('PostgreSQL', () => {
+    let postgres: PostgresHandle;
+    let one: SvcHandle;
+    let two: SvcHandle;
+    const table = 'svc_cache_test';
+    before(async () => {
+      postgres = await startPostgres();
+      const connector = { id: 'pg', driver: 'postgresql', postgresql: { connectionUri: postgres.url, table } };
+      one = await startSvc(tierConfig(anvil.url, connector));
+      two = await startSvc(tierConfig(anvil.url, connector));
+    });
+    after(async () => {
+      await one?.close();
+      await two?.close();
+      await postgres?.stop();
+    });
+
+    it('the table is created if missing; an entry written through one svc is a HIT on another', async () => {
+      const params = [hex(31), false];
+      const first = await post(one.url, 'eth_getBlockByNumber', params);
+      expect(first.headers['x-svc-cache']).to.equal('MISS');
+      const hit = await untilHit(two.url, 'eth_getBlockByNumber', params);
+      expect(hit.json.result).to.deep.equal(first.json.result);
+      const c = new pg.Client({ connectionString: postgres.url });
+      await c.connect();
+      try {
+        const rows = await c.query(`SELECT partition_key, range_key, expires_at FROM ${table} WHERE partition_key = $1`, [`evm:${CHAIN}:31`]);
+        expect(rows.rowCount).to.equal(1);
+        expect(rows.rows[0].range_key).to.match(/^eth_getBlockByNumber:/);
+        expect(rows.rows[0].expires_at, 'finalized: forever').to.equal(null);
+      } finally {
+        await c.end();
+      }
+    });
+
+    it('a lookup by hash reads through the reverse-index row', async () => {
+      const hash = (await anvil.rpc('eth_sendTransaction', [{ from: DEV0, to: DEV1, value: '0x3' }])) as string;
+      await anvil.rpc('anvil_mine', [hex(70)]);
+      await untilHit(one.url, 'eth_getTransactionReceipt', [hash]);
+      await untilHit(two.url, 'eth_getTransactionReceipt', [hash]);
+    });
+
+    it('expired rows are ignored on read and purged on the purge interval', async () => {
+      const conn = new PostgresConnector('pg-direct', { connectionUri: postgres.url, table: 'svc_cache_purge', maxConns: 2, purgeInterval: 200 }, createLogger('silent'));
+      await conn.open();
+      try {
+        await conn.set('evm:1:5', 'eth_call:x', { wire: '"0x1"', finality: 'unfinalized', writtenAt: Date.now() }, 50);
+        await conn.set('evm:1:5', 'eth_call:y', { wire: '"0x2"', finality: 'finalized', writtenAt: Date.now() }, 0);
+        expect((await conn.get('evm:1:5', 'eth_call:x'))?.wire).to.equal('"0x1"');
+        await new Promise((r) => setTimeout(r, 80));
+        expect(await conn.get('evm:1:5', 'eth_call:x'), 'expired: ignored on read').to.equal(undefined);
+        const c = new pg.Client({ connectionString: postgres.url });
+        await c.connect();
+        try {
+          await waitFor(async () => (await c.query('SELECT count(*)::int AS n FROM svc_cache_purge')).rows[0].n === 1, 3000);
+        } finally {
+          await c.end();
+        }
+        expect((await conn.get('evm:1:5', 'eth_call:y'))?.wire, 'a forever row stays').to.equal('"0x2"');
+      } finally {
+        await conn.close();
+      }
+    });
+
+    it('PostgreSQL going away: calls keep succeeding from the upstream', async () => {
+      await postgres.stop();
+      const r = await post(one.url, 'eth_getBlockByNumber', [hex(50), false]);
+      expect(r.status).to.equal(200);
+      expect((r.json.result as { number: string }).number).to.equal(hex(50));
+    });
+  });
+});

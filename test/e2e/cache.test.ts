@@ -1,0 +1,183 @@
+/**
+ * The response cache end to end (issue #10 items 1-3): svc's default preset with the
+ * zero-config memory cache in front of a real anvil node. Counters come from the response
+ * headers (spec §4.5): a hit has no upstream attempt and one cache attempt.
+ */
+import { expect } from 'chai';
+import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
+import { startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
+import { chainStateOf } from '../../core/evm/state.ts';
+import type { NetworkChainState } from '../../core/evm/state.ts';
+
+const CHAIN = 31337;
+const PATH = `/main/evm/${CHAIN}`;
+const DEV0 = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266';
+const DEV1 = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8';
+const hex = (n: number) => `0x${n.toString(16)}`;
+
+describe('e2e: response cache, zero config, against anvil (issue #10)', function () {
+  this.timeout(30_000);
+  let anvil: AnvilHandle;
+  let svc: SvcHandle;
+  let st: NetworkChainState;
+  let id = 0;
+
+  const call = (method: string, params: unknown[], headers: Record<string, string> = {}, query = ''): Promise<SvcResponse> =>
+    svc.post(`${PATH}${query}`, { jsonrpc: '2.0', id: ++id, method, params }, headers);
+  const expectHit = (r: SvcResponse, what: string) => {
+    expect(r.headers['x-svc-cache'], `${what}: X-SVC-Cache`).to.equal('HIT');
+    expect(r.headers['x-svc-upstream-attempts'], `${what}: no upstream attempt`).to.equal('0');
+    expect(r.headers['x-svc-upstream'], `${what}: no winning upstream`).to.equal(undefined);
+  };
+  const expectMiss = (r: SvcResponse, what: string) => {
+    expect(r.headers['x-svc-cache'], `${what}: X-SVC-Cache`).to.equal('MISS');
+    expect(Number(r.headers['x-svc-upstream-attempts']), `${what}: went upstream`).to.be.at.least(1);
+  };
+  /** Waits for the write that follows an answer (it never delays the answer). */
+  const settle = () => new Promise((r) => setTimeout(r, 20));
+
+  before(async () => {
+    anvil = await startAnvil();
+    // anvil's finalized block trails latest by 64: with 120 blocks, 0..56 are finalized.
+    await anvil.rpc('anvil_mine', [hex(120)]);
+    svc = await startSvc({
+      logLevel: 'error',
+      server: { includeErrorDetails: true },
+      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }] }],
+    });
+    st = chainStateOf(svc.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!);
+    await waitFor(() => st.highestFinalized > 0 && st.highestLatest >= 120, 10_000);
+  });
+  after(async () => {
+    await svc?.close();
+    await anvil?.stop();
+  });
+
+  it('a finalized block: MISS, then HIT with the same bytes under the caller own id; X-SVC-Attempts counts the cache read', async () => {
+    const params = [hex(10), false];
+    const first = await call('eth_getBlockByNumber', params);
+    expectMiss(first, 'first');
+    expect(first.headers['x-svc-attempts']).to.equal('2');
+    await settle();
+    const second = await call('eth_getBlockByNumber', params);
+    expectHit(second, 'second');
+    expect(second.headers['x-svc-attempts'], 'one cache operation').to.equal('1');
+    expect(second.headers['x-svc-cache-attempts']).to.equal('1');
+    expect(second.json.id).to.equal(id);
+    expect(second.json.result).to.deep.equal(first.json.result);
+    expect(second.text).to.equal(first.text.replace(`"id":${id - 1}`, `"id":${id}`));
+  });
+
+  it('a batch of hits and a miss: X-SVC-Cache PARTIAL:<hits>; all hits: HIT', async () => {
+    const body = (n: number[]) => n.map((b) => ({ jsonrpc: '2.0', id: ++id, method: 'eth_getBlockByNumber', params: [hex(b), false] }));
+    await svc.post(PATH, body([11, 12]));
+    await settle();
+    const mixed = await svc.post(PATH, body([11, 12, 13]));
+    expect(mixed.headers['x-svc-cache']).to.equal('PARTIAL:2');
+    await settle();
+    const all = await svc.post(PATH, body([11, 12, 13]));
+    expect(all.headers['x-svc-cache']).to.equal('HIT');
+    expect(all.headers['x-svc-upstream-attempts']).to.equal('0');
+  });
+
+  describe('skip-cache-read (spec §2.8 #3)', () => {
+    const params = [hex(20), false];
+    before(async () => {
+      await call('eth_getBlockByNumber', params);
+      await settle();
+    });
+
+    it('true skips every read, from the header or the query (whose value is trimmed)', async () => {
+      expectMiss(await call('eth_getBlockByNumber', params, { 'x-svc-skip-cache-read': 'true' }), 'header true');
+      expectMiss(await call('eth_getBlockByNumber', params, {}, '?skip-cache-read=%20true%20'), 'query " true "');
+      // The header is not trimmed by svc (HTTP itself strips the value's outer whitespace, so only
+      // the directive parser's own unit test can show it); "tr ue" is a glob matching no connector.
+      expectHit(await call('eth_getBlockByNumber', params, { 'x-svc-skip-cache-read': 'tr ue' }), 'header "tr ue"');
+    });
+
+    it('false or empty uses the cache; any other value is a glob on connector ids not to read', async () => {
+      expectHit(await call('eth_getBlockByNumber', params, { 'x-svc-skip-cache-read': 'false' }), 'false');
+      expectHit(await call('eth_getBlockByNumber', params, {}, '?skip-cache-read='), 'empty');
+      expectMiss(await call('eth_getBlockByNumber', params, { 'x-svc-skip-cache-read': 'memory-*' }), 'memory-*');
+      expectMiss(await call('eth_getBlockByNumber', params, { 'x-svc-skip-cache-read': 'redis-*|memory-cache' }), 'alternation');
+      expectHit(await call('eth_getBlockByNumber', params, { 'x-svc-skip-cache-read': 'redis-*' }), 'redis-*');
+    });
+
+    it('write-back still happens when reads are skipped', async () => {
+      const fresh = [hex(21), false];
+      expectMiss(await call('eth_getBlockByNumber', fresh, { 'x-svc-skip-cache-read': 'true' }), 'skipped');
+      await settle();
+      expectHit(await call('eth_getBlockByNumber', fresh), 'next call');
+    });
+  });
+
+  it('realtime: eth_blockNumber is cached until the poller sees a newer head, never going backwards', async () => {
+    const a = await call('eth_blockNumber', []);
+    await settle();
+    const b = await call('eth_blockNumber', []);
+    expectHit(b, 'same head');
+    expect(b.json.result).to.equal(a.json.result);
+    const before = st.highestLatest;
+    await anvil.rpc('anvil_mine', ['0x1']);
+    await waitFor(() => st.highestLatest > before, 5000);
+    const c = await call('eth_blockNumber', []);
+    expectMiss(c, 'after a new head');
+    expect(Number.parseInt(c.json.result as string, 16)).to.be.above(Number.parseInt(a.json.result as string, 16));
+  });
+
+  it('an empty answer (a fresh account balance "0x0") is not cached by the default policies', async () => {
+    const params = ['0x000000000000000000000000000000000000dEaD', hex(15)];
+    const a = await call('eth_getBalance', params);
+    expect(a.json.result).to.equal('0x0');
+    await settle();
+    expectMiss(await call('eth_getBalance', params), 'empty');
+  });
+
+  it('a JSON-RPC error is never cached; eth_sendRawTransaction is never cached', async () => {
+    const a = await call('eth_getBlockByNumber', [{ not: 'a block' }, false]);
+    expect(a.json.error).to.not.equal(undefined);
+    await settle();
+    const b = await call('eth_getBlockByNumber', [{ not: 'a block' }, false]);
+    expect(Number(b.headers['x-svc-upstream-attempts'])).to.be.at.least(1);
+    const raw = await call('eth_sendRawTransaction', ['0x00']);
+    expect(raw.json.error).to.not.equal(undefined);
+    const raw2 = await call('eth_sendRawTransaction', ['0x00']);
+    expect(raw2.headers['x-svc-cache']).to.equal(undefined);
+    expect(Number(raw2.headers['x-svc-upstream-attempts'])).to.be.at.least(1);
+  });
+
+  it('a receipt looked up by hash: re-classified from its block, served through the reverse index', async () => {
+    const hash = (await anvil.rpc('eth_sendTransaction', [{ from: DEV0, to: DEV1, value: '0x1' }])) as string;
+    // Finalized once 64 blocks sit on top of it and the poller has seen that.
+    const mined = Number.parseInt(((await anvil.rpc('eth_getTransactionReceipt', [hash])) as { blockNumber: string }).blockNumber, 16);
+    await anvil.rpc('anvil_mine', [hex(70)]);
+    await waitFor(() => st.highestFinalized >= mined, 5000);
+    const a = await call('eth_getTransactionReceipt', [hash]);
+    expectMiss(a, 'first');
+    await settle();
+    const b = await call('eth_getTransactionReceipt', [hash]);
+    expectHit(b, 'second');
+    expect(b.json.result).to.deep.equal(a.json.result);
+    const metrics = await (await fetch(svc.metricsUrl!)).text();
+    expect(metrics).to.match(/svc_cache_set_success_total\{project="main",network="evm:31337",category="eth_getTransactionReceipt",connector="memory-cache",policy="finalized"\} 1/);
+    expect(metrics).to.match(/svc_cache_get_hit_total\{project="main",network="evm:31337",category="eth_getTransactionReceipt",connector="memory-cache",policy="finalized"\} 1/);
+  });
+
+  it('a reorg under a cached unfinalized block: the next read is a miss and returns the new block', async () => {
+    const head = st.highestLatest;
+    const n = head - 2;
+    const params = [hex(n), false];
+    const a = await call('eth_getBlockByNumber', params);
+    expectMiss(a, 'first');
+    await settle();
+    expectHit(await call('eth_getBlockByNumber', params), 'before the reorg');
+    // Re-mine the top 5 blocks with a transaction in the first, so every replaced block differs.
+    await anvil.rpc('anvil_reorg', [5, [[{ from: DEV0, to: DEV1, value: '0x1' }, 0]]]);
+    const replaced = ((await anvil.rpc('eth_getBlockByNumber', [hex(n), false])) as { hash: string }).hash;
+    expect(replaced).to.not.equal((a.json.result as { hash: string }).hash);
+    await waitFor(() => st.lastReorg !== undefined, 5000);
+    const c = await call('eth_getBlockByNumber', params);
+    expectMiss(c, 'after the reorg');
+    expect((c.json.result as { hash: string }).hash).to.equal(replaced);
+  });
+});
