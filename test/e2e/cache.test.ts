@@ -80,6 +80,20 @@ describe('e2e: response cache, zero config, against anvil (issue #10)', function
     expect(all.headers['x-svc-upstream-attempts']).to.equal('0');
   });
 
+  it('a leader cache hit is delivered to its multiplexing followers (spec §4.6 #5)', async () => {
+    const params = [hex(14), false];
+    await call('eth_getBlockByNumber', params);
+    await settle();
+    const metric = async () => Number(/svc_network_multiplexed_request_total\{[^}]*category="eth_getBlockByNumber"[^}]*\} (\d+)/.exec(await (await fetch(svc.metricsUrl!)).text())?.[1] ?? 0);
+    const before = await metric();
+    const batch = [1, 2, 3].map((i) => ({ jsonrpc: '2.0', id: `m${i}`, method: 'eth_getBlockByNumber', params }));
+    const r = await svc.post(PATH, batch);
+    expect(r.headers['x-svc-cache']).to.equal('HIT');
+    expect(r.headers['x-svc-upstream-attempts']).to.equal('0');
+    expect((r.json as Array<{ id: string }>).map((a) => a.id)).to.deep.equal(['m1', 'm2', 'm3']);
+    expect(await metric()).to.equal(before + 2);
+  });
+
   describe('skip-cache-read (spec §2.8 #3)', () => {
     const params = [hex(20), false];
     before(async () => {

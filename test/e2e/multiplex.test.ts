@@ -121,6 +121,18 @@ describe('e2e: multiplexing (spec §4.6)', function () {
     expect(rb.headers['x-svc-upstream-attempts']).to.equal('1');
   });
 
+  it("a follower's skip-cache-read has no effect: it shares the leader's call and carries its cache outcome", async () => {
+    const leader = svc.post(PATH, balance('leader', '0x7'));
+    await waitFor(() => gate.received.get('eth_getBalance') === 1);
+    const follower = svc.post(PATH, balance('follower', '0x7'), { 'x-svc-skip-cache-read': 'true' });
+    await waitFor(() => mux(svc).waiting(network(svc)) === 1);
+    gate.release({ result: '0x9' });
+    const [l, f] = await Promise.all([leader, follower]);
+    expect([l.json.result, f.json.result]).to.deep.equal(['0x9', '0x9']);
+    expect(gate.received.get('eth_getBalance')).to.equal(1);
+    expect(f.headers['x-svc-cache']).to.equal(l.headers['x-svc-cache']);
+  });
+
   it("the leader's error reaches every follower the same way", async () => {
     const calls = [svc.post(PATH, balance(1, '0x2')), svc.post(PATH, balance(2, '0x2')), svc.post(PATH, balance(3, '0x2'))];
     await waitFor(() => mux(svc).waiting(network(svc)) === 2);
