@@ -78,6 +78,7 @@ export {
   highestNumberOf,
   parseBlockNumber,
   REALTIME_METHODS,
+  STATEFUL_METHODS,
   toHex,
   type BlockRef,
 } from './evm/blocks.ts';

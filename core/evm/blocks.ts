@@ -24,6 +24,20 @@ export const REALTIME_METHODS: ReadonlySet<string> = new Set([
   'eth_getFilterChanges',
 ]);
 
+/**
+ * Filter methods whose state lives on one node (spec §2.8 #4): a filter id from one upstream
+ * means nothing to another, so they need exactly one candidate upstream (evm-methods) and are
+ * never cached (cache).
+ */
+export const STATEFUL_METHODS: ReadonlySet<string> = new Set([
+  'eth_newFilter',
+  'eth_newBlockFilter',
+  'eth_newPendingTransactionFilter',
+  'eth_getFilterChanges',
+  'eth_getFilterLogs',
+  'eth_uninstallFilter',
+]);
+
 /** Methods whose answer never changes: always `finalized`. */
 export const FINALIZED_METHODS: ReadonlySet<string> = new Set(['eth_chainId', 'net_version', 'web3_clientVersion']);
 

@@ -4,7 +4,7 @@
  * id), which methods are never cached, what counts as empty, and the block an answer names
  * (to re-classify a hash lookup, and to remember the hash an unfinalized entry rests on).
  */
-import { BLOCK_PARAM, blockRefOf, FINALIZED_METHODS, highestNumberOf, parseBlockNumber, REALTIME_METHODS, type BlockRef } from '../../core/plugin-api.ts';
+import { BLOCK_PARAM, blockRefOf, FINALIZED_METHODS, highestNumberOf, parseBlockNumber, REALTIME_METHODS, STATEFUL_METHODS, type BlockRef } from '../../core/plugin-api.ts';
 
 /** Methods that write, sign, or hold node-side state: never cached, whatever the policy. */
 const NEVER_CACHED: ReadonlySet<string> = new Set([
@@ -23,13 +23,6 @@ const NEVER_CACHED: ReadonlySet<string> = new Set([
   'eth_coinbase',
   'eth_subscribe',
   'eth_unsubscribe',
-  // The stateful filter methods (issue #4): a filter lives on one node and changes on every poll.
-  'eth_newFilter',
-  'eth_newBlockFilter',
-  'eth_newPendingTransactionFilter',
-  'eth_getFilterChanges',
-  'eth_getFilterLogs',
-  'eth_uninstallFilter',
 ]);
 
 /** Method namespaces that administer or mutate a node: never cached. */
@@ -37,7 +30,8 @@ const NEVER_CACHED_PREFIXES = ['personal_', 'admin_', 'miner_', 'txpool_', 'anvi
 
 /** True when no policy may cache this method (writes, signing, filters, node administration). */
 export function neverCached(method: string): boolean {
-  if (NEVER_CACHED.has(method)) return true;
+  // The stateful filter methods: a filter lives on one node and changes on every poll.
+  if (NEVER_CACHED.has(method) || STATEFUL_METHODS.has(method)) return true;
   for (const p of NEVER_CACHED_PREFIXES) if (method.startsWith(p)) return true;
   return false;
 }

@@ -23,20 +23,9 @@ import type { Plugin, Proxy } from '../../core/proxy.ts';
 import type { Network } from '../../core/registry/network.ts';
 import type { Upstream } from '../../core/registry/upstream.ts';
 import { CallStage, SelectStage } from '../../core/stages.ts';
-import { toHex } from '../../core/evm/blocks.ts';
+import { STATEFUL_METHODS, toHex } from '../../core/evm/blocks.ts';
 
-/**
- * Filter methods whose state lives on one node (spec §2.8 #4): a filter id from one upstream
- * means nothing to another, so these need exactly one candidate upstream.
- */
-export const STATEFUL_METHODS: ReadonlySet<string> = new Set([
-  'eth_newFilter',
-  'eth_newBlockFilter',
-  'eth_newPendingTransactionFilter',
-  'eth_getFilterChanges',
-  'eth_getFilterLogs',
-  'eth_uninstallFilter',
-]);
+export { STATEFUL_METHODS } from '../../core/evm/blocks.ts';
 
 /** Methods a proxy never forwards by default: they use the node's own keys (eRPC method guard). */
 export const DEFAULT_UNSUPPORTED_METHODS: readonly string[] = ['eth_accounts', 'eth_sign'];

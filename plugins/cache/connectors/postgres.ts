@@ -8,10 +8,8 @@
  */
 import pg from 'pg';
 import type { Logger } from '../../../core/plugin-api.ts';
-import { connectionRedactor, decodeEntry, encodeEntry, type CacheEntry, type Connector } from './types.ts';
+import { decodeEntry, TierReporter, encodeEntry, type CacheEntry, type Connector } from './types.ts';
 
-/** Tier errors are logged at most this often, ms. */
-const ERROR_LOG_INTERVAL_MS = 30_000;
 
 /** See the module comment. */
 export class PostgresConnector implements Connector {
@@ -19,8 +17,7 @@ export class PostgresConnector implements Connector {
   private readonly pool: pg.Pool;
   private ready?: Promise<void>;
   private purgeTimer?: NodeJS.Timeout;
-  private lastErrorLog = -Infinity;
-  private readonly redact: (text: string) => string;
+  private readonly reporter: TierReporter;
   private readonly table: string;
 
   /**
@@ -33,7 +30,7 @@ export class PostgresConnector implements Connector {
     private readonly opts: { connectionUri: string; table: string; maxConns: number; purgeInterval: number },
     private readonly logger: Logger,
   ) {
-    this.redact = connectionRedactor(opts.connectionUri);
+    this.reporter = new TierReporter(id, 'postgresql', logger, opts.connectionUri);
     this.table = `"${opts.table}"`;
     this.pool = new pg.Pool({ connectionString: opts.connectionUri, max: opts.maxConns, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
     // An idle client's error would otherwise crash the process.
@@ -42,12 +39,9 @@ export class PostgresConnector implements Connector {
 
   /** Logs a tier failure (rate-limited), naming the connector, never the URI. */
   report(what: string, e: unknown): void {
-    const now = Date.now();
-    if (now - this.lastErrorLog < ERROR_LOG_INTERVAL_MS) return;
-    this.lastErrorLog = now;
-    const err = this.redact(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
-    this.logger.warn({ connector: this.id, err }, `cache connector ${this.id}: postgresql ${what} failed (calls go to upstreams; logged at most every 30 s)`);
+    this.reporter.report(what, e);
   }
+
 
   /** Creates the table and indexes once; a failure is retried by the next operation. */
   private ensureTable(): Promise<void> {

@@ -7,21 +7,18 @@
  */
 import { createClient } from 'redis';
 import type { Logger } from '../../../core/plugin-api.ts';
-import { connectionRedactor, decodeEntry, encodeEntry, reverseKey, type CacheEntry, type Connector } from './types.ts';
+import { decodeEntry, TierReporter, encodeEntry, reverseKey, type CacheEntry, type Connector } from './types.ts';
 
 /** Prefix of every key svc writes, so a shared Redis can hold other data too. */
 export const REDIS_KEY_PREFIX = 'svc:cache:';
 /** Longest wait between reconnect tries, ms. */
 const MAX_RECONNECT_DELAY_MS = 2000;
-/** Tier errors are logged at most this often, ms (a dead Redis must not flood the log). */
-const ERROR_LOG_INTERVAL_MS = 30_000;
 
 /** See the module comment. */
 export class RedisConnector implements Connector {
   readonly driver = 'redis' as const;
   private readonly client: ReturnType<typeof createClient>;
-  private lastErrorLog = -Infinity;
-  private readonly redact: (text: string) => string;
+  private readonly reporter: TierReporter;
   private closed = false;
 
   /**
@@ -34,7 +31,7 @@ export class RedisConnector implements Connector {
     opts: { uri: string; password?: string; connectTimeout: number },
     private readonly logger: Logger,
   ) {
-    this.redact = connectionRedactor(opts.uri, opts.password);
+    this.reporter = new TierReporter(id, 'redis', logger, opts.uri, opts.password);
     this.client = createClient({
       url: opts.uri,
       password: opts.password,
@@ -55,12 +52,9 @@ export class RedisConnector implements Connector {
 
   /** Logs a tier failure (rate-limited), naming the connector, never the URI. */
   report(what: string, e: unknown): void {
-    const now = Date.now();
-    if (now - this.lastErrorLog < ERROR_LOG_INTERVAL_MS) return;
-    this.lastErrorLog = now;
-    const err = this.redact(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
-    this.logger.warn({ connector: this.id, err }, `cache connector ${this.id}: redis ${what} failed (calls go to upstreams; logged at most every 30 s)`);
+    this.reporter.report(what, e);
   }
+
 
   async open(): Promise<void> {
     // connect() keeps retrying while Redis is down; start-up does not wait for it.

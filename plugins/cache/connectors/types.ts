@@ -2,7 +2,7 @@
  * The storage contract every cache tier implements (issue #10 items 1 and 6), and the one
  * encoding the shared tiers use, so any svc replica reads what another wrote.
  */
-import type { Finality } from '../../../core/plugin-api.ts';
+import type { Finality, Logger } from '../../../core/plugin-api.ts';
 
 /** One cached answer. */
 export interface CacheEntry {
@@ -106,4 +106,42 @@ export function connectionRedactor(uri: string, password?: string): (text: strin
     for (const s of list) out = out.split(s).join('#redacted');
     return out;
   };
+}
+
+/** A tier's failures are logged at most this often, ms (a dead Redis must not flood the log). */
+export const TIER_ERROR_LOG_INTERVAL_MS = 30_000;
+
+/**
+ * Logs a remote tier's failures: rate-limited, naming the connector, with the connection URI's
+ * secrets and address redacted ({@link connectionRedactor}).
+ */
+export class TierReporter {
+  private lastLog = -Infinity;
+  private readonly redact: (text: string) => string;
+
+  /**
+   * @param id connector id
+   * @param driver driver name, for the message
+   * @param logger where to log
+   * @param uri the connection URI to keep out of the log
+   * @param password a password given beside the URI
+   */
+  constructor(
+    private readonly id: string,
+    private readonly driver: string,
+    private readonly logger: Logger,
+    uri: string,
+    password?: string,
+  ) {
+    this.redact = connectionRedactor(uri, password);
+  }
+
+  /** Logs one failure of `what` (connect, read, write, purge...), at most every 30 s. */
+  report(what: string, e: unknown): void {
+    const now = Date.now();
+    if (now - this.lastLog < TIER_ERROR_LOG_INTERVAL_MS) return;
+    this.lastLog = now;
+    const err = this.redact(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+    this.logger.warn({ connector: this.id, err }, `cache connector ${this.id}: ${this.driver} ${what} failed (calls go to upstreams; logged at most every 30 s)`);
+  }
 }

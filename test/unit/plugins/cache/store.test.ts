@@ -10,7 +10,7 @@ import { NetworkChainState } from '../../../../core/evm/state.ts';
 import type { Network } from '../../../../core/registry/network.ts';
 import type { Upstream } from '../../../../core/registry/upstream.ts';
 import { MemoryConnector } from '../../../../plugins/cache/connectors/memory.ts';
-import { decodeEntry, encodeEntry, type CacheEntry, type Connector } from '../../../../plugins/cache/connectors/types.ts';
+import { connectionRedactor, decodeEntry, encodeEntry, type CacheEntry, type Connector } from '../../../../plugins/cache/connectors/types.ts';
 import { callKey } from '../../../../plugins/cache/keys.ts';
 import { Policy } from '../../../../plugins/cache/policy.ts';
 import { cacheConfigOf, defaultCacheConfig, type PolicyConfig } from '../../../../plugins/cache/schema.ts';
@@ -251,6 +251,13 @@ describe('cache store (issue #10 item 1)', () => {
       expect(ttl.get('p', 'x')).to.not.equal(undefined);
       await new Promise((r) => setTimeout(r, 50));
       expect(ttl.get('p', 'x')).to.equal(undefined);
+    });
+
+    it('a tier error never shows the connection URI, its password or its address', () => {
+      const r = connectionRedactor('redis://user:s3cret-pw@cache.internal:6380/0');
+      const out = r('connect ECONNREFUSED cache.internal:6380 (redis://user:s3cret-pw@cache.internal:6380/0) auth s3cret-pw');
+      expect(out).to.not.match(/s3cret|cache\.internal|6380/);
+      expect(connectionRedactor('redis://h:1', 'pass-word')('bad pass-word')).to.equal('bad #redacted');
     });
 
     it('the shared-tier encoding keeps the result bytes untouched', () => {
