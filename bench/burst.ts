@@ -160,7 +160,7 @@ ${fmt(n, 0)} identical \`${call}\` requests sent at once (one HTTP request each,
 
 ${table}
 
-- With multiplexing on, calls that arrive while an identical call is in flight wait for its answer instead of calling the upstream; a call arriving after the shared answer came back starts a new upstream call, so the count is the number of ${delayMs} ms windows the ${fmt(n, 0)} arrivals spread over (svc parses them one after another), not exactly 1.
+- With multiplexing on, calls that arrive while an identical call is in flight wait for its answer instead of calling the upstream; only a call arriving after the shared answer came back starts a new upstream call. Latencies well above the upstream's ${delayMs} ms are svc's own CPU: the ${fmt(n, 0)} requests queue on one event loop (see "svc CPU ms / burst"), on cores shared with the load generator and the upstream.
 - With multiplexing off every call reaches the upstream; svc's upstream pool (128 connections) queues them, which is most of the latency.`;
 }
 
