@@ -153,6 +153,17 @@ function routedMethods(router: Router): ReadonlySet<string> | undefined {
 }
 
 /**
+ * Resolves in the event loop's check phase. Koa writes an answer when its middleware settles;
+ * settling here instead of at once lets every answer completed in one loop turn go out back to
+ * back, so a client waiting in epoll is woken once for several of them rather than once each.
+ * On this 2-core machine that cut a cache hit from about 78 to 56 µs of CPU and raised its
+ * throughput by 40% (issue #10 item 7); the added latency is one loop turn.
+ */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
  * Builds the Koa application of a proxy.
  * @param proxy the proxy whose hooks and registry serve requests
  */
@@ -183,7 +194,8 @@ export function createServer(proxy: Proxy): Koa {
   app.use((k, next) => {
     const res = k.res;
     for (const [name, value] of staticHeaders) res.setHeader(name, value);
-    return served === undefined || served.has(k.method) ? routes(k, next) : next();
+    const done = served === undefined || served.has(k.method) ? routes(k, next) : next();
+    return done.then(nextTurn);
   });
 
   app.use(async (k) => {
