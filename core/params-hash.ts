@@ -4,7 +4,7 @@
  * JSON-RPC id; it is computed once per call and kept in a slot, so the two plugins share it
  * without importing each other.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import stringify from 'safe-stable-stringify';
 import type { CallContext } from './context.ts';
 import { Slot } from './slots.ts';
@@ -25,7 +25,8 @@ export function paramsHash(params: unknown): string | undefined {
     return undefined;
   }
   if (canonical === undefined) return undefined;
-  return createHash('sha256').update(canonical).digest('base64url');
+  // One-shot digest: no Hash object per call (half the cost of createHash on Node 20).
+  return hash('sha256', canonical, 'base64url');
 }
 
 /**
