@@ -30,6 +30,7 @@ import {
   ErrProjectNotFound,
   ErrRateLimitRuleExceeded,
   ErrRequestTooLarge,
+  ErrUnsupportedContentEncoding,
   ErrUpstreamMalformedResponse,
   ErrUpstreamMethodIgnored,
   ErrUpstreamRequestTooLarge,
@@ -137,7 +138,8 @@ export interface ErrorTableRow {
 export const ERROR_TABLE: readonly ErrorTableRow[] = [
   row(ErrJsonRpcRequestUnmarshal, 'body is not valid JSON (id null)'),
   row(ErrInvalidRequest, 'no `"jsonrpc":"2.0"`, no string `method`, a method name over 256 characters or outside `[A-Za-z0-9_.:-]`, nesting over `server.maxJsonDepth`, batch over `server.maxBatchSize`'),
-  row(ErrRequestTooLarge, 'body over `server.maxBodySize`'),
+  row(ErrRequestTooLarge, 'body over `server.maxBodySize` (after decompression for a compressed body)'),
+  row(ErrUnsupportedContentEncoding, 'request `Content-Encoding` other than gzip, deflate, br or identity'),
   row(ErrProjectNotFound, 'unknown project in the URL'),
   row(ErrNetworkNotSupported, 'unknown network / chain id'),
   row(ErrAuthUnauthorized, 'caller failed authentication'),

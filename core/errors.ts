@@ -155,6 +155,15 @@ export class ErrRequestTooLarge extends SvcError {
   static override readonly httpStatus = 413;
 }
 
+/**
+ * A request body in a `Content-Encoding` svc cannot decode (anything but gzip, deflate, br or
+ * identity; issue #11 "Also"). HTTP 415, -32600. eRPC users see 415 for the same case.
+ */
+export class ErrUnsupportedContentEncoding extends SvcError {
+  static override readonly defaultCode = -32600;
+  static override readonly httpStatus = 415;
+}
+
 /** Unknown project in the URL (spec §4.1). HTTP 404, -32602. */
 export class ErrProjectNotFound extends SvcError {
   static override readonly defaultCode = -32602;

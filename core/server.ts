@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { decodeBody, readBodyCapped } from './body.ts';
+import { acceptsGzip, decodeRequest, gzipAnswer, requestDecoder } from './compression.ts';
 import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
 import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo } from './context.ts';
@@ -182,6 +183,7 @@ export function createServer(proxy: Proxy): Koa {
   });
 
   app.on('error', (err: Error) => proxy.logger.debug({ err: err.message }, 'http error'));
+  const gzipOn = cfg.enableGzip;
 
   const router = new Router();
   hooks.routes.call(router);
@@ -195,7 +197,7 @@ export function createServer(proxy: Proxy): Koa {
     const res = k.res;
     for (const [name, value] of staticHeaders) res.setHeader(name, value);
     const done = served === undefined || served.has(k.method) ? routes(k, next) : next();
-    return done.then(nextTurn);
+    return (gzipOn ? done.then(() => compress(k)) : done).then(nextTurn);
   });
 
   app.use(async (k) => {
@@ -299,17 +301,36 @@ function pathSegments(path: string): string[] {
  * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read
  */
 async function readBody(k: Koa.Context, limit: number): Promise<{ raw: Buffer; text: string }> {
-  const raw = await readBodyCapped(k.req, {
+  // A compressed body: the limit applies to the decoded bytes, so a zip bomb stops at `limit`.
+  const decoder = requestDecoder(k.request.headers['content-encoding']);
+  const raw = await readBodyCapped(decoder ? decodeRequest(k.req, decoder) : k.req, {
     declared: k.request.headers['content-length'],
+    decodedFrom: decoder !== undefined,
     limit,
     onTooLarge: 'pause',
     fail: (f) =>
       f.kind === 'too-large'
-        ? new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${limit} bytes)`)
+        ? new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${limit} bytes${decoder ? ' once decompressed' : ''})`)
         : new ErrInvalidRequest(`cannot read request body: ${f.kind === 'short' ? `request size did not match content length (${f.size} bytes)` : f.error.message}`),
   });
   const text = decodeBody(raw);
   return { raw, text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text };
+}
+
+/**
+ * Gzips the answer when the client accepts it and it is over 1 KiB (`server.enableGzip`); every
+ * answer that could be compressed says `Vary: Accept-Encoding`.
+ */
+async function compress(k: Koa.Context): Promise<void> {
+  const body: unknown = k.body;
+  if (typeof body !== 'string' && !(body instanceof Readable)) return;
+  k.vary('Accept-Encoding');
+  if (!acceptsGzip(k.request.headers['accept-encoding']) || k.response.get('Content-Encoding')) return;
+  const zipped = await gzipAnswer(body, typeof body === 'string' ? undefined : k.response.length);
+  if (zipped === undefined) return;
+  k.remove('Content-Length');
+  k.set('Content-Encoding', 'gzip');
+  k.body = zipped;
 }
 
 /** Yields a batch answer element by element (and piece by piece), so it is never one big string (spec §4.2 #8). */

@@ -56,6 +56,7 @@ export interface SvcConfigInput {
     httpPortV4?: number;
     maxTimeout?: DurationInput;
     maxBodySize?: number | string;
+    enableGzip?: boolean;
     maxBatchSize?: number;
     batchConcurrency?: number;
     includeErrorDetails?: boolean;
@@ -87,8 +88,10 @@ export interface ResolvedServer {
   httpPort: number;
   /** Deadline of one call, ms. */
   maxTimeoutMs: number;
-  /** Largest accepted body, bytes. */
+  /** Largest accepted body, bytes (after decompression). */
   maxBodySize: number;
+  /** Gzip answers over 1 KiB for clients that accept it (issue #11). */
+  enableGzip: boolean;
   maxBatchSize: number;
   batchConcurrency: number;
   /** Deepest JSON nesting of one request object (issue #8 item 1). */
