@@ -143,11 +143,24 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         labelNames: ['project', 'network', 'category', 'finality', 'user', 'agent_name'],
       });
 
+      // Children bound once per label set: prom-client otherwise sorts and hashes the label object
+      // on every observe (issue #11). Label values are bounded (upstreams, methodLabel), so is the map.
+      const durations = new Map<string, Histogram.Internal<string>>();
+      const durationOf = (a: AttemptRecord, category: string): Histogram.Internal<string> => {
+        const key = `${a.projectId}\0${a.vendor}\0${a.networkId}\0${a.upstreamId}\0${category}`;
+        let h = durations.get(key);
+        if (!h) {
+          h = upstreamDuration.labels({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category });
+          durations.set(key, h);
+        }
+        return h;
+      };
+
       proxy.hooks.attemptDone.tap('metrics', (a: AttemptRecord) => {
         if (!a.dialled) return;
         const category = methods.value(a.method);
         upstreamTotal.inc([a.projectId, a.vendor, a.networkId, a.upstreamId, category, a.finality]);
-        upstreamDuration.observe({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category }, a.durationMs / 1000);
+        durationOf(a, category).observe(a.durationMs / 1000);
         // svc's own failures are not the upstream's errors (issue #8 item 1).
         if (a.error && a.outcome !== 'success' && a.error.name !== 'ErrInternal') {
           upstreamErrors.inc({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category, error: a.error.name });
