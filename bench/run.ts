@@ -23,6 +23,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { batchingScenario, burstScenario } from './burst.ts';
 import { blockBody, cacheSection, setupMemoryCache, setupRedisCache, type CacheRow } from './cache.ts';
+import { targetsSection } from './targets-check.ts';
 import { hedgeScenario } from './hedge.ts';
 import { memoryScenario } from './memory.ts';
 import {
@@ -264,6 +265,7 @@ async function main(): Promise<void> {
   addRatio('e′/c: svc Redis cache hit / bare Koa (svc CPU only)', by('svc-redis'), by('koa'));
   addRatio('e/b: svc memory cache hit / svc forwarding (cache off)', by('svc-cache'), by('svc'));
   const ratios = markdownTable(['Ratio (same run, ratio of medians)', 'CPU/req', 'p50', 'p99'], ratioRows);
+  const targets = `\n${targetsSection(by)}`;
 
   const svc = by('svc');
   const fwd = by('fwd');
@@ -324,7 +326,7 @@ ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, time
   const burst = process.env.BENCH_SKIP_BURST === '1' ? '' : `\n${await burstScenario(settings)}\n\n${await batchingScenario(settings)}\n`;
   // Issue #8 item 5: peak RSS of one large body and one large answer (BENCH_SKIP_MEMORY=1 leaves it out).
   const memory = process.env.BENCH_SKIP_MEMORY === '1' ? '' : `\n${await memoryScenario()}\n`;
-  const report = md + cache + hedge + burst + memory;
+  const report = md + targets + cache + hedge + burst + memory;
   process.stdout.write(report);
   const out = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
   writeFileSync(out, report);

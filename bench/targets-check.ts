@@ -1,0 +1,60 @@
+/**
+ * The bench's regression check (issue #11 "Done when"): each performance target of issues #10
+ * and #11 as a same-run ratio, with its status. A target that is missed is printed as a warning
+ * on stderr as well as marked in the report, so a regression is seen without reading the table.
+ */
+import { fmt, markdownTable, progress } from './lib.ts';
+
+/** The figures of one scenario a target reads. */
+export interface TargetFigures {
+  cpuPerReq: number;
+  cpuPerCall: number;
+  rps: number;
+  peakRssMiB: number;
+}
+
+/** One target: a ratio of two scenarios' figures, at most or at least a bound. */
+interface Target {
+  name: string;
+  /** Scenario keys: numerator, denominator. */
+  of: [string, string];
+  value: (a: TargetFigures, b: TargetFigures) => number;
+  bound: number;
+  kind: 'at most' | 'at least';
+}
+
+const TARGETS: Target[] = [
+  { name: 'svc single CPU/req ÷ min forwarder (issue #11 item 1)', of: ['svc', 'fwd'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 1.5, kind: 'at most' },
+  { name: 'svc minimal preset CPU/req ÷ min forwarder (issue #11 item 1)', of: ['svc-minimal', 'fwd'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 1.25, kind: 'at most' },
+  { name: 'svc single req/s ÷ min forwarder (issue #11 item 1)', of: ['svc', 'fwd'], value: (a, b) => a.rps / b.rps, bound: 0.85, kind: 'at least' },
+  { name: 'svc batch10 CPU per call ÷ svc single CPU/req (issue #11 item 2)', of: ['svc-batch', 'svc'], value: (a, b) => a.cpuPerCall / b.cpuPerReq, bound: 0.8, kind: 'at most' },
+  { name: 'svc single peak RSS ÷ min forwarder (issue #11 item 3)', of: ['svc', 'fwd'], value: (a, b) => a.peakRssMiB / b.peakRssMiB, bound: 1.3, kind: 'at most' },
+  { name: 'memory cache hit req/s ÷ bare node:http (issues #10 item 7, #11 item 4)', of: ['svc-cache', 'http'], value: (a, b) => a.rps / b.rps, bound: 0.5, kind: 'at least' },
+];
+
+/**
+ * The targets table of a run; every missed target is also warned about on stderr.
+ * @param by the figures of a scenario by key, undefined when it did not run
+ * @returns a markdown section
+ */
+export function targetsSection(by: (key: string) => TargetFigures | undefined): string {
+  const rows: string[][] = [];
+  let missed = 0;
+  for (const t of TARGETS) {
+    const a = by(t.of[0]);
+    const b = by(t.of[1]);
+    if (!a || !b) {
+      rows.push([t.name, '–', `${t.kind} ${fmt(t.bound, 2)}×`, 'not run']);
+      continue;
+    }
+    const v = t.value(a, b);
+    const met = t.kind === 'at most' ? v <= t.bound : v >= t.bound;
+    if (!met) {
+      missed++;
+      progress(`⚠ bench target missed: ${t.name}: ${fmt(v, 2)}×, target ${t.kind} ${fmt(t.bound, 2)}×`);
+    }
+    rows.push([t.name, `${fmt(v, 2)}×`, `${t.kind} ${fmt(t.bound, 2)}×`, met ? 'met' : '⚠ missed']);
+  }
+  const table = markdownTable(['Target (same run)', 'measured', 'target', 'status'], rows);
+  return `## Targets\n\n${table}\n\n${missed === 0 ? 'Every target that ran is met.' : `⚠ ${missed} target(s) missed (also printed as warnings on stderr).`}\n`;
+}
