@@ -87,6 +87,25 @@ export function portOf(server: Server): number {
 }
 
 /**
+ * Listens on 127.0.0.1 with long keep-alive (autocannon holds its connections for the whole run).
+ * @param server a node:http server (Koa's `app.callback()` served by one too)
+ * @param port the port (0 = a free one)
+ * @returns the bound port and a close that also drops idle keep-alive connections
+ */
+export async function listenTarget(server: Server, port: number): Promise<{ port: number; close: () => Promise<void> }> {
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    port: portOf(server),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/**
  * Starts a target and speaks the benchmark protocol for it (see the module comment).
  * @param name target name, echoed in the ready line
  * @param start starts the server; receives the request counter its handler must increment

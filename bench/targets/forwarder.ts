@@ -10,7 +10,7 @@
  */
 import { createServer } from 'node:http';
 import { Pool } from 'undici';
-import { numberOption, option, portOf, readBody, serveTarget } from './common.ts';
+import { listenTarget, numberOption, option, readBody, serveTarget } from './common.ts';
 
 const port = numberOption('port', 0);
 const upstream = option('upstream', '');
@@ -42,15 +42,11 @@ await serveTarget('forwarder', async (counter) => {
         res.end(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":${msg}}}`);
       });
   });
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const listening = await listenTarget(server, port);
   return {
-    port: portOf(server),
+    port: listening.port,
     close: async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await listening.close();
       await pool.close();
     },
   };

@@ -7,7 +7,7 @@
  * Options: `port` (default 0).
  */
 import { createServer } from 'node:http';
-import { numberOption, portOf, serveTarget } from './common.ts';
+import { listenTarget, numberOption, serveTarget } from './common.ts';
 
 const port = numberOption('port', 0);
 /** The same answer as the Koa target's. */
@@ -20,14 +20,5 @@ await serveTarget('http', async (counter) => {
     res.writeHead(200, HEADERS);
     res.end(FIXED);
   });
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return {
-    port: portOf(server),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenTarget(server, port);
 });

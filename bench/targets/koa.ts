@@ -7,8 +7,8 @@
  */
 import Koa from 'koa';
 import Router from '@koa/router';
-import type { Server } from 'node:http';
-import { numberOption, portOf, serveTarget } from './common.ts';
+import { createServer } from 'node:http';
+import { listenTarget, numberOption, serveTarget } from './common.ts';
 
 const port = numberOption('port', 0);
 const FIXED = '{"jsonrpc":"2.0","id":1,"result":"0x1234567"}';
@@ -22,16 +22,5 @@ await serveTarget('koa', async (counter) => {
     k.body = FIXED;
   });
   app.use(router.routes());
-  const server = await new Promise<Server>((resolve) => {
-    const s = app.listen(port, '127.0.0.1', () => resolve(s));
-  });
-  server.keepAliveTimeout = 65_000;
-  return {
-    port: portOf(server),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenTarget(createServer(app.callback()), port);
 });

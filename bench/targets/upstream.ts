@@ -32,7 +32,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
-import { numberOption, option, portOf, readBody, serveTarget } from './common.ts';
+import { listenTarget, numberOption, option, readBody, serveTarget } from './common.ts';
 
 const port = numberOption('port', 0);
 const chainId = numberOption('chain-id', 1);
@@ -187,14 +187,5 @@ await serveTarget('upstream', async (counter) => {
       () => res.destroy(),
     );
   });
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return {
-    port: portOf(server),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenTarget(server, port);
 });
