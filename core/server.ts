@@ -8,12 +8,11 @@ import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import Koa from 'koa';
 import Router from '@koa/router';
-import { decodeBody, readBodyCapped } from './body.ts';
-import { acceptsGzip, decodeRequest, gzipAnswer, requestDecoder } from './compression.ts';
+import { compressAnswer, readRequestBody } from './http-io.ts';
 import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
 import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo } from './context.ts';
-import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, ErrRequestTooLarge, SvcError } from './errors.ts';
+import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, SvcError } from './errors.ts';
 import { toJsonRpcError, wireError } from './errors-wire.ts';
 import { answerBytes, parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedCall } from './jsonrpc.ts';
 import type { Network } from './registry/network.ts';
@@ -197,7 +196,7 @@ export function createServer(proxy: Proxy): Koa {
     const res = k.res;
     for (const [name, value] of staticHeaders) res.setHeader(name, value);
     const done = served === undefined || served.has(k.method) ? routes(k, next) : next();
-    return (gzipOn ? done.then(() => compress(k)) : done).then(nextTurn);
+    return (gzipOn ? done.then(() => compressAnswer(k)) : done).then(nextTurn);
   });
 
   app.use(async (k) => {
@@ -226,7 +225,7 @@ export function createServer(proxy: Proxy): Koa {
       // read, so an unauthenticated client cannot make svc buffer maxBodySize (issue #9 item 4).
       // No auth strategy tapped: no identity, and no promise to wait for.
       const identity = hooks.authenticate.isUsed() ? await hooks.authenticate.promise(info, target.project) : undefined;
-      const body = await readBody(k, cfg.maxBodySize);
+      const body = await readRequestBody(k, cfg.maxBodySize);
       text = body.text;
       raw = body.raw;
       const parsed = parseRequestBody(text, parseLimits, raw);
@@ -292,45 +291,6 @@ function pathSegments(path: string): string[] {
     throw new ErrInvalidRequest(`invalid percent-encoding in path ${path}`);
   }
   return out;
-}
-
-/**
- * Reads a request body within `limit` bytes: its bytes, and its UTF-8 text (a leading
- * byte-order mark dropped), read into one pre-sized Buffer when the length is declared (issue #8
- * item 5); the bytes are kept so large params can go upstream without being re-serialised.
- * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read
- */
-async function readBody(k: Koa.Context, limit: number): Promise<{ raw: Buffer; text: string }> {
-  // A compressed body: the limit applies to the decoded bytes, so a zip bomb stops at `limit`.
-  const decoder = requestDecoder(k.request.headers['content-encoding']);
-  const raw = await readBodyCapped(decoder ? decodeRequest(k.req, decoder) : k.req, {
-    declared: k.request.headers['content-length'],
-    decodedFrom: decoder !== undefined,
-    limit,
-    onTooLarge: 'pause',
-    fail: (f) =>
-      f.kind === 'too-large'
-        ? new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${limit} bytes${decoder ? ' once decompressed' : ''})`)
-        : new ErrInvalidRequest(`cannot read request body: ${f.kind === 'short' ? `request size did not match content length (${f.size} bytes)` : f.error.message}`),
-  });
-  const text = decodeBody(raw);
-  return { raw, text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text };
-}
-
-/**
- * Gzips the answer when the client accepts it and it is over 1 KiB (`server.enableGzip`); every
- * answer that could be compressed says `Vary: Accept-Encoding`.
- */
-async function compress(k: Koa.Context): Promise<void> {
-  const body: unknown = k.body;
-  if (typeof body !== 'string' && !(body instanceof Readable)) return;
-  k.vary('Accept-Encoding');
-  if (!acceptsGzip(k.request.headers['accept-encoding']) || k.response.get('Content-Encoding')) return;
-  const zipped = await gzipAnswer(body, typeof body === 'string' ? undefined : k.response.length);
-  if (zipped === undefined) return;
-  k.remove('Content-Length');
-  k.set('Content-Encoding', 'gzip');
-  k.body = zipped;
 }
 
 /** Yields a batch answer element by element (and piece by piece), so it is never one big string (spec §4.2 #8). */

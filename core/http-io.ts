@@ -1,0 +1,49 @@
+/**
+ * The bytes of a proxy request and of its answer, Koa side: the request body read within
+ * `server.maxBodySize` (decoded first when it is compressed), and the answer gzipped for clients
+ * that accept it (issue #8 item 5, issue #11 "Also").
+ */
+import { Readable } from 'node:stream';
+import type Koa from 'koa';
+import { decodeBody, readBodyCapped } from './body.ts';
+import { acceptsGzip, decodeRequest, gzipAnswer, requestDecoder } from './compression.ts';
+import { ErrInvalidRequest, ErrRequestTooLarge } from './errors.ts';
+
+/**
+ * Reads a request body within `limit` bytes: its bytes, and its UTF-8 text (a leading
+ * byte-order mark dropped), read into one pre-sized Buffer when the length is declared (issue #8
+ * item 5); the bytes are kept so large params can go upstream without being re-serialised.
+ * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read
+ */
+export async function readRequestBody(k: Koa.Context, limit: number): Promise<{ raw: Buffer; text: string }> {
+  // A compressed body: the limit applies to the decoded bytes, so a zip bomb stops at `limit`.
+  const decoder = requestDecoder(k.request.headers['content-encoding']);
+  const raw = await readBodyCapped(decoder ? decodeRequest(k.req, decoder) : k.req, {
+    declared: k.request.headers['content-length'],
+    decodedFrom: decoder !== undefined,
+    limit,
+    onTooLarge: 'pause',
+    fail: (f) =>
+      f.kind === 'too-large'
+        ? new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${limit} bytes${decoder ? ' once decompressed' : ''})`)
+        : new ErrInvalidRequest(`cannot read request body: ${f.kind === 'short' ? `request size did not match content length (${f.size} bytes)` : f.error.message}`),
+  });
+  const text = decodeBody(raw);
+  return { raw, text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text };
+}
+
+/**
+ * Gzips the answer when the client accepts it and it is over 1 KiB (`server.enableGzip`); every
+ * answer that could be compressed says `Vary: Accept-Encoding`.
+ */
+export async function compressAnswer(k: Koa.Context): Promise<void> {
+  const body: unknown = k.body;
+  if (typeof body !== 'string' && !(body instanceof Readable)) return;
+  k.vary('Accept-Encoding');
+  if (!acceptsGzip(k.request.headers['accept-encoding']) || k.response.get('Content-Encoding')) return;
+  const zipped = await gzipAnswer(body, typeof body === 'string' ? undefined : k.response.length);
+  if (zipped === undefined) return;
+  k.remove('Content-Length');
+  k.set('Content-Encoding', 'gzip');
+  k.body = zipped;
+}
