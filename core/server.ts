@@ -5,6 +5,7 @@
  * `X-SVC-Version`, `X-SVC-Commit` and `server.responseHeaders` (spec §9).
  */
 import type { ServerResponse } from 'node:http';
+import { setMaxListeners } from 'node:events';
 import { Readable } from 'node:stream';
 import Koa from 'koa';
 import Router from '@koa/router';
@@ -214,6 +215,7 @@ export function createServer(proxy: Proxy): Koa {
     const sink = new ResponseHeaderSink(k.res);
     const meta: ResponseMeta = { batch: false, http: info };
     let target: RouteTarget;
+    let scope: RequestScope | undefined;
     let text: string;
     let raw: Buffer;
     try {
@@ -233,15 +235,15 @@ export function createServer(proxy: Proxy): Koa {
       text = '';
       const calls = parsed.calls;
       meta.batch = parsed.batch;
-      const aborters = new Set<AbortController>();
+      scope = new RequestScope(cfg.maxTimeoutMs, parsed.batch);
       const onClose = () => {
-        if (!k.res.writableFinished) for (const ac of aborters) ac.abort(new ErrCancelled('client closed the connection'));
+        if (!k.res.writableFinished) scope?.cancel(new ErrCancelled('client closed the connection'));
       };
       // res 'close' fires early only when the client goes away (req 'close' fires once the body is
       // read). It fires at most once, so `on` (no once-wrapper) is enough.
       k.res.on('close', onClose);
       if (!parsed.batch) {
-        const answer = await serveCall(proxy, target, calls[0] as ParsedCall, info, identity, aborters);
+        const answer = await serveCall(proxy, target, calls[0] as ParsedCall, info, identity, scope);
         k.res.off('close', onClose);
         hooks.responseHeaders.call(sink, [answer.record], meta);
         k.status = answer.status;
@@ -254,7 +256,7 @@ export function createServer(proxy: Proxy): Koa {
         return;
       }
       if (calls.length > cfg.maxBatchSize) throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
-      const run = (call: ParsedCall) => serveCall(proxy, target, call, info, identity, aborters);
+      const run = (call: ParsedCall) => serveCall(proxy, target, call, info, identity, scope as RequestScope);
       let answers: CallAnswer[];
       if (calls.length <= cfg.batchConcurrency) answers = await Promise.all(calls.map(run));
       else {
@@ -274,6 +276,8 @@ export function createServer(proxy: Proxy): Koa {
       hooks.responseHeaders.call(sink, [], meta);
       k.status = err.httpStatus;
       k.body = serializeError('null', toJsonRpcError(err, undefined, cfg.includeErrorDetails));
+    } finally {
+      scope?.dispose();
     }
   });
   return app;
@@ -319,9 +323,53 @@ function internalFailure(proxy: Proxy, call: ParsedCall, e: unknown, record = ne
   return { text: serializeError('null', toJsonRpcError(err, call.method, proxy.config.server.includeErrorDetails)), status: err.httpStatus, record };
 }
 
-/** Deadline timer of a call (module-level, so no closure is allocated per call). */
+/** Deadline timer of a request (module-level, so no closure is allocated per request). */
 function abortAtDeadline(controller: AbortController, maxTimeoutMs: number): void {
   controller.abort(new DeadlineReason(`call exceeded server.maxTimeout (${maxTimeoutMs} ms)`));
+}
+
+/**
+ * The deadline and cancellation of one HTTP request, shared by every call in it (issue #11): one
+ * AbortController and one timer per request, not per call, made when the first call is routed.
+ * The calls of a batch share the client's connection and the request's `server.maxTimeout`, so
+ * they share the signal that ends them.
+ */
+class RequestScope {
+  private controller?: AbortController;
+  private timer?: NodeJS.Timeout;
+  /** Absolute deadline, `Date.now()` ms (set with the signal). */
+  deadline = 0;
+
+  /**
+   * @param maxTimeoutMs `server.maxTimeout`, ms
+   * @param batch whether many calls will listen on the signal (lifts the listener warning)
+   */
+  constructor(
+    private readonly maxTimeoutMs: number,
+    private readonly batch: boolean,
+  ) {}
+
+  /** The request's signal, aborted at the deadline or when the client leaves. */
+  signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      // Every call of a batch (and its plugins) may listen: that is not a leak.
+      if (this.batch) setMaxListeners(0, this.controller.signal);
+      this.deadline = Date.now() + this.maxTimeoutMs;
+      this.timer = setTimeout(abortAtDeadline, this.maxTimeoutMs, this.controller, this.maxTimeoutMs);
+    }
+    return this.controller.signal;
+  }
+
+  /** Cancels every call still running (the client left). */
+  cancel(reason: Error): void {
+    this.controller?.abort(reason);
+  }
+
+  /** Clears the deadline timer once the answer is ready. */
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+  }
 }
 
 /**
@@ -336,13 +384,11 @@ async function serveCall(
   call: ParsedCall,
   http: HttpRequestInfo,
   identity: CallContext['identity'],
-  aborters: Set<AbortController>,
+  scope: RequestScope,
 ): Promise<CallAnswer> {
   const cfg = proxy.config.server;
   const record = newExecutionRecord(call.method);
   let ctx: CallContext | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let ac: AbortController | undefined;
   try {
     if (call.invalid) throw call.invalid;
     let network = target.network;
@@ -352,9 +398,7 @@ async function serveCall(
       network = id ? await proxy.getNetwork(target.project, id) : undefined;
       if (!network) throw new ErrNetworkNotSupported(`network ${JSON.stringify(call.networkId)} is not supported by project ${target.project.id}`);
     }
-    ac = new AbortController();
-    aborters.add(ac);
-    timer = setTimeout(abortAtDeadline, cfg.maxTimeoutMs, ac, cfg.maxTimeoutMs);
+    const signal = scope.signal();
     ctx = {
       project: target.project,
       network,
@@ -362,8 +406,8 @@ async function serveCall(
       directives: {},
       identity,
       http,
-      signal: ac.signal,
-      deadline: Date.now() + cfg.maxTimeoutMs,
+      signal,
+      deadline: scope.deadline,
       record,
       internal: false,
       state: new Map(),
@@ -379,8 +423,6 @@ async function serveCall(
     const shown = wireError(e);
     return { text: serializeError(call.idRaw, toJsonRpcError(shown, call.method, cfg.includeErrorDetails)), status: shown.httpStatus, record };
   } finally {
-    if (timer) clearTimeout(timer);
-    if (ac) aborters.delete(ac);
     record.durationMs = performance.now() - record.startedAt;
     // Observation taps are guarded (core/hooks.ts guardObservationHooks): the answer always stands.
     if (ctx) proxy.hooks.callDone.call(ctx);
