@@ -86,6 +86,14 @@ const scenarios: Scenario[] = [
   { key: 'svc', label: '(b) svc, single', measured: 'svc', body: single, setup: () => behind(TARGETS.svc, 'svc') },
   { key: 'svc-batch', label: '(b) svc, batch10', measured: 'svc', body: batch10, setup: () => behind(TARGETS.svc, 'svc-batch') },
   {
+    key: 'svc-batch-ob',
+    label: '(b‴) svc, batch10, upstream supportsBatch',
+    measured: 'svc',
+    body: batch10,
+    // Outbound batching (issue #10 item 5): the 10 calls leave as one upstream POST, like the forwarder's batch.
+    setup: () => behind(TARGETS.svc, 'svc-batch-ob', [`--upstream-options=${JSON.stringify({ jsonRpc: { supportsBatch: true, batchMaxSize: 10, batchMaxWait: '2ms' } })}`]),
+  },
+  {
     key: 'svc-src',
     label: '(b″) svc from TypeScript sources (tsx), single',
     measured: 'svc',
@@ -126,7 +134,7 @@ const scenarios: Scenario[] = [
 ];
 
 /** Order of the runs inside a round: each svc scenario right after its floor. */
-const RUN_ORDER = ['direct', 'http', 'koa', 'svc-cache', 'svc-redis', 'fwd', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch'];
+const RUN_ORDER = ['direct', 'http', 'koa', 'svc-cache', 'svc-redis', 'fwd', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch', 'svc-batch-ob'];
 
 interface Live {
   scenario: Scenario;
@@ -249,6 +257,7 @@ async function main(): Promise<void> {
     ratioRows.push([name, ratio(a, b, (s) => s.cpuPerReq), ratio(a, b, (s) => s.p50Ms), ratio(a, b, (s) => s.p99Ms)]);
   addRatio('b/d: svc single / min forwarder single', by('svc'), by('fwd'));
   addRatio('b/d: svc batch10 / min forwarder batch10', by('svc-batch'), by('fwd-batch'));
+  addRatio('b‴/d: svc batch10 with outbound batching / min forwarder batch10', by('svc-batch-ob'), by('fwd-batch'));
   {
     const a = by('svc-batch');
     const b = by('fwd');
