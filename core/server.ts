@@ -270,7 +270,7 @@ export function createServer(proxy: Proxy): Koa {
         meta,
       );
       k.status = 200;
-      k.body = Readable.from(streamArray(answers));
+      k.body = smallBatchText(answers) ?? Readable.from(streamArray(answers));
     } catch (e) {
       const err = asSvcError(e);
       hooks.responseHeaders.call(sink, [], meta);
@@ -295,6 +295,24 @@ function pathSegments(path: string): string[] {
     throw new ErrInvalidRequest(`invalid percent-encoding in path ${path}`);
   }
   return out;
+}
+
+/** Batch answers up to this many characters are written as one string (a stream costs more below it). */
+const SMALL_BATCH_CHARS = 64 * 1024;
+
+/**
+ * A small batch answer as one string, or undefined when it is large (or holds raw result bytes)
+ * and must stream (spec §4.2 #8): writing a stream costs a pipeline, an AbortController and more
+ * per response, which dominate a small batch (issue #11).
+ */
+function smallBatchText(answers: readonly CallAnswer[]): string | undefined {
+  let n = 2;
+  for (const a of answers) {
+    if (typeof a.text !== 'string') return undefined;
+    n += a.text.length + 1;
+    if (n > SMALL_BATCH_CHARS) return undefined;
+  }
+  return `[${(answers as ReadonlyArray<{ text: string }>).map((a) => a.text).join(',')}]`;
 }
 
 /** Yields a batch answer element by element (and piece by piece), so it is never one big string (spec §4.2 #8). */

@@ -40,7 +40,7 @@ export function hedgeDelay(ctx: CallContext, leg: Leg, h: NonNullable<FailsafeEn
  */
 export function runHedged(ctx: CallContext, leg: Leg, inner: AttemptHandler, delayMs: number, maxCount: number, onHedge: () => void): Promise<RpcResult> {
   return new Promise<RpcResult>((resolve, reject) => {
-    const links: ReturnType<typeof linkedController>[] = [];
+    const links: Array<ReturnType<typeof linkedController> & { done?: boolean }> = [];
     let pending = 0;
     let settled = false;
     let emptyFallback: RpcResult | undefined;
@@ -52,9 +52,10 @@ export function runHedged(ctx: CallContext, leg: Leg, inner: AttemptHandler, del
       if (settled) return;
       settled = true;
       if (timer) clearTimeout(timer);
-      const lost = new ErrCancelled('hedge leg lost the race');
+      // Only legs still in flight lost: the error (a stack capture) is built only when one is.
+      let lost: ErrCancelled | undefined;
       for (const l of links) {
-        if (!l.signal.aborted) l.controller.abort(lost);
+        if (!l.done && !l.signal.aborted) l.controller.abort((lost ??= new ErrCancelled('hedge leg lost the race')));
         l.dispose();
       }
       if (winner) for (const a of ctx.record.attempts) if (a.won && a.upstreamId !== winner.upstreamId) a.won = false;
@@ -78,11 +79,12 @@ export function runHedged(ctx: CallContext, leg: Leg, inner: AttemptHandler, del
         hedgesStarted++;
         onHedge();
       }
-      const link = linkedController(leg.signal);
+      const link: ReturnType<typeof linkedController> & { done?: boolean } = linkedController(leg.signal);
       links.push(link);
       pending++;
       inner(ctx, { cursor: leg.cursor, reason: hedge ? 'hedge' : leg.reason, signal: link.signal }).then(
         (r) => {
+          link.done = true;
           pending--;
           if (settled) return;
           if (r.isEmpty() && pending > 0) {
@@ -92,6 +94,7 @@ export function runHedged(ctx: CallContext, leg: Leg, inner: AttemptHandler, del
           finish(() => resolve(r), r);
         },
         (e: unknown) => {
+          link.done = true;
           pending--;
           if (settled) return;
           const err = asSvcError(e);
