@@ -34,16 +34,21 @@ export async function readRequestBody(k: Koa.Context, limit: number): Promise<{ 
 
 /**
  * Gzips the answer when the client accepts it and it is over 1 KiB (`server.enableGzip`); every
- * answer that could be compressed says `Vary: Accept-Encoding`.
+ * answer that could be compressed says `Vary: Accept-Encoding`. Synchronous (no promise) when
+ * nothing is compressed, which is every answer to a client that does not ask for gzip.
+ * @returns a promise only when the answer is being compressed
  */
-export async function compressAnswer(k: Koa.Context): Promise<void> {
+export function compressAnswer(k: Koa.Context): Promise<void> | undefined {
   const body: unknown = k.body;
-  if (typeof body !== 'string' && !(body instanceof Readable)) return;
-  k.vary('Accept-Encoding');
-  if (!acceptsGzip(k.request.headers['accept-encoding']) || k.response.get('Content-Encoding')) return;
-  const zipped = await gzipAnswer(body, typeof body === 'string' ? undefined : k.response.length);
-  if (zipped === undefined) return;
-  k.remove('Content-Length');
-  k.set('Content-Encoding', 'gzip');
-  k.body = zipped;
+  if (typeof body !== 'string' && !(body instanceof Readable)) return undefined;
+  const res = k.res;
+  if (res.getHeader('Vary') === undefined) res.setHeader('Vary', 'Accept-Encoding');
+  else k.vary('Accept-Encoding');
+  if (!acceptsGzip(k.req.headers['accept-encoding']) || res.getHeader('Content-Encoding') !== undefined) return undefined;
+  return gzipAnswer(body, typeof body === 'string' ? undefined : k.response.length).then((zipped) => {
+    if (zipped === undefined) return;
+    k.remove('Content-Length');
+    k.set('Content-Encoding', 'gzip');
+    k.body = zipped;
+  });
 }
