@@ -30,6 +30,27 @@ export function singleBody(method = 'eth_blockNumber'): RpcBody {
 }
 
 /**
+ * A realistic `eth_call` body (issue #11): a contract call whose ABI data is `dataBytes` long,
+ * zero-padded words like real calldata, at a fixed block.
+ * @param dataBytes bytes of calldata after the 4-byte selector
+ */
+export function ethCallBody(dataBytes: number): RpcBody {
+  const word = (i: number) => (i % 3 === 0 ? `${'0'.repeat(24)}${'ab'.repeat(20)}` : `${'0'.repeat(56)}${(i * 7919).toString(16).padStart(8, '0')}`);
+  const words = Array.from({ length: Math.ceil(dataBytes / 32) }, (_, i) => word(i)).join('');
+  const data = `0xa9059cbb${words}`;
+  return { text: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_call', params: [{ to: '0x6b175474e89094c44da98b954eedeac495271d0f', data }, '0x1200000'] }), calls: 1 };
+}
+
+/**
+ * A realistic `eth_sendRawTransaction` body (issue #11): a signed transaction of about `bytes`
+ * bytes (RLP with zero-padded calldata).
+ */
+export function rawTxBody(bytes: number): RpcBody {
+  const body = Array.from({ length: bytes }, (_, i) => (i % 5 === 0 ? 'a7' : '00')).join('');
+  return { text: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_sendRawTransaction', params: [`0x02f9${body}`] }), calls: 1 };
+}
+
+/**
  * A batch body of `n` calls of the same method, ids 1..n.
  * @param n number of calls in the batch
  * @param method JSON-RPC method (default `eth_blockNumber`)

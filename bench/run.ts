@@ -28,6 +28,8 @@ import { hedgeScenario } from './hedge.ts';
 import { memoryScenario } from './memory.ts';
 import {
   batchBody,
+  ethCallBody,
+  rawTxBody,
   benchSettings,
   fmt,
   hasFailures,
@@ -70,6 +72,19 @@ async function behind(script: string, label: string, extraArgs: string[] = []): 
 }
 
 const single = singleBody();
+const call1k = ethCallBody(1024);
+const call5k = ethCallBody(5 * 1024);
+const rawTx1k = rawTxBody(1024);
+/** The README's recommended failsafe config ("Example: primary node + two paid providers"), issue #11. */
+const README_FAILSAFE = {
+  network: {
+    failsafe: [
+      { matchMethod: 'eth_getLogs', timeout: { duration: '30s' }, retry: { maxAttempts: 2 } },
+      { matchMethod: '*', timeout: { duration: '10s' }, retry: { maxAttempts: 3, delay: '100ms', backoffFactor: 2, backoffMaxDelay: '1s' }, hedge: { quantile: 0.7, minDelay: '100ms', maxDelay: '2s', maxCount: 1 } },
+    ],
+  },
+  upstream: { failsafe: [{ timeout: { duration: '5s' }, circuitBreaker: { failureThresholdCount: 20, failureThresholdCapacity: 80, halfOpenAfter: '1m' } }] },
+};
 const batch10 = batchBody(10);
 
 const scenarios: Scenario[] = [
@@ -85,6 +100,18 @@ const scenarios: Scenario[] = [
   },
   { key: 'svc', label: '(b) svc, single', measured: 'svc', body: single, setup: () => behind(TARGETS.svc, 'svc') },
   { key: 'svc-batch', label: '(b) svc, batch10', measured: 'svc', body: batch10, setup: () => behind(TARGETS.svc, 'svc-batch') },
+  // Issue #11: realistic bodies (ABI-padded calldata, a raw transaction) and the README's failsafe config.
+  { key: 'svc-call1k', label: '(f) svc, eth_call with 1 KiB calldata', measured: 'svc', body: call1k, setup: () => behind(TARGETS.svc, 'svc-call1k') },
+  { key: 'svc-call5k', label: '(f′) svc, eth_call with 5 KiB calldata', measured: 'svc', body: call5k, setup: () => behind(TARGETS.svc, 'svc-call5k') },
+  { key: 'fwd-call5k', label: '(d′) min forwarder, eth_call with 5 KiB calldata', measured: 'forwarder', body: call5k, setup: () => behind(TARGETS.forwarder, 'fwd-call5k') },
+  { key: 'svc-rawtx', label: '(f″) svc, eth_sendRawTransaction of 1 KiB', measured: 'svc', body: rawTx1k, setup: () => behind(TARGETS.svc, 'svc-rawtx') },
+  {
+    key: 'svc-failsafe',
+    label: "(g) svc with the README's failsafe config, single",
+    measured: 'svc',
+    body: single,
+    setup: () => behind(TARGETS.svc, 'svc-failsafe', [`--network-defaults=${JSON.stringify(README_FAILSAFE.network)}`, `--upstream-defaults=${JSON.stringify(README_FAILSAFE.upstream)}`]),
+  },
   {
     key: 'svc-batch-ob',
     label: '(b‴) svc, batch10, upstream supportsBatch',
@@ -134,7 +161,7 @@ const scenarios: Scenario[] = [
 ];
 
 /** Order of the runs inside a round: each svc scenario right after its floor. */
-const RUN_ORDER = ['direct', 'http', 'koa', 'svc-cache', 'svc-redis', 'fwd', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch', 'svc-batch-ob'];
+const RUN_ORDER = ['direct', 'http', 'koa', 'svc-cache', 'svc-redis', 'fwd', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch', 'svc-batch-ob', 'svc-call1k', 'fwd-call5k', 'svc-call5k', 'svc-rawtx', 'svc-failsafe'];
 
 interface Live {
   scenario: Scenario;
@@ -264,6 +291,10 @@ async function main(): Promise<void> {
     ratioRows.push(['b/d: svc batch10 per call / min forwarder single (one upstream request each)', a && b ? `${fmt(a.cpuPerCall / b.cpuPerReq, 2)}×` : '–', '–', '–']);
   }
   addRatio('b/c: svc single / bare Koa', by('svc'), by('koa'));
+  addRatio('f/d: svc eth_call 1 KiB / min forwarder single', by('svc-call1k'), by('fwd'));
+  addRatio('f′/d′: svc eth_call 5 KiB / min forwarder, same body', by('svc-call5k'), by('fwd-call5k'));
+  addRatio('f″/d: svc eth_sendRawTransaction 1 KiB / min forwarder single', by('svc-rawtx'), by('fwd'));
+  addRatio("g/b: svc with the README's failsafe config / svc default", by('svc-failsafe'), by('svc'));
   addRatio('b′/d: svc minimal preset / min forwarder single', by('svc-minimal'), by('fwd'));
   addRatio('b/b″: svc compiled (dist) / svc from sources through tsx', by('svc'), by('svc-src'));
   addRatio('d/c: min forwarder single / bare Koa', by('fwd'), by('koa'));

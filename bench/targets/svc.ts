@@ -20,6 +20,8 @@
  *   connectors and no policies), so each call reaches the upstream like the forwarder's; `1`
  *   keeps svc's zero-config memory cache; a JSON object is used as `database.evmJsonRpcCache`
  *   (e.g. a Redis tier). Only for presets that carry a plugin named `cache`.
+ * - `network-defaults` / `upstream-defaults` JSON objects for the generated `networkDefaults`
+ *   (merged) and `upstreamDefaults` (e.g. the README's recommended failsafe config)
  * - `upstream-options` a JSON object merged into every generated upstream (one level deep for
  *   `evm` and `jsonRpc`), e.g. `{"jsonRpc":{"supportsBatch":true,"batchMaxSize":10}}`
  * - `build` `dist` (default: the compiled package, as `svc start` runs it) or `source` (the
@@ -48,6 +50,10 @@ const preset = await loadPreset(option('preset', 'default'));
 const plugins = preset();
 const has = (name: string) => plugins.some((p) => p.name === name);
 const upstreamOptions = JSON.parse(option('upstream-options', '{}')) as Record<string, unknown>;
+/** `network-defaults`: a JSON object merged into the generated `networkDefaults` (e.g. the README's failsafe). */
+const networkDefaults = JSON.parse(option('network-defaults', '{}')) as Record<string, unknown>;
+/** `upstream-defaults`: a JSON object used as the generated `upstreamDefaults`. */
+const upstreamDefaults = JSON.parse(option('upstream-defaults', '{}')) as Record<string, unknown>;
 
 /** `database` of the config for the `cache` option, or undefined to leave svc's default. */
 function cacheDatabase(): unknown {
@@ -76,7 +82,8 @@ function generatedConfig(): unknown {
         // Like for like with the forwarder: every call goes upstream. The load repeats one body, which
         // multiplexing would otherwise collapse into a few upstream calls (`--multiplexing=1` keeps it on)
         // and the cache would answer (`database` above, `--cache=1` keeps it on).
-        networkDefaults: has('multiplex') ? { multiplexing: option('multiplexing', '0') === '1' } : {},
+        networkDefaults: { ...(has('multiplex') ? { multiplexing: option('multiplexing', '0') === '1' } : {}), ...networkDefaults },
+        upstreamDefaults,
         networks: [{ architecture: 'evm', evm: { chainId: 1 } }],
         upstreams: upstreams.map(upstreamEntry),
       },
