@@ -23,6 +23,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { batchingScenario, burstScenario } from './burst.ts';
 import { blockBody, cacheSection, setupMemoryCache, setupRedisCache, type CacheRow } from './cache.ts';
+import { compressionScenario } from './compression.ts';
 import { targetsSection } from './targets-check.ts';
 import { hedgeScenario } from './hedge.ts';
 import { memoryScenario } from './memory.ts';
@@ -366,7 +367,9 @@ ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, time
   const burst = process.env.BENCH_SKIP_BURST === '1' ? '' : `\n${await burstScenario(settings)}\n\n${await batchingScenario(settings)}\n`;
   // Issue #8 item 5: peak RSS of one large body and one large answer (BENCH_SKIP_MEMORY=1 leaves it out).
   const memory = process.env.BENCH_SKIP_MEMORY === '1' ? '' : `\n${await memoryScenario()}\n`;
-  const report = md + targets + cache + hedge + burst + memory;
+  // Issue #11 "Also": the CPU cost of gzip per KiB of answer.
+  const compression = `\n${await compressionScenario()}\n`;
+  const report = md + targets + cache + hedge + burst + memory + compression;
   process.stdout.write(report);
   const out = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
   writeFileSync(out, report);
