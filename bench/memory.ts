@@ -54,6 +54,20 @@ async function runCase(t: Target, url: string, body: string, concurrent: number,
   return { addedMiB, ratio: addedMiB / (sizeMiB * concurrent) };
 }
 
+/** Calls in the big-batch case (issue #11 item 3). */
+const BIG_BATCH = 10_000;
+
+/** The big-batch case: RSS when idle (after one warm-up batch) and the peak while answering one more. */
+async function batchPeak(t: Target, url: string, body: string): Promise<{ idleMiB: number; peakMiB: number; ratio: number }> {
+  await post(url, body);
+  await new Promise((r) => setTimeout(r, 500));
+  if (!resetPeak(t.pid)) throw new Error('cannot reset the peak RSS (needs Linux /proc/<pid>/clear_refs)');
+  const idle = vm(t.pid).rss;
+  await post(url, body);
+  const peak = vm(t.pid).hwm;
+  return { idleMiB: idle / 1024, peakMiB: peak / 1024, ratio: peak / idle };
+}
+
 /**
  * Runs the memory cases against svc and the minimal forwarder.
  * @returns a markdown section
@@ -62,6 +76,7 @@ export async function memoryScenario(): Promise<string> {
   const bigBody = `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"0x${'11'.repeat(20)}","data":"0x${'ab'.repeat((BODY_MIB * MiB) / 2 - 200)}"},"latest"]}`;
   const logsCall = '{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0x1","toBlock":"0x2"}]}';
   const rows: string[][] = [];
+  let batchRow: string[] | undefined;
   const up = await startTarget(TARGETS.upstream, { label: 'memory/upstream', args: [`--big-mib=${ANSWER_MIB}`] });
   try {
     const cases: Array<[string, string, number, number]> = [
@@ -85,14 +100,25 @@ export async function memoryScenario(): Promise<string> {
       progress(`  memory ${name}: svc +${fmt(s.addedMiB, 0)} MiB (${fmt(s.ratio, 2)}× the size), forwarder +${fmt(f.addedMiB, 0)} MiB (${fmt(f.ratio, 2)}×)`);
       rows.push([name, fmt(s.addedMiB, 0), `${fmt(s.ratio, 2)}×`, fmt(f.addedMiB, 0), `${fmt(f.ratio, 2)}×`, n === 1 ? (s.ratio <= 4 ? 'met (≤ 4×)' : '⚠ above 4×') : '']);
     }
+    // Issue #11 item 3: a 10,000-element batch, streamed out; RSS must stay within 2× its idle value.
+    const batch = `[${Array.from({ length: BIG_BATCH }, (_, i) => `{"jsonrpc":"2.0","id":${i + 1},"method":"eth_blockNumber","params":[]}`).join(',')}]`;
+    const t = await startTarget(TARGETS.svc, { label: 'memory/batch', args: [`--upstream=${up.origin}/`, `--server-options=${JSON.stringify({ maxBatchSize: BIG_BATCH })}`] });
+    try {
+      const idle = await batchPeak(t, `${t.origin}/main/evm/1`, batch);
+      batchRow = [`one ${BIG_BATCH.toLocaleString('en')}-call batch (svc)`, fmt(idle.idleMiB, 0), fmt(idle.peakMiB, 0), `${fmt(idle.ratio, 2)}×`, idle.ratio <= 2 ? 'met (≤ 2× idle)' : '⚠ above 2× idle'];
+      progress(`  memory ${batchRow[0]}: idle ${batchRow[1]} MiB, peak ${batchRow[2]} MiB (${batchRow[3]})`);
+    } finally {
+      await t.stop();
+    }
   } finally {
     await up.stop();
   }
+  const batchTable = batchRow ? `\n\n${markdownTable(['Case', 'idle RSS MiB', 'peak RSS MiB', 'peak ÷ idle', 'target'], [batchRow])}` : '';
   return `### Memory: large bodies and large answers (issue #8 item 5)
 
 Peak RSS added to the serving process (Linux VmHWM after a reset, minus the RSS at reset), with the size multiple. Target for svc: one request or one answer adds at most 4× its size.
 
-${markdownTable(['Case', 'svc +MiB', 'svc × size', 'forwarder +MiB', 'forwarder × size', 'target'], rows)}
+${markdownTable(['Case', 'svc +MiB', 'svc × size', 'forwarder +MiB', 'forwarder × size', 'target'], rows)}${batchTable}
 `;
 }
 

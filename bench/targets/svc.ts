@@ -20,6 +20,7 @@
  *   connectors and no policies), so each call reaches the upstream like the forwarder's; `1`
  *   keeps svc's zero-config memory cache; a JSON object is used as `database.evmJsonRpcCache`
  *   (e.g. a Redis tier). Only for presets that carry a plugin named `cache`.
+ * - `server-options` a JSON object used as the generated `server` block
  * - `network-defaults` / `upstream-defaults` JSON objects for the generated `networkDefaults`
  *   (merged) and `upstreamDefaults` (e.g. the README's recommended failsafe config)
  * - `upstream-options` a JSON object merged into every generated upstream (one level deep for
@@ -52,6 +53,8 @@ const has = (name: string) => plugins.some((p) => p.name === name);
 const upstreamOptions = JSON.parse(option('upstream-options', '{}')) as Record<string, unknown>;
 /** `network-defaults`: a JSON object merged into the generated `networkDefaults` (e.g. the README's failsafe). */
 const networkDefaults = JSON.parse(option('network-defaults', '{}')) as Record<string, unknown>;
+/** `server-options`: a JSON object used as the generated `server` block (e.g. a raised `maxBatchSize`). */
+const serverOptions = JSON.parse(option('server-options', '{}')) as Record<string, unknown>;
 /** `upstream-defaults`: a JSON object used as the generated `upstreamDefaults`. */
 const upstreamDefaults = JSON.parse(option('upstream-defaults', '{}')) as Record<string, unknown>;
 
@@ -75,6 +78,7 @@ function generatedConfig(): unknown {
   return {
     ...(database ? { database } : {}),
     logLevel: logLevel === 'silent' ? 'error' : logLevel,
+    server: serverOptions,
     metrics: { enabled: option('metrics', '0') === '1', port: 0 },
     projects: [
       {
