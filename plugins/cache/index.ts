@@ -163,12 +163,14 @@ export function cachePlugin(): Plugin {
           const record = ctx.record;
           if (readers.length > 0) CACHE_ATTEMPTS.set(record, CACHE_ATTEMPTS.get(record) + readers.length);
 
+          // Interpolation (inside) may replace `ctx.request`: writes match the params reads matched.
+          const params = ctx.request.params;
           const miss = (): Promise<RpcResult> => {
             CACHE_OUTCOME.set(record, 'MISS');
             return inner(ctx).then((r) => {
               if (!r.fromCache) {
                 // After the answer is on its way; a write never delays (or fails) the call.
-                setImmediate(() => writeEntry(ctx, key, finality, { wire: r.wire(), value: () => r.result }, candidates, connectors, chain, sink));
+                setImmediate(() => writeEntry(ctx, key, finality, { wire: r.wire(), value: () => r.result }, candidates, connectors, chain, sink, params));
               }
               return r;
             });

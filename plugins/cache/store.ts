@@ -146,8 +146,20 @@ export interface Answer {
  * never written. Tier failures are counted and logged, never thrown.
  * @param policies the call's candidate policies (network and method matched), in config order
  * @param connectors tiers by id
+ * @param params the params as the client sent them (read matched these; interpolation may have
+ *   rewritten `ctx.request` since)
  */
-export function writeEntry(ctx: CallContext, key: CallKey, callFinality: Finality, answer: Answer, policies: readonly Policy[], connectors: ReadonlyMap<string, Connector>, chain: NetworkChainState | undefined, sink: StoreSink): void {
+export function writeEntry(
+  ctx: CallContext,
+  key: CallKey,
+  callFinality: Finality,
+  answer: Answer,
+  policies: readonly Policy[],
+  connectors: ReadonlyMap<string, Connector>,
+  chain: NetworkChainState | undefined,
+  sink: StoreSink,
+  params: unknown = ctx.request.params,
+): void {
   const method = ctx.request.method;
   const size = answer.wire.length;
   const empty = typeof answer.wire === 'string' && isEmptyJson(answer.wire);
@@ -179,7 +191,7 @@ export function writeEntry(ctx: CallContext, key: CallKey, callFinality: Finalit
   if (blockHash !== undefined) entry.blockHash = blockHash;
   const done = new Set<string>();
   for (const p of policies) {
-    if (done.has(p.connector) || !p.writable(finality, empty, size) || !p.coversParams(ctx.request.params)) continue;
+    if (done.has(p.connector) || !p.writable(finality, empty, size) || !p.coversParams(params)) continue;
     const c = connectors.get(p.connector);
     if (!c) continue;
     done.add(p.connector);

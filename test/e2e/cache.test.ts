@@ -195,3 +195,44 @@ describe('e2e: response cache, zero config, against anvil (issue #10)', function
     expect((c.json.result as { hash: string }).hash).to.equal(replaced);
   });
 });
+
+describe('e2e: cache policies with params matchers, behind interpolation (issue #10 item 1)', function () {
+  this.timeout(30_000);
+  let anvil: AnvilHandle;
+  let svc: SvcHandle;
+  before(async () => {
+    anvil = await startAnvil();
+    await anvil.rpc('anvil_mine', [hex(80)]);
+    svc = await startSvc({
+      logLevel: 'error',
+      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }] }],
+      database: {
+        evmJsonRpcCache: {
+          connectors: [{ id: 'mem', driver: 'memory' }],
+          policies: [{ connector: 'mem', finality: 'realtime', method: 'eth_getBalance', params: ['*', 'latest'], ttl: '5s' }],
+        },
+      },
+    });
+    const st = chainStateOf(svc.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!);
+    await waitFor(() => st.highestLatest >= 80 && st.isHeadFresh(), 10_000);
+  });
+  after(async () => {
+    await svc?.close();
+    await anvil?.stop();
+  });
+
+  it('a write matches the params the client sent, not the interpolated ones: `latest` matched on read is matched on write', async () => {
+    const body = { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [DEV0, 'latest'] };
+    const first = await svc.post(PATH, body);
+    expect(first.headers['x-svc-cache']).to.equal('MISS');
+    await new Promise((r) => setTimeout(r, 20));
+    const second = await svc.post(PATH, body);
+    expect(second.headers['x-svc-cache']).to.equal('HIT');
+    expect(second.json.result).to.equal(first.json.result);
+    // A params matcher that does not match: never cached.
+    const other = { jsonrpc: '2.0', id: 2, method: 'eth_getBalance', params: [DEV0, hex(5)] };
+    await svc.post(PATH, other);
+    await new Promise((r) => setTimeout(r, 20));
+    expect((await svc.post(PATH, other)).headers['x-svc-cache']).to.equal('MISS');
+  });
+});
