@@ -157,7 +157,8 @@ export function cachePlugin(): Plugin {
           if (candidates.length === 0) return inner(ctx);
           const hash = callParamsHash(ctx);
           if (hash === undefined) return inner(ctx);
-          const key = callKey(network.id, ctx.request.method, ctx.request.params, hash);
+          const key = callKey(`${ctx.project.id}/${network.id}`, ctx.request.method, ctx.request.params, hash);
+          if (key === undefined) return inner(ctx);
           const finality = FINALITY.get(ctx);
           const readers = readersOf(candidates, ctx);
           const record = ctx.record;

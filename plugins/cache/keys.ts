@@ -26,7 +26,7 @@ const NEVER_CACHED: ReadonlySet<string> = new Set([
 ]);
 
 /** Method namespaces that administer or mutate a node: never cached. */
-const NEVER_CACHED_PREFIXES = ['personal_', 'admin_', 'miner_', 'txpool_', 'anvil_', 'hardhat_', 'evm_', 'engine_', 'clique_', 'debug_set'];
+const NEVER_CACHED_PREFIXES = ['eth_send', 'personal_', 'admin_', 'miner_', 'txpool_', 'anvil_', 'hardhat_', 'evm_', 'engine_', 'clique_', 'debug_set'];
 
 /** True when no policy may cache this method (writes, signing, filters, node administration). */
 export function neverCached(method: string): boolean {
@@ -58,7 +58,12 @@ export function isEmptyJson(json: string): boolean {
 
 /** Where a call's entry lives. */
 export interface CallKey {
-  /** `<network>:<ref>`; `<network>:*` for a lookup by transaction or block hash (reverse index). */
+  /**
+   * `<project>/<network>`: what the entry belongs to. The project is part of it because two
+   * projects may serve different chains under one chain id (a fork and mainnet, both `evm:1`).
+   */
+  scope: string;
+  /** `<scope>:<ref>`; `<scope>:*` for a lookup by transaction or block hash (reverse index). */
   partition: string;
   /** `<method>:<params hash>`. */
   range: string;
@@ -68,6 +73,8 @@ export interface CallKey {
   tag?: string;
   /** The highest concrete block the call reads, when its params name one. */
   blockNumber?: number;
+  /** True when the params name exactly one concrete block (a number or a hash), not a range. */
+  single: boolean;
 }
 
 function refText(r: BlockRef): string {
@@ -90,23 +97,26 @@ function tagOf(r: BlockRef): string | undefined {
 }
 
 /**
- * The key of a call.
- * @param networkId e.g. `evm:1`
+ * The key of a call, or undefined when the call must not be cached: it reads the `pending` block,
+ * whose answer (a nonce, a balance) changes with every transaction sent, not with the head.
+ * @param scope `<project>/<network>`, e.g. `main/evm:1`
  * @param method JSON-RPC method
  * @param params params as sent (before interpolation)
  * @param hash the params' canonical hash
  */
-export function callKey(networkId: string, method: string, params: unknown, hash: string): CallKey {
+export function callKey(scope: string, method: string, params: unknown, hash: string): CallKey | undefined {
   const range = `${method}:${hash}`;
   if (BLOCK_PARAM[method] !== undefined) {
     const ref = blockRefOf(method, params);
     // A block param that is neither a tag, a number nor a hash: keyed by the whole params, read directly.
-    if (!ref) return { partition: `${networkId}:?`, range, reverse: false };
-    return { partition: `${networkId}:${refText(ref)}`, range, reverse: false, tag: tagOf(ref), blockNumber: highestNumberOf(ref) };
+    if (!ref) return { scope, partition: `${scope}:?`, range, reverse: false, single: false };
+    const tag = tagOf(ref);
+    if (tag === 'pending' || (ref.kind === 'range' && tagOf(ref.from) === 'pending')) return undefined;
+    return { scope, partition: `${scope}:${refText(ref)}`, range, reverse: false, tag, blockNumber: highestNumberOf(ref), single: ref.kind === 'number' || ref.kind === 'hash' };
   }
-  if (REALTIME_METHODS.has(method)) return { partition: `${networkId}:latest`, range, reverse: false, tag: 'latest' };
-  if (FINALIZED_METHODS.has(method)) return { partition: `${networkId}:_`, range, reverse: false };
-  return { partition: `${networkId}:*`, range, reverse: true };
+  if (REALTIME_METHODS.has(method)) return { scope, partition: `${scope}:latest`, range, reverse: false, tag: 'latest', single: false };
+  if (FINALIZED_METHODS.has(method)) return { scope, partition: `${scope}:_`, range, reverse: false, single: false };
+  return { scope, partition: `${scope}:*`, range, reverse: true, single: false };
 }
 
 /** The block an answer names: its number and hash, when it names exactly one block. */

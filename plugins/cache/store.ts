@@ -4,7 +4,7 @@
  * into a miss (a realtime entry behind the head, an unfinalized entry on a reorged block), and
  * the write after the answer, with finality re-classified from the answer.
  */
-import { parseBlockNumber, REALTIME_METHODS, type CallContext, type Finality, type NetworkChainState } from '../../core/plugin-api.ts';
+import { parseBlockNumber, type CallContext, type Finality, type NetworkChainState } from '../../core/plugin-api.ts';
 import type { CacheEntry, Connector } from './connectors/types.ts';
 import { answeredBlock, isEmptyJson, type CallKey } from './keys.ts';
 import type { Policy } from './policy.ts';
@@ -71,12 +71,11 @@ export function acceptable(entry: CacheEntry, chain: NetworkChainState | undefin
  */
 export function readEntry(ctx: CallContext, key: CallKey, readers: readonly Reader[], chain: NetworkChainState | undefined, sink: StoreSink): Hit | undefined | Promise<Hit | undefined> {
   const pending: Array<{ reader: Reader; p: Promise<CacheEntry | undefined> }> = [];
-  const networkId = ctx.network.id;
   for (const reader of readers) {
     const c = reader.connector;
     let got: CacheEntry | undefined | Promise<CacheEntry | undefined>;
     try {
-      got = key.reverse ? c.getReverse(networkId, key.range) : c.get(key.partition, key.range);
+      got = key.reverse ? c.getReverse(key.scope, key.range) : c.get(key.partition, key.range);
     } catch {
       sink.read(ctx, reader, 'error');
       continue;
@@ -163,29 +162,35 @@ export function writeEntry(
   const method = ctx.request.method;
   const size = answer.wire.length;
   const empty = typeof answer.wire === 'string' && isEmptyJson(answer.wire);
+  const head = chain?.highestLatest ?? 0;
   let finality = callFinality;
+  // The block an entry rests on is what its params name (a range: its end), never a block its
+  // answer happens to mention (the last log of a range is not the range). Only a lookup by hash,
+  // whose params name no block, takes the block from its answer.
   let blockNumber = key.blockNumber;
   let blockHash: string | undefined;
-  if (!empty && (finality === 'unknown' || finality === 'unfinalized' || finality === 'realtime' || key.reverse)) {
-    const value = answer.value();
-    if (REALTIME_METHODS.has(method)) blockNumber = parseBlockNumber(value) ?? blockNumber;
-    else {
-      const b = answeredBlock(method, value);
-      blockNumber = b.number ?? blockNumber;
-      blockHash = b.hash;
-    }
+  if (!empty && (key.reverse || key.single)) {
+    const b = answeredBlock(method, answer.value());
+    if (key.reverse) blockNumber = b.number;
+    blockHash = b.number === blockNumber || key.reverse ? b.hash : undefined;
   }
-  const head = chain?.highestLatest ?? 0;
-  if (finality === 'unknown' && key.tag === undefined && blockNumber !== undefined) {
+  if (key.tag !== undefined) {
+    // A tag's answer changes with the head: never finalized (eRPC #223). It rests on the head it
+    // was read at: the number `eth_blockNumber` answered or the latest block returned, else the
+    // known head (a gas price is not a block number).
+    finality = 'realtime';
+    blockNumber = undefined;
+    if (!empty && method === 'eth_blockNumber') blockNumber = parseBlockNumber(answer.value());
+    else if (!empty && key.tag === 'latest' && method === 'eth_getBlockByNumber') blockNumber = answeredBlock(method, answer.value()).number;
+    if (blockNumber === undefined && head > 0) blockNumber = head;
+  } else if (finality === 'unknown' && blockNumber !== undefined) {
+    // Re-classified now that the block is known (a receipt by hash) or the finalized head is.
     const fin = chain?.highestFinalized ?? 0;
     if (fin > 0) finality = blockNumber <= fin ? 'finalized' : 'unfinalized';
   }
-  // A tag's answer changes with the head: never finalized (eRPC #223).
-  if (key.tag !== undefined && finality !== 'realtime') finality = 'realtime';
-  if (finality === 'realtime' && blockNumber === undefined && head > 0) blockNumber = head;
   // "Not there (yet)" for a block beyond the known head is not a fact worth keeping.
   if (empty && key.blockNumber !== undefined && key.blockNumber > head) return;
-  const partition = key.reverse && blockNumber !== undefined ? `${ctx.network.id}:${blockNumber}` : key.partition;
+  const partition = key.reverse && blockNumber !== undefined ? `${key.scope}:${blockNumber}` : key.partition;
   const entry: CacheEntry = { wire: answer.wire, finality, writtenAt: Date.now() };
   if (blockNumber !== undefined) entry.blockNumber = blockNumber;
   if (blockHash !== undefined) entry.blockHash = blockHash;
@@ -196,7 +201,7 @@ export function writeEntry(
     if (!c) continue;
     done.add(p.connector);
     try {
-      const w = c.set(partition, key.range, entry, p.config.ttl, key.reverse ? ctx.network.id : undefined);
+      const w = c.set(partition, key.range, entry, p.config.ttl, key.reverse ? key.scope : undefined);
       if (w instanceof Promise) {
         withTimeout(w, WRITE_TIMEOUT_MS, `cache write to ${c.id}`).then(
           () => sink.wrote(ctx, c, p, true),

@@ -178,7 +178,7 @@ describe('e2e: shared cache tiers on real Redis and PostgreSQL (issue #10 item 6
       const c = new pg.Client({ connectionString: postgres.url });
       await c.connect();
       try {
-        const rows = await c.query(`SELECT partition_key, range_key, expires_at FROM ${table} WHERE partition_key = $1`, [`evm:${CHAIN}:31`]);
+        const rows = await c.query(`SELECT partition_key, range_key, expires_at FROM ${table} WHERE partition_key = $1`, [`main/evm:${CHAIN}:31`]);
         expect(rows.rowCount).to.equal(1);
         expect(rows.rows[0].range_key).to.match(/^eth_getBlockByNumber:/);
         expect(rows.rows[0].expires_at, 'finalized: forever').to.equal(null);

@@ -26,6 +26,17 @@ describe('cache keys (issue #10 item 1)', () => {
     expect(callKey(NET, 'eth_chainId', [], 'h')).to.deep.include({ partition: 'evm:1:_', reverse: false });
   });
 
+  it('a call reading the pending block is never cached (a nonce changes with every transaction sent)', () => {
+    expect(callKey(NET, 'eth_getTransactionCount', ['0xabc', 'pending'], 'h')).to.equal(undefined);
+    expect(callKey(NET, 'eth_getLogs', [{ fromBlock: 'pending', toBlock: 'pending' }], 'h')).to.equal(undefined);
+    expect(callKey(NET, 'eth_getTransactionCount', ['0xabc', 'latest'], 'h')).to.not.equal(undefined);
+  });
+
+  it('the scope names the project as well as the network: two projects never share entries', () => {
+    expect(callKey('dev/evm:1', 'eth_getBlockByNumber', ['0x10', false], 'h')?.partition).to.equal('dev/evm:1:16');
+    expect(callKey('prod/evm:1', 'eth_getBlockByNumber', ['0x10', false], 'h')?.partition).to.equal('prod/evm:1:16');
+  });
+
   it('lookups by transaction or block hash go through the reverse index', () => {
     for (const m of ['eth_getTransactionReceipt', 'eth_getTransactionByHash', 'eth_getBlockByHash', 'debug_traceTransaction']) {
       expect(callKey(NET, m, [H], 'h'), m).to.deep.include({ partition: 'evm:1:*', reverse: true });
@@ -33,7 +44,7 @@ describe('cache keys (issue #10 item 1)', () => {
   });
 
   it('never cached: writes, signing, the stateful filter methods and node administration', () => {
-    for (const m of ['eth_sendRawTransaction', 'eth_sendTransaction', 'eth_sendUserOperation', 'eth_newFilter', 'eth_getFilterChanges', 'eth_getFilterLogs', 'eth_uninstallFilter', 'eth_newBlockFilter', 'personal_sign', 'anvil_mine', 'evm_mine', 'eth_subscribe']) {
+    for (const m of ['eth_sendRawTransaction', 'eth_sendRawTransactionSync', 'eth_sendTransaction', 'eth_sendUserOperation', 'eth_newFilter', 'eth_getFilterChanges', 'eth_getFilterLogs', 'eth_uninstallFilter', 'eth_newBlockFilter', 'personal_sign', 'anvil_mine', 'evm_mine', 'eth_subscribe']) {
       expect(neverCached(m), m).to.equal(true);
     }
     for (const m of ['eth_getBlockByNumber', 'eth_call', 'eth_getLogs', 'eth_getTransactionReceipt', 'debug_traceTransaction']) expect(neverCached(m), m).to.equal(false);

@@ -20,6 +20,8 @@ import type { ResolvedConfig } from '../../../../core/config/types.ts';
 const H1 = `0x${'11'.repeat(32)}`;
 const H2 = `0x${'22'.repeat(32)}`;
 const NET = 'evm:1';
+/** A cacheable call's key (these tests never read `pending`). */
+const keyOf = (...a: Parameters<typeof callKey>) => callKey(...a) as NonNullable<ReturnType<typeof callKey>>;
 
 function ctxOf(method: string, params: unknown[]): CallContext {
   return {
@@ -108,7 +110,7 @@ describe('cache store (issue #10 item 1)', () => {
     it('the memory tier answers synchronously; on its hit the remote tiers are not awaited', () => {
       const mem = new MemoryConnector('mem', { maxItems: 10, maxTotalSize: 1 << 20 });
       const ctx = ctxOf('eth_getBlockByNumber', ['0x5', false]);
-      const key = callKey(NET, 'eth_getBlockByNumber', ['0x5', false], 'h');
+      const key = keyOf(NET, 'eth_getBlockByNumber', ['0x5', false], 'h');
       mem.set(key.partition, key.range, entry({ wire: '{"number":"0x5"}' }), 0);
       const sink = recorder();
       const readers: Reader[] = [
@@ -123,7 +125,7 @@ describe('cache store (issue #10 item 1)', () => {
 
     it('tiers are read in parallel: the first acceptable hit wins, however the others end', async () => {
       const ctx = ctxOf('eth_getBlockByNumber', ['0x5', false]);
-      const key = callKey(NET, 'eth_getBlockByNumber', ['0x5', false], 'h');
+      const key = keyOf(NET, 'eth_getBlockByNumber', ['0x5', false], 'h');
       const sink = recorder();
       const readers: Reader[] = [
         { connector: slow('a', { after: 40, entry: entry({ wire: '"late"' }) }), policy: policy({ connector: 'a' }) },
@@ -140,7 +142,7 @@ describe('cache store (issue #10 item 1)', () => {
       const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout'] });
       try {
         const ctx = ctxOf('eth_getBlockByNumber', ['0x5', false]);
-        const key = callKey(NET, 'eth_getBlockByNumber', ['0x5', false], 'h');
+        const key = keyOf(NET, 'eth_getBlockByNumber', ['0x5', false], 'h');
         const sink = recorder();
         const p = readEntry(ctx, key, [{ connector: slow('stuck', 'never'), policy: policy({ connector: 'stuck' }) }], undefined, sink) as Promise<unknown>;
         await clock.tickAsync(999);
@@ -157,7 +159,7 @@ describe('cache store (issue #10 item 1)', () => {
       const mem = new MemoryConnector('mem', { maxItems: 10, maxTotalSize: 1 << 20 });
       const st = chain(100, 90);
       st.observeBlockHash(95, H2);
-      const key = callKey(NET, 'eth_getBlockByNumber', ['0x5f', false], 'h');
+      const key = keyOf(NET, 'eth_getBlockByNumber', ['0x5f', false], 'h');
       mem.set(key.partition, key.range, entry({ finality: 'unfinalized', blockNumber: 95, blockHash: H1 }), 0);
       const sink = recorder();
       expect(readEntry(ctxOf('eth_getBlockByNumber', ['0x5f', false]), key, [{ connector: mem, policy: policy({ finality: 'unfinalized' }) }], st, sink)).to.equal(undefined);
@@ -174,7 +176,7 @@ describe('cache store (issue #10 item 1)', () => {
       const m = mem();
       const st = chain(100, 90);
       const ctx = ctxOf('eth_getTransactionReceipt', [H1]);
-      const key = callKey(NET, 'eth_getTransactionReceipt', [H1], 'h');
+      const key = keyOf(NET, 'eth_getTransactionReceipt', [H1], 'h');
       const sink = recorder();
       writeEntry(ctx, key, 'unknown', answer({ blockNumber: '0x50', blockHash: H2, status: '0x1' }), [policy({ finality: 'unfinalized' }), policy({ finality: 'finalized' })], new Map([['mem', m]]), st, sink);
       expect(sink.writes).to.deep.equal([['mem', true]]);
@@ -185,40 +187,60 @@ describe('cache store (issue #10 item 1)', () => {
 
     it('the same receipt above the finalized block is unfinalized and goes only to unfinalized policies', () => {
       const m = mem();
-      const key = callKey(NET, 'eth_getTransactionReceipt', [H1], 'h');
+      const key = keyOf(NET, 'eth_getTransactionReceipt', [H1], 'h');
       writeEntry(ctxOf('eth_getTransactionReceipt', [H1]), key, 'unknown', answer({ blockNumber: '0x5f', blockHash: H2 }), [policy({ finality: 'finalized' })], new Map([['mem', m]]), chain(100, 90), recorder());
       expect(m.getReverse(NET, key.range)).to.equal(undefined);
       writeEntry(ctxOf('eth_getTransactionReceipt', [H1]), key, 'unknown', answer({ blockNumber: '0x5f', blockHash: H2 }), [policy({ finality: 'unfinalized' })], new Map([['mem', m]]), chain(100, 90), recorder());
       expect(m.getReverse(NET, key.range)).to.deep.include({ finality: 'unfinalized', blockNumber: 95, blockHash: H2 });
     });
 
-    it('a block tag is never written as finalized; its realtime entry rests on the block it answered', () => {
+    it('a block tag is never written as finalized; its realtime entry rests on the head it was read at', () => {
       const m = mem();
-      const key = callKey(NET, 'eth_getBlockByNumber', ['finalized', false], 'h');
+      const key = keyOf(NET, 'eth_getBlockByNumber', ['finalized', false], 'h');
       const sink = recorder();
       writeEntry(ctxOf('eth_getBlockByNumber', ['finalized', false]), key, 'finalized', answer({ number: '0x5a', hash: H1 }), [policy({ finality: 'finalized' })], new Map([['mem', m]]), chain(100, 90), sink);
       expect(sink.writes).to.deep.equal([]);
       writeEntry(ctxOf('eth_getBlockByNumber', ['finalized', false]), key, 'realtime', answer({ number: '0x5a', hash: H1 }), [policy({ finality: 'realtime', ttl: 2000 })], new Map([['mem', m]]), chain(100, 90), sink);
-      expect(m.get(key.partition, key.range)).to.deep.include({ finality: 'realtime', blockNumber: 90 });
+      expect(m.get(key.partition, key.range)).to.deep.include({ finality: 'realtime', blockNumber: 100 });
     });
 
     it('an empty answer: not stored by default, stored where the policy allows it, never for a block beyond the head', () => {
       const m = mem();
       const conns = new Map([['mem', m]]);
-      const ok = callKey(NET, 'eth_getBlockByNumber', ['0x10', false], 'a');
+      const ok = keyOf(NET, 'eth_getBlockByNumber', ['0x10', false], 'a');
       writeEntry(ctxOf('eth_getBlockByNumber', ['0x10', false]), ok, 'finalized', answer(null), [policy()], conns, chain(100, 90), recorder());
       expect(m.get(ok.partition, ok.range)).to.equal(undefined);
       writeEntry(ctxOf('eth_getBlockByNumber', ['0x10', false]), ok, 'finalized', answer(null), [policy({ empty: 'allow' })], conns, chain(100, 90), recorder());
       expect(m.get(ok.partition, ok.range)).to.deep.include({ wire: 'null' });
-      const future = callKey(NET, 'eth_getBlockByNumber', ['0x1000', false], 'b');
+      const future = keyOf(NET, 'eth_getBlockByNumber', ['0x1000', false], 'b');
       writeEntry(ctxOf('eth_getBlockByNumber', ['0x1000', false]), future, 'unknown', answer(null), [policy({ empty: 'allow', finality: 'unknown' })], conns, chain(100, 90), recorder());
       expect(m.get(future.partition, future.range)).to.equal(undefined);
+    });
+
+    it('a log range rests on its end, not on its last log: a range reaching above the finalized block is never finalized', () => {
+      const m = mem();
+      const params = [{ fromBlock: '0x1', toBlock: '0xc8' }];
+      const key = keyOf(NET, 'eth_getLogs', params, 'h');
+      const logs = [{ blockNumber: '0x64', blockHash: H1, logIndex: '0x0' }];
+      writeEntry(ctxOf('eth_getLogs', params), key, 'unknown', answer(logs), [policy({ finality: 'finalized' }), policy({ connector: 'mem', finality: 'unfinalized', id: 'u' })], new Map([['mem', m]]), chain(300, 150), recorder());
+      expect(m.get(key.partition, key.range)).to.deep.include({ finality: 'unfinalized', blockNumber: 200 });
+      expect(m.get(key.partition, key.range)?.blockHash, 'a range rests on no single hash').to.equal(undefined);
+    });
+
+    it('realtime answers rest on the head, not on their value: eth_gasPrice is not a block number', () => {
+      const m = mem();
+      const key = keyOf(NET, 'eth_gasPrice', [], 'h');
+      writeEntry(ctxOf('eth_gasPrice', []), key, 'realtime', answer('0x3b9aca00'), [policy({ finality: 'realtime', ttl: 2000 })], new Map([['mem', m]]), chain(100, 90), recorder());
+      expect(m.get(key.partition, key.range)).to.deep.include({ blockNumber: 100 });
+      const bn = keyOf(NET, 'eth_blockNumber', [], 'b');
+      writeEntry(ctxOf('eth_blockNumber', []), bn, 'realtime', answer('0x63'), [policy({ finality: 'realtime', ttl: 2000 })], new Map([['mem', m]]), chain(100, 90), recorder());
+      expect(m.get(bn.partition, bn.range)).to.deep.include({ blockNumber: 99 });
     });
 
     it('one write per connector, to the first policy that takes the answer (its ttl)', () => {
       const m = mem();
       const sink = recorder();
-      const key = callKey(NET, 'eth_getBlockByNumber', ['0x10', false], 'a');
+      const key = keyOf(NET, 'eth_getBlockByNumber', ['0x10', false], 'a');
       writeEntry(ctxOf('eth_getBlockByNumber', ['0x10', false]), key, 'finalized', answer({ number: '0x10' }), [policy({ id: 'one' }), policy({ id: 'two' })], new Map([['mem', m]]), chain(100, 90), sink);
       expect(sink.writes).to.deep.equal([['mem', true]]);
     });
@@ -226,7 +248,7 @@ describe('cache store (issue #10 item 1)', () => {
     it('a failing tier write is counted, never thrown', async () => {
       const bad: Connector = { ...slow('bad', 'fail'), set: () => Promise.reject(new Error('down')) };
       const sink = recorder();
-      const key = callKey(NET, 'eth_getBlockByNumber', ['0x10', false], 'a');
+      const key = keyOf(NET, 'eth_getBlockByNumber', ['0x10', false], 'a');
       writeEntry(ctxOf('eth_getBlockByNumber', ['0x10', false]), key, 'finalized', answer({ number: '0x10' }), [policy({ connector: 'bad' })], new Map([['bad', bad]]), chain(100, 90), sink);
       await new Promise((r) => setImmediate(r));
       expect(sink.writes).to.deep.equal([['bad', false]]);
