@@ -5,11 +5,11 @@
  * `X-SVC-Version`, `X-SVC-Commit` and `server.responseHeaders` (spec §9).
  */
 import type { ServerResponse } from 'node:http';
-import { setMaxListeners } from 'node:events';
 import { Readable } from 'node:stream';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { compressAnswer, readRequestBody } from './http-io.ts';
+import { RequestScope } from './request-scope.ts';
 import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
 import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo } from './context.ts';
@@ -18,7 +18,6 @@ import { toJsonRpcError, wireError } from './errors-wire.ts';
 import { answerBytes, parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedCall } from './jsonrpc.ts';
 import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
-import { DeadlineReason } from './registry/upstream.ts';
 import type { Proxy } from './proxy.ts';
 import type { HeaderSink, ResponseMeta } from './hooks.ts';
 
@@ -235,7 +234,7 @@ export function createServer(proxy: Proxy): Koa {
       text = '';
       const calls = parsed.calls;
       meta.batch = parsed.batch;
-      scope = new RequestScope(cfg.maxTimeoutMs, parsed.batch);
+      scope = new RequestScope(cfg.maxTimeoutMs, !parsed.batch || calls.length <= cfg.batchConcurrency, parsed.batch);
       const onClose = () => {
         if (!k.res.writableFinished) scope?.cancel(new ErrCancelled('client closed the connection'));
       };
@@ -341,55 +340,6 @@ function internalFailure(proxy: Proxy, call: ParsedCall, e: unknown, record = ne
   return { text: serializeError('null', toJsonRpcError(err, call.method, proxy.config.server.includeErrorDetails)), status: err.httpStatus, record };
 }
 
-/** Deadline timer of a request (module-level, so no closure is allocated per request). */
-function abortAtDeadline(controller: AbortController, maxTimeoutMs: number): void {
-  controller.abort(new DeadlineReason(`call exceeded server.maxTimeout (${maxTimeoutMs} ms)`));
-}
-
-/**
- * The deadline and cancellation of one HTTP request, shared by every call in it (issue #11): one
- * AbortController and one timer per request, not per call, made when the first call is routed.
- * The calls of a batch share the client's connection and the request's `server.maxTimeout`, so
- * they share the signal that ends them.
- */
-class RequestScope {
-  private controller?: AbortController;
-  private timer?: NodeJS.Timeout;
-  /** Absolute deadline, `Date.now()` ms (set with the signal). */
-  deadline = 0;
-
-  /**
-   * @param maxTimeoutMs `server.maxTimeout`, ms
-   * @param batch whether many calls will listen on the signal (lifts the listener warning)
-   */
-  constructor(
-    private readonly maxTimeoutMs: number,
-    private readonly batch: boolean,
-  ) {}
-
-  /** The request's signal, aborted at the deadline or when the client leaves. */
-  signal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController();
-      // Every call of a batch (and its plugins) may listen: that is not a leak.
-      if (this.batch) setMaxListeners(0, this.controller.signal);
-      this.deadline = Date.now() + this.maxTimeoutMs;
-      this.timer = setTimeout(abortAtDeadline, this.maxTimeoutMs, this.controller, this.maxTimeoutMs);
-    }
-    return this.controller.signal;
-  }
-
-  /** Cancels every call still running (the client left). */
-  cancel(reason: Error): void {
-    this.controller?.abort(reason);
-  }
-
-  /** Clears the deadline timer once the answer is ready. */
-  dispose(): void {
-    if (this.timer) clearTimeout(this.timer);
-  }
-}
-
 /**
  * Serves one JSON-RPC call: resolves its network, builds its context with a deadline, runs
  * the directives hook and the network's handler, and serialises the answer with the caller's id.
@@ -407,6 +357,7 @@ async function serveCall(
   const cfg = proxy.config.server;
   const record = newExecutionRecord(call.method);
   let ctx: CallContext | undefined;
+  let release: (() => void) | undefined;
   try {
     if (call.invalid) throw call.invalid;
     let network = target.network;
@@ -416,7 +367,8 @@ async function serveCall(
       network = id ? await proxy.getNetwork(target.project, id) : undefined;
       if (!network) throw new ErrNetworkNotSupported(`network ${JSON.stringify(call.networkId)} is not supported by project ${target.project.id}`);
     }
-    const signal = scope.signal();
+    const started = scope.start();
+    release = started.release;
     ctx = {
       project: target.project,
       network,
@@ -424,8 +376,8 @@ async function serveCall(
       directives: {},
       identity,
       http,
-      signal,
-      deadline: scope.deadline,
+      signal: started.signal,
+      deadline: started.deadline,
       record,
       internal: false,
       state: new Map(),
@@ -441,6 +393,7 @@ async function serveCall(
     const shown = wireError(e);
     return { text: serializeError(call.idRaw, toJsonRpcError(shown, call.method, cfg.includeErrorDetails)), status: shown.httpStatus, record };
   } finally {
+    release?.();
     record.durationMs = performance.now() - record.startedAt;
     // Observation taps are guarded (core/hooks.ts guardObservationHooks): the answer always stands.
     if (ctx) proxy.hooks.callDone.call(ctx);

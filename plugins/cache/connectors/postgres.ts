@@ -28,7 +28,7 @@ export class PostgresConnector implements Connector {
   constructor(
     readonly id: string,
     private readonly opts: { connectionUri: string; table: string; maxConns: number; purgeInterval: number },
-    private readonly logger: Logger,
+    logger: Logger,
   ) {
     this.reporter = new TierReporter(id, 'postgresql', logger, opts.connectionUri);
     this.table = `"${opts.table}"`;

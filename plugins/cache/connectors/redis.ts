@@ -29,7 +29,7 @@ export class RedisConnector implements Connector {
   constructor(
     readonly id: string,
     opts: { uri: string; password?: string; connectTimeout: number },
-    private readonly logger: Logger,
+    logger: Logger,
   ) {
     this.reporter = new TierReporter(id, 'redis', logger, opts.uri, opts.password);
     this.client = createClient({

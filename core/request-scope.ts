@@ -1,0 +1,75 @@
+/**
+ * Deadlines and cancellation of the calls of one HTTP request (issue #11): one AbortController and
+ * one timer shared by calls that start together, instead of one per call.
+ */
+import { setMaxListeners } from 'node:events';
+import { DeadlineReason } from './registry/upstream.ts';
+
+/** Deadline timer of a request (module-level, so no closure is allocated per request). */
+function abortAtDeadline(controller: AbortController, maxTimeoutMs: number): void {
+  controller.abort(new DeadlineReason(`call exceeded server.maxTimeout (${maxTimeoutMs} ms)`));
+}
+
+/**
+ * The deadline and cancellation of the calls of one HTTP request (issue #11). `server.maxTimeout`
+ * is the deadline of one call, counted from when it starts. When every call starts at once (a
+ * single call, or a batch within `batchConcurrency`) they share one AbortController and one timer,
+ * made when the first call is routed; the calls of a larger batch, which wait for a slot, each get
+ * their own when they start. Either way the client leaving cancels them all.
+ */
+export class RequestScope {
+  private shared?: { controller: AbortController; deadline: number; timer: NodeJS.Timeout };
+  private readonly own = new Set<{ controller: AbortController; timer: NodeJS.Timeout }>();
+
+  /**
+   * @param maxTimeoutMs `server.maxTimeout`, ms
+   * @param together whether every call starts at once (then one signal serves them all)
+   * @param many whether many calls will listen on one signal (lifts the listener warning)
+   */
+  constructor(
+    private readonly maxTimeoutMs: number,
+    private readonly together: boolean,
+    private readonly many: boolean,
+  ) {}
+
+  /**
+   * The signal and deadline of a call starting now.
+   * @returns `release` clears a call's own timer once it is answered (a no-op for the shared one)
+   */
+  start(): { signal: AbortSignal; deadline: number; release: () => void } {
+    const ms = this.maxTimeoutMs;
+    if (this.together) {
+      if (!this.shared) {
+        const controller = new AbortController();
+        // Every call of a batch (and its plugins) may listen: that is not a leak.
+        if (this.many) setMaxListeners(0, controller.signal);
+        this.shared = { controller, deadline: Date.now() + ms, timer: setTimeout(abortAtDeadline, ms, controller, ms) };
+      }
+      return { signal: this.shared.controller.signal, deadline: this.shared.deadline, release: noop };
+    }
+    const controller = new AbortController();
+    const mine = { controller, timer: setTimeout(abortAtDeadline, ms, controller, ms) };
+    this.own.add(mine);
+    return {
+      signal: controller.signal,
+      deadline: Date.now() + ms,
+      release: () => {
+        clearTimeout(mine.timer);
+        this.own.delete(mine);
+      },
+    };
+  }
+
+  /** Cancels every call still running (the client left). */
+  cancel(reason: Error): void {
+    this.shared?.controller.abort(reason);
+    for (const o of this.own) o.controller.abort(reason);
+  }
+
+  /** Clears the shared deadline timer once the answer is ready. */
+  dispose(): void {
+    if (this.shared) clearTimeout(this.shared.timer);
+  }
+}
+
+function noop(): void {}
