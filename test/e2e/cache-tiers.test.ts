@@ -152,6 +152,38 @@ describe('e2e: shared cache tiers on real Redis and PostgreSQL (issue #10 item 6
     });
   });
 
+  describe('a Redis that stalls with its socket up (SIGSTOP)', () => {
+    let redis: RedisHandle;
+    let svc: SvcHandle | undefined;
+    before(async () => {
+      redis = await startRedis();
+      svc = await startSvc(tierConfig(anvil.url, { id: 'stall', driver: 'redis', redis: { uri: redis.url } }));
+    });
+    after(async () => {
+      try {
+        process.kill(redis.pid, 'SIGCONT');
+      } catch {
+        /* already gone */
+      }
+      await svc?.close();
+      await redis?.stop();
+    });
+
+    it('calls are answered from the upstream once the 1 s read timeout passes; the tier holds no call; shutdown does not hang', async () => {
+      await untilHit(svc!.url, 'eth_getBlockByNumber', [hex(34), false]);
+      process.kill(redis.pid, 'SIGSTOP');
+      const answers = await Promise.all([35, 36, 37].map((n) => post(svc!.url, 'eth_getBlockByNumber', [hex(n), false])));
+      for (const [i, r] of answers.entries()) {
+        expect(r.status).to.equal(200);
+        expect((r.json.result as { number: string }).number).to.equal(hex(35 + i));
+        expect(r.headers['x-svc-cache']).to.equal('MISS');
+      }
+      // Shutdown with the server still stalled: QUIT is never answered, the connection is dropped.
+      await svc!.close();
+      svc = undefined;
+    });
+  });
+
   describe('PostgreSQL', () => {
     let postgres: PostgresHandle;
     let one: SvcHandle;

@@ -22,6 +22,8 @@ export interface RedisHandle {
   /** `redis://127.0.0.1:<port>` */
   url: string;
   port: number;
+  /** The server's process id (tests stall it with SIGSTOP). */
+  pid: number;
   /** Stops the server (SIGTERM, SIGKILL after 3 s), waits for it to exit and removes its temp dir. Idempotent. */
   stop(): Promise<void>;
 }
@@ -159,5 +161,5 @@ async function startOnce(port: number): Promise<RedisHandle> {
     await sleep(50);
   }
 
-  return { url: `redis://127.0.0.1:${port}`, port, stop };
+  return { url: `redis://127.0.0.1:${port}`, port, pid: child.pid as number, stop };
 }

@@ -8,6 +8,7 @@
  */
 import pg from 'pg';
 import type { Logger } from '../../../core/plugin-api.ts';
+import { READ_TIMEOUT_MS, WRITE_TIMEOUT_MS } from '../schema.ts';
 import { decodeEntry, TierReporter, encodeEntry, type CacheEntry, type Connector } from './types.ts';
 
 
@@ -32,7 +33,19 @@ export class PostgresConnector implements Connector {
   ) {
     this.reporter = new TierReporter(id, 'postgresql', logger, opts.connectionUri);
     this.table = `"${opts.table}"`;
-    this.pool = new pg.Pool({ connectionString: opts.connectionUri, max: opts.maxConns, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
+    // A PostgreSQL that stops answering: every query gives up client-side and server-side, lock
+    // waits are bounded, and dead peers are found by keepalive, so a stalled tier never wedges the
+    // pool, start-up or shutdown (issue #10 item 1).
+    this.pool = new pg.Pool({
+      connectionString: opts.connectionUri,
+      max: opts.maxConns,
+      connectionTimeoutMillis: WRITE_TIMEOUT_MS,
+      idleTimeoutMillis: 30_000,
+      query_timeout: WRITE_TIMEOUT_MS,
+      statement_timeout: WRITE_TIMEOUT_MS,
+      lock_timeout: READ_TIMEOUT_MS,
+      keepAlive: true,
+    });
     // An idle client's error would otherwise crash the process.
     this.pool.on('error', (e: Error) => this.report('connection', e));
   }
@@ -56,18 +69,23 @@ export class PostgresConnector implements Connector {
   }
 
   async open(): Promise<void> {
-    try {
-      await this.ensureTable();
-    } catch (e) {
-      this.report('open', e);
-    }
+    // In the background: start-up never waits for the tier (a lock or a slow server would hold it).
+    this.ensureTable().catch((e: unknown) => this.report('open', e));
+    await Promise.resolve();
     this.purgeTimer = setInterval(() => void this.purge().catch((e: unknown) => this.report('purge', e)), this.opts.purgeInterval);
     this.purgeTimer.unref();
   }
 
   async close(): Promise<void> {
     if (this.purgeTimer) clearInterval(this.purgeTimer);
-    await this.pool.end().catch(() => undefined);
+    // Queries end within their timeout; shutdown never waits longer than that.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((r) => {
+      timer = setTimeout(r, WRITE_TIMEOUT_MS);
+      timer.unref();
+    });
+    await Promise.race([this.pool.end().catch(() => undefined), late]);
+    clearTimeout(timer);
   }
 
   /**

@@ -7,10 +7,15 @@
  */
 import { createClient } from 'redis';
 import type { Logger } from '../../../core/plugin-api.ts';
+import { READ_TIMEOUT_MS, WRITE_TIMEOUT_MS } from '../schema.ts';
 import { decodeEntry, TierReporter, encodeEntry, reverseKey, type CacheEntry, type Connector } from './types.ts';
 
 /** Prefix of every key svc writes, so a shared Redis can hold other data too. */
 export const REDIS_KEY_PREFIX = 'svc:cache:';
+/** Commands waiting for a stalled Redis before new ones are refused at once. */
+export const MAX_QUEUED_COMMANDS = 1000;
+/** How long close waits for a clean QUIT before dropping the connection, ms. */
+const CLOSE_TIMEOUT_MS = 2000;
 /** Longest wait between reconnect tries, ms. */
 const MAX_RECONNECT_DELAY_MS = 2000;
 
@@ -36,6 +41,11 @@ export class RedisConnector implements Connector {
       url: opts.uri,
       password: opts.password,
       disableOfflineQueue: true,
+      // A Redis that stops answering with its socket still up: commands give up (and leave the
+      // queue) after the read timeout, and a full queue refuses new ones at once, so a stalled
+      // tier holds neither calls nor memory (issue #10 item 1).
+      commandsQueueMaxLength: MAX_QUEUED_COMMANDS,
+      commandOptions: { timeout: READ_TIMEOUT_MS },
       socket: {
         connectTimeout: opts.connectTimeout,
         reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 10), MAX_RECONNECT_DELAY_MS),
@@ -70,11 +80,16 @@ export class RedisConnector implements Connector {
       if (this.client.isOpen) this.client.destroy();
       return;
     }
-    try {
-      await this.client.quit();
-    } catch {
-      this.client.destroy();
-    }
+    // A stalled server never answers QUIT: drop the connection after a short wait.
+    let timer: NodeJS.Timeout | undefined;
+    const quit = this.client.quit().then(() => true, () => false);
+    const late = new Promise<boolean>((r) => {
+      timer = setTimeout(() => r(false), CLOSE_TIMEOUT_MS);
+      timer.unref();
+    });
+    const clean = await Promise.race([quit, late]);
+    clearTimeout(timer);
+    if (!clean && this.client.isOpen) this.client.destroy();
   }
 
   async get(partition: string, range: string): Promise<CacheEntry | undefined> {
@@ -93,12 +108,13 @@ export class RedisConnector implements Connector {
     if (!this.client.isReady) throw new Error('redis is not connected');
     const opts = ttlMs > 0 ? { expiration: { type: 'PX' as const, value: Math.ceil(ttlMs) } } : undefined;
     const key = `${REDIS_KEY_PREFIX}${partition}#${range}`;
+    const writer = this.client.withCommandOptions({ timeout: WRITE_TIMEOUT_MS });
     if (reverseNetwork === undefined) {
-      await this.client.set(key, encodeEntry(entry), opts);
+      await writer.set(key, encodeEntry(entry), opts);
       return;
     }
     // The entry first, then the pointer, in one round trip.
-    await this.client.multi().set(key, encodeEntry(entry), opts).set(`${REDIS_KEY_PREFIX}${reverseKey(reverseNetwork, range)}`, partition, opts).exec();
+    await writer.multi().set(key, encodeEntry(entry), opts).set(`${REDIS_KEY_PREFIX}${reverseKey(reverseNetwork, range)}`, partition, opts).exec();
   }
 
   async delete(partition: string, range: string): Promise<void> {
