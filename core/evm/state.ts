@@ -45,6 +45,8 @@ export class UpstreamChainState {
 
 /** Recent heights whose canonical hash is remembered for reorg checks. */
 export const HASH_HEIGHTS = 256;
+/** Recent reorgs remembered for {@link NetworkChainState.reorgedSince}. */
+export const MAX_REORGS = 32;
 
 /** Smoothing of the block-time EMA (a new sample weighs 10%). */
 const EMA_ALPHA = 0.1;
@@ -70,7 +72,7 @@ export class NetworkChainState {
   pollIntervalMs = 0;
   /** Canonical block hashes by height, as polled (bounded to {@link HASH_HEIGHTS}). */
   private readonly hashes = new Map<number, string>();
-  private reorg?: { at: number; from: number };
+  private readonly reorgs: Array<{ at: number; from: number }> = [];
 
   /**
    * @param network the network whose upstreams are tracked
@@ -180,10 +182,10 @@ export class NetworkChainState {
 
   /**
    * Records the hash of a canonical block as a state poll saw it (issue #10 item 1: reorg-aware
-   * caching). A hash that differs from the one recorded for that height, or a parent hash that
-   * differs from the one recorded one below, is a reorg: {@link lastReorg} is stamped. When the
-   * parent link proves the block below unchanged, the fork is exactly at `n`; otherwise its depth
-   * is unknown and every block above the finalized head is suspect.
+   * caching). A hash that differs from the one recorded for that height is a reorg. When the new
+   * block's parent hash matches the block recorded below it, the fork is exactly at `n`; when it
+   * does not, or nothing is recorded below, the depth is unknown and every block above the
+   * finalized head is suspect ({@link reorgedSince}).
    * @param n block number
    * @param hash the block's hash (0x-prefixed, 32 bytes)
    * @param parentHash the block's parent hash, when known
@@ -191,18 +193,19 @@ export class NetworkChainState {
   observeBlockHash(n: number, hash: string, parentHash?: string): void {
     const h = hash.toLowerCase();
     const before = this.hashes.get(n);
-    let forkFrom: number | undefined = before !== undefined && before !== h ? n : undefined;
-    if (parentHash !== undefined && n > 0) {
-      const p = parentHash.toLowerCase();
-      const below = this.hashes.get(n - 1);
-      if (below !== undefined && below !== p) forkFrom = Math.min(this.highestFinalized + 1, n - 1);
-      this.remember(n - 1, p);
-    }
+    const conservative = this.highestFinalized + 1;
+    let forkFrom: number | undefined;
+    const p = parentHash?.toLowerCase();
+    const below = n > 0 ? this.hashes.get(n - 1) : undefined;
+    if (p !== undefined && below !== undefined && below !== p) forkFrom = Math.min(conservative, n - 1);
+    else if (before !== undefined && before !== h) forkFrom = p !== undefined && below === p ? n : Math.min(conservative, n);
+    if (p !== undefined && n > 0) this.remember(n - 1, p);
     this.remember(n, h);
     if (forkFrom === undefined) return;
     // Heights between the fork and the parent are no longer known to be canonical.
     for (const k of this.hashes.keys()) if (k >= forkFrom && k < n - 1) this.hashes.delete(k);
-    this.reorg = { at: this.now(), from: forkFrom };
+    this.reorgs.push({ at: this.now(), from: forkFrom });
+    if (this.reorgs.length > MAX_REORGS) this.reorgs.shift();
   }
 
   /** The hash of block `n` on the chain as last polled, if recorded (the last {@link HASH_HEIGHTS} heights). */
@@ -210,9 +213,30 @@ export class NetworkChainState {
     return this.hashes.get(n);
   }
 
+  /**
+   * The highest recorded height below `n - 1` and above the finalized head when nothing is
+   * recorded at `n - 1`: polls skipped blocks, so a reorg under that height would go unseen
+   * unless the block is fetched again and compared (the evm-state poller does).
+   */
+  unverifiedBelow(n: number): number | undefined {
+    if (this.hashes.has(n - 1)) return undefined;
+    let m: number | undefined;
+    for (const k of this.hashes.keys()) if (k < n - 1 && (m === undefined || k > m)) m = k;
+    return m !== undefined && m > this.highestFinalized ? m : undefined;
+  }
+
   /** The last reorg seen: when (ms) and the lowest height it may have replaced; undefined when none. */
   get lastReorg(): { at: number; from: number } | undefined {
-    return this.reorg;
+    return this.reorgs[this.reorgs.length - 1];
+  }
+
+  /**
+   * Whether a reorg seen at or after `writtenAt` (ms) may have replaced block `n` (the last
+   * {@link MAX_REORGS} reorgs are remembered).
+   */
+  reorgedSince(writtenAt: number, n: number): boolean {
+    for (const r of this.reorgs) if (r.at >= writtenAt && n >= r.from) return true;
+    return false;
   }
 
   private remember(n: number, hash: string): void {

@@ -58,8 +58,7 @@ export function acceptable(entry: CacheEntry, chain: NetworkChainState | undefin
   if (entry.finality !== 'unfinalized' || n === undefined) return { ok: true, drop: false };
   const seen = chain.hashAt(n);
   if (entry.blockHash !== undefined && seen !== undefined && seen !== entry.blockHash) return { ok: false, drop: true };
-  const reorg = chain.lastReorg;
-  if (reorg && reorg.at >= entry.writtenAt && n >= reorg.from) return { ok: false, drop: true };
+  if (chain.reorgedSince(entry.writtenAt, n)) return { ok: false, drop: true };
   return { ok: true, drop: false };
 }
 

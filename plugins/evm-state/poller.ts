@@ -7,7 +7,7 @@
  * (core/evm/state.ts). A poll failure never throws out of the timer.
  */
 import { FINALITY } from '../../core/context.ts';
-import { classifyFinality } from '../../core/evm/blocks.ts';
+import { classifyFinality, toHex } from '../../core/evm/blocks.ts';
 import { excerptOf } from '../../core/redact.ts';
 import { chainStateOf, SYNCING } from '../../core/evm/state.ts';
 import type { RpcResult } from '../../core/jsonrpc.ts';
@@ -165,6 +165,7 @@ export class UpstreamPoller {
     const report: PollReport = { at: Date.now(), finalizedFromFallback: false, errors: {} };
     const state = chainStateOf(network);
     const mine = state.of(u);
+    let gapCheck: number | undefined;
 
     // Latest block.
     if (lr.status === 'fulfilled') {
@@ -172,8 +173,12 @@ export class UpstreamPoller {
       if (n !== undefined) {
         report.latest = n;
         // Canonical hashes feed reorg detection (reorg-aware caching, issue #10 item 1).
+        // Only counted upstreams: a lagging node on a minority fork must not flip the record.
         const b = lr.value.result as { hash?: unknown; parentHash?: unknown };
-        if (typeof b.hash === 'string') state.observeBlockHash(n, b.hash, typeof b.parentHash === 'string' ? b.parentHash : undefined);
+        if (typeof b.hash === 'string' && [...state.countedUpstreams()].includes(u)) {
+          state.observeBlockHash(n, b.hash, typeof b.parentHash === 'string' ? b.parentHash : undefined);
+          gapCheck = state.unverifiedBelow(n);
+        }
       }
       else report.errors.latest = `eth_getBlockByNumber(latest) answered ${this.excerpt(lr.value.result)}`;
     } else {
@@ -227,6 +232,17 @@ export class UpstreamPoller {
     this.last = report;
     this.logOutcome(report);
     this.sink.polled(u);
+
+    // Polls skipped blocks: fetch the last recorded unfinalized block again, so a reorg under it
+    // is seen (its hash changed) rather than missed for want of a parent link.
+    if (gapCheck !== undefined && !this.stopped) {
+      try {
+        const again = (await this.call('eth_getBlockByNumber', [toHex(gapCheck), false])).result as { hash?: unknown } | null;
+        if (again && typeof again.hash === 'string') state.observeBlockHash(gapCheck, again.hash);
+      } catch {
+        /* the next poll tries again */
+      }
+    }
   }
 
   private applySyncing(syncing: boolean): void {

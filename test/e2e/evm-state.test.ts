@@ -14,7 +14,7 @@ import type { Network } from '../../core/registry/network.ts';
 import { evmStatePlugin } from '../../plugins/evm-state/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvilCluster, type AnvilCluster } from '../helpers/anvil-cluster.ts';
-import { startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
+import { NO_CACHE, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;
@@ -59,6 +59,8 @@ describe('e2e evm-state: anvil nodes driven apart', function () {
     expect(await c.heads()).to.deep.equal([heads.lag, heads.mid, heads.lead]);
     svc = await startSvc(
       {
+        // Upstream traffic is what these tests observe: a repeated call must not be a cache hit.
+        ...NO_CACHE,
         logLevel: 'error',
         server: { includeErrorDetails: true },
         projects: [

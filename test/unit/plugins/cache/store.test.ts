@@ -106,6 +106,43 @@ describe('cache store (issue #10 item 1)', () => {
     });
   });
 
+  describe('reorgs seen across polls that skip blocks', () => {
+    it('a replaced block seen again without a parent link is a reorg of unknown depth (everything above finalized)', () => {
+      let now = 1000;
+      const st = chain(120, 90, () => now);
+      st.observeBlockHash(100, H1);
+      // The next poll lands at 103: block 100 is unverified and the poller fetches it again.
+      st.observeBlockHash(103, `0x${'66'.repeat(32)}`, `0x${'77'.repeat(32)}`);
+      expect(st.unverifiedBelow(103)).to.equal(undefined, 'the parent 102 is recorded now');
+      expect(st.unverifiedBelow(110)).to.equal(103);
+      now = 2000;
+      st.observeBlockHash(100, H2);
+      expect(st.lastReorg).to.deep.equal({ at: 2000, from: 91 });
+      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 100, blockHash: H1, writtenAt: 1000 }), st).ok).to.equal(false);
+    });
+
+    it('an earlier, deeper reorg still counts after a later, shallower one', () => {
+      let now = 1000;
+      const st = chain(200, 90, () => now);
+      st.observeBlockHash(150, H1);
+      now = 2000;
+      st.observeBlockHash(150, H2); // depth unknown: from 91
+      now = 3000;
+      st.observeBlockHash(180, H1);
+      st.observeBlockHash(181, H2, H1);
+      st.observeBlockHash(181, `0x${'88'.repeat(32)}`, H1); // exactly at 181
+      expect(st.lastReorg?.from).to.equal(181);
+      expect(st.reorgedSince(1500, 120), 'written before the deep reorg').to.equal(true);
+      expect(st.reorgedSince(2500, 120), 'written after it, below the shallow one').to.equal(false);
+    });
+
+    it('unverifiedBelow names nothing at or below the finalized block', () => {
+      const st = chain(200, 150);
+      st.observeBlockHash(140, H1);
+      expect(st.unverifiedBelow(160)).to.equal(undefined);
+    });
+  });
+
   describe('reads', () => {
     it('the memory tier answers synchronously; on its hit the remote tiers are not awaited', () => {
       const mem = new MemoryConnector('mem', { maxItems: 10, maxTotalSize: 1 << 20 });
