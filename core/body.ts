@@ -41,11 +41,6 @@ export type BodyFailure =
 export interface ReadBodyOptions {
   /** The Content-Length header, if any. */
   declared: string | string[] | undefined;
-  /**
-   * True when `body` is decoded from a compressed request: `declared` counts the compressed
-   * bytes, so it only refuses early (over `limit`), never sizes the buffer or checks the end.
-   */
-  decodedFrom?: boolean;
   /** Largest body accepted, bytes. */
   limit: number;
   /**
@@ -70,7 +65,6 @@ export function readBodyCapped(body: BodyStream, opts: ReadBodyOptions): Promise
     stop();
     return Promise.reject(opts.fail({ kind: 'too-large', size: String(len) }));
   }
-  if (opts.decodedFrom) return readBodyCapped(body, { ...opts, declared: undefined, decodedFrom: false });
   return new Promise<Buffer>((resolve, reject) => {
     let size = 0;
     let filled = 0;

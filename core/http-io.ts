@@ -16,11 +16,16 @@ import { ErrInvalidRequest, ErrRequestTooLarge } from './errors.ts';
  * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read
  */
 export async function readRequestBody(k: Koa.Context, limit: number): Promise<{ raw: Buffer; text: string }> {
-  // A compressed body: the limit applies to the decoded bytes, so a zip bomb stops at `limit`.
+  // A compressed body: the limit applies to the decoded bytes, so a zip bomb stops at `limit`;
+  // its Content-Length counts compressed bytes, so it neither sizes the buffer nor checks the end.
   const decoder = requestDecoder(k.request.headers['content-encoding']);
+  const declared = k.request.headers['content-length'];
+  if (decoder && declared !== undefined && Number(declared) > limit) {
+    k.req.pause();
+    throw new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${limit} bytes)`);
+  }
   const raw = await readBodyCapped(decoder ? decodeRequest(k.req, decoder) : k.req, {
-    declared: k.request.headers['content-length'],
-    decodedFrom: decoder !== undefined,
+    declared: decoder ? undefined : declared,
     limit,
     onTooLarge: 'pause',
     fail: (f) =>

@@ -234,15 +234,16 @@ export function createServer(proxy: Proxy): Koa {
       text = '';
       const calls = parsed.calls;
       meta.batch = parsed.batch;
-      scope = new RequestScope(cfg.maxTimeoutMs, !parsed.batch || calls.length <= cfg.batchConcurrency, parsed.batch);
+      const deadlines = new RequestScope(cfg.maxTimeoutMs, !parsed.batch || calls.length <= cfg.batchConcurrency, parsed.batch);
+      scope = deadlines;
       const onClose = () => {
-        if (!k.res.writableFinished) scope?.cancel(new ErrCancelled('client closed the connection'));
+        if (!k.res.writableFinished) deadlines.cancel(new ErrCancelled('client closed the connection'));
       };
       // res 'close' fires early only when the client goes away (req 'close' fires once the body is
       // read). It fires at most once, so `on` (no once-wrapper) is enough.
       k.res.on('close', onClose);
       if (!parsed.batch) {
-        const answer = await serveCall(proxy, target, calls[0] as ParsedCall, info, identity, scope);
+        const answer = await serveCall(proxy, target, calls[0] as ParsedCall, info, identity, deadlines);
         k.res.off('close', onClose);
         hooks.responseHeaders.call(sink, [answer.record], meta);
         k.status = answer.status;
@@ -255,7 +256,7 @@ export function createServer(proxy: Proxy): Koa {
         return;
       }
       if (calls.length > cfg.maxBatchSize) throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
-      const run = (call: ParsedCall) => serveCall(proxy, target, call, info, identity, scope as RequestScope);
+      const run = (call: ParsedCall) => serveCall(proxy, target, call, info, identity, deadlines);
       let answers: CallAnswer[];
       if (calls.length <= cfg.batchConcurrency) answers = await Promise.all(calls.map(run));
       else {

@@ -8,6 +8,7 @@
  * The answer's shape is picked by the method name (see {@link EchoMode}); any other method
  * (svc's own state polls included) gets the `otherMethods` shape (default `echo_rpcError`).
  */
+import { listenOnLoopback } from './ports.ts';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 
@@ -173,18 +174,10 @@ export async function startEchoUpstream(opts: EchoUpstreamOptions = {}): Promise
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address();
-  if (addr === null || typeof addr === 'string') throw new Error('echo upstream has no TCP address');
+  const port = await listenOnLoopback(server, 'echo upstream');
   return {
-    origin: `http://127.0.0.1:${addr.port}`,
-    port: addr.port,
+    origin: `http://127.0.0.1:${port}`,
+    port: port,
     requests,
     close: async () => {
       const done = new Promise<void>((resolve) => server.close(() => resolve()));

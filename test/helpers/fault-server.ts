@@ -8,6 +8,7 @@
  * with `ok` (unless `scriptBatch: true`, where one step applies to the whole batch request).
  * The caller's id is echoed byte-for-byte (integers above 2^53 included).
  */
+import { listenOnLoopback } from './ports.ts';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
@@ -258,16 +259,7 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
   });
   server.keepAliveTimeout = 5000;
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address();
-  if (addr === null || typeof addr === 'string') throw new Error('fault server has no TCP address');
-  const port = addr.port;
+  const port = await listenOnLoopback(server, 'fault server');
 
   return {
     url: `http://127.0.0.1:${port}`,

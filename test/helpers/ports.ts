@@ -1,7 +1,7 @@
 /**
  * Free TCP port helper for tests: listen on port 0, read the port the kernel picked, close.
  */
-import { createServer } from 'node:net';
+import { createServer, type Server } from 'node:net';
 
 /**
  * Returns a TCP port that was free on 127.0.0.1 a moment ago.
@@ -23,4 +23,24 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
       srv.close((err) => (err ? reject(err) : resolve(port)));
     });
   });
+}
+
+/**
+ * Starts a server listening on a free port of 127.0.0.1.
+ * @param server any node:net or node:http server
+ * @param what names the server in the error when it has no TCP address
+ * @returns the port it listens on
+ * @throws the listen error, or Error when the address is not TCP
+ */
+export async function listenOnLoopback(server: Server, what: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  if (addr === null || typeof addr === 'string') throw new Error(`${what} has no TCP address`);
+  return addr.port;
 }
