@@ -9,8 +9,10 @@
  * microseconds, `…Kb` KiB.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { basename, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 
 export * from './load.ts';
 export * from './stats.ts';
@@ -61,6 +63,34 @@ export interface StartTargetOptions {
   readyTimeoutMs?: number;
   /** Max lines of the target's own stdout forwarded to stderr (default 20; the rest are counted). */
   maxForwardedLines?: number;
+  /**
+   * How the target script runs: `compiled` (default) as plain JavaScript built once per bench run
+   * (see {@link compiledTarget}), or `tsx` through the tsx loader (needed when the target itself
+   * imports TypeScript, e.g. svc's `--build=source`).
+   */
+  loader?: 'compiled' | 'tsx';
+}
+
+const compiled = new Map<string, Promise<string>>();
+
+/**
+ * The target script as plain JavaScript: bundled with esbuild (its own helpers inlined, packages
+ * left as imports) into `bench/.compiled/`, next to `bench/targets/` so relative URLs such as
+ * svc's `../../dist/` still resolve. Each target then runs as `node script.mjs`, like
+ * `svc start`: under the tsx loader every process paid for the loader's worker and module
+ * records (about 35 MiB for the forwarder, 50 MiB for svc), which made the peak RSS rows
+ * measure the loader, not the server (issue #11 item 3).
+ * @param script absolute path of a `bench/targets/*.ts` entry
+ * @returns absolute path of the built `.mjs`
+ */
+export function compiledTarget(script: string): Promise<string> {
+  let out = compiled.get(script);
+  if (!out) {
+    const outfile = join(dirname(script), '..', '.compiled', basename(script).replace(/\.ts$/, '.mjs'));
+    out = build({ entryPoints: [script], outfile, bundle: true, packages: 'external', platform: 'node', format: 'esm', target: 'node20', logLevel: 'error' }).then(() => outfile);
+    compiled.set(script, out);
+  }
+  return out;
 }
 
 /** A running target process. */
@@ -108,8 +138,8 @@ function toUsage(o: Record<string, unknown>): TargetUsage {
 }
 
 /**
- * Spawns a target entry script in its own Node.js process (`fork` with `--import tsx` and an
- * IPC channel) and waits until it printed its ready line.
+ * Spawns a target entry script in its own Node.js process (`fork` of its compiled copy, or with
+ * `--import tsx`, and an IPC channel) and waits until it printed its ready line.
  * @param script absolute path of the entry script (see {@link TARGETS})
  * @param opts argv, environment, label and timeouts
  * @returns a handle speaking the reset/report/stop protocol
@@ -118,8 +148,9 @@ function toUsage(o: Record<string, unknown>): TargetUsage {
 export async function startTarget(script: string, opts: StartTargetOptions = {}): Promise<Target> {
   installExitHook();
   const label = opts.label ?? (script.split('/').pop() ?? script).replace(/\.ts$/, '');
-  const child = fork(script, opts.args ?? [], {
-    execArgv: ['--import', 'tsx'],
+  const tsx = opts.loader === 'tsx';
+  const child = fork(tsx ? script : await compiledTarget(script), opts.args ?? [], {
+    execArgv: tsx ? ['--import', 'tsx'] : [],
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     env: { ...process.env, ...opts.env },
   });

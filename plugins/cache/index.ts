@@ -36,8 +36,6 @@ import {
   type PluginHost,
 } from '../../core/plugin-api.ts';
 import { MemoryConnector } from './connectors/memory.ts';
-import { PostgresConnector } from './connectors/postgres.ts';
-import { RedisConnector } from './connectors/redis.ts';
 import type { Connector } from './connectors/types.ts';
 import { callKey, neverCached } from './keys.ts';
 import { Policy } from './policy.ts';
@@ -49,8 +47,8 @@ export { answeredBlock, callKey, isEmptyJson, neverCached, type CallKey } from '
 export { Policy } from './policy.ts';
 export { cacheConfigOf, cacheSchema, defaultCacheConfig, DEFAULT_CONNECTOR_ID, READ_TIMEOUT_MS, WRITE_TIMEOUT_MS, type CacheConfig, type PolicyConfig, type ConnectorConfig } from './schema.ts';
 export { MemoryConnector } from './connectors/memory.ts';
-export { RedisConnector, REDIS_KEY_PREFIX } from './connectors/redis.ts';
-export { PostgresConnector } from './connectors/postgres.ts';
+export type { RedisConnector } from './connectors/redis.ts';
+export type { PostgresConnector } from './connectors/postgres.ts';
 export { decodeEntry, encodeEntry, type CacheEntry, type Connector } from './connectors/types.ts';
 
 /** Service name of {@link CacheService}. */
@@ -73,14 +71,23 @@ export const MAX_SKIP_PATTERN_LENGTH = 256;
 /** Distinct methods (or skip patterns) whose matching is remembered per network. */
 const MEMO_LIMIT = 1024;
 
-function openConnector(c: ConnectorConfig, host: PluginHost): Connector {
+/**
+ * Creates a tier. The Redis and PostgreSQL drivers are imported only when a tier of theirs is
+ * configured: the two clients hold about 25 MiB of RSS that a memory-only svc never uses
+ * (issue #11 item 3).
+ */
+async function openConnector(c: ConnectorConfig, host: PluginHost): Promise<Connector> {
   switch (c.driver) {
     case 'memory':
       return new MemoryConnector(c.id, c.memory);
-    case 'redis':
+    case 'redis': {
+      const { RedisConnector } = await import('./connectors/redis.ts');
       return new RedisConnector(c.id, c.redis as NonNullable<ConnectorConfig['redis']>, host.logger);
-    case 'postgresql':
+    }
+    case 'postgresql': {
+      const { PostgresConnector } = await import('./connectors/postgres.ts');
       return new PostgresConnector(c.id, c.postgresql as NonNullable<ConnectorConfig['postgresql']>, host.logger);
+    }
   }
 }
 
@@ -101,10 +108,13 @@ export function cachePlugin(): Plugin {
       host.hooks.configured.tap('cache', (c) => {
         config = cacheConfigOf(c);
         policies = config.policies.map((p) => new Policy(p));
-        for (const cc of config.connectors) connectors.set(cc.id, openConnector(cc, host));
       });
+      // Tiers are created and opened before the first project serves (the `project` hook runs at start-up).
       host.hooks.project.tapPromise('cache', async () => {
-        opened ??= Promise.all([...connectors.values()].map((c) => c.open())).then(() => undefined);
+        opened ??= (async () => {
+          for (const cc of config.connectors) connectors.set(cc.id, await openConnector(cc, host));
+          await Promise.all([...connectors.values()].map((c) => c.open()));
+        })();
         await opened;
       });
       host.hooks.shutdown.tapPromise('cache', async () => {
