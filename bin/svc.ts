@@ -108,15 +108,26 @@ async function start(file: string | undefined, port: number | undefined, metrics
     return 1;
   }
   logger.info({ listen: `http://${addr.address}:${addr.port}`, config: configFile ?? null, version: VERSION, commit: proxy.commit }, 'svc listening');
+  // Graceful drain on the first SIGTERM/SIGINT (spec §3.2); a second signal exits at once.
+  let stopping = false;
   const stop = (signal: string) => {
-    logger.info({ signal }, 'shutting down');
-    proxy.close().then(
-      () => process.exit(0),
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    const s = proxy.config.server;
+    logger.info({ signal, waitBeforeShutdownMs: s.waitBeforeShutdownMs, waitAfterShutdownMs: s.waitAfterShutdownMs }, 'draining: healthcheck is 503, calls still served until waitBeforeShutdown');
+    proxy.shutdown().then(
+      () => {
+        logger.info('drained: exiting');
+        process.exit(0);
+      },
       () => process.exit(1),
     );
   };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
   return -1;
 }
 

@@ -164,6 +164,15 @@ export class ErrUnsupportedContentEncoding extends SvcError {
   static override readonly httpStatus = 415;
 }
 
+/**
+ * svc is draining after SIGTERM and no longer takes new requests (spec §3.2, issue #12 item 2):
+ * the client should retry on another replica. HTTP 503 with `Connection: close`, -32603.
+ */
+export class ErrServiceShuttingDown extends SvcError {
+  static override readonly defaultCode = -32603;
+  static override readonly httpStatus = 503;
+}
+
 /** Unknown project in the URL (spec §4.1). HTTP 404, -32602. */
 export class ErrProjectNotFound extends SvcError {
   static override readonly defaultCode = -32602;

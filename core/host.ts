@@ -14,6 +14,7 @@ import type { Logger } from './logger.ts';
 import type { SchemaFragment } from './config/schema.ts';
 import type { ResolvedConfig } from './config/types.ts';
 import type { NetworkChainState } from './evm/state.ts';
+import type { LifecycleState } from './drain.ts';
 import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import type { Upstream } from './registry/upstream.ts';
@@ -97,6 +98,11 @@ export interface PluginHost {
   readonly overrides: ListenOverrides;
   /** True once shutdown began. */
   readonly isClosed: boolean;
+  /**
+   * Where the proxy is in its life (spec §3.2): `serving`; `draining` from SIGTERM (still serving,
+   * the healthcheck answers 503); `closing` (new requests refused); `stopped`.
+   */
+  readonly lifecycle: LifecycleState;
   /** Services plugins publish to each other. */
   readonly services: ServiceRegistry;
   /** The chain state of a network (heads, finality, block time), shared by every plugin. */

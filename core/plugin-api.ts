@@ -13,6 +13,7 @@
  * - small tools a plugin needs to honour the rules: linear-time globs, bounded labels.
  */
 export type { Plugin, PluginHost, ServiceRegistry, ListenOverrides } from './host.ts';
+export type { LifecycleState } from './drain.ts';
 export { PluginContractError, PluginDependencyError } from './host.ts';
 
 export type {

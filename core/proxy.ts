@@ -13,6 +13,7 @@ import { newExecutionRecord, type CallContext, type HttpRequestInfo } from './co
 import { createHooks, guardObservationHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks } from './hooks.ts';
 import { checkPlugin, PluginContractError, Services, type ListenOverrides, type Plugin, type PluginHost } from './host.ts';
 import { chainStateOf, type NetworkChainState } from './evm/state.ts';
+import { Drain, type LifecycleState } from './drain.ts';
 import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { BoundedLabel } from './labels.ts';
@@ -82,6 +83,8 @@ export class Proxy implements PluginHost {
   readonly pools = new Map<string, Pool>();
   private closed = false;
   private started = false;
+  /** SIGTERM drain state machine (spec §3.2). */
+  private readonly drain = new Drain();
   private configured = false;
 
   /**
@@ -187,6 +190,7 @@ export class Proxy implements PluginHost {
       server.once('error', reject);
       server.listen(port, host, () => resolve(server));
     });
+    this.drain.track(this.server);
     const addr = this.server.address() as AddressInfo;
     for (const p of this.projects.values()) {
       this.logger.info(
@@ -338,10 +342,27 @@ export class Proxy implements PluginHost {
     }
   }
 
+  /**
+   * Graceful drain (spec §3.2), what the CLI runs on SIGTERM: the healthcheck turns 503 at once,
+   * calls are served for `server.waitBeforeShutdown`, then new requests get 503
+   * `ErrServiceShuttingDown` with `Connection: close` while in-flight ones finish (at most
+   * `server.waitAfterShutdown`), then {@link close}. Idempotent; never rejects.
+   */
+  shutdown(): Promise<void> {
+    const s = this.config.server;
+    return this.drain.run({ waitBeforeMs: s.waitBeforeShutdownMs, waitAfterMs: s.waitAfterShutdownMs }, () => this.close());
+  }
+
+  /** Where the proxy is in its life (spec §3.2): `serving`, `draining`, `closing` or `stopped`. */
+  get lifecycle(): LifecycleState {
+    return this.drain.state;
+  }
+
   /** Stops listening, runs `shutdown` taps, closes pools. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.drain.stopped();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     const server = this.server;

@@ -13,7 +13,7 @@ import { RequestScope } from './request-scope.ts';
 import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
 import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo } from './context.ts';
-import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, SvcError } from './errors.ts';
+import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, ErrServiceShuttingDown, SvcError } from './errors.ts';
 import { toJsonRpcError, wireError } from './errors-wire.ts';
 import { answerBytes, parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedCall } from './jsonrpc.ts';
 import type { Network } from './registry/network.ts';
@@ -205,10 +205,24 @@ export function createServer(proxy: Proxy): Koa {
       k.status = 204;
       return;
     }
+    const lifecycle = proxy.lifecycle;
     if (k.method !== 'POST') {
       // Non-POST on proxy paths is a healthcheck (spec §4.1); the healthcheck plugin serves
-      // richer answers on its own routes.
-      k.body = JSON.stringify({ status: 'OK', message: 'svc is serving' });
+      // richer answers on its own routes. From SIGTERM on it is 503 (spec §3.2).
+      if (lifecycle !== 'serving') {
+        k.status = 503;
+        k.body = JSON.stringify({ status: 'ERROR', code: 'HealthcheckUnhealthy', message: 'shutting down' });
+      } else k.body = JSON.stringify({ status: 'OK', message: 'svc is serving' });
+      return;
+    }
+    if (lifecycle === 'closing' || lifecycle === 'stopped') {
+      // Drain (spec §3.2): a new request is refused and its keep-alive connection ends, so the
+      // client's retry reaches another replica; in-flight calls are not affected.
+      const err = new ErrServiceShuttingDown('svc is shutting down: retry on another replica');
+      hooks.responseHeaders.call(new ResponseHeaderSink(k.res), [], { batch: false, http: info });
+      k.set('Connection', 'close');
+      k.status = err.httpStatus;
+      k.body = serializeError('null', toJsonRpcError(err, undefined, cfg.includeErrorDetails));
       return;
     }
     const sink = new ResponseHeaderSink(k.res);

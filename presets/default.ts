@@ -14,6 +14,7 @@ import { failsafePlugin } from '../plugins/failsafe/index.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
 import { headersPlugin } from '../plugins/headers/index.ts';
 import { healthPlugin } from '../plugins/health/index.ts';
+import { healthcheckPlugin } from '../plugins/healthcheck/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
 import { multiplexPlugin } from '../plugins/multiplex/index.ts';
 import { cachePlugin } from '../plugins/cache/index.ts';
@@ -39,5 +40,6 @@ export function defaultPreset(): Plugin[] {
     evmMethodsPlugin(),
     headersPlugin(),
     metricsPlugin(),
+    healthcheckPlugin(),
   ];
 }

@@ -14,6 +14,7 @@ import { minimalPreset } from './minimal.ts';
 export { defaultPreset, minimalPreset };
 export { batchingPlugin } from '../plugins/batching/index.ts';
 export { directivesPlugin } from '../plugins/directives/index.ts';
+export { healthcheckPlugin } from '../plugins/healthcheck/index.ts';
 export { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 export { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
 export { evmMethodsPlugin } from '../plugins/evm-methods/index.ts';

@@ -387,6 +387,8 @@ export function resolveConfig(doc: SvcConfigInput, schema: TObject, warnings: st
       maxJsonDepth: server.maxJsonDepth as number,
       readTimeoutMs: server.readTimeout as number,
       keepAliveTimeoutMs: server.keepAliveTimeout as number,
+      waitBeforeShutdownMs: server.waitBeforeShutdown as number,
+      waitAfterShutdownMs: server.waitAfterShutdown as number,
       maxConnections: server.maxConnections as number,
       includeErrorDetails: server.includeErrorDetails as boolean,
       executionHeaders: server.executionHeaders as 'all' | 'summary' | 'off',

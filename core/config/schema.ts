@@ -91,6 +91,8 @@ function serverProps(extra: TProperties) {
     maxJsonDepth: Type.Optional(Type.Integer({ minimum: 2, maximum: 1000, default: 64, description: 'deepest JSON nesting of one request object (the object is 1); deeper gets HTTP 400 / -32600, batch elements one by one' })),
     readTimeout: Type.Optional(Duration({ default: '30s', description: "time for a client's headers and body to arrive; HTTP 408 after (Node's requestTimeout); 0 = none" })),
     keepAliveTimeout: Type.Optional(Duration({ default: '65s', description: 'idle time before a client keep-alive connection is closed' })),
+    waitBeforeShutdown: Type.Optional(Duration({ default: '15s', description: 'spec §3.2 drain: after SIGTERM the healthcheck answers 503 and calls are still served this long; set it ≥ readiness periodSeconds × failureThreshold + 1s' })),
+    waitAfterShutdown: Type.Optional(Duration({ default: '10s', description: 'spec §3.2 drain: then new requests get 503 `ErrServiceShuttingDown` with `Connection: close`, and in-flight calls get at most this long before the listener closes' })),
     maxConnections: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'most client connections at once (new ones beyond are dropped); 0 = unlimited' })),
     includeErrorDetails: Type.Optional(Type.Boolean({ default: true, description: "put svc's cause chain in error.data (never for eth_call/eth_estimateGas)" })),
     executionHeaders: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('summary'), Type.Literal('off')], { default: 'all', description: 'spec §2.9 diagnostic header mode' })),

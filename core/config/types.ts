@@ -62,6 +62,10 @@ export interface SvcConfigInput {
     includeErrorDetails?: boolean;
     executionHeaders?: 'all' | 'summary' | 'off';
     responseHeaders?: Record<string, string>;
+    /** Drain window after SIGTERM while still serving (spec §3.2), default 15s. */
+    waitBeforeShutdown?: DurationInput;
+    /** Drain window for in-flight calls once new requests are refused (spec §3.2), default 10s. */
+    waitAfterShutdown?: DurationInput;
     aliasing?: { rules?: AliasRule[] };
     [k: string]: unknown;
   };
@@ -100,6 +104,10 @@ export interface ResolvedServer {
   readTimeoutMs: number;
   /** Idle keep-alive time of client connections, ms. */
   keepAliveTimeoutMs: number;
+  /** Drain: time from SIGTERM until new requests are refused (the healthcheck is 503 throughout), ms (spec §3.2). */
+  waitBeforeShutdownMs: number;
+  /** Drain: longest wait for in-flight requests once new ones are refused, ms (spec §3.2). */
+  waitAfterShutdownMs: number;
   /** Most client connections at once; 0 = unlimited. */
   maxConnections: number;
   includeErrorDetails: boolean;

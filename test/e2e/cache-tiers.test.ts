@@ -55,7 +55,8 @@ interface SvcProcess {
 
 async function spawnSvc(dir: string, name: string, config: object): Promise<SvcProcess> {
   const file = join(dir, `${name}.json`);
-  writeFileSync(file, JSON.stringify(config));
+  // No drain window: these processes are stopped by the test, not by an orchestrator (spec §3.2).
+  writeFileSync(file, JSON.stringify({ ...config, server: { waitBeforeShutdown: '0s', ...((config as { server?: object }).server ?? {}) } }));
   const [port, metricsPort] = [await freePort(), await freePort()];
   const child: ChildProcess = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), 'start', '--config', file, '--port', String(port), '--metrics-port', String(metricsPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let logs = '';

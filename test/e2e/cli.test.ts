@@ -34,6 +34,12 @@ function run(args: string[], cwd: string): Run {
   return { child, out: () => out, err: () => err, exit };
 }
 
+/** Stops a server without its drain window: SIGTERM starts the drain, the second signal exits at once (spec §3.2). */
+function stopNow(r: Run): void {
+  r.child.kill('SIGTERM');
+  setTimeout(() => r.child.kill('SIGTERM'), 50);
+}
+
 async function post(url: string, body: string): Promise<{ status: number; json: { result?: unknown; error?: { code: number; data?: { code?: string } } }; headers: Headers }> {
   const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
   return { status: r.status, json: (await r.json()) as never, headers: r.headers };
@@ -83,7 +89,7 @@ describe('e2e: the svc command', function () {
     expect(err).to.include('projects[0].upstreams[0].endpoint');
   });
 
-  it('start with no config serves project main and answers ErrNetworkNotSupported (404) instead of crashing; SIGTERM exits 0', async () => {
+  it('start with no config serves project main and answers ErrNetworkNotSupported (404) instead of crashing; SIGTERM starts the drain (healthcheck 503), a second signal exits at once', async () => {
     const port = await freePort();
     const r = run(['start', '--port', String(port), '--metrics-port', '0'], dir);
     try {
@@ -92,11 +98,14 @@ describe('e2e: the svc command', function () {
       expect(res.status).to.equal(404);
       expect(res.json.error?.data?.code).to.equal('ErrNetworkNotSupported');
       expect(res.headers.get('x-svc-commit')).to.equal('cli-test');
+      r.child.kill('SIGTERM');
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthcheck`)).status === 503, 5000);
     } finally {
       r.child.kill('SIGTERM');
     }
-    expect(await r.exit).to.equal(0);
+    expect(await r.exit).to.equal(1);
     expect(r.out()).to.include('project main ready');
+    expect(r.out()).to.include('second signal: exiting now');
   });
 
   it('start with ENDPOINT arguments: the live one is probed and serves /evm/<chainId>; a dead one never serves', async () => {
@@ -112,9 +121,9 @@ describe('e2e: the svc command', function () {
       expect(res.headers.get('x-svc-upstreams')).to.match(/^127\.0\.0\.1:\d+=primary:success:\d+:won$/);
       expect(res.headers.get('x-svc-upstream')).to.equal(new URL(anvil.url).host);
     } finally {
-      r.child.kill('SIGTERM');
+      stopNow(r);
     }
-    expect(await r.exit).to.equal(0);
+    await r.exit;
   });
 
   it('start --preset minimal forwards without diagnostic headers', async () => {
@@ -127,9 +136,9 @@ describe('e2e: the svc command', function () {
       expect(res.json.result).to.equal('0x7a69');
       expect(res.headers.get('x-svc-upstream-attempts')).to.equal(null);
     } finally {
-      r.child.kill('SIGTERM');
+      stopNow(r);
     }
-    expect(await r.exit).to.equal(0);
+    await r.exit;
   });
 
   it('a port already in use is reported and exits 1, not a stack dump', async () => {
@@ -141,7 +150,7 @@ describe('e2e: the svc command', function () {
       expect(await second.exit).to.equal(1);
       expect(second.out() + second.err()).to.include('svc could not start');
     } finally {
-      first.child.kill('SIGTERM');
+      stopNow(first);
     }
     await first.exit;
   });

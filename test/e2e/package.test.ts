@@ -108,6 +108,7 @@ describe('e2e: the packed package with an in-house plugin package', function () 
       join(app, 'svc.yaml'),
       [
         'server:',
+        '  waitBeforeShutdown: 0s',
         `  acmePricing: { header: ${PRICE_HEADER}, unitPrice: ${UNIT_PRICE} }`,
         'projects:',
         '  - id: main',
