@@ -1,12 +1,14 @@
 /**
  * The bytes of a proxy request and of its answer, Koa side: the request body read within
  * `server.maxBodySize` (decoded first when it is compressed), and the answer gzipped for clients
- * that accept it (issue #8 item 5, issue #11 "Also").
+ * that accept it (issue #8 item 5, issue #11 "Also"), and the Node server options.
  */
+import type { ServerOptions } from 'node:http';
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { decodeBody, readBodyCapped } from './body.ts';
 import { acceptsGzip, decodeRequest, gzipAnswer, requestDecoder } from './compression.ts';
+import type { ResolvedConfig } from './config/types.ts';
 import { ErrInvalidRequest, ErrRequestTooLarge } from './errors.ts';
 
 /**
@@ -56,4 +58,20 @@ export function compressAnswer(k: Koa.Context): Promise<void> | undefined {
     k.set('Content-Encoding', 'gzip');
     k.body = zipped;
   });
+}
+
+/**
+ * Node server options from `server.*` (issue #8 item 7): `readTimeout` is Node's
+ * `requestTimeout` (headers and body must arrive within it, 408 after), headers get at most
+ * the same, and the expiry check runs often enough for the timeout to be kept to about a
+ * quarter of itself (Node checks every 30 s by default).
+ */
+export function httpServerOptions(s: ResolvedConfig['server']): ServerOptions {
+  const read = s.readTimeoutMs;
+  return {
+    requestTimeout: read,
+    headersTimeout: read > 0 ? Math.min(read, 60_000) : 60_000,
+    keepAliveTimeout: s.keepAliveTimeoutMs,
+    connectionsCheckingInterval: read > 0 ? Math.min(1000, Math.max(50, Math.floor(read / 4))) : 30_000,
+  };
 }

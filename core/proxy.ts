@@ -3,7 +3,8 @@
  * `new Proxy(config).use(...plugins)`, then `start()`. Plugins tap hooks in `apply`; the
  * proxy builds every network's and upstream's chain once, then serves.
  */
-import { createServer as createHttpServer, type Server, type ServerOptions } from 'node:http';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { httpServerOptions } from './http-io.ts';
 import type { Pool } from 'undici';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
@@ -388,21 +389,7 @@ export class Proxy implements PluginHost {
   }
 }
 
-/**
- * Node server options from `server.*` (issue #8 item 7): `readTimeout` is Node's
- * `requestTimeout` (headers and body must arrive within it, 408 after), headers get at most
- * the same, and the expiry check runs often enough for the timeout to be kept to about a
- * quarter of itself (Node checks every 30 s by default).
- */
-export function httpServerOptions(s: ResolvedConfig['server']): ServerOptions {
-  const read = s.readTimeoutMs;
-  return {
-    requestTimeout: read,
-    headersTimeout: read > 0 ? Math.min(read, 60_000) : 60_000,
-    keepAliveTimeout: s.keepAliveTimeoutMs,
-    connectionsCheckingInterval: read > 0 ? Math.min(1000, Math.max(50, Math.floor(read / 4))) : 30_000,
-  };
-}
+export { httpServerOptions } from './http-io.ts';
 
 /** Options of {@link createProxy}. */
 export interface CreateProxyOptions extends ProxyOptions {
