@@ -47,14 +47,17 @@ export class Drain {
 
   /** Counts a server's requests from now on: +1 at `request`, −1 when its response closes. */
   track(server: Server): void {
+    // One bound listener for every response ('close' fires once): no closure per request.
     server.on('request', (_req, res) => {
       this.inFlight++;
-      res.once('close', () => {
-        this.inFlight--;
-        if (this.inFlight === 0) this.idle?.();
-      });
+      res.on('close', this.ended);
     });
   }
+
+  private readonly ended = (): void => {
+    this.inFlight--;
+    if (this.inFlight === 0) this.idle?.();
+  };
 
   /**
    * Runs the drain: draining for `waitBeforeMs`, then closing until nothing is in flight or
