@@ -8,7 +8,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Histogram, type Registry } from 'prom-client';
 import { FINALITY, type AttemptRecord, type CallContext } from '../../core/context.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
 import type { PluginHost } from '../../core/host.ts';
@@ -137,6 +137,15 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
         registers: [reg],
       });
+      const callDuration = new Histogram({
+        name: 'svc_network_request_duration_seconds',
+        help: 'Time from a call being routed to its answer, seconds, per network, method and finality (issue #12 item 6)',
+        labelNames: ['project', 'network', 'category', 'finality'],
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+        registers: [reg],
+      });
+      // Process metrics (CPU, RSS, heap, event-loop lag, GC): prom-client's defaults, read on scrape.
+      collectDefaultMetrics({ register: reg });
       const received = new DeferredCounter(reg, {
         name: 'svc_network_request_received_total',
         help: 'Calls received per network',
@@ -167,14 +176,28 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         }
       });
 
+      const callDurations = new Map<string, Histogram.Internal<string>>();
+      const callDurationOf = (project: string, network: string, category: string, finality: string): Histogram.Internal<string> => {
+        const key = `${project}\0${network}\0${category}\0${finality}`;
+        let h = callDurations.get(key);
+        if (!h) {
+          h = callDuration.labels({ project, network, category, finality });
+          callDurations.set(key, h);
+        }
+        return h;
+      };
+
       proxy.hooks.callDone.tap('metrics', (ctx: CallContext) => {
         if (ctx.internal) return;
         const ua = ctx.http.query['user-agent'] ?? (ctx.http.headers['user-agent'] as string | undefined);
+        const category = methods.value(ctx.request.method);
+        const finality = FINALITY.get(ctx);
+        callDurationOf(ctx.project.id, ctx.network.id, category, finality).observe(ctx.record.durationMs / 1000);
         received.inc([
           ctx.project.id,
           ctx.network.id,
-          methods.value(ctx.request.method),
-          FINALITY.get(ctx),
+          category,
+          finality,
           users.value(ctx.identity?.userId ?? 'anonymous'),
           agents.value(agentName(ua)),
         ]);

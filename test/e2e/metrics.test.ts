@@ -1,0 +1,97 @@
+/**
+ * The §6 metrics by value (issue #12 item 6): each driven by a scenario on a real server and
+ * asserted as a delta (N calls, +N), not only by name. Fake upstreams; the response cache is off
+ * so every call reaches an upstream.
+ */
+import { expect } from 'chai';
+import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
+import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
+
+const PATH = '/main/evm/1';
+
+/** Sum of the samples of a metric whose labels include every given label (Prometheus text format). */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const open = line.indexOf('{');
+    const labelText = open === name.length ? line.slice(open + 1, line.lastIndexOf('}')) : '';
+    if (Object.entries(labels).every(([k, v]) => labelText.includes(`${k}="${v}"`))) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
+describe('e2e: metrics by value (spec §6, issue #12 item 6)', function () {
+  this.timeout(20_000);
+  let a: FaultServer;
+  let svc: SvcHandle;
+  const scrape = async () => (await fetch(svc.metricsUrl as string)).text();
+  const call = (method: string, params: unknown[], id = 1) => svc.post(PATH, { jsonrpc: '2.0', id, method, params });
+
+  before(async () => {
+    a = await startFaultServer({ chainId: 1 });
+    svc = await startSvc({
+      ...NO_CACHE,
+      metrics: { enabled: true, port: 0 },
+      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 }, selectionPolicy: { evalInterval: '100ms' } }], upstreams: [{ id: 'a', endpoint: a.url, evm: { chainId: 1 } }] }],
+    });
+  });
+  after(async () => {
+    await svc?.close();
+    await a?.close();
+  });
+
+  it('N calls: svc_network_request_received_total, svc_network_request_duration_seconds, svc_upstream_request_total and its duration histogram each +N', async () => {
+    const before = await scrape();
+    const N = 5;
+    for (let i = 0; i < N; i++) expect((await call('eth_getBalance', [`0x${(i + 1).toString(16).padStart(40, '0')}`, '0x10'])).status).to.equal(200);
+    const after = await scrape();
+    const by = { project: 'main', network: 'evm:1', category: 'eth_getBalance' };
+    const delta = (name: string, labels: Record<string, string>) => sample(after, name, labels) - sample(before, name, labels);
+    expect(delta('svc_network_request_received_total', by)).to.equal(N);
+    expect(delta('svc_network_request_duration_seconds_count', by)).to.equal(N);
+    expect(delta('svc_upstream_request_total', { ...by, upstream: 'a' })).to.equal(N);
+    expect(delta('svc_upstream_request_duration_seconds_count', { ...by, upstream: 'a' })).to.equal(N);
+    // The histogram's +Inf bucket counts the same calls, with a finality label that is never empty.
+    expect(delta('svc_network_request_duration_seconds_bucket', { ...by, le: '+Inf' })).to.equal(N);
+    expect(after).to.match(/^svc_network_request_duration_seconds_count\{[^}]*category="eth_getBalance"[^}]*finality="[a-z]+"[^}]*\} \d+$/m);
+  });
+
+  it('an upstream error: svc_upstream_request_errors_total{error} +1', async () => {
+    const before = await scrape();
+    a.script({ kind: 'status', status: 500 });
+    const r = await call('eth_getCode', ['0x0000000000000000000000000000000000000009', '0x10']);
+    expect(r.status).to.be.oneOf([200, 500, 502, 503]);
+    const after = await scrape();
+    const labels = { upstream: 'a', category: 'eth_getCode', error: 'ErrEndpointServerSideException' };
+    expect(sample(after, 'svc_upstream_request_errors_total', labels) - sample(before, 'svc_upstream_request_errors_total', labels)).to.be.at.least(1);
+  });
+
+  it('4 identical concurrent calls: one upstream request, svc_network_multiplexed_request_total +3', async () => {
+    const before = await scrape();
+    a.setDefault({ kind: 'delay', ms: 200 });
+    try {
+      const rs = await Promise.all([1, 2, 3, 4].map((id) => call('eth_getStorageAt', ['0x0000000000000000000000000000000000000007', '0x0', '0x10'], id)));
+      for (const r of rs) expect(r.status).to.equal(200);
+    } finally {
+      a.setDefault({ kind: 'ok' });
+    }
+    const after = await scrape();
+    const labels = { network: 'evm:1', category: 'eth_getStorageAt' };
+    expect(sample(after, 'svc_network_multiplexed_request_total', labels) - sample(before, 'svc_network_multiplexed_request_total', labels)).to.equal(3);
+    expect(sample(after, 'svc_upstream_request_total', labels) - sample(before, 'svc_upstream_request_total', labels)).to.equal(1);
+  });
+
+  it('selection: svc_selection_score per upstream and svc_selection_excluded_seconds 0 while selectable', async () => {
+    let text = '';
+    await waitFor(async () => (text = await scrape()).includes('svc_selection_score{'));
+    expect(text).to.match(/^svc_selection_score\{project="main",network="evm:1",method="\*",upstream="a"\} [0-9.e+-]+$/m);
+    expect(sample(text, 'svc_selection_excluded_seconds', { upstream: 'a' })).to.equal(0);
+  });
+
+  it('process metrics (prom-client defaults): CPU seconds and resident memory', async () => {
+    const text = await scrape();
+    expect(sample(text, 'process_cpu_user_seconds_total')).to.be.greaterThan(0);
+    expect(sample(text, 'process_resident_memory_bytes')).to.be.greaterThan(0);
+  });
+});
