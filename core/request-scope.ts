@@ -3,6 +3,7 @@
  * one timer shared by calls that start together, instead of one per call.
  */
 import { setMaxListeners } from 'node:events';
+import { acquireController, releaseController } from './abort.ts';
 import { DeadlineReason } from './registry/upstream.ts';
 
 /** Deadline timer of a request (module-level, so no closure is allocated per request). */
@@ -40,14 +41,14 @@ export class RequestScope {
     const ms = this.maxTimeoutMs;
     if (this.together) {
       if (!this.shared) {
-        const controller = new AbortController();
+        const controller = acquireController();
         // Every call of a batch (and its plugins) may listen: that is not a leak.
         if (this.many) setMaxListeners(0, controller.signal);
         this.shared = { controller, deadline: Date.now() + ms, timer: setTimeout(abortAtDeadline, ms, controller, ms) };
       }
       return { signal: this.shared.controller.signal, deadline: this.shared.deadline, release: noop };
     }
-    const controller = new AbortController();
+    const controller = acquireController();
     const mine = { controller, timer: setTimeout(abortAtDeadline, ms, controller, ms) };
     this.own.add(mine);
     return {
@@ -55,7 +56,7 @@ export class RequestScope {
       deadline: Date.now() + ms,
       release: () => {
         clearTimeout(mine.timer);
-        this.own.delete(mine);
+        if (this.own.delete(mine)) releaseController(controller);
       },
     };
   }
@@ -66,9 +67,15 @@ export class RequestScope {
     for (const o of this.own) o.controller.abort(reason);
   }
 
-  /** Clears the shared deadline timer once the answer is ready. */
+  /**
+   * Clears the shared deadline timer once the answer is ready, and recycles its controller (core/abort.ts:
+   * only when nothing aborted it and nothing listens any more). Call once, after every call settled.
+   */
   dispose(): void {
-    if (this.shared) clearTimeout(this.shared.timer);
+    if (!this.shared) return;
+    clearTimeout(this.shared.timer);
+    releaseController(this.shared.controller);
+    this.shared = undefined;
   }
 }
 
