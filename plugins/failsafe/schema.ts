@@ -127,14 +127,32 @@ export function compile(raw: unknown): CompiledEntry[] {
   }));
 }
 
-/** The first compiled entry matching a call's method and finality, or undefined. */
+/** Distinct (method, finality) pairs whose match is remembered per entry list (method names come from clients). */
+const MATCH_MEMO_LIMIT = 1024;
+/** Remembered matches per compiled entry list: `null` is "no entry matches". */
+const matchMemo = new WeakMap<readonly CompiledEntry[], Map<string, Map<Finality, CompiledEntry | null>>>();
+
+/**
+ * The first compiled entry matching a call's method and finality, or undefined. Remembered per
+ * entry list (issue #11): a call asks up to four times (breaker, retry and timeout per attempt,
+ * the network entry per call), and each ask would run the method globs again.
+ */
 export function matchCompiled(entries: readonly CompiledEntry[], method: string, finality: Finality): CompiledEntry | undefined {
+  let memo = matchMemo.get(entries);
+  if (!memo) matchMemo.set(entries, (memo = new Map()));
+  const byFinality = memo.get(method);
+  const known = byFinality?.get(finality);
+  if (known !== undefined) return known ?? undefined;
+  let found: CompiledEntry | null = null;
   for (const c of entries) {
     if (!c.matchMethod(method)) continue;
     if (c.entry.matchFinality && c.entry.matchFinality.length && !c.entry.matchFinality.includes(finality)) continue;
-    return c;
+    found = c;
+    break;
   }
-  return undefined;
+  if (byFinality) byFinality.set(finality, found);
+  else if (memo.size < MATCH_MEMO_LIMIT) memo.set(method, new Map([[finality, found]]));
+  return found ?? undefined;
 }
 
 /** The first entry matching a call's method and finality, or undefined. */

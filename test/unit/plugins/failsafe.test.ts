@@ -293,6 +293,18 @@ describe('failsafe plugin: matchEntry', () => {
     expect(matchEntry(entries, 'eth_call', 'unknown')?.retry?.maxAttempts).to.equal(1);
   });
 
+  it('a remembered match is the same as a fresh one, per finality, past the memo bound and for misses', () => {
+    const entries = compiled([{ matchMethod: 'eth_call', matchFinality: ['finalized'], timeout: { duration: 1 } }, { matchMethod: 'eth_*', timeout: { duration: 2 } }]);
+    for (let round = 0; round < 2; round++) {
+      expect(matchEntry(entries, 'eth_call', 'finalized')?.timeout?.duration).to.equal(1);
+      expect(matchEntry(entries, 'eth_call', 'realtime')?.timeout?.duration).to.equal(2);
+      expect(matchEntry(entries, 'net_version', 'unknown')).to.equal(undefined);
+    }
+    // Over 1024 distinct client method names: later ones are matched every time, still correctly.
+    for (let i = 0; i < 1100; i++) expect(matchEntry(entries, `eth_m${i}`, 'unknown')?.timeout?.duration).to.equal(2);
+    expect(matchEntry(entries, 'x_1099', 'unknown')).to.equal(undefined);
+  });
+
   it('returns undefined when nothing matches, or with no entries', () => {
     expect(matchEntry(compiled([{ matchMethod: 'eth_call' }]), 'eth_blockNumber', 'unknown')).to.equal(undefined);
     expect(matchEntry([], 'eth_call', 'unknown')).to.equal(undefined);
