@@ -10,6 +10,8 @@
  * MULTIPLEX (800).
  */
 export const CallStage = {
+  /** One OpenTelemetry span per call (tracing plugin, issue #12 item 7): the outermost wrapper, so the span covers everything. */
+  TRACING: 900,
   LOCAL_METHODS: 850,
   /** Identical in-flight calls share one execution (multiplex plugin, spec §4.6), before the cache. */
   MULTIPLEX: 800,
@@ -40,6 +42,8 @@ export const UpstreamStage = {
   CIRCUIT_BREAKER: 300,
   /** One attempt's deadline (inside retry, so each try gets the full duration). */
   TIMEOUT: 250,
+  /** One OpenTelemetry span per physical upstream request (tracing plugin): inside retry and timeout, outside batching. */
+  TRACING: 150,
   /** Outbound JSON-RPC batching (batching plugin, spec §4.7): the innermost wrapper. */
   BATCHING: 100,
 } as const;

@@ -15,6 +15,7 @@ import { forwardPlugin } from '../plugins/forward/index.ts';
 import { headersPlugin } from '../plugins/headers/index.ts';
 import { healthPlugin } from '../plugins/health/index.ts';
 import { healthcheckPlugin } from '../plugins/healthcheck/index.ts';
+import { tracingPlugin } from '../plugins/tracing/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
 import { multiplexPlugin } from '../plugins/multiplex/index.ts';
 import { cachePlugin } from '../plugins/cache/index.ts';
@@ -41,5 +42,6 @@ export function defaultPreset(): Plugin[] {
     headersPlugin(),
     metricsPlugin(),
     healthcheckPlugin(),
+    tracingPlugin(),
   ];
 }

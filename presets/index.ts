@@ -15,6 +15,7 @@ export { defaultPreset, minimalPreset };
 export { batchingPlugin } from '../plugins/batching/index.ts';
 export { directivesPlugin } from '../plugins/directives/index.ts';
 export { healthcheckPlugin } from '../plugins/healthcheck/index.ts';
+export { tracingPlugin } from '../plugins/tracing/index.ts';
 export { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 export { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
 export { evmMethodsPlugin } from '../plugins/evm-methods/index.ts';

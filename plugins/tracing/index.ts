@@ -1,0 +1,170 @@
+/**
+ * tracing plugin (issue #12 item 7): OpenTelemetry spans for each HTTP request, each call and each
+ * physical upstream request, exported over OTLP/HTTP. Written against the public plugin API.
+ *
+ * - `call` at `CallStage.TRACING` (outermost): the call span, child of its HTTP request's span
+ *   (created by the request's first call, keyed by the request's `HttpRequestInfo`); attributes
+ *   `rpc.method`, `svc.project`, `svc.network`, and at the end `svc.outcome`, `svc.upstream`,
+ *   `svc.cache`.
+ * - `upstream` at `UpstreamStage.TRACING` (inside retry and timeout): one span per request sent,
+ *   child of the call span; `svc.upstream`, `svc.attempt_reason`, `svc.outcome`.
+ * - `responseHeaders`: ends the request span once every call of the response settled.
+ * - Sampling: parent-based; the root honours `force-trace` (`X-SVC-Force-Trace` / `force-trace`,
+ *   truthy `true`, `1`, `yes`) before `tracing.sampleRate`.
+ *
+ * With `tracing.enabled: false` (the default) it taps nothing on the request path and never loads
+ * an OpenTelemetry package. Internal calls (state polls, healthcheck probes) are not traced.
+ */
+import type { Span } from '@opentelemetry/api';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  CallStage,
+  Slot,
+  UpstreamStage,
+  asSvcError,
+  type CallHandler,
+  type ExecutionRecord,
+  type HttpRequestInfo,
+  type Plugin,
+  type PluginHost,
+  type RpcResult,
+  type UpstreamCall,
+  type UpstreamSender,
+} from '../../core/plugin-api.ts';
+import { FORCE_TRACE_ATTRIBUTE, loadTracingSdk, type TracingSdk } from './sdk.ts';
+import { tracingConfigOf, tracingSchema, type TracingConfig } from './schema.ts';
+
+export { DEFAULT_TRACING_ENDPOINT, type TracingConfig } from './schema.ts';
+export { FORCE_TRACE_ATTRIBUTE } from './sdk.ts';
+
+/** Service name of {@link TracingService}. */
+export const TRACING_SERVICE = 'tracing';
+
+/** What the tracing plugin tells other plugins and tests. */
+export interface TracingService {
+  /** Whether the OpenTelemetry SDK was loaded (only when `tracing.enabled`). */
+  readonly loaded: boolean;
+}
+
+/** Options of {@link tracingPlugin}. */
+export interface TracingPluginOptions {
+  /** Export to this exporter (one span at a time) instead of OTLP/HTTP, e.g. an in-memory one in tests. */
+  exporter?: SpanExporter;
+}
+
+/** The cache outcome slot the cache plugin writes (read by name: no import of that plugin). */
+const CACHE_OUTCOME = new Slot<'HIT' | 'MISS' | undefined>('cache.outcome', undefined);
+
+/**
+ * Creates the tracing plugin (name `tracing`).
+ * @returns a plugin owning the top-level `tracing` key
+ */
+export function tracingPlugin(opts: TracingPluginOptions = {}): Plugin {
+  return {
+    name: 'tracing',
+    schema: tracingSchema,
+    apply(host: PluginHost) {
+      let config: TracingConfig | undefined;
+      let sdk: TracingSdk | undefined;
+      let loading: Promise<void> | undefined;
+      const requestSpans = new WeakMap<HttpRequestInfo, Span>();
+      const callSpans = new WeakMap<ExecutionRecord, Span>();
+      host.services.provide<TracingService>(TRACING_SERVICE, {
+        get loaded() {
+          return sdk !== undefined;
+        },
+      });
+      host.hooks.configured.tap('tracing', (c) => {
+        config = tracingConfigOf(c);
+      });
+      // Loaded before the listener opens (the `project` hook runs at start-up).
+      host.hooks.project.tapPromise('tracing', async () => {
+        if (!config?.enabled) return;
+        loading ??= loadTracingSdk(config, host.version, opts.exporter).then((s) => {
+          sdk = s;
+        });
+        await loading;
+      });
+      host.hooks.shutdown.tapPromise('tracing', async () => {
+        await sdk?.shutdown().catch((e: unknown) => host.logger.warn({ err: (e as Error).message }, 'tracing: flushing spans failed'));
+      });
+
+      /** The span of a call's HTTP request, started by the request's first call. */
+      const requestSpan = (s: TracingSdk, http: HttpRequestInfo, force: boolean, project: string): Span => {
+        let span = requestSpans.get(http);
+        if (!span) {
+          span = s.tracer.startSpan('svc.request', { attributes: { 'url.path': http.path.slice(0, 256), 'svc.project': project, ...(force ? { [FORCE_TRACE_ATTRIBUTE]: true } : {}) } });
+          requestSpans.set(http, span);
+        }
+        return span;
+      };
+
+      host.hooks.call.tap({ name: 'tracing', stage: CallStage.TRACING }, (inner: CallHandler): CallHandler => {
+        if (!config?.enabled) return inner;
+        return async (ctx) => {
+          const s = sdk;
+          if (!s || ctx.internal) return inner(ctx);
+          const parent = requestSpan(s, ctx.http, ctx.directives.forceTrace === true, ctx.project.id);
+          const span = s.tracer.startSpan(
+            ctx.request.method,
+            { attributes: { 'rpc.system': 'jsonrpc', 'rpc.method': ctx.request.method, 'svc.project': ctx.project.id, 'svc.network': ctx.network.id } },
+            s.withParent(parent),
+          );
+          callSpans.set(ctx.record, span);
+          try {
+            const r = await inner(ctx);
+            span.setAttribute('svc.outcome', 'success');
+            return r;
+          } catch (e) {
+            const err = asSvcError(e);
+            span.setAttribute('svc.outcome', err.name);
+            s.fail(span, err.name, err.message);
+            throw e;
+          } finally {
+            if (ctx.record.upstream) span.setAttribute('svc.upstream', ctx.record.upstream);
+            const cache = CACHE_OUTCOME.get(ctx.record);
+            if (cache) span.setAttribute('svc.cache', cache);
+            span.end();
+          }
+        };
+      });
+
+      host.hooks.upstream.tap({ name: 'tracing', stage: UpstreamStage.TRACING }, (inner: UpstreamSender, u): UpstreamSender => {
+        if (!config?.enabled) return inner;
+        return (call: UpstreamCall): Promise<RpcResult> => {
+          const s = sdk;
+          const parent = s && !call.ctx.internal ? callSpans.get(call.ctx.record) : undefined;
+          if (!s || !parent) return inner(call);
+          const span = s.tracer.startSpan(
+            `upstream ${call.method}`,
+            { attributes: { 'rpc.system': 'jsonrpc', 'rpc.method': call.method, 'svc.upstream': u.id, 'svc.attempt_reason': call.attempt.reason } },
+            s.withParent(parent),
+          );
+          return inner(call).then(
+            (r) => {
+              span.setAttribute('svc.outcome', 'success');
+              span.end();
+              return r;
+            },
+            (e: unknown) => {
+              const err = asSvcError(e);
+              span.setAttribute('svc.outcome', err.name);
+              s.fail(span, err.name, err.message);
+              span.end();
+              throw e;
+            },
+          );
+        };
+      });
+
+      host.hooks.responseHeaders.tap('tracing', (_sink, records, meta) => {
+        const span = requestSpans.get(meta.http);
+        if (!span) return;
+        requestSpans.delete(meta.http);
+        span.setAttribute('svc.calls', records.length);
+        span.setAttribute('svc.batch', meta.batch);
+        span.end();
+      });
+    },
+  };
+}

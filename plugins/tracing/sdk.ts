@@ -1,0 +1,59 @@
+/**
+ * The OpenTelemetry side of the tracing plugin, loaded with dynamic imports only when
+ * `tracing.enabled` (issue #12 item 7: a svc without tracing never loads the SDK). Builds one
+ * tracer provider: a parent-based sampler whose root honours `force-trace` before the ratio,
+ * and an OTLP/HTTP exporter behind a batch processor (or a given exporter, for tests).
+ */
+import type { Attributes, Context, Link, Span, SpanKind, Tracer } from '@opentelemetry/api';
+import type { Sampler, SamplingResult, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { TracingConfig } from './schema.ts';
+
+/** Span attribute a request span carries when `force-trace` asked for it (read by the sampler). */
+export const FORCE_TRACE_ATTRIBUTE = 'svc.force_trace';
+
+/** What the plugin needs from OpenTelemetry once loaded. */
+export interface TracingSdk {
+  tracer: Tracer;
+  /** A context whose active span is `parent` (the parent of a new span). */
+  withParent(parent: Span): Context;
+  /** Marks a span failed with an error name and message. */
+  fail(span: Span, name: string, message: string): void;
+  /** Flushes and stops the exporter (bounded by the exporter's own timeout). */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Loads the SDK and builds the provider.
+ * @param exporter a span exporter to use instead of OTLP/HTTP (spans then leave at once, one by one)
+ */
+export async function loadTracingSdk(config: TracingConfig, version: string, exporter?: SpanExporter): Promise<TracingSdk> {
+  const api = await import('@opentelemetry/api');
+  const base = await import('@opentelemetry/sdk-trace-base');
+  const { resourceFromAttributes } = await import('@opentelemetry/resources');
+  const ratio = new base.TraceIdRatioBasedSampler(config.sampleRate);
+  /** `force-trace` first, then the configured ratio (spec §2.8 force-trace bypasses sampling). */
+  const root: Sampler = {
+    shouldSample(ctx: Context, traceId: string, name: string, kind: SpanKind, attrs: Attributes, links: Link[]): SamplingResult {
+      if (attrs[FORCE_TRACE_ATTRIBUTE] === true) return { decision: base.SamplingDecision.RECORD_AND_SAMPLED };
+      return ratio.shouldSample(ctx, traceId);
+    },
+    toString: () => `ForceTraceOr(${ratio.toString()})`,
+  };
+  let processor;
+  if (exporter) processor = new base.SimpleSpanProcessor(exporter);
+  else {
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+    processor = new base.BatchSpanProcessor(new OTLPTraceExporter({ url: config.endpoint, headers: config.headers }));
+  }
+  const provider = new base.BasicTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': config.serviceName, 'service.version': version }),
+    sampler: new base.ParentBasedSampler({ root }),
+    spanProcessors: [processor],
+  });
+  return {
+    tracer: provider.getTracer('svc', version),
+    withParent: (parent) => api.trace.setSpan(api.ROOT_CONTEXT, parent),
+    fail: (span, name, message) => span.setStatus({ code: api.SpanStatusCode.ERROR, message: `${name}: ${message}` }),
+    shutdown: () => provider.shutdown(),
+  };
+}
