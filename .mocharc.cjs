@@ -42,6 +42,8 @@ const explicit = cliSpecs(process.argv.slice(2));
 module.exports = {
   ...(explicit.length ? {} : { spec: ['test/**/*.test.ts'] }),
   'node-option': ['import=tsx'],
+  // Root hooks: an empty loopback endpoints catalog, so zero-config projects never dial the internet.
+  require: [require('node:path').join(__dirname, 'test', 'helpers', 'offline-catalog.ts')],
   extension: ['ts'],
   // Absolute, so mocha finds it from any working directory.
   reporter: require('node:path').join(__dirname, 'test', 'helpers', 'reporter.cjs'),

@@ -97,7 +97,7 @@ async function start(file: string | undefined, port: number | undefined, metrics
     printProblems(e);
     return 1;
   }
-  if (!configFile && endpoints.length === 0) logger.warn('no config file and no endpoints: serving project "main" with no upstreams (every call answers ErrNetworkNotSupported)');
+  if (!configFile && endpoints.length === 0) logger.warn('no config file and no endpoints: project "main" is zero-config (public endpoints by chain, spec §2.10) in the default preset');
   let addr;
   try {
     addr = await proxy.start();

@@ -12,7 +12,7 @@ import type { RpcResult } from './jsonrpc.ts';
 import type { BoundedLabel } from './labels.ts';
 import type { Logger } from './logger.ts';
 import type { SchemaFragment } from './config/schema.ts';
-import type { ResolvedConfig } from './config/types.ts';
+import type { ResolvedConfig, UpstreamInput } from './config/types.ts';
 import type { NetworkChainState } from './evm/state.ts';
 import type { LifecycleState } from './drain.ts';
 import type { Network } from './registry/network.ts';
@@ -118,6 +118,13 @@ export interface PluginHost {
    * @throws SvcError the normalised upstream error
    */
   upstreamCall(network: Network, u: Upstream, method: string, params: unknown, timeoutMs: number): Promise<RpcResult>;
+  /**
+   * Adds an upstream to a project at run time (providers): `upstreamDefaults` applied, its
+   * `upstream` chain composed, joined to its network when `evm.chainId` is set, probed at once.
+   * @param entry a raw upstream entry, as in config
+   * @throws Error when the project already has an upstream with that id
+   */
+  addUpstreamFromConfig(project: Project, entry: UpstreamInput): Upstream;
 }
 
 /** A plugin broke the contract: a missing dependency, a duplicate name, a version mismatch, a config read too early. */

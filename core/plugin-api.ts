@@ -52,7 +52,7 @@ export type { Static, TProperties, TSchema } from '@sinclair/typebox';
 export { Duration, Size, Strict } from './config/schema.ts';
 export type { SchemaFragment } from './config/schema.ts';
 export { ConfigError } from './config/load.ts';
-export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream } from './config/types.ts';
+export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream, UpstreamInput } from './config/types.ts';
 
 export { finishAttempt, outcomeOf, startAttempt, tryUpstream } from './sweep.ts';
 

@@ -16,6 +16,8 @@ import { headersPlugin } from '../plugins/headers/index.ts';
 import { healthPlugin } from '../plugins/health/index.ts';
 import { healthcheckPlugin } from '../plugins/healthcheck/index.ts';
 import { tracingPlugin } from '../plugins/tracing/index.ts';
+import { providersPlugin } from '../plugins/providers/index.ts';
+import { repositoryVendorPlugin } from '../plugins/vendor-repository/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
 import { multiplexPlugin } from '../plugins/multiplex/index.ts';
 import { cachePlugin } from '../plugins/cache/index.ts';
@@ -43,5 +45,7 @@ export function defaultPreset(): Plugin[] {
     metricsPlugin(),
     healthcheckPlugin(),
     tracingPlugin(),
+    providersPlugin(),
+    repositoryVendorPlugin(),
   ];
 }

@@ -126,6 +126,7 @@ function upstreamProps(f: SchemaFragment, requireEndpoint: boolean) {
     evm: Type.Optional(Strict({ chainId: Type.Optional(Type.Integer({ minimum: 1, description: 'expected chain id; probed when unset' })), ...optionalAll(f.upstreamEvm) })),
     ignoreMethods: Type.Optional(Type.Array(Type.String(), { description: 'method globs this upstream never serves' })),
     allowMethods: Type.Optional(Type.Array(Type.String(), { description: 'method globs this upstream serves; wins over ignoreMethods; alone implies ignoreMethods ["*"]' })),
+    autoIgnoreUnsupportedMethods: Type.Optional(Type.Boolean({ default: false, description: 'an `ErrEndpointUnsupported` answer adds the method to this upstream\'s ignore list for the life of the process (true on `public` provider upstreams)' })),
     tags: Type.Optional(Type.Array(Type.String({ pattern: '^[^:]+:.+$' }), { description: '"<key>:<value>" labels used by use-upstream and selection' })),
     jsonRpc: Type.Optional(
       Strict({

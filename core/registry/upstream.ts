@@ -16,6 +16,9 @@ export { createOriginPool, DeadlineReason, isDeadline, DEFAULT_MAX_RESPONSE_SIZE
 /** Lifecycle of an upstream's chain-id verification (issue #2 item 2). */
 export type UpstreamState = 'probing' | 'ready' | 'failed';
 
+/** Most methods one upstream learns to ignore at run time. */
+export const MAX_LEARNED_IGNORES = 1000;
+
 /** A configured upstream endpoint. */
 export class Upstream {
   readonly id: string;
@@ -37,6 +40,8 @@ export class Upstream {
   private readonly ignore: (m: string) => boolean;
   private readonly allow: (m: string) => boolean;
   private readonly supportCache = new Map<string, boolean>();
+  /** Methods found unsupported at run time (`autoIgnoreUnsupportedMethods`), for the life of the process. */
+  private readonly learnedIgnores = new Set<string>();
 
   /**
    * @param config resolved upstream config
@@ -73,10 +78,23 @@ export class Upstream {
   supportsMethod(method: string): boolean {
     let v = this.supportCache.get(method);
     if (v === undefined) {
-      v = this.allow(method) || !this.ignore(method);
+      v = !this.learnedIgnores.has(method) && (this.allow(method) || !this.ignore(method));
       if (this.supportCache.size < 1000) this.supportCache.set(method, v);
     }
     return v;
+  }
+
+  /**
+   * Stops sending a method to this upstream for the life of the process: it answered that it does
+   * not support it (`autoIgnoreUnsupportedMethods`, issue #12 item 3). Bounded: method names come
+   * from clients, so at most {@link MAX_LEARNED_IGNORES} are learned.
+   * @returns true when the method was newly ignored
+   */
+  ignoreMethod(method: string): boolean {
+    if (this.learnedIgnores.has(method) || this.learnedIgnores.size >= MAX_LEARNED_IGNORES) return false;
+    this.learnedIgnores.add(method);
+    this.supportCache.delete(method);
+    return true;
   }
 
   /** Replaces this upstream's secrets in text (issue #8 item 6): for log lines about it. */

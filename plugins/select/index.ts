@@ -4,7 +4,7 @@
  * then applies the `use-upstream` directive (ids, `<key>:<value>` tags, `*`, `|`, `!`).
  * Runs after any policy ordering (stage METHODS/USE_UPSTREAM), so it only filters.
  */
-import type { CallContext } from '../../core/context.ts';
+import type { AttemptRecord, CallContext } from '../../core/context.ts';
 import { ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from '../../core/errors.ts';
 import { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../../core/matcher.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
@@ -42,6 +42,14 @@ export function selectPlugin(): Plugin {
           throw new ErrUpstreamsExhausted([new ErrUpstreamMethodIgnored(`method ${method} is not served by any upstream of ${ctx.network.id} (ignoreMethods/allowMethods)`)]);
         }
         return out;
+      });
+      // autoIgnoreUnsupportedMethods (issue #12 item 3): an upstream that says it does not support a
+      // method stops getting it, for the life of the process.
+      proxy.hooks.attemptDone.tap('select:auto-ignore', (a: AttemptRecord) => {
+        if (a.error?.name !== 'ErrEndpointUnsupported') return;
+        const u = proxy.projects.get(a.projectId)?.upstreams.get(a.upstreamId);
+        if (u?.config.settings.autoIgnoreUnsupportedMethods !== true) return;
+        if (u.ignoreMethod(a.method)) proxy.logger.info({ project: a.projectId, upstream: u.id, method: a.method }, `upstream ${u.id} does not support ${a.method}: ignored from now on`);
       });
       proxy.hooks.select.tap({ name: 'select:use-upstream', stage: SelectStage.USE_UPSTREAM }, (ups: Upstream[], ctx: CallContext) => {
         const sel = ctx.directives.useUpstream;

@@ -5,6 +5,7 @@
  * runs the compiled CLI (dist/bin/svc.js), built first when dist/ is missing or stale.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import { expect } from 'chai';
 import { PACKAGE_ROOT } from '../../core/version.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
-import { freePort } from '../helpers/ports.ts';
+import { freePort, listenOnLoopback } from '../helpers/ports.ts';
 import { waitFor } from '../helpers/svc.ts';
 
 const BIN = join(PACKAGE_ROOT, 'bin', 'svc.js');
@@ -24,8 +25,11 @@ interface Run {
   exit: Promise<number | null>;
 }
 
+/** The local endpoints catalog every spawned svc reads (zero-config never reaches the internet in tests). */
+let catalogUrl = '';
+
 function run(args: string[], cwd: string): Run {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVC_COMMIT: 'cli-test' } });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVC_COMMIT: 'cli-test', SVC_PUBLIC_REPOSITORY_URL: catalogUrl } });
   let out = '';
   let err = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
@@ -49,12 +53,19 @@ describe('e2e: the svc command', function () {
   this.timeout(30_000);
   let dir: string;
   let anvil: AnvilHandle;
+  let catalog: Server | undefined;
   before(async () => {
     await ensureBuilt();
     dir = mkdtempSync(join(tmpdir(), 'svc-cli-'));
     anvil = await startAnvil({ chainId: 31337 });
+    catalog = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ '31337': { endpoints: [anvil.url] } }));
+    });
+    catalogUrl = `http://127.0.0.1:${await listenOnLoopback(catalog, 'catalog')}/`;
   });
   after(async () => {
+    catalog?.close();
     await anvil?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -89,12 +100,17 @@ describe('e2e: the svc command', function () {
     expect(err).to.include('projects[0].upstreams[0].endpoint');
   });
 
-  it('start with no config serves project main and answers ErrNetworkNotSupported (404) instead of crashing; SIGTERM starts the drain (healthcheck 503), a second signal exits at once', async () => {
+  it('start with no config is zero-config on project main: a chain the catalog lists is served, another answers 404 ErrNetworkNotSupported within 5 s; SIGTERM starts the drain (healthcheck 503), a second signal exits at once', async () => {
     const port = await freePort();
     const r = run(['start', '--port', String(port), '--metrics-port', '0'], dir);
     try {
       await waitFor(async () => fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false), 20_000);
+      const served = await post(`http://127.0.0.1:${port}/evm/31337`, '{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000001","latest"]}');
+      expect(served.json.result).to.match(/^0x[0-9a-f]+$/);
+      expect(served.headers.get('x-svc-upstream')).to.match(/^public-evm:31337-http:\/\/127\.0\.0\.1:\d+#redacted=[0-9a-f]{5}$/);
+      const started = Date.now();
       const res = await post(`http://127.0.0.1:${port}/evm/1`, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}');
+      expect(Date.now() - started).to.be.below(5000);
       expect(res.status).to.equal(404);
       expect(res.json.error?.data?.code).to.equal('ErrNetworkNotSupported');
       expect(res.headers.get('x-svc-commit')).to.equal('cli-test');

@@ -1,0 +1,130 @@
+/**
+ * Provider bootstrap (spec §2.10, §3.6, §8): for one (project, provider, chain) a task asks the
+ * vendor for upstreams and adds them to the project. A failed task (the vendor threw, e.g. a
+ * catalog it could not fetch) is retried in the background, 3 s after the first failure, then
+ * ×1.5 each time up to 130 s. A vendor that answers an empty list has finished: that chain is
+ * not served by this provider.
+ */
+import { compileGlobs, type Logger, type PluginHost, type Project, type UpstreamInput } from '../../core/plugin-api.ts';
+import type { ProviderConfig } from './schema.ts';
+
+/** First bootstrap retry delay, ms (spec §8). */
+export const BOOTSTRAP_FIRST_RETRY_MS = 3000;
+/** Bootstrap retry delay growth (spec §8). */
+export const BOOTSTRAP_BACKOFF_FACTOR = 1.5;
+/** Longest bootstrap retry delay, ms (spec §8). */
+export const BOOTSTRAP_MAX_RETRY_MS = 130_000;
+
+/** One upstream a vendor offers for a chain. */
+export interface VendorUpstream {
+  /** http(s) JSON-RPC URL. */
+  endpoint: string;
+  /** Appended to the provider's id template (e.g. the repository vendor's redacted endpoint). */
+  idSuffix?: string;
+  /** Further upstream settings (ignoreMethods, allowMethods, autoIgnoreUnsupportedMethods...). */
+  entry?: Partial<UpstreamInput>;
+}
+
+/**
+ * A vendor (spec §2.10): a plugin registers one with the providers service so teams can add
+ * vendors without touching svc.
+ */
+export interface Vendor {
+  /** The `vendor` value of `providers[]` it serves. */
+  readonly name: string;
+  /**
+   * The upstreams of one chain; `[]` when the vendor does not serve it.
+   * @param settings the provider's `settings`
+   * @throws anything on a bootstrap failure (retried with backoff)
+   */
+  upstreamsFor(chainId: number, settings: Record<string, unknown>, provider: { id: string; logger: Logger }): Promise<VendorUpstream[]>;
+}
+
+type TaskState = { kind: 'running'; promise: Promise<void> } | { kind: 'done' } | { kind: 'failed'; failures: number };
+
+/** The tasks of one project. */
+export class ProjectBootstrap {
+  private readonly tasks = new Map<string, TaskState>();
+  /** Pending background retries, by task key. */
+  private readonly retries = new Map<string, NodeJS.Timeout>();
+  private closed = false;
+
+  constructor(
+    private readonly host: PluginHost,
+    private readonly project: Project,
+    private readonly providers: readonly ProviderConfig[],
+    private readonly vendors: ReadonlyMap<string, Vendor>,
+  ) {}
+
+  /** The providers whose `onlyNetworks` admit a network id. */
+  eligible(networkId: string): ProviderConfig[] {
+    return this.providers.filter((p) => !p.onlyNetworks || p.onlyNetworks.length === 0 || compileGlobs(p.onlyNetworks)(networkId));
+  }
+
+  /** Starts the tasks of a chain that are not running or done; returns whether any is still running. */
+  start(chainId: number): boolean {
+    let running = false;
+    for (const p of this.eligible(`evm:${chainId}`)) {
+      const key = `${p.id}\0${chainId}`;
+      const t = this.tasks.get(key);
+      if (!t || (t.kind === 'failed' && !this.retries.has(key))) this.run(p, chainId, key, t?.kind === 'failed' ? t.failures : 0);
+      if (this.tasks.get(key)?.kind === 'running') running = true;
+    }
+    return running;
+  }
+
+  /** Whether any task of a chain is still running. */
+  running(chainId: number): boolean {
+    return this.eligible(`evm:${chainId}`).some((p) => this.tasks.get(`${p.id}\0${chainId}`)?.kind === 'running');
+  }
+
+  /** Stops background retries. */
+  close(): void {
+    this.closed = true;
+    for (const t of this.retries.values()) clearTimeout(t);
+    this.retries.clear();
+  }
+
+  private run(p: ProviderConfig, chainId: number, key: string, failures: number): void {
+    const vendor = this.vendors.get(p.vendor);
+    if (!vendor) return;
+    const promise = vendor
+      .upstreamsFor(chainId, p.settings, { id: p.id, logger: this.host.logger })
+      .then((list) => {
+        this.add(p, chainId, list);
+        this.tasks.set(key, { kind: 'done' });
+      })
+      .catch((e: unknown) => {
+        const n = failures + 1;
+        this.tasks.set(key, { kind: 'failed', failures: n });
+        if (this.closed) return;
+        const delay = Math.min(BOOTSTRAP_MAX_RETRY_MS, BOOTSTRAP_FIRST_RETRY_MS * BOOTSTRAP_BACKOFF_FACTOR ** (n - 1));
+        this.host.logger.warn({ project: this.project.id, provider: p.id, chainId, err: (e as Error).message, retryInMs: Math.round(delay) }, `provider ${p.id} could not bootstrap evm:${chainId}`);
+        const timer = setTimeout(() => {
+          this.retries.delete(key);
+          if (!this.closed) this.run(p, chainId, key, n);
+        }, delay);
+        timer.unref();
+        this.retries.set(key, timer);
+      });
+    this.tasks.set(key, { kind: 'running', promise });
+  }
+
+  /** Adds a vendor's upstreams to the project (spec §2.10 ids; overrides by network glob). */
+  private add(p: ProviderConfig, chainId: number, list: readonly VendorUpstream[]): void {
+    const networkId = `evm:${chainId}`;
+    const base = p.upstreamIdTemplate.replaceAll('<PROVIDER>', p.id).replaceAll('<NETWORK>', networkId);
+    const overrides = Object.entries(p.overrides).filter(([glob]) => compileGlobs(glob)(networkId));
+    list.forEach((v, i) => {
+      const id = v.idSuffix !== undefined ? `${base}-${v.idSuffix}` : list.length > 1 ? `${base}-${i}` : base;
+      const existing = this.project.upstreams.get(id);
+      if (existing) {
+        this.host.logger.error({ project: this.project.id, provider: p.id, upstream: id, existing: existing.id }, `provider ${p.id} generated upstream id "${id}", which upstream "${existing.id}" already has: not added (spec §2.10: provider id "public" is reserved)`);
+        return;
+      }
+      let entry: UpstreamInput = { id, endpoint: v.endpoint, vendorName: p.vendor, ...v.entry, evm: { ...(v.entry?.evm ?? {}), chainId } };
+      for (const [, o] of overrides) entry = { ...entry, ...o, id, endpoint: v.endpoint, evm: { ...(entry.evm ?? {}), ...((o.evm as object | undefined) ?? {}), chainId } };
+      this.host.addUpstreamFromConfig(this.project, entry);
+    });
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * providers plugin (spec §1.2, §2.10, §3.6; issue #12 items 3 and 4). Written against the public
+ * plugin API only.
+ *
+ * - `projects[].providers[]` turn into upstreams per chain, lazily: the first request for a chain
+ *   the project does not have (`resolveNetwork`) starts the eligible providers' bootstrap tasks
+ *   and waits, polling every 200 ms for up to 30 s, until an upstream of that chain is ready;
+ *   once every task finished without one it answers "not served" (HTTP 404
+ *   `ErrNetworkNotSupported`). Networks declared in config bootstrap at start-up, in the
+ *   background.
+ * - Vendors are plugins: they register with the `providers` service ({@link ProvidersService}).
+ * - Zero-config (`config` hook): a project with no providers and no upstreams gets the `public`
+ *   provider (vendor `repository`), and `hyper` when a vendor of that name is registered, with a
+ *   warning. An explicitly empty `providers: []` does not prevent it.
+ */
+import { PluginContractError, type Network, type Plugin, type PluginHost, type Project, type ResolvedConfig } from '../../core/plugin-api.ts';
+import { ProjectBootstrap, type Vendor } from './bootstrap.ts';
+import { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, providersSchema } from './schema.ts';
+
+export { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, type Vendor, type VendorUpstream } from './bootstrap.ts';
+export { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, type ProviderConfig } from './schema.ts';
+
+/** Service name of {@link ProvidersService}. */
+export const PROVIDERS_SERVICE = 'providers';
+
+/** What vendor plugins use (declare `dependsOn: ['providers']`). */
+export interface ProvidersService {
+  /**
+   * Registers a vendor; call in `apply`.
+   * @throws PluginContractError when a vendor of that name is registered already
+   */
+  registerVendor(vendor: Vendor): void;
+}
+
+/** How long the first request for a chain waits for a provider upstream to be ready, ms (spec §8). */
+export const FIRST_REQUEST_WAIT_MS = 30_000;
+/** How often it looks, ms (spec §8). */
+export const FIRST_REQUEST_POLL_MS = 200;
+
+/**
+ * Creates the providers plugin (name `providers`).
+ * @returns a plugin owning `projects[].providers`, tapping `config`, `project`, `resolveNetwork` and `shutdown`
+ */
+export function providersPlugin(): Plugin {
+  return {
+    name: 'providers',
+    schema: providersSchema,
+    apply(host: PluginHost) {
+      const vendors = new Map<string, Vendor>();
+      const bootstraps = new Map<Project, ProjectBootstrap>();
+      host.services.provide<ProvidersService>(PROVIDERS_SERVICE, {
+        registerVendor(v) {
+          if (vendors.has(v.name)) throw new PluginContractError(`vendor "${v.name}" is registered twice`);
+          vendors.set(v.name, v);
+        },
+      });
+
+      host.hooks.config.tap('providers', (config: ResolvedConfig) => injectZeroConfig(config, vendors));
+
+      host.hooks.configured.tap('providers', (config) => {
+        for (const p of config.projects) {
+          for (const pr of providersOf(p.settings)) {
+            if (!vendors.has(pr.vendor)) throw new PluginContractError(`project ${p.id}: provider "${pr.id}" names vendor "${pr.vendor}", which no plugin registers (known: ${[...vendors.keys()].join(', ') || 'none'})`);
+          }
+        }
+      });
+
+      host.hooks.project.tapPromise('providers', async (project) => {
+        const providers = providersOf(project.config.settings);
+        if (providers.length === 0) return;
+        const b = new ProjectBootstrap(host, project, providers, vendors);
+        bootstraps.set(project, b);
+        // Declared networks never reach resolveNetwork: bootstrap them now, in the background.
+        for (const n of project.networks.values()) b.start(n.chainId);
+        await Promise.resolve();
+      });
+
+      host.hooks.resolveNetwork.tapPromise('providers', async (project: Project, networkId: string): Promise<Network | undefined> => {
+        const b = bootstraps.get(project);
+        const m = /^evm:(\d+)$/.exec(networkId);
+        if (!b || !m) return undefined;
+        const chainId = Number(m[1]);
+        if (!Number.isSafeInteger(chainId) || chainId <= 0) return undefined;
+        b.start(chainId);
+        const until = Date.now() + FIRST_REQUEST_WAIT_MS;
+        for (;;) {
+          const n = project.networks.get(networkId);
+          if (n?.upstreams.some((u) => u.state === 'ready')) return n;
+          if ((!b.running(chainId) && !n?.upstreams.some((u) => u.state === 'probing')) || Date.now() >= until || host.isClosed) break;
+          await new Promise((r) => setTimeout(r, FIRST_REQUEST_POLL_MS));
+        }
+        const n = project.networks.get(networkId);
+        return n && n.upstreams.length > 0 ? n : undefined;
+      });
+
+      host.hooks.shutdown.tapPromise('providers', async () => {
+        for (const b of bootstraps.values()) b.close();
+        await Promise.resolve();
+      });
+    },
+  };
+}
+
+/**
+ * Zero-config (spec §2.10, §3.6): injects `public` (and `hyper` when registered) into projects
+ * with no providers and no upstreams, with a warning.
+ */
+function injectZeroConfig(config: ResolvedConfig, vendors: ReadonlyMap<string, Vendor>): ResolvedConfig {
+  for (const p of config.projects) {
+    const providers = p.settings.providers as unknown[] | undefined;
+    if (p.upstreams.length > 0 || (providers && providers.length > 0)) continue;
+    const injected = [
+      { id: 'public', vendor: 'repository' },
+      { id: 'hyper', vendor: 'hyper' },
+    ]
+      .filter((x) => vendors.has(x.vendor))
+      .map((x) => ({ ...x, settings: {}, upstreamIdTemplate: DEFAULT_UPSTREAM_ID_TEMPLATE, overrides: {} }));
+    if (injected.length === 0) continue;
+    p.settings.providers = injected;
+    config.warnings.push(`project ${p.id} has no upstreams and no providers: zero-config, serving public endpoints through provider(s) ${injected.map((x) => x.id).join(', ')} (spec §2.10)`);
+  }
+  return config;
+}
