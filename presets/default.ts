@@ -18,6 +18,7 @@ import { healthcheckPlugin } from '../plugins/healthcheck/index.ts';
 import { tracingPlugin } from '../plugins/tracing/index.ts';
 import { providersPlugin } from '../plugins/providers/index.ts';
 import { repositoryVendorPlugin } from '../plugins/vendor-repository/index.ts';
+import { hyperVendorPlugin } from '../plugins/vendor-hyper/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
 import { multiplexPlugin } from '../plugins/multiplex/index.ts';
 import { cachePlugin } from '../plugins/cache/index.ts';
@@ -47,5 +48,6 @@ export function defaultPreset(): Plugin[] {
     tracingPlugin(),
     providersPlugin(),
     repositoryVendorPlugin(),
+    hyperVendorPlugin(),
   ];
 }

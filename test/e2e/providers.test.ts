@@ -28,9 +28,9 @@ async function catalogServer(doc: unknown): Promise<{ url: string; hits: () => n
   return { url: `http://127.0.0.1:${port}/`, hits: () => hits, server };
 }
 
-/** The default preset with the repository vendor reading its catalog URL from `env`. */
+/** The default preset with the repository vendor reading its catalog URL from `env`, and no hyper vendor. */
 function presetWithCatalog(url: string) {
-  return [...presetWithout('vendor-repository'), repositoryVendorPlugin({ env: { SVC_PUBLIC_REPOSITORY_URL: url } })];
+  return [...presetWithout('vendor-repository', 'vendor-hyper'), repositoryVendorPlugin({ env: { SVC_PUBLIC_REPOSITORY_URL: url } })];
 }
 
 describe('e2e: providers and zero-config (spec §2.10)', function () {
@@ -82,6 +82,20 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
     it('a project with no providers and no upstreams logs the zero-config warning', () => {
       expect(svc.proxy.config.warnings.some((w) => w.includes('zero-config'))).to.equal(true);
     });
+  });
+
+  it('the default preset injects both public and hyper; an unknown chain still answers 404 within 5 s', async () => {
+    // The root hooks point both vendors at local stand-ins (an empty catalog, hyper.invalid).
+    const svc = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main' }] });
+    try {
+      const ids = (svc.proxy.config.projects[0]?.settings.providers as Array<{ id: string; vendor: string }>).map((p) => `${p.id}:${p.vendor}`);
+      expect(ids).to.deep.equal(['public:repository', 'hyper:hyper']);
+      const started = Date.now();
+      expect((await svc.post('/main/evm/999999', call(1))).status).to.equal(404);
+      expect(Date.now() - started).to.be.below(5000);
+    } finally {
+      await svc.close();
+    }
   });
 
   it('autoIgnoreUnsupportedMethods: an upstream answering "method not found" stops getting that method', async () => {
@@ -137,7 +151,7 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
           },
         ],
       },
-      { plugins: [...presetWithout('vendor-repository'), acme] },
+      { plugins: [...presetWithout('vendor-repository', 'vendor-hyper'), acme] },
     );
     try {
       const r = await svc.post('/main/evm/1', call(1));
@@ -186,7 +200,7 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
   it('the providers plugin refuses a provider whose vendor no plugin registers', async () => {
     let err: unknown;
     try {
-      await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main', providers: [{ id: 'x', vendor: 'nobody' }] }] }, { plugins: [...presetWithout('vendor-repository')] });
+      await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main', providers: [{ id: 'x', vendor: 'nobody' }] }] }, { plugins: [...presetWithout('vendor-repository', 'vendor-hyper')] });
     } catch (e) {
       err = e;
     }

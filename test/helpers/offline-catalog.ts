@@ -3,7 +3,8 @@
  * project with no upstreams is zero-config (spec §2.10), whose `repository` vendor would fetch
  * the public catalog. Before any test this starts a loopback catalog that lists no chain and
  * points `SVC_PUBLIC_REPOSITORY_URL` at it (unless set already), so zero-config answers "not
- * served" at once. Tests that need a catalog start their own and pass it to the vendor.
+ * served" at once; `SVC_HYPER_ROOT_DOMAIN` points the hyper vendor at `hyper.invalid`. Tests that
+ * need a catalog start their own and pass it to the vendor.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +13,8 @@ let server: Server | undefined;
 
 export const mochaHooks = {
   async beforeAll(): Promise<void> {
+    // The hyper vendor's subdomains under a reserved TLD: DNS answers "no such host" at once.
+    process.env.SVC_HYPER_ROOT_DOMAIN ??= 'hyper.invalid';
     if (process.env.SVC_PUBLIC_REPOSITORY_URL) return;
     const s = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });

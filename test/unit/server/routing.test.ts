@@ -21,7 +21,8 @@ describe('routing and aliases (spec §4.1)', () => {
           { id: 'other', networks: [{ architecture: 'evm', evm: { chainId: 137 }, alias: 'polygon' }] },
         ],
       },
-      plugins: defaultPreset(),
+      // Routing only: without providers, these upstream-less projects are not zero-config.
+      plugins: defaultPreset().filter((p) => !['providers', 'vendor-repository', 'vendor-hyper'].includes(p.name)),
       logger: createLogger('silent'),
       port: 0,
       host: '127.0.0.1',
