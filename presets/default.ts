@@ -19,6 +19,7 @@ import { tracingPlugin } from '../plugins/tracing/index.ts';
 import { providersPlugin } from '../plugins/providers/index.ts';
 import { repositoryVendorPlugin } from '../plugins/vendor-repository/index.ts';
 import { hyperVendorPlugin } from '../plugins/vendor-hyper/index.ts';
+import { costPlugin } from '../plugins/cost/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
 import { multiplexPlugin } from '../plugins/multiplex/index.ts';
 import { cachePlugin } from '../plugins/cache/index.ts';
@@ -49,5 +50,6 @@ export function defaultPreset(): Plugin[] {
     providersPlugin(),
     repositoryVendorPlugin(),
     hyperVendorPlugin(),
+    costPlugin(),
   ];
 }

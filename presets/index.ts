@@ -19,6 +19,7 @@ export { tracingPlugin } from '../plugins/tracing/index.ts';
 export { providersPlugin } from '../plugins/providers/index.ts';
 export { repositoryVendorPlugin } from '../plugins/vendor-repository/index.ts';
 export { hyperVendorPlugin } from '../plugins/vendor-hyper/index.ts';
+export { costPlugin } from '../plugins/cost/index.ts';
 export { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 export { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
 export { evmMethodsPlugin } from '../plugins/evm-methods/index.ts';

@@ -17,7 +17,7 @@ import { PluginContractError, type Network, type Plugin, type PluginHost, type P
 import { ProjectBootstrap, type Vendor } from './bootstrap.ts';
 import { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, providersSchema } from './schema.ts';
 
-export { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, type Vendor, type VendorUpstream } from './bootstrap.ts';
+export { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, PROVIDER_SLOT, type Vendor, type VendorUpstream } from './bootstrap.ts';
 export { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, type ProviderConfig } from './schema.ts';
 
 /** Service name of {@link ProvidersService}. */

@@ -1,0 +1,129 @@
+/**
+ * cost plugin (spec §4.5 cost headers, §2.9 `server.costHeaders`; issue #12 item 5). Taps
+ * `responseHeaders` only, and only when `server.costHeaders` is true: it reads the calls'
+ * execution records (their upstream attempts), so a call pays nothing for it.
+ *
+ * - `X-SVC-Calls`: routed calls in the response. `X-SVC-Billable`: those that succeeded (empty
+ *   answers and cache hits included) or ended in an execution revert; protocol, transport,
+ *   rate-limit and cancellation failures are not billable. `X-SVC-Methods`: distinct methods,
+ *   sorted, comma-joined.
+ * - `X-SVC-Credits`: `<vendor>:<method>=<units>` segments, sorted, `;`-joined, summed over every
+ *   request sent to an upstream (timed-out ones included; skipped and breaker-open attempts
+ *   were never sent and cost 0; multiplexed followers and cache hits send none). Units come from
+ *   the vendor's price table (a plugin registers one with the `cost` service; svc ships none, so
+ *   no table without a cited public source), else the generating provider's
+ *   `settings.creditUnits` (method glob to units, `{"*": 0}` opts out), else a flat 1.
+ *   `X-SVC-Credits-Total` and `X-SVC-Credits-Version` (svc's version) come with it; all three
+ *   are absent when nothing accrued.
+ * - No cost header on early errors that routed no call.
+ */
+import { compileGlobs, Slot, Type, type AttemptRecord, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type TProperties } from '../../core/plugin-api.ts';
+
+/** Service name of {@link CostService}. */
+export const COST_SERVICE = 'cost';
+
+/** Units of one request to a vendor for a method, or undefined when the table does not price it. */
+export type PriceTable = (method: string) => number | undefined;
+
+/** What pricing plugins use. */
+export interface CostService {
+  /** Registers (or replaces) the price table of a vendor (`vendorName` / provider vendor). */
+  registerPriceTable(vendor: string, table: PriceTable): void;
+}
+
+/** Most distinct methods (and credit segments) listed in a header; more are counted in a `-Truncated` header. */
+export const MAX_COST_SEGMENTS = 64;
+
+/** The provider slot the providers plugin writes on generated upstreams (read by name). */
+const PROVIDER_SLOT = new Slot<{ settings: Record<string, unknown> } | undefined>('providers.provider', undefined);
+
+/** Errors a client is still billed for: the node executed the call (spec §4.5). */
+const BILLABLE_ERRORS: ReadonlySet<string> = new Set(['ErrEndpointExecutionException']);
+
+const costSchema: { server: TProperties } = {
+  server: {
+    costHeaders: Type.Optional(Type.Boolean({ default: false, description: 'spec §4.5: X-SVC-Calls, -Billable, -Methods, -Credits, -Credits-Total, -Credits-Version on proxy answers' })),
+  },
+};
+
+/** A compiled `creditUnits` map: exact method names first, then globs in order, `*` last. */
+function compileCreditUnits(raw: unknown): PriceTable | undefined {
+  if (!raw || typeof raw !== 'object') return undefined;
+  const entries = Object.entries(raw as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number' && e[1] >= 0);
+  const exact = new Map(entries.filter(([k]) => !/[*?]/.test(k)));
+  const globs = entries.filter(([k]) => /[*?]/.test(k) && k !== '*').map(([k, v]) => [compileGlobs(k), v] as const);
+  const star = entries.find(([k]) => k === '*')?.[1];
+  return (m) => exact.get(m) ?? globs.find(([g]) => g(m))?.[1] ?? star;
+}
+
+function joinCapped(items: readonly string[], sep: string, sink: HeaderSink, name: string): void {
+  sink.set(name, items.slice(0, MAX_COST_SEGMENTS).join(sep));
+  if (items.length > MAX_COST_SEGMENTS) sink.set(`${name}-Truncated`, String(items.length - MAX_COST_SEGMENTS));
+}
+
+/**
+ * Creates the cost plugin (name `cost`).
+ * @returns a plugin owning `server.costHeaders`, providing the `cost` service
+ */
+export function costPlugin(): Plugin {
+  return {
+    name: 'cost',
+    schema: costSchema,
+    apply(host: PluginHost) {
+      const tables = new Map<string, PriceTable>();
+      const creditUnits = new WeakMap<object, PriceTable | undefined>();
+      let on = false;
+      host.services.provide<CostService>(COST_SERVICE, {
+        registerPriceTable: (vendor, table) => void tables.set(vendor, table),
+      });
+      host.hooks.configured.tap('cost', (c) => {
+        on = c.server.settings.costHeaders === true;
+      });
+
+      /** Units of one request sent (spec §4.5 precedence). */
+      const unitsOf = (a: AttemptRecord): number => {
+        const priced = tables.get(a.vendor)?.(a.method);
+        if (priced !== undefined) return priced;
+        const u = host.projects.get(a.projectId)?.upstreams.get(a.upstreamId);
+        if (u) {
+          if (!creditUnits.has(u)) creditUnits.set(u, compileCreditUnits(PROVIDER_SLOT.get(u)?.settings.creditUnits));
+          const own = creditUnits.get(u)?.(a.method);
+          if (own !== undefined) return own;
+        }
+        return 1;
+      };
+
+      host.hooks.responseHeaders.tap('cost', (sink: HeaderSink, records: readonly ExecutionRecord[]) => {
+        if (!on) return;
+        const routed = records.filter((r) => r.routed);
+        if (routed.length === 0) return;
+        let billable = 0;
+        const methods = new Set<string>();
+        const credits = new Map<string, number>();
+        for (const r of routed) {
+          methods.add(r.method);
+          if (!r.error || BILLABLE_ERRORS.has(r.error.name)) billable++;
+          for (const a of r.attempts) {
+            if (!a.dialled) continue;
+            const key = `${a.vendor}:${a.method}`;
+            credits.set(key, (credits.get(key) ?? 0) + unitsOf(a));
+          }
+        }
+        sink.set('X-SVC-Calls', String(routed.length));
+        sink.set('X-SVC-Billable', String(billable));
+        joinCapped([...methods].sort(), ',', sink, 'X-SVC-Methods');
+        let total = 0;
+        const segments: string[] = [];
+        for (const [k, v] of [...credits].sort((x, y) => (x[0] < y[0] ? -1 : 1))) {
+          if (v <= 0) continue;
+          total += v;
+          segments.push(`${k}=${v}`);
+        }
+        if (total <= 0) return;
+        joinCapped(segments, ';', sink, 'X-SVC-Credits');
+        sink.set('X-SVC-Credits-Total', String(total));
+        sink.set('X-SVC-Credits-Version', host.version);
+      });
+    },
+  };
+}
