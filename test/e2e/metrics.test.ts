@@ -94,4 +94,88 @@ describe('e2e: metrics by value (spec §6, issue #12 item 6)', function () {
     expect(sample(text, 'process_cpu_user_seconds_total')).to.be.greaterThan(0);
     expect(sample(text, 'process_resident_memory_bytes')).to.be.greaterThan(0);
   });
+
+  describe('failsafe, chain state and cache metrics', () => {
+    let slow: FaultServer;
+    let fast: FaultServer;
+    let s2: SvcHandle;
+    const scrape2 = async () => (await fetch(s2.metricsUrl as string)).text();
+    before(async () => {
+      slow = await startFaultServer({ chainId: 1 });
+      fast = await startFaultServer({ chainId: 1 });
+      s2 = await startSvc({
+        metrics: { enabled: true, port: 0 },
+        projects: [
+          {
+            id: 'main',
+            networks: [
+              {
+                architecture: 'evm',
+                evm: { chainId: 1 },
+                failsafe: [
+                  { matchMethod: 'eth_getCode', retry: { maxAttempts: 2 } },
+                  { matchMethod: 'eth_getStorageAt', hedge: { delay: '50ms', maxCount: 1 } },
+                ],
+              },
+            ],
+            upstreamDefaults: { evm: { statePollerInterval: '100ms' } },
+            upstreams: [
+              { id: 'slow', endpoint: slow.url, evm: { chainId: 1 } },
+              { id: 'fast', endpoint: fast.url, evm: { chainId: 1 } },
+            ],
+          },
+        ],
+      });
+    });
+    after(async () => {
+      await s2?.close();
+      await slow?.close();
+      await fast?.close();
+    });
+    const by = (category: string) => ({ project: 'main', network: 'evm:1', category });
+
+    it('a network retry round: svc_network_request_retries_total +1; a hedge leg: svc_network_hedges_total +1', async () => {
+      const before = await scrape2();
+      slow.script({ kind: 'status', status: 500 });
+      fast.script({ kind: 'status', status: 500 });
+      const r = await s2.post(PATH, { jsonrpc: '2.0', id: 1, method: 'eth_getCode', params: ['0x0000000000000000000000000000000000000009', '0x10'] });
+      expect(r.json.error).to.equal(undefined);
+      slow.setDefault({ kind: 'delay', ms: 400 });
+      try {
+        const h = await s2.post(PATH, { jsonrpc: '2.0', id: 2, method: 'eth_getStorageAt', params: ['0x0000000000000000000000000000000000000009', '0x0', '0x10'] });
+        expect(h.json.error).to.equal(undefined);
+      } finally {
+        slow.setDefault({ kind: 'ok' });
+      }
+      const after = await scrape2();
+      expect(sample(after, 'svc_network_request_retries_total', by('eth_getCode')) - sample(before, 'svc_network_request_retries_total', by('eth_getCode'))).to.equal(1);
+      expect(sample(after, 'svc_network_hedges_total', by('eth_getStorageAt')) - sample(before, 'svc_network_hedges_total', by('eth_getStorageAt'))).to.equal(1);
+    });
+
+    it('the state poller gauges: latest and finalized block, zero lags, not syncing', async () => {
+      let text = '';
+      await waitFor(async () => sample((text = await scrape2()), 'svc_upstream_latest_block', { upstream: 'fast' }) > 0);
+      const up = { project: 'main', network: 'evm:1', upstream: 'fast' };
+      // The fake upstream's head and its `finalized` tag are both block 0x10.
+      expect(sample(text, 'svc_upstream_latest_block', up)).to.equal(16);
+      expect(sample(text, 'svc_upstream_finalized_block', up)).to.equal(16);
+      expect(sample(text, 'svc_upstream_block_head_lag', up)).to.equal(0);
+      expect(sample(text, 'svc_upstream_finalization_lag', up)).to.equal(0);
+      expect(sample(text, 'svc_upstream_syncing', up)).to.equal(0);
+    });
+
+    it('the cache: a miss and a write, then a hit (svc_cache_* +1 each)', async () => {
+      const before = await scrape2();
+      const body = { jsonrpc: '2.0', id: 3, method: 'eth_getBlockByNumber', params: ['0x5', false] };
+      await s2.post(PATH, body);
+      await waitFor(async () => sample(await scrape2(), 'svc_cache_set_success_total', { category: 'eth_getBlockByNumber' }) > sample(before, 'svc_cache_set_success_total', { category: 'eth_getBlockByNumber' }));
+      const hit = await s2.post(PATH, body);
+      expect(hit.headers['x-svc-cache']).to.equal('HIT');
+      const after = await scrape2();
+      const d = (name: string) => sample(after, name, { category: 'eth_getBlockByNumber' }) - sample(before, name, { category: 'eth_getBlockByNumber' });
+      expect(d('svc_cache_get_miss_total')).to.equal(1);
+      expect(d('svc_cache_set_success_total')).to.equal(1);
+      expect(d('svc_cache_get_hit_total')).to.equal(1);
+    });
+  });
 });
