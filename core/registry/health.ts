@@ -105,8 +105,21 @@ class HealthCell {
 /** Most method cells per upstream; later methods share the `*other` cell (labels from clients are bounded). */
 const MAX_METHODS = 200;
 
+/** A real cordon edge (spec §3.1): off-to-on (`cordon`) or on-to-off (`uncordon`, with how long it lasted). */
+export interface CordonChange {
+  upstream: string;
+  method: string;
+  action: 'cordon' | 'uncordon';
+  /** The reason it was cordoned with. */
+  reason: string;
+  /** On `uncordon`: how long the cell was cordoned, ms. */
+  durationMs?: number;
+}
+
 /** Health of every upstream of one project. */
 export class HealthTracker {
+  /** Called on every real cordon edge (the health plugin turns them into §6 metrics). */
+  readonly cordonListeners: Array<(change: CordonChange) => void> = [];
   private readonly cells = new Map<string, Map<string, HealthCell>>();
   private readonly lags = new Map<string, { head: number; finalization: number }>();
   private readonly bucketMs: number;
@@ -209,7 +222,10 @@ export class HealthTracker {
     const edge = !c.cordoned;
     c.cordoned = true;
     c.cordonReason = reason;
-    if (edge) c.cordonedAt = this.now();
+    if (edge) {
+      c.cordonedAt = this.now();
+      for (const l of this.cordonListeners) l({ upstream, method, action: 'cordon', reason });
+    }
     return edge;
   }
 
@@ -219,9 +235,12 @@ export class HealthTracker {
   uncordon(upstream: string, method: string): number | undefined {
     const c = this.cell(upstream, method, false);
     if (!c || !c.cordoned) return undefined;
+    const reason = c.cordonReason ?? '';
     c.cordoned = false;
     c.cordonReason = undefined;
-    return this.now() - c.cordonedAt;
+    const durationMs = this.now() - c.cordonedAt;
+    for (const l of this.cordonListeners) l({ upstream, method, action: 'uncordon', reason, durationMs });
+    return durationMs;
   }
 
   /** The cordon reason when `*` or the method's cell is cordoned (`*` checked first), else undefined. */

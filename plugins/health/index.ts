@@ -1,5 +1,7 @@
 /**
- * health plugin (issue #3 item 1, issue #9 item 5): feeds every finished upstream attempt into
+ * health plugin (issue #3 item 1, issue #9 item 5, issue #12 item 6): the spec §6 cordon metrics
+ * (`svc_upstream_cordoned`, `svc_upstream_cordon_event_total`, `svc_upstream_cordon_duration_seconds`)
+ * from the tracker's cordon edges; and it feeds every finished upstream attempt into
  * its project's health tracker (core/registry/health.ts: rolling error and throttle rates,
  * latency quantiles, cordons). Taps `attemptDone` at `AttemptDoneStage.HEALTH`, before any
  * observer reads scores. A preset without it (the minimal one) pays nothing for health
@@ -9,6 +11,11 @@
 import type { AttemptRecord } from '../../core/context.ts';
 import type { Plugin, PluginHost } from '../../core/host.ts';
 import { AttemptDoneStage } from '../../core/stages.ts';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { CordonChange } from '../../core/registry/health.ts';
+
+/** Longest cordon reason kept as a label, characters (reasons come from operators, still bounded). */
+const MAX_REASON_LABEL = 64;
 
 /**
  * Creates the health plugin (name `health`).
@@ -19,6 +26,28 @@ export function healthPlugin(): Plugin {
     name: 'health',
     apply(host: PluginHost) {
       host.hooks.attemptDone.tap({ name: 'health', stage: AttemptDoneStage.HEALTH }, (a: AttemptRecord) => host.projects.get(a.projectId)?.health.record(a));
+
+      // Spec §6 cordon metrics, fed by the tracker's real edges only.
+      const cordoned = new Gauge({ name: 'svc_upstream_cordoned', help: '1 while an (upstream, method) is cordoned, else 0', labelNames: ['project', 'upstream', 'method', 'reason'], registers: [host.metrics] });
+      const events = new Counter({ name: 'svc_upstream_cordon_event_total', help: 'Real cordon edges, off-to-on (cordon) and on-to-off (uncordon)', labelNames: ['project', 'network', 'upstream', 'action'], registers: [host.metrics] });
+      const durations = new Histogram({
+        name: 'svc_upstream_cordon_duration_seconds',
+        help: 'How long a cordon lasted, seconds, observed on uncordon',
+        labelNames: ['project', 'network', 'upstream'],
+        buckets: [1, 10, 60, 300, 900, 3600, 14_400, 86_400],
+        registers: [host.metrics],
+      });
+      host.hooks.project.tapPromise('health', async (project) => {
+        project.health.cordonListeners.push((c: CordonChange) => {
+          const chain = project.upstreams.get(c.upstream)?.chainId;
+          const network = chain !== undefined ? `evm:${chain}` : 'unknown';
+          const method = host.methodLabel.value(c.method);
+          cordoned.set({ project: project.id, upstream: c.upstream, method, reason: c.reason.slice(0, MAX_REASON_LABEL) }, c.action === 'cordon' ? 1 : 0);
+          events.inc({ project: project.id, network, upstream: c.upstream, action: c.action });
+          if (c.durationMs !== undefined) durations.observe({ project: project.id, network, upstream: c.upstream }, c.durationMs / 1000);
+        });
+        await Promise.resolve();
+      });
     },
   };
 }

@@ -89,6 +89,23 @@ describe('e2e: metrics by value (spec §6, issue #12 item 6)', function () {
     expect(sample(text, 'svc_selection_excluded_seconds', { upstream: 'a' })).to.equal(0);
   });
 
+  it('cordons (the tracker the admin cordon methods will drive): gauge 1 then 0, one event per real edge, the duration on uncordon', async () => {
+    const health = svc.proxy.projects.get('main')!.health;
+    const before = await scrape();
+    const ev = (t: string, action: string) => sample(t, 'svc_upstream_cordon_event_total', { upstream: 'a', action, network: 'evm:1' });
+    expect(health.cordon('a', '*', 'maintenance')).to.equal(true);
+    expect(health.cordon('a', '*', 'maintenance')).to.equal(false); // not an edge
+    const on = await scrape();
+    expect(sample(on, 'svc_upstream_cordoned', { upstream: 'a', method: '*', reason: 'maintenance' })).to.equal(1);
+    expect(ev(on, 'cordon') - ev(before, 'cordon')).to.equal(1);
+    health.uncordon('a', '*');
+    health.uncordon('a', '*'); // not an edge
+    const off = await scrape();
+    expect(sample(off, 'svc_upstream_cordoned', { upstream: 'a', method: '*', reason: 'maintenance' })).to.equal(0);
+    expect(ev(off, 'uncordon') - ev(before, 'uncordon')).to.equal(1);
+    expect(sample(off, 'svc_upstream_cordon_duration_seconds_count', { upstream: 'a' }) - sample(before, 'svc_upstream_cordon_duration_seconds_count', { upstream: 'a' })).to.equal(1);
+  });
+
   it('process metrics (prom-client defaults): CPU seconds and resident memory', async () => {
     const text = await scrape();
     expect(sample(text, 'process_cpu_user_seconds_total')).to.be.greaterThan(0);
