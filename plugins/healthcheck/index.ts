@@ -121,7 +121,7 @@ function membersOf(project: Project, only?: Network): Member[] {
 
 /** Whether a project's upstreams come only from providers (zero-config), so none may exist yet. */
 function providersOnly(project: Project): boolean {
-  const providers = (project.config as { providers?: unknown[] }).providers;
+  const providers = project.config.settings.providers as unknown[] | undefined;
   return project.config.upstreams.length === 0 && Array.isArray(providers) && providers.length > 0;
 }
 
@@ -170,7 +170,7 @@ async function report(host: PluginHost, config: HealthcheckConfig, probes: Chain
       entry.networks = (await networkDetails(host, config, project, networks, strategy, probes, polled)).body;
       if (config.mode === 'verbose') {
         entry.message = v.message;
-        entry.config = { networks: project.networks.size, upstreams: project.upstreams.size, providers: ((project.config as { providers?: unknown[] }).providers ?? []).length };
+        entry.config = { networks: project.networks.size, upstreams: project.upstreams.size, providers: ((project.config.settings.providers as unknown[] | undefined) ?? []).length };
       }
     }
     details[project.id] = entry;

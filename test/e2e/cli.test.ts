@@ -29,7 +29,7 @@ interface Run {
 let catalogUrl = '';
 
 function run(args: string[], cwd: string): Run {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVC_COMMIT: 'cli-test', SVC_PUBLIC_REPOSITORY_URL: catalogUrl } });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVC_COMMIT: 'cli-test', SVC_PUBLIC_REPOSITORY_URL: catalogUrl, SVC_HYPER_ROOT_DOMAIN: 'hyper.invalid' } });
   let out = '';
   let err = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));

@@ -186,6 +186,18 @@ describe('e2e: healthcheck modes and auth (spec §2.4, §5.7)', function () {
     expect(byHeader.status).to.equal(200);
   });
 
+  it('a zero-config project with no network initialised yet is healthy: "no networks initialized yet"', async () => {
+    // The mocha root hooks point zero-config at an empty local catalog.
+    const s = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main' }] });
+    try {
+      const r = await s.send('GET', '/healthcheck');
+      expect(r.status).to.equal(200);
+      expect(r.json.message).to.equal('main: no networks initialized yet');
+    } finally {
+      await s.close();
+    }
+  });
+
   it('simple mode unhealthy is 503 {code: HealthcheckUnhealthy, message, details}: an upstream that never answers is not initialised', async () => {
     const dead = await startFaultServer({ chainId: 1 });
     const url = dead.url;
