@@ -143,8 +143,12 @@ export interface ProxyHooks {
   readonly upstream: SyncWaterfallHook<[UpstreamSender, Upstream]>;
 
   // ---- discovery ------------------------------------------------------------------------
-  /** A call names a network the project does not have: providers may create it (spec §2.10, §4.1). */
-  readonly resolveNetwork: AsyncSeriesBailHook<[Project, string], Network | undefined>;
+  /**
+   * A call names a network the project does not have: providers may create it (spec §2.10, §4.1).
+   * Arguments: the project, the network id (`evm:<chainId>`), and the deadline of the request
+   * waiting for it (epoch ms; `server.maxTimeout` from now), which a tap must not wait past.
+   */
+  readonly resolveNetwork: AsyncSeriesBailHook<[Project, string, number], Network | undefined>;
 
   // ---- observation: a throwing tap is logged and counted, never breaks the call ----------
   /** One upstream attempt ended (metrics, health scores, cost accounting). */
@@ -172,7 +176,7 @@ export function createHooks(): ProxyHooks {
     call: new SyncWaterfallHook<[CallHandler, Network]>(['handler', 'network']),
     attempt: new SyncWaterfallHook<[AttemptHandler, Network]>(['handler', 'network']),
     upstream: new SyncWaterfallHook<[UpstreamSender, Upstream]>(['sender', 'upstream']),
-    resolveNetwork: new AsyncSeriesBailHook<[Project, string], Network | undefined>(['project', 'networkId']),
+    resolveNetwork: new AsyncSeriesBailHook<[Project, string, number], Network | undefined>(['project', 'networkId', 'deadline']),
     attemptDone: new SyncHook<[AttemptRecord]>(['attempt']),
     callDone: new SyncHook<[CallContext]>(['ctx']),
   });

@@ -300,12 +300,13 @@ export class Proxy implements PluginHost {
   /**
    * Finds a network by id (`evm:<chainId>`), asking the `resolveNetwork` hook (providers) when
    * the project does not have it yet.
+   * @param deadline epoch ms the asker waits at most until (default `server.maxTimeout` from now)
    */
-  async getNetwork(project: Project, networkId: string): Promise<Network | undefined> {
+  async getNetwork(project: Project, networkId: string, deadline = Date.now() + this.config.server.maxTimeoutMs): Promise<Network | undefined> {
     const n = project.networks.get(networkId);
     if (n) return n;
     if (!/^evm:\d+$/.test(networkId)) return undefined;
-    return this.hooks.resolveNetwork.promise(project, networkId);
+    return this.hooks.resolveNetwork.promise(project, networkId, deadline);
   }
 
   /**

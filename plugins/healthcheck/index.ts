@@ -99,7 +99,7 @@ async function scopeOf(host: PluginHost, path: string): Promise<Scope> {
   if (segs.length === 3 && segs[1] === 'evm' && /^\d{1,20}$/.test(segs[2] as string)) {
     const id = `evm:${Number(segs[2])}`;
     // A per-network probe initialises a lazy (provider) network, as a first call would.
-    network = project.networks.get(id) ?? (await host.hooks.resolveNetwork.promise(project, id));
+    network = project.networks.get(id) ?? (await host.hooks.resolveNetwork.promise(project, id, Date.now() + host.config.server.maxTimeoutMs));
   } else if (segs.length === 2) network = project.aliases.get(segs[1] as string);
   if (!network) throw new NotFound('ErrNetworkNotSupported', `path ${path.slice(0, 128)} names no network of project ${project.id}`);
   return { kind: 'network', project, network };

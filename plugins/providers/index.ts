@@ -4,7 +4,8 @@
  *
  * - `projects[].providers[]` turn into upstreams per chain, lazily: the first request for a chain
  *   the project does not have (`resolveNetwork`) starts the eligible providers' bootstrap tasks
- *   and waits, polling every 200 ms for up to 30 s, until an upstream of that chain is ready;
+ *   and waits, polling every 200 ms for up to 30 s (never past the request's deadline), until
+ *   an upstream of that chain is ready;
  *   once every task finished without one it answers "not served" (HTTP 404
  *   `ErrNetworkNotSupported`). Networks declared in config bootstrap at start-up, in the
  *   background.
@@ -75,14 +76,15 @@ export function providersPlugin(): Plugin {
         await Promise.resolve();
       });
 
-      host.hooks.resolveNetwork.tapPromise('providers', async (project: Project, networkId: string): Promise<Network | undefined> => {
+      host.hooks.resolveNetwork.tapPromise('providers', async (project: Project, networkId: string, deadline: number): Promise<Network | undefined> => {
         const b = bootstraps.get(project);
         const m = /^evm:(\d+)$/.exec(networkId);
         if (!b || !m) return undefined;
         const chainId = Number(m[1]);
         if (!Number.isSafeInteger(chainId) || chainId <= 0) return undefined;
         b.start(chainId);
-        const until = Date.now() + FIRST_REQUEST_WAIT_MS;
+        // Up to 30 s, never past the waiting request's own deadline (spec §8).
+        const until = Math.min(Date.now() + FIRST_REQUEST_WAIT_MS, deadline);
         for (;;) {
           const n = project.networks.get(networkId);
           if (n?.upstreams.some((u) => u.state === 'ready')) return n;

@@ -98,6 +98,21 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
     }
   });
 
+  it("the first request's wait for a provider upstream never outlasts the request's own deadline (server.maxTimeout)", async () => {
+    const dead = `http://127.0.0.1:${await freePort()}/`;
+    const cat = await catalogServer({ '1': { endpoints: [dead] } });
+    const svc = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, server: { maxTimeout: '1s' }, projects: [{ id: 'main' }] }, { plugins: presetWithCatalog(cat.url) });
+    try {
+      const started = Date.now();
+      const r = await svc.post('/main/evm/1', call(1, 'eth_blockNumber'));
+      expect(Date.now() - started).to.be.below(4000);
+      expect(r.json.error).to.not.equal(undefined);
+    } finally {
+      await svc.close();
+      cat.server.close();
+    }
+  });
+
   it('autoIgnoreUnsupportedMethods: an upstream answering "method not found" stops getting that method', async () => {
     const only = await startFaultServer({ chainId: 1 });
     const cat = await catalogServer({ '1': { endpoints: [only.url] } });
