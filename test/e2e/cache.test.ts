@@ -163,7 +163,10 @@ describe('e2e: response cache, zero config, against anvil (issue #10)', function
   it('a receipt looked up by hash: re-classified from its block, served through the reverse index', async () => {
     const hash = (await anvil.rpc('eth_sendTransaction', [{ from: DEV0, to: DEV1, value: '0x1' }])) as string;
     // Finalized once 64 blocks sit on top of it and the poller has seen that.
-    const mined = Number.parseInt(((await anvil.rpc('eth_getTransactionReceipt', [hash])) as { blockNumber: string }).blockNumber, 16);
+    // The receipt exists once anvil mined the transaction (not always by the time it answers the send).
+    let receipt: { blockNumber: string } | null = null;
+    await waitFor(async () => (receipt = (await anvil.rpc('eth_getTransactionReceipt', [hash])) as { blockNumber: string } | null) !== null, 5000);
+    const mined = Number.parseInt((receipt as unknown as { blockNumber: string }).blockNumber, 16);
     await anvil.rpc('anvil_mine', [hex(70)]);
     await waitFor(() => st.highestFinalized >= mined, 5000);
     const a = await call('eth_getTransactionReceipt', [hash]);
