@@ -181,7 +181,10 @@ describe('e2e: response cache, zero config, against anvil (issue #10)', function
   });
 
   it('a reorg under a cached unfinalized block: the next read is a miss and returns the new block', async () => {
-    const head = st.highestLatest;
+    // anvil's own head (svc's view may lag a poll behind it), once svc has seen it: the block read
+    // below must sit inside the 5 blocks the reorg replaces.
+    const head = Number.parseInt((await anvil.rpc('eth_blockNumber', [])) as string, 16);
+    await waitFor(() => st.highestLatest >= head, 5000);
     const n = head - 2;
     const params = [hex(n), false];
     const a = await call('eth_getBlockByNumber', params);
