@@ -6,7 +6,8 @@
  *   (b) svc (default preset), single calls and 10-call batches; plus svc with the minimal
  *       preset, to split the cost between the core and the default plugins
  *   (c) bare Koa + @koa/router answering a fixed JSON body; (c′) bare node:http doing the same
- *   (d) a minimal node:http + undici Pool forwarder, single calls and 10-call batches
+ *   (d) a minimal node:http + undici Pool forwarder, single calls and 10-call batches; (d″) the
+ *       same forwarding inside Koa + @koa/router, the floor of any Koa-based proxy
  *   (e) svc answering a finalized call from its memory cache; (e′) from a Redis tier (bench/cache.ts)
  * After the rounds: hedging (bench/hedge.ts), the multiplexed burst and outbound batching
  * (bench/burst.ts), and memory (bench/memory.ts), each its own section.
@@ -158,11 +159,13 @@ const scenarios: Scenario[] = [
     },
   },
   { key: 'fwd', label: '(d) min forwarder, single', measured: 'forwarder', body: single, setup: () => behind(TARGETS.forwarder, 'fwd') },
+  // Issue #11: the floor of a Koa-based proxy, to read the targets (ratios to the node:http forwarder) against.
+  { key: 'fwd-koa', label: '(d″) Koa forwarder, single', measured: 'forwarder', body: single, setup: () => behind(TARGETS.forwarder, 'fwd-koa', ['--framework=koa']) },
   { key: 'fwd-batch', label: '(d) min forwarder, batch10', measured: 'forwarder', body: batch10, setup: () => behind(TARGETS.forwarder, 'fwd-batch') },
 ];
 
 /** Order of the runs inside a round: each svc scenario right after its floor. */
-const RUN_ORDER = ['direct', 'http', 'koa', 'svc-cache', 'svc-redis', 'fwd', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch', 'svc-batch-ob', 'svc-call1k', 'fwd-call5k', 'svc-call5k', 'svc-rawtx', 'svc-failsafe'];
+const RUN_ORDER = ['direct', 'http', 'koa', 'svc-cache', 'svc-redis', 'fwd', 'fwd-koa', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch', 'svc-batch-ob', 'svc-call1k', 'fwd-call5k', 'svc-call5k', 'svc-rawtx', 'svc-failsafe'];
 
 interface Live {
   scenario: Scenario;
@@ -297,6 +300,9 @@ async function main(): Promise<void> {
   addRatio('f″/d: svc eth_sendRawTransaction 1 KiB / min forwarder single', by('svc-rawtx'), by('fwd'));
   addRatio("g/b: svc with the README's failsafe config / svc default", by('svc-failsafe'), by('svc'));
   addRatio('b′/d: svc minimal preset / min forwarder single', by('svc-minimal'), by('fwd'));
+  addRatio('d″/d: Koa forwarder / min forwarder (the floor of a Koa-based proxy)', by('fwd-koa'), by('fwd'));
+  addRatio('b′/d″: svc minimal preset / Koa forwarder', by('svc-minimal'), by('fwd-koa'));
+  addRatio('b/d″: svc single / Koa forwarder', by('svc'), by('fwd-koa'));
   addRatio('b/b″: svc compiled (dist) / svc from sources through tsx', by('svc'), by('svc-src'));
   addRatio('d/c: min forwarder single / bare Koa', by('fwd'), by('koa'));
   addRatio('c/c′: bare Koa / bare node:http', by('koa'), by('http'));
@@ -354,6 +360,7 @@ ${extra}
 Notes:
 - "upstream req/req": HTTP requests the fake upstream received per completed client request (svc splits a batch into one upstream request per call; the minimal forwarder sends the batch body as one request). Slightly above 1 or 10 because the requests in flight when the load stops reached the upstream but are not counted as completed; svc made no retries or hedges (no failures, one upstream).
 - The bare Koa server answers a fixed body without reading the request body; the minimal forwarder reads the body, forwards it verbatim through one undici \`Pool\` (128 connections, like svc) and buffers the answer.
+- (d″) is the same forwarder inside Koa 3 + @koa/router (one route, the same undici \`Pool\`): svc is a Koa application, so (d″)/(d) is the part of every ratio to (d) that Koa alone takes.
 - (b′) is svc with the \`minimal\` preset (select + forward plugins only), to separate the core's cost from the default plugins'. (b) runs the compiled package (\`dist/\`, as \`svc start\` does); (b″) the same svc from its TypeScript sources through tsx.
 - "other procs CPU %": CPU used during the runs by processes outside the benchmark (\`/proc/stat\` busy time minus the target, its upstream, redis-server for (e′), and the load generator), as a share of all cores. ${maxOther > 0.05 ? `⚠ Up to ${fmt(maxOther * 100, 0)}% here: other work shared the machine, so this run is noisier than a quiet one.` : 'Near 0: the machine was otherwise quiet.'}
 - Within a round the runs go: ${runOrderText} (each svc run right after its floor). Ratios are ratios of the medians.

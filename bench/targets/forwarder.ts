@@ -5,10 +5,16 @@
  * writes it back with the upstream's status. No parsing, no routing, no per-call work: a batch
  * is forwarded as one upstream request (svc splits it into one upstream request per call).
  *
+ * With `--framework=koa` the same forwarding runs inside Koa 3 + @koa/router on `POST
+ * /main/evm/1` (svc's path): the floor of any Koa-based proxy, svc included (issue #11: the
+ * targets are ratios to the node:http forwarder, so this shows how much of them Koa alone uses).
+ *
  * Options: `port` (default 0), `upstream` (origin URL, required), `connections` (pool size,
- * default 128 like svc).
+ * default 128 like svc), `framework` (`http` default, or `koa`).
  */
-import { createServer } from 'node:http';
+import Router from '@koa/router';
+import Koa from 'koa';
+import { createServer, type RequestListener } from 'node:http';
 import { Pool } from 'undici';
 import { listenTarget, numberOption, option, readBody, serveTarget } from './common.ts';
 
@@ -25,8 +31,27 @@ const pool = new Pool(url.origin, {
 });
 const upstreamHeaders = { 'content-type': 'application/json' };
 
+const framework = option('framework', 'http');
+if (framework !== 'http' && framework !== 'koa') throw new Error(`forwarder: --framework must be http or koa, not ${framework}`);
+
+/** The same forwarding as a Koa route: Koa's context, router dispatch and response writing on top. */
+function koaListener(counter: { count: number }): RequestListener {
+  const app = new Koa();
+  const router = new Router();
+  router.post('/main/evm/1', async (k) => {
+    counter.count++;
+    const body = await readBody(k.req);
+    const r = await pool.request({ path, method: 'POST', headers: upstreamHeaders, body });
+    k.status = r.statusCode;
+    k.type = 'application/json';
+    k.body = Buffer.from(await r.body.arrayBuffer());
+  });
+  app.use(router.routes());
+  return app.callback();
+}
+
 await serveTarget('forwarder', async (counter) => {
-  const server = createServer((req, res) => {
+  const server = createServer(framework === 'koa' ? koaListener(counter) : (req, res) => {
     counter.count++;
     readBody(req)
       .then(async (body) => {

@@ -7,7 +7,7 @@
  * transaction hash), and `select` at {@link STATEFUL_GUARD_SELECT_STAGE} (stateful filter
  * methods need exactly one candidate upstream after every filter, `use-upstream` included).
  */
-import { keccak256, type Hex } from 'viem';
+import type { Hex } from 'viem';
 import type { CallContext } from '../../core/context.ts';
 import {
   ErrEndpointExecutionException,
@@ -78,15 +78,22 @@ export function classifyBroadcastFailure(err: unknown): BroadcastFailure | undef
 }
 
 /**
+ * viem, imported on the first broadcast failure that needs a hash: loading its index costs about
+ * 14 MiB of resident memory in every process, and most processes never need it (issue #11 item 3).
+ */
+let viemModule: Promise<typeof import('viem')> | undefined;
+
+/**
  * The transaction hash of an `eth_sendRawTransaction` call: keccak-256 of the raw signed bytes
  * (legacy RLP or typed EIP-2718 envelope alike), lower-case 0x hex.
  * @param params the call's params (`[rawTx]`)
  * @returns the hash, or undefined when params[0] is not an even-length 0x hex string
  */
-export function transactionHashOf(params: unknown): Hex | undefined {
+export async function transactionHashOf(params: unknown): Promise<Hex | undefined> {
   const raw = Array.isArray(params) ? (params[0] as unknown) : undefined;
   if (typeof raw !== 'string' || !/^0x(?:[0-9a-fA-F]{2})+$/.test(raw)) return undefined;
-  return keccak256(raw as Hex);
+  viemModule ??= import('viem');
+  return (await viemModule).keccak256(raw as Hex);
 }
 
 /** Options of {@link evmMethodsPlugin}. */
@@ -181,7 +188,7 @@ export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
           } catch (e) {
             if (!(e instanceof SvcError)) throw e;
             const kind = classifyBroadcastFailure(e);
-            const hash = kind ? transactionHashOf(ctx.request.params) : undefined;
+            const hash = kind ? await transactionHashOf(ctx.request.params) : undefined;
             if (!kind || !hash) throw e;
             if (kind === 'nonce_too_low' && !foundTransaction(await lookupTransaction(ctx, hash), hash)) throw e;
             proxy.logger.debug({ project: ctx.project.id, network: ctx.network.id, hash, kind, err: e.message }, 'eth_sendRawTransaction: transaction already known, answering its hash');

@@ -69,12 +69,12 @@ describe('evm-methods plugin: helpers', () => {
 
   it('transactionHashOf: keccak-256 of the raw signed bytes, as a node computes it', async () => {
     const raw = await signedTx(0);
-    expect(transactionHashOf([raw])).to.equal(keccak256(raw));
-    expect(transactionHashOf([raw])).to.match(/^0x[0-9a-f]{64}$/);
-    expect(transactionHashOf([])).to.equal(undefined);
-    expect(transactionHashOf(['0x123'])).to.equal(undefined);
-    expect(transactionHashOf(['nothex'])).to.equal(undefined);
-    expect(transactionHashOf({ raw })).to.equal(undefined);
+    expect(await transactionHashOf([raw])).to.equal(keccak256(raw));
+    expect(await transactionHashOf([raw])).to.match(/^0x[0-9a-f]{64}$/);
+    expect(await transactionHashOf([])).to.equal(undefined);
+    expect(await transactionHashOf(['0x123'])).to.equal(undefined);
+    expect(await transactionHashOf(['nothex'])).to.equal(undefined);
+    expect(await transactionHashOf({ raw })).to.equal(undefined);
   });
 
   it('classifyBroadcastFailure: already known / nonce too low, through exhausted causes; never a revert', () => {
