@@ -72,6 +72,12 @@ export interface HttpRequestInfo {
   query: Readonly<Record<string, string>>;
   /** Remote address of the client socket. */
   remoteAddress: string;
+  /**
+   * The client's address: the socket peer, or behind a trusted forwarder the first untrusted
+   * address of its forwarding header (core/client-address.ts); normalised (`::ffff:` removed),
+   * '' when unknown. Auth `network` strategies and `perIP` budgets use this (issue #13).
+   */
+  clientAddress: string;
   /** Host header without port, lower-cased. */
   host: string;
   /** Raw path of the request. */

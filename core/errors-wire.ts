@@ -28,7 +28,10 @@ import {
   ErrNetworkNotSupported,
   ErrNotImplemented,
   ErrProjectNotFound,
-  ErrRateLimitRuleExceeded,
+  ErrAuthRateLimitRuleExceeded,
+  ErrProjectRateLimitRuleExceeded,
+  ErrNetworkRateLimitRuleExceeded,
+  ErrUpstreamRateLimitRuleExceeded,
   ErrRequestTooLarge,
   ErrUnsupportedContentEncoding,
   ErrServiceShuttingDown,
@@ -167,7 +170,10 @@ export const ERROR_TABLE: readonly ErrorTableRow[] = [
   row(ErrGetLogsExceededMaxAllowedRange, 'eth_getLogs/trace_filter range over the limit'),
   row(ErrGetLogsExceededMaxAllowedAddresses, 'eth_getLogs address list over the limit'),
   row(ErrGetLogsExceededMaxAllowedTopics, 'eth_getLogs topics over the limit'),
-  row(ErrRateLimitRuleExceeded, "svc's own rate limit"),
+  row(ErrAuthRateLimitRuleExceeded, "over the budget of the caller's auth strategy or API key"),
+  row(ErrProjectRateLimitRuleExceeded, "over the project's rateLimitBudget"),
+  row(ErrNetworkRateLimitRuleExceeded, "over the network's rateLimitBudget"),
+  row(ErrUpstreamRateLimitRuleExceeded, "over an upstream's rateLimitBudget: that upstream is skipped, not counted against it"),
   row(ErrInternal, "svc's own code failed for one call (id null in a batch)"),
 ];
 

@@ -191,10 +191,29 @@ export class ErrAuthUnauthorized extends SvcError {
   static override readonly httpStatus = 401;
 }
 
-/** svc's own rate limit for a caller (later issue). HTTP 429, -32005. */
+/** svc's own rate limit for a caller (issue #13 item 5): the base of the three below. HTTP 429, -32005. */
 export class ErrRateLimitRuleExceeded extends SvcError {
   static override readonly defaultCode = -32005;
   static override readonly httpStatus = 429;
+}
+
+/** Over the budget of the auth strategy or API key that let the caller in. HTTP 429, -32005. */
+export class ErrAuthRateLimitRuleExceeded extends ErrRateLimitRuleExceeded {}
+
+/** Over the project's `rateLimitBudget`. HTTP 429, -32005. */
+export class ErrProjectRateLimitRuleExceeded extends ErrRateLimitRuleExceeded {}
+
+/** Over the network's `rateLimitBudget`. HTTP 429, -32005. */
+export class ErrNetworkRateLimitRuleExceeded extends ErrRateLimitRuleExceeded {}
+
+/**
+ * Over an upstream's own `rateLimitBudget` (issue #13 item 5): that upstream is skipped for the
+ * call without being dialled (trace outcome `rate_limited`); it counts toward neither its error
+ * or throttle rate nor its circuit breaker. Retryable on the next upstream. -32005.
+ */
+export class ErrUpstreamRateLimitRuleExceeded extends SvcError {
+  static override readonly defaultCode = -32005;
+  static override readonly retryable = true;
 }
 
 /** Stateful method with several candidate upstreams (spec §2.8 #4, §7). -32601. */

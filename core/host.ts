@@ -6,7 +6,8 @@
  */
 import type { Registry } from 'prom-client';
 import semver from 'semver';
-import type { CallContext } from './context.ts';
+import type { CallContext, HttpRequestInfo } from './context.ts';
+import type { Context as KoaContext } from 'koa';
 import type { ProxyHooks } from './hooks.ts';
 import type { RpcResult } from './jsonrpc.ts';
 import type { BoundedLabel } from './labels.ts';
@@ -125,6 +126,12 @@ export interface PluginHost {
    * @throws Error when the project already has an upstream with that id
    */
   addUpstreamFromConfig(project: Project, entry: UpstreamInput): Upstream;
+  /**
+   * The request facts a route needs for auth (issue #13): headers, first query values, and the
+   * client address resolved through `server.trustedIPForwarders` exactly as the proxy path does.
+   * @param k the Koa context of a route the plugin mounted
+   */
+  requestInfo(k: KoaContext): HttpRequestInfo;
 }
 
 /** A plugin broke the contract: a missing dependency, a duplicate name, a version mismatch, a config read too early. */

@@ -23,7 +23,9 @@ import { Network } from './registry/network.ts';
 import { Project } from './registry/project.ts';
 import { DeadlineReason, Upstream } from './registry/upstream.ts';
 import { tryUpstream } from './sweep.ts';
-import { createServer } from './server.ts';
+import { createServer, httpInfo } from './server.ts';
+import { ClientAddressResolver } from './client-address.ts';
+import type Koa from 'koa';
 import { getCommit, VERSION } from './version.ts';
 import { buildConfigSchema, fragmentCollisions, type SchemaFragment } from './config/schema.ts';
 import { loadConfigObject, resolveNetwork, resolveUpstream } from './config/load.ts';
@@ -223,6 +225,13 @@ export class Proxy implements PluginHost {
    * Adds an upstream from a raw entry at run time (providers, CLI endpoints).
    * @returns the upstream, already probing
    */
+  private clients?: ClientAddressResolver;
+
+  requestInfo(k: Koa.Context): HttpRequestInfo {
+    this.clients ??= new ClientAddressResolver(this.config.server.trustedIPForwarders, this.config.server.trustedIPHeaders);
+    return httpInfo(k, this.clients);
+  }
+
   addUpstreamFromConfig(project: Project, entry: UpstreamInput): Upstream {
     if (entry.id !== undefined && project.upstreams.has(entry.id)) throw new Error(`project ${project.id} already has an upstream "${entry.id}"`);
     const u = new Upstream(resolveUpstream(this.schema, project.config.upstreamDefaults, entry, new Set(project.upstreams.keys())), project.id, { shared: this.pools });
@@ -316,7 +325,7 @@ export class Proxy implements PluginHost {
   internalContext(network: Network, method: string, params: unknown, timeoutMs: number): { ctx: CallContext; done: () => void } {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(new DeadlineReason()), timeoutMs);
-    const http: HttpRequestInfo = { headers: {}, query: {}, remoteAddress: '127.0.0.1', host: 'internal', path: '' };
+    const http: HttpRequestInfo = { headers: {}, query: {}, remoteAddress: '127.0.0.1', clientAddress: '127.0.0.1', host: 'internal', path: '' };
     const ctx: CallContext = {
       project: network.project,
       network,

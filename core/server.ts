@@ -12,14 +12,16 @@ import { compressAnswer, readRequestBody } from './http-io.ts';
 import { RequestScope } from './request-scope.ts';
 import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
-import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo } from './context.ts';
-import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, ErrServiceShuttingDown, SvcError } from './errors.ts';
+import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo, type Identity } from './context.ts';
+import { asSvcError, ErrAuthUnauthorized, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, ErrServiceShuttingDown, SvcError } from './errors.ts';
 import { toJsonRpcError, wireError } from './errors-wire.ts';
 import { answerBytes, parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedCall } from './jsonrpc.ts';
 import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import type { Proxy } from './proxy.ts';
 import type { HeaderSink, ResponseMeta } from './hooks.ts';
+import { ClientAddressResolver } from './client-address.ts';
+import { answerUnauthorized } from './unauthorized.ts';
 
 /** Where a request is routed: a project and, when the URL names one, a network. */
 export interface RouteTarget {
@@ -106,7 +108,12 @@ export function normaliseNetworkId(id: string): string | undefined {
 /** Query of a request without a query string: shared, since `HttpRequestInfo.query` is read-only. */
 const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
 
-function httpInfo(k: Koa.Context): HttpRequestInfo {
+/**
+ * The HTTP facts of a request (spec §5.5: credentials come from headers and query only).
+ * @param k the Koa context
+ * @param clients the server's client address resolver
+ */
+export function httpInfo(k: Koa.Context, clients: ClientAddressResolver): HttpRequestInfo {
   let query = NO_QUERY;
   if (k.querystring !== '') {
     const q: Record<string, string> = {};
@@ -117,10 +124,12 @@ function httpInfo(k: Koa.Context): HttpRequestInfo {
     query = q;
   }
   const hostHeader = k.request.headers.host ?? '';
+  const peer = k.req.socket.remoteAddress ?? '';
   return {
     headers: k.request.headers,
     query,
-    remoteAddress: k.req.socket.remoteAddress ?? '',
+    remoteAddress: peer,
+    clientAddress: clients.resolve(peer, k.request.headers),
     host: hostHeader.replace(/:\d+$/, '').toLowerCase(),
     path: k.path,
   };
@@ -172,6 +181,7 @@ export function createServer(proxy: Proxy): Koa {
   const cfg = proxy.config.server;
   const hooks = proxy.hooks;
   const parseLimits = { maxDepth: cfg.maxJsonDepth };
+  const clients = new ClientAddressResolver(cfg.trustedIPForwarders, cfg.trustedIPHeaders);
   const aliasMatchers: AliasMatcher[] = cfg.aliasing.rules.map((rule) => ({ rule, match: compileGlobs(rule.matchDomain, { nocase: true }) }));
   const staticHeaders: ReadonlyArray<readonly [string, string]> = Object.entries({
     // Set before the body so Koa does not add a charset (spec §4.5: `application/json`).
@@ -200,7 +210,7 @@ export function createServer(proxy: Proxy): Koa {
   });
 
   app.use(async (k) => {
-    const info = httpInfo(k);
+    const info = httpInfo(k, clients);
     if (k.method === 'OPTIONS') {
       k.status = 204;
       return;
@@ -239,7 +249,17 @@ export function createServer(proxy: Proxy): Koa {
       // Credentials come from headers and query only (spec §5.5): authenticate before the body is
       // read, so an unauthenticated client cannot make svc buffer maxBodySize (issue #9 item 4).
       // No auth strategy tapped: no identity, and no promise to wait for.
-      const identity = hooks.authenticate.isUsed() ? await hooks.authenticate.promise(info, target.project) : undefined;
+      let identity: Identity | undefined;
+      if (hooks.authenticate.isUsed()) {
+        try {
+          identity = await hooks.authenticate.promise(info, target.project);
+        } catch (e) {
+          if (!(e instanceof ErrAuthUnauthorized)) throw e;
+          meta.batch = await answerUnauthorized(k, e, cfg.maxBodySize, parseLimits, cfg.includeErrorDetails);
+          hooks.responseHeaders.call(sink, [], meta);
+          return;
+        }
+      }
       const body = await readRequestBody(k, cfg.maxBodySize);
       text = body.text;
       raw = body.raw;

@@ -10,6 +10,8 @@
  * MULTIPLEX (800).
  */
 export const CallStage = {
+  /** Client-side rate-limit budgets (rate-limit plugin, issue #13 item 5): auth, then project, then network; outermost, so a call over budget costs nothing else. */
+  RATE_LIMIT: 950,
   /** One OpenTelemetry span per call (tracing plugin, issue #12 item 7): the outermost wrapper, so the span covers everything. */
   TRACING: 900,
   LOCAL_METHODS: 850,
@@ -36,12 +38,14 @@ export const AttemptStage = {
   HEDGE: 100,
 } as const;
 
-/** `upstream` hook (per-upstream transport wrappers), outside in: retry( breaker( timeout( transport ))); rate limits, when built, sit inside the timeout, outside batching. */
+/** `upstream` hook (per-upstream transport wrappers), outside in: retry( breaker( timeout( transport ))); rate limits sit inside the timeout, outside tracing and batching. */
 export const UpstreamStage = {
   RETRY: 400,
   CIRCUIT_BREAKER: 300,
   /** One attempt's deadline (inside retry, so each try gets the full duration). */
   TIMEOUT: 250,
+  /** An upstream's own rate-limit budget (rate-limit plugin, issue #13 item 5): inside the timeout, outside batching; an upstream over budget is skipped undialled. */
+  RATE_LIMIT: 200,
   /** One OpenTelemetry span per physical upstream request (tracing plugin): inside retry and timeout, outside batching. */
   TRACING: 150,
   /** Outbound JSON-RPC batching (batching plugin, spec §4.7): the innermost wrapper. */

@@ -9,6 +9,7 @@ import {
   asSvcError,
   ErrCancelled,
   ErrEndpointCapacityExceeded,
+  ErrUpstreamRateLimitRuleExceeded,
   ErrEndpointExecutionException,
   ErrEndpointNonceException,
   ErrEndpointRequestTimeout,
@@ -46,7 +47,7 @@ export function outcomeOf(err: SvcError): AttemptOutcome {
   if (err instanceof ErrCancelled) return 'cancelled';
   if (err instanceof ErrEndpointRequestTimeout || err instanceof ErrFailsafeTimeoutExceeded) return 'timeout';
   if (err instanceof ErrEndpointExecutionException || err instanceof ErrEndpointNonceException) return 'exec_revert';
-  if (err instanceof ErrEndpointCapacityExceeded) return 'rate_limited';
+  if (err instanceof ErrEndpointCapacityExceeded || err instanceof ErrUpstreamRateLimitRuleExceeded) return 'rate_limited';
   return 'error';
 }
 

@@ -3,7 +3,10 @@
  * by stage numbers (core/stages.ts), never by registration accident.
  */
 import type { Plugin } from '../core/proxy.ts';
+import { adminPlugin } from '../plugins/admin/index.ts';
+import { authPlugin } from '../plugins/auth/index.ts';
 import { batchingPlugin } from '../plugins/batching/index.ts';
+import { corsPlugin } from '../plugins/cors/index.ts';
 import { directivesPlugin } from '../plugins/directives/index.ts';
 import { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 import { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
@@ -16,6 +19,7 @@ import { headersPlugin } from '../plugins/headers/index.ts';
 import { healthPlugin } from '../plugins/health/index.ts';
 import { healthcheckPlugin } from '../plugins/healthcheck/index.ts';
 import { tracingPlugin } from '../plugins/tracing/index.ts';
+import { rateLimitPlugin } from '../plugins/rate-limit/index.ts';
 import { providersPlugin } from '../plugins/providers/index.ts';
 import { repositoryVendorPlugin } from '../plugins/vendor-repository/index.ts';
 import { hyperVendorPlugin } from '../plugins/vendor-hyper/index.ts';
@@ -51,5 +55,9 @@ export function defaultPreset(): Plugin[] {
     repositoryVendorPlugin(),
     hyperVendorPlugin(),
     costPlugin(),
+    authPlugin(),
+    adminPlugin(),
+    corsPlugin(),
+    rateLimitPlugin(),
   ];
 }

@@ -5,6 +5,7 @@
  */
 import type { ConfigProblem } from './load.ts';
 import type { SvcConfigInput } from './types.ts';
+import { addressList } from '../client-address.ts';
 
 /** Keys that reach an object's prototype machinery: never valid anywhere in a config (issue #8 item 10). */
 export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
@@ -40,6 +41,14 @@ export function forbiddenKeys(doc: unknown): ConfigProblem[] {
 /** Duplicate project ids, chains, aliases and upstream ids; reserved project ids. */
 export function semanticProblems(doc: SvcConfigInput): ConfigProblem[] {
   const out: ConfigProblem[] = [];
+  const forwarders = doc.server?.trustedIPForwarders;
+  if (Array.isArray(forwarders)) {
+    try {
+      addressList(forwarders, 'server.trustedIPForwarders');
+    } catch (e) {
+      out.push({ path: 'server.trustedIPForwarders', message: (e as Error).message.replace(/^server\.trustedIPForwarders: /, '') });
+    }
+  }
   const projectIds = new Set<string>();
   (doc.projects ?? []).forEach((p, pi) => {
     if (RESERVED_PROJECT_IDS.has(p.id.toLowerCase())) out.push({ path: `projects[${pi}].id`, message: `project id "${p.id}" is reserved: /${p.id.toLowerCase()} is served by svc itself` });

@@ -397,6 +397,8 @@ export function resolveConfig(doc: SvcConfigInput, schema: TObject, warnings: st
       responseHeaders: (server.responseHeaders as Record<string, string> | undefined) ?? {},
       // With no projects at all, `/evm/<chainId>` works out of the box (issue #2 item 4).
       aliasing: { rules: rules ?? (projectsIn.length ? [] : [{ matchDomain: '*', serveProject: 'main' }]) },
+      trustedIPForwarders: (server.trustedIPForwarders as string[] | undefined) ?? [],
+      trustedIPHeaders: (server.trustedIPHeaders as string[] | undefined) ?? ['X-Forwarded-For'],
       settings: server,
     },
     metrics: {

@@ -98,6 +98,8 @@ function serverProps(extra: TProperties) {
     executionHeaders: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('summary'), Type.Literal('off')], { default: 'all', description: 'spec §2.9 diagnostic header mode' })),
     responseHeaders: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'static headers on every response, ${ENV}-expanded at start-up' })),
     aliasing: Type.Optional(Strict({ rules: Type.Optional(Type.Array(aliasRule, { description: 'spec §4.1 alias forms, matched on Host' })) })),
+    trustedIPForwarders: Type.Optional(Type.Array(Type.String(), { default: [], description: 'IPs or CIDRs of the proxies in front of svc; only a request whose socket peer is one of them has its trustedIPHeaders read (default none: forwarding headers are ignored)' })),
+    trustedIPHeaders: Type.Optional(Type.Array(Type.String(), { default: ['X-Forwarded-For'], description: 'headers naming the client behind a trusted forwarder, read right to left skipping trusted forwarders; the first untrusted address is the client' })),
     ...extra,
   };
 }

@@ -67,6 +67,10 @@ export interface SvcConfigInput {
     /** Drain window for in-flight calls once new requests are refused (spec §3.2), default 10s. */
     waitAfterShutdown?: DurationInput;
     aliasing?: { rules?: AliasRule[] };
+    /** IPs or CIDRs of trusted proxies in front of svc (issue #13 item 1). */
+    trustedIPForwarders?: string[];
+    /** Headers naming the client behind a trusted forwarder, default `['X-Forwarded-For']`. */
+    trustedIPHeaders?: string[];
     [k: string]: unknown;
   };
   metrics?: { enabled?: boolean; host?: string; hostV4?: string; port?: number };
@@ -115,6 +119,10 @@ export interface ResolvedServer {
   /** Static headers, already `${ENV}`-expanded. */
   responseHeaders: Record<string, string>;
   aliasing: { rules: AliasRule[] };
+  /** IPs or CIDRs of trusted proxies; empty: forwarding headers are never read (issue #13 item 1). */
+  trustedIPForwarders: string[];
+  /** Forwarding headers read behind a trusted forwarder, in order. */
+  trustedIPHeaders: string[];
   /** Plugin-owned `server.*` keys, defaulted and converted. */
   settings: Record<string, unknown>;
 }

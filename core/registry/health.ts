@@ -6,6 +6,7 @@
  */
 import { DDSketch } from '@datadog/sketches-js';
 import type { AttemptRecord } from '../context.ts';
+import { compileGlobs, type GlobTest } from '../glob.ts';
 import {
   ErrCancelled,
   ErrEndpointBillingIssue,
@@ -109,11 +110,19 @@ const MAX_METHODS = 200;
 export interface CordonChange {
   upstream: string;
   method: string;
-  action: 'cordon' | 'uncordon';
-  /** The reason it was cordoned with. */
+  /** `reason`: an already-cordoned cell got a new reason (no edge: counters do not move). */
+  action: 'cordon' | 'uncordon' | 'reason';
+  /** The reason it was cordoned with (the new one for `reason`). */
   reason: string;
+  /** On `reason`: the reason it had before. */
+  previousReason?: string;
   /** On `uncordon`: how long the cell was cordoned, ms. */
   durationMs?: number;
+}
+
+/** A cordon scope that is a glob over method names rather than one name or `*`. */
+function isGlobMethod(method: string): boolean {
+  return method !== '*' && (method.includes('*') || method.includes('?'));
 }
 
 /** Health of every upstream of one project. */
@@ -121,6 +130,8 @@ export class HealthTracker {
   /** Called on every real cordon edge (the health plugin turns them into §6 metrics). */
   readonly cordonListeners: Array<(change: CordonChange) => void> = [];
   private readonly cells = new Map<string, Map<string, HealthCell>>();
+  /** Cordons whose method is a glob (`eth_get*`), per upstream: tested only when some exist. */
+  private readonly globCordons = new Map<string, Map<string, GlobTest>>();
   private readonly lags = new Map<string, { head: number; finalization: number }>();
   private readonly bucketMs: number;
 
@@ -220,17 +231,24 @@ export class HealthTracker {
   cordon(upstream: string, method: string, reason: string): boolean {
     const c = this.cell(upstream, method, true) as HealthCell;
     const edge = !c.cordoned;
+    const previous = c.cordonReason;
     c.cordoned = true;
     c.cordonReason = reason;
     if (edge) {
       c.cordonedAt = this.now();
+      if (isGlobMethod(method)) {
+        let globs = this.globCordons.get(upstream);
+        if (!globs) this.globCordons.set(upstream, (globs = new Map()));
+        globs.set(method, compileGlobs(method));
+      }
       for (const l of this.cordonListeners) l({ upstream, method, action: 'cordon', reason });
-    }
+    } else if (previous !== reason) for (const l of this.cordonListeners) l({ upstream, method, action: 'reason', reason, previousReason: previous ?? '' });
     return edge;
   }
 
   /**
    * Uncordons a cell. Returns the cordon duration in ms on a real on-to-off edge, else undefined.
+   * Uncordoning `*` leaves method cordons in place (spec §3.1 leaves it open; svc keeps them).
    */
   uncordon(upstream: string, method: string): number | undefined {
     const c = this.cell(upstream, method, false);
@@ -238,12 +256,14 @@ export class HealthTracker {
     const reason = c.cordonReason ?? '';
     c.cordoned = false;
     c.cordonReason = undefined;
+    const globs = this.globCordons.get(upstream);
+    if (globs?.delete(method) && globs.size === 0) this.globCordons.delete(upstream);
     const durationMs = this.now() - c.cordonedAt;
     for (const l of this.cordonListeners) l({ upstream, method, action: 'uncordon', reason, durationMs });
     return durationMs;
   }
 
-  /** The cordon reason when `*` or the method's cell is cordoned (`*` checked first), else undefined. */
+  /** The cordon reason when `*`, the method's cell, or a glob cordon matching it is cordoned (`*` first), else undefined. */
   cordonOf(upstream: string, method: string): string | undefined {
     const m = this.cells.get(upstream);
     if (!m) return undefined;
@@ -251,7 +271,10 @@ export class HealthTracker {
     if (all?.cordoned) return all.cordonReason ?? 'cordoned';
     if (method === '*') return undefined;
     const c = m.get(method);
-    return c?.cordoned ? (c.cordonReason ?? 'cordoned') : undefined;
+    if (c?.cordoned) return c.cordonReason ?? 'cordoned';
+    const globs = this.globCordons.get(upstream);
+    if (globs) for (const [glob, test] of globs) if (test(method)) return m.get(glob)?.cordonReason ?? 'cordoned';
+    return undefined;
   }
 
   /** True when the upstream is cordoned for every method or for this one. */

@@ -70,7 +70,7 @@ export function tapUpstreamFailsafe(proxy: Proxy, now: () => number, proxyBreake
         } catch (e) {
           const err = asSvcError(e);
           // A rate-limited upstream is skipped to the next one, not hammered again.
-          if (n >= r.maxAttempts || !isRetryable(err) || err.name === 'ErrEndpointCapacityExceeded' || err instanceof ErrFailsafeCircuitBreakerOpen || call.signal.aborted) throw err;
+          if (n >= r.maxAttempts || !isRetryable(err) || err.name === 'ErrEndpointCapacityExceeded' || err.name === 'ErrUpstreamRateLimitRuleExceeded' || err instanceof ErrFailsafeCircuitBreakerOpen || call.signal.aborted) throw err;
           await sleep(retryDelay(r, n), call.signal).catch(() => {
             throw err;
           });

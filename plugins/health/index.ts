@@ -42,6 +42,12 @@ export function healthPlugin(): Plugin {
           const chain = project.upstreams.get(c.upstream)?.chainId;
           const network = chain !== undefined ? `evm:${chain}` : 'unknown';
           const method = host.methodLabel.value(c.method);
+          if (c.action === 'reason') {
+            // A reason overwrite is no edge: the old reason's series goes, the new one is 1 (spec §3.1).
+            cordoned.remove({ project: project.id, upstream: c.upstream, method, reason: (c.previousReason ?? '').slice(0, MAX_REASON_LABEL) });
+            cordoned.set({ project: project.id, upstream: c.upstream, method, reason: c.reason.slice(0, MAX_REASON_LABEL) }, 1);
+            return;
+          }
           cordoned.set({ project: project.id, upstream: c.upstream, method, reason: c.reason.slice(0, MAX_REASON_LABEL) }, c.action === 'cordon' ? 1 : 0);
           events.inc({ project: project.id, network, upstream: c.upstream, action: c.action });
           if (c.durationMs !== undefined) durations.observe({ project: project.id, network, upstream: c.upstream }, c.durationMs / 1000);

@@ -11,8 +11,7 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { type Network, type Plugin, type PluginHost, type Project } from '../../core/plugin-api.ts';
-import { authorize, blockListOf } from './auth.ts';
+import { AUTH_SERVICE, ConfigError, type AuthService, type Authenticator, type Network, type Plugin, type PluginHost, type Project } from '../../core/plugin-api.ts';
 import { ChainIdProbes, evaluate, type Member, type Verdict } from './evaluate.ts';
 import { healthcheckConfigOf, healthcheckSchema, isStrategy, type HealthcheckConfig, type Strategy } from './schema.ts';
 
@@ -43,14 +42,20 @@ export function healthcheckPlugin(): Plugin {
     apply(host: PluginHost) {
       let config: HealthcheckConfig = { mode: 'simple', defaultEval: 'any:initializedUpstreams' };
       const probes = new ChainIdProbes(host);
+      let guard: Authenticator | undefined;
       host.hooks.configured.tap('healthcheck', (c) => {
         config = healthcheckConfigOf(c);
-        // A bad CIDR is a start-up error, not a 401 on every probe.
-        for (const s of config.auth?.strategies ?? []) if (s.type === 'network') blockListOf(s.network.allowedCIDRs ?? [], false);
+        const strategies = config.auth?.strategies ?? [];
+        if (strategies.length === 0) return;
+        // The same strategy code as projects and admin (spec §2.4, §5.1): a bad CIDR or key is a
+        // start-up error, not a 401 on every probe.
+        const auth = host.services.get<AuthService>(AUTH_SERVICE);
+        if (!auth) throw new ConfigError([{ path: 'healthCheck.auth', message: 'needs the auth plugin (it is in the default preset)' }]);
+        guard = auth.compile(strategies, { path: 'healthCheck.auth' });
       });
       host.hooks.routes.tap({ name: 'healthcheck', stage: ROUTES_STAGE }, (router: Router) => {
         router.register(['/', '/{*rest}'], METHODS, async (k: Context) => {
-          const { status, body } = await answer(host, config, probes, k);
+          const { status, body } = await answer(host, config, probes, k, guard);
           k.status = status;
           k.body = JSON.stringify(body);
         });
@@ -59,8 +64,14 @@ export function healthcheckPlugin(): Plugin {
   };
 }
 
-async function answer(host: PluginHost, config: HealthcheckConfig, probes: ChainIdProbes, k: Context): Promise<{ status: number; body: Body }> {
-  if (config.auth && !authorize(config.auth.strategies, k)) return { status: 401, body: { status: 'ERROR', code: 'ErrAuthUnauthorized', message: 'healthcheck requires a valid secret (query `secret` or header X-SVC-Secret-Token) or an allowed address' } };
+async function answer(host: PluginHost, config: HealthcheckConfig, probes: ChainIdProbes, k: Context, guard: Authenticator | undefined): Promise<{ status: number; body: Body }> {
+  if (guard) {
+    try {
+      await guard.authenticate(host.requestInfo(k));
+    } catch {
+      return { status: 401, body: { status: 'ERROR', code: 'ErrAuthUnauthorized', message: 'healthcheck requires a credential one of healthCheck.auth.strategies accepts (a secret, JWT or SIWE message) or an allowed address' } };
+    }
+  }
   if (host.lifecycle !== 'serving') return unhealthy('shutting down', { lifecycle: host.lifecycle });
   const rawEval = typeof k.query.eval === 'string' ? k.query.eval : config.defaultEval;
   if (!isStrategy(rawEval)) return unhealthy(`unknown evaluation strategy: ${rawEval.slice(0, MAX_EVAL_LENGTH)}`, {});

@@ -1,9 +1,9 @@
 /**
  * Config of the healthcheck plugin (spec §2.4, §5.7): the top-level `healthCheck` block, as eRPC
- * users write it. `auth.strategies[]` uses the project-auth strategy shape (spec §5.1); the
- * healthcheck accepts the two that make sense for probes, `secret` and `network`.
+ * users write it. `auth.strategies[]` is the project-auth strategy schema (spec §5.1), run by the
+ * auth plugin's `auth` service (so `database` is refused here: API keys belong to projects).
  */
-import { ConfigError, Strict, Type, type ResolvedConfig, type TProperties } from '../../core/plugin-api.ts';
+import { AuthConfigSchema, ConfigError, Strict, Type, type AuthConfig, type ResolvedConfig, type TProperties } from '../../core/plugin-api.ts';
 
 /** The eight evaluation strategies of spec §4.3. */
 export const STRATEGIES = [
@@ -23,22 +23,6 @@ export type Strategy = (typeof STRATEGIES)[number];
 /** Response shape (spec §4.3 "Responses"). */
 export type HealthMode = 'simple' | 'networks' | 'verbose';
 
-const secretStrategy = Strict({
-  type: Type.Literal('secret'),
-  secret: Strict({
-    id: Type.Optional(Type.String({ description: 'name of the secret (never the value) for logs' })),
-    value: Type.String({ minLength: 1, description: 'sent by the prober as query `secret=` or header `X-SVC-Secret-Token`' }),
-  }),
-});
-
-const networkStrategy = Strict({
-  type: Type.Literal('network'),
-  network: Strict({
-    allowLocalhost: Type.Optional(Type.Boolean({ default: false, description: 'let 127.0.0.0/8 and ::1 in' })),
-    allowedCIDRs: Type.Optional(Type.Array(Type.String(), { description: 'CIDRs allowed (IPv4 or IPv6); orchestrator probes come from node addresses (spec §5.3)' })),
-  }),
-});
-
 /** Schema fragment: the top-level `healthCheck` key. */
 export const healthcheckSchema: { root: TProperties } = {
   root: {
@@ -47,12 +31,7 @@ export const healthcheckSchema: { root: TProperties } = {
         {
           mode: Type.Optional(Type.Union([Type.Literal('simple'), Type.Literal('networks'), Type.Literal('verbose')], { default: 'simple', description: 'spec §4.3 response shape' })),
           defaultEval: Type.Optional(Type.String({ default: 'any:initializedUpstreams', description: 'strategy when the probe sends no `eval` (spec §4.3)' })),
-          auth: Type.Optional(
-            Strict(
-              { strategies: Type.Array(Type.Union([secretStrategy, networkStrategy]), { minItems: 1, description: 'any one passing lets the probe in' }) },
-              { description: 'spec §5.7: open when omitted' },
-            ),
-          ),
+          auth: Type.Optional(AuthConfigSchema),
         },
         { description: 'spec §2.4 healthcheck settings' },
       ),
@@ -60,14 +39,12 @@ export const healthcheckSchema: { root: TProperties } = {
   },
 };
 
-/** One resolved auth strategy of the healthcheck. */
-export type HealthAuthStrategy = { type: 'secret'; secret: { id?: string; value: string } } | { type: 'network'; network: { allowLocalhost: boolean; allowedCIDRs: string[] } };
 
 /** The resolved `healthCheck` block. */
 export interface HealthcheckConfig {
   mode: HealthMode;
   defaultEval: Strategy;
-  auth?: { strategies: HealthAuthStrategy[] };
+  auth?: AuthConfig;
 }
 
 /**

@@ -4,7 +4,7 @@ import { MatcherCache } from '../../../core/matcher.ts';
 import { DIRECTIVES, isAllowed, parseDirectiveBool, parseForceTrace, readHttpDirectives, resolveDirectives } from '../../../plugins/directives/index.ts';
 
 function http(headers: Record<string, string>, query: Record<string, string> = {}): HttpRequestInfo {
-  return { headers, query, remoteAddress: '127.0.0.1', host: 'localhost', path: '/' };
+  return { headers, query, remoteAddress: '127.0.0.1', clientAddress: '127.0.0.1', host: 'localhost', path: '/' };
 }
 const cache = new MatcherCache();
 

@@ -1,0 +1,168 @@
+/**
+ * admin plugin (spec §2.5, §4.4, §5.6, §7; issue #13 items 3 and 4): `POST /admin`, a JSON-RPC
+ * endpoint with the ten methods of methods.ts, mounted through the `routes` hook.
+ *
+ * In order, for every request to `/admin`:
+ * 1. `admin.cors` (defaults of spec §2.5, independent of project CORS): CORS headers, and an
+ *    OPTIONS preflight answered 204 before anything else;
+ * 2. closed (401) unless `admin.auth.strategies` holds at least one strategy;
+ * 3. `Content-Type: application/json` required (415 otherwise, nothing runs), so a cross-site
+ *    form post cannot drive it;
+ * 4. auth through the `auth` service, the same strategy code as projects (401 on failure);
+ * 5. the body (at most 1 MiB), one call or a batch, answered like the proxy answers: a single
+ *    call's error takes its HTTP status, a batch is 200 with an answer per element.
+ */
+import type Router from '@koa/router';
+import type Koa from 'koa';
+import {
+  ADMIN_CORS_DEFAULTS,
+  AUTH_SERVICE,
+  AuthConfigSchema,
+  ConfigError,
+  CorsSchema,
+  ErrAuthUnauthorized,
+  ErrInvalidRequest,
+  ErrJsonRpcRequestUnmarshal,
+  Strict,
+  Type,
+  asSvcError,
+  corsMiddleware,
+  corsProblem,
+  corsSettings,
+  readRequestBody,
+  toJsonRpcError,
+  type AuthConfig,
+  type AuthService,
+  type Authenticator,
+  type CorsInput,
+  type Plugin,
+  type PluginHost,
+} from '../../core/plugin-api.ts';
+import { adminMethods, unsupported } from './methods.ts';
+
+/** Largest admin request body, bytes. */
+const MAX_ADMIN_BODY = 1024 * 1024;
+/** Largest admin batch. */
+const MAX_ADMIN_BATCH = 100;
+
+/** `admin` settings as validated. */
+interface AdminSettings {
+  auth?: AuthConfig;
+  cors?: CorsInput;
+}
+
+/** One JSON-RPC answer object. */
+type Answer = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: unknown };
+
+/**
+ * Creates the admin plugin (name `admin`). It needs the auth plugin for any strategy.
+ * @returns a plugin owning the top-level `admin` key and tapping `configured` and `routes`
+ */
+export function adminPlugin(): Plugin {
+  return {
+    name: 'admin',
+    schema: { root: { admin: Strict({ auth: Type.Optional(AuthConfigSchema), cors: Type.Optional(CorsSchema) }, { description: 'spec §2.5: POST /admin, closed unless auth.strategies has a strategy' }) } },
+    apply(host: PluginHost) {
+      let authenticator: Authenticator | undefined;
+      let cors: Koa.Middleware = corsMiddleware(corsSettings(undefined, ADMIN_CORS_DEFAULTS));
+      const methods = adminMethods(host);
+
+      host.hooks.configured.tap('admin', (c) => {
+        const admin = (c.settings.admin ?? {}) as AdminSettings;
+        const corsCfg = corsSettings(admin.cors, ADMIN_CORS_DEFAULTS);
+        const problem = corsProblem(corsCfg, 'admin.cors');
+        if (problem) throw new ConfigError([problem]);
+        cors = corsMiddleware(corsCfg);
+        const strategies = admin.auth?.strategies ?? [];
+        if (strategies.length === 0) return;
+        const auth = host.services.get<AuthService>(AUTH_SERVICE);
+        if (!auth) throw new ConfigError([{ path: 'admin.auth', message: 'needs the auth plugin (it is in the default preset)' }]);
+        authenticator = auth.compile(strategies, { path: 'admin.auth' });
+        if (strategies.every((s) => s.type === 'network') && corsCfg.allowedOrigins.includes('*')) {
+          host.logger.warn('admin is guarded only by a network strategy while admin.cors.allowedOrigins contains "*": a page in a browser on an allowed network can drive it; add a secret or jwt strategy, or list origins');
+        }
+      });
+
+      const handle = async (k: Koa.Context): Promise<void> => {
+        k.type = 'application/json';
+        if (!authenticator) {
+          k.status = 401;
+          k.body = errorText(null, new ErrAuthUnauthorized('admin is not enabled: admin.auth.strategies has no strategy'));
+          return;
+        }
+        const type = (k.get('Content-Type').split(';')[0] ?? '').trim().toLowerCase();
+        if (type !== 'application/json') {
+          k.status = 415;
+          k.body = errorText(null, new ErrInvalidRequest('admin requests need Content-Type: application/json'));
+          return;
+        }
+        try {
+          await authenticator.authenticate(host.requestInfo(k));
+        } catch (e) {
+          const err = asSvcError(e);
+          k.status = err.httpStatus;
+          k.body = errorText(null, err);
+          return;
+        }
+        let doc: unknown;
+        try {
+          doc = JSON.parse((await readRequestBody(k, MAX_ADMIN_BODY)).text) as unknown;
+        } catch (e) {
+          const err = e instanceof SyntaxError ? new ErrJsonRpcRequestUnmarshal('failed to parse admin json-rpc request') : asSvcError(e);
+          k.status = err.httpStatus;
+          k.body = errorText(null, err);
+          return;
+        }
+        if (Array.isArray(doc)) {
+          if (doc.length === 0 || doc.length > MAX_ADMIN_BATCH) {
+            k.status = 400;
+            k.body = errorText(null, new ErrInvalidRequest(`an admin batch holds 1 to ${MAX_ADMIN_BATCH} calls`));
+            return;
+          }
+          const answers: Answer[] = [];
+          for (const el of doc) answers.push((await call(el)).answer);
+          k.status = 200;
+          k.body = JSON.stringify(answers);
+          return;
+        }
+        const { answer, status } = await call(doc);
+        k.status = status;
+        k.body = JSON.stringify(answer);
+      };
+
+      /** One admin call: its answer and the HTTP status a single call would get. */
+      const call = async (el: unknown): Promise<{ answer: Answer; status: number }> => {
+        const req = (el && typeof el === 'object' && !Array.isArray(el) ? el : {}) as { id?: unknown; method?: unknown; params?: unknown };
+        const id = typeof req.id === 'string' || typeof req.id === 'number' ? req.id : null;
+        try {
+          if (typeof req.method !== 'string') throw new ErrInvalidRequest('InvalidRequest: an admin call needs a method');
+          const m = methods.get(req.method);
+          if (!m) throw unsupported(req.method);
+          return { answer: { jsonrpc: '2.0', id, result: await m(req.params) }, status: 200 };
+        } catch (e) {
+          const err = asSvcError(e);
+          return { answer: { jsonrpc: '2.0', id, error: toJsonRpcError(err, undefined, false) }, status: err.httpStatus };
+        }
+      };
+
+      host.hooks.routes.tap('admin', (router: Router) => {
+        const guarded: Koa.Middleware = (k, next) => cors(k, next);
+        router.options('/admin', guarded, (k) => {
+          k.status = 204;
+        });
+        router.post('/admin', guarded, handle);
+        router.get('/admin', guarded, (k) => {
+          k.status = 405;
+          k.set('Allow', 'POST, OPTIONS');
+          k.type = 'application/json';
+          k.body = errorText(null, new ErrInvalidRequest('the admin endpoint takes POST with a JSON-RPC body'));
+        });
+      });
+    },
+  };
+}
+
+/** A JSON-RPC error answer as text. */
+function errorText(id: unknown, err: ReturnType<typeof asSvcError>): string {
+  return JSON.stringify({ jsonrpc: '2.0', id, error: toJsonRpcError(err, undefined, false) });
+}

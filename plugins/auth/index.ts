@@ -1,0 +1,173 @@
+/**
+ * auth plugin (spec §5, §2.3; issue #13 items 1 and 2). Owns `projects[].auth` and provides the
+ * `auth` service (core/auth.ts) through which the admin and healthcheck plugins compile their own
+ * `auth.strategies`, so every door runs the same strategy code. Taps `authenticate`, which core
+ * calls once per HTTP request before directives and before the body is read.
+ *
+ * Strategies (`{type, <type>: {...}}`, core/config/auth-schema.ts): `secret`, `network`, `jwt`
+ * (jose), `siwe` (viem), `database` (API keys in memory, Redis or PostgreSQL). A request passes
+ * when one accepts it; with strategies configured and none accepting, nothing is forwarded and
+ * the caller gets `ErrAuthUnauthorized` (HTTP 401, -32016). No presented credential ever appears
+ * in a log, a label or an error message.
+ */
+import { Counter } from 'prom-client';
+import {
+  AUTH_SERVICE,
+  AuthConfigSchema,
+  ConfigError,
+  ErrAuthUnauthorized,
+  addressList,
+  type AuthScope,
+  type AuthService,
+  type AuthStrategyConfig,
+  type Authenticator,
+  type HttpRequestInfo,
+  type Identity,
+  type Plugin,
+  type PluginHost,
+  type ResolvedConfig,
+} from '../../core/plugin-api.ts';
+import { ApiKeySpace } from './api-keys/space.ts';
+import { networkCheck, secretCheck, type Check } from './basic.ts';
+import { Connectors } from './connectors.ts';
+import { credentialsOf, userIdHeader } from './credentials.ts';
+import { jwtCheck, type JwtSettings } from './jwt.ts';
+import { siweCheck, type SiweSettings } from './siwe.ts';
+
+/** A compiled strategy with the fields every strategy carries. */
+interface Compiled {
+  type: AuthStrategyConfig['type'];
+  check: Check;
+  rateLimitBudget?: string;
+  allowClientDirectives?: string;
+  trustUserIdHeader: boolean;
+}
+
+/** What the rejection says when no strategy gave a reason of its own. */
+const UNAUTHORIZED = 'unauthorized: no auth strategy accepted the request (send a valid secret, API key, JWT or SIWE message, or call from an allowed address)';
+
+/** The budget ids declared in `rateLimiters.budgets[]` (owned by the rate-limit plugin). */
+function budgetIdsOf(config: ResolvedConfig): Set<string> {
+  const budgets = (config.settings.rateLimiters as { budgets?: Array<{ id?: unknown }> } | undefined)?.budgets ?? [];
+  return new Set(budgets.map((b) => b.id).filter((id): id is string => typeof id === 'string'));
+}
+
+/**
+ * Creates the auth plugin (name `auth`).
+ * @returns a plugin owning `projects[].auth`, providing the `auth` service, tapping
+ *   `configured`, `authenticate` and `shutdown`
+ */
+export function authPlugin(): Plugin {
+  return {
+    name: 'auth',
+    schema: { project: { auth: AuthConfigSchema } },
+    apply(host: PluginHost) {
+      const secretRequests = new Counter({ name: 'svc_auth_secret_requests_total', help: 'Requests accepted by a secret strategy, by secret id (never the value)', labelNames: ['secret_id'], registers: [host.metrics] });
+      const connectors = new Connectors(host.logger);
+      const spaces = new Map<string, ApiKeySpace>();
+      let budgets = new Set<string>();
+      const budgetExists = (id: string) => budgets.has(id);
+
+      const compileOne = (s: AuthStrategyConfig, i: number, scope: AuthScope): Check => {
+        const path = `${scope.path}.strategies[${i}]`;
+        switch (s.type) {
+          case 'secret': {
+            const id = s.secret.id ?? `strategy-${i}`;
+            const labels = { secret_id: id };
+            return secretCheck(s.secret.value, id, () => secretRequests.inc(labels));
+          }
+          case 'network': {
+            const list = (() => {
+              try {
+                return addressList([...(s.network.allowedCIDRs ?? []), ...(s.network.allowedIPs ?? []), ...(s.network.allowLocalhost ? ['127.0.0.0/8', '::1'] : [])], `${path}.network`);
+              } catch (e) {
+                throw new ConfigError([{ path: `${path}.network`, message: (e as Error).message.replace(/^[^:]+: /, '') }]);
+              }
+            })();
+            return networkCheck(list);
+          }
+          case 'jwt':
+            return jwtCheck(s.jwt as JwtSettings, path, budgetExists);
+          case 'siwe':
+            return siweCheck(s.siwe as SiweSettings);
+          case 'database': {
+            if (scope.projectId === undefined) throw new ConfigError([{ path, message: 'a database (API key) strategy is only for project auth' }]);
+            const space = spaceFor(scope.projectId, s, path);
+            return async (creds) => {
+              for (const key of creds.secrets) {
+                const record = await space.lookup(key);
+                if (record?.enabled) return { userId: record.userId, rateLimitBudget: record.rateLimitBudget };
+              }
+              return undefined;
+            };
+          }
+        }
+      };
+
+      const spaceFor = (projectId: string, s: Extract<AuthStrategyConfig, { type: 'database' }>, path: string): ApiKeySpace => {
+        const name = `${projectId}\u0000${s.connector.id}`;
+        let space = spaces.get(name);
+        if (!space) {
+          const store = connectors.storeFor(projectId, s.connector, `${path}.connector`);
+          space = new ApiKeySpace(store, Number(s.cache?.ttl ?? 60_000), budgetExists);
+          spaces.set(name, space);
+        }
+        return space;
+      };
+
+      const service: AuthService = {
+        compile(strategies, scope): Authenticator {
+          const compiled: Compiled[] = strategies.map((s, i) => ({
+            type: s.type,
+            check: compileOne(s, i, scope),
+            rateLimitBudget: s.rateLimitBudget,
+            allowClientDirectives: s.allowClientDirectives,
+            trustUserIdHeader: s.trustUserIdHeader === true,
+          }));
+          return {
+            async authenticate(http: HttpRequestInfo): Promise<Identity> {
+              const creds = credentialsOf(http);
+              let reason: string | undefined;
+              for (const c of compiled) {
+                let accepted;
+                try {
+                  accepted = await c.check(creds, http);
+                } catch (e) {
+                  // A store that fails or holds a corrupt record rejects (fail closed), saying why.
+                  reason = e instanceof Error && e.message === 'missing or invalid userId in current data' ? e.message : 'unauthorized: the API key store could not be read';
+                  host.logger.warn({ scope: scope.path, strategy: c.type, err: e instanceof Error ? e.message.slice(0, 200) : String(e) }, 'auth strategy failed');
+                  continue;
+                }
+                if (!accepted) continue;
+                const claimed = c.trustUserIdHeader ? userIdHeader(http) : undefined;
+                return {
+                  userId: claimed ?? accepted.userId,
+                  strategy: c.type,
+                  // A caller naming itself by header gets no directive grant (issue #13 item 1).
+                  allowClientDirectives: claimed !== undefined ? undefined : c.allowClientDirectives,
+                  rateLimitBudget: accepted.rateLimitBudget ?? c.rateLimitBudget,
+                };
+              }
+              throw new ErrAuthUnauthorized(reason ?? UNAUTHORIZED);
+            },
+          };
+        },
+        apiKeys(projectId, connectorId) {
+          return spaces.get(`${projectId}\u0000${connectorId}`);
+        },
+      };
+      host.services.provide<AuthService>(AUTH_SERVICE, service);
+
+      const byProject = new Map<string, Authenticator>();
+      host.hooks.configured.tap('auth', (c) => {
+        budgets = budgetIdsOf(c);
+        c.projects.forEach((p, i) => {
+          const auth = p.settings.auth as { strategies: AuthStrategyConfig[] } | undefined;
+          if (auth && auth.strategies.length > 0) byProject.set(p.id, service.compile(auth.strategies, { path: `projects[${i}].auth`, projectId: p.id }));
+        });
+      });
+      host.hooks.authenticate.tapPromise('auth', async (http, project) => byProject.get(project.id)?.authenticate(http));
+      host.hooks.shutdown.tapPromise('auth', () => connectors.close());
+    },
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * cors plugin (issue #13 item 6): `projects[].cors`, with the fields of `admin.cors` (spec §2.5).
+ * - Omitted: no CORS headers, and OPTIONS gets 204 (core).
+ * - Present: the admin defaults, except that `allowedHeaders` also holds the ten `X-SVC-*`
+ *   directive headers and `exposedHeaders` defaults to the spec §4.5 diagnostic headers, so a
+ *   dapp in a browser can send directives and read diagnostics. A preflight is answered 204
+ *   before auth runs.
+ * The project is the first path segment (`/<project>/…`); requests on alias domains without it
+ * get no CORS headers. Routes are mounted only when some project has `cors`, so a svc without it
+ * pays nothing per request.
+ */
+import type Router from '@koa/router';
+import type Koa from 'koa';
+import { ADMIN_CORS_DEFAULTS, ConfigError, CorsSchema, corsMiddleware, corsProblem, corsSettings, type CorsInput, type CorsSettings, type Plugin, type PluginHost } from '../../core/plugin-api.ts';
+
+/** The ten directive headers of spec §2.8, plus force-trace and the user id header. */
+export const DIRECTIVE_HEADERS = [
+  'x-svc-retry-empty',
+  'x-svc-retry-pending',
+  'x-svc-skip-cache-read',
+  'x-svc-use-upstream',
+  'x-svc-skip-interpolation',
+  'x-svc-skip-consensus',
+  'x-svc-enforce-highest-block',
+  'x-svc-enforce-getlogs-range',
+  'x-svc-enforce-non-null-tagged-blocks',
+  'x-svc-integrity',
+  'x-svc-force-trace',
+  'x-svc-user-id',
+] as const;
+
+/** The spec §4.5 response headers a page may read by default. */
+export const DIAGNOSTIC_HEADERS = [
+  'X-SVC-Version',
+  'X-SVC-Commit',
+  'X-SVC-Attempts',
+  'X-SVC-Upstream-Attempts',
+  'X-SVC-Upstream-Retries',
+  'X-SVC-Upstream-Hedges',
+  'X-SVC-Network-Attempts',
+  'X-SVC-Network-Retries',
+  'X-SVC-Network-Hedges',
+  'X-SVC-Cache-Attempts',
+  'X-SVC-Cache-Retries',
+  'X-SVC-Cache-Hedges',
+  'X-SVC-Consensus-Slots',
+  'X-SVC-Consensus-Disputes',
+  'X-SVC-Consensus-Low-Participants',
+  'X-SVC-Cache',
+  'X-SVC-Upstream',
+  'X-SVC-Duration',
+  'X-SVC-Upstreams',
+  'X-SVC-Upstreams-Truncated',
+  'X-SVC-Calls',
+  'X-SVC-Billable',
+  'X-SVC-Methods',
+  'X-SVC-Credits',
+  'X-SVC-Credits-Total',
+  'X-SVC-Credits-Version',
+] as const;
+
+/** Project CORS defaults: the admin's, widened for directives and diagnostics. */
+export const PROJECT_CORS_DEFAULTS: Readonly<CorsSettings> = Object.freeze({
+  ...ADMIN_CORS_DEFAULTS,
+  allowedHeaders: [...ADMIN_CORS_DEFAULTS.allowedHeaders, ...DIRECTIVE_HEADERS],
+  exposedHeaders: [...DIAGNOSTIC_HEADERS],
+});
+
+/**
+ * Creates the cors plugin (name `cors`).
+ * @returns a plugin owning `projects[].cors`, tapping `configured` and `routes`
+ */
+export function corsPlugin(): Plugin {
+  return {
+    name: 'cors',
+    schema: { project: { cors: CorsSchema } },
+    apply(host: PluginHost) {
+      const byProject = new Map<string, Koa.Middleware>();
+      host.hooks.configured.tap('cors', (c) => {
+        c.projects.forEach((p, i) => {
+          const input = p.settings.cors as CorsInput | undefined;
+          if (!input) return;
+          const s = corsSettings(input, PROJECT_CORS_DEFAULTS);
+          const problem = corsProblem(s, `projects[${i}].cors`);
+          if (problem) throw new ConfigError([problem]);
+          byProject.set(p.id, corsMiddleware(s));
+        });
+      });
+
+      host.hooks.routes.tap('cors', (router: Router) => {
+        if (byProject.size === 0) return;
+        const apply: Koa.Middleware = (k, next) => {
+          const slash = k.path.indexOf('/', 1);
+          const first = k.path.slice(1, slash === -1 ? undefined : slash);
+          const mw = first ? byProject.get(first) : undefined;
+          return mw ? mw(k, next) : next();
+        };
+        router.post('/{*rest}', apply);
+        router.options('/{*rest}', apply);
+      });
+    },
+  };
+}

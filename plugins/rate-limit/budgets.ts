@@ -1,0 +1,120 @@
+/**
+ * Budgets on rate-limiter-flexible (issue #13 item 5): one limiter per rule (fixed window of
+ * `maxCount` points per `period`), keyed by budget, rule and the rule's `perIP` / `perUser` /
+ * `perNetwork` parts. With the Redis store every replica shares the counters; when Redis fails or
+ * takes longer than {@link STORE_TIMEOUT_MS} the rule falls back to its per-process limiter, and
+ * the fallback is logged (at most every 30 s) and counted.
+ */
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { compileGlobs, type GlobTest, type Logger } from '../../core/plugin-api.ts';
+import { PERIOD_SECONDS, type RuleConfig } from './schema.ts';
+
+/** Longest wait for the shared store before the per-process limiter decides, ms. */
+export const STORE_TIMEOUT_MS = 1000;
+/** Minimum time between two fallback logs, ms. */
+const LOG_EVERY_MS = 30_000;
+/** Longest key part taken from client input, characters. */
+const MAX_PART = 128;
+
+/** What a rule's key may be split by. */
+export interface Subject {
+  method: string;
+  clientAddress: string;
+  userId: string | undefined;
+  networkId: string;
+}
+
+/** A shared store for limiters (a node-redis client), or undefined for per-process counters. */
+export interface SharedStore {
+  client: unknown;
+  keyPrefix: string;
+  /** Called on each fallback to the per-process limiter. */
+  onFallback(e: unknown): void;
+}
+
+class Rule {
+  private readonly matches: GlobTest;
+  private readonly local: RateLimiterMemory | undefined;
+  private readonly shared: RateLimiterAbstract | undefined;
+
+  constructor(
+    private readonly cfg: RuleConfig,
+    private readonly keyBase: string,
+    private readonly store: SharedStore | undefined,
+  ) {
+    this.matches = compileGlobs(cfg.method ?? '*');
+    if (cfg.maxCount === 0) return;
+    const opts = { points: cfg.maxCount, duration: PERIOD_SECONDS[cfg.period], keyPrefix: keyBase };
+    this.local = new RateLimiterMemory(opts);
+    if (store) {
+      const redis = new RateLimiterRedis({ ...opts, keyPrefix: `${store.keyPrefix}${keyBase}`, storeClient: store.client, useRedisPackage: true, rejectIfRedisNotReady: true });
+      this.shared = new RLWrapperTimeouts({ limiter: redis, timeoutMs: STORE_TIMEOUT_MS });
+    }
+  }
+
+  /** Whether the rule counts this method. */
+  applies(method: string): boolean {
+    return this.matches(method);
+  }
+
+  /** Takes one point; false when the window is full. */
+  async take(s: Subject): Promise<boolean> {
+    if (!this.local) return false; // maxCount 0 always rejects
+    const c = this.cfg;
+    const key = `${c.perIP ? s.clientAddress.slice(0, MAX_PART) : ''}|${c.perUser ? (s.userId ?? 'anonymous').slice(0, MAX_PART) : ''}|${c.perNetwork ? s.networkId : ''}`;
+    try {
+      await (this.shared ?? this.local).consume(key, 1);
+      return true;
+    } catch (e) {
+      if (e instanceof RateLimiterRes) return false;
+      // The shared store failed or was slow: this process decides alone for now.
+      this.store?.onFallback(e);
+      try {
+        await this.local.consume(key, 1);
+        return true;
+      } catch (e2) {
+        if (e2 instanceof RateLimiterRes) return false;
+        throw e2;
+      }
+    }
+  }
+}
+
+/** One `rateLimiters.budgets[]` entry. */
+export class Budget {
+  private readonly rules: Rule[];
+
+  constructor(
+    readonly id: string,
+    rules: readonly RuleConfig[],
+    store: SharedStore | undefined,
+  ) {
+    this.rules = rules.map((r, i) => new Rule(r, `${id}:${i}:`, store));
+  }
+
+  /**
+   * Takes one point from every rule matching the method.
+   * @returns false when any matching rule is full (points already taken from earlier rules stay taken)
+   */
+  async admit(s: Subject): Promise<boolean> {
+    for (const r of this.rules) if (r.applies(s.method) && !(await r.take(s))) return false;
+    return true;
+  }
+}
+
+/**
+ * A fallback reporter: a warning at most every 30 s, never naming the store's URI.
+ * @param count called on every fallback (the metric)
+ */
+export function fallbackReporter(logger: Logger, count: () => void): (e: unknown) => void {
+  let last = 0;
+  return (e) => {
+    count();
+    const now = Date.now();
+    if (now - last < LOG_EVERY_MS) return;
+    last = now;
+    // The code or class only: driver messages can hold the store's host and port.
+    const code = (e as { code?: unknown }).code;
+    logger.warn({ err: typeof code === 'string' ? code : e instanceof Error ? e.name : 'unknown' }, 'rate-limit store (redis) failed or was slow: counting per process until it answers again');
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * rate-limit plugin (issue #13 item 5; eRPC order auth → project → network → upstream). Owns
+ * `rateLimiters` and the `rateLimitBudget` key of projects, networks and upstreams.
+ * - Client side, at `CallStage.RATE_LIMIT` (outermost): the budget of the caller's auth strategy
+ *   or API key, then the project's, then the network's. Over one: HTTP 429, -32005
+ *   "rate-limit exceeded" as `ErrAuthRateLimitRuleExceeded`, `ErrProjectRateLimitRuleExceeded`
+ *   or `ErrNetworkRateLimitRuleExceeded`; in a batch only that element fails.
+ * - Upstream side, at `UpstreamStage.RATE_LIMIT`: over an upstream's budget the call skips that
+ *   upstream undialled with `ErrUpstreamRateLimitRuleExceeded` (trace `rate_limited`), which
+ *   counts toward neither its error or throttle rate nor its circuit breaker.
+ * A network or upstream without a budget (and no budgets in auth) gets no wrapper at all.
+ */
+import { createRequire } from 'node:module';
+import { Counter } from 'prom-client';
+import {
+  CallStage,
+  ErrAuthRateLimitRuleExceeded,
+  ErrNetworkRateLimitRuleExceeded,
+  ErrProjectRateLimitRuleExceeded,
+  ErrUpstreamRateLimitRuleExceeded,
+  UpstreamStage,
+  type CallContext,
+  type CallHandler,
+  type Network,
+  type Plugin,
+  type PluginHost,
+  type Upstream,
+  type UpstreamCall,
+  type UpstreamSender,
+} from '../../core/plugin-api.ts';
+import { Budget, fallbackReporter, type SharedStore, type Subject } from './budgets.ts';
+import { rateLimitersOf, rateLimitSchema } from './schema.ts';
+
+export { PERIOD_SECONDS, rateLimitSchema } from './schema.ts';
+
+/** The message of every client-side rejection (eRPC's, which clients match on). */
+const MESSAGE = 'rate-limit exceeded';
+
+function subjectOf(ctx: CallContext): Subject {
+  return { method: ctx.request.method, clientAddress: ctx.http.clientAddress, userId: ctx.identity?.userId, networkId: ctx.network.id };
+}
+
+/**
+ * Creates the rate-limit plugin (name `rate-limit`).
+ * @returns a plugin tapping `configured`, `call` (RATE_LIMIT), `upstream` (RATE_LIMIT) and `shutdown`
+ */
+export function rateLimitPlugin(): Plugin {
+  return {
+    name: 'rate-limit',
+    schema: rateLimitSchema,
+    apply(host: PluginHost) {
+      const rejected = new Counter({ name: 'svc_rate_limited_total', help: 'Calls or upstream attempts refused by a rate-limit budget', labelNames: ['project', 'scope', 'budget'], registers: [host.metrics] });
+      const fallbacks = new Counter({ name: 'svc_rate_limit_store_fallback_total', help: 'Budget checks decided per process because the shared store failed or took over 1 s', registers: [host.metrics] });
+      const budgets = new Map<string, Budget>();
+      let anyAuthBudget = false;
+      let redis: { quit(): Promise<unknown>; destroy(): void; isReady: boolean; isOpen: boolean } | undefined;
+
+      host.hooks.configured.tap('rate-limit', (c) => {
+        const rl = rateLimitersOf(c);
+        let store: SharedStore | undefined;
+        if (rl.store?.driver === 'redis' && rl.store.redis) {
+          const r = rl.store.redis;
+          const onFallback = fallbackReporter(host.logger, () => fallbacks.inc());
+          const client = createRedis(r.uri, r.password, onFallback);
+          redis = client;
+          store = { client, keyPrefix: r.keyPrefix ?? 'svc_rl:', onFallback };
+        }
+        for (const b of rl.budgets ?? []) budgets.set(b.id, new Budget(b.id, b.rules, store));
+        // API-key records and JWT claims name budgets at run time: any budget may come from auth.
+        anyAuthBudget = budgets.size > 0;
+      });
+
+      const check = async (budget: Budget | undefined, ctx: CallContext, scope: string, Err: new (m: string) => Error): Promise<void> => {
+        if (budget && !(await budget.admit(subjectOf(ctx)))) {
+          rejected.inc({ project: ctx.project.id, scope, budget: budget.id });
+          throw new Err(MESSAGE);
+        }
+      };
+
+      host.hooks.call.tap({ name: 'rate-limit', stage: CallStage.RATE_LIMIT }, (inner: CallHandler, network: Network): CallHandler => {
+        const projectBudget = budgetOf(budgets, network.project.config.settings.rateLimitBudget);
+        const networkBudget = budgetOf(budgets, network.config.settings.rateLimitBudget);
+        if (!anyAuthBudget && !projectBudget && !networkBudget) return inner;
+        return async (ctx) => {
+          await check(budgetOf(budgets, ctx.identity?.rateLimitBudget), ctx, 'auth', ErrAuthRateLimitRuleExceeded);
+          await check(projectBudget, ctx, 'project', ErrProjectRateLimitRuleExceeded);
+          await check(networkBudget, ctx, 'network', ErrNetworkRateLimitRuleExceeded);
+          return inner(ctx);
+        };
+      });
+
+      host.hooks.upstream.tap({ name: 'rate-limit', stage: UpstreamStage.RATE_LIMIT }, (inner: UpstreamSender, u: Upstream): UpstreamSender => {
+        const budget = budgetOf(budgets, u.config.settings.rateLimitBudget);
+        if (!budget) return inner;
+        return async (call: UpstreamCall) => {
+          if (!(await budget.admit(subjectOf(call.ctx)))) {
+            rejected.inc({ project: call.ctx.project.id, scope: 'upstream', budget: budget.id });
+            throw new ErrUpstreamRateLimitRuleExceeded(`upstream ${u.id} is over its rate-limit budget ${budget.id}: skipped`, { details: { upstream: u.id, budget: budget.id } });
+          }
+          return inner(call);
+        };
+      });
+
+      host.hooks.shutdown.tapPromise('rate-limit', async () => {
+        const c = redis;
+        redis = undefined;
+        if (!c) return;
+        if (c.isReady) await c.quit().catch(() => c.destroy());
+        else if (c.isOpen) c.destroy();
+      });
+    },
+  };
+}
+
+function budgetOf(budgets: ReadonlyMap<string, Budget>, id: unknown): Budget | undefined {
+  return typeof id === 'string' ? budgets.get(id) : undefined;
+}
+
+/** A node-redis client for the shared counters: fails fast while disconnected, reconnects in the background. */
+function createRedis(uri: string, password: string | undefined, onError: (e: unknown) => void) {
+  const { createClient } = requireRedis();
+  const client = createClient({ url: uri, password, disableOfflineQueue: true, commandOptions: { timeout: 1000 }, socket: { connectTimeout: 2000, reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 10), 2000) } });
+  client.on('error', onError);
+  client.connect().catch(onError);
+  return client;
+}
+
+/** node-redis, loaded synchronously (it ships CommonJS) and only when the store is redis. */
+function requireRedis(): typeof import('redis') {
+  return createRequire(import.meta.url)('redis') as typeof import('redis');
+}
