@@ -4,19 +4,17 @@
  * mid-run leaves calls succeeding from upstreams; PostgreSQL creates its table, serves a second
  * svc, ignores and purges expired rows.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
-import { PACKAGE_ROOT } from '../../core/version.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
-import { freePort } from '../helpers/ports.ts';
 import { startPostgres, type PostgresHandle } from '../helpers/postgres.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
 import { httpRequest, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
+import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
 import { PostgresConnector } from '../../plugins/cache/connectors/postgres.ts';
 import { createLogger } from '../../core/logger.ts';
 
@@ -41,37 +39,6 @@ function tierConfig(anvilUrl: string, connector: object, logLevel = 'error'): ob
           { connector: id, finality: 'unfinalized', ttl: '10s' },
         ],
       },
-    },
-  };
-}
-
-/** One `svc start` process. */
-interface SvcProcess {
-  url: string;
-  metricsUrl: string;
-  logs: () => string;
-  stop(): Promise<void>;
-}
-
-async function spawnSvc(dir: string, name: string, config: object): Promise<SvcProcess> {
-  const file = join(dir, `${name}.json`);
-  // No drain window: these processes are stopped by the test, not by an orchestrator (spec §3.2).
-  writeFileSync(file, JSON.stringify({ ...config, server: { waitBeforeShutdown: '0s', ...((config as { server?: object }).server ?? {}) } }));
-  const [port, metricsPort] = [await freePort(), await freePort()];
-  const child: ChildProcess = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), 'start', '--config', file, '--port', String(port), '--metrics-port', String(metricsPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let logs = '';
-  child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => fetch(`${url}/`).then(() => true, () => false), 20_000);
-  return {
-    url,
-    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
-    logs: () => logs,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await exited;
     },
   };
 }

@@ -1,0 +1,46 @@
+/**
+ * A real `svc start` process (the CLI on the built package) for tests where replicas must be
+ * separate processes: shared cache tiers, shared API keys and rate-limit budgets.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../../core/version.ts';
+import { freePort } from './ports.ts';
+import { waitFor } from './svc.ts';
+
+/** One `svc start` process. */
+export interface SvcProcess {
+  url: string;
+  metricsUrl: string;
+  logs: () => string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Writes `config` to `<dir>/<name>.json` and starts `svc start` on free ports; resolves once it
+ * answers. Call `ensureBuilt()` first: the CLI runs `dist/`.
+ * @param dir a temporary directory the test owns
+ */
+export async function spawnSvc(dir: string, name: string, config: object): Promise<SvcProcess> {
+  const file = join(dir, `${name}.json`);
+  // No drain window: these processes are stopped by the test, not by an orchestrator (spec §3.2).
+  writeFileSync(file, JSON.stringify({ ...config, server: { waitBeforeShutdown: '0s', ...((config as { server?: object }).server ?? {}) } }));
+  const [port, metricsPort] = [await freePort(), await freePort()];
+  const child: ChildProcess = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), 'start', '--config', file, '--port', String(port), '--metrics-port', String(metricsPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let logs = '';
+  child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => fetch(`${url}/`).then(() => true, () => false), 20_000);
+  return {
+    url,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    logs: () => logs,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
