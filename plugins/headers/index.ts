@@ -122,7 +122,8 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
     let dropped = 0;
     for (const r of records) {
       for (const a of r.attempts) {
-        if (!a.dialled) continue;
+        // Undialled skips stay out of the trace, except an upstream's own rate-limit budget (issue #13 item 5).
+        if (!a.dialled && a.outcome !== 'rate_limited') continue;
         if (segs.length < MAX_TRACE_SEGMENTS) segs.push(traceSegment(a));
         else dropped++;
       }
