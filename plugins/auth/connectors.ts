@@ -56,10 +56,11 @@ export class Connectors {
       let store: Promise<ApiKeyStore> | undefined;
       return () =>
         (store ??= (async () => {
-          const { openRedis, RedisApiKeyStore } = await import('./api-keys/redis.ts');
+          const { openRedis, RedisApiKeyStore, whenReady } = await import('./api-keys/redis.ts');
           const name = `${r.uri}\u0000${r.password ?? ''}`;
           let client = this.redis.get(name);
           if (!client) this.redis.set(name, (client = openRedis(r, onError)));
+          await whenReady(client, 2000);
           return new RedisApiKeyStore(client, r.keyPrefix ?? 'svc_auth:', projectId, c.id);
         })());
     }

@@ -33,6 +33,23 @@ export function openRedis(opts: { uri: string; password?: string }, onError: (e:
   return client;
 }
 
+/**
+ * Resolves once the client is ready, or after `ms` (commands then fail fast, as while Redis is
+ * down): the first lookups after start-up wait for the connection instead of failing.
+ */
+export function whenReady(client: RedisClient, ms: number): Promise<void> {
+  if (client.isReady) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(t);
+      client.off('ready', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    client.on('ready', done);
+  });
+}
+
 /** See the module comment. */
 export class RedisApiKeyStore implements ApiKeyStore {
   private readonly base: string;
