@@ -1,7 +1,8 @@
 /**
  * Redaction of the config the admin endpoint returns (`svc_config`, `svc_project`; spec §4.4,
  * issue #13 item 3). Replaced by `#redacted=<short_hash>`:
- * - every value under a key matching {@link SECRET_KEY} (so `secret.value`, `redis.password`,
+ * - every value under a key matching {@link SECRET_KEY} (so `secret.value`, `redis.password`, JWT
+ *   `verificationKeys` (an HS* key is a shared secret),
  *   `aws.secretAccessKey`, a provider's `settings.apiKey`, any `*Token`…), whole subtrees included;
  * - every value of a `headers` map under `jsonRpc` (auth headers of upstreams);
  * - the credentials, path and query of every URL (`https://host/v2/<KEY>` keeps only its origin).
@@ -11,7 +12,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 
 /** Keys whose values are secrets, at any depth. */
-export const SECRET_KEY = /(password|secret|token|apikey|api_key|authorization|privatekey)/i;
+export const SECRET_KEY = /(password|secret|token|apikey|api_key|authorization|privatekey|verificationkeys)/i;
 /** A URL: scheme, `://`. */
 const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
 /** Deepest object walked; deeper values are dropped (configs are shallow). */

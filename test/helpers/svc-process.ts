@@ -33,7 +33,11 @@ export async function spawnSvc(dir: string, name: string, config: object): Promi
   child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => fetch(`${url}/`).then(() => true, () => false), 20_000);
+  let gone = false;
+  void exited.then(() => (gone = true));
+  // A process that exits (a config error) fails at once, with its output.
+  await waitFor(async () => gone || (await fetch(`${url}/`).then(() => true, () => false)), 20_000);
+  if (gone) throw new Error(`svc start (${name}) exited before serving:\n${logs.slice(-4000)}`);
   return {
     url,
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
