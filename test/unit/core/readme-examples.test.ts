@@ -12,7 +12,7 @@ const readme = readFileSync(join(PACKAGE_ROOT, 'README.md'), 'utf8');
 const blocks = (lang: string) => [...readme.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1] as string);
 
 describe('README config examples validate against the default preset', () => {
-  const env = { PROVIDER_A_KEY: 'k', PROVIDER_B_KEY: 'k', HOSTNAME: 'h', HEALTHCHECK_SECRET: 's', OTEL_TOKEN: 't' };
+  const env = { PROVIDER_A_KEY: 'k', PROVIDER_B_KEY: 'k', HOSTNAME: 'h', HEALTHCHECK_SECRET: 's', OTEL_TOKEN: 't', SVC_SECRET: 's', ADMIN_SECRET: 'a' };
   blocks('yaml').forEach((text, i) => {
     it(`yaml example #${i + 1}`, () => {
       expect(() => createProxy({ config: parse(text), plugins: defaultPreset(), logger: createLogger('silent'), env })).to.not.throw();
