@@ -27,13 +27,15 @@ export class ApiKeySpace implements ApiKeyManager {
    * @param store the driver, opened lazily (the first lookup or admin call waits for it)
    * @param ttlMs how long a found key is trusted without a lookup, ms
    * @param budgetExists whether a budget id is declared (`rateLimitBudget` of a record)
+   * @param now the clock of the cache TTLs, ms (tests drive it)
    */
   constructor(
     private readonly store: () => Promise<ApiKeyStore>,
     ttlMs: number,
     private readonly budgetExists: (id: string) => boolean,
+    now: () => number = () => performance.now(),
   ) {
-    this.cache = new LRUCache<string, Cached>({ max: MAX_CACHED, ttl: Math.max(1, ttlMs), ttlAutopurge: false });
+    this.cache = new LRUCache<string, Cached>({ max: MAX_CACHED, ttl: Math.max(1, ttlMs), ttlAutopurge: false, ttlResolution: 0, perf: { now } });
   }
 
   /**
