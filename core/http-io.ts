@@ -9,6 +9,8 @@ import type Koa from 'koa';
 import { decodeBody, readBodyCapped } from './body.ts';
 import { acceptsGzip, decodeRequest, gzipAnswer, requestDecoder } from './compression.ts';
 import type { ResolvedConfig } from './config/types.ts';
+import type { ClientAddressResolver } from './client-address.ts';
+import type { HttpRequestInfo } from './context.ts';
 import { ErrInvalidRequest, ErrRequestTooLarge } from './errors.ts';
 
 /**
@@ -73,5 +75,35 @@ export function httpServerOptions(s: ResolvedConfig['server']): ServerOptions {
     headersTimeout: read > 0 ? Math.min(read, 60_000) : 60_000,
     keepAliveTimeout: s.keepAliveTimeoutMs,
     connectionsCheckingInterval: read > 0 ? Math.min(1000, Math.max(50, Math.floor(read / 4))) : 30_000,
+  };
+}
+
+/** Query of a request without a query string: shared, since `HttpRequestInfo.query` is read-only. */
+const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
+
+/**
+ * The HTTP facts of a request (spec §5.5: credentials come from headers and query only).
+ * @param k the Koa context
+ * @param clients the server's client address resolver
+ */
+export function httpInfo(k: Koa.Context, clients: ClientAddressResolver): HttpRequestInfo {
+  let query = NO_QUERY;
+  if (k.querystring !== '') {
+    const q: Record<string, string> = {};
+    for (const [key, v] of Object.entries(k.query)) {
+      const first = Array.isArray(v) ? v[0] : v;
+      if (first !== undefined) q[key] = first;
+    }
+    query = q;
+  }
+  const hostHeader = k.request.headers.host ?? '';
+  const peer = k.req.socket.remoteAddress ?? '';
+  return {
+    headers: k.request.headers,
+    query,
+    remoteAddress: peer,
+    clientAddress: clients.resolve(peer, k.request.headers),
+    host: hostHeader.replace(/:\d+$/, '').toLowerCase(),
+    path: k.path,
   };
 }

@@ -4,7 +4,7 @@
  * proxy builds every network's and upstream's chain once, then serves.
  */
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { httpServerOptions } from './http-io.ts';
+import { httpInfo, httpServerOptions } from './http-io.ts';
 import type { Pool } from 'undici';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
@@ -23,7 +23,7 @@ import { Network } from './registry/network.ts';
 import { Project } from './registry/project.ts';
 import { DeadlineReason, Upstream } from './registry/upstream.ts';
 import { tryUpstream } from './sweep.ts';
-import { createServer, httpInfo } from './server.ts';
+import { createServer } from './server.ts';
 import { ClientAddressResolver } from './client-address.ts';
 import type Koa from 'koa';
 import { getCommit, VERSION } from './version.ts';

@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import Koa from 'koa';
 import Router from '@koa/router';
-import { compressAnswer, readRequestBody } from './http-io.ts';
+import { compressAnswer, httpInfo, readRequestBody } from './http-io.ts';
 import { RequestScope } from './request-scope.ts';
 import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
@@ -103,36 +103,6 @@ export function normaliseNetworkId(id: string): string | undefined {
   if (!m) return undefined;
   const n = Number(m[1]);
   return Number.isSafeInteger(n) && n > 0 ? `evm:${n}` : undefined;
-}
-
-/** Query of a request without a query string: shared, since `HttpRequestInfo.query` is read-only. */
-const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
-
-/**
- * The HTTP facts of a request (spec §5.5: credentials come from headers and query only).
- * @param k the Koa context
- * @param clients the server's client address resolver
- */
-export function httpInfo(k: Koa.Context, clients: ClientAddressResolver): HttpRequestInfo {
-  let query = NO_QUERY;
-  if (k.querystring !== '') {
-    const q: Record<string, string> = {};
-    for (const [key, v] of Object.entries(k.query)) {
-      const first = Array.isArray(v) ? v[0] : v;
-      if (first !== undefined) q[key] = first;
-    }
-    query = q;
-  }
-  const hostHeader = k.request.headers.host ?? '';
-  const peer = k.req.socket.remoteAddress ?? '';
-  return {
-    headers: k.request.headers,
-    query,
-    remoteAddress: peer,
-    clientAddress: clients.resolve(peer, k.request.headers),
-    host: hostHeader.replace(/:\d+$/, '').toLowerCase(),
-    path: k.path,
-  };
 }
 
 /**

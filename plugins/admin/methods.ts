@@ -92,7 +92,7 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
       (params) => {
         if (!Array.isArray(params) || params.length !== 1 || typeof params[0] !== 'string') throw invalid('requires params: [projectId]');
         const project = projectOf(params[0]);
-        const selection = host.services.get<{ state(projectId: string, networkId: string): unknown }>(SELECTION_API_SERVICE);
+        const selection = host.services.get<{ state(projectId: string, networkId: string): unknown; decisions?(projectId: string, networkId: string): unknown[] }>(SELECTION_API_SERVICE);
         return Promise.resolve({
           config: redactConfig(JSON.parse(JSON.stringify(project.config)) as unknown),
           networks: [...project.networks.values()].map((n) => {
@@ -101,6 +101,7 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
               id: n.id,
               primaryUpstream: state?.order?.[0] ?? n.upstreams[0]?.id,
               selection: state ?? null,
+              recentDecisions: selection?.decisions?.(project.id, n.id).slice(-20) ?? [],
               upstreams: n.upstreams.map((u) => {
                 const h = project.health.snapshot(u.id);
                 return { id: u.id, requests: h.requests, errorRate: h.errorRate, throttleRate: h.throttleRate, latencyMs: { p50: h.p50, p90: h.p90, p99: h.p99 }, blockHeadLag: h.blockHeadLag, finalizationLag: h.finalizationLag, cordoned: h.cordoned, cordonReason: h.cordonReason };

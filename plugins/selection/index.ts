@@ -16,7 +16,7 @@ import type { Plugin, Proxy } from '../../core/proxy.ts';
 import type { Network } from '../../core/registry/network.ts';
 import type { Upstream } from '../../core/registry/upstream.ts';
 import { SelectStage } from '../../core/stages.ts';
-import { evaluateSelection, registerSelections, SELECTION_API_SERVICE, selectionHooks, selectionState } from './accessors.ts';
+import { evaluateSelection, registerSelections, selectionDecisions, SELECTION_API_SERVICE, selectionHooks, selectionState } from './accessors.ts';
 import { defaultPolicy, type EvalFunc } from './policy.ts';
 import { readSelectionSettings, selectionSchemaFragment, settingsPath, validateConfig, type SelectionSettings } from './schema.ts';
 import { createSelectionMetrics, MAX_DECISIONS, NetworkSelection } from './state.ts';
@@ -66,6 +66,7 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
       proxy.services.provide(SELECTION_API_SERVICE, {
         state: (projectId: string, networkId: string) => selectionState(proxy, projectId, networkId),
         evaluate: (projectId: string, networkId: string) => evaluateSelection(proxy, projectId, networkId),
+        decisions: (projectId: string, networkId: string) => selectionDecisions(proxy, projectId, networkId),
       });
       const metrics = createSelectionMetrics(proxy);
 

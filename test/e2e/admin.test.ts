@@ -114,6 +114,8 @@ describe('e2e: admin endpoint (spec §4.4, issue #13 items 3 and 4)', function (
       const net = r.json.result.networks[0];
       expect(net.id).to.equal(`evm:${anvil.chainId}`);
       expect(net.primaryUpstream).to.equal('anvil');
+      expect(net.selection.scores).to.be.an('object');
+      expect(net.recentDecisions).to.be.an('array');
       expect(net.upstreams[0]).to.include.keys('errorRate', 'latencyMs', 'blockHeadLag', 'cordoned');
       expect(r.json.result.config.id).to.equal('main');
     });

@@ -12,6 +12,7 @@ import { PACKAGE_ROOT } from '../../core/version.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { NO_CACHE, startSvc, type SvcHandle } from '../helpers/svc.ts';
+import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
 
 describe('e2e: project CORS (issue #13 item 6)', function () {
   this.timeout(30_000);
@@ -63,6 +64,19 @@ describe('e2e: project CORS (issue #13 item 6)', function () {
     for (const h of ['X-SVC-Version', 'X-SVC-Upstream', 'X-SVC-Attempts', 'X-SVC-Cache', 'X-SVC-Duration', 'X-SVC-Upstreams']) expect(exposed).to.include(h);
     const other = await svc.post(path('dapp'), call, { origin: 'https://evil.example', 'x-svc-secret-token': 'dapp-secret-0123456789' });
     expect(other.headers['access-control-allow-origin']).to.equal(undefined);
+  });
+
+  it('start-up warns when admin is guarded only by a network strategy while its origins contain *', async () => {
+    await ensureBuilt();
+    const dir = mkdtempSync(join(tmpdir(), 'svc-cors-warn-'));
+    let p: SvcProcess | undefined;
+    try {
+      p = await spawnSvc(dir, 'warn', { admin: { auth: { strategies: [{ type: 'network', network: { allowLocalhost: true } }] } }, projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }] });
+      expect(p.logs()).to.include('admin is guarded only by a network strategy');
+    } finally {
+      await p?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('`svc validate` rejects allowCredentials with a * origin (admin and projects)', async () => {
