@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { compressAnswer, httpInfo, readRequestBody } from './http-io.ts';
+import { routedPaths, staticKey } from './routed-paths.ts';
 import { RequestScope } from './request-scope.ts';
 import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
@@ -118,20 +119,6 @@ class ResponseHeaderSink implements HeaderSink {
 }
 
 /**
- * The HTTP methods a router serves, or undefined for "every method" (a `use` middleware sees
- * every request). Computed once: routes are registered in the `routes` hook, before the server
- * starts.
- */
-function routedMethods(router: Router): ReadonlySet<string> | undefined {
-  const methods = new Set<string>();
-  for (const layer of router.stack) {
-    if (layer.methods.length === 0) return undefined;
-    for (const m of layer.methods) methods.add(m);
-  }
-  return methods;
-}
-
-/**
  * Resolves in the event loop's check phase. Koa writes an answer when its middleware settles;
  * settling here instead of at once lets every answer completed in one loop turn go out back to
  * back, so a client waiting in epoll is woken once for several of them rather than once each.
@@ -167,7 +154,7 @@ export function createServer(proxy: Proxy): Koa {
   const router = new Router();
   hooks.routes.call(router);
   const routes = router.routes() as unknown as Koa.Middleware;
-  const served = routedMethods(router);
+  const served = routedPaths(router);
 
   // Every response, early errors included, carries the core headers (spec §9). The router
   // runs only for methods some route serves: proxy POSTs skip route matching unless a plugin
@@ -175,7 +162,8 @@ export function createServer(proxy: Proxy): Koa {
   app.use((k, next) => {
     const res = k.res;
     for (const [name, value] of staticHeaders) res.setHeader(name, value);
-    const done = served === undefined || served.has(k.method) ? routes(k, next) : next();
+    const paths = served === undefined ? 'any' : served.get(k.method);
+    const done = paths === 'any' || (paths !== undefined && paths.has(staticKey(k.path))) ? routes(k, next) : next();
     return (gzipOn ? done.then(() => compressAnswer(k)) : done).then(nextTurn);
   });
 

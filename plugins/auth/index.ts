@@ -159,14 +159,20 @@ export function authPlugin(): Plugin {
       host.services.provide<AuthService>(AUTH_SERVICE, service);
 
       const byProject = new Map<string, Authenticator>();
+      let tapped = false;
       host.hooks.configured.tap('auth', (c) => {
         budgets = budgetIdsOf(c);
         c.projects.forEach((p, i) => {
           const auth = p.settings.auth as { strategies: AuthStrategyConfig[] } | undefined;
           if (auth && auth.strategies.length > 0) byProject.set(p.id, service.compile(auth.strategies, { path: `projects[${i}].auth`, projectId: p.id }));
         });
+        // Tapped only when some project has auth: core skips the hook (and its promise) per
+        // request while nothing taps it, so a svc without project auth pays nothing here.
+        if (byProject.size > 0 && !tapped) {
+          tapped = true;
+          host.hooks.authenticate.tapPromise('auth', (http, project) => byProject.get(project.id)?.authenticate(http) ?? Promise.resolve(undefined));
+        }
       });
-      host.hooks.authenticate.tapPromise('auth', async (http, project) => byProject.get(project.id)?.authenticate(http));
       host.hooks.shutdown.tapPromise('auth', () => connectors.close());
     },
   };
