@@ -6,6 +6,7 @@
  */
 import type { HttpRequestInfo, Identity } from './context.ts';
 import type { AuthStrategyConfig } from './config/auth-schema.ts';
+import { ConfigError } from './config/load.ts';
 
 /** Service name of the auth plugin in `host.services`. */
 export const AUTH_SERVICE = 'auth';
@@ -92,4 +93,21 @@ export interface ApiKeyManager {
    * @throws Error `api key not found`
    */
   delete(apiKey: string): Promise<ApiKeyRecord>;
+}
+
+/**
+ * The authenticator of a door other than a project (admin, healthcheck, an in-house route):
+ * its strategies compiled through the `auth` service.
+ * @param services the host's service registry
+ * @param strategies the door's `auth.strategies` (none: the door has no auth)
+ * @param path config path of the `auth` block, e.g. `admin.auth`
+ * @returns undefined when there are no strategies
+ * @throws ConfigError when strategies are configured but no plugin provides the `auth` service,
+ *   or when one cannot work
+ */
+export function doorAuthenticator(services: { get<T>(name: string): T | undefined }, strategies: readonly AuthStrategyConfig[] | undefined, path: string): Authenticator | undefined {
+  if (!strategies || strategies.length === 0) return undefined;
+  const auth = services.get<AuthService>(AUTH_SERVICE);
+  if (!auth) throw new ConfigError([{ path, message: 'needs the auth plugin (it is in the default preset)' }]);
+  return auth.compile(strategies, { path });
 }

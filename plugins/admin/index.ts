@@ -16,7 +16,6 @@ import type Router from '@koa/router';
 import type Koa from 'koa';
 import {
   ADMIN_CORS_DEFAULTS,
-  AUTH_SERVICE,
   AuthConfigSchema,
   ConfigError,
   CorsSchema,
@@ -29,10 +28,10 @@ import {
   corsMiddleware,
   corsProblem,
   corsSettings,
+  doorAuthenticator,
   readRequestBody,
   toJsonRpcError,
   type AuthConfig,
-  type AuthService,
   type Authenticator,
   type CorsInput,
   type Plugin,
@@ -74,11 +73,8 @@ export function adminPlugin(): Plugin {
         if (problem) throw new ConfigError([problem]);
         cors = corsMiddleware(corsCfg);
         const strategies = admin.auth?.strategies ?? [];
-        if (strategies.length === 0) return;
-        const auth = host.services.get<AuthService>(AUTH_SERVICE);
-        if (!auth) throw new ConfigError([{ path: 'admin.auth', message: 'needs the auth plugin (it is in the default preset)' }]);
-        authenticator = auth.compile(strategies, { path: 'admin.auth' });
-        if (strategies.every((s) => s.type === 'network') && corsCfg.allowedOrigins.includes('*')) {
+        authenticator = doorAuthenticator(host.services, strategies, 'admin.auth');
+        if (authenticator && strategies.every((s) => s.type === 'network') && corsCfg.allowedOrigins.includes('*')) {
           host.logger.warn('admin is guarded only by a network strategy while admin.cors.allowedOrigins contains "*": a page in a browser on an allowed network can drive it; add a secret or jwt strategy, or list origins');
         }
       });

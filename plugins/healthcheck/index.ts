@@ -11,7 +11,7 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { AUTH_SERVICE, ConfigError, type AuthService, type Authenticator, type Network, type Plugin, type PluginHost, type Project } from '../../core/plugin-api.ts';
+import { doorAuthenticator, type Authenticator, type Network, type Plugin, type PluginHost, type Project } from '../../core/plugin-api.ts';
 import { ChainIdProbes, evaluate, type Member, type Verdict } from './evaluate.ts';
 import { healthcheckConfigOf, healthcheckSchema, isStrategy, type HealthcheckConfig, type Strategy } from './schema.ts';
 
@@ -45,13 +45,9 @@ export function healthcheckPlugin(): Plugin {
       let guard: Authenticator | undefined;
       host.hooks.configured.tap('healthcheck', (c) => {
         config = healthcheckConfigOf(c);
-        const strategies = config.auth?.strategies ?? [];
-        if (strategies.length === 0) return;
         // The same strategy code as projects and admin (spec §2.4, §5.1): a bad CIDR or key is a
         // start-up error, not a 401 on every probe.
-        const auth = host.services.get<AuthService>(AUTH_SERVICE);
-        if (!auth) throw new ConfigError([{ path: 'healthCheck.auth', message: 'needs the auth plugin (it is in the default preset)' }]);
-        guard = auth.compile(strategies, { path: 'healthCheck.auth' });
+        guard = doorAuthenticator(host.services, config.auth?.strategies, 'healthCheck.auth');
       });
       host.hooks.routes.tap({ name: 'healthcheck', stage: ROUTES_STAGE }, (router: Router) => {
         router.register(['/', '/{*rest}'], METHODS, async (k: Context) => {
