@@ -67,6 +67,9 @@ export function inList(list: BlockList, ip: string): boolean {
 export class ClientAddressResolver {
   private readonly forwarders: BlockList | undefined;
   private readonly headers: readonly string[];
+  /** The last socket peer normalised: keep-alive clients repeat it, and this runs per request. */
+  private lastPeer = '';
+  private lastDirect = '';
 
   /**
    * @param trustedForwarders `server.trustedIPForwarders`: IPs or CIDRs of proxies whose headers are believed
@@ -85,7 +88,11 @@ export class ClientAddressResolver {
    * @returns a normalised IP, or '' when none is known
    */
   resolve(peer: string, headers: Readonly<Record<string, string | string[] | undefined>>): string {
-    const direct = normalizeIp(peer);
+    if (peer !== this.lastPeer) {
+      this.lastPeer = peer;
+      this.lastDirect = normalizeIp(peer);
+    }
+    const direct = this.lastDirect;
     if (!this.forwarders || !inList(this.forwarders, direct)) return direct;
     for (const name of this.headers) {
       const raw = headers[name];

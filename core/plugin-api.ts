@@ -70,6 +70,7 @@ export { compileGlobs, type GlobTest } from './glob.ts';
 export { addressList, inList, ipFamily, normalizeIp } from './client-address.ts';
 export { ADMIN_CORS_DEFAULTS, CorsSchema, corsMiddleware, corsProblem, corsSettings, type CorsInput, type CorsSettings } from './cors.ts';
 export { readRequestBody } from './http-io.ts';
+export { closeRedisClient, openRedisClient, type RedisClient } from './redis.ts';
 export { AUTH_SERVICE, doorAuthenticator, type ApiKeyManager, type ApiKeyRecord, type AuthScope, type AuthService, type Authenticator } from './auth.ts';
 export { AuthConfigSchema, AuthStrategySchema, type AuthConfig, type AuthStrategyConfig } from './config/auth-schema.ts';
 export { BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';

@@ -6,8 +6,7 @@
  * logged: failures name the connector id only, at most once every 30 s.
  */
 import type { Pool } from 'pg';
-import type { Logger } from '../../core/plugin-api.ts';
-import type { RedisClient } from './api-keys/redis.ts';
+import { closeRedisClient, openRedisClient, type Logger, type RedisClient } from '../../core/plugin-api.ts';
 import { MemoryApiKeyStore, type ApiKeyStore } from './api-keys/store.ts';
 
 /** A `connector` of a `database` strategy, validated. */
@@ -56,10 +55,10 @@ export class Connectors {
       let store: Promise<ApiKeyStore> | undefined;
       return () =>
         (store ??= (async () => {
-          const { openRedis, RedisApiKeyStore, whenReady } = await import('./api-keys/redis.ts');
+          const { RedisApiKeyStore, whenReady } = await import('./api-keys/redis.ts');
           const name = `${r.uri}\u0000${r.password ?? ''}`;
           let client = this.redis.get(name);
-          if (!client) this.redis.set(name, (client = openRedis(r, onError)));
+          if (!client) this.redis.set(name, (client = openRedisClient(r, onError)));
           await whenReady(client, 2000);
           return new RedisApiKeyStore(client, r.keyPrefix ?? 'svc_auth:', projectId, c.id);
         })());
@@ -92,7 +91,7 @@ export class Connectors {
   async close(): Promise<void> {
     const redis = [...this.redis.values()];
     this.redis.clear();
-    await Promise.all(redis.map((c) => (c.isReady ? c.quit().catch(() => c.destroy()) : c.isOpen ? c.destroy() : undefined)));
+    await Promise.all(redis.map(closeRedisClient));
     const pools = [...this.postgres.values()];
     this.postgres.clear();
     await Promise.all(pools.map((p) => p.then((pool) => pool.end()).catch(() => undefined)));

@@ -10,7 +10,6 @@
  *   counts toward neither its error or throttle rate nor its circuit breaker.
  * A network or upstream without a budget (and no budgets in auth) gets no wrapper at all.
  */
-import { createRequire } from 'node:module';
 import { Counter } from 'prom-client';
 import {
   CallStage,
@@ -19,11 +18,14 @@ import {
   ErrProjectRateLimitRuleExceeded,
   ErrUpstreamRateLimitRuleExceeded,
   UpstreamStage,
+  closeRedisClient,
+  openRedisClient,
   type CallContext,
   type CallHandler,
   type Network,
   type Plugin,
   type PluginHost,
+  type RedisClient,
   type Upstream,
   type UpstreamCall,
   type UpstreamSender,
@@ -53,7 +55,7 @@ export function rateLimitPlugin(): Plugin {
       const fallbacks = new Counter({ name: 'svc_rate_limit_store_fallback_total', help: 'Budget checks decided per process because the shared store failed or took over 1 s', registers: [host.metrics] });
       const budgets = new Map<string, Budget>();
       let anyAuthBudget = false;
-      let redis: { quit(): Promise<unknown>; destroy(): void; isReady: boolean; isOpen: boolean } | undefined;
+      let redis: RedisClient | undefined;
 
       host.hooks.configured.tap('rate-limit', (c) => {
         const rl = rateLimitersOf(c);
@@ -61,7 +63,7 @@ export function rateLimitPlugin(): Plugin {
         if (rl.store?.driver === 'redis' && rl.store.redis) {
           const r = rl.store.redis;
           const onFallback = fallbackReporter(host.logger, () => fallbacks.inc());
-          const client = createRedis(r.uri, r.password, onFallback);
+          const client = openRedisClient(r, onFallback);
           redis = client;
           store = { client, keyPrefix: r.keyPrefix ?? 'svc_rl:', onFallback };
         }
@@ -104,9 +106,7 @@ export function rateLimitPlugin(): Plugin {
       host.hooks.shutdown.tapPromise('rate-limit', async () => {
         const c = redis;
         redis = undefined;
-        if (!c) return;
-        if (c.isReady) await c.quit().catch(() => c.destroy());
-        else if (c.isOpen) c.destroy();
+        if (c) await closeRedisClient(c);
       });
     },
   };
@@ -114,18 +114,4 @@ export function rateLimitPlugin(): Plugin {
 
 function budgetOf(budgets: ReadonlyMap<string, Budget>, id: unknown): Budget | undefined {
   return typeof id === 'string' ? budgets.get(id) : undefined;
-}
-
-/** A node-redis client for the shared counters: fails fast while disconnected, reconnects in the background. */
-function createRedis(uri: string, password: string | undefined, onError: (e: unknown) => void) {
-  const { createClient } = requireRedis();
-  const client = createClient({ url: uri, password, disableOfflineQueue: true, commandOptions: { timeout: 1000 }, socket: { connectTimeout: 2000, reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 10), 2000) } });
-  client.on('error', onError);
-  client.connect().catch(onError);
-  return client;
-}
-
-/** node-redis, loaded synchronously (it ships CommonJS) and only when the store is redis. */
-function requireRedis(): typeof import('redis') {
-  return createRequire(import.meta.url)('redis') as typeof import('redis');
 }

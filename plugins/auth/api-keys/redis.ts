@@ -6,32 +6,8 @@
  * - `all`: a sorted set of every key at score 0, paged in key order with ZRANGE BYLEX.
  * Writes go in one MULTI so a reader never sees a row without its index entries.
  */
-import { createClient } from 'redis';
 import { checkedRecord, tokenAfter, type ApiKeyPage, type ApiKeyStore } from './store.ts';
-import type { ApiKeyRecord } from '../../../core/plugin-api.ts';
-
-/** Redis commands give up after this long, ms: a lookup must not hold a request. */
-const COMMAND_TIMEOUT_MS = 1000;
-
-/** A node-redis client shared by every key space on the same URI. */
-export type RedisClient = ReturnType<typeof createClient>;
-
-/**
- * Opens a client (connects in the background; commands fail fast while disconnected).
- * @param onError connection errors (already redacted by the caller's logger)
- */
-export function openRedis(opts: { uri: string; password?: string }, onError: (e: unknown) => void): RedisClient {
-  const client = createClient({
-    url: opts.uri,
-    password: opts.password,
-    disableOfflineQueue: true,
-    commandOptions: { timeout: COMMAND_TIMEOUT_MS },
-    socket: { connectTimeout: 2000, reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 10), 2000) },
-  });
-  client.on('error', onError);
-  client.connect().catch(onError);
-  return client;
-}
+import type { ApiKeyRecord, RedisClient } from '../../../core/plugin-api.ts';
 
 /**
  * Resolves once the client is ready, or after `ms` (commands then fail fast, as while Redis is
