@@ -75,6 +75,7 @@ export { AUTH_SERVICE, doorAuthenticator, type ApiKeyManager, type ApiKeyRecord,
 export { AuthConfigSchema, AuthStrategySchema, type AuthConfig, type AuthStrategyConfig } from './config/auth-schema.ts';
 export { BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';
 export { VERSION } from './version.ts';
+export { DeferredCounter, DeferredHistogram, type HistogramCell } from './deferred-metrics.ts';
 export { callParamsHash, paramsHash } from './params-hash.ts';
 export {
   BLOCK_PARAM,

@@ -20,9 +20,9 @@
  *   plugin turns into `X-SVC-Cache` and `X-SVC-Cache-Attempts`.
  * - Metrics `svc_cache_{get_hit,get_miss,get_error,set_success,set_error}_total{project,network,category,connector,policy}`.
  */
-import { Counter } from 'prom-client';
 import {
   CallStage,
+  DeferredCounter,
   callParamsHash,
   compileGlobs,
   FINALITY,
@@ -202,32 +202,23 @@ export function cachePlugin(): Plugin {
   };
 }
 
-/** The plugin's metrics: one counter child per label set, created on first use. */
+/** The plugin's metrics, counted as plain numbers and published on each registry read. */
 function metricsSink(host: PluginHost): StoreSink {
   const labelNames = ['project', 'network', 'category', 'connector', 'policy'] as const;
-  const counter = (name: string, help: string) => new Counter({ name, help, labelNames, registers: [host.metrics] });
+  const counter = (name: string, help: string) => new DeferredCounter(host.metrics, { name, help, labelNames });
   const hit = counter('svc_cache_get_hit_total', 'Cache reads that found an acceptable entry, per tier and policy');
   const miss = counter('svc_cache_get_miss_total', 'Cache reads that found nothing (or an entry no longer acceptable)');
   const getError = counter('svc_cache_get_error_total', 'Cache reads that failed or timed out (treated as a miss)');
   const setOk = counter('svc_cache_set_success_total', 'Cache writes stored');
   const setError = counter('svc_cache_set_error_total', 'Cache writes that failed or timed out');
-  const children = new Map<string, Counter.Internal>();
-  const child = (c: Counter<(typeof labelNames)[number]>, tag: string, ctx: CallContext, connector: string, policy: string) => {
-    const category = host.methodLabel.value(ctx.request.method);
-    const k = `${tag}\0${ctx.project.id}\0${ctx.network.id}\0${category}\0${connector}\0${policy}`;
-    let ch = children.get(k);
-    if (!ch) {
-      ch = c.labels({ project: ctx.project.id, network: ctx.network.id, category, connector, policy });
-      children.set(k, ch);
-    }
-    return ch;
-  };
+  const inc = (c: DeferredCounter, ctx: CallContext, connector: string, policy: string) =>
+    c.inc([ctx.project.id, ctx.network.id, host.methodLabel.value(ctx.request.method), connector, policy]);
   return {
     read(ctx, r, event) {
-      child(event === 'hit' ? hit : event === 'miss' ? miss : getError, event, ctx, r.connector.id, r.policy.id).inc();
+      inc(event === 'hit' ? hit : event === 'miss' ? miss : getError, ctx, r.connector.id, r.policy.id);
     },
     wrote(ctx, c, p, ok, err) {
-      child(ok ? setOk : setError, ok ? 'ok' : 'err', ctx, c.id, p.id).inc();
+      inc(ok ? setOk : setError, ctx, c.id, p.id);
       if (!ok) (c as { report?: (what: string, e: unknown) => void }).report?.('write', err);
     },
   };

@@ -9,14 +9,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter } from 'prom-client';
-import { DeferredCounter, DeferredHistogram } from './deferred.ts';
+import { DeferredCounter, DeferredHistogram } from '../../core/plugin-api.ts';
 import { FINALITY, type AttemptRecord, type CallContext } from '../../core/context.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
 import type { PluginHost } from '../../core/host.ts';
 import { agentName, BoundedLabel } from '../../core/labels.ts';
 
 export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from '../../core/labels.ts';
-export { DeferredCounter, DeferredHistogram } from './deferred.ts';
 
 
 /** Options of the metrics plugin. */
