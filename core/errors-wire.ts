@@ -5,6 +5,8 @@
  */
 import {
   ErrAuthUnauthorized,
+  ErrConsensusDispute,
+  ErrConsensusLowParticipants,
   ErrEndpointBillingIssue,
   ErrEndpointCapacityExceeded,
   ErrEndpointClientSideException,
@@ -116,6 +118,7 @@ export function toJsonRpcError(err: SvcError, method: string | undefined, includ
   }
   const out: JsonRpcErrorObject = { code: err.code, message: err.message };
   if (err.upstreamData !== undefined) out.data = err.upstreamData;
+  else if (err.data !== undefined) out.data = detailsAllowed ? { ...(err.data as object), details: err.toDetails() } : err.data;
   else if (detailsAllowed) out.data = err.toDetails();
   return out;
 }
@@ -166,7 +169,9 @@ export const ERROR_TABLE: readonly ErrorTableRow[] = [
   row(ErrEndpointRequestTimeout, 'an upstream request ran past its deadline'),
   row(ErrFailsafeTimeoutExceeded, 'a failsafe `timeout` policy fired'),
   row(ErrFailsafeCircuitBreakerOpen, "the upstream's circuit breaker is open"),
-  row(ErrEndpointContentValidation, 'a response failed validation'),
+  row(ErrEndpointContentValidation, 'an answer failed an integrity check (`integrity` directive); retried on another upstream, the error only when none passes'),
+  row(ErrConsensusDispute, 'consensus: enough upstreams answered, none of the answers reached `agreementThreshold` (groups in `error.data`); retryable when a slot error was', '200'),
+  row(ErrConsensusLowParticipants, 'consensus: fewer valid answers than `agreementThreshold` (groups in `error.data`); retryable when a slot error was', '200'),
   row(ErrNotImplemented, 'stateful filter method with several candidate upstreams'),
   row(ErrGetLogsExceededMaxAllowedRange, 'eth_getLogs/trace_filter range over the limit'),
   row(ErrGetLogsExceededMaxAllowedAddresses, 'eth_getLogs address list over the limit'),

@@ -22,6 +22,8 @@ export interface SvcErrorOptions {
   upstreamMessage?: string;
   /** HTTP status the upstream answered with, if any. */
   upstreamStatus?: number;
+  /** svc's own structured `error.data`, always written (the groups of a consensus error, issue #14); ignored when the upstream sent data. */
+  data?: unknown;
   /** The upstream's own error object as raw JSON pieces, for errors that pass through (issue #8 item 8). */
   upstreamError?: UpstreamErrorRaw;
 }
@@ -91,6 +93,8 @@ export abstract class SvcError extends Error {
   readonly upstreamStatus?: number;
   /** The upstream's raw error object, kept for pass-through classes (issue #8 item 8). */
   readonly upstreamError?: UpstreamErrorRaw;
+  /** svc's own structured `error.data` (consensus groups), written whatever `includeErrorDetails` says. */
+  readonly data?: unknown;
 
   constructor(message: string, opts: SvcErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
@@ -102,6 +106,7 @@ export abstract class SvcError extends Error {
     this.upstreamData = opts.upstreamData;
     this.upstreamStatus = opts.upstreamStatus;
     this.upstreamError = opts.upstreamError;
+    if (opts.data !== undefined) this.data = opts.data;
   }
 
   /** HTTP status for a single call failing with this error. */
@@ -340,6 +345,41 @@ export class ErrEndpointContentValidation extends SvcError {
   static override readonly defaultCode = -32603;
   static override readonly retryable = true;
 }
+
+/** One group of identical answers in a consensus round (issue #14): `error.data.groups[]` of the consensus errors. */
+export interface ConsensusGroupSummary {
+  /** First 16 hex digits of the group's canonical hash (`jsonrpc:<code>` for an error that voted). */
+  hash: string;
+  /** Upstream ids that answered this, in arrival order. */
+  upstreams: string[];
+  /** Votes (one per upstream). */
+  count: number;
+}
+
+/** Base of the consensus errors: retryable by an outer retry only when some slot's error was (erpc-notes §2.6). */
+abstract class ConsensusError extends SvcError {
+  static override readonly defaultCode = -32603;
+  /** The slots' own errors (infrastructure failures and errors that voted). */
+  readonly causes: readonly SvcError[];
+  /**
+   * @param message what went wrong, with the counts
+   * @param groups the round's groups, written as `error.data.groups`
+   * @param causes the slots' errors
+   */
+  constructor(message: string, groups: readonly ConsensusGroupSummary[], causes: readonly SvcError[], details?: Record<string, unknown>) {
+    super(message, { data: { groups, ...details }, cause: causes.length ? [...causes] : undefined });
+    this.causes = causes;
+  }
+  override get retryable(): boolean {
+    return this.causes.some((c) => c.retryable);
+  }
+}
+
+/** Enough upstreams answered but no answer reached `agreementThreshold` (`disputeBehavior: returnError`). HTTP 200, -32603. */
+export class ErrConsensusDispute extends ConsensusError {}
+
+/** Fewer valid answers than `agreementThreshold` (`lowParticipantsBehavior: returnError`, or nothing valid). HTTP 200, -32603. */
+export class ErrConsensusLowParticipants extends ConsensusError {}
 
 /** A failsafe `timeout` policy fired. -32603. */
 export class ErrFailsafeTimeoutExceeded extends SvcError {

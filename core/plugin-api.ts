@@ -77,6 +77,8 @@ export { BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';
 export { VERSION } from './version.ts';
 export { DeferredCounter, DeferredHistogram, type HistogramCell } from './deferred-metrics.ts';
 export { callParamsHash, paramsHash } from './params-hash.ts';
+export { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, isEmptyResult, type IgnorePaths } from './canonical.ts';
+export { CONSENSUS_BEHAVIORS, ConsensusSchema, DEFAULT_CONSENSUS, type ConsensusBehavior, type ConsensusConfig } from './config/consensus-schema.ts';
 export {
   BLOCK_PARAM,
   BLOCK_TAGS,

@@ -27,19 +27,25 @@ export const CallStage = {
   /** The per-call cap of empty/pending retries (evm-retries), inside tip enforcement. */
   RETRY_KEEP: 630,
   INTERPOLATION: 600,
+  /** Shadow upstreams get a sampled copy of an answered call (shadow plugin, issue #14 item 3): inside interpolation, so the copy names the same block as the served call. */
+  SHADOW: 550,
   GETLOGS: 500,
   STATEFUL_GUARD: 400,
 } as const;
 
-/** `attempt` hook (network-scope failsafe), outside in: timeout( retry( hedge( sweep ))); consensus, when built, sits between timeout and retry. */
+/** `attempt` hook (network-scope failsafe), outside in: timeout( consensus( retry( hedge( sweep )))). */
 export const AttemptStage = {
   TIMEOUT: 400,
+  /** One slot per upstream, each running retry and hedge on its own upstream (consensus plugin, issue #14 item 1). */
+  CONSENSUS: 300,
   RETRY: 200,
   HEDGE: 100,
 } as const;
 
 /** `upstream` hook (per-upstream transport wrappers), outside in: retry( breaker( timeout( transport ))); rate limits sit inside the timeout, outside tracing and batching. */
 export const UpstreamStage = {
+  /** Corroborated and authoritative integrity checks (integrity plugin, issue #14 item 2): outermost, so a failed check moves the call to another upstream instead of asking the same one again. */
+  INTEGRITY: 450,
   RETRY: 400,
   CIRCUIT_BREAKER: 300,
   /** One attempt's deadline (inside retry, so each try gets the full duration). */
@@ -74,12 +80,16 @@ export const DirectiveStage = {
   RESOLVE: 100,
   /** A matched failsafe entry's `directiveDefaults`, below the network's own (failsafe). */
   FAILSAFE_DEFAULTS: 110,
+  /** The integrity level is resolved from the directive, `headerMode` and profiles (integrity plugin, spec §2.8 #10). */
+  INTEGRITY: 120,
 } as const;
 
 /** `validate` hook (a bail hook: the first error wins), in run order. */
 export const ValidateStage = {
   /** A null answer to a tagged block is an error (evm-state, spec §2.8 #9). */
   NULL_TAGGED_BLOCK: 0,
+  /** Intrinsic integrity checks of blocks, receipts and logs (integrity plugin, spec §2.8 #10). */
+  INTEGRITY: 50,
   /** Empty and pending answers retried elsewhere (evm-retries, spec §2.8 #1-2). */
   EMPTY_RESULT: 100,
   /** Heads observed in answers; an answer behind the head is an error (evm-state, spec §2.8 #7). */

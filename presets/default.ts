@@ -27,6 +27,9 @@ import { costPlugin } from '../plugins/cost/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
 import { multiplexPlugin } from '../plugins/multiplex/index.ts';
 import { cachePlugin } from '../plugins/cache/index.ts';
+import { consensusPlugin } from '../plugins/consensus/index.ts';
+import { integrityPlugin } from '../plugins/integrity/index.ts';
+import { shadowPlugin } from '../plugins/shadow/index.ts';
 import { selectPlugin } from '../plugins/select/index.ts';
 import { selectionPlugin } from '../plugins/selection/index.ts';
 
@@ -59,5 +62,8 @@ export function defaultPreset(): Plugin[] {
     adminPlugin(),
     corsPlugin(),
     rateLimitPlugin(),
+    consensusPlugin(),
+    integrityPlugin(),
+    shadowPlugin(),
   ];
 }

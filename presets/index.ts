@@ -32,6 +32,9 @@ export { healthPlugin } from '../plugins/health/index.ts';
 export { metricsPlugin } from '../plugins/metrics/index.ts';
 export { multiplexPlugin } from '../plugins/multiplex/index.ts';
 export { cachePlugin, CACHE_SERVICE, type CacheService } from '../plugins/cache/index.ts';
+export { consensusPlugin } from '../plugins/consensus/index.ts';
+export { integrityPlugin } from '../plugins/integrity/index.ts';
+export { shadowPlugin } from '../plugins/shadow/index.ts';
 export { selectPlugin } from '../plugins/select/index.ts';
 export { selectionPlugin } from '../plugins/selection/index.ts';
 

@@ -112,7 +112,7 @@ export function tapNetworkFailsafe(proxy: Proxy): void {
     if (!configures(network, 'retry')) return inner;
     const retried = async (ctx: CallContext, leg: Leg, r: NonNullable<FailsafeEntry['retry']>): Promise<RpcResult> => {
       for (let n = 1; ; n++) {
-        const round: Leg = n === 1 ? leg : { cursor: new UpstreamCursor(leg.cursor.upstreams), reason: 'retry', signal: leg.signal };
+        const round: Leg = n === 1 ? leg : { cursor: new UpstreamCursor(leg.cursor.upstreams), reason: leg.reason === 'consensus_slot' ? 'consensus_slot' : 'retry', signal: leg.signal };
         try {
           return await inner(ctx, round);
         } catch (e) {

@@ -10,6 +10,7 @@ import { compileGlobs } from '../../core/glob.ts';
 import type { Directives, Finality } from '../../core/context.ts';
 import { Duration, Strict, directiveDefaultsProps, type SchemaFragment } from '../../core/config/schema.ts';
 import { directiveDefaultsOf } from '../../core/config/load.ts';
+import { ConsensusSchema, type ConsensusConfig } from '../../core/config/consensus-schema.ts';
 
 // ---------------------------------------------------------------------------------------
 // Config
@@ -48,6 +49,8 @@ function entrySchema(scope: 'network' | 'upstream') {
   };
   if (scope === 'network') {
     props.directiveDefaults = Type.Optional(Strict(Object.fromEntries(Object.entries(directiveDefaultsProps).map(([k, v]) => [k, Type.Optional(v)]))));
+    // Run by the consensus plugin (issue #14); the schema is shared through core so neither plugin imports the other.
+    props.consensus = Type.Optional(ConsensusSchema);
   } else {
     props.circuitBreaker = Type.Optional(breakerSchema);
   }
@@ -62,6 +65,7 @@ export interface FailsafeEntry {
   timeout?: { duration: number };
   retry?: { maxAttempts: number; delay: number; backoffFactor: number; backoffMaxDelay: number; jitter: number; emptyResultMaxAttempts: number };
   hedge?: { delay?: number; quantile?: number; minDelay: number; maxDelay: number; maxCount: number };
+  consensus?: ConsensusConfig;
   circuitBreaker?: { failureThresholdCount: number; failureThresholdCapacity: number; halfOpenAfter: number; successThresholdCount: number; successThresholdCapacity: number };
 }
 
