@@ -1,9 +1,168 @@
 /**
- * consensus plugin (issue #14): being written.
+ * consensus plugin (issue #14 item 1, erpc-notes §2.6): for the calls a `failsafe[].consensus`
+ * entry matches, several upstreams answer and only what enough of them agree on is returned.
+ *
+ * Taps: `attempt` at AttemptStage.CONSENSUS (inside the network timeout, outside retry and hedge:
+ * `timeout( consensus( retry( hedge( sweep ))))`), where each slot runs the inner chain on its own
+ * upstream; `shutdown` (pending punishment releases). It reads the call's matched failsafe entry
+ * from the `failsafe.entry` slot the failsafe plugin fills (hence `dependsOn: ['failsafe']`), and
+ * writes the `consensus.*` record slots the headers plugin turns into `X-SVC-Consensus-*` (§4.5).
+ * Metrics: `svc_network_consensus_rounds_total` (§6; not counted under `skip-consensus`) and
+ * `svc_network_consensus_outcome_total{project,network,outcome}`.
+ *
+ * Files: `decide.ts` (grouping and the decision rules), `round.ts` (running the slots),
+ * `punish.ts` (the misbehaviour cordon); this file wires them.
  */
-import type { Plugin } from '../../core/plugin-api.ts';
+import { Counter } from 'prom-client';
+import {
+  AttemptStage,
+  compileIgnorePaths,
+  DEFAULT_IGNORE_FIELDS,
+  DeferredCounter,
+  Slot,
+  type AttemptHandler,
+  type CallContext,
+  type ConsensusConfig,
+  type IgnorePaths,
+  type Leg,
+  type Network,
+  type Plugin,
+  type PluginHost,
+  type RpcResult,
+  type Upstream,
+} from '../../core/plugin-api.ts';
+import { decide, type Decision } from './decide.ts';
+import { Punisher, REAL_CLOCK, type PunishClock } from './punish.ts';
+import { broadcast, runSlots } from './round.ts';
 
-/** Creates the consensus plugin. */
-export function consensusPlugin(): Plugin {
-  return { name: 'consensus', apply() {} };
+export { decide, groupVotes, isSettled, summarize, type Decision, type Group, type RoundOutcome, type Vote } from './decide.ts';
+export { MISBEHAVING_REASON, Punisher, type PunishClock } from './punish.ts';
+
+/** The failsafe plugin's per-call slot (read by name: this plugin does not import failsafe). */
+const FAILSAFE_ENTRY = new Slot<{ consensus?: ConsensusConfig } | undefined>('failsafe.entry', undefined);
+
+/** Record slots the headers plugin sums into `X-SVC-Consensus-Slots/-Disputes/-Low-Participants` (spec §4.5). */
+const SLOTS = new Slot<number>('consensus.slots', 0);
+const DISPUTES = new Slot<number>('consensus.disputes', 0);
+const LOW_PARTICIPANTS = new Slot<number>('consensus.lowParticipants', 0);
+
+/** Write methods are never voted on; `eth_sendRawTransaction` is broadcast through every slot instead. */
+const WRITE_METHODS = new Set(['eth_sendTransaction', 'eth_sendUserOperation', 'eth_sendBundle', 'eth_sendPrivateTransaction', 'eth_sendRawTransactionConditional', 'personal_sendTransaction']);
+
+/** Distinct methods whose ignore paths are remembered per consensus entry (method names come from clients). */
+const IGNORE_MEMO_LIMIT = 256;
+
+/** Options of the consensus plugin (tests). */
+export interface ConsensusPluginOptions {
+  /** Clock and timers of the punishment cordon. */
+  clock?: PunishClock;
+}
+
+/**
+ * Creates the consensus plugin. It does nothing for a network whose failsafe entries configure
+ * no `consensus` (the attempt chain is composed without it).
+ * @param opts test hooks
+ */
+export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
+  return {
+    name: 'consensus',
+    dependsOn: ['failsafe'],
+    apply(host: PluginHost) {
+      const punisher = new Punisher(opts.clock ?? REAL_CLOCK);
+      const rounds = new Counter({ name: 'svc_network_consensus_rounds_total', help: 'Consensus rounds run (not counted when skip-consensus bypassed consensus)', registers: [host.metrics] });
+      const outcomes = new DeferredCounter(host.metrics, {
+        name: 'svc_network_consensus_outcome_total',
+        help: 'Consensus rounds by outcome: agreement, dispute, low_participants',
+        labelNames: ['project', 'network', 'outcome'],
+      });
+      const ignoreMemo = new WeakMap<ConsensusConfig, Map<string, IgnorePaths>>();
+      const ignoreOf = (cfg: ConsensusConfig, method: string): IgnorePaths => {
+        let m = ignoreMemo.get(cfg);
+        if (!m) ignoreMemo.set(cfg, (m = new Map()));
+        let paths = m.get(method);
+        if (!paths) {
+          paths = compileIgnorePaths(cfg.ignoreFields?.[method] ?? DEFAULT_IGNORE_FIELDS[method]);
+          if (m.size < IGNORE_MEMO_LIMIT) m.set(method, paths);
+        }
+        return paths;
+      };
+
+      /** The slot with the highest latest block, by the state poller's view. */
+      const leaderOf = (network: Network, upstreams: readonly Upstream[]): string | undefined => {
+        const state = host.chainState(network);
+        let best: Upstream | undefined;
+        let bestHead = 0;
+        for (const u of upstreams) {
+          const head = state.peek(u)?.latest ?? 0;
+          if (head > bestHead) (best = u), (bestHead = head);
+        }
+        return best?.id;
+      };
+
+      const round = async (ctx: CallContext, leg: Leg, cfg: ConsensusConfig, inner: AttemptHandler): Promise<RpcResult> => {
+        const upstreams: Upstream[] = [];
+        for (let u = leg.cursor.next(); u && upstreams.length < cfg.maxParticipants; u = leg.cursor.next()) upstreams.push(u);
+        rounds.inc();
+        SLOTS.set(ctx.record, SLOTS.get(ctx.record) + upstreams.length);
+        if (ctx.request.method === 'eth_sendRawTransaction') {
+          const r = await broadcast(ctx, leg, upstreams, inner);
+          outcomes.inc([ctx.project.id, ctx.network.id, 'agreement']);
+          return r;
+        }
+        const firstAttempt = ctx.record.attempts.length;
+        const { votes, infraErrors } = await runSlots(ctx, leg, upstreams, inner, cfg, ignoreOf(cfg, ctx.request.method));
+        const decision = decide({ votes, infraErrors, cfg, participants: upstreams.length, leaderId: leaderOf(ctx.network, upstreams) });
+        outcomes.inc([ctx.project.id, ctx.network.id, decision.outcome]);
+        if (decision.outcome === 'dispute') DISPUTES.set(ctx.record, DISPUTES.get(ctx.record) + 1);
+        if (decision.outcome === 'low_participants') LOW_PARTICIPANTS.set(ctx.record, LOW_PARTICIPANTS.get(ctx.record) + 1);
+        markWinners(ctx, firstAttempt, decision);
+        if (cfg.punishMisbehavior && decision.winningGroup) punishLosers(ctx, decision, cfg.punishMisbehavior);
+        if (decision.error) throw decision.error;
+        const winner = decision.winner as NonNullable<Decision['winner']>;
+        if (winner.error) throw winner.error;
+        const r = winner.result as RpcResult;
+        r.upstreamId = winner.upstreamId;
+        ctx.record.upstream = winner.upstreamId;
+        return r;
+      };
+
+      const punishLosers = (ctx: CallContext, d: Decision, p: NonNullable<ConsensusConfig['punishMisbehavior']>) => {
+        const winning = d.winningGroup?.hash;
+        for (const g of d.groups) {
+          if (g.hash === winning) continue;
+          for (const v of g.votes) {
+            if (punisher.lost(ctx.project.health, v.upstreamId, p.disputeThreshold, p.disputeWindow, p.sitOutPenalty)) {
+              host.logger.warn({ project: ctx.project.id, network: ctx.network.id, upstream: v.upstreamId, sitOutMs: p.sitOutPenalty }, `consensus: upstream ${v.upstreamId} cordoned (misbehaving in consensus)`);
+            }
+          }
+        }
+      };
+
+      host.hooks.attempt.tap({ name: 'consensus', stage: AttemptStage.CONSENSUS }, (inner: AttemptHandler, network: Network): AttemptHandler => {
+        const entries = network.config.settings.failsafe;
+        const list = Array.isArray(entries) ? entries : entries ? [entries] : [];
+        // Composed once per network: without a consensus entry the chain has no consensus layer.
+        if (!list.some((e) => (e as { consensus?: unknown }).consensus !== undefined)) return inner;
+        return (ctx, leg) => {
+          const cfg = FAILSAFE_ENTRY.get(ctx)?.consensus;
+          if (!cfg || ctx.internal || ctx.directives.skipConsensus === true || WRITE_METHODS.has(ctx.request.method)) return inner(ctx, leg);
+          return round(ctx, leg, cfg, inner);
+        };
+      });
+      host.hooks.shutdown.tapPromise('consensus', async () => punisher.close());
+    },
+  };
+}
+
+/**
+ * `:won` (spec §4.5) only for the attempts of the upstreams whose answer was returned: slots that
+ * answered something else, or were cut short, contributed nothing.
+ */
+function markWinners(ctx: CallContext, from: number, d: Decision): void {
+  const winners = new Set(d.winningGroup?.votes.map((v) => v.upstreamId) ?? []);
+  const attempts = ctx.record.attempts;
+  for (let i = from; i < attempts.length; i++) {
+    const a = attempts[i];
+    if (a && a.won && !winners.has(a.upstreamId)) a.won = false;
+  }
 }

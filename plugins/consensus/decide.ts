@@ -1,0 +1,174 @@
+/**
+ * How a consensus round turns votes into an answer (issue #14 item 1, erpc-notes §2.6): votes
+ * grouped by canonical hash, the threshold, `preferNonEmpty`, `preferLargerResponses`, and the
+ * dispute and low-participants behaviours. Pure functions over the votes, so every rule has a
+ * unit test without a network.
+ */
+import {
+  ErrConsensusDispute,
+  ErrConsensusLowParticipants,
+  type ConsensusBehavior,
+  type ConsensusConfig,
+  type RpcResult,
+  type SvcError,
+} from '../../core/plugin-api.ts';
+
+/** One upstream's contribution to a round: an answer, or an error that is a fact about the chain. */
+export interface Vote {
+  /** The upstream that answered. */
+  upstreamId: string;
+  /** Canonical hash of the answer (`jsonrpc:<code>` for an error that votes). */
+  hash: string;
+  /** The answer (absent for an error vote). */
+  result?: RpcResult;
+  /** The error that voted (a revert, invalid params, unsupported method, missing data). */
+  error?: SvcError;
+  /** True for null, `[]`, `{}`, `0x`: an empty answer (error votes count as empty for `preferNonEmpty`). */
+  empty: boolean;
+  /** Size of the answer's JSON, bytes (0 for an error). */
+  size: number;
+}
+
+/** Votes that gave the same canonical answer. */
+export interface Group {
+  hash: string;
+  votes: Vote[];
+  /** Every member is empty (or an error). */
+  empty: boolean;
+  /** The member answers are errors. */
+  isError: boolean;
+  /** The largest member's size, bytes. */
+  size: number;
+}
+
+/** How the round ended (the `outcome` label of `svc_network_consensus_outcome_total`). */
+export type RoundOutcome = 'agreement' | 'dispute' | 'low_participants';
+
+/** The result of {@link decide}: the vote whose answer is returned, or the error to throw. */
+export interface Decision {
+  outcome: RoundOutcome;
+  groups: Group[];
+  /** The answer to return (its group's largest member); absent when `error` is set. */
+  winner?: Vote;
+  /** The winning group (its members are the attempts marked `:won`). */
+  winningGroup?: Group;
+  /** What the client gets when nothing can be returned. */
+  error?: SvcError;
+}
+
+/** Groups votes by hash, in order of first arrival. */
+export function groupVotes(votes: readonly Vote[]): Group[] {
+  const byHash = new Map<string, Group>();
+  for (const v of votes) {
+    let g = byHash.get(v.hash);
+    if (!g) byHash.set(v.hash, (g = { hash: v.hash, votes: [], empty: true, isError: v.error !== undefined, size: 0 }));
+    g.votes.push(v);
+    if (!v.empty) g.empty = false;
+    if (v.size > g.size) g.size = v.size;
+  }
+  return [...byHash.values()];
+}
+
+/** Ranking of groups: non-empty first (with `preferNonEmpty`), then votes, then size (with `preferLargerResponses`), then arrival. */
+function compare(cfg: ConsensusConfig): (a: Group, b: Group) => number {
+  return (a, b) => {
+    if (cfg.preferNonEmpty && a.empty !== b.empty) return a.empty ? 1 : -1;
+    if (a.votes.length !== b.votes.length) return b.votes.length - a.votes.length;
+    if (cfg.preferLargerResponses && a.size !== b.size) return b.size - a.size;
+    return 0;
+  };
+}
+
+/** The group's largest member (the answer returned, erpc-notes §2.6). */
+function largest(g: Group): Vote {
+  let best = g.votes[0] as Vote;
+  for (const v of g.votes) if (v.size > best.size) best = v;
+  return best;
+}
+
+/** The most common valid group, `preferNonEmpty` first (Array.prototype.sort is stable: arrival breaks ties). */
+function mostCommon(groups: readonly Group[], cfg: ConsensusConfig): Group | undefined {
+  return [...groups].sort(compare(cfg))[0];
+}
+
+/** `error.data.groups` of a consensus error: hash prefix, upstream ids, count. */
+export function summarize(groups: readonly Group[]): { hash: string; upstreams: string[]; count: number }[] {
+  return groups.map((g) => ({ hash: g.hash.startsWith('jsonrpc:') ? g.hash : g.hash.slice(0, 16), upstreams: g.votes.map((v) => v.upstreamId), count: g.votes.length }));
+}
+
+/** Inputs of {@link decide} besides the votes. */
+export interface DecideInput {
+  votes: readonly Vote[];
+  /** Errors of slots that did not vote (timeouts, 5xx, rate limits, exhausted). */
+  infraErrors: readonly SvcError[];
+  cfg: ConsensusConfig;
+  /** Upstream ids of the round's slots with the highest latest block first (the block head leader is `[0]`), or empty when unknown. */
+  leaderId?: string;
+  /** Slots the round ran. */
+  participants: number;
+}
+
+/**
+ * Decides a finished (or short-circuited) round.
+ * @returns the winner, or the error to throw (ErrConsensusDispute, ErrConsensusLowParticipants)
+ */
+export function decide(input: DecideInput): Decision {
+  const { votes, cfg } = input;
+  const groups = groupVotes(votes);
+  const ranked = [...groups].sort(compare(cfg));
+  const atThreshold = ranked.filter((g) => g.votes.length >= cfg.agreementThreshold);
+  const agreed = atThreshold[0];
+  if (agreed) return { outcome: 'agreement', groups, winningGroup: agreed, winner: largest(agreed) };
+  const outcome: RoundOutcome = votes.length < cfg.agreementThreshold ? 'low_participants' : 'dispute';
+  const behavior = outcome === 'dispute' ? cfg.disputeBehavior : cfg.lowParticipantsBehavior;
+  const chosen = applyBehavior(behavior, groups, cfg, input.leaderId);
+  if (chosen) return { outcome, groups, winningGroup: chosen, winner: largest(chosen) };
+  return { outcome, groups, error: roundError(outcome, groups, input) };
+}
+
+/** The group a behaviour accepts, or undefined for "return the error". */
+function applyBehavior(behavior: ConsensusBehavior, groups: readonly Group[], cfg: ConsensusConfig, leaderId: string | undefined): Group | undefined {
+  const leaderGroup = leaderId === undefined ? undefined : groups.find((g) => g.votes.some((v) => v.upstreamId === leaderId));
+  switch (behavior) {
+    case 'returnError':
+      return undefined;
+    case 'acceptMostCommonValidResult':
+      return mostCommon(groups, cfg);
+    case 'preferBlockHeadLeader':
+      return leaderGroup ?? mostCommon(groups, cfg);
+    case 'onlyBlockHeadLeader':
+      return leaderGroup;
+  }
+}
+
+function roundError(outcome: RoundOutcome, groups: readonly Group[], input: DecideInput): SvcError {
+  const causes = [...input.votes.flatMap((v) => (v.error ? [v.error] : [])), ...input.infraErrors];
+  const summary = summarize(groups);
+  const details = { participants: input.participants, valid: input.votes.length, threshold: input.cfg.agreementThreshold };
+  if (outcome === 'dispute') {
+    return new ErrConsensusDispute(`consensus dispute: ${input.votes.length} of ${input.participants} upstreams answered in ${groups.length} different ways, none reached the agreement threshold of ${input.cfg.agreementThreshold}`, summary, causes, details);
+  }
+  return new ErrConsensusLowParticipants(`consensus low participants: ${input.votes.length} valid answers of ${input.participants} upstreams, below the agreement threshold of ${input.cfg.agreementThreshold}`, summary, causes, details);
+}
+
+/**
+ * Whether a round may stop before its running slots end: some group reached the threshold and
+ * no group (an existing one, or a new one) could still overtake it with every running slot's vote.
+ * With `preferNonEmpty`, an empty leader is final only when no non-empty answer could still reach
+ * the threshold.
+ * @param running slots still running
+ */
+export function isSettled(votes: readonly Vote[], running: number, cfg: ConsensusConfig): boolean {
+  if (running === 0) return true;
+  const groups = groupVotes(votes).sort(compare(cfg));
+  const lead = groups[0];
+  if (!lead || lead.votes.length < cfg.agreementThreshold) return false;
+  for (const g of groups) if (g !== lead && g.votes.length + running >= lead.votes.length) return false;
+  // A group nobody voted for yet.
+  if (running >= lead.votes.length) return false;
+  if (cfg.preferNonEmpty && lead.empty) {
+    if (running >= cfg.agreementThreshold) return false;
+    for (const g of groups) if (!g.empty && g.votes.length + running >= cfg.agreementThreshold) return false;
+  }
+  return true;
+}
