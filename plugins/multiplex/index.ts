@@ -55,6 +55,18 @@ interface Entry {
 }
 
 /**
+ * The table key of a call: method and params hash, plus the directives that change which
+ * answers are acceptable (issue #14): a call asking for an integrity level, skipping consensus or
+ * pinning an upstream never shares an execution with one that did not.
+ */
+function keyOf(ctx: CallContext, paramsHash: string): string {
+  const d = ctx.directives;
+  const base = `${ctx.request.method}:${paramsHash}`;
+  if (d.integrity === undefined && d.skipConsensus === undefined && d.useUpstream === undefined) return base;
+  return `${base}\0${d.integrity ?? ''}\0${d.skipConsensus === true ? 1 : 0}\0${d.useUpstream ?? ''}`;
+}
+
+/**
  * The multiplexing key of a call, or undefined when its params cannot be hashed.
  * @param method JSON-RPC method
  * @param params params as sent (key order does not matter)
@@ -163,7 +175,7 @@ export function multiplexPlugin(): Plugin {
           if (ctx.internal) return inner(ctx);
           const h = callParamsHash(ctx);
           if (h === undefined) return inner(ctx);
-          const key = `${ctx.request.method}:${h}`;
+          const key = keyOf(ctx, h);
           const existing = table.get(key);
           if (existing) {
             existing.followers++;

@@ -121,6 +121,19 @@ describe('e2e: multiplexing (spec §4.6)', function () {
     expect(rb.headers['x-svc-upstream-attempts']).to.equal('1');
   });
 
+  it('a call asking for an integrity level, skipping consensus or pinning an upstream never joins a call that did not (issue #14)', async () => {
+    const plain = svc.post(PATH, balance('plain', '0x8'));
+    await waitFor(() => gate.received.get('eth_getBalance') === 1);
+    const strict = svc.post(PATH, balance('strict', '0x8'), { 'x-svc-integrity': 'intrinsic' });
+    const skip = svc.post(PATH, balance('skip', '0x8'), { 'x-svc-skip-consensus': 'true' });
+    const pinned = svc.post(PATH, balance('pinned', '0x8'), { 'x-svc-use-upstream': 'gate' });
+    await waitFor(() => gate.received.get('eth_getBalance') === 4);
+    expect(mux(svc).waiting(network(svc))).to.equal(0);
+    gate.release({ result: '0x9' });
+    const answers = await Promise.all([plain, strict, skip, pinned]);
+    expect(answers.map((a) => a.json.result)).to.deep.equal(['0x9', '0x9', '0x9', '0x9']);
+  });
+
   it("a follower's skip-cache-read has no effect: it shares the leader's call and carries its cache outcome", async () => {
     const leader = svc.post(PATH, balance('leader', '0x7'));
     await waitFor(() => gate.received.get('eth_getBalance') === 1);
