@@ -16,6 +16,10 @@ import type { PluginHost } from '../../core/host.ts';
 import { UpstreamPoller } from './poller.ts';
 import { pollerSettingsOf } from './schema.ts';
 import { knownLatestOf } from './tip.ts';
+import { Slot } from '../../core/slots.ts';
+
+/** The shadow plugin's upstream slot, read by name (this plugin does not import shadow). */
+const SHADOW_UPSTREAM = new Slot<boolean>('shadow.upstream', false);
 
 /** Service names: this plugin's pollers, and the selection plugin's API it reads (by name, not by import). */
 export const POLLERS_SERVICE = 'evm-state.pollers';
@@ -115,6 +119,8 @@ export function tapHeadTracking(proxy: Proxy, maxPollTimeoutMs: number): HeadTra
     const chosen: Upstream[] = [];
     for (const u of all) {
       if (anyReady && u.state !== 'ready') continue;
+      // A shadow upstream (issue #14) never serves, so its head is not the network's.
+      if (SHADOW_UPSTREAM.get(u)) continue;
       verified.push(u);
       if (!sel.excluded.has(u.id) && !(sel.honoursCordons && health.isCordoned(u.id, '*'))) chosen.push(u);
     }

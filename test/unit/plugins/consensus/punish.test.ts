@@ -10,7 +10,7 @@ import { MISBEHAVING_REASON, Punisher } from '../../../../plugins/consensus/inde
 import { HealthTracker } from '../../../../core/registry/health.ts';
 
 describe('consensus: punishment cordon', () => {
-  let clock: FakeTimers.InstalledClock;
+  let clock: ReturnType<typeof FakeTimers.install>;
   beforeEach(() => {
     clock = FakeTimers.install({ now: 1_000_000, toFake: ['setTimeout', 'clearTimeout', 'Date'] });
   });
