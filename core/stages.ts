@@ -88,8 +88,6 @@ export const DirectiveStage = {
 export const ValidateStage = {
   /** A null answer to a tagged block is an error (evm-state, spec §2.8 #9). */
   NULL_TAGGED_BLOCK: 0,
-  /** Intrinsic integrity checks of blocks, receipts and logs (integrity plugin, spec §2.8 #10). */
-  INTEGRITY: 50,
   /** Empty and pending answers retried elsewhere (evm-retries, spec §2.8 #1-2). */
   EMPTY_RESULT: 100,
   /** Heads observed in answers; an answer behind the head is an error (evm-state, spec §2.8 #7). */

@@ -46,6 +46,7 @@ export const DIAGNOSTIC_HEADERS = [
   'X-SVC-Consensus-Slots',
   'X-SVC-Consensus-Disputes',
   'X-SVC-Consensus-Low-Participants',
+  'X-SVC-Integrity',
   'X-SVC-Cache',
   'X-SVC-Upstream',
   'X-SVC-Duration',

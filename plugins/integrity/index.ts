@@ -1,9 +1,238 @@
 /**
- * integrity plugin (issue #14): being written.
+ * integrity plugin (issue #14 item 2, spec §2.8 #10, §6, §7): answers that carry block data are
+ * checked against the chain's own commitments before they reach a client.
+ *
+ * Taps:
+ * - `directives` at `DirectiveStage.INTEGRITY`: resolves the call's level from the `integrity`
+ *   directive, `networks[].integrity.headerMode` and `profiles` ({@link resolveLevel}); keeps it in
+ *   the call slot {@link LEVEL} and the record slot {@link RECORD_LEVEL}; a call with a level other
+ *   than `off` skips cache reads (`skipCacheRead: 'true'`: a cache entry's provenance is unknown;
+ *   a checked answer is still written back).
+ * - `upstream` at `UpstreamStage.INTEGRITY` (outermost per upstream): runs the checks on the
+ *   upstream's answer. A call at `off`, an internal call, or a method outside
+ *   {@link CHECKED_METHODS} goes straight through (no promise added). A failed check throws
+ *   `ErrEndpointContentValidation` (retryable: the sweep moves to the next upstream, and the attempt
+ *   counts against the upstream that returned bad data) and counts
+ *   `svc_upstream_request_retries_total{reason="integrity_validation"}`. When no upstream passes,
+ *   the client gets the error, never the unchecked answer.
+ * - `responseHeaders`: `X-SVC-Integrity` with the applied level (a batch: the distinct levels in
+ *   sub-call order, comma-separated), whenever a call's request or config named a level (so `off`
+ *   shows a denied or unknown request); not written with `server.executionHeaders: off`.
+ *
+ * Levels (all checks of the weaker levels included):
+ * - `intrinsic`: the answer against itself (checks/): block hash from the header, transactions and
+ *   withdrawals roots, transaction hashes, receipts' and logs' block and indexes, logs in the
+ *   requested range and filter, logs in their receipt's bloom.
+ * - `corroborated`: each block the answer rests on confirmed by a second upstream (corroborate.ts).
+ * - `authoritative`: a vote of up to `maxParticipants - 1` other upstreams over each block's hash,
+ *   with the call's failsafe `consensus` settings (else `DEFAULT_CONSENSUS`).
+ *
+ * viem and @ethereumjs/mpt are loaded on the first checked answer only.
  */
-import type { Plugin } from '../../core/plugin-api.ts';
+import { Counter } from 'prom-client';
+import {
+  DEFAULT_CONSENSUS,
+  DirectiveStage,
+  ErrEndpointContentValidation,
+  Slot,
+  UpstreamStage,
+  type CallContext,
+  type ConsensusConfig,
+  type Directives,
+  type ExecutionRecord,
+  type HeaderSink,
+  type Network,
+  type Plugin,
+  type PluginHost,
+  type RpcResult,
+  type Upstream,
+  type UpstreamCall,
+  type UpstreamSender,
+} from '../../core/plugin-api.ts';
+import { checkIntrinsic, CHECKED_METHODS, isEmptyAnswer } from './checks/index.ts';
+import { authoritative, corroborate, type AuthoritativeSettings, type Peer } from './corroborate.ts';
+import { CheckFailure } from './hex.ts';
+import { compileIntegrity, IntegritySchema, resolveLevel, type IntegrityLevel, type NetworkIntegrity } from './levels.ts';
+import { loadLibs } from './libs.ts';
 
-/** Creates the integrity plugin. */
+export { CHECKED_METHODS, checkIntrinsic, isEmptyAnswer } from './checks/index.ts';
+export { authoritative, corroborate, MAX_ANCHORS, MAX_IN_FLIGHT, type AuthoritativeSettings, type Peer } from './corroborate.ts';
+export { Anchors, type Anchor } from './anchors.ts';
+export { CheckFailure } from './hex.ts';
+export { compileIntegrity, IntegritySchema, levelOf, LEVELS, resolveLevel, type IntegrityInput, type IntegrityLevel, type NetworkIntegrity, type ResolvedLevel } from './levels.ts';
+export { loadLibs, type IntegrityLibs } from './libs.ts';
+
+/** The call's resolved level (slot `integrity.level` on the call context); unset until resolved. */
+export const LEVEL = new Slot<IntegrityLevel | undefined>('integrity.level', undefined);
+
+/** The level reported in `X-SVC-Integrity` (slot `integrity.applied` on the execution record); unset when nothing asked for one. */
+export const RECORD_LEVEL = new Slot<IntegrityLevel | undefined>('integrity.applied', undefined);
+
+/** The failsafe plugin's per-call matched entry, read by its slot name (never by importing that plugin). */
+const FAILSAFE_ENTRY = new Slot<{ consensus?: Partial<ConsensusConfig>; directiveDefaults?: Record<string, unknown> } | undefined>('failsafe.entry', undefined);
+
+/** Response header naming the applied level(s). */
+export const INTEGRITY_HEADER = 'X-SVC-Integrity';
+
+/** Name of the shared retry counter (spec §6), registered by evm-retries when it is applied. */
+export const UPSTREAM_RETRIES_METRIC = 'svc_upstream_request_retries_total';
+
+/** Longest a confirming request to another upstream may take, ms (also bounded by the call's deadline). */
+export const PEER_TIMEOUT_MS = 5_000;
+
+/** The method confirming upstreams are asked. */
+const CONFIRM_METHOD = 'eth_getBlockByNumber';
+
+type RetriesLabel = 'project' | 'network' | 'category' | 'reason';
+
+/**
+ * The configured integrity default of a call: the network's `directiveDefaults.integrity`, else the
+ * matched failsafe entry's (what `headerMode: deny` applies).
+ * @param ctx the call
+ */
+export function configuredLevelValue(ctx: CallContext): string | undefined {
+  const own = ctx.network.config.directiveDefaults.integrity;
+  if (typeof own === 'string' && own.trim() !== '') return own;
+  const fromEntry = FAILSAFE_ENTRY.get(ctx)?.directiveDefaults?.integrity;
+  return typeof fromEntry === 'string' ? fromEntry : undefined;
+}
+
+/**
+ * The consensus settings of a call's `authoritative` level: its matched failsafe entry's
+ * `consensus`, else `DEFAULT_CONSENSUS`.
+ * @param ctx the call
+ */
+export function authoritativeSettingsOf(ctx: CallContext): AuthoritativeSettings {
+  const c = FAILSAFE_ENTRY.get(ctx)?.consensus;
+  return {
+    maxParticipants: c?.maxParticipants ?? DEFAULT_CONSENSUS.maxParticipants,
+    agreementThreshold: c?.agreementThreshold ?? DEFAULT_CONSENSUS.agreementThreshold,
+  };
+}
+
+/**
+ * Creates the integrity plugin (name `integrity`).
+ * @returns a plugin owning `networks[].integrity`, tapping `directives`, `upstream` and `responseHeaders`
+ */
 export function integrityPlugin(): Plugin {
-  return { name: 'integrity', apply() {} };
+  return {
+    name: 'integrity',
+    version: '0.1.0',
+    schema: { network: { integrity: IntegritySchema } },
+    apply(host: PluginHost) {
+      const settings = new WeakMap<Network, NetworkIntegrity>();
+      let counter: Counter<RetriesLabel> | undefined;
+      let headersOff = false;
+
+      const settingsOf = (n: Network): NetworkIntegrity => {
+        let s = settings.get(n);
+        if (!s) {
+          s = compileIntegrity(n.config.settings.integrity, `network ${n.id} integrity`);
+          settings.set(n, s);
+        }
+        return s;
+      };
+
+      host.hooks.configured.tap('integrity', (config) => {
+        headersOff = config.server.executionHeaders === 'off';
+        // Bad profiles fail at start (and in `svc validate`), not on the first call.
+        for (const p of config.projects) {
+          for (const n of p.networks) compileIntegrity(n.settings.integrity, `projects.${p.id}.networks.${n.id}.integrity`);
+          compileIntegrity((p.networkDefaults as { integrity?: unknown }).integrity, `projects.${p.id}.networkDefaults.integrity`);
+        }
+        // evm-retries registers the shared counter in its `apply`; without it, this plugin does.
+        counter =
+          (host.metrics.getSingleMetric(UPSTREAM_RETRIES_METRIC) as Counter<RetriesLabel> | undefined) ??
+          new Counter({
+            name: UPSTREAM_RETRIES_METRIC,
+            help: 'Calls retried on another upstream because an answer was not usable yet, by reason (empty_result, pending_tx, integrity_validation)',
+            labelNames: ['project', 'network', 'category', 'reason'],
+            registers: [host.metrics],
+          });
+      });
+
+      /** Resolves (once per call context) the call's level. Split getLogs parts get a fresh state map and resolve again from the same directives. */
+      const levelFor = (ctx: CallContext): IntegrityLevel => {
+        const memo = LEVEL.get(ctx);
+        if (memo !== undefined) return memo;
+        const d = ctx.directives;
+        const configured = configuredLevelValue(ctx);
+        if (d.integrity === undefined && configured === undefined) return 'off';
+        const r = resolveLevel(d.integrity, configured, settingsOf(ctx.network), ctx.request.method);
+        LEVEL.set(ctx, r.level);
+        return r.level;
+      };
+
+      host.hooks.directives.tap({ name: 'integrity', stage: DirectiveStage.INTEGRITY }, (d: Directives, ctx: CallContext) => {
+        const configured = configuredLevelValue(ctx);
+        if (d.integrity === undefined && configured === undefined) return d;
+        const r = resolveLevel(d.integrity, configured, settingsOf(ctx.network), ctx.request.method);
+        LEVEL.set(ctx, r.level);
+        if (r.shown) RECORD_LEVEL.set(ctx.record, r.level);
+        // Start loading viem while the upstream is asked, so the first checked answer does not wait for it.
+        if (r.level !== 'off') loadLibs().catch(() => undefined);
+        // A cache entry's provenance is unknown: a checked call always asks an upstream ('true' skips every tier, spec §2.8 #3).
+        if (r.level !== 'off' && d.skipCacheRead !== 'true') return { ...d, skipCacheRead: 'true' };
+        return d;
+      });
+
+      /** Other usable upstreams of the network, in config order: serving, not cordoned for the confirming method, supporting it. */
+      const peersOf = (ctx: CallContext, self: Upstream): Peer[] => {
+        const out: Peer[] = [];
+        for (const u of ctx.network.upstreams) {
+          if (u === self || !u.serving || !u.supportsMethod(CONFIRM_METHOD) || ctx.project.health.isCordoned(u.id, CONFIRM_METHOD)) continue;
+          out.push({
+            id: u.id,
+            getBlock: async (n) => {
+              const timeout = Math.max(1, Math.min(PEER_TIMEOUT_MS, ctx.deadline - Date.now()));
+              return (await host.upstreamCall(ctx.network, u, CONFIRM_METHOD, [n, false], timeout)).result;
+            },
+          });
+        }
+        return out;
+      };
+
+      const checked = async (inner: UpstreamSender, call: UpstreamCall, u: Upstream, level: IntegrityLevel): Promise<RpcResult> => {
+        const r = await inner(call);
+        const result = r.result;
+        if (isEmptyAnswer(result)) return r;
+        const libs = await loadLibs();
+        const ctx = call.ctx;
+        try {
+          const anchors = await checkIntrinsic(libs, call.method, call.params, result);
+          if (level === 'corroborated') await corroborate(libs.viem, anchors, peersOf(ctx, u));
+          else if (level === 'authoritative') await authoritative(libs.viem, anchors, peersOf(ctx, u), authoritativeSettingsOf(ctx));
+        } catch (e) {
+          if (!(e instanceof CheckFailure)) throw e;
+          counter?.inc({ project: ctx.project.id, network: ctx.network.id, category: host.methodLabel.value(call.method), reason: 'integrity_validation' });
+          throw new ErrEndpointContentValidation(`integrity ${level}: check ${e.check} failed on upstream ${u.id}: ${e.message}`, {
+            details: { upstream: u.id, level, check: e.check },
+          });
+        }
+        return r;
+      };
+
+      host.hooks.upstream.tap({ name: 'integrity', stage: UpstreamStage.INTEGRITY }, (inner: UpstreamSender, u: Upstream): UpstreamSender => {
+        return (call: UpstreamCall) => {
+          const ctx = call.ctx;
+          // Internal calls (state polls, this plugin's own confirmations) are never checked.
+          if (ctx.internal || !CHECKED_METHODS.has(call.method)) return inner(call);
+          const level = levelFor(ctx);
+          if (level === 'off') return inner(call);
+          return checked(inner, call, u, level);
+        };
+      });
+
+      host.hooks.responseHeaders.tap('integrity', (sink: HeaderSink, records: readonly ExecutionRecord[]) => {
+        if (headersOff) return;
+        let levels: IntegrityLevel[] | undefined;
+        for (const r of records) {
+          if (!r.slots) continue;
+          const l = RECORD_LEVEL.get(r);
+          if (l !== undefined && !levels?.includes(l)) (levels ??= []).push(l);
+        }
+        if (levels) sink.set(INTEGRITY_HEADER, levels.join(','));
+      });
+    },
+  };
 }

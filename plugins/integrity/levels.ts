@@ -1,0 +1,129 @@
+/**
+ * Config of the integrity plugin (`networks[].integrity`, also `networkDefaults.integrity`) and
+ * the resolution of a call's level from the `integrity` directive (spec §2.8 #10): a level name,
+ * or a profile name mapping method globs to levels; `headerMode: deny` ignores the request's value.
+ */
+import { compileGlobs, ConfigError, Strict, Type, type GlobTest, type Static } from '../../core/plugin-api.ts';
+
+/** The four integrity levels, weakest first (spec §2.8 #10). */
+export const LEVELS = ['off', 'intrinsic', 'corroborated', 'authoritative'] as const;
+
+/** One integrity level. */
+export type IntegrityLevel = (typeof LEVELS)[number];
+
+/** Most profiles per network. */
+export const MAX_PROFILES = 32;
+/** Most method globs per profile. */
+export const MAX_PROFILE_RULES = 64;
+
+const levelSchema = Type.Union(
+  LEVELS.map((l) => Type.Literal(l)),
+  { description: 'integrity level applied to the methods this glob matches' },
+);
+
+/**
+ * Schema of `networks[].integrity` (network scope: also valid under `networkDefaults`).
+ * - `headerMode`: `allow` (default) honours the request's `X-SVC-Integrity` / `integrity`;
+ *   `deny` ignores it and applies the network's `directiveDefaults.integrity`.
+ * - `profiles`: name → { method glob → level }; the first glob (in config order) matching the
+ *   call's method gives its level, no match gives `off`. A profile may not be named like a level.
+ */
+export const IntegritySchema = Strict(
+  {
+    headerMode: Type.Optional(
+      Type.Union([Type.Literal('allow'), Type.Literal('deny')], {
+        default: 'allow',
+        description: 'spec §2.8 #10: `allow` honours the X-SVC-Integrity header / integrity query; `deny` ignores it (the configured directiveDefaults.integrity applies)',
+      }),
+    ),
+    profiles: Type.Optional(
+      Type.Record(
+        Type.String({ maxLength: 64 }),
+        Type.Record(Type.String({ maxLength: 256 }), levelSchema, { maxProperties: MAX_PROFILE_RULES, description: 'method glob (`*`, `?`) → level; first match in order wins' }),
+        { maxProperties: MAX_PROFILES, description: 'named profiles a request (or directiveDefaults.integrity) may name instead of a level' },
+      ),
+    ),
+  },
+  { description: 'integrity checks of block data (issue #14, spec §2.8 #10)' },
+);
+
+/** `networks[].integrity` as written in config. */
+export type IntegrityInput = Static<typeof IntegritySchema>;
+
+/** A compiled profile: its rules in config order. */
+type Profile = ReadonlyArray<{ test: GlobTest; level: IntegrityLevel }>;
+
+/** The compiled integrity settings of one network. */
+export interface NetworkIntegrity {
+  headerMode: 'allow' | 'deny';
+  profiles: ReadonlyMap<string, Profile>;
+}
+
+/** Settings of a network without an `integrity` key. */
+export const DEFAULT_NETWORK_INTEGRITY: NetworkIntegrity = Object.freeze({ headerMode: 'allow', profiles: new Map() });
+
+const LEVEL_SET: ReadonlySet<string> = new Set(LEVELS);
+
+/**
+ * Checks and compiles a network's `integrity` settings.
+ * @param input the validated `integrity` value (undefined when the network has none)
+ * @param where the network, for the error message
+ * @throws ConfigError when a profile is named like a level
+ */
+export function compileIntegrity(input: unknown, where = 'integrity'): NetworkIntegrity {
+  if (input === undefined || input === null) return DEFAULT_NETWORK_INTEGRITY;
+  const i = input as IntegrityInput;
+  const profiles = new Map<string, Profile>();
+  for (const [name, rules] of Object.entries(i.profiles ?? {})) {
+    if (LEVEL_SET.has(name.trim().toLowerCase())) throw new ConfigError([{ path: `${where}.profiles.${name}`, message: `a profile may not be named like a level (${LEVELS.join(', ')})` }]);
+    profiles.set(
+      name,
+      Object.entries(rules).map(([glob, level]) => ({ test: compileGlobs(glob), level: level as IntegrityLevel })),
+    );
+  }
+  return { headerMode: i.headerMode === 'deny' ? 'deny' : 'allow', profiles };
+}
+
+/**
+ * A directive value as a level: a level name (case-insensitive, trimmed), or a profile name (its
+ * first glob matching `method`, else `off`); undefined when the value is empty or unknown.
+ * @param value the directive or config value
+ * @param settings the network's compiled settings
+ * @param method the call's method
+ */
+export function levelOf(value: string | undefined, settings: NetworkIntegrity, method: string): IntegrityLevel | undefined {
+  if (value === undefined) return undefined;
+  const t = value.trim();
+  if (t === '') return undefined;
+  const lower = t.toLowerCase();
+  if (LEVEL_SET.has(lower)) return lower as IntegrityLevel;
+  const profile = settings.profiles.get(t);
+  if (!profile) return undefined;
+  for (const rule of profile) if (rule.test(method)) return rule.level;
+  return 'off';
+}
+
+/** A call's resolved level. */
+export interface ResolvedLevel {
+  /** The level applied to the call. */
+  level: IntegrityLevel;
+  /** True when anything asked for a level (the request or config), so `X-SVC-Integrity` reports it, `off` included. */
+  shown: boolean;
+}
+
+/**
+ * Resolves a call's level (spec §2.8 #10).
+ * - `headerMode: allow`: the merged directive (`requested`: the request's value over the
+ *   config default); `deny`: the configured default only.
+ * - An unknown value falls back to the configured default, then `off`.
+ * @param requested `ctx.directives.integrity` (config default, then header, then query)
+ * @param configured the network's configured `directiveDefaults.integrity` (or a failsafe entry's)
+ * @param settings the network's compiled settings
+ * @param method the call's method
+ */
+export function resolveLevel(requested: string | undefined, configured: string | undefined, settings: NetworkIntegrity, method: string): ResolvedLevel {
+  const shown = (requested !== undefined && requested.trim() !== '') || (configured !== undefined && configured.trim() !== '');
+  if (!shown) return { level: 'off', shown };
+  const value = settings.headerMode === 'deny' ? configured : requested;
+  return { level: levelOf(value, settings, method) ?? levelOf(configured, settings, method) ?? 'off', shown };
+}
