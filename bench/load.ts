@@ -128,6 +128,8 @@ export interface LoadOptions {
   timeoutS?: number;
   /** Check every answer body with {@link resultBodyCheck} (default true); failures count as mismatches. */
   verifyBodies?: boolean;
+  /** Extra request headers, e.g. a directive such as `{'x-svc-integrity': 'intrinsic'}` (content-type is always JSON). */
+  headers?: Record<string, string>;
 }
 
 /** The outcome of one load run. */
@@ -194,7 +196,7 @@ export function runLoad(opts: LoadOptions): Promise<LoadResult> {
       {
         url: opts.url,
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { ...opts.headers, 'content-type': 'application/json' },
         body: opts.body.text,
         connections: opts.connections ?? 32,
         pipelining: 1,

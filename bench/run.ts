@@ -10,13 +10,16 @@
  *       same forwarding inside Koa + @koa/router, the floor of any Koa-based proxy
  *   (e) svc answering a finalized call from its memory cache; (e′) from a Redis tier (bench/cache.ts)
  * After the rounds: hedging (bench/hedge.ts), the multiplexed burst and outbound batching
- * (bench/burst.ts), and memory (bench/memory.ts), each its own section.
+ * (bench/burst.ts), consensus and integrity (bench/consensus.ts), and memory (bench/memory.ts),
+ * each its own section.
  * Rounds are interleaved (round 1 of every scenario, then round 2, …) so slow drift of the
  * machine hits all scenarios alike. Medians over the rounds are quoted.
  *
  * Settings: BENCH_CONNECTIONS (32), BENCH_DURATION (s, 5), BENCH_REPS (3), BENCH_WARMUP (s, 1);
  * BENCH_SCENARIOS (comma list of scenario keys, default all), BENCH_SKIP_HEDGE, BENCH_SKIP_BURST,
- * BENCH_SKIP_MEMORY (`1` leaves that section out; a partial run still writes bench/RESULTS.md).
+ * BENCH_SKIP_CONSENSUS, BENCH_SKIP_MEMORY (`1` leaves that section out; a partial run still writes
+ * bench/RESULTS.md). BENCH_ONLY_CONSENSUS=1 runs only the consensus and integrity section and
+ * prints it, leaving bench/RESULTS.md as it was (a quick check of one section).
  * Output: a markdown report on stdout, also written to bench/RESULTS.md.
  */
 import { writeFileSync } from 'node:fs';
@@ -25,6 +28,7 @@ import { fileURLToPath } from 'node:url';
 import { batchingScenario, burstScenario } from './burst.ts';
 import { blockBody, cacheSection, setupMemoryCache, setupRedisCache, type CacheRow } from './cache.ts';
 import { compressionScenario } from './compression.ts';
+import { consensusScenario } from './consensus.ts';
 import { targetsSection } from './targets-check.ts';
 import { hedgeScenario } from './hedge.ts';
 import { memoryScenario } from './memory.ts';
@@ -226,6 +230,11 @@ function summarise(l: Live): Summary {
 }
 
 async function main(): Promise<void> {
+  // One section alone must not replace the whole report in bench/RESULTS.md: stdout only.
+  if (process.env.BENCH_ONLY_CONSENSUS === '1') {
+    process.stdout.write(`${await consensusScenario(settings)}\n`);
+    return;
+  }
   const started = Date.now();
   const loadBefore = os.loadavg()[0] ?? Number.NaN;
   progress(`bench: ${settings.connections} connections, ${settings.durationS} s × ${settings.reps} rounds, ${settings.warmupS} s warm-up per target`);
@@ -372,11 +381,13 @@ ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, time
   const hedge = process.env.BENCH_SKIP_HEDGE === '1' ? '' : `\n${await hedgeScenario(settings)}\n`;
   // Issue #10 items 4 and 5: multiplexed burst and outbound batching (BENCH_SKIP_BURST=1 leaves them out).
   const burst = process.env.BENCH_SKIP_BURST === '1' ? '' : `\n${await burstScenario(settings)}\n\n${await batchingScenario(settings)}\n`;
+  // Issue #14 item 5: consensus overhead and intrinsic-integrity CPU (BENCH_SKIP_CONSENSUS=1 leaves it out).
+  const consensus = process.env.BENCH_SKIP_CONSENSUS === '1' ? '' : `\n${await consensusScenario(settings)}\n`;
   // Issue #8 item 5: peak RSS of one large body and one large answer (BENCH_SKIP_MEMORY=1 leaves it out).
   const memory = process.env.BENCH_SKIP_MEMORY === '1' ? '' : `\n${await memoryScenario()}\n`;
   // Issue #11 "Also": the CPU cost of gzip per KiB of answer.
   const compression = `\n${await compressionScenario()}\n`;
-  const report = md + targets + cache + hedge + burst + memory + compression;
+  const report = md + targets + cache + hedge + burst + consensus + memory + compression;
   process.stdout.write(report);
   const out = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
   writeFileSync(out, report);

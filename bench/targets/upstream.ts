@@ -26,11 +26,17 @@
  * - `finalized-block` the finalized block (default latest − 64)
  * - `big-mib` when > 0, `eth_getLogs` answers an array of realistic log objects of about this
  *   many MiB (built once at start), for the memory scenario (default 0)
+ * - `block-fixture` path of a JSON file holding one real block with full transactions (an
+ *   `eth_getBlockByNumber(n, true)` result, e.g. bench/fixtures/block-full.json): calls of
+ *   `eth_getBlockByNumber` for that block's number answer it (with transaction hashes only when
+ *   the second param is false), so its hash and roots verify; every other block is generated as
+ *   above (default none)
  *
  * Later fault-tolerance scenarios spawn two of these with different options (e.g.
  * `--slow-fraction=0.1 --slow-ms=1000` for the flaky one).
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { listenTarget, numberOption, option, readBody, serveTarget } from './common.ts';
 
@@ -44,6 +50,24 @@ const delayMs = numberOption('delay-ms', 0);
 const bigMiB = numberOption('big-mib', 0);
 const latestBlock = numberOption('latest-block', 0x1234567);
 const finalizedBlock = numberOption('finalized-block', latestBlock - 64);
+const blockFixturePath = option('block-fixture', '');
+
+/**
+ * The `--block-fixture` block: its number and both answers as JSON text, serialised once at
+ * start so serving it costs the upstream no more than any fixed answer.
+ */
+const fixture = blockFixturePath === '' ? undefined : loadFixture(blockFixturePath);
+
+function loadFixture(path: string): { number: number; full: string; hashes: string } {
+  const block = JSON.parse(readFileSync(path, 'utf8')) as { number?: unknown; transactions?: unknown };
+  if (typeof block.number !== 'string' || !Array.isArray(block.transactions)) throw new Error(`block-fixture ${path}: not a block with a number and transactions`);
+  const txs = block.transactions as Array<string | { hash: string }>;
+  return {
+    number: parseInt(block.number, 16),
+    full: JSON.stringify(block),
+    hashes: JSON.stringify({ ...block, transactions: txs.map((t) => (typeof t === 'string' ? t : t.hash)) }),
+  };
+}
 
 /** A plausible, deterministic block hash for a block number (32 bytes, hex). */
 function blockHash(n: number): string {
@@ -149,6 +173,9 @@ function answerOne(el: unknown): string {
     case 'net_version':
       return `{"jsonrpc":"2.0","id":${id},"result":"${chainId}"}`;
     case 'eth_getBlockByNumber':
+      if (fixture && Array.isArray(o.params) && typeof o.params[0] === 'string' && /^0x[0-9a-fA-F]{1,16}$/.test(o.params[0]) && parseInt(o.params[0], 16) === fixture.number) {
+        return `{"jsonrpc":"2.0","id":${id},"result":${o.params[1] === true ? fixture.full : fixture.hashes}}`;
+      }
       return `{"jsonrpc":"2.0","id":${id},"result":${blockJson(Array.isArray(o.params) ? (o.params[0] as unknown) : undefined)}}`;
     case 'eth_syncing':
       return `{"jsonrpc":"2.0","id":${id},"result":false}`;
