@@ -6,8 +6,16 @@
 
 /** viem's module namespace (hashing, RLP, transaction formatting and serialisation). */
 export type Viem = typeof import('viem');
-/** @ethereumjs/mpt's module namespace (the trie that yields a transactions root). */
-export type Mpt = typeof import('@ethereumjs/mpt');
+/**
+ * The part of @ethereumjs/mpt the checks use (the trie that yields a transactions root), typed
+ * here rather than as the package's namespace: svc's published declarations must not pull in
+ * that package's own type dependencies (`debug`, `@ethereumjs/common`), which a plugin package
+ * compiling against svc would then need.
+ */
+export interface Mpt {
+  /** A fresh in-memory trie. */
+  createMPT(): Promise<{ put(key: Uint8Array, value: Uint8Array): Promise<void>; root(): Uint8Array }>;
+}
 
 /** The libraries every check function is handed. */
 export interface IntegrityLibs {
@@ -23,7 +31,7 @@ let loading: Promise<IntegrityLibs> | undefined;
  * @throws whatever `import()` throws when a package is missing (the plugin turns it into ErrInternal)
  */
 export function loadLibs(): Promise<IntegrityLibs> {
-  loading ??= Promise.all([import('viem'), import('@ethereumjs/mpt')]).then(([viem, mpt]) => ({ viem, mpt }));
+  loading ??= Promise.all([import('viem'), import('@ethereumjs/mpt')]).then(([viem, mpt]) => ({ viem, mpt: mpt as Mpt }));
   // A failed load is not cached: the next call tries again.
   loading.catch(() => {
     loading = undefined;
