@@ -6,7 +6,9 @@
  */
 import { parseGwei, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../../../helpers/anvil.ts';
+import { CheckFailure } from '../../../../plugins/integrity/index.ts';
 
 /** anvil dev accounts #0 and #1 (funded). */
 export const PK0: Hex = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
@@ -106,4 +108,16 @@ export function clone<T>(v: T): T {
 export function flip(h: string): string {
   const last = h[h.length - 1] as string;
   return h.slice(0, -1) + (last === '0' ? '1' : '0');
+}
+
+/** Asserts that a check fails with the named check; returns the failure. */
+export async function fails(p: Promise<unknown>, check: string): Promise<CheckFailure> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e, String(e)).to.be.instanceOf(CheckFailure);
+    expect((e as CheckFailure).check, (e as Error).message).to.equal(check);
+    return e as CheckFailure;
+  }
+  expect.fail(`expected check ${check} to fail`);
 }

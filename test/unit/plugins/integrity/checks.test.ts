@@ -8,19 +8,8 @@ import { keccak256, type Hex } from 'viem';
 import { checkIntrinsic, CheckFailure, loadLibs, type IntegrityLibs } from '../../../../plugins/integrity/index.ts';
 import { headerHash } from '../../../../plugins/integrity/checks/block.ts';
 import { parseBloom } from '../../../../plugins/integrity/bloom.ts';
-import { clone, flip, mineChain, TOPIC0, TOPIC0_B, TOPIC1, type ChainData } from './chain.ts';
+import { clone, fails, flip, mineChain, TOPIC0, TOPIC0_B, TOPIC1, type ChainData } from './chain.ts';
 
-/** Asserts that a check fails with the named check. */
-async function fails(p: Promise<unknown>, check: string): Promise<CheckFailure> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e, String(e)).to.be.instanceOf(CheckFailure);
-    expect((e as CheckFailure).check, (e as Error).message).to.equal(check);
-    return e as CheckFailure;
-  }
-  expect.fail(`expected check ${check} to fail`);
-}
 
 describe('integrity: intrinsic checks on real anvil data', function () {
   this.timeout(60_000);

@@ -20,18 +20,8 @@ import {
   type Peer,
 } from '../../../../plugins/integrity/index.ts';
 import { startAnvil, type AnvilHandle } from '../../../helpers/anvil.ts';
-import { clone, flip, mineChain, type ChainData } from './chain.ts';
+import { clone, fails, flip, mineChain, type ChainData } from './chain.ts';
 
-async function fails(p: Promise<unknown>, check: string): Promise<CheckFailure> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e, String(e)).to.be.instanceOf(CheckFailure);
-    expect((e as CheckFailure).check, (e as Error).message).to.equal(check);
-    return e as CheckFailure;
-  }
-  expect.fail(`expected check ${check} to fail`);
-}
 
 const peerOf = (id: string, a: AnvilHandle): Peer => ({ id, getBlock: (n) => a.rpc('eth_getBlockByNumber', [n, false]) });
 
