@@ -90,5 +90,6 @@ export {
   REALTIME_METHODS,
   STATEFUL_METHODS,
   toHex,
+  WRITE_METHODS,
   type BlockRef,
 } from './evm/blocks.ts';

@@ -157,3 +157,17 @@ export function classifyFinality(method: string, params: unknown, finalizedBlock
   if (n === undefined || finalizedBlock === undefined || finalizedBlock <= 0) return 'unknown';
   return n <= finalizedBlock ? 'finalized' : 'unfinalized';
 }
+
+/**
+ * Methods that change state (a duplicate broadcast is not free): never hedged (failsafe), never
+ * voted on by consensus (which broadcasts `eth_sendRawTransaction` through every slot instead).
+ */
+export const WRITE_METHODS: ReadonlySet<string> = new Set([
+  'eth_sendRawTransaction',
+  'eth_sendTransaction',
+  'eth_sendUserOperation',
+  'eth_sendBundle',
+  'eth_sendPrivateTransaction',
+  'eth_sendRawTransactionConditional',
+  'personal_sendTransaction',
+]);

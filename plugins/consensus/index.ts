@@ -20,6 +20,7 @@ import {
   DEFAULT_IGNORE_FIELDS,
   DeferredCounter,
   Slot,
+  WRITE_METHODS,
   type AttemptHandler,
   type CallContext,
   type ConsensusConfig,
@@ -46,8 +47,6 @@ const SLOTS = new Slot<number>('consensus.slots', 0);
 const DISPUTES = new Slot<number>('consensus.disputes', 0);
 const LOW_PARTICIPANTS = new Slot<number>('consensus.lowParticipants', 0);
 
-/** Write methods are never voted on; `eth_sendRawTransaction` is broadcast through every slot instead. */
-const WRITE_METHODS = new Set(['eth_sendTransaction', 'eth_sendUserOperation', 'eth_sendBundle', 'eth_sendPrivateTransaction', 'eth_sendRawTransactionConditional', 'personal_sendTransaction']);
 
 /** Distinct methods whose ignore paths are remembered per consensus entry (method names come from clients). */
 const IGNORE_MEMO_LIMIT = 256;
@@ -145,7 +144,9 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
         if (!list.some((e) => (e as { consensus?: unknown }).consensus !== undefined)) return inner;
         return (ctx, leg) => {
           const cfg = FAILSAFE_ENTRY.get(ctx)?.consensus;
-          if (!cfg || ctx.internal || ctx.directives.skipConsensus === true || WRITE_METHODS.has(ctx.request.method)) return inner(ctx, leg);
+          if (!cfg || ctx.internal || ctx.directives.skipConsensus === true) return inner(ctx, leg);
+          // Writes are never voted on; `eth_sendRawTransaction` is broadcast through every slot instead.
+          if (WRITE_METHODS.has(ctx.request.method) && ctx.request.method !== 'eth_sendRawTransaction') return inner(ctx, leg);
           return round(ctx, leg, cfg, inner);
         };
       });

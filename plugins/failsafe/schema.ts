@@ -164,13 +164,5 @@ export function matchEntry(entries: readonly CompiledEntry[], method: string, fi
   return matchCompiled(entries, method, finality)?.entry;
 }
 
-/** Methods that change state: never hedged (a duplicate broadcast is not free). */
-export const WRITE_METHODS: ReadonlySet<string> = new Set([
-  'eth_sendRawTransaction',
-  'eth_sendTransaction',
-  'eth_sendUserOperation',
-  'eth_sendBundle',
-  'eth_sendPrivateTransaction',
-  'eth_sendRawTransactionConditional',
-  'personal_sendTransaction',
-]);
+/** Methods that change state: never hedged (a duplicate broadcast is not free). Shared through core. */
+export { WRITE_METHODS } from '../../core/evm/blocks.ts';
