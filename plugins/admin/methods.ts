@@ -26,11 +26,18 @@ function invalid(message: string): ErrInvalidRequest {
   return new ErrInvalidRequest(`InvalidRequest: ${message}`);
 }
 
-/** The single object param of the API-key and cordon methods (spec §4.4 rule 5). */
+/**
+ * The single object param of the API-key and cordon methods (spec §4.4 rule 5, §7).
+ * Positional args (`["main", "node"]`: a first element that is not an object, whatever the
+ * count) are `InvalidRequest: first parameter must be an object`; no params, an empty list, or
+ * an object followed by more elements are `InvalidRequest: requires params: [<shape>]`.
+ * @throws ErrInvalidRequest with the spec's §7 text
+ */
 function objectParam(params: unknown, shape: string): Record<string, unknown> {
-  if (!Array.isArray(params) || params.length !== 1) throw invalid(`requires params: [${shape}]`);
+  if (!Array.isArray(params) || params.length === 0) throw invalid(`requires params: [${shape}]`);
   const p = params[0] as unknown;
   if (!p || typeof p !== 'object' || Array.isArray(p)) throw invalid('first parameter must be an object');
+  if (params.length !== 1) throw invalid(`requires params: [${shape}]`);
   return p as Record<string, unknown>;
 }
 

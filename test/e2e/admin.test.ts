@@ -104,9 +104,27 @@ describe('e2e: admin endpoint (spec §4.4, issue #13 items 3 and 4)', function (
 
     it('InvalidRequest: requires params / first parameter must be an object; failed to find the service', async () => {
       expect((await admin('svc_project', [])).json.error.message).to.equal('InvalidRequest: requires params: [projectId]');
-      expect((await admin('svc_cordonUpstream', ['main', 'anvil'])).json.error.message).to.match(/^InvalidRequest: requires params: \[\{projectId, upstream, method\?, reason\?\}\]/);
+      expect((await admin('svc_cordonUpstream', [{ projectId: 'main', upstream: 'anvil' }, 'extra'])).json.error.message).to.match(/^InvalidRequest: requires params: \[\{projectId, upstream, method\?, reason\?\}\]/);
       expect((await admin('svc_cordonUpstream', ['main'])).json.error.message).to.equal('InvalidRequest: first parameter must be an object');
       expect((await admin('svc_addApiKey', [{ projectId: 'main', connectorId: 'nope', apiKey: 'k'.repeat(40), userId: 'u' }])).json.error.message).to.match(/^failed to find the service: /);
+    });
+
+    it('positional params to every API-key and cordon method: InvalidRequest: first parameter must be an object (spec §7)', async () => {
+      const positional: Array<[string, unknown[]]> = [
+        ['svc_cordonUpstream', ['main', 'anvil']],
+        ['svc_uncordonUpstream', ['main', 'anvil', 'eth_call']],
+        ['svc_listCordoned', ['main']],
+        ['svc_addApiKey', ['main', 'keys', 'k'.repeat(40), 'alice']],
+        ['svc_listApiKeys', ['main', 'keys']],
+        ['svc_updateApiKey', ['main', 'keys', 'k'.repeat(40), { enabled: false }]],
+        ['svc_deleteApiKey', ['main', 'keys', 'k'.repeat(40)]],
+      ];
+      for (const [method, params] of positional) {
+        const r = await admin(method, params);
+        expect(r.status, method).to.equal(400);
+        expect(r.json.error.code, method).to.equal(-32600);
+        expect(r.json.error.message, method).to.equal('InvalidRequest: first parameter must be an object');
+      }
     });
 
     it('svc_project returns the redacted project config and live upstream state', async () => {
