@@ -181,3 +181,106 @@ export function arrayElements(text: string): ScannedElement[] {
     i++;
   }
 }
+
+/** What {@link scanMembers} found in one request object. */
+export interface MemberScan {
+  /**
+   * The first member name that occurs twice in one object (at any depth), decoded; undefined
+   * when every object's names are distinct. Capped at {@link MAX_REPORTED_NAME} characters.
+   */
+  duplicate?: string;
+  /** True when the duplicate sits in the request object itself, not inside a value. */
+  topLevel?: boolean;
+  /**
+   * True when some number's text would not come back unchanged from `JSON.parse` then
+   * `JSON.stringify` (`1.0`, `1e3`, integers beyond 2^53): the client's raw bytes and the parsed
+   * value then say different things, so svc must not forward the raw bytes.
+   */
+  lossyNumber: boolean;
+}
+
+/** Longest member name echoed in an error, characters (names come from clients). */
+export const MAX_REPORTED_NAME = 64;
+/** Objects with more members than this track their names in a Set instead of an array. */
+const LINEAR_KEYS = 16;
+
+/** A member name as JSON.parse sees it: escapes decoded (only parsed when it has any). */
+function keyText(s: string, start: number, end: number): string {
+  const raw = s.slice(start + 1, end - 1);
+  if (raw.indexOf('\\') === -1) return raw;
+  try {
+    return JSON.parse(s.slice(start, end)) as string;
+  } catch {
+    return raw;
+  }
+}
+
+/** Member names of one open object: an array while small, a Set past {@link LINEAR_KEYS}. */
+type Names = string[] | Set<string>;
+
+/** Adds a name; false when it was already there. */
+function addName(names: Names, name: string): boolean {
+  if (Array.isArray(names)) {
+    if (names.includes(name)) return false;
+    names.push(name);
+    return true;
+  }
+  if (names.has(name)) return false;
+  names.add(name);
+  return true;
+}
+
+/**
+ * One linear pass over a request object's text (spec §4.2; "one parse, one truth"): finds a
+ * member name given twice in any object, which `JSON.parse` would silently resolve to the last
+ * value while a byte-level reader (svc's raw-id and raw-params scans, an upstream's parser) may
+ * take the first, and numbers whose text the parsed value does not reproduce. Stops at the
+ * first duplicate. Cost: one pass, memory bounded by the names of the objects currently open.
+ * @param s a valid JSON object text (validated by the caller with `JSON.parse`)
+ * @returns the scan's findings
+ */
+export function scanMembers(s: string): MemberScan {
+  const stack: Array<Names | null> = [];
+  let expectKey = false;
+  let lossy = false;
+  const n = s.length;
+  for (let i = 0; i < n; ) {
+    const c = s.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = skipString(s, i);
+      const top = stack[stack.length - 1];
+      if (expectKey && top) {
+        const name = keyText(s, i, end);
+        if (Array.isArray(top) && top.length >= LINEAR_KEYS) stack[stack.length - 1] = new Set(top);
+        if (!addName(stack[stack.length - 1] as Names, name)) {
+          return { duplicate: name.length > MAX_REPORTED_NAME ? `${name.slice(0, MAX_REPORTED_NAME)}…` : name, topLevel: stack.length === 1, lossyNumber: lossy };
+        }
+        expectKey = false;
+      }
+      i = end;
+      continue;
+    }
+    if (c === OPEN_BRACE) {
+      stack.push([]);
+      expectKey = true;
+    } else if (c === OPEN_BRACKET) {
+      stack.push(null);
+      expectKey = false;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      stack.pop();
+      expectKey = false;
+    } else if (c === COMMA) {
+      expectKey = stack[stack.length - 1] !== null && stack.length > 0;
+    } else if (c === 45 || (c >= 48 && c <= 57)) {
+      const end = skipValue(s, i);
+      if (!lossy) {
+        const tok = s.slice(i, end);
+        lossy = JSON.stringify(Number(tok)) !== tok;
+      }
+      i = end;
+      continue;
+    }
+    i++;
+  }
+  return { lossyNumber: lossy };
+}

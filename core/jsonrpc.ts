@@ -4,7 +4,7 @@
  * splices an upstream's raw result bytes instead of re-serialising them.
  */
 import { ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, type SvcError } from './errors.ts';
-import { arrayElements, extractTopLevelValue, findTopLevelValue, nestingDepth, skipWs } from './json-scan.ts';
+import { arrayElements, extractTopLevelValue, findTopLevelValue, nestingDepth, scanMembers, skipWs, type MemberScan } from './json-scan.ts';
 
 export { extractTopLevelValue } from './json-scan.ts';
 
@@ -63,10 +63,14 @@ export function rawParamsOf(params: unknown): Buffer | undefined {
   return params !== null && typeof params === 'object' ? rawParams.get(params) : undefined;
 }
 
-/** Remembers the raw bytes of a large params value (ASCII bodies only: char offsets = byte offsets). */
-function keepRawParams(call: ParsedCall, text: string, raw: Buffer | undefined, from: number): void {
+/**
+ * Remembers the raw bytes of a large params value (ASCII bodies only: char offsets = byte
+ * offsets), unless some number in them would not survive a parse (then the parsed value, which
+ * the cache and multiplexing keys hash, is what goes upstream: one parse, one truth).
+ */
+function keepRawParams(call: ParsedCall, text: string, raw: Buffer | undefined, from: number, lossy: boolean): void {
   const p = call.params;
-  if (!raw || call.invalid || p === null || typeof p !== 'object') return;
+  if (!raw || lossy || call.invalid || p === null || typeof p !== 'object') return;
   const r = findTopLevelValue(text, 'params', from);
   if (r && r[1] - r[0] >= RAW_PARAMS_MIN_BYTES) rawParams.set(p, raw.subarray(r[0], r[1]));
 }
@@ -113,14 +117,16 @@ export function parseRequestBody(text: string, limits: ParseLimits = DEFAULT_PAR
       calls: doc.map((el, i) => {
         const scanned = elements[i];
         if (scanned && scanned.depth > limits.maxDepth) return { idRaw: rawId(scanned.text) ?? 'null', method: '', params: undefined, invalid: tooDeep(limits.maxDepth) };
-        const c = toCall(el, scanned?.text);
-        if (scanned) keepRawParams(c, text, bytes, scanned.start);
+        const scan = scanned ? scanMembers(scanned.text) : undefined;
+        const c = toCall(el, scanned?.text, scan);
+        if (scanned) keepRawParams(c, text, bytes, scanned.start, scan?.lossyNumber === true);
         return c;
       }),
     };
   }
-  const single = toCall(doc, text);
-  keepRawParams(single, text, bytes, 0);
+  const scan = scanMembers(text);
+  const single = toCall(doc, text, scan);
+  keepRawParams(single, text, bytes, 0, scan.lossyNumber);
   return { batch: false, calls: [single] };
 }
 
@@ -134,7 +140,15 @@ function rawId(elementText: string): string | undefined {
   return undefined;
 }
 
-function toCall(el: unknown, text: string | undefined): ParsedCall {
+/**
+ * The error for a member name given twice (spec §4.2; -32600). The name is the client's, bounded
+ * by {@link scanMembers}, and JSON-escaped so it cannot break the message.
+ */
+function duplicateMember(name: string, topLevel: boolean): ErrInvalidRequest {
+  return new ErrInvalidRequest(`invalid request: member ${JSON.stringify(name)} appears twice${topLevel ? '' : ' in one object of the request'}`);
+}
+
+function toCall(el: unknown, text: string | undefined, scan: MemberScan | undefined): ParsedCall {
   if (el === null || typeof el !== 'object' || Array.isArray(el)) {
     return { idRaw: 'null', method: '', params: undefined, invalid: new ErrInvalidRequest('invalid request: not a JSON-RPC request object') };
   }
@@ -142,6 +156,9 @@ function toCall(el: unknown, text: string | undefined): ParsedCall {
   const idOk = o.id === undefined || o.id === null || typeof o.id === 'string' || typeof o.id === 'number';
   const raw = idOk && o.id !== undefined ? ((text !== undefined ? rawId(text) : undefined) ?? JSON.stringify(o.id)) : undefined;
   const method = typeof o.method === 'string' ? o.method : '';
+  // One parse, one truth: a name given twice would let the raw scans (id, params) and the parsed
+  // value disagree about what the client asked, so the element is refused before anything reads it.
+  if (scan?.duplicate !== undefined) return { idRaw: scan.topLevel && scan.duplicate === 'id' ? 'null' : (raw ?? 'null'), method: '', params: undefined, invalid: duplicateMember(scan.duplicate, scan.topLevel === true) };
   const call: ParsedCall = { idRaw: raw ?? 'null', method: '', params: o.params };
   if (typeof o.networkId === 'string') call.networkId = o.networkId;
   if (!idOk) call.invalid = new ErrInvalidRequest('invalid request: id must be a string, a number or null');

@@ -70,6 +70,7 @@ export { compileGlobs, type GlobTest } from './glob.ts';
 export { addressList, inList, ipFamily, normalizeIp } from './client-address.ts';
 export { ADMIN_CORS_DEFAULTS, CorsSchema, corsMiddleware, corsProblem, corsSettings, type CorsInput, type CorsSettings } from './cors.ts';
 export { readRequestBody } from './http-io.ts';
+export { keyKind, redactedMark, redactText, redactTree, redactUrl, type KeyKind } from './redact.ts';
 export { closeRedisClient, openRedisClient, type RedisClient } from './redis.ts';
 export { AUTH_SERVICE, doorAuthenticator, type ApiKeyManager, type ApiKeyRecord, type AuthScope, type AuthService, type Authenticator } from './auth.ts';
 export { AuthConfigSchema, AuthStrategySchema, type AuthConfig, type AuthStrategyConfig } from './config/auth-schema.ts';
@@ -77,6 +78,7 @@ export { BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';
 export { VERSION } from './version.ts';
 export { DeferredCounter, DeferredHistogram, type HistogramCell } from './deferred-metrics.ts';
 export { callParamsHash, paramsHash } from './params-hash.ts';
+export { markProvenance, provenanceKey, MAX_PROVENANCE_MARK } from './provenance.ts';
 export { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, isEmptyResult, type IgnorePaths } from './canonical.ts';
 export { CONSENSUS_BEHAVIORS, ConsensusSchema, DEFAULT_CONSENSUS, type ConsensusBehavior, type ConsensusConfig } from './config/consensus-schema.ts';
 export {

@@ -14,6 +14,8 @@
  *   realtime ← realtime, unknown ← any), writes of exactly the call's class.
  * - Reads and writes (`store.ts`): tiers read in parallel, first acceptable hit wins; writes after
  *   the answer, never awaited by the call; a tier that is slow or down is a miss.
+ * - Provenance: a call whose directives change where or how its answer is obtained
+ *   (`provenanceKey`: `use-upstream`, `skip-consensus`, another integrity level) skips the cache.
  * - `skip-cache-read`: `true` skips every read, `false`/empty reads all, anything else is a glob
  *   on connector ids not to read. Writes happen regardless.
  * - Headers: writes the `cache.outcome` (HIT/MISS) and `cache.attempts` record slots the headers
@@ -34,6 +36,7 @@ import {
   type Network,
   type Plugin,
   type PluginHost,
+  provenanceKey,
 } from '../../core/plugin-api.ts';
 import { MemoryConnector } from './connectors/memory.ts';
 import type { Connector } from './connectors/types.ts';
@@ -162,7 +165,9 @@ export function cachePlugin(): Plugin {
         const chain = host.chainState(network);
 
         return (ctx: CallContext) => {
-          if (ctx.internal) return inner(ctx);
+          // Only answers obtained under the network's own rules are shared (spec §2.8): a pinned,
+          // consensus-skipping or differently checked call neither reads nor writes any tier.
+          if (ctx.internal || provenanceKey(ctx) !== '') return inner(ctx);
           const candidates = candidatesOf(ctx.request.method);
           if (candidates.length === 0) return inner(ctx);
           const hash = callParamsHash(ctx);

@@ -34,6 +34,7 @@ import {
   DEFAULT_CONSENSUS,
   DirectiveStage,
   ErrEndpointContentValidation,
+  markProvenance,
   Slot,
   UpstreamStage,
   type CallContext,
@@ -52,7 +53,7 @@ import {
 import { checkIntrinsic, CHECKED_METHODS, isEmptyAnswer } from './checks/index.ts';
 import { authoritative, corroborate, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 import { CheckFailure } from './hex.ts';
-import { compileIntegrity, IntegritySchema, resolveLevel, type IntegrityLevel, type NetworkIntegrity } from './levels.ts';
+import { compileIntegrity, IntegritySchema, levelOf, resolveLevel, type IntegrityLevel, type NetworkIntegrity } from './levels.ts';
 import { loadLibs } from './libs.ts';
 
 export { CHECKED_METHODS, checkIntrinsic, isEmptyAnswer } from './checks/index.ts';
@@ -169,6 +170,9 @@ export function integrityPlugin(): Plugin {
         const r = resolveLevel(d.integrity, configured, settingsOf(ctx.network), ctx.request.method);
         LEVEL.set(ctx, r.level);
         if (r.shown) RECORD_LEVEL.set(ctx.record, r.level);
+        // A level other than the network's changes how the answer is obtained: the cache and
+        // multiplexing keep it apart from answers checked by the network's rules (spec §2.8).
+        if (r.level !== (levelOf(configured, settingsOf(ctx.network), ctx.request.method) ?? 'off')) markProvenance(ctx, 'integrity', r.level);
         // Start loading viem while the upstream is asked, so the first checked answer does not wait for it.
         if (r.level !== 'off') loadLibs().catch(() => undefined);
         // A cache entry's provenance is unknown: a checked call always asks an upstream ('true' skips every tier, spec §2.8 #3).

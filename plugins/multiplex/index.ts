@@ -3,8 +3,8 @@
  * network share one execution. Taps `call` at `CallStage.MULTIPLEX`, after local and static
  * answers and before the cache and everything that reaches an upstream.
  *
- * - Key: the method plus a canonical hash (SHA-256 of key-sorted JSON) of the params; the
- *   JSON-RPC id is never part of it. Params that cannot be hashed bypass multiplexing.
+ * - Key: the method plus a canonical hash (SHA-256 of key-sorted JSON) of the params, plus the
+ *   call's provenance (`provenanceKey`, the rule the cache shares); the JSON-RPC id is never part of it. Params that cannot be hashed bypass multiplexing.
  * - The first call of a key is the leader and runs the inner chain; later calls are followers.
  *   Each follower gets a deep copy of the leader's result (its own id is written by the server)
  *   and the leader's metadata (winning upstream, counters, trace); a follower's directives
@@ -28,6 +28,7 @@ import { agentName, BoundedLabel } from '../../core/labels.ts';
 import type { Network } from '../../core/registry/network.ts';
 import { CallStage } from '../../core/stages.ts';
 import { callParamsHash, paramsHash } from '../../core/params-hash.ts';
+import { provenanceKey } from '../../core/plugin-api.ts';
 import { Type } from '@sinclair/typebox';
 
 /** Service name of {@link MultiplexService}. */
@@ -55,15 +56,14 @@ interface Entry {
 }
 
 /**
- * The table key of a call: method and params hash, plus the directives that change which
- * answers are acceptable (issue #14): a call asking for an integrity level, skipping consensus or
- * pinning an upstream never shares an execution with one that did not.
+ * The table key of a call: method and params hash, plus the call's provenance (spec §2.8, the
+ * rule the cache shares): a call pinning an upstream, skipping consensus or asking for another
+ * integrity level than the network's never shares an execution with one that did not.
  */
 function keyOf(ctx: CallContext, paramsHash: string): string {
-  const d = ctx.directives;
   const base = `${ctx.request.method}:${paramsHash}`;
-  if (d.integrity === undefined && d.skipConsensus === undefined && d.useUpstream === undefined) return base;
-  return `${base}\0${d.integrity ?? ''}\0${d.skipConsensus === true ? 1 : 0}\0${d.useUpstream ?? ''}`;
+  const p = provenanceKey(ctx);
+  return p === '' ? base : `${base}${p}`;
 }
 
 /**
