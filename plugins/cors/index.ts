@@ -49,6 +49,7 @@ export const DIAGNOSTIC_HEADERS = [
   'X-SVC-Integrity',
   'X-SVC-Cache',
   'X-SVC-Upstream',
+  'X-SVC-Upstream-Lag',
   'X-SVC-Duration',
   'X-SVC-Upstreams',
   'X-SVC-Upstreams-Truncated',

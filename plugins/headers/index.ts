@@ -14,8 +14,8 @@ import { isPassThrough, wireError } from '../../core/errors-wire.ts';
 
 /**
  * The execution-record slots the §4.5 headers read, written by the plugins that own them (the
- * cache and consensus plugins, by these names): counters summed over a batch, headers written
- * only when above 0; `cache.outcome` gives `X-SVC-Cache` (issue #9 item 5: no feature's counters
+ * cache, consensus and select plugins, by these names): counters summed over a batch (the lag: its
+ * largest), headers written only when above 0; `cache.outcome` gives `X-SVC-Cache` (issue #9 item 5: no feature's counters
  * in the core's record).
  */
 export const RECORD_SLOTS = Object.freeze({
@@ -26,6 +26,8 @@ export const RECORD_SLOTS = Object.freeze({
   consensusSlots: new Slot<number>('consensus.slots', 0),
   consensusDisputes: new Slot<number>('consensus.disputes', 0),
   consensusLowParticipants: new Slot<number>('consensus.lowParticipants', 0),
+  /** Blocks a pinned call's upstream was behind the network head (select plugin); the batch's largest is written. */
+  upstreamLag: new Slot<number>('select.upstreamLag', 0),
 });
 
 /** Most trace segments in one `X-SVC-Upstreams` header (spec §8). */
@@ -66,6 +68,7 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
   let cs = 0;
   let cd = 0;
   let cl = 0;
+  let lag = 0;
   let hits = 0;
   let cacheSeen = 0;
   let slowest = -1;
@@ -85,6 +88,8 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
       cs += RECORD_SLOTS.consensusSlots.get(r);
       cd += RECORD_SLOTS.consensusDisputes.get(r);
       cl += RECORD_SLOTS.consensusLowParticipants.get(r);
+      const l = RECORD_SLOTS.upstreamLag.get(r);
+      if (l > lag) lag = l;
       const cache = RECORD_SLOTS.cache.get(r);
       if (cache) {
         cacheSeen++;
@@ -106,6 +111,8 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
   if (cs > 0) h['X-SVC-Consensus-Slots'] = String(cs);
   if (cd > 0) h['X-SVC-Consensus-Disputes'] = String(cd);
   if (cl > 0) h['X-SVC-Consensus-Low-Participants'] = String(cl);
+  // A lag is not additive: a batch shows its worst.
+  if (lag > 0) h['X-SVC-Upstream-Lag'] = String(lag);
   if (cacheSeen > 0) {
     if (!batch) h['X-SVC-Cache'] = hits > 0 ? 'HIT' : 'MISS';
     else h['X-SVC-Cache'] = hits === 0 ? 'MISS' : hits === records.length ? 'HIT' : `PARTIAL:${hits}`;

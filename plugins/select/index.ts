@@ -1,15 +1,42 @@
 /**
  * select plugin (spec §1.3, §2.8 #4).
- * Taps: `select` — drops upstreams whose `ignoreMethods`/`allowMethods` exclude the method,
- * then applies the `use-upstream` directive (ids, `<key>:<value>` tags, `*`, `|`, `!`).
+ * Taps: `select` — refuses node-administration methods the network and its upstreams do not
+ * allow (method-guard.ts), drops upstreams whose `ignoreMethods`/`allowMethods` exclude the
+ * method, then applies the `use-upstream` directive (ids, `<key>:<value>` tags, `*`, `|`, `!`).
  * Runs after any policy ordering (stage METHODS/USE_UPSTREAM), so it only filters.
+ * `callDone` — a pinned call answered by an upstream behind the network's head records the lag
+ * (slot `select.upstreamLag`), which the headers plugin writes as `X-SVC-Upstream-Lag`.
  */
 import type { AttemptRecord, CallContext } from '../../core/context.ts';
 import { ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from '../../core/errors.ts';
 import { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../../core/matcher.ts';
+import { Slot } from '../../core/plugin-api.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
 import type { Upstream } from '../../core/registry/upstream.ts';
 import { SelectStage } from '../../core/stages.ts';
+import { DEFAULT_DENIED_METHODS, MethodGuard, methodGuardSchema } from './method-guard.ts';
+
+export { compileDenyList, DEFAULT_DENIED_METHODS, explicitAllowOf, MethodGuard } from './method-guard.ts';
+
+/**
+ * How many blocks the upstream that answered a pinned (`use-upstream`) call was behind the
+ * network's highest latest block when the call ended (record slot `select.upstreamLag`, unset
+ * when 0 or unknown); the headers plugin writes it as `X-SVC-Upstream-Lag`.
+ */
+export const UPSTREAM_LAG = new Slot<number>('select.upstreamLag', 0);
+
+/** The cache plugin's outcome slot: a cache hit was not answered by the pinned upstream now. */
+const CACHE_OUTCOME = new Slot<'HIT' | 'MISS' | undefined>('cache.outcome', undefined);
+
+/** Options of {@link selectPlugin}. */
+export interface SelectPluginOptions {
+  /**
+   * Methods refused with `ErrUpstreamMethodIgnored` unless the network's or an upstream's
+   * `allowMethods` names them (globs; `!glob` entries take names back out). Default
+   * {@link DEFAULT_DENIED_METHODS}; `[]` turns the deny list off.
+   */
+  deniedMethods?: readonly string[];
+}
 
 /**
  * Filters upstreams by a `use-upstream` selector. Positive terms match ids or tags; negated
@@ -20,16 +47,45 @@ export function filterByUseUpstream(upstreams: readonly Upstream[], selector: Ma
 }
 
 /**
- * Creates the select plugin.
- * @returns a plugin tapping `select`
+ * How far an upstream is behind its network's highest latest block, in blocks.
+ * @param proxy the host (chain state)
+ * @param ctx the call (its network)
+ * @param u the upstream
+ * @returns blocks behind (> 0), or 0 when level, ahead or unknown (never polled or observed)
  */
-export function selectPlugin(): Plugin {
+export function upstreamLagOf(proxy: Pick<Proxy, 'chainState'>, ctx: Pick<CallContext, 'network'>, u: Upstream): number {
+  const st = proxy.chainState(ctx.network);
+  const s = st.peek(u);
+  if (!s || (s.latest === 0 && s.lastPollAt === 0)) return 0;
+  const lag = st.highestLatest - s.latest;
+  return lag > 0 ? lag : 0;
+}
+
+/**
+ * Creates the select plugin.
+ *
+ * - Node-administration methods ({@link SelectPluginOptions.deniedMethods}) fail with
+ *   `ErrUpstreamMethodIgnored` (-32601, HTTP 200) before any upstream is dialled, unless
+ *   `networks[].allowMethods` names them (then every upstream may serve them, as its own
+ *   `ignoreMethods`/`allowMethods` say) or some upstream's `allowMethods` names them (then only
+ *   those upstreams serve them).
+ * - A call pinned with `use-upstream` and answered by an upstream behind the network's head
+ *   records the lag for `X-SVC-Upstream-Lag`.
+ * @param opts the deny list
+ * @returns a plugin owning `networks[].allowMethods`, tapping `select`, `attemptDone` and `callDone`
+ * @throws TypeError when `deniedMethods` is not an array of strings
+ */
+export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
+  const guard = new MethodGuard(opts.deniedMethods ?? DEFAULT_DENIED_METHODS);
   return {
     name: 'select',
+    schema: methodGuardSchema,
     apply(proxy: Proxy) {
       const matchers = new MatcherCache(256);
       proxy.hooks.select.tap({ name: 'select:methods', stage: SelectStage.METHODS }, (ups: Upstream[], ctx: CallContext) => {
         const method = ctx.request.method;
+        // Node administration methods: only where the network or an upstream allows them, never dialled otherwise.
+        if (guard.restricted(ctx.network, method)) return guard.filter(ups, ctx.network, method);
         // A plain loop: no closure per call; the list is copied only when an upstream drops out.
         let out = ups;
         for (let i = 0; i < ups.length; i++) {
@@ -59,6 +115,16 @@ export function selectPlugin(): Plugin {
         const out = filterByUseUpstream(ups, matchers.get(sel));
         if (out.length === 0) throw new ErrUpstreamsExhausted([], `no upstream matches use-upstream "${sel}"`);
         return out;
+      });
+      // A pinned call cannot be re-routed to a fresher upstream: say how far behind its answer was.
+      proxy.hooks.callDone.tap('select:pinned-lag', (ctx: CallContext) => {
+        const sel = ctx.directives.useUpstream;
+        if (ctx.internal || sel === undefined || sel.trim() === '') return;
+        const id = ctx.record.upstream;
+        if (id === undefined || CACHE_OUTCOME.get(ctx.record) === 'HIT') return;
+        const u = ctx.project.upstreams.get(id);
+        const lag = u ? upstreamLagOf(proxy, ctx, u) : 0;
+        if (lag > 0) UPSTREAM_LAG.set(ctx.record, lag);
       });
     },
   };

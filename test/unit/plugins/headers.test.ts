@@ -93,4 +93,14 @@ describe('headers plugin (spec §4.5)', () => {
     expect(h['X-SVC-Consensus-Disputes']).to.equal('1');
     expect(h).to.not.have.property('X-SVC-Consensus-Low-Participants');
   });
+
+  it("X-SVC-Upstream-Lag: a pinned call's lag (select plugin slot), a batch's largest, absent at 0 and in mode off", () => {
+    const lagging = withSlots(record([attempt('lag', 'primary', 'success', 1, true)]), { upstreamLag: 7 });
+    expect(diagnosticHeaders([lagging], 'all', false)['X-SVC-Upstream-Lag']).to.equal('7');
+    expect(diagnosticHeaders([lagging], 'summary', false)['X-SVC-Upstream-Lag']).to.equal('7');
+    expect(diagnosticHeaders([lagging], 'off', false)).to.not.have.property('X-SVC-Upstream-Lag');
+    const other = withSlots(record([]), { upstreamLag: 3 });
+    expect(diagnosticHeaders([other, lagging, record([])], 'all', true)['X-SVC-Upstream-Lag']).to.equal('7');
+    expect(diagnosticHeaders([record([attempt('lead', 'primary', 'success', 1, true)])], 'all', false)).to.not.have.property('X-SVC-Upstream-Lag');
+  });
 });
