@@ -72,6 +72,17 @@ export { ADMIN_CORS_DEFAULTS, CorsSchema, corsMiddleware, corsProblem, corsSetti
 export { readRequestBody } from './http-io.ts';
 export { keyKind, redactedMark, redactText, redactTree, redactUrl, type KeyKind } from './redact.ts';
 export { closeRedisClient, openRedisClient, type RedisClient } from './redis.ts';
+export {
+  BREAKER_STATE_VALUE,
+  breakerSettings,
+  DEFAULT_BREAKER_SETTINGS,
+  StorageBreaker,
+  StorageBreakerSchema,
+  StorageUnavailableError,
+  type StorageBreakerOptions,
+  type StorageBreakerSettings,
+  type StorageBreakerState,
+} from './storage-breaker.ts';
 export { AUTH_SERVICE, doorAuthenticator, type ApiKeyManager, type ApiKeyRecord, type AuthScope, type AuthService, type Authenticator } from './auth.ts';
 export { AuthConfigSchema, AuthStrategySchema, type AuthConfig, type AuthStrategyConfig } from './config/auth-schema.ts';
 export { BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';
