@@ -151,7 +151,7 @@ describe('select plugin: node administration deny list', () => {
     const net = network(ups);
     expect(guard.restricted(net, 'anvil_mine')).to.equal(true);
     expect(guard.filter(ups, net, 'anvil_mine').map((u) => u.id)).to.deep.equal(['dev']);
-    // Its own ignoreMethods still wins over the allowance.
+    // An upstream that does not serve the method at all (learnt unsupported) is not given it.
     const ignoring = upstream('dev2', ['anvil_*'], ['anvil_mine']);
     expect(() => guard.filter([ignoring], network([ignoring]), 'anvil_mine')).to.throw(ErrUpstreamMethodIgnored);
   });
