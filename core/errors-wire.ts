@@ -158,7 +158,7 @@ export const ERROR_TABLE: readonly ErrorTableRow[] = [
   row(ErrEndpointServerSideException, 'upstream HTTP 5xx, transport failure, unclassified vendor error (vendor code passed through)'),
   row(ErrEndpointBillingIssue, 'upstream HTTP 402 or a billing/quota message'),
   row(ErrEndpointUnsupported, 'upstream does not support the method'),
-  row(ErrUpstreamMethodIgnored, 'method excluded by `ignoreMethods`/`allowMethods`'),
+  row(ErrUpstreamMethodIgnored, 'method excluded by `ignoreMethods`/`allowMethods`, or a node administration method no `allowMethods` names (refused before any upstream is dialled)'),
   row(ErrEndpointExecutionException, 'revert: the upstream code, message and data reach the client intact'),
   row(ErrEndpointNonceException, 'nonce too low / already known'),
   row(ErrEndpointClientSideException, 'upstream says the params are invalid'),
