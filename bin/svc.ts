@@ -11,6 +11,7 @@ import { cloneConfig, ConfigError, readConfigFile } from '../core/config/load.ts
 import type { ProjectInput, SvcConfigInput } from '../core/config/types.ts';
 import { createLogger } from '../core/logger.ts';
 import { createProxy } from '../core/proxy.ts';
+import { redactText } from '../core/redact.ts';
 import { VERSION } from '../core/version.ts';
 import { loadPreset } from '../presets/index.ts';
 
@@ -52,11 +53,12 @@ async function loadRaw(file: string | undefined): Promise<SvcConfigInput> {
   return (raw ?? {}) as SvcConfigInput;
 }
 
+/** Prints start-up problems, redacted: a config parse error may quote a line holding a secret. */
 function printProblems(e: unknown): void {
   if (e instanceof ConfigError) {
-    for (const p of e.problems) process.stderr.write(`${p.path || '(root)'}: ${p.message}\n`);
+    for (const p of e.problems) process.stderr.write(`${p.path || '(root)'}: ${redactText(p.message)}\n`);
   } else {
-    process.stderr.write(`${(e as Error).message}\n`);
+    process.stderr.write(`${redactText((e as Error).message)}\n`);
   }
 }
 
@@ -179,7 +181,7 @@ export async function main(argv: string[]): Promise<number> {
     if (port === null || metricsPort === null) return 2;
     const bad = rest.filter((e) => !/^https?:\/\//.test(e));
     if (bad.length) {
-      process.stderr.write(`ENDPOINT must be an http(s) URL: ${bad.join(', ')}\n`);
+      process.stderr.write(`ENDPOINT must be an http(s) URL: ${bad.map(redactText).join(', ')}\n`);
       return 2;
     }
     return start(values.config, port, metricsPort, values.preset, rest);

@@ -7,6 +7,7 @@
  * chain that becomes `error.data` on the wire when `server.includeErrorDetails` is true.
  * The README's error table is written from {@link ERROR_TABLE}.
  */
+import { redactText } from './redact.ts';
 
 /** Options accepted by every {@link SvcError} constructor. */
 export interface SvcErrorOptions {
@@ -135,7 +136,8 @@ export abstract class SvcError extends Error {
 function serialiseCause(cause: unknown, depth: number): unknown {
   if (Array.isArray(cause)) return cause.map((c) => serialiseCause(c, depth));
   if (cause instanceof SvcError) return cause.toDetails(depth);
-  if (cause instanceof Error) return { code: cause.name, message: cause.message };
+  // A foreign error (a driver's, a library's) may quote a connection string or a URL.
+  if (cause instanceof Error) return { code: cause.name, message: redactText(cause.message) };
   return String(cause);
 }
 
@@ -448,9 +450,13 @@ function exhaustedMessage(causes: readonly SvcError[]): string {
   return `all upstream attempts failed (${summary})`;
 }
 
-/** Wrap anything thrown into a named error; SvcErrors pass through. */
+/**
+ * Wrap anything thrown into a named error; SvcErrors pass through. A foreign error's message is
+ * redacted (core/redact.ts `redactText`: URLs, `password=…`, `Bearer …`), since a driver or
+ * library error may quote a connection string or an upstream URL.
+ */
 export function asSvcError(err: unknown): SvcError {
   if (err instanceof SvcError) return err;
   const e = err instanceof Error ? err : new Error(String(err));
-  return new ErrInternal(`internal error: ${e.message}`, { cause: e });
+  return new ErrInternal(`internal error: ${redactText(e.message)}`, { cause: e });
 }

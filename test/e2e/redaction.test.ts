@@ -4,9 +4,13 @@
  * password, a provider API key, upstream auth headers, an exporter token, a key in an upstream
  * URL path that fails), with credentials sent in headers and query, accepted and rejected. Then
  * `svc_config`, `svc_project`, the logs, `/metrics`, every response header and every error body
- * are searched for every secret, and none is found.
+ * are searched for every secret, and none is found. Header values are redacted whatever the
+ * header's name (`X-Api-Key`), credential-looking keys at any depth of a provider's settings, URL
+ * user info and query keys; the CLI's start-up errors (a YAML parse error quoting secret lines,
+ * a non-http ENDPOINT with a password) print none either.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -16,6 +20,16 @@ import { ensureBuilt } from '../helpers/build.ts';
 import { freePort } from '../helpers/ports.ts';
 import { httpRequest, type SvcResponse } from '../helpers/svc.ts';
 import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
+import { PACKAGE_ROOT } from '../../core/version.ts';
+
+/** Runs the CLI to its exit: its exit code and everything it printed. */
+function runCli(args: string[]): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], { timeout: 15_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, output: `${stdout}${stderr}` });
+    });
+  });
+}
 
 const S = {
   projectSecret: 'projSecretValue7f3a9c1e5b',
@@ -28,9 +42,17 @@ const S = {
   urlKey: 'urlPathKeyValue3f5a7b9c1d',
   wrongSecret: 'presentedWrongValue6a8b0c2d',
   apiKey: 'k_presentedApiKeyValue0e2f4a6b8c',
+  xApiKeyHeader: 'xApiKeyHeaderValue4b6c8d0e',
+  queryKey: 'queryKeyValue7e9f1a3b5c',
+  userinfoPassword: 'userinfoPassValue2c4d6e8f',
+  providerHeader: 'providerHeaderValue9a1b3c5d',
+  nestedSecret: 'nestedClientSecretValue6f8a0b',
+  sessionToken: 'nestedSessionTokenValue1d3e5f',
+  mnemonic: 'abandon ability able about above absent',
+  postgresPassword: 'postgresPassValue8b0c2d4e',
 };
 
-describe('e2e: no secret leaks (issue #13 item 7)', function () {
+describe('e2e: no secret leaks (issue #13 item 7, issue #22 item 8)', function () {
   this.timeout(60_000);
   let anvil: AnvilHandle;
   let dir: string;
@@ -56,15 +78,26 @@ describe('e2e: no secret leaks (issue #13 item 7)', function () {
           id: 'main',
           networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }],
           upstreams: [
-            { id: 'failing', endpoint: `http://127.0.0.1:${closed}/v2/${S.urlKey}`, evm: { chainId: anvil.chainId } },
-            { id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId }, jsonRpc: { headers: { authorization: `Bearer ${S.upstreamHeader}` } } },
+            { id: 'failing', endpoint: `http://svc:${S.userinfoPassword}@127.0.0.1:${closed}/v2/${S.urlKey}?apikey=${S.queryKey}`, evm: { chainId: anvil.chainId } },
+            // A header whose name is no credential word: its value is still a header value.
+            { id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId }, jsonRpc: { headers: { authorization: `Bearer ${S.upstreamHeader}`, 'X-Api-Key': S.xApiKeyHeader } } },
           ],
-          providers: [{ id: 'hyper', vendor: 'hyper', settings: { apiKey: S.providerKey }, onlyNetworks: ['evm:999999'] }],
+          providers: [
+            {
+              id: 'hyper',
+              vendor: 'hyper',
+              settings: { apiKey: S.providerKey, nested: { clientSecret: S.nestedSecret, deeper: [{ sessionToken: S.sessionToken }], mnemonic: S.mnemonic } },
+              overrides: { 'evm:*': { jsonRpc: { headers: { 'X-Provider-Auth': S.providerHeader } } } },
+              onlyNetworks: ['evm:999999'],
+            },
+          ],
           auth: {
             strategies: [
               { type: 'secret', secret: { value: S.projectSecret, id: 'main-secret' } },
               { type: 'jwt', jwt: { allowedAlgorithms: ['HS256'], verificationKeys: { shared: S.jwtKey } } },
               { type: 'database', connector: { id: 'keys', driver: 'memory' } },
+              // Never reached (the memory connector accepts or refuses first): only its config shows.
+              { type: 'database', connector: { id: 'pg', driver: 'postgresql', postgresql: { connectionUri: `postgres://svc:${S.postgresPassword}@127.0.0.1:${closed}/svc` } } },
             ],
           },
         },
@@ -102,11 +135,29 @@ describe('e2e: no secret leaks (issue #13 item 7)', function () {
     expect(project.status).to.equal(200);
     // Redacted, not dropped: the views still show where the secrets were.
     expect(config.text).to.match(/#redacted=[0-9a-f]{8}/);
-    expect(config.json.result.projects[0].upstreams[0].endpoint).to.match(/^http:\/\/127\.0\.0\.1:\d+\/#redacted=[0-9a-f]{8}$/);
+    expect(config.json.result.projects[0].upstreams[0].endpoint).to.match(/^http:\/\/#redacted=[0-9a-f]{8}@127\.0\.0\.1:\d+\/#redacted=[0-9a-f]{8}$/);
+    // The resolved upstream carries its headers twice (`headers` and `settings.jsonRpc.headers`); both are redacted, names kept.
+    const anvilUpstream = config.json.result.projects[0].upstreams[1];
+    expect(anvilUpstream.headers['X-Api-Key']).to.match(/^#redacted=[0-9a-f]{8}$/);
+    expect(project.json.result.config.upstreams[1].headers['X-Api-Key']).to.match(/^#redacted=[0-9a-f]{8}$/);
+    expect(project.json.result.config.auth.strategies.map((s: { type: string }) => s.type)).to.deep.equal(['secret', 'jwt', 'database', 'database']);
     keep(await httpRequest('GET', svc.metricsUrl));
     const metrics = await (await fetch(svc.metricsUrl)).text();
     const haystack = [...seen, metrics, svc.logs()].join('\n');
     expect(svc.logs().length, 'trace logging produced output').to.be.above(1000);
     for (const [name, value] of Object.entries(S)) expect(haystack.includes(value), `${name} leaked`).to.equal(false);
+  });
+
+  it('start-up errors print no secret: a config file that does not parse, an ENDPOINT that is not http(s)', async () => {
+    const file = join(dir, 'broken.yaml');
+    // A YAML error quotes the lines around it, here the ones holding a header value and a password.
+    writeFileSync(file, `projects:\n  - id: main\n    upstreams:\n      - endpoint: "http://127.0.0.1:1/v2/${S.urlKey}"\n        jsonRpc: { headers: { X-Api-Key: ${S.xApiKeyHeader} }\n        password: ${S.redisPassword}\n  bad: [\n`);
+    const parse = await runCli(['validate', '--config', file]);
+    expect(parse.code).to.equal(1);
+    expect(parse.output).to.match(/cannot load/);
+    const endpoint = await runCli(['start', `ftp://svc:${S.userinfoPassword}@127.0.0.1/${S.urlKey}`]);
+    expect(endpoint.code).to.equal(2);
+    expect(endpoint.output).to.match(/ENDPOINT must be an http\(s\) URL: ftp:\/\/#redacted=[0-9a-f]{8}/);
+    for (const [name, value] of Object.entries(S)) expect(`${parse.output}\n${endpoint.output}`.includes(value), `${name} leaked`).to.equal(false);
   });
 });
