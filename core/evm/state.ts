@@ -73,6 +73,13 @@ export class NetworkChainState {
   /** Canonical block hashes by height, as polled (bounded to {@link HASH_HEIGHTS}). */
   private readonly hashes = new Map<number, string>();
   private readonly reorgs: Array<{ at: number; from: number }> = [];
+  /**
+   * When this process first recorded a canonical block hash, ms; 0 while it never has. A reorg
+   * before that moment could not have been seen here, so an unfinalized cache entry written
+   * earlier (by another replica, or before a restart) cannot be vouched for by the absence of a
+   * recorded reorg.
+   */
+  watchingSince = 0;
 
   /**
    * @param network the network whose upstreams are tracked
@@ -192,6 +199,7 @@ export class NetworkChainState {
    */
   observeBlockHash(n: number, hash: string, parentHash?: string): void {
     const h = hash.toLowerCase();
+    if (this.watchingSince === 0) this.watchingSince = this.now();
     const before = this.hashes.get(n);
     const conservative = this.highestFinalized + 1;
     let forkFrom: number | undefined;

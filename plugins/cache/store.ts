@@ -41,25 +41,64 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
+/** A verdict of {@link acceptable}. */
+export interface Verdict {
+  /** The entry may answer. */
+  ok: boolean;
+  /** The entry can never answer again (a block below the head, a reorged block): delete it. */
+  drop: boolean;
+}
+
+const SERVE: Verdict = Object.freeze({ ok: true, drop: false });
+const PASS: Verdict = Object.freeze({ ok: false, drop: false });
+const DEAD: Verdict = Object.freeze({ ok: false, drop: true });
+
 /**
- * Whether a stored entry may answer now.
- * - A realtime entry for a block below the network's highest known latest block is a miss, so
- *   `latest` and `eth_blockNumber` never go backwards through the cache.
- * - An unfinalized entry whose block the state poller has since seen with a different hash, or
- *   that was written before a reorg reaching its height, is a miss; `drop` says to delete it.
+ * Share of the block time a realtime entry written after the next block was due still serves:
+ * while a block is late, the same head is asked at most about ten times per block time.
  */
-export function acceptable(entry: CacheEntry, chain: NetworkChainState | undefined): { ok: boolean; drop: boolean } {
-  if (!chain) return { ok: true, drop: false };
+export const LATE_BLOCK_REUSE = 0.1;
+
+/**
+ * Whether a stored entry may answer now (spec §2.8 #3, "fresh means fresh" and reorg-aware
+ * caching). Judged against this process's view of the chain, whoever wrote the entry.
+ * - Realtime (a block tag, `eth_blockNumber`): it must rest on a known head; an entry for a block
+ *   below the highest head svc knows (from a poll or any answer) is dead at once, in every tier.
+ *   Once the next block is due (the head was first seen more than one block time ago, by the
+ *   block-time estimate), an entry serves for at most {@link LATE_BLOCK_REUSE} of a block time
+ *   after it was written, so a new block is picked up at the next read instead of after the TTL.
+ * - Realtime and unfinalized entries rest on a block hash: when svc knows the canonical hash at
+ *   their height and it differs, the entry is from an abandoned fork and is dropped.
+ * - Without a known hash at its height, an unfinalized entry serves only when this process was
+ *   watching the chain when it was written and has seen no reorg reaching its height since
+ *   (an entry another replica wrote before this one could see a reorg is a miss, never a guess).
+ * @param entry the stored entry
+ * @param chain the network's chain state (undefined for non-EVM networks: no rule applies)
+ * @param now the clock, ms
+ */
+export function acceptable(entry: CacheEntry, chain: NetworkChainState | undefined, now = Date.now()): Verdict {
+  if (!chain) return SERVE;
   const n = entry.blockNumber;
-  if (entry.finality === 'realtime') {
-    const head = chain.highestLatest;
-    return { ok: !(n !== undefined && head > 0 && n < head), drop: false };
-  }
-  if (entry.finality !== 'unfinalized' || n === undefined) return { ok: true, drop: false };
+  const fin = entry.finality;
+  if (fin !== 'realtime' && fin !== 'unfinalized') return SERVE;
+  if (n === undefined) return fin === 'realtime' ? PASS : SERVE;
   const seen = chain.hashAt(n);
-  if (entry.blockHash !== undefined && seen !== undefined && seen !== entry.blockHash) return { ok: false, drop: true };
-  if (chain.reorgedSince(entry.writtenAt, n)) return { ok: false, drop: true };
-  return { ok: true, drop: false };
+  if (entry.blockHash !== undefined && seen !== undefined && seen !== entry.blockHash) return DEAD;
+  if (fin === 'realtime') {
+    const head = chain.highestLatest;
+    if (head > 0 && n < head) return DEAD;
+    if (chain.reorgedSince(entry.writtenAt, n)) return DEAD;
+    const bt = chain.blockTimeMs;
+    if (bt !== undefined && n >= head) {
+      const due = chain.headSeenAt + bt;
+      if (now >= due && now >= entry.writtenAt + bt * LATE_BLOCK_REUSE) return PASS;
+    }
+    return SERVE;
+  }
+  if (entry.blockHash !== undefined && seen === entry.blockHash) return SERVE;
+  if (chain.reorgedSince(entry.writtenAt, n)) return DEAD;
+  const since = chain.watchingSince;
+  return since > 0 && entry.writtenAt >= since ? SERVE : PASS;
 }
 
 /**
@@ -179,9 +218,12 @@ export function writeEntry(
     // known head (a gas price is not a block number).
     finality = 'realtime';
     blockNumber = undefined;
+    blockHash = undefined;
     if (!empty && method === 'eth_blockNumber') blockNumber = parseBlockNumber(answer.value());
-    else if (!empty && key.tag === 'latest' && method === 'eth_getBlockByNumber') blockNumber = answeredBlock(method, answer.value()).number;
+    else if (!empty && key.tag === 'latest' && method === 'eth_getBlockByNumber') ({ number: blockNumber, hash: blockHash } = answeredBlock(method, answer.value()));
     if (blockNumber === undefined && head > 0) blockNumber = head;
+    // Nothing to judge its freshness by: svc knows no head yet.
+    if (blockNumber === undefined) return;
   } else if (finality === 'unknown' && blockNumber !== undefined) {
     // Re-classified now that the block is known (a receipt by hash) or the finalized head is.
     const fin = chain?.highestFinalized ?? 0;
@@ -189,6 +231,14 @@ export function writeEntry(
   }
   // "Not there (yet)" for a block beyond the known head is not a fact worth keeping.
   if (empty && key.blockNumber !== undefined && key.blockNumber > head) return;
+  if ((finality === 'unfinalized' || finality === 'realtime') && blockNumber !== undefined && chain) {
+    // The entry rests on the canonical hash at its height (reorg-aware caching): the hash the
+    // answer names, else the one svc knows. An answer naming another hash than svc's canonical
+    // one comes from an abandoned or minority fork and is not kept.
+    const canonical = chain.hashAt(blockNumber);
+    if (blockHash !== undefined && canonical !== undefined && blockHash !== canonical) return;
+    blockHash ??= canonical;
+  }
   const partition = key.reverse && blockNumber !== undefined ? `${key.scope}:${blockNumber}` : key.partition;
   const entry: CacheEntry = { wire: answer.wire, finality, writtenAt: Date.now() };
   if (blockNumber !== undefined) entry.blockNumber = blockNumber;

@@ -96,6 +96,72 @@ describe('cache store (issue #10 item 1)', () => {
       expect(acceptable(entry({ finality: 'finalized', blockNumber: 50, writtenAt: 1000 }), st).ok, 'finalized entries are never suspect').to.equal(true);
     });
 
+    it('fresh means fresh: once the next block is due, a realtime entry serves at most a tenth of a block time after it was written', () => {
+      let now = 0;
+      const u = { id: 'u' } as Upstream;
+      const st = new NetworkChainState({ upstreams: [u] } as unknown as Network, () => now);
+      // Heads one second apart: the block-time estimate settles at 1000 ms.
+      for (let n = 1; n <= 6; n++) {
+        now = n * 1000;
+        st.observeLatest(u, n);
+      }
+      expect(st.blockTimeMs).to.equal(1000);
+      const e = entry({ finality: 'realtime', blockNumber: 6, writtenAt: 6000 });
+      now = 6900;
+      expect(acceptable(e, st, now).ok, 'before block 7 is due').to.equal(true);
+      now = 7000;
+      expect(acceptable(e, st, now), 'block 7 is due: ask an upstream').to.deep.equal({ ok: false, drop: false });
+      expect(acceptable(entry({ finality: 'realtime', blockNumber: 6, writtenAt: 7050 }), st, 7100).ok, 'written while the block is late: reused briefly').to.equal(true);
+      expect(acceptable(entry({ finality: 'realtime', blockNumber: 6, writtenAt: 7050 }), st, 7150).ok, 'then asked again').to.equal(false);
+      now = 7200;
+      st.observeLatest(u, 7);
+      expect(acceptable(e, st, now), 'a newer head seen: dead in every tier').to.deep.equal({ ok: false, drop: true });
+    });
+
+    it('a realtime entry without a block to rest on is never served, and none is written while svc knows no head', () => {
+      expect(acceptable(entry({ finality: 'realtime' }), chain(100, 90)).ok).to.equal(false);
+      const mem = new MemoryConnector('mem', { maxItems: 10, maxTotalSize: 1 << 20 });
+      const c = ctxOf('eth_gasPrice', []);
+      const k = keyOf('main/evm:1', 'eth_gasPrice', [], 'h');
+      writeEntry(c, k, 'realtime', { wire: '"0x5"', value: () => '0x5' }, [policy({ finality: 'realtime', connector: 'mem' })], new Map([['mem', mem]]), chain(0, 0), recorder());
+      expect(mem.get(k.partition, k.range)).to.equal(undefined);
+    });
+
+    it('the latest block rests on its hash: the same height re-mined (a reorg at the head) drops it', () => {
+      const st = chain(100, 90);
+      st.observeBlockHash(100, H1);
+      const e = entry({ finality: 'realtime', blockNumber: 100, blockHash: H1 });
+      expect(acceptable(e, st).ok).to.equal(true);
+      st.observeBlockHash(100, H2);
+      expect(acceptable(e, st)).to.deep.equal({ ok: false, drop: true });
+    });
+
+    it('an unfinalized entry written before this process watched the chain is a miss unless its hash is the canonical one', () => {
+      let now = 5000;
+      const st = chain(100, 90, () => now);
+      st.observeBlockHash(100, H1);
+      expect(st.watchingSince).to.equal(5000);
+      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 97, writtenAt: 4000 }), st), 'another replica, before this one watched').to.deep.equal({ ok: false, drop: false });
+      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 100, blockHash: H1, writtenAt: 4000 }), st).ok, 'its hash is the canonical one').to.equal(true);
+      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 97, writtenAt: 5500 }), st).ok, 'written while watching').to.equal(true);
+      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 97, writtenAt: 5500 }), chain(100, 90)).ok, 'never watched (no poller): no guess').to.equal(false);
+    });
+
+    it('a write rests an unfinalized state read on the canonical hash at its height; an answer from another fork is not kept', () => {
+      const st = chain(100, 90);
+      st.observeBlockHash(95, H1);
+      const mem = new MemoryConnector('mem', { maxItems: 10, maxTotalSize: 1 << 20 });
+      const pol = [policy({ finality: 'unfinalized', connector: 'mem' })];
+      const bal = ctxOf('eth_getBalance', ['0xabc', '0x5f']);
+      const kb = keyOf('main/evm:1', 'eth_getBalance', ['0xabc', '0x5f'], 'b');
+      writeEntry(bal, kb, 'unfinalized', { wire: '"0x7"', value: () => '0x7' }, pol, new Map([['mem', mem]]), st, recorder());
+      expect((mem.get(kb.partition, kb.range) as CacheEntry).blockHash).to.equal(H1);
+      const blk = ctxOf('eth_getBlockByNumber', ['0x5f', false]);
+      const kk = keyOf('main/evm:1', 'eth_getBlockByNumber', ['0x5f', false], 'k');
+      writeEntry(blk, kk, 'unfinalized', { wire: 'x', value: () => ({ number: '0x5f', hash: H2 }) }, pol, new Map([['mem', mem]]), st, recorder());
+      expect(mem.get(kk.partition, kk.range), 'a block on another fork').to.equal(undefined);
+    });
+
     it('a replaced head whose parent is unchanged pins the fork at that height', () => {
       const st = chain(100, 90);
       st.observeBlockHash(99, H1);
