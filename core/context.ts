@@ -121,6 +121,13 @@ export interface AttemptRecord {
 }
 
 /** What happened while serving one call (DESIGN principle 4); read by headers and metrics. */
+  /**
+   * Whether the error is charged to the upstream, when that waited for another upstream's answer
+   * (core/charge.ts): `deferred` while waiting, `charged` once it counts, `waived` when a second
+   * upstream gave the same error (a fact about the request: never counted). Unset: the error's
+   * class decides at once (core/blame.ts).
+   */
+  charge?: 'deferred' | 'charged' | 'waived';
 export interface ExecutionRecord {
   /** Trace of upstream attempts in start order. */
   attempts: AttemptRecord[];

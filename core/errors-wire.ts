@@ -76,11 +76,13 @@ const REVERT_DATA_METHODS = new Set(['eth_call', 'eth_estimateGas']);
 
 /**
  * Errors that are facts about the request (issue #8 item 8): reverts, nonce, funds, gas and fee
- * errors, invalid params, an unsupported method, missing data. The client gets the upstream's
- * own `code`, `message` and `data` byte for byte; svc's name stays in traces, headers and labels.
+ * errors, invalid params, an unsupported method, missing data, and an error a second upstream
+ * confirmed (`SvcError.confirmed`). The client gets the upstream's own `code`, `message` and
+ * `data` byte for byte; svc's name stays in traces, headers and labels.
  */
 export function isPassThrough(err: SvcError): boolean {
   return (
+    err.confirmed === true ||
     err instanceof ErrEndpointExecutionException ||
     err instanceof ErrEndpointNonceException ||
     err instanceof ErrEndpointClientSideException ||

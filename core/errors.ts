@@ -115,9 +115,16 @@ export abstract class SvcError extends Error {
     return (this.constructor as typeof SvcError).httpStatus;
   }
 
-  /** Whether another upstream or another round may still succeed. */
+  /**
+   * Set on a copy of an upstream's error once a second upstream answered the same call with the
+   * same error (core/charge.ts): a fact about the request, so it is not retryable, no further
+   * upstream is tried, it reaches the client as the node sent it, and it is charged to no upstream.
+   */
+  declare confirmed?: boolean;
+
+  /** Whether another upstream or another round may still succeed (never, once {@link confirmed}). */
   get retryable(): boolean {
-    return (this.constructor as typeof SvcError).retryable;
+    return this.confirmed !== true && (this.constructor as typeof SvcError).retryable;
   }
 
   /**

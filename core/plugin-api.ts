@@ -55,6 +55,8 @@ export { ConfigError } from './config/load.ts';
 export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream, UpstreamInput } from './config/types.ts';
 
 export { finishAttempt, outcomeOf, startAttempt, tryUpstream } from './sweep.ts';
+export { agreementSignature, blameOf, errorSignature, isCharged, isRequestFact, normaliseErrorMessage, type Blame } from './blame.ts';
+export { isDeferred, settleFailedAttempt, whenCharged, wouldConfirm } from './charge.ts';
 
 export type { Network } from './registry/network.ts';
 export type { Project } from './registry/project.ts';

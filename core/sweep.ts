@@ -1,8 +1,9 @@
 /**
  * The innermost network handler: walks a leg's upstreams in the order the `select` hook
  * returned until one answers (spec §1.3, issue #2 item 5). Retryable failures move to the next
- * upstream (trace reason `sweep`); a non-retryable answer (a revert, a client error) ends the
- * call at once; when every upstream failed the call fails with `ErrUpstreamsExhausted`.
+ * upstream (trace reason `sweep`); a non-retryable answer (a revert, a client error, or an
+ * error a second upstream confirmed: core/charge.ts) ends the call at once; when every upstream
+ * failed the call fails with `ErrUpstreamsExhausted`.
  */
 import { FINALITY, type AttemptOutcome, type AttemptReason, type AttemptRecord, type CallContext } from './context.ts';
 import {
@@ -18,6 +19,7 @@ import {
   type SvcError,
 } from './errors.ts';
 import type { AttemptHandler, Leg, ProxyHooks, UpstreamCall } from './hooks.ts';
+import { settleFailedAttempt } from './charge.ts';
 import type { RpcResult } from './jsonrpc.ts';
 import type { Upstream } from './registry/upstream.ts';
 
@@ -61,7 +63,9 @@ export function finishAttempt(a: AttemptRecord, outcome: AttemptOutcome, err?: S
 /**
  * Sends one call to one upstream through its composed chain, runs the `validate` hook and
  * records the attempt. Throws the normalised error on failure; an exception from svc's own code
- * (a hook tap, serialising) becomes `ErrInternal`, which never counts against the upstream.
+ * (a hook tap, serialising) becomes `ErrInternal`, which never counts against the upstream. An
+ * unclassified node error's charge may wait for another upstream's answer (core/charge.ts); when
+ * a second upstream already gave the same error, the confirmed (non-retryable) copy is thrown.
  * @param maxResponseSize a cap on this answer below the upstream's own, bytes (state polls)
  */
 export async function tryUpstream(hooks: ProxyHooks, ctx: CallContext, u: Upstream, reason: AttemptReason, signal: AbortSignal, maxResponseSize?: number): Promise<RpcResult> {
@@ -69,21 +73,23 @@ export async function tryUpstream(hooks: ProxyHooks, ctx: CallContext, u: Upstre
   // this function always closes the record of the last try.
   const call: UpstreamCall = { ctx, method: ctx.request.method, params: ctx.request.params, signal, attempt: startAttempt(ctx, u, reason) };
   if (maxResponseSize !== undefined) call.maxResponseSize = maxResponseSize;
+  let r: RpcResult;
   try {
-    const r = await u.send(call);
+    r = await u.send(call);
     const invalid = hooks.validate.call(ctx, r, u);
     if (invalid) throw invalid;
-    finishAttempt(call.attempt, 'success');
-    // A hedge race may later flip a losing leg back to false.
-    call.attempt.won = true;
-    return r;
   } catch (e) {
     const err = asSvcError(e);
     finishAttempt(call.attempt, signal.aborted && !(err instanceof ErrEndpointRequestTimeout) && !(err instanceof ErrFailsafeTimeoutExceeded) ? 'cancelled' : outcomeOf(err), err);
-    throw err;
-  } finally {
-    hooks.attemptDone.call(call.attempt);
+    // `attemptDone` now, or once another upstream's answer says whom the error is charged to;
+    // a second upstream's identical error comes back confirmed (not retryable).
+    throw settleFailedAttempt(hooks, ctx, call.attempt, err);
   }
+  finishAttempt(call.attempt, 'success');
+  // A hedge race may later flip a losing leg back to false.
+  call.attempt.won = true;
+  hooks.attemptDone.call(call.attempt);
+  return r;
 }
 
 /**

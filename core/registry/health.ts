@@ -6,6 +6,7 @@
  */
 import { DDSketch } from '@datadog/sketches-js';
 import type { AttemptRecord } from '../context.ts';
+import { isRequestFact } from '../blame.ts';
 import { compileGlobs, type GlobTest } from '../glob.ts';
 import {
   ErrCancelled,
@@ -24,18 +25,22 @@ import {
 export type HealthOutcome = 'success' | 'error' | 'throttle' | 'neutral' | 'ignore';
 
 /**
- * Classifies an attempt for health scoring: only genuine failures (transport, 5xx, timeouts,
- * malformed answers, billing) are errors; reverts and other execution errors are successes;
- * rate limits are throttles; cancellations (client or lost hedge legs) count as nothing, and so
- * do svc's own failures and requests refused for their size (issue #8 item 1: nothing a client
- * sends counts against an upstream).
+ * Classifies an attempt for health scoring: only genuine failures of the upstream (transport,
+ * 5xx, timeouts, malformed answers, billing) are errors; reverts and other execution errors are
+ * successes; rate limits are throttles; cancellations (client or lost hedge legs) count as
+ * nothing, and so do svc's own failures and requests refused for their size. A fact about the
+ * request is never an error, whatever the upstream (core/blame.ts `isRequestFact`: invalid params,
+ * an unknown tracer, an error a second upstream confirmed: `charge` `waived`), so nothing a client
+ * sends counts against an upstream.
  */
-export function healthOutcome(a: Pick<AttemptRecord, 'outcome' | 'error' | 'dialled'>): HealthOutcome {
+export function healthOutcome(a: Pick<AttemptRecord, 'outcome' | 'error' | 'dialled' | 'charge'>): HealthOutcome {
   if (!a.dialled) return 'ignore';
   if (a.outcome === 'success' || a.outcome === 'exec_revert') return 'success';
   if (a.outcome === 'cancelled' || a.outcome === 'pending' || a.outcome === 'skipped') return 'ignore';
   const e: SvcError | undefined = a.error;
   if (!e || e instanceof ErrCancelled || e instanceof ErrInternal || e instanceof ErrUpstreamRequestTooLarge) return 'ignore';
+  // The node answered; the answer is about the request.
+  if (a.charge === 'waived' || isRequestFact(e)) return 'neutral';
   if (e instanceof ErrEndpointCapacityExceeded) return 'throttle';
   if (
     e instanceof ErrEndpointServerSideException ||

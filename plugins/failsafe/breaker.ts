@@ -1,9 +1,12 @@
 /**
  * The failsafe plugin's circuit breaker (issue #3 item 3): the per-upstream state machine and
  * which errors count as failures. The breaker ignores rate limits, timeouts and cancelled hedge
- * legs: they say nothing about whether the upstream works. No hooks here; `upstream.ts` taps
- * one breaker per failsafe entry with a `circuitBreaker` into the `upstream` hook.
+ * legs: they say nothing about whether the upstream works; and it never counts a fact about the
+ * request (core/blame.ts), nor more than `maxClientShare` of the failures from one client
+ * (client-share.ts). No hooks here; `upstream.ts` taps one breaker per failsafe entry with a
+ * `circuitBreaker` into the `upstream` hook.
  */
+import { isRequestFact } from '../../core/plugin-api.ts';
 import {
   ErrCancelled,
   ErrEndpointBillingIssue,
@@ -12,6 +15,7 @@ import {
   ErrUpstreamMalformedResponse,
   type SvcError,
 } from '../../core/errors.ts';
+import { ClientShare } from './client-share.ts';
 import type { FailsafeEntry } from './schema.ts';
 
 /**
@@ -27,15 +31,20 @@ export class CircuitBreaker {
   private openedAt = 0;
   private trials = 0;
   private successes = 0;
+  /** The one-client bound; undefined when `maxClientShare` is 1 (off). */
+  readonly clients?: ClientShare;
 
   /**
-   * @param cfg thresholds (ms for `halfOpenAfter`)
+   * @param cfg thresholds (ms for `halfOpenAfter` and `clientShareWindow`)
    * @param now clock in ms
    */
   constructor(
     readonly cfg: NonNullable<FailsafeEntry['circuitBreaker']>,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    const share = cfg.maxClientShare ?? DEFAULT_MAX_CLIENT_SHARE;
+    if (share < 1) this.clients = new ClientShare(share, cfg.clientShareWindow ?? DEFAULT_CLIENT_SHARE_WINDOW_MS, now);
+  }
 
   /** Whether a call may be dialled now (moves open → half-open once `halfOpenAfter` passed). */
   allow(): boolean {
@@ -47,8 +56,17 @@ export class CircuitBreaker {
     return this.state !== 'open';
   }
 
-  /** Records a counted outcome (`true` = failure). */
-  record(failure: boolean): void {
+  /**
+   * Records a counted outcome (`true` = failure).
+   * @param client the calling client's key (user id, else client address); undefined for svc's
+   *   own calls, which the one-client bound never applies to
+   */
+  record(failure: boolean, client?: string): void {
+    if (this.clients && client !== undefined) {
+      if (!failure) this.clients.success(client);
+      // Over its share of the failures while others are served: not counted (client-share.ts).
+      else if (!this.clients.failure(client)) return;
+    }
     if (this.state === 'half-open') {
       if (failure) return this.open();
       this.trials++;
@@ -76,13 +94,21 @@ export class CircuitBreaker {
   }
 }
 
+/** Default `circuitBreaker.maxClientShare`: one client may cause at most half of the counted failures. */
+export const DEFAULT_MAX_CLIENT_SHARE = 0.5;
+/** Default `circuitBreaker.clientShareWindow`, ms. */
+export const DEFAULT_CLIENT_SHARE_WINDOW_MS = 60_000;
+
 /**
  * How an error counts for the breaker: `true` failure (5xx, transport, malformed, unauthorised,
  * billing), `false` success, `undefined` not counted (rate limits, timeouts, client errors,
- * cancellations, lost hedge legs).
+ * cancellations, lost hedge legs, and any fact about the request: an unknown tracer, an error a
+ * second upstream confirmed).
  */
 export function breakerOutcome(err: SvcError | undefined): boolean | undefined {
   if (!err) return false;
+  if (err.confirmed === true) return undefined;
+  if (err instanceof ErrEndpointServerSideException && isRequestFact(err)) return undefined;
   if (err instanceof ErrEndpointServerSideException || err instanceof ErrUpstreamMalformedResponse || err instanceof ErrEndpointUnauthorized || err instanceof ErrEndpointBillingIssue) return true;
   if (err.retryable) return undefined; // rate limits, timeouts, missing data, unsupported...
   if (err instanceof ErrCancelled) return undefined;

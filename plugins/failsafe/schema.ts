@@ -37,6 +37,15 @@ const breakerSchema = Strict({
   halfOpenAfter: Type.Optional(Duration({ default: '5m' })),
   successThresholdCount: Type.Optional(Type.Integer({ minimum: 1, default: 8 })),
   successThresholdCapacity: Type.Optional(Type.Integer({ minimum: 1, default: 200 })),
+  maxClientShare: Type.Optional(
+    Type.Number({
+      minimum: 0,
+      maximum: 1,
+      default: 0.5,
+      description: "largest share of the upstream's recent failures one client (user id, else client address) may cause and still count toward opening the breaker, while other clients are served; 1 = no bound",
+    }),
+  ),
+  clientShareWindow: Type.Optional(Duration({ default: '1m', description: 'window of the maxClientShare bound' })),
 });
 
 function entrySchema(scope: 'network' | 'upstream') {
@@ -66,7 +75,20 @@ export interface FailsafeEntry {
   retry?: { maxAttempts: number; delay: number; backoffFactor: number; backoffMaxDelay: number; jitter: number; emptyResultMaxAttempts: number };
   hedge?: { delay?: number; quantile?: number; minDelay: number; maxDelay: number; maxCount: number };
   consensus?: ConsensusConfig;
-  circuitBreaker?: { failureThresholdCount: number; failureThresholdCapacity: number; halfOpenAfter: number; successThresholdCount: number; successThresholdCapacity: number };
+  /**
+   * Upstream scope only. `maxClientShare` (0..1) and `clientShareWindow` (ms) bound what one
+   * client's failures can do to the breaker (client-share.ts); unset when built by hand (tests):
+   * 0.5 and 60 s.
+   */
+  circuitBreaker?: {
+    failureThresholdCount: number;
+    failureThresholdCapacity: number;
+    halfOpenAfter: number;
+    successThresholdCount: number;
+    successThresholdCapacity: number;
+    maxClientShare?: number;
+    clientShareWindow?: number;
+  };
 }
 
 const FAILSAFE_DOC = 'first entry whose matchMethod and matchFinality match applies; an object is one entry; unset = the built-in defaults, [] = no policy';

@@ -13,6 +13,7 @@ import type { Proxy } from '../../core/proxy.ts';
 import type { Upstream } from '../../core/registry/upstream.ts';
 import { UpstreamStage } from '../../core/stages.ts';
 import { finishAttempt, outcomeOf, startAttempt } from '../../core/sweep.ts';
+import { isDeferred, isRequestFact, settleFailedAttempt, whenCharged, wouldConfirm } from '../../core/plugin-api.ts';
 import { breakerOutcome, CircuitBreaker } from './breaker.ts';
 import { isRetryable, retryDelay, withTimeout } from './policies.ts';
 import { compile, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, type CompiledEntry, type FailsafeEntry } from './schema.ts';
@@ -46,13 +47,20 @@ export function tapUpstreamFailsafe(proxy: Proxy, now: () => number, proxyBreake
       const breaker = e ? byEntry.get(e) : undefined;
       if (!breaker) return inner(call);
       if (!breaker.allow()) throw new ErrFailsafeCircuitBreakerOpen(`circuit breaker of upstream ${u.id} is open`, { details: { upstream: u.id } });
+      const ctx = call.ctx;
+      // The one-client bound's key: the authenticated user, else the client address; none for svc's own calls.
+      const client = ctx.internal ? undefined : (ctx.identity?.userId ?? ctx.http.clientAddress);
       try {
         const r = await inner(call);
-        breaker.record(false);
+        breaker.record(false, client);
         return r;
       } catch (err) {
-        const f = breakerOutcome(asSvcError(err));
-        if (f !== undefined && !call.signal.aborted) breaker.record(f);
+        const se = asSvcError(err);
+        const f = breakerOutcome(se);
+        if (f === undefined || call.signal.aborted) throw err;
+        // An unclassified node error counts only once no second upstream gave the same one (core/charge.ts).
+        if (f && isDeferred(ctx, se)) whenCharged(hooks, ctx, call.attempt, () => breaker.record(true, client));
+        else breaker.record(f, client);
         throw err;
       }
     };
@@ -69,14 +77,26 @@ export function tapUpstreamFailsafe(proxy: Proxy, now: () => number, proxyBreake
           return await inner(call);
         } catch (e) {
           const err = asSvcError(e);
-          // A rate-limited upstream is skipped to the next one, not hammered again.
-          if (n >= r.maxAttempts || !isRetryable(err) || err.name === 'ErrEndpointCapacityExceeded' || err.name === 'ErrUpstreamRateLimitRuleExceeded' || err instanceof ErrFailsafeCircuitBreakerOpen || call.signal.aborted) throw err;
+          // A rate-limited upstream is skipped to the next one, not hammered again; a fact about
+          // the request (or an error another upstream already gave this call) is the same answer again.
+          if (
+            n >= r.maxAttempts ||
+            !isRetryable(err) ||
+            err.name === 'ErrEndpointCapacityExceeded' ||
+            err.name === 'ErrUpstreamRateLimitRuleExceeded' ||
+            err instanceof ErrFailsafeCircuitBreakerOpen ||
+            call.signal.aborted ||
+            isRequestFact(err) ||
+            wouldConfirm(call.ctx, u.id, err)
+          ) {
+            throw err;
+          }
           await sleep(retryDelay(r, n), call.signal).catch(() => {
             throw err;
           });
-          // Close this try's record and open one for the next (trace reason `retry`).
+          // Close this try's record (its charge may wait for another upstream) and open one for the next (trace reason `retry`).
           finishAttempt(call.attempt, outcomeOf(err), err);
-          hooks.attemptDone.call(call.attempt);
+          settleFailedAttempt(hooks, call.ctx, call.attempt, err);
           call.attempt = startAttempt(call.ctx, u, 'retry');
           call.ctx.record.upstreamRetries++;
         }

@@ -1,6 +1,7 @@
 /**
  * metrics plugin (spec §6, issue #2 item 6).
- * Taps: `attemptDone` (upstream request counters and latency), `callDone` (requests received),
+ * Taps: `attemptDone` (upstream request counters and latency; errors only when charged to the
+ * upstream, core/blame.ts `isCharged`), `callDone` (requests received),
  * `listening`/`shutdown` (serves prom-client's registry at `/metrics` on `metrics.port`).
  * Every label taken from client input is bounded: at most 200 methods, 50 agent names and 1000
  * users per process, then `other`, each value cut to 64 characters, so a client cannot blow up
@@ -9,7 +10,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter } from 'prom-client';
-import { DeferredCounter, DeferredHistogram } from '../../core/plugin-api.ts';
+import { DeferredCounter, DeferredHistogram, isCharged } from '../../core/plugin-api.ts';
 import { FINALITY, type AttemptRecord, type CallContext } from '../../core/context.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
 import type { PluginHost } from '../../core/host.ts';
@@ -56,7 +57,7 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
       });
       const upstreamErrors = new Counter({
         name: 'svc_upstream_request_errors_total',
-        help: 'Upstream requests that failed, by named error',
+        help: "Upstream requests that failed through the upstream's fault (charged to it), by named error; facts about the request are not counted",
         labelNames: ['project', 'vendor', 'network', 'upstream', 'category', 'error'],
         registers: [reg],
       });
@@ -100,8 +101,9 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         // The histogram's labels are the counter's without finality.
         for (let i = 0; i < 5; i++) durValues[i] = upValues[i] as string;
         upstreamDuration.observe(upstreamDuration.child(durValues), a.durationMs / 1000);
-        // svc's own failures are not the upstream's errors (issue #8 item 1).
-        if (a.error && a.outcome !== 'success' && a.error.name !== 'ErrInternal') {
+        // Only what is charged to the upstream: not svc's own failures, not facts about the
+        // request (reverts, bad params, over-size requests, an error a second upstream confirmed).
+        if (a.error && a.outcome !== 'success' && isCharged(a)) {
           upstreamErrors.inc({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category, error: a.error.name });
         }
       });
