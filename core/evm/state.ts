@@ -48,6 +48,13 @@ export const HASH_HEIGHTS = 256;
 /** Recent reorgs remembered for {@link NetworkChainState.reorgedSince}. */
 export const MAX_REORGS = 32;
 
+/**
+ * Share of the estimated block time after which the next block counts as due: the estimate is
+ * measured on when svc saw heads, so it jitters by the gaps between observations; erring early
+ * costs an upstream read, erring late serves an old head.
+ */
+export const NEXT_BLOCK_MARGIN = 0.8;
+
 /** Smoothing of the block-time EMA (a new sample weighs 10%). */
 const EMA_ALPHA = 0.1;
 /** Samples needed before the block-time estimate is published. */
@@ -64,6 +71,11 @@ export class NetworkChainState {
   private head = 0;
   /** When a poll or an answer last reported the tracked head (or a higher one), ms; 0 when never. */
   private confirmedAt = 0;
+  /**
+   * When the head before the current one was last reported, ms (0 when unknown): the current
+   * head was produced after it, so its successor is due no later than this plus a block time.
+   */
+  private prevConfirmedAt = 0;
   /**
    * The shortest state-poller interval of the network's upstreams, ms (0 = no poller); set by the
    * evm-state plugin. Freshness lasts about two intervals, so a quiet chain whose head every
@@ -155,6 +167,7 @@ export class NetworkChainState {
         }
       }
       if (this.head > 0) this.headMoves++;
+      this.prevConfirmedAt = this.head > 0 ? this.confirmedAt : 0;
       this.head = n;
       this.headAt = t;
       this.confirmedAt = t;
@@ -163,11 +176,13 @@ export class NetworkChainState {
 
   /**
    * A poll or an answer of a counted upstream reported `n` as its latest block: when that is the
-   * tracked head (or above), the head is confirmed now, even though it did not move (a devnet
+   * tracked head, the head is confirmed now (a higher one is recorded by {@link observeLatest}), even though it did not move (a devnet
    * with automine, an idle L2, a stalled testnet).
    */
   confirmHead(n: number): void {
-    if (n > 0 && n >= this.head) this.confirmedAt = this.now();
+    // A higher head is recorded by observeLatest, which keeps when the previous one was last
+    // confirmed (the successor's due time, {@link nextBlockDueAt}): stamping it here would lose that.
+    if (n > 0 && n === this.head) this.confirmedAt = this.now();
   }
 
   /**
@@ -184,6 +199,7 @@ export class NetworkChainState {
     this.head = h;
     this.headAt = 0;
     this.confirmedAt = 0;
+    this.prevConfirmedAt = 0;
     return true;
   }
 
@@ -266,6 +282,18 @@ export class NetworkChainState {
   /** Estimated block time in ms, or undefined while observations accumulate. */
   get blockTimeMs(): number | undefined {
     return this.samples >= EMA_MIN_SAMPLES ? this.emaMs : undefined;
+  }
+
+  /**
+   * When the block after the current head is due at the latest, ms, or undefined while the block
+   * time is not estimated yet (spec §2.8 #3, "fresh means fresh"). The current head was produced
+   * after the previous head was last reported (or, when that is unknown, when it was first seen),
+   * so its successor is due one block time after that (taken as {@link NEXT_BLOCK_MARGIN} of the estimate).
+   */
+  get nextBlockDueAt(): number | undefined {
+    const bt = this.blockTimeMs;
+    if (bt === undefined || this.headAt === 0) return undefined;
+    return (this.prevConfirmedAt > 0 ? this.prevConfirmedAt : this.headAt) + bt * NEXT_BLOCK_MARGIN;
   }
 
   /** Time (ms) the current highest head was first seen; 0 when never. */

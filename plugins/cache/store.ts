@@ -60,13 +60,20 @@ const DEAD: Verdict = Object.freeze({ ok: false, drop: true });
 export const LATE_BLOCK_REUSE = 0.1;
 
 /**
+ * How long a realtime entry serves while svc has no block-time estimate yet (the first few head
+ * moves of a network), ms: without one it cannot tell when the next block is due.
+ */
+export const UNKNOWN_BLOCK_TIME_REUSE_MS = 1000;
+
+/**
  * Whether a stored entry may answer now (spec §2.8 #3, "fresh means fresh" and reorg-aware
  * caching). Judged against this process's view of the chain, whoever wrote the entry.
  * - Realtime (a block tag, `eth_blockNumber`): it must rest on a known head; an entry for a block
  *   below the highest head svc knows (from a poll or any answer) is dead at once, in every tier.
- *   Once the next block is due (the head was first seen more than one block time ago, by the
- *   block-time estimate), an entry serves for at most {@link LATE_BLOCK_REUSE} of a block time
- *   after it was written, so a new block is picked up at the next read instead of after the TTL.
+ *   Once the next block is due (`nextBlockDueAt`: one estimated block time after the previous
+ *   head was last reported), an entry serves for at most {@link LATE_BLOCK_REUSE} of a block time
+ *   after it was written, so a new block is picked up at the next read instead of after the TTL;
+ *   without a block-time estimate yet, for at most {@link UNKNOWN_BLOCK_TIME_REUSE_MS}.
  * - Realtime and unfinalized entries rest on a block hash: when svc knows the canonical hash at
  *   their height and it differs, the entry is from an abandoned fork and is dropped.
  * - Without a known hash at its height, an unfinalized entry serves only when this process was
@@ -88,11 +95,9 @@ export function acceptable(entry: CacheEntry, chain: NetworkChainState | undefin
     const head = chain.highestLatest;
     if (head > 0 && n < head) return DEAD;
     if (chain.reorgedSince(entry.writtenAt, n)) return DEAD;
-    const bt = chain.blockTimeMs;
-    if (bt !== undefined && n >= head) {
-      const due = chain.headSeenAt + bt;
-      if (now >= due && now >= entry.writtenAt + bt * LATE_BLOCK_REUSE) return PASS;
-    }
+    const due = chain.nextBlockDueAt;
+    if (due === undefined) return now >= entry.writtenAt + UNKNOWN_BLOCK_TIME_REUSE_MS ? PASS : SERVE;
+    if (n >= head && now >= due && now >= entry.writtenAt + (chain.blockTimeMs as number) * LATE_BLOCK_REUSE) return PASS;
     return SERVE;
   }
   if (entry.blockHash !== undefined && seen === entry.blockHash) return SERVE;

@@ -101,18 +101,24 @@ describe('cache store (issue #10 item 1)', () => {
       const u = { id: 'u' } as Upstream;
       const st = new NetworkChainState({ upstreams: [u] } as unknown as Network, () => now);
       // Heads one second apart: the block-time estimate settles at 1000 ms.
-      for (let n = 1; n <= 6; n++) {
+      for (let n = 1; n <= 5; n++) {
         now = n * 1000;
         st.observeLatest(u, n);
       }
       expect(st.blockTimeMs).to.equal(1000);
+      // An answer still said 5 at 5800 and 6 was first seen at 6000: 6 was produced after 5800,
+      // so 7 is due by 6800 at the latest, taken early by the margin (0.8 of a block time): 6600.
+      now = 5800;
+      st.confirmHead(5);
+      now = 6000;
+      st.observeLatest(u, 6);
+      expect(st.nextBlockDueAt).to.equal(6600);
       const e = entry({ finality: 'realtime', blockNumber: 6, writtenAt: 6000 });
-      now = 6900;
-      expect(acceptable(e, st, now).ok, 'before block 7 is due').to.equal(true);
-      now = 7000;
-      expect(acceptable(e, st, now), 'block 7 is due: ask an upstream').to.deep.equal({ ok: false, drop: false });
-      expect(acceptable(entry({ finality: 'realtime', blockNumber: 6, writtenAt: 7050 }), st, 7100).ok, 'written while the block is late: reused briefly').to.equal(true);
-      expect(acceptable(entry({ finality: 'realtime', blockNumber: 6, writtenAt: 7050 }), st, 7150).ok, 'then asked again').to.equal(false);
+      expect(acceptable(e, st, 6500).ok, 'before block 7 is due').to.equal(true);
+      expect(acceptable(e, st, 6600), 'block 7 is due: ask an upstream').to.deep.equal({ ok: false, drop: false });
+      const late = entry({ finality: 'realtime', blockNumber: 6, writtenAt: 6850 });
+      expect(acceptable(late, st, 6900).ok, 'written while the block is late: reused briefly').to.equal(true);
+      expect(acceptable(late, st, 6950).ok, 'then asked again').to.equal(false);
       now = 7200;
       st.observeLatest(u, 7);
       expect(acceptable(e, st, now), 'a newer head seen: dead in every tier').to.deep.equal({ ok: false, drop: true });
