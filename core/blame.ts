@@ -137,7 +137,8 @@ export const MAX_NORMALISED_MESSAGE = 256;
 const QUOTED = /"[^"]*"|`[^`]*`|(?<![a-z0-9])'[^']*'/g;
 const HEX = /0x[0-9a-f]*/g;
 const BARE_HASH = /\b[0-9a-f]{16,}\b/g;
-const NUMBER = /\d+/g;
+/** Digits, except the `0` of a collapsed hex value (`0x…`). */
+const NUMBER = /\d+(?!x…)/g;
 const SPACE = /\s+/g;
 
 /**

@@ -1,18 +1,24 @@
 /**
  * A node-redis client for plugins that keep shared state in Redis (API keys, rate-limit
- * counters): commands fail fast while disconnected (no offline queue) and give up after 1 s, so
- * a Redis that is down or stalled never holds a request; it reconnects in the background with a
- * capped backoff. node-redis is loaded on first use only (it ships CommonJS, so this stays
+ * counters): commands fail fast while disconnected (no offline queue), so a Redis that is down
+ * never holds a request; it reconnects in the background with a capped backoff. A Redis that
+ * stalls with its socket up is not covered here: node-redis's command timeout only applies to
+ * commands not yet written, so callers run each operation under a {@link StorageBreaker}
+ * (core/storage-breaker.ts) with its own deadline. The command queue is bounded, so a stall
+ * never grows memory. node-redis is loaded on first use only (it ships CommonJS, so this stays
  * synchronous for `configured` hooks).
  */
 import { createRequire } from 'node:module';
 import type { createClient } from 'redis';
+import type { StorageBreaker } from './storage-breaker.ts';
 
 /** A node-redis client. */
 export type RedisClient = ReturnType<typeof createClient>;
 
-/** How long one command may take before it fails, ms. */
+/** How long a command may wait to be written before it fails, ms (see the module comment). */
 export const REDIS_COMMAND_TIMEOUT_MS = 1000;
+/** Commands waiting to be written or answered before new ones are refused at once. */
+export const REDIS_MAX_QUEUED_COMMANDS = 1000;
 
 /**
  * Opens a client; connection happens in the background.
@@ -26,6 +32,7 @@ export function openRedisClient(opts: { uri: string; password?: string }, onErro
     url: opts.uri,
     password: opts.password,
     disableOfflineQueue: true,
+    commandsQueueMaxLength: REDIS_MAX_QUEUED_COMMANDS,
     commandOptions: { timeout: REDIS_COMMAND_TIMEOUT_MS },
     socket: { connectTimeout: 2000, reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 10), 2000) },
   });

@@ -6,6 +6,14 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { Duration, Strict } from './schema.ts';
+import { StorageBreakerSchema } from '../storage-breaker.ts';
+
+/** Deadlines and circuit breaker of a remote key store (Redis, PostgreSQL). */
+const storeGuard = {
+  lookupTimeout: Type.Optional(Duration({ default: '500ms', description: 'a key lookup slower than this fails closed (the request is refused as unauthorized)' })),
+  writeTimeout: Type.Optional(Duration({ default: '2s', description: 'admin changes and listings slower than this fail with an error (a change may still be applied)' })),
+  breaker: Type.Optional(StorageBreakerSchema),
+};
 
 /** Fields every strategy may carry (issue #13 item 1). */
 const common = {
@@ -68,12 +76,14 @@ const connector = Strict({
       uri: Type.String({ description: 'redis://[user:password@]host:port[/db]' }),
       password: Type.Optional(Type.String()),
       keyPrefix: Type.Optional(Type.String({ default: 'svc_auth:' })),
+      ...storeGuard,
     }),
   ),
   postgresql: Type.Optional(
     Strict({
       connectionUri: Type.String({ description: 'postgres://user:password@host:port/db' }),
       table: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', default: 'svc_api_keys' })),
+      ...storeGuard,
     }),
   ),
 });

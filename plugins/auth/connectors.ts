@@ -4,18 +4,37 @@
  * opened on first use, shared by every key space on the same URI, and closed at shutdown. Their
  * drivers are imported only when a connector uses them. Connection URIs and passwords are never
  * logged: failures name the connector id only, at most once every 30 s.
+ *
+ * Every remote store runs behind a circuit breaker per connector ({@link Connectors.breakerFor}:
+ * per-operation deadlines, skipped at once while open), so a stalled Redis or PostgreSQL never
+ * holds a request or an admin call (api-keys/guarded.ts).
  */
 import type { Pool } from 'pg';
-import { closeRedisClient, openRedisClient, type Logger, type RedisClient } from '../../core/plugin-api.ts';
+import type { Registry } from 'prom-client';
+import { closeRedisClient, openRedisClient, StorageBreaker, type Logger, type RedisClient, type StorageBreakerSettings } from '../../core/plugin-api.ts';
+import { DEFAULT_LOOKUP_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, GuardedApiKeyStore, isStoreFailure } from './api-keys/guarded.ts';
 import { MemoryApiKeyStore, type ApiKeyStore } from './api-keys/store.ts';
+
+/**
+ * Deadlines and breaker settings of a remote store block, as validated (durations are ms after
+ * config resolution; the schema's static type still allows the duration strings).
+ */
+export interface StoreGuardConfig {
+  lookupTimeout?: number | string;
+  writeTimeout?: number | string;
+  breaker?: { failureThreshold?: number; backoff?: number | string; maxBackoff?: number | string };
+}
+
+/** A resolved duration (ms), or undefined. */
+const ms = (v: number | string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
 
 /** A `connector` of a `database` strategy, validated. */
 export interface ConnectorConfig {
   id: string;
   driver: 'memory' | 'redis' | 'postgresql';
   memory?: { maxItems?: number };
-  redis?: { uri: string; password?: string; keyPrefix?: string };
-  postgresql?: { connectionUri: string; table?: string };
+  redis?: { uri: string; password?: string; keyPrefix?: string } & StoreGuardConfig;
+  postgresql?: { connectionUri: string; table?: string } & StoreGuardConfig;
 }
 
 /** Minimum time between two failure logs of one connector, ms. */
@@ -26,8 +45,38 @@ export class Connectors {
   private readonly redis = new Map<string, RedisClient>();
   private readonly postgres = new Map<string, Promise<Pool>>();
   private readonly lastLog = new Map<string, number>();
+  private readonly breakers = new Map<string, StorageBreaker>();
 
-  constructor(private readonly logger: Logger) {}
+  /**
+   * @param logger failures and breaker edges
+   * @param metrics registry of the breaker metrics (none: not exported)
+   */
+  constructor(
+    private readonly logger: Logger,
+    private readonly metrics?: Registry,
+  ) {}
+
+  /**
+   * The circuit breaker of a remote connector for one kind of data (`api-keys`, `siwe-nonces`...),
+   * shared by every key space on the same connector id and server: one breaker per store, labelled
+   * with the connector id. A corrupt record is the store answering, not failing.
+   * @param c a `redis` or `postgresql` connector (its `breaker` block is used)
+   */
+  breakerFor(c: ConnectorConfig, kind: string): StorageBreaker {
+    const guard = c.redis ?? c.postgresql;
+    const name = `${kind}\u0000${c.id}\u0000${c.redis ? `${c.redis.uri}\u0000${c.redis.password ?? ''}` : (c.postgresql?.connectionUri ?? '')}`;
+    let b = this.breakers.get(name);
+    const raw = guard?.breaker;
+    const settings: Partial<StorageBreakerSettings> = { failureThreshold: raw?.failureThreshold, backoff: ms(raw?.backoff), maxBackoff: ms(raw?.maxBackoff) };
+    if (!b) this.breakers.set(name, (b = new StorageBreaker({ connector: c.id, kind, logger: this.logger, metrics: this.metrics, settings, isFailure: isStoreFailure })));
+    return b;
+  }
+
+  /** `lookupTimeout` and `writeTimeout` of a remote connector, defaults filled in (ms). */
+  private timeoutsOf(c: ConnectorConfig): { lookupTimeout: number; writeTimeout: number } {
+    const g: StoreGuardConfig = c.redis ?? c.postgresql ?? {};
+    return { lookupTimeout: ms(g.lookupTimeout) ?? DEFAULT_LOOKUP_TIMEOUT_MS, writeTimeout: ms(g.writeTimeout) ?? DEFAULT_WRITE_TIMEOUT_MS };
+  }
 
   /** Logs a connector failure, rate-limited, naming the connector and never its URI. */
   private report(id: string, e: unknown): void {
@@ -53,7 +102,7 @@ export class Connectors {
       const r = c.redis;
       if (!r) throw new Error(`${path}: driver redis needs a redis block`);
       let store: Promise<ApiKeyStore> | undefined;
-      return () =>
+      const open = () =>
         (store ??= (async () => {
           const { RedisApiKeyStore, whenReady } = await import('./api-keys/redis.ts');
           const name = `${r.uri}\u0000${r.password ?? ''}`;
@@ -62,12 +111,14 @@ export class Connectors {
           await whenReady(client, 2000);
           return new RedisApiKeyStore(client, r.keyPrefix ?? 'svc_auth:', projectId, c.id);
         })());
+      const guarded = Promise.resolve(new GuardedApiKeyStore(open, this.breakerFor(c, 'api-keys'), this.timeoutsOf(c)));
+      return () => guarded;
     }
     const p = c.postgresql;
     if (!p) throw new Error(`${path}: driver postgresql needs a postgresql block`);
     const table = p.table ?? 'svc_api_keys';
     let store: Promise<ApiKeyStore> | undefined;
-    return () => {
+    const open = () => {
       if (store) return store;
       const name = `${p.connectionUri}\u0000${table}`;
       const opened = (async () => {
@@ -85,6 +136,8 @@ export class Connectors {
       });
       return opened;
     };
+    const guarded = Promise.resolve(new GuardedApiKeyStore(open, this.breakerFor(c, 'api-keys'), this.timeoutsOf(c)));
+    return () => guarded;
   }
 
   /** Closes every client. */

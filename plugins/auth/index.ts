@@ -16,6 +16,7 @@ import {
   AuthConfigSchema,
   ConfigError,
   ErrAuthUnauthorized,
+  StorageUnavailableError,
   addressList,
   type AuthScope,
   type AuthService,
@@ -63,7 +64,7 @@ export function authPlugin(): Plugin {
     schema: { project: { auth: AuthConfigSchema } },
     apply(host: PluginHost) {
       const secretRequests = new Counter({ name: 'svc_auth_secret_requests_total', help: 'Requests accepted by a secret strategy, by secret id (never the value)', labelNames: ['secret_id'], registers: [host.metrics] });
-      const connectors = new Connectors(host.logger);
+      const connectors = new Connectors(host.logger, host.metrics);
       const spaces = new Map<string, ApiKeySpace>();
       let budgets = new Set<string>();
       const budgetExists = (id: string) => budgets.has(id);
@@ -135,7 +136,8 @@ export function authPlugin(): Plugin {
                 } catch (e) {
                   // A store that fails or holds a corrupt record rejects (fail closed), saying why.
                   reason = e instanceof Error && e.message === 'missing or invalid userId in current data' ? e.message : 'unauthorized: the API key store could not be read';
-                  host.logger.warn({ scope: scope.path, strategy: c.type, err: e instanceof Error ? e.message.slice(0, 200) : String(e) }, 'auth strategy failed');
+                  // A store skipped by its open breaker is not logged per request: the breaker logged its edge.
+                  if (!(e instanceof StorageUnavailableError && e.reason === 'open')) host.logger.warn({ scope: scope.path, strategy: c.type, err: e instanceof Error ? e.message.slice(0, 200) : String(e) }, 'auth strategy failed');
                   continue;
                 }
                 if (!accepted) continue;

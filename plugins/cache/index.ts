@@ -85,11 +85,11 @@ async function openConnector(c: ConnectorConfig, host: PluginHost): Promise<Conn
       return new MemoryConnector(c.id, c.memory);
     case 'redis': {
       const { RedisConnector } = await import('./connectors/redis.ts');
-      return new RedisConnector(c.id, c.redis as NonNullable<ConnectorConfig['redis']>, host.logger);
+      return new RedisConnector(c.id, c.redis as NonNullable<ConnectorConfig['redis']>, host.logger, host.metrics);
     }
     case 'postgresql': {
       const { PostgresConnector } = await import('./connectors/postgres.ts');
-      return new PostgresConnector(c.id, c.postgresql as NonNullable<ConnectorConfig['postgresql']>, host.logger);
+      return new PostgresConnector(c.id, c.postgresql as NonNullable<ConnectorConfig['postgresql']>, host.logger, host.metrics);
     }
   }
 }

@@ -3,7 +3,7 @@
  * `connectors[]` and `policies[]`, nested as eRPC users write them, the zero-config default, and
  * the checks that cannot be said in JSON Schema (unique ids, policies naming a connector).
  */
-import { ConfigError, Duration, Size, Strict, Type, type Finality, type ResolvedConfig, type TProperties } from '../../core/plugin-api.ts';
+import { ConfigError, Duration, Size, StorageBreakerSchema, Strict, Type, type Finality, type ResolvedConfig, type StorageBreakerSettings, type TProperties } from '../../core/plugin-api.ts';
 
 /** Id of the zero-config memory connector. */
 export const DEFAULT_CONNECTOR_ID = 'memory-cache';
@@ -15,10 +15,34 @@ export const DEFAULT_MAX_TOTAL_SIZE = 256 * 1024 * 1024;
 export const DEFAULT_PG_TABLE = 'svc_json_rpc_cache';
 /** Default purge interval of expired PostgreSQL rows, ms (5 minutes). */
 export const DEFAULT_PG_PURGE_INTERVAL_MS = 5 * 60_000;
-/** A connector read gives up after this long and counts as a miss (issue #10 item 1), ms. */
+/**
+ * Outer bound of any connector read, ms: the store gives up after this long whatever the
+ * connector does (each remote connector enforces its own, shorter `readTimeout`).
+ */
 export const READ_TIMEOUT_MS = 1000;
-/** A connector write gives up after this long (logged and counted), ms. */
+/** Outer bound of any connector write, ms (each remote connector enforces its own `writeTimeout`). */
 export const WRITE_TIMEOUT_MS = 5000;
+/** Default `readTimeout` of a remote tier, ms: a read slower than this is a miss (a cache must be faster than the upstream it saves). */
+export const DEFAULT_READ_TIMEOUT_MS = 50;
+/** Default `writeTimeout` of a remote tier, ms (writes are off the request path). */
+export const DEFAULT_WRITE_TIMEOUT_MS = 500;
+
+/** Deadlines and circuit breaker of a remote tier, shared by the redis and postgresql blocks. */
+const remoteTierProps = {
+  readTimeout: Type.Optional(Duration({ default: '50ms', description: 'a read slower than this is a miss (counted as a get error); at most 1s' })),
+  writeTimeout: Type.Optional(Duration({ default: '500ms', description: 'a write slower than this is given up (counted as a set error); at most 5s' })),
+  breaker: Type.Optional(StorageBreakerSchema),
+};
+
+/** Resolved deadlines and breaker of a remote tier (ms). */
+export interface RemoteTierSettings {
+  /** ms */
+  readTimeout: number;
+  /** ms */
+  writeTimeout: number;
+  /** Breaker settings as configured (defaults filled in by the breaker). */
+  breaker?: Partial<StorageBreakerSettings>;
+}
 
 const memoryProps = Strict({
   maxItems: Type.Optional(Type.Integer({ minimum: 1, default: DEFAULT_MAX_ITEMS, description: 'most entries held (least recently used evicted first)' })),
@@ -29,6 +53,7 @@ const redisProps = Strict({
   uri: Type.String({ minLength: 1, description: '`redis://[user:password@]host:port[/db]` or `rediss://...`; never logged or used as a label' }),
   password: Type.Optional(Type.String({ description: 'password, when not in the URI' })),
   connectTimeout: Type.Optional(Duration({ default: '5s', description: 'time to (re)connect before a try fails; the client keeps reconnecting in the background' })),
+  ...remoteTierProps,
 });
 
 const postgresProps = Strict({
@@ -36,6 +61,7 @@ const postgresProps = Strict({
   table: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', default: DEFAULT_PG_TABLE, description: 'table, created if missing' })),
   maxConns: Type.Optional(Type.Integer({ minimum: 1, default: 16, description: 'pool size' })),
   purgeInterval: Type.Optional(Duration({ default: '5m', description: 'how often expired rows are deleted (they are ignored on read meanwhile)' })),
+  ...remoteTierProps,
 });
 
 const connector = Strict({
@@ -85,8 +111,8 @@ export interface ConnectorConfig {
   id: string;
   driver: 'memory' | 'redis' | 'postgresql';
   memory: { maxItems: number; maxTotalSize: number };
-  redis?: { uri: string; password?: string; connectTimeout: number };
-  postgresql?: { connectionUri: string; table: string; maxConns: number; purgeInterval: number };
+  redis?: { uri: string; password?: string; connectTimeout: number } & RemoteTierSettings;
+  postgresql?: { connectionUri: string; table: string; maxConns: number; purgeInterval: number } & RemoteTierSettings;
 }
 
 /** Empty-result rule of a policy. */
@@ -153,6 +179,10 @@ export function cacheConfigOf(config: ResolvedConfig): CacheConfig {
     ids.add(id);
     if (c.driver === 'redis' && !c.redis) problems.push({ path, message: 'driver redis needs a `redis: {uri}` block' });
     if (c.driver === 'postgresql' && !c.postgresql) problems.push({ path, message: 'driver postgresql needs a `postgresql: {connectionUri}` block' });
+    for (const [block, t] of [['redis', c.redis], ['postgresql', c.postgresql]] as const) {
+      if (t && t.readTimeout > READ_TIMEOUT_MS) problems.push({ path: `${path}.${block}.readTimeout`, message: `at most ${READ_TIMEOUT_MS} ms (a slower cache read costs more than it saves)` });
+      if (t && t.writeTimeout > WRITE_TIMEOUT_MS) problems.push({ path: `${path}.${block}.writeTimeout`, message: `at most ${WRITE_TIMEOUT_MS} ms` });
+    }
     const memory = { maxItems: c.memory?.maxItems ?? DEFAULT_MAX_ITEMS, maxTotalSize: c.memory?.maxTotalSize ?? DEFAULT_MAX_TOTAL_SIZE };
     return { id, driver: c.driver, memory, redis: c.redis, postgresql: c.postgresql };
   });

@@ -2,15 +2,17 @@
  * Budgets on rate-limiter-flexible (issue #13 item 5): one limiter per rule (fixed window of
  * `maxCount` points per `period`), keyed by budget, rule and the rule's `perIP` / `perUser` /
  * `perNetwork` parts. With the Redis store every replica shares the counters; when Redis fails or
- * takes longer than {@link STORE_TIMEOUT_MS} the rule falls back to its per-process limiter, and
- * the fallback is logged (at most every 30 s) and counted.
+ * takes longer than the store's `timeout` (default {@link DEFAULT_STORE_TIMEOUT_MS}) the rule
+ * falls back to its per-process limiter, and the fallback is logged (at most every 30 s) and
+ * counted. The store's {@link StorageBreaker} (kind `rate-limit`) makes a store that keeps failing
+ * cost nothing: while it is open, checks go to the per-process limiter at once.
  */
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { compileGlobs, type GlobTest, type Logger } from '../../core/plugin-api.ts';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { compileGlobs, type GlobTest, type Logger, type StorageBreaker } from '../../core/plugin-api.ts';
 import { PERIOD_SECONDS, type RuleConfig } from './schema.ts';
 
-/** Longest wait for the shared store before the per-process limiter decides, ms. */
-export const STORE_TIMEOUT_MS = 1000;
+/** Default longest wait for the shared store before the per-process limiter decides, ms. */
+export const DEFAULT_STORE_TIMEOUT_MS = 50;
 /** Minimum time between two fallback logs, ms. */
 const LOG_EVERY_MS = 30_000;
 /** Longest key part taken from client input, characters. */
@@ -28,6 +30,10 @@ export interface Subject {
 export interface SharedStore {
   client: unknown;
   keyPrefix: string;
+  /** Deadline of one check against the store, ms. */
+  timeoutMs: number;
+  /** The store's breaker: it counts the store's failures and timeouts and refuses while open. */
+  breaker: StorageBreaker;
   /** Called on each fallback to the per-process limiter. */
   onFallback(e: unknown): void;
 }
@@ -46,10 +52,7 @@ class Rule {
     if (cfg.maxCount === 0) return;
     const opts = { points: cfg.maxCount, duration: PERIOD_SECONDS[cfg.period], keyPrefix: keyBase };
     this.local = new RateLimiterMemory(opts);
-    if (store) {
-      const redis = new RateLimiterRedis({ ...opts, keyPrefix: `${store.keyPrefix}${keyBase}`, storeClient: store.client, useRedisPackage: true, rejectIfRedisNotReady: true });
-      this.shared = new RLWrapperTimeouts({ limiter: redis, timeoutMs: STORE_TIMEOUT_MS });
-    }
+    if (store) this.shared = new RateLimiterRedis({ ...opts, keyPrefix: `${store.keyPrefix}${keyBase}`, storeClient: store.client, useRedisPackage: true, rejectIfRedisNotReady: true });
   }
 
   /** Whether the rule counts this method. */
@@ -62,13 +65,21 @@ class Rule {
     if (!this.local) return false; // maxCount 0 always rejects
     const c = this.cfg;
     const key = `${c.perIP ? s.clientAddress.slice(0, MAX_PART) : ''}|${c.perUser ? (s.userId ?? 'anonymous').slice(0, MAX_PART) : ''}|${c.perNetwork ? s.networkId : ''}`;
+    const store = this.store;
+    const shared = this.shared;
     try {
-      await (this.shared ?? this.local).consume(key, 1);
+      if (!store || !shared) await this.local.consume(key, 1);
+      else {
+        // Refused by the open breaker: straight to the per-process limiter, paying nothing.
+        const p = store.breaker.tryRun(() => shared.consume(key, 1), store.timeoutMs);
+        if (!p) throw store.breaker.openError;
+        await p;
+      }
       return true;
     } catch (e) {
       if (e instanceof RateLimiterRes) return false;
-      // The shared store failed or was slow: this process decides alone for now.
-      this.store?.onFallback(e);
+      // The shared store failed, was slow or is skipped: this process decides alone for now.
+      store?.onFallback(e);
       try {
         await this.local.consume(key, 1);
         return true;

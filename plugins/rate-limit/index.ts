@@ -11,12 +11,14 @@
  * A network or upstream without a budget (and no budgets in auth) gets no wrapper at all.
  */
 import { Counter } from 'prom-client';
+import { RateLimiterRes } from 'rate-limiter-flexible';
 import {
   CallStage,
   ErrAuthRateLimitRuleExceeded,
   ErrNetworkRateLimitRuleExceeded,
   ErrProjectRateLimitRuleExceeded,
   ErrUpstreamRateLimitRuleExceeded,
+  StorageBreaker,
   UpstreamStage,
   closeRedisClient,
   openRedisClient,
@@ -30,7 +32,7 @@ import {
   type UpstreamCall,
   type UpstreamSender,
 } from '../../core/plugin-api.ts';
-import { Budget, fallbackReporter, type SharedStore, type Subject } from './budgets.ts';
+import { Budget, DEFAULT_STORE_TIMEOUT_MS, fallbackReporter, type SharedStore, type Subject } from './budgets.ts';
 import { rateLimitersOf, rateLimitSchema } from './schema.ts';
 
 export { PERIOD_SECONDS, rateLimitSchema } from './schema.ts';
@@ -52,7 +54,7 @@ export function rateLimitPlugin(): Plugin {
     schema: rateLimitSchema,
     apply(host: PluginHost) {
       const rejected = new Counter({ name: 'svc_rate_limited_total', help: 'Calls or upstream attempts refused by a rate-limit budget', labelNames: ['project', 'scope', 'budget'], registers: [host.metrics] });
-      const fallbacks = new Counter({ name: 'svc_rate_limit_store_fallback_total', help: 'Budget checks decided per process because the shared store failed or took over 1 s', registers: [host.metrics] });
+      const fallbacks = new Counter({ name: 'svc_rate_limit_store_fallback_total', help: 'Budget checks decided per process because the shared store failed, missed its deadline or is skipped by its open breaker', registers: [host.metrics] });
       const budgets = new Map<string, Budget>();
       let anyAuthBudget = false;
       let redis: RedisClient | undefined;
@@ -65,7 +67,9 @@ export function rateLimitPlugin(): Plugin {
           const onFallback = fallbackReporter(host.logger, () => fallbacks.inc());
           const client = openRedisClient(r, onFallback);
           redis = client;
-          store = { client, keyPrefix: r.keyPrefix ?? 'svc_rl:', onFallback };
+          // A full window is the store answering, not failing.
+          const breaker = new StorageBreaker({ connector: 'rate-limit-store', kind: 'rate-limit', logger: host.logger, metrics: host.metrics, settings: r.breaker, isFailure: (e) => !(e instanceof RateLimiterRes) });
+          store = { client, keyPrefix: r.keyPrefix ?? 'svc_rl:', timeoutMs: r.timeout ?? DEFAULT_STORE_TIMEOUT_MS, breaker, onFallback };
         }
         for (const b of rl.budgets ?? []) budgets.set(b.id, new Budget(b.id, b.rules, store));
         // API-key records and JWT claims name budgets at run time: any budget may come from auth.

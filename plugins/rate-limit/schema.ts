@@ -3,7 +3,7 @@
  * `rateLimitBudget` key of projects, networks and upstreams (auth strategies and API-key records
  * carry theirs in the auth schema).
  */
-import { ConfigError, Strict, Type, type ResolvedConfig, type SchemaFragment } from '../../core/plugin-api.ts';
+import { ConfigError, Duration, StorageBreakerSchema, Strict, Type, type ResolvedConfig, type SchemaFragment, type StorageBreakerSettings } from '../../core/plugin-api.ts';
 
 /** Seconds in each period name. */
 export const PERIOD_SECONDS = { second: 1, minute: 60, hour: 3600, day: 86_400 } as const;
@@ -34,7 +34,15 @@ export const rateLimitSchema: SchemaFragment = {
         store: Type.Optional(
           Strict({
             driver: Type.Union([Type.Literal('memory'), Type.Literal('redis')], { default: 'memory', description: '`redis` shares counters between replicas' }),
-            redis: Type.Optional(Strict({ uri: Type.String({ description: 'redis://host:port[/db]' }), password: Type.Optional(Type.String()), keyPrefix: Type.Optional(Type.String({ default: 'svc_rl:' })) })),
+            redis: Type.Optional(
+              Strict({
+                uri: Type.String({ description: 'redis://host:port[/db]' }),
+                password: Type.Optional(Type.String()),
+                keyPrefix: Type.Optional(Type.String({ default: 'svc_rl:' })),
+                timeout: Type.Optional(Duration({ default: '50ms', description: 'a check the store has not answered by then is decided by the per-process limiter (and counts toward the breaker)' })),
+                breaker: Type.Optional(StorageBreakerSchema),
+              }),
+            ),
           }),
         ),
         budgets: Type.Optional(Type.Array(budget, { default: [] })),
@@ -59,7 +67,7 @@ export interface RuleConfig {
 
 /** The `rateLimiters` block as validated. */
 export interface RateLimitersConfig {
-  store?: { driver?: 'memory' | 'redis'; redis?: { uri: string; password?: string; keyPrefix?: string } };
+  store?: { driver?: 'memory' | 'redis'; redis?: { uri: string; password?: string; keyPrefix?: string; timeout?: number; breaker?: Partial<StorageBreakerSettings> } };
   budgets?: Array<{ id: string; rules: RuleConfig[] }>;
 }
 

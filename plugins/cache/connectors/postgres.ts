@@ -5,37 +5,54 @@
  * (default 5 minutes). The reverse index of lookups by hash is a row under partition
  * `rvi#<network>` whose value is the partition the entry was last written under; one join reads
  * both.
+ *
+ * Every operation runs under the connector's {@link StorageBreaker} with its own deadline
+ * (`readTimeout`, `writeTimeout`): a PostgreSQL that stops answering costs a call at most one
+ * read deadline, and after `breaker.failureThreshold` failures in a row none at all (reads miss,
+ * writes are dropped, purges wait) until a probe after the back-off succeeds.
  */
 import pg from 'pg';
-import type { Logger } from '../../../core/plugin-api.ts';
-import { READ_TIMEOUT_MS, WRITE_TIMEOUT_MS } from '../schema.ts';
+import type { Registry } from 'prom-client';
+import { StorageBreaker, type Logger } from '../../../core/plugin-api.ts';
+import { DEFAULT_READ_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, READ_TIMEOUT_MS, WRITE_TIMEOUT_MS, type RemoteTierSettings } from '../schema.ts';
 import { decodeEntry, TierReporter, encodeEntry, type CacheEntry, type Connector } from './types.ts';
 
 
 /** See the module comment. */
 export class PostgresConnector implements Connector {
   readonly driver = 'postgresql' as const;
+  /** The tier's circuit breaker (kind `cache`). */
+  readonly breaker: StorageBreaker;
   private readonly pool: pg.Pool;
   private ready?: Promise<void>;
   private purgeTimer?: NodeJS.Timeout;
   private readonly reporter: TierReporter;
   private readonly table: string;
+  private readonly readTimeout: number;
+  private readonly writeTimeout: number;
 
   /**
    * @param id connector id (the URI is never logged)
-   * @param opts `connectionUri`, `table` (validated as an identifier by the schema), `maxConns`, `purgeInterval` ms
-   * @param logger where tier failures are reported
+   * @param opts `connectionUri`, `table` (validated as an identifier by the schema), `maxConns`,
+   *   `purgeInterval` ms, and the deadlines (ms) and breaker settings of {@link RemoteTierSettings}
+   *   (defaults 50 ms reads, 500 ms writes)
+   * @param logger where tier failures and breaker edges are reported
+   * @param metrics registry of the breaker metrics (none: not exported)
    */
   constructor(
     readonly id: string,
-    private readonly opts: { connectionUri: string; table: string; maxConns: number; purgeInterval: number },
+    private readonly opts: { connectionUri: string; table: string; maxConns: number; purgeInterval: number } & Partial<RemoteTierSettings>,
     logger: Logger,
+    metrics?: Registry,
   ) {
     this.reporter = new TierReporter(id, 'postgresql', logger, opts.connectionUri);
+    this.readTimeout = opts.readTimeout ?? DEFAULT_READ_TIMEOUT_MS;
+    this.writeTimeout = opts.writeTimeout ?? DEFAULT_WRITE_TIMEOUT_MS;
+    this.breaker = new StorageBreaker({ connector: id, kind: 'cache', logger, metrics, settings: opts.breaker });
     this.table = `"${opts.table}"`;
-    // A PostgreSQL that stops answering: every query gives up client-side and server-side, lock
-    // waits are bounded, and dead peers are found by keepalive, so a stalled tier never wedges the
-    // pool, start-up or shutdown (issue #10 item 1).
+    // A PostgreSQL that stops answering: besides the breaker's deadlines, every query gives up
+    // client-side and server-side, lock waits are bounded, and dead peers are found by keepalive,
+    // so a stalled tier never wedges the pool, start-up or shutdown (issue #10 item 1).
     this.pool = new pg.Pool({
       connectionString: opts.connectionUri,
       max: opts.maxConns,
@@ -50,8 +67,12 @@ export class PostgresConnector implements Connector {
     this.pool.on('error', (e: Error) => this.report('connection', e));
   }
 
-  /** Logs a tier failure (rate-limited), naming the connector, never the URI. */
+  /**
+   * Logs a tier failure (rate-limited), naming the connector, never the URI. An operation the
+   * open breaker refused is not logged: the breaker logged its edge.
+   */
   report(what: string, e: unknown): void {
+    if (e === this.breaker.openError) return;
     this.reporter.report(what, e);
   }
 
@@ -89,44 +110,71 @@ export class PostgresConnector implements Connector {
   }
 
   /**
-   * Deletes expired rows.
+   * Deletes expired rows (not while the breaker is open or probing: the tier is not answering).
    * @returns rows deleted
    */
   async purge(): Promise<number> {
+    if (this.breaker.state !== 'closed') return 0;
     await this.ensureTable();
     const r = await this.pool.query(`DELETE FROM ${this.table} WHERE expires_at IS NOT NULL AND expires_at <= now()`);
     return r.rowCount ?? 0;
   }
 
-  async get(partition: string, range: string): Promise<CacheEntry | undefined> {
-    await this.ensureTable();
-    const r = await this.pool.query<{ value: string }>(`SELECT value FROM ${this.table} WHERE partition_key = $1 AND range_key = $2 AND (expires_at IS NULL OR expires_at > now())`, [partition, range]);
-    const v = r.rows[0]?.value;
-    return v === undefined ? undefined : decodeEntry(v);
+  /**
+   * The entry, or undefined.
+   * @throws StorageUnavailableError synchronously while the breaker is open (the store counts a
+   *   get error and serves from the upstream without waiting)
+   */
+  get(partition: string, range: string): Promise<CacheEntry | undefined> {
+    return this.guarded(async () => {
+      await this.ensureTable();
+      const r = await this.pool.query<{ value: string }>(`SELECT value FROM ${this.table} WHERE partition_key = $1 AND range_key = $2 AND (expires_at IS NULL OR expires_at > now())`, [partition, range]);
+      const v = r.rows[0]?.value;
+      return v === undefined ? undefined : decodeEntry(v);
+    }, this.readTimeout);
   }
 
-  async getReverse(network: string, range: string): Promise<CacheEntry | undefined> {
-    await this.ensureTable();
-    const r = await this.pool.query<{ value: string }>(
-      `SELECT c.value FROM ${this.table} r JOIN ${this.table} c ON c.partition_key = r.value AND c.range_key = r.range_key
-       WHERE r.partition_key = $1 AND r.range_key = $2 AND (r.expires_at IS NULL OR r.expires_at > now()) AND (c.expires_at IS NULL OR c.expires_at > now())`,
-      [`rvi#${network}`, range],
-    );
-    const v = r.rows[0]?.value;
-    return v === undefined ? undefined : decodeEntry(v);
+  /** The entry a lookup by hash points at (one join). See {@link get}. */
+  getReverse(network: string, range: string): Promise<CacheEntry | undefined> {
+    return this.guarded(async () => {
+      await this.ensureTable();
+      const r = await this.pool.query<{ value: string }>(
+        `SELECT c.value FROM ${this.table} r JOIN ${this.table} c ON c.partition_key = r.value AND c.range_key = r.range_key
+         WHERE r.partition_key = $1 AND r.range_key = $2 AND (r.expires_at IS NULL OR r.expires_at > now()) AND (c.expires_at IS NULL OR c.expires_at > now())`,
+        [`rvi#${network}`, range],
+      );
+      const v = r.rows[0]?.value;
+      return v === undefined ? undefined : decodeEntry(v);
+    }, this.readTimeout);
   }
 
-  async set(partition: string, range: string, entry: CacheEntry, ttlMs: number, reverseNetwork?: string): Promise<void> {
-    await this.ensureTable();
-    const expires = ttlMs > 0 ? new Date(Date.now() + ttlMs) : null;
-    const upsert = `INSERT INTO ${this.table} (partition_key, range_key, value, expires_at) VALUES ($1, $2, $3, $4)
-      ON CONFLICT (partition_key, range_key) DO UPDATE SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at`;
-    await this.pool.query(upsert, [partition, range, encodeEntry(entry), expires]);
-    if (reverseNetwork !== undefined) await this.pool.query(upsert, [`rvi#${reverseNetwork}`, range, partition, expires]);
+  /**
+   * Upserts an entry (and its reverse-index row).
+   * @throws StorageUnavailableError synchronously while the breaker is open: the write is dropped
+   *   and counted as a set error
+   */
+  set(partition: string, range: string, entry: CacheEntry, ttlMs: number, reverseNetwork?: string): Promise<void> {
+    return this.guarded(async () => {
+      await this.ensureTable();
+      const expires = ttlMs > 0 ? new Date(Date.now() + ttlMs) : null;
+      const upsert = `INSERT INTO ${this.table} (partition_key, range_key, value, expires_at) VALUES ($1, $2, $3, $4)
+        ON CONFLICT (partition_key, range_key) DO UPDATE SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at`;
+      await this.pool.query(upsert, [partition, range, encodeEntry(entry), expires]);
+      if (reverseNetwork !== undefined) await this.pool.query(upsert, [`rvi#${reverseNetwork}`, range, partition, expires]);
+    }, this.writeTimeout);
   }
 
+  /** Drops an entry; skipped while the breaker is open. */
   async delete(partition: string, range: string): Promise<void> {
-    await this.ensureTable();
-    await this.pool.query(`DELETE FROM ${this.table} WHERE partition_key = $1 AND range_key = $2`, [partition, range]);
+    await this.breaker.tryRun(async () => {
+      await this.ensureTable();
+      await this.pool.query(`DELETE FROM ${this.table} WHERE partition_key = $1 AND range_key = $2`, [partition, range]);
+    }, this.writeTimeout);
+  }
+
+  private guarded<T>(op: () => Promise<T>, timeoutMs: number): Promise<T> {
+    const p = this.breaker.tryRun(op, timeoutMs);
+    if (!p) throw this.breaker.openError;
+    return p;
   }
 }

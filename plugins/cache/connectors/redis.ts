@@ -4,10 +4,17 @@
  * partition a lookup by hash was last written under. The client never queues commands while
  * disconnected (`disableOfflineQueue`), so a Redis that is down makes reads miss at once instead
  * of holding calls; it reconnects in the background with a capped backoff.
+ *
+ * A Redis that stops answering with its socket up is the harder case: node-redis's command
+ * timeout only covers commands not yet written, so every operation runs under the connector's
+ * {@link StorageBreaker} with its own deadline (`readTimeout`, `writeTimeout`), and after
+ * `breaker.failureThreshold` failures in a row the tier is skipped (reads miss, writes are
+ * dropped, both at once) until a probe after the back-off succeeds.
  */
+import type { Registry } from 'prom-client';
 import { createClient } from 'redis';
-import type { Logger } from '../../../core/plugin-api.ts';
-import { READ_TIMEOUT_MS, WRITE_TIMEOUT_MS } from '../schema.ts';
+import { StorageBreaker, type Logger } from '../../../core/plugin-api.ts';
+import { DEFAULT_READ_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, WRITE_TIMEOUT_MS, type RemoteTierSettings } from '../schema.ts';
 import { decodeEntry, TierReporter, encodeEntry, reverseKey, type CacheEntry, type Connector } from './types.ts';
 
 /** Prefix of every key svc writes, so a shared Redis can hold other data too. */
@@ -22,30 +29,40 @@ const MAX_RECONNECT_DELAY_MS = 2000;
 /** See the module comment. */
 export class RedisConnector implements Connector {
   readonly driver = 'redis' as const;
+  /** The tier's circuit breaker (kind `cache`). */
+  readonly breaker: StorageBreaker;
   private readonly client: ReturnType<typeof createClient>;
   private readonly reporter: TierReporter;
+  private readonly readTimeout: number;
+  private readonly writeTimeout: number;
   private closed = false;
 
   /**
    * @param id connector id (the URI is never logged)
-   * @param opts `uri`, optional `password`, `connectTimeout` ms
-   * @param logger where tier failures are reported
+   * @param opts `uri`, optional `password`, `connectTimeout` ms, and the deadlines (ms) and
+   *   breaker settings of {@link RemoteTierSettings} (defaults 50 ms reads, 500 ms writes)
+   * @param logger where tier failures and breaker edges are reported
+   * @param metrics registry of the breaker metrics (none: not exported)
    */
   constructor(
     readonly id: string,
-    opts: { uri: string; password?: string; connectTimeout: number },
+    opts: { uri: string; password?: string; connectTimeout: number } & Partial<RemoteTierSettings>,
     logger: Logger,
+    metrics?: Registry,
   ) {
     this.reporter = new TierReporter(id, 'redis', logger, opts.uri, opts.password);
+    this.readTimeout = opts.readTimeout ?? DEFAULT_READ_TIMEOUT_MS;
+    this.writeTimeout = opts.writeTimeout ?? DEFAULT_WRITE_TIMEOUT_MS;
+    this.breaker = new StorageBreaker({ connector: id, kind: 'cache', logger, metrics, settings: opts.breaker });
     this.client = createClient({
       url: opts.uri,
       password: opts.password,
       disableOfflineQueue: true,
-      // A Redis that stops answering with its socket still up: commands give up (and leave the
-      // queue) after the read timeout, and a full queue refuses new ones at once, so a stalled
-      // tier holds neither calls nor memory (issue #10 item 1).
+      // A Redis that stops answering with its socket still up: the breaker's deadlines free the
+      // calls; commands not yet written leave the queue after the outer write bound, and a full
+      // queue refuses new ones at once, so a stalled tier holds no memory either (issue #10 item 1).
       commandsQueueMaxLength: MAX_QUEUED_COMMANDS,
-      commandOptions: { timeout: READ_TIMEOUT_MS },
+      commandOptions: { timeout: WRITE_TIMEOUT_MS },
       socket: {
         connectTimeout: opts.connectTimeout,
         reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 10), MAX_RECONNECT_DELAY_MS),
@@ -60,8 +77,12 @@ export class RedisConnector implements Connector {
     return this.client.isReady;
   }
 
-  /** Logs a tier failure (rate-limited), naming the connector, never the URI. */
+  /**
+   * Logs a tier failure (rate-limited), naming the connector, never the URI. An operation the
+   * open breaker refused is not logged: the breaker logged its edge.
+   */
   report(what: string, e: unknown): void {
+    if (e === this.breaker.openError) return;
     this.reporter.report(what, e);
   }
 
@@ -92,33 +113,64 @@ export class RedisConnector implements Connector {
     if (!clean && this.client.isOpen) this.client.destroy();
   }
 
-  async get(partition: string, range: string): Promise<CacheEntry | undefined> {
-    if (!this.client.isReady) throw new Error('redis is not connected');
-    const v = await this.client.get(`${REDIS_KEY_PREFIX}${partition}#${range}`);
+  /**
+   * The entry, or undefined.
+   * @throws StorageUnavailableError synchronously while the breaker is open (the store counts a
+   *   get error and serves from the upstream without waiting)
+   */
+  get(partition: string, range: string): Promise<CacheEntry | undefined> {
+    return this.read(() => this.fetch(`${partition}#${range}`));
+  }
+
+  /** The entry a lookup by hash points at (two reads under one deadline). See {@link get}. */
+  getReverse(network: string, range: string): Promise<CacheEntry | undefined> {
+    return this.read(async () => {
+      const pk = await this.command().get(`${REDIS_KEY_PREFIX}${reverseKey(network, range)}`);
+      return typeof pk === 'string' ? this.fetch(`${pk}#${range}`) : undefined;
+    });
+  }
+
+  /**
+   * Stores an entry (and its reverse-index pointer in the same round trip).
+   * @throws StorageUnavailableError synchronously while the breaker is open: the write is dropped
+   *   and counted as a set error
+   */
+  set(partition: string, range: string, entry: CacheEntry, ttlMs: number, reverseNetwork?: string): Promise<void> {
+    const opts = ttlMs > 0 ? { expiration: { type: 'PX' as const, value: Math.ceil(ttlMs) } } : undefined;
+    const key = `${REDIS_KEY_PREFIX}${partition}#${range}`;
+    const p = this.breaker.tryRun(async () => {
+      const client = this.command();
+      if (reverseNetwork === undefined) {
+        await client.set(key, encodeEntry(entry), opts);
+        return;
+      }
+      // The entry first, then the pointer, in one round trip.
+      await client.multi().set(key, encodeEntry(entry), opts).set(`${REDIS_KEY_PREFIX}${reverseKey(reverseNetwork, range)}`, partition, opts).exec();
+    }, this.writeTimeout);
+    if (!p) throw this.breaker.openError;
+    return p;
+  }
+
+  /** Drops an entry; skipped while the breaker is open. */
+  async delete(partition: string, range: string): Promise<void> {
+    if (!this.client.isReady) return;
+    await this.breaker.tryRun(() => this.client.del(`${REDIS_KEY_PREFIX}${partition}#${range}`), this.writeTimeout);
+  }
+
+  private read(op: () => Promise<CacheEntry | undefined>): Promise<CacheEntry | undefined> {
+    const p = this.breaker.tryRun(op, this.readTimeout);
+    if (!p) throw this.breaker.openError;
+    return p;
+  }
+
+  private async fetch(key: string): Promise<CacheEntry | undefined> {
+    const v = await this.command().get(`${REDIS_KEY_PREFIX}${key}`);
     return typeof v === 'string' ? decodeEntry(v) : undefined;
   }
 
-  async getReverse(network: string, range: string): Promise<CacheEntry | undefined> {
+  /** The client, when it can take commands (a failure the breaker counts otherwise). */
+  private command(): ReturnType<typeof createClient> {
     if (!this.client.isReady) throw new Error('redis is not connected');
-    const pk = await this.client.get(`${REDIS_KEY_PREFIX}${reverseKey(network, range)}`);
-    return typeof pk === 'string' ? this.get(pk, range) : undefined;
-  }
-
-  async set(partition: string, range: string, entry: CacheEntry, ttlMs: number, reverseNetwork?: string): Promise<void> {
-    if (!this.client.isReady) throw new Error('redis is not connected');
-    const opts = ttlMs > 0 ? { expiration: { type: 'PX' as const, value: Math.ceil(ttlMs) } } : undefined;
-    const key = `${REDIS_KEY_PREFIX}${partition}#${range}`;
-    const writer = this.client.withCommandOptions({ timeout: WRITE_TIMEOUT_MS });
-    if (reverseNetwork === undefined) {
-      await writer.set(key, encodeEntry(entry), opts);
-      return;
-    }
-    // The entry first, then the pointer, in one round trip.
-    await writer.multi().set(key, encodeEntry(entry), opts).set(`${REDIS_KEY_PREFIX}${reverseKey(reverseNetwork, range)}`, partition, opts).exec();
-  }
-
-  async delete(partition: string, range: string): Promise<void> {
-    if (!this.client.isReady) return;
-    await this.client.del(`${REDIS_KEY_PREFIX}${partition}#${range}`);
+    return this.client;
   }
 }
