@@ -82,6 +82,13 @@ export interface HttpRequestInfo {
   host: string;
   /** Raw path of the request. */
   path: string;
+  /**
+   * Network the URL names (`evm:31337` for `/main/evm/31337` or an alias of it), set once the
+   * route is resolved and before `authenticate` runs; undefined when the body's `networkId` must
+   * name it, and on routes of other doors (admin, healthcheck). The `siwe` strategy binds a
+   * message's `chainId` to it.
+   */
+  networkId?: string;
 }
 
 /** Why an attempt was made (spec §4.5 trace reasons, in increasing precedence). */

@@ -105,5 +105,7 @@ export function httpInfo(k: Koa.Context, clients: ClientAddressResolver): HttpRe
     clientAddress: clients.resolve(peer, k.request.headers),
     host: hostHeader.replace(/:\d+$/, '').toLowerCase(),
     path: k.path,
+    // Set by the proxy route once resolved; declared here so every info has one shape.
+    networkId: undefined,
   };
 }

@@ -204,6 +204,7 @@ export function createServer(proxy: Proxy): Koa {
       const route = resolveRoute(proxy, segments, info.host, aliasMatchers);
       target = route instanceof Promise ? await route : route;
       meta.project = target.project;
+      info.networkId = target.network?.id;
       // Credentials come from headers and query only (spec §5.5): authenticate before the body is
       // read, so an unauthenticated client cannot make svc buffer maxBodySize (issue #9 item 4).
       // No auth strategy tapped: no identity, and no promise to wait for.

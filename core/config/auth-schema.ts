@@ -57,15 +57,6 @@ const jwt = Strict({
   ...common,
 });
 
-const siwe = Strict({
-  type: Type.Literal('siwe'),
-  siwe: Strict({
-    allowedDomains: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'EIP-4361 `domain` values accepted' }),
-    maxMessageAge: Type.Optional(Duration({ default: '1d', description: 'a message without an expirationTime is refused once its issuedAt is this old' })),
-  }),
-  ...common,
-});
-
 /** A database connector of API keys (spec §2.3): the cache connectors' driver settings. */
 const connector = Strict({
   id: Type.String({ minLength: 1, description: 'connectorId of the admin API-key methods' }),
@@ -86,6 +77,22 @@ const connector = Strict({
       ...storeGuard,
     }),
   ),
+});
+
+/** `siwe` (declared after {@link connector}: its nonce store takes the same connector block). */
+const siwe = Strict({
+  type: Type.Literal('siwe'),
+  siwe: Strict({
+    allowedDomains: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'EIP-4361 `domain` values accepted' }),
+    maxMessageAge: Type.Optional(Duration({ default: '1d', description: 'a message without an expirationTime is refused once its issuedAt is this old' })),
+    clockTolerance: Type.Optional(Duration({ default: '1m', description: 'slack on issuedAt (not in the future), notBefore and expirationTime, for clients whose clock drifts' })),
+    nonces: Type.Optional(
+      Strict(connector.properties, {
+        description: "where used messages are recorded (each is accepted once): a connector like a database strategy's; default: the connector of the first database strategy of the same auth block, else memory (per process)",
+      }),
+    ),
+  }),
+  ...common,
 });
 
 const database = Strict({

@@ -140,6 +140,36 @@ export class Connectors {
     return () => guarded;
   }
 
+  /**
+   * The Redis client of a connector's settings, shared with the API-key stores on the same
+   * settings (the SIWE nonce store uses it: plugins/auth/siwe-nonces.ts). Opened on first use.
+   */
+  redisClient(c: ConnectorConfig & { redis: NonNullable<ConnectorConfig['redis']> }): RedisClient {
+    const name = `${c.redis.uri}\u0000${c.redis.password ?? ''}`;
+    let client = this.redis.get(name);
+    if (!client) this.redis.set(name, (client = openRedisClient(c.redis, (e) => this.report(c.id, e))));
+    return client;
+  }
+
+  /**
+   * The PostgreSQL pool of a connector's settings, shared with the API-key store on the same
+   * settings (its table is created too). A failed open is forgotten, so the next call retries.
+   */
+  postgresPool(c: ConnectorConfig & { postgresql: NonNullable<ConnectorConfig['postgresql']> }): Promise<Pool> {
+    const table = c.postgresql.table ?? 'svc_api_keys';
+    const name = `${c.postgresql.connectionUri}\u0000${table}`;
+    let pool = this.postgres.get(name);
+    if (!pool) {
+      const opened = import('./api-keys/postgres.ts').then((m) => m.openPostgres(c.postgresql.connectionUri, table, (e) => this.report(c.id, e)));
+      this.postgres.set(name, (pool = opened));
+      opened.catch((e: unknown) => {
+        this.report(c.id, e);
+        if (this.postgres.get(name) === opened) this.postgres.delete(name);
+      });
+    }
+    return pool;
+  }
+
   /** Closes every client. */
   async close(): Promise<void> {
     const redis = [...this.redis.values()];

@@ -34,6 +34,7 @@ import { Connectors } from './connectors.ts';
 import { credentialsOf, userIdHeader } from './credentials.ts';
 import { jwtCheck, type JwtSettings } from './jwt.ts';
 import { siweCheck, type SiweSettings } from './siwe.ts';
+import { openNonceStore, type NonceStore } from './siwe-nonces.ts';
 
 /** A compiled strategy with the fields every strategy carries. */
 interface Compiled {
@@ -66,10 +67,12 @@ export function authPlugin(): Plugin {
       const secretRequests = new Counter({ name: 'svc_auth_secret_requests_total', help: 'Requests accepted by a secret strategy, by secret id (never the value)', labelNames: ['secret_id'], registers: [host.metrics] });
       const connectors = new Connectors(host.logger, host.metrics);
       const spaces = new Map<string, ApiKeySpace>();
+      /** SIWE nonce stores by connector settings: strategies on the same settings share one. */
+      const nonceStores = new Map<string, NonceStore>();
       let budgets = new Set<string>();
       const budgetExists = (id: string) => budgets.has(id);
 
-      const compileOne = (s: AuthStrategyConfig, i: number, scope: AuthScope): Check => {
+      const compileOne = (s: AuthStrategyConfig, i: number, scope: AuthScope, all: readonly AuthStrategyConfig[]): Check => {
         const path = `${scope.path}.strategies[${i}]`;
         switch (s.type) {
           case 'secret': {
@@ -90,7 +93,7 @@ export function authPlugin(): Plugin {
           case 'jwt':
             return jwtCheck(s.jwt as JwtSettings, path, budgetExists);
           case 'siwe':
-            return siweCheck(s.siwe as SiweSettings);
+            return siweCheck(s.siwe as SiweSettings, nonceStoreFor(s.siwe as SiweSettings, all, path), scope.projectId !== undefined);
           case 'database': {
             if (scope.projectId === undefined) throw new ConfigError([{ path, message: 'a database (API key) strategy is only for project auth' }]);
             const space = spaceFor(scope.projectId, s, path);
@@ -103,6 +106,20 @@ export function authPlugin(): Plugin {
             };
           }
         }
+      };
+
+      // Used SIWE messages live in the tier of the API keys: `siwe.nonces`, else the block's first
+      // database connector, else one process-wide memory store (siwe-nonces.ts).
+      const nonceStoreFor = (s: SiweSettings, all: readonly AuthStrategyConfig[], path: string): NonceStore => {
+        const db = all.find((x): x is Extract<AuthStrategyConfig, { type: 'database' }> => x.type === 'database');
+        const c = s.nonces ?? db?.connector ?? { id: 'siwe-memory', driver: 'memory' as const };
+        const name = JSON.stringify(c);
+        let store = nonceStores.get(name);
+        if (!store) {
+          if (c.driver === 'memory') host.logger.info({ strategy: path }, 'siwe: used messages are recorded in memory, per process: behind several replicas a message can be used once on each; set siwe.nonces or a database strategy on redis or postgresql');
+          nonceStores.set(name, (store = openNonceStore(connectors, c, `${path}.siwe.nonces`)));
+        }
+        return store;
       };
 
       const spaceFor = (projectId: string, s: Extract<AuthStrategyConfig, { type: 'database' }>, path: string): ApiKeySpace => {
@@ -120,7 +137,7 @@ export function authPlugin(): Plugin {
         compile(strategies, scope): Authenticator {
           const compiled: Compiled[] = strategies.map((s, i) => ({
             type: s.type,
-            check: compileOne(s, i, scope),
+            check: compileOne(s, i, scope, strategies),
             rateLimitBudget: s.rateLimitBudget,
             allowClientDirectives: s.allowClientDirectives,
             trustUserIdHeader: s.trustUserIdHeader === true,
@@ -134,6 +151,11 @@ export function authPlugin(): Plugin {
                 try {
                   accepted = await c.check(creds, http);
                 } catch (e) {
+                  // A strategy refusing a presented credential says why (a replayed SIWE message).
+                  if (e instanceof ErrAuthUnauthorized) {
+                    reason = e.message;
+                    continue;
+                  }
                   // A store that fails or holds a corrupt record rejects (fail closed), saying why.
                   reason = e instanceof Error && e.message === 'missing or invalid userId in current data' ? e.message : 'unauthorized: the API key store could not be read';
                   // A store skipped by its open breaker is not logged per request: the breaker logged its edge.
