@@ -165,7 +165,8 @@ export function settleFailedAttempt(hooks: ProxyHooks, ctx: CallContext, a: Atte
     if (l) {
       const own = l.entries.find((e) => e.attempt === a);
       // Registered by a breaker but not deferred after all (cancelled meanwhile, call over): decide now.
-      if (own) a.outcome === 'error' ? l.charge(own) : l.waive(own);
+      if (own && a.outcome === 'error') l.charge(own);
+      else if (own) l.waive(own);
       // A revert or a params error from this upstream: the others' unclassified errors were not about the request.
       if (isDefiniteAnswer(err)) for (const e of l.entries) if (e.request === ctx.request) l.charge(e);
     }

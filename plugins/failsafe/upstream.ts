@@ -3,7 +3,10 @@
  * `upstreams[].failsafe` entry matching a call applies to each request sent to that upstream.
  * Taps: `upstream` at UpstreamStage.CIRCUIT_BREAKER, RETRY and TIMEOUT, composing outside in
  * retry( breaker( timeout( transport ))), the timeout bounding one attempt. Composed once per
- * upstream: a policy no entry of the upstream configures adds no wrapper.
+ * upstream: a policy no entry of the upstream configures adds no wrapper. The breaker records
+ * with the calling client's key (its one-client bound, client-share.ts) and parks the failure
+ * of an unclassified node error until the call's other answers say whom it is charged to
+ * (core/charge.ts); the retry never asks the same upstream again for a fact about the request.
  */
 import { FINALITY } from '../../core/context.ts';
 import { sleep } from '../../core/abort.ts';
