@@ -121,13 +121,6 @@ export interface AttemptRecord {
   dialled: boolean;
   /** The error it ended with, if any. */
   error?: SvcError;
-  /** The call's finality when known. */
-  finality: Finality;
-  /** Internal (state poller, probe) rather than client traffic. */
-  internal: boolean;
-}
-
-/** What happened while serving one call (DESIGN principle 4); read by headers and metrics. */
   /**
    * Whether the error is charged to the upstream, when that waited for another upstream's answer
    * (core/charge.ts): `deferred` while waiting, `charged` once it counts, `waived` when a second
@@ -135,6 +128,13 @@ export interface AttemptRecord {
    * class decides at once (core/blame.ts).
    */
   charge?: 'deferred' | 'charged' | 'waived';
+  /** The call's finality when known. */
+  finality: Finality;
+  /** Internal (state poller, probe) rather than client traffic. */
+  internal: boolean;
+}
+
+/** What happened while serving one call (DESIGN principle 4); read by headers and metrics. */
 export interface ExecutionRecord {
   /** Trace of upstream attempts in start order. */
   attempts: AttemptRecord[];
