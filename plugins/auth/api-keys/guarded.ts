@@ -39,31 +39,40 @@ export class GuardedApiKeyStore implements ApiKeyStore {
     private readonly timeouts: { lookupTimeout: number; writeTimeout: number },
   ) {}
 
-  /** @throws StorageUnavailableError when the store missed the lookup deadline or the breaker is open */
+  /**
+   * The record of a key (`lookupTimeout`).
+   * @throws StorageUnavailableError when the store missed the lookup deadline or the breaker is open
+   */
   get(key: string): Promise<ApiKeyRecord | undefined> {
     return this.breaker.run(async () => (await this.open()).get(key), this.timeouts.lookupTimeout);
   }
 
+  /** Adds a record (`writeTimeout`); false when the key exists. @throws StorageUnavailableError */
   add(record: ApiKeyRecord): Promise<boolean> {
     return this.write(async () => (await this.open()).add(record));
   }
 
+  /** Replaces a record (`writeTimeout`). @throws StorageUnavailableError */
   put(record: ApiKeyRecord, previousUserId: string | undefined): Promise<void> {
     return this.write(async () => (await this.open()).put(record, previousUserId));
   }
 
+  /** Deletes a key (`writeTimeout`); the deleted record, or undefined. @throws StorageUnavailableError */
   delete(key: string): Promise<ApiKeyRecord | undefined> {
     return this.write(async () => (await this.open()).delete(key));
   }
 
+  /** A page of keys (`writeTimeout`: an admin listing). @throws StorageUnavailableError */
   list(limit: number, after: string | undefined): Promise<ApiKeyPage> {
     return this.write(async () => (await this.open()).list(limit, after));
   }
 
+  /** Keys of a user (`writeTimeout`). @throws StorageUnavailableError */
   keysOf(userId: string): Promise<string[]> {
     return this.write(async () => (await this.open()).keysOf(userId));
   }
 
+  /** Nothing to release here. */
   close(): Promise<void> {
     // The driver's client or pool is shared; its owner (Connectors) closes it.
     return Promise.resolve();

@@ -112,7 +112,7 @@ describe('storage breaker in the key and rate-limit stores', () => {
     });
 
     it('a full window is an answer of the store: refusals never open the breaker', async () => {
-      const { budget, breaker } = budgetWith(() => Promise.reject(new RateLimiterRes(0, 1000, 3, 0)));
+      const { budget, breaker } = budgetWith(() => Promise.reject(new RateLimiterRes(0, 1000, 3, false)));
       for (let i = 0; i < 5; i++) expect(await budget.admit(subject)).to.equal(false);
       expect(breaker.state).to.equal('closed');
     });
