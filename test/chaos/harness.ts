@@ -69,7 +69,10 @@ export interface Deployment {
   node(id: (typeof NODE_IDS)[number]): AnvilHandle;
   /** svc's chain state of a project's network (heads, reorgs) as its state poller sees it. */
   chainState(project?: string): NetworkChainState;
-  /** Waits until every node has the same head and svc's poller has seen it; resolves with it. */
+  /**
+   * Waits until every node has the same head and svc's poller has seen it; resolves with it.
+   * @throws Error when the nodes' blocks at that head differ (an attack changed one node's chain)
+   */
   settled(): Promise<number>;
   /** Sum of a metric's samples whose labels include every given pair (0 when none). */
   metric(name: string, labels?: Record<string, string>): Promise<number>;
@@ -179,6 +182,8 @@ async function start(): Promise<{ dep: Deployment; stop: () => Promise<void> }> 
         head = all[0]!;
         return all.every((h) => h === head) && dep.chainState('main').highestLatest >= head && dep.chainState('gated').highestLatest >= head;
       }, 10_000);
+      const hashes = (await everyNode('eth_getBlockByNumber', [hex(head), false])) as Array<{ hash: string }>;
+      if (new Set(hashes.map((b) => b.hash)).size !== 1) throw new Error(`chaos harness: the nodes' chains diverged at block ${head}: ${hashes.map((b) => b.hash).join(' ')}`);
       return head;
     },
     metric: async (name, labels = {}) => {
