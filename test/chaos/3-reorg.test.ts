@@ -34,13 +34,7 @@ describe('chaos [3] reorgs: no answer from an abandoned chain after one poll', f
     const latestCached = new Set<string>();
     for (let round = 0; round < rounds; round++) {
       await dep().settled();
-      const [tx] = (await dep().everyNode('eth_sendTransaction', [{ from: ADDR0, to: LOGGER, value: '0x7' }])) as string[];
-      let n = 0;
-      await waitFor(async () => {
-        const r = (await dep().node('a').rpc('eth_getTransactionReceipt', [tx])) as { blockNumber: string } | null;
-        n = r ? Number.parseInt(r.blockNumber, 16) : 0;
-        return n > 0;
-      });
+      const { hash: tx, block: n } = await dep().mineTx({ from: ADDR0, to: LOGGER, value: '0x7' });
       await dep().everyNode('anvil_mine', ['0x2']);
       await dep().settled();
 
@@ -49,7 +43,7 @@ describe('chaos [3] reorgs: no answer from an abandoned chain after one poll', f
       // blocks (a few ms apart) it serves for a few ms at most, so it is cached only in the first
       // rounds; a round where it never hits cannot serve it stale either.
       const before = new Map<string, unknown>();
-      for (const [what, method, params] of reads(n, tx!)) {
+      for (const [what, method, params] of reads(n, tx)) {
         const realtime = what === 'latest block';
         for (const tier of TIERS) {
           let last = '';
@@ -79,7 +73,7 @@ describe('chaos [3] reorgs: no answer from an abandoned chain after one poll', f
       cls.attack(3);
       await waitFor(() => (st.lastReorg?.at ?? 0) > seen, 5000);
 
-      for (const [what, method, params] of reads(n, tx!)) {
+      for (const [what, method, params] of reads(n, tx)) {
         const direct = await dep().node('a').rpc(method, params);
         expect(direct, `the node's ${what} changed`).to.not.deep.equal(before.get(what));
         for (const tier of TIERS) {

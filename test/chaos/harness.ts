@@ -63,8 +63,13 @@ export interface Deployment {
   rpc(method: string, params: unknown[], headers?: Record<string, string>): Promise<SvcResponse>;
   /** One admin call with the admin secret. */
   admin(method: string, params?: unknown[]): Promise<SvcResponse>;
-  /** Sends one call to every node directly (not through svc), in parallel; their results in node order. */
+  /**
+   * Sends one call to every node directly (not through svc), in parallel; their results in node
+   * order. For a transaction use {@link Deployment.mineTx}.
+   */
   everyNode(method: string, params?: unknown[]): Promise<unknown[]>;
+  /** Sends a transaction to every node and waits until each has mined it ({@link mineTx}). */
+  mineTx(tx: Record<string, string>): Promise<{ hash: string; block: number }>;
   /** The node with that upstream id. */
   node(id: (typeof NODE_IDS)[number]): AnvilHandle;
   /** svc's chain state of a project's network (heads, reorgs) as its state poller sees it. */
@@ -100,6 +105,26 @@ function scan(text: string, where: string, found: string[]): void {
   }
 }
 
+/**
+ * Sends one transaction to every node (an unlocked dev account) and waits until every node has
+ * mined it: anvil answers the hash before the block is sealed, and a node that seals later than
+ * the others would take the next operation into another block.
+ * @returns the transaction hash and the block number it was mined in
+ * @throws Error when the nodes gave different hashes or mined it at different heights
+ */
+export async function mineTx(nodes: AnvilHandle[], tx: Record<string, string>): Promise<{ hash: string; block: number }> {
+  const hashes = (await Promise.all(nodes.map((n) => n.rpc('eth_sendTransaction', [tx])))) as string[];
+  if (new Set(hashes).size !== 1) throw new Error(`chaos harness: the nodes hashed one transaction differently: ${hashes.join(' ')}`);
+  const blocks: string[] = [];
+  await waitFor(async () => {
+    const receipts = (await Promise.all(nodes.map((n) => n.rpc('eth_getTransactionReceipt', [hashes[0]])))) as Array<{ blockNumber: string } | null>;
+    blocks.splice(0, blocks.length, ...receipts.map((r) => r?.blockNumber ?? ''));
+    return receipts.every((r) => r !== null);
+  });
+  if (new Set(blocks).size !== 1) throw new Error(`chaos harness: the nodes mined one transaction at different heights: ${blocks.join(' ')}`);
+  return { hash: hashes[0]!, block: Number.parseInt(blocks[0]!, 16) };
+}
+
 async function start(): Promise<{ dep: Deployment; stop: () => Promise<void> }> {
   const [nodes, redis, postgres, closedPort] = await Promise.all([
     Promise.all(NODE_IDS.map(() => startAnvil({ chainId: CHAIN, args: ['--timestamp', String(GENESIS_TIMESTAMP)] }))),
@@ -112,9 +137,9 @@ async function start(): Promise<{ dep: Deployment; stop: () => Promise<void> }> 
   await everyNode('anvil_setBlockTimestampInterval', [1]);
   for (const [address, code] of CONTRACTS) await everyNode('anvil_setCode', [address, code]);
   await everyNode('anvil_mine', [hex(START_BLOCKS)]);
-  const hashes = (await everyNode('eth_sendTransaction', [{ from: ADDR0, to: ADDR1, value: '0x1' }])) as string[];
+  const hashes = [(await mineTx(nodes, { from: ADDR0, to: ADDR1, value: '0x1' })).hash];
   const heads = (await everyNode('eth_getBlockByNumber', ['latest', false])) as Array<{ hash: string }>;
-  if (new Set(heads.map((h) => h.hash)).size !== 1 || new Set(hashes).size !== 1) throw new Error(`chaos harness: the nodes did not mine identical chains: ${JSON.stringify(heads.map((h) => h.hash))}`);
+  if (new Set(heads.map((h) => h.hash)).size !== 1) throw new Error(`chaos harness: the nodes did not mine identical chains: ${JSON.stringify(heads.map((h) => h.hash))}`);
 
   const postmaster = await postmasterPid(postgres.url);
   const leaks: string[] = [];
@@ -173,6 +198,7 @@ async function start(): Promise<{ dep: Deployment; stop: () => Promise<void> }> 
     rpc: (method, params, headers) => dep.post(MAIN, { jsonrpc: '2.0', id: 1, method, params }, headers),
     admin: (method, params) => dep.post('/admin', { jsonrpc: '2.0', id: 1, method, ...(params ? { params } : {}) }, { 'x-svc-secret-token': SECRETS.adminSecret }),
     everyNode,
+    mineTx: (tx) => mineTx(nodes, tx),
     node: (id) => nodes[NODE_IDS.indexOf(id)]!,
     chainState: (project = 'main') => chainStateOf(network(project)),
     settled: async () => {
