@@ -24,7 +24,11 @@ describe('e2e: answers every client can trust (anvil, default preset)', () => {
   let svc: SvcHandle;
   before(async () => {
     [a, b] = await Promise.all([startAnvil({ chainId: 31337 }), startAnvil({ chainId: 31337 })]);
-    for (const node of [a, b]) await node.rpc('anvil_setCode', [ECHO, ECHO_CODE]);
+    // A few blocks, so svc knows a head (a realtime answer rests on one; at genesis none is cached).
+    for (const node of [a, b]) {
+      await node.rpc('anvil_mine', ['0x5']);
+      await node.rpc('anvil_setCode', [ECHO, ECHO_CODE]);
+    }
     // The two nodes disagree about WHO's balance: which one answered is visible in the result.
     await a.rpc('anvil_setBalance', [WHO, '0x1111']);
     await b.rpc('anvil_setBalance', [WHO, '0x2222']);
