@@ -12,6 +12,7 @@ import { upstreamBreakers } from '../../plugins/failsafe/index.ts';
 import { MAIN, NODE_IDS, REVERTER } from './config.ts';
 import { useDeployment, type SvcResponse } from './harness.ts';
 import { chaosClass, scale } from './summary.ts';
+import { ADDR0, ADDR1 } from '../e2e/fixtures.ts';
 
 /** Upstream ids dialled for a call, from `X-SVC-Upstreams` (`<id>=<reason>:<outcome>:<ms>[:won]`). */
 function dialled(res: SvcResponse): string[] {
@@ -24,6 +25,8 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
   const cls = chaosClass(4, 'client-caused errors vs breakers and error metrics');
   const dep = useDeployment();
   let errorsBefore = 0;
+  /** A transaction of this class's own (an earlier class's may have been reorged away). */
+  let txHash = '';
 
   const breakers = () => {
     const out: Record<string, string> = {};
@@ -39,6 +42,7 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
   };
 
   before(async () => {
+    txHash = (await dep().mineTx({ from: ADDR0, to: ADDR1, value: '0x1' })).hash;
     await dep().settled();
     expect(breakers()).to.deep.equal(allClosed);
     errorsBefore = await dep().metric('svc_upstream_request_errors_total', { project: 'main' });
@@ -46,7 +50,7 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
 
   it('a flood of debug_traceTransaction calls with unknown tracers opens no breaker, counts no upstream error and never reaches a third upstream', async () => {
     const n = scale(32);
-    const params = (i: number) => [dep().txHash, { tracer: `noSuchTracer${i % 7}` }];
+    const params = (i: number) => [txHash, { tracer: `noSuchTracer${i % 7}` }];
     const nodeError = await dep().node('a').rpc('debug_traceTransaction', params(0)).then(
       () => undefined,
       (e: { code: number; message: string }) => ({ code: e.code, message: e.message }),
@@ -73,7 +77,7 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
     await unharmed(`${3 * n} unknown-tracer calls`);
     expect(await dep().metric('svc_upstream_request_total', { project: 'main', upstream: 'c', category: 'debug_traceTransaction' }), 'requests that reached the third upstream').to.equal(thirdBefore);
     // The upstreams still serve.
-    expect((await dep().rpc('eth_getTransactionByHash', [dep().txHash])).json?.result?.hash).to.equal(dep().txHash);
+    expect((await dep().rpc('eth_getTransactionByHash', [txHash])).json?.result?.hash).to.equal(txHash);
   });
 
   it('reverts, invalid params and garbage transactions open no breaker and count no upstream error', async () => {
@@ -85,7 +89,7 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
       ['eth_getBlockByNumber', ['0x1', 'yes']],
       ['eth_sendRawTransaction', ['0x1234']],
       ['debug_traceCall', [{ to: REVERTER, data: '0x' }, 'latest', { tracer: 'noSuchTracer' }]],
-      ['debug_traceTransaction', [dep().txHash, { tracer: 'callTracer', tracerConfig: { onlyTopCall: 'yes' } }]],
+      ['debug_traceTransaction', [txHash, { tracer: 'callTracer', tracerConfig: { onlyTopCall: 'yes' } }]],
     ];
     const errors: string[] = [];
     for (let i = 0; i < scale(6); i++) {

@@ -26,7 +26,6 @@ import { freePort } from '../helpers/ports.ts';
 import { startPostgres, type PostgresHandle } from '../helpers/postgres.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
 import { httpRequest, waitFor, type SvcResponse } from '../helpers/svc.ts';
-import { ADDR0, ADDR1 } from '../e2e/fixtures.ts';
 import { CHAIN, CONTRACTS, GENESIS_TIMESTAMP, MAIN, NODE_IDS, SECRETS, START_BLOCKS, TIERS, deploymentConfig, type Tier } from './config.ts';
 import { postgresPids, postmasterPid } from './processes.ts';
 
@@ -52,8 +51,6 @@ export interface Deployment {
   /** `http://127.0.0.1:<port>` of svc. */
   url: string;
   metricsUrl: string;
-  /** Hash of the transaction sent at start-up (ADDR0 → ADDR1, on every node). */
-  txHash: string;
   /**
    * POSTs a body (a string is sent byte for byte) to a path of svc; the answer is scanned for
    * secrets ({@link leaks}).
@@ -133,11 +130,10 @@ async function start(): Promise<{ dep: Deployment; stop: () => Promise<void> }> 
     freePort(),
   ]);
   const everyNode = (method: string, params: unknown[] = []) => Promise.all(nodes.map((n) => n.rpc(method, params)));
-  // Identical chains: the same contracts before block 1, the same timestamps, the same transaction.
+  // Identical chains: the same contracts before block 1, the same timestamps.
   await everyNode('anvil_setBlockTimestampInterval', [1]);
   for (const [address, code] of CONTRACTS) await everyNode('anvil_setCode', [address, code]);
   await everyNode('anvil_mine', [hex(START_BLOCKS)]);
-  const hashes = [(await mineTx(nodes, { from: ADDR0, to: ADDR1, value: '0x1' })).hash];
   const heads = (await everyNode('eth_getBlockByNumber', ['latest', false])) as Array<{ hash: string }>;
   if (new Set(heads.map((h) => h.hash)).size !== 1) throw new Error(`chaos harness: the nodes did not mine identical chains: ${JSON.stringify(heads.map((h) => h.hash))}`);
 
@@ -187,7 +183,6 @@ async function start(): Promise<{ dep: Deployment; stop: () => Promise<void> }> 
     proxy,
     url,
     metricsUrl,
-    txHash: hashes[0]!,
     post: async (path, body, headers = {}) => {
       const res = await httpRequest('POST', `${url}${path}`, typeof body === 'string' ? body : JSON.stringify(body), { 'content-type': 'application/json', ...headers });
       scanned++;
