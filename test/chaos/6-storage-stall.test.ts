@@ -13,6 +13,8 @@ import { GATED, MAIN, TIERS } from './config.ts';
 import { hex, useDeployment, waitFor, type SvcResponse } from './harness.ts';
 import { chaosClass, pick, scale } from './summary.ts';
 
+/** Longer than any store deadline (lookups 500 ms, admin writes 2 s): a call this slow waited on a stalled store. */
+const STUCK_MS = 3000;
 const KEY = `k_chaos_${randomBytes(16).toString('hex')}`;
 /** A finalized block: its answer is cached in every tier before the stall. */
 const BLOCK = hex(34);
@@ -21,14 +23,23 @@ const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math
 const fmt = (xs: number[]) => `p50/p99/max ${[0.5, 0.99, 1].map((q) => quantile(xs, q).toFixed(1)).join('/')} ms`;
 
 describe('chaos [6] storage stalls: calls that need no storage keep going', function () {
-  this.timeout(180_000);
+  this.timeout(pick(60_000, 180_000));
   const cls = chaosClass(6, 'storage stalls (SIGSTOP Redis and PostgreSQL)');
   const dep = useDeployment();
 
+  /** A call and its latency; a call still unanswered after {@link STUCK_MS} fails the test at once. */
   const timed = async (f: () => Promise<SvcResponse>): Promise<{ r: SvcResponse; ms: number }> => {
     const t0 = performance.now();
-    const r = await f();
-    return { r, ms: performance.now() - t0 };
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`a call was still unanswered after ${STUCK_MS} ms: it waited on a stalled store`)), STUCK_MS);
+    });
+    try {
+      const r = await Promise.race([f(), stuck]);
+      return { r, ms: performance.now() - t0 };
+    } finally {
+      clearTimeout(timer);
+    }
   };
   const withKey = (key: string) => ({ authorization: `Bearer ${key}` });
 

@@ -39,8 +39,10 @@ describe('chaos [8] redaction: no credential in admin views, errors, headers or 
       }
       // Where the secrets were, the views say so.
       const upstream = config.json.result.projects[0].upstreams[0];
-      expect(upstream.headers['X-Api-Key']).to.match(REDACTED);
-      expect(main.json.result.config.upstreams[0].headers['X-Api-Key']).to.match(REDACTED);
+      for (const h of ['X-Api-Key', 'X-Chaos-Route']) {
+        expect(upstream.headers[h], h).to.match(REDACTED);
+        expect(main.json.result.config.upstreams[0].headers[h], h).to.match(REDACTED);
+      }
       const vendor = config.json.result.projects[1].upstreams[0];
       expect(vendor.endpoint).to.match(/^http:\/\/#redacted=[0-9a-f]{8}@127\.0\.0\.1:\d+\/#redacted=[0-9a-f]{8}$/);
       expect(gated.text).to.match(REDACTED);
@@ -89,7 +91,7 @@ describe('chaos [8] redaction: no credential in admin views, errors, headers or 
     cls.attack();
     // svc logs little per call even at trace; the lines that matter are the provider's failures.
     expect(dep().logCount(), 'trace logging produced output').to.be.above(20);
-    expect(dep().scannedAnswers()).to.be.above(100);
+    expect(dep().scannedAnswers()).to.be.above(20);
     cls.note(`${dep().scannedAnswers()} answers and ${dep().logCount()} log lines scanned`);
     expect(dep().leaks(), 'secrets seen').to.deep.equal([]);
     // The provider's failures were logged (redacted), so the scan saw them.

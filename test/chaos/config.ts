@@ -58,6 +58,8 @@ export const SECRETS = {
   jwtKey: 'chaosJwtSharedKey9c1d3e5f7a0b2c4d',
   upstreamBearer: 'chaosUpstreamBearer7a9b1c3d5e',
   upstreamApiKey: 'chaosUpstreamXApiKey4d6e8f0a2b',
+  /** Under a header name that looks like no credential (`X-Chaos-Route`): a header value all the same. */
+  upstreamRoute: 'chaosUpstreamRouteValue9e1f3a5b',
   vendorPassword: 'chaosVendorUserinfoPw3e5f7a9b',
   vendorPathKey: 'chaosVendorPathKey8b0c2d4e6f',
   vendorQueryKey: 'chaosVendorQueryKey1f3a5b7c9d',
@@ -116,7 +118,7 @@ export function deploymentConfig(s: DeploymentServers): Record<string, unknown> 
     endpoint: url,
     evm: { chainId: CHAIN, statePollerInterval: '100ms' },
     // anvil ignores these; they are the credentials a paid provider would want.
-    jsonRpc: { headers: { authorization: `Bearer ${SECRETS.upstreamBearer}`, 'X-Api-Key': SECRETS.upstreamApiKey } },
+    jsonRpc: { headers: { authorization: `Bearer ${SECRETS.upstreamBearer}`, 'X-Api-Key': SECRETS.upstreamApiKey, 'X-Chaos-Route': SECRETS.upstreamRoute } },
   }));
   return {
     logLevel: 'trace',
