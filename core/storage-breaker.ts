@@ -177,8 +177,9 @@ export class StorageBreaker {
   }
 
   /**
-   * Runs one storage operation under the breaker: refused at once while open, else given
-   * `timeoutMs` to settle.
+   * Runs one storage operation the caller can do without: refused at once while open (past the
+   * back-off, the operation is started as the half-open probe, but the caller is still refused
+   * and does not wait for it), else given `timeoutMs` to settle.
    * @param op starts the operation (not called when refused)
    * @param timeoutMs deadline, ms (the timer is unref'd)
    * @returns the operation's promise, or undefined when the breaker refused it (counted as
@@ -187,19 +188,28 @@ export class StorageBreaker {
    *   {@link StorageUnavailableError} `timeout` when it missed the deadline
    */
   tryRun<T>(op: () => Promise<T>, timeoutMs: number): Promise<T> | undefined {
-    if (!this.admit()) {
-      this.skippedCounter?.inc();
-      return undefined;
+    if (this.st === 'closed') return this.guard(op, timeoutMs);
+    if (this.admit()) {
+      // The half-open probe runs off the caller's path: a caller that can do without the store
+      // (a cache read, a rate-limit check) never waits out a probe's deadline; the probe's
+      // outcome alone closes or reopens the breaker.
+      this.guard(op, timeoutMs).catch(() => undefined);
     }
-    return this.guard(op, timeoutMs);
+    this.skippedCounter?.inc();
+    return undefined;
   }
 
   /**
-   * {@link tryRun} for callers that want a promise either way.
+   * Runs one operation whose answer the caller needs (an API-key lookup, a nonce claim): refused
+   * with {@link openError} while open; past the back-off, this caller's operation is the probe.
    * @returns the operation's promise; rejects with {@link openError} when refused
    */
   run<T>(op: () => Promise<T>, timeoutMs: number): Promise<T> {
-    return this.tryRun(op, timeoutMs) ?? Promise.reject(this.openError);
+    if (!this.admit()) {
+      this.skippedCounter?.inc();
+      return Promise.reject(this.openError);
+    }
+    return this.guard(op, timeoutMs);
   }
 
   /** Whether an operation may run now; in the open state past its back-off, the caller becomes the probe. */

@@ -113,8 +113,7 @@ describe('StorageBreaker', () => {
     expect(b.tryRun(ok, 50)).to.equal(undefined);
     clock.tick(1);
     const probe = deferred<string>();
-    const p = b.tryRun(() => probe.p, 50);
-    expect(p).to.be.instanceOf(Promise);
+    const p = b.run(() => probe.p, 50);
     expect(b.state).to.equal('half-open');
     expect(b.tryRun(ok, 50)).to.equal(undefined);
     probe.resolve('pong');
@@ -142,14 +141,14 @@ describe('StorageBreaker', () => {
       // Refused until the back-off passes.
       for (;;) {
         clock.tick(100);
-        const p = b.tryRun(() => new Promise<string>(() => undefined), 50);
-        if (p) {
+        const p = b.run(() => new Promise<string>(() => undefined), 50).catch((x: unknown) => x);
+        if (b.state === 'half-open') {
           backoffs.push(Date.now() - openedAt);
-          const e = p.catch((x: unknown) => x);
           clock.tick(50);
-          expect(((await e) as StorageUnavailableError).reason).to.equal('timeout');
+          expect(((await p) as StorageUnavailableError).reason).to.equal('timeout');
           break;
         }
+        expect(await p).to.equal(b.openError);
       }
     }
     expect(backoffs).to.deep.equal([1000, 2000, 4000, 4000]);
@@ -161,6 +160,27 @@ describe('StorageBreaker', () => {
     expect(b.tryRun(ok, 50)).to.equal(undefined);
     clock.tick(1);
     expect(await b.run(ok, 50)).to.equal('ok');
+  });
+
+  it('a caller that can do without the store never waits for the probe: tryRun starts it in the background and falls back at once', async () => {
+    const { b } = make();
+    await openIt(b);
+    clock.tick(1000);
+    const probe = deferred<string>();
+    let started = false;
+    expect(
+      b.tryRun(() => {
+        started = true;
+        return probe.p;
+      }, 50),
+    ).to.equal(undefined);
+    expect(started).to.equal(true);
+    expect(b.state).to.equal('half-open');
+    probe.resolve('pong');
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(b.state).to.equal('closed');
+    expect(await b.tryRun(ok, 50)).to.equal('ok');
   });
 
   it('results of operations started before an edge do not move the breaker', async () => {
