@@ -201,7 +201,9 @@ export class Proxy implements PluginHost {
           project: p.id,
           networks: [...p.networks.values()].map((n) => (n.alias ? `${n.id} (${n.alias})` : n.id)),
           upstreams: [...p.upstreams.values()].map((u) => u.id),
-          listen: `http://${addr.address}:${addr.port}/${p.id}`,
+          // The origin and the path apart: log redaction hides every URL path (upstream URLs carry keys), svc's own included.
+          listen: `http://${addr.address}:${addr.port}`,
+          path: `/${p.id}`,
         },
         `project ${p.id} ready`,
       );

@@ -153,7 +153,7 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
           server.listen(proxy.overrides.metricsPort ?? mcfg.port, mcfg.host, () => resolve());
         });
         proxy.services.provide(METRICS_SERVER_SERVICE, server);
-        proxy.logger.info({ listen: `http://${mcfg.host}:${(server.address() as AddressInfo).port}/metrics` }, 'metrics listening');
+        proxy.logger.info({ listen: `http://${mcfg.host}:${(server.address() as AddressInfo).port}`, path: '/metrics' }, 'metrics listening');
       });
       proxy.hooks.shutdown.tapPromise('metrics', async () => {
         const s = proxy.services.get<Server>(METRICS_SERVER_SERVICE);
