@@ -217,13 +217,17 @@ export class HttpTransport {
       return calls.map(() => err);
     }
     if (!Array.isArray(doc)) {
-      // One object for a batch: an error for every queued call (spec §4.7 #4).
-      let err: SvcError;
+      // One object for a batch: an error for every queued call (spec §4.7 #4). A JSON-RPC error
+      // object (a rate limit, an auth refusal...) keeps its classification; anything else names
+      // the ids svc sent, since the object's own id answers none of them.
+      const single = new ErrUpstreamMalformedResponse(`upstream ${up} answered a batch of ${ids.length} requests (${idList(ids)}) with a single object${this.singleId(doc)}`, {
+        details: { upstream: up },
+      });
+      let err: SvcError = single;
       try {
-        this.parse(status, bytes, Number.NaN, calls[0]?.method ?? '');
-        err = new ErrUpstreamMalformedResponse(`upstream ${up} answered a batch with a single object`, { details: { upstream: up } });
+        if (status >= 400 || (doc as { error?: unknown } | null)?.error) this.parse(status, bytes, Number.NaN, calls[0]?.method ?? '');
       } catch (e) {
-        err = e instanceof SvcError ? e : new ErrUpstreamMalformedResponse(`upstream ${up} answered a batch with a single object`, { details: { upstream: up } });
+        if (e instanceof SvcError && !(e instanceof ErrUpstreamMalformedResponse)) err = e;
       }
       return calls.map(() => err);
     }
@@ -243,6 +247,12 @@ export class HttpTransport {
         return e instanceof SvcError ? e : new ErrUpstreamMalformedResponse(String(e), { details: { upstream: up } });
       }
     });
+  }
+
+  /** ` (id <its id>)` of a single object answering a batch, redacted and bounded; empty without one. */
+  private singleId(doc: unknown): string {
+    const id = doc !== null && typeof doc === 'object' ? (doc as { id?: unknown }).id : undefined;
+    return id === undefined ? '' : ` (id ${this.redactor.text(JSON.stringify(id) ?? '').slice(0, 100)})`;
   }
 
   /** {@link body} then {@link post}: for internal calls (probes) outside any hook chain. */
@@ -380,4 +390,18 @@ function readCapped(body: BodyStream, declared: string | string[] | undefined, l
           ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered a truncated body (${f.size} bytes)`, { details: { upstream } })
           : f.error,
   });
+}
+
+/** Most ids named by {@link idList}. */
+const MAX_LISTED_IDS = 10;
+
+/**
+ * The request ids of a batch for an error message, bounded: `ids 5, 6, 7`, or the first
+ * {@link MAX_LISTED_IDS} then `… and <n> more` (a batch may hold thousands of calls).
+ * @param ids svc's outbound ids, in order
+ */
+export function idList(ids: readonly number[]): string {
+  const shown = ids.slice(0, MAX_LISTED_IDS).join(', ');
+  const more = ids.length - MAX_LISTED_IDS;
+  return `${ids.length === 1 ? 'id' : 'ids'} ${shown}${more > 0 ? ` … and ${more} more` : ''}`;
 }

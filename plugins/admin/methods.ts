@@ -41,6 +41,18 @@ function objectParam(params: unknown, shape: string): Record<string, unknown> {
   return p as Record<string, unknown>;
 }
 
+/**
+ * The params of a method that takes none (`svc_taxonomy`, `svc_config`; spec §4.4, §7): absent,
+ * `null`, `[]` or `{}` pass; anything else is `InvalidRequest: requires params: none`, as
+ * `svc_project` refuses a wrong count, so a client that thinks it filters the answer learns it does not.
+ * @throws ErrInvalidRequest with the spec's §7 text
+ */
+function noParams(params: unknown): void {
+  if (params === undefined || params === null) return;
+  if (Array.isArray(params) ? params.length === 0 : typeof params === 'object' && Object.keys(params).length === 0) return;
+  throw invalid('requires params: none');
+}
+
 function requireString(o: Record<string, unknown>, field: string, shape: string): string {
   const v = o[field];
   if (typeof v !== 'string' || v === '' || v.length > 1024) throw invalid(`requires params: [${shape}] (${field} must be a non-empty string)`);
@@ -88,12 +100,20 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
   const methods: Array<[string, Method]> = [
     [
       'svc_taxonomy',
-      () =>
-        Promise.resolve({
+      (params) => {
+        noParams(params);
+        return Promise.resolve({
           projects: [...host.projects.values()].map((p) => ({ id: p.id, networks: [...p.networks.values()].map((n) => ({ id: n.id, upstreams: n.upstreams.map((u) => ({ id: u.id })) })) })),
-        }),
+        });
+      },
     ],
-    ['svc_config', () => Promise.resolve(redactConfig(JSON.parse(JSON.stringify(host.config)) as unknown))],
+    [
+      'svc_config',
+      (params) => {
+        noParams(params);
+        return Promise.resolve(redactConfig(JSON.parse(JSON.stringify(host.config)) as unknown));
+      },
+    ],
     [
       'svc_project',
       (params) => {
@@ -111,7 +131,7 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
               recentDecisions: selection?.decisions?.(project.id, n.id).slice(-20) ?? [],
               upstreams: n.upstreams.map((u) => {
                 const h = project.health.snapshot(u.id);
-                return { id: u.id, requests: h.requests, errorRate: h.errorRate, throttleRate: h.throttleRate, latencyMs: { p50: h.p50, p90: h.p90, p99: h.p99 }, blockHeadLag: h.blockHeadLag, finalizationLag: h.finalizationLag, cordoned: h.cordoned, cordonReason: h.cordonReason };
+                return { id: u.id, requests: h.requests, errorRate: h.errorRate, throttleRate: h.throttleRate, latencyMs: { p50: ms(h.p50), p90: ms(h.p90), p99: ms(h.p99) }, blockHeadLag: h.blockHeadLag, finalizationLag: h.finalizationLag, cordoned: h.cordoned, cordonReason: h.cordonReason };
               }),
             };
           }),
@@ -197,6 +217,11 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
     ],
   ];
   return new Map(methods);
+}
+
+/** A health-window latency (seconds, as the tracker and the Prometheus histograms keep it) in milliseconds, to the microsecond. */
+function ms(seconds: number): number {
+  return Math.round(seconds * 1_000_000) / 1000;
 }
 
 /** A store's refusal (`api key not found`, a bad token…) as InvalidRequest; driver failures stay internal errors. */

@@ -53,7 +53,7 @@ import {
 import { checkIntrinsic, CHECKED_METHODS, isEmptyAnswer } from './checks/index.ts';
 import { authoritative, corroborate, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 import { CheckFailure } from './hex.ts';
-import { compileIntegrity, IntegritySchema, levelOf, resolveLevel, type IntegrityLevel, type NetworkIntegrity } from './levels.ts';
+import { compileIntegrity, IntegritySchema, levelOf, refuseUnknownLevel, resolveLevel, type IntegrityLevel, type NetworkIntegrity } from './levels.ts';
 import { loadLibs } from './libs.ts';
 
 export { CHECKED_METHODS, checkIntrinsic, isEmptyAnswer } from './checks/index.ts';
@@ -167,6 +167,7 @@ export function integrityPlugin(): Plugin {
       host.hooks.directives.tap({ name: 'integrity', stage: DirectiveStage.INTEGRITY }, (d: Directives, ctx: CallContext) => {
         const configured = configuredLevelValue(ctx);
         if (d.integrity === undefined && configured === undefined) return d;
+        refuseUnknownLevel(d.integrity, ctx.network.config.directiveDefaults.integrity, settingsOf(ctx.network), ctx.network.id);
         const r = resolveLevel(d.integrity, configured, settingsOf(ctx.network), ctx.request.method);
         LEVEL.set(ctx, r.level);
         if (r.shown) RECORD_LEVEL.set(ctx.record, r.level);

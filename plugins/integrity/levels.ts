@@ -3,7 +3,7 @@
  * the resolution of a call's level from the `integrity` directive (spec §2.8 #10): a level name,
  * or a profile name mapping method globs to levels; `headerMode: deny` ignores the request's value.
  */
-import { compileGlobs, ConfigError, Strict, Type, type GlobTest, type Static } from '../../core/plugin-api.ts';
+import { compileGlobs, ConfigError, ErrInvalidRequest, Strict, Type, type GlobTest, type Static } from '../../core/plugin-api.ts';
 
 /** The four integrity levels, weakest first (spec §2.8 #10). */
 export const LEVELS = ['off', 'intrinsic', 'corroborated', 'authoritative'] as const;
@@ -126,4 +126,28 @@ export function resolveLevel(requested: string | undefined, configured: string |
   if (!shown) return { level: 'off', shown };
   const value = settings.headerMode === 'deny' ? configured : requested;
   return { level: levelOf(value, settings, method) ?? levelOf(configured, settings, method) ?? 'off', shown };
+}
+
+/** Longest echo of a refused directive value in its error, characters. */
+const MAX_ECHO = 64;
+
+/**
+ * Refuses a request's unknown level (spec §2.8 #10): under `headerMode: allow` a value that is
+ * neither a level nor one of the network's profiles is a client mistake (a typo would otherwise
+ * quietly run the call unchecked), so the call fails with -32600 naming what is valid. Under
+ * `deny` the request's value is ignored, so it is never refused; a value equal to the network's
+ * configured default came from config, not from the request, and is left to {@link resolveLevel}.
+ * @param requested `ctx.directives.integrity` (config default, then header, then query)
+ * @param fromConfig the network's `directiveDefaults.integrity` as merged into the directives
+ * @param settings the network's compiled settings
+ * @param network the network id, for the message
+ * @throws ErrInvalidRequest (-32600, HTTP 400; in a batch that element only) for an unknown value
+ */
+export function refuseUnknownLevel(requested: string | undefined, fromConfig: unknown, settings: NetworkIntegrity, network: string): void {
+  if (requested === undefined || settings.headerMode === 'deny' || requested === fromConfig) return;
+  const t = requested.trim();
+  if (t === '' || LEVEL_SET.has(t.toLowerCase()) || settings.profiles.has(t)) return;
+  const profiles = settings.profiles.size ? [...settings.profiles.keys()].join(', ') : 'none configured';
+  const echo = t.length > MAX_ECHO ? `${t.slice(0, MAX_ECHO)}…` : t;
+  throw new ErrInvalidRequest(`unknown integrity level ${JSON.stringify(echo)} (X-SVC-Integrity / integrity): use a level (${LEVELS.join(', ')}) or a profile of network ${network} (${profiles})`);
 }
