@@ -1,0 +1,257 @@
+/**
+ * `npm run docs:conformance`: writes docs/conformance.md, the table that maps every rule of the
+ * interface document (docs/interface.md) to the tests named after it, or to the declared reason
+ * it is untestable or a deliberate deviation (test/conformance/exceptions.ts).
+ *
+ * Rule ids (shared naming convention of the conformance tests):
+ * - a numbered list item `n.` in section S (the deepest heading number) is `§S #n`;
+ * - a lettered rule `(a)` in section S is `§S (a)`;
+ * - a table row in section S is `§S <first cell>` (backticks removed, trimmed); a table whose
+ *   first column is `#` gives `§S #<n>`; when a first cell repeats within a section, every such
+ *   row gets ` / <second cell>` appended.
+ *
+ * A test carries an id when its title starts with `§` and the id is the part before ` — `.
+ * Titles are read by running mocha in dry-run mode with the JSON reporter (no hand parsing of
+ * test sources; titles built in loops count too).
+ *
+ * The module exports the pieces so that test/conformance/coverage.test.ts checks the same thing
+ * the generator writes; it writes the file only when run as the main module.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { PACKAGE_ROOT } from '../core/version.ts';
+import { DEVIATIONS, README_DEVIATIONS, UNTESTABLE } from '../test/conformance/exceptions.ts';
+
+/** Path of the interface document inside the repository. */
+export const INTERFACE_FILE = join(PACKAGE_ROOT, 'docs', 'interface.md');
+/** Path of the generated conformance table. */
+export const CONFORMANCE_FILE = join(PACKAGE_ROOT, 'docs', 'conformance.md');
+/** Separator between a rule id and the description in a test title. */
+export const TITLE_SEPARATOR = ' — ';
+
+/** One rule of the interface document. */
+export interface Rule {
+  /** Rule id, e.g. `§4.2 #3`, `§2.8 (a)`, `§4.3 any:initializedUpstreams`. */
+  id: string;
+  /** Section number (`4.2`, `5`). */
+  section: string;
+  /** The rule's text (list item, lettered clause or the row's other cells), backticks kept. */
+  text: string;
+}
+
+/** A test whose title carries a rule id. */
+export interface TitledTest {
+  /** The rule id (title before ` — `). */
+  id: string;
+  /** The whole test title. */
+  title: string;
+  /** Test file, relative to the package root, `/`-separated. */
+  file: string;
+}
+
+const stripTicks = (s: string): string => s.replace(/`/g, '').trim();
+
+/** Splits a markdown table row on pipes that are not escaped (`\|`). */
+function cells(line: string): string[] {
+  const inner = line.trim().replace(/^\|/, '').replace(/\|$/, '');
+  return inner.split(/(?<!\\)\|/).map((c) => c.replace(/\\\|/g, '|').trim());
+}
+
+/**
+ * Extracts every rule of the interface document, in document order.
+ * @param markdown the document text
+ * @throws Error when two rules get the same id (the convention would be ambiguous)
+ */
+export function extractRules(markdown: string): Rule[] {
+  const rules: Rule[] = [];
+  let section: string | undefined;
+  /** Rows of the current section's tables, resolved at the end of the section. */
+  let rows: { first: string; second: string; text: string; hash: boolean }[] = [];
+  let tableHash = false;
+  let inTable = false;
+  const flushRows = () => {
+    if (section === undefined) return;
+    const count = new Map<string, number>();
+    for (const r of rows) count.set(r.first, (count.get(r.first) ?? 0) + 1);
+    for (const r of rows) {
+      const base = r.hash ? `#${r.first}` : r.first;
+      const id = (count.get(r.first) ?? 0) > 1 ? `§${section} ${base} / ${r.second}` : `§${section} ${base}`;
+      rules.push({ id, section, text: r.text });
+    }
+    rows = [];
+  };
+  const lines = markdown.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] ?? '';
+    const heading = /^#{1,6}\s+(\d+(?:\.\d+)*)\.?\s/.exec(line);
+    if (heading) {
+      flushRows();
+      section = heading[1];
+      inTable = false;
+      continue;
+    }
+    if (/^#{1,6}\s/.test(line)) {
+      flushRows();
+      section = undefined;
+      continue;
+    }
+    if (section === undefined) continue;
+    if (line.trim().startsWith('|')) {
+      if (!inTable) {
+        // Header row; the next line is the separator.
+        inTable = true;
+        tableHash = stripTicks(cells(line)[0] ?? '') === '#';
+        i++;
+        continue;
+      }
+      const c = cells(line);
+      rows.push({ first: stripTicks(c[0] ?? ''), second: stripTicks(c[1] ?? ''), text: c.slice(1).join(' · '), hash: tableHash });
+      continue;
+    }
+    inTable = false;
+    const item = /^(\d+)\.\s+(.*)$/.exec(line);
+    if (item) {
+      rules.push({ id: `§${section} #${item[1]}`, section, text: item[2] ?? '' });
+      continue;
+    }
+    const sec = section;
+    const letters = [...line.matchAll(/\(([a-z])\)\s/g)];
+    letters.forEach((m, k) => {
+      const start = (m.index ?? 0) + m[0].length;
+      const end = letters[k + 1]?.index ?? line.length;
+      rules.push({ id: `§${sec} (${m[1]})`, section: sec, text: line.slice(start, end).replace(/[;\s]+$/, '') });
+    });
+  }
+  flushRows();
+  const seen = new Set<string>();
+  for (const r of rules) {
+    if (seen.has(r.id)) throw new Error(`interface.md: rule id ${r.id} occurs twice`);
+    seen.add(r.id);
+  }
+  return rules;
+}
+
+/**
+ * The rule id a test title carries, or `undefined` when the title does not start with `§`.
+ * A title that starts with `§` but has no ` — ` yields the whole title (reported as unknown).
+ */
+export function titleId(title: string): string | undefined {
+  if (!title.startsWith('§')) return undefined;
+  const at = title.indexOf(TITLE_SEPARATOR);
+  return at < 0 ? title : title.slice(0, at);
+}
+
+/**
+ * Lists every test under test/ whose title carries a rule id: runs mocha with `--dry-run` and
+ * the JSON reporter (hooks and tests do not run; files are loaded, so titles built at load time
+ * count).
+ * @throws Error when mocha fails to load the test files
+ */
+export function collectTitledTests(): TitledTest[] {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-conformance-'));
+  const out = join(dir, 'tests.json');
+  try {
+    execFileSync(process.execPath, [join(PACKAGE_ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js'), '--dry-run', '--reporter', 'json', '--reporter-option', `output=${out}`, 'test/**/*.test.ts'], {
+      cwd: PACKAGE_ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      timeout: 120_000,
+    });
+    const report = JSON.parse(readFileSync(out, 'utf8')) as { tests: { title: string; file: string }[] };
+    const found: TitledTest[] = [];
+    for (const t of report.tests) {
+      const id = titleId(t.title);
+      if (id !== undefined) found.push({ id, title: t.title, file: relative(PACKAGE_ROOT, t.file).split('\\').join('/') });
+    }
+    return found.sort((a, b) => (a.file === b.file ? a.title.localeCompare(b.title) : a.file.localeCompare(b.file)));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Status of one rule in the table. */
+export type RuleStatus = 'tested' | 'untestable' | 'deviation' | 'missing';
+
+/**
+ * The status of a rule: a declared deviation wins (it stays listed with its tests), then tests,
+ * then a declared untestable reason; otherwise `missing`.
+ */
+export function ruleStatus(id: string, tests: TitledTest[]): RuleStatus {
+  if (DEVIATIONS[id] !== undefined) return 'deviation';
+  if (tests.some((t) => t.id === id)) return 'tested';
+  if (UNTESTABLE[id] !== undefined) return 'untestable';
+  return 'missing';
+}
+
+const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+const excerpt = (s: string, max = 110): string => (s.length > max ? `${s.slice(0, max - 1).trimEnd()}…` : s);
+const code = (s: string): string => `\`${s.replace(/`/g, '')}\``;
+
+/**
+ * Renders docs/conformance.md.
+ * @param rules the rules of the interface document
+ * @param tests the tests that carry rule ids
+ */
+export function renderConformance(rules: Rule[], tests: TitledTest[]): string {
+  const byId = new Map<string, TitledTest[]>();
+  for (const t of tests) byId.set(t.id, [...(byId.get(t.id) ?? []), t]);
+  const counts: Record<RuleStatus, number> = { tested: 0, untestable: 0, deviation: 0, missing: 0 };
+  const rows: string[] = [];
+  for (const r of rules) {
+    const status = ruleStatus(r.id, tests);
+    counts[status]++;
+    const mine = byId.get(r.id) ?? [];
+    const testList = mine.map((t) => `${code(t.file)}: ${t.title.slice(r.id.length + TITLE_SEPARATOR.length)}`).join('<br>');
+    let detail: string;
+    if (status === 'deviation') detail = `${DEVIATIONS[r.id]}${testList ? `<br>${testList}` : ''}`;
+    else if (status === 'untestable') detail = UNTESTABLE[r.id] ?? '';
+    else if (status === 'tested') detail = testList;
+    else detail = '**no test and no declared exception**';
+    rows.push(`| ${code(r.id)} | ${cell(excerpt(r.text))} | ${status} | ${cell(detail)} |`);
+  }
+  const deviationList = rules.filter((r) => DEVIATIONS[r.id] !== undefined).map((r) => `- ${code(r.id)}: ${DEVIATIONS[r.id]}`);
+  const readmeList = README_DEVIATIONS.map((d) => `- ${d.where}: ${d.what}`);
+  return [
+    '# Interface conformance',
+    '',
+    '<!-- Generated by `npm run docs:conformance` (bin/gen-conformance.ts) from docs/interface.md, the',
+    '     titles of the tests under test/ and test/conformance/exceptions.ts. Do not edit by hand;',
+    '     test/conformance/coverage.test.ts fails when this file is stale. -->',
+    '',
+    'Every rule of [the interface document](interface.md) (numbered items `§S #n`, lettered rules',
+    '`§S (a)`, table rows `§S <first cell>`) with the tests whose titles start with its id, or the',
+    'declared reason it is untestable or a deliberate deviation.',
+    '',
+    `**${rules.length} rules: ${counts.tested} covered by tests, ${counts.deviation} deliberate deviations, ${counts.untestable} untestable${counts.missing ? `, ${counts.missing} MISSING` : ''}.**`,
+    '',
+    '## Deliberate deviations',
+    '',
+    ...(deviationList.length ? deviationList : ['None.']),
+    '',
+    'Other documented choices where svc goes beyond or differs from the document (README):',
+    '',
+    ...readmeList,
+    '',
+    '## Rules',
+    '',
+    '| Rule | Text | Status | Tests / reason |',
+    '|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+}
+
+/** Reads the document and the tests and renders the conformance table (what the generator writes). */
+export function generateConformance(): { rules: Rule[]; tests: TitledTest[]; markdown: string } {
+  const rules = extractRules(readFileSync(INTERFACE_FILE, 'utf8'));
+  const tests = collectTitledTests();
+  return { rules, tests, markdown: renderConformance(rules, tests) };
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { markdown, rules } = generateConformance();
+  writeFileSync(CONFORMANCE_FILE, markdown);
+  process.stdout.write(`docs/conformance.md written (${rules.length} rules)\n`);
+}

@@ -1,0 +1,36 @@
+/**
+ * Rules of docs/interface.md that no test carries, with the reason, and deliberate deviations.
+ * Read by bin/gen-conformance.ts (docs/conformance.md) and test/conformance/coverage.test.ts.
+ */
+
+/** Rule id → why no black-box or unit test can check it (e.g. the document leaves it "not shown"). */
+export const UNTESTABLE: Record<string, string> = {
+  '§4.4 #7': 'the document leaves the rest of the svc_config and svc_project bodies "not shown"; the described fields are tested under §4.4 svc_config and §4.4 svc_project',
+  '§5 #8': 'the document leaves the jwt, siwe and pay-per-request fields "not shown"',
+  '§9 #3': 'the document leaves the versioning scheme of the interface "not shown"',
+};
+
+/** Rule id → why svc deliberately does something else than the rule says (svc's rule is written down in README). */
+export const DEVIATIONS: Record<string, string> = {
+  '§4.6 #2':
+    'the multiplexing key is the method, the canonical params (the id is not part of it) and the directives that change where an answer comes from ' +
+    '(use-upstream, skip-consensus, another integrity level: core/provenance.ts). A call that pins an upstream or asks for a stricter answer never ' +
+    'receives the answer of a call that did not; the spec\'s method + params key would hand it one (README: Multiplexing)',
+};
+
+/** A documented choice (README) where svc goes beyond or differs from the document without one rule id. */
+export interface ReadmeDeviation {
+  /** Where: the spec section and the README section. */
+  where: string;
+  /** What svc does and why. */
+  what: string;
+}
+
+/** Documented choices of README that go beyond or differ from the document. */
+export const README_DEVIATIONS: ReadmeDeviation[] = [
+  { where: '§4.5 (README: Response headers)', what: '`X-SVC-Upstream-Lag` (svc\'s own, not in the document): how many blocks behind the network\'s highest block the upstream of a pinned (`use-upstream`) call was' },
+  { where: '§4.5 (README: Response headers)', what: '`X-SVC-Error` (svc\'s own): the error name of an error answer; trace outcomes `error` and `cancelled` besides the four the document lists' },
+  { where: '§4.2 (README: Endpoints)', what: 'an inbound batch runs at most `server.batchConcurrency` (100) elements at a time and at most `server.maxBatchSize` (1000) elements (HTTP 400 -32600 beyond), so one huge batch cannot starve other clients' },
+  { where: '§4.1 (README: Endpoints)', what: 'where the document says "not shown": an unknown project or network answers HTTP 404 with JSON-RPC code -32602; a single call svc itself fails on answers HTTP 500; `Content-Type` is exactly `application/json`' },
+  { where: '§4.3 (README: Healthcheck and graceful drain)', what: 'where the document is silent: `simple` answers JSON rather than a bare `OK`; `status` is `OK` or `ERROR`; unhealthy is 503 in every mode' },
+];
