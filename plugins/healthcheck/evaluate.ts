@@ -24,13 +24,22 @@ export interface Member {
 }
 
 /**
- * Whether an upstream finished initialising (issue #12 item 1): its chain-id probe succeeded and
- * the state poller polled it successfully once. Without a state poller (a preset without
- * evm-state) the probe alone counts.
+ * The upstreams a state poller runs for (the evm-state plugin's `evm-state.pollers` service);
+ * undefined when no poller plugin is loaded. An upstream with `evm.statePollerInterval: 0` has no
+ * entry.
  */
-export function isInitialized(host: PluginHost, m: Member, polled: boolean): boolean {
+export type Pollers = ReadonlyMap<Upstream, unknown> | undefined;
+
+/**
+ * Whether an upstream finished initialising (spec §4.3 `any:initializedUpstreams`): its chain-id
+ * probe confirmed the chain and, when a state poller runs for this very upstream, that poller
+ * polled it successfully once. An upstream without a poller (`evm.statePollerInterval: 0`, or a
+ * preset without evm-state) is initialised by its chain-id probe alone: nothing else will ever
+ * complete its start-up, and a readiness probe must pass once it serves.
+ */
+export function isInitialized(host: PluginHost, m: Member, pollers: Pollers): boolean {
   if (m.upstream.state !== 'ready' || !m.network) return false;
-  if (!polled) return true;
+  if (!pollers?.has(m.upstream)) return true;
   return (host.chainState(m.network).peek(m.upstream)?.lastPollAt ?? 0) > 0;
 }
 
@@ -80,14 +89,14 @@ function activeOn(host: PluginHost, network: Network): Set<Upstream> {
 
 /**
  * Evaluates a strategy (spec §4.3) over the upstreams of one project or one network.
- * @param polled whether a state poller runs (see {@link isInitialized})
+ * @param pollers the upstreams a state poller runs for (see {@link isInitialized})
  */
-export async function evaluate(host: PluginHost, project: Project, members: readonly Member[], strategy: Strategy, probes: ChainIdProbes, polled: boolean): Promise<Verdict> {
+export async function evaluate(host: PluginHost, project: Project, members: readonly Member[], strategy: Strategy, probes: ChainIdProbes, pollers: Pollers): Promise<Verdict> {
   const n = members.length;
   if (n === 0) return { healthy: false, message: 'no upstreams configured' };
   switch (strategy) {
     case 'any:initializedUpstreams': {
-      const k = members.filter((m) => isInitialized(host, m, polled)).length;
+      const k = members.filter((m) => isInitialized(host, m, pollers)).length;
       return k > 0 ? { healthy: true, message: `${k} / ${n} upstreams initialized` } : { healthy: false, message: `no upstream initialized yet (0 / ${n})` };
     }
     case 'any:errorRateBelow90':
@@ -95,12 +104,25 @@ export async function evaluate(host: PluginHost, project: Project, members: read
     case 'any:errorRateBelow100':
     case 'all:errorRateBelow100': {
       const limit = strategy.endsWith('90') ? 0.9 : 1;
-      // Only upstreams with traffic in the window count (the state poller's calls are traffic).
-      const rates = members.map((m) => project.health.snapshot(m.upstream.id)).filter((s) => s.requests > 0);
-      if (rates.length === 0) return { healthy: false, message: 'no error rate data available yet' };
-      const below = rates.filter((s) => s.errorRate < limit).length;
-      const healthy = strategy.startsWith('any:') ? below > 0 : below === rates.length;
-      return { healthy, message: `${below} / ${rates.length} upstreams with traffic have an error rate below ${limit * 100}%` };
+      // Upstreams with traffic in the window count with their error rate (the state poller's
+      // calls are traffic). An initialised upstream without traffic (no poller, no calls yet)
+      // counts as 0%: it answered its chain-id probe, and a readiness probe must not wait for
+      // client traffic that only comes once it passes. Others have no data and do not count.
+      let counted = 0;
+      let below = 0;
+      for (const m of members) {
+        const s = project.health.snapshot(m.upstream.id);
+        if (s.requests > 0) {
+          counted++;
+          if (s.errorRate < limit) below++;
+        } else if (isInitialized(host, m, pollers)) {
+          counted++;
+          below++;
+        }
+      }
+      if (counted === 0) return { healthy: false, message: 'no error rate data available yet' };
+      const healthy = strategy.startsWith('any:') ? below > 0 : below === counted;
+      return { healthy, message: `${below} / ${counted} upstreams with traffic have an error rate below ${limit * 100}%` };
     }
     case 'any:evm:eth_chainId':
     case 'all:evm:eth_chainId': {
@@ -113,7 +135,7 @@ export async function evaluate(host: PluginHost, project: Project, members: read
       const active = new Map<Network, Set<Upstream>>();
       let ok = 0;
       for (const m of members) {
-        if (!m.network || !isInitialized(host, m, polled)) continue;
+        if (!m.network || !isInitialized(host, m, pollers)) continue;
         let set = active.get(m.network);
         if (!set) active.set(m.network, (set = activeOn(host, m.network)));
         if (set.has(m.upstream) && !project.health.isCordoned(m.upstream.id, '*')) ok++;

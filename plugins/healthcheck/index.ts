@@ -11,8 +11,8 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { doorAuthenticator, type Authenticator, type Network, type Plugin, type PluginHost, type Project } from '../../core/plugin-api.ts';
-import { ChainIdProbes, evaluate, type Member, type Verdict } from './evaluate.ts';
+import { doorAuthenticator, type Authenticator, type Network, type Plugin, type PluginHost, type Project, type Upstream } from '../../core/plugin-api.ts';
+import { ChainIdProbes, evaluate, type Member, type Pollers, type Verdict } from './evaluate.ts';
 import { healthcheckConfigOf, healthcheckSchema, isStrategy, type HealthcheckConfig, type Strategy } from './schema.ts';
 
 export { CHAIN_ID_PROBE_TIMEOUT_MS, CHAIN_ID_PROBE_TTL_MS } from './evaluate.ts';
@@ -132,17 +132,17 @@ function providersOnly(project: Project): boolean {
   return project.config.upstreams.length === 0 && Array.isArray(providers) && providers.length > 0;
 }
 
-async function projectVerdict(host: PluginHost, project: Project, strategy: Strategy, probes: ChainIdProbes, polled: boolean): Promise<Verdict> {
+async function projectVerdict(host: PluginHost, project: Project, strategy: Strategy, probes: ChainIdProbes, pollers: Pollers): Promise<Verdict> {
   const members = membersOf(project);
   if (members.length === 0 && providersOnly(project)) return { healthy: true, message: 'no networks initialized yet' };
-  return evaluate(host, project, members, strategy, probes, polled);
+  return evaluate(host, project, members, strategy, probes, pollers);
 }
 
-async function networkDetails(host: PluginHost, config: HealthcheckConfig, project: Project, networks: readonly Network[], strategy: Strategy, probes: ChainIdProbes, polled: boolean): Promise<{ body: Body; all: boolean }> {
+async function networkDetails(host: PluginHost, config: HealthcheckConfig, project: Project, networks: readonly Network[], strategy: Strategy, probes: ChainIdProbes, pollers: Pollers): Promise<{ body: Body; all: boolean }> {
   const out: Body = {};
   let all = true;
   for (const n of networks) {
-    const v = await evaluate(host, project, membersOf(project, n), strategy, probes, polled);
+    const v = await evaluate(host, project, membersOf(project, n), strategy, probes, pollers);
     all &&= v.healthy;
     const entry: Body = { networkId: n.id, alias: n.alias ?? null, blockTimeMs: host.chainState(n).blockTimeMs ?? null, healthy: v.healthy, status: v.healthy ? 'OK' : 'ERROR' };
     if (config.mode === 'verbose') {
@@ -160,21 +160,21 @@ async function networkDetails(host: PluginHost, config: HealthcheckConfig, proje
 }
 
 async function report(host: PluginHost, config: HealthcheckConfig, probes: ChainIdProbes, scope: Scope, strategy: Strategy): Promise<{ status: number; body: Body }> {
-  const polled = host.services.get('evm-state.pollers') !== undefined;
+  const pollers = host.services.get<Map<Upstream, unknown>>('evm-state.pollers');
   const projects = scope.kind === 'all' ? [...host.projects.values()] : [scope.project];
   if (projects.length === 0) return unhealthy('no projects configured', {});
   const details: Body = {};
   let healthy = true;
   const messages: string[] = [];
   for (const project of projects) {
-    const v = scope.kind === 'network' ? await evaluate(host, project, membersOf(project, scope.network), strategy, probes, polled) : await projectVerdict(host, project, strategy, probes, polled);
+    const v = scope.kind === 'network' ? await evaluate(host, project, membersOf(project, scope.network), strategy, probes, pollers) : await projectVerdict(host, project, strategy, probes, pollers);
     healthy &&= v.healthy;
     messages.push(projects.length > 1 || scope.kind === 'all' ? `${project.id}: ${v.message}` : v.message);
     const entry: Body = { status: v.healthy ? 'OK' : 'ERROR' };
     if (config.mode === 'simple') entry.message = v.message;
     else {
       const networks = scope.kind === 'network' ? [scope.network] : [...project.networks.values()];
-      entry.networks = (await networkDetails(host, config, project, networks, strategy, probes, polled)).body;
+      entry.networks = (await networkDetails(host, config, project, networks, strategy, probes, pollers)).body;
       if (config.mode === 'verbose') {
         entry.message = v.message;
         entry.config = { networks: project.networks.size, upstreams: project.upstreams.size, providers: ((project.config.settings.providers as unknown[] | undefined) ?? []).length };
