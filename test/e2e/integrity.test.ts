@@ -162,11 +162,13 @@ describe('e2e: integrity directive (intrinsic, corroborated, authoritative)', fu
       expect(r.headers['x-svc-integrity']).to.equal('intrinsic');
     });
 
-    it('an unknown level is ignored and the header says off', async () => {
+    it('an unknown level is refused (-32600 naming the levels), never served unchecked', async () => {
       tamper.set('eth_getBlockByNumber', (_p, b) => ({ ...b, stateRoot: flip(b.stateRoot) }));
       const r = await rpc('main', 'eth_getBlockByNumber', ['0x1', false], { 'X-SVC-Integrity': 'paranoid' });
-      expect(r.headers['x-svc-integrity']).to.equal('off');
-      expect(r.json.result.stateRoot).to.not.equal(c.block.stateRoot);
+      expect(r.status).to.equal(400);
+      expect(r.json.result).to.equal(undefined);
+      expect(r.json.error.code).to.equal(-32600);
+      expect(r.json.error.message).to.include('off, intrinsic, corroborated, authoritative');
     });
   });
 
