@@ -183,13 +183,13 @@ describe('e2e: auth strategies (spec §5, issue #13 item 1)', function () {
   });
 
   describe('directive grants and X-SVC-User-Id (spec §2.8 rule c)', () => {
-    it("a strategy's allowClientDirectives is granted to its callers over the project's empty one", async () => {
+    it("§2.8 (c) — a strategy's allowClientDirectives is granted to its callers over the project's empty one", async () => {
       // use-upstream naming nothing fails only when the directive is honoured.
       const granted = await svc.post(path('grant'), call(), { 'x-svc-secret-token': 'directive-secret-0123456789', 'x-svc-use-upstream': 'nobody' });
       expect(granted.json.error?.message ?? '').to.match(/exhausted|no upstream/i);
     });
 
-    it('a caller named by X-SVC-User-Id gets no grant: the project value (none) applies', async () => {
+    it('§2.8 (c) — a caller named by X-SVC-User-Id gets no grant: the project value (none) applies', async () => {
       const r = await svc.post(path('grant'), call(), { 'x-svc-secret-token': 'header-user-secret-0123456789', 'x-svc-user-id': 'bob', 'x-svc-use-upstream': 'nobody' });
       expect(r.status).to.equal(200);
       expect(r.json.result).to.match(/^0x/);

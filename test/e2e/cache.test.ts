@@ -101,7 +101,7 @@ describe('e2e: response cache, zero config, against anvil (issue #10)', function
       await settle();
     });
 
-    it('true skips every read, from the header or the query (whose value is trimmed)', async () => {
+    it('§2.8 #3 — true skips every read, from the header or the query (whose value is trimmed)', async () => {
       expectMiss(await call('eth_getBlockByNumber', params, { 'x-svc-skip-cache-read': 'true' }), 'header true');
       expectMiss(await call('eth_getBlockByNumber', params, {}, '?skip-cache-read=%20true%20'), 'query " true "');
       // The header is not trimmed by svc (HTTP itself strips the value's outer whitespace, so only
@@ -109,7 +109,7 @@ describe('e2e: response cache, zero config, against anvil (issue #10)', function
       expectHit(await call('eth_getBlockByNumber', params, { 'x-svc-skip-cache-read': 'tr ue' }), 'header "tr ue"');
     });
 
-    it('false or empty uses the cache; any other value is a glob on connector ids not to read', async () => {
+    it('§2.8 #3 — false or empty uses the cache; any other value is a glob on connector ids not to read', async () => {
       expectHit(await call('eth_getBlockByNumber', params, { 'x-svc-skip-cache-read': 'false' }), 'false');
       expectHit(await call('eth_getBlockByNumber', params, {}, '?skip-cache-read='), 'empty');
       expectMiss(await call('eth_getBlockByNumber', params, { 'x-svc-skip-cache-read': 'memory-*' }), 'memory-*');
@@ -117,7 +117,7 @@ describe('e2e: response cache, zero config, against anvil (issue #10)', function
       expectHit(await call('eth_getBlockByNumber', params, { 'x-svc-skip-cache-read': 'redis-*' }), 'redis-*');
     });
 
-    it('write-back still happens when reads are skipped', async () => {
+    it('§2.8 #3 — write-back still happens when reads are skipped', async () => {
       const fresh = [hex(21), false];
       expectMiss(await call('eth_getBlockByNumber', fresh, { 'x-svc-skip-cache-read': 'true' }), 'skipped');
       await settle();

@@ -194,7 +194,7 @@ describe('e2e: consensus over three anvil nodes (issue #14 item 1)', function ()
     expect(res.headers).to.not.have.property('x-svc-consensus-disputes');
   });
 
-  it('skip-consensus bypasses the round: one upstream answers and no round is counted', async () => {
+  it('§2.8 #6 — skip-consensus bypasses the round: one upstream answers and no round is counted', async () => {
     const svc = await svcWith({ maxParticipants: 3 });
     await setBalances(acct(8), [1n, 2n, 3n]);
     const res = await balance(svc, acct(8), { 'x-svc-skip-consensus': 'true' });

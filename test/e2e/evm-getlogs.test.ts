@@ -224,7 +224,7 @@ describe('e2e: eth_getLogs limits and splitting against anvil behind a range-ref
     expect(a).to.deep.equal(b);
   });
 
-  it('a range over getLogsMaxAllowedRange is rejected before forwarding: -32012, HTTP 200', async () => {
+  it('§2.8 #8 — a range over getLogsMaxAllowedRange is rejected before forwarding: -32012, HTTP 200', async () => {
     const res = await post('eth_getLogs', [{ fromBlock: '0x0', toBlock: hex(1000) }]);
     expect(res.status).to.equal(200);
     expect(res.json.error.code).to.equal(-32012);
@@ -235,7 +235,7 @@ describe('e2e: eth_getLogs limits and splitting against anvil behind a range-ref
     expect(ok.json.result).to.deep.equal(await anvil.rpc('eth_getLogs', [{ fromBlock: '0x0', toBlock: hex(999) }]));
   });
 
-  it('a request cannot lift the limit with the enforce-getlogs-range header', async () => {
+  it('§2.8 #8 — a request cannot lift the limit with the enforce-getlogs-range header', async () => {
     const res = await post('eth_getLogs', [{ fromBlock: '0x0', toBlock: hex(5000) }], { 'X-SVC-Enforce-GetLogs-Range': 'false' });
     expect(res.json.error.code).to.equal(-32012);
     expect(gate.calls).to.have.length(0);

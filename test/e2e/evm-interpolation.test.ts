@@ -187,7 +187,7 @@ describe('e2e: block-tag interpolation against anvil (1 s blocks) through two up
     expect(num((await anvil.rpc('eth_blockNumber')) as string)).to.be.greaterThan(num(pinned));
   });
 
-  it('control: with skip-interpolation the same race is answered about two different blocks', async () => {
+  it('§2.8 #5 — control: with skip-interpolation the same race is answered about two different blocks', async () => {
     await alignedHead();
     delay.next = { method: 'eth_call', ms: 1500 };
     const res = await post('eth_call', [{ to: numberContract, data: '0x' }, 'latest'], { 'X-SVC-Skip-Interpolation': 'true' });

@@ -106,7 +106,7 @@ describe('e2e: stateful filters and idempotent broadcasts over two anvil nodes',
   });
 
   describe('stateful filter methods (spec §2.8 #4)', () => {
-    it('with two candidate upstreams a filter method fails with ErrNotImplemented and reaches no node', async () => {
+    it('§7 ErrNotImplemented — with two candidate upstreams a filter method fails with ErrNotImplemented and reaches no node', async () => {
       const res = await svc.post(path, rpcBody('eth_newBlockFilter', []));
       expect(res.status).to.equal(200);
       expect(res.json.error.code).to.equal(-32601);

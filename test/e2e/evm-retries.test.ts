@@ -87,7 +87,7 @@ describe('e2e: retry-empty and retry-pending across two anvil nodes', function (
       expect(res.headers['x-svc-upstreams']).to.match(/^lacking=primary:success:\d+:won$/);
     });
 
-    it('with X-SVC-Retry-Empty: true the receipt is found on the second node; the trace shows the first, then the second', async () => {
+    it('§2.8 #1 — with X-SVC-Retry-Empty: true the receipt is found on the second node; the trace shows the first, then the second', async () => {
       const before = await retriesMetric(svc, 'empty_result', 'eth_getTransactionReceipt');
       const res = await svc.post(path, rpcBody('eth_getTransactionReceipt', [hash]), { 'x-svc-retry-empty': 'true' });
       expect(res.status).to.equal(200);
@@ -145,7 +145,7 @@ describe('e2e: retry-empty and retry-pending across two anvil nodes', function (
       expect(res.headers['x-svc-upstreams']).to.match(/^lacking=primary:success:\d+:won$/);
     });
 
-    it('with X-SVC-Retry-Pending: true the mined version is returned; one pending_tx retry is counted', async () => {
+    it('§2.8 #2 — with X-SVC-Retry-Pending: true the mined version is returned; one pending_tx retry is counted', async () => {
       const before = await retriesMetric(svc, 'pending_tx', 'eth_getTransactionByHash');
       const res = await svc.post(path, rpcBody('eth_getTransactionByHash', [hash]), { 'x-svc-retry-pending': 'true' });
       expect(res.json.result.hash).to.equal(hash);

@@ -140,7 +140,7 @@ describe('e2e evm-state: anvil nodes driven apart', function () {
     expect(health.snapshot('lead').blockHeadLag).to.equal(0);
   });
 
-  it('finalized never answers below the highest known finalized block; the directive off gives the first answer', async () => {
+  it('§2.8 #7 — finalized never answers below the highest known finalized block; the directive off gives the first answer', async () => {
     await setup({ lag: 10, mid: 100, lead: 200 });
     const r = await svc!.post(PATH, rpc('eth_getBlockByNumber', ['finalized', false]));
     expect(num(r.json.result.number)).to.equal(anvilFinalized(200));

@@ -443,20 +443,20 @@ describe('e2e: HTTP rules through the real server', function () {
       }
     });
 
-    it('by tag', async () => {
+    it('§2.8 #4 — by tag', async () => {
       expect((await pick('tier:primary')).headers['x-svc-upstream']).to.equal('b');
       expect((await pick('tier:backup')).headers['x-svc-upstream']).to.equal('c');
       expect((await pick('tier:*')).headers['x-svc-upstream']).to.equal('b');
     });
 
-    it('with ! negation (ids only)', async () => {
+    it('§2.8 #4 — with ! negation (ids only)', async () => {
       expect((await pick('!a')).headers['x-svc-upstream']).to.equal('b');
       expect((await pick('!a & !b')).headers['x-svc-upstream']).to.equal('c');
       // A negated tag matches ids only: no id is "tier:primary", so nothing is excluded.
       expect((await pick('!tier:primary')).headers['x-svc-upstream']).to.equal('a');
     });
 
-    it('with | alternation', async () => {
+    it('§2.8 #4 — with | alternation', async () => {
       expect((await pick('nomatch|c')).headers['x-svc-upstream']).to.equal('c');
       expect((await pick('c|tier:primary')).headers['x-svc-upstream']).to.equal('b');
     });
@@ -472,7 +472,7 @@ describe('e2e: HTTP rules through the real server', function () {
       expect(both.headers['x-svc-upstream']).to.equal('b');
     });
 
-    it('a selector matching nothing: ErrUpstreamsExhausted', async () => {
+    it('§7 ErrUpstreamsExhausted — a selector matching nothing: ErrUpstreamsExhausted', async () => {
       const res = await pick('zzz');
       expect(res.json.result).to.equal(undefined);
       expect(errorName(res.json)).to.equal('ErrUpstreamsExhausted');

@@ -119,7 +119,7 @@ describe('e2e: integrity directive (intrinsic, corroborated, authoritative)', fu
       expect(await integrityRetries(svc)).to.equal(before + 1);
     });
 
-    it('the integrity query parameter works like the header', async () => {
+    it('§2.8 #10 — the integrity query parameter works like the header', async () => {
       tamper.set('eth_getBlockByNumber', (_p, b) => ({ ...b, stateRoot: flip(b.stateRoot) }));
       const checked = await svc.post(`/main/evm/${CHAIN}?integrity=intrinsic`, { jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: ['0x1', false] });
       expect(checked.json.result).to.deep.equal(c.blockHashes);
@@ -173,7 +173,7 @@ describe('e2e: integrity directive (intrinsic, corroborated, authoritative)', fu
   });
 
   describe('headerMode and profiles', () => {
-    it('headerMode deny ignores the request: the configured level applies', async () => {
+    it('§2.8 #10 — headerMode deny ignores the request: the configured level applies', async () => {
       tamper.set('eth_getBlockByNumber', (_p, b) => ({ ...b, stateRoot: flip(b.stateRoot) }));
       const r = await rpc('locked', 'eth_getBlockByNumber', ['0x1', false], { 'X-SVC-Integrity': 'off' });
       expect(r.headers['x-svc-integrity']).to.equal('intrinsic');

@@ -59,7 +59,7 @@ describe('directives plugin (spec §2.8)', () => {
     expect(d.enforceGetLogsBlockRange).to.equal(true);
   });
 
-  it('allowClientDirectives: unset = all, "" = none, "*" = all, matcher = all but excluded', () => {
+  it('§2.8 allowClientDirectives — unset = all, "" = none, "*" = all, matcher = all but excluded', () => {
     expect(isAllowed(undefined, 'use-upstream', cache)).to.equal(true);
     expect(isAllowed('', 'use-upstream', cache)).to.equal(false);
     expect(isAllowed('*', 'use-upstream', cache)).to.equal(true);
@@ -67,13 +67,13 @@ describe('directives plugin (spec §2.8)', () => {
     expect(isAllowed('!skip-cache-read & !use-upstream', 'retry-empty', cache)).to.equal(true);
   });
 
-  it('filters only HTTP-supplied directives: directiveDefaults always apply', () => {
+  it('§2.8 (a) — filters only HTTP-supplied directives: directiveDefaults always apply', () => {
     const d = resolveDirectives({ useUpstream: 'cfg' }, readHttpDirectives(http({}, { 'use-upstream': 'client', 'retry-empty': 'true' })), '!use-upstream', cache);
     expect(d.useUpstream).to.equal('cfg');
     expect(d.retryEmpty).to.equal(true);
   });
 
-  it('force-trace is never filtered', () => {
+  it('§2.8 (b) — force-trace is never filtered', () => {
     const d = resolveDirectives({}, readHttpDirectives(http({ 'x-svc-force-trace': '1' })), '', cache);
     expect(d.forceTrace).to.equal(true);
   });

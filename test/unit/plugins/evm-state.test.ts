@@ -701,7 +701,7 @@ describe('evm-state plugin: request path', function () {
   });
 
   describe('enforce-non-null-tagged-blocks (spec §2.8 #9)', () => {
-    it('a null tagged block retries elsewhere; the directive off returns the null', async () => {
+    it('§2.8 #9 — a null tagged block retries elsewhere; the directive off returns the null', async () => {
       const { chainA } = await laggingFirst();
       chainA.nullLatest = true;
       const r = await svc!.post(PATH, rpc('eth_getBlockByNumber', ['latest', false]));
