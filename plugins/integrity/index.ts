@@ -167,7 +167,8 @@ export function integrityPlugin(): Plugin {
       host.hooks.directives.tap({ name: 'integrity', stage: DirectiveStage.INTEGRITY }, (d: Directives, ctx: CallContext) => {
         const configured = configuredLevelValue(ctx);
         if (d.integrity === undefined && configured === undefined) return d;
-        refuseUnknownLevel(d.integrity, ctx.network.config.directiveDefaults.integrity, settingsOf(ctx.network), ctx.network.id);
+        // A value equal to config's (the network's default, or its matched failsafe entry's) is not the request's to refuse.
+        if (d.integrity !== configured && d.integrity !== ctx.network.config.directiveDefaults.integrity) refuseUnknownLevel(d.integrity, settingsOf(ctx.network), ctx.network.id);
         const r = resolveLevel(d.integrity, configured, settingsOf(ctx.network), ctx.request.method);
         LEVEL.set(ctx, r.level);
         if (r.shown) RECORD_LEVEL.set(ctx.record, r.level);

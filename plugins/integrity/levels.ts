@@ -135,16 +135,15 @@ const MAX_ECHO = 64;
  * Refuses a request's unknown level (spec §2.8 #10): under `headerMode: allow` a value that is
  * neither a level nor one of the network's profiles is a client mistake (a typo would otherwise
  * quietly run the call unchecked), so the call fails with -32600 naming what is valid. Under
- * `deny` the request's value is ignored, so it is never refused; a value equal to the network's
- * configured default came from config, not from the request, and is left to {@link resolveLevel}.
- * @param requested `ctx.directives.integrity` (config default, then header, then query)
- * @param fromConfig the network's `directiveDefaults.integrity` as merged into the directives
+ * `deny` the request's value is ignored, so it is never refused. The caller passes only a value
+ * that came from the request (one equal to config's is left to {@link resolveLevel}).
+ * @param requested the request's `integrity` directive (header, or query)
  * @param settings the network's compiled settings
  * @param network the network id, for the message
  * @throws ErrInvalidRequest (-32600, HTTP 400; in a batch that element only) for an unknown value
  */
-export function refuseUnknownLevel(requested: string | undefined, fromConfig: unknown, settings: NetworkIntegrity, network: string): void {
-  if (requested === undefined || settings.headerMode === 'deny' || requested === fromConfig) return;
+export function refuseUnknownLevel(requested: string | undefined, settings: NetworkIntegrity, network: string): void {
+  if (requested === undefined || settings.headerMode === 'deny') return;
   const t = requested.trim();
   if (t === '' || LEVEL_SET.has(t.toLowerCase()) || settings.profiles.has(t)) return;
   const profiles = settings.profiles.size ? [...settings.profiles.keys()].join(', ') : 'none configured';
