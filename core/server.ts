@@ -14,15 +14,15 @@ import { RequestScope } from './request-scope.ts';
 import { compileGlobs } from './glob.ts';
 import pLimit from 'p-limit';
 import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo, type Identity } from './context.ts';
-import { asSvcError, ErrAuthUnauthorized, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, ErrServiceShuttingDown, SvcError } from './errors.ts';
+import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, ErrServiceShuttingDown, SvcError } from './errors.ts';
 import { toJsonRpcError, wireError } from './errors-wire.ts';
-import { answerBytes, parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedCall } from './jsonrpc.ts';
+import { answerBytes, parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedBody, type ParsedCall } from './jsonrpc.ts';
 import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import type { Proxy } from './proxy.ts';
 import type { HeaderSink, ResponseMeta } from './hooks.ts';
 import { ClientAddressResolver } from './client-address.ts';
-import { answerUnauthorized } from './unauthorized.ts';
+import { answerRefusal, type RefusalLimits } from './early-refusal.ts';
 
 /** Where a request is routed: a project and, when the URL names one, a network. */
 export interface RouteTarget {
@@ -138,6 +138,7 @@ export function createServer(proxy: Proxy): Koa {
   const cfg = proxy.config.server;
   const hooks = proxy.hooks;
   const parseLimits = { maxDepth: cfg.maxJsonDepth };
+  const refusal: RefusalLimits = { maxBodySize: cfg.maxBodySize, maxBatchSize: cfg.maxBatchSize, parse: parseLimits, details: cfg.includeErrorDetails };
   const clients = new ClientAddressResolver(cfg.trustedIPForwarders, cfg.trustedIPHeaders);
   const aliasMatchers: AliasMatcher[] = cfg.aliasing.rules.map((rule) => ({ rule, match: compileGlobs(rule.matchDomain, { nocase: true }) }));
   const staticHeaders: ReadonlyArray<readonly [string, string]> = Object.entries({
@@ -187,10 +188,9 @@ export function createServer(proxy: Proxy): Koa {
       // Drain (spec §3.2): a new request is refused and its keep-alive connection ends, so the
       // client's retry reaches another replica; in-flight calls are not affected.
       const err = new ErrServiceShuttingDown('svc is shutting down: retry on another replica');
-      hooks.responseHeaders.call(new ResponseHeaderSink(k.res), [], { batch: false, http: info });
       k.set('Connection', 'close');
-      k.status = err.httpStatus;
-      k.body = serializeError('null', toJsonRpcError(err, undefined, cfg.includeErrorDetails));
+      const batch = await answerRefusal(k, err, refusal);
+      hooks.responseHeaders.call(new ResponseHeaderSink(k.res), [], { batch, http: info });
       return;
     }
     const sink = new ResponseHeaderSink(k.res);
@@ -199,6 +199,8 @@ export function createServer(proxy: Proxy): Koa {
     let scope: RequestScope | undefined;
     let text: string;
     let raw: Buffer;
+    // The body as far as it got: unread (undefined), unreadable or unparsable (null), parsed.
+    let body: ParsedBody | null | undefined;
     try {
       const segments = pathSegments(k.path);
       const route = resolveRoute(proxy, segments, info.host, aliasMatchers);
@@ -207,22 +209,16 @@ export function createServer(proxy: Proxy): Koa {
       info.networkId = target.network?.id;
       // Credentials come from headers and query only (spec §5.5): authenticate before the body is
       // read, so an unauthenticated client cannot make svc buffer maxBodySize (issue #9 item 4).
-      // No auth strategy tapped: no identity, and no promise to wait for.
+      // No auth strategy tapped: no identity, and no promise to wait for. A refusal (401) is
+      // answered below like every early refusal.
       let identity: Identity | undefined;
-      if (hooks.authenticate.isUsed()) {
-        try {
-          identity = await hooks.authenticate.promise(info, target.project);
-        } catch (e) {
-          if (!(e instanceof ErrAuthUnauthorized)) throw e;
-          meta.batch = await answerUnauthorized(k, e, cfg.maxBodySize, parseLimits, cfg.includeErrorDetails);
-          hooks.responseHeaders.call(sink, [], meta);
-          return;
-        }
-      }
-      const body = await readRequestBody(k, cfg.maxBodySize);
-      text = body.text;
-      raw = body.raw;
+      if (hooks.authenticate.isUsed()) identity = await hooks.authenticate.promise(info, target.project);
+      body = null;
+      const read = await readRequestBody(k, cfg.maxBodySize);
+      text = read.text;
+      raw = read.raw;
       const parsed = parseRequestBody(text, parseLimits, raw);
+      body = parsed;
       // The decoded body is not needed past parsing: let it go while the calls run.
       text = '';
       const calls = parsed.calls;
@@ -265,10 +261,9 @@ export function createServer(proxy: Proxy): Koa {
       k.status = 200;
       k.body = smallBatchText(answers) ?? Readable.from(streamArray(answers));
     } catch (e) {
-      const err = asSvcError(e);
+      // Refused as a whole, no call routed (spec §4.1): an array gets one error per element.
+      meta.batch = await answerRefusal(k, asSvcError(e), refusal, body);
       hooks.responseHeaders.call(sink, [], meta);
-      k.status = err.httpStatus;
-      k.body = serializeError('null', toJsonRpcError(err, undefined, cfg.includeErrorDetails));
     } finally {
       scope?.dispose();
     }

@@ -4,7 +4,8 @@
  * - Client side, at `CallStage.RATE_LIMIT` (outermost): the budget of the caller's auth strategy
  *   or API key, then the project's, then the network's. Over one: HTTP 429, -32005
  *   "rate-limit exceeded" as `ErrAuthRateLimitRuleExceeded`, `ErrProjectRateLimitRuleExceeded`
- *   or `ErrNetworkRateLimitRuleExceeded`; in a batch only that element fails.
+ *   or `ErrNetworkRateLimitRuleExceeded`; in a batch only that element fails. A refused call
+ *   counts as not routed (`record.routed` false): it carries no cost headers (spec §4.5).
  * - Upstream side, at `UpstreamStage.RATE_LIMIT`: over an upstream's budget the call skips that
  *   upstream undialled with `ErrUpstreamRateLimitRuleExceeded` (trace `rate_limited`), which
  *   counts toward neither its error or throttle rate nor its circuit breaker.
@@ -79,6 +80,8 @@ export function rateLimitPlugin(): Plugin {
       const check = async (budget: Budget | undefined, ctx: CallContext, scope: string, Err: new (m: string) => Error): Promise<void> => {
         if (budget && !(await budget.admit(subjectOf(ctx)))) {
           rejected.inc({ project: ctx.project.id, scope, budget: budget.id });
+          // Refused before routing: no cost headers count it, nothing bills it (spec §4.5).
+          ctx.record.routed = false;
           throw new Err(MESSAGE);
         }
       };
