@@ -57,7 +57,7 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
     });
     after(async () => svc?.close());
 
-    it('a project with no upstreams and an empty providers list gets `public`; the first request for a listed chain is served by catalog upstreams', async () => {
+    it('§2.10 public — a project with no upstreams and an empty providers list gets `public`; the first request for a listed chain is served by catalog upstreams', async () => {
       const r = await svc.post('/main/evm/1', call(1));
       expect(r.status).to.equal(200);
       expect(r.json.result).to.equal('0x1');
@@ -84,7 +84,7 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
     });
   });
 
-  it('the default preset injects both public and hyper; an unknown chain still answers 404 within 5 s', async () => {
+  it('§3.6 project with no providers/upstreams/endpoint flags — the default preset injects both public and hyper; an unknown chain still answers 404 within 5 s', async () => {
     // The root hooks point both vendors at local stand-ins (an empty catalog, hyper.invalid).
     const svc = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main' }] });
     try {

@@ -65,7 +65,7 @@ describe('e2e: hyper vendor (spec §2.10)', function () {
   });
   const ask = (chainId: number, port: number, extra: Record<string, unknown> = {}) => vendorOf(pki).upstreamsFor(chainId, { rootDomain: `${DOMAIN}:${port}`, ...extra }, { id: 'hyper', logger });
 
-  it('a known chain: https://<chainId>.<rootDomain>[/<apiKey>] with ignoreMethods * and the 14-method allow-list, no call', async () => {
+  it('§2.10 hyper (neutral name) — a known chain: https://<chainId>.<rootDomain>[/<apiKey>] with ignoreMethods * and the 14-method allow-list, no call', async () => {
     const list = await ask(1, good.port, { apiKey: 'k3y' });
     expect(list).to.have.length(1);
     expect(list[0]!.endpoint).to.equal(`https://1.${DOMAIN}:${good.port}/k3y`);
