@@ -1,0 +1,165 @@
+/**
+ * Conformance, spec §3.1 (cordon states), §3.2 (process drain) and §3.3 (API key states): every
+ * state-table row against a real svc in front of real anvil, observed through the admin
+ * endpoint, /metrics, proxied calls and the healthcheck.
+ */
+import { expect } from 'chai';
+import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
+import { ADMIN, ADMIN_H, rpc, startCoreFixture, type CoreFixture } from './fixture-core.ts';
+
+describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', function () {
+  this.timeout(20_000);
+  let f: CoreFixture;
+  before(async () => {
+    f = await startCoreFixture();
+  });
+  after(() => f?.close());
+  const net = () => `evm:${f.anvil.chainId}`;
+  const cordon = (upstream: string, extra: Record<string, unknown> = {}) => f.admin('svc_cordonUpstream', [{ projectId: 'main', upstream, ...extra }]);
+  const uncordon = (upstream: string, extra: Record<string, unknown> = {}) => f.admin('svc_uncordonUpstream', [{ projectId: 'main', upstream, ...extra }]);
+  const events = async (upstream: string, action: string) => (await f.metric('svc_upstream_cordon_event_total', { project: 'main', upstream, action })) ?? 0;
+  const gauge = (upstream: string, method = '*', reason?: string) => f.metric('svc_upstream_cordoned', { project: 'main', upstream, method, ...(reason === undefined ? {} : { reason }) });
+  const served = async (method = 'eth_blockNumber', params: unknown[] = []) => (await f.svc.post(f.path, rpc(method, params))).headers['x-svc-upstream'];
+
+  describe('§3.1 cordon', () => {
+    afterEach(async () => {
+      await uncordon('a');
+      await uncordon('a', { method: 'eth_getBalance' });
+    });
+
+    it('§3.1 not cordoned / svc_cordonUpstream — cordoned with its reason; gauge 1, cordon event +1, excluded on the request path at once and by the next evaluation (removeCordoned, cordoned)', async () => {
+      const before = await events('a', 'cordon');
+      const r = await cordon('a', { reason: 'disk full' });
+      expect(r.json.result).to.deep.equal({ projectId: 'main', upstream: 'a', method: '*', cordoned: true, reason: 'disk full' });
+      expect(await served(), 'request path, before any evaluation tick').to.equal('b');
+      expect(await gauge('a', '*', 'disk full')).to.equal(1);
+      expect(await events('a', 'cordon')).to.equal(before + 1);
+      expect(await f.metric('svc_upstream_cordon_event_total', { project: 'main', network: net(), upstream: 'a', action: 'cordon' })).to.equal(before + 1);
+      await waitFor(async () => {
+        const p = JSON.stringify((await f.admin('svc_project', ['main'])).json.result);
+        return /"step":"removeCordoned","upstream":"a","reason":"cordoned"/.test(p);
+      }, 3000);
+    });
+
+    it('§3.1 cordoned / svc_cordonUpstream — already cordoned: only the reason is overwritten, no event counted', async () => {
+      await cordon('a', { reason: 'first' });
+      const before = await events('a', 'cordon');
+      const r = await cordon('a', { reason: 'second' });
+      expect(r.json.result.reason).to.equal('second');
+      expect((await f.admin('svc_listCordoned', [{ projectId: 'main' }])).json.result.cordoned).to.deep.equal([{ upstream: 'a', reason: 'second' }]);
+      expect(await events('a', 'cordon')).to.equal(before);
+      expect(await gauge('a', '*', 'second')).to.equal(1);
+    });
+
+    it('§3.1 cordoned / svc_uncordonUpstream — not cordoned: gauge 0, uncordon event +1, duration observed', async () => {
+      await cordon('a');
+      const before = await events('a', 'uncordon');
+      const durations = (await f.metric('svc_upstream_cordon_duration_seconds_count', { project: 'main', upstream: 'a' })) ?? 0;
+      const r = await uncordon('a');
+      expect(r.json.result.cordoned).to.equal(false);
+      expect(await gauge('a', '*', 'admin: manual cordon')).to.equal(0);
+      expect(await events('a', 'uncordon')).to.equal(before + 1);
+      expect(await f.metric('svc_upstream_cordon_duration_seconds_count', { project: 'main', network: net(), upstream: 'a' })).to.equal(durations + 1);
+      // The ordered list is refreshed at the next evaluation tick (100 ms here).
+      await waitFor(async () => (await served()) === 'a', 2000);
+    });
+
+    it('§3.1 not cordoned / svc_uncordonUpstream — an idempotent no-op', async () => {
+      const before = await events('a', 'uncordon');
+      const r = await uncordon('a');
+      expect(r.json.result.cordoned).to.equal(false);
+      expect(await events('a', 'uncordon')).to.equal(before);
+      expect(await served()).to.equal('a');
+    });
+
+    it('§3.1 cordoned / process restart — the cordon is not persisted', async () => {
+      const config = { ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, admin: { auth: { strategies: [{ type: 'secret', secret: { value: ADMIN } }] } }, projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }] };
+      const one = await startSvc(config);
+      await one.post('/admin', rpc('svc_cordonUpstream', [{ projectId: 'p', upstream: 'x' }]), ADMIN_H);
+      expect((await one.post('/admin', rpc('svc_listCordoned', [{ projectId: 'p' }]), ADMIN_H)).json.result.cordoned).to.have.length(1);
+      await one.close();
+      const two = await startSvc(config);
+      try {
+        expect((await two.post('/admin', rpc('svc_listCordoned', [{ projectId: 'p' }]), ADMIN_H)).json.result.cordoned).to.deep.equal([]);
+        expect((await two.post(`/p/evm/${f.anvil.chainId}`, rpc('eth_blockNumber', []))).headers['x-svc-upstream']).to.equal('x');
+      } finally {
+        await two.close();
+      }
+    });
+
+    it('§3.1 not cordoned / svc_cordonUpstream — a method scope excludes the upstream for that method only; * overrides it', async () => {
+      await cordon('a', { method: 'eth_getBalance' });
+      const bal = ['0x0000000000000000000000000000000000000001', 'latest'];
+      expect(await served('eth_getBalance', bal)).to.equal('b');
+      expect(await served()).to.equal('a');
+      await cordon('a');
+      expect(await served()).to.equal('b');
+    });
+  });
+
+  describe('§3.2 drain', () => {
+    let s: SvcHandle;
+    let done: Promise<void>;
+    before(async () => {
+      s = await startSvc({ ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, server: { waitBeforeShutdown: '400ms', waitAfterShutdown: '300ms' }, projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }] });
+    });
+    after(() => s?.close());
+
+    it('§3.2 serving — SIGTERM: draining, and /healthcheck answers 503 at once though upstreams are healthy', async () => {
+      expect((await s.send('GET', '/healthcheck')).status).to.equal(200);
+      done = s.proxy.shutdown();
+      expect(s.proxy.lifecycle).to.equal('draining');
+      const r = await s.send('GET', '/healthcheck');
+      expect(r.status).to.equal(503);
+      expect(JSON.stringify(r.json)).to.match(/HealthcheckUnhealthy/);
+    });
+
+    it('§3.2 draining — after waitBeforeShutdown elapses: closing, new requests no longer accepted', async () => {
+      await new Promise((r) => setTimeout(r, 100));
+      expect(s.proxy.lifecycle, 'still inside waitBeforeShutdown').to.equal('draining');
+      await waitFor(() => s.proxy.lifecycle !== 'draining', 2000);
+      const r = await s.post(`/p/evm/${f.anvil.chainId}`, rpc('eth_blockNumber', [])).catch((e: Error) => e);
+      if (!(r instanceof Error)) {
+        expect(r.json?.result, 'not served as a normal call').to.equal(undefined);
+        expect(r.headers.connection).to.equal('close');
+      }
+    });
+
+    it('§3.2 closing — after waitAfterShutdown elapses (at the latest): stopped, the listener is closed', async () => {
+      await done;
+      expect(s.proxy.lifecycle).to.equal('stopped');
+      const r = await s.send('GET', '/healthcheck').catch((e: Error) => e);
+      expect(r).to.be.instanceOf(Error);
+    });
+  });
+
+  describe('§3.3 API key', () => {
+    const KEY = 'k_state_0123456789abcdef0123456789abcdef';
+    const keyCall = (key: string) => f.svc.post(`/keys/evm/${f.anvil.chainId}`, rpc('eth_blockNumber', []), { authorization: `Bearer ${key}` });
+    const p = (extra: Record<string, unknown>) => [{ projectId: 'keys', connectorId: 'mem', ...extra }];
+
+    it('§3.3 absent — svc_addApiKey: present and enabled unless given false', async () => {
+      expect((await keyCall(KEY)).json.error).to.exist;
+      await f.admin('svc_addApiKey', p({ apiKey: KEY, userId: 'u' }));
+      expect((await keyCall(KEY)).json.result).to.match(/^0x/);
+      await f.admin('svc_addApiKey', p({ apiKey: `${KEY}-off`, userId: 'u', enabled: false }));
+      const listed = (await f.admin('svc_listApiKeys', p({}))).json.result.apiKeys as Array<{ key: string; enabled: boolean }>;
+      expect(listed.find((k) => k.key === `${KEY}-off`)?.enabled).to.equal(false);
+      expect((await keyCall(`${KEY}-off`)).json.error).to.exist;
+    });
+
+    it('§3.3 present / svc_updateApiKey with enabled — enabled or disabled', async () => {
+      await f.admin('svc_updateApiKey', p({ apiKey: KEY, updates: { enabled: false } }));
+      expect((await keyCall(KEY)).json.error).to.exist;
+      await f.admin('svc_updateApiKey', p({ apiKey: KEY, updates: { enabled: true } }));
+      expect((await keyCall(KEY)).json.result).to.match(/^0x/);
+    });
+
+    it('§3.3 present / svc_deleteApiKey — absent', async () => {
+      const r = await f.admin('svc_deleteApiKey', p({ apiKey: KEY }));
+      expect(r.json.result).to.deep.equal({ success: true, apiKey: KEY, userId: 'u' });
+      expect((await f.admin('svc_listApiKeys', p({}))).json.result.apiKeys.map((k: { key: string }) => k.key)).not.to.include(KEY);
+      expect((await keyCall(KEY)).json.error).to.exist;
+    });
+  });
+});
