@@ -1,6 +1,6 @@
 /**
  * The auth plugin (spec §5, §4.2; issue #13 item 1) on a real server in front of anvil: each
- * strategy accepting and rejecting, the 401 / batch-200 answers, the client address behind
+ * strategy accepting and rejecting, the 401 answers (a batch refused whole), the client address behind
  * trusted forwarders, directive grants and `X-SVC-User-Id`. JWTs are made here with jose, SIWE
  * messages signed here by a viem local account.
  */
@@ -80,9 +80,9 @@ describe('e2e: auth strategies (spec §5, issue #13 item 1)', function () {
       }
     });
 
-    it('a batch stays HTTP 200 and every element carries the error with its own id', async () => {
+    it('a batch is refused whole: HTTP 401, and every element carries the error with its own id', async () => {
       const r = await svc.post(path('sec'), [call(1), call('two'), call(3)]);
-      expect(r.status).to.equal(200);
+      expect(r.status).to.equal(401);
       expect(r.json.map((e: { id: unknown }) => e.id)).to.deep.equal([1, 'two', 3]);
       for (const e of r.json) expect(e.error.code).to.equal(-32016);
     });
