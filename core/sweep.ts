@@ -53,6 +53,31 @@ export function outcomeOf(err: SvcError): AttemptOutcome {
   return 'error';
 }
 
+/** An outcome word of the `X-SVC-Upstreams` trace (spec §4.5), plus svc's `error`. */
+export type TraceOutcome = 'success' | 'timeout' | 'exec_revert' | 'rate_limited' | 'error';
+
+/**
+ * The word the `X-SVC-Upstreams` trace shows for an attempt (spec §4.5: `success`, `timeout`,
+ * `exec_revert`, `rate_limited`). svc's internal outcomes outside that vocabulary map to the
+ * closest word: an attempt still `pending` when the answer is written, or `cancelled` (the call's
+ * deadline passed, it lost a hedge race, or its call ended another way) did not answer in time,
+ * so it shows `timeout`; `skipped` (never dialled) shows `timeout` too. `error` (the upstream
+ * answered with a failure that is none of the above: a server error, a malformed answer, a
+ * refused connection) has no spec word that would not blame the wrong cause, so it stays `error`.
+ */
+export function traceOutcome(a: Pick<AttemptRecord, 'outcome'>): TraceOutcome {
+  switch (a.outcome) {
+    case 'success':
+    case 'timeout':
+    case 'exec_revert':
+    case 'rate_limited':
+    case 'error':
+      return a.outcome;
+    default:
+      return 'timeout';
+  }
+}
+
 /** Closes an attempt record. */
 export function finishAttempt(a: AttemptRecord, outcome: AttemptOutcome, err?: SvcError): void {
   a.durationMs = performance.now() - a.startedAt;

@@ -11,6 +11,7 @@ import type { Plugin, Proxy } from '../../core/proxy.ts';
 import { Slot } from '../../core/slots.ts';
 import { ErrUpstreamsExhausted, type SvcError } from '../../core/errors.ts';
 import { isPassThrough, wireError } from '../../core/errors-wire.ts';
+import { traceOutcome } from '../../core/sweep.ts';
 
 /**
  * The execution-record slots the §4.5 headers read, written by the plugins that own them (the
@@ -35,8 +36,9 @@ export const MAX_TRACE_SEGMENTS = 50;
 
 /** One trace segment: `<upstreamId>=<reason>:<outcome>:<durationMs>[:won]` (spec §4.5). */
 export function traceSegment(a: AttemptRecord): string {
-  const outcome = a.outcome === 'pending' ? 'cancelled' : a.outcome;
-  return `${a.upstreamId}=${a.reason}:${outcome}:${Math.round(a.durationMs)}${a.won ? ':won' : ''}`;
+  // Spec §4.5 words (core/sweep.ts traceOutcome); an attempt still in flight shows its time so far.
+  const ms = a.outcome === 'pending' ? performance.now() - a.startedAt : a.durationMs;
+  return `${a.upstreamId}=${a.reason}:${traceOutcome(a)}:${Math.round(ms)}${a.won ? ':won' : ''}`;
 }
 
 /** svc's name for the error a client was shown: the node's fact behind an exhausted error when that is what was written. */

@@ -20,7 +20,8 @@
  */
 import { Counter } from 'prom-client';
 import { FINALITY, type CallContext, type ExecutionRecord } from '../../core/context.ts';
-import { asSvcError, ErrCancelled } from '../../core/errors.ts';
+import { asSvcError, ErrCancelled, ErrEndpointRequestTimeout } from '../../core/errors.ts';
+import { isDeadline } from '../../core/registry/upstream.ts';
 import type { Plugin, PluginHost } from '../../core/host.ts';
 import type { CallHandler } from '../../core/hooks.ts';
 import type { RpcResult } from '../../core/jsonrpc.ts';
@@ -108,9 +109,16 @@ function raceSignal<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/**
+ * The error a participant ends with when its own signal aborts first (spec §4.7 #2, §7): its
+ * deadline (`server.maxTimeout`) is `ErrEndpointRequestTimeout`, like the same call without
+ * multiplexing; `ErrCancelled` only when the client itself went away.
+ */
 function signalError(signal: AbortSignal): Error {
   const r: unknown = signal.reason;
-  return r instanceof Error ? asSvcError(r) : new ErrCancelled('call cancelled while waiting for a multiplexed answer');
+  if (r instanceof Error) return asSvcError(r);
+  if (isDeadline(r)) return new ErrEndpointRequestTimeout('call deadline (server.maxTimeout) passed while waiting for a multiplexed answer');
+  return new ErrCancelled('call cancelled while waiting for a multiplexed answer');
 }
 
 /** Whether multiplexing is on for a network (tri-state: only an explicit `false` turns it off). */
