@@ -79,7 +79,7 @@ describe('e2e: consensus over three anvil nodes (issue #14 item 1)', function ()
     await cluster?.stop();
   });
 
-  it('three agreeing nodes: the answer, X-SVC-Consensus-Slots 3, every slot traced as consensus_slot, one round counted as agreement', async () => {
+  it('§6 svc_network_consensus_rounds_total — three agreeing nodes: the answer, X-SVC-Consensus-Slots 3, every slot traced as consensus_slot, one round counted as agreement', async () => {
     const svc = await svcWith({ maxParticipants: 3 });
     await setBalances(acct(1), [5n, 5n, 5n]);
     const res = await balance(svc, acct(1));

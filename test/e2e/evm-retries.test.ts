@@ -218,7 +218,7 @@ describe('e2e: the retry-empty cap over three anvil nodes (failsafe[].retry.empt
     expect(res.headers['x-svc-upstreams']).to.match(/^n0=primary:error:\d+;n1=sweep:success:\d+:won$/);
   });
 
-  it('emptyResultMaxAttempts: 3 reaches the third node (no retry policy otherwise)', async () => {
+  it('§6 svc_upstream_request_retries_total — emptyResultMaxAttempts: 3 reaches the third node (no retry policy otherwise)', async () => {
     const svc = await start({ retry: { maxAttempts: 1, emptyResultMaxAttempts: 3 } });
     const res = await svc.post(path, rpcBody('eth_getTransactionReceipt', [hash]), { 'x-svc-retry-empty': 'true' });
     expect(res.json.result).to.include({ transactionHash: hash });
