@@ -79,10 +79,11 @@ describe('chaos [7] SIWE replays: one signed message serves one request, on its 
     const batch = await send(transports[0]![1], m, sig, [call(1), call(2), call(3)]);
     expect(batch.status).to.equal(200);
     expect(batch.json).to.have.length(3);
-    // A refused batch stays HTTP 200 with the error in every element (README "Auth").
+    // A refused batch is refused whole: HTTP 401, the error in every element under its id (README "Early refusals").
     const replay = await send(transports[0]![1], m, sig, [call(4), call(5)]);
     cls.attack();
-    expect(replay.status).to.equal(200);
+    expect(replay.status).to.equal(401);
+    expect((replay.json as Array<{ id: unknown }>).map((el) => el.id)).to.deep.equal([4, 5]);
     for (const el of replay.json as Array<{ error?: { code: number; message: string }; result?: unknown }>) {
       expect(el.result).to.equal(undefined);
       expect(el.error?.code).to.equal(-32016);
