@@ -126,7 +126,7 @@ describe('e2e: API keys in Redis and PostgreSQL (issue #13 item 2)', function ()
       }
     });
 
-    it('a stored row without a valid userId is refused with "missing or invalid userId in current data"', async () => {
+    it('§7 missing or invalid userId in current data — a stored row without a valid userId is refused with "missing or invalid userId in current data"', async () => {
       const client = new pg.Client({ connectionString: db.url });
       await client.connect();
       try {

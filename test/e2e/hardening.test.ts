@@ -105,7 +105,7 @@ describe('e2e: hardening against hostile input (issue #8)', function () {
     expect((await svc.post(PATH, rpcBody('eth_chainId', []))).json.result).to.equal('0x7a69');
   });
 
-  it("svc's own exception is -32603 / HTTP 500 / id null and never counts against an upstream", async () => {
+  it("§7 error code -32603 with id null — svc's own exception is -32603 / HTTP 500 / id null and never counts against an upstream", async () => {
     const before = await metricsText();
     const single = await svc.post(PATH, rpcBody('test_boom', []));
     expect(single.status).to.equal(500);

@@ -152,7 +152,7 @@ describe('e2e: integrity directive (intrinsic, corroborated, authoritative)', fu
       expect(checked.json.result).to.deep.equal([c.logs[0]]);
     });
 
-    it('when no upstream passes, the client gets the error, never the answer', async () => {
+    it('§7 ErrEndpointContentValidation — when no upstream passes, the client gets the error, never the answer', async () => {
       tamper.set('eth_getBlockByNumber', (_p, b) => ({ ...b, hash: flip(b.hash) }));
       const r = await rpc('main', 'eth_getBlockByNumber', ['0x1', false], { 'X-SVC-Integrity': 'intrinsic', 'X-SVC-Use-Upstream': 'tamper' });
       expect(r.json.result).to.equal(undefined);
