@@ -22,7 +22,7 @@ import { excerptOf } from './redact.ts';
 import { Network } from './registry/network.ts';
 import { Project } from './registry/project.ts';
 import { DeadlineReason, Upstream } from './registry/upstream.ts';
-import { tryUpstream } from './sweep.ts';
+import { callFailure, tryUpstream } from './sweep.ts';
 import { createServer } from './server.ts';
 import { ClientAddressResolver } from './client-address.ts';
 import type Koa from 'koa';
@@ -302,7 +302,15 @@ export class Proxy implements PluginHost {
       ctx.record.networkAttempts++;
       return attempt(ctx, { cursor: new UpstreamCursor(candidates), reason: 'primary', signal: ctx.signal });
     };
-    network.handler = this.hooks.call.call(inner, network);
+    const chain = this.hooks.call.call(inner, network);
+    // A call that reached its deadline is a timeout, whatever path failed it (spec §4.7 #2).
+    network.handler = async (ctx) => {
+      try {
+        return await chain(ctx);
+      } catch (e) {
+        throw callFailure(ctx.signal, e);
+      }
+    };
     project.addNetwork(network);
     this.hooks.network.call(network);
     return network;

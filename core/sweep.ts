@@ -21,7 +21,7 @@ import {
 import type { AttemptHandler, Leg, ProxyHooks, UpstreamCall } from './hooks.ts';
 import { settleFailedAttempt } from './charge.ts';
 import type { RpcResult } from './jsonrpc.ts';
-import type { Upstream } from './registry/upstream.ts';
+import { isDeadline, type Upstream } from './registry/upstream.ts';
 
 /** Opens an attempt record for one upstream request and appends it to the call's trace. */
 export function startAttempt(ctx: CallContext, u: Upstream, reason: AttemptReason): AttemptRecord {
@@ -76,6 +76,22 @@ export function traceOutcome(a: Pick<AttemptRecord, 'outcome'>): TraceOutcome {
     default:
       return 'timeout';
   }
+}
+
+/**
+ * The error a failed call ends with (spec §4.7 #2, §7): a call whose own deadline
+ * (`server.maxTimeout`) passed before it was answered gets `ErrEndpointRequestTimeout`, whatever
+ * path it took — hedge legs exhausted by the deadline, a consensus round short of participants,
+ * a multiplexing follower, a queued outbound batch — with the path's own error as its cause.
+ * `ErrCancelled` stays only for a client that went away; an error raised before the deadline,
+ * and a failsafe timeout, are kept as they are.
+ * @param signal the call's own signal (aborted with a deadline reason at `server.maxTimeout`)
+ * @param e what the call chain threw
+ */
+export function callFailure(signal: AbortSignal, e: unknown): unknown {
+  if (!signal.aborted || !isDeadline(signal.reason) || e instanceof ErrEndpointRequestTimeout || e instanceof ErrFailsafeTimeoutExceeded) return e;
+  const err = asSvcError(e);
+  return new ErrEndpointRequestTimeout(`call exceeded its deadline (server.maxTimeout) before an upstream answered: ${err.message}`, { cause: err });
 }
 
 /** Closes an attempt record. */
@@ -142,7 +158,8 @@ export function createSweep(hooks: ProxyHooks): AttemptHandler {
     }
     if (causes.length === 0 && leg.signal.aborted) {
       const r: unknown = leg.signal.reason;
-      throw r instanceof Error ? asSvcError(r) : new ErrCancelled('call cancelled before any upstream answered');
+      if (r instanceof Error) throw asSvcError(r);
+      throw isDeadline(r) ? new ErrEndpointRequestTimeout('call deadline passed before any upstream answered') : new ErrCancelled('call cancelled before any upstream answered');
     }
     throw new ErrUpstreamsExhausted(causes);
   };

@@ -46,6 +46,24 @@ async function start(up: FaultServer, network: object = {}, upstream: object = {
   });
 }
 
+/** Starts svc in front of two upstreams answering every call in 3 s, with the network's own failsafe entries. */
+async function startTwo(a: FaultServer, b: FaultServer, failsafe: object[], multiplexing: boolean): Promise<SvcHandle> {
+  for (const up of [a, b]) up.setDefault({ kind: 'delay', ms: 3000 });
+  return startSvc({
+    ...NO_CACHE,
+    logLevel: 'error',
+    metrics: { enabled: false },
+    server: { maxTimeout: '1500ms' },
+    projects: [
+      {
+        id: 'main',
+        networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe, multiplexing }],
+        upstreams: [a, b].map((up, i) => ({ id: `slow${i}`, endpoint: up.url, evm: { chainId: CHAIN, statePollerInterval: 0 } })),
+      },
+    ],
+  });
+}
+
 describe('e2e: a call that reaches its deadline is a timeout', function () {
   this.timeout(20_000);
   let up: FaultServer;
@@ -102,4 +120,29 @@ describe('e2e: a call that reaches its deadline is a timeout', function () {
     for (const e of r.json as Array<{ error?: { data?: { code?: string } } }>) expect(e.error?.data?.code, r.text).to.equal('ErrEndpointRequestTimeout');
     for (const w of outcomes(r)) expect(OUTCOMES.has(w), r.headers['x-svc-upstreams']).to.equal(true);
   });
+
+  for (const mux of [true, false]) {
+    it(`§4.7 #2 — hedges (multiplexing ${mux ? 'on' : 'off'}): both legs still in flight at the deadline, the call is ErrEndpointRequestTimeout, every trace word "timeout"`, async () => {
+      const b = await startFaultServer({ chainId: CHAIN });
+      try {
+        svc = await startTwo(up, b, [{ matchMethod: '*', timeout: { duration: '10s' }, hedge: { delay: '100ms', maxCount: 1 } }], mux);
+        const r = await svc.post(PATH, call(9));
+        expectTimeout(r);
+        expect(r.headers['x-svc-upstreams']).to.match(/=primary:timeout:\d+;.*=hedge:timeout:\d+$/);
+      } finally {
+        await b.close();
+      }
+    });
+
+    it(`§4.7 #2 — consensus (multiplexing ${mux ? 'on' : 'off'}): every participant still in flight at the deadline, the call is ErrEndpointRequestTimeout`, async () => {
+      const b = await startFaultServer({ chainId: CHAIN });
+      try {
+        svc = await startTwo(up, b, [{ matchMethod: '*', consensus: { maxParticipants: 2, agreementThreshold: 2 } }], mux);
+        expectTimeout(await svc.post(PATH, call(10)));
+      } finally {
+        await b.close();
+      }
+    });
+
+  }
 });

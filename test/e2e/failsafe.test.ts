@@ -499,7 +499,7 @@ describe('e2e failsafe: hedge', function () {
     a.script({ kind: 'delay', ms: 1500 });
     const { res, ms } = await call(svc, 'eth_blockNumber');
     expect(res.json.result, res.text).to.equal('0xb');
-    expect(shape(res)).to.deep.equal(['a=primary:cancelled', 'b=hedge:success:won']);
+    expect(shape(res)).to.deep.equal(['a=primary:timeout', 'b=hedge:success:won']);
     expect(res.headers['x-svc-network-hedges']).to.equal('1');
     expect(res.headers['x-svc-upstream']).to.equal('b');
     const trace = parseTrace(res.headers['x-svc-upstreams']);
@@ -522,7 +522,7 @@ describe('e2e failsafe: hedge', function () {
     b.script({ kind: 'delay', ms: 800 });
     const { res, ms } = await call(svc, 'eth_blockNumber');
     expect(res.json.result, res.text).to.equal('0xa');
-    expect(shape(res)).to.deep.equal(['a=primary:success:won', 'b=hedge:cancelled']);
+    expect(shape(res)).to.deep.equal(['a=primary:success:won', 'b=hedge:timeout']);
     expect(res.headers['x-svc-network-hedges']).to.equal('1');
     expect(ms).to.be.below(700);
   });
@@ -532,7 +532,7 @@ describe('e2e failsafe: hedge', function () {
     b.script({ kind: 'delay', ms: 1500 });
     const { res, ms } = await call(svc, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', 'latest']);
     expect(res.json, res.text).to.have.property('result');
-    expect(shape(res)).to.deep.equal(['a=primary:cancelled', 'b=hedge:cancelled', 'c=hedge:success:won']);
+    expect(shape(res)).to.deep.equal(['a=primary:timeout', 'b=hedge:timeout', 'c=hedge:success:won']);
     expect(res.headers['x-svc-network-hedges']).to.equal('2');
     expect(ms).to.be.within(180, 1000);
   });
@@ -541,7 +541,7 @@ describe('e2e failsafe: hedge', function () {
     a.script({ kind: 'delay', ms: 600 });
     const { res } = await call(svc, 'eth_gasPrice');
     expect(res.json, res.text).to.have.property('result');
-    expect(shape(res)).to.deep.equal(['a=primary:cancelled', 'b=hedge:success:won']);
+    expect(shape(res)).to.deep.equal(['a=primary:timeout', 'b=hedge:success:won']);
     // Arrival times stamped by the fault servers themselves (same process clock).
     const at = (srv: typeof a) => srv.calls.filter((c) => c.method === 'eth_gasPrice').map((c) => c.at)[0] as number;
     const gap = at(b) - at(a);
@@ -584,7 +584,7 @@ describe('e2e failsafe: hedge', function () {
     b.script({ kind: 'delay', ms: 1500 });
     const { res, ms } = await call(svc, 'eth_call', [{ to: '0x0000000000000000000000000000000000000001', data: '0x' }, 'latest']);
     expect(res.json.error, res.text).to.deep.equal({ code: 3, message: 'execution reverted', data: NOPE_REVERT_DATA });
-    expect(shape(res)).to.deep.equal(['a=primary:exec_revert', 'b=hedge:cancelled']);
+    expect(shape(res)).to.deep.equal(['a=primary:exec_revert', 'b=hedge:timeout']);
     expect(ms).to.be.below(1000);
     expect(res.headers['x-svc-network-retries']).to.equal('0');
   });
@@ -596,7 +596,7 @@ describe('e2e failsafe: hedge', function () {
     try {
       const { res, ms } = await call(s2, 'eth_blockNumber');
       expect(res.json.result, res.text).to.equal('0xf');
-      expect(shape(res)).to.deep.equal(['slow=primary:cancelled', 'fast=hedge:success:won']);
+      expect(shape(res)).to.deep.equal(['slow=primary:timeout', 'fast=hedge:success:won']);
       expect(ms).to.be.below(1000);
       expect(slow.received).to.equal(1);
       await waitFor(() => slow.aborted === 1, 1000);
@@ -778,7 +778,7 @@ describe('e2e failsafe: circuit breaker (injected clock)', function () {
     for (let i = 0; i < n; i++) a.script({ kind: 'delay', ms: 1000, then: { kind: 'status', status: 500 } });
     for (let i = 0; i < n; i++) {
       const { res } = await call(svc, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', 'latest']);
-      expect(shape(res)).to.deep.equal(['a=primary:cancelled', 'b=hedge:success:won']);
+      expect(shape(res)).to.deep.equal(['a=primary:timeout', 'b=hedge:success:won']);
     }
     await sleep(50);
     expect(breakerOf().state, 'cancelled hedge legs').to.equal('closed');

@@ -199,7 +199,7 @@ describe('e2e health: real traffic feeds the health tracker', function () {
     for (let i = 0; i < 3; i++) {
       const res = await post('eth_getBalance', [ADDR, 'latest']);
       expect(res.json.result, res.text).to.equal('0xb');
-      expect(shape(res)).to.deep.equal(['a=primary:cancelled', 'b=hedge:success:won']);
+      expect(shape(res)).to.deep.equal(['a=primary:timeout', 'b=hedge:success:won']);
     }
     await waitFor(() => a.calls.filter((c) => c.method === 'eth_getBalance').length === 3);
     await new Promise((r) => setTimeout(r, 100));
