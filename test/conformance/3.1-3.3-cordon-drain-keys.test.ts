@@ -20,6 +20,8 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
   const events = async (upstream: string, action: string) => (await f.metric('svc_upstream_cordon_event_total', { project: 'main', upstream, action })) ?? 0;
   const gauge = (upstream: string, method = '*', reason?: string) => f.metric('svc_upstream_cordoned', { project: 'main', upstream, method, ...(reason === undefined ? {} : { reason }) });
   const served = async (method = 'eth_blockNumber', params: unknown[] = []) => (await f.svc.post(f.path, rpc(method, params))).headers['x-svc-upstream'];
+  /** Whether upstream `a` may serve the call: pinned to it with use-upstream (the score order of a and b is not the subject). */
+  const aServes = async (method = 'eth_blockNumber', params: unknown[] = []) => (await f.svc.post(`${f.path}?use-upstream=a`, rpc(method, params))).headers['x-svc-upstream'] === 'a';
 
   describe('§3.1 cordon', () => {
     afterEach(async () => {
@@ -61,7 +63,7 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
       expect(await events('a', 'uncordon')).to.equal(before + 1);
       expect(await f.metric('svc_upstream_cordon_duration_seconds_count', { project: 'main', network: net(), upstream: 'a' })).to.equal(durations + 1);
       // The ordered list is refreshed at the next evaluation tick (100 ms here).
-      await waitFor(async () => (await served()) === 'a', 2000);
+      await waitFor(() => aServes(), 2000);
     });
 
     it('§3.1 not cordoned / svc_uncordonUpstream — an idempotent no-op', async () => {
@@ -69,7 +71,7 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
       const r = await uncordon('a');
       expect(r.json.result.cordoned).to.equal(false);
       expect(await events('a', 'uncordon')).to.equal(before);
-      expect(await served()).to.equal('a');
+      expect(await aServes()).to.equal(true);
     });
 
     it('§3.1 cordoned / process restart — the cordon is not persisted', async () => {
@@ -91,8 +93,10 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
       await cordon('a', { method: 'eth_getBalance' });
       const bal = ['0x0000000000000000000000000000000000000001', 'latest'];
       expect(await served('eth_getBalance', bal)).to.equal('b');
-      expect(await served()).to.equal('a');
+      expect(await aServes('eth_getBalance', bal)).to.equal(false);
+      expect(await aServes()).to.equal(true);
       await cordon('a');
+      expect(await aServes()).to.equal(false);
       expect(await served()).to.equal('b');
     });
   });
