@@ -68,26 +68,26 @@ describe('e2e: early refusals answer batch clients and bill nothing', function (
   });
 
   describe('an array refused as a whole gets one error per element', () => {
-    it('§4.1 POST — an array to an unknown chain gets one error per element with its id, HTTP 404', async () => {
+    it('§4.1 POST / /<project>/<architecture>/<chainId> (e.g. architecture evm) — an array to an unknown chain gets one error per element with its id, HTTP 404', async () => {
       const res = await svc.post('/main/evm/999', [rpcBody('eth_chainId', [], 11), rpcBody('eth_chainId', [], 12)]);
       expect(res.status).to.equal(404);
       expectPerElement(res, [11, 12], 'ErrNetworkNotSupported');
       expectNoCostHeaders(res);
     });
 
-    it('§4.1 POST — an element that is not an object, or has no id, gets id null in its place', async () => {
+    it('§4.1 POST / /<project>/<architecture>/<chainId> (e.g. architecture evm) — an element that is not an object, or has no id, gets id null in its place', async () => {
       const res = await svc.post('/main/evm/999', MIXED);
       expect(res.status).to.equal(404);
       expectPerElement(res, [11, 'twelve', null, null], 'ErrNetworkNotSupported');
     });
 
-    it('§4.1 POST — an array to an unknown network alias gets one error per element, HTTP 404', async () => {
+    it('§4.1 POST / /<project>/<architecture>/<chainId> (e.g. architecture evm) — an array to an unknown network alias gets one error per element, HTTP 404', async () => {
       const res = await svc.post('/main/nosuchalias', [rpcBody('eth_chainId', [], 'a'), rpcBody('eth_chainId', [], 'b')]);
       expect(res.status).to.equal(404);
       expectPerElement(res, ['a', 'b'], 'ErrNetworkNotSupported');
     });
 
-    it('§4.1 POST — an array to an unknown project gets one error per element with its id', async () => {
+    it('§4.1 POST / /<project>/<architecture>/<chainId> (e.g. architecture evm) — an array to an unknown project gets one error per element with its id', async () => {
       const res = await svc.post(`/nosuch/evm/${anvil.chainId}`, [rpcBody('eth_chainId', [], 1), rpcBody('eth_chainId', [], 2), rpcBody('eth_chainId', [], 3)]);
       expect(res.status).to.equal(404);
       expectPerElement(res, [1, 2, 3], 'ErrProjectNotFound');
@@ -121,7 +121,7 @@ describe('e2e: early refusals answer batch clients and bill nothing', function (
       expectNoCostHeaders(res);
     });
 
-    it('§4.1 POST — the element array is bounded: an array over server.maxBatchSize to an unknown chain stays one object with id null', async () => {
+    it('§4.1 POST / /<project>/<architecture>/<chainId> (e.g. architecture evm) — the element array is bounded: an array over server.maxBatchSize to an unknown chain stays one object with id null', async () => {
       const res = await svc.post('/main/evm/999', [1, 2, 3, 4, 5].map((i) => rpcBody('eth_chainId', [], i)));
       expect(res.status).to.equal(404);
       expect(res.json).to.not.be.an('array');
@@ -136,14 +136,14 @@ describe('e2e: early refusals answer batch clients and bill nothing', function (
       expect(errorName(res.json)).to.equal('ErrNetworkNotSupported');
     });
 
-    it('§4.1 POST — a single call refused as a whole keeps its own id', async () => {
+    it('§4.1 POST / /<project>/<architecture>/<chainId> (e.g. architecture evm) — a single call refused as a whole keeps its own id', async () => {
       const res = await svc.post('/main/evm/999', rpcBody('eth_chainId', [], 42));
       expect(res.status).to.equal(404);
       expect(res.json.id).to.equal(42);
       expect(errorName(res.json)).to.equal('ErrNetworkNotSupported');
     });
 
-    it('§4.1 POST — over-size refusals that cannot be split stay one object: a body over server.maxBodySize (413) and a batch over server.maxBatchSize (400)', async () => {
+    it('§4.1 POST / /<project>/<architecture>/<chainId> (e.g. architecture evm) — over-size refusals that cannot be split stay one object: a body over server.maxBodySize (413) and a batch over server.maxBatchSize (400)', async () => {
       const big = [1, 2].map((i) => ({ ...rpcBody('eth_chainId', [], i), pad: 'p'.repeat(3000) }));
       const tooLarge = await svc.post(`/main/evm/${anvil.chainId}`, big);
       expect(tooLarge.status).to.equal(413);
@@ -156,7 +156,7 @@ describe('e2e: early refusals answer batch clients and bill nothing', function (
       expectNoCostHeaders(tooMany);
     });
 
-    it('§4.1 POST — a viem batch client to an unknown chain gets an HTTP 404 error for every call, not a hang or a crash', async () => {
+    it('§4.1 POST / /<project>/<architecture>/<chainId> (e.g. architecture evm) — a viem batch client to an unknown chain gets an HTTP 404 error for every call, not a hang or a crash', async () => {
       const client = createPublicClient({ chain: foundry, transport: http(`${svc.url}/main/evm/999`, { batch: true, retryCount: 0 }) });
       const out = await Promise.allSettled([client.getChainId(), client.getBlockNumber()]);
       for (const o of out) {
