@@ -224,7 +224,7 @@ export function renderConformance(rules: Rule[], tests: TitledTest[]): string {
     '`§S (a)`, table rows `§S <first cell>`) with the tests whose titles start with its id, or the',
     'declared reason it is untestable or a deliberate deviation.',
     '',
-    `**${rules.length} rules: ${counts.tested} covered by tests, ${counts.deviation} deliberate deviations, ${counts.untestable} untestable${counts.missing ? `, ${counts.missing} MISSING` : ''}.**`,
+    `**${rules.length} rules: ${counts.tested} covered by tests, ${counts.deviation} deliberate ${counts.deviation === 1 ? 'deviation' : 'deviations'}, ${counts.untestable} untestable${counts.missing ? `, ${counts.missing} MISSING` : ''}.**`,
     '',
     '## Deliberate deviations',
     '',

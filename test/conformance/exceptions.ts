@@ -28,9 +28,10 @@ export interface ReadmeDeviation {
 
 /** Documented choices of README that go beyond or differ from the document. */
 export const README_DEVIATIONS: ReadmeDeviation[] = [
-  { where: '§4.5 (README: Response headers)', what: '`X-SVC-Upstream-Lag` (svc\'s own, not in the document): how many blocks behind the network\'s highest block the upstream of a pinned (`use-upstream`) call was' },
-  { where: '§4.5 (README: Response headers)', what: '`X-SVC-Error` (svc\'s own): the error name of an error answer; trace outcomes `error` and `cancelled` besides the four the document lists' },
-  { where: '§4.2 (README: Endpoints)', what: 'an inbound batch runs at most `server.batchConcurrency` (100) elements at a time and at most `server.maxBatchSize` (1000) elements (HTTP 400 -32600 beyond), so one huge batch cannot starve other clients' },
-  { where: '§4.1 (README: Endpoints)', what: 'where the document says "not shown": an unknown project or network answers HTTP 404 with JSON-RPC code -32602; a single call svc itself fails on answers HTTP 500; `Content-Type` is exactly `application/json`' },
+  { where: '§4.5 (README: Directives and diagnostic headers)', what: '`X-SVC-Upstream-Lag` (svc\'s own, not in the document): how many blocks behind the network\'s highest block the upstream of a pinned (`use-upstream`) call was' },
+  { where: '§4.5 (README: Directives and diagnostic headers)', what: '`X-SVC-Error` (svc\'s own): the error name of an error answer; trace outcome `error` (svc\'s own word) for a failure that is neither a timeout, a revert nor a rate limit, so that no spec word blames the wrong cause' },
+  { where: '§4.2 (README: HTTP interface)', what: 'an inbound batch runs at most `server.batchConcurrency` (100) elements at a time and holds at most `server.maxBatchSize` (1000) elements (HTTP 400 -32600 beyond), so one huge batch cannot starve other clients' },
+  { where: '§4.1 (README: HTTP interface)', what: 'where the document says "not shown": an unknown project or network answers HTTP 404 with JSON-RPC code -32602; a single call svc itself fails on answers HTTP 500; `Content-Type` is exactly `application/json`' },
   { where: '§4.3 (README: Healthcheck and graceful drain)', what: 'where the document is silent: `simple` answers JSON rather than a bare `OK`; `status` is `OK` or `ERROR`; unhealthy is 503 in every mode' },
+  { where: '§3.1 (README: Admin endpoint)', what: 'where the document is silent: uncordoning `*` leaves method-scoped cordons in place' },
 ];
