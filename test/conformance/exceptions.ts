@@ -34,4 +34,15 @@ export const README_DEVIATIONS: ReadmeDeviation[] = [
   { where: '§4.1 (README: HTTP interface)', what: 'where the document says "not shown": an unknown project or network answers HTTP 404 with JSON-RPC code -32602; a single call svc itself fails on answers HTTP 500; `Content-Type` is exactly `application/json`' },
   { where: '§4.3 (README: Healthcheck and graceful drain)', what: 'where the document is silent: `simple` answers JSON rather than a bare `OK`; `status` is `OK` or `ERROR`; unhealthy is 503 in every mode' },
   { where: '§3.1 (README: Admin endpoint)', what: 'where the document is silent: uncordoning `*` leaves method-scoped cordons in place' },
+  {
+    where: '§4.1, §4.2 #3 (README: HTTP interface, "Early refusals")',
+    what:
+      'a batch refused as a whole before any element ran (unknown project or network, auth, drain, over-size) answers one error per element with its own id ' +
+      'and keeps the refusal\'s HTTP status (404 as §4.1 says for unknown chains, 401, 503, 413), so clients, load balancers and retries see it; a batch whose ' +
+      'elements ran is HTTP 200 whatever they answered, as §4.2 #3 says',
+  },
+  {
+    where: '§3.2 closing → stopped (README: Healthcheck and graceful drain)',
+    what: 'the listener closes once the last in-flight request has ended, at the latest when `server.waitAfterShutdown` elapses: with nothing in flight svc stops at once instead of idling out the window',
+  },
 ];
