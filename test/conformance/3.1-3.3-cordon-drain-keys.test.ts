@@ -110,7 +110,8 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
     after(() => s?.close());
 
     it('§3.2 serving — SIGTERM: draining, and /healthcheck answers 503 at once though upstreams are healthy', async () => {
-      expect((await s.send('GET', '/healthcheck')).status).to.equal(200);
+      // Ready first: the upstream is initialised once its chain id is confirmed and its first poll is in.
+      await waitFor(async () => (await s.send('GET', '/healthcheck')).status === 200, 10_000);
       done = s.proxy.shutdown();
       expect(s.proxy.lifecycle).to.equal('draining');
       const r = await s.send('GET', '/healthcheck');

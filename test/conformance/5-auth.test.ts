@@ -3,7 +3,7 @@
  * front of real anvil.
  */
 import { expect } from 'chai';
-import { NO_CACHE, startSvc } from '../helpers/svc.ts';
+import { NO_CACHE, startSvc, waitFor } from '../helpers/svc.ts';
 import { ADMIN, ADMIN_H, rpc, startCoreFixture, type CoreFixture } from './fixture-core.ts';
 
 const SECRET = 'project-secret-0123456789abcdef';
@@ -35,7 +35,8 @@ describe('conformance: §5 authentication', function () {
     });
     try {
       expect((await s.send('GET', '/healthcheck')).status).to.equal(401);
-      expect((await s.send('GET', `/healthcheck?secret=${SECRET}`)).status).to.equal(200);
+      // 200 once the upstream is initialised (its chain id confirmed and its first poll in).
+      await waitFor(async () => (await s.send('GET', `/healthcheck?secret=${SECRET}`)).status === 200, 10_000);
       expect((await s.post('/admin', rpc('svc_taxonomy'))).status).to.equal(401);
       expect((await s.post('/admin', rpc('svc_taxonomy'), { 'x-svc-secret-token': SECRET })).json.result).to.exist;
       expect((await s.post(`/p/evm/${f.anvil.chainId}`, rpc('eth_blockNumber', []))).status).to.equal(401);
