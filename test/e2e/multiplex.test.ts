@@ -149,6 +149,8 @@ describe('e2e: multiplexing (spec §4.6)', function () {
   it("the leader's error reaches every follower the same way", async () => {
     const calls = [svc.post(PATH, balance(1, '0x2')), svc.post(PATH, balance(2, '0x2')), svc.post(PATH, balance(3, '0x2'))];
     await waitFor(() => mux(svc).waiting(network(svc)) === 2);
+    // The leader's request must be held upstream before it is answered (under load it may lag the followers).
+    await waitFor(() => gate.received.get('eth_getBalance') === 1);
     gate.release({ error: { code: -32602, message: 'invalid argument 1: nope' } });
     const answers = await Promise.all(calls);
     for (const [i, r] of answers.entries()) {
