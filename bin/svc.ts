@@ -2,12 +2,15 @@
  * The `svc` command (issue #2 item 3):
  *   svc start [--config FILE] [--port N] [--preset NAME] [ENDPOINT...]
  *   svc validate --config FILE
+ *   svc config schema [--preset NAME] [--config FILE]
  * Without --config, `start` reads ./svc.yaml when present. Each ENDPOINT becomes an upstream
  * of project `main` (chain id probed).
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { cloneConfig, ConfigError, readConfigFile } from '../core/config/load.ts';
+import { editorConfigSchema } from '../core/config/editor-schema.ts';
+import type { SchemaFragment } from '../core/config/schema.ts';
 import type { ProjectInput, SvcConfigInput } from '../core/config/types.ts';
 import { createLogger } from '../core/logger.ts';
 import { createProxy } from '../core/proxy.ts';
@@ -20,6 +23,7 @@ const USAGE = `svc ${VERSION} — fault-tolerant EVM JSON-RPC proxy
 Usage:
   svc start [--config FILE] [--port N] [--metrics-port N] [--preset NAME] [ENDPOINT...]
   svc validate --config FILE
+  svc config schema [--preset NAME]   JSON Schema of svc.yaml for editors
   svc --version
 
 Without --config, start reads ./svc.yaml when it exists. Each ENDPOINT (http/https URL)
@@ -73,6 +77,28 @@ async function validate(file: string | undefined, presetName: string | undefined
     const proxy = createProxy({ config: raw, plugins: preset(), logger: createLogger('silent') });
     for (const w of proxy.config.warnings) process.stderr.write(`warning: ${w}\n`);
     process.stdout.write('ok\n');
+    return 0;
+  } catch (e) {
+    printProblems(e);
+    return 1;
+  }
+}
+
+/**
+ * `svc config schema`: prints the JSON Schema of the whole config (core plus the fragments of
+ * the preset's plugins: `--preset`, else the `--config` file's `preset`, else `default`), the
+ * schema `svc validate` checks against, for `# yaml-language-server: $schema=...`.
+ */
+async function configSchema(sub: string | undefined, file: string | undefined, presetName: string | undefined): Promise<number> {
+  if (sub !== 'schema') {
+    process.stderr.write(`svc config: unknown subcommand "${sub ?? ''}" (try: svc config schema)\n`);
+    return 2;
+  }
+  try {
+    const raw = presetName ? {} : await loadRaw(file);
+    const preset = await loadPreset(presetName ?? raw.preset ?? 'default');
+    const fragments = preset().flatMap((p) => (p.schema ? [p.schema as SchemaFragment] : []));
+    process.stdout.write(`${JSON.stringify(editorConfigSchema(fragments), null, 2)}\n`);
     return 0;
   } catch (e) {
     printProblems(e);
@@ -175,6 +201,7 @@ export async function main(argv: string[]): Promise<number> {
     return cmd || values.help ? 0 : 2;
   }
   if (cmd === 'validate') return validate(values.config, values.preset);
+  if (cmd === 'config') return configSchema(rest[0], values.config, values.preset);
   if (cmd === 'start') {
     const port = portOption('--port', values.port);
     const metricsPort = portOption('--metrics-port', values['metrics-port']);

@@ -1,0 +1,35 @@
+# svc container image. Build: docker build -t svc:0.1.0 .
+# Run:   docker run -p 4000:4000 -p 4001:4001 -v $PWD/svc.yaml:/etc/svc/svc.yaml:ro svc:0.1.0 --config /etc/svc/svc.yaml
+# Node major: the one package.json's `engines` names (test/unit/deploy.test.ts checks it).
+
+# --- build: dev dependencies, TypeScript compiled to dist/ ---
+FROM node:20-bookworm-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+# --ignore-scripts: the `prepare` build needs the sources, copied below.
+RUN npm ci --ignore-scripts
+COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
+COPY core ./core
+COPY plugins ./plugins
+COPY presets ./presets
+COPY bin ./bin
+RUN npm run build --silent
+
+# --- runtime: production dependencies and the compiled package only, as `npm pack` ships it ---
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY --from=build /src/dist ./dist
+COPY bin/svc.js ./bin/svc.js
+# The base image's unprivileged `node` user (uid 1000); nothing under /app is writable by it.
+USER node
+EXPOSE 4000 4001
+# /healthcheck answers 503 while draining or with no healthy upstream (spec §2.4, §3.2).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:4000/healthcheck').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# SIGTERM drains (waitBeforeShutdown, then waitAfterShutdown); a second signal exits at once.
+ENTRYPOINT ["node", "bin/svc.js", "start"]
+CMD ["--config", "/etc/svc/svc.yaml"]

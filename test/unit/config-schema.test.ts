@@ -1,0 +1,94 @@
+/**
+ * `svc config schema`: the JSON Schema of the whole config (core plus every plugin of the
+ * preset; `--preset` honoured) for editors (`# yaml-language-server: $schema=...`). The printed
+ * document is valid JSON Schema (Ajv checks it against the draft-07 meta-schema and compiles
+ * it, with no type coercion, as an editor reads YAML), accepts the README's quick-start config
+ * and the Kubernetes ConfigMap's svc.yaml as written (`${VAR}` included), and rejects an unknown
+ * key, as `svc validate` does.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { parse as parseYaml } from 'yaml';
+import { editorConfigSchema } from '../../core/config/editor-schema.ts';
+import type { SchemaFragment } from '../../core/config/schema.ts';
+import { PACKAGE_ROOT } from '../../core/version.ts';
+import { defaultPreset } from '../../presets/default.ts';
+import { minimalPreset } from '../../presets/minimal.ts';
+
+const run = promisify(execFile);
+
+/** Runs `svc config schema ARGS` from sources; resolves to its parsed stdout. */
+async function cli(...args: string[]): Promise<Record<string, unknown>> {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', join(PACKAGE_ROOT, 'bin', 'svc.ts'), 'config', 'schema', ...args], { cwd: PACKAGE_ROOT, maxBuffer: 16 << 20 });
+  return JSON.parse(stdout) as Record<string, unknown>;
+}
+
+/** Compiles a schema as an editor would use it: strict Ajv, no coercion, no defaults. */
+function compile(schema: Record<string, unknown>): ValidateFunction {
+  const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, strictTuples: false });
+  ajv.addKeyword('x-svc-kind');
+  expect(ajv.validateSchema(schema), JSON.stringify(ajv.errors)).to.equal(true);
+  return ajv.compile(schema);
+}
+
+/** The first ```yaml block of a markdown section. */
+function firstYamlBlock(markdown: string, heading: string): string {
+  const from = markdown.indexOf(`\n${heading}\n`);
+  expect(from, heading).to.be.greaterThan(-1);
+  const m = /```yaml\n([\s\S]*?)```/.exec(markdown.slice(from));
+  return m?.[1] ?? '';
+}
+
+const fragmentsOf = (preset: typeof defaultPreset) => preset().flatMap((p) => (p.schema ? [p.schema as SchemaFragment] : []));
+
+describe('svc config schema', () => {
+  let printed: Record<string, unknown>;
+  let validate: ValidateFunction;
+
+  before(async function () {
+    this.timeout(60_000);
+    printed = await cli();
+    validate = compile(printed);
+  });
+
+  it('prints a draft-07 JSON Schema that Ajv compiles: the core plus every plugin of the default preset', () => {
+    expect(printed.$schema).to.equal('http://json-schema.org/draft-07/schema#');
+    expect(printed).to.deep.equal(JSON.parse(JSON.stringify(editorConfigSchema(fragmentsOf(defaultPreset)))));
+    const root = Object.keys(printed.properties as object);
+    expect(root).to.include.members(['server', 'metrics', 'projects', 'database', 'healthCheck', 'admin']);
+  });
+
+  it('validates the README quick-start config and the Kubernetes ConfigMap svc.yaml as written', () => {
+    const readme = readFileSync(join(PACKAGE_ROOT, 'README.md'), 'utf8');
+    const quickStart = parseYaml(firstYamlBlock(readme, '## Configuration'));
+    expect(validate(quickStart), JSON.stringify(validate.errors)).to.equal(true);
+    const cm = parseYaml(readFileSync(join(PACKAGE_ROOT, 'deploy', 'kubernetes', 'configmap.yaml'), 'utf8')) as { data: { 'svc.yaml': string } };
+    expect(validate(parseYaml(cm.data['svc.yaml'])), JSON.stringify(validate.errors)).to.equal(true);
+  });
+
+  it('accepts ${VAR} where svc expands it (ports, booleans, endpoints) and rejects wrong types', () => {
+    const withEnv = { server: { httpPort: '${PORT}', enableGzip: '${GZIP}', maxTimeout: '${TIMEOUT}' }, projects: [{ id: 'main', upstreams: [{ endpoint: '${RPC_URL}' }] }] };
+    expect(validate(withEnv), JSON.stringify(validate.errors)).to.equal(true);
+    expect(validate({ server: { httpPort: 'four thousand' } })).to.equal(false);
+    expect(validate({ projects: [{ id: 'main', upstreams: [{ endpoint: 'ftp://x' }] }] })).to.equal(false);
+  });
+
+  it('rejects an unknown key, at the root and nested', () => {
+    expect(validate({ serverr: {} })).to.equal(false);
+    expect(validate.errors?.some((e) => e.keyword === 'additionalProperties' && (e.params as { additionalProperty: string }).additionalProperty === 'serverr')).to.equal(true);
+    expect(validate({ projects: [{ id: 'main', upstreams: [{ endpoint: 'http://a', endpont: 'x' }] }] })).to.equal(false);
+  });
+
+  it('honours --preset: the minimal preset has only its own plugins\' keys', async function () {
+    this.timeout(60_000);
+    const minimal = await cli('--preset', 'minimal');
+    expect(minimal).to.deep.equal(JSON.parse(JSON.stringify(editorConfigSchema(fragmentsOf(minimalPreset)))));
+    expect(minimal).to.not.deep.equal(printed);
+    const v = compile(minimal);
+    expect(v({ logLevel: 'info', server: { httpPort: 4000 } })).to.equal(true);
+  });
+});

@@ -1,0 +1,168 @@
+/**
+ * The deployment files (deploy/kubernetes/, Dockerfile): what can be checked without an image
+ * registry or a cluster. The manifests parse; their probe paths, ports and drain numbers agree
+ * with svc's own config defaults (read from the schema, not copied) and with the spec §3.2 rule
+ * `waitBeforeShutdown >= readiness periodSeconds x failureThreshold + 1s`; the ConfigMap's
+ * svc.yaml passes the same validation as `svc validate`; everything runs as a non-root user; the
+ * Dockerfile's stages use the Node major of package.json `engines` and copy what `npm pack`
+ * ships. Building and running the image is not tested here (README "Deploying").
+ */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import semver from 'semver';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
+import type { TSchema } from '@sinclair/typebox';
+import { CoreConfigSchema } from '../../core/config/schema.ts';
+import { loadConfigObject, parseDuration } from '../../core/config/load.ts';
+import type { SchemaFragment } from '../../core/config/schema.ts';
+import { PACKAGE_ROOT } from '../../core/version.ts';
+import { defaultPreset } from '../../presets/default.ts';
+import { ensureBuilt } from '../helpers/build.ts';
+
+const K8S = join(PACKAGE_ROOT, 'deploy', 'kubernetes');
+
+// Parsed manifests: untyped YAML, navigated by the assertions below.
+type Obj = Record<string, any>;
+
+/** Every document of every manifest file, by `kind/name`. */
+function manifests(): Map<string, Obj> {
+  const out = new Map<string, Obj>();
+  for (const f of readdirSync(K8S).filter((x) => x.endsWith('.yaml'))) {
+    for (const doc of parseAllDocuments(readFileSync(join(K8S, f), 'utf8'))) {
+      expect(doc.errors, `${f} parses`).to.deep.equal([]);
+      const o = doc.toJS() as Obj;
+      out.set(`${o.kind}/${o.metadata?.name ?? ''}`, o);
+    }
+  }
+  return out;
+}
+
+/** The schema default of a core config key, e.g. `server.waitBeforeShutdown`. */
+function coreDefault(...path: string[]): unknown {
+  let s = CoreConfigSchema as TSchema;
+  for (const p of path) s = (s as unknown as { properties: Record<string, TSchema> }).properties[p] as TSchema;
+  return (s as { default?: unknown }).default;
+}
+
+const ENV = { ETH_RPC_PRIMARY: 'https://eth.example.com/v2/key', ETH_RPC_FALLBACK: 'https://eth-2.example.com' };
+
+describe('deployment files', () => {
+  const all = manifests();
+  const deployment = all.get('Deployment/svc') as Obj;
+  const pod = deployment.spec.template.spec as Obj;
+  const container = (pod.containers as Obj[]).find((c) => c.name === 'svc') as Obj;
+  const portOf = (name: string): number => (container.ports as Obj[]).find((p) => p.name === name)?.containerPort as number;
+  const configMap = all.get('ConfigMap/svc-config') as Obj;
+  const svcYaml = configMap.data['svc.yaml'] as string;
+  const fragments = defaultPreset().flatMap((p) => (p.schema ? [p.schema as SchemaFragment] : []));
+
+  it('has a Deployment, a Service, a ConfigMap and a Redis with its Service, all listed in kustomization.yaml', () => {
+    for (const k of ['Deployment/svc', 'Service/svc', 'ConfigMap/svc-config', 'Deployment/svc-redis', 'Service/svc-redis']) expect(all.has(k), k).to.equal(true);
+    const kustomization = parseYaml(readFileSync(join(K8S, 'kustomization.yaml'), 'utf8')) as { resources: string[] };
+    const files = readdirSync(K8S).filter((x) => x.endsWith('.yaml') && x !== 'kustomization.yaml');
+    expect([...kustomization.resources].sort()).to.deep.equal(files.sort());
+  });
+
+  it('the ConfigMap svc.yaml passes svc validate (default preset) and the Deployment provides its ${VAR}s', () => {
+    const { config } = loadConfigObject(parseYaml(svcYaml), { fragments, env: ENV });
+    expect(config.warnings).to.deep.equal([]);
+    const provided = new Set((container.env as Obj[]).map((e) => e.name as string));
+    for (const [, name] of svcYaml.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)) expect(provided.has(name as string), `env ${name}`).to.equal(true);
+    // The shared cache tier points at the Redis Service of redis.yaml.
+    const redisPort = (all.get('Service/svc-redis') as Obj).spec.ports[0].port as number;
+    expect(svcYaml).to.include(`redis://svc-redis:${redisPort}/`);
+  });
+
+  it('probes GET /healthcheck on svc.yaml httpPort, which is the schema default, and the metrics port matches metrics.port', () => {
+    const { config } = loadConfigObject(parseYaml(svcYaml), { fragments, env: ENV });
+    expect(config.server.httpPort).to.equal(coreDefault('server', 'httpPort'));
+    expect(portOf('http')).to.equal(config.server.httpPort);
+    expect(config.metrics.port).to.equal(coreDefault('metrics', 'port'));
+    expect(portOf('metrics')).to.equal(config.metrics.port);
+    for (const probe of [container.readinessProbe, container.livenessProbe] as Obj[]) {
+      expect(probe.httpGet.path).to.equal('/healthcheck');
+      expect(probe.httpGet.port).to.equal('http');
+    }
+    const service = all.get('Service/svc') as Obj;
+    for (const p of service.spec.ports as Obj[]) expect(portOf(p.targetPort as string), `Service targetPort ${p.targetPort}`).to.be.a('number');
+    expect(service.spec.selector).to.deep.equal(deployment.spec.selector.matchLabels);
+  });
+
+  it('drain numbers agree with waitBeforeShutdown/waitAfterShutdown (schema defaults) and spec §3.2', () => {
+    const before = parseDuration(coreDefault('server', 'waitBeforeShutdown') as string) / 1000;
+    const after = parseDuration(coreDefault('server', 'waitAfterShutdown') as string) / 1000;
+    const { config } = loadConfigObject(parseYaml(svcYaml), { fragments, env: ENV });
+    expect(config.server.waitBeforeShutdownMs / 1000, 'svc.yaml keeps the default').to.equal(before);
+    expect(config.server.waitAfterShutdownMs / 1000, 'svc.yaml keeps the default').to.equal(after);
+    const r = container.readinessProbe as Obj;
+    // spec §3.2: waitBeforeShutdown >= readiness periodSeconds x failureThreshold + 1s.
+    expect(r.periodSeconds * r.failureThreshold + 1).to.be.at.most(before);
+    // The kubelet must not SIGKILL a pod still draining.
+    expect(pod.terminationGracePeriodSeconds).to.be.at.least(before + after);
+    // Liveness must not restart a draining pod (/healthcheck is 503 for the whole drain).
+    const l = container.livenessProbe as Obj;
+    expect(l.periodSeconds * l.failureThreshold).to.be.greaterThan(before + after);
+  });
+
+  it('mounts the ConfigMap where --config points', () => {
+    const args = container.args as string[];
+    const file = args[args.indexOf('--config') + 1] as string;
+    const mount = (container.volumeMounts as Obj[]).find((m) => file.startsWith(`${m.mountPath}/`)) as Obj;
+    const volume = (pod.volumes as Obj[]).find((v) => v.name === mount.name) as Obj;
+    expect(volume.configMap.name).to.equal('svc-config');
+    expect(file.slice(mount.mountPath.length + 1)).to.equal('svc.yaml');
+  });
+
+  it('every pod runs as non-root without privilege escalation', () => {
+    for (const name of ['Deployment/svc', 'Deployment/svc-redis']) {
+      const spec = (all.get(name) as Obj).spec.template.spec as Obj;
+      expect(spec.securityContext.runAsNonRoot, name).to.equal(true);
+      expect(spec.securityContext.runAsUser, name).to.be.greaterThan(0);
+      for (const c of spec.containers as Obj[]) {
+        expect(c.securityContext.allowPrivilegeEscalation, `${name} ${c.name}`).to.equal(false);
+        expect(c.securityContext.capabilities.drop, `${name} ${c.name}`).to.include('ALL');
+      }
+    }
+  });
+});
+
+describe('Dockerfile', () => {
+  const text = readFileSync(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8');
+  const lines = text.split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
+  const stages = text.split(/^FROM /m).slice(1);
+  const runtime = stages[stages.length - 1] as string;
+  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
+
+  it('is multi-stage and every stage uses the Node major of package.json engines', () => {
+    const major = semver.minVersion(pkg.engines.node)?.major;
+    const froms = lines.filter((l) => l.startsWith('FROM '));
+    expect(froms.length).to.be.at.least(2);
+    for (const f of froms) expect(f, f).to.match(new RegExp(`^FROM node:${major}[-.\\s]`));
+  });
+
+  it('the runtime stage installs production dependencies only, runs as non-root, starts `svc start` and checks /healthcheck', () => {
+    expect(runtime).to.match(/RUN npm ci --omit=dev\b/);
+    const user = /^USER\s+(\S+)/m.exec(runtime)?.[1];
+    expect(user).to.be.a('string');
+    expect(['root', '0']).to.not.include(user);
+    expect(runtime.indexOf('USER ')).to.be.lessThan(runtime.indexOf('ENTRYPOINT'));
+    const entry = JSON.parse(/^ENTRYPOINT\s+(\[.*\])$/m.exec(runtime)?.[1] ?? '[]') as string[];
+    expect(entry).to.deep.equal(['node', 'bin/svc.js', 'start']);
+    expect(runtime).to.match(new RegExp(`HEALTHCHECK[\\s\\S]*127\\.0\\.0\\.1:${coreDefault('server', 'httpPort')}/healthcheck`));
+    expect(runtime).to.match(new RegExp(`EXPOSE ${coreDefault('server', 'httpPort')} ${coreDefault('metrics', 'port')}`));
+  });
+
+  it('the runtime stage copies what `npm pack` ships (dist/ and bin/svc.js)', async function () {
+    this.timeout(120_000); // a first build when dist/ is stale; otherwise ~1 s
+    await ensureBuilt();
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: PACKAGE_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const files = ((JSON.parse(out) as { files: { path: string }[] }[])[0]?.files ?? []).map((f) => f.path);
+    expect(files).to.include.members(['bin/svc.js', 'dist/bin/svc.js', 'dist/core/proxy.js', 'dist/package.json', 'package.json']);
+    expect(runtime).to.match(/^COPY --from=build \/src\/dist \.\/dist$/m);
+    for (const f of files.filter((x) => !x.startsWith('dist/') && x !== 'README.md')) {
+      expect(runtime, `runtime stage copies ${f}`).to.match(new RegExp(`^COPY .*\\b${f.replace(/[.]/g, '\\.')}\\b`, 'm'));
+    }
+  });
+});
