@@ -9,6 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import semver from 'semver';
@@ -133,7 +134,7 @@ describe('Dockerfile', () => {
   const lines = text.split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
   const stages = text.split(/^FROM /m).slice(1);
   const runtime = stages[stages.length - 1] as string;
-  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
+  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; dependencies: Record<string, string> };
 
   it('is multi-stage and every stage uses the Node major of package.json engines', () => {
     const major = semver.minVersion(pkg.engines.node)?.major;
@@ -164,5 +165,29 @@ describe('Dockerfile', () => {
     for (const f of files.filter((x) => !x.startsWith('dist/') && x !== 'README.md')) {
       expect(runtime, `runtime stage copies ${f}`).to.match(new RegExp(`^COPY .*\\b${f.replace(/[.]/g, '\\.')}\\b`, 'm'));
     }
+  });
+
+  it('the compiled code imports only production dependencies (what `npm ci --omit=dev` installs)', async function () {
+    this.timeout(120_000); // a first build when dist/ is stale
+    await ensureBuilt();
+    const used = new Set<string>();
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (e.name.endsWith('.js')) {
+          // Static imports and literal dynamic imports; bin/svc.js's optional tsx is resolved, not imported by name.
+          for (const m of readFileSync(p, 'utf8').matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s+)['"]([^'"./][^'"]*)['"]/gm)) {
+            const spec = m[1] as string;
+            if (isBuiltin(spec)) continue;
+            used.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string));
+          }
+        }
+      }
+    };
+    walk(join(PACKAGE_ROOT, 'dist'));
+    expect(used.size).to.be.greaterThan(5);
+    const missing = [...used].filter((name) => !(name in pkg.dependencies));
+    expect(missing, 'imported by dist/ but not in dependencies').to.deep.equal([]);
   });
 });
