@@ -82,7 +82,7 @@ function lookupUser(name: string): { uid: number; gid: number } {
     .find((l) => l.startsWith(`${name}:`));
   const f = line?.split(':');
   if (!f || f.length < 4) {
-    throw new Error(`user '${name}' does not exist: install Debian's postgresql package (as .ci/run does)`);
+    throw new Error(`user '${name}' does not exist: run node scripts/provision.mjs, or as root apt-get install -y --no-install-recommends postgresql`);
   }
   return { uid: Number(f[2]), gid: Number(f[3]) };
 }
@@ -129,7 +129,7 @@ export async function startPostgres(): Promise<PostgresHandle> {
     const initdb = [bin('initdb'), '-D', dir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-locale', '--no-sync'];
     const hint = binDir
       ? ''
-      : ` (no ${DEBIAN_PG_ROOT}/*/bin/postgres, so initdb was looked up on PATH: install Debian's postgresql package, as .ci/run does)`;
+      : ` (no ${DEBIAN_PG_ROOT}/*/bin/postgres, so initdb was looked up on PATH: run node scripts/provision.mjs, or as root apt-get install -y --no-install-recommends postgresql)`;
     if (user) await run('runuser', ['-u', 'postgres', '--', ...initdb], dir, 60_000, hint);
     else await run(initdb[0]!, initdb.slice(1), dir, 60_000, hint);
   } catch (e) {
@@ -214,7 +214,7 @@ async function startOnce(
       await kill();
       const hint =
         (watch.spawnError as NodeJS.ErrnoException).code === 'ENOENT'
-          ? ' (not found: install Debian\'s postgresql package, as .ci/run does)'
+          ? ' (not found: run node scripts/provision.mjs, or as root apt-get install -y --no-install-recommends postgresql)'
           : '';
       throw new Error(`postgres failed to start: ${watch.spawnError.message}${hint}`);
     }

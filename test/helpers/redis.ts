@@ -3,7 +3,8 @@
  *
  * The server listens on 127.0.0.1 only, on a free port, with no persistence (`--save ''
  * --appendonly no`) and its working directory in a fresh temp dir. `redis-server` must be on
- * PATH (`.ci/run` installs Debian's `redis-server` when it is missing). A server that cannot
+ * PATH (`npm test`'s set-up step, scripts/provision.mjs, installs Debian's `redis-server` when
+ * it is missing). A server that cannot
  * start is an Error, never a skip: a suite that needs Redis fails without it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -142,7 +143,7 @@ async function startOnce(port: number): Promise<RedisHandle> {
       await stop();
       const hint =
         (watch.spawnError as NodeJS.ErrnoException).code === 'ENOENT'
-          ? ' (not on PATH: install Debian\'s redis-server, as .ci/run does)'
+          ? ' (not on PATH: run `node scripts/provision.mjs`, or `apt-get install -y --no-install-recommends redis-server` as root)'
           : '';
       throw new Error(`redis-server failed to start: ${watch.spawnError.message}${hint}`);
     }
