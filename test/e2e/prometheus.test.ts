@@ -46,6 +46,8 @@ describe('e2e: Grafana dashboard and Prometheus alert rules on a real Prometheus
     // The test copy: `for:` and range windows shortened so a killed upstream fires within seconds.
     const testRules = (await readFile(RULES, 'utf8')).replace(/for: \S+/g, 'for: 0s').replace(/\[(1m|5m)\]/g, '[5s]');
     [a, b] = await Promise.all([startAnvil(), startAnvil()]);
+    // anvil's finalized block trails latest by 64: with 120 blocks, 0..56 are finalized (cacheable).
+    await Promise.all([a, b].map((n) => n.rpc('anvil_mine', ['0x78'])));
     svc = await startSvc({
       metrics: { enabled: true, port: 0 },
       projects: [
@@ -80,10 +82,11 @@ describe('e2e: Grafana dashboard and Prometheus alert rules on a real Prometheus
           call('eth_blockNumber', []),
           call('eth_chainId', []),
           call('eth_getBalance', [`0x${(i + 1).toString(16).padStart(40, '0')}`, 'latest']),
-          call('eth_getBlockByNumber', ['0x0', false]),
+          call('eth_getBlockByNumber', ['0xa', false]), // finalized: a miss, then cache hits
         ]);
       }
     };
+    await waitFor(async () => (await prom.query('svc_upstream_finalized_block > 0')).length === 2, 8000);
     // Load over three seconds so every counter has several 1-s samples inside the 10-s windows.
     for (let s = 0; s < 3; s++) {
       await load();
@@ -107,10 +110,9 @@ describe('e2e: Grafana dashboard and Prometheus alert rules on a real Prometheus
       } else needFault.push(`${title}: ${metricsOf(expr).filter((m) => !present.has(m)).join(', ')}`);
     }
     console.log(`      dashboard queries with data: ${withData.length}/${queries.length}; needing a fault or feature to have data:\n        ${needFault.join('\n        ')}`);
-    // Traffic, latency, cache misses, selection, chain state and process panels have data here (hits need
-    // a cacheable finalized answer: anvil finalizes nothing without blocks, see the list above).
+    // Traffic, latency, cache, selection, chain state and process panels all have data here.
     expect(withData.length).to.be.at.least(20);
-    for (const title of ['Requests/s by network', 'Network latency p50/p95/p99', 'Upstream latency p50/p95/p99', 'Head lag (blocks)', 'CPU per process']) expect(withData).to.include(title);
+    for (const title of ['Requests/s by network', 'Network latency p50/p95/p99', 'Upstream latency p50/p95/p99', 'Cache hit ratio by policy', 'Head lag (blocks)', 'CPU per process']) expect(withData).to.include(title);
     for (const r of rules) await prom.query(r.expr);
   });
 
@@ -122,6 +124,9 @@ describe('e2e: Grafana dashboard and Prometheus alert rules on a real Prometheus
     const firing = (await prom.alerts()).filter((x) => x.labels.alertname === 'SvcUpstreamDown' && x.state === 'firing');
     expect(firing.map((x) => x.labels.upstream)).to.deep.equal(['a']);
     expect(firing[0].labels).to.include({ project: 'main', network: 'evm:31337', severity: 'critical' });
+    // The dashboard's errors-by-name panel now has data, named by the spec's error names.
+    const byName = await prom.query(expand('sum by (error) (rate(svc_upstream_request_errors_total{network=~"$network", upstream=~"$upstream"}[$__rate_interval]))'));
+    expect(byName.map((x) => x.metric.error)).to.include('ErrEndpointServerSideException');
     // Calls still succeed through the other upstream.
     expect((await call('eth_chainId', [])).json.result).to.equal('0x7a69');
   });
