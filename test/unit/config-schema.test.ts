@@ -7,7 +7,7 @@
  * key, as `svc validate` does.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
@@ -68,6 +68,20 @@ describe('svc config schema', () => {
     expect(validate(quickStart), JSON.stringify(validate.errors)).to.equal(true);
     const cm = parseYaml(readFileSync(join(PACKAGE_ROOT, 'deploy', 'kubernetes', 'configmap.yaml'), 'utf8')) as { data: { 'svc.yaml': string } };
     expect(validate(parseYaml(cm.data['svc.yaml'])), JSON.stringify(validate.errors)).to.equal(true);
+  });
+
+  it('validates every YAML config example of README.md and docs/ as written', () => {
+    const pages = [join(PACKAGE_ROOT, 'README.md')];
+    const docs = join(PACKAGE_ROOT, 'docs');
+    if (existsSync(docs)) pages.push(...readdirSync(docs, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.md')).map((f) => join(docs, f)));
+    let n = 0;
+    for (const page of pages) {
+      for (const [i, m] of [...readFileSync(page, 'utf8').matchAll(/```yaml\n([\s\S]*?)```/g)].entries()) {
+        n++;
+        expect(validate(parseYaml(m[1] as string)), `${page} yaml example #${i + 1}: ${JSON.stringify(validate.errors)}`).to.equal(true);
+      }
+    }
+    expect(n).to.be.greaterThan(5);
   });
 
   it('accepts ${VAR} where svc expands it (ports, booleans, endpoints) and rejects wrong types', () => {
