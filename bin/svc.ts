@@ -145,7 +145,7 @@ async function start(file: string | undefined, port: number | undefined, metrics
     }
     stopping = true;
     const s = proxy.config.server;
-    logger.info({ signal, waitBeforeShutdownMs: s.waitBeforeShutdownMs, waitAfterShutdownMs: s.waitAfterShutdownMs }, 'draining: healthcheck is 503, calls still served until waitBeforeShutdown');
+    logger.info({ signal, waitBeforeShutdownMs: s.waitBeforeShutdownMs, waitAfterShutdownMs: s.waitAfterShutdownMs }, `draining: healthcheck is 503, calls still served until waitBeforeShutdown; send ${signal} again (Ctrl-C) to exit at once`);
     proxy.shutdown().then(
       () => {
         logger.info('drained: exiting');

@@ -271,6 +271,7 @@ export class Proxy implements PluginHost {
     ).catch((e: unknown) => {
       clearTimeout(t);
       if (this.closed || u.state === 'failed') return;
+      u.probeFailures++;
       const base = this.opts.probeBackoffMs ?? 1000;
       const delay = Math.min(30_000, base * 2 ** Math.min(tries, 10));
       this.logger.warn({ project: project.id, upstream: u.id, err: (e as Error).message, retryInMs: delay }, `upstream ${u.id} chain id probe failed`);

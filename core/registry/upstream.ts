@@ -30,6 +30,11 @@ export class Upstream {
   chainId?: number;
   /** Verification state; only `ready` (or `probing` with a configured chain id) serves. */
   state: UpstreamState;
+  /**
+   * `eth_chainId` probes of this upstream that failed so far (each is retried with backoff): the
+   * providers plugin stops holding a chain's first request once every generated upstream failed one.
+   */
+  probeFailures = 0;
   /** Plugin-owned fields of this upstream, by slot (core/slots.ts), e.g. `SYNCING` of the evm-state plugin. */
   readonly slots = new Map<symbol, unknown>();
   /** The composed sender: the `upstream` hook's wrappers around {@link transport}. */

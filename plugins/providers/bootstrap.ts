@@ -44,9 +44,14 @@ export interface Vendor {
    * @throws anything on a bootstrap failure (retried with backoff)
    */
   upstreamsFor(chainId: number, settings: Record<string, unknown>, provider: { id: string; logger: Logger }): Promise<VendorUpstream[]>;
+  /**
+   * Optional: what the vendor will contact with these settings, in a few words (e.g. the
+   * repository vendor's catalog URL, redacted), for the zero-config start-up log line.
+   */
+  describe?(settings: Record<string, unknown>): string;
 }
 
-type TaskState = { kind: 'running'; promise: Promise<void> } | { kind: 'done' } | { kind: 'failed'; failures: number };
+type TaskState = { kind: 'running'; promise: Promise<void> } | { kind: 'done' } | { kind: 'failed'; failures: number; error: string };
 
 /** The tasks of one project. */
 export class ProjectBootstrap {
@@ -84,6 +89,19 @@ export class ProjectBootstrap {
     return this.eligible(`evm:${chainId}`).some((p) => this.tasks.get(`${p.id}\0${chainId}`)?.kind === 'running');
   }
 
+  /**
+   * Why the failed tasks of a chain failed, one `provider <id>: <error>` entry each (empty when
+   * none failed): what the first request is told when no provider produced an upstream.
+   */
+  failures(chainId: number): string[] {
+    const out: string[] = [];
+    for (const p of this.eligible(`evm:${chainId}`)) {
+      const t = this.tasks.get(`${p.id}\0${chainId}`);
+      if (t?.kind === 'failed') out.push(`provider ${p.id}: ${t.error}`);
+    }
+    return out;
+  }
+
   /** Stops background retries. */
   close(): void {
     this.closed = true;
@@ -102,7 +120,7 @@ export class ProjectBootstrap {
       })
       .catch((e: unknown) => {
         const n = failures + 1;
-        this.tasks.set(key, { kind: 'failed', failures: n });
+        this.tasks.set(key, { kind: 'failed', failures: n, error: (e as Error)?.message ?? String(e) });
         if (this.closed) return;
         const delay = Math.min(BOOTSTRAP_MAX_RETRY_MS, BOOTSTRAP_FIRST_RETRY_MS * BOOTSTRAP_BACKOFF_FACTOR ** (n - 1));
         this.host.logger.warn({ project: this.project.id, provider: p.id, chainId, err: (e as Error).message, retryInMs: Math.round(delay) }, `provider ${p.id} could not bootstrap evm:${chainId}`);

@@ -7,14 +7,17 @@
  *   and waits, polling every 200 ms for up to 30 s (never past the request's deadline), until
  *   an upstream of that chain is ready;
  *   once every task finished without one it answers "not served" (HTTP 404
- *   `ErrNetworkNotSupported`). Networks declared in config bootstrap at start-up, in the
- *   background.
+ *   `ErrNetworkNotSupported`), naming why when a task failed (a catalog that cannot be fetched);
+ *   it also stops waiting, with the same error, once every generated upstream failed its first
+ *   `eth_chainId` probe (offline), rather than holding the request for 30 s. Networks declared
+ *   in config bootstrap at start-up, in the background.
  * - Vendors are plugins: they register with the `providers` service ({@link ProvidersService}).
  * - Zero-config (`config` hook): a project with no providers and no upstreams gets the `public`
  *   provider (vendor `repository`), and `hyper` when a vendor of that name is registered, with a
- *   warning. An explicitly empty `providers: []` does not prevent it.
+ *   warning naming what they contact and how to turn it off. An explicitly empty `providers: []`
+ *   does not prevent it (spec §2.10): upstreams, a provider, or a preset without this plugin do.
  */
-import { PluginContractError, type Network, type Plugin, type PluginHost, type Project, type ResolvedConfig } from '../../core/plugin-api.ts';
+import { ErrNetworkNotSupported, PluginContractError, redactText, type Network, type Plugin, type PluginHost, type Project, type ResolvedConfig } from '../../core/plugin-api.ts';
 import { ProjectBootstrap, type Vendor } from './bootstrap.ts';
 import { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, providersSchema } from './schema.ts';
 
@@ -83,16 +86,17 @@ export function providersPlugin(): Plugin {
         const chainId = Number(m[1]);
         if (!Number.isSafeInteger(chainId) || chainId <= 0) return undefined;
         b.start(chainId);
-        // Up to 30 s, never past the waiting request's own deadline (spec §8).
+        // Up to 30 s, never past the waiting request's own deadline (spec §8); an upstream whose
+        // probe failed once is not waited for (offline, a dead endpoint): its retries run on.
         const until = Math.min(Date.now() + FIRST_REQUEST_WAIT_MS, deadline);
         for (;;) {
           const n = project.networks.get(networkId);
           if (n?.upstreams.some((u) => u.state === 'ready')) return n;
-          if ((!b.running(chainId) && !n?.upstreams.some((u) => u.state === 'probing')) || Date.now() >= until || host.isClosed) break;
+          if ((!b.running(chainId) && !n?.upstreams.some((u) => u.state === 'probing' && u.probeFailures === 0)) || Date.now() >= until || host.isClosed) break;
           await new Promise((r) => setTimeout(r, FIRST_REQUEST_POLL_MS));
         }
         const n = project.networks.get(networkId);
-        return n && n.upstreams.length > 0 ? n : undefined;
+        return notServedYet(project, networkId, n, b.running(chainId) ? [] : b.failures(chainId));
       });
 
       host.hooks.shutdown.tapPromise('providers', async () => {
@@ -101,6 +105,27 @@ export function providersPlugin(): Plugin {
       });
     },
   };
+}
+
+/**
+ * What the first request for a chain gets once the wait is over: the network when one of its
+ * upstreams serves or may still pass its probe; `undefined` (the core's generic HTTP 404) when no
+ * provider offered the chain.
+ * @throws ErrNetworkNotSupported (HTTP 404) naming why, at once, when a bootstrap task failed
+ *   (e.g. the catalog cannot be fetched) and produced nothing, or when every upstream the
+ *   providers generated failed its `eth_chainId` probe; bootstrap and probes keep retrying
+ *   in the background, so a later call can succeed
+ */
+function notServedYet(project: Project, networkId: string, n: Network | undefined, failures: readonly string[]): Network | undefined {
+  const ups = n?.upstreams ?? [];
+  if (ups.some((u) => u.state === 'ready' || (u.state === 'probing' && u.probeFailures === 0))) return n;
+  if (ups.length > 0) {
+    throw new ErrNetworkNotSupported(
+      redactText(`network ${networkId} of project ${project.id} has no reachable upstream yet: all ${ups.length} upstream(s) its providers generated failed their eth_chainId probe (is this host offline?)${failures.length ? `; ${failures.join('; ')}` : ''}; retrying in the background`),
+    );
+  }
+  if (failures.length > 0) throw new ErrNetworkNotSupported(redactText(`network ${networkId} is not served by project ${project.id} yet: ${failures.join('; ')}; retrying in the background`));
+  return undefined;
 }
 
 /**
@@ -119,7 +144,13 @@ function injectZeroConfig(config: ResolvedConfig, vendors: ReadonlyMap<string, V
       .map((x) => ({ ...x, settings: {}, upstreamIdTemplate: DEFAULT_UPSTREAM_ID_TEMPLATE, overrides: {} }));
     if (injected.length === 0) continue;
     p.settings.providers = injected;
-    config.warnings.push(`project ${p.id} has no upstreams and no providers: zero-config, serving public endpoints through provider(s) ${injected.map((x) => x.id).join(', ')} (spec §2.10)`);
+    const what = injected.map((x) => {
+      const d = vendors.get(x.vendor)?.describe?.(x.settings);
+      return `${x.id} (vendor ${x.vendor}${d ? `: ${d}` : ''})`;
+    });
+    config.warnings.push(
+      `project ${p.id} has no upstreams and no providers: zero-config, serving any chain id on /evm/<chainId> from the public providers ${what.join(', ')}, created on the first request for each chain (spec §2.10). To turn this off, give the project upstreams (svc start ENDPOINT..., or upstreams in the config file) or providers of its own (an empty providers: [] does not turn it off), or run a preset without the providers plugin (--preset minimal)`,
+    );
   }
   return config;
 }

@@ -12,11 +12,13 @@
  *   SHA-256 of the endpoint>` (the path, which may hold a key, never appears), with
  *   `autoIgnoreUnsupportedMethods: true`.
  * - Offline fallback: when the catalog cannot be fetched, the public RPC URLs viem ships in
- *   `viem/chains` serve the common chains; a warning names the fallback once.
+ *   `viem/chains` serve the common chains; a warning names the fallback once. For a chain viem
+ *   does not know either, the bootstrap fails with "endpoints catalog <url> unreachable" (retried
+ *   in the background), which the first request for it is told at once.
  */
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
-import { PluginContractError, type Logger, type Plugin, type PluginHost } from '../../core/plugin-api.ts';
+import { PluginContractError, redactUrl, type Logger, type Plugin, type PluginHost } from '../../core/plugin-api.ts';
 
 /** The public eRPC endpoints catalog (spec §2.10 `{catalog_url}`). */
 export const DEFAULT_REPOSITORY_URL = 'https://evm-public-endpoints.erpc.cloud';
@@ -98,6 +100,9 @@ class CatalogSource {
     private readonly recheckMs: number,
   ) {}
 
+  /** Why the last fetch failed, while no catalog was ever fetched. */
+  lastError?: string;
+
   /** The catalog, or undefined when it cannot be fetched (the caller falls back). */
   async get(logger: Logger): Promise<Catalog | undefined> {
     if (this.cached && Date.now() - this.cached.at < this.recheckMs) return this.cached.catalog;
@@ -107,9 +112,11 @@ class CatalogSource {
     try {
       const catalog = await this.inflight;
       this.cached = { at: Date.now(), catalog };
+      this.lastError = undefined;
       return catalog;
     } catch (e) {
       if (this.cached) return this.cached.catalog;
+      this.lastError = (e as Error).message;
       if (!this.warnedFallback) {
         this.warnedFallback = true;
         logger.warn({ catalog: this.url, err: (e as Error).message }, 'repository vendor: the endpoints catalog cannot be fetched; falling back to the public RPC URLs shipped in viem/chains');
@@ -153,16 +160,21 @@ export function repositoryVendorPlugin(opts: RepositoryVendorOptions = {}): Plug
       const recheckMs = opts.recheckIntervalMs ?? DEFAULT_RECHECK_INTERVAL_MS;
       const providers = host.services.get<{ registerVendor(v: unknown): void }>('providers');
       if (!providers) throw new PluginContractError('vendor-repository needs the providers plugin');
+      const urlOf = (settings: Record<string, unknown>): string => (typeof settings.repositoryUrl === 'string' && settings.repositoryUrl) || (opts.env ?? process.env)[REPOSITORY_URL_ENV] || DEFAULT_REPOSITORY_URL;
       providers.registerVendor({
         name: 'repository',
         async upstreamsFor(chainId: number, settings: Record<string, unknown>, provider: { logger: Logger }) {
-          const env = opts.env ?? process.env;
-          const url = (typeof settings.repositoryUrl === 'string' && settings.repositoryUrl) || env[REPOSITORY_URL_ENV] || DEFAULT_REPOSITORY_URL;
+          const url = urlOf(settings);
           let source = sources.get(url);
           if (!source) sources.set(url, (source = new CatalogSource(url, recheckMs)));
           const catalog = await source.get(provider.logger);
-          return offers(catalog ? (catalog.get(chainId) ?? []) : await viemEndpoints(chainId));
+          if (catalog) return offers(catalog.get(chainId) ?? []);
+          const fallback = offers(await viemEndpoints(chainId));
+          // Neither the catalog nor viem: a failed bootstrap (retried), so the caller is told why.
+          if (fallback.length === 0) throw new Error(`endpoints catalog ${redactUrl(url)} unreachable (${source.lastError ?? 'fetch failed'}) and viem/chains lists no public RPC for chain ${chainId}`);
+          return fallback;
         },
+        describe: (settings: Record<string, unknown>) => `endpoints catalog ${redactUrl(urlOf(settings))}, else viem/chains public RPCs`,
       });
     },
   };

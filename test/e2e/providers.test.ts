@@ -207,8 +207,10 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
       expect(list.length).to.be.greaterThan(0);
       for (const u of list) expect(u.endpoint).to.match(/^https?:\/\//);
       expect(warnings.some((w) => w.includes('viem/chains'))).to.equal(true);
-      // The unknown-to-viem chain has no fallback.
-      expect(await vendor!.upstreamsFor(987654321, {}, { id: 'public', logger: spyLogger })).to.deep.equal([]);
+      // The unknown-to-viem chain has no fallback: a bootstrap failure (retried) saying why.
+      let err: unknown;
+      await vendor!.upstreamsFor(987654321, {}, { id: 'public', logger: spyLogger }).catch((e: unknown) => (err = e));
+      expect(String(err)).to.include(`endpoints catalog ${closed} unreachable`);
     });
   });
 
