@@ -114,7 +114,7 @@ export async function memoryScenario(): Promise<string> {
     await up.stop();
   }
   const batchTable = batchRow ? `\n\n${markdownTable(['Case', 'idle RSS MiB', 'peak RSS MiB', 'peak ÷ idle', 'target'], [batchRow])}` : '';
-  return `### Memory: large bodies and large answers (issue #8 item 5)
+  return `### Memory: large bodies and large answers (hostile-input limits)
 
 Peak RSS added to the serving process (Linux VmHWM after a reset, minus the RSS at reset), with the size multiple. Target for svc: one request or one answer adds at most 4× its size.
 

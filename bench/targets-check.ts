@@ -24,13 +24,13 @@ interface Target {
 }
 
 const TARGETS: Target[] = [
-  { name: 'svc single CPU/req ÷ min forwarder (issue #11 item 1)', of: ['svc', 'fwd'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 1.5, kind: 'at most' },
-  { name: 'svc minimal preset CPU/req ÷ min forwarder (issue #11 item 1)', of: ['svc-minimal', 'fwd'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 1.25, kind: 'at most' },
-  { name: 'svc single req/s ÷ min forwarder (issue #11 item 1)', of: ['svc', 'fwd'], value: (a, b) => a.rps / b.rps, bound: 0.85, kind: 'at least' },
-  { name: 'svc batch10, upstream supportsBatch, CPU/req ÷ min forwarder batch10 (issue #11 item 2)', of: ['svc-batch-ob', 'fwd-batch'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 4, kind: 'at most' },
-  { name: 'svc batch10 CPU per call ÷ svc single CPU/req (issue #11 item 2)', of: ['svc-batch', 'svc'], value: (a, b) => a.cpuPerCall / b.cpuPerReq, bound: 0.8, kind: 'at most' },
-  { name: 'svc single peak RSS ÷ min forwarder (issue #11 item 3)', of: ['svc', 'fwd'], value: (a, b) => a.peakRssMiB / b.peakRssMiB, bound: 1.3, kind: 'at most' },
-  { name: 'memory cache hit req/s ÷ bare node:http (issues #10 item 7, #11 item 4)', of: ['svc-cache', 'http'], value: (a, b) => a.rps / b.rps, bound: 0.5, kind: 'at least' },
+  { name: 'svc single CPU/req ÷ min forwarder', of: ['svc', 'fwd'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 1.5, kind: 'at most' },
+  { name: 'svc minimal preset CPU/req ÷ min forwarder', of: ['svc-minimal', 'fwd'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 1.25, kind: 'at most' },
+  { name: 'svc single req/s ÷ min forwarder', of: ['svc', 'fwd'], value: (a, b) => a.rps / b.rps, bound: 0.85, kind: 'at least' },
+  { name: 'svc batch10, upstream supportsBatch, CPU/req ÷ min forwarder batch10', of: ['svc-batch-ob', 'fwd-batch'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 4, kind: 'at most' },
+  { name: 'svc batch10 CPU per call ÷ svc single CPU/req', of: ['svc-batch', 'svc'], value: (a, b) => a.cpuPerCall / b.cpuPerReq, bound: 0.8, kind: 'at most' },
+  { name: 'svc single peak RSS ÷ min forwarder', of: ['svc', 'fwd'], value: (a, b) => a.peakRssMiB / b.peakRssMiB, bound: 1.3, kind: 'at most' },
+  { name: 'memory cache hit req/s ÷ bare node:http', of: ['svc-cache', 'http'], value: (a, b) => a.rps / b.rps, bound: 0.5, kind: 'at least' },
 ];
 
 /**

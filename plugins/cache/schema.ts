@@ -97,7 +97,7 @@ export const cacheSchema: { root: TProperties } = {
               connectors: Type.Optional(Type.Array(connector, { default: [], description: 'storage tiers' })),
               policies: Type.Optional(Type.Array(policy, { default: [], description: 'what is cached where, in order; no policies = no caching' })),
             },
-            { description: 'JSON-RPC response cache (issue #10); unset = a 256 MiB in-memory cache of finalized (forever), unfinalized (10s) and realtime (2s) answers' },
+            { description: 'JSON-RPC response cache; unset = a 256 MiB in-memory cache of finalized (forever), unfinalized (10s) and realtime (2s) answers' },
           ),
         ),
       },

@@ -27,7 +27,7 @@ export const evmStateSchema: SchemaFragment = {
   upstreamEvm: {
     statePollerInterval: Duration({
       default: '30s',
-      description: 'how often the state poller reads latest/finalized blocks and eth_syncing from this upstream, through its own failsafe chain (issue #4 item 1); 0 disables the poller for this upstream (its head is then only learnt from answers)',
+      description: 'how often the state poller reads latest/finalized blocks and eth_syncing from this upstream, through its own failsafe chain; 0 disables the poller for this upstream (its head is then only learnt from answers)',
     }),
   },
   networkEvm: {

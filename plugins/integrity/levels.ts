@@ -44,7 +44,7 @@ export const IntegritySchema = Strict(
       ),
     ),
   },
-  { description: 'integrity checks of block data (issue #14, spec §2.8 #10)' },
+  { description: 'integrity checks of block data (spec §2.8 #10)' },
 );
 
 /** `networks[].integrity` as written in config. */

@@ -70,7 +70,7 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
       });
       const callDuration = new DeferredHistogram(reg, {
         name: 'svc_network_request_duration_seconds',
-        help: 'Time from a call being routed to its answer, seconds, per network, method and finality (issue #12 item 6)',
+        help: 'Time from a call being routed to its answer, seconds, per network, method and finality',
         labelNames: ['project', 'network', 'category', 'finality'],
         buckets: BUCKETS,
       });

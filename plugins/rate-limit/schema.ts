@@ -47,7 +47,7 @@ export const rateLimitSchema: SchemaFragment = {
         ),
         budgets: Type.Optional(Type.Array(budget, { default: [] })),
       },
-      { description: 'issue #13 item 5: budgets attached by id to auth strategies, API keys, projects, networks and upstreams' },
+      { description: 'rate-limit budgets attached by id to auth strategies, API keys, projects, networks and upstreams' },
     ),
   },
   project: { rateLimitBudget: budgetRef },

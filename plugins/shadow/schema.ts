@@ -18,7 +18,7 @@ export const shadowSchema: SchemaFragment = {
           Type.String({ minLength: 1, maxLength: MAX_SHADOW_METHODS_LENGTH, default: '*', description: 'method globs copied, `|`-separated (`eth_get*|eth_call`); writes are never copied' }),
         ),
       },
-      { description: 'spec §3.1, issue #14: a shadow upstream never serves clients; a sampled copy of answered calls is sent to it and compared with the served answer (`svc_shadow_comparison_total`)' },
+      { description: 'spec §3.1: a shadow upstream never serves clients; a sampled copy of answered calls is sent to it and compared with the served answer (`svc_shadow_comparison_total`)' },
     ),
   },
 };

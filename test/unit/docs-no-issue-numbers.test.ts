@@ -1,0 +1,71 @@
+/**
+ * User docs speak of features, never of internal issue numbers: README.md, every docs/*.md,
+ * bench/RESULTS.md (written by `npm run bench`) and every `description` of the config schema
+ * that `svc config schema` prints for the default preset (the descriptions also become the
+ * README's generated config reference and editors' hover text) must not cite `issue #<n>` or
+ * `issues #…`. Code comments may keep their history references.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { editorConfigSchema } from '../../core/config/editor-schema.ts';
+import type { SchemaFragment } from '../../core/config/schema.ts';
+import { PACKAGE_ROOT } from '../../core/version.ts';
+import { defaultPreset } from '../../presets/default.ts';
+
+/** An internal issue reference: `issue #12`, `Issue #3`, `issues #10 and #11`. */
+const ISSUE_REF = /\bissue #\d+|\bissues #/i;
+
+/**
+ * The lines of a text that cite an issue number, as `line N: text`.
+ * @param text a markdown document
+ */
+function offendingLines(text: string): string[] {
+  return text.split('\n').flatMap((line, i) => (ISSUE_REF.test(line) ? [`line ${i + 1}: ${line.trim()}`] : []));
+}
+
+/**
+ * Every `description` string in a JSON Schema document, with its JSON path.
+ * @param node a schema (sub)document
+ * @param path the JSON path of `node`
+ * @param out accumulator of `[path, description]` pairs
+ */
+function descriptions(node: unknown, path: string, out: [string, string][]): [string, string][] {
+  if (Array.isArray(node)) node.forEach((v, i) => descriptions(v, `${path}[${i}]`, out));
+  else if (node !== null && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node)) {
+      if (k === 'description' && typeof v === 'string') out.push([path, v]);
+      else descriptions(v, `${path}.${k}`, out);
+    }
+  }
+  return out;
+}
+
+describe('user docs name features, not internal issue numbers', () => {
+  const docsDir = join(PACKAGE_ROOT, 'docs');
+  const pages = [
+    'README.md',
+    'bench/RESULTS.md',
+    ...readdirSync(docsDir).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`),
+  ];
+
+  it('the pattern catches the forms used before (sanity check of the test itself)', () => {
+    expect(offendingLines('fails over (issue #8): each')).to.have.length(1);
+    expect(offendingLines('targets of Issues #10 and #11')).to.have.length(1);
+    expect(offendingLines('spec §2.8 #10, a tissue #4 item')).to.have.length(0);
+  });
+
+  for (const page of pages) {
+    it(`${page} cites no issue number`, () => {
+      expect(offendingLines(readFileSync(join(PACKAGE_ROOT, page), 'utf8')), page).to.deep.equal([]);
+    });
+  }
+
+  it('no description of the default preset\'s config schema (`svc config schema`) cites an issue number', () => {
+    const fragments = defaultPreset().flatMap((p) => (p.schema ? [p.schema as SchemaFragment] : []));
+    const all = descriptions(editorConfigSchema(fragments), '$', []);
+    expect(all.length, 'the schema has descriptions').to.be.greaterThan(50);
+    const bad = all.filter(([, d]) => ISSUE_REF.test(d)).map(([p, d]) => `${p}: ${d}`);
+    expect(bad).to.deep.equal([]);
+  });
+});
