@@ -27,7 +27,7 @@ import { startPostgres, type PostgresHandle } from '../helpers/postgres.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
 import { httpRequest, waitFor, type SvcResponse } from '../helpers/svc.ts';
 import { CHAIN, CONTRACTS, GENESIS_TIMESTAMP, MAIN, NODE_IDS, SECRETS, START_BLOCKS, TIERS, deploymentConfig, type Tier } from './config.ts';
-import { postgresPids, postmasterPid } from './processes.ts';
+import { postgresPids, postmasterPid } from '../helpers/postgres-processes.ts';
 
 export { waitFor, type SvcResponse };
 

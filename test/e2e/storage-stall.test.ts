@@ -10,17 +10,15 @@
  * - (d) after SIGCONT every breaker closes after its back-off and the tiers serve again (hits);
  * - (e) `svc_storage_breaker_*` metrics and one log line per edge.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
-import pg from 'pg';
 import { pino } from 'pino';
 import { createProxy, type Proxy } from '../../core/proxy.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startPostgres, type PostgresHandle } from '../helpers/postgres.ts';
+import { postgresPids, postmasterPid } from '../helpers/postgres-processes.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
 import { httpRequest, waitFor, type SvcResponse } from '../helpers/svc.ts';
 
@@ -30,32 +28,6 @@ const ALT_KEY = 'k_alt_0123456789abcdef0123456789abcdef';
 /** Fast breakers, so the test sees every edge in seconds. */
 const BREAKER = { backoff: '500ms', maxBackoff: '1s' };
 const hex = (n: number) => `0x${n.toString(16)}`;
-
-/** The PostgreSQL server's postmaster pid (the first line of its pid file). */
-async function postmasterPid(url: string): Promise<number> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  const dir = (await client.query<{ d: string }>(`select current_setting('data_directory') as d`)).rows[0]!.d;
-  await client.end();
-  return Number(readFileSync(join(dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-}
-
-/** The postmaster and its children now (one backend per client connection). */
-function postgresPids(postmaster: number): number[] {
-  const children = readdirSync('/proc')
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        // Fields after the command name (which may hold spaces): state, ppid...
-        const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-  return children;
-}
 
 /** The value of one sample of the exposition, or undefined. */
 function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
@@ -85,7 +57,7 @@ describe('e2e: storage tiers that stall (SIGSTOP) do not stall calls', function 
 
   const signal = (sig: 'SIGSTOP' | 'SIGCONT') => {
     // A stopped postmaster forks no new backend: the list taken at SIGSTOP is complete.
-    if (sig === 'SIGSTOP') stopped = [postmaster, ...postgresPids(postmaster), redis.pid];
+    if (sig === 'SIGSTOP') stopped = [...postgresPids(postmaster), redis.pid];
     for (const pid of stopped) {
       try {
         process.kill(pid, sig);

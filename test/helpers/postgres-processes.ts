@@ -1,7 +1,7 @@
 /**
- * The server processes a storage stall stops: the PostgreSQL postmaster and its backends (one
- * per client connection), found through the cluster's pid file and /proc, as in
- * test/e2e/storage-stall.test.ts.
+ * The PostgreSQL processes a storage-stall test stops (SIGSTOP) and resumes: the postmaster and
+ * its backends (one per client connection), found through the cluster's pid file and /proc.
+ * Shared by test/e2e/storage-stall.test.ts and the hostile suite.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
