@@ -26,12 +26,28 @@ export interface DrainTimings {
 }
 
 /**
+ * What a plugin may read of the drain (`PluginHost.lifecycleStatus`): the metrics plugin exports
+ * it on scrape as `svc_server_lifecycle_state`, `svc_server_drain_started_timestamp_seconds` and
+ * `svc_server_inflight_requests` (spec §6), so a drain that outlives its window is visible
+ * without an orchestrator's metrics. Getters only: reading costs nothing on the request path.
+ */
+export interface LifecycleStatus {
+  /** The current state (spec §3.2). */
+  readonly state: LifecycleState;
+  /** HTTP requests on the proxy listener whose response has not closed yet. */
+  readonly requestsInFlight: number;
+  /** Unix time of the drain's start (first SIGTERM/SIGINT), ms; 0 while serving or after a direct close. */
+  readonly drainStartedAtMs: number;
+}
+
+/**
  * Counts the HTTP requests in flight on a server and walks the drain states. One instance per
  * proxy; {@link Drain.run} is idempotent (a second call returns the first one's promise).
  */
-export class Drain {
+export class Drain implements LifecycleStatus {
   private current: LifecycleState = 'serving';
   private inFlight = 0;
+  private startedAt = 0;
   private idle?: () => void;
   private running?: Promise<void>;
 
@@ -43,6 +59,11 @@ export class Drain {
   /** Requests whose answer is not finished yet. */
   get requestsInFlight(): number {
     return this.inFlight;
+  }
+
+  /** Unix time the first {@link Drain.run} began, ms; 0 before (a later signal does not move it). */
+  get drainStartedAtMs(): number {
+    return this.startedAt;
   }
 
   /** Counts a server's requests from now on: +1 at `request`, −1 when its response closes. */
@@ -67,6 +88,7 @@ export class Drain {
    */
   run(timings: DrainTimings, stop: () => Promise<void>): Promise<void> {
     this.running ??= (async () => {
+      this.startedAt = Date.now();
       if (this.current === 'serving') this.current = 'draining';
       await delay(timings.waitBeforeMs);
       this.current = 'closing';

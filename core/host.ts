@@ -15,7 +15,7 @@ import type { Logger } from './logger.ts';
 import type { SchemaFragment } from './config/schema.ts';
 import type { ResolvedConfig, UpstreamInput } from './config/types.ts';
 import type { NetworkChainState } from './evm/state.ts';
-import type { LifecycleState } from './drain.ts';
+import type { LifecycleState, LifecycleStatus } from './drain.ts';
 import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import type { Upstream } from './registry/upstream.ts';
@@ -104,6 +104,11 @@ export interface PluginHost {
    * the healthcheck answers 503); `closing` (new requests refused); `stopped`.
    */
   readonly lifecycle: LifecycleState;
+  /**
+   * The drain in detail, read-only (live getters, nothing copied): state, HTTP requests in flight
+   * and the unix time (ms) the drain began. The metrics plugin exports it on scrape (spec §6).
+   */
+  readonly lifecycleStatus: LifecycleStatus;
   /** Services plugins publish to each other. */
   readonly services: ServiceRegistry;
   /** The chain state of a network (heads, finality, block time), shared by every plugin. */

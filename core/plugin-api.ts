@@ -13,7 +13,7 @@
  * - small tools a plugin needs to honour the rules: linear-time globs, bounded labels.
  */
 export type { Plugin, PluginHost, ServiceRegistry, ListenOverrides } from './host.ts';
-export type { LifecycleState } from './drain.ts';
+export type { LifecycleState, LifecycleStatus } from './drain.ts';
 export { PluginContractError, PluginDependencyError } from './host.ts';
 
 export type {
@@ -40,7 +40,7 @@ export type {
   Identity,
 } from './context.ts';
 
-export { AttemptDoneStage, AttemptStage, CallStage, DirectiveStage, SelectStage, UpstreamStage, ValidateStage } from './stages.ts';
+export { AttemptDoneStage, AttemptStage, CallStage, DirectiveStage, SelectStage, ShutdownStage, UpstreamStage, ValidateStage } from './stages.ts';
 
 export * from './errors.ts';
 export { isPassThrough, toJsonRpcError, wireError, type JsonRpcErrorObject } from './errors-wire.ts';

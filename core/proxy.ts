@@ -14,7 +14,7 @@ import { newExecutionRecord, type CallContext, type HttpRequestInfo } from './co
 import { createHooks, guardObservationHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks } from './hooks.ts';
 import { checkPlugin, PluginContractError, Services, type ListenOverrides, type Plugin, type PluginHost } from './host.ts';
 import { chainStateOf, type NetworkChainState } from './evm/state.ts';
-import { Drain, type LifecycleState } from './drain.ts';
+import { Drain, type LifecycleState, type LifecycleStatus } from './drain.ts';
 import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { BoundedLabel } from './labels.ts';
@@ -379,6 +379,11 @@ export class Proxy implements PluginHost {
   /** Where the proxy is in its life (spec §3.2): `serving`, `draining`, `closing` or `stopped`. */
   get lifecycle(): LifecycleState {
     return this.drain.state;
+  }
+
+  /** The drain's live read-only view: state, requests in flight, drain start (spec §3.2, §6). */
+  get lifecycleStatus(): LifecycleStatus {
+    return this.drain;
   }
 
   /** Stops listening, runs `shutdown` taps, closes pools. Idempotent. */

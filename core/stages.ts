@@ -99,3 +99,12 @@ export const AttemptDoneStage = {
   /** The core health tracker records the attempt before any observer reads scores. */
   HEALTH: -100,
 } as const;
+
+/** `shutdown` hook, in run order (taps without a stage run at 0). */
+export const ShutdownStage = {
+  /**
+   * The metrics listener closes after every other `shutdown` tap (stores, pollers), so a proxy
+   * stuck closing a store still answers `/metrics` in state `stopped` (metrics plugin, spec §6).
+   */
+  METRICS_LISTENER: 1000,
+} as const;

@@ -2,7 +2,8 @@
  * metrics plugin (spec §6, issue #2 item 6).
  * Taps: `attemptDone` (upstream request counters and latency; errors only when charged to the
  * upstream, core/blame.ts `isCharged`), `callDone` (requests received),
- * `listening`/`shutdown` (serves prom-client's registry at `/metrics` on `metrics.port`).
+ * `listening`/`shutdown` (serves prom-client's registry at `/metrics` on `metrics.port`; the
+ * listener closes after every other shutdown tap). Lifecycle gauges: ./lifecycle.ts.
  * Every label taken from client input is bounded: at most 200 methods, 50 agent names and 1000
  * users per process, then `other`, each value cut to 64 characters, so a client cannot blow up
  * `/metrics` (issue #8 item 4).
@@ -10,7 +11,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter } from 'prom-client';
-import { DeferredCounter, DeferredHistogram, isCharged } from '../../core/plugin-api.ts';
+import { DeferredCounter, DeferredHistogram, isCharged, ShutdownStage } from '../../core/plugin-api.ts';
+import { registerLifecycleMetrics } from './lifecycle.ts';
 import { FINALITY, type AttemptRecord, type CallContext } from '../../core/context.ts';
 import type { Plugin, Proxy } from '../../core/proxy.ts';
 import type { PluginHost } from '../../core/host.ts';
@@ -76,6 +78,8 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
       });
       // Process metrics (CPU, RSS, heap, event-loop lag, GC): prom-client's defaults, read on scrape.
       collectDefaultMetrics({ register: reg });
+      // Lifecycle (drain state, drain start, in-flight requests): read from the drain on scrape.
+      registerLifecycleMetrics(reg, proxy.lifecycleStatus);
       const received = new DeferredCounter(reg, {
         name: 'svc_network_request_received_total',
         help: 'Calls received per network',
@@ -155,7 +159,9 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         proxy.services.provide(METRICS_SERVER_SERVICE, server);
         proxy.logger.info({ listen: `http://${mcfg.host}:${(server.address() as AddressInfo).port}`, path: '/metrics' }, 'metrics listening');
       });
-      proxy.hooks.shutdown.tapPromise('metrics', async () => {
+      // Last of the shutdown taps: /metrics answers through draining, closing and stopped, until
+      // the stores and pollers are closed, so a drain stuck anywhere stays visible to the alert.
+      proxy.hooks.shutdown.tapPromise({ name: 'metrics', stage: ShutdownStage.METRICS_LISTENER }, async () => {
         const s = proxy.services.get<Server>(METRICS_SERVER_SERVICE);
         if (s) await new Promise<void>((r) => s.close(() => r()));
       });
