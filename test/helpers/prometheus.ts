@@ -22,6 +22,8 @@ export interface PromSample {
 /** A Prometheus alert as `/api/v1/alerts` lists it. */
 export interface PromAlert {
   labels: Record<string, string>;
+  /** Annotations as rendered by Prometheus's templates. */
+  annotations: Record<string, string>;
   state: 'pending' | 'firing';
   value: string;
 }
@@ -37,6 +39,12 @@ export interface PrometheusHandle {
   query(expr: string): Promise<PromSample[]>;
   /** The active (pending or firing) alerts, from `/api/v1/alerts`. */
   alerts(): Promise<PromAlert[]>;
+  /**
+   * Adds a `host:port` to the scraped targets (config rewritten, then SIGHUP) and resolves once
+   * Prometheus lists it among its active targets (at most 10 s).
+   * @throws Error when the reloaded config does not list it in time
+   */
+  addTarget(target: string): Promise<void>;
   /** Kills the server and removes its temp directory. Idempotent. */
   stop(): Promise<void>;
 }
@@ -47,6 +55,12 @@ export interface StartPrometheusOptions {
   target: string;
   /** Alert rules file text (YAML), loaded and evaluated every second. */
   rules: string;
+}
+
+/** Prometheus's config: 1-s scrape and evaluation, one job `svc` scraping `targets`. */
+function config(targets: string[]): string {
+  const list = targets.map((t) => `'${t}'`).join(', ');
+  return ['global:', '  scrape_interval: 1s', '  scrape_timeout: 1s', '  evaluation_interval: 1s', 'rule_files: [rules.yml]', 'scrape_configs:', '  - job_name: svc', `    static_configs: [{ targets: [${list}] }]`, ''].join('\n');
 }
 
 async function which(bin: string): Promise<boolean> {
@@ -83,10 +97,8 @@ export async function startPrometheus(opts: StartPrometheusOptions): Promise<Pro
   if (!(await which('prometheus'))) throw new Error(INSTALL_HINT);
   const dir = await mkdtemp(join(tmpdir(), 'svc-prom-'));
   await writeFile(join(dir, 'rules.yml'), opts.rules);
-  await writeFile(
-    join(dir, 'prometheus.yml'),
-    ['global:', '  scrape_interval: 1s', '  scrape_timeout: 1s', '  evaluation_interval: 1s', 'rule_files: [rules.yml]', 'scrape_configs:', '  - job_name: svc', `    static_configs: [{ targets: ['${opts.target}'] }]`, ''].join('\n'),
-  );
+  const targets = [opts.target];
+  await writeFile(join(dir, 'prometheus.yml'), config(targets));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let log = '';
@@ -135,6 +147,18 @@ export async function startPrometheus(opts: StartPrometheusOptions): Promise<Pro
     url,
     query: async (expr) => (await api(`/api/v1/query?query=${encodeURIComponent(expr)}`)).result as PromSample[],
     alerts: async () => (await api('/api/v1/alerts')).alerts as PromAlert[],
+    addTarget: async (target) => {
+      targets.push(target);
+      await writeFile(join(dir, 'prometheus.yml'), config(targets));
+      child.kill('SIGHUP');
+      const until = Date.now() + 10_000;
+      for (;;) {
+        const active = (await api('/api/v1/targets?state=active')).activeTargets as { labels: { instance?: string } }[];
+        if (active.some((t) => t.labels.instance === target)) return;
+        if (Date.now() > until) throw new Error(`Prometheus did not pick up target ${target} after a reload:\n${log}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
     stop,
   };
 }

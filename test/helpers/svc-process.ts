@@ -13,6 +13,8 @@ import { waitFor } from './svc.ts';
 export interface SvcProcess {
   url: string;
   metricsUrl: string;
+  /** OS process id, for tests that signal it themselves (a drain on SIGTERM, spec §3.2). */
+  pid: number;
   logs: () => string;
   stop(): Promise<void>;
 }
@@ -41,6 +43,7 @@ export async function spawnSvc(dir: string, name: string, config: object): Promi
   return {
     url,
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    pid: child.pid as number,
     logs: () => logs,
     stop: async () => {
       child.kill('SIGTERM');
