@@ -159,7 +159,7 @@ describe('e2e: Grafana dashboard and Prometheus alert rules on a real Prometheus
   });
 
   // Last: it adds a target and drains a process, which the tests above must not see.
-  it('SvcDrainStuck fires, from svc\'s own lifecycle metrics, for an svc that got SIGTERM and keeps draining, naming its in-flight requests', async function () {
+  it('SvcDrainStuck fires, from the lifecycle metrics svc exports, for an svc that got SIGTERM and keeps draining, naming its in-flight requests', async function () {
     this.timeout(60_000);
     await ensureBuilt();
     hanging = await startFaultServer();
