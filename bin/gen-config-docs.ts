@@ -1,17 +1,35 @@
 /**
- * `npm run docs:config`: regenerates the config reference in README.md from the schema that
- * the default preset's plugins assemble.
+ * `npm run docs:config`: regenerates the two generated sections of the user docs, so they can
+ * never drift from what svc validates and answers:
+ * - the config reference (between `REFERENCE_START`/`REFERENCE_END`) in docs/configuration.md,
+ *   rendered from the schema that the default preset's plugins assemble;
+ * - the error table (between `ERRORS_START`/`ERRORS_END`) in docs/http-interface.md, rendered
+ *   from `ERROR_TABLE` (core/errors-wire.ts; spec "Errors").
+ * Each file is rewritten only when its section changed. test/unit/core/docs.test.ts fails when
+ * a checked-in page no longer matches.
+ * @throws Error (exit code 1) when a page lacks its markers
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildConfigSchema } from '../core/config/schema.ts';
-import { ERRORS_END, ERRORS_START, renderConfigReference, renderErrorTable, spliceBetween, spliceReference } from '../core/config/docs.ts';
+import { ERRORS_END, ERRORS_START, REFERENCE_END, REFERENCE_START, renderConfigReference, renderErrorTable, spliceBetween } from '../core/config/docs.ts';
 import { ERROR_TABLE } from '../core/errors-wire.ts';
 import { PACKAGE_ROOT } from '../core/version.ts';
 import { defaultPreset } from '../presets/default.ts';
 
+/** Splices `content` between the markers of `page` (relative to the package root); writes the file only when that changes it. */
+function regenerate(page: string, start: string, end: string, content: string): void {
+  const file = join(PACKAGE_ROOT, page);
+  const before = readFileSync(file, 'utf8');
+  const after = spliceBetween(before, start, end, content);
+  if (after === before) {
+    process.stdout.write(`${page} up to date\n`);
+    return;
+  }
+  writeFileSync(file, after);
+  process.stdout.write(`${page} updated\n`);
+}
+
 const schema = buildConfigSchema(defaultPreset().flatMap((p) => (p.schema ? [p.schema] : [])));
-const file = join(PACKAGE_ROOT, 'README.md');
-const withRef = spliceReference(readFileSync(file, 'utf8'), renderConfigReference(schema));
-writeFileSync(file, spliceBetween(withRef, ERRORS_START, ERRORS_END, renderErrorTable(ERROR_TABLE)));
-process.stdout.write('README.md config reference updated\n');
+regenerate('docs/configuration.md', REFERENCE_START, REFERENCE_END, renderConfigReference(schema));
+regenerate('docs/http-interface.md', ERRORS_START, ERRORS_END, renderErrorTable(ERROR_TABLE));

@@ -1,6 +1,6 @@
 /**
  * svc as a published package (issue #9 items 1-2): `npm pack` the repo, then, in a temp dir,
- * build an in-house plugin package from the README's "Writing a plugin" files (every
+ * build an in-house plugin package from the "Writing a plugin" files of docs/plugins.md (every
  * ```ts block whose first line is `// file: src/...`), which import only `svc/plugin` and
  * `svc/presets`, compile it with `tsc` (nodenext, strict, no skipLibCheck) against the installed
  * svc's `.d.ts` files, and run the installed `svc` command with the compiled preset in front of
@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { marked, type Tokens } from 'marked';
 import { PACKAGE_ROOT } from '../../core/version.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
@@ -51,11 +52,23 @@ function* files(dir: string): Generator<string> {
   }
 }
 
-/** The README's plugin-package files: ```ts blocks starting `// file: <path>`. */
-function readmeFiles(): Map<string, string> {
-  const readme = readFileSync(join(PACKAGE_ROOT, 'README.md'), 'utf8');
+/**
+ * The plugin-package files of docs/plugins.md ("Writing a plugin"): ```ts blocks whose first
+ * line is `// file: <path> ...`, keyed by path, the text after that line (code blocks read with
+ * the marked lexer).
+ */
+function docsPluginFiles(): Map<string, string> {
+  const page = readFileSync(join(PACKAGE_ROOT, 'docs', 'plugins.md'), 'utf8');
   const out = new Map<string, string>();
-  for (const m of readme.matchAll(/```ts\n\/\/ file: (\S+)[^\n]*\n([\s\S]*?)```/g)) out.set(m[1]!, m[2]!);
+  marked.walkTokens(marked.lexer(page), (t) => {
+    if (t.type !== 'code' || (t as Tokens.Code).lang !== 'ts') return;
+    const text = (t as Tokens.Code).text;
+    const nl = text.indexOf('\n');
+    const first = nl < 0 ? text : text.slice(0, nl);
+    if (!first.startsWith('// file: ')) return;
+    const path = first.slice('// file: '.length).split(' ')[0]!;
+    out.set(path, `${text.slice(nl + 1)}\n`);
+  });
   return out;
 }
 
@@ -82,8 +95,8 @@ describe('e2e: the packed package with an in-house plugin package', function () 
 
     app = join(tmp, 'app');
     const pkg = join(app, 'packages', 'acme-svc-plugins');
-    const sources = readmeFiles();
-    expect([...sources.keys()], "README's plugin files").to.include('src/preset.ts');
+    const sources = docsPluginFiles();
+    expect([...sources.keys()], 'plugin files of docs/plugins.md').to.include('src/preset.ts');
     for (const [path, text] of sources) {
       mkdirSync(dirname(join(pkg, path)), { recursive: true });
       writeFileSync(join(pkg, path), text);

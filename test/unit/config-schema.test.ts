@@ -2,8 +2,8 @@
  * `svc config schema`: the JSON Schema of the whole config (core plus every plugin of the
  * preset; `--preset` honoured) for editors (`# yaml-language-server: $schema=...`). The printed
  * document is valid JSON Schema (Ajv checks it against the draft-07 meta-schema and compiles
- * it, with no type coercion, as an editor reads YAML), accepts the README's quick-start config
- * and the Kubernetes ConfigMap's svc.yaml as written (`${VAR}` included), and rejects an unknown
+ * it, with no type coercion, as an editor reads YAML), accepts the first config of
+ * docs/configuration.md and the Kubernetes ConfigMap's svc.yaml as written (`${VAR}` included), and rejects an unknown
  * key, as `svc validate` does.
  */
 import { execFile } from 'node:child_process';
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { Ajv, type ValidateFunction } from 'ajv';
+import { marked, type Tokens } from 'marked';
 import { parse as parseYaml } from 'yaml';
 import { editorConfigSchema } from '../../core/config/editor-schema.ts';
 import type { SchemaFragment } from '../../core/config/schema.ts';
@@ -35,12 +36,11 @@ function compile(schema: Record<string, unknown>): ValidateFunction {
   return ajv.compile(schema);
 }
 
-/** The first ```yaml block of a markdown section. */
-function firstYamlBlock(markdown: string, heading: string): string {
-  const from = markdown.indexOf(`\n${heading}\n`);
-  expect(from, heading).to.be.greaterThan(-1);
-  const m = /```yaml\n([\s\S]*?)```/.exec(markdown.slice(from));
-  return m?.[1] ?? '';
+/** The first ```yaml block of a markdown page (read with the marked lexer). */
+function firstYamlBlock(markdown: string, page: string): string {
+  const block = marked.lexer(markdown).find((t): t is Tokens.Code => t.type === 'code' && (t as Tokens.Code).lang === 'yaml');
+  expect(block, `${page} has no yaml block`).to.not.equal(undefined);
+  return block?.text ?? '';
 }
 
 const fragmentsOf = (preset: typeof defaultPreset) => preset().flatMap((p) => (p.schema ? [p.schema as SchemaFragment] : []));
@@ -62,9 +62,9 @@ describe('svc config schema', () => {
     expect(root).to.include.members(['server', 'metrics', 'projects', 'database', 'healthCheck', 'admin']);
   });
 
-  it('validates the README quick-start config and the Kubernetes ConfigMap svc.yaml as written', () => {
-    const readme = readFileSync(join(PACKAGE_ROOT, 'README.md'), 'utf8');
-    const quickStart = parseYaml(firstYamlBlock(readme, '## Configuration'));
+  it('validates the first config of docs/configuration.md and the Kubernetes ConfigMap svc.yaml as written', () => {
+    const page = readFileSync(join(PACKAGE_ROOT, 'docs', 'configuration.md'), 'utf8');
+    const quickStart = parseYaml(firstYamlBlock(page, 'docs/configuration.md'));
     expect(validate(quickStart), JSON.stringify(validate.errors)).to.equal(true);
     const cm = parseYaml(readFileSync(join(PACKAGE_ROOT, 'deploy', 'kubernetes', 'configmap.yaml'), 'utf8')) as { data: { 'svc.yaml': string } };
     expect(validate(parseYaml(cm.data['svc.yaml'])), JSON.stringify(validate.errors)).to.equal(true);
