@@ -1,12 +1,15 @@
 /**
  * The `svc` command (issue #2 item 3):
  *   svc start [--config FILE] [--port N] [--preset NAME] [ENDPOINT...]
- *   svc validate --config FILE
+ *   svc validate --config FILE [--preset NAME]
  *   svc config schema [--preset NAME] [--config FILE]
  * Without --config, `start` reads ./svc.yaml when present. Each ENDPOINT becomes an upstream
- * of project `main` (chain id probed).
+ * of project `main` (chain id probed). NAME is a built-in preset (`default`, `minimal`), an
+ * installed package (`@acme/svc-preset`, resolved from the working directory) or a module path;
+ * `preset:` in a config file resolves from the config file's folder, then the working directory.
  */
 import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cloneConfig, ConfigError, readConfigFile } from '../core/config/load.ts';
 import { editorConfigSchema } from '../core/config/editor-schema.ts';
@@ -16,18 +19,22 @@ import { createLogger } from '../core/logger.ts';
 import { createProxy } from '../core/proxy.ts';
 import { redactText } from '../core/redact.ts';
 import { VERSION } from '../core/version.ts';
-import { loadPreset } from '../presets/index.ts';
+import { resolvePreset, type ResolvedPreset } from '../presets/index.ts';
+import { presetLogLine } from '../presets/describe.ts';
 
 const USAGE = `svc ${VERSION} — fault-tolerant EVM JSON-RPC proxy
 
 Usage:
   svc start [--config FILE] [--port N] [--metrics-port N] [--preset NAME] [ENDPOINT...]
-  svc validate --config FILE
+  svc validate --config FILE [--preset NAME]
   svc config schema [--preset NAME]   JSON Schema of svc.yaml for editors
   svc --version
 
 Without --config, start reads ./svc.yaml when it exists. Each ENDPOINT (http/https URL)
-becomes an upstream of project "main"; its chain id is probed with eth_chainId.`;
+becomes an upstream of project "main"; its chain id is probed with eth_chainId.
+--preset NAME (else the config's preset:, else default): a built-in preset (default,
+minimal), an installed package (@acme/svc-preset, @acme/svc-plugins/preset) or a module
+path (./preset.js); validate needs it to check the config keys its plugins own.`;
 
 /**
  * Adds CLI endpoints to project `main` (created when absent). With no projects in the
@@ -66,6 +73,22 @@ function printProblems(e: unknown): void {
   }
 }
 
+/**
+ * The preset to run: `--preset` resolved from the working directory, else the config's
+ * `preset:` resolved from the config file's folder then the working directory, else `default`.
+ * @throws Error naming what was tried when the name resolves nowhere
+ */
+function findPreset(cliName: string | undefined, raw: SvcConfigInput, configFile: string | undefined): Promise<ResolvedPreset> {
+  if (cliName) return resolvePreset(cliName, { from: process.cwd() });
+  if (raw.preset) return resolvePreset(raw.preset, { from: configFile ? [dirname(resolve(configFile)), process.cwd()] : process.cwd() });
+  return resolvePreset('default');
+}
+
+/**
+ * `svc validate --config FILE [--preset NAME]`: checks the config against the core schema plus
+ * the fragments of the preset's plugins (and their `configured` checks); prints `ok` (exit 0)
+ * or every problem with its path (exit 1).
+ */
 async function validate(file: string | undefined, presetName: string | undefined): Promise<number> {
   if (!file) {
     process.stderr.write('svc validate: --config FILE is required\n');
@@ -73,7 +96,7 @@ async function validate(file: string | undefined, presetName: string | undefined
   }
   try {
     const raw = await loadRaw(file);
-    const preset = await loadPreset(presetName ?? raw.preset ?? 'default');
+    const { preset } = await findPreset(presetName, raw, file);
     const proxy = createProxy({ config: raw, plugins: preset(), logger: createLogger('silent') });
     for (const w of proxy.config.warnings) process.stderr.write(`warning: ${w}\n`);
     process.stdout.write('ok\n');
@@ -96,7 +119,7 @@ async function configSchema(sub: string | undefined, file: string | undefined, p
   }
   try {
     const raw = presetName ? {} : await loadRaw(file);
-    const preset = await loadPreset(presetName ?? raw.preset ?? 'default');
+    const { preset } = await findPreset(presetName, raw, file);
     const fragments = preset().flatMap((p) => (p.schema ? [p.schema as SchemaFragment] : []));
     process.stdout.write(`${JSON.stringify(editorConfigSchema(fragments), null, 2)}\n`);
     return 0;
@@ -109,10 +132,10 @@ async function configSchema(sub: string | undefined, file: string | undefined, p
 async function start(file: string | undefined, port: number | undefined, metricsPort: number | undefined, presetName: string | undefined, endpoints: string[]): Promise<number> {
   const configFile = file ?? (existsSync('svc.yaml') ? 'svc.yaml' : undefined);
   let raw: SvcConfigInput;
-  let preset;
+  let resolved: ResolvedPreset;
   try {
     raw = withEndpoints(await loadRaw(configFile), endpoints);
-    preset = await loadPreset(presetName ?? raw.preset ?? 'default');
+    resolved = await findPreset(presetName, raw, configFile);
   } catch (e) {
     printProblems(e);
     return 1;
@@ -120,11 +143,14 @@ async function start(file: string | undefined, port: number | undefined, metrics
   const logger = createLogger((raw.logLevel as 'info' | undefined) ?? 'info');
   let proxy;
   try {
-    proxy = createProxy({ config: raw, plugins: preset(), logger, port, metricsPort });
+    proxy = createProxy({ config: raw, plugins: resolved.preset(), logger, port, metricsPort });
   } catch (e) {
     printProblems(e);
     return 1;
   }
+  // One line: which preset (and from where), every plugin with its version and the config keys it owns.
+  const line = presetLogLine(resolved, proxy.plugins);
+  logger.info(line.fields, line.message);
   if (!configFile && endpoints.length === 0) logger.warn('no config file and no endpoints: project "main" is zero-config (public endpoints by chain, spec §2.10) in the default preset');
   let addr;
   try {

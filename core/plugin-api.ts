@@ -108,3 +108,7 @@ export {
   WRITE_METHODS,
   type BlockRef,
 } from './evm/blocks.ts';
+
+export { definePlugin, definePreset, type Preset } from './define.ts';
+export { settingsOf, type Resolved, type ResolvedProperties, type SettingsHolder } from './plugin-settings.ts';
+export type { TDuration, TSize } from './config/schema.ts';

@@ -7,25 +7,30 @@
  * Durations and sizes are marked with the `x-svc-kind` annotation and converted to
  * milliseconds / bytes during resolution.
  */
-import { Type, type TObject, type TProperties, type TSchema, type Static } from '@sinclair/typebox';
+import { Type, type TInteger, type TNumber, type TObject, type TProperties, type TSchema, type TString, type TUnion, type Static } from '@sinclair/typebox';
 
 /** Duration string such as `50ms`, `15s`, `1h`, or a number of milliseconds. */
 export const DURATION_PATTERN = '^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h|d)?\\s*$';
 
+/** The schema type of {@link Duration}: the `x-svc-kind` mark is in the type, so typed settings read it as a number (ms). */
+export type TDuration = TUnion<[TString, TNumber]> & { readonly 'x-svc-kind': 'duration' };
+/** The schema type of {@link Size}: the `x-svc-kind` mark is in the type, so typed settings read it as a number (bytes). */
+export type TSize = TUnion<[TInteger, TString]> & { readonly 'x-svc-kind': 'size' };
+
 /** A duration field (`"15s"` or milliseconds); resolved to milliseconds. */
-export function Duration(opts: { default?: string; description?: string } = {}) {
+export function Duration(opts: { default?: string; description?: string } = {}): TDuration {
   return Type.Union([Type.String({ pattern: DURATION_PATTERN }), Type.Number({ minimum: 0 })], {
     'x-svc-kind': 'duration',
     ...opts,
-  });
+  }) as TDuration;
 }
 
 /** A size field (integer bytes or `"10MiB"`, `"512kb"`); resolved to bytes. */
-export function Size(opts: { default?: string | number; description?: string } = {}) {
+export function Size(opts: { default?: string | number; description?: string } = {}): TSize {
   return Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: '^\\s*\\d+(\\.\\d+)?\\s*([kKmMgGtT]i?[bB]|[bB])?\\s*$' })], {
     'x-svc-kind': 'size',
     ...opts,
-  });
+  }) as TSize;
 }
 
 /** Closed object: unknown keys are an error naming their path. */

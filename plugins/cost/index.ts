@@ -13,23 +13,46 @@
  *   the vendor's price table (a plugin registers one with the `cost` service; svc ships none, so
  *   no table without a cited public source), else the generating provider's
  *   `settings.creditUnits` (method glob to units, `{"*": 0}` opts out), else a flat 1.
- *   `X-SVC-Credits-Total` and `X-SVC-Credits-Version` (svc's version) come with it; all three
- *   are absent when nothing accrued.
+ *   `X-SVC-Credits-Total` and `X-SVC-Credits-Version` come with it; all three are absent when
+ *   nothing accrued. The version is the one of the price table that priced the credits (a
+ *   table's optional `version`), else svc's version (provider `creditUnits`, the flat rate, a
+ *   table without one); several distinct versions in one response are sorted and comma-joined.
  * - No cost header on early errors that routed no call.
  */
-import { compileGlobs, Slot, Type, type AttemptRecord, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type TProperties } from '../../core/plugin-api.ts';
+import { compileGlobs, settingsOf, Slot, Type, type AttemptRecord, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type SchemaFragment } from '../../core/plugin-api.ts';
 
-/** Service name of {@link CostService}. */
+/** Service name of {@link CostService}: `host.services.require<CostService>(COST_SERVICE)`, with `dependsOn: ['cost']`. */
 export const COST_SERVICE = 'cost';
 
-/** Units of one request to a vendor for a method, or undefined when the table does not price it. */
-export type PriceTable = (method: string) => number | undefined;
+/**
+ * A vendor's price table: the units of one request to that vendor for a method, or undefined
+ * when the table does not price it (the provider's `creditUnits`, then the flat 1, apply).
+ * Optionally versioned: `version` is what `X-SVC-Credits-Version` carries for the credits this
+ * table priced (an in-house table names its own revision), else svc's version. Build one with
+ * `Object.assign((method) => ..., { version: '2025-06' })`.
+ */
+export interface PriceTable {
+  /**
+   * Units of one request for a method, or undefined when not priced here.
+   * @param method the JSON-RPC method sent upstream
+   */
+  (method: string): number | undefined;
+  /** The table's version: 1-64 characters of `A-Z a-z 0-9 . _ ~ : + @ / -` (it goes into a header). */
+  readonly version?: string;
+}
 
-/** What pricing plugins use. */
+/** What pricing plugins use (a plugin that registers tables declares `dependsOn: ['cost']`). */
 export interface CostService {
-  /** Registers (or replaces) the price table of a vendor (`vendorName` / provider vendor). */
+  /**
+   * Registers (or replaces) the price table of a vendor (`vendorName` / provider vendor); its
+   * `version` is read once, here.
+   * @throws TypeError when the table is not a function or its version is not a valid header token (see {@link PriceTable.version})
+   */
   registerPriceTable(vendor: string, table: PriceTable): void;
 }
+
+/** What a table's version may hold: it is sent in a header and comma-joined with others. */
+const VERSION_TOKEN = /^[A-Za-z0-9._~:+@/-]{1,64}$/;
 
 /** Most distinct methods (and credit segments) listed in a header; more are counted in a `-Truncated` header. */
 export const MAX_COST_SEGMENTS = 64;
@@ -40,11 +63,11 @@ const PROVIDER_SLOT = new Slot<{ settings: Record<string, unknown> } | undefined
 /** Errors a client is still billed for: the node executed the call (spec §4.5). */
 const BILLABLE_ERRORS: ReadonlySet<string> = new Set(['ErrEndpointExecutionException']);
 
-const costSchema: { server: TProperties } = {
+const costSchema = {
   server: {
     costHeaders: Type.Optional(Type.Boolean({ default: false, description: 'spec §4.5: X-SVC-Calls, -Billable, -Methods, -Credits, -Credits-Total, -Credits-Version on proxy answers' })),
   },
-};
+} satisfies SchemaFragment;
 
 /** A compiled `creditUnits` map: exact method names first, then globs in order, `*` last. */
 function compileCreditUnits(raw: unknown): PriceTable | undefined {
@@ -70,20 +93,34 @@ export function costPlugin(): Plugin {
     name: 'cost',
     schema: costSchema,
     apply(host: PluginHost) {
-      const tables = new Map<string, PriceTable>();
+      const tables = new Map<string, { units: PriceTable; version: string }>();
       const creditUnits = new WeakMap<object, PriceTable | undefined>();
       let on = false;
       host.services.provide<CostService>(COST_SERVICE, {
-        registerPriceTable: (vendor, table) => void tables.set(vendor, table),
+        registerPriceTable: (vendor, table) => {
+          if (typeof table !== 'function') throw new TypeError(`cost: the price table of vendor "${vendor}" is not a function`);
+          const version = table.version;
+          if (version !== undefined && (typeof version !== 'string' || !VERSION_TOKEN.test(version))) {
+            throw new TypeError(`cost: the price table of vendor "${vendor}" has an invalid version ${JSON.stringify(version)} (1-64 characters of A-Z a-z 0-9 . _ ~ : + @ / -)`);
+          }
+          tables.set(vendor, { units: table, version: version ?? host.version });
+        },
       });
       host.hooks.configured.tap('cost', (c) => {
-        on = c.server.settings.costHeaders === true;
+        on = settingsOf(c.server, costSchema.server).costHeaders === true;
       });
 
-      /** Units of one request sent (spec §4.5 precedence). */
+      /** The version of the table that priced the last {@link unitsOf} call (svc's when none did). */
+      let pricedBy = host.version;
+      /** Units of one request sent (spec §4.5 precedence); sets {@link pricedBy}. */
       const unitsOf = (a: AttemptRecord): number => {
-        const priced = tables.get(a.vendor)?.(a.method);
-        if (priced !== undefined) return priced;
+        const table = tables.get(a.vendor);
+        const priced = table?.units(a.method);
+        if (priced !== undefined) {
+          pricedBy = table!.version;
+          return priced;
+        }
+        pricedBy = host.version;
         const u = host.projects.get(a.projectId)?.upstreams.get(a.upstreamId);
         if (u) {
           if (!creditUnits.has(u)) creditUnits.set(u, compileCreditUnits(PROVIDER_SLOT.get(u)?.settings.creditUnits));
@@ -100,13 +137,16 @@ export function costPlugin(): Plugin {
         let billable = 0;
         const methods = new Set<string>();
         const credits = new Map<string, number>();
+        const versions = new Set<string>();
         for (const r of routed) {
           methods.add(r.method);
           if (!r.error || BILLABLE_ERRORS.has(r.error.name)) billable++;
           for (const a of r.attempts) {
             if (!a.dialled) continue;
             const key = `${a.vendor}:${a.method}`;
-            credits.set(key, (credits.get(key) ?? 0) + unitsOf(a));
+            const units = unitsOf(a);
+            if (units > 0) versions.add(pricedBy);
+            credits.set(key, (credits.get(key) ?? 0) + units);
           }
         }
         sink.set('X-SVC-Calls', String(routed.length));
@@ -122,7 +162,7 @@ export function costPlugin(): Plugin {
         if (total <= 0) return;
         joinCapped(segments, ';', sink, 'X-SVC-Credits');
         sink.set('X-SVC-Credits-Total', String(total));
-        sink.set('X-SVC-Credits-Version', host.version);
+        sink.set('X-SVC-Credits-Version', versions.size === 1 ? versions.values().next().value! : [...versions].sort().join(','));
       });
     },
   };
