@@ -1,8 +1,9 @@
 /**
  * Fault-tolerance scenario of `npm run bench` (issue #3 item 7): two upstreams, one answering
  * 10% of calls after 1 s ("flaky", first in config order) and one healthy, behind svc with the
- * README's example failsafe. Reports p50/p99/max latency through svc with hedging on versus
- * off, and calling the flaky upstream directly — all in the same run, medians of the rounds.
+ * example failsafe of docs/fault-tolerance.md. Reports p50/p99/max latency through svc with
+ * hedging on versus off, and calling the flaky upstream directly — all in the same run, medians
+ * of the rounds.
  * svc's response cache is off (the svc target applies its default `--cache=0` to this raw
  * config), so every call reaches an upstream.
  * Latency is the point here, so the load is light (8 connections) to keep queueing out of it.
@@ -22,7 +23,7 @@ import {
   type Target,
 } from './lib.ts';
 
-/** The README's example network failsafe ("primary node + two paid providers + a public fallback"). */
+/** The example network failsafe of docs/fault-tolerance.md ("primary node + two paid providers + a public fallback"). */
 export function readmeFailsafe(hedge: boolean): Record<string, unknown>[] {
   return [
     {

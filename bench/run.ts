@@ -81,7 +81,7 @@ const single = singleBody();
 const call1k = ethCallBody(1024);
 const call5k = ethCallBody(5 * 1024);
 const rawTx1k = rawTxBody(1024);
-/** The README's recommended failsafe config ("Example: primary node + two paid providers"), issue #11. */
+/** The recommended failsafe config of docs/fault-tolerance.md ("Example: primary node + two paid providers"), issue #11. */
 const README_FAILSAFE = {
   network: {
     failsafe: [
@@ -106,7 +106,7 @@ const scenarios: Scenario[] = [
   },
   { key: 'svc', label: '(b) svc, single', measured: 'svc', body: single, setup: () => behind(TARGETS.svc, 'svc') },
   { key: 'svc-batch', label: '(b) svc, batch10', measured: 'svc', body: batch10, setup: () => behind(TARGETS.svc, 'svc-batch') },
-  // Issue #11: realistic bodies (ABI-padded calldata, a raw transaction) and the README's failsafe config.
+  // Issue #11: realistic bodies (ABI-padded calldata, a raw transaction) and the failsafe config of docs/fault-tolerance.md.
   { key: 'svc-call1k', label: '(f) svc, eth_call with 1 KiB calldata', measured: 'svc', body: call1k, setup: () => behind(TARGETS.svc, 'svc-call1k') },
   { key: 'svc-call5k', label: '(f′) svc, eth_call with 5 KiB calldata', measured: 'svc', body: call5k, setup: () => behind(TARGETS.svc, 'svc-call5k') },
   { key: 'fwd-call5k', label: '(d′) min forwarder, eth_call with 5 KiB calldata', measured: 'forwarder', body: call5k, setup: () => behind(TARGETS.forwarder, 'fwd-call5k') },

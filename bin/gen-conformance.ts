@@ -230,7 +230,7 @@ export function renderConformance(rules: Rule[], tests: TitledTest[]): string {
     '',
     ...(deviationList.length ? deviationList : ['None.']),
     '',
-    'Other documented choices where svc goes beyond or differs from the document (README):',
+    'Other documented choices where svc goes beyond or differs from the document, each with the page that describes it:',
     '',
     ...readmeList,
     '',

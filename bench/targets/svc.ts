@@ -22,7 +22,7 @@
  *   (e.g. a Redis tier). Only for presets that carry a plugin named `cache`.
  * - `server-options` a JSON object used as the generated `server` block
  * - `network-defaults` / `upstream-defaults` JSON objects for the generated `networkDefaults`
- *   (merged) and `upstreamDefaults` (e.g. the README's recommended failsafe config)
+ *   (merged) and `upstreamDefaults` (e.g. the recommended failsafe config of docs/fault-tolerance.md)
  * - `upstream-options` a JSON object merged into every generated upstream (one level deep for
  *   `evm` and `jsonRpc`), e.g. `{"jsonRpc":{"supportsBatch":true,"batchMaxSize":10}}`
  * - `build` `dist` (default: the compiled package, as `svc start` runs it) or `source` (the
@@ -51,7 +51,7 @@ const preset = await loadPreset(option('preset', 'default'));
 const plugins = preset();
 const has = (name: string) => plugins.some((p) => p.name === name);
 const upstreamOptions = JSON.parse(option('upstream-options', '{}')) as Record<string, unknown>;
-/** `network-defaults`: a JSON object merged into the generated `networkDefaults` (e.g. the README's failsafe). */
+/** `network-defaults`: a JSON object merged into the generated `networkDefaults` (e.g. the failsafe of docs/fault-tolerance.md). */
 const networkDefaults = JSON.parse(option('network-defaults', '{}')) as Record<string, unknown>;
 /** `server-options`: a JSON object used as the generated `server` block (e.g. a raised `maxBatchSize`). */
 const serverOptions = JSON.parse(option('server-options', '{}')) as Record<string, unknown>;

@@ -1,5 +1,5 @@
 /**
- * Hostile class 1: one parse, one truth (README "Limits and security"). A request object that
+ * Hostile class 1: one parse, one truth (docs/access.md "Limits and security"). A request object that
  * names a member twice, at any depth, with or without `\u` escapes, is refused with -32600
  * before anything is keyed, cached or sent; large params go upstream as the client's own bytes
  * only when every number in them reads back unchanged. The attacker's goal: make svc key one

@@ -1,5 +1,5 @@
 /**
- * Hostile class 2: the provenance rule of the cache (README "Caching": only answers obtained
+ * Hostile class 2: the provenance rule of the cache (docs/caching.md: only answers obtained
  * under the network's own rules are shared). A call pinned with `X-SVC-Use-Upstream` (header or
  * query) or sent with `X-SVC-Skip-Consensus` neither writes nor reads the memory, Redis or
  * PostgreSQL tier, and never shares an execution with a plain call (multiplexing).

@@ -1,5 +1,5 @@
 /**
- * Hostile class 3: reorgs (README "Caching": reorg-aware entries in every tier). Every node
+ * Hostile class 3: reorgs (docs/caching.md: reorg-aware entries in every tier). Every node
  * replaces its top blocks with `anvil_reorg` (sent to the nodes directly, never through svc);
  * once svc's state poller (100 ms) has seen it, no tier serves anything from the abandoned chain:
  * a block by number, state at a number, a receipt by hash, logs in a range, the latest block.

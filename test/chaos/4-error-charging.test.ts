@@ -1,6 +1,6 @@
 /**
  * Hostile class 4: errors a client causes are facts about its request, never the upstream's
- * fault (README "Errors": what counts against an upstream). The attacker floods svc with calls
+ * fault (docs/http-interface.md "What counts against an upstream"). The attacker floods svc with calls
  * every node must refuse (an unknown tracer, invalid params, reverts, garbage transactions),
  * hoping to open the upstreams' circuit breakers, drive up their error rates (and so what other
  * clients are routed to), or make svc walk every upstream for each bad call. None of it may

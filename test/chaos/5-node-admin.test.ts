@@ -1,6 +1,6 @@
 /**
- * Hostile class 5: node administration methods are not forwarded (README "Node administration
- * methods are not forwarded"). An open RPC endpoint in front of a node the operator controls is
+ * Hostile class 5: node administration methods are not forwarded (docs/access.md "Node
+ * administration methods are not forwarded"). An open RPC endpoint in front of a node the operator controls is
  * an invitation to mine, rewind, reset, re-fund, impersonate or stop it. Every family is sent
  * through svc in every way a client can: a single call, a batch element, pinned to each node,
  * skipping consensus, with an escaped method name, on the authenticated project; svc refuses it

@@ -1,6 +1,6 @@
 /**
- * Hostile class 6: storage that stalls (README "Caching": a tier that stalls; "Access": store
- * deadlines and breakers). Redis (a cache tier, the rate-limit store, the API keys and SIWE
+ * Hostile class 6: storage that stalls (docs/caching.md: a tier that stalls; docs/fault-tolerance.md
+ * "Storage that stalls": store deadlines and breakers). Redis (a cache tier, the rate-limit store, the API keys and SIWE
  * nonces of `gated`) and PostgreSQL (a cache tier) are stopped with SIGSTOP under load: sockets
  * stay up and nothing answers, the worst case for a client library. An attacker who can slow a
  * shared store (or just a bad day) must not stall calls that need no storage: cache misses

@@ -1,5 +1,5 @@
 /**
- * Hostile class 7: SIWE messages (README "Auth": accepted once, on the chain of the URL's
+ * Hostile class 7: SIWE messages (docs/access.md "Auth": accepted once, on the chain of the URL's
  * network). An attacker who captured one signed message (a proxy log, a browser extension, a
  * shared link) replays it: as sent, through another transport (query parameters, base64 without
  * padding, a `\n`-escaped header), many times at once to win a race, or signed for another chain
@@ -79,7 +79,7 @@ describe('chaos [7] SIWE replays: one signed message serves one request, on its 
     const batch = await send(transports[0]![1], m, sig, [call(1), call(2), call(3)]);
     expect(batch.status).to.equal(200);
     expect(batch.json).to.have.length(3);
-    // A refused batch is refused whole: HTTP 401, the error in every element under its id (README "Early refusals").
+    // A refused batch is refused whole: HTTP 401, the error in every element under its id (docs/http-interface.md "Early refusals").
     const replay = await send(transports[0]![1], m, sig, [call(4), call(5)]);
     cls.attack();
     expect(replay.status).to.equal(401);

@@ -1,6 +1,6 @@
 /**
- * Hostile class 8: redaction (README "Admin endpoint": redaction; "Limits and security":
- * secrets). The deployment's config holds every kind of credential (test/chaos/config.ts
+ * Hostile class 8: redaction (docs/access.md "Admin endpoint": redaction; "Limits and
+ * security": secrets). The deployment's config holds every kind of credential (test/chaos/config.ts
  * `SECRETS`): upstream header values, a paid provider's URL user info, path key and query key,
  * provider settings, auth secrets, a JWT key, a database password, an exporter token. The
  * attacker reads everything svc will show it (admin views with a stolen admin secret, error

@@ -50,7 +50,7 @@ export const CONTRACTS: Array<[string, string]> = [
 
 /**
  * Credential-looking values of the deployment's config: none may ever appear in an admin answer,
- * an error message, a response header or a log line (README "Redaction").
+ * an error message, a response header or a log line (docs/production.md "Redaction: what is hidden where").
  */
 export const SECRETS = {
   adminSecret: 'chaosAdminSecret5e1f9a3c7b',

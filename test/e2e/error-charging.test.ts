@@ -1,7 +1,7 @@
 /**
  * End-to-end: an upstream's health, circuit breaker and `svc_upstream_request_errors_total` only
- * move for errors that are the upstream's fault (README "Errors": "What counts against an
- * upstream"). A real svc (default preset, cache off) in front of:
+ * move for errors that are the upstream's fault (docs/http-interface.md "What counts against
+ * an upstream"). A real svc (default preset, cache off) in front of:
  * - three real anvil nodes, flooded with `debug_traceTransaction` calls naming a tracer the node
  *   does not know (anvil answers -32603 `failed to evaluate JS code: ReferenceError: …`): the
  *   client gets the node's error after at most two upstreams, no breaker opens, nothing is

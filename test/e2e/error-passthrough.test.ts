@@ -372,7 +372,7 @@ describe('e2e: upstream errors that are facts reach the client byte for byte (is
           expect(res.json.error.data?.code, res.text).to.equal(f.normalised);
         }
         // The attempt is in the trace; the error counter counts only what is the upstream's fault
-        // (an unclassified server error), never a fact about the request (README "Errors").
+        // (an unclassified server error), never a fact about the request (docs/http-interface.md "Errors").
         expectTrace(res, 'replay', f.request.method);
         const charged = f.normalised === 'ErrEndpointServerSideException' ? 1 : 0;
         expect(await errorCount(svc, 'replay', f.normalised), `svc_upstream_request_errors_total{error="${f.normalised}"}`).to.equal(errorsBefore + charged);
@@ -381,7 +381,7 @@ describe('e2e: upstream errors that are facts reach the client byte for byte (is
   });
 
   describe('a fact is answered by the first upstream and never retried on another', () => {
-    /** Classes svc does not retry elsewhere (README rule table: reverts, nonce, funds/fees, invalid params). */
+    /** Classes svc does not retry elsewhere (docs/http-interface.md "Errors" rule table: reverts, nonce, funds/fees, invalid params). */
     const FINAL = new Set(['ErrEndpointExecutionException', 'ErrEndpointNonceException', 'ErrEndpointClientSideException']);
     const facts = FIXTURES.filter((f) => FINAL.has(f.normalised));
     let current: Fixture | undefined;

@@ -1,7 +1,7 @@
 /**
  * Hostile requests and unlucky operators against the real server (issue #8 items 1-5):
  * - a batch of 25 calls nested 6,000 deep is refused element by element (-32600 naming
- *   `server.maxJsonDepth`), reaches no upstream, and leaves the breakers (README config) closed;
+ *   `server.maxJsonDepth`), reaches no upstream, and leaves the breakers (the docs' example config) closed;
  * - an exception in svc's own code (a plugin's upstream wrapper or validate tap) is -32603,
  *   HTTP 500, id null, and counts toward no breaker, error rate or upstream error metric;
  * - an upstream refusing a request for its size (HTTP 413, or hanging up mid-send) is
@@ -23,7 +23,7 @@ import { rpcBody } from './fixtures.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;
-/** The README's upstream breaker config (upstreamDefaults.failsafe). */
+/** The upstream breaker of the example config in docs/fault-tolerance.md (upstreamDefaults.failsafe). */
 const README_BREAKER = [{ timeout: { duration: '5s' }, circuitBreaker: { failureThresholdCount: 20, failureThresholdCapacity: 80, halfOpenAfter: '1m' } }];
 
 const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;

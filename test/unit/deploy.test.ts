@@ -5,7 +5,7 @@
  * `waitBeforeShutdown >= readiness periodSeconds x failureThreshold + 1s`; the ConfigMap's
  * svc.yaml passes the same validation as `svc validate`; everything runs as a non-root user; the
  * Dockerfile's stages use the Node major of package.json `engines` and copy what `npm pack`
- * ships. Building and running the image is not tested here (README "Deploying").
+ * ships. Building and running the image is not tested here (docs/operations.md "Deploying").
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';

@@ -3,7 +3,7 @@
  * it links exists and holds every test title quoted after the link; every other relative link
  * points at a file of the repository; every config key written in backticks on a `Setting:` line
  * is a key path of the config schema (the one `svc config schema` prints for the default preset,
- * written as the README config reference writes paths, e.g. `projects[].networks[].allowMethods`);
+ * written as the config reference of docs/configuration.md writes paths, e.g. `projects[].networks[].allowMethods`);
  * and every checklist item either links a proving test or says plainly that none proves it.
  */
 import { existsSync, readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Unit tests of error charging (README "Errors": "What counts against an upstream"): the message
+ * Unit tests of error charging (docs/http-interface.md "What counts against an upstream"): the message
  * normaliser and signatures (core/blame.ts), who an error is blamed on, how the health tracker,
  * the breaker and the error counter read it, and the per-call ledger that defers an unclassified
  * node error's charge until another upstream answers (core/charge.ts), driven with real hooks
