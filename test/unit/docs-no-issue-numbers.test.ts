@@ -2,8 +2,8 @@
  * User docs speak of features, never of internal issue numbers: README.md, every docs/*.md,
  * bench/RESULTS.md (written by `npm run bench`) and every `description` of the config schema
  * that `svc config schema` prints for the default preset (the descriptions also become the
- * README's generated config reference and editors' hover text) must not cite `issue #<n>` or
- * `issues #…`. Code comments may keep their history references.
+ * generated config reference of docs/configuration.md and editors' hover text) must not cite
+ * `issue #<n>` or `issues #…`. Code comments may keep their history references.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
