@@ -110,5 +110,5 @@ export {
 } from './evm/blocks.ts';
 
 export { definePlugin, definePreset, type Preset } from './define.ts';
-export { settingsOf, type Resolved, type ResolvedProperties, type SettingsHolder } from './plugin-settings.ts';
+export { settingsOf, type FragmentSettings, type Resolved, type ResolvedProperties, type SettingsHolder } from './plugin-settings.ts';
 export type { TDuration, TSize } from './config/schema.ts';

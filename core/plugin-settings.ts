@@ -47,6 +47,13 @@ export interface SettingsHolder {
 }
 
 /**
+ * The typed view {@link settingsOf} returns: every key of a fragment slot is optional, since the
+ * config may leave out any plugin key (keys with a schema default are filled in at run time, so
+ * those are always present); what is under a key follows its declaration ({@link Resolved}).
+ */
+export type FragmentSettings<P extends TProperties> = { [K in keyof P]?: Resolved<P[K]> };
+
+/**
  * A typed view of a resolved node's plugin-owned keys. No copy is made: the view is the node's
  * own `settings` object, typed by the properties the plugin declared, so it costs nothing and
  * may be read on the hot path. Call it from the `configured` hook on (config is not final in
@@ -66,9 +73,9 @@ export interface SettingsHolder {
  * ```
  * @param node the resolved node holding the keys
  * @param props the plugin's properties for that node (the fragment slot it declared), used for the type only
- * @returns the node's settings, typed as the resolved values of `props`
+ * @returns the node's settings, typed as the resolved values of `props` (see {@link FragmentSettings})
  */
-export function settingsOf<P extends TProperties>(node: SettingsHolder, props: P): ResolvedProperties<P> {
+export function settingsOf<P extends TProperties>(node: SettingsHolder, props: P): FragmentSettings<P> {
   void props;
-  return node.settings as ResolvedProperties<P>;
+  return node.settings as FragmentSettings<P>;
 }

@@ -53,6 +53,8 @@ describe('definePlugin / definePreset / settingsOf', () => {
       server: {
         acmePricing: Type.Optional(Type.Object({ header: Type.String(), unitPrice: Type.Number(), window: Duration(), cap: Size(), tiers: Type.Array(Type.Object({ after: Duration() })) })),
         acmeOn: Type.Optional(Type.Boolean({ default: false })),
+        // Declared without Type.Optional: still optional in the view, the config may leave it out.
+        acmeLabel: Type.String(),
       },
     } satisfies SchemaFragment;
     const { config } = loadConfigObject(
@@ -73,5 +75,8 @@ describe('definePlugin / definePreset / settingsOf', () => {
     void asText;
     // @ts-expect-error keys the plugin did not declare are not in the view
     void s.httpPort;
+    // @ts-expect-error a top-level plugin key may be absent from the config
+    const label: string = s.acmeLabel;
+    expect(label).to.equal(undefined);
   });
 });
