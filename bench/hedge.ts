@@ -103,7 +103,7 @@ export async function hedgeScenario(settings: BenchSettings): Promise<string> {
     return [
       '## Fault tolerance: hedging a flaky upstream',
       '',
-      `Two fake upstreams: "flaky" (first in config order) answers 10% of calls after 1 s, "healthy" always answers at once. svc uses the README's example network failsafe (timeout 10s, retry 3) with and without its hedge (quantile 0.7 of the method latency, clamped to 100 ms..2 s, one extra leg); its response cache is off (the svc target's default \`--cache=0\`), or the repeated \`eth_blockNumber\` would be answered from it for 2 s at a time. ${connections} connections, ${settings.durationS} s per run, ${settings.reps} rounds, medians.`,
+      `Two fake upstreams: "flaky" (first in config order) answers 10% of calls after 1 s, "healthy" always answers at once. svc uses the recommended network failsafe (docs/fault-tolerance.md) (timeout 10s, retry 3) with and without its hedge (quantile 0.7 of the method latency, clamped to 100 ms..2 s, one extra leg); its response cache is off (the svc target's default \`--cache=0\`), or the repeated \`eth_blockNumber\` would be answered from it for 2 s at a time. ${connections} connections, ${settings.durationS} s per run, ${settings.reps} rounds, medians.`,
       '',
       table,
       '',

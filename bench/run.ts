@@ -113,7 +113,7 @@ const scenarios: Scenario[] = [
   { key: 'svc-rawtx', label: '(f″) svc, eth_sendRawTransaction of 1 KiB', measured: 'svc', body: rawTx1k, setup: () => behind(TARGETS.svc, 'svc-rawtx') },
   {
     key: 'svc-failsafe',
-    label: "(g) svc with the README's failsafe config, single",
+    label: "(g) svc with the recommended failsafe config, single",
     measured: 'svc',
     body: single,
     setup: () => behind(TARGETS.svc, 'svc-failsafe', [`--network-defaults=${JSON.stringify(README_FAILSAFE.network)}`, `--upstream-defaults=${JSON.stringify(README_FAILSAFE.upstream)}`]),
@@ -307,7 +307,7 @@ async function main(): Promise<void> {
   addRatio('f/d: svc eth_call 1 KiB / min forwarder single', by('svc-call1k'), by('fwd'));
   addRatio('f′/d′: svc eth_call 5 KiB / min forwarder, same body', by('svc-call5k'), by('fwd-call5k'));
   addRatio('f″/d: svc eth_sendRawTransaction 1 KiB / min forwarder single', by('svc-rawtx'), by('fwd'));
-  addRatio("g/b: svc with the README's failsafe config / svc default", by('svc-failsafe'), by('svc'));
+  addRatio("g/b: svc with the recommended failsafe config / svc default", by('svc-failsafe'), by('svc'));
   addRatio('b′/d: svc minimal preset / min forwarder single', by('svc-minimal'), by('fwd'));
   addRatio('d″/d: Koa forwarder / min forwarder (the floor of a Koa-based proxy)', by('fwd-koa'), by('fwd'));
   addRatio('b′/d″: svc minimal preset / Koa forwarder', by('svc-minimal'), by('fwd-koa'));
