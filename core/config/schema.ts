@@ -186,7 +186,7 @@ export function buildConfigSchema(fragments: readonly SchemaFragment[] = []): TO
   return Strict(
     {
       logLevel: Type.Optional(Type.Union(['trace', 'debug', 'info', 'warn', 'error'].map((l) => Type.Literal(l)), { default: 'info' })),
-      preset: Type.Optional(Type.String({ description: 'preset name (default `default`); CLI --preset wins' })),
+      preset: Type.Optional(Type.String({ description: 'preset: a built-in name (`default`, `minimal`), an installed package (`@acme/svc-preset`, resolved from this file\'s folder, then the working directory) or a module path relative to this file; CLI --preset wins' })),
       server: Type.Optional(Strict(serverProps(optionalAll(f.server)))),
       metrics: Type.Optional(
         Strict({
