@@ -11,20 +11,16 @@
  */
 import type { Static, TArray, TObject, TOptional, TProperties, TSchema } from '@sinclair/typebox';
 
-/** Flattens an intersection of object types into one object type (readable in editors). */
-type Flatten<T> = { [K in keyof T]: T[K] } & {};
-
-/** Keys of a property map declared with `Type.Optional(...)`. */
-type OptionalKeys<P extends TProperties> = { [K in keyof P]: P[K] extends TOptional<TSchema> ? K : never }[keyof P];
-
 /**
  * The value type of properties after resolution (see {@link Resolved}): keys declared with
  * `Type.Optional` stay optional, even when they have a schema default (the default is applied at
  * run time, so such a key is always present; the type follows the declaration).
  */
-export type ResolvedProperties<P extends TProperties> = Flatten<
-  { [K in Exclude<keyof P, OptionalKeys<P>>]: Resolved<P[K]> } & { [K in OptionalKeys<P>]?: Resolved<P[K]> }
->;
+export type ResolvedProperties<P extends TProperties> = {
+  [K in keyof P as P[K] extends TOptional<TSchema> ? never : K]: Resolved<P[K]>;
+} & {
+  [K in keyof P as P[K] extends TOptional<TSchema> ? K : never]?: Resolved<P[K]>;
+};
 
 /**
  * The value type of one schema after config resolution: `Duration()` fields are numbers of
