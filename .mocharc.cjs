@@ -41,7 +41,7 @@ const explicit = cliSpecs(process.argv.slice(2));
 
 module.exports = {
   ...(explicit.length ? {} : { spec: ['test/**/*.test.ts'] }),
-  'node-option': ['import=tsx'],
+  'node-option': ['import=tsx', 'conditions=svc-source'],
   // Root hooks: an empty loopback endpoints catalog, so zero-config projects never dial the internet.
   require: [require('node:path').join(__dirname, 'test', 'helpers', 'offline-catalog.ts')],
   extension: ['ts'],

@@ -150,7 +150,7 @@ export async function startTarget(script: string, opts: StartTargetOptions = {})
   const label = opts.label ?? (script.split('/').pop() ?? script).replace(/\.ts$/, '');
   const tsx = opts.loader === 'tsx';
   const child = fork(tsx ? script : await compiledTarget(script), opts.args ?? [], {
-    execArgv: tsx ? ['--import', 'tsx'] : [],
+    execArgv: tsx ? ['--import', 'tsx', '--conditions=svc-source'] : [],
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     env: { ...process.env, ...opts.env },
   });

@@ -49,30 +49,33 @@ export type { ParsedCall } from './jsonrpc.ts';
 
 export { Type } from '@sinclair/typebox';
 export type { Static, TProperties, TSchema } from '@sinclair/typebox';
-export { Duration, Size, Strict } from './config/schema.ts';
+export { directiveDefaultsProps, Duration, Size, Strict } from './config/schema.ts';
 export type { SchemaFragment } from './config/schema.ts';
-export { ConfigError } from './config/load.ts';
+export { ConfigError, directiveDefaultsOf, parseDuration, type ConfigProblem } from './config/load.ts';
 export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream, UpstreamInput } from './config/types.ts';
 
-export { finishAttempt, outcomeOf, startAttempt, tryUpstream } from './sweep.ts';
+export { createSweep, finishAttempt, outcomeOf, startAttempt, traceOutcome, tryUpstream } from './sweep.ts';
 export { agreementSignature, blameOf, errorSignature, isCharged, isRequestFact, normaliseErrorMessage, type Blame } from './blame.ts';
 export { isDeferred, settleFailedAttempt, whenCharged, wouldConfirm } from './charge.ts';
 
 export type { Network } from './registry/network.ts';
 export type { Project } from './registry/project.ts';
 export type { Upstream } from './registry/upstream.ts';
-export type { HealthSnapshot, HealthTracker } from './registry/health.ts';
+export type { CordonChange, HealthSnapshot, HealthTracker } from './registry/health.ts';
+export { isDeadline } from './registry/upstream.ts';
 export type { NetworkChainState, UpstreamChainState } from './evm/state.ts';
 export type { Logger } from './logger.ts';
 
 export { Slot, type SlotHolder } from './slots.ts';
 export { FINALITY } from './context.ts';
-export { SYNCING } from './evm/state.ts';
+export { chainStateOf, SYNCING } from './evm/state.ts';
 export { compileGlobs, type GlobTest } from './glob.ts';
+export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from './matcher.ts';
+export { linkedController, sleep } from './abort.ts';
 export { addressList, inList, ipFamily, normalizeIp } from './client-address.ts';
 export { ADMIN_CORS_DEFAULTS, CorsSchema, corsMiddleware, corsProblem, corsSettings, type CorsInput, type CorsSettings } from './cors.ts';
 export { readRequestBody } from './http-io.ts';
-export { keyKind, redactedMark, redactText, redactTree, redactUrl, type KeyKind } from './redact.ts';
+export { excerptOf, keyKind, redactedMark, redactText, redactTree, redactUrl, type KeyKind } from './redact.ts';
 export { closeRedisClient, openRedisClient, type RedisClient } from './redis.ts';
 export {
   BREAKER_STATE_VALUE,
@@ -87,7 +90,7 @@ export {
 } from './storage-breaker.ts';
 export { AUTH_SERVICE, doorAuthenticator, type ApiKeyManager, type ApiKeyRecord, type AuthScope, type AuthService, type Authenticator } from './auth.ts';
 export { AuthConfigSchema, AuthStrategySchema, type AuthConfig, type AuthStrategyConfig } from './config/auth-schema.ts';
-export { BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';
+export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';
 export { VERSION } from './version.ts';
 export { DeferredCounter, DeferredHistogram, type HistogramCell } from './deferred-metrics.ts';
 export { callParamsHash, paramsHash } from './params-hash.ts';
@@ -103,6 +106,7 @@ export {
   highestNumberOf,
   parseBlockNumber,
   REALTIME_METHODS,
+  refOf,
   STATEFUL_METHODS,
   toHex,
   WRITE_METHODS,

@@ -14,29 +14,7 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import {
-  ADMIN_CORS_DEFAULTS,
-  AuthConfigSchema,
-  ConfigError,
-  CorsSchema,
-  ErrAuthUnauthorized,
-  ErrInvalidRequest,
-  ErrJsonRpcRequestUnmarshal,
-  Strict,
-  Type,
-  asSvcError,
-  corsMiddleware,
-  corsProblem,
-  corsSettings,
-  doorAuthenticator,
-  readRequestBody,
-  toJsonRpcError,
-  type AuthConfig,
-  type Authenticator,
-  type CorsInput,
-  type Plugin,
-  type PluginHost,
-} from '../../core/plugin-api.ts';
+import { ADMIN_CORS_DEFAULTS, asSvcError, type AuthConfig, AuthConfigSchema, type Authenticator, ConfigError, type CorsInput, corsMiddleware, corsProblem, CorsSchema, corsSettings, doorAuthenticator, ErrAuthUnauthorized, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, type Plugin, type PluginHost, readRequestBody, Strict, toJsonRpcError, Type } from 'svc/plugin';
 import { adminMethods, unsupported } from './methods.ts';
 
 /** Largest admin request body, bytes. */

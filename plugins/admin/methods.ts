@@ -3,7 +3,7 @@
  * case-sensitive. No method changes config at run time (rule 6): API keys live in their
  * database, cordons in the health tracker.
  */
-import { AUTH_SERVICE, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, SvcError, type ApiKeyManager, type AuthService, type PluginHost, type Project } from '../../core/plugin-api.ts';
+import { type ApiKeyManager, AUTH_SERVICE, type AuthService, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, type PluginHost, type Project, SvcError } from 'svc/plugin';
 import { redactConfig } from './redact.ts';
 
 /** Default `svc_listApiKeys` page (spec §8). */

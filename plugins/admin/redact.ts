@@ -9,7 +9,7 @@
  *   a provider's, the tracing exporter's), whatever the header's name;
  * - the credentials, path and query of every URL (`https://host/v2/<KEY>` keeps only its origin).
  */
-import { redactTree, redactUrl } from '../../core/plugin-api.ts';
+import { redactTree, redactUrl } from 'svc/plugin';
 
 export { redactUrl };
 

@@ -3,7 +3,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { BlockList } from 'node:net';
-import { inList, type HttpRequestInfo } from '../../core/plugin-api.ts';
+import { type HttpRequestInfo, inList } from 'svc/plugin';
 import type { Credentials } from './credentials.ts';
 
 /** What an accepting strategy says about the caller. */

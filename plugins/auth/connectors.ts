@@ -11,7 +11,7 @@
  */
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
-import { closeRedisClient, openRedisClient, StorageBreaker, type Logger, type RedisClient, type StorageBreakerSettings } from '../../core/plugin-api.ts';
+import { closeRedisClient, type Logger, openRedisClient, type RedisClient, StorageBreaker, type StorageBreakerSettings } from 'svc/plugin';
 import { DEFAULT_LOOKUP_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, GuardedApiKeyStore, isStoreFailure } from './api-keys/guarded.ts';
 import { MemoryApiKeyStore, type ApiKeyStore } from './api-keys/store.ts';
 

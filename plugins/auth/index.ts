@@ -11,23 +11,7 @@
  * in a log, a label or an error message.
  */
 import { Counter } from 'prom-client';
-import {
-  AUTH_SERVICE,
-  AuthConfigSchema,
-  ConfigError,
-  ErrAuthUnauthorized,
-  StorageUnavailableError,
-  addressList,
-  type AuthScope,
-  type AuthService,
-  type AuthStrategyConfig,
-  type Authenticator,
-  type HttpRequestInfo,
-  type Identity,
-  type Plugin,
-  type PluginHost,
-  type ResolvedConfig,
-} from '../../core/plugin-api.ts';
+import { addressList, AUTH_SERVICE, AuthConfigSchema, type Authenticator, type AuthScope, type AuthService, type AuthStrategyConfig, ConfigError, ErrAuthUnauthorized, type HttpRequestInfo, type Identity, type Plugin, type PluginHost, type ResolvedConfig, StorageUnavailableError } from 'svc/plugin';
 import { ApiKeySpace } from './api-keys/space.ts';
 import { networkCheck, secretCheck, type Check } from './basic.ts';
 import { Connectors } from './connectors.ts';

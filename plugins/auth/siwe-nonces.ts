@@ -21,7 +21,7 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Pool } from 'pg';
-import type { RedisClient, StorageBreaker } from '../../core/plugin-api.ts';
+import type { RedisClient, StorageBreaker } from 'svc/plugin';
 import { whenReady } from './api-keys/redis.ts';
 import type { ConnectorConfig } from './connectors.ts';
 

@@ -3,9 +3,7 @@
  * until the queue holds `batchMaxSize` of them or `batchMaxWait` passed since the first, then go
  * as one JSON-RPC batch. Independent of HTTP: the plugin hands it a `send` function.
  */
-import { ErrCancelled, ErrEndpointRequestTimeout, SvcError } from '../../core/errors.ts';
-import type { RpcResult } from '../../core/jsonrpc.ts';
-import { isDeadline } from '../../core/registry/upstream.ts';
+import { ErrCancelled, ErrEndpointRequestTimeout, isDeadline, type RpcResult, SvcError } from 'svc/plugin';
 
 /** One call waiting in the queue. */
 export interface QueuedCall {

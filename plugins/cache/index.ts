@@ -22,22 +22,7 @@
  *   plugin turns into `X-SVC-Cache` and `X-SVC-Cache-Attempts`.
  * - Metrics `svc_cache_{get_hit,get_miss,get_error,set_success,set_error}_total{project,network,category,connector,policy}`.
  */
-import {
-  CallStage,
-  DeferredCounter,
-  callParamsHash,
-  compileGlobs,
-  FINALITY,
-  RpcResult,
-  Slot,
-  type CallContext,
-  type CallHandler,
-  type GlobTest,
-  type Network,
-  type Plugin,
-  type PluginHost,
-  provenanceKey,
-} from '../../core/plugin-api.ts';
+import { type CallContext, type CallHandler, callParamsHash, CallStage, compileGlobs, DeferredCounter, FINALITY, type GlobTest, type Network, type Plugin, type PluginHost, provenanceKey, RpcResult, Slot } from 'svc/plugin';
 import { MemoryConnector } from './connectors/memory.ts';
 import type { Connector } from './connectors/types.ts';
 import { callKey, neverCached } from './keys.ts';

@@ -4,7 +4,7 @@
  * call only by realtime ones, an unknown call by any. Writes go only to policies of exactly the
  * call's finality, and respect the empty rule and the size bounds.
  */
-import { compileGlobs, type Finality, type GlobTest } from '../../core/plugin-api.ts';
+import { compileGlobs, type Finality, type GlobTest } from 'svc/plugin';
 import type { PolicyConfig } from './schema.ts';
 
 /** Longest text a params matcher is tested against, characters (keeps matching linear and bounded). */

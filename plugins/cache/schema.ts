@@ -3,7 +3,7 @@
  * `connectors[]` and `policies[]`, nested as eRPC users write them, the zero-config default, and
  * the checks that cannot be said in JSON Schema (unique ids, policies naming a connector).
  */
-import { ConfigError, Duration, Size, StorageBreakerSchema, Strict, Type, type Finality, type ResolvedConfig, type StorageBreakerSettings, type TProperties } from '../../core/plugin-api.ts';
+import { ConfigError, Duration, type Finality, type ResolvedConfig, Size, StorageBreakerSchema, type StorageBreakerSettings, Strict, type TProperties, Type } from 'svc/plugin';
 
 /** Id of the zero-config memory connector. */
 export const DEFAULT_CONNECTOR_ID = 'memory-cache';

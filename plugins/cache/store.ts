@@ -4,7 +4,7 @@
  * into a miss (a realtime entry behind the head, an unfinalized entry on a reorged block), and
  * the write after the answer, with finality re-classified from the answer.
  */
-import { parseBlockNumber, type CallContext, type Finality, type NetworkChainState } from '../../core/plugin-api.ts';
+import { type CallContext, type Finality, type NetworkChainState, parseBlockNumber } from 'svc/plugin';
 import type { CacheEntry, Connector } from './connectors/types.ts';
 import { answeredBlock, isEmptyJson, type CallKey } from './keys.ts';
 import type { Policy } from './policy.ts';

@@ -4,14 +4,7 @@
  * dispute and low-participants behaviours. Pure functions over the votes, so every rule has a
  * unit test without a network.
  */
-import {
-  ErrConsensusDispute,
-  ErrConsensusLowParticipants,
-  type ConsensusBehavior,
-  type ConsensusConfig,
-  type RpcResult,
-  type SvcError,
-} from '../../core/plugin-api.ts';
+import { type ConsensusBehavior, type ConsensusConfig, ErrConsensusDispute, ErrConsensusLowParticipants, type RpcResult, type SvcError } from 'svc/plugin';
 
 /** One upstream's contribution to a round: an answer, or an error that is a fact about the chain. */
 export interface Vote {

@@ -14,24 +14,7 @@
  * `punish.ts` (the misbehaviour cordon); this file wires them.
  */
 import { Counter } from 'prom-client';
-import {
-  AttemptStage,
-  compileIgnorePaths,
-  DEFAULT_IGNORE_FIELDS,
-  DeferredCounter,
-  Slot,
-  WRITE_METHODS,
-  type AttemptHandler,
-  type CallContext,
-  type ConsensusConfig,
-  type IgnorePaths,
-  type Leg,
-  type Network,
-  type Plugin,
-  type PluginHost,
-  type RpcResult,
-  type Upstream,
-} from '../../core/plugin-api.ts';
+import { type AttemptHandler, AttemptStage, type CallContext, compileIgnorePaths, type ConsensusConfig, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, type Leg, type Network, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, WRITE_METHODS } from 'svc/plugin';
 import { decide, type Decision } from './decide.ts';
 import { Punisher, REAL_CLOCK, type PunishClock } from './punish.ts';
 import { broadcast, runSlots } from './round.ts';
@@ -46,7 +29,6 @@ const FAILSAFE_ENTRY = new Slot<{ consensus?: ConsensusConfig } | undefined>('fa
 const SLOTS = new Slot<number>('consensus.slots', 0);
 const DISPUTES = new Slot<number>('consensus.disputes', 0);
 const LOW_PARTICIPANTS = new Slot<number>('consensus.lowParticipants', 0);
-
 
 /** Distinct methods whose ignore paths are remembered per consensus entry (method names come from clients). */
 const IGNORE_MEMO_LIMIT = 256;

@@ -4,21 +4,7 @@
  * stops once the outcome cannot change ({@link isSettled}), after a bounded wait for larger
  * answers with `preferLargerResponses`, or when every slot ended.
  */
-import {
-  canonicalHash,
-  ErrUpstreamsExhausted,
-  isEmptyResult,
-  isPassThrough,
-  UpstreamCursor,
-  type AttemptHandler,
-  type CallContext,
-  type ConsensusConfig,
-  type IgnorePaths,
-  type Leg,
-  type RpcResult,
-  type SvcError,
-  type Upstream,
-} from '../../core/plugin-api.ts';
+import { type AttemptHandler, type CallContext, canonicalHash, type ConsensusConfig, ErrUpstreamsExhausted, type IgnorePaths, isEmptyResult, isPassThrough, type Leg, type RpcResult, type SvcError, type Upstream, UpstreamCursor } from 'svc/plugin';
 import { isSettled, type Vote } from './decide.ts';
 
 /** Shortest and longest wait for running slots once a group won (`preferLargerResponses`), ms. */

@@ -11,7 +11,7 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { ADMIN_CORS_DEFAULTS, ConfigError, CorsSchema, corsMiddleware, corsProblem, corsSettings, type CorsInput, type CorsSettings, type Plugin, type PluginHost } from '../../core/plugin-api.ts';
+import { ADMIN_CORS_DEFAULTS, ConfigError, type CorsInput, corsMiddleware, corsProblem, CorsSchema, corsSettings, type CorsSettings, type Plugin, type PluginHost } from 'svc/plugin';
 
 /** The ten directive headers of spec §2.8, plus force-trace and the user id header. */
 export const DIRECTIVE_HEADERS = [

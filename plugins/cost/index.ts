@@ -19,7 +19,7 @@
  *   table without one); several distinct versions in one response are sorted and comma-joined.
  * - No cost header on early errors that routed no call.
  */
-import { compileGlobs, settingsOf, Slot, Type, type AttemptRecord, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type SchemaFragment } from '../../core/plugin-api.ts';
+import { type AttemptRecord, compileGlobs, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type SchemaFragment, settingsOf, Slot, Type } from 'svc/plugin';
 
 /** Service name of {@link CostService}: `host.services.require<CostService>(COST_SERVICE)`, with `dependsOn: ['cost']`. */
 export const COST_SERVICE = 'cost';

@@ -5,10 +5,7 @@
  * `allowClientDirectives` (strategy grant, else network, else project). Per call because one
  * batch may span networks; the HTTP part is parsed once per HTTP request.
  */
-import type { Directives, CallContext, HttpRequestInfo } from '../../core/context.ts';
-import { MatcherCache } from '../../core/matcher.ts';
-import { PluginContractError, type Plugin, type Proxy } from '../../core/proxy.ts';
-import { DirectiveStage } from '../../core/stages.ts';
+import { type CallContext, type Directives, DirectiveStage, type HttpRequestInfo, MatcherCache, type Plugin, PluginContractError, type PluginHost } from 'svc/plugin';
 
 /** One directive of the spec §2.8 table. */
 export interface DirectiveSpec {
@@ -141,7 +138,7 @@ export interface DirectivesService {
 export function directivesPlugin(): Plugin {
   return {
     name: 'directives',
-    apply(proxy: Proxy) {
+    apply(proxy: PluginHost) {
       const specs: DirectiveSpec[] = [...DIRECTIVES];
       proxy.services.provide<DirectivesService>(DIRECTIVES_SERVICE, {
         declare(d) {

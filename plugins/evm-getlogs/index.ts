@@ -13,13 +13,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Counter } from 'prom-client';
-import type { CallContext } from '../../core/context.ts';
-import { chainStateOf } from '../../core/evm/state.ts';
-import type { CallHandler } from '../../core/hooks.ts';
-import type { RpcResult } from '../../core/jsonrpc.ts';
-import type { Plugin, Proxy } from '../../core/proxy.ts';
-import type { Network } from '../../core/registry/network.ts';
-import { CallStage } from '../../core/stages.ts';
+import { type CallContext, type CallHandler, CallStage, chainStateOf, type Network, type Plugin, type PluginHost, type RpcResult } from 'svc/plugin';
 import {
   checkGetLogsLimits,
   DEFAULT_MAX_ALLOWED_RANGE,
@@ -102,7 +96,7 @@ export function evmGetLogsPlugin(): Plugin {
   return {
     name: 'evm-getlogs',
     schema: { networkEvm: networkEvmSchema },
-    apply(proxy: Proxy) {
+    apply(proxy: PluginHost) {
       const splits = new Counter({
         name: 'svc_network_getlogs_splits_total',
         help: 'eth_getLogs/trace_filter requests halved after an upstream refused them as too large',

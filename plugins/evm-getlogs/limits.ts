@@ -5,14 +5,7 @@
  * a limit with its `ErrGetLogsExceeded*` error (-32012, HTTP 200) before anything is forwarded.
  * Pure; no hooks here. `index.ts` taps it into the `call` hook at `CallStage.GETLOGS`.
  */
-import {
-  ErrGetLogsExceededMaxAllowedAddresses,
-  ErrGetLogsExceededMaxAllowedRange,
-  ErrGetLogsExceededMaxAllowedTopics,
-  type SvcError,
-} from '../../core/errors.ts';
-import { parseBlockNumber, toHex } from '../../core/evm/blocks.ts';
-import type { Network } from '../../core/registry/network.ts';
+import { ErrGetLogsExceededMaxAllowedAddresses, ErrGetLogsExceededMaxAllowedRange, ErrGetLogsExceededMaxAllowedTopics, type Network, parseBlockNumber, type SvcError, toHex } from 'svc/plugin';
 
 // ---------------------------------------------------------------------------------------
 // Settings

@@ -7,12 +7,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
-import { linkedController } from '../../core/abort.ts';
-import type { CallContext } from '../../core/context.ts';
-import { ErrCancelled, ErrEndpointRequestTooLarge, ErrUpstreamMalformedResponse, ErrUpstreamsExhausted } from '../../core/errors.ts';
-import { parseBlockNumber, toHex } from '../../core/evm/blocks.ts';
-import type { CallHandler } from '../../core/hooks.ts';
-import { RpcResult } from '../../core/jsonrpc.ts';
+import { type CallContext, type CallHandler, ErrCancelled, ErrEndpointRequestTooLarge, ErrUpstreamMalformedResponse, ErrUpstreamsExhausted, linkedController, parseBlockNumber, RpcResult, toHex } from 'svc/plugin';
 import type { LogsFilter } from './limits.ts';
 
 // ---------------------------------------------------------------------------------------

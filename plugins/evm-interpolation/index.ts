@@ -7,13 +7,7 @@
  * (sweep, hedge, retry, consensus) answers about the same block. Directive `skip-interpolation`
  * turns it off per call.
  */
-import type { CallContext } from '../../core/context.ts';
-import type { CallHandler } from '../../core/hooks.ts';
-import type { Plugin, Proxy } from '../../core/proxy.ts';
-import type { Network } from '../../core/registry/network.ts';
-import { BLOCK_PARAM, toHex } from '../../core/evm/blocks.ts';
-import { chainStateOf, type NetworkChainState } from '../../core/evm/state.ts';
-import { CallStage } from '../../core/stages.ts';
+import { BLOCK_PARAM, type CallContext, type CallHandler, CallStage, chainStateOf, type Network, type NetworkChainState, type Plugin, type PluginHost, toHex } from 'svc/plugin';
 
 /** The network's known heads an interpolation substitutes; 0 means unknown (never substituted). */
 export interface KnownHeads {
@@ -150,7 +144,7 @@ export function evmInterpolationPlugin(opts: EvmInterpolationOptions = {}): Plug
   const skip: ReadonlySet<string> = new Set(opts.skipMethods ?? DEFAULT_SKIP_METHODS);
   return {
     name: 'evm-interpolation',
-    apply(proxy: Proxy) {
+    apply(proxy: PluginHost) {
       proxy.hooks.call.tap({ name: 'evm-interpolation', stage: CallStage.INTERPOLATION }, (inner: CallHandler, network: Network): CallHandler => {
         return (ctx: CallContext) => {
           const method = ctx.request.method;

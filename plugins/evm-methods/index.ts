@@ -8,24 +8,8 @@
  * methods need exactly one candidate upstream after every filter, `use-upstream` included).
  */
 import type { Hex } from 'viem';
-import type { CallContext } from '../../core/context.ts';
-import {
-  ErrEndpointExecutionException,
-  ErrEndpointNonceException,
-  ErrEndpointUnsupported,
-  ErrNotImplemented,
-  ErrUpstreamsExhausted,
-  SvcError,
-} from '../../core/errors.ts';
-import type { CallHandler } from '../../core/hooks.ts';
-import { RpcResult } from '../../core/jsonrpc.ts';
-import type { Plugin, Proxy } from '../../core/proxy.ts';
-import type { Network } from '../../core/registry/network.ts';
-import type { Upstream } from '../../core/registry/upstream.ts';
-import { CallStage, SelectStage } from '../../core/stages.ts';
-import { STATEFUL_METHODS, toHex } from '../../core/evm/blocks.ts';
-
-export { STATEFUL_METHODS } from '../../core/evm/blocks.ts';
+import { type CallContext, type CallHandler, CallStage, ErrEndpointExecutionException, ErrEndpointNonceException, ErrEndpointUnsupported, ErrNotImplemented, ErrUpstreamsExhausted, type Network, type Plugin, type PluginHost, RpcResult, SelectStage, STATEFUL_METHODS, SvcError, toHex, type Upstream } from 'svc/plugin';
+export { STATEFUL_METHODS } from 'svc/plugin';
 
 /** Methods a proxy never forwards by default: they use the node's own keys (eRPC method guard). */
 export const DEFAULT_UNSUPPORTED_METHODS: readonly string[] = ['eth_accounts', 'eth_sign'];
@@ -159,7 +143,7 @@ export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
   const idempotent = opts.idempotentBroadcast ?? true;
   return {
     name: 'evm-methods',
-    apply(proxy: Proxy) {
+    apply(proxy: PluginHost) {
       const hooks = proxy.hooks;
 
       hooks.call.tap({ name: 'evm-methods:local', stage: CallStage.LOCAL_METHODS }, (inner: CallHandler, network: Network): CallHandler => {

@@ -7,18 +7,8 @@
  * answer is the call's answer instead of an exhausted error; counts the retries).
  * Both rules are capped per call by `failsafe[].retry.emptyResultMaxAttempts` (default 2).
  */
-import { Slot } from '../../core/slots.ts';
+import { type AttemptRecord, blockRefOf, type CallContext, type CallHandler, CallStage, chainStateOf, ErrEndpointMissingData, type Network, type Plugin, type PluginHost, type RpcResult, Slot, SvcError, type Upstream, ValidateStage } from 'svc/plugin';
 import { Counter } from 'prom-client';
-import type { AttemptRecord, CallContext } from '../../core/context.ts';
-import { ErrEndpointMissingData, SvcError } from '../../core/errors.ts';
-import type { CallHandler } from '../../core/hooks.ts';
-import type { RpcResult } from '../../core/jsonrpc.ts';
-import type { Plugin, Proxy } from '../../core/proxy.ts';
-import type { Network } from '../../core/registry/network.ts';
-import type { Upstream } from '../../core/registry/upstream.ts';
-import { CallStage, ValidateStage } from '../../core/stages.ts';
-import { blockRefOf } from '../../core/evm/blocks.ts';
-import { chainStateOf } from '../../core/evm/state.ts';
 
 /**
  * Methods whose null/empty answer means "this node does not have it yet" (issue #4 item 7): retried on
@@ -86,7 +76,7 @@ export type UpstreamRetriesLabel = 'project' | 'network' | 'category' | 'reason'
  * @param proxy the proxy whose registry holds the counter
  * @returns the counter, labels `project`, `network`, `category` (method) and `reason`
  */
-export function upstreamRetriesCounter(proxy: Proxy): Counter<UpstreamRetriesLabel> {
+export function upstreamRetriesCounter(proxy: PluginHost): Counter<UpstreamRetriesLabel> {
   const existing = proxy.metrics.getSingleMetric(UPSTREAM_RETRIES_METRIC);
   if (existing) return existing as Counter<UpstreamRetriesLabel>;
   return new Counter({
@@ -259,7 +249,7 @@ export function evmRetriesPlugin(): Plugin {
     name: 'evm-retries',
     // Reads the matched failsafe entry's `retry.emptyResultMaxAttempts` (its per-call slot).
     dependsOn: ['failsafe'],
-    apply(proxy: Proxy) {
+    apply(proxy: PluginHost) {
       const counter = upstreamRetriesCounter(proxy);
 
       proxy.hooks.validate.tap({ name: 'evm-retries', stage: RETRY_VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {

@@ -6,15 +6,7 @@
  * reads, see `filterByAvailability`); `call` at FUTURE_BLOCK (the far-future `null`,
  * outside tip enforcement).
  */
-import type { CallContext } from '../../core/context.ts';
-import { blockRefOf, highestNumberOf } from '../../core/evm/blocks.ts';
-import { chainStateOf } from '../../core/evm/state.ts';
-import type { CallHandler } from '../../core/hooks.ts';
-import { RpcResult } from '../../core/jsonrpc.ts';
-import type { Proxy } from '../../core/proxy.ts';
-import type { Network } from '../../core/registry/network.ts';
-import type { Upstream } from '../../core/registry/upstream.ts';
-import { CallStage, SelectStage } from '../../core/stages.ts';
+import { blockRefOf, type CallContext, type CallHandler, CallStage, chainStateOf, highestNumberOf, type Network, type PluginHost, RpcResult, SelectStage, type Upstream } from 'svc/plugin';
 import { networkEvmSettings, type NetworkEvmSettings } from './schema.ts';
 import { blockNumberParamOf, filterByAvailability } from './tip.ts';
 
@@ -23,7 +15,7 @@ import { blockNumberParamOf, filterByAvailability } from './tip.ts';
  * reads are skipped, while at least one candidate is known to have it.
  * @param proxy the proxy the evm-state plugin is applied to
  */
-export function tapBlockAvailability(proxy: Proxy): void {
+export function tapBlockAvailability(proxy: PluginHost): void {
   proxy.hooks.select.tap({ name: 'evm-state:availability', stage: SelectStage.AVAILABILITY }, (ups: Upstream[], ctx: CallContext) => {
     if (ups.length < 2) return ups;
     const block = highestNumberOf(blockRefOf(ctx.request.method, ctx.request.params));
@@ -37,7 +29,7 @@ export function tapBlockAvailability(proxy: Proxy): void {
  * `networks[].evm.maxRetryableBlockDistance` beyond the known head answers `null` at once.
  * @param proxy the proxy the evm-state plugin is applied to
  */
-export function tapFarFutureBlocks(proxy: Proxy): void {
+export function tapFarFutureBlocks(proxy: PluginHost): void {
   const settingsByNetwork = new WeakMap<Network, NetworkEvmSettings>();
   const netSettings = (n: Network): NetworkEvmSettings => {
     let s = settingsByNetwork.get(n);

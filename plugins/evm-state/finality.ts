@@ -5,17 +5,13 @@
  * Taps: `directives` at RESOLVE − 50, before the failsafe plugin matches its entries on
  * `matchFinality` (FAILSAFE_DEFAULTS).
  */
-import { FINALITY, type CallContext, type Directives } from '../../core/context.ts';
-import { BLOCK_PARAM, classifyFinality } from '../../core/evm/blocks.ts';
-import { chainStateOf } from '../../core/evm/state.ts';
-import type { Proxy } from '../../core/proxy.ts';
-import { DirectiveStage } from '../../core/stages.ts';
+import { BLOCK_PARAM, type CallContext, chainStateOf, classifyFinality, type Directives, DirectiveStage, FINALITY, type PluginHost } from 'svc/plugin';
 
 /**
  * Taps the `directives` hook to set `FINALITY` slot (the directives pass through unchanged).
  * @param proxy the proxy the evm-state plugin is applied to
  */
-export function tapFinality(proxy: Proxy): void {
+export function tapFinality(proxy: PluginHost): void {
   proxy.hooks.directives.tap({ name: 'evm-state', stage: DirectiveStage.FINALITY }, (d: Directives, ctx: CallContext) => {
     // The finalized head (a pass over the counted upstreams) only matters for a method with a block parameter.
     const method = ctx.request.method;

@@ -16,7 +16,7 @@
  * (the `directives` tap), `availability.ts` (the `select` tap and the far-future `null`),
  * `tip.ts` (tip helpers and the `validate`/`call` taps of tip enforcement); this file wires them.
  */
-import type { Plugin, Proxy } from '../../core/proxy.ts';
+import type { Plugin, PluginHost } from 'svc/plugin';
 import { tapBlockAvailability, tapFarFutureBlocks } from './availability.ts';
 import { tapFinality } from './finality.ts';
 import { MAX_POLL_TIMEOUT_MS } from './poller.ts';
@@ -65,7 +65,7 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
     // Counts only the upstreams the selection plugin keeps (selectionState) and re-evaluates on syncing changes.
     dependsOn: ['selection'],
     schema: evmStateSchema,
-    apply(proxy: Proxy) {
+    apply(proxy: PluginHost) {
       // In this order: tapable runs same-stage taps of one hook in registration order.
       const heads = tapHeadTracking(proxy, maxPollTimeoutMs);
       tapFinality(proxy);

@@ -6,15 +6,7 @@
  * in metrics through `attemptDone`), and writes what it learns into the network's chain state
  * (core/evm/state.ts). A poll failure never throws out of the timer.
  */
-import { FINALITY } from '../../core/context.ts';
-import { classifyFinality, toHex } from '../../core/evm/blocks.ts';
-import { excerptOf } from '../../core/redact.ts';
-import { chainStateOf, SYNCING } from '../../core/evm/state.ts';
-import type { RpcResult } from '../../core/jsonrpc.ts';
-import type { Proxy } from '../../core/proxy.ts';
-import type { Network } from '../../core/registry/network.ts';
-import type { Upstream } from '../../core/registry/upstream.ts';
-import { tryUpstream } from '../../core/sweep.ts';
+import { chainStateOf, classifyFinality, excerptOf, FINALITY, type Network, type PluginHost, type RpcResult, SYNCING, toHex, tryUpstream, type Upstream } from 'svc/plugin';
 import { blockNumberOfBlock, syncingOf } from './tip.ts';
 
 /** Consecutive "not syncing" polls needed before a syncing upstream is selectable again. */
@@ -100,7 +92,7 @@ export class UpstreamPoller {
    * @param sink receives what the polls learn
    */
   constructor(
-    private readonly proxy: Proxy,
+    private readonly proxy: PluginHost,
     readonly network: Network,
     readonly upstream: Upstream,
     readonly settings: PollerSettings,

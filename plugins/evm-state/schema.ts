@@ -5,10 +5,7 @@
  * for one network or one upstream's poller. No hooks here.
  */
 import { Type } from '@sinclair/typebox';
-import { Duration } from '../../core/config/schema.ts';
-import type { SchemaFragment } from '../../core/config/schema.ts';
-import type { Network } from '../../core/registry/network.ts';
-import type { Upstream } from '../../core/registry/upstream.ts';
+import { Duration, type Network, type SchemaFragment, type Upstream } from 'svc/plugin';
 import { MAX_POLL_TIMEOUT_MS, type PollerSettings } from './poller.ts';
 
 /** Default `upstreams[].evm.statePollerInterval`, ms. */

@@ -8,15 +8,10 @@
  * {@link HeadTracker}.
  */
 import { Gauge } from 'prom-client';
-import { chainStateOf, SYNCING, type NetworkChainState } from '../../core/evm/state.ts';
-import type { Proxy } from '../../core/proxy.ts';
-import type { Network } from '../../core/registry/network.ts';
-import type { Upstream } from '../../core/registry/upstream.ts';
-import type { PluginHost } from '../../core/host.ts';
+import { chainStateOf, type Network, type NetworkChainState, type PluginHost, Slot, SYNCING, type Upstream } from 'svc/plugin';
 import { UpstreamPoller } from './poller.ts';
 import { pollerSettingsOf } from './schema.ts';
 import { knownLatestOf } from './tip.ts';
-import { Slot } from '../../core/slots.ts';
 
 /** The shadow plugin's upstream slot, read by name (this plugin does not import shadow). */
 const SHADOW_UPSTREAM = new Slot<boolean>('shadow.upstream', false);
@@ -79,7 +74,7 @@ export interface HeadTracker {
  * @param maxPollTimeoutMs cap of one poll request's timeout, ms
  * @returns how answers report heads
  */
-export function tapHeadTracking(proxy: Proxy, maxPollTimeoutMs: number): HeadTracker {
+export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): HeadTracker {
   const hooks = proxy.hooks;
   const pollers = new Map<Upstream, UpstreamPoller>();
   proxy.services.provide(POLLERS_SERVICE, pollers);

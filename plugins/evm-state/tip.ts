@@ -8,15 +8,7 @@
  * head). Publishes `svc_upstream_stale_block_total`.
  */
 import { Counter } from 'prom-client';
-import type { AttemptRecord, CallContext } from '../../core/context.ts';
-import { ErrEndpointMissingData, type SvcError } from '../../core/errors.ts';
-import { parseBlockNumber, refOf, toHex } from '../../core/evm/blocks.ts';
-import { chainStateOf, type NetworkChainState, type UpstreamChainState } from '../../core/evm/state.ts';
-import type { CallHandler } from '../../core/hooks.ts';
-import type { RpcResult } from '../../core/jsonrpc.ts';
-import type { Proxy } from '../../core/proxy.ts';
-import type { Upstream } from '../../core/registry/upstream.ts';
-import { CallStage, ValidateStage } from '../../core/stages.ts';
+import { type AttemptRecord, type CallContext, type CallHandler, CallStage, chainStateOf, ErrEndpointMissingData, type NetworkChainState, parseBlockNumber, type PluginHost, refOf, type RpcResult, type SvcError, toHex, type Upstream, type UpstreamChainState, ValidateStage } from 'svc/plugin';
 import type { HeadTracker } from './state.ts';
 
 /**
@@ -154,7 +146,7 @@ interface BestAnswer {
  * @param proxy the proxy the evm-state plugin is applied to
  * @param heads where heads seen in answers are reported
  */
-export function tapTipEnforcement(proxy: Proxy, heads: HeadTracker): void {
+export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
   const hooks = proxy.hooks;
   const observeLatest = heads.observeLatest;
   const stale = new Counter({

@@ -6,15 +6,7 @@
  * (client-share.ts). No hooks here; `upstream.ts` taps one breaker per failsafe entry with a
  * `circuitBreaker` into the `upstream` hook.
  */
-import { isRequestFact } from '../../core/plugin-api.ts';
-import {
-  ErrCancelled,
-  ErrEndpointBillingIssue,
-  ErrEndpointServerSideException,
-  ErrEndpointUnauthorized,
-  ErrUpstreamMalformedResponse,
-  type SvcError,
-} from '../../core/errors.ts';
+import { ErrCancelled, ErrEndpointBillingIssue, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrUpstreamMalformedResponse, isRequestFact, type SvcError } from 'svc/plugin';
 import { ClientShare } from './client-share.ts';
 import type { FailsafeEntry } from './schema.ts';
 

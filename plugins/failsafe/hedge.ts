@@ -5,11 +5,7 @@
  * Never used for writes (`WRITE_METHODS`). No hooks here; `network.ts` taps it into the
  * `attempt` hook at `AttemptStage.HEDGE`.
  */
-import { linkedController } from '../../core/abort.ts';
-import type { CallContext } from '../../core/context.ts';
-import { asSvcError, ErrCancelled, ErrUpstreamsExhausted, type SvcError } from '../../core/errors.ts';
-import type { AttemptHandler, Leg } from '../../core/hooks.ts';
-import type { RpcResult } from '../../core/jsonrpc.ts';
+import { asSvcError, type AttemptHandler, type CallContext, ErrCancelled, ErrUpstreamsExhausted, type Leg, linkedController, type RpcResult, type SvcError } from 'svc/plugin';
 import type { FailsafeEntry } from './schema.ts';
 
 /** Hedge delay in ms: static `delay`, or the method's latency quantile (+ delay), clamped. */

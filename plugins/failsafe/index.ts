@@ -16,9 +16,7 @@
  * errors, timeouts), `breaker.ts` (circuit breaker), `hedge.ts` (hedge race), `network.ts`
  * (`directives` and `attempt` taps), `upstream.ts` (`upstream` taps); this file wires them.
  */
-import type { Plugin, Proxy } from '../../core/proxy.ts';
-import type { PluginHost } from '../../core/host.ts';
-import type { Upstream } from '../../core/registry/upstream.ts';
+import type { Plugin, PluginHost, Upstream } from 'svc/plugin';
 import type { CircuitBreaker } from './breaker.ts';
 import { tapNetworkFailsafe } from './network.ts';
 import { failsafeSchemaFragment } from './schema.ts';
@@ -52,7 +50,7 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
   return {
     name: 'failsafe',
     schema: failsafeSchemaFragment(),
-    apply(proxy: Proxy) {
+    apply(proxy: PluginHost) {
       const now = opts.now ?? Date.now;
       // Network scope first (its counters, then the directives and attempt taps), then upstream scope.
       tapNetworkFailsafe(proxy);

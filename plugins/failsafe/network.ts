@@ -6,15 +6,7 @@
  * RETRY and TIMEOUT, composing outside in timeout( retry( hedge( sweep ))). Publishes
  * `svc_network_request_retries_total` and `svc_network_hedges_total`.
  */
-import { Slot } from '../../core/slots.ts';
-import { sleep } from '../../core/abort.ts';
-import { FINALITY, type CallContext, type Directives } from '../../core/context.ts';
-import { ErrFailsafeTimeoutExceeded } from '../../core/errors.ts';
-import { UpstreamCursor, type AttemptHandler, type Leg } from '../../core/hooks.ts';
-import type { RpcResult } from '../../core/jsonrpc.ts';
-import type { Proxy } from '../../core/proxy.ts';
-import type { Network } from '../../core/registry/network.ts';
-import { AttemptStage, DirectiveStage } from '../../core/stages.ts';
+import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, ErrFailsafeTimeoutExceeded, FINALITY, type Leg, type Network, type PluginHost, type RpcResult, sleep, Slot, UpstreamCursor } from 'svc/plugin';
 import { Counter } from 'prom-client';
 import { hedgeDelay, runHedged } from './hedge.ts';
 import { isRetryable, retryDelay, withTimeout } from './policies.ts';
@@ -41,7 +33,7 @@ export function failsafeEntryOf(ctx: CallContext): FailsafeEntry | undefined {
  * order: directives, then hedge, retry, timeout).
  * @param proxy the proxy the failsafe plugin is applied to
  */
-export function tapNetworkFailsafe(proxy: Proxy): void {
+export function tapNetworkFailsafe(proxy: PluginHost): void {
   const hooks = proxy.hooks;
   const netEntries = new WeakMap<Network, CompiledEntry[]>();
   const retries = new Counter({

@@ -4,8 +4,7 @@
  * the backoff delay of a retry, which errors a retry policy may retry, and a deadline wrapper
  * whose inner work sees an aborted signal. No hooks here.
  */
-import { linkedController } from '../../core/abort.ts';
-import { ErrCancelled, SvcError } from '../../core/errors.ts';
+import { ErrCancelled, linkedController, SvcError } from 'svc/plugin';
 import type { FailsafeEntry } from './schema.ts';
 
 /** Delay before retry number `n` (1-based): delay × factor^(n-1), capped, plus jitter (ms). */

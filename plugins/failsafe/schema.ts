@@ -6,11 +6,8 @@
  * `upstream.ts` tap them in.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
-import { compileGlobs } from '../../core/glob.ts';
-import type { Directives, Finality } from '../../core/context.ts';
-import { Duration, Strict, directiveDefaultsProps, type SchemaFragment } from '../../core/config/schema.ts';
-import { directiveDefaultsOf } from '../../core/config/load.ts';
-import { ConsensusSchema, type ConsensusConfig } from '../../core/config/consensus-schema.ts';
+import { compileGlobs, type ConsensusConfig, ConsensusSchema, directiveDefaultsOf, directiveDefaultsProps, type Directives, Duration, type Finality, type SchemaFragment, Strict } from 'svc/plugin';
+export { WRITE_METHODS } from 'svc/plugin';
 
 // ---------------------------------------------------------------------------------------
 // Config
@@ -187,4 +184,3 @@ export function matchEntry(entries: readonly CompiledEntry[], method: string, fi
 }
 
 /** Methods that change state: never hedged (a duplicate broadcast is not free). Shared through core. */
-export { WRITE_METHODS } from '../../core/evm/blocks.ts';

@@ -8,15 +8,7 @@
  * of an unclassified node error until the call's other answers say whom it is charged to
  * (core/charge.ts); the retry never asks the same upstream again for a fact about the request.
  */
-import { FINALITY } from '../../core/context.ts';
-import { sleep } from '../../core/abort.ts';
-import { asSvcError, ErrEndpointRequestTimeout, ErrFailsafeCircuitBreakerOpen } from '../../core/errors.ts';
-import type { UpstreamCall, UpstreamSender } from '../../core/hooks.ts';
-import type { Proxy } from '../../core/proxy.ts';
-import type { Upstream } from '../../core/registry/upstream.ts';
-import { UpstreamStage } from '../../core/stages.ts';
-import { finishAttempt, outcomeOf, startAttempt } from '../../core/sweep.ts';
-import { isDeferred, isRequestFact, settleFailedAttempt, whenCharged, wouldConfirm } from '../../core/plugin-api.ts';
+import { asSvcError, ErrEndpointRequestTimeout, ErrFailsafeCircuitBreakerOpen, FINALITY, finishAttempt, isDeferred, isRequestFact, outcomeOf, type PluginHost, settleFailedAttempt, sleep, startAttempt, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage, whenCharged, wouldConfirm } from 'svc/plugin';
 import { breakerOutcome, CircuitBreaker } from './breaker.ts';
 import { isRetryable, retryDelay, withTimeout } from './policies.ts';
 import { compile, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, type CompiledEntry, type FailsafeEntry } from './schema.ts';
@@ -27,7 +19,7 @@ import { compile, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, type CompiledEntry, typ
  * @param now clock of the circuit breakers, ms
  * @param proxyBreakers filled with each upstream's breakers as its chain is composed (the registry behind `upstreamBreakers`)
  */
-export function tapUpstreamFailsafe(proxy: Proxy, now: () => number, proxyBreakers: Map<Upstream, CircuitBreaker[]>): void {
+export function tapUpstreamFailsafe(proxy: PluginHost, now: () => number, proxyBreakers: Map<Upstream, CircuitBreaker[]>): void {
   const hooks = proxy.hooks;
   const upEntries = new WeakMap<Upstream, CompiledEntry[]>();
   const upEntriesOf = (u: Upstream): CompiledEntry[] => {

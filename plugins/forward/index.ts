@@ -3,8 +3,7 @@
  * Taps: `attempt` at the lowest stage — installs the sweep that walks a leg's upstreams in
  * the selected order until one answers (core/sweep.ts). Without it the proxy routes nothing.
  */
-import type { Plugin, Proxy } from '../../core/proxy.ts';
-import { createSweep } from '../../core/sweep.ts';
+import { createSweep, type Plugin, type PluginHost } from 'svc/plugin';
 
 /** Stage of the forward tap: below every failsafe wrapper, so it ends up innermost. */
 export const FORWARD_STAGE = -1000;
@@ -16,7 +15,7 @@ export const FORWARD_STAGE = -1000;
 export function forwardPlugin(): Plugin {
   return {
     name: 'forward',
-    apply(proxy: Proxy) {
+    apply(proxy: PluginHost) {
       const sweep = createSweep(proxy.hooks);
       proxy.hooks.attempt.tap({ name: 'forward', stage: FORWARD_STAGE }, () => sweep);
     },

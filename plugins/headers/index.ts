@@ -5,13 +5,7 @@
  * execution records. It only reads the
  * records; every other plugin writes them.
  */
-import type { AttemptRecord, ExecutionRecord } from '../../core/context.ts';
-import type { HeaderSink, ResponseMeta } from '../../core/hooks.ts';
-import type { Plugin, Proxy } from '../../core/proxy.ts';
-import { Slot } from '../../core/slots.ts';
-import { ErrUpstreamsExhausted, type SvcError } from '../../core/errors.ts';
-import { isPassThrough, wireError } from '../../core/errors-wire.ts';
-import { traceOutcome } from '../../core/sweep.ts';
+import { type AttemptRecord, ErrUpstreamsExhausted, type ExecutionRecord, type HeaderSink, isPassThrough, type Plugin, type PluginHost, type ResponseMeta, Slot, type SvcError, traceOutcome, wireError } from 'svc/plugin';
 
 /**
  * The execution-record slots the §4.5 headers read, written by the plugins that own them (the
@@ -150,7 +144,7 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
 export function headersPlugin(): Plugin {
   return {
     name: 'headers',
-    apply(proxy: Proxy) {
+    apply(proxy: PluginHost) {
       let mode: 'all' | 'summary' | 'off' = 'all';
       proxy.hooks.configured.tap('headers', (config) => {
         mode = config.server.executionHeaders;

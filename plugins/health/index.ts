@@ -10,11 +10,8 @@
  * tracking; plugins that read scores (selection, the failsafe hedge's quantile delay) declare it
  * in `dependsOn`.
  */
-import type { AttemptRecord } from '../../core/context.ts';
-import type { Plugin, PluginHost } from '../../core/host.ts';
-import { AttemptDoneStage } from '../../core/stages.ts';
+import { AttemptDoneStage, type AttemptRecord, type CordonChange, type Plugin, type PluginHost } from 'svc/plugin';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { CordonChange } from '../../core/registry/health.ts';
 
 /** Longest cordon reason kept as a label, characters (reasons come from operators, still bounded). */
 const MAX_REASON_LABEL = 64;

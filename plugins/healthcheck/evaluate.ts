@@ -3,7 +3,7 @@
  * `eth_chainId` probe they may need. Reads only public state: upstream probe state, the chain
  * state's last successful poll, the project's health tracker and the `select` hook.
  */
-import type { Network, PluginHost, Project, Upstream } from '../../core/plugin-api.ts';
+import type { Network, PluginHost, Project, Upstream } from 'svc/plugin';
 import type { Strategy } from './schema.ts';
 
 /** A live `eth_chainId` probe gives up after this long, ms (spec §4.3, issue #12 item 1). */

@@ -11,7 +11,7 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { doorAuthenticator, type Authenticator, type Network, type Plugin, type PluginHost, type Project, type Upstream } from '../../core/plugin-api.ts';
+import { type Authenticator, doorAuthenticator, type Network, type Plugin, type PluginHost, type Project, type Upstream } from 'svc/plugin';
 import { ChainIdProbes, evaluate, type Member, type Pollers, type Verdict } from './evaluate.ts';
 import { healthcheckConfigOf, healthcheckSchema, isStrategy, type HealthcheckConfig, type Strategy } from './schema.ts';
 

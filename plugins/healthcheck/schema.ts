@@ -3,7 +3,7 @@
  * users write it. `auth.strategies[]` is the project-auth strategy schema (spec §5.1), run by the
  * auth plugin's `auth` service (so `database` is refused here: API keys belong to projects).
  */
-import { AuthConfigSchema, ConfigError, Strict, Type, type AuthConfig, type ResolvedConfig, type TProperties } from '../../core/plugin-api.ts';
+import { type AuthConfig, AuthConfigSchema, ConfigError, type ResolvedConfig, Strict, type TProperties, Type } from 'svc/plugin';
 
 /** The eight evaluation strategies of spec §4.3. */
 export const STRATEGIES = [
@@ -38,7 +38,6 @@ export const healthcheckSchema: { root: TProperties } = {
     ),
   },
 };
-
 
 /** The resolved `healthCheck` block. */
 export interface HealthcheckConfig {

@@ -30,26 +30,7 @@
  * viem and @ethereumjs/mpt are loaded on the first checked answer only.
  */
 import { Counter } from 'prom-client';
-import {
-  DEFAULT_CONSENSUS,
-  DirectiveStage,
-  ErrEndpointContentValidation,
-  markProvenance,
-  Slot,
-  UpstreamStage,
-  type CallContext,
-  type ConsensusConfig,
-  type Directives,
-  type ExecutionRecord,
-  type HeaderSink,
-  type Network,
-  type Plugin,
-  type PluginHost,
-  type RpcResult,
-  type Upstream,
-  type UpstreamCall,
-  type UpstreamSender,
-} from '../../core/plugin-api.ts';
+import { type CallContext, type ConsensusConfig, DEFAULT_CONSENSUS, type Directives, DirectiveStage, ErrEndpointContentValidation, type ExecutionRecord, type HeaderSink, markProvenance, type Network, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { checkIntrinsic, CHECKED_METHODS, isEmptyAnswer } from './checks/index.ts';
 import { authoritative, corroborate, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 import { CheckFailure } from './hex.ts';

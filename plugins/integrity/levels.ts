@@ -3,7 +3,7 @@
  * the resolution of a call's level from the `integrity` directive (spec §2.8 #10): a level name,
  * or a profile name mapping method globs to levels; `headerMode: deny` ignores the request's value.
  */
-import { compileGlobs, ConfigError, ErrInvalidRequest, Strict, Type, type GlobTest, type Static } from '../../core/plugin-api.ts';
+import { compileGlobs, ConfigError, ErrInvalidRequest, type GlobTest, type Static, Strict, Type } from 'svc/plugin';
 
 /** The four integrity levels, weakest first (spec §2.8 #10). */
 export const LEVELS = ['off', 'intrinsic', 'corroborated', 'authoritative'] as const;

@@ -11,15 +11,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter } from 'prom-client';
-import { DeferredCounter, DeferredHistogram, isCharged, ShutdownStage } from '../../core/plugin-api.ts';
+import { agentName, type AttemptRecord, BoundedLabel, type CallContext, DeferredCounter, DeferredHistogram, FINALITY, isCharged, type Plugin, type PluginHost, ShutdownStage } from 'svc/plugin';
+export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from 'svc/plugin';
 import { registerLifecycleMetrics } from './lifecycle.ts';
-import { FINALITY, type AttemptRecord, type CallContext } from '../../core/context.ts';
-import type { Plugin, Proxy } from '../../core/proxy.ts';
-import type { PluginHost } from '../../core/host.ts';
-import { agentName, BoundedLabel } from '../../core/labels.ts';
-
-export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from '../../core/labels.ts';
-
 
 /** Options of the metrics plugin. */
 export interface MetricsPluginOptions {
@@ -47,7 +41,7 @@ export function metricsAddress(host: PluginHost): AddressInfo | undefined {
 export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
   return {
     name: 'metrics',
-    apply(proxy: Proxy) {
+    apply(proxy: PluginHost) {
       const reg = proxy.metrics;
       const methods = opts.maxMethods !== undefined ? new BoundedLabel(opts.maxMethods) : proxy.methodLabel;
       const agents = new BoundedLabel(opts.maxAgents ?? 50);

@@ -19,17 +19,7 @@
  *   once per follower.
  */
 import { Counter } from 'prom-client';
-import { FINALITY, type CallContext, type ExecutionRecord } from '../../core/context.ts';
-import { asSvcError, ErrCancelled, ErrEndpointRequestTimeout } from '../../core/errors.ts';
-import { isDeadline } from '../../core/registry/upstream.ts';
-import type { Plugin, PluginHost } from '../../core/host.ts';
-import type { CallHandler } from '../../core/hooks.ts';
-import type { RpcResult } from '../../core/jsonrpc.ts';
-import { agentName, BoundedLabel } from '../../core/labels.ts';
-import type { Network } from '../../core/registry/network.ts';
-import { CallStage } from '../../core/stages.ts';
-import { callParamsHash, paramsHash } from '../../core/params-hash.ts';
-import { provenanceKey } from '../../core/plugin-api.ts';
+import { agentName, asSvcError, BoundedLabel, type CallContext, type CallHandler, callParamsHash, CallStage, ErrCancelled, ErrEndpointRequestTimeout, type ExecutionRecord, FINALITY, isDeadline, type Network, paramsHash, type Plugin, type PluginHost, provenanceKey, type RpcResult } from 'svc/plugin';
 import { Type } from '@sinclair/typebox';
 
 /** Service name of {@link MultiplexService}. */

@@ -5,7 +5,7 @@
  * ×1.5 each time up to 130 s. A vendor that answers an empty list has finished: that chain is
  * not served by this provider.
  */
-import { compileGlobs, Slot, type Logger, type PluginHost, type Project, type UpstreamInput } from '../../core/plugin-api.ts';
+import { compileGlobs, type Logger, type PluginHost, type Project, Slot, type UpstreamInput } from 'svc/plugin';
 import type { ProviderConfig } from './schema.ts';
 
 /**

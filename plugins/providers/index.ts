@@ -17,7 +17,7 @@
  *   warning naming what they contact and how to turn it off. An explicitly empty `providers: []`
  *   does not prevent it (spec §2.10): upstreams, a provider, or a preset without this plugin do.
  */
-import { ErrNetworkNotSupported, PluginContractError, redactText, type Network, type Plugin, type PluginHost, type Project, type ResolvedConfig } from '../../core/plugin-api.ts';
+import { ErrNetworkNotSupported, type Network, type Plugin, PluginContractError, type PluginHost, type Project, redactText, type ResolvedConfig } from 'svc/plugin';
 import { ProjectBootstrap, type Vendor } from './bootstrap.ts';
 import { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, providersSchema } from './schema.ts';
 

@@ -2,7 +2,7 @@
  * Config of the providers plugin (spec §1.2, §2.10): `projects[].providers[]`, as eRPC users
  * write it, and its resolved form.
  */
-import { Strict, Type, type TProperties, type UpstreamInput } from '../../core/plugin-api.ts';
+import { Strict, type TProperties, Type, type UpstreamInput } from 'svc/plugin';
 
 /** Default id of a provider's upstreams (spec §2.10); a vendor may append a suffix per endpoint. */
 export const DEFAULT_UPSTREAM_ID_TEMPLATE = '<PROVIDER>-<NETWORK>';

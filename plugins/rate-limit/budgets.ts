@@ -8,7 +8,7 @@
  * cost nothing: while it is open, checks go to the per-process limiter at once.
  */
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { compileGlobs, type GlobTest, type Logger, type StorageBreaker } from '../../core/plugin-api.ts';
+import { compileGlobs, type GlobTest, type Logger, type StorageBreaker } from 'svc/plugin';
 import { PERIOD_SECONDS, type RuleConfig } from './schema.ts';
 
 /** Default longest wait for the shared store before the per-process limiter decides, ms. */

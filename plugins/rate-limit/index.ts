@@ -13,26 +13,7 @@
  */
 import { Counter } from 'prom-client';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import {
-  CallStage,
-  ErrAuthRateLimitRuleExceeded,
-  ErrNetworkRateLimitRuleExceeded,
-  ErrProjectRateLimitRuleExceeded,
-  ErrUpstreamRateLimitRuleExceeded,
-  StorageBreaker,
-  UpstreamStage,
-  closeRedisClient,
-  openRedisClient,
-  type CallContext,
-  type CallHandler,
-  type Network,
-  type Plugin,
-  type PluginHost,
-  type RedisClient,
-  type Upstream,
-  type UpstreamCall,
-  type UpstreamSender,
-} from '../../core/plugin-api.ts';
+import { type CallContext, type CallHandler, CallStage, closeRedisClient, ErrAuthRateLimitRuleExceeded, ErrNetworkRateLimitRuleExceeded, ErrProjectRateLimitRuleExceeded, ErrUpstreamRateLimitRuleExceeded, type Network, openRedisClient, type Plugin, type PluginHost, type RedisClient, StorageBreaker, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { Budget, DEFAULT_STORE_TIMEOUT_MS, fallbackReporter, type SharedStore, type Subject } from './budgets.ts';
 import { rateLimitersOf, rateLimitSchema } from './schema.ts';
 

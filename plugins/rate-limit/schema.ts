@@ -3,7 +3,7 @@
  * `rateLimitBudget` key of projects, networks and upstreams (auth strategies and API-key records
  * carry theirs in the auth schema).
  */
-import { ConfigError, Duration, StorageBreakerSchema, Strict, Type, type ResolvedConfig, type SchemaFragment, type StorageBreakerSettings } from '../../core/plugin-api.ts';
+import { ConfigError, Duration, type ResolvedConfig, type SchemaFragment, StorageBreakerSchema, type StorageBreakerSettings, Strict, Type } from 'svc/plugin';
 
 /** Seconds in each period name. */
 export const PERIOD_SECONDS = { second: 1, minute: 60, hour: 3600, day: 86_400 } as const;

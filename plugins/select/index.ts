@@ -7,13 +7,7 @@
  * `callDone` — a pinned call answered by an upstream behind the network's head records the lag
  * (slot `select.upstreamLag`), which the headers plugin writes as `X-SVC-Upstream-Lag`.
  */
-import type { AttemptRecord, CallContext } from '../../core/context.ts';
-import { ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from '../../core/errors.ts';
-import { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../../core/matcher.ts';
-import { Slot } from '../../core/plugin-api.ts';
-import type { Plugin, Proxy } from '../../core/proxy.ts';
-import type { Upstream } from '../../core/registry/upstream.ts';
-import { SelectStage } from '../../core/stages.ts';
+import { type AttemptRecord, type CallContext, ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted, type Matcher, MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Plugin, type PluginHost, SelectStage, Slot, type Upstream } from 'svc/plugin';
 import { DEFAULT_DENIED_METHODS, MethodGuard, methodGuardSchema } from './method-guard.ts';
 
 export { compileDenyList, DEFAULT_DENIED_METHODS, explicitAllowOf, MethodGuard } from './method-guard.ts';
@@ -53,7 +47,7 @@ export function filterByUseUpstream(upstreams: readonly Upstream[], selector: Ma
  * @param u the upstream
  * @returns blocks behind (> 0), or 0 when level, ahead or unknown (never polled or observed)
  */
-export function upstreamLagOf(proxy: Pick<Proxy, 'chainState'>, ctx: Pick<CallContext, 'network'>, u: Upstream): number {
+export function upstreamLagOf(proxy: Pick<PluginHost, 'chainState'>, ctx: Pick<CallContext, 'network'>, u: Upstream): number {
   const st = proxy.chainState(ctx.network);
   const s = st.peek(u);
   if (!s || (s.latest === 0 && s.lastPollAt === 0)) return 0;
@@ -80,7 +74,7 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
   return {
     name: 'select',
     schema: methodGuardSchema,
-    apply(proxy: Proxy) {
+    apply(proxy: PluginHost) {
       const matchers = new MatcherCache(256);
       proxy.hooks.select.tap({ name: 'select:methods', stage: SelectStage.METHODS }, (ups: Upstream[], ctx: CallContext) => {
         const method = ctx.request.method;

@@ -5,7 +5,7 @@
  * These methods are refused before any upstream is dialled unless the network's `allowMethods`
  * or an upstream's own `allowMethods` names them.
  */
-import { compileGlobs, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted, Type, type GlobTest, type Network, type SchemaFragment, type Upstream } from '../../core/plugin-api.ts';
+import { compileGlobs, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted, type GlobTest, type Network, type SchemaFragment, Type, type Upstream } from 'svc/plugin';
 
 /**
  * Methods svc does not forward unless allowed (globs, core/glob.ts syntax). An entry starting with

@@ -7,8 +7,7 @@
  * all meet the same selection (issue #9 item 3). No hooks tapped here.
  */
 import { SyncWaterfallHook } from 'tapable';
-import type { PluginHost } from '../../core/host.ts';
-import type { Network } from '../../core/registry/network.ts';
+import type { Network, PluginHost } from 'svc/plugin';
 import type { EvalFunc } from './policy.ts';
 import type { NetworkSelection, SelectionDecision, SelectionState } from './state.ts';
 

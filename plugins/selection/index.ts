@@ -11,11 +11,7 @@
  * evaluation loop, decisions ring, gauges), `accessors.ts` (hooks and state readers); this file
  * wires them.
  */
-import type { CallContext } from '../../core/context.ts';
-import type { Plugin, Proxy } from '../../core/proxy.ts';
-import type { Network } from '../../core/registry/network.ts';
-import type { Upstream } from '../../core/registry/upstream.ts';
-import { SelectStage } from '../../core/stages.ts';
+import { type CallContext, type Network, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc/plugin';
 import { evaluateSelection, registerSelections, selectionDecisions, SELECTION_API_SERVICE, selectionHooks, selectionState } from './accessors.ts';
 import { defaultPolicy, type EvalFunc } from './policy.ts';
 import { readSelectionSettings, selectionSchemaFragment, settingsPath, validateConfig, type SelectionSettings } from './schema.ts';
@@ -56,7 +52,7 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
     // Scores and cordons come from the health tracker, which the health plugin feeds.
     dependsOn: ['health'],
     schema: selectionSchemaFragment,
-    apply(proxy: Proxy) {
+    apply(proxy: PluginHost) {
       // Checked once the config is final (issue #9 item 4); `svc validate` reports it too.
       proxy.hooks.configured.tap('selection', () => validateConfig(proxy));
       const hooks = selectionHooks(proxy);

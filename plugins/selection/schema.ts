@@ -4,10 +4,7 @@
  * the boot-time check of every network's settings. No hooks here.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
-import { ConfigError, parseDuration, type ConfigProblem } from '../../core/config/load.ts';
-import { Duration, Strict } from '../../core/config/schema.ts';
-import type { Proxy } from '../../core/proxy.ts';
-import type { Network } from '../../core/registry/network.ts';
+import { ConfigError, type ConfigProblem, Duration, type Network, parseDuration, type PluginHost, Strict } from 'svc/plugin';
 import type { EvalFunc } from './policy.ts';
 import { DEFAULT_SCORE_WEIGHTS, type ScoreWeights } from './view.ts';
 
@@ -100,7 +97,7 @@ export function readSelectionSettings(raw: unknown, path: string): SelectionSett
 }
 
 /** Config path of a network's `selectionPolicy`, for error messages. */
-export function settingsPath(proxy: Proxy, network: Network): string {
+export function settingsPath(proxy: PluginHost, network: Network): string {
   const pi = proxy.config.projects.findIndex((p) => p.id === network.project.id);
   const ni = pi < 0 ? -1 : (proxy.config.projects[pi]?.networks.findIndex((n) => n.id === network.id) ?? -1);
   if (pi < 0) return `projects[?].networks[?].selectionPolicy`;
@@ -111,7 +108,7 @@ export function settingsPath(proxy: Proxy, network: Network): string {
  * Checks every network's (and `networkDefaults`') `selectionPolicy` of a config.
  * @throws ConfigError listing every problem, each with its config path
  */
-export function validateConfig(proxy: Proxy): void {
+export function validateConfig(proxy: PluginHost): void {
   const problems: ConfigProblem[] = [];
   const check = (raw: unknown, path: string) => {
     try {

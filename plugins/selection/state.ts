@@ -5,12 +5,8 @@
  * decisions, and the `svc_selection_score` / `svc_selection_excluded_seconds` gauges. No hooks
  * here; `index.ts` creates one {@link NetworkSelection} per network and taps `select` into it.
  */
-import { SYNCING } from '../../core/evm/state.ts';
+import { ErrUpstreamsExhausted, type Network, type PluginHost, SYNCING, type Upstream } from 'svc/plugin';
 import { Gauge } from 'prom-client';
-import { ErrUpstreamsExhausted } from '../../core/errors.ts';
-import type { Proxy } from '../../core/proxy.ts';
-import type { Network } from '../../core/registry/network.ts';
-import type { Upstream } from '../../core/registry/upstream.ts';
 import { defaultPolicy, evaluatePolicy, PolicyError, type EvalFunc, type PolicyResult } from './policy.ts';
 import type { SelectionSettings } from './schema.ts';
 import type { DecisionDraft, PolicyUpstreamInput, ScoreWeights } from './view.ts';
@@ -56,7 +52,7 @@ export interface SelectionMetrics {
  * Registers the selection gauges of a proxy (shared by every network).
  * @param proxy the proxy whose registry receives them
  */
-export function createSelectionMetrics(proxy: Proxy): SelectionMetrics {
+export function createSelectionMetrics(proxy: PluginHost): SelectionMetrics {
   return {
     score: new Gauge({
       name: 'svc_selection_score',
@@ -94,7 +90,7 @@ export class NetworkSelection {
   private readonly scoreLabels = new Set<string>();
 
   constructor(
-    private readonly proxy: Proxy,
+    private readonly proxy: PluginHost,
     private readonly network: Network,
     private readonly settings: SelectionSettings,
     private readonly policy: EvalFunc,

@@ -5,7 +5,7 @@
  * `preferNonFallback`, `sortByScore`...), which record their exclusions as decisions of the
  * evaluation run. `policy.ts` runs a policy over them; no hooks here.
  */
-import type { HealthSnapshot } from '../../core/registry/health.ts';
+import type { HealthSnapshot } from 'svc/plugin';
 
 /**
  * Weights of the selection score (lower is better, spec §6 `svc_selection_score`):

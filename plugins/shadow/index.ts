@@ -20,19 +20,7 @@
  *   subscriptions, filters and node administration (`mirrorable`).
  * - `shutdown`: stops sending; copies in flight get a short grace, then the pools close.
  */
-import {
-  CallStage,
-  DeferredCounter,
-  SelectStage,
-  Slot,
-  type CallContext,
-  type CallHandler,
-  type Network,
-  type Plugin,
-  type PluginHost,
-  type RpcResult,
-  type Upstream,
-} from '../../core/plugin-api.ts';
+import { type CallContext, type CallHandler, CallStage, DeferredCounter, type Network, type Plugin, type PluginHost, type RpcResult, SelectStage, Slot, type Upstream } from 'svc/plugin';
 import { compareResults, type ShadowOutcome } from './compare.ts';
 
 /**

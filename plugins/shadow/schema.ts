@@ -2,7 +2,7 @@
  * The `upstreams[].shadow` config (issue #14 item 3, spec §3.1) and the methods a shadow never
  * receives. No hooks here: `index.ts` wires them.
  */
-import { compileGlobs, STATEFUL_METHODS, Strict, Type, type GlobTest, type SchemaFragment } from '../../core/plugin-api.ts';
+import { compileGlobs, type GlobTest, type SchemaFragment, STATEFUL_METHODS, Strict, Type } from 'svc/plugin';
 
 /** Longest `shadow.methods` pattern accepted, characters: a config typo must not compile a huge automaton. */
 export const MAX_SHADOW_METHODS_LENGTH = 1024;

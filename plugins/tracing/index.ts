@@ -17,20 +17,7 @@
  */
 import type { Span } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import {
-  CallStage,
-  Slot,
-  UpstreamStage,
-  asSvcError,
-  type CallHandler,
-  type ExecutionRecord,
-  type HttpRequestInfo,
-  type Plugin,
-  type PluginHost,
-  type RpcResult,
-  type UpstreamCall,
-  type UpstreamSender,
-} from '../../core/plugin-api.ts';
+import { asSvcError, type CallHandler, CallStage, type ExecutionRecord, type HttpRequestInfo, type Plugin, type PluginHost, type RpcResult, Slot, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { FORCE_TRACE_ATTRIBUTE, loadTracingSdk, type TracingSdk } from './sdk.ts';
 import { tracingConfigOf, tracingSchema, type TracingConfig } from './schema.ts';
 

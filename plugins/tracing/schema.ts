@@ -2,7 +2,7 @@
  * Config of the tracing plugin (issue #12 item 7): the top-level `tracing` block, as eRPC users
  * write it. Off by default; when off, no OpenTelemetry package is even loaded.
  */
-import { ConfigError, Strict, Type, type ResolvedConfig, type TProperties } from '../../core/plugin-api.ts';
+import { ConfigError, type ResolvedConfig, Strict, type TProperties, Type } from 'svc/plugin';
 
 /** Default OTLP/HTTP traces endpoint: a collector on the same host (the OpenTelemetry default). */
 export const DEFAULT_TRACING_ENDPOINT = 'http://localhost:4318/v1/traces';

@@ -14,7 +14,7 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import type { LookupFunction } from 'node:net';
-import { PluginContractError, type Plugin, type PluginHost } from '../../core/plugin-api.ts';
+import { type Plugin, PluginContractError, type PluginHost } from 'svc/plugin';
 
 /** Default root domain (spec §2.10 `{hyper_root_domain}`). */
 export const DEFAULT_HYPER_ROOT_DOMAIN = 'rpc.hypersync.xyz';

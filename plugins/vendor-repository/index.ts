@@ -18,7 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
-import { PluginContractError, redactUrl, type Logger, type Plugin, type PluginHost } from '../../core/plugin-api.ts';
+import { type Logger, type Plugin, PluginContractError, type PluginHost, redactUrl } from 'svc/plugin';
 
 /** The public eRPC endpoints catalog (spec §2.10 `{catalog_url}`). */
 export const DEFAULT_REPOSITORY_URL = 'https://evm-public-endpoints.erpc.cloud';

@@ -24,7 +24,7 @@ const run = promisify(execFile);
 
 /** Runs `svc config schema ARGS` from sources; resolves to its parsed stdout. */
 async function cli(...args: string[]): Promise<Record<string, unknown>> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', join(PACKAGE_ROOT, 'bin', 'svc.ts'), 'config', 'schema', ...args], { cwd: PACKAGE_ROOT, maxBuffer: 16 << 20 });
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', '--conditions=svc-source', join(PACKAGE_ROOT, 'bin', 'svc.ts'), 'config', 'schema', ...args], { cwd: PACKAGE_ROOT, maxBuffer: 16 << 20 });
   return JSON.parse(stdout) as Record<string, unknown>;
 }
 

@@ -134,7 +134,7 @@ describe('Dockerfile', () => {
   const lines = text.split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
   const stages = text.split(/^FROM /m).slice(1);
   const runtime = stages[stages.length - 1] as string;
-  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; dependencies: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { name: string; engines: { node: string }; dependencies: Record<string, string> };
 
   it('is multi-stage and every stage uses the Node major of package.json engines', () => {
     const major = semver.minVersion(pkg.engines.node)?.major;
@@ -180,6 +180,7 @@ describe('Dockerfile', () => {
           for (const m of readFileSync(p, 'utf8').matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s+)['"]([^'"./][^'"]*)['"]/gm)) {
             const spec = m[1] as string;
             if (isBuiltin(spec)) continue;
+            if (spec.startsWith(`${pkg.name}/`)) continue; // self-reference (dist/package.json exports)
             used.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string));
           }
         }

@@ -7,7 +7,7 @@
  * the breaker is open, and an admin change answers an error instead of hanging. Keys already in
  * the key space's memory cache are served without the store (api-keys/space.ts).
  */
-import { StorageUnavailableError, type ApiKeyRecord, type StorageBreaker } from '../../../core/plugin-api.ts';
+import { type ApiKeyRecord, type StorageBreaker, StorageUnavailableError } from 'svc/plugin';
 import type { ApiKeyPage, ApiKeyStore } from './store.ts';
 
 /** Default deadline of a key lookup, ms. */

@@ -7,7 +7,7 @@
  * Writes go in one MULTI so a reader never sees a row without its index entries.
  */
 import { checkedRecord, tokenAfter, type ApiKeyPage, type ApiKeyStore } from './store.ts';
-import type { ApiKeyRecord, RedisClient } from '../../../core/plugin-api.ts';
+import type { ApiKeyRecord, RedisClient } from 'svc/plugin';
 
 /**
  * Resolves once the client is ready, or after `ms` (commands then fail fast, as while Redis is

@@ -13,10 +13,9 @@
  */
 import pg from 'pg';
 import type { Registry } from 'prom-client';
-import { StorageBreaker, type Logger } from '../../../core/plugin-api.ts';
+import { type Logger, StorageBreaker } from 'svc/plugin';
 import { DEFAULT_READ_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, READ_TIMEOUT_MS, WRITE_TIMEOUT_MS, type RemoteTierSettings } from '../schema.ts';
 import { decodeEntry, TierReporter, encodeEntry, type CacheEntry, type Connector } from './types.ts';
-
 
 /** See the module comment. */
 export class PostgresConnector implements Connector {
@@ -75,7 +74,6 @@ export class PostgresConnector implements Connector {
     if (e === this.breaker.openError) return;
     this.reporter.report(what, e);
   }
-
 
   /** Creates the table and indexes once; a failure is retried by the next operation. */
   private ensureTable(): Promise<void> {

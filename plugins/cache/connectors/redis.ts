@@ -13,7 +13,7 @@
  */
 import type { Registry } from 'prom-client';
 import { createClient } from 'redis';
-import { StorageBreaker, type Logger } from '../../../core/plugin-api.ts';
+import { type Logger, StorageBreaker } from 'svc/plugin';
 import { DEFAULT_READ_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, WRITE_TIMEOUT_MS, type RemoteTierSettings } from '../schema.ts';
 import { decodeEntry, TierReporter, encodeEntry, reverseKey, type CacheEntry, type Connector } from './types.ts';
 
@@ -85,7 +85,6 @@ export class RedisConnector implements Connector {
     if (e === this.breaker.openError) return;
     this.reporter.report(what, e);
   }
-
 
   async open(): Promise<void> {
     // connect() keeps retrying while Redis is down; start-up does not wait for it.

@@ -2,7 +2,7 @@
  * The storage contract every cache tier implements (issue #10 items 1 and 6), and the one
  * encoding the shared tiers use, so any svc replica reads what another wrote.
  */
-import type { Finality, Logger } from '../../../core/plugin-api.ts';
+import type { Finality, Logger } from 'svc/plugin';
 
 /** One cached answer. */
 export interface CacheEntry {
