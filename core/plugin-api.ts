@@ -10,7 +10,9 @@
  * - named errors (recognised across installed copies of svc by brand and name) and `RpcResult`;
  * - schema helpers, with TypeBox's `Type` re-exported so a plugin needs no extra dependency;
  * - the attempt-recording helpers the failsafe plugin and the state poller use;
- * - small tools a plugin needs to honour the rules: linear-time globs, bounded labels.
+ * - small tools a plugin needs to honour the rules: linear-time globs, bounded labels;
+ * - the selection-policy contract (`core/selection.ts`): a plugin installs its own upstream order
+ *   through {@link selectionHooks} and reads the selection through {@link SelectionApi}.
  */
 export type { Plugin, PluginHost, ServiceRegistry, ListenOverrides } from './host.ts';
 export type { LifecycleState, LifecycleStatus } from './drain.ts';
@@ -49,7 +51,7 @@ export type { ParsedCall } from './jsonrpc.ts';
 
 export { Type } from '@sinclair/typebox';
 export type { Static, TProperties, TSchema } from '@sinclair/typebox';
-export { directiveDefaultsProps, Duration, Size, Strict } from './config/schema.ts';
+export { DIRECTIVE_DEFAULTS_POINT, directiveDefaultsProps, Duration, Extensible, Size, Strict } from './config/schema.ts';
 export type { SchemaFragment } from './config/schema.ts';
 export { ConfigError, directiveDefaultsOf, parseDuration, type ConfigProblem } from './config/load.ts';
 export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream, UpstreamInput } from './config/types.ts';
@@ -96,7 +98,6 @@ export { DeferredCounter, DeferredHistogram, type HistogramCell } from './deferr
 export { callParamsHash, paramsHash } from './params-hash.ts';
 export { markProvenance, provenanceKey, MAX_PROVENANCE_MARK } from './provenance.ts';
 export { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, isEmptyResult, type IgnorePaths } from './canonical.ts';
-export { CONSENSUS_BEHAVIORS, ConsensusSchema, DEFAULT_CONSENSUS, type ConsensusBehavior, type ConsensusConfig } from './config/consensus-schema.ts';
 export {
   BLOCK_PARAM,
   BLOCK_TAGS,
@@ -116,3 +117,21 @@ export {
 export { definePlugin, definePreset, type Preset } from './define.ts';
 export { settingsOf, type FragmentSettings, type Resolved, type ResolvedProperties, type SettingsHolder } from './plugin-settings.ts';
 export type { TDuration, TSize } from './config/schema.ts';
+
+export {
+  SCORE_ORDER_STEP,
+  SELECTION_API_SERVICE,
+  SELECTION_HOOKS_SERVICE,
+  selectionHooks,
+  type DecisionDraft,
+  type EvalFunc,
+  type PolicyContext,
+  type PolicyMetrics,
+  type PolicyUpstream,
+  type ScoreWeights,
+  type SelectionApi,
+  type SelectionDecision,
+  type SelectionHooks,
+  type SelectionState,
+  type UpstreamsView,
+} from './selection.ts';

@@ -8,7 +8,7 @@ import type { Plugin } from '../core/host.ts';
 import type { ResolvedPreset } from './index.ts';
 
 /** Where each fragment slot sits in the config file, as the config reference writes paths. */
-const SLOT_PATHS: Readonly<Record<keyof SchemaFragment, string>> = {
+const SLOT_PATHS: Readonly<Record<Exclude<keyof SchemaFragment, 'extend'>, string>> = {
   root: '',
   server: 'server.',
   project: 'projects[].',
@@ -28,9 +28,11 @@ const SLOT_PATHS: Readonly<Record<keyof SchemaFragment, string>> = {
 export function configKeysOf(fragment: SchemaFragment | undefined): string[] {
   if (!fragment) return [];
   const out: string[] = [];
-  for (const slot of Object.keys(SLOT_PATHS) as (keyof SchemaFragment)[]) {
+  for (const slot of Object.keys(SLOT_PATHS) as (keyof typeof SLOT_PATHS)[]) {
     for (const k of Object.keys(fragment[slot] ?? {})) out.push(`${SLOT_PATHS[slot]}${k}`);
   }
+  // Keys added to another plugin's object: `<extension point>.<key>` (points are named by their place in the file).
+  for (const [point, props] of Object.entries(fragment.extend ?? {})) for (const k of Object.keys(props)) out.push(`${point}.${k}`);
   return out;
 }
 

@@ -54,8 +54,105 @@ export interface SchemaFragment {
   upstream?: TProperties;
   /** Keys under `projects[].upstreams[].evm`. */
   upstreamEvm?: TProperties;
-  /** Keys under `projects[].networks[].directiveDefaults`. */
+  /**
+   * Keys under `projects[].networks[].directiveDefaults` (and every other object marked as the
+   * `directiveDefaults` extension point, such as a failsafe entry's): one per directive the
+   * plugin declares (spec §2.8).
+   */
   directiveDefaults?: TProperties;
+  /**
+   * Keys added to an object another plugin owns, by the name of the extension point that object
+   * declares with {@link Extensible} (e.g. the consensus plugin adds `consensus` to the failsafe
+   * plugin's `projects[].networks[].failsafe[]` entries). Every added key is optional; a key the
+   * object already has, or one another plugin adds to the same point, fails boot naming both
+   * owners, and so does a point no applied plugin declares.
+   */
+  extend?: Readonly<Record<string, TProperties>>;
+}
+
+/** The `directiveDefaults` extension point: the network's object and every object marked with it. */
+export const DIRECTIVE_DEFAULTS_POINT = 'directiveDefaults';
+
+/** Schema annotation naming an object's extension point (removed from the assembled schema). */
+const EXTEND_MARK = 'x-svc-extend';
+
+/**
+ * A closed object other plugins may add keys to ({@link SchemaFragment.extend}): like
+ * {@link Strict}, plus the name of its extension point. Choose a name that reads as the object's
+ * place in the config file (`projects[].networks[].failsafe[]`): the start-up log prints an added
+ * key as `<point>.<key>`.
+ * @param point the extension point's name, unique among applied plugins
+ * @param props the object's own keys
+ */
+export function Extensible<T extends TProperties>(point: string, props: T, opts: { description?: string; default?: unknown } = {}): TObject<T> {
+  return Type.Object(props, { additionalProperties: false, ...opts, [EXTEND_MARK]: point });
+}
+
+/** The extension point an object schema declares, if any. */
+function pointOf(node: TSchema): string | undefined {
+  const p = (node as Record<string, unknown>)[EXTEND_MARK];
+  return typeof p === 'string' ? p : undefined;
+}
+
+/** Keywords whose value is one sub-schema, a list of them, or a map of them. */
+const ONE = ['items', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains'] as const;
+const LIST = ['anyOf', 'allOf', 'oneOf'] as const;
+const MAP = ['properties', 'patternProperties'] as const;
+
+/**
+ * Walks a schema tree and calls `visit` on every object schema that declares an extension point
+ * (the fragments' own sub-schemas, before any extension).
+ */
+function eachPoint(node: unknown, visit: (point: string, node: TSchema) => void): void {
+  if (!node || typeof node !== 'object') return;
+  const s = node as Record<string, unknown>;
+  const point = pointOf(s as TSchema);
+  if (point !== undefined) visit(point, s as TSchema);
+  for (const k of ONE) eachPoint(s[k], visit);
+  for (const k of LIST) if (Array.isArray(s[k])) for (const c of s[k] as unknown[]) eachPoint(c, visit);
+  for (const k of MAP) if (s[k] && typeof s[k] === 'object') for (const c of Object.values(s[k] as object)) eachPoint(c, visit);
+}
+
+/**
+ * A copy of a schema tree with every extension point's added keys in place and the marks
+ * removed; nodes without a mark below them are shared, never mutated (fragments are reused).
+ */
+function extendTree(node: TSchema, points: ReadonlyMap<string, TProperties>): TSchema {
+  if (!node || typeof node !== 'object') return node;
+  let out: Record<string, unknown> | undefined;
+  const own = (): Record<string, unknown> => (out ??= { ...node });
+  const point = pointOf(node);
+  if (point !== undefined) {
+    const o = own();
+    delete o[EXTEND_MARK];
+    const add = points.get(point);
+    if (add) o.properties = { ...(node as { properties?: TProperties }).properties, ...optionalAll(add) };
+  }
+  const cur = (out ?? node) as Record<string, unknown>;
+  for (const k of ONE) {
+    const c = cur[k];
+    if (c && typeof c === 'object') {
+      const n = extendTree(c as TSchema, points);
+      if (n !== c) own()[k] = n;
+    }
+  }
+  for (const k of LIST) {
+    const list = cur[k];
+    if (!Array.isArray(list)) continue;
+    const mapped = list.map((c: TSchema) => extendTree(c, points));
+    if (mapped.some((c, i) => c !== list[i])) own()[k] = mapped;
+  }
+  for (const k of MAP) {
+    const m = cur[k] as Record<string, TSchema> | undefined;
+    if (!m || typeof m !== 'object') continue;
+    let copy: Record<string, TSchema> | undefined;
+    for (const [name, c] of Object.entries(m)) {
+      const n = extendTree(c, points);
+      if (n !== c) (copy ??= { ...m })[name] = n;
+    }
+    if (copy) own()[k] = copy;
+  }
+  return (out ?? node) as TSchema;
 }
 
 /** Tri-state boolean: unset / false / true (spec §2.8). Never defaulted. */
@@ -109,7 +206,7 @@ function serverProps(extra: TProperties) {
   };
 }
 
-function networkProps(f: SchemaFragment, requireChain: boolean) {
+function networkProps(f: Omit<SchemaFragment, 'extend'>, requireChain: boolean) {
   const evm = Strict({
     chainId: requireChain ? Type.Integer({ minimum: 1, description: 'EVM chain id' }) : Type.Optional(Type.Integer({ minimum: 1, description: 'EVM chain id' })),
     ...optionalAll(f.networkEvm),
@@ -118,13 +215,13 @@ function networkProps(f: SchemaFragment, requireChain: boolean) {
     architecture: requireChain ? Type.Literal('evm', { description: 'only `evm` is supported' }) : Type.Optional(Type.Literal('evm')),
     evm: requireChain ? evm : Type.Optional(evm),
     alias: Type.Optional(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_-]*$', description: 'path alias: POST /<project>/<alias>' })),
-    directiveDefaults: Type.Optional(Strict({ ...optionalAll(directiveDefaultsProps), ...optionalAll(f.directiveDefaults) }, { description: 'spec §2.8 config defaults' })),
+    directiveDefaults: Type.Optional(Extensible(DIRECTIVE_DEFAULTS_POINT, optionalAll(directiveDefaultsProps), { description: 'spec §2.8 config defaults: one key per directive the preset\'s plugins declare' })),
     allowClientDirectives: Type.Optional(Type.String({ description: 'matcher over directive query names; unset = all, "" = none' })),
     ...optionalAll(f.network),
   };
 }
 
-function upstreamProps(f: SchemaFragment, requireEndpoint: boolean) {
+function upstreamProps(f: Omit<SchemaFragment, 'extend'>, requireEndpoint: boolean) {
   const endpoint = Type.String({ pattern: '^https?://', description: 'http(s) JSON-RPC URL' });
   return {
     id: Type.Optional(Type.String({ minLength: 1, description: 'unique within the project; default derived from the endpoint host' })),
@@ -155,11 +252,18 @@ function optionalAll(p: TProperties | undefined): TProperties {
   return out;
 }
 
-function merge(fragments: readonly SchemaFragment[]): SchemaFragment {
-  const out: Required<SchemaFragment> = { root: {}, server: {}, project: {}, network: {}, networkEvm: {}, upstream: {}, upstreamEvm: {}, directiveDefaults: {} };
+/** The fragment slots that hold keys of one place in the tree (all but `extend`). */
+type FragmentSlot = Exclude<keyof SchemaFragment, 'extend'>;
+const SLOTS: readonly FragmentSlot[] = ['root', 'server', 'project', 'network', 'networkEvm', 'upstream', 'upstreamEvm', 'directiveDefaults'];
+
+function merge(fragments: readonly SchemaFragment[]): Required<Omit<SchemaFragment, 'extend'>> & { extend: Map<string, TProperties> } {
+  const out = { root: {}, server: {}, project: {}, network: {}, networkEvm: {}, upstream: {}, upstreamEvm: {}, directiveDefaults: {}, extend: new Map<string, TProperties>() };
   for (const f of fragments) {
-    for (const k of Object.keys(out) as (keyof SchemaFragment)[]) Object.assign(out[k], f[k] ?? {});
+    for (const k of SLOTS) Object.assign(out[k], f[k] ?? {});
+    for (const [point, props] of Object.entries(f.extend ?? {})) out.extend.set(point, { ...out.extend.get(point), ...props });
   }
+  const dd = out.extend.get(DIRECTIVE_DEFAULTS_POINT);
+  out.extend.set(DIRECTIVE_DEFAULTS_POINT, { ...out.directiveDefaults, ...dd });
   return out;
 }
 
@@ -183,7 +287,7 @@ export function buildConfigSchema(fragments: readonly SchemaFragment[] = []): TO
     scoreMetricsWindowSize: Type.Optional(Duration({ default: '10m', description: 'rolling window of the health tracker (error/throttle rates, latency quantiles)' })),
     ...optionalAll(f.project),
   });
-  return Strict(
+  const root = Strict(
     {
       logLevel: Type.Optional(Type.Union(['trace', 'debug', 'info', 'warn', 'error'].map((l) => Type.Literal(l)), { default: 'info' })),
       preset: Type.Optional(Type.String({ description: 'preset: a built-in name (`default`, `minimal`), an installed package (`@acme/svc-preset`, resolved from this file\'s folder, then the working directory) or a module path relative to this file; CLI --preset wins' })),
@@ -200,10 +304,12 @@ export function buildConfigSchema(fragments: readonly SchemaFragment[] = []): TO
       ...optionalAll(f.root),
     },
   );
+  // Keys plugins add to other owners' objects (directive defaults, `failsafe[].consensus`...).
+  return extendTree(root, f.extend) as TObject;
 }
 
 /** The keys the core owns in each fragment slot (a plugin may add keys, never redefine these). */
-function coreKeys(): Record<keyof SchemaFragment, string[]> {
+function coreKeys(): Record<FragmentSlot, string[]> {
   const none: SchemaFragment = {};
   return {
     root: ['logLevel', 'preset', 'server', 'metrics', 'projects'],
@@ -217,10 +323,27 @@ function coreKeys(): Record<keyof SchemaFragment, string[]> {
   };
 }
 
+/** The extension points a fragment declares ({@link Extensible} objects anywhere in it), with their own keys. */
+function pointsOf(fragment: SchemaFragment): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  const visit = (point: string, node: TSchema) => {
+    const keys = out.get(point) ?? new Set<string>();
+    for (const k of Object.keys((node as { properties?: object }).properties ?? {})) keys.add(k);
+    out.set(point, keys);
+  };
+  for (const slot of SLOTS) for (const v of Object.values(fragment[slot] ?? {})) eachPoint(v, visit);
+  for (const props of Object.values(fragment.extend ?? {})) for (const v of Object.values(props)) eachPoint(v, visit);
+  return out;
+}
+
+const ownerName = (o: string) => (o === 'the core' ? 'the core' : `plugin "${o}"`);
+
 /**
  * Every config key two owners claim (issue #9 item 4): a fragment may add keys, but never
  * redefine a core key or another plugin's key, so no plugin can loosen another's validation
- * (e.g. make `alias: 42` valid).
+ * (e.g. make `alias: 42` valid). Keys added to an extension point ({@link SchemaFragment.extend},
+ * `directiveDefaults`) are checked against the keys of every object declaring that point and
+ * against other plugins' additions; a point no one declares is reported too.
  * @param owned each plugin's name and fragment, in plugin order
  * @returns one message per collision, naming both owners; empty when there is none
  */
@@ -228,15 +351,28 @@ export function fragmentCollisions(owned: ReadonlyArray<{ owner: string; fragmen
   const core = coreKeys();
   const owners = new Map<string, string>();
   for (const [slot, keys] of Object.entries(core)) for (const k of keys) owners.set(`${slot}.${k}`, 'the core');
-  const out: string[] = [];
+  // Extension points: the core's `directiveDefaults`, then each plugin's, with the keys their objects already have.
+  const declared = new Set<string>([DIRECTIVE_DEFAULTS_POINT]);
   for (const { owner, fragment } of owned) {
-    for (const slot of Object.keys(core) as (keyof SchemaFragment)[]) {
-      for (const k of Object.keys(fragment[slot] ?? {})) {
-        const id = `${slot}.${k}`;
-        const prev = owners.get(id);
-        if (prev !== undefined) out.push(`config key ${id} of plugin "${owner}" is already defined by ${prev === 'the core' ? 'the core' : `plugin "${prev}"`}`);
-        else owners.set(id, owner);
+    for (const [point, keys] of pointsOf(fragment)) {
+      declared.add(point);
+      for (const k of keys) if (!owners.has(`${point}.${k}`)) owners.set(`${point}.${k}`, owner);
+    }
+  }
+  const out: string[] = [];
+  const claim = (id: string, owner: string) => {
+    const prev = owners.get(id);
+    if (prev !== undefined) out.push(`config key ${id} of plugin "${owner}" is already defined by ${ownerName(prev)}`);
+    else owners.set(id, owner);
+  };
+  for (const { owner, fragment } of owned) {
+    for (const slot of SLOTS) for (const k of Object.keys(fragment[slot] ?? {})) claim(`${slot}.${k}`, owner);
+    for (const [point, props] of Object.entries(fragment.extend ?? {})) {
+      if (!declared.has(point)) {
+        out.push(`plugin "${owner}" adds config keys to the extension point "${point}", which no applied plugin declares`);
+        continue;
       }
+      for (const k of Object.keys(props)) claim(`${point}.${k}`, owner);
     }
   }
   return out;

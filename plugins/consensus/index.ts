@@ -4,9 +4,11 @@
  *
  * Taps: `attempt` at AttemptStage.CONSENSUS (inside the network timeout, outside retry and hedge:
  * `timeout( consensus( retry( hedge( sweep ))))`), where each slot runs the inner chain on its own
- * upstream; `shutdown` (pending punishment releases). It reads the call's matched failsafe entry
- * from the `failsafe.entry` slot the failsafe plugin fills (hence `dependsOn: ['failsafe']`), and
- * writes the `consensus.*` record slots the headers plugin turns into `X-SVC-Consensus-*` (§4.5).
+ * upstream; `shutdown` (pending punishment releases). It adds `consensus` to the failsafe
+ * plugin's network entries (`schema.ts`, the `projects[].networks[].failsafe[]` extension point),
+ * reads the call's matched entry from the `failsafe.entry` slot the failsafe plugin fills (hence
+ * `dependsOn: ['failsafe']`), and writes the `consensus.*` record slots the headers plugin turns
+ * into `X-SVC-Consensus-*` (§4.5).
  * Metrics: `svc_network_consensus_rounds_total` (§6; not counted under `skip-consensus`) and
  * `svc_network_consensus_outcome_total{project,network,outcome}`.
  *
@@ -14,13 +16,15 @@
  * `punish.ts` (the misbehaviour cordon); this file wires them.
  */
 import { Counter } from 'prom-client';
-import { type AttemptHandler, AttemptStage, type CallContext, compileIgnorePaths, type ConsensusConfig, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, type Leg, type Network, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, WRITE_METHODS } from 'svc/plugin';
+import { type AttemptHandler, AttemptStage, type CallContext, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, type Leg, type Network, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, WRITE_METHODS } from 'svc/plugin';
 import { decide, type Decision } from './decide.ts';
 import { Punisher, REAL_CLOCK, type PunishClock } from './punish.ts';
 import { broadcast, runSlots } from './round.ts';
+import { type ConsensusConfig, consensusSchemaFragment } from './schema.ts';
 
 export { decide, groupVotes, isSettled, summarize, type Decision, type Group, type RoundOutcome, type Vote } from './decide.ts';
 export { MISBEHAVING_REASON, Punisher, type PunishClock } from './punish.ts';
+export { CONSENSUS_BEHAVIORS, ConsensusSchema, consensusSchemaFragment, DEFAULT_CONSENSUS, FAILSAFE_ENTRY_POINT, type ConsensusBehavior, type ConsensusConfig } from './schema.ts';
 
 /** The failsafe plugin's per-call slot (read by name: this plugin does not import failsafe). */
 const FAILSAFE_ENTRY = new Slot<{ consensus?: ConsensusConfig } | undefined>('failsafe.entry', undefined);
@@ -48,6 +52,7 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
   return {
     name: 'consensus',
     dependsOn: ['failsafe'],
+    schema: consensusSchemaFragment(),
     apply(host: PluginHost) {
       const punisher = new Punisher(opts.clock ?? REAL_CLOCK);
       const rounds = new Counter({ name: 'svc_network_consensus_rounds_total', help: 'Consensus rounds run (not counted when skip-consensus bypassed consensus)', registers: [host.metrics] });

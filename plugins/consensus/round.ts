@@ -4,8 +4,9 @@
  * stops once the outcome cannot change ({@link isSettled}), after a bounded wait for larger
  * answers with `preferLargerResponses`, or when every slot ended.
  */
-import { type AttemptHandler, type CallContext, canonicalHash, type ConsensusConfig, ErrUpstreamsExhausted, type IgnorePaths, isEmptyResult, isPassThrough, type Leg, type RpcResult, type SvcError, type Upstream, UpstreamCursor } from 'svc/plugin';
+import { type AttemptHandler, type CallContext, canonicalHash, ErrUpstreamsExhausted, type IgnorePaths, isEmptyResult, isPassThrough, type Leg, type RpcResult, type SvcError, type Upstream, UpstreamCursor } from 'svc/plugin';
 import { isSettled, type Vote } from './decide.ts';
+import type { ConsensusConfig } from './schema.ts';
 
 /** Shortest and longest wait for running slots once a group won (`preferLargerResponses`), ms. */
 const LARGER_WAIT_MIN_MS = 5;

@@ -6,7 +6,7 @@
  * `upstream.ts` tap them in.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
-import { compileGlobs, type ConsensusConfig, ConsensusSchema, directiveDefaultsOf, directiveDefaultsProps, type Directives, Duration, type Finality, type SchemaFragment, Strict } from 'svc/plugin';
+import { compileGlobs, DIRECTIVE_DEFAULTS_POINT, directiveDefaultsOf, type Directives, Duration, Extensible, type Finality, type SchemaFragment, Strict } from 'svc/plugin';
 export { WRITE_METHODS } from 'svc/plugin';
 
 // ---------------------------------------------------------------------------------------
@@ -54,14 +54,21 @@ function entrySchema(scope: 'network' | 'upstream') {
     hedge: Type.Optional(hedgeSchema),
   };
   if (scope === 'network') {
-    props.directiveDefaults = Type.Optional(Strict(Object.fromEntries(Object.entries(directiveDefaultsProps).map(([k, v]) => [k, Type.Optional(v)]))));
-    // Run by the consensus plugin (issue #14); the schema is shared through core so neither plugin imports the other.
-    props.consensus = Type.Optional(ConsensusSchema);
-  } else {
-    props.circuitBreaker = Type.Optional(breakerSchema);
+    // Every directive default the preset's plugins declare (the `directiveDefaults` extension point).
+    props.directiveDefaults = Type.Optional(Extensible(DIRECTIVE_DEFAULTS_POINT, {}, { description: "spec §2.8 defaults for the calls this entry matches, below the network's own" }));
+    // Other plugins add their own keys to a network entry (the consensus plugin: `consensus`).
+    return Extensible(FAILSAFE_ENTRY_POINT, props);
   }
+  props.circuitBreaker = Type.Optional(breakerSchema);
   return Strict(props);
 }
+
+/**
+ * The extension point of a network `failsafe[]` entry: a plugin adds keys to it with
+ * `schema: { extend: { 'projects[].networks[].failsafe[]': {...} } }` and reads them from the
+ * matched entry (the `failsafe.entry` call slot).
+ */
+export const FAILSAFE_ENTRY_POINT = 'projects[].networks[].failsafe[]';
 
 /** Resolved failsafe entry (durations in ms). */
 export interface FailsafeEntry {
@@ -71,7 +78,8 @@ export interface FailsafeEntry {
   timeout?: { duration: number };
   retry?: { maxAttempts: number; delay: number; backoffFactor: number; backoffMaxDelay: number; jitter: number; emptyResultMaxAttempts: number };
   hedge?: { delay?: number; quantile?: number; minDelay: number; maxDelay: number; maxCount: number };
-  consensus?: ConsensusConfig;
+  /** Keys other plugins add to a network entry ({@link FAILSAFE_ENTRY_POINT}), resolved and defaulted like the rest. */
+  readonly [added: string]: unknown;
   /**
    * Upstream scope only. `maxClientShare` (0..1) and `clientShareWindow` (ms) bound what one
    * client's failures can do to the breaker (client-share.ts); unset when built by hand (tests):

@@ -25,12 +25,13 @@
  *   requested range and filter, logs in their receipt's bloom.
  * - `corroborated`: each block the answer rests on confirmed by a second upstream (corroborate.ts).
  * - `authoritative`: a vote of up to `maxParticipants - 1` other upstreams over each block's hash,
- *   with the call's failsafe `consensus` settings (else `DEFAULT_CONSENSUS`).
+ *   with the call's matched failsafe entry's `consensus` (a key the consensus plugin adds to the
+ *   failsafe entries), else the consensus defaults, 5 and 2 ({@link AUTHORITATIVE_DEFAULTS}).
  *
  * viem and @ethereumjs/mpt are loaded on the first checked answer only.
  */
 import { Counter } from 'prom-client';
-import { type CallContext, type ConsensusConfig, DEFAULT_CONSENSUS, type Directives, DirectiveStage, ErrEndpointContentValidation, type ExecutionRecord, type HeaderSink, markProvenance, type Network, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { type CallContext, type Directives, DirectiveStage, ErrEndpointContentValidation, type ExecutionRecord, type HeaderSink, markProvenance, type Network, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { checkIntrinsic, CHECKED_METHODS, isEmptyAnswer } from './checks/index.ts';
 import { authoritative, corroborate, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 import { CheckFailure } from './hex.ts';
@@ -51,7 +52,13 @@ export const LEVEL = new Slot<IntegrityLevel | undefined>('integrity.level', und
 export const RECORD_LEVEL = new Slot<IntegrityLevel | undefined>('integrity.applied', undefined);
 
 /** The failsafe plugin's per-call matched entry, read by its slot name (never by importing that plugin). */
-const FAILSAFE_ENTRY = new Slot<{ consensus?: Partial<ConsensusConfig>; directiveDefaults?: Record<string, unknown> } | undefined>('failsafe.entry', undefined);
+const FAILSAFE_ENTRY = new Slot<{ consensus?: AuthoritativeSettings; directiveDefaults?: Record<string, unknown> } | undefined>('failsafe.entry', undefined);
+
+/**
+ * `authoritative`'s settings when the call's failsafe entry has no `consensus` (or the consensus
+ * plugin, which adds that key, is not applied): the consensus defaults, 5 participants, 2 votes.
+ */
+export const AUTHORITATIVE_DEFAULTS: Readonly<AuthoritativeSettings> = Object.freeze({ maxParticipants: 5, agreementThreshold: 2 });
 
 /** Response header naming the applied level(s). */
 export const INTEGRITY_HEADER = 'X-SVC-Integrity';
@@ -81,15 +88,12 @@ export function configuredLevelValue(ctx: CallContext): string | undefined {
 
 /**
  * The consensus settings of a call's `authoritative` level: its matched failsafe entry's
- * `consensus`, else `DEFAULT_CONSENSUS`.
+ * `consensus` (defaults applied by the schema), else {@link AUTHORITATIVE_DEFAULTS}.
  * @param ctx the call
  */
 export function authoritativeSettingsOf(ctx: CallContext): AuthoritativeSettings {
   const c = FAILSAFE_ENTRY.get(ctx)?.consensus;
-  return {
-    maxParticipants: c?.maxParticipants ?? DEFAULT_CONSENSUS.maxParticipants,
-    agreementThreshold: c?.agreementThreshold ?? DEFAULT_CONSENSUS.agreementThreshold,
-  };
+  return c ? { maxParticipants: c.maxParticipants, agreementThreshold: c.agreementThreshold } : AUTHORITATIVE_DEFAULTS;
 }
 
 /**

@@ -6,8 +6,8 @@
 import { expect } from 'chai';
 import { decide, isSettled, type Vote } from '../../../../plugins/consensus/index.ts';
 import { voteOf } from '../../../../plugins/consensus/round.ts';
+import { DEFAULT_CONSENSUS, type ConsensusConfig } from '../../../../plugins/consensus/schema.ts';
 import {
-  DEFAULT_CONSENSUS,
   ErrConsensusDispute,
   ErrConsensusLowParticipants,
   ErrEndpointExecutionException,
@@ -15,7 +15,6 @@ import {
   ErrEndpointServerSideException,
   ErrUpstreamsExhausted,
   RpcResult,
-  type ConsensusConfig,
 } from '../../../../core/plugin-api.ts';
 
 const cfg = (over: Partial<ConsensusConfig> = {}): ConsensusConfig => ({ ...DEFAULT_CONSENSUS, ...over });

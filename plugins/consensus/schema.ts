@@ -1,11 +1,15 @@
 /**
- * The `consensus` field of a network `failsafe[]` entry (issue #14 item 1, erpc-notes §2.6).
- * The failsafe plugin owns `failsafe[]` and embeds this schema; the consensus plugin reads the
- * matched entry's `consensus` through the `failsafe.entry` slot. Shared here so neither plugin
- * imports the other.
+ * The `consensus` block of a network `failsafe[]` entry (issue #14 item 1, erpc-notes §2.6). The
+ * failsafe plugin owns `failsafe[]` and declares its entries as the extension point
+ * {@link FAILSAFE_ENTRY_POINT}; this plugin adds `consensus` to it ({@link consensusSchemaFragment}),
+ * so the one assembled schema validates it (`svc validate` paths such as
+ * `projects[0].networks[0].failsafe[0].consensus.agreementThreshold`), fills its defaults and
+ * documents it, and neither plugin imports the other.
  */
-import { Type } from '@sinclair/typebox';
-import { Duration, Strict } from './schema.ts';
+import { Duration, type SchemaFragment, Strict, Type } from 'svc/plugin';
+
+/** The failsafe plugin's network entry (by its extension point name; see `SchemaFragment.extend`). */
+export const FAILSAFE_ENTRY_POINT = 'projects[].networks[].failsafe[]';
 
 /** What a round does when no answer reached the threshold (dispute) or too few answered (low participants). */
 export const CONSENSUS_BEHAVIORS = ['returnError', 'acceptMostCommonValidResult', 'preferBlockHeadLeader', 'onlyBlockHeadLeader'] as const;
@@ -50,7 +54,7 @@ export interface ConsensusConfig {
   punishMisbehavior?: { disputeThreshold: number; disputeWindow: number; sitOutPenalty: number };
 }
 
-/** The settings used when a network configures none (integrity's `authoritative` level). */
+/** The settings used when a call's entry configures none (the consensus service hands them to integrity's `authoritative` level). */
 export const DEFAULT_CONSENSUS: Readonly<ConsensusConfig> = Object.freeze({
   maxParticipants: 5,
   agreementThreshold: 2,
@@ -59,3 +63,8 @@ export const DEFAULT_CONSENSUS: Readonly<ConsensusConfig> = Object.freeze({
   preferNonEmpty: true,
   preferLargerResponses: true,
 });
+
+/** The config keys the consensus plugin adds: `consensus` on the failsafe plugin's network entries. */
+export function consensusSchemaFragment(): SchemaFragment {
+  return { extend: { [FAILSAFE_ENTRY_POINT]: { consensus: ConsensusSchema } } };
+}
