@@ -10,9 +10,7 @@
  * - named errors (recognised across installed copies of svc by brand and name) and `RpcResult`;
  * - schema helpers, with TypeBox's `Type` re-exported so a plugin needs no extra dependency;
  * - the attempt-recording helpers the failsafe plugin and the state poller use;
- * - small tools a plugin needs to honour the rules: linear-time globs, bounded labels;
- * - the selection-policy contract (`core/selection.ts`): a plugin installs its own upstream order
- *   through {@link selectionHooks} and reads the selection through {@link SelectionApi}.
+ * - small tools a plugin needs to honour the rules: linear-time globs, bounded labels.
  */
 export type { Plugin, PluginHost, ServiceRegistry, ListenOverrides } from './host.ts';
 export type { LifecycleState, LifecycleStatus } from './drain.ts';
@@ -117,21 +115,3 @@ export {
 export { definePlugin, definePreset, type Preset } from './define.ts';
 export { settingsOf, type FragmentSettings, type Resolved, type ResolvedProperties, type SettingsHolder } from './plugin-settings.ts';
 export type { TDuration, TSize } from './config/schema.ts';
-
-export {
-  SCORE_ORDER_STEP,
-  SELECTION_API_SERVICE,
-  SELECTION_HOOKS_SERVICE,
-  selectionHooks,
-  type DecisionDraft,
-  type EvalFunc,
-  type PolicyContext,
-  type PolicyMetrics,
-  type PolicyUpstream,
-  type ScoreWeights,
-  type SelectionApi,
-  type SelectionDecision,
-  type SelectionHooks,
-  type SelectionState,
-  type UpstreamsView,
-} from './selection.ts';
