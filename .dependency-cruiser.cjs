@@ -6,6 +6,11 @@
  * `svc/plugin` by its package name (resolved to core/plugin-api.ts through the `svc-source`
  * export condition, as a consumer's import resolves to dist/core/plugin-api.js), files of its own
  * folder, npm packages and node builtins, and nothing else. No exceptions.
+ *
+ * lib/ holds generic utilities (globs, redaction, canonical JSON, deferred metrics, EVM block
+ * references...): no request path, hook, registry or contract. Core and svc/plugin use them;
+ * plugins reach them only through svc/plugin. A lib file depends on npm packages, node builtins,
+ * other lib files and, for types and schema helpers only, the core contract; never on plugins.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -33,10 +38,24 @@ module.exports = {
     },
     {
       name: 'plugin-imports-outside-the-package-api',
-      comment: 'Plugins never import presets, the CLI, tests, benchmarks or built output.',
+      comment: 'Plugins never import presets, the CLI, tests, benchmarks, built output, or lib/ by path (svc/plugin exports what lib/ offers).',
       severity: 'error',
       from: { path: '^plugins/' },
-      to: { path: '^(presets|bin|test|bench|dist|scripts)/' },
+      to: { path: '^(presets|bin|test|bench|dist|scripts|lib)/' },
+    },
+    {
+      name: 'lib-imports-plugins-or-entry-points',
+      comment: 'lib/ is below plugins, presets and the CLI: a generic utility never imports them.',
+      severity: 'error',
+      from: { path: '^lib/' },
+      to: { path: '^(plugins|presets|bin|test|bench|dist|scripts)/' },
+    },
+    {
+      name: 'lib-imports-core-at-run-time',
+      comment: 'lib/ may use the core contract\'s types and its schema helpers (core/config/schema.ts), nothing of the core that runs.',
+      severity: 'error',
+      from: { path: '^lib/' },
+      to: { path: '^core/', pathNot: '^core/config/schema\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'plugin-import-unresolvable',

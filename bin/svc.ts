@@ -17,7 +17,7 @@ import type { SchemaFragment } from '../core/config/schema.ts';
 import type { ProjectInput, SvcConfigInput } from '../core/config/types.ts';
 import { createLogger } from '../core/logger.ts';
 import { createProxy } from '../core/proxy.ts';
-import { redactText } from '../core/redact.ts';
+import { redactText } from '../lib/redact.ts';
 import { VERSION } from '../core/version.ts';
 import { resolvePreset, type ResolvedPreset } from '../presets/index.ts';
 import { presetLogLine } from '../presets/describe.ts';

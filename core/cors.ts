@@ -9,7 +9,7 @@ import koaCors from '@koa/cors';
 import { Type, type Static } from '@sinclair/typebox';
 import type Koa from 'koa';
 import { Strict } from './config/schema.ts';
-import { compileGlobs } from './glob.ts';
+import { compileGlobs } from '../lib/glob.ts';
 
 /** `cors` block of `admin` or a project (spec §2.5). */
 export const CorsSchema = Strict({

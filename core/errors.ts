@@ -7,7 +7,7 @@
  * chain that becomes `error.data` on the wire when `server.includeErrorDetails` is true.
  * The README's error table is written from {@link ERROR_TABLE}.
  */
-import { redactText } from './redact.ts';
+import { redactText } from '../lib/redact.ts';
 
 /** Options accepted by every {@link SvcError} constructor. */
 export interface SvcErrorOptions {

@@ -69,13 +69,13 @@ export type { Logger } from './logger.ts';
 export { Slot, type SlotHolder } from './slots.ts';
 export { FINALITY } from './context.ts';
 export { chainStateOf, SYNCING } from './evm/state.ts';
-export { compileGlobs, type GlobTest } from './glob.ts';
-export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from './matcher.ts';
+export { compileGlobs, type GlobTest } from '../lib/glob.ts';
+export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';
 export { linkedController, sleep } from './abort.ts';
 export { addressList, inList, ipFamily, normalizeIp } from './client-address.ts';
 export { ADMIN_CORS_DEFAULTS, CorsSchema, corsMiddleware, corsProblem, corsSettings, type CorsInput, type CorsSettings } from './cors.ts';
 export { readRequestBody } from './http-io.ts';
-export { excerptOf, keyKind, redactedMark, redactText, redactTree, redactUrl, type KeyKind } from './redact.ts';
+export { excerptOf, keyKind, redactedMark, redactText, redactTree, redactUrl, type KeyKind } from '../lib/redact.ts';
 export { closeRedisClient, openRedisClient, type RedisClient } from './redis.ts';
 export {
   BREAKER_STATE_VALUE,
@@ -92,10 +92,10 @@ export { AUTH_SERVICE, doorAuthenticator, type ApiKeyManager, type ApiKeyRecord,
 export { AuthConfigSchema, AuthStrategySchema, type AuthConfig, type AuthStrategyConfig } from './config/auth-schema.ts';
 export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';
 export { VERSION } from './version.ts';
-export { DeferredCounter, DeferredHistogram, type HistogramCell } from './deferred-metrics.ts';
+export { DeferredCounter, DeferredHistogram, type HistogramCell } from '../lib/deferred-metrics.ts';
 export { callParamsHash, paramsHash } from './params-hash.ts';
 export { markProvenance, provenanceKey, MAX_PROVENANCE_MARK } from './provenance.ts';
-export { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, isEmptyResult, type IgnorePaths } from './canonical.ts';
+export { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, isEmptyResult, type IgnorePaths } from '../lib/canonical.ts';
 export {
   BLOCK_PARAM,
   BLOCK_TAGS,
@@ -110,7 +110,7 @@ export {
   toHex,
   WRITE_METHODS,
   type BlockRef,
-} from './evm/blocks.ts';
+} from '../lib/evm/blocks.ts';
 
 export { definePlugin, definePreset, type Preset } from './define.ts';
 export { settingsOf, type FragmentSettings, type Resolved, type ResolvedProperties, type SettingsHolder } from './plugin-settings.ts';

@@ -18,7 +18,7 @@ import { Drain, type LifecycleState, type LifecycleStatus } from './drain.ts';
 import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { BoundedLabel } from './labels.ts';
-import { excerptOf } from './redact.ts';
+import { excerptOf } from '../lib/redact.ts';
 import { Network } from './registry/network.ts';
 import { Project } from './registry/project.ts';
 import { DeadlineReason, Upstream } from './registry/upstream.ts';

@@ -11,7 +11,7 @@ import Router from '@koa/router';
 import { compressAnswer, httpInfo, readRequestBody } from './http-io.ts';
 import { routedPaths, staticKey } from './routed-paths.ts';
 import { RequestScope } from './request-scope.ts';
-import { compileGlobs } from './glob.ts';
+import { compileGlobs } from '../lib/glob.ts';
 import pLimit from 'p-limit';
 import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo, type Identity } from './context.ts';
 import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, ErrServiceShuttingDown, SvcError } from './errors.ts';

@@ -7,7 +7,7 @@
 import { DDSketch } from '@datadog/sketches-js';
 import type { AttemptRecord } from '../context.ts';
 import { isRequestFact } from '../blame.ts';
-import { compileGlobs, type GlobTest } from '../glob.ts';
+import { compileGlobs, type GlobTest } from '../../lib/glob.ts';
 import {
   ErrCancelled,
   ErrEndpointBillingIssue,

@@ -19,7 +19,7 @@ import { decodeBody, readBodyCapped, type BodyStream } from '../body.ts';
 import { extractTopLevelValue, findTopLevelValue } from '../json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../jsonrpc.ts';
 import { normaliseUpstreamError } from '../evm/normalize.ts';
-import { excerptOf, Redactor, safeDecode, secretsOf } from '../redact.ts';
+import { excerptOf, Redactor, safeDecode, secretsOf } from '../../lib/redact.ts';
 
 /** Options for the undici pool behind an upstream. */
 export interface UpstreamPoolOptions {

@@ -3,13 +3,13 @@
  * fault normalisation, redaction), its method filter, its tags and its composed sender chain
  * (`upstream` hook).
  */
-import { compileGlobs } from '../glob.ts';
+import { compileGlobs } from '../../lib/glob.ts';
 import type { RpcResult } from '../jsonrpc.ts';
 import type { SvcError } from '../errors.ts';
 import type { ResolvedUpstream } from '../config/types.ts';
 import type { UpstreamCall, UpstreamSender } from '../hooks.ts';
 import { DEFAULT_MAX_RESPONSE_SIZE, HttpTransport, type UpstreamPoolOptions } from './transport.ts';
-import type { Redactor } from '../redact.ts';
+import type { Redactor } from '../../lib/redact.ts';
 
 export { createOriginPool, DeadlineReason, isDeadline, DEFAULT_MAX_RESPONSE_SIZE, type UpstreamPoolOptions } from './transport.ts';
 

@@ -15,7 +15,7 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { createProxy, type Proxy } from '../../core/proxy.ts';
-import { REDACTED, Redactor, secretsOf } from '../../core/redact.ts';
+import { REDACTED, Redactor, secretsOf } from '../../lib/redact.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startEchoUpstream, type EchoMode, type EchoUpstream, type EchoUpstreamOptions } from '../helpers/echo-upstream.ts';
@@ -356,7 +356,7 @@ describe('e2e: upstream secrets in odd places (issue #8 item 6)', function () {
   });
 
   // BUG: core/registry/transport.ts decodes the URL user info with a bare `decodeURIComponent`
-  // (core/redact.ts uses a safe decode): a password holding a literal `%` that is not an escape
+  // (lib/redact.ts uses a safe decode): a password holding a literal `%` that is not an escape
   // (`50%off`) passes `svc validate` but makes `proxy.start()` throw `URIError: URI malformed`.
   it('a password with a literal `%` does not stop svc from starting', async () => {
     const echo = await startEchoUpstream();
@@ -372,7 +372,7 @@ describe('e2e: upstream secrets in odd places (issue #8 item 6)', function () {
   });
 });
 
-describe('unit: secretsOf / Redactor (core/redact.ts)', () => {
+describe('unit: secretsOf / Redactor (lib/redact.ts)', () => {
   it('takes user info, long path segments, every query value, header values and the Basic base64', () => {
     const s = secretsOf(`https://${USER}:${PASSWORD}@rpc.example/v2/${PATH_KEY}?apikey=${QUERY_KEY}&n=1234`, { 'x-api-key': HEADER_KEY, authorization: `Bearer ${BEARER}` });
     for (const x of [USER, PASSWORD, PATH_KEY, QUERY_KEY, '1234', HEADER_KEY, `Bearer ${BEARER}`, BEARER, BASIC_B64]) expect(s, x).to.include(x);
@@ -418,7 +418,7 @@ describe('unit: secretsOf / Redactor (core/redact.ts)', () => {
     expect(r.text(`got ${BASIC_B64}`)).to.equal(`got ${REDACTED}`);
   });
 
-  // BUG: core/redact.ts takes query values from `URLSearchParams`, which form-decodes `+` to a
+  // BUG: lib/redact.ts takes query values from `URLSearchParams`, which form-decodes `+` to a
   // space; the value as written (`Zm9v+YmFy=`) is only matched inside the whole query string.
   it('a query value with `+` (a base64 API key) is redacted as written, not only in its form-decoded form', () => {
     const r = new Redactor(secretsOf('https://rpc.example/?a=1&key=Zm9v+YmFy='));

@@ -12,7 +12,7 @@ import { PACKAGE_ROOT } from '../../core/version.ts';
 const run = promisify(execFile);
 
 /** Folders (and files) compiled by tsconfig.build.json. */
-const SOURCES = ['core', 'plugins', 'presets', join('bin', 'svc.ts')];
+const SOURCES = ['core', 'lib', 'plugins', 'presets', join('bin', 'svc.ts')];
 
 function* tsFiles(path: string): Generator<string> {
   const st = statSync(path);

@@ -1,7 +1,7 @@
 /**
  * The names svc's source code actually defines, for the docs test (test/unit/docs.test.ts): a
  * name the docs mention must be one of these. Read with the TypeScript compiler's parser from
- * every .ts file under core/, plugins/ and presets/, so only string literals and declarations
+ * every .ts file under core/, lib/, plugins/ and presets/, so only string literals and declarations
  * count, never comments (a comment may mention a name that no longer exists).
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -34,7 +34,7 @@ export interface SourceNames {
 }
 
 /** The folders whose .ts files define svc's names. */
-const SOURCE_DIRS = ['core', 'plugins', 'presets'];
+const SOURCE_DIRS = ['core', 'lib', 'plugins', 'presets'];
 
 function* tsFiles(dir: string): Generator<string> {
   for (const e of readdirSync(dir, { withFileTypes: true })) {
@@ -49,7 +49,7 @@ const HEADER = /^x-svc-[a-z0-9-]+$/i;
 const ERROR = /^Err[A-Z][A-Za-z]+$/;
 const SUFFIX = /^-[A-Za-z][A-Za-z0-9-]*$/;
 
-/** Classes whose instances are histograms (prom-client's, and svc's hot-path one in core/deferred-metrics.ts). */
+/** Classes whose instances are histograms (prom-client's, and svc's hot-path one in lib/deferred-metrics.ts). */
 const HISTOGRAM_CLASSES = new Set(['Histogram', 'DeferredHistogram']);
 
 /** The `name` of `new Histogram({ name: '...' })` (the options object may be any argument), if `node` is one. */

@@ -3,7 +3,8 @@
  * package name, as a third party does), files of its own folder, npm packages and node builtins.
  * The rules are dependency-cruiser's (`.dependency-cruiser.cjs`); this test runs them over
  * plugins/ and fails naming each violation, so a plugin reaching into core or into another plugin
- * fails CI. Zero exceptions.
+ * fails CI. Zero exceptions. The same rules keep lib/ (generic utilities) below the core and the
+ * plugins.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -65,6 +66,39 @@ describe('plugin boundary (dependency-cruiser)', function () {
       expect(seen.filter((s) => s.includes('svc/plugin'))).to.deep.equal([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('lib/ (generic utilities) imports no plugin, preset or CLI and nothing of the core that runs; plugins reach it only through svc/plugin', async () => {
+    const { violations, modules } = await cruise(['lib']);
+    expect(modules, 'modules cruised').to.be.greaterThan(5);
+    expect(violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`)).to.deep.equal([]);
+  });
+
+  it('the rules catch lib/ importing a plugin or the running core, and a plugin importing lib/ by path', async () => {
+    const probe = mkdtempSync(join(PACKAGE_ROOT, 'lib', '.boundary-probe-'));
+    const plugin = mkdtempSync(join(PACKAGE_ROOT, 'plugins', '.boundary-probe-'));
+    try {
+      writeFileSync(
+        join(probe, 'x.ts'),
+        [
+          "import type { CallContext } from '../../core/context.ts';",
+          "import { Strict } from '../../core/config/schema.ts';",
+          "import { createSweep } from '../../core/sweep.ts';",
+          "import { cachePlugin } from '../../plugins/cache/index.ts';",
+          'export const x = [String(createSweep), String(cachePlugin), String(Strict)] as unknown as CallContext;',
+        ].join('\n'),
+      );
+      writeFileSync(join(plugin, 'index.ts'), "import { compileGlobs } from '../../lib/glob.ts';\nexport const g = compileGlobs('a');\n");
+      const { violations } = await cruise([probe.slice(PACKAGE_ROOT.length + 1), plugin.slice(PACKAGE_ROOT.length + 1)]);
+      expect(violations.map((v) => `${v.rule.name}: ${v.to}`).sort()).to.deep.equal([
+        'lib-imports-core-at-run-time: core/sweep.ts',
+        'lib-imports-plugins-or-entry-points: plugins/cache/index.ts',
+        'plugin-imports-outside-the-package-api: lib/glob.ts',
+      ]);
+    } finally {
+      rmSync(probe, { recursive: true, force: true });
+      rmSync(plugin, { recursive: true, force: true });
     }
   });
 });

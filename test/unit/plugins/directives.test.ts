@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { HttpRequestInfo } from '../../../core/context.ts';
-import { MatcherCache } from '../../../core/matcher.ts';
+import { MatcherCache } from '../../../lib/matcher.ts';
 import { DIRECTIVES, isAllowed, parseDirectiveBool, parseForceTrace, readHttpDirectives, resolveDirectives } from '../../../plugins/directives/index.ts';
 
 function http(headers: Record<string, string>, query: Record<string, string> = {}): HttpRequestInfo {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { compileMatcher, MatcherCache } from '../../../core/matcher.ts';
+import { compileMatcher, MatcherCache } from '../../../lib/matcher.ts';
 
 describe('matcher (spec §2.8 allowClientDirectives / use-upstream)', () => {
   it('matches a plain name and a glob', () => {

@@ -1,10 +1,10 @@
 /**
- * Canonical answers (core/canonical.ts, issue #14): the hash consensus groups by and shadow
+ * Canonical answers (lib/canonical.ts, issue #14): the hash consensus groups by and shadow
  * comparisons use ignores key order, number formatting, hex letter case and leading zeros of
  * quantities, and the method's ignored fields; never the raw bytes.
  */
 import { expect } from 'chai';
-import { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, isEmptyResult } from '../../../core/canonical.ts';
+import { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, isEmptyResult } from '../../../lib/canonical.ts';
 
 describe('core: canonical answer hashing', () => {
   it('key order, hex case and quantity zeros do not matter; values do', () => {

@@ -1,11 +1,11 @@
 /**
- * The deferred metrics of the metrics plugin (core/deferred-metrics.ts, issue #11): counted as
+ * The deferred metrics of the metrics plugin (lib/deferred-metrics.ts, issue #11): counted as
  * plain numbers, exposed exactly as prom-client's own Counter and Histogram would expose the
  * same observations.
  */
 import { expect } from 'chai';
 import { Counter, Histogram, Registry } from 'prom-client';
-import { DeferredCounter, DeferredHistogram } from '../../../core/deferred-metrics.ts';
+import { DeferredCounter, DeferredHistogram } from '../../../lib/deferred-metrics.ts';
 
 const BUCKETS = [0.01, 0.1, 1];
 const OBSERVED = [0.005, 0.05, 0.05, 0.5, 3, 0.1];

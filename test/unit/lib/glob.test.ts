@@ -5,8 +5,8 @@
  * for minutes.
  */
 import { expect } from 'chai';
-import { compileGlobs } from '../../../core/glob.ts';
-import { compileMatcher } from '../../../core/matcher.ts';
+import { compileGlobs } from '../../../lib/glob.ts';
+import { compileMatcher } from '../../../lib/matcher.ts';
 import { BoundedLabel, MAX_LABEL_LENGTH } from '../../../core/labels.ts';
 
 describe('glob (issue #8 item 3)', () => {
