@@ -1,52 +1,20 @@
 /**
- * Accessors of the selection plugin (spec §1.3, §3.1): its published hooks
- * ({@link selectionHooks}) and the per-network state, decisions and on-demand evaluation that the
- * admin `svc_project` method, other plugins (evm-state) and tests read. Published through the
- * host's service registry (services `selection.hooks` and `selection`), never module-level state,
+ * Accessors of the selection plugin (spec §1.3, §3.1): the per-network state, decisions and
+ * on-demand evaluation that the admin `svc_project` method, other plugins (evm-state) and tests
+ * read; its published hooks are `selectionHooks` of `svc/plugin`. Published through the host's
+ * service registry (services `selection.hooks`, `selection.api` and `selection`), never module-level state,
  * so several proxies in one process, and a plugin built against another installed copy of svc,
  * all meet the same selection (issue #9 item 3). No hooks tapped here.
  */
-import { SyncWaterfallHook } from 'tapable';
-import type { Network, PluginHost } from 'svc/plugin';
-import type { EvalFunc } from './policy.ts';
-import type { NetworkSelection, SelectionDecision, SelectionState } from './state.ts';
+import { selectionHooks, serviceKey, type Network, type PluginHost, type SelectionDecision, type SelectionState } from 'svc/plugin';
+import type { NetworkSelection } from './state.ts';
 
-/** Hooks the selection plugin publishes for other plugins (see {@link selectionHooks}). */
-export interface SelectionHooks {
-  /**
-   * Chooses a network's policy when the network is created: receives the configured one
-   * (`selectionPolicy.evalFunc`, else the plugin option, else {@link defaultPolicy}) and
-   * returns the one to use. Lets a plugin install a policy (spec §1.3 "or from a plugin").
-   */
-  readonly policy: SyncWaterfallHook<[EvalFunc, Network]>;
-}
+// The hooks, the read-side contract and their service names are svc/plugin's (core/selection.ts).
+export { SELECTION_API_SERVICE, SELECTION_HOOKS_SERVICE, selectionHooks } from 'svc/plugin';
+export type { SelectionApi, SelectionHooks } from 'svc/plugin';
 
-/** Service names this plugin publishes. */
-export const SELECTION_HOOKS_SERVICE = 'selection.hooks';
-export const SELECTION_SERVICE = 'selection';
-/** The service other plugins read the selection through ({@link SelectionApi}). */
-export const SELECTION_API_SERVICE = 'selection.api';
-
-/** What other plugins read of the selection (service {@link SELECTION_API_SERVICE}). */
-export interface SelectionApi {
-  /** The current order, scores and exclusions of a network (undefined when unknown). */
-  state(projectId: string, networkId: string): SelectionState | undefined;
-  /** Evaluates a network's policy now; false for an unknown network. */
-  evaluate(projectId: string, networkId: string): Promise<boolean>;
-}
-
-/**
- * The selection plugin's hooks of a proxy (created on first use, so a plugin may tap them
- * whether it is applied before or after the selection plugin, as long as it is before start).
- */
-export function selectionHooks(host: PluginHost): SelectionHooks {
-  let h = host.services.get<SelectionHooks>(SELECTION_HOOKS_SERVICE);
-  if (!h) {
-    h = Object.freeze({ policy: new SyncWaterfallHook<[EvalFunc, Network]>(['policy', 'network']) });
-    host.services.provide(SELECTION_HOOKS_SERVICE, h);
-  }
-  return h;
-}
+/** Key of this plugin's per-network selections (internal: read by the accessors below). */
+const SELECTION_SERVICE = serviceKey<Map<Network, NetworkSelection>>('selection');
 
 /**
  * Records the per-network selections of a proxy for the accessors below (the plugin's `apply`).
@@ -59,7 +27,7 @@ export function registerSelections(host: PluginHost, nets: Map<Network, NetworkS
 function findSelection(host: PluginHost, projectId: string, networkId: string): NetworkSelection | undefined {
   const project = host.projects.get(projectId);
   const network = project?.networks.get(networkId) ?? project?.aliases.get(networkId);
-  return network ? host.services.get<Map<Network, NetworkSelection>>(SELECTION_SERVICE)?.get(network) : undefined;
+  return network ? host.services.get(SELECTION_SERVICE)?.get(network) : undefined;
 }
 
 /**

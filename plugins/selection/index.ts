@@ -6,6 +6,9 @@
  * `removeCordoned()`), `shutdown` (stop the timers). Publishes `svc_selection_score` and
  * `svc_selection_excluded_seconds`, and keeps the last 100 decisions per network for the admin.
  *
+ * It implements the selection-policy contract of `svc/plugin` (`EvalFunc`, `UpstreamsView`,
+ * `selectionHooks`, `SelectionApi`), which a third-party plugin uses to install its own order.
+ *
  * Files: `schema.ts` (config and defaults), `view.ts` (policy inputs and the helpers a policy
  * composes), `policy.ts` (default policy and evaluation), `state.ts` (per-network state,
  * evaluation loop, decisions ring, gauges), `accessors.ts` (hooks and state readers); this file
@@ -17,14 +20,13 @@ import { defaultPolicy, type EvalFunc } from './policy.ts';
 import { readSelectionSettings, selectionSchemaFragment, settingsPath, validateConfig, type SelectionSettings } from './schema.ts';
 import { createSelectionMetrics, MAX_DECISIONS, NetworkSelection } from './state.ts';
 
-export { evaluateSelection, selectionDecisions, selectionHooks, SelectionPlugin, selectionState, SELECTION_API_SERVICE } from './accessors.ts';
-export type { SelectionApi } from './accessors.ts';
-export type { SelectionHooks } from './accessors.ts';
+export { evaluateSelection, selectionDecisions, selectionHooks, SelectionPlugin, selectionState, SELECTION_API_SERVICE, SELECTION_HOOKS_SERVICE } from './accessors.ts';
+export type { SelectionApi, SelectionHooks } from './accessors.ts';
 export { DEFAULT_THRESHOLDS, defaultPolicy, evaluatePolicy, PolicyError } from './policy.ts';
 export type { EvalFunc, EvaluateOptions, PolicyContext, PolicyErrorKind, PolicyResult } from './policy.ts';
 export { readSelectionSettings, selectionPolicySchema, selectionSchemaFragment } from './schema.ts';
 export type { SelectionSettings } from './schema.ts';
-export { MAX_DECISIONS, Ring } from './state.ts';
+export { MAX_DECISIONS, rankedScores, Ring } from './state.ts';
 export type { SelectionDecision, SelectionState } from './state.ts';
 export { DEFAULT_SCORE_WEIGHTS, FALLBACK_TAG, policyUpstream, scoreOf, UpstreamsView } from './view.ts';
 export type { DecisionDraft, PolicyMetrics, PolicyUpstream, PolicyUpstreamInput, ScoreWeights } from './view.ts';
@@ -58,7 +60,7 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
       const hooks = selectionHooks(proxy);
       const nets = new Map<Network, NetworkSelection>();
       registerSelections(proxy, nets);
-      // What other plugins (evm-state) read of the selection, by service name (issue #9 item 3).
+      // What other plugins (evm-state, admin) read of the selection, by its svc/plugin key (issue #9 item 3).
       proxy.services.provide(SELECTION_API_SERVICE, {
         state: (projectId: string, networkId: string) => selectionState(proxy, projectId, networkId),
         evaluate: (projectId: string, networkId: string) => evaluateSelection(proxy, projectId, networkId),

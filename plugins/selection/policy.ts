@@ -1,11 +1,12 @@
 /**
- * Selection policy evaluation, free of any proxy state (spec §1.3, §3.1): the policy contract
- * ({@link EvalFunc}, {@link PolicyContext}), the {@link defaultPolicy} and {@link evaluatePolicy},
- * which runs a policy (sync or async, bounded by `evalTimeout`) over synthetic or live inputs.
+ * Selection policy evaluation, free of any proxy state (spec §1.3, §3.1): the {@link defaultPolicy}
+ * and {@link evaluatePolicy}, which runs a policy (sync or async, bounded by `evalTimeout`) over
+ * synthetic or live inputs. The policy contract (`EvalFunc`, `PolicyContext`) is `svc/plugin`'s.
  * The helpers a policy composes live in `./view.ts`. The selection plugin (`./state.ts`) feeds
  * it health snapshots on every evaluation tick; no hooks here.
  */
 import { performance } from 'node:perf_hooks';
+import type { EvalFunc, PolicyContext } from 'svc/plugin';
 import {
   DEFAULT_SCORE_WEIGHTS,
   policyUpstream,
@@ -32,36 +33,8 @@ export const DEFAULT_THRESHOLDS = Object.freeze({
   maxP70Seconds: 10,
 });
 
-/** Second argument of an {@link EvalFunc}. */
-export interface PolicyContext {
-  /** Project id. */
-  readonly project: string;
-  /** Network id (`evm:<chainId>`). */
-  readonly network: string;
-  /** Method scope of the evaluation: always `*` (the list is per network, not per method). */
-  readonly method: string;
-  /** The configured score weights (`selectionPolicy.scoreWeights`, defaults applied). */
-  readonly weights: Readonly<ScoreWeights>;
-  /** The configured `evalTimeout`, ms. */
-  readonly evalTimeoutMs: number;
-  /** Evaluation time, epoch ms. */
-  readonly now: number;
-  /** The built-in policy, for functions that only pre- or post-process it. */
-  readonly defaultPolicy: EvalFunc;
-  /** Score of one upstream (lower is better) with the configured weights, optionally overridden. */
-  score(u: PolicyUpstream, weights?: Partial<ScoreWeights>): number;
-  /** Wraps a plain array of this evaluation's upstreams back into a view (to get the helpers again). */
-  view(list: Iterable<PolicyUpstream>): UpstreamsView;
-}
-
-/**
- * A selection policy (`networks[].selectionPolicy.evalFunc`, spec §1.3, §3.1): receives every
- * upstream of the network (config order) with its metrics, returns the ones that may serve, in
- * preference order. May be async; bounded by `evalTimeout`. Cordoned upstreams stay in rotation
- * unless the function calls `.removeCordoned()`. Elements of the returned array may also be
- * plain upstream ids; unknown ids and duplicates are ignored.
- */
-export type EvalFunc = (upstreams: UpstreamsView, ctx: PolicyContext) => readonly PolicyUpstream[] | Promise<readonly PolicyUpstream[]>;
+// The policy contract (EvalFunc, PolicyContext) is svc/plugin's (core/selection.ts).
+export type { EvalFunc, PolicyContext } from 'svc/plugin';
 
 const pct = (x: number) => x.toFixed(2);
 

@@ -5,42 +5,17 @@
  * decisions, and the `svc_selection_score` / `svc_selection_excluded_seconds` gauges. No hooks
  * here; `index.ts` creates one {@link NetworkSelection} per network and taps `select` into it.
  */
-import { ErrUpstreamsExhausted, type Network, type PluginHost, SYNCING, type Upstream } from 'svc/plugin';
+import { ErrUpstreamsExhausted, type Network, type PluginHost, SCORE_ORDER_STEP, type SelectionDecision, type SelectionState, SYNCING, type Upstream } from 'svc/plugin';
 import { Gauge } from 'prom-client';
 import { defaultPolicy, evaluatePolicy, PolicyError, type EvalFunc, type PolicyResult } from './policy.ts';
 import type { SelectionSettings } from './schema.ts';
-import type { DecisionDraft, PolicyUpstreamInput, ScoreWeights } from './view.ts';
+import type { PolicyUpstreamInput } from './view.ts';
 
 /** Decisions kept per network (the admin `svc_project` method shows them). */
 export const MAX_DECISIONS = 100;
 
-/** One recorded selection decision. */
-export interface SelectionDecision extends DecisionDraft {
-  /** When it was made, epoch ms. */
-  time: number;
-}
-
-/** The selection state of one network, for the admin `svc_project` method. */
-export interface SelectionState {
-  /** Upstream ids in the order the request path hands them out (before any evaluation: config order). */
-  order: string[];
-  /** Upstream id -> score of the last successful evaluation (lower is better). */
-  scores: Record<string, number>;
-  /** Upstream id -> why the last successful evaluation left it out. */
-  excluded: Record<string, string>;
-  /** True when the active policy called `removeCordoned()`: new cordons apply on the request path at once. */
-  honoursCordons: boolean;
-  /** True when a custom `evalFunc` is active. */
-  custom: boolean;
-  /** Time of the last successful evaluation, epoch ms (undefined before the first). */
-  evaluatedAt?: number;
-  /** Resolved `evalInterval`, ms. */
-  evalIntervalMs: number;
-  /** Resolved `evalTimeout`, ms. */
-  evalTimeoutMs: number;
-  /** Resolved score weights. */
-  weights: ScoreWeights;
-}
+// The state and decision shapes are svc/plugin's (core/selection.ts), read by the admin and other plugins.
+export type { SelectionDecision, SelectionState } from 'svc/plugin';
 
 /** Metrics shared by every network of a proxy. */
 export interface SelectionMetrics {
@@ -69,6 +44,32 @@ export function createSelectionMetrics(proxy: PluginHost): SelectionMetrics {
   };
 }
 
+/**
+ * The `svc_selection_score` values of an evaluation (spec §6, lower is better): each upstream's
+ * health score, raised where needed so that the values ascend along the policy's order, each at
+ * least {@link SCORE_ORDER_STEP} above the one before it, then the excluded upstreams (config
+ * order) after every selected one. A policy that orders by score (the default) keeps the health
+ * scores as they are; a policy that reorders (a plugin's, a config `evalFunc`) is shown as the
+ * order it hands out, never as an order the request path does not follow.
+ * @param r the evaluation (its `order` and health `scores`)
+ * @param snapshot the upstreams it evaluated, config order
+ * @returns upstream id -> score, for every upstream of `snapshot`
+ */
+export function rankedScores(r: Pick<PolicyResult, 'order' | 'scores'>, snapshot: readonly { readonly id: string }[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  let prev: number | undefined;
+  const rank = (id: string) => {
+    const health = r.scores[id] ?? 0;
+    // Rounded to the µ-unit so the raised values read cleanly (0.002, not 0.0020000000000000005).
+    const v = prev === undefined || health >= prev + SCORE_ORDER_STEP ? health : Math.round((prev + SCORE_ORDER_STEP) * 1e6) / 1e6;
+    out[id] = v;
+    prev = v;
+  };
+  for (const id of r.order) rank(id);
+  for (const u of snapshot) if (!(u.id in out)) rank(u.id);
+  return out;
+}
+
 /** The selection state and timer of one network. */
 export class NetworkSelection {
   /** Cached order (null until the first evaluation commits: the request path then keeps config order). */
@@ -77,6 +78,9 @@ export class NetworkSelection {
   private evaluated = new Set<Upstream>();
   private honourCordons = true;
   private excluded: Record<string, string> = {};
+  /** Health scores of the last successful evaluation (configured weights). */
+  private healthScores: Record<string, number> = {};
+  /** What `svc_selection_score` shows: the health scores made to ascend along the order ({@link rankedScores}). */
   private scores: Record<string, number> = {};
   private evaluatedAt?: number;
   private readonly ring: Ring<SelectionDecision>;
@@ -182,7 +186,8 @@ export class NetworkSelection {
     this.evaluated = new Set(snapshot);
     this.honourCordons = r.cordonsRemoved;
     this.excluded = r.excluded;
-    this.scores = r.scores;
+    this.healthScores = r.scores;
+    this.scores = rankedScores(r, snapshot);
     const now = Date.now();
     this.evaluatedAt = now;
     this.recordChanges(r, prevExcluded, now);
@@ -311,8 +316,11 @@ export class NetworkSelection {
 
   state(): SelectionState {
     return {
+      // The policy's list (a plugin's included), refreshed at each tick (spec §3.1: a cordon
+      // applies on the request path at once, the ordered list at the next tick).
       order: (this.order ?? this.network.upstreams).map((u) => u.id),
       scores: { ...this.scores },
+      healthScores: { ...this.healthScores },
       excluded: { ...this.excluded },
       honoursCordons: this.honourCordons,
       custom: this.custom,

@@ -5,52 +5,16 @@
  * `preferNonFallback`, `sortByScore`...), which record their exclusions as decisions of the
  * evaluation run. `policy.ts` runs a policy over them; no hooks here.
  */
-import type { HealthSnapshot } from 'svc/plugin';
+import type { DecisionDraft, HealthSnapshot, PolicyUpstream, ScoreWeights, UpstreamsView as UpstreamsViewContract } from 'svc/plugin';
 
-/**
- * Weights of the selection score (lower is better, spec §6 `svc_selection_score`):
- * `errorRate*errorRate + respLatency*p70Seconds + throttledRate*throttleRate + blockHeadLag*blockHeadLag`.
- * Config: `networks[].selectionPolicy.scoreWeights`.
- */
-export interface ScoreWeights {
-  /** Weight of the error rate (0..1). Default 4. */
-  errorRate: number;
-  /** Weight of the p70 latency of successful responses, in seconds. Default 15. */
-  respLatency: number;
-  /** Weight of the throttle (rate-limited) rate (0..1). Default 4. */
-  throttledRate: number;
-  /** Weight of the block-head lag, in blocks. Default 1. */
-  blockHeadLag: number;
-}
+// The policy contract's types are svc/plugin's (core/selection.ts); re-exported for this plugin's files.
+export type { DecisionDraft, PolicyMetrics, PolicyUpstream, ScoreWeights } from 'svc/plugin';
 
 /** The default score weights: `4*errorRate + 15*p70Seconds + 4*throttleRate + 1*blockHeadLag`. */
 export const DEFAULT_SCORE_WEIGHTS: Readonly<ScoreWeights> = Object.freeze({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 1 });
 
 /** The tag that marks an upstream as a last resort ({@link UpstreamsView.preferNonFallback}). */
 export const FALLBACK_TAG = 'tier:fallback';
-
-/** The metric numbers a policy sees for one upstream (a health snapshot of its `*` cell). */
-export type PolicyMetrics = Readonly<HealthSnapshot>;
-
-/**
- * One upstream as a selection policy sees it (frozen; built fresh for every evaluation).
- * `metrics` is the health tracker's `*` window: `requests`, `errorRate`, `throttleRate` (0..1),
- * `p50`/`p70`/`p90`/`p99` (seconds), `blockHeadLag`/`finalizationLag` (blocks), `cordoned`.
- */
-export interface PolicyUpstream {
-  /** Upstream id as declared in config. */
-  readonly id: string;
-  /** Tags as `"<key>:<value>"` strings. */
-  readonly tags: readonly string[];
-  /** `vendorName` or `unknown`. */
-  readonly vendor: string;
-  /** Rolling health window of the whole upstream (method `*`). */
-  readonly metrics: PolicyMetrics;
-  /** True while the EVM state poller says the node is syncing. */
-  readonly syncing: boolean;
-  /** True while the upstream is cordoned for every method (`*`, spec §3.1). */
-  readonly cordoned: boolean;
-}
 
 /** A synthetic or live policy input: everything but the id is optional (zero metrics by default). */
 export interface PolicyUpstreamInput {
@@ -61,16 +25,6 @@ export interface PolicyUpstreamInput {
   syncing?: boolean;
   /** Default: `metrics.cordoned`, else false. */
   cordoned?: boolean;
-}
-
-/** One selection decision as a policy step records it (the plugin stamps the time). */
-export interface DecisionDraft {
-  /** Policy step: `removeCordoned`, `excludeErrorRate`, `excludeThrottled`, `excludeSlow`, `excludeSyncing`, `useAllUncordoned`, `preferNonFallback`, `evalFunc`, or a custom step name. */
-  step: string;
-  /** Upstream id, or `*` for a decision about the whole list. */
-  upstream: string;
-  /** Why (`cordoned`, `tier:fallback`, `errorRate 0.82 > 0.7 over 25 requests`...). */
-  reason: string;
 }
 
 /** State of one policy evaluation, shared by every view derived from its input (see `evaluatePolicy`). */
@@ -107,12 +61,12 @@ export function viewOf(items: Iterable<PolicyUpstream>, run: PolicyRun): Upstrea
 }
 
 /**
- * The upstream list a policy receives: an `Array` of {@link PolicyUpstream} with selection
- * helpers. Every helper returns a new view and leaves this one untouched; exclusions are
- * recorded as selection decisions of the evaluation. Views produced by array methods
- * (`filter`, `slice`, `sort`...) keep the helpers.
+ * The upstream list a policy receives (the `UpstreamsView` contract of `svc/plugin`): an `Array`
+ * of {@link PolicyUpstream} with selection helpers. Every helper returns a new view and leaves
+ * this one untouched; exclusions are recorded as selection decisions of the evaluation. Views
+ * produced by array methods (`filter`, `slice`, `sort`...) keep the helpers.
  */
-export class UpstreamsView extends Array<PolicyUpstream> {
+export class UpstreamsView extends Array<PolicyUpstream> implements UpstreamsViewContract {
   #run: PolicyRun | undefined;
 
   /** @param items the upstreams (a single number creates an empty view of that length, as `Array` does) */

@@ -365,7 +365,9 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
     it('evaluates at network creation and when upstreams join; state and decisions are exposed', async () => {
       const { proxy: p } = await start();
       expect(selectionState(p, 'main', 'evm:1')).to.deep.include({ order: ['a', 'b', 'c'], excluded: {}, honoursCordons: true, custom: false, evalIntervalMs: 15_000, evalTimeoutMs: 100 });
-      expect(selectionState(p, 'main', 'evm:1')?.scores).to.deep.equal({ a: 0, b: 0, c: 0 });
+      expect(selectionState(p, 'main', 'evm:1')?.healthScores).to.deep.equal({ a: 0, b: 0, c: 0 });
+      // The gauge's values ascend along the order handed out, ties broken in that order.
+      expect(selectionState(p, 'main', 'evm:1')?.scores).to.deep.equal({ a: 0, b: 0.001, c: 0.002 });
       p.addUpstreamFromConfig(p.projects.get('main')!, { id: 'd', endpoint: DEAD, evm: { chainId: 1 } });
       expect(selectionState(p, 'main', 'evm:1')?.order).to.deep.equal(['a', 'b', 'c', 'd']);
       const orders = selectionDecisions(p, 'main', 'evm:1').filter((d) => d.step === 'order').map((d) => d.reason);
