@@ -74,7 +74,7 @@ export interface HttpRequestInfo {
   remoteAddress: string;
   /**
    * The client's address: the socket peer, or behind a trusted forwarder the first untrusted
-   * address of its forwarding header (core/client-address.ts); normalised (`::ffff:` removed),
+   * address of its forwarding header (lib/client-address.ts); normalised (`::ffff:` removed),
    * '' when unknown. Auth `network` strategies and `perIP` budgets use this (issue #13).
    */
   clientAddress: string;

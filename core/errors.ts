@@ -459,7 +459,7 @@ function exhaustedMessage(causes: readonly SvcError[]): string {
 
 /**
  * Wrap anything thrown into a named error; SvcErrors pass through. A foreign error's message is
- * redacted (core/redact.ts `redactText`: URLs, `password=…`, `Bearer …`), since a driver or
+ * redacted (lib/redact.ts `redactText`: URLs, `password=…`, `Bearer …`), since a driver or
  * library error may quote a connection string or an upstream URL.
  */
 export function asSvcError(err: unknown): SvcError {

@@ -3,7 +3,7 @@
  * No per-call logging at info level: the request path logs at debug/trace only.
  *
  * Every log line is redacted (issue #22 item 8): pino's `logMethod` hook passes each argument of
- * an enabled log call through core/redact.ts (objects by `redactTree`: credential-looking keys,
+ * an enabled log call through lib/redact.ts (objects by `redactTree`: credential-looking keys,
  * header maps, URLs; strings by `redactText`), so a config value, an upstream URL with a key or
  * a driver error quoting a connection string never reaches stdout in plain text. Child bindings
  * go through the same rules ({@link redactChildren}). Disabled levels never reach the hook, so

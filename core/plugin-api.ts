@@ -72,11 +72,11 @@ export { chainStateOf, SYNCING } from './evm/state.ts';
 export { compileGlobs, type GlobTest } from '../lib/glob.ts';
 export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';
 export { linkedController, sleep } from './abort.ts';
-export { addressList, inList, ipFamily, normalizeIp } from './client-address.ts';
+export { addressList, inList, ipFamily, normalizeIp } from '../lib/client-address.ts';
 export { ADMIN_CORS_DEFAULTS, CorsSchema, corsMiddleware, corsProblem, corsSettings, type CorsInput, type CorsSettings } from './cors.ts';
 export { readRequestBody } from './http-io.ts';
 export { excerptOf, keyKind, redactedMark, redactText, redactTree, redactUrl, type KeyKind } from '../lib/redact.ts';
-export { closeRedisClient, openRedisClient, type RedisClient } from './redis.ts';
+export { closeRedisClient, openRedisClient, type RedisClient } from '../lib/redis.ts';
 export {
   BREAKER_STATE_VALUE,
   breakerSettings,
@@ -87,7 +87,7 @@ export {
   type StorageBreakerOptions,
   type StorageBreakerSettings,
   type StorageBreakerState,
-} from './storage-breaker.ts';
+} from '../lib/storage-breaker.ts';
 export { AUTH_SERVICE, doorAuthenticator, type ApiKeyManager, type ApiKeyRecord, type AuthScope, type AuthService, type Authenticator } from './auth.ts';
 export { AuthConfigSchema, AuthStrategySchema, type AuthConfig, type AuthStrategyConfig } from './config/auth-schema.ts';
 export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';

@@ -24,7 +24,7 @@ import { Project } from './registry/project.ts';
 import { DeadlineReason, Upstream } from './registry/upstream.ts';
 import { callFailure, tryUpstream } from './sweep.ts';
 import { createServer } from './server.ts';
-import { ClientAddressResolver } from './client-address.ts';
+import { ClientAddressResolver } from '../lib/client-address.ts';
 import type Koa from 'koa';
 import { getCommit, VERSION } from './version.ts';
 import { buildConfigSchema, fragmentCollisions, type SchemaFragment } from './config/schema.ts';
@@ -72,7 +72,7 @@ export class Proxy implements PluginHost {
   readonly logger: Logger;
   readonly schema: TObject;
   /** Services plugins publish to each other (issue #9 item 3). */
-  readonly services = new Services();
+  readonly services = new Services(() => this.applying);
   private resolved: ResolvedConfig;
   /** The plugin whose `apply` is running, if any: config may not be read then (issue #9 item 4). */
   private applying?: string;

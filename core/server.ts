@@ -21,7 +21,7 @@ import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import type { Proxy } from './proxy.ts';
 import type { HeaderSink, ResponseMeta } from './hooks.ts';
-import { ClientAddressResolver } from './client-address.ts';
+import { ClientAddressResolver } from '../lib/client-address.ts';
 import { answerRefusal, type RefusalLimits } from './early-refusal.ts';
 
 /** Where a request is routed: a project and, when the URL names one, a network. */

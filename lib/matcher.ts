@@ -1,7 +1,7 @@
 /**
  * The one small matcher used for `allowClientDirectives` expressions and `use-upstream`
  * selectors (spec §2.8): terms joined by `&` (binds tighter) and `|`, each term an optional
- * leading `!` and a glob (core/glob.ts: `*` matches any characters, `/` and `:` included, since
+ * leading `!` and a glob (lib/glob.ts: `*` matches any characters, `/` and `:` included, since
  * upstream ids contain URLs; `?` one character), matched in linear time. Expressions from
  * clients are bounded by {@link MAX_CLIENT_PATTERN_LENGTH}.
  */

@@ -6,7 +6,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { Duration, Strict } from './schema.ts';
-import { StorageBreakerSchema } from '../storage-breaker.ts';
+import { StorageBreakerSchema } from '../../lib/storage-breaker.ts';
 
 /** Deadlines and circuit breaker of a remote key store (Redis, PostgreSQL). */
 const storeGuard = {

@@ -5,7 +5,7 @@
  */
 import type { ConfigProblem } from './load.ts';
 import type { SvcConfigInput } from './types.ts';
-import { addressList } from '../client-address.ts';
+import { addressList } from '../../lib/client-address.ts';
 
 /** Keys that reach an object's prototype machinery: never valid anywhere in a config (issue #8 item 10). */
 export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);

@@ -41,7 +41,7 @@ export function secretCheck(value: string, id: string, onAccept: () => void): Ch
 }
 
 /**
- * `network`: the resolved client address (core/client-address.ts) in the allow-list.
+ * `network`: the resolved client address (lib/client-address.ts) in the allow-list.
  * @param list allowed CIDRs, IPs and, with `allowLocalhost`, the loopback ranges
  */
 export function networkCheck(list: BlockList): Check {

@@ -27,7 +27,7 @@ export const DEFAULT_SKIP_METHODS: readonly string[] = ['eth_getBlockByNumber'];
 export interface EvmInterpolationOptions {
   /**
    * Methods whose block tags always pass through, even though `BLOCK_PARAM`
-   * (core/evm/blocks.ts) lists them. Default {@link DEFAULT_SKIP_METHODS}. Replaces the default.
+   * (lib/evm/blocks.ts) lists them. Default {@link DEFAULT_SKIP_METHODS}. Replaces the default.
    */
   skipMethods?: readonly string[];
   /**
@@ -60,7 +60,7 @@ function hexNumber(v: unknown): number | undefined {
  * Rewrites the block tags of one call's params (spec §2.8 #5), without touching the input.
  *
  * Only the string tags `latest` and `finalized` at the method's block position (`BLOCK_PARAM`
- * in core/evm/blocks.ts; `fromBlock`/`toBlock` for filter methods) are replaced, each only when
+ * in lib/evm/blocks.ts; `fromBlock`/`toBlock` for filter methods) are replaced, each only when
  * the corresponding head is known (> 0). `safe`, `pending`, `earliest`, hex numbers and EIP-1898
  * block objects pass through; a missing optional block param is not added; a filter with
  * `blockHash` is left alone. A filter whose substitution would put `fromBlock` above `toBlock`

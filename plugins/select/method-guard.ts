@@ -8,7 +8,7 @@
 import { compileGlobs, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted, type GlobTest, type Network, type SchemaFragment, Type, type Upstream } from 'svc/plugin';
 
 /**
- * Methods svc does not forward unless allowed (globs, core/glob.ts syntax). An entry starting with
+ * Methods svc does not forward unless allowed (globs, lib/glob.ts syntax). An entry starting with
  * `!` takes matching names back out of the list: a method is denied when some plain entry matches
  * it and no `!` entry does.
  *

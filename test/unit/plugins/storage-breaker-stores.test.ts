@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
 import { pino } from 'pino';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { StorageBreaker, StorageUnavailableError } from '../../../core/storage-breaker.ts';
+import { StorageBreaker, StorageUnavailableError } from '../../../lib/storage-breaker.ts';
 import { GuardedApiKeyStore, isStoreFailure } from '../../../plugins/auth/api-keys/guarded.ts';
 import { ApiKeySpace } from '../../../plugins/auth/api-keys/space.ts';
 import { MemoryApiKeyStore, type ApiKeyStore } from '../../../plugins/auth/api-keys/store.ts';

@@ -1,5 +1,5 @@
 /**
- * The storage circuit breaker (core/storage-breaker.ts) on fake timers: per-operation deadlines,
+ * The storage circuit breaker (lib/storage-breaker.ts) on fake timers: per-operation deadlines,
  * opening after `failureThreshold` failures in a row, refusing at once while open, one half-open
  * probe after the back-off, the back-off doubling to its cap on failed probes and resetting on
  * close, results of operations from an earlier state ignored, the metrics and one log line per edge.
@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { breakerSettings, StorageBreaker, StorageUnavailableError, type StorageBreakerOptions } from '../../../core/storage-breaker.ts';
+import { breakerSettings, StorageBreaker, StorageUnavailableError, type StorageBreakerOptions } from '../../../lib/storage-breaker.ts';
 
 /** A logger recording `[level, msg]` of every line. */
 function recordingLogger(): { logger: StorageBreakerOptions['logger']; lines: Array<[string, string]> } {

@@ -4,7 +4,7 @@
  * never holds a request; it reconnects in the background with a capped backoff. A Redis that
  * stalls with its socket up is not covered here: node-redis's command timeout only applies to
  * commands not yet written, so callers run each operation under a {@link StorageBreaker}
- * (core/storage-breaker.ts) with its own deadline. The command queue is bounded, so a stall
+ * (lib/storage-breaker.ts) with its own deadline. The command queue is bounded, so a stall
  * never grows memory. node-redis is loaded on first use only (it ships CommonJS, so this stays
  * synchronous for `configured` hooks).
  */

@@ -1,9 +1,9 @@
 /**
- * The client address (core/client-address.ts, issue #13 item 1): forwarding headers are read
+ * The client address (lib/client-address.ts, issue #13 item 1): forwarding headers are read
  * only behind a trusted forwarder, right to left, skipping trusted hops.
  */
 import { expect } from 'chai';
-import { addressList, ClientAddressResolver, inList, normalizeIp } from '../../../core/client-address.ts';
+import { addressList, ClientAddressResolver, inList, normalizeIp } from '../../../lib/client-address.ts';
 
 describe('client address behind trusted forwarders (issue #13 item 1)', () => {
   it('normalises ::ffff:a.b.c.d, brackets and ports; anything else is not an address', () => {
