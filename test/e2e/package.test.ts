@@ -168,6 +168,15 @@ describe('e2e: the packed package with an in-house plugin package', function () 
       (e: Error) => e.message,
     );
     expect(err).to.include('server.acmePricing.unitPrice');
+    // A built-in plugin's ConfigError (the installed dist/plugins import svc/plugin by
+    // self-reference) is the class the CLI checks: printed as `path: message`, not as a raw error.
+    writeFileSync(join(app, 'budget.yaml'), 'projects:\n  - id: main\n    rateLimitBudget: nope\n    upstreams:\n      - { endpoint: "http://127.0.0.1:9", evm: { chainId: 1 } }\n');
+    const budget = await sh(bin, ['validate', '--config', 'budget.yaml'], app).then(
+      () => '',
+      (e: Error) => e.message,
+    );
+    expect(budget).to.include('\nprojects[0].rateLimitBudget: budget "nope" is not declared in rateLimiters.budgets\n');
+    expect(budget).to.not.include('invalid config');
     // A TypeScript preset is the user's own TypeScript: without tsx installed, a clear message.
     writeFileSync(join(app, 'preset.ts'), 'export default (): never[] => [];\n');
     const ts = await sh(bin, ['validate', '--config', 'svc.yaml', '--preset', './preset.ts'], app).then(
