@@ -46,20 +46,69 @@ export interface Plugin {
   apply(host: PluginHost): void;
 }
 
-/** Services plugins publish to each other, by name (issue #9 item 3: not module-level state). */
+/**
+ * The typed key of a service (issue #9 item 3): its name and, at compile time only, its type.
+ * Make one with {@link serviceKey}; `host.services.provide(KEY, impl)` then checks `impl`
+ * against the type, and `get(KEY)` / `require(KEY)` return it without a cast.
+ *
+ * At run time services meet by {@link ServiceKey.name}, so a plugin built against another
+ * installed copy of svc (with its own key object of the same name) reaches the same service.
+ * A key other plugins consume is declared once, next to its service interface, where they can
+ * import it: `svc/plugin` for the built-in contracts (core/services.ts), the providing package
+ * for an in-house one.
+ */
+export class ServiceKey<T> {
+  /** Type marker only, never set: makes `ServiceKey<A>` and `ServiceKey<B>` incompatible. */
+  declare protected readonly serviceType: (value: T) => T;
+
+  /** @param name a dotted name unique in the process (convention: the providing plugin's name, then `.<what>`) */
+  protected constructor(readonly name: string) {}
+
+  /**
+   * Declares a key; the one constructor behind {@link serviceKey}.
+   * @throws PluginContractError when a key of that name was declared already in this copy of svc
+   */
+  static create<T>(name: string): ServiceKey<T> {
+    if (typeof name !== 'string' || name === '') throw new PluginContractError('a service key needs a non-empty name');
+    if (declaredKeys.has(name)) throw new PluginContractError(`service key "${name}" is declared twice (declare a key once and import it; built-in contract keys are exported from svc/plugin)`);
+    declaredKeys.add(name);
+    return new ServiceKey<T>(name);
+  }
+
+  /** The key's name, as in messages. */
+  toString(): string {
+    return this.name;
+  }
+}
+
+/** Names of the service keys declared in this copy of svc (each once). */
+const declaredKeys = new Set<string>();
+
+/**
+ * Declares the typed key of a service, once per name (module level, next to the service's
+ * interface): `export const ACME_SERVICE = serviceKey<AcmeService>('acme')`.
+ * @param name unique name (convention: the providing plugin's name)
+ * @throws PluginContractError when a key of that name is declared already (two declarations
+ *   could disagree on the type, which is what typed keys rule out)
+ */
+export function serviceKey<T>(name: string): ServiceKey<T> {
+  return ServiceKey.create<T>(name);
+}
+
+/** Services plugins publish to each other, by typed key (issue #9 item 3: not module-level state). */
 export interface ServiceRegistry {
   /**
-   * Publishes a service under a name (convention: the plugin's name).
-   * @throws PluginContractError when the name is taken
+   * Publishes a service under its key (in `apply`, so consumers find it from `configured` on).
+   * @throws PluginContractError when the key is provided already, naming both plugins
    */
-  provide<T>(name: string, service: T): void;
-  /** The service published under a name, or undefined. */
-  get<T>(name: string): T | undefined;
+  provide<T>(key: ServiceKey<T>, service: T): void;
+  /** The service published under a key, or undefined (its plugin is not in the preset). */
+  get<T>(key: ServiceKey<T>): T | undefined;
   /**
-   * The service published under a name.
+   * The service published under a key.
    * @throws PluginContractError when nothing is published under it
    */
-  require<T>(name: string): T;
+  require<T>(key: ServiceKey<T>): T;
 }
 
 /** Where a plugin's listeners should bind when a test or the CLI overrides config. */
@@ -179,18 +228,32 @@ export function checkPlugin(p: Plugin, applied: ReadonlySet<string>, svcVersion:
   for (const d of p.dependsOn ?? []) if (!applied.has(d)) throw new PluginDependencyError(p.name, d);
 }
 
-/** The default {@link ServiceRegistry}: a map by name. */
+/** The default {@link ServiceRegistry}: a map by key name, remembering who provided each service. */
 export class Services implements ServiceRegistry {
-  private readonly map = new Map<string, unknown>();
-  provide<T>(name: string, service: T): void {
-    if (this.map.has(name)) throw new PluginContractError(`service "${name}" is already provided`);
-    this.map.set(name, service);
+  private readonly map = new Map<string, { service: unknown; by: string | undefined }>();
+
+  /** @param provider the plugin whose `apply` is running, if any (names the provider in errors) */
+  constructor(private readonly provider: () => string | undefined = () => undefined) {}
+
+  provide<T>(key: ServiceKey<T>, service: T): void {
+    const by = this.provider();
+    const prev = this.map.get(key.name);
+    if (prev) throw new PluginContractError(`service "${key.name}" is provided twice: by ${who(prev.by)} and by ${who(by)} (one plugin provides a service)`);
+    this.map.set(key.name, { service, by });
   }
-  get<T>(name: string): T | undefined {
-    return this.map.get(name) as T | undefined;
+
+  get<T>(key: ServiceKey<T>): T | undefined {
+    return this.map.get(key.name)?.service as T | undefined;
   }
-  require<T>(name: string): T {
-    if (!this.map.has(name)) throw new PluginContractError(`service "${name}" is not provided (is its plugin applied first?)`);
-    return this.map.get(name) as T;
+
+  require<T>(key: ServiceKey<T>): T {
+    const e = this.map.get(key.name);
+    if (!e) throw new PluginContractError(`service "${key.name}" is not provided (is its plugin in the preset, and declared in dependsOn?)`);
+    return e.service as T;
   }
+}
+
+/** A provider as named in messages. */
+function who(plugin: string | undefined): string {
+  return plugin === undefined ? 'a hook outside any plugin\'s apply' : `plugin "${plugin}"`;
 }

@@ -5,14 +5,20 @@
  * them is a major version).
  *
  * - the contract: {@link Plugin}, {@link PluginHost}, {@link ServiceRegistry}, contract errors;
+ * - typed keys: {@link serviceKey} for services, {@link Slot} for extension slots; the services
+ *   built-in plugins offer each other and in-house plugins, key and interface
+ *   (`core/services.ts`), and the slots several plugins share (`core/shared-slots.ts`);
  * - hooks and their handler types, the per-call context and execution record;
  * - stage numbers (`core/stages.ts`): taps use these names, never arithmetic on them;
  * - named errors (recognised across installed copies of svc by brand and name) and `RpcResult`;
  * - schema helpers, with TypeBox's `Type` re-exported so a plugin needs no extra dependency;
  * - the attempt-recording helpers the failsafe plugin and the state poller use;
- * - small tools a plugin needs to honour the rules: linear-time globs, bounded labels.
+ * - small tools a plugin needs to honour the rules: linear-time globs, bounded labels;
+ * - the selection-policy contract (`core/selection.ts`): a plugin installs its own upstream order
+ *   through {@link selectionHooks} and reads the selection through {@link SelectionApi}.
  */
 export type { Plugin, PluginHost, ServiceRegistry, ListenOverrides } from './host.ts';
+export { serviceKey, ServiceKey } from './host.ts';
 export type { LifecycleState, LifecycleStatus } from './drain.ts';
 export { PluginContractError, PluginDependencyError } from './host.ts';
 
@@ -73,7 +79,6 @@ export { compileGlobs, type GlobTest } from '../lib/glob.ts';
 export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';
 export { linkedController, sleep } from './abort.ts';
 export { addressList, inList, ipFamily, normalizeIp } from '../lib/client-address.ts';
-export { ADMIN_CORS_DEFAULTS, CorsSchema, corsMiddleware, corsProblem, corsSettings, type CorsInput, type CorsSettings } from './cors.ts';
 export { readRequestBody } from './http-io.ts';
 export { excerptOf, keyKind, redactedMark, redactText, redactTree, redactUrl, type KeyKind } from '../lib/redact.ts';
 export { closeRedisClient, openRedisClient, type RedisClient } from '../lib/redis.ts';
@@ -88,8 +93,48 @@ export {
   type StorageBreakerSettings,
   type StorageBreakerState,
 } from '../lib/storage-breaker.ts';
-export { AUTH_SERVICE, doorAuthenticator, type ApiKeyManager, type ApiKeyRecord, type AuthScope, type AuthService, type Authenticator } from './auth.ts';
-export { AuthConfigSchema, AuthStrategySchema, type AuthConfig, type AuthStrategyConfig } from './config/auth-schema.ts';
+export {
+  AUTH_SERVICE,
+  AuthBlockSchema,
+  CORS_SERVICE,
+  CorsBlockSchema,
+  COST_SERVICE,
+  DIRECTIVES_SERVICE,
+  doorAuthenticator,
+  PROVIDERS_SERVICE,
+  STATE_POLLERS_SERVICE,
+  type ApiKeyManager,
+  type ApiKeyRecord,
+  type AuthScope,
+  type AuthService,
+  type Authenticator,
+  type CorsPolicy,
+  type CorsService,
+  type CorsSettings,
+  type CostService,
+  type DirectiveDeclaration,
+  type DirectivesService,
+  type PriceTable,
+  type ProvidersService,
+  type Vendor,
+  type VendorUpstream,
+} from './services.ts';
+export {
+  CACHE_ATTEMPTS,
+  CACHE_HEDGES,
+  CACHE_OUTCOME,
+  CACHE_RETRIES,
+  CONSENSUS_DISPUTES,
+  CONSENSUS_LOW_PARTICIPANTS,
+  CONSENSUS_SLOTS,
+  FAILSAFE_ENTRY,
+  PROVIDER_ORIGIN,
+  SHADOW_UPSTREAM,
+  UPSTREAM_LAG,
+  type FailsafeEntryView,
+  type ProviderOrigin,
+} from './shared-slots.ts';
+export { resolveConfigBlock } from './config/block.ts';
 export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';
 export { VERSION } from './version.ts';
 export { DeferredCounter, DeferredHistogram, type HistogramCell } from '../lib/deferred-metrics.ts';
@@ -115,3 +160,21 @@ export {
 export { definePlugin, definePreset, type Preset } from './define.ts';
 export { settingsOf, type FragmentSettings, type Resolved, type ResolvedProperties, type SettingsHolder } from './plugin-settings.ts';
 export type { TDuration, TSize } from './config/schema.ts';
+
+export {
+  SCORE_ORDER_STEP,
+  SELECTION_API_SERVICE,
+  SELECTION_HOOKS_SERVICE,
+  selectionHooks,
+  type DecisionDraft,
+  type EvalFunc,
+  type PolicyContext,
+  type PolicyMetrics,
+  type PolicyUpstream,
+  type ScoreWeights,
+  type SelectionApi,
+  type SelectionDecision,
+  type SelectionHooks,
+  type SelectionState,
+  type UpstreamsView,
+} from './selection.ts';

@@ -72,7 +72,7 @@ export class Proxy implements PluginHost {
   readonly logger: Logger;
   readonly schema: TObject;
   /** Services plugins publish to each other (issue #9 item 3). */
-  readonly services = new Services();
+  readonly services = new Services(() => this.applying);
   private resolved: ResolvedConfig;
   /** The plugin whose `apply` is running, if any: config may not be read then (issue #9 item 4). */
   private applying?: string;

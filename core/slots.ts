@@ -1,9 +1,15 @@
 /**
  * Typed extension slots (issue #9 item 5): a plugin keeps a field of its own on a call context
- * or an upstream without core types carrying it. A slot is named; its key is a registry symbol
- * (`Symbol.for('svc.slot.<name>')`), so plugins agree on a slot by name, even across installed
- * copies of svc, without importing each other's modules.
+ * or an upstream without core types carrying it. A {@link Slot} is the typed key: it is declared
+ * once per name (a second declaration of the name throws, so two plugins cannot read one slot
+ * with two types), and whoever reads or writes it imports that one object. Slots several plugins
+ * share are declared in core/shared-slots.ts and exported from `svc/plugin`.
+ *
+ * The value lives under a registry symbol (`Symbol.for('svc.slot.<name>')`), so a plugin built
+ * against another installed copy of svc (whose own `Slot` object has the same name) still reads
+ * and writes the same field.
  */
+import { PluginContractError } from './host.ts';
 
 /**
  * Something that holds slots: a call context (its `state` map), an upstream (its `slots` map),
@@ -21,19 +27,29 @@ function storeOf(holder: SlotHolder, create: boolean): Map<symbol, unknown> | un
   return h.slots;
 }
 
-/** One typed slot: read with {@link get} (the fallback when unset), write with {@link set}. */
+/** Names of the slots declared in this copy of svc (each once). */
+const declared = new Set<string>();
+
+/**
+ * One typed slot: read with {@link get} (the fallback when unset), write with {@link set}.
+ * Declare it once, at module level, and import it where it is used.
+ */
 export class Slot<T> {
   /** The registry symbol this slot lives under. */
   readonly key: symbol;
 
   /**
-   * @param name a dotted name unique to its owner (convention `<plugin-or-area>.<field>`)
+   * @param name a dotted name unique in the process (convention `<plugin-or-area>.<field>`)
    * @param fallback what {@link get} returns while the slot is unset
+   * @throws PluginContractError when a slot of that name is declared already in this copy of svc
+   *   (import that one instead: a second declaration could give the slot another type)
    */
   constructor(
     readonly name: string,
     readonly fallback: T,
   ) {
+    if (declared.has(name)) throw new PluginContractError(`slot "${name}" is declared twice (declare a slot once and import it; slots shared by plugins are exported from svc/plugin)`);
+    declared.add(name);
     this.key = Symbol.for(`svc.slot.${name}`);
   }
 

@@ -149,6 +149,16 @@ function describe(e: ErrorObject): ConfigProblem {
  * in place. Returns every problem, deduplicated, plus semantic checks (duplicate ids...).
  */
 export function validateConfig(doc: unknown, schema: TObject): ConfigProblem[] {
+  const problems = schemaProblems(doc, schema);
+  if (problems.length === 0) problems.push(...semanticProblems(doc as SvcConfigInput));
+  return problems;
+}
+
+/**
+ * The schema problems of a value (no semantic checks), with paths relative to it; coerces
+ * numeric/boolean strings in place. Also used for one block a plugin checks itself (config/block.ts).
+ */
+export function schemaProblems(doc: unknown, schema: TObject): ConfigProblem[] {
   const validate = validatorFor(schema);
   const problems: ConfigProblem[] = [];
   if (!validate(doc)) {
@@ -164,7 +174,6 @@ export function validateConfig(doc: unknown, schema: TObject): ConfigProblem[] {
       }
     }
   }
-  if (problems.length === 0) problems.push(...semanticProblems(doc as SvcConfigInput));
   return problems;
 }
 

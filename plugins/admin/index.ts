@@ -3,18 +3,20 @@
  * endpoint with the ten methods of methods.ts, mounted through the `routes` hook.
  *
  * In order, for every request to `/admin`:
- * 1. `admin.cors` (defaults of spec §2.5, independent of project CORS): CORS headers, and an
- *    OPTIONS preflight answered 204 before anything else;
+ * 1. `admin.cors` (defaults of spec §2.5, independent of project CORS; from the cors plugin's
+ *    `cors` service, so without that plugin the endpoint sends no CORS headers): CORS headers,
+ *    and an OPTIONS preflight answered 204 before anything else;
  * 2. closed (401) unless `admin.auth.strategies` holds at least one strategy;
  * 3. `Content-Type: application/json` required (415 otherwise, nothing runs), so a cross-site
  *    form post cannot drive it;
- * 4. auth through the `auth` service, the same strategy code as projects (401 on failure);
+ * 4. auth through the auth plugin's `auth` service, the same strategy schema and code as
+ *    projects (401 on failure);
  * 5. the body (at most 1 MiB), one call or a batch, answered like the proxy answers: a single
  *    call's error takes its HTTP status, a batch is 200 with an answer per element.
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { ADMIN_CORS_DEFAULTS, asSvcError, type AuthConfig, AuthConfigSchema, type Authenticator, ConfigError, type CorsInput, corsMiddleware, corsProblem, CorsSchema, corsSettings, doorAuthenticator, ErrAuthUnauthorized, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, type Plugin, type PluginHost, readRequestBody, Strict, toJsonRpcError, Type } from 'svc/plugin';
+import { asSvcError, AuthBlockSchema, type Authenticator, ConfigError, CORS_SERVICE, CorsBlockSchema, doorAuthenticator, ErrAuthUnauthorized, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, type Plugin, type PluginHost, readRequestBody, Strict, toJsonRpcError, Type } from 'svc/plugin';
 import { adminMethods, unsupported } from './methods.ts';
 
 /** Largest admin request body, bytes. */
@@ -22,37 +24,53 @@ const MAX_ADMIN_BODY = 1024 * 1024;
 /** Largest admin batch. */
 const MAX_ADMIN_BATCH = 100;
 
-/** `admin` settings as validated. */
+/** `admin` settings as the config schema leaves them: the auth and cors services check the blocks. */
 interface AdminSettings {
-  auth?: AuthConfig;
-  cors?: CorsInput;
+  auth?: { strategies?: ReadonlyArray<{ type?: unknown }> };
+  cors?: unknown;
 }
+
+/** The CORS of `/admin` without the cors plugin: no CORS headers (a browser page on another origin is refused). */
+const NO_CORS: Koa.Middleware = (_k, next) => next();
 
 /** One JSON-RPC answer object. */
 type Answer = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: unknown };
 
 /**
- * Creates the admin plugin (name `admin`). It needs the auth plugin for any strategy.
+ * Creates the admin plugin (name `admin`). It needs the auth plugin for any strategy (without
+ * it the endpoint stays closed, and a configured strategy is a config error), and the cors plugin
+ * for CORS headers (likewise for a configured `admin.cors`).
  * @returns a plugin owning the top-level `admin` key and tapping `configured` and `routes`
  */
 export function adminPlugin(): Plugin {
   return {
     name: 'admin',
-    schema: { root: { admin: Strict({ auth: Type.Optional(AuthConfigSchema), cors: Type.Optional(CorsSchema) }, { description: 'spec §2.5: POST /admin, closed unless auth.strategies has a strategy' }) } },
+    schema: {
+      root: {
+        admin: Strict(
+          {
+            auth: Type.Optional(AuthBlockSchema('auth strategies of POST /admin, as in `projects[].auth` (checked by the auth plugin at start-up); none: closed')),
+            cors: Type.Optional(CorsBlockSchema('CORS of /admin, the fields of `projects[].cors` with the spec §2.5 admin defaults (checked by the cors plugin at start-up)')),
+          },
+          { description: 'spec §2.5: POST /admin, closed unless auth.strategies has a strategy' },
+        ),
+      },
+    },
     apply(host: PluginHost) {
       let authenticator: Authenticator | undefined;
-      let cors: Koa.Middleware = corsMiddleware(corsSettings(undefined, ADMIN_CORS_DEFAULTS));
+      let cors: Koa.Middleware = NO_CORS;
       const methods = adminMethods(host);
 
       host.hooks.configured.tap('admin', (c) => {
         const admin = (c.settings.admin ?? {}) as AdminSettings;
-        const corsCfg = corsSettings(admin.cors, ADMIN_CORS_DEFAULTS);
-        const problem = corsProblem(corsCfg, 'admin.cors');
-        if (problem) throw new ConfigError([problem]);
-        cors = corsMiddleware(corsCfg);
+        const corsService = host.services.get(CORS_SERVICE);
+        if (!corsService && admin.cors !== undefined) throw new ConfigError([{ path: 'admin.cors', message: 'needs the cors plugin (it is in the default preset)' }]);
+        const policy = corsService?.door(admin.cors, 'admin.cors');
+        cors = policy?.middleware ?? NO_CORS;
+        authenticator = doorAuthenticator(host.services, admin.auth, 'admin.auth');
+        // Read once the auth service accepted the block, so `strategies` is a valid list.
         const strategies = admin.auth?.strategies ?? [];
-        authenticator = doorAuthenticator(host.services, strategies, 'admin.auth');
-        if (authenticator && strategies.every((s) => s.type === 'network') && corsCfg.allowedOrigins.includes('*')) {
+        if (authenticator && strategies.every((s) => s.type === 'network') && policy?.settings.allowedOrigins.includes('*')) {
           host.logger.warn('admin is guarded only by a network strategy while admin.cors.allowedOrigins contains "*": a page in a browser on an allowed network can drive it; add a secret or jwt strategy, or list origins');
         }
       });

@@ -3,7 +3,7 @@
  * case-sensitive. No method changes config at run time (rule 6): API keys live in their
  * database, cordons in the health tracker.
  */
-import { type ApiKeyManager, AUTH_SERVICE, type AuthService, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, type PluginHost, type Project, SvcError } from 'svc/plugin';
+import { type ApiKeyManager, AUTH_SERVICE, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, type PluginHost, type Project, SELECTION_API_SERVICE, SvcError } from 'svc/plugin';
 import { redactConfig } from './redact.ts';
 
 /** Default `svc_listApiKeys` page (spec §8). */
@@ -12,8 +12,6 @@ export const DEFAULT_PAGE = 50;
 export const DEFAULT_CORDON_REASON = 'admin: manual cordon';
 /** Longest accepted cordon reason or method, characters. */
 const MAX_TEXT = 256;
-/** Selection service of the selection plugin: live order and decisions, read when present. */
-const SELECTION_API_SERVICE = 'selection.api';
 
 /** The admin's own error for a (projectId, connectorId) that resolves to no key store (spec §7). */
 export class ErrServiceNotFound extends SvcError {
@@ -81,7 +79,7 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
   const keysOf = (o: Record<string, unknown>, shape: string): ApiKeyManager => {
     const projectId = requireString(o, 'projectId', shape);
     const connectorId = requireString(o, 'connectorId', shape);
-    const m = host.services.get<AuthService>(AUTH_SERVICE)?.apiKeys(projectId, connectorId);
+    const m = host.services.get(AUTH_SERVICE)?.apiKeys(projectId, connectorId);
     if (!m) throw new ErrServiceNotFound(`failed to find the service: project ${JSON.stringify(projectId.slice(0, 64))} has no database auth strategy with connector ${JSON.stringify(connectorId.slice(0, 64))}`);
     return m;
   };
@@ -119,16 +117,17 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
       (params) => {
         if (!Array.isArray(params) || params.length !== 1 || typeof params[0] !== 'string') throw invalid('requires params: [projectId]');
         const project = projectOf(params[0]);
-        const selection = host.services.get<{ state(projectId: string, networkId: string): unknown; decisions?(projectId: string, networkId: string): unknown[] }>(SELECTION_API_SERVICE);
+        // The selection plugin's live order and decisions, when it is applied.
+        const selection = host.services.get(SELECTION_API_SERVICE);
         return Promise.resolve({
           config: redactConfig(JSON.parse(JSON.stringify(project.config)) as unknown),
           networks: [...project.networks.values()].map((n) => {
-            const state = selection?.state(project.id, n.id) as { order?: string[]; decisions?: unknown[] } | undefined;
+            const state = selection?.state(project.id, n.id);
             return {
               id: n.id,
               primaryUpstream: state?.order?.[0] ?? n.upstreams[0]?.id,
               selection: state ?? null,
-              recentDecisions: selection?.decisions?.(project.id, n.id).slice(-20) ?? [],
+              recentDecisions: selection?.decisions(project.id, n.id).slice(-20) ?? [],
               upstreams: n.upstreams.map((u) => {
                 const h = project.health.snapshot(u.id);
                 return { id: u.id, requests: h.requests, errorRate: h.errorRate, throttleRate: h.throttleRate, latencyMs: { p50: ms(h.p50), p90: ms(h.p90), p99: ms(h.p99) }, blockHeadLag: h.blockHeadLag, finalizationLag: h.finalizationLag, cordoned: h.cordoned, cordonReason: h.cordonReason };

@@ -1,17 +1,18 @@
 /**
  * auth plugin (spec §5, §2.3; issue #13 items 1 and 2). Owns `projects[].auth` and provides the
- * `auth` service (core/auth.ts) through which the admin and healthcheck plugins compile their own
- * `auth.strategies`, so every door runs the same strategy code. Taps `authenticate`, which core
- * calls once per HTTP request before directives and before the body is read.
+ * `auth` service (`AUTH_SERVICE`, contract in `svc/plugin`) through which the admin and
+ * healthcheck plugins check and compile their own `auth` blocks, so every door runs the same
+ * strategy schema and code. Taps `authenticate`, which core calls once per HTTP request before
+ * directives and before the body is read.
  *
- * Strategies (`{type, <type>: {...}}`, core/config/auth-schema.ts): `secret`, `network`, `jwt`
+ * Strategies (`{type, <type>: {...}}`, schema.ts): `secret`, `network`, `jwt`
  * (jose), `siwe` (viem), `database` (API keys in memory, Redis or PostgreSQL). A request passes
  * when one accepts it; with strategies configured and none accepting, nothing is forwarded and
  * the caller gets `ErrAuthUnauthorized` (HTTP 401, -32016). No presented credential ever appears
  * in a log, a label or an error message.
  */
 import { Counter } from 'prom-client';
-import { addressList, AUTH_SERVICE, AuthConfigSchema, type Authenticator, type AuthScope, type AuthService, type AuthStrategyConfig, ConfigError, ErrAuthUnauthorized, type HttpRequestInfo, type Identity, type Plugin, type PluginHost, type ResolvedConfig, StorageUnavailableError } from 'svc/plugin';
+import { addressList, AUTH_SERVICE, type Authenticator, type AuthScope, type AuthService, ConfigError, ErrAuthUnauthorized, type HttpRequestInfo, type Identity, type Plugin, type PluginHost, resolveConfigBlock, type ResolvedConfig, StorageUnavailableError } from 'svc/plugin';
 import { ApiKeySpace } from './api-keys/space.ts';
 import { networkCheck, secretCheck, type Check } from './basic.ts';
 import { Connectors } from './connectors.ts';
@@ -19,6 +20,9 @@ import { credentialsOf, userIdHeader } from './credentials.ts';
 import { jwtCheck, type JwtSettings } from './jwt.ts';
 import { siweCheck, type SiweSettings } from './siwe.ts';
 import { openNonceStore, type NonceStore } from './siwe-nonces.ts';
+import { AuthConfigSchema, type AuthStrategyConfig } from './schema.ts';
+
+export { AuthConfigSchema, AuthStrategySchema, type AuthConfig, type AuthStrategyConfig } from './schema.ts';
 
 /** A compiled strategy with the fields every strategy carries. */
 interface Compiled {
@@ -117,54 +121,62 @@ export function authPlugin(): Plugin {
         return space;
       };
 
-      const service: AuthService = {
-        compile(strategies, scope): Authenticator {
-          const compiled: Compiled[] = strategies.map((s, i) => ({
-            type: s.type,
-            check: compileOne(s, i, scope, strategies),
-            rateLimitBudget: s.rateLimitBudget,
-            allowClientDirectives: s.allowClientDirectives,
-            trustUserIdHeader: s.trustUserIdHeader === true,
-          }));
-          return {
-            async authenticate(http: HttpRequestInfo): Promise<Identity> {
-              const creds = credentialsOf(http);
-              let reason: string | undefined;
-              for (const c of compiled) {
-                let accepted;
-                try {
-                  accepted = await c.check(creds, http);
-                } catch (e) {
-                  // A strategy refusing a presented credential says why (a replayed SIWE message).
-                  if (e instanceof ErrAuthUnauthorized) {
-                    reason = e.message;
-                    continue;
-                  }
-                  // A store that fails or holds a corrupt record rejects (fail closed), saying why.
-                  reason = e instanceof Error && e.message === 'missing or invalid userId in current data' ? e.message : 'unauthorized: the API key store could not be read';
-                  // A store skipped by its open breaker is not logged per request: the breaker logged its edge.
-                  if (!(e instanceof StorageUnavailableError && e.reason === 'open')) host.logger.warn({ scope: scope.path, strategy: c.type, err: e instanceof Error ? e.message.slice(0, 200) : String(e) }, 'auth strategy failed');
+      /** Compiles validated strategies (durations in ms): project auth, and every door's block. */
+      const compileStrategies = (strategies: readonly AuthStrategyConfig[], scope: AuthScope): Authenticator => {
+        const compiled: Compiled[] = strategies.map((s, i) => ({
+          type: s.type,
+          check: compileOne(s, i, scope, strategies),
+          rateLimitBudget: s.rateLimitBudget,
+          allowClientDirectives: s.allowClientDirectives,
+          trustUserIdHeader: s.trustUserIdHeader === true,
+        }));
+        return {
+          async authenticate(http: HttpRequestInfo): Promise<Identity> {
+            const creds = credentialsOf(http);
+            let reason: string | undefined;
+            for (const c of compiled) {
+              let accepted;
+              try {
+                accepted = await c.check(creds, http);
+              } catch (e) {
+                // A strategy refusing a presented credential says why (a replayed SIWE message).
+                if (e instanceof ErrAuthUnauthorized) {
+                  reason = e.message;
                   continue;
                 }
-                if (!accepted) continue;
-                const claimed = c.trustUserIdHeader ? userIdHeader(http) : undefined;
-                return {
-                  userId: claimed ?? accepted.userId,
-                  strategy: c.type,
-                  // A caller naming itself by header gets no directive grant (issue #13 item 1).
-                  allowClientDirectives: claimed !== undefined ? undefined : c.allowClientDirectives,
-                  rateLimitBudget: accepted.rateLimitBudget ?? c.rateLimitBudget,
-                };
+                // A store that fails or holds a corrupt record rejects (fail closed), saying why.
+                reason = e instanceof Error && e.message === 'missing or invalid userId in current data' ? e.message : 'unauthorized: the API key store could not be read';
+                // A store skipped by its open breaker is not logged per request: the breaker logged its edge.
+                if (!(e instanceof StorageUnavailableError && e.reason === 'open')) host.logger.warn({ scope: scope.path, strategy: c.type, err: e instanceof Error ? e.message.slice(0, 200) : String(e) }, 'auth strategy failed');
+                continue;
               }
-              throw new ErrAuthUnauthorized(reason ?? UNAUTHORIZED);
-            },
-          };
+              if (!accepted) continue;
+              const claimed = c.trustUserIdHeader ? userIdHeader(http) : undefined;
+              return {
+                userId: claimed ?? accepted.userId,
+                strategy: c.type,
+                // A caller naming itself by header gets no directive grant (issue #13 item 1).
+                allowClientDirectives: claimed !== undefined ? undefined : c.allowClientDirectives,
+                rateLimitBudget: accepted.rateLimitBudget ?? c.rateLimitBudget,
+              };
+            }
+            throw new ErrAuthUnauthorized(reason ?? UNAUTHORIZED);
+          },
+        };
+      };
+
+      const service: AuthService = {
+        compile(block, scope) {
+          if (block === undefined || block === null) return undefined;
+          // The schema a project's `auth` gets from the config schema, with the same paths and messages.
+          const { strategies } = resolveConfigBlock(AuthConfigSchema, block, scope.path);
+          return strategies.length === 0 ? undefined : compileStrategies(strategies, scope);
         },
         apiKeys(projectId, connectorId) {
           return spaces.get(`${projectId}\u0000${connectorId}`);
         },
       };
-      host.services.provide<AuthService>(AUTH_SERVICE, service);
+      host.services.provide(AUTH_SERVICE, service);
 
       const byProject = new Map<string, Authenticator>();
       let tapped = false;
@@ -172,7 +184,7 @@ export function authPlugin(): Plugin {
         budgets = budgetIdsOf(c);
         c.projects.forEach((p, i) => {
           const auth = p.settings.auth as { strategies: AuthStrategyConfig[] } | undefined;
-          if (auth && auth.strategies.length > 0) byProject.set(p.id, service.compile(auth.strategies, { path: `projects[${i}].auth`, projectId: p.id }));
+          if (auth && auth.strategies.length > 0) byProject.set(p.id, compileStrategies(auth.strategies, { path: `projects[${i}].auth`, projectId: p.id }));
         });
         // Tapped only when some project has auth: core skips the hook (and its promise) per
         // request while nothing taps it, so a svc without project auth pays nothing here.

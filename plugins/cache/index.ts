@@ -22,7 +22,7 @@
  *   plugin turns into `X-SVC-Cache` and `X-SVC-Cache-Attempts`.
  * - Metrics `svc_cache_{get_hit,get_miss,get_error,set_success,set_error}_total{project,network,category,connector,policy}`.
  */
-import { type CallContext, type CallHandler, callParamsHash, CallStage, compileGlobs, DeferredCounter, FINALITY, type GlobTest, type Network, type Plugin, type PluginHost, provenanceKey, RpcResult, Slot } from 'svc/plugin';
+import { CACHE_ATTEMPTS, CACHE_OUTCOME, type CallContext, type CallHandler, callParamsHash, CallStage, compileGlobs, DeferredCounter, FINALITY, type GlobTest, type Network, type Plugin, type PluginHost, provenanceKey, RpcResult, serviceKey } from 'svc/plugin';
 import { MemoryConnector } from './connectors/memory.ts';
 import type { Connector } from './connectors/types.ts';
 import { callKey, neverCached } from './keys.ts';
@@ -39,9 +39,6 @@ export type { RedisConnector } from './connectors/redis.ts';
 export type { PostgresConnector } from './connectors/postgres.ts';
 export { decodeEntry, encodeEntry, type CacheEntry, type Connector } from './connectors/types.ts';
 
-/** Service name of {@link CacheService}. */
-export const CACHE_SERVICE = 'cache';
-
 /** What the cache plugin shows other plugins, the admin API and tests. */
 export interface CacheService {
   /** The resolved config (after `configured`). */
@@ -50,9 +47,8 @@ export interface CacheService {
   connector(id: string): Connector | undefined;
 }
 
-/** Record slots the headers plugin reads (by name: no import of that plugin). */
-const CACHE_ATTEMPTS = new Slot<number>('cache.attempts', 0);
-const CACHE_OUTCOME = new Slot<'HIT' | 'MISS' | undefined>('cache.outcome', undefined);
+/** Key of {@link CacheService}. */
+export const CACHE_SERVICE = serviceKey<CacheService>('cache');
 
 /** Longest `skip-cache-read` glob accepted from a client, characters; longer skips every read. */
 export const MAX_SKIP_PATTERN_LENGTH = 256;
@@ -108,7 +104,7 @@ export function cachePlugin(): Plugin {
       host.hooks.shutdown.tapPromise('cache', async () => {
         await Promise.all([...connectors.values()].map((c) => c.close()));
       });
-      host.services.provide<CacheService>(CACHE_SERVICE, { config: () => config, connector: (id) => connectors.get(id) });
+      host.services.provide(CACHE_SERVICE, { config: () => config, connector: (id) => connectors.get(id) });
 
       const sink = metricsSink(host);
       const skipMemo = new Map<string, GlobTest>();

@@ -16,7 +16,8 @@
  * `punish.ts` (the misbehaviour cordon); this file wires them.
  */
 import { Counter } from 'prom-client';
-import { type AttemptHandler, AttemptStage, type CallContext, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, type Leg, type Network, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, WRITE_METHODS } from 'svc/plugin';
+import { type AttemptHandler, AttemptStage, type CallContext, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, type Leg, type Network, type Plugin, type PluginHost, type RpcResult, type Upstream, WRITE_METHODS } from 'svc/plugin';
+import { CONSENSUS_DISPUTES as DISPUTES, CONSENSUS_LOW_PARTICIPANTS as LOW_PARTICIPANTS, CONSENSUS_SLOTS as SLOTS, FAILSAFE_ENTRY } from 'svc/plugin';
 import { decide, type Decision } from './decide.ts';
 import { Punisher, REAL_CLOCK, type PunishClock } from './punish.ts';
 import { broadcast, runSlots } from './round.ts';
@@ -25,14 +26,6 @@ import { type ConsensusConfig, consensusSchemaFragment } from './schema.ts';
 export { decide, groupVotes, isSettled, summarize, type Decision, type Group, type RoundOutcome, type Vote } from './decide.ts';
 export { MISBEHAVING_REASON, Punisher, type PunishClock } from './punish.ts';
 export { CONSENSUS_BEHAVIORS, ConsensusSchema, consensusSchemaFragment, DEFAULT_CONSENSUS, FAILSAFE_ENTRY_POINT, type ConsensusBehavior, type ConsensusConfig } from './schema.ts';
-
-/** The failsafe plugin's per-call slot (read by name: this plugin does not import failsafe). */
-const FAILSAFE_ENTRY = new Slot<{ consensus?: ConsensusConfig } | undefined>('failsafe.entry', undefined);
-
-/** Record slots the headers plugin sums into `X-SVC-Consensus-Slots/-Disputes/-Low-Participants` (spec §4.5). */
-const SLOTS = new Slot<number>('consensus.slots', 0);
-const DISPUTES = new Slot<number>('consensus.disputes', 0);
-const LOW_PARTICIPANTS = new Slot<number>('consensus.lowParticipants', 0);
 
 /** Distinct methods whose ignore paths are remembered per consensus entry (method names come from clients). */
 const IGNORE_MEMO_LIMIT = 256;
@@ -130,7 +123,8 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
         // Composed once per network: without a consensus entry the chain has no consensus layer.
         if (!list.some((e) => (e as { consensus?: unknown }).consensus !== undefined)) return inner;
         return (ctx, leg) => {
-          const cfg = FAILSAFE_ENTRY.get(ctx)?.consensus;
+          // The matched failsafe entry's `consensus`, the key this plugin adds to the entry (its type).
+          const cfg = FAILSAFE_ENTRY.get(ctx)?.consensus as ConsensusConfig | undefined;
           if (!cfg || ctx.internal || ctx.directives.skipConsensus === true) return inner(ctx, leg);
           // Writes are never voted on; `eth_sendRawTransaction` is broadcast through every slot instead.
           if (WRITE_METHODS.has(ctx.request.method) && ctx.request.method !== 'eth_sendRawTransaction') return inner(ctx, leg);

@@ -8,10 +8,16 @@
  * The project is the first path segment (`/<project>/…`); requests on alias domains without it
  * get no CORS headers. Routes are mounted only when some project has `cors`, so a svc without it
  * pays nothing per request.
+ *
+ * Provides the `cors` service (`CORS_SERVICE`, contract in `svc/plugin`): the CORS of another
+ * door (the admin endpoint), its block checked against the same schema with the admin defaults.
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { ADMIN_CORS_DEFAULTS, ConfigError, type CorsInput, corsMiddleware, corsProblem, CorsSchema, corsSettings, type CorsSettings, type Plugin, type PluginHost } from 'svc/plugin';
+import { ConfigError, CORS_SERVICE, type CorsSettings, type Plugin, type PluginHost, resolveConfigBlock } from 'svc/plugin';
+import { ADMIN_CORS_DEFAULTS, type CorsInput, corsMiddleware, corsProblem, CorsSchema, corsSettings } from './cors.ts';
+
+export { ADMIN_CORS_DEFAULTS, corsMiddleware, corsProblem, CorsSchema, corsSettings, type CorsInput } from './cors.ts';
 
 /** The ten directive headers of spec §2.8, plus force-trace and the user id header. */
 export const DIRECTIVE_HEADERS = [
@@ -62,7 +68,7 @@ export const DIAGNOSTIC_HEADERS = [
 ] as const;
 
 /** Project CORS defaults: the admin's, widened for directives and diagnostics. */
-export const PROJECT_CORS_DEFAULTS: Readonly<CorsSettings> = Object.freeze({
+export const PROJECT_CORS_DEFAULTS: CorsSettings = Object.freeze({
   ...ADMIN_CORS_DEFAULTS,
   allowedHeaders: [...ADMIN_CORS_DEFAULTS.allowedHeaders, ...DIRECTIVE_HEADERS],
   exposedHeaders: [...DIAGNOSTIC_HEADERS],
@@ -70,7 +76,7 @@ export const PROJECT_CORS_DEFAULTS: Readonly<CorsSettings> = Object.freeze({
 
 /**
  * Creates the cors plugin (name `cors`).
- * @returns a plugin owning `projects[].cors`, tapping `configured` and `routes`
+ * @returns a plugin owning `projects[].cors`, providing the `cors` service, tapping `configured` and `routes`
  */
 export function corsPlugin(): Plugin {
   return {
@@ -78,6 +84,14 @@ export function corsPlugin(): Plugin {
     schema: { project: { cors: CorsSchema } },
     apply(host: PluginHost) {
       const byProject = new Map<string, Koa.Middleware>();
+      host.services.provide(CORS_SERVICE, {
+        door(block, path) {
+          const settings = corsSettings(resolveConfigBlock(CorsSchema, block ?? {}, path), ADMIN_CORS_DEFAULTS);
+          const problem = corsProblem(settings, path);
+          if (problem) throw new ConfigError([problem]);
+          return { settings, middleware: corsMiddleware(settings) };
+        },
+      });
       host.hooks.configured.tap('cors', (c) => {
         c.projects.forEach((p, i) => {
           const input = p.settings.cors as CorsInput | undefined;

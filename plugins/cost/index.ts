@@ -19,46 +19,16 @@
  *   table without one); several distinct versions in one response are sorted and comma-joined.
  * - No cost header on early errors that routed no call.
  */
-import { type AttemptRecord, compileGlobs, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type SchemaFragment, settingsOf, Slot, Type } from 'svc/plugin';
+import { type AttemptRecord, compileGlobs, COST_SERVICE, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type PriceTable, PROVIDER_ORIGIN, type SchemaFragment, settingsOf, Type } from 'svc/plugin';
 
-/** Service name of {@link CostService}: `host.services.require<CostService>(COST_SERVICE)`, with `dependsOn: ['cost']`. */
-export const COST_SERVICE = 'cost';
-
-/**
- * A vendor's price table: the units of one request to that vendor for a method, or undefined
- * when the table does not price it (the provider's `creditUnits`, then the flat 1, apply).
- * Optionally versioned: `version` is what `X-SVC-Credits-Version` carries for the credits this
- * table priced (an in-house table names its own revision), else svc's version. Build one with
- * `Object.assign((method) => ..., { version: '2025-06' })`.
- */
-export interface PriceTable {
-  /**
-   * Units of one request for a method, or undefined when not priced here.
-   * @param method the JSON-RPC method sent upstream
-   */
-  (method: string): number | undefined;
-  /** The table's version: 1-64 characters of `A-Z a-z 0-9 . _ ~ : + @ / -` (it goes into a header). */
-  readonly version?: string;
-}
-
-/** What pricing plugins use (a plugin that registers tables declares `dependsOn: ['cost']`). */
-export interface CostService {
-  /**
-   * Registers (or replaces) the price table of a vendor (`vendorName` / provider vendor); its
-   * `version` is read once, here.
-   * @throws TypeError when the table is not a function or its version is not a valid header token (see {@link PriceTable.version})
-   */
-  registerPriceTable(vendor: string, table: PriceTable): void;
-}
+// The service's key and types are the contract in svc/plugin; re-exported for svc/presets' older import path.
+export { COST_SERVICE, type CostService, type PriceTable } from 'svc/plugin';
 
 /** What a table's version may hold: it is sent in a header and comma-joined with others. */
 const VERSION_TOKEN = /^[A-Za-z0-9._~:+@/-]{1,64}$/;
 
 /** Most distinct methods (and credit segments) listed in a header; more are counted in a `-Truncated` header. */
 export const MAX_COST_SEGMENTS = 64;
-
-/** The provider slot the providers plugin writes on generated upstreams (read by name). */
-const PROVIDER_SLOT = new Slot<{ settings: Record<string, unknown> } | undefined>('providers.provider', undefined);
 
 /** Errors a client is still billed for: the node executed the call (spec §4.5). */
 const BILLABLE_ERRORS: ReadonlySet<string> = new Set(['ErrEndpointExecutionException']);
@@ -96,7 +66,7 @@ export function costPlugin(): Plugin {
       const tables = new Map<string, { units: PriceTable; version: string }>();
       const creditUnits = new WeakMap<object, PriceTable | undefined>();
       let on = false;
-      host.services.provide<CostService>(COST_SERVICE, {
+      host.services.provide(COST_SERVICE, {
         registerPriceTable: (vendor, table) => {
           if (typeof table !== 'function') throw new TypeError(`cost: the price table of vendor "${vendor}" is not a function`);
           const version = table.version;
@@ -123,7 +93,7 @@ export function costPlugin(): Plugin {
         pricedBy = host.version;
         const u = host.projects.get(a.projectId)?.upstreams.get(a.upstreamId);
         if (u) {
-          if (!creditUnits.has(u)) creditUnits.set(u, compileCreditUnits(PROVIDER_SLOT.get(u)?.settings.creditUnits));
+          if (!creditUnits.has(u)) creditUnits.set(u, compileCreditUnits(PROVIDER_ORIGIN.get(u)?.settings.creditUnits));
           const own = creditUnits.get(u)?.(a.method);
           if (own !== undefined) return own;
         }

@@ -5,7 +5,7 @@
  * `allowClientDirectives` (strategy grant, else network, else project). Per call because one
  * batch may span networks; the HTTP part is parsed once per HTTP request.
  */
-import { type CallContext, type Directives, DirectiveStage, type HttpRequestInfo, MatcherCache, type Plugin, PluginContractError, type PluginHost } from 'svc/plugin';
+import { type CallContext, type Directives, DIRECTIVES_SERVICE, DirectiveStage, type HttpRequestInfo, MatcherCache, type Plugin, PluginContractError, type PluginHost } from 'svc/plugin';
 
 /** One directive of the spec §2.8 table. */
 export interface DirectiveSpec {
@@ -106,30 +106,8 @@ export function resolveDirectives(defaults: Directives, http: HttpDirectives, al
   return out;
 }
 
-/** Service name of {@link DirectivesService}. */
-export const DIRECTIVES_SERVICE = 'directives';
-
-/** A directive a plugin declares (issue #9 item 5): parsed like the built-in ones. */
-export interface DirectiveDeclaration {
-  /** Query parameter name, also what `allowClientDirectives` matches (lower-case, `a-z0-9-`). */
-  query: string;
-  /** Header name (`x-...`, any case). */
-  header: string;
-  /** Field of `ctx.directives` the value lands in (and the `directiveDefaults` key, which the plugin's schema fragment declares). */
-  field: string;
-  /** `bool`: only `true` is truthy; `string`: header not trimmed, query trimmed (spec §2.8). */
-  type: 'bool' | 'string';
-}
-
-/** What the directives plugin offers other plugins (service {@link DIRECTIVES_SERVICE}). */
-export interface DirectivesService {
-  /**
-   * Declares a plugin's own directive: read from its header and query parameter, governed by
-   * `allowClientDirectives`, defaulted from `directiveDefaults.<field>`. Declare in `apply`.
-   * @throws PluginContractError for a malformed or already used name
-   */
-  declare(d: DirectiveDeclaration): void;
-}
+// The service's key and types are the contract in svc/plugin (plugins declaring directives import them there).
+export { DIRECTIVES_SERVICE, type DirectiveDeclaration, type DirectivesService } from 'svc/plugin';
 
 /**
  * Creates the directives plugin.
@@ -140,7 +118,7 @@ export function directivesPlugin(): Plugin {
     name: 'directives',
     apply(proxy: PluginHost) {
       const specs: DirectiveSpec[] = [...DIRECTIVES];
-      proxy.services.provide<DirectivesService>(DIRECTIVES_SERVICE, {
+      proxy.services.provide(DIRECTIVES_SERVICE, {
         declare(d) {
           const header = d.header.toLowerCase();
           if (!/^[a-z][a-z0-9-]{0,63}$/.test(d.query) || !/^x-[a-z0-9-]{1,64}$/.test(header) || !/^[A-Za-z][A-Za-z0-9]{0,63}$/.test(d.field) || (d.type !== 'bool' && d.type !== 'string')) {

@@ -7,7 +7,7 @@
  * answer is the call's answer instead of an exhausted error; counts the retries).
  * Both rules are capped per call by `failsafe[].retry.emptyResultMaxAttempts` (default 2).
  */
-import { type AttemptRecord, blockRefOf, type CallContext, type CallHandler, CallStage, chainStateOf, ErrEndpointMissingData, type Network, type Plugin, type PluginHost, type RpcResult, Slot, SvcError, type Upstream, ValidateStage } from 'svc/plugin';
+import { type AttemptRecord, blockRefOf, type CallContext, type CallHandler, CallStage, chainStateOf, ErrEndpointMissingData, type Network, type Plugin, type PluginHost, type RpcResult, FAILSAFE_ENTRY, SvcError, type Upstream, ValidateStage } from 'svc/plugin';
 import { Counter } from 'prom-client';
 
 /**
@@ -124,9 +124,6 @@ export function isTruthfulEmpty(method: string, params: unknown, highestLatest: 
 export function emptyResultMaxAttemptsOf(ctx: CallContext): number {
   return FAILSAFE_ENTRY.get(ctx)?.retry?.emptyResultMaxAttempts ?? DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS;
 }
-
-/** The failsafe plugin's per-call slot of the matched entry (read by its name, not by importing that plugin). */
-const FAILSAFE_ENTRY = new Slot<{ retry?: { emptyResultMaxAttempts?: number } } | undefined>('failsafe.entry', undefined);
 
 /** `evm.maxRetryableBlockDistance` of a network (owned by the evm-state plugin), in blocks. */
 export function maxRetryableBlockDistanceOf(network: Network): number {

@@ -8,23 +8,13 @@
  * {@link HeadTracker}.
  */
 import { Gauge } from 'prom-client';
-import { chainStateOf, type Network, type NetworkChainState, type PluginHost, Slot, SYNCING, type Upstream } from 'svc/plugin';
+import { chainStateOf, type Network, type NetworkChainState, type PluginHost, SELECTION_API_SERVICE, SHADOW_UPSTREAM, STATE_POLLERS_SERVICE, SYNCING, type Upstream } from 'svc/plugin';
 import { UpstreamPoller } from './poller.ts';
 import { pollerSettingsOf } from './schema.ts';
 import { knownLatestOf } from './tip.ts';
 
-/** The shadow plugin's upstream slot, read by name (this plugin does not import shadow). */
-const SHADOW_UPSTREAM = new Slot<boolean>('shadow.upstream', false);
-
-/** Service names: this plugin's pollers, and the selection plugin's API it reads (by name, not by import). */
-export const POLLERS_SERVICE = 'evm-state.pollers';
-const SELECTION_API_SERVICE = 'selection.api';
-
-/** What this plugin reads of the selection plugin's `selection.api` service. */
-interface SelectionView {
-  state(projectId: string, networkId: string): { excluded?: Record<string, unknown>; honoursCordons?: boolean } | undefined;
-  evaluate(projectId: string, networkId: string): Promise<boolean>;
-}
+/** Key of this plugin's pollers (the contract in svc/plugin: the healthcheck reads which upstreams have one). */
+export const POLLERS_SERVICE = STATE_POLLERS_SERVICE;
 
 /**
  * What svc knows about a network's chain: per-upstream latest/finalized/syncing, the highest
@@ -37,7 +27,7 @@ export function evmStateOf(network: Network): NetworkChainState {
 
 /** The state poller of an upstream, when the plugin runs one for it. */
 export function statePollerOf(host: PluginHost, u: Upstream): UpstreamPoller | undefined {
-  return host.services.get<Map<Upstream, UpstreamPoller>>(POLLERS_SERVICE)?.get(u);
+  return host.services.get(POLLERS_SERVICE)?.get(u) as UpstreamPoller | undefined;
 }
 
 /**
@@ -46,7 +36,7 @@ export function statePollerOf(host: PluginHost, u: Upstream): UpstreamPoller | u
  * @returns resolves when those polls finished
  */
 export async function pollNow(host: PluginHost, network?: Network): Promise<void> {
-  const pollers = host.services.get<Map<Upstream, UpstreamPoller>>(POLLERS_SERVICE);
+  const pollers = host.services.get(POLLERS_SERVICE) as ReadonlyMap<Upstream, UpstreamPoller> | undefined;
   if (!pollers) return;
   await Promise.all([...pollers.values()].filter((p) => !p.isStopped && (!network || p.network === network)).map((p) => p.poll()));
 }
@@ -78,7 +68,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
   const hooks = proxy.hooks;
   const pollers = new Map<Upstream, UpstreamPoller>();
   proxy.services.provide(POLLERS_SERVICE, pollers);
-  const selection = () => proxy.services.get<SelectionView>(SELECTION_API_SERVICE);
+  const selection = () => proxy.services.get(SELECTION_API_SERVICE);
 
   // ---- which upstreams make up the network head -----------------------------------
   const selViews = new WeakMap<Network, { at: number; excluded: ReadonlySet<string>; honoursCordons: boolean }>();

@@ -16,7 +16,7 @@
  * errors, timeouts), `breaker.ts` (circuit breaker), `hedge.ts` (hedge race), `network.ts`
  * (`directives` and `attempt` taps), `upstream.ts` (`upstream` taps); this file wires them.
  */
-import type { Plugin, PluginHost, Upstream } from 'svc/plugin';
+import { type Plugin, type PluginHost, serviceKey, type Upstream } from 'svc/plugin';
 import type { CircuitBreaker } from './breaker.ts';
 import { tapNetworkFailsafe } from './network.ts';
 import { failsafeSchemaFragment } from './schema.ts';
@@ -28,12 +28,12 @@ export { isRetryable, retryDelay } from './policies.ts';
 export { DEFAULT_NETWORK_FAILSAFE, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, WRITE_METHODS } from './schema.ts';
 export type { FailsafeEntry } from './schema.ts';
 
-/** Registry of breakers, for tests and the admin `svc_project` view. */
-export const BREAKERS_SERVICE = 'failsafe.breakers';
+/** Key of the registry of breakers, for tests and the admin `svc_project` view. */
+export const BREAKERS_SERVICE = serviceKey<Map<Upstream, CircuitBreaker[]>>('failsafe.breakers');
 
 /** The circuit breakers of an upstream (one per failsafe entry with a `circuitBreaker`). */
 export function upstreamBreakers(host: PluginHost, u: Upstream): readonly CircuitBreaker[] {
-  return host.services.get<Map<Upstream, CircuitBreaker[]>>(BREAKERS_SERVICE)?.get(u) ?? [];
+  return host.services.get(BREAKERS_SERVICE)?.get(u) ?? [];
 }
 
 /** Options of the failsafe plugin. */

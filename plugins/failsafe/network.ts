@@ -6,18 +6,18 @@
  * RETRY and TIMEOUT, composing outside in timeout( retry( hedge( sweep ))). Publishes
  * `svc_network_request_retries_total` and `svc_network_hedges_total`.
  */
-import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, ErrFailsafeTimeoutExceeded, FINALITY, type Leg, type Network, type PluginHost, type RpcResult, sleep, Slot, UpstreamCursor } from 'svc/plugin';
+import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, ErrFailsafeTimeoutExceeded, FINALITY, type Leg, type Network, type PluginHost, type RpcResult, sleep, UpstreamCursor } from 'svc/plugin';
+import { FAILSAFE_ENTRY } from 'svc/plugin';
 import { Counter } from 'prom-client';
 import { hedgeDelay, runHedged } from './hedge.ts';
 import { isRetryable, retryDelay, withTimeout } from './policies.ts';
 import { compile, DEFAULT_NETWORK_FAILSAFE, matchCompiled, matchEntry, WRITE_METHODS, type CompiledEntry, type FailsafeEntry } from './schema.ts';
 
 /**
- * The per-call slot holding the matched network entry (slot `failsafe.entry`): other plugins,
- * even from another installed copy of svc, read it by this name without importing this module.
- * Set (possibly to undefined, "no entry matched") once per call.
+ * The per-call slot holding the matched network entry (`FAILSAFE_ENTRY`, slot `failsafe.entry`,
+ * shared through svc/plugin): set (possibly to undefined, "no entry matched") once per call, to
+ * this plugin's resolved {@link FailsafeEntry}; consensus, integrity and evm-retries read it.
  */
-export const FAILSAFE_ENTRY = new Slot<FailsafeEntry | undefined>('failsafe.entry', undefined);
 const ENTRY = FAILSAFE_ENTRY.key;
 
 /**
@@ -25,7 +25,7 @@ const ENTRY = FAILSAFE_ENTRY.key;
  * (EVM plugins read `retry.emptyResultMaxAttempts` from it). Undefined when none matched.
  */
 export function failsafeEntryOf(ctx: CallContext): FailsafeEntry | undefined {
-  return FAILSAFE_ENTRY.get(ctx);
+  return FAILSAFE_ENTRY.get(ctx) as FailsafeEntry | undefined;
 }
 
 /**

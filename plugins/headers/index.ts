@@ -5,24 +5,26 @@
  * execution records. It only reads the
  * records; every other plugin writes them.
  */
-import { type AttemptRecord, ErrUpstreamsExhausted, type ExecutionRecord, type HeaderSink, isPassThrough, type Plugin, type PluginHost, type ResponseMeta, Slot, type SvcError, traceOutcome, wireError } from 'svc/plugin';
+import { type AttemptRecord, ErrUpstreamsExhausted, type ExecutionRecord, type HeaderSink, isPassThrough, type Plugin, type PluginHost, type ResponseMeta, type SvcError, traceOutcome, wireError } from 'svc/plugin';
+// The record slots other plugins write, shared through svc/plugin (core/shared-slots.ts).
+import { CACHE_ATTEMPTS, CACHE_HEDGES, CACHE_OUTCOME, CACHE_RETRIES, CONSENSUS_DISPUTES, CONSENSUS_LOW_PARTICIPANTS, CONSENSUS_SLOTS, UPSTREAM_LAG } from 'svc/plugin';
 
 /**
  * The execution-record slots the §4.5 headers read, written by the plugins that own them (the
- * cache, consensus and select plugins, by these names): counters summed over a batch (the lag: its
+ * cache, consensus and select plugins, through the same shared slots): counters summed over a batch (the lag: its
  * largest), headers written only when above 0; `cache.outcome` gives `X-SVC-Cache` (issue #9 item 5: no feature's counters
  * in the core's record).
  */
 export const RECORD_SLOTS = Object.freeze({
-  cacheAttempts: new Slot<number>('cache.attempts', 0),
-  cacheRetries: new Slot<number>('cache.retries', 0),
-  cacheHedges: new Slot<number>('cache.hedges', 0),
-  cache: new Slot<'HIT' | 'MISS' | undefined>('cache.outcome', undefined),
-  consensusSlots: new Slot<number>('consensus.slots', 0),
-  consensusDisputes: new Slot<number>('consensus.disputes', 0),
-  consensusLowParticipants: new Slot<number>('consensus.lowParticipants', 0),
+  cacheAttempts: CACHE_ATTEMPTS,
+  cacheRetries: CACHE_RETRIES,
+  cacheHedges: CACHE_HEDGES,
+  cache: CACHE_OUTCOME,
+  consensusSlots: CONSENSUS_SLOTS,
+  consensusDisputes: CONSENSUS_DISPUTES,
+  consensusLowParticipants: CONSENSUS_LOW_PARTICIPANTS,
   /** Blocks a pinned call's upstream was behind the network head (select plugin); the batch's largest is written. */
-  upstreamLag: new Slot<number>('select.upstreamLag', 0),
+  upstreamLag: UPSTREAM_LAG,
 });
 
 /** Most trace segments in one `X-SVC-Upstreams` header (spec §8). */

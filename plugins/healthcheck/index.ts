@@ -11,7 +11,7 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { type Authenticator, doorAuthenticator, type Network, type Plugin, type PluginHost, type Project, type Upstream } from 'svc/plugin';
+import { type Authenticator, doorAuthenticator, type Network, type Plugin, type PluginHost, type Project, STATE_POLLERS_SERVICE } from 'svc/plugin';
 import { ChainIdProbes, evaluate, type Member, type Pollers, type Verdict } from './evaluate.ts';
 import { healthcheckConfigOf, healthcheckSchema, isStrategy, type HealthcheckConfig, type Strategy } from './schema.ts';
 
@@ -47,7 +47,7 @@ export function healthcheckPlugin(): Plugin {
         config = healthcheckConfigOf(c);
         // The same strategy code as projects and admin (spec §2.4, §5.1): a bad CIDR or key is a
         // start-up error, not a 401 on every probe.
-        guard = doorAuthenticator(host.services, config.auth?.strategies, 'healthCheck.auth');
+        guard = doorAuthenticator(host.services, config.auth, 'healthCheck.auth');
       });
       host.hooks.routes.tap({ name: 'healthcheck', stage: ROUTES_STAGE }, (router: Router) => {
         router.register(['/', '/{*rest}'], METHODS, async (k: Context) => {
@@ -160,7 +160,7 @@ async function networkDetails(host: PluginHost, config: HealthcheckConfig, proje
 }
 
 async function report(host: PluginHost, config: HealthcheckConfig, probes: ChainIdProbes, scope: Scope, strategy: Strategy): Promise<{ status: number; body: Body }> {
-  const pollers = host.services.get<Map<Upstream, unknown>>('evm-state.pollers');
+  const pollers = host.services.get(STATE_POLLERS_SERVICE);
   const projects = scope.kind === 'all' ? [...host.projects.values()] : [scope.project];
   if (projects.length === 0) return unhealthy('no projects configured', {});
   const details: Body = {};

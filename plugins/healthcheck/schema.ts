@@ -1,9 +1,10 @@
 /**
  * Config of the healthcheck plugin (spec §2.4, §5.7): the top-level `healthCheck` block, as eRPC
- * users write it. `auth.strategies[]` is the project-auth strategy schema (spec §5.1), run by the
- * auth plugin's `auth` service (so `database` is refused here: API keys belong to projects).
+ * users write it. `auth.strategies[]` is the project-auth strategy schema (spec §5.1), checked and
+ * run by the auth plugin's `auth` service at start-up (so `database` is refused here: API keys
+ * belong to projects).
  */
-import { type AuthConfig, AuthConfigSchema, ConfigError, type ResolvedConfig, Strict, type TProperties, Type } from 'svc/plugin';
+import { AuthBlockSchema, ConfigError, type ResolvedConfig, Strict, type TProperties, Type } from 'svc/plugin';
 
 /** The eight evaluation strategies of spec §4.3. */
 export const STRATEGIES = [
@@ -31,7 +32,7 @@ export const healthcheckSchema: { root: TProperties } = {
         {
           mode: Type.Optional(Type.Union([Type.Literal('simple'), Type.Literal('networks'), Type.Literal('verbose')], { default: 'simple', description: 'spec §4.3 response shape' })),
           defaultEval: Type.Optional(Type.String({ default: 'any:initializedUpstreams', description: 'strategy when the probe sends no `eval` (spec §4.3)' })),
-          auth: Type.Optional(AuthConfigSchema),
+          auth: Type.Optional(AuthBlockSchema('auth strategies of the healthcheck, as in `projects[].auth` (checked by the auth plugin at start-up); none: open')),
         },
         { description: 'spec §2.4 healthcheck settings' },
       ),
@@ -43,7 +44,8 @@ export const healthcheckSchema: { root: TProperties } = {
 export interface HealthcheckConfig {
   mode: HealthMode;
   defaultEval: Strategy;
-  auth?: AuthConfig;
+  /** The `auth` block as written: the auth service checks and compiles it. */
+  auth?: unknown;
 }
 
 /**

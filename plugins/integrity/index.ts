@@ -31,7 +31,7 @@
  * viem and @ethereumjs/mpt are loaded on the first checked answer only.
  */
 import { Counter } from 'prom-client';
-import { type CallContext, type Directives, DirectiveStage, ErrEndpointContentValidation, type ExecutionRecord, type HeaderSink, markProvenance, type Network, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { type CallContext, type Directives, DirectiveStage, ErrEndpointContentValidation, type ExecutionRecord, type HeaderSink, markProvenance, type Network, type Plugin, type PluginHost, type RpcResult, FAILSAFE_ENTRY, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { checkIntrinsic, CHECKED_METHODS, isEmptyAnswer } from './checks/index.ts';
 import { authoritative, corroborate, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 import { CheckFailure } from './hex.ts';
@@ -50,9 +50,6 @@ export const LEVEL = new Slot<IntegrityLevel | undefined>('integrity.level', und
 
 /** The level reported in `X-SVC-Integrity` (slot `integrity.applied` on the execution record); unset when nothing asked for one. */
 export const RECORD_LEVEL = new Slot<IntegrityLevel | undefined>('integrity.applied', undefined);
-
-/** The failsafe plugin's per-call matched entry, read by its slot name (never by importing that plugin). */
-const FAILSAFE_ENTRY = new Slot<{ consensus?: AuthoritativeSettings; directiveDefaults?: Record<string, unknown> } | undefined>('failsafe.entry', undefined);
 
 /**
  * `authoritative`'s settings when the call's failsafe entry has no `consensus` (or the consensus
@@ -92,7 +89,8 @@ export function configuredLevelValue(ctx: CallContext): string | undefined {
  * @param ctx the call
  */
 export function authoritativeSettingsOf(ctx: CallContext): AuthoritativeSettings {
-  const c = FAILSAFE_ENTRY.get(ctx)?.consensus;
+  // The consensus plugin's key on the entry (resolved with its defaults), when that plugin is applied.
+  const c = FAILSAFE_ENTRY.get(ctx)?.consensus as AuthoritativeSettings | undefined;
   return c ? { maxParticipants: c.maxParticipants, agreementThreshold: c.agreementThreshold } : AUTHORITATIVE_DEFAULTS;
 }
 

@@ -11,7 +11,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter } from 'prom-client';
-import { agentName, type AttemptRecord, BoundedLabel, type CallContext, DeferredCounter, DeferredHistogram, FINALITY, isCharged, type Plugin, type PluginHost, ShutdownStage } from 'svc/plugin';
+import { agentName, type AttemptRecord, BoundedLabel, type CallContext, DeferredCounter, DeferredHistogram, FINALITY, isCharged, type Plugin, type PluginHost, serviceKey, ShutdownStage } from 'svc/plugin';
 export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from 'svc/plugin';
 import { registerLifecycleMetrics } from './lifecycle.ts';
 
@@ -26,12 +26,12 @@ export interface MetricsPluginOptions {
 }
 
 /** Handle to read the metrics listener address (tests bind port 0). */
-/** Service name of the metrics listener (read by {@link metricsAddress}). */
-export const METRICS_SERVER_SERVICE = 'metrics.server';
+/** Key of the metrics listener (read by {@link metricsAddress}). */
+export const METRICS_SERVER_SERVICE = serviceKey<Server>('metrics.server');
 
 /** The address the metrics listener of a proxy is bound to, once listening. */
 export function metricsAddress(host: PluginHost): AddressInfo | undefined {
-  return host.services.get<Server>(METRICS_SERVER_SERVICE)?.address() as AddressInfo | undefined;
+  return host.services.get(METRICS_SERVER_SERVICE)?.address() as AddressInfo | undefined;
 }
 
 /**
@@ -156,7 +156,7 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
       // Last of the shutdown taps: /metrics answers through draining, closing and stopped, until
       // the stores and pollers are closed, so a drain stuck anywhere stays visible to the alert.
       proxy.hooks.shutdown.tapPromise({ name: 'metrics', stage: ShutdownStage.METRICS_LISTENER }, async () => {
-        const s = proxy.services.get<Server>(METRICS_SERVER_SERVICE);
+        const s = proxy.services.get(METRICS_SERVER_SERVICE);
         if (s) await new Promise<void>((r) => s.close(() => r()));
       });
     },

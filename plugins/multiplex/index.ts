@@ -19,11 +19,8 @@
  *   once per follower.
  */
 import { Counter } from 'prom-client';
-import { agentName, asSvcError, BoundedLabel, type CallContext, type CallHandler, callParamsHash, CallStage, ErrCancelled, ErrEndpointRequestTimeout, type ExecutionRecord, FINALITY, isDeadline, type Network, paramsHash, type Plugin, type PluginHost, provenanceKey, type RpcResult } from 'svc/plugin';
+import { agentName, asSvcError, BoundedLabel, type CallContext, type CallHandler, callParamsHash, CallStage, ErrCancelled, ErrEndpointRequestTimeout, type ExecutionRecord, FINALITY, isDeadline, type Network, paramsHash, type Plugin, type PluginHost, provenanceKey, type RpcResult, serviceKey } from 'svc/plugin';
 import { Type } from '@sinclair/typebox';
-
-/** Service name of {@link MultiplexService}. */
-export const MULTIPLEX_SERVICE = 'multiplex';
 
 /** What the multiplex plugin shows other plugins and tests. */
 export interface MultiplexService {
@@ -32,6 +29,9 @@ export interface MultiplexService {
   /** In-flight entries of a network. */
   inFlight(network: Network): number;
 }
+
+/** Key of {@link MultiplexService}. */
+export const MULTIPLEX_SERVICE = serviceKey<MultiplexService>('multiplex');
 
 /** One in-flight execution shared by a leader and its followers. */
 interface Entry {
@@ -146,7 +146,7 @@ export function multiplexPlugin(): Plugin {
         }
         return t;
       };
-      host.services.provide<MultiplexService>(MULTIPLEX_SERVICE, {
+      host.services.provide(MULTIPLEX_SERVICE, {
         waiting: (n) => [...(tables.get(n)?.values() ?? [])].reduce((s, e) => s + e.followers, 0),
         inFlight: (n) => tables.get(n)?.size ?? 0,
       });

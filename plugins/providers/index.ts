@@ -11,30 +11,21 @@
  *   it also stops waiting, with the same error, once every generated upstream failed its first
  *   `eth_chainId` probe (offline), rather than holding the request for 30 s. Networks declared
  *   in config bootstrap at start-up, in the background.
- * - Vendors are plugins: they register with the `providers` service ({@link ProvidersService}).
+ * - Vendors are plugins: they register with the `providers` service (`PROVIDERS_SERVICE`).
  * - Zero-config (`config` hook): a project with no providers and no upstreams gets the `public`
  *   provider (vendor `repository`), and `hyper` when a vendor of that name is registered, with a
  *   warning naming what they contact and how to turn it off. An explicitly empty `providers: []`
  *   does not prevent it (spec §2.10): upstreams, a provider, or a preset without this plugin do.
  */
-import { ErrNetworkNotSupported, type Network, type Plugin, PluginContractError, type PluginHost, type Project, redactText, type ResolvedConfig } from 'svc/plugin';
-import { ProjectBootstrap, type Vendor } from './bootstrap.ts';
+import { ErrNetworkNotSupported, type Network, type Plugin, PluginContractError, type PluginHost, type Project, PROVIDERS_SERVICE, redactText, type ResolvedConfig, type Vendor } from 'svc/plugin';
+import { ProjectBootstrap } from './bootstrap.ts';
 import { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, providersSchema } from './schema.ts';
 
-export { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, PROVIDER_SLOT, type Vendor, type VendorUpstream } from './bootstrap.ts';
+export { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, type Vendor, type VendorUpstream } from './bootstrap.ts';
 export { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, type ProviderConfig } from './schema.ts';
 
-/** Service name of {@link ProvidersService}. */
-export const PROVIDERS_SERVICE = 'providers';
-
-/** What vendor plugins use (declare `dependsOn: ['providers']`). */
-export interface ProvidersService {
-  /**
-   * Registers a vendor; call in `apply`.
-   * @throws PluginContractError when a vendor of that name is registered already
-   */
-  registerVendor(vendor: Vendor): void;
-}
+// The service's key and types are the contract in svc/plugin (vendor plugins import them there).
+export { PROVIDERS_SERVICE, type ProvidersService } from 'svc/plugin';
 
 /** How long the first request for a chain waits for a provider upstream to be ready, ms (spec §8). */
 export const FIRST_REQUEST_WAIT_MS = 30_000;
@@ -52,7 +43,7 @@ export function providersPlugin(): Plugin {
     apply(host: PluginHost) {
       const vendors = new Map<string, Vendor>();
       const bootstraps = new Map<Project, ProjectBootstrap>();
-      host.services.provide<ProvidersService>(PROVIDERS_SERVICE, {
+      host.services.provide(PROVIDERS_SERVICE, {
         registerVendor(v) {
           if (vendors.has(v.name)) throw new PluginContractError(`vendor "${v.name}" is registered twice`);
           vendors.set(v.name, v);

@@ -7,20 +7,10 @@
  * `callDone` — a pinned call answered by an upstream behind the network's head records the lag
  * (slot `select.upstreamLag`), which the headers plugin writes as `X-SVC-Upstream-Lag`.
  */
-import { type AttemptRecord, type CallContext, ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted, type Matcher, MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Plugin, type PluginHost, SelectStage, Slot, type Upstream } from 'svc/plugin';
+import { type AttemptRecord, type CallContext, ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted, type Matcher, MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Plugin, type PluginHost, SelectStage, type Upstream, UPSTREAM_LAG, CACHE_OUTCOME } from 'svc/plugin'; // UPSTREAM_LAG: blocks a pinned call's upstream was behind the head (X-SVC-Upstream-Lag)
 import { DEFAULT_DENIED_METHODS, MethodGuard, methodGuardSchema } from './method-guard.ts';
 
 export { compileDenyList, DEFAULT_DENIED_METHODS, explicitAllowOf, MethodGuard } from './method-guard.ts';
-
-/**
- * How many blocks the upstream that answered a pinned (`use-upstream`) call was behind the
- * network's highest latest block when the call ended (record slot `select.upstreamLag`, unset
- * when 0 or unknown); the headers plugin writes it as `X-SVC-Upstream-Lag`.
- */
-export const UPSTREAM_LAG = new Slot<number>('select.upstreamLag', 0);
-
-/** The cache plugin's outcome slot: a cache hit was not answered by the pinned upstream now. */
-const CACHE_OUTCOME = new Slot<'HIT' | 'MISS' | undefined>('cache.outcome', undefined);
 
 /** Options of {@link selectPlugin}. */
 export interface SelectPluginOptions {

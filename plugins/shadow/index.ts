@@ -20,15 +20,8 @@
  *   subscriptions, filters and node administration (`mirrorable`).
  * - `shutdown`: stops sending; copies in flight get a short grace, then the pools close.
  */
-import { type CallContext, type CallHandler, CallStage, DeferredCounter, type Network, type Plugin, type PluginHost, type RpcResult, SelectStage, Slot, type Upstream } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, DeferredCounter, type Network, type Plugin, type PluginHost, type RpcResult, SelectStage, SHADOW_UPSTREAM, type Upstream } from 'svc/plugin';
 import { compareResults, type ShadowOutcome } from './compare.ts';
-
-/**
- * Upstream slot `shadow.upstream`: true on a shadow upstream. The evm-state plugin reads it by
- * name and leaves shadows out of the network's head, so a provider on trial cannot move the tip
- * the serving upstreams are held to.
- */
-export const SHADOW_UPSTREAM = new Slot<boolean>('shadow.upstream', false);
 import { DEFAULT_MAX_IN_FLIGHT, ShadowRunner } from './runner.ts';
 import { mirrorable, shadowSchema, shadowSettingsOf, type ShadowSettings } from './schema.ts';
 

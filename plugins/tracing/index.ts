@@ -17,15 +17,12 @@
  */
 import type { Span } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { asSvcError, type CallHandler, CallStage, type ExecutionRecord, type HttpRequestInfo, type Plugin, type PluginHost, type RpcResult, Slot, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { asSvcError, type CallHandler, CallStage, type ExecutionRecord, type HttpRequestInfo, type Plugin, type PluginHost, type RpcResult, CACHE_OUTCOME, serviceKey, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { FORCE_TRACE_ATTRIBUTE, loadTracingSdk, type TracingSdk } from './sdk.ts';
 import { tracingConfigOf, tracingSchema, type TracingConfig } from './schema.ts';
 
 export { DEFAULT_TRACING_ENDPOINT, type TracingConfig } from './schema.ts';
 export { FORCE_TRACE_ATTRIBUTE } from './sdk.ts';
-
-/** Service name of {@link TracingService}. */
-export const TRACING_SERVICE = 'tracing';
 
 /** What the tracing plugin tells other plugins and tests. */
 export interface TracingService {
@@ -33,14 +30,14 @@ export interface TracingService {
   readonly loaded: boolean;
 }
 
+/** Key of {@link TracingService}. */
+export const TRACING_SERVICE = serviceKey<TracingService>('tracing');
+
 /** Options of {@link tracingPlugin}. */
 export interface TracingPluginOptions {
   /** Export to this exporter (one span at a time) instead of OTLP/HTTP, e.g. an in-memory one in tests. */
   exporter?: SpanExporter;
 }
-
-/** The cache outcome slot the cache plugin writes (read by name: no import of that plugin). */
-const CACHE_OUTCOME = new Slot<'HIT' | 'MISS' | undefined>('cache.outcome', undefined);
 
 /**
  * Creates the tracing plugin (name `tracing`).
@@ -56,7 +53,7 @@ export function tracingPlugin(opts: TracingPluginOptions = {}): Plugin {
       let loading: Promise<void> | undefined;
       const requestSpans = new WeakMap<HttpRequestInfo, Span>();
       const callSpans = new WeakMap<ExecutionRecord, Span>();
-      host.services.provide<TracingService>(TRACING_SERVICE, {
+      host.services.provide(TRACING_SERVICE, {
         get loaded() {
           return sdk !== undefined;
         },

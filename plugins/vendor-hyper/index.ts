@@ -14,7 +14,7 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import type { LookupFunction } from 'node:net';
-import { type Plugin, PluginContractError, type PluginHost } from 'svc/plugin';
+import { type Plugin, PluginContractError, type PluginHost, PROVIDERS_SERVICE } from 'svc/plugin';
 
 /** Default root domain (spec §2.10 `{hyper_root_domain}`). */
 export const DEFAULT_HYPER_ROOT_DOMAIN = 'rpc.hypersync.xyz';
@@ -86,7 +86,7 @@ export function hyperVendorPlugin(opts: HyperVendorOptions = {}): Plugin {
       host.hooks.shutdown.tapPromise('vendor-hyper', async () => {
         await agent?.close();
       });
-      const providers = host.services.get<{ registerVendor(v: unknown): void }>('providers');
+      const providers = host.services.get(PROVIDERS_SERVICE);
       if (!providers) throw new PluginContractError('vendor-hyper needs the providers plugin');
       providers.registerVendor({
         name: 'hyper',

@@ -18,7 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
-import { type Logger, type Plugin, PluginContractError, type PluginHost, redactUrl } from 'svc/plugin';
+import { type Logger, type Plugin, PluginContractError, type PluginHost, PROVIDERS_SERVICE, redactUrl } from 'svc/plugin';
 
 /** The public eRPC endpoints catalog (spec §2.10 `{catalog_url}`). */
 export const DEFAULT_REPOSITORY_URL = 'https://evm-public-endpoints.erpc.cloud';
@@ -158,7 +158,7 @@ export function repositoryVendorPlugin(opts: RepositoryVendorOptions = {}): Plug
     apply(host: PluginHost) {
       const sources = new Map<string, CatalogSource>();
       const recheckMs = opts.recheckIntervalMs ?? DEFAULT_RECHECK_INTERVAL_MS;
-      const providers = host.services.get<{ registerVendor(v: unknown): void }>('providers');
+      const providers = host.services.get(PROVIDERS_SERVICE);
       if (!providers) throw new PluginContractError('vendor-repository needs the providers plugin');
       const urlOf = (settings: Record<string, unknown>): string => (typeof settings.repositoryUrl === 'string' && settings.repositoryUrl) || (opts.env ?? process.env)[REPOSITORY_URL_ENV] || DEFAULT_REPOSITORY_URL;
       providers.registerVendor({

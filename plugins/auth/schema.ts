@@ -1,12 +1,11 @@
 /**
- * The one auth strategy schema (spec §5.1, issue #13 item 1) shared by `projects[].auth`,
- * `admin.auth` and `healthCheck.auth`. It lives in core, not in the auth plugin, because three
- * plugins (auth, admin, healthcheck) validate the same shape and none may import another's
- * internals; the auth plugin owns the behaviour behind it (the `auth` service).
+ * The one auth strategy schema (spec §5.1, issue #13 item 1): `projects[].auth` (this plugin's
+ * config key) and every `auth` block another plugin owns (`admin.auth`, `healthCheck.auth`, an
+ * in-house route's), which that plugin declares with `AuthBlockSchema()` and this plugin checks
+ * against the same schema when the `auth` service compiles it (`AuthService.compile`), with the
+ * paths and messages `svc validate` gives any config key.
  */
-import { Type, type Static } from '@sinclair/typebox';
-import { Duration, Strict } from './schema.ts';
-import { StorageBreakerSchema } from '../../lib/storage-breaker.ts';
+import { Duration, type Static, StorageBreakerSchema, Strict, Type } from 'svc/plugin';
 
 /** Deadlines and circuit breaker of a remote key store (Redis, PostgreSQL). */
 const storeGuard = {

@@ -1,15 +1,13 @@
 /**
- * CORS for svc's doors (spec §2.5; issue #13 items 3 and 6): one schema and one middleware shared
- * by `admin.cors` (the admin plugin) and `projects[].cors` (the cors plugin), on @koa/cors.
- * Origins are exact strings, `*`, or linear-time globs (`https://*.example.com`); a request from
- * an origin not listed gets no CORS headers (the browser then blocks it), and a preflight is
- * answered before any auth runs.
+ * CORS for svc's doors (spec §2.5; issue #13 items 3 and 6): one schema and one middleware for
+ * `projects[].cors` (this plugin's key) and every other door's `cors` block (`admin.cors`, which
+ * the admin plugin gets through the `cors` service), on @koa/cors. Origins are exact strings,
+ * `*`, or linear-time globs (`https://*.example.com`); a request from an origin not listed gets
+ * no CORS headers (the browser then blocks it), and a preflight is answered before any auth runs.
  */
 import koaCors from '@koa/cors';
-import { Type, type Static } from '@sinclair/typebox';
 import type Koa from 'koa';
-import { Strict } from './config/schema.ts';
-import { compileGlobs } from '../lib/glob.ts';
+import { compileGlobs, type CorsSettings, type Static, Strict, Type } from 'svc/plugin';
 
 /** `cors` block of `admin` or a project (spec §2.5). */
 export const CorsSchema = Strict({
@@ -23,11 +21,9 @@ export const CorsSchema = Strict({
 
 /** A `cors` block as written. */
 export type CorsInput = Static<typeof CorsSchema>;
-/** A `cors` block with every field filled. */
-export type CorsSettings = Required<CorsInput>;
 
 /** Defaults of `admin.cors` (spec §2.5), also the base of project CORS. */
-export const ADMIN_CORS_DEFAULTS: Readonly<CorsSettings> = Object.freeze({
+export const ADMIN_CORS_DEFAULTS: CorsSettings = Object.freeze({
   allowedOrigins: ['*'],
   allowedMethods: ['GET', 'POST', 'OPTIONS'],
   allowedHeaders: ['content-type', 'authorization', 'x-svc-secret-token'],
@@ -44,7 +40,7 @@ const MAX_ORIGIN_CHARS = 512;
  * @param input the block as written, or undefined
  * @param defaults what an omitted field takes
  */
-export function corsSettings(input: CorsInput | undefined, defaults: Readonly<CorsSettings>): CorsSettings {
+export function corsSettings(input: CorsInput | undefined, defaults: CorsSettings): CorsSettings {
   return { ...defaults, ...Object.fromEntries(Object.entries(input ?? {}).filter(([, v]) => v !== undefined)) } as CorsSettings;
 }
 
@@ -71,9 +67,9 @@ export function corsMiddleware(s: CorsSettings): Koa.Middleware {
       if (any) return s.allowCredentials ? origin : '*';
       return matches(origin) ? origin : '';
     },
-    allowMethods: s.allowedMethods,
-    allowHeaders: s.allowedHeaders,
-    exposeHeaders: s.exposedHeaders,
+    allowMethods: [...s.allowedMethods],
+    allowHeaders: [...s.allowedHeaders],
+    exposeHeaders: [...s.exposedHeaders],
     credentials: s.allowCredentials,
     maxAge: s.maxAge,
     keepHeadersOnError: true,
