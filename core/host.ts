@@ -237,20 +237,32 @@ export class Services implements ServiceRegistry {
 
   provide<T>(key: ServiceKey<T>, service: T): void {
     const by = this.provider();
-    const prev = this.map.get(key.name);
+    const prev = this.map.get(nameOf(key));
     if (prev) throw new PluginContractError(`service "${key.name}" is provided twice: by ${who(prev.by)} and by ${who(by)} (one plugin provides a service)`);
     this.map.set(key.name, { service, by });
   }
 
   get<T>(key: ServiceKey<T>): T | undefined {
-    return this.map.get(key.name)?.service as T | undefined;
+    return this.map.get(nameOf(key))?.service as T | undefined;
   }
 
   require<T>(key: ServiceKey<T>): T {
-    const e = this.map.get(key.name);
+    const e = this.map.get(nameOf(key));
     if (!e) throw new PluginContractError(`service "${key.name}" is not provided (is its plugin in the preset, and declared in dependsOn?)`);
     return e.service as T;
   }
+}
+
+/**
+ * A key's name; a string (the registry before typed keys, or plain JavaScript) is refused, so the
+ * lookup never silently answers undefined.
+ * @throws PluginContractError when `key` is not a service key
+ */
+function nameOf<T>(key: ServiceKey<T>): string {
+  const k: unknown = key;
+  const name = typeof k === 'object' && k !== null ? (k as { name?: unknown }).name : undefined;
+  if (typeof name !== 'string') throw new PluginContractError(`services are looked up by a key from serviceKey() (exported with its service interface), not by ${typeof k === 'string' ? `the string "${k.slice(0, 64)}"` : typeof k}`);
+  return name;
 }
 
 /** A provider as named in messages. */

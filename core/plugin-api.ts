@@ -46,7 +46,7 @@ export type {
   Identity,
 } from './context.ts';
 
-export { AttemptDoneStage, AttemptStage, CallStage, DirectiveStage, SelectStage, ShutdownStage, UpstreamStage, ValidateStage } from './stages.ts';
+export { AttemptDoneStage, AttemptStage, CallStage, DirectiveStage, SelectStage, ShutdownStage, stageBetween, UpstreamStage, ValidateStage } from './stages.ts';
 
 export * from './errors.ts';
 export { isPassThrough, toJsonRpcError, wireError, type JsonRpcErrorObject } from './errors-wire.ts';

@@ -108,3 +108,22 @@ export const ShutdownStage = {
    */
   METRICS_LISTENER: 1000,
 } as const;
+
+/**
+ * A stage strictly between two stages of the same hook, for a plugin that needs its own position
+ * (e.g. a static-response cache between `CallStage.CACHE` and `CallStage.MULTIPLEX`) without a
+ * core change: `stage: stageBetween(CallStage.CACHE, CallStage.MULTIPLEX)`. Always the midpoint,
+ * so it never moves as svc evolves while the two named stages keep their order; two plugins that
+ * ask for the same position get the same number and are ordered between themselves with
+ * tapable's `before` option (docs/plugins.md "Ordering taps").
+ * @param a one stage of the hook (a named constant, or an earlier `stageBetween`)
+ * @param b another stage of the same hook, in either order
+ * @returns a number strictly between `a` and `b`
+ * @throws RangeError when either is not a finite number, or they are equal (nothing lies between)
+ */
+export function stageBetween(a: number, b: number): number {
+  if (!Number.isFinite(a) || !Number.isFinite(b)) throw new RangeError(`stageBetween(${a}, ${b}): stages are finite numbers`);
+  const mid = a + (b - a) / 2;
+  if (mid === a || mid === b) throw new RangeError(`stageBetween(${a}, ${b}): no stage lies strictly between them`);
+  return mid;
+}
