@@ -21,35 +21,14 @@ export type Finality = 'finalized' | 'unfinalized' | 'realtime' | 'unknown';
 export const FINALITY = new Slot<Finality>('evm.finality', 'unknown');
 
 /**
- * Resolved request directives (spec §2.8). Every field is optional: unset means "feature
- * default", so tri-state config (unset / false / true) survives resolution. A plugin's own
- * directive (declared through the directives plugin's `directives` service) is a further field.
+ * Resolved request directives (spec §2.8), by field: what the directives plugin resolved for a
+ * call from config defaults and the request (unset means "the honouring plugin's default", so
+ * tri-state config survives resolution). The core names no directive: each plugin declares the
+ * ones it honours and reads them with a typed `Directive` (core/directive.ts).
  */
 export interface Directives {
-  /** A plugin-declared directive, by its field name. */
+  /** A declared directive's value, by its field name. */
   [field: string]: boolean | string | undefined;
-  /** #1 retry null/empty results on another upstream. Default false. */
-  retryEmpty?: boolean;
-  /** #2 retry pending-transaction lookups. Default false. */
-  retryPending?: boolean;
-  /** #3 `true`, `false`/empty, or a glob over cache connector ids. */
-  skipCacheRead?: string;
-  /** #4 upstream selector (ids, `<key>:<value>` tags, `*`, `|`, leading `!`). */
-  useUpstream?: string;
-  /** #5 stop block-tag to hex substitution. Default false. */
-  skipInterpolation?: boolean;
-  /** #6 bypass consensus. Default false. */
-  skipConsensus?: boolean;
-  /** #7 re-route tagged block answers behind the known head. Default true. */
-  enforceHighestBlock?: boolean;
-  /** #8 reject over-range getLogs; only config sets it. Default true. */
-  enforceGetLogsBlockRange?: boolean;
-  /** #9 a null tagged block is an error. Default true. */
-  enforceNonNullTaggedBlocks?: boolean;
-  /** #10 integrity level or profile name. */
-  integrity?: string;
-  /** `X-SVC-Force-Trace` / `force-trace`: bypass trace sampling (never filtered). */
-  forceTrace?: boolean;
 }
 
 /** Who is calling (spec §5); filled by auth plugins, `undefined` when no auth runs. */

@@ -55,7 +55,8 @@ export type { ParsedCall } from './jsonrpc.ts';
 
 export { Type } from '@sinclair/typebox';
 export type { Static, TProperties, TSchema } from '@sinclair/typebox';
-export { DIRECTIVE_DEFAULTS_POINT, directiveDefaultsProps, Duration, Extensible, Size, Strict } from './config/schema.ts';
+export { DIRECTIVE_DEFAULTS_POINT, Duration, Extensible, Size, Strict } from './config/schema.ts';
+export { declareDirectives, Directive, directiveDefaultsSchema, type DirectiveDeclaration, type DirectiveOptions, type DirectiveType } from './directive.ts';
 export type { SchemaFragment } from './config/schema.ts';
 export { ConfigError, directiveDefaultsOf, parseDuration, type ConfigProblem } from './config/load.ts';
 export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream, UpstreamInput } from './config/types.ts';
@@ -112,7 +113,6 @@ export {
   type CorsService,
   type CorsSettings,
   type CostService,
-  type DirectiveDeclaration,
   type DirectivesService,
   type PriceTable,
   type ProvidersService,

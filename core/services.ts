@@ -14,6 +14,7 @@ import { ConfigError } from './config/load.ts';
 import type { UpstreamInput } from './config/types.ts';
 import type { HttpRequestInfo, Identity } from './context.ts';
 import { serviceKey, type ServiceKey, type ServiceRegistry } from './host.ts';
+import type { DirectiveDeclaration } from './directive.ts';
 import type { Logger } from './logger.ts';
 import type { Upstream } from './registry/upstream.ts';
 
@@ -269,24 +270,17 @@ export const PROVIDERS_SERVICE: ServiceKey<ProvidersService> = serviceKey<Provid
 
 // ---- directives (provided by the directives plugin; used by plugins declaring their own) -----
 
-/** A directive a plugin declares (issue #9 item 5): parsed like the built-in ones. */
-export interface DirectiveDeclaration {
-  /** Query parameter name, also what `allowClientDirectives` matches (lower-case, `a-z0-9-`). */
-  query: string;
-  /** Header name (`x-...`, any case). */
-  header: string;
-  /** Field of `ctx.directives` the value lands in (and the `directiveDefaults` key, which the plugin's schema fragment declares). */
-  field: string;
-  /** `bool`: only `true` is truthy; `string`: header not trimmed, query trimmed (spec §2.8). */
-  type: 'bool' | 'string';
-}
-
-/** What the directives plugin offers other plugins (declare `dependsOn: ['directives']`). */
+/**
+ * What the directives plugin offers the plugins that honour directives (every directive is a
+ * plugin's: core/directive.ts; `declareDirectives` calls this).
+ */
 export interface DirectivesService {
   /**
-   * Declares a plugin's own directive: read from its header and query parameter, governed by
-   * `allowClientDirectives`, defaulted from `directiveDefaults.<field>`. Declare in `apply`.
-   * @throws PluginContractError for a malformed or already used name
+   * Declares a directive: read from its header and query parameter, governed by
+   * `allowClientDirectives` (unless `filtered: false`), defaulted from `directiveDefaults.<field>`
+   * (a key the plugin's schema fragment declares). Declare in `apply`. An identical declaration
+   * again (a second plugin honouring the same directive) is accepted.
+   * @throws PluginContractError for a malformed declaration, or a name another declaration uses differently
    */
   declare(d: DirectiveDeclaration): void;
 }

@@ -82,6 +82,12 @@ export const DirectiveStage = {
   FAILSAFE_DEFAULTS: 110,
   /** The integrity level is resolved from the directive, `headerMode` and profiles (integrity plugin, spec §2.8 #10). */
   INTEGRITY: 120,
+  /**
+   * Every directive is final: a plugin whose directive changes where a call's answer comes from
+   * marks the call (`markProvenance`: select for `use-upstream`, consensus for `skip-consensus`),
+   * so the cache and multiplexing keep it apart (spec §2.8).
+   */
+  PROVENANCE: 130,
 } as const;
 
 /** `validate` hook (a bail hook: the first error wins), in run order. */

@@ -273,21 +273,16 @@ function prop(schema: TSchema, ...path: string[]): TSchema {
   return cur;
 }
 
-/** Directive defaults from config, tri-state preserved; YAML booleans for skipCacheRead become strings. */
+/**
+ * Directive defaults from config (a network's or a failsafe entry's `directiveDefaults`), tri-state
+ * preserved: booleans and strings as given (the keys and their types are the declaring plugins'
+ * schema fragments'; a `string` directive set to a YAML boolean reads as its text through its
+ * `Directive`).
+ */
 export function directiveDefaultsOf(dd: Record<string, unknown> | undefined): Directives {
   const out: Directives = {};
   if (!dd) return out;
-  for (const k of ['retryEmpty', 'retryPending', 'skipInterpolation', 'skipConsensus', 'enforceHighestBlock', 'enforceGetLogsBlockRange', 'enforceNonNullTaggedBlocks'] as const) {
-    if (typeof dd[k] === 'boolean') out[k] = dd[k] as boolean;
-  }
-  if (dd.skipCacheRead !== undefined) out.skipCacheRead = String(dd.skipCacheRead);
-  if (typeof dd.useUpstream === 'string') out.useUpstream = dd.useUpstream;
-  if (typeof dd.integrity === 'string') out.integrity = dd.integrity;
-  // A plugin's own directives (declared keys of its schema fragment): booleans and strings as given.
-  for (const [k, v] of Object.entries(dd)) {
-    if (k in out || k === 'skipCacheRead' || k === 'useUpstream' || k === 'integrity') continue;
-    if (typeof v === 'boolean' || typeof v === 'string') out[k] = v;
-  }
+  for (const [k, v] of Object.entries(dd)) if (typeof v === 'boolean' || typeof v === 'string') out[k] = v;
   return out;
 }
 

@@ -155,23 +155,6 @@ function extendTree(node: TSchema, points: ReadonlyMap<string, TProperties>): TS
   return (out ?? node) as TSchema;
 }
 
-/** Tri-state boolean: unset / false / true (spec §2.8). Never defaulted. */
-const TriBool = (description: string) => Type.Boolean({ description });
-
-/** Core keys of `directiveDefaults` (spec §2.8 table). */
-export const directiveDefaultsProps = {
-  retryEmpty: TriBool('#1 retry null/empty results on another upstream (default false)'),
-  retryPending: TriBool('#2 retry pending-transaction lookups (default false)'),
-  skipCacheRead: Type.Union([Type.String(), Type.Boolean()], { description: '#3 `true`, `false`, or a glob over cache connector ids (YAML booleans become strings)' }),
-  useUpstream: Type.String({ description: '#4 upstream selector: ids, `<key>:<value>` tags, `*`, `|`, leading `!`' }),
-  skipInterpolation: TriBool('#5 stop block-tag to hex substitution (default false)'),
-  skipConsensus: TriBool('#6 bypass consensus (default false)'),
-  enforceHighestBlock: TriBool('#7 re-route tagged block answers behind the known head (default true)'),
-  enforceGetLogsBlockRange: TriBool('#8 reject over-range getLogs before forwarding (default true); only config changes it'),
-  enforceNonNullTaggedBlocks: TriBool('#9 a null tagged block is an error (default true)'),
-  integrity: Type.String({ description: '#10 integrity level or profile name' }),
-} satisfies TProperties;
-
 const aliasRule = Strict({
   matchDomain: Type.String({ description: 'glob matched on the request Host (without port)' }),
   serveProject: Type.String({ description: 'project id served on that domain' }),
@@ -215,7 +198,7 @@ function networkProps(f: Omit<SchemaFragment, 'extend'>, requireChain: boolean) 
     architecture: requireChain ? Type.Literal('evm', { description: 'only `evm` is supported' }) : Type.Optional(Type.Literal('evm')),
     evm: requireChain ? evm : Type.Optional(evm),
     alias: Type.Optional(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_-]*$', description: 'path alias: POST /<project>/<alias>' })),
-    directiveDefaults: Type.Optional(Extensible(DIRECTIVE_DEFAULTS_POINT, optionalAll(directiveDefaultsProps), { description: 'spec §2.8 config defaults: one key per directive the preset\'s plugins declare' })),
+    directiveDefaults: Type.Optional(Extensible(DIRECTIVE_DEFAULTS_POINT, {}, { description: 'spec §2.8 config defaults: one key per directive the preset\'s plugins declare' })),
     allowClientDirectives: Type.Optional(Type.String({ description: 'matcher over directive query names; unset = all, "" = none' })),
     ...optionalAll(f.network),
   };
@@ -319,7 +302,7 @@ function coreKeys(): Record<FragmentSlot, string[]> {
     networkEvm: ['chainId'],
     upstream: Object.keys(upstreamProps(none, true)),
     upstreamEvm: ['chainId'],
-    directiveDefaults: Object.keys(directiveDefaultsProps),
+    directiveDefaults: [],
   };
 }
 

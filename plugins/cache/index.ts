@@ -22,12 +22,27 @@
  *   plugin turns into `X-SVC-Cache` and `X-SVC-Cache-Attempts`.
  * - Metrics `svc_cache_{get_hit,get_miss,get_error,set_success,set_error}_total{project,network,category,connector,policy}`.
  */
-import { CACHE_ATTEMPTS, CACHE_OUTCOME, type CallContext, type CallHandler, callParamsHash, CallStage, compileGlobs, DeferredCounter, FINALITY, type GlobTest, type Network, type Plugin, type PluginHost, provenanceKey, RpcResult, serviceKey } from 'svc/plugin';
+import { CACHE_ATTEMPTS, CACHE_OUTCOME, type CallContext, type CallHandler, callParamsHash, CallStage, compileGlobs, declareDirectives, DeferredCounter, Directive, directiveDefaultsSchema, FINALITY, Type, type GlobTest, type Network, type Plugin, type PluginHost, provenanceKey, RpcResult, serviceKey } from 'svc/plugin';
 import { MemoryConnector } from './connectors/memory.ts';
 import type { Connector } from './connectors/types.ts';
 import { callKey, neverCached } from './keys.ts';
 import { Policy } from './policy.ts';
 import { cacheConfigOf, cacheSchema, type CacheConfig, type ConnectorConfig } from './schema.ts';
+
+/**
+ * Directive `skip-cache-read` (spec §2.8 #3): `true` skips every tier, a glob (`|`-separated)
+ * the connectors it names; the answer is still written. evm-methods and integrity declare it
+ * the same way (this plugin owns its `directiveDefaults` key).
+ */
+export const SKIP_CACHE_READ = new Directive<string | undefined>({
+  field: 'skipCacheRead',
+  query: 'skip-cache-read',
+  header: 'X-SVC-Skip-Cache-Read',
+  type: 'string',
+  fallback: undefined,
+  spec: '#3',
+  defaultsSchema: Type.Union([Type.String(), Type.Boolean()], { description: '#3 `true`, `false`, or a glob over cache connector ids (YAML booleans become strings)' }),
+});
 import { readEntry, writeEntry, type Reader, type StoreSink } from './store.ts';
 
 export { acceptable, readEntry, writeEntry } from './store.ts';
@@ -82,8 +97,9 @@ async function openConnector(c: ConnectorConfig, host: PluginHost): Promise<Conn
 export function cachePlugin(): Plugin {
   return {
     name: 'cache',
-    schema: cacheSchema,
+    schema: { ...cacheSchema, directiveDefaults: directiveDefaultsSchema(SKIP_CACHE_READ) },
     apply(host: PluginHost) {
+      declareDirectives(host, 'cache', SKIP_CACHE_READ);
       let config: CacheConfig = { connectors: [], policies: [] };
       let policies: Policy[] = [];
       const connectors = new Map<string, Connector>();
@@ -110,7 +126,7 @@ export function cachePlugin(): Plugin {
       const skipMemo = new Map<string, GlobTest>();
       /** The readers of a call after `skip-cache-read` (spec §2.8 #3). */
       const readersOf = (candidates: readonly Policy[], ctx: CallContext): Reader[] => {
-        const skip = ctx.directives.skipCacheRead;
+        const skip = SKIP_CACHE_READ.get(ctx.directives);
         if (skip === 'true') return [];
         let skipped: GlobTest | undefined;
         if (skip !== undefined && skip !== '' && skip !== 'false') {

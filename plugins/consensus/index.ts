@@ -16,7 +16,7 @@
  * `punish.ts` (the misbehaviour cordon); this file wires them.
  */
 import { Counter } from 'prom-client';
-import { type AttemptHandler, AttemptStage, type CallContext, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, type Leg, type Network, type Plugin, type PluginHost, type RpcResult, type Upstream, WRITE_METHODS } from 'svc/plugin';
+import { type AttemptHandler, AttemptStage, type CallContext, compileIgnorePaths, declareDirectives, DEFAULT_IGNORE_FIELDS, DeferredCounter, Directive, directiveDefaultsSchema, type Directives, DirectiveStage, type IgnorePaths, type Leg, markProvenance, type Network, type Plugin, type PluginHost, type RpcResult, type Upstream, WRITE_METHODS } from 'svc/plugin';
 import { CONSENSUS_DISPUTES as DISPUTES, CONSENSUS_LOW_PARTICIPANTS as LOW_PARTICIPANTS, CONSENSUS_SLOTS as SLOTS, FAILSAFE_ENTRY } from 'svc/plugin';
 import { decide, type Decision } from './decide.ts';
 import { Punisher, REAL_CLOCK, type PunishClock } from './punish.ts';
@@ -26,6 +26,17 @@ import { type ConsensusConfig, consensusSchemaFragment } from './schema.ts';
 export { decide, groupVotes, isSettled, summarize, type Decision, type Group, type RoundOutcome, type Vote } from './decide.ts';
 export { MISBEHAVING_REASON, Punisher, type PunishClock } from './punish.ts';
 export { CONSENSUS_BEHAVIORS, ConsensusSchema, consensusSchemaFragment, DEFAULT_CONSENSUS, FAILSAFE_ENTRY_POINT, type ConsensusBehavior, type ConsensusConfig } from './schema.ts';
+
+/** Directive `skip-consensus` (spec §2.8 #6): answer from one upstream, without a round. */
+export const SKIP_CONSENSUS = new Directive<boolean>({
+  field: 'skipConsensus',
+  query: 'skip-consensus',
+  header: 'X-SVC-Skip-Consensus',
+  type: 'bool',
+  fallback: false,
+  spec: '#6',
+  description: 'bypass consensus (default false)',
+});
 
 /** Distinct methods whose ignore paths are remembered per consensus entry (method names come from clients). */
 const IGNORE_MEMO_LIMIT = 256;
@@ -45,8 +56,15 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
   return {
     name: 'consensus',
     dependsOn: ['failsafe'],
-    schema: consensusSchemaFragment(),
+    schema: { ...consensusSchemaFragment(), directiveDefaults: directiveDefaultsSchema(SKIP_CONSENSUS) },
     apply(host: PluginHost) {
+      declareDirectives(host, 'consensus', SKIP_CONSENSUS);
+      // A call that skips the network's consensus is answered off the network's rules: the cache
+      // and multiplexing keep it apart (spec §2.8).
+      host.hooks.directives.tap({ name: 'consensus', stage: DirectiveStage.PROVENANCE }, (d: Directives, ctx: CallContext) => {
+        if (SKIP_CONSENSUS.get(d) && !SKIP_CONSENSUS.get(ctx.network.config.directiveDefaults)) markProvenance(ctx, 'skip-consensus');
+        return d;
+      });
       const punisher = new Punisher(opts.clock ?? REAL_CLOCK);
       const rounds = new Counter({ name: 'svc_network_consensus_rounds_total', help: 'Consensus rounds run (not counted when skip-consensus bypassed consensus)', registers: [host.metrics] });
       const outcomes = new DeferredCounter(host.metrics, {
@@ -125,7 +143,7 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
         return (ctx, leg) => {
           // The matched failsafe entry's `consensus`, the key this plugin adds to the entry (its type).
           const cfg = FAILSAFE_ENTRY.get(ctx)?.consensus as ConsensusConfig | undefined;
-          if (!cfg || ctx.internal || ctx.directives.skipConsensus === true) return inner(ctx, leg);
+          if (!cfg || ctx.internal || SKIP_CONSENSUS.get(ctx.directives)) return inner(ctx, leg);
           // Writes are never voted on; `eth_sendRawTransaction` is broadcast through every slot instead.
           if (WRITE_METHODS.has(ctx.request.method) && ctx.request.method !== 'eth_sendRawTransaction') return inner(ctx, leg);
           return round(ctx, leg, cfg, inner);

@@ -4,50 +4,42 @@
  * (networkDefaults merged), then HTTP headers, then query parameters, filtered by
  * `allowClientDirectives` (strategy grant, else network, else project). Per call because one
  * batch may span networks; the HTTP part is parsed once per HTTP request.
+ *
+ * It knows no directive of its own: every directive is declared by the plugin that honours it
+ * (a `Directive` from svc/plugin, registered through the `directives` service this plugin
+ * provides), e.g. `retry-empty` by evm-retries, `use-upstream` by select, `force-trace` by
+ * tracing. A declared directive is read like any other: header, then query (query wins).
  */
-import { type CallContext, type Directives, DIRECTIVES_SERVICE, DirectiveStage, type HttpRequestInfo, MatcherCache, type Plugin, PluginContractError, type PluginHost } from 'svc/plugin';
+import { type CallContext, type DirectiveDeclaration, type Directives, DIRECTIVES_SERVICE, DirectiveStage, type HttpRequestInfo, MatcherCache, type Plugin, PluginContractError, type PluginHost } from 'svc/plugin';
 
-/** One directive of the spec §2.8 table. */
+/** One declared directive, as this plugin parses it (a {@link DirectiveDeclaration}, header lower-cased). */
 export interface DirectiveSpec {
   /** Query parameter name, also the name `allowClientDirectives` matches. */
-  query: string;
+  readonly query: string;
   /** Header name, lower-cased. */
-  header: string;
-  /** Field of {@link Directives} (a plugin's own directive adds a field). */
-  field: keyof Directives & string;
+  readonly header: string;
+  /** Field of {@link Directives}. */
+  readonly field: string;
   /** Value type. */
-  type: 'bool' | 'string';
+  readonly type: DirectiveDeclaration['type'];
   /** Whether a request may set it (`enforce-getlogs-range` may not, §2.8 #8). */
-  fromRequest: boolean;
+  readonly fromRequest: boolean;
+  /** Whether `allowClientDirectives` governs it (`force-trace` is never filtered, §2.8 rule b). */
+  readonly filtered: boolean;
 }
-
-/** The ten directives of spec §2.8, in table order. */
-export const DIRECTIVES: readonly DirectiveSpec[] = [
-  { query: 'retry-empty', header: 'x-svc-retry-empty', field: 'retryEmpty', type: 'bool', fromRequest: true },
-  { query: 'retry-pending', header: 'x-svc-retry-pending', field: 'retryPending', type: 'bool', fromRequest: true },
-  { query: 'skip-cache-read', header: 'x-svc-skip-cache-read', field: 'skipCacheRead', type: 'string', fromRequest: true },
-  { query: 'use-upstream', header: 'x-svc-use-upstream', field: 'useUpstream', type: 'string', fromRequest: true },
-  { query: 'skip-interpolation', header: 'x-svc-skip-interpolation', field: 'skipInterpolation', type: 'bool', fromRequest: true },
-  { query: 'skip-consensus', header: 'x-svc-skip-consensus', field: 'skipConsensus', type: 'bool', fromRequest: true },
-  { query: 'enforce-highest-block', header: 'x-svc-enforce-highest-block', field: 'enforceHighestBlock', type: 'bool', fromRequest: true },
-  // §2.8 #8: the effective value comes from network config, never from a request.
-  { query: 'enforce-getlogs-range', header: 'x-svc-enforce-getlogs-range', field: 'enforceGetLogsBlockRange', type: 'bool', fromRequest: false },
-  { query: 'enforce-non-null-tagged-blocks', header: 'x-svc-enforce-non-null-tagged-blocks', field: 'enforceNonNullTaggedBlocks', type: 'bool', fromRequest: true },
-  { query: 'integrity', header: 'x-svc-integrity', field: 'integrity', type: 'string', fromRequest: true },
-];
 
 /** Directive boolean: only `true` (case-insensitive, whitespace stripped) is truthy; `1`/`yes` are false. */
 export function parseDirectiveBool(v: string): boolean {
   return v.replace(/\s+/g, '').toLowerCase() === 'true';
 }
 
-/** `force-trace` truthiness: `true`, `1`, `yes`. */
-export function parseForceTrace(v: string | undefined): boolean {
+/** Flag truthiness (`force-trace`): `true`, `1`, `yes`. */
+export function parseDirectiveFlag(v: string | undefined): boolean {
   if (v === undefined) return false;
   return ['true', '1', 'yes'].includes(v.trim().toLowerCase());
 }
 
-/** One directive value supplied over HTTP, with the query name it is filtered by. */
+/** One directive value supplied over HTTP, with the declaration it was read by. */
 interface HttpDirective {
   spec: DirectiveSpec;
   value: boolean | string;
@@ -56,28 +48,26 @@ interface HttpDirective {
 /** Directives read from one HTTP request, header then query (query wins). */
 export interface HttpDirectives {
   values: HttpDirective[];
-  forceTrace: boolean;
 }
 
 /**
  * Reads the directives of one HTTP request (spec §2.8 precedence: header, then query).
  * Header string values are not trimmed; query string values are.
+ * @param specs the declared directives
  */
-export function readHttpDirectives(http: HttpRequestInfo, specs: readonly DirectiveSpec[] = DIRECTIVES): HttpDirectives {
+export function readHttpDirectives(http: HttpRequestInfo, specs: readonly DirectiveSpec[]): HttpDirectives {
   const values: HttpDirective[] = [];
   for (const spec of specs) {
     if (!spec.fromRequest) continue;
     const q = http.query[spec.query];
     const h = http.headers[spec.header];
     const header = Array.isArray(h) ? h[0] : h;
-    let value: boolean | string | undefined;
-    if (q !== undefined) value = spec.type === 'bool' ? parseDirectiveBool(q) : q.trim();
-    else if (header !== undefined) value = spec.type === 'bool' ? parseDirectiveBool(header) : header;
-    if (value !== undefined) values.push({ spec, value });
+    const raw = q ?? header;
+    if (raw === undefined) continue;
+    const value = spec.type === 'bool' ? parseDirectiveBool(raw) : spec.type === 'flag' ? parseDirectiveFlag(raw) : q !== undefined ? q.trim() : raw;
+    values.push({ spec, value });
   }
-  const ftHeader = http.headers['x-svc-force-trace'];
-  const forceTrace = parseForceTrace(http.query['force-trace'] ?? (Array.isArray(ftHeader) ? ftHeader[0] : ftHeader));
-  return { values, forceTrace };
+  return { values };
 }
 
 /** `allowClientDirectives` decision for a query name: unset = all, "" = none, "*" = all, else a matcher. */
@@ -93,17 +83,38 @@ export function isAllowed(expr: string | undefined, name: string, cache: Matcher
  * Resolves the directives of one call.
  * @param defaults the network's config `directiveDefaults` (always applied, §2.8 rule a)
  * @param http directives read from the HTTP request
- * @param allow the effective `allowClientDirectives` expression
+ * @param allow the effective `allowClientDirectives` expression (not applied to `filtered: false` directives, §2.8 rule b)
  */
 export function resolveDirectives(defaults: Directives, http: HttpDirectives, allow: string | undefined, cache: MatcherCache): Directives {
   const out: Directives = { ...defaults };
   for (const { spec, value } of http.values) {
-    if (!isAllowed(allow, spec.query, cache)) continue;
-    (out as Record<string, unknown>)[spec.field] = value;
+    if (spec.filtered && !isAllowed(allow, spec.query, cache)) continue;
+    out[spec.field] = value;
   }
-  // §2.8 rule b: force-trace is never filtered.
-  if (http.forceTrace) out.forceTrace = true;
   return out;
+}
+
+const QUERY = /^[a-z][a-z0-9-]{0,63}$/;
+const HEADER = /^x-[a-z0-9-]{1,64}$/;
+const FIELD = /^[A-Za-z][A-Za-z0-9]{0,63}$/;
+const TYPES: ReadonlySet<string> = new Set(['bool', 'flag', 'string']);
+
+/**
+ * Adds a declaration to the declared directives: an identical one again is a no-op (two plugins
+ * honouring one directive), a malformed one or one reusing a query, header or field differently
+ * is refused.
+ * @param specs the declared directives (mutated)
+ * @throws PluginContractError naming the directive and what is wrong
+ */
+export function declareDirective(specs: DirectiveSpec[], d: DirectiveDeclaration): void {
+  const spec: DirectiveSpec = { query: d.query, header: String(d.header).toLowerCase(), field: d.field, type: d.type, fromRequest: d.fromRequest ?? true, filtered: d.filtered ?? true };
+  if (!QUERY.test(spec.query) || !HEADER.test(spec.header) || !FIELD.test(spec.field) || !TYPES.has(spec.type)) {
+    throw new PluginContractError(`directive ${JSON.stringify(d)}: query must match [a-z][a-z0-9-]*, header x-[a-z0-9-]+, field an identifier, type bool, flag or string`);
+  }
+  const same = (s: DirectiveSpec) => s.query === spec.query && s.header === spec.header && s.field === spec.field && s.type === spec.type && s.fromRequest === spec.fromRequest && s.filtered === spec.filtered;
+  const clash = specs.find((s) => s.query === spec.query || s.header === spec.header || s.field === spec.field);
+  if (!clash) specs.push(spec);
+  else if (!same(clash)) throw new PluginContractError(`directive ${spec.query} (${spec.header}, field ${spec.field}) collides with a declared one: ${clash.query} (${clash.header}, field ${clash.field}, ${clash.type})`);
 }
 
 // The service's key and types are the contract in svc/plugin (plugins declaring directives import them there).
@@ -117,19 +128,8 @@ export function directivesPlugin(): Plugin {
   return {
     name: 'directives',
     apply(proxy: PluginHost) {
-      const specs: DirectiveSpec[] = [...DIRECTIVES];
-      proxy.services.provide(DIRECTIVES_SERVICE, {
-        declare(d) {
-          const header = d.header.toLowerCase();
-          if (!/^[a-z][a-z0-9-]{0,63}$/.test(d.query) || !/^x-[a-z0-9-]{1,64}$/.test(header) || !/^[A-Za-z][A-Za-z0-9]{0,63}$/.test(d.field) || (d.type !== 'bool' && d.type !== 'string')) {
-            throw new PluginContractError(`directive ${JSON.stringify(d)}: query must match [a-z][a-z0-9-]*, header x-[a-z0-9-]+, field an identifier, type bool or string`);
-          }
-          if (specs.some((s) => s.query === d.query || s.header === header || s.field === d.field || d.field === 'forceTrace')) {
-            throw new PluginContractError(`directive ${d.query} (${header}, field ${d.field}) collides with a declared one`);
-          }
-          specs.push({ query: d.query, header, field: d.field, type: d.type, fromRequest: true });
-        },
-      });
+      const specs: DirectiveSpec[] = [];
+      proxy.services.provide(DIRECTIVES_SERVICE, { declare: (d) => declareDirective(specs, d) });
       const perRequest = new WeakMap<HttpRequestInfo, HttpDirectives>();
       const matchers = new MatcherCache(128);
       proxy.hooks.directives.tap({ name: 'directives', stage: DirectiveStage.RESOLVE }, (_d: Directives, ctx: CallContext) => {

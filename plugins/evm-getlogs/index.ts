@@ -13,7 +13,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Counter } from 'prom-client';
-import { type CallContext, type CallHandler, CallStage, chainStateOf, type Network, type Plugin, type PluginHost, type RpcResult } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, chainStateOf, declareDirectives, Directive, directiveDefaultsSchema, type Network, type Plugin, type PluginHost, type RpcResult } from 'svc/plugin';
 import {
   checkGetLogsLimits,
   DEFAULT_MAX_ALLOWED_RANGE,
@@ -75,14 +75,29 @@ const networkEvmSchema = {
 // Plugin
 
 /**
+ * Directive `enforce-getlogs-range` (spec §2.8 #8): reject over-range getLogs before forwarding.
+ * Only `directiveDefaults` sets it: the directives plugin ignores a request's own.
+ */
+export const ENFORCE_GETLOGS_RANGE = new Directive<boolean>({
+  field: 'enforceGetLogsBlockRange',
+  query: 'enforce-getlogs-range',
+  header: 'X-SVC-Enforce-GetLogs-Range',
+  type: 'bool',
+  fromRequest: false,
+  fallback: true,
+  spec: '#8',
+  description: 'reject over-range getLogs before forwarding (default true); only config changes it',
+});
+
+/**
  * Creates the getLogs limits and splitting plugin (name `evm-getlogs`).
  *
  * For `eth_getLogs` and `trace_filter` calls whose param 0 is a filter without `blockHash`
  * (a `blockHash` filter bypasses everything):
  * 1. resolves the range ({@link resolveFilterRange}) and rejects it before forwarding when it
- *    breaks a limit ({@link checkGetLogsLimits}); the range check runs unless
- *    `directives.enforceGetLogsBlockRange === false`, which only `directiveDefaults` can set
- *    (the directives plugin ignores a request's own `enforce-getlogs-range`, spec §2.8 #8);
+ *    breaks a limit ({@link checkGetLogsLimits}); the range check runs unless the
+ *    `enforce-getlogs-range` directive ({@link ENFORCE_GETLOGS_RANGE}, declared here) is false,
+ *    which only `directiveDefaults` can set (a request's own is ignored, spec §2.8 #8);
  * 2. forwards it unchanged;
  * 3. when `getLogsSplitOnError` is on, the range is splittable (no `earliest`/`safe`/`pending`,
  *    no trace_filter `after`/`count` paging) and the answer is a too-large refusal, runs it
@@ -95,8 +110,9 @@ const networkEvmSchema = {
 export function evmGetLogsPlugin(): Plugin {
   return {
     name: 'evm-getlogs',
-    schema: { networkEvm: networkEvmSchema },
+    schema: { networkEvm: networkEvmSchema, directiveDefaults: directiveDefaultsSchema(ENFORCE_GETLOGS_RANGE) },
     apply(proxy: PluginHost) {
+      declareDirectives(proxy, 'evm-getlogs', ENFORCE_GETLOGS_RANGE);
       const splits = new Counter({
         name: 'svc_network_getlogs_splits_total',
         help: 'eth_getLogs/trace_filter requests halved after an upstream refused them as too large',
@@ -111,7 +127,7 @@ export function evmGetLogsPlugin(): Plugin {
           if (!isFilter(filter) || (filter.blockHash !== undefined && filter.blockHash !== null)) return inner(ctx);
           const state = chainStateOf(network);
           const range = resolveFilterRange(method, filter, { latest: state.highestLatest, finalized: state.highestFinalized });
-          const rejected = checkGetLogsLimits(method, filter, range, settings, ctx.directives.enforceGetLogsBlockRange !== false);
+          const rejected = checkGetLogsLimits(method, filter, range, settings, ENFORCE_GETLOGS_RANGE.get(ctx.directives));
           if (rejected) throw rejected;
           try {
             return await inner(ctx);

@@ -142,7 +142,7 @@ export function resolveFilterRange(method: string, filter: LogsFilter, heads: { 
  * @param filter the filter object
  * @param range the resolved range ({@link resolveFilterRange})
  * @param s the network's settings
- * @param enforceRange `directives.enforceGetLogsBlockRange !== false`
+ * @param enforceRange the call's `enforce-getlogs-range` directive (default true)
  * @returns `ErrGetLogsExceededMaxAllowedRange`, `...Addresses`, `...Topics`, or undefined
  */
 export function checkGetLogsLimits(method: string, filter: LogsFilter, range: FilterRange, s: GetLogsSettings, enforceRange: boolean): SvcError | undefined {

@@ -7,7 +7,7 @@
  * (sweep, hedge, retry, consensus) answers about the same block. Directive `skip-interpolation`
  * turns it off per call.
  */
-import { BLOCK_PARAM, type CallContext, type CallHandler, CallStage, chainStateOf, type Network, type NetworkChainState, type Plugin, type PluginHost, toHex } from 'svc/plugin';
+import { BLOCK_PARAM, type CallContext, type CallHandler, CallStage, chainStateOf, declareDirectives, Directive, directiveDefaultsSchema, type Network, type NetworkChainState, type Plugin, type PluginHost, toHex } from 'svc/plugin';
 
 /** The network's known heads an interpolation substitutes; 0 means unknown (never substituted). */
 export interface KnownHeads {
@@ -123,10 +123,22 @@ class LazyHeads implements KnownHeads {
   }
 }
 
+/** Directive `skip-interpolation` (spec §2.8 #5): send block tags as the client wrote them. */
+export const SKIP_INTERPOLATION = new Directive<boolean>({
+  field: 'skipInterpolation',
+  query: 'skip-interpolation',
+  header: 'X-SVC-Skip-Interpolation',
+  type: 'bool',
+  fallback: false,
+  spec: '#5',
+  description: 'stop block-tag to hex substitution (default false)',
+});
+
 /**
- * Creates the block-tag interpolation plugin (name `evm-interpolation`).
+ * Creates the block-tag interpolation plugin (name `evm-interpolation`), which declares the
+ * `skip-interpolation` directive ({@link SKIP_INTERPOLATION}).
  *
- * Per call, when `ctx.directives.skipInterpolation !== true`, replaces `ctx.request` with a copy
+ * Per call, unless the call's `skip-interpolation` is true, replaces `ctx.request` with a copy
  * whose params went through {@link interpolateParams}: `latest` only while the network head is
  * fresh (`isHeadFresh()`: confirmed by a poll or an answer within about two poll intervals or two
  * block times), `finalized` whenever a successful poll produced a finalized block. The client's
@@ -144,11 +156,13 @@ export function evmInterpolationPlugin(opts: EvmInterpolationOptions = {}): Plug
   const skip: ReadonlySet<string> = new Set(opts.skipMethods ?? DEFAULT_SKIP_METHODS);
   return {
     name: 'evm-interpolation',
+    schema: { directiveDefaults: directiveDefaultsSchema(SKIP_INTERPOLATION) },
     apply(proxy: PluginHost) {
+      declareDirectives(proxy, 'evm-interpolation', SKIP_INTERPOLATION);
       proxy.hooks.call.tap({ name: 'evm-interpolation', stage: CallStage.INTERPOLATION }, (inner: CallHandler, network: Network): CallHandler => {
         return (ctx: CallContext) => {
           const method = ctx.request.method;
-          if (ctx.directives.skipInterpolation === true || skip.has(method) || BLOCK_PARAM[method] === undefined) return inner(ctx);
+          if (SKIP_INTERPOLATION.get(ctx.directives) || skip.has(method) || BLOCK_PARAM[method] === undefined) return inner(ctx);
           // Looked up per call (a WeakMap hit), so whichever plugin creates the state first picks its clock.
           const state = chainStateOf(network);
           // `latest` only while the head is fresh; `finalized` whenever a poll produced one (issue #8 item 9).

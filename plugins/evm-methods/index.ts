@@ -8,8 +8,14 @@
  * methods need exactly one candidate upstream after every filter, `use-upstream` included).
  */
 import type { Hex } from 'viem';
-import { type CallContext, type CallHandler, CallStage, ErrEndpointExecutionException, ErrEndpointNonceException, ErrEndpointUnsupported, ErrNotImplemented, ErrUpstreamsExhausted, type Network, type Plugin, type PluginHost, RpcResult, SelectStage, STATEFUL_METHODS, SvcError, toHex, type Upstream } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, declareDirectives, Directive, ErrEndpointExecutionException, ErrEndpointNonceException, ErrEndpointUnsupported, ErrNotImplemented, ErrUpstreamsExhausted, type Network, type Plugin, type PluginHost, RpcResult, SelectStage, STATEFUL_METHODS, SvcError, toHex, type Upstream } from 'svc/plugin';
 export { STATEFUL_METHODS } from 'svc/plugin';
+
+/**
+ * Directive `skip-cache-read` (spec §2.8 #3), declared as the cache plugin declares it (which owns
+ * its `directiveDefaults` key): `true` also bypasses the local `eth_chainId` answer.
+ */
+export const SKIP_CACHE_READ = new Directive<string | undefined>({ field: 'skipCacheRead', query: 'skip-cache-read', header: 'X-SVC-Skip-Cache-Read', type: 'string', fallback: undefined, spec: '#3' });
 
 /** Methods a proxy never forwards by default: they use the node's own keys (eRPC method guard). */
 export const DEFAULT_UNSUPPORTED_METHODS: readonly string[] = ['eth_accounts', 'eth_sign'];
@@ -133,7 +139,7 @@ function foundTransaction(r: RpcResult | undefined, hash: string): boolean {
  *   the same network finds the transaction, else the original error stands. Reverts and every
  *   other error pass through unchanged.
  * @param opts unsupported methods, idempotent broadcast switch
- * @returns a plugin tapping `call` (twice) and `select`; no config keys of its own
+ * @returns a plugin declaring `skip-cache-read` (honoured by its local `eth_chainId` answer), tapping `call` (twice) and `select`; no config keys of its own
  * @throws TypeError when `unsupportedMethods` is not an array of strings
  */
 export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
@@ -144,13 +150,14 @@ export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
   return {
     name: 'evm-methods',
     apply(proxy: PluginHost) {
+      declareDirectives(proxy, 'evm-methods', SKIP_CACHE_READ);
       const hooks = proxy.hooks;
 
       hooks.call.tap({ name: 'evm-methods:local', stage: CallStage.LOCAL_METHODS }, (inner: CallHandler, network: Network): CallHandler => {
         const chainId = toHex(network.chainId);
         return (ctx) => {
           const method = ctx.request.method;
-          if (method === 'eth_chainId' && ctx.directives.skipCacheRead !== 'true') return Promise.resolve(new RpcResult(chainId));
+          if (method === 'eth_chainId' && SKIP_CACHE_READ.get(ctx.directives) !== 'true') return Promise.resolve(new RpcResult(chainId));
           if (unsupported.has(method)) return Promise.reject(new ErrEndpointUnsupported(`method ${method} is not supported: svc holds no accounts or keys`, { details: { method } }));
           return inner(ctx);
         };

@@ -1,5 +1,6 @@
 /**
  * evm-retries plugin (spec §2.8 #1 `retry-empty`, #2 `retry-pending`, §6 `svc_upstream_request_retries_total`).
+ * Declares the `retry-empty` and `retry-pending` directives ({@link RETRY_EMPTY}, {@link RETRY_PENDING}).
  * Taps: `validate` (stage {@link RETRY_VALIDATE_STAGE}: a null/empty answer, or a pending
  * transaction, from a method where that means "this node does not have it yet" becomes a
  * retryable `ErrEndpointMissingData`, so the sweep moves on to the next upstream) and `call`
@@ -7,8 +8,30 @@
  * answer is the call's answer instead of an exhausted error; counts the retries).
  * Both rules are capped per call by `failsafe[].retry.emptyResultMaxAttempts` (default 2).
  */
-import { type AttemptRecord, blockRefOf, type CallContext, type CallHandler, CallStage, chainStateOf, ErrEndpointMissingData, type Network, type Plugin, type PluginHost, type RpcResult, FAILSAFE_ENTRY, SvcError, type Upstream, ValidateStage } from 'svc/plugin';
+import { type AttemptRecord, blockRefOf, type CallContext, type CallHandler, CallStage, chainStateOf, declareDirectives, Directive, directiveDefaultsSchema, ErrEndpointMissingData, type Network, type Plugin, type PluginHost, type RpcResult, FAILSAFE_ENTRY, SvcError, type Upstream, ValidateStage } from 'svc/plugin';
 import { Counter } from 'prom-client';
+
+/** Directive `retry-empty` (spec §2.8 #1): retry null/empty answers on another upstream. */
+export const RETRY_EMPTY = new Directive<boolean>({
+  field: 'retryEmpty',
+  query: 'retry-empty',
+  header: 'X-SVC-Retry-Empty',
+  type: 'bool',
+  fallback: false,
+  spec: '#1',
+  description: 'retry null/empty results on another upstream (default false)',
+});
+
+/** Directive `retry-pending` (spec §2.8 #2): retry pending-transaction lookups on another upstream. */
+export const RETRY_PENDING = new Directive<boolean>({
+  field: 'retryPending',
+  query: 'retry-pending',
+  header: 'X-SVC-Retry-Pending',
+  type: 'bool',
+  fallback: false,
+  spec: '#2',
+  description: 'retry pending-transaction lookups (default false)',
+});
 
 /**
  * Methods whose null/empty answer means "this node does not have it yet" (issue #4 item 7): retried on
@@ -196,12 +219,12 @@ function currentAttempt(ctx: CallContext, u: Upstream): AttemptRecord | undefine
 export function retryReasonOf(ctx: CallContext, r: RpcResult): RetryReason | undefined {
   const d = ctx.directives;
   const method = ctx.request.method;
-  if (d.retryPending === true && PENDING_RETRY_METHODS.has(method) && isPendingTransaction(r.result)) {
+  if (RETRY_PENDING.get(d) && PENDING_RETRY_METHODS.has(method) && isPendingTransaction(r.result)) {
     // A lookup in the `pending` block is pending by definition: retrying cannot change it.
     const ref = blockRefOf(method, ctx.request.params);
     if (!(ref?.kind === 'tag' && ref.tag === 'pending')) return 'pending_tx';
   }
-  if (d.retryEmpty === true && EMPTY_RETRY_METHODS.has(method) && r.isEmpty()) {
+  if (RETRY_EMPTY.get(d) && EMPTY_RETRY_METHODS.has(method) && r.isEmpty()) {
     if (!isTruthfulEmpty(method, ctx.request.params, chainStateOf(ctx.network).highestLatest, maxRetryableBlockDistanceOf(ctx.network))) return 'empty_result';
   }
   return undefined;
@@ -239,18 +262,21 @@ function serveKept(ctx: CallContext, kept: KeptAnswer): RpcResult {
  *   an empty answer but a pending one was rejected earlier, the pending one is served.
  * - Every rejection followed by another upstream attempt counts once in
  *   `svc_upstream_request_retries_total{reason="empty_result"|"pending_tx"}`.
- * @returns a plugin tapping `validate` and `call`; no config keys of its own
+ * @returns a plugin declaring `retry-empty` and `retry-pending` (and their `directiveDefaults`
+ *   keys), tapping `validate` and `call`
  */
 export function evmRetriesPlugin(): Plugin {
   return {
     name: 'evm-retries',
     // Reads the matched failsafe entry's `retry.emptyResultMaxAttempts` (its per-call slot).
     dependsOn: ['failsafe'],
+    schema: { directiveDefaults: directiveDefaultsSchema(RETRY_EMPTY, RETRY_PENDING) },
     apply(proxy: PluginHost) {
+      declareDirectives(proxy, 'evm-retries', RETRY_EMPTY, RETRY_PENDING);
       const counter = upstreamRetriesCounter(proxy);
 
       proxy.hooks.validate.tap({ name: 'evm-retries', stage: RETRY_VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
-        if (ctx.directives.retryEmpty !== true && ctx.directives.retryPending !== true) return undefined;
+        if (!RETRY_EMPTY.get(ctx.directives) && !RETRY_PENDING.get(ctx.directives)) return undefined;
         const reason = retryReasonOf(ctx, r);
         if (!reason) return undefined;
         const st = stateOf(ctx);
@@ -291,7 +317,7 @@ export function evmRetriesPlugin(): Plugin {
           }
         };
         // Calls without either directive pay one property check, no extra promise.
-        return (ctx) => (ctx.directives.retryEmpty === true || ctx.directives.retryPending === true ? guarded(ctx) : inner(ctx));
+        return (ctx) => (RETRY_EMPTY.get(ctx.directives) || RETRY_PENDING.get(ctx.directives) ? guarded(ctx) : inner(ctx));
       });
     },
   };

@@ -16,17 +16,17 @@
  * (the `directives` tap), `availability.ts` (the `select` tap and the far-future `null`),
  * `tip.ts` (tip helpers and the `validate`/`call` taps of tip enforcement); this file wires them.
  */
-import type { Plugin, PluginHost } from 'svc/plugin';
+import { declareDirectives, type Plugin, type PluginHost } from 'svc/plugin';
 import { tapBlockAvailability, tapFarFutureBlocks } from './availability.ts';
 import { tapFinality } from './finality.ts';
 import { MAX_POLL_TIMEOUT_MS } from './poller.ts';
-import { evmStateSchema } from './schema.ts';
+import { ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS, evmStateSchema } from './schema.ts';
 import { tapHeadTracking } from './state.ts';
 import { tapTipEnforcement } from './tip.ts';
 
 export { MAX_METHOD_FAILURES, MAX_POLL_TIMEOUT_MS, NOT_SYNCING_POLLS, UpstreamPoller } from './poller.ts';
 export type { PollerSettings, PollerSink, PollReport } from './poller.ts';
-export { DEFAULT_FALLBACK_FINALITY_DEPTH, DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE, DEFAULT_STATE_POLLER_INTERVAL_MS, evmStateSchema, networkEvmSettings, pollerSettingsOf } from './schema.ts';
+export { DEFAULT_FALLBACK_FINALITY_DEPTH, DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE, DEFAULT_STATE_POLLER_INTERVAL_MS, ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS, evmStateSchema, networkEvmSettings, pollerSettingsOf } from './schema.ts';
 export type { NetworkEvmSettings } from './schema.ts';
 export { EvmStatePlugin, evmStateOf, pollNow, statePollerOf } from './state.ts';
 export {
@@ -51,8 +51,8 @@ export interface EvmStatePluginOptions {
 
 /**
  * Creates the evm-state plugin (name `evm-state`): state pollers, finality classification,
- * tip enforcement (`enforce-highest-block`, `enforce-non-null-tagged-blocks`) and block
- * availability.
+ * tip enforcement (the `enforce-highest-block` and `enforce-non-null-tagged-blocks` directives,
+ * which it declares) and block availability.
  * @param opts poll timeout cap
  * @returns a plugin owning `upstreams[].evm.statePollerInterval`, `networks[].evm.fallbackFinalityDepth` and `networks[].evm.maxRetryableBlockDistance`
  * @throws RangeError when `maxPollTimeoutMs` is not a positive number
@@ -66,6 +66,7 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
     dependsOn: ['selection'],
     schema: evmStateSchema,
     apply(proxy: PluginHost) {
+      declareDirectives(proxy, 'evm-state', ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS);
       // In this order: tapable runs same-stage taps of one hook in registration order.
       const heads = tapHeadTracking(proxy, maxPollTimeoutMs);
       tapFinality(proxy);

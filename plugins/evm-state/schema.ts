@@ -5,7 +5,7 @@
  * for one network or one upstream's poller. No hooks here.
  */
 import { Type } from '@sinclair/typebox';
-import { Duration, type Network, type SchemaFragment, type Upstream } from 'svc/plugin';
+import { Directive, directiveDefaultsSchema, Duration, type Network, type SchemaFragment, type Upstream } from 'svc/plugin';
 import { MAX_POLL_TIMEOUT_MS, type PollerSettings } from './poller.ts';
 
 /** Default `upstreams[].evm.statePollerInterval`, ms. */
@@ -15,12 +15,36 @@ export const DEFAULT_FALLBACK_FINALITY_DEPTH = 1024;
 /** Default `networks[].evm.maxRetryableBlockDistance`, blocks. */
 export const DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE = 128;
 
+/** Directive `enforce-highest-block` (spec §2.8 #7): re-route tagged block answers behind the known head. */
+export const ENFORCE_HIGHEST_BLOCK = new Directive<boolean>({
+  field: 'enforceHighestBlock',
+  query: 'enforce-highest-block',
+  header: 'X-SVC-Enforce-Highest-Block',
+  type: 'bool',
+  fallback: true,
+  spec: '#7',
+  description: 're-route tagged block answers behind the known head (default true)',
+});
+
+/** Directive `enforce-non-null-tagged-blocks` (spec §2.8 #9): a null tagged block is an error. */
+export const ENFORCE_NON_NULL_TAGGED_BLOCKS = new Directive<boolean>({
+  field: 'enforceNonNullTaggedBlocks',
+  query: 'enforce-non-null-tagged-blocks',
+  header: 'X-SVC-Enforce-Non-Null-Tagged-Blocks',
+  type: 'bool',
+  fallback: true,
+  spec: '#9',
+  description: 'a null tagged block is an error (default true)',
+});
+
 /**
  * The config keys this plugin owns: `upstreams[].evm.statePollerInterval` (also under
  * `upstreamDefaults.evm`) and `networks[].evm.fallbackFinalityDepth` /
- * `networks[].evm.maxRetryableBlockDistance` (also under `networkDefaults.evm`).
+ * `networks[].evm.maxRetryableBlockDistance` (also under `networkDefaults.evm`), and the
+ * `directiveDefaults` of its two directives.
  */
 export const evmStateSchema: SchemaFragment = {
+  directiveDefaults: directiveDefaultsSchema(ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS),
   upstreamEvm: {
     statePollerInterval: Duration({
       default: '30s',

@@ -9,6 +9,7 @@
  */
 import { Counter } from 'prom-client';
 import { type AttemptRecord, type CallContext, type CallHandler, CallStage, chainStateOf, ErrEndpointMissingData, type NetworkChainState, parseBlockNumber, type PluginHost, refOf, type RpcResult, type SvcError, toHex, type Upstream, type UpstreamChainState, ValidateStage } from 'svc/plugin';
+import { ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS } from './schema.ts';
 import type { HeadTracker } from './state.ts';
 
 /**
@@ -184,7 +185,7 @@ export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
   hooks.validate.tap({ name: 'evm-state:non-null', stage: NULL_TAG_VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
     if (ctx.internal || r.fromCache || ctx.request.method !== 'eth_getBlockByNumber') return undefined;
     if (r.result !== null && r.result !== undefined) return undefined;
-    if (ctx.directives.enforceNonNullTaggedBlocks === false) return undefined;
+    if (!ENFORCE_NON_NULL_TAGGED_BLOCKS.get(ctx.directives)) return undefined;
     const tag = (ctx.state.get(TAG) as string | undefined) ?? blockTagOf(ctx.request.params);
     if (tag === undefined) return undefined;
     return new ErrUpstreamNullTaggedBlock(`upstream ${u.id} answered null for eth_getBlockByNumber(${tag})`, { details: { upstream: u.id, tag } });
@@ -200,7 +201,7 @@ export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
       const n = parseBlockNumber(r.result);
       if (n === undefined) return undefined;
       observeLatest(ctx.network, u, n);
-      if (ctx.directives.enforceHighestBlock === false) return undefined;
+      if (!ENFORCE_HIGHEST_BLOCK.get(ctx.directives)) return undefined;
       return behind(ctx, u, r, n, chainStateOf(ctx.network).highestLatest, 'eth_blockNumber');
     }
     if (MINED_LOOKUPS.has(method)) {
@@ -218,7 +219,7 @@ export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
     const st = chainStateOf(ctx.network);
     if (tag === 'latest') observeLatest(ctx.network, u, n);
     else st.observeFinalized(u, n);
-    if (ctx.directives.enforceHighestBlock === false) return undefined;
+    if (!ENFORCE_HIGHEST_BLOCK.get(ctx.directives)) return undefined;
     return tag === 'latest' ? behind(ctx, u, r, n, st.highestLatest, 'latest block') : behind(ctx, u, r, n, st.highestFinalized, 'finalized block');
   });
 
@@ -237,7 +238,7 @@ export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
       if (tag === undefined) return inner(ctx);
       ctx.state.set(TAG, tag);
     }
-    const enforce = ctx.directives.enforceHighestBlock !== false;
+    const enforce = ENFORCE_HIGHEST_BLOCK.get(ctx.directives);
     let r: RpcResult;
     try {
       r = await inner(ctx);

@@ -6,7 +6,7 @@
  * - `directives` at `DirectiveStage.INTEGRITY`: resolves the call's level from the `integrity`
  *   directive, `networks[].integrity.headerMode` and `profiles` ({@link resolveLevel}); keeps it in
  *   the call slot {@link LEVEL} and the record slot {@link RECORD_LEVEL}; a call with a level other
- *   than `off` skips cache reads (`skipCacheRead: 'true'`: a cache entry's provenance is unknown;
+ *   than `off` skips cache reads (`skip-cache-read: true`: a cache entry's provenance is unknown;
  *   a checked answer is still written back).
  * - `upstream` at `UpstreamStage.INTEGRITY` (outermost per upstream): runs the checks on the
  *   upstream's answer. A call at `off`, an internal call, or a method outside
@@ -31,7 +31,7 @@
  * viem and @ethereumjs/mpt are loaded on the first checked answer only.
  */
 import { Counter } from 'prom-client';
-import { type CallContext, type Directives, DirectiveStage, ErrEndpointContentValidation, type ExecutionRecord, type HeaderSink, markProvenance, type Network, type Plugin, type PluginHost, type RpcResult, FAILSAFE_ENTRY, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { type CallContext, declareDirectives, Directive, directiveDefaultsSchema, type Directives, DirectiveStage, ErrEndpointContentValidation, type ExecutionRecord, type HeaderSink, markProvenance, type Network, type Plugin, type PluginHost, type RpcResult, FAILSAFE_ENTRY, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { checkIntrinsic, CHECKED_METHODS, isEmptyAnswer } from './checks/index.ts';
 import { authoritative, corroborate, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 import { CheckFailure } from './hex.ts';
@@ -71,13 +71,27 @@ const CONFIRM_METHOD = 'eth_getBlockByNumber';
 
 type RetriesLabel = 'project' | 'network' | 'category' | 'reason';
 
+/** Directive `integrity` (spec §2.8 #10): the level, or a profile name, a call's answers are checked at. */
+export const INTEGRITY = new Directive<string | undefined>({
+  field: 'integrity',
+  query: 'integrity',
+  header: 'X-SVC-Integrity',
+  type: 'string',
+  fallback: undefined,
+  spec: '#10',
+  description: 'integrity level or profile name',
+});
+
+/** Directive `skip-cache-read` (spec §2.8 #3), declared as the cache plugin declares it: a checked call sets it to `true`. */
+const SKIP_CACHE_READ = new Directive<string | undefined>({ field: 'skipCacheRead', query: 'skip-cache-read', header: 'X-SVC-Skip-Cache-Read', type: 'string', fallback: undefined, spec: '#3' });
+
 /**
  * The configured integrity default of a call: the network's `directiveDefaults.integrity`, else the
  * matched failsafe entry's (what `headerMode: deny` applies).
  * @param ctx the call
  */
 export function configuredLevelValue(ctx: CallContext): string | undefined {
-  const own = ctx.network.config.directiveDefaults.integrity;
+  const own = INTEGRITY.get(ctx.network.config.directiveDefaults);
   if (typeof own === 'string' && own.trim() !== '') return own;
   const fromEntry = FAILSAFE_ENTRY.get(ctx)?.directiveDefaults?.integrity;
   return typeof fromEntry === 'string' ? fromEntry : undefined;
@@ -102,8 +116,9 @@ export function integrityPlugin(): Plugin {
   return {
     name: 'integrity',
     version: '0.1.0',
-    schema: { network: { integrity: IntegritySchema } },
+    schema: { network: { integrity: IntegritySchema }, directiveDefaults: directiveDefaultsSchema(INTEGRITY) },
     apply(host: PluginHost) {
+      declareDirectives(host, 'integrity', INTEGRITY, SKIP_CACHE_READ);
       const settings = new WeakMap<Network, NetworkIntegrity>();
       let counter: Counter<RetriesLabel> | undefined;
       let headersOff = false;
@@ -141,18 +156,20 @@ export function integrityPlugin(): Plugin {
         if (memo !== undefined) return memo;
         const d = ctx.directives;
         const configured = configuredLevelValue(ctx);
-        if (d.integrity === undefined && configured === undefined) return 'off';
-        const r = resolveLevel(d.integrity, configured, settingsOf(ctx.network), ctx.request.method);
+        const requested = INTEGRITY.get(d);
+        if (requested === undefined && configured === undefined) return 'off';
+        const r = resolveLevel(requested, configured, settingsOf(ctx.network), ctx.request.method);
         LEVEL.set(ctx, r.level);
         return r.level;
       };
 
       host.hooks.directives.tap({ name: 'integrity', stage: DirectiveStage.INTEGRITY }, (d: Directives, ctx: CallContext) => {
         const configured = configuredLevelValue(ctx);
-        if (d.integrity === undefined && configured === undefined) return d;
+        const requested = INTEGRITY.get(d);
+        if (requested === undefined && configured === undefined) return d;
         // A value equal to config's (the network's default, or its matched failsafe entry's) is not the request's to refuse.
-        if (d.integrity !== configured && d.integrity !== ctx.network.config.directiveDefaults.integrity) refuseUnknownLevel(d.integrity, settingsOf(ctx.network), ctx.network.id);
-        const r = resolveLevel(d.integrity, configured, settingsOf(ctx.network), ctx.request.method);
+        if (requested !== configured && requested !== INTEGRITY.get(ctx.network.config.directiveDefaults)) refuseUnknownLevel(requested, settingsOf(ctx.network), ctx.network.id);
+        const r = resolveLevel(requested, configured, settingsOf(ctx.network), ctx.request.method);
         LEVEL.set(ctx, r.level);
         if (r.shown) RECORD_LEVEL.set(ctx.record, r.level);
         // A level other than the network's changes how the answer is obtained: the cache and
@@ -161,7 +178,7 @@ export function integrityPlugin(): Plugin {
         // Start loading viem while the upstream is asked, so the first checked answer does not wait for it.
         if (r.level !== 'off') loadLibs().catch(() => undefined);
         // A cache entry's provenance is unknown: a checked call always asks an upstream ('true' skips every tier, spec §2.8 #3).
-        if (r.level !== 'off' && d.skipCacheRead !== 'true') return { ...d, skipCacheRead: 'true' };
+        if (r.level !== 'off' && SKIP_CACHE_READ.get(d) !== 'true') return { ...d, [SKIP_CACHE_READ.field]: 'true' };
         return d;
       });
 

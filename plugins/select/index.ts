@@ -7,7 +7,7 @@
  * `callDone` — a pinned call answered by an upstream behind the network's head records the lag
  * (slot `select.upstreamLag`), which the headers plugin writes as `X-SVC-Upstream-Lag`.
  */
-import { type AttemptRecord, type CallContext, ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted, type Matcher, MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Plugin, type PluginHost, SelectStage, type Upstream, UPSTREAM_LAG, CACHE_OUTCOME } from 'svc/plugin'; // UPSTREAM_LAG: blocks a pinned call's upstream was behind the head (X-SVC-Upstream-Lag)
+import { type AttemptRecord, type CallContext, declareDirectives, Directive, directiveDefaultsSchema, type Directives, DirectiveStage, ErrInvalidRequest, markProvenance, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted, type Matcher, MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Plugin, type PluginHost, SelectStage, type Upstream, UPSTREAM_LAG, CACHE_OUTCOME } from 'svc/plugin'; // UPSTREAM_LAG: blocks a pinned call's upstream was behind the head (X-SVC-Upstream-Lag)
 import { DEFAULT_DENIED_METHODS, MethodGuard, methodGuardSchema } from './method-guard.ts';
 
 export { compileDenyList, DEFAULT_DENIED_METHODS, explicitAllowOf, MethodGuard } from './method-guard.ts';
@@ -45,6 +45,17 @@ export function upstreamLagOf(proxy: Pick<PluginHost, 'chainState'>, ctx: Pick<C
   return lag > 0 ? lag : 0;
 }
 
+/** Directive `use-upstream` (spec §2.8 #4): only the upstreams a selector names serve the call. */
+export const USE_UPSTREAM = new Directive<string | undefined>({
+  field: 'useUpstream',
+  query: 'use-upstream',
+  header: 'X-SVC-Use-Upstream',
+  type: 'string',
+  fallback: undefined,
+  spec: '#4',
+  description: 'upstream selector: ids, `<key>:<value>` tags, `*`, `|`, leading `!`',
+});
+
 /**
  * Creates the select plugin.
  *
@@ -63,9 +74,17 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
   const guard = new MethodGuard(opts.deniedMethods ?? DEFAULT_DENIED_METHODS);
   return {
     name: 'select',
-    schema: methodGuardSchema,
+    schema: { ...methodGuardSchema, directiveDefaults: directiveDefaultsSchema(USE_UPSTREAM) },
     apply(proxy: PluginHost) {
+      declareDirectives(proxy, 'select', USE_UPSTREAM);
       const matchers = new MatcherCache(256);
+      // A pinned call's answer comes from the upstreams it names (possibly lagging or lying), not
+      // the network's rules: the cache and multiplexing keep it apart (spec §2.8).
+      proxy.hooks.directives.tap({ name: 'select', stage: DirectiveStage.PROVENANCE }, (d: Directives, ctx: CallContext) => {
+        const pin = USE_UPSTREAM.get(d);
+        if (pin !== undefined && pin !== '' && pin !== USE_UPSTREAM.get(ctx.network.config.directiveDefaults)) markProvenance(ctx, 'use-upstream', pin);
+        return d;
+      });
       proxy.hooks.select.tap({ name: 'select:methods', stage: SelectStage.METHODS }, (ups: Upstream[], ctx: CallContext) => {
         const method = ctx.request.method;
         // Node administration methods: only where the network or an upstream allows them, never dialled otherwise.
@@ -92,7 +111,7 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
         if (u.ignoreMethod(a.method)) proxy.logger.info({ project: a.projectId, upstream: u.id, method: a.method }, `upstream ${u.id} does not support ${a.method}: ignored from now on`);
       });
       proxy.hooks.select.tap({ name: 'select:use-upstream', stage: SelectStage.USE_UPSTREAM }, (ups: Upstream[], ctx: CallContext) => {
-        const sel = ctx.directives.useUpstream;
+        const sel = USE_UPSTREAM.get(ctx.directives);
         if (sel === undefined || sel.trim() === '') return ups;
         // A client's selector is compiled and matched: bounded like every client input (issue #8 item 3).
         if (sel.length > MAX_CLIENT_PATTERN_LENGTH) throw new ErrInvalidRequest(`use-upstream selector longer than ${MAX_CLIENT_PATTERN_LENGTH} characters`);
@@ -102,7 +121,7 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
       });
       // A pinned call cannot be re-routed to a fresher upstream: say how far behind its answer was.
       proxy.hooks.callDone.tap('select:pinned-lag', (ctx: CallContext) => {
-        const sel = ctx.directives.useUpstream;
+        const sel = USE_UPSTREAM.get(ctx.directives);
         if (ctx.internal || sel === undefined || sel.trim() === '') return;
         const id = ctx.record.upstream;
         if (id === undefined || CACHE_OUTCOME.get(ctx.record) === 'HIT') return;

@@ -17,7 +17,7 @@
  */
 import type { Span } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { asSvcError, type CallHandler, CallStage, type ExecutionRecord, type HttpRequestInfo, type Plugin, type PluginHost, type RpcResult, CACHE_OUTCOME, serviceKey, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { asSvcError, type CallHandler, CallStage, declareDirectives, Directive, type ExecutionRecord, type HttpRequestInfo, type Plugin, type PluginHost, type RpcResult, CACHE_OUTCOME, serviceKey, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { FORCE_TRACE_ATTRIBUTE, loadTracingSdk, type TracingSdk } from './sdk.ts';
 import { tracingConfigOf, tracingSchema, type TracingConfig } from './schema.ts';
 
@@ -40,6 +40,13 @@ export interface TracingPluginOptions {
 }
 
 /**
+ * Directive `force-trace` (`X-SVC-Force-Trace` / `?force-trace`): the call is traced whatever the
+ * sampling; `true`, `1` or `yes`; never filtered by `allowClientDirectives` (spec §2.8 rule b) and
+ * not a `directiveDefaults` key.
+ */
+export const FORCE_TRACE = new Directive<boolean>({ field: 'forceTrace', query: 'force-trace', header: 'X-SVC-Force-Trace', type: 'flag', filtered: false, fallback: false, defaultsSchema: false });
+
+/**
  * Creates the tracing plugin (name `tracing`).
  * @returns a plugin owning the top-level `tracing` key
  */
@@ -48,6 +55,7 @@ export function tracingPlugin(opts: TracingPluginOptions = {}): Plugin {
     name: 'tracing',
     schema: tracingSchema,
     apply(host: PluginHost) {
+      declareDirectives(host, 'tracing', FORCE_TRACE);
       let config: TracingConfig | undefined;
       let sdk: TracingSdk | undefined;
       let loading: Promise<void> | undefined;
@@ -88,7 +96,7 @@ export function tracingPlugin(opts: TracingPluginOptions = {}): Plugin {
         return async (ctx) => {
           const s = sdk;
           if (!s || ctx.internal) return inner(ctx);
-          const parent = requestSpan(s, ctx.http, ctx.directives.forceTrace === true, ctx.project.id);
+          const parent = requestSpan(s, ctx.http, FORCE_TRACE.get(ctx.directives), ctx.project.id);
           const span = s.tracer.startSpan(
             ctx.request.method,
             { attributes: { 'rpc.system': 'jsonrpc', 'rpc.method': ctx.request.method, 'svc.project': ctx.project.id, 'svc.network': ctx.network.id } },

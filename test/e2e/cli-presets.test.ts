@@ -185,7 +185,7 @@ describe('e2e: presets as packages through the svc command', function () {
       const byName = new Map(line.plugins.map((p) => [p.name, p]));
       expect(byName.get('acme-pricing')).to.deep.equal({ name: 'acme-pricing', version: '1.2.3', config: ['server.acmePricing'] });
       expect(byName.get('cost')).to.deep.equal({ name: 'cost', version: VERSION, config: ['server.costHeaders'] });
-      expect(byName.get('select')).to.deep.equal({ name: 'select', version: VERSION, config: ['projects[].networks[].allowMethods'] });
+      expect(byName.get('select')).to.deep.equal({ name: 'select', version: VERSION, config: ['projects[].networks[].allowMethods', 'projects[].networks[].directiveDefaults.useUpstream'] });
       expect(line.plugins.every((p) => p.version !== null), 'every built-in plugin has a version').to.equal(true);
       expect(line.plugins.at(-1)?.name).to.equal('acme-pricing');
 

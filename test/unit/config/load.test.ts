@@ -14,6 +14,8 @@ import { Type } from '@sinclair/typebox';
 import { ConfigError, defineConfig, loadConfigObject, parseDuration, parseSize, readConfigFile, validateConfig } from '../../../core/config/load.ts';
 import { Duration, Size, buildConfigSchema, type SchemaFragment } from '../../../core/config/schema.ts';
 import type { SvcConfigInput } from '../../../core/config/types.ts';
+import { SKIP_CACHE_READ } from '../../../plugins/cache/index.ts';
+import { defaultPreset } from '../../../presets/default.ts';
 
 const LOAD_TS = resolve(dirname(fileURLToPath(import.meta.url)), '../../../core/config/load.ts');
 
@@ -41,6 +43,10 @@ async function configErrorAsync(fn: () => Promise<unknown>): Promise<ConfigError
 const load = (raw: unknown, env: NodeJS.ProcessEnv = {}, fragments: SchemaFragment[] = []) => loadConfigObject(raw, { env, fragments }).config;
 
 const net = (chainId: number, extra: Record<string, unknown> = {}) => ({ architecture: 'evm' as const, evm: { chainId }, ...extra });
+
+/** The default preset's fragments: the `directiveDefaults` keys are the declaring plugins' (the core names no directive). */
+const PRESET = defaultPreset().flatMap((p) => (p.schema ? [p.schema as SchemaFragment] : []));
+const loadWithPlugins = (raw: unknown) => load(raw, {}, PRESET);
 
 describe('config/load', () => {
   let dir: string;
@@ -325,7 +331,7 @@ describe('config/load', () => {
 
   describe('networkDefaults / upstreamDefaults', () => {
     it('objects merge recursively (jsonRpc.headers, directiveDefaults)', () => {
-      const cfg = load({
+      const cfg = loadWithPlugins({
         projects: [
           {
             id: 'p',
@@ -350,7 +356,7 @@ describe('config/load', () => {
     });
 
     it('a scalar on the entry replaces the default (vendorName, explicit false over true)', () => {
-      const cfg = load({
+      const cfg = loadWithPlugins({
         projects: [
           {
             id: 'p',
@@ -395,17 +401,17 @@ describe('config/load', () => {
     });
 
     it('raw networkDefaults / upstreamDefaults are kept on the project', () => {
-      const cfg = load({ projects: [{ id: 'p', networkDefaults: { directiveDefaults: { retryEmpty: true } }, upstreamDefaults: { vendorName: 'x' } }] });
+      const cfg = loadWithPlugins({ projects: [{ id: 'p', networkDefaults: { directiveDefaults: { retryEmpty: true } }, upstreamDefaults: { vendorName: 'x' } }] });
       expect(cfg.projects[0]!.networkDefaults).to.deep.equal({ directiveDefaults: { retryEmpty: true } });
       expect(cfg.projects[0]!.upstreamDefaults).to.deep.equal({ vendorName: 'x' });
     });
   });
 
-  describe('tri-state directiveDefaults', () => {
+  describe('tri-state directiveDefaults (keys of the default preset\'s plugins)', () => {
     const BOOLS = ['retryEmpty', 'retryPending', 'skipInterpolation', 'skipConsensus', 'enforceHighestBlock', 'enforceGetLogsBlockRange', 'enforceNonNullTaggedBlocks'] as const;
 
     it('stay unset when not given', () => {
-      const cfg = load({ projects: [{ id: 'p', networks: [net(1), net(2, { directiveDefaults: {} })] }] });
+      const cfg = loadWithPlugins({ projects: [{ id: 'p', networks: [net(1), net(2, { directiveDefaults: {} })] }] });
       for (const n of cfg.projects[0]!.networks) {
         expect(n.directiveDefaults).to.deep.equal({});
         for (const k of BOOLS) expect(n.directiveDefaults, k).to.not.have.property(k);
@@ -414,19 +420,20 @@ describe('config/load', () => {
 
     it('explicit false and explicit true are kept', () => {
       const dd = Object.fromEntries(BOOLS.map((k, i) => [k, i % 2 === 0]));
-      const n = load({ projects: [{ id: 'p', networks: [net(1, { directiveDefaults: dd })] }] }).projects[0]!.networks[0]!;
+      const n = loadWithPlugins({ projects: [{ id: 'p', networks: [net(1, { directiveDefaults: dd })] }] }).projects[0]!.networks[0]!;
       expect(n.directiveDefaults).to.deep.equal(dd);
     });
 
-    it('YAML booleans for skipCacheRead become strings', async () => {
+    it('YAML booleans for skipCacheRead become strings (validation coerces them), and read so through its directive', async () => {
       const f = join(dir, 'dd.yaml');
       writeFileSync(f, 'projects:\n  - id: p\n    networks:\n      - architecture: evm\n        evm: { chainId: 1 }\n        directiveDefaults:\n          skipCacheRead: true\n          useUpstream: "alchemy-*"\n');
-      const n = load(await readConfigFile(f)).projects[0]!.networks[0]!;
+      const n = loadWithPlugins(await readConfigFile(f)).projects[0]!.networks[0]!;
       expect(n.directiveDefaults).to.deep.equal({ skipCacheRead: 'true', useUpstream: 'alchemy-*' });
+      expect(SKIP_CACHE_READ.get(n.directiveDefaults)).to.equal('true');
     });
 
     it('a non-boolean value is an error naming the path', () => {
-      const e = configError(() => load({ projects: [{ id: 'p', networks: [net(1, { directiveDefaults: { retryEmpty: 'sometimes' } })] }] }));
+      const e = configError(() => loadWithPlugins({ projects: [{ id: 'p', networks: [net(1, { directiveDefaults: { retryEmpty: 'sometimes' } })] }] }));
       expect(e.problems.map((p) => p.path)).to.include('projects[0].networks[0].directiveDefaults.retryEmpty');
     });
   });

@@ -1,20 +1,67 @@
+/**
+ * The directives plugin (spec §2.8): it knows no directive itself; the plugins of the default
+ * preset declare the ten of the table (and `force-trace`), each the ones it honours. Parsing,
+ * precedence (config < header < query), `allowClientDirectives` and the declaration rules.
+ */
 import { expect } from 'chai';
 import type { HttpRequestInfo } from '../../../core/context.ts';
+import { createLogger } from '../../../core/logger.ts';
+import { createProxy } from '../../../core/proxy.ts';
+import { DIRECTIVES_SERVICE, type DirectiveDeclaration, type Plugin, PluginContractError } from '../../../core/plugin-api.ts';
 import { MatcherCache } from '../../../lib/matcher.ts';
-import { DIRECTIVES, isAllowed, parseDirectiveBool, parseForceTrace, readHttpDirectives, resolveDirectives } from '../../../plugins/directives/index.ts';
+import { declareDirective, type DirectiveSpec, isAllowed, parseDirectiveBool, parseDirectiveFlag, readHttpDirectives, resolveDirectives } from '../../../plugins/directives/index.ts';
+import { defaultPreset } from '../../../presets/default.ts';
 
 function http(headers: Record<string, string>, query: Record<string, string> = {}): HttpRequestInfo {
   return { headers, query, remoteAddress: '127.0.0.1', clientAddress: '127.0.0.1', host: 'localhost', path: '/' };
 }
 const cache = new MatcherCache();
 
+/** Every directive the default preset's plugins declare, by declaring plugin (a recording directives service in place of the plugin). */
+function declaredByDefaultPreset(): { plugin: string; d: DirectiveDeclaration }[] {
+  const seen: { plugin: string; d: DirectiveDeclaration }[] = [];
+  let current = '';
+  const recorder: Plugin = { name: 'directives', apply: (h) => h.services.provide(DIRECTIVES_SERVICE, { declare: (d) => void seen.push({ plugin: current, d }) }) };
+  const plugins = [recorder, ...defaultPreset().filter((p) => p.name !== 'directives')].map((p): Plugin => ({ ...p, apply: (h) => ((current = p.name), p.apply(h)) }));
+  createProxy({ config: {}, plugins, logger: createLogger('silent') });
+  return seen;
+}
+
+/** The specs as the default preset declares them (what the plugin parses). */
+function defaultSpecs(): DirectiveSpec[] {
+  const specs: DirectiveSpec[] = [];
+  for (const { d } of declaredByDefaultPreset()) declareDirective(specs, d);
+  return specs;
+}
+
 describe('directives plugin (spec §2.8)', () => {
-  it('has the ten directives of the table, with their header and query names', () => {
-    expect(DIRECTIVES.map((d) => d.query)).to.deep.equal([
-      'retry-empty', 'retry-pending', 'skip-cache-read', 'use-upstream', 'skip-interpolation', 'skip-consensus',
-      'enforce-highest-block', 'enforce-getlogs-range', 'enforce-non-null-tagged-blocks', 'integrity',
-    ]);
-    expect(DIRECTIVES.every((d) => d.header === `x-svc-${d.query}`)).to.equal(true);
+  let specs: DirectiveSpec[];
+  before(() => {
+    specs = defaultSpecs();
+  });
+
+  it('the ten directives of the table (and force-trace) are declared by the plugins that honour them, with their header and query names', () => {
+    const declared = declaredByDefaultPreset();
+    expect(declared.map(({ plugin, d }) => `${d.query}:${plugin}`).sort()).to.deep.equal(
+      [
+        'retry-empty:evm-retries', 'retry-pending:evm-retries', 'skip-cache-read:cache', 'skip-cache-read:evm-methods', 'skip-cache-read:integrity',
+        'use-upstream:select', 'skip-interpolation:evm-interpolation', 'skip-consensus:consensus', 'enforce-highest-block:evm-state',
+        'enforce-getlogs-range:evm-getlogs', 'enforce-non-null-tagged-blocks:evm-state', 'integrity:integrity', 'force-trace:tracing',
+      ].sort(),
+    );
+    expect(declared.every(({ d }) => d.header.toLowerCase() === `x-svc-${d.query}`)).to.equal(true);
+    expect(defaultSpecs()).to.have.length(11);
+  });
+
+  it('a second plugin may declare a directive again identically; a different declaration of a name, or a malformed one, is refused', () => {
+    const specs: DirectiveSpec[] = [];
+    const d: DirectiveDeclaration = { query: 'skip-cache-read', header: 'X-SVC-Skip-Cache-Read', field: 'skipCacheRead', type: 'string' };
+    declareDirective(specs, d);
+    declareDirective(specs, { ...d, header: 'x-svc-skip-cache-read', fromRequest: true, filtered: true });
+    expect(specs).to.have.length(1);
+    expect(() => declareDirective(specs, { ...d, type: 'bool' })).to.throw(PluginContractError, /collides with a declared one: skip-cache-read/);
+    expect(() => declareDirective(specs, { ...d, query: 'other' })).to.throw(PluginContractError, /collides/);
+    expect(() => declareDirective(specs, { ...d, query: 'x', header: 'x-x', field: 'f', type: 'number' as never })).to.throw(PluginContractError, /type bool, flag or string/);
   });
 
   it('booleans: only `true` (any case, whitespace stripped) is truthy; 1 and yes are false', () => {
@@ -25,37 +72,38 @@ describe('directives plugin (spec §2.8)', () => {
     expect(parseDirectiveBool('false')).to.equal(false);
   });
 
-  it('force-trace accepts true, 1 and yes', () => {
-    for (const v of ['true', '1', 'yes', 'YES']) expect(parseForceTrace(v)).to.equal(true);
-    expect(parseForceTrace('no')).to.equal(false);
-    expect(parseForceTrace(undefined)).to.equal(false);
+  it('force-trace (a flag) accepts true, 1 and yes', () => {
+    for (const v of ['true', '1', 'yes', 'YES']) expect(parseDirectiveFlag(v)).to.equal(true);
+    expect(parseDirectiveFlag('no')).to.equal(false);
+    expect(parseDirectiveFlag(undefined)).to.equal(false);
+    expect(resolveDirectives({}, readHttpDirectives(http({ 'x-svc-force-trace': 'yes' }), defaultSpecs()), undefined, cache).forceTrace).to.equal(true);
   });
 
   it('precedence: directiveDefaults < header < query', () => {
-    const d = resolveDirectives({ retryEmpty: false, useUpstream: 'cfg' }, readHttpDirectives(http({ 'x-svc-retry-empty': 'true', 'x-svc-use-upstream': 'hdr' }, { 'use-upstream': 'qry' })), undefined, cache);
+    const d = resolveDirectives({ retryEmpty: false, useUpstream: 'cfg' }, readHttpDirectives(http({ 'x-svc-retry-empty': 'true', 'x-svc-use-upstream': 'hdr' }, { 'use-upstream': 'qry' }), specs), undefined, cache);
     expect(d.retryEmpty).to.equal(true);
     expect(d.useUpstream).to.equal('qry');
   });
 
   it('a header value is not trimmed; a query value is', () => {
-    const h = resolveDirectives({}, readHttpDirectives(http({ 'x-svc-use-upstream': ' a ' })), undefined, cache);
+    const h = resolveDirectives({}, readHttpDirectives(http({ 'x-svc-use-upstream': ' a ' }), specs), undefined, cache);
     expect(h.useUpstream).to.equal(' a ');
-    const q = resolveDirectives({}, readHttpDirectives(http({}, { 'skip-cache-read': ' mem* ' })), undefined, cache);
+    const q = resolveDirectives({}, readHttpDirectives(http({}, { 'skip-cache-read': ' mem* ' }), specs), undefined, cache);
     expect(q.skipCacheRead).to.equal('mem*');
   });
 
   it('explicit false from a request overrides a config default of true (tri-state)', () => {
-    const d = resolveDirectives({ skipConsensus: true }, readHttpDirectives(http({ 'x-svc-skip-consensus': 'false' })), undefined, cache);
+    const d = resolveDirectives({ skipConsensus: true }, readHttpDirectives(http({ 'x-svc-skip-consensus': 'false' }), specs), undefined, cache);
     expect(d.skipConsensus).to.equal(false);
   });
 
   it('unset config booleans stay unset', () => {
-    const d = resolveDirectives({}, readHttpDirectives(http({})), undefined, cache);
+    const d = resolveDirectives({}, readHttpDirectives(http({}), specs), undefined, cache);
     expect(d).to.deep.equal({});
   });
 
   it('enforce-getlogs-range from a request is ignored; only config sets it (§2.8 #8)', () => {
-    const d = resolveDirectives({ enforceGetLogsBlockRange: true }, readHttpDirectives(http({ 'x-svc-enforce-getlogs-range': 'false' }, { 'enforce-getlogs-range': 'false' })), undefined, cache);
+    const d = resolveDirectives({ enforceGetLogsBlockRange: true }, readHttpDirectives(http({ 'x-svc-enforce-getlogs-range': 'false' }, { 'enforce-getlogs-range': 'false' }), specs), undefined, cache);
     expect(d.enforceGetLogsBlockRange).to.equal(true);
   });
 
@@ -68,13 +116,13 @@ describe('directives plugin (spec §2.8)', () => {
   });
 
   it('§2.8 (a) — filters only HTTP-supplied directives: directiveDefaults always apply', () => {
-    const d = resolveDirectives({ useUpstream: 'cfg' }, readHttpDirectives(http({}, { 'use-upstream': 'client', 'retry-empty': 'true' })), '!use-upstream', cache);
+    const d = resolveDirectives({ useUpstream: 'cfg' }, readHttpDirectives(http({}, { 'use-upstream': 'client', 'retry-empty': 'true' }), specs), '!use-upstream', cache);
     expect(d.useUpstream).to.equal('cfg');
     expect(d.retryEmpty).to.equal(true);
   });
 
   it('§2.8 (b) — force-trace is never filtered', () => {
-    const d = resolveDirectives({}, readHttpDirectives(http({ 'x-svc-force-trace': '1' })), '', cache);
+    const d = resolveDirectives({}, readHttpDirectives(http({ 'x-svc-force-trace': '1' }), specs), '', cache);
     expect(d.forceTrace).to.equal(true);
   });
 });
