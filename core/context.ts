@@ -117,21 +117,17 @@ export interface AttemptRecord {
 export interface ExecutionRecord {
   /** Trace of upstream attempts in start order. */
   attempts: AttemptRecord[];
-  /** Physical upstream requests. */
+  /** Physical upstream requests (counted by the core's transport). */
   upstreamAttempts: number;
-  /** Upstream-scope retries (same upstream again). */
-  upstreamRetries: number;
-  /** Hedge legs started at upstream scope. */
-  upstreamHedges: number;
-  /** Network-scope rounds (1 + retries). */
-  networkAttempts: number;
-  /** Extra network rounds. */
-  networkRetries: number;
-  /** Hedge legs started at network scope. */
-  networkHedges: number;
   /**
-   * Plugin-owned counters and facts of this call (cache, consensus, integrity...), by slot
-   * (core/slots.ts); created on first write (issue #9 item 5).
+   * Network-scope rounds: the core's request path counts the first when it hands the call to the
+   * `attempt` chain, a plugin starting another round (the failsafe retry) adds one.
+   */
+  networkAttempts: number;
+  /**
+   * Plugin-owned counters and facts of this call (retries and hedges of the failsafe plugin,
+   * cache, consensus, integrity...), by slot (core/slots.ts, the shared ones in
+   * core/shared-slots.ts); created on first write (issue #9 item 5).
    */
   slots?: Map<symbol, unknown>;
   /** Winning upstream id. */
@@ -153,11 +149,7 @@ export function newExecutionRecord(method: string): ExecutionRecord {
   return {
     attempts: [],
     upstreamAttempts: 0,
-    upstreamRetries: 0,
-    upstreamHedges: 0,
     networkAttempts: 0,
-    networkRetries: 0,
-    networkHedges: 0,
     startedAt: performance.now(),
     durationMs: 0,
     method,

@@ -57,6 +57,21 @@ export const CONSENSUS_DISPUTES = new Slot<number>('consensus.disputes', 0);
 export const CONSENSUS_LOW_PARTICIPANTS = new Slot<number>('consensus.lowParticipants', 0);
 
 /**
+ * Record slot `failsafe.upstreamRetries`: upstream-scope retries (the same upstream again), written
+ * by the failsafe plugin's retry policy (`X-SVC-Upstream-Retries`, summed over a batch).
+ */
+export const UPSTREAM_RETRIES = new Slot<number>('failsafe.upstreamRetries', 0);
+/** Record slot `failsafe.upstreamHedges`: hedge legs started at upstream scope (`X-SVC-Upstream-Hedges`); no built-in policy hedges there. */
+export const UPSTREAM_HEDGES = new Slot<number>('failsafe.upstreamHedges', 0);
+/**
+ * Record slot `failsafe.networkRetries`: extra network rounds, written by the failsafe plugin's
+ * network retry (`X-SVC-Network-Retries`); each also adds one to the record's `networkAttempts`.
+ */
+export const NETWORK_RETRIES = new Slot<number>('failsafe.networkRetries', 0);
+/** Record slot `failsafe.networkHedges`: hedge legs started at network scope, by the failsafe plugin (`X-SVC-Network-Hedges`). */
+export const NETWORK_HEDGES = new Slot<number>('failsafe.networkHedges', 0);
+
+/**
  * Record slot `select.upstreamLag`: blocks a pinned call's upstream was behind the network head
  * (written by select; `X-SVC-Upstream-Lag` shows a batch's largest).
  */

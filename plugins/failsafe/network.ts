@@ -7,7 +7,7 @@
  * `svc_network_request_retries_total` and `svc_network_hedges_total`.
  */
 import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, ErrFailsafeTimeoutExceeded, FINALITY, type Leg, type Network, type PluginHost, type RpcResult, sleep, UpstreamCursor } from 'svc/plugin';
-import { FAILSAFE_ENTRY } from 'svc/plugin';
+import { FAILSAFE_ENTRY, NETWORK_HEDGES, NETWORK_RETRIES } from 'svc/plugin';
 import { Counter } from 'prom-client';
 import { hedgeDelay, runHedged } from './hedge.ts';
 import { isRetryable, retryDelay, withTimeout } from './policies.ts';
@@ -89,7 +89,7 @@ export function tapNetworkFailsafe(proxy: PluginHost): void {
     const hedged = async (ctx: CallContext, leg: Leg, h: NonNullable<FailsafeEntry['hedge']>): Promise<RpcResult> => {
       const delay = hedgeDelay(ctx, leg, h);
       return runHedged(ctx, leg, inner, delay, h.maxCount, () => {
-        ctx.record.networkHedges++;
+        NETWORK_HEDGES.set(ctx.record, NETWORK_HEDGES.get(ctx.record) + 1);
         hedges.inc({ project: ctx.project.id, network: ctx.network.id, category: proxy.methodLabel.value(ctx.request.method) });
       });
     };
@@ -109,7 +109,7 @@ export function tapNetworkFailsafe(proxy: PluginHost): void {
           return await inner(ctx, round);
         } catch (e) {
           if (n >= r.maxAttempts || !isRetryable(e) || leg.signal.aborted) throw e;
-          ctx.record.networkRetries++;
+          NETWORK_RETRIES.set(ctx.record, NETWORK_RETRIES.get(ctx.record) + 1);
           ctx.record.networkAttempts++;
           retries.inc({ project: ctx.project.id, network: ctx.network.id, category: proxy.methodLabel.value(ctx.request.method) });
           await sleep(retryDelay(r, n), leg.signal).catch(() => {

@@ -8,7 +8,7 @@
  * of an unclassified node error until the call's other answers say whom it is charged to
  * (core/charge.ts); the retry never asks the same upstream again for a fact about the request.
  */
-import { asSvcError, ErrEndpointRequestTimeout, ErrFailsafeCircuitBreakerOpen, FINALITY, finishAttempt, isDeferred, isRequestFact, outcomeOf, type PluginHost, settleFailedAttempt, sleep, startAttempt, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage, whenCharged, wouldConfirm } from 'svc/plugin';
+import { asSvcError, ErrEndpointRequestTimeout, ErrFailsafeCircuitBreakerOpen, FINALITY, finishAttempt, isDeferred, isRequestFact, outcomeOf, type PluginHost, settleFailedAttempt, sleep, startAttempt, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage, UPSTREAM_RETRIES, whenCharged, wouldConfirm } from 'svc/plugin';
 import { breakerOutcome, CircuitBreaker } from './breaker.ts';
 import { isRetryable, retryDelay, withTimeout } from './policies.ts';
 import { compile, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, type CompiledEntry, type FailsafeEntry } from './schema.ts';
@@ -93,7 +93,7 @@ export function tapUpstreamFailsafe(proxy: PluginHost, now: () => number, proxyB
           finishAttempt(call.attempt, outcomeOf(err), err);
           settleFailedAttempt(hooks, call.ctx, call.attempt, err);
           call.attempt = startAttempt(call.ctx, u, 'retry');
-          call.ctx.record.upstreamRetries++;
+          UPSTREAM_RETRIES.set(call.ctx.record, UPSTREAM_RETRIES.get(call.ctx.record) + 1);
         }
       }
     };

@@ -7,15 +7,20 @@
  */
 import { type AttemptRecord, ErrUpstreamsExhausted, type ExecutionRecord, type HeaderSink, isPassThrough, type Plugin, type PluginHost, type ResponseMeta, type SvcError, traceOutcome, wireError } from 'svc/plugin';
 // The record slots other plugins write, shared through svc/plugin (core/shared-slots.ts).
-import { CACHE_ATTEMPTS, CACHE_HEDGES, CACHE_OUTCOME, CACHE_RETRIES, CONSENSUS_DISPUTES, CONSENSUS_LOW_PARTICIPANTS, CONSENSUS_SLOTS, UPSTREAM_LAG } from 'svc/plugin';
+import { CACHE_ATTEMPTS, CACHE_HEDGES, CACHE_OUTCOME, CACHE_RETRIES, CONSENSUS_DISPUTES, CONSENSUS_LOW_PARTICIPANTS, CONSENSUS_SLOTS, NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_LAG, UPSTREAM_RETRIES } from 'svc/plugin';
 
 /**
  * The execution-record slots the §4.5 headers read, written by the plugins that own them (the
- * cache, consensus and select plugins, through the same shared slots): counters summed over a batch (the lag: its
- * largest), headers written only when above 0; `cache.outcome` gives `X-SVC-Cache` (issue #9 item 5: no feature's counters
- * in the core's record).
+ * failsafe, cache, consensus and select plugins, through the same shared slots): counters summed
+ * over a batch (the lag: its largest); the failsafe retry and hedge counters are always written
+ * (0 when unset), the others only when above 0; `cache.outcome` gives `X-SVC-Cache` (issue #9
+ * item 5: no feature's counters in the core's record).
  */
 export const RECORD_SLOTS = Object.freeze({
+  upstreamRetries: UPSTREAM_RETRIES,
+  upstreamHedges: UPSTREAM_HEDGES,
+  networkRetries: NETWORK_RETRIES,
+  networkHedges: NETWORK_HEDGES,
   cacheAttempts: CACHE_ATTEMPTS,
   cacheRetries: CACHE_RETRIES,
   cacheHedges: CACHE_HEDGES,
@@ -74,12 +79,12 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
   for (const r of records) {
     if (r.error) (errors ??= new Set()).add(shownName(r.error));
     upA += r.upstreamAttempts;
-    upR += r.upstreamRetries;
-    upH += r.upstreamHedges;
     netA += r.networkAttempts;
-    netR += r.networkRetries;
-    netH += r.networkHedges;
     if (r.slots) {
+      upR += RECORD_SLOTS.upstreamRetries.get(r);
+      upH += RECORD_SLOTS.upstreamHedges.get(r);
+      netR += RECORD_SLOTS.networkRetries.get(r);
+      netH += RECORD_SLOTS.networkHedges.get(r);
       cA += RECORD_SLOTS.cacheAttempts.get(r);
       cR += RECORD_SLOTS.cacheRetries.get(r);
       cH += RECORD_SLOTS.cacheHedges.get(r);

@@ -71,11 +71,7 @@ export function multiplexKey(method: string, params: unknown): string | undefine
 function copyMetadata(from: ExecutionRecord, to: ExecutionRecord): void {
   to.upstream = from.upstream;
   to.upstreamAttempts = from.upstreamAttempts;
-  to.upstreamRetries = from.upstreamRetries;
-  to.upstreamHedges = from.upstreamHedges;
   to.networkAttempts = from.networkAttempts;
-  to.networkRetries = from.networkRetries;
-  to.networkHedges = from.networkHedges;
   to.attempts = from.attempts.map((a) => ({ ...a }));
   if (from.slots) to.slots = new Map(from.slots);
 }

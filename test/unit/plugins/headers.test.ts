@@ -1,8 +1,9 @@
 import { expect } from 'chai';
 import { newExecutionRecord, type AttemptRecord, type ExecutionRecord } from '../../../core/context.ts';
+import { NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_RETRIES } from '../../../core/plugin-api.ts';
 import { diagnosticHeaders, MAX_TRACE_SEGMENTS, RECORD_SLOTS, traceSegment } from '../../../plugins/headers/index.ts';
 
-/** A record whose cache/consensus slots are set, as the owning plugins would. */
+/** A record whose failsafe/cache/consensus slots are set, as the owning plugins would. */
 function withSlots(r: ExecutionRecord, values: Partial<Record<keyof typeof RECORD_SLOTS, unknown>>): ExecutionRecord {
   for (const [k, v] of Object.entries(values)) (RECORD_SLOTS[k as keyof typeof RECORD_SLOTS] as { set(h: ExecutionRecord, v: unknown): void }).set(r, v);
   return r;
@@ -45,6 +46,20 @@ describe('headers plugin (spec §4.5)', () => {
     });
     expect(h).to.not.have.property('X-SVC-Cache-Attempts');
     expect(h).to.not.have.property('X-SVC-Consensus-Slots');
+  });
+
+  it('the retry and hedge counters are the failsafe plugin\'s record slots (shared through svc/plugin), summed over a batch', () => {
+    expect(Object.keys(newExecutionRecord('eth_call'))).to.not.include.members(['upstreamRetries', 'upstreamHedges', 'networkRetries', 'networkHedges']);
+    expect([RECORD_SLOTS.upstreamRetries, RECORD_SLOTS.upstreamHedges, RECORD_SLOTS.networkRetries, RECORD_SLOTS.networkHedges]).to.deep.equal([UPSTREAM_RETRIES, UPSTREAM_HEDGES, NETWORK_RETRIES, NETWORK_HEDGES]);
+    const a = withSlots(record([attempt('a', 'primary', 'success', 1, true)], { networkAttempts: 3 }), { upstreamRetries: 2, networkRetries: 2, networkHedges: 1 });
+    const b = withSlots(record([attempt('b', 'primary', 'success', 1, true)]), { upstreamRetries: 1, upstreamHedges: 4 });
+    expect(diagnosticHeaders([a, b], 'summary', true)).to.include({
+      'X-SVC-Upstream-Retries': '3',
+      'X-SVC-Upstream-Hedges': '4',
+      'X-SVC-Network-Attempts': '4',
+      'X-SVC-Network-Retries': '2',
+      'X-SVC-Network-Hedges': '1',
+    });
   });
 
   it('X-SVC-Attempts counts upstream plus cache operations; cache counters only when > 0', () => {
