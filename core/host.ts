@@ -10,7 +10,7 @@ import type { CallContext, HttpRequestInfo } from './context.ts';
 import type { Context as KoaContext } from 'koa';
 import type { ProxyHooks } from './hooks.ts';
 import type { RpcResult } from './jsonrpc.ts';
-import type { BoundedLabel } from './labels.ts';
+import type { BoundedLabel } from '../lib/labels.ts';
 import type { Logger } from './logger.ts';
 import type { SchemaFragment } from './config/schema.ts';
 import type { ResolvedConfig, UpstreamInput } from './config/types.ts';

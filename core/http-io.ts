@@ -6,7 +6,7 @@
 import type { ServerOptions } from 'node:http';
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
-import { decodeBody, readBodyCapped } from './body.ts';
+import { decodeBody, readBodyCapped } from '../lib/body.ts';
 import { acceptsGzip, decodeRequest, gzipAnswer, requestDecoder } from './compression.ts';
 import type { ResolvedConfig } from './config/types.ts';
 import type { ClientAddressResolver } from '../lib/client-address.ts';

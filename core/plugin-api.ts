@@ -78,7 +78,7 @@ export { FINALITY } from './context.ts';
 export { chainStateOf, SYNCING } from './evm/state.ts';
 export { compileGlobs, type GlobTest } from '../lib/glob.ts';
 export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';
-export { linkedController, sleep } from './abort.ts';
+export { linkedController, sleep } from '../lib/abort.ts';
 export { addressList, inList, ipFamily, normalizeIp } from '../lib/client-address.ts';
 export { readRequestBody } from './http-io.ts';
 export { excerptOf, keyKind, redactedMark, redactText, redactTree, redactUrl, type KeyKind } from '../lib/redact.ts';
@@ -139,7 +139,7 @@ export {
   type ProviderOrigin,
 } from './shared-slots.ts';
 export { resolveConfigBlock } from './config/block.ts';
-export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from './labels.ts';
+export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from '../lib/labels.ts';
 export { VERSION } from './version.ts';
 export { DeferredCounter, DeferredHistogram, type HistogramCell } from '../lib/deferred-metrics.ts';
 export { callParamsHash, paramsHash } from './params-hash.ts';

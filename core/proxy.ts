@@ -17,7 +17,7 @@ import { chainStateOf, type NetworkChainState } from './evm/state.ts';
 import { Drain, type LifecycleState, type LifecycleStatus } from './drain.ts';
 import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { BoundedLabel } from './labels.ts';
+import { BoundedLabel } from '../lib/labels.ts';
 import { excerptOf } from '../lib/redact.ts';
 import { Network } from './registry/network.ts';
 import { Project } from './registry/project.ts';

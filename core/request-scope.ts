@@ -3,7 +3,7 @@
  * one timer shared by calls that start together, instead of one per call.
  */
 import { setMaxListeners } from 'node:events';
-import { acquireController, releaseController } from './abort.ts';
+import { acquireController, releaseController } from '../lib/abort.ts';
 import { DeadlineReason } from './registry/upstream.ts';
 
 /** Deadline timer of a request (module-level, so no closure is allocated per request). */
@@ -68,7 +68,7 @@ export class RequestScope {
   }
 
   /**
-   * Clears the shared deadline timer once the answer is ready, and recycles its controller (core/abort.ts:
+   * Clears the shared deadline timer once the answer is ready, and recycles its controller (lib/abort.ts:
    * only when nothing aborted it and nothing listens any more). Call once, after every call settled.
    */
   dispose(): void {

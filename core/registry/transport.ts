@@ -15,7 +15,7 @@ import {
   SvcError,
   type UpstreamErrorRaw,
 } from '../errors.ts';
-import { decodeBody, readBodyCapped, type BodyStream } from '../body.ts';
+import { decodeBody, readBodyCapped, type BodyStream } from '../../lib/body.ts';
 import { extractTopLevelValue, findTopLevelValue } from '../json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../jsonrpc.ts';
 import { normaliseUpstreamError } from '../evm/normalize.ts';

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { compileGlobs } from '../../../lib/glob.ts';
 import { compileMatcher } from '../../../lib/matcher.ts';
-import { BoundedLabel, MAX_LABEL_LENGTH } from '../../../core/labels.ts';
+import { BoundedLabel, MAX_LABEL_LENGTH } from '../../../lib/labels.ts';
 
 describe('glob (issue #8 item 3)', () => {
   it('`*` matches any run (including `/`, `:` and `.`), `?` one character, the rest is literal', () => {

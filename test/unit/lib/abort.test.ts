@@ -1,16 +1,16 @@
 /**
- * Controller recycling (core/abort.ts, issue #11): only a controller nobody aborted and nobody
+ * Controller recycling (lib/abort.ts, issue #11): only a controller nobody aborted and nobody
  * listens to is handed out again, and a link disposed twice is recycled once.
  */
 import { expect } from 'chai';
-import { acquireController, linkedController, releaseController } from '../../../core/abort.ts';
+import { acquireController, linkedController, releaseController } from '../../../lib/abort.ts';
 
 /** Empties the free list (it holds at most 256), so each test starts from known state. */
 function drain(): void {
   for (let i = 0; i < 300; i++) acquireController();
 }
 
-describe('core/abort: controller recycling', () => {
+describe('lib/abort: controller recycling', () => {
   beforeEach(drain);
 
   it('a clean controller is reused; an aborted one or one still listened to is not', () => {
