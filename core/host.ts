@@ -14,7 +14,7 @@ import type { BoundedLabel } from '../lib/labels.ts';
 import type { Logger } from './logger.ts';
 import type { SchemaFragment } from './config/schema.ts';
 import type { ResolvedConfig, UpstreamInput } from './config/types.ts';
-import type { NetworkChainState } from './evm/state.ts';
+import type { NetworkChainState } from './chain-state.ts';
 import type { LifecycleState, LifecycleStatus } from './drain.ts';
 import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
@@ -160,7 +160,10 @@ export interface PluginHost {
   readonly lifecycleStatus: LifecycleStatus;
   /** Services plugins publish to each other. */
   readonly services: ServiceRegistry;
-  /** The chain state of a network (heads, finality, block time), shared by every plugin. */
+  /**
+   * The chain state of a network (heads, finality, block time), read-only: the evm-state plugin's
+   * (it keeps it, core/chain-state.ts), or an empty state (no head known) without that plugin.
+   */
   chainState(network: Network): NetworkChainState;
   /**
    * A call context for internal traffic (state polls, healthchecks), not client traffic.

@@ -70,12 +70,11 @@ export type { Project } from './registry/project.ts';
 export type { Upstream } from './registry/upstream.ts';
 export type { CordonChange, HealthSnapshot, HealthTracker } from './registry/health.ts';
 export { isDeadline } from './registry/upstream.ts';
-export type { NetworkChainState, UpstreamChainState } from './evm/state.ts';
+export { CHAIN_STATE_SERVICE, NO_CHAIN_STATE, type ChainStateService, type NetworkChainState, type UpstreamChainState } from './chain-state.ts';
 export type { Logger } from './logger.ts';
 
 export { Slot, type SlotHolder } from './slots.ts';
 export { FINALITY } from './context.ts';
-export { chainStateOf, SYNCING } from './evm/state.ts';
 export { compileGlobs, type GlobTest } from '../lib/glob.ts';
 export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';
 export { linkedController, sleep } from '../lib/abort.ts';
@@ -132,6 +131,7 @@ export {
   NETWORK_RETRIES,
   PROVIDER_ORIGIN,
   SHADOW_UPSTREAM,
+  SYNCING,
   UPSTREAM_HEDGES,
   UPSTREAM_LAG,
   UPSTREAM_RETRIES,

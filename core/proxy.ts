@@ -13,7 +13,7 @@ import type { LevelWithSilent } from 'pino';
 import { newExecutionRecord, type CallContext, type HttpRequestInfo } from './context.ts';
 import { createHooks, guardObservationHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks } from './hooks.ts';
 import { checkPlugin, PluginContractError, Services, type ListenOverrides, type Plugin, type PluginHost } from './host.ts';
-import { chainStateOf, type NetworkChainState } from './evm/state.ts';
+import { CHAIN_STATE_SERVICE, type ChainStateService, NO_CHAIN_STATE, type NetworkChainState } from './chain-state.ts';
 import { Drain, type LifecycleState, type LifecycleStatus } from './drain.ts';
 import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -122,9 +122,13 @@ export class Proxy implements PluginHost {
     return { port: this.opts.port, host: this.opts.host, metricsPort: this.opts.metricsPort };
   }
 
-  /** The chain state of a network (one per network, shared by every plugin). */
+  /** The chain state service, once found (the evm-state plugin provides it in its `apply`). */
+  private chain?: ChainStateService;
+
+  /** The chain state of a network: the evm-state plugin's (one per network), else nothing known. */
   chainState(network: Network): NetworkChainState {
-    return chainStateOf(network);
+    const chain = (this.chain ??= this.services.get(CHAIN_STATE_SERVICE));
+    return chain ? chain.of(network) : NO_CHAIN_STATE;
   }
 
   /**

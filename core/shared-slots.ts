@@ -2,8 +2,8 @@
  * The extension slots several plugins share (issue #9 item 5), each declared once with one type:
  * the plugin that writes a slot and every plugin that reads it import the same {@link Slot} from
  * `svc/plugin`. A slot only its own plugin uses stays in that plugin. The call's finality
- * (`FINALITY`, `evm.finality`) and an upstream's syncing flag (`SYNCING`, `evm.syncing`) are
- * declared next to their types (core/context.ts, core/evm/state.ts) and exported the same way.
+ * (`FINALITY`, `evm.finality`) is declared next to its type (core/context.ts) and exported the
+ * same way.
  *
  * Values live under `Symbol.for('svc.slot.<name>')`, so the names below are part of the
  * contract: a plugin built against another installed copy of svc reads the same fields.
@@ -76,6 +76,12 @@ export const NETWORK_HEDGES = new Slot<number>('failsafe.networkHedges', 0);
  * (written by select; `X-SVC-Upstream-Lag` shows a batch's largest).
  */
 export const UPSTREAM_LAG = new Slot<number>('select.upstreamLag', 0);
+
+/**
+ * Upstream slot `evm.syncing`: the upstream's syncing flag, written by the evm-state poller, read
+ * by the default selection policy, which excludes a syncing upstream.
+ */
+export const SYNCING = new Slot<boolean>('evm.syncing', false);
 
 /**
  * Upstream slot `shadow.upstream`: true on a shadow upstream (the shadow plugin), which serves

@@ -35,7 +35,7 @@ export class Upstream {
    * providers plugin stops holding a chain's first request once every generated upstream failed one.
    */
   probeFailures = 0;
-  /** Plugin-owned fields of this upstream, by slot (core/slots.ts), e.g. `SYNCING` of the evm-state plugin. */
+  /** Plugin-owned fields of this upstream, by slot (core/slots.ts), e.g. `SYNCING` (core/shared-slots.ts) of the evm-state plugin. */
   readonly slots = new Map<symbol, unknown>();
   /** The composed sender: the `upstream` hook's wrappers around {@link transport}. */
   send: UpstreamSender;

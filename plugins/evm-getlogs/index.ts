@@ -13,7 +13,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Counter } from 'prom-client';
-import { type CallContext, type CallHandler, CallStage, chainStateOf, declareDirectives, Directive, directiveDefaultsSchema, type Network, type Plugin, type PluginHost, type RpcResult } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, declareDirectives, Directive, directiveDefaultsSchema, type Network, type Plugin, type PluginHost, type RpcResult } from 'svc/plugin';
 import {
   checkGetLogsLimits,
   DEFAULT_MAX_ALLOWED_RANGE,
@@ -125,7 +125,7 @@ export function evmGetLogsPlugin(): Plugin {
           const params = ctx.request.params;
           const filter: unknown = Array.isArray(params) ? params[0] : undefined;
           if (!isFilter(filter) || (filter.blockHash !== undefined && filter.blockHash !== null)) return inner(ctx);
-          const state = chainStateOf(network);
+          const state = proxy.chainState(network);
           const range = resolveFilterRange(method, filter, { latest: state.highestLatest, finalized: state.highestFinalized });
           const rejected = checkGetLogsLimits(method, filter, range, settings, ENFORCE_GETLOGS_RANGE.get(ctx.directives));
           if (rejected) throw rejected;
@@ -137,7 +137,7 @@ export function evmGetLogsPlugin(): Plugin {
             if (ctx.signal.aborted || !isRequestTooLarge(e)) throw e;
             // Parts are never asked above the highest known block: no logs exist there yet, and
             // nodes answer a range wholly above their head with an error, not `[]`.
-            const head = chainStateOf(network).highestLatest;
+            const head = proxy.chainState(network).highestLatest;
             let to = range.to;
             if (head > 0 && to > head) {
               if (range.from > head) throw e;

@@ -7,7 +7,7 @@
  * (sweep, hedge, retry, consensus) answers about the same block. Directive `skip-interpolation`
  * turns it off per call.
  */
-import { BLOCK_PARAM, type CallContext, type CallHandler, CallStage, chainStateOf, declareDirectives, Directive, directiveDefaultsSchema, type Network, type NetworkChainState, type Plugin, type PluginHost, toHex } from 'svc/plugin';
+import { BLOCK_PARAM, type CallContext, type CallHandler, CallStage, declareDirectives, Directive, directiveDefaultsSchema, type Network, type NetworkChainState, type Plugin, type PluginHost, toHex } from 'svc/plugin';
 
 /** The network's known heads an interpolation substitutes; 0 means unknown (never substituted). */
 export interface KnownHeads {
@@ -164,7 +164,7 @@ export function evmInterpolationPlugin(opts: EvmInterpolationOptions = {}): Plug
           const method = ctx.request.method;
           if (SKIP_INTERPOLATION.get(ctx.directives) || skip.has(method) || BLOCK_PARAM[method] === undefined) return inner(ctx);
           // Looked up per call (a WeakMap hit), so whichever plugin creates the state first picks its clock.
-          const state = chainStateOf(network);
+          const state = proxy.chainState(network);
           // `latest` only while the head is fresh; `finalized` whenever a poll produced one (issue #8 item 9).
           const params = interpolateParams(method, ctx.request.params, new LazyHeads(state, state.isHeadFresh(fallback)));
           if (params !== undefined) ctx.request = { ...ctx.request, params };

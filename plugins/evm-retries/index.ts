@@ -8,7 +8,7 @@
  * answer is the call's answer instead of an exhausted error; counts the retries).
  * Both rules are capped per call by `failsafe[].retry.emptyResultMaxAttempts` (default 2).
  */
-import { type AttemptRecord, blockRefOf, type CallContext, type CallHandler, CallStage, chainStateOf, declareDirectives, Directive, directiveDefaultsSchema, ErrEndpointMissingData, type Network, type Plugin, type PluginHost, type RpcResult, FAILSAFE_ENTRY, SvcError, type Upstream, ValidateStage } from 'svc/plugin';
+import { type AttemptRecord, blockRefOf, type CallContext, type CallHandler, CallStage, declareDirectives, Directive, directiveDefaultsSchema, ErrEndpointMissingData, type Network, type Plugin, type PluginHost, type RpcResult, FAILSAFE_ENTRY, SvcError, type Upstream, ValidateStage } from 'svc/plugin';
 import { Counter } from 'prom-client';
 
 /** Directive `retry-empty` (spec §2.8 #1): retry null/empty answers on another upstream. */
@@ -213,10 +213,11 @@ function currentAttempt(ctx: CallContext, u: Upstream): AttemptRecord | undefine
 
 /**
  * Why an answer should be retried elsewhere, or undefined when it is usable as it is.
- * @param ctx the call (directives, method, params, network head)
+ * @param ctx the call (directives, method, params)
  * @param r the upstream's answer
+ * @param chain where the network's highest known latest block is read, only for an empty answer (`host`)
  */
-export function retryReasonOf(ctx: CallContext, r: RpcResult): RetryReason | undefined {
+export function retryReasonOf(ctx: CallContext, r: RpcResult, chain: Pick<PluginHost, 'chainState'>): RetryReason | undefined {
   const d = ctx.directives;
   const method = ctx.request.method;
   if (RETRY_PENDING.get(d) && PENDING_RETRY_METHODS.has(method) && isPendingTransaction(r.result)) {
@@ -225,7 +226,7 @@ export function retryReasonOf(ctx: CallContext, r: RpcResult): RetryReason | und
     if (!(ref?.kind === 'tag' && ref.tag === 'pending')) return 'pending_tx';
   }
   if (RETRY_EMPTY.get(d) && EMPTY_RETRY_METHODS.has(method) && r.isEmpty()) {
-    if (!isTruthfulEmpty(method, ctx.request.params, chainStateOf(ctx.network).highestLatest, maxRetryableBlockDistanceOf(ctx.network))) return 'empty_result';
+    if (!isTruthfulEmpty(method, ctx.request.params, chain.chainState(ctx.network).highestLatest, maxRetryableBlockDistanceOf(ctx.network))) return 'empty_result';
   }
   return undefined;
 }
@@ -277,7 +278,7 @@ export function evmRetriesPlugin(): Plugin {
 
       proxy.hooks.validate.tap({ name: 'evm-retries', stage: RETRY_VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
         if (!RETRY_EMPTY.get(ctx.directives) && !RETRY_PENDING.get(ctx.directives)) return undefined;
-        const reason = retryReasonOf(ctx, r);
+        const reason = retryReasonOf(ctx, r, proxy);
         if (!reason) return undefined;
         const st = stateOf(ctx);
         // Keep the answer as the fallback; a pending transaction says more than a null.

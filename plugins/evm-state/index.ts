@@ -11,12 +11,15 @@
  * raise `eth_blockNumber` to the known head) and FUTURE_BLOCK (answer `null` for a block
  * far beyond the head without a call).
  *
- * Files: `schema.ts` (config and defaults), `poller.ts` (one upstream's state poller),
+ * Files: `chain.ts` (the chain state of each network, which this plugin keeps and provides as
+ * the chain state service, read by every plugin through `host.chainState`), `schema.ts` (config,
+ * defaults and this plugin's directives), `poller.ts` (one upstream's state poller),
  * `state.ts` (head tracking: pollers, counted upstreams, lags, gauges, accessors), `finality.ts`
  * (the `directives` tap), `availability.ts` (the `select` tap and the far-future `null`),
  * `tip.ts` (tip helpers and the `validate`/`call` taps of tip enforcement); this file wires them.
  */
-import { declareDirectives, type Plugin, type PluginHost } from 'svc/plugin';
+import { CHAIN_STATE_SERVICE, declareDirectives, type Plugin, type PluginHost } from 'svc/plugin';
+import { chainStateOf } from './chain.ts';
 import { tapBlockAvailability, tapFarFutureBlocks } from './availability.ts';
 import { tapFinality } from './finality.ts';
 import { MAX_POLL_TIMEOUT_MS } from './poller.ts';
@@ -24,6 +27,7 @@ import { ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS, evmStateSchema }
 import { tapHeadTracking } from './state.ts';
 import { tapTipEnforcement } from './tip.ts';
 
+export { chainStateOf, HASH_HEIGHTS, MAX_REORGS, NetworkChainState, NEXT_BLOCK_MARGIN, UpstreamChainState } from './chain.ts';
 export { MAX_METHOD_FAILURES, MAX_POLL_TIMEOUT_MS, NOT_SYNCING_POLLS, UpstreamPoller } from './poller.ts';
 export type { PollerSettings, PollerSink, PollReport } from './poller.ts';
 export { DEFAULT_FALLBACK_FINALITY_DEPTH, DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE, DEFAULT_STATE_POLLER_INTERVAL_MS, ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS, evmStateSchema, networkEvmSettings, pollerSettingsOf } from './schema.ts';
@@ -67,6 +71,8 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
     schema: evmStateSchema,
     apply(proxy: PluginHost) {
       declareDirectives(proxy, 'evm-state', ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS);
+      // Every other plugin reads the chain state this plugin keeps through host.chainState(network).
+      proxy.services.provide(CHAIN_STATE_SERVICE, { of: (network) => chainStateOf(network) });
       // In this order: tapable runs same-stage taps of one hook in registration order.
       const heads = tapHeadTracking(proxy, maxPollTimeoutMs);
       tapFinality(proxy);

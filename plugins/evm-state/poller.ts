@@ -6,7 +6,8 @@
  * in metrics through `attemptDone`), and writes what it learns into the network's chain state
  * (core/evm/state.ts). A poll failure never throws out of the timer.
  */
-import { chainStateOf, classifyFinality, excerptOf, FINALITY, type Network, type PluginHost, type RpcResult, SYNCING, toHex, tryUpstream, type Upstream } from 'svc/plugin';
+import { classifyFinality, excerptOf, FINALITY, type Network, type PluginHost, type RpcResult, SYNCING, toHex, tryUpstream, type Upstream } from 'svc/plugin';
+import { chainStateOf } from './chain.ts';
 import { blockNumberOfBlock, syncingOf } from './tip.ts';
 
 /** Consecutive "not syncing" polls needed before a syncing upstream is selectable again. */

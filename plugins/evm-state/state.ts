@@ -8,7 +8,8 @@
  * {@link HeadTracker}.
  */
 import { Gauge } from 'prom-client';
-import { chainStateOf, type Network, type NetworkChainState, type PluginHost, SELECTION_API_SERVICE, SHADOW_UPSTREAM, STATE_POLLERS_SERVICE, SYNCING, type Upstream } from 'svc/plugin';
+import { type Network, type PluginHost, SELECTION_API_SERVICE, SHADOW_UPSTREAM, STATE_POLLERS_SERVICE, SYNCING, type Upstream } from 'svc/plugin';
+import { chainStateOf, type NetworkChainState } from './chain.ts';
 import { UpstreamPoller } from './poller.ts';
 import { pollerSettingsOf } from './schema.ts';
 import { knownLatestOf } from './tip.ts';

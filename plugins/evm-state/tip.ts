@@ -8,7 +8,8 @@
  * head). Publishes `svc_upstream_stale_block_total`.
  */
 import { Counter } from 'prom-client';
-import { type AttemptRecord, type CallContext, type CallHandler, CallStage, chainStateOf, ErrEndpointMissingData, type NetworkChainState, parseBlockNumber, type PluginHost, refOf, type RpcResult, type SvcError, toHex, type Upstream, type UpstreamChainState, ValidateStage } from 'svc/plugin';
+import { type AttemptRecord, type CallContext, type CallHandler, CallStage, ErrEndpointMissingData, parseBlockNumber, type PluginHost, refOf, type RpcResult, type SvcError, toHex, type Upstream, ValidateStage } from 'svc/plugin';
+import { chainStateOf, type NetworkChainState, type UpstreamChainState } from './chain.ts';
 import { ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS } from './schema.ts';
 import type { HeadTracker } from './state.ts';
 

@@ -6,8 +6,8 @@
 import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
-import { chainStateOf } from '../../core/evm/state.ts';
-import type { NetworkChainState } from '../../core/evm/state.ts';
+import { chainStateOf } from '../../plugins/evm-state/chain.ts';
+import type { NetworkChainState } from '../../plugins/evm-state/chain.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;

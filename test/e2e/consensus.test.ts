@@ -10,7 +10,7 @@ import { parseGwei, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { startAnvilCluster, type AnvilCluster } from '../helpers/anvil-cluster.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
-import { chainStateOf } from '../../core/evm/state.ts';
+import { chainStateOf } from '../../plugins/evm-state/chain.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;

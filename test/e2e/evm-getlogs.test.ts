@@ -13,7 +13,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { createPublicClient, http, type Address } from 'viem';
-import { chainStateOf } from '../../core/evm/state.ts';
+import { chainStateOf } from '../../plugins/evm-state/chain.ts';
 import type { Network } from '../../core/registry/network.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';

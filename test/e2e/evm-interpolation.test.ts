@@ -13,7 +13,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { chainStateOf } from '../../core/evm/state.ts';
+import { chainStateOf } from '../../plugins/evm-state/chain.ts';
 import type { Network } from '../../core/registry/network.ts';
 import { statePollerOf } from '../../plugins/evm-state/index.ts';
 import { defaultPreset } from '../../presets/default.ts';

@@ -9,7 +9,7 @@
  * without an upstream call, and losing the leader does not turn the head back or into an error.
  */
 import { expect } from 'chai';
-import { chainStateOf } from '../../core/evm/state.ts';
+import { chainStateOf } from '../../plugins/evm-state/chain.ts';
 import type { Network } from '../../core/registry/network.ts';
 import { evmStatePlugin } from '../../plugins/evm-state/index.ts';
 import { defaultPreset } from '../../presets/default.ts';

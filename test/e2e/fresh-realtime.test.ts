@@ -10,7 +10,7 @@ import { createPublicClient, createWalletClient, http, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
-import { chainStateOf } from '../../core/evm/state.ts';
+import { chainStateOf } from '../../plugins/evm-state/chain.ts';
 
 const DEV0 = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266';
 const DEV1 = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8';

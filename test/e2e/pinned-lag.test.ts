@@ -5,7 +5,7 @@
  * mined on one only, directly on that node; svc learns both heads from its state poller (100 ms).
  */
 import { expect } from 'chai';
-import { chainStateOf } from '../../core/evm/state.ts';
+import { chainStateOf } from '../../plugins/evm-state/chain.ts';
 import { startAnvilCluster, type AnvilCluster } from '../helpers/anvil-cluster.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 import { rpcBody } from './fixtures.ts';

@@ -10,7 +10,7 @@ import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startPostgres, type PostgresHandle } from '../helpers/postgres.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
-import { chainStateOf, type NetworkChainState } from '../../core/evm/state.ts';
+import { chainStateOf, type NetworkChainState } from '../../plugins/evm-state/chain.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;

@@ -13,7 +13,7 @@ import { keccak256, parseGwei, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { startAnvilCluster, type AnvilCluster } from '../helpers/anvil-cluster.ts';
 import { listenOnLoopback } from '../helpers/ports.ts';
-import { chainStateOf } from '../../core/evm/state.ts';
+import { chainStateOf } from '../../plugins/evm-state/chain.ts';
 import { httpRequest, NO_CACHE, presetWithout, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 import { createProxy } from '../../core/proxy.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';

@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
-import { chainStateOf, NetworkChainState } from '../../../core/evm/state.ts';
+import { chainStateOf, NetworkChainState } from '../../../plugins/evm-state/chain.ts';
 import type { Network } from '../../../core/registry/network.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { statePollerOf } from '../../../plugins/evm-state/index.ts';

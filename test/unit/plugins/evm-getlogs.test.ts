@@ -19,7 +19,7 @@ import {
   ErrUpstreamsExhausted,
   type SvcError,
 } from '../../../core/errors.ts';
-import { chainStateOf } from '../../../core/evm/state.ts';
+import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
 import type { CallHandler } from '../../../core/hooks.ts';
 import { RpcResult } from '../../../core/jsonrpc.ts';
 import type { Network } from '../../../core/registry/network.ts';

@@ -4,7 +4,7 @@
  * set by hand through `chainStateOf(network)`.
  */
 import { expect } from 'chai';
-import { chainStateOf } from '../../../core/evm/state.ts';
+import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
 import type { Network } from '../../../core/registry/network.ts';
 import { evmGetLogsPlugin } from '../../../plugins/evm-getlogs/index.ts';
 import { DEFAULT_SKIP_METHODS, evmInterpolationPlugin, interpolateParams, type EvmInterpolationOptions } from '../../../plugins/evm-interpolation/index.ts';

@@ -11,7 +11,8 @@ import { createLogger } from '../../../core/logger.ts';
 import { ErrEndpointClientSideException, ErrEndpointMissingData, ErrEndpointServerSideException } from '../../../core/errors.ts';
 import { createProxy } from '../../../core/proxy.ts';
 import type { Network } from '../../../core/registry/network.ts';
-import { chainStateOf } from '../../../core/evm/state.ts';
+import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
+import { CHAIN_STATE_SERVICE, type Plugin } from '../../../core/plugin-api.ts';
 import { presetWithout } from '../../helpers/svc.ts';
 import { startStubProxy, type Script, type StubProxy } from '../../helpers/stub-proxy.ts';
 import {
@@ -43,8 +44,10 @@ interface Harness extends StubProxy {
 
 async function harness(scripts: Record<string, Script>, networkExtra: Record<string, unknown> = {}): Promise<Harness> {
   // No evm-state: the stubs model no chain head (its state poller would call them and score
-  // them); tests that need a head set it by hand with chainStateOf(...).observeLatest.
-  const stub = await startStubProxy(scripts, [...presetWithout('evm-state', 'evm-retries', 'evm-methods'), evmRetriesPlugin(), evmMethodsPlugin()], networkExtra);
+  // them); tests that need a head set it by hand with chainStateOf(...).observeLatest, which
+  // this stand-in provides as the chain state service (host.chainState) in evm-state's place.
+  const chain: Plugin = { name: 'chain-state', apply: (h) => h.services.provide(CHAIN_STATE_SERVICE, { of: (n) => chainStateOf(n) }) };
+  const stub = await startStubProxy(scripts, [chain, ...presetWithout('evm-state', 'evm-retries', 'evm-methods'), evmRetriesPlugin(), evmMethodsPlugin()], networkExtra);
   return {
     ...stub,
     async retries(reason) {

@@ -9,10 +9,13 @@
  */
 import { expect } from 'chai';
 import { FINALITY, type CallContext, type Finality } from '../../../core/context.ts';
-import { SYNCING } from '../../../core/evm/state.ts';
+import { SYNCING } from '../../../core/shared-slots.ts';
+import { NO_CHAIN_STATE } from '../../../core/chain-state.ts';
+import { createLogger } from '../../../core/logger.ts';
+import { createProxy } from '../../../core/proxy.ts';
 import { loadConfigObject } from '../../../core/config/load.ts';
 import { DirectiveStage } from '../../../core/stages.ts';
-import { NetworkChainState, chainStateOf } from '../../../core/evm/state.ts';
+import { NetworkChainState, chainStateOf } from '../../../plugins/evm-state/chain.ts';
 import type { Plugin } from '../../../core/proxy.ts';
 import type { Network } from '../../../core/registry/network.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
@@ -234,9 +237,21 @@ describe('evm-state plugin: pure helpers', () => {
   });
 });
 
-describe('core/evm/state additions used by evm-state', () => {
+describe('chain state (plugins/evm-state/chain.ts) additions used by evm-state', () => {
   const a = { id: 'a' } as Upstream;
   const w = { id: 'wrong' } as Upstream;
+
+  it('the evm-state plugin keeps the chain state and every plugin reads it through host.chainState; without the plugin nothing is known', () => {
+    const build = (plugins: Plugin[]) => createProxy({ config: { projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }] }] }, plugins, logger: createLogger('silent') });
+    const withState = build(defaultPreset());
+    const net = { id: 'evm:1', upstreams: [a] } as unknown as Network;
+    expect(withState.chainState(net)).to.equal(chainStateOf(net));
+    chainStateOf(net).observeLatest(a, 42);
+    expect(withState.chainState(net).highestLatest).to.equal(42);
+    const without = build(defaultPreset().filter((p) => p.name !== 'evm-state'));
+    expect(without.chainState(net)).to.equal(NO_CHAIN_STATE);
+    expect([without.chainState(net).highestLatest, without.chainState(net).blockTimeMs, without.chainState(net).isHeadFresh()]).to.deep.equal([0, undefined, false]);
+  });
 
   it('countedUpstreams narrows highestLatest/highestFinalized (default: the network\'s upstreams)', () => {
     const st = new NetworkChainState({ upstreams: [a, w] } as unknown as Network);

@@ -4,7 +4,7 @@
  * two anvil nodes: test/e2e/pinned-lag.test.ts.
  */
 import { expect } from 'chai';
-import { NetworkChainState } from '../../../core/evm/state.ts';
+import { NetworkChainState } from '../../../plugins/evm-state/chain.ts';
 import type { Network } from '../../../core/registry/network.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { upstreamLagOf } from '../../../plugins/select/index.ts';

@@ -2,21 +2,15 @@
  * What svc knows about a network's chain (issue #4 item 1): each upstream's latest and
  * finalized blocks (forward-only counters), its syncing state, and the network's highest
  * latest/finalized block over its currently serving upstreams, plus a block-time estimate.
- * Written by the state poller and by responses that reveal a newer head; read by
- * interpolation, tip enforcement, block availability and finality classification.
+ * Written by this plugin's state pollers and by responses that reveal a newer head; read, through
+ * the chain state service this plugin provides (`host.chainState(network)`, typed by the
+ * read-only `NetworkChainState` of svc/plugin), by interpolation, tip enforcement, block
+ * availability, finality classification, the cache, consensus, select and the healthcheck.
  */
-import type { Network } from '../registry/network.ts';
-import { Slot } from '../slots.ts';
-
-/**
- * An upstream's syncing flag (slot `evm.syncing`): written by the evm-state poller, read by the
- * default selection policy, which excludes a syncing upstream (issue #9 item 5).
- */
-export const SYNCING = new Slot<boolean>('evm.syncing', false);
-import type { Upstream } from '../registry/upstream.ts';
+import type { Network, NetworkChainState as NetworkChainStateView, Upstream, UpstreamChainState as UpstreamChainStateView } from 'svc/plugin';
 
 /** One upstream's view of the chain. */
-export class UpstreamChainState {
+export class UpstreamChainState implements UpstreamChainStateView {
   /** Highest latest block seen from this upstream (only moves forward). */
   latest = 0;
   /** Highest finalized block seen from this upstream (only moves forward). */
@@ -61,7 +55,7 @@ const EMA_ALPHA = 0.1;
 const EMA_MIN_SAMPLES = 3;
 
 /** A network's view of its chain. */
-export class NetworkChainState {
+export class NetworkChainState implements NetworkChainStateView {
   private readonly states = new Map<Upstream, UpstreamChainState>();
   private emaMs = 0;
   private samples = 0;
@@ -319,9 +313,9 @@ export class NetworkChainState {
 }
 
 /**
- * Where a network's chain state lives: on the network itself, under a registry symbol, so every
- * plugin, including one built against another installed copy of svc, finds the same state
- * (issue #9 item 3: no module-level map keyed by one copy's classes).
+ * Where a network's chain state lives: on the network itself, under a registry symbol, so two
+ * evm-state plugins of two installed copies of svc would find the same state (issue #9 item 3:
+ * no module-level map keyed by one copy's classes).
  */
 const STATE_KEY = Symbol.for('svc.evm.chainState');
 

@@ -1,0 +1,74 @@
+/**
+ * The chain-state contract (issue #4 item 1): what plugins read of what svc knows about a
+ * network's chain. The evm-state plugin keeps that state (its pollers and the heads answers
+ * reveal) and provides it under {@link CHAIN_STATE_SERVICE}; every other plugin reads it with
+ * `host.chainState(network)`, which is the evm-state plugin's view, or {@link NO_CHAIN_STATE}
+ * (nothing known: no head, no block time) in a preset without that plugin. Read-only: only the
+ * evm-state plugin writes chain state.
+ */
+import { serviceKey, type ServiceKey } from './host.ts';
+import type { Network } from './registry/network.ts';
+import type { Upstream } from './registry/upstream.ts';
+
+/** One upstream's view of the chain, as last polled or seen in its answers. */
+export interface UpstreamChainState {
+  /** Highest latest block seen from this upstream (only moves forward); 0 when unknown. */
+  readonly latest: number;
+  /** Highest finalized block seen from this upstream (only moves forward); 0 when unknown. */
+  readonly finalized: number;
+  /** The last `eth_syncing` answers said syncing. */
+  readonly syncing: boolean;
+  /** Time of the last successful state poll, ms; 0 when never. */
+  readonly lastPollAt: number;
+}
+
+/** A network's view of its chain. */
+export interface NetworkChainState {
+  /** Highest latest block over the network's counted upstreams; 0 when unknown. */
+  readonly highestLatest: number;
+  /** Highest finalized block over the counted upstreams; 0 when unknown. */
+  readonly highestFinalized: number;
+  /** Estimated block time, ms; undefined while observations accumulate. */
+  readonly blockTimeMs: number | undefined;
+  /** When the block after the current head is due at the latest, ms; undefined while the block time is unknown. */
+  readonly nextBlockDueAt: number | undefined;
+  /** An upstream's state, if it was ever observed. */
+  peek(u: Upstream): UpstreamChainState | undefined;
+  /** The hash of block `n` on the chain as last polled, if recorded (recent heights only). */
+  hashAt(n: number): string | undefined;
+  /**
+   * When this process first recorded a canonical block hash, ms; 0 while it never has (a reorg
+   * before then could not have been seen here).
+   */
+  readonly watchingSince: number;
+  /** Whether a reorg seen at or after `writtenAt` (ms) may have replaced block `n`. */
+  reorgedSince(writtenAt: number, n: number): boolean;
+  /**
+   * Whether the known head is fresh enough to interpolate `latest` with: confirmed within about
+   * two poll intervals or two block times.
+   * @param fallbackMs window when neither is known, ms (default 2000)
+   */
+  isHeadFresh(fallbackMs?: number): boolean;
+}
+
+/** What the evm-state plugin offers: the chain state of each network. */
+export interface ChainStateService {
+  /** The chain state of a network (the same object for the network's life). */
+  of(network: Network): NetworkChainState;
+}
+
+/** Key of the evm-state plugin's {@link ChainStateService} (read through `host.chainState`). */
+export const CHAIN_STATE_SERVICE: ServiceKey<ChainStateService> = serviceKey<ChainStateService>('evm-state.chain');
+
+/** The chain state of a network nothing tracks (no evm-state plugin): no head, no block time, never fresh. */
+export const NO_CHAIN_STATE: NetworkChainState = Object.freeze({
+  highestLatest: 0,
+  highestFinalized: 0,
+  blockTimeMs: undefined,
+  nextBlockDueAt: undefined,
+  watchingSince: 0,
+  peek: () => undefined,
+  hashAt: () => undefined,
+  reorgedSince: () => false,
+  isHeadFresh: () => false,
+});
