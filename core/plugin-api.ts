@@ -62,7 +62,7 @@ export { ConfigError, directiveDefaultsOf, parseDuration, type ConfigProblem } f
 export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream, UpstreamInput } from './config/types.ts';
 
 export { createSweep, finishAttempt, outcomeOf, startAttempt, traceOutcome, tryUpstream } from './sweep.ts';
-export { agreementSignature, blameOf, errorSignature, isCharged, isRequestFact, normaliseErrorMessage, type Blame } from './blame.ts';
+export { isCharged, isRequestFact, type Blame } from './blame.ts';
 export { isDeferred, settleFailedAttempt, whenCharged, wouldConfirm } from './charge.ts';
 
 export type { Network } from './registry/network.ts';
@@ -78,14 +78,11 @@ export { FINALITY } from './context.ts';
 export { compileGlobs, type GlobTest } from '../lib/glob.ts';
 export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';
 export { linkedController, sleep } from '../lib/abort.ts';
-export { addressList, inList, ipFamily, normalizeIp } from '../lib/client-address.ts';
+export { addressList, inList } from '../lib/client-address.ts';
 export { readRequestBody } from './http-io.ts';
-export { excerptOf, keyKind, redactedMark, redactText, redactTree, redactUrl, type KeyKind } from '../lib/redact.ts';
+export { excerptOf, redactText, redactTree, redactUrl } from '../lib/redact.ts';
 export { closeRedisClient, openRedisClient, type RedisClient } from '../lib/redis.ts';
 export {
-  BREAKER_STATE_VALUE,
-  breakerSettings,
-  DEFAULT_BREAKER_SETTINGS,
   StorageBreaker,
   StorageBreakerSchema,
   StorageUnavailableError,
@@ -143,11 +140,10 @@ export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from '../lib/labels.ts';
 export { VERSION } from './version.ts';
 export { DeferredCounter, DeferredHistogram, type HistogramCell } from '../lib/deferred-metrics.ts';
 export { callParamsHash, paramsHash } from './params-hash.ts';
-export { markProvenance, provenanceKey, MAX_PROVENANCE_MARK } from './provenance.ts';
+export { markProvenance, provenanceKey } from './provenance.ts';
 export { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, isEmptyResult, type IgnorePaths } from '../lib/canonical.ts';
 export {
   BLOCK_PARAM,
-  BLOCK_TAGS,
   blockRefOf,
   classifyFinality,
   FINALIZED_METHODS,
