@@ -7,42 +7,24 @@
  * two fake upstreams: the one tagged `tier:preferred` (listed second) answers, and the pricing
  * plugin's header carries unitPrice × routed calls from its own config key.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join, relative } from 'node:path';
-import { promisify } from 'node:util';
+import { dirname, join, relative } from 'node:path';
 import { expect } from 'chai';
 import { marked, type Tokens } from 'marked';
 import { PACKAGE_ROOT } from '../../core/version.ts';
 import { ensureBuilt } from '../helpers/build.ts';
+import { packSvc, sh as userSh, USER_ENV } from '../helpers/packed.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { freePort } from '../helpers/ports.ts';
 import { httpRequest, waitFor, type SvcResponse } from '../helpers/svc.ts';
 
-const exec = promisify(execFile);
+/** A user's shell environment (test/helpers/packed.ts), with the commit svc reports. */
+const ENV: NodeJS.ProcessEnv = { ...USER_ENV, SVC_COMMIT: 'package-test' };
 
-/**
- * The environment of a user's shell: none of the `npm_*` variables `npm test` sets (so the
- * nested npm runs on its own project, never on this repo's), no node_modules/.bin of this repo on
- * PATH, and node's own folder first so `#!/usr/bin/env node` runs this very node.
- */
-const ENV: NodeJS.ProcessEnv = {
-  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k))),
-  PATH: [dirname(process.execPath), ...(process.env.PATH ?? '').split(delimiter).filter((p) => p && !p.startsWith(join(PACKAGE_ROOT, 'node_modules')))].join(delimiter),
-  SVC_COMMIT: 'package-test',
-};
-
-/** Runs a command; on failure the error carries its output. */
-async function sh(cmd: string, args: string[], cwd: string): Promise<string> {
-  try {
-    const r = await exec(cmd, args, { cwd, env: ENV, maxBuffer: 64 * 1024 * 1024 });
-    return r.stdout;
-  } catch (e) {
-    const { stdout, stderr } = e as { stdout?: string; stderr?: string };
-    throw new Error(`${cmd} ${args.join(' ')} failed in ${cwd}:\n${stdout ?? ''}\n${stderr ?? ''}`);
-  }
-}
+/** Runs a command as a user would; on failure the error carries its output. */
+const sh = (cmd: string, args: string[], cwd: string): Promise<string> => userSh(cmd, args, cwd, ENV);
 
 function* files(dir: string): Generator<string> {
   for (const e of readdirSync(dir)) {
@@ -88,10 +70,8 @@ describe('e2e: the packed package with an in-house plugin package', function () 
   before(async () => {
     await ensureBuilt();
     tmp = mkdtempSync(join(tmpdir(), 'svc-package-'));
-    // `npm pack` runs `prepare` (the build) itself, so the tarball holds what the sources say.
-    await sh('npm', ['pack', '--silent', '--pack-destination', tmp], PACKAGE_ROOT);
-    const tarball = readdirSync(tmp).find((f) => /^svc-.*\.tgz$/.test(f));
-    expect(tarball, 'npm pack wrote no svc-*.tgz').to.be.a('string');
+    // svc packed once per test process from the dist/ ensureBuilt left (test/helpers/packed.ts).
+    const tarball = await packSvc();
 
     app = join(tmp, 'app');
     const pkg = join(app, 'packages', 'acme-svc-plugins');
@@ -112,7 +92,7 @@ describe('e2e: the packed package with an in-house plugin package', function () 
       JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, rootDir: 'src', outDir: 'dist', declaration: true }, include: ['src'] }, null, 2),
     );
     // The app installs svc's tarball and the plugin package (a Node project has @types/node).
-    await sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', join(tmp, tarball!), './packages/acme-svc-plugins', '@types/node@20'], app);
+    await sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball, './packages/acme-svc-plugins', '@types/node@20'], app);
     await sh(process.execPath, [join(PACKAGE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', pkg], pkg);
 
     plain = await startFaultServer({ chainId: 31337, handler: (r) => (r.method === 'eth_gasPrice' ? '0xb' : undefined) });
