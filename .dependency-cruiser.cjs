@@ -11,6 +11,9 @@
  * references...): no request path, hook, registry or contract. Core and svc/plugin use them;
  * plugins reach them only through svc/plugin. A lib file depends on npm packages, node builtins,
  * other lib files and, for types and schema helpers only, the core contract; never on plugins.
+ *
+ * config/ is the config loader (the `svc/config` entry: schema, YAML/TS loading, validation):
+ * core builds on it, it uses the core contract's types and error table, never a plugin.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -38,24 +41,24 @@ module.exports = {
     },
     {
       name: 'plugin-imports-outside-the-package-api',
-      comment: 'Plugins never import presets, the CLI, tests, benchmarks, built output, or lib/ by path (svc/plugin exports what lib/ offers).',
+      comment: 'Plugins never import presets, the CLI, tests, benchmarks, built output, or lib/ and config/ by path (svc/plugin exports what they offer).',
       severity: 'error',
       from: { path: '^plugins/' },
-      to: { path: '^(presets|bin|test|bench|dist|scripts|lib)/' },
+      to: { path: '^(presets|bin|test|bench|dist|scripts|lib|config)/' },
     },
     {
       name: 'lib-imports-plugins-or-entry-points',
-      comment: 'lib/ is below plugins, presets and the CLI: a generic utility never imports them.',
+      comment: 'lib/ and the config loader are below plugins, presets and the CLI: they never import them.',
       severity: 'error',
-      from: { path: '^lib/' },
+      from: { path: '^(lib|config)/' },
       to: { path: '^(plugins|presets|bin|test|bench|dist|scripts)/' },
     },
     {
       name: 'lib-imports-core-at-run-time',
-      comment: 'lib/ may use the core contract\'s types and its schema helpers (core/config/schema.ts), nothing of the core that runs.',
+      comment: 'lib/ may use the core contract\'s types and its schema helpers (config/schema.ts), nothing of the core that runs.',
       severity: 'error',
       from: { path: '^lib/' },
-      to: { path: '^core/', pathNot: '^core/config/schema\\.ts$', dependencyTypesNot: ['type-only'] },
+      to: { path: '^(core|config)/', pathNot: '^config/schema\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'plugin-import-unresolvable',

@@ -11,6 +11,7 @@ RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY core ./core
+COPY config ./config
 COPY lib ./lib
 COPY plugins ./plugins
 COPY presets ./presets

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createProxy } from '../core/proxy.ts';
-import { createLogger } from '../core/logger.ts';
+import { createLogger } from '../lib/logger.ts';
 import { PACKAGE_ROOT } from '../core/version.ts';
 import { defaultPreset } from '../presets/default.ts';
 

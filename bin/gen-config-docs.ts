@@ -11,8 +11,8 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildConfigSchema } from '../core/config/schema.ts';
-import { ERRORS_END, ERRORS_START, REFERENCE_END, REFERENCE_START, renderConfigReference, renderErrorTable, spliceBetween } from '../core/config/docs.ts';
+import { buildConfigSchema } from '../config/schema.ts';
+import { ERRORS_END, ERRORS_START, REFERENCE_END, REFERENCE_START, renderConfigReference, renderErrorTable, spliceBetween } from '../config/docs.ts';
 import { ERROR_TABLE } from '../core/errors-wire.ts';
 import { PACKAGE_ROOT } from '../core/version.ts';
 import { defaultPreset } from '../presets/default.ts';

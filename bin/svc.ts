@@ -11,11 +11,11 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { cloneConfig, ConfigError, readConfigFile } from '../core/config/load.ts';
-import { editorConfigSchema } from '../core/config/editor-schema.ts';
-import type { SchemaFragment } from '../core/config/schema.ts';
-import type { ProjectInput, SvcConfigInput } from '../core/config/types.ts';
-import { createLogger } from '../core/logger.ts';
+import { cloneConfig, ConfigError, readConfigFile } from '../config/load.ts';
+import { editorConfigSchema } from '../config/editor-schema.ts';
+import type { SchemaFragment } from '../config/schema.ts';
+import type { ProjectInput, SvcConfigInput } from '../config/types.ts';
+import { createLogger } from '../lib/logger.ts';
 import { createProxy } from '../core/proxy.ts';
 import { redactText } from '../lib/redact.ts';
 import { VERSION } from '../core/version.ts';

@@ -8,8 +8,10 @@
  * This module classifies; core/charge.ts defers the charge of an unclassified node error until
  * it is known whether a second upstream gives the same answer (then it is a request fact too).
  */
+import type { HealthOutcome } from '../lib/health-window.ts';
 import type { AttemptRecord } from './context.ts';
 import {
+  ErrCancelled,
   ErrEndpointBillingIssue,
   ErrEndpointCapacityExceeded,
   ErrEndpointClientSideException,
@@ -21,6 +23,7 @@ import {
   ErrEndpointServerSideException,
   ErrEndpointUnauthorized,
   ErrFailsafeTimeoutExceeded,
+  ErrInternal,
   ErrUpstreamMalformedResponse,
   ErrUpstreamRequestTooLarge,
   type SvcError,
@@ -189,4 +192,34 @@ export function agreementSignature(err: SvcError): string | undefined {
  */
 export function isDefiniteAnswer(err: SvcError): boolean {
   return err instanceof ErrEndpointExecutionException || err instanceof ErrEndpointNonceException || err instanceof ErrEndpointClientSideException;
+}
+
+/**
+ * Classifies an attempt for health scoring: only genuine failures of the upstream (transport,
+ * 5xx, timeouts, malformed answers, billing) are errors; reverts and other execution errors are
+ * successes; rate limits are throttles; cancellations (client or lost hedge legs) count as
+ * nothing, and so do svc's own failures and requests refused for their size. A fact about the
+ * request is never an error, whatever the upstream (`isRequestFact` above: invalid params,
+ * an unknown tracer, an error a second upstream confirmed: `charge` `waived`), so nothing a client
+ * sends counts against an upstream.
+ */
+export function healthOutcome(a: Pick<AttemptRecord, 'outcome' | 'error' | 'dialled' | 'charge'>): HealthOutcome {
+  if (!a.dialled) return 'ignore';
+  if (a.outcome === 'success' || a.outcome === 'exec_revert') return 'success';
+  if (a.outcome === 'cancelled' || a.outcome === 'pending' || a.outcome === 'skipped') return 'ignore';
+  const e: SvcError | undefined = a.error;
+  if (!e || e instanceof ErrCancelled || e instanceof ErrInternal || e instanceof ErrUpstreamRequestTooLarge) return 'ignore';
+  // The node answered; the answer is about the request.
+  if (a.charge === 'waived' || isRequestFact(e)) return 'neutral';
+  if (e instanceof ErrEndpointCapacityExceeded) return 'throttle';
+  if (
+    e instanceof ErrEndpointServerSideException ||
+    e instanceof ErrEndpointRequestTimeout ||
+    e instanceof ErrFailsafeTimeoutExceeded ||
+    e instanceof ErrUpstreamMalformedResponse ||
+    e instanceof ErrEndpointBillingIssue
+  ) {
+    return 'error';
+  }
+  return 'neutral';
 }

@@ -17,7 +17,7 @@ import {
   SyncWaterfallHook,
 } from 'tapable';
 import { Counter, type Registry } from 'prom-client';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../lib/logger.ts';
 import type Router from '@koa/router';
 import type { AttemptReason, AttemptRecord, CallContext, Directives, ExecutionRecord, HttpRequestInfo, Identity } from './context.ts';
 import type { SvcError } from './errors.ts';
@@ -25,7 +25,7 @@ import type { RpcResult } from './jsonrpc.ts';
 import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import type { Upstream } from './registry/upstream.ts';
-import type { ResolvedConfig } from './config/types.ts';
+import type { ResolvedConfig } from '../config/types.ts';
 
 /** The network-level handler of one call: returns a result or throws a {@link SvcError}. */
 export type CallHandler = (ctx: CallContext) => Promise<RpcResult>;

@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { decodeBody, readBodyCapped } from '../lib/body.ts';
 import { acceptsGzip, decodeRequest, gzipAnswer, requestDecoder } from './compression.ts';
-import type { ResolvedConfig } from './config/types.ts';
+import type { ResolvedConfig } from '../config/types.ts';
 import type { ClientAddressResolver } from '../lib/client-address.ts';
 import type { HttpRequestInfo } from './context.ts';
 import { ErrInvalidRequest, ErrRequestTooLarge } from './errors.ts';

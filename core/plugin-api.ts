@@ -55,11 +55,11 @@ export type { ParsedCall } from './jsonrpc.ts';
 
 export { Type } from '@sinclair/typebox';
 export type { Static, TProperties, TSchema } from '@sinclair/typebox';
-export { DIRECTIVE_DEFAULTS_POINT, Duration, Extensible, Size, Strict } from './config/schema.ts';
+export { DIRECTIVE_DEFAULTS_POINT, Duration, Extensible, Size, Strict } from '../config/schema.ts';
 export { declareDirectives, Directive, directiveDefaultsSchema, type DirectiveDeclaration, type DirectiveOptions, type DirectiveType } from './directive.ts';
-export type { SchemaFragment } from './config/schema.ts';
-export { ConfigError, directiveDefaultsOf, parseDuration, type ConfigProblem } from './config/load.ts';
-export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream, UpstreamInput } from './config/types.ts';
+export type { SchemaFragment } from '../config/schema.ts';
+export { ConfigError, directiveDefaultsOf, parseDuration, type ConfigProblem } from '../config/load.ts';
+export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream, UpstreamInput } from '../config/types.ts';
 
 export { createSweep, finishAttempt, outcomeOf, startAttempt, traceOutcome, tryUpstream } from './sweep.ts';
 export { isCharged, isRequestFact, type Blame } from './blame.ts';
@@ -68,10 +68,10 @@ export { isDeferred, settleFailedAttempt, whenCharged, wouldConfirm } from './ch
 export type { Network } from './registry/network.ts';
 export type { Project } from './registry/project.ts';
 export type { Upstream } from './registry/upstream.ts';
-export type { CordonChange, HealthSnapshot, HealthTracker } from './registry/health.ts';
+export type { CordonChange, HealthSnapshot, HealthTracker } from '../lib/health-window.ts';
 export { isDeadline } from './registry/upstream.ts';
 export { CHAIN_STATE_SERVICE, NO_CHAIN_STATE, type ChainStateService, type NetworkChainState, type UpstreamChainState } from './chain-state.ts';
-export type { Logger } from './logger.ts';
+export type { Logger } from '../lib/logger.ts';
 
 export { Slot, type SlotHolder } from './slots.ts';
 export { FINALITY } from './context.ts';
@@ -135,7 +135,7 @@ export {
   type FailsafeEntryView,
   type ProviderOrigin,
 } from './shared-slots.ts';
-export { resolveConfigBlock } from './config/block.ts';
+export { resolveConfigBlock } from '../config/block.ts';
 export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from '../lib/labels.ts';
 export { VERSION } from './version.ts';
 export { DeferredCounter, DeferredHistogram, type HistogramCell } from '../lib/deferred-metrics.ts';
@@ -159,7 +159,7 @@ export {
 
 export { definePlugin, definePreset, type Preset } from './define.ts';
 export { settingsOf, type FragmentSettings, type Resolved, type ResolvedProperties, type SettingsHolder } from './plugin-settings.ts';
-export type { TDuration, TSize } from './config/schema.ts';
+export type { TDuration, TSize } from '../config/schema.ts';
 
 export {
   SCORE_ORDER_STEP,

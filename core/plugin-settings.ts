@@ -3,7 +3,7 @@
  * TypeBox static types, instead of casting `config.server.settings.x as ...`.
  *
  * Plugin-owned keys are carried, validated, defaulted and converted, in each resolved node's
- * `settings` (core/config/types.ts): the whole config (`root` keys), `config.server`
+ * `settings` (config/types.ts): the whole config (`root` keys), `config.server`
  * (`server` keys), each resolved project, network and upstream. {@link settingsOf} gives a
  * typed view of one node for the properties of one fragment slot; {@link Resolved} is the type
  * of a value after resolution: durations in milliseconds and sizes in bytes (numbers), objects

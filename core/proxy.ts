@@ -16,7 +16,7 @@ import { checkPlugin, PluginContractError, Services, type ListenOverrides, type 
 import { CHAIN_STATE_SERVICE, type ChainStateService, NO_CHAIN_STATE, type NetworkChainState } from './chain-state.ts';
 import { Drain, type LifecycleState, type LifecycleStatus } from './drain.ts';
 import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
-import { createLogger, type Logger } from './logger.ts';
+import { createLogger, type Logger } from '../lib/logger.ts';
 import { BoundedLabel } from '../lib/labels.ts';
 import { excerptOf } from '../lib/redact.ts';
 import { Network } from './registry/network.ts';
@@ -27,9 +27,9 @@ import { createServer } from './server.ts';
 import { ClientAddressResolver } from '../lib/client-address.ts';
 import type Koa from 'koa';
 import { getCommit, VERSION } from './version.ts';
-import { buildConfigSchema, fragmentCollisions, type SchemaFragment } from './config/schema.ts';
-import { loadConfigObject, resolveNetwork, resolveUpstream } from './config/load.ts';
-import type { ResolvedConfig, UpstreamInput } from './config/types.ts';
+import { buildConfigSchema, fragmentCollisions, type SchemaFragment } from '../config/schema.ts';
+import { loadConfigObject, resolveNetwork, resolveUpstream } from '../config/load.ts';
+import type { ResolvedConfig, UpstreamInput } from '../config/types.ts';
 import type { RpcResult } from './jsonrpc.ts';
 
 export type { Plugin, PluginHost, ServiceRegistry } from './host.ts';

@@ -11,7 +11,7 @@
  */
 import { SyncWaterfallHook } from 'tapable';
 import { serviceKey, type PluginHost, type ServiceKey } from './host.ts';
-import type { HealthSnapshot } from './registry/health.ts';
+import type { HealthSnapshot } from '../lib/health-window.ts';
 import type { Network } from './registry/network.ts';
 
 /**

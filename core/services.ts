@@ -10,12 +10,12 @@
  */
 import { Type, type TObject } from '@sinclair/typebox';
 import type { Middleware } from 'koa';
-import { ConfigError } from './config/load.ts';
-import type { UpstreamInput } from './config/types.ts';
+import { ConfigError } from '../config/load.ts';
+import type { UpstreamInput } from '../config/types.ts';
 import type { HttpRequestInfo, Identity } from './context.ts';
 import { serviceKey, type ServiceKey, type ServiceRegistry } from './host.ts';
 import type { DirectiveDeclaration } from './directive.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../lib/logger.ts';
 import type { Upstream } from './registry/upstream.ts';
 
 // ---- auth (provided by the auth plugin; used by admin, healthcheck, in-house routes) ----------

@@ -8,7 +8,7 @@
  *
  * Config, logs and error text (issue #22 item 8): {@link redactTree} and {@link redactText} hide
  * credentials by key name, header maps and URLs wherever config can surface: the admin config
- * views, every log line (core/logger.ts), internal error messages and start-up errors.
+ * views, every log line (lib/logger.ts), internal error messages and start-up errors.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 
@@ -127,7 +127,7 @@ export class Redactor {
 }
 
 // ---- Config, log and error-text redaction ------------------------------------------------
-// The admin config views, every log line (core/logger.ts) and start-up error text pass their
+// The admin config views, every log line (lib/logger.ts) and start-up error text pass their
 // values through {@link redactTree} / {@link redactText}, so a credential written anywhere in a
 // config (a header value, a provider setting, a URL's user info or key) never shows in plain text.
 

@@ -23,8 +23,8 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { Duration, Strict } from '../core/config/schema.ts';
-import type { Logger } from '../core/logger.ts';
+import { Duration, Strict } from '../config/schema.ts';
+import type { Logger } from './logger.ts';
 
 /** A breaker's state. */
 export type StorageBreakerState = 'closed' | 'open' | 'half-open';

@@ -3,7 +3,7 @@
  * plugin with its version and the config keys it owns (from its schema fragment), so an
  * operator reading one log line knows which code serves and which keys it reads.
  */
-import type { SchemaFragment } from '../core/config/schema.ts';
+import type { SchemaFragment } from '../config/schema.ts';
 import type { Plugin } from '../core/host.ts';
 import type { ResolvedPreset } from './index.ts';
 

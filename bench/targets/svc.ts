@@ -37,7 +37,7 @@ const fromDist = option('build', 'dist') !== 'source';
 const base = new URL(fromDist ? '../../dist/' : '../../', import.meta.url);
 const ext = fromDist ? 'js' : 'ts';
 const { createProxy } = (await import(new URL(`core/proxy.${ext}`, base).href)) as typeof import('../../core/proxy.ts');
-const { createLogger } = (await import(new URL(`core/logger.${ext}`, base).href)) as typeof import('../../core/logger.ts');
+const { createLogger } = (await import(new URL(`lib/logger.${ext}`, base).href)) as typeof import('../../lib/logger.ts');
 const { loadPreset } = (await import(new URL(`presets/index.${ext}`, base).href)) as typeof import('../../presets/index.ts');
 
 const port = numberOption('port', 0);

@@ -4,7 +4,7 @@
  * principle 3).
  */
 import type { CallHandler } from '../hooks.ts';
-import type { ResolvedNetwork } from '../config/types.ts';
+import type { ResolvedNetwork } from '../../config/types.ts';
 import type { Project } from './project.ts';
 import type { Upstream } from './upstream.ts';
 

@@ -1,8 +1,9 @@
 /**
  * A project: its networks (by id and alias) and its upstreams (spec §1.2).
  */
-import type { ResolvedProject } from '../config/types.ts';
-import { HealthTracker } from './health.ts';
+import type { ResolvedProject } from '../../config/types.ts';
+import { HealthTracker } from '../../lib/health-window.ts';
+import { healthOutcome } from '../blame.ts';
 import type { Network } from './network.ts';
 import type { Upstream } from './upstream.ts';
 
@@ -23,7 +24,7 @@ export class Project {
   constructor(readonly config: ResolvedProject) {
     this.id = config.id;
     const windowMs = typeof config.settings.scoreMetricsWindowSize === 'number' ? config.settings.scoreMetricsWindowSize : 600_000;
-    this.health = new HealthTracker(windowMs);
+    this.health = new HealthTracker(healthOutcome, windowMs);
   }
 
   /** Registers an upstream (config order is registration order). */

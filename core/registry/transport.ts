@@ -16,7 +16,7 @@ import {
   type UpstreamErrorRaw,
 } from '../errors.ts';
 import { decodeBody, readBodyCapped, type BodyStream } from '../../lib/body.ts';
-import { extractTopLevelValue, findTopLevelValue } from '../json-scan.ts';
+import { extractTopLevelValue, findTopLevelValue } from '../../lib/json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../jsonrpc.ts';
 import { normaliseUpstreamError } from '../evm/normalize.ts';
 import { excerptOf, Redactor, safeDecode, secretsOf } from '../../lib/redact.ts';

@@ -6,7 +6,7 @@
 import { compileGlobs } from '../../lib/glob.ts';
 import type { RpcResult } from '../jsonrpc.ts';
 import type { SvcError } from '../errors.ts';
-import type { ResolvedUpstream } from '../config/types.ts';
+import type { ResolvedUpstream } from '../../config/types.ts';
 import type { UpstreamCall, UpstreamSender } from '../hooks.ts';
 import { DEFAULT_MAX_RESPONSE_SIZE, HttpTransport, type UpstreamPoolOptions } from './transport.ts';
 import type { Redactor } from '../../lib/redact.ts';

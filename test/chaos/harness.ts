@@ -17,7 +17,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { createProxy, type Proxy } from '../../core/proxy.ts';
-import { LOG_REDACTION, redactChildren } from '../../core/logger.ts';
+import { LOG_REDACTION, redactChildren } from '../../lib/logger.ts';
 import { chainStateOf, type NetworkChainState } from '../../plugins/evm-state/chain.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';
 import { defaultPreset } from '../../presets/default.ts';

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { NO_CACHE, startSvc, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
-import { loadConfigObject } from '../../core/config/load.ts';
+import { loadConfigObject } from '../../config/load.ts';
 import { defaultPreset } from '../../presets/default.ts';
 
 const ADMIN = 'admin-secret-0123456789abcdef';

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { createServer, type Server } from 'node:http';
 import { startSvc, type SvcHandle } from '../helpers/svc.ts';
 import { createProxy } from '../../core/proxy.ts';
-import { createLogger } from '../../core/logger.ts';
+import { createLogger } from '../../lib/logger.ts';
 import { defaultPreset } from '../../presets/default.ts';
 
 const CHAIN = 31337;

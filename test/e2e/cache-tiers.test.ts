@@ -16,7 +16,7 @@ import { startRedis, type RedisHandle } from '../helpers/redis.ts';
 import { httpRequest, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
 import { PostgresConnector } from '../../plugins/cache/connectors/postgres.ts';
-import { createLogger } from '../../core/logger.ts';
+import { createLogger } from '../../lib/logger.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;

@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { createProxy, type PluginHost } from '../../core/proxy.ts';
-import { createLogger } from '../../core/logger.ts';
+import { createLogger } from '../../lib/logger.ts';
 import { VERSION } from '../../core/version.ts';
 import { COST_SERVICE, type CostService, type PriceTable } from '../../plugins/cost/index.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';

@@ -60,7 +60,7 @@ const REBUILT = 'toJsonRpcError (core/errors.ts) rebuilds the object as {"code",
 const KNOWN_ISSUES: Record<string, { checks: Check[]; issue: string }> = {};
 
 // ---------------------------------------------------------------------------------------
-// A small JSON text walker, independent of svc's own (core/json-scan.ts), so the suite does not
+// A small JSON text walker, independent of svc's own (lib/json-scan.ts), so the suite does not
 // check svc with svc's code.
 
 function skipWs(s: string, i: number): number {

@@ -14,7 +14,7 @@ import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startFaultServer, type FaultServer, type FaultStep } from '../helpers/fault-server.ts';
 import { NO_CACHE, presetWithout, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
-import type { HealthTracker } from '../../core/registry/health.ts';
+import type { HealthTracker } from '../../lib/health-window.ts';
 import { upstreamBreakers } from '../../plugins/failsafe/index.ts';
 import { evaluateSelection, selectionDecisions, selectionState } from '../../plugins/selection/index.ts';
 import { NOPE_REVERT_DATA, REVERT_INIT, deployDirect, rpcBody } from './fixtures.ts';

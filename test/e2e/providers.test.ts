@@ -6,7 +6,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
-import { createLogger } from '../../core/logger.ts';
+import { createLogger } from '../../lib/logger.ts';
 import type { PluginHost } from '../../core/plugin-api.ts';
 import { PROVIDERS_SERVICE, type ProvidersService, type Vendor } from '../../plugins/providers/index.ts';
 import { parseCatalog, redactedSuffix, repositoryVendorPlugin } from '../../plugins/vendor-repository/index.ts';

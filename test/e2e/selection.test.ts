@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { readConfigFile } from '../../core/config/load.ts';
+import { readConfigFile } from '../../config/load.ts';
 import { selectionState } from '../../plugins/selection/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';

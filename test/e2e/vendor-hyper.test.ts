@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { expect } from 'chai';
-import { createLogger } from '../../core/logger.ts';
+import { createLogger } from '../../lib/logger.ts';
 import type { PluginHost } from '../../core/plugin-api.ts';
 import type { Vendor } from '../../plugins/providers/index.ts';
 import { HYPER_ALLOW_METHODS, hyperVendorPlugin } from '../../plugins/vendor-hyper/index.ts';

@@ -7,7 +7,7 @@
 import type { CallContext, Directives } from '../../core/context.ts';
 import { ErrEndpointServerSideException, type SvcError } from '../../core/errors.ts';
 import { RpcResult } from '../../core/jsonrpc.ts';
-import { createLogger } from '../../core/logger.ts';
+import { createLogger } from '../../lib/logger.ts';
 import { createProxy, type Plugin, type Proxy } from '../../core/proxy.ts';
 import type { Network } from '../../core/registry/network.ts';
 

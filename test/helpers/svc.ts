@@ -4,7 +4,7 @@
  */
 import { request } from 'undici';
 import { createProxy, type Plugin, type Proxy } from '../../core/proxy.ts';
-import { createLogger } from '../../core/logger.ts';
+import { createLogger } from '../../lib/logger.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { minimalPreset } from '../../presets/minimal.ts';

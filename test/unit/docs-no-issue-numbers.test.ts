@@ -8,8 +8,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { editorConfigSchema } from '../../core/config/editor-schema.ts';
-import type { SchemaFragment } from '../../core/config/schema.ts';
+import { editorConfigSchema } from '../../config/editor-schema.ts';
+import type { SchemaFragment } from '../../config/schema.ts';
 import { PACKAGE_ROOT } from '../../core/version.ts';
 import { defaultPreset } from '../../presets/default.ts';
 

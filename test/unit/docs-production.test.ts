@@ -9,8 +9,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import { expect } from 'chai';
-import { buildConfigSchema } from '../../core/config/schema.ts';
-import { renderConfigReference } from '../../core/config/docs.ts';
+import { buildConfigSchema } from '../../config/schema.ts';
+import { renderConfigReference } from '../../config/docs.ts';
 import { PACKAGE_ROOT } from '../../core/version.ts';
 import { defaultPreset } from '../../presets/default.ts';
 

@@ -83,7 +83,7 @@ describe('plugin boundary (dependency-cruiser)', function () {
         join(probe, 'x.ts'),
         [
           "import type { CallContext } from '../../core/context.ts';",
-          "import { Strict } from '../../core/config/schema.ts';",
+          "import { Strict } from '../../config/schema.ts';",
           "import { createSweep } from '../../core/sweep.ts';",
           "import { cachePlugin } from '../../plugins/cache/index.ts';",
           'export const x = [String(createSweep), String(cachePlugin), String(Strict)] as unknown as CallContext;',

@@ -7,9 +7,9 @@
  */
 import { expect } from 'chai';
 import { Type } from '@sinclair/typebox';
-import { ConfigError, loadConfigObject } from '../../../core/config/load.ts';
-import { buildConfigSchema, Duration, Extensible, fragmentCollisions, type SchemaFragment } from '../../../core/config/schema.ts';
-import { createLogger } from '../../../core/logger.ts';
+import { ConfigError, loadConfigObject } from '../../../config/load.ts';
+import { buildConfigSchema, Duration, Extensible, fragmentCollisions, type SchemaFragment } from '../../../config/schema.ts';
+import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, type Plugin } from '../../../core/proxy.ts';
 import { PluginContractError } from '../../../core/plugin-api.ts';
 import { configKeysOf } from '../../../presets/describe.ts';

@@ -1,14 +1,14 @@
 /**
- * Shared sub-schemas for the config validator (core/config/hoist.ts, issue #11 item 3): the
+ * Shared sub-schemas for the config validator (config/hoist.ts, issue #11 item 3): the
  * hoisted schema must accept and reject exactly what the original does, with the same error
  * paths, while each repeated object schema is compiled once.
  */
 import { expect } from 'chai';
 import { Ajv } from 'ajv';
-import { hoistRepeatedSubschemas } from '../../../core/config/hoist.ts';
-import { buildConfigSchema, type SchemaFragment } from '../../../core/config/schema.ts';
+import { hoistRepeatedSubschemas } from '../../../config/hoist.ts';
+import { buildConfigSchema, type SchemaFragment } from '../../../config/schema.ts';
 import { defaultPreset } from '../../../presets/default.ts';
-import { validateConfig } from '../../../core/config/load.ts';
+import { validateConfig } from '../../../config/load.ts';
 
 const endpoint = { type: 'object', additionalProperties: false, required: ['url'], properties: { url: { type: 'string', minLength: 1, description: 'x'.repeat(300) }, weight: { type: 'number', default: { type: 'object' } } } };
 const schema = {

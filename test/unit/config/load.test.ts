@@ -1,5 +1,5 @@
 /**
- * Config loading (core/config/load.ts), per issue #2 item 2: "`${ENV_VAR}` expanded in strings
+ * Config loading (config/load.ts), per issue #2 item 2: "`${ENV_VAR}` expanded in strings
  * (an unset variable becomes empty with a warning; numbers are coerced after expansion);
  * durations as strings (`50ms`, `15s`, `1h`). Unknown keys are an error that names the key's
  * path. Defaults are applied after `networkDefaults`/`upstreamDefaults` are merged, and
@@ -11,13 +11,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Type } from '@sinclair/typebox';
-import { ConfigError, defineConfig, loadConfigObject, parseDuration, parseSize, readConfigFile, validateConfig } from '../../../core/config/load.ts';
-import { Duration, Size, buildConfigSchema, type SchemaFragment } from '../../../core/config/schema.ts';
-import type { SvcConfigInput } from '../../../core/config/types.ts';
+import { ConfigError, defineConfig, loadConfigObject, parseDuration, parseSize, readConfigFile, validateConfig } from '../../../config/load.ts';
+import { Duration, Size, buildConfigSchema, type SchemaFragment } from '../../../config/schema.ts';
+import type { SvcConfigInput } from '../../../config/types.ts';
 import { SKIP_CACHE_READ } from '../../../plugins/cache/index.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 
-const LOAD_TS = resolve(dirname(fileURLToPath(import.meta.url)), '../../../core/config/load.ts');
+const LOAD_TS = resolve(dirname(fileURLToPath(import.meta.url)), '../../../config/load.ts');
 
 /** Runs `fn` and returns the ConfigError it throws. */
 function configError(fn: () => unknown): ConfigError {

@@ -6,9 +6,9 @@
  */
 import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError } from '../../../core/config/load.ts';
+import { ConfigError } from '../../../config/load.ts';
 import { createProxy } from '../../../core/proxy.ts';
-import { createLogger } from '../../../core/logger.ts';
+import { createLogger } from '../../../lib/logger.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 
 function problems(raw: unknown): Array<{ path: string; message: string }> {

@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { definePlugin, definePreset, Duration, settingsOf, Size, Type, type Plugin, type PluginHost, type Preset, type SchemaFragment } from '../../../core/plugin-api.ts';
-import { loadConfigObject } from '../../../core/config/load.ts';
+import { loadConfigObject } from '../../../config/load.ts';
 
 describe('definePlugin / definePreset / settingsOf', () => {
   it('definePlugin returns the very object; apply(host) is typed without annotations', () => {

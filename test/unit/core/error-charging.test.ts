@@ -24,7 +24,7 @@ import {
 } from '../../../core/errors.ts';
 import { isPassThrough } from '../../../core/errors-wire.ts';
 import { createHooks, type ProxyHooks } from '../../../core/hooks.ts';
-import { healthOutcome } from '../../../core/registry/health.ts';
+import { healthOutcome } from '../../../core/blame.ts';
 import { breakerOutcome } from '../../../plugins/failsafe/index.ts';
 
 /** A node's JSON-RPC error as the transport classifies an unnamed one. */

@@ -10,7 +10,7 @@ import { isLosslessNumber, parse as losslessParse } from 'lossless-json';
 import stringify from 'safe-stable-stringify';
 import { parseRequestBody, rawParamsOf, RAW_PARAMS_MIN_BYTES } from '../../../core/jsonrpc.ts';
 import { paramsHash } from '../../../core/params-hash.ts';
-import { scanMembers } from '../../../core/json-scan.ts';
+import { scanMembers } from '../../../lib/json-scan.ts';
 
 /** The params bytes svc's transport sends for a call (core/registry/transport.ts `body`). */
 function sentParams(params: unknown): string {

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { ErrInvalidRequest, ErrJsonRpcRequestUnmarshal } from '../../../core/errors.ts';
 import { parseRequestBody, MAX_METHOD_LENGTH } from '../../../core/jsonrpc.ts';
-import { arrayElements, extractTopLevelValue, nestingDepth } from '../../../core/json-scan.ts';
+import { arrayElements, extractTopLevelValue, nestingDepth } from '../../../lib/json-scan.ts';
 
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 const call = (params: string, id: string | number = 1, method = 'eth_call') => `{"jsonrpc":"2.0","id":${id},"method":"${method}","params":${params}}`;

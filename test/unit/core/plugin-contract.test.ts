@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { connect } from 'node:net';
 import { createProxy, type Plugin } from '../../../core/proxy.ts';
-import { createLogger } from '../../../core/logger.ts';
+import { createLogger } from '../../../lib/logger.ts';
 import { CallStage, ErrAuthUnauthorized, FINALITY, PluginContractError, PluginDependencyError, RpcResult, Slot, Type, VERSION } from '../../../core/plugin-api.ts';
 import { DIRECTIVES_SERVICE, type DirectivesService } from '../../../plugins/directives/index.ts';
 import { minimalPreset } from '../../../presets/minimal.ts';

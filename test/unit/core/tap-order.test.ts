@@ -6,7 +6,7 @@
  * a wrapper inside X; on a run-in-order hook (`select`, `directives`, `validate`...) it runs first.
  */
 import { expect } from 'chai';
-import { createLogger } from '../../../core/logger.ts';
+import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, type Plugin } from '../../../core/proxy.ts';
 import { CallStage, RpcResult, SelectStage, stageBetween, type CallContext, type Network, type Upstream } from '../../../core/plugin-api.ts';
 import { defaultPreset } from '../../../presets/default.ts';

@@ -6,7 +6,7 @@
  * name, so a plugin built against another installed copy of svc reaches the same service.
  */
 import { expect } from 'chai';
-import { createLogger } from '../../../core/logger.ts';
+import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, type Plugin } from '../../../core/proxy.ts';
 import {
   COST_SERVICE,

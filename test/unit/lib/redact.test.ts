@@ -1,13 +1,13 @@
 /**
  * Config, log and error-text redaction (lib/redact.ts `keyKind`, `redactText`, `redactTree`;
- * core/logger.ts `LOG_REDACTION`): every credential-looking key at any depth, every header map,
+ * lib/logger.ts `LOG_REDACTION`): every credential-looking key at any depth, every header map,
  * URLs' user info, path and query, in admin views, log lines and error messages.
  */
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { keyKind, redactText, redactTree, redactUrl } from '../../../lib/redact.ts';
-import { LOG_REDACTION, redactChildren } from '../../../core/logger.ts';
+import { LOG_REDACTION, redactChildren } from '../../../lib/logger.ts';
 import { asSvcError } from '../../../core/errors.ts';
 
 const MARK = /#redacted=[0-9a-f]{8}/;

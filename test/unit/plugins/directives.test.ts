@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import type { HttpRequestInfo } from '../../../core/context.ts';
-import { createLogger } from '../../../core/logger.ts';
+import { createLogger } from '../../../lib/logger.ts';
 import { createProxy } from '../../../core/proxy.ts';
 import { DIRECTIVES_SERVICE, type DirectiveDeclaration, type Plugin, PluginContractError } from '../../../core/plugin-api.ts';
 import { MatcherCache } from '../../../lib/matcher.ts';

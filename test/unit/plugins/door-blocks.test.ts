@@ -7,7 +7,7 @@
  * the admin endpoint sends no CORS headers. An in-house plugin guards its own route the same way.
  */
 import { expect } from 'chai';
-import { createLogger } from '../../../core/logger.ts';
+import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, type Plugin } from '../../../core/proxy.ts';
 import { AuthBlockSchema, type Authenticator, ConfigError, CORS_SERVICE, doorAuthenticator, Duration, ErrAuthUnauthorized, type HttpRequestInfo, resolveConfigBlock, Strict, Type } from '../../../core/plugin-api.ts';
 import { defaultPreset } from '../../../presets/default.ts';

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import type { CallContext } from '../../../core/context.ts';
 import { failsafePlugin } from '../../../plugins/failsafe/index.ts';
-import { createLogger } from '../../../core/logger.ts';
+import { createLogger } from '../../../lib/logger.ts';
 import { ErrEndpointClientSideException, ErrEndpointMissingData, ErrEndpointServerSideException } from '../../../core/errors.ts';
 import { createProxy } from '../../../core/proxy.ts';
 import type { Network } from '../../../core/registry/network.ts';

@@ -2,7 +2,7 @@
  * Unit tests of the failsafe plugin's pure parts (issue #3 item 3): the circuit breaker state
  * machine on an injected clock, the breaker's outcome classification, the retry back-off,
  * failsafe entry matching, and the health tracker's outcome classification
- * (core/registry/health.ts), which the breaker's rules mirror.
+ * (lib/health-window.ts, classified by core/blame.ts), which the breaker's rules mirror.
  */
 import { expect } from 'chai';
 import picomatch from 'picomatch';
@@ -25,7 +25,7 @@ import {
   ErrUpstreamsExhausted,
   type SvcError,
 } from '../../../core/errors.ts';
-import { healthOutcome } from '../../../core/registry/health.ts';
+import { healthOutcome } from '../../../core/blame.ts';
 import { breakerOutcome, CircuitBreaker, isRetryable, matchEntry, retryDelay, WRITE_METHODS, type FailsafeEntry } from '../../../plugins/failsafe/index.ts';
 
 type BreakerCfg = NonNullable<FailsafeEntry['circuitBreaker']>;

@@ -10,7 +10,7 @@ import FakeTimers from '@sinonjs/fake-timers';
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { Drain } from '../../../core/drain.ts';
-import { createLogger } from '../../../core/logger.ts';
+import { createLogger } from '../../../lib/logger.ts';
 import { createProxy } from '../../../core/proxy.ts';
 import type { Plugin } from '../../../core/plugin-api.ts';
 import { registerLifecycleMetrics } from '../../../plugins/metrics/lifecycle.ts';

@@ -5,7 +5,7 @@
  * the order the state (read by the admin `svc_project` method) and the request path show.
  */
 import { expect } from 'chai';
-import { createLogger } from '../../../core/logger.ts';
+import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, type Proxy } from '../../../core/proxy.ts';
 import type { Network } from '../../../core/registry/network.ts';
 import { forwardPlugin } from '../../../plugins/forward/index.ts';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import picomatch from 'picomatch';
-import { createLogger } from '../../../core/logger.ts';
+import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, type Proxy } from '../../../core/proxy.ts';
 import { normaliseNetworkId, resolveTarget, type AliasMatcher } from '../../../core/server.ts';
 import { ErrNetworkNotSupported, ErrProjectNotFound } from '../../../core/errors.ts';

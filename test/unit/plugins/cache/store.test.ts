@@ -15,7 +15,7 @@ import { callKey } from '../../../../plugins/cache/keys.ts';
 import { Policy } from '../../../../plugins/cache/policy.ts';
 import { cacheConfigOf, defaultCacheConfig, type PolicyConfig } from '../../../../plugins/cache/schema.ts';
 import { acceptable, readEntry, writeEntry, type ReadEvent, type Reader, type StoreSink } from '../../../../plugins/cache/store.ts';
-import type { ResolvedConfig } from '../../../../core/config/types.ts';
+import type { ResolvedConfig } from '../../../../config/types.ts';
 
 const H1 = `0x${'11'.repeat(32)}`;
 const H2 = `0x${'22'.repeat(32)}`;

@@ -7,7 +7,8 @@
 import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
 import { MISBEHAVING_REASON, Punisher } from '../../../../plugins/consensus/index.ts';
-import { HealthTracker } from '../../../../core/registry/health.ts';
+import { HealthTracker } from '../../../../lib/health-window.ts';
+import { healthOutcome } from '../../../../core/blame.ts';
 
 describe('consensus: punishment cordon', () => {
   let clock: ReturnType<typeof FakeTimers.install>;
@@ -19,7 +20,7 @@ describe('consensus: punishment cordon', () => {
   const punisher = () => new Punisher({ now: () => Date.now(), setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) });
 
   it('cordons after disputeThreshold losses within the window and releases after sitOutPenalty', () => {
-    const health = new HealthTracker(60_000);
+    const health = new HealthTracker(healthOutcome, 60_000);
     const p = punisher();
     expect(p.lost(health, 'u', 3, 10_000, 30_000)).to.equal(false);
     clock.tick(4_000);
@@ -34,7 +35,7 @@ describe('consensus: punishment cordon', () => {
   });
 
   it('losses older than disputeWindow do not count', () => {
-    const health = new HealthTracker(60_000);
+    const health = new HealthTracker(healthOutcome, 60_000);
     const p = punisher();
     p.lost(health, 'u', 2, 10_000, 30_000);
     clock.tick(10_001);
@@ -43,7 +44,7 @@ describe('consensus: punishment cordon', () => {
   });
 
   it("an operator's cordon is left alone: not overwritten, not lifted", () => {
-    const health = new HealthTracker(60_000);
+    const health = new HealthTracker(healthOutcome, 60_000);
     health.cordon('u', '*', 'maintenance');
     const p = punisher();
     expect(p.lost(health, 'u', 1, 10_000, 5_000)).to.equal(false);

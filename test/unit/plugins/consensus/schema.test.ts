@@ -7,8 +7,8 @@
  * level reads the call's matched entry's settings.
  */
 import { expect } from 'chai';
-import { ConfigError, loadConfigObject } from '../../../../core/config/load.ts';
-import type { SchemaFragment } from '../../../../core/config/schema.ts';
+import { ConfigError, loadConfigObject } from '../../../../config/load.ts';
+import type { SchemaFragment } from '../../../../config/schema.ts';
 import type { Plugin } from '../../../../core/plugin-api.ts';
 import { DEFAULT_CONSENSUS } from '../../../../plugins/consensus/index.ts';
 import { AUTHORITATIVE_DEFAULTS, authoritativeSettingsOf } from '../../../../plugins/integrity/index.ts';

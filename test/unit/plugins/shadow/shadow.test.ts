@@ -140,7 +140,7 @@ describe('shadow: config schema', () => {
 
   it('accepts `upstreams[].shadow` and rejects a rate above 1, an empty pattern or an unknown key', async () => {
     const { createProxy } = await import('../../../../core/proxy.ts');
-    const { createLogger } = await import('../../../../core/logger.ts');
+    const { createLogger } = await import('../../../../lib/logger.ts');
     const { defaultPreset } = await import('../../../../presets/default.ts');
     const make = (shadow: unknown) => createProxy({ config: config(shadow), plugins: defaultPreset(), logger: createLogger('silent') });
     expect(() => make({ sampleRate: 0.25, methods: 'eth_get*|eth_call' })).to.not.throw();
@@ -153,7 +153,7 @@ describe('shadow: config schema', () => {
 
   it('drops shadows before the selection policy sees the candidates', async () => {
     const { createProxy } = await import('../../../../core/proxy.ts');
-    const { createLogger } = await import('../../../../core/logger.ts');
+    const { createLogger } = await import('../../../../lib/logger.ts');
     const { defaultPreset } = await import('../../../../presets/default.ts');
     const p = createProxy({ config: config({}), plugins: defaultPreset(), logger: createLogger('silent') });
     expect(p.hooks.select.taps.map((t) => t.name).slice(0, 2)).to.deep.equal(['shadow', 'selection']);

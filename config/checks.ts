@@ -1,11 +1,11 @@
 /**
  * Config checks beyond the JSON Schema (issue #2 item 2, issue #8 item 10): keys that reach
  * object prototypes, reserved project ids, duplicate ids, chains and aliases. Used by
- * `svc validate` and start-up through core/config/load.ts.
+ * `svc validate` and start-up through config/load.ts.
  */
 import type { ConfigProblem } from './load.ts';
 import type { SvcConfigInput } from './types.ts';
-import { addressList } from '../../lib/client-address.ts';
+import { addressList } from '../lib/client-address.ts';
 
 /** Keys that reach an object's prototype machinery: never valid anywhere in a config (issue #8 item 10). */
 export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);

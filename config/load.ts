@@ -17,7 +17,7 @@ import { hoistRepeatedSubschemas } from './hoist.ts';
 import { forbiddenKeys, semanticProblems } from './checks.ts';
 
 export { FORBIDDEN_KEYS, forbiddenKeys, RESERVED_PROJECT_IDS } from './checks.ts';
-import type { Directives } from '../context.ts';
+import type { Directives } from '../core/context.ts';
 import type {
   AliasRule,
   NetworkInput,

@@ -10,7 +10,7 @@
  * the request path pays nothing at the default level.
  */
 import { pino, type Logger, type LevelWithSilent, type LoggerOptions } from 'pino';
-import { redactLogValue, redactText, redactTree } from '../lib/redact.ts';
+import { redactLogValue, redactText, redactTree } from './redact.ts';
 
 export type { Logger };
 

@@ -1,58 +1,20 @@
 /**
- * Health tracker (issue #3 item 1, spec §2.1, §3.1): per (upstream, method) cell, with `*` as
- * the whole upstream, a rolling window of request count, error rate, throttle rate, latency
- * quantiles of successful responses (DDSketch), block-head and finalization lag, and the
- * cordon flag with its reason. One tracker per project; cordons are in-process only.
+ * Rolling health windows per (upstream, method) (spec §2.1, §3.1): with `*` as the whole
+ * upstream, request count, error rate, throttle rate, latency quantiles of successful responses
+ * (DDSketch), block-head and finalization lag, and the cordon flag with its reason. Generic over
+ * what an error is: the caller injects the classifier (core's `healthOutcome`, core/blame.ts,
+ * which decides that nothing a client sends counts against an upstream). One tracker per
+ * project (core/registry/project.ts); cordons are in-process only.
  */
 import { DDSketch } from '@datadog/sketches-js';
-import type { AttemptRecord } from '../context.ts';
-import { isRequestFact } from '../blame.ts';
-import { compileGlobs, type GlobTest } from '../../lib/glob.ts';
-import {
-  ErrCancelled,
-  ErrEndpointBillingIssue,
-  ErrEndpointCapacityExceeded,
-  ErrEndpointRequestTimeout,
-  ErrEndpointServerSideException,
-  ErrFailsafeTimeoutExceeded,
-  ErrInternal,
-  ErrUpstreamMalformedResponse,
-  ErrUpstreamRequestTooLarge,
-  type SvcError,
-} from '../errors.ts';
+import type { AttemptRecord } from '../core/context.ts';
+import { compileGlobs, type GlobTest } from './glob.ts';
 
-/** How an attempt counts in the health window. */
+/** How an attempt counts in the health window (core/blame.ts `healthOutcome` decides). */
 export type HealthOutcome = 'success' | 'error' | 'throttle' | 'neutral' | 'ignore';
 
-/**
- * Classifies an attempt for health scoring: only genuine failures of the upstream (transport,
- * 5xx, timeouts, malformed answers, billing) are errors; reverts and other execution errors are
- * successes; rate limits are throttles; cancellations (client or lost hedge legs) count as
- * nothing, and so do svc's own failures and requests refused for their size. A fact about the
- * request is never an error, whatever the upstream (core/blame.ts `isRequestFact`: invalid params,
- * an unknown tracer, an error a second upstream confirmed: `charge` `waived`), so nothing a client
- * sends counts against an upstream.
- */
-export function healthOutcome(a: Pick<AttemptRecord, 'outcome' | 'error' | 'dialled' | 'charge'>): HealthOutcome {
-  if (!a.dialled) return 'ignore';
-  if (a.outcome === 'success' || a.outcome === 'exec_revert') return 'success';
-  if (a.outcome === 'cancelled' || a.outcome === 'pending' || a.outcome === 'skipped') return 'ignore';
-  const e: SvcError | undefined = a.error;
-  if (!e || e instanceof ErrCancelled || e instanceof ErrInternal || e instanceof ErrUpstreamRequestTooLarge) return 'ignore';
-  // The node answered; the answer is about the request.
-  if (a.charge === 'waived' || isRequestFact(e)) return 'neutral';
-  if (e instanceof ErrEndpointCapacityExceeded) return 'throttle';
-  if (
-    e instanceof ErrEndpointServerSideException ||
-    e instanceof ErrEndpointRequestTimeout ||
-    e instanceof ErrFailsafeTimeoutExceeded ||
-    e instanceof ErrUpstreamMalformedResponse ||
-    e instanceof ErrEndpointBillingIssue
-  ) {
-    return 'error';
-  }
-  return 'neutral';
-}
+/** Decides how one finished attempt counts (core/blame.ts `healthOutcome`). */
+export type HealthClassifier = (a: AttemptRecord) => HealthOutcome;
 
 interface Bucket {
   epoch: number;
@@ -141,11 +103,13 @@ export class HealthTracker {
   private readonly bucketMs: number;
 
   /**
+   * @param classify how an attempt counts (core passes `healthOutcome`, core/blame.ts)
    * @param windowMs rolling window length, ms (`projects[].scoreMetricsWindowSize`, default 10 min)
    * @param buckets sub-buckets of the window (default 10)
    * @param now clock, ms (tests inject one)
    */
   constructor(
+    private readonly classify: HealthClassifier,
     readonly windowMs = 600_000,
     readonly buckets = 10,
     private readonly now: () => number = Date.now,
@@ -174,7 +138,7 @@ export class HealthTracker {
 
   /** Records one finished attempt in its method cell and the upstream's `*` cell. */
   record(a: AttemptRecord): void {
-    const kind = healthOutcome(a);
+    const kind = this.classify(a);
     if (kind === 'ignore') return;
     const epoch = Math.floor(this.now() / this.bucketMs);
     for (const method of [a.method, '*']) {

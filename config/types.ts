@@ -6,7 +6,7 @@
  * applied, durations in milliseconds and sizes in bytes. Plugin-owned keys are carried in
  * each resolved node's `settings` (merged, defaulted, converted) for the plugin to read.
  */
-import type { Directives } from '../context.ts';
+import type { Directives } from '../core/context.ts';
 
 /** Duration as written: `"50ms"`, `"15s"`, `"1h"`, or milliseconds. */
 export type DurationInput = string | number;
