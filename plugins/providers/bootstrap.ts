@@ -5,7 +5,7 @@
  * ×1.5 each time up to 130 s. A vendor that answers an empty list has finished: that chain is
  * not served by this provider.
  */
-import { compileGlobs, type PluginHost, type Project, PROVIDER_ORIGIN, type UpstreamInput, type Vendor, type VendorUpstream } from 'svc/plugin';
+import { compileGlobs, type GlobTest, type PluginHost, type Project, PROVIDER_ORIGIN, type UpstreamInput, type Vendor, type VendorUpstream } from 'svc/plugin';
 import type { ProviderConfig } from './schema.ts';
 
 /** First bootstrap retry delay, ms (spec §8). */
@@ -18,7 +18,30 @@ export const BOOTSTRAP_MAX_RETRY_MS = 130_000;
 // Vendor, VendorUpstream: the providers service contract, in svc/plugin.
 export type { Vendor, VendorUpstream } from 'svc/plugin';
 
-type TaskState = { kind: 'running'; promise: Promise<void> } | { kind: 'done' } | { kind: 'failed'; failures: number; error: string };
+/**
+ * A provider's network filter: `onlyNetworks` (unset or empty = every network) minus
+ * `ignoreNetworks` (which wins when both name a network). eRPC refuses a provider with both
+ * lists and matches ids exactly; svc's lists are globs, so both together mean "these, but not
+ * those", and an exact id is a glob matching only itself.
+ * @param p the provider
+ * @returns whether the provider may serve a network id
+ */
+export function networkFilter(p: Pick<ProviderConfig, 'onlyNetworks' | 'ignoreNetworks'>): GlobTest {
+  const only = p.onlyNetworks && p.onlyNetworks.length > 0 ? compileGlobs(p.onlyNetworks) : undefined;
+  const ignore = p.ignoreNetworks && p.ignoreNetworks.length > 0 ? compileGlobs(p.ignoreNetworks) : undefined;
+  return (networkId: string) => (!only || only(networkId)) && !(ignore && ignore(networkId));
+}
+
+/**
+ * A generated upstream's id from the provider's template, as eRPC writes it: `<PROVIDER>` the
+ * provider id, `<VENDOR>` its vendor, `<NETWORK>` the network id (`evm:1`), `<EVM_CHAIN_ID>` the
+ * chain id alone (`1`).
+ */
+export function upstreamIdOf(template: string, p: Pick<ProviderConfig, 'id' | 'vendor'>, chainId: number): string {
+  return template.replaceAll('<VENDOR>', p.vendor).replaceAll('<PROVIDER>', p.id).replaceAll('<NETWORK>', `evm:${chainId}`).replaceAll('<EVM_CHAIN_ID>', String(chainId));
+}
+
+type TaskState = { kind: 'running'; promise: Promise<void> } | { kind: 'done'; offered: number } | { kind: 'failed'; failures: number; error: string };
 
 /** The tasks of one project. */
 export class ProjectBootstrap {
@@ -26,17 +49,21 @@ export class ProjectBootstrap {
   /** Pending background retries, by task key. */
   private readonly retries = new Map<string, NodeJS.Timeout>();
   private closed = false;
+  /** Each provider's network filter, compiled once. */
+  private readonly admits: ReadonlyMap<ProviderConfig, GlobTest>;
 
   constructor(
     private readonly host: PluginHost,
     private readonly project: Project,
     private readonly providers: readonly ProviderConfig[],
     private readonly vendors: ReadonlyMap<string, Vendor>,
-  ) {}
+  ) {
+    this.admits = new Map(providers.map((p) => [p, networkFilter(p)]));
+  }
 
-  /** The providers whose `onlyNetworks` admit a network id. */
+  /** The providers whose `onlyNetworks` admit a network id and whose `ignoreNetworks` do not name it. */
   eligible(networkId: string): ProviderConfig[] {
-    return this.providers.filter((p) => !p.onlyNetworks || p.onlyNetworks.length === 0 || compileGlobs(p.onlyNetworks)(networkId));
+    return this.providers.filter((p) => this.admits.get(p)?.(networkId) === true);
   }
 
   /** Starts the tasks of a chain that are not running or done; returns whether any is still running. */
@@ -69,6 +96,26 @@ export class ProjectBootstrap {
     return out;
   }
 
+  /**
+   * Why no provider serves a chain, once none is running or failed: one entry per provider whose
+   * vendor offered no upstream for it (`provider <id> (vendor <v>) does not serve evm:<id>`) and
+   * per provider whose `ignoreNetworks` excludes it. What the first request for an unserved chain
+   * is told instead of a bare "not supported".
+   */
+  declined(chainId: number): string[] {
+    const networkId = `evm:${chainId}`;
+    const out: string[] = [];
+    for (const p of this.providers) {
+      if (!this.admits.get(p)?.(networkId)) {
+        if (p.ignoreNetworks?.length && compileGlobs(p.ignoreNetworks)(networkId)) out.push(`provider ${p.id} ignores ${networkId} (ignoreNetworks)`);
+        continue;
+      }
+      const t = this.tasks.get(`${p.id}\0${chainId}`);
+      if (t?.kind === 'done' && t.offered === 0) out.push(`provider ${p.id} (vendor ${p.vendor}) does not serve ${networkId}`);
+    }
+    return out;
+  }
+
   /** Stops background retries. */
   close(): void {
     this.closed = true;
@@ -83,7 +130,7 @@ export class ProjectBootstrap {
       .upstreamsFor(chainId, p.settings, { id: p.id, logger: this.host.logger })
       .then((list) => {
         this.add(p, chainId, list);
-        this.tasks.set(key, { kind: 'done' });
+        this.tasks.set(key, { kind: 'done', offered: list.length });
       })
       .catch((e: unknown) => {
         const n = failures + 1;
@@ -104,7 +151,7 @@ export class ProjectBootstrap {
   /** Adds a vendor's upstreams to the project (spec §2.10 ids; overrides by network glob). */
   private add(p: ProviderConfig, chainId: number, list: readonly VendorUpstream[]): void {
     const networkId = `evm:${chainId}`;
-    const base = p.upstreamIdTemplate.replaceAll('<PROVIDER>', p.id).replaceAll('<NETWORK>', networkId);
+    const base = upstreamIdOf(p.upstreamIdTemplate, p, chainId);
     const overrides = Object.entries(p.overrides).filter(([glob]) => compileGlobs(glob)(networkId));
     list.forEach((v, i) => {
       const id = v.idSuffix !== undefined ? `${base}-${v.idSuffix}` : list.length > 1 ? `${base}-${i}` : base;

@@ -21,7 +21,7 @@ import { ErrNetworkNotSupported, type Network, type Plugin, PluginContractError,
 import { ProjectBootstrap } from './bootstrap.ts';
 import { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, providersSchema } from './schema.ts';
 
-export { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, type Vendor, type VendorUpstream } from './bootstrap.ts';
+export { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, networkFilter, upstreamIdOf, type Vendor, type VendorUpstream } from './bootstrap.ts';
 export { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, type ProviderConfig } from './schema.ts';
 
 // The service's key and types are the contract in svc/plugin (vendor plugins import them there).
@@ -87,7 +87,8 @@ export function providersPlugin(): Plugin {
           await new Promise((r) => setTimeout(r, FIRST_REQUEST_POLL_MS));
         }
         const n = project.networks.get(networkId);
-        return notServedYet(project, networkId, n, b.running(chainId) ? [] : b.failures(chainId));
+        const done = !b.running(chainId);
+        return notServedYet(project, networkId, n, done ? b.failures(chainId) : [], done ? b.declined(chainId) : []);
       });
 
       host.hooks.shutdown.tapPromise('providers', async () => {
@@ -101,13 +102,15 @@ export function providersPlugin(): Plugin {
 /**
  * What the first request for a chain gets once the wait is over: the network when one of its
  * upstreams serves or may still pass its probe; `undefined` (the core's generic HTTP 404) when no
- * provider offered the chain.
+ * provider was asked.
  * @throws ErrNetworkNotSupported (HTTP 404) naming why, at once, when a bootstrap task failed
  *   (e.g. the catalog cannot be fetched) and produced nothing, or when every upstream the
  *   providers generated failed its `eth_chainId` probe; bootstrap and probes keep retrying
  *   in the background, so a later call can succeed
+ * @throws ErrNetworkNotSupported (HTTP 404) naming the providers that do not serve the chain
+ *   (their vendor offered nothing, or `ignoreNetworks` names it), when that is all there is
  */
-function notServedYet(project: Project, networkId: string, n: Network | undefined, failures: readonly string[]): Network | undefined {
+function notServedYet(project: Project, networkId: string, n: Network | undefined, failures: readonly string[], declined: readonly string[] = []): Network | undefined {
   const ups = n?.upstreams ?? [];
   if (ups.some((u) => u.state === 'ready' || (u.state === 'probing' && u.probeFailures === 0))) return n;
   if (ups.length > 0) {
@@ -116,6 +119,7 @@ function notServedYet(project: Project, networkId: string, n: Network | undefine
     );
   }
   if (failures.length > 0) throw new ErrNetworkNotSupported(redactText(`network ${networkId} is not served by project ${project.id} yet: ${failures.join('; ')}; retrying in the background`));
+  if (declined.length > 0) throw new ErrNetworkNotSupported(redactText(`network ${networkId} is not supported by project ${project.id}: ${declined.join('; ')}`));
   return undefined;
 }
 

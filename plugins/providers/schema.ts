@@ -12,7 +12,10 @@ const providerSchema = Strict({
   vendor: Type.String({ minLength: 1, description: 'the vendor plugin that turns settings and a chain id into upstreams (`repository`, or an in-house one)' }),
   settings: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "the vendor's settings (e.g. `repositoryUrl`, `creditUnits`)" })),
   onlyNetworks: Type.Optional(Type.Array(Type.String(), { description: 'network id globs (`evm:1`, `evm:*`) this provider serves; unset = all' })),
-  upstreamIdTemplate: Type.Optional(Type.String({ default: DEFAULT_UPSTREAM_ID_TEMPLATE, description: 'id of generated upstreams; `<PROVIDER>` and `<NETWORK>` are replaced' })),
+  ignoreNetworks: Type.Optional(
+    Type.Array(Type.String(), { description: 'network id globs (`evm:137`, `evm:4*`) this provider never serves, even when `onlyNetworks` admits them; its vendor is never asked for them' }),
+  ),
+  upstreamIdTemplate: Type.Optional(Type.String({ default: DEFAULT_UPSTREAM_ID_TEMPLATE, description: 'id of generated upstreams; `<PROVIDER>`, `<VENDOR>`, `<NETWORK>` (`evm:1`) and `<EVM_CHAIN_ID>` (`1`) are replaced' })),
   overrides: Type.Optional(Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown()), { description: 'network id glob to upstream settings merged into generated upstreams (e.g. failsafe)' })),
 });
 
@@ -28,7 +31,10 @@ export interface ProviderConfig {
   id: string;
   vendor: string;
   settings: Record<string, unknown>;
+  /** Network id globs served; unset or empty = all. */
   onlyNetworks?: string[];
+  /** Network id globs never served (wins over `onlyNetworks`); unset or empty = none. */
+  ignoreNetworks?: string[];
   upstreamIdTemplate: string;
   overrides: Record<string, Partial<UpstreamInput>>;
 }
@@ -41,6 +47,7 @@ export function providersOf(settings: Record<string, unknown>): ProviderConfig[]
     vendor: p.vendor,
     settings: p.settings ?? {},
     onlyNetworks: p.onlyNetworks,
+    ignoreNetworks: p.ignoreNetworks,
     upstreamIdTemplate: p.upstreamIdTemplate ?? DEFAULT_UPSTREAM_ID_TEMPLATE,
     overrides: p.overrides ?? {},
   }));
