@@ -409,6 +409,7 @@ export function resolveConfig(doc: SvcConfigInput, schema: TObject, warnings: st
       enabled: metrics.enabled as boolean,
       host: String(metricsIn.host ?? metricsIn.hostV4 ?? metrics.host),
       port: metrics.port as number,
+      settings: metrics,
     },
     projects,
     settings: rootSettings,

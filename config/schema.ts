@@ -73,6 +73,9 @@ export interface SchemaFragment {
 /** The `directiveDefaults` extension point: the network's object and every object marked with it. */
 export const DIRECTIVE_DEFAULTS_POINT = 'directiveDefaults';
 
+/** The `metrics` extension point: the top-level `metrics` object, whose listener keys the core owns. */
+export const METRICS_POINT = 'metrics';
+
 /** Schema annotation naming an object's extension point (removed from the assembled schema). */
 const EXTEND_MARK = 'x-svc-extend';
 
@@ -276,7 +279,8 @@ export function buildConfigSchema(fragments: readonly SchemaFragment[] = []): TO
       preset: Type.Optional(Type.String({ description: 'preset: a built-in name (`default`, `minimal`), an installed package (`@acme/svc-preset`, resolved from this file\'s folder, then the working directory) or a module path relative to this file; CLI --preset wins' })),
       server: Type.Optional(Strict(serverProps(optionalAll(f.server)))),
       metrics: Type.Optional(
-        Strict({
+        // `metrics`: the metrics plugin adds its keys (histogram options, error labels).
+        Extensible(METRICS_POINT, {
           enabled: Type.Optional(Type.Boolean({ default: true })),
           host: Type.Optional(Type.String({ default: '0.0.0.0' })),
           hostV4: Type.Optional(Type.String({ description: 'eRPC alias of host' })),

@@ -73,7 +73,8 @@ export interface SvcConfigInput {
     trustedIPHeaders?: string[];
     [k: string]: unknown;
   };
-  metrics?: { enabled?: boolean; host?: string; hostV4?: string; port?: number };
+  /** The metrics listener; plugins add keys (the metrics plugin's histogram options). */
+  metrics?: { enabled?: boolean; host?: string; hostV4?: string; port?: number; [k: string]: unknown };
   projects?: ProjectInput[];
   [k: string]: unknown;
 }
@@ -132,6 +133,8 @@ export interface ResolvedMetrics {
   enabled: boolean;
   host: string;
   port: number;
+  /** The whole `metrics` block, defaulted: plugin-owned keys (histogram options) included. */
+  settings: Record<string, unknown>;
 }
 
 /** Resolved upstream. */
