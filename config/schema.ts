@@ -338,8 +338,9 @@ export function fragmentCollisions(owned: ReadonlyArray<{ owner: string; fragmen
   const core = coreKeys();
   const owners = new Map<string, string>();
   for (const [slot, keys] of Object.entries(core)) for (const k of keys) owners.set(`${slot}.${k}`, 'the core');
-  // Extension points: the core's `directiveDefaults`, then each plugin's, with the keys their objects already have.
-  const declared = new Set<string>([DIRECTIVE_DEFAULTS_POINT]);
+  // Extension points: the core's `directiveDefaults` and `metrics`, then each plugin's, with the keys their objects already have.
+  const declared = new Set<string>([DIRECTIVE_DEFAULTS_POINT, METRICS_POINT]);
+  for (const k of ['enabled', 'host', 'hostV4', 'port']) owners.set(`${METRICS_POINT}.${k}`, 'the core');
   for (const { owner, fragment } of owned) {
     for (const [point, keys] of pointsOf(fragment)) {
       declared.add(point);

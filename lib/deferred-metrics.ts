@@ -93,6 +93,8 @@ export class DeferredHistogram {
   readonly aggregator = 'sum';
   readonly name: string;
   readonly help: string;
+  /** Label names, in `child()` order (read by the metrics plugin's histogram label filter). */
+  readonly labelNames: readonly string[];
   private readonly bounds: readonly number[];
   private readonly tree: LabelTree<HistogramCell>;
 
@@ -104,6 +106,7 @@ export class DeferredHistogram {
   constructor(registry: Registry, config: { name: string; help: string; labelNames: readonly string[]; buckets: readonly number[] }) {
     this.name = config.name;
     this.help = config.help;
+    this.labelNames = config.labelNames;
     this.bounds = [...config.buckets].sort((a, b) => a - b);
     const n = this.bounds.length;
     this.tree = new LabelTree((labels) => ({ labels, buckets: new Float64Array(n), sum: 0, count: 0 }), config.labelNames);

@@ -7,6 +7,10 @@
  * Every label taken from client input is bounded: at most 200 methods, 50 agent names and 1000
  * users per process, then `other`, each value cut to 64 characters, so a client cannot blow up
  * `/metrics` (issue #8 item 4).
+ * Keys under `metrics` (./options.ts, eRPC's): `errorLabelMode`, `histogramBuckets` (the two
+ * latency histograms' buckets, set when they are created), `histogramDropLabels` and
+ * `histogramLabelOverrides` (applied to every histogram where `/metrics` is written,
+ * ./histogram-filter.ts).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +18,10 @@ import { collectDefaultMetrics, Counter } from 'prom-client';
 import { agentName, type AttemptRecord, BoundedLabel, type CallContext, DeferredCounter, DeferredHistogram, FINALITY, isCharged, type Plugin, type PluginHost, serviceKey, ShutdownStage } from 'svc/plugin';
 export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from 'svc/plugin';
 import { registerLifecycleMetrics } from './lifecycle.ts';
+import { FilteredRegistry, unknownFilterNames } from './histogram-filter.ts';
+import { type MetricsOptions, metricsOptionsOf, metricsSchema, VerboseErrorLabels } from './options.ts';
+export { DEFAULT_LATENCY_BUCKETS, metricsOptionsOf, parseBuckets, verboseErrorLabel, type ErrorLabelMode, type MetricsOptions } from './options.ts';
+export { droppedLabels, FilteredRegistry, mergeSamples } from './histogram-filter.ts';
 
 /** Options of the metrics plugin. */
 export interface MetricsPluginOptions {
@@ -41,8 +49,15 @@ export function metricsAddress(host: PluginHost): AddressInfo | undefined {
 export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
   return {
     name: 'metrics',
+    schema: metricsSchema,
     apply(proxy: PluginHost) {
       const reg = proxy.metrics;
+      // Set from the config on `configured` (config hooks may still change it during apply).
+      let options!: MetricsOptions;
+      let verbose: VerboseErrorLabels | undefined;
+      let exposition!: FilteredRegistry;
+      let upstreamDuration!: DeferredHistogram;
+      let callDuration!: DeferredHistogram;
       const methods = opts.maxMethods !== undefined ? new BoundedLabel(opts.maxMethods) : proxy.methodLabel;
       const agents = new BoundedLabel(opts.maxAgents ?? 50);
       const users = new BoundedLabel(opts.maxUsers ?? 1000);
@@ -57,18 +72,23 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         labelNames: ['project', 'vendor', 'network', 'upstream', 'category', 'error'],
         registers: [reg],
       });
-      const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
-      const upstreamDuration = new DeferredHistogram(reg, {
-        name: 'svc_upstream_request_duration_seconds',
-        help: 'Upstream request duration in seconds',
-        labelNames: ['project', 'vendor', 'network', 'upstream', 'category'],
-        buckets: BUCKETS,
-      });
-      const callDuration = new DeferredHistogram(reg, {
-        name: 'svc_network_request_duration_seconds',
-        help: 'Time from a call being routed to its answer, seconds, per network, method and finality',
-        labelNames: ['project', 'network', 'category', 'finality'],
-        buckets: BUCKETS,
+      proxy.hooks.configured.tap('metrics', (config) => {
+        options = metricsOptionsOf(config.metrics.settings);
+        verbose = options.errorLabelMode === 'verbose' ? new VerboseErrorLabels() : undefined;
+        exposition = new FilteredRegistry(reg, options);
+        // The latency histograms, with `metrics.histogramBuckets` (eRPC applies them to these).
+        upstreamDuration = new DeferredHistogram(reg, {
+          name: 'svc_upstream_request_duration_seconds',
+          help: 'Upstream request duration in seconds',
+          labelNames: ['project', 'vendor', 'network', 'upstream', 'category'],
+          buckets: options.buckets,
+        });
+        callDuration = new DeferredHistogram(reg, {
+          name: 'svc_network_request_duration_seconds',
+          help: 'Time from a call being routed to its answer, seconds, per network, method and finality',
+          labelNames: ['project', 'network', 'category', 'finality'],
+          buckets: options.buckets,
+        });
       });
       // Process metrics (CPU, RSS, heap, event-loop lag, GC): prom-client's defaults, read on scrape.
       collectDefaultMetrics({ register: reg });
@@ -102,7 +122,8 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         // Only what is charged to the upstream: not svc's own failures, not facts about the
         // request (reverts, bad params, over-size requests, an error a second upstream confirmed).
         if (a.error && a.outcome !== 'success' && isCharged(a)) {
-          upstreamErrors.inc({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category, error: a.error.name });
+          const error = verbose ? verbose.value(a.error.name, a.error.message) : a.error.name;
+          upstreamErrors.inc({ project: a.projectId, vendor: a.vendor, network: a.networkId, upstream: a.upstreamId, category, error });
         }
       });
 
@@ -128,10 +149,12 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
 
       proxy.hooks.listening.tapPromise('metrics', async () => {
         const mcfg = proxy.config.metrics;
+        // Every plugin has registered its histograms by now: name what the filter cannot find.
+        if (exposition.active || options.keepLabels.size > 0) for (const w of await unknownFilterNames(reg, options)) proxy.logger.warn(w);
         if (!mcfg.enabled) return;
         const server = createServer((req, res) => {
           if (req.method === 'GET' && (req.url ?? '').split('?')[0] === '/metrics') {
-            reg.metrics().then(
+            exposition.metrics().then(
               (text) => {
                 res.writeHead(200, { 'content-type': reg.contentType });
                 res.end(text);
