@@ -19,6 +19,34 @@ export interface RpcBody {
   text: string;
   /** JSON-RPC calls in it (1 for a single request, n for a batch). */
   calls: number;
+  /**
+   * When set, every request of a load run sends a different body: `unique(i)` for the i-th
+   * request of the run (`text` is `unique(0)`, the preflight's). Used where a repeated body would
+   * be answered by svc's cache or collapsed by multiplexing, and the run must measure misses.
+   */
+  unique?: (i: number) => string;
+}
+
+/** Block of the unique-call bodies: below the fake upstream's finalized block, so answers are cacheable. */
+const UNIQUE_BLOCK = '0x1200000';
+
+/**
+ * `eth_getBalance` of a different address on every request, at a fixed finalized block
+ * (`0x1200000`): each call is a cache miss that svc writes back, as under a real indexer's load.
+ * The address is the request index, zero-padded to 20 bytes; the run offset keeps rounds apart
+ * (a later round must not hit what an earlier one cached).
+ */
+export function uniqueBalanceBody(): RpcBody {
+  let run = 0;
+  const at = (i: number) => `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x${i.toString(16).padStart(40, '0')}","${UNIQUE_BLOCK}"]}`;
+  return {
+    text: at(0),
+    calls: 1,
+    unique: (i) => {
+      if (i === 0) run++;
+      return at(run * 100_000_000 + i);
+    },
+  };
 }
 
 /**
@@ -191,6 +219,9 @@ class LatencyRecorder {
 export function runLoad(opts: LoadOptions): Promise<LoadResult> {
   const rec = new LatencyRecorder();
   const check = opts.verifyBodies === false ? undefined : resultBodyCheck(opts.body.calls);
+  const unique = opts.body.unique;
+  let next = 0;
+  unique?.(next++);
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
@@ -198,6 +229,7 @@ export function runLoad(opts: LoadOptions): Promise<LoadResult> {
         method: 'POST',
         headers: { ...opts.headers, 'content-type': 'application/json' },
         body: opts.body.text,
+        ...(unique ? { requests: [{ method: 'POST', setupRequest: (req: autocannon.Request) => ({ ...req, body: unique(next++) }) }] } : {}),
         connections: opts.connections ?? 32,
         pipelining: 1,
         duration: opts.durationS,

@@ -47,6 +47,7 @@ import {
   progress,
   runLoad,
   singleBody,
+  uniqueBalanceBody,
   startTarget,
   TARGETS,
   type Measurement,
@@ -166,10 +167,24 @@ const scenarios: Scenario[] = [
   // Issue #11: the floor of a Koa-based proxy, to read the targets (ratios to the node:http forwarder) against.
   { key: 'fwd-koa', label: '(d″) Koa forwarder, single', measured: 'forwarder', body: single, setup: () => behind(TARGETS.forwarder, 'fwd-koa', ['--framework=koa']) },
   { key: 'fwd-batch', label: '(d) min forwarder, batch10', measured: 'forwarder', body: batch10, setup: () => behind(TARGETS.forwarder, 'fwd-batch') },
+  // svc as a user runs it: the default preset with its zero-config memory cache and multiplexing
+  // on, every call a different eth_getBalance at a finalized block, so every call is a miss that
+  // is written back. Its floors get the same unique bodies.
+  { key: 'fwd-unique', label: '(d) min forwarder, unique eth_getBalance', measured: 'forwarder', body: uniqueBalanceBody(), setup: () => behind(TARGETS.forwarder, 'fwd-unique') },
+  { key: 'fwd-koa-unique', label: '(d″) Koa forwarder, unique eth_getBalance', measured: 'forwarder', body: uniqueBalanceBody(), setup: () => behind(TARGETS.forwarder, 'fwd-koa-unique', ['--framework=koa']) },
+  {
+    key: 'svc-shipped',
+    label: '(h) svc as shipped (default preset, memory cache + multiplexing on), unique eth_getBalance',
+    measured: 'svc',
+    body: uniqueBalanceBody(),
+    setup: () => behind(TARGETS.svc, 'svc-shipped', ['--cache=1', '--multiplexing=1']),
+  },
+  { key: 'svc-nocache-unique', label: '(h′) svc default preset, cache and multiplexing off, unique eth_getBalance', measured: 'svc', body: uniqueBalanceBody(), setup: () => behind(TARGETS.svc, 'svc-nocache-unique') },
+  { key: 'svc-minimal-unique', label: '(h″) svc minimal preset, unique eth_getBalance', measured: 'svc', body: uniqueBalanceBody(), setup: () => behind(TARGETS.svc, 'svc-minimal-unique', ['--preset=minimal']) },
 ];
 
 /** Order of the runs inside a round: each svc scenario right after its floor. */
-const RUN_ORDER = ['direct', 'http', 'koa', 'svc-cache', 'svc-redis', 'fwd', 'fwd-koa', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch', 'svc-batch-ob', 'svc-call1k', 'fwd-call5k', 'svc-call5k', 'svc-rawtx', 'svc-failsafe'];
+const RUN_ORDER = ['direct', 'http', 'koa', 'svc-cache', 'svc-redis', 'fwd', 'fwd-koa', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch', 'svc-batch-ob', 'svc-call1k', 'fwd-call5k', 'svc-call5k', 'svc-rawtx', 'svc-failsafe', 'fwd-unique', 'fwd-koa-unique', 'svc-shipped', 'svc-nocache-unique', 'svc-minimal-unique'];
 
 interface Live {
   scenario: Scenario;
@@ -320,6 +335,10 @@ async function main(): Promise<void> {
   addRatio('e′/c′: svc Redis cache hit / bare node:http (svc CPU only)', by('svc-redis'), by('http'));
   addRatio('e′/c: svc Redis cache hit / bare Koa (svc CPU only)', by('svc-redis'), by('koa'));
   addRatio('e/b: svc memory cache hit / svc forwarding (cache off)', by('svc-cache'), by('svc'));
+  addRatio('h/d: svc as shipped, unique calls / min forwarder, same calls', by('svc-shipped'), by('fwd-unique'));
+  addRatio('h/d″: svc as shipped, unique calls / Koa forwarder, same calls', by('svc-shipped'), by('fwd-koa-unique'));
+  addRatio('h/h′: svc as shipped / svc with cache and multiplexing off, unique calls', by('svc-shipped'), by('svc-nocache-unique'));
+  addRatio('h′/h″: svc default preset / minimal preset, unique calls, cache off', by('svc-nocache-unique'), by('svc-minimal-unique'));
   const ratios = markdownTable(['Ratio (same run, ratio of medians)', 'CPU/req', 'p50', 'p99'], ratioRows);
   const targets = `\n${targetsSection(by)}`;
 
