@@ -136,8 +136,12 @@ const CREDENTIAL_WORDS = new Set([
   'secret', 'secrets', 'token', 'tokens', 'password', 'passwords', 'passwd', 'pwd', 'passphrase', 'authorization', 'bearer',
   'credential', 'credentials', 'private', 'mnemonic', 'session', 'sessions', 'cookie', 'cookies', 'jwt', 'auth', 'signature', 'apikey', 'apikeys',
 ]);
-/** Parts of a key written without separators (`APIKEY`, `accesstoken`, `x_secretkey`) that make it a credential. */
-const CREDENTIAL_PARTS = ['secret', 'password', 'passwd', 'passphrase', 'token', 'apikey', 'accesskey', 'privatekey', 'mnemonic', 'credential', 'authorization', 'bearer', 'cookie'];
+/**
+ * Parts of a key written without separators (`APIKEY`, `accesstoken`, `x_secretkey`) that make it
+ * a credential; `dkey` (dRPC's key parameter) and `clientid` (thirdweb's key setting) are the
+ * vendor spellings of an API key (plugins/vendors).
+ */
+const CREDENTIAL_PARTS = ['secret', 'password', 'passwd', 'passphrase', 'token', 'apikey', 'accesskey', 'privatekey', 'mnemonic', 'credential', 'authorization', 'bearer', 'cookie', 'dkey', 'clientid'];
 /**
  * Credential-looking keys that name a config block (`auth: {strategies}`, `jwt: {...}`): an
  * object under them is walked (its own secrets are still found by key) rather than hidden whole,

@@ -23,6 +23,7 @@ import { rateLimitPlugin } from '../plugins/rate-limit/index.ts';
 import { providersPlugin } from '../plugins/providers/index.ts';
 import { repositoryVendorPlugin } from '../plugins/vendor-repository/index.ts';
 import { hyperVendorPlugin } from '../plugins/vendor-hyper/index.ts';
+import { vendorsPlugin } from '../plugins/vendors/index.ts';
 import { costPlugin } from '../plugins/cost/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
 import { multiplexPlugin } from '../plugins/multiplex/index.ts';
@@ -57,6 +58,7 @@ export function defaultPreset(): Plugin[] {
     providersPlugin(),
     repositoryVendorPlugin(),
     hyperVendorPlugin(),
+    vendorsPlugin(),
     costPlugin(),
     authPlugin(),
     adminPlugin(),

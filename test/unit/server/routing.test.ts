@@ -22,7 +22,7 @@ describe('routing and aliases (spec §4.1)', () => {
         ],
       },
       // Routing only: without providers, these upstream-less projects are not zero-config.
-      plugins: defaultPreset().filter((p) => !['providers', 'vendor-repository', 'vendor-hyper'].includes(p.name)),
+      plugins: defaultPreset().filter((p) => !['providers', 'vendor-repository', 'vendor-hyper', 'vendors'].includes(p.name)),
       logger: createLogger('silent'),
       port: 0,
       host: '127.0.0.1',
