@@ -161,7 +161,11 @@ export class ProjectBootstrap {
         return;
       }
       let entry: UpstreamInput = { id, endpoint: v.endpoint, vendorName: p.vendor, ...v.entry, evm: { ...(v.entry?.evm ?? {}), chainId } };
-      for (const [, o] of overrides) entry = { ...entry, ...o, id, endpoint: v.endpoint, evm: { ...(entry.evm ?? {}), ...((o.evm as object | undefined) ?? {}), chainId } };
+      for (const [, o] of overrides) {
+        // `evm` and `jsonRpc` merge a level deeper, so an override's headers join the vendor's (an auth header) instead of replacing them.
+        const jsonRpc = o.jsonRpc || entry.jsonRpc ? { jsonRpc: { ...entry.jsonRpc, ...o.jsonRpc, headers: { ...entry.jsonRpc?.headers, ...o.jsonRpc?.headers } } } : {};
+        entry = { ...entry, ...o, id, endpoint: v.endpoint, evm: { ...(entry.evm ?? {}), ...((o.evm as object | undefined) ?? {}), chainId }, ...jsonRpc };
+      }
       const u = this.host.addUpstreamFromConfig(this.project, entry);
       PROVIDER_ORIGIN.set(u, { id: p.id, vendor: p.vendor, settings: p.settings });
     });
