@@ -9,7 +9,7 @@ export const DEFAULT_UPSTREAM_ID_TEMPLATE = '<PROVIDER>-<NETWORK>';
 
 const providerSchema = Strict({
   id: Type.String({ minLength: 1, pattern: '^[A-Za-z0-9_.:-]+$', description: 'provider id: `<PROVIDER>` in upstream ids' }),
-  vendor: Type.String({ minLength: 1, description: 'the vendor plugin that turns settings and a chain id into upstreams (`repository`, or an in-house one)' }),
+  vendor: Type.String({ minLength: 1, description: 'the vendor that turns settings and a chain id into upstreams: `repository`, `hyper`, eRPC\'s vendors (`alchemy`, `infura`, `drpc`, `quicknode`...: the vendors plugin), or an in-house one' }),
   settings: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "the vendor's settings (e.g. `repositoryUrl`, `creditUnits`)" })),
   onlyNetworks: Type.Optional(Type.Array(Type.String(), { description: 'network id globs (`evm:1`, `evm:*`) this provider serves; unset = all' })),
   ignoreNetworks: Type.Optional(
