@@ -270,7 +270,7 @@ describe('config/load', () => {
       expect(cfg.server.executionHeaders).to.equal('all');
       expect(cfg.server.maxBatchSize).to.equal(1000);
       expect(cfg.server.responseHeaders).to.deep.equal({});
-      expect(cfg.metrics).to.deep.equal({ enabled: true, host: '0.0.0.0', port: 4001 });
+      expect(cfg.metrics).to.deep.equal({ enabled: true, host: '0.0.0.0', port: 4001, settings: { enabled: true, host: '0.0.0.0', port: 4001 } });
       expect(cfg.warnings).to.deep.equal([]);
     });
 
