@@ -7,13 +7,18 @@
  * providers; a chain the vendor's table lacks answers 404 naming the provider; a key never shows
  * in an answer or a log line, even when the vendor echoes it.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { createProxy, type Proxy } from '../../core/proxy.ts';
 import { LOG_REDACTION, redactChildren } from '../../lib/logger.ts';
-import { normalizeVendorShortcuts, vendorsPlugin } from '../../plugins/vendors/index.ts';
+import { normalizeVendorShortcuts, VENDOR_TEST_BASE_URL_ENV, vendorsPlugin } from '../../plugins/vendors/index.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
+import { ensureBuilt } from '../helpers/build.ts';
+import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
 import { listenOnLoopback } from '../helpers/ports.ts';
 import { httpRequest, NO_CACHE, presetWithout, type SvcResponse } from '../helpers/svc.ts';
 
@@ -34,6 +39,7 @@ async function vendorRouter(nodes: { mainnet: AnvilHandle; polygon: AnvilHandle 
     'polygon-mainnet.g.alchemy.com': () => nodes.polygon,
     'lb.drpc.org': (path) => (path.includes('network=ethereum&') ? nodes.mainnet : path.includes('network=polygon&') ? nodes.polygon : undefined),
     'node-a.quiknode.pro': () => nodes.polygon,
+    'mainnet.infura.io': () => nodes.mainnet,
     'svc.blockdaemon.com': (path) => (path === '/ethereum/mainnet/native' ? nodes.mainnet : undefined),
   };
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -171,5 +177,52 @@ describe('e2e: vendor providers and endpoint shortcuts (eRPC)', function () {
     const all = logs.join('');
     expect(all.length).to.be.above(0);
     for (const key of [ALCHEMY_KEY, DRPC_KEY, QN_KEY, QN_TOKEN, BD_KEY]) expect(all, key).to.not.include(key);
+  });
+});
+
+describe('e2e: vendors through `svc start` (the test base URL from the environment)', function () {
+  this.timeout(40_000);
+  let mainnet: AnvilHandle;
+  let polygon: AnvilHandle;
+  let router: Awaited<ReturnType<typeof vendorRouter>>;
+  let svc: SvcProcess;
+  let dir: string;
+
+  before(async () => {
+    await ensureBuilt();
+    [mainnet, polygon] = await Promise.all([startAnvil({ chainId: 1 }), startAnvil({ chainId: 137 })]);
+    router = await vendorRouter({ mainnet, polygon });
+    dir = mkdtempSync(join(tmpdir(), 'svc-vendors-'));
+    // The child inherits the environment at spawn time.
+    process.env[VENDOR_TEST_BASE_URL_ENV] = router.base;
+    try {
+      svc = await spawnSvc(dir, 'vendors', {
+        logLevel: 'debug',
+        ...NO_CACHE,
+        metrics: { host: '127.0.0.1' },
+        projects: [{ id: 'main', providers: [{ id: 'paid', vendor: 'infura', settings: { apiKey: 'infuraKey9c04d2' } }, { id: 'dr', vendor: 'drpc', settings: { apiKey: DRPC_KEY }, onlyNetworks: ['evm:137'] }] }],
+      });
+    } finally {
+      delete process.env[VENDOR_TEST_BASE_URL_ENV];
+    }
+  });
+  after(async () => {
+    await svc?.stop();
+    await router?.close();
+    await Promise.all([mainnet?.stop(), polygon?.stop()]);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('infura for chain 1 and drpc for chain 137 serve from their documented URLs; no key in the debug log', async () => {
+    const call = (path: string) => httpRequest('POST', `${svc.url}${path}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'web3_clientVersion', params: [] }), { 'content-type': 'application/json' });
+    const one = await call('/main/evm/1');
+    expect(one.status).to.equal(200);
+    expect(one.headers['x-svc-upstream']).to.equal('paid-evm:1');
+    const poly = await call('/main/evm/137');
+    expect(poly.headers['x-svc-upstream']).to.equal('dr-evm:137');
+    expect(router.seen).to.include('mainnet.infura.io/v3/infuraKey9c04d2');
+    expect(router.seen).to.include(`lb.drpc.org/ogrpc?network=polygon&dkey=${DRPC_KEY}`);
+    expect(svc.logs()).to.include('"level":20');
+    for (const key of ['infuraKey9c04d2', DRPC_KEY]) expect(svc.logs(), key).to.not.include(key);
   });
 });
