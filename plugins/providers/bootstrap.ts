@@ -43,9 +43,18 @@ export function upstreamIdOf(template: string, p: Pick<ProviderConfig, 'id' | 'v
 
 type TaskState = { kind: 'running'; promise: Promise<void> } | { kind: 'done'; offered: number } | { kind: 'failed'; failures: number; error: string };
 
+/**
+ * Most remembered "vendor does not serve this chain" answers per project. Chain ids come from
+ * clients: past this, the oldest answers are forgotten (the vendor is asked again if that chain
+ * is requested again), so random chain ids cannot grow memory without end.
+ */
+export const MAX_DECLINED_TASKS = 10_000;
+
 /** The tasks of one project. */
 export class ProjectBootstrap {
   private readonly tasks = new Map<string, TaskState>();
+  /** Keys of tasks done with no upstream, oldest first (bounded by {@link MAX_DECLINED_TASKS}). */
+  private readonly declinedKeys = new Set<string>();
   /** Pending background retries, by task key. */
   private readonly retries = new Map<string, NodeJS.Timeout>();
   private closed = false;
@@ -123,6 +132,16 @@ export class ProjectBootstrap {
     this.retries.clear();
   }
 
+  /** Records a task done with no upstream, forgetting the oldest such beyond the cap. */
+  private rememberDeclined(key: string): void {
+    this.declinedKeys.delete(key);
+    this.declinedKeys.add(key);
+    if (this.declinedKeys.size <= MAX_DECLINED_TASKS) return;
+    const oldest = this.declinedKeys.values().next().value as string;
+    this.declinedKeys.delete(oldest);
+    this.tasks.delete(oldest);
+  }
+
   private run(p: ProviderConfig, chainId: number, key: string, failures: number): void {
     const vendor = this.vendors.get(p.vendor);
     if (!vendor) return;
@@ -131,6 +150,7 @@ export class ProjectBootstrap {
       .then((list) => {
         this.add(p, chainId, list);
         this.tasks.set(key, { kind: 'done', offered: list.length });
+        if (list.length === 0) this.rememberDeclined(key);
       })
       .catch((e: unknown) => {
         const n = failures + 1;

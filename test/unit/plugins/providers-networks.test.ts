@@ -5,7 +5,10 @@
  */
 import { expect } from 'chai';
 import { loadConfigObject } from '../../../config/load.ts';
-import { networkFilter, providersOf, providersPlugin, upstreamIdOf } from '../../../plugins/providers/index.ts';
+import type { PluginHost, Project } from '../../../core/plugin-api.ts';
+import { createLogger } from '../../../lib/logger.ts';
+import { MAX_DECLINED_TASKS, ProjectBootstrap } from '../../../plugins/providers/bootstrap.ts';
+import { networkFilter, providersOf, providersPlugin, upstreamIdOf, type Vendor } from '../../../plugins/providers/index.ts';
 
 describe('providers: onlyNetworks and ignoreNetworks', () => {
   it('no lists: every network', () => {
@@ -60,5 +63,33 @@ describe('providers: upstreamIdTemplate placeholders', () => {
     expect(upstreamIdOf('<PROVIDER>-<NETWORK>', { id: 'paid', vendor: 'alchemy' }, 1)).to.equal('paid-evm:1');
     expect(upstreamIdOf('<VENDOR>-<EVM_CHAIN_ID>', { id: 'paid', vendor: 'alchemy' }, 137)).to.equal('alchemy-137');
     expect(upstreamIdOf('<PROVIDER>/<VENDOR>/<NETWORK>/<EVM_CHAIN_ID>', { id: 'p', vendor: 'v' }, 10)).to.equal('p/v/evm:10/10');
+  });
+});
+
+describe('providers: chains no vendor serves, bounded', () => {
+  it(`remembers at most ${MAX_DECLINED_TASKS} "not served" answers; the oldest is forgotten and asked again`, async () => {
+    const asked: number[] = [];
+    const vendor: Vendor = {
+      name: 'none',
+      async upstreamsFor(chainId) {
+        asked.push(chainId);
+        return [];
+      },
+    };
+    const host = { logger: createLogger('silent') } as unknown as PluginHost;
+    const project = { id: 'p', upstreams: new Map() } as unknown as Project;
+    const b = new ProjectBootstrap(host, project, providersOf({ providers: [{ id: 'x', vendor: 'none' }] }), new Map([['none', vendor]]));
+    for (let c = 1; c <= MAX_DECLINED_TASKS + 1; c++) b.start(c);
+    await new Promise((r) => setImmediate(r));
+    expect(asked).to.have.length(MAX_DECLINED_TASKS + 1);
+    expect(b.declined(MAX_DECLINED_TASKS + 1)).to.deep.equal([`provider x (vendor none) does not serve evm:${MAX_DECLINED_TASKS + 1}`]);
+    expect(b.declined(2)).to.deep.equal(['provider x (vendor none) does not serve evm:2']);
+    // Chain 1 was the oldest: forgotten, so a new request asks the vendor again.
+    expect(b.declined(1)).to.deep.equal([]);
+    b.start(2);
+    b.start(1);
+    await new Promise((r) => setImmediate(r));
+    expect(asked.slice(MAX_DECLINED_TASKS + 1)).to.deep.equal([1]);
+    b.close();
   });
 });
