@@ -73,7 +73,7 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         registers: [reg],
       });
       proxy.hooks.configured.tap('metrics', (config) => {
-        options = metricsOptionsOf(config.metrics.settings);
+        options = metricsOptionsOf(config.metrics.settings ?? {});
         verbose = options.errorLabelMode === 'verbose' ? new VerboseErrorLabels() : undefined;
         exposition = new FilteredRegistry(reg, options);
         // The latency histograms, with `metrics.histogramBuckets` (eRPC applies them to these).

@@ -23,10 +23,9 @@
  *   `<base>/<host>/<path>?<q>`, so a test routes each vendor host to a local node.
  */
 import { Agent, type Dispatcher, request } from 'undici';
-import { ConfigError, type Logger, type Plugin, PluginContractError, type PluginHost, PROVIDERS_SERVICE, redactUrl, type ResolvedConfig, type SchemaFragment, type Vendor, type VendorUpstream } from 'svc/plugin';
+import { ConfigError, type Logger, type Plugin, PluginContractError, type PluginHost, PROVIDERS_SERVICE, redactUrl, type ResolvedConfig, type Vendor, type VendorUpstream } from 'svc/plugin';
 import { CATALOG, type Offer, type Settings } from './catalog.ts';
 import { remoteVendors, type RemoteVendor, type VendorIo } from './remote.ts';
-import { normalizeVendorShortcuts } from './shortcuts.ts';
 
 export { CATALOG, type CatalogVendor, type Offer } from './catalog.ts';
 export { VENDOR_CHAINS } from './chains.ts';
@@ -115,9 +114,6 @@ export function missingSettings(config: Pick<ResolvedConfig, 'projects'>, requir
   return out;
 }
 
-/** Schema fragment: no keys of its own; the load-time rewrite of vendor shortcuts. */
-const vendorsSchema: SchemaFragment & { normalize?: (doc: Record<string, unknown>, report: unknown) => void } = {};
-
 /**
  * Creates the vendors plugin (name `vendors`).
  * @returns a plugin depending on `providers`, registering every built-in vendor of ./catalog.ts and ./remote.ts
@@ -126,7 +122,6 @@ export function vendorsPlugin(opts: VendorsPluginOptions = {}): Plugin {
   return {
     name: 'vendors',
     dependsOn: ['providers'],
-    schema: vendorsSchema,
     apply(host: PluginHost) {
       const providers = host.services.get(PROVIDERS_SERVICE);
       if (!providers) throw new PluginContractError('the vendors plugin needs the providers plugin');
@@ -174,6 +169,3 @@ export function vendorsPlugin(opts: VendorsPluginOptions = {}): Plugin {
     },
   };
 }
-
-/** The shortcut rewrite, for the config loader's normalisation step (see ./shortcuts.ts). */
-export const normalize = normalizeVendorShortcuts;
