@@ -2,7 +2,7 @@
  * health plugin (issue #3 item 1, issue #9 item 5, issue #12 item 6): the spec §6 cordon metrics
  * (`svc_upstream_cordoned`, `svc_upstream_cordon_event_total`, `svc_upstream_cordon_duration_seconds`)
  * from the tracker's cordon edges; and it feeds every finished upstream attempt into
- * its project's health tracker (core/registry/health.ts: rolling error and throttle rates,
+ * its project's health tracker (lib/health-window.ts: rolling error and throttle rates,
  * latency quantiles, cordons). Taps `attemptDone` at `AttemptDoneStage.HEALTH`, before any
  * observer reads scores. Only errors that are the upstream's fault count as errors
  * (`healthOutcome`, core/blame.ts); an attempt whose charge waited for another upstream's answer
