@@ -8,6 +8,7 @@
  * installed package (`@acme/svc-preset`, resolved from the working directory) or a module path;
  * `preset:` in a config file resolves from the config file's folder, then the working directory.
  */
+import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,7 +16,9 @@ import { cloneConfig, ConfigError, readConfigFile } from '../config/load.ts';
 import { editorConfigSchema } from '../config/editor-schema.ts';
 import type { SchemaFragment } from '../config/schema.ts';
 import type { ProjectInput, SvcConfigInput } from '../config/types.ts';
+import { svcWorker } from '../lib/cluster.ts';
 import { createLogger } from '../lib/logger.ts';
+import { runPrimary } from './cluster.ts';
 import { createProxy } from '../core/proxy.ts';
 import { redactText } from '../lib/redact.ts';
 import { VERSION } from '../core/version.ts';
@@ -148,10 +151,32 @@ async function start(file: string | undefined, port: number | undefined, metrics
     printProblems(e);
     return 1;
   }
-  // One line: which preset (and from where), every plugin with its version and the config keys it owns.
-  const line = presetLogLine(resolved, proxy.plugins);
-  logger.info(line.fields, line.message);
-  if (!configFile && endpoints.length === 0) logger.warn('no config file and no endpoints: project "main" is zero-config (public endpoints by chain, spec §2.10) in the default preset');
+  const worker = svcWorker();
+  if (!worker) {
+    // One line: which preset (and from where), every plugin with its version and the config keys it owns.
+    const line = presetLogLine(resolved, proxy.plugins);
+    logger.info(line.fields, line.message);
+    if (!configFile && endpoints.length === 0) logger.warn('no config file and no endpoints: project "main" is zero-config (public endpoints by chain, spec §2.10) in the default preset');
+  }
+  const server = proxy.config.server;
+  if (server.workers > 1 && cluster.isPrimary) {
+    // The config is valid (the proxy was built from it): the workers build their own and serve.
+    await proxy.close().catch(() => undefined);
+    const m = proxy.config.metrics;
+    runPrimary({
+      workers: server.workers,
+      ...(m.enabled ? { metrics: { host: m.host, port: metricsPort ?? m.port } } : {}),
+      drainTimeoutMs: server.waitBeforeShutdownMs + server.waitAfterShutdownMs + 10_000,
+      logger,
+    }).then(
+      (code) => process.exit(code),
+      (e: unknown) => {
+        logger.error({ err: (e as Error).message }, 'svc primary failed');
+        process.exit(1);
+      },
+    );
+    return -1;
+  }
   let addr;
   try {
     addr = await proxy.start();
@@ -161,7 +186,7 @@ async function start(file: string | undefined, port: number | undefined, metrics
     await proxy.close().catch(() => undefined);
     return 1;
   }
-  logger.info({ listen: `http://${addr.address}:${addr.port}`, config: configFile ?? null, version: VERSION, commit: proxy.commit }, 'svc listening');
+  logger.info({ listen: `http://${addr.address}:${addr.port}`, config: configFile ?? null, version: VERSION, commit: proxy.commit, ...(worker ? { worker: worker.index, workers: worker.count, pid: process.pid } : {}) }, 'svc listening');
   // Graceful drain on the first SIGTERM/SIGINT (spec §3.2); a second signal exits at once.
   let stopping = false;
   const stop = (signal: string) => {
@@ -180,6 +205,13 @@ async function start(file: string | undefined, port: number | undefined, metrics
       () => process.exit(1),
     );
   };
+  if (worker) {
+    // The primary forwards the drain as SIGTERM; a terminal's Ctrl-C reaches the whole process
+    // group, so a worker leaves SIGINT to the primary instead of counting it as a second signal.
+    process.on('SIGINT', () => undefined);
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    return -1;
+  }
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   return -1;

@@ -4,6 +4,7 @@
  * merge `networkDefaults`/`upstreamDefaults`, apply schema defaults, convert durations/sizes.
  */
 import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { extname, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
@@ -396,6 +397,7 @@ export function resolveConfig(doc: SvcConfigInput, schema: TObject, warnings: st
       waitBeforeShutdownMs: server.waitBeforeShutdown as number,
       waitAfterShutdownMs: server.waitAfterShutdown as number,
       maxConnections: server.maxConnections as number,
+      workers: server.workers === 'auto' ? availableParallelism() : ((server.workers as number | undefined) ?? 1),
       includeErrorDetails: server.includeErrorDetails as boolean,
       executionHeaders: server.executionHeaders as 'all' | 'summary' | 'off',
       responseHeaders: (server.responseHeaders as Record<string, string> | undefined) ?? {},

@@ -181,6 +181,12 @@ function serverProps(extra: TProperties) {
     keepAliveTimeout: Type.Optional(Duration({ default: '65s', description: 'idle time before a client keep-alive connection is closed' })),
     waitBeforeShutdown: Type.Optional(Duration({ default: '15s', description: 'spec §3.2 drain: after SIGTERM the healthcheck answers 503 and calls are still served this long; set it ≥ readiness periodSeconds × failureThreshold + 1s' })),
     waitAfterShutdown: Type.Optional(Duration({ default: '10s', description: 'spec §3.2 drain: then new requests get 503 `ErrServiceShuttingDown` with `Connection: close`, and in-flight calls get at most this long before the listener closes' })),
+    workers: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1, maximum: 256 }), Type.Literal('auto')], {
+        default: 1,
+        description: 'processes serving the proxy port (node:cluster workers behind one listening socket; `auto` = the machine\'s available parallelism); 1 = one process, no primary',
+      }),
+    ),
     maxConnections: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'most client connections at once (new ones beyond are dropped); 0 = unlimited' })),
     includeErrorDetails: Type.Optional(Type.Boolean({ default: true, description: "put svc's cause chain in error.data (never for eth_call/eth_estimateGas)" })),
     executionHeaders: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('summary'), Type.Literal('off')], { default: 'all', description: 'spec §2.9 diagnostic header mode' })),

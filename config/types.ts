@@ -64,6 +64,8 @@ export interface SvcConfigInput {
     responseHeaders?: Record<string, string>;
     /** Drain window after SIGTERM while still serving (spec §3.2), default 15s. */
     waitBeforeShutdown?: DurationInput;
+    /** Worker processes: a count (1..256) or `auto` (available parallelism). Default 1. */
+    workers?: number | 'auto';
     /** Drain window for in-flight calls once new requests are refused (spec §3.2), default 10s. */
     waitAfterShutdown?: DurationInput;
     aliasing?: { rules?: AliasRule[] };
@@ -113,8 +115,10 @@ export interface ResolvedServer {
   waitBeforeShutdownMs: number;
   /** Drain: longest wait for in-flight requests once new ones are refused, ms (spec §3.2). */
   waitAfterShutdownMs: number;
-  /** Most client connections at once; 0 = unlimited. */
+  /** Most client connections at once (per worker); 0 = unlimited. */
   maxConnections: number;
+  /** Worker processes serving the proxy port (`auto` resolved to available parallelism); 1 = a single process. */
+  workers: number;
   includeErrorDetails: boolean;
   executionHeaders: 'all' | 'summary' | 'off';
   /** Static headers, already `${ENV}`-expanded. */

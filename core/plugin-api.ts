@@ -178,3 +178,5 @@ export {
   type SelectionState,
   type UpstreamsView,
 } from './selection.ts';
+
+export { broadcastToWorkers, onWorkerBroadcast, svcWorker, type WorkerInfo } from '../lib/cluster.ts';

@@ -16,13 +16,21 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { asSvcError, AuthBlockSchema, type Authenticator, ConfigError, CORS_SERVICE, CorsBlockSchema, doorAuthenticator, ErrAuthUnauthorized, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, type Plugin, type PluginHost, readRequestBody, Strict, toJsonRpcError, Type } from 'svc/plugin';
+import { asSvcError, AuthBlockSchema, type Authenticator, ConfigError, CORS_SERVICE, CorsBlockSchema, doorAuthenticator, ErrAuthUnauthorized, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, broadcastToWorkers, onWorkerBroadcast, type Plugin, type PluginHost, readRequestBody, Strict, toJsonRpcError, Type } from 'svc/plugin';
 import { adminMethods, unsupported } from './methods.ts';
 
 /** Largest admin request body, bytes. */
 const MAX_ADMIN_BODY = 1024 * 1024;
 /** Largest admin batch. */
 const MAX_ADMIN_BATCH = 100;
+/** Broadcast topic of operator changes between workers (lib/cluster.ts). */
+const ADMIN_TOPIC = 'admin';
+/**
+ * Admin methods that change state a worker keeps in its own memory (cordons; API keys of the
+ * memory driver): with several workers, each is replayed on the others so the change is the
+ * service's, whichever worker took the call.
+ */
+const REPLAYED = new Set(['svc_cordonUpstream', 'svc_uncordonUpstream', 'svc_addApiKey', 'svc_updateApiKey', 'svc_deleteApiKey']);
 
 /** `admin` settings as the config schema leaves them: the auth and cors services check the blocks. */
 interface AdminSettings {
@@ -60,6 +68,13 @@ export function adminPlugin(): Plugin {
       let authenticator: Authenticator | undefined;
       let cors: Koa.Middleware = NO_CORS;
       const methods = adminMethods(host);
+      // Another worker's operator change, replayed here. A change a shared store (Redis,
+      // PostgreSQL) already holds fails here as a duplicate or a missing key: nothing to do.
+      onWorkerBroadcast(ADMIN_TOPIC, (payload) => {
+        const { method, params } = payload as { method: string; params: unknown };
+        const m = REPLAYED.has(method) ? methods.get(method) : undefined;
+        m?.(params).catch(() => undefined);
+      });
 
       host.hooks.configured.tap('admin', (c) => {
         const admin = (c.settings.admin ?? {}) as AdminSettings;
@@ -130,7 +145,10 @@ export function adminPlugin(): Plugin {
           if (typeof req.method !== 'string') throw new ErrInvalidRequest('InvalidRequest: an admin call needs a method');
           const m = methods.get(req.method);
           if (!m) throw unsupported(req.method);
-          return { answer: { jsonrpc: '2.0', id, result: await m(req.params) }, status: 200 };
+          const result = await m(req.params);
+          // Several workers (server.workers): the others apply the same operator change.
+          if (REPLAYED.has(req.method)) broadcastToWorkers(ADMIN_TOPIC, { method: req.method, params: req.params });
+          return { answer: { jsonrpc: '2.0', id, result }, status: 200 };
         } catch (e) {
           const err = asSvcError(e);
           return { answer: { jsonrpc: '2.0', id, error: toJsonRpcError(err, undefined, false) }, status: err.httpStatus };

@@ -91,11 +91,20 @@ export class FilteredRegistry {
 
   /** The exposition text, in the source's content type. */
   async metrics(): Promise<string> {
-    if (!this.active) return this.source.metrics();
+    return this.view().metrics();
+  }
+
+  /**
+   * The registry `/metrics` reads: the source itself when nothing is dropped, else a view of
+   * the source's current metrics with the histograms filtered (built per read: plugins may
+   * register metrics after start-up).
+   */
+  view(): Registry {
+    if (!this.active) return this.source;
     // Same content type as the source (prom-client's constructor takes it; its typings omit it).
     const view = new (Registry as unknown as new (contentType?: string) => Registry)(this.source.contentType);
     for (const m of this.source.getMetricsAsArray() as unknown as MetricObject[]) view.registerMetric((m.type === 'histogram' ? this.wrap(m) : m) as never);
-    return view.metrics();
+    return view;
   }
 
   /** The histogram's stand-in: its own samples, filtered and merged on each read. */

@@ -14,8 +14,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { collectDefaultMetrics, Counter } from 'prom-client';
-import { agentName, type AttemptRecord, BoundedLabel, type CallContext, DeferredCounter, DeferredHistogram, FINALITY, isCharged, type Plugin, type PluginHost, serviceKey, ShutdownStage } from 'svc/plugin';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry } from 'prom-client';
+import { agentName, type AttemptRecord, BoundedLabel, type CallContext, DeferredCounter, DeferredHistogram, FINALITY, isCharged, type Plugin, type PluginHost, serviceKey, ShutdownStage, svcWorker } from 'svc/plugin';
 export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from 'svc/plugin';
 import { registerLifecycleMetrics } from './lifecycle.ts';
 import { FilteredRegistry, unknownFilterNames } from './histogram-filter.ts';
@@ -152,6 +152,12 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         // Every plugin has registered its histograms by now: name what the filter cannot find.
         if (exposition.active || options.keepLabels.size > 0) for (const w of await unknownFilterNames(reg, options)) proxy.logger.warn(w);
         if (!mcfg.enabled) return;
+        if (svcWorker()) {
+          // One of several workers: the primary serves /metrics, summed over the workers
+          // (prom-client's AggregatorRegistry asks each worker for its metrics over IPC).
+          serveToPrimary(exposition);
+          return;
+        }
         const server = createServer((req, res) => {
           if (req.method === 'GET' && (req.url ?? '').split('?')[0] === '/metrics') {
             exposition.metrics().then(
@@ -184,4 +190,21 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
       });
     },
   };
+}
+
+/**
+ * Answers the primary's metrics requests in a worker (`server.workers` > 1) with this proxy's
+ * metrics, the histogram label filter applied: prom-client's cluster support reads the
+ * registries given to `AggregatorRegistry.setRegistries`, so a registry whose JSON is the
+ * filtered view stands in for the proxy's own.
+ */
+function serveToPrimary(exposition: FilteredRegistry): void {
+  class WorkerView extends Registry {
+    override getMetricsAsJSON(): ReturnType<Registry['getMetricsAsJSON']> {
+      return exposition.view().getMetricsAsJSON();
+    }
+  }
+  // Constructing an AggregatorRegistry installs the worker's IPC responder (idempotent).
+  new AggregatorRegistry();
+  AggregatorRegistry.setRegistries([new WorkerView()]);
 }

@@ -7,8 +7,8 @@
  * counted. The store's {@link StorageBreaker} (kind `rate-limit`) makes a store that keeps failing
  * cost nothing: while it is open, checks go to the per-process limiter at once.
  */
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { compileGlobs, type GlobTest, type Logger, type StorageBreaker } from 'svc/plugin';
+import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { compileGlobs, type GlobTest, type Logger, type StorageBreaker, svcWorker } from 'svc/plugin';
 import { PERIOD_SECONDS, type RuleConfig } from './schema.ts';
 
 /** Default longest wait for the shared store before the per-process limiter decides, ms. */
@@ -17,6 +17,8 @@ export const DEFAULT_STORE_TIMEOUT_MS = 50;
 const LOG_EVERY_MS = 30_000;
 /** Longest key part taken from client input, characters. */
 const MAX_PART = 128;
+/** Deadline of one check against the primary's counters over IPC, ms (several workers only). */
+const CLUSTER_TIMEOUT_MS = 1000;
 
 /** What a rule's key may be split by. */
 export interface Subject {
@@ -40,7 +42,7 @@ export interface SharedStore {
 
 class Rule {
   private readonly matches: GlobTest;
-  private readonly local: RateLimiterMemory | undefined;
+  private readonly local: RateLimiterAbstract | undefined;
   private readonly shared: RateLimiterAbstract | undefined;
 
   constructor(
@@ -51,7 +53,9 @@ class Rule {
     this.matches = compileGlobs(cfg.method ?? '*');
     if (cfg.maxCount === 0) return;
     const opts = { points: cfg.maxCount, duration: PERIOD_SECONDS[cfg.period], keyPrefix: keyBase };
-    this.local = new RateLimiterMemory(opts);
+    // Several workers (server.workers): the per-process counters live in the primary
+    // (rate-limiter-flexible's cluster master), so a budget is the service's, not each worker's.
+    this.local = svcWorker() ? new RateLimiterCluster({ ...opts, timeoutMs: CLUSTER_TIMEOUT_MS }) : new RateLimiterMemory(opts);
     if (store) this.shared = new RateLimiterRedis({ ...opts, keyPrefix: `${store.keyPrefix}${keyBase}`, storeClient: store.client, useRedisPackage: true, rejectIfRedisNotReady: true });
   }
 
