@@ -52,6 +52,7 @@ export { cacheConfigOf, cacheSchema, defaultCacheConfig, DEFAULT_CONNECTOR_ID, R
 export { MemoryConnector } from './connectors/memory.ts';
 export type { RedisConnector } from './connectors/redis.ts';
 export type { PostgresConnector } from './connectors/postgres.ts';
+export type { KeyvConnector } from './connectors/keyv.ts';
 export { decodeEntry, encodeEntry, type CacheEntry, type Connector } from './connectors/types.ts';
 
 /** What the cache plugin shows other plugins, the admin API and tests. */
@@ -70,6 +71,11 @@ export const MAX_SKIP_PATTERN_LENGTH = 256;
 /** Distinct methods (or skip patterns) whose matching is remembered per network. */
 const MEMO_LIMIT = 1024;
 
+/** A connector's failsafe entries, for the remote tiers (a memory read is synchronous: nothing to bound or retry). */
+function failsafeOf(c: ConnectorConfig): Pick<ConnectorConfig, 'failsafeForGets' | 'failsafeForSets'> {
+  return { failsafeForGets: c.failsafeForGets, failsafeForSets: c.failsafeForSets };
+}
+
 /**
  * Creates a tier. The Redis and PostgreSQL drivers are imported only when a tier of theirs is
  * configured: the two clients hold about 25 MiB of RSS that a memory-only svc never uses
@@ -81,11 +87,18 @@ async function openConnector(c: ConnectorConfig, host: PluginHost): Promise<Conn
       return new MemoryConnector(c.id, c.memory);
     case 'redis': {
       const { RedisConnector } = await import('./connectors/redis.ts');
-      return new RedisConnector(c.id, c.redis as NonNullable<ConnectorConfig['redis']>, host.logger, host.metrics);
+      return new RedisConnector(c.id, { ...(c.redis as NonNullable<ConnectorConfig['redis']>), ...failsafeOf(c) }, host.logger, host.metrics);
     }
     case 'postgresql': {
       const { PostgresConnector } = await import('./connectors/postgres.ts');
-      return new PostgresConnector(c.id, c.postgresql as NonNullable<ConnectorConfig['postgresql']>, host.logger, host.metrics);
+      return new PostgresConnector(c.id, { ...(c.postgresql as NonNullable<ConnectorConfig['postgresql']>), ...failsafeOf(c) }, host.logger, host.metrics);
+    }
+    case 'keyv': {
+      const [{ createAdapter }, { KeyvConnector }, { TierReporter }] = await Promise.all([import('./connectors/adapter.ts'), import('./connectors/keyv.ts'), import('./connectors/types.ts')]);
+      const k = c.keyv as NonNullable<ConnectorConfig['keyv']>;
+      const password = typeof k.options?.password === 'string' ? k.options.password : undefined;
+      const reporter = new TierReporter(c.id, `keyv (${k.adapter})`, host.logger, k.uri ?? '', password);
+      return new KeyvConnector(c.id, 'keyv', await createAdapter(k), { ...k, ...failsafeOf(c) }, reporter, host.logger, host.metrics);
     }
   }
 }

@@ -3,6 +3,9 @@
  * `connectors[]` and `policies[]`, nested as eRPC users write them, the zero-config default, and
  * the checks that cannot be said in JSON Schema (unique ids, policies naming a connector).
  */
+import type { KeyvAdapterConfig } from './connectors/adapter.ts';
+import type { ConnectorDriver } from './connectors/types.ts';
+import { type FailsafeEntry, FailsafeEntrySchema, type RawFailsafeEntry, resolveFailsafe } from './failsafe.ts';
 import { ConfigError, Duration, type Finality, type ResolvedConfig, Size, StorageBreakerSchema, type StorageBreakerSettings, Strict, type TProperties, Type } from 'svc/plugin';
 
 /** Id of the zero-config memory connector. */
@@ -64,12 +67,22 @@ const postgresProps = Strict({
   ...remoteTierProps,
 });
 
+const keyvProps = Strict({
+  adapter: Type.String({ minLength: 1, description: 'keyv storage adapter: a package name (`@keyv/memcache`, `@keyv/valkey`, `@keyv/sqlite`, `@keyv/mongo`, `@keyv/mysql`, `@keyv/etcd`, `@keyv/dynamo`...) resolved from the working directory, or a module path' }),
+  uri: Type.Optional(Type.String({ minLength: 1, description: "connection URI, the adapter's first argument; never logged or used as a label" })),
+  options: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "the adapter's own options, passed as they are (with `uri`: its second argument, or merged with `uri` for one-argument adapters)" })),
+  ...remoteTierProps,
+});
+
 const connector = Strict({
   id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$', description: 'connector id, used by policies, the skip-cache-read directive and metric labels (default `<driver>-cache`)' })),
-  driver: Type.Union([Type.Literal('memory'), Type.Literal('redis'), Type.Literal('postgresql')], { description: 'storage tier' }),
+  driver: Type.Union([Type.Literal('memory'), Type.Literal('redis'), Type.Literal('postgresql'), Type.Literal('keyv')], { description: 'storage tier (`redis` and `postgresql` run on keyv too; `keyv` takes any keyv adapter)' }),
   memory: Type.Optional(memoryProps),
   redis: Type.Optional(redisProps),
   postgresql: Type.Optional(postgresProps),
+  keyv: Type.Optional(keyvProps),
+  failsafeForGets: Type.Optional(Type.Array(FailsafeEntrySchema, { description: "eRPC's failsafeForGets: per method/finality, the deadline and retries of this connector's reads (first matching entry)" })),
+  failsafeForSets: Type.Optional(Type.Array(FailsafeEntrySchema, { description: "eRPC's failsafeForSets: per method/finality, the deadline and retries of this connector's writes (first matching entry)" })),
 });
 
 const policy = Strict({
@@ -109,10 +122,15 @@ export const cacheSchema: { root: TProperties } = {
 /** A resolved connector (defaults applied, sizes in bytes, durations in ms). */
 export interface ConnectorConfig {
   id: string;
-  driver: 'memory' | 'redis' | 'postgresql';
+  driver: ConnectorDriver;
   memory: { maxItems: number; maxTotalSize: number };
   redis?: { uri: string; password?: string; connectTimeout: number } & RemoteTierSettings;
   postgresql?: { connectionUri: string; table: string; maxConns: number; purgeInterval: number } & RemoteTierSettings;
+  keyv?: KeyvAdapterConfig & RemoteTierSettings;
+  /** eRPC's `failsafeForGets`, resolved (none: one try under the tier's `readTimeout`). */
+  failsafeForGets?: FailsafeEntry[];
+  /** eRPC's `failsafeForSets`, resolved (none: one try under the tier's `writeTimeout`). */
+  failsafeForSets?: FailsafeEntry[];
 }
 
 /** Empty-result rule of a policy. */
@@ -156,7 +174,12 @@ export function defaultCacheConfig(): CacheConfig {
   };
 }
 
-type RawConnector = Partial<ConnectorConfig> & { driver: ConnectorConfig['driver']; memory?: Partial<ConnectorConfig['memory']> };
+type RawConnector = Omit<Partial<ConnectorConfig>, 'failsafeForGets' | 'failsafeForSets'> & {
+  driver: ConnectorConfig['driver'];
+  memory?: Partial<ConnectorConfig['memory']>;
+  failsafeForGets?: RawFailsafeEntry[];
+  failsafeForSets?: RawFailsafeEntry[];
+};
 type RawPolicy = Omit<PolicyConfig, 'id'> & { id?: string };
 
 /**
@@ -179,12 +202,15 @@ export function cacheConfigOf(config: ResolvedConfig): CacheConfig {
     ids.add(id);
     if (c.driver === 'redis' && !c.redis) problems.push({ path, message: 'driver redis needs a `redis: {uri}` block' });
     if (c.driver === 'postgresql' && !c.postgresql) problems.push({ path, message: 'driver postgresql needs a `postgresql: {connectionUri}` block' });
-    for (const [block, t] of [['redis', c.redis], ['postgresql', c.postgresql]] as const) {
+    if (c.driver === 'keyv' && !c.keyv) problems.push({ path, message: 'driver keyv needs a `keyv: {adapter, uri?, options?}` block' });
+    for (const [block, t] of [['redis', c.redis], ['postgresql', c.postgresql], ['keyv', c.keyv]] as const) {
       if (t && t.readTimeout > READ_TIMEOUT_MS) problems.push({ path: `${path}.${block}.readTimeout`, message: `at most ${READ_TIMEOUT_MS} ms (a slower cache read costs more than it saves)` });
       if (t && t.writeTimeout > WRITE_TIMEOUT_MS) problems.push({ path: `${path}.${block}.writeTimeout`, message: `at most ${WRITE_TIMEOUT_MS} ms` });
     }
     const memory = { maxItems: c.memory?.maxItems ?? DEFAULT_MAX_ITEMS, maxTotalSize: c.memory?.maxTotalSize ?? DEFAULT_MAX_TOTAL_SIZE };
-    return { id, driver: c.driver, memory, redis: c.redis, postgresql: c.postgresql };
+    const failsafeForGets = resolveFailsafe(c.failsafeForGets, `${path}.failsafeForGets`, problems, READ_TIMEOUT_MS);
+    const failsafeForSets = resolveFailsafe(c.failsafeForSets, `${path}.failsafeForSets`, problems, WRITE_TIMEOUT_MS);
+    return { id, driver: c.driver, memory, redis: c.redis, postgresql: c.postgresql, keyv: c.keyv, failsafeForGets, failsafeForSets };
   });
   const policies = raw.policies.map((p, i): PolicyConfig => {
     if (!ids.has(p.connector)) problems.push({ path: `database.evmJsonRpcCache.policies[${i}].connector`, message: `no connector with id "${p.connector}" (have: ${[...ids].join(', ') || 'none'})` });

@@ -4,7 +4,7 @@
  * into a miss (a realtime entry behind the head, an unfinalized entry on a reorged block), and
  * the write after the answer, with finality re-classified from the answer.
  */
-import { type CallContext, type Finality, type NetworkChainState, parseBlockNumber } from 'svc/plugin';
+import { type CallContext, FINALITY, type Finality, type NetworkChainState, parseBlockNumber } from 'svc/plugin';
 import type { CacheEntry, Connector } from './connectors/types.ts';
 import { answeredBlock, isEmptyJson, type CallKey } from './keys.ts';
 import type { Policy } from './policy.ts';
@@ -113,12 +113,13 @@ export function acceptable(entry: CacheEntry, chain: NetworkChainState | undefin
  * @returns the hit, undefined on a miss; a promise only when a remote tier had to be asked
  */
 export function readEntry(ctx: CallContext, key: CallKey, readers: readonly Reader[], chain: NetworkChainState | undefined, sink: StoreSink): Hit | undefined | Promise<Hit | undefined> {
+  const finality = FINALITY.get(ctx);
   const pending: Array<{ reader: Reader; p: Promise<CacheEntry | undefined> }> = [];
   for (const reader of readers) {
     const c = reader.connector;
     let got: CacheEntry | undefined | Promise<CacheEntry | undefined>;
     try {
-      got = key.reverse ? c.getReverse(key.scope, key.range) : c.get(key.partition, key.range);
+      got = key.reverse ? c.getReverse(key.scope, key.range, finality) : c.get(key.partition, key.range, finality);
     } catch {
       sink.read(ctx, reader, 'error');
       continue;

@@ -178,10 +178,11 @@ describe('e2e: shared cache tiers on real Redis and PostgreSQL (issue #10 item 6
       const c = new pg.Client({ connectionString: postgres.url });
       await c.connect();
       try {
-        const rows = await c.query(`SELECT partition_key, range_key, expires_at FROM ${table} WHERE partition_key = $1`, [`main/evm:${CHAIN}:31`]);
+        // keyv's table layout (@keyv/postgres): one row per key, the expiry inside the value.
+        const rows = await c.query(`SELECT key, value FROM ${table} WHERE key LIKE $1`, [`svc:cache:main/evm:${CHAIN}:31#%`]);
         expect(rows.rowCount).to.equal(1);
-        expect(rows.rows[0].range_key).to.match(/^eth_getBlockByNumber:/);
-        expect(rows.rows[0].expires_at, 'finalized: forever').to.equal(null);
+        expect(rows.rows[0].key).to.match(/#eth_getBlockByNumber:/);
+        expect(JSON.parse(rows.rows[0].value).expires, 'finalized: forever').to.equal(undefined);
       } finally {
         await c.end();
       }

@@ -4,6 +4,9 @@
  */
 import type { Finality, Logger } from 'svc/plugin';
 
+/** A connector's driver: `redis` and `postgresql` run on @keyv/redis and @keyv/postgres, `keyv` on any keyv adapter. */
+export type ConnectorDriver = 'memory' | 'redis' | 'postgresql' | 'keyv';
+
 /** One cached answer. */
 export interface CacheEntry {
   /** The result's exact JSON (text, or bytes for large answers): written to clients as is. */
@@ -26,15 +29,18 @@ export interface Connector {
   /** Connector id (labels, `skip-cache-read`). */
   readonly id: string;
   /** Driver name. */
-  readonly driver: 'memory' | 'redis' | 'postgresql';
+  readonly driver: ConnectorDriver;
   /** Connects (never rejects: a tier that is down makes reads miss until it comes back). */
   open(): Promise<void>;
   /** Closes connections and timers. */
   close(): Promise<void>;
-  /** The entry at `partition`/`range`. */
-  get(partition: string, range: string): CacheEntry | undefined | Promise<CacheEntry | undefined>;
+  /**
+   * The entry at `partition`/`range`.
+   * @param finality the call's finality class (a remote tier's `failsafeForGets` entry may match on it)
+   */
+  get(partition: string, range: string, finality?: Finality): CacheEntry | undefined | Promise<CacheEntry | undefined>;
   /** The entry a lookup by hash was last written to, through the reverse index of `network`. */
-  getReverse(network: string, range: string): CacheEntry | undefined | Promise<CacheEntry | undefined>;
+  getReverse(network: string, range: string, finality?: Finality): CacheEntry | undefined | Promise<CacheEntry | undefined>;
   /**
    * Stores an entry.
    * @param ttlMs lifetime in ms; 0 = forever

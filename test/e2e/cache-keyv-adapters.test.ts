@@ -1,0 +1,165 @@
+/**
+ * The keyv cache tiers against real servers (issue #26 item 5): Redis (@keyv/redis, `driver:
+ * redis`), PostgreSQL (@keyv/postgres, `driver: postgresql`), and through `driver: keyv`
+ * memcached (@keyv/memcache), Valkey's client (@keyv/valkey) on redis-server, and SQLite
+ * (@keyv/sqlite, a file). Each adapter passes keyv's own conformance suite (@keyv/test-suite's
+ * API and value tests), then svc's connector contract on it: entries round-trip with their block
+ * facts, lookups by hash go through the reverse-index pointer to the newest partition, TTLs hold,
+ * keys longer than memcached's limit are stored, and a server that stalls (SIGSTOP) costs a read
+ * its deadline until the breaker skips the tier at once.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { keyvApiTests, keyvValueTests } from '@keyv/test-suite';
+import { expect } from 'chai';
+import Keyv from 'keyv';
+import { createAdapter } from '../../plugins/cache/connectors/adapter.ts';
+import { KeyvConnector } from '../../plugins/cache/connectors/keyv.ts';
+import { PostgresConnector } from '../../plugins/cache/connectors/postgres.ts';
+import { RedisConnector } from '../../plugins/cache/connectors/redis.ts';
+import { TierReporter, type CacheEntry } from '../../plugins/cache/connectors/types.ts';
+import { StorageUnavailableError } from '../../lib/storage-breaker.ts';
+import { createLogger } from '../../lib/logger.ts';
+import { mochaKeyvTest } from '../helpers/keyv-suite.ts';
+import { startMemcached } from '../helpers/memcached.ts';
+import { startPostgres } from '../helpers/postgres.ts';
+import { startRedis } from '../helpers/redis.ts';
+
+const logger = createLogger('silent');
+const HASH = `0x${'ab'.repeat(32)}`;
+
+/** One adapter under test: how to start its server and build the connector. */
+interface Case {
+  name: string;
+  start(): Promise<{ uri: string; pid?: number; stop(): Promise<void> }>;
+  connector(uri: string, id: string): Promise<KeyvConnector>;
+}
+
+const viaKeyv = (adapter: string) => async (uri: string, id: string) =>
+  new KeyvConnector(id, 'keyv', await createAdapter({ adapter, uri }), { breaker: { failureThreshold: 3, backoff: 60_000 } }, new TierReporter(id, 'keyv', logger, uri), logger);
+
+const CASES: Case[] = [
+  {
+    name: 'Redis (driver redis, @keyv/redis)',
+    start: async () => {
+      const r = await startRedis();
+      return { uri: r.url, pid: r.pid, stop: r.stop };
+    },
+    connector: async (uri, id) => new RedisConnector(id, { uri, connectTimeout: 1000, breaker: { failureThreshold: 3, backoff: 60_000 } }, logger),
+  },
+  {
+    name: 'PostgreSQL (driver postgresql, @keyv/postgres)',
+    start: async () => {
+      const p = await startPostgres();
+      return { uri: p.url, stop: p.stop };
+    },
+    connector: async (uri, id) => new PostgresConnector(id, { connectionUri: uri, table: `t_${id.replace(/\W/g, '_')}`, maxConns: 2, purgeInterval: 60_000 }, logger),
+  },
+  {
+    name: 'memcached (driver keyv, @keyv/memcache)',
+    start: async () => {
+      const m = await startMemcached();
+      return { uri: m.address, pid: m.pid, stop: m.stop };
+    },
+    connector: viaKeyv('@keyv/memcache'),
+  },
+  {
+    name: 'Valkey client on redis-server (driver keyv, @keyv/valkey)',
+    start: async () => {
+      const r = await startRedis();
+      return { uri: r.url, pid: r.pid, stop: r.stop };
+    },
+    connector: viaKeyv('@keyv/valkey'),
+  },
+  {
+    name: 'SQLite file (driver keyv, @keyv/sqlite)',
+    start: async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'svc-sqlite-'));
+      return { uri: `sqlite://${join(dir, 'cache.sqlite')}`, stop: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
+    connector: viaKeyv('@keyv/sqlite'),
+  },
+];
+
+const entry = (wire: string, blockNumber = 5): CacheEntry => ({ wire, finality: 'unfinalized', blockNumber, blockHash: HASH, writtenAt: Date.now() });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+for (const c of CASES) {
+  describe(`e2e: keyv cache tier on ${c.name}`, function () {
+    this.timeout(30_000);
+    let server: Awaited<ReturnType<Case['start']>>;
+    let conn: KeyvConnector;
+    before(async () => {
+      server = await c.start();
+      conn = await c.connector(server.uri, `kv-${c.name.split(' ')[0]!.toLowerCase()}`);
+      await conn.open();
+    });
+    after(async () => {
+      await conn?.close();
+      await server?.stop();
+    });
+
+    // Run after the connector tests (mocha runs nested suites last): the suite clears the store.
+    // It runs on the connector's own adapter (svc's node-redis client, svc's PostgreSQL pool).
+    describe('@keyv/test-suite (API and values) on the connector adapter', () => {
+      const store = () => {
+        // The suite builds a Keyv per test on one adapter, each adding an error listener.
+        (conn.store as unknown as { setMaxListeners?: (n: number) => void }).setMaxListeners?.(1000);
+        return conn.store;
+      };
+      keyvApiTests(mochaKeyvTest() as never, Keyv, store);
+      keyvValueTests(mochaKeyvTest() as never, Keyv, store);
+    });
+
+    it('an entry round-trips with its finality, block number and hash; delete drops it', async () => {
+      // The first operation may still be connecting: allow one retry of a read that timed out.
+      await conn.set('main/evm:1:5', 'eth_getBalance:aa', entry('"0x10"'), 0).catch(async () => {
+        await sleep(300);
+        await conn.set('main/evm:1:5', 'eth_getBalance:aa', entry('"0x10"'), 0);
+      });
+      const got = await conn.get('main/evm:1:5', 'eth_getBalance:aa');
+      expect(got).to.include({ wire: '"0x10"', finality: 'unfinalized', blockNumber: 5, blockHash: HASH });
+      await conn.delete('main/evm:1:5', 'eth_getBalance:aa');
+      expect(await conn.get('main/evm:1:5', 'eth_getBalance:aa')).to.equal(undefined);
+    });
+
+    it('a lookup by hash reads the newest partition through the reverse-index pointer', async () => {
+      await conn.set('main/evm:1:7', 'eth_getTransactionReceipt:bb', entry('{"blockNumber":"0x7"}', 7), 0, 'main/evm:1');
+      expect((await conn.getReverse('main/evm:1', 'eth_getTransactionReceipt:bb'))?.wire).to.equal('{"blockNumber":"0x7"}');
+      // Re-mined in a later block: the pointer moves to the latest partition.
+      await conn.set('main/evm:1:9', 'eth_getTransactionReceipt:bb', entry('{"blockNumber":"0x9"}', 9), 0, 'main/evm:1');
+      expect((await conn.getReverse('main/evm:1', 'eth_getTransactionReceipt:bb'))?.blockNumber).to.equal(9);
+      expect(await conn.getReverse('main/evm:2', 'eth_getTransactionReceipt:bb'), 'another network').to.equal(undefined);
+    });
+
+    it('a TTL holds (even below the store’s own 1 s granularity) and a long key is stored', async () => {
+      await conn.set('main/evm:1:5', 'eth_call:short', entry('"0x1"'), 150);
+      expect((await conn.get('main/evm:1:5', 'eth_call:short'))?.wire).to.equal('"0x1"');
+      const longPartition = `main/evm:1:${'0x'.padEnd(66, 'f')}-${'0x'.padEnd(66, 'e')}`;
+      await conn.set(longPartition, `eth_getLogs:${'c'.repeat(64)}`, entry('[]'), 0);
+      expect((await conn.get(longPartition, `eth_getLogs:${'c'.repeat(64)}`))?.wire).to.equal('[]');
+      await sleep(200);
+      expect(await conn.get('main/evm:1:5', 'eth_call:short'), 'expired').to.equal(undefined);
+    });
+
+    if (c.name.startsWith('memcached') || c.name.startsWith('Valkey') || c.name.startsWith('Redis')) {
+      it('a server that stalls (SIGSTOP): a read misses after its 50 ms deadline; after 3 the breaker skips the tier at once', async () => {
+        process.kill(server.pid as number, 'SIGSTOP');
+        try {
+          for (let i = 0; i < 3; i++) {
+            const t0 = Date.now();
+            const err = await conn.get('main/evm:1:5', `eth_call:stall${i}`).then(() => undefined, (e: unknown) => e);
+            expect(err, 'a stalled read fails').to.be.instanceOf(Error);
+            expect(Date.now() - t0).to.be.below(400);
+          }
+          expect(conn.breaker.state).to.equal('open');
+          expect(() => conn.get('main/evm:1:5', 'eth_call:x')).to.throw(StorageUnavailableError);
+          expect(() => conn.set('main/evm:1:5', 'eth_call:x', entry('"0x"'), 0)).to.throw(StorageUnavailableError);
+        } finally {
+          process.kill(server.pid as number, 'SIGCONT');
+        }
+      });
+    }
+  });
+}
