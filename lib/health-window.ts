@@ -194,6 +194,28 @@ export class HealthTracker {
   }
 
   /**
+   * One latency quantile of a method's successful answers over several upstreams' windows
+   * together (the failsafe plugin's adaptive timeouts and hedges: eRPC's per network × method
+   * latency), in seconds; 0 while none of them has a sample.
+   * @param upstreams upstream ids (a network's upstreams)
+   * @param method a method name or `*`
+   * @param q the quantile, 0..1
+   */
+  latencyQuantile(upstreams: Iterable<string>, method: string, q: number): number {
+    const epoch = Math.floor(this.now() / this.bucketMs);
+    let sketch: DDSketch | undefined;
+    for (const u of upstreams) {
+      const c = this.cell(u, method, false);
+      if (!c) continue;
+      for (const b of c.buckets) {
+        if (b.epoch < 0 || epoch - b.epoch >= this.buckets || b.latency.count === 0) continue;
+        (sketch ??= new DDSketch({ relativeAccuracy: 0.02 })).merge(b.latency);
+      }
+    }
+    return sketch ? sketch.getValueAtQuantile(Math.min(1, Math.max(0, q))) : 0;
+  }
+
+  /**
    * Cordons an (upstream, method) cell (spec §3.1). Returns true on a real off-to-on edge;
    * an already-cordoned cell only gets its reason overwritten.
    */

@@ -1,34 +1,17 @@
 /**
- * The failsafe plugin's hedge (issue #3 item 3, issue #8 item 2): when to start an extra leg
- * and how the legs race. Legs share one pass over the selected upstreams (one cursor), a
+ * The failsafe plugin's hedge (issue #3 item 3, issue #8 item 2): how the legs race (the delay
+ * before each extra leg is computed by adaptive.ts). Legs share one pass over the selected upstreams (one cursor), a
  * non-empty pending answer beats an empty one, and a deterministic error settles the call.
  * Never used for writes (`WRITE_METHODS`). No hooks here; `network.ts` taps it into the
  * `attempt` hook at `AttemptStage.HEDGE`.
  */
 import { asSvcError, type AttemptHandler, type CallContext, ErrCancelled, ErrUpstreamsExhausted, type Leg, linkedController, type RpcResult, type SvcError } from 'svc/plugin';
-import type { FailsafeEntry } from './schema.ts';
-
-/** Hedge delay in ms: static `delay`, or the method's latency quantile (+ delay), clamped. */
-export function hedgeDelay(ctx: CallContext, leg: Leg, h: NonNullable<FailsafeEntry['hedge']>): number {
-  // A static delay is taken as configured; only the adaptive (quantile) delay is clamped.
-  if (h.quantile === undefined || h.quantile <= 0) return h.delay ?? h.minDelay;
-  let d = h.delay ?? h.minDelay;
-  {
-    const first = leg.cursor.upstreams[0];
-    if (first) {
-      const s = ctx.project.health.snapshot(first.id, ctx.request.method);
-      const q = h.quantile >= 0.99 ? s.p99 : h.quantile >= 0.9 ? s.p90 : h.quantile >= 0.7 ? s.p70 : s.p50;
-      if (s.requests > 0 && q > 0) d = q * 1000 + (h.delay ?? 0);
-    }
-  }
-  return Math.min(h.maxDelay, Math.max(h.minDelay, d));
-}
 
 /**
  * Runs a primary leg and up to `maxCount` hedge legs on the same cursor. The first usable
  * answer wins and the other legs are aborted (their sockets closed); an empty answer only wins
  * when no other leg is still pending; a deterministic error (a revert) settles the call.
- * @param delayMs wait before each extra leg ({@link hedgeDelay}); a leg that fails over every upstream sooner starts the next at once
+ * @param delayMs wait before each extra leg (static `delay`, or adaptive: adaptive.ts); a leg that fails over every upstream sooner starts the next at once
  * @param maxCount extra legs at most
  * @param onHedge called as each extra leg starts (counters)
  * @returns the winning answer; rejects with the deterministic error that settled the race, the

@@ -12,19 +12,27 @@
  * writes; retries must start a new sweep; and the breaker must ignore rate limits, timeouts and
  * cancelled hedge legs. cockatiel's policies wrap opaque functions and cannot express those.
  *
- * Files: `schema.ts` (config, defaults, entry matching), `policies.ts` (retry delay, retryable
- * errors, timeouts), `breaker.ts` (circuit breaker), `hedge.ts` (hedge race), `network.ts`
- * (`directives` and `attempt` taps), `upstream.ts` (`upstream` taps); this file wires them.
+ * Files: `schema.ts` (config, defaults, entry matching), `checks.ts` (start-up checks),
+ * `adaptive.ts` (quantile-based timeouts and hedge delays), `policies.ts` (retry delays,
+ * retryable errors, timeouts), `breaker.ts` (circuit breaker), `hedge.ts` (hedge race),
+ * `metrics.ts` (timeout metrics), `network.ts` (`directives` and `attempt` taps), `upstream.ts`
+ * (`upstream` taps); this file wires them.
  */
 import { type Plugin, type PluginHost, serviceKey, type Upstream } from 'svc/plugin';
+import { LatencyQuantiles } from './adaptive.ts';
 import type { CircuitBreaker } from './breaker.ts';
+import { checkFailsafe } from './checks.ts';
+import { FailsafeMetrics } from './metrics.ts';
 import { tapNetworkFailsafe } from './network.ts';
 import { failsafeSchemaFragment } from './schema.ts';
 import { tapUpstreamFailsafe } from './upstream.ts';
 
+export { flattenAdaptiveForms } from './adaptive-forms.ts';
+export { hedgeSpec, LatencyQuantiles, QUANTILE_MEMO_MS, resolveAdaptive, timeoutSpec, type AdaptiveSpec } from './adaptive.ts';
 export { breakerOutcome, CircuitBreaker } from './breaker.ts';
+export { checkFailsafe } from './checks.ts';
 export { failsafeEntryOf } from './network.ts';
-export { isRetryable, retryDelay } from './policies.ts';
+export { dataUnavailableDelay, isDataUnavailable, isRetryable, retryDelay } from './policies.ts';
 export { DEFAULT_NETWORK_FAILSAFE, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, WRITE_METHODS } from './schema.ts';
 export type { FailsafeEntry } from './schema.ts';
 
@@ -52,11 +60,15 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
     schema: failsafeSchemaFragment(),
     apply(proxy: PluginHost) {
       const now = opts.now ?? Date.now;
+      // Adaptive timeouts need a duration or a ceiling, floors below ceilings...: refused at start-up with their paths.
+      proxy.hooks.configured.tap('failsafe', checkFailsafe);
+      const latency = new LatencyQuantiles();
+      const metrics = new FailsafeMetrics(proxy);
       // Network scope first (its counters, then the directives and attempt taps), then upstream scope.
-      tapNetworkFailsafe(proxy);
+      tapNetworkFailsafe(proxy, latency, metrics);
       const proxyBreakers = new Map<Upstream, CircuitBreaker[]>();
       proxy.services.provide(BREAKERS_SERVICE, proxyBreakers);
-      tapUpstreamFailsafe(proxy, now, proxyBreakers);
+      tapUpstreamFailsafe(proxy, now, proxyBreakers, latency, metrics);
     },
   };
 }

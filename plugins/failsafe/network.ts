@@ -3,14 +3,19 @@
  * matching a call applies to the whole network execution.
  * Taps: `directives` at FAILSAFE_DEFAULTS (match the call's entry once and add its
  * `directiveDefaults`, below the network's own, spec §2.8); `attempt` at AttemptStage.HEDGE,
- * RETRY and TIMEOUT, composing outside in timeout( retry( hedge( sweep ))). Publishes
- * `svc_network_request_retries_total` and `svc_network_hedges_total`.
+ * RETRY and TIMEOUT, composing outside in timeout( retry( hedge( sweep ))). A timeout or hedge
+ * delay may be adaptive (adaptive.ts); a round that failed only because the data is not there
+ * yet waits one block time, else `retry.emptyResultDelay`, before the next (eRPC's
+ * data-unavailable delay). Publishes `svc_network_request_retries_total`,
+ * `svc_network_hedges_total` and, with {@link FailsafeMetrics}, the timeout metrics.
  */
 import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, ErrFailsafeTimeoutExceeded, FINALITY, type Leg, type Network, type PluginHost, type RpcResult, sleep, UpstreamCursor } from 'svc/plugin';
 import { FAILSAFE_ENTRY, NETWORK_HEDGES, NETWORK_RETRIES } from 'svc/plugin';
 import { Counter } from 'prom-client';
-import { hedgeDelay, runHedged } from './hedge.ts';
-import { isRetryable, retryDelay, withTimeout } from './policies.ts';
+import { hedgeSpecOf, type LatencyQuantiles, timeoutSpecOf } from './adaptive.ts';
+import { runHedged } from './hedge.ts';
+import type { FailsafeMetrics } from './metrics.ts';
+import { dataUnavailableDelay, isRetryable, retryDelay, withTimeout } from './policies.ts';
 import { compile, DEFAULT_NETWORK_FAILSAFE, matchCompiled, matchEntry, WRITE_METHODS, type CompiledEntry, type FailsafeEntry } from './schema.ts';
 
 /**
@@ -32,8 +37,10 @@ export function failsafeEntryOf(ctx: CallContext): FailsafeEntry | undefined {
  * Registers the network-scope counters and taps the `directives` and `attempt` hooks (in that
  * order: directives, then hedge, retry, timeout).
  * @param proxy the proxy the failsafe plugin is applied to
+ * @param latency the method latency quantiles adaptive delays are computed from
+ * @param metrics the timeout and data-unavailable metrics shared with the upstream scope
  */
-export function tapNetworkFailsafe(proxy: PluginHost): void {
+export function tapNetworkFailsafe(proxy: PluginHost, latency: LatencyQuantiles, metrics: FailsafeMetrics): void {
   const hooks = proxy.hooks;
   const netEntries = new WeakMap<Network, CompiledEntry[]>();
   const retries = new Counter({
@@ -87,7 +94,7 @@ export function tapNetworkFailsafe(proxy: PluginHost): void {
   hooks.attempt.tap({ name: 'failsafe:hedge', stage: AttemptStage.HEDGE }, (inner: AttemptHandler, network: Network): AttemptHandler => {
     if (!configures(network, 'hedge')) return inner;
     const hedged = async (ctx: CallContext, leg: Leg, h: NonNullable<FailsafeEntry['hedge']>): Promise<RpcResult> => {
-      const delay = hedgeDelay(ctx, leg, h);
+      const delay = latency.resolve(ctx, hedgeSpecOf(h));
       return runHedged(ctx, leg, inner, delay, h.maxCount, () => {
         NETWORK_HEDGES.set(ctx.record, NETWORK_HEDGES.get(ctx.record) + 1);
         hedges.inc({ project: ctx.project.id, network: ctx.network.id, category: proxy.methodLabel.value(ctx.request.method) });
@@ -111,8 +118,12 @@ export function tapNetworkFailsafe(proxy: PluginHost): void {
           if (n >= r.maxAttempts || !isRetryable(e) || leg.signal.aborted) throw e;
           NETWORK_RETRIES.set(ctx.record, NETWORK_RETRIES.get(ctx.record) + 1);
           ctx.record.networkAttempts++;
-          retries.inc({ project: ctx.project.id, network: ctx.network.id, category: proxy.methodLabel.value(ctx.request.method) });
-          await sleep(retryDelay(r, n), leg.signal).catch(() => {
+          const category = proxy.methodLabel.value(ctx.request.method);
+          retries.inc({ project: ctx.project.id, network: ctx.network.id, category });
+          // Data not there yet: wait about one block for it (eRPC's data-unavailable delay), else back off.
+          const waitMs = dataUnavailableDelay(e, r, proxy.chainState(ctx.network).blockTimeMs);
+          if (waitMs !== undefined && waitMs > 0) metrics.dataUnavailableWait.observe({ project: ctx.project.id, network: ctx.network.id, category }, waitMs / 1000);
+          await sleep(waitMs ?? retryDelay(r, n), leg.signal).catch(() => {
             throw e;
           });
         }
@@ -129,8 +140,13 @@ export function tapNetworkFailsafe(proxy: PluginHost): void {
     if (!configures(network, 'timeout')) return inner;
     return (ctx, leg) => {
       const t = entryFor(ctx)?.timeout;
-      if (!t) return inner(ctx, leg);
-      return withTimeout(t.duration, leg.signal, `${ctx.request.method} on ${ctx.network.id}`, ErrFailsafeTimeoutExceeded, (signal) => inner(ctx, { ...leg, signal }));
+      const spec = t ? timeoutSpecOf(t) : undefined;
+      if (!spec) return inner(ctx, leg);
+      const ms = latency.resolve(ctx, spec);
+      // A zero deadline is none (eRPC fails open rather than failing every call).
+      if (!(ms > 0)) return inner(ctx, leg);
+      if (spec.quantile > 0) metrics.observeTimeout(ctx, 'network', ms);
+      return withTimeout(ms, leg.signal, `${ctx.request.method} on ${ctx.network.id}`, ErrFailsafeTimeoutExceeded, (signal) => inner(ctx, { ...leg, signal }), metrics.timeoutFired, ctx, 'network');
     };
   });
 }

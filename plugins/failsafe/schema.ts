@@ -12,7 +12,12 @@ export { WRITE_METHODS } from 'svc/plugin';
 // ---------------------------------------------------------------------------------------
 // Config
 
-const timeoutSchema = Strict({ duration: Duration({ description: 'deadline of the whole network execution, or of one attempt at upstream scope' }) });
+const timeoutSchema = Strict({
+  duration: Type.Optional(Duration({ description: 'deadline of the whole network execution, or of one attempt at upstream scope; with quantile, added to the quantile (and the fallback before any sample)' })),
+  quantile: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: "adaptive: the deadline is duration + this quantile of the method's latency over the network's upstreams, clamped to minDuration..maxDuration; 0 = static" })),
+  minDuration: Type.Optional(Duration({ description: 'floor of an adaptive deadline, and its latency part before any sample; default duration/2 (500ms without duration)' })),
+  maxDuration: Type.Optional(Duration({ description: 'ceiling of an adaptive deadline; unset = none' })),
+});
 const retrySchema = Strict({
   maxAttempts: Type.Optional(Type.Integer({ minimum: 1, default: 3, description: 'total tries, first included' })),
   delay: Type.Optional(Duration({ default: '0ms', description: 'wait before the first retry' })),
@@ -20,6 +25,7 @@ const retrySchema = Strict({
   backoffMaxDelay: Type.Optional(Duration({ default: '3s', description: 'largest wait between tries' })),
   jitter: Type.Optional(Duration({ default: '0ms', description: 'random extra wait, 0..jitter' })),
   emptyResultMaxAttempts: Type.Optional(Type.Integer({ minimum: 1, default: 2, description: 'tries for retry-empty (EVM plugins)' })),
+  emptyResultDelay: Type.Optional(Duration({ description: "network scope: wait before a new round when the last one failed only because the data is not there yet (empty or missing-data answers), while the chain's block time is not estimated yet; then one block time is waited instead; unset = the backoff delay" })),
 });
 const hedgeSchema = Strict({
   delay: Type.Optional(Duration({ description: 'static hedge delay; with quantile, added to the quantile' })),
@@ -75,8 +81,10 @@ export interface FailsafeEntry {
   matchMethod: string;
   matchFinality?: Finality[];
   directiveDefaults?: Record<string, unknown>;
-  timeout?: { duration: number };
-  retry?: { maxAttempts: number; delay: number; backoffFactor: number; backoffMaxDelay: number; jitter: number; emptyResultMaxAttempts: number };
+  /** `duration` alone is a static deadline; with `quantile` it is adaptive (adaptive.ts). Durations in ms. */
+  timeout?: { duration?: number; quantile?: number; minDuration?: number; maxDuration?: number };
+  /** `emptyResultDelay` (ms) paces a network round after a "data not there yet" failure (network.ts). */
+  retry?: { maxAttempts: number; delay: number; backoffFactor: number; backoffMaxDelay: number; jitter: number; emptyResultMaxAttempts: number; emptyResultDelay?: number };
   hedge?: { delay?: number; quantile?: number; minDelay: number; maxDelay: number; maxCount: number };
   /** Keys other plugins add to a network entry ({@link FAILSAFE_ENTRY_POINT}), resolved and defaulted like the rest. */
   readonly [added: string]: unknown;
@@ -114,7 +122,7 @@ const HEAVY_METHODS = 'eth_getLogs|eth_getBlockReceipts|eth_call|eth_estimateGas
 
 /**
  * Network failsafe used when neither the network nor `networkDefaults` sets `failsafe` (issue #8
- * item 2): a hedge on the p90 of the method's latency at the first upstream, clamped to
+ * item 2): a hedge on the p90 of the method's latency over the network's upstreams, clamped to
  * 500 ms..2 s, one extra leg (writes are never hedged). Moving to the next upstream on a
  * retryable failure is the sweep's own behaviour and needs no policy.
  */

@@ -1,6 +1,7 @@
 /**
  * Upstream scope of the failsafe plugin (issue #3 item 3, issue #8 item 2): the first
- * `upstreams[].failsafe` entry matching a call applies to each request sent to that upstream.
+ * `upstreams[].failsafe` entry matching a call applies to each request sent to that upstream;
+ * its timeout may be adaptive (adaptive.ts).
  * Taps: `upstream` at UpstreamStage.CIRCUIT_BREAKER, RETRY and TIMEOUT, composing outside in
  * retry( breaker( timeout( transport ))), the timeout bounding one attempt. Composed once per
  * upstream: a policy no entry of the upstream configures adds no wrapper. The breaker records
@@ -9,7 +10,9 @@
  * (core/charge.ts); the retry never asks the same upstream again for a fact about the request.
  */
 import { asSvcError, ErrEndpointRequestTimeout, ErrFailsafeCircuitBreakerOpen, FINALITY, finishAttempt, isDeferred, isRequestFact, outcomeOf, type PluginHost, settleFailedAttempt, sleep, startAttempt, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage, UPSTREAM_RETRIES, whenCharged, wouldConfirm } from 'svc/plugin';
+import { type LatencyQuantiles, timeoutSpecOf } from './adaptive.ts';
 import { breakerOutcome, CircuitBreaker } from './breaker.ts';
+import type { FailsafeMetrics } from './metrics.ts';
 import { isRetryable, retryDelay, withTimeout } from './policies.ts';
 import { compile, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, type CompiledEntry, type FailsafeEntry } from './schema.ts';
 
@@ -18,8 +21,10 @@ import { compile, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, type CompiledEntry, typ
  * @param proxy the proxy the failsafe plugin is applied to
  * @param now clock of the circuit breakers, ms
  * @param proxyBreakers filled with each upstream's breakers as its chain is composed (the registry behind `upstreamBreakers`)
+ * @param latency the method latency quantiles an adaptive timeout is computed from (the network's, as in eRPC)
+ * @param metrics the timeout metrics shared with the network scope
  */
-export function tapUpstreamFailsafe(proxy: PluginHost, now: () => number, proxyBreakers: Map<Upstream, CircuitBreaker[]>): void {
+export function tapUpstreamFailsafe(proxy: PluginHost, now: () => number, proxyBreakers: Map<Upstream, CircuitBreaker[]>, latency: LatencyQuantiles, metrics: FailsafeMetrics): void {
   const hooks = proxy.hooks;
   const upEntries = new WeakMap<Upstream, CompiledEntry[]>();
   const upEntriesOf = (u: Upstream): CompiledEntry[] => {
@@ -104,13 +109,17 @@ export function tapUpstreamFailsafe(proxy: PluginHost, now: () => number, proxyB
     if (!entries.some((c) => c.entry.timeout)) return inner;
     return (call: UpstreamCall) => {
       const t = matchEntry(entries, call.method, FINALITY.get(call.ctx))?.timeout;
-      if (!t) return inner(call);
+      const spec = t ? timeoutSpecOf(t) : undefined;
+      if (!spec) return inner(call);
+      const ms = latency.resolve(call.ctx, spec);
+      if (!(ms > 0)) return inner(call);
+      if (spec.quantile > 0) metrics.observeTimeout(call.ctx, 'upstream', ms);
       const scoped: UpstreamCall = { ...call };
       // One upstream request ran out of its time: the request's own timeout error (issue #8 item 2).
-      return withTimeout(t.duration, call.signal, `${call.method} on upstream ${u.id}`, ErrEndpointRequestTimeout, (signal) => {
+      return withTimeout(ms, call.signal, `${call.method} on upstream ${u.id}`, ErrEndpointRequestTimeout, (signal) => {
         scoped.signal = signal;
         return inner(scoped);
-      }).finally(() => {
+      }, metrics.timeoutFired, call.ctx, 'upstream').finally(() => {
         // An inner wrapper may have opened a new attempt record: hand it back to the caller.
         call.attempt = scoped.attempt;
       });
