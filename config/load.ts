@@ -16,6 +16,9 @@ import { parse as parseYaml } from 'yaml';
 import { buildConfigSchema, type SchemaFragment } from './schema.ts';
 import { hoistRepeatedSubschemas } from './hoist.ts';
 import { forbiddenKeys, semanticProblems } from './checks.ts';
+import { normalizeDocument, type NormalizeRewrite } from './normalize.ts';
+import { CORE_NORMALIZERS } from './erpc.ts';
+import { explainErpcKeys } from './erpc-keys.ts';
 
 export { FORBIDDEN_KEYS, forbiddenKeys, RESERVED_PROJECT_IDS } from './checks.ts';
 import type { Directives } from '../core/context.ts';
@@ -425,11 +428,25 @@ export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/** What {@link loadConfigObject} returns. */
+export interface LoadedConfig {
+  /** The resolved config. */
+  config: ResolvedConfig;
+  /** The assembled schema it was validated against. */
+  schema: TObject;
+  /** The document after `${ENV}` expansion and normalisation, as validated (`svc validate --print`). */
+  document: Record<string, unknown>;
+  /** Every load-time rewrite of another shape into svc's own (eRPC's, mostly), in order. */
+  rewrites: NormalizeRewrite[];
+}
+
 /**
- * Expands, validates and resolves a raw config object.
+ * Expands, normalises (config/normalize.ts: eRPC's shapes into svc's), validates and resolves a
+ * raw config object. An unknown key eRPC has but svc does not implement is reported with the
+ * eRPC feature's name and svc's alternative (config/erpc-keys.ts).
  * @throws ConfigError with every problem when it does not validate
  */
-export function loadConfigObject(raw: unknown, opts: LoadOptions = {}): { config: ResolvedConfig; schema: TObject } {
+export function loadConfigObject(raw: unknown, opts: LoadOptions = {}): LoadedConfig {
   const warnings: string[] = [];
   // Before anything copies the document: `__proto__` assigned on a plain object rewrites its prototype.
   const forbidden = forbiddenKeys(raw ?? {});
@@ -437,7 +454,9 @@ export function loadConfigObject(raw: unknown, opts: LoadOptions = {}): { config
   const doc = expandEnv(raw ?? {}, warnings, opts.env);
   const schema = buildConfigSchema(opts.fragments ?? []);
   if (!isPlainObject(doc)) throw new ConfigError([{ path: '', message: 'config must be an object' }]);
-  const problems = validateConfig(doc, schema);
+  // eRPC's shapes (and other accepted forms) become svc's own before validation (config/normalize.ts).
+  const { rewrites, problems: refused } = normalizeDocument(doc, CORE_NORMALIZERS, opts.fragments ?? []);
+  const problems = [...refused, ...explainErpcKeys(validateConfig(doc, schema))];
   if (problems.length) throw new ConfigError(problems);
-  return { config: resolveConfig(doc as SvcConfigInput, schema, warnings), schema };
+  return { config: resolveConfig(doc as SvcConfigInput, schema, warnings), schema, document: doc, rewrites };
 }

@@ -7,6 +7,7 @@
  * Durations and sizes are marked with the `x-svc-kind` annotation and converted to
  * milliseconds / bytes during resolution.
  */
+import type { ConfigDocument, NormalizeReport } from './normalize.ts';
 import { Type, type TInteger, type TNumber, type TObject, type TProperties, type TSchema, type TString, type TUnion, type Static } from '@sinclair/typebox';
 
 /** Duration string such as `50ms`, `15s`, `1h`, or a number of milliseconds. */
@@ -68,6 +69,15 @@ export interface SchemaFragment {
    * owners, and so does a point no applied plugin declares.
    */
   extend?: Readonly<Record<string, TProperties>>;
+  /**
+   * Load-time rewrite of other shapes of this plugin's keys (eRPC's, mostly) into the shape its
+   * schema accepts, run before validation on the env-expanded document, in plugin order after the
+   * core's own rewrites (config/normalize.ts). Rewrite only keys this plugin owns, record each
+   * rewrite with `out.rewrite(path, from, to)` (`svc validate --print` shows them) and report a
+   * shape that cannot keep its meaning with `out.problem(path, message)`. Walk networks and
+   * upstreams with `eachNetwork` / `eachUpstream` from `svc/plugin`.
+   */
+  normalize?: (doc: ConfigDocument, out: NormalizeReport) => void;
 }
 
 /** The `directiveDefaults` extension point: the network's object and every object marked with it. */
@@ -245,10 +255,10 @@ function optionalAll(p: TProperties | undefined): TProperties {
 }
 
 /** The fragment slots that hold keys of one place in the tree (all but `extend`). */
-type FragmentSlot = Exclude<keyof SchemaFragment, 'extend'>;
+type FragmentSlot = Exclude<keyof SchemaFragment, 'extend' | 'normalize'>;
 const SLOTS: readonly FragmentSlot[] = ['root', 'server', 'project', 'network', 'networkEvm', 'upstream', 'upstreamEvm', 'directiveDefaults'];
 
-function merge(fragments: readonly SchemaFragment[]): Required<Omit<SchemaFragment, 'extend'>> & { extend: Map<string, TProperties> } {
+function merge(fragments: readonly SchemaFragment[]): Required<Omit<SchemaFragment, 'extend' | 'normalize'>> & { extend: Map<string, TProperties> } {
   const out = { root: {}, server: {}, project: {}, network: {}, networkEvm: {}, upstream: {}, upstreamEvm: {}, directiveDefaults: {}, extend: new Map<string, TProperties>() };
   for (const f of fragments) {
     for (const k of SLOTS) Object.assign(out[k], f[k] ?? {});

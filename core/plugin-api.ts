@@ -59,6 +59,20 @@ export { DIRECTIVE_DEFAULTS_POINT, Duration, Extensible, Size, Strict } from '..
 export { declareDirectives, Directive, directiveDefaultsSchema, type DirectiveDeclaration, type DirectiveOptions, type DirectiveType } from './directive.ts';
 export type { SchemaFragment } from '../config/schema.ts';
 export { ConfigError, directiveDefaultsOf, parseDuration, type ConfigProblem } from '../config/load.ts';
+export {
+  eachAuthBlock,
+  eachNetwork,
+  eachProject,
+  eachUpstream,
+  isConfigObject,
+  normalizeRedisBlock,
+  pathOf,
+  renameKey,
+  rewriteKey,
+  type ConfigDocument,
+  type ConfigObject,
+  type NormalizeReport,
+} from '../config/normalize.ts';
 export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream, UpstreamInput } from '../config/types.ts';
 
 export { createSweep, finishAttempt, outcomeOf, startAttempt, traceOutcome, tryUpstream } from './sweep.ts';

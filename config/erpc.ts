@@ -1,0 +1,73 @@
+/**
+ * eRPC's shapes of the keys the core owns, rewritten into svc's own at load time (the core's part
+ * of config/normalize.ts; plugins rewrite their own keys through `SchemaFragment.normalize`).
+ * Each rewrite keeps the meaning eRPC gives the key (common/config.go, common/defaults.go):
+ *
+ * - `logLevel: DEBUG` → `debug` (eRPC parses the level case-insensitively; `warning` → `warn`).
+ * - `networks[]` without `architecture` → `architecture: evm` (eRPC's default).
+ * - `upstreams[].type: evm` (and `upstreamDefaults.type`) → removed: every svc upstream is EVM
+ *   JSON-RPC over HTTP. eRPC's legacy `evm+<vendor>` types are refused naming the endpoint
+ *   shortcut that replaces them; `svm` and gRPC types are refused (svc serves EVM chains only).
+ * - `architecture: svm` is refused the same way.
+ * - `server.listenV4: true` / `metrics.listenV4: true` → removed (svc always listens on its IPv4
+ *   host); `false` is refused (svc has no IPv6-only listener).
+ */
+import { eachNetwork, eachUpstream, isConfigNode, rewriteKey, type ConfigDocument, type NormalizeReport } from './normalize.ts';
+
+const LEVELS: Readonly<Record<string, string>> = { trace: 'trace', debug: 'debug', info: 'info', warn: 'warn', warning: 'warn', error: 'error' };
+
+/** `logLevel` in any case (eRPC: zerolog's parser, case-insensitive) → svc's lower-case names. */
+export function normalizeLogLevel(doc: ConfigDocument, out: NormalizeReport): void {
+  const v = doc.logLevel;
+  if (typeof v !== 'string') return;
+  const to = LEVELS[v.trim().toLowerCase()];
+  if (to !== undefined && to !== v) rewriteKey(doc, 'logLevel', 'logLevel', to, out);
+  else if (to === undefined && ['disabled', 'fatal', 'panic'].includes(v.trim().toLowerCase())) {
+    out.problem('logLevel', `eRPC's log level "${v}" has no svc equivalent: use "error" (svc's quietest level)`);
+  }
+}
+
+const SOLANA = 'Solana (svm) networks and upstreams are an eRPC feature svc does not have: svc serves EVM chains only (architecture: evm)';
+
+/** Networks: `architecture` defaults to evm as in eRPC; `svm` is refused. */
+export function normalizeArchitecture(doc: ConfigDocument, out: NormalizeReport): void {
+  eachNetwork(doc, (n, path) => {
+    const a = n.architecture;
+    if (a === undefined && !path.endsWith('networkDefaults')) rewriteKey(n, 'architecture', `${path}.architecture`, 'evm', out);
+    else if (typeof a === 'string' && a.toLowerCase() === 'evm' && a !== 'evm') rewriteKey(n, 'architecture', `${path}.architecture`, 'evm', out);
+    else if (typeof a === 'string' && a.toLowerCase() === 'svm') out.problem(`${path}.architecture`, SOLANA);
+    if ('svm' in n) out.problem(`${path}.svm`, SOLANA);
+  });
+}
+
+/** Upstreams: `type: evm` is svc's only kind (removed); eRPC's other types are refused with the replacement. */
+export function normalizeUpstreamType(doc: ConfigDocument, out: NormalizeReport): void {
+  eachUpstream(doc, (u, path) => {
+    const t = u.type;
+    if (t === undefined) return;
+    const at = `${path}.type`;
+    if (typeof t === 'string' && t.toLowerCase() === 'evm') return void rewriteKey(u, 'type', at, undefined, out);
+    const s = String(t).toLowerCase();
+    if (s.startsWith('evm+')) {
+      out.problem(at, `eRPC's legacy upstream type "${t}" is replaced by an endpoint shortcut: write \`endpoint: ${s.slice(4)}://<key>\` (or a providers[] entry with vendor ${s.slice(4)}) and drop type`);
+    } else if (s === 'svm' || s.startsWith('svm')) out.problem(at, SOLANA);
+    else if (s.includes('grpc')) out.problem(at, "eRPC's gRPC upstreams are not supported: svc speaks JSON-RPC over HTTP(S); use the node's HTTP endpoint");
+    else out.problem(at, `unknown upstream type "${String(t)}": svc upstreams are EVM JSON-RPC over HTTP(S) (eRPC's \`type: evm\`, which may be left out)`);
+    if ('svm' in u) out.problem(`${path}.svm`, SOLANA);
+    if ('grpc' in u) out.problem(`${path}.grpc`, "eRPC's gRPC upstreams are not supported: svc speaks JSON-RPC over HTTP(S)");
+  });
+}
+
+/** `listenV4: true` (eRPC's default) says nothing svc does not already do; `false` is refused. */
+export function normalizeListen(doc: ConfigDocument, out: NormalizeReport): void {
+  for (const block of ['server', 'metrics'] as const) {
+    const b = doc[block];
+    if (!isConfigNode(b) || !('listenV4' in b)) continue;
+    const v = b.listenV4;
+    if (v === true || v === 'true') rewriteKey(b, 'listenV4', `${block}.listenV4`, undefined, out);
+    else out.problem(`${block}.listenV4`, `eRPC's ${block}.listenV4: false (an IPv6-only listener) is not supported: svc listens on ${block === 'server' ? 'server.httpHost' : 'metrics.host'} (use "::" there for IPv6)`);
+  }
+}
+
+/** The core's normalisers, in order (config/load.ts runs them before the plugins'). */
+export const CORE_NORMALIZERS: ReadonlyArray<(doc: ConfigDocument, out: NormalizeReport) => void> = [normalizeLogLevel, normalizeArchitecture, normalizeUpstreamType, normalizeListen];
