@@ -5,7 +5,8 @@
  * takes longer than the store's `timeout` (default {@link DEFAULT_STORE_TIMEOUT_MS}) the rule
  * falls back to its per-process limiter, and the fallback is logged (at most every 30 s) and
  * counted. The store's {@link StorageBreaker} (kind `rate-limit`) makes a store that keeps failing
- * cost nothing: while it is open, checks go to the per-process limiter at once.
+ * cost nothing: while it is open, checks go to the per-process limiter at once. A rule's
+ * `maxCount` can change at run time ({@link Rule.setMaxCount}, the auto-tuner).
  */
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { compileGlobs, type GlobTest, type Logger, type StorageBreaker, svcWorker } from 'svc/plugin';
@@ -40,10 +41,17 @@ export interface SharedStore {
   onFallback(e: unknown): void;
 }
 
-class Rule {
+/**
+ * One rule of a budget: its limiters and its current `maxCount`, which the auto-tuner may change
+ * ({@link Rule.setMaxCount}). The limiters count; the rule decides against its current
+ * `maxCount` from the count they report, so a change applies at once in every store (the
+ * primary's counters of several workers and Redis included) without a new window.
+ */
+export class Rule {
   private readonly matches: GlobTest;
   private readonly local: RateLimiterAbstract | undefined;
   private readonly shared: RateLimiterAbstract | undefined;
+  private current: number;
 
   constructor(
     private readonly cfg: RuleConfig,
@@ -51,12 +59,46 @@ class Rule {
     private readonly store: SharedStore | undefined,
   ) {
     this.matches = compileGlobs(cfg.method ?? '*');
+    this.current = cfg.maxCount;
     if (cfg.maxCount === 0) return;
     const opts = { points: cfg.maxCount, duration: PERIOD_SECONDS[cfg.period], keyPrefix: keyBase };
     // Several workers (server.workers): the per-process counters live in the primary
     // (rate-limiter-flexible's cluster master), so a budget is the service's, not each worker's.
     this.local = svcWorker() ? new RateLimiterCluster({ ...opts, timeoutMs: CLUSTER_TIMEOUT_MS }) : new RateLimiterMemory(opts);
     if (store) this.shared = new RateLimiterRedis({ ...opts, keyPrefix: `${store.keyPrefix}${keyBase}`, storeClient: store.client, useRedisPackage: true, rejectIfRedisNotReady: true });
+  }
+
+  /** The rule's method glob, as configured. */
+  get method(): string {
+    return this.cfg.method ?? '*';
+  }
+
+  /** The rule's window, as configured. */
+  get period(): RuleConfig['period'] {
+    return this.cfg.period;
+  }
+
+  /** What the rule's counters are split by, eRPC's scope label (`user,network,ip`; empty = one counter). */
+  get scope(): string {
+    const c = this.cfg;
+    return [c.perUser ? 'user' : '', c.perNetwork ? 'network' : '', c.perIP ? 'ip' : ''].filter(Boolean).join(',');
+  }
+
+  /** Requests allowed per period now (the configured `maxCount` until the auto-tuner changes it). */
+  get maxCount(): number {
+    return this.current;
+  }
+
+  /**
+   * Changes the requests allowed per period, the current window included. A rule configured with
+   * `maxCount: 0` always rejects and is never changed.
+   * @param n the new count, a positive integer
+   * @returns whether the rule changed
+   */
+  setMaxCount(n: number): boolean {
+    if (!this.local || n === this.current || !Number.isInteger(n) || n < 1) return false;
+    this.current = n;
+    return true;
   }
 
   /** Whether the rule counts this method. */
@@ -71,33 +113,36 @@ class Rule {
     const key = `${c.perIP ? s.clientAddress.slice(0, MAX_PART) : ''}|${c.perUser ? (s.userId ?? 'anonymous').slice(0, MAX_PART) : ''}|${c.perNetwork ? s.networkId : ''}`;
     const store = this.store;
     const shared = this.shared;
+    // A limiter rejects past the configured maxCount; the current one (tuned) decides.
     try {
-      if (!store || !shared) await this.local.consume(key, 1);
-      else {
-        // Refused by the open breaker: straight to the per-process limiter, paying nothing.
-        const p = store.breaker.tryRun(() => shared.consume(key, 1), store.timeoutMs);
-        if (!p) throw store.breaker.openError;
-        await p;
-      }
-      return true;
+      if (!store || !shared) return this.within(await this.local.consume(key, 1));
+      // Refused by the open breaker: straight to the per-process limiter, paying nothing.
+      const p = store.breaker.tryRun(() => shared.consume(key, 1), store.timeoutMs);
+      if (!p) throw store.breaker.openError;
+      return this.within(await p);
     } catch (e) {
-      if (e instanceof RateLimiterRes) return false;
+      if (e instanceof RateLimiterRes) return this.within(e);
       // The shared store failed, was slow or is skipped: this process decides alone for now.
       store?.onFallback(e);
       try {
-        await this.local.consume(key, 1);
-        return true;
+        return this.within(await this.local.consume(key, 1));
       } catch (e2) {
-        if (e2 instanceof RateLimiterRes) return false;
+        if (e2 instanceof RateLimiterRes) return this.within(e2);
         throw e2;
       }
     }
+  }
+
+  /** Whether a count the limiter reported is within the current maxCount. */
+  private within(res: RateLimiterRes): boolean {
+    return res.consumedPoints <= this.current;
   }
 }
 
 /** One `rateLimiters.budgets[]` entry. */
 export class Budget {
-  private readonly rules: Rule[];
+  /** The rules, in config order. */
+  readonly rules: readonly Rule[];
 
   constructor(
     readonly id: string,
@@ -114,6 +159,11 @@ export class Budget {
   async admit(s: Subject): Promise<boolean> {
     for (const r of this.rules) if (r.applies(s.method) && !(await r.take(s))) return false;
     return true;
+  }
+
+  /** The rules that count a method (the ones the auto-tuner adjusts for it). */
+  rulesFor(method: string): Rule[] {
+    return this.rules.filter((r) => r.applies(method));
   }
 }
 

@@ -9,15 +9,22 @@
  * - Upstream side, at `UpstreamStage.RATE_LIMIT`: over an upstream's budget the call skips that
  *   upstream undialled with `ErrUpstreamRateLimitRuleExceeded` (trace `rate_limited`), which
  *   counts toward neither its error or throttle rate nor its circuit breaker.
+ * - Auto-tuning (`upstreams[].rateLimitAutoTune`, on by default for an upstream with a budget, as
+ *   in eRPC): the same tap feeds that upstream's answers to its {@link AutoTuner}, which lowers
+ *   the budget's `maxCount` while the upstream answers rate limits and raises it while it does
+ *   not; `svc_rate_limiter_budget_max_count` shows every rule's current count.
  * A network or upstream without a budget (and no budgets in auth) gets no wrapper at all.
  */
-import { Counter } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { type CallContext, type CallHandler, CallStage, closeRedisClient, ErrAuthRateLimitRuleExceeded, ErrNetworkRateLimitRuleExceeded, ErrProjectRateLimitRuleExceeded, ErrUpstreamRateLimitRuleExceeded, type Network, openRedisClient, type Plugin, type PluginHost, type RedisClient, StorageBreaker, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
-import { Budget, DEFAULT_STORE_TIMEOUT_MS, fallbackReporter, type SharedStore, type Subject } from './budgets.ts';
-import { rateLimitersOf, rateLimitSchema } from './schema.ts';
+import { type CallContext, type CallHandler, CallStage, closeRedisClient, ErrAuthRateLimitRuleExceeded, ErrEndpointCapacityExceeded, ErrNetworkRateLimitRuleExceeded, ErrProjectRateLimitRuleExceeded, ErrUpstreamRateLimitRuleExceeded, type Network, openRedisClient, type Plugin, type PluginHost, type RedisClient, StorageBreaker, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { AutoTuner, type Adjustment } from './autotune.ts';
+import { Budget, DEFAULT_STORE_TIMEOUT_MS, fallbackReporter, type Rule, type SharedStore, type Subject } from './budgets.ts';
+import { AUTO_TUNE_DEFAULTS, type AutoTuneConfig, rateLimitersOf, rateLimitSchema } from './schema.ts';
 
-export { PERIOD_SECONDS, rateLimitSchema } from './schema.ts';
+export { AutoTuner, MIN_SAMPLES, tunedCount, type Adjustment } from './autotune.ts';
+export { Budget, Rule } from './budgets.ts';
+export { AUTO_TUNE_DEFAULTS, PERIOD_SECONDS, rateLimitSchema, type AutoTuneConfig } from './schema.ts';
 
 /** The message of every client-side rejection (eRPC's, which clients match on). */
 const MESSAGE = 'rate-limit exceeded';
@@ -26,17 +33,38 @@ function subjectOf(ctx: CallContext): Subject {
   return { method: ctx.request.method, clientAddress: ctx.http.clientAddress, userId: ctx.identity?.userId, networkId: ctx.network.id };
 }
 
+/** The auto-tune settings of an upstream: its own, else eRPC's defaults; undefined when off or without a budget. */
+function autoTuneOf(u: Upstream): AutoTuneConfig | undefined {
+  if (typeof u.config.settings.rateLimitBudget !== 'string') return undefined;
+  const cfg = { ...AUTO_TUNE_DEFAULTS, ...(u.config.settings.rateLimitAutoTune as Partial<AutoTuneConfig> | undefined) };
+  return cfg.enabled ? cfg : undefined;
+}
+
+/** Options of {@link rateLimitPlugin}. */
+export interface RateLimitPluginOptions {
+  /** Clock of the auto-tuners' windows (tests), ms. */
+  now?: () => number;
+}
+
 /**
  * Creates the rate-limit plugin (name `rate-limit`).
+ * @param opts test hooks
  * @returns a plugin tapping `configured`, `call` (RATE_LIMIT), `upstream` (RATE_LIMIT) and `shutdown`
  */
-export function rateLimitPlugin(): Plugin {
+export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
   return {
     name: 'rate-limit',
     schema: rateLimitSchema,
     apply(host: PluginHost) {
       const rejected = new Counter({ name: 'svc_rate_limited_total', help: 'Calls or upstream attempts refused by a rate-limit budget', labelNames: ['project', 'scope', 'budget'], registers: [host.metrics] });
       const fallbacks = new Counter({ name: 'svc_rate_limit_store_fallback_total', help: 'Budget checks decided per process because the shared store failed, missed its deadline or is skipped by its open breaker', registers: [host.metrics] });
+      const maxCount = new Gauge({
+        name: 'svc_rate_limiter_budget_max_count',
+        help: "Requests a budget rule allows per period now: its maxCount, as the auto-tuner left it",
+        labelNames: ['budget', 'method', 'period', 'scope'],
+        registers: [host.metrics],
+      });
+      const showCount = (b: Budget, r: Rule) => maxCount.set({ budget: b.id, method: r.method, period: r.period, scope: r.scope }, r.maxCount);
       const budgets = new Map<string, Budget>();
       let anyAuthBudget = false;
       let redis: RedisClient | undefined;
@@ -53,7 +81,11 @@ export function rateLimitPlugin(): Plugin {
           const breaker = new StorageBreaker({ connector: 'rate-limit-store', kind: 'rate-limit', logger: host.logger, metrics: host.metrics, settings: r.breaker, isFailure: (e) => !(e instanceof RateLimiterRes) });
           store = { client, keyPrefix: r.keyPrefix ?? 'svc_rl:', timeoutMs: r.timeout ?? DEFAULT_STORE_TIMEOUT_MS, breaker, onFallback };
         }
-        for (const b of rl.budgets ?? []) budgets.set(b.id, new Budget(b.id, b.rules, store));
+        for (const b of rl.budgets ?? []) {
+          const budget = new Budget(b.id, b.rules, store);
+          budgets.set(b.id, budget);
+          for (const r of budget.rules) showCount(budget, r);
+        }
         // API-key records and JWT claims name budgets at run time: any budget may come from auth.
         anyAuthBudget = budgets.size > 0;
       });
@@ -82,12 +114,38 @@ export function rateLimitPlugin(): Plugin {
       host.hooks.upstream.tap({ name: 'rate-limit', stage: UpstreamStage.RATE_LIMIT }, (inner: UpstreamSender, u: Upstream): UpstreamSender => {
         const budget = budgetOf(budgets, u.config.settings.rateLimitBudget);
         if (!budget) return inner;
-        return async (call: UpstreamCall) => {
+        const admit = async (call: UpstreamCall): Promise<void> => {
           if (!(await budget.admit(subjectOf(call.ctx)))) {
             rejected.inc({ project: call.ctx.project.id, scope: 'upstream', budget: budget.id });
             throw new ErrUpstreamRateLimitRuleExceeded(`upstream ${u.id} is over its rate-limit budget ${budget.id}: skipped`, { details: { upstream: u.id, budget: budget.id } });
           }
-          return inner(call);
+        };
+        const tune = autoTuneOf(u);
+        if (!tune) {
+          return async (call: UpstreamCall) => {
+            await admit(call);
+            return inner(call);
+          };
+        }
+        const onAdjust = (a: Adjustment) => {
+          showCount(budget, a.rule);
+          host.logger.info(
+            { budget: budget.id, upstream: u.id, rule: a.rule.method, triggeredBy: a.method, from: a.from, to: a.to, errorRate: a.errorRate, samples: a.samples, direction: a.direction },
+            'rate-limit auto-tuner: adjusting budget',
+          );
+        };
+        const tuner = new AutoTuner((m) => budget.rulesFor(m), tune, onAdjust, opts.now);
+        return async (call: UpstreamCall) => {
+          await admit(call);
+          try {
+            const r = await inner(call);
+            tuner.recordSuccess(call.method);
+            return r;
+          } catch (e) {
+            // Only the upstream's own rate limits lower the budget (eRPC records nothing else).
+            if (e instanceof ErrEndpointCapacityExceeded) tuner.recordError(call.method);
+            throw e;
+          }
         };
       });
 

@@ -1,9 +1,10 @@
 /**
- * Config of the rate-limit plugin (issue #13 item 5): the top-level `rateLimiters` block, and the
+ * Config of the rate-limit plugin (issue #13 item 5): the top-level `rateLimiters` block, the
  * `rateLimitBudget` key of projects, networks and upstreams (auth strategies and API-key records
- * carry theirs in the auth schema).
+ * carry theirs in the auth schema), and `upstreams[].rateLimitAutoTune`.
  */
 import { ConfigError, Duration, type ResolvedConfig, type SchemaFragment, StorageBreakerSchema, type StorageBreakerSettings, Strict, Type } from 'svc/plugin';
+import { normalizeRateLimitShapes } from './erpc.ts';
 
 /** Seconds in each period name. */
 export const PERIOD_SECONDS = { second: 1, minute: 60, hour: 3600, day: 86_400 } as const;
@@ -26,8 +27,26 @@ const budget = Strict({
 
 const budgetRef = Type.String({ minLength: 1, description: 'budget id from `rateLimiters.budgets[]`' });
 
+/**
+ * `upstreams[].rateLimitAutoTune` (eRPC's auto-tuner, upstream/ratelimiter_autotuner.go): on by
+ * default for an upstream with a `rateLimitBudget`, as in eRPC; `enabled: false` turns it off.
+ */
+const autoTune = Strict(
+  {
+    enabled: Type.Optional(Type.Boolean({ default: true, description: 'tune the budget of this upstream (default true when it has a rateLimitBudget)' })),
+    adjustmentPeriod: Type.Optional(Duration({ default: '1m', description: 'window per method: at its end, with at least 10 answers, the rate-limited share decides' })),
+    errorRateThreshold: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.1, description: 'above this share of rate-limited answers (HTTP 429 or a rate-limit message) in a window, the budget is lowered' })),
+    increaseFactor: Type.Optional(Type.Number({ exclusiveMinimum: 1, default: 1.05, description: 'budget multiplier after a window with no rate-limited answer' })),
+    decreaseFactor: Type.Optional(Type.Number({ exclusiveMinimum: 0, exclusiveMaximum: 1, default: 0.95, description: 'budget multiplier after a window above errorRateThreshold' })),
+    minBudget: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'lowest maxCount tuning may set; 0 = no floor (tuning never goes below 1)' })),
+    maxBudget: Type.Optional(Type.Integer({ minimum: 0, default: 100_000, description: 'highest maxCount tuning may set; 0 = no ceiling' })),
+  },
+  { description: "lower the maxCount of this upstream's rateLimitBudget rules while the upstream answers rate limits, raise it back while it does not" },
+);
+
 /** Schema fragment of the plugin. */
 export const rateLimitSchema: SchemaFragment = {
+  normalize: normalizeRateLimitShapes,
   root: {
     rateLimiters: Strict(
       {
@@ -52,8 +71,30 @@ export const rateLimitSchema: SchemaFragment = {
   },
   project: { rateLimitBudget: budgetRef },
   network: { rateLimitBudget: budgetRef },
-  upstream: { rateLimitBudget: budgetRef },
+  upstream: { rateLimitBudget: budgetRef, rateLimitAutoTune: autoTune },
 };
+
+/** `upstreams[].rateLimitAutoTune` as validated (durations in ms). */
+export interface AutoTuneConfig {
+  enabled: boolean;
+  adjustmentPeriod: number;
+  errorRateThreshold: number;
+  increaseFactor: number;
+  decreaseFactor: number;
+  minBudget: number;
+  maxBudget: number;
+}
+
+/** eRPC's defaults (common/defaults.go), used for an upstream with a budget and no `rateLimitAutoTune`. */
+export const AUTO_TUNE_DEFAULTS: Readonly<AutoTuneConfig> = Object.freeze({
+  enabled: true,
+  adjustmentPeriod: 60_000,
+  errorRateThreshold: 0.1,
+  increaseFactor: 1.05,
+  decreaseFactor: 0.95,
+  minBudget: 0,
+  maxBudget: 100_000,
+});
 
 /** One rule as validated. */
 export interface RuleConfig {
@@ -73,6 +114,7 @@ export interface RateLimitersConfig {
 
 /**
  * The block of a resolved config, with every budget reference checked.
+ * Warns (in `c.warnings`) about an upstream whose `rateLimitAutoTune` has no budget to tune.
  * @throws ConfigError for a duplicate budget id, a redis store without `redis`, or a
  *   `rateLimitBudget` naming no budget
  */
@@ -92,7 +134,14 @@ export function rateLimitersOf(c: ResolvedConfig): RateLimitersConfig {
     check(p.settings.rateLimitBudget, `projects[${pi}].rateLimitBudget`);
     for (const [si, s] of (((p.settings.auth as { strategies?: Array<{ rateLimitBudget?: string }> } | undefined)?.strategies ?? []).entries())) check(s.rateLimitBudget, `projects[${pi}].auth.strategies[${si}].rateLimitBudget`);
     p.networks.forEach((n, ni) => check(n.settings.rateLimitBudget, `projects[${pi}].networks[${ni}].rateLimitBudget`));
-    p.upstreams.forEach((u, ui) => check(u.settings.rateLimitBudget, `projects[${pi}].upstreams[${ui}].rateLimitBudget`));
+    p.upstreams.forEach((u, ui) => {
+      check(u.settings.rateLimitBudget, `projects[${pi}].upstreams[${ui}].rateLimitBudget`);
+      // eRPC ignores it silently; svc says so (it may come from upstreamDefaults, so not an error).
+      const tune = u.settings.rateLimitAutoTune as { enabled?: boolean } | undefined;
+      if (tune && tune.enabled !== false && typeof u.settings.rateLimitBudget !== 'string') {
+        c.warnings.push(`projects[${pi}].upstreams[${ui}].rateLimitAutoTune has no effect: the upstream has no rateLimitBudget to tune`);
+      }
+    });
   });
   if (problems.length) throw new ConfigError(problems);
   return rl;

@@ -325,6 +325,9 @@ describe('failsafe adaptive: the composed pipeline on fake timers', function () 
       },
       plugins: [forwardPlugin(), failsafePlugin(), abortableStub({ u1: slowFirst, u2: after(10, '0xb') })],
       logger: createLogger('silent'),
+      port: 0,
+      host: '127.0.0.1',
+      metricsPort: 0,
       probeBackoffMs: 600_000,
     });
     await proxy.start();
