@@ -9,6 +9,8 @@
  *   JSON-RPC over HTTP. eRPC's legacy `evm+<vendor>` types are refused naming the endpoint
  *   shortcut that replaces them; `svm` and gRPC types are refused (svc serves EVM chains only).
  * - `architecture: svm` is refused the same way.
+ * - `upstreams[].group: X` / `cohort: Y` (eRPC's legacy keys, which eRPC itself turns into tags)
+ *   → `tags: [tier:X]` / `[cohort:Y]`.
  * - `server.listenV4: true` / `metrics.listenV4: true` → removed (svc always listens on its IPv4
  *   host); `false` is refused (svc has no IPv6-only listener).
  */
@@ -58,6 +60,20 @@ export function normalizeUpstreamType(doc: ConfigDocument, out: NormalizeReport)
   });
 }
 
+/** eRPC's legacy `group: X` / `cohort: Y` on an upstream (eRPC rewrites them as tags `tier:X` / `cohort:Y`) → those tags. */
+export function normalizeUpstreamGroups(doc: ConfigDocument, out: NormalizeReport): void {
+  eachUpstream(doc, (u, path) => {
+    const add: string[] = [];
+    for (const [key, prefix] of [['group', 'tier'], ['cohort', 'cohort']] as const) {
+      if (typeof u[key] !== 'string' || u[key] === '') continue;
+      add.push(`${prefix}:${u[key] as string}`);
+      out.rewrite(`${path}.${key}`, { [key]: u[key] }, { tags: [`${prefix}:${u[key] as string}`] });
+      delete u[key];
+    }
+    if (add.length) u.tags = [...(Array.isArray(u.tags) ? (u.tags as unknown[]) : []), ...add.filter((t) => !(Array.isArray(u.tags) && u.tags.includes(t)))];
+  });
+}
+
 /** `listenV4: true` (eRPC's default) says nothing svc does not already do; `false` is refused. */
 export function normalizeListen(doc: ConfigDocument, out: NormalizeReport): void {
   for (const block of ['server', 'metrics'] as const) {
@@ -70,4 +86,4 @@ export function normalizeListen(doc: ConfigDocument, out: NormalizeReport): void
 }
 
 /** The core's normalisers, in order (config/load.ts runs them before the plugins'). */
-export const CORE_NORMALIZERS: ReadonlyArray<(doc: ConfigDocument, out: NormalizeReport) => void> = [normalizeLogLevel, normalizeArchitecture, normalizeUpstreamType, normalizeListen];
+export const CORE_NORMALIZERS: ReadonlyArray<(doc: ConfigDocument, out: NormalizeReport) => void> = [normalizeLogLevel, normalizeArchitecture, normalizeUpstreamType, normalizeUpstreamGroups, normalizeListen];

@@ -21,6 +21,7 @@ import { jwtCheck, type JwtSettings } from './jwt.ts';
 import { siweCheck, type SiweSettings } from './siwe.ts';
 import { openNonceStore, type NonceStore } from './siwe-nonces.ts';
 import { AuthConfigSchema, type AuthStrategyConfig } from './schema.ts';
+import { normalizeAuthShapes } from './erpc.ts';
 
 export { AuthConfigSchema, AuthStrategySchema, type AuthConfig, type AuthStrategyConfig } from './schema.ts';
 
@@ -50,7 +51,7 @@ function budgetIdsOf(config: ResolvedConfig): Set<string> {
 export function authPlugin(): Plugin {
   return {
     name: 'auth',
-    schema: { project: { auth: AuthConfigSchema } },
+    schema: { project: { auth: AuthConfigSchema }, normalize: normalizeAuthShapes },
     apply(host: PluginHost) {
       const secretRequests = new Counter({ name: 'svc_auth_secret_requests_total', help: 'Requests accepted by a secret strategy, by secret id (never the value)', labelNames: ['secret_id'], registers: [host.metrics] });
       const connectors = new Connectors(host.logger, host.metrics);

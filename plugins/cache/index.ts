@@ -28,6 +28,7 @@ import type { Connector } from './connectors/types.ts';
 import { callKey, neverCached } from './keys.ts';
 import { Policy } from './policy.ts';
 import { cacheConfigOf, cacheSchema, type CacheConfig, type ConnectorConfig } from './schema.ts';
+import { normalizeCacheShapes } from './erpc.ts';
 
 /**
  * Directive `skip-cache-read` (spec §2.8 #3): `true` skips every tier, a glob (`|`-separated)
@@ -110,7 +111,7 @@ async function openConnector(c: ConnectorConfig, host: PluginHost): Promise<Conn
 export function cachePlugin(): Plugin {
   return {
     name: 'cache',
-    schema: { ...cacheSchema, directiveDefaults: directiveDefaultsSchema(SKIP_CACHE_READ) },
+    schema: { ...cacheSchema, directiveDefaults: directiveDefaultsSchema(SKIP_CACHE_READ), normalize: normalizeCacheShapes },
     apply(host: PluginHost) {
       declareDirectives(host, 'cache', SKIP_CACHE_READ);
       let config: CacheConfig = { connectors: [], policies: [] };

@@ -8,6 +8,7 @@
 import { Type, type TProperties } from '@sinclair/typebox';
 import { compileGlobs, DIRECTIVE_DEFAULTS_POINT, directiveDefaultsOf, type Directives, Duration, Extensible, type Finality, type SchemaFragment, Strict } from 'svc/plugin';
 export { WRITE_METHODS } from 'svc/plugin';
+import { normalizeFailsafeShapes } from './erpc.ts';
 
 // ---------------------------------------------------------------------------------------
 // Config
@@ -21,7 +22,7 @@ const timeoutSchema = Strict({
 const retrySchema = Strict({
   maxAttempts: Type.Optional(Type.Integer({ minimum: 1, default: 3, description: 'total tries, first included' })),
   delay: Type.Optional(Duration({ default: '0ms', description: 'wait before the first retry' })),
-  backoffFactor: Type.Optional(Type.Number({ minimum: 1, default: 1.2, description: 'delay multiplier per retry' })),
+  backoffFactor: Type.Optional(Type.Number({ exclusiveMinimum: 0, default: 1.2, description: 'delay multiplier per retry: the n-th retry waits delay × backoffFactor^(n-1), capped at backoffMaxDelay; below 1 the waits shrink (as in eRPC)' })),
   backoffMaxDelay: Type.Optional(Duration({ default: '3s', description: 'largest wait between tries' })),
   jitter: Type.Optional(Duration({ default: '0ms', description: 'random extra wait, 0..jitter' })),
   emptyResultMaxAttempts: Type.Optional(Type.Integer({ minimum: 1, default: 2, description: 'tries for retry-empty (EVM plugins)' })),
@@ -114,6 +115,7 @@ export function failsafeSchemaFragment(): SchemaFragment {
   return {
     network: { failsafe: Type.Union([Type.Array(entrySchema('network')), entrySchema('network')], { description: FAILSAFE_DOC }) },
     upstream: { failsafe: Type.Union([Type.Array(entrySchema('upstream')), entrySchema('upstream')], { description: FAILSAFE_DOC }) },
+    normalize: normalizeFailsafeShapes,
   };
 }
 

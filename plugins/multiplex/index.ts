@@ -21,6 +21,7 @@
 import { Counter } from 'prom-client';
 import { agentName, asSvcError, BoundedLabel, type CallContext, type CallHandler, callParamsHash, CallStage, ErrCancelled, ErrEndpointRequestTimeout, type ExecutionRecord, FINALITY, isDeadline, type Network, paramsHash, type Plugin, type PluginHost, provenanceKey, type RpcResult, serviceKey } from 'svc/plugin';
 import { Type } from '@sinclair/typebox';
+import { normalizeMultiplexing } from './erpc.ts';
 
 /** What the multiplex plugin shows other plugins and tests. */
 export interface MultiplexService {
@@ -123,6 +124,7 @@ export function multiplexPlugin(): Plugin {
       network: {
         multiplexing: Type.Boolean({ description: 'spec §2.7: identical in-flight calls share one upstream call; unset = on, only false turns it off (inheritable from networkDefaults)' }),
       },
+      normalize: normalizeMultiplexing,
     },
     apply(host: PluginHost) {
       const tables = new WeakMap<Network, Map<string, Entry>>();

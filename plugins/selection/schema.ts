@@ -7,6 +7,7 @@ import { Type, type TProperties } from '@sinclair/typebox';
 import { ConfigError, type ConfigProblem, Duration, type Network, parseDuration, type PluginHost, Strict } from 'svc/plugin';
 import type { EvalFunc } from './policy.ts';
 import { DEFAULT_SCORE_WEIGHTS, type ScoreWeights } from './view.ts';
+import { refuseSourceEvalFunc } from './erpc.ts';
 
 /**
  * The config keys this plugin owns: `networks[].selectionPolicy` (and the same under
@@ -38,7 +39,7 @@ export const selectionPolicySchema = Strict(
 );
 
 /** The schema fragment of the plugin. */
-export const selectionSchemaFragment: { network: TProperties } = { network: { selectionPolicy: selectionPolicySchema } };
+export const selectionSchemaFragment: { network: TProperties; normalize: typeof refuseSourceEvalFunc } = { network: { selectionPolicy: selectionPolicySchema }, normalize: refuseSourceEvalFunc };
 
 /** A network's selection settings, resolved (durations in ms, weights defaulted). */
 export interface SelectionSettings {

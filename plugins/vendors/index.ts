@@ -25,6 +25,7 @@
 import { Agent, type Dispatcher, request } from 'undici';
 import { ConfigError, type Logger, type Plugin, PluginContractError, type PluginHost, PROVIDERS_SERVICE, redactUrl, type ResolvedConfig, type Vendor, type VendorUpstream } from 'svc/plugin';
 import { CATALOG, type Offer, type Settings } from './catalog.ts';
+import { normalizeVendorShortcuts } from './shortcuts.ts';
 import { remoteVendors, type RemoteVendor, type VendorIo } from './remote.ts';
 
 export { CATALOG, type CatalogVendor, type Offer } from './catalog.ts';
@@ -122,6 +123,8 @@ export function vendorsPlugin(opts: VendorsPluginOptions = {}): Plugin {
   return {
     name: 'vendors',
     dependsOn: ['providers'],
+    // eRPC's `endpoint: <vendor>://…` shortcuts become providers before validation (shortcuts.ts).
+    schema: { normalize: normalizeVendorShortcuts },
     apply(host: PluginHost) {
       const providers = host.services.get(PROVIDERS_SERVICE);
       if (!providers) throw new PluginContractError('the vendors plugin needs the providers plugin');

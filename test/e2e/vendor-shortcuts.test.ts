@@ -15,7 +15,7 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { createProxy, type Proxy } from '../../core/proxy.ts';
 import { LOG_REDACTION, redactChildren } from '../../lib/logger.ts';
-import { normalizeVendorShortcuts, VENDOR_TEST_BASE_URL_ENV, vendorsPlugin } from '../../plugins/vendors/index.ts';
+import { VENDOR_TEST_BASE_URL_ENV, vendorsPlugin } from '../../plugins/vendors/index.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
@@ -94,7 +94,7 @@ describe('e2e: vendor providers and endpoint shortcuts (eRPC)', function () {
   before(async () => {
     [mainnet, polygon] = await Promise.all([startAnvil({ chainId: 1 }), startAnvil({ chainId: 137 })]);
     router = await vendorRouter({ mainnet, polygon });
-    // As written in an eRPC file; the load step rewrites the shortcuts into providers.
+    // As written in an eRPC file; the config load rewrites the shortcuts into providers (the vendors plugin's normalize).
     const config = {
       ...NO_CACHE,
       metrics: { enabled: false },
@@ -107,7 +107,6 @@ describe('e2e: vendor providers and endpoint shortcuts (eRPC)', function () {
         { id: 'bd', upstreams: [{ endpoint: `blockdaemon://${BD_KEY}`, jsonRpc: { headers: { 'X-Team': 'payments' } } }] },
       ],
     };
-    normalizeVendorShortcuts(config as Record<string, unknown>, { rewrite: () => undefined, problem: (p, m) => expect.fail(`${p}: ${m}`) });
     const logger = redactChildren(pino({ level: 'debug', ...LOG_REDACTION }, { write: (s: string) => void logs.push(s) }));
     const plugins = [...presetWithout('vendors', 'vendor-repository', 'vendor-hyper'), vendorsPlugin({ testBaseUrl: router.base })];
     proxy = createProxy({ config, plugins, logger, port: 0, host: '127.0.0.1', metricsPort: 0, probeBackoffMs: 50 });

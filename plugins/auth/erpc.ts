@@ -1,0 +1,39 @@
+/**
+ * eRPC's shapes of auth strategies rewritten into svc's at load time (the plugin's
+ * `SchemaFragment.normalize`), in every auth block (projects, admin, healthCheck):
+ *
+ * - `rateLimitBudget` inside the strategy's own block (`secret.rateLimitBudget`,
+ *   `network.rateLimitBudget`, `siwe.rateLimitBudget`: eRPC attaches it to the user the strategy
+ *   returns) → the strategy's `rateLimitBudget` (svc counts the requests the strategy accepts
+ *   against it: the same requests). Both set to different budgets is a problem.
+ * - jwt `verificationJwksUrl` → `jwksUrl`; `rateLimitBudgetClaimName` → `rateLimitBudgetClaim`.
+ */
+import { eachAuthBlock, isConfigObject, pathOf, renameKey, type ConfigDocument, type NormalizeReport } from 'svc/plugin';
+
+/** The auth plugin's `normalize` (see the module comment). */
+export function normalizeAuthShapes(doc: ConfigDocument, out: NormalizeReport): void {
+  eachAuthBlock(doc, (auth, path) => {
+    if (!Array.isArray(auth.strategies)) return;
+    auth.strategies.forEach((s, i) => {
+      if (!isConfigObject(s) || typeof s.type !== 'string') return;
+      const sp = `${path}.strategies[${i}]`;
+      const block = s[s.type];
+      if (!isConfigObject(block)) return;
+      const bp = pathOf(sp, s.type);
+      if ('rateLimitBudget' in block) {
+        const inner = block.rateLimitBudget;
+        if (s.rateLimitBudget !== undefined && s.rateLimitBudget !== inner) {
+          out.problem(pathOf(bp, 'rateLimitBudget'), `two budgets for one strategy: "${String(inner)}" here and "${String(s.rateLimitBudget)}" on the strategy; keep the strategy's rateLimitBudget`);
+        } else {
+          delete block.rateLimitBudget;
+          s.rateLimitBudget = inner;
+          out.rewrite(pathOf(bp, 'rateLimitBudget'), `${bp}.rateLimitBudget`, `${sp}.rateLimitBudget`);
+        }
+      }
+      if (s.type === 'jwt') {
+        renameKey(block, bp, 'verificationJwksUrl', 'jwksUrl', out);
+        renameKey(block, bp, 'rateLimitBudgetClaimName', 'rateLimitBudgetClaim', out);
+      }
+    });
+  });
+}
