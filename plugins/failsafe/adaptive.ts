@@ -13,7 +13,8 @@
  * The latency comes from the project's health tracker (`project.health.latencyQuantile`), shared
  * by both scopes and by hedges as eRPC's per network × method tracker is. A value is remembered
  * per (network, method, quantile) for {@link QUANTILE_MEMO_MS}, so a busy method does not merge
- * the window's sketches on every call. No hooks here.
+ * the window's sketches on every call; "no sample yet" is not remembered (it costs no merge), so
+ * the first samples count at once. No hooks here.
  */
 import type { CallContext, Network } from 'svc/plugin';
 import type { FailsafeEntry } from './schema.ts';
@@ -30,8 +31,11 @@ export interface AdaptiveSpec {
   readonly max: number;
 }
 
-/** How long a computed latency quantile is reused for the same (network, method, quantile), ms. */
-export const QUANTILE_MEMO_MS = 1000;
+/**
+ * How long a computed latency quantile is reused for the same (network, method, quantile), ms:
+ * a busy method merges the window's sketches a few times a second instead of on every call.
+ */
+export const QUANTILE_MEMO_MS = 250;
 /** Remembered (network, method, quantile) values per plugin instance before the memo is cleared (method names come from clients). */
 const QUANTILE_MEMO_LIMIT = 2048;
 
@@ -114,6 +118,7 @@ export class LatencyQuantiles {
     const t = this.now();
     if (hit && t - hit.at < QUANTILE_MEMO_MS) return hit.ms;
     const ms = ctx.project.health.latencyQuantile(this.ids.of(network), method, q) * 1000;
+    if (ms <= 0) return 0;
     if (hit) {
       hit.at = t;
       hit.ms = ms;

@@ -137,7 +137,7 @@ describe('health tracker: latencyQuantile over several upstreams', () => {
     expect(h.latencyQuantile(['a', 'b'], 'eth_call', 0.9)).to.equal(0);
   });
 
-  it('LatencyQuantiles reuses a value for QUANTILE_MEMO_MS, per network, method and quantile', () => {
+  it('LatencyQuantiles reuses a value for QUANTILE_MEMO_MS, per network, method and quantile; never "no sample yet"', () => {
     let t = 0;
     let asked = 0;
     const network = { upstreams: [{ id: 'a' }] };
@@ -145,7 +145,7 @@ describe('health tracker: latencyQuantile over several upstreams', () => {
       latencyQuantile: (ids: readonly string[], method: string, q: number) => {
         asked++;
         expect(ids).to.deep.equal(['a']);
-        return method === 'eth_call' ? q : 0.001;
+        return method === 'eth_call' ? q : method === 'eth_chainId' ? 0 : 0.001;
       },
     };
     const ctx = (method: string) => ({ network, project: { health }, request: { method } }) as unknown as CallContext;
@@ -160,9 +160,13 @@ describe('health tracker: latencyQuantile over several upstreams', () => {
     t += 1;
     lq.latencyMs(ctx('eth_call'), 0.5);
     expect(asked).to.equal(4);
+    // "No sample yet" is asked again every time.
+    lq.latencyMs(ctx('eth_chainId'), 0.5);
+    lq.latencyMs(ctx('eth_chainId'), 0.5);
+    expect(asked).to.equal(6);
     // A static spec never asks.
     expect(lq.resolve(ctx('eth_call'), { base: 42, quantile: 0, min: 0, max: 0 })).to.equal(42);
-    expect(asked).to.equal(4);
+    expect(asked).to.equal(6);
   });
 });
 
