@@ -15,6 +15,7 @@ import { Type } from '@sinclair/typebox';
 import { Counter } from 'prom-client';
 import { type CallContext, type CallHandler, CallStage, declareDirectives, Directive, directiveDefaultsSchema, type Network, type Plugin, type PluginHost, type RpcResult } from 'svc/plugin';
 import {
+  autoSplitThresholdOf,
   checkGetLogsLimits,
   DEFAULT_MAX_ALLOWED_RANGE,
   DEFAULT_SPLIT_CONCURRENCY,
@@ -23,9 +24,10 @@ import {
   isFilter,
   resolveFilterRange,
 } from './limits.ts';
-import { isRequestTooLarge, splitGetLogs } from './split.ts';
+import { isRequestTooLarge, runProactiveSplit, splitGetLogs } from './split.ts';
 
 export {
+  autoSplitThresholdOf,
   checkGetLogsLimits,
   countAddresses,
   countTopics,
@@ -38,7 +40,7 @@ export {
   type GetLogsSettings,
   type LogsFilter,
 } from './limits.ts';
-export { isRequestTooLarge, jobFilter, splitGetLogs, splitJob, type JobSplit, type LogsJob, type SplitDimension, type SplitOptions } from './split.ts';
+export { chunkJob, isRequestTooLarge, jobFilter, runProactiveSplit, splitGetLogs, splitJob, type JobSplit, type LogsJob, type SplitDimension, type SplitOptions } from './split.ts';
 
 // ---------------------------------------------------------------------------------------
 // Config
@@ -71,6 +73,16 @@ const networkEvmSchema = {
   }),
 };
 
+/** The plugin's keys under `upstreams[].evm` (and `upstreamDefaults.evm`). */
+const upstreamEvmSchema = {
+  getLogsAutoSplittingRangeThreshold: Type.Integer({
+    minimum: 0,
+    default: 0,
+    description:
+      'blocks: an eth_getLogs range wider than this is split before forwarding into consecutive chunks of this many blocks, run with getLogsSplitConcurrency in flight and merged in block order (eRPC\'s proactive split). The network uses the smallest value above 0 among its upstreams, capped by getLogsMaxAllowedRange; 0 = no proactive split',
+  }),
+};
+
 // ---------------------------------------------------------------------------------------
 // Plugin
 
@@ -98,8 +110,13 @@ export const ENFORCE_GETLOGS_RANGE = new Directive<boolean>({
  *    breaks a limit ({@link checkGetLogsLimits}); the range check runs unless the
  *    `enforce-getlogs-range` directive ({@link ENFORCE_GETLOGS_RANGE}, declared here) is false,
  *    which only `directiveDefaults` can set (a request's own is ignored, spec §2.8 #8);
- * 2. forwards it unchanged;
- * 3. when `getLogsSplitOnError` is on, the range is splittable (no `earliest`/`safe`/`pending`,
+ * 2. for `eth_getLogs` with a resolved range wider than the network's proactive threshold
+ *    ({@link autoSplitThresholdOf}: the smallest `upstreams[].evm.getLogsAutoSplittingRangeThreshold`
+ *    above 0, capped by `getLogsMaxAllowedRange`), runs it as consecutive chunks of that many
+ *    blocks ({@link runProactiveSplit}), `toBlock` clamped to the known head as below; chunks
+ *    still refused as too large are halved when `getLogsSplitOnError` is on;
+ * 3. otherwise forwards it unchanged;
+ * 4. when `getLogsSplitOnError` is on, the range is splittable (no `earliest`/`safe`/`pending`,
  *    no trace_filter `after`/`count` paging) and the answer is a too-large refusal, runs it
  *    split ({@link splitGetLogs}). A `toBlock` above the network's highest known latest block
  *    is clamped to it for the split (no logs exist above it yet, and nodes answer a range wholly
@@ -110,12 +127,12 @@ export const ENFORCE_GETLOGS_RANGE = new Directive<boolean>({
 export function evmGetLogsPlugin(): Plugin {
   return {
     name: 'evm-getlogs',
-    schema: { networkEvm: networkEvmSchema, directiveDefaults: directiveDefaultsSchema(ENFORCE_GETLOGS_RANGE) },
+    schema: { networkEvm: networkEvmSchema, upstreamEvm: upstreamEvmSchema, directiveDefaults: directiveDefaultsSchema(ENFORCE_GETLOGS_RANGE) },
     apply(proxy: PluginHost) {
       declareDirectives(proxy, 'evm-getlogs', ENFORCE_GETLOGS_RANGE);
       const splits = new Counter({
         name: 'svc_network_getlogs_splits_total',
-        help: 'eth_getLogs/trace_filter requests halved after an upstream refused them as too large',
+        help: 'eth_getLogs/trace_filter requests split: halved after an upstream refused them as too large (dimension block_range, addresses, topics0) or cut into chunks before forwarding (dimension proactive)',
         labelNames: ['project', 'network', 'method', 'dimension'],
         registers: [proxy.metrics],
       });
@@ -129,6 +146,19 @@ export function evmGetLogsPlugin(): Plugin {
           const range = resolveFilterRange(method, filter, { latest: state.highestLatest, finalized: state.highestFinalized });
           const rejected = checkGetLogsLimits(method, filter, range, settings, ENFORCE_GETLOGS_RANGE.get(ctx.directives));
           if (rejected) throw rejected;
+          if (method === 'eth_getLogs' && range.splittable && range.from !== undefined && range.to !== undefined && range.from <= range.to) {
+            const threshold = autoSplitThresholdOf(network.upstreams, settings.maxAllowedRange);
+            // Chunks are never asked above the highest known block (see the reactive split).
+            const head = state.highestLatest;
+            const to = head > 0 && range.to > head ? head : range.to;
+            if (threshold > 0 && range.from <= to && to - range.from + 1 > threshold) {
+              splits.inc({ project: ctx.project.id, network: network.id, method, dimension: 'proactive' });
+              return runProactiveSplit(ctx, inner, { from: range.from, to, filter }, threshold, settings.splitOnError, {
+                concurrency: settings.splitConcurrency,
+                onSplit: (dimension) => splits.inc({ project: ctx.project.id, network: network.id, method, dimension }),
+              });
+            }
+          }
           try {
             return await inner(ctx);
           } catch (e) {

@@ -5,7 +5,7 @@
  * a limit with its `ErrGetLogsExceeded*` error (-32012, HTTP 200) before anything is forwarded.
  * Pure; no hooks here. `index.ts` taps it into the `call` hook at `CallStage.GETLOGS`.
  */
-import { ErrGetLogsExceededMaxAllowedAddresses, ErrGetLogsExceededMaxAllowedRange, ErrGetLogsExceededMaxAllowedTopics, type Network, parseBlockNumber, type SvcError, toHex } from 'svc/plugin';
+import { ErrGetLogsExceededMaxAllowedAddresses, ErrGetLogsExceededMaxAllowedRange, ErrGetLogsExceededMaxAllowedTopics, type Network, parseBlockNumber, type SvcError, toHex, type Upstream } from 'svc/plugin';
 
 // ---------------------------------------------------------------------------------------
 // Settings
@@ -48,6 +48,26 @@ export function getLogsSettingsOf(network: Network): GetLogsSettings {
     splitOnError: typeof evm.getLogsSplitOnError === 'boolean' ? evm.getLogsSplitOnError : true,
     splitConcurrency: int('getLogsSplitConcurrency', DEFAULT_SPLIT_CONCURRENCY, 1),
   };
+}
+
+/**
+ * The proactive split threshold of a network (erpc-notes §2.8): the smallest
+ * `upstreams[].evm.getLogsAutoSplittingRangeThreshold` above 0 among the network's upstreams,
+ * capped by `getLogsMaxAllowedRange` (when above 0); 0 when no upstream sets one (no
+ * proactive split, eRPC's default since its PR #764).
+ * @param upstreams the network's upstreams
+ * @param maxAllowedRange the network's `getLogsMaxAllowedRange` (0 = unlimited)
+ * @returns blocks per chunk, or 0
+ */
+export function autoSplitThresholdOf(upstreams: readonly Upstream[], maxAllowedRange: number): number {
+  let t = 0;
+  for (const u of upstreams) {
+    const evm = u.config.settings.evm;
+    const v = evm !== null && typeof evm === 'object' ? (evm as Record<string, unknown>).getLogsAutoSplittingRangeThreshold : undefined;
+    if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && (t === 0 || v < t)) t = v;
+  }
+  if (maxAllowedRange > 0 && t > maxAllowedRange) t = maxAllowedRange;
+  return t;
 }
 
 // ---------------------------------------------------------------------------------------

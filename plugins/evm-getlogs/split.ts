@@ -121,28 +121,19 @@ export interface SplitOptions {
 }
 
 /**
- * Runs a refused getLogs/trace_filter job as halves through `inner`, halving again each part
- * the upstreams refuse as too large ({@link isRequestTooLarge}) until it succeeds or cannot be
- * split ({@link splitJob}), and merges the answers in block order (concatenation of the parts
- * in order; address/topic halves of one block re-sorted by `logIndex`).
+ * Runs getLogs/trace_filter jobs through `inner` and merges their answers in order: the shared
+ * executor of the reactive split ({@link splitGetLogs}) and the proactive one
+ * ({@link runProactiveSplit}).
  *
- * Each part runs with a child context: a shallow copy of `ctx` with its own `request` (params
+ * Each job runs with a child context: a shallow copy of `ctx` with its own `request` (params
  * `[subFilter, ...rest]`) and `state`, the same `record` (attempts and headers aggregate) and
- * a signal linked to `ctx.signal`. At most `concurrency` parts are in flight. The first part
- * that fails for good fails the call with its error; the parts still running are aborted.
- *
- * @param ctx the call being served
- * @param inner the handler below the getLogs stage
- * @param job the whole (refused) range
- * @param cause the refusal; rethrown when `job` cannot be split
- * @param opts concurrency and split callback
- * @returns a new `RpcResult` with the merged array, `upstreamId` of the first part
- * @throws SvcError the first part's final error, `ErrUpstreamMalformedResponse` when a part answers a non-array, or `cause`
+ * a signal linked to `ctx.signal`. At most `concurrency` jobs are in flight. A job the
+ * upstreams refuse as too large is halved again ({@link splitJob}) when `halveRefused` is on.
+ * The first job that fails for good fails the call with its error; the jobs still running are
+ * aborted.
  */
-export async function splitGetLogs(ctx: CallContext, inner: CallHandler, job: LogsJob, cause: unknown, opts: SplitOptions): Promise<RpcResult> {
+async function runJobs(ctx: CallContext, inner: CallHandler, opts: SplitOptions, halveRefused: boolean, top: (run: (j: LogsJob) => Promise<PartResult>, runSplit: (s: JobSplit) => Promise<PartResult>) => Promise<PartResult>): Promise<RpcResult> {
   const method = ctx.request.method;
-  const first = splitJob(method, job);
-  if (!first) throw cause;
   const rest: unknown[] = Array.isArray(ctx.request.params) ? ctx.request.params.slice(1) : [];
   const link = linkedController(ctx.signal);
   // Every part in flight links its own listeners to this one signal (legs, transports): room
@@ -166,7 +157,7 @@ export async function splitGetLogs(ctx: CallContext, inner: CallHandler, job: Lo
       // Only leaf requests hold a limiter slot: a parent waiting on its halves holds none.
       return await limit(runOne, j);
     } catch (e) {
-      if (link.signal.aborted || !isRequestTooLarge(e)) throw e;
+      if (!halveRefused || link.signal.aborted || !isRequestTooLarge(e)) throw e;
       const s = splitJob(method, j);
       if (!s) throw e;
       return runSplit(s);
@@ -180,7 +171,7 @@ export async function splitGetLogs(ctx: CallContext, inner: CallHandler, job: Lo
   };
 
   try {
-    const merged = await runSplit(first);
+    const merged = await top(run, runSplit);
     const out = new RpcResult(merged.items);
     out.upstreamId = merged.upstreamId;
     out.fromCache = merged.fromCache;
@@ -191,4 +182,65 @@ export async function splitGetLogs(ctx: CallContext, inner: CallHandler, job: Lo
   } finally {
     link.dispose();
   }
+}
+
+/**
+ * Runs a refused getLogs/trace_filter job as halves through `inner`, halving again each part
+ * the upstreams refuse as too large ({@link isRequestTooLarge}) until it succeeds or cannot be
+ * split ({@link splitJob}), and merges the answers in block order (concatenation of the parts
+ * in order; address/topic halves of one block re-sorted by `logIndex`). Parts run as described
+ * for the shared executor: child contexts, at most `concurrency` in flight, the first part
+ * that fails for good fails the call and aborts the others.
+ *
+ * @param ctx the call being served
+ * @param inner the handler below the getLogs stage
+ * @param job the whole (refused) range
+ * @param cause the refusal; rethrown when `job` cannot be split
+ * @param opts concurrency and split callback
+ * @returns a new `RpcResult` with the merged array, `upstreamId` of the first part
+ * @throws SvcError the first part's final error, `ErrUpstreamMalformedResponse` when a part answers a non-array, or `cause`
+ */
+export async function splitGetLogs(ctx: CallContext, inner: CallHandler, job: LogsJob, cause: unknown, opts: SplitOptions): Promise<RpcResult> {
+  const first = splitJob(ctx.request.method, job);
+  if (!first) throw cause;
+  return runJobs(ctx, inner, opts, true, (_run, runSplit) => runSplit(first));
+}
+
+/**
+ * Cuts `[job.from, job.to]` into consecutive chunks of `size` blocks (the last one shorter),
+ * eRPC's proactive split (erpc-notes §2.8).
+ * @param job the whole range
+ * @param size blocks per chunk, at least 1
+ */
+export function chunkJob(job: LogsJob, size: number): LogsJob[] {
+  const step = Math.max(1, Math.floor(size));
+  const out: LogsJob[] = [];
+  for (let from = job.from; from <= job.to; from += step) out.push({ ...job, from, to: Math.min(from + step - 1, job.to) });
+  return out;
+}
+
+/**
+ * The proactive split (`upstreams[].evm.getLogsAutoSplittingRangeThreshold`, erpc-notes §2.8):
+ * runs `job` as consecutive chunks of `size` blocks ({@link chunkJob}) through `inner` with
+ * bounded concurrency, before any upstream has refused it, and concatenates the answers in
+ * block order. When `halveRefused` is on (`getLogsSplitOnError`), a chunk the upstreams still
+ * refuse as too large is halved like a reactive split. Any chunk that fails for good fails the
+ * call: no partial result.
+ * @param ctx the call being served
+ * @param inner the handler below the getLogs stage
+ * @param job the whole range (`from <= to`)
+ * @param size blocks per chunk (the effective threshold), at least 1
+ * @param halveRefused halve chunks refused as too large
+ * @param opts concurrency and split callback
+ * @returns a new `RpcResult` with the merged array; `fromCache` only when every chunk came from the cache
+ * @throws SvcError the first chunk's final error, or `ErrUpstreamMalformedResponse` when a chunk answers a non-array
+ */
+export async function runProactiveSplit(ctx: CallContext, inner: CallHandler, job: LogsJob, size: number, halveRefused: boolean, opts: SplitOptions): Promise<RpcResult> {
+  const chunks = chunkJob(job, size);
+  return runJobs(ctx, inner, opts, halveRefused, async (run) => {
+    const parts = await Promise.all(chunks.map(run));
+    const items: unknown[] = [];
+    for (const p of parts) for (const x of p.items) items.push(x);
+    return { items, upstreamId: parts.find((p) => p.upstreamId !== undefined)?.upstreamId, fromCache: parts.every((p) => p.fromCache) };
+  });
 }
