@@ -1,7 +1,8 @@
 /**
  * The `svc` command (issue #2 item 3):
  *   svc start [--config FILE] [--port N] [--preset NAME] [ENDPOINT...]
- *   svc validate --config FILE [--preset NAME]
+ *   svc validate --config FILE [--preset NAME] [--print]
+ *   svc validate --from-erpc FILE [--preset NAME]
  *   svc config schema [--preset NAME] [--config FILE]
  * Without --config, `start` reads ./svc.yaml when present. Each ENDPOINT becomes an upstream
  * of project `main` (chain id probed). NAME is a built-in preset (`default`, `minimal`), an
@@ -14,6 +15,7 @@ import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cloneConfig, ConfigError, readConfigFile } from '../config/load.ts';
 import { editorConfigSchema } from '../config/editor-schema.ts';
+import { normalizedForPrint, renderNormalized } from '../config/from-erpc.ts';
 import type { SchemaFragment } from '../config/schema.ts';
 import type { ProjectInput, SvcConfigInput } from '../config/types.ts';
 import { svcWorker } from '../lib/cluster.ts';
@@ -29,7 +31,8 @@ const USAGE = `svc ${VERSION} — fault-tolerant EVM JSON-RPC proxy
 
 Usage:
   svc start [--config FILE] [--port N] [--metrics-port N] [--preset NAME] [ENDPOINT...]
-  svc validate --config FILE [--preset NAME]
+  svc validate --config FILE [--preset NAME] [--print]
+  svc validate --from-erpc FILE [--preset NAME]
   svc config schema [--preset NAME]   JSON Schema of svc.yaml for editors
   svc --version
 
@@ -37,7 +40,10 @@ Without --config, start reads ./svc.yaml when it exists. Each ENDPOINT (http/htt
 becomes an upstream of project "main"; its chain id is probed with eth_chainId.
 --preset NAME (else the config's preset:, else default): a built-in preset (default,
 minimal), an installed package (@acme/svc-preset, @acme/svc-plugins/preset) or a module
-path (./preset.js); validate needs it to check the config keys its plugins own.`;
+path (./preset.js); validate needs it to check the config keys its plugins own.
+validate --print prints the config in svc's shape (YAML) after the load-time rewrites of
+eRPC's forms, one comment line per rewrite; --from-erpc FILE takes an eRPC erpc.yaml as it
+is (X-ERPC-* header names and erpc_ prefixes renamed too), validates it and prints it so.`;
 
 /**
  * Adds CLI endpoints to project `main` (created when absent). With no projects in the
@@ -92,17 +98,21 @@ function findPreset(cliName: string | undefined, raw: SvcConfigInput, configFile
  * the fragments of the preset's plugins (and their `configured` checks); prints `ok` (exit 0)
  * or every problem with its path (exit 1).
  */
-async function validate(file: string | undefined, presetName: string | undefined): Promise<number> {
+async function validate(file: string | undefined, presetName: string | undefined, opts: { print: boolean; fromErpc: boolean }): Promise<number> {
   if (!file) {
-    process.stderr.write('svc validate: --config FILE is required\n');
+    process.stderr.write('svc validate: --config FILE (or --from-erpc FILE) is required\n');
     return 2;
   }
   try {
     const raw = await loadRaw(file);
     const { preset } = await findPreset(presetName, raw, file);
-    const proxy = createProxy({ config: raw, plugins: preset(), logger: createLogger('silent') });
+    const plugins = preset();
+    const fragments = plugins.flatMap((p) => (p.schema ? [p.schema as SchemaFragment] : []));
+    // Printed from the file as written (no ${ENV} expansion: no secret from the environment is shown).
+    const shown = opts.print ? normalizedForPrint(raw, fragments, opts.fromErpc) : undefined;
+    const proxy = createProxy({ config: opts.fromErpc && shown ? shown.document : raw, plugins, logger: createLogger('silent') });
     for (const w of proxy.config.warnings) process.stderr.write(`warning: ${w}\n`);
-    process.stdout.write('ok\n');
+    process.stdout.write(shown ? renderNormalized(shown.document, shown.rewrites, redactText) : 'ok\n');
     return 0;
   } catch (e) {
     printProblems(e);
@@ -240,6 +250,8 @@ export async function main(argv: string[]): Promise<number> {
         port: { type: 'string', short: 'p' },
         'metrics-port': { type: 'string' },
         preset: { type: 'string' },
+        print: { type: 'boolean' },
+        'from-erpc': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -258,7 +270,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return cmd || values.help ? 0 : 2;
   }
-  if (cmd === 'validate') return validate(values.config, values.preset);
+  if (cmd === 'validate') return validate(values['from-erpc'] ?? values.config, values.preset, { print: values.print === true || values['from-erpc'] !== undefined, fromErpc: values['from-erpc'] !== undefined });
   if (cmd === 'config') return configSchema(rest[0], values.config, values.preset);
   if (cmd === 'start') {
     const port = portOption('--port', values.port);

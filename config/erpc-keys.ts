@@ -165,6 +165,6 @@ export function explainErpcKeys(problems: ConfigProblem[]): ConfigProblem[] {
     if (!p.message.startsWith('unknown key')) return p;
     const r = erpcRefusal(p.path);
     if (!r) return p;
-    return { path: p.path, message: `eRPC's ${r.feature} (\`${r.key}\`) is not supported by svc: ${r.instead}` };
+    return { path: p.path, message: `eRPC's \`${r.key}\` (${r.feature}) is not supported by svc: ${r.instead}` };
   });
 }

@@ -37,6 +37,15 @@ export interface Rewrite {
   readonly to: unknown;
 }
 
+/** A deep copy of plain data (functions and other objects kept by reference). */
+function snapshot<T>(v: T): T {
+  if (Array.isArray(v)) return v.map(snapshot) as T;
+  if (v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, snapshot(x)])) as T;
+  }
+  return v;
+}
+
 /** A {@link NormalizeReport} that keeps what it is told (the loader's and the CLI's). */
 export class NormalizeLog implements NormalizeReport {
   /** Every rewrite, in the order made. */
@@ -45,7 +54,8 @@ export class NormalizeLog implements NormalizeReport {
   readonly problems: Array<{ path: string; message: string }> = [];
 
   rewrite(path: string, from: unknown, to: unknown): void {
-    this.rewrites.push({ path, from, to });
+    // Copies: a normaliser may go on to change the same objects (a line shows each step as it was).
+    this.rewrites.push({ path, from: snapshot(from), to: snapshot(to) });
   }
 
   problem(path: string, message: string): void {

@@ -1,0 +1,242 @@
+/**
+ * eRPC-style config files carry over (docs/migrating-from-erpc.md): realistic configs written the
+ * way eRPC's documentation writes them (modelled on its examples, not copied) each validate,
+ * start against anvil and serve a call, with their eRPC shapes normalised at load time. Then the
+ * CLI: `svc validate --print` shows the rewrites and the svc shape; `svc validate --from-erpc`
+ * takes an eRPC file as it is (X-ERPC-* header names, erpc_ prefixes) and prints the svc config,
+ * which validates on its own.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { parse as parseYaml } from 'yaml';
+import { PACKAGE_ROOT } from '../../core/version.ts';
+import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
+import { ensureBuilt } from '../helpers/build.ts';
+import { startRedis, type RedisHandle } from '../helpers/redis.ts';
+import { startSvc } from '../helpers/svc.ts';
+
+/** A single-chain eRPC file in the shape of eRPC's "complete config" example: most of its legacy forms at once. */
+const DIST_STYLE = `
+logLevel: WARN
+server:
+  listenV4: true
+  httpHostV4: 127.0.0.1
+  httpPortV4: 4000
+  maxTimeout: 30s
+metrics:
+  enabled: false
+database:
+  evmJsonRpcCache:
+    connectors:
+      - id: memory-cache
+        driver: memory
+        memory: { maxItems: 10000 }
+    policies:
+      - { network: "*", method: "*", finality: FINALIZED, connector: memory-cache, ttl: 0 }
+      - { network: "*", method: "*", finality: unfinalized, connector: memory-cache, ttl: 5s }
+rateLimiters:
+  budgets:
+    - id: project-budget
+      rules:
+        - { method: "*", maxCount: 1000, period: 1s }
+    - id: upstream-budget
+      rules:
+        - { method: "eth_getLogs", maxCount: 100, period: 1m }
+projects:
+  - id: main
+    rateLimitBudget: project-budget
+    networks:
+      - evm: { chainId: 31337 }
+        failsafe:
+          timeout: { duration: 30s }
+          retry: { maxAttempts: 3, delay: 0ms, backoffMaxDelay: 10s, backoffFactor: 0.3, jitter: 0ms }
+          hedge: { delay: 3000ms, maxCount: 2 }
+    upstreams:
+      - id: anvil-main
+        type: evm
+        endpoint: __ANVIL__
+        rateLimitBudget: upstream-budget
+        evm: { chainId: 31337 }
+        failsafe:
+          timeout: { duration: 15s }
+          retry: { maxAttempts: 2, delay: 1000ms, backoffMaxDelay: 10s, backoffFactor: 0.3, jitter: 500ms }
+          circuitBreaker:
+            halfOpenAfter: 2m
+            failureThresholdCount: 10
+            failureThresholdCapacity: 80
+            successThresholdCount: 8
+            successThresholdCapacity: 10
+`;
+
+/** Defaults for every network and upstream, eRPC's current adaptive forms, a legacy fallback group, multiplexing as an object. */
+const DEFAULTS_STYLE = `
+logLevel: info
+metrics: { enabled: false }
+projects:
+  - id: main
+    networkDefaults:
+      multiplexing: { enabled: true }
+      failsafe:
+        - matchMethod: "eth_getLogs"
+          timeout: { duration: { base: 20s, quantile: 0.99, max: 60s } }
+        - matchMethod: "*"
+          matchFinality: realtime
+          hedge: { delay: { base: 50ms, quantile: 0.9, min: 100ms, max: 2s }, maxCount: 1 }
+          retry: { maxAttempts: 3, blockUnavailableDelay: 500ms }
+    upstreamDefaults:
+      type: evm
+      failsafe:
+        timeout: { duration: 10s }
+    networks:
+      - architecture: EVM
+        evm: { chainId: 31337 }
+        alias: local
+    upstreams:
+      - id: primary
+        endpoint: __ANVIL__
+        evm: { chainId: 31337 }
+      - id: backup
+        endpoint: __ANVIL__
+        group: fallback
+        evm: { chainId: 31337 }
+`;
+
+/** Redis everywhere in eRPC's connector fields, with auth strategies carrying their own budgets. */
+const REDIS_STYLE = `
+metrics: { enabled: false }
+database:
+  evmJsonRpcCache:
+    connectors:
+      - id: redis-cache
+        driver: redis
+        redis: { addr: "__REDIS__", db: 0, getTimeout: 200ms, setTimeout: 1s }
+    policies:
+      - { network: "evm:*", method: "*", finality: 0, connector: redis-cache, ttl: 0 }
+rateLimiters:
+  store:
+    driver: redis
+    redis: { addr: "__REDIS__" }
+    cacheKeyPrefix: "erpc_rl_"
+  budgets:
+    - id: free-tier
+      rules:
+        - { method: "*", maxCount: 50, period: 1s, perIP: true }
+projects:
+  - id: main
+    auth:
+      strategies:
+        - type: secret
+          secret: { id: partner, value: "s3cret-value", rateLimitBudget: free-tier }
+        - type: network
+          network: { allowLocalhost: true, rateLimitBudget: free-tier }
+    networks:
+      - evm: { chainId: 31337 }
+    upstreams:
+      - endpoint: __ANVIL__
+        type: evm
+        evm: { chainId: 31337 }
+`;
+
+describe('eRPC-style config files validate, start against anvil and serve', function () {
+  this.timeout(30_000);
+  let anvil: AnvilHandle;
+  let redis: RedisHandle;
+
+  before(async () => {
+    [anvil, redis] = await Promise.all([startAnvil({ chainId: 31337 }), startRedis()]);
+  });
+  after(async () => {
+    await Promise.all([anvil?.stop(), redis?.stop()]);
+  });
+
+  const fill = (yaml: string) => yaml.replaceAll('__ANVIL__', anvil.url).replaceAll('__REDIS__', redis.url.replace(/^redis:\/\//, ''));
+
+  async function serves(yaml: string, path: string, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
+    const svc = await startSvc(parseYaml(fill(yaml)) as object);
+    try {
+      const r = await svc.post(path, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }, headers);
+      expect(r.status, r.text).to.equal(200);
+      expect(r.json.result).to.equal('0x7a69');
+      return svc.proxy.config as unknown as Record<string, unknown>;
+    } finally {
+      await svc.close();
+    }
+  }
+
+  it('the complete single-chain file (legacy failsafe objects, type evm, period 1s, backoffFactor 0.3, FINALIZED)', async () => {
+    await serves(DIST_STYLE, '/main/evm/31337');
+  });
+
+  it('defaults with adaptive hedge/timeout objects, multiplexing {enabled}, architecture EVM, a legacy fallback group; served by alias', async () => {
+    await serves(DEFAULTS_STYLE, '/main/local');
+  });
+
+  it('Redis cache and rate-limit store by addr, budgets inside the auth strategies; served to the secret holder', async () => {
+    await serves(REDIS_STYLE, '/main/evm/31337', { 'X-SVC-Secret-Token': 's3cret-value' });
+  });
+});
+
+describe('svc validate --print and --from-erpc through the CLI', function () {
+  this.timeout(60_000);
+  let dir: string;
+  before(async () => {
+    await ensureBuilt();
+    dir = mkdtempSync(join(tmpdir(), 'svc-erpc-cli-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  function run(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+    const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ANVIL_URL: 'http://127.0.0.1:8545' } });
+    let out = '';
+    let err = '';
+    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+    return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out, err })));
+  }
+
+  it('--print shows each rewrite and the config in svc\'s shape, without expanding ${ENV}', async () => {
+    writeFileSync(join(dir, 'a.yaml'), DIST_STYLE.replace('__ANVIL__', '${ANVIL_URL}'));
+    const r = await run(['validate', '--config', 'a.yaml', '--print']);
+    expect(r.code, r.err).to.equal(0);
+    expect(r.out).to.include('#   logLevel: WARN -> warn');
+    expect(r.out).to.include('#   projects[0].upstreams[0].type: evm -> (removed)');
+    expect(r.out).to.include('#   rateLimiters.budgets[0].rules[0].period: 1s -> second');
+    const printed = parseYaml(r.out) as { logLevel: string; projects: Array<{ networks: Array<{ failsafe: unknown[]; architecture: string }>; upstreams: Array<{ endpoint: string }> }> };
+    expect(printed.logLevel).to.equal('warn');
+    expect(printed.projects[0]?.networks[0]?.architecture).to.equal('evm');
+    expect(printed.projects[0]?.networks[0]?.failsafe).to.have.length(1);
+    expect(printed.projects[0]?.upstreams[0]?.endpoint).to.equal('${ANVIL_URL}');
+    // The printed form is itself a valid svc config, with nothing left to rewrite.
+    writeFileSync(join(dir, 'printed.yaml'), r.out);
+    const again = await run(['validate', '--config', 'printed.yaml', '--print']);
+    expect(again.code, again.err).to.equal(0);
+    expect(again.out).to.include("# no rewrite: the config is in svc's shape");
+  });
+
+  it('--from-erpc takes eRPC names as they are: X-ERPC-* headers and erpc_ prefixes become svc\'s', async () => {
+    const yaml = `${REDIS_STYLE.replaceAll('__ANVIL__', 'http://127.0.0.1:8545').replaceAll('__REDIS__', '127.0.0.1:6379')}    cors:\n      allowedOrigins: ["https://app.example"]\n      allowedHeaders: ["Content-Type", "X-ERPC-Secret-Token"]\n`;
+    writeFileSync(join(dir, 'erpc.yaml'), yaml);
+    const plain = await run(['validate', '--config', 'erpc.yaml']);
+    expect(plain.code).to.equal(0); // X-ERPC-Secret-Token is just a header name to svc
+    const r = await run(['validate', '--from-erpc', 'erpc.yaml']);
+    expect(r.code, r.err).to.equal(0);
+    expect(r.out).to.include('X-ERPC-Secret-Token -> X-SVC-Secret-Token');
+    expect(r.out).to.include('rateLimiters.store.cacheKeyPrefix');
+    const printed = parseYaml(r.out) as { rateLimiters: { store: { redis: { uri: string; keyPrefix: string } } }; projects: Array<{ cors: { allowedHeaders: string[] }; auth: { strategies: Array<Record<string, unknown>> } }> };
+    expect(printed.rateLimiters.store.redis).to.deep.equal({ uri: 'redis://127.0.0.1:6379', keyPrefix: 'svc_rl_' });
+    expect(printed.projects[0]?.cors.allowedHeaders).to.deep.equal(['Content-Type', 'X-SVC-Secret-Token']);
+    expect(printed.projects[0]?.auth.strategies[0]).to.deep.include({ rateLimitBudget: 'free-tier' });
+    expect(r.out).to.include('erpc_rl_ -> svc_rl_');
+    expect(r.out.split('\n').filter((l) => !l.startsWith('#')).join('\n')).to.not.include('erpc_');
+  });
+
+  it('--from-erpc refuses a key svc does not honour, naming the eRPC feature', async () => {
+    writeFileSync(join(dir, 'tip.yaml'), 'projects:\n  - id: main\n    networks:\n      - evm:\n          chainId: 1\n          servedTip: { enabledFor: [latest] }\n');
+    const r = await run(['validate', '--from-erpc', 'tip.yaml']);
+    expect(r.code).to.equal(1);
+    expect(r.err).to.match(/projects\[0\]\.networks\[0\]\.evm\.servedTip: eRPC's `projects\[\]\.networks\[\]\.evm\.servedTip` \(the served tip/);
+  });
+});
