@@ -63,6 +63,8 @@ export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
         help: "Requests a budget rule allows per period now: its maxCount, as the auto-tuner left it",
         labelNames: ['budget', 'method', 'period', 'scope'],
         registers: [host.metrics],
+        // Several workers each tune their own copy: /metrics on the primary shows their mean, not a sum.
+        aggregator: 'average',
       });
       const showCount = (b: Budget, r: Rule) => maxCount.set({ budget: b.id, method: r.method, period: r.period, scope: r.scope }, r.maxCount);
       const budgets = new Map<string, Budget>();
