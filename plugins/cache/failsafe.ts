@@ -1,19 +1,28 @@
 /**
- * eRPC's `failsafeForGets` / `failsafeForSets` on a cache connector: a list of failsafe entries,
- * the first whose `matchMethod` glob and `matchFinality` list match the call decides how the
- * connector's reads (gets) or writes (sets) run:
- * - `timeout.duration`: the operation's deadline, retries included (replaces the tier's
- *   `readTimeout` / `writeTimeout` for matching calls; still at most the 1 s / 5 s outer bounds);
- * - `retry`: `maxAttempts` tries in all (1 = no retry), `delay` before the second, multiplied by
- *   `backoffFactor` (capped at `backoffMaxDelay`) each time, with up to `jitter` added at random.
- *   A miss is an answer, never retried; an error or a timed-out try is. No try starts after the
- *   deadline, and none while the connector's breaker is open.
- *
- * What eRPC's entries also allow is refused by name: `circuitBreaker` (svc has one breaker per
- * connector, its `breaker` block), `hedge` (tiers are already read in parallel; a lower
- * `timeout` bounds a slow one) and `consensus` (eRPC refuses it too).
+ * eRPC's `failsafeForGets` / `failsafeForSets` on a cache connector (its data/failsafe.go): a
+ * list of failsafe entries; the most specific entry matching a call decides how the connector's
+ * reads (gets) or writes (sets and deletes) run: an entry naming a method (not `*`) and a
+ * finality list first, then one naming a method only, then a finality list only, then `*`
+ * alone; within a tier, the first in the list. Keys, as in eRPC:
+ * - `timeout.duration`: deadline of each try (replaces the tier's `readTimeout` /
+ *   `writeTimeout` for matching calls; at most the 1 s / 5 s outer bounds, which still cap the
+ *   whole operation);
+ * - `retry`: `maxAttempts` tries in all, `delay` before the second, times `backoffFactor` per
+ *   try (capped at `backoffMaxDelay`), plus up to `jitter` at random. Only connection-level
+ *   failures are retried (never a try that timed out, an open breaker or a miss);
+ * - `hedge`: `maxCount` extra tries, one every `delay` while none has answered (a fixed delay:
+ *   eRPC refuses `quantile` here too);
+ * - `circuitBreaker`: eRPC's count-in-window breaker for the entry (failureThresholdCount of the
+ *   last failureThresholdCapacity, halfOpenAfter, successThresholdCount of
+ *   successThresholdCapacity trials), counting connection-level failures only. The connector's
+ *   own `breaker` (consecutive failures or timeouts) still guards every try.
+ * `consensus` is refused, as eRPC refuses it.
+ * Run-time behaviour: `failsafe-run.ts`.
  */
 import { compileGlobs, Duration, type Finality, type GlobTest, Strict, Type } from 'svc/plugin';
+import { ENTRY_BREAKER_DEFAULTS, EntryBreaker, type EntryBreakerSettings, type OpPlan } from './failsafe-run.ts';
+
+export type { OpPlan } from './failsafe-run.ts';
 
 /** One eRPC failsafe entry, as the schema accepts it. */
 export const FailsafeEntrySchema = Strict(
@@ -29,13 +38,33 @@ export const FailsafeEntrySchema = Strict(
       Strict({
         maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 10, default: 1, description: 'tries in all (1 = no retry)' })),
         delay: Type.Optional(Duration({ default: '0', description: 'wait before the second try' })),
-        backoffFactor: Type.Optional(Type.Number({ minimum: 1, maximum: 10, default: 1, description: 'multiplier of the wait after each try' })),
+        backoffFactor: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 10, default: 1, description: 'multiplier of the wait after each try (below 1 the waits shrink, as in eRPC)' })),
         backoffMaxDelay: Type.Optional(Duration({ description: 'cap of the wait between tries' })),
         jitter: Type.Optional(Duration({ default: '0', description: 'random extra wait, up to this much' })),
       }),
     ),
-    circuitBreaker: Type.Optional(Type.Unknown({ description: 'refused: use the connector breaker block' })),
-    hedge: Type.Optional(Type.Unknown({ description: 'refused: tiers are read in parallel; use timeout' })),
+    circuitBreaker: Type.Optional(
+      Strict(
+        {
+          failureThresholdCount: Type.Optional(Type.Integer({ minimum: 1, default: 20, description: 'connection failures among the last failureThresholdCapacity outcomes that open the breaker' })),
+          failureThresholdCapacity: Type.Optional(Type.Integer({ minimum: 1, default: 80, description: 'outcomes in the window (it opens only once the window is full)' })),
+          halfOpenAfter: Type.Optional(Duration({ default: '5m', description: 'how long it stays open before trials are let through' })),
+          successThresholdCount: Type.Optional(Type.Integer({ minimum: 1, default: 8, description: 'successful trials that close it' })),
+          successThresholdCapacity: Type.Optional(Type.Integer({ minimum: 1, default: 10, description: 'trials let through while half-open' })),
+        },
+        { description: "eRPC's circuit breaker of this entry: while open, matching operations are skipped (a read misses, a write is dropped)" },
+      ),
+    ),
+    hedge: Type.Optional(
+      Strict(
+        {
+          delay: Type.Optional(Duration({ default: '0', description: 'wait before each extra try while none has answered' })),
+          maxCount: Type.Optional(Type.Integer({ minimum: 1, maximum: 5, default: 1, description: 'extra tries at most' })),
+          quantile: Type.Optional(Type.Unknown({ description: 'refused: a cache connector has no latency quantile (eRPC refuses it too)' })),
+        },
+        { description: "eRPC's fixed-delay hedge: another try after `delay` while none has answered; connection failures keep the race going" },
+      ),
+    ),
     consensus: Type.Optional(Type.Unknown({ description: 'refused (eRPC refuses it too)' })),
   },
   { description: "eRPC's connector failsafe entry: how this connector's reads or writes run for matching calls" },
@@ -47,43 +76,48 @@ export interface FailsafeEntry {
   matchFinality?: Finality[];
   timeout?: { duration: number };
   retry?: { maxAttempts: number; delay: number; backoffFactor: number; backoffMaxDelay?: number; jitter: number };
+  /** Fixed-delay hedge (ms). */
+  hedge?: { delay: number; maxCount: number };
+  /** eRPC's circuit breaker of the entry (ms). */
+  circuitBreaker?: EntryBreakerSettings;
 }
 
 /** A raw entry after schema validation (durations already in ms; refused keys may be present). */
-export type RawFailsafeEntry = Partial<FailsafeEntry> & { retry?: Partial<NonNullable<FailsafeEntry['retry']>>; circuitBreaker?: unknown; hedge?: unknown; consensus?: unknown };
+export type RawFailsafeEntry = Omit<Partial<FailsafeEntry>, 'retry' | 'hedge' | 'circuitBreaker'> & {
+  retry?: Partial<NonNullable<FailsafeEntry['retry']>>;
+  hedge?: Partial<NonNullable<FailsafeEntry['hedge']>> & { quantile?: unknown };
+  circuitBreaker?: Partial<EntryBreakerSettings>;
+  consensus?: unknown;
+};
 
 /**
  * Checks and fills in a `failsafeForGets` / `failsafeForSets` list.
  * @param raw the validated list (or undefined)
  * @param path config path of the list, for messages
- * @param problems where refusals are pushed (`circuitBreaker`, `hedge`, `consensus`, a timeout
- *   above `maxTimeoutMs`)
+ * @param problems where refusals are pushed (`consensus`, a hedge `quantile`, a timeout above
+ *   `maxTimeoutMs`)
  * @param maxTimeoutMs the outer bound of the operation (1 s reads, 5 s writes)
  */
 export function resolveFailsafe(raw: readonly RawFailsafeEntry[] | undefined, path: string, problems: Array<{ path: string; message: string }>, maxTimeoutMs: number): FailsafeEntry[] | undefined {
   if (!raw || raw.length === 0) return undefined;
   return raw.map((e, i) => {
     const at = `${path}[${i}]`;
-    if (e.circuitBreaker !== undefined) problems.push({ path: `${at}.circuitBreaker`, message: "eRPC's per-entry circuit breaker is not in svc: each connector has one breaker, set it in the driver block's `breaker` (failureThreshold, backoff, maxBackoff)" });
-    if (e.hedge !== undefined) problems.push({ path: `${at}.hedge`, message: "eRPC's cache hedge is not in svc: every matching tier is read in parallel and the first hit wins; bound a slow tier with `timeout`" });
-    if (e.consensus !== undefined) problems.push({ path: `${at}.consensus`, message: 'consensus does not apply to a cache connector (eRPC refuses it too)' });
+    if (e.hedge?.quantile !== undefined) problems.push({ path: `${at}.hedge.quantile`, message: "a quantile hedge needs latency samples a cache connector does not keep (eRPC refuses it here too): give a fixed `delay`" });
+    if (e.consensus !== undefined) problems.push({ path: `${at}.consensus`, message: 'consensus does not apply to a cache connector (eRPC refuses it too): list the connector once, or read several tiers through several policies' });
     if (e.timeout && e.timeout.duration > maxTimeoutMs) problems.push({ path: `${at}.timeout.duration`, message: `at most ${maxTimeoutMs} ms` });
     const out: FailsafeEntry = { matchMethod: e.matchMethod ?? '*' };
     if (e.matchFinality && e.matchFinality.length > 0) out.matchFinality = e.matchFinality;
     if (e.timeout) out.timeout = { duration: e.timeout.duration };
+    if (e.hedge) out.hedge = { delay: e.hedge.delay ?? 0, maxCount: e.hedge.maxCount ?? 1 };
+    if (e.circuitBreaker) out.circuitBreaker = { ...ENTRY_BREAKER_DEFAULTS, ...stripUndefined(e.circuitBreaker) };
     if (e.retry) out.retry = { maxAttempts: e.retry.maxAttempts ?? 1, delay: e.retry.delay ?? 0, backoffFactor: e.retry.backoffFactor ?? 1, jitter: e.retry.jitter ?? 0, ...(e.retry.backoffMaxDelay !== undefined ? { backoffMaxDelay: e.retry.backoffMaxDelay } : {}) };
     return out;
   });
 }
 
-/** How one operation runs: its deadline and its retry schedule. */
-export interface OpPlan {
-  /** Deadline of the whole operation, ms. */
-  timeoutMs: number;
-  /** Tries in all. */
-  attempts: number;
-  /** Wait before try n+1 (n from 1), ms. */
-  delayMs(n: number): number;
+/** The set fields of an object (a spread must not overwrite a default with `undefined`). */
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 /** The default plan: one try under the tier's own deadline. */
@@ -92,40 +126,50 @@ function single(timeoutMs: number): OpPlan {
 }
 
 /**
- * The failsafe entries of one connector's reads or writes, compiled: {@link plan} picks the
- * first entry matching a call's method and finality. Plans are memoised per method and finality
- * (bounded), so the hot path allocates nothing once warm.
+ * The failsafe entries of one connector's reads or writes, compiled: {@link plan} picks the most
+ * specific entry matching a call (see the module comment). Plans are memoised per method and
+ * finality (bounded), so the hot path allocates nothing once warm. Each entry with a
+ * `circuitBreaker` has one breaker, shared by every call it matches (as in eRPC).
  */
 export class FailsafePlans {
-  private readonly compiled: Array<{ test: GlobTest; entry: FailsafeEntry; plan: OpPlan }>;
+  /** Entries by eRPC's matching tier: method+finality, method, finality, `*` (config order within each). */
+  private readonly tiers: Array<Array<{ test?: GlobTest; finality?: readonly Finality[]; plan: OpPlan }>> = [[], [], [], []];
   private readonly fallback: OpPlan;
   private readonly memo = new Map<string, OpPlan>();
+  private readonly count: number;
 
   /**
    * @param entries resolved entries (none: every operation is one try under `defaultTimeoutMs`)
    * @param defaultTimeoutMs the tier's own deadline (`readTimeout` or `writeTimeout`)
+   * @param now clock of the entries' breakers, ms
    */
-  constructor(entries: readonly FailsafeEntry[] | undefined, defaultTimeoutMs: number) {
+  constructor(entries: readonly FailsafeEntry[] | undefined, defaultTimeoutMs: number, now: () => number = Date.now) {
     this.fallback = single(defaultTimeoutMs);
-    this.compiled = (entries ?? []).map((entry) => {
+    this.count = entries?.length ?? 0;
+    for (const entry of entries ?? []) {
       const r = entry.retry;
       const plan: OpPlan = {
         timeoutMs: entry.timeout?.duration ?? defaultTimeoutMs,
         attempts: r?.maxAttempts ?? 1,
         delayMs: (n) => {
-          if (!r) return 0;
+          if (!r || r.delay <= 0) return 0;
           let d = r.delay * r.backoffFactor ** (n - 1);
-          if (r.backoffMaxDelay !== undefined) d = Math.min(d, r.backoffMaxDelay);
+          if (r.backoffMaxDelay !== undefined && r.backoffMaxDelay > 0) d = Math.min(d, r.backoffMaxDelay);
           return d + (r.jitter > 0 ? Math.random() * r.jitter : 0);
         },
       };
-      return { test: compileGlobs(entry.matchMethod.split('|')), entry, plan };
-    });
+      if (entry.hedge) plan.hedge = { delayMs: entry.hedge.delay, maxCount: entry.hedge.maxCount };
+      if (entry.circuitBreaker) plan.breaker = new EntryBreaker(entry.circuitBreaker, now);
+      const anyMethod = entry.matchMethod === '*' || entry.matchMethod === '';
+      const finality = entry.matchFinality && entry.matchFinality.length > 0 ? entry.matchFinality : undefined;
+      const tier = anyMethod ? (finality ? 2 : 3) : finality ? 0 : 1;
+      (this.tiers[tier] as Array<{ test?: GlobTest; finality?: readonly Finality[]; plan: OpPlan }>).push({ test: anyMethod ? undefined : compileGlobs(entry.matchMethod.split('|')), finality, plan });
+    }
   }
 
   /** Whether any entry was configured. */
   get configured(): boolean {
-    return this.compiled.length > 0;
+    return this.count > 0;
   }
 
   /**
@@ -134,17 +178,17 @@ export class FailsafePlans {
    * @param finality the call's finality class, when known (entries with `matchFinality` need it)
    */
   plan(method: string, finality: Finality | undefined): OpPlan {
-    if (this.compiled.length === 0) return this.fallback;
+    if (this.count === 0) return this.fallback;
     const key = `${finality ?? ''}|${method}`;
     let p = this.memo.get(key);
     if (p) return p;
     p = this.fallback;
-    for (const c of this.compiled) {
-      const fin = c.entry.matchFinality;
-      if (fin && (finality === undefined || !fin.includes(finality))) continue;
-      if (c.test(method)) {
+    search: for (const tier of this.tiers) {
+      for (const c of tier) {
+        if (c.finality && (finality === undefined || !c.finality.includes(finality))) continue;
+        if (c.test && (method === '' || !c.test(method))) continue;
         p = c.plan;
-        break;
+        break search;
       }
     }
     if (this.memo.size < 1024) this.memo.set(key, p);

@@ -81,8 +81,8 @@ const connector = Strict({
   redis: Type.Optional(redisProps),
   postgresql: Type.Optional(postgresProps),
   keyv: Type.Optional(keyvProps),
-  failsafeForGets: Type.Optional(Type.Array(FailsafeEntrySchema, { description: "eRPC's failsafeForGets: per method/finality, the deadline and retries of this connector's reads (first matching entry)" })),
-  failsafeForSets: Type.Optional(Type.Array(FailsafeEntrySchema, { description: "eRPC's failsafeForSets: per method/finality, the deadline and retries of this connector's writes (first matching entry)" })),
+  failsafeForGets: Type.Optional(Type.Array(FailsafeEntrySchema, { description: "eRPC's failsafeForGets: per method/finality, the per-try deadline, retries, hedge and circuit breaker of this connector's reads (most specific matching entry)" })),
+  failsafeForSets: Type.Optional(Type.Array(FailsafeEntrySchema, { description: "eRPC's failsafeForSets: per method/finality, the per-try deadline, retries, hedge and circuit breaker of this connector's writes and deletes (most specific matching entry)" })),
 });
 
 const policy = Strict({

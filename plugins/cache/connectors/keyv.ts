@@ -25,6 +25,7 @@ import Keyv, { type KeyvStoreAdapter } from 'keyv';
 import type { Registry } from 'prom-client';
 import { type Finality, type Logger, StorageBreaker } from 'svc/plugin';
 import { FailsafePlans, methodOfRange, type FailsafeEntry, type OpPlan } from '../failsafe.ts';
+import { runPlan } from '../failsafe-run.ts';
 import { DEFAULT_READ_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, WRITE_TIMEOUT_MS, type RemoteTierSettings } from '../schema.ts';
 import { decodeEntry, encodeEntry, reverseKey, type CacheEntry, type Connector, type ConnectorDriver, type TierReporter } from './types.ts';
 
@@ -41,10 +42,8 @@ export interface KeyvTierSettings extends Partial<RemoteTierSettings> {
   failsafeForSets?: FailsafeEntry[];
 }
 
-/** Rejects after `ms` without holding the process. */
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms).unref());
-}
+/** A read that found nothing (not counted by a failsafe entry's breaker). */
+const isMiss = (v: CacheEntry | undefined): boolean => v === undefined;
 
 /** See the module comment. */
 export class KeyvConnector implements Connector {
@@ -125,7 +124,7 @@ export class KeyvConnector implements Connector {
    *   get error and serves from the upstream without waiting)
    */
   get(partition: string, range: string, finality?: Finality): Promise<CacheEntry | undefined> {
-    return this.run(this.gets.plan(methodOfRange(range), finality), () => this.fetch(`${partition}#${range}`));
+    return this.run(this.gets.plan(methodOfRange(range), finality), () => this.fetch(`${partition}#${range}`), isMiss);
   }
 
   /** The entry a lookup by hash points at (two gets under one deadline). See {@link get}. */
@@ -133,7 +132,7 @@ export class KeyvConnector implements Connector {
     return this.run(this.gets.plan(methodOfRange(range), finality), async () => {
       const pk = await this.keyv.get(KeyvConnector.keyOf(reverseKey(network, range)));
       return typeof pk === 'string' ? this.fetch(`${pk}#${range}`) : undefined;
-    });
+    }, isMiss);
   }
 
   /**
@@ -162,29 +161,8 @@ export class KeyvConnector implements Connector {
     return typeof v === 'string' ? decodeEntry(v) : undefined;
   }
 
-  /**
-   * Runs one operation under the breaker by its plan: one try (the common case, no extra
-   * promise), or tries until one answers, the attempts are used up or the deadline passes.
-   */
-  private run<T>(plan: OpPlan, op: () => Promise<T>): Promise<T> {
-    const p = this.breaker.tryRun(op, plan.timeoutMs);
-    if (!p) throw this.breaker.openError;
-    if (plan.attempts <= 1) return p;
-    const deadline = Date.now() + plan.timeoutMs;
-    const retry = async (first: Promise<T>): Promise<T> => {
-      let last: unknown;
-      for (let n = 1; ; n++) {
-        try {
-          return await (n === 1 ? first : (this.breaker.tryRun(op, Math.max(1, deadline - Date.now())) ?? Promise.reject(this.breaker.openError)));
-        } catch (e) {
-          last = e;
-          if (e === this.breaker.openError || n >= plan.attempts) throw e;
-          const wait = plan.delayMs(n);
-          if (Date.now() + wait >= deadline) throw last;
-          if (wait > 0) await sleep(wait);
-        }
-      }
-    };
-    return retry(p);
+  /** Runs one operation by its plan (failsafe-run.ts): a plain plan throws synchronously while the breaker is open. */
+  private run<T>(plan: OpPlan, op: () => Promise<T>, isMiss?: (v: T) => boolean): Promise<T> {
+    return runPlan(plan, this.breaker, op, isMiss);
   }
 }
