@@ -16,11 +16,15 @@
  * defaults and this plugin's directives), `poller.ts` (one upstream's state poller),
  * `state.ts` (head tracking: pollers, counted upstreams, lags, gauges, accessors), `finality.ts`
  * (the `directives` tap), `availability.ts` (the `select` tap and the far-future `null`),
- * `tip.ts` (tip helpers and the `validate`/`call` taps of tip enforcement); this file wires them.
+ * `tip.ts` (tip helpers and the `validate`/`call` taps of tip enforcement), `block-availability.ts`
+ * (configured bounds), `earliest.ts` (earliest-block search), `erpc.ts` (eRPC's legacy window
+ * keys at load time); this file wires them.
  */
 import { CHAIN_STATE_SERVICE, declareDirectives, type Plugin, type PluginHost } from 'svc/plugin';
 import { chainStateOf } from './chain.ts';
 import { tapBlockAvailability, tapFarFutureBlocks } from './availability.ts';
+import { tapBlockBounds } from './block-availability.ts';
+import { tapEarliestDetection } from './earliest.ts';
 import { tapFinality } from './finality.ts';
 import { MAX_POLL_TIMEOUT_MS } from './poller.ts';
 import { ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS, evmStateSchema } from './schema.ts';
@@ -32,6 +36,9 @@ export { MAX_METHOD_FAILURES, MAX_POLL_TIMEOUT_MS, NOT_SYNCING_POLLS, UpstreamPo
 export type { PollerSettings, PollerSink, PollReport } from './poller.ts';
 export { DEFAULT_FALLBACK_FINALITY_DEPTH, DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE, DEFAULT_STATE_POLLER_INTERVAL_MS, ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS, evmStateSchema, networkEvmSettings, pollerSettingsOf } from './schema.ts';
 export type { NetworkEvmSettings } from './schema.ts';
+export { availabilitySpecOf, blockAvailabilitySchema, blockSpanOf, boundsOf, PROBES, type AvailabilitySpec, type BoundSpec, type EarliestOf, type Probe } from './block-availability.ts';
+export { probeBlock, ProbeInconclusive, searchEarliest, type ProbeCall } from './earliest.ts';
+export { FULL_NODE_RECENT_BLOCKS, normalizeBlockAvailability } from './erpc.ts';
 export { EvmStatePlugin, evmStateOf, pollNow, statePollerOf } from './state.ts';
 export {
   behindBy,
@@ -58,7 +65,7 @@ export interface EvmStatePluginOptions {
  * tip enforcement (the `enforce-highest-block` and `enforce-non-null-tagged-blocks` directives,
  * which it declares) and block availability.
  * @param opts poll timeout cap
- * @returns a plugin owning `upstreams[].evm.statePollerInterval`, `networks[].evm.fallbackFinalityDepth` and `networks[].evm.maxRetryableBlockDistance`
+ * @returns a plugin owning `upstreams[].evm.statePollerInterval`, `upstreams[].evm.blockAvailability`, `networks[].evm.fallbackFinalityDepth` and `networks[].evm.maxRetryableBlockDistance`
  * @throws RangeError when `maxPollTimeoutMs` is not a positive number
  */
 export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
@@ -76,6 +83,8 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
       // In this order: tapable runs same-stage taps of one hook in registration order.
       const heads = tapHeadTracking(proxy, maxPollTimeoutMs);
       tapFinality(proxy);
+      // Configured bounds first (hard), then the head-based filter (soft), at the same stage.
+      tapBlockBounds(proxy, tapEarliestDetection(proxy, maxPollTimeoutMs));
       tapBlockAvailability(proxy);
       tapTipEnforcement(proxy, heads);
       tapFarFutureBlocks(proxy);

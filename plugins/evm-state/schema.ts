@@ -6,6 +6,8 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Directive, directiveDefaultsSchema, Duration, type Network, type SchemaFragment, type Upstream } from 'svc/plugin';
+import { blockAvailabilitySchema } from './block-availability.ts';
+import { normalizeBlockAvailability } from './erpc.ts';
 import { MAX_POLL_TIMEOUT_MS, type PollerSettings } from './poller.ts';
 
 /** Default `upstreams[].evm.statePollerInterval`, ms. */
@@ -38,8 +40,9 @@ export const ENFORCE_NON_NULL_TAGGED_BLOCKS = new Directive<boolean>({
 });
 
 /**
- * The config keys this plugin owns: `upstreams[].evm.statePollerInterval` (also under
- * `upstreamDefaults.evm`) and `networks[].evm.fallbackFinalityDepth` /
+ * The config keys this plugin owns: `upstreams[].evm.statePollerInterval` and
+ * `upstreams[].evm.blockAvailability` (also under `upstreamDefaults.evm`; eRPC's deprecated
+ * `nodeType` / `maxAvailableRecentBlocks` are rewritten into it at load time, erpc.ts) and `networks[].evm.fallbackFinalityDepth` /
  * `networks[].evm.maxRetryableBlockDistance` (also under `networkDefaults.evm`), and the
  * `directiveDefaults` of its two directives.
  */
@@ -50,7 +53,9 @@ export const evmStateSchema: SchemaFragment = {
       default: '30s',
       description: 'how often the state poller reads latest/finalized blocks and eth_syncing from this upstream, through its own failsafe chain; 0 disables the poller for this upstream (its head is then only learnt from answers)',
     }),
+    blockAvailability: blockAvailabilitySchema,
   },
+  normalize: normalizeBlockAvailability,
   networkEvm: {
     fallbackFinalityDepth: Type.Integer({
       minimum: 0,
