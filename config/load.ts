@@ -17,6 +17,8 @@ import { buildConfigSchema, type SchemaFragment } from './schema.ts';
 import { hoistRepeatedSubschemas } from './hoist.ts';
 import { forbiddenKeys, semanticProblems } from './checks.ts';
 import { normalizeDocument, type NormalizeRewrite } from './normalize.ts';
+
+export type { NormalizeRewrite } from './normalize.ts';
 import { CORE_NORMALIZERS } from './erpc.ts';
 import { explainErpcKeys } from './erpc-keys.ts';
 

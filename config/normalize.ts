@@ -31,7 +31,7 @@ export interface NormalizeReport {
 }
 
 /** One rewrite line: where, the eRPC form, the svc form. */
-export interface Rewrite {
+export interface NormalizeRewrite {
   readonly path: string;
   readonly from: unknown;
   readonly to: unknown;
@@ -71,8 +71,8 @@ export function isConfigObject(v: unknown): v is ConfigObject {
 /** Same as {@link isConfigObject}. */
 export const isConfigNode = isConfigObject;
 
-/** One rewrite line, as {@link normalizeDocument} returns it. */
-export type NormalizeRewrite = Rewrite;
+/** Same as {@link NormalizeRewrite}. */
+export type Rewrite = NormalizeRewrite;
 
 /**
  * Sets (or, with `to` undefined, removes) one key and records the rewrite from its old value.
