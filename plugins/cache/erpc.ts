@@ -6,11 +6,16 @@
  *   (`normalizeRedisBlock`); `getTimeout`/`setTimeout`/`initTimeout` → `readTimeout`/
  *   `writeTimeout`/`connectTimeout`.
  * - `connectors[].postgresql.getTimeout`/`setTimeout` → `readTimeout`/`writeTimeout`.
- * - `connectors[].failsafeForGets`/`failsafeForSets` as one object → a one-entry list.
+ * - `connectors[].failsafeForGets`/`failsafeForSets` as one object → a one-entry list; in each
+ *   entry `matchFinality` as one value, in any case or as eRPC's number 0..3 → a list of svc's
+ *   names; `hedge.delay` / `timeout.duration` as eRPC's `{base, quantile, min, max}` object →
+ *   the fixed `base` (eRPC resolves a cache connector's durations without latency samples);
+ *   a hedge `quantile` is refused (as eRPC refuses it), an adaptive timeout too.
  * - `policies[].finality` in any case or as eRPC's number 0..3 → svc's name.
- * - `driver: dynamodb` is a problem naming svc's way there: `driver: keyv` with `@keyv/dynamo`.
+ * - `driver: dynamodb` → `driver: keyv` with `@keyv/dynamo` (`erpc-dynamo.ts`).
  */
-import { isConfigObject, normalizeRedisBlock, pathOf, renameKey, rewriteKey, type ConfigDocument, type NormalizeReport } from 'svc/plugin';
+import { mapDynamoConnector } from './erpc-dynamo.ts';
+import { isConfigObject, normalizeRedisBlock, pathOf, renameKey, rewriteKey, type ConfigDocument, type ConfigObject, type NormalizeReport } from 'svc/plugin';
 
 const FINALITIES = ['finalized', 'unfinalized', 'realtime', 'unknown'] as const;
 
@@ -20,6 +25,31 @@ function finalityName(v: unknown): unknown {
   const s = v.trim().toLowerCase();
   if (/^[0-3]$/.test(s)) return FINALITIES[Number(s)];
   return (FINALITIES as readonly string[]).includes(s) ? s : v;
+}
+
+/** One connector failsafe entry in eRPC's shapes (see the module comment). */
+function normalizeFailsafeEntry(e: ConfigObject, path: string, out: NormalizeReport): void {
+  if (e.matchFinality !== undefined) {
+    const list = Array.isArray(e.matchFinality) ? e.matchFinality : [e.matchFinality];
+    const names = list.map(finalityName);
+    if (!Array.isArray(e.matchFinality) || names.some((n, i) => n !== list[i])) rewriteKey(e, 'matchFinality', pathOf(path, 'matchFinality'), names, out);
+  }
+  for (const [block, key] of [['hedge', 'delay'], ['timeout', 'duration']] as const) {
+    const b = e[block];
+    if (!isConfigObject(b) || !isConfigObject(b[key])) continue;
+    const adaptive = b[key];
+    const at = pathOf(pathOf(path, block), key);
+    out.rewrite(at, adaptive, adaptive.base ?? '0');
+    b[key] = adaptive.base ?? '0';
+    if (adaptive.quantile !== undefined && adaptive.quantile !== 0) {
+      if (block === 'hedge') b.quantile = adaptive.quantile;
+      else out.problem(at, "eRPC's adaptive (quantile) timeout on a cache connector: a connector keeps no latency samples; give a fixed duration (eRPC uses base + min until it has samples)");
+    }
+  }
+  const h = e.hedge;
+  if (isConfigObject(h) && h.quantile !== undefined) {
+    out.problem(pathOf(pathOf(path, 'hedge'), 'quantile'), "a quantile hedge on a cache connector: a connector keeps no latency samples (eRPC refuses it here too); give a fixed `delay`");
+  }
 }
 
 /** The cache plugin's `normalize` (see the module comment). */
@@ -37,10 +67,12 @@ export function normalizeCacheShapes(doc: ConfigDocument, out: NormalizeReport):
         renameKey(c.postgresql, `${cp}.postgresql`, 'getTimeout', 'readTimeout', out);
         renameKey(c.postgresql, `${cp}.postgresql`, 'setTimeout', 'writeTimeout', out);
       }
-      for (const k of ['failsafeForGets', 'failsafeForSets']) if (isConfigObject(c[k])) rewriteKey(c, k, pathOf(cp, k), [c[k]], out);
-      if (c.driver === 'dynamodb') {
-        out.problem(`${cp}.driver`, "eRPC's DynamoDB connector: in svc write `driver: keyv` with `keyv: {adapter: '@keyv/dynamo', options: {tableName, ...}}` (the keyv adapter for DynamoDB; install it next to svc)");
+      for (const k of ['failsafeForGets', 'failsafeForSets']) {
+        if (isConfigObject(c[k])) rewriteKey(c, k, pathOf(cp, k), [c[k]], out);
+        const list = c[k];
+        if (Array.isArray(list)) list.forEach((e, j) => isConfigObject(e) && normalizeFailsafeEntry(e, `${pathOf(cp, k)}[${j}]`, out));
       }
+      if (c.driver === 'dynamodb') mapDynamoConnector(c, cp, out);
     });
   }
   if (Array.isArray(cache.policies)) {

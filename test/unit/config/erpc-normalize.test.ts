@@ -139,7 +139,7 @@ describe('config: eRPC keys and shapes svc does not honour are refused by name',
     ['grpc upstream', project({}, { type: 'grpc' }), 'projects[0].upstreams[0].type', /gRPC upstreams/],
     ['legacy evm+alchemy type', project({}, { type: 'evm+alchemy' }), 'projects[0].upstreams[0].type', /endpoint: alchemy:\/\//],
     ['evalFunc as source', project({ selectionPolicy: { evalFunc: '(u) => u' } }), 'projects[0].networks[0].selectionPolicy.evalFunc', /svc\.config\.ts/],
-    ['dynamodb', { database: { evmJsonRpcCache: { connectors: [{ id: 'd', driver: 'dynamodb' }] } } }, 'database.evmJsonRpcCache.connectors[0].driver', /@keyv\/dynamo/],
+    ['dynamodb partitionKeyName', { database: { evmJsonRpcCache: { connectors: [{ id: 'd', driver: 'dynamodb', dynamodb: { partitionKeyName: 'pk' } }] } } }, 'database.evmJsonRpcCache.connectors[0].dynamodb.partitionKeyName', /@keyv\/dynamo/],
     ['redis connPoolSize', { database: { evmJsonRpcCache: { connectors: [{ id: 'r', driver: 'redis', redis: { addr: 'h:1', connPoolSize: 8 } }] } } }, 'database.evmJsonRpcCache.connectors[0].redis.connPoolSize', /connection pool/],
     ['logLevel disabled', { logLevel: 'disabled' }, 'logLevel', /no svc equivalent/],
   ];
