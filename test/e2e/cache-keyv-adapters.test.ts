@@ -1,8 +1,8 @@
 /**
  * The keyv cache tiers against real servers (issue #26 item 5): Redis (@keyv/redis, `driver:
  * redis`), PostgreSQL (@keyv/postgres, `driver: postgresql`), and through `driver: keyv`
- * memcached (@keyv/memcache), Valkey's client (@keyv/valkey) on redis-server, and SQLite
- * (@keyv/sqlite, a file). Each adapter passes keyv's own conformance suite (@keyv/test-suite's
+ * memcached (@keyv/memcache), Valkey's client (@keyv/valkey) on redis-server, SQLite
+ * (@keyv/sqlite, a file) and etcd (@keyv/etcd, one member). Each adapter passes keyv's own conformance suite (@keyv/test-suite's
  * API and value tests), then svc's connector contract on it: entries round-trip with their block
  * facts, lookups by hash go through the reverse-index pointer to the newest partition, TTLs hold,
  * keys longer than memcached's limit are stored, and a server that stalls (SIGSTOP) costs a read
@@ -22,6 +22,7 @@ import { TierReporter, type CacheEntry } from '../../plugins/cache/connectors/ty
 import { StorageUnavailableError } from '../../lib/storage-breaker.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { mochaKeyvTest } from '../helpers/keyv-suite.ts';
+import { startEtcd } from '../helpers/etcd.ts';
 import { startMemcached } from '../helpers/memcached.ts';
 import { startPostgres } from '../helpers/postgres.ts';
 import { startRedis } from '../helpers/redis.ts';
@@ -84,6 +85,15 @@ const CASES: Case[] = [
     },
     // A file store on a loaded test machine: fsync can take longer than the 50 ms default.
     connector: viaKeyv('@keyv/sqlite', { readTimeout: 500, writeTimeout: 2000 }),
+  },
+  {
+    name: 'etcd (driver keyv, @keyv/etcd)',
+    start: async () => {
+      const e = await startEtcd();
+      return { uri: e.address, pid: e.pid, stop: e.stop };
+    },
+    // etcd's gRPC client: first calls open the channel; a loaded machine needs more than 50 ms.
+    connector: viaKeyv('@keyv/etcd', { readTimeout: 500, writeTimeout: 2000 }),
   },
 ];
 

@@ -50,10 +50,10 @@ describe('test set-up step (scripts/provision.mjs)', () => {
   it('reports redis-server, postgresql, openssl and prometheus missing on a PATH that hides them', () => {
     link(bin, 'node');
     expect(detect({ path: bin, pgRoot: emptyPgRoot, uid: 1000 })).to.deep.equal({
-      missing: ['redis-server', 'postgresql', 'openssl', 'prometheus', 'memcached'],
+      missing: ['redis-server', 'postgresql', 'openssl', 'prometheus', 'memcached', 'etcd-server'],
       canInstall: false,
     });
-    for (const name of ['openssl', 'prometheus', 'memcached']) link(bin, name);
+    for (const name of ['openssl', 'prometheus', 'memcached', 'etcd']) link(bin, name);
     expect(detect({ path: bin, pgRoot: emptyPgRoot, uid: 1000 }).missing, 'promtool missing').to.deep.equal([
       'redis-server',
       'postgresql',
@@ -110,7 +110,7 @@ describe('test set-up step (scripts/provision.mjs)', () => {
   it('as root, runs apt-get update then install for what is missing, and checks again', () => {
     // A fake apt-get that logs its arguments and "installs" redis-server into the same dir.
     const log = join(tmp, 'apt.log');
-    for (const name of ['sh', 'chmod', 'openssl', 'prometheus', 'promtool', 'memcached']) link(bin, name);
+    for (const name of ['sh', 'chmod', 'openssl', 'prometheus', 'promtool', 'memcached', 'etcd']) link(bin, name);
     exe(
       join(bin, 'apt-get'),
       `echo "$DEBIAN_FRONTEND $*" >> ${log}\n` +
@@ -135,7 +135,7 @@ describe('test set-up step (scripts/provision.mjs)', () => {
   });
 
   it('as root, fails with the command to run by hand when apt-get does not install it', () => {
-    for (const name of ['sh', 'openssl', 'prometheus', 'promtool', 'memcached']) link(bin, name);
+    for (const name of ['sh', 'openssl', 'prometheus', 'promtool', 'memcached', 'etcd']) link(bin, name);
     exe(join(bin, 'apt-get'), 'exit 100');
     const errors: string[] = [];
     const orig = console.error;
@@ -151,7 +151,7 @@ describe('test set-up step (scripts/provision.mjs)', () => {
   });
 
   it('the script itself, run with a PATH that hides redis-server, exits 1 with one line naming the command', () => {
-    for (const name of ['openssl', 'prometheus', 'promtool', 'memcached']) link(bin, name);
+    for (const name of ['openssl', 'prometheus', 'promtool', 'memcached', 'etcd']) link(bin, name);
     const r = spawnSync(process.execPath, [SCRIPT], {
       env: { PATH: bin, SVC_TEST_NO_INSTALL: '1' },
       encoding: 'utf8',
