@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { keyvApiTests, keyvValueTests } from '@keyv/test-suite';
 import { expect } from 'chai';
 import Keyv from 'keyv';
+import pg from 'pg';
 import { createAdapter } from '../../plugins/cache/connectors/adapter.ts';
 import { KeyvConnector } from '../../plugins/cache/connectors/keyv.ts';
 import { PostgresConnector } from '../../plugins/cache/connectors/postgres.ts';
@@ -157,6 +158,29 @@ for (const c of CASES) {
       await sleep(200);
       expect(await conn.get('main/evm:1:5', 'eth_call:short'), 'expired').to.equal(undefined);
     });
+
+    if (c.name.startsWith('PostgreSQL')) {
+      it("a table in svc's layout before keyv is renamed to <table>_pre_keyv (its entries are misses) and created anew", async () => {
+        const client = new pg.Client({ connectionString: server.uri });
+        await client.connect();
+        try {
+          await client.query('CREATE TABLE old_cache (partition_key TEXT, range_key TEXT, value BYTEA, expires_at BIGINT, PRIMARY KEY (partition_key, range_key))');
+          await client.query("INSERT INTO old_cache VALUES ('main/evm:1:5', 'eth_call:old', 'x', NULL)");
+          const upgraded = new PostgresConnector('kv-upgrade', { connectionUri: server.uri, table: 'old_cache', maxConns: 1, purgeInterval: 60_000, readTimeout: 1000, writeTimeout: 2000 }, logger);
+          try {
+            expect(await upgraded.get('main/evm:1:5', 'eth_call:old'), 'old entry').to.equal(undefined);
+            await upgraded.set('main/evm:1:5', 'eth_call:new', entry('"0x2"'), 0);
+            expect((await upgraded.get('main/evm:1:5', 'eth_call:new'))?.wire).to.equal('"0x2"');
+          } finally {
+            await upgraded.close();
+          }
+          const kept = await client.query('SELECT count(*)::int AS n FROM old_cache_pre_keyv');
+          expect(kept.rows[0].n).to.equal(1);
+        } finally {
+          await client.end();
+        }
+      });
+    }
 
     if (c.name.startsWith('memcached')) {
       it('a miss is one memcached round trip: no delete follows it (the adapter’s `{value: undefined, expires: 0}` is a plain miss)', async () => {

@@ -78,7 +78,7 @@ export class PostgresConnector extends KeyvConnector {
   constructor(
     id: string,
     private readonly opts: { connectionUri: string; table: string; maxConns: number; purgeInterval: number } & KeyvTierSettings,
-    logger: Logger,
+    private readonly logger: Logger,
     metrics?: Registry,
   ) {
     const store = new OwnPoolPostgres({ uri: opts.connectionUri, table: opts.table, max: opts.maxConns });
@@ -93,15 +93,31 @@ export class PostgresConnector extends KeyvConnector {
     }) as typeof store.query;
   }
 
-  /** Creates the table once; a failure is retried by the next operation. */
+  /**
+   * Creates the table once; a failure is retried by the next operation. A table in the layout of
+   * svc before keyv (`partition_key, range_key, value, expires_at`) cannot be read by keyv: it is
+   * renamed to `<table>_pre_keyv` (kept for the operator; its entries are misses from now on) and
+   * a fresh table is created, with one warning.
+   */
   private ensureTable(): Promise<void> {
-    this.ready ??= this.rawQuery(`CREATE TABLE IF NOT EXISTS ${this.table} (key VARCHAR(255) PRIMARY KEY, value TEXT)`)
+    this.ready ??= this.migrateOldLayout()
+      .then(() => this.rawQuery(`CREATE TABLE IF NOT EXISTS ${this.table} (key VARCHAR(255) PRIMARY KEY, value TEXT)`))
       .then(() => undefined)
       .catch((e: unknown) => {
         this.ready = undefined;
         throw e;
       });
     return this.ready;
+  }
+
+  /** See {@link ensureTable}. */
+  private async migrateOldLayout(): Promise<void> {
+    const cols = await this.rawQuery(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`, [this.opts.table]);
+    const names = new Set(cols.map((r) => r.column_name));
+    if (!names.has('partition_key') || names.has('key')) return;
+    const old = `${this.opts.table.slice(0, 63 - '_pre_keyv'.length)}_pre_keyv`;
+    await this.rawQuery(`ALTER TABLE ${this.table} RENAME TO "${old}"`);
+    this.logger.warn({ connector: this.id, table: this.opts.table, renamedTo: old }, `cache connector ${this.id}: table ${this.opts.table} had the layout of svc before keyv; renamed to ${old} (its entries are misses; drop it when no older svc reads it) and created anew`);
   }
 
   /** Creates the table in the background (start-up never waits for the tier) and starts the purge timer. */
