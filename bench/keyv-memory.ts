@@ -49,7 +49,7 @@ function keyvCase(name: string, kv: Keyv<string>): Case {
 const cases: Case[] = [
   lruCase(),
   keyvCase('keyv memory store (Map)', new Keyv<string>()),
-  keyvCase('keyv over lru-cache', new Keyv<string>({ store: new LRUCache<string, unknown>({ max: 100_000 }) as never })),
+  keyvCase('keyv over lru-cache', new Keyv<string>({ store: new LRUCache<string, object>({ max: 100_000 }) as never })),
 ];
 
 const rows: string[] = [];
