@@ -14,7 +14,11 @@
  *   `ErrEndpointContentValidation` (retryable: the sweep moves to the next upstream, and the attempt
  *   counts against the upstream that returned bad data) and counts
  *   `svc_upstream_request_retries_total{reason="integrity_validation"}`. When no upstream passes,
- *   the client gets the error, never the unchecked answer.
+ *   the client gets the error, never the unchecked answer. `networks[].integrity.invalidBehavior`
+ *   (eRPC's per-finality verdict) may soft-flag (serve and count) or skip the comparisons with
+ *   other upstreams ({@link isReorgSensitive}, {@link peerVerdictOf}); `observeOnly` serves every
+ *   failed answer and counts it (`svc_integrity_flagged_total`).
+ * - Config: eRPC's `integrity` block is rewritten into these settings at load time (erpc.ts).
  * - `responseHeaders`: `X-SVC-Integrity` with the applied level (a batch: the distinct levels in
  *   sub-call order, comma-separated), whenever a call's request or config named a level (so `off`
  *   shows a denied or unknown request); not written with `server.executionHeaders: off`.
@@ -35,14 +39,17 @@ import { type CallContext, declareDirectives, Directive, directiveDefaultsSchema
 import { checkIntrinsic, CHECKED_METHODS, isEmptyAnswer } from './checks/index.ts';
 import { authoritative, corroborate, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 import { CheckFailure } from './hex.ts';
-import { compileIntegrity, IntegritySchema, levelOf, refuseUnknownLevel, resolveLevel, type IntegrityLevel, type NetworkIntegrity } from './levels.ts';
+import { type Anchors } from './anchors.ts';
+import { normalizeErpcIntegrity } from './erpc.ts';
+import { compileIntegrity, IntegritySchema, type InvalidBehavior, levelOf, refuseUnknownLevel, resolveLevel, type IntegrityLevel, type NetworkIntegrity } from './levels.ts';
 import { loadLibs } from './libs.ts';
 
 export { CHECKED_METHODS, checkIntrinsic, isEmptyAnswer } from './checks/index.ts';
 export { authoritative, corroborate, MAX_ANCHORS, MAX_IN_FLIGHT, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 export { Anchors, type Anchor } from './anchors.ts';
 export { CheckFailure } from './hex.ts';
-export { compileIntegrity, IntegritySchema, levelOf, LEVELS, resolveLevel, type IntegrityInput, type IntegrityLevel, type NetworkIntegrity, type ResolvedLevel } from './levels.ts';
+export { compileIntegrity, IntegritySchema, levelOf, LEVELS, resolveLevel, type IntegrityInput, type IntegrityLevel, type InvalidBehavior, type NetworkIntegrity, type ResolvedLevel } from './levels.ts';
+export { ERPC_CHECKS, normalizeErpcIntegrity, type ErpcCheck } from './erpc.ts';
 export { loadLibs, type IntegrityLibs } from './libs.ts';
 
 /** The call's resolved level (slot `integrity.level` on the call context); unset until resolved. */
@@ -62,6 +69,32 @@ export const INTEGRITY_HEADER = 'X-SVC-Integrity';
 
 /** Name of the shared retry counter (spec §6), registered by evm-retries when it is applied. */
 export const UPSTREAM_RETRIES_METRIC = 'svc_upstream_request_retries_total';
+
+/** Counter of check failures served anyway (`soft_flag`, `would_reject`). */
+export const FLAGGED_METRIC = 'svc_integrity_flagged_total';
+
+/**
+ * Whether a failed check compares the answer with other upstreams' view of the chain (a fork, an
+ * unconfirmed block, a lost vote), which near the tip may be a reorg rather than bad data: the
+ * checks `invalidBehavior` governs (eRPC's reorg-sensitive checks).
+ */
+export function isReorgSensitive(check: string): boolean {
+  return check.endsWith('.fork') || check.endsWith('.unconfirmed') || check.endsWith('.consensus');
+}
+
+/**
+ * The verdict of the peer comparisons for an answer (eRPC's invalidBehavior): the `finalized`
+ * one when every block the answer rests on is at or below the network's finalized block, else
+ * the `unfinalized` one.
+ * @param s the network's settings
+ * @param anchors the blocks of the answer
+ * @param finalized the network's highest finalized block (0 = unknown: unfinalized)
+ */
+export function peerVerdictOf(s: NetworkIntegrity, anchors: Anchors, finalized: number): InvalidBehavior {
+  let top = -1n;
+  for (const a of anchors.list()) if (a.number > top) top = a.number;
+  return finalized > 0 && top >= 0n && top <= BigInt(finalized) ? s.invalidBehavior.finalized : s.invalidBehavior.unfinalized;
+}
 
 /** Longest a confirming request to another upstream may take, ms (also bounded by the call's deadline). */
 export const PEER_TIMEOUT_MS = 5_000;
@@ -116,11 +149,12 @@ export function integrityPlugin(): Plugin {
   return {
     name: 'integrity',
     version: '0.1.0',
-    schema: { network: { integrity: IntegritySchema }, directiveDefaults: directiveDefaultsSchema(INTEGRITY) },
+    schema: { network: { integrity: IntegritySchema }, directiveDefaults: directiveDefaultsSchema(INTEGRITY), normalize: normalizeErpcIntegrity },
     apply(host: PluginHost) {
       declareDirectives(host, 'integrity', INTEGRITY, SKIP_CACHE_READ);
       const settings = new WeakMap<Network, NetworkIntegrity>();
       let counter: Counter<RetriesLabel> | undefined;
+      let flagged: Counter<'project' | 'network' | 'upstream' | 'check' | 'outcome'> | undefined;
       let headersOff = false;
 
       const settingsOf = (n: Network): NetworkIntegrity => {
@@ -139,6 +173,12 @@ export function integrityPlugin(): Plugin {
           for (const n of p.networks) compileIntegrity(n.settings.integrity, `projects.${p.id}.networks.${n.id}.integrity`);
           compileIntegrity((p.networkDefaults as { integrity?: unknown }).integrity, `projects.${p.id}.networkDefaults.integrity`);
         }
+        flagged ??= new Counter({
+          name: FLAGGED_METRIC,
+          help: 'integrity check failures served anyway: outcome soft_flag (invalidBehavior soft-flag on a peer comparison) or would_reject (observeOnly), by check',
+          labelNames: ['project', 'network', 'upstream', 'check', 'outcome'],
+          registers: [host.metrics],
+        });
         // evm-retries registers the shared counter in its `apply`; without it, this plugin does.
         counter =
           (host.metrics.getSingleMetric(UPSTREAM_RETRIES_METRIC) as Counter<RetriesLabel> | undefined) ??
@@ -198,18 +238,39 @@ export function integrityPlugin(): Plugin {
         return out;
       };
 
+      /** Counts (and logs) a failure that is served anyway: `soft_flag` (invalidBehavior) or `would_reject` (observeOnly). */
+      const flag = (ctx: CallContext, u: Upstream, e: CheckFailure, outcome: 'soft_flag' | 'would_reject', level: IntegrityLevel) => {
+        flagged?.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, check: e.check, outcome });
+        host.logger.warn({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, check: e.check, level, outcome }, `integrity ${level}: ${e.message} (served: ${outcome})`);
+      };
+
       const checked = async (inner: UpstreamSender, call: UpstreamCall, u: Upstream, level: IntegrityLevel): Promise<RpcResult> => {
         const r = await inner(call);
         const result = r.result;
         if (isEmptyAnswer(result)) return r;
         const libs = await loadLibs();
         const ctx = call.ctx;
+        const s = settingsOf(ctx.network);
         try {
           const anchors = await checkIntrinsic(libs, call.method, call.params, result);
-          if (level === 'corroborated') await corroborate(libs.viem, anchors, peersOf(ctx, u));
-          else if (level === 'authoritative') await authoritative(libs.viem, anchors, peersOf(ctx, u), authoritativeSettingsOf(ctx));
+          if (level === 'corroborated' || level === 'authoritative') {
+            const verdict = peerVerdictOf(s, anchors, host.chainState(ctx.network).highestFinalized);
+            if (verdict !== 'off') {
+              try {
+                if (level === 'corroborated') await corroborate(libs.viem, anchors, peersOf(ctx, u));
+                else await authoritative(libs.viem, anchors, peersOf(ctx, u), authoritativeSettingsOf(ctx));
+              } catch (e) {
+                if (!(e instanceof CheckFailure) || verdict !== 'soft-flag' || !isReorgSensitive(e.check) || s.observeOnly) throw e;
+                flag(ctx, u, e, 'soft_flag', level);
+              }
+            }
+          }
         } catch (e) {
           if (!(e instanceof CheckFailure)) throw e;
+          if (s.observeOnly) {
+            flag(ctx, u, e, 'would_reject', level);
+            return r;
+          }
           counter?.inc({ project: ctx.project.id, network: ctx.network.id, category: host.methodLabel.value(call.method), reason: 'integrity_validation' });
           throw new ErrEndpointContentValidation(`integrity ${level}: check ${e.check} failed on upstream ${u.id}: ${e.message}`, {
             details: { upstream: u.id, level, check: e.check },

@@ -16,6 +16,12 @@ export const MAX_PROFILES = 32;
 /** Most method globs per profile. */
 export const MAX_PROFILE_RULES = 64;
 
+/** What a failed check does: `reject` the answer (the sweep moves on), `soft-flag` it (count, log, serve), or `off` (the check is not run). */
+export type InvalidBehavior = 'reject' | 'soft-flag' | 'off';
+
+const behaviorSchema = (when: string) =>
+  Type.Union([Type.Literal('reject'), Type.Literal('soft-flag'), Type.Literal('off')], { default: 'reject', description: `verdict for a block ${when}` });
+
 const levelSchema = Type.Union(
   LEVELS.map((l) => Type.Literal(l)),
   { description: 'integrity level applied to the methods this glob matches' },
@@ -24,16 +30,34 @@ const levelSchema = Type.Union(
 /**
  * Schema of `networks[].integrity` (network scope: also valid under `networkDefaults`).
  * - `headerMode`: `allow` (default) honours the request's `X-SVC-Integrity` / `integrity`;
- *   `deny` ignores it and applies the network's `directiveDefaults.integrity`.
+ *   `deny` ignores it and applies the network's `directiveDefaults.integrity`; `profiles`
+ *   honours a profile name only (eRPC's mode of that name).
+ * - `invalidBehavior` / `observeOnly`: eRPC's verdict keys (see {@link NetworkIntegrity}).
  * - `profiles`: name → { method glob → level }; the first glob (in config order) matching the
  *   call's method gives its level, no match gives `off`. A profile may not be named like a level.
  */
 export const IntegritySchema = Strict(
   {
     headerMode: Type.Optional(
-      Type.Union([Type.Literal('allow'), Type.Literal('deny')], {
+      Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Literal('profiles')], {
         default: 'allow',
-        description: 'spec §2.8 #10: `allow` honours the X-SVC-Integrity header / integrity query; `deny` ignores it (the configured directiveDefaults.integrity applies)',
+        description:
+          'spec §2.8 #10: `allow` honours the X-SVC-Integrity header / integrity query; `deny` ignores it (the configured directiveDefaults.integrity applies); `profiles` honours only a profile name (a bare level is ignored). eRPC\'s off/full are read as deny/allow',
+      }),
+    ),
+    invalidBehavior: Type.Optional(
+      Strict(
+        {
+          finalized: Type.Optional(behaviorSchema('at or below the network\'s finalized block')),
+          unfinalized: Type.Optional(behaviorSchema('above the finalized block (a mismatch there may be a reorg)')),
+        },
+        { description: "eRPC's per-finality verdict of the checks that compare an answer with other upstreams (corroborated, authoritative): reject (default), soft-flag (count and serve) or off (skip them)" },
+      ),
+    ),
+    observeOnly: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description: "eRPC's observeOnly: every check of the level runs, a failure is counted (svc_integrity_flagged_total{outcome=\"would_reject\"}) and the answer served anyway",
       }),
     ),
     profiles: Type.Optional(
@@ -55,12 +79,18 @@ type Profile = ReadonlyArray<{ test: GlobTest; level: IntegrityLevel }>;
 
 /** The compiled integrity settings of one network. */
 export interface NetworkIntegrity {
-  headerMode: 'allow' | 'deny';
+  headerMode: 'allow' | 'deny' | 'profiles';
   profiles: ReadonlyMap<string, Profile>;
+  /** Verdict of the peer comparisons (corroborated, authoritative) for a finalized / unfinalized block (eRPC's invalidBehavior). */
+  invalidBehavior: { readonly finalized: InvalidBehavior; readonly unfinalized: InvalidBehavior };
+  /** Failures are counted and the answer served (eRPC's observeOnly; wins over everything). */
+  observeOnly: boolean;
 }
 
+const REJECT_BOTH = Object.freeze({ finalized: 'reject', unfinalized: 'reject' } as const);
+
 /** Settings of a network without an `integrity` key. */
-export const DEFAULT_NETWORK_INTEGRITY: NetworkIntegrity = Object.freeze({ headerMode: 'allow', profiles: new Map() });
+export const DEFAULT_NETWORK_INTEGRITY: NetworkIntegrity = Object.freeze({ headerMode: 'allow', profiles: new Map(), invalidBehavior: REJECT_BOTH, observeOnly: false });
 
 const LEVEL_SET: ReadonlySet<string> = new Set(LEVELS);
 
@@ -81,7 +111,13 @@ export function compileIntegrity(input: unknown, where = 'integrity'): NetworkIn
       Object.entries(rules).map(([glob, level]) => ({ test: compileGlobs(glob), level: level as IntegrityLevel })),
     );
   }
-  return { headerMode: i.headerMode === 'deny' ? 'deny' : 'allow', profiles };
+  const ib = i.invalidBehavior;
+  return {
+    headerMode: i.headerMode === 'deny' || i.headerMode === 'profiles' ? i.headerMode : 'allow',
+    profiles,
+    invalidBehavior: ib ? { finalized: ib.finalized ?? 'reject', unfinalized: ib.unfinalized ?? 'reject' } : REJECT_BOTH,
+    observeOnly: i.observeOnly === true,
+  };
 }
 
 /**
@@ -114,7 +150,8 @@ export interface ResolvedLevel {
 /**
  * Resolves a call's level (spec §2.8 #10).
  * - `headerMode: allow`: the merged directive (`requested`: the request's value over the
- *   config default); `deny`: the configured default only.
+ *   config default); `deny`: the configured default only; `profiles`: the merged directive when
+ *   it names a profile, else the configured default.
  * - An unknown value falls back to the configured default, then `off`.
  * @param requested `ctx.directives.integrity` (config default, then header, then query)
  * @param configured the network's configured `directiveDefaults.integrity` (or a failsafe entry's)
@@ -124,7 +161,9 @@ export interface ResolvedLevel {
 export function resolveLevel(requested: string | undefined, configured: string | undefined, settings: NetworkIntegrity, method: string): ResolvedLevel {
   const shown = (requested !== undefined && requested.trim() !== '') || (configured !== undefined && configured.trim() !== '');
   if (!shown) return { level: 'off', shown };
-  const value = settings.headerMode === 'deny' ? configured : requested;
+  let value = settings.headerMode === 'deny' ? configured : requested;
+  // `profiles`: the request may name a profile, not a bare level.
+  if (settings.headerMode === 'profiles' && !(requested !== undefined && settings.profiles.has(requested.trim()))) value = configured;
   return { level: levelOf(value, settings, method) ?? levelOf(configured, settings, method) ?? 'off', shown };
 }
 
@@ -145,6 +184,7 @@ const MAX_ECHO = 64;
 export function refuseUnknownLevel(requested: string | undefined, settings: NetworkIntegrity, network: string): void {
   if (requested === undefined || settings.headerMode === 'deny') return;
   const t = requested.trim();
+  // Under `profiles` a bare level is ignored, not refused (eRPC's mode: the header may only pick a profile).
   if (t === '' || LEVEL_SET.has(t.toLowerCase()) || settings.profiles.has(t)) return;
   const profiles = settings.profiles.size ? [...settings.profiles.keys()].join(', ') : 'none configured';
   const echo = t.length > MAX_ECHO ? `${t.slice(0, MAX_ECHO)}…` : t;
