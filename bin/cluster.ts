@@ -8,12 +8,13 @@
  * them all on SIGTERM/SIGINT. The primary itself serves no call.
  */
 import cluster, { type Worker } from 'node:cluster';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { isWorkerBroadcast, SVC_WORKER_ENV } from '../lib/cluster.ts';
 import type { Logger } from '../lib/logger.ts';
+import { createMetricsServer } from '../lib/metrics-listener.ts';
 
 /** What the primary needs of the resolved config. */
 export interface PrimaryOptions {
@@ -73,23 +74,7 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
   let metricsServer: Server | undefined;
   if (opts.metrics) {
     const aggregator = new AggregatorRegistry();
-    metricsServer = createServer((req, res) => {
-      if (req.method === 'GET' && (req.url ?? '').split('?')[0] === '/metrics') {
-        aggregator.clusterMetrics().then(
-          (text) => {
-            res.writeHead(200, { 'content-type': aggregator.contentType });
-            res.end(text);
-          },
-          (e: Error) => {
-            res.writeHead(500, { 'content-type': 'text/plain' });
-            res.end(e.message);
-          },
-        );
-        return;
-      }
-      res.writeHead(404, { 'content-type': 'text/plain' });
-      res.end('not found: metrics are served at /metrics\n');
-    });
+    metricsServer = createMetricsServer({ metrics: () => aggregator.clusterMetrics(), contentType: aggregator.contentType });
     const m = opts.metrics;
     await new Promise<void>((resolve, reject) => {
       metricsServer?.once('error', reject);

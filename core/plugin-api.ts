@@ -194,3 +194,4 @@ export {
 } from './selection.ts';
 
 export { broadcastToWorkers, onWorkerBroadcast, svcWorker, type WorkerInfo } from '../lib/cluster.ts';
+export { createMetricsServer, type MetricsSource } from '../lib/metrics-listener.ts';

@@ -12,10 +12,10 @@
  * `histogramLabelOverrides` (applied to every histogram where `/metrics` is written,
  * ./histogram-filter.ts).
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry } from 'prom-client';
-import { agentName, type AttemptRecord, BoundedLabel, type CallContext, DeferredCounter, DeferredHistogram, FINALITY, isCharged, type Plugin, type PluginHost, serviceKey, ShutdownStage, svcWorker } from 'svc/plugin';
+import { agentName, type AttemptRecord, BoundedLabel, type CallContext, DeferredCounter, DeferredHistogram, FINALITY, isCharged, type Plugin, type PluginHost, serviceKey, ShutdownStage, svcWorker, createMetricsServer } from 'svc/plugin';
 export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from 'svc/plugin';
 import { registerLifecycleMetrics } from './lifecycle.ts';
 import { FilteredRegistry, unknownFilterNames } from './histogram-filter.ts';
@@ -158,23 +158,7 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
           serveToPrimary(exposition);
           return;
         }
-        const server = createServer((req, res) => {
-          if (req.method === 'GET' && (req.url ?? '').split('?')[0] === '/metrics') {
-            exposition.metrics().then(
-              (text) => {
-                res.writeHead(200, { 'content-type': reg.contentType });
-                res.end(text);
-              },
-              (e: Error) => {
-                res.writeHead(500, { 'content-type': 'text/plain' });
-                res.end(e.message);
-              },
-            );
-            return;
-          }
-          res.writeHead(404, { 'content-type': 'text/plain' });
-          res.end('not found: metrics are served at /metrics\n');
-        });
+        const server = createMetricsServer({ metrics: () => exposition.metrics(), contentType: reg.contentType });
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
           server.listen(proxy.overrides.metricsPort ?? mcfg.port, mcfg.host, () => resolve());
