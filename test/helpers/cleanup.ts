@@ -70,3 +70,28 @@ export function watchChild(child: import('node:child_process').ChildProcess): Ch
   });
   return w;
 }
+
+/**
+ * The `stop()` of a spawned server, run at most once: SIGTERM (after SIGCONT, so a server a test
+ * paused with SIGSTOP can act on it), SIGKILL when it has not closed within 3 s, then `after`
+ * (forget the child, remove its data directory).
+ * @param child the server process
+ * @param watch its {@link watchChild} watch
+ * @param after run once the process is gone (or never started)
+ */
+export function childStopper(child: import('node:child_process').ChildProcess, watch: ChildWatch, after: () => void): () => Promise<void> {
+  let stopping: Promise<void> | undefined;
+  return () =>
+    (stopping ??= (async () => {
+      if (!watch.exited && !watch.spawnError) {
+        child.kill('SIGCONT');
+        child.kill('SIGTERM');
+        const t = setTimeout(() => {
+          if (!watch.exited) child.kill('SIGKILL');
+        }, 3000);
+        await watch.closed;
+        clearTimeout(t);
+      }
+      after();
+    })());
+}

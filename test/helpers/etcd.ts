@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './ports.ts';
-import { onProcessEnd, watchChild } from './cleanup.ts';
+import { childStopper, onProcessEnd, watchChild } from './cleanup.ts';
 
 /** The server binary, looked up on PATH. */
 export const ETCD_BIN = 'etcd';
@@ -64,21 +64,10 @@ export async function startEtcd(): Promise<EtcdHandle> {
     });
   }
   const watch = watchChild(child);
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      if (!watch.exited && !watch.spawnError) {
-        child.kill('SIGCONT');
-        child.kill('SIGTERM');
-        const t = setTimeout(() => {
-          if (!watch.exited) child.kill('SIGKILL');
-        }, 3000);
-        await watch.closed;
-        clearTimeout(t);
-      }
-      live.delete(child);
-      rmSync(dir, { recursive: true, force: true });
-    })());
+  const stop = childStopper(child, watch, () => {
+    live.delete(child);
+    rmSync(dir, { recursive: true, force: true });
+  });
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (watch.spawnError) {

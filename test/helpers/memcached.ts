@@ -9,7 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { freePort } from './ports.ts';
-import { onProcessEnd, watchChild } from './cleanup.ts';
+import { childStopper, onProcessEnd, watchChild } from './cleanup.ts';
 
 /** The server binary, looked up on PATH. */
 export const MEMCACHED_BIN = 'memcached';
@@ -70,20 +70,7 @@ export async function startMemcached(): Promise<MemcachedHandle> {
     });
   }
   const watch = watchChild(child);
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      if (!watch.exited && !watch.spawnError) {
-        child.kill('SIGCONT');
-        child.kill('SIGTERM');
-        const t = setTimeout(() => {
-          if (!watch.exited) child.kill('SIGKILL');
-        }, 3000);
-        await watch.closed;
-        clearTimeout(t);
-      }
-      live.delete(child);
-    })());
+  const stop = childStopper(child, watch, () => live.delete(child));
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (watch.spawnError) {
