@@ -199,10 +199,13 @@ describe('e2e: shared cache tiers on real Redis and PostgreSQL (issue #10 item 6
       const conn = new PostgresConnector('pg-direct', { connectionUri: postgres.url, table: 'svc_cache_purge', maxConns: 2, purgeInterval: 200 }, createLogger('silent'));
       await conn.open();
       try {
-        await conn.set('evm:1:5', 'eth_call:x', { wire: '"0x1"', finality: 'unfinalized', writtenAt: Date.now() }, 50);
+        // A TTL (ms) long enough that the first read comes before it on a busy machine (parallel test workers).
+        const ttl = 400;
+        const written = Date.now();
+        await conn.set('evm:1:5', 'eth_call:x', { wire: '"0x1"', finality: 'unfinalized', writtenAt: written }, ttl);
         await conn.set('evm:1:5', 'eth_call:y', { wire: '"0x2"', finality: 'finalized', writtenAt: Date.now() }, 0);
         expect((await conn.get('evm:1:5', 'eth_call:x'))?.wire).to.equal('"0x1"');
-        await new Promise((r) => setTimeout(r, 80));
+        await new Promise((r) => setTimeout(r, Math.max(0, written + ttl + 30 - Date.now())));
         expect(await conn.get('evm:1:5', 'eth_call:x'), 'expired: ignored on read').to.equal(undefined);
         const c = new pg.Client({ connectionString: postgres.url });
         await c.connect();

@@ -1,6 +1,6 @@
 /**
  * A deadline is a timeout, not a cancellation (spec §4.7 #2, §4.5, §7): with the default config
- * and `server.maxTimeout: 1500ms`, a call to an upstream that answers in 3 s ends with
+ * and `server.maxTimeout: 500ms`, a call to an upstream that answers in 2 s ends with
  * `ErrEndpointRequestTimeout` whatever path it takes — the multiplexing leader, a follower that
  * joined it, multiplexing off, the outbound batch queue — and its `X-SVC-Upstreams` trace says
  * `timeout`, never a word outside the interface's vocabulary.
@@ -10,6 +10,13 @@ import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 
 const CHAIN = 31337;
+/**
+ * `server.maxTimeout` of every svc here: short, so each test waits half a second rather than the
+ * upstream's answer; long enough that a hedge (100 ms) and a follower (150 ms) start before it.
+ */
+const DEADLINE = '500ms';
+/** How long the upstreams take to answer: well past the deadline (svc's close waits for an outbound batch that is still out). */
+const UPSTREAM_MS = 2000;
 const PATH = `/main/evm/${CHAIN}`;
 /** The interface's trace outcomes (spec §4.5). */
 const OUTCOMES = new Set(['success', 'timeout', 'exec_revert', 'rate_limited']);
@@ -34,26 +41,26 @@ function expectTimeout(r: SvcResponse): void {
   expect(o, `trace ${r.headers['x-svc-upstreams']}`).to.include('timeout');
 }
 
-/** Starts svc (default config but for the deadline) in front of one upstream answering every call in 3 s. */
+/** Starts svc (default config but for the deadline) in front of one upstream answering every call in {@link UPSTREAM_MS}. */
 async function start(up: FaultServer, network: object = {}, upstream: object = {}): Promise<SvcHandle> {
-  up.setDefault({ kind: 'delay', ms: 3000 });
+  up.setDefault({ kind: 'delay', ms: UPSTREAM_MS });
   return startSvc({
     ...NO_CACHE,
     logLevel: 'error',
     metrics: { enabled: false },
-    server: { maxTimeout: '1500ms' },
+    server: { maxTimeout: DEADLINE },
     projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, ...network }], upstreams: [{ id: 'slow', endpoint: up.url, evm: { chainId: CHAIN, statePollerInterval: 0 }, ...upstream }] }],
   });
 }
 
-/** Starts svc in front of two upstreams answering every call in 3 s, with the network's own failsafe entries. */
+/** Starts svc in front of two upstreams answering every call in {@link UPSTREAM_MS}, with the network's own failsafe entries. */
 async function startTwo(a: FaultServer, b: FaultServer, failsafe: object[], multiplexing: boolean): Promise<SvcHandle> {
-  for (const up of [a, b]) up.setDefault({ kind: 'delay', ms: 3000 });
+  for (const up of [a, b]) up.setDefault({ kind: 'delay', ms: UPSTREAM_MS });
   return startSvc({
     ...NO_CACHE,
     logLevel: 'error',
     metrics: { enabled: false },
-    server: { maxTimeout: '1500ms' },
+    server: { maxTimeout: DEADLINE },
     projects: [
       {
         id: 'main',
@@ -82,7 +89,7 @@ describe('e2e: a call that reaches its deadline is a timeout', function () {
     svc = await start(up);
     const t0 = performance.now();
     const r = await svc.post(PATH, call(1));
-    expect(performance.now() - t0).to.be.below(2900);
+    expect(performance.now() - t0, 'answered at the deadline, not after the upstream').to.be.below(UPSTREAM_MS - 100);
     expectTimeout(r);
   });
 
@@ -94,7 +101,7 @@ describe('e2e: a call that reaches its deadline is a timeout', function () {
   it('§4.7 #2 — a follower joining a leader: both get ErrEndpointRequestTimeout, traces "timeout"', async () => {
     svc = await start(up);
     const leader = svc.post(PATH, call(3));
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 150));
     const follower = svc.post(PATH, call(4));
     const [a, b] = await Promise.all([leader, follower]);
     expectTimeout(a);

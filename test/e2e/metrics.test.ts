@@ -118,8 +118,10 @@ describe('e2e: metrics by value (spec §6, issue #12 item 6)', function () {
     let s2: SvcHandle;
     const scrape2 = async () => (await fetch(s2.metricsUrl as string)).text();
     before(async () => {
-      slow = await startFaultServer({ chainId: 1 });
-      fast = await startFaultServer({ chainId: 1 });
+      // The state pollers (every 100 ms) must not take the 500s scripted for the test's own calls.
+      const scriptMethods = ['eth_getCode', 'eth_getStorageAt'];
+      slow = await startFaultServer({ chainId: 1, scriptMethods });
+      fast = await startFaultServer({ chainId: 1, scriptMethods });
       s2 = await startSvc({
         metrics: { enabled: true, port: 0 },
         projects: [

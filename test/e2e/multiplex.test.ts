@@ -111,6 +111,8 @@ describe('e2e: multiplexing (spec §4.6)', function () {
     const a = svc.post(PATH, { jsonrpc: '2.0', id: 'a', method: 'eth_call', params: [{ to: ADDR, data: '0x1' }, '0x5'] });
     const b = svc.post(PATH, { jsonrpc: '2.0', id: 'b', method: 'eth_call', params: [{ data: '0x1', to: ADDR }, '0x5'] });
     await waitFor(() => mux(svc).waiting(network(svc)) === 1);
+    // The leader's request must be held upstream before it is answered (under load it may lag the follower).
+    await waitFor(() => gate.received.get('eth_call') === 1);
     gate.release({ result: '0xabc' });
     const [ra, rb] = await Promise.all([a, b]);
     expect([ra.json.id, rb.json.id]).to.deep.equal(['a', 'b']);

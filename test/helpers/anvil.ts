@@ -2,6 +2,7 @@
  * Starts a real anvil node (from @foundry-rs/anvil) for tests that need genuine EVM answers.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { dirname, resolve } from 'node:path';
 import { freePort } from './ports.ts';
@@ -30,7 +31,7 @@ export interface AnvilHandle {
   chainId: number;
   /** Sends one JSON-RPC call; resolves with `result`, rejects with an Error carrying `code`/`data` on `error`. */
   rpc(method: string, params?: unknown[]): Promise<any>;
-  /** Kills the process and waits for it to exit. */
+  /** Kills the process and waits for it to exit and for its port to be released. */
   stop(): Promise<void>;
 }
 
@@ -80,6 +81,30 @@ async function call(url: string, method: string, params: unknown[] = [], timeout
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** True when something accepts a TCP connection on 127.0.0.1:`port`. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = connect({ host: '127.0.0.1', port });
+    const done = (up: boolean) => {
+      sock.destroy();
+      resolve(up);
+    };
+    sock.setTimeout(500, () => done(false));
+    sock.once('connect', () => done(true));
+    sock.once('error', () => done(false));
+  });
+}
+
+/**
+ * Waits (polling every 20 ms, at most `ms`) until nothing listens on `port` any more. The
+ * `.bin/anvil` launcher exits as soon as it has forwarded SIGTERM, while the anvil binary it
+ * started may still hold the port for a moment, longer on a busy machine (parallel test workers).
+ */
+async function portReleased(port: number, ms = 3000): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until && (await accepts(port))) await sleep(20);
+}
 
 /**
  * Spawns anvil on 127.0.0.1 and waits (polling `eth_chainId` every 50 ms, up to 10 s) until it answers.
@@ -134,6 +159,7 @@ async function startOnce(opts: AnvilOptions, port: number): Promise<AnvilHandle>
       }, 2000);
       await exitPromise;
       clearTimeout(t);
+      await portReleased(port);
     }
   };
 

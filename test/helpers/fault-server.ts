@@ -48,6 +48,12 @@ export interface FaultServerOptions {
   scriptChainId?: boolean;
   /** When true, a batch body consumes one step for the whole HTTP request (default false: always ok). */
   scriptBatch?: boolean;
+  /**
+   * When set, only single calls of these methods consume script steps; other calls (a state
+   * poller's, which may come at any moment) get the default step, so a step scripted for the
+   * test's own call is never taken by a poll that happens to arrive first.
+   */
+  scriptMethods?: readonly string[];
 }
 
 /** A running fake upstream. */
@@ -250,7 +256,8 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
     }
     const p = toParsed(doc, ll);
     calls.push({ method: p.method, params: p.params, id: p.id, headers: req.headers, batch: false, at: performance.now() });
-    const step = p.method === 'eth_chainId' && !opts.scriptChainId ? OK : nextStep();
+    const step =
+      p.method === 'eth_chainId' && !opts.scriptChainId ? OK : opts.scriptMethods && !opts.scriptMethods.includes(p.method) ? defaultStep : nextStep();
     apply(step, req, res, p);
   }
   server.on('connection', (s: Socket) => {

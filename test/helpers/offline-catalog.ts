@@ -5,6 +5,10 @@
  * points `SVC_PUBLIC_REPOSITORY_URL` at it (unless set already), so zero-config answers "not
  * served" at once; `SVC_HYPER_ROOT_DOMAIN` points the hyper vendor at `hyper.invalid`. Tests that
  * need a catalog start their own and pass it to the vendor.
+ *
+ * In parallel mode (.mocharc.cjs) each worker process runs these hooks around every file it runs,
+ * so `afterAll` also forgets the URL it set: the next file of the same worker starts a new catalog
+ * rather than inheriting the address of a closed one.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +30,9 @@ export const mochaHooks = {
     process.env.SVC_PUBLIC_REPOSITORY_URL = `http://127.0.0.1:${(s.address() as AddressInfo).port}/`;
   },
   afterAll(): void {
-    server?.close();
+    if (!server) return;
+    server.close();
+    server = undefined;
+    delete process.env.SVC_PUBLIC_REPOSITORY_URL;
   },
 };

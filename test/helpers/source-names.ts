@@ -38,6 +38,9 @@ const SOURCE_DIRS = ['core', 'lib', 'plugins', 'presets'];
 
 function* tsFiles(dir: string): Generator<string> {
   for (const e of readdirSync(dir, { withFileTypes: true })) {
+    // Hidden entries are no sources: a test's throwaway probe folder (plugins/.boundary-probe-*)
+    // may appear and vanish while a parallel worker walks the tree.
+    if (e.name.startsWith('.')) continue;
     const p = join(dir, e.name);
     if (e.isDirectory()) yield* tsFiles(p);
     else if (e.name.endsWith('.ts')) yield p;

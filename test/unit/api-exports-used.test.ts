@@ -13,7 +13,8 @@ import { PACKAGE_ROOT } from '../../core/version.ts';
 
 function filesUnder(dir: string, ext: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith(ext))
+    // Not hidden folders: a parallel test's throwaway probe (plugins/.boundary-probe-*) may vanish meanwhile.
+    .filter((f) => f.endsWith(ext) && !f.split(/[\\/]/).some((part) => part.startsWith('.')))
     .map((f) => join(dir, f));
 }
 
