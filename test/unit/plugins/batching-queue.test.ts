@@ -3,6 +3,7 @@
  * sender: flush by size and by wait, the duplicate-id flush, the batch deadline, cancellation
  * before, during and after queueing, and the grace window of a shared transport failure.
  */
+import FakeTimers from '@sinonjs/fake-timers';
 import { expect } from 'chai';
 import { ErrCancelled, ErrEndpointRequestTimeout, ErrEndpointServerSideException, type SvcError } from '../../../core/errors.ts';
 import { RpcResult } from '../../../core/jsonrpc.ts';
@@ -97,10 +98,24 @@ describe('batching: BatchQueue (spec §3.5, §4.7)', () => {
   it('a transport failure (one error for every call) reaches them after a 5 ms grace window; missing answers fail only their calls', async () => {
     const down = new ErrEndpointServerSideException('connection reset');
     const h = harness(2, 1000, (cs) => cs.map(() => down));
-    const t0 = performance.now();
-    const rs = await Promise.allSettled([h.q.add(h.call('a')), h.q.add(h.call('b'))]);
-    expect(performance.now() - t0).to.be.at.least(4);
-    expect(rs.map((r) => (r as PromiseRejectedResult).reason)).to.deep.equal([down, down]);
+    // Fake timers: a real 5 ms timer may fire early against performance.now() (libuv's loop
+    // clock is read once per loop turn, later on a busy machine).
+    const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      let settled = false;
+      const all = Promise.allSettled([h.q.add(h.call('a')), h.q.add(h.call('b'))]).then((rs) => {
+        settled = true;
+        return rs;
+      });
+      await clock.tickAsync(4);
+      expect(settled, 'settled 4 ms after the flush').to.equal(false);
+      await clock.tickAsync(1);
+      expect(settled, 'settled 5 ms after the flush').to.equal(true);
+      const rs = await all;
+      expect(rs.map((r) => (r as PromiseRejectedResult).reason)).to.deep.equal([down, down]);
+    } finally {
+      clock.uninstall();
+    }
     const partial = harness(2, 1000, (cs) => [new RpcResult('ok'), new ErrEndpointServerSideException(`no response for request id ${cs[1]!.id}`)]);
     const [ok, missing] = await Promise.allSettled([partial.q.add(partial.call('a')), partial.q.add(partial.call('b'))]);
     expect((ok as PromiseFulfilledResult<RpcResult>).value.result).to.equal('ok');
