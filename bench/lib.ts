@@ -151,7 +151,7 @@ export async function startTarget(script: string, opts: StartTargetOptions = {})
   const tsx = opts.loader === 'tsx';
   const child = fork(tsx ? script : await compiledTarget(script), opts.args ?? [], {
     // BENCH_CPU_PROF_DIR: every target writes a V8 CPU profile there on exit (docs/benchmarks.md, "where the time goes").
-    execArgv: [...(tsx ? ['--import', 'tsx', '--conditions=svc-source'] : []), ...(process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [])],
+    execArgv: [...(tsx ? ['--import', 'tsx', '--conditions=svc-source'] : []), ...(process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`, `--cpu-prof-interval=${process.env.BENCH_CPU_PROF_INTERVAL ?? 1000}`] : [])],
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     env: { ...process.env, ...opts.env },
   });

@@ -179,12 +179,15 @@ const scenarios: Scenario[] = [
     body: uniqueBalanceBody(),
     setup: () => behind(TARGETS.svc, 'svc-shipped', ['--cache=1', '--multiplexing=1']),
   },
+  // Diagnostics of what (h) adds to (h′): the memory cache alone (read miss + write-back) and multiplexing alone.
+  { key: 'svc-cacheonly-unique', label: '(h‴) svc default preset, memory cache on, multiplexing off, unique eth_getBalance', measured: 'svc', body: uniqueBalanceBody(), setup: () => behind(TARGETS.svc, 'svc-cacheonly-unique', ['--cache=1']) },
+  { key: 'svc-muxonly-unique', label: '(h⁗) svc default preset, multiplexing on, cache off, unique eth_getBalance', measured: 'svc', body: uniqueBalanceBody(), setup: () => behind(TARGETS.svc, 'svc-muxonly-unique', ['--multiplexing=1']) },
   { key: 'svc-nocache-unique', label: '(h′) svc default preset, cache and multiplexing off, unique eth_getBalance', measured: 'svc', body: uniqueBalanceBody(), setup: () => behind(TARGETS.svc, 'svc-nocache-unique') },
   { key: 'svc-minimal-unique', label: '(h″) svc minimal preset, unique eth_getBalance', measured: 'svc', body: uniqueBalanceBody(), setup: () => behind(TARGETS.svc, 'svc-minimal-unique', ['--preset=minimal']) },
 ];
 
 /** Order of the runs inside a round: each svc scenario right after its floor. */
-const RUN_ORDER = ['direct', 'http', 'koa', 'svc-cache', 'svc-redis', 'fwd', 'fwd-koa', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch', 'svc-batch-ob', 'svc-call1k', 'fwd-call5k', 'svc-call5k', 'svc-rawtx', 'svc-failsafe', 'fwd-unique', 'fwd-koa-unique', 'svc-shipped', 'svc-nocache-unique', 'svc-minimal-unique'];
+const RUN_ORDER = ['direct', 'http', 'koa', 'svc-cache', 'svc-redis', 'fwd', 'fwd-koa', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch', 'svc-batch-ob', 'svc-call1k', 'fwd-call5k', 'svc-call5k', 'svc-rawtx', 'svc-failsafe', 'fwd-unique', 'fwd-koa-unique', 'svc-shipped', 'svc-cacheonly-unique', 'svc-muxonly-unique', 'svc-nocache-unique', 'svc-minimal-unique'];
 
 interface Live {
   scenario: Scenario;

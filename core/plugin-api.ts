@@ -91,7 +91,7 @@ export { Slot, type SlotHolder } from './slots.ts';
 export { FINALITY } from './context.ts';
 export { compileGlobs, type GlobTest } from '../lib/glob.ts';
 export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';
-export { linkedController, sleep } from '../lib/abort.ts';
+export { acquireController, linkedController, releaseController, sleep } from '../lib/abort.ts';
 export { addressList, inList } from '../lib/client-address.ts';
 export { readRequestBody } from './http-io.ts';
 export { excerptOf, redactText, redactTree, redactUrl } from '../lib/redact.ts';

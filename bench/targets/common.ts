@@ -14,6 +14,7 @@
  * - SIGTERM (or IPC `{type:'stop'}`): prints `{"bench":"final",…}` (same fields) on stdout,
  *   closes the server and exits 0.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -127,6 +128,9 @@ export async function serveTarget(name: string, start: (counter: RequestCounter)
       heapUsedKb: Math.round(mem.heapUsed / 1024),
     };
   };
+  // BENCH_THREAD_CPU=1: each report also prints this process's CPU per thread group on stderr
+  // (the JS main thread against V8's GC helpers and libuv's pool), since CPU/req counts them all.
+  let threadBase = process.env.BENCH_THREAD_CPU === '1' ? threadCpuTicks() : undefined;
   const running = await start(counter);
   let stopping = false;
   const stop = async (): Promise<void> => {
@@ -149,9 +153,16 @@ export async function serveTarget(name: string, start: (counter: RequestCounter)
       counter.count = 0;
       counter.calls = 0;
       cpuBase = process.cpuUsage();
+      if (threadBase) threadBase = threadCpuTicks();
       process.send?.({ type: 'reset', ok: true });
     } else if (type === 'report') {
-      process.send?.({ type: 'report', ...report() });
+      const r = report();
+      if (threadBase) {
+        const now = threadCpuTicks();
+        const parts = [...now].map(([k, v]) => `${k} ${(((v - (threadBase?.get(k) ?? 0)) * 10_000) / Math.max(1, r.requests)).toFixed(1)}`);
+        process.stderr.write(`  threads of ${name}, CPU µs/req: ${parts.join(', ')}\n`);
+      }
+      process.send?.({ type: 'report', ...r });
     } else if (type === 'stop') {
       void stop();
     }
@@ -170,4 +181,24 @@ export async function readBody(req: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(typeof c === 'string' ? Buffer.from(c) : c);
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+}
+
+/**
+ * CPU clock ticks (1/100 s) of this process's threads grouped by name (`node` is the JS main
+ * thread; V8's GC and compiler helpers, libuv's pool), read from /proc (Linux only; empty elsewhere).
+ */
+function threadCpuTicks(): Map<string, number> {
+  const out = new Map<string, number>();
+  try {
+    for (const tid of readdirSync('/proc/self/task')) {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const name = tid === String(process.pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, close).replace(/[0-9]+$/, '').trim();
+      const f = stat.slice(close + 2).split(' ');
+      out.set(name, (out.get(name) ?? 0) + Number(f[11]) + Number(f[12]));
+    }
+  } catch {
+    // not Linux: no breakdown
+  }
+  return out;
 }

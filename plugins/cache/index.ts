@@ -44,7 +44,7 @@ export const SKIP_CACHE_READ = new Directive<string | undefined>({
   spec: '#3',
   defaultsSchema: Type.Union([Type.String(), Type.Boolean()], { description: '#3 `true`, `false`, or a glob over cache connector ids (YAML booleans become strings)' }),
 });
-import { readEntry, writeEntry, type Reader, type StoreSink } from './store.ts';
+import { readEntry, writeEntry, WriteQueue, type Reader, type StoreSink } from './store.ts';
 
 export { acceptable, readEntry, writeEntry } from './store.ts';
 export { answeredBlock, callKey, isEmptyJson, neverCached, type CallKey } from './keys.ts';
@@ -137,6 +137,7 @@ export function cachePlugin(): Plugin {
       host.services.provide(CACHE_SERVICE, { config: () => config, connector: (id) => connectors.get(id) });
 
       const sink = metricsSink(host);
+      const writes = new WriteQueue((w) => writeEntry(w.ctx, w.key, w.finality, { wire: w.result.wire(), value: () => w.result.result }, w.policies, connectors, w.chain, sink, w.params));
       const skipMemo = new Map<string, GlobTest>();
       /** The readers of a call after `skip-cache-read` (spec §2.8 #3). */
       const readersOf = (candidates: readonly Policy[], ctx: CallContext): Reader[] => {
@@ -195,10 +196,9 @@ export function cachePlugin(): Plugin {
           const miss = (): Promise<RpcResult> => {
             CACHE_OUTCOME.set(record, 'MISS');
             return inner(ctx).then((r) => {
-              if (!r.fromCache) {
-                // After the answer is on its way; a write never delays (or fails) the call.
-                setImmediate(() => writeEntry(ctx, key, finality, { wire: r.wire(), value: () => r.result }, candidates, connectors, chain, sink, params));
-              }
+              // After the answer is on its way; a write never delays (or fails) the call.
+              if (!r.fromCache) writes.push({ ctx, key, finality, result: r, policies: candidates, chain, params });
+
               return r;
             });
           };

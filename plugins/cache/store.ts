@@ -4,7 +4,7 @@
  * into a miss (a realtime entry behind the head, an unfinalized entry on a reorged block), and
  * the write after the answer, with finality re-classified from the answer.
  */
-import { type CallContext, FINALITY, type Finality, type NetworkChainState, parseBlockNumber } from 'svc/plugin';
+import { type CallContext, FINALITY, type Finality, type NetworkChainState, parseBlockNumber, type RpcResult } from 'svc/plugin';
 import type { CacheEntry, Connector } from './connectors/types.ts';
 import { answeredBlock, isEmptyJson, type CallKey } from './keys.ts';
 import type { Policy } from './policy.ts';
@@ -249,12 +249,13 @@ export function writeEntry(
   const entry: CacheEntry = { wire: answer.wire, finality, writtenAt: Date.now() };
   if (blockNumber !== undefined) entry.blockNumber = blockNumber;
   if (blockHash !== undefined) entry.blockHash = blockHash;
-  const done = new Set<string>();
+  // Tiers already written (an array: one or two policies per finality in practice).
+  const done: string[] = [];
   for (const p of policies) {
-    if (done.has(p.connector) || !p.writable(finality, empty, size) || !p.coversParams(params)) continue;
+    if (done.includes(p.connector) || !p.writable(finality, empty, size) || !p.coversParams(params)) continue;
     const c = connectors.get(p.connector);
     if (!c) continue;
-    done.add(p.connector);
+    done.push(p.connector);
     try {
       const w = c.set(partition, key.range, entry, p.config.ttl, key.reverse ? key.scope : undefined);
       if (w instanceof Promise) {
@@ -267,4 +268,53 @@ export function writeEntry(
       sink.wrote(ctx, c, p, false, e);
     }
   }
+}
+
+/** A write-back waiting for the end of the loop turn its answer was sent in. */
+export interface PendingWrite {
+  ctx: CallContext;
+  key: CallKey;
+  /** The call's finality before forwarding. */
+  finality: Finality;
+  result: RpcResult;
+  /** The call's candidate policies. */
+  policies: readonly Policy[];
+  chain: NetworkChainState | undefined;
+  /** The params as the client sent them. */
+  params: unknown;
+}
+
+/**
+ * Write-backs of one loop turn, run together once the turn's answers are written (issue 27: one
+ * `setImmediate` per turn rather than one timer and closure per miss). A write never runs on the
+ * call's path: the call has already answered when its entry is stored.
+ */
+export class WriteQueue {
+  private pending: PendingWrite[] = [];
+  private scheduled = false;
+
+  /** @param write stores one entry; it never throws (tier failures are counted by the sink) */
+  constructor(private readonly write: (w: PendingWrite) => void) {}
+
+  /** Queues a write for the end of this loop turn. */
+  push(w: PendingWrite): void {
+    this.pending.push(w);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const list = this.pending;
+    this.pending = [];
+    for (const w of list) {
+      try {
+        this.write(w);
+      } catch {
+        // writeEntry counts its own failures; one bad write never stops the others
+      }
+    }
+  };
 }

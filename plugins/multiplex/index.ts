@@ -19,7 +19,7 @@
  *   once per follower.
  */
 import { Counter } from 'prom-client';
-import { agentName, asSvcError, BoundedLabel, type CallContext, type CallHandler, callParamsHash, CallStage, ErrCancelled, ErrEndpointRequestTimeout, type ExecutionRecord, FINALITY, isDeadline, type Network, paramsHash, type Plugin, type PluginHost, provenanceKey, type RpcResult, serviceKey } from 'svc/plugin';
+import { acquireController, agentName, asSvcError, BoundedLabel, type CallContext, type CallHandler, callParamsHash, CallStage, ErrCancelled, ErrEndpointRequestTimeout, type ExecutionRecord, FINALITY, isDeadline, type Network, paramsHash, type Plugin, type PluginHost, provenanceKey, releaseController, type RpcResult, serviceKey } from 'svc/plugin';
 import { Type } from '@sinclair/typebox';
 import { normalizeMultiplexing } from './erpc.ts';
 
@@ -77,25 +77,6 @@ function copyMetadata(from: ExecutionRecord, to: ExecutionRecord): void {
   if (from.slots) to.slots = new Map(from.slots);
 }
 
-/** Resolves with the value, or rejects with the signal's reason once it aborts. */
-function raceSignal<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signalError(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signalError(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
-}
-
 /**
  * The error a participant ends with when its own signal aborts first (spec §4.7 #2, §7): its
  * deadline (`server.maxTimeout`) is `ErrEndpointRequestTimeout`, like the same call without
@@ -149,19 +130,35 @@ export function multiplexPlugin(): Plugin {
         inFlight: (n) => tables.get(n)?.size ?? 0,
       });
 
-      /** A participant joins: when its own signal aborts it leaves; the last one out cancels the shared execution. */
-      const join = (entry: Entry, signal: AbortSignal): void => {
-        entry.participants++;
-        const leave = () => {
-          entry.participants--;
+      /**
+       * A participant (the leader or a follower) waits for the shared execution, or for its own
+       * signal: one listener does both, leaving the entry (the last one out cancels the shared
+       * execution) and ending this participant's wait with its own error (spec §4.6 #4).
+       */
+      const wait = (entry: Entry, signal: AbortSignal): Promise<RpcResult> => {
+        if (signal.aborted) {
           if (entry.participants === 0) entry.controller.abort(signal.reason);
-        };
-        if (signal.aborted) leave();
-        else signal.addEventListener('abort', leave, { once: true });
-        entry.promise.then(
-          () => signal.removeEventListener('abort', leave),
-          () => signal.removeEventListener('abort', leave),
-        );
+          return Promise.reject(signalError(signal));
+        }
+        entry.participants++;
+        return new Promise<RpcResult>((resolve, reject) => {
+          const onAbort = () => {
+            entry.participants--;
+            if (entry.participants === 0) entry.controller.abort(signal.reason);
+            reject(signalError(signal));
+          };
+          signal.addEventListener('abort', onAbort, { once: true });
+          entry.promise.then(
+            (v) => {
+              signal.removeEventListener('abort', onAbort);
+              resolve(v);
+            },
+            (e: unknown) => {
+              signal.removeEventListener('abort', onAbort);
+              reject(e);
+            },
+          );
+        });
       };
 
       host.hooks.call.tap({ name: 'multiplex', stage: CallStage.MULTIPLEX }, (inner: CallHandler, network: Network): CallHandler => {
@@ -175,7 +172,6 @@ export function multiplexPlugin(): Plugin {
           const existing = table.get(key);
           if (existing) {
             existing.followers++;
-            join(existing, ctx.signal);
             const ua = ctx.http.query['user-agent'] ?? (ctx.http.headers['user-agent'] as string | undefined);
             followersTotal.inc({
               project: ctx.project.id,
@@ -185,7 +181,7 @@ export function multiplexPlugin(): Plugin {
               user: users.value(ctx.identity?.userId ?? 'anonymous'),
               agent_name: agents.value(agentName(ua)),
             });
-            return raceSignal(existing.promise, ctx.signal).then(
+            return wait(existing, ctx.signal).then(
               (r) => {
                 existing.followers--;
                 copyMetadata(existing.record, ctx.record);
@@ -198,18 +194,20 @@ export function multiplexPlugin(): Plugin {
               },
             );
           }
-          // The leader: the shared execution runs on its own signal, aborted when every participant left.
-          const controller = new AbortController();
-          const entry: Entry = { promise: undefined as unknown as Promise<RpcResult>, record: ctx.record, participants: 0, followers: 0, controller };
+          // The leader: the shared execution runs on its own signal, aborted when every participant
+          // left. Its controller is a recycled one (an AbortSignal is costly to build, lib/abort.ts),
+          // handed back once the execution settled.
+          const controller = acquireController();
           const shared: CallContext = { ...ctx, signal: controller.signal };
-          entry.promise = inner(shared).finally(() => {
+          const entry: Entry = { promise: inner(shared), record: ctx.record, participants: 0, followers: 0, controller };
+          const settled = (): void => {
             if (table.get(key) === entry) table.delete(key);
-          });
-          // Followers' rejections are handled on their own chains; this one keeps an unobserved failure quiet.
-          entry.promise.catch(() => undefined);
+            releaseController(controller);
+          };
+          // Handles the shared execution's failure once (each participant handles it on its own chain).
+          entry.promise.then(settled, settled);
           table.set(key, entry);
-          join(entry, ctx.signal);
-          return raceSignal(entry.promise, ctx.signal);
+          return wait(entry, ctx.signal);
         };
       });
     },

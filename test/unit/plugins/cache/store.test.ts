@@ -14,7 +14,7 @@ import { connectionRedactor, decodeEntry, encodeEntry, type CacheEntry, type Con
 import { callKey } from '../../../../plugins/cache/keys.ts';
 import { Policy } from '../../../../plugins/cache/policy.ts';
 import { cacheConfigOf, defaultCacheConfig, type PolicyConfig } from '../../../../plugins/cache/schema.ts';
-import { acceptable, readEntry, writeEntry, type ReadEvent, type Reader, type StoreSink } from '../../../../plugins/cache/store.ts';
+import { acceptable, readEntry, writeEntry, WriteQueue, type PendingWrite, type ReadEvent, type Reader, type StoreSink } from '../../../../plugins/cache/store.ts';
 import type { ResolvedConfig } from '../../../../config/types.ts';
 
 const H1 = `0x${'11'.repeat(32)}`;
@@ -415,4 +415,35 @@ describe('cache store (issue #10 item 1)', () => {
       expect(cacheConfigOf(cfg({ connectors: [{ driver: 'memory' }], policies: [] })).connectors[0]?.id).to.equal('memory-cache');
     });
   });
+
+  describe('WriteQueue (write-backs after the answer)', () => {
+    const w = (n: number) => ({ params: [n] }) as unknown as PendingWrite;
+
+    it('runs the writes of one loop turn together, after the turn, in order', async () => {
+      const seen: unknown[] = [];
+      const q = new WriteQueue((x) => seen.push(x.params));
+      q.push(w(1));
+      q.push(w(2));
+      // Nothing is written on the call's path.
+      expect(seen).to.deep.equal([]);
+      await new Promise((r) => setImmediate(r));
+      expect(seen).to.deep.equal([[1], [2]]);
+      q.push(w(3));
+      await new Promise((r) => setImmediate(r));
+      expect(seen).to.deep.equal([[1], [2], [3]]);
+    });
+
+    it('a write that throws does not stop the others', async () => {
+      const seen: unknown[] = [];
+      const q = new WriteQueue((x) => {
+        if ((x.params as number[])[0] === 1) throw new Error('tier broke');
+        seen.push(x.params);
+      });
+      q.push(w(1));
+      q.push(w(2));
+      await new Promise((r) => setImmediate(r));
+      expect(seen).to.deep.equal([[2]]);
+    });
+  });
 });
+
