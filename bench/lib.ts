@@ -69,6 +69,10 @@ export interface StartTargetOptions {
    * imports TypeScript, e.g. svc's `--build=source`).
    */
   loader?: 'compiled' | 'tsx';
+  /** Write a V8 CPU profile of the target into this directory on exit (`--cpu-prof`), sampled every `cpuProfIntervalUs`. */
+  cpuProfDir?: string;
+  /** Sampling interval of {@link cpuProfDir}, µs (default 1000). */
+  cpuProfIntervalUs?: number;
 }
 
 const compiled = new Map<string, Promise<string>>();
@@ -116,6 +120,16 @@ export interface Target {
   readonly logLines: number;
 }
 
+/** `--cpu-prof` flags of a target: its own profile directory, else BENCH_CPU_PROF_DIR for every target. */
+function cpuProfArgs(opts: StartTargetOptions): string[] {
+  // BENCH_TARGET_NODE_ARGS: extra Node.js flags for every target (e.g. `--heap-prof --heap-prof-dir=/tmp/h`).
+  const extra = (process.env.BENCH_TARGET_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const dir = opts.cpuProfDir ?? process.env.BENCH_CPU_PROF_DIR;
+  if (!dir) return extra;
+  const interval = opts.cpuProfIntervalUs ?? Number(process.env.BENCH_CPU_PROF_INTERVAL ?? 1000);
+  return [...extra, '--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${interval}`];
+}
+
 const live = new Set<ChildProcess>();
 let exitHookInstalled = false;
 function installExitHook(): void {
@@ -151,7 +165,7 @@ export async function startTarget(script: string, opts: StartTargetOptions = {})
   const tsx = opts.loader === 'tsx';
   const child = fork(tsx ? script : await compiledTarget(script), opts.args ?? [], {
     // BENCH_CPU_PROF_DIR: every target writes a V8 CPU profile there on exit (docs/benchmarks.md, "where the time goes").
-    execArgv: [...(tsx ? ['--import', 'tsx', '--conditions=svc-source'] : []), ...(process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`, `--cpu-prof-interval=${process.env.BENCH_CPU_PROF_INTERVAL ?? 1000}`] : [])],
+    execArgv: [...(tsx ? ['--import', 'tsx', '--conditions=svc-source'] : []), ...cpuProfArgs(opts)],
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     env: { ...process.env, ...opts.env },
   });

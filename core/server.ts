@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { compressAnswer, httpInfo, readRequestBody } from './http-io.ts';
+import { acceptsGzip, GZIP_MIN_BYTES } from './compression.ts';
 import { routedPaths, staticKey } from './routed-paths.ts';
 import { RequestScope } from './request-scope.ts';
 import { compileGlobs } from '../lib/glob.ts';
@@ -119,6 +120,62 @@ class ResponseHeaderSink implements HeaderSink {
 }
 
 /**
+ * The `responseHeaders` sink of a proxy answer: the headers are collected as a flat
+ * `[name, value, …]` list and written with the status line in one `writeHead` (issue 27), instead
+ * of one `setHeader` each (Node lowercases, validates and stores every one in an object first).
+ * A second `set` of a name with the same spelling replaces the first.
+ */
+class CollectedHeaders implements HeaderSink {
+  readonly list: string[];
+
+  /** @param statics the headers every response carries (spec §9), first in the list */
+  constructor(statics: readonly string[]) {
+    this.list = statics.slice();
+  }
+
+  set(name: string, value: string): void {
+    if (!name) return;
+    const l = this.list;
+    for (let i = 0; i < l.length; i += 2) {
+      if (l[i] === name) {
+        l[i + 1] = value;
+        return;
+      }
+    }
+    l.push(name, value);
+  }
+
+  /** Writes the collected headers onto the response the ordinary way (answers that take Koa's path). */
+  applyTo(res: ServerResponse): void {
+    const l = this.list;
+    if (res.headersSent) return;
+    for (let i = 0; i < l.length; i += 2) res.setHeader(l[i] as string, l[i + 1] as string);
+  }
+}
+
+/** A single-call answer svc writes itself, past Koa's response handling (see {@link CollectedHeaders}). */
+interface DirectAnswer {
+  status: number;
+  body: string;
+  headers: CollectedHeaders;
+}
+
+/** Direct answers by Koa context, written by the outer middleware once the loop turn ends. */
+const directAnswers = new WeakMap<Koa.Context, DirectAnswer>();
+
+/**
+ * Writes a direct answer: status line and headers in one `writeHead`, the body in one `end`.
+ * Headers a Koa middleware set on the response before (CORS) are kept: Node merges them.
+ */
+function writeDirect(res: ServerResponse, a: DirectAnswer): void {
+  if (res.headersSent || res.writableEnded) return;
+  const h = a.headers.list;
+  h.push('Content-Length', String(Buffer.byteLength(a.body)));
+  res.writeHead(a.status, h);
+  res.end(a.body);
+}
+
+/**
  * Resolves in the event loop's check phase. Koa writes an answer when its middleware settles;
  * settling here instead of at once lets every answer completed in one loop turn go out back to
  * back, so a client waiting in epoll is woken once for several of them rather than once each.
@@ -148,9 +205,15 @@ export function createServer(proxy: Proxy): Koa {
     'X-SVC-Commit': proxy.commit,
     ...cfg.responseHeaders,
   });
+  const gzipOn = cfg.enableGzip;
+  // The same headers as a flat list for direct answers; `Vary` because a direct answer could
+  // have been compressed for another client (what compressAnswer writes on Koa's path).
+  const staticList: readonly string[] = [...staticHeaders.flat(), ...(gzipOn ? ['Vary', 'Accept-Encoding'] : [])];
+  const setStatic = (res: ServerResponse): void => {
+    for (const [name, value] of staticHeaders) res.setHeader(name, value);
+  };
 
   app.on('error', (err: Error) => proxy.logger.debug({ err: err.message }, 'http error'));
-  const gzipOn = cfg.enableGzip;
 
   const router = new Router();
   hooks.routes.call(router);
@@ -160,12 +223,19 @@ export function createServer(proxy: Proxy): Koa {
   // Every response, early errors included, carries the core headers (spec §9). The router
   // runs only for methods some route serves: proxy POSTs skip route matching unless a plugin
   // mounted a POST route.
+  // A proxy POST (no route matched) sets them itself: on its answer's single `writeHead` when it
+  // answers directly, else before its body.
   app.use((k, next) => {
     const res = k.res;
-    for (const [name, value] of staticHeaders) res.setHeader(name, value);
     const paths = served === undefined ? 'any' : served.get(k.method);
-    const done = paths === 'any' || (paths !== undefined && paths.has(staticKey(k.path))) ? routes(k, next) : next();
-    return (gzipOn ? done.then(() => compressAnswer(k)) : done).then(nextTurn);
+    const routed = paths === 'any' || (paths !== undefined && paths.has(staticKey(k.path)));
+    if (routed || k.method !== 'POST') setStatic(res);
+    const done = routed ? routes(k, next) : next();
+    return done.then(() => {
+      const direct = directAnswers.get(k);
+      if (direct) return nextTurn().then(() => writeDirect(res, direct));
+      return (gzipOn ? Promise.resolve(compressAnswer(k)) : Promise.resolve()).then(nextTurn);
+    });
   });
 
   app.use(async (k) => {
@@ -176,6 +246,7 @@ export function createServer(proxy: Proxy): Koa {
     }
     const lifecycle = proxy.lifecycle;
     if (k.method !== 'POST') {
+      // (static headers already set by the outer middleware for every non-POST)
       // Non-POST on proxy paths is a healthcheck (spec §4.1); the healthcheck plugin serves
       // richer answers on its own routes. From SIGTERM on it is 503 (spec §3.2).
       if (lifecycle !== 'serving') {
@@ -188,12 +259,13 @@ export function createServer(proxy: Proxy): Koa {
       // Drain (spec §3.2): a new request is refused and its keep-alive connection ends, so the
       // client's retry reaches another replica; in-flight calls are not affected.
       const err = new ErrServiceShuttingDown('svc is shutting down: retry on another replica');
+      if (!k.res.headersSent) setStatic(k.res);
       k.set('Connection', 'close');
       const batch = await answerRefusal(k, err, refusal);
       hooks.responseHeaders.call(new ResponseHeaderSink(k.res), [], { batch, http: info });
       return;
     }
-    const sink = new ResponseHeaderSink(k.res);
+    const sink = new CollectedHeaders(staticList);
     const meta: ResponseMeta = { batch: false, http: info };
     let target: RouteTarget;
     let scope: RequestScope | undefined;
@@ -235,6 +307,14 @@ export function createServer(proxy: Proxy): Koa {
         const answer = await serveCall(proxy, target, calls[0] as ParsedCall, info, identity, deadlines);
         k.res.off('close', onClose);
         hooks.responseHeaders.call(sink, [answer.record], meta);
+        if (typeof answer.text === 'string' && (!gzipOn || answer.text.length <= GZIP_MIN_BYTES || !acceptsGzip(k.req.headers['accept-encoding']))) {
+          // Nothing to compress: written directly once the loop turn ends (the outer middleware).
+          directAnswers.set(k, { status: answer.status, body: answer.text, headers: sink });
+          k.respond = false;
+          return;
+        }
+        setStatic(k.res);
+        sink.applyTo(k.res);
         k.status = answer.status;
         if (typeof answer.text === 'string') k.body = answer.text;
         else {
@@ -258,12 +338,15 @@ export function createServer(proxy: Proxy): Koa {
         answers.map((a) => a.record),
         meta,
       );
+      setStatic(k.res);
+      sink.applyTo(k.res);
       k.status = 200;
       k.body = smallBatchText(answers) ?? Readable.from(streamArray(answers));
     } catch (e) {
       // Refused as a whole, no call routed (spec §4.1): an array gets one error per element.
+      if (!k.res.headersSent) setStatic(k.res);
       meta.batch = await answerRefusal(k, asSvcError(e), refusal, body);
-      hooks.responseHeaders.call(sink, [], meta);
+      hooks.responseHeaders.call(new ResponseHeaderSink(k.res), [], meta);
     } finally {
       scope?.dispose();
     }

@@ -14,7 +14,8 @@
  * - SIGTERM (or IPC `{type:'stop'}`): prints `{"bench":"final",…}` (same fields) on stdout,
  *   closes the server and exits 0.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -147,16 +148,21 @@ export async function serveTarget(name: string, start: (counter: RequestCounter)
   };
   process.on('SIGTERM', () => void stop());
   process.on('SIGINT', () => void stop());
-  process.on('message', (m: unknown) => {
+  // BENCH_ALLOC_PROFILE=<dir>: a sampling profile of every allocation (collected ones included)
+  // over each measurement window, written there as `<name>-<pid>-<n>.heapprofile` (where the garbage comes from).
+  const alloc = process.env.BENCH_ALLOC_PROFILE ? allocationProfiler(process.env.BENCH_ALLOC_PROFILE, name) : undefined;
+  process.on('message', async (m: unknown) => {
     const type = (m as { type?: unknown } | null)?.type;
     if (type === 'reset') {
       counter.count = 0;
       counter.calls = 0;
       cpuBase = process.cpuUsage();
       if (threadBase) threadBase = threadCpuTicks();
+      if (alloc) await alloc.start();
       process.send?.({ type: 'reset', ok: true });
     } else if (type === 'report') {
       const r = report();
+      if (alloc) await alloc.stop(r.requests);
       if (threadBase) {
         const now = threadCpuTicks();
         const parts = [...now].map(([k, v]) => `${k} ${(((v - (threadBase?.get(k) ?? 0)) * 10_000) / Math.max(1, r.requests)).toFixed(1)}`);
@@ -201,4 +207,27 @@ function threadCpuTicks(): Map<string, number> {
     // not Linux: no breakdown
   }
   return out;
+}
+
+/** Starts and stops V8's sampling heap profiler with collected objects included (bench diagnostics). */
+function allocationProfiler(dir: string, name: string): { start(): Promise<void>; stop(requests: number): Promise<void> } {
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))));
+  let n = 0;
+  let on = false;
+  return {
+    async start() {
+      if (on) await post('HeapProfiler.stopSampling');
+      await post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      on = true;
+    },
+    async stop(requests: number) {
+      if (!on) return;
+      on = false;
+      const res = (await post('HeapProfiler.stopSampling')) as { profile: unknown };
+      writeFileSync(`${dir}/${name}-${process.pid}-${n++}.heapprofile`, JSON.stringify({ requests, ...(res.profile as object) }));
+    },
+  };
 }

@@ -118,6 +118,7 @@ export class NetworkChainState implements NetworkChainStateView {
    * wrong-chain upstream cannot poison the network's head for good.
    */
   countedUpstreams: () => Iterable<Upstream> = () => this.network.upstreams;
+  // (The evm-state plugin's list is reused from call to call: iterate it at once, never keep it.)
 
   /**
    * Highest latest block over the network's counted upstreams ({@link countedUpstreams}: by

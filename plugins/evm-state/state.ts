@@ -89,9 +89,15 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
    * policy nor cordoned for every method when the policy honours cordons (all verified
    * ones when that leaves none).
    */
+  // Scratch lists of `counted`, reused: it runs several times per call (every read of the network
+  // head), and its callers only iterate the answer at once (chain.ts `countedUpstreams`).
+  const verified: Upstream[] = [];
+  const chosen: Upstream[] = [];
   const counted = (n: Network): Upstream[] => {
     // Read on every call (the network head), so plain loops rather than filter closures.
     const all = n.upstreams;
+    verified.length = 0;
+    chosen.length = 0;
     let anyReady = false;
     for (const u of all) {
       if (u.state === 'ready') {
@@ -101,8 +107,6 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     }
     const sel = selectionView(n);
     const health = n.project.health;
-    const verified: Upstream[] = [];
-    const chosen: Upstream[] = [];
     for (const u of all) {
       if (anyReady && u.state !== 'ready') continue;
       // A shadow upstream (issue #14) never serves, so its head is not the network's.
