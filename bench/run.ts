@@ -17,7 +17,7 @@
  *
  * Settings: BENCH_CONNECTIONS (32), BENCH_DURATION (s, 5), BENCH_REPS (3), BENCH_WARMUP (s, 1);
  * BENCH_SCENARIOS (comma list of scenario keys, default all), BENCH_SKIP_HEDGE, BENCH_SKIP_BURST,
- * BENCH_SKIP_CONSENSUS, BENCH_SKIP_MEMORY, BENCH_SKIP_PROFILE (`1` leaves that section out; a partial run still writes
+ * BENCH_SKIP_CONSENSUS, BENCH_SKIP_MEMORY, BENCH_SKIP_PROFILE, BENCH_SKIP_WRITEBACK (`1` leaves that section out; a partial run still writes
  * bench/RESULTS.md). BENCH_ONLY_CONSENSUS=1 runs only the consensus and integrity section and
  * prints it, leaving bench/RESULTS.md as it was (a quick check of one section).
  * Output: a markdown report on stdout, also written to bench/RESULTS.md.
@@ -32,6 +32,7 @@ import { consensusScenario } from './consensus.ts';
 import { targetsSection } from './targets-check.ts';
 import { hedgeScenario } from './hedge.ts';
 import { profileSection } from './profile.ts';
+import { writebackSection } from './writeback.ts';
 import { memoryScenario } from './memory.ts';
 import {
   batchBody,
@@ -343,8 +344,12 @@ async function main(): Promise<void> {
   addRatio('h/d″: svc as shipped, unique calls / Koa forwarder, same calls', by('svc-shipped'), by('fwd-koa-unique'));
   addRatio('h/h′: svc as shipped / svc with cache and multiplexing off, unique calls', by('svc-shipped'), by('svc-nocache-unique'));
   addRatio('h′/h″: svc default preset / minimal preset, unique calls, cache off', by('svc-nocache-unique'), by('svc-minimal-unique'));
+  addRatio('h‴/h′: memory cache alone (read miss + write-back) / both off, unique calls', by('svc-cacheonly-unique'), by('svc-nocache-unique'));
+  addRatio('h⁗/h′: multiplexing alone / both off, unique calls', by('svc-muxonly-unique'), by('svc-nocache-unique'));
   const ratios = markdownTable(['Ratio (same run, ratio of medians)', 'CPU/req', 'p50', 'p99'], ratioRows);
-  const targets = `\n${targetsSection(by)}`;
+  // The memory tier's write-back alone (BENCH_SKIP_WRITEBACK=1 leaves it out): target 2 reads it.
+  const writeback = process.env.BENCH_SKIP_WRITEBACK === '1' ? undefined : await writebackSection(settings.reps);
+  const targets = `\n${targetsSection((key) => (key === 'writeback' ? (writeback ? { cpuPerReq: writeback.medianMicros, cpuPerCall: writeback.medianMicros, rps: 0, peakRssMiB: 0 } : undefined) : by(key)))}`;
 
   const svc = by('svc');
   const fwd = by('fwd');
@@ -412,7 +417,7 @@ ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, time
   const compression = `\n${await compressionScenario()}\n`;
   // Where the time goes: CPU profiles of svc as shipped and the floor (BENCH_SKIP_PROFILE=1 leaves it out).
   const profile = process.env.BENCH_SKIP_PROFILE === '1' ? '' : `\n${await profileSection(settings)}\n`;
-  const report = md + targets + cache + hedge + burst + consensus + memory + compression + profile;
+  const report = md + targets + (writeback ? `\n${writeback.text}` : '') + cache + hedge + burst + consensus + memory + compression + profile;
   process.stdout.write(report);
   const out = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
   writeFileSync(out, report);

@@ -33,7 +33,7 @@ interface Target {
 const TARGETS: Target[] = [
   { name: 'svc as shipped, unique calls, CPU/req ÷ min forwarder', of: ['svc-shipped', 'fwd-unique'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 2, kind: 'at most' },
   { name: 'svc as shipped, unique calls, CPU/req ÷ Koa forwarder', of: ['svc-shipped', 'fwd-koa-unique'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 1.3, kind: 'at most' },
-  { name: 'memory cache write-back + multiplexing, CPU µs per miss', of: ['svc-shipped', 'svc-nocache-unique'], value: (a, b) => a.cpuPerReq - b.cpuPerReq, bound: 5, kind: 'at most', unit: 'µs' },
+  { name: 'memory cache write-back, CPU µs per miss (alone, hashing and eviction included)', of: ['writeback', 'writeback'], value: (a) => a.cpuPerReq, bound: 5, kind: 'at most', unit: 'µs' },
   { name: 'default preset ÷ minimal preset, same unique calls (cache off)', of: ['svc-nocache-unique', 'svc-minimal-unique'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 1.25, kind: 'at most' },
   { name: 'memory cache hit CPU/req ÷ bare Koa + router', of: ['svc-cache', 'koa'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 1.3, kind: 'at most' },
   { name: 'svc batch10, upstream supportsBatch, CPU/req ÷ min forwarder batch10', of: ['svc-batch-ob', 'fwd-batch'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 5, kind: 'at most' },

@@ -137,7 +137,7 @@ describe('e2e: shared cache tiers on real Redis and PostgreSQL (issue #10 item 6
       await redis?.stop();
     });
 
-    it('calls are answered from the upstream once the 1 s read timeout passes; the tier holds no call; shutdown does not hang', async () => {
+    it('calls are answered from the upstream once the 1 s read timeout passes; a write-back to the stalled tier delays no answer; the tier holds no call; shutdown does not hang', async () => {
       await untilHit(svc!.url, 'eth_getBlockByNumber', [hex(34), false]);
       process.kill(redis.pid, 'SIGSTOP');
       const answers = await Promise.all([35, 36, 37].map((n) => post(svc!.url, 'eth_getBlockByNumber', [hex(n), false])));
@@ -145,6 +145,17 @@ describe('e2e: shared cache tiers on real Redis and PostgreSQL (issue #10 item 6
         expect(r.status).to.equal(200);
         expect((r.json.result as { number: string }).number).to.equal(hex(35 + i));
         expect(r.headers['x-svc-cache']).to.equal('MISS');
+      }
+      // The write-back is off the response path: with reads skipped, a miss whose write to the
+      // stalled tier can never finish is answered as soon as the upstream answers, far inside the
+      // 1 s tier timeout it would otherwise wait for.
+      for (const n of [38, 39, 40]) {
+        const t0 = performance.now();
+        const r = await httpRequest('POST', `${svc!.url}${PATH}`, body('eth_getBlockByNumber', [hex(n), false]), { 'X-SVC-Skip-Cache-Read': 'true' });
+        const ms = performance.now() - t0;
+        expect(r.status).to.equal(200);
+        expect((r.json.result as { number: string }).number).to.equal(hex(n));
+        expect(ms, 'a miss waits for no cache write').to.be.below(500);
       }
       // Shutdown with the server still stalled: QUIT is never answered, the connection is dropped.
       await svc!.close();
