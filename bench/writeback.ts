@@ -22,16 +22,16 @@ interface WritebackRound {
 const CHILD = fileURLToPath(new URL('./writeback-child.ts', import.meta.url));
 
 /** Runs the child and collects its rounds. */
-function runChild(rounds: number): Promise<WritebackRound[]> {
+function runChild(rounds: number): Promise<{ rounds: WritebackRound[]; heapPerEntry: number; accountedPerEntry: number }> {
   return new Promise((resolve, reject) => {
-    const child = fork(CHILD, [String(rounds)], { execArgv: ['--import', 'tsx', '--conditions=svc-source'], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    const child = fork(CHILD, [String(rounds)], { execArgv: ['--expose-gc', '--import', 'tsx', '--conditions=svc-source'], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
     let out = '';
     child.stdout?.on('data', (d: Buffer) => (out += d.toString('utf8')));
     child.on('error', reject);
     child.on('exit', (code) => {
       if (code !== 0) return reject(new Error(`write-back bench child exited with ${code}`));
       try {
-        resolve(JSON.parse(out.trim().split('\n').pop() ?? '[]') as WritebackRound[]);
+        resolve(JSON.parse(out.trim().split('\n').pop() ?? '{}') as { rounds: WritebackRound[]; heapPerEntry: number; accountedPerEntry: number });
       } catch (e) {
         reject(e instanceof Error ? e : new Error(String(e)));
       }
@@ -46,7 +46,7 @@ function runChild(rounds: number): Promise<WritebackRound[]> {
  */
 export async function writebackSection(reps: number): Promise<{ text: string; medianMicros: number }> {
   progress('write-back: the memory tier filled to its bound, then unique misses written back');
-  const rounds = await runChild(Math.max(1, reps));
+  const { rounds, heapPerEntry, accountedPerEntry } = await runChild(Math.max(1, reps));
   const med = median(rounds.map((r) => r.cpuMicrosPerWrite));
   for (const [i, r] of rounds.entries()) progress(`  round ${i + 1}/${rounds.length}: ${fmt(r.cpuMicrosPerWrite, 2)} µs CPU per write-back, ${r.entries} entries held`);
   const rows = rounds.map((r, i) => [String(i + 1), fmt(r.writes, 0), fmt(r.cpuMicrosPerWrite, 2), fmt(r.entries, 0), fmt(r.heapUsedMiB, 0)]);
@@ -58,6 +58,8 @@ export async function writebackSection(reps: number): Promise<{ text: string; me
     markdownTable(['Round', 'writes', 'CPU µs per write-back', 'entries held', 'heap used MiB'], rows),
     '',
     `Median: **${fmt(med, 2)} µs** per write-back (target: at most 5 µs).`,
+    '',
+    `Memory: once full, the tier held ${fmt(heapPerEntry, 0)} bytes of heap per entry after a full GC, and accounted ${fmt(accountedPerEntry, 0)} bytes per entry towards \`maxTotalSize\` (${fmt(accountedPerEntry / heapPerEntry, 2)}× the real heap), so the byte bound is a bound on the heap the tier really holds. With the default 100,000-entry bound, answers of this size hold about ${fmt((heapPerEntry * 100_000) / 2 ** 20, 0)} MiB.`,
     '',
   ].join('\n');
   return { text, medianMicros: med };
