@@ -350,7 +350,10 @@ async function main(): Promise<void> {
   const ratios = markdownTable(['Ratio (same run, ratio of medians)', 'CPU/req', 'p50', 'p99'], ratioRows);
   // The memory tier's write-back alone (BENCH_SKIP_WRITEBACK=1 leaves it out): target 2 reads it.
   const writeback = process.env.BENCH_SKIP_WRITEBACK === '1' ? undefined : await writebackSection(settings.reps);
-  const targets = `\n${targetsSection((key) => (key === 'writeback' ? (writeback ? { cpuPerReq: writeback.medianMicros, cpuPerCall: writeback.medianMicros, rps: 0, peakRssMiB: 0 } : undefined) : by(key)))}`;
+  // server.workers: 1 worker against auto (BENCH_SKIP_WORKERS=1 leaves it out).
+  const workers = process.env.BENCH_SKIP_WORKERS === '1' ? undefined : await workersScenario(settings);
+  const figure = (v: number | undefined) => (v === undefined ? undefined : { cpuPerReq: v, cpuPerCall: v, rps: 0, peakRssMiB: 0 });
+  const targets = `\n${targetsSection((key) => (key === 'writeback' ? figure(writeback?.medianMicros) : key === 'workers' ? figure(workers?.cpuRatio) : by(key)))}`;
 
   const svc = by('svc');
   const fwd = by('fwd');
@@ -416,11 +419,9 @@ ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, time
   const memory = process.env.BENCH_SKIP_MEMORY === '1' ? '' : `\n${await memoryScenario()}\n`;
   // Issue #11 "Also": the CPU cost of gzip per KiB of answer.
   const compression = `\n${await compressionScenario()}\n`;
-  // server.workers: 1 worker against auto (BENCH_SKIP_WORKERS=1 leaves it out).
-  const workers = process.env.BENCH_SKIP_WORKERS === '1' ? '' : `\n${await workersScenario(settings)}\n`;
   // Where the time goes: CPU profiles of svc as shipped and the floor (BENCH_SKIP_PROFILE=1 leaves it out).
   const profile = process.env.BENCH_SKIP_PROFILE === '1' ? '' : `\n${await profileSection(settings)}\n`;
-  const report = md + targets + (writeback ? `\n${writeback.text}` : '') + cache + hedge + burst + consensus + memory + compression + workers + profile;
+  const report = md + targets + (writeback ? `\n${writeback.text}` : '') + cache + hedge + burst + consensus + memory + compression + (workers ? `\n${workers.text}\n` : '') + profile;
   process.stdout.write(report);
   const out = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
   writeFileSync(out, report);

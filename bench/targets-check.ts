@@ -37,6 +37,7 @@ const TARGETS: Target[] = [
   { name: 'default preset ÷ minimal preset, same unique calls (cache off)', of: ['svc-nocache-unique', 'svc-minimal-unique'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 1.25, kind: 'at most' },
   { name: 'memory cache hit CPU/req ÷ bare Koa + router', of: ['svc-cache', 'koa'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 1.3, kind: 'at most' },
   { name: 'svc batch10, upstream supportsBatch, CPU/req ÷ min forwarder batch10', of: ['svc-batch-ob', 'fwd-batch'], value: (a, b) => a.cpuPerReq / b.cpuPerReq, bound: 5, kind: 'at most' },
+  { name: 'server.workers auto ÷ 1 worker, CPU/req (svc start, whole process tree)', of: ['workers', 'workers'], value: (a) => a.cpuPerReq, bound: 1.1, kind: 'at most' },
   { name: 'svc as shipped peak RSS ÷ min forwarder', of: ['svc-shipped', 'fwd-unique'], value: (a, b) => a.peakRssMiB / b.peakRssMiB, bound: 1.3, kind: 'at most' },
 ];
 

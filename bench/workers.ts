@@ -126,9 +126,9 @@ async function stopSvc(s: Subject): Promise<void> {
 /**
  * Measures `svc start` with 1 worker and with `auto`.
  * @param settings connections, duration (s), rounds and warm-up (s)
- * @returns the markdown section
+ * @returns the markdown section and the CPU-per-request ratio of `auto` to 1 worker
  */
-export async function workersScenario(settings: BenchSettings): Promise<string> {
+export async function workersScenario(settings: BenchSettings): Promise<{ text: string; cpuRatio: number }> {
   const auto = os.availableParallelism();
   progress(`workers: svc start with server.workers 1 and auto (${auto}), unique eth_getBalance, default preset`);
   const subjects: Subject[] = [];
@@ -160,7 +160,7 @@ export async function workersScenario(settings: BenchSettings): Promise<string> 
   const rows = subjects.map((s) => [s.label, String(s.runs[0]?.processes ?? 0), fmt(med(s, 'cpuPerReq'), 1), Number.isNaN(med(s, 'primaryCpuPerReq')) ? '–' : fmt(med(s, 'primaryCpuPerReq'), 1), fmt(med(s, 'rps'), 0), fmt(med(s, 'p99Ms'), 2)]);
   const cpuRatio = med(many, 'cpuPerReq') / med(one, 'cpuPerReq');
   const rpsRatio = med(many, 'rps') / med(one, 'rps');
-  return [
+  const text = [
     '## Workers: `server.workers` 1 and auto',
     '',
     `\`svc start\` (the compiled CLI) with the default preset as shipped, each behind its own fake upstream, under the unique \`eth_getBalance\` load (${settings.connections} connections, ${settings.durationS} s × ${settings.reps} interleaved rounds after a ${settings.warmupS} s warm-up). CPU is the whole process tree's (the cluster primary and its workers, from /proc) per completed request.`,
@@ -172,4 +172,5 @@ export async function workersScenario(settings: BenchSettings): Promise<string> 
     `What the ratio means here: this machine has ${auto} logical cores and the load generator (autocannon, in the bench's own process) and the fake upstream run on them too, so \`auto\` workers compete with both for the same cores: requests per second cannot scale with the worker count on this machine, and CPU per request is the figure to read. The cluster itself costs little: the primary's own CPU is in its column (it only hands each new connection to a worker; budgets in the memory store are its IPC). The rest of the rise is five busy processes (primary, two workers, the load generator, the upstream) time-sharing two cores: more context switches and colder CPU caches per request, and each worker's own state poller, memory cache and multiplexing table; it varies from round to round with how the scheduler interleaves them. On a machine whose cores are svc's own, each worker adds about one core of throughput.`,
     '',
   ].join('\n');
+  return { text, cpuRatio };
 }
