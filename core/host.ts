@@ -4,6 +4,7 @@
  * boot. A plugin written in its own package sees only this surface (through `svc/plugin`), never
  * the `Proxy` class, so a second installed copy of svc or a refactor of the core cannot break it.
  */
+import type { IncomingMessage, Server } from 'node:http';
 import type { Registry } from 'prom-client';
 import semver from 'semver';
 import type { CallContext, HttpRequestInfo } from './context.ts';
@@ -19,6 +20,8 @@ import type { LifecycleState, LifecycleStatus } from './drain.ts';
 import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import type { Upstream } from './registry/upstream.ts';
+import type { RouteTarget } from './routing.ts';
+import type { JsonRpcInput, JsonRpcOutput } from './serve.ts';
 
 /**
  * A plugin (DESIGN "The plugin contract"). In `apply` it taps hooks and registers metrics and
@@ -189,6 +192,29 @@ export interface PluginHost {
    * @param k the Koa context of a route the plugin mounted
    */
   requestInfo(k: KoaContext): HttpRequestInfo;
+  /**
+   * {@link requestInfo} of a plain Node request (a WebSocket upgrade, spec §4.1): headers, first
+   * query values, host without port, path, and the client address through
+   * `server.trustedIPForwarders`.
+   */
+  requestInfoOf(req: IncomingMessage): HttpRequestInfo;
+  /**
+   * The project and network a request path names (spec §4.1), as the HTTP server routes it:
+   * `/<project>/evm/<chainId>`, `/<project>/<alias>`, `/<project>`, or through
+   * `server.aliasing.rules` on the Host.
+   * @param path the URL path (no query)
+   * @param host the Host header, lower-cased, without port
+   * @throws ErrProjectNotFound or ErrNetworkNotSupported (HTTP 404); ErrInvalidRequest on a malformed path
+   */
+  resolveRoute(path: string, host: string): Promise<RouteTarget>;
+  /**
+   * Serves a whole JSON-RPC body (a call or a batch) through the same pipeline as an HTTP POST
+   * (spec §4.2): limits, deadlines, every plugin's taps; refusals answered as JSON-RPC errors.
+   * For transports a plugin adds (the WebSocket endpoint). Never rejects.
+   */
+  serveJsonRpc(input: JsonRpcInput): Promise<JsonRpcOutput>;
+  /** The listening HTTP server once started (plugins add `upgrade` handlers from the `listening` hook on). */
+  readonly httpServer: Server | undefined;
 }
 
 /** A plugin broke the contract: a missing dependency, a duplicate name, a version mismatch, a config read too early. */

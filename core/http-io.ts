@@ -3,7 +3,7 @@
  * `server.maxBodySize` (decoded first when it is compressed), and the answer gzipped for clients
  * that accept it (issue #8 item 5, issue #11 "Also"), and the Node server options.
  */
-import type { ServerOptions } from 'node:http';
+import type { IncomingMessage, ServerOptions } from 'node:http';
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { decodeBody, readBodyCapped } from '../lib/body.ts';
@@ -106,6 +106,32 @@ export function httpInfo(k: Koa.Context, clients: ClientAddressResolver): HttpRe
     host: hostHeader.replace(/:\d+$/, '').toLowerCase(),
     path: k.path,
     // Set by the proxy route once resolved; declared here so every info has one shape.
+    networkId: undefined,
+  };
+}
+
+/**
+ * {@link httpInfo} of a plain Node request (a WebSocket upgrade, no Koa context): the same facts,
+ * the query's first values from the URL.
+ * @param req the Node request
+ * @param clients the server's client address resolver
+ */
+export function nodeRequestInfo(req: IncomingMessage, clients: ClientAddressResolver): HttpRequestInfo {
+  const url = new URL(req.url ?? '/', 'http://svc.invalid');
+  let query = NO_QUERY;
+  if (url.search !== '') {
+    const q: Record<string, string> = {};
+    for (const [key, v] of url.searchParams) if (!(key in q)) q[key] = v;
+    query = q;
+  }
+  const peer = req.socket.remoteAddress ?? '';
+  return {
+    headers: req.headers,
+    query,
+    remoteAddress: peer,
+    clientAddress: clients.resolve(peer, req.headers),
+    host: (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase(),
+    path: url.pathname,
     networkId: undefined,
   };
 }

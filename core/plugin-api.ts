@@ -94,6 +94,8 @@ export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/ma
 export { acquireController, linkedController, releaseController, sleep } from '../lib/abort.ts';
 export { addressList, inList } from '../lib/client-address.ts';
 export { readRequestBody } from './http-io.ts';
+export type { RouteTarget } from './routing.ts';
+export type { JsonRpcInput, JsonRpcOutput } from './serve.ts';
 export { excerptOf, redactText, redactTree, redactUrl } from '../lib/redact.ts';
 export { closeRedisClient, openRedisClient, type RedisClient } from '../lib/redis.ts';
 export {

@@ -3,8 +3,10 @@
  * `new Proxy(config).use(...plugins)`, then `start()`. Plugins tap hooks in `apply`; the
  * proxy builds every network's and upstream's chain once, then serves.
  */
-import { createServer as createHttpServer, type Server } from 'node:http';
-import { httpInfo, httpServerOptions } from './http-io.ts';
+import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
+import { httpInfo, httpServerOptions, nodeRequestInfo } from './http-io.ts';
+import { compileAliasMatchers, pathSegments, resolveRoute, type AliasMatcher, type RouteTarget } from './routing.ts';
+import { serveJsonRpc, type JsonRpcInput, type JsonRpcOutput } from './serve.ts';
 import type { Pool } from 'undici';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
@@ -236,6 +238,26 @@ export class Proxy implements PluginHost {
   requestInfo(k: Koa.Context): HttpRequestInfo {
     this.clients ??= new ClientAddressResolver(this.config.server.trustedIPForwarders, this.config.server.trustedIPHeaders);
     return httpInfo(k, this.clients);
+  }
+
+  requestInfoOf(req: IncomingMessage): HttpRequestInfo {
+    this.clients ??= new ClientAddressResolver(this.config.server.trustedIPForwarders, this.config.server.trustedIPHeaders);
+    return nodeRequestInfo(req, this.clients);
+  }
+
+  private aliasMatchers?: AliasMatcher[];
+
+  async resolveRoute(path: string, host: string): Promise<RouteTarget> {
+    this.aliasMatchers ??= compileAliasMatchers(this.config.server.aliasing.rules);
+    return resolveRoute(this, pathSegments(path), host, this.aliasMatchers);
+  }
+
+  serveJsonRpc(input: JsonRpcInput): Promise<JsonRpcOutput> {
+    return serveJsonRpc(this, input);
+  }
+
+  get httpServer(): Server | undefined {
+    return this.server;
   }
 
   addUpstreamFromConfig(project: Project, entry: UpstreamInput): Upstream {

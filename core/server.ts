@@ -12,100 +12,16 @@ import { compressAnswer, httpInfo, readRequestBody } from './http-io.ts';
 import { acceptsGzip, GZIP_MIN_BYTES } from './compression.ts';
 import { routedPaths, staticKey } from './routed-paths.ts';
 import { RequestScope } from './request-scope.ts';
-import { compileGlobs } from '../lib/glob.ts';
 import pLimit from 'p-limit';
-import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo, type Identity } from './context.ts';
-import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound, ErrServiceShuttingDown, SvcError } from './errors.ts';
-import { toJsonRpcError, wireError } from './errors-wire.ts';
-import { answerBytes, parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedBody, type ParsedCall } from './jsonrpc.ts';
-import type { Network } from './registry/network.ts';
-import type { Project } from './registry/project.ts';
+import type { Identity } from './context.ts';
+import { asSvcError, ErrCancelled, ErrInvalidRequest, ErrServiceShuttingDown } from './errors.ts';
+import { answerBytes, parseRequestBody, type ParsedBody, type ParsedCall } from './jsonrpc.ts';
 import type { Proxy } from './proxy.ts';
+import { compileAliasMatchers, pathSegments, resolveRoute, type RouteTarget } from './routing.ts';
+import { serveCall, smallBatchText, streamArray, type CallAnswer } from './serve.ts';
 import type { HeaderSink, ResponseMeta } from './hooks.ts';
 import { ClientAddressResolver } from '../lib/client-address.ts';
 import { answerRefusal, type RefusalLimits } from './early-refusal.ts';
-
-/** Where a request is routed: a project and, when the URL names one, a network. */
-export interface RouteTarget {
-  project: Project;
-  /** Network from the URL; undefined when the body's `networkId` must name it. */
-  network?: Network;
-}
-
-/** One serialised call answer. */
-interface CallAnswer {
-  /** A string, or pieces around an upstream's raw result bytes (large answers, issue #8 item 5). */
-  text: AnswerBody;
-  status: number;
-  record: ExecutionRecord;
-}
-
-/**
- * Resolves the project and network named by a path (spec §4.1): a configured project id
- * first, then `server.aliasing.rules` on the Host; a numeric segment is a chain id only after
- * aliasing. Throws `ErrProjectNotFound` / `ErrNetworkNotSupported` (HTTP 404).
- */
-export async function resolveTarget(proxy: Proxy, segments: readonly string[], host: string, aliasMatchers: readonly AliasMatcher[]): Promise<RouteTarget> {
-  return resolveRoute(proxy, segments, host, aliasMatchers);
-}
-
-/**
- * {@link resolveTarget} without a promise when the registry already has the network (the
- * common case): a promise only when the `resolveNetwork` hook must be asked.
- * @throws ErrProjectNotFound / ErrNetworkNotSupported, synchronously or through the promise
- */
-function resolveRoute(proxy: Proxy, segments: readonly string[], host: string, aliasMatchers: readonly AliasMatcher[]): RouteTarget | Promise<RouteTarget> {
-  let project = segments[0] !== undefined ? proxy.projects.get(segments[0]) : undefined;
-  let rest: readonly string[];
-  if (project) rest = segments.slice(1);
-  else {
-    const rule = aliasMatchers.find((m) => m.match(host));
-    if (!rule) throw new ErrProjectNotFound(`project "${segments[0] ?? ''}" not found`);
-    project = proxy.projects.get(rule.rule.serveProject);
-    if (!project) throw new ErrProjectNotFound(`aliasing rule serves project "${rule.rule.serveProject}", which is not configured`);
-    rest = segments;
-    if (rule.rule.serveArchitecture) {
-      rest = rule.rule.serveChain !== undefined ? ['evm', String(rule.rule.serveChain), ...rest] : ['evm', ...rest];
-    }
-  }
-  if (rest.length === 0) return { project };
-  if (rest.length === 2 && rest[0] === 'evm') {
-    const chain = rest[1] as string;
-    if (!/^\d+$/.test(chain)) throw chainNotSupported(chain, project);
-    const id = `evm:${Number(chain)}`;
-    const known = project.networks.get(id);
-    if (known) return { project, network: known };
-    const found = project;
-    return proxy.getNetwork(project, id).then((network) => {
-      if (!network) throw chainNotSupported(chain, found);
-      return { project: found, network };
-    });
-  }
-  if (rest.length === 1) {
-    const network = project.aliases.get(rest[0] as string);
-    if (network) return { project, network };
-    throw new ErrNetworkNotSupported(`network alias "${rest[0]}" is not known in project ${project.id}`);
-  }
-  throw new ErrNetworkNotSupported(`path /${segments.join('/')} names no network`);
-}
-
-function chainNotSupported(chain: string, project: Project): ErrNetworkNotSupported {
-  return new ErrNetworkNotSupported(`network evm:${chain} is not supported by project ${project.id}`);
-}
-
-/** A compiled aliasing rule. */
-export interface AliasMatcher {
-  rule: { serveProject: string; serveArchitecture?: 'evm'; serveChain?: string | number };
-  match: (host: string) => boolean;
-}
-
-/** Normalises a body `networkId` (`evm:<chainId>`, hex or decimal chain) to `evm:<decimal>`. */
-export function normaliseNetworkId(id: string): string | undefined {
-  const m = /^evm:(0x[0-9a-fA-F]+|\d+)$/.exec(id.trim());
-  if (!m) return undefined;
-  const n = Number(m[1]);
-  return Number.isSafeInteger(n) && n > 0 ? `evm:${n}` : undefined;
-}
 
 /**
  * The `responseHeaders` hook's sink: writes straight to the Node response, with Koa's
@@ -197,7 +113,7 @@ export function createServer(proxy: Proxy): Koa {
   const parseLimits = { maxDepth: cfg.maxJsonDepth };
   const refusal: RefusalLimits = { maxBodySize: cfg.maxBodySize, maxBatchSize: cfg.maxBatchSize, parse: parseLimits, details: cfg.includeErrorDetails };
   const clients = new ClientAddressResolver(cfg.trustedIPForwarders, cfg.trustedIPHeaders);
-  const aliasMatchers: AliasMatcher[] = cfg.aliasing.rules.map((rule) => ({ rule, match: compileGlobs(rule.matchDomain, { nocase: true }) }));
+  const aliasMatchers = compileAliasMatchers(cfg.aliasing.rules);
   const staticHeaders: ReadonlyArray<readonly [string, string]> = Object.entries({
     // Set before the body so Koa does not add a charset (spec §4.5: `application/json`).
     'Content-Type': 'application/json',
@@ -354,120 +270,3 @@ export function createServer(proxy: Proxy): Koa {
   return app;
 }
 
-/**
- * The non-empty, percent-decoded segments of a request path.
- * @throws ErrInvalidRequest on a malformed percent-encoding
- */
-function pathSegments(path: string): string[] {
-  const out: string[] = [];
-  try {
-    for (const s of path.split('/')) if (s !== '') out.push(decodeURIComponent(s));
-  } catch {
-    throw new ErrInvalidRequest(`invalid percent-encoding in path ${path}`);
-  }
-  return out;
-}
-
-/** Batch answers up to this many characters are written as one string (a stream costs more below it). */
-const SMALL_BATCH_CHARS = 64 * 1024;
-
-/**
- * A small batch answer as one string, or undefined when it is large (or holds raw result bytes)
- * and must stream (spec §4.2 #8): writing a stream costs a pipeline, an AbortController and more
- * per response, which dominate a small batch (issue #11).
- */
-function smallBatchText(answers: readonly CallAnswer[]): string | undefined {
-  let n = 2;
-  for (const a of answers) {
-    if (typeof a.text !== 'string') return undefined;
-    n += a.text.length + 1;
-    if (n > SMALL_BATCH_CHARS) return undefined;
-  }
-  return `[${(answers as ReadonlyArray<{ text: string }>).map((a) => a.text).join(',')}]`;
-}
-
-/** Yields a batch answer element by element (and piece by piece), so it is never one big string (spec §4.2 #8). */
-function* streamArray(answers: readonly CallAnswer[]): Generator<string | Buffer> {
-  if (answers.length === 0) {
-    yield '[';
-  }
-  for (let i = 0; i < answers.length; i++) {
-    const t = (answers[i] as CallAnswer).text;
-    if (typeof t === 'string') yield i === 0 ? `[${t}` : `,${t}`;
-    else {
-      yield i === 0 ? '[' : ',';
-      yield* t;
-    }
-  }
-  yield ']';
-}
-
-/** svc's own code failed for one element: id null, -32603 (spec §4.2 #6). */
-function internalFailure(proxy: Proxy, call: ParsedCall, e: unknown, record = newExecutionRecord(call.method)): CallAnswer {
-  // Log the original exception's stack: an ErrInternal wraps it as its cause.
-  const original: unknown = e instanceof ErrInternal && e.cause !== undefined ? e.cause : e;
-  proxy.logger.error({ err: original instanceof Error ? original.stack : String(original), method: call.method }, 'internal failure serving a call');
-  const err = asSvcError(e);
-  record.error = err;
-  return { text: serializeError('null', toJsonRpcError(err, call.method, proxy.config.server.includeErrorDetails)), status: err.httpStatus, record };
-}
-
-/**
- * Serves one JSON-RPC call: resolves its network, builds its context with a deadline, runs
- * the directives hook and the network's handler, and serialises the answer with the caller's id.
- * Never rejects: a named error is the caller's answer; anything else is svc's own failure,
- * answered as an internal error with id null (spec §4.2 #6).
- */
-async function serveCall(
-  proxy: Proxy,
-  target: RouteTarget,
-  call: ParsedCall,
-  http: HttpRequestInfo,
-  identity: CallContext['identity'],
-  scope: RequestScope,
-): Promise<CallAnswer> {
-  const cfg = proxy.config.server;
-  const record = newExecutionRecord(call.method);
-  let ctx: CallContext | undefined;
-  let release: (() => void) | undefined;
-  try {
-    if (call.invalid) throw call.invalid;
-    let network = target.network;
-    if (!network) {
-      if (call.networkId === undefined) throw new ErrNetworkNotSupported(`no network: call /${target.project.id}/evm/<chainId> or set the body field networkId`);
-      const id = normaliseNetworkId(call.networkId);
-      network = id ? await proxy.getNetwork(target.project, id) : undefined;
-      if (!network) throw new ErrNetworkNotSupported(`network ${JSON.stringify(call.networkId)} is not supported by project ${target.project.id}`);
-    }
-    const started = scope.start();
-    release = started.release;
-    ctx = {
-      project: target.project,
-      network,
-      request: call,
-      directives: {},
-      identity,
-      http,
-      signal: started.signal,
-      deadline: started.deadline,
-      record,
-      internal: false,
-      state: new Map(),
-    };
-    ctx.directives = proxy.hooks.directives.call(ctx.directives, ctx);
-    record.routed = true;
-    const result = await network.handler(ctx);
-    return { text: serializeResult(call.idRaw, result), status: 200, record };
-  } catch (e) {
-    // svc's own exception (here or wrapped deeper, e.g. in the sweep): -32603, id null, HTTP 500, logged with its stack.
-    if (!(e instanceof SvcError) || e instanceof ErrInternal) return internalFailure(proxy, call, e, record);
-    record.error = e;
-    const shown = wireError(e);
-    return { text: serializeError(call.idRaw, toJsonRpcError(shown, call.method, cfg.includeErrorDetails)), status: shown.httpStatus, record };
-  } finally {
-    release?.();
-    record.durationMs = performance.now() - record.startedAt;
-    // Observation taps are guarded (core/hooks.ts guardObservationHooks): the answer always stands.
-    if (ctx) proxy.hooks.callDone.call(ctx);
-  }
-}

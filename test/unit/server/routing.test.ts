@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import picomatch from 'picomatch';
 import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, type Proxy } from '../../../core/proxy.ts';
-import { normaliseNetworkId, resolveTarget, type AliasMatcher } from '../../../core/server.ts';
+import { normaliseNetworkId, resolveTarget, type AliasMatcher } from '../../../core/routing.ts';
 import { ErrNetworkNotSupported, ErrProjectNotFound } from '../../../core/errors.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 

@@ -1,0 +1,106 @@
+/**
+ * Routing (spec §4.1): which project and network a request path names, directly or through
+ * `server.aliasing.rules` on the Host. Shared by the HTTP server and by plugins serving other
+ * transports (the WebSocket endpoint) through the host's `resolveRoute`.
+ */
+import { compileGlobs } from '../lib/glob.ts';
+import { ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound } from './errors.ts';
+import type { Network } from './registry/network.ts';
+import type { Project } from './registry/project.ts';
+import type { Proxy } from './proxy.ts';
+
+/** Where a request is routed: a project and, when the URL names one, a network. */
+export interface RouteTarget {
+  project: Project;
+  /** Network from the URL; undefined when the body's `networkId` must name it. */
+  network?: Network;
+}
+
+/**
+ * Resolves the project and network named by a path (spec §4.1): a configured project id
+ * first, then `server.aliasing.rules` on the Host; a numeric segment is a chain id only after
+ * aliasing. Throws `ErrProjectNotFound` / `ErrNetworkNotSupported` (HTTP 404).
+ */
+export async function resolveTarget(proxy: Proxy, segments: readonly string[], host: string, aliasMatchers: readonly AliasMatcher[]): Promise<RouteTarget> {
+  return resolveRoute(proxy, segments, host, aliasMatchers);
+}
+
+/**
+ * {@link resolveTarget} without a promise when the registry already has the network (the
+ * common case): a promise only when the `resolveNetwork` hook must be asked.
+ * @throws ErrProjectNotFound / ErrNetworkNotSupported, synchronously or through the promise
+ */
+export function resolveRoute(proxy: Proxy, segments: readonly string[], host: string, aliasMatchers: readonly AliasMatcher[]): RouteTarget | Promise<RouteTarget> {
+  let project = segments[0] !== undefined ? proxy.projects.get(segments[0]) : undefined;
+  let rest: readonly string[];
+  if (project) rest = segments.slice(1);
+  else {
+    const rule = aliasMatchers.find((m) => m.match(host));
+    if (!rule) throw new ErrProjectNotFound(`project "${segments[0] ?? ''}" not found`);
+    project = proxy.projects.get(rule.rule.serveProject);
+    if (!project) throw new ErrProjectNotFound(`aliasing rule serves project "${rule.rule.serveProject}", which is not configured`);
+    rest = segments;
+    if (rule.rule.serveArchitecture) {
+      rest = rule.rule.serveChain !== undefined ? ['evm', String(rule.rule.serveChain), ...rest] : ['evm', ...rest];
+    }
+  }
+  if (rest.length === 0) return { project };
+  if (rest.length === 2 && rest[0] === 'evm') {
+    const chain = rest[1] as string;
+    if (!/^\d+$/.test(chain)) throw chainNotSupported(chain, project);
+    const id = `evm:${Number(chain)}`;
+    const known = project.networks.get(id);
+    if (known) return { project, network: known };
+    const found = project;
+    return proxy.getNetwork(project, id).then((network) => {
+      if (!network) throw chainNotSupported(chain, found);
+      return { project: found, network };
+    });
+  }
+  if (rest.length === 1) {
+    const network = project.aliases.get(rest[0] as string);
+    if (network) return { project, network };
+    throw new ErrNetworkNotSupported(`network alias "${rest[0]}" is not known in project ${project.id}`);
+  }
+  throw new ErrNetworkNotSupported(`path /${segments.join('/')} names no network`);
+}
+
+function chainNotSupported(chain: string, project: Project): ErrNetworkNotSupported {
+  return new ErrNetworkNotSupported(`network evm:${chain} is not supported by project ${project.id}`);
+}
+
+/** A compiled aliasing rule. */
+export interface AliasMatcher {
+  rule: { serveProject: string; serveArchitecture?: 'evm'; serveChain?: string | number };
+  match: (host: string) => boolean;
+}
+
+/** Normalises a body `networkId` (`evm:<chainId>`, hex or decimal chain) to `evm:<decimal>`. */
+export function normaliseNetworkId(id: string): string | undefined {
+  const m = /^evm:(0x[0-9a-fA-F]+|\d+)$/.exec(id.trim());
+  if (!m) return undefined;
+  const n = Number(m[1]);
+  return Number.isSafeInteger(n) && n > 0 ? `evm:${n}` : undefined;
+}
+
+/**
+ * The non-empty, percent-decoded segments of a request path.
+ * @throws ErrInvalidRequest on a malformed percent-encoding
+ */
+export function pathSegments(path: string): string[] {
+  const out: string[] = [];
+  try {
+    for (const s of path.split('/')) if (s !== '') out.push(decodeURIComponent(s));
+  } catch {
+    throw new ErrInvalidRequest(`invalid percent-encoding in path ${path}`);
+  }
+  return out;
+}
+
+/**
+ * The server's aliasing rules compiled for matching (`server.aliasing.rules`, case-insensitive globs on the Host).
+ * @param rules the resolved rules
+ */
+export function compileAliasMatchers(rules: ReadonlyArray<AliasMatcher['rule'] & { matchDomain: string | string[] }>): AliasMatcher[] {
+  return rules.map((rule) => ({ rule, match: compileGlobs(Array.isArray(rule.matchDomain) ? rule.matchDomain : [rule.matchDomain], { nocase: true }) }));
+}

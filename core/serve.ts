@@ -1,0 +1,205 @@
+/**
+ * Serving JSON-RPC calls once a request is routed (spec §4.2): one call through its network's
+ * composed handler with its deadline, and a whole body (a call or a batch) for transports other
+ * than the Koa server (the WebSocket endpoint, through the host's `serveJsonRpc`).
+ */
+import pLimit from 'p-limit';
+import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo, type Identity } from './context.ts';
+import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrRequestTooLarge, SvcError } from './errors.ts';
+import { toJsonRpcError, wireError } from './errors-wire.ts';
+import { parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedBody, type ParsedCall } from './jsonrpc.ts';
+import { normaliseNetworkId, type RouteTarget } from './routing.ts';
+import { RequestScope } from './request-scope.ts';
+import type { Proxy } from './proxy.ts';
+
+/** One serialised call answer. */
+export interface CallAnswer {
+  /** A string, or pieces around an upstream's raw result bytes (large answers, issue #8 item 5). */
+  text: AnswerBody;
+  status: number;
+  record: ExecutionRecord;
+}
+
+/** Batch answers up to this many characters are written as one string (a stream costs more below it). */
+const SMALL_BATCH_CHARS = 64 * 1024;
+
+/**
+ * A small batch answer as one string, or undefined when it is large (or holds raw result bytes)
+ * and must stream (spec §4.2 #8): writing a stream costs a pipeline, an AbortController and more
+ * per response, which dominate a small batch (issue #11).
+ */
+export function smallBatchText(answers: readonly CallAnswer[]): string | undefined {
+  let n = 2;
+  for (const a of answers) {
+    if (typeof a.text !== 'string') return undefined;
+    n += a.text.length + 1;
+    if (n > SMALL_BATCH_CHARS) return undefined;
+  }
+  return `[${(answers as ReadonlyArray<{ text: string }>).map((a) => a.text).join(',')}]`;
+}
+
+/** Yields a batch answer element by element (and piece by piece), so it is never one big string (spec §4.2 #8). */
+export function* streamArray(answers: readonly CallAnswer[]): Generator<string | Buffer> {
+  if (answers.length === 0) {
+    yield '[';
+  }
+  for (let i = 0; i < answers.length; i++) {
+    const t = (answers[i] as CallAnswer).text;
+    if (typeof t === 'string') yield i === 0 ? `[${t}` : `,${t}`;
+    else {
+      yield i === 0 ? '[' : ',';
+      yield* t;
+    }
+  }
+  yield ']';
+}
+
+/** svc's own code failed for one element: id null, -32603 (spec §4.2 #6). */
+function internalFailure(proxy: Proxy, call: ParsedCall, e: unknown, record = newExecutionRecord(call.method)): CallAnswer {
+  // Log the original exception's stack: an ErrInternal wraps it as its cause.
+  const original: unknown = e instanceof ErrInternal && e.cause !== undefined ? e.cause : e;
+  proxy.logger.error({ err: original instanceof Error ? original.stack : String(original), method: call.method }, 'internal failure serving a call');
+  const err = asSvcError(e);
+  record.error = err;
+  return { text: serializeError('null', toJsonRpcError(err, call.method, proxy.config.server.includeErrorDetails)), status: err.httpStatus, record };
+}
+
+/**
+ * Serves one JSON-RPC call: resolves its network, builds its context with a deadline, runs
+ * the directives hook and the network's handler, and serialises the answer with the caller's id.
+ * Never rejects: a named error is the caller's answer; anything else is svc's own failure,
+ * answered as an internal error with id null (spec §4.2 #6).
+ */
+export async function serveCall(
+  proxy: Proxy,
+  target: RouteTarget,
+  call: ParsedCall,
+  http: HttpRequestInfo,
+  identity: CallContext['identity'],
+  scope: RequestScope,
+): Promise<CallAnswer> {
+  const cfg = proxy.config.server;
+  const record = newExecutionRecord(call.method);
+  let ctx: CallContext | undefined;
+  let release: (() => void) | undefined;
+  try {
+    if (call.invalid) throw call.invalid;
+    let network = target.network;
+    if (!network) {
+      if (call.networkId === undefined) throw new ErrNetworkNotSupported(`no network: call /${target.project.id}/evm/<chainId> or set the body field networkId`);
+      const id = normaliseNetworkId(call.networkId);
+      network = id ? await proxy.getNetwork(target.project, id) : undefined;
+      if (!network) throw new ErrNetworkNotSupported(`network ${JSON.stringify(call.networkId)} is not supported by project ${target.project.id}`);
+    }
+    const started = scope.start();
+    release = started.release;
+    ctx = {
+      project: target.project,
+      network,
+      request: call,
+      directives: {},
+      identity,
+      http,
+      signal: started.signal,
+      deadline: started.deadline,
+      record,
+      internal: false,
+      state: new Map(),
+    };
+    ctx.directives = proxy.hooks.directives.call(ctx.directives, ctx);
+    record.routed = true;
+    const result = await network.handler(ctx);
+    return { text: serializeResult(call.idRaw, result), status: 200, record };
+  } catch (e) {
+    // svc's own exception (here or wrapped deeper, e.g. in the sweep): -32603, id null, HTTP 500, logged with its stack.
+    if (!(e instanceof SvcError) || e instanceof ErrInternal) return internalFailure(proxy, call, e, record);
+    record.error = e;
+    const shown = wireError(e);
+    return { text: serializeError(call.idRaw, toJsonRpcError(shown, call.method, cfg.includeErrorDetails)), status: shown.httpStatus, record };
+  } finally {
+    release?.();
+    record.durationMs = performance.now() - record.startedAt;
+    // Observation taps are guarded (core/hooks.ts guardObservationHooks): the answer always stands.
+    if (ctx) proxy.hooks.callDone.call(ctx);
+  }
+}
+
+/** A JSON-RPC body to serve outside the HTTP server (spec §4.2): a call or a batch, already routed and authenticated. */
+export interface JsonRpcInput {
+  /** Where the body goes (the host's `resolveRoute`). */
+  target: RouteTarget;
+  /** The HTTP facts of the request that opened the transport (headers, query, client address). */
+  info: HttpRequestInfo;
+  /** Who the transport was authenticated as, if a strategy ran. */
+  identity?: Identity;
+  /** The body's UTF-8 text. */
+  body: string;
+  /** Cancels every call of the body (the transport closed). */
+  signal?: AbortSignal;
+}
+
+/** The answer to a {@link JsonRpcInput}. */
+export interface JsonRpcOutput {
+  /** The answer's JSON text: one object, or an array for a batch. */
+  body: string;
+  /** Whether the body was a batch. */
+  batch: boolean;
+  /** The HTTP status the same answer would have had (the refusal's own when refused as a whole). */
+  status: number;
+  /** Execution records of the routed calls, in order (empty when refused as a whole). */
+  records: ExecutionRecord[];
+}
+
+/**
+ * Serves a whole JSON-RPC body the way the HTTP server does (spec §4.1, §4.2): parsed within
+ * `server.maxJsonDepth` and `server.maxBatchSize`, each call through its network's handler under
+ * its own `server.maxTimeout` deadline and the batch's concurrency; a body refused as a whole gets
+ * one error (or one per element of a batch). Never rejects.
+ * @param proxy the proxy serving the calls
+ * @param input the routed body
+ */
+export async function serveJsonRpc(proxy: Proxy, input: JsonRpcInput): Promise<JsonRpcOutput> {
+  const cfg = proxy.config.server;
+  let parsed: ParsedBody | null = null;
+  let scope: RequestScope | undefined;
+  const onAbort = () => scope?.cancel(new ErrCancelled('the transport closed'));
+  try {
+    if (Buffer.byteLength(input.body) > cfg.maxBodySize) {
+      throw new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${cfg.maxBodySize} bytes)`);
+    }
+    parsed = parseRequestBody(input.body, { maxDepth: cfg.maxJsonDepth });
+    const calls = parsed.calls;
+    if (parsed.batch && calls.length > cfg.maxBatchSize) throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
+    if (parsed.batch && calls.length === 0) throw new ErrInvalidRequest('invalid request: empty batch');
+    const deadlines = new RequestScope(cfg.maxTimeoutMs, !parsed.batch || calls.length <= cfg.batchConcurrency, parsed.batch);
+    scope = deadlines;
+    if (input.signal?.aborted) onAbort();
+    else input.signal?.addEventListener('abort', onAbort, { once: true });
+    const run = (c: ParsedCall) => serveCall(proxy, input.target, c, input.info, input.identity, deadlines);
+    let answers: CallAnswer[];
+    if (!parsed.batch) answers = [await run(calls[0] as ParsedCall)];
+    else if (calls.length <= cfg.batchConcurrency) answers = await Promise.all(calls.map(run));
+    else {
+      const limit = pLimit(cfg.batchConcurrency);
+      answers = await Promise.all(calls.map((c) => limit(() => run(c))));
+    }
+    const text = answers.map((a) => (typeof a.text === 'string' ? a.text : a.text.map((p) => (typeof p === 'string' ? p : p.toString('utf8'))).join('')));
+    return {
+      body: parsed.batch ? `[${text.join(',')}]` : (text[0] as string),
+      batch: parsed.batch,
+      status: parsed.batch ? 200 : (answers[0] as CallAnswer).status,
+      records: answers.map((a) => a.record),
+    };
+  } catch (e) {
+    const err = asSvcError(e);
+    const wire = toJsonRpcError(err, undefined, cfg.includeErrorDetails);
+    const calls = parsed?.calls;
+    if (parsed?.batch && calls && calls.length > 0 && calls.length <= cfg.maxBatchSize) {
+      return { body: `[${calls.map((c) => serializeError(c.idRaw, wire)).join(',')}]`, batch: true, status: err.httpStatus, records: [] };
+    }
+    return { body: serializeError(parsed && !parsed.batch ? (calls?.[0]?.idRaw ?? 'null') : 'null', wire), batch: false, status: err.httpStatus, records: [] };
+  } finally {
+    input.signal?.removeEventListener('abort', onAbort);
+    scope?.dispose();
+  }
+}
