@@ -11,6 +11,7 @@ import type { Proxy } from './proxy.ts';
 
 /** Where a request is routed: a project and, when the URL names one, a network. */
 export interface RouteTarget {
+  /** The project the path (or an aliasing rule) names. */
   project: Project;
   /** Network from the URL; undefined when the body's `networkId` must name it. */
   network?: Network;
