@@ -27,7 +27,7 @@ export interface RedisServer {
 }
 
 /** A TCP port that was free on 127.0.0.1 a moment ago. */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();

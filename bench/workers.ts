@@ -7,27 +7,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './redis.ts';
 import { fmt, markdownTable, median, preflight, progress, runLoad, startTarget, TARGETS, uniqueBalanceBody, type BenchSettings, type Target } from './lib.ts';
 
 /** The compiled CLI (`npm run bench` builds dist/ first). */
 const CLI = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
-
-/** A TCP port that was free on 127.0.0.1 a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** The pid and every descendant pid of a process (from /proc/<pid>/task/<tid>/children). */
 function processTree(pid: number): number[] {
