@@ -134,8 +134,8 @@ export function redisCommandCounts(port: number): Promise<Record<string, number>
   });
 }
 
-/** User + system CPU of a process so far, µs (Linux `/proc/<pid>/stat`, 10 ms ticks). */
-function procCpuMicros(pid: number): number {
+/** User + system CPU of a process so far, µs (Linux `/proc/<pid>/stat`, 10 ms ticks); throws once the process is gone. */
+export function procCpuMicros(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from './redis.ts';
+import { freePort, procCpuMicros } from './redis.ts';
 import { fmt, markdownTable, median, preflight, progress, runLoad, startTarget, TARGETS, uniqueBalanceBody, type BenchSettings, type Target } from './lib.ts';
 
 /** The compiled CLI (`npm run bench` builds dist/ first). */
@@ -33,29 +33,17 @@ function processTree(pid: number): number[] {
 }
 
 /** User + system CPU of one process, µs (clock ticks of 10 ms); 0 once it is gone. */
-function procCpuMicros(p: number): number {
+function cpuMicrosOrZero(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10_000;
+    return procCpuMicros(pid);
   } catch {
     return 0;
   }
 }
 
-/** User + system CPU of a process tree, µs (clock ticks of 10 ms). */
+/** User + system CPU of a process tree (the pid and all its descendants), µs (clock ticks of 10 ms). */
 function treeCpuMicros(pid: number): number {
-  let ticks = 0;
-  for (const p of processTree(pid)) {
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(f[11]) + Number(f[12]);
-    } catch {
-      // gone
-    }
-  }
-  return ticks * 10_000;
+  return processTree(pid).reduce((sum, p) => sum + cpuMicrosOrZero(p), 0);
 }
 
 /** One `svc start` under test. */
@@ -129,12 +117,12 @@ export async function workersScenario(settings: BenchSettings): Promise<{ text: 
         const pid = s.child.pid as number;
         const processes = processTree(pid).length;
         const cpu0 = treeCpuMicros(pid);
-        const primary0 = procCpuMicros(pid);
+        const primary0 = cpuMicrosOrZero(pid);
         const load = await runLoad({ url: s.url, body, connections: s.connections, durationS: settings.durationS });
         const cpu = treeCpuMicros(pid) - cpu0;
         const cpuPerReq = cpu / Math.max(1, load.responses);
         // With workers the first process is the cluster primary; with 1 it is svc itself.
-        const primaryCpuPerReq = processes > 1 ? (procCpuMicros(pid) - primary0) / Math.max(1, load.responses) : Number.NaN;
+        const primaryCpuPerReq = processes > 1 ? (cpuMicrosOrZero(pid) - primary0) / Math.max(1, load.responses) : Number.NaN;
         s.runs.push({ cpuPerReq, primaryCpuPerReq, rps: load.rps, p99Ms: load.p99Ms, processes });
         progress(`  round ${round}/${settings.reps} ${s.label}: ${fmt(load.rps, 0)} req/s, p99 ${fmt(load.p99Ms, 2)} ms, ${fmt(cpuPerReq, 1)} µs CPU/req over ${processes} processes (primary ${fmt(primaryCpuPerReq, 1)})`);
       }
