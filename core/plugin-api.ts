@@ -94,6 +94,7 @@ export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/ma
 export { acquireController, linkedController, releaseController, sleep } from '../lib/abort.ts';
 export { addressList, inList } from '../lib/client-address.ts';
 export { readRequestBody } from './http-io.ts';
+export { arrayElements, extractTopLevelValue, type ScannedElement } from '../lib/json-scan.ts';
 export type { RouteTarget } from './routing.ts';
 export type { JsonRpcInput, JsonRpcOutput } from './serve.ts';
 export { excerptOf, redactText, redactTree, redactUrl } from '../lib/redact.ts';
@@ -130,6 +131,11 @@ export {
   type ProvidersService,
   type Vendor,
   type VendorUpstream,
+  type SubscriptionType,
+  WEBSOCKET_SERVICE,
+  type WebSocketHooks,
+  type WebSocketService,
+  type WsConnectionInfo,
 } from './services.ts';
 export {
   CACHE_ATTEMPTS,

@@ -111,9 +111,11 @@ export function extractTopLevelValue(text: string, key: string): string | undefi
 
 /** One element of a top-level array: its raw text, where it starts, and its nesting depth (the element itself counts 1). */
 export interface ScannedElement {
+  /** The element's raw JSON text, as written. */
   text: string;
   /** Offset of the element in the scanned text. */
   start: number;
+  /** Nesting depth of the element (an object or array is 1, a scalar 0). */
   depth: number;
 }
 

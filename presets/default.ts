@@ -33,6 +33,7 @@ import { integrityPlugin } from '../plugins/integrity/index.ts';
 import { shadowPlugin } from '../plugins/shadow/index.ts';
 import { selectPlugin } from '../plugins/select/index.ts';
 import { selectionPlugin } from '../plugins/selection/index.ts';
+import { websocketPlugin } from '../plugins/websocket/index.ts';
 
 /** Plugins of the full server, in apply order. */
 export function defaultPreset(): Plugin[] {
@@ -67,5 +68,6 @@ export function defaultPreset(): Plugin[] {
     consensusPlugin(),
     integrityPlugin(),
     shadowPlugin(),
+    websocketPlugin(),
   ];
 }

@@ -42,6 +42,7 @@ export { integrityPlugin } from '../plugins/integrity/index.ts';
 export { shadowPlugin } from '../plugins/shadow/index.ts';
 export { selectPlugin } from '../plugins/select/index.ts';
 export { selectionPlugin } from '../plugins/selection/index.ts';
+export { websocketPlugin } from '../plugins/websocket/index.ts';
 
 /**
  * Gives every plugin that declares no version svc's own: built-in plugins ship with svc, so the

@@ -1,0 +1,144 @@
+/**
+ * websocket plugin: the WebSocket endpoint on the proxy port, `ws://host/<project>/evm/<chainId>`
+ * (the same paths, aliases and directives as HTTP).
+ *
+ * - Upgrade (upgrade.ts): routed with `host.resolveRoute`, refused with 503 unless svc is serving,
+ *   authenticated with the project's strategies (credentials in headers or the query); a refusal
+ *   is an HTTP response with a JSON-RPC error body, so the socket never opens. A path that names
+ *   no project is answered 404, or left to another `upgrade` listener when there is one.
+ * - Messages (messages.ts, connection.ts): every call or batch is served whole by
+ *   `host.serveJsonRpc`, the pipeline of an HTTP POST (cache, multiplexing, failsafe, consensus,
+ *   integrity, rate-limit budgets); `eth_subscribe` / `eth_unsubscribe` by the subscription hub
+ *   (subscriptions/), which feeds notifications from svc's own head tracking across upstreams.
+ *   Subscribe and unsubscribe calls are not counted against rate-limit budgets (the budgets are
+ *   counted in the pipeline, which they do not go through); the per-connection subscription cap
+ *   bounds them instead.
+ * - Limits: `maxPayload` = `server.maxBodySize` (a larger message closes the socket with 1009),
+ *   `MAX_IN_FLIGHT` messages served at once per connection, a subscription cap, a send-buffer
+ *   cap (a slow client is closed with 1008), ping/pong liveness (`server.websocket`, schema.ts).
+ * - Metrics: `svc_ws_connections{project}`, `svc_ws_subscriptions{type}`,
+ *   `svc_ws_messages_total{project,direction}` (`in`/`out`, one per frame; notifications are `out`).
+ * - Hooks: the `WEBSOCKET_SERVICE` of `svc/plugin` (open, message, subscribe, close; observation only).
+ * - Shutdown: every connection is closed with 1001 "server shutting down", then the hub stops.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { Counter, Gauge } from 'prom-client';
+import { WebSocketServer } from 'ws';
+import { type Plugin, type PluginHost, WEBSOCKET_SERVICE } from 'svc/plugin';
+import { WsConnection } from './connection.ts';
+import { createWebSocketHooks } from './hooks.ts';
+import { websocketSchema, websocketSettingsOf, type WebSocketSettings } from './schema.ts';
+import { createSubscriptionHub } from './subscriptions/hub.ts';
+import type { SubscriptionHub } from './subscriptions/types.ts';
+import { admitUpgrade, refuseUpgrade } from './upgrade.ts';
+
+export { ErrSubscriptionLimitExceeded, MAX_IN_FLIGHT, SLOW_CLOSE_GRACE_MS } from './connection.ts';
+export { DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_NEW_HEADS_POLL_INTERVAL_MS, DEFAULT_PING_INTERVAL_MS, websocketSchema, websocketSettingsOf, type WebSocketSettings } from './schema.ts';
+
+/** How long shutdown waits for closing handshakes before cutting the remaining sockets, ms. */
+const SHUTDOWN_GRACE_MS = 500;
+
+/**
+ * Creates the websocket plugin (name `websocket`).
+ * @returns a plugin owning `server.websocket`, providing `WEBSOCKET_SERVICE`, tapping `configured`,
+ *   `listening` (the `upgrade` listener) and `shutdown`
+ */
+export function websocketPlugin(): Plugin {
+  return {
+    name: 'websocket',
+    schema: websocketSchema,
+    apply(host: PluginHost) {
+      const hooks = createWebSocketHooks(host);
+      const connections = new Set<WsConnection>();
+      let settings: WebSocketSettings | undefined;
+      let hub: SubscriptionHub | undefined;
+      let wss: WebSocketServer | undefined;
+      let pinger: NodeJS.Timeout | undefined;
+      host.services.provide(WEBSOCKET_SERVICE, { hooks, connections: () => connections.size });
+
+      const open = new Gauge({ name: 'svc_ws_connections', help: 'WebSocket connections open now', labelNames: ['project'], registers: [host.metrics] });
+      const messages = new Counter({ name: 'svc_ws_messages_total', help: 'WebSocket messages (frames) received (in) and sent (out: answers and notifications)', labelNames: ['project', 'direction'], registers: [host.metrics] });
+      new Gauge({
+        name: 'svc_ws_subscriptions',
+        help: 'Live eth_subscribe subscriptions by type',
+        labelNames: ['type'],
+        registers: [host.metrics],
+        collect() {
+          this.reset();
+          if (hub) for (const [type, n] of Object.entries(hub.counts())) this.set({ type }, n);
+        },
+      });
+
+      host.hooks.configured.tap('websocket', (c) => {
+        settings = websocketSettingsOf(c.server);
+      });
+
+      host.hooks.listening.tapPromise('websocket', async () => {
+        const s = settings;
+        const server = host.httpServer;
+        if (!s?.enabled || !server) return;
+        const h = (hub = createSubscriptionHub(host, { pollIntervalMs: s.newHeadsPollIntervalMs, maxPerConnection: s.maxSubscriptionsPerConnection }));
+        const ws = (wss = new WebSocketServer({ noServer: true, maxPayload: host.config.server.maxBodySize, perMessageDeflate: false, clientTracking: false }));
+        const deps = {
+          host,
+          hub: h,
+          hooks,
+          settings: s,
+          messages,
+          closed: (conn: WsConnection) => {
+            connections.delete(conn);
+            open.dec({ project: conn.info.project.id });
+          },
+        };
+        const version = host.version;
+        const details = host.config.server.includeErrorDetails;
+        const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+          // Until ws owns the socket, a reset must not become an uncaught error.
+          const swallow = () => undefined;
+          socket.on('error', swallow);
+          admitUpgrade(host, req, server.listenerCount('upgrade') > 1).then(
+            (accepted) => {
+              if (accepted === 'not-ours') {
+                socket.off('error', swallow);
+                return;
+              }
+              if (socket.destroyed || host.isClosed) {
+                socket.destroy();
+                return;
+              }
+              ws.handleUpgrade(req, socket, head, (client) => {
+                socket.off('error', swallow);
+                const conn = new WsConnection(client, accepted, deps);
+                connections.add(conn);
+                open.inc({ project: accepted.target.project.id });
+                hooks.open.call(conn.info);
+              });
+            },
+            (e: unknown) => refuseUpgrade(socket, e, version, details),
+          );
+        };
+        server.on('upgrade', onUpgrade);
+        if (s.pingIntervalMs > 0) {
+          pinger = setInterval(() => {
+            for (const c of connections) c.heartbeat();
+          }, s.pingIntervalMs);
+          pinger.unref();
+        }
+      });
+
+      host.hooks.shutdown.tapPromise('websocket', async () => {
+        clearInterval(pinger);
+        if (connections.size > 0) {
+          const all = [...connections];
+          for (const c of all) c.shutdown();
+          const deadline = Date.now() + SHUTDOWN_GRACE_MS;
+          while (connections.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+          for (const c of [...connections]) c.terminate();
+        }
+        wss?.close();
+        await hub?.close();
+      });
+    },
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * Config of the websocket plugin: the `server.websocket` block (the endpoint's limits) and, from
+ * the subscription hub, the keys it adds to upstream entries. Every key has a default, so a
+ * config without the block serves WebSockets with the limits below.
+ */
+import { Duration, type Resolved, type SchemaFragment, settingsOf, Size, Strict, type TProperties, Type, type ResolvedServer } from 'svc/plugin';
+
+/** Default most subscriptions one connection may hold. */
+export const DEFAULT_MAX_SUBSCRIPTIONS = 100;
+/** Default send-buffer cap of one connection, bytes (8 MiB). */
+export const DEFAULT_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+/** Default ping interval, ms. */
+export const DEFAULT_PING_INTERVAL_MS = 30_000;
+/** Default head poll interval of `newHeads`/`logs` feeds, ms. */
+export const DEFAULT_NEW_HEADS_POLL_INTERVAL_MS = 1_000;
+
+/** The `server.websocket` block. */
+export const WebSocketSchema = Strict(
+  {
+    enabled: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description: 'serve WebSocket upgrades on the proxy port (`ws://host/<project>/evm/<chainId>`, the same paths as HTTP); false: upgrade requests are answered as plain HTTP',
+      }),
+    ),
+    maxSubscriptionsPerConnection: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        default: DEFAULT_MAX_SUBSCRIPTIONS,
+        description: 'most `eth_subscribe` subscriptions one connection may hold at once; one more is refused with -32005 (the connection stays open)',
+      }),
+    ),
+    maxBufferedBytes: Type.Optional(
+      Size({
+        default: '8MiB',
+        description:
+          'most bytes of answers and notifications waiting to be written to one client; over it (checked before each send) the connection is closed with code 1008 and its subscriptions dropped, so a client that does not read is never buffered without bound',
+      }),
+    ),
+    pingInterval: Type.Optional(
+      Duration({
+        default: '30s',
+        description: 'how often svc pings each connection; a peer that has not answered the previous ping with a pong by the next one is cut (close code 1006 on its side); 0: no pings',
+      }),
+    ),
+    newHeadsPollInterval: Type.Optional(
+      Duration({
+        default: '1s',
+        description: "how often a network's head is polled while it has `newHeads` or `logs` subscribers (svc's own head tracking, across every upstream)",
+      }),
+    ),
+  },
+  { description: 'the WebSocket endpoint: limits per connection, keep-alive and subscription polling' },
+);
+
+/** The plugin's schema fragment: `server.websocket`. */
+export const websocketSchema = {
+  server: { websocket: Type.Optional(WebSocketSchema) },
+  // TODO(lead): include the hub's fragment for upstream entries (`upstreams[].wsEndpoint`) from
+  // ./subscriptions/schema.ts once it exists: `upstream: { ...hubUpstreamSchema }`.
+} satisfies SchemaFragment;
+
+/** The resolved `server.websocket` settings, every default filled (durations in ms, sizes in bytes). */
+export interface WebSocketSettings {
+  /** Whether upgrades are served. */
+  enabled: boolean;
+  /** Most subscriptions per connection. */
+  maxSubscriptionsPerConnection: number;
+  /** Send-buffer cap of one connection, bytes. */
+  maxBufferedBytes: number;
+  /** Ping interval, ms. */
+  pingIntervalMs: number;
+  /** Head poll interval of the subscription feeds, ms. */
+  newHeadsPollIntervalMs: number;
+}
+
+/**
+ * The `server.websocket` settings of a resolved server block, defaults filled.
+ * @param server `config.server`
+ */
+export function websocketSettingsOf(server: ResolvedServer): WebSocketSettings {
+  const raw: Partial<Resolved<typeof WebSocketSchema>> = settingsOf(server, websocketSchema.server as TProperties & typeof websocketSchema.server).websocket ?? {};
+  return {
+    enabled: raw.enabled ?? true,
+    maxSubscriptionsPerConnection: raw.maxSubscriptionsPerConnection ?? DEFAULT_MAX_SUBSCRIPTIONS,
+    maxBufferedBytes: raw.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+    pingIntervalMs: raw.pingInterval ?? DEFAULT_PING_INTERVAL_MS,
+    newHeadsPollIntervalMs: raw.newHeadsPollInterval ?? DEFAULT_NEW_HEADS_POLL_INTERVAL_MS,
+  };
+}
