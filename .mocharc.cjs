@@ -70,6 +70,7 @@ const SLOW_FIRST = [
   'test/unit/deploy.test.ts',
   'test/e2e/server-limits.test.ts',
   'test/e2e/healthcheck.test.ts',
+  'test/e2e/websocket.test.ts',
 ];
 
 /**

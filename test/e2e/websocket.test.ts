@@ -251,12 +251,23 @@ describe('e2e: WebSocket endpoint', function () {
     expect(svc.proxy.services.require(WEBSOCKET_SERVICE).connections()).to.be.greaterThan(0);
   });
 
-  it('closes every connection with 1001 on shutdown', async () => {
-    const other = await startSvc({ projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }] });
-    const c = await connect(`${other.url.replace(/^http/, 'ws')}/main/evm/${anvil.chainId}`);
-    expect((await c.ask(rpc(1, 'eth_chainId'))).result).to.match(/^0x/);
+  it('pings each connection: a peer that never pongs is cut, one that does stays; every connection gets 1001 on shutdown', async () => {
+    const other = await startSvc({
+      server: { websocket: { pingInterval: '150ms' } },
+      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }],
+    });
+    const url = `${other.url.replace(/^http/, 'ws')}/main/evm/${anvil.chainId}`;
+    const live = await connect(url);
+    const mute = await new Promise<WebSocket>((resolve, reject) => {
+      const ws = new WebSocket(url, { autoPong: false });
+      ws.once('open', () => resolve(ws));
+      ws.once('error', reject);
+    });
+    const muteClosed = new Promise<number>((r) => mute.on('close', (code) => r(code)));
+    expect(await muteClosed).to.equal(1006);
+    expect((await live.ask(rpc(1, 'eth_chainId'))).result).to.match(/^0x/);
     await other.close();
-    expect(await c.closed).to.deep.equal({ code: 1001, reason: 'server shutting down' });
+    expect(await live.closed).to.deep.equal({ code: 1001, reason: 'server shutting down' });
   });
 });
 
