@@ -1,9 +1,10 @@
 /**
  * Config of the websocket plugin: the `server.websocket` block (the endpoint's limits) and, from
- * the subscription hub, the keys it adds to upstream entries. Every key has a default, so a
+ * the subscription hub (subscriptions/schema.ts), the keys it adds to upstream entries. Every key has a default, so a
  * config without the block serves WebSockets with the limits below.
  */
 import { Duration, type Resolved, type SchemaFragment, settingsOf, Size, Strict, type TProperties, Type, type ResolvedServer } from 'svc/plugin';
+import { hubUpstreamSchema } from './subscriptions/schema.ts';
 
 /** Default most subscriptions one connection may hold. */
 export const DEFAULT_MAX_SUBSCRIPTIONS = 100;
@@ -53,11 +54,10 @@ export const WebSocketSchema = Strict(
   { description: 'the WebSocket endpoint: limits per connection, keep-alive and subscription polling' },
 );
 
-/** The plugin's schema fragment: `server.websocket`. */
+/** The plugin's schema fragment: `server.websocket`, and the hub's keys on upstream entries (`upstreams[].wsEndpoint`). */
 export const websocketSchema = {
   server: { websocket: Type.Optional(WebSocketSchema) },
-  // TODO(lead): include the hub's fragment for upstream entries (`upstreams[].wsEndpoint`) from
-  // ./subscriptions/schema.ts once it exists: `upstream: { ...hubUpstreamSchema }`.
+  upstream: { ...hubUpstreamSchema },
 } satisfies SchemaFragment;
 
 /** The resolved `server.websocket` settings, every default filled (durations in ms, sizes in bytes). */
