@@ -2,8 +2,9 @@
  * The WebSocket endpoint (websocket plugin) on a real server in front of anvil, with the `ws`
  * client, viem and ethers: calls and batches through the pipeline (ids and order kept), routing
  * and auth on the upgrade (404, 401 before the socket opens, credentials in a header or the
- * query), rate-limit budgets counting calls made over the socket, the message-size and
- * send-buffer limits (1009, 1008), metrics, the public lifecycle hooks, and the drain (1001).
+ * query), rate-limit budgets counting calls made over the socket, subscriptions answered by the
+ * hub (alone or inside a batch) and a newHeads notification, the message-size and send-buffer
+ * limits (1009, 1008), ping/pong liveness, metrics, the public lifecycle hooks, and the drain (1001).
  */
 import { expect } from 'chai';
 import { WebSocketProvider } from 'ethers';
@@ -100,7 +101,7 @@ describe('e2e: WebSocket endpoint', function () {
     svc = await startSvc(
       {
         metrics: { enabled: true, port: 0 },
-        server: { maxBodySize: '256KiB', websocket: { maxBufferedBytes: '16KiB', pingInterval: '5s' } },
+        server: { maxBodySize: '256KiB', websocket: { maxBufferedBytes: '16KiB', pingInterval: '5s', newHeadsPollInterval: '100ms' } },
         rateLimiters: { budgets: [{ id: 'three', rules: [{ method: '*', maxCount: 3, period: 'hour' }] }] },
         projects: [
           { id: 'main', networks: [net], upstreams: [up()] },
@@ -171,10 +172,11 @@ describe('e2e: WebSocket endpoint', function () {
     const c = await open(`/main/evm/${anvil.chainId}`);
     const a = await c.ask(rpc('sub-1', 'eth_subscribe', ['newHeads']));
     expect(a.id).to.equal('sub-1');
-    expect(a.result ?? a.error).to.not.equal(undefined);
+    expect(a.result).to.match(/^0x[0-9a-f]+$/);
     const b = await c.ask([rpc(1, 'eth_chainId'), rpc(2, 'eth_subscribe', ['newHeads']), rpc(3, 'eth_unsubscribe', ['0x00']), rpc(4, 'eth_blockNumber')]);
     expect(b.map((x: { id: number }) => x.id)).to.deep.equal([1, 2, 3, 4]);
     expect(b[0].result).to.equal(`0x${anvil.chainId.toString(16)}`);
+    expect(b[1].result).to.match(/^0x[0-9a-f]+$/);
     expect(b[2].result).to.equal(false);
     expect(b[3].result).to.match(/^0x/);
     expect((await c.ask(rpc(9, 'eth_unsubscribe', [1, 2]))).error.code).to.equal(-32602);
@@ -249,6 +251,25 @@ describe('e2e: WebSocket endpoint', function () {
     await waitFor(() => seen.includes(`close ${id} 1000`));
     expect(seen).to.include(`message ${id} ${JSON.stringify(rpc(1, 'eth_chainId')).length}`);
     expect(svc.proxy.services.require(WEBSOCKET_SERVICE).connections()).to.be.greaterThan(0);
+  });
+
+  it('a newHeads subscription gets the next block as an eth_subscription notification; svc_ws_subscriptions counts it', async () => {
+    const c = await open(`/main/evm/${anvil.chainId}`);
+    const sub = await c.ask(rpc('s', 'eth_subscribe', ['newHeads']));
+    expect(sub.result).to.match(/^0x[0-9a-f]+$/);
+    const note = new Promise<any>((resolve) =>
+      c.ws.on('message', (d) => {
+        const m = JSON.parse(d.toString());
+        if (m.method === 'eth_subscription') resolve(m);
+      }),
+    );
+    await anvil.rpc('evm_mine');
+    const head = await anvil.rpc('eth_blockNumber');
+    const n = await note;
+    expect(n.params.subscription).to.equal(sub.result);
+    expect(n.params.result.number).to.equal(head);
+    const text = await (await fetch(svc.metricsUrl as string)).text();
+    expect(text).to.match(/^svc_ws_subscriptions\{type="newHeads"\} [1-9]/m);
   });
 
   it('pings each connection: a peer that never pongs is cut, one that does stays; every connection gets 1001 on shutdown', async () => {
