@@ -115,6 +115,12 @@ export interface ProxyHooks {
   readonly routes: SyncHook<[Router]>;
   /** The HTTP listener is up; background work (pollers, probes) may start. */
   readonly listening: AsyncSeriesHook<[]>;
+  /**
+   * `close()` began (spec §3.2, after the drain windows): the listener is about to stop. Plugins
+   * that hold long-lived connections the HTTP server does not close (upgraded WebSockets) close
+   * them here, so the listener can stop at once. Observation hook: a tap that throws is logged.
+   */
+  readonly closing: SyncHook<[]>;
   /** Drain, close pools and stores (spec §3.2). Plugins tap in reverse dependency order. */
   readonly shutdown: AsyncSeriesHook<[]>;
 
@@ -167,6 +173,7 @@ export function createHooks(): ProxyHooks {
     upstreamJoined: new SyncHook<[Upstream, Network]>(['upstream', 'network']),
     routes: new SyncHook<[Router]>(['router']),
     listening: new AsyncSeriesHook<[]>([]),
+    closing: new SyncHook<[]>([]),
     shutdown: new AsyncSeriesHook<[]>([]),
     authenticate: new AsyncSeriesBailHook<[HttpRequestInfo, Project], Identity | undefined>(['http', 'project']),
     responseHeaders: new SyncHook<[HeaderSink, readonly ExecutionRecord[], ResponseMeta]>(['sink', 'records', 'meta']),
@@ -235,4 +242,5 @@ export function guardObservationHooks(hooks: ProxyHooks, logger: Logger, registr
   hooks.attemptDone.intercept(guard('attemptDone'));
   hooks.callDone.intercept(guard('callDone'));
   hooks.responseHeaders.intercept(guard('responseHeaders'));
+  hooks.closing.intercept(guard('closing'));
 }

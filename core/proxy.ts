@@ -419,6 +419,8 @@ export class Proxy implements PluginHost {
     this.drain.stopped();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    // Connections the listener does not track (upgraded WebSockets) close first, so it stops at once.
+    this.hooks.closing.call();
     const server = this.server;
     if (server) {
       await new Promise<void>((resolve) => {

@@ -19,7 +19,8 @@
  * - Metrics: `svc_ws_connections{project}`, `svc_ws_subscriptions{type}`,
  *   `svc_ws_messages_total{project,direction}` (`in`/`out`, one per frame; notifications are `out`).
  * - Hooks: the `WEBSOCKET_SERVICE` of `svc/plugin` (open, message, subscribe, close; observation only).
- * - Shutdown: every connection is closed with 1001 "server shutting down", then the hub stops.
+ * - Shutdown: when `close()` begins (the `closing` hook) every connection is closed with 1001
+ *   "server shutting down" (cut after a short grace), so the listener stops at once; then the hub stops.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -42,7 +43,7 @@ const SHUTDOWN_GRACE_MS = 500;
 /**
  * Creates the websocket plugin (name `websocket`).
  * @returns a plugin owning `server.websocket`, providing `WEBSOCKET_SERVICE`, tapping `configured`,
- *   `listening` (the `upgrade` listener) and `shutdown`
+ *   `listening` (the `upgrade` listener), `closing` and `shutdown`
  */
 export function websocketPlugin(): Plugin {
   return {
@@ -127,15 +128,24 @@ export function websocketPlugin(): Plugin {
         }
       });
 
-      host.hooks.shutdown.tapPromise('websocket', async () => {
+      // The listener is about to stop: upgraded sockets are not its connections, so they get their
+      // 1001 now (and are cut after a short grace), letting the listener close at once.
+      let closingSockets: Promise<void> | undefined;
+      host.hooks.closing.tap('websocket', () => {
         clearInterval(pinger);
-        if (connections.size > 0) {
-          const all = [...connections];
-          for (const c of all) c.shutdown();
+        if (connections.size === 0) return;
+        for (const c of [...connections]) c.shutdown();
+        closingSockets = (async () => {
           const deadline = Date.now() + SHUTDOWN_GRACE_MS;
           while (connections.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
           for (const c of [...connections]) c.terminate();
-        }
+        })();
+      });
+
+      host.hooks.shutdown.tapPromise('websocket', async () => {
+        clearInterval(pinger);
+        await closingSockets;
+        for (const c of [...connections]) c.terminate();
         wss?.close();
         await hub?.close();
       });
