@@ -72,6 +72,7 @@ const SLOW_FIRST = [
   'test/e2e/healthcheck.test.ts',
   'test/e2e/websocket.test.ts',
   'test/e2e/websocket-subscriptions.test.ts',
+  'test/e2e/websocket-failover.test.ts',
 ];
 
 /**
