@@ -17,7 +17,7 @@
  *
  * Settings: BENCH_CONNECTIONS (32), BENCH_DURATION (s, 5), BENCH_REPS (3), BENCH_WARMUP (s, 1);
  * BENCH_SCENARIOS (comma list of scenario keys, default all), BENCH_SKIP_HEDGE, BENCH_SKIP_BURST,
- * BENCH_SKIP_CONSENSUS, BENCH_SKIP_MEMORY, BENCH_SKIP_PROFILE, BENCH_SKIP_WRITEBACK, BENCH_SKIP_WORKERS (`1` leaves that section out; a partial run still writes
+ * BENCH_SKIP_CONSENSUS, BENCH_SKIP_MEMORY, BENCH_SKIP_PROFILE, BENCH_SKIP_WRITEBACK, BENCH_SKIP_WORKERS, BENCH_SKIP_WS (`1` leaves that section out; a partial run still writes
  * bench/RESULTS.md). BENCH_ONLY_CONSENSUS=1 runs only the consensus and integrity section and
  * prints it, leaving bench/RESULTS.md as it was (a quick check of one section).
  * Output: a markdown report on stdout, also written to bench/RESULTS.md.
@@ -34,6 +34,7 @@ import { hedgeScenario } from './hedge.ts';
 import { profileSection } from './profile.ts';
 import { writebackSection } from './writeback.ts';
 import { workersScenario } from './workers.ts';
+import { wsScenario } from './ws.ts';
 import { memoryScenario } from './memory.ts';
 import {
   batchBody,
@@ -421,7 +422,9 @@ ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, time
   const compression = `\n${await compressionScenario()}\n`;
   // Where the time goes: CPU profiles of svc as shipped and the floor (BENCH_SKIP_PROFILE=1 leaves it out).
   const profile = process.env.BENCH_SKIP_PROFILE === '1' ? '' : `\n${await profileSection(settings)}\n`;
-  const report = md + targets + (writeback ? `\n${writeback.text}` : '') + cache + hedge + burst + consensus + memory + compression + (workers ? `\n${workers.text}\n` : '') + profile;
+  // WebSocket newHeads fan-out to 1,000 subscribers (BENCH_SKIP_WS=1 leaves it out).
+  const ws = process.env.BENCH_SKIP_WS === '1' ? '' : `\n${await wsScenario(settings)}\n`;
+  const report = md + targets + (writeback ? `\n${writeback.text}` : '') + cache + hedge + burst + consensus + memory + compression + (workers ? `\n${workers.text}\n` : '') + ws + profile;
   process.stdout.write(report);
   const out = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
   writeFileSync(out, report);

@@ -26,6 +26,13 @@
  * - `finalized-block` the finalized block (default latest − 64)
  * - `big-mib` when > 0, `eth_getLogs` answers an array of realistic log objects of about this
  *   many MiB (built once at start), for the memory scenario (default 0)
+ * - `advance-ms` when > 0, the chain advances: the head is `latest-block` plus one block every
+ *   this many ms since `advance-origin-ms` (so `eth_blockNumber` and `eth_getBlockByNumber`
+ *   follow it, each header's `parentHash` the hash of the block before, and the finalized block
+ *   stays `latest − 64`), and `eth_getLogs` answers `[]`: a live chain for WebSocket
+ *   subscriptions (default 0: a fixed head)
+ * - `advance-origin-ms` wall-clock time (`Date.now()`, ms) at which the head is `latest-block`,
+ *   so the parent knows when each block appeared (default: when the target starts)
  * - `block-fixture` path of a JSON file holding one real block with full transactions (an
  *   `eth_getBlockByNumber(n, true)` result, e.g. bench/fixtures/block-full.json): calls of
  *   `eth_getBlockByNumber` for that block's number answer it (with transaction hashes only when
@@ -48,8 +55,16 @@ const slowMs = numberOption('slow-ms', 1000);
 const slowSeedRaw = option('slow-seed', '');
 const delayMs = numberOption('delay-ms', 0);
 const bigMiB = numberOption('big-mib', 0);
-const latestBlock = numberOption('latest-block', 0x1234567);
-const finalizedBlock = numberOption('finalized-block', latestBlock - 64);
+const startBlock = numberOption('latest-block', 0x1234567);
+const finalizedLag = startBlock - numberOption('finalized-block', startBlock - 64);
+const advanceMs = numberOption('advance-ms', 0);
+const advanceOriginMs = numberOption('advance-origin-ms', Date.now());
+
+/** The head now: `latest-block`, plus the blocks mined since `advance-origin-ms` when the chain advances. */
+function latestNow(): number {
+  if (advanceMs <= 0) return startBlock;
+  return startBlock + Math.max(0, Math.floor((Date.now() - advanceOriginMs) / advanceMs));
+}
 const blockFixturePath = option('block-fixture', '');
 
 /**
@@ -79,6 +94,8 @@ function blockHash(n: number): string {
  * the latest block (or for a malformed block param).
  */
 function blockJson(param: unknown): string {
+  const latestBlock = latestNow();
+  const finalizedBlock = latestBlock - finalizedLag;
   let n: number;
   switch (param) {
     case 'latest':
@@ -179,7 +196,11 @@ function answerOne(el: unknown): string {
       return `{"jsonrpc":"2.0","id":${id},"result":${blockJson(Array.isArray(o.params) ? (o.params[0] as unknown) : undefined)}}`;
     case 'eth_syncing':
       return `{"jsonrpc":"2.0","id":${id},"result":false}`;
+    case 'eth_blockNumber':
+      if (advanceMs > 0) return `{"jsonrpc":"2.0","id":${id},"result":"0x${latestNow().toString(16)}"}`;
+      return `{"jsonrpc":"2.0","id":${id},"result":${result}}`;
     case 'eth_getLogs':
+      if (advanceMs > 0) return `{"jsonrpc":"2.0","id":${id},"result":[]}`;
       if (bigResult !== undefined) return `{"jsonrpc":"2.0","id":${id},"result":${bigResult}}`;
       return `{"jsonrpc":"2.0","id":${id},"result":${result}}`;
     default:
