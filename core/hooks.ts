@@ -216,31 +216,46 @@ export function guardObservationHooks(hooks: ProxyHooks, logger: Logger, registr
     labelNames: ['plugin', 'hook'],
     registers: [registry],
   });
-  const guard = (hookName: string): { register<T extends FullTap>(tap: T): T } => ({
-    register<T extends FullTap>(tap: T): T {
-      const plugin = tap.name.split(':')[0] ?? tap.name;
-      const fn = tap.fn as (...args: unknown[]) => unknown;
-      let lastLog = -Infinity;
-      return {
-        ...tap,
-        fn: (...args: unknown[]) => {
-          try {
-            return fn(...args);
-          } catch (e) {
-            errors.inc({ plugin, hook: hookName });
-            const now = Date.now();
-            if (now - lastLog >= TAP_ERROR_LOG_INTERVAL_MS) {
-              lastLog = now;
-              logger.error({ plugin, hook: hookName, tap: tap.name, err: e instanceof Error ? e.stack : String(e) }, `plugin ${plugin}: ${hookName} tap threw (logged at most once a minute; the call is unaffected)`);
-            }
-            return undefined;
-          }
-        },
-      };
-    },
-  });
+  const guard = (hookName: string) => ({ register: <T extends FullTap>(tap: T): T => guardedTap(tap, hookName, logger, errors, 'the call is unaffected') });
   hooks.attemptDone.intercept(guard('attemptDone'));
   hooks.callDone.intercept(guard('callDone'));
   hooks.responseHeaders.intercept(guard('responseHeaders'));
   hooks.closing.intercept(guard('closing'));
+}
+
+/** A tap wrapped so that an exception is logged (at most once a minute) and counted, never thrown. */
+function guardedTap<T extends FullTap>(tap: T, hookName: string, logger: Logger, errors: Counter<'plugin' | 'hook'> | undefined, unaffected: string): T {
+  const plugin = tap.name.split(':')[0] ?? tap.name;
+  const fn = tap.fn as (...args: unknown[]) => unknown;
+  let lastLog = -Infinity;
+  return {
+    ...tap,
+    fn: (...args: unknown[]) => {
+      try {
+        return fn(...args);
+      } catch (e) {
+        errors?.inc({ plugin, hook: hookName });
+        const now = Date.now();
+        if (now - lastLog >= TAP_ERROR_LOG_INTERVAL_MS) {
+          lastLog = now;
+          logger.error({ plugin, hook: hookName, tap: tap.name, err: e instanceof Error ? e.stack : String(e) }, `plugin ${plugin}: ${hookName} tap threw (logged at most once a minute; ${unaffected})`);
+        }
+        return undefined;
+      }
+    },
+  };
+}
+
+/**
+ * Guards an observation hook a plugin defines (e.g. the WebSocket endpoint's lifecycle hooks) as
+ * the core guards its own: every tap, registered before or after, runs inside a guard; a throwing
+ * tap is logged at most once a minute per tap and counted in `svc_plugin_errors_total{plugin,hook}`.
+ * @param hook a synchronous tapable hook whose taps only observe (their results are dropped on a throw)
+ * @param hookName the `hook` label and log field
+ * @param host the plugin host (its logger, and the registry holding the core's counter)
+ * @param unaffected what a failing tap leaves unaffected, for the log line (e.g. "the connection is unaffected")
+ */
+export function guardObservationHook(hook: { intercept(i: { register: <T extends FullTap>(tap: T) => T }): void }, hookName: string, host: { logger: Logger; metrics: Registry }, unaffected: string): void {
+  const errors = host.metrics.getSingleMetric('svc_plugin_errors_total') as Counter<'plugin' | 'hook'> | undefined;
+  hook.intercept({ register: <T extends FullTap>(tap: T): T => guardedTap(tap, hookName, host.logger, errors, unaffected) });
 }

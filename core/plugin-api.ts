@@ -32,7 +32,7 @@ export type {
   UpstreamCall,
   UpstreamSender,
 } from './hooks.ts';
-export { UpstreamCursor } from './hooks.ts';
+export { guardObservationHook, UpstreamCursor } from './hooks.ts';
 
 export type {
   AttemptOutcome,
