@@ -23,7 +23,7 @@ export * from './stats.ts';
 
 /** Entry scripts of the benchmark targets (absolute paths). See bench/targets/common.ts for the protocol. */
 export const TARGETS = {
-  /** Fake EVM JSON-RPC upstream (node:http). Options: chain-id, result, slow-fraction, slow-ms, slow-seed, delay-ms, latest-block, finalized-block, big-mib, block-fixture. */
+  /** Fake EVM JSON-RPC upstream (node:http). Options: chain-id, result, slow-fraction, slow-ms, slow-seed, delay-ms, latest-block, finalized-block, big-mib, block-fixture, advance-ms (the head grows every N ms, blocks linked by parentHash). */
   upstream: fileURLToPath(new URL('./targets/upstream.ts', import.meta.url)),
   /** svc with the default preset. Options: upstream (comma list), preset, log-level, metrics, config, multiplexing, cache, upstream-options, build. */
   svc: fileURLToPath(new URL('./targets/svc.ts', import.meta.url)),
