@@ -79,7 +79,9 @@ describe('e2e: driver keyv (memcached) through svc against anvil', function () {
         expect(r.status).to.equal(200);
         expect((r.json.result as { number: string }).number).to.equal(hex(n));
         expect(r.headers['x-svc-cache']).to.equal('MISS');
-        if (n === 20) expect(took, 'the first read waits on the stalled tier').to.be.at.least(140);
+        // The first read waits on the stalled tier for the entry's 150 ms, unless the memcached
+        // client already failed fast (on a busy machine it marks a server that was slow to answer
+        // as down for a while): either way the call must not wait for the tier's 1 s readTimeout.
         // A timed-out try is not retried (eRPC retries connection failures only): one 150 ms wait, then anvil.
         expect(took, `call ${n}`).to.be.below(600);
       }
