@@ -115,7 +115,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   'projects[].networks[].directiveDefaults.validateTransactionsRoot': { feature: 'validation directives', instead: 'use the network `integrity` checks' },
   'projects[].networks[].directiveDefaults.receiptsCountExact': { feature: 'validation directives', instead: 'use the network `integrity` checks' },
   'projects[].networks[].methods': { feature: 'custom method definitions (finality, cache refs)', instead: 'svc\'s method table is built in; ask for a method to be added' },
-  'projects[].networks[].staticResponses': { feature: 'static responses', instead: 'arrives with the fleet work; today answer such calls in front of svc (at the ingress)' },
   'projects[].networks[].svm': { feature: 'Solana networks', instead: 'svc serves EVM chains only' },
   'projects[].upstreams[].jsonRpc.enableGzip': { feature: 'gzip on upstream requests', instead: 'svc accepts gzip answers from upstreams and sends requests uncompressed' },
   'projects[].upstreams[].jsonRpc.proxyPool': { feature: 'outbound HTTP proxy pools', instead: 'svc connects to upstreams directly' },

@@ -95,7 +95,7 @@ export function isPassThrough(err: SvcError): boolean {
  * The wire error object for a call (issue #2 item 5, issue #8 item 8). A pass-through error
  * ({@link isPassThrough}, directly or as the dominant cause of `ErrUpstreamsExhausted`) is the
  * upstream's own error object: `raw` carries its exact JSON text, with svc's cause chain as
- * `data` only where the upstream sent none. Every other error carries svc's code and message;
+ * `data` only where the upstream sent none (and never on an `exact` one, a configured answer). Every other error carries svc's code and message;
  * `data` is an upstream's own data when there is one, else the cause chain when
  * `includeErrorDetails` is on (never for `eth_call`/`eth_estimateGas`, whose data is revert bytes).
  * @param err the named error
@@ -109,7 +109,7 @@ export function toJsonRpcError(err: SvcError, method: string | undefined, includ
     const raw = fact.upstreamError;
     const out: JsonRpcErrorObject = { code: fact.code, message: fact.message };
     if (fact.upstreamData !== undefined) out.data = fact.upstreamData;
-    else if (detailsAllowed) out.data = err.toDetails();
+    else if (detailsAllowed && raw?.exact !== true) out.data = err.toDetails();
     if (raw) {
       out.code = Number(raw.code);
       // The node's object as written; svc's details are appended as `data` only where it sent none.

@@ -42,6 +42,12 @@ export interface UpstreamErrorRaw {
   message: string;
   /** `error.data` as written, when present. */
   data?: string;
+  /**
+   * True when the object is written exactly as {@link whole} says, with no `data` added: a
+   * configured answer (the static-responses plugin's error responses), not a node's error that
+   * svc may annotate with its cause chain.
+   */
+  exact?: boolean;
 }
 
 /**

@@ -6,14 +6,20 @@
 
 /**
  * `call` hook (network wrappers), outside in. Only stages a plugin taps are listed (issue #9
- * item 4); a static-response plugin would add its own between LOCAL_METHODS (850) and
- * MULTIPLEX (800).
+ * item 4); a plugin needing its own position takes one with {@link stageBetween}.
  */
 export const CallStage = {
   /** Client-side rate-limit budgets (rate-limit plugin, issue #13 item 5): auth, then project, then network; outermost, so a call over budget costs nothing else. */
   RATE_LIMIT: 950,
   /** One OpenTelemetry span per call (tracing plugin, issue #12 item 7): the outermost wrapper, so the span covers everything. */
   TRACING: 900,
+  /**
+   * Configured static answers (`networks[].staticResponses`, static-responses plugin): inside the
+   * span and the client budgets, outside everything else, so a configured answer wins over svc's
+   * own local answers (`eth_chainId`) and never reaches multiplexing, the cache or an upstream.
+   */
+  STATIC_RESPONSES: 875,
+  /** Methods answered or refused locally (evm-methods: `eth_chainId` from config, `eth_accounts`/`eth_sign` refused). */
   LOCAL_METHODS: 850,
   /** Identical in-flight calls share one execution (multiplex plugin, spec §4.6), before the cache. */
   MULTIPLEX: 800,

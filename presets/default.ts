@@ -27,6 +27,7 @@ import { vendorsPlugin } from '../plugins/vendors/index.ts';
 import { costPlugin } from '../plugins/cost/index.ts';
 import { metricsPlugin } from '../plugins/metrics/index.ts';
 import { multiplexPlugin } from '../plugins/multiplex/index.ts';
+import { staticResponsesPlugin } from '../plugins/static-responses/index.ts';
 import { cachePlugin } from '../plugins/cache/index.ts';
 import { consensusPlugin } from '../plugins/consensus/index.ts';
 import { integrityPlugin } from '../plugins/integrity/index.ts';
@@ -43,6 +44,7 @@ export function defaultPreset(): Plugin[] {
     selectionPlugin(),
     selectPlugin(),
     forwardPlugin(),
+    staticResponsesPlugin(),
     multiplexPlugin(),
     cachePlugin(),
     batchingPlugin(),

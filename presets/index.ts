@@ -36,6 +36,7 @@ export { headersPlugin } from '../plugins/headers/index.ts';
 export { healthPlugin } from '../plugins/health/index.ts';
 export { metricsPlugin } from '../plugins/metrics/index.ts';
 export { multiplexPlugin } from '../plugins/multiplex/index.ts';
+export { staticResponsesPlugin } from '../plugins/static-responses/index.ts';
 export { cachePlugin, CACHE_SERVICE, type CacheService } from '../plugins/cache/index.ts';
 export { consensusPlugin } from '../plugins/consensus/index.ts';
 export { integrityPlugin } from '../plugins/integrity/index.ts';

@@ -130,7 +130,6 @@ describe('config: eRPC keys and shapes svc does not honour are refused by name',
   const cases: Array<[string, Doc, string, RegExp]> = [
     ['servedTip', project({ evm: { chainId: 1, servedTip: { enabledFor: ['latest'] } } }), 'projects[0].networks[0].evm.servedTip', /served tip.*not supported by svc/],
     ['routing', project({}, { routing: { scoreMultipliers: [] } }), 'projects[0].upstreams[0].routing', /routing score multipliers.*selectionPolicy/],
-    ['staticResponses', project({ staticResponses: [] }), 'projects[0].networks[0].staticResponses', /static responses.*fleet work/],
     ['sharedState', { database: { sharedState: { clusterKey: 'a' } } }, 'database.sharedState', /shared state.*fleet work/],
     ['counterDropLabels', { metrics: { counterDropLabels: ['x'] } }, 'metrics.counterDropLabels', /dropping counter labels/],
     ['hostV6', { metrics: { hostV6: '::' } }, 'metrics.hostV6', /IPv6 metrics listener/],
