@@ -55,6 +55,15 @@ export interface NetworkChainState {
 export interface ChainStateService {
   /** The chain state of a network (the same object for the network's life). */
   of(network: Network): NetworkChainState;
+  /**
+   * Records heads another replica saw (the shared-state plugin): forward-only, like a poll, so
+   * a lower or equal number changes nothing. Optional: a chain-state provider may not take them.
+   * @param network the upstream's network
+   * @param u the upstream
+   * @param latest its latest block (0 = unknown)
+   * @param finalized its finalized block (0 = unknown)
+   */
+  observeShared?(network: Network, u: Upstream, latest: number, finalized: number): void;
 }
 
 /** Key of the evm-state plugin's {@link ChainStateService} (read through `host.chainState`). */

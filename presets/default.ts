@@ -34,6 +34,7 @@ import { integrityPlugin } from '../plugins/integrity/index.ts';
 import { shadowPlugin } from '../plugins/shadow/index.ts';
 import { selectPlugin } from '../plugins/select/index.ts';
 import { selectionPlugin } from '../plugins/selection/index.ts';
+import { sharedStatePlugin } from '../plugins/shared-state/index.ts';
 import { websocketPlugin } from '../plugins/websocket/index.ts';
 
 /** Plugins of the full server, in apply order. */
@@ -50,6 +51,7 @@ export function defaultPreset(): Plugin[] {
     batchingPlugin(),
     failsafePlugin(),
     evmStatePlugin(),
+    sharedStatePlugin(),
     evmInterpolationPlugin(),
     evmGetLogsPlugin(),
     evmRetriesPlugin(),

@@ -79,7 +79,15 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
     apply(proxy: PluginHost) {
       declareDirectives(proxy, 'evm-state', ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS);
       // Every other plugin reads the chain state this plugin keeps through host.chainState(network).
-      proxy.services.provide(CHAIN_STATE_SERVICE, { of: (network) => chainStateOf(network) });
+      proxy.services.provide(CHAIN_STATE_SERVICE, {
+        of: (network) => chainStateOf(network),
+        // Heads another replica saw (shared-state plugin): forward-only, as a poll would record them.
+        observeShared: (network, u, latest, finalized) => {
+          const chain = chainStateOf(network);
+          if (latest > 0) chain.observeLatest(u, latest);
+          if (finalized > 0) chain.observeFinalized(u, finalized);
+        },
+      });
       // In this order: tapable runs same-stage taps of one hook in registration order.
       const heads = tapHeadTracking(proxy, maxPollTimeoutMs);
       tapFinality(proxy);

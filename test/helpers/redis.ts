@@ -92,9 +92,12 @@ function probe(port: number, timeoutMs = 1000): Promise<number | undefined> {
  * Spawns `redis-server` on a free 127.0.0.1 port and waits (polling `INFO server` every 50 ms,
  * up to 10 s) until the process we started answers. Retries on another port (3 attempts) when
  * the port was taken between picking and binding.
+ * @param opts `port`: listen there (one attempt), e.g. to restart a server clients already know
  * @throws Error when redis-server is not installed, exits early or does not answer in time
  */
-export async function startRedis(): Promise<RedisHandle> {
+export async function startRedis(opts: { port?: number } = {}): Promise<RedisHandle> {
+  // A given port (a restart on the port clients already know) is tried once.
+  if (opts.port !== undefined) return startOnce(opts.port);
   for (let attempt = 1; ; attempt++) {
     try {
       return await startOnce(await freePort());

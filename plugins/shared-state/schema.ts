@@ -1,0 +1,45 @@
+/**
+ * Config of the shared-state plugin: the top-level `sharedState` block (off when absent).
+ */
+import { Duration, type SchemaFragment, Strict, Type } from 'svc/plugin';
+
+/** Default interval of the heads snapshot, ms. */
+export const DEFAULT_SNAPSHOT_INTERVAL_MS = 5000;
+/** How often local heads are compared with what was published, ms. */
+export const DEFAULT_CHANGE_SCAN_MS = 100;
+
+/** The schema fragment: top-level `sharedState`. */
+export const sharedStateSchema: SchemaFragment = {
+  root: {
+    sharedState: Strict(
+      {
+        redis: Strict({ uri: Type.String({ minLength: 1, description: 'redis://[user:password@]host:port[/db] (redacted in logs and the admin config view)' }) }, { description: 'the Redis every replica of the deployment shares' }),
+        clusterKey: Type.Optional(Type.String({ minLength: 1, maxLength: 200, default: 'svc', description: 'prefix of the channel and keys: keeps two deployments on one Redis apart' })),
+        snapshotInterval: Type.Optional(Duration({ default: '5s', description: 'how often a replica reads and writes the heads snapshot (a replica that starts or reconnects catches up from it)' })),
+      },
+      { description: 'shared state across replicas: upstream heads travel through Redis pub/sub and a periodic snapshot; off when absent' },
+    ),
+  },
+};
+
+/** `sharedState` as the plugin uses it. */
+export interface SharedStateSettings {
+  /** The shared Redis. */
+  redis: { uri: string };
+  /** Channel and key prefix. */
+  clusterKey: string;
+  /** Snapshot interval, ms. */
+  snapshotIntervalMs: number;
+}
+
+/**
+ * Reads `sharedState` from the resolved settings.
+ * @param settings the top-level settings as the schema leaves them
+ * @returns the settings, or undefined when the block is absent (the plugin stays off)
+ */
+export function sharedStateSettingsOf(settings: Readonly<Record<string, unknown>>): SharedStateSettings | undefined {
+  const s = settings.sharedState as { redis?: { uri?: string }; clusterKey?: string; snapshotInterval?: number | string } | undefined;
+  if (!s?.redis?.uri) return undefined;
+  const interval = typeof s.snapshotInterval === 'number' && s.snapshotInterval > 0 ? s.snapshotInterval : DEFAULT_SNAPSHOT_INTERVAL_MS;
+  return { redis: { uri: s.redis.uri }, clusterKey: s.clusterKey ?? 'svc', snapshotIntervalMs: interval };
+}
