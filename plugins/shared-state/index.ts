@@ -44,7 +44,8 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
   const scanMs = opts.changeScanMs ?? DEFAULT_CHANGE_SCAN_MS;
   return {
     name: 'shared-state',
-    dependsOn: ['evm-state'],
+    // No `dependsOn`: the chain state service is looked up when heads are applied, so presets
+    // without evm-state (and tests that drop it) still build; there is then nothing to share.
     schema: sharedStateSchema,
     apply(host: PluginHost) {
       const replica = randomUUID();
