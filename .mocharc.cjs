@@ -54,6 +54,7 @@ const fs = require('node:fs');
  */
 const SLOW_FIRST = [
   'test/e2e/shared-state.test.ts',
+  'test/e2e/shared-state-ops.test.ts',
   'test/e2e/prometheus.test.ts',
   'test/e2e/acme-preset.test.ts',
   'test/e2e/package.test.ts',

@@ -12,7 +12,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
-import { isWorkerBroadcast, SVC_WORKER_ENV } from '../lib/cluster.ts';
+import { isWorkerBroadcast, workerEnv } from '../lib/cluster.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createMetricsServer } from '../lib/metrics-listener.ts';
 
@@ -44,7 +44,7 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
   new RateLimiterClusterMaster();
 
   const fork = (index: number): void => {
-    const w = cluster.fork({ [SVC_WORKER_ENV]: `${index}/${opts.workers}` });
+    const w = cluster.fork(workerEnv(index, opts.workers));
     workers.set(index, w);
     w.on('message', (m: unknown) => {
       if (!isWorkerBroadcast(m)) return;

@@ -201,5 +201,5 @@ export {
   type UpstreamsView,
 } from './selection.ts';
 
-export { broadcastToWorkers, onWorkerBroadcast, svcWorker, type WorkerInfo } from '../lib/cluster.ts';
+export { broadcastToWorkers, fleetReplicaId, onWorkerBroadcast, registerFleetRelay, svcWorker, type FleetRelay, type FleetRelayRegistration, type WorkerInfo } from '../lib/cluster.ts';
 export { createMetricsServer, type MetricsSource } from '../lib/metrics-listener.ts';

@@ -5,11 +5,20 @@
  * an API key added through `/admin`) must reach the others, so the primary relays broadcasts:
  * a worker sends `{ svcBroadcast: topic, payload }`, the primary forwards it to every other
  * worker. Off the request path: only operator actions broadcast.
+ *
+ * Beyond one process (docs/operations.md "Fleet: shared state"), a plugin registers a
+ * {@link FleetRelay}: it sees every broadcast made in this process (also in a single-process
+ * svc) and carries it to the other replicas of the deployment; what another replica sent comes
+ * back through {@link FleetRelayRegistration.deliver} to this process's receivers only (the
+ * sibling workers get it from their own relay), so nothing is broadcast twice or echoed.
  */
+import { randomUUID } from 'node:crypto';
 import cluster from 'node:cluster';
 
 /** Environment variable the primary sets on each worker: `<index>/<count>`, e.g. `1/4`. */
 export const SVC_WORKER_ENV = 'SVC_WORKER';
+/** Environment variable the primary sets on each worker: the replica id all its workers share. */
+export const SVC_REPLICA_ENV = 'SVC_REPLICA_ID';
 
 /** Which worker this process is, when it is one of svc's workers. */
 export interface WorkerInfo {
@@ -38,31 +47,133 @@ export function svcWorker(): WorkerInfo | undefined {
   return { index: Number(m[1]), count: Number(m[2]) };
 }
 
+let ownReplica: string | undefined;
+
+/**
+ * The id of this replica in a fleet: one per `svc start` (every worker of one primary shares
+ * the primary's, handed down in {@link SVC_REPLICA_ENV}), a random UUID otherwise. A fleet
+ * relay tags what it sends with it and skips what carries it: the sibling workers already got
+ * it over IPC.
+ * @returns the id, stable for the life of the process
+ */
+export function fleetReplicaId(): string {
+  ownReplica ??= (cluster.isWorker ? process.env[SVC_REPLICA_ENV] : undefined) || randomUUID();
+  return ownReplica;
+}
+
+/**
+ * The environment of a worker the primary forks.
+ * @param index 1-based worker index
+ * @param count how many workers the primary runs
+ * @returns {@link SVC_WORKER_ENV} and {@link SVC_REPLICA_ENV} (the primary's own replica id)
+ */
+export function workerEnv(index: number, count: number): Record<string, string> {
+  return { [SVC_WORKER_ENV]: `${index}/${count}`, [SVC_REPLICA_ENV]: fleetReplicaId() };
+}
+
 /** Whether a message from the IPC channel is a worker broadcast. */
 export function isWorkerBroadcast(m: unknown): m is WorkerBroadcast {
   return typeof m === 'object' && m !== null && typeof (m as { svcBroadcast?: unknown }).svcBroadcast === 'string';
 }
 
 /**
- * Sends a broadcast to every other worker (through the primary). A no-op outside svc's workers.
- * @param topic what the payload is about; receivers subscribe by topic
- * @param payload a structured-cloneable value (no functions, no class instances)
+ * Carries this process's broadcasts to the other replicas of a fleet (the shared-state plugin
+ * registers one when `sharedState` is configured).
  */
-export function broadcastToWorkers(topic: string, payload: unknown): void {
-  if (!svcWorker() || !process.send) return;
-  const m: WorkerBroadcast = { svcBroadcast: topic, payload };
-  process.send(m);
+export interface FleetRelay {
+  /**
+   * Called synchronously for every {@link broadcastToWorkers} of this process, after the
+   * sibling workers were sent it. Must return quickly (queue the work); an exception is
+   * swallowed so the broadcaster (an admin call that already succeeded) never sees it.
+   * @param topic the broadcast topic
+   * @param payload the payload as broadcast (JSON-serialisable for a relay that leaves the process)
+   */
+  forward(topic: string, payload: unknown): void;
+}
+
+/** A registered {@link FleetRelay}. */
+export interface FleetRelayRegistration {
+  /**
+   * Hands a broadcast that came from another replica to this process's
+   * {@link onWorkerBroadcast} receivers of `topic`: here only, never to the sibling workers (each
+   * has its own relay) and never back to a relay, so there is no echo. A receiver that throws is
+   * skipped.
+   */
+  deliver(topic: string, payload: unknown): void;
+  /** Unregisters the relay (idempotent). */
+  remove(): void;
+}
+
+/** Registered relays (normally none or one; several svc instances in one process each add theirs). */
+const relays = new Set<FleetRelay>();
+/** Local receivers by topic, also outside svc's workers (a relay delivers to them). */
+const receivers = new Map<string, Set<(payload: unknown) => void>>();
+
+/**
+ * Registers a relay that sees every broadcast of this process and may deliver broadcasts from
+ * other replicas locally.
+ * @param relay what forwards this process's broadcasts
+ * @returns the registration: `deliver` for incoming broadcasts, `remove` on shutdown
+ */
+export function registerFleetRelay(relay: FleetRelay): FleetRelayRegistration {
+  relays.add(relay);
+  return {
+    deliver: (topic, payload) => {
+      for (const receive of [...(receivers.get(topic) ?? [])]) {
+        try {
+          receive(payload);
+        } catch {
+          // A receiver's failure is its own; the others still get the broadcast.
+        }
+      }
+    },
+    remove: () => {
+      relays.delete(relay);
+    },
+  };
 }
 
 /**
- * Subscribes to other workers' broadcasts of a topic. A no-op outside svc's workers.
+ * Sends a broadcast to every other worker (through the primary) and to the registered fleet
+ * relays. Outside svc's workers only the relays get it (none: a no-op).
+ * @param topic what the payload is about; receivers subscribe by topic
+ * @param payload a structured-cloneable, JSON-serialisable value (no functions, no class instances)
+ */
+export function broadcastToWorkers(topic: string, payload: unknown): void {
+  if (svcWorker() && process.send) {
+    const m: WorkerBroadcast = { svcBroadcast: topic, payload };
+    process.send(m);
+  }
+  for (const relay of relays) {
+    try {
+      relay.forward(topic, payload);
+    } catch {
+      // The relay's problem: the broadcaster's change stands.
+    }
+  }
+}
+
+/**
+ * Subscribes to other workers' broadcasts of a topic, and to broadcasts a fleet relay delivers
+ * from other replicas (outside svc's workers only those).
  * @returns a function that unsubscribes
  */
 export function onWorkerBroadcast(topic: string, receive: (payload: unknown) => void): () => void {
-  if (!svcWorker()) return () => undefined;
-  const listener = (m: unknown) => {
-    if (isWorkerBroadcast(m) && m.svcBroadcast === topic) receive(m.payload);
+  // A wrapper, so one function subscribed twice is two subscriptions.
+  const entry = (payload: unknown): void => receive(payload);
+  let set = receivers.get(topic);
+  if (!set) receivers.set(topic, (set = new Set()));
+  set.add(entry);
+  let listener: ((m: unknown) => void) | undefined;
+  if (svcWorker()) {
+    listener = (m: unknown) => {
+      if (isWorkerBroadcast(m) && m.svcBroadcast === topic) receive(m.payload);
+    };
+    process.on('message', listener);
+  }
+  return () => {
+    set.delete(entry);
+    if (set.size === 0 && receivers.get(topic) === set) receivers.delete(topic);
+    if (listener) process.off('message', listener);
   };
-  process.on('message', listener);
-  return () => process.off('message', listener);
 }

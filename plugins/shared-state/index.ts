@@ -1,29 +1,58 @@
 /**
  * shared-state plugin: replicas behind a load balancer share what they learn about upstream
- * heads (latest, finalized) through Redis, off the request path. Each replica publishes heads
- * that moved to `<clusterKey>:state` (with its replica id) and applies what other replicas
- * publish, forward-only per upstream (matched by project id + upstream id); every
- * `snapshotInterval` it reads and writes the hash `<clusterKey>:heads` (field
- * `<project>/<upstream>` → `latest,finalized`), so a replica that starts or reconnects catches
- * up. With Redis gone every replica keeps serving from its own view: the gauge
- * `svc_shared_state_connected` drops to 0 with one warn line, and one info line on recovery;
- * node-redis reconnects with a capped backoff. Off unless the top-level `sharedState` is set.
+ * heads (latest, finalized) and what operators change (cordons, API-key changes through
+ * `/admin`) through Redis, off the request path.
  *
- * Files: `merge.ts` (the merge rules, pure), `schema.ts` (config); this file wires Redis.
+ * Heads: each replica publishes heads that moved to `<clusterKey>:state` (with its replica id)
+ * and applies what other replicas publish, forward-only per upstream (matched by project id +
+ * upstream id); every `snapshotInterval` it reads and writes the hash `<clusterKey>:heads` (field
+ * `<project>/<upstream>` → `latest,finalized`), so a replica that starts or reconnects catches up.
+ *
+ * Operator changes: the plugin registers a fleet relay (svc/plugin `registerFleetRelay`), so
+ * every worker broadcast of this process (the admin plugin's replay of cordons and API-key
+ * changes) is appended to the stream `<clusterKey>:ops` (XADD, trimmed with MAXLEN ~
+ * `opsLogMaxLength`), and every entry of another replica read from it (XREAD BLOCK on its own
+ * connection, from the last id seen; from the start of the bounded log when the replica starts)
+ * is delivered to this process's receivers, where the admin plugin applies it as it applies a
+ * sibling worker's. Entries of this replica (every worker of one `svc start` shares its id) are
+ * skipped: its workers got them over IPC.
+ *
+ * With Redis gone or frozen (a PING every second, unanswered within a second) every replica
+ * keeps serving from its own view: the gauge `svc_shared_state_connected` drops to 0 with one
+ * warn line (also when the first connection attempt fails), and one info line on recovery, when
+ * the snapshot is read again and the operator changes made meanwhile (held in a bounded outbox)
+ * are appended. node-redis reconnects with a capped backoff. Off unless the top-level
+ * `sharedState` is set.
+ *
+ * Files: `merge.ts` (head merge rules), `ops.ts` (the operator-change log), `link.ts`
+ * (connected or not, the PING watch), `schema.ts` (config); this file wires Redis.
  */
 import { randomUUID } from 'node:crypto';
 import { Gauge } from 'prom-client';
-import { CHAIN_STATE_SERVICE, closeRedisClient, openRedisClient, type Plugin, type PluginHost, type RedisClient, type Upstream, type Network } from 'svc/plugin';
+import { CHAIN_STATE_SERVICE, closeRedisClient, fleetReplicaId, type FleetRelayRegistration, openRedisClient, type Plugin, type PluginHost, type RedisClient, registerFleetRelay, type Upstream, type Network } from 'svc/plugin';
+import { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch } from './link.ts';
 import { headField, HeadLedger, headsToApply, parseMessage, parseSnapshotValue, type SharedHead } from './merge.ts';
+import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox } from './ops.ts';
 import { DEFAULT_CHANGE_SCAN_MS, sharedStateSchema, sharedStateSettingsOf } from './schema.ts';
 
 export { headField, HeadLedger, headsToApply, MAX_HEADS_PER_MESSAGE, parseMessage, parseSnapshotValue, type SharedHead, type StateMessage } from './merge.ts';
-export { DEFAULT_CHANGE_SCAN_MS, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
+export { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch, type PingWatchOptions } from './link.ts';
+export { entriesOfReply, MAX_OP_NAME, MAX_OP_PAYLOAD_BYTES, MAX_OUTBOX, opFields, type OpEntry, type OpFields, OPS_READ_COUNT, OpsOutbox, parseOpEntry } from './ops.ts';
+export { DEFAULT_CHANGE_SCAN_MS, DEFAULT_OPS_LOG_MAX_LENGTH, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
+
+/** How long one XREAD on the operator-change stream blocks, ms (then it is sent again). */
+const OPS_BLOCK_MS = 1000;
+/** Pause before reading the stream again after an error, ms. */
+const OPS_RETRY_MS = 200;
 
 /** Options of {@link sharedStatePlugin}. */
 export interface SharedStatePluginOptions {
   /** How often local heads are compared with what was published, ms (default {@link DEFAULT_CHANGE_SCAN_MS}). */
   changeScanMs?: number;
+  /** How often Redis is sent a PING, ms (default {@link DEFAULT_PING_INTERVAL_MS}). */
+  pingIntervalMs?: number;
+  /** Longest wait for a PONG before Redis counts as unreachable, ms (default {@link DEFAULT_PING_TIMEOUT_MS}). */
+  pingTimeoutMs?: number;
 }
 
 /** Every serving upstream of every project with its network. */
@@ -37,25 +66,31 @@ function* upstreamsOf(host: PluginHost): Generator<{ network: Network; upstream:
 
 /**
  * Creates the shared-state plugin (name `shared-state`).
- * @param opts scan interval of local head changes
+ * @param opts scan interval of local head changes, PING interval and timeout
  * @returns a plugin owning the top-level `sharedState` key and tapping `configured` and `shutdown`
  */
 export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
   const scanMs = opts.changeScanMs ?? DEFAULT_CHANGE_SCAN_MS;
+  const pingIntervalMs = opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
+  const pingTimeoutMs = opts.pingTimeoutMs ?? DEFAULT_PING_TIMEOUT_MS;
   return {
     name: 'shared-state',
     // No `dependsOn`: the chain state service is looked up when heads are applied, so presets
     // without evm-state (and tests that drop it) still build; there is then nothing to share.
     schema: sharedStateSchema,
     apply(host: PluginHost) {
+      /** Id of this process's head messages (each worker polls on its own, so each has its own). */
       const replica = randomUUID();
+      /** Id of this replica's operator changes (shared by its workers, which get them over IPC). */
+      const fleet = fleetReplicaId();
       const ledger = new HeadLedger();
-      let client: RedisClient | undefined;
-      let subscriber: RedisClient | undefined;
+      const clients: RedisClient[] = [];
+      let opsClient: RedisClient | undefined;
+      let relay: FleetRelayRegistration | undefined;
+      let closed = false;
       const timers: NodeJS.Timeout[] = [];
-      /** undefined until first connected. */
-      let connected: boolean | undefined;
       const gauge = new Gauge({ name: 'svc_shared_state_connected', help: 'Whether this replica is connected to the shared-state Redis (1) or serves from its own view (0)', registers: [host.metrics] });
+      const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
       const find = (project: string, upstream: string): { network: Network; upstream: Upstream } | undefined => {
         const p = host.projects.get(project);
@@ -85,32 +120,37 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
           if (s && (s.latest > 0 || s.finalized > 0)) yield { project: upstream.projectId, upstream: upstream.id, latest: s.latest, finalized: s.finalized };
         }
       };
-      const setConnected = (up: boolean): void => {
-        gauge.set(up ? 1 : 0);
-        // Logged on transitions once connected (the two connections come up one after the other at start).
-        if (connected === undefined) {
-          if (up) connected = true;
-          return;
-        }
-        if (connected === up) return;
-        if (up) host.logger.info('shared state: Redis reachable again; applying the fleet snapshot');
+      const link = new LinkState((up, atStart) => {
+        if (up) {
+          if (!atStart) host.logger.info('shared state: Redis reachable again; applying the fleet snapshot and the operator changes missed');
+          else return;
+        } else if (atStart) host.logger.warn("shared state: Redis unreachable at start; serving from this replica's own view until it is reachable");
         else host.logger.warn("shared state: Redis unreachable; serving from this replica's own view until it is back");
-        connected = up;
-      };
+      });
 
       host.hooks.configured.tap('shared-state', (c) => {
         const settings = sharedStateSettingsOf(c.settings);
         if (!settings) return;
         const channel = `${settings.clusterKey}:state`;
         const hash = `${settings.clusterKey}:heads`;
-        // Connected means both connections are ready (commands and the subscription).
-        const update = (): void => setConnected(main.isReady && sub.isReady);
-        const onError = (): void => update();
+        const stream = `${settings.clusterKey}:ops`;
+        const outbox = new OpsOutbox();
+        // Connected means every connection is ready (commands, the subscription, the stream
+        // reader) and Redis answers PINGs.
+        let watch: PingWatch | undefined;
+        const update = (failure: boolean): void => {
+          link.update(main.isReady && sub.isReady && ops.isReady && !watch?.frozen, failure);
+          gauge.set(link.connected ? 1 : 0);
+        };
+        const onError = (): void => update(true);
         const main = openRedisClient({ uri: settings.redis.uri }, onError);
-        client = main;
         const sub = main.duplicate();
-        subscriber = sub;
-        sub.on('error', onError);
+        const ops = main.duplicate();
+        clients.push(main, sub);
+        opsClient = ops;
+        /** Commands may go out: connected and not frozen (a frozen Redis would only pile them up). */
+        const writable = (): boolean => main.isReady && !watch?.frozen;
+
         const readSnapshot = async (): Promise<void> => {
           const all = await main.hGetAll(hash);
           const heads: SharedHead[] = [];
@@ -121,15 +161,87 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
           }
           apply(headsToApply({ replica: '', heads }, replica, known));
         };
-        // On (re)connect of either connection, catch up from the snapshot: messages sent meanwhile were missed.
-        const onReady = (): void => {
-          update();
-          if (main.isReady) readSnapshot().catch(onError);
+
+        // Operator changes of this process → the stream, in order; kept while Redis is away.
+        let flushing = false;
+        const flush = async (): Promise<void> => {
+          if (flushing) return;
+          flushing = true;
+          try {
+            const dropped = outbox.takeDropped();
+            if (dropped > 0) host.logger.warn({ dropped }, 'shared state: operator changes dropped while Redis was unreachable (outbox full); the other replicas miss them');
+            for (let f = outbox.peek(); f && writable() && !closed; f = outbox.peek()) {
+              await main.xAdd(stream, '*', f, { TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: settings.opsLogMaxLength } });
+              outbox.shift();
+            }
+          } catch {
+            // Kept in the outbox: retried on the next PING tick and on reconnect.
+            onError();
+          } finally {
+            flushing = false;
+          }
         };
-        main.on('ready', onReady);
-        sub.on('ready', onReady);
-        main.on('end', onError);
-        sub.on('end', onError);
+        relay = registerFleetRelay({
+          forward: (topic, payload) => {
+            const fields = opFields(fleet, topic, payload);
+            if (!fields) {
+              host.logger.warn({ topic }, 'shared state: an operator change is not shared (payload not JSON or over 64 KiB)');
+              return;
+            }
+            outbox.push(fields);
+            void flush();
+          },
+        });
+        const registration = relay;
+
+        // Other replicas' operator changes ← the stream, from the last id seen (all of the bounded
+        // log at start). A frozen Redis holds the XREAD; it answers once Redis runs again.
+        let lastId = '0-0';
+        const readOps = async (): Promise<void> => {
+          while (!closed) {
+            if (!ops.isReady) {
+              await sleep(OPS_RETRY_MS);
+              continue;
+            }
+            try {
+              const reply = await ops.xRead({ key: stream, id: lastId }, { BLOCK: OPS_BLOCK_MS, COUNT: OPS_READ_COUNT });
+              const read = entriesOfReply(reply);
+              if (read.lastId) lastId = read.lastId;
+              for (const e of read.entries) if (e && e.replica !== fleet && !closed) registration.deliver(e.topic, e.payload);
+            } catch {
+              if (!closed) await sleep(OPS_RETRY_MS);
+            }
+          }
+        };
+
+        const catchUp = (): void => {
+          if (!main.isReady) return;
+          readSnapshot().catch(onError);
+          void flush();
+        };
+        watch = new PingWatch({
+          ping: () => main.ping(),
+          timeoutMs: pingTimeoutMs,
+          onFrozen: () => update(true),
+          onThawed: () => {
+            update(false);
+            catchUp();
+          },
+        });
+        // On (re)connect of any connection, catch up: messages sent meanwhile were missed.
+        main.on('ready', () => {
+          watch?.reset();
+          update(false);
+          catchUp();
+        });
+        for (const conn of [sub, ops]) {
+          conn.on('error', onError);
+          conn.on('ready', () => {
+            update(false);
+            catchUp();
+          });
+        }
+        for (const conn of [main, sub, ops]) conn.on('end', onError);
         sub
           .connect()
           .then(() =>
@@ -139,11 +251,21 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
             }),
           )
           .catch(onError);
+        ops.connect().catch(onError);
+        void readOps();
 
-        // Publish heads that moved, off the request path.
+        // Liveness: a PING every interval (one at a time); operator changes still queued are retried.
         timers.push(
           setInterval(() => {
             if (!main.isReady) return;
+            watch?.tick();
+            if (outbox.size > 0 && writable()) void flush();
+          }, pingIntervalMs),
+        );
+        // Publish heads that moved, off the request path.
+        timers.push(
+          setInterval(() => {
+            if (!writable()) return;
             const heads = ledger.changed(local());
             if (heads.length === 0) return;
             main.publish(channel, JSON.stringify({ replica, heads })).catch(onError);
@@ -152,7 +274,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         // Snapshot: catch up on what was missed, then write this replica's view (now at least the snapshot's).
         timers.push(
           setInterval(() => {
-            if (!main.isReady) return;
+            if (!writable()) return;
             readSnapshot()
               .then(async () => {
                 const fields: Record<string, string> = {};
@@ -166,12 +288,15 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
       });
 
       host.hooks.shutdown.tapPromise('shared-state', async () => {
+        closed = true;
         for (const t of timers.splice(0)) clearInterval(t);
-        const c = client;
-        const s = subscriber;
-        client = subscriber = undefined;
-        if (s) await closeRedisClient(s);
-        if (c) await closeRedisClient(c);
+        relay?.remove();
+        relay = undefined;
+        // The stream reader may be blocked in XREAD: drop its socket rather than wait for it.
+        const o = opsClient;
+        opsClient = undefined;
+        if (o?.isOpen) o.destroy();
+        for (const c of clients.splice(0).reverse()) await closeRedisClient(c);
       });
     },
   };

@@ -7,6 +7,8 @@ import { Duration, type SchemaFragment, Strict, Type } from 'svc/plugin';
 export const DEFAULT_SNAPSHOT_INTERVAL_MS = 5000;
 /** How often local heads are compared with what was published, ms. */
 export const DEFAULT_CHANGE_SCAN_MS = 100;
+/** Default bound of the operator-change stream `<clusterKey>:ops`, entries (approximate: XADD MAXLEN ~). */
+export const DEFAULT_OPS_LOG_MAX_LENGTH = 10_000;
 
 /** The schema fragment: top-level `sharedState`. */
 export const sharedStateSchema: SchemaFragment = {
@@ -16,8 +18,16 @@ export const sharedStateSchema: SchemaFragment = {
         redis: Strict({ uri: Type.String({ minLength: 1, description: 'redis://[user:password@]host:port[/db] (redacted in logs and the admin config view)' }) }, { description: 'the Redis every replica of the deployment shares' }),
         clusterKey: Type.Optional(Type.String({ minLength: 1, maxLength: 200, default: 'svc', description: 'prefix of the channel and keys: keeps two deployments on one Redis apart' })),
         snapshotInterval: Type.Optional(Duration({ default: '5s', description: 'how often a replica reads and writes the heads snapshot (a replica that starts or reconnects catches up from it)' })),
+        opsLogMaxLength: Type.Optional(
+          Type.Integer({
+            minimum: 100,
+            maximum: 1_000_000,
+            default: DEFAULT_OPS_LOG_MAX_LENGTH,
+            description: 'entries kept in the operator-change stream <clusterKey>:ops (cordons, API-key changes; trimmed approximately with XADD MAXLEN ~): a replica that starts replays them all, one that reconnects those it missed',
+          }),
+        ),
       },
-      { description: 'shared state across replicas: upstream heads travel through Redis pub/sub and a periodic snapshot; off when absent' },
+      { description: 'shared state across replicas: upstream heads travel through Redis pub/sub and a periodic snapshot, operator changes (cordons, API-key changes) through a Redis stream; off when absent' },
     ),
   },
 };
@@ -30,6 +40,8 @@ export interface SharedStateSettings {
   clusterKey: string;
   /** Snapshot interval, ms. */
   snapshotIntervalMs: number;
+  /** Bound of the operator-change stream, entries. */
+  opsLogMaxLength: number;
 }
 
 /**
@@ -38,8 +50,9 @@ export interface SharedStateSettings {
  * @returns the settings, or undefined when the block is absent (the plugin stays off)
  */
 export function sharedStateSettingsOf(settings: Readonly<Record<string, unknown>>): SharedStateSettings | undefined {
-  const s = settings.sharedState as { redis?: { uri?: string }; clusterKey?: string; snapshotInterval?: number | string } | undefined;
+  const s = settings.sharedState as { redis?: { uri?: string }; clusterKey?: string; snapshotInterval?: number | string; opsLogMaxLength?: number } | undefined;
   if (!s?.redis?.uri) return undefined;
   const interval = typeof s.snapshotInterval === 'number' && s.snapshotInterval > 0 ? s.snapshotInterval : DEFAULT_SNAPSHOT_INTERVAL_MS;
-  return { redis: { uri: s.redis.uri }, clusterKey: s.clusterKey ?? 'svc', snapshotIntervalMs: interval };
+  const opsLogMaxLength = typeof s.opsLogMaxLength === 'number' && Number.isInteger(s.opsLogMaxLength) && s.opsLogMaxLength > 0 ? s.opsLogMaxLength : DEFAULT_OPS_LOG_MAX_LENGTH;
+  return { redis: { uri: s.redis.uri }, clusterKey: s.clusterKey ?? 'svc', snapshotIntervalMs: interval, opsLogMaxLength };
 }

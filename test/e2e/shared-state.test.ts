@@ -2,10 +2,12 @@
  * Shared state across replicas (docs/operations.md "Fleet: shared state"): three `svc start`
  * processes on one real redis-server in front of one anvil. Only the first replica polls
  * (the others poll once at start, then every hour), so the others can learn a new head only
- * through Redis: it reaches them within 1 s. Redis stalled (SIGSTOP) and resumed, then killed
+ * through Redis: it reaches them within 1 s (the median of five is printed). Redis stalled
+ * (SIGSTOP: the sockets stay open, a PING without answer gives it away) and resumed, then killed
  * and restarted on its port, during a stream of calls: no call fails; the gauge
- * `svc_shared_state_connected` and one warn/info log line say so, and a head mined while Redis
- * was gone reaches the others after it is back.
+ * `svc_shared_state_connected` (0, then 1) and one warn/info log line each time say so, and a
+ * head mined while Redis was gone reaches the others after it is back. Operator changes:
+ * shared-state-ops.test.ts.
  */
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -97,39 +99,55 @@ describe('e2e: shared state across replicas (Redis)', function () {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a head seen by one replica is used by the others within 1 s', async () => {
-    const start = Number(BigInt(await anvil.rpc('eth_blockNumber')));
-    await anvil.rpc('anvil_mine', ['0x14']);
-    const target = start + 20;
-    // The polling replica sees it first.
-    await waitFor(async () => (await gauge(replicas[0]!, 'svc_upstream_latest_block', 'upstream="a"')) === target, 5000);
-    const seen = Date.now();
-    await waitFor(async () => {
-      for (const r of replicas.slice(1)) if ((await gauge(r, 'svc_upstream_latest_block', 'upstream="a"')) !== target) return false;
-      return true;
-    }, 3000);
-    expect(Date.now() - seen).to.be.below(1000);
+  it('a head seen by one replica is used by the others within 1 s (median of five printed)', async () => {
+    const times: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const start = Number(BigInt(await anvil.rpc('eth_blockNumber')));
+      await anvil.rpc('anvil_mine', ['0x14']);
+      const target = start + 20;
+      // The polling replica sees it first.
+      await waitFor(async () => (await gauge(replicas[0]!, 'svc_upstream_latest_block', 'upstream="a"')) === target, 5000);
+      const seen = Date.now();
+      await waitFor(async () => {
+        for (const r of replicas.slice(1)) if ((await gauge(r, 'svc_upstream_latest_block', 'upstream="a"')) !== target) return false;
+        return true;
+      }, 3000);
+      times.push(Date.now() - seen);
+    }
+    const median = [...times].sort((x, y) => x - y)[2] as number;
+    // Measured from when replica 1's /metrics shows the head (its poll, 100 ms, comes before).
+    console.log(`      head seen by replica 1 -> used by replicas 2 and 3: median ${median} ms (${times.join(', ')} ms)`);
+    expect(Math.max(...times)).to.be.below(1000);
   });
 
-  it('Redis stalled (SIGSTOP) and resumed under load: no call fails', async () => {
+  it('Redis stalled (SIGSTOP) and resumed under load: no call fails; the gauge goes 0 then 1, logged once each', async () => {
+    const marks = replicas.map((r) => r.logs().length);
     const done = load();
     await sleep(200);
     process.kill(redis.pid, 'SIGSTOP');
     try {
       await anvil.rpc('anvil_mine', ['0x2']);
-      await sleep(2500);
+      // The PING (every second, answered within a second) notices the stall.
+      await allAt('svc_shared_state_connected', 0, '', 5000);
+      await sleep(500);
     } finally {
       process.kill(redis.pid, 'SIGCONT');
     }
-    await sleep(500);
+    await allAt('svc_shared_state_connected', 1);
+    await sleep(300);
     const { failures, calls } = await done();
     expect(failures).to.deep.equal([]);
     expect(calls).to.be.above(30);
-    await allAt('svc_shared_state_connected', 1);
+    replicas.forEach((r, i) => {
+      const lines = r.logs().slice(marks[i]).split('\n');
+      expect(lines.filter((l) => l.includes('shared state: Redis unreachable')).length).to.equal(1);
+      expect(lines.filter((l) => l.includes('shared state: Redis reachable again')).length).to.equal(1);
+    });
   });
 
   it('Redis killed and restarted on its port under load: no call fails; loss and recovery logged once; heads catch up', async () => {
     const port = redis.port;
+    const marks = replicas.map((r) => r.logs().length);
     const done = load();
     await redis.stop();
     await allAt('svc_shared_state_connected', 0, '', 5000);
@@ -141,8 +159,8 @@ describe('e2e: shared state across replicas (Redis)', function () {
     const { failures, calls } = await done();
     expect(failures).to.deep.equal([]);
     expect(calls).to.be.above(30);
-    for (const r of replicas) {
-      const lines = r.logs().split('\n');
+    for (const [i, r] of replicas.entries()) {
+      const lines = r.logs().slice(marks[i]).split('\n');
       expect(lines.filter((l) => l.includes('shared state: Redis unreachable')).length).to.equal(1);
       expect(lines.filter((l) => l.includes('shared state: Redis reachable again')).length).to.equal(1);
     }
