@@ -53,6 +53,7 @@ const fs = require('node:fs');
  * files over ~5 s; a missing entry is skipped.
  */
 const SLOW_FIRST = [
+  'test/e2e/admin-ui.test.ts',
   'test/e2e/shared-state.test.ts',
   'test/e2e/shared-state-ops.test.ts',
   'test/e2e/prometheus.test.ts',

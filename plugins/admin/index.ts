@@ -18,6 +18,7 @@ import type Router from '@koa/router';
 import type Koa from 'koa';
 import { asSvcError, AuthBlockSchema, type Authenticator, ConfigError, CORS_SERVICE, CorsBlockSchema, doorAuthenticator, ErrAuthUnauthorized, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, broadcastToWorkers, onWorkerBroadcast, type Plugin, type PluginHost, readRequestBody, Strict, toJsonRpcError, Type } from 'svc/plugin';
 import { adminMethods, unsupported } from './methods.ts';
+import { adminUi, AdminUiSchema, type AdminUiSettings } from './ui/index.ts';
 
 /** Largest admin request body, bytes. */
 const MAX_ADMIN_BODY = 1024 * 1024;
@@ -36,6 +37,7 @@ const REPLAYED = new Set(['svc_cordonUpstream', 'svc_uncordonUpstream', 'svc_add
 interface AdminSettings {
   auth?: { strategies?: ReadonlyArray<{ type?: unknown }> };
   cors?: unknown;
+  ui?: AdminUiSettings;
 }
 
 /** The CORS of `/admin` without the cors plugin: no CORS headers (a browser page on another origin is refused). */
@@ -59,6 +61,7 @@ export function adminPlugin(): Plugin {
           {
             auth: Type.Optional(AuthBlockSchema('auth strategies of POST /admin, as in `projects[].auth` (checked by the auth plugin at start-up); none: closed')),
             cors: Type.Optional(CorsBlockSchema('CORS of /admin, the fields of `projects[].cors` with the spec §2.5 admin defaults (checked by the cors plugin at start-up)')),
+            ui: Type.Optional(AdminUiSchema),
           },
           { description: 'spec §2.5: POST /admin, closed unless auth.strategies has a strategy' },
         ),
@@ -68,6 +71,9 @@ export function adminPlugin(): Plugin {
       let authenticator: Authenticator | undefined;
       let cors: Koa.Middleware = NO_CORS;
       const methods = adminMethods(host);
+      // The operator page (ui/): its data and streams go through the same authenticator.
+      const ui = adminUi(host, () => authenticator);
+      host.hooks.closing.tap('admin', () => ui.close());
       // Another worker's operator change, replayed here. A change a shared store (Redis,
       // PostgreSQL) already holds fails here as a duplicate or a missing key: nothing to do.
       onWorkerBroadcast(ADMIN_TOPIC, (payload) => {
@@ -83,6 +89,7 @@ export function adminPlugin(): Plugin {
         const policy = corsService?.door(admin.cors, 'admin.cors');
         cors = policy?.middleware ?? NO_CORS;
         authenticator = doorAuthenticator(host.services, admin.auth, 'admin.auth');
+        ui.configure(admin.ui);
         // Read once the auth service accepted the block, so `strategies` is a valid list.
         const strategies = admin.auth?.strategies ?? [];
         if (authenticator && strategies.every((s) => s.type === 'network') && policy?.settings.allowedOrigins.includes('*')) {
@@ -161,6 +168,7 @@ export function adminPlugin(): Plugin {
           k.status = 204;
         });
         router.post('/admin', guarded, handle);
+        ui.mount(router);
         router.get('/admin', guarded, (k) => {
           k.status = 405;
           k.set('Allow', 'POST, OPTIONS');
