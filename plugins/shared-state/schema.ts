@@ -23,7 +23,7 @@ export const sharedStateSchema: SchemaFragment = {
             minimum: 100,
             maximum: 1_000_000,
             default: DEFAULT_OPS_LOG_MAX_LENGTH,
-            description: 'entries kept in the operator-change stream <clusterKey>:ops (cordons, API-key changes; trimmed approximately with XADD MAXLEN ~): a replica that starts replays them all, one that reconnects those it missed',
+            description: 'entries kept in the operator-change stream `<clusterKey>:ops` (cordons, API-key changes; trimmed approximately with XADD MAXLEN ~): a replica that starts replays them all, one that reconnects those it missed',
           }),
         ),
       },
