@@ -6,8 +6,9 @@
  * The tests start real servers (see test/helpers/redis.ts and test/helpers/postgres.ts) and make
  * a throwaway TLS CA (test/helpers/tls.ts) and run a real Prometheus against the alert rules
  * (test/helpers/prometheus.ts), a memcached (test/helpers/memcached.ts, the keyv cache tier on
- * memcached) and an etcd (test/helpers/etcd.ts, the keyv cache tier on etcd). They need six
- * Debian packages:
+ * memcached) and an etcd (test/helpers/etcd.ts, the keyv cache tier on etcd), and drive the
+ * operator page in a real headless Chromium (test/e2e/admin-ui.test.ts, through puppeteer-core,
+ * which downloads no browser). They need seven Debian packages:
  *
  * - `redis-server`: the `redis-server` binary on PATH;
  * - `postgresql`: `initdb` and `postgres` in /usr/lib/postgresql/<version>/bin (Debian's
@@ -15,7 +16,9 @@
  * - `openssl`: the `openssl` binary on PATH;
  * - `prometheus`: the `prometheus` and `promtool` binaries on PATH;
  * - `memcached`: the `memcached` binary on PATH (about 600 KB installed);
- * - `etcd-server`: the `etcd` binary on PATH.
+ * - `etcd-server`: the `etcd` binary on PATH;
+ * - `chromium`: the `chromium` binary on PATH (/usr/bin/chromium; as root it runs with
+ *   `--no-sandbox`).
  *
  * What is missing is installed with `apt-get update && apt-get install -y
  * --no-install-recommends <packages>` when the user may install packages (running as root, with
@@ -40,7 +43,7 @@ import { fileURLToPath } from 'node:url';
 export const DEBIAN_PG_ROOT = '/usr/lib/postgresql';
 
 /** The Debian packages the tests need, in install order. */
-export const PACKAGES = /** @type {const} */ (['redis-server', 'postgresql', 'openssl', 'prometheus', 'memcached', 'etcd-server']);
+export const PACKAGES = /** @type {const} */ (['redis-server', 'postgresql', 'openssl', 'prometheus', 'memcached', 'etcd-server', 'chromium']);
 
 /**
  * Full path of an executable `name` on `path` (a PATH string), or undefined.
@@ -106,6 +109,7 @@ export function detect(opts = {}) {
   if (!which('prometheus', path) || !which('promtool', path)) missing.push('prometheus');
   if (!which('memcached', path)) missing.push('memcached');
   if (!which('etcd', path)) missing.push('etcd-server');
+  if (!which('chromium', path)) missing.push('chromium');
   return { missing, canInstall: !noInstall && uid === 0 && which('apt-get', path) !== undefined };
 }
 

@@ -42,18 +42,18 @@ describe('test set-up step (scripts/provision.mjs)', () => {
   });
   afterEach(() => rmSync(tmp, { recursive: true, force: true }));
 
-  it('finds nothing missing on this machine (redis-server, PostgreSQL, openssl and Prometheus are installed)', () => {
+  it('finds nothing missing on this machine (redis-server, PostgreSQL, openssl, Prometheus, memcached, etcd and Chromium are installed)', () => {
     expect(detect({ path: REAL_PATH }).missing).to.deep.equal([]);
     expect(plan({ missing: [], canInstall: false })).to.deep.equal({ action: 'none' });
   });
 
-  it('reports redis-server, postgresql, openssl and prometheus missing on a PATH that hides them', () => {
+  it('reports redis-server, postgresql, openssl, prometheus, memcached, etcd-server and chromium missing on a PATH that hides them', () => {
     link(bin, 'node');
     expect(detect({ path: bin, pgRoot: emptyPgRoot, uid: 1000 })).to.deep.equal({
-      missing: ['redis-server', 'postgresql', 'openssl', 'prometheus', 'memcached', 'etcd-server'],
+      missing: ['redis-server', 'postgresql', 'openssl', 'prometheus', 'memcached', 'etcd-server', 'chromium'],
       canInstall: false,
     });
-    for (const name of ['openssl', 'prometheus', 'memcached', 'etcd']) link(bin, name);
+    for (const name of ['openssl', 'prometheus', 'memcached', 'etcd', 'chromium']) link(bin, name);
     expect(detect({ path: bin, pgRoot: emptyPgRoot, uid: 1000 }).missing, 'promtool missing').to.deep.equal([
       'redis-server',
       'postgresql',
@@ -110,7 +110,7 @@ describe('test set-up step (scripts/provision.mjs)', () => {
   it('as root, runs apt-get update then install for what is missing, and checks again', () => {
     // A fake apt-get that logs its arguments and "installs" redis-server into the same dir.
     const log = join(tmp, 'apt.log');
-    for (const name of ['sh', 'chmod', 'openssl', 'prometheus', 'promtool', 'memcached', 'etcd']) link(bin, name);
+    for (const name of ['sh', 'chmod', 'openssl', 'prometheus', 'promtool', 'memcached', 'etcd', 'chromium']) link(bin, name);
     exe(
       join(bin, 'apt-get'),
       `echo "$DEBIAN_FRONTEND $*" >> ${log}\n` +
@@ -135,7 +135,7 @@ describe('test set-up step (scripts/provision.mjs)', () => {
   });
 
   it('as root, fails with the command to run by hand when apt-get does not install it', () => {
-    for (const name of ['sh', 'openssl', 'prometheus', 'promtool', 'memcached', 'etcd']) link(bin, name);
+    for (const name of ['sh', 'openssl', 'prometheus', 'promtool', 'memcached', 'etcd', 'chromium']) link(bin, name);
     exe(join(bin, 'apt-get'), 'exit 100');
     const errors: string[] = [];
     const orig = console.error;
@@ -151,7 +151,7 @@ describe('test set-up step (scripts/provision.mjs)', () => {
   });
 
   it('the script itself, run with a PATH that hides redis-server, exits 1 with one line naming the command', () => {
-    for (const name of ['openssl', 'prometheus', 'promtool', 'memcached', 'etcd']) link(bin, name);
+    for (const name of ['openssl', 'prometheus', 'promtool', 'memcached', 'etcd', 'chromium']) link(bin, name);
     const r = spawnSync(process.execPath, [SCRIPT], {
       env: { PATH: bin, SVC_TEST_NO_INSTALL: '1' },
       encoding: 'utf8',
