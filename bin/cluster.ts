@@ -14,6 +14,14 @@ import { AggregatorRegistry } from 'prom-client';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { isWorkerBroadcast, workerEnv } from '../lib/cluster.ts';
 import type { Logger } from '../lib/logger.ts';
+
+/** A worker's message asking the primary to have the other workers reload their config. */
+export const RELOAD_OTHERS = 'svcReloadOthers';
+
+/** Whether an IPC message from a worker is a {@link RELOAD_OTHERS} request. */
+function isReloadRequest(m: unknown): boolean {
+  return typeof m === 'object' && m !== null && (m as Record<string, unknown>)[RELOAD_OTHERS] === true;
+}
 import { createMetricsServer } from '../lib/metrics-listener.ts';
 
 /** What the primary needs of the resolved config. */
@@ -47,6 +55,11 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
     const w = cluster.fork(workerEnv(index, opts.workers));
     workers.set(index, w);
     w.on('message', (m: unknown) => {
+      // A worker that reloaded its config on an admin call: the others reload too (as on SIGHUP).
+      if (isReloadRequest(m)) {
+        for (const [i, other] of workers) if (i !== index && other.isConnected()) other.process.kill('SIGHUP');
+        return;
+      }
       if (!isWorkerBroadcast(m)) return;
       for (const [i, other] of workers) if (i !== index && other.isConnected()) other.send(m);
     });
@@ -123,5 +136,10 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // Config reload: every worker re-reads the config (the primary's own settings apply at restart).
+  process.on('SIGHUP', () => {
+    logger.info({ workers: workers.size }, 'SIGHUP: every worker reloads its config');
+    for (const w of workers.values()) if (w.isConnected()) w.process.kill('SIGHUP');
+  });
   return done;
 }

@@ -20,7 +20,8 @@ import type { SchemaFragment } from '../config/schema.ts';
 import type { ProjectInput, SvcConfigInput } from '../config/types.ts';
 import { svcWorker } from '../lib/cluster.ts';
 import { createLogger } from '../lib/logger.ts';
-import { runPrimary } from './cluster.ts';
+import { RELOAD_OTHERS, runPrimary } from './cluster.ts';
+import { validateConfig } from '../core/validate.ts';
 import { createProxy } from '../core/proxy.ts';
 import { redactText } from '../lib/redact.ts';
 import { VERSION } from '../core/version.ts';
@@ -33,6 +34,9 @@ Usage:
   svc start [--config FILE] [--port N] [--metrics-port N] [--preset NAME] [ENDPOINT...]
   svc validate --config FILE [--preset NAME] [--print]
   svc validate --from-erpc FILE [--preset NAME]
+  svc reload --pid PID                send SIGHUP: the svc with that pid re-reads its config
+  svc reload --url URL [--token T]    call svc_reloadConfig on URL's /admin (T, else
+                                      $SVC_ADMIN_TOKEN: the admin secret) and print what changed
   svc config schema [--preset NAME]   JSON Schema of svc.yaml for editors
   svc --version
 
@@ -196,6 +200,7 @@ async function start(file: string | undefined, port: number | undefined, metrics
     await proxy.close().catch(() => undefined);
     return 1;
   }
+  enableReload(proxy, configFile, endpoints, resolved, logger);
   logger.info({ listen: `http://${addr.address}:${addr.port}`, config: configFile ?? null, version: VERSION, commit: proxy.commit, ...(worker ? { worker: worker.index, workers: worker.count, pid: process.pid } : {}) }, 'svc listening');
   // Graceful drain on the first SIGTERM/SIGINT (spec §3.2); a second signal exits at once.
   let stopping = false;
@@ -227,6 +232,83 @@ async function start(file: string | undefined, port: number | undefined, metrics
   return -1;
 }
 
+/**
+ * Config reload of a started svc (SIGHUP, admin `svc_reloadConfig`): the file is read again,
+ * with the CLI's endpoints, and validated whole on fresh plugins of the same preset, as
+ * `svc validate` does; a refused config is logged with the messages `svc validate` prints.
+ * A worker reloaded through `/admin` asks the primary to reload the other workers.
+ */
+function enableReload(proxy: ReturnType<typeof createProxy>, configFile: string | undefined, endpoints: string[], preset: ResolvedPreset, logger: ReturnType<typeof createLogger>): void {
+  if (!configFile) {
+    process.on('SIGHUP', () => logger.warn('SIGHUP: svc was started without a config file: nothing to reload'));
+    return;
+  }
+  const worker = svcWorker();
+  let bySignal = false;
+  proxy.setConfigSource(async () => {
+    const fromSignal = bySignal;
+    bySignal = false;
+    const raw = withEndpoints(await loadRaw(configFile), endpoints);
+    const next = await validateConfig({ config: raw, plugins: preset.preset() });
+    if (worker && !fromSignal && process.send) process.send({ [RELOAD_OTHERS]: true });
+    return next;
+  });
+  process.on('SIGHUP', () => {
+    bySignal = true;
+    proxy.reloadConfig().catch((e: unknown) => {
+      const problems = e instanceof ConfigError ? e.problems.map((p) => `${p.path || '(root)'}: ${redactText(p.message)}`) : [redactText((e as Error).message)];
+      logger.error({ problems }, 'config reload refused: the running config keeps serving');
+    });
+  });
+}
+
+/**
+ * `svc reload`: SIGHUP to a pid, or `svc_reloadConfig` through a running svc's `/admin`
+ * (printing what changed, exit 1 when the config was refused).
+ */
+async function reload(pid: string | undefined, url: string | undefined, token: string | undefined): Promise<number> {
+  if (pid !== undefined) {
+    const n = Number(pid);
+    if (!Number.isInteger(n) || n <= 0) {
+      process.stderr.write(`--pid must be a process id, got ${pid}\n`);
+      return 2;
+    }
+    try {
+      process.kill(n, 'SIGHUP');
+    } catch (e) {
+      process.stderr.write(`could not signal ${n}: ${(e as Error).message}\n`);
+      return 1;
+    }
+    process.stdout.write(`SIGHUP sent to ${n}: the result is in its log\n`);
+    return 0;
+  }
+  if (!url) {
+    process.stderr.write('svc reload: --pid PID or --url URL is required\n');
+    return 2;
+  }
+  const secret = token ?? process.env.SVC_ADMIN_TOKEN;
+  const target = new URL('/admin', url);
+  let body: { result?: unknown; error?: { message?: string } };
+  try {
+    const res = await fetch(target, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...(secret ? { 'X-SVC-Secret-Token': secret } : {}) },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'svc_reloadConfig' }),
+      signal: AbortSignal.timeout(60_000),
+    });
+    body = (await res.json()) as typeof body;
+  } catch (e) {
+    process.stderr.write(`svc reload: ${redactText((e as Error).message)}\n`);
+    return 1;
+  }
+  if (body.error) {
+    process.stderr.write(`${body.error.message ?? 'reload failed'}\n`);
+    return 1;
+  }
+  process.stdout.write(`${JSON.stringify(body.result, null, 2)}\n`);
+  return 0;
+}
+
 /** Parses a port flag: undefined when absent, null (after printing why) when invalid. */
 function portOption(flag: string, v: string | undefined): number | undefined | null {
   if (v === undefined) return undefined;
@@ -254,6 +336,9 @@ export async function main(argv: string[]): Promise<number> {
         'from-erpc': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
+        pid: { type: 'string' },
+        url: { type: 'string' },
+        token: { type: 'string' },
       },
     });
   } catch (e) {
@@ -272,6 +357,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'validate') return validate(values['from-erpc'] ?? values.config, values.preset, { print: values.print === true || values['from-erpc'] !== undefined, fromErpc: values['from-erpc'] !== undefined });
   if (cmd === 'config') return configSchema(rest[0], values.config, values.preset);
+  if (cmd === 'reload') return reload(values.pid, values.url, values.token);
   if (cmd === 'start') {
     const port = portOption('--port', values.port);
     const metricsPort = portOption('--metrics-port', values['metrics-port']);

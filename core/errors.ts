@@ -193,6 +193,15 @@ export class ErrServiceShuttingDown extends SvcError {
   static override readonly httpStatus = 503;
 }
 
+/**
+ * A config reload cannot run (admin `svc_reloadConfig`, `svc reload`): this svc was not started
+ * from a config file (built in code, tests), or it is shutting down. HTTP 503, -32603.
+ */
+export class ErrReloadUnavailable extends SvcError {
+  static override readonly defaultCode = -32603;
+  static override readonly httpStatus = 503;
+}
+
 /** Unknown project in the URL (spec §4.1). HTTP 404, -32602. */
 export class ErrProjectNotFound extends SvcError {
   static override readonly defaultCode = -32602;

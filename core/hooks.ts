@@ -26,6 +26,7 @@ import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import type { Upstream } from './registry/upstream.ts';
 import type { ResolvedConfig } from '../config/types.ts';
+import type { ReloadReport } from './reload.ts';
 
 /** The network-level handler of one call: returns a result or throws a {@link SvcError}. */
 export type CallHandler = (ctx: CallContext) => Promise<RpcResult>;
@@ -111,6 +112,23 @@ export interface ProxyHooks {
   readonly network: SyncHook<[Network]>;
   /** An upstream joined a network and may serve (after its chain id is known). */
   readonly upstreamJoined: SyncHook<[Upstream, Network]>;
+  /**
+   * An upstream left a network for good: removed or changed by a config reload (its in-flight
+   * calls still finish), or taken out of service by its chain id probe. Plugins stop what they
+   * run for it there (pollers, timers). Observation hook: a tap that throws is logged.
+   */
+  readonly upstreamLeft: SyncHook<[Upstream, Network]>;
+  /**
+   * A network was replaced by a config reload (its config changed) or removed with its project:
+   * no new call reaches it, in-flight ones finish on its chain. Plugins stop what they run per
+   * network (timers). Observation hook: a tap that throws is logged.
+   */
+  readonly networkRetired: SyncHook<[Network]>;
+  /**
+   * A config reload was applied (SIGHUP, `svc reload`, admin `svc_reloadConfig`), with what
+   * changed. Observation hook: a tap that throws is logged.
+   */
+  readonly reloaded: SyncHook<[ReloadReport]>;
   /** Admin, healthcheck and similar plugins mount their paths here. */
   readonly routes: SyncHook<[Router]>;
   /** The HTTP listener is up; background work (pollers, probes) may start. */
@@ -171,6 +189,9 @@ export function createHooks(): ProxyHooks {
     project: new AsyncSeriesHook<[Project]>(['project']),
     network: new SyncHook<[Network]>(['network']),
     upstreamJoined: new SyncHook<[Upstream, Network]>(['upstream', 'network']),
+    upstreamLeft: new SyncHook<[Upstream, Network]>(['upstream', 'network']),
+    networkRetired: new SyncHook<[Network]>(['network']),
+    reloaded: new SyncHook<[ReloadReport]>(['report']),
     routes: new SyncHook<[Router]>(['router']),
     listening: new AsyncSeriesHook<[]>([]),
     closing: new SyncHook<[]>([]),
@@ -221,6 +242,9 @@ export function guardObservationHooks(hooks: ProxyHooks, logger: Logger, registr
   hooks.callDone.intercept(guard('callDone'));
   hooks.responseHeaders.intercept(guard('responseHeaders'));
   hooks.closing.intercept(guard('closing'));
+  hooks.upstreamLeft.intercept(guard('upstreamLeft'));
+  hooks.networkRetired.intercept(guard('networkRetired'));
+  hooks.reloaded.intercept(guard('reloaded'));
 }
 
 /** A tap wrapped so that an exception is logged (at most once a minute) and counted, never thrown. */

@@ -4,6 +4,7 @@
  * boot. A plugin written in its own package sees only this surface (through `svc/plugin`), never
  * the `Proxy` class, so a second installed copy of svc or a refactor of the core cannot break it.
  */
+import type { ReloadReport } from './reload.ts';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Registry } from 'prom-client';
 import semver from 'semver';
@@ -215,6 +216,14 @@ export interface PluginHost {
   serveJsonRpc(input: JsonRpcInput): Promise<JsonRpcOutput>;
   /** The listening HTTP server once started (plugins add `upgrade` handlers from the `listening` hook on). */
   readonly httpServer: Server | undefined;
+  /**
+   * Re-reads the config and swaps in what changed without dropping a call (SIGHUP, `svc reload`,
+   * admin `svc_reloadConfig`; core/reload.ts says what applies live). Reloads run one at a time.
+   * @returns what changed, and the keys that apply only at the next restart
+   * @throws ConfigError with every problem, as `svc validate` prints them (nothing changes)
+   * @throws ErrReloadUnavailable when svc was not started from a config file, or is shutting down
+   */
+  reloadConfig(): Promise<ReloadReport>;
 }
 
 /** A plugin broke the contract: a missing dependency, a duplicate name, a version mismatch, a config read too early. */

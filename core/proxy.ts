@@ -17,7 +17,7 @@ import { createHooks, guardObservationHooks, UpstreamCursor, type AttemptHandler
 import { checkPlugin, PluginContractError, Services, type ListenOverrides, type Plugin, type PluginHost } from './host.ts';
 import { CHAIN_STATE_SERVICE, type ChainStateService, NO_CHAIN_STATE, type NetworkChainState } from './chain-state.ts';
 import { Drain, type LifecycleState, type LifecycleStatus } from './drain.ts';
-import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
+import { ErrReloadUnavailable, ErrUpstreamsExhausted, type SvcError } from './errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { BoundedLabel } from '../lib/labels.ts';
 import { excerptOf } from '../lib/redact.ts';
@@ -31,7 +31,8 @@ import type Koa from 'koa';
 import { getCommit, VERSION } from './version.ts';
 import { buildConfigSchema, fragmentCollisions, type SchemaFragment } from '../config/schema.ts';
 import { loadConfigObject, resolveNetwork, resolveUpstream } from '../config/load.ts';
-import type { ResolvedConfig, UpstreamInput } from '../config/types.ts';
+import type { ResolvedConfig, ResolvedProject, UpstreamInput } from '../config/types.ts';
+import { applyReload, type ReloadReport } from './reload.ts';
 import type { RpcResult } from './jsonrpc.ts';
 
 export type { Plugin, PluginHost, ServiceRegistry } from './host.ts';
@@ -182,12 +183,7 @@ export class Proxy implements PluginHost {
     this.started = true;
     this.configure();
     for (const w of this.resolved.warnings) this.logger.warn(w);
-    for (const pc of this.config.projects) {
-      const project = new Project(pc);
-      this.projects.set(project.id, project);
-      for (const nc of pc.networks) this.createNetwork(project, nc, true);
-      for (const uc of pc.upstreams) this.addUpstream(project, new Upstream(uc, project.id, { shared: this.pools }));
-    }
+    for (const pc of this.config.projects) this.buildProject(pc);
     for (const project of this.projects.values()) await this.hooks.project.promise(project);
     const app = createServer(this);
     const host = this.opts.host ?? this.config.server.httpHost;
@@ -219,12 +215,34 @@ export class Proxy implements PluginHost {
     return addr;
   }
 
+  /** Builds a project with its declared networks and its upstreams (not yet probed). */
+  private buildProject(pc: ResolvedProject): Project {
+    const project = new Project(pc);
+    this.projects.set(project.id, project);
+    for (const nc of pc.networks) this.createNetwork(project, nc, true);
+    for (const uc of pc.upstreams) this.addUpstream(project, new Upstream(uc, project.id, { shared: this.pools }));
+    return project;
+  }
+
+  /**
+   * Adds a whole project while serving (config reload): built, its `project` hooks run, then its
+   * upstreams are probed.
+   * @internal core/reload.ts
+   */
+  async addProject(pc: ResolvedProject): Promise<Project> {
+    const project = this.buildProject(pc);
+    await this.hooks.project.promise(project);
+    for (const u of project.upstreams.values()) this.probeNew(project, u);
+    return project;
+  }
+
   /**
    * Registers an upstream: composes its `upstream` chain and, when it has a configured chain
    * id, joins that network at once (it serves while its probe is pending).
+   * @param order its place in the project's config order (a reload keeps a replaced upstream's)
    */
-  addUpstream(project: Project, u: Upstream): void {
-    project.addUpstream(u);
+  addUpstream(project: Project, u: Upstream, order?: number): void {
+    project.addUpstream(u, order);
     u.send = this.hooks.upstream.call(u.send, u);
     if (u.config.chainId !== undefined) this.join(project, u, u.config.chainId);
   }
@@ -268,7 +286,91 @@ export class Proxy implements PluginHost {
     return u;
   }
 
-  private join(project: Project, u: Upstream, chainId: number): void {
+  /**
+   * Starts the chain id probe of an upstream added while serving (nothing before start: start probes every upstream).
+   * @internal core/reload.ts
+   */
+  probeNew(project: Project, u: Upstream): void {
+    if (this.started) this.probe(project, u, 0);
+  }
+
+  /** Upstreams a reload removed, closed once their in-flight calls could have ended. */
+  private readonly retiring = new Set<Upstream>();
+
+  /**
+   * Takes an upstream out of service for good (config reload): it leaves every network of its
+   * project at once (`upstreamLeft`), its probe stops, its health window is dropped (its cordons
+   * too unless `keepCordons`), and it is closed after `server.maxTimeout` + 1 s, when every call
+   * that could still use it has ended.
+   * @internal core/reload.ts
+   */
+  retireUpstream(u: Upstream, opts: { keepCordons?: boolean } = {}): void {
+    const project = this.projects.get(u.projectId);
+    u.state = 'failed';
+    if (project) {
+      for (const n of project.networks.values()) {
+        if (!n.upstreams.includes(u)) continue;
+        n.removeUpstream(u);
+        this.hooks.upstreamLeft.call(u, n);
+      }
+      project.removeUpstream(u);
+      project.health.forget(u.id, opts.keepCordons);
+    }
+    this.retiring.add(u);
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.retiring.delete(u);
+      u.close().catch(() => undefined);
+    }, this.resolved.server.maxTimeoutMs + 1000);
+    timer.unref();
+    this.timers.add(timer);
+  }
+
+  /** The config now in force, after a reload applied what it could. @internal core/reload.ts */
+  replaceConfig(c: ResolvedConfig): void {
+    this.resolved = c;
+  }
+
+  /** Reads and validates the config again (set by whoever started svc from a file: the CLI). */
+  private configSource?: () => Promise<ResolvedConfig>;
+  /** The reload running now: reloads run one after the other. */
+  private reloading: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Sets where {@link reloadConfig} reads the config from. The function re-reads the source and
+   * validates it whole, as `svc validate` does (see `validateConfig`), throwing ConfigError.
+   */
+  setConfigSource(load: () => Promise<ResolvedConfig>): void {
+    this.configSource = load;
+  }
+
+  /**
+   * Re-reads the config and swaps in what changed without dropping a call (core/reload.ts).
+   * Reloads are serialised. A config that does not validate is refused whole: nothing changes.
+   * @returns what changed
+   * @throws ConfigError with every problem (the old config keeps serving)
+   * @throws ErrReloadUnavailable when this svc has no config source (not started from a file)
+   */
+  reloadConfig(): Promise<ReloadReport> {
+    const load = this.configSource;
+    if (!load) return Promise.reject(new ErrReloadUnavailable('this svc was not started from a config file: nothing to reload from'));
+    const run = this.reloading.then(async () => {
+      if (this.closed) throw new ErrReloadUnavailable('svc is shutting down');
+      const next = await load();
+      const report = await applyReload(this, next);
+      this.logger.info({ ...report, pendingRestart: report.pendingRestart.length ? report.pendingRestart : undefined }, report.changed ? 'config reloaded' : 'config reloaded: nothing changed that applies live');
+      if (report.pendingRestart.length) this.logger.warn({ pendingRestart: report.pendingRestart }, 'config reload: these keys changed but apply only at the next restart');
+      return report;
+    });
+    this.reloading = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Joins an upstream to the network of a chain (created on demand).
+   * @internal core/reload.ts
+   */
+  join(project: Project, u: Upstream, chainId: number): void {
     const network = this.ensureNetwork(project, chainId);
     if (network.addUpstream(u)) this.hooks.upstreamJoined.call(u, network);
   }
@@ -283,9 +385,15 @@ export class Proxy implements PluginHost {
         clearTimeout(t);
         const got = typeof r.result === 'string' ? Number.parseInt(r.result, 16) : Number.NaN;
         if (!Number.isSafeInteger(got) || got <= 0) throw new Error(`eth_chainId answered ${excerptOf(u.redactor, JSON.stringify(r.result) ?? 'undefined', 100)}`);
+        // Removed by a config reload meanwhile: nothing to join.
+        if (project.upstreams.get(u.id) !== u || this.projects.get(project.id) !== project) return;
         if (u.config.chainId !== undefined && got !== u.config.chainId) {
           u.state = 'failed';
-          for (const n of project.networks.values()) n.removeUpstream(u);
+          for (const n of project.networks.values()) {
+            if (!n.upstreams.includes(u)) continue;
+            n.removeUpstream(u);
+            this.hooks.upstreamLeft.call(u, n);
+          }
           this.logger.error({ project: project.id, upstream: u.id, configured: u.config.chainId, actual: got }, `upstream ${u.id} serves chain ${got}, not the configured ${u.config.chainId}: taken out of service`);
           return;
         }
@@ -435,6 +543,7 @@ export class Proxy implements PluginHost {
     }
     await this.hooks.shutdown.promise();
     for (const p of this.projects.values()) await Promise.all([...p.upstreams.values()].map((u) => u.close()));
+    await Promise.all([...this.retiring].map((u) => u.close().catch(() => undefined)));
     await Promise.all([...this.pools.values()].map((pool) => pool.close().catch(() => undefined)));
   }
 

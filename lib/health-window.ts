@@ -48,7 +48,8 @@ export interface HealthSnapshot {
 
 /** One (upstream, method) cell. */
 class HealthCell {
-  readonly buckets: Bucket[];
+  /** The window's buckets; replaced (emptied) when a reload replaces the upstream. */
+  buckets: Bucket[];
   cordoned = false;
   cordonReason?: string;
   cordonedAt = 0;
@@ -147,6 +148,28 @@ export class HealthTracker {
       if (kind === 'error') b.errors++;
       else if (kind === 'throttle') b.throttles++;
       else if (kind === 'success') b.latency.accept(Math.max(a.durationMs, 0.001) / 1000);
+    }
+  }
+
+  /**
+   * Drops what is known about an upstream that a config reload removed or replaced: its window
+   * and lags, and its cordons unless `keepCordons` (a replaced upstream keeps the operator's
+   * cordons, which name it by id). No cordon edge is reported for the dropped ones.
+   */
+  forget(upstream: string, keepCordons = false): void {
+    const m = this.cells.get(upstream);
+    this.lags.delete(upstream);
+    if (!m) return;
+    if (!keepCordons) {
+      // Reported as uncordons, so the cordon gauges of a removed upstream go to 0.
+      for (const method of [...m.keys()]) this.uncordon(upstream, method);
+      this.cells.delete(upstream);
+      return;
+    }
+    // Only the cordon cells stay, with their reasons and start times and empty windows.
+    for (const [method, c] of m) {
+      if (!c.cordoned) m.delete(method);
+      else c.buckets = new HealthCell(this.buckets).buckets;
     }
   }
 

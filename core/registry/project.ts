@@ -20,17 +20,31 @@ export class Project {
   readonly health: HealthTracker;
   private readonly order = new Map<Upstream, number>();
 
-  /** @param config resolved project config */
-  constructor(readonly config: ResolvedProject) {
+  /**
+   * @param config resolved project config; replaced by a config reload (core/reload.ts) when its
+   *   networks or upstreams change (its own plugin keys stay as started)
+   */
+  constructor(public config: ResolvedProject) {
     this.id = config.id;
     const windowMs = typeof config.settings.scoreMetricsWindowSize === 'number' ? config.settings.scoreMetricsWindowSize : 600_000;
     this.health = new HealthTracker(healthOutcome, windowMs);
   }
 
-  /** Registers an upstream (config order is registration order). */
-  addUpstream(u: Upstream): void {
+  private nextOrder = 0;
+
+  /**
+   * Registers an upstream (config order is registration order).
+   * @param order its place in config order; default after every other (a reload passes the
+   *   place of the upstream it replaces)
+   */
+  addUpstream(u: Upstream, order?: number): void {
     this.upstreams.set(u.id, u);
-    this.order.set(u, this.order.size);
+    this.order.set(u, order ?? this.nextOrder++);
+  }
+
+  /** Unregisters an upstream (removed by a config reload); no-op when another holds its id. */
+  removeUpstream(u: Upstream): void {
+    if (this.upstreams.get(u.id) === u) this.upstreams.delete(u.id);
   }
 
   /** Position of an upstream in config order. */

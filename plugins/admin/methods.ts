@@ -1,9 +1,10 @@
 /**
- * The ten admin methods (spec §4.4, errors §7; issue #13 items 3 and 4). Method names are
- * case-sensitive. No method changes config at run time (rule 6): API keys live in their
- * database, cordons in the health tracker.
+ * The ten admin methods (spec §4.4, errors §7), and `svc_reloadConfig` (config hot reload).
+ * Method names are case-sensitive. No method edits config at run time (rule 6): API keys live in
+ * their database, cordons in the health tracker; `svc_reloadConfig` re-reads the config file,
+ * as SIGHUP does.
  */
-import { type ApiKeyManager, AUTH_SERVICE, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, type PluginHost, type Project, SELECTION_API_SERVICE, SvcError } from 'svc/plugin';
+import { type ApiKeyManager, AUTH_SERVICE, ConfigError, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, type PluginHost, type Project, SELECTION_API_SERVICE, SvcError } from 'svc/plugin';
 import { redactConfig } from './redact.ts';
 
 /** Default `svc_listApiKeys` page (spec §8). */
@@ -110,6 +111,21 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
       (params) => {
         noParams(params);
         return Promise.resolve(redactConfig(JSON.parse(JSON.stringify(host.config)) as unknown));
+      },
+    ],
+    [
+      // Not one of the spec's ten: svc's config hot reload (docs/operations.md "Config reload").
+      'svc_reloadConfig',
+      async (params) => {
+        noParams(params);
+        try {
+          return await host.reloadConfig();
+        } catch (e) {
+          if (!(e instanceof ConfigError)) throw e;
+          // The lines `svc validate` prints, in one message (bounded); the running config keeps serving.
+          const lines = e.problems.map((p) => `${p.path || '(root)'}: ${p.message}`);
+          throw new ErrInvalidRequest(`config refused, the running config keeps serving: ${lines.join('; ').slice(0, 4000)}`);
+        }
       },
     ],
     [

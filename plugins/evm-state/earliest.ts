@@ -201,6 +201,11 @@ export function tapEarliestDetection(proxy: PluginHost, maxPollTimeoutMs: number
   };
 
   proxy.hooks.upstreamJoined.tap('evm-state:earliest', (u: Upstream, n: Network) => start(u, n));
+  // Removed by a config reload (or out of service): no more probes. A network replaced by a
+  // reload is rejoined first, which restarts the probes there.
+  proxy.hooks.upstreamLeft.tap('evm-state:earliest', (u: Upstream) => {
+    if (u.state === 'failed') stop(u);
+  });
   proxy.hooks.shutdown.tapPromise('evm-state:earliest', async () => {
     for (const u of [...timers.keys()]) stop(u);
   });

@@ -253,6 +253,15 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     if (!proxy.isClosed) poller.start();
   });
 
+  // Removed by a config reload (or out of service): its poller stops. A poller of a network a
+  // reload replaced was already moved to the new network when the upstream rejoined it.
+  hooks.upstreamLeft.tap('evm-state', (u: Upstream, n: Network) => {
+    const p = pollers.get(u);
+    if (!p || p.network !== n) return;
+    p.stop();
+    pollers.delete(u);
+  });
+
   hooks.shutdown.tapPromise('evm-state', async () => {
     for (const p of pollers.values()) p.stop();
   });

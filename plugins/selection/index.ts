@@ -82,6 +82,12 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
         sel.start();
       });
 
+      // A network replaced by a config reload: its policy evaluation stops (the new one has its own).
+      proxy.hooks.networkRetired.tap('selection', (network: Network) => {
+        nets.get(network)?.stop();
+        nets.delete(network);
+      });
+
       proxy.hooks.upstreamJoined.tap('selection', (_u: Upstream, network: Network) => {
         void nets.get(network)?.evaluate();
       });

@@ -1,0 +1,25 @@
+/**
+ * Whole-config validation without serving, shared by `svc validate` and config reload: the config
+ * goes through the core schema, the plugins' schema fragments, their `config` hooks and their
+ * `configured` checks, on fresh plugin instances, exactly as at start.
+ */
+import type { ResolvedConfig } from '../config/types.ts';
+import { createLogger } from '../lib/logger.ts';
+import { createProxy, type CreateProxyOptions } from './proxy.ts';
+
+/**
+ * Validates a raw config as a start would, then releases what the plugins' checks opened.
+ * @param opts the raw config, fresh plugin instances (a preset's factory called anew), env
+ * @returns the resolved config after every `config` hook ran
+ * @throws ConfigError listing every problem with its path (the messages `svc validate` prints)
+ * @throws PluginContractError when the plugins break the contract
+ */
+export async function validateConfig(opts: Pick<CreateProxyOptions, 'config' | 'plugins' | 'env' | 'schema'>): Promise<ResolvedConfig> {
+  const proxy = createProxy({ ...opts, logger: createLogger('silent') });
+  try {
+    return proxy.config;
+  } finally {
+    // Plugins may open connections while checking (a store's client): closed again here.
+    await proxy.close().catch(() => undefined);
+  }
+}

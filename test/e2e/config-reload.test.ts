@@ -1,0 +1,157 @@
+/**
+ * Config hot reload (docs/operations.md "Config reload"), in process: a running svc in front of
+ * real anvil nodes, under a steady load of real clients (viem and ethers), takes a new config
+ * through `reloadConfig()` (what SIGHUP, `svc reload` and admin `svc_reloadConfig` run): an
+ * upstream added serves, one removed drains and stops serving, a failsafe policy changed takes
+ * effect on a new network chain, a config that does not validate is refused whole; no call
+ * fails, and an upstream that did not change keeps its object (health window, breakers,
+ * connections).
+ */
+import { expect } from 'chai';
+import { JsonRpcProvider } from 'ethers';
+import { createPublicClient, http } from 'viem';
+import { foundry } from 'viem/chains';
+import { ConfigError } from '../../config/load.ts';
+import { validateConfig } from '../../core/validate.ts';
+import type { ReloadReport } from '../../core/reload.ts';
+import { defaultPreset } from '../../presets/default.ts';
+import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
+import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
+
+type Cfg = { projects: Array<Record<string, unknown>>; admin?: unknown };
+
+/** The config the test edits between reloads (as a file would hold it). */
+function config(upstreams: Array<{ id: string; endpoint: string }>, failsafe?: unknown): Cfg {
+  return {
+    projects: [
+      {
+        id: 'main',
+        networks: [{ architecture: 'evm', evm: { chainId: 31337 }, ...(failsafe ? { failsafe } : {}) }],
+        upstreams: upstreams.map((u) => ({ ...u, evm: { chainId: 31337 } })),
+      },
+    ],
+  };
+}
+
+describe('e2e: config hot reload under load', function () {
+  this.timeout(60_000);
+  let a: AnvilHandle;
+  let b: AnvilHandle;
+  let svc: SvcHandle;
+  let current: unknown;
+
+  before(async () => {
+    [a, b] = await Promise.all([startAnvil(), startAnvil()]);
+    await Promise.all([a.rpc('anvil_mine', ['0x5']), b.rpc('anvil_mine', ['0x5'])]);
+    current = config([{ id: 'a', endpoint: a.url }]);
+    svc = await startSvc(current as object);
+    svc.proxy.setConfigSource(() => validateConfig({ config: structuredClone(current), plugins: defaultPreset() }));
+  });
+  after(async () => {
+    await svc?.close();
+    await Promise.all([a?.stop(), b?.stop()]);
+  });
+
+  /** viem and ethers clients calling in a loop until stopped; resolves with every failure. */
+  function load(): () => Promise<{ failures: string[]; calls: number }> {
+    let stop = false;
+    const failures: string[] = [];
+    let calls = 0;
+    const viem = createPublicClient({ chain: foundry, transport: http(`${svc.url}/main/evm/31337`, { retryCount: 0 }) });
+    const ethers = new JsonRpcProvider(`${svc.url}/main/evm/31337`, 31337, { staticNetwork: true, batchMaxCount: 1 });
+    const loop = async (f: () => Promise<unknown>) => {
+      while (!stop) {
+        await f().then(
+          () => calls++,
+          (e: unknown) => failures.push(String((e as Error).message ?? e).slice(0, 200)),
+        );
+        // A client answer served from its own cache settles without I/O: let timers run.
+        await new Promise((r) => setImmediate(r));
+      }
+    };
+    const loops = [loop(() => viem.getBlockNumber({ cacheTime: 0 })), loop(() => ethers.getBalance('0x0000000000000000000000000000000000000001', 'latest')), loop(() => viem.getChainId())];
+    return async () => {
+      stop = true;
+      await Promise.all(loops);
+      ethers.destroy();
+      return { failures, calls };
+    };
+  }
+
+  /** The upstream that answered a fresh call (`X-SVC-Upstream`). */
+  async function servedBy(selector?: string): Promise<string | undefined> {
+    const r = await svc.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: ['latest', false] }, { 'x-svc-skip-cache-read': 'true', ...(selector ? { 'x-svc-use-upstream': selector } : {}) });
+    expect(r.status, r.text).to.equal(200);
+    return r.headers['x-svc-upstream'];
+  }
+
+  it('adds an upstream, changes a failsafe policy, removes an upstream and refuses a broken config, dropping no call', async () => {
+    const stop = load();
+    await new Promise((r) => setTimeout(r, 300));
+    const project = () => svc.proxy.projects.get('main')!;
+    const aBefore = project().upstreams.get('a')!;
+    const requestsBefore = project().health.snapshot('a').requests;
+    expect(requestsBefore).to.be.greaterThan(0);
+
+    // 1. Add b.
+    current = config([{ id: 'a', endpoint: a.url }, { id: 'b', endpoint: b.url }]);
+    let report: ReloadReport = await svc.proxy.reloadConfig();
+    expect(report.changed).to.equal(true);
+    expect(report.upstreams.added).to.deep.equal(['main/b']);
+    expect(report.upstreams.kept).to.equal(1);
+    expect(report.pendingRestart).to.deep.equal([]);
+    // a kept its object (breakers, connections, chain state) and its health window.
+    expect(project().upstreams.get('a')).to.equal(aBefore);
+    expect(project().health.snapshot('a').requests).to.be.at.least(requestsBefore);
+    await waitFor(async () => (await servedBy('b')) === 'b', 5000);
+
+    // 2. Change the network's failsafe policy: the network's chain is built anew.
+    const netBefore = project().networks.get('evm:31337');
+    current = config(
+      [
+        { id: 'a', endpoint: a.url },
+        { id: 'b', endpoint: b.url },
+      ],
+      [{ matchMethod: '*', timeout: { duration: '7s' }, retry: { maxAttempts: 4 } }],
+    );
+    report = await svc.proxy.reloadConfig();
+    expect(report.networks.changed).to.deep.equal(['main/evm:31337']);
+    expect(report.upstreams.kept).to.equal(2);
+    const netAfter = project().networks.get('evm:31337')!;
+    expect(netAfter).to.not.equal(netBefore);
+    expect(JSON.stringify(netAfter.config.settings.failsafe)).to.contain('7000');
+    expect(netAfter.upstreams.map((u) => u.id)).to.deep.equal(['a', 'b']);
+    expect(project().upstreams.get('a')).to.equal(aBefore);
+    // The new network starts with the heads the old one knew.
+    expect(svc.proxy.chainState(netAfter).highestLatest).to.be.greaterThan(0);
+
+    // 3. Remove a: it leaves the rotation at once, b serves everything.
+    current = config([{ id: 'b', endpoint: b.url }], [{ matchMethod: '*', timeout: { duration: '7s' }, retry: { maxAttempts: 4 } }]);
+    report = await svc.proxy.reloadConfig();
+    expect(report.upstreams.removed).to.deep.equal(['main/a']);
+    expect(project().upstreams.has('a')).to.equal(false);
+    for (let i = 0; i < 5; i++) expect(await servedBy()).to.equal('b');
+
+    // 4. A broken config is refused whole, with svc validate's messages; the running one serves on.
+    current = { projects: [{ id: 'main', upstreams: [{ id: 'b', endpoint: 42 }] }] };
+    const refused = await svc.proxy.reloadConfig().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(refused).to.be.instanceOf(ConfigError);
+    expect((refused as ConfigError).problems.map((p) => p.path).join(' ')).to.contain('endpoint');
+    expect(project().upstreams.has('b')).to.equal(true);
+    expect(await servedBy()).to.equal('b');
+
+    const { failures, calls } = await stop();
+    expect(failures, failures.slice(0, 3).join('\n')).to.deep.equal([]);
+    expect(calls).to.be.greaterThan(20);
+  });
+
+  it('reports keys that apply only at restart, and nothing else, when only those change', async () => {
+    current = { ...(current as object), projects: config([{ id: 'b', endpoint: b.url }], [{ matchMethod: '*', timeout: { duration: '7s' }, retry: { maxAttempts: 4 } }]).projects, server: { maxTimeout: '45s' } };
+    const report = await svc.proxy.reloadConfig();
+    expect(report.changed, JSON.stringify(report)).to.equal(false);
+    expect(report.pendingRestart).to.include('server.maxTimeoutMs');
+  });
+});
