@@ -128,8 +128,10 @@ describe('e2e: admin ui (/admin/ui) in headless Chromium', function () {
       expect((await svc.send('GET', path)).status, path).to.equal(401);
       expect((await svc.send('GET', path, undefined, { 'x-svc-secret-token': 'wrong' })).status, path).to.equal(401);
       expect((await svc.send('GET', path, undefined, { 'x-svc-secret-token': ADMIN, 'sec-fetch-site': 'cross-site' })).status, path).to.equal(403);
+      expect((await svc.send('GET', path, undefined, { 'x-svc-secret-token': ADMIN, origin: 'https://evil.example' })).status, path).to.equal(403);
+      expect((await svc.send('GET', path, undefined, { 'x-svc-secret-token': ADMIN, origin: 'null' })).status, path).to.equal(403);
     }
-    const snap = await svc.send('GET', '/admin/ui/snapshot', undefined, { 'x-svc-secret-token': ADMIN });
+    const snap = await svc.send('GET', '/admin/ui/snapshot', undefined, { 'x-svc-secret-token': ADMIN, origin: svc.url, 'sec-fetch-site': 'same-origin' });
     expect(snap.status).to.equal(200);
     const net = snap.json.projects[0].networks[0];
     expect(net.upstreams.map((u: { id: string }) => u.id)).to.deep.equal(['A', 'B']);

@@ -11,7 +11,7 @@
  *
  * Both data routes need a credential `admin.auth` accepts, sent in a header (401 otherwise, as
  * `/admin`), and refuse a browser's cross-site request (`Sec-Fetch-Site: cross-site` or
- * `same-site`, 403); they send no CORS headers. The page's cordon buttons are plain calls to
+ * `same-site`, or an `Origin` of another host: 403); they send no CORS headers. The page's cordon buttons are plain calls to
  * `POST /admin` (`svc_cordonUpstream`, `svc_uncordonUpstream`) with `Content-Type:
  * application/json` and the credential in a header: svc keeps no session or cookie, so there is
  * no ambient credential a cross-site page could ride on (docs/admin-ui.md, "Auth and CSRF").
@@ -107,7 +107,9 @@ export function adminUi(host: PluginHost, authenticator: () => Authenticator | u
   /** The admin door for a data route: true when the request may read; otherwise the answer is written. */
   const admit = async (k: Koa.Context): Promise<boolean> => {
     const site = (k.get('Sec-Fetch-Site') || '').toLowerCase();
-    if (site === 'cross-site' || site === 'same-site') {
+    // A browser sends Origin on a GET only when it is cross-origin (older browsers have no Sec-Fetch-Site).
+    const origin = k.get('Origin');
+    if (site === 'cross-site' || site === 'same-site' || (origin !== '' && !sameOrigin(origin, k.host))) {
       fail(k, 403, new ErrInvalidRequest('the admin ui data is not served to another site\'s page'));
       return false;
     }
@@ -199,6 +201,20 @@ export function adminUi(host: PluginHost, authenticator: () => Authenticator | u
     },
     snapshot,
   };
+}
+
+/**
+ * Whether an `Origin` header names the host the request was sent to (`null`, an opaque origin,
+ * never does).
+ * @param origin the header's value
+ * @param host the request's Host, with port
+ */
+function sameOrigin(origin: string, host: string): boolean {
+  try {
+    return new URL(origin).host === host;
+  } catch {
+    return false;
+  }
 }
 
 /** Writes a JSON-RPC-shaped error answer (the shape `/admin` answers with). */
