@@ -120,12 +120,13 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
           if (s && (s.latest > 0 || s.finalized > 0)) yield { project: upstream.projectId, upstream: upstream.id, latest: s.latest, finalized: s.finalized };
         }
       };
+      /** What went wrong last (an error message of node-redis: host and port, never the URI's credentials). */
+      let reason = '';
       const link = new LinkState((up, atStart) => {
         if (up) {
           if (!atStart) host.logger.info('shared state: Redis reachable again; applying the fleet snapshot and the operator changes missed');
-          else return;
-        } else if (atStart) host.logger.warn("shared state: Redis unreachable at start; serving from this replica's own view until it is reachable");
-        else host.logger.warn("shared state: Redis unreachable; serving from this replica's own view until it is back");
+        } else if (atStart) host.logger.warn({ reason }, "shared state: Redis unreachable at start; serving from this replica's own view until it is reachable");
+        else host.logger.warn({ reason }, "shared state: Redis unreachable; serving from this replica's own view until it is back");
       });
 
       host.hooks.configured.tap('shared-state', (c) => {
@@ -139,10 +140,16 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         // reader) and Redis answers PINGs.
         let watch: PingWatch | undefined;
         const update = (failure: boolean): void => {
+          // Closing drops the connections on purpose (also the primary of server.workers, which
+          // builds a proxy to check the config and closes it): not an outage.
+          if (closed) return;
           link.update(main.isReady && sub.isReady && ops.isReady && !watch?.frozen, failure);
           gauge.set(link.connected ? 1 : 0);
         };
-        const onError = (): void => update(true);
+        const onError = (e?: unknown): void => {
+          reason = (e instanceof Error ? e.message : String(e)).slice(0, 200);
+          update(true);
+        };
         const main = openRedisClient({ uri: settings.redis.uri }, onError);
         const sub = main.duplicate();
         const ops = main.duplicate();
@@ -174,9 +181,9 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
               await main.xAdd(stream, '*', f, { TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: settings.opsLogMaxLength } });
               outbox.shift();
             }
-          } catch {
+          } catch (e) {
             // Kept in the outbox: retried on the next PING tick and on reconnect.
-            onError();
+            onError(e);
           } finally {
             flushing = false;
           }
@@ -222,7 +229,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         watch = new PingWatch({
           ping: () => main.ping(),
           timeoutMs: pingTimeoutMs,
-          onFrozen: () => update(true),
+          onFrozen: () => onError(new Error(`no answer to PING within ${pingTimeoutMs} ms`)),
           onThawed: () => {
             update(false);
             catchUp();
@@ -241,7 +248,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
             catchUp();
           });
         }
-        for (const conn of [main, sub, ops]) conn.on('end', onError);
+        for (const conn of [main, sub, ops]) conn.on('end', () => onError(new Error('connection closed')));
         sub
           .connect()
           .then(() =>

@@ -7,8 +7,9 @@
  * driver) authenticates at replica 3; a replica started after the cordon replays the operator
  * log and follows it; Redis frozen (SIGSTOP) under load loses no call, the gauge
  * `svc_shared_state_connected` goes 0 then 1, and a cordon made meanwhile reaches the others
- * once Redis runs again. A replica that starts while Redis is down says so (one warn line, gauge
- * 0) and connects when it comes up. The propagation times are printed (median of five).
+ * once Redis runs again. A replica with two workers (`server.workers`) follows the others' changes
+ * on both workers, and its own reach the others. A replica that starts while Redis is down says
+ * so (one warn line, gauge 0) and connects when it comes up. The propagation times are printed (median of five).
  */
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -38,9 +39,23 @@ async function gauge(svc: SvcProcess, name: string, labels = ''): Promise<number
   return undefined;
 }
 
-/** One call; status, error and the upstream that answered. */
+/** pids of the processes that logged `svc listening` (pino puts `pid` on every line). */
+function listeningPids(logs: string): number[] {
+  const pids: number[] = [];
+  for (const line of logs.split('\n')) {
+    if (!line.includes('"svc listening"')) continue;
+    try {
+      pids.push((JSON.parse(line) as { pid: number }).pid);
+    } catch {
+      // not a JSON line
+    }
+  }
+  return pids;
+}
+
+/** One call (on its own connection, so a replica's workers take turns); status, error and the upstream that answered. */
 async function call(svc: SvcProcess, project = 'main', key?: string): Promise<{ status: number; error: unknown; upstream: string | undefined }> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  const headers: Record<string, string> = { 'content-type': 'application/json', connection: 'close' };
   if (key) headers.authorization = `Bearer ${key}`;
   const r = await request(`${svc.url}/${project}/evm/31337`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }) });
   const body = (await r.body.json()) as { error?: unknown };
@@ -215,6 +230,40 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
       expect(lines.filter((l) => l.includes('shared state: Redis reachable again')).length).to.equal(1);
     });
     await admin(replicas[0]!, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }]);
+  });
+
+  it('a replica with two workers: both follow a cordon made elsewhere; an uncordon through it reaches the others', async () => {
+    const workers = await spawnSvc(dir, 'r6', { ...config(redis.url), server: { workers: 2, waitBeforeShutdown: '0s', waitAfterShutdown: '0s' } });
+    try {
+      await waitFor(() => listeningPids(workers.logs()).length >= 2, 20_000);
+      // The primary's /metrics sums the workers: 2 once both are connected.
+      await waitFor(async () => (await gauge(workers, 'svc_shared_state_connected')) === 2, 10_000);
+      await untilAll([workers], (u) => u === 'a', Date.now());
+      const t0 = Date.now();
+      expect((await admin(replicas[1]!, 'svc_cordonUpstream', [cordon])).error).to.equal(undefined);
+      // Every call on a new connection: the workers take turns; soon none sends to a.
+      /** Waits for six calls in a row answered by `u`, checks twelve more; ms from t0 to the first of the six. */
+      const both = async (u: string, since: number): Promise<number> => {
+        let run = 0;
+        let runStart = 0;
+        await waitFor(async () => {
+          const t = Date.now();
+          if ((await call(workers)).upstream !== u) run = 0;
+          else if (run++ === 0) runStart = t;
+          return run >= 6;
+        }, 3000);
+        for (let n = 0; n < 12; n++) expect((await call(workers)).upstream).to.equal(u);
+        return runStart - since;
+      };
+      console.log(`      cordon at replica 2 -> no call to a at either worker of a two-worker replica: ${await both('b', t0)} ms`);
+      expect((await admin(workers, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).error).to.equal(undefined);
+      await untilAll(replicas.slice(0, 3), (u) => u === 'a', Date.now());
+      // Its other worker got the uncordon from the primary (and skipped the stream entry, its own replica's).
+      await both('a', Date.now());
+      expect(workers.logs()).to.not.include('shared state: Redis unreachable');
+    } finally {
+      await workers.stop();
+    }
   });
 
   it('a replica that starts while Redis is down logs one warn line, reads 0, serves, and connects once Redis is up', async () => {
