@@ -56,6 +56,7 @@ const SLOW_FIRST = [
   'test/e2e/admin-ui.test.ts',
   'test/e2e/shared-state.test.ts',
   'test/e2e/shared-state-ops.test.ts',
+  'test/e2e/config-reload-process.test.ts',
   'test/e2e/prometheus.test.ts',
   'test/e2e/acme-preset.test.ts',
   'test/e2e/package.test.ts',

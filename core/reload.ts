@@ -179,6 +179,7 @@ function reconcileProject(proxy: Proxy, project: Project, pc: ResolvedProject, r
     proxy.probeNew(project, u);
     if (!replaced.has(uc.id)) report.upstreams.added.push(name(uc.id));
   }
+  project.reorder(pc.upstreams.map((uc) => uc.id));
   return inForce;
 }
 

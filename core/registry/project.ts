@@ -42,6 +42,23 @@ export class Project {
     this.order.set(u, order ?? this.nextOrder++);
   }
 
+  /**
+   * Puts the upstreams in a new config order (a reload that added, removed or moved some): the
+   * listed ids first, in that order, then the others (added at run time) as they were; every
+   * network's list is re-sorted.
+   */
+  reorder(ids: readonly string[]): void {
+    const first = new Map(ids.map((id, i) => [id, i]));
+    const rest = [...this.upstreams.values()].filter((u) => !first.has(u.id)).sort((x, y) => this.upstreamOrder(x) - this.upstreamOrder(y));
+    for (const u of this.upstreams.values()) {
+      const i = first.get(u.id);
+      if (i !== undefined) this.order.set(u, i);
+    }
+    rest.forEach((u, i) => this.order.set(u, ids.length + i));
+    this.nextOrder = ids.length + rest.length;
+    for (const n of this.networks.values()) n.upstreams.sort((x, y) => this.upstreamOrder(x) - this.upstreamOrder(y));
+  }
+
   /** Unregisters an upstream (removed by a config reload); no-op when another holds its id. */
   removeUpstream(u: Upstream): void {
     if (this.upstreams.get(u.id) === u) this.upstreams.delete(u.id);
