@@ -4,13 +4,16 @@
  * loads, takes the admin secret, shows both upstreams live over Server-Sent Events, a screenshot
  * is kept at test-output/admin-ui.png, and its cordon button takes upstream A out of the rotation
  * (the next calls' X-SVC-Upstream are all B); uncordoning A and cordoning B with the page's
- * buttons sends every call to A. Also: off by default (404, as any unknown path), the data
+ * buttons sends every call to A. A page on another site in the same browser can neither read
+ * the data nor cordon (no ambient credential). Also: off by default (404, as any unknown path), the data
  * routes need the admin credential (401) and refuse cross-site requests (403), the stream is
  * bounded and closed on shutdown. A cross-site form post to /admin (text/plain) is refused with
  * 415 by test/e2e/admin.test.ts ("needs Content-Type: application/json").
  */
 import { expect } from 'chai';
 import { mkdirSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
@@ -116,6 +119,49 @@ describe('e2e: admin ui (/admin/ui) in headless Chromium', function () {
     const listed = await svc.post('/admin', { jsonrpc: '2.0', id: 1, method: 'svc_listCordoned', params: [{ projectId: 'main' }] }, { 'x-svc-secret-token': ADMIN });
     expect(listed.json.result.cordoned).to.deep.equal([]);
     expect(errors, 'page errors').to.deep.equal([]);
+  });
+
+  it('a page on another site, in the same browser after the operator connected, can neither read the data nor cordon (no ambient credential)', async () => {
+    // The operator's tab is connected (previous test); the attacker's page is another site (localhost vs 127.0.0.1).
+    const evil = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end(`<!doctype html><iframe name="sink"></iframe>
+<form id="f" method="POST" action="${svc.url}/admin" enctype="text/plain" target="sink"><input name='{"jsonrpc":"2.0","id":1,"method":"svc_cordonUpstream","params":[{"projectId":"main","upstream":"A"}],"x":"' value='"}'></form>
+<script>
+window.results = {};
+const probe = async (name, url, init) => { try { const r = await fetch(url, init); window.results[name] = r.status; } catch (e) { window.results[name] = 'blocked'; } };
+(async () => {
+  await probe('snapshot', '${svc.url}/admin/ui/snapshot', { credentials: 'include' });
+  await probe('cordonJson', '${svc.url}/admin', { method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'svc_cordonUpstream', params: [{ projectId: 'main', upstream: 'A' }] }) });
+  await probe('cordonJsonNoCredentials', '${svc.url}/admin', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'svc_cordonUpstream', params: [{ projectId: 'main', upstream: 'A' }] }) });
+  await probe('cordonNoCors', '${svc.url}/admin', { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'svc_cordonUpstream', params: [{ projectId: 'main', upstream: 'A' }] }) });
+  document.getElementById('f').submit();
+  window.results.done = true;
+})();
+</script>`);
+    });
+    await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+    const port = (evil.address() as AddressInfo).port;
+    const tab = await browser.newPage();
+    try {
+      await tab.goto(`http://localhost:${port}/`, { waitUntil: 'load' });
+      await tab.waitForFunction('window.results && window.results.done === true', { timeout: 10_000 });
+      await tab.waitForNetworkIdle({ idleTime: 200, timeout: 10_000 });
+      const results = (await tab.evaluate('window.results')) as Record<string, unknown>;
+      // No CORS headers on the data: the read fails in the browser. A JSON call with the browser's
+      // credentials fails its preflight (admin.cors allows no credentials); without them it reaches
+      // /admin with nothing to authenticate: 401. The text/plain posts (no-cors fetch, form) are
+      // answered 415 (test/e2e/admin.test.ts); whatever the answers, nothing was cordoned.
+      expect(results.snapshot).to.equal('blocked');
+      expect(results.cordonJson).to.equal('blocked');
+      expect(results.cordonJsonNoCredentials).to.equal(401);
+      const listed = await svc.post('/admin', { jsonrpc: '2.0', id: 1, method: 'svc_listCordoned', params: [{ projectId: 'main' }] }, { 'x-svc-secret-token': ADMIN });
+      expect(listed.json.result.cordoned).to.deep.equal([]);
+    } finally {
+      await tab.close();
+      evil.closeAllConnections();
+      await new Promise((resolve) => evil.close(resolve));
+    }
   });
 
   it('serves the shell to anyone, but the snapshot and the stream only with the admin credential (401), never to a cross-site page (403)', async () => {
