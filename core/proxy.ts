@@ -353,7 +353,7 @@ export class Proxy implements PluginHost {
    */
   reloadConfig(): Promise<ReloadReport> {
     const load = this.configSource;
-    if (!load) return Promise.reject(new ErrReloadUnavailable('this svc was not started from a config file: nothing to reload from'));
+    if (!load) return Promise.reject(new ErrReloadUnavailable('this svc was not started with a config file: there is nothing to reload'));
     const run = this.reloading.then(async () => {
       if (this.closed) throw new ErrReloadUnavailable('svc is shutting down');
       const next = await load();

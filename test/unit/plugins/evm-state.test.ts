@@ -449,7 +449,8 @@ describe('evm-state plugin: state poller', function () {
     const st = chainStateOf(networkOf(svc));
     const w = upstreamOf(svc, 'wrong');
     await waitFor(() => w.state === 'failed');
-    await waitFor(() => statePollerOf(svc!.proxy, w)?.isStopped === true);
+    // Stopped, and dropped once it left the network (upstreamLeft).
+    await waitFor(() => statePollerOf(svc!.proxy, w)?.isStopped ?? true);
     expect(st.highestLatest).to.equal(100);
     expect(st.highestFinalized).to.equal(90);
     const polls = wrong.calls.length;
