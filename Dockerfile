@@ -26,6 +26,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /src/dist ./dist
 COPY bin/svc.js ./bin/svc.js
+# The operator page's static files (admin.ui), found by the compiled admin plugin.
+COPY plugins/admin/ui/page/index.html plugins/admin/ui/page/app.js plugins/admin/ui/page/style.css ./plugins/admin/ui/page/
 # The base image's unprivileged `node` user (uid 1000); nothing under /app is writable by it.
 USER node
 EXPOSE 4000 4001
