@@ -13,6 +13,9 @@
  *    projects (401 on failure);
  * 5. the body (at most 1 MiB), one call or a batch, answered like the proxy answers: a single
  *    call's error takes its HTTP status, a batch is 200 with an answer per element.
+ *
+ * With `admin.ui.enabled`, the operator page at `/admin/ui` (ui/, docs/admin-ui.md): its data and
+ * stream go through the same authenticator, its buttons are plain calls to this endpoint.
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
