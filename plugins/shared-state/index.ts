@@ -32,18 +32,22 @@ import { Gauge } from 'prom-client';
 import { CHAIN_STATE_SERVICE, closeRedisClient, fleetReplicaId, type FleetRelayRegistration, openRedisClient, type Plugin, type PluginHost, type RedisClient, registerFleetRelay, type Upstream, type Network } from 'svc/plugin';
 import { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch } from './link.ts';
 import { headField, HeadLedger, headsToApply, parseMessage, parseSnapshotValue, type SharedHead } from './merge.ts';
-import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox } from './ops.ts';
+import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox, shouldApply } from './ops.ts';
 import { DEFAULT_CHANGE_SCAN_MS, sharedStateSchema, sharedStateSettingsOf } from './schema.ts';
 
 export { headField, HeadLedger, headsToApply, MAX_HEADS_PER_MESSAGE, parseMessage, parseSnapshotValue, type SharedHead, type StateMessage } from './merge.ts';
 export { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch, type PingWatchOptions } from './link.ts';
-export { entriesOfReply, MAX_OP_NAME, MAX_OP_PAYLOAD_BYTES, MAX_OUTBOX, opFields, type OpEntry, type OpFields, OPS_READ_COUNT, OpsOutbox, parseOpEntry } from './ops.ts';
+export { compareStreamIds, entriesOfReply, MAX_OP_NAME, MAX_OP_PAYLOAD_BYTES, MAX_OUTBOX, opFields, type OpEntry, type OpFields, OPS_READ_COUNT, OpsOutbox, parseOpEntry, shouldApply } from './ops.ts';
 export { DEFAULT_CHANGE_SCAN_MS, DEFAULT_OPS_LOG_MAX_LENGTH, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
 
 /** How long one XREAD on the operator-change stream blocks, ms (then it is sent again). */
 const OPS_BLOCK_MS = 1000;
 /** Pause before reading the stream again after an error, ms. */
 const OPS_RETRY_MS = 200;
+/** Not connected this long after start (a Redis that accepts connections but never answers): say so, ms. */
+const START_GRACE_MS = 3000;
+/** Longest wait for a clean QUIT at shutdown before the socket is dropped (a frozen Redis never answers), ms. */
+const QUIT_TIMEOUT_MS = 500;
 
 /** Options of {@link sharedStatePlugin}. */
 export interface SharedStatePluginOptions {
@@ -204,6 +208,8 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         // Other replicas' operator changes ← the stream, from the last id seen (all of the bounded
         // log at start). A frozen Redis holds the XREAD; it answers once Redis runs again.
         let lastId = '0-0';
+        /** The log's last id when first read (see shouldApply); undefined until then. */
+        let backlogEnd: string | undefined;
         const readOps = async (): Promise<void> => {
           while (!closed) {
             if (!ops.isReady) {
@@ -211,10 +217,14 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
               continue;
             }
             try {
+              if (backlogEnd === undefined) {
+                const last = await ops.xRevRange(stream, '+', '-', { COUNT: 1 });
+                backlogEnd = typeof last[0]?.id === 'string' ? last[0].id : '0-0';
+              }
               const reply = await ops.xRead({ key: stream, id: lastId }, { BLOCK: OPS_BLOCK_MS, COUNT: OPS_READ_COUNT });
               const read = entriesOfReply(reply);
               if (read.lastId) lastId = read.lastId;
-              for (const e of read.entries) if (e && e.replica !== fleet && !closed) registration.deliver(e.topic, e.payload);
+              for (const e of read.entries) if (e && !closed && shouldApply(e, fleet, backlogEnd)) registration.deliver(e.topic, e.payload);
             } catch {
               if (!closed) await sleep(OPS_RETRY_MS);
             }
@@ -260,6 +270,12 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
           .catch(onError);
         ops.connect().catch(onError);
         void readOps();
+        // A Redis that takes connections but never answers (stopped at start) raises no error.
+        const startCheck = setTimeout(() => {
+          if (!link.connected) onError(new Error(`not connected within ${START_GRACE_MS} ms`));
+        }, START_GRACE_MS);
+        startCheck.unref();
+        timers.push(startCheck);
 
         // Liveness: a PING every interval (one at a time); operator changes still queued are retried.
         timers.push(
@@ -303,7 +319,14 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         const o = opsClient;
         opsClient = undefined;
         if (o?.isOpen) o.destroy();
-        for (const c of clients.splice(0).reverse()) await closeRedisClient(c);
+        await Promise.all(
+          clients.splice(0).map(async (c) => {
+            let timer: NodeJS.Timeout | undefined;
+            await Promise.race([closeRedisClient(c), new Promise<void>((r) => (timer = setTimeout(r, QUIT_TIMEOUT_MS)))]);
+            clearTimeout(timer);
+            if (c.isOpen) c.destroy();
+          }),
+        );
       });
     },
   };

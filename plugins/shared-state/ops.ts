@@ -65,6 +65,30 @@ export function opFields(replica: string, topic: string, payload: unknown): OpFi
 const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
 
 /**
+ * Compares two stream ids (`<ms>-<seq>`, numerically: `10-0` comes after `9-5`).
+ * @returns a negative number when `a` comes first, 0 when equal, positive when `a` comes after
+ */
+export function compareStreamIds(a: string, b: string): number {
+  const [am = 0n, as = 0n] = a.split('-').map((x) => BigInt(/^\d+$/.test(x) ? x : '0'));
+  const [bm = 0n, bs = 0n] = b.split('-').map((x) => BigInt(/^\d+$/.test(x) ? x : '0'));
+  if (am !== bm) return am < bm ? -1 : 1;
+  return as === bs ? 0 : as < bs ? -1 : 1;
+}
+
+/**
+ * Whether this replica applies an entry: every entry of the backlog (what the log held when this
+ * process first read it: a worker that replaced a dead one must also replay what its siblings
+ * took, and a duplicate is harmless), and after it only other replicas' entries (this replica's
+ * workers got its own over IPC).
+ * @param e the entry
+ * @param self this replica's fleet id
+ * @param backlogEnd the id of the last entry when this process first read the log (`0-0`: empty)
+ */
+export function shouldApply(e: OpEntry, self: string, backlogEnd: string): boolean {
+  return e.replica !== self || compareStreamIds(e.id, backlogEnd) <= 0;
+}
+
+/**
  * Parses one entry read from the stream; anything malformed or over the bounds is dropped.
  * @param id the stream id
  * @param fields the entry's fields as node-redis returns them

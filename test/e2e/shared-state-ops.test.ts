@@ -8,7 +8,7 @@
  * log and follows it; Redis frozen (SIGSTOP) under load loses no call, the gauge
  * `svc_shared_state_connected` goes 0 then 1, and a cordon made meanwhile reaches the others
  * once Redis runs again. A replica with two workers (`server.workers`) follows the others' changes
- * on both workers, and its own reach the others. A replica that starts while Redis is down says
+ * on both workers, its own reach the others, and a worker that replaces a dead one replays them. A replica that starts while Redis is down says
  * so (one warn line, gauge 0) and connects when it comes up. The propagation times are printed (median of five).
  */
 import { expect } from 'chai';
@@ -232,7 +232,7 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
     await admin(replicas[0]!, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }]);
   });
 
-  it('a replica with two workers: both follow a cordon made elsewhere; an uncordon through it reaches the others', async () => {
+  it('a replica with two workers: both follow a cordon made elsewhere; an uncordon through it reaches the others; a replaced worker replays its own replica\'s cordon', async () => {
     const workers = await spawnSvc(dir, 'r6', { ...config(redis.url), server: { workers: 2, waitBeforeShutdown: '0s', waitAfterShutdown: '0s' } });
     try {
       await waitFor(() => listeningPids(workers.logs()).length >= 2, 20_000);
@@ -259,6 +259,19 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
       expect((await admin(workers, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).error).to.equal(undefined);
       await untilAll(replicas.slice(0, 3), (u) => u === 'a', Date.now());
       // Its other worker got the uncordon from the primary (and skipped the stream entry, its own replica's).
+      await both('a', Date.now());
+      // A cordon through this replica, then one worker dies: its replacement (same replica id)
+      // replays the log, its own replica's entries included, and follows the cordon too. (The
+      // last entry of another replica before it is an uncordon, so only its own entry cordons.)
+      expect((await admin(replicas[0]!, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).error).to.equal(undefined);
+      expect((await admin(workers, 'svc_cordonUpstream', [cordon])).error).to.equal(undefined);
+      await both('b', Date.now());
+      const [victim] = listeningPids(workers.logs());
+      process.kill(victim as number, 'SIGKILL');
+      await waitFor(() => workers.logs().includes('worker died: starting a replacement') && listeningPids(workers.logs()).length >= 3, 20_000);
+      await both('b', Date.now());
+      await untilAll(replicas.slice(0, 3), (u) => u === 'b', Date.now());
+      expect((await admin(replicas[0]!, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).error).to.equal(undefined);
       await both('a', Date.now());
       expect(workers.logs()).to.not.include('shared state: Redis unreachable');
     } finally {
