@@ -77,7 +77,9 @@ export async function applyReload(proxy: Proxy, next: ResolvedConfig): Promise<R
   const report = emptyReport();
   report.pendingRestart.push(
     ...changedKeys('', prev as unknown as Record<string, unknown>, next as unknown as Record<string, unknown>, LIVE_ROOT),
-    ...changedKeys('server', prev.server as unknown as Record<string, unknown>, next.server as unknown as Record<string, unknown>),
+    ...changedKeys('server', prev.server as unknown as Record<string, unknown>, next.server as unknown as Record<string, unknown>, new Set(['settings'])),
+    // Plugin keys under `server` (websocket...), each by its own name.
+    ...changedKeys('server', (prev.server.settings ?? {}) as Record<string, unknown>, (next.server.settings ?? {}) as Record<string, unknown>),
     ...changedKeys('metrics', prev.metrics as unknown as Record<string, unknown>, next.metrics as unknown as Record<string, unknown>),
     ...changedKeys('', prev.settings, next.settings),
   );

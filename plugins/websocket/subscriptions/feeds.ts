@@ -82,12 +82,13 @@ export class NetworkFeeds {
 
   /**
    * @param host internal calls through the network's pipeline, logger
-   * @param network the network
+   * @param network the network; replaced by its successor when a config reload rebuilds it
+   *   (the hub taps `networkRetired`), so the feeds follow the chain the new config describes
    * @param pollIntervalMs the follower's poll interval, ms
    */
   constructor(
     private readonly host: PluginHost,
-    readonly network: Network,
+    public network: Network,
     private readonly pollIntervalMs: number,
   ) {}
 
