@@ -12,19 +12,19 @@ import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import type { TObject } from '@sinclair/typebox';
 import type { LevelWithSilent } from 'pino';
-import { newExecutionRecord, type CallContext, type HttpRequestInfo } from './context.ts';
+import type { CallContext, HttpRequestInfo } from './context.ts';
 import { createHooks, guardObservationHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks } from './hooks.ts';
 import { checkPlugin, PluginContractError, Services, type ListenOverrides, type Plugin, type PluginHost } from './host.ts';
 import { CHAIN_STATE_SERVICE, type ChainStateService, NO_CHAIN_STATE, type NetworkChainState } from './chain-state.ts';
 import { Drain, type LifecycleState, type LifecycleStatus } from './drain.ts';
-import { ErrReloadUnavailable, ErrUpstreamsExhausted, type SvcError } from './errors.ts';
+import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { BoundedLabel } from '../lib/labels.ts';
-import { excerptOf } from '../lib/redact.ts';
 import { Network } from './registry/network.ts';
 import { Project } from './registry/project.ts';
-import { DeadlineReason, Upstream } from './registry/upstream.ts';
-import { callFailure, tryUpstream } from './sweep.ts';
+import { Upstream } from './registry/upstream.ts';
+import { internalContext, upstreamCall } from './internal-call.ts';
+import { callFailure } from './sweep.ts';
 import { createServer } from './server.ts';
 import { ClientAddressResolver } from '../lib/client-address.ts';
 import type Koa from 'koa';
@@ -32,7 +32,8 @@ import { getCommit, VERSION } from './version.ts';
 import { buildConfigSchema, fragmentCollisions, type SchemaFragment } from '../config/schema.ts';
 import { loadConfigObject, resolveNetwork, resolveUpstream } from '../config/load.ts';
 import type { ResolvedConfig, ResolvedProject, UpstreamInput } from '../config/types.ts';
-import { applyReload, type ReloadReport } from './reload.ts';
+import { ConfigReloader, type ReloadReport } from './reload.ts';
+import { ChainIdProber } from './probe.ts';
 import type { RpcResult } from './jsonrpc.ts';
 
 export type { Plugin, PluginHost, ServiceRegistry } from './host.ts';
@@ -84,7 +85,8 @@ export class Proxy implements PluginHost {
 
   /** The attempt handler before any plugin wraps it: the `forward` plugin replaces it with the sweep. */
   private readonly noForward: AttemptHandler = () => Promise.reject(new ErrUpstreamsExhausted([], 'no forwarding plugin is applied (add forwardPlugin() to the preset)'));
-  private readonly timers = new Set<NodeJS.Timeout>();
+  /** Chain id probes of the upstreams (core/probe.ts). */
+  private readonly prober: ChainIdProber;
   /** One keep-alive pool per upstream origin, shared by the upstreams of that origin (read-only for callers). */
   readonly pools = new Map<string, Pool>();
   private closed = false;
@@ -104,6 +106,7 @@ export class Proxy implements PluginHost {
     this.resolved = config;
     this.logger = opts.logger ?? createLogger(config.logLevel as LevelWithSilent);
     this.schema = opts.schema ?? buildConfigSchema([]);
+    this.prober = new ChainIdProber(this, opts.probeBackoffMs ?? 1000);
     // Observation taps never break a call (issue #9 item 4): guarded, logged once a minute, counted.
     guardObservationHooks(this.hooks, this.logger, this.metrics);
   }
@@ -211,7 +214,7 @@ export class Proxy implements PluginHost {
       );
     }
     await this.hooks.listening.promise();
-    for (const p of this.projects.values()) for (const u of p.upstreams.values()) this.probe(p, u, 0);
+    for (const p of this.projects.values()) for (const u of p.upstreams.values()) this.prober.probe(p, u);
     return addr;
   }
 
@@ -282,7 +285,7 @@ export class Proxy implements PluginHost {
     if (entry.id !== undefined && project.upstreams.has(entry.id)) throw new Error(`project ${project.id} already has an upstream "${entry.id}"`);
     const u = new Upstream(resolveUpstream(this.schema, project.config.upstreamDefaults, entry, new Set(project.upstreams.keys())), project.id, { shared: this.pools });
     this.addUpstream(project, u);
-    if (this.started) this.probe(project, u, 0);
+    if (this.started) this.prober.probe(project, u);
     return u;
   }
 
@@ -291,39 +294,18 @@ export class Proxy implements PluginHost {
    * @internal core/reload.ts
    */
   probeNew(project: Project, u: Upstream): void {
-    if (this.started) this.probe(project, u, 0);
+    if (this.started) this.prober.probe(project, u);
   }
 
-  /** Upstreams a reload removed, closed once their in-flight calls could have ended. */
-  private readonly retiring = new Set<Upstream>();
+  /** Config reload (core/reload.ts): the source, the serialised runs, the upstreams draining. */
+  private readonly reloader = new ConfigReloader(this);
 
   /**
-   * Takes an upstream out of service for good (config reload): it leaves every network of its
-   * project at once (`upstreamLeft`), its probe stops, its health window is dropped (its cordons
-   * too unless `keepCordons`), and it is closed after `server.maxTimeout` + 1 s, when every call
-   * that could still use it has ended.
+   * Takes an upstream out of service for good (config reload; see {@link ConfigReloader.retire}).
    * @internal core/reload.ts
    */
   retireUpstream(u: Upstream, opts: { keepCordons?: boolean } = {}): void {
-    const project = this.projects.get(u.projectId);
-    u.state = 'failed';
-    if (project) {
-      for (const n of project.networks.values()) {
-        if (!n.upstreams.includes(u)) continue;
-        n.removeUpstream(u);
-        this.hooks.upstreamLeft.call(u, n);
-      }
-      project.removeUpstream(u);
-      project.health.forget(u.id, opts.keepCordons);
-    }
-    this.retiring.add(u);
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.retiring.delete(u);
-      u.close().catch(() => undefined);
-    }, this.resolved.server.maxTimeoutMs + 1000);
-    timer.unref();
-    this.timers.add(timer);
+    this.reloader.retire(u, opts);
   }
 
   /** The config now in force, after a reload applied what it could. @internal core/reload.ts */
@@ -331,17 +313,12 @@ export class Proxy implements PluginHost {
     this.resolved = c;
   }
 
-  /** Reads and validates the config again (set by whoever started svc from a file: the CLI). */
-  private configSource?: () => Promise<ResolvedConfig>;
-  /** The reload running now: reloads run one after the other. */
-  private reloading: Promise<unknown> = Promise.resolve();
-
   /**
    * Sets where {@link reloadConfig} reads the config from. The function re-reads the source and
    * validates it whole, as `svc validate` does (see `validateConfig`), throwing ConfigError.
    */
   setConfigSource(load: () => Promise<ResolvedConfig>): void {
-    this.configSource = load;
+    this.reloader.source = load;
   }
 
   /**
@@ -352,18 +329,7 @@ export class Proxy implements PluginHost {
    * @throws ErrReloadUnavailable when this svc has no config source (not started from a file)
    */
   reloadConfig(): Promise<ReloadReport> {
-    const load = this.configSource;
-    if (!load) return Promise.reject(new ErrReloadUnavailable('this svc was not started with a config file: there is nothing to reload'));
-    const run = this.reloading.then(async () => {
-      if (this.closed) throw new ErrReloadUnavailable('svc is shutting down');
-      const next = await load();
-      const report = await applyReload(this, next);
-      this.logger.info({ ...report, pendingRestart: report.pendingRestart.length ? report.pendingRestart : undefined }, report.changed ? 'config reloaded' : 'config reloaded: nothing changed that applies live');
-      if (report.pendingRestart.length) this.logger.warn({ pendingRestart: report.pendingRestart }, 'config reload: these keys changed but apply only at the next restart');
-      return report;
-    });
-    this.reloading = run.catch(() => undefined);
-    return run;
+    return this.reloader.reload();
   }
 
   /**
@@ -373,49 +339,6 @@ export class Proxy implements PluginHost {
   join(project: Project, u: Upstream, chainId: number): void {
     const network = this.ensureNetwork(project, chainId);
     if (network.addUpstream(u)) this.hooks.upstreamJoined.call(u, network);
-  }
-
-  /** Verifies an upstream's chain id with `eth_chainId` (5 s timeout), retried with backoff. */
-  private probe(project: Project, u: Upstream, tries: number): void {
-    if (this.closed) return;
-    const ac = new AbortController();
-    const t = setTimeout(() => ac.abort(new DeadlineReason('chain id probe timed out')), 5000);
-    u.transport('eth_chainId', [], ac.signal).then(
-      (r) => {
-        clearTimeout(t);
-        const got = typeof r.result === 'string' ? Number.parseInt(r.result, 16) : Number.NaN;
-        if (!Number.isSafeInteger(got) || got <= 0) throw new Error(`eth_chainId answered ${excerptOf(u.redactor, JSON.stringify(r.result) ?? 'undefined', 100)}`);
-        // Removed by a config reload meanwhile: nothing to join.
-        if (project.upstreams.get(u.id) !== u || this.projects.get(project.id) !== project) return;
-        if (u.config.chainId !== undefined && got !== u.config.chainId) {
-          u.state = 'failed';
-          for (const n of project.networks.values()) {
-            if (!n.upstreams.includes(u)) continue;
-            n.removeUpstream(u);
-            this.hooks.upstreamLeft.call(u, n);
-          }
-          this.logger.error({ project: project.id, upstream: u.id, configured: u.config.chainId, actual: got }, `upstream ${u.id} serves chain ${got}, not the configured ${u.config.chainId}: taken out of service`);
-          return;
-        }
-        u.chainId = got;
-        u.state = 'ready';
-        this.join(project, u, got);
-        this.logger.info({ project: project.id, upstream: u.id, chainId: got }, `upstream ${u.id} verified on evm:${got}`);
-      },
-    ).catch((e: unknown) => {
-      clearTimeout(t);
-      if (this.closed || u.state === 'failed') return;
-      u.probeFailures++;
-      const base = this.opts.probeBackoffMs ?? 1000;
-      const delay = Math.min(30_000, base * 2 ** Math.min(tries, 10));
-      this.logger.warn({ project: project.id, upstream: u.id, err: (e as Error).message, retryInMs: delay }, `upstream ${u.id} chain id probe failed`);
-      const timer = setTimeout(() => {
-        this.timers.delete(timer);
-        this.probe(project, u, tries + 1);
-      }, delay);
-      timer.unref();
-      this.timers.add(timer);
-    });
   }
 
   /** The network for a chain id, created on demand from `networkDefaults` when undeclared. */
@@ -463,40 +386,14 @@ export class Proxy implements PluginHost {
     return this.hooks.resolveNetwork.promise(project, networkId, deadline);
   }
 
-  /**
-   * Builds a call context for internal traffic (state polls, healthchecks): not a client call.
-   * @param timeoutMs deadline of the call
-   */
+  /** A call context for internal traffic (state polls, healthchecks): core/internal-call.ts. */
   internalContext(network: Network, method: string, params: unknown, timeoutMs: number): { ctx: CallContext; done: () => void } {
-    const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(new DeadlineReason()), timeoutMs);
-    const http: HttpRequestInfo = { headers: {}, query: {}, remoteAddress: '127.0.0.1', clientAddress: '127.0.0.1', host: 'internal', path: '' };
-    const ctx: CallContext = {
-      project: network.project,
-      network,
-      request: { idRaw: '1', method, params },
-      directives: {},
-      http,
-      signal: ac.signal,
-      deadline: Date.now() + timeoutMs,
-      record: newExecutionRecord(method),
-      internal: true,
-      state: new Map(),
-    };
-    return { ctx, done: () => clearTimeout(timer) };
+    return internalContext(network, method, params, timeoutMs);
   }
 
-  /**
-   * Sends one internal call through one upstream's own chain (never swept or hedged).
-   * @throws SvcError the normalised upstream error
-   */
-  async upstreamCall(network: Network, u: Upstream, method: string, params: unknown, timeoutMs: number): Promise<RpcResult> {
-    const { ctx, done } = this.internalContext(network, method, params, timeoutMs);
-    try {
-      return await tryUpstream(this.hooks, ctx, u, 'primary', ctx.signal);
-    } finally {
-      done();
-    }
+  /** One internal call through one upstream's own chain: core/internal-call.ts. */
+  upstreamCall(network: Network, u: Upstream, method: string, params: unknown, timeoutMs: number): Promise<RpcResult> {
+    return upstreamCall(this.hooks, network, u, method, params, timeoutMs);
   }
 
   /**
@@ -525,8 +422,7 @@ export class Proxy implements PluginHost {
     if (this.closed) return;
     this.closed = true;
     this.drain.stopped();
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
+    this.prober.stop();
     // Connections the listener does not track (upgraded WebSockets) close first, so it stops at once.
     this.hooks.closing.call();
     const server = this.server;
@@ -543,7 +439,7 @@ export class Proxy implements PluginHost {
     }
     await this.hooks.shutdown.promise();
     for (const p of this.projects.values()) await Promise.all([...p.upstreams.values()].map((u) => u.close()));
-    await Promise.all([...this.retiring].map((u) => u.close().catch(() => undefined)));
+    await this.reloader.close();
     await Promise.all([...this.pools.values()].map((pool) => pool.close().catch(() => undefined)));
   }
 

@@ -25,6 +25,7 @@ import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import { Upstream } from './registry/upstream.ts';
 import type { Proxy } from './proxy.ts';
+import { ErrReloadUnavailable } from './errors.ts';
 
 /** What a reload changed (the answer of `svc_reloadConfig`, logged on SIGHUP). */
 export interface ReloadReport {
@@ -45,6 +46,78 @@ export interface ReloadReport {
   pendingRestart: string[];
   /** Time the swap took, ms (validation not included). */
   durationMs: number;
+}
+
+/**
+ * The reload side of a proxy: where the config is read from, the reloads (one at a time), and
+ * the upstreams a reload removed until they are closed.
+ */
+export class ConfigReloader {
+  /** Reads and validates the config again (set by whoever started svc from a file: the CLI). */
+  source?: () => Promise<ResolvedConfig>;
+  /** The reload running now: reloads run one after the other. */
+  private running: Promise<unknown> = Promise.resolve();
+  /** Removed upstreams not yet closed, with their close timers. */
+  private readonly retiring = new Map<Upstream, NodeJS.Timeout>();
+
+  /** @param proxy the proxy whose registry reloads change */
+  constructor(private readonly proxy: Proxy) {}
+
+  /**
+   * Re-reads the config and applies it (see {@link applyReload}), after any reload still running.
+   * @throws ConfigError (nothing changes), ErrReloadUnavailable (no source, or shutting down)
+   */
+  reload(): Promise<ReloadReport> {
+    const load = this.source;
+    if (!load) return Promise.reject(new ErrReloadUnavailable('this svc was not started with a config file: there is nothing to reload'));
+    const proxy = this.proxy;
+    const run = this.running.then(async () => {
+      if (proxy.isClosed) throw new ErrReloadUnavailable('svc is shutting down');
+      const next = await load();
+      if (proxy.isClosed) throw new ErrReloadUnavailable('svc is shutting down');
+      const report = await applyReload(proxy, next);
+      proxy.logger.info({ ...report, pendingRestart: report.pendingRestart.length ? report.pendingRestart : undefined }, report.changed ? 'config reloaded' : 'config reloaded: nothing changed that applies live');
+      if (report.pendingRestart.length) proxy.logger.warn({ pendingRestart: report.pendingRestart }, 'config reload: these keys changed but apply only at the next restart');
+      return report;
+    });
+    this.running = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Takes an upstream out of service for good: it leaves every network of its project at once
+   * (`upstreamLeft`), its probe stops, its health window is dropped (its cordons too unless
+   * `keepCordons`), and it is closed after `server.maxTimeout` + 1 s, when every call that could
+   * still use it has ended.
+   */
+  retire(u: Upstream, opts: { keepCordons?: boolean }): void {
+    const proxy = this.proxy;
+    const project = proxy.projects.get(u.projectId);
+    u.state = 'failed';
+    if (project) {
+      for (const n of project.networks.values()) {
+        if (!n.upstreams.includes(u)) continue;
+        n.removeUpstream(u);
+        proxy.hooks.upstreamLeft.call(u, n);
+      }
+      project.removeUpstream(u);
+      project.health.forget(u.id, opts.keepCordons);
+    }
+    const timer = setTimeout(() => {
+      this.retiring.delete(u);
+      u.close().catch(() => undefined);
+    }, proxy.config.server.maxTimeoutMs + 1000);
+    timer.unref();
+    this.retiring.set(u, timer);
+  }
+
+  /** Closes the upstreams still draining (svc is closing). */
+  async close(): Promise<void> {
+    const all = [...this.retiring];
+    this.retiring.clear();
+    for (const [, t] of all) clearTimeout(t);
+    await Promise.all(all.map(([u]) => u.close().catch(() => undefined)));
+  }
 }
 
 /** Root keys the reconciliation handles itself; every other root key is compared whole. */

@@ -75,6 +75,9 @@ export function websocketPlugin(): Plugin {
         settings = websocketSettingsOf(c.server);
       });
 
+      // A config reload replaced a network: its subscriptions follow the new one.
+      host.hooks.networkRetired.tap('websocket', (old) => hub?.networkReplaced(old));
+
       host.hooks.listening.tapPromise('websocket', async () => {
         const s = settings;
         const server = host.httpServer;

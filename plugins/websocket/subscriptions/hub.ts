@@ -56,18 +56,16 @@ export function createSubscriptionHub(host: PluginHost, opts: HubOptions): Subsc
     }
   };
 
-  // A config reload replaced a network (its config changed): its feeds move to the successor, so
-  // subscriptions keep following the head through the new chain (the old one stops being polled).
-  host.hooks.networkRetired.tap('websocket', (old: Network) => {
-    const feeds = networks.get(old);
-    const next = old.project.networks.get(old.id);
-    if (!feeds || !next || next === old || networks.has(next)) return;
-    networks.delete(old);
-    feeds.network = next;
-    networks.set(next, feeds);
-  });
-
   return {
+    networkReplaced(old: Network): void {
+      const feeds = networks.get(old);
+      const next = old.project.networks.get(old.id);
+      if (!feeds || !next || next === old || networks.has(next)) return;
+      networks.delete(old);
+      feeds.network = next;
+      networks.set(next, feeds);
+    },
+
     async subscribe(network: Network, sink: SubscriptionSink, params: unknown): Promise<string> {
       if (closed) throw new ErrServiceShuttingDown('svc is shutting down: no new subscriptions');
       const req = parseSubscribe(params);

@@ -44,6 +44,11 @@ export interface SubscriptionHub {
   unsubscribe(sink: SubscriptionSink, id: string): boolean;
   /** Drops every subscription of a connection (it closed). */
   dropSink(sink: SubscriptionSink): void;
+  /**
+   * A config reload replaced a network (its config changed): its feeds move to the successor the
+   * project now holds under the same id, so subscriptions follow the chain the new config builds.
+   */
+  networkReplaced(old: Network): void;
   /** Live subscriptions by type (the `svc_ws_subscriptions{type}` gauge). */
   counts(): Record<SubscriptionType, number>;
   /** Stops every feed (shutdown). */

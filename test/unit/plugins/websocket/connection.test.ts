@@ -52,6 +52,7 @@ class FakeHub implements SubscriptionHub {
   dropped = 0;
   hold?: Promise<void>;
   private n = 0;
+  networkReplaced(): void {}
   async subscribe(_n: Network, sink: SubscriptionSink, params: unknown): Promise<string> {
     if (!Array.isArray(params) || params[0] === 'newPendingTransactions') throw new ErrEndpointUnsupported('no pending feed');
     await this.hold;
