@@ -110,6 +110,8 @@ export {
 } from '../lib/storage-breaker.ts';
 export {
   AUTH_SERVICE,
+  BREAKERS_SERVICE,
+  type CircuitBreakerView,
   AuthBlockSchema,
   CORS_SERVICE,
   CorsBlockSchema,

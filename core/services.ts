@@ -349,3 +349,19 @@ export interface WebSocketService {
 
 /** Key of the websocket plugin's {@link WebSocketService}. */
 export const WEBSOCKET_SERVICE: ServiceKey<WebSocketService> = serviceKey<WebSocketService>('websocket');
+
+/**
+ * One upstream circuit breaker as other plugins see it (failsafe `circuitBreaker`, upstream
+ * scope; spec §2.3): the operator page shows it, nothing outside the failsafe plugin changes it.
+ */
+export interface CircuitBreakerView {
+  /** `closed` (calls pass), `open` (refused until `halfOpenAfter`), `half-open` (trial calls). */
+  readonly state: 'closed' | 'open' | 'half-open';
+}
+
+/**
+ * Key of the failsafe plugin's upstream circuit breakers: upstream → its breakers, one per
+ * failsafe entry with a `circuitBreaker` (empty or absent: none). Read by the operator page
+ * (`/admin/ui`) and tests.
+ */
+export const BREAKERS_SERVICE: ServiceKey<ReadonlyMap<Upstream, readonly CircuitBreakerView[]>> = serviceKey<ReadonlyMap<Upstream, readonly CircuitBreakerView[]>>('failsafe.breakers');

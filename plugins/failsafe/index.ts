@@ -18,7 +18,7 @@
  * `metrics.ts` (timeout metrics), `network.ts` (`directives` and `attempt` taps), `upstream.ts`
  * (`upstream` taps); this file wires them.
  */
-import { type Plugin, type PluginHost, serviceKey, type Upstream } from 'svc/plugin';
+import { BREAKERS_SERVICE, type Plugin, type PluginHost, type Upstream } from 'svc/plugin';
 import { LatencyQuantiles } from './adaptive.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import { checkFailsafe } from './checks.ts';
@@ -36,12 +36,9 @@ export { dataUnavailableDelay, isDataUnavailable, isRetryable, retryDelay } from
 export { DEFAULT_NETWORK_FAILSAFE, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, WRITE_METHODS } from './schema.ts';
 export type { FailsafeEntry } from './schema.ts';
 
-/** Key of the registry of breakers, for tests and the admin `svc_project` view. */
-export const BREAKERS_SERVICE = serviceKey<Map<Upstream, CircuitBreaker[]>>('failsafe.breakers');
-
-/** The circuit breakers of an upstream (one per failsafe entry with a `circuitBreaker`). */
+/** The circuit breakers of an upstream (one per failsafe entry with a `circuitBreaker`), as this plugin published them. */
 export function upstreamBreakers(host: PluginHost, u: Upstream): readonly CircuitBreaker[] {
-  return host.services.get(BREAKERS_SERVICE)?.get(u) ?? [];
+  return (host.services.get(BREAKERS_SERVICE)?.get(u) ?? []) as readonly CircuitBreaker[];
 }
 
 /** Options of the failsafe plugin. */

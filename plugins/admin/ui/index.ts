@@ -18,7 +18,7 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { asSvcError, type Authenticator, Duration, ErrAuthUnauthorized, ErrInvalidRequest, ErrServiceShuttingDown, type PluginHost, SELECTION_API_SERVICE, type ServiceKey, Strict, toJsonRpcError, Type, type Upstream } from 'svc/plugin';
+import { asSvcError, type Authenticator, BREAKERS_SERVICE, Duration, ErrAuthUnauthorized, ErrInvalidRequest, ErrServiceShuttingDown, type PluginHost, SELECTION_API_SERVICE, Strict, toJsonRpcError, Type, type Upstream } from 'svc/plugin';
 import { readAsset } from './assets.ts';
 import { buildSnapshot, type BreakerState, type MetricSample, type NetworkLike, SNAPSHOT_METRICS, type UiSnapshot, type UpstreamLike, worstBreaker } from './snapshot.ts';
 import { EventStreams } from './stream.ts';
@@ -47,13 +47,6 @@ export interface AdminUiSettings {
   maxStreams?: number;
 }
 
-/**
- * The failsafe plugin's breaker registry as it publishes it (`failsafe.breakers`: upstream →
- * its breakers), read by name and checked structurally, so the admin plugin imports nothing of
- * the failsafe plugin and simply shows `none` without it.
- */
-type BreakerRegistry = ReadonlyMap<unknown, ReadonlyArray<{ readonly state?: unknown }>>;
-const BREAKERS = { name: 'failsafe.breakers' } as unknown as ServiceKey<BreakerRegistry>;
 
 /** The page's lifecycle, driven by the admin plugin. */
 export interface AdminUi {
@@ -78,10 +71,9 @@ export function adminUi(host: PluginHost, authenticator: () => Authenticator | u
   let streams: EventStreams | undefined;
 
   const breaker = (_n: NetworkLike, u: UpstreamLike): BreakerState => {
-    const registry = host.services.get(BREAKERS);
-    if (!(registry instanceof Map)) return 'none';
-    const list: unknown = registry.get(u as Upstream);
-    return Array.isArray(list) ? worstBreaker(list.map((b: { state?: unknown }) => b?.state)) : 'none';
+    // The failsafe plugin's breakers (BREAKERS_SERVICE); without that plugin: none.
+    const list = host.services.get(BREAKERS_SERVICE)?.get(u as Upstream);
+    return list ? worstBreaker(list.map((b) => b.state)) : 'none';
   };
 
   const snapshot = async (): Promise<UiSnapshot> => {

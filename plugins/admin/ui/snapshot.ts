@@ -10,8 +10,8 @@
  * (`SELECTION_API_SERVICE`) and the Prometheus registry, where other plugins count under the
  * metric names of docs/operations.md (`svc_cache_get_hit_total`, `svc_cache_get_miss_total`,
  * `svc_rate_limited_total`, `svc_network_consensus_outcome_total`). The breaker state comes from
- * the failsafe plugin's published breaker registry (service name `failsafe.breakers`), read
- * structurally: without that plugin, or with a registry of another shape, it is `none`.
+ * the failsafe plugin's breakers (`BREAKERS_SERVICE`, a typed contract of svc/plugin): without
+ * that plugin it is `none`.
  *
  * {@link buildSnapshot} is pure over its {@link SnapshotSources}, so it is unit tested with fakes.
  */
