@@ -20,7 +20,6 @@ export interface ErpcRefusal {
   instead: string;
 }
 
-const FLEET = 'arrives with the fleet work (several svc instances sharing state); today each svc instance keeps its own block heads and locks';
 const TRACING = 'svc exports OpenTelemetry traces through `tracing` (endpoint, sampleRate, serviceName, headers); set the exporter\'s transport with the standard OTEL_EXPORTER_OTLP_* environment variables';
 
 /**
@@ -28,7 +27,6 @@ const TRACING = 'svc exports OpenTelemetry traces through `tracing` (endpoint, s
  * (Keys other parts of svc add later are accepted by the schema first and never reach this table.)
  */
 export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
-  clusterKey: { feature: 'cluster key for shared state', instead: FLEET },
   'server.listenV6': { feature: 'a second, IPv6 listener', instead: 'svc has one listener: set `server.httpHost: "::"` to listen on IPv6 (and IPv4 on dual-stack hosts)' },
   'server.httpHostV6': { feature: 'a second, IPv6 listener', instead: 'svc has one listener: set `server.httpHost: "::"`' },
   'server.httpPortV6': { feature: 'a second, IPv6 listener', instead: 'svc has one listener: `server.httpPort`' },
@@ -60,7 +58,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   'database.evmJsonRpcCache.connectors[].grpc': { feature: 'the gRPC cache connector', instead: 'use a memory, redis, postgresql or keyv connector' },
   'database.evmJsonRpcCache.compression': { feature: 'cache value compression', instead: 'svc stores values uncompressed; bound them with the policies\' `maxItemSize`' },
   'database.svmJsonRpcCache': { feature: 'the Solana cache', instead: 'svc serves EVM chains only' },
-  'database.sharedState': { feature: 'shared state (distributed block heads and locks)', instead: FLEET },
   'rateLimiters.store.nearLimitRatio': { feature: 'near-limit warnings', instead: 'watch `svc_rate_limit_*` metrics' },
   'rateLimiters.budgets[].rules[].waitTime': { feature: 'waiting for a rate-limit permit', instead: 'svc answers a limited call at once with ErrProjectRateLimitRuleExceeded (HTTP 429); clients retry' },
   'metrics.listenV6': { feature: 'a second, IPv6 metrics listener', instead: 'set `metrics.host: "::"`' },

@@ -25,11 +25,13 @@
  * `sharedState` is set.
  *
  * Files: `merge.ts` (head merge rules), `ops.ts` (the operator-change log), `link.ts`
- * (connected or not, the PING watch), `schema.ts` (config); this file wires Redis.
+ * (connected or not, the PING watch), `schema.ts` (config), `erpc.ts` (eRPC's
+ * `database.sharedState` and `clusterKey` rewritten into `sharedState` at load); this file wires Redis.
  */
 import { randomUUID } from 'node:crypto';
 import { Gauge } from 'prom-client';
 import { CHAIN_STATE_SERVICE, closeRedisClient, fleetReplicaId, type FleetRelayRegistration, openRedisClient, type Plugin, type PluginHost, type RedisClient, registerFleetRelay, type Upstream, type Network } from 'svc/plugin';
+import { normalizeSharedStateShapes } from './erpc.ts';
 import { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch } from './link.ts';
 import { headField, HeadLedger, headsToApply, parseMessage, parseSnapshotValue, type SharedHead } from './merge.ts';
 import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox, shouldApply } from './ops.ts';
@@ -81,7 +83,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
     name: 'shared-state',
     // No `dependsOn`: the chain state service is looked up when heads are applied, so presets
     // without evm-state (and tests that drop it) still build; there is then nothing to share.
-    schema: sharedStateSchema,
+    schema: { ...sharedStateSchema, normalize: normalizeSharedStateShapes },
     apply(host: PluginHost) {
       /** Id of this process's head messages (each worker polls on its own, so each has its own). */
       const replica = randomUUID();

@@ -130,7 +130,7 @@ describe('config: eRPC keys and shapes svc does not honour are refused by name',
   const cases: Array<[string, Doc, string, RegExp]> = [
     ['servedTip', project({ evm: { chainId: 1, servedTip: { enabledFor: ['latest'] } } }), 'projects[0].networks[0].evm.servedTip', /served tip.*not supported by svc/],
     ['routing', project({}, { routing: { scoreMultipliers: [] } }), 'projects[0].upstreams[0].routing', /routing score multipliers.*selectionPolicy/],
-    ['sharedState', { database: { sharedState: { clusterKey: 'a' } } }, 'database.sharedState', /shared state.*fleet work/],
+    ['sharedState on PostgreSQL', { database: { sharedState: { clusterKey: 'a', connector: { driver: 'postgresql' } } } }, 'database.sharedState.connector.driver', /Redis only/],
     ['counterDropLabels', { metrics: { counterDropLabels: ['x'] } }, 'metrics.counterDropLabels', /dropping counter labels/],
     ['hostV6', { metrics: { hostV6: '::' } }, 'metrics.hostV6', /IPv6 metrics listener/],
     ['networkDefaults path', { projects: [{ id: 'p', networkDefaults: { evm: { servedTip: {} } } }] }, 'projects[0].networkDefaults.evm.servedTip', /served tip/],
