@@ -4,19 +4,21 @@
  * start against anvil and serve a call, with their eRPC shapes normalised at load time. Then the
  * CLI: `svc validate --print` shows the rewrites and the svc shape; `svc validate --from-erpc`
  * takes an eRPC file as it is (X-ERPC-* header names, erpc_ prefixes) and prints the svc config,
- * which validates on its own.
+ * which validates on its own. eRPC's `database.sharedState` on Redis starts svc with shared state
+ * connected.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { createClient } from 'redis';
 import { parse as parseYaml } from 'yaml';
 import { PACKAGE_ROOT } from '../../core/version.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
-import { startSvc } from '../helpers/svc.ts';
+import { startSvc, waitFor } from '../helpers/svc.ts';
 
 /** A single-chain eRPC file in the shape of eRPC's "complete config" example: most of its legacy forms at once. */
 const DIST_STYLE = `
@@ -140,6 +142,27 @@ projects:
         evm: { chainId: 31337 }
 `;
 
+/** eRPC's shared state on Redis, with the cluster key at the top level (eRPC's default for the block) and eRPC's go-redis pool option. */
+const SHARED_STATE_STYLE = `
+logLevel: warn
+clusterKey: erpc-e2e-fleet
+metrics: { enabled: true }
+database:
+  sharedState:
+    connector:
+      id: shared-redis
+      driver: redis
+      redis: { uri: "redis://__REDIS__/?pool_size=10" }
+projects:
+  - id: main
+    networks:
+      - evm: { chainId: 31337 }
+    upstreams:
+      - endpoint: __ANVIL__
+        type: evm
+        evm: { chainId: 31337, statePollerInterval: 100ms }
+`;
+
 describe('eRPC-style config files validate, start against anvil and serve', function () {
   this.timeout(30_000);
   let anvil: AnvilHandle;
@@ -176,6 +199,30 @@ describe('eRPC-style config files validate, start against anvil and serve', func
 
   it('Redis cache and rate-limit store by addr, budgets inside the auth strategies; served to the secret holder', async () => {
     await serves(REDIS_STYLE, '/main/evm/31337', { 'X-SVC-Secret-Token': 's3cret-value' });
+  });
+
+  it("database.sharedState on Redis: svc starts with shared state connected (gauge 1) and publishes heads under eRPC's top-level clusterKey", async () => {
+    const sub = createClient({ url: redis.url });
+    await sub.connect();
+    const heads: string[] = [];
+    await sub.subscribe('erpc-e2e-fleet:state', (m) => heads.push(m));
+    const svc = await startSvc(parseYaml(fill(SHARED_STATE_STYLE)) as object);
+    try {
+      expect(svc.proxy.config.settings.sharedState).to.deep.include({ redis: { uri: redis.url }, clusterKey: 'erpc-e2e-fleet' });
+      const connected = async () => {
+        const text = await (await fetch(svc.metricsUrl!)).text();
+        return text.split('\n').find((l) => l.startsWith('svc_shared_state_connected '));
+      };
+      await waitFor(async () => (await connected()) === 'svc_shared_state_connected 1', 5000);
+      await anvil.rpc('anvil_mine', ['0x1']); // a head above 0 to share
+      await waitFor(() => heads.length > 0, 5000);
+      expect(heads[0]).to.include('"upstream"');
+      const r = await svc.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] });
+      expect(r.json.result).to.equal('0x7a69');
+    } finally {
+      await svc.close();
+      await sub.quit();
+    }
   });
 });
 
@@ -231,6 +278,18 @@ describe('svc validate --print and --from-erpc through the CLI', function () {
     expect(printed.projects[0]?.auth.strategies[0]).to.deep.include({ rateLimitBudget: 'free-tier' });
     expect(r.out).to.include('erpc_rl_ -> svc_rl_');
     expect(r.out.split('\n').filter((l) => !l.startsWith('#')).join('\n')).to.not.include('erpc_');
+  });
+
+  it("--print shows eRPC's database.sharedState moved to sharedState, line by line", async () => {
+    writeFileSync(join(dir, 'shared.yaml'), SHARED_STATE_STYLE.replace('__ANVIL__', '${ANVIL_URL}').replace('__REDIS__', '127.0.0.1:6379'));
+    const r = await run(['validate', '--config', 'shared.yaml', '--print']);
+    expect(r.code, r.err).to.equal(0);
+    for (const line of ['#   database.sharedState.connector.redis.uri: options ?pool_size=10 -> (removed: go-redis options; svc keeps its own connections)', '#   database.sharedState.connector.id: shared-redis -> (removed)', '#   database.sharedState: database.sharedState -> sharedState', '#   database: {} -> (removed)']) expect(r.out).to.include(line);
+    expect(r.out).to.match(/#   clusterKey: .* -> sharedState\.clusterKey\n/); // the value is masked: the CLI redacts `...Key: value` in rewrite lines
+    const printed = parseYaml(r.out) as Record<string, unknown>;
+    expect(printed.sharedState).to.deep.equal({ redis: { uri: 'redis://127.0.0.1:6379' }, clusterKey: 'erpc-e2e-fleet' });
+    expect(printed).to.not.have.property('database');
+    expect(printed).to.not.have.property('clusterKey');
   });
 
   it('--from-erpc refuses a key svc does not honour, naming the eRPC feature', async () => {
