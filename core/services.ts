@@ -66,6 +66,12 @@ export interface ApiKeyRecord {
  */
 export interface ApiKeyManager {
   /**
+   * True when the keys live in a store every process reads (redis, postgresql): a change made
+   * through one process needs no replay on the others (they follow within their cache TTL).
+   * False for the memory driver, whose keys each process holds itself.
+   */
+  readonly shared: boolean;
+  /**
    * Adds a key (spec §4.4 rule 1: one per call, `enabled` defaults to true).
    * @throws Error `api key already exists` when the key is taken; a driver error when the store fails
    */

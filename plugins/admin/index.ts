@@ -19,8 +19,9 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { asSvcError, AuthBlockSchema, type Authenticator, ConfigError, CORS_SERVICE, CorsBlockSchema, doorAuthenticator, ErrAuthUnauthorized, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, broadcastToWorkers, onWorkerBroadcast, type Plugin, type PluginHost, readRequestBody, Strict, toJsonRpcError, Type } from 'svc/plugin';
-import { adminMethods, unsupported } from './methods.ts';
+import { asSvcError, AuthBlockSchema, type Authenticator, ConfigError, CORS_SERVICE, CorsBlockSchema, doorAuthenticator, ErrAuthUnauthorized, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, broadcastToWorkers, onWorkerBroadcast, type Plugin, type PluginHost, readRequestBody, type SvcError, Strict, toJsonRpcError, Type } from 'svc/plugin';
+import { adminMethods, replayNeeded, unsupported } from './methods.ts';
+import { hostAllowed, hostRefusal, type HostGuardSettings } from './host-guard.ts';
 import { adminUi, AdminUiSchema, type AdminUiSettings } from './ui/index.ts';
 
 /** Largest admin request body, bytes. */
@@ -41,6 +42,7 @@ interface AdminSettings {
   auth?: { strategies?: ReadonlyArray<{ type?: unknown }> };
   cors?: unknown;
   ui?: AdminUiSettings;
+  allowedHosts?: string[];
 }
 
 /** The CORS of `/admin` without the cors plugin: no CORS headers (a browser page on another origin is refused). */
@@ -65,6 +67,13 @@ export function adminPlugin(): Plugin {
             auth: Type.Optional(AuthBlockSchema('auth strategies of POST /admin, as in `projects[].auth` (checked by the auth plugin at start-up); none: closed')),
             cors: Type.Optional(CorsBlockSchema('CORS of /admin, the fields of `projects[].cors` with the spec §2.5 admin defaults (checked by the cors plugin at start-up)')),
             ui: Type.Optional(AdminUiSchema),
+            allowedHosts: Type.Optional(
+              Type.Array(Type.String({ minLength: 1, maxLength: 253, pattern: '^(\\*\\.)?[A-Za-z0-9.-]+$' }), {
+                maxItems: 100,
+                description:
+                  'Host names (no port; `*.example.com` for subdomains) under which /admin and /admin/ui answer. Unset: any Host, except that an admin guarded only by network strategies answers only under an IP address or localhost (a DNS-rebinding guard); set it to reach such an admin by name',
+              }),
+            ),
           },
           { description: 'spec §2.5: POST /admin, closed unless auth.strategies has a strategy' },
         ),
@@ -75,14 +84,19 @@ export function adminPlugin(): Plugin {
       let cors: Koa.Middleware = NO_CORS;
       const methods = adminMethods(host);
       // The operator page (ui/): its data and streams go through the same authenticator.
-      const ui = adminUi(host, () => authenticator);
-      host.hooks.closing.tap('admin', () => ui.close());
-      // Another worker's operator change, replayed here. A change a shared store (Redis,
-      // PostgreSQL) already holds fails here as a duplicate or a missing key: nothing to do.
-      onWorkerBroadcast(ADMIN_TOPIC, (payload) => {
+      let guard: HostGuardSettings = { allowedHosts: [], ambientOnly: false };
+      /** The DNS-rebinding guard (host-guard.ts): the refusal of this request's Host, if any. */
+      const hostCheck = (k: Koa.Context): SvcError | undefined => (hostAllowed(k.get('Host'), guard) ? undefined : hostRefusal(k.get('Host')));
+      const ui = adminUi(host, () => authenticator, hostCheck);
+      // Another worker's (or, with shared state, replica's) operator change, replayed here.
+      const unsubscribe = onWorkerBroadcast(ADMIN_TOPIC, (payload) => {
         const { method, params } = payload as { method: string; params: unknown };
         const m = REPLAYED.has(method) ? methods.get(method) : undefined;
         m?.(params).catch(() => undefined);
+      });
+      host.hooks.closing.tap('admin', () => {
+        ui.close();
+        unsubscribe();
       });
 
       host.hooks.configured.tap('admin', (c) => {
@@ -95,6 +109,7 @@ export function adminPlugin(): Plugin {
         ui.configure(admin.ui);
         // Read once the auth service accepted the block, so `strategies` is a valid list.
         const strategies = admin.auth?.strategies ?? [];
+        guard = { allowedHosts: admin.allowedHosts ?? [], ambientOnly: strategies.length > 0 && strategies.every((s) => s.type === 'network') };
         if (authenticator && strategies.every((s) => s.type === 'network') && policy?.settings.allowedOrigins.includes('*')) {
           host.logger.warn('admin is guarded only by a network strategy while admin.cors.allowedOrigins contains "*": a page in a browser on an allowed network can drive it; add a secret or jwt strategy, or list origins');
         }
@@ -105,6 +120,12 @@ export function adminPlugin(): Plugin {
         if (!authenticator) {
           k.status = 401;
           k.body = errorText(null, new ErrAuthUnauthorized('admin is not enabled: admin.auth.strategies has no strategy'));
+          return;
+        }
+        const refused = hostCheck(k);
+        if (refused) {
+          k.status = refused.httpStatus;
+          k.body = errorText(null, refused);
           return;
         }
         const type = (k.get('Content-Type').split(';')[0] ?? '').trim().toLowerCase();
@@ -156,8 +177,9 @@ export function adminPlugin(): Plugin {
           const m = methods.get(req.method);
           if (!m) throw unsupported(req.method);
           const result = await m(req.params);
-          // Several workers (server.workers): the others apply the same operator change.
-          if (REPLAYED.has(req.method)) broadcastToWorkers(ADMIN_TOPIC, { method: req.method, params: req.params });
+          // Several workers (server.workers) or replicas (shared state): the others apply the same
+          // operator change, unless a shared key store holds it already.
+          if (REPLAYED.has(req.method) && replayNeeded(host, req.method, req.params)) broadcastToWorkers(ADMIN_TOPIC, { method: req.method, params: req.params });
           return { answer: { jsonrpc: '2.0', id, result }, status: 200 };
         } catch (e) {
           const err = asSvcError(e);

@@ -252,6 +252,22 @@ async function asInvalid<T>(f: () => Promise<T>): Promise<T> {
 }
 
 /**
+ * Whether an operator change must be replayed on the other workers and replicas: cordons always
+ * (each process keeps its own), API-key changes only for a key store each process holds itself
+ * (the memory driver); a Redis or PostgreSQL store is read by every process already, and a
+ * replay there could bring back a key deleted in the store meanwhile.
+ * @param method an admin method that succeeded
+ * @param params its params as sent
+ */
+export function replayNeeded(host: PluginHost, method: string, params: unknown): boolean {
+  if (!method.endsWith('ApiKey')) return true;
+  const o = Array.isArray(params) ? (params[0] as { projectId?: unknown; connectorId?: unknown } | undefined) : undefined;
+  if (typeof o?.projectId !== 'string' || typeof o.connectorId !== 'string') return false;
+  const keys = host.services.get(AUTH_SERVICE)?.apiKeys(o.projectId, o.connectorId);
+  return keys !== undefined && !keys.shared;
+}
+
+/**
  * The error of a method name svc does not have (spec §7: case-sensitive).
  * @param name the method as sent
  */

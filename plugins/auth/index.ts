@@ -116,7 +116,7 @@ export function authPlugin(): Plugin {
         let space = spaces.get(name);
         if (!space) {
           const store = connectors.storeFor(projectId, s.connector, `${path}.connector`);
-          space = new ApiKeySpace(store, Number(s.cache?.ttl ?? 60_000), budgetExists);
+          space = new ApiKeySpace(store, Number(s.cache?.ttl ?? 60_000), budgetExists, undefined, s.connector.driver !== 'memory');
           spaces.set(name, space);
         }
         return space;

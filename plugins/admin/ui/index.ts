@@ -18,7 +18,7 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { asSvcError, type Authenticator, BREAKERS_SERVICE, Duration, ErrAuthUnauthorized, ErrInvalidRequest, ErrServiceShuttingDown, type PluginHost, SELECTION_API_SERVICE, Strict, toJsonRpcError, Type, type Upstream } from 'svc/plugin';
+import { asSvcError, type Authenticator, BREAKERS_SERVICE, type SvcError, Duration, ErrAuthUnauthorized, ErrInvalidRequest, ErrServiceShuttingDown, type PluginHost, SELECTION_API_SERVICE, Strict, toJsonRpcError, Type, type Upstream } from 'svc/plugin';
 import { readAsset } from './assets.ts';
 import { buildSnapshot, type BreakerState, type MetricSample, type NetworkLike, SNAPSHOT_METRICS, type UiSnapshot, type UpstreamLike, worstBreaker } from './snapshot.ts';
 import { EventStreams } from './stream.ts';
@@ -60,12 +60,16 @@ export interface AdminUi {
   snapshot(): Promise<UiSnapshot>;
 }
 
+/** Longest an event stream stays open before the page must reconnect (and authenticate again), ms. */
+export const MAX_STREAM_MS = 10 * 60_000;
+
 /**
  * Creates the page of one svc.
  * @param host the plugin host (projects, chain state, services, metrics registry)
  * @param authenticator the admin authenticator of the moment (undefined while `admin.auth` has no strategy)
+ * @param hostCheck the admin's DNS-rebinding guard (host-guard.ts): the refusal of a request's Host, if any
  */
-export function adminUi(host: PluginHost, authenticator: () => Authenticator | undefined): AdminUi {
+export function adminUi(host: PluginHost, authenticator: () => Authenticator | undefined, hostCheck: (k: Koa.Context) => SvcError | undefined = () => undefined): AdminUi {
   let enabled = false;
   let intervalMs = DEFAULT_PUSH_INTERVAL_MS;
   let streams: EventStreams | undefined;
@@ -98,6 +102,11 @@ export function adminUi(host: PluginHost, authenticator: () => Authenticator | u
 
   /** The admin door for a data route: true when the request may read; otherwise the answer is written. */
   const admit = async (k: Koa.Context): Promise<boolean> => {
+    const refused = hostCheck(k);
+    if (refused) {
+      fail(k, refused.httpStatus, refused);
+      return false;
+    }
     const site = (k.get('Sec-Fetch-Site') || '').toLowerCase();
     // A browser sends Origin on a GET only when it is cross-origin (older browsers have no Sec-Fetch-Site).
     const origin = k.get('Origin');
@@ -122,6 +131,11 @@ export function adminUi(host: PluginHost, authenticator: () => Authenticator | u
 
   const page = (name: string): Koa.Middleware => (k, next) => {
     if (!enabled) return next();
+    const refused = hostCheck(k);
+    if (refused) {
+      fail(k, refused.httpStatus, refused);
+      return Promise.resolve();
+    }
     const asset = readAsset(name);
     if (!asset) return next();
     k.status = 200;
@@ -175,6 +189,11 @@ export function adminUi(host: PluginHost, authenticator: () => Authenticator | u
           fail(k, 503, new ErrInvalidRequest('too many admin ui streams are open (admin.ui.maxStreams)'));
           return;
         }
+        // A stream is authenticated once, when it opens: it ends after MAX_STREAM_MS and the page
+        // reconnects, so a credential revoked meanwhile (a deleted key, an expired JWT) stops it.
+        const lifetime = setTimeout(() => body.end(), MAX_STREAM_MS);
+        lifetime.unref();
+        body.once('close', () => clearTimeout(lifetime));
         k.req.socket.setNoDelay(true);
         k.req.socket.setTimeout(0);
         k.status = 200;

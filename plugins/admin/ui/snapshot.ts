@@ -23,6 +23,9 @@ export const MAX_METRIC_ROWS = 200;
 /** A circuit breaker's state; `none` when the upstream has no breaker (or the failsafe plugin is absent). */
 export type BreakerState = 'closed' | 'open' | 'half-open' | 'none';
 
+/** Most cordons listed per upstream in a snapshot. */
+export const MAX_CORDONS_SHOWN = 20;
+
 /** One cordon of an upstream: a method name, a glob, or `*` for the whole upstream. */
 export interface UiCordon {
   method: string;
@@ -58,8 +61,10 @@ export interface UiUpstream {
   breaker: BreakerState;
   /** True when the whole upstream (`*`) is cordoned. */
   cordoned: boolean;
-  /** Every cordon of the upstream, `*` first. */
+  /** The upstream's cordons, `*` first, at most {@link MAX_CORDONS_SHOWN} (reasons cut to 128 characters). */
   cordons: UiCordon[];
+  /** Cordons of the upstream not listed in `cordons` (over the bound). */
+  moreCordons: number;
   /** False when the next call would not go to it: cordoned for every method, or left out by the selection. */
   inRotation: boolean;
 }
@@ -208,11 +213,13 @@ function upstreamRow(
   src: SnapshotSources,
 ): UiUpstream {
   const h = p.health.snapshot(u.id);
-  const own = cordons
-    .filter((c) => c.upstream === u.id)
-    .map((c) => ({ method: c.method, reason: c.reason }))
-    .sort((a, b) => (a.method === '*' ? -1 : b.method === '*' ? 1 : a.method.localeCompare(b.method)));
-  const cordoned = own.some((c) => c.method === '*');
+  const all = cordons.filter((c) => c.upstream === u.id);
+  const cordoned = all.some((c) => c.method === '*');
+  // Bounded: an operator (or a fleet peer) may cordon many methods; every tick carries the rows.
+  const own = all
+    .sort((a, b) => (a.method === '*' ? -1 : b.method === '*' ? 1 : a.method.localeCompare(b.method)))
+    .slice(0, MAX_CORDONS_SHOWN)
+    .map((c) => ({ method: c.method, reason: c.reason.slice(0, 128) }));
   const position = selection ? selection.order.indexOf(u.id) : -1;
   const excluded = selection?.excluded[u.id] ?? null;
   const latest = chain.peek(u)?.latest ?? 0;
@@ -235,6 +242,7 @@ function upstreamRow(
     breaker: src.breaker(n, u),
     cordoned,
     cordons: own,
+    moreCordons: all.length - own.length,
     // Without the selection plugin every uncordoned upstream is a candidate.
     inRotation: !cordoned && (selection ? position >= 0 : true),
   };

@@ -28,12 +28,14 @@ export class ApiKeySpace implements ApiKeyManager {
    * @param ttlMs how long a found key is trusted without a lookup, ms
    * @param budgetExists whether a budget id is declared (`rateLimitBudget` of a record)
    * @param now the clock of the cache TTLs, ms (tests drive it)
+   * @param shared whether the store is shared between processes (not the memory driver)
    */
   constructor(
     private readonly store: () => Promise<ApiKeyStore>,
     ttlMs: number,
     private readonly budgetExists: (id: string) => boolean,
     now: () => number = () => performance.now(),
+    readonly shared = false,
   ) {
     this.cache = new LRUCache<string, Cached>({ max: MAX_CACHED, ttl: Math.max(1, ttlMs), ttlAutopurge: false, ttlResolution: 0, perf: { now } });
   }

@@ -215,7 +215,7 @@
       c[9].textContent = num(u.latestBlock);
       c[10].textContent = String(u.headLag);
       c[11].replaceChildren(u.breaker === 'none' ? '–' : el('span', { class: `badge ${u.breaker}`, text: u.breaker }));
-      c[12].textContent = u.cordons.length ? u.cordons.map((x) => `${x.method}: ${x.reason}`).join('; ') : '–';
+      c[12].textContent = u.cordons.length ? u.cordons.map((x) => `${x.method}: ${x.reason}`).join('; ') + (u.moreCordons ? ` (+${u.moreCordons} more)` : '') : '–';
       row.tr.className = u.inRotation ? '' : 'out';
       row.tr.setAttribute('data-in-rotation', String(u.inRotation));
       row.button.textContent = u.cordoned ? 'Uncordon' : 'Cordon';
