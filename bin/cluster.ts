@@ -48,6 +48,11 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
   let stopping = false;
   const restarts: number[] = [];
   let exitCode = 0;
+  // Config reload: every worker re-reads the config (the primary's own settings apply at restart).
+  process.on('SIGHUP', () => {
+    logger.info({ workers: workers.size }, 'SIGHUP: every worker reloads its config');
+    for (const w of workers.values()) if (w.isConnected()) w.process.kill('SIGHUP');
+  });
   // One counter store for every worker's memory rate limits (a budget is the service's, not a worker's).
   new RateLimiterClusterMaster();
 
@@ -136,10 +141,5 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  // Config reload: every worker re-reads the config (the primary's own settings apply at restart).
-  process.on('SIGHUP', () => {
-    logger.info({ workers: workers.size }, 'SIGHUP: every worker reloads its config');
-    for (const w of workers.values()) if (w.isConnected()) w.process.kill('SIGHUP');
-  });
   return done;
 }

@@ -71,9 +71,9 @@ export function withEndpoints(raw: SvcConfigInput, endpoints: readonly string[])
   return cfg;
 }
 
-async function loadRaw(file: string | undefined): Promise<SvcConfigInput> {
+async function loadRaw(file: string | undefined, fresh = false): Promise<SvcConfigInput> {
   if (!file) return {};
-  const raw = await readConfigFile(file);
+  const raw = await readConfigFile(file, { fresh });
   return (raw ?? {}) as SvcConfigInput;
 }
 
@@ -147,6 +147,8 @@ async function configSchema(sub: string | undefined, file: string | undefined, p
 }
 
 async function start(file: string | undefined, port: number | undefined, metricsPort: number | undefined, presetName: string | undefined, endpoints: string[]): Promise<number> {
+  // From the first moment: Node's default for SIGHUP is to exit, and svc reloads only once it serves.
+  process.on('SIGHUP', () => (onSighup ? onSighup() : process.stderr.write('SIGHUP while svc is starting: ignored (reload once it serves)\n')));
   const configFile = file ?? (existsSync('svc.yaml') ? 'svc.yaml' : undefined);
   let raw: SvcConfigInput;
   let resolved: ResolvedPreset;
@@ -176,6 +178,8 @@ async function start(file: string | undefined, port: number | undefined, metrics
   if (server.workers > 1 && cluster.isPrimary) {
     // The config is valid (the proxy was built from it): the workers build their own and serve.
     await proxy.close().catch(() => undefined);
+    // The primary passes SIGHUP on to its workers (runPrimary).
+    onSighup = () => undefined;
     const m = proxy.config.metrics;
     runPrimary({
       workers: server.workers,
@@ -232,6 +236,9 @@ async function start(file: string | undefined, port: number | undefined, metrics
   return -1;
 }
 
+/** What SIGHUP does once svc serves (set by {@link enableReload}; before that it is ignored). */
+let onSighup: (() => void) | undefined;
+
 /**
  * Config reload of a started svc (SIGHUP, admin `svc_reloadConfig`): the file is read again,
  * with the CLI's endpoints, and validated whole on fresh plugins of the same preset, as
@@ -240,26 +247,22 @@ async function start(file: string | undefined, port: number | undefined, metrics
  */
 function enableReload(proxy: ReturnType<typeof createProxy>, configFile: string | undefined, endpoints: string[], preset: ResolvedPreset, logger: ReturnType<typeof createLogger>): void {
   if (!configFile) {
-    process.on('SIGHUP', () => logger.warn('SIGHUP: svc was started without a config file: nothing to reload'));
+    onSighup = () => logger.warn('SIGHUP: svc was started without a config file: nothing to reload');
     return;
   }
   const worker = svcWorker();
-  let bySignal = false;
-  proxy.setConfigSource(async () => {
-    const fromSignal = bySignal;
-    bySignal = false;
-    const raw = withEndpoints(await loadRaw(configFile), endpoints);
+  proxy.setConfigSource(async (trigger) => {
+    const raw = withEndpoints(await loadRaw(configFile, true), endpoints);
     const next = await validateConfig({ config: raw, plugins: preset.preset() });
-    if (worker && !fromSignal && process.send) process.send({ [RELOAD_OTHERS]: true });
+    if (worker && trigger === 'request' && process.send) process.send({ [RELOAD_OTHERS]: true });
     return next;
   });
-  process.on('SIGHUP', () => {
-    bySignal = true;
-    proxy.reloadConfig().catch((e: unknown) => {
+  onSighup = () => {
+    proxy.reloadConfig('signal').catch((e: unknown) => {
       const problems = e instanceof ConfigError ? e.problems.map((p) => `${p.path || '(root)'}: ${redactText(p.message)}`) : [redactText((e as Error).message)];
       logger.error({ problems }, 'config reload refused: the running config keeps serving');
     });
-  });
+  };
 }
 
 /**

@@ -61,14 +61,18 @@ export function defineConfig<T extends SvcConfigInput>(config: T): T {
 /**
  * Reads a config file. `.yaml`/`.yml` through `yaml`, `.json` through JSON.parse, `.ts`/`.mts`/`.js`/`.mjs`
  * as a module whose default export (or `config` export) is the config object.
+ * @param opts `fresh`: import a module config anew rather than from the module cache (config reload)
  * @throws ConfigError when the file cannot be read or parsed
  */
-export async function readConfigFile(file: string): Promise<unknown> {
+export async function readConfigFile(file: string, opts: { fresh?: boolean } = {}): Promise<unknown> {
   const abs = resolvePath(file);
   const ext = extname(abs).toLowerCase();
   try {
     if (['.ts', '.mts', '.js', '.mjs', '.cts', '.cjs'].includes(ext)) {
-      const mod = (await import(pathToFileURL(abs).href)) as { default?: unknown; config?: unknown };
+      // A reload must see the file as it is now: the module cache would hand back the first
+      // import (each reload of a module config keeps one more module in memory).
+      const href = pathToFileURL(abs).href + (opts.fresh ? `?reload=${Date.now()}` : '');
+      const mod = (await import(href)) as { default?: unknown; config?: unknown };
       const cfg = mod.default ?? mod.config;
       return typeof cfg === 'function' ? await (cfg as () => unknown)() : cfg;
     }

@@ -60,6 +60,16 @@ export class ChainIdProber {
           host.logger.error({ project: project.id, upstream: u.id, configured: u.config.chainId, actual: got }, `upstream ${u.id} serves chain ${got}, not the configured ${u.config.chainId}: taken out of service`);
           return;
         }
+        // A replaced upstream serves its predecessor's chain while this probe runs (core/reload.ts):
+        // another chain moves it.
+        const provisional = u.config.chainId === undefined ? u.chainId : undefined;
+        if (provisional !== undefined && provisional !== got) {
+          const n = project.networks.get(`evm:${provisional}`);
+          if (n?.upstreams.includes(u)) {
+            n.removeUpstream(u);
+            host.hooks.upstreamLeft.call(u, n);
+          }
+        }
         u.chainId = got;
         u.state = 'ready';
         host.join(project, u, got);

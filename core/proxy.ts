@@ -32,7 +32,7 @@ import { getCommit, VERSION } from './version.ts';
 import { buildConfigSchema, fragmentCollisions, type SchemaFragment } from '../config/schema.ts';
 import { loadConfigObject, resolveNetwork, resolveUpstream } from '../config/load.ts';
 import type { ResolvedConfig, ResolvedProject, UpstreamInput } from '../config/types.ts';
-import { ConfigReloader, type ReloadReport } from './reload.ts';
+import { ConfigReloader, type ReloadReport, type ReloadTrigger } from './reload.ts';
 import { ChainIdProber } from './probe.ts';
 import type { RpcResult } from './jsonrpc.ts';
 
@@ -228,18 +228,6 @@ export class Proxy implements PluginHost {
   }
 
   /**
-   * Adds a whole project while serving (config reload): built, its `project` hooks run, then its
-   * upstreams are probed.
-   * @internal core/reload.ts
-   */
-  async addProject(pc: ResolvedProject): Promise<Project> {
-    const project = this.buildProject(pc);
-    await this.hooks.project.promise(project);
-    for (const u of project.upstreams.values()) this.probeNew(project, u);
-    return project;
-  }
-
-  /**
    * Registers an upstream: composes its `upstream` chain and, when it has a configured chain
    * id, joins that network at once (it serves while its probe is pending).
    * @param order its place in the project's config order (a reload keeps a replaced upstream's)
@@ -317,19 +305,20 @@ export class Proxy implements PluginHost {
    * Sets where {@link reloadConfig} reads the config from. The function re-reads the source and
    * validates it whole, as `svc validate` does (see `validateConfig`), throwing ConfigError.
    */
-  setConfigSource(load: () => Promise<ResolvedConfig>): void {
+  setConfigSource(load: (trigger: ReloadTrigger) => Promise<ResolvedConfig>): void {
     this.reloader.source = load;
   }
 
   /**
    * Re-reads the config and swaps in what changed without dropping a call (core/reload.ts).
    * Reloads are serialised. A config that does not validate is refused whole: nothing changes.
+   * @param trigger `signal` (SIGHUP) or `request` (admin `svc_reloadConfig`), handed to the source
    * @returns what changed
    * @throws ConfigError with every problem (the old config keeps serving)
    * @throws ErrReloadUnavailable when this svc has no config source (not started from a file)
    */
-  reloadConfig(): Promise<ReloadReport> {
-    return this.reloader.reload();
+  reloadConfig(trigger: ReloadTrigger = 'request'): Promise<ReloadReport> {
+    return this.reloader.reload(trigger);
   }
 
   /**

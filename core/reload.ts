@@ -2,20 +2,21 @@
  * Config hot reload (SIGHUP, `svc reload`, admin `svc_reloadConfig`): a new, already validated
  * config is reconciled with the running registry in place, so nothing a client holds is dropped.
  *
- * What is applied live, per project present before and after:
+ * What a reload changes, per project:
  * - upstreams: an upstream whose resolved config is unchanged is kept as the same object, so its
  *   health window, scores, circuit breakers, chain state and pooled connections stay; a removed
  *   one leaves every network at once (`upstreamLeft`), finishes its in-flight calls and is closed
  *   once the longest call could have ended (`server.maxTimeout` + 1 s); a changed one is removed
- *   and added anew under its id (its cordons stay: they are the operator's, by id);
- * - networks: a network whose resolved config changed (failsafe, selection policy, finality…) is
- *   replaced by a new one with its chain built anew; calls in flight finish on the old chain
- *   (`networkRetired`), its upstreams join the new one with the heads already known;
- * - projects added or removed as a whole; `logLevel`.
+ *   and added anew under its id (its cordons stay: they are the operator's, by id), serving its
+ *   predecessor's chain while its probe runs;
+ * - networks: a network whose resolved config or whose upstreams changed is replaced by a new one
+ *   with its chain built anew; calls in flight finish on the old chain (`networkRetired`), its
+ *   upstreams join the new one with the heads already known;
+ * - `logLevel`.
  * Everything else (listen addresses, `server.*`, `metrics`, top-level plugin keys such as `cache`,
- * `rateLimiters`, `sharedState`, and a project's own plugin keys such as `auth` or `providers`) is
- * read once at start by the plugins that own it: a change there is reported as pending a restart,
- * never half applied.
+ * `rateLimiters`, `sharedState`, a project's own plugin keys such as `auth` or `providers`, and
+ * projects added or removed) is read once at start by the plugins that own it: a config that
+ * changes any of it is refused whole, naming the keys, so nothing is ever half applied.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { ResolvedConfig, ResolvedNetwork, ResolvedProject } from '../config/types.ts';
@@ -26,13 +27,15 @@ import type { Project } from './registry/project.ts';
 import { Upstream } from './registry/upstream.ts';
 import type { Proxy } from './proxy.ts';
 import { ErrReloadUnavailable } from './errors.ts';
+import { ConfigError } from '../config/load.ts';
+
+/** What asked for a reload: SIGHUP (`signal`) or admin `svc_reloadConfig` (`request`). */
+export type ReloadTrigger = 'signal' | 'request';
 
 /** What a reload changed (the answer of `svc_reloadConfig`, logged on SIGHUP). */
 export interface ReloadReport {
   /** Whether anything was applied live. */
   changed: boolean;
-  /** Project ids added and removed. */
-  projects: { added: string[]; removed: string[] };
   /** Networks as `<project>/<network id>`: added, removed, replaced because their config changed. */
   networks: { added: string[]; removed: string[]; changed: string[] };
   /**
@@ -42,8 +45,6 @@ export interface ReloadReport {
   upstreams: { added: string[]; removed: string[]; changed: string[]; kept: number };
   /** The new log level, when it changed. */
   logLevel?: string;
-  /** Config paths that changed but are read only at start: they apply at the next restart. */
-  pendingRestart: string[];
   /** Time the swap took, ms (validation not included). */
   durationMs: number;
 }
@@ -54,7 +55,7 @@ export interface ReloadReport {
  */
 export class ConfigReloader {
   /** Reads and validates the config again (set by whoever started svc from a file: the CLI). */
-  source?: () => Promise<ResolvedConfig>;
+  source?: (trigger: ReloadTrigger) => Promise<ResolvedConfig>;
   /** The reload running now: reloads run one after the other. */
   private running: Promise<unknown> = Promise.resolve();
   /** Removed upstreams not yet closed, with their close timers. */
@@ -67,17 +68,16 @@ export class ConfigReloader {
    * Re-reads the config and applies it (see {@link applyReload}), after any reload still running.
    * @throws ConfigError (nothing changes), ErrReloadUnavailable (no source, or shutting down)
    */
-  reload(): Promise<ReloadReport> {
+  reload(trigger: ReloadTrigger): Promise<ReloadReport> {
     const load = this.source;
     if (!load) return Promise.reject(new ErrReloadUnavailable('this svc was not started with a config file: there is nothing to reload'));
     const proxy = this.proxy;
     const run = this.running.then(async () => {
       if (proxy.isClosed) throw new ErrReloadUnavailable('svc is shutting down');
-      const next = await load();
+      const next = await load(trigger);
       if (proxy.isClosed) throw new ErrReloadUnavailable('svc is shutting down');
-      const report = await applyReload(proxy, next);
-      proxy.logger.info({ ...report, pendingRestart: report.pendingRestart.length ? report.pendingRestart : undefined }, report.changed ? 'config reloaded' : 'config reloaded: nothing changed that applies live');
-      if (report.pendingRestart.length) proxy.logger.warn({ pendingRestart: report.pendingRestart }, 'config reload: these keys changed but apply only at the next restart');
+      const report = applyReload(proxy, next);
+      proxy.logger.info(report, report.changed ? 'config reloaded' : 'config reloaded: nothing changed');
       return report;
     });
     this.running = run.catch(() => undefined);
@@ -106,9 +106,30 @@ export class ConfigReloader {
     const timer = setTimeout(() => {
       this.retiring.delete(u);
       u.close().catch(() => undefined);
+      this.closeUnusedPool(u.config.endpoint);
     }, proxy.config.server.maxTimeoutMs + 1000);
     timer.unref();
     this.retiring.set(u, timer);
+  }
+
+  /**
+   * Closes the keep-alive pool of a retired upstream's origin when no upstream uses that origin
+   * any more (pools are shared by origin: core/registry/transport.ts).
+   */
+  private closeUnusedPool(endpoint: string): void {
+    let origin: string;
+    try {
+      origin = new URL(endpoint).origin;
+    } catch {
+      return;
+    }
+    const proxy = this.proxy;
+    for (const p of proxy.projects.values()) for (const u of p.upstreams.values()) if (originOf(u.config.endpoint) === origin) return;
+    for (const u of this.retiring.keys()) if (originOf(u.config.endpoint) === origin) return;
+    const pool = proxy.pools.get(origin);
+    if (!pool) return;
+    proxy.pools.delete(origin);
+    pool.close().catch(() => undefined);
   }
 
   /** Closes the upstreams still draining (svc is closing). */
@@ -117,6 +138,15 @@ export class ConfigReloader {
     this.retiring.clear();
     for (const [, t] of all) clearTimeout(t);
     await Promise.all(all.map(([u]) => u.close().catch(() => undefined)));
+  }
+}
+
+/** The origin of an endpoint URL, or undefined. */
+function originOf(endpoint: string): string | undefined {
+  try {
+    return new URL(endpoint).origin;
+  } catch {
+    return undefined;
   }
 }
 
@@ -135,93 +165,115 @@ function changedKeys(prefix: string, a: Readonly<Record<string, unknown>>, b: Re
 
 /** A new, empty report. */
 function emptyReport(): ReloadReport {
-  return { changed: false, projects: { added: [], removed: [] }, networks: { added: [], removed: [], changed: [] }, upstreams: { added: [], removed: [], changed: [], kept: 0 }, pendingRestart: [], durationMs: 0 };
+  return { changed: false, networks: { added: [], removed: [], changed: [] }, upstreams: { added: [], removed: [], changed: [], kept: 0 }, durationMs: 0 };
 }
 
+/** Why a changed key is refused by a reload (the problem message). */
+const RESTART_ONLY = 'changed: read only at start, so this file needs a restart (a reload applies changes to upstreams, networks and logLevel)';
+
 /**
- * Applies a validated config to a running proxy (see the module comment for what is live).
- * @param proxy the running proxy
- * @param next the new resolved config, after its `config` hooks ran (see `validateConfig`)
- * @returns what changed; `changed: false` and an empty report when the config is the same
+ * The config paths that changed between two configs and are read only at start: everything
+ * outside the upstreams and networks of the projects present in both, and `logLevel`.
  */
-export async function applyReload(proxy: Proxy, next: ResolvedConfig): Promise<ReloadReport> {
-  const t0 = performance.now();
-  const prev = proxy.config;
-  const report = emptyReport();
-  report.pendingRestart.push(
+export function restartOnlyChanges(prev: ResolvedConfig, next: ResolvedConfig): string[] {
+  const out = [
     ...changedKeys('', prev as unknown as Record<string, unknown>, next as unknown as Record<string, unknown>, LIVE_ROOT),
     ...changedKeys('server', prev.server as unknown as Record<string, unknown>, next.server as unknown as Record<string, unknown>, new Set(['settings'])),
     // Plugin keys under `server` (websocket...), each by its own name.
     ...changedKeys('server', (prev.server.settings ?? {}) as Record<string, unknown>, (next.server.settings ?? {}) as Record<string, unknown>),
     ...changedKeys('metrics', prev.metrics as unknown as Record<string, unknown>, next.metrics as unknown as Record<string, unknown>),
     ...changedKeys('', prev.settings, next.settings),
-  );
+  ];
+  const before = new Map(prev.projects.map((p) => [p.id, p]));
+  const after = new Map(next.projects.map((p) => [p.id, p]));
+  // Plugins build per-project state (auth, CORS, rate-limit budgets, providers) at start.
+  for (const id of before.keys()) if (!after.has(id)) out.push(`projects.${id} (removed)`);
+  for (const [id, pc] of after) {
+    const old = before.get(id);
+    if (!old) {
+      out.push(`projects.${id} (added)`);
+      continue;
+    }
+    out.push(...changedKeys(`projects.${id}`, old.settings, pc.settings));
+    if (old.allowClientDirectives !== pc.allowClientDirectives) out.push(`projects.${id}.allowClientDirectives`);
+    // A providers project bootstraps its declared networks at start only.
+    if (pc.settings.providers !== undefined) {
+      const ids = (c: ResolvedProject) => c.networks.map((n) => n.id).sort().join();
+      if (ids(old) !== ids(pc)) out.push(`projects.${id}.networks (a project with providers)`);
+    }
+  }
+  return out;
+}
+
+/**
+ * Applies a validated config to a running proxy (see the module comment for what is live), all or
+ * nothing: a config that changes a key read only at start is refused whole, so no live change
+ * ever depends on one that would wait for a restart (a network naming a new rate-limit budget).
+ * @param proxy the running proxy
+ * @param next the new resolved config, after its `config` hooks ran (see `validateConfig`)
+ * @returns what changed; `changed: false` when nothing did
+ * @throws ConfigError listing every restart-only key that changed (nothing is applied)
+ */
+export function applyReload(proxy: Proxy, next: ResolvedConfig): ReloadReport {
+  const t0 = performance.now();
+  const prev = proxy.config;
+  const pending = restartOnlyChanges(prev, next);
+  if (pending.length > 0) throw new ConfigError(pending.map((path) => ({ path, message: RESTART_ONLY })));
+  const report = emptyReport();
   if (next.logLevel !== prev.logLevel) {
     proxy.logger.level = next.logLevel;
     report.logLevel = next.logLevel;
   }
-
-  const prevIds = new Set(prev.projects.map((p) => p.id));
-  const projects: ResolvedProject[] = [];
-  for (const pc of next.projects) {
+  const projects = next.projects.map((pc) => {
     const project = proxy.projects.get(pc.id);
-    if (!project || !prevIds.has(pc.id)) {
-      await proxy.addProject(pc);
-      report.projects.added.push(pc.id);
-      projects.push(pc);
-      continue;
-    }
-    projects.push(reconcileProject(proxy, project, pc, report));
-  }
-  const nextIds = new Set(next.projects.map((p) => p.id));
-  for (const id of prevIds) {
-    const project = proxy.projects.get(id);
-    if (nextIds.has(id) || !project) continue;
-    proxy.projects.delete(id);
-    for (const n of project.networks.values()) retireNetwork(proxy, n);
-    for (const u of project.upstreams.values()) proxy.retireUpstream(u);
-    report.projects.removed.push(id);
-  }
-
+    return project ? reconcileProject(proxy, project, pc, report) : pc;
+  });
   proxy.replaceConfig({ ...prev, logLevel: next.logLevel, projects });
-  report.changed = report.logLevel !== undefined || report.projects.added.length + report.projects.removed.length + report.networks.added.length + report.networks.removed.length + report.networks.changed.length + report.upstreams.added.length + report.upstreams.removed.length + report.upstreams.changed.length > 0;
+  report.changed = report.logLevel !== undefined || report.networks.added.length + report.networks.removed.length + report.networks.changed.length + report.upstreams.added.length + report.upstreams.removed.length + report.upstreams.changed.length > 0;
   report.durationMs = Math.round((performance.now() - t0) * 100) / 100;
   proxy.hooks.reloaded.call(report);
   return report;
 }
 
 /**
- * Reconciles one project present before and after.
- * @returns the project config now in force (the project's own plugin keys stay as started)
+ * Reconciles one project present before and after (its own plugin keys are unchanged: checked
+ * by {@link restartOnlyChanges}).
+ * @returns the project config now in force
  */
 function reconcileProject(proxy: Proxy, project: Project, pc: ResolvedProject, report: ReloadReport): ResolvedProject {
   const old = project.config;
-  const settingsChanged = changedKeys(`projects.${pc.id}`, old.settings, pc.settings);
-  report.pendingRestart.push(...settingsChanged);
-  if (old.allowClientDirectives !== pc.allowClientDirectives) report.pendingRestart.push(`projects.${pc.id}.allowClientDirectives`);
-  const inForce: ResolvedProject = { ...pc, settings: settingsChanged.length ? old.settings : pc.settings, allowClientDirectives: old.allowClientDirectives };
   const name = (id: string) => `${pc.id}/${id}`;
 
   // 1. Upstreams of the old config that go or change leave first (upstreams added at run time,
-  //    by providers, are not in the config and stay).
+  //    by providers, are not in the config and stay). Their chains are remembered: those
+  //    networks are rebuilt, since plugins decide things from a network's upstreams when they
+  //    compose its chain (shadow copies, for one).
   const nextUp = new Map(pc.upstreams.map((uc) => [uc.id, uc]));
-  const replaced = new Map<string, number>();
+  const replaced = new Map<string, { order: number; chainId?: number }>();
+  const touched = new Set<number>();
   for (const uc of old.upstreams) {
     const u = project.upstreams.get(uc.id);
     if (!u) continue;
     const now = nextUp.get(uc.id);
     if (now && isDeepStrictEqual(u.config, now)) continue;
-    replaced.set(uc.id, project.upstreamOrder(u));
+    replaced.set(uc.id, { order: project.upstreamOrder(u), chainId: u.chainId });
+    if (u.chainId !== undefined) touched.add(u.chainId);
     proxy.retireUpstream(u, { keepCordons: now !== undefined });
     (now ? report.upstreams.changed : report.upstreams.removed).push(name(uc.id));
   }
+  for (const uc of pc.upstreams) {
+    if (project.upstreams.has(uc.id)) continue;
+    const chain = uc.chainId ?? replaced.get(uc.id)?.chainId;
+    if (chain !== undefined) touched.add(chain);
+  }
 
-  // 2. Networks: the declared ones by their config, the on-demand ones by the network defaults.
-  project.config = inForce;
+  // 2. Networks: the declared ones by their config, the on-demand ones by the network defaults;
+  //    a network whose upstreams change is rebuilt too.
+  project.config = pc;
   const declared = new Map(pc.networks.map((nc) => [nc.id, nc]));
   for (const n of [...project.networks.values()]) {
     const nc = declared.get(n.id) ?? (n.declared ? undefined : resolveNetwork(proxy.schema, pc.networkDefaults, { architecture: 'evm', evm: { chainId: n.chainId } }));
-    if (nc && n.declared === declared.has(n.id) && isDeepStrictEqual(n.config, nc)) continue;
+    if (nc && n.declared === declared.has(n.id) && isDeepStrictEqual(n.config, nc) && !touched.has(n.chainId)) continue;
     const members = n.upstreams.slice();
     project.networks.delete(n.id);
     if (n.alias && project.aliases.get(n.alias) === n) project.aliases.delete(n.alias);
@@ -243,19 +295,26 @@ function reconcileProject(proxy: Proxy, project: Project, pc: ResolvedProject, r
     report.networks.added.push(name(fresh.id));
   }
 
-  // 3. New and changed upstreams join (a changed one keeps its place in config order).
+  // 3. New and changed upstreams join (a changed one keeps its place in config order). A changed
+  //    upstream without a configured chain id serves its predecessor's chain while its probe
+  //    runs (the probe moves it if the chain differs), so the network never goes empty.
   for (const uc of pc.upstreams) {
     if (project.upstreams.has(uc.id)) {
       report.upstreams.kept++;
       continue;
     }
     const u = new Upstream(uc, project.id, { shared: proxy.pools });
-    proxy.addUpstream(project, u, replaced.get(uc.id));
+    const was = replaced.get(uc.id);
+    proxy.addUpstream(project, u, was?.order);
+    if (uc.chainId === undefined && was?.chainId !== undefined) {
+      u.chainId = was.chainId;
+      proxy.join(project, u, was.chainId);
+    }
     proxy.probeNew(project, u);
-    if (!replaced.has(uc.id)) report.upstreams.added.push(name(uc.id));
+    if (!was) report.upstreams.added.push(name(uc.id));
   }
   project.reorder(pc.upstreams.map((uc) => uc.id));
-  return inForce;
+  return pc;
 }
 
 /**

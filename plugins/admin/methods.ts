@@ -4,7 +4,7 @@
  * their database, cordons in the health tracker; `svc_reloadConfig` re-reads the config file,
  * as SIGHUP does.
  */
-import { type ApiKeyManager, AUTH_SERVICE, ConfigError, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, type PluginHost, type Project, SELECTION_API_SERVICE, SvcError } from 'svc/plugin';
+import { type ApiKeyManager, AUTH_SERVICE, ConfigError, redactText, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, type PluginHost, type Project, SELECTION_API_SERVICE, SvcError } from 'svc/plugin';
 import { redactConfig } from './redact.ts';
 
 /** Default `svc_listApiKeys` page (spec §8). */
@@ -123,7 +123,8 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
         } catch (e) {
           if (!(e instanceof ConfigError)) throw e;
           // The lines `svc validate` prints, in one message (bounded); the running config keeps serving.
-          const lines = e.problems.map((p) => `${p.path || '(root)'}: ${p.message}`);
+          // Redacted as `svc validate` prints them: a parse error may quote a line holding a secret.
+          const lines = e.problems.map((p) => `${p.path || '(root)'}: ${redactText(p.message)}`);
           throw new ErrInvalidRequest(`config refused, the running config keeps serving: ${lines.join('; ').slice(0, 4000)}`);
         }
       },

@@ -91,7 +91,11 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         });
       });
       // Process metrics (CPU, RSS, heap, event-loop lag, GC): prom-client's defaults, read on scrape.
-      collectDefaultMetrics({ register: reg });
+      // Registered once svc listens: they start an event-loop monitor and a GC observer that are
+      // never stopped, which a proxy built only to validate a config (reload) must not leave behind.
+      proxy.hooks.listening.tapPromise('metrics:process', async () => {
+        collectDefaultMetrics({ register: reg });
+      });
       // Lifecycle (drain state, drain start, in-flight requests): read from the drain on scrape.
       registerLifecycleMetrics(reg, proxy.lifecycleStatus);
       const received = new DeferredCounter(reg, {

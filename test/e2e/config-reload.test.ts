@@ -18,11 +18,13 @@ import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 
-type Cfg = { projects: Array<Record<string, unknown>>; admin?: unknown };
+type Cfg = { projects: Array<Record<string, unknown>>; admin?: unknown; server?: unknown };
 
 /** The config the test edits between reloads (as a file would hold it). */
 function config(upstreams: Array<{ id: string; endpoint: string }>, failsafe?: unknown): Cfg {
   return {
+    // Removed upstreams close maxTimeout + 1 s after they leave.
+    server: { maxTimeout: '1s' },
     projects: [
       {
         id: 'main',
@@ -99,7 +101,8 @@ describe('e2e: config hot reload under load', function () {
     expect(report.changed).to.equal(true);
     expect(report.upstreams.added).to.deep.equal(['main/b']);
     expect(report.upstreams.kept).to.equal(1);
-    expect(report.pendingRestart).to.deep.equal([]);
+    // The network's upstreams changed: its chain is built anew (plugins compose per upstream set).
+    expect(report.networks.changed).to.deep.equal(['main/evm:31337']);
     // a kept its object (breakers, connections, chain state) and its health window.
     expect(project().upstreams.get('a')).to.equal(aBefore);
     expect(project().health.snapshot('a').requests).to.be.at.least(requestsBefore);
@@ -146,6 +149,9 @@ describe('e2e: config hot reload under load', function () {
     const { failures, calls } = await stop();
     expect(failures, failures.slice(0, 3).join('\n')).to.deep.equal([]);
     expect(calls).to.be.greaterThan(20);
+    // a drained: its keep-alive pool (no other upstream on its origin) is closed.
+    await waitFor(() => !svc.proxy.pools.has(new URL(a.url).origin), 5000);
+    expect(svc.proxy.pools.has(new URL(b.url).origin)).to.equal(true);
   });
 
   it('a WebSocket newHeads subscription keeps delivering after a reload rebuilds its network', async () => {
@@ -170,10 +176,44 @@ describe('e2e: config hot reload under load', function () {
     }
   });
 
-  it('reports keys that apply only at restart, and nothing else, when only those change', async () => {
-    current = { ...(current as object), server: { maxTimeout: '45s' } };
+  it('refuses a config that changes a key read only at start, naming it, and changes nothing', async () => {
+    const before = svc.proxy.projects.get('main')!.networks.get('evm:31337');
+    const good = current;
+    current = { ...(good as object), server: { maxTimeout: '45s' }, rateLimiters: { budgets: [{ id: 'tight', rules: [{ method: '*', maxCount: 1, period: 'second' }] }] } };
+    const refused = await svc.proxy.reloadConfig().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(refused).to.be.instanceOf(ConfigError);
+    const paths = (refused as ConfigError).problems.map((p) => p.path);
+    expect(paths).to.include('server.maxTimeoutMs');
+    expect(paths).to.include('rateLimiters');
+    expect((refused as ConfigError).problems[0]!.message).to.contain('restart');
+    expect(svc.proxy.projects.get('main')!.networks.get('evm:31337')).to.equal(before);
+    expect(svc.proxy.config.server.maxTimeoutMs).to.not.equal(45_000);
+    // A project added is read at start by auth, CORS and rate limits: refused too.
+    current = { ...(good as object), projects: [...(good as Cfg).projects, { id: 'two', auth: { strategies: [{ type: 'secret', secret: { value: 'x' } }] }, upstreams: [{ id: 'c', endpoint: b.url, evm: { chainId: 31337 } }] }] };
+    const added = await svc.proxy.reloadConfig().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((added as ConfigError).problems.map((p) => p.path)).to.deep.equal(['projects.two (added)']);
+    expect(svc.proxy.projects.has('two')).to.equal(false);
+    current = good;
+    expect((await svc.proxy.reloadConfig()).changed).to.equal(false);
+  });
+
+  it('a changed upstream without a configured chain id serves its predecessor\'s chain while its probe runs: the network never goes empty', async () => {
+    const noChain = (ignoreMethods?: string[]) => ({ server: { maxTimeout: '1s' }, projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'b', endpoint: b.url, ...(ignoreMethods ? { ignoreMethods } : {}) }] }] });
+    current = noChain();
+    await svc.proxy.reloadConfig();
+    await waitFor(() => svc.proxy.projects.get('main')!.upstreams.get('b')!.state === 'ready');
+    current = noChain(['debug_*']);
     const report = await svc.proxy.reloadConfig();
-    expect(report.changed, JSON.stringify(report)).to.equal(false);
-    expect(report.pendingRestart).to.include('server.maxTimeoutMs');
+    expect(report.upstreams.changed).to.deep.equal(['main/b']);
+    // At once, before the new upstream's probe could answer.
+    expect(svc.proxy.projects.get('main')!.networks.get('evm:31337')!.upstreams.map((u) => u.id)).to.deep.equal(['b']);
+    const r = await svc.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }, { 'x-svc-skip-cache-read': 'true' });
+    expect(r.json.result).to.equal('0x7a69');
   });
 });
