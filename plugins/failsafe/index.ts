@@ -65,6 +65,10 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
       tapNetworkFailsafe(proxy, latency, metrics);
       const proxyBreakers = new Map<Upstream, CircuitBreaker[]>();
       proxy.services.provide(BREAKERS_SERVICE, proxyBreakers);
+      // An upstream removed by a config reload (or out of service) keeps no breakers.
+      proxy.hooks.upstreamLeft.tap('failsafe', (u: Upstream) => {
+        if (u.state === 'failed') proxyBreakers.delete(u);
+      });
       tapUpstreamFailsafe(proxy, now, proxyBreakers, latency, metrics);
     },
   };

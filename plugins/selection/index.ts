@@ -84,7 +84,7 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
 
       // A network replaced by a config reload: its policy evaluation stops (the new one has its own).
       proxy.hooks.networkRetired.tap('selection', (network: Network) => {
-        nets.get(network)?.stop();
+        nets.get(network)?.retire();
         nets.delete(network);
       });
 

@@ -123,6 +123,17 @@ export class NetworkSelection {
   }
 
   /**
+   * Stops, for a network a config reload replaced: the score series of upstreams no longer in the
+   * project go (the successor network writes the others' series under the same labels).
+   */
+  retire(): void {
+    this.stop();
+    const project = this.network.project;
+    for (const id of this.scoreLabels) if (!project.upstreams.has(id)) this.metrics.score.remove({ project: project.id, network: this.network.id, method: '*', upstream: id });
+    this.scoreLabels.clear();
+  }
+
+  /**
    * Runs the policy over the network's upstreams and commits the result; a failure keeps the
    * previous order. Synchronous for a sync policy (the returned promise is already settled).
    * An evaluation requested while an async one runs waits for it, then runs once more.

@@ -77,6 +77,8 @@ export function websocketPlugin(): Plugin {
 
       // A config reload replaced a network: its subscriptions follow the new one.
       host.hooks.networkRetired.tap('websocket', (old) => hub?.networkReplaced(old));
+      // An upstream removed (reload) or out of service: its upstream WebSocket feeds move on.
+      host.hooks.upstreamLeft.tap('websocket', (u) => hub?.upstreamLeft(u));
 
       host.hooks.listening.tapPromise('websocket', async () => {
         const s = settings;

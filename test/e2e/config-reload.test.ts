@@ -152,6 +152,10 @@ describe('e2e: config hot reload under load', function () {
     // a drained: its keep-alive pool (no other upstream on its origin) is closed.
     await waitFor(() => !svc.proxy.pools.has(new URL(a.url).origin), 5000);
     expect(svc.proxy.pools.has(new URL(b.url).origin)).to.equal(true);
+    // Its metric series went with it (the selection score; breakers dropped).
+    const metrics = await svc.proxy.metrics.metrics();
+    expect(metrics.split('\n').filter((l) => l.startsWith('svc_selection_score{') && l.includes('upstream="a"'))).to.deep.equal([]);
+    expect(metrics.split('\n').some((l) => l.startsWith('svc_selection_score{') && l.includes('upstream="b"'))).to.equal(true);
   });
 
   it('a WebSocket newHeads subscription keeps delivering after a reload rebuilds its network', async () => {

@@ -167,6 +167,17 @@ export class NetworkFeeds {
     this.logs.clear();
   }
 
+  /** An upstream left the network: the upstream feeds it held move to another upstream. */
+  upstreamLeft(upstreamId: string): void {
+    this.wake?.leave(upstreamId);
+    this.pendingSource?.leave(upstreamId);
+  }
+
+  /** The id of the upstream whose pending-transactions feed is live, if any (tests, logs). */
+  get pendingUpstream(): string | undefined {
+    return this.pendingSource?.feeding;
+  }
+
   /** The id of the upstream whose WebSocket feed wakes the follower, if one is live (tests, logs). */
   get wakingUpstream(): string | undefined {
     return this.wake?.feeding;

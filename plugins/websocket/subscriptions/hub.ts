@@ -12,7 +12,7 @@
  *   id (`0x` + 32 random hex digits). At most `maxPerConnection` per connection.
  */
 import { randomBytes } from 'node:crypto';
-import { ErrEndpointUnsupported, ErrServiceShuttingDown, type Network, type PluginHost } from 'svc/plugin';
+import { ErrEndpointUnsupported, ErrServiceShuttingDown, type Network, type PluginHost, type Upstream } from 'svc/plugin';
 import { ErrSubscriptionLimitExceeded } from '../connection.ts';
 import { Feed, NetworkFeeds } from './feeds.ts';
 import { parseSubscribe } from './filter.ts';
@@ -57,6 +57,10 @@ export function createSubscriptionHub(host: PluginHost, opts: HubOptions): Subsc
   };
 
   return {
+    upstreamLeft(u: Upstream): void {
+      for (const feeds of networks.values()) if (feeds.network.project.id === u.projectId) feeds.upstreamLeft(u.id);
+    },
+
     networkReplaced(old: Network): void {
       const feeds = networks.get(old);
       const next = old.project.networks.get(old.id);

@@ -4,7 +4,7 @@
  * svc's own head tracking). The endpoint owns the sockets; the hub owns the feeds and never
  * touches a socket, only a {@link SubscriptionSink}.
  */
-import type { Network, SvcError } from 'svc/plugin';
+import type { Network, SvcError, Upstream } from 'svc/plugin';
 
 /** The subscription types of the geth pub-sub API svc serves (spec: `eth_subscribe`). */
 export type SubscriptionType = 'newHeads' | 'logs' | 'newPendingTransactions';
@@ -49,6 +49,8 @@ export interface SubscriptionHub {
    * project now holds under the same id, so subscriptions follow the chain the new config builds.
    */
   networkReplaced(old: Network): void;
+  /** An upstream left its network: upstream WebSocket feeds it held move to another upstream. */
+  upstreamLeft(u: Upstream): void;
   /** Live subscriptions by type (the `svc_ws_subscriptions{type}` gauge). */
   counts(): Record<SubscriptionType, number>;
   /** Stops every feed (shutdown). */

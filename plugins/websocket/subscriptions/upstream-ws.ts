@@ -64,6 +64,16 @@ export class UpstreamWsFeed {
     return this.feedingId;
   }
 
+  /**
+   * The upstream left its network (config reload, wrong chain): when it is the one feeding, its
+   * socket is cut and the feed moves to the next upstream with a `wsEndpoint`, as on a failure.
+   * @param upstreamId the upstream's id
+   */
+  leave(upstreamId: string): void {
+    if (this.feedingId !== upstreamId) return;
+    this.socket?.terminate();
+  }
+
   /** Closes the upstream socket and stops reconnecting. Idempotent. */
   stop(): void {
     this.stopped = true;

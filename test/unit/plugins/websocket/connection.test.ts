@@ -53,6 +53,7 @@ class FakeHub implements SubscriptionHub {
   hold?: Promise<void>;
   private n = 0;
   networkReplaced(): void {}
+  upstreamLeft(): void {}
   async subscribe(_n: Network, sink: SubscriptionSink, params: unknown): Promise<string> {
     if (!Array.isArray(params) || params[0] === 'newPendingTransactions') throw new ErrEndpointUnsupported('no pending feed');
     await this.hold;

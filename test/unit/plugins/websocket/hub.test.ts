@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { ErrEndpointServerSideException, type Network, type PluginHost, RpcResult, SvcError } from '../../../../core/plugin-api.ts';
+import { ErrEndpointServerSideException, type Network, type PluginHost, RpcResult, SvcError, type Upstream } from '../../../../core/plugin-api.ts';
 import { createSubscriptionHub } from '../../../../plugins/websocket/subscriptions/hub.ts';
 import type { SubscriptionHub, SubscriptionSink } from '../../../../plugins/websocket/subscriptions/types.ts';
 
@@ -121,7 +121,7 @@ function networkOf(chain: Chain, wsEndpoints: string[] = []): Network {
     id: 'evm:1',
     chainId: 1,
     project: { id: 'main' },
-    upstreams: wsEndpoints.map((url, i) => ({ id: `u${i}`, serving: true, config: { settings: { wsEndpoint: url } } })),
+    upstreams: wsEndpoints.map((url, i) => ({ id: `u${i}`, projectId: 'main', serving: true, config: { settings: { wsEndpoint: url } } })),
     handler: async (ctx: { request: { method: string; params: unknown[] } }) => new RpcResult(chain.handle(ctx.request.method, ctx.request.params)),
   } as unknown as Network;
 }
@@ -427,6 +427,28 @@ describe('websocket plugin: subscription hub', () => {
       hub.dropSink(a);
       hub.dropSink(b);
       await until(() => second.server.clients.size === 0);
+    });
+
+    it('an upstream that leaves its network (config reload) stops feeding at once: the feed moves to the next upstream', async () => {
+      const first = await fakeNode();
+      const second = await fakeNode();
+      const chain = new Chain(1);
+      hub = createSubscriptionHub(host, { pollIntervalMs: 5, maxPerConnection: 10 });
+      const net = networkOf(chain, [first.url, second.url]);
+      const a = sink('a');
+      await hub.subscribe(net, a, ['newPendingTransactions']);
+      await until(() => first.subscribed.length === 1);
+      // u0 is removed from the network, then reported as gone.
+      const gone = net.upstreams.shift() as Upstream;
+      hub.upstreamLeft(gone);
+      await until(() => first.server.clients.size === 0 && second.subscribed.length === 1, 3000);
+      notify(second.subscribed[0] as never, `0x${'e'.repeat(64)}`);
+      await until(() => a.frames.length === 1);
+      // Another project's upstream of the same id changes nothing.
+      hub.upstreamLeft({ id: 'u1', projectId: 'other' } as unknown as Upstream);
+      await sleep(50);
+      expect(second.server.clients.size).to.equal(1);
+      hub.dropSink(a);
     });
   });
 });
