@@ -52,8 +52,7 @@ let ownReplica: string | undefined;
 /**
  * The id of this replica in a fleet: one per `svc start` (every worker of one primary shares
  * the primary's, handed down in {@link SVC_REPLICA_ENV}), a random UUID otherwise. A fleet
- * relay tags what it sends with it and skips what carries it: the sibling workers already got
- * it over IPC.
+ * relay tags what it sends with it (who made a change).
  * @returns the id, stable for the life of the process
  */
 export function fleetReplicaId(): string {

@@ -11,11 +11,16 @@
  * Operator changes: the plugin registers a fleet relay (svc/plugin `registerFleetRelay`), so
  * every worker broadcast of this process (the admin plugin's replay of cordons and API-key
  * changes) is appended to the stream `<clusterKey>:ops` (XADD, trimmed with MAXLEN ~
- * `opsLogMaxLength`), and every entry of another replica read from it (XREAD BLOCK on its own
- * connection, from the last id seen; from the start of the bounded log when the replica starts)
- * is delivered to this process's receivers, where the admin plugin applies it as it applies a
- * sibling worker's. Entries of this replica (every worker of one `svc start` shares its id) are
- * skipped: its workers got them over IPC.
+ * `opsLogMaxLength`), and every entry read from it (XREAD BLOCK on its own connection, from the
+ * last id seen; from the start of the bounded log when the replica starts) is delivered to this
+ * process's receivers in log order, this replica's own entries included, where the admin plugin
+ * applies it as it applies a sibling worker's. The log is the one order: a change is applied at
+ * once where it was made (and over IPC by its sibling workers), then again when its entry is
+ * read, so after conflicting changes made at once on two replicas every replica ends at the
+ * log's last entry.
+ *
+ * Connections open when the proxy listens, not when it is configured: a proxy built only to
+ * check a config (`svc validate`, a config reload) opens none.
  *
  * With Redis gone or frozen (a PING every second, unanswered within a second) every replica
  * keeps serving from its own view: the gauge `svc_shared_state_connected` drops to 0 with one
@@ -30,16 +35,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Gauge } from 'prom-client';
-import { CHAIN_STATE_SERVICE, closeRedisClient, fleetReplicaId, type FleetRelayRegistration, openRedisClient, type Plugin, type PluginHost, type RedisClient, registerFleetRelay, type Upstream, type Network } from 'svc/plugin';
+import { CHAIN_STATE_SERVICE, fleetReplicaId, type FleetRelayRegistration, openRedisClient, type Plugin, type PluginHost, registerFleetRelay, type Upstream, type Network } from 'svc/plugin';
 import { normalizeSharedStateShapes } from './erpc.ts';
 import { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch } from './link.ts';
 import { headField, HeadLedger, headsToApply, parseMessage, parseSnapshotValue, type SharedHead } from './merge.ts';
-import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox, shouldApply } from './ops.ts';
-import { DEFAULT_CHANGE_SCAN_MS, sharedStateSchema, sharedStateSettingsOf } from './schema.ts';
+import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox } from './ops.ts';
+import { ClientCloser } from './close.ts';
+import { DEFAULT_CHANGE_SCAN_MS, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
 
 export { headField, HeadLedger, headsToApply, MAX_HEADS_PER_MESSAGE, parseMessage, parseSnapshotValue, type SharedHead, type StateMessage } from './merge.ts';
 export { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch, type PingWatchOptions } from './link.ts';
-export { compareStreamIds, entriesOfReply, MAX_OP_NAME, MAX_OP_PAYLOAD_BYTES, MAX_OUTBOX, opFields, type OpEntry, type OpFields, OPS_READ_COUNT, OpsOutbox, parseOpEntry, shouldApply } from './ops.ts';
+export { entriesOfReply, MAX_OP_NAME, MAX_OP_PAYLOAD_BYTES, MAX_OUTBOX, opFields, type OpEntry, type OpFields, OPS_READ_COUNT, OpsOutbox, parseOpEntry } from './ops.ts';
+export { ClientCloser, CLOSE_WAIT_MS } from './close.ts';
 export { DEFAULT_CHANGE_SCAN_MS, DEFAULT_OPS_LOG_MAX_LENGTH, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
 
 /** How long one XREAD on the operator-change stream blocks, ms (then it is sent again). */
@@ -48,8 +55,6 @@ const OPS_BLOCK_MS = 1000;
 const OPS_RETRY_MS = 200;
 /** Not connected this long after start (a Redis that accepts connections but never answers): say so, ms. */
 const START_GRACE_MS = 3000;
-/** Longest wait for a clean QUIT at shutdown before the socket is dropped (a frozen Redis never answers), ms. */
-const QUIT_TIMEOUT_MS = 500;
 
 /** Options of {@link sharedStatePlugin}. */
 export interface SharedStatePluginOptions {
@@ -90,8 +95,9 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
       /** Id of this replica's operator changes (shared by its workers, which get them over IPC). */
       const fleet = fleetReplicaId();
       const ledger = new HeadLedger();
-      const clients: RedisClient[] = [];
-      let opsClient: RedisClient | undefined;
+      const clients = new ClientCloser();
+      /** Whether Redis answered the last PING (a QUIT at shutdown would get an answer). */
+      let answering = () => false;
       let relay: FleetRelayRegistration | undefined;
       let closed = false;
       const timers: NodeJS.Timeout[] = [];
@@ -135,9 +141,17 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         else host.logger.warn({ reason }, "shared state: Redis unreachable; serving from this replica's own view until it is back");
       });
 
+      /** The settings read in `configured`; connections open in `listening` only. */
+      let configuredSettings: SharedStateSettings | undefined;
+      // Read only: a proxy that checks a config (`svc validate`, a config reload, the primary of
+      // server.workers) is configured and closed without listening, and must open nothing.
       host.hooks.configured.tap('shared-state', (c) => {
-        const settings = sharedStateSettingsOf(c.settings);
-        if (!settings) return;
+        configuredSettings = sharedStateSettingsOf(c.settings);
+      });
+
+      host.hooks.listening.tap('shared-state', () => {
+        const settings = configuredSettings;
+        if (!settings || closed) return;
         const channel = `${settings.clusterKey}:state`;
         const hash = `${settings.clusterKey}:heads`;
         const stream = `${settings.clusterKey}:ops`;
@@ -159,10 +173,13 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         const main = openRedisClient({ uri: settings.redis.uri }, onError);
         const sub = main.duplicate();
         const ops = main.duplicate();
-        clients.push(main, sub);
-        opsClient = ops;
+        clients.track(main);
+        clients.track(sub);
+        // The stream reader may be blocked in XREAD at shutdown: dropped rather than waited for.
+        clients.track(ops, false);
         /** Commands may go out: connected and not frozen (a frozen Redis would only pile them up). */
         const writable = (): boolean => main.isReady && !watch?.frozen;
+        answering = writable;
 
         const readSnapshot = async (): Promise<void> => {
           const all = await main.hGetAll(hash);
@@ -207,11 +224,14 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         });
         const registration = relay;
 
-        // Other replicas' operator changes ← the stream, from the last id seen (all of the bounded
-        // log at start). A frozen Redis holds the XREAD; it answers once Redis runs again.
+        // Operator changes ← the stream, from the last id seen (all of the bounded log at start),
+        // every entry in log order, this replica's own included: the log is the one order, so
+        // every replica (and every worker) ends at its last entry, also after conflicting changes
+        // made at once on two replicas or queued in two outboxes while Redis was frozen. A change
+        // applied at once where it was made (or over IPC by a sibling worker) is applied again
+        // when its entry is read: cordons are idempotent, the admin's replay ignores a duplicate
+        // key add or a missing key. A frozen Redis holds the XREAD; it answers once Redis runs again.
         let lastId = '0-0';
-        /** The log's last id when first read (see shouldApply); undefined until then. */
-        let backlogEnd: string | undefined;
         const readOps = async (): Promise<void> => {
           while (!closed) {
             if (!ops.isReady) {
@@ -219,14 +239,10 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
               continue;
             }
             try {
-              if (backlogEnd === undefined) {
-                const last = await ops.xRevRange(stream, '+', '-', { COUNT: 1 });
-                backlogEnd = typeof last[0]?.id === 'string' ? last[0].id : '0-0';
-              }
               const reply = await ops.xRead({ key: stream, id: lastId }, { BLOCK: OPS_BLOCK_MS, COUNT: OPS_READ_COUNT });
               const read = entriesOfReply(reply);
               if (read.lastId) lastId = read.lastId;
-              for (const e of read.entries) if (e && !closed && shouldApply(e, fleet, backlogEnd)) registration.deliver(e.topic, e.payload);
+              for (const e of read.entries) if (e && !closed) registration.deliver(e.topic, e.payload);
             } catch {
               if (!closed) await sleep(OPS_RETRY_MS);
             }
@@ -317,18 +333,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         for (const t of timers.splice(0)) clearInterval(t);
         relay?.remove();
         relay = undefined;
-        // The stream reader may be blocked in XREAD: drop its socket rather than wait for it.
-        const o = opsClient;
-        opsClient = undefined;
-        if (o?.isOpen) o.destroy();
-        await Promise.all(
-          clients.splice(0).map(async (c) => {
-            let timer: NodeJS.Timeout | undefined;
-            await Promise.race([closeRedisClient(c), new Promise<void>((r) => (timer = setTimeout(r, QUIT_TIMEOUT_MS)))]);
-            clearTimeout(timer);
-            if (c.isOpen) c.destroy();
-          }),
-        );
+        await clients.closeAll(answering());
       });
     },
   };

@@ -4,8 +4,9 @@
  * accepts of what it reads back, and the outbox that holds entries while Redis is unreachable.
  *
  * An entry has three fields: `replica` (the sender's fleet replica id: every worker of one
- * `svc start` shares it), `topic` (the broadcast topic, e.g. `admin`) and `payload` (JSON). A
- * replica skips its own entries (its workers got them over IPC) and delivers the others locally.
+ * `svc start` shares it; kept to tell who made a change), `topic` (the broadcast topic, e.g.
+ * `admin`) and `payload` (JSON). Every replica delivers every entry locally in log order, its own
+ * included, so all of them end at the log's last entry.
  * Everything read is bounded: another deployment or version may share the Redis.
  */
 
@@ -63,30 +64,6 @@ export function opFields(replica: string, topic: string, payload: unknown): OpFi
 
 /** A stream id `<ms>-<seq>`. */
 const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
-
-/**
- * Compares two stream ids (`<ms>-<seq>`, numerically: `10-0` comes after `9-5`).
- * @returns a negative number when `a` comes first, 0 when equal, positive when `a` comes after
- */
-export function compareStreamIds(a: string, b: string): number {
-  const [am = 0n, as = 0n] = a.split('-').map((x) => BigInt(/^\d+$/.test(x) ? x : '0'));
-  const [bm = 0n, bs = 0n] = b.split('-').map((x) => BigInt(/^\d+$/.test(x) ? x : '0'));
-  if (am !== bm) return am < bm ? -1 : 1;
-  return as === bs ? 0 : as < bs ? -1 : 1;
-}
-
-/**
- * Whether this replica applies an entry: every entry of the backlog (what the log held when this
- * process first read it: a worker that replaced a dead one must also replay what its siblings
- * took, and a duplicate is harmless), and after it only other replicas' entries (this replica's
- * workers got its own over IPC).
- * @param e the entry
- * @param self this replica's fleet id
- * @param backlogEnd the id of the last entry when this process first read the log (`0-0`: empty)
- */
-export function shouldApply(e: OpEntry, self: string, backlogEnd: string): boolean {
-  return e.replica !== self || compareStreamIds(e.id, backlogEnd) <= 0;
-}
 
 /**
  * Parses one entry read from the stream; anything malformed or over the bounds is dropped.

@@ -8,13 +8,16 @@
  * log and follows it; Redis frozen (SIGSTOP) under load loses no call, the gauge
  * `svc_shared_state_connected` goes 0 then 1, and a cordon made meanwhile reaches the others
  * once Redis runs again. A replica with two workers (`server.workers`) follows the others' changes
- * on both workers, its own reach the others, and a worker that replaces a dead one replays them. A replica that starts while Redis is down says
+ * on both workers, its own reach the others, and a worker that replaces a dead one replays them.
+ * Conflicting changes made on two replicas while Redis is frozen end, on every replica, as the
+ * log's last entry says. A replica that starts while Redis is down says
  * so (one warn line, gauge 0) and connects when it comes up. The propagation times are printed (median of five).
  */
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createClient } from 'redis';
 import { request } from 'undici';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
@@ -232,6 +235,50 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
     await admin(replicas[0]!, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }]);
   });
 
+  it('conflicting changes on two replicas while Redis is frozen (cordon at 1, uncordon at 2 200 ms later): once it resumes every replica agrees with the log\'s last entry', async () => {
+    const listed = async (svc: SvcProcess): Promise<unknown> => ((await admin(svc, 'svc_listCordoned', [{ projectId: 'main' }])).result as { cordoned: unknown }).cordoned;
+    for (const r of replicas) expect(await listed(r)).to.deep.equal([]);
+    process.kill(redis.pid, 'SIGSTOP');
+    try {
+      await waitFor(async () => {
+        for (const r of replicas.slice(0, 2)) if ((await gauge(r, 'svc_shared_state_connected')) !== 0) return false;
+        return true;
+      }, 5000);
+      expect((await admin(replicas[0]!, 'svc_cordonUpstream', [cordon])).error).to.equal(undefined);
+      await sleep(200);
+      expect((await admin(replicas[1]!, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).error).to.equal(undefined);
+    } finally {
+      process.kill(redis.pid, 'SIGCONT');
+    }
+    // Both outboxes are flushed on resume, in whatever order; the log decides.
+    const client = createClient({ url: redis.url });
+    await client.connect();
+    let expected: unknown;
+    try {
+      await waitFor(async () => {
+        const last = await client.xRevRange('e2e-ops:ops', '+', '-', { COUNT: 2 });
+        const methods = last.map((e) => (JSON.parse(String(e.message.payload)) as { method: string }).method).sort();
+        if (methods.join() !== 'svc_cordonUpstream,svc_uncordonUpstream') return false;
+        const lastMethod = (JSON.parse(String(last[0]!.message.payload)) as { method: string }).method;
+        expected = lastMethod === 'svc_cordonUpstream' ? [{ upstream: 'a', reason: 'fleet test' }] : [];
+        return true;
+      }, 5000);
+    } finally {
+      await client.close();
+    }
+    const agree = async (): Promise<boolean> => {
+      for (const r of replicas) if (JSON.stringify(await listed(r)) !== JSON.stringify(expected)) return false;
+      return true;
+    };
+    await waitFor(agree, 3000).catch(async () => {
+      throw new Error(`replicas disagree: ${JSON.stringify(await Promise.all(replicas.map(listed)))}, log's last entry gives ${JSON.stringify(expected)}`);
+    });
+    await sleep(500);
+    expect(await agree(), 'still agreeing 500 ms later').to.equal(true);
+    await admin(replicas[0]!, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }]);
+    await untilAll(replicas, (u) => u === 'a', Date.now());
+  });
+
   it('a replica with two workers: both follow a cordon made elsewhere; an uncordon through it reaches the others; a replaced worker replays its own replica\'s cordon', async () => {
     const workers = await spawnSvc(dir, 'r6', { ...config(redis.url), server: { workers: 2, waitBeforeShutdown: '0s', waitAfterShutdown: '0s' } });
     try {
@@ -258,11 +305,11 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
       console.log(`      cordon at replica 2 -> no call to a at either worker of a two-worker replica: ${await both('b', t0)} ms`);
       expect((await admin(workers, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).error).to.equal(undefined);
       await untilAll(replicas.slice(0, 3), (u) => u === 'a', Date.now());
-      // Its other worker got the uncordon from the primary (and skipped the stream entry, its own replica's).
+      // Its other worker got the uncordon from the primary (and again from the stream entry).
       await both('a', Date.now());
       // A cordon through this replica, then one worker dies: its replacement (same replica id)
       // replays the log, its own replica's entries included, and follows the cordon too. (The
-      // last entry of another replica before it is an uncordon, so only its own entry cordons.)
+      // entry before it is an uncordon, so only its own entry cordons.)
       expect((await admin(replicas[0]!, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).error).to.equal(undefined);
       expect((await admin(workers, 'svc_cordonUpstream', [cordon])).error).to.equal(undefined);
       await both('b', Date.now());

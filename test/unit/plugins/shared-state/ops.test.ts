@@ -4,7 +4,7 @@
  * position still moving past them), and the bounded outbox kept while Redis is unreachable.
  */
 import { expect } from 'chai';
-import { compareStreamIds, entriesOfReply, MAX_OP_PAYLOAD_BYTES, opFields, OpsOutbox, parseOpEntry, shouldApply } from '../../../../plugins/shared-state/index.ts';
+import { entriesOfReply, MAX_OP_PAYLOAD_BYTES, opFields, OpsOutbox, parseOpEntry } from '../../../../plugins/shared-state/index.ts';
 
 const params = { method: 'svc_cordonUpstream', params: [{ projectId: 'main', upstream: 'a' }] };
 
@@ -54,23 +54,6 @@ describe('shared-state operator-change log', () => {
     expect(lastId).to.equal('13-0');
     expect(entriesOfReply(null)).to.deep.equal({ entries: [], lastId: undefined });
     expect(entriesOfReply([{ name: 'x', messages: 'no' }, null])).to.deep.equal({ entries: [], lastId: undefined });
-  });
-
-  it('stream ids compare numerically, milliseconds first', () => {
-    expect(compareStreamIds('10-0', '9-5')).to.be.above(0);
-    expect(compareStreamIds('9-5', '10-0')).to.be.below(0);
-    expect(compareStreamIds('10-2', '10-10')).to.be.below(0);
-    expect(compareStreamIds('1700000000000-3', '1700000000000-3')).to.equal(0);
-    expect(compareStreamIds('18446744073709551615-0', '18446744073709551614-99')).to.be.above(0);
-  });
-
-  it("applies other replicas' entries always, its own only from the backlog (a replaced worker replays what its siblings took)", () => {
-    const e = (id: string, replica: string) => ({ id, replica, topic: 'admin', payload: null });
-    expect(shouldApply(e('5-0', 'other'), 'me', '0-0')).to.equal(true);
-    expect(shouldApply(e('5-0', 'me'), 'me', '0-0')).to.equal(false);
-    expect(shouldApply(e('5-0', 'me'), 'me', '5-0')).to.equal(true);
-    expect(shouldApply(e('4-9', 'me'), 'me', '5-0')).to.equal(true);
-    expect(shouldApply(e('5-1', 'me'), 'me', '5-0')).to.equal(false);
   });
 
   it('the outbox keeps order and drops the oldest past its bound, counting them once', () => {
