@@ -195,7 +195,9 @@ export function renameKey(obj: ConfigObject, path: string, from: string, to: str
  * Rewrites eRPC's Redis connector fields (`addr`, `username`, `db`, `tls`) into the `uri` svc's
  * Redis blocks take: `addr: host:6379` + `db: 2` → `uri: redis://host:6379/2`; `username` and
  * `password` go into the URI's user part only when the block has no `password` key of its own
- * (svc keeps `password` apart so it stays out of logs); `tls.enabled` selects `rediss://`. eRPC's
+ * (svc keeps `password` apart so it stays out of logs); `tls.enabled` selects `rediss://`. A
+ * `redis://` or `rediss://` prefix on `addr` (eRPC accepts both forms) is dropped first, a
+ * `rediss://` one selecting TLS. eRPC's
  * `initTimeout`/`getTimeout`/`setTimeout` are renamed by `timeouts` (each block names its own
  * deadline keys); `connPoolSize`, `lockRetryInterval`, `iamAuth` and TLS certificate files are
  * problems (svc's client pipelines over one connection, takes no locks, and reads TLS settings
@@ -210,10 +212,13 @@ export function normalizeRedisBlock(block: ConfigObject, path: string, out: Norm
       out.problem(pathOf(path, 'addr'), 'eRPC\'s "addr" and "uri" are both set: keep "uri"');
     } else {
       const tls = isConfigObject(block.tls) ? block.tls : undefined;
-      const scheme = tls?.enabled === true ? 'rediss' : 'redis';
+      // eRPC takes `addr` with or without a scheme: one written is dropped (rediss:// keeps TLS).
+      const written = /^(rediss?):\/\//i.exec(String(block.addr));
+      const host = written ? String(block.addr).slice(written[0].length) : String(block.addr);
+      const scheme = tls?.enabled === true || written?.[1]?.toLowerCase() === 'rediss' ? 'rediss' : 'redis';
       const user = typeof block.username === 'string' ? encodeURIComponent(block.username) : '';
       const db = block.db === undefined || block.db === 0 || block.db === '0' ? '' : `/${String(block.db)}`;
-      const uri = `${scheme}://${user ? `${user}@` : ''}${String(block.addr)}${db}`;
+      const uri = `${scheme}://${user ? `${user}@` : ''}${host}${db}`;
       out.rewrite(pathOf(path, 'addr'), { addr: block.addr, ...(user ? { username: block.username } : {}), ...(db ? { db: block.db } : {}), ...(tls ? { tls } : {}) }, { uri });
       block.uri = uri;
       delete block.addr;

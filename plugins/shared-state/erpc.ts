@@ -5,8 +5,8 @@
  *
  * - `database.sharedState` with a Redis connector (`connector.driver: redis`, or a
  *   `connector.redis` block, which selects Redis in eRPC too) → `sharedState.redis.uri`: eRPC's
- *   `addr`/`username`/`db`/`tls.enabled` become the URI (`normalizeRedisBlock`; a `redis://`
- *   prefix on `addr` is dropped first, as eRPC drops it), `password` goes into the URI's user part
+ *   `addr`/`username`/`db`/`tls.enabled` become the URI (`normalizeRedisBlock`, which also drops
+ *   a `redis://` prefix on `addr`, as eRPC does), `password` goes into the URI's user part
  *   (as eRPC builds its own URI), go-redis URL options (`?pool_size=10`) are dropped (node-redis
  *   ignores them); `clusterKey` → `sharedState.clusterKey`. `connector.id` is a name only: dropped.
  * - The top-level `clusterKey` is eRPC's default for `database.sharedState.clusterKey` (eRPC
@@ -119,7 +119,6 @@ function redisUri(connector: ConfigObject, cp: string, out: NormalizeReport): st
     delete redis[k];
     ok = false;
   }
-  if (typeof redis.addr === 'string') redis.addr = redis.addr.replace(/^rediss?:\/\//, '');
   const problems: string[] = [];
   normalizeRedisBlock(redis, rp, { rewrite: (p, f, t) => out.rewrite(p, f, t), problem: (p, m) => (problems.push(p), out.problem(p, m)) });
   if (problems.length) ok = false;

@@ -97,6 +97,17 @@ describe('config: eRPC shapes are normalised at load time', () => {
     expect(rewrites.map((r) => r.path)).to.include.members(['database.evmJsonRpcCache.connectors[0].redis.addr', 'rateLimiters.store.redis.addr', 'rateLimiters.store.cacheKeyPrefix']);
   });
 
+  it('a redis:// or rediss:// prefix on addr is dropped before the URI is built (cache and rate-limit store), rediss:// keeps TLS', () => {
+    const raw = {
+      database: { evmJsonRpcCache: { connectors: [{ id: 'r', driver: 'redis', redis: { addr: 'redis://cache.local:6379', db: 2 } }], policies: [{ connector: 'r', finality: 'FINALIZED' }] } },
+      rateLimiters: { store: { driver: 'redis', redis: { addr: 'rediss://rl.local:6380' } }, budgets: [] },
+    };
+    const { document } = load(raw);
+    const cache = (document.database as Doc).evmJsonRpcCache as Doc;
+    expect(((cache.connectors as Doc[])[0] as Doc).redis).to.deep.equal({ uri: 'redis://cache.local:6379/2' });
+    expect(((document.rateLimiters as Doc).store as Doc).redis).to.deep.equal({ uri: 'rediss://rl.local:6380' });
+  });
+
   it('rateLimitBudget inside an auth strategy block moves to the strategy; jwt verificationJwksUrl becomes jwksUrl', () => {
     const raw = {
       rateLimiters: { budgets: [{ id: 'free', rules: [{ method: '*', maxCount: 5, period: 'second' }] }] },
