@@ -34,11 +34,16 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
     return out;
   };
   const allClosed = Object.fromEntries(NODE_IDS.map((id) => [id, 'closed']));
-  const unharmed = async (what: string) => {
+  /**
+   * No breaker opened, no client call counted as an upstream error, and the attacked methods'
+   * error rates untouched. (The whole upstream's rate also holds svc's own state polls, which on
+   * a machine loaded by a parallel test run can genuinely time out: not what this class attacks.)
+   */
+  const unharmed = async (what: string, methods: readonly string[]) => {
     expect(breakers(), `breakers after ${what}`).to.deep.equal(allClosed);
     expect(await dep().metric('svc_upstream_request_errors_total', { project: 'main' }), `errors counted after ${what}`).to.equal(errorsBefore);
     const health = dep().proxy.projects.get('main')!.health;
-    for (const id of NODE_IDS) expect(health.snapshot(id).errorRate, `error rate of ${id} after ${what}`).to.equal(0);
+    for (const id of NODE_IDS) for (const m of methods) expect(health.snapshot(id, m).errorRate, `error rate of ${id} for ${m} after ${what}`).to.equal(0);
   };
 
   before(async () => {
@@ -74,7 +79,7 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
     cls.attack(n);
     expect(batch.json).to.have.length(n);
     for (const el of batch.json as Array<{ error?: { code: number } }>) expect(el.error?.code).to.equal(nodeError!.code);
-    await unharmed(`${3 * n} unknown-tracer calls`);
+    await unharmed(`${3 * n} unknown-tracer calls`, ['debug_traceTransaction']);
     expect(await dep().metric('svc_upstream_request_total', { project: 'main', upstream: 'c', category: 'debug_traceTransaction' }), 'requests that reached the third upstream').to.equal(thirdBefore);
     // The upstreams still serve.
     expect((await dep().rpc('eth_getTransactionByHash', [txHash])).json?.result?.hash).to.equal(txHash);
@@ -102,6 +107,6 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
       );
     }
     expect(errors, 'every one of these calls is an error the node gives').to.deep.equal([]);
-    await unharmed('reverts, invalid params and garbage');
+    await unharmed('reverts, invalid params and garbage', [...new Set(calls.map(([m]) => m))]);
   });
 });

@@ -103,7 +103,9 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
       { id: 'a', endpoint: a.url, evm: { chainId: 31337 } },
       { id: 'b', endpoint: b.url, evm: { chainId: 31337 } },
     ];
-    const network = [{ architecture: 'evm', evm: { chainId: 31337 } }];
+    // Config order whatever the latencies (no score weight): which upstream serves then says only
+    // whether `a` is cordoned, even on a machine loaded by a parallel test run.
+    const network = [{ architecture: 'evm', evm: { chainId: 31337 }, selectionPolicy: { scoreWeights: { errorRate: 0, respLatency: 0, throttledRate: 0, blockHeadLag: 0 } } }];
     return {
       ...NO_CACHE,
       logLevel: 'info',
