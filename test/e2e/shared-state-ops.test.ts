@@ -23,7 +23,7 @@ import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
-import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
+import { spawnSvc, type SvcProcess, listeningPids } from '../helpers/svc-process.ts';
 import { NO_CACHE, waitFor } from '../helpers/svc.ts';
 
 const ADMIN = 'admin-secret-fleet-0123456789abcdef';
@@ -40,20 +40,6 @@ async function gauge(svc: SvcProcess, name: string, labels = ''): Promise<number
     return Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return undefined;
-}
-
-/** pids of the processes that logged `svc listening` (pino puts `pid` on every line). */
-function listeningPids(logs: string): number[] {
-  const pids: number[] = [];
-  for (const line of logs.split('\n')) {
-    if (!line.includes('"svc listening"')) continue;
-    try {
-      pids.push((JSON.parse(line) as { pid: number }).pid);
-    } catch {
-      // not a JSON line
-    }
-  }
-  return pids;
 }
 
 /** One call (on its own connection, so a replica's workers take turns); status, error and the upstream that answered. */

@@ -13,25 +13,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
-import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
+import { spawnSvc, type SvcProcess, listeningPids } from '../helpers/svc-process.ts';
 import { waitFor } from '../helpers/svc.ts';
 
 const ADMIN = 'admin-secret-workers-0123456789';
 const BUDGET = 25;
-
-/** pids of the processes that logged `svc listening` (pino puts `pid` on every line). */
-function listeningPids(logs: string): number[] {
-  const pids: number[] = [];
-  for (const line of logs.split('\n')) {
-    if (!line.includes('"svc listening"')) continue;
-    try {
-      pids.push((JSON.parse(line) as { pid: number }).pid);
-    } catch {
-      // not a JSON line
-    }
-  }
-  return pids;
-}
 
 describe('e2e: server.workers (node:cluster workers behind one port)', function () {
   this.timeout(60_000);

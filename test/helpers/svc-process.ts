@@ -51,3 +51,17 @@ export async function spawnSvc(dir: string, name: string, config: object): Promi
     },
   };
 }
+
+/** pids of the processes that logged `svc listening` (pino puts `pid` on every line). */
+export function listeningPids(logs: string): number[] {
+  const pids: number[] = [];
+  for (const line of logs.split('\n')) {
+    if (!line.includes('"svc listening"')) continue;
+    try {
+      pids.push((JSON.parse(line) as { pid: number }).pid);
+    } catch {
+      // not a JSON line
+    }
+  }
+  return pids;
+}
