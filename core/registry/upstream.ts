@@ -35,6 +35,12 @@ export class Upstream {
    * providers plugin stops holding a chain's first request once every generated upstream failed one.
    */
   probeFailures = 0;
+  /**
+   * When this upstream object was made, `performance.now()` ms (the clock of
+   * `AttemptRecord.startedAt`): an attempt that started earlier belongs to a predecessor under
+   * the same id, which a config reload replaced (the health plugin leaves it out of this window).
+   */
+  readonly createdAt = performance.now();
   /** Plugin-owned fields of this upstream, by slot (core/slots.ts), e.g. `SYNCING` (core/shared-slots.ts) of the evm-state plugin. */
   readonly slots = new Map<symbol, unknown>();
   /** The composed sender: the `upstream` hook's wrappers around {@link transport}. */

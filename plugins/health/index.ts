@@ -24,7 +24,15 @@ export function healthPlugin(): Plugin {
   return {
     name: 'health',
     apply(host: PluginHost) {
-      host.hooks.attemptDone.tap({ name: 'health', stage: AttemptDoneStage.HEALTH }, (a: AttemptRecord) => host.projects.get(a.projectId)?.health.record(a));
+      host.hooks.attemptDone.tap({ name: 'health', stage: AttemptDoneStage.HEALTH }, (a: AttemptRecord) => {
+        const project = host.projects.get(a.projectId);
+        if (!project) return;
+        const u = project.upstreams.get(a.upstreamId);
+        // An attempt that outlived its upstream (removed or replaced by a config reload while in
+        // flight) counts in no window: not a successor's under the same id.
+        if (!u || a.startedAt < u.createdAt) return;
+        project.health.record(a);
+      });
 
       // Spec §6 cordon metrics, fed by the tracker's real edges only.
       const cordoned = new Gauge({ name: 'svc_upstream_cordoned', help: '1 while an (upstream, method) is cordoned, else 0', labelNames: ['project', 'upstream', 'method', 'reason'], registers: [host.metrics] });

@@ -8,6 +8,8 @@
  * connections).
  */
 import { expect } from 'chai';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { JsonRpcProvider } from 'ethers';
 import { createPublicClient, http, webSocket } from 'viem';
 import { foundry } from 'viem/chains';
@@ -205,6 +207,38 @@ describe('e2e: config hot reload under load', function () {
     expect(svc.proxy.projects.has('two')).to.equal(false);
     current = good;
     expect((await svc.proxy.reloadConfig()).changed).to.equal(false);
+  });
+
+  it('a call in flight on an upstream the reload replaces finishes, and counts in no health window of its successor', async () => {
+    // A node that answers eth_getBalance after 400 ms (anything else at once, from anvil b).
+    const slow = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        const call = JSON.parse(body) as { id: unknown; method: string; params: unknown[] };
+        const answer = (result: unknown) => res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, result }));
+        if (call.method !== 'eth_getBalance') return void b.rpc(call.method, call.params).then(answer, () => answer(null));
+        setTimeout(() => answer('0x1'), 400);
+      });
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
+    try {
+      const cfg = (ignoreMethods: string[]) => ({ server: { maxTimeout: '1s' }, projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 's', endpoint: url, evm: { chainId: 31337 }, ignoreMethods }] }] });
+      current = cfg(['debug_*']);
+      await svc.proxy.reloadConfig();
+      const inFlight = svc.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000002', 'latest'] }, { 'x-svc-skip-cache-read': 'true' });
+      await new Promise((r) => setTimeout(r, 100));
+      current = cfg(['trace_*']);
+      const report = await svc.proxy.reloadConfig();
+      expect(report.upstreams.changed).to.deep.equal(['main/s']);
+      const r = await inFlight;
+      expect(r.json.result, r.text).to.equal('0x1');
+      expect(svc.proxy.projects.get('main')!.health.snapshot('s', 'eth_getBalance').requests).to.equal(0);
+    } finally {
+      slow.closeAllConnections();
+      await new Promise((r) => slow.close(() => r(undefined)));
+    }
   });
 
   it('a changed upstream without a configured chain id serves its predecessor\'s chain while its probe runs: the network never goes empty', async () => {
