@@ -238,10 +238,7 @@ export class Proxy implements PluginHost {
     if (u.config.chainId !== undefined) this.join(project, u, u.config.chainId);
   }
 
-  /**
-   * Adds an upstream from a raw entry at run time (providers, CLI endpoints).
-   * @returns the upstream, already probing
-   */
+  /** Client address resolution of `server.trustedIPForwarders`/`trustedIPHeaders`, made on first use. */
   private clients?: ClientAddressResolver;
 
   requestInfo(k: Koa.Context): HttpRequestInfo {
@@ -269,6 +266,11 @@ export class Proxy implements PluginHost {
     return this.server;
   }
 
+  /**
+   * Adds an upstream from a raw entry at run time (providers, CLI endpoints).
+   * @returns the upstream, already probing
+   * @throws Error when the project has an upstream of that id
+   */
   addUpstreamFromConfig(project: Project, entry: UpstreamInput): Upstream {
     if (entry.id !== undefined && project.upstreams.has(entry.id)) throw new Error(`project ${project.id} already has an upstream "${entry.id}"`);
     const u = new Upstream(resolveUpstream(this.schema, project.config.upstreamDefaults, entry, new Set(project.upstreams.keys())), project.id, { shared: this.pools });
