@@ -149,6 +149,31 @@
   const num = (x) => (x === null || x === undefined ? '–' : String(x));
   const msText = (x) => (x > 0 ? x.toFixed(x < 10 ? 2 : 1) : '–');
 
+  /** Window of the "last minute" columns, ms. */
+  const RECENT_MS = 60_000;
+  /** Counter totals seen per row key, oldest first, for the last-minute deltas (bounded by time). */
+  const history = new Map();
+
+  /**
+   * The change of a row's counters over about the last minute: the snapshot totals are since
+   * start, so the page keeps what it saw and subtracts. Null until two samples exist.
+   * @param key the row's identity; @param at snapshot time, epoch ms; @param values counter totals
+   */
+  function recent(key, at, values) {
+    let h = history.get(key);
+    if (!h) history.set(key, (h = []));
+    h.push({ at, values });
+    while (h.length > 2 && at - h[1].at >= RECENT_MS) h.shift();
+    if (h.length < 2) return null;
+    const first = h[0];
+    // A counter that went down: svc restarted (or another worker answered); start again.
+    if (values.some((v, i) => v < first.values[i])) {
+      h.splice(0, h.length - 1);
+      return null;
+    }
+    return { seconds: (at - first.at) / 1000, deltas: values.map((v, i) => v - first.values[i]) };
+  }
+
   /** Draws a snapshot: updates the views in place (buttons stay the same elements). */
   function render(s) {
     setStatus(`live · ${new Date(s.at).toLocaleTimeString()} · svc ${s.version}${s.lifecycle === 'serving' ? '' : ` · ${s.lifecycle}`}`, true);
@@ -156,14 +181,29 @@
     for (const p of s.projects) {
       let pv = projects.get(p.id);
       if (!pv) {
-        pv = { section: el('section', { class: 'project', 'data-project': p.id }, el('h2', { text: `Project ${p.id}` })), networks: el('div'), cache: table(['Network', 'Policy', 'Connector', 'Hits', 'Misses', 'Hit ratio']), limits: table(['Scope', 'Budget', 'Rejected']) };
+        pv = { section: el('section', { class: 'project', 'data-project': p.id }, el('h2', { text: `Project ${p.id}` })), networks: el('div'), cache: table(['Network', 'Policy', 'Connector', 'Hits', 'Misses', 'Hit ratio', 'Last min']), limits: table(['Scope', 'Budget', 'Rejected', 'Per min']) };
         pv.section.append(pv.networks, el('div', { class: 'side' }, el('section', {}, el('h3', { text: 'Cache hit ratio per policy' }), pv.cache.table), el('section', {}, el('h3', { text: 'Rate-limit rejections' }), pv.limits.table)));
         projects.set(p.id, pv);
         root.append(pv.section);
       }
       for (const n of p.networks) renderNetwork(p.id, n, pv.networks, s.at);
-      fill(pv.cache.body, p.cache.map((c) => [c.network, c.policy, c.connector, c.hits, c.misses, c.hitRatio === null ? '–' : pct(c.hitRatio)]), 'no cache reads yet');
-      fill(pv.limits.body, p.rateLimited.map((r) => [r.scope, r.budget, r.rejected]), 'no rejections');
+      fill(
+        pv.cache.body,
+        p.cache.map((c) => {
+          const d = recent(`cache\u0000${p.id}\u0000${c.network}\u0000${c.policy}\u0000${c.connector}`, s.at, [c.hits, c.misses]);
+          const reads = d ? d.deltas[0] + d.deltas[1] : 0;
+          return [c.network, c.policy, c.connector, c.hits, c.misses, c.hitRatio === null ? '–' : pct(c.hitRatio), reads > 0 ? pct(d.deltas[0] / reads) : '–'];
+        }),
+        'no cache reads yet',
+      );
+      fill(
+        pv.limits.body,
+        p.rateLimited.map((r) => {
+          const d = recent(`limit\u0000${p.id}\u0000${r.scope}\u0000${r.budget}`, s.at, [r.rejected]);
+          return [r.scope, r.budget, r.rejected, d && d.seconds > 0 ? (d.deltas[0] * (60 / d.seconds)).toFixed(1) : '–'];
+        }),
+        'no rejections',
+      );
     }
   }
 
@@ -173,7 +213,7 @@
   }
 
   function fill(body, rows, empty) {
-    body.replaceChildren(...(rows.length ? rows.map((r) => el('tr', {}, ...r.map((v, i) => el('td', { text: String(v), class: i === 0 ? '' : typeof v === 'number' ? '' : 'text' })))) : [el('tr', {}, el('td', { text: empty, colSpan: 6, class: 'text' }))]));
+    body.replaceChildren(...(rows.length ? rows.map((r) => el('tr', {}, ...r.map((v, i) => el('td', { text: String(v), class: i === 0 ? '' : typeof v === 'number' ? '' : 'text' })))) : [el('tr', {}, el('td', { text: empty, colSpan: 7, class: 'text' }))]));
   }
 
   const UPSTREAM_COLUMNS = ['Upstream', 'Rotation', 'Score', 'Requests', 'Error rate', 'Throttled', 'p50 ms', 'p90 ms', 'p99 ms', 'Latest block', 'Head lag', 'Breaker', 'Cordons', ''];
