@@ -100,6 +100,17 @@ export function shadowPlugin(opts: ShadowPluginOptions = {}): Plugin {
         if (!list.some((t) => t.upstream === u)) list.push({ upstream: u, settings, memo: new Map() });
       });
 
+      // A config reload removed the upstream or replaced the network: no more copies to it there.
+      host.hooks.upstreamLeft.tap('shadow', (u: Upstream, network: Network) => {
+        const list = targets.get(network);
+        const i = list ? list.findIndex((t) => t.upstream === u) : -1;
+        if (list && i >= 0) list.splice(i, 1);
+        if (u.state === 'failed') shadows.delete(u);
+      });
+      host.hooks.networkRetired.tap('shadow', (network: Network) => {
+        targets.delete(network);
+      });
+
       // Before the selection policy, so nothing downstream (policy, use-upstream, sweep) sees a shadow.
       host.hooks.select.tap({ name: 'shadow', stage: SelectStage.POLICY, before: 'selection' }, (ups: Upstream[], ctx: CallContext) => {
         if (shadows.size === 0 || ctx.internal) return ups;

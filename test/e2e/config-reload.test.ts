@@ -241,6 +241,42 @@ describe('e2e: config hot reload under load', function () {
     }
   });
 
+  it('a shadow upstream added by a reload gets its copies (the network\'s chain is built anew for it)', async () => {
+    // A recording node: every JSON-RPC method it receives (the copies), answered from anvil b.
+    const seen: string[] = [];
+    const rec = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        const call = JSON.parse(body) as { id: unknown; method: string; params: unknown[] };
+        seen.push(call.method);
+        void b.rpc(call.method, call.params).then(
+          (result) => res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, result })),
+          () => res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, result: null })),
+        );
+      });
+    });
+    await new Promise<void>((r) => rec.listen(0, '127.0.0.1', () => r()));
+    const recUrl = `http://127.0.0.1:${(rec.address() as AddressInfo).port}`;
+    try {
+      const withShadow = config([{ id: 'b', endpoint: b.url }]);
+      (withShadow.projects[0]!.upstreams as object[]).push({ id: 'sh', endpoint: recUrl, evm: { chainId: 31337 }, shadow: { methods: 'eth_getBalance' } });
+      current = withShadow;
+      const report = await svc.proxy.reloadConfig();
+      expect(report.upstreams.added).to.include('main/sh');
+      await waitFor(async () => {
+        const r = await svc.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000003', 'latest'] }, { 'x-svc-skip-cache-read': 'true' });
+        expect(r.headers['x-svc-upstream']).to.equal('b');
+        return seen.includes('eth_getBalance');
+      }, 5000);
+    } finally {
+      current = config([{ id: 'b', endpoint: b.url }]);
+      await svc.proxy.reloadConfig();
+      rec.closeAllConnections();
+      await new Promise((r) => rec.close(() => r(undefined)));
+    }
+  });
+
   it('a changed upstream without a configured chain id serves its predecessor\'s chain while its probe runs: the network never goes empty', async () => {
     const noChain = (ignoreMethods?: string[]) => ({ server: { maxTimeout: '1s' }, projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'b', endpoint: b.url, ...(ignoreMethods ? { ignoreMethods } : {}) }] }] });
     current = noChain();
