@@ -9,6 +9,7 @@
  * it is known whether a second upstream gives the same answer (then it is a request fact too).
  */
 import type { HealthOutcome } from '../lib/health-window.ts';
+import { stalledDuring } from '../lib/loop-stall.ts';
 import type { AttemptRecord } from './context.ts';
 import {
   ErrCancelled,
@@ -126,10 +127,24 @@ export function blameOf(err: SvcError): Blame {
  * limited), not waived because a second upstream confirmed the error ({@link AttemptRecord.charge}),
  * and blamed on the upstream ({@link blameOf}). `svc_upstream_request_errors_total` counts exactly these.
  */
-export function isCharged(a: Pick<AttemptRecord, 'dialled' | 'outcome' | 'error' | 'charge'>): boolean {
+export function isCharged(a: AttemptCharge): boolean {
   if (!a.dialled || !a.error || a.charge === 'waived') return false;
   if (a.outcome !== 'error' && a.outcome !== 'timeout' && a.outcome !== 'rate_limited') return false;
+  if (svcStalled(a)) return false;
   return blameOf(a.error) === 'upstream';
+}
+
+/** What {@link isCharged} and {@link healthOutcome} read of an attempt (its span: when given). */
+export type AttemptCharge = Pick<AttemptRecord, 'dialled' | 'outcome' | 'error' | 'charge'> & Partial<Pick<AttemptRecord, 'startedAt' | 'durationMs'>>;
+
+/**
+ * Whether an attempt's timeout is svc's own doing: its event loop stalled for a real share of the
+ * attempt (lib/loop-stall.ts), so the answer may have sat unread while the deadline fired. Such a
+ * timeout is charged to nobody: whoever overloads svc must not degrade the upstreams' health.
+ */
+function svcStalled(a: AttemptCharge): boolean {
+  if (a.startedAt === undefined || !(a.error instanceof ErrEndpointRequestTimeout || a.error instanceof ErrFailsafeTimeoutExceeded)) return false;
+  return stalledDuring(a.startedAt, a.durationMs !== undefined && a.durationMs > 0 ? a.startedAt + a.durationMs : undefined);
 }
 
 /** Longest message prefix normalised, characters (node messages are bounded before any regex runs). */
@@ -201,9 +216,10 @@ export function isDefiniteAnswer(err: SvcError): boolean {
  * nothing, and so do svc's own failures and requests refused for their size. A fact about the
  * request is never an error, whatever the upstream (`isRequestFact` above: invalid params,
  * an unknown tracer, an error a second upstream confirmed: `charge` `waived`), so nothing a client
- * sends counts against an upstream.
+ * sends counts against an upstream. A timeout while svc's own event loop stalled (overload) counts
+ * as nothing either (lib/loop-stall.ts).
  */
-export function healthOutcome(a: Pick<AttemptRecord, 'outcome' | 'error' | 'dialled' | 'charge'>): HealthOutcome {
+export function healthOutcome(a: AttemptCharge): HealthOutcome {
   if (!a.dialled) return 'ignore';
   if (a.outcome === 'success' || a.outcome === 'exec_revert') return 'success';
   if (a.outcome === 'cancelled' || a.outcome === 'pending' || a.outcome === 'skipped') return 'ignore';
@@ -211,6 +227,8 @@ export function healthOutcome(a: Pick<AttemptRecord, 'outcome' | 'error' | 'dial
   if (!e || e instanceof ErrCancelled || e instanceof ErrInternal || e instanceof ErrUpstreamRequestTooLarge) return 'ignore';
   // The node answered; the answer is about the request.
   if (a.charge === 'waived' || isRequestFact(e)) return 'neutral';
+  // A timeout while svc's own loop was stalled: svc was slow, not the upstream.
+  if (svcStalled(a)) return 'ignore';
   if (e instanceof ErrEndpointCapacityExceeded) return 'throttle';
   if (
     e instanceof ErrEndpointServerSideException ||

@@ -76,7 +76,7 @@ export {
 export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream, UpstreamInput } from '../config/types.ts';
 
 export { createSweep, finishAttempt, outcomeOf, startAttempt, traceOutcome, tryUpstream } from './sweep.ts';
-export { isCharged, isRequestFact, type Blame } from './blame.ts';
+export { isCharged, isRequestFact, type AttemptCharge, type Blame } from './blame.ts';
 export { isDeferred, settleFailedAttempt, whenCharged, wouldConfirm } from './charge.ts';
 
 export type { Network } from './registry/network.ts';

@@ -34,6 +34,7 @@ import { loadConfigObject, resolveNetwork, resolveUpstream } from '../config/loa
 import type { ResolvedConfig, ResolvedProject, UpstreamInput } from '../config/types.ts';
 import { ConfigReloader, type ReloadReport, type ReloadTrigger } from './reload.ts';
 import { ChainIdProber } from './probe.ts';
+import { watchLoopStalls } from '../lib/loop-stall.ts';
 import type { RpcResult } from './jsonrpc.ts';
 
 export type { Plugin, PluginHost, ServiceRegistry } from './host.ts';
@@ -213,6 +214,8 @@ export class Proxy implements PluginHost {
         `project ${p.id} ready`,
       );
     }
+    // Timeouts svc causes itself (a stalled loop) are charged to no upstream (core/blame.ts).
+    watchLoopStalls();
     await this.hooks.listening.promise();
     for (const p of this.projects.values()) for (const u of p.upstreams.values()) this.prober.probe(p, u);
     return addr;
