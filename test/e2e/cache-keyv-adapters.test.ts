@@ -8,7 +8,7 @@
  * keys longer than memcached's limit are stored, and a server that stalls (SIGSTOP) costs a read
  * its deadline until the breaker skips the tier at once.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { keyvApiTests, keyvValueTests } from '@keyv/test-suite';
@@ -18,6 +18,7 @@ import pg from 'pg';
 import { createAdapter } from '../../plugins/cache/connectors/adapter.ts';
 import { KeyvConnector } from '../../plugins/cache/connectors/keyv.ts';
 import { PostgresConnector } from '../../plugins/cache/connectors/postgres.ts';
+import { waitFor } from '../helpers/svc.ts';
 import { RedisConnector } from '../../plugins/cache/connectors/redis.ts';
 import { TierReporter, type CacheEntry } from '../../plugins/cache/connectors/types.ts';
 import { StorageUnavailableError } from '../../lib/storage-breaker.ts';
@@ -229,11 +230,10 @@ for (const c of CASES) {
 
     if (c.name.startsWith('memcached') || c.name.startsWith('Valkey') || c.name.startsWith('Redis')) {
       it('a server that stalls (SIGSTOP): a read misses after its 50 ms deadline; after 3 the breaker skips the tier at once', async () => {
-        // Nothing of an earlier test may still be in flight on the connection (a late answer would
-        // be taken for the first stalled read's): one read answered first, then the stall.
-        await new Promise((r) => setTimeout(r, 100));
-        await conn.get('main/evm:1:5', 'eth_call:settle').catch(() => undefined);
         process.kill(server.pid as number, 'SIGSTOP');
+        // A signal stops its target asynchronously: on a busy machine the server could still
+        // answer the first read. Wait until the kernel reports it stopped (state T).
+        await waitFor(() => stoppedState(server.pid as number), 2000);
         try {
           for (let i = 0; i < 3; i++) {
             const t0 = Date.now();
@@ -250,4 +250,10 @@ for (const c of CASES) {
       });
     }
   });
+}
+
+/** Whether a process is stopped (state `T` in /proc/<pid>/stat, after SIGSTOP took effect). */
+function stoppedState(pid: number): boolean {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'T';
 }

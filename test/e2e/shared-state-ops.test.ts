@@ -292,7 +292,15 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
       };
       console.log(`      cordon at replica 2 -> no call to a at either worker of a two-worker replica: ${await both('b', t0)} ms`);
       expect((await admin(workers, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).error).to.equal(undefined);
-      await untilAll(replicas.slice(0, 3), (u) => u === 'a', Date.now());
+      await untilAll(replicas.slice(0, 3), (u) => u === 'a', Date.now()).catch(async (e: Error) => {
+        const tail = (l: string) => l.split('\n').filter((x) => x.includes('shared state') || x.includes('uncordon') || x.includes('warn')).slice(-8).join('\n');
+        const c = createClient({ url: redis.url });
+        await c.connect();
+        const last = await c.xRevRange('e2e-ops:ops', '+', '-', { COUNT: 4 });
+        await c.close();
+        const log = JSON.stringify(last.map((x) => [x.id, x.message.replica, String(x.message.payload).slice(0, 80)]));
+        throw new Error(`${e.message}\nops log tail: ${log}\nworkers: ${tail(workers.logs())}\n${replicas.slice(0, 3).map((r, i) => `r${i + 1}: ${tail(r.logs())}`).join('\n')}`);
+      });
       // Its other worker got the uncordon from the primary (and again from the stream entry).
       await both('a', Date.now());
       // A cordon through this replica, then one worker dies: its replacement (same replica id)
