@@ -5,9 +5,10 @@
  * honour is refused with a message naming the eRPC feature and svc's alternative.
  */
 import { expect } from 'chai';
-import { ConfigError, loadConfigObject } from '../../../config/load.ts';
+import { loadConfigObject } from '../../../config/load.ts';
 import type { SchemaFragment } from '../../../config/schema.ts';
 import { defaultPreset } from '../../../presets/default.ts';
+import { problemsOf } from '../../helpers/config-problems.ts';
 
 const FRAGMENTS: SchemaFragment[] = defaultPreset().flatMap((p) => (p.schema ? [p.schema] : []));
 
@@ -22,13 +23,7 @@ const net = (doc: Doc) => ((doc.projects as Doc[])[0]?.networks as Doc[])[0] as 
 const up = (doc: Doc) => ((doc.projects as Doc[])[0]?.upstreams as Doc[])[0] as Doc;
 
 function problems(raw: unknown): Array<{ path: string; message: string }> {
-  try {
-    load(raw);
-  } catch (e) {
-    expect(e).to.be.instanceOf(ConfigError);
-    return (e as ConfigError).problems;
-  }
-  return expect.fail('expected a ConfigError');
+  return problemsOf(() => load(raw));
 }
 
 describe('config: eRPC shapes are normalised at load time', () => {

@@ -5,9 +5,10 @@
  * adaptive duration objects; redis `addr` becomes `uri`.
  */
 import { expect } from 'chai';
-import { ConfigError, loadConfigObject } from '../../../../config/load.ts';
+import { loadConfigObject } from '../../../../config/load.ts';
 import type { SchemaFragment } from '../../../../config/schema.ts';
 import { defaultPreset } from '../../../../presets/default.ts';
+import { problemsOf } from '../../../helpers/config-problems.ts';
 
 const FRAGMENTS: SchemaFragment[] = defaultPreset().flatMap((p) => (p.schema ? [p.schema] : []));
 type Doc = Record<string, unknown>;
@@ -15,13 +16,7 @@ const load = (raw: unknown) => loadConfigObject(raw, { fragments: FRAGMENTS, env
 const cacheOf = (connector: Doc): Doc => ({ database: { evmJsonRpcCache: { connectors: [{ id: 'c', ...connector }], policies: [{ connector: 'c' }] } } });
 const connectorOf = (doc: Doc) => (((doc.database as Doc).evmJsonRpcCache as Doc).connectors as Doc[])[0] as Doc;
 function problems(raw: unknown): Array<{ path: string; message: string }> {
-  try {
-    load(raw);
-  } catch (e) {
-    expect(e).to.be.instanceOf(ConfigError);
-    return (e as ConfigError).problems;
-  }
-  return expect.fail('expected a ConfigError');
+  return problemsOf(() => load(raw));
 }
 
 describe("cache: eRPC's connector shapes", () => {

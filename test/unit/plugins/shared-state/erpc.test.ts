@@ -7,10 +7,11 @@
  * refused by name; a `database` left empty goes, one that still holds the cache stays.
  */
 import { expect } from 'chai';
-import { ConfigError, loadConfigObject } from '../../../../config/load.ts';
+import { loadConfigObject } from '../../../../config/load.ts';
 import type { SchemaFragment } from '../../../../config/schema.ts';
 import { sharedStateSettingsOf } from '../../../../plugins/shared-state/index.ts';
 import { defaultPreset } from '../../../../presets/default.ts';
+import { problemsOf } from '../../../helpers/config-problems.ts';
 
 const FRAGMENTS: SchemaFragment[] = defaultPreset().flatMap((p) => (p.schema ? [p.schema] : []));
 type Doc = Record<string, unknown>;
@@ -18,13 +19,7 @@ const load = (raw: Doc) => loadConfigObject(raw, { fragments: FRAGMENTS, env: {}
 const lines = (r: ReturnType<typeof load>) => r.rewrites.map((w) => `${w.path}: ${JSON.stringify(w.from)} -> ${JSON.stringify(w.to)}`);
 
 function problems(raw: Doc): Array<{ path: string; message: string }> {
-  try {
-    load(raw);
-  } catch (e) {
-    expect(e).to.be.instanceOf(ConfigError);
-    return (e as ConfigError).problems;
-  }
-  return expect.fail('expected a ConfigError');
+  return problemsOf(() => load(raw));
 }
 
 /** The one problem at `path` (every problem in the failure message). */
