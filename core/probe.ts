@@ -14,6 +14,18 @@ const PROBE_TIMEOUT_MS = 5000;
 /** Longest wait between two probes of an upstream, ms. */
 const MAX_BACKOFF_MS = 30_000;
 
+/**
+ * Takes an upstream out of its project's networks (every one, or the one named), telling the
+ * plugins of each it left (`upstreamLeft`).
+ * @param only a network id: leave that one only
+ */
+export function leaveNetworks(hooks: ProxyHooks, project: Project, u: Upstream, only?: string): void {
+  for (const n of project.networks.values()) {
+    if (only !== undefined && n.id !== only) continue;
+    if (n.removeUpstream(u)) hooks.upstreamLeft.call(u, n);
+  }
+}
+
 /** What the prober needs from its proxy. */
 export interface ProberHost {
   readonly hooks: ProxyHooks;
@@ -52,24 +64,14 @@ export class ChainIdProber {
         if (project.upstreams.get(u.id) !== u || host.projects.get(project.id) !== project) return;
         if (u.config.chainId !== undefined && got !== u.config.chainId) {
           u.state = 'failed';
-          for (const n of project.networks.values()) {
-            if (!n.upstreams.includes(u)) continue;
-            n.removeUpstream(u);
-            host.hooks.upstreamLeft.call(u, n);
-          }
+          leaveNetworks(host.hooks, project, u);
           host.logger.error({ project: project.id, upstream: u.id, configured: u.config.chainId, actual: got }, `upstream ${u.id} serves chain ${got}, not the configured ${u.config.chainId}: taken out of service`);
           return;
         }
         // A replaced upstream serves its predecessor's chain while this probe runs (core/reload.ts):
         // another chain moves it.
         const provisional = u.config.chainId === undefined ? u.chainId : undefined;
-        if (provisional !== undefined && provisional !== got) {
-          const n = project.networks.get(`evm:${provisional}`);
-          if (n?.upstreams.includes(u)) {
-            n.removeUpstream(u);
-            host.hooks.upstreamLeft.call(u, n);
-          }
-        }
+        if (provisional !== undefined && provisional !== got) leaveNetworks(host.hooks, project, u, `evm:${provisional}`);
         u.chainId = got;
         u.state = 'ready';
         host.join(project, u, got);

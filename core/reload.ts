@@ -19,13 +19,14 @@
  * changes any of it is refused whole, naming the keys, so nothing is ever half applied.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { ResolvedConfig, ResolvedNetwork, ResolvedProject } from '../config/types.ts';
+import type { ResolvedConfig, ResolvedProject } from '../config/types.ts';
 import { resolveNetwork } from '../config/load.ts';
 import { CHAIN_STATE_SERVICE } from './chain-state.ts';
 import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import { Upstream } from './registry/upstream.ts';
 import type { Proxy } from './proxy.ts';
+import { leaveNetworks } from './probe.ts';
 import { ErrReloadUnavailable } from './errors.ts';
 import { ConfigError } from '../config/load.ts';
 
@@ -95,11 +96,7 @@ export class ConfigReloader {
     const project = proxy.projects.get(u.projectId);
     u.state = 'failed';
     if (project) {
-      for (const n of project.networks.values()) {
-        if (!n.upstreams.includes(u)) continue;
-        n.removeUpstream(u);
-        proxy.hooks.upstreamLeft.call(u, n);
-      }
+      leaveNetworks(proxy.hooks, project, u);
       project.removeUpstream(u);
       project.health.forget(u.id, opts.keepCordons);
     }
@@ -117,12 +114,8 @@ export class ConfigReloader {
    * any more (pools are shared by origin: core/registry/transport.ts).
    */
   private closeUnusedPool(endpoint: string): void {
-    let origin: string;
-    try {
-      origin = new URL(endpoint).origin;
-    } catch {
-      return;
-    }
+    const origin = originOf(endpoint);
+    if (origin === undefined) return;
     const proxy = this.proxy;
     for (const p of proxy.projects.values()) for (const u of p.upstreams.values()) if (originOf(u.config.endpoint) === origin) return;
     for (const u of this.retiring.keys()) if (originOf(u.config.endpoint) === origin) return;
@@ -286,7 +279,7 @@ function reconcileProject(proxy: Proxy, project: Project, pc: ResolvedProject, r
       // Upstreams serving that chain get an on-demand network from the defaults, as at start.
       for (const u of members) if (u.chainId !== undefined) proxy.join(project, u, u.chainId);
     }
-    retireNetwork(proxy, n);
+    proxy.hooks.networkRetired.call(n);
   }
   for (const nc of pc.networks) {
     if (project.networks.has(nc.id)) continue;
@@ -331,10 +324,3 @@ function joinSeeded(proxy: Proxy, project: Project, fresh: Network, old: Network
     if (s && chain?.observeShared) chain.observeShared(fresh, u, s.latest, s.finalized);
   }
 }
-
-/** Tells plugins a network is gone (its in-flight calls finish on its chain). */
-function retireNetwork(proxy: Proxy, n: Network): void {
-  proxy.hooks.networkRetired.call(n);
-}
-
-export type { ResolvedNetwork };

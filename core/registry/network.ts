@@ -45,9 +45,14 @@ export class Network {
     return true;
   }
 
-  /** Removes an upstream (wrong chain id). */
-  removeUpstream(u: Upstream): void {
+  /**
+   * Removes an upstream (wrong chain id, config reload).
+   * @returns true when it was in this network
+   */
+  removeUpstream(u: Upstream): boolean {
     const i = this.upstreams.indexOf(u);
-    if (i >= 0) this.upstreams.splice(i, 1);
+    if (i < 0) return false;
+    this.upstreams.splice(i, 1);
+    return true;
   }
 }

@@ -65,3 +65,14 @@ export function listeningPids(logs: string): number[] {
   }
   return pids;
 }
+
+/**
+ * How many times each replica logged losing and regaining the shared-state Redis since a mark
+ * (an offset into its logs): `[unreachable, reachable again]` per replica.
+ */
+export function outageLines(replicas: readonly SvcProcess[], marks: readonly number[]): Array<[number, number]> {
+  return replicas.map((r, i) => {
+    const lines = r.logs().slice(marks[i]).split('\n');
+    return [lines.filter((l) => l.includes('shared state: Redis unreachable')).length, lines.filter((l) => l.includes('shared state: Redis reachable again')).length];
+  });
+}
