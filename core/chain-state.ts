@@ -22,6 +22,17 @@ export interface UpstreamChainState {
   readonly lastPollAt: number;
 }
 
+/**
+ * How a block number reported as a head (latest or finalized) by one source compares with what
+ * the network has confirmed (spec §2.8, head plausibility):
+ * - `confirmed`: another source reported at least as high, or the reporter's block at that height
+ *   links by parent hash to a known block (or it is the only source the network has);
+ * - `plausible`: within what the block time allows since the last confirmed head, plus a margin
+ *   (or nothing is known yet to judge against);
+ * - `implausible`: neither: the report must not move the network's view.
+ */
+export type HeadVerdict = 'confirmed' | 'plausible' | 'implausible';
+
 /** A network's view of its chain. */
 export interface NetworkChainState {
   /** Highest latest block over the network's counted upstreams; 0 when unknown. */
@@ -49,6 +60,14 @@ export interface NetworkChainState {
    * @param fallbackMs window when neither is known, ms (default 2000)
    */
   isHeadFresh(fallbackMs?: number): boolean;
+  /**
+   * Judges a block number one source reports as a head, without recording it (the one
+   * plausibility rule: state polls, answers, shared state and the WebSocket follower all use it).
+   * @param n the reported block number
+   * @param kind `latest` or `finalized`
+   * @param source the upstream that reported it, when one did (its own report is no witness)
+   */
+  judgeHead(n: number, kind: 'latest' | 'finalized', source?: Upstream): HeadVerdict;
 }
 
 /** What the evm-state plugin offers: the chain state of each network. */
@@ -80,4 +99,5 @@ export const NO_CHAIN_STATE: NetworkChainState = Object.freeze({
   hashAt: () => undefined,
   reorgedSince: () => false,
   isHeadFresh: () => false,
+  judgeHead: () => 'plausible',
 });

@@ -84,7 +84,7 @@ export type { Project } from './registry/project.ts';
 export type { Upstream } from './registry/upstream.ts';
 export type { CordonChange, HealthSnapshot, HealthTracker } from '../lib/health-window.ts';
 export { isDeadline } from './registry/upstream.ts';
-export { CHAIN_STATE_SERVICE, NO_CHAIN_STATE, type ChainStateService, type NetworkChainState, type UpstreamChainState } from './chain-state.ts';
+export { CHAIN_STATE_SERVICE, NO_CHAIN_STATE, type ChainStateService, type HeadVerdict, type NetworkChainState, type UpstreamChainState } from './chain-state.ts';
 export type { ReloadReport } from './reload.ts';
 export type { Logger } from '../lib/logger.ts';
 

