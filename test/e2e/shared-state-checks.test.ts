@@ -1,13 +1,14 @@
 /**
  * Shared state is outside input (docs/operations.md "Fleet: shared state", spec §2.8): in-process
  * replicas on one real redis-server in front of one anvil, replica A polling every 100 ms, B and
- * the late C once an hour (so they learn heads only through Redis). A raw PUBLISH of a head of
+ * the late C and D once an hour (so they learn heads only through Redis). A raw PUBLISH of a head of
  * 900,000,000 (in the earlier format, or well-formed but judged implausible by the chain state)
  * changes no replica's eth_blockNumber answer; a snapshot hash holding a bogus head (the earlier
  * `<clusterKey>:heads` layout, a stale entry, an entry under another replica's name) is not
  * applied by a freshly started replica; entries older than the TTL are ignored; malformed entries
  * are dropped and counted in `svc_shared_state_dropped_total{reason}`; a replica's snapshot entry
- * holds only heads it observed itself, and goes when the replica does.
+ * holds only heads it observed itself and expires when the replica is gone, so a head only that
+ * replica saw (a lie its upstream told it) reaches no replica started afterwards.
  */
 import { expect } from 'chai';
 import { createClient } from 'redis';
@@ -167,13 +168,28 @@ describe('e2e: shared state is checked and expires (Redis)', function () {
     await raw.del(`${KEY}:heads`);
   });
 
-  it('the entry of a replica that is gone stops being applied: past the TTL it is ignored and deleted', async () => {
-    expect(Number(await raw.hExists(`${KEY}:snapshot`, aField))).to.equal(1);
-    // A replica that stops (a crash writes nothing more): its entry keeps its last date.
+  it('a head only a replica that is gone confirmed stops being applied: its entry expires, the others never re-publish it', async () => {
+    const real = await head();
+    // One upstream lies to replica A only (recorded as A's own poll would record it; the
+    // placeholder plausibility rule believes it), and B applies it from the channel.
+    const network = networkOf(a);
+    const upstream = a.proxy.projects.get('main')?.upstreams.get('a');
+    (a.proxy.chainState(network) as unknown as { observeLatest(u: unknown, n: number): void }).observeLatest(upstream, BOGUS);
+    await waitFor(async () => (await metric(b, 'svc_upstream_latest_block', 'upstream="a"')) === BOGUS, 5000);
+    await waitFor(async () => JSON.parse((await raw.hGet(`${KEY}:snapshot`, aField)) ?? '{}').heads?.[0]?.latest === BOGUS, 5000);
+    await sleep(1200);
+    // B learned the head and does not claim it: only A's entry holds it.
+    const claims = Object.entries(await raw.hGetAll(`${KEY}:snapshot`)).filter(([, v]) => v.includes(String(BOGUS)));
+    expect(claims.map(([f]) => f)).to.deep.equal([aField]);
+    // A stops (a crash writes nothing more): its entry keeps its last date, and goes past the TTL.
     await a.close();
     const t0 = Date.now();
     await waitFor(async () => !(await raw.hExists(`${KEY}:snapshot`, aField)), 10_000);
     // TTL: three snapshot intervals, at least 3 s.
     expect(Date.now() - t0).to.be.at.least(2000);
+    // A replica started now learns nothing of it.
+    const d = await start('1h');
+    await sleep(1200);
+    expect(await blockNumber(d)).to.equal(real);
   });
 });
