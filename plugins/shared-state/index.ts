@@ -49,27 +49,7 @@ import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox } from './ops.ts';
 import { ClientCloser } from './close.ts';
 import { DEFAULT_CHANGE_SCAN_MS, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
 
-export {
-  type Drop,
-  DROP_REASONS,
-  type DropReason,
-  entryTtlMs,
-  type HeadContext,
-  headField,
-  HeadLedger,
-  headsToApply,
-  MAX_ENTRY_BYTES,
-  MAX_ENTRY_TTL_MS,
-  MAX_HEADS_PER_MESSAGE,
-  MAX_ID_LENGTH,
-  MAX_SNAPSHOT_ENTRIES,
-  messagesOf,
-  MIN_ENTRY_TTL_MS,
-  parseMessage,
-  type SharedHead,
-  type StateMessage,
-  TTL_INTERVALS,
-} from './merge.ts';
+export { type Drop, DROP_REASONS, type DropReason, entryTtlMs, type HeadContext, headField, HeadLedger, headsToApply, MAX_ENTRY_BYTES, MAX_ENTRY_TTL_MS, MAX_HEADS_PER_MESSAGE, MAX_ID_LENGTH, MAX_SNAPSHOT_ENTRIES, messagesOf, MIN_ENTRY_TTL_MS, parseMessage, type SharedHead, type StateMessage, TTL_INTERVALS } from './merge.ts';
 export { type DropSinks, DropTally } from './drops.ts';
 export { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch, type PingWatchOptions } from './link.ts';
 export { entriesOfReply, MAX_OP_NAME, MAX_OP_PAYLOAD_BYTES, MAX_OUTBOX, opFields, type OpEntry, type OpFields, OPS_READ_COUNT, OpsOutbox, parseOpEntry } from './ops.ts';

@@ -60,10 +60,11 @@ export const MAX_ENTRY_BYTES = 1024 * 1024;
 export const MAX_ID_LENGTH = 256;
 /** Most snapshot entries (replicas) read in one pass; a larger hash is not read at all. */
 export const MAX_SNAPSHOT_ENTRIES = 1024;
-/** Shortest and longest entry TTL, ms. */
+/** Shortest entry TTL, ms (a short snapshot interval still leaves room for clock skew). */
 export const MIN_ENTRY_TTL_MS = 3000;
+/** Longest entry TTL, ms (a head survives its last confirming replica at most this long). */
 export const MAX_ENTRY_TTL_MS = 10 * 60_000;
-/** TTL in snapshot intervals. */
+/** TTL in snapshot intervals: a live replica rewrites its entry every interval, so two may be missed. */
 export const TTL_INTERVALS = 3;
 
 /**
