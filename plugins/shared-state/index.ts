@@ -3,10 +3,15 @@
  * heads (latest, finalized) and what operators change (cordons, API-key changes through
  * `/admin`) through Redis, off the request path.
  *
- * Heads: each replica publishes heads that moved to `<clusterKey>:state` (with its replica id)
- * and applies what other replicas publish, forward-only per upstream (matched by project id +
- * upstream id); every `snapshotInterval` it reads and writes the hash `<clusterKey>:heads` (field
- * `<project>/<upstream>` → `latest,finalized`), so a replica that starts or reconnects catches up.
+ * Heads: each replica publishes the heads it observed itself that moved to `<clusterKey>:state`
+ * (`{replica, at, heads}`: its id and the time, ms) and applies what other replicas publish,
+ * forward-only per upstream (matched by project id + upstream id) and only when its chain state
+ * does not judge the head implausible (spec §2.8); every `snapshotInterval` it reads the hash
+ * `<clusterKey>:snapshot` (one field per replica, the same shape) and rewrites its own field, so
+ * a replica that starts or reconnects catches up. Entries older than the TTL (`entryTtlMs`: three
+ * intervals, 3 s to 10 min) are ignored (and deleted from the hash): a head lives in the fleet
+ * only while a replica that saw it keeps saying so. Bad entries are dropped and counted
+ * (`svc_shared_state_dropped_total{reason}`, merge.ts and drops.ts).
  *
  * Operator changes: the plugin registers a fleet relay (svc/plugin `registerFleetRelay`), so
  * every worker broadcast of this process (the admin plugin's replay of cordons and API-key
@@ -34,16 +39,18 @@
  * `database.sharedState` and `clusterKey` rewritten into `sharedState` at load); this file wires Redis.
  */
 import { randomUUID } from 'node:crypto';
-import { Gauge } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import { CHAIN_STATE_SERVICE, fleetReplicaId, type FleetRelayRegistration, openRedisClient, type Plugin, type PluginHost, registerFleetRelay, type Upstream, type Network } from 'svc/plugin';
 import { normalizeSharedStateShapes } from './erpc.ts';
 import { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch } from './link.ts';
-import { headField, HeadLedger, headsToApply, parseMessage, parseSnapshotValue, type SharedHead } from './merge.ts';
+import { type DropReason, entryTtlMs, type HeadContext, HeadLedger, headsToApply, MAX_SNAPSHOT_ENTRIES, messagesOf, parseMessage, type SharedHead } from './merge.ts';
+import { DropTally } from './drops.ts';
 import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox } from './ops.ts';
 import { ClientCloser } from './close.ts';
 import { DEFAULT_CHANGE_SCAN_MS, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
 
-export { headField, HeadLedger, headsToApply, MAX_HEADS_PER_MESSAGE, parseMessage, parseSnapshotValue, type SharedHead, type StateMessage } from './merge.ts';
+export { type Drop, DROP_REASONS, type DropReason, entryTtlMs, type HeadContext, headField, HeadLedger, headsToApply, MAX_ENTRY_BYTES, MAX_ENTRY_TTL_MS, MAX_HEADS_PER_MESSAGE, MAX_ID_LENGTH, MAX_SNAPSHOT_ENTRIES, messagesOf, MIN_ENTRY_TTL_MS, parseMessage, type SharedHead, type StateMessage, TTL_INTERVALS } from './merge.ts';
+export { type DropSinks, DropTally } from './drops.ts';
 export { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch, type PingWatchOptions } from './link.ts';
 export { entriesOfReply, MAX_OP_NAME, MAX_OP_PAYLOAD_BYTES, MAX_OUTBOX, opFields, type OpEntry, type OpFields, OPS_READ_COUNT, OpsOutbox, parseOpEntry } from './ops.ts';
 export { ClientCloser, CLOSE_WAIT_MS } from './close.ts';
@@ -102,6 +109,8 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
       let closed = false;
       const timers: NodeJS.Timeout[] = [];
       const gauge = new Gauge({ name: 'svc_shared_state_connected', help: 'Whether this replica is connected to the shared-state Redis (1) or serves from its own view (0)', registers: [host.metrics] });
+      const dropped = new Counter({ name: 'svc_shared_state_dropped_total', help: 'Shared-state heads and entries read from Redis and not applied, by reason (malformed, oversized, out_of_range, stale, unknown, implausible)', labelNames: ['reason'], registers: [host.metrics] });
+      for (const reason of DropTally.reasons) dropped.inc({ reason }, 0);
       const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
       const find = (project: string, upstream: string): { network: Network; upstream: Upstream } | undefined => {
@@ -111,11 +120,19 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         for (const network of p.networks.values()) if (network.upstreams.includes(u)) return { network, upstream: u };
         return undefined;
       };
-      const known = (h: SharedHead) => {
-        const at = find(h.project, h.upstream);
-        if (!at) return undefined;
-        const s = host.chainState(at.network).peek(at.upstream);
-        return { latest: s?.latest ?? 0, finalized: s?.finalized ?? 0 };
+      // The same plausibility rule as this replica's own polls: a head another replica (or
+      // anything that writes to Redis) reports moves nothing it would not move here.
+      const context: HeadContext = {
+        known: (h) => {
+          const at = find(h.project, h.upstream);
+          if (!at) return undefined;
+          const s = host.chainState(at.network).peek(at.upstream);
+          return { latest: s?.latest ?? 0, finalized: s?.finalized ?? 0 };
+        },
+        judge: (h, n, kind) => {
+          const at = find(h.project, h.upstream);
+          return at ? host.chainState(at.network).judgeHead(n, kind, at.upstream) : 'implausible';
+        },
       };
       const apply = (heads: SharedHead[]): void => {
         const service = host.services.get(CHAIN_STATE_SERVICE);
@@ -153,7 +170,15 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         const settings = configuredSettings;
         if (!settings || closed) return;
         const channel = `${settings.clusterKey}:state`;
-        const hash = `${settings.clusterKey}:heads`;
+        const hash = `${settings.clusterKey}:snapshot`;
+        const ttlMs = entryTtlMs(settings.snapshotIntervalMs);
+        const tally = new DropTally(
+          {
+            count: (reason) => dropped.inc({ reason }),
+            log: (reason, n) => host.logger.warn({ reason, dropped: n }, 'shared state: entries read from Redis dropped (see svc_shared_state_dropped_total)'),
+          },
+          settings.snapshotIntervalMs,
+        );
         const stream = `${settings.clusterKey}:ops`;
         const outbox = new OpsOutbox();
         // Connected means every connection is ready (commands, the subscription, the stream
@@ -181,15 +206,29 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         const writable = (): boolean => main.isReady && !watch?.frozen;
         answering = writable;
 
+        // Every other replica's entry, each checked like a channel message; stale ones are
+        // deleted (their writer is gone). A hash with more entries than any fleet has is not read.
         const readSnapshot = async (): Promise<void> => {
+          if ((await main.hLen(hash)) > MAX_SNAPSHOT_ENTRIES) return tally.drop('oversized');
           const all = await main.hGetAll(hash);
-          const heads: SharedHead[] = [];
+          const now = Date.now();
+          const stale: string[] = [];
           for (const [field, value] of Object.entries(all)) {
-            const slash = field.indexOf('/');
-            if (slash < 0) continue;
-            heads.push({ project: field.slice(0, slash), upstream: field.slice(slash + 1), ...parseSnapshotValue(value) });
+            if (field === replica) continue;
+            let reason: DropReason | undefined;
+            const msg = parseMessage(value, now, ttlMs, (r) => {
+              reason ??= r;
+              tally.drop(r);
+            });
+            if (reason === 'stale') stale.push(field);
+            if (!msg) continue;
+            if (msg.replica !== field) {
+              tally.drop('malformed');
+              continue;
+            }
+            apply(headsToApply(msg, replica, context, tally.drop));
           }
-          apply(headsToApply({ replica: '', heads }, replica, known));
+          if (stale.length > 0) await main.hDel(hash, stale);
         };
 
         // Operator changes of this process → the stream, in order; kept while Redis is away.
@@ -281,8 +320,8 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
           .connect()
           .then(() =>
             sub.subscribe(channel, (text) => {
-              const msg = parseMessage(text);
-              if (msg) apply(headsToApply(msg, replica, known));
+              const msg = parseMessage(text, Date.now(), ttlMs, tally.drop);
+              if (msg) apply(headsToApply(msg, replica, context, tally.drop));
             }),
           )
           .catch(onError);
@@ -309,18 +348,21 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
             if (!writable()) return;
             const heads = ledger.changed(local());
             if (heads.length === 0) return;
-            main.publish(channel, JSON.stringify({ replica, heads })).catch(onError);
+            for (const m of messagesOf(replica, heads, Date.now())) main.publish(channel, m).catch(onError);
           }, scanMs),
         );
-        // Snapshot: catch up on what was missed, then write this replica's view (now at least the snapshot's).
+        // Snapshot: catch up on what was missed, then rewrite this replica's own entry (the heads
+        // it observed itself, never what it learned: a head outlives no replica that saw it).
+        // The hash expires too, so it goes once every replica is gone.
         timers.push(
           setInterval(() => {
             if (!writable()) return;
             readSnapshot()
               .then(async () => {
-                const fields: Record<string, string> = {};
-                for (const h of local()) fields[headField(h.project, h.upstream)] = `${h.latest},${h.finalized}`;
-                if (Object.keys(fields).length > 0) await main.hSet(hash, fields);
+                const mine = ledger.ownHeads(local());
+                if (mine.length === 0) return;
+                await main.hSet(hash, replica, messagesOf(replica, mine, Date.now())[0] as string);
+                await main.pExpire(hash, ttlMs);
               })
               .catch(onError);
           }, settings.snapshotIntervalMs),

@@ -17,7 +17,7 @@ export const sharedStateSchema: SchemaFragment = {
       {
         redis: Strict({ uri: Type.String({ minLength: 1, description: 'redis://[user:password@]host:port[/db] (redacted in logs and the admin config view)' }) }, { description: 'the Redis every replica of the deployment shares' }),
         clusterKey: Type.Optional(Type.String({ minLength: 1, maxLength: 200, default: 'svc', description: 'prefix of the channel and keys: keeps two deployments on one Redis apart' })),
-        snapshotInterval: Type.Optional(Duration({ default: '5s', description: 'how often a replica reads and writes the heads snapshot (a replica that starts or reconnects catches up from it)' })),
+        snapshotInterval: Type.Optional(Duration({ default: '5s', description: 'how often a replica reads the heads snapshot and rewrites its own entry (a replica that starts or reconnects catches up from it); an entry lives three intervals (3 s to 10 min), then it is ignored' })),
         opsLogMaxLength: Type.Optional(
           Type.Integer({
             minimum: 100,
@@ -38,7 +38,7 @@ export interface SharedStateSettings {
   redis: { uri: string };
   /** Channel and key prefix. */
   clusterKey: string;
-  /** Snapshot interval, ms. */
+  /** Snapshot interval, ms; shared entries live three of them (merge.ts `entryTtlMs`). */
   snapshotIntervalMs: number;
   /** Bound of the operator-change stream, entries. */
   opsLogMaxLength: number;
