@@ -29,7 +29,7 @@ describe('chaos [9] lying upstream: one upstream never decides what every client
       network: { failsafe: [{ matchMethod: 'eth_getBlockByNumber', consensus: { maxParticipants: 3, agreementThreshold: 2 } }, { matchMethod: '*' }] },
     });
     try {
-      const served: string[] = [];
+      const wrong: string[] = [];
       // Finalized blocks (anvil's finalized is 64 behind latest): cached for good once served.
       for (const [i, key] of ['"result"', '"res\\u0075lt"'].entries()) {
         for (let k = 0; k < scale(1); k++) {
@@ -40,13 +40,13 @@ describe('chaos [9] lying upstream: one upstream never decides what every client
           d.proxies[0]!.lieRaw('eth_getBlockByNumber', (call, id) => (call.params[0] === n ? `{"jsonrpc":"2.0","id":${id},"result":${forged},${key}:${JSON.stringify(truth)}}` : undefined));
           const first = await d.rpc('eth_getBlockByNumber', [n, false]);
           cls.attack();
-          served.push(`${key} ${n} first: ${first.json?.result?.hash}`);
-          expect(first.json?.result, `${key} ${n}: the first answer (${first.text.slice(0, 120)})`).to.deep.equal(truth);
+          if (JSON.stringify(first.json?.result) !== JSON.stringify(truth)) wrong.push(`${key} ${n} first answer: hash ${first.json?.result?.hash ?? first.text.slice(0, 80)}`);
           let hit: SvcResponse | undefined;
           await waitFor(async () => (hit = await d.rpc('eth_getBlockByNumber', [n, false])).headers['x-svc-cache'] === 'HIT', 5000);
-          expect(hit!.json.result, `${key} ${n}: the cached answer`).to.deep.equal(truth);
+          if (JSON.stringify(hit!.json.result) !== JSON.stringify(truth)) wrong.push(`${key} ${n} cached answer: hash ${hit!.json.result?.hash}`);
         }
       }
+      expect(wrong, 'forged blocks served').to.deep.equal([]);
       expect(d.proxies[0]!.told('eth_getBlockByNumber'), 'the liar was asked and lied').to.be.at.least(2);
     } finally {
       await d.stop();
@@ -80,9 +80,10 @@ describe('chaos [9] lying upstream: one upstream never decides what every client
       await waitFor(() => liar.told() === 1, 5000);
       cls.attack();
       const n = hex(Number(real.number) - 1);
-      let cached: SvcResponse | undefined;
-      await waitFor(async () => (cached = await d.rpc('eth_getBlockByNumber', [n, false])).headers['x-svc-cache'] === 'HIT', 5000);
-      const old = cached!.json.result.hash as string;
+      // Read a few times, so a cache that takes the block for final holds it (an honest svc
+      // may cache it as unfinalized, or not at all: no hit is required here).
+      const old = ((await d.node.rpc('eth_getBlockByNumber', [n, false])) as { hash: string }).hash;
+      for (let i = 0; i < 3; i++) expect((await d.rpc('eth_getBlockByNumber', [n, false])).json?.result?.hash).to.equal(old);
 
       const state = (await import('../../plugins/evm-state/chain.ts')).chainStateOf(d.svc.proxy.projects.get('main')!.networks.get('evm:31337')!);
       const seen = state.lastReorg?.at ?? 0;
