@@ -122,8 +122,10 @@ describe('chaos [9] lying upstream: a fleet and its subscribers', function () {
     it('a far-future head told by one upstream to one replica only makes no replica (nor one started later) answer it', async () => {
       const real = (await node.rpc('eth_getBlockByNumber', ['latest', false])) as Record<string, unknown>;
       liar.lie('eth_getBlockByNumber', (c) => (c.params[0] === 'latest' ? { ...real, number: hex(FAR), hash: `0x${'88'.repeat(32)}` } : undefined), 3);
-      await waitFor(() => liar.told() === 3, 5000);
-      cls.attack(3);
+      // Replica 1's poller of `a` reads it every 100 ms; a fixed svc may stop asking the liar.
+      await waitFor(() => liar.told() === 3, 5000).catch(() => undefined);
+      expect(liar.told(), 'the lie was told').to.be.at.least(1);
+      cls.attack(liar.told());
       const bad = await bogusAnswers(replicas, pick(1500, 5000));
       replicas.push(await replica(node.url));
       await connected(replicas[3]!);
