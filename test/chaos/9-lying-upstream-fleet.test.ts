@@ -166,9 +166,9 @@ describe('chaos [9] lying upstream: a fleet and its subscribers', function () {
       const bogus = { ...real, number: hex(FAR), hash: `0x${'99'.repeat(32)}`, parentHash: `0x${'98'.repeat(32)}` };
       liar.lie('eth_getBlockByNumber', (c) => (c.params[0] === 'latest' ? bogus : undefined), 1);
       // Its WebSocket feed announces the block too, waking the follower at once.
-      liar.pushWs(JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: '0x1', result: bogus } }));
+      const pushed = liar.pushNewHead(bogus);
       await waitFor(() => liar.told() === 1, 5000);
-      cls.attack(2);
+      cls.attack(1 + pushed);
 
       const mined: number[] = [];
       for (let i = 0; i < pick(3, 10); i++) {

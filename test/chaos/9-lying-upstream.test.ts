@@ -99,7 +99,8 @@ describe('chaos [9] lying upstream: one upstream never decides what every client
         cls.attack();
         answers.push(`${r.headers['x-svc-cache']} ${r.json?.result?.hash === old ? 'old' : r.json?.result?.hash === fresh ? 'new' : r.text.slice(0, 80)}`);
       }
-      expect(answers.filter((a) => a.endsWith(' old')), `answers after the reorg: ${answers.join(', ')}`).to.deep.equal([]);
+      const stale = answers.filter((a) => a.endsWith(' old'));
+      expect(stale.length, `answers from the abandoned block among ${answers.length}: ${answers.slice(0, 10).join(', ')}`).to.equal(0);
     } finally {
       await d.stop();
     }

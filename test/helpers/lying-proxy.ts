@@ -50,12 +50,27 @@ export interface LyingProxy {
   retarget(url: string): void;
   /** Sends a raw text message to every open client WebSocket. */
   pushWs(text: string): void;
+  /**
+   * Sends a forged `newHeads` notification (the block as its header) on every `newHeads`
+   * subscription a client opened through the proxy, under the node's subscription id.
+   * @returns how many notifications were sent
+   */
+  pushNewHead(block: unknown): number;
   /** Sends one call to the current target directly (for a lie built from a real answer). */
   forward(method: string, params?: unknown[]): Promise<any>;
   close(): Promise<void>;
 }
 
 const MAX_CALLS = 10_000;
+
+/** The JSON value of a text, or undefined when it is not JSON. */
+function parseOr(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Starts a lying proxy in front of a node.
@@ -66,6 +81,8 @@ export async function startLyingProxy(target: string): Promise<LyingProxy> {
   const lies = new Map<string, { lie: Lie; left: number }>();
   const told = new Map<string, number>();
   const sockets = new Set<WebSocket>();
+  /** Per client socket: ids of its pending `eth_subscribe newHeads` calls, and the node's subscription ids. */
+  const newHeads = new Map<WebSocket, { pending: Set<unknown>; subs: Set<string> }>();
 
   async function forwardText(text: string): Promise<string> {
     const r = await fetch(node, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
@@ -112,9 +129,23 @@ export async function startLyingProxy(target: string): Promise<LyingProxy> {
       const queued: string[] = [];
       sockets.add(client);
       up.on('open', () => queued.splice(0).forEach((m) => up.send(m)));
-      up.on('message', (m) => client.readyState === WebSocket.OPEN && client.send(m.toString()));
-      client.on('message', (m) => (up.readyState === WebSocket.OPEN ? up.send(m.toString()) : queued.push(m.toString())));
+      const heads = { pending: new Set<unknown>(), subs: new Set<string>() };
+      newHeads.set(client, heads);
+      up.on('message', (m) => {
+        const text = m.toString();
+        const doc = parseOr(text) as { id?: unknown; result?: unknown } | undefined;
+        if (doc && heads.pending.delete(doc.id) && typeof doc.result === 'string') heads.subs.add(doc.result);
+        if (client.readyState === WebSocket.OPEN) client.send(text);
+      });
+      client.on('message', (m) => {
+        const text = m.toString();
+        const doc = parseOr(text) as { id?: unknown; method?: unknown; params?: unknown[] } | undefined;
+        if (doc?.method === 'eth_subscribe' && doc.params?.[0] === 'newHeads') heads.pending.add(doc.id);
+        if (up.readyState === WebSocket.OPEN) up.send(text);
+        else queued.push(text);
+      });
       const end = () => {
+        newHeads.delete(client);
         sockets.delete(client);
         client.terminate();
         up.terminate();
@@ -151,6 +182,17 @@ export async function startLyingProxy(target: string): Promise<LyingProxy> {
     },
     pushWs: (text) => {
       for (const s of sockets) if (s.readyState === WebSocket.OPEN) s.send(text);
+    },
+    pushNewHead: (block) => {
+      let sent = 0;
+      for (const [s, h] of newHeads) {
+        for (const sub of h.subs) {
+          if (s.readyState !== WebSocket.OPEN) continue;
+          s.send(JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: sub, result: block } }));
+          sent++;
+        }
+      }
+      return sent;
     },
     forward: async (method, params = []) => {
       const doc = JSON.parse(await forwardText(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }))) as { result?: unknown; error?: { message: string } };
