@@ -36,7 +36,7 @@ export function pick<T>(short: T, full: T): T {
 
 /** What the summary line of one attack class reports. */
 interface ClassStats {
-  /** The class number of the hostile review (1-8). */
+  /** The class number of the hostile review (1-9). */
   n: number;
   title: string;
   passed: number;
@@ -66,7 +66,7 @@ export interface ChaosClass {
 /**
  * Registers the current `describe` as attack class `n`: an `afterEach` records each test's
  * outcome for the summary. Call it once, inside the class's top-level `describe` callback.
- * @param n class number (1-8, the order of the hostile review)
+ * @param n class number (1-9, the order of the hostile review)
  * @param title short name of what is attacked
  */
 export function chaosClass(n: number, title: string): ChaosClass {

@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { startAnvilCluster, type AnvilCluster } from '../helpers/anvil-cluster.ts';
-import { duplicateResult, startLyingProxy, type LyingProxy } from '../helpers/lying-proxy.ts';
+import { startLyingProxy, type LyingProxy } from '../helpers/lying-proxy.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 
 const CHAIN = 31337;
@@ -21,15 +21,24 @@ describe('e2e: answers with a member given twice (one parse, one truth)', functi
   let liar: LyingProxy;
   const open: SvcHandle[] = [];
 
-  /** The forged block: the true one with another hash, made larger so "prefer larger" would pick it. */
-  const forge = (escaped: boolean) => (call: { method: string; id: unknown }, answer: { result?: unknown }) => {
-    if (call.method !== 'eth_getBlockByNumber' || !answer.result || typeof answer.result !== 'object') return undefined;
-    const forged = { ...(answer.result as Record<string, unknown>), hash: FORGED_HASH, extraData: `0x${'ab'.repeat(512)}` };
-    return duplicateResult(call.id, forged, answer.result, escaped);
+  /**
+   * Answers `eth_getBlockByNumber(block)` with the forged block first and the true one second:
+   * the forged one is the true one with another hash, made larger so "prefer larger" would pick it.
+   */
+  const forge = async (block: string, escaped: boolean) => {
+    const truth = (await liar.forward('eth_getBlockByNumber', [block, false])) as Record<string, unknown>;
+    const forged = { ...truth, hash: FORGED_HASH, extraData: `0x${'ab'.repeat(512)}` };
+    const second = escaped ? '"res\\u0075lt"' : '"result"';
+    liar.truth();
+    liar.lieRaw('eth_getBlockByNumber', (_call, id) => `{"jsonrpc":"2.0","id":${id},"result":${JSON.stringify(forged)},${second}:${JSON.stringify(truth)}}`);
+    return truth;
   };
 
   async function svcWith(network: Record<string, unknown>, cache: boolean): Promise<SvcHandle> {
-    const [a, b] = cluster.upstreams({ evm: { statePollerInterval: '1h' } });
+    // One chain behind every upstream: the honest ones agree byte for byte with the liar's truth.
+    const node = cluster.nodes[0]!.url;
+    const a = { id: 'a', endpoint: node, evm: { chainId: CHAIN, statePollerInterval: '1h' } };
+    const b = { id: 'b', endpoint: `${node.replace(/\/$/, '')}/?b`, evm: { chainId: CHAIN, statePollerInterval: '1h' } };
     const svc = await startSvc({
       ...(cache ? {} : NO_CACHE),
       server: { executionHeaders: 'all' },
@@ -49,11 +58,9 @@ describe('e2e: answers with a member given twice (one parse, one truth)', functi
   }
 
   before(async () => {
-    cluster = await startAnvilCluster({ count: 3, chainId: CHAIN });
+    cluster = await startAnvilCluster({ count: 1, chainId: CHAIN });
     await cluster.mine(0, 3);
-    await cluster.mine(1, 3);
-    await cluster.mine(2, 3);
-    liar = await startLyingProxy(cluster.nodes[2]!.url);
+    liar = await startLyingProxy(cluster.nodes[0]!.url);
   });
   afterEach(async () => {
     while (open.length) await open.pop()!.close();
@@ -66,9 +73,8 @@ describe('e2e: answers with a member given twice (one parse, one truth)', functi
   for (const escaped of [false, true]) {
     const spelled = escaped ? 'the second spelled res\\u0075lt' : 'plain';
     it(`2-of-3 consensus never serves nor caches the forged first member (${spelled})`, async () => {
-      liar.rewrite = forge(escaped);
+      const truth = await forge('0x2', escaped);
       const svc = await svcWith({ failsafe: [{ matchMethod: '*', consensus: { maxParticipants: 3, agreementThreshold: 2, preferLargerResponses: true } }] }, true);
-      const truth = (await cluster.node(0).rpc('eth_getBlockByNumber', ['0x2', false])) as { hash: string };
       for (let i = 0; i < 4; i++) {
         const res = await svc.post(PATH, rpc('eth_getBlockByNumber', ['0x2', false], i + 1));
         expect(res.status).to.equal(200);
@@ -76,13 +82,12 @@ describe('e2e: answers with a member given twice (one parse, one truth)', functi
         expect(res.text).to.not.include(FORGED_HASH);
       }
       // The liar was asked, and its answer was refused as malformed (counted, not voted).
-      expect(liar.calls.some((c) => c.method === 'eth_getBlockByNumber')).to.equal(true);
+      expect(liar.told('eth_getBlockByNumber')).to.be.greaterThan(0);
     });
 
     it(`without consensus the lying upstream's answer is refused and another upstream serves (${spelled})`, async () => {
-      liar.rewrite = forge(escaped);
+      const truth = await forge('0x1', escaped);
       const svc = await svcWith({}, false);
-      const truth = (await cluster.node(0).rpc('eth_getBlockByNumber', ['0x1', false])) as { hash: string };
       const res = await svc.post(PATH, rpc('eth_getBlockByNumber', ['0x1', false]));
       expect(res.status).to.equal(200);
       expect(res.json.result.hash).to.equal(truth.hash);

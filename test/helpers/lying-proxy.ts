@@ -1,123 +1,211 @@
 /**
- * A lying upstream for tests: a small HTTP proxy on a free loopback port in front of a real node
- * (anvil), forwarding every request and answering what the node answered, except where the test
- * says otherwise. It plays the real-world faults the hostile suite's "lying upstream" class
- * attacks: a node that reports a far-future head, a load balancer that routes to another chain,
- * an answer with a member given twice. Single calls only are rewritten; batches pass through.
+ * A lying upstream for the hostile suite: node:http on 127.0.0.1 in front of a real node
+ * (anvil) that forwards every call as is, except those a lie set with {@link LyingProxy.lie}
+ * answers first, with bytes of the test's choosing (a forged block, a duplicated `result`
+ * member, a head from the future, a `null`). WebSocket upgrades on the same port are piped to
+ * the node's WebSocket (anvil serves it on its HTTP port), and {@link LyingProxy.pushWs} sends
+ * a forged message to every open socket (a bogus `newHeads` notification). Batches are split and
+ * each element goes through the same rules. {@link LyingProxy.retarget} moves the forwarding to
+ * another node (a load balancer that switches networks after the probe).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
-import { listenOnLoopback } from './ports.ts';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocket, WebSocketServer } from 'ws';
 
-/** One call as the proxy saw it, with the node's answer. */
-export interface ProxiedCall {
-  /** The JSON-RPC method. */
-  method: string;
-  /** The params as sent. */
-  params: unknown;
-  /** The id as sent (svc's own id). */
+/** One JSON-RPC call the proxy received. */
+export interface LiedCall {
   id: unknown;
+  method: string;
+  params: unknown[];
 }
 
 /**
- * Rewrites one answer: returns the body to send instead (text, sent as is), or undefined to pass
- * the node's answer through.
- * @param call the call
- * @param answer the node's answer, parsed
- * @param text the node's answer as sent
+ * A lie: given a call, the raw JSON text of the whole answer to send instead of the node's, or
+ * `undefined` to forward. {@link LyingProxy.lie} wraps a `result` value; a raw lie is needed for
+ * bytes JSON.stringify cannot write (two members of one name).
  */
-export type Rewrite = (call: ProxiedCall, answer: { id?: unknown; result?: unknown; error?: unknown }, text: string) => string | undefined;
+export type Lie = (call: LiedCall) => string | undefined | Promise<string | undefined>;
 
 /** A running lying proxy. */
 export interface LyingProxy {
-  /** `http://127.0.0.1:<port>/`. */
+  /** `http://127.0.0.1:<port>`. */
   url: string;
-  /** Single calls received, in order. */
-  calls: ProxiedCall[];
-  /** The rewrite in force (undefined: an honest proxy). */
-  rewrite: Rewrite | undefined;
-  /** Where requests go; may be changed while running (a load balancer switching nodes). */
-  target: string;
-  /** Closes the proxy and its sockets. */
+  /** `ws://127.0.0.1:<port>` (piped to the node's WebSocket). */
+  wsUrl: string;
+  /** Calls received, in arrival order (the last 10,000). */
+  calls: LiedCall[];
+  /**
+   * Answers calls of `method` for which `result` returns a value with `{"result": <that value>}`
+   * instead of forwarding, at most `times` times (default: until {@link LyingProxy.truth}).
+   * @param result the forged result (JSON-encoded), or `undefined` to forward this call
+   */
+  lie(method: string, result: (call: LiedCall) => unknown, times?: number): void;
+  /** As {@link LyingProxy.lie}, with the whole answer's raw text (`id` is the call's, JSON-encoded). */
+  lieRaw(method: string, answer: (call: LiedCall, id: string) => string | undefined, times?: number): void;
+  /** Stops every lie. */
+  truth(): void;
+  /** How many answers were forged so far (of one method, or all). */
+  told(method?: string): number;
+  /** Forwards everything from now on to another node (HTTP and new WebSockets). */
+  retarget(url: string): void;
+  /** Sends a raw text message to every open client WebSocket. */
+  pushWs(text: string): void;
+  /**
+   * Sends a forged `newHeads` notification (the block as its header) on every `newHeads`
+   * subscription a client opened through the proxy, under the node's subscription id.
+   * @returns how many notifications were sent
+   */
+  pushNewHead(block: unknown): number;
+  /** Sends one call to the current target directly (for a lie built from a real answer). */
+  forward(method: string, params?: unknown[]): Promise<any>;
   close(): Promise<void>;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
+const MAX_CALLS = 10_000;
+
+/** The JSON value of a text, or undefined when it is not JSON. */
+function parseOr(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Starts a lying proxy in front of a node.
+ * @param target the node's HTTP URL (its WebSocket is the same address with `ws:`)
+ */
+export async function startLyingProxy(target: string): Promise<LyingProxy> {
+  let node = target;
+  const lies = new Map<string, { lie: Lie; left: number }>();
+  const told = new Map<string, number>();
+  const sockets = new Set<WebSocket>();
+  /** Per client socket: ids of its pending `eth_subscribe newHeads` calls, and the node's subscription ids. */
+  const newHeads = new Map<WebSocket, { pending: Set<unknown>; subs: Set<string> }>();
+
+  async function forwardText(text: string): Promise<string> {
+    const r = await fetch(node, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
+    return r.text();
+  }
+
+  async function one(doc: unknown): Promise<string> {
+    const d = doc as { id?: unknown; method?: unknown; params?: unknown };
+    if (typeof d === 'object' && d !== null && typeof d.method === 'string') {
+      const call: LiedCall = { id: d.id ?? null, method: d.method, params: Array.isArray(d.params) ? d.params : [] };
+      proxy.calls.push(call);
+      if (proxy.calls.length > MAX_CALLS) proxy.calls.splice(0, proxy.calls.length - MAX_CALLS);
+      const rule = lies.get(call.method);
+      if (rule && rule.left > 0) {
+        const forged = await rule.lie(call);
+        if (forged !== undefined) {
+          rule.left--;
+          told.set(call.method, (told.get(call.method) ?? 0) + 1);
+          return forged;
+        }
+      }
+    }
+    return forwardText(JSON.stringify(doc));
+  }
+
+  const server: Server = createServer((req: IncomingMessage, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-/**
- * Starts a lying proxy in front of `target`.
- * @param target the node's URL
- * @param rewrite the initial rewrite (default none)
- * @returns the running proxy
- */
-export async function startLyingProxy(target: string, rewrite?: Rewrite): Promise<LyingProxy> {
-  const sockets = new Set<Socket>();
-  const proxy: LyingProxy = {
-    url: '',
-    calls: [],
-    rewrite,
-    target,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    void (async () => {
-      const body = await readBody(req);
-      let call: ProxiedCall | undefined;
-      try {
-        const doc = JSON.parse(body) as unknown;
-        if (doc && typeof doc === 'object' && !Array.isArray(doc)) {
-          const o = doc as { method?: unknown; params?: unknown; id?: unknown };
-          call = { method: String(o.method), params: o.params, id: o.id };
-          proxy.calls.push(call);
-        }
-      } catch {
-        /* forwarded as is: the node answers the parse error */
-      }
-      const upstream = await fetch(proxy.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-      const text = await upstream.text();
-      let out = text;
-      if (call && proxy.rewrite) {
-        try {
-          out = proxy.rewrite(call, JSON.parse(text) as { id?: unknown; result?: unknown; error?: unknown }, text) ?? text;
-        } catch {
-          out = text;
-        }
-      }
-      res.writeHead(upstream.status, { 'content-type': 'application/json' });
-      res.end(out);
-    })().catch(() => {
-      res.writeHead(502);
-      res.end();
+    req.on('end', () => {
+      void (async () => {
+        const doc = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+        const body = Array.isArray(doc) ? `[${(await Promise.all(doc.map(one))).join(',')}]` : await one(doc);
+        if (!res.destroyed) res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+      })().catch(() => {
+        if (!res.destroyed) res.writeHead(502).end();
+      });
     });
   });
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  const port = await listenOnLoopback(server, 'lying proxy');
-  proxy.url = `http://127.0.0.1:${port}/`;
-  return proxy;
-}
 
-/**
- * A JSON-RPC answer text with `result` given twice: the forged value first (what a byte-level
- * reader takes), the true one last (what `JSON.parse` keeps).
- * @param id the request id (as sent by svc)
- * @param forged the first `result`
- * @param truth the second `result`
- * @param escaped spell the second name `res\u0075lt`, which decodes to the same name
- */
-export function duplicateResult(id: unknown, forged: unknown, truth: unknown, escaped = false): string {
-  const second = escaped ? '"res\\u0075lt"' : '"result"';
-  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${JSON.stringify(forged)},${second}:${JSON.stringify(truth)}}`;
+  const wss = new WebSocketServer({ noServer: true });
+  server.on('upgrade', (req, socket, head) => {
+    wss.handleUpgrade(req, socket, head, (client) => {
+      const up = new WebSocket(node.replace(/^http/, 'ws'));
+      const queued: string[] = [];
+      sockets.add(client);
+      up.on('open', () => queued.splice(0).forEach((m) => up.send(m)));
+      const heads = { pending: new Set<unknown>(), subs: new Set<string>() };
+      newHeads.set(client, heads);
+      up.on('message', (m) => {
+        const text = m.toString();
+        const doc = parseOr(text) as { id?: unknown; result?: unknown } | undefined;
+        if (doc && heads.pending.delete(doc.id) && typeof doc.result === 'string') heads.subs.add(doc.result);
+        if (client.readyState === WebSocket.OPEN) client.send(text);
+      });
+      client.on('message', (m) => {
+        const text = m.toString();
+        const doc = parseOr(text) as { id?: unknown; method?: unknown; params?: unknown[] } | undefined;
+        if (doc?.method === 'eth_subscribe' && doc.params?.[0] === 'newHeads') heads.pending.add(doc.id);
+        if (up.readyState === WebSocket.OPEN) up.send(text);
+        else queued.push(text);
+      });
+      const end = () => {
+        newHeads.delete(client);
+        sockets.delete(client);
+        client.terminate();
+        up.terminate();
+      };
+      up.on('close', end);
+      up.on('error', end);
+      client.on('close', end);
+      client.on('error', end);
+    });
+  });
+
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as AddressInfo).port;
+  const proxy: LyingProxy = {
+    url: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}`,
+    calls: [],
+    lie: (method, result, times = Infinity) =>
+      proxy.lieRaw(
+        method,
+        (call, id) => {
+          const v = result(call);
+          return v === undefined ? undefined : `{"jsonrpc":"2.0","id":${id},"result":${JSON.stringify(v)}}`;
+        },
+        times,
+      ),
+    lieRaw: (method, answer, times = Infinity) => {
+      lies.set(method, { lie: (call) => answer(call, JSON.stringify(call.id)), left: times });
+    },
+    truth: () => lies.clear(),
+    told: (method) => (method ? (told.get(method) ?? 0) : [...told.values()].reduce((a, b) => a + b, 0)),
+    retarget: (url) => {
+      node = url;
+    },
+    pushWs: (text) => {
+      for (const s of sockets) if (s.readyState === WebSocket.OPEN) s.send(text);
+    },
+    pushNewHead: (block) => {
+      let sent = 0;
+      for (const [s, h] of newHeads) {
+        for (const sub of h.subs) {
+          if (s.readyState !== WebSocket.OPEN) continue;
+          s.send(JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: sub, result: block } }));
+          sent++;
+        }
+      }
+      return sent;
+    },
+    forward: async (method, params = []) => {
+      const doc = JSON.parse(await forwardText(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }))) as { result?: unknown; error?: { message: string } };
+      if (doc.error) throw new Error(`lying proxy: ${method} failed upstream: ${doc.error.message}`);
+      return doc.result;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.terminate();
+        wss.close();
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+  return proxy;
 }
