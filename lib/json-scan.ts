@@ -109,57 +109,6 @@ export function extractTopLevelValue(text: string, key: string): string | undefi
   return r ? text.slice(r[0], r[1]) : undefined;
 }
 
-/** What {@link scanTopLevelMembers} found in an object document. */
-export interface TopLevelScan {
-  /** `[start, end)` of the wanted member's value, when present once. */
-  at?: [number, number];
-  /**
-   * A member name given twice at the top level (escapes decoded, so `"res\u0075lt"` is
-   * `result`), capped at {@link MAX_REPORTED_NAME} characters; undefined when the names are distinct.
-   */
-  duplicate?: string;
-}
-
-/**
- * One pass over the top level of an upstream's answer (spec §4.2, one parse, one truth): where
- * the `key` member's value lies, and whether any top-level name is given twice. `JSON.parse`
- * keeps the last of two members while a byte-level reader keeps the first, so an answer with a
- * duplicate could be voted on as one value and served as another: callers refuse it instead.
- * Values are skipped, not parsed; nested objects are not checked (the whole value is what is
- * parsed, compared and served). Cost: one linear walk, no allocation but the names.
- * @param text a JSON object document (validated by the caller with `JSON.parse`)
- * @param key the member whose value range is wanted
- * @returns the value range of `key` and the first duplicate name, if any
- */
-export function scanTopLevelMembers(text: string, key: string): TopLevelScan {
-  const out: TopLevelScan = {};
-  let i = skipWs(text, 0);
-  if (text.charCodeAt(i) !== OPEN_BRACE) return out;
-  i++;
-  const names: string[] = [];
-  for (;;) {
-    i = skipWs(text, i);
-    if (text.charCodeAt(i) !== QUOTE) return out;
-    const keyEnd = skipString(text, i);
-    const name = keyText(text, i, keyEnd);
-    if (names.includes(name)) {
-      out.duplicate = name.length > MAX_REPORTED_NAME ? `${name.slice(0, MAX_REPORTED_NAME)}…` : name;
-      out.at = undefined;
-      return out;
-    }
-    // A JSON-RPC answer has a handful of members; an answer with many is bounded by its size cap.
-    names.push(name);
-    i = skipWs(text, keyEnd);
-    if (text.charCodeAt(i) !== COLON) return out;
-    i = skipWs(text, i + 1);
-    const end = skipValue(text, i);
-    if (name === key) out.at = [i, end];
-    i = skipWs(text, end);
-    if (text.charCodeAt(i) !== COMMA) return out;
-    i++;
-  }
-}
-
 /** One element of a top-level array: its raw text, where it starts, and its nesting depth (the element itself counts 1). */
 export interface ScannedElement {
   /** The element's raw JSON text, as written. */

@@ -16,7 +16,7 @@ import {
   type UpstreamErrorRaw,
 } from '../errors.ts';
 import { decodeBody, readBodyCapped, type BodyStream } from '../../lib/body.ts';
-import { extractTopLevelValue, scanTopLevelMembers } from '../../lib/json-scan.ts';
+import { extractTopLevelValue, findTopLevelValue } from '../../lib/json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../jsonrpc.ts';
 import { normaliseUpstreamError } from '../evm/normalize.ts';
 import { excerptOf, Redactor, safeDecode, secretsOf } from '../../lib/redact.ts';
@@ -299,12 +299,6 @@ export class HttpTransport {
       if (status >= 400) return this.throwFault({ status, message: this.excerpt(text), method });
       throw new ErrUpstreamMalformedResponse(`upstream ${up} answered a JSON value that is not a JSON-RPC response`, { details: { upstream: up } });
     }
-    // One parse, one truth: a member given twice would be voted on as JSON.parse's last value
-    // and served as the raw first one, so the answer is malformed (charged to this upstream).
-    const top = scanTopLevelMembers(text, 'result');
-    if (top.duplicate !== undefined) {
-      throw new ErrUpstreamMalformedResponse(`upstream ${up} answered with the member "${this.redactor.text(top.duplicate)}" given twice`, { details: { upstream: up }, upstreamStatus: status });
-    }
     const o = body as { id?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown; data?: unknown } };
     if (o.error && typeof o.error === 'object') return this.throwRpcError(status, text, o.error, method);
     if (status >= 400) return this.throwFault({ status, message: this.excerpt(text), method });
@@ -316,7 +310,7 @@ export class HttpTransport {
     // is, so the decoded text can go as soon as it was parsed (ASCII only: char = byte offsets).
     let r: RpcResult | undefined;
     if (bytes.length >= RAW_RESULT_MIN_BYTES && bytes.length === text.length) {
-      const at = top.at;
+      const at = findTopLevelValue(text, 'result');
       if (at) r = RpcResult.fromBytes(o.result, bytes.subarray(at[0], at[1]));
     }
     r ??= new RpcResult(o.result, text);
