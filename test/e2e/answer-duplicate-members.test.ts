@@ -22,9 +22,19 @@ const FORGED_HASH = `0x${'de'.repeat(32)}`;
 /** How the lying forwarder spells the second `result` member. */
 type Spelling = 'plain' | 'escaped';
 
+/** A forwarder that can lie. */
+interface Liar {
+  url: string;
+  /** Set: the next `eth_getBlockByNumber` answers lie, with that spelling. */
+  lie: Spelling | undefined;
+  /** Answers forged so far. */
+  lies: number;
+  close(): Promise<void>;
+}
+
 /** A forwarder to `target` that, while `lie` is set, answers `eth_getBlockByNumber` with a forged result member first. */
-async function startLiar(target: string): Promise<{ url: string; lie: Spelling | undefined; lies: number; close(): Promise<void> }> {
-  const liar = { url: '', lie: undefined as Spelling | undefined, lies: 0, close: async () => undefined };
+async function startLiar(target: string): Promise<Liar> {
+  const liar: Liar = { url: '', lie: undefined, lies: 0, close: async () => undefined };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -60,8 +70,8 @@ async function startLiar(target: string): Promise<{ url: string; lie: Spelling |
 describe('e2e: an upstream answer with a member given twice is malformed (spec §4.2)', function () {
   this.timeout(60_000);
   let node: AnvilHandle;
-  let liar: Awaited<ReturnType<typeof startLiar>>;
-  let honest: Array<Awaited<ReturnType<typeof startLiar>>>;
+  let liar: Liar;
+  let honest: Array<Liar>;
   const open: SvcHandle[] = [];
 
   /** svc with the liar first in config order, the cache on, and consensus when given. */
