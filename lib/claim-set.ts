@@ -14,16 +14,16 @@ export type ClaimOutcome = 'claimed' | 'taken' | 'full';
  * rather than evicting one whose use could then be repeated.
  */
 export class ClaimSet {
+  /** Most unexpired ids held; past it, new ids are refused. */
+  readonly maxItems: number;
   private readonly used: LRUCache<string, true>;
 
   /**
    * @param maxItems most unexpired ids held
    * @param now clock, ms (tests drive it)
    */
-  constructor(
-    readonly maxItems: number,
-    now: () => number = () => performance.now(),
-  ) {
+  constructor(maxItems: number, now: () => number = () => performance.now()) {
+    this.maxItems = maxItems;
     this.used = new LRUCache<string, true>({ max: maxItems, ttl: 1, ttlAutopurge: false, ttlResolution: 0, perf: { now } });
   }
 
