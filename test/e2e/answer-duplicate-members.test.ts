@@ -99,11 +99,11 @@ describe('e2e: an upstream answer with a member given twice is malformed (spec Â
   }
 
   /** The block's hash, read from each of two calls (the second may be a cache hit), and each answer's serving upstream. */
-  async function twice(svc: SvcHandle, block: string): Promise<Array<{ hash: unknown; status: number }>> {
+  async function twice(svc: SvcHandle, block: string): Promise<Array<{ hash: unknown; upstream?: string; attempts?: string }>> {
     const out = [];
     for (let i = 0; i < 2; i++) {
       const r = await svc.post(PATH, { jsonrpc: '2.0', id: i + 1, method: 'eth_getBlockByNumber', params: [block, false] });
-      out.push({ hash: r.json?.result?.hash, status: r.status });
+      out.push({ hash: r.json?.result?.hash, upstream: r.headers['x-svc-upstream'], attempts: r.headers['x-svc-upstreams'] });
     }
     return out;
   }
@@ -146,6 +146,9 @@ describe('e2e: an upstream answer with a member given twice is malformed (spec Â
       const got = await twice(svc, `0x${(Number(block) + 2).toString(16)}`);
       expect(liar.lies, 'the liar answered first').to.be.greaterThan(0);
       for (const g of got) expect(g.hash).to.equal(real);
+      // The first call was served by an honest upstream after the liar's attempt failed.
+      expect(got[0]?.upstream).to.match(/^honest-/);
+      expect(got[0]?.attempts, 'X-SVC-Upstreams').to.contain('liar');
     });
   }
 });
