@@ -4,7 +4,8 @@
  * the primary accepts on and hands out round-robin), relays broadcasts between them
  * (lib/cluster.ts), serves `/metrics` summed over the workers (prom-client's AggregatorRegistry,
  * the library's own cluster support), keeps the memory rate-limit counters of every worker in
- * one place (rate-limiter-flexible's cluster master), replaces a worker that dies, and drains
+ * one place (rate-limiter-flexible's cluster master) and the memory store of used SIWE messages
+ * (lib/cluster.ts `PrimaryClaims`), replaces a worker that dies, and drains
  * them all on SIGTERM/SIGINT. The primary itself serves no call.
  */
 import cluster, { type Worker } from 'node:cluster';
@@ -12,7 +13,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
-import { isWorkerBroadcast, workerEnv } from '../lib/cluster.ts';
+import { isWorkerBroadcast, PrimaryClaims, workerEnv } from '../lib/cluster.ts';
 import type { Logger } from '../lib/logger.ts';
 
 /** A worker's message asking the primary to have the other workers reload their config. */
@@ -55,6 +56,8 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
   });
   // One counter store for every worker's memory rate limits (a budget is the service's, not a worker's).
   new RateLimiterClusterMaster();
+  // One store of used SIWE messages (memory driver) for every worker: a message is accepted once.
+  const claims = new PrimaryClaims();
 
   const fork = (index: number): void => {
     const w = cluster.fork(workerEnv(index, opts.workers));
@@ -65,6 +68,7 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
         for (const [i, other] of workers) if (i !== index && other.isConnected()) other.process.kill('SIGHUP');
         return;
       }
+      if (claims.handle(m, (answer) => w.isConnected() && w.send(answer))) return;
       if (!isWorkerBroadcast(m)) return;
       for (const [i, other] of workers) if (i !== index && other.isConnected()) other.send(m);
     });

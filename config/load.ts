@@ -12,7 +12,7 @@ import { Value } from '@sinclair/typebox/value';
 import type { TObject, TSchema } from '@sinclair/typebox';
 import ms from 'ms';
 import bytes from 'bytes';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, YAMLError } from 'yaml';
 import { buildConfigSchema, type SchemaFragment } from './schema.ts';
 import { hoistRepeatedSubschemas } from './hoist.ts';
 import { forbiddenKeys, semanticProblems } from './checks.ts';
@@ -78,11 +78,35 @@ export async function readConfigFile(file: string, opts: { fresh?: boolean } = {
     }
     const text = await readFile(abs, 'utf8');
     if (ext === '.json') return JSON.parse(text);
-    return parseYaml(text) ?? {};
+    // Warnings are not logged: the library's warning prints the offending line, which may hold a secret.
+    return parseYaml(text, { logLevel: 'error' }) ?? {};
   } catch (e) {
     if (e instanceof ConfigError) throw e;
+    const where = syntaxErrorPlace(e);
+    if (where) throw new ConfigError([{ path: '', message: `cannot load ${file}: ${where}` }]);
     throw new ConfigError([{ path: '', message: `cannot load ${file}: ${(e as Error).message}` }]);
   }
+}
+
+/**
+ * Where a YAML or JSON syntax error lies, with nothing of the text (the parsers' own messages
+ * quote the offending line, which may hold a secret: no credential in any output, as `svc_config`
+ * redacts them, spec §4.4).
+ * @param e what the parser threw
+ * @returns `YAML syntax error at line L, column C (CODE)`, `JSON syntax error at ...`, or undefined for other errors
+ */
+export function syntaxErrorPlace(e: unknown): string | undefined {
+  if (e instanceof YAMLError) {
+    const at = e.linePos?.[0];
+    return `YAML syntax error${at ? ` at line ${at.line}, column ${at.col}` : ''} (${e.code})`;
+  }
+  if (e instanceof SyntaxError) {
+    // V8 names a position ("at position 16", or "(line 2 column 9)") and may quote the text around it.
+    const lc = /line (\d+) column (\d+)/.exec(e.message);
+    const pos = /position (\d+)/.exec(e.message);
+    return `JSON syntax error${lc ? ` at line ${lc[1]}, column ${lc[2]}` : pos ? ` at offset ${pos[1]}` : ''}`;
+  }
+  return undefined;
 }
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;

@@ -168,7 +168,7 @@ export const ERROR_TABLE: readonly ErrorTableRow[] = [
   row(ErrEndpointClientSideException, 'upstream says the params are invalid'),
   row(ErrEndpointMissingData, 'upstream lacks the block/state (retried elsewhere)'),
   row(ErrEndpointRequestTooLarge, 'upstream refused a range as too large'),
-  row(ErrUpstreamMalformedResponse, 'upstream answered something that is not JSON-RPC, or more than `maxResponseSize`'),
+  row(ErrUpstreamMalformedResponse, 'upstream answered something that is not JSON-RPC (a top-level member given twice included), or more than `maxResponseSize`'),
   row(ErrUpstreamRequestTooLarge, 'upstream refused the request for its size (HTTP 413, or hung up mid-send); not counted against it'),
   row(ErrEndpointRequestTimeout, 'an upstream request ran past its deadline'),
   row(ErrFailsafeTimeoutExceeded, 'a failsafe `timeout` policy fired'),

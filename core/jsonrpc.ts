@@ -195,10 +195,13 @@ export class RpcResult {
   /**
    * @param result the parsed result value
    * @param sourceText the upstream's whole response body, when `result` came from it unchanged
+   * @param resultAt `[start, end)` of the result's value in `sourceText`, when the answer was
+   *   scanned (`scanAnswer`): written from there without a second scan
    */
   constructor(
     result: unknown,
     private readonly sourceText?: string,
+    private readonly resultAt?: readonly [number, number],
   ) {
     this.value = result;
   }
@@ -243,7 +246,9 @@ export class RpcResult {
     if (this.rawBytes !== undefined) out = this.rawBytes.toString('utf8');
     else {
       const r = this.value;
-      if (this.sourceText !== undefined && ((r !== null && typeof r === 'object') || typeof r === 'number')) out = extractTopLevelValue(this.sourceText, 'result');
+      if (this.sourceText !== undefined && ((r !== null && typeof r === 'object') || typeof r === 'number')) {
+        out = this.resultAt ? this.sourceText.slice(this.resultAt[0], this.resultAt[1]) : extractTopLevelValue(this.sourceText, 'result');
+      }
       out ??= JSON.stringify(r) ?? 'null';
     }
     this.cachedJson = out;
@@ -261,7 +266,7 @@ export class RpcResult {
    * A lazy result that was never parsed stays lazy (its text is immutable).
    */
   copy(): RpcResult {
-    const r = new RpcResult(this.value === UNPARSED ? UNPARSED : structuredClone(this.value), this.sourceText);
+    const r = new RpcResult(this.value === UNPARSED ? UNPARSED : structuredClone(this.value), this.sourceText, this.resultAt);
     r.rawBytes = this.rawBytes;
     r.cachedJson = this.cachedJson;
     r.upstreamId = this.upstreamId;

@@ -204,5 +204,6 @@ export {
   type UpstreamsView,
 } from './selection.ts';
 
-export { broadcastToWorkers, fleetReplicaId, onWorkerBroadcast, registerFleetRelay, svcWorker, type FleetRelay, type FleetRelayRegistration, type WorkerInfo } from '../lib/cluster.ts';
+export { broadcastToWorkers, claimInPrimary, fleetReplicaId, onWorkerBroadcast, registerFleetRelay, svcWorker, type FleetRelay, type FleetRelayRegistration, type WorkerInfo } from '../lib/cluster.ts';
+export { ClaimSet, type ClaimOutcome } from '../lib/claim-set.ts';
 export { createMetricsServer, type MetricsSource } from '../lib/metrics-listener.ts';

@@ -14,6 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import cluster from 'node:cluster';
+import { ClaimSet, type ClaimOutcome } from './claim-set.ts';
 
 /** Environment variable the primary sets on each worker: `<index>/<count>`, e.g. `1/4`. */
 export const SVC_WORKER_ENV = 'SVC_WORKER';
@@ -175,4 +176,97 @@ export function onWorkerBroadcast(topic: string, receive: (payload: unknown) => 
     if (set.size === 0 && receivers.get(topic) === set) receivers.delete(topic);
     if (listener) process.off('message', listener);
   };
+}
+
+/** A worker's claim of an id, decided by the primary's {@link ClaimSet} of its scope. */
+interface ClaimRequest {
+  /** Request number, unique in the worker. */
+  svcClaim: number;
+  /** Which set: the same name in every worker (a connector's settings). */
+  scope: string;
+  id: string;
+  /** How long the id is remembered, ms. */
+  ttlMs: number;
+  /** Most unexpired ids of the scope (the first claim of a scope sets it). */
+  maxItems: number;
+}
+
+/** The primary's answer to a {@link ClaimRequest}. */
+interface ClaimAnswer {
+  svcClaimAnswer: number;
+  outcome: ClaimOutcome;
+}
+
+/** Longest scope and id of a claim, characters (both come from config and hashes, bounded anyway). */
+const MAX_CLAIM_TEXT = 4096;
+
+let nextClaim = 1;
+const pendingClaims = new Map<number, (outcome: ClaimOutcome) => void>();
+let claimListener: ((m: unknown) => void) | undefined;
+
+/**
+ * Claims `id` once for the whole replica: a worker of `server.workers` asks the primary, which
+ * holds one {@link ClaimSet} per scope for every worker (as it holds memory rate-limit budgets).
+ * @param scope the set's name, identical in every worker
+ * @param ttlMs how long the id is remembered, ms
+ * @param maxItems most unexpired ids of the scope (set by its first claim)
+ * @param timeoutMs how long to wait for the primary's answer, ms
+ * @returns the primary's outcome
+ * @throws Error when this process is not one of svc's workers, or when the primary does not answer in time
+ */
+export function claimInPrimary(scope: string, id: string, ttlMs: number, maxItems: number, timeoutMs: number): Promise<ClaimOutcome> {
+  const send = process.send?.bind(process);
+  if (!svcWorker() || !send) return Promise.reject(new Error('claimInPrimary: not one of svc\'s workers'));
+  if (!claimListener) {
+    claimListener = (m: unknown) => {
+      const a = m as Partial<ClaimAnswer> | null;
+      if (typeof a === 'object' && a !== null && typeof a.svcClaimAnswer === 'number') pendingClaims.get(a.svcClaimAnswer)?.(a.outcome as ClaimOutcome);
+    };
+    process.on('message', claimListener);
+  }
+  return new Promise<ClaimOutcome>((resolve, reject) => {
+    const n = nextClaim++;
+    if (nextClaim > 2_000_000_000) nextClaim = 1;
+    const fail = (e: Error): void => {
+      clearTimeout(timer);
+      pendingClaims.delete(n);
+      reject(e);
+    };
+    const timer = setTimeout(() => fail(new Error(`the primary did not answer a claim within ${timeoutMs} ms`)), timeoutMs);
+    pendingClaims.set(n, (outcome) => {
+      clearTimeout(timer);
+      pendingClaims.delete(n);
+      resolve(outcome);
+    });
+    const m: ClaimRequest = { svcClaim: n, scope, id, ttlMs, maxItems };
+    send(m, undefined, {}, (e: Error | null) => {
+      if (e) fail(e);
+    });
+  });
+}
+
+/**
+ * The primary's side of {@link claimInPrimary}: one {@link ClaimSet} per scope, shared by every
+ * worker. Scopes come from the workers' config, not from clients.
+ */
+export class PrimaryClaims {
+  private readonly sets = new Map<string, ClaimSet>();
+
+  /**
+   * Decides a worker's message when it is a claim.
+   * @param m a message from a worker
+   * @param reply sends the answer back to that worker
+   * @returns whether the message was a claim (answered, or dropped when malformed)
+   */
+  handle(m: unknown, reply: (answer: ClaimAnswer) => void): boolean {
+    const r = m as Partial<ClaimRequest> | null;
+    if (typeof r !== 'object' || r === null || typeof r.svcClaim !== 'number') return false;
+    const { scope, id, ttlMs, maxItems } = r;
+    if (typeof scope !== 'string' || typeof id !== 'string' || scope.length > MAX_CLAIM_TEXT || id.length > MAX_CLAIM_TEXT) return true;
+    if (typeof ttlMs !== 'number' || !(ttlMs > 0) || typeof maxItems !== 'number' || !Number.isInteger(maxItems) || maxItems < 1) return true;
+    let set = this.sets.get(scope);
+    if (!set) this.sets.set(scope, (set = new ClaimSet(maxItems)));
+    reply({ svcClaimAnswer: r.svcClaim, outcome: set.claim(id, ttlMs) });
+    return true;
+  }
 }

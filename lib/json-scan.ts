@@ -292,3 +292,50 @@ export function scanMembers(s: string): MemberScan {
   }
   return { lossyNumber: lossy };
 }
+
+/** What {@link scanAnswer} found in one JSON-RPC answer object. */
+export interface AnswerScan {
+  /**
+   * The first top-level member name given twice, decoded (so `"res\u0075lt"` after `"result"`
+   * counts), capped at {@link MAX_REPORTED_NAME} characters; undefined when the names are distinct.
+   */
+  duplicate?: string;
+  /** `[start, end)` of the `result` member's value (its name matched decoded), when present and not duplicated. */
+  result?: [number, number];
+}
+
+/**
+ * One walk over the top-level members of an upstream's answer (spec §4.2, "one parse, one
+ * truth", applied to answers as {@link scanMembers} applies it to requests): a member given
+ * twice (`result`, `id`, `error`, `jsonrpc`...) would let `JSON.parse` (the last value, what
+ * consensus votes on) and a byte-level reader (the first value, what is spliced and cached)
+ * disagree, so the caller refuses the answer. Values are skipped, not read: the cost is one
+ * pass and one small array of names; member names are decoded only when they hold a backslash.
+ * Only top-level members are checked: they are the ones svc reads by bytes as well as parsed.
+ * @param text a valid JSON object text (validated by the caller with `JSON.parse`)
+ * @returns the first duplicate name, or where `result`'s value lies
+ */
+export function scanAnswer(text: string): AnswerScan {
+  let i = skipWs(text, 0);
+  if (text.charCodeAt(i) !== OPEN_BRACE) return {};
+  i++;
+  let names: Names = [];
+  let result: [number, number] | undefined;
+  for (;;) {
+    i = skipWs(text, i);
+    if (text.charCodeAt(i) !== QUOTE) break;
+    const keyEnd = skipString(text, i);
+    const name = keyText(text, i, keyEnd);
+    if (Array.isArray(names) && names.length >= LINEAR_KEYS) names = new Set(names);
+    if (!addName(names, name)) return { duplicate: name.length > MAX_REPORTED_NAME ? `${name.slice(0, MAX_REPORTED_NAME)}…` : name };
+    i = skipWs(text, keyEnd);
+    if (text.charCodeAt(i) !== COLON) break;
+    i = skipWs(text, i + 1);
+    const end = skipValue(text, i);
+    if (name === 'result') result = [i, end];
+    i = skipWs(text, end);
+    if (text.charCodeAt(i) !== COMMA) break;
+    i++;
+  }
+  return result ? { result } : {};
+}

@@ -16,7 +16,7 @@ import {
   type UpstreamErrorRaw,
 } from '../errors.ts';
 import { decodeBody, readBodyCapped, type BodyStream } from '../../lib/body.ts';
-import { extractTopLevelValue, findTopLevelValue } from '../../lib/json-scan.ts';
+import { arrayElements, extractTopLevelValue, scanAnswer } from '../../lib/json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../jsonrpc.ts';
 import { normaliseUpstreamError } from '../evm/normalize.ts';
 import { excerptOf, Redactor, safeDecode, secretsOf } from '../../lib/redact.ts';
@@ -231,12 +231,14 @@ export class HttpTransport {
       }
       return calls.map(() => err);
     }
+    // Each element keeps its own text, so the single-answer checks (a member given twice) see it.
     const byId = new Map<number, string>();
-    for (const el of doc as unknown[]) {
+    const texts = arrayElements(body);
+    (doc as unknown[]).forEach((el, k) => {
       const id = (el as { id?: unknown } | null)?.id;
       const n = typeof id === 'number' ? id : typeof id === 'string' && /^\d+$/.test(id) ? Number(id) : undefined;
-      if (n !== undefined) byId.set(n, JSON.stringify(el));
-    }
+      if (n !== undefined) byId.set(n, texts[k]?.text ?? JSON.stringify(el));
+    });
     return calls.map((c, i) => {
       const id = ids[i] as number;
       const one = byId.get(id);
@@ -299,6 +301,12 @@ export class HttpTransport {
       if (status >= 400) return this.throwFault({ status, message: this.excerpt(text), method });
       throw new ErrUpstreamMalformedResponse(`upstream ${up} answered a JSON value that is not a JSON-RPC response`, { details: { upstream: up } });
     }
+    // One parse, one truth (as for requests): with a member given twice, the parsed value (what
+    // consensus votes on) and the raw bytes (what is spliced, cached and served) could differ.
+    const scan = scanAnswer(text);
+    if (scan.duplicate !== undefined) {
+      throw new ErrUpstreamMalformedResponse(`upstream ${up} answered member "${this.redactor.text(scan.duplicate)}" twice`, { details: { upstream: up } });
+    }
     const o = body as { id?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown; data?: unknown } };
     if (o.error && typeof o.error === 'object') return this.throwRpcError(status, text, o.error, method);
     if (status >= 400) return this.throwFault({ status, message: this.excerpt(text), method });
@@ -308,12 +316,11 @@ export class HttpTransport {
     }
     // A large answer keeps its result as a slice of the answer's bytes: written to the client as
     // is, so the decoded text can go as soon as it was parsed (ASCII only: char = byte offsets).
-    let r: RpcResult | undefined;
-    if (bytes.length >= RAW_RESULT_MIN_BYTES && bytes.length === text.length) {
-      const at = findTopLevelValue(text, 'result');
-      if (at) r = RpcResult.fromBytes(o.result, bytes.subarray(at[0], at[1]));
-    }
-    r ??= new RpcResult(o.result, text);
+    // The range is the scan's: the member JSON.parse read, whatever its name's spelling.
+    const at = scan.result;
+    let r: RpcResult;
+    if (at && bytes.length >= RAW_RESULT_MIN_BYTES && bytes.length === text.length) r = RpcResult.fromBytes(o.result, bytes.subarray(at[0], at[1]));
+    else r = new RpcResult(o.result, text, at);
     r.upstreamId = up;
     return r;
   }

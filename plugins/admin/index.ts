@@ -65,7 +65,7 @@ export function adminPlugin(): Plugin {
         admin: Strict(
           {
             auth: Type.Optional(AuthBlockSchema('auth strategies of POST /admin, as in `projects[].auth` (checked by the auth plugin at start-up); none: closed')),
-            cors: Type.Optional(CorsBlockSchema('CORS of /admin, the fields of `projects[].cors` with the spec §2.5 admin defaults (checked by the cors plugin at start-up)')),
+            cors: Type.Optional(CorsBlockSchema('CORS of /admin, the fields of `projects[].cors` with the spec §2.5 admin defaults except `allowedOrigins`, which allows no origin unless listed (checked by the cors plugin at start-up)')),
             ui: Type.Optional(AdminUiSchema),
             allowedHosts: Type.Optional(
               Type.Array(Type.String({ minLength: 1, maxLength: 253, pattern: '^(\\*\\.)?[A-Za-z0-9.-]+$' }), {

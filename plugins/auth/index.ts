@@ -98,14 +98,14 @@ export function authPlugin(): Plugin {
       };
 
       // Used SIWE messages live in the tier of the API keys: `siwe.nonces`, else the block's first
-      // database connector, else one process-wide memory store (siwe-nonces.ts).
+      // database connector, else one memory store per replica (siwe-nonces.ts).
       const nonceStoreFor = (s: SiweSettings, all: readonly AuthStrategyConfig[], path: string): NonceStore => {
         const db = all.find((x): x is Extract<AuthStrategyConfig, { type: 'database' }> => x.type === 'database');
         const c = s.nonces ?? db?.connector ?? { id: 'siwe-memory', driver: 'memory' as const };
         const name = JSON.stringify(c);
         let store = nonceStores.get(name);
         if (!store) {
-          if (c.driver === 'memory') host.logger.info({ strategy: path }, 'siwe: used messages are recorded in memory, per process: behind several replicas a message can be used once on each; set siwe.nonces or a database strategy on redis or postgresql');
+          if (c.driver === 'memory') host.logger.info({ strategy: path }, 'siwe: used messages are recorded in memory, per replica (its workers share the primary\'s record): behind several replicas a message can be used once on each; set siwe.nonces or a database strategy on redis or postgresql');
           nonceStores.set(name, (store = openNonceStore(connectors, c, `${path}.siwe.nonces`)));
         }
         return store;

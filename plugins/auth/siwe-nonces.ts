@@ -5,8 +5,10 @@
  *
  * Drivers, in the tier of the project's API keys (a `siwe.nonces` connector, else the first
  * `database` strategy's connector of the same auth block, else memory):
- * - **memory**: a bounded TTL map per process. Full of unexpired records, it refuses new
- *   messages (fails closed) rather than forgetting one that could then be replayed;
+ * - **memory**: a bounded TTL map per replica (lib/claim-set.ts). Full of unexpired records, it
+ *   refuses new messages (fails closed) rather than forgetting one that could then be replayed.
+ *   With `server.workers` it lives in the primary and each worker asks it over IPC (500 ms
+ *   deadline), so a message is accepted once whichever worker it reaches;
  * - **redis**: `SET <keyPrefix>siwe:<sha256> 1 NX PX <ttl>` on the client the API-key store of
  *   the same settings uses;
  * - **postgresql**: table `svc_siwe_nonces (id text primary key, expires_at bigint)`, created
@@ -19,9 +21,8 @@
  * the message at once (fail closed), never holds a request.
  */
 import { createHash } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 import type { Pool } from 'pg';
-import type { RedisClient, StorageBreaker } from 'svc/plugin';
+import { claimInPrimary, ClaimSet, type ClaimOutcome, type RedisClient, type StorageBreaker, svcWorker } from 'svc/plugin';
 import { whenReady } from './api-keys/redis.ts';
 import type { ConnectorConfig } from './connectors.ts';
 
@@ -58,30 +59,48 @@ export function nonceId(domain: string, address: string, nonce: string): string 
   return createHash('sha256').update(`${domain.toLowerCase()}\u0000${address.toLowerCase()}\u0000${nonce}`).digest('hex');
 }
 
-/** The `memory` driver (see the module comment). */
+/** The `memory` driver in one process (see the module comment). */
 export class MemoryNonceStore implements NonceStore {
-  private readonly used: LRUCache<string, true>;
+  private readonly used: ClaimSet;
 
   /**
    * @param maxItems most unexpired records held; beyond, new messages are refused
    * @param now clock, ms (tests drive it)
    */
-  constructor(
-    private readonly maxItems: number,
-    now: () => number = () => performance.now(),
-  ) {
-    this.used = new LRUCache<string, true>({ max: maxItems, ttl: 1, ttlAutopurge: false, ttlResolution: 0, perf: { now } });
+  constructor(maxItems: number, now?: () => number) {
+    this.used = new ClaimSet(maxItems, now);
   }
 
   claim(id: string, ttlMs: number): Promise<boolean> {
-    if (this.used.has(id)) return Promise.resolve(false);
-    if (this.used.size >= this.maxItems) {
-      this.used.purgeStale();
-      // Evicting an unexpired record would let its message be replayed: refuse instead.
-      if (this.used.size >= this.maxItems) return Promise.reject(new NonceStoreFull(`the memory SIWE nonce store is full (maxItems ${this.maxItems})`));
-    }
-    this.used.set(id, true, { ttl: Math.max(1, ttlMs) });
-    return Promise.resolve(true);
+    return claimed(this.used.claim(id, ttlMs), this.used.maxItems);
+  }
+}
+
+/** A claim's outcome as a {@link NonceStore} answers it: a full store refuses (fails closed). */
+function claimed(outcome: ClaimOutcome, maxItems: number): Promise<boolean> {
+  // Evicting an unexpired record would let its message be replayed: refuse instead.
+  if (outcome === 'full') return Promise.reject(new NonceStoreFull(`the memory SIWE nonce store is full (maxItems ${maxItems})`));
+  return Promise.resolve(outcome === 'claimed');
+}
+
+/**
+ * The `memory` driver of one of several workers (`server.workers`): every claim is decided by the
+ * primary's store of the same scope, so a message is accepted once by the replica, whichever
+ * worker it reaches (as the primary holds memory rate-limit budgets). An unanswered claim fails
+ * after {@link NONCE_TIMEOUT_MS} (the message is refused).
+ */
+export class PrimaryNonceStore implements NonceStore {
+  /**
+   * @param scope the store's name, the same in every worker (its connector's settings)
+   * @param maxItems most unexpired records the primary holds for the scope
+   */
+  constructor(
+    private readonly scope: string,
+    private readonly maxItems: number,
+  ) {}
+
+  async claim(id: string, ttlMs: number): Promise<boolean> {
+    return claimed(await claimInPrimary(this.scope, id, ttlMs, this.maxItems, NONCE_TIMEOUT_MS), this.maxItems);
   }
 }
 
@@ -173,7 +192,10 @@ export interface SharedClients {
 export function openNonceStore(clients: SharedClients, c: ConnectorConfig, path: string): NonceStore {
   let open: () => Promise<NonceStore>;
   // Nothing to wait for in memory: no deadline, no breaker.
-  if (c.driver === 'memory') return new MemoryNonceStore(c.memory?.maxItems ?? DEFAULT_MEMORY_NONCES);
+  if (c.driver === 'memory') {
+    const max = c.memory?.maxItems ?? DEFAULT_MEMORY_NONCES;
+    return svcWorker() ? new PrimaryNonceStore(JSON.stringify(c), max) : new MemoryNonceStore(max);
+  }
   if (c.driver === 'redis') {
     const r = c.redis;
     if (!r) throw new Error(`${path}: driver redis needs a redis block`);

@@ -67,9 +67,10 @@ export const DIAGNOSTIC_HEADERS = [
   'X-SVC-Credits-Version',
 ] as const;
 
-/** Project CORS defaults: the admin's, widened for directives and diagnostics. */
+/** Project CORS defaults: the admin's, widened for directives and diagnostics, and any origin (a dapp's page). */
 export const PROJECT_CORS_DEFAULTS: CorsSettings = Object.freeze({
   ...ADMIN_CORS_DEFAULTS,
+  allowedOrigins: ['*'],
   allowedHeaders: [...ADMIN_CORS_DEFAULTS.allowedHeaders, ...DIRECTIVE_HEADERS],
   exposedHeaders: [...DIAGNOSTIC_HEADERS],
 });

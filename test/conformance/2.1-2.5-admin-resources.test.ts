@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { healthcheckSchema } from '../../plugins/healthcheck/schema.ts';
-import { startSvc } from '../helpers/svc.ts';
+import { startSvc, type SvcHandle } from '../helpers/svc.ts';
 import { rpc, startCoreFixture, type CoreFixture } from './fixture-core.ts';
 
 const KEY = 'k_conf_0123456789abcdef0123456789abcdef';
@@ -111,7 +111,16 @@ describe('conformance: §2.1-§2.5 resources', function () {
   });
 
   describe('§2.5 admin config', () => {
-    const preflight = () => f.svc.send('OPTIONS', '/admin', undefined, { origin: 'https://ops.example', 'access-control-request-method': 'POST' });
+    // The default allows no origin (a deliberate deviation, exceptions.ts): the other defaults are
+    // read from a svc that lists the origin and nothing else.
+    let listed: SvcHandle;
+    before(async () => {
+      listed = await startSvc({ logLevel: 'error', metrics: { enabled: false }, admin: { auth: { strategies: [{ type: 'secret', secret: { value: 'admin-secret-0123456789abcdef' } }] }, cors: { allowedOrigins: ['https://ops.example'] } }, projects: [] });
+    });
+    after(async () => {
+      await listed?.close();
+    });
+    const preflight = (svc: SvcHandle = listed) => svc.send('OPTIONS', '/admin', undefined, { origin: 'https://ops.example', 'access-control-request-method': 'POST' });
     it('§2.5 admin.auth.strategies — with no strategy the endpoint is closed; secret strategies open it', async () => {
       const closed = await startSvc({ logLevel: 'error', metrics: { enabled: false }, projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }] });
       try {
@@ -121,8 +130,13 @@ describe('conformance: §2.1-§2.5 resources', function () {
       }
       expect((await f.admin('svc_taxonomy')).json.result).to.exist;
     });
-    it('§2.5 admin.cors.allowedOrigins — [*] by default, applied with no cors section', async () => {
-      expect((await preflight()).headers['access-control-allow-origin']).to.equal('*');
+    it('§2.5 admin.cors.allowedOrigins — no origin by default (no cors section): a page on another origin gets no CORS headers; a listed origin is allowed', async () => {
+      const r = await preflight(f.svc);
+      expect(r.headers['access-control-allow-origin']).to.equal(undefined);
+      expect(r.headers['access-control-allow-methods']).to.equal(undefined);
+      const post = await f.svc.post('/admin', rpc('svc_taxonomy'), { 'x-svc-secret-token': 'admin-secret-0123456789abcdef', origin: 'https://ops.example' });
+      expect(post.headers['access-control-allow-origin']).to.equal(undefined);
+      expect((await preflight()).headers['access-control-allow-origin']).to.equal('https://ops.example');
     });
     it('§2.5 admin.cors.allowedMethods — GET, POST, OPTIONS by default', async () => {
       expect((await preflight()).headers['access-control-allow-methods']).to.equal('GET,POST,OPTIONS');
@@ -131,13 +145,14 @@ describe('conformance: §2.1-§2.5 resources', function () {
       expect((await preflight()).headers['access-control-allow-headers']).to.equal('content-type,authorization,x-svc-secret-token');
     });
     it('§2.5 admin.cors.exposedHeaders — none by default', async () => {
-      const r = await f.svc.post('/admin', rpc('svc_taxonomy'), { ...{ 'x-svc-secret-token': 'admin-secret-0123456789abcdef' }, origin: 'https://ops.example' });
+      const r = await listed.post('/admin', rpc('svc_taxonomy'), { 'x-svc-secret-token': 'admin-secret-0123456789abcdef', origin: 'https://ops.example' });
+      expect(r.headers['access-control-allow-origin']).to.equal('https://ops.example');
       expect(r.headers['access-control-expose-headers']).to.equal(undefined);
     });
     it('§2.5 admin.cors.allowCredentials — false by default; true with a * origin is refused', async () => {
       expect((await preflight()).headers['access-control-allow-credentials']).to.equal(undefined);
       let err: unknown;
-      await startSvc({ logLevel: 'error', admin: { cors: { allowCredentials: true } }, projects: [] }).then((s) => s.close(), (e) => (err = e));
+      await startSvc({ logLevel: 'error', admin: { cors: { allowedOrigins: ['*'], allowCredentials: true } }, projects: [] }).then((s) => s.close(), (e) => (err = e));
       expect(String(err)).to.match(/allowCredentials/);
     });
     it('§2.5 admin.cors.maxAge — 3600 seconds by default', async () => {

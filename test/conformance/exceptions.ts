@@ -12,6 +12,9 @@ export const UNTESTABLE: Record<string, string> = {
 
 /** Rule id → why svc deliberately does something else than the rule says (svc's rule is written down in a docs/ page, linked from the reason). */
 export const DEVIATIONS: Record<string, string> = {
+  '§2.5 admin.cors.allowedOrigins':
+    'no origin by default instead of `[*]`: with `*`, any page a browser on an allowed network opens could drive an admin guarded by a `network` ' +
+    'strategy; an operator lists the origins of their own pages ([Admin endpoint](access.md#admin-endpoint-admin))',
   '§4.6 #2':
     'the multiplexing key is the method, the canonical params (the id is not part of it) and the directives that change where an answer comes from ' +
     '(use-upstream, skip-consensus, another integrity level: core/provenance.ts). A call that pins an upstream or asks for a stricter answer never ' +

@@ -70,19 +70,34 @@ describe('e2e: admin endpoint (spec §4.4, issue #13 items 3 and 4)', function (
       expect((await admin('svc_taxonomy', undefined, { 'x-svc-secret-token': 'nope' })).status).to.equal(401);
     });
 
-    it('answers a CORS preflight before auth with the §2.5 defaults', async () => {
+    it('allows no CORS origin by default: a page on another origin gets no CORS headers, preflight or call', async () => {
       const r = await svc.send('OPTIONS', '/admin', undefined, { origin: 'https://ops.example', 'access-control-request-method': 'POST' });
-      expect(r.status).to.equal(204);
-      expect(r.headers['access-control-allow-origin']).to.equal('*');
-      expect(r.headers['access-control-allow-methods']).to.equal('GET,POST,OPTIONS');
-      expect(r.headers['access-control-allow-headers']).to.equal('content-type,authorization,x-svc-secret-token');
-      expect(r.headers['access-control-max-age']).to.equal('3600');
+      expect(r.headers['access-control-allow-origin']).to.equal(undefined);
+      expect(r.headers['access-control-allow-methods']).to.equal(undefined);
+      const call = await admin('svc_taxonomy', undefined, { ...H, origin: 'https://evil.example' });
+      expect(call.headers['access-control-allow-origin']).to.equal(undefined);
+    });
+
+    it('answers a CORS preflight from a listed origin before auth with the §2.5 defaults', async () => {
+      const listed = await startSvc({ logLevel: 'error', metrics: { enabled: false }, admin: { auth: { strategies: [{ type: 'secret', secret: { value: ADMIN } }] }, cors: { allowedOrigins: ['https://ops.example'] } }, projects: [] });
+      try {
+        const r = await listed.send('OPTIONS', '/admin', undefined, { origin: 'https://ops.example', 'access-control-request-method': 'POST' });
+        expect(r.status).to.equal(204);
+        expect(r.headers['access-control-allow-origin']).to.equal('https://ops.example');
+        expect(r.headers['access-control-allow-methods']).to.equal('GET,POST,OPTIONS');
+        expect(r.headers['access-control-allow-headers']).to.equal('content-type,authorization,x-svc-secret-token');
+        expect(r.headers['access-control-max-age']).to.equal('3600');
+        const other = await listed.send('OPTIONS', '/admin', undefined, { origin: 'https://evil.example', 'access-control-request-method': 'POST' });
+        expect(other.headers['access-control-allow-origin']).to.equal(undefined);
+      } finally {
+        await listed.close();
+      }
     });
 
     it('`svc validate` rules: allowCredentials with a * origin, and projects named admin or healthcheck, are config errors', () => {
       const fragments = defaultPreset().flatMap((p) => (p.schema ? [p.schema] : []));
       expect(() => loadConfigObject({ projects: [{ id: 'admin', upstreams: [] }] }, { fragments })).to.throw(/reserved/);
-      const proxyLike = { admin: { cors: { allowCredentials: true } }, projects: [] };
+      const proxyLike = { admin: { cors: { allowedOrigins: ['*'], allowCredentials: true } }, projects: [] };
       // The CORS rule is checked when the admin plugin reads its config: start-up fails.
       return startSvc(proxyLike).then(
         (s) => s.close().then(() => expect.fail('svc started')),

@@ -71,7 +71,7 @@ describe('e2e: project CORS (issue #13 item 6)', function () {
     const dir = mkdtempSync(join(tmpdir(), 'svc-cors-warn-'));
     let p: SvcProcess | undefined;
     try {
-      p = await spawnSvc(dir, 'warn', { admin: { auth: { strategies: [{ type: 'network', network: { allowLocalhost: true } }] } }, projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }] });
+      p = await spawnSvc(dir, 'warn', { admin: { auth: { strategies: [{ type: 'network', network: { allowLocalhost: true } }] }, cors: { allowedOrigins: ['*'] } }, projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }] });
       expect(p.logs()).to.include('admin is guarded only by a network strategy');
     } finally {
       await p?.stop();

@@ -48,18 +48,20 @@ describe('auth and cors blocks of other doors', () => {
   });
 
   it('a bad admin.cors fails with the problems the same block gets as projects[].cors', () => {
-    for (const cors of [{ allowedOrigins: 'x' }, { bogus: 1 }, { maxAge: -1 }, { allowCredentials: true }]) {
+    for (const cors of [{ allowedOrigins: 'x' }, { bogus: 1 }, { maxAge: -1 }, { allowedOrigins: ['*'], allowCredentials: true }]) {
       const asProject = problemsOf({ projects: [{ id: 'p', cors }] }).map((p) => p.replace('projects[0].cors', '<cors>'));
       expect(asProject, JSON.stringify(cors)).to.not.be.empty;
       expect(problemsOf({ admin: { cors } }).map((p) => p.replace('admin.cors', '<cors>')), JSON.stringify(cors)).to.deep.equal(asProject);
     }
-    expect(problemsOf({ admin: { cors: { allowCredentials: true } } })).to.deep.equal(['admin.cors.allowCredentials: must be false when allowedOrigins contains "*"']);
+    expect(problemsOf({ admin: { cors: { allowedOrigins: ['*'], allowCredentials: true } } })).to.deep.equal(['admin.cors.allowCredentials: must be false when allowedOrigins contains "*"']);
+    // The admin allows no origin by default, so credentials alone are no problem there.
+    expect(problemsOf({ admin: { cors: { allowCredentials: true } } })).to.deep.equal([]);
   });
 
-  it('the cors service fills the spec §2.5 admin defaults', () => {
+  it('the cors service fills the spec §2.5 admin defaults, with no origin allowed unless listed', () => {
     const proxy = build({});
     const policy = proxy.services.require(CORS_SERVICE).door(undefined, 'admin.cors');
-    expect(policy.settings).to.deep.equal({ allowedOrigins: ['*'], allowedMethods: ['GET', 'POST', 'OPTIONS'], allowedHeaders: ['content-type', 'authorization', 'x-svc-secret-token'], exposedHeaders: [], allowCredentials: false, maxAge: 3600 });
+    expect(policy.settings).to.deep.equal({ allowedOrigins: [], allowedMethods: ['GET', 'POST', 'OPTIONS'], allowedHeaders: ['content-type', 'authorization', 'x-svc-secret-token'], exposedHeaders: [], allowCredentials: false, maxAge: 3600 });
     expect(proxy.services.require(CORS_SERVICE).door({ allowedOrigins: ['https://*.example.com'] }, 'x.cors').settings.allowedOrigins).to.deep.equal(['https://*.example.com']);
   });
 
