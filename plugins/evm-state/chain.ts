@@ -7,14 +7,25 @@
  * read-only `NetworkChainState` of svc/plugin), by interpolation, tip enforcement, block
  * availability, finality classification, the cache, consensus, select and the healthcheck.
  */
-import type { HeadVerdict, Network, NetworkChainState as NetworkChainStateView, Upstream, UpstreamChainState as UpstreamChainStateView } from 'svc/plugin';
+import { type HeadVerdict, type Network, type NetworkChainState as NetworkChainStateView, SHADOW_UPSTREAM, type Upstream, type UpstreamChainState as UpstreamChainStateView } from 'svc/plugin';
+import { judgeHeadFacts } from './plausibility.ts';
 
 /** One upstream's view of the chain. */
 export class UpstreamChainState implements UpstreamChainStateView {
-  /** Highest latest block seen from this upstream (only moves forward). */
+  /**
+   * Highest accepted latest block of this upstream: answers only move it forward, a state poll sets
+   * it (down too: a resynced node's poll is its truth). An implausible report never lands here.
+   */
   latest = 0;
-  /** Highest finalized block seen from this upstream (only moves forward). */
+  /** Accepted finalized block of this upstream (answers move it forward, a poll sets it). */
   finalized = 0;
+  /**
+   * The last latest block this upstream reported, whatever its verdict (0 = none): a witness for
+   * another upstream's report of the same height (spec §2.8, head plausibility), never for its own.
+   */
+  reported = 0;
+  /** Heads of this upstream currently judged implausible, by kind (one log line per episode). */
+  readonly implausible = { latest: false, finalized: false };
   /** Last `eth_syncing` answer said syncing. */
   syncing = false;
   /** Consecutive polls that said "not syncing". */
@@ -27,6 +38,11 @@ export class UpstreamChainState implements UpstreamChainStateView {
     if (!(n > this.latest)) return false;
     this.latest = n;
     return true;
+  }
+
+  /** Sets the latest block from a state poll (may move back: the poll is the upstream's truth). */
+  setLatest(n: number): void {
+    this.latest = n;
   }
 
   /** Advances the finalized block; returns true when it moved. */
@@ -275,13 +291,40 @@ export class NetworkChainState implements NetworkChainStateView {
   }
 
   /**
-   * Judges a reported head against what the network confirmed (spec §2.8, head plausibility).
-   * @param _n the reported block number
-   * @param _kind `latest` or `finalized`
-   * @param _source the reporting upstream, when one did
+   * Judges a reported head against what the network accepted (spec §2.8, head plausibility; the
+   * rule is {@link judgeHeadFacts}), without recording it. Runs on head reports only (a poll, an
+   * answer carrying a head, a shared-state entry), never per call.
+   * @param n the reported block number
+   * @param kind `latest` or `finalized`
+   * @param source the reporting upstream, when one did: its own reports are no witness
    */
-  judgeHead(_n: number, _kind: 'latest' | 'finalized', _source?: Upstream): HeadVerdict {
-    return 'plausible';
+  judgeHead(n: number, kind: 'latest' | 'finalized', source?: Upstream): HeadVerdict {
+    let witness = 0;
+    let sources = 0;
+    let sourceIn = false;
+    for (const u of this.network.upstreams) {
+      if (SHADOW_UPSTREAM.get(u)) continue;
+      sources++;
+      if (u === source) {
+        sourceIn = true;
+        continue;
+      }
+      const s = this.states.get(u);
+      if (s && s.reported > witness) witness = s.reported;
+    }
+    // Witnesses among the counted upstreams' accepted heads too (answers record no `reported`).
+    const accepted = this.highestLatest;
+    return judgeHeadFacts({
+      n,
+      kind,
+      acceptedLatest: accepted,
+      acceptedAt: this.confirmedAt > 0 ? this.confirmedAt : this.headAt,
+      now: this.now(),
+      blockTimeMs: this.blockTimeMs,
+      witnessLatest: witness,
+      soleSource: source !== undefined && sourceIn && sources === 1,
+      reporterLatest: source ? (this.states.get(source)?.latest ?? 0) : 0,
+    });
   }
 
   /** Estimated block time in ms, or undefined while observations accumulate. */
