@@ -97,6 +97,9 @@ describe('e2e: head plausibility and the chain id re-check (lying upstreams, rea
     for (let i = 0; i < 10; i++) answers.add((await call(svc, 'eth_blockNumber', [])).json.result as string);
     expect([...answers]).to.deep.equal([hex(5)]);
     expect(st.highestLatest).to.equal(5);
+    // Marked, visibly: counted per report, by upstream and kind.
+    const counted = (await svc.proxy.metrics.getSingleMetric('svc_upstream_implausible_head_total')!.get()).values;
+    expect(counted.find((v) => v.labels.upstream === 'liar' && v.labels.kind === 'latest')?.value).to.equal(3);
   });
 
   it('one far-future finalized block does not make recent blocks final: after anvil_reorg the abandoned block is no HIT', async () => {
@@ -150,6 +153,8 @@ describe('e2e: head plausibility and the chain id re-check (lying upstreams, rea
       }
       expect(served.filter((r) => r === '0x1111'), 'answers from chain 1').to.deep.equal([]);
       expect(served.filter((r) => r === '0x2222').length).to.be.at.least(20);
+      const changed = (await svc.proxy.metrics.getSingleMetric('svc_upstream_chain_changed_total')!.get()).values;
+      expect(changed.map((v) => [v.labels.upstream, v.value])).to.deep.equal([['switcher', 1]]);
     } finally {
       await sw.close();
     }
