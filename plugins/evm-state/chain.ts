@@ -299,6 +299,9 @@ export class NetworkChainState implements NetworkChainStateView {
    * @param source the reporting upstream, when one did: its own reports are no witness
    */
   judgeHead(n: number, kind: 'latest' | 'finalized', source?: Upstream): HeadVerdict {
+    const accepted = this.highestLatest;
+    // The common case (a head svc already has), without gathering witnesses.
+    if (kind === 'latest' && accepted > 0 && Number.isSafeInteger(n) && n >= 0 && n <= accepted) return 'confirmed';
     let witness = 0;
     let sources = 0;
     let sourceIn = false;
@@ -312,8 +315,6 @@ export class NetworkChainState implements NetworkChainStateView {
       const s = this.states.get(u);
       if (s && s.reported > witness) witness = s.reported;
     }
-    // Witnesses among the counted upstreams' accepted heads too (answers record no `reported`).
-    const accepted = this.highestLatest;
     return judgeHeadFacts({
       n,
       kind,
