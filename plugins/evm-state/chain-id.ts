@@ -17,6 +17,17 @@ import { ErrEndpointMissingData, leaveNetworks, type Network, type PluginHost, t
  */
 export class ErrUpstreamChainChanged extends ErrEndpointMissingData {}
 
+/**
+ * Upstreams taken out of service because their chain id changed: their answers still in flight
+ * are refused (a reload's retirement also fails an upstream, but lets its calls finish).
+ */
+const CHANGED = new WeakSet<Upstream>();
+
+/** Whether an upstream was taken out of service because its chain id changed. */
+export function chainChanged(u: Upstream): boolean {
+  return u.state === 'failed' && CHANGED.has(u);
+}
+
 /** What the pollers need to act on a changed chain id. */
 export interface ChainIdCheck {
   /**
@@ -54,6 +65,7 @@ export function chainIdCheck(proxy: PluginHost): ChainIdCheck {
       const expected = u.chainId ?? u.config.chainId;
       if (got === undefined || expected === undefined || got === expected || u.state === 'failed') return false;
       u.state = 'failed';
+      CHANGED.add(u);
       leaveNetworks(proxy.hooks, network.project, u);
       changed.inc({ project: network.project.id, network: network.id, upstream: u.id });
       proxy.logger.error({ project: network.project.id, network: network.id, upstream: u.id, expected, actual: got }, `upstream ${u.id} now serves chain ${got}, not ${expected}: taken out of service`);

@@ -39,7 +39,7 @@ export type { NetworkEvmSettings } from './schema.ts';
 export { availabilitySpecOf, blockAvailabilitySchema, blockSpanOf, boundsOf, PROBES, type AvailabilitySpec, type BoundSpec, type EarliestOf, type Probe } from './block-availability.ts';
 export { probeBlock, ProbeInconclusive, searchEarliest, type ProbeCall } from './earliest.ts';
 export { FULL_NODE_RECENT_BLOCKS, normalizeBlockAvailability } from './erpc.ts';
-export { ErrUpstreamChainChanged, chainIdOf } from './chain-id.ts';
+export { chainChanged, chainIdOf, ErrUpstreamChainChanged } from './chain-id.ts';
 export { HEAD_MARGIN_BLOCKS, headAllowance, judgeHeadFacts, UNKNOWN_BLOCK_TIME_ALLOWANCE, type HeadFacts } from './plausibility.ts';
 export { EvmStatePlugin, IMPLAUSIBLE_HEAD_LAG, evmStateOf, pollNow, statePollerOf } from './state.ts';
 export {

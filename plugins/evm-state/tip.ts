@@ -10,7 +10,7 @@
 import { Counter } from 'prom-client';
 import { type AttemptRecord, type CallContext, type CallHandler, CallStage, ErrEndpointMissingData, parseBlockNumber, type PluginHost, refOf, type RpcResult, type SvcError, toHex, type Upstream, ValidateStage } from 'svc/plugin';
 import { chainStateOf, type NetworkChainState, type UpstreamChainState } from './chain.ts';
-import { ErrUpstreamChainChanged } from './chain-id.ts';
+import { chainChanged, ErrUpstreamChainChanged } from './chain-id.ts';
 import { ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS } from './schema.ts';
 import type { HeadTracker } from './state.ts';
 
@@ -197,7 +197,7 @@ export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
   // lenient ones (retry-empty would otherwise keep the null as a fallback answer).
   hooks.validate.tap({ name: 'evm-state:non-null', stage: NULL_TAG_VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
     // Taken out of service (its chain id changed) while this call was in flight: never served or cached.
-    if (u.state === 'failed' && !r.fromCache) return new ErrUpstreamChainChanged(`upstream ${u.id} was taken out of service (its chain id changed)`, { details: { upstream: u.id } });
+    if (!r.fromCache && chainChanged(u)) return new ErrUpstreamChainChanged(`upstream ${u.id} was taken out of service (its chain id changed)`, { details: { upstream: u.id } });
     if (ctx.internal || r.fromCache || ctx.request.method !== 'eth_getBlockByNumber') return undefined;
     if (r.result !== null && r.result !== undefined) return undefined;
     if (!ENFORCE_NON_NULL_TAGGED_BLOCKS.get(ctx.directives)) return undefined;

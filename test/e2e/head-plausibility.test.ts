@@ -43,7 +43,7 @@ function config(upstreams: Array<[string, string]>, extra: object = {}): object 
 
 /** A forwarder whose target can be switched (a provider's load balancer moving to another node). */
 async function startSwitchable(target: string): Promise<{ url: string; target: string; close(): Promise<void> }> {
-  const sw = { url: '', target, close: async () => undefined };
+  const sw: { url: string; target: string; close(): Promise<void> } = { url: '', target, close: async () => undefined };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
