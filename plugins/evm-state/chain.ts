@@ -24,6 +24,13 @@ export class UpstreamChainState implements UpstreamChainStateView {
    * another upstream's report of the same height (spec §2.8, head plausibility), never for its own.
    */
   reported = 0;
+  /**
+   * Its head was judged against a vouched network head, confirmed by a witness, or it is the only
+   * source (spec §2.8, head plausibility). A head accepted at start-up, with nothing to judge it
+   * against, is not vouched: while any upstream is, the network's heads count vouched ones only,
+   * so a lie told first at start-up stops counting as soon as an honest upstream reports.
+   */
+  vouched = false;
   /** Heads of this upstream currently judged implausible, by kind (one log line per episode). */
   readonly implausible = { latest: false, finalized: false };
   /** Last `eth_syncing` answer said syncing. */
@@ -143,21 +150,42 @@ export class NetworkChainState implements NetworkChainStateView {
    */
   get highestLatest(): number {
     let m = 0;
+    let v = 0;
     for (const u of this.countedUpstreams()) {
       const s = this.states.get(u);
-      if (s && s.latest > m) m = s.latest;
+      if (!s) continue;
+      if (s.latest > m) m = s.latest;
+      if (s.vouched && s.latest > v) v = s.latest;
     }
-    return m;
+    // Vouched upstreams only, once any is (see UpstreamChainState.vouched).
+    return v > 0 ? v : m;
   }
 
-  /** Highest finalized block over the counted upstreams ({@link countedUpstreams}); 0 when unknown. */
-  get highestFinalized(): number {
-    let m = 0;
+  /** The highest latest block of a vouched counted upstream; 0 while none is vouched (start-up). */
+  get vouchedLatest(): number {
+    let v = 0;
     for (const u of this.countedUpstreams()) {
       const s = this.states.get(u);
-      if (s && s.finalized > m) m = s.finalized;
+      if (s && s.vouched && s.latest > v) v = s.latest;
     }
-    return m;
+    return v;
+  }
+
+  /** Highest finalized block over the counted upstreams ({@link countedUpstreams}), vouched ones once any is; 0 when unknown. */
+  get highestFinalized(): number {
+    let m = 0;
+    let v = 0;
+    let anyVouched = false;
+    for (const u of this.countedUpstreams()) {
+      const s = this.states.get(u);
+      if (!s) continue;
+      if (s.finalized > m) m = s.finalized;
+      if (s.vouched && s.latest > 0) {
+        anyVouched = true;
+        if (s.finalized > v) v = s.finalized;
+      }
+    }
+    return anyVouched ? v : m;
   }
 
   /**
@@ -299,7 +327,8 @@ export class NetworkChainState implements NetworkChainStateView {
    * @param source the reporting upstream, when one did: its own reports are no witness
    */
   judgeHead(n: number, kind: 'latest' | 'finalized', source?: Upstream): HeadVerdict {
-    const accepted = this.highestLatest;
+    // Judged against vouched heads only: a head accepted at start-up vouches for nothing.
+    const accepted = this.vouchedLatest;
     // The common case (a head svc already has), without gathering witnesses.
     if (kind === 'latest' && accepted > 0 && Number.isSafeInteger(n) && n >= 0 && n <= accepted) return 'confirmed';
     let witness = 0;

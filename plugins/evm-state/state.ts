@@ -180,25 +180,41 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     }
   };
 
+  /**
+   * The network's first vouched head: heads accepted at start-up within reach of it are vouched
+   * too (an honest node that was simply ahead), the rest stop counting.
+   */
+  const vouchOthers = (n: Network, st: NetworkChainState, u: Upstream): void => {
+    for (const v of n.upstreams) {
+      const s = st.peek(v);
+      if (v !== u && s && !s.vouched && s.latest > 0 && st.judgeHead(s.latest, 'latest', v) !== 'implausible') s.vouched = true;
+    }
+  };
+
   const observeLatest = (n: Network, u: Upstream, block: number, fromPoll = false): HeadVerdict => {
     const st = chainStateOf(n);
+    const vouchedBefore = st.vouchedLatest;
     const verdict = st.judgeHead(block, 'latest', u);
     const mine = st.of(u);
     mine.reported = block;
     if (verdict === 'implausible' || mine.implausible.latest) mark(n, u, 'latest', block, verdict);
     if (verdict === 'implausible') return verdict;
+    // Judged against a vouched head, or confirmed (witness, sole source): vouched from now on.
+    const vouchesFirst = !mine.vouched && (verdict === 'confirmed' || (verdict === 'plausible' && vouchedBefore > 0));
+    if (vouchesFirst) mine.vouched = true;
     const isCounted = counted(n).includes(u);
     // A head that did not move is still confirmed by a counted upstream reporting it.
     if (isCounted) st.confirmHead(block);
     if (block <= mine.latest) {
       // The poll is the upstream's truth: a resynced node moves back (resyncHead follows in `polled`).
       if (fromPoll && block < mine.latest) mine.setLatest(block);
-      return verdict;
+    } else {
+      const before = st.highestLatest;
+      if (isCounted) st.observeLatest(u, block);
+      else mine.advanceLatest(block);
+      if (block > before) updateLags(n);
     }
-    const before = st.highestLatest;
-    if (isCounted) st.observeLatest(u, block);
-    else mine.advanceLatest(block);
-    if (block > before) updateLags(n);
+    if (vouchesFirst && vouchedBefore === 0) vouchOthers(n, st, u);
     return verdict;
   };
 

@@ -102,6 +102,21 @@ describe('e2e: head plausibility and the chain id re-check (lying upstreams, rea
     expect(counted.find((v) => v.labels.upstream === 'liar' && v.labels.kind === 'latest')?.value).to.equal(3);
   });
 
+  it('an upstream that lies from start-up, before any head is known, stops counting once an honest upstream reports', async () => {
+    await anvil.rpc('anvil_mine', ['0x5']);
+    const lying = await startRecordingProxy(anvil.url);
+    liar = lying;
+    const forged = { number: FAR, hash: `0x${'ab'.repeat(32)}`, parentHash: `0x${'cd'.repeat(32)}`, timestamp: '0x1', transactions: [] };
+    lying.intercept = (c) => (c.method === 'eth_blockNumber' ? { result: FAR } : c.method === 'eth_getBlockByNumber' && c.params[0] === 'latest' ? { result: forged } : undefined);
+    svc = await startSvc(config([['liar', lying.url], ['honest', anvil.url]], NO_CACHE));
+    const st = stateOf(svc);
+    await waitFor(() => st.highestLatest === 5, 10_000);
+    const answers = new Set<string>();
+    for (let i = 0; i < 10; i++) answers.add((await call(svc, 'eth_blockNumber', [])).json.result as string);
+    expect([...answers]).to.deep.equal([hex(5)]);
+    expect(st.highestLatest).to.equal(5);
+  });
+
   it('one far-future finalized block does not make recent blocks final: after anvil_reorg the abandoned block is no HIT', async () => {
     // anvil keeps `finalized` 64 blocks behind latest: block 118 is unfinalized.
     await anvil.rpc('anvil_mine', [hex(120)]);

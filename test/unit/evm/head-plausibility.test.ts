@@ -69,6 +69,9 @@ describe('head plausibility (spec §2.8)', () => {
       const st = make([a, b, c]);
       st.observeLatest(a, 10);
       st.of(a).reported = 10;
+      // Nothing vouched yet (start-up): nothing to judge against.
+      expect(st.judgeHead(5000, 'latest', b)).to.equal('plausible');
+      st.of(a).vouched = true;
       expect(st.judgeHead(5000, 'latest', b)).to.equal('implausible');
       st.of(b).reported = 5000;
       expect(st.judgeHead(5000, 'latest', b)).to.equal('implausible');
@@ -78,6 +81,7 @@ describe('head plausibility (spec §2.8)', () => {
     it('the only upstream of a network confirms its own far head (nothing could corroborate it), never a finalized block above the head', () => {
       const st = make([a]);
       st.observeLatest(a, 10);
+      st.of(a).vouched = true;
       expect(st.judgeHead(5000, 'latest', a)).to.equal('confirmed');
       expect(st.judgeHead(5000, 'finalized', a)).to.equal('implausible');
     });
