@@ -38,9 +38,12 @@ export type HeadVerdict = 'confirmed' | 'plausible' | 'implausible';
 
 /** A network's view of its chain. */
 export interface NetworkChainState {
-  /** Highest latest block over the network's counted upstreams; 0 when unknown. */
+  /**
+   * Highest accepted latest block over the network's counted upstreams (the vouched ones once any
+   * is: spec §2.8, head plausibility); 0 when unknown.
+   */
   readonly highestLatest: number;
-  /** Highest finalized block over the counted upstreams; 0 when unknown. */
+  /** Highest accepted finalized block over the counted upstreams (vouched ones once any is); 0 when unknown. */
   readonly highestFinalized: number;
   /** Estimated block time, ms; undefined while observations accumulate. */
   readonly blockTimeMs: number | undefined;
