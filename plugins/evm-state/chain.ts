@@ -8,7 +8,7 @@
  * availability, finality classification, the cache, consensus, select and the healthcheck.
  */
 import { type HeadVerdict, type Network, type NetworkChainState as NetworkChainStateView, SHADOW_UPSTREAM, type Upstream, type UpstreamChainState as UpstreamChainStateView } from 'svc/plugin';
-import { judgeHeadFacts } from './plausibility.ts';
+import { judgeHeadFacts, witnessesOf } from './plausibility.ts';
 
 /** One upstream's view of the chain. */
 export class UpstreamChainState implements UpstreamChainStateView {
@@ -331,19 +331,7 @@ export class NetworkChainState implements NetworkChainStateView {
     const accepted = this.vouchedLatest;
     // The common case (a head svc already has), without gathering witnesses.
     if (kind === 'latest' && accepted > 0 && Number.isSafeInteger(n) && n >= 0 && n <= accepted) return 'confirmed';
-    let witness = 0;
-    let sources = 0;
-    let sourceIn = false;
-    for (const u of this.network.upstreams) {
-      if (SHADOW_UPSTREAM.get(u)) continue;
-      sources++;
-      if (u === source) {
-        sourceIn = true;
-        continue;
-      }
-      const s = this.states.get(u);
-      if (s && s.reported > witness) witness = s.reported;
-    }
+    const { witness, sole } = witnessesOf(this.network.upstreams, source, (u) => this.states.get(u)?.reported ?? 0, (u) => SHADOW_UPSTREAM.get(u));
     return judgeHeadFacts({
       n,
       kind,
@@ -352,7 +340,7 @@ export class NetworkChainState implements NetworkChainStateView {
       now: this.now(),
       blockTimeMs: this.blockTimeMs,
       witnessLatest: witness,
-      soleSource: source !== undefined && sourceIn && sources === 1,
+      soleSource: sole,
       reporterLatest: source ? (this.states.get(source)?.latest ?? 0) : 0,
     });
   }

@@ -4,7 +4,7 @@
  * Pure: the chain state gathers the facts ({@link HeadFacts}) and every entry point of heads (state
  * polls, answers, shared state, the WebSocket follower through `judgeHead`) asks this function.
  */
-import type { HeadVerdict } from 'svc/plugin';
+import type { HeadVerdict, Upstream } from 'svc/plugin';
 
 /**
  * Blocks a latest head may run ahead of the network's accepted head beyond what the block time
@@ -79,4 +79,25 @@ export function judgeHeadFacts(f: HeadFacts): HeadVerdict {
   if (n <= f.acceptedLatest || (f.witnessLatest > 0 && n <= f.witnessLatest) || f.soleSource) return 'confirmed';
   const elapsed = f.acceptedAt > 0 ? f.now - f.acceptedAt : 0;
   return n - f.acceptedLatest <= headAllowance(elapsed, f.blockTimeMs) ? 'plausible' : 'implausible';
+}
+
+/**
+ * What a network's other sources say about a report: the highest latest block another (non-shadow)
+ * upstream last reported, whatever its verdict, and whether the reporter is the network's only one.
+ * @param upstreams the network's upstreams
+ * @param source the reporter, when known (its own reports are no witness)
+ * @param reportedOf an upstream's last reported latest block (0 = none)
+ * @param isShadow whether an upstream is a shadow (never serves, so never a source)
+ */
+export function witnessesOf(upstreams: Iterable<Upstream>, source: Upstream | undefined, reportedOf: (u: Upstream) => number, isShadow: (u: Upstream) => boolean): { witness: number; sole: boolean } {
+  let witness = 0;
+  let sources = 0;
+  let sourceIn = false;
+  for (const u of upstreams) {
+    if (isShadow(u)) continue;
+    sources++;
+    if (u === source) sourceIn = true;
+    else witness = Math.max(witness, reportedOf(u));
+  }
+  return { witness, sole: source !== undefined && sourceIn && sources === 1 };
 }
