@@ -12,9 +12,12 @@ import type { Upstream } from './registry/upstream.ts';
 
 /** One upstream's view of the chain, as last polled or seen in its answers. */
 export interface UpstreamChainState {
-  /** Highest latest block seen from this upstream (only moves forward); 0 when unknown. */
+  /**
+   * Latest block accepted from this upstream (answers move it forward; its state poll sets it, down
+   * too: a resynced node); 0 when unknown. An implausible report (spec §2.8, head plausibility) never lands here.
+   */
   readonly latest: number;
-  /** Highest finalized block seen from this upstream (only moves forward); 0 when unknown. */
+  /** Finalized block accepted from this upstream (answers move it forward, its poll sets it); 0 when unknown. */
   readonly finalized: number;
   /** The last `eth_syncing` answers said syncing. */
   readonly syncing: boolean;
@@ -35,9 +38,12 @@ export type HeadVerdict = 'confirmed' | 'plausible' | 'implausible';
 
 /** A network's view of its chain. */
 export interface NetworkChainState {
-  /** Highest latest block over the network's counted upstreams; 0 when unknown. */
+  /**
+   * Highest accepted latest block over the network's counted upstreams (the vouched ones once any
+   * is: spec §2.8, head plausibility); 0 when unknown.
+   */
   readonly highestLatest: number;
-  /** Highest finalized block over the counted upstreams; 0 when unknown. */
+  /** Highest accepted finalized block over the counted upstreams (vouched ones once any is); 0 when unknown. */
   readonly highestFinalized: number;
   /** Estimated block time, ms; undefined while observations accumulate. */
   readonly blockTimeMs: number | undefined;
@@ -75,8 +81,9 @@ export interface ChainStateService {
   /** The chain state of a network (the same object for the network's life). */
   of(network: Network): NetworkChainState;
   /**
-   * Records heads another replica saw (the shared-state plugin): forward-only, like a poll, so
-   * a lower or equal number changes nothing. Optional: a chain-state provider may not take them.
+   * Records heads another replica saw (the shared-state plugin): forward-only, so a lower or equal
+   * number changes nothing, and judged by the same plausibility rule as a poll (spec §2.8): an
+   * implausible head is recorded nowhere. Optional: a chain-state provider may not take them.
    * @param network the upstream's network
    * @param u the upstream
    * @param latest its latest block (0 = unknown)

@@ -86,6 +86,7 @@ export type { CordonChange, HealthSnapshot, HealthTracker } from '../lib/health-
 export { isDeadline } from './registry/upstream.ts';
 export { CHAIN_STATE_SERVICE, NO_CHAIN_STATE, type ChainStateService, type HeadVerdict, type NetworkChainState, type UpstreamChainState } from './chain-state.ts';
 export type { ReloadReport } from './reload.ts';
+export { leaveNetworks } from './probe.ts';
 export type { Logger } from '../lib/logger.ts';
 
 export { Slot, type SlotHolder } from './slots.ts';

@@ -7,14 +7,32 @@
  * read-only `NetworkChainState` of svc/plugin), by interpolation, tip enforcement, block
  * availability, finality classification, the cache, consensus, select and the healthcheck.
  */
-import type { HeadVerdict, Network, NetworkChainState as NetworkChainStateView, Upstream, UpstreamChainState as UpstreamChainStateView } from 'svc/plugin';
+import { type HeadVerdict, type Network, type NetworkChainState as NetworkChainStateView, SHADOW_UPSTREAM, type Upstream, type UpstreamChainState as UpstreamChainStateView } from 'svc/plugin';
+import { judgeHeadFacts, witnessesOf } from './plausibility.ts';
 
 /** One upstream's view of the chain. */
 export class UpstreamChainState implements UpstreamChainStateView {
-  /** Highest latest block seen from this upstream (only moves forward). */
+  /**
+   * Highest accepted latest block of this upstream: answers only move it forward, a state poll sets
+   * it (down too: a resynced node's poll is its truth). An implausible report never lands here.
+   */
   latest = 0;
-  /** Highest finalized block seen from this upstream (only moves forward). */
+  /** Accepted finalized block of this upstream (answers move it forward, a poll sets it). */
   finalized = 0;
+  /**
+   * The last latest block this upstream reported, whatever its verdict (0 = none): a witness for
+   * another upstream's report of the same height (spec §2.8, head plausibility), never for its own.
+   */
+  reported = 0;
+  /**
+   * Its head was judged against a vouched network head, confirmed by a witness, or it is the only
+   * source (spec §2.8, head plausibility). A head accepted at start-up, with nothing to judge it
+   * against, is not vouched: while any upstream is, the network's heads count vouched ones only,
+   * so a lie told first at start-up stops counting as soon as an honest upstream reports.
+   */
+  vouched = false;
+  /** Heads of this upstream currently judged implausible, by kind (one log line per episode). */
+  readonly implausible = { latest: false, finalized: false };
   /** Last `eth_syncing` answer said syncing. */
   syncing = false;
   /** Consecutive polls that said "not syncing". */
@@ -27,6 +45,11 @@ export class UpstreamChainState implements UpstreamChainStateView {
     if (!(n > this.latest)) return false;
     this.latest = n;
     return true;
+  }
+
+  /** Sets the latest block from a state poll (may move back: the poll is the upstream's truth). */
+  setLatest(n: number): void {
+    this.latest = n;
   }
 
   /** Advances the finalized block; returns true when it moved. */
@@ -127,21 +150,42 @@ export class NetworkChainState implements NetworkChainStateView {
    */
   get highestLatest(): number {
     let m = 0;
+    let v = 0;
     for (const u of this.countedUpstreams()) {
       const s = this.states.get(u);
-      if (s && s.latest > m) m = s.latest;
+      if (!s) continue;
+      if (s.latest > m) m = s.latest;
+      if (s.vouched && s.latest > v) v = s.latest;
     }
-    return m;
+    // Vouched upstreams only, once any is (see UpstreamChainState.vouched).
+    return v > 0 ? v : m;
   }
 
-  /** Highest finalized block over the counted upstreams ({@link countedUpstreams}); 0 when unknown. */
-  get highestFinalized(): number {
-    let m = 0;
+  /** The highest latest block of a vouched counted upstream; 0 while none is vouched (start-up). */
+  get vouchedLatest(): number {
+    let v = 0;
     for (const u of this.countedUpstreams()) {
       const s = this.states.get(u);
-      if (s && s.finalized > m) m = s.finalized;
+      if (s && s.vouched && s.latest > v) v = s.latest;
     }
-    return m;
+    return v;
+  }
+
+  /** Highest finalized block over the counted upstreams ({@link countedUpstreams}), vouched ones once any is; 0 when unknown. */
+  get highestFinalized(): number {
+    let m = 0;
+    let v = 0;
+    let anyVouched = false;
+    for (const u of this.countedUpstreams()) {
+      const s = this.states.get(u);
+      if (!s) continue;
+      if (s.finalized > m) m = s.finalized;
+      if (s.vouched && s.latest > 0) {
+        anyVouched = true;
+        if (s.finalized > v) v = s.finalized;
+      }
+    }
+    return anyVouched ? v : m;
   }
 
   /**
@@ -275,13 +319,30 @@ export class NetworkChainState implements NetworkChainStateView {
   }
 
   /**
-   * Judges a reported head against what the network confirmed (spec §2.8, head plausibility).
-   * @param _n the reported block number
-   * @param _kind `latest` or `finalized`
-   * @param _source the reporting upstream, when one did
+   * Judges a reported head against what the network accepted (spec §2.8, head plausibility; the
+   * rule is {@link judgeHeadFacts}), without recording it. Runs on head reports only (a poll, an
+   * answer carrying a head, a shared-state entry), never per call.
+   * @param n the reported block number
+   * @param kind `latest` or `finalized`
+   * @param source the reporting upstream, when one did: its own reports are no witness
    */
-  judgeHead(_n: number, _kind: 'latest' | 'finalized', _source?: Upstream): HeadVerdict {
-    return 'plausible';
+  judgeHead(n: number, kind: 'latest' | 'finalized', source?: Upstream): HeadVerdict {
+    // Judged against vouched heads only: a head accepted at start-up vouches for nothing.
+    const accepted = this.vouchedLatest;
+    // The common case (a head svc already has), without gathering witnesses.
+    if (kind === 'latest' && accepted > 0 && Number.isSafeInteger(n) && n >= 0 && n <= accepted) return 'confirmed';
+    const { witness, sole } = witnessesOf(this.network.upstreams, source, (u) => this.states.get(u)?.reported ?? 0, (u) => SHADOW_UPSTREAM.get(u));
+    return judgeHeadFacts({
+      n,
+      kind,
+      acceptedLatest: accepted,
+      acceptedAt: this.confirmedAt > 0 ? this.confirmedAt : this.headAt,
+      now: this.now(),
+      blockTimeMs: this.blockTimeMs,
+      witnessLatest: witness,
+      soleSource: sole,
+      reporterLatest: source ? (this.states.get(source)?.latest ?? 0) : 0,
+    });
   }
 
   /** Estimated block time in ms, or undefined while observations accumulate. */

@@ -39,13 +39,16 @@ export type { NetworkEvmSettings } from './schema.ts';
 export { availabilitySpecOf, blockAvailabilitySchema, blockSpanOf, boundsOf, PROBES, type AvailabilitySpec, type BoundSpec, type EarliestOf, type Probe } from './block-availability.ts';
 export { probeBlock, ProbeInconclusive, searchEarliest, type ProbeCall } from './earliest.ts';
 export { FULL_NODE_RECENT_BLOCKS, normalizeBlockAvailability } from './erpc.ts';
-export { EvmStatePlugin, evmStateOf, pollNow, statePollerOf } from './state.ts';
+export { chainChanged, chainIdOf, ErrUpstreamChainChanged } from './chain-id.ts';
+export { HEAD_MARGIN_BLOCKS, headAllowance, judgeHeadFacts, UNKNOWN_BLOCK_TIME_ALLOWANCE, type HeadFacts } from './plausibility.ts';
+export { EvmStatePlugin, IMPLAUSIBLE_HEAD_LAG, evmStateOf, pollNow, statePollerOf } from './state.ts';
 export {
   behindBy,
   blockNumberOfBlock,
   blockNumberParamOf,
   blockTagOf,
   ErrUpstreamBlockBehind,
+  ErrUpstreamImplausibleHead,
   ErrUpstreamNullTaggedBlock,
   filterByAvailability,
   knownLatestOf,
@@ -78,18 +81,18 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
     schema: evmStateSchema,
     apply(proxy: PluginHost) {
       declareDirectives(proxy, 'evm-state', ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS);
+      // In this order: tapable runs same-stage taps of one hook in registration order.
+      const heads = tapHeadTracking(proxy, maxPollTimeoutMs);
       // Every other plugin reads the chain state this plugin keeps through host.chainState(network).
       proxy.services.provide(CHAIN_STATE_SERVICE, {
         of: (network) => chainStateOf(network),
-        // Heads another replica saw (shared-state plugin): forward-only, as a poll would record them.
+        // Heads another replica saw (shared-state plugin): forward-only, judged by the same
+        // plausibility rule as a poll's (an implausible one is recorded nowhere and marks the upstream).
         observeShared: (network, u, latest, finalized) => {
-          const chain = chainStateOf(network);
-          if (latest > 0) chain.observeLatest(u, latest);
-          if (finalized > 0) chain.observeFinalized(u, finalized);
+          if (latest > 0) heads.observeLatest(network, u, latest);
+          if (finalized > 0) heads.observeFinalized(network, u, finalized);
         },
       });
-      // In this order: tapable runs same-stage taps of one hook in registration order.
-      const heads = tapHeadTracking(proxy, maxPollTimeoutMs);
       tapFinality(proxy);
       // Configured bounds first (hard), then the head-based filter (soft), at the same stage.
       tapBlockBounds(proxy, tapEarliestDetection(proxy, maxPollTimeoutMs));

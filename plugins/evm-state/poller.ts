@@ -6,7 +6,7 @@
  * in metrics through `attemptDone`), and writes what it learns into the network's chain state
  * (core/evm/state.ts). A poll failure never throws out of the timer.
  */
-import { classifyFinality, excerptOf, FINALITY, type Network, type PluginHost, type RpcResult, SYNCING, toHex, tryUpstream, type Upstream } from 'svc/plugin';
+import { classifyFinality, excerptOf, FINALITY, type HeadVerdict, type Network, type PluginHost, type RpcResult, SYNCING, toHex, tryUpstream, type Upstream } from 'svc/plugin';
 import { chainStateOf } from './chain.ts';
 import { blockNumberOfBlock, syncingOf } from './tip.ts';
 
@@ -34,8 +34,18 @@ export interface PollerSettings {
 
 /** What the poller reports to its owner (the plugin). */
 export interface PollerSink {
-  /** A latest block read from the upstream (the plugin decides whether it counts for the network head). */
-  latest(u: Upstream, n: number): void;
+  /**
+   * A latest block read from the upstream: the plugin judges it (spec §2.8, head plausibility),
+   * records it unless implausible and decides whether it counts for the network head.
+   */
+  latest(u: Upstream, n: number): HeadVerdict;
+  /** A finalized block read from (or derived for) the upstream: judged, recorded unless implausible. */
+  finalized(u: Upstream, n: number): HeadVerdict;
+  /**
+   * The upstream's `eth_chainId` answer of this poll (spec §1.2, re-checked every poll).
+   * @returns true when it differs from the verified chain: the upstream left the network and the poll stops
+   */
+  chainId(u: Upstream, answer: unknown): boolean;
   /** The syncing flag of the upstream changed (after the {@link NOT_SYNCING_POLLS} rule). */
   syncingChanged(u: Upstream, syncing: boolean): void;
   /** One poll finished (successfully or not). */
@@ -149,22 +159,33 @@ export class UpstreamPoller {
     const askFinalized = !this.finalizedTag.dropped;
     const askSyncing = !this.syncingCall.dropped;
     const skip = Promise.resolve(undefined);
-    const [lr, fr, sr] = await Promise.allSettled([
+    const [cr, lr, fr, sr] = await Promise.allSettled([
+      // Straight to the node, like the registration probe: no plugin may answer it for the upstream.
+      u.transport('eth_chainId', [], AbortSignal.timeout(this.settings.timeoutMs)),
       this.call('eth_getBlockByNumber', ['latest', false]),
       askFinalized ? this.call('eth_getBlockByNumber', ['finalized', false]) : skip,
       askSyncing ? this.call('eth_syncing', []) : skip,
     ]);
     if (this.stopped) return;
+    // Another chain now: out of service before anything this poll read is recorded.
+    if (cr.status === 'fulfilled' && this.sink.chainId(u, cr.value.result)) {
+      this.stop();
+      return;
+    }
     const report: PollReport = { at: Date.now(), finalizedFromFallback: false, errors: {} };
     const state = chainStateOf(network);
     const mine = state.of(u);
     let gapCheck: number | undefined;
 
-    // Latest block.
+    // Latest block: judged first (spec §2.8, head plausibility); an implausible one is recorded
+    // nowhere, and nothing is derived from it.
     if (lr.status === 'fulfilled') {
       const n = blockNumberOfBlock(lr.value.result);
-      if (n !== undefined) {
+      if (n === undefined) report.errors.latest = `eth_getBlockByNumber(latest) answered ${this.excerpt(lr.value.result)}`;
+      else if (this.sink.latest(u, n) === 'implausible') report.errors.latest = `implausible latest block ${n}`;
+      else {
         report.latest = n;
+        mine.lastPollAt = report.at;
         // Canonical hashes feed reorg detection (reorg-aware caching, issue #10 item 1).
         // Only counted upstreams: a lagging node on a minority fork must not flip the record.
         const b = lr.value.result as { hash?: unknown; parentHash?: unknown };
@@ -173,13 +194,8 @@ export class UpstreamPoller {
           gapCheck = state.unverifiedBelow(n);
         }
       }
-      else report.errors.latest = `eth_getBlockByNumber(latest) answered ${this.excerpt(lr.value.result)}`;
     } else {
       report.errors.latest = errorText(lr.reason);
-    }
-    if (report.latest !== undefined) {
-      this.sink.latest(u, report.latest);
-      mine.lastPollAt = report.at;
     }
 
     // Finalized block: the tag when it works, else latest − fallbackFinalityDepth (floored at 0).
@@ -203,8 +219,8 @@ export class UpstreamPoller {
       report.finalizedFromFallback = true;
     }
     if (finalized !== undefined) {
-      report.finalized = finalized;
-      state.observeFinalized(u, finalized);
+      if (this.sink.finalized(u, finalized) === 'implausible') report.errors.finalized = `implausible finalized block ${finalized}`;
+      else report.finalized = finalized;
     }
 
     // Syncing: excluded at once, selectable again after NOT_SYNCING_POLLS "not syncing" polls in a row.

@@ -7,9 +7,10 @@
  * `shutdown` (stop them). The request-path taps learn heads from answers through the returned
  * {@link HeadTracker}.
  */
-import { Gauge } from 'prom-client';
-import { type Network, type PluginHost, SELECTION_API_SERVICE, SHADOW_UPSTREAM, STATE_POLLERS_SERVICE, SYNCING, type Upstream } from 'svc/plugin';
+import { Counter, Gauge } from 'prom-client';
+import { type HeadVerdict, type Network, type PluginHost, SELECTION_API_SERVICE, SHADOW_UPSTREAM, STATE_POLLERS_SERVICE, SYNCING, type Upstream } from 'svc/plugin';
 import { chainStateOf, type NetworkChainState } from './chain.ts';
+import { chainIdCheck } from './chain-id.ts';
 import { UpstreamPoller } from './poller.ts';
 import { pollerSettingsOf } from './schema.ts';
 import { knownLatestOf } from './tip.ts';
@@ -52,10 +53,28 @@ export const EvmStatePlugin = Object.freeze({
 /** How long the selection plugin's exclusions are cached for the network-head computation, ms. */
 const SELECTION_VIEW_TTL_MS = 250;
 
-/** What the request-path taps need from the head tracking. */
+/**
+ * Block-head lag charged to an upstream whose head is implausible, blocks: the selection score
+ * weighs lag, so the upstream sinks below every honest one until its heads are plausible again.
+ */
+export const IMPLAUSIBLE_HEAD_LAG = 1000;
+
+/** What the request-path taps (and the pollers) need from the head tracking. */
 export interface HeadTracker {
-  /** Advances an upstream's latest block seen in an answer; only counted upstreams move the network head (and its block-time estimate). */
-  readonly observeLatest: (n: Network, u: Upstream, block: number) => void;
+  /**
+   * Judges an upstream's latest block seen in an answer or a poll (spec §2.8, head plausibility)
+   * and, unless implausible, advances it; only counted upstreams move the network head (and its
+   * block-time estimate). An implausible head is recorded nowhere, and the upstream is marked.
+   * @param fromPoll the upstream's own state poll: its latest is set, even below what it said before
+   * @returns the verdict
+   */
+  readonly observeLatest: (n: Network, u: Upstream, block: number, fromPoll?: boolean) => HeadVerdict;
+  /**
+   * Judges an upstream's finalized block and, unless implausible, records it (a poll sets it, an
+   * answer only moves it forward); an implausible one marks the upstream.
+   * @returns the verdict
+   */
+  readonly observeFinalized: (n: Network, u: Upstream, block: number, fromPoll?: boolean) => HeadVerdict;
 }
 
 /**
@@ -131,22 +150,83 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
       const s = st.peek(u);
       const latest = knownLatestOf(s);
       if (!s || latest === undefined) continue;
-      n.project.health.setLag(u.id, hl - latest, hf - s.finalized);
+      const marked = s.implausible.latest || s.implausible.finalized;
+      n.project.health.setLag(u.id, marked ? Math.max(IMPLAUSIBLE_HEAD_LAG, hl - latest) : hl - latest, hf - s.finalized);
     }
   };
 
-  /** Advances an upstream's latest block; only counted upstreams move the network head (and its block-time estimate). */
-  const observeLatest = (n: Network, u: Upstream, block: number): void => {
+  // ---- implausible heads (spec §2.8, head plausibility) -------------------------------
+  const implausibleHeads = new Counter({
+    name: 'svc_upstream_implausible_head_total',
+    help: 'Heads an upstream reported (poll or answer) that no other source confirms and the block time cannot explain: not believed',
+    labelNames: ['project', 'network', 'upstream', 'kind'],
+    registers: [proxy.metrics],
+  });
+  /** Marks (or clears) an upstream's implausible head of one kind: a log line when an episode starts and ends. */
+  const mark = (n: Network, u: Upstream, kind: 'latest' | 'finalized', block: number, verdict: HeadVerdict): void => {
     const st = chainStateOf(n);
+    const s = st.of(u);
+    const fields = { project: n.project.id, network: n.id, upstream: u.id, kind };
+    if (verdict === 'implausible') {
+      implausibleHeads.inc(fields);
+      if (s.implausible[kind]) return;
+      s.implausible[kind] = true;
+      proxy.logger.warn({ ...fields, reported: block, accepted: st.highestLatest }, `upstream ${u.id} reported an implausible ${kind} block ${block} (network head ${st.highestLatest}): not believed, scored down`);
+      updateLags(n);
+    } else if (s.implausible[kind]) {
+      s.implausible[kind] = false;
+      proxy.logger.info({ ...fields, reported: block }, `upstream ${u.id} reports a plausible ${kind} block again (${block})`);
+      updateLags(n);
+    }
+  };
+
+  /**
+   * The network's first vouched head: heads accepted at start-up within reach of it are vouched
+   * too (an honest node that was simply ahead), the rest stop counting.
+   */
+  const vouchOthers = (n: Network, st: NetworkChainState, u: Upstream): void => {
+    for (const v of n.upstreams) {
+      const s = st.peek(v);
+      if (v !== u && s && !s.vouched && s.latest > 0 && st.judgeHead(s.latest, 'latest', v) !== 'implausible') s.vouched = true;
+    }
+  };
+
+  const observeLatest = (n: Network, u: Upstream, block: number, fromPoll = false): HeadVerdict => {
+    const st = chainStateOf(n);
+    const vouchedBefore = st.vouchedLatest;
+    const verdict = st.judgeHead(block, 'latest', u);
+    const mine = st.of(u);
+    mine.reported = block;
+    if (verdict === 'implausible' || mine.implausible.latest) mark(n, u, 'latest', block, verdict);
+    if (verdict === 'implausible') return verdict;
+    // Judged against a vouched head, or confirmed (witness, sole source): vouched from now on.
+    const vouchesFirst = !mine.vouched && (verdict === 'confirmed' || (verdict === 'plausible' && vouchedBefore > 0));
+    if (vouchesFirst) mine.vouched = true;
     const isCounted = counted(n).includes(u);
     // A head that did not move is still confirmed by a counted upstream reporting it.
     if (isCounted) st.confirmHead(block);
-    const mine = st.peek(u);
-    if (mine && block <= mine.latest) return;
-    const before = st.highestLatest;
-    if (isCounted) st.observeLatest(u, block);
-    else st.of(u).advanceLatest(block);
-    if (block > before) updateLags(n);
+    if (block <= mine.latest) {
+      // The poll is the upstream's truth: a resynced node moves back (resyncHead follows in `polled`).
+      if (fromPoll && block < mine.latest) mine.setLatest(block);
+    } else {
+      const before = st.highestLatest;
+      if (isCounted) st.observeLatest(u, block);
+      else mine.advanceLatest(block);
+      if (block > before) updateLags(n);
+    }
+    if (vouchesFirst && vouchedBefore === 0) vouchOthers(n, st, u);
+    return verdict;
+  };
+
+  const observeFinalized = (n: Network, u: Upstream, block: number, fromPoll = false): HeadVerdict => {
+    const st = chainStateOf(n);
+    const verdict = st.judgeHead(block, 'finalized', u);
+    const mine = st.of(u);
+    if (verdict === 'implausible' || mine.implausible.finalized) mark(n, u, 'finalized', block, verdict);
+    if (verdict === 'implausible') return verdict;
+    if (fromPoll) mine.finalized = block;
+    else mine.advanceFinalized(block);
+    return verdict;
   };
 
   // ---- metrics ---------------------------------------------------------------------
@@ -211,10 +291,19 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
   });
 
   // ---- pollers ---------------------------------------------------------------------
+  const chainIds = chainIdCheck(proxy);
   const sink = {
-    latest: (u: Upstream, n: number) => {
+    chainId: (u: Upstream, answer: unknown): boolean => {
       const p = pollers.get(u);
-      if (p) observeLatest(p.network, u, n);
+      return p ? chainIds.check(p.network, u, answer) : false;
+    },
+    latest: (u: Upstream, n: number): HeadVerdict => {
+      const p = pollers.get(u);
+      return p ? observeLatest(p.network, u, n, true) : 'plausible';
+    },
+    finalized: (u: Upstream, n: number): HeadVerdict => {
+      const p = pollers.get(u);
+      return p ? observeFinalized(p.network, u, n, true) : 'plausible';
     },
     syncingChanged: (u: Upstream, syncing: boolean) => {
       const p = pollers.get(u);
@@ -266,5 +355,5 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     for (const p of pollers.values()) p.stop();
   });
 
-  return { observeLatest };
+  return { observeLatest, observeFinalized };
 }

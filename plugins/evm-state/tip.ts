@@ -10,6 +10,7 @@
 import { Counter } from 'prom-client';
 import { type AttemptRecord, type CallContext, type CallHandler, CallStage, ErrEndpointMissingData, parseBlockNumber, type PluginHost, refOf, type RpcResult, type SvcError, toHex, type Upstream, ValidateStage } from 'svc/plugin';
 import { chainStateOf, type NetworkChainState, type UpstreamChainState } from './chain.ts';
+import { chainChanged, ErrUpstreamChainChanged } from './chain-id.ts';
 import { ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS } from './schema.ts';
 import type { HeadTracker } from './state.ts';
 
@@ -28,6 +29,14 @@ export class ErrUpstreamBlockBehind extends ErrEndpointMissingData {}
  * Turned off per call by the `enforce-non-null-tagged-blocks: false` directive.
  */
 export class ErrUpstreamNullTaggedBlock extends ErrEndpointMissingData {}
+
+/**
+ * An upstream answered a head (`eth_blockNumber`, a `latest`/`finalized` block, a mined
+ * transaction's block) that no other source confirms and the block time cannot explain (spec
+ * §2.8, head plausibility). Retryable (-32014, extends {@link ErrEndpointMissingData}): the call
+ * moves on to another upstream and the head is recorded nowhere.
+ */
+export class ErrUpstreamImplausibleHead extends ErrEndpointMissingData {}
 
 /**
  * The block tag of an `eth_getBlockByNumber` call's first param (`latest`, `finalized`,
@@ -151,6 +160,9 @@ interface BestAnswer {
 export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
   const hooks = proxy.hooks;
   const observeLatest = heads.observeLatest;
+  const observeFinalized = heads.observeFinalized;
+  const implausible = (u: Upstream, what: string, n: number): SvcError =>
+    new ErrUpstreamImplausibleHead(`upstream ${u.id} answered ${what} ${n}, beyond what the network's head and block time allow`, { details: { upstream: u.id, answered: n } });
   const stale = new Counter({
     name: 'svc_upstream_stale_block_total',
     help: 'Answers behind the network head (eth_blockNumber, latest/finalized eth_getBlockByNumber) re-routed by enforce-highest-block',
@@ -184,6 +196,8 @@ export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
   // A null tagged block (§2.8 #9) at the default stage: a strict check, so it bails before
   // lenient ones (retry-empty would otherwise keep the null as a fallback answer).
   hooks.validate.tap({ name: 'evm-state:non-null', stage: NULL_TAG_VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
+    // Taken out of service (its chain id changed) while this call was in flight: never served or cached.
+    if (!r.fromCache && chainChanged(u)) return new ErrUpstreamChainChanged(`upstream ${u.id} was taken out of service (its chain id changed)`, { details: { upstream: u.id } });
     if (ctx.internal || r.fromCache || ctx.request.method !== 'eth_getBlockByNumber') return undefined;
     if (r.result !== null && r.result !== undefined) return undefined;
     if (!ENFORCE_NON_NULL_TAGGED_BLOCKS.get(ctx.directives)) return undefined;
@@ -201,7 +215,7 @@ export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
     if (method === 'eth_blockNumber') {
       const n = parseBlockNumber(r.result);
       if (n === undefined) return undefined;
-      observeLatest(ctx.network, u, n);
+      if (observeLatest(ctx.network, u, n) === 'implausible') return implausible(u, 'eth_blockNumber', n);
       if (!ENFORCE_HIGHEST_BLOCK.get(ctx.directives)) return undefined;
       return behind(ctx, u, r, n, chainStateOf(ctx.network).highestLatest, 'eth_blockNumber');
     }
@@ -209,7 +223,7 @@ export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
       // A mined transaction or receipt proves its upstream has that block: advance the head
       // at once, so a read right after a confirmed write is not interpolated to an older block.
       const mined = r.result !== null && typeof r.result === 'object' ? parseBlockNumber((r.result as { blockNumber?: unknown }).blockNumber) : undefined;
-      if (mined !== undefined) observeLatest(ctx.network, u, mined);
+      if (mined !== undefined && observeLatest(ctx.network, u, mined) === 'implausible') return implausible(u, `a ${method} in block`, mined);
       return undefined;
     }
     if (method !== 'eth_getBlockByNumber') return undefined;
@@ -218,8 +232,7 @@ export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
     const n = blockNumberOfBlock(r.result);
     if (n === undefined) return undefined;
     const st = chainStateOf(ctx.network);
-    if (tag === 'latest') observeLatest(ctx.network, u, n);
-    else st.observeFinalized(u, n);
+    if ((tag === 'latest' ? observeLatest(ctx.network, u, n) : observeFinalized(ctx.network, u, n)) === 'implausible') return implausible(u, `${tag} block`, n);
     if (!ENFORCE_HIGHEST_BLOCK.get(ctx.directives)) return undefined;
     return tag === 'latest' ? behind(ctx, u, r, n, st.highestLatest, 'latest block') : behind(ctx, u, r, n, st.highestFinalized, 'finalized block');
   });

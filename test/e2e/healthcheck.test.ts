@@ -14,7 +14,9 @@ function project(a: FaultServer, b: FaultServer) {
     upstreamDefaults: { evm: { statePollerInterval: '100ms' } },
     upstreams: [
       { id: 'a', endpoint: a.url, evm: { chainId: 1 } },
-      { id: 'b', endpoint: b.url, evm: { chainId: 1 } },
+      // b's chain is flipped by a test: polled at start-up only, so the state poller's chain id
+      // re-check (which takes it out of service) leaves the healthcheck's own probe to see it.
+      { id: 'b', endpoint: b.url, evm: { chainId: 1, statePollerInterval: '1h' } },
     ],
   };
 }

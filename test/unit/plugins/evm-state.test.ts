@@ -350,7 +350,7 @@ describe('evm-state plugin: state poller', function () {
     expect(EvmStatePlugin.stateOf(networkOf(svc))).to.equal(st);
   });
 
-  it('polls again every statePollerInterval and counters only move forward', async () => {
+  it('polls again every statePollerInterval; a poll sets the upstream\'s counters, down too (a resynced node)', async () => {
     const chain: FakeChain = { latest: 100, finalized: 90, syncing: false };
     const a = await node(chain);
     svc = await startWith({ a }, { interval: '50ms' });
@@ -360,13 +360,15 @@ describe('evm-state plugin: state poller', function () {
     chain.latest = 150;
     chain.finalized = 140;
     await waitFor(() => st.peek(u)?.latest === 150 && st.peek(u)?.finalized === 140);
-    // A reorg or a node restored from an old snapshot: counters do not move back.
+    // A node restored from an old snapshot, or resyncing: its poll is its truth, so a head it once
+    // reported (a lie, say) stops counting at once (spec §2.8, head plausibility).
     chain.latest = 120;
     chain.finalized = 100;
     const polls = clientCalls(a, 'eth_getBlockByNumber', 'latest');
     await waitFor(() => clientCalls(a, 'eth_getBlockByNumber', 'latest') >= polls + 2);
-    expect(st.peek(u)?.latest).to.equal(150);
-    expect(st.peek(u)?.finalized).to.equal(140);
+    expect(st.peek(u)?.latest).to.equal(120);
+    expect(st.peek(u)?.finalized).to.equal(100);
+    expect(st.highestLatest).to.equal(120);
     expect(statePollerOf(svc.proxy, u)?.last?.latest).to.equal(120);
   });
 

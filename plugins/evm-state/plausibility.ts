@@ -1,0 +1,103 @@
+/**
+ * Head plausibility (spec §2.8, docs/evm.md "Head plausibility"): the one rule deciding whether a
+ * block number one source reports as its latest or finalized head may move the network's view.
+ * Pure: the chain state gathers the facts ({@link HeadFacts}) and every entry point of heads (state
+ * polls, answers, shared state, the WebSocket follower through `judgeHead`) asks this function.
+ */
+import type { HeadVerdict, Upstream } from 'svc/plugin';
+
+/**
+ * Blocks a latest head may run ahead of the network's accepted head beyond what the block time
+ * explains: block production jitters, and svc sees heads only when it polls or an answer shows one.
+ */
+export const HEAD_MARGIN_BLOCKS = 128;
+/**
+ * Blocks a latest head may run ahead while the block time is not estimated yet (a fresh process,
+ * a devnet that mines on demand): large enough for a test chain mined in bursts, far too small for
+ * a number from the future (`0x7fffffff`) to pass.
+ */
+export const UNKNOWN_BLOCK_TIME_ALLOWANCE = 1024;
+/**
+ * How many times the block time's rate the allowance grows with elapsed time: a chain may catch up
+ * a few slow blocks at once, and the estimate is measured on when svc saw heads, not when blocks came.
+ */
+const RATE_SLACK = 2;
+
+/** What a verdict is judged on (gathered by the network's chain state). */
+export interface HeadFacts {
+  /** The reported block number. */
+  n: number;
+  /** Which head the report is. */
+  kind: 'latest' | 'finalized';
+  /** The network's accepted latest head; 0 when nothing is known yet (bootstrap). */
+  acceptedLatest: number;
+  /** When the accepted head was last reported, ms; 0 when unknown. */
+  acceptedAt: number;
+  /** Now, ms. */
+  now: number;
+  /** Estimated block time, ms; undefined while unknown. */
+  blockTimeMs: number | undefined;
+  /** Highest latest head any other counted source reported (a witness); 0 when none. */
+  witnessLatest: number;
+  /** The reporter is the only source the network has, so nothing could corroborate it. */
+  soleSource: boolean;
+  /** The reporter's own accepted latest head; 0 when unknown (only for `finalized`). */
+  reporterLatest: number;
+}
+
+/**
+ * Blocks a latest head may be ahead of the accepted head after `elapsedMs` (never negative):
+ * {@link HEAD_MARGIN_BLOCKS} plus twice the blocks the block time allows, or
+ * {@link UNKNOWN_BLOCK_TIME_ALLOWANCE} while the block time is unknown.
+ */
+export function headAllowance(elapsedMs: number, blockTimeMs: number | undefined): number {
+  if (blockTimeMs === undefined || !(blockTimeMs > 0)) return UNKNOWN_BLOCK_TIME_ALLOWANCE;
+  return HEAD_MARGIN_BLOCKS + Math.ceil((RATE_SLACK * Math.max(0, elapsedMs)) / blockTimeMs);
+}
+
+/**
+ * The head plausibility rule (spec §2.8):
+ * - latest: `confirmed` at or below the accepted head, at or below a witness's head, or from the
+ *   network's only source; `plausible` while nothing is accepted yet or within
+ *   {@link headAllowance} of the accepted head; else `implausible`.
+ * - finalized: `implausible` above the accepted latest head or above the reporter's own accepted
+ *   latest head (a block cannot be final before it exists); else `confirmed` when a head is
+ *   accepted, `plausible` at bootstrap.
+ * The parent-hash link (a reporter's block linking to a known block) is checked by the state
+ * poller, which fetches headers; a linked head is recorded as confirmed without this function.
+ * @returns the verdict; never throws (a non-finite or negative `n` is implausible)
+ */
+export function judgeHeadFacts(f: HeadFacts): HeadVerdict {
+  const n = f.n;
+  if (!Number.isSafeInteger(n) || n < 0) return 'implausible';
+  if (f.kind === 'finalized') {
+    if (f.acceptedLatest > 0 && n > f.acceptedLatest) return 'implausible';
+    if (f.reporterLatest > 0 && n > f.reporterLatest) return 'implausible';
+    return f.acceptedLatest > 0 ? 'confirmed' : 'plausible';
+  }
+  if (f.acceptedLatest <= 0) return f.soleSource || (f.witnessLatest > 0 && n <= f.witnessLatest) ? 'confirmed' : 'plausible';
+  if (n <= f.acceptedLatest || (f.witnessLatest > 0 && n <= f.witnessLatest) || f.soleSource) return 'confirmed';
+  const elapsed = f.acceptedAt > 0 ? f.now - f.acceptedAt : 0;
+  return n - f.acceptedLatest <= headAllowance(elapsed, f.blockTimeMs) ? 'plausible' : 'implausible';
+}
+
+/**
+ * What a network's other sources say about a report: the highest latest block another (non-shadow)
+ * upstream last reported, whatever its verdict, and whether the reporter is the network's only one.
+ * @param upstreams the network's upstreams
+ * @param source the reporter, when known (its own reports are no witness)
+ * @param reportedOf an upstream's last reported latest block (0 = none)
+ * @param isShadow whether an upstream is a shadow (never serves, so never a source)
+ */
+export function witnessesOf(upstreams: Iterable<Upstream>, source: Upstream | undefined, reportedOf: (u: Upstream) => number, isShadow: (u: Upstream) => boolean): { witness: number; sole: boolean } {
+  let witness = 0;
+  let sources = 0;
+  let sourceIn = false;
+  for (const u of upstreams) {
+    if (isShadow(u)) continue;
+    sources++;
+    if (u === source) sourceIn = true;
+    else witness = Math.max(witness, reportedOf(u));
+  }
+  return { witness, sole: source !== undefined && sourceIn && sources === 1 };
+}
