@@ -39,8 +39,8 @@ function subjectOf(ctx: CallContext): Subject {
 interface Charged {
   subject: Subject;
   projectId: string;
-  /** Marks the call refused before routing (a call only). */
-  refused?: () => void;
+  /** The call, when it is one: a refused call is marked not routed. */
+  ctx?: CallContext;
 }
 
 /** The auto-tune settings of an upstream: its own, else eRPC's defaults; undefined when off or without a budget. */
@@ -105,7 +105,8 @@ export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
       const check = async (budget: Budget | undefined, c: Charged, scope: string, Err: new (m: string) => Error): Promise<void> => {
         if (budget && !(await budget.admit(c.subject))) {
           rejected.inc({ project: c.projectId, scope, budget: budget.id });
-          c.refused?.();
+          // Refused before routing: no cost headers count it, nothing bills it (spec §4.5).
+          if (c.ctx) c.ctx.record.routed = false;
           throw new Err(MESSAGE);
         }
       };
@@ -124,12 +125,7 @@ export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
         const networkBudget = budgetOf(budgets, network.config.settings.rateLimitBudget);
         if (!anyAuthBudget && !projectBudget && !networkBudget) return inner;
         return async (ctx) => {
-          const c: Charged = {
-            subject: subjectOf(ctx),
-            projectId: ctx.project.id,
-            // Refused before routing: no cost headers count it, nothing bills it (spec §4.5).
-            refused: () => (ctx.record.routed = false),
-          };
+          const c: Charged = { subject: subjectOf(ctx), projectId: ctx.project.id, ctx };
           await check(budgetOf(budgets, ctx.identity?.rateLimitBudget), c, 'auth', ErrAuthRateLimitRuleExceeded);
           await check(projectBudget, c, 'project', ErrProjectRateLimitRuleExceeded);
           await check(networkBudget, c, 'network', ErrNetworkRateLimitRuleExceeded);
