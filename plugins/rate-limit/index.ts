@@ -14,6 +14,7 @@
  *   the budget's `maxCount` while the upstream answers rate limits and raises it while it does
  *   not; `svc_rate_limiter_budget_max_count` shows every rule's current count.
  * A network or upstream without a budget (and no budgets in auth) gets no wrapper at all.
+ * Internal calls (state polls, the WebSocket head follower) are not charged to client budgets.
  * Provides `RATE_LIMIT_SERVICE` (svc/plugin): doors whose work is not a pipeline call (WebSocket
  * `eth_subscribe`) charge it to the same client-side budgets, in the same order.
  */
@@ -125,6 +126,8 @@ export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
         const networkBudget = budgetOf(budgets, network.config.settings.rateLimitBudget);
         if (!anyAuthBudget && !projectBudget && !networkBudget) return inner;
         return async (ctx) => {
+          // svc's own traffic (state polls, the WebSocket head follower) spends no client's budget.
+          if (ctx.internal) return inner(ctx);
           const c: Charged = { subject: subjectOf(ctx), projectId: ctx.project.id, ctx };
           await check(budgetOf(budgets, ctx.identity?.rateLimitBudget), c, 'auth', ErrAuthRateLimitRuleExceeded);
           await check(projectBudget, c, 'project', ErrProjectRateLimitRuleExceeded);

@@ -3,8 +3,9 @@
  * an upgrade from a browser origin the project's CORS does not allow is refused 403 (no Origin,
  * the svc host's own origin and a listed origin pass); `maxConnectionsPerClient` (429) and
  * `maxConnections` (503) refuse the upgrade over the cap; each `eth_subscribe` counts against
- * the caller's rate-limit budget; 5 sockets × 20 distinct `logs` filters cost one `eth_getLogs`
- * per block upstream and each subscriber gets exactly its logs; one far-future `latest` block
+ * the caller's rate-limit budget (svc's own follower polls spend none of it); 5 sockets × 20
+ * distinct `logs` filters cost one `eth_getLogs` per block upstream and each subscriber gets
+ * exactly its logs; one far-future `latest` block
  * answered by the upstream neither reaches `newHeads` subscribers nor stops the real heads.
  */
 import { expect } from 'chai';
@@ -93,8 +94,7 @@ describe('e2e: WebSocket bounds and head follower', function () {
     const up = () => ({ id: 'anvil', endpoint: proxy.url, evm: { chainId: anvil.chainId, statePollerInterval: '1h' } });
     svc = await startSvc({
       server: { websocket: { newHeadsPollInterval: '100ms', maxConnectionsPerClient: 6, maxConnections: 50 } },
-      // The follower's own reads go through the pipeline too: the rule counts subscriptions only.
-      rateLimiters: { budgets: [{ id: 'three', rules: [{ method: 'eth_subscribe', maxCount: 3, period: 'hour' }] }] },
+      rateLimiters: { budgets: [{ id: 'three', rules: [{ method: '*', maxCount: 3, period: 'hour' }] }] },
       projects: [
         { id: 'main', networks: [net], upstreams: [up()] },
         { id: 'web', cors: { allowedOrigins: ['https://dapp.example'] }, networks: [net], upstreams: [up()] },
@@ -143,9 +143,12 @@ describe('e2e: WebSocket bounds and head follower', function () {
     }
   });
 
-  it("counts each eth_subscribe against the caller's rate-limit budget", async () => {
+  it("counts each eth_subscribe against the caller's rate-limit budget; the head follower's own polls spend none of it", async () => {
     const c = await open(`/limited/evm/${anvil.chainId}`);
-    for (let i = 0; i < 3; i++) expect((await c.ask(rpc(i, 'eth_subscribe', ['logs', { address: `0x${String(i).repeat(40)}` }]))).result, `subscription ${i}`).to.match(/^0x/);
+    expect((await c.ask(rpc('h', 'eth_subscribe', ['newHeads']))).result).to.match(/^0x/);
+    // The follower polls every 100 ms through the project's pipeline meanwhile.
+    await new Promise((r) => setTimeout(r, 350));
+    for (let i = 1; i < 3; i++) expect((await c.ask(rpc(i, 'eth_subscribe', ['logs', { address: `0x${String(i).repeat(40)}` }]))).result, `subscription ${i}`).to.match(/^0x/);
     const over = await c.ask(rpc(3, 'eth_subscribe', ['newHeads']));
     expect(over.error).to.include({ code: -32005, message: 'rate-limit exceeded' });
   });
