@@ -54,6 +54,8 @@ class Chain {
   failLogs = 0;
   /** When set, answers `latest` with the block this many below the head (a lagging upstream). */
   lag = 0;
+  /** When set, the `latest` answer (an upstream reporting a block from the future). */
+  far?: FakeBlock;
   private made = 0;
 
   constructor(height = 5) {
@@ -92,6 +94,7 @@ class Chain {
     }
     if (method === 'eth_getBlockByNumber') {
       const ref = params[0] as string;
+      if (ref === 'latest' && this.far) return this.far;
       if (ref === 'latest') return this.canonical[this.canonical.length - 1 - this.lag] ?? null;
       return this.canonical[Number.parseInt(ref, 16)] ?? null;
     }
@@ -215,6 +218,33 @@ describe('websocket plugin: subscription hub', () => {
     await until(() => s.frames.length === 3);
     await sleep(20);
     expect(numbers(s.frames)).to.deep.equal([4, 5, 6]);
+  });
+
+  it("asks the network's head plausibility rule (host.chainState judgeHead) before a far jump: an implausible far block read again and again is never emitted", async () => {
+    const chain = new Chain(3);
+    const judged: number[] = [];
+    const judging = {
+      ...host,
+      chainState: () => ({
+        ...NO_CHAIN_STATE,
+        judgeHead: (n: number, kind: string) => {
+          judged.push(n);
+          expect(kind).to.equal('latest');
+          return n > 1000 ? 'implausible' : 'plausible';
+        },
+      }),
+    } as unknown as PluginHost;
+    hub = createSubscriptionHub(judging, { pollIntervalMs: 5, maxPerConnection: 10 });
+    const s = sink();
+    await hub.subscribe(networkOf(chain), s, ['newHeads']);
+    chain.far = { ...chain.head, number: hex(0x7fffffff), hash: `0x${'f'.repeat(64)}` };
+    await until(() => judged.length >= 3);
+    chain.far = undefined;
+    chain.mine();
+    await until(() => s.frames.length === 1);
+    await sleep(20);
+    expect(numbers(s.frames)).to.deep.equal([4]);
+    expect(judged.every((n) => n === 0x7fffffff)).to.equal(true);
   });
 
   it('on a reorg of depth 2: the new heads at the same heights; the abandoned logs again with removed: true (newest first), then the new logs', async () => {
