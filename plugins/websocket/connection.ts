@@ -130,7 +130,9 @@ export class WsConnection implements SubscriptionSink {
       }, maxConnectionLifetimeMs);
       this.lifetimeTimer.unref();
     }
-    if (authRecheckIntervalMs > 0 && identity && deps.host.hooks.authenticate.isUsed()) {
+    // A SIWE message is single-use (a replay is refused), so it cannot be presented again: such a
+    // connection is bounded by maxConnectionLifetime instead.
+    if (authRecheckIntervalMs > 0 && identity && identity.strategy !== 'siwe' && deps.host.hooks.authenticate.isUsed()) {
       this.recheckTimer = setInterval(() => void this.recheck(), authRecheckIntervalMs);
       this.recheckTimer.unref();
     }

@@ -84,6 +84,8 @@ interface SetupOptions {
   rateLimit?: RateLimitService;
   /** Answers the `authenticate` hook (present: the project has strategies, the caller an identity). */
   authenticate?: () => Promise<Identity>;
+  /** The identity of the upgrade (default `{userId: 'u1'}` when `authenticate` is set). */
+  identity?: Identity;
 }
 const network = { id: 'evm:1' } as Network;
 
@@ -108,7 +110,7 @@ function setup(serve: (input: JsonRpcInput) => Promise<JsonRpcOutput> = async (i
   const closedBySvc: string[] = [];
   const conn = new WsConnection(
     socket as unknown as WebSocket,
-    { target: { project: { id: 'main' } as never, network }, info: { clientAddress: '10.0.0.1' } as never, identity: authenticate ? { userId: 'u1' } : undefined },
+    { target: { project: { id: 'main' } as never, network }, info: { clientAddress: '10.0.0.1' } as never, identity: opts.identity ?? (authenticate ? { userId: 'u1' } : undefined) },
     { host, hub, hooks, settings: { ...settings, ...opts.settings }, messages, closed: () => closed++, rateLimit: opts.rateLimit, closedBySvc: (r) => closedBySvc.push(r) },
   );
   const say = async (text: string): Promise<any> => {
@@ -237,6 +239,22 @@ describe('websocket plugin: connection', () => {
     expect(socket.closedWith).to.deep.equal([1008, 'credential no longer valid: api key disabled']);
     expect(closedBySvc).to.deep.equal(['auth']);
     socket.emit('close', 1008, Buffer.from(''));
+  });
+
+  it('does not re-check a SIWE identity (its message is single-use: presenting it again is a replay)', async () => {
+    let asked = 0;
+    const { socket } = setup(undefined, {
+      settings: { authRecheckIntervalMs: 5 },
+      identity: { userId: '0xabc', strategy: 'siwe' },
+      authenticate: async () => {
+        asked++;
+        throw new ErrAuthUnauthorized('SIWE message was already used');
+      },
+    });
+    await new Promise((r) => setTimeout(r, 40));
+    expect(asked).to.equal(0);
+    expect(socket.closedWith).to.equal(undefined);
+    socket.emit('close', 1000, Buffer.from(''));
   });
 
   it('a subscription the hub grants after the connection closed is undone at once', async () => {
