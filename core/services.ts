@@ -187,7 +187,34 @@ export interface CorsService {
    *   `<path>.allowCredentials: must be false when allowedOrigins contains "*"`
    */
   door(block: unknown, path: string): CorsPolicy;
+  /**
+   * Whether a browser page from `origin` may use a project's doors (spec §2.5): the project's
+   * `cors.allowedOrigins` (exact, `*`, globs) as the HTTP door applies them. A project without
+   * `cors` allows no foreign origin (its HTTP answers carry no CORS headers, so no page reads
+   * them). The websocket plugin refuses an upgrade whose `Origin` this refuses.
+   * @param projectId the project's id
+   * @param origin the request's `Origin` header (an overlong one is refused)
+   */
+  allowsOrigin(projectId: string, origin: string): boolean;
 }
+
+/** What the rate-limit plugin offers doors whose traffic is not calls (WebSocket subscriptions). */
+export interface RateLimitService {
+  /**
+   * Charges one unit of work that is not a pipeline call (an `eth_subscribe`: each subscription,
+   * each `logs` filter) to the budgets a call of `method` to `network` by this caller is charged
+   * to: its auth strategy's or API key's, the project's, the network's (the call pipeline's order; spec §5, §8).
+   * @param network the network the work is for
+   * @param method the method counted against the budgets' rules (`eth_subscribe`)
+   * @param caller the client's address and identity, as the call pipeline sees them
+   * @throws ErrAuthRateLimitRuleExceeded, ErrProjectRateLimitRuleExceeded or
+   *   ErrNetworkRateLimitRuleExceeded (HTTP 429, -32005) over one; nothing when none applies
+   */
+  charge(network: Network, method: string, caller: { clientAddress: string; identity?: Identity }): Promise<void>;
+}
+
+/** Key of the rate-limit plugin's {@link RateLimitService}. */
+export const RATE_LIMIT_SERVICE: ServiceKey<RateLimitService> = serviceKey<RateLimitService>('rate-limit');
 
 /** Key of the cors plugin's {@link CorsService}. */
 export const CORS_SERVICE: ServiceKey<CorsService> = serviceKey<CorsService>('cors');

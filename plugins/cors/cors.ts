@@ -58,18 +58,27 @@ export function corsProblem(s: CorsSettings, path: string): { path: string; mess
 }
 
 /**
+ * The origin matcher of a block: whether a page from an origin may read this door's answers.
+ * @returns a predicate; an empty or overlong origin (over 512 characters) is refused
+ */
+export function originMatcher(s: CorsSettings): (origin: string) => boolean {
+  const any = s.allowedOrigins.includes('*');
+  const matches = compileGlobs(s.allowedOrigins.filter((o) => o !== '*'), { nocase: true });
+  return (origin) => origin.length > 0 && origin.length <= MAX_ORIGIN_CHARS && (any || matches(origin));
+}
+
+/**
  * The middleware of a block: CORS headers for listed origins, preflights (OPTIONS with
  * `Access-Control-Request-Method`) answered 204 without calling `next`.
  */
 export function corsMiddleware(s: CorsSettings): Koa.Middleware {
   const any = s.allowedOrigins.includes('*');
-  const matches = compileGlobs(s.allowedOrigins.filter((o) => o !== '*'), { nocase: true });
+  const allowed = originMatcher(s);
   return koaCors({
     origin: (k: Koa.Context) => {
       const origin = k.get('Origin');
-      if (!origin || origin.length > MAX_ORIGIN_CHARS) return '';
-      if (any) return s.allowCredentials ? origin : '*';
-      return matches(origin) ? origin : '';
+      if (!allowed(origin)) return '';
+      return any && !s.allowCredentials ? '*' : origin;
     },
     allowMethods: [...s.allowedMethods],
     allowHeaders: [...s.allowedHeaders],

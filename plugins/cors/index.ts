@@ -10,12 +10,13 @@
  * pays nothing per request.
  *
  * Provides the `cors` service (`CORS_SERVICE`, contract in `svc/plugin`): the CORS of another
- * door (the admin endpoint), its block checked against the same schema with the admin defaults.
+ * door (the admin endpoint), its block checked against the same schema with the admin defaults,
+ * and a project's allowed origins for doors that are not HTTP routes (the WebSocket upgrade).
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
 import { ConfigError, CORS_SERVICE, type CorsSettings, type Plugin, type PluginHost, resolveConfigBlock } from 'svc/plugin';
-import { ADMIN_CORS_DEFAULTS, type CorsInput, corsMiddleware, corsProblem, CorsSchema, corsSettings } from './cors.ts';
+import { ADMIN_CORS_DEFAULTS, type CorsInput, corsMiddleware, corsProblem, CorsSchema, corsSettings, originMatcher } from './cors.ts';
 
 export { ADMIN_CORS_DEFAULTS, corsMiddleware, corsProblem, CorsSchema, corsSettings, type CorsInput } from './cors.ts';
 
@@ -85,7 +86,9 @@ export function corsPlugin(): Plugin {
     schema: { project: { cors: CorsSchema } },
     apply(host: PluginHost) {
       const byProject = new Map<string, Koa.Middleware>();
+      let origins = new Map<string, (origin: string) => boolean>();
       host.services.provide(CORS_SERVICE, {
+        allowsOrigin: (projectId, origin) => origins.get(projectId)?.(origin) ?? false,
         door(block, path) {
           const settings = corsSettings(resolveConfigBlock(CorsSchema, block ?? {}, path), ADMIN_CORS_DEFAULTS);
           const problem = corsProblem(settings, path);
@@ -94,6 +97,7 @@ export function corsPlugin(): Plugin {
         },
       });
       host.hooks.configured.tap('cors', (c) => {
+        const next = new Map<string, (origin: string) => boolean>();
         c.projects.forEach((p, i) => {
           const input = p.settings.cors as CorsInput | undefined;
           if (!input) return;
@@ -101,7 +105,9 @@ export function corsPlugin(): Plugin {
           const problem = corsProblem(s, `projects[${i}].cors`);
           if (problem) throw new ConfigError([problem]);
           byProject.set(p.id, corsMiddleware(s));
+          next.set(p.id, originMatcher(s));
         });
+        origins = next;
       });
 
       host.hooks.routes.tap('cors', (router: Router) => {

@@ -14,10 +14,13 @@
  *   the budget's `maxCount` while the upstream answers rate limits and raises it while it does
  *   not; `svc_rate_limiter_budget_max_count` shows every rule's current count.
  * A network or upstream without a budget (and no budgets in auth) gets no wrapper at all.
+ * Internal calls (state polls, the WebSocket head follower) are not charged to client budgets.
+ * Provides `RATE_LIMIT_SERVICE` (svc/plugin): doors whose work is not a pipeline call (WebSocket
+ * `eth_subscribe`) charge it to the same client-side budgets, in the same order.
  */
 import { Counter, Gauge } from 'prom-client';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { type CallContext, type CallHandler, CallStage, closeRedisClient, ErrAuthRateLimitRuleExceeded, ErrEndpointCapacityExceeded, ErrNetworkRateLimitRuleExceeded, ErrProjectRateLimitRuleExceeded, ErrUpstreamRateLimitRuleExceeded, type Network, openRedisClient, type Plugin, type PluginHost, type RedisClient, StorageBreaker, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type Identity, RATE_LIMIT_SERVICE, closeRedisClient, ErrAuthRateLimitRuleExceeded, ErrEndpointCapacityExceeded, ErrNetworkRateLimitRuleExceeded, ErrProjectRateLimitRuleExceeded, ErrUpstreamRateLimitRuleExceeded, type Network, openRedisClient, type Plugin, type PluginHost, type RedisClient, StorageBreaker, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { AutoTuner, type Adjustment } from './autotune.ts';
 import { Budget, DEFAULT_STORE_TIMEOUT_MS, fallbackReporter, type Rule, type SharedStore, type Subject } from './budgets.ts';
 import { AUTO_TUNE_DEFAULTS, type AutoTuneConfig, rateLimitersOf, rateLimitSchema } from './schema.ts';
@@ -31,6 +34,14 @@ const MESSAGE = 'rate-limit exceeded';
 
 function subjectOf(ctx: CallContext): Subject {
   return { method: ctx.request.method, clientAddress: ctx.http.clientAddress, userId: ctx.identity?.userId, networkId: ctx.network.id };
+}
+
+/** What a budget check needs of a call or of other charged work. */
+interface Charged {
+  subject: Subject;
+  projectId: string;
+  /** The call, when it is one: a refused call is marked not routed. */
+  ctx?: CallContext;
 }
 
 /** The auto-tune settings of an upstream: its own, else eRPC's defaults; undefined when off or without a budget. */
@@ -92,23 +103,35 @@ export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
         anyAuthBudget = budgets.size > 0;
       });
 
-      const check = async (budget: Budget | undefined, ctx: CallContext, scope: string, Err: new (m: string) => Error): Promise<void> => {
-        if (budget && !(await budget.admit(subjectOf(ctx)))) {
-          rejected.inc({ project: ctx.project.id, scope, budget: budget.id });
+      const check = async (budget: Budget | undefined, c: Charged, scope: string, Err: new (m: string) => Error): Promise<void> => {
+        if (budget && !(await budget.admit(c.subject))) {
+          rejected.inc({ project: c.projectId, scope, budget: budget.id });
           // Refused before routing: no cost headers count it, nothing bills it (spec §4.5).
-          ctx.record.routed = false;
+          if (c.ctx) c.ctx.record.routed = false;
           throw new Err(MESSAGE);
         }
       };
+      const checkAll = async (c: Charged, identity: Identity | undefined, network: Network): Promise<void> => {
+        await check(budgetOf(budgets, identity?.rateLimitBudget), c, 'auth', ErrAuthRateLimitRuleExceeded);
+        await check(budgetOf(budgets, network.project.config.settings.rateLimitBudget), c, 'project', ErrProjectRateLimitRuleExceeded);
+        await check(budgetOf(budgets, network.config.settings.rateLimitBudget), c, 'network', ErrNetworkRateLimitRuleExceeded);
+      };
+      host.services.provide(RATE_LIMIT_SERVICE, {
+        charge: (network, method, caller) =>
+          checkAll({ subject: { method, clientAddress: caller.clientAddress, userId: caller.identity?.userId, networkId: network.id }, projectId: network.project.id }, caller.identity, network),
+      });
 
       host.hooks.call.tap({ name: 'rate-limit', stage: CallStage.RATE_LIMIT }, (inner: CallHandler, network: Network): CallHandler => {
         const projectBudget = budgetOf(budgets, network.project.config.settings.rateLimitBudget);
         const networkBudget = budgetOf(budgets, network.config.settings.rateLimitBudget);
         if (!anyAuthBudget && !projectBudget && !networkBudget) return inner;
         return async (ctx) => {
-          await check(budgetOf(budgets, ctx.identity?.rateLimitBudget), ctx, 'auth', ErrAuthRateLimitRuleExceeded);
-          await check(projectBudget, ctx, 'project', ErrProjectRateLimitRuleExceeded);
-          await check(networkBudget, ctx, 'network', ErrNetworkRateLimitRuleExceeded);
+          // svc's own traffic (state polls, the WebSocket head follower) spends no client's budget.
+          if (ctx.internal) return inner(ctx);
+          const c: Charged = { subject: subjectOf(ctx), projectId: ctx.project.id, ctx };
+          await check(budgetOf(budgets, ctx.identity?.rateLimitBudget), c, 'auth', ErrAuthRateLimitRuleExceeded);
+          await check(projectBudget, c, 'project', ErrProjectRateLimitRuleExceeded);
+          await check(networkBudget, c, 'network', ErrNetworkRateLimitRuleExceeded);
           return inner(ctx);
         };
       });

@@ -17,6 +17,7 @@ import {
   extractTopLevelValue,
   type Network,
   type PluginHost,
+  type RateLimitService,
   type SubscriptionType,
   SvcError,
   toJsonRpcError,
@@ -54,6 +55,10 @@ export interface ConnectionDeps {
   settings: WebSocketSettings;
   /** `svc_ws_messages_total{project,direction}`. */
   messages: Counter<'project' | 'direction'>;
+  /** The rate-limit plugin's budgets, each `eth_subscribe` is charged to; absent without that plugin. */
+  rateLimit?: RateLimitService;
+  /** Counts closes svc decided, by reason (`lifetime`, `auth`). */
+  closedBySvc?(reason: 'lifetime' | 'auth'): void;
   /** Called once, when the connection has closed. */
   closed(conn: WsConnection): void;
 }
@@ -76,6 +81,8 @@ export class WsConnection implements SubscriptionSink {
   private paused = false;
   private pendingSubscribes = 0;
   private cutTimer?: NodeJS.Timeout;
+  private lifetimeTimer?: NodeJS.Timeout;
+  private recheckTimer?: NodeJS.Timeout;
   /** Aborted when the connection closes: cancels its calls in flight. */
   private readonly abort = new AbortController();
   /** Live subscription ids of this connection and their types. */
@@ -115,6 +122,37 @@ export class WsConnection implements SubscriptionSink {
     // An error (a frame over maxPayload: 1009, a protocol error: 1002) is followed by 'close'.
     ws.on('error', () => undefined);
     ws.on('close', (code, reason) => this.onClose(code, reason.toString('utf8')));
+    const { maxConnectionLifetimeMs, authRecheckIntervalMs } = deps.settings;
+    if (maxConnectionLifetimeMs > 0) {
+      this.lifetimeTimer = setTimeout(() => {
+        deps.closedBySvc?.('lifetime');
+        this.closeWith(1001, 'connection lifetime reached: reconnect');
+      }, maxConnectionLifetimeMs);
+      this.lifetimeTimer.unref();
+    }
+    // A SIWE message is single-use (a replay is refused), so it cannot be presented again: such a
+    // connection is bounded by maxConnectionLifetime instead.
+    if (authRecheckIntervalMs > 0 && identity && identity.strategy !== 'siwe' && deps.host.hooks.authenticate.isUsed()) {
+      this.recheckTimer = setInterval(() => void this.recheck(), authRecheckIntervalMs);
+      this.recheckTimer.unref();
+    }
+  }
+
+  /**
+   * Checks the connection's credential again with the project's strategies (a key revoked or
+   * disabled, a token expired since the upgrade): a refusal (HTTP 401/403 kind) closes it with
+   * 1008 and the reason; any other failure (a key store down) leaves it open until the next check.
+   */
+  private async recheck(): Promise<void> {
+    if (this.closing) return;
+    try {
+      await this.deps.host.hooks.authenticate.promise(this.accepted.info, this.accepted.target.project);
+    } catch (e) {
+      const err = asSvcError(e);
+      if (err.httpStatus !== 401 && err.httpStatus !== 403) return;
+      this.deps.closedBySvc?.('auth');
+      this.closeWith(1008, `credential no longer valid: ${err.message}`.slice(0, 120));
+    }
   }
 
   /** Live subscriptions of this connection. */
@@ -169,6 +207,8 @@ export class WsConnection implements SubscriptionSink {
     this.closing = true;
     this.abort.abort();
     this.dropSubscriptions();
+    clearTimeout(this.lifetimeTimer);
+    clearInterval(this.recheckTimer);
     this.ws.close(code, reason);
     this.cutTimer = setTimeout(() => this.ws.terminate(), SLOW_CLOSE_GRACE_MS);
     this.cutTimer.unref();
@@ -213,6 +253,8 @@ export class WsConnection implements SubscriptionSink {
     this.closed = true;
     this.closing = true;
     clearTimeout(this.cutTimer);
+    clearTimeout(this.lifetimeTimer);
+    clearInterval(this.recheckTimer);
     this.abort.abort();
     this.dropSubscriptions();
     this.deps.closed(this);
@@ -252,6 +294,8 @@ export class WsConnection implements SubscriptionSink {
     let subId: string;
     try {
       const network = await this.networkOf(call);
+      // Each subscription (each logs filter) costs a call of the caller's budgets.
+      await this.deps.rateLimit?.charge(network, 'eth_subscribe', { clientAddress: this.accepted.info.clientAddress, identity: this.accepted.identity });
       subId = await this.deps.hub.subscribe(network, this, params);
     } finally {
       this.pendingSubscribes--;

@@ -10,9 +10,13 @@
  *   `host.serveJsonRpc`, the pipeline of an HTTP POST (cache, multiplexing, failsafe, consensus,
  *   integrity, rate-limit budgets); `eth_subscribe` / `eth_unsubscribe` by the subscription hub
  *   (subscriptions/), which feeds notifications from svc's own head tracking across upstreams.
- *   Subscribe and unsubscribe calls are not counted against rate-limit budgets (the budgets are
- *   counted in the pipeline, which they do not go through); the per-connection subscription cap
- *   bounds them instead.
+ *   Each `eth_subscribe` is charged to the caller's rate-limit budgets like a call; the
+ *   per-connection subscription cap bounds them too.
+ * - Caps (`server.websocket`): `maxConnections` open at once (over it: HTTP 503) and
+ *   `maxConnectionsPerClient` per user id, or per client address when anonymous (HTTP 429);
+ *   each `eth_subscribe` is charged to the caller's rate-limit budgets (`RATE_LIMIT_SERVICE`);
+ *   `maxConnectionLifetime` closes old sockets with 1001, `authRecheckInterval` re-checks the
+ *   credential of open ones (a refusal: 1008).
  * - Limits: `maxPayload` = `server.maxBodySize` (a larger message closes the socket with 1009),
  *   `MAX_IN_FLIGHT` messages served at once per connection, a subscription cap, a send-buffer
  *   cap (a slow client is closed with 1008), ping/pong liveness (`server.websocket`, schema.ts).
@@ -26,19 +30,37 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Counter, Gauge } from 'prom-client';
 import { WebSocketServer } from 'ws';
-import { type Plugin, type PluginHost, WEBSOCKET_SERVICE } from 'svc/plugin';
+import { type Plugin, type PluginHost, RATE_LIMIT_SERVICE, SvcError, WEBSOCKET_SERVICE } from 'svc/plugin';
 import { WsConnection } from './connection.ts';
 import { createWebSocketHooks } from './hooks.ts';
 import { websocketSchema, websocketSettingsOf, type WebSocketSettings } from './schema.ts';
 import { createSubscriptionHub } from './subscriptions/hub.ts';
 import type { SubscriptionHub } from './subscriptions/types.ts';
-import { admitUpgrade, refuseUpgrade } from './upgrade.ts';
+import { admitUpgrade, ErrOriginNotAllowed, refuseUpgrade } from './upgrade.ts';
 
 export { ErrSubscriptionLimitExceeded, MAX_IN_FLIGHT, SLOW_CLOSE_GRACE_MS } from './connection.ts';
-export { DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_NEW_HEADS_POLL_INTERVAL_MS, DEFAULT_PING_INTERVAL_MS, websocketSchema, websocketSettingsOf, type WebSocketSettings } from './schema.ts';
+export { ErrOriginNotAllowed } from './upgrade.ts';
+export { DEFAULT_AUTH_RECHECK_INTERVAL_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_CLIENT, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_NEW_HEADS_POLL_INTERVAL_MS, DEFAULT_PING_INTERVAL_MS, websocketSchema, websocketSettingsOf, type WebSocketSettings } from './schema.ts';
+
+/** svc holds `server.websocket.maxConnections` connections: one more is refused. HTTP 503, -32005. */
+export class ErrTooManyConnections extends SvcError {
+  static override readonly defaultCode = -32005;
+  static override readonly httpStatus = 503;
+}
+
+/** A client holds `server.websocket.maxConnectionsPerClient` connections: one more is refused. HTTP 429, -32005. */
+export class ErrClientConnectionLimit extends SvcError {
+  static override readonly defaultCode = -32005;
+  static override readonly httpStatus = 429;
+}
 
 /** How long shutdown waits for closing handshakes before cutting the remaining sockets, ms. */
 const SHUTDOWN_GRACE_MS = 500;
+
+/** The key a client's connections are counted under: its user id, else its address. */
+function clientKeyOf(c: { identity?: { userId: string }; http: { clientAddress: string } }): string {
+  return c.identity ? `user:${c.identity.userId}` : `addr:${c.http.clientAddress}`;
+}
 
 /**
  * Creates the websocket plugin (name `websocket`).
@@ -59,6 +81,11 @@ export function websocketPlugin(): Plugin {
       host.services.provide(WEBSOCKET_SERVICE, { hooks, connections: () => connections.size });
 
       const open = new Gauge({ name: 'svc_ws_connections', help: 'WebSocket connections open now', labelNames: ['project'], registers: [host.metrics] });
+      const refused = new Counter({ name: 'svc_ws_upgrades_refused_total', help: 'WebSocket upgrades refused by a cap or the CORS origins', labelNames: ['reason'], registers: [host.metrics] });
+      const closedBySvc = new Counter({ name: 'svc_ws_closed_by_svc_total', help: 'WebSocket connections svc closed: lifetime reached, credential no longer valid', labelNames: ['reason'], registers: [host.metrics] });
+      /** Open connections (and upgrades being completed) per client key. */
+      const perClient = new Map<string, number>();
+      let reserved = 0;
       const messages = new Counter({ name: 'svc_ws_messages_total', help: 'WebSocket messages (frames) received (in) and sent (out: answers and notifications)', labelNames: ['project', 'direction'], registers: [host.metrics] });
       new Gauge({
         name: 'svc_ws_subscriptions',
@@ -92,10 +119,19 @@ export function websocketPlugin(): Plugin {
           hooks,
           settings: s,
           messages,
+          rateLimit: host.services.get(RATE_LIMIT_SERVICE),
+          closedBySvc: (reason: 'lifetime' | 'auth') => closedBySvc.inc({ reason }),
           closed: (conn: WsConnection) => {
             connections.delete(conn);
             open.dec({ project: conn.info.project.id });
+            release(clientKeyOf(conn.info));
           },
+        };
+        const release = (key: string): void => {
+          reserved--;
+          const n = (perClient.get(key) ?? 1) - 1;
+          if (n <= 0) perClient.delete(key);
+          else perClient.set(key, n);
         };
         const version = host.version;
         const details = host.config.server.includeErrorDetails;
@@ -113,7 +149,27 @@ export function websocketPlugin(): Plugin {
                 socket.destroy();
                 return;
               }
+              const key = clientKeyOf({ identity: accepted.identity, http: accepted.info });
+              if (reserved >= s.maxConnections) {
+                refused.inc({ reason: 'max_connections' });
+                host.logger.warn({ open: reserved }, 'websocket: upgrade refused: server.websocket.maxConnections reached');
+                refuseUpgrade(socket, new ErrTooManyConnections(`too many WebSocket connections (${s.maxConnections}): retry later or on another replica`), version, details);
+                return;
+              }
+              if ((perClient.get(key) ?? 0) >= s.maxConnectionsPerClient) {
+                refused.inc({ reason: 'max_connections_per_client' });
+                refuseUpgrade(socket, new ErrClientConnectionLimit(`limit exceeded: this client holds ${s.maxConnectionsPerClient} WebSocket connections (server.websocket.maxConnectionsPerClient)`), version, details);
+                return;
+              }
+              // Counted before the handshake ends, so concurrent upgrades cannot pass the caps together.
+              reserved++;
+              perClient.set(key, (perClient.get(key) ?? 0) + 1);
+              socket.once('close', () => {
+                if (!opened) release(key);
+              });
+              let opened = false;
               ws.handleUpgrade(req, socket, head, (client) => {
+                opened = true;
                 socket.off('error', swallow);
                 const conn = new WsConnection(client, accepted, deps);
                 connections.add(conn);
@@ -121,7 +177,10 @@ export function websocketPlugin(): Plugin {
                 hooks.open.call(conn.info);
               });
             },
-            (e: unknown) => refuseUpgrade(socket, e, version, details),
+            (e: unknown) => {
+              if (e instanceof ErrOriginNotAllowed) refused.inc({ reason: 'origin' });
+              refuseUpgrade(socket, e, version, details);
+            },
           );
         };
         server.on('upgrade', onUpgrade);

@@ -12,6 +12,12 @@ export const DEFAULT_MAX_SUBSCRIPTIONS = 100;
 export const DEFAULT_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 /** Default ping interval, ms. */
 export const DEFAULT_PING_INTERVAL_MS = 30_000;
+/** Default most connections open at once on one svc process. */
+export const DEFAULT_MAX_CONNECTIONS = 10_000;
+/** Default most connections one client (credential, or address when anonymous) may hold open. */
+export const DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 100;
+/** Default interval at which an open connection's credential is checked again, ms. */
+export const DEFAULT_AUTH_RECHECK_INTERVAL_MS = 60_000;
 /** Default head poll interval of `newHeads`/`logs` feeds, ms. */
 export const DEFAULT_NEW_HEADS_POLL_INTERVAL_MS = 1_000;
 
@@ -50,6 +56,32 @@ export const WebSocketSchema = Strict(
         description: "how often a network's head is polled while it has `newHeads` or `logs` subscribers (svc's own head tracking, across every upstream)",
       }),
     ),
+    maxConnections: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        default: DEFAULT_MAX_CONNECTIONS,
+        description: 'most WebSocket connections open at once on this process (each worker counts its own); one more upgrade is refused with HTTP 503',
+      }),
+    ),
+    maxConnectionsPerClient: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        default: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+        description: 'most WebSocket connections one client may hold open on this process: per authenticated user id, or per client address when the project has no auth; one more upgrade is refused with HTTP 429',
+      }),
+    ),
+    maxConnectionLifetime: Type.Optional(
+      Duration({
+        default: '0s',
+        description: 'longest a connection stays open; past it svc closes it with 1001 "connection lifetime reached" and the client reconnects (credentials and budgets are then checked afresh); 0: no limit',
+      }),
+    ),
+    authRecheckInterval: Type.Optional(
+      Duration({
+        default: '1m',
+        description: "how often an open connection's credential is checked again with the project's auth strategies (a revoked, disabled or expired key or token); a refusal closes it with 1008; 0: checked at the upgrade only",
+      }),
+    ),
   },
   { description: 'the WebSocket endpoint: limits per connection, keep-alive and subscription polling' },
 );
@@ -72,6 +104,14 @@ export interface WebSocketSettings {
   pingIntervalMs: number;
   /** Head poll interval of the subscription feeds, ms. */
   newHeadsPollIntervalMs: number;
+  /** Most connections open at once on this process. */
+  maxConnections: number;
+  /** Most connections open at once per client (user id, else client address). */
+  maxConnectionsPerClient: number;
+  /** Longest life of a connection, ms; 0: none. */
+  maxConnectionLifetimeMs: number;
+  /** Interval of the credential re-check of an open connection, ms; 0: none. */
+  authRecheckIntervalMs: number;
 }
 
 /**
@@ -86,5 +126,9 @@ export function websocketSettingsOf(server: ResolvedServer): WebSocketSettings {
     maxBufferedBytes: raw.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
     pingIntervalMs: raw.pingInterval ?? DEFAULT_PING_INTERVAL_MS,
     newHeadsPollIntervalMs: raw.newHeadsPollInterval ?? DEFAULT_NEW_HEADS_POLL_INTERVAL_MS,
+    maxConnections: raw.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+    maxConnectionsPerClient: raw.maxConnectionsPerClient ?? DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+    maxConnectionLifetimeMs: raw.maxConnectionLifetime ?? 0,
+    authRecheckIntervalMs: raw.authRecheckInterval ?? DEFAULT_AUTH_RECHECK_INTERVAL_MS,
   };
 }

@@ -1,13 +1,21 @@
 /**
  * The WebSocket upgrade (spec §4.1 paths, §5 auth): an upgrade request is routed like an HTTP
  * POST (`/<project>/evm/<chainId>`, `/<project>/<alias>`, `/<project>`, aliasing rules on the
- * Host), refused with 503 unless svc is serving, and authenticated with the project's strategies
+ * Host), refused with 503 unless svc is serving, with 403 when a browser page's `Origin` is not
+ * one the project's CORS allows (spec §2.5: what `fetch` may not read, a socket may not either;
+ * no `Origin`, as non-browser clients send, or the svc host's own origin passes), and authenticated with the project's strategies
  * (credentials in headers or the query) before anything is upgraded. A refusal is a plain HTTP
  * response with a JSON-RPC error body written on the raw socket, so the socket never opens.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { asSvcError, ErrProjectNotFound, ErrServiceShuttingDown, type HttpRequestInfo, type Identity, type PluginHost, type RouteTarget, type SvcError, toJsonRpcError } from 'svc/plugin';
+import { asSvcError, CORS_SERVICE, ErrProjectNotFound, ErrServiceShuttingDown, type HttpRequestInfo, type Identity, type PluginHost, type RouteTarget, SvcError, toJsonRpcError } from 'svc/plugin';
+
+/** A browser page's `Origin` the project's CORS does not allow (spec §2.5). HTTP 403, -32600. */
+export class ErrOriginNotAllowed extends SvcError {
+  static override readonly defaultCode = -32600;
+  static override readonly httpStatus = 403;
+}
 
 /** A routed, authenticated upgrade request, ready to be upgraded. */
 export interface AcceptedUpgrade {
@@ -20,7 +28,7 @@ export interface AcceptedUpgrade {
 }
 
 /** Reason phrases of the statuses an upgrade may be refused with. */
-const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 413: 'Payload Too Large', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
+const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 413: 'Payload Too Large', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
 
 /**
  * Decides an upgrade request: routes it, checks the lifecycle, runs the `authenticate` hook.
@@ -42,10 +50,31 @@ export async function admitUpgrade(host: PluginHost, req: IncomingMessage, other
     throw e;
   }
   if (host.lifecycle !== 'serving') throw new ErrServiceShuttingDown('svc is shutting down: connect to another replica');
+  const origin = req.headers.origin;
+  if (origin !== undefined && !originAllowed(host, target.project.id, origin, req.headers.host)) {
+    throw new ErrOriginNotAllowed('origin not allowed: add it to the project\'s cors.allowedOrigins');
+  }
   info.networkId = target.network?.id;
   const hooks = host.hooks;
   const identity = hooks.authenticate.isUsed() ? await hooks.authenticate.promise(info, target.project) : undefined;
   return { target, info, identity };
+}
+
+/**
+ * Whether an upgrade's `Origin` may open a socket: the svc host's own origin (same-origin), or
+ * one the project's CORS allows (the cors plugin's `allowsOrigin`; without that plugin, none).
+ * @param origin the `Origin` header as sent
+ * @param hostHeader the `Host` header
+ */
+function originAllowed(host: PluginHost, projectId: string, origin: string, hostHeader: string | undefined): boolean {
+  if (hostHeader !== undefined && sameHost(origin, hostHeader)) return true;
+  return host.services.get(CORS_SERVICE)?.allowsOrigin(projectId, origin) ?? false;
+}
+
+/** Whether `origin` (`scheme://host[:port]`) names the host of the `Host` header. */
+function sameHost(origin: string, hostHeader: string): boolean {
+  const sep = origin.indexOf('://');
+  return sep > 0 && origin.slice(sep + 3).toLowerCase() === hostHeader.toLowerCase();
 }
 
 /**

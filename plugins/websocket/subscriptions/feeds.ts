@@ -189,7 +189,13 @@ export class NetworkFeeds {
     this.follower = new HeadFollower(
       (method, params) => this.call(method, params),
       { heads: () => this.heads, logs: () => this.logs.values() },
-      { pollIntervalMs: this.pollIntervalMs, logger: this.host.logger, label: `${network.project.id}/${network.id}` },
+      {
+        pollIntervalMs: this.pollIntervalMs,
+        logger: this.host.logger,
+        label: `${network.project.id}/${network.id}`,
+        // The current network each time: a config reload replaces it.
+        judge: (n) => this.host.chainState(this.network).judgeHead(n, 'latest'),
+      },
     );
     this.follower.start();
     if (wsCandidates(network.upstreams).length > 0) {

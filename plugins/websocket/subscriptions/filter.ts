@@ -90,15 +90,28 @@ export function parseLogFilter(raw: unknown): LogFilter {
 }
 
 /**
- * The filter as `eth_getLogs` params for one block (`{blockHash, address?, topics?}`).
- * @param filter a canonical filter
- * @param blockHash the block
+ * Whether a log matches a canonical filter, by the node's rules (geth `filterLogs`): its address
+ * is one of the filter's (any when none); at each topic position with alternatives, the log has
+ * a topic there and it is one of them (null: any, but the log still needs no topic there).
+ * @param filter a canonical filter (lower-case)
+ * @param log a log object from `eth_getLogs`
  */
-export function getLogsParams(filter: LogFilter, blockHash: string): Record<string, unknown> {
-  const p: Record<string, unknown> = { blockHash };
-  if (filter.address) p.address = filter.address.length === 1 ? filter.address[0] : filter.address;
-  if (filter.topics) p.topics = filter.topics.map((t) => (t === null ? null : t.length === 1 ? t[0] : t));
-  return p;
+export function matchLog(filter: LogFilter, log: Record<string, unknown>): boolean {
+  if (filter.address) {
+    const a = typeof log.address === 'string' ? log.address.toLowerCase() : '';
+    if (!filter.address.includes(a)) return false;
+  }
+  if (filter.topics) {
+    const topics = Array.isArray(log.topics) ? (log.topics as unknown[]) : [];
+    if (topics.length < filter.topics.length) return false;
+    for (let i = 0; i < filter.topics.length; i++) {
+      const alts = filter.topics[i];
+      if (!alts) continue;
+      const t = topics[i];
+      if (typeof t !== 'string' || !alts.includes(t.toLowerCase())) return false;
+    }
+  }
+  return true;
 }
 
 /** One topic position: null/[] = any, a topic, or a list of alternatives. */

@@ -16,14 +16,20 @@
  *   window (the common ancestor); the logs each feed emitted for the abandoned blocks go out again
  *   with `removed: true` (newest first, each block's logs in reverse, as geth does), then the new
  *   branch is emitted from the ancestor's child on (clients see new hashes at heights they saw);
- * - a latest block below the emitted head is ignored (an upstream behind the others).
+ * - a latest block below the emitted head is ignored (an upstream behind the others), unless
+ *   {@link RESYNC_READS} reads in a row say so: then the emitted chain was the wrong one (a bogus
+ *   head got through) and the follower re-syncs to the real head (spec §2.8, head plausibility).
+ * Each block's logs are read once (`eth_getLogs` by block hash, no address or topic filter) and
+ * filtered here per `logs` feed with the node's matching rules, so N feeds cost one read a block.
  * The first poll only learns the head (as geth, a subscription sees blocks after it). Ticks never
  * overlap; a gap of more than {@link MAX_GAP} blocks (a long total outage) is not replayed: the
- * follower jumps to the latest block and logs a warning.
+ * follower jumps to the latest block and logs a warning, but never on one read: the far block
+ * must not be `implausible` to the network's chain state (`judgeHead`), and unless `confirmed`,
+ * the next read (made at once) must reach at least as high. One upstream answering one block from
+ * the future therefore neither freezes nor moves the heads every subscriber sees.
  */
-import pLimit from 'p-limit';
-import type { Logger } from 'svc/plugin';
-import { getLogsParams, type LogFilter } from './filter.ts';
+import type { HeadVerdict, Logger } from 'svc/plugin';
+import { type LogFilter, matchLog } from './filter.ts';
 
 /** Reads one JSON-RPC result through the network's pipeline; throws on any failure. */
 export type NetworkFetch = (method: string, params: unknown[]) => Promise<unknown>;
@@ -34,8 +40,11 @@ export const MAX_BLOCKS_PER_TICK = 128;
 export const WINDOW_BLOCKS = 128;
 /** Longest gap filled block by block; beyond it the follower jumps to the latest block. */
 export const MAX_GAP = 1024;
-/** `eth_getLogs` reads of one block in flight at once (one per `logs` feed). */
-export const LOGS_CONCURRENCY = 8;
+/**
+ * Reads in a row whose latest block is below the emitted head after which the follower re-syncs
+ * to the real head (the emitted chain was a bogus one; a lagging upstream answers a few at most).
+ */
+export const RESYNC_READS = 5;
 /** Shortest pause between two ticks, ms (a flood of upstream wake-ups cannot spin the follower). */
 export const MIN_TICK_GAP_MS = 20;
 
@@ -104,6 +113,11 @@ export interface FollowerOptions {
   logger?: Logger;
   /** Names the network in log lines. */
   label?: string;
+  /**
+   * The network's head plausibility rule (spec §2.8: `host.chainState(network).judgeHead(n,
+   * 'latest')`); asked before a jump beyond {@link MAX_GAP}. Absent: every head is `plausible`.
+   */
+  judge?: (n: number) => HeadVerdict;
 }
 
 /** See the module comment. */
@@ -118,7 +132,10 @@ export class HeadFollower {
   private failing = false;
   private lastTickEnd = 0;
   private timer?: NodeJS.Timeout;
-  private readonly limit = pLimit(LOGS_CONCURRENCY);
+  /** A far block seen once and not confirmed: a jump waits for a second read reaching it. */
+  private farSeen?: number;
+  /** Reads in a row whose latest block was below the emitted head. */
+  private belowReads = 0;
   /** Settles once the first tick ended (the head is known, unless that tick failed). */
   private first?: Promise<void>;
 
@@ -140,6 +157,8 @@ export class HeadFollower {
     // A restarted follower starts over from the head it learns (no replay of the time it was stopped).
     this.window.clear();
     this.last = undefined;
+    this.farSeen = undefined;
+    this.belowReads = 0;
     this.first = this.tick();
   }
 
@@ -225,18 +244,24 @@ export class HeadFollower {
       this.remember(latest, new Map());
       return;
     }
-    if (latest.number < last.number) return;
+    if (latest.number < last.number) {
+      if (++this.belowReads >= RESYNC_READS) await this.resync(latest);
+      return;
+    }
+    this.belowReads = 0;
     if (latest.number === last.number) {
       if (latest.hash !== last.hash) await this.reorg(latest);
       return;
     }
     if (latest.number - last.number > MAX_GAP) {
+      if (!this.verifiedFar(latest.number)) return;
       this.opts.logger?.warn({ network: this.opts.label, from: last.number, to: latest.number }, `websocket subscriptions: ${latest.number - last.number} blocks behind (more than ${MAX_GAP}); jumping to the latest block, the blocks between are not emitted`);
       this.window.clear();
       this.last = undefined;
       await this.emit(latest);
       return;
     }
+    this.farSeen = undefined;
     const to = Math.min(latest.number, last.number + MAX_BLOCKS_PER_TICK);
     for (let n = last.number + 1; n <= to; n++) {
       const b = n === latest.number ? latest : await this.block('eth_getBlockByNumber', `0x${n.toString(16)}`);
@@ -251,6 +276,51 @@ export class HeadFollower {
       if (!(await this.emit(b))) return;
     }
     this.behind = to < latest.number;
+  }
+
+  /**
+   * Whether a far block (beyond {@link MAX_GAP}) may be jumped to: never when the chain state
+   * judges it implausible; at once when confirmed; otherwise once a second read reaches it.
+   * @param n the far block's number
+   */
+  private verifiedFar(n: number): boolean {
+    const verdict = this.opts.judge?.(n) ?? 'plausible';
+    if (verdict === 'implausible') {
+      this.farSeen = undefined;
+      this.opts.logger?.warn({ network: this.opts.label, head: this.last?.number, reported: n }, 'websocket subscriptions: an implausible latest block was read; not emitted');
+      return false;
+    }
+    if (verdict === 'confirmed' || (this.farSeen !== undefined && n >= this.farSeen)) {
+      this.farSeen = undefined;
+      return true;
+    }
+    // Seen once: read again at once (the pipeline may well ask another upstream).
+    this.farSeen = n;
+    this.behind = true;
+    return false;
+  }
+
+  /**
+   * Re-syncs to `latest` after {@link RESYNC_READS} reads below the emitted head: the blocks above
+   * it are abandoned (their logs go out again with `removed: true`, newest first) and, unless the
+   * window holds `latest` itself, it is emitted as the new head.
+   */
+  private async resync(latest: BlockInfo): Promise<void> {
+    this.belowReads = 0;
+    this.opts.logger?.warn({ network: this.opts.label, from: this.last?.number, to: latest.number }, `websocket subscriptions: the chain stayed below the emitted head for ${RESYNC_READS} reads; re-syncing to block ${latest.number}`);
+    const abandoned = [...this.window.values()].filter((e) => e.number > latest.number).sort((a, b) => b.number - a.number);
+    for (const e of abandoned) {
+      this.window.delete(e.number);
+      for (const [target, logs] of e.logs) for (let i = logs.length - 1; i >= 0; i--) target.publish(removedJson(logs[i] as string));
+    }
+    const known = this.window.get(latest.number);
+    if (known?.hash === latest.hash) {
+      this.last = known;
+      return;
+    }
+    this.window.clear();
+    this.last = undefined;
+    await this.emit(latest);
   }
 
   /**
@@ -290,8 +360,9 @@ export class HeadFollower {
    */
   private async emit(b: BlockInfo): Promise<boolean> {
     const targets = [...this.targets.logs()];
-    const logs = await Promise.all(targets.map((t) => this.limit(() => this.logsOf(b, t.filter))));
+    const all = targets.length > 0 ? await this.logsOf(b) : [];
     if (!this.active) return false;
+    const logs = targets.map((t) => all.filter((l) => matchLog(t.filter, l.log)).map((l) => l.json));
     const heads = this.targets.heads();
     if (heads) heads.publish(headerJson(b.raw));
     const kept = new Map<LogsTarget, string[]>();
@@ -304,14 +375,17 @@ export class HeadFollower {
     return true;
   }
 
-  /** One block's logs for one filter, each as JSON, in log order. */
-  private async logsOf(b: BlockInfo, filter: LogFilter): Promise<string[]> {
-    const got = await this.fetch('eth_getLogs', [getLogsParams(filter, b.hash)]);
+  /**
+   * One block's logs, all of them (one read for every feed), each with its JSON, in log order.
+   * @throws when the read fails or answers a log of another block
+   */
+  private async logsOf(b: BlockInfo): Promise<Array<{ log: Record<string, unknown>; json: string }>> {
+    const got = await this.fetch('eth_getLogs', [{ blockHash: b.hash }]);
     if (!Array.isArray(got)) throw new Error(`eth_getLogs of block ${b.number} answered ${got === null ? 'null' : typeof got}`);
     return got.map((l: unknown) => {
       const bh = l !== null && typeof l === 'object' ? (l as { blockHash?: unknown }).blockHash : undefined;
       if (typeof bh !== 'string' || bh.toLowerCase() !== b.hash) throw new Error(`eth_getLogs of block ${b.number} answered a log of another block`);
-      return JSON.stringify(l);
+      return { log: l as Record<string, unknown>, json: JSON.stringify(l) };
     });
   }
 

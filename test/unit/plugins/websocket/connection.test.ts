@@ -9,7 +9,7 @@ import { EventEmitter } from 'node:events';
 import { expect } from 'chai';
 import { Counter, Registry } from 'prom-client';
 import type WebSocket from 'ws';
-import { ErrEndpointUnsupported, type JsonRpcInput, type JsonRpcOutput, type Network, type PluginHost } from '../../../../core/plugin-api.ts';
+import { ErrAuthRateLimitRuleExceeded, ErrAuthUnauthorized, ErrEndpointServerSideException, ErrEndpointUnsupported, type Identity, type RateLimitService, type JsonRpcInput, type JsonRpcOutput, type Network, type PluginHost } from '../../../../core/plugin-api.ts';
 import { MAX_IN_FLIGHT, WsConnection } from '../../../../plugins/websocket/connection.ts';
 import { createWebSocketHooks } from '../../../../plugins/websocket/hooks.ts';
 import { answerMessage, type MessageHandlers } from '../../../../plugins/websocket/messages.ts';
@@ -76,16 +76,28 @@ class FakeHub implements SubscriptionHub {
   }
 }
 
-const settings = { enabled: true, maxSubscriptionsPerConnection: 2, maxBufferedBytes: 1000, pingIntervalMs: 1000, newHeadsPollIntervalMs: 1000 };
+const settings = { enabled: true, maxSubscriptionsPerConnection: 2, maxBufferedBytes: 1000, pingIntervalMs: 1000, newHeadsPollIntervalMs: 1000, maxConnections: 10, maxConnectionsPerClient: 10, maxConnectionLifetimeMs: 0, authRecheckIntervalMs: 0 };
+
+/** What a test changes of the connection's world: settings, the budgets, the auth hook's answer. */
+interface SetupOptions {
+  settings?: Partial<typeof settings>;
+  rateLimit?: RateLimitService;
+  /** Answers the `authenticate` hook (present: the project has strategies, the caller an identity). */
+  authenticate?: () => Promise<Identity>;
+  /** The identity of the upgrade (default `{userId: 'u1'}` when `authenticate` is set). */
+  identity?: Identity;
+}
 const network = { id: 'evm:1' } as Network;
 
-function setup(serve: (input: JsonRpcInput) => Promise<JsonRpcOutput> = async (i) => ({ body: `{"served":${JSON.stringify(i.body)}}`, batch: false, status: 200, records: [] })) {
+function setup(serve: (input: JsonRpcInput) => Promise<JsonRpcOutput> = async (i) => ({ body: `{"served":${JSON.stringify(i.body)}}`, batch: false, status: 200, records: [] }), opts: SetupOptions = {}) {
   const registry = new Registry();
+  const authenticate = opts.authenticate;
   const host = {
     config: { server: { maxBatchSize: 100, maxJsonDepth: 16, includeErrorDetails: false } },
     logger: { error: () => undefined },
     metrics: registry,
     serveJsonRpc: serve,
+    hooks: { authenticate: { isUsed: () => authenticate !== undefined, promise: () => (authenticate as () => Promise<Identity>)() } },
   } as unknown as PluginHost;
   const hub = new FakeHub();
   const socket = new FakeSocket();
@@ -95,14 +107,19 @@ function setup(serve: (input: JsonRpcInput) => Promise<JsonRpcOutput> = async (i
   hooks.subscribe.tap('t', (_c, type) => events.push(`subscribe ${type}`));
   const messages = new Counter({ name: 'm', help: 'm', labelNames: ['project', 'direction'], registers: [registry] });
   let closed = 0;
-  const conn = new WsConnection(socket as unknown as WebSocket, { target: { project: { id: 'main' } as never, network }, info: {} as never }, { host, hub, hooks, settings, messages, closed: () => closed++ });
+  const closedBySvc: string[] = [];
+  const conn = new WsConnection(
+    socket as unknown as WebSocket,
+    { target: { project: { id: 'main' } as never, network }, info: { clientAddress: '10.0.0.1' } as never, identity: opts.identity ?? (authenticate ? { userId: 'u1' } : undefined) },
+    { host, hub, hooks, settings: { ...settings, ...opts.settings }, messages, closed: () => closed++, rateLimit: opts.rateLimit, closedBySvc: (r) => closedBySvc.push(r) },
+  );
   const say = async (text: string): Promise<any> => {
     const before = socket.sent.length;
     socket.emit('message', Buffer.from(text), false);
     for (let i = 0; i < 50 && socket.sent.length === before; i++) await new Promise((r) => setImmediate(r));
     return JSON.parse(socket.sent.at(-1) as string);
   };
-  return { conn, socket, hub, events, say, closedCount: () => closed };
+  return { conn, socket, hub, events, say, closedCount: () => closed, closedBySvc };
 }
 
 describe('websocket plugin: connection', () => {
@@ -174,6 +191,70 @@ describe('websocket plugin: connection', () => {
     await new Promise((r) => setTimeout(r, 5));
     expect(socket.paused).to.equal(false);
     expect(socket.sent.length).to.equal(MAX_IN_FLIGHT / 2);
+  });
+
+  it('charges each eth_subscribe to the caller budgets (method eth_subscribe, its address and identity); over budget: -32005 and no subscription', async () => {
+    const charged: string[] = [];
+    let left = 2;
+    const rateLimit: RateLimitService = {
+      charge: async (n, method, caller) => {
+        charged.push(`${n.id} ${method} ${caller.clientAddress}`);
+        if (left-- <= 0) throw new ErrAuthRateLimitRuleExceeded('rate-limit exceeded');
+      },
+    };
+    const { say, hub } = setup(undefined, { rateLimit, settings: { maxSubscriptionsPerConnection: 10 } });
+    const sub = (id: number, params: unknown[]) => say(JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_subscribe', params }));
+    expect((await sub(1, ['newHeads'])).result).to.equal('0x1');
+    expect((await sub(2, ['logs', { address: `0x${'a'.repeat(40)}` }])).result).to.equal('0x2');
+    const over = await sub(3, ['logs', { address: `0x${'b'.repeat(40)}` }]);
+    expect(over.error.code).to.equal(-32005);
+    expect(over.error.message).to.match(/rate-limit exceeded/);
+    expect(hub.subs.size).to.equal(2);
+    expect(charged).to.deep.equal(['evm:1 eth_subscribe 10.0.0.1', 'evm:1 eth_subscribe 10.0.0.1', 'evm:1 eth_subscribe 10.0.0.1']);
+  });
+
+  it('closes with 1001 once maxConnectionLifetime has passed, dropping its subscriptions', async () => {
+    const { socket, say, hub, closedBySvc } = setup(undefined, { settings: { maxConnectionLifetimeMs: 40 } });
+    await say('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}');
+    expect(socket.closedWith).to.equal(undefined);
+    for (let i = 0; i < 200 && !socket.closedWith; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(socket.closedWith).to.deep.equal([1001, 'connection lifetime reached: reconnect']);
+    expect(hub.subs.size).to.equal(0);
+    expect(closedBySvc).to.deep.equal(['lifetime']);
+  });
+
+  it('re-checks the credential every authRecheckInterval: a store failure keeps it open, a refusal closes it with 1008 and the reason', async () => {
+    let answer: () => Promise<Identity> = async () => ({ userId: 'u1' });
+    const { socket, closedBySvc } = setup(undefined, { settings: { authRecheckIntervalMs: 10 }, authenticate: () => answer() });
+    await new Promise((r) => setTimeout(r, 40));
+    answer = async () => {
+      throw new ErrEndpointServerSideException('key store down');
+    };
+    await new Promise((r) => setTimeout(r, 40));
+    expect(socket.closedWith).to.equal(undefined);
+    answer = async () => {
+      throw new ErrAuthUnauthorized('api key disabled');
+    };
+    for (let i = 0; i < 200 && !socket.closedWith; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(socket.closedWith).to.deep.equal([1008, 'credential no longer valid: api key disabled']);
+    expect(closedBySvc).to.deep.equal(['auth']);
+    socket.emit('close', 1008, Buffer.from(''));
+  });
+
+  it('does not re-check a SIWE identity (its message is single-use: presenting it again is a replay)', async () => {
+    let asked = 0;
+    const { socket } = setup(undefined, {
+      settings: { authRecheckIntervalMs: 5 },
+      identity: { userId: '0xabc', strategy: 'siwe' },
+      authenticate: async () => {
+        asked++;
+        throw new ErrAuthUnauthorized('SIWE message was already used');
+      },
+    });
+    await new Promise((r) => setTimeout(r, 40));
+    expect(asked).to.equal(0);
+    expect(socket.closedWith).to.equal(undefined);
+    socket.emit('close', 1000, Buffer.from(''));
   });
 
   it('a subscription the hub grants after the connection closed is undone at once', async () => {

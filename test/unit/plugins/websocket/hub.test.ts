@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { ErrEndpointServerSideException, type Network, type PluginHost, RpcResult, SvcError, type Upstream } from '../../../../core/plugin-api.ts';
+import { ErrEndpointServerSideException, NO_CHAIN_STATE, type Network, type PluginHost, RpcResult, SvcError, type Upstream } from '../../../../core/plugin-api.ts';
 import { createSubscriptionHub } from '../../../../plugins/websocket/subscriptions/hub.ts';
 import type { SubscriptionHub, SubscriptionSink } from '../../../../plugins/websocket/subscriptions/types.ts';
 
@@ -54,6 +54,8 @@ class Chain {
   failLogs = 0;
   /** When set, answers `latest` with the block this many below the head (a lagging upstream). */
   lag = 0;
+  /** When set, the `latest` answer (an upstream reporting a block from the future). */
+  far?: FakeBlock;
   private made = 0;
 
   constructor(height = 5) {
@@ -92,6 +94,7 @@ class Chain {
     }
     if (method === 'eth_getBlockByNumber') {
       const ref = params[0] as string;
+      if (ref === 'latest' && this.far) return this.far;
       if (ref === 'latest') return this.canonical[this.canonical.length - 1 - this.lag] ?? null;
       return this.canonical[Number.parseInt(ref, 16)] ?? null;
     }
@@ -129,6 +132,7 @@ function networkOf(chain: Chain, wsEndpoints: string[] = []): Network {
 const host = {
   logger: pino({ level: 'silent' }),
   internalContext: (_n: Network, method: string, params: unknown) => ({ ctx: { request: { method, params } }, done: () => undefined }),
+  chainState: () => NO_CHAIN_STATE,
 } as unknown as PluginHost;
 
 interface Frame {
@@ -216,6 +220,33 @@ describe('websocket plugin: subscription hub', () => {
     expect(numbers(s.frames)).to.deep.equal([4, 5, 6]);
   });
 
+  it("asks the network's head plausibility rule (host.chainState judgeHead) before a far jump: an implausible far block read again and again is never emitted", async () => {
+    const chain = new Chain(3);
+    const judged: number[] = [];
+    const judging = {
+      ...host,
+      chainState: () => ({
+        ...NO_CHAIN_STATE,
+        judgeHead: (n: number, kind: string) => {
+          judged.push(n);
+          expect(kind).to.equal('latest');
+          return n > 1000 ? 'implausible' : 'plausible';
+        },
+      }),
+    } as unknown as PluginHost;
+    hub = createSubscriptionHub(judging, { pollIntervalMs: 5, maxPerConnection: 10 });
+    const s = sink();
+    await hub.subscribe(networkOf(chain), s, ['newHeads']);
+    chain.far = { ...chain.head, number: hex(0x7fffffff), hash: `0x${'f'.repeat(64)}` };
+    await until(() => judged.length >= 3);
+    chain.far = undefined;
+    chain.mine();
+    await until(() => s.frames.length === 1);
+    await sleep(20);
+    expect(numbers(s.frames)).to.deep.equal([4]);
+    expect(judged.every((n) => n === 0x7fffffff)).to.equal(true);
+  });
+
   it('on a reorg of depth 2: the new heads at the same heights; the abandoned logs again with removed: true (newest first), then the new logs', async () => {
     const chain = new Chain(3);
     hub = createSubscriptionHub(host, { pollIntervalMs: 5, maxPerConnection: 10 });
@@ -250,7 +281,7 @@ describe('websocket plugin: subscription hub', () => {
     ]);
   });
 
-  it('shares one feed per (network, filter): two subscribers of the same filter cost one getLogs per block; another filter costs one more', async () => {
+  it('shares one feed per (network, filter): every filter of the network shares one getLogs per block (two subscribers of one filter, then a third filter)', async () => {
     const chain = new Chain(3);
     hub = createSubscriptionHub(host, { pollIntervalMs: 5, maxPerConnection: 10 });
     const net = networkOf(chain);
@@ -273,7 +304,8 @@ describe('websocket plugin: subscription hub', () => {
     chain.mine([ADDR_A, ADDR_B]);
     await until(() => a.frames.length === 3 && c.frames.length === 1);
     await sleep(20);
-    expect(chain.count('eth_getLogs') - mid).to.equal(2);
+    expect(chain.count('eth_getLogs') - mid).to.equal(1);
+    expect(c.frames.map((f) => f.params.result.address)).to.deep.equal([ADDR_B]);
     expect(hub.counts()).to.deep.equal({ newHeads: 0, logs: 3, newPendingTransactions: 0 });
   });
 
