@@ -89,8 +89,8 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
         // Heads another replica saw (shared-state plugin): forward-only, judged by the same
         // plausibility rule as a poll's (an implausible one is recorded nowhere and marks the upstream).
         observeShared: (network, u, latest, finalized) => {
-          if (latest > 0) heads.observeLatest(network, u, latest);
-          if (finalized > 0) heads.observeFinalized(network, u, finalized);
+          if (latest > 0) heads.observeLatest(network, u, latest, false, true);
+          if (finalized > 0) heads.observeFinalized(network, u, finalized, false, true);
         },
       });
       tapFinality(proxy);

@@ -66,15 +66,17 @@ export interface HeadTracker {
    * and, unless implausible, advances it; only counted upstreams move the network head (and its
    * block-time estimate). An implausible head is recorded nowhere, and the upstream is marked.
    * @param fromPoll the upstream's own state poll: its latest is set, even below what it said before
+   * @param shared another replica's word (shared state): judged as no upstream's own report, so
+   *   never a sole source, and never a witness for other reports
    * @returns the verdict
    */
-  readonly observeLatest: (n: Network, u: Upstream, block: number, fromPoll?: boolean) => HeadVerdict;
+  readonly observeLatest: (n: Network, u: Upstream, block: number, fromPoll?: boolean, shared?: boolean) => HeadVerdict;
   /**
    * Judges an upstream's finalized block and, unless implausible, records it (a poll sets it, an
    * answer only moves it forward); an implausible one marks the upstream.
    * @returns the verdict
    */
-  readonly observeFinalized: (n: Network, u: Upstream, block: number, fromPoll?: boolean) => HeadVerdict;
+  readonly observeFinalized: (n: Network, u: Upstream, block: number, fromPoll?: boolean, shared?: boolean) => HeadVerdict;
 }
 
 /**
@@ -191,13 +193,14 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     }
   };
 
-  const observeLatest = (n: Network, u: Upstream, block: number, fromPoll = false): HeadVerdict => {
+  const observeLatest = (n: Network, u: Upstream, block: number, fromPoll = false, shared = false): HeadVerdict => {
     const st = chainStateOf(n);
     const vouchedBefore = st.vouchedLatest;
-    const verdict = st.judgeHead(block, 'latest', u);
+    const verdict = st.judgeHead(block, 'latest', shared ? undefined : u);
     const mine = st.of(u);
-    mine.reported = block;
-    if (verdict === 'implausible' || mine.implausible.latest) mark(n, u, 'latest', block, verdict);
+    if (!shared) mine.reported = block;
+    // Another replica's word marks no upstream: one shared-state entry never moves an upstream's health.
+    if (!shared && (verdict === 'implausible' || mine.implausible.latest)) mark(n, u, 'latest', block, verdict);
     if (verdict === 'implausible') return verdict;
     // Judged against a vouched head, or confirmed (witness, sole source): vouched from now on.
     const vouchesFirst = !mine.vouched && (verdict === 'confirmed' || (verdict === 'plausible' && vouchedBefore > 0));
@@ -218,11 +221,11 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     return verdict;
   };
 
-  const observeFinalized = (n: Network, u: Upstream, block: number, fromPoll = false): HeadVerdict => {
+  const observeFinalized = (n: Network, u: Upstream, block: number, fromPoll = false, shared = false): HeadVerdict => {
     const st = chainStateOf(n);
-    const verdict = st.judgeHead(block, 'finalized', u);
+    const verdict = st.judgeHead(block, 'finalized', shared ? undefined : u);
     const mine = st.of(u);
-    if (verdict === 'implausible' || mine.implausible.finalized) mark(n, u, 'finalized', block, verdict);
+    if (!shared && (verdict === 'implausible' || mine.implausible.finalized)) mark(n, u, 'finalized', block, verdict);
     if (verdict === 'implausible') return verdict;
     if (fromPoll) mine.finalized = block;
     else mine.advanceFinalized(block);

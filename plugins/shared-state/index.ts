@@ -131,7 +131,9 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         },
         judge: (h, n, kind) => {
           const at = find(h.project, h.upstream);
-          return at ? host.chainState(at.network).judgeHead(n, kind, at.upstream) : 'implausible';
+          // Judged with no reporting upstream: another replica's word is no upstream's own report
+          // (so never a sole source), and this replica's own view of that upstream is a witness.
+          return at ? host.chainState(at.network).judgeHead(n, kind) : 'implausible';
         },
       };
       const apply = (heads: SharedHead[]): void => {
