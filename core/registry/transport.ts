@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import {
   ErrCancelled,
+  ErrResponseBytesInFlightExceeded,
   ErrEndpointRequestTimeout,
   ErrEndpointServerSideException,
   ErrUpstreamMalformedResponse,
@@ -15,7 +16,7 @@ import {
   SvcError,
   type UpstreamErrorRaw,
 } from '../errors.ts';
-import { decodeBody, readBodyCapped, type BodyStream } from '../../lib/body.ts';
+import { ByteBudget, decodeBody, readBodyCapped, type BodyStream } from '../../lib/body.ts';
 import { extractTopLevelValue, findTopLevelValue } from '../../lib/json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../jsonrpc.ts';
 import { normaliseUpstreamError } from '../evm/normalize.ts';
@@ -59,6 +60,17 @@ export class DeadlineReason {
 export function isDeadline(reason: unknown): boolean {
   return !!reason && typeof reason === 'object' && ABORT_TIMEOUT in reason;
 }
+
+/** Default `server.maxResponseBytesInFlight`, bytes: room for a few of the largest answers at once. */
+export const DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT = 512 * 1024 * 1024;
+
+/**
+ * Bytes of upstream answers being read and parsed, over every upstream of the process (spec §7,
+ * global bound on response bytes in flight). Its limit is `server.maxResponseBytesInFlight`, set
+ * by the server at start and reload; an answer that would pass it fails the call with
+ * `ErrResponseBytesInFlightExceeded` instead of growing memory.
+ */
+export const RESPONSE_BYTES = new ByteBudget(DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT);
 
 /** Default `upstreams[].maxResponseSize`, bytes (issue #8 item 5). */
 export const DEFAULT_MAX_RESPONSE_SIZE = 256 * 1024 * 1024;
@@ -177,7 +189,11 @@ export class HttpTransport {
     } catch (e) {
       throw this.transportError({ error: e, bodyBytes: body.bytes }, signal);
     }
-    return this.parse(status, bytes, body.id, method);
+    try {
+      return this.parse(status, bytes, body.id, method);
+    } finally {
+      RESPONSE_BYTES.release(bytes.length);
+    }
   }
 
   /**
@@ -208,6 +224,16 @@ export class HttpTransport {
       const err = this.transportError({ error: e, bodyBytes: text.length }, never);
       return calls.map(() => err);
     }
+    try {
+      return this.splitBatch(status, bytes, calls, ids);
+    } finally {
+      RESPONSE_BYTES.release(bytes.length);
+    }
+  }
+
+  /** Matches a batch answer's elements to the calls by svc's ids (see {@link postBatch}). */
+  private splitBatch(status: number, bytes: Buffer, calls: ReadonlyArray<{ method: string; params: unknown }>, ids: readonly number[]): Array<RpcResult | SvcError> {
+    const up = this.cfg.id;
     const body = decodeBody(bytes);
     let doc: unknown;
     try {
@@ -383,8 +409,11 @@ function readCapped(body: BodyStream, declared: string | string[] | undefined, l
     declared,
     limit,
     onTooLarge: 'destroy',
+    budget: RESPONSE_BYTES,
     fail: (f) =>
-      f.kind === 'too-large'
+      f.kind === 'over-budget'
+        ? new ErrResponseBytesInFlightExceeded(`svc is reading ${f.inFlight} bytes of upstream answers, at server.maxResponseBytesInFlight (${f.limit} bytes); retry later`, { details: { maxResponseBytesInFlight: f.limit } })
+        : f.kind === 'too-large'
         ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered more than maxResponseSize (${limit} bytes; ${f.size} bytes)`, { details: { upstream, maxResponseSize: limit } })
         : f.kind === 'short'
           ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered a truncated body (${f.size} bytes)`, { details: { upstream } })
