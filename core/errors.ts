@@ -195,7 +195,7 @@ export class ErrServiceShuttingDown extends SvcError {
 
 /**
  * Upstream answers being read for clients already hold `server.maxResponseBytesInFlight` bytes
- * (spec §7, a global bound on response bytes in flight): this call is refused rather than let
+ * (spec §7, §8 global bound on response bytes in flight): this call is refused rather than let
  * memory grow without bound. svc's capacity, not the upstream's fault: not charged, not retried
  * on another upstream (that would take the same bytes). HTTP 503, -32005; retry later.
  */

@@ -110,7 +110,7 @@ function nextTurn(): Promise<void> {
 export function createServer(proxy: Proxy): Koa {
   const app = new Koa();
   const cfg = proxy.config.server;
-  // One bound for the process: the last server built sets it (spec §7, response bytes in flight).
+  // One bound for the process: the last server built sets it (spec §8, response bytes in flight).
   RESPONSE_BYTES.limit = cfg.maxResponseBytesInFlight ?? DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT;
   const hooks = proxy.hooks;
   const parseLimits = { maxDepth: cfg.maxJsonDepth };

@@ -1,10 +1,10 @@
 /**
- * evm-answer-sanity plugin (spec §2.8, answers that cannot be right are upstream faults).
+ * evm-answer-sanity plugin (spec §7, answers that cannot be right are upstream faults).
  * Taps `validate` (stage {@link ANSWER_SANITY_STAGE}) to turn away two answers no healthy node
  * gives, so the sweep moves the call to another upstream:
  * - `null` from a state read ({@link NEVER_NULL_METHODS}) at a block the network has: a node
  *   answers `0x0`/`0x` for an account that does not exist and an error for a block it lacks,
- *   never `null`. Charged to the upstream (`ErrEndpointContentValidation`, spec §2.9).
+ *   never `null`. Charged to the upstream (`ErrEndpointContentValidation`, spec §7).
  * - an empty `eth_getLogs` by `blockHash` from an upstream whose head is below that block (or,
  *   when the block's number is unknown, an upstream lagging the network head): the node cannot
  *   know the block yet. Not charged (`ErrEndpointMissingData`, like any lagging node).
@@ -15,7 +15,7 @@
 import { blockRefOf, type CallContext, ErrEndpointContentValidation, ErrEndpointMissingData, type NetworkChainState, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
 
 /**
- * State reads that never answer `null` at a block the network has (spec §2.8): a missing account
+ * State reads that never answer `null` at a block the network has (spec §7): a missing account
  * reads as `0x0` balance and nonce, `0x` code and a zero storage word.
  */
 export const NEVER_NULL_METHODS: ReadonlySet<string> = new Set(['eth_getBalance', 'eth_getTransactionCount', 'eth_getCode', 'eth_getStorageAt']);

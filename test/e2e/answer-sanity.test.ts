@@ -1,5 +1,5 @@
 /**
- * End-to-end: answers that cannot be right are upstream faults (spec §2.8). A lagging fake
+ * End-to-end: answers that cannot be right are upstream faults (spec §7). A lagging fake
  * upstream (head 2, first in config order) answers `null` to `eth_getBalance` and `[]` to any
  * `eth_getLogs`; a real anvil node is the network's head. Neither answer is served while anvil
  * has the real one, and with only the liar left the client gets an error, never the null.

@@ -1,6 +1,6 @@
 /**
  * End-to-end: the global bound on response bytes in flight (`server.maxResponseBytesInFlight`,
- * spec §7). An upstream streams 30 MB answers to `eth_call` slowly; six run at once under a
+ * spec §8). An upstream streams 30 MB answers to `eth_call` slowly; six run at once under a
  * 64 MiB bound. Calls past the bound get HTTP 503 / -32005 `ErrResponseBytesInFlightExceeded`,
  * memory growth stays bounded, and small calls (alone or in the same batch) are still served.
  */

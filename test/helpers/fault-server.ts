@@ -95,7 +95,7 @@ export function builtinResult(method: string, params: unknown, chainId: number):
       return '0x10';
     case 'eth_syncing':
       return false;
-    // A real node never answers null to a state read at a block it has (spec §2.8): an empty account.
+    // A real node never answers null to a state read at a block it has (spec §7): an empty account.
     case 'eth_getBalance':
     case 'eth_getTransactionCount':
       return '0x0';

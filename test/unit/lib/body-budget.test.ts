@@ -1,5 +1,5 @@
 /**
- * The global bound on response bytes in flight (spec §7): `readBodyCapped` with a `ByteBudget`
+ * The global bound on response bytes in flight (spec §8): `readBodyCapped` with a `ByteBudget`
  * takes a declared length up front and streamed bytes chunk by chunk, refuses a body that would
  * pass the limit, and gives back what a failed body took.
  */

@@ -1,5 +1,5 @@
 /**
- * Unit tests of the evm-answer-sanity plugin (spec §2.8, answers that cannot be right): the
+ * Unit tests of the evm-answer-sanity plugin (spec §7, answers that cannot be right): the
  * known-block and blind-logs rules on a hand-made chain state, and the composed pipeline on stub
  * upstreams (a null state read moves on and is charged; all null is an error, never the null).
  */
