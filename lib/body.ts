@@ -64,6 +64,17 @@ export class ByteBudget {
   }
 }
 
+/** Default `server.maxResponseBytesInFlight`, bytes: room for a few of the largest answers at once. */
+export const DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT = 512 * 1024 * 1024;
+
+/**
+ * Bytes of upstream answers being read and parsed, over every upstream of the process (spec §8,
+ * global bound on response bytes in flight). Its limit is `server.maxResponseBytesInFlight`, set
+ * by the server at start and reload; an answer that would pass it fails the call with
+ * `ErrResponseBytesInFlightExceeded` instead of growing memory.
+ */
+export const RESPONSE_BYTES = new ByteBudget(DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT);
+
 /** Options of {@link readBodyCapped}. */
 export interface ReadBodyOptions {
   /** The Content-Length header, if any. */

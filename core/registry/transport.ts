@@ -16,7 +16,7 @@ import {
   SvcError,
   type UpstreamErrorRaw,
 } from '../errors.ts';
-import { ByteBudget, decodeBody, readBodyCapped, type BodyStream } from '../../lib/body.ts';
+import { decodeBody, readBodyCapped, RESPONSE_BYTES, type BodyStream } from '../../lib/body.ts';
 import { extractTopLevelValue, findTopLevelValue } from '../../lib/json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../jsonrpc.ts';
 import { normaliseUpstreamError } from '../evm/normalize.ts';
@@ -60,17 +60,6 @@ export class DeadlineReason {
 export function isDeadline(reason: unknown): boolean {
   return !!reason && typeof reason === 'object' && ABORT_TIMEOUT in reason;
 }
-
-/** Default `server.maxResponseBytesInFlight`, bytes: room for a few of the largest answers at once. */
-export const DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT = 512 * 1024 * 1024;
-
-/**
- * Bytes of upstream answers being read and parsed, over every upstream of the process (spec §8,
- * global bound on response bytes in flight). Its limit is `server.maxResponseBytesInFlight`, set
- * by the server at start and reload; an answer that would pass it fails the call with
- * `ErrResponseBytesInFlightExceeded` instead of growing memory.
- */
-export const RESPONSE_BYTES = new ByteBudget(DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT);
 
 /** Default `upstreams[].maxResponseSize`, bytes (issue #8 item 5). */
 export const DEFAULT_MAX_RESPONSE_SIZE = 256 * 1024 * 1024;

@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { builtinResult } from '../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, type SvcHandle } from '../helpers/svc.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT, RESPONSE_BYTES } from '../../lib/body.ts';
 import { rpcBody } from './fixtures.ts';
 
 const CHAIN = 31337;
@@ -71,6 +72,8 @@ describe('e2e: global bound on response bytes in flight', function () {
 
   after(async () => {
     await svc?.close();
+    // The bound is per process: later suites in this process get the default back.
+    RESPONSE_BYTES.limit = DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT;
     up?.server.closeAllConnections();
     await new Promise((r) => up?.server.close(r));
   });
@@ -103,5 +106,7 @@ describe('e2e: global bound on response bytes in flight', function () {
     }
     // 6 × 30 MB unbounded costs several hundred MB (buffer, text, parsed value); bounded, about 2 at once.
     expect((peak - base) / MIB, 'RSS growth, MiB').to.be.below(400);
+    // Every byte taken was given back.
+    expect(RESPONSE_BYTES.inFlight).to.equal(0);
   });
 });
