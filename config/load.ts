@@ -421,6 +421,7 @@ export function resolveConfig(doc: SvcConfigInput, schema: TObject, warnings: st
       httpPort: Number(doc.server?.httpPort ?? doc.server?.httpPortV4 ?? server.httpPort),
       maxTimeoutMs: server.maxTimeout as number,
       maxBodySize: server.maxBodySize as number,
+      maxResponseBytesInFlight: server.maxResponseBytesInFlight as number,
       enableGzip: server.enableGzip !== false,
       maxBatchSize: server.maxBatchSize as number,
       batchConcurrency: server.batchConcurrency as number,

@@ -183,6 +183,7 @@ function serverProps(extra: TProperties) {
     httpPortV4: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: "eRPC alias of httpPort" })),
     maxTimeout: Type.Optional(Duration({ default: '150s', description: 'deadline of one call' })),
     maxBodySize: Type.Optional(Size({ default: '10MiB', description: 'largest accepted request body, after decompression; larger gets HTTP 413' })),
+    maxResponseBytesInFlight: Type.Optional(Size({ default: '512MiB', description: 'most bytes of upstream answers read and parsed at once, over every upstream of the process (a declared length counts when the headers arrive, an undeclared one as it streams in, until parsed); a call whose answer would pass it gets HTTP 503 / -32005 `ErrResponseBytesInFlightExceeded` at once, other calls and batch members go on; read at start' })),
     enableGzip: Type.Optional(Type.Boolean({ default: true, description: 'gzip answers over 1 KiB when the client sends `Accept-Encoding: gzip` (request bodies in gzip, deflate or br are always decoded)' })),
     maxBatchSize: Type.Optional(Type.Integer({ minimum: 1, default: 1000, description: 'largest inbound batch; larger gets HTTP 400 / -32600' })),
     batchConcurrency: Type.Optional(Type.Integer({ minimum: 1, default: 100, description: 'sub-calls of one batch run at most this many at a time' })),

@@ -56,6 +56,7 @@ export interface SvcConfigInput {
     httpPortV4?: number;
     maxTimeout?: DurationInput;
     maxBodySize?: number | string;
+    maxResponseBytesInFlight?: number | string;
     enableGzip?: boolean;
     maxBatchSize?: number;
     batchConcurrency?: number;
@@ -101,6 +102,8 @@ export interface ResolvedServer {
   maxTimeoutMs: number;
   /** Largest accepted body, bytes (after decompression). */
   maxBodySize: number;
+  /** Most bytes of upstream answers read and parsed at once, over every upstream (global bound on response bytes in flight). */
+  maxResponseBytesInFlight: number;
   /** Gzip answers over 1 KiB for clients that accept it (issue #11). */
   enableGzip: boolean;
   maxBatchSize: number;

@@ -194,6 +194,17 @@ export class ErrServiceShuttingDown extends SvcError {
 }
 
 /**
+ * Upstream answers being read for clients already hold `server.maxResponseBytesInFlight` bytes
+ * (spec §7, §8 global bound on response bytes in flight): this call is refused rather than let
+ * memory grow without bound. svc's capacity, not the upstream's fault: not charged, not retried
+ * on another upstream (that would take the same bytes). HTTP 503, -32005; retry later.
+ */
+export class ErrResponseBytesInFlightExceeded extends SvcError {
+  static override readonly defaultCode = -32005;
+  static override readonly httpStatus = 503;
+}
+
+/**
  * A config reload cannot run (admin `svc_reloadConfig`, `svc reload`): this svc was not started
  * from a config file (built in code, tests), or it is shutting down. HTTP 503, -32603.
  */

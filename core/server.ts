@@ -4,6 +4,7 @@
  * lives here (DESIGN: koa). The core writes only what every response carries: content type,
  * `X-SVC-Version`, `X-SVC-Commit` and `server.responseHeaders` (spec §9).
  */
+import { DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT, RESPONSE_BYTES } from '../lib/body.ts';
 import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import Koa from 'koa';
@@ -109,6 +110,8 @@ function nextTurn(): Promise<void> {
 export function createServer(proxy: Proxy): Koa {
   const app = new Koa();
   const cfg = proxy.config.server;
+  // One bound for the process: the last server built sets it (spec §8, response bytes in flight).
+  RESPONSE_BYTES.limit = cfg.maxResponseBytesInFlight ?? DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT;
   const hooks = proxy.hooks;
   const parseLimits = { maxDepth: cfg.maxJsonDepth };
   const refusal: RefusalLimits = { maxBodySize: cfg.maxBodySize, maxBatchSize: cfg.maxBatchSize, parse: parseLimits, details: cfg.includeErrorDetails };

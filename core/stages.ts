@@ -100,6 +100,8 @@ export const DirectiveStage = {
 export const ValidateStage = {
   /** A null answer to a tagged block is an error (evm-state, spec §2.8 #9). */
   NULL_TAGGED_BLOCK: 0,
+  /** Answers that cannot be right (a null state read, blind empty logs) tried elsewhere (evm-answer-sanity, spec §7). */
+  ANSWER_SANITY: 50,
   /** Empty and pending answers retried elsewhere (evm-retries, spec §2.8 #1-2). */
   EMPTY_RESULT: 100,
   /** Heads observed in answers; an answer behind the head is an error (evm-state, spec §2.8 #7). */

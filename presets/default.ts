@@ -12,6 +12,7 @@ import { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 import { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
 import { evmMethodsPlugin } from '../plugins/evm-methods/index.ts';
 import { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
+import { evmAnswerSanityPlugin } from '../plugins/evm-answer-sanity/index.ts';
 import { evmStatePlugin } from '../plugins/evm-state/index.ts';
 import { failsafePlugin } from '../plugins/failsafe/index.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
@@ -55,6 +56,7 @@ export function defaultPreset(): Plugin[] {
     evmInterpolationPlugin(),
     evmGetLogsPlugin(),
     evmRetriesPlugin(),
+    evmAnswerSanityPlugin(),
     evmMethodsPlugin(),
     headersPlugin(),
     metricsPlugin(),

@@ -29,6 +29,7 @@ export { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 export { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
 export { evmMethodsPlugin } from '../plugins/evm-methods/index.ts';
 export { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
+export { evmAnswerSanityPlugin } from '../plugins/evm-answer-sanity/index.ts';
 export { evmStatePlugin } from '../plugins/evm-state/index.ts';
 export { failsafePlugin } from '../plugins/failsafe/index.ts';
 export { forwardPlugin } from '../plugins/forward/index.ts';

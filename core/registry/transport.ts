@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import {
   ErrCancelled,
+  ErrResponseBytesInFlightExceeded,
   ErrEndpointRequestTimeout,
   ErrEndpointServerSideException,
   ErrUpstreamMalformedResponse,
@@ -15,7 +16,7 @@ import {
   SvcError,
   type UpstreamErrorRaw,
 } from '../errors.ts';
-import { decodeBody, readBodyCapped, type BodyStream } from '../../lib/body.ts';
+import { decodeBody, readBodyCapped, RESPONSE_BYTES, type BodyStream } from '../../lib/body.ts';
 import { arrayElements, extractTopLevelValue, scanAnswer } from '../../lib/json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../jsonrpc.ts';
 import { normaliseUpstreamError } from '../evm/normalize.ts';
@@ -177,7 +178,11 @@ export class HttpTransport {
     } catch (e) {
       throw this.transportError({ error: e, bodyBytes: body.bytes }, signal);
     }
-    return this.parse(status, bytes, body.id, method);
+    try {
+      return this.parse(status, bytes, body.id, method);
+    } finally {
+      RESPONSE_BYTES.release(bytes.length);
+    }
   }
 
   /**
@@ -208,6 +213,16 @@ export class HttpTransport {
       const err = this.transportError({ error: e, bodyBytes: text.length }, never);
       return calls.map(() => err);
     }
+    try {
+      return this.splitBatch(status, bytes, calls, ids);
+    } finally {
+      RESPONSE_BYTES.release(bytes.length);
+    }
+  }
+
+  /** Matches a batch answer's elements to the calls by svc's ids (see {@link postBatch}). */
+  private splitBatch(status: number, bytes: Buffer, calls: ReadonlyArray<{ method: string; params: unknown }>, ids: readonly number[]): Array<RpcResult | SvcError> {
+    const up = this.cfg.id;
     const body = decodeBody(bytes);
     let doc: unknown;
     try {
@@ -390,8 +405,11 @@ function readCapped(body: BodyStream, declared: string | string[] | undefined, l
     declared,
     limit,
     onTooLarge: 'destroy',
+    budget: RESPONSE_BYTES,
     fail: (f) =>
-      f.kind === 'too-large'
+      f.kind === 'over-budget'
+        ? new ErrResponseBytesInFlightExceeded(`svc is reading ${f.inFlight} bytes of upstream answers, at server.maxResponseBytesInFlight (${f.limit} bytes); retry later`, { details: { maxResponseBytesInFlight: f.limit } })
+        : f.kind === 'too-large'
         ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered more than maxResponseSize (${limit} bytes; ${f.size} bytes)`, { details: { upstream, maxResponseSize: limit } })
         : f.kind === 'short'
           ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered a truncated body (${f.size} bytes)`, { details: { upstream } })

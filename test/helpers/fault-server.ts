@@ -95,6 +95,14 @@ export function builtinResult(method: string, params: unknown, chainId: number):
       return '0x10';
     case 'eth_syncing':
       return false;
+    // A real node never answers null to a state read at a block it has (spec §7): an empty account.
+    case 'eth_getBalance':
+    case 'eth_getTransactionCount':
+      return '0x0';
+    case 'eth_getCode':
+      return '0x';
+    case 'eth_getStorageAt':
+      return `0x${'0'.repeat(64)}`;
     case 'eth_getBlockByNumber': {
       const p0 = Array.isArray(params) ? params[0] : undefined;
       const n = typeof p0 === 'string' && /^0x[0-9a-fA-F]+$/.test(p0) ? BigInt(p0) : 0x10n;

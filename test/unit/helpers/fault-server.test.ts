@@ -54,7 +54,7 @@ describe('test helpers', () => {
     });
 
     describe('ok', () => {
-      it('built-in table: eth_chainId, eth_blockNumber, net_version, eth_syncing, eth_getBlockByNumber, others null', async () => {
+      it('built-in table: eth_chainId, eth_blockNumber, net_version, eth_syncing, eth_getBlockByNumber, an empty account for state reads, others null', async () => {
         expect((await rpc(fs, 'eth_chainId')).result).to.equal('0x7a69');
         expect((await rpc(fs, 'eth_blockNumber')).result).to.equal('0x10');
         expect((await rpc(fs, 'net_version')).result).to.equal('31337');
@@ -64,7 +64,9 @@ describe('test helpers', () => {
         expect(block.number).to.equal('0x5');
         expect(block.hash).to.match(/^0x[0-9a-f]{64}$/);
         expect((await rpc(fs, 'eth_getBlockByNumber', 1, ['latest', false])).result.number).to.equal('0x10');
-        expect(await rpc(fs, 'eth_getBalance', 1, ['0x0', 'latest'])).to.deep.equal({ jsonrpc: '2.0', id: 1, result: null });
+        expect(await rpc(fs, 'eth_getBalance', 1, ['0x0', 'latest'])).to.deep.equal({ jsonrpc: '2.0', id: 1, result: '0x0' });
+        expect((await rpc(fs, 'eth_getCode', 1, ['0x0', 'latest'])).result).to.equal('0x');
+        expect(await rpc(fs, 'eth_getTransactionByHash', 1, [`0x${'0'.repeat(64)}`])).to.deep.equal({ jsonrpc: '2.0', id: 1, result: null });
       });
 
       it('explicit result', async () => {
