@@ -81,6 +81,21 @@ export function isBlindLogsAnswer(params: unknown, chain: NetworkChainState, u: 
 }
 
 /**
+ * Whether a state read names a block by a hash the chain state does not hold while the upstream
+ * that answered is behind the network head (it may not have that block yet).
+ * @param method JSON-RPC method
+ * @param params request params
+ * @param chain the network's chain state
+ * @param u the upstream that answered
+ */
+export function isLaggingOnUnknownHash(method: string, params: unknown, chain: NetworkChainState, u: Upstream): boolean {
+  const ref = blockRefOf(method, params);
+  if (ref?.kind !== 'hash') return false;
+  const head = chain.peek(u)?.latest ?? 0;
+  return head > 0 && head < chain.highestLatest;
+}
+
+/**
  * Why an answer cannot be right, as the error that moves the call on, or undefined when it may be.
  * @param ctx the call
  * @param r the upstream's answer
@@ -90,7 +105,13 @@ export function isBlindLogsAnswer(params: unknown, chain: NetworkChainState, u: 
 export function impossibleAnswerError(ctx: CallContext, r: RpcResult, u: Upstream, chain: NetworkChainState): ErrEndpointContentValidation | ErrEndpointMissingData | undefined {
   const method = ctx.request.method;
   if (NEVER_NULL_METHODS.has(method)) {
-    if (r.result !== null || !isKnownBlock(method, ctx.request.params, chain)) return undefined;
+    if (r.result !== null) return undefined;
+    if (!isKnownBlock(method, ctx.request.params, chain)) {
+      // A hash svc has not recorded (its polls skip blocks): a null from an upstream behind the
+      // network head says only that it lags, as an empty eth_getLogs by hash does.
+      if (!isLaggingOnUnknownHash(method, ctx.request.params, chain, u)) return undefined;
+      return new ErrEndpointMissingData(`upstream ${u.id} answered null for ${method} at a block hash it may not have reached; trying another upstream`, { details: { upstream: u.id, reason: 'null_beyond_head' } });
+    }
     return new ErrEndpointContentValidation(`upstream ${u.id} answered null for ${method} at a block the network has; trying another upstream`, { details: { upstream: u.id, reason: 'null_state' } });
   }
   if (method === 'eth_getLogs') {

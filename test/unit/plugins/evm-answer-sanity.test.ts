@@ -4,7 +4,7 @@
  * upstreams (a null state read moves on and is charged; all null is an error, never the null).
  */
 import { expect } from 'chai';
-import { isBlindLogsAnswer, isKnownBlock, numberOfKnownHash } from '../../../plugins/evm-answer-sanity/index.ts';
+import { isBlindLogsAnswer, isKnownBlock, isLaggingOnUnknownHash, numberOfKnownHash } from '../../../plugins/evm-answer-sanity/index.ts';
 import type { NetworkChainState, UpstreamChainState } from '../../../core/chain-state.ts';
 import { NO_CHAIN_STATE } from '../../../core/chain-state.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
@@ -51,6 +51,15 @@ describe('evm-answer-sanity', () => {
     // An upstream whose head is unknown is believed; a range filter is never judged here.
     expect(isBlindLogsAnswer([{ blockHash: HASH5 }], c, up('unknown'))).to.equal(false);
     expect(isBlindLogsAnswer([{ fromBlock: '0x1', toBlock: '0x2' }], c, up('low'))).to.equal(false);
+  });
+
+  it('a null at a hash svc has not recorded is a lagging answer only from an upstream behind the network head', () => {
+    const c = chain({ lagging: 9, top: 10, unknown: 0 });
+    const other = { blockHash: `0x${'ef'.repeat(32)}` };
+    expect(isLaggingOnUnknownHash('eth_getBalance', [ADDR, other], c, up('lagging'))).to.equal(true);
+    expect(isLaggingOnUnknownHash('eth_getBalance', [ADDR, other], c, up('top'))).to.equal(false);
+    expect(isLaggingOnUnknownHash('eth_getBalance', [ADDR, other], c, up('unknown'))).to.equal(false);
+    expect(isLaggingOnUnknownHash('eth_getBalance', [ADDR, '0x3'], c, up('lagging'))).to.equal(false);
   });
 
   describe('in the composed pipeline (stub upstreams, no chain head)', () => {
