@@ -8,7 +8,7 @@
  * availability, finality classification, the cache, consensus, select and the healthcheck.
  */
 import { type HeadVerdict, type Network, type NetworkChainState as NetworkChainStateView, SHADOW_UPSTREAM, type Upstream, type UpstreamChainState as UpstreamChainStateView } from 'svc/plugin';
-import { judgeHeadFacts, witnessesOf } from './plausibility.ts';
+import { judgeHeadFacts, SOLE_REPORTER_GRACE_MS, witnessesOf } from './plausibility.ts';
 
 /** One upstream's view of the chain. */
 export class UpstreamChainState implements UpstreamChainStateView {
@@ -114,10 +114,15 @@ export class NetworkChainState implements NetworkChainStateView {
    * @param network the network whose upstreams are tracked
    * @param now clock in ms (tests inject one)
    */
+  /** When this state was created (svc started watching the network), ms. */
+  private readonly createdAt: number;
+
   constructor(
     readonly network: Network,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.createdAt = now();
+  }
 
   /** The state of one upstream (created on first use). */
   of(u: Upstream): UpstreamChainState {
@@ -331,7 +336,7 @@ export class NetworkChainState implements NetworkChainStateView {
     const accepted = this.vouchedLatest;
     // The common case (a head svc already has), without gathering witnesses.
     if (kind === 'latest' && accepted > 0 && Number.isSafeInteger(n) && n >= 0 && n <= accepted) return 'confirmed';
-    const { witness, sole } = witnessesOf(this.network.upstreams, source, (u) => this.states.get(u)?.reported ?? 0, (u) => SHADOW_UPSTREAM.get(u));
+    const { witness, sole, soleReporter } = witnessesOf(this.network.upstreams, source, (u) => this.states.get(u)?.reported ?? 0, (u) => SHADOW_UPSTREAM.get(u));
     return judgeHeadFacts({
       n,
       kind,
@@ -340,7 +345,8 @@ export class NetworkChainState implements NetworkChainStateView {
       now: this.now(),
       blockTimeMs: this.blockTimeMs,
       witnessLatest: witness,
-      soleSource: sole,
+      // The only upstream that has reported, once the others had time to: nothing can corroborate it.
+      soleSource: sole || (soleReporter && this.now() - this.createdAt >= SOLE_REPORTER_GRACE_MS),
       reporterLatest: source ? (this.states.get(source)?.latest ?? 0) : 0,
     });
   }

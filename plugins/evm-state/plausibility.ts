@@ -75,29 +75,51 @@ export function judgeHeadFacts(f: HeadFacts): HeadVerdict {
     if (f.reporterLatest > 0 && n > f.reporterLatest) return 'implausible';
     return f.acceptedLatest > 0 ? 'confirmed' : 'plausible';
   }
-  if (f.acceptedLatest <= 0) return f.soleSource || (f.witnessLatest > 0 && n <= f.witnessLatest) ? 'confirmed' : 'plausible';
+  if (f.acceptedLatest <= 0) {
+    if (f.soleSource || (f.witnessLatest > 0 && n <= f.witnessLatest)) return 'confirmed';
+    // Nothing vouched yet, but another upstream has reported: far above every other report is
+    // as implausible at start-up as later (a liar answering first must not set the head).
+    if (f.witnessLatest > 0 && n - f.witnessLatest > headAllowance(0, f.blockTimeMs)) return 'implausible';
+    return 'plausible';
+  }
   if (n <= f.acceptedLatest || (f.witnessLatest > 0 && n <= f.witnessLatest) || f.soleSource) return 'confirmed';
   const elapsed = f.acceptedAt > 0 ? f.now - f.acceptedAt : 0;
   return n - f.acceptedLatest <= headAllowance(elapsed, f.blockTimeMs) ? 'plausible' : 'implausible';
 }
 
 /**
+ * How long a network is watched before an upstream that alone has reported a head counts as its
+ * only source, ms: the others had time to report (a poll each, at the default timeouts) and
+ * stayed silent (down, refusing, failing), so nothing can corroborate and the reporter is
+ * trusted, as the network's only configured upstream is. Shorter would let a liar that answers
+ * first at start-up vouch for itself; longer keeps a network whose other upstreams are down at
+ * the start-up allowance (any report plausible) for longer.
+ */
+export const SOLE_REPORTER_GRACE_MS = 3000;
+
+/**
  * What a network's other sources say about a report: the highest latest block another (non-shadow)
- * upstream last reported, whatever its verdict, and whether the reporter is the network's only one.
+ * upstream last reported, whatever its verdict, whether the reporter is the network's only one,
+ * and whether it is the only one that has reported anything.
  * @param upstreams the network's upstreams
  * @param source the reporter, when known (its own reports are no witness)
  * @param reportedOf an upstream's last reported latest block (0 = none)
  * @param isShadow whether an upstream is a shadow (never serves, so never a source)
  */
-export function witnessesOf(upstreams: Iterable<Upstream>, source: Upstream | undefined, reportedOf: (u: Upstream) => number, isShadow: (u: Upstream) => boolean): { witness: number; sole: boolean } {
+export function witnessesOf(upstreams: Iterable<Upstream>, source: Upstream | undefined, reportedOf: (u: Upstream) => number, isShadow: (u: Upstream) => boolean): { witness: number; sole: boolean; soleReporter: boolean } {
   let witness = 0;
   let sources = 0;
   let sourceIn = false;
+  let otherReporters = 0;
   for (const u of upstreams) {
     if (isShadow(u)) continue;
     sources++;
     if (u === source) sourceIn = true;
-    else witness = Math.max(witness, reportedOf(u));
+    else {
+      const r = reportedOf(u);
+      if (r > 0) otherReporters++;
+      witness = Math.max(witness, r);
+    }
   }
-  return { witness, sole: source !== undefined && sourceIn && sources === 1 };
+  return { witness, sole: source !== undefined && sourceIn && sources === 1, soleReporter: source !== undefined && sourceIn && otherReporters === 0 };
 }

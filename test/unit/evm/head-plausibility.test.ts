@@ -8,7 +8,7 @@ import { CHAIN_STATE_SERVICE } from '../../../core/chain-state.ts';
 import type { Network } from '../../../core/registry/network.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { NetworkChainState, chainStateOf } from '../../../plugins/evm-state/chain.ts';
-import { HEAD_MARGIN_BLOCKS, headAllowance, judgeHeadFacts, UNKNOWN_BLOCK_TIME_ALLOWANCE, type HeadFacts } from '../../../plugins/evm-state/plausibility.ts';
+import { HEAD_MARGIN_BLOCKS, headAllowance, judgeHeadFacts, SOLE_REPORTER_GRACE_MS, UNKNOWN_BLOCK_TIME_ALLOWANCE, type HeadFacts } from '../../../plugins/evm-state/plausibility.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../../helpers/svc.ts';
 
@@ -69,13 +69,27 @@ describe('head plausibility (spec §2.8)', () => {
       const st = make([a, b, c]);
       st.observeLatest(a, 10);
       st.of(a).reported = 10;
-      // Nothing vouched yet (start-up): nothing to judge against.
-      expect(st.judgeHead(5000, 'latest', b)).to.equal('plausible');
+      // Nothing vouched yet (start-up): judged against the other reports only.
+      expect(st.judgeHead(10 + UNKNOWN_BLOCK_TIME_ALLOWANCE, 'latest', b)).to.equal('plausible');
+      expect(st.judgeHead(5000, 'latest', b)).to.equal('implausible');
       st.of(a).vouched = true;
       expect(st.judgeHead(5000, 'latest', b)).to.equal('implausible');
       st.of(b).reported = 5000;
       expect(st.judgeHead(5000, 'latest', b)).to.equal('implausible');
       expect(st.judgeHead(5000, 'latest', c)).to.equal('confirmed');
+    });
+
+    it('the only upstream that reported, once the others had time to, is the only source; before that it is not', () => {
+      let now = 1_000_000;
+      const st = new NetworkChainState({ upstreams: [a, b] } as unknown as Network, () => now);
+      st.of(a).reported = 10;
+      // b never reported (down, refusing): right after start a's far report is only plausible...
+      expect(st.judgeHead(10, 'latest', a)).to.equal('plausible');
+      now += SOLE_REPORTER_GRACE_MS;
+      // ...then a is the only source there is, and confirms itself (so it can vouch).
+      expect(st.judgeHead(10, 'latest', a)).to.equal('confirmed');
+      st.of(b).reported = 8;
+      expect(st.judgeHead(5000, 'latest', a)).to.equal('implausible');
     });
 
     it('the only upstream of a network confirms its own far head (nothing could corroborate it), never a finalized block above the head', () => {
