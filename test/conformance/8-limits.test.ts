@@ -90,8 +90,22 @@ describe('conformance: §8 limits', function () {
   });
 
   it('§8 Admin CORS preflight max age default — 3600 seconds', async () => {
-    const r = await f.svc.send('OPTIONS', '/admin', undefined, { origin: 'https://ops.example', 'access-control-request-method': 'POST' });
-    expect(r.headers['access-control-max-age']).to.equal('3600');
+    // The admin's CORS allows no origin unless listed (a declared deviation): the max age is
+    // read on a preflight svc grants, from an origin the config lists and nothing else.
+    const svc = await startSvc({
+      ...NO_CACHE,
+      logLevel: 'error',
+      metrics: { enabled: false },
+      admin: { auth: { strategies: [{ type: 'secret', secret: { value: ADMIN } }] }, cors: { allowedOrigins: ['https://ops.example'] } },
+      projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }],
+    });
+    try {
+      const r = await svc.send('OPTIONS', '/admin', undefined, { origin: 'https://ops.example', 'access-control-request-method': 'POST' });
+      expect(r.headers['access-control-allow-origin']).to.equal('https://ops.example');
+      expect(r.headers['access-control-max-age']).to.equal('3600');
+    } finally {
+      await svc.close();
+    }
   });
 
   it('§8 Zero-config first-request wait — up to 30 s, polling every 200 ms', () => {
