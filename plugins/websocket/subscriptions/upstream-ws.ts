@@ -59,6 +59,9 @@ export class UpstreamWsFeed {
     this.connect();
   }
 
+  /** Id of the upstream the current socket goes to (subscribed or not yet). */
+  private socketUpstreamId: string | undefined;
+
   /** Id of the upstream whose subscription is live, if any. */
   get feeding(): string | undefined {
     return this.feedingId;
@@ -70,7 +73,8 @@ export class UpstreamWsFeed {
    * @param upstreamId the upstream's id
    */
   leave(upstreamId: string): void {
-    if (this.feedingId !== upstreamId) return;
+    // Also while its eth_subscribe is unanswered: a socket still subscribing is that upstream's too.
+    if (this.feedingId !== upstreamId && this.socketUpstreamId !== upstreamId) return;
     this.socket?.terminate();
   }
 
@@ -103,6 +107,7 @@ export class UpstreamWsFeed {
       return;
     }
     this.socket = ws;
+    this.socketUpstreamId = ep.id;
     let subId: string | undefined;
     let alive = true;
     let pinger: NodeJS.Timeout | undefined;
