@@ -4,7 +4,8 @@
  * checked on the constants the code uses, and the batch grace window on the queue itself.
  */
 import { expect } from 'chai';
-import { ErrEndpointServerSideException } from '../../core/errors.ts';
+import { ErrEndpointServerSideException, ErrResponseBytesInFlightExceeded } from '../../core/errors.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT, RESPONSE_BYTES } from '../../lib/body.ts';
 import { BatchQueue, type QueuedCall } from '../../plugins/batching/queue.ts';
 import { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, FIRST_REQUEST_POLL_MS, FIRST_REQUEST_WAIT_MS } from '../../plugins/providers/index.ts';
 import { readSelectionSettings } from '../../plugins/selection/index.ts';
@@ -106,6 +107,16 @@ describe('conformance: §8 limits', function () {
     } finally {
       await svc.close();
     }
+  });
+
+  it('§8 Upstream answer bytes read and parsed at once (server.maxResponseBytesInFlight) default — 512 MiB; past it a call gets HTTP 503, -32005', async () => {
+    // The default a server without the setting runs with (the fixture's svc sets none).
+    expect(RESPONSE_BYTES.limit).to.equal(512 * 1024 * 1024);
+    expect(DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT).to.equal(512 * 1024 * 1024);
+    // Past the bound: the call's error is -32005 with HTTP 503 (the e2e response-bytes-bound test
+    // drives real answers past a smaller bound).
+    expect(ErrResponseBytesInFlightExceeded.defaultCode).to.equal(-32005);
+    expect(ErrResponseBytesInFlightExceeded.httpStatus).to.equal(503);
   });
 
   it('§8 Zero-config first-request wait — up to 30 s, polling every 200 ms', () => {
