@@ -13,6 +13,7 @@ import WebSocket from 'ws';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startRecordingProxy, type RecordingProxy } from '../helpers/recording-proxy.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
+import { rejectRefusedUpgrade } from '../helpers/ws-upgrade.ts';
 
 const rpc = (id: number | string, method: string, params: unknown[] = []) => ({ jsonrpc: '2.0', id, method, params });
 
@@ -37,11 +38,7 @@ function connect(url: string, headers: Record<string, string> = {}): Promise<Cli
         notes.set(m.params.subscription, list);
       } else waiting.get(m.id)?.(m);
     });
-    ws.once('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode, body })));
-    });
+    rejectRefusedUpgrade(ws, reject);
     ws.once('error', reject);
     ws.once('open', () =>
       resolve({

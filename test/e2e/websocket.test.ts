@@ -14,6 +14,7 @@ import { definePlugin, WEBSOCKET_SERVICE } from '../../core/plugin-api.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
+import { rejectRefusedUpgrade } from '../helpers/ws-upgrade.ts';
 
 const SECRET = 'ws-secret-0123456789-abcdefghij';
 const rpc = (id: number | string, method: string, params: unknown[] = []) => ({ jsonrpc: '2.0', id, method, params });
@@ -34,11 +35,7 @@ function connect(url: string, headers: Record<string, string> = {}): Promise<Cli
     const queue: Array<(t: string) => void> = [];
     ws.on('message', (d) => queue.shift()?.(d.toString()));
     const closed = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: reason.toString() })));
-    ws.once('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode, body })));
-    });
+    rejectRefusedUpgrade(ws, reject);
     ws.once('error', reject);
     ws.once('open', () =>
       resolve({
