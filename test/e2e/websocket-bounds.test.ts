@@ -155,7 +155,10 @@ describe('e2e: WebSocket bounds and head follower', function () {
     // A contract whose code emits one LOG0 per call.
     const deploy = async () => {
       const tx = await anvil.rpc('eth_sendTransaction', [{ from, data: '0x6006600c60003960066000f360006000a000' }]);
-      return ((await anvil.rpc('eth_getTransactionReceipt', [tx])) as { contractAddress: string }).contractAddress.toLowerCase();
+      // Automine answers the hash before the receipt is readable on a busy machine: wait for it.
+      let receipt: { contractAddress: string } | null = null;
+      await waitFor(async () => (receipt = (await anvil.rpc('eth_getTransactionReceipt', [tx])) as { contractAddress: string } | null) !== null, 10_000);
+      return (receipt as unknown as { contractAddress: string }).contractAddress.toLowerCase();
     };
     const a = await deploy();
     const b = await deploy();
