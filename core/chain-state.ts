@@ -14,7 +14,7 @@ import type { Upstream } from './registry/upstream.ts';
 export interface UpstreamChainState {
   /**
    * Latest block accepted from this upstream (answers move it forward; its state poll sets it, down
-   * too: a resynced node); 0 when unknown. An implausible report (spec §2.8, head plausibility) never lands here.
+   * too: a resynced node); 0 when unknown. An implausible report (head plausibility, docs/evm.md) never lands here.
    */
   readonly latest: number;
   /** Finalized block accepted from this upstream (answers move it forward, its poll sets it); 0 when unknown. */
@@ -27,7 +27,7 @@ export interface UpstreamChainState {
 
 /**
  * How a block number reported as a head (latest or finalized) by one source compares with what
- * the network has confirmed (spec §2.8, head plausibility):
+ * the network has confirmed (head plausibility, docs/evm.md):
  * - `confirmed`: another source reported at least as high, or the reporter's block at that height
  *   links by parent hash to a known block (or it is the only source the network has);
  * - `plausible`: within what the block time allows since the last confirmed head, plus a margin
@@ -40,7 +40,7 @@ export type HeadVerdict = 'confirmed' | 'plausible' | 'implausible';
 export interface NetworkChainState {
   /**
    * Highest accepted latest block over the network's counted upstreams (the vouched ones once any
-   * is: spec §2.8, head plausibility); 0 when unknown.
+   * is: head plausibility, docs/evm.md); 0 when unknown.
    */
   readonly highestLatest: number;
   /** Highest accepted finalized block over the counted upstreams (vouched ones once any is); 0 when unknown. */
@@ -72,8 +72,10 @@ export interface NetworkChainState {
    * @param n the reported block number
    * @param kind `latest` or `finalized`
    * @param source the upstream that reported it, when one did (its own report is no witness)
+   * @param hearsay another replica's word (shared state): never a sole source, and not believed
+   *   at start-up before an upstream of this network has reported here
    */
-  judgeHead(n: number, kind: 'latest' | 'finalized', source?: Upstream): HeadVerdict;
+  judgeHead(n: number, kind: 'latest' | 'finalized', source?: Upstream, hearsay?: boolean): HeadVerdict;
 }
 
 /** What the evm-state plugin offers: the chain state of each network. */
@@ -82,7 +84,7 @@ export interface ChainStateService {
   of(network: Network): NetworkChainState;
   /**
    * Records heads another replica saw (the shared-state plugin): forward-only, so a lower or equal
-   * number changes nothing, and judged by the same plausibility rule as a poll (spec §2.8): an
+   * number changes nothing, and judged by the same plausibility rule as a poll (docs/evm.md): an
    * implausible head is recorded nowhere. Optional: a chain-state provider may not take them.
    * @param network the upstream's network
    * @param u the upstream

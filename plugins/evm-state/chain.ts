@@ -20,17 +20,23 @@ export class UpstreamChainState implements UpstreamChainStateView {
   /** Accepted finalized block of this upstream (answers move it forward, a poll sets it). */
   finalized = 0;
   /**
-   * The last latest block this upstream reported, whatever its verdict (0 = none): a witness for
-   * another upstream's report of the same height (spec §2.8, head plausibility), never for its own.
+   * The last latest block this upstream reported, whatever its verdict (-1 = none yet; 0 is a
+   * genesis head): a witness for another upstream's report of the same height (head plausibility,
+   * docs/evm.md), never for its own.
    */
-  reported = 0;
+  reported = -1;
   /**
    * Its head was judged against a vouched network head, confirmed by a witness, or it is the only
-   * source (spec §2.8, head plausibility). A head accepted at start-up, with nothing to judge it
+   * source (head plausibility, docs/evm.md). A head accepted at start-up, with nothing to judge it
    * against, is not vouched: while any upstream is, the network's heads count vouched ones only,
    * so a lie told first at start-up stops counting as soon as an honest upstream reports.
    */
   vouched = false;
+  /**
+   * Highest block of this upstream proven to link by parent hash to a block the network recorded
+   * as canonical (head plausibility, plugins/evm-state/link.ts); 0 when none. Its reports up to it are confirmed.
+   */
+  linked = 0;
   /** Heads of this upstream currently judged implausible, by kind (one log line per episode). */
   readonly implausible = { latest: false, finalized: false };
   /** Last `eth_syncing` answer said syncing. */
@@ -293,6 +299,13 @@ export class NetworkChainState implements NetworkChainStateView {
     return m !== undefined && m > this.highestFinalized ? m : undefined;
   }
 
+  /** The highest height below `n` whose canonical hash is recorded, if any (where a parent-hash walk ends). */
+  recordedBelow(n: number): number | undefined {
+    let m: number | undefined;
+    for (const k of this.hashes.keys()) if (k < n && (m === undefined || k > m)) m = k;
+    return m;
+  }
+
   /** The last reorg seen: when (ms) and the lowest height it may have replaced; undefined when none. */
   get lastReorg(): { at: number; from: number } | undefined {
     return this.reorgs[this.reorgs.length - 1];
@@ -324,19 +337,20 @@ export class NetworkChainState implements NetworkChainStateView {
   }
 
   /**
-   * Judges a reported head against what the network accepted (spec §2.8, head plausibility; the
+   * Judges a reported head against what the network accepted (head plausibility, docs/evm.md; the
    * rule is {@link judgeHeadFacts}), without recording it. Runs on head reports only (a poll, an
    * answer carrying a head, a shared-state entry), never per call.
    * @param n the reported block number
    * @param kind `latest` or `finalized`
    * @param source the reporting upstream, when one did: its own reports are no witness
+   * @param hearsay another replica's word (shared state), see {@link HeadFacts.hearsay}
    */
-  judgeHead(n: number, kind: 'latest' | 'finalized', source?: Upstream): HeadVerdict {
+  judgeHead(n: number, kind: 'latest' | 'finalized', source?: Upstream, hearsay = false): HeadVerdict {
     // Judged against vouched heads only: a head accepted at start-up vouches for nothing.
     const accepted = this.vouchedLatest;
     // The common case (a head svc already has), without gathering witnesses.
     if (kind === 'latest' && accepted > 0 && Number.isSafeInteger(n) && n >= 0 && n <= accepted) return 'confirmed';
-    const { witness, sole, soleReporter } = witnessesOf(this.network.upstreams, source, (u) => this.states.get(u)?.reported ?? 0, (u) => SHADOW_UPSTREAM.get(u));
+    const { witness, sole, soleReporter } = witnessesOf(this.network.upstreams, source, (u) => this.states.get(u)?.reported ?? -1, (u) => SHADOW_UPSTREAM.get(u));
     return judgeHeadFacts({
       n,
       kind,
@@ -348,6 +362,8 @@ export class NetworkChainState implements NetworkChainStateView {
       // The only upstream that has reported, once the others had time to: nothing can corroborate it.
       soleSource: sole || (soleReporter && this.now() - this.createdAt >= SOLE_REPORTER_GRACE_MS),
       reporterLatest: source ? (this.states.get(source)?.latest ?? 0) : 0,
+      reporterLinked: source ? (this.states.get(source)?.linked ?? 0) : 0,
+      hearsay,
     });
   }
 

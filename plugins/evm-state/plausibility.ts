@@ -1,5 +1,5 @@
 /**
- * Head plausibility (spec §2.8, docs/evm.md "Head plausibility"): the one rule deciding whether a
+ * Head plausibility (docs/evm.md "Head plausibility"): the one rule deciding whether a
  * block number one source reports as its latest or finalized head may move the network's view.
  * Pure: the chain state gathers the facts ({@link HeadFacts}) and every entry point of heads (state
  * polls, answers, shared state, the WebSocket follower through `judgeHead`) asks this function.
@@ -37,12 +37,26 @@ export interface HeadFacts {
   now: number;
   /** Estimated block time, ms; undefined while unknown. */
   blockTimeMs: number | undefined;
-  /** Highest latest head any other counted source reported (a witness); 0 when none. */
+  /**
+   * Highest latest head any other source reported (a witness), whatever its verdict; -1 when no
+   * other source has reported (0 is a head: a fresh devnet's genesis).
+   */
   witnessLatest: number;
+  /**
+   * The report is no upstream's own: another replica's word (shared state). At start-up, before
+   * any upstream of this replica has reported, there is nothing to judge it against, so it is not
+   * believed (one entry written to Redis must not set a fresh replica's head).
+   */
+  hearsay?: boolean;
   /** The reporter is the only source the network has, so nothing could corroborate it. */
   soleSource: boolean;
   /** The reporter's own accepted latest head; 0 when unknown (only for `finalized`). */
   reporterLatest: number;
+  /**
+   * Highest block of the reporter proven to link by parent hash to a block the network recorded
+   * (plugins/evm-state/link.ts); 0 or absent when none. A latest head up to it is confirmed.
+   */
+  reporterLinked?: number;
 }
 
 /**
@@ -56,33 +70,42 @@ export function headAllowance(elapsedMs: number, blockTimeMs: number | undefined
 }
 
 /**
- * The head plausibility rule (spec §2.8):
+ * The head plausibility rule (docs/evm.md):
  * - latest: `confirmed` at or below the accepted head, at or below a witness's head, or from the
  *   network's only source; `plausible` while nothing is accepted yet or within
  *   {@link headAllowance} of the accepted head; else `implausible`.
  * - finalized: `implausible` above the accepted latest head or above the reporter's own accepted
  *   latest head (a block cannot be final before it exists); else `confirmed` when a head is
  *   accepted, `plausible` at bootstrap.
- * The parent-hash link (a reporter's block linking to a known block) is checked by the state
- * poller, which fetches headers; a linked head is recorded as confirmed without this function.
+ * - hearsay (another replica's word): never a sole source; at start-up `implausible` until an
+ *   upstream of this replica has reported, and a finalized block above every such report too.
+ * A latest head up to the reporter's linked block (its blocks chain by parent hash down to a
+ * block the network recorded: the state poller walks them, plugins/evm-state/link.ts) is confirmed.
  * @returns the verdict; never throws (a non-finite or negative `n` is implausible)
  */
 export function judgeHeadFacts(f: HeadFacts): HeadVerdict {
   const n = f.n;
   if (!Number.isSafeInteger(n) || n < 0) return 'implausible';
+  const witnessed = f.witnessLatest >= 0;
   if (f.kind === 'finalized') {
     if (f.acceptedLatest > 0 && n > f.acceptedLatest) return 'implausible';
+    // Another replica's word at start-up: final only below a head an upstream here reported.
+    if (f.hearsay === true && f.acceptedLatest <= 0 && (!witnessed || n > f.witnessLatest)) return 'implausible';
     if (f.reporterLatest > 0 && n > f.reporterLatest) return 'implausible';
     return f.acceptedLatest > 0 ? 'confirmed' : 'plausible';
   }
+  const confirmedAlone = (f.soleSource && f.hearsay !== true) || (f.reporterLinked !== undefined && f.reporterLinked > 0 && n <= f.reporterLinked);
   if (f.acceptedLatest <= 0) {
-    if (f.soleSource || (f.witnessLatest > 0 && n <= f.witnessLatest)) return 'confirmed';
+    if (confirmedAlone || (witnessed && n <= f.witnessLatest)) return 'confirmed';
+    // Another replica's word with no own report to judge it against: not believed yet (its
+    // entries come again every snapshot interval, and apply once an upstream here has reported).
+    if (f.hearsay === true && !witnessed) return 'implausible';
     // Nothing vouched yet, but another upstream has reported: far above every other report is
     // as implausible at start-up as later (a liar answering first must not set the head).
-    if (f.witnessLatest > 0 && n - f.witnessLatest > headAllowance(0, f.blockTimeMs)) return 'implausible';
+    if (witnessed && n - f.witnessLatest > headAllowance(0, f.blockTimeMs)) return 'implausible';
     return 'plausible';
   }
-  if (n <= f.acceptedLatest || (f.witnessLatest > 0 && n <= f.witnessLatest) || f.soleSource) return 'confirmed';
+  if (n <= f.acceptedLatest || (witnessed && n <= f.witnessLatest) || confirmedAlone) return 'confirmed';
   const elapsed = f.acceptedAt > 0 ? f.now - f.acceptedAt : 0;
   return n - f.acceptedLatest <= headAllowance(elapsed, f.blockTimeMs) ? 'plausible' : 'implausible';
 }
@@ -99,15 +122,15 @@ export const SOLE_REPORTER_GRACE_MS = 3000;
 
 /**
  * What a network's other sources say about a report: the highest latest block another (non-shadow)
- * upstream last reported, whatever its verdict, whether the reporter is the network's only one,
- * and whether it is the only one that has reported anything.
+ * upstream last reported, whatever its verdict (-1 when none has), whether the reporter is the
+ * network's only one, and whether it is the only one that has reported anything.
  * @param upstreams the network's upstreams
  * @param source the reporter, when known (its own reports are no witness)
- * @param reportedOf an upstream's last reported latest block (0 = none)
+ * @param reportedOf an upstream's last reported latest block (-1 = none; 0 is genesis)
  * @param isShadow whether an upstream is a shadow (never serves, so never a source)
  */
 export function witnessesOf(upstreams: Iterable<Upstream>, source: Upstream | undefined, reportedOf: (u: Upstream) => number, isShadow: (u: Upstream) => boolean): { witness: number; sole: boolean; soleReporter: boolean } {
-  let witness = 0;
+  let witness = -1;
   let sources = 0;
   let sourceIn = false;
   let otherReporters = 0;
@@ -117,7 +140,7 @@ export function witnessesOf(upstreams: Iterable<Upstream>, source: Upstream | un
     if (u === source) sourceIn = true;
     else {
       const r = reportedOf(u);
-      if (r > 0) otherReporters++;
+      if (r >= 0) otherReporters++;
       witness = Math.max(witness, r);
     }
   }

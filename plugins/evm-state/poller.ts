@@ -8,6 +8,7 @@
  */
 import { classifyFinality, excerptOf, FINALITY, type HeadVerdict, type Network, type PluginHost, type RpcResult, SYNCING, toHex, tryUpstream, type Upstream } from 'svc/plugin';
 import { chainStateOf } from './chain.ts';
+import { LINK_COOLDOWN_MS, type LinkHeader, linksToKnown } from './link.ts';
 import { blockNumberOfBlock, syncingOf } from './tip.ts';
 
 /** Consecutive "not syncing" polls needed before a syncing upstream is selectable again. */
@@ -35,7 +36,7 @@ export interface PollerSettings {
 /** What the poller reports to its owner (the plugin). */
 export interface PollerSink {
   /**
-   * A latest block read from the upstream: the plugin judges it (spec §2.8, head plausibility),
+   * A latest block read from the upstream: the plugin judges it (head plausibility, docs/evm.md),
    * records it unless implausible and decides whether it counts for the network head.
    */
   latest(u: Upstream, n: number): HeadVerdict;
@@ -94,6 +95,9 @@ export class UpstreamPoller {
   private readonly finalizedTag = new MethodHealth();
   private readonly syncingCall = new MethodHealth();
   private failing = false;
+  /** A parent-hash walk is in flight, and when the last one started (ms). */
+  private linking = false;
+  private linkedAt = -Infinity;
 
   /**
    * @param proxy the proxy (hooks, logger, internal contexts)
@@ -177,12 +181,15 @@ export class UpstreamPoller {
     const mine = state.of(u);
     let gapCheck: number | undefined;
 
-    // Latest block: judged first (spec §2.8, head plausibility); an implausible one is recorded
+    // Latest block: judged first (head plausibility, docs/evm.md); an implausible one is recorded
     // nowhere, and nothing is derived from it.
     if (lr.status === 'fulfilled') {
       const n = blockNumberOfBlock(lr.value.result);
       if (n === undefined) report.errors.latest = `eth_getBlockByNumber(latest) answered ${this.excerpt(lr.value.result)}`;
-      else if (this.sink.latest(u, n) === 'implausible') report.errors.latest = `implausible latest block ${n}`;
+      else if (this.sink.latest(u, n) === 'implausible') {
+        report.errors.latest = `implausible latest block ${n}`;
+        this.tryLink(n, lr.value.result);
+      }
       else {
         report.latest = n;
         mine.lastPollAt = report.at;
@@ -252,6 +259,40 @@ export class UpstreamPoller {
         /* the next poll tries again */
       }
     }
+  }
+
+  /**
+   * Starts a parent-hash walk (head plausibility, docs/evm.md; link.ts) for an implausible latest block, unless one ran
+   * for this upstream within {@link LINK_COOLDOWN_MS} or is in flight: when the reporter's blocks
+   * chain down to a recorded canonical block, its head is confirmed and judged again. Off the poll.
+   */
+  private tryLink(n: number, block: unknown): void {
+    const b = block as { hash?: unknown; parentHash?: unknown };
+    const now = Date.now();
+    if (this.linking || now - this.linkedAt < LINK_COOLDOWN_MS || typeof b.hash !== 'string' || typeof b.parentHash !== 'string') return;
+    this.linking = true;
+    this.linkedAt = now;
+    const state = chainStateOf(this.network);
+    const header = async (k: number): Promise<LinkHeader | undefined> => {
+      if (this.stopped) return undefined;
+      try {
+        const h = (await this.call('eth_getBlockByNumber', [toHex(k), false])).result as { hash?: unknown; parentHash?: unknown } | null;
+        return h && typeof h.hash === 'string' && typeof h.parentHash === 'string' ? { hash: h.hash, parentHash: h.parentHash } : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    void linksToKnown(n, { hash: b.hash, parentHash: b.parentHash }, { header, hashAt: (k) => state.hashAt(k), recordedBelow: (k) => state.recordedBelow(k) })
+      .then((linked) => {
+        if (!linked || this.stopped) return;
+        const mine = state.of(this.upstream);
+        mine.linked = Math.max(mine.linked, n);
+        this.proxy.logger.info({ project: this.network.project.id, network: this.network.id, upstream: this.upstream.id, block: n }, `upstream ${this.upstream.id}'s block ${n} links by parent hash to a recorded block: believed`);
+        this.sink.latest(this.upstream, n);
+      })
+      .finally(() => {
+        this.linking = false;
+      });
   }
 
   private applySyncing(syncing: boolean): void {

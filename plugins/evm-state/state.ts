@@ -62,7 +62,7 @@ export const IMPLAUSIBLE_HEAD_LAG = 1000;
 /** What the request-path taps (and the pollers) need from the head tracking. */
 export interface HeadTracker {
   /**
-   * Judges an upstream's latest block seen in an answer or a poll (spec §2.8, head plausibility)
+   * Judges an upstream's latest block seen in an answer or a poll (head plausibility, docs/evm.md)
    * and, unless implausible, advances it; only counted upstreams move the network head (and its
    * block-time estimate). An implausible head is recorded nowhere, and the upstream is marked.
    * @param fromPoll the upstream's own state poll: its latest is set, even below what it said before
@@ -157,7 +157,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     }
   };
 
-  // ---- implausible heads (spec §2.8, head plausibility) -------------------------------
+  // ---- implausible heads (head plausibility, docs/evm.md) -------------------------------
   const implausibleHeads = new Counter({
     name: 'svc_upstream_implausible_head_total',
     help: 'Heads an upstream reported (poll or answer) that no other source confirms and the block time cannot explain: not believed',
@@ -196,7 +196,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
   const observeLatest = (n: Network, u: Upstream, block: number, fromPoll = false, shared = false): HeadVerdict => {
     const st = chainStateOf(n);
     const vouchedBefore = st.vouchedLatest;
-    const verdict = st.judgeHead(block, 'latest', shared ? undefined : u);
+    const verdict = st.judgeHead(block, 'latest', shared ? undefined : u, shared);
     const mine = st.of(u);
     if (!shared) mine.reported = block;
     // Another replica's word marks no upstream: one shared-state entry never moves an upstream's health.
@@ -223,7 +223,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
 
   const observeFinalized = (n: Network, u: Upstream, block: number, fromPoll = false, shared = false): HeadVerdict => {
     const st = chainStateOf(n);
-    const verdict = st.judgeHead(block, 'finalized', shared ? undefined : u);
+    const verdict = st.judgeHead(block, 'finalized', shared ? undefined : u, shared);
     const mine = st.of(u);
     if (!shared && (verdict === 'implausible' || mine.implausible.finalized)) mark(n, u, 'finalized', block, verdict);
     if (verdict === 'implausible') return verdict;

@@ -32,8 +32,8 @@ export class ErrUpstreamNullTaggedBlock extends ErrEndpointMissingData {}
 
 /**
  * An upstream answered a head (`eth_blockNumber`, a `latest`/`finalized` block, a mined
- * transaction's block) that no other source confirms and the block time cannot explain (spec
- * §2.8, head plausibility). Retryable (-32014, extends {@link ErrEndpointMissingData}): the call
+ * transaction's block) that no other source confirms and the block time cannot explain (head
+ * plausibility, docs/evm.md). Retryable (-32014, extends {@link ErrEndpointMissingData}): the call
  * moves on to another upstream and the head is recorded nowhere.
  */
 export class ErrUpstreamImplausibleHead extends ErrEndpointMissingData {}

@@ -6,7 +6,7 @@
  * Heads: each replica publishes the heads it observed itself that moved to `<clusterKey>:state`
  * (`{replica, at, heads}`: its id and the time, ms) and applies what other replicas publish,
  * forward-only per upstream (matched by project id + upstream id) and only when its chain state
- * does not judge the head implausible (spec §2.8); every `snapshotInterval` it reads the hash
+ * does not judge the head implausible (docs/evm.md); every `snapshotInterval` it reads the hash
  * `<clusterKey>:snapshot` (one field per replica, the same shape) and rewrites its own field, so
  * a replica that starts or reconnects catches up. Entries older than the TTL (`entryTtlMs`: three
  * intervals, 3 s to 10 min) are ignored (and deleted from the hash): a head lives in the fleet
@@ -133,7 +133,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
           const at = find(h.project, h.upstream);
           // Judged with no reporting upstream: another replica's word is no upstream's own report
           // (so never a sole source), and this replica's own view of that upstream is a witness.
-          return at ? host.chainState(at.network).judgeHead(n, kind) : 'implausible';
+          return at ? host.chainState(at.network).judgeHead(n, kind, undefined, true) : 'implausible';
         },
       };
       const apply = (heads: SharedHead[]): void => {

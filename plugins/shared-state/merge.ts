@@ -1,6 +1,6 @@
 /**
  * The merge rules of shared state (pure, no Redis): what a replica publishes, what it accepts of
- * what it reads (spec §2.8, head plausibility) and what it applies. Everything read from Redis is
+ * what it reads (head plausibility, docs/evm.md) and what it applies. Everything read from Redis is
  * outside input (another deployment, version or a hostile writer may share it): it is bounded,
  * dated and judged before it moves anything, and what fails is dropped with a reason.
  *
@@ -149,7 +149,7 @@ export interface HeadContext {
    * @returns undefined when it has no such project or upstream
    */
   known(h: SharedHead): { latest: number; finalized: number } | undefined;
-  /** The chain state's plausibility verdict on `n` as the upstream's `kind` head (spec §2.8). */
+  /** The chain state's plausibility verdict on `n` as the upstream's `kind` head (docs/evm.md). */
   judge(h: SharedHead, n: number, kind: 'latest' | 'finalized'): HeadVerdict;
 }
 

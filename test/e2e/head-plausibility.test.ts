@@ -1,5 +1,5 @@
 /**
- * Heads, finality and chain that one upstream cannot move (spec §2.8 head plausibility, §1.2 chain
+ * Heads, finality and chain that one upstream cannot move (head plausibility, docs/evm.md; §1.2 chain
  * id), against real anvil nodes behind small lying forwarders:
  * - an upstream that answers `eth_blockNumber` `0x7fffffff` three times, then behaves, does not
  *   make later `eth_blockNumber` answers `0x7fffffff`;

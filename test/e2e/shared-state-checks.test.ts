@@ -133,7 +133,7 @@ describe('e2e: shared state is checked and expires (Redis)', function () {
 
   it('a well-formed, fresh head the chain state judges implausible is not applied, and counted', async () => {
     const real = await head();
-    // The plausibility rule (spec §2.8) as the evm-state plugin will apply it: far beyond the head is implausible.
+    // The plausibility rule (docs/evm.md) as the evm-state plugin will apply it: far beyond the head is implausible.
     const states: Array<[NetworkChainState, NetworkChainState['judgeHead']]> = [];
     for (const r of [a, b]) {
       const cs = r.proxy.chainState(networkOf(r));

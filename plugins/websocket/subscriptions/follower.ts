@@ -18,7 +18,7 @@
  *   branch is emitted from the ancestor's child on (clients see new hashes at heights they saw);
  * - a latest block below the emitted head is ignored (an upstream behind the others), unless
  *   {@link RESYNC_READS} reads in a row say so: then the emitted chain was the wrong one (a bogus
- *   head got through) and the follower re-syncs to the real head (spec §2.8, head plausibility).
+ *   head got through) and the follower re-syncs to the real head (head plausibility, docs/evm.md).
  * Each block's logs are read once (`eth_getLogs` by block hash, no address or topic filter) and
  * filtered here per `logs` feed with the node's matching rules, so N feeds cost one read a block.
  * The first poll only learns the head (as geth, a subscription sees blocks after it). Ticks never
@@ -114,7 +114,7 @@ export interface FollowerOptions {
   /** Names the network in log lines. */
   label?: string;
   /**
-   * The network's head plausibility rule (spec §2.8: `host.chainState(network).judgeHead(n,
+   * The network's head plausibility rule (head plausibility, docs/evm.md: `host.chainState(network).judgeHead(n,
    * 'latest')`); asked before a jump beyond {@link MAX_GAP}. Absent: every head is `plausible`.
    */
   judge?: (n: number) => HeadVerdict;

@@ -1,5 +1,5 @@
 /**
- * Head plausibility (spec §2.8): the one rule (`judgeHeadFacts`), the chain state's `judgeHead`
+ * Head plausibility (docs/evm.md): the one rule (`judgeHeadFacts`), the chain state's `judgeHead`
  * that gathers its facts, and the shared-state entry point (`observeShared`), which must not let
  * one source move the network's latest or finalized head.
  */
@@ -12,10 +12,10 @@ import { HEAD_MARGIN_BLOCKS, headAllowance, judgeHeadFacts, SOLE_REPORTER_GRACE_
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../../helpers/svc.ts';
 
-const base: HeadFacts = { n: 0, kind: 'latest', acceptedLatest: 100, acceptedAt: 1_000_000, now: 1_000_000, blockTimeMs: 12_000, witnessLatest: 0, soleSource: false, reporterLatest: 100 };
+const base: HeadFacts = { n: 0, kind: 'latest', acceptedLatest: 100, acceptedAt: 1_000_000, now: 1_000_000, blockTimeMs: 12_000, witnessLatest: -1, soleSource: false, reporterLatest: 100 };
 const judge = (f: Partial<HeadFacts>) => judgeHeadFacts({ ...base, ...f });
 
-describe('head plausibility (spec §2.8)', () => {
+describe('head plausibility (docs/evm.md)', () => {
   describe('the rule', () => {
     it('bootstrap: nothing accepted yet is plausible; a sole source or a witness confirms', () => {
       expect(judge({ n: 0x7fffffff, acceptedLatest: 0 })).to.equal('plausible');
@@ -54,6 +54,19 @@ describe('head plausibility (spec §2.8)', () => {
       expect(judge({ kind: 'finalized', n: 90, acceptedLatest: 0, reporterLatest: 0 })).to.equal('plausible');
     });
 
+    it('another replica\'s word at start-up is not believed until an upstream here has reported (genesis counts), then judged against that report', () => {
+      const hearsay = { hearsay: true, acceptedLatest: 0 };
+      expect(judge({ ...hearsay, n: 900_000_000 })).to.equal('implausible');
+      expect(judge({ ...hearsay, n: 20 })).to.equal('implausible');
+      expect(judge({ ...hearsay, n: 20, witnessLatest: 0 })).to.equal('plausible');
+      expect(judge({ ...hearsay, n: 900_000_000, witnessLatest: 0 })).to.equal('implausible');
+      expect(judge({ ...hearsay, kind: 'finalized', n: 5 })).to.equal('implausible');
+      expect(judge({ ...hearsay, kind: 'finalized', n: 5, witnessLatest: 10 })).to.equal('plausible');
+      expect(judge({ ...hearsay, kind: 'finalized', n: 11, witnessLatest: 10 })).to.equal('implausible');
+      // Never a sole source: one replica's word cannot vouch for itself.
+      expect(judge({ hearsay: true, n: 5000, soleSource: true })).to.equal('implausible');
+    });
+
     it('a number that is not a safe non-negative integer is implausible', () => {
       for (const n of [Number.NaN, -1, 2 ** 60, 1.5]) expect(judge({ n }), String(n)).to.equal('implausible');
     });
@@ -90,6 +103,15 @@ describe('head plausibility (spec §2.8)', () => {
       expect(st.judgeHead(10, 'latest', a)).to.equal('confirmed');
       st.of(b).reported = 8;
       expect(st.judgeHead(5000, 'latest', a)).to.equal('implausible');
+    });
+
+    it('another replica\'s word reaching a replica whose upstreams have not reported yet is not believed; once one reported (even genesis) it is judged against that', () => {
+      const st = make([a, b]);
+      expect(st.judgeHead(20, 'latest', undefined, true)).to.equal('implausible');
+      expect(st.judgeHead(20, 'latest')).to.equal('plausible');
+      st.of(a).reported = 0;
+      expect(st.judgeHead(20, 'latest', undefined, true)).to.equal('plausible');
+      expect(st.judgeHead(900_000_000, 'latest', undefined, true)).to.equal('implausible');
     });
 
     it('the only upstream of a network confirms its own far head (nothing could corroborate it), never a finalized block above the head', () => {

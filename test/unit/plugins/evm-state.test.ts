@@ -361,7 +361,7 @@ describe('evm-state plugin: state poller', function () {
     chain.finalized = 140;
     await waitFor(() => st.peek(u)?.latest === 150 && st.peek(u)?.finalized === 140);
     // A node restored from an old snapshot, or resyncing: its poll is its truth, so a head it once
-    // reported (a lie, say) stops counting at once (spec §2.8, head plausibility).
+    // reported (a lie, say) stops counting at once (head plausibility, docs/evm.md).
     chain.latest = 120;
     chain.finalized = 100;
     const polls = clientCalls(a, 'eth_getBlockByNumber', 'latest');

@@ -1,6 +1,6 @@
 /**
  * The head follower against a fake block source: one far-future `latest` answer is neither
- * emitted nor freezes the heads (spec §2.8, head plausibility); an implausible far block never
+ * emitted nor freezes the heads (head plausibility, docs/evm.md); an implausible far block never
  * moves it; a far block read twice is jumped to; a follower stuck above the real chain re-syncs;
  * every `logs` feed of a network shares one `eth_getLogs` per block, filtered locally with the
  * node's matching rules (address list, topics with null and alternatives).
