@@ -138,6 +138,9 @@ const parallel =
   !explicit.some((s) => s.includes('chaos')) &&
   (explicit.length === 0 || explicit.some((s) => s.includes('*') || fs.statSync(s, { throwIfNoEntry: false })?.isDirectory()));
 
+// A run of the whole default spec: the reporter then checks docs/conformance.md's claims against it.
+if (explicit.length === 0 && !argv.some((a) => /^(--grep|-g|--fgrep|-f|--dry-run)(=|$)/.test(a))) process.env.SVC_TEST_FULL_SPEC = '1';
+
 module.exports = {
   ...(explicit.length ? {} : { spec: orderedSpec(parallel) }),
   ...(parallel ? { parallel: true, jobs: jobs > 1 ? jobs : 3 } : {}),
@@ -145,6 +148,8 @@ module.exports = {
   // Root hooks: an empty loopback endpoints catalog, so zero-config projects never dial the internet.
   require: [
     path.join(__dirname, 'test', 'helpers', 'offline-catalog.ts'),
+    // Outcome and assertion count of each test titled with a rule id (docs/conformance.md counts them).
+    path.join(__dirname, 'test', 'helpers', 'test-record.ts'),
     // Per-file wall times from parallel workers, for the reporter's SVC_TEST_TIMINGS summary.
     ...(process.env.SVC_TEST_TIMINGS ? [path.join(__dirname, 'test', 'helpers', 'file-timings.ts')] : []),
   ],

@@ -127,6 +127,8 @@ describe('e2e: API keys in Redis and PostgreSQL (issue #13 item 2)', function ()
     });
 
     it('§7 missing or invalid userId in current data — a stored row without a valid userId is refused with "missing or invalid userId in current data"', async () => {
+      // The connector creates its table on first use: a lookup makes this test stand alone.
+      expect((await call(svc.url, 'k_absent_0123456789abcdef')).status).to.equal(401);
       const client = new pg.Client({ connectionString: db.url });
       await client.connect();
       try {

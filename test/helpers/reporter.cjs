@@ -27,9 +27,42 @@ function timingRows() {
   return Number.isFinite(n) && n > 0 ? n : 15;
 }
 
+/**
+ * Rule ids docs/conformance.md counts as tested that no titled test covered in this run (ran,
+ * passed, asserted: the records of test/helpers/test-record.ts). Mirrors bin/gen-conformance.ts's
+ * `claimedTested` and `covers`, in plain JavaScript because the reporter loads before tsx.
+ */
+function unmetClaims(resultsFile) {
+  let doc;
+  try {
+    doc = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'conformance.md'), 'utf8');
+  } catch {
+    return [];
+  }
+  const covered = new Set();
+  for (const line of fs.readFileSync(resultsFile, 'utf8').split('\n')) {
+    if (!line) continue;
+    try {
+      const o = JSON.parse(line);
+      if (o.state === 'passed' && o.assertions > 0) covered.add(o.title.split(' — ')[0]);
+    } catch {
+      // a torn line of a killed worker
+    }
+  }
+  const unmet = [];
+  for (const m of doc.matchAll(/^\| `(§[^`]+)` \|.*?\| tested \|/gm)) if (!covered.has(m[1])) unmet.push(m[1]);
+  return unmet;
+}
+
 class SummaryReporter extends Spec {
   constructor(runner, options) {
     super(runner, options);
+    // Inherited by the parallel workers (forked after the reporter is made), as the timings file.
+    if (!process.env.SVC_CONFORMANCE_RESULTS) {
+      this.conformanceResults = path.join(os.tmpdir(), `svc-conformance-${process.pid}.jsonl`);
+      fs.writeFileSync(this.conformanceResults, '');
+      process.env.SVC_CONFORMANCE_RESULTS = this.conformanceResults;
+    }
     this.rows = timingRows();
     if (!this.rows) return;
     /** file -> { tests: ms summed, first: ms, last: ms } */
@@ -79,7 +112,20 @@ class SummaryReporter extends Spec {
     super.epilogue();
     if (this.rows) this.timings();
     const s = this.stats || {};
-    Base.consoleLog(`${s.passes || 0} passed, ${s.failures || 0} failed, ${s.pending || 0} skipped`);
+    let unmet = [];
+    if (this.conformanceResults) {
+      // Only a run of the whole suite ran every titled test; a partial run checks nothing.
+      if (process.env.SVC_TEST_FULL_SPEC === '1') unmet = unmetClaims(this.conformanceResults);
+      fs.rmSync(this.conformanceResults, { force: true });
+    }
+    if (unmet.length) {
+      Base.consoleLog(`  conformance: ${unmet.length} rule(s) counted as tested in docs/conformance.md had no titled test that ran, passed and asserted in this run (each counts as a failure):`);
+      for (const id of unmet) Base.consoleLog(`    ${id}`);
+      Base.consoleLog();
+      // mocha's exit code is the runner's failure count, read after this epilogue.
+      if (this.runner && typeof this.runner.failures === 'number') this.runner.failures += unmet.length;
+    }
+    Base.consoleLog(`${s.passes || 0} passed, ${(s.failures || 0) + unmet.length} failed, ${s.pending || 0} skipped`);
   }
 
   /** Prints the slowest files and tests (only with `SVC_TEST_TIMINGS`). */
