@@ -4,6 +4,7 @@
  *   svc validate --config FILE [--preset NAME] [--print]
  *   svc validate --from-erpc FILE [--preset NAME]
  *   svc config schema [--preset NAME] [--config FILE]
+ *   svc pipeline [--config FILE] [--preset NAME] [--network ID]
  * Without --config, `start` reads ./svc.yaml when present. Each ENDPOINT becomes an upstream
  * of project `main` (chain id probed). NAME is a built-in preset (`default`, `minimal`), an
  * installed package (`@acme/svc-preset`, resolved from the working directory) or a module path;
@@ -23,6 +24,7 @@ import { createLogger } from '../lib/logger.ts';
 import { RELOAD_OTHERS, runPrimary } from './cluster.ts';
 import { validateConfig } from '../core/validate.ts';
 import { createProxy } from '../core/proxy.ts';
+import { renderPipeline } from '../core/pipeline.ts';
 import { redactText } from '../lib/redact.ts';
 import { VERSION } from '../core/version.ts';
 import { resolvePreset, type ResolvedPreset } from '../presets/index.ts';
@@ -38,6 +40,9 @@ Usage:
   svc reload --url URL [--token T]    call svc_reloadConfig on URL's /admin (T, else
                                       $SVC_ADMIN_TOKEN: the admin secret) and print what changed
   svc config schema [--preset NAME]   JSON Schema of svc.yaml for editors
+  svc pipeline [--config FILE] [--preset NAME] [--network ID] [ENDPOINT...]
+                                      print each network's request pipeline: every stage
+                                      and the plugin taps it runs, in order
   svc --version
 
 Without --config, start reads ./svc.yaml when it exists. Each ENDPOINT (http/https URL)
@@ -117,6 +122,32 @@ async function validate(file: string | undefined, presetName: string | undefined
     const proxy = createProxy({ config: opts.fromErpc && shown ? shown.document : raw, plugins, logger: createLogger('silent') });
     for (const w of proxy.config.warnings) process.stderr.write(`warning: ${w}\n`);
     process.stdout.write(shown ? renderNormalized(shown.document, shown.rewrites, redactText) : 'ok\n');
+    return 0;
+  } catch (e) {
+    printProblems(e);
+    return 1;
+  }
+}
+
+/**
+ * `svc pipeline`: builds the proxy of a config and preset (not listening, no upstream dialled)
+ * and prints each network's pipeline (core/pipeline.ts `renderPipeline`): the stages of a call
+ * in order, with the taps the preset's plugins run in each, as composed for that network.
+ * Upstreams without a configured chain id join a network only after their probe, so they are
+ * listed once `evm.chainId` is set. Exit 1 on a config error or when `--network` matches nothing.
+ */
+async function pipeline(file: string | undefined, presetName: string | undefined, networkId: string | undefined, endpoints: string[]): Promise<number> {
+  try {
+    const raw = withEndpoints(await loadRaw(file ?? (existsSync('svc.yaml') ? 'svc.yaml' : undefined)), endpoints);
+    const { preset } = await findPreset(presetName, raw, file);
+    const proxy = createProxy({ config: raw, plugins: preset(), logger: createLogger('silent') });
+    proxy.buildRegistry();
+    const text = renderPipeline(proxy, networkId);
+    if (!text) {
+      process.stderr.write(networkId ? `no network ${networkId} in this config\n` : 'no network in this config (declare one under projects[].networks, or give upstreams an evm.chainId)\n');
+      return 1;
+    }
+    process.stdout.write(text);
     return 0;
   } catch (e) {
     printProblems(e);
@@ -342,6 +373,7 @@ export async function main(argv: string[]): Promise<number> {
         pid: { type: 'string' },
         url: { type: 'string' },
         token: { type: 'string' },
+        network: { type: 'string' },
       },
     });
   } catch (e) {
@@ -361,6 +393,7 @@ export async function main(argv: string[]): Promise<number> {
   if (cmd === 'validate') return validate(values['from-erpc'] ?? values.config, values.preset, { print: values.print === true || values['from-erpc'] !== undefined, fromErpc: values['from-erpc'] !== undefined });
   if (cmd === 'config') return configSchema(rest[0], values.config, values.preset);
   if (cmd === 'reload') return reload(values.pid, values.url, values.token);
+  if (cmd === 'pipeline') return pipeline(values.config, values.preset, values.network, rest);
   if (cmd === 'start') {
     const port = portOption('--port', values.port);
     const metricsPort = portOption('--metrics-port', values['metrics-port']);

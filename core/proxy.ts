@@ -3,6 +3,7 @@
  * `new Proxy(config).use(...plugins)`, then `start()`. Plugins tap hooks in `apply`; the
  * proxy builds every network's and upstream's chain once, then serves.
  */
+import { composeRecorded } from './pipeline.ts';
 import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
 import { httpInfo, httpServerOptions, nodeRequestInfo } from './http-io.ts';
 import { compileAliasMatchers, pathSegments, resolveRoute, type AliasMatcher, type RouteTarget } from './routing.ts';
@@ -187,7 +188,7 @@ export class Proxy implements PluginHost {
     this.started = true;
     this.configure();
     for (const w of this.resolved.warnings) this.logger.warn(w);
-    for (const pc of this.config.projects) this.buildProject(pc);
+    this.buildRegistry();
     for (const project of this.projects.values()) await this.hooks.project.promise(project);
     const app = createServer(this);
     const host = this.opts.host ?? this.config.server.httpHost;
@@ -221,6 +222,17 @@ export class Proxy implements PluginHost {
     return addr;
   }
 
+  /**
+   * Builds every project's networks and upstreams and composes their chains, as {@link start}
+   * does first, without the `project` hooks, a listener or probes: what `svc pipeline` inspects.
+   * @throws Error when called twice or after {@link start}
+   */
+  buildRegistry(): void {
+    if (this.projects.size > 0) throw new Error('registry already built');
+    if (!this.started) this.configure();
+    for (const pc of this.config.projects) this.buildProject(pc);
+  }
+
   /** Builds a project with its declared networks and its upstreams (not yet probed). */
   private buildProject(pc: ResolvedProject): Project {
     const project = new Project(pc);
@@ -237,7 +249,9 @@ export class Proxy implements PluginHost {
    */
   addUpstream(project: Project, u: Upstream, order?: number): void {
     project.addUpstream(u, order);
-    u.send = this.hooks.upstream.call(u.send, u);
+    const sender = composeRecorded(this.hooks.upstream, u.send, u);
+    u.send = sender.handler;
+    u.pipeline = sender.wrappers;
     if (u.config.chainId !== undefined) this.join(project, u, u.config.chainId);
   }
 
@@ -346,7 +360,8 @@ export class Proxy implements PluginHost {
   /** Builds a network and composes its handler chain once (DESIGN principle 3). */
   createNetwork(project: Project, nc: Network['config'], declared: boolean): Network {
     const network = new Network(project, nc, declared);
-    const attempt = this.hooks.attempt.call(this.noForward, network);
+    const attempts = composeRecorded(this.hooks.attempt, this.noForward, network);
+    const attempt = attempts.handler;
     const hooks = this.hooks;
     const inner: CallHandler = async (ctx) => {
       const candidates = hooks.select.call(network.upstreams.slice(), ctx);
@@ -354,7 +369,9 @@ export class Proxy implements PluginHost {
       ctx.record.networkAttempts++;
       return attempt(ctx, { cursor: new UpstreamCursor(candidates), reason: 'primary', signal: ctx.signal });
     };
-    const chain = this.hooks.call.call(inner, network);
+    const calls = composeRecorded(this.hooks.call, inner, network);
+    const chain = calls.handler;
+    network.pipeline = { call: calls.wrappers, attempt: attempts.wrappers };
     // A call that reached its deadline is a timeout, whatever path failed it (spec §4.7 #2).
     network.handler = async (ctx) => {
       try {

@@ -19,6 +19,11 @@ export class Network {
   readonly upstreams: Upstream[] = [];
   /** The composed `call` chain; set by the proxy right after construction. */
   handler!: CallHandler;
+  /**
+   * The wrappers this network's chains run, outermost first, by hook (`call`, `attempt`): tap
+   * names recorded when the chains were composed (core/pipeline.ts; `svc pipeline` prints them).
+   */
+  pipeline: { readonly call: readonly string[]; readonly attempt: readonly string[] } = { call: [], attempt: [] };
 
   /**
    * @param project owning project

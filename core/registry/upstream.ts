@@ -45,6 +45,8 @@ export class Upstream {
   readonly slots = new Map<symbol, unknown>();
   /** The composed sender: the `upstream` hook's wrappers around {@link transport}. */
   send: UpstreamSender;
+  /** The `upstream` hook's wrappers {@link send} runs, outermost first (core/pipeline.ts). */
+  pipeline: readonly string[] = [];
 
   /** The HTTP transport: pool, ids, response cap, fault normalisation, redaction. */
   private readonly http: HttpTransport;
