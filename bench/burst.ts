@@ -1,5 +1,5 @@
 /**
- * Burst scenarios of `npm run bench` (issue #10 items 4 and 5): many concurrent calls sent at
+ * Burst scenarios of `npm run bench`: many concurrent calls sent at
  * once through svc, counting what reaches the fake upstream.
  *
  * - Multiplexed burst: 1,000 identical `eth_getBalance` calls at once against an upstream that

@@ -1,5 +1,5 @@
 /**
- * Cache-hit scenarios of `npm run bench` (issue #10): svc answering a repeated finalized
+ * Cache-hit scenarios of `npm run bench`: svc answering a repeated finalized
  * `eth_getBlockByNumber` from its response cache, (e) the zero-config memory tier and (e′) a
  * Redis tier on a real redis-server, next to the bare node:http responder and the bare Koa +
  * router server in the same interleaved rounds of bench/run.ts. Before the load the cache is

@@ -1,5 +1,5 @@
 /**
- * The CPU cost of answer compression (issue #11 "Also": `server.enableGzip`), measured on the
+ * The CPU cost of answer compression (`server.enableGzip`), measured on the
  * same call svc makes (`gzipAnswer` from core/compression.ts, compiled build) over realistic
  * `eth_getLogs` answers of several sizes: CPU µs per KiB of answer, the compression ratio, and
  * the answer sizes below which svc does not compress (1 KiB).

@@ -1,5 +1,5 @@
 /**
- * "Consensus and integrity" section of `npm run bench` (issue #14 item 5): what the answers that
+ * "Consensus and integrity" section of `npm run bench`: what the answers that
  * matter cost, as same-run ratios to the same call without them.
  *
  * - Consensus: svc in front of three fake upstreams that answer identically, with the network

@@ -1,5 +1,5 @@
 /**
- * Fault-tolerance scenario of `npm run bench` (issue #3 item 7): two upstreams, one answering
+ * Fault-tolerance scenario of `npm run bench`: two upstreams, one answering
  * 10% of calls after 1 s ("flaky", first in config order) and one healthy, behind svc with the
  * example failsafe of docs/fault-tolerance.md. Reports p50/p99/max latency through svc with
  * hedging on versus off, and calling the flaky upstream directly — all in the same run, medians

@@ -83,7 +83,7 @@ const compiled = new Map<string, Promise<string>>();
  * svc's `../../dist/` still resolve. Each target then runs as `node script.mjs`, like
  * `svc start`: under the tsx loader every process paid for the loader's worker and module
  * records (about 35 MiB for the forwarder, 50 MiB for svc), which made the peak RSS rows
- * measure the loader, not the server (issue #11 item 3).
+ * measure the loader, not the server.
  * @param script absolute path of a `bench/targets/*.ts` entry
  * @returns absolute path of the built `.mjs`
  */

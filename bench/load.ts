@@ -58,7 +58,7 @@ export function singleBody(method = 'eth_blockNumber'): RpcBody {
 }
 
 /**
- * A realistic `eth_call` body (issue #11): a contract call whose ABI data is `dataBytes` long,
+ * A realistic `eth_call` body: a contract call whose ABI data is `dataBytes` long,
  * zero-padded words like real calldata, at a fixed block.
  * @param dataBytes bytes of calldata after the 4-byte selector
  */
@@ -70,7 +70,7 @@ export function ethCallBody(dataBytes: number): RpcBody {
 }
 
 /**
- * A realistic `eth_sendRawTransaction` body (issue #11): a signed transaction of about `bytes`
+ * A realistic `eth_sendRawTransaction` body: a signed transaction of about `bytes`
  * bytes (RLP with zero-padded calldata).
  */
 export function rawTxBody(bytes: number): RpcBody {

@@ -1,5 +1,5 @@
 /**
- * Memory scenario of `npm run bench` (issue #8 item 5): the peak RSS one large request body and
+ * Memory scenario of `npm run bench`: the peak RSS one large request body and
  * one large upstream answer add to the process serving them, for svc and for the minimal
  * forwarder in the same run. The peak is Linux's VmHWM, reset through `/proc/<pid>/clear_refs`
  * right before each case, so start-up peaks do not hide it; the added peak is VmHWM minus the
@@ -54,7 +54,7 @@ async function runCase(t: Target, url: string, body: string, concurrent: number,
   return { addedMiB, ratio: addedMiB / (sizeMiB * concurrent) };
 }
 
-/** Calls in the big-batch case (issue #11 item 3). */
+/** Calls in the big-batch case. */
 const BIG_BATCH = 10_000;
 
 /** The big-batch case: RSS when idle (after one warm-up batch) and the peak while answering one more. */

@@ -86,7 +86,7 @@ const single = singleBody();
 const call1k = ethCallBody(1024);
 const call5k = ethCallBody(5 * 1024);
 const rawTx1k = rawTxBody(1024);
-/** The recommended failsafe config of docs/fault-tolerance.md ("Example: primary node + two paid providers"), issue #11. */
+/** The recommended failsafe config of docs/fault-tolerance.md ("Example: primary node + two paid providers"). */
 const README_FAILSAFE = {
   network: {
     failsafe: [
@@ -128,7 +128,7 @@ const scenarios: Scenario[] = [
     label: '(b‴) svc, batch10, upstream supportsBatch',
     measured: 'svc',
     body: batch10,
-    // Outbound batching (issue #10 item 5): the 10 calls leave as one upstream POST, like the forwarder's batch.
+    // Outbound batching: the 10 calls leave as one upstream POST, like the forwarder's batch.
     setup: () => behind(TARGETS.svc, 'svc-batch-ob', [`--upstream-options=${JSON.stringify({ jsonRpc: { supportsBatch: true, batchMaxSize: 10, batchMaxWait: '2ms' } })}`]),
   },
   {

@@ -68,7 +68,7 @@ export function targetsSection(by: (key: string) => TargetFigures | undefined): 
   const koa = by('fwd-koa');
   const fwd = by('fwd');
   // svc is a Koa application: the targets are ratios to a node:http forwarder, and Koa's own share
-  // of them is this floor (issue #11 "Done when": why a target cannot go lower with Koa as the core).
+  // of them is this floor (why a target cannot go lower with Koa as the core).
   const floor = koa && fwd ? `\n\nFloor: the same forwarder inside Koa + @koa/router (d″) costs ${fmt(koa.cpuPerReq / fwd.cpuPerReq, 2)}× the node:http forwarder's CPU/req and serves ${fmt(koa.rps / fwd.rps, 2)}× its req/s in this run, before any JSON-RPC work.` : '';
   return `## Targets\n\n${table}\n\n${missed === 0 ? 'Every target that ran is met.' : `⚠ ${missed} target(s) missed (also printed as warnings on stderr).`}${floor}\n`;
 }

@@ -1,5 +1,5 @@
 /**
- * `npm run demo` (issue #2 item 3): starts a local anvil node and svc in front of it with two
+ * `npm run demo`: starts a local anvil node and svc in front of it with two
  * upstream entries for that node (127.0.0.1 and localhost) plus one that refuses connections,
  * sends one call to show the proxy passing over the dead upstream, then prints a curl line and
  * an ethers snippet to try. No internet needed. Ctrl-C stops both.

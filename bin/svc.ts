@@ -1,5 +1,5 @@
 /**
- * The `svc` command (issue #2 item 3):
+ * The `svc` command:
  *   svc start [--config FILE] [--port N] [--preset NAME] [ENDPOINT...]
  *   svc validate --config FILE [--preset NAME] [--print]
  *   svc validate --from-erpc FILE [--preset NAME]

@@ -1,5 +1,5 @@
 /**
- * Config checks beyond the JSON Schema (issue #2 item 2, issue #8 item 10): keys that reach
+ * Config checks beyond the JSON Schema: keys that reach
  * object prototypes, reserved project ids, duplicate ids, chains and aliases. Used by
  * `svc validate` and start-up through config/load.ts.
  */
@@ -7,7 +7,7 @@ import type { ConfigProblem } from './load.ts';
 import type { SvcConfigInput } from './types.ts';
 import { addressList } from '../lib/client-address.ts';
 
-/** Keys that reach an object's prototype machinery: never valid anywhere in a config (issue #8 item 10). */
+/** Keys that reach an object's prototype machinery: never valid anywhere in a config. */
 export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** Project ids whose paths belong to svc itself (`POST /admin`, `GET /healthcheck`). */

@@ -1,5 +1,5 @@
 /**
- * Renders the config reference (docs/configuration.md) from the assembled schema (DESIGN "Configuration":
+ * Renders the config reference (docs/configuration.md) from the assembled schema:
  * the reference is generated, never hand-written, so it cannot drift from validation).
  */
 import type { TSchema } from '@sinclair/typebox';

@@ -1,5 +1,5 @@
 /**
- * Config loading (issue #2 item 2, DESIGN "Configuration"): read YAML, JSON or a TypeScript
+ * Config loading (docs/architecture.md): read YAML, JSON or a TypeScript
  * module, expand `${ENV}`, validate against the assembled schema with ajv, then resolve:
  * merge `networkDefaults`/`upstreamDefaults`, apply schema defaults, convert durations/sizes.
  */
@@ -364,7 +364,7 @@ export function resolveUpstream(schema: TObject, defaults: UpstreamInput | undef
   const id = merged.id ?? defaultUpstreamId(endpoint, taken);
   taken.add(id);
   const allow = merged.allowMethods ?? [];
-  // allowMethods alone implies ignoreMethods ["*"] (issue #2 item 2).
+  // allowMethods alone implies ignoreMethods ["*"].
   const ignore = merged.ignoreMethods ?? (allow.length ? ['*'] : []);
   return {
     id,
@@ -435,7 +435,7 @@ export function resolveConfig(doc: SvcConfigInput, schema: TObject, warnings: st
       includeErrorDetails: server.includeErrorDetails as boolean,
       executionHeaders: server.executionHeaders as 'all' | 'summary' | 'off',
       responseHeaders: (server.responseHeaders as Record<string, string> | undefined) ?? {},
-      // With no projects at all, `/evm/<chainId>` works out of the box (issue #2 item 4).
+      // With no projects at all, `/evm/<chainId>` works out of the box.
       aliasing: { rules: rules ?? (projectsIn.length ? [] : [{ matchDomain: '*', serveProject: 'main' }]) },
       trustedIPForwarders: (server.trustedIPForwarders as string[] | undefined) ?? [],
       trustedIPHeaders: (server.trustedIPHeaders as string[] | undefined) ?? ['X-Forwarded-For'],

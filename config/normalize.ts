@@ -1,5 +1,5 @@
 /**
- * The load-time normalisation step (DESIGN "Configuration"; docs/migrating-from-erpc.md): before
+ * The load-time normalisation step (docs/migrating-from-erpc.md): before
  * schema validation, eRPC's config shapes whose meaning svc shares are rewritten into svc's own
  * shape, one rewrite line per change (`svc validate --print` shows them). The core rewrites the
  * keys it owns (config/erpc.ts); each plugin rewrites its own keys through the `normalize` member

@@ -1,5 +1,5 @@
 /**
- * The JSON Schema of svc's config: the single source of truth (DESIGN "Configuration").
+ * The JSON Schema of svc's config: the single source of truth (docs/architecture.md).
  *
  * The core owns the parts below; each plugin contributes a {@link SchemaFragment} for the keys
  * it owns, and {@link buildConfigSchema} assembles one schema at boot. Validation (`svc validate`
@@ -343,7 +343,7 @@ function pointsOf(fragment: SchemaFragment): Map<string, Set<string>> {
 const ownerName = (o: string) => (o === 'the core' ? 'the core' : `plugin "${o}"`);
 
 /**
- * Every config key two owners claim (issue #9 item 4): a fragment may add keys, but never
+ * Every config key two owners claim: a fragment may add keys, but never
  * redefine a core key or another plugin's key, so no plugin can loosen another's validation
  * (e.g. make `alias: 42` valid). Keys added to an extension point ({@link SchemaFragment.extend},
  * `directiveDefaults`) are checked against the keys of every object declaring that point and

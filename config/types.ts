@@ -1,5 +1,5 @@
 /**
- * Raw and resolved config types (issue #2 item 2: keep them separate).
+ * Raw and resolved config types (keep them separate).
  *
  * Raw config is what users write: durations as strings, defaults absent, tri-state booleans
  * unset. Resolved config has `networkDefaults`/`upstreamDefaults` merged, schema defaults
@@ -70,7 +70,7 @@ export interface SvcConfigInput {
     /** Drain window for in-flight calls once new requests are refused (spec §3.2), default 10s. */
     waitAfterShutdown?: DurationInput;
     aliasing?: { rules?: AliasRule[] };
-    /** IPs or CIDRs of trusted proxies in front of svc (issue #13 item 1). */
+    /** IPs or CIDRs of trusted proxies in front of svc. */
     trustedIPForwarders?: string[];
     /** Headers naming the client behind a trusted forwarder, default `['X-Forwarded-For']`. */
     trustedIPHeaders?: string[];
@@ -104,13 +104,13 @@ export interface ResolvedServer {
   maxBodySize: number;
   /** Most bytes of upstream answers read and parsed at once, over every upstream (global bound on response bytes in flight). */
   maxResponseBytesInFlight: number;
-  /** Gzip answers over 1 KiB for clients that accept it (issue #11). */
+  /** Gzip answers over 1 KiB for clients that accept it. */
   enableGzip: boolean;
   maxBatchSize: number;
   batchConcurrency: number;
-  /** Deepest JSON nesting of one request object (issue #8 item 1). */
+  /** Deepest JSON nesting of one request object. */
   maxJsonDepth: number;
-  /** Time for a request's headers and body to arrive, ms; 0 = none (issue #8 item 7). */
+  /** Time for a request's headers and body to arrive, ms; 0 = none. */
   readTimeoutMs: number;
   /** Idle keep-alive time of client connections, ms. */
   keepAliveTimeoutMs: number;
@@ -127,7 +127,7 @@ export interface ResolvedServer {
   /** Static headers, already `${ENV}`-expanded. */
   responseHeaders: Record<string, string>;
   aliasing: { rules: AliasRule[] };
-  /** IPs or CIDRs of trusted proxies; empty: forwarding headers are never read (issue #13 item 1). */
+  /** IPs or CIDRs of trusted proxies; empty: forwarding headers are never read. */
   trustedIPForwarders: string[];
   /** Forwarding headers read behind a trusted forwarder, in order. */
   trustedIPHeaders: string[];

@@ -1,5 +1,5 @@
 /**
- * The chain-state contract (issue #4 item 1): what plugins read of what svc knows about a
+ * The chain-state contract: what plugins read of what svc knows about a
  * network's chain. The evm-state plugin keeps that state (its pollers and the heads answers
  * reveal) and provides it under {@link CHAIN_STATE_SERVICE}; every other plugin reads it with
  * `host.chainState(network)`, which is the evm-state plugin's view, or {@link NO_CHAIN_STATE}

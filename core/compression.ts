@@ -1,5 +1,5 @@
 /**
- * HTTP compression of proxy traffic (issue #11 "Also", as eRPC users expect from
+ * HTTP compression of proxy traffic (as eRPC users expect from
  * `server.enableGzip`): request bodies in gzip, deflate or br are decoded with
  * `server.maxBodySize` applied to the decoded bytes (a zip bomb gets 413, never memory), any
  * other `Content-Encoding` gets 415; answers over {@link GZIP_MIN_BYTES} are gzipped for clients

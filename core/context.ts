@@ -1,5 +1,5 @@
 /**
- * Per-call state (DESIGN principle 4): every JSON-RPC call, each element of a batch, gets one
+ * Per-call state (docs/architecture.md): every JSON-RPC call, each element of a batch, gets one
  * {@link CallContext}. Plugins write to its {@link ExecutionRecord}; the headers plugin only reads it.
  */
 import type { IncomingHttpHeaders } from 'node:http';
@@ -10,13 +10,13 @@ import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import type { Upstream } from './registry/upstream.ts';
 
-/** Finality class of a call (issue #4 item 2); `unknown` until the EVM plugins classify it. */
+/** Finality class of a call; `unknown` until the EVM plugins classify it. */
 export type Finality = 'finalized' | 'unfinalized' | 'realtime' | 'unknown';
 
 /**
  * The call's finality (slot `evm.finality`): written by the evm-state plugin before anything
  * matches on it (`DirectiveStage.FINALITY`), read by failsafe matching, metrics and caching
- * (issue #9 item 5: a feature's field lives in a slot, not in the core's `CallContext`).
+ * (a feature's field lives in a slot, not in the core's `CallContext`).
  */
 export const FINALITY = new Slot<Finality>('evm.finality', 'unknown');
 
@@ -54,7 +54,7 @@ export interface HttpRequestInfo {
   /**
    * The client's address: the socket peer, or behind a trusted forwarder the first untrusted
    * address of its forwarding header (lib/client-address.ts); normalised (`::ffff:` removed),
-   * '' when unknown. Auth `network` strategies and `perIP` budgets use this (issue #13).
+   * '' when unknown. Auth `network` strategies and `perIP` budgets use this.
    */
   clientAddress: string;
   /** Host header without port, lower-cased. */
@@ -113,7 +113,7 @@ export interface AttemptRecord {
   internal: boolean;
 }
 
-/** What happened while serving one call (DESIGN principle 4); read by headers and metrics. */
+/** What happened while serving one call (docs/architecture.md); read by headers and metrics. */
 export interface ExecutionRecord {
   /** Trace of upstream attempts in start order. */
   attempts: AttemptRecord[];
@@ -127,7 +127,7 @@ export interface ExecutionRecord {
   /**
    * Plugin-owned counters and facts of this call (retries and hedges of the failsafe plugin,
    * cache, consensus, integrity...), by slot (core/slots.ts, the shared ones in
-   * core/shared-slots.ts); created on first write (issue #9 item 5).
+   * core/shared-slots.ts); created on first write.
    */
   slots?: Map<symbol, unknown>;
   /** Winning upstream id. */
@@ -180,7 +180,7 @@ export interface CallContext {
   /** Internal traffic (probes, state polls): not client-visible, not counted as client calls. */
   internal: boolean;
   /**
-   * Per-call scratch space for plugins, keyed by a symbol the plugin owns (DESIGN: private
+   * Per-call scratch space for plugins, keyed by a symbol the plugin owns (private
    * state stays inside the plugin).
    */
   state: Map<symbol, unknown>;

@@ -1,5 +1,5 @@
 /**
- * Graceful drain (spec §3.2, issue #12 item 2): the process-lifecycle state machine the CLI runs
+ * Graceful drain (spec §3.2): the process-lifecycle state machine the CLI runs
  * on SIGTERM. The core owns it because it owns the listener; plugins read the state through
  * `PluginHost.lifecycle` (the healthcheck answers 503 from the first moment of a drain).
  *

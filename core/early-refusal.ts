@@ -1,6 +1,5 @@
 /**
- * The answer to a request refused as a whole before any call was routed (spec §4.1, §4.2, §5;
- * issue #13 item 1): unknown project or network, a path that names none, an auth refusal, the
+ * The answer to a request refused as a whole before any call was routed (spec §4.1, §4.2, §5): unknown project or network, a path that names none, an auth refusal, the
  * drain's `ErrServiceShuttingDown`, a body or batch over its limit. Nothing is forwarded, and the
  * HTTP status is the refusal's own (404, 401, 503, 400, 413), so a load balancer or client can
  * tell a retryable refusal from a served batch.

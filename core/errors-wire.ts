@@ -1,5 +1,5 @@
 /**
- * How svc's errors reach the wire (spec §7, issue #2 item 5, issue #8 item 8): the error a client
+ * How svc's errors reach the wire (spec §7): the error a client
  * is shown, the JSON-RPC error object with pass-through of the node's own facts, and the README's
  * error table. Split from core/errors.ts, which holds the error classes themselves.
  */
@@ -57,7 +57,7 @@ export interface JsonRpcErrorObject {
   data?: unknown;
   /**
    * The exact JSON text to write for this error object, when it passes through from an upstream
-   * byte for byte (issue #8 item 8); `code`/`message`/`data` then describe the same object.
+   * byte for byte; `code`/`message`/`data` then describe the same object.
    */
   raw?: string;
 }
@@ -77,7 +77,7 @@ export function wireError(err: SvcError): SvcError {
 const REVERT_DATA_METHODS = new Set(['eth_call', 'eth_estimateGas']);
 
 /**
- * Errors that are facts about the request (issue #8 item 8): reverts, nonce, funds, gas and fee
+ * Errors that are facts about the request: reverts, nonce, funds, gas and fee
  * errors, invalid params, an unsupported method, missing data, and an error a second upstream
  * confirmed (`SvcError.confirmed`). The client gets the upstream's own `code`, `message` and
  * `data` byte for byte; svc's name stays in traces, headers and labels.
@@ -94,7 +94,7 @@ export function isPassThrough(err: SvcError): boolean {
 }
 
 /**
- * The wire error object for a call (issue #2 item 5, issue #8 item 8). A pass-through error
+ * The wire error object for a call. A pass-through error
  * ({@link isPassThrough}, directly or as the dominant cause of `ErrUpstreamsExhausted`) is the
  * upstream's own error object: `raw` carries its exact JSON text, with svc's cause chain as
  * `data` only where the upstream sent none (and never on an `exact` one, a configured answer). Every other error carries svc's code and message;

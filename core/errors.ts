@@ -1,5 +1,5 @@
 /**
- * The one error hierarchy of svc (DESIGN "Errors are values with names", spec §7).
+ * The one error hierarchy of svc (docs/architecture.md, spec §7).
  *
  * Every error a client can see is a subclass of {@link SvcError} whose class name is the
  * spec's error name. Each carries its JSON-RPC code, its HTTP status for a single
@@ -23,15 +23,14 @@ export interface SvcErrorOptions {
   upstreamMessage?: string;
   /** HTTP status the upstream answered with, if any. */
   upstreamStatus?: number;
-  /** svc's own structured `error.data`, always written (the groups of a consensus error, issue #14); ignored when the upstream sent data. */
+  /** svc's own structured `error.data`, always written (the groups of a consensus error); ignored when the upstream sent data. */
   data?: unknown;
-  /** The upstream's own error object as raw JSON pieces, for errors that pass through (issue #8 item 8). */
+  /** The upstream's own error object as raw JSON pieces, for errors that pass through. */
   upstreamError?: UpstreamErrorRaw;
 }
 
 /**
- * An upstream's JSON-RPC error object as raw JSON text pieces (already redacted, issue #8 item
- * 6), so an error that is a fact about the request reaches the client byte for byte.
+ * An upstream's JSON-RPC error object as raw JSON text pieces (already redacted), so an error that is a fact about the request reaches the client byte for byte.
  */
 export interface UpstreamErrorRaw {
   /** The whole error object as written (member order and spacing kept). */
@@ -51,7 +50,7 @@ export interface UpstreamErrorRaw {
 }
 
 /**
- * The brand every svc error carries (issue #9 item 3). A registry symbol, so an error thrown by
+ * The brand every svc error carries. A registry symbol, so an error thrown by
  * a plugin built against another installed copy of svc is still recognised by this one.
  */
 export const SVC_ERROR_BRAND: unique symbol = Symbol.for('svc.error') as never;
@@ -70,7 +69,7 @@ export function isSvcError(e: unknown): e is SvcError {
  * spec name of an error is its class name).
  */
 export abstract class SvcError extends Error {
-  /** Cross-copy `instanceof` (issue #9 item 3): class identity first, then brand and name. */
+  /** Cross-copy `instanceof`: class identity first, then brand and name. */
   static override [Symbol.hasInstance](obj: unknown): boolean {
     if (Function.prototype[Symbol.hasInstance].call(this, obj)) return true;
     if (!isSvcError(obj)) return false;
@@ -85,7 +84,7 @@ export abstract class SvcError extends Error {
 
   /** Default JSON-RPC code of this error class. */
   static readonly defaultCode: number = -32603;
-  /** HTTP status for a single call carrying this error (eRPC 0.1.x table, issue #2 item 5). */
+  /** HTTP status for a single call carrying this error (eRPC 0.1.x table). */
   static readonly httpStatus: number = 200;
   /** Whether the sweep may try the next upstream / the retry policy may try again. */
   static readonly retryable: boolean = false;
@@ -98,7 +97,7 @@ export abstract class SvcError extends Error {
   readonly upstreamData?: unknown;
   /** HTTP status the upstream answered with. */
   readonly upstreamStatus?: number;
-  /** The upstream's raw error object, kept for pass-through classes (issue #8 item 8). */
+  /** The upstream's raw error object, kept for pass-through classes. */
   readonly upstreamError?: UpstreamErrorRaw;
   /** svc's own structured `error.data` (consensus groups), written whatever `includeErrorDetails` says. */
   readonly data?: unknown;
@@ -106,7 +105,7 @@ export abstract class SvcError extends Error {
   constructor(message: string, opts: SvcErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     const ctor = this.constructor as typeof SvcError;
-    // The spec name of the error is its class name (DESIGN "Errors are values with names").
+    // The spec name of the error is its class name (docs/architecture.md).
     this.name = ctor.name;
     this.code = opts.code ?? ctor.defaultCode;
     this.details = opts.details;
@@ -135,7 +134,7 @@ export abstract class SvcError extends Error {
 
   /**
    * The cause chain as plain JSON (`{code, message, details?, cause?}`), used as
-   * `error.data` when `server.includeErrorDetails` is true (issue #2 item 5).
+   * `error.data` when `server.includeErrorDetails` is true.
    */
   toDetails(depth = 0): Record<string, unknown> {
     const out: Record<string, unknown> = { code: this.name, message: this.message };
@@ -177,7 +176,7 @@ export class ErrRequestTooLarge extends SvcError {
 
 /**
  * A request body in a `Content-Encoding` svc cannot decode (anything but gzip, deflate, br or
- * identity; issue #11 "Also"). HTTP 415, -32600. eRPC users see 415 for the same case.
+ * identity). HTTP 415, -32600. eRPC users see 415 for the same case.
  */
 export class ErrUnsupportedContentEncoding extends SvcError {
   static override readonly defaultCode = -32600;
@@ -185,7 +184,7 @@ export class ErrUnsupportedContentEncoding extends SvcError {
 }
 
 /**
- * svc is draining after SIGTERM and no longer takes new requests (spec §3.2, issue #12 item 2):
+ * svc is draining after SIGTERM and no longer takes new requests (spec §3.2):
  * the client should retry on another replica. HTTP 503 with `Connection: close`, -32603.
  */
 export class ErrServiceShuttingDown extends SvcError {
@@ -231,7 +230,7 @@ export class ErrAuthUnauthorized extends SvcError {
   static override readonly httpStatus = 401;
 }
 
-/** svc's own rate limit for a caller (issue #13 item 5): the base of the three below. HTTP 429, -32005. */
+/** svc's own rate limit for a caller: the base of the three below. HTTP 429, -32005. */
 export class ErrRateLimitRuleExceeded extends SvcError {
   static override readonly defaultCode = -32005;
   static override readonly httpStatus = 429;
@@ -247,7 +246,7 @@ export class ErrProjectRateLimitRuleExceeded extends ErrRateLimitRuleExceeded {}
 export class ErrNetworkRateLimitRuleExceeded extends ErrRateLimitRuleExceeded {}
 
 /**
- * Over an upstream's own `rateLimitBudget` (issue #13 item 5): that upstream is skipped for the
+ * Over an upstream's own `rateLimitBudget`: that upstream is skipped for the
  * call without being dialled (trace outcome `rate_limited`); it counts toward neither its error
  * or throttle rate nor its circuit breaker. Retryable on the next upstream. -32005.
  */
@@ -281,7 +280,7 @@ export class ErrInternal extends SvcError {
 }
 
 // ---------------------------------------------------------------------------------------
-// Upstream errors: normalised once, where they arrive (issue #2 item 5, issue #3 item 4)
+// Upstream errors: normalised once, where they arrive
 
 /** HTTP 5xx, transport failure, or an unclassified vendor error. -32603 (or vendor code). Retryable. */
 export class ErrEndpointServerSideException extends SvcError {
@@ -381,7 +380,7 @@ export class ErrEndpointContentValidation extends SvcError {
   static override readonly retryable = true;
 }
 
-/** One group of identical answers in a consensus round (issue #14): `error.data.groups[]` of the consensus errors. */
+/** One group of identical answers in a consensus round: `error.data.groups[]` of the consensus errors. */
 export interface ConsensusGroupSummary {
   /** First 16 hex digits of the group's canonical hash (`jsonrpc:<code>` for an error that voted). */
   hash: string;

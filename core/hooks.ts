@@ -1,5 +1,5 @@
 /**
- * Every hook of svc, typed and documented (DESIGN "Hooks are the contract").
+ * Every hook of svc, typed and documented (docs/architecture.md).
  *
  * Hook kinds follow tapable: `Sync*` taps run in `stage` order (lowest first); a
  * `SyncWaterfallHook` passes each tap the value the previous tap returned; a `*BailHook`
@@ -78,7 +78,7 @@ export interface UpstreamCall {
   maxResponseSize?: number;
 }
 
-/** One upstream's transport, wrapped by upstream-scope policies (spec §4.7, issue #3). */
+/** One upstream's transport, wrapped by upstream-scope policies (spec §4.7). */
 export type UpstreamSender = (call: UpstreamCall) => Promise<RpcResult>;
 
 /** A place to write response headers (Koa's `ctx.set` adapter). */
@@ -103,7 +103,7 @@ export interface ProxyHooks {
   readonly config: SyncWaterfallHook<[ResolvedConfig]>;
   /**
    * The config is final (every `config` tap ran): plugins read their settings here or later,
-   * never in `apply` (issue #9 item 4). Runs once, at start, before the registry is built.
+   * never in `apply`. Runs once, at start, before the registry is built.
    */
   readonly configured: SyncHook<[ResolvedConfig]>;
   /** A project was built: providers expand into upstreams, connectors open. Runs before listening. */
@@ -222,8 +222,7 @@ interface FullTap {
 }
 
 /**
- * Makes the observation hooks (`attemptDone`, `callDone`, `responseHeaders`) safe (issue #9
- * item 4): every tap, registered before or after, runs inside a guard. A throwing tap is logged
+ * Makes the observation hooks (`attemptDone`, `callDone`, `responseHeaders`) safe: every tap, registered before or after, runs inside a guard. A throwing tap is logged
  * at most once a minute per tap, with its plugin and stack, and counted in
  * `svc_plugin_errors_total{plugin,hook}`; the call and its answer are unaffected.
  * @param hooks the registry to guard

@@ -1,5 +1,5 @@
 /**
- * The plugin contract (issue #9 items 1, 3 and 4; DESIGN "The plugin contract"): what a plugin
+ * The plugin contract (docs/architecture.md): what a plugin
  * declares ({@link Plugin}), what it is handed ({@link PluginHost}), and the checks svc makes at
  * boot. A plugin written in its own package sees only this surface (through `svc/plugin`), never
  * the `Proxy` class, so a second installed copy of svc or a refactor of the core cannot break it.
@@ -25,7 +25,7 @@ import type { RouteTarget } from './routing.ts';
 import type { JsonRpcInput, JsonRpcOutput } from './serve.ts';
 
 /**
- * A plugin (DESIGN "The plugin contract"). In `apply` it taps hooks and registers metrics and
+ * A plugin (docs/architecture.md). In `apply` it taps hooks and registers metrics and
  * services; it reads config from the `configured` hook on (see {@link PluginHost.config}).
  */
 export interface Plugin {
@@ -51,7 +51,7 @@ export interface Plugin {
 }
 
 /**
- * The typed key of a service (issue #9 item 3): its name and, at compile time only, its type.
+ * The typed key of a service: its name and, at compile time only, its type.
  * Make one with {@link serviceKey}; `host.services.provide(KEY, impl)` then checks `impl`
  * against the type, and `get(KEY)` / `require(KEY)` return it without a cast.
  *
@@ -99,7 +99,7 @@ export function serviceKey<T>(name: string): ServiceKey<T> {
   return ServiceKey.create<T>(name);
 }
 
-/** Services plugins publish to each other, by typed key (issue #9 item 3: not module-level state). */
+/** Services plugins publish to each other, by typed key (not module-level state). */
 export interface ServiceRegistry {
   /**
    * Publishes a service under its key (in `apply`, so consumers find it from `configured` on).
@@ -126,7 +126,7 @@ export interface ListenOverrides {
 }
 
 /**
- * What a plugin is handed in `apply` (issue #9 item 1): the hooks, config, logger, metrics, the
+ * What a plugin is handed in `apply`: the hooks, config, logger, metrics, the
  * project registry, internal calls, the chain state and the service registry. Everything a
  * plugin may reach of a running svc goes through here.
  */
@@ -188,7 +188,7 @@ export interface PluginHost {
    */
   addUpstreamFromConfig(project: Project, entry: UpstreamInput): Upstream;
   /**
-   * The request facts a route needs for auth (issue #13): headers, first query values, and the
+   * The request facts a route needs for auth: headers, first query values, and the
    * client address resolved through `server.trustedIPForwarders` exactly as the proxy path does.
    * @param k the Koa context of a route the plugin mounted
    */
@@ -246,7 +246,7 @@ export class PluginDependencyError extends PluginContractError {
 }
 
 /**
- * Checks one plugin against the ones applied before it (issue #9 item 4): a unique name, a
+ * Checks one plugin against the ones applied before it: a unique name, a
  * valid version, an svc range the running version satisfies, dependencies present.
  * @param p the plugin about to be applied
  * @param applied names of the plugins applied so far

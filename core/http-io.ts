@@ -1,7 +1,7 @@
 /**
  * The bytes of a proxy request and of its answer, Koa side: the request body read within
  * `server.maxBodySize` (decoded first when it is compressed), and the answer gzipped for clients
- * that accept it (issue #8 item 5, issue #11 "Also"), and the Node server options.
+ * that accept it, and the Node server options.
  */
 import type { IncomingMessage, ServerOptions } from 'node:http';
 import { Readable } from 'node:stream';
@@ -15,8 +15,7 @@ import { ErrInvalidRequest, ErrRequestTooLarge } from './errors.ts';
 
 /**
  * Reads a request body within `limit` bytes: its bytes, and its UTF-8 text (a leading
- * byte-order mark dropped), read into one pre-sized Buffer when the length is declared (issue #8
- * item 5); the bytes are kept so large params can go upstream without being re-serialised.
+ * byte-order mark dropped), read into one pre-sized Buffer when the length is declared; the bytes are kept so large params can go upstream without being re-serialised.
  * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read
  */
 export async function readRequestBody(k: Koa.Context, limit: number): Promise<{ raw: Buffer; text: string }> {
@@ -63,7 +62,7 @@ export function compressAnswer(k: Koa.Context): Promise<void> | undefined {
 }
 
 /**
- * Node server options from `server.*` (issue #8 item 7): `readTimeout` is Node's
+ * Node server options from `server.*`: `readTimeout` is Node's
  * `requestTimeout` (headers and body must arrive within it, 408 after), headers get at most
  * the same, and the expiry check runs often enough for the timeout to be kept to about a
  * quarter of itself (Node checks every 30 s by default).

@@ -32,7 +32,7 @@ export interface ParsedBody {
   calls: ParsedCall[];
 }
 
-/** Limits applied while parsing an inbound body (issue #8 items 1 and 3). */
+/** Limits applied while parsing an inbound body. */
 export interface ParseLimits {
   /** `server.maxJsonDepth`: deepest nesting of one request object (the object itself is 1). */
   maxDepth: number;
@@ -41,14 +41,13 @@ export interface ParseLimits {
 /** Default {@link ParseLimits}. */
 export const DEFAULT_PARSE_LIMITS: ParseLimits = { maxDepth: 64 };
 
-/** Longest accepted method name, characters (issue #8 item 3). */
+/** Longest accepted method name, characters. */
 export const MAX_METHOD_LENGTH = 256;
 /** Characters a method name may hold: a bounded alphabet, so matching and labels stay cheap. */
 const METHOD_NAME = /^[A-Za-z0-9_.:-]+$/;
 
 /**
- * Params of at least this many bytes are sent upstream as the client's own bytes (issue #8
- * item 5): never re-serialised, never copied into a second string.
+ * Params of at least this many bytes are sent upstream as the client's own bytes: never re-serialised, never copied into a second string.
  */
 export const RAW_PARAMS_MIN_BYTES = 64 * 1024;
 
@@ -180,11 +179,11 @@ function toCall(el: unknown, text: string | undefined, scan: MemberScan | undefi
 export class RpcResult {
   /** Id of the upstream that produced it, when known. */
   upstreamId?: string;
-  /** True when served from a cache tier (issue #10): tip checks and head observation skip it. */
+  /** True when served from a cache tier: tip checks and head observation skip it. */
   fromCache = false;
   private cachedJson?: string;
   /**
-   * The result's own bytes inside the upstream's answer buffer (large answers, issue #8 item 5),
+   * The result's own bytes inside the upstream's answer buffer (large answers),
    * or a cache entry's stored bytes: written to the client as they are, never decoded into a
    * second string.
    */
@@ -208,7 +207,7 @@ export class RpcResult {
 
   /**
    * The parsed result value. A lazy result ({@link RpcResult.lazy}) is parsed on first read, so a
-   * cache hit that nobody inspects is written without ever being parsed (issue #10 item 7).
+   * cache hit that nobody inspects is written without ever being parsed.
    * @throws SyntaxError only if a lazy result was built from text that is not JSON
    */
   get result(): unknown {
@@ -320,7 +319,7 @@ export function serializeError(idRaw: string, error: { code: number; message: st
   return `{"jsonrpc":"2.0","id":${idRaw},"error":${JSON.stringify(data === undefined ? { code, message } : { code, message, data })}}`;
 }
 
-/** Outbound request body with svc's own id (issue #2 item 4: callers' ids never go upstream). */
+/** Outbound request body with svc's own id (callers' ids never go upstream). */
 export function serializeOutbound(id: number, method: string, params: unknown): string {
   return params === undefined
     ? `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)}}`

@@ -1,5 +1,5 @@
 /**
- * The canonical hash of a call's params (spec §4.6 #2, issue #10 items 1 and 4): SHA-256 of the
+ * The canonical hash of a call's params (spec §4.6 #2): SHA-256 of the
  * key-sorted JSON text, base64url. Multiplexing and the cache key calls by it, never by the
  * JSON-RPC id; it is computed once per call and kept in a slot, so the two plugins share it
  * without importing each other.

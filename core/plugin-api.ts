@@ -1,5 +1,5 @@
 /**
- * `svc/plugin`: the one public entry point for plugins (issue #9 item 1). An in-house plugin in
+ * `svc/plugin`: the one public entry point for plugins. An in-house plugin in
  * its own package imports only from here (and `svc/presets` to extend a built-in preset); every
  * name below is part of the contract and versioned with svc (semver: a breaking change to any of
  * them is a major version).

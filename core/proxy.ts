@@ -1,5 +1,5 @@
 /**
- * The Proxy: config + registry + hooks + logger + metrics registry (DESIGN "Layout").
+ * The Proxy: config + registry + hooks + logger + metrics registry (docs/architecture.md).
  * `new Proxy(config).use(...plugins)`, then `start()`. Plugins tap hooks in `apply`; the
  * proxy builds every network's and upstream's chain once, then serves.
  */
@@ -65,7 +65,7 @@ export class Proxy implements PluginHost {
   readonly metrics = new Registry();
   /**
    * The `category` (method) label shared by every plugin's metrics: at most 200 distinct
-   * methods per process, then `other`, each cut to 64 characters (issue #8 item 4).
+   * methods per process, then `other`, each cut to 64 characters.
    */
   readonly methodLabel = new BoundedLabel(200);
   /** Projects by id. */
@@ -77,10 +77,10 @@ export class Proxy implements PluginHost {
   readonly commit = getCommit();
   readonly logger: Logger;
   readonly schema: TObject;
-  /** Services plugins publish to each other (issue #9 item 3). */
+  /** Services plugins publish to each other. */
   readonly services = new Services(() => this.applying);
   private resolved: ResolvedConfig;
-  /** The plugin whose `apply` is running, if any: config may not be read then (issue #9 item 4). */
+  /** The plugin whose `apply` is running, if any: config may not be read then. */
   private applying?: string;
   /** The HTTP server, once started. */
   server?: Server;
@@ -109,7 +109,7 @@ export class Proxy implements PluginHost {
     this.logger = opts.logger ?? createLogger(config.logLevel as LevelWithSilent);
     this.schema = opts.schema ?? buildConfigSchema([]);
     this.prober = new ChainIdProber(this, opts.probeBackoffMs ?? 1000);
-    // Observation taps never break a call (issue #9 item 4): guarded, logged once a minute, counted.
+    // Observation taps never break a call: guarded, logged once a minute, counted.
     guardObservationHooks(this.hooks, this.logger, this.metrics);
   }
 
@@ -167,7 +167,7 @@ export class Proxy implements PluginHost {
   }
 
   /**
-   * The config phase (issue #9 item 4): runs the `config` waterfall (plugins deriving config),
+   * The config phase: runs the `config` waterfall (plugins deriving config),
    * then `configured` (plugins reading their settings and checking them). Once; `createProxy`
    * runs it right after applying the plugins, so `svc validate` sees every plugin's checks.
    * @throws whatever a `configured` tap throws (ConfigError for a bad setting)
@@ -194,7 +194,7 @@ export class Proxy implements PluginHost {
     const host = this.opts.host ?? this.config.server.httpHost;
     const port = this.opts.port ?? this.config.server.httpPort;
     const server = createHttpServer(httpServerOptions(this.config.server), app.callback());
-    // Node's own limits, not a timer per socket (issue #8 item 7): 0 = unlimited.
+    // Node's own limits, not a timer per socket: 0 = unlimited.
     if (this.config.server.maxConnections > 0) server.maxConnections = this.config.server.maxConnections;
     this.server = await new Promise<Server>((resolve, reject) => {
       server.once('error', reject);
@@ -357,7 +357,7 @@ export class Proxy implements PluginHost {
     return this.createNetwork(project, nc, false);
   }
 
-  /** Builds a network and composes its handler chain once (DESIGN principle 3). */
+  /** Builds a network and composes its handler chain once (docs/architecture.md). */
   createNetwork(project: Project, nc: Network['config'], declared: boolean): Network {
     const network = new Network(project, nc, declared);
     const attempts = composeRecorded(this.hooks.attempt, this.noForward, network);

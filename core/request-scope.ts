@@ -1,5 +1,5 @@
 /**
- * Deadlines and cancellation of the calls of one HTTP request (issue #11): one AbortController and
+ * Deadlines and cancellation of the calls of one HTTP request: one AbortController and
  * one timer shared by calls that start together, instead of one per call.
  */
 import { setMaxListeners } from 'node:events';
@@ -12,7 +12,7 @@ function abortAtDeadline(controller: AbortController, maxTimeoutMs: number): voi
 }
 
 /**
- * The deadline and cancellation of the calls of one HTTP request (issue #11). `server.maxTimeout`
+ * The deadline and cancellation of the calls of one HTTP request. `server.maxTimeout`
  * is the deadline of one call, counted from when it starts. When every call starts at once (a
  * single call, or a batch within `batchConcurrency`) they share one AbortController and one timer,
  * made when the first call is routed; the calls of a larger batch, which wait for a slot, each get

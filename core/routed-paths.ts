@@ -1,5 +1,5 @@
 /**
- * Which requests must go through the router (issue #11: route matching is per-request cost):
+ * Which requests must go through the router (route matching is per-request cost):
  * computed once from the routes plugins mounted in the `routes` hook.
  */
 import type Router from '@koa/router';
@@ -11,7 +11,7 @@ export type RoutedPaths = ReadonlyMap<string, 'any' | ReadonlySet<string>>;
  * The paths a router serves per HTTP method, or undefined for "every request" (a `use`
  * middleware sees every request). Computed once: routes are registered in the `routes` hook,
  * before the server starts. Static paths (`/admin`) are kept as a set, so a proxy POST skips
- * the router's matching unless a plugin mounted a pattern route for POST (issue #11: the router
+ * the router's matching unless a plugin mounted a pattern route for POST (the router
  * is per-request cost).
  */
 export function routedPaths(router: Router): RoutedPaths | undefined {

@@ -14,7 +14,7 @@ import type { Proxy } from './proxy.ts';
 
 /** One serialised call answer. */
 export interface CallAnswer {
-  /** A string, or pieces around an upstream's raw result bytes (large answers, issue #8 item 5). */
+  /** A string, or pieces around an upstream's raw result bytes (large answers). */
   text: AnswerBody;
   status: number;
   record: ExecutionRecord;
@@ -26,7 +26,7 @@ const SMALL_BATCH_CHARS = 64 * 1024;
 /**
  * A small batch answer as one string, or undefined when it is large (or holds raw result bytes)
  * and must stream (spec §4.2 #8): writing a stream costs a pipeline, an AbortController and more
- * per response, which dominate a small batch (issue #11).
+ * per response, which dominate a small batch.
  */
 export function smallBatchText(answers: readonly CallAnswer[]): string | undefined {
   let n = 2;

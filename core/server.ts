@@ -1,7 +1,7 @@
 /**
  * The HTTP layer (spec §4.1, §4.2): a thin Koa adapter that parses, builds one CallContext
  * per call, runs the network's composed handler and writes the answer. No feature logic
- * lives here (DESIGN: koa). The core writes only what every response carries: content type,
+ * lives here. The core writes only what every response carries: content type,
  * `X-SVC-Version`, `X-SVC-Commit` and `server.responseHeaders` (spec §9).
  */
 import { DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT, RESPONSE_BYTES } from '../lib/body.ts';
@@ -97,7 +97,7 @@ function writeDirect(res: ServerResponse, a: DirectAnswer): void {
  * settling here instead of at once lets every answer completed in one loop turn go out back to
  * back, so a client waiting in epoll is woken once for several of them rather than once each.
  * On this 2-core machine that cut a cache hit from about 78 to 56 µs of CPU and raised its
- * throughput by 40% (issue #10 item 7); the added latency is one loop turn.
+ * throughput by 40%; the added latency is one loop turn.
  */
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
@@ -199,7 +199,7 @@ export function createServer(proxy: Proxy): Koa {
       meta.project = target.project;
       info.networkId = target.network?.id;
       // Credentials come from headers and query only (spec §5.5): authenticate before the body is
-      // read, so an unauthenticated client cannot make svc buffer maxBodySize (issue #9 item 4).
+      // read, so an unauthenticated client cannot make svc buffer maxBodySize.
       // No auth strategy tapped: no identity, and no promise to wait for. A refusal (401) is
       // answered below like every early refusal.
       let identity: Identity | undefined;

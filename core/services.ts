@@ -1,6 +1,6 @@
 /**
  * The contracts of the services built-in plugins publish to each other and to in-house plugins
- * (issue #9 item 3): each typed key with its interface, a few lines each. The implementations
+ *: each typed key with its interface, a few lines each. The implementations
  * live in the providing plugins (plugins/auth, plugins/cors, ...); a consumer imports the key
  * from `svc/plugin` and gets the service typed, `host.services.get(AUTH_SERVICE)`, without
  * importing the provider. A key only one plugin uses stays in that plugin.

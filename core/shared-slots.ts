@@ -1,5 +1,5 @@
 /**
- * The extension slots several plugins share (issue #9 item 5), each declared once with one type:
+ * The extension slots several plugins share, each declared once with one type:
  * the plugin that writes a slot and every plugin that reads it import the same {@link Slot} from
  * `svc/plugin`. A slot only its own plugin uses stays in that plugin. The call's finality
  * (`FINALITY`, `evm.finality`) is declared next to its type (core/context.ts) and exported the

@@ -1,5 +1,5 @@
 /**
- * Typed extension slots (issue #9 item 5): a plugin keeps a field of its own on a call context
+ * Typed extension slots: a plugin keeps a field of its own on a call context
  * or an upstream without core types carrying it. A {@link Slot} is the typed key: it is declared
  * once per name (a second declaration of the name throws, so two plugins cannot read one slot
  * with two types), and whoever reads or writes it imports that one object. Slots several plugins

@@ -1,17 +1,16 @@
 /**
- * Stage numbers of every around-style and ordered hook tap, in one place (DESIGN "Style").
+ * Stage numbers of every around-style and ordered hook tap, in one place (docs/architecture.md).
  * tapable runs taps lowest stage first; in a wrapper chain the lowest stage wraps first and
  * so ends up innermost. Higher numbers sit further out.
  */
 
 /**
- * `call` hook (network wrappers), outside in. Only stages a plugin taps are listed (issue #9
- * item 4); a plugin needing its own position takes one with {@link stageBetween}.
+ * `call` hook (network wrappers), outside in. Only stages a plugin taps are listed; a plugin needing its own position takes one with {@link stageBetween}.
  */
 export const CallStage = {
-  /** Client-side rate-limit budgets (rate-limit plugin, issue #13 item 5): auth, then project, then network; outermost, so a call over budget costs nothing else. */
+  /** Client-side rate-limit budgets (rate-limit plugin): auth, then project, then network; outermost, so a call over budget costs nothing else. */
   RATE_LIMIT: 950,
-  /** One OpenTelemetry span per call (tracing plugin, issue #12 item 7): the outermost wrapper, so the span covers everything. */
+  /** One OpenTelemetry span per call (tracing plugin): the outermost wrapper, so the span covers everything. */
   TRACING: 900,
   /**
    * Configured static answers (`networks[].staticResponses`, static-responses plugin): inside the
@@ -25,7 +24,7 @@ export const CallStage = {
   MULTIPLEX: 800,
   /** Idempotent `eth_sendRawTransaction` (evm-methods), inside multiplexing. */
   IDEMPOTENT_BROADCAST: 790,
-  /** Response cache (cache plugin, issue #10): inside multiplexing, outside tip enforcement and interpolation, so a hit skips all upstream work. */
+  /** Response cache (cache plugin): inside multiplexing, outside tip enforcement and interpolation, so a hit skips all upstream work. */
   CACHE: 700,
   /** A block far beyond the head answers null without a call (evm-state), outside tip enforcement. */
   FUTURE_BLOCK: 660,
@@ -33,7 +32,7 @@ export const CallStage = {
   /** The per-call cap of empty/pending retries (evm-retries), inside tip enforcement. */
   RETRY_KEEP: 630,
   INTERPOLATION: 600,
-  /** Shadow upstreams get a sampled copy of an answered call (shadow plugin, issue #14 item 3): inside interpolation, so the copy names the same block as the served call. */
+  /** Shadow upstreams get a sampled copy of an answered call (shadow plugin): inside interpolation, so the copy names the same block as the served call. */
   SHADOW: 550,
   GETLOGS: 500,
   STATEFUL_GUARD: 400,
@@ -42,7 +41,7 @@ export const CallStage = {
 /** `attempt` hook (network-scope failsafe), outside in: timeout( consensus( retry( hedge( sweep )))). */
 export const AttemptStage = {
   TIMEOUT: 400,
-  /** One slot per upstream, each running retry and hedge on its own upstream (consensus plugin, issue #14 item 1). */
+  /** One slot per upstream, each running retry and hedge on its own upstream (consensus plugin). */
   CONSENSUS: 300,
   RETRY: 200,
   HEDGE: 100,
@@ -50,13 +49,13 @@ export const AttemptStage = {
 
 /** `upstream` hook (per-upstream transport wrappers), outside in: retry( breaker( timeout( transport ))); rate limits sit inside the timeout, outside tracing and batching. */
 export const UpstreamStage = {
-  /** Corroborated and authoritative integrity checks (integrity plugin, issue #14 item 2): outermost, so a failed check moves the call to another upstream instead of asking the same one again. */
+  /** Corroborated and authoritative integrity checks (integrity plugin): outermost, so a failed check moves the call to another upstream instead of asking the same one again. */
   INTEGRITY: 450,
   RETRY: 400,
   CIRCUIT_BREAKER: 300,
   /** One attempt's deadline (inside retry, so each try gets the full duration). */
   TIMEOUT: 250,
-  /** An upstream's own rate-limit budget (rate-limit plugin, issue #13 item 5): inside the timeout, outside batching; an upstream over budget is skipped undialled. */
+  /** An upstream's own rate-limit budget (rate-limit plugin): inside the timeout, outside batching; an upstream over budget is skipped undialled. */
   RATE_LIMIT: 200,
   /** One OpenTelemetry span per physical upstream request (tracing plugin): inside retry and timeout, outside batching. */
   TRACING: 150,

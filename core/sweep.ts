@@ -1,6 +1,6 @@
 /**
  * The innermost network handler: walks a leg's upstreams in the order the `select` hook
- * returned until one answers (spec §1.3, issue #2 item 5). Retryable failures move to the next
+ * returned until one answers (spec §1.3). Retryable failures move to the next
  * upstream (trace reason `sweep`); a non-retryable answer (a revert, a client error, or an
  * error a second upstream confirmed: core/charge.ts) ends the call at once; when every upstream
  * failed the call fails with `ErrUpstreamsExhausted`.

@@ -2,7 +2,7 @@
  * Abort helpers. On Node 20 `AbortSignal.any` has leaked, so child signals are linked by hand
  * with one listener that is removed when the child is done.
  *
- * Controllers are recycled (issue #11): building an AbortSignal is one of the largest fixed costs
+ * Controllers are recycled: building an AbortSignal is one of the largest fixed costs
  * of a call on Node 20 (an EventTarget with its own listener map, about 2 µs), and a call needs
  * one for its deadline and one per attempt timeout. A controller that was never aborted and that
  * nobody listens to any more when its owner is done is indistinguishable from a new one, so it

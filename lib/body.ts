@@ -1,5 +1,5 @@
 /**
- * Reading a whole HTTP body into one Buffer under a size cap (issue #8 item 5), for inbound
+ * Reading a whole HTTP body into one Buffer under a size cap, for inbound
  * requests (core/server.ts) and upstream answers (core/registry/transport.ts). With a declared
  * length the Buffer is allocated once and each chunk is copied in and released as it arrives,
  * so a body costs its size once instead of chunks plus a concatenated copy.
@@ -13,7 +13,7 @@ const EXTERNAL_DECODE_BYTES = 1024 * 1024;
 /**
  * Decodes a body as UTF-8 text. A large ASCII body (the usual JSON-RPC body: hex and ASCII
  * keys) is decoded as latin1, which is the same text but which Node keeps outside the V8 heap
- * (an external string), so a 50 MiB answer does not grow the heap by 50 MiB (issue #8 item 5).
+ * (an external string), so a 50 MiB answer does not grow the heap by 50 MiB.
  */
 export function decodeBody(bytes: Buffer): string {
   return bytes.length >= EXTERNAL_DECODE_BYTES && isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');

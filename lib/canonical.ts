@@ -1,5 +1,5 @@
 /**
- * Canonical answers (issue #14): what "the same answer" means when consensus groups upstream
+ * Canonical answers: what "the same answer" means when consensus groups upstream
  * answers and a shadow upstream's answer is compared with the served one. Two answers are the
  * same when their canonical forms hash the same: object key order, JSON number formatting and
  * the letter case of hex strings do not matter, hex quantities lose their leading zeros, and

@@ -1,5 +1,5 @@
 /**
- * The client's address (issue #13 item 1, `network` strategy; `perIP` budgets): the socket peer,
+ * The client's address (`network` strategy; `perIP` budgets): the socket peer,
  * unless that peer is a trusted forwarder (`server.trustedIPForwarders`, default none); only then
  * are the forwarding headers (`server.trustedIPHeaders`, default `X-Forwarded-For`) read, right to
  * left, skipping trusted forwarders, and the first untrusted address is the client. A client can

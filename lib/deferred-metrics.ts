@@ -1,6 +1,6 @@
 /**
  * Metrics counted as plain numbers on the request path and handed to prom-client only when the
- * registry is read (issue #11: "count in plain numbers and let the collect callback publish
+ * registry is read ("count in plain numbers and let the collect callback publish
  * them"). prom-client validates and hashes the label set on every `inc`/`observe`, bound children
  * included; here a call pays a few map lookups on label values (strings whose hash V8 caches).
  * The exposition is prom-client's own: the counter flushes into a prom-client Counter on

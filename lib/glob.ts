@@ -1,5 +1,5 @@
 /**
- * Wildcard patterns matched in time linear in the subject (issue #8 item 3). Method names,
+ * Wildcard patterns matched in time linear in the subject. Method names,
  * Host headers and `use-upstream` selectors come from clients; a backtracking engine lets one
  * crafted string against a many-wildcard pattern freeze the event loop for minutes. Patterns
  * compile to RE2 (re2js), whose automaton never backtracks.

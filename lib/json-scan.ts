@@ -1,5 +1,5 @@
 /**
- * Linear, non-recursive scans over JSON text (spec §4.2, issue #8 items 1 and 5). Skippers,
+ * Linear, non-recursive scans over JSON text (spec §4.2). Skippers,
  * not parsers: they find where values begin and end so svc can echo a caller's raw id, splice
  * an upstream's raw result bytes, and measure nesting depth before anything recursive
  * (`JSON.stringify`, plugins walking params) can overflow the stack. Every function advances

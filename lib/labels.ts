@@ -1,9 +1,9 @@
 /**
- * Metric label values taken from client input (issue #8 item 4): method names, user agents,
+ * Metric label values taken from client input: method names, user agents,
  * user ids. Bounded so no client can multiply series or grow one.
  */
 
-/** Longest label value taken from client input, characters (issue #8 item 4). */
+/** Longest label value taken from client input, characters. */
 export const MAX_LABEL_LENGTH = 64;
 
 /**

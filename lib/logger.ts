@@ -1,8 +1,8 @@
 /**
- * Logging through pino: JSON to stdout, pretty on a TTY (DESIGN "Real parts").
+ * Logging through pino: JSON to stdout, pretty on a TTY (docs/architecture.md).
  * No per-call logging at info level: the request path logs at debug/trace only.
  *
- * Every log line is redacted (issue #22 item 8): pino's `logMethod` hook passes each argument of
+ * Every log line is redacted: pino's `logMethod` hook passes each argument of
  * an enabled log call through lib/redact.ts (objects by `redactTree`: credential-looking keys,
  * header maps, URLs; strings by `redactText`), so a config value, an upstream URL with a key or
  * a driver error quoting a connection string never reaches stdout in plain text. Child bindings

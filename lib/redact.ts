@@ -1,12 +1,12 @@
 /**
  * Redaction of secrets.
  *
- * Upstream-originated text (issue #8 item 6): an error body that echoes the request URL or an
+ * Upstream-originated text: an error body that echoes the request URL or an
  * auth header must not carry a provider key to a client, a log line, a metric or a trace header:
  * every such text passes through its upstream's {@link Redactor} where it arrives (the
  * transport), before any of those see it.
  *
- * Config, logs and error text (issue #22 item 8): {@link redactTree} and {@link redactText} hide
+ * Config, logs and error text: {@link redactTree} and {@link redactText} hide
  * credentials by key name, header maps and URLs wherever config can surface: the admin config
  * views, every log line (lib/logger.ts), internal error messages and start-up errors.
  */

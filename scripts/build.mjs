@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run build` (issue #9 item 2): compiles core/, lib/, plugins/, presets/ and bin/ with tsc
+ * `npm run build`: compiles core/, lib/, plugins/, presets/ and bin/ with tsc
  * (tsconfig.build.json) to dist/, keeping the folder layout (core/version.ts finds
  * package.json at `../package.json` from its own file), then
  *

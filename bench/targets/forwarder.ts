@@ -6,7 +6,7 @@
  * is forwarded as one upstream request (svc splits it into one upstream request per call).
  *
  * With `--framework=koa` the same forwarding runs inside Koa 3 + @koa/router on `POST
- * /main/evm/1` (svc's path): the floor of any Koa-based proxy, svc included (issue #11: the
+ * /main/evm/1` (svc's path): the floor of any Koa-based proxy, svc included (the
  * targets are ratios to the node:http forwarder, so this shows how much of them Koa alone uses).
  *
  * Options: `port` (default 0), `upstream` (origin URL, required), `connections` (pool size,

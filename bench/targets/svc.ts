@@ -32,7 +32,7 @@ import type { LevelWithSilent } from 'pino';
 import { numberOption, option, serveTarget } from './common.ts';
 
 // svc as it runs in production: the compiled build in dist/ (`npm run build`), unless
-// `--build=source` asks for the TypeScript sources through tsx (issue #9 item 2 compares both).
+// `--build=source` asks for the TypeScript sources through tsx.
 const fromDist = option('build', 'dist') !== 'source';
 const base = new URL(fromDist ? '../../dist/' : '../../', import.meta.url);
 const ext = fromDist ? 'js' : 'ts';

@@ -1,5 +1,5 @@
 /**
- * Upstream error normalisation (issue #2 item 5, issue #3 item 4): one ordered rule table maps
+ * Upstream error normalisation: one ordered rule table maps
  * an upstream's HTTP status, JSON-RPC code and message to a named error. The first match wins.
  * Runs once, in the transport, where the answer arrives.
  */
@@ -31,7 +31,7 @@ export interface UpstreamFault {
   data?: unknown;
   /** Method of the call (some rules are method-specific). */
   method: string;
-  /** The error object's raw pieces, kept for errors that pass through to the client (issue #8 item 8). */
+  /** The error object's raw pieces, kept for errors that pass through to the client. */
   raw?: UpstreamErrorRaw;
 }
 
@@ -58,7 +58,7 @@ const notRevert = (f: UpstreamFault, m: string) => f.code !== 3 && !has(m, 'reve
 const inRange = (c: number | undefined, hi: number, lo: number): boolean => c !== undefined && c <= hi && c >= lo;
 
 /**
- * The ordered rule table (issue #3 item 4). Messages are compared lower-cased.
+ * The ordered rule table. Messages are compared lower-cased.
  * Exported for the README and the rule-by-rule unit tests.
  */
 export const NORMALISATION_RULES: readonly Rule[] = [

@@ -1,7 +1,6 @@
 /**
  * A network (one chain, id `evm:<chainId>`) of a project, with its serving upstreams in
- * config order and its call handler, composed once when the network is created (DESIGN
- * principle 3).
+ * config order and its call handler, composed once when the network is created (docs/architecture.md).
  */
 import type { CallHandler } from '../hooks.ts';
 import type { ResolvedNetwork } from '../../config/types.ts';

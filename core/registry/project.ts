@@ -16,7 +16,7 @@ export class Project {
   readonly aliases = new Map<string, Network>();
   /** Upstreams by id, in config order. */
   readonly upstreams = new Map<string, Upstream>();
-  /** Health of this project's upstreams (issue #3 item 1): rolling scores and cordons. */
+  /** Health of this project's upstreams: rolling scores and cordons. */
   readonly health: HealthTracker;
   private readonly order = new Map<Upstream, number>();
 

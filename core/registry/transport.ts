@@ -1,5 +1,5 @@
 /**
- * One upstream's HTTP JSON-RPC transport (issue #2 item 5, issue #8 items 1, 5, 6 and 8): an
+ * One upstream's HTTP JSON-RPC transport: an
  * undici keep-alive pool to its origin (shared by origin), svc's own request ids, a response
  * read into one Buffer under a size cap, one `JSON.parse`, and every upstream fault normalised
  * here, once, where it arrives, with the upstream's secrets redacted from any text it echoed.
@@ -61,7 +61,7 @@ export function isDeadline(reason: unknown): boolean {
   return !!reason && typeof reason === 'object' && ABORT_TIMEOUT in reason;
 }
 
-/** Default `upstreams[].maxResponseSize`, bytes (issue #8 item 5). */
+/** Default `upstreams[].maxResponseSize`, bytes. */
 export const DEFAULT_MAX_RESPONSE_SIZE = 256 * 1024 * 1024;
 
 /** Request bodies at least this large that lose their connection mid-send were refused for size. */
@@ -86,7 +86,7 @@ interface SendFailure {
 }
 
 /**
- * A built request body: a string, or (large params, issue #8 item 5) pieces around the client's
+ * A built request body: a string, or (large params) pieces around the client's
  * own params bytes, sent with their length declared.
  */
 export interface OutboundBody {
@@ -100,12 +100,12 @@ export interface OutboundBody {
   bytes: number;
 }
 
-/** Answers at least this large keep their result as a slice of the answer's bytes (issue #8 item 5). */
+/** Answers at least this large keep their result as a slice of the answer's bytes. */
 const RAW_RESULT_MIN_BYTES = RAW_PARAMS_MIN_BYTES;
 
 /** The HTTP side of one upstream. */
 export class HttpTransport {
-  /** The upstream's secret redactor (issue #8 item 6), also used for its log lines. */
+  /** The upstream's secret redactor, also used for its log lines. */
   readonly redactor: Redactor;
   private readonly pool: Pool;
   /** False when the pool is shared by origin and closed by its owner (the proxy). */
@@ -141,7 +141,7 @@ export class HttpTransport {
 
   /**
    * Builds the request body with svc's own id. Runs svc's own code only: an exception here
-   * (a params value that cannot be serialised) is svc's, never the upstream's (issue #8 item 1).
+   * (a params value that cannot be serialised) is svc's, never the upstream's.
    */
   body(method: string, params: unknown): OutboundBody {
     const id = this.nextId++;

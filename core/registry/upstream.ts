@@ -13,7 +13,7 @@ import type { Redactor } from '../../lib/redact.ts';
 
 export { createOriginPool, DeadlineReason, isDeadline, DEFAULT_MAX_RESPONSE_SIZE, type UpstreamPoolOptions } from './transport.ts';
 
-/** Lifecycle of an upstream's chain-id verification (issue #2 item 2). */
+/** Lifecycle of an upstream's chain-id verification. */
 export type UpstreamState = 'probing' | 'ready' | 'failed';
 
 /** Most methods one upstream learns to ignore at run time. */
@@ -73,7 +73,7 @@ export class Upstream {
     this.state = 'probing';
     const maxResponseSize = typeof config.settings.maxResponseSize === 'number' ? config.settings.maxResponseSize : DEFAULT_MAX_RESPONSE_SIZE;
     this.http = new HttpTransport({ id: config.id, endpoint: config.endpoint, headers: config.headers, maxResponseSize }, pool);
-    // Method names from clients are matched in linear time (issue #8 item 3).
+    // Method names from clients are matched in linear time.
     this.ignore = config.ignoreMethods.length ? compileGlobs(config.ignoreMethods) : () => false;
     this.allow = config.allowMethods.length ? compileGlobs(config.allowMethods) : () => false;
     this.send = (call) => this.dial(call);
@@ -99,7 +99,7 @@ export class Upstream {
 
   /**
    * Stops sending a method to this upstream for the life of the process: it answered that it does
-   * not support it (`autoIgnoreUnsupportedMethods`, issue #12 item 3). Bounded: method names come
+   * not support it (`autoIgnoreUnsupportedMethods`). Bounded: method names come
    * from clients, so at most {@link MAX_LEARNED_IGNORES} are learned.
    * @returns true when the method was newly ignored
    */
@@ -110,7 +110,7 @@ export class Upstream {
     return true;
   }
 
-  /** Replaces this upstream's secrets in text (issue #8 item 6): for log lines about it. */
+  /** Replaces this upstream's secrets in text: for log lines about it. */
   get redactor(): Redactor {
     return this.http.redactor;
   }

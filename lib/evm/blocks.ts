@@ -1,5 +1,5 @@
 /**
- * EVM block references and finality (issue #4 item 2), shared by the EVM plugins: which param
+ * EVM block references and finality, shared by the EVM plugins: which param
  * of which method holds a block reference, which methods are always realtime or always
  * finalized, and how a call is classified as `finalized`, `unfinalized`, `realtime` or `unknown`.
  */
@@ -141,7 +141,7 @@ function hasTag(r: BlockRef): boolean {
 }
 
 /**
- * Finality class of a call (issue #4 item 2). Always-finalized and always-realtime methods by
+ * Finality class of a call. Always-finalized and always-realtime methods by
  * table; block tags are realtime (never finalized: a cached `finalized` tag would go stale); a
  * concrete block at or below the network's finalized block is `finalized`, above it
  * `unfinalized`; anything else (hash lookups, unknown finalized block) is `unknown`.

@@ -1,5 +1,5 @@
 /**
- * admin plugin (spec §2.5, §4.4, §5.6, §7; issue #13 items 3 and 4): `POST /admin`, a JSON-RPC
+ * admin plugin (spec §2.5, §4.4, §5.6, §7): `POST /admin`, a JSON-RPC
  * endpoint with the ten methods of methods.ts, mounted through the `routes` hook.
  *
  * In order, for every request to `/admin`:

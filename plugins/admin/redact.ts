@@ -1,6 +1,5 @@
 /**
- * Redaction of the config the admin endpoint returns (`svc_config`, `svc_project`; spec §4.4,
- * issue #13 item 3, issue #22 item 8). The rules live in core (`redactTree`, shared with every
+ * Redaction of the config the admin endpoint returns (`svc_config`, `svc_project`; spec §4.4). The rules live in core (`redactTree`, shared with every
  * log line and internal error text), replacing with `#redacted=<short_hash>`:
  * - every value under a credential-looking key at any depth (`secret.value`, `redis.password`,
  *   JWT `verificationKeys`, `aws.secretAccessKey`, a provider's `settings.apiKey`, any `*Token`,

@@ -1,5 +1,5 @@
 /**
- * The `secret` and `network` strategies (spec §5.2, §5.3; issue #13 item 1).
+ * The `secret` and `network` strategies (spec §5.2, §5.3).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { BlockList } from 'node:net';

@@ -1,5 +1,5 @@
 /**
- * Database connectors of API keys (issue #13 item 2): a strategy's `connector` names a driver
+ * Database connectors of API keys: a strategy's `connector` names a driver
  * (`memory`, `redis`, `postgresql`) with the same settings as the cache connectors. Clients are
  * opened on first use, shared by every key space on the same URI, and closed at shutdown. Their
  * drivers are imported only when a connector uses them. Connection URIs and passwords are never

@@ -1,5 +1,5 @@
 /**
- * Credentials of a request (spec §5.2, §5.5; issue #13 item 1), read from headers and query only,
+ * Credentials of a request (spec §5.2, §5.5), read from headers and query only,
  * before directives and before the body: `X-SVC-Secret-Token`, `Authorization` (Bearer, Basic),
  * `X-Siwe-Message`/`X-Siwe-Signature`, and the query parameters `secret`, `jwt`,
  * `message`/`signature`. Every value is bounded: an oversized one is treated as absent, so a

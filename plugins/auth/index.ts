@@ -1,5 +1,5 @@
 /**
- * auth plugin (spec §5, §2.3; issue #13 items 1 and 2). Owns `projects[].auth` and provides the
+ * auth plugin (spec §5, §2.3). Owns `projects[].auth` and provides the
  * `auth` service (`AUTH_SERVICE`, contract in `svc/plugin`) through which the admin and
  * healthcheck plugins check and compile their own `auth` blocks, so every door runs the same
  * strategy schema and code. Taps `authenticate`, which core calls once per HTTP request before
@@ -156,7 +156,7 @@ export function authPlugin(): Plugin {
               return {
                 userId: claimed ?? accepted.userId,
                 strategy: c.type,
-                // A caller naming itself by header gets no directive grant (issue #13 item 1).
+                // A caller naming itself by header gets no directive grant.
                 allowClientDirectives: claimed !== undefined ? undefined : c.allowClientDirectives,
                 rateLimitBudget: accepted.rateLimitBudget ?? c.rateLimitBudget,
               };

@@ -1,5 +1,5 @@
 /**
- * The `jwt` strategy (issue #13 item 1), verified with jose: signature, `exp`/`nbf`, issuer,
+ * The `jwt` strategy, verified with jose: signature, `exp`/`nbf`, issuer,
  * audience, required claims and the algorithm allow-list. A key is only ever used for its own
  * kind of algorithm: a PEM or JWK public key for asymmetric algorithms, a plain string only for
  * HS*, so an HS256 token "signed" with a published RSA public key is refused (algorithm

@@ -1,5 +1,5 @@
 /**
- * The one auth strategy schema (spec §5.1, issue #13 item 1): `projects[].auth` (this plugin's
+ * The one auth strategy schema (spec §5.1): `projects[].auth` (this plugin's
  * config key) and every `auth` block another plugin owns (`admin.auth`, `healthCheck.auth`, an
  * in-house route's), which that plugin declares with `AuthBlockSchema()` and this plugin checks
  * against the same schema when the `auth` service compiles it (`AuthService.compile`), with the
@@ -14,7 +14,7 @@ const storeGuard = {
   breaker: Type.Optional(StorageBreakerSchema),
 };
 
-/** Fields every strategy may carry (issue #13 item 1). */
+/** Fields every strategy may carry. */
 const common = {
   rateLimitBudget: Type.Optional(Type.String({ minLength: 1, description: 'budget id from `rateLimiters.budgets[]` counting the requests this strategy accepts' })),
   allowClientDirectives: Type.Optional(Type.String({ description: 'spec §2.8 rule c: directives this strategy lets its callers send (unset: the network and project rules apply)' })),

@@ -1,5 +1,5 @@
 /**
- * Used SIWE messages (issue #22 item 7): each (domain, address, nonce) is recorded on first use
+ * Used SIWE messages: each (domain, address, nonce) is recorded on first use
  * until the message could no longer be accepted anyway, atomically, so a second use is refused
  * on this replica and on every replica sharing the store.
  *

@@ -1,5 +1,5 @@
 /**
- * The `siwe` strategy (issue #13 item 1, issue #22 item 7): an EIP-4361 "Sign-In with Ethereum"
+ * The `siwe` strategy: an EIP-4361 "Sign-In with Ethereum"
  * message, parsed with viem, accepted once, only for a configured domain, only within its time
  * window and only on the chain it names; its signer, recovered from the signature, is its
  * address, which is the user id. viem is imported on the first SIWE request only.

@@ -1,5 +1,5 @@
 /**
- * batching plugin (spec §2.6, §3.5, §4.7; issue #10 item 5): outbound JSON-RPC batching per
+ * batching plugin (spec §2.6, §3.5, §4.7): outbound JSON-RPC batching per
  * upstream. Taps `upstream` at `UpstreamStage.BATCHING` (the innermost wrapper, so timeouts,
  * retries and the breaker see each call as its own attempt) for upstreams with
  * `jsonRpc.supportsBatch: true`: calls wait in a {@link BatchQueue} and go as one POST, matched

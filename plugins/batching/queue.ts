@@ -1,5 +1,5 @@
 /**
- * The outbound batch queue of one upstream (spec §2.6, §3.5, §4.7; issue #10 item 5): calls wait
+ * The outbound batch queue of one upstream (spec §2.6, §3.5, §4.7): calls wait
  * until the queue holds `batchMaxSize` of them or `batchMaxWait` passed since the first, then go
  * as one JSON-RPC batch. Independent of HTTP: the plugin hands it a `send` function.
  */

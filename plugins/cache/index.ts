@@ -1,5 +1,5 @@
 /**
- * cache plugin (issue #10 items 1-3 and 6; spec §2.8 #3, §4.5): JSON-RPC answers kept in a
+ * cache plugin (spec §2.8 #3, §4.5): JSON-RPC answers kept in a
  * memory, Redis or PostgreSQL tier, so most reads never reach an upstream and a fleet of
  * replicas shares one cache. Written against the public plugin API only (`svc/plugin`).
  *
@@ -80,7 +80,7 @@ function failsafeOf(c: ConnectorConfig): Pick<ConnectorConfig, 'failsafeForGets'
 /**
  * Creates a tier. The Redis and PostgreSQL drivers are imported only when a tier of theirs is
  * configured: the two clients hold about 25 MiB of RSS that a memory-only svc never uses
- * (issue #11 item 3).
+ *.
  */
 async function openConnector(c: ConnectorConfig, host: PluginHost): Promise<Connector> {
   switch (c.driver) {

@@ -1,5 +1,5 @@
 /**
- * What a call's cache entry is keyed by and rests on (issue #10 item 1): the partition
+ * What a call's cache entry is keyed by and rests on: the partition
  * (`<network>:<block reference>`), the range key (`<method>:<params hash>`, never the JSON-RPC
  * id), which methods are never cached, what counts as empty, and the block an answer names
  * (to re-classify a hash lookup, and to remember the hash an unfinalized entry rests on).
@@ -37,7 +37,7 @@ export function neverCached(method: string): boolean {
 }
 
 /**
- * An empty result (issue #10 item 1): `null`, `""`, `"0x"`, `"0x0"`, `[]` or `{}`. Tested on the
+ * An empty result: `null`, `""`, `"0x"`, `"0x0"`, `[]` or `{}`. Tested on the
  * JSON text, so a cache write never parses a large answer to find out.
  * @param json the result's exact JSON text
  */

@@ -1,5 +1,5 @@
 /**
- * Cache policy matching (issue #10 item 1): which policies a call may be read from and written
+ * Cache policy matching: which policies a call may be read from and written
  * to. Reads: a finalized call may be served by finalized or unfinalized policies, a realtime
  * call only by realtime ones, an unknown call by any. Writes go only to policies of exactly the
  * call's finality, and respect the empty rule and the size bounds.

@@ -1,5 +1,5 @@
 /**
- * Config of the cache plugin (issue #10 item 1): `database.evmJsonRpcCache` with its
+ * Config of the cache plugin: `database.evmJsonRpcCache` with its
  * `connectors[]` and `policies[]`, nested as eRPC users write them, the zero-config default, and
  * the checks that cannot be said in JSON Schema (unique ids, policies naming a connector).
  */

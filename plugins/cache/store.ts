@@ -1,5 +1,5 @@
 /**
- * Reading and writing one call's cache entry across the matching tiers (issue #10 item 1):
+ * Reading and writing one call's cache entry across the matching tiers:
  * the parallel read where the first acceptable hit wins, the checks that turn a stored entry
  * into a miss (a realtime entry behind the head, an unfinalized entry on a reorged block), and
  * the write after the answer, with finality re-classified from the answer.
@@ -183,7 +183,7 @@ export interface Answer {
 }
 
 /**
- * Writes an answer to every policy that takes it (issue #10 item 1). A call that was `unknown`
+ * Writes an answer to every policy that takes it. A call that was `unknown`
  * before forwarding (a lookup by hash) is re-classified from the block its answer names; a
  * block tag is never written as finalized; an empty answer for a block beyond the known head is
  * never written. Tier failures are counted and logged, never thrown.

@@ -1,5 +1,5 @@
 /**
- * How a consensus round turns votes into an answer (issue #14 item 1, erpc-notes §2.6): votes
+ * How a consensus round turns votes into an answer (erpc-notes §2.6): votes
  * grouped by canonical hash, the threshold, `preferNonEmpty`, `preferLargerResponses`, and the
  * dispute and low-participants behaviours. Pure functions over the votes, so every rule has a
  * unit test without a network.

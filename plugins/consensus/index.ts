@@ -1,5 +1,5 @@
 /**
- * consensus plugin (issue #14 item 1, erpc-notes §2.6): for the calls a `failsafe[].consensus`
+ * consensus plugin (erpc-notes §2.6): for the calls a `failsafe[].consensus`
  * entry matches, several upstreams answer and only what enough of them agree on is returned.
  *
  * Taps: `attempt` at AttemptStage.CONSENSUS (inside the network timeout, outside retry and hedge:

@@ -1,5 +1,5 @@
 /**
- * Consensus punishment (issue #14 item 1, `punishMisbehavior`): an upstream whose answer lost
+ * Consensus punishment (`punishMisbehavior`): an upstream whose answer lost
  * `disputeThreshold` rounds within `disputeWindow` is cordoned for every method with reason
  * `misbehaving in consensus` through the project's health tracker (so `svc_upstream_cordoned`
  * and `svc_listCordoned` show it), and uncordoned after `sitOutPenalty`.

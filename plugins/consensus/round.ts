@@ -1,5 +1,5 @@
 /**
- * One consensus round (issue #14 item 1): a slot per upstream, each running the inner attempt
+ * One consensus round: a slot per upstream, each running the inner attempt
  * chain (retry and hedge) on its own upstream only; votes collected as slots end; the round
  * stops once the outcome cannot change ({@link isSettled}), after a bounded wait for larger
  * answers with `preferLargerResponses`, or when every slot ended.

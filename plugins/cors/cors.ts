@@ -1,5 +1,5 @@
 /**
- * CORS for svc's doors (spec §2.5; issue #13 items 3 and 6): one schema and one middleware for
+ * CORS for svc's doors (spec §2.5): one schema and one middleware for
  * `projects[].cors` (this plugin's key) and every other door's `cors` block (`admin.cors`, which
  * the admin plugin gets through the `cors` service), on @koa/cors. Origins are exact strings,
  * `*`, or linear-time globs (`https://*.example.com`); a request from an origin not listed gets

@@ -1,5 +1,5 @@
 /**
- * cors plugin (issue #13 item 6): `projects[].cors`, with the fields of `admin.cors` (spec §2.5).
+ * cors plugin: `projects[].cors`, with the fields of `admin.cors` (spec §2.5).
  * - Omitted: no CORS headers, and OPTIONS gets 204 (core).
  * - Present: the admin defaults, except that `allowedHeaders` also holds the ten `X-SVC-*`
  *   directive headers and `exposedHeaders` defaults to the spec §4.5 diagnostic headers, so a

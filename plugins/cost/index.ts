@@ -1,5 +1,5 @@
 /**
- * cost plugin (spec §4.5 cost headers, §2.9 `server.costHeaders`; issue #12 item 5). Taps
+ * cost plugin (spec §4.5 cost headers, §2.9 `server.costHeaders`). Taps
  * `responseHeaders` only, and only when `server.costHeaders` is true: it reads the calls'
  * execution records (their upstream attempts), so a call pays nothing for it.
  *

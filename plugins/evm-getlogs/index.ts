@@ -1,5 +1,5 @@
 /**
- * evm-getlogs plugin (issue #4 item 6, spec §2.8 #8, erpc-notes §2.8): getLogs limits and splitting.
+ * evm-getlogs plugin (spec §2.8 #8, erpc-notes §2.8): getLogs limits and splitting.
  * Taps: `call` at `CallStage.GETLOGS`, below interpolation (fresh `latest`/`finalized` tags are
  * numbers by then). For `eth_getLogs` and `trace_filter` it rejects a filter over the network's
  * range/address/topic limits before anything is forwarded (-32012, HTTP 200), and when the

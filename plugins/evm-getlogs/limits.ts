@@ -1,5 +1,5 @@
 /**
- * Limits of the evm-getlogs plugin (issue #4 item 6, spec §2.8 #8, erpc-notes §2.8): the
+ * Limits of the evm-getlogs plugin (spec §2.8 #8, erpc-notes §2.8): the
  * network's getLogs settings and their defaults, filter inspection (address and topic counts,
  * block range resolution) and the range/address/topic limit check that answers a filter over
  * a limit with its `ErrGetLogsExceeded*` error (-32012, HTTP 200) before anything is forwarded.

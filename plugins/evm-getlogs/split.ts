@@ -1,5 +1,5 @@
 /**
- * Splitting of the evm-getlogs plugin (issue #4 item 6, erpc-notes §2.8): recognising an
+ * Splitting of the evm-getlogs plugin (erpc-notes §2.8): recognising an
  * upstream's too-large refusal, halving a refused job (block range, then for one `eth_getLogs`
  * block the `address` list, then the `topics[0]` OR-list), and the reactive split executor
  * that runs the parts through the rest of the chain with bounded concurrency and merges them

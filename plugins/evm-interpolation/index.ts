@@ -1,5 +1,5 @@
 /**
- * evm-interpolation plugin (issue #4 item 3, spec §2.8 #5): block-tag interpolation.
+ * evm-interpolation plugin (spec §2.8 #5): block-tag interpolation.
  * Taps: `call` at `CallStage.INTERPOLATION`, below the cache and tip enforcement (they see the
  * client's own tags) and above the getLogs limits (which then see numbers). Before forwarding,
  * `latest`/`finalized` in a call's block-reference param become the network's highest known
@@ -18,7 +18,7 @@ export interface KnownHeads {
 }
 
 /**
- * Methods never interpolated by default: `eth_getBlockByNumber` (tip enforcement, issue #4,
+ * Methods never interpolated by default: `eth_getBlockByNumber` (tip enforcement,
  * re-routes its tagged answers instead; eRPC ships it with `translateLatestTag: false`).
  */
 export const DEFAULT_SKIP_METHODS: readonly string[] = ['eth_getBlockByNumber'];
@@ -165,7 +165,7 @@ export function evmInterpolationPlugin(opts: EvmInterpolationOptions = {}): Plug
           if (SKIP_INTERPOLATION.get(ctx.directives) || skip.has(method) || BLOCK_PARAM[method] === undefined) return inner(ctx);
           // Looked up per call (a WeakMap hit), so whichever plugin creates the state first picks its clock.
           const state = proxy.chainState(network);
-          // `latest` only while the head is fresh; `finalized` whenever a poll produced one (issue #8 item 9).
+          // `latest` only while the head is fresh; `finalized` whenever a poll produced one.
           const params = interpolateParams(method, ctx.request.params, new LazyHeads(state, state.isHeadFresh(fallback)));
           if (params !== undefined) ctx.request = { ...ctx.request, params };
           return inner(ctx);

@@ -1,5 +1,5 @@
 /**
- * evm-methods plugin (issue #4 item 8; spec §2.8 #4, §7 `ErrNotImplemented`): local and special methods.
+ * evm-methods plugin (spec §2.8 #4, §7 `ErrNotImplemented`): local and special methods.
  * Taps: `call` at CallStage.LOCAL_METHODS (answer `eth_chainId` from config with no upstream
  * call; refuse methods a proxy cannot serve, `eth_accounts`/`eth_sign`), `call` at
  * {@link IDEMPOTENT_BROADCAST_STAGE} (`eth_sendRawTransaction` is idempotent: "already known",
@@ -69,7 +69,7 @@ export function classifyBroadcastFailure(err: unknown): BroadcastFailure | undef
 
 /**
  * viem, imported on the first broadcast failure that needs a hash: loading its index costs about
- * 14 MiB of resident memory in every process, and most processes never need it (issue #11 item 3).
+ * 14 MiB of resident memory in every process, and most processes never need it.
  */
 let viemModule: Promise<typeof import('viem')> | undefined;
 

@@ -34,7 +34,7 @@ export const RETRY_PENDING = new Directive<boolean>({
 });
 
 /**
- * Methods whose null/empty answer means "this node does not have it yet" (issue #4 item 7): retried on
+ * Methods whose null/empty answer means "this node does not have it yet": retried on
  * another upstream under `retry-empty`. Methods where empty is a normal answer (`eth_getLogs`,
  * `eth_call`, `eth_getCode`...) are deliberately absent.
  */

@@ -1,5 +1,5 @@
 /**
- * Block availability of the evm-state plugin (issue #4 item 5): a call reading a concrete block
+ * Block availability of the evm-state plugin: a call reading a concrete block
  * goes to upstreams known to have it, and a block far beyond the network head answers `null`
  * without any upstream call.
  * Taps: `select` at AVAILABILITY (skip upstreams whose known head is below the block a call

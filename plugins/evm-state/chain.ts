@@ -1,5 +1,5 @@
 /**
- * What svc knows about a network's chain (issue #4 item 1): each upstream's latest and
+ * What svc knows about a network's chain: each upstream's latest and
  * finalized blocks (forward-only counters), its syncing state, and the network's highest
  * latest/finalized block over its currently serving upstreams, plus a block-time estimate.
  * Written by this plugin's state pollers and by responses that reveal a newer head; read, through
@@ -102,7 +102,7 @@ export class NetworkChainState implements NetworkChainStateView {
   /**
    * The shortest state-poller interval of the network's upstreams, ms (0 = no poller); set by the
    * evm-state plugin. Freshness lasts about two intervals, so a quiet chain whose head every
-   * poll confirms stays fresh (issue #8 item 9).
+   * poll confirms stays fresh.
    */
   pollIntervalMs = 0;
   /** Canonical block hashes by height, as polled (bounded to {@link HASH_HEIGHTS}). */
@@ -148,7 +148,7 @@ export class NetworkChainState implements NetworkChainStateView {
   /**
    * The upstreams whose counters make up {@link highestLatest} and {@link highestFinalized}.
    * Default: every upstream currently in `network.upstreams`. The evm-state plugin narrows it
-   * to the currently selected, chain-verified upstreams (issue #4 item 1), so one broken or
+   * to the currently selected, chain-verified upstreams, so one broken or
    * wrong-chain upstream cannot poison the network's head for good.
    */
   countedUpstreams: () => Iterable<Upstream> = () => this.network.upstreams;
@@ -254,7 +254,7 @@ export class NetworkChainState implements NetworkChainStateView {
   }
 
   /**
-   * Records the hash of a canonical block as a state poll saw it (issue #10 item 1: reorg-aware
+   * Records the hash of a canonical block as a state poll saw it (reorg-aware
    * caching). A hash that differs from the one recorded for that height is a reorg. When the new
    * block's parent hash matches the block recorded below it, the fork is exactly at `n`; when it
    * does not, or nothing is recorded below, the depth is unknown and every block above the
@@ -390,7 +390,7 @@ export class NetworkChainState implements NetworkChainStateView {
   }
 
   /**
-   * Whether the known head is fresh enough to interpolate `latest` with (issue #8 item 9): a poll
+   * Whether the known head is fresh enough to interpolate `latest` with: a poll
    * or an answer confirmed it within about two poll intervals or two block times, whichever is
    * larger. With neither known yet, within `fallbackMs`. A head that does not move but is
    * confirmed every poll stays fresh.
@@ -408,8 +408,8 @@ export class NetworkChainState implements NetworkChainStateView {
 
 /**
  * Where a network's chain state lives: on the network itself, under a registry symbol, so two
- * evm-state plugins of two installed copies of svc would find the same state (issue #9 item 3:
- * no module-level map keyed by one copy's classes).
+ * evm-state plugins of two installed copies of svc would find the same state
+ * (no module-level map keyed by one copy's classes).
  */
 const STATE_KEY = Symbol.for('svc.evm.chainState');
 

@@ -1,5 +1,5 @@
 /**
- * Finality classification of the evm-state plugin (issue #4 item 2): every call's
+ * Finality classification of the evm-state plugin: every call's
  * `FINALITY` slot (finalized, unfinalized, realtime or unknown) from its method, its block
  * parameter and the network's highest finalized block.
  * Taps: `directives` at RESOLVE − 50, before the failsafe plugin matches its entries on

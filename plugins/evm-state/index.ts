@@ -1,5 +1,5 @@
 /**
- * evm-state plugin (issue #4 items 1, 2, 4 and 5; spec §2.8 #7 and #9, §3.1): what svc knows
+ * evm-state plugin (spec §2.8 #7 and #9, §3.1): what svc knows
  * about each chain's head, and the request-path rules built on it.
  * Taps: `upstreamJoined` (start one state poller per upstream; cordoned upstreams are polled
  * too) and `shutdown` (stop them); `network` (count only selected, chain-verified upstreams

@@ -1,5 +1,5 @@
 /**
- * The EVM state poller (issue #4 item 1): one per upstream. At bootstrap and every
+ * The EVM state poller: one per upstream. At bootstrap and every
  * `upstreams[].evm.statePollerInterval` it reads the latest and finalized blocks
  * (`eth_getBlockByNumber`) and `eth_syncing` concurrently, through that upstream's own
  * `upstream` chain only (its timeout, retry and circuit breaker; never swept or hedged; counted
@@ -18,7 +18,7 @@ export const MAX_METHOD_FAILURES = 10;
 /** Upper bound of one poll request, ms: the timeout is min(interval, this). */
 export const MAX_POLL_TIMEOUT_MS = 10_000;
 /**
- * Largest poll answer read, bytes (issue #8 item 5): polls ask for block headers only (`false`
+ * Largest poll answer read, bytes: polls ask for block headers only (`false`
  * for full transactions), so a hostile upstream cannot make an idle svc hold a huge answer.
  */
 export const MAX_POLL_RESPONSE_BYTES = 1024 * 1024;
@@ -193,7 +193,7 @@ export class UpstreamPoller {
       else {
         report.latest = n;
         mine.lastPollAt = report.at;
-        // Canonical hashes feed reorg detection (reorg-aware caching, issue #10 item 1).
+        // Canonical hashes feed reorg detection (reorg-aware caching).
         // Only counted upstreams: a lagging node on a minority fork must not flip the record.
         const b = lr.value.result as { hash?: unknown; parentHash?: unknown };
         if (typeof b.hash === 'string' && [...state.countedUpstreams()].includes(u)) {
@@ -325,7 +325,7 @@ export class UpstreamPoller {
     log.debug({ ...fields, latest: r.latest, finalized: r.finalized, fallback: r.finalizedFromFallback, syncing: r.syncing }, `state poll of ${this.upstream.id}`);
   }
 
-  /** An upstream answer quoted in a log line: redacted of the upstream's secrets, then cut (issue #8 item 6). */
+  /** An upstream answer quoted in a log line: redacted of the upstream's secrets, then cut. */
   private excerpt(v: unknown): string {
     return excerptOf(this.upstream.redactor, JSON.stringify(v) ?? 'undefined', 100);
   }

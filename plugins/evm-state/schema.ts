@@ -1,5 +1,5 @@
 /**
- * Config of the evm-state plugin (issue #4 items 1 and 5): the keys it owns
+ * Config of the evm-state plugin: the keys it owns
  * (`upstreams[].evm.statePollerInterval`, `networks[].evm.fallbackFinalityDepth`,
  * `networks[].evm.maxRetryableBlockDistance`), their defaults and the readers that resolve them
  * for one network or one upstream's poller. No hooks here.

@@ -1,5 +1,5 @@
 /**
- * Head tracking of the evm-state plugin (issue #4 items 1 and 4, spec §3.1): one state poller
+ * Head tracking of the evm-state plugin (spec §3.1): one state poller
  * per upstream, which upstreams make up the network head (selected, chain-verified ones), the
  * block-head and finalization lags fed into the health tracker, and the per-upstream gauges.
  * Taps: `network` (count only selected, chain-verified upstreams towards the network head),
@@ -43,7 +43,7 @@ export async function pollNow(host: PluginHost, network?: Network): Promise<void
   await Promise.all([...pollers.values()].filter((p) => !p.isStopped && (!network || p.network === network)).map((p) => p.poll()));
 }
 
-/** Static accessors in the DESIGN's `XPlugin.getHooks(proxy)` style. */
+/** Static accessors in the `XPlugin.getHooks(host)` style (a contract reached through the plugin that owns it). */
 export const EvmStatePlugin = Object.freeze({
   stateOf: evmStateOf,
   pollerOf: statePollerOf,
@@ -130,7 +130,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     const health = n.project.health;
     for (const u of all) {
       if (anyReady && u.state !== 'ready') continue;
-      // A shadow upstream (issue #14) never serves, so its head is not the network's.
+      // A shadow upstream never serves, so its head is not the network's.
       if (SHADOW_UPSTREAM.get(u)) continue;
       verified.push(u);
       if (!sel.excluded.has(u.id) && !(sel.honoursCordons && health.isCordoned(u.id, '*'))) chosen.push(u);

@@ -1,5 +1,5 @@
 /**
- * Tip enforcement of the evm-state plugin (issue #4 items 1, 4 and 5, spec §2.8 #7 and #9): the
+ * Tip enforcement of the evm-state plugin (spec §2.8 #7 and #9): the
  * errors that re-route a call, the block-number readers, the tip comparison and the
  * block-availability filter (pure, also used by the poller and `availability.ts`), then the taps.
  * Taps: `validate` at 0 (a null tagged block is a retryable error) and last (observe heads in
@@ -84,7 +84,7 @@ export function knownLatestOf(s: UpstreamChainState | undefined): number | undef
 }
 
 /**
- * Block availability (issue #4 item 5): drops the candidates whose known latest block is below
+ * Block availability: drops the candidates whose known latest block is below
  * `block`, but only while at least one candidate is known to cover it. Upstreams never observed
  * ({@link knownLatestOf}) are kept: they may well have it. Never returns an empty list for a non-empty input:
  * when no candidate is known to cover the block, the input is returned unchanged (the poller may
@@ -127,7 +127,7 @@ export function syncingOf(result: unknown): boolean | undefined {
 // ---------------------------------------------------------------------------------------
 // Taps
 
-/** Lookups whose answer carries the `blockNumber` of a mined transaction (issue #4 item 1: responses that reveal a newer head). */
+/** Lookups whose answer carries the `blockNumber` of a mined transaction (responses that reveal a newer head). */
 const MINED_LOOKUPS: ReadonlySet<string> = new Set([
   'eth_getTransactionReceipt',
   'eth_getTransactionByHash',

@@ -1,5 +1,5 @@
 /**
- * The failsafe plugin's circuit breaker (issue #3 item 3): the per-upstream state machine and
+ * The failsafe plugin's circuit breaker: the per-upstream state machine and
  * which errors count as failures. The breaker ignores rate limits, timeouts and cancelled hedge
  * legs: they say nothing about whether the upstream works; and it never counts a fact about the
  * request (core/blame.ts), nor more than `maxClientShare` of the failures from one client
@@ -11,7 +11,7 @@ import { ClientShare } from './client-share.ts';
 import type { FailsafeEntry } from './schema.ts';
 
 /**
- * Circuit breaker over a ring of the last `failureThresholdCapacity` outcomes (issue #3 item 3).
+ * Circuit breaker over a ring of the last `failureThresholdCapacity` outcomes.
  * States: closed → open (failures in ring ≥ threshold) → half-open after `halfOpenAfter` →
  * closed after `successThresholdCount` successes within `successThresholdCapacity` trials; any
  * failure while half-open reopens it.

@@ -1,5 +1,5 @@
 /**
- * The failsafe plugin's hedge (issue #3 item 3, issue #8 item 2): how the legs race (the delay
+ * The failsafe plugin's hedge: how the legs race (the delay
  * before each extra leg is computed by adaptive.ts). Legs share one pass over the selected upstreams (one cursor), a
  * non-empty pending answer beats an empty one, and a deterministic error settles the call.
  * Never used for writes (`WRITE_METHODS`). No hooks here; `network.ts` taps it into the

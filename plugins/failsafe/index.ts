@@ -1,5 +1,5 @@
 /**
- * failsafe plugin (issue #3 item 3): timeout, retry, hedge and circuit breaker.
+ * failsafe plugin: timeout, retry, hedge and circuit breaker.
  * Taps: `attempt` (network scope, outside in: timeout( retry( hedge( sweep )))) at the
  * AttemptStage numbers; `upstream` (per-upstream scope: retry( breaker( timeout( transport ))), the
  * timeout bounding one attempt) at

@@ -1,5 +1,5 @@
 /**
- * Network scope of the failsafe plugin (issue #3 item 3): the first `networks[].failsafe` entry
+ * Network scope of the failsafe plugin: the first `networks[].failsafe` entry
  * matching a call applies to the whole network execution.
  * Taps: `directives` at FAILSAFE_DEFAULTS (match the call's entry once and add its
  * `directiveDefaults`, below the network's own, spec §2.8); `attempt` at AttemptStage.HEDGE,

@@ -1,5 +1,5 @@
 /**
- * Retry and timeout helpers of the failsafe plugin (issue #3 item 3), shared by the network
+ * Retry and timeout helpers of the failsafe plugin, shared by the network
  * scope (`network.ts`, `attempt` hook) and the upstream scope (`upstream.ts`, `upstream` hook):
  * the backoff delay of a retry, which errors a retry policy may retry, and a deadline wrapper
  * whose inner work sees an aborted signal. No hooks here.

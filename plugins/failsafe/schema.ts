@@ -1,5 +1,5 @@
 /**
- * Config and matching of the failsafe plugin (issue #3 item 3, issue #8 item 2): the schema of a
+ * Config and matching of the failsafe plugin: the schema of a
  * `failsafe[]` entry at network and upstream scope, the resolved {@link FailsafeEntry}, the
  * built-in defaults used when no `failsafe` is configured, and the matcher that picks the first
  * entry whose `matchMethod` glob and `matchFinality` fit a call. No hooks here; `network.ts` and
@@ -123,8 +123,7 @@ export function failsafeSchemaFragment(): SchemaFragment {
 const HEAVY_METHODS = 'eth_getLogs|eth_getBlockReceipts|eth_call|eth_estimateGas|eth_simulateV1|eth_createAccessList|trace_*|debug_*|arbtrace_*';
 
 /**
- * Network failsafe used when neither the network nor `networkDefaults` sets `failsafe` (issue #8
- * item 2): a hedge on the p90 of the method's latency over the network's upstreams, clamped to
+ * Network failsafe used when neither the network nor `networkDefaults` sets `failsafe`: a hedge on the p90 of the method's latency over the network's upstreams, clamped to
  * 500 ms..2 s, one extra leg (writes are never hedged). Moving to the next upstream on a
  * retryable failure is the sweep's own behaviour and needs no policy.
  */
@@ -175,7 +174,7 @@ const matchMemo = new WeakMap<readonly CompiledEntry[], Map<string, Map<Finality
 
 /**
  * The first compiled entry matching a call's method and finality, or undefined. Remembered per
- * entry list (issue #11): a call asks up to four times (breaker, retry and timeout per attempt,
+ * entry list: a call asks up to four times (breaker, retry and timeout per attempt,
  * the network entry per call), and each ask would run the method globs again.
  */
 export function matchCompiled(entries: readonly CompiledEntry[], method: string, finality: Finality): CompiledEntry | undefined {

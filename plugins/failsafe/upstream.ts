@@ -1,5 +1,5 @@
 /**
- * Upstream scope of the failsafe plugin (issue #3 item 3, issue #8 item 2): the first
+ * Upstream scope of the failsafe plugin: the first
  * `upstreams[].failsafe` entry matching a call applies to each request sent to that upstream;
  * its timeout may be adaptive (adaptive.ts).
  * Taps: `upstream` at UpstreamStage.CIRCUIT_BREAKER, RETRY and TIMEOUT, composing outside in
@@ -115,7 +115,7 @@ export function tapUpstreamFailsafe(proxy: PluginHost, now: () => number, proxyB
       if (!(ms > 0)) return inner(call);
       if (spec.quantile > 0) metrics.observeTimeout(call.ctx, 'upstream', ms);
       const scoped: UpstreamCall = { ...call };
-      // One upstream request ran out of its time: the request's own timeout error (issue #8 item 2).
+      // One upstream request ran out of its time: the request's own timeout error.
       return withTimeout(ms, call.signal, `${call.method} on upstream ${u.id}`, ErrEndpointRequestTimeout, (signal) => {
         scoped.signal = signal;
         return inner(scoped);

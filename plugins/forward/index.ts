@@ -1,5 +1,5 @@
 /**
- * forward plugin: the innermost network handler (issue #2 item 6).
+ * forward plugin: the innermost network handler.
  * Taps: `attempt` at the lowest stage — installs the sweep that walks a leg's upstreams in
  * the selected order until one answers (core/sweep.ts). Without it the proxy routes nothing.
  */

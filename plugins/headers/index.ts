@@ -13,8 +13,7 @@ import { CACHE_ATTEMPTS, CACHE_HEDGES, CACHE_OUTCOME, CACHE_RETRIES, CONSENSUS_D
  * The execution-record slots the §4.5 headers read, written by the plugins that own them (the
  * failsafe, cache, consensus and select plugins, through the same shared slots): counters summed
  * over a batch (the lag: its largest); the failsafe retry and hedge counters are always written
- * (0 when unset), the others only when above 0; `cache.outcome` gives `X-SVC-Cache` (issue #9
- * item 5: no feature's counters in the core's record).
+ * (0 when unset), the others only when above 0; `cache.outcome` gives `X-SVC-Cache` (no feature's counters in the core's record).
  */
 export const RECORD_SLOTS = Object.freeze({
   upstreamRetries: UPSTREAM_RETRIES,
@@ -125,14 +124,14 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
     if (winner) h['X-SVC-Upstream'] = winner;
   }
   if (slowest >= 0) h['X-SVC-Duration'] = String(Math.round(slowest));
-  // svc's name for what went wrong, also when the client's error object is the node's own (issue #8 item 8).
+  // svc's name for what went wrong, also when the client's error object is the node's own.
   if (errors) h['X-SVC-Error'] = [...errors].sort().join(',');
   if (mode === 'all') {
     const segs: string[] = [];
     let dropped = 0;
     for (const r of records) {
       for (const a of r.attempts) {
-        // Undialled skips stay out of the trace, except an upstream's own rate-limit budget (issue #13 item 5).
+        // Undialled skips stay out of the trace, except an upstream's own rate-limit budget.
         if (!a.dialled && a.outcome !== 'rate_limited') continue;
         if (segs.length < MAX_TRACE_SEGMENTS) segs.push(traceSegment(a));
         else dropped++;

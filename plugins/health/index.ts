@@ -1,5 +1,5 @@
 /**
- * health plugin (issue #3 item 1, issue #9 item 5, issue #12 item 6): the spec §6 cordon metrics
+ * health plugin: the spec §6 cordon metrics
  * (`svc_upstream_cordoned`, `svc_upstream_cordon_event_total`, `svc_upstream_cordon_duration_seconds`)
  * from the tracker's cordon edges; and it feeds every finished upstream attempt into
  * its project's health tracker (lib/health-window.ts: rolling error and throttle rates,

@@ -6,7 +6,7 @@
 import type { Network, PluginHost, Project, Upstream } from 'svc/plugin';
 import type { Strategy } from './schema.ts';
 
-/** A live `eth_chainId` probe gives up after this long, ms (spec §4.3, issue #12 item 1). */
+/** A live `eth_chainId` probe gives up after this long, ms (spec §4.3). */
 export const CHAIN_ID_PROBE_TIMEOUT_MS = 5000;
 /** A probe's answer is reused this long, so an open healthcheck cannot fan out paid calls, ms. */
 export const CHAIN_ID_PROBE_TTL_MS = 5000;

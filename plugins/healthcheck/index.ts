@@ -1,5 +1,5 @@
 /**
- * healthcheck plugin (spec §2.4, §4.1 "other", §4.3, §3.2; issue #12 item 1). Serves
+ * healthcheck plugin (spec §2.4, §4.1 "other", §4.3, §3.2). Serves
  * `GET /healthcheck`, `GET /<project>[/healthcheck]`, `GET /<project>/evm/<chainId>[/healthcheck]`,
  * `GET /<project>/<alias>[/healthcheck]` and every other non-POST, non-OPTIONS request, through
  * the `routes` hook (late stage, so routes other plugins mount win). Written against the public

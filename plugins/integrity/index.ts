@@ -1,5 +1,5 @@
 /**
- * integrity plugin (issue #14 item 2, spec §2.8 #10, §6, §7): answers that carry block data are
+ * integrity plugin (spec §2.8 #10, §6, §7): answers that carry block data are
  * checked against the chain's own commitments before they reach a client.
  *
  * Taps:

@@ -1,5 +1,5 @@
 /**
- * The integrity plugin's heavy dependencies, loaded lazily and once (issue #14 item 2): viem
+ * The integrity plugin's heavy dependencies, loaded lazily and once: viem
  * (keccak256, RLP, transaction serialisation) and @ethereumjs/mpt (the Merkle-Patricia trie of the
  * transactions root). An svc whose calls never ask for integrity never loads either.
  */

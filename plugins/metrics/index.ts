@@ -1,12 +1,12 @@
 /**
- * metrics plugin (spec §6, issue #2 item 6).
+ * metrics plugin (spec §6).
  * Taps: `attemptDone` (upstream request counters and latency; errors only when charged to the
  * upstream, core/blame.ts `isCharged`), `callDone` (requests received),
  * `listening`/`shutdown` (serves prom-client's registry at `/metrics` on `metrics.port`; the
  * listener closes after every other shutdown tap). Lifecycle gauges: ./lifecycle.ts.
  * Every label taken from client input is bounded: at most 200 methods, 50 agent names and 1000
  * users per process, then `other`, each value cut to 64 characters, so a client cannot blow up
- * `/metrics` (issue #8 item 4).
+ * `/metrics`.
  * Keys under `metrics` (./options.ts, eRPC's): `errorLabelMode`, `histogramBuckets` (the two
  * latency histograms' buckets, set when they are created), `histogramDropLabels` and
  * `histogramLabelOverrides` (applied to every histogram where `/metrics` is written,

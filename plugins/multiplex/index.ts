@@ -1,5 +1,5 @@
 /**
- * multiplex plugin (spec §2.7, §3.4, §4.6; issue #10 item 4): identical in-flight calls on a
+ * multiplex plugin (spec §2.7, §3.4, §4.6): identical in-flight calls on a
  * network share one execution. Taps `call` at `CallStage.MULTIPLEX`, after local and static
  * answers and before the cache and everything that reaches an upstream.
  *

@@ -1,5 +1,5 @@
 /**
- * providers plugin (spec §1.2, §2.10, §3.6; issue #12 items 3 and 4). Written against the public
+ * providers plugin (spec §1.2, §2.10, §3.6). Written against the public
  * plugin API only.
  *
  * - `projects[].providers[]` turn into upstreams per chain, lazily: the first request for a chain

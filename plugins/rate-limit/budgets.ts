@@ -1,5 +1,5 @@
 /**
- * Budgets on rate-limiter-flexible (issue #13 item 5): one limiter per rule (fixed window of
+ * Budgets on rate-limiter-flexible: one limiter per rule (fixed window of
  * `maxCount` points per `period`), keyed by budget, rule and the rule's `perIP` / `perUser` /
  * `perNetwork` parts. With the Redis store every replica shares the counters; when Redis fails or
  * takes longer than the store's `timeout` (default {@link DEFAULT_STORE_TIMEOUT_MS}) the rule

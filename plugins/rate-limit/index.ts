@@ -1,5 +1,5 @@
 /**
- * rate-limit plugin (issue #13 item 5; eRPC order auth → project → network → upstream). Owns
+ * rate-limit plugin (eRPC order auth → project → network → upstream). Owns
  * `rateLimiters` and the `rateLimitBudget` key of projects, networks and upstreams.
  * - Client side, at `CallStage.RATE_LIMIT` (outermost): the budget of the caller's auth strategy
  *   or API key, then the project's, then the network's. Over one: HTTP 429, -32005

@@ -1,5 +1,5 @@
 /**
- * Config of the rate-limit plugin (issue #13 item 5): the top-level `rateLimiters` block, the
+ * Config of the rate-limit plugin: the top-level `rateLimiters` block, the
  * `rateLimitBudget` key of projects, networks and upstreams (auth strategies and API-key records
  * carry theirs in the auth schema), and `upstreams[].rateLimitAutoTune`.
  */

@@ -102,7 +102,7 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
         }
         return out;
       });
-      // autoIgnoreUnsupportedMethods (issue #12 item 3): an upstream that says it does not support a
+      // autoIgnoreUnsupportedMethods: an upstream that says it does not support a
       // method stops getting it, for the life of the process.
       proxy.hooks.attemptDone.tap('select:auto-ignore', (a: AttemptRecord) => {
         if (a.error?.name !== 'ErrEndpointUnsupported') return;
@@ -113,7 +113,7 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
       proxy.hooks.select.tap({ name: 'select:use-upstream', stage: SelectStage.USE_UPSTREAM }, (ups: Upstream[], ctx: CallContext) => {
         const sel = USE_UPSTREAM.get(ctx.directives);
         if (sel === undefined || sel.trim() === '') return ups;
-        // A client's selector is compiled and matched: bounded like every client input (issue #8 item 3).
+        // A client's selector is compiled and matched: bounded like every client input.
         if (sel.length > MAX_CLIENT_PATTERN_LENGTH) throw new ErrInvalidRequest(`use-upstream selector longer than ${MAX_CLIENT_PATTERN_LENGTH} characters`);
         const out = filterByUseUpstream(ups, matchers.get(sel));
         if (out.length === 0) throw new ErrUpstreamsExhausted([], `no upstream matches use-upstream "${sel}"`);

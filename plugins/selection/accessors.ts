@@ -4,7 +4,7 @@
  * read; its published hooks are `selectionHooks` of `svc/plugin`. Published through the host's
  * service registry (services `selection.hooks`, `selection.api` and `selection`), never module-level state,
  * so several proxies in one process, and a plugin built against another installed copy of svc,
- * all meet the same selection (issue #9 item 3). No hooks tapped here.
+ * all meet the same selection. No hooks tapped here.
  */
 import { selectionHooks, serviceKey, type Network, type PluginHost, type SelectionDecision, type SelectionState } from 'svc/plugin';
 import type { NetworkSelection } from './state.ts';
@@ -63,7 +63,7 @@ export async function evaluateSelection(host: PluginHost, projectId: string, net
   return true;
 }
 
-/** Static accessors in the DESIGN's `XPlugin.getHooks(proxy)` style. */
+/** Static accessors in the `XPlugin.getHooks(host)` style (a contract reached through the plugin that owns it). */
 export const SelectionPlugin = Object.freeze({
   getHooks: selectionHooks,
   getDecisions: selectionDecisions,

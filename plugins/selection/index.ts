@@ -55,12 +55,12 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
     dependsOn: ['health'],
     schema: selectionSchemaFragment,
     apply(proxy: PluginHost) {
-      // Checked once the config is final (issue #9 item 4); `svc validate` reports it too.
+      // Checked once the config is final; `svc validate` reports it too.
       proxy.hooks.configured.tap('selection', () => validateConfig(proxy));
       const hooks = selectionHooks(proxy);
       const nets = new Map<Network, NetworkSelection>();
       registerSelections(proxy, nets);
-      // What other plugins (evm-state, admin) read of the selection, by its svc/plugin key (issue #9 item 3).
+      // What other plugins (evm-state, admin) read of the selection, by its svc/plugin key.
       proxy.services.provide(SELECTION_API_SERVICE, {
         state: (projectId: string, networkId: string) => selectionState(proxy, projectId, networkId),
         evaluate: (projectId: string, networkId: string) => evaluateSelection(proxy, projectId, networkId),

@@ -1,5 +1,5 @@
 /**
- * How a shadow's answer is compared with the served one (issue #14 item 3): by the canonical hash
+ * How a shadow's answer is compared with the served one: by the canonical hash
  * consensus uses (`canonicalHash`), with the method's default ignore fields, never by raw bytes
  * (two honest nodes differ in key order, spacing and hex letter case).
  */

@@ -1,5 +1,5 @@
 /**
- * shadow plugin (issue #14 item 3, spec §3.1): trial a provider on production traffic before
+ * shadow plugin (spec §3.1): trial a provider on production traffic before
  * trusting it. An upstream with `shadow` set never serves a client; after a client call is
  * answered, a sampled copy goes to each shadow upstream of the network, off the request path, and
  * the shadow's result is compared with the served one by canonical hash (the same as consensus):

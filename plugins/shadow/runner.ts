@@ -1,5 +1,5 @@
 /**
- * The off-request-path runner of shadow copies (issue #14 item 3): a fixed number of copies in
+ * The off-request-path runner of shadow copies: a fixed number of copies in
  * flight per process, a copy beyond that dropped (never queued: a queue would grow without bound
  * under pressure and send stale copies late), jobs started only after the current I/O callbacks
  * (`setImmediate`), so nothing of a copy runs before the client's answer is on its way.

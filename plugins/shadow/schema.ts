@@ -1,5 +1,5 @@
 /**
- * The `upstreams[].shadow` config (issue #14 item 3, spec §3.1) and the methods a shadow never
+ * The `upstreams[].shadow` config (spec §3.1) and the methods a shadow never
  * receives. No hooks here: `index.ts` wires them.
  */
 import { compileGlobs, type GlobTest, type SchemaFragment, STATEFUL_METHODS, Strict, Type } from 'svc/plugin';

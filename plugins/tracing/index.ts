@@ -1,5 +1,5 @@
 /**
- * tracing plugin (issue #12 item 7): OpenTelemetry spans for each HTTP request, each call and each
+ * tracing plugin: OpenTelemetry spans for each HTTP request, each call and each
  * physical upstream request, exported over OTLP/HTTP. Written against the public plugin API.
  *
  * - `call` at `CallStage.TRACING` (outermost): the call span, child of its HTTP request's span

@@ -1,5 +1,5 @@
 /**
- * Config of the tracing plugin (issue #12 item 7): the top-level `tracing` block, as eRPC users
+ * Config of the tracing plugin: the top-level `tracing` block, as eRPC users
  * write it. Off by default; when off, no OpenTelemetry package is even loaded.
  */
 import { ConfigError, type ResolvedConfig, Strict, type TProperties, Type } from 'svc/plugin';

@@ -1,6 +1,6 @@
 /**
  * The OpenTelemetry side of the tracing plugin, loaded with dynamic imports only when
- * `tracing.enabled` (issue #12 item 7: a svc without tracing never loads the SDK). Builds one
+ * `tracing.enabled` (a svc without tracing never loads the SDK). Builds one
  * tracer provider: a parent-based sampler whose root honours `force-trace` before the ratio,
  * and an OTLP/HTTP exporter behind a batch processor (or a given exporter, for tests).
  */

@@ -1,5 +1,5 @@
 /**
- * The `hyper` vendor (spec §2.10; issue #12 item 3): the HyperRPC indexed read provider, the
+ * The `hyper` vendor (spec §2.10): the HyperRPC indexed read provider, the
  * second zero-config provider. A plugin of its own that registers with the providers plugin.
  *
  * - URL `https://<chainId>.<rootDomain>`, plus `/<apiKey>` when `settings.apiKey` is set; root
@@ -18,7 +18,7 @@ import { type Plugin, PluginContractError, type PluginHost, PROVIDERS_SERVICE } 
 
 /** Default root domain (spec §2.10 `{hyper_root_domain}`). */
 export const DEFAULT_HYPER_ROOT_DOMAIN = 'rpc.hypersync.xyz';
-/** Environment variable read before the default (issue #12 item 3). */
+/** Environment variable read before the default. */
 export const HYPER_ROOT_DOMAIN_ENV = 'SVC_HYPER_ROOT_DOMAIN';
 /** Live `eth_chainId` probe timeout for chains outside the known list, ms (spec §8). */
 export const HYPER_PROBE_TIMEOUT_MS = 10_000;

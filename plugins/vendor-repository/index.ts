@@ -1,5 +1,5 @@
 /**
- * The `repository` vendor (spec §2.10; issue #12 item 3): upstreams from a public endpoints
+ * The `repository` vendor (spec §2.10): upstreams from a public endpoints
  * catalog, the vendor of the zero-config `public` provider. A plugin of its own that registers
  * with the providers plugin, as a team's in-house vendor would.
  *
@@ -22,7 +22,7 @@ import { type Logger, type Plugin, PluginContractError, type PluginHost, PROVIDE
 
 /** The public eRPC endpoints catalog (spec §2.10 `{catalog_url}`). */
 export const DEFAULT_REPOSITORY_URL = 'https://evm-public-endpoints.erpc.cloud';
-/** Environment variable read before the default (issue #12 item 3). */
+/** Environment variable read before the default. */
 export const REPOSITORY_URL_ENV = 'SVC_PUBLIC_REPOSITORY_URL';
 /** Default catalog recheck interval, ms (spec §8). */
 export const DEFAULT_RECHECK_INTERVAL_MS = 3_600_000;

@@ -1,5 +1,5 @@
 /**
- * API keys in a real database (spec §2.3, §3.3; issue #13 item 2): two `svc start` processes
+ * API keys in a real database (spec §2.3, §3.3): two `svc start` processes
  * sharing a Redis connector (replica A evicts at once, replica B follows within its 2 s cache
  * TTL), and the PostgreSQL connector (table created, main row and reverse index, keys managed
  * through the admin endpoint, a corrupt row refused with the §7 message).
@@ -20,7 +20,7 @@ import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
 const ADMIN = 'admin-secret-0123456789abcdef';
 const KEY = 'k_live_0123456789abcdef0123456789abcdef';
 
-describe('e2e: API keys in Redis and PostgreSQL (issue #13 item 2)', function () {
+describe('e2e: API keys in Redis and PostgreSQL', function () {
   this.timeout(60_000);
   let anvil: AnvilHandle;
   const config = (connector: object, ttl = '2s') => ({

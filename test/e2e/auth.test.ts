@@ -1,5 +1,5 @@
 /**
- * The auth plugin (spec §5, §4.2; issue #13 item 1) on a real server in front of anvil: each
+ * The auth plugin (spec §5, §4.2) on a real server in front of anvil: each
  * strategy accepting and rejecting, the 401 answers (a batch refused whole), the client address behind
  * trusted forwarders, directive grants and `X-SVC-User-Id`. JWTs are made here with jose, SIWE
  * messages signed here by a viem local account.
@@ -14,7 +14,7 @@ import { NO_CACHE, startSvc, type SvcHandle } from '../helpers/svc.ts';
 const SECRET = 'correct-horse-battery-staple-0123456789';
 const call = (id: number | string = 1) => ({ jsonrpc: '2.0', id, method: 'eth_blockNumber', params: [] });
 
-describe('e2e: auth strategies (spec §5, issue #13 item 1)', function () {
+describe('e2e: auth strategies (spec §5)', function () {
   this.timeout(30_000);
   let anvil: AnvilHandle;
   let svc: SvcHandle;

@@ -1,5 +1,5 @@
 /**
- * Outbound batching through the real server (spec §2.6, §4.7; issue #10 item 5): a counting fake
+ * Outbound batching through the real server (spec §2.6, §4.7): a counting fake
  * upstream that answers JSON-RPC batches, with modes for the failure shapes of §4.7 #4-5.
  */
 import { expect } from 'chai';

@@ -1,5 +1,5 @@
 /**
- * The keyv cache tiers against real servers (issue #26 item 5): Redis (@keyv/redis, `driver:
+ * The keyv cache tiers against real servers: Redis (@keyv/redis, `driver:
  * redis`), PostgreSQL (@keyv/postgres, `driver: postgresql`), and through `driver: keyv`
  * memcached (@keyv/memcache), Valkey's client (@keyv/valkey) on redis-server, SQLite
  * (@keyv/sqlite, a file) and etcd (@keyv/etcd, one member). Each adapter passes keyv's own conformance suite (@keyv/test-suite's

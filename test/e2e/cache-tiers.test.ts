@@ -1,5 +1,5 @@
 /**
- * The shared cache tiers against real servers (issue #10 item 6): Redis and PostgreSQL started
+ * The shared cache tiers against real servers: Redis and PostgreSQL started
  * by the test helpers, anvil as the upstream. Two svc processes share one Redis; killing Redis
  * mid-run leaves calls succeeding from upstreams; PostgreSQL creates its table, serves a second
  * svc, ignores and purges expired rows.
@@ -55,7 +55,7 @@ async function untilHit(url: string, method: string, params: unknown[]): Promise
   return last as SvcResponse;
 }
 
-describe('e2e: shared cache tiers on real Redis and PostgreSQL (issue #10 item 6)', function () {
+describe('e2e: shared cache tiers on real Redis and PostgreSQL', function () {
   this.timeout(60_000);
   let anvil: AnvilHandle;
   let dir: string;

@@ -1,5 +1,5 @@
 /**
- * The response cache end to end (issue #10 items 1-3): svc's default preset with the
+ * The response cache end to end: svc's default preset with the
  * zero-config memory cache in front of a real anvil node. Counters come from the response
  * headers (spec §4.5): a hit has no upstream attempt and one cache attempt.
  */
@@ -15,7 +15,7 @@ const DEV0 = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266';
 const DEV1 = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8';
 const hex = (n: number) => `0x${n.toString(16)}`;
 
-describe('e2e: response cache, zero config, against anvil (issue #10)', function () {
+describe('e2e: response cache, zero config, against anvil', function () {
   this.timeout(30_000);
   let anvil: AnvilHandle;
   let svc: SvcHandle;
@@ -202,7 +202,7 @@ describe('e2e: response cache, zero config, against anvil (issue #10)', function
   });
 });
 
-describe('e2e: cache policies with params matchers, behind interpolation (issue #10 item 1)', function () {
+describe('e2e: cache policies with params matchers, behind interpolation', function () {
   this.timeout(30_000);
   let anvil: AnvilHandle;
   let svc: SvcHandle;

@@ -1,5 +1,5 @@
 /**
- * The `svc` command as users run it (issue #2 item 3): `node bin/svc.js` (what `npx svc` and
+ * The `svc` command as users run it: `node bin/svc.js` (what `npx svc` and
  * `npm start` run) in a fresh working directory — validate, start with no config, start with
  * ENDPOINT arguments in front of a real anvil node, and a clean exit on SIGTERM. `bin/svc.js`
  * runs the compiled CLI (dist/bin/svc.js), built first when dist/ is missing or stale.

@@ -1,5 +1,5 @@
 /**
- * HTTP compression (issue #11 "Also", `server.enableGzip`): answers over 1 KiB are gzipped for
+ * HTTP compression (`server.enableGzip`): answers over 1 KiB are gzipped for
  * clients that accept it; compressed request bodies are decoded with `server.maxBodySize` applied
  * after decompression (a zip bomb gets 413); an unknown encoding gets 415. Against anvil.
  */
@@ -24,7 +24,7 @@ async function post(svc: SvcHandle, body: Buffer | string, headers: Record<strin
 }
 const json = (r: Raw) => JSON.parse((r.headers['content-encoding'] === 'gzip' ? gunzipSync(r.bytes) : r.bytes).toString()) as any;
 
-describe('e2e: HTTP compression (issue #11, server.enableGzip)', function () {
+describe('e2e: HTTP compression (server.enableGzip)', function () {
   this.timeout(30_000);
   let anvil: AnvilHandle;
   let svc: SvcHandle;

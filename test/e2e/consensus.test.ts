@@ -1,5 +1,5 @@
 /**
- * End-to-end consensus (issue #14 item 1, erpc-notes §2.6, spec §4.5, §6) on three real anvil
+ * End-to-end consensus (erpc-notes §2.6, spec §4.5, §6) on three real anvil
  * nodes made to disagree with `anvil_setBalance` and `anvil_mine`: agreement, a minority
  * outvoted, disputes and each behaviour, low participants, errors that vote, skip-consensus,
  * eth_sendRawTransaction to every slot, the headers summed over a batch, the metrics, and the
@@ -21,7 +21,7 @@ const rpc = (method: string, params: unknown[], id: unknown = 1) => ({ jsonrpc: 
 const PK2 = '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a';
 const DEAD = 'http://127.0.0.1:1/';
 
-describe('e2e: consensus over three anvil nodes (issue #14 item 1)', function () {
+describe('e2e: consensus over three anvil nodes', function () {
   this.timeout(60_000);
   let cluster: AnvilCluster;
   const open: SvcHandle[] = [];

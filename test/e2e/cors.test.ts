@@ -1,5 +1,5 @@
 /**
- * Project CORS (issue #13 item 6) and the CORS config rule in `svc validate` (spec §2.5): without
+ * Project CORS and the CORS config rule in `svc validate` (spec §2.5): without
  * `cors` no CORS headers and OPTIONS is 204; with it, the admin defaults widened for directive
  * headers and diagnostic headers, preflights answered before auth.
  */
@@ -14,7 +14,7 @@ import { ensureBuilt } from '../helpers/build.ts';
 import { NO_CACHE, startSvc, type SvcHandle } from '../helpers/svc.ts';
 import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
 
-describe('e2e: project CORS (issue #13 item 6)', function () {
+describe('e2e: project CORS', function () {
   this.timeout(30_000);
   let anvil: AnvilHandle;
   let svc: SvcHandle;

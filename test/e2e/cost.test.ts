@@ -1,5 +1,5 @@
 /**
- * Cost headers (spec §4.5, issue #12 item 5) on a real server with fake upstreams: calls,
+ * Cost headers (spec §4.5) on a real server with fake upstreams: calls,
  * billable, methods and credits for single calls and batches; failover and timeouts accrue;
  * price tables from a plugin; a provider's creditUnits with `{*: 0}`; cache hits and early
  * errors; off unless `server.costHeaders`.

@@ -1,5 +1,5 @@
 /**
- * Graceful drain (spec §3.2, issue #12 item 2) on the real `svc start` process: SIGTERM while
+ * Graceful drain (spec §3.2) on the real `svc start` process: SIGTERM while
  * slow calls are in flight loses none of them; during `waitBeforeShutdown` the healthcheck is 503
  * and calls are still served; after it a new request gets 503 `ErrServiceShuttingDown` with
  * `Connection: close`; once the in-flight calls are answered the process exits 0.

@@ -1,6 +1,5 @@
 /**
- * End-to-end: errors that are facts about the request reach the client unchanged (issue #8
- * item 8). Reverts, nonce, funds, gas and fee errors, invalid params, an unsupported method and
+ * End-to-end: errors that are facts about the request reach the client unchanged. Reverts, nonce, funds, gas and fee errors, invalid params, an unsupported method and
  * missing data come back with the upstream's own code, message and data byte for byte; svc's
  * normalised name goes into the trace, the metric labels, and `error.data` only where the
  * upstream sent none. svc's own errors (an unknown network, a getLogs range over the limit) keep
@@ -280,7 +279,7 @@ function expectTrace(res: SvcResponse, upstream: string, method: string): void {
 
 // ---------------------------------------------------------------------------------------
 
-describe('e2e: upstream errors that are facts reach the client byte for byte (issue #8 item 8)', function () {
+describe('e2e: upstream errors that are facts reach the client byte for byte', function () {
   this.timeout(30_000);
 
   it('the fixture file is well formed: every response is a JSON-RPC error answer whose id comes before its error', () => {

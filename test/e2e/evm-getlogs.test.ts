@@ -1,5 +1,5 @@
 /**
- * End-to-end getLogs limits and splitting (issue #4 items 6 and 9, spec §2.8 #8): anvil holds
+ * End-to-end getLogs limits and splitting (spec §2.8 #8): anvil holds
  * logs spread over many blocks (two emitter contracts, empty blocks in between, blocks with
  * several logs); svc's only upstream is a small node:http gate in front of anvil that refuses
  * any eth_getLogs range wider than 8 blocks the way providers do (-32005 "query returned more

@@ -1,5 +1,5 @@
 /**
- * End-to-end block-tag interpolation (issue #4 items 3 and 9, spec §2.8 #5): anvil mines a block
+ * End-to-end block-tag interpolation (spec §2.8 #5): anvil mines a block
  * every second; svc reaches it through two recording node:http proxies (`u1`, `u2`) and learns
  * the head from the state poller. A contract that returns `block.number` shows which block an
  * upstream actually answered about. Proves:

@@ -1,5 +1,5 @@
 /**
- * End-to-end local and special methods (issue #8, #9; spec §2.8 #4, §7): `eth_chainId` from
+ * End-to-end local and special methods (#9; spec §2.8 #4, §7): `eth_chainId` from
  * config with no upstream call, stateful filter methods pinned to one upstream with
  * `use-upstream`, and idempotent `eth_sendRawTransaction` against real anvil answers
  * ("transaction already imported" for a pooled duplicate, "nonce too low" for a mined one).

@@ -1,5 +1,5 @@
 /**
- * End-to-end `retry-empty` and `retry-pending` (spec §2.8 #1 #2, §6; issue #7, #9) over two
+ * End-to-end `retry-empty` and `retry-pending` (spec §2.8 #1 #2, §6, #9) over two
  * real anvil nodes serving one network. They are independent chains with the same chain id:
  * a transaction sent to one never reaches the other, which is exactly "mined on one node and
  * not yet on another". The lacking node comes first in config order.

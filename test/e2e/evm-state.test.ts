@@ -1,5 +1,5 @@
 /**
- * End-to-end chain state and tip enforcement (issue #4 items 1, 4, 5 and 9; spec §2.8 #7): three
+ * End-to-end chain state and tip enforcement (spec §2.8 #7): three
  * real anvil nodes as upstreams of one network, driven apart with `evm_setAutomine`,
  * `anvil_mine`, `evm_mine` and `anvil_setBlockTimestampInterval`. The lagging node is asked
  * first (a selection function keeps config order), yet `eth_blockNumber` and

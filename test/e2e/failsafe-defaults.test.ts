@@ -1,5 +1,5 @@
 /**
- * Failsafe defaults without any failsafe config (issue #8 item 2), full default preset:
+ * Failsafe defaults without any failsafe config, full default preset:
  * - a blackhole upstream (accepts TCP, never answers) or a trickling one (one byte per 500 ms)
  *   in front of a healthy one: the client is answered by the healthy one within 3 s (the default
  *   hedge on the method's p90, clamped to 500 ms..2 s, one extra leg);
@@ -20,7 +20,7 @@ import { rpcBody } from './fixtures.ts';
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;
 
-describe('e2e: failsafe defaults without failsafe config (issue #8 item 2)', function () {
+describe('e2e: failsafe defaults without failsafe config', function () {
   this.timeout(30_000);
   let blackhole: TcpServer;
   let trickle: Server;

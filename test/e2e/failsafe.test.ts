@@ -1,5 +1,5 @@
 /**
- * End-to-end failsafe behaviour (issue #3 items 2-3): a real svc (default preset without
+ * End-to-end failsafe behaviour: a real svc (default preset without
  * evm-state, see {@link FAILSAFE_PRESET}) in front of scriptable fake upstreams
  * (test/helpers/fault-server.ts) and, where a genuine EVM answer matters (reverts), anvil. Proves:
  * - every fault kind (reset, 5xx, garbage, wrong id, truncated JSON, hang/slow past the upstream
@@ -98,7 +98,7 @@ function start(
   opts: { plugins?: Plugin[]; upstreamDefaults?: unknown; selectionPolicy?: Record<string, unknown> } = {},
 ): Promise<SvcHandle> {
   const network: Record<string, unknown> = { architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: opts.selectionPolicy ?? { evalInterval: '1h' } };
-  // No network policy unless the test gives one: `[]` turns the built-in defaults off (issue #8 item 2).
+  // No network policy unless the test gives one: `[]` turns the built-in defaults off.
   network.failsafe = networkFailsafe ?? [];
   const project: Record<string, unknown> = { id: 'main', networks: [network], upstreams };
   if (opts.upstreamDefaults !== undefined) project.upstreamDefaults = { failsafe: opts.upstreamDefaults };

@@ -1,5 +1,5 @@
 /**
- * Hostile requests and unlucky operators against the real server (issue #8 items 1-5):
+ * Hostile requests and unlucky operators against the real server:
  * - a batch of 25 calls nested 6,000 deep is refused element by element (-32600 naming
  *   `server.maxJsonDepth`), reaches no upstream, and leaves the breakers (the docs' example config) closed;
  * - an exception in svc's own code (a plugin's upstream wrapper or validate tap) is -32603,
@@ -45,7 +45,7 @@ function throwingPlugin(): Plugin {
   };
 }
 
-describe('e2e: hardening against hostile input (issue #8)', function () {
+describe('e2e: hardening against hostile input', function () {
   this.timeout(30_000);
   let a: AnvilHandle;
   let b: AnvilHandle;
@@ -128,7 +128,7 @@ describe('e2e: hardening against hostile input (issue #8)', function () {
     expect((await svc.post(PATH, rpcBody('eth_chainId', []))).json.result).to.equal('0x7a69');
   });
 
-  it("a node's own error passes through; X-SVC-Error carries svc's name for it (issue #8 item 8)", async () => {
+  it("a node's own error passes through; X-SVC-Error carries svc's name for it", async () => {
     const res = await svc.post(PATH, rpcBody('eth_noSuchMethod', []));
     const direct = await (await fetch(a.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpcBody('eth_noSuchMethod', [])) })).json() as { error: { code: number; message: string } };
     expect(res.json.error.code).to.equal(direct.error.code);
@@ -160,7 +160,7 @@ describe('e2e: hardening against hostile input (issue #8)', function () {
   });
 });
 
-describe('e2e: upstream size limits (issue #8 items 1 and 5)', function () {
+describe('e2e: upstream size limits', function () {
   this.timeout(20_000);
   let big: Server;
   let hangup: Server;
@@ -273,7 +273,7 @@ describe('e2e: upstream size limits (issue #8 items 1 and 5)', function () {
   });
 });
 
-describe('e2e: a client leaving mid-call is a cancellation, not svc failing (issue #8 item 1)', function () {
+describe('e2e: a client leaving mid-call is a cancellation, not svc failing', function () {
   this.timeout(15_000);
   it('the call is cancelled upstream and nothing is logged as an internal failure', async () => {
     const { createProxy } = await import('../../core/proxy.ts');

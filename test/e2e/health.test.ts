@@ -1,5 +1,5 @@
 /**
- * End-to-end health tracking (issue #3 item 1): real client traffic through svc feeds the
+ * End-to-end health tracking: real client traffic through svc feeds the
  * project's health tracker (`proxy.projects.get('main').health`) per (upstream, method) cell and
  * the upstream's `*` cell. Proves: successes record latency; reverts from a real node (anvil)
  * count as successes; 429s count as throttles, not errors; transport faults, 5xx, malformed

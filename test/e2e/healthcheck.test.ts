@@ -1,5 +1,5 @@
 /**
- * The healthcheck plugin (spec §4.3, §2.4, §5.7; issue #12 item 1) on a real server with fake
+ * The healthcheck plugin (spec §4.3, §2.4, §5.7) on a real server with fake
  * upstreams: paths, the eight strategies, the live eth_chainId probe and its 5 s reuse, the three
  * response shapes, 503 for unhealthy and unknown strategies, auth, and 503 while draining.
  */

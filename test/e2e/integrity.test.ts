@@ -1,5 +1,5 @@
 /**
- * End-to-end integrity directive (issue #14 item 2, spec §2.8 #10, §6, §7) through the real
+ * End-to-end integrity directive (spec §2.8 #10, §6, §7) through the real
  * server: an honest anvil node, a tampering upstream (a node:http proxy in front of the same node
  * that rewrites chosen answers) and a node on another fork (a second anvil whose blocks 1 and 2
  * are empty). A tampered or forked answer never reaches a client that asked for `intrinsic` or

@@ -1,5 +1,5 @@
 /**
- * The §6 metrics by value (issue #12 item 6): each driven by a scenario on a real server and
+ * The §6 metrics by value: each driven by a scenario on a real server and
  * asserted as a delta (N calls, +N), not only by name. Fake upstreams; the response cache is off
  * so every call reaches an upstream.
  */
@@ -21,7 +21,7 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   return sum;
 }
 
-describe('e2e: metrics by value (spec §6, issue #12 item 6)', function () {
+describe('e2e: metrics by value (spec §6)', function () {
   this.timeout(20_000);
   let a: FaultServer;
   let svc: SvcHandle;

@@ -1,5 +1,5 @@
 /**
- * Multiplexing (spec §2.7, §3.4, §4.6; issue #10 item 4) against the real server: a fake
+ * Multiplexing (spec §2.7, §3.4, §4.6) against the real server: a fake
  * upstream holds its answers until the test releases them, so followers can be counted while
  * the leader's call is in flight.
  */
@@ -123,7 +123,7 @@ describe('e2e: multiplexing (spec §4.6)', function () {
     expect(rb.headers['x-svc-upstream-attempts']).to.equal('1');
   });
 
-  it('a call asking for an integrity level, skipping consensus or pinning an upstream never joins a call that did not (issue #14)', async () => {
+  it('a call asking for an integrity level, skipping consensus or pinning an upstream never joins a call that did not', async () => {
     const plain = svc.post(PATH, balance('plain', '0x8'));
     await waitFor(() => gate.received.get('eth_getBalance') === 1);
     const strict = svc.post(PATH, balance('strict', '0x8'), { 'x-svc-integrity': 'intrinsic' });

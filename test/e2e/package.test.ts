@@ -1,5 +1,5 @@
 /**
- * svc as a published package (issue #9 items 1-2): `npm pack` the repo, then, in a temp dir,
+ * svc as a published package: `npm pack` the repo, then, in a temp dir,
  * build an in-house plugin package from the "Writing a plugin" files of docs/plugins.md (every
  * ```ts block whose first line is `// file: src/...`), which import only `svc/plugin` and
  * `svc/presets`, compile it with `tsc` (nodenext, strict, no skipLibCheck) against the installed

@@ -1,5 +1,5 @@
 /**
- * Providers, the repository vendor and zero-config (spec §2.10, §3.6; issue #12 items 3 and 4)
+ * Providers, the repository vendor and zero-config (spec §2.10, §3.6)
  * on a real server. A local catalog server stands in for the public catalog; fake upstreams for
  * the endpoints. Nothing here dials the internet: the offline fallback is asserted on the
  * vendor's output, not dialled.

@@ -1,5 +1,5 @@
 /**
- * Rate-limit budgets (issue #13 item 5) on real servers in front of anvil. Every rule uses
+ * Rate-limit budgets on real servers in front of anvil. Every rule uses
  * `period: hour`, so no window can roll over during a test. Two `svc start` processes share one
  * real Redis for the shared-store case; stalling that Redis (SIGSTOP) shows the per-process
  * fallback.
@@ -17,7 +17,7 @@ import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
 const rpc = (id: number | string = 1, method = 'eth_blockNumber', params: unknown[] = []) => ({ jsonrpc: '2.0', id, method, params });
 const hour = (maxCount: number, extra: object = {}) => ({ method: '*', maxCount, period: 'hour', ...extra });
 
-describe('e2e: rate-limit budgets (issue #13 item 5)', function () {
+describe('e2e: rate-limit budgets', function () {
   this.timeout(60_000);
   let anvil: AnvilHandle;
   const up = (id = 'anvil', extra: object = {}) => ({ id, endpoint: anvil.url, evm: { chainId: anvil.chainId }, ...extra });

@@ -1,5 +1,5 @@
 /**
- * No secret leaks (issue #13 item 7): a `svc start` process at `logLevel: trace` whose config
+ * No secret leaks: a `svc start` process at `logLevel: trace` whose config
  * holds every kind of secret svc knows (auth secrets, a JWT key, an admin secret, a Redis
  * password, a provider API key, upstream auth headers, an exporter token, a key in an upstream
  * URL path that fails), with credentials sent in headers and query, accepted and rejected. Then
@@ -52,7 +52,7 @@ const S = {
   postgresPassword: 'postgresPassValue8b0c2d4e',
 };
 
-describe('e2e: no secret leaks (issue #13 item 7, issue #22 item 8)', function () {
+describe('e2e: no secret leaks', function () {
   this.timeout(60_000);
   let anvil: AnvilHandle;
   let dir: string;

@@ -1,5 +1,5 @@
 /**
- * Call deadlines (issue #11, spec §4.2): `server.maxTimeout` is the deadline of one call counted
+ * Call deadlines (spec §4.2): `server.maxTimeout` is the deadline of one call counted
  * from when it starts. Calls that start together share one AbortController and one timer; the
  * calls of a batch larger than `batchConcurrency` wait for a slot and get their own full deadline
  * when they start.
@@ -11,7 +11,7 @@ import { NO_CACHE, startSvc, type SvcHandle } from '../helpers/svc.ts';
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;
 
-describe('e2e: call deadlines in batches (issue #11)', function () {
+describe('e2e: call deadlines in batches', function () {
   this.timeout(20_000);
   let up: FaultServer;
   let svc: SvcHandle;

@@ -1,5 +1,5 @@
 /**
- * Upstream secrets never leave svc (issue #8 item 6): "Before any upstream-originated text
+ * Upstream secrets never leave svc: "Before any upstream-originated text
  * reaches a client, a log line, a metric or a trace header, replace every secret part of that
  * upstream's config (URL user info, path segments and query values after the host,
  * jsonRpc.headers values, their base64 forms for Basic auth) with `#redacted`."
@@ -127,7 +127,7 @@ function secretsConfig(port: number): object {
 
 const rpc = (method: string, id: number | string = 1) => ({ jsonrpc: '2.0', id, method, params: [] });
 
-describe('e2e: upstream secrets are redacted everywhere (issue #8 item 6)', function () {
+describe('e2e: upstream secrets are redacted everywhere', function () {
   this.timeout(20_000);
 
   let echo: EchoUpstream;
@@ -278,7 +278,7 @@ describe('e2e: upstream secrets are redacted everywhere (issue #8 item 6)', func
   });
 });
 
-describe('e2e: upstream secrets in odd places (issue #8 item 6)', function () {
+describe('e2e: upstream secrets in odd places', function () {
   this.timeout(20_000);
 
   /** Starts an echo upstream with `opts` and svc in front of it (project `basic` only). */

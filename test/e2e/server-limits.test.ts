@@ -1,5 +1,5 @@
 /**
- * The client-facing server limits (issue #8 item 7), against the real listener over raw TCP:
+ * The client-facing server limits, against the real listener over raw TCP:
  * - `server.readTimeout` (default 30s): a request's headers and body must arrive within it,
  *   HTTP 408 after (Node's `requestTimeout`, with the expiry check tightened): a stalled body
  *   and a slowloris header trickle are both cut, and the server keeps serving;
@@ -80,7 +80,7 @@ async function svcWith(upstream: FaultServer, server: Record<string, unknown>): 
   });
 }
 
-describe('e2e: server limits (issue #8 item 7)', function () {
+describe('e2e: server limits', function () {
   this.timeout(15_000);
 
   let upstream: FaultServer;

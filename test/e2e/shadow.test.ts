@@ -1,5 +1,5 @@
 /**
- * Shadow upstreams (issue #14 item 3, spec §3.1) against the real server: a serving anvil node and
+ * Shadow upstreams (spec §3.1) against the real server: a serving anvil node and
  * a shadow anvil node made to disagree with `anvil_setBalance`, then small node:http shadows in
  * front of anvil that delay or fail chosen methods. The client always gets the serving node's
  * answer; `svc_shadow_comparison_total` and `svc_shadow_dropped_total` are read from the metrics

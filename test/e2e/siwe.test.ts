@@ -1,6 +1,6 @@
 /**
  * SIWE messages accepted once, in their window, on their domain and on the chain of the URL
- * (issue #22 item 7), on a real server in front of anvil (chain 31337). Messages are built with
+ *, on a real server in front of anvil (chain 31337). Messages are built with
  * viem's `createSiweMessage` and signed by a viem local account. Used messages are recorded in
  * memory, in a real Redis (the store of the project's API keys: the same tier) and in a real
  * PostgreSQL (`siwe.nonces`); a message used on one svc is refused by a second svc process that
@@ -24,7 +24,7 @@ import { nonceId } from '../../plugins/auth/siwe-nonces.ts';
 const DOMAIN = 'dapp.test';
 const call = (id: number | string = 1) => ({ jsonrpc: '2.0', id, method: 'eth_blockNumber', params: [] });
 
-describe('e2e: SIWE accepted once, in its window, on its domain and chain (issue #22 item 7)', function () {
+describe('e2e: SIWE accepted once, in its window, on its domain and chain', function () {
   this.timeout(60_000);
   let anvil: AnvilHandle;
   let redis: RedisHandle;

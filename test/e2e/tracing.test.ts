@@ -1,5 +1,5 @@
 /**
- * The tracing plugin (issue #12 item 7) on a real server: spans for the HTTP request, each call
+ * The tracing plugin on a real server: spans for the HTTP request, each call
  * and each upstream request, with their parent links and attributes (in-memory exporter);
  * sampling and force-trace; OTLP/HTTP export with the configured headers to a local collector;
  * and no SDK at all when tracing is off.
@@ -26,7 +26,7 @@ function byName(spans: readonly ReadableSpan[], name: string): ReadableSpan[] {
 
 const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
 
-describe('e2e: tracing (issue #12 item 7)', function () {
+describe('e2e: tracing', function () {
   this.timeout(20_000);
   let up: FaultServer;
   before(async () => {

@@ -1,5 +1,5 @@
 /**
- * Two installed copies of svc (issue #9 item 3): a plugin built against ANOTHER copy of the
+ * Two installed copies of svc: a plugin built against ANOTHER copy of the
  * package (its own module instances, so its own error classes) throws that copy's errors inside
  * this svc. svc's errors are recognised by a shared brand (`Symbol.for('svc.error')`) and their
  * name, not by class identity, so the client still gets the error's code, HTTP status and its

@@ -1,5 +1,5 @@
 /**
- * The hyper vendor (spec §2.10, issue #12 item 3) against a local TLS server with a test CA,
+ * The hyper vendor (spec §2.10) against a local TLS server with a test CA,
  * reached through an injected DNS lookup: known chains without a call, unknown chains by a live
  * eth_chainId probe, and "not served" (no retry) on a certificate, DNS or connection failure.
  * Asserted on the vendor's output; nothing dials the internet.

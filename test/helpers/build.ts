@@ -1,5 +1,5 @@
 /**
- * The compiled package (issue #9 item 2) for tests that run it: `bin/svc.js` imports
+ * The compiled package for tests that run it: `bin/svc.js` imports
  * `dist/bin/svc.js`, and the package tests pack or copy `dist/`. `npm test` builds first (the
  * `pretest` script); {@link ensureBuilt} covers a direct `mocha test/e2e/x.test.ts` run.
  *

@@ -1,5 +1,5 @@
 /**
- * A fake JSON-RPC upstream that leaks its own credentials back (issue #8 item 6 tests): plain
+ * A fake JSON-RPC upstream that leaks its own credentials back: plain
  * node:http on 127.0.0.1, port picked by the kernel. `eth_chainId` / `net_version` are answered
  * normally; every other method answers with an "echo" of what the request carried that a
  * provider could consider secret: the request URL (path + query, raw and percent-encoded), the

@@ -145,6 +145,6 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs 
 
 /**
  * Config keys that turn the response cache off (no policies), for tests about upstream traffic:
- * with the zero-config cache on, a repeated call would be answered from memory (issue #10).
+ * with the zero-config cache on, a repeated call would be answered from memory.
  */
 export const NO_CACHE = Object.freeze({ database: { evmJsonRpcCache: { connectors: [], policies: [] } } });

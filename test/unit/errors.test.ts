@@ -1,6 +1,6 @@
 /**
- * Pins the error hierarchy (core/errors.ts): names, JSON-RPC codes, HTTP statuses (issue #2
- * item 5 HTTP rules, spec §7), the exhausted error's dominant-cause rules, and the wire form
+ * Pins the error hierarchy (core/errors.ts): names, JSON-RPC codes, HTTP statuses (spec §7),
+ * the exhausted error's dominant-cause rules, and the wire form
  * produced by toJsonRpcError.
  */
 import { expect } from 'chai';
@@ -21,7 +21,7 @@ describe('errors', () => {
   describe('names, codes and HTTP statuses', () => {
     // [class, JSON-RPC code, HTTP status of a single call]
     const table: [ErrCtor, number, number][] = [
-      // HTTP 400: body that does not parse, invalid request object (issue #2 item 5, spec §4.2 #5)
+      // HTTP 400: body that does not parse, invalid request object (spec §4.2 #5)
       [ErrJsonRpcRequestUnmarshal, -32700, 400],
       [ErrInvalidRequest, -32600, 400],
       // HTTP 413: body over server.maxBodySize

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL driver of API keys (issue #13 item 2), on pg. One table (created when missing):
+ * The PostgreSQL driver of API keys, on pg. One table (created when missing):
  * the primary key (project_id, connector_id, api_key) is the main row, and an index on
  * (project_id, connector_id, user_id) is the reverse index. Pages are keyset-paged on api_key.
  */

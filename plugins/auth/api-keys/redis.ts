@@ -1,5 +1,5 @@
 /**
- * The Redis driver of API keys (issue #13 item 2), on node-redis. Per (projectId, connectorId)
+ * The Redis driver of API keys, on node-redis. Per (projectId, connectorId)
  * under `<keyPrefix><project>:<connector>:`:
  * - `k:<key>`: the record as JSON (the main row);
  * - `u:<userId>`: a set of the user's keys (the reverse index, removed on delete);

@@ -1,5 +1,5 @@
 /**
- * One (projectId, connectorId) key space (issue #13 item 2): lookups for the `database` strategy
+ * One (projectId, connectorId) key space: lookups for the `database` strategy
  * through a bounded cache (found keys for `cache.ttl`, unknown ones for 5 s), and the admin
  * methods' changes, each evicting the key from this replica's cache at once.
  */

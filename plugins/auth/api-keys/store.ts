@@ -1,5 +1,5 @@
 /**
- * API key storage (spec §2.3, §3.3, §4.4; issue #13 item 2): records per (projectId, connectorId),
+ * API key storage (spec §2.3, §3.3, §4.4): records per (projectId, connectorId),
  * a main row keyed by the key and a reverse index by userId, lookups by key alone. This file
  * holds the record shape, the store contract, its pagination token and the `memory` driver; the
  * Redis and PostgreSQL drivers are in their own files and loaded only when configured.

@@ -1,5 +1,5 @@
 /**
- * `driver: keyv` (issue #26 item 5): a keyv storage adapter named by its package, loaded the way
+ * `driver: keyv`: a keyv storage adapter named by its package, loaded the way
  * presets are (from the working directory, honouring the package's `exports`, then from svc's own
  * installation), so a team runs the cache on the store it already has: `npm install
  * @keyv/memcache` next to its svc config and name it.

@@ -1,5 +1,5 @@
 /**
- * A shared cache tier on any keyv storage adapter (issue #26 item 5): the Redis and PostgreSQL
+ * A shared cache tier on any keyv storage adapter: the Redis and PostgreSQL
  * tiers (@keyv/redis, @keyv/postgres) and `driver: keyv` (memcached, Valkey, SQLite, DynamoDB,
  * MongoDB, MySQL, etcd...) all run through this class, so the trust rules hold for each alike:
  * - every operation runs under the connector's {@link StorageBreaker} with its own deadline

@@ -1,5 +1,5 @@
 /**
- * The memory tier (issue #10 item 1): an LRU bounded both in entries (`maxItems`) and in bytes
+ * The memory tier: an LRU bounded both in entries (`maxItems`) and in bytes
  * (`maxTotalSize`, keys and values), with per-entry TTLs (lru-cache). Answers synchronously, so a
  * hit costs no promise hop inside the tier.
  */

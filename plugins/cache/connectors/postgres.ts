@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL tier (issue #10 items 1 and 6; on keyv since issue #26 item 5): a
+ * The PostgreSQL tier (on keyv): a
  * {@link KeyvConnector} on @keyv/postgres, one table `(key VARCHAR(255) PRIMARY KEY, value TEXT)`
  * (keyv's layout), created if missing. Entries carry keyv's expiry inside the value: expired rows
  * are ignored on read and deleted every `purgeInterval` (default 5 minutes). The reverse index of
@@ -37,7 +37,7 @@ class OwnPoolPostgres extends KeyvPostgres {
   override async connect(): Promise<Query> {
     // A PostgreSQL that stops answering: besides the breaker's deadlines, every query gives up
     // client-side and server-side, lock waits are bounded, and dead peers are found by keepalive,
-    // so a stalled tier never wedges the pool, start-up or shutdown (issue #10 item 1).
+    // so a stalled tier never wedges the pool, start-up or shutdown.
     const pool = new pg.Pool({
       connectionString: this.opts.uri,
       max: this.opts.max,

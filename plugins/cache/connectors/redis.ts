@@ -1,5 +1,5 @@
 /**
- * The Redis tier (issue #10 items 1 and 6; on keyv since issue #26 item 5): a {@link KeyvConnector}
+ * The Redis tier (on keyv): a {@link KeyvConnector}
  * on @keyv/redis, entries `SET key value PX ttl` under `svc:cache:`, the reverse-index pointer
  * written in the same MULTI. svc builds the node-redis client itself and hands it to the adapter,
  * so the client never queues commands while disconnected (`disableOfflineQueue`): a Redis that
@@ -49,7 +49,7 @@ export class RedisConnector extends KeyvConnector {
       disableOfflineQueue: true,
       // A Redis that stops answering with its socket still up: the breaker's deadlines free the
       // calls; commands not yet written leave the queue after the outer write bound, and a full
-      // queue refuses new ones at once, so a stalled tier holds no memory either (issue #10 item 1).
+      // queue refuses new ones at once, so a stalled tier holds no memory either.
       commandsQueueMaxLength: MAX_QUEUED_COMMANDS,
       commandOptions: { timeout: WRITE_TIMEOUT_MS },
       socket: {

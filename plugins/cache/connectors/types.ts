@@ -1,5 +1,5 @@
 /**
- * The storage contract every cache tier implements (issue #10 items 1 and 6), and the one
+ * The storage contract every cache tier implements, and the one
  * encoding the shared tiers use, so any svc replica reads what another wrote.
  */
 import type { Finality, Logger } from 'svc/plugin';
@@ -92,7 +92,7 @@ export function reverseKey(network: string, range: string): string {
 }
 
 /**
- * Hides a connection URI's secrets and address in a tier's error text (issue #10 item 3: URIs
+ * Hides a connection URI's secrets and address in a tier's error text (URIs
  * never reach logs or labels): the URI itself, its user and password, and `host:port` become
  * `#redacted`.
  * @param uri the connector's connection URI

@@ -1,5 +1,5 @@
 /**
- * Shared sub-schemas for the config validator (config/hoist.ts, issue #11 item 3): the
+ * Shared sub-schemas for the config validator (config/hoist.ts): the
  * hoisted schema must accept and reject exactly what the original does, with the same error
  * paths, while each repeated object schema is compiled once.
  */
@@ -27,7 +27,7 @@ function errorsOf(s: object, doc: unknown): string[] {
   return (v.errors ?? []).map((e) => `${e.instancePath} ${e.keyword}`).sort();
 }
 
-describe('config validator: repeated sub-schemas are shared (issue #11 item 3)', () => {
+describe('config validator: repeated sub-schemas are shared', () => {
   it('moves each repeated object schema to definitions once and refers to it everywhere', () => {
     const h = hoistRepeatedSubschemas(schema) as unknown as { definitions: Record<string, unknown>; properties: Record<string, unknown> };
     expect(Object.keys(h.definitions)).to.deep.equal(['shared0']);

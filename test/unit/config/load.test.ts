@@ -1,5 +1,5 @@
 /**
- * Config loading (config/load.ts), per issue #2 item 2: "`${ENV_VAR}` expanded in strings
+ * Config loading (config/load.ts), per "`${ENV_VAR}` expanded in strings
  * (an unset variable becomes empty with a warning; numbers are coerced after expansion);
  * durations as strings (`50ms`, `15s`, `1h`). Unknown keys are an error that names the key's
  * path. Defaults are applied after `networkDefaults`/`upstreamDefaults` are merged, and

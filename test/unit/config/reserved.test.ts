@@ -1,5 +1,5 @@
 /**
- * Config keys and ids svc reserves (issue #8 item 10): `__proto__`, `constructor` and
+ * Config keys and ids svc reserves: `__proto__`, `constructor` and
  * `prototype` are refused anywhere in a config (they reach object prototypes when a config is
  * copied), and project ids `admin` and `healthcheck` are refused since those paths are svc's.
  * Checked through the same `createProxy` path `svc validate` and start-up use.
@@ -21,7 +21,7 @@ function problems(raw: unknown): Array<{ path: string; message: string }> {
   return [];
 }
 
-describe('config: reserved keys and project ids (issue #8 item 10)', () => {
+describe('config: reserved keys and project ids', () => {
   it('refuses __proto__, constructor and prototype anywhere, naming each path (YAML and JSON)', () => {
     const yaml = parseYaml(`
 server:

@@ -1,5 +1,5 @@
 /**
- * Parse-time limits (issue #8 items 1 and 3): a request nested deeper than `server.maxJsonDepth`
+ * Parse-time limits: a request nested deeper than `server.maxJsonDepth`
  * is refused with -32600 naming the limit before anything recursive touches it (a batch element
  * alone, its neighbours untouched); a method name over 256 characters or outside
  * `[A-Za-z0-9_.:-]` is refused the same way, its text never echoed; ids are echoed byte for byte.
@@ -12,7 +12,7 @@ import { arrayElements, extractTopLevelValue, nestingDepth } from '../../../lib/
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 const call = (params: string, id: string | number = 1, method = 'eth_call') => `{"jsonrpc":"2.0","id":${id},"method":"${method}","params":${params}}`;
 
-describe('parse limits (issue #8 items 1 and 3)', () => {
+describe('parse limits', () => {
   describe('server.maxJsonDepth', () => {
     it('a single request deeper than the limit is ErrInvalidRequest naming the limit (HTTP 400, -32600)', () => {
       // params at depth 2, so `nested(63)` inside makes the request 64 deep: allowed; 65: refused.

@@ -1,5 +1,5 @@
 /**
- * The plugin contract checked at boot and at run time (issue #9 item 4): unique names, declared
+ * The plugin contract checked at boot and at run time: unique names, declared
  * dependencies, the svc version range, schema fragments that may add keys but never redefine one,
  * config read only from the `configured` phase, observation taps that can throw without breaking
  * a call (logged, counted in `svc_plugin_errors_total`), and authentication before the body is read.
@@ -18,7 +18,7 @@ import { NO_CACHE, httpRequest, startSvc, type SvcHandle } from '../../helpers/s
 const plugin = (name: string, extra: Partial<Plugin> = {}): Plugin => ({ name, apply() {}, ...extra });
 const build = (plugins: Plugin[], config: object = {}) => createProxy({ config, plugins, logger: createLogger('silent') });
 
-describe('plugin contract (issue #9 item 4)', () => {
+describe('plugin contract', () => {
   describe('at boot', () => {
     it('a duplicate plugin name fails boot naming it', () => {
       expect(() => build([plugin('a'), plugin('a')])).to.throw(PluginContractError, /plugin "a" is applied twice/);
@@ -134,7 +134,7 @@ describe('plugin contract (issue #9 item 4)', () => {
     });
   });
 
-  describe('extension slots and declared directives (issue #9 item 5)', function () {
+  describe('extension slots and declared directives', function () {
     this.timeout(15_000);
     let up: FaultServer;
     let svc: SvcHandle;

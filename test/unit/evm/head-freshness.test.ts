@@ -1,5 +1,5 @@
 /**
- * Interpolation on quiet chains (issue #8 item 9): a head is fresh when a poll or an answer
+ * Interpolation on quiet chains: a head is fresh when a poll or an answer
  * confirmed it recently (about two poll intervals, or two block times, whichever is larger),
  * not when it was first seen, so a devnet whose head does not move for a minute still has
  * `latest` interpolated; `finalized` is not gated by head freshness at all. The clock (`Date`)
@@ -16,7 +16,7 @@ import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../../helpers/svc.t
 
 const ADDR = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8';
 
-describe('head freshness (issue #8 item 9)', () => {
+describe('head freshness', () => {
   describe('NetworkChainState', () => {
     const a = { id: 'a' } as Upstream;
     it('a head confirmed by every poll stays fresh for about two poll intervals after the last confirmation', () => {

@@ -68,7 +68,7 @@ const ANVIL = {
 } as const;
 
 describe('evm/normalize', () => {
-  it('rule table is in the issue order, after the eth_simulateV1 code rules (issue #8 item 8)', () => {
+  it('rule table is in the issue order, after the eth_simulateV1 code rules', () => {
     expect(NORMALISATION_RULES.map((r) => r.name)).to.deep.equal([
       'simulate: nonce',
       'simulate: execution',

@@ -1,5 +1,5 @@
 /**
- * Controller recycling (lib/abort.ts, issue #11): only a controller nobody aborted and nobody
+ * Controller recycling (lib/abort.ts): only a controller nobody aborted and nobody
  * listens to is handed out again, and a link disposed twice is recycled once.
  */
 import { expect } from 'chai';

@@ -1,5 +1,5 @@
 /**
- * Canonical answers (lib/canonical.ts, issue #14): the hash consensus groups by and shadow
+ * Canonical answers (lib/canonical.ts): the hash consensus groups by and shadow
  * comparisons use ignores key order, number formatting, hex letter case and leading zeros of
  * quantities, and the method's ignored fields; never the raw bytes.
  */

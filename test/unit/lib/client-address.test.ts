@@ -1,11 +1,11 @@
 /**
- * The client address (lib/client-address.ts, issue #13 item 1): forwarding headers are read
+ * The client address (lib/client-address.ts): forwarding headers are read
  * only behind a trusted forwarder, right to left, skipping trusted hops.
  */
 import { expect } from 'chai';
 import { addressList, ClientAddressResolver, inList, normalizeIp } from '../../../lib/client-address.ts';
 
-describe('client address behind trusted forwarders (issue #13 item 1)', () => {
+describe('client address behind trusted forwarders', () => {
   it('normalises ::ffff:a.b.c.d, brackets and ports; anything else is not an address', () => {
     expect(normalizeIp('::ffff:10.0.0.1')).to.equal('10.0.0.1');
     expect(normalizeIp(' 10.0.0.1:5555 ')).to.equal('10.0.0.1');

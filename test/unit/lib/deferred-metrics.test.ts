@@ -1,5 +1,5 @@
 /**
- * The deferred metrics of the metrics plugin (lib/deferred-metrics.ts, issue #11): counted as
+ * The deferred metrics of the metrics plugin (lib/deferred-metrics.ts): counted as
  * plain numbers, exposed exactly as prom-client's own Counter and Histogram would expose the
  * same observations.
  */

@@ -1,5 +1,5 @@
 /**
- * Linear-time wildcard matching (issue #8 item 3): patterns compile to RE2 (re2js), so a crafted
+ * Linear-time wildcard matching: patterns compile to RE2 (re2js), so a crafted
  * subject against a many-wildcard pattern costs time linear in its length. The 50 ms bound is
  * the issue's acceptance figure for a 2 KB subject; the same input froze a backtracking matcher
  * for minutes.
@@ -9,7 +9,7 @@ import { compileGlobs } from '../../../lib/glob.ts';
 import { compileMatcher } from '../../../lib/matcher.ts';
 import { BoundedLabel, MAX_LABEL_LENGTH } from '../../../lib/labels.ts';
 
-describe('glob (issue #8 item 3)', () => {
+describe('glob', () => {
   it('`*` matches any run (including `/`, `:` and `.`), `?` one character, the rest is literal', () => {
     const t = compileGlobs(['debug_*', 'eth_get?lock']);
     expect(t('debug_traceTransaction')).to.equal(true);
@@ -49,7 +49,7 @@ describe('glob (issue #8 item 3)', () => {
   });
 });
 
-describe('bounded metric labels (issue #8 item 4)', () => {
+describe('bounded metric labels', () => {
   it(`cuts every value to ${MAX_LABEL_LENGTH} characters and caps distinct values`, () => {
     const l = new BoundedLabel(2);
     expect(l.value('x'.repeat(1_000_000))).to.equal('x'.repeat(MAX_LABEL_LENGTH));

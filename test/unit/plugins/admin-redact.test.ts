@@ -1,12 +1,12 @@
 /**
- * Redaction of the admin config views (plugins/admin/redact.ts, issue #13 item 3).
+ * Redaction of the admin config views (plugins/admin/redact.ts).
  */
 import { expect } from 'chai';
 import { redactConfig, redactUrl } from '../../../plugins/admin/redact.ts';
 
 const MARK = /^#redacted=[0-9a-f]{8}$/;
 
-describe('admin config redaction (issue #13 item 3)', () => {
+describe('admin config redaction', () => {
   it('keeps only the origin of a URL with credentials, a path or a query', () => {
     expect(redactUrl('https://host.example/v2/KEY123456')).to.match(/^https:\/\/host\.example\/#redacted=[0-9a-f]{8}$/);
     expect(redactUrl('redis://:pw@10.0.0.1:6379/0')).to.match(/^redis:\/\/#redacted=[0-9a-f]{8}@10\.0\.0\.1:6379\/#redacted=[0-9a-f]{8}$/);

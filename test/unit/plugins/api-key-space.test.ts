@@ -1,5 +1,5 @@
 /**
- * API-key lookups and changes (plugins/auth/api-keys, issue #13 item 2): found keys are cached
+ * API-key lookups and changes (plugins/auth/api-keys): found keys are cached
  * for the TTL, unknown ones for 5 s, changes evict at once; the memory driver's pages and
  * reverse index; a corrupt record's §7 message.
  */
@@ -20,7 +20,7 @@ function counted(): { store: ApiKeyStore; reads: () => number } {
   return { store, reads: () => n };
 }
 
-describe('API keys: lookups, cache and store (issue #13 item 2)', () => {
+describe('API keys: lookups, cache and store', () => {
   let clock = 0;
   const now = () => clock;
   beforeEach(() => (clock = 1_000_000));

@@ -1,5 +1,5 @@
 /**
- * The outbound batch queue (spec §3.5, §4.7; issue #10 item 5), on its own with a scripted
+ * The outbound batch queue (spec §3.5, §4.7), on its own with a scripted
  * sender: flush by size and by wait, the duplicate-id flush, the batch deadline, cancellation
  * before, during and after queueing, and the grace window of a shared transport failure.
  */

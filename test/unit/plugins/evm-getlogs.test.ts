@@ -1,5 +1,5 @@
 /**
- * Unit tests of the evm-getlogs plugin (issue #4 item 6, spec §2.8 #8): filter inspection and
+ * Unit tests of the evm-getlogs plugin (spec §2.8 #8): filter inspection and
  * limit checks (pure), the split executor against a fake inner handler (order, bounded
  * concurrency, recursion, failure), then the plugin in a real svc in front of a fake upstream
  * that refuses ranges wider than a few blocks.

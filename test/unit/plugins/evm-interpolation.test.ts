@@ -1,5 +1,5 @@
 /**
- * Unit tests of the evm-interpolation plugin (issue #4 item 3, spec §2.8 #5): the pure param
+ * Unit tests of the evm-interpolation plugin (spec §2.8 #5): the pure param
  * rewrite, then the plugin in a real svc in front of two fake upstreams whose network head is
  * set by hand through `chainStateOf(network)`.
  */

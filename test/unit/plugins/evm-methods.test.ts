@@ -1,5 +1,5 @@
 /**
- * Unit tests of the evm-methods plugin (issue #4 item 8, spec §2.8 #4): local `eth_chainId`, the
+ * Unit tests of the evm-methods plugin (spec §2.8 #4): local `eth_chainId`, the
  * stateful filter guard, the unsupported-method guard and `eth_sendRawTransaction`
  * idempotency, through the pipeline of a started proxy whose upstream transports are scripted
  * in-process stubs, plus the pure helpers.

@@ -63,7 +63,7 @@ function trace(ctx: CallContext): string[] {
 }
 
 describe('evm-retries plugin: rules', () => {
-  it('lists the issue #7 methods for retry-empty and the four §2.8 #2 methods for retry-pending', () => {
+  it('lists the methods an empty answer may be retried for (retry-empty) and the four §2.8 #2 methods for retry-pending', () => {
     expect([...EMPTY_RETRY_METHODS].sort()).to.deep.equal(
       [
         'debug_traceTransaction',

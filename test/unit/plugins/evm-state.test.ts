@@ -1,5 +1,5 @@
 /**
- * Unit tests of the evm-state plugin (issue #4 items 1, 2, 4, 5; spec §2.8 #7, #9, §3.1): the
+ * Unit tests of the evm-state plugin (spec §2.8 #7, #9, §3.1): the
  * pure helpers (syncing answers, block params, availability filter), the config defaults, and
  * the plugin's behaviour against scriptable fake upstreams whose heads the tests set: the state
  * poller (latest/finalized/syncing, forward-only counters, fallback finality depth, lags, block
@@ -586,7 +586,7 @@ describe('evm-state plugin: request path', function () {
     return { a, b, chainA, chainB, st };
   }
 
-  describe('finality (issue #4 item 2)', () => {
+  describe('finality', () => {
     it('sets the FINALITY slot before the failsafe plugin matches its entries', async () => {
       const atDirectives: Array<[string, Finality]> = [];
       const entries: Array<[string, number | undefined]> = [];
@@ -752,7 +752,7 @@ describe('evm-state plugin: request path', function () {
     });
   });
 
-  describe('block availability (issue #4 item 5)', () => {
+  describe('block availability', () => {
     it('a block above an upstream\'s known head skips it while another covers the block', async () => {
       const { a } = await laggingFirst();
       const r = await svc!.post(PATH, rpc('eth_getBlockByNumber', [hex(110), false]));

@@ -1,5 +1,5 @@
 /**
- * Unit tests of the failsafe plugin's pure parts (issue #3 item 3): the circuit breaker state
+ * Unit tests of the failsafe plugin's pure parts: the circuit breaker state
  * machine on an injected clock, the breaker's outcome classification, the retry back-off,
  * failsafe entry matching, and the health tracker's outcome classification
  * (lib/health-window.ts, classified by core/blame.ts), which the breaker's rules mirror.

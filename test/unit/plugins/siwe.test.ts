@@ -1,5 +1,5 @@
 /**
- * The `siwe` strategy's rules (plugins/auth/siwe.ts, siwe-nonces.ts; issue #22 item 7) on a fake
+ * The `siwe` strategy's rules (plugins/auth/siwe.ts, siwe-nonces.ts) on a fake
  * clock with the memory nonce store: accepted once, the time window with its clock tolerance,
  * the allowed domains, the chain of the URL's network, the signer, and a store that cannot
  * answer refusing (fail closed). Messages are built with viem's `createSiweMessage` and signed by
@@ -35,7 +35,7 @@ async function outcome(check: ReturnType<typeof siweCheck>, c: Credentials, netw
   }
 }
 
-describe('siwe strategy: once, in its window, on its domain and chain (issue #22 item 7)', () => {
+describe('siwe strategy: once, in its window, on its domain and chain', () => {
   let now = T0;
   const clock = () => now;
   let store: MemoryNonceStore;

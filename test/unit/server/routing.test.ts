@@ -97,7 +97,7 @@ describe('routing and aliases (spec §4.1)', () => {
   });
 });
 
-describe('upstream pools (issue #2 item 5: one keep-alive pool per upstream origin)', () => {
+describe('upstream pools (one keep-alive pool per upstream origin)', () => {
   it('upstreams of the same origin share one pool; another origin gets its own', async () => {
     const proxy = createProxy({
       config: {

@@ -1,5 +1,5 @@
 /**
- * Cache keys and policy matching (issue #10 item 1): what a call is keyed by, which methods are
+ * Cache keys and policy matching: what a call is keyed by, which methods are
  * never cached, what counts as empty, and which policies may read and write a call.
  */
 import { expect } from 'chai';
@@ -14,7 +14,7 @@ function policy(over: Partial<PolicyConfig> = {}): Policy {
   return new Policy({ id: 'p', connector: 'c', network: '*', method: '*', finality: 'finalized', empty: 'ignore', appliesTo: 'both', ttl: 0, ...over });
 }
 
-describe('cache keys (issue #10 item 1)', () => {
+describe('cache keys', () => {
   it('partition is network + block reference; range is method + params hash, never the id', () => {
     expect(callKey(NET, 'eth_getBlockByNumber', ['0x10', false], 'h')).to.deep.include({ partition: 'evm:1:16', range: 'eth_getBlockByNumber:h', reverse: false, blockNumber: 16 });
     expect(callKey(NET, 'eth_getBalance', ['0xabc', 'latest'], 'h')).to.deep.include({ partition: 'evm:1:latest', tag: 'latest' });
@@ -65,7 +65,7 @@ describe('cache keys (issue #10 item 1)', () => {
   });
 });
 
-describe('cache policies (issue #10 item 1)', () => {
+describe('cache policies', () => {
   it('reads: finalized ← finalized|unfinalized, realtime ← realtime, unknown ← any, unfinalized ← unfinalized', () => {
     const pol = { finalized: policy({ finality: 'finalized' }), unfinalized: policy({ finality: 'unfinalized' }), realtime: policy({ finality: 'realtime' }), unknown: policy({ finality: 'unknown' }) };
     const readable = (call: 'finalized' | 'unfinalized' | 'realtime' | 'unknown') => Object.entries(pol).filter(([, p]) => p.readable(call)).map(([k]) => k);

@@ -1,5 +1,5 @@
 /**
- * Cache reads and writes across tiers (issue #10 item 1): the first acceptable hit wins, a slow
+ * Cache reads and writes across tiers: the first acceptable hit wins, a slow
  * or failing tier is a miss, realtime entries never go backwards, reorged unfinalized entries
  * are dropped, and writes re-classify lookups by hash and never store a tag as finalized.
  */
@@ -63,7 +63,7 @@ function slow(id: string, behaviour: 'never' | 'fail' | { after: number; entry?:
   return { id, driver: 'redis', open: async () => {}, close: async () => {}, get, getReverse: get, set: async () => {}, delete: async () => {} };
 }
 
-describe('cache store (issue #10 item 1)', () => {
+describe('cache store', () => {
   describe('acceptable entries', () => {
     it('a realtime entry for a block below the highest known latest block is a miss (never backwards)', () => {
       const st = chain(100, 90);

@@ -1,5 +1,5 @@
 /**
- * The misbehaviour cordon of consensus (issue #14 item 1, `punishMisbehavior`) on fake timers:
+ * The misbehaviour cordon of consensus (`punishMisbehavior`) on fake timers:
  * `disputeThreshold` losses within `disputeWindow` cordon the upstream for every method with
  * reason `misbehaving in consensus`; `sitOutPenalty` later it is uncordoned; an operator's own
  * cordon is neither overwritten nor lifted.

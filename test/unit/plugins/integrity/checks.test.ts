@@ -1,5 +1,5 @@
 /**
- * The intrinsic checks of the integrity plugin (issue #14 item 2, spec §2.8 #10) on REAL anvil
+ * The intrinsic checks of the integrity plugin (spec §2.8 #10) on REAL anvil
  * answers: every check passes on what anvil returned, and fails, naming the check, on a copy
  * with one field changed. Headers are checked on every fork from Berlin (pre-London) to Prague.
  */

@@ -1,5 +1,5 @@
 /**
- * The corroborated and authoritative levels (issue #14 item 2, spec §2.8 #10) over real anvil
+ * The corroborated and authoritative levels (spec §2.8 #10) over real anvil
  * nodes: an honest peer (the same node), a peer on another fork (a second anvil whose block 1
  * holds other transactions), a peer that errs, one that lacks the block, one that lies about a
  * block's hash; and the level resolution from directive, headerMode and profiles.

@@ -1,5 +1,5 @@
 /**
- * The shadow plugin's parts (issue #14 item 3): its settings and defaults, the methods never
+ * The shadow plugin's parts: its settings and defaults, the methods never
  * copied, the canonical comparison and its first differing field, and the bounded runner that
  * keeps copies off the request path and drops them under pressure.
  */
