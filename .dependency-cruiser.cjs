@@ -61,6 +61,13 @@ module.exports = {
       to: { path: '^(core|config)/', pathNot: '^config/schema\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {
+      name: 'no-runtime-cycle',
+      comment: 'No module may reach itself through imports that exist at run time (a cycle makes load order matter). Type-only imports vanish at compile time and do not count.',
+      severity: 'error',
+      from: { path: '^(plugins|core|lib|config)/' },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
+    {
       name: 'plugin-import-unresolvable',
       comment: 'Every import of a plugin must resolve (a typo would otherwise slip past the rules above).',
       severity: 'error',

@@ -78,11 +78,6 @@ export function spliceBetween(text: string, start: string, end: string, content:
   return `${text.slice(0, a + start.length)}\n${content}\n${text.slice(b)}`;
 }
 
-/** Replaces the generated config reference of a docs page's text. */
-export function spliceReference(readme: string, reference: string): string {
-  return spliceBetween(readme, REFERENCE_START, REFERENCE_END, reference);
-}
-
 /** The error table of docs/http-interface.md: name, JSON-RPC code, HTTP status of a single call, retried, when. */
 export function renderErrorTable(rows: readonly { name: string; code: number; httpStatus: number | string; retryable: boolean; when: string }[]): string {
   const lines = ['| error | JSON-RPC code | HTTP status (single call) | next upstream tried | when |', '|---|---|---|---|---|'];

@@ -16,8 +16,6 @@ export const DEFAULT_MAX_ITEMS = 100_000;
 export const DEFAULT_MAX_TOTAL_SIZE = 256 * 1024 * 1024;
 /** Default PostgreSQL table. */
 export const DEFAULT_PG_TABLE = 'svc_json_rpc_cache';
-/** Default purge interval of expired PostgreSQL rows, ms (5 minutes). */
-export const DEFAULT_PG_PURGE_INTERVAL_MS = 5 * 60_000;
 /**
  * Outer bound of any connector read, ms: the store gives up after this long whatever the
  * connector does (each remote connector enforces its own, shorter `readTimeout`).

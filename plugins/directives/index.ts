@@ -127,12 +127,12 @@ export { DIRECTIVES_SERVICE, type DirectiveDeclaration, type DirectivesService }
 export function directivesPlugin(): Plugin {
   return {
     name: 'directives',
-    apply(proxy: PluginHost) {
+    apply(host: PluginHost) {
       const specs: DirectiveSpec[] = [];
-      proxy.services.provide(DIRECTIVES_SERVICE, { declare: (d) => declareDirective(specs, d) });
+      host.services.provide(DIRECTIVES_SERVICE, { declare: (d) => declareDirective(specs, d) });
       const perRequest = new WeakMap<HttpRequestInfo, HttpDirectives>();
       const matchers = new MatcherCache(128);
-      proxy.hooks.directives.tap({ name: 'directives', stage: DirectiveStage.RESOLVE }, (_d: Directives, ctx: CallContext) => {
+      host.hooks.directives.tap({ name: 'directives', stage: DirectiveStage.RESOLVE }, (_d: Directives, ctx: CallContext) => {
         let http = perRequest.get(ctx.http);
         if (!http) {
           http = readHttpDirectives(ctx.http, specs);

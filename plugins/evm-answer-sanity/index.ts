@@ -131,11 +131,11 @@ export function impossibleAnswerError(ctx: CallContext, r: RpcResult, u: Upstrea
 export function evmAnswerSanityPlugin(): Plugin {
   return {
     name: 'evm-answer-sanity',
-    apply(proxy: PluginHost) {
-      proxy.hooks.validate.tap({ name: 'evm-answer-sanity', stage: ANSWER_SANITY_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
+    apply(host: PluginHost) {
+      host.hooks.validate.tap({ name: 'evm-answer-sanity', stage: ANSWER_SANITY_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
         const m = ctx.request.method;
         if (m !== 'eth_getLogs' && !NEVER_NULL_METHODS.has(m)) return undefined;
-        return impossibleAnswerError(ctx, r, u, proxy.chainState(ctx.network));
+        return impossibleAnswerError(ctx, r, u, host.chainState(ctx.network));
       });
     },
   };

@@ -128,21 +128,21 @@ export function evmGetLogsPlugin(): Plugin {
   return {
     name: 'evm-getlogs',
     schema: { networkEvm: networkEvmSchema, upstreamEvm: upstreamEvmSchema, directiveDefaults: directiveDefaultsSchema(ENFORCE_GETLOGS_RANGE) },
-    apply(proxy: PluginHost) {
-      declareDirectives(proxy, 'evm-getlogs', ENFORCE_GETLOGS_RANGE);
+    apply(host: PluginHost) {
+      declareDirectives(host, 'evm-getlogs', ENFORCE_GETLOGS_RANGE);
       const splits = new Counter({
         name: 'svc_network_getlogs_splits_total',
         help: 'eth_getLogs/trace_filter requests split: halved after an upstream refused them as too large (dimension block_range, addresses, topics0) or cut into chunks before forwarding (dimension proactive)',
         labelNames: ['project', 'network', 'method', 'dimension'],
-        registers: [proxy.metrics],
+        registers: [host.metrics],
       });
-      proxy.hooks.call.tap({ name: 'evm-getlogs', stage: CallStage.GETLOGS }, (inner: CallHandler, network: Network): CallHandler => {
+      host.hooks.call.tap({ name: 'evm-getlogs', stage: CallStage.GETLOGS }, (inner: CallHandler, network: Network): CallHandler => {
         const settings = getLogsSettingsOf(network);
         const limited = async (ctx: CallContext, method: string): Promise<RpcResult> => {
           const params = ctx.request.params;
           const filter: unknown = Array.isArray(params) ? params[0] : undefined;
           if (!isFilter(filter) || (filter.blockHash !== undefined && filter.blockHash !== null)) return inner(ctx);
-          const state = proxy.chainState(network);
+          const state = host.chainState(network);
           const range = resolveFilterRange(method, filter, { latest: state.highestLatest, finalized: state.highestFinalized });
           const rejected = checkGetLogsLimits(method, filter, range, settings, ENFORCE_GETLOGS_RANGE.get(ctx.directives));
           if (rejected) throw rejected;
@@ -167,7 +167,7 @@ export function evmGetLogsPlugin(): Plugin {
             if (ctx.signal.aborted || !isRequestTooLarge(e)) throw e;
             // Parts are never asked above the highest known block: no logs exist there yet, and
             // nodes answer a range wholly above their head with an error, not `[]`.
-            const head = proxy.chainState(network).highestLatest;
+            const head = host.chainState(network).highestLatest;
             let to = range.to;
             if (head > 0 && to > head) {
               if (range.from > head) throw e;

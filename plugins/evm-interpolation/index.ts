@@ -157,14 +157,14 @@ export function evmInterpolationPlugin(opts: EvmInterpolationOptions = {}): Plug
   return {
     name: 'evm-interpolation',
     schema: { directiveDefaults: directiveDefaultsSchema(SKIP_INTERPOLATION) },
-    apply(proxy: PluginHost) {
-      declareDirectives(proxy, 'evm-interpolation', SKIP_INTERPOLATION);
-      proxy.hooks.call.tap({ name: 'evm-interpolation', stage: CallStage.INTERPOLATION }, (inner: CallHandler, network: Network): CallHandler => {
+    apply(host: PluginHost) {
+      declareDirectives(host, 'evm-interpolation', SKIP_INTERPOLATION);
+      host.hooks.call.tap({ name: 'evm-interpolation', stage: CallStage.INTERPOLATION }, (inner: CallHandler, network: Network): CallHandler => {
         return (ctx: CallContext) => {
           const method = ctx.request.method;
           if (SKIP_INTERPOLATION.get(ctx.directives) || skip.has(method) || BLOCK_PARAM[method] === undefined) return inner(ctx);
           // Looked up per call (a WeakMap hit), so whichever plugin creates the state first picks its clock.
-          const state = proxy.chainState(network);
+          const state = host.chainState(network);
           // `latest` only while the head is fresh; `finalized` whenever a poll produced one.
           const params = interpolateParams(method, ctx.request.params, new LazyHeads(state, state.isHeadFresh(fallback)));
           if (params !== undefined) ctx.request = { ...ctx.request, params };

@@ -149,9 +149,9 @@ export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
   const idempotent = opts.idempotentBroadcast ?? true;
   return {
     name: 'evm-methods',
-    apply(proxy: PluginHost) {
-      declareDirectives(proxy, 'evm-methods', SKIP_CACHE_READ);
-      const hooks = proxy.hooks;
+    apply(host: PluginHost) {
+      declareDirectives(host, 'evm-methods', SKIP_CACHE_READ);
+      const hooks = host.hooks;
 
       hooks.call.tap({ name: 'evm-methods:local', stage: CallStage.LOCAL_METHODS }, (inner: CallHandler, network: Network): CallHandler => {
         const chainId = toHex(network.chainId);
@@ -182,7 +182,7 @@ export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
             const hash = kind ? await transactionHashOf(ctx.request.params) : undefined;
             if (!kind || !hash) throw e;
             if (kind === 'nonce_too_low' && !foundTransaction(await lookupTransaction(ctx, hash), hash)) throw e;
-            proxy.logger.debug({ project: ctx.project.id, network: ctx.network.id, hash, kind, err: e.message }, 'eth_sendRawTransaction: transaction already known, answering its hash');
+            host.logger.debug({ project: ctx.project.id, network: ctx.network.id, hash, kind, err: e.message }, 'eth_sendRawTransaction: transaction already known, answering its hash');
             return new RpcResult(hash);
           }
         };

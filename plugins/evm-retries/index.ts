@@ -92,21 +92,21 @@ export const UPSTREAM_RETRIES_METRIC = 'svc_upstream_request_retries_total';
 export type UpstreamRetriesLabel = 'project' | 'network' | 'category' | 'reason';
 
 /**
- * The `svc_upstream_request_retries_total` counter of a proxy, created on first use in
- * `proxy.metrics`. Other plugins that retry for their own reasons (integrity validation)
+ * The `svc_upstream_request_retries_total` counter of a host, created on first use in
+ * `host.metrics`. Other plugins that retry for their own reasons (integrity validation)
  * should take it from here rather than register the name a second time (prom-client throws
  * on a duplicate name).
- * @param proxy the proxy whose registry holds the counter
+ * @param host the plugin host whose registry holds the counter
  * @returns the counter, labels `project`, `network`, `category` (method) and `reason`
  */
-export function upstreamRetriesCounter(proxy: PluginHost): Counter<UpstreamRetriesLabel> {
-  const existing = proxy.metrics.getSingleMetric(UPSTREAM_RETRIES_METRIC);
+export function upstreamRetriesCounter(host: PluginHost): Counter<UpstreamRetriesLabel> {
+  const existing = host.metrics.getSingleMetric(UPSTREAM_RETRIES_METRIC);
   if (existing) return existing as Counter<UpstreamRetriesLabel>;
   return new Counter({
     name: UPSTREAM_RETRIES_METRIC,
     help: 'Calls retried on another upstream because an answer was not usable yet, by reason (empty_result, pending_tx, integrity_validation)',
     labelNames: ['project', 'network', 'category', 'reason'],
-    registers: [proxy.metrics],
+    registers: [host.metrics],
   });
 }
 
@@ -272,13 +272,13 @@ export function evmRetriesPlugin(): Plugin {
     // Reads the matched failsafe entry's `retry.emptyResultMaxAttempts` (its per-call slot).
     dependsOn: ['failsafe'],
     schema: { directiveDefaults: directiveDefaultsSchema(RETRY_EMPTY, RETRY_PENDING) },
-    apply(proxy: PluginHost) {
-      declareDirectives(proxy, 'evm-retries', RETRY_EMPTY, RETRY_PENDING);
-      const counter = upstreamRetriesCounter(proxy);
+    apply(host: PluginHost) {
+      declareDirectives(host, 'evm-retries', RETRY_EMPTY, RETRY_PENDING);
+      const counter = upstreamRetriesCounter(host);
 
-      proxy.hooks.validate.tap({ name: 'evm-retries', stage: RETRY_VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
+      host.hooks.validate.tap({ name: 'evm-retries', stage: RETRY_VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
         if (!RETRY_EMPTY.get(ctx.directives) && !RETRY_PENDING.get(ctx.directives)) return undefined;
-        const reason = retryReasonOf(ctx, r, proxy);
+        const reason = retryReasonOf(ctx, r, host);
         if (!reason) return undefined;
         const st = stateOf(ctx);
         // Keep the answer as the fallback; a pending transaction says more than a null.
@@ -298,11 +298,11 @@ export function evmRetriesPlugin(): Plugin {
         for (const rej of st.rejections) {
           if (rej.counted || ctx.record.attempts.length <= rej.attemptsSeen) continue;
           rej.counted = true;
-          counter.inc({ project: ctx.project.id, network: ctx.network.id, category: proxy.methodLabel.value(ctx.request.method), reason: rej.reason });
+          counter.inc({ project: ctx.project.id, network: ctx.network.id, category: host.methodLabel.value(ctx.request.method), reason: rej.reason });
         }
       };
 
-      proxy.hooks.call.tap({ name: 'evm-retries', stage: RETRY_KEEP_STAGE }, (inner: CallHandler): CallHandler => {
+      host.hooks.call.tap({ name: 'evm-retries', stage: RETRY_KEEP_STAGE }, (inner: CallHandler): CallHandler => {
         const guarded = async (ctx: CallContext): Promise<RpcResult> => {
           try {
             const r = await inner(ctx);

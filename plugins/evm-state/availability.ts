@@ -14,10 +14,10 @@ import { blockNumberParamOf, filterByAvailability } from './tip.ts';
 /**
  * Taps the `select` hook: candidates whose known latest block is below the highest block a call
  * reads are skipped, while at least one candidate is known to have it.
- * @param proxy the proxy the evm-state plugin is applied to
+ * @param host the plugin host the evm-state plugin is applied to
  */
-export function tapBlockAvailability(proxy: PluginHost): void {
-  proxy.hooks.select.tap({ name: 'evm-state:availability', stage: SelectStage.AVAILABILITY }, (ups: Upstream[], ctx: CallContext) => {
+export function tapBlockAvailability(host: PluginHost): void {
+  host.hooks.select.tap({ name: 'evm-state:availability', stage: SelectStage.AVAILABILITY }, (ups: Upstream[], ctx: CallContext) => {
     if (ups.length < 2) return ups;
     const block = highestNumberOf(blockRefOf(ctx.request.method, ctx.request.params));
     if (block === undefined) return ups;
@@ -28,9 +28,9 @@ export function tapBlockAvailability(proxy: PluginHost): void {
 /**
  * Taps the `call` hook: `eth_getBlockByNumber` for a block more than
  * `networks[].evm.maxRetryableBlockDistance` beyond the known head answers `null` at once.
- * @param proxy the proxy the evm-state plugin is applied to
+ * @param host the plugin host the evm-state plugin is applied to
  */
-export function tapFarFutureBlocks(proxy: PluginHost): void {
+export function tapFarFutureBlocks(host: PluginHost): void {
   const settingsByNetwork = new WeakMap<Network, NetworkEvmSettings>();
   const netSettings = (n: Network): NetworkEvmSettings => {
     let s = settingsByNetwork.get(n);
@@ -41,7 +41,7 @@ export function tapFarFutureBlocks(proxy: PluginHost): void {
     return s;
   };
 
-  proxy.hooks.call.tap({ name: 'evm-state:future-block', stage: CallStage.FUTURE_BLOCK }, (inner: CallHandler, network: Network): CallHandler => (ctx) => {
+  host.hooks.call.tap({ name: 'evm-state:future-block', stage: CallStage.FUTURE_BLOCK }, (inner: CallHandler, network: Network): CallHandler => (ctx) => {
     if (ctx.request.method !== 'eth_getBlockByNumber' || ctx.internal) return inner(ctx);
     const n = blockNumberParamOf(ctx.request.params);
     if (n === undefined) return inner(ctx);

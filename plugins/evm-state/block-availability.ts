@@ -164,10 +164,10 @@ const fmt = (b: { min?: number; max?: number }) => `${b.min ?? 0}..${b.max ?? 'h
 /**
  * Taps the `select` hook (stage AVAILABILITY, before the head-based filter) with the configured
  * bounds, and checks every configured upstream's bounds when the config is applied.
- * @param proxy the proxy the evm-state plugin is applied to
+ * @param host the plugin host the evm-state plugin is applied to
  * @param earliestOf the earliest blocks found so far
  */
-export function tapBlockBounds(proxy: PluginHost, earliestOf: EarliestOf): void {
+export function tapBlockBounds(host: PluginHost, earliestOf: EarliestOf): void {
   const specs = new WeakMap<Upstream, AvailabilitySpec | null>();
   const specOf = (u: Upstream): AvailabilitySpec | undefined => {
     let s = specs.get(u);
@@ -176,7 +176,7 @@ export function tapBlockBounds(proxy: PluginHost, earliestOf: EarliestOf): void 
         s = availabilitySpecOf(u.config.settings.evm, `upstream ${u.id} evm.blockAvailability`) ?? null;
       } catch (e) {
         // An upstream added at run time (providers) with broken bounds: logged, served unbounded.
-        proxy.logger.warn({ upstream: u.id, err: (e as Error).message }, 'evm.blockAvailability ignored');
+        host.logger.warn({ upstream: u.id, err: (e as Error).message }, 'evm.blockAvailability ignored');
         s = null;
       }
       specs.set(u, s);
@@ -184,7 +184,7 @@ export function tapBlockBounds(proxy: PluginHost, earliestOf: EarliestOf): void 
     return s ?? undefined;
   };
 
-  proxy.hooks.configured.tap('evm-state:block-bounds', (config: ResolvedConfig) => {
+  host.hooks.configured.tap('evm-state:block-bounds', (config: ResolvedConfig) => {
     const problems: ConfigProblem[] = [];
     for (const p of config.projects) {
       p.upstreams.forEach((u, i) => {
@@ -203,10 +203,10 @@ export function tapBlockBounds(proxy: PluginHost, earliestOf: EarliestOf): void 
     name: 'svc_upstream_block_unavailable_total',
     help: 'calls that skipped an upstream because the block they read is outside its evm.blockAvailability bounds, by bound (lower/upper)',
     labelNames: ['project', 'network', 'upstream', 'category', 'bound'],
-    registers: [proxy.metrics],
+    registers: [host.metrics],
   });
 
-  proxy.hooks.select.tap({ name: 'evm-state:block-bounds', stage: SelectStage.AVAILABILITY }, (ups: Upstream[], ctx: CallContext) => {
+  host.hooks.select.tap({ name: 'evm-state:block-bounds', stage: SelectStage.AVAILABILITY }, (ups: Upstream[], ctx: CallContext) => {
     let any = false;
     for (const u of ups) if (specOf(u)) any = true;
     if (!any) return ups;
@@ -230,7 +230,7 @@ export function tapBlockBounds(proxy: PluginHost, earliestOf: EarliestOf): void 
         continue;
       }
       if (above) aboveUpper = true;
-      skipped.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, category: proxy.methodLabel.value(ctx.request.method), bound: below ? 'lower' : 'upper' });
+      skipped.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, category: host.methodLabel.value(ctx.request.method), bound: below ? 'lower' : 'upper' });
       if (refused.length < MAX_LISTED) refused.push(`${u.id} serves ${fmt(b)}`);
     }
     if (out.length > 0 || ups.length === 0) return out;

@@ -50,14 +50,14 @@ export function chainIdOf(answer: unknown): number | undefined {
 
 /**
  * Registers `svc_upstream_chain_changed_total` and returns the re-check.
- * @param proxy the proxy the evm-state plugin is applied to
+ * @param host the plugin host the evm-state plugin is applied to
  */
-export function chainIdCheck(proxy: PluginHost): ChainIdCheck {
+export function chainIdCheck(host: PluginHost): ChainIdCheck {
   const changed = new Counter({
     name: 'svc_upstream_chain_changed_total',
     help: 'Upstreams taken out of service because their eth_chainId answer changed after the registration probe',
     labelNames: ['project', 'network', 'upstream'],
-    registers: [proxy.metrics],
+    registers: [host.metrics],
   });
   return {
     check(network, u, answer) {
@@ -66,9 +66,9 @@ export function chainIdCheck(proxy: PluginHost): ChainIdCheck {
       if (got === undefined || expected === undefined || got === expected || u.state === 'failed') return false;
       u.state = 'failed';
       CHANGED.add(u);
-      leaveNetworks(proxy.hooks, network.project, u);
+      leaveNetworks(host.hooks, network.project, u);
       changed.inc({ project: network.project.id, network: network.id, upstream: u.id });
-      proxy.logger.error({ project: network.project.id, network: network.id, upstream: u.id, expected, actual: got }, `upstream ${u.id} now serves chain ${got}, not ${expected}: taken out of service`);
+      host.logger.error({ project: network.project.id, network: network.id, upstream: u.id, expected, actual: got }, `upstream ${u.id} now serves chain ${got}, not ${expected}: taken out of service`);
       return true;
     },
   };

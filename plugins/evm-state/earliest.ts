@@ -123,18 +123,18 @@ const MAX_RETRY_MS = 5_000;
 /**
  * Runs the earliest-block searches of every upstream with an `earliestBlockPlus` bound: taps
  * `upstreamJoined` (start, after the upstream's latest block is known) and `shutdown` (stop).
- * @param proxy the proxy the evm-state plugin is applied to
+ * @param host the plugin host the evm-state plugin is applied to
  * @param maxPollTimeoutMs cap of one probe call's timeout, ms
  * @returns the earliest blocks found so far (0 until found)
  */
-export function tapEarliestDetection(proxy: PluginHost, maxPollTimeoutMs: number): EarliestOf {
+export function tapEarliestDetection(host: PluginHost, maxPollTimeoutMs: number): EarliestOf {
   const found = new WeakMap<Upstream, Map<Probe, number>>();
   const timers = new Map<Upstream, NodeJS.Timeout>();
   const gauge = new Gauge({
     name: 'svc_upstream_earliest_block',
     help: 'earliest block an upstream serves, found by binary search with the probe of its evm.blockAvailability earliestBlockPlus bound',
     labelNames: ['project', 'network', 'upstream', 'probe'],
-    registers: [proxy.metrics],
+    registers: [host.metrics],
   });
 
   const stop = (u: Upstream) => {
@@ -161,7 +161,7 @@ export function tapEarliestDetection(proxy: PluginHost, maxPollTimeoutMs: number
     if (rates.size === 0) return;
     const settings = pollerSettingsOf(u, n, maxPollTimeoutMs);
     const retryMs = Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, settings.intervalMs || MAX_RETRY_MS));
-    const call: ProbeCall = async (method, params) => (await proxy.upstreamCall(n, u, method, params, settings.timeoutMs)).result;
+    const call: ProbeCall = async (method, params) => (await host.upstreamCall(n, u, method, params, settings.timeoutMs)).result;
     const values = found.get(u) ?? new Map<Probe, number>();
     found.set(u, values);
     const doneAt = new Map<Probe, number>();
@@ -178,9 +178,9 @@ export function tapEarliestDetection(proxy: PluginHost, maxPollTimeoutMs: number
             values.set(probe, v);
             doneAt.set(probe, Date.now());
             gauge.set({ project: n.project.id, network: n.id, upstream: u.id, probe }, v);
-            proxy.logger.debug({ upstream: u.id, probe, earliest: v }, 'earliest block found');
+            host.logger.debug({ upstream: u.id, probe, earliest: v }, 'earliest block found');
           } catch (e) {
-            proxy.logger.debug({ upstream: u.id, probe, err: (e as Error).message }, 'earliest block search stopped; tried again later');
+            host.logger.debug({ upstream: u.id, probe, err: (e as Error).message }, 'earliest block search stopped; tried again later');
           }
         }
         const pending = [...rates.keys()].some((p) => !doneAt.has(p));
@@ -190,7 +190,7 @@ export function tapEarliestDetection(proxy: PluginHost, maxPollTimeoutMs: number
           next = Math.min(...periodic);
         }
       }
-      if (!timers.has(u) || proxy.isClosed) return;
+      if (!timers.has(u) || host.isClosed) return;
       const t = setTimeout(() => void tick(), next);
       t.unref();
       timers.set(u, t);
@@ -200,13 +200,13 @@ export function tapEarliestDetection(proxy: PluginHost, maxPollTimeoutMs: number
     timers.set(u, t);
   };
 
-  proxy.hooks.upstreamJoined.tap('evm-state:earliest', (u: Upstream, n: Network) => start(u, n));
+  host.hooks.upstreamJoined.tap('evm-state:earliest', (u: Upstream, n: Network) => start(u, n));
   // Removed by a config reload (or out of service): no more probes. A network replaced by a
   // reload is rejoined first, which restarts the probes there.
-  proxy.hooks.upstreamLeft.tap('evm-state:earliest', (u: Upstream) => {
+  host.hooks.upstreamLeft.tap('evm-state:earliest', (u: Upstream) => {
     if (u.state === 'failed') stop(u);
   });
-  proxy.hooks.shutdown.tapPromise('evm-state:earliest', async () => {
+  host.hooks.shutdown.tapPromise('evm-state:earliest', async () => {
     for (const u of [...timers.keys()]) stop(u);
   });
 

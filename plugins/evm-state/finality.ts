@@ -10,10 +10,10 @@ import { chainStateOf } from './chain.ts';
 
 /**
  * Taps the `directives` hook to set `FINALITY` slot (the directives pass through unchanged).
- * @param proxy the proxy the evm-state plugin is applied to
+ * @param host the plugin host the evm-state plugin is applied to
  */
-export function tapFinality(proxy: PluginHost): void {
-  proxy.hooks.directives.tap({ name: 'evm-state', stage: DirectiveStage.FINALITY }, (d: Directives, ctx: CallContext) => {
+export function tapFinality(host: PluginHost): void {
+  host.hooks.directives.tap({ name: 'evm-state', stage: DirectiveStage.FINALITY }, (d: Directives, ctx: CallContext) => {
     // The finalized head (a pass over the counted upstreams) only matters for a method with a block parameter.
     const method = ctx.request.method;
     FINALITY.set(ctx, classifyFinality(method, ctx.request.params, BLOCK_PARAM[method] === undefined ? undefined : chainStateOf(ctx.network).highestFinalized));

@@ -26,13 +26,13 @@ import { tapBlockAvailability, tapFarFutureBlocks } from './availability.ts';
 import { tapBlockBounds } from './block-availability.ts';
 import { tapEarliestDetection } from './earliest.ts';
 import { tapFinality } from './finality.ts';
-import { MAX_POLL_TIMEOUT_MS } from './poller.ts';
-import { ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS, evmStateSchema } from './schema.ts';
+import { ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS, evmStateSchema, MAX_POLL_TIMEOUT_MS } from './schema.ts';
 import { tapHeadTracking } from './state.ts';
 import { tapTipEnforcement } from './tip.ts';
 
 export { chainStateOf, HASH_HEIGHTS, MAX_REORGS, NetworkChainState, NEXT_BLOCK_MARGIN, UpstreamChainState } from './chain.ts';
-export { MAX_METHOD_FAILURES, MAX_POLL_TIMEOUT_MS, NOT_SYNCING_POLLS, UpstreamPoller } from './poller.ts';
+export { MAX_METHOD_FAILURES, NOT_SYNCING_POLLS, UpstreamPoller } from './poller.ts';
+export { MAX_POLL_TIMEOUT_MS } from './schema.ts';
 export type { PollerSettings, PollerSink, PollReport } from './poller.ts';
 export { DEFAULT_FALLBACK_FINALITY_DEPTH, DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE, DEFAULT_STATE_POLLER_INTERVAL_MS, ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS, evmStateSchema, networkEvmSettings, pollerSettingsOf } from './schema.ts';
 export type { NetworkEvmSettings } from './schema.ts';
@@ -79,12 +79,12 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
     // Counts only the upstreams the selection plugin keeps (selectionState) and re-evaluates on syncing changes.
     dependsOn: ['selection'],
     schema: evmStateSchema,
-    apply(proxy: PluginHost) {
-      declareDirectives(proxy, 'evm-state', ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS);
+    apply(host: PluginHost) {
+      declareDirectives(host, 'evm-state', ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS);
       // In this order: tapable runs same-stage taps of one hook in registration order.
-      const heads = tapHeadTracking(proxy, maxPollTimeoutMs);
+      const heads = tapHeadTracking(host, maxPollTimeoutMs);
       // Every other plugin reads the chain state this plugin keeps through host.chainState(network).
-      proxy.services.provide(CHAIN_STATE_SERVICE, {
+      host.services.provide(CHAIN_STATE_SERVICE, {
         of: (network) => chainStateOf(network),
         // Heads another replica saw (shared-state plugin): forward-only, judged by the same
         // plausibility rule as a poll's (an implausible one is recorded nowhere and marks the upstream).
@@ -93,12 +93,12 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
           if (finalized > 0) heads.observeFinalized(network, u, finalized, false, true);
         },
       });
-      tapFinality(proxy);
+      tapFinality(host);
       // Configured bounds first (hard), then the head-based filter (soft), at the same stage.
-      tapBlockBounds(proxy, tapEarliestDetection(proxy, maxPollTimeoutMs));
-      tapBlockAvailability(proxy);
-      tapTipEnforcement(proxy, heads);
-      tapFarFutureBlocks(proxy);
+      tapBlockBounds(host, tapEarliestDetection(host, maxPollTimeoutMs));
+      tapBlockAvailability(host);
+      tapTipEnforcement(host, heads);
+      tapFarFutureBlocks(host);
     },
   };
 }

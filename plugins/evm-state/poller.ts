@@ -15,8 +15,6 @@ import { blockNumberOfBlock, syncingOf } from './tip.ts';
 export const NOT_SYNCING_POLLS = 4;
 /** Failures in a row (with the upstream otherwise answering, and never a success) after which a poll method is dropped for good. */
 export const MAX_METHOD_FAILURES = 10;
-/** Upper bound of one poll request, ms: the timeout is min(interval, this). */
-export const MAX_POLL_TIMEOUT_MS = 10_000;
 /**
  * Largest poll answer read, bytes: polls ask for block headers only (`false`
  * for full transactions), so a hostile upstream cannot make an idle svc hold a huge answer.
@@ -100,14 +98,14 @@ export class UpstreamPoller {
   private linkedAt = -Infinity;
 
   /**
-   * @param proxy the proxy (hooks, logger, internal contexts)
+   * @param host the plugin host (hooks, logger, internal contexts)
    * @param network the network the upstream serves
    * @param upstream the polled upstream
    * @param settings interval, timeout and finality depth
    * @param sink receives what the polls learn
    */
   constructor(
-    private readonly proxy: PluginHost,
+    private readonly host: PluginHost,
     readonly network: Network,
     readonly upstream: Upstream,
     readonly settings: PollerSettings,
@@ -144,7 +142,7 @@ export class UpstreamPoller {
     if (this.stopped) return Promise.resolve();
     this.running ??= this.pollOnce()
       .catch((e: unknown) => {
-        this.proxy.logger.warn({ project: this.network.project.id, network: this.network.id, upstream: this.upstream.id, err: (e as Error).message }, `state poll of ${this.upstream.id} failed unexpectedly`);
+        this.host.logger.warn({ project: this.network.project.id, network: this.network.id, upstream: this.upstream.id, err: (e as Error).message }, `state poll of ${this.upstream.id} failed unexpectedly`);
       })
       .finally(() => {
         this.running = undefined;
@@ -287,7 +285,7 @@ export class UpstreamPoller {
         if (!linked || this.stopped) return;
         const mine = state.of(this.upstream);
         mine.linked = Math.max(mine.linked, n);
-        this.proxy.logger.info({ project: this.network.project.id, network: this.network.id, upstream: this.upstream.id, block: n }, `upstream ${this.upstream.id}'s block ${n} links by parent hash to a recorded block: believed`);
+        this.host.logger.info({ project: this.network.project.id, network: this.network.id, upstream: this.upstream.id, block: n }, `upstream ${this.upstream.id}'s block ${n} links by parent hash to a recorded block: believed`);
         this.sink.latest(this.upstream, n);
       })
       .finally(() => {
@@ -312,7 +310,7 @@ export class UpstreamPoller {
   }
 
   private logOutcome(r: PollReport): void {
-    const log = this.proxy.logger;
+    const log = this.host.logger;
     const fields = { project: this.network.project.id, network: this.network.id, upstream: this.upstream.id };
     if (r.latest === undefined) {
       if (!this.failing) log.warn({ ...fields, errors: r.errors }, `state poll of ${this.upstream.id} failed: ${r.errors.latest ?? 'no latest block'}`);
@@ -332,10 +330,10 @@ export class UpstreamPoller {
 
   /** One request through this upstream's own chain, with a realtime finality for failsafe matching. */
   private async call(method: string, params: unknown[]): Promise<RpcResult> {
-    const { ctx, done } = this.proxy.internalContext(this.network, method, params, this.settings.timeoutMs);
+    const { ctx, done } = this.host.internalContext(this.network, method, params, this.settings.timeoutMs);
     FINALITY.set(ctx, classifyFinality(method, params, chainStateOf(this.network).highestFinalized));
     try {
-      return await tryUpstream(this.proxy.hooks, ctx, this.upstream, 'primary', ctx.signal, MAX_POLL_RESPONSE_BYTES);
+      return await tryUpstream(this.host.hooks, ctx, this.upstream, 'primary', ctx.signal, MAX_POLL_RESPONSE_BYTES);
     } finally {
       done();
     }

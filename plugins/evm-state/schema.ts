@@ -8,7 +8,10 @@ import { Type } from '@sinclair/typebox';
 import { Directive, directiveDefaultsSchema, Duration, type Network, type SchemaFragment, type Upstream } from 'svc/plugin';
 import { blockAvailabilitySchema } from './block-availability.ts';
 import { normalizeBlockAvailability } from './erpc.ts';
-import { MAX_POLL_TIMEOUT_MS, type PollerSettings } from './poller.ts';
+import type { PollerSettings } from './poller.ts';
+
+/** Upper bound of one poll request, ms: the timeout is min(interval, this). */
+export const MAX_POLL_TIMEOUT_MS = 10_000;
 
 /** Default `upstreams[].evm.statePollerInterval`, ms. */
 export const DEFAULT_STATE_POLLER_INTERVAL_MS = 30_000;

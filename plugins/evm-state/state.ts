@@ -80,17 +80,17 @@ export interface HeadTracker {
 }
 
 /**
- * Starts the head tracking of a proxy: registers the gauges and taps `network`,
+ * Starts the head tracking of a host: registers the gauges and taps `network`,
  * `upstreamJoined` and `shutdown` (in that order).
- * @param proxy the proxy the evm-state plugin is applied to
+ * @param host the plugin host the evm-state plugin is applied to
  * @param maxPollTimeoutMs cap of one poll request's timeout, ms
  * @returns how answers report heads
  */
-export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): HeadTracker {
-  const hooks = proxy.hooks;
+export function tapHeadTracking(host: PluginHost, maxPollTimeoutMs: number): HeadTracker {
+  const hooks = host.hooks;
   const pollers = new Map<Upstream, UpstreamPoller>();
-  proxy.services.provide(POLLERS_SERVICE, pollers);
-  const selection = () => proxy.services.get(SELECTION_API_SERVICE);
+  host.services.provide(POLLERS_SERVICE, pollers);
+  const selection = () => host.services.get(SELECTION_API_SERVICE);
 
   // ---- which upstreams make up the network head -----------------------------------
   const selViews = new WeakMap<Network, { at: number; excluded: ReadonlySet<string>; honoursCordons: boolean }>();
@@ -162,7 +162,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     name: 'svc_upstream_implausible_head_total',
     help: 'Heads an upstream reported (poll or answer) that no other source confirms and the block time cannot explain: not believed',
     labelNames: ['project', 'network', 'upstream', 'kind'],
-    registers: [proxy.metrics],
+    registers: [host.metrics],
   });
   /** Marks (or clears) an upstream's implausible head of one kind: a log line when an episode starts and ends. */
   const mark = (n: Network, u: Upstream, kind: 'latest' | 'finalized', block: number, verdict: HeadVerdict): void => {
@@ -173,11 +173,11 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
       implausibleHeads.inc(fields);
       if (s.implausible[kind]) return;
       s.implausible[kind] = true;
-      proxy.logger.warn({ ...fields, reported: block, accepted: st.highestLatest }, `upstream ${u.id} reported an implausible ${kind} block ${block} (network head ${st.highestLatest}): not believed, scored down`);
+      host.logger.warn({ ...fields, reported: block, accepted: st.highestLatest }, `upstream ${u.id} reported an implausible ${kind} block ${block} (network head ${st.highestLatest}): not believed, scored down`);
       updateLags(n);
     } else if (s.implausible[kind]) {
       s.implausible[kind] = false;
-      proxy.logger.info({ ...fields, reported: block }, `upstream ${u.id} reports a plausible ${kind} block again (${block})`);
+      host.logger.info({ ...fields, reported: block }, `upstream ${u.id} reports a plausible ${kind} block again (${block})`);
       updateLags(n);
     }
   };
@@ -246,7 +246,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     name: 'svc_upstream_latest_block',
     help: 'Latest block known for an upstream (state poller and answers)',
     labelNames: labels,
-    registers: [proxy.metrics],
+    registers: [host.metrics],
     collect() {
       this.reset();
       eachPoller((p, s) => this.set(lbl(p), s.latest));
@@ -256,7 +256,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     name: 'svc_upstream_finalized_block',
     help: 'Finalized block known for an upstream (the finalized tag, or latest - fallbackFinalityDepth)',
     labelNames: labels,
-    registers: [proxy.metrics],
+    registers: [host.metrics],
     collect() {
       this.reset();
       eachPoller((p, s) => this.set(lbl(p), s.finalized));
@@ -266,7 +266,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     name: 'svc_upstream_block_head_lag',
     help: "Blocks an upstream's latest block is behind the network's highest latest block",
     labelNames: labels,
-    registers: [proxy.metrics],
+    registers: [host.metrics],
     collect() {
       this.reset();
       eachPoller((p, s) => this.set(lbl(p), Math.max(0, chainStateOf(p.network).highestLatest - s.latest)));
@@ -276,7 +276,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     name: 'svc_upstream_finalization_lag',
     help: "Blocks an upstream's finalized block is behind the network's highest finalized block",
     labelNames: labels,
-    registers: [proxy.metrics],
+    registers: [host.metrics],
     collect() {
       this.reset();
       eachPoller((p, s) => this.set(lbl(p), Math.max(0, chainStateOf(p.network).highestFinalized - s.finalized)));
@@ -286,7 +286,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     name: 'svc_upstream_syncing',
     help: '1 while the state poller says the upstream is syncing (excluded by the default selection policy)',
     labelNames: labels,
-    registers: [proxy.metrics],
+    registers: [host.metrics],
     collect() {
       this.reset();
       eachPoller((p) => this.set(lbl(p), SYNCING.get(p.upstream) ? 1 : 0));
@@ -294,7 +294,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
   });
 
   // ---- pollers ---------------------------------------------------------------------
-  const chainIds = chainIdCheck(proxy);
+  const chainIds = chainIdCheck(host);
   const sink = {
     chainId: (u: Upstream, answer: unknown): boolean => {
       const p = pollers.get(u);
@@ -311,7 +311,7 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     syncingChanged: (u: Upstream, syncing: boolean) => {
       const p = pollers.get(u);
       if (!p) return;
-      proxy.logger.info({ project: p.network.project.id, network: p.network.id, upstream: u.id, syncing }, `upstream ${u.id} is ${syncing ? 'syncing: excluded by the default selection policy' : 'synced again'}`);
+      host.logger.info({ project: p.network.project.id, network: p.network.id, upstream: u.id, syncing }, `upstream ${u.id} is ${syncing ? 'syncing: excluded by the default selection policy' : 'synced again'}`);
       // Apply at once rather than at the next selection tick.
       void selection()?.evaluate(p.network.project.id, p.network.id);
     },
@@ -340,9 +340,9 @@ export function tapHeadTracking(proxy: PluginHost, maxPollTimeoutMs: number): He
     }
     const st = chainStateOf(n);
     st.pollIntervalMs = st.pollIntervalMs > 0 ? Math.min(st.pollIntervalMs, settings.intervalMs) : settings.intervalMs;
-    const poller = new UpstreamPoller(proxy, n, u, settings, sink);
+    const poller = new UpstreamPoller(host, n, u, settings, sink);
     pollers.set(u, poller);
-    if (!proxy.isClosed) poller.start();
+    if (!host.isClosed) poller.start();
   });
 
   // Removed by a config reload (or out of service): its poller stops. A poller of a network a

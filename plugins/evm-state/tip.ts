@@ -154,11 +154,11 @@ interface BestAnswer {
 /**
  * Registers the stale-answer counter and taps `validate` (null tagged blocks, then heads and
  * answers behind them) and `call` (tip enforcement), in that order.
- * @param proxy the proxy the evm-state plugin is applied to
+ * @param host the plugin host the evm-state plugin is applied to
  * @param heads where heads seen in answers are reported
  */
-export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
-  const hooks = proxy.hooks;
+export function tapTipEnforcement(host: PluginHost, heads: HeadTracker): void {
+  const hooks = host.hooks;
   const observeLatest = heads.observeLatest;
   const observeFinalized = heads.observeFinalized;
   const implausible = (u: Upstream, what: string, n: number): SvcError =>
@@ -167,7 +167,7 @@ export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
     name: 'svc_upstream_stale_block_total',
     help: 'Answers behind the network head (eth_blockNumber, latest/finalized eth_getBlockByNumber) re-routed by enforce-highest-block',
     labelNames: ['project', 'network', 'upstream', 'category'],
-    registers: [proxy.metrics],
+    registers: [host.metrics],
   });
   const remember = (ctx: CallContext, n: number, result: RpcResult, u: Upstream): void => {
     const best = ctx.state.get(BEST) as BestAnswer | undefined;
@@ -187,7 +187,7 @@ export function tapTipEnforcement(proxy: PluginHost, heads: HeadTracker): void {
     const by = behindBy(n, highest);
     if (by === undefined) return undefined;
     remember(ctx, n, r, u);
-    stale.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, category: proxy.methodLabel.value(ctx.request.method) });
+    stale.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, category: host.methodLabel.value(ctx.request.method) });
     return new ErrUpstreamBlockBehind(`upstream ${u.id} answered ${what} ${n}, ${by} behind the highest known ${highest}`, {
       details: { upstream: u.id, answered: n, highest },
     });

@@ -55,21 +55,21 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
   return {
     name: 'failsafe',
     schema: failsafeSchemaFragment(),
-    apply(proxy: PluginHost) {
+    apply(host: PluginHost) {
       const now = opts.now ?? Date.now;
       // Adaptive timeouts need a duration or a ceiling, floors below ceilings...: refused at start-up with their paths.
-      proxy.hooks.configured.tap('failsafe', checkFailsafe);
+      host.hooks.configured.tap('failsafe', checkFailsafe);
       const latency = new LatencyQuantiles();
-      const metrics = new FailsafeMetrics(proxy);
+      const metrics = new FailsafeMetrics(host);
       // Network scope first (its counters, then the directives and attempt taps), then upstream scope.
-      tapNetworkFailsafe(proxy, latency, metrics);
+      tapNetworkFailsafe(host, latency, metrics);
       const proxyBreakers = new Map<Upstream, CircuitBreaker[]>();
-      proxy.services.provide(BREAKERS_SERVICE, proxyBreakers);
+      host.services.provide(BREAKERS_SERVICE, proxyBreakers);
       // An upstream removed by a config reload (or out of service) keeps no breakers.
-      proxy.hooks.upstreamLeft.tap('failsafe', (u: Upstream) => {
+      host.hooks.upstreamLeft.tap('failsafe', (u: Upstream) => {
         if (u.state === 'failed') proxyBreakers.delete(u);
       });
-      tapUpstreamFailsafe(proxy, now, proxyBreakers, latency, metrics);
+      tapUpstreamFailsafe(host, now, proxyBreakers, latency, metrics);
     },
   };
 }

@@ -36,24 +36,24 @@ export function failsafeEntryOf(ctx: CallContext): FailsafeEntry | undefined {
 /**
  * Registers the network-scope counters and taps the `directives` and `attempt` hooks (in that
  * order: directives, then hedge, retry, timeout).
- * @param proxy the proxy the failsafe plugin is applied to
+ * @param host the plugin host the failsafe plugin is applied to
  * @param latency the method latency quantiles adaptive delays are computed from
  * @param metrics the timeout and data-unavailable metrics shared with the upstream scope
  */
-export function tapNetworkFailsafe(proxy: PluginHost, latency: LatencyQuantiles, metrics: FailsafeMetrics): void {
-  const hooks = proxy.hooks;
+export function tapNetworkFailsafe(host: PluginHost, latency: LatencyQuantiles, metrics: FailsafeMetrics): void {
+  const hooks = host.hooks;
   const netEntries = new WeakMap<Network, CompiledEntry[]>();
   const retries = new Counter({
     name: 'svc_network_request_retries_total',
     help: 'Network-scope retry rounds started',
     labelNames: ['project', 'network', 'category'],
-    registers: [proxy.metrics],
+    registers: [host.metrics],
   });
   const hedges = new Counter({
     name: 'svc_network_hedges_total',
     help: 'Hedge legs started',
     labelNames: ['project', 'network', 'category'],
-    registers: [proxy.metrics],
+    registers: [host.metrics],
   });
   const entriesOf = (n: Network): CompiledEntry[] => {
     let e = netEntries.get(n);
@@ -97,7 +97,7 @@ export function tapNetworkFailsafe(proxy: PluginHost, latency: LatencyQuantiles,
       const delay = latency.resolve(ctx, hedgeSpecOf(h));
       return runHedged(ctx, leg, inner, delay, h.maxCount, () => {
         NETWORK_HEDGES.set(ctx.record, NETWORK_HEDGES.get(ctx.record) + 1);
-        hedges.inc({ project: ctx.project.id, network: ctx.network.id, category: proxy.methodLabel.value(ctx.request.method) });
+        hedges.inc({ project: ctx.project.id, network: ctx.network.id, category: host.methodLabel.value(ctx.request.method) });
       });
     };
     return (ctx, leg) => {
@@ -118,10 +118,10 @@ export function tapNetworkFailsafe(proxy: PluginHost, latency: LatencyQuantiles,
           if (n >= r.maxAttempts || !isRetryable(e) || leg.signal.aborted) throw e;
           NETWORK_RETRIES.set(ctx.record, NETWORK_RETRIES.get(ctx.record) + 1);
           ctx.record.networkAttempts++;
-          const category = proxy.methodLabel.value(ctx.request.method);
+          const category = host.methodLabel.value(ctx.request.method);
           retries.inc({ project: ctx.project.id, network: ctx.network.id, category });
           // Data not there yet: wait about one block for it (eRPC's data-unavailable delay), else back off.
-          const waitMs = dataUnavailableDelay(e, r, proxy.chainState(ctx.network).blockTimeMs);
+          const waitMs = dataUnavailableDelay(e, r, host.chainState(ctx.network).blockTimeMs);
           if (waitMs !== undefined && waitMs > 0) metrics.dataUnavailableWait.observe({ project: ctx.project.id, network: ctx.network.id, category }, waitMs / 1000);
           await sleep(waitMs ?? retryDelay(r, n), leg.signal).catch(() => {
             throw e;

@@ -18,14 +18,14 @@ import { compile, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, type CompiledEntry, typ
 
 /**
  * Taps the `upstream` hook (in that order: breaker, retry, timeout).
- * @param proxy the proxy the failsafe plugin is applied to
+ * @param host the plugin host the failsafe plugin is applied to
  * @param now clock of the circuit breakers, ms
  * @param proxyBreakers filled with each upstream's breakers as its chain is composed (the registry behind `upstreamBreakers`)
  * @param latency the method latency quantiles an adaptive timeout is computed from (the network's, as in eRPC)
  * @param metrics the timeout metrics shared with the network scope
  */
-export function tapUpstreamFailsafe(proxy: PluginHost, now: () => number, proxyBreakers: Map<Upstream, CircuitBreaker[]>, latency: LatencyQuantiles, metrics: FailsafeMetrics): void {
-  const hooks = proxy.hooks;
+export function tapUpstreamFailsafe(host: PluginHost, now: () => number, proxyBreakers: Map<Upstream, CircuitBreaker[]>, latency: LatencyQuantiles, metrics: FailsafeMetrics): void {
+  const hooks = host.hooks;
   const upEntries = new WeakMap<Upstream, CompiledEntry[]>();
   const upEntriesOf = (u: Upstream): CompiledEntry[] => {
     let e = upEntries.get(u);

@@ -15,9 +15,9 @@ export const FORWARD_STAGE = -1000;
 export function forwardPlugin(): Plugin {
   return {
     name: 'forward',
-    apply(proxy: PluginHost) {
-      const sweep = createSweep(proxy.hooks);
-      proxy.hooks.attempt.tap({ name: 'forward', stage: FORWARD_STAGE }, () => sweep);
+    apply(host: PluginHost) {
+      const sweep = createSweep(host.hooks);
+      host.hooks.attempt.tap({ name: 'forward', stage: FORWARD_STAGE }, () => sweep);
     },
   };
 }

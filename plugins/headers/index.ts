@@ -150,12 +150,12 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
 export function headersPlugin(): Plugin {
   return {
     name: 'headers',
-    apply(proxy: PluginHost) {
+    apply(host: PluginHost) {
       let mode: 'all' | 'summary' | 'off' = 'all';
-      proxy.hooks.configured.tap('headers', (config) => {
+      host.hooks.configured.tap('headers', (config) => {
         mode = config.server.executionHeaders;
       });
-      proxy.hooks.responseHeaders.tap('headers', (sink: HeaderSink, records: readonly ExecutionRecord[], meta: ResponseMeta) => {
+      host.hooks.responseHeaders.tap('headers', (sink: HeaderSink, records: readonly ExecutionRecord[], meta: ResponseMeta) => {
         // Counters go on every response, early errors included (0 there; spec §4.5 "always").
         const h = diagnosticHeaders(records, mode, meta.batch);
         for (const k in h) sink.set(k, h[k] as string);

@@ -50,15 +50,15 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
   return {
     name: 'metrics',
     schema: metricsSchema,
-    apply(proxy: PluginHost) {
-      const reg = proxy.metrics;
+    apply(host: PluginHost) {
+      const reg = host.metrics;
       // Set from the config on `configured` (config hooks may still change it during apply).
       let options!: MetricsOptions;
       let verbose: VerboseErrorLabels | undefined;
       let exposition!: FilteredRegistry;
       let upstreamDuration!: DeferredHistogram;
       let callDuration!: DeferredHistogram;
-      const methods = opts.maxMethods !== undefined ? new BoundedLabel(opts.maxMethods) : proxy.methodLabel;
+      const methods = opts.maxMethods !== undefined ? new BoundedLabel(opts.maxMethods) : host.methodLabel;
       const agents = new BoundedLabel(opts.maxAgents ?? 50);
       const users = new BoundedLabel(opts.maxUsers ?? 1000);
       const upstreamTotal = new DeferredCounter(reg, {
@@ -72,7 +72,7 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         labelNames: ['project', 'vendor', 'network', 'upstream', 'category', 'error'],
         registers: [reg],
       });
-      proxy.hooks.configured.tap('metrics', (config) => {
+      host.hooks.configured.tap('metrics', (config) => {
         options = metricsOptionsOf(config.metrics.settings ?? {});
         verbose = options.errorLabelMode === 'verbose' ? new VerboseErrorLabels() : undefined;
         exposition = new FilteredRegistry(reg, options);
@@ -93,11 +93,11 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
       // Process metrics (CPU, RSS, heap, event-loop lag, GC): prom-client's defaults, read on scrape.
       // Registered once svc listens: they start an event-loop monitor and a GC observer that are
       // never stopped, which a proxy built only to validate a config (reload) must not leave behind.
-      proxy.hooks.listening.tapPromise('metrics:process', async () => {
+      host.hooks.listening.tapPromise('metrics:process', async () => {
         collectDefaultMetrics({ register: reg });
       });
       // Lifecycle (drain state, drain start, in-flight requests): read from the drain on scrape.
-      registerLifecycleMetrics(reg, proxy.lifecycleStatus);
+      registerLifecycleMetrics(reg, host.lifecycleStatus);
       const received = new DeferredCounter(reg, {
         name: 'svc_network_request_received_total',
         help: 'Calls received per network',
@@ -110,7 +110,7 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
       const durValues = ['', '', '', '', ''];
       const callValues = ['', '', '', ''];
 
-      proxy.hooks.attemptDone.tap('metrics', (a: AttemptRecord) => {
+      host.hooks.attemptDone.tap('metrics', (a: AttemptRecord) => {
         if (!a.dialled) return;
         const category = methods.value(a.method);
         upValues[0] = a.projectId;
@@ -131,7 +131,7 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         }
       });
 
-      proxy.hooks.callDone.tap('metrics', (ctx: CallContext) => {
+      host.hooks.callDone.tap('metrics', (ctx: CallContext) => {
         if (ctx.internal) return;
         const ua = ctx.http.query['user-agent'] ?? (ctx.http.headers['user-agent'] as string | undefined);
         const category = methods.value(ctx.request.method);
@@ -151,10 +151,10 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         ]);
       });
 
-      proxy.hooks.listening.tapPromise('metrics', async () => {
-        const mcfg = proxy.config.metrics;
+      host.hooks.listening.tapPromise('metrics', async () => {
+        const mcfg = host.config.metrics;
         // Every plugin has registered its histograms by now: name what the filter cannot find.
-        if (exposition.active || options.keepLabels.size > 0) for (const w of await unknownFilterNames(reg, options)) proxy.logger.warn(w);
+        if (exposition.active || options.keepLabels.size > 0) for (const w of await unknownFilterNames(reg, options)) host.logger.warn(w);
         if (!mcfg.enabled) return;
         if (svcWorker()) {
           // One of several workers: the primary serves /metrics, summed over the workers
@@ -165,15 +165,15 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         const server = createMetricsServer({ metrics: () => exposition.metrics(), contentType: reg.contentType });
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
-          server.listen(proxy.overrides.metricsPort ?? mcfg.port, mcfg.host, () => resolve());
+          server.listen(host.overrides.metricsPort ?? mcfg.port, mcfg.host, () => resolve());
         });
-        proxy.services.provide(METRICS_SERVER_SERVICE, server);
-        proxy.logger.info({ listen: `http://${mcfg.host}:${(server.address() as AddressInfo).port}`, path: '/metrics' }, 'metrics listening');
+        host.services.provide(METRICS_SERVER_SERVICE, server);
+        host.logger.info({ listen: `http://${mcfg.host}:${(server.address() as AddressInfo).port}`, path: '/metrics' }, 'metrics listening');
       });
       // Last of the shutdown taps: /metrics answers through draining, closing and stopped, until
       // the stores and pollers are closed, so a drain stuck anywhere stays visible to the alert.
-      proxy.hooks.shutdown.tapPromise({ name: 'metrics', stage: ShutdownStage.METRICS_LISTENER }, async () => {
-        const s = proxy.services.get(METRICS_SERVER_SERVICE);
+      host.hooks.shutdown.tapPromise({ name: 'metrics', stage: ShutdownStage.METRICS_LISTENER }, async () => {
+        const s = host.services.get(METRICS_SERVER_SERVICE);
         if (s) await new Promise<void>((r) => s.close(() => r()));
       });
     },

@@ -32,13 +32,13 @@ export function filterByUseUpstream(upstreams: readonly Upstream[], selector: Ma
 
 /**
  * How far an upstream is behind its network's highest latest block, in blocks.
- * @param proxy the host (chain state)
+ * @param host the plugin host (chain state)
  * @param ctx the call (its network)
  * @param u the upstream
  * @returns blocks behind (> 0), or 0 when level, ahead or unknown (never polled or observed)
  */
-export function upstreamLagOf(proxy: Pick<PluginHost, 'chainState'>, ctx: Pick<CallContext, 'network'>, u: Upstream): number {
-  const st = proxy.chainState(ctx.network);
+export function upstreamLagOf(host: Pick<PluginHost, 'chainState'>, ctx: Pick<CallContext, 'network'>, u: Upstream): number {
+  const st = host.chainState(ctx.network);
   const s = st.peek(u);
   if (!s || (s.latest === 0 && s.lastPollAt === 0)) return 0;
   const lag = st.highestLatest - s.latest;
@@ -75,17 +75,17 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
   return {
     name: 'select',
     schema: { ...methodGuardSchema, directiveDefaults: directiveDefaultsSchema(USE_UPSTREAM) },
-    apply(proxy: PluginHost) {
-      declareDirectives(proxy, 'select', USE_UPSTREAM);
+    apply(host: PluginHost) {
+      declareDirectives(host, 'select', USE_UPSTREAM);
       const matchers = new MatcherCache(256);
       // A pinned call's answer comes from the upstreams it names (possibly lagging or lying), not
       // the network's rules: the cache and multiplexing keep it apart (spec §2.8).
-      proxy.hooks.directives.tap({ name: 'select', stage: DirectiveStage.PROVENANCE }, (d: Directives, ctx: CallContext) => {
+      host.hooks.directives.tap({ name: 'select', stage: DirectiveStage.PROVENANCE }, (d: Directives, ctx: CallContext) => {
         const pin = USE_UPSTREAM.get(d);
         if (pin !== undefined && pin !== '' && pin !== USE_UPSTREAM.get(ctx.network.config.directiveDefaults)) markProvenance(ctx, 'use-upstream', pin);
         return d;
       });
-      proxy.hooks.select.tap({ name: 'select:methods', stage: SelectStage.METHODS }, (ups: Upstream[], ctx: CallContext) => {
+      host.hooks.select.tap({ name: 'select:methods', stage: SelectStage.METHODS }, (ups: Upstream[], ctx: CallContext) => {
         const method = ctx.request.method;
         // Node administration methods: only where the network or an upstream allows them, never dialled otherwise.
         if (guard.restricted(ctx.network, method)) return guard.filter(ups, ctx.network, method);
@@ -104,13 +104,13 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
       });
       // autoIgnoreUnsupportedMethods: an upstream that says it does not support a
       // method stops getting it, for the life of the process.
-      proxy.hooks.attemptDone.tap('select:auto-ignore', (a: AttemptRecord) => {
+      host.hooks.attemptDone.tap('select:auto-ignore', (a: AttemptRecord) => {
         if (a.error?.name !== 'ErrEndpointUnsupported') return;
-        const u = proxy.projects.get(a.projectId)?.upstreams.get(a.upstreamId);
+        const u = host.projects.get(a.projectId)?.upstreams.get(a.upstreamId);
         if (u?.config.settings.autoIgnoreUnsupportedMethods !== true) return;
-        if (u.ignoreMethod(a.method)) proxy.logger.info({ project: a.projectId, upstream: u.id, method: a.method }, `upstream ${u.id} does not support ${a.method}: ignored from now on`);
+        if (u.ignoreMethod(a.method)) host.logger.info({ project: a.projectId, upstream: u.id, method: a.method }, `upstream ${u.id} does not support ${a.method}: ignored from now on`);
       });
-      proxy.hooks.select.tap({ name: 'select:use-upstream', stage: SelectStage.USE_UPSTREAM }, (ups: Upstream[], ctx: CallContext) => {
+      host.hooks.select.tap({ name: 'select:use-upstream', stage: SelectStage.USE_UPSTREAM }, (ups: Upstream[], ctx: CallContext) => {
         const sel = USE_UPSTREAM.get(ctx.directives);
         if (sel === undefined || sel.trim() === '') return ups;
         // A client's selector is compiled and matched: bounded like every client input.
@@ -120,13 +120,13 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
         return out;
       });
       // A pinned call cannot be re-routed to a fresher upstream: say how far behind its answer was.
-      proxy.hooks.callDone.tap('select:pinned-lag', (ctx: CallContext) => {
+      host.hooks.callDone.tap('select:pinned-lag', (ctx: CallContext) => {
         const sel = USE_UPSTREAM.get(ctx.directives);
         if (ctx.internal || sel === undefined || sel.trim() === '') return;
         const id = ctx.record.upstream;
         if (id === undefined || CACHE_OUTCOME.get(ctx.record) === 'HIT') return;
         const u = ctx.project.upstreams.get(id);
-        const lag = u ? upstreamLagOf(proxy, ctx, u) : 0;
+        const lag = u ? upstreamLagOf(host, ctx, u) : 0;
         if (lag > 0) UPSTREAM_LAG.set(ctx.record, lag);
       });
     },

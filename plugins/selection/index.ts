@@ -54,50 +54,50 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
     // Scores and cordons come from the health tracker, which the health plugin feeds.
     dependsOn: ['health'],
     schema: selectionSchemaFragment,
-    apply(proxy: PluginHost) {
+    apply(host: PluginHost) {
       // Checked once the config is final; `svc validate` reports it too.
-      proxy.hooks.configured.tap('selection', () => validateConfig(proxy));
-      const hooks = selectionHooks(proxy);
+      host.hooks.configured.tap('selection', () => validateConfig(host));
+      const hooks = selectionHooks(host);
       const nets = new Map<Network, NetworkSelection>();
-      registerSelections(proxy, nets);
+      registerSelections(host, nets);
       // What other plugins (evm-state, admin) read of the selection, by its svc/plugin key.
-      proxy.services.provide(SELECTION_API_SERVICE, {
-        state: (projectId: string, networkId: string) => selectionState(proxy, projectId, networkId),
-        evaluate: (projectId: string, networkId: string) => evaluateSelection(proxy, projectId, networkId),
-        decisions: (projectId: string, networkId: string) => selectionDecisions(proxy, projectId, networkId),
+      host.services.provide(SELECTION_API_SERVICE, {
+        state: (projectId: string, networkId: string) => selectionState(host, projectId, networkId),
+        evaluate: (projectId: string, networkId: string) => evaluateSelection(host, projectId, networkId),
+        decisions: (projectId: string, networkId: string) => selectionDecisions(host, projectId, networkId),
       });
-      const metrics = createSelectionMetrics(proxy);
+      const metrics = createSelectionMetrics(host);
 
-      proxy.hooks.network.tap('selection', (network: Network) => {
+      host.hooks.network.tap('selection', (network: Network) => {
         let settings: SelectionSettings;
         try {
-          settings = readSelectionSettings(network.config.settings.selectionPolicy, settingsPath(proxy, network));
+          settings = readSelectionSettings(network.config.settings.selectionPolicy, settingsPath(host, network));
         } catch (e) {
-          proxy.logger.error({ project: network.project.id, network: network.id, err: (e as Error).message }, `invalid selectionPolicy of ${network.id}: using the default policy`);
+          host.logger.error({ project: network.project.id, network: network.id, err: (e as Error).message }, `invalid selectionPolicy of ${network.id}: using the default policy`);
           settings = readSelectionSettings(undefined, '');
         }
         const policy = hooks.policy.call(settings.evalFunc ?? opts.evalFunc ?? defaultPolicy, network);
-        const sel = new NetworkSelection(proxy, network, settings, policy, metrics, maxDecisions);
+        const sel = new NetworkSelection(host, network, settings, policy, metrics, maxDecisions);
         nets.set(network, sel);
         sel.start();
       });
 
       // A network replaced by a config reload: its policy evaluation stops (the new one has its own).
-      proxy.hooks.networkRetired.tap('selection', (network: Network) => {
+      host.hooks.networkRetired.tap('selection', (network: Network) => {
         nets.get(network)?.retire();
         nets.delete(network);
       });
 
-      proxy.hooks.upstreamJoined.tap('selection', (_u: Upstream, network: Network) => {
+      host.hooks.upstreamJoined.tap('selection', (_u: Upstream, network: Network) => {
         void nets.get(network)?.evaluate();
       });
 
-      proxy.hooks.select.tap({ name: 'selection', stage: SelectStage.POLICY }, (ups: Upstream[], ctx: CallContext) => {
+      host.hooks.select.tap({ name: 'selection', stage: SelectStage.POLICY }, (ups: Upstream[], ctx: CallContext) => {
         const sel = nets.get(ctx.network);
         return sel ? sel.select(ups, ctx.request.method) : ups;
       });
 
-      proxy.hooks.shutdown.tapPromise('selection', async () => {
+      host.hooks.shutdown.tapPromise('selection', async () => {
         for (const sel of nets.values()) sel.stop();
       });
     },

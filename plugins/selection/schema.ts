@@ -98,9 +98,9 @@ export function readSelectionSettings(raw: unknown, path: string): SelectionSett
 }
 
 /** Config path of a network's `selectionPolicy`, for error messages. */
-export function settingsPath(proxy: PluginHost, network: Network): string {
-  const pi = proxy.config.projects.findIndex((p) => p.id === network.project.id);
-  const ni = pi < 0 ? -1 : (proxy.config.projects[pi]?.networks.findIndex((n) => n.id === network.id) ?? -1);
+export function settingsPath(host: PluginHost, network: Network): string {
+  const pi = host.config.projects.findIndex((p) => p.id === network.project.id);
+  const ni = pi < 0 ? -1 : (host.config.projects[pi]?.networks.findIndex((n) => n.id === network.id) ?? -1);
   if (pi < 0) return `projects[?].networks[?].selectionPolicy`;
   return ni < 0 ? `projects[${pi}].networkDefaults.selectionPolicy` : `projects[${pi}].networks[${ni}].selectionPolicy`;
 }
@@ -109,7 +109,7 @@ export function settingsPath(proxy: PluginHost, network: Network): string {
  * Checks every network's (and `networkDefaults`') `selectionPolicy` of a config.
  * @throws ConfigError listing every problem, each with its config path
  */
-export function validateConfig(proxy: PluginHost): void {
+export function validateConfig(host: PluginHost): void {
   const problems: ConfigProblem[] = [];
   const check = (raw: unknown, path: string) => {
     try {
@@ -119,7 +119,7 @@ export function validateConfig(proxy: PluginHost): void {
       else throw e;
     }
   };
-  proxy.config.projects.forEach((p, i) => {
+  host.config.projects.forEach((p, i) => {
     const nd = p.networkDefaults as { selectionPolicy?: unknown };
     if (nd.selectionPolicy !== undefined) check(nd.selectionPolicy, `projects[${i}].networkDefaults.selectionPolicy`);
     p.networks.forEach((n, j) => check(n.settings.selectionPolicy, `projects[${i}].networks[${j}].selectionPolicy`));

@@ -17,7 +17,7 @@ export const MAX_DECISIONS = 100;
 // The state and decision shapes are svc/plugin's (core/selection.ts), read by the admin and other plugins.
 export type { SelectionDecision, SelectionState } from 'svc/plugin';
 
-/** Metrics shared by every network of a proxy. */
+/** Metrics shared by every network of a host. */
 export interface SelectionMetrics {
   score: Gauge<'project' | 'network' | 'method' | 'upstream'>;
   excluded: Gauge<'upstream'>;
@@ -25,21 +25,21 @@ export interface SelectionMetrics {
 
 /**
  * Registers the selection gauges of a proxy (shared by every network).
- * @param proxy the proxy whose registry receives them
+ * @param host the plugin host whose registry receives them
  */
-export function createSelectionMetrics(proxy: PluginHost): SelectionMetrics {
+export function createSelectionMetrics(host: PluginHost): SelectionMetrics {
   return {
     score: new Gauge({
       name: 'svc_selection_score',
       help: 'Selection score of an upstream, lower is better (method "*": the whole upstream)',
       labelNames: ['project', 'network', 'method', 'upstream'],
-      registers: [proxy.metrics],
+      registers: [host.metrics],
     }),
     excluded: new Gauge({
       name: 'svc_selection_excluded_seconds',
       help: 'Seconds an upstream has been continuously excluded by the selection policy (0 while selectable)',
       labelNames: ['upstream'],
-      registers: [proxy.metrics],
+      registers: [host.metrics],
     }),
   };
 }
@@ -94,7 +94,7 @@ export class NetworkSelection {
   private readonly scoreLabels = new Set<string>();
 
   constructor(
-    private readonly proxy: PluginHost,
+    private readonly host: PluginHost,
     private readonly network: Network,
     private readonly settings: SelectionSettings,
     private readonly policy: EvalFunc,
@@ -220,7 +220,7 @@ export class NetworkSelection {
     }
     if (r.order.length !== this.prevOrder.length || r.order.some((id, i) => id !== this.prevOrder[i])) {
       this.ring.push({ step: 'order', upstream: '*', reason: r.order.length ? r.order.join(' > ') : '(no upstream)', time });
-      this.proxy.logger.debug({ project: this.network.project.id, network: this.network.id, order: r.order, excluded: r.excluded }, `selection order of ${this.network.id} changed`);
+      this.host.logger.debug({ project: this.network.project.id, network: this.network.id, order: r.order, excluded: r.excluded }, `selection order of ${this.network.id} changed`);
     }
     this.prevOrder = r.order;
   }
@@ -231,7 +231,7 @@ export class NetworkSelection {
     const err = e instanceof Error ? e : new Error(String(e));
     const kind = e instanceof PolicyError ? e.kind : 'error';
     this.ring.push({ step: 'evalFunc', upstream: '*', reason: `${kind}: ${err.message}; previous order kept`, time: now });
-    this.proxy.logger.warn({ project: this.network.project.id, network: this.network.id, kind, err: err.message }, `selection policy of ${this.network.id} failed (${kind}): previous order kept`);
+    this.host.logger.warn({ project: this.network.project.id, network: this.network.id, kind, err: err.message }, `selection policy of ${this.network.id} failed (${kind}): previous order kept`);
     this.updateMetrics(this.network.upstreams, now, false);
   }
 

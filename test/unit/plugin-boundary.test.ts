@@ -8,7 +8,7 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { PACKAGE_ROOT } from '../../core/version.ts';
@@ -37,6 +37,28 @@ describe('plugin boundary (dependency-cruiser)', function () {
     const { violations, modules } = await cruise(['plugins']);
     expect(modules, 'modules cruised').to.be.greaterThan(100);
     expect(violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`)).to.deep.equal([]);
+  });
+
+  it('no module of plugins/, core/, lib/ or config/ reaches itself through run-time imports (type-only imports do not count)', async () => {
+    const { violations } = await cruise(['plugins', 'core', 'lib', 'config']);
+    expect(violations.filter((v) => v.rule.name === 'no-runtime-cycle').map((v) => `${v.from} → ${v.to}`)).to.deep.equal([]);
+  });
+
+  it('the cycle rule catches a run-time cycle and lets a type-only one pass', async () => {
+    const dir = mkdtempSync(join(PACKAGE_ROOT, 'lib', '.cycle-probe-'));
+    try {
+      writeFileSync(join(dir, 'a.ts'), "import { b } from './b.ts';\nexport const a = (): unknown => b;\n");
+      writeFileSync(join(dir, 'b.ts'), "import { a } from './a.ts';\nexport const b = (): unknown => a;\n");
+      writeFileSync(join(dir, 'c.ts'), "import type { D } from './d.ts';\nexport interface C { d?: D }\n");
+      writeFileSync(join(dir, 'd.ts'), "import type { C } from './c.ts';\nexport interface D { c?: C }\n");
+      const { violations } = await cruise([relative(PACKAGE_ROOT, dir)]);
+      const cycles = violations.filter((v) => v.rule.name === 'no-runtime-cycle').map((v) => basename(v.from));
+      // One violation per cycle, named from one of its modules; the type-only pair is none.
+      expect(cycles).to.have.length(1);
+      expect(['a.ts', 'b.ts']).to.include(cycles[0]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the rules catch a core import by path, an internal core file and another plugin', async () => {

@@ -25,8 +25,6 @@ const FILES: Record<string, { from: 'page' | 'uplot'; file: string; type: string
   'uplot.css': { from: 'uplot', file: 'uplot/dist/uPlot.min.css', type: 'text/css; charset=utf-8' },
 };
 
-/** The names {@link readAsset} serves ('' is the page). */
-export const ASSET_NAMES: readonly string[] = Object.keys(FILES);
 
 /**
  * The page folder: next to this module when run from sources; from the compiled module

@@ -18,11 +18,9 @@ import type { Registry } from 'prom-client';
 import { createClient } from 'redis';
 import type { Logger } from 'svc/plugin';
 import { WRITE_TIMEOUT_MS } from '../schema.ts';
-import { KEY_PREFIX, KeyvConnector, type KeyvTierSettings } from './keyv.ts';
+import { KeyvConnector, type KeyvTierSettings } from './keyv.ts';
 import { TierReporter } from './types.ts';
 
-/** Prefix of every key svc writes, so a shared Redis can hold other data too. */
-export const REDIS_KEY_PREFIX = KEY_PREFIX;
 /** Commands waiting for a stalled Redis before new ones are refused at once. */
 export const MAX_QUEUED_COMMANDS = 1000;
 /** How long close waits for a clean QUIT before dropping the connection, ms. */
