@@ -12,6 +12,7 @@
  *   in flight run to their answer.
  * - stopped: the listener closes, then the `shutdown` taps (stores, pollers) and the pools.
  */
+import { sleep } from '../lib/abort.ts';
 import type { Server } from 'node:http';
 
 /** Lifecycle state of a proxy (spec §3.2). */
@@ -90,7 +91,7 @@ export class Drain implements LifecycleStatus {
     this.running ??= (async () => {
       this.startedAt = Date.now();
       if (this.current === 'serving') this.current = 'draining';
-      await delay(timings.waitBeforeMs);
+      if (timings.waitBeforeMs > 0) await sleep(timings.waitBeforeMs);
       this.current = 'closing';
       if (this.inFlight > 0) {
         await new Promise<void>((resolve) => {
@@ -112,8 +113,4 @@ export class Drain implements LifecycleStatus {
   stopped(): void {
     this.current = 'stopped';
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 }

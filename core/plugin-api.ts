@@ -94,6 +94,7 @@ export { FINALITY } from './context.ts';
 export { compileGlobs, type GlobTest } from '../lib/glob.ts';
 export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';
 export { acquireController, linkedController, releaseController, sleep } from '../lib/abort.ts';
+export { type BreakerState, CountBreaker, type CountBreakerSettings } from '../lib/breaker.ts';
 export { addressList, inList } from '../lib/client-address.ts';
 export { readRequestBody } from './http-io.ts';
 export { arrayElements, extractTopLevelValue, type ScannedElement } from '../lib/json-scan.ts';

@@ -72,16 +72,21 @@ export function linkedController(parent: AbortSignal): LinkedController {
 }
 
 /**
- * Waits `ms` milliseconds, or rejects with the signal's reason when it aborts first.
+ * Waits `ms` milliseconds, or rejects with the signal's reason when it aborts first. svc's one
+ * sleep (retries, backoffs, drain waits).
  * @param ms delay in milliseconds (<= 0 resolves on the next tick)
+ * @param signal aborts the wait
+ * @param unref the timer does not keep the process alive (background work: a retry loop that
+ *   must not delay exit)
  */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: AbortSignal, unref = false): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       resolve();
     }, Math.max(0, ms));
+    if (unref) t.unref();
     const onAbort = () => {
       clearTimeout(t);
       reject(signal?.reason);

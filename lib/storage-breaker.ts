@@ -24,10 +24,11 @@
 import { Type } from '@sinclair/typebox';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { Duration, Strict } from '../config/schema.ts';
+import { type BreakerState, CountBreaker } from './breaker.ts';
 import type { Logger } from './logger.ts';
 
 /** A breaker's state. */
-export type StorageBreakerState = 'closed' | 'open' | 'half-open';
+export type StorageBreakerState = BreakerState;
 
 /** Value of `svc_storage_breaker_state` per state. */
 export const BREAKER_STATE_VALUE: Readonly<Record<StorageBreakerState, number>> = { closed: 0, open: 1, 'half-open': 2 };
@@ -151,17 +152,22 @@ export class StorageBreaker {
   private readonly labels: { connector: string; kind: string };
   private readonly metrics?: BreakerMetrics;
   private readonly skippedCounter?: { inc(): void };
-  private st: StorageBreakerState = 'closed';
-  private failures = 0;
-  private backoffMs: number;
-  private reopenAt = 0;
+  /** svc's one breaker state machine: n failures in a ring of n is "n in a row"; one probe; the wait doubles per failed probe. */
+  private readonly machine: CountBreaker;
+  /** The error behind the edge being entered, for its log line. */
+  private cause: unknown;
   /** Bumped on every edge: a result from an operation started in an earlier state is ignored. */
   private generation = 0;
 
   /** @param opts see {@link StorageBreakerOptions} */
   constructor(private readonly opts: StorageBreakerOptions) {
     this.settings = breakerSettings(opts.settings);
-    this.backoffMs = this.settings.backoff;
+    const n = this.settings.failureThreshold;
+    this.machine = new CountBreaker(
+      { failureThresholdCount: n, failureThresholdCapacity: n, fullWindow: true, halfOpenAfter: this.settings.backoff, successThresholdCount: 1, successThresholdCapacity: 1, maxTrials: 1, backoffFactor: 2, maxHalfOpenAfter: this.settings.maxBackoff },
+      Date.now,
+      (to, from) => this.entered(to, from),
+    );
     this.labels = { connector: opts.connector, kind: opts.kind };
     this.openError = new StorageUnavailableError(`${opts.kind} connector ${opts.connector} is unavailable (circuit breaker open: skipped until a probe succeeds)`, opts.connector, opts.kind, 'open');
     if (opts.metrics) {
@@ -173,7 +179,7 @@ export class StorageBreaker {
 
   /** The current state (an open breaker whose back-off has passed still says `open` until the next operation probes). */
   get state(): StorageBreakerState {
-    return this.st;
+    return this.machine.state;
   }
 
   /**
@@ -188,8 +194,8 @@ export class StorageBreaker {
    *   {@link StorageUnavailableError} `timeout` when it missed the deadline
    */
   tryRun<T>(op: () => Promise<T>, timeoutMs: number): Promise<T> | undefined {
-    if (this.st === 'closed') return this.guard(op, timeoutMs);
-    if (this.admit()) {
+    if (this.machine.state === 'closed') return this.guard(op, timeoutMs);
+    if (this.machine.permit()) {
       // The half-open probe runs off the caller's path: a caller that can do without the store
       // (a cache read, a rate-limit check) never waits out a probe's deadline; the probe's
       // outcome alone closes or reopens the breaker.
@@ -205,19 +211,11 @@ export class StorageBreaker {
    * @returns the operation's promise; rejects with {@link openError} when refused
    */
   run<T>(op: () => Promise<T>, timeoutMs: number): Promise<T> {
-    if (!this.admit()) {
+    if (!this.machine.permit()) {
       this.skippedCounter?.inc();
       return Promise.reject(this.openError);
     }
     return this.guard(op, timeoutMs);
-  }
-
-  /** Whether an operation may run now; in the open state past its back-off, the caller becomes the probe. */
-  private admit(): boolean {
-    if (this.st === 'closed') return true;
-    if (this.st === 'half-open' || Date.now() < this.reopenAt) return false;
-    this.enter('half-open', undefined);
-    return true;
   }
 
   private guard<T>(op: () => Promise<T>, timeoutMs: number): Promise<T> {
@@ -259,38 +257,29 @@ export class StorageBreaker {
   }
 
   private succeeded(gen: number): void {
-    if (gen !== this.generation) return;
-    if (this.st === 'half-open') {
-      this.backoffMs = this.settings.backoff;
-      this.enter('closed', undefined);
-    }
-    this.failures = 0;
+    if (gen === this.generation) this.machine.record(false);
   }
 
   private failed(gen: number, e: unknown): void {
     if (gen !== this.generation) return;
-    if (this.st === 'half-open') {
-      this.backoffMs = Math.min(this.backoffMs * 2, this.settings.maxBackoff);
-      this.enter('open', e);
-    } else if (this.st === 'closed' && ++this.failures >= this.settings.failureThreshold) {
-      this.enter('open', e);
-    }
+    this.cause = e;
+    this.machine.record(true);
   }
 
-  private enter(to: StorageBreakerState, cause: unknown): void {
-    const from = this.st;
-    this.st = to;
+  /** An edge of the machine: a new generation, one log line, the metrics. */
+  private entered(to: StorageBreakerState, from: StorageBreakerState): void {
     this.generation++;
-    this.failures = 0;
+    const cause = this.cause;
+    this.cause = undefined;
     const { connector, kind } = this.labels;
     const log = this.opts.logger;
+    const backoffMs = this.machine.openWait;
     if (to === 'open') {
-      this.reopenAt = Date.now() + this.backoffMs;
       log.warn(
-        { connector, kind, err: codeOf(cause), backoffMs: this.backoffMs },
+        { connector, kind, err: codeOf(cause), backoffMs },
         from === 'half-open'
-          ? `${kind} connector ${connector}: probe failed (${codeOf(cause)}); circuit breaker open again, skipped for ${this.backoffMs} ms`
-          : `${kind} connector ${connector}: ${this.settings.failureThreshold} failures in a row (last: ${codeOf(cause)}); circuit breaker open, skipped for ${this.backoffMs} ms`,
+          ? `${kind} connector ${connector}: probe failed (${codeOf(cause)}); circuit breaker open again, skipped for ${backoffMs} ms`
+          : `${kind} connector ${connector}: ${this.settings.failureThreshold} failures in a row (last: ${codeOf(cause)}); circuit breaker open, skipped for ${backoffMs} ms`,
       );
     } else if (to === 'half-open') {
       log.info({ connector, kind }, `${kind} connector ${connector}: circuit breaker half-open, probing with one operation`);

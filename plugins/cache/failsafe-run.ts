@@ -11,7 +11,7 @@
  * - A miss is an answer: never retried; it does not move an entry's breaker (eRPC ignores
  *   RecordNotFound); any other answer counts as a success.
  */
-import type { StorageBreaker } from 'svc/plugin';
+import { type BreakerState, CountBreaker, sleep, type StorageBreaker } from 'svc/plugin';
 
 /** Resolved eRPC circuit breaker of one failsafe entry (durations in ms). */
 export interface EntryBreakerSettings {
@@ -42,23 +42,16 @@ export class EntryBreakerOpenError extends Error {
 }
 
 /**
- * eRPC's failsafe circuit breaker (failsafe/breaker.go): a ring of the last
- * `failureThresholdCapacity` counted outcomes; once full with at least `failureThresholdCount`
- * failures it opens; after `halfOpenAfter` up to `successThresholdCapacity` trials run, and once
- * that many are judged it closes with `successThresholdCount` successes among them, else
- * reopens; a failed trial reopens it at once.
+ * eRPC's failsafe circuit breaker (failsafe/breaker.go) as svc's one breaker state machine
+ * ({@link CountBreaker}): a ring of the last `failureThresholdCapacity` counted outcomes; once
+ * full with at least `failureThresholdCount` failures it opens; after `halfOpenAfter` up to
+ * `successThresholdCapacity` trials run, and once that many are judged it closes with
+ * `successThresholdCount` successes among them, else reopens; a failed trial reopens it at once.
  */
 export class EntryBreaker {
-  /** Current state. */
-  state: 'closed' | 'open' | 'half-open' = 'closed';
   /** The error of a refused operation (one instance). */
   readonly openError = new EntryBreakerOpenError('cache connector failsafe entry: circuit breaker open');
-  private readonly ring: boolean[] = [];
-  private failures = 0;
-  private openedAt = 0;
-  private inflight = 0;
-  private ok = 0;
-  private bad = 0;
+  private readonly machine: CountBreaker;
 
   /**
    * @param cfg thresholds ({@link ENTRY_BREAKER_DEFAULTS} for what is unset)
@@ -66,57 +59,29 @@ export class EntryBreaker {
    */
   constructor(
     readonly cfg: EntryBreakerSettings,
-    private readonly now: () => number = Date.now,
-  ) {}
+    now: () => number = Date.now,
+  ) {
+    this.machine = new CountBreaker({ ...cfg, fullWindow: true, halfOpen: 'judge-at-capacity', maxTrials: cfg.successThresholdCapacity }, now);
+  }
+
+  /** Current state. */
+  get state(): BreakerState {
+    return this.machine.state;
+  }
 
   /** Whether an operation may run now (open → half-open once `halfOpenAfter` passed). */
   permit(): boolean {
-    if (this.state === 'closed') return true;
-    if (this.state === 'open') {
-      if (this.now() - this.openedAt < this.cfg.halfOpenAfter) return false;
-      this.state = 'half-open';
-      this.ok = this.bad = 0;
-      this.inflight = 1;
-      return true;
-    }
-    if (this.inflight >= this.cfg.successThresholdCapacity) return false;
-    this.inflight++;
-    return true;
+    return this.machine.permit();
   }
 
   /** Records a counted outcome (`true` = a connection-level failure). */
   record(failure: boolean): void {
-    if (this.state === 'closed') {
-      this.ring.push(failure);
-      if (failure) this.failures++;
-      if (this.ring.length > this.cfg.failureThresholdCapacity && this.ring.shift()) this.failures--;
-      if (this.ring.length >= this.cfg.failureThresholdCapacity && this.failures >= this.cfg.failureThresholdCount) this.open();
-      return;
-    }
-    if (this.state === 'open') return;
-    if (this.inflight > 0) this.inflight--;
-    if (failure) this.bad++;
-    else this.ok++;
-    if (this.ok + this.bad >= this.cfg.successThresholdCapacity) {
-      if (this.ok >= this.cfg.successThresholdCount) {
-        this.state = 'closed';
-        this.ring.length = 0;
-        this.failures = 0;
-      } else this.open();
-    } else if (failure) this.open();
+    this.machine.record(failure);
   }
 
   /** Frees a half-open trial slot without judging it (a try that ended in a timeout or another non-connection error). */
   release(): void {
-    if (this.state === 'half-open' && this.inflight > 0) this.inflight--;
-  }
-
-  private open(): void {
-    this.state = 'open';
-    this.openedAt = this.now();
-    this.ring.length = 0;
-    this.failures = 0;
-    this.inflight = 0;
+    this.machine.release();
   }
 }
 
@@ -156,10 +121,6 @@ export interface OpPlan {
   breaker?: EntryBreaker;
 }
 
-/** Waits without holding the process. */
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms).unref());
-}
 
 /**
  * Runs one operation by its plan (see the module comment).
@@ -204,7 +165,7 @@ export function runPlan<T>(plan: OpPlan, storage: StorageBreaker, op: () => Prom
       } catch (e) {
         if (n >= plan.attempts || !isConnectionError(e)) throw e;
         const wait = plan.delayMs(n);
-        if (wait > 0) await sleep(wait);
+        if (wait > 0) await sleep(wait, undefined, true);
       }
     }
   })();

@@ -6,23 +6,20 @@
  * (client-share.ts). No hooks here; `upstream.ts` taps one breaker per failsafe entry with a
  * `circuitBreaker` into the `upstream` hook.
  */
-import { ErrCancelled, ErrEndpointBillingIssue, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrUpstreamMalformedResponse, isRequestFact, type SvcError } from 'svc/plugin';
+import { type BreakerState, CountBreaker, ErrCancelled, ErrEndpointBillingIssue, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrUpstreamMalformedResponse, isRequestFact, type SvcError } from 'svc/plugin';
 import { ClientShare } from './client-share.ts';
 import type { FailsafeEntry } from './schema.ts';
 
 /**
- * Circuit breaker over a ring of the last `failureThresholdCapacity` outcomes.
+ * An upstream's circuit breaker: svc's one breaker state machine ({@link CountBreaker}) over a
+ * ring of the last `failureThresholdCapacity` outcomes, closing early on
+ * `successThresholdCount` half-open successes, plus the one-client bound.
  * States: closed → open (failures in ring ≥ threshold) → half-open after `halfOpenAfter` →
  * closed after `successThresholdCount` successes within `successThresholdCapacity` trials; any
  * failure while half-open reopens it.
  */
 export class CircuitBreaker {
-  state: 'closed' | 'open' | 'half-open' = 'closed';
-  private ring: boolean[] = [];
-  private failures = 0;
-  private openedAt = 0;
-  private trials = 0;
-  private successes = 0;
+  private readonly machine: CountBreaker;
   /** The one-client bound; undefined when `maxClientShare` is 1 (off). */
   readonly clients?: ClientShare;
 
@@ -32,20 +29,30 @@ export class CircuitBreaker {
    */
   constructor(
     readonly cfg: NonNullable<FailsafeEntry['circuitBreaker']>,
-    private readonly now: () => number = Date.now,
+    now: () => number = Date.now,
   ) {
+    this.machine = new CountBreaker(
+      {
+        failureThresholdCount: cfg.failureThresholdCount,
+        failureThresholdCapacity: cfg.failureThresholdCapacity,
+        halfOpenAfter: cfg.halfOpenAfter,
+        successThresholdCount: cfg.successThresholdCount,
+        successThresholdCapacity: cfg.successThresholdCapacity,
+      },
+      now,
+    );
     const share = cfg.maxClientShare ?? DEFAULT_MAX_CLIENT_SHARE;
     if (share < 1) this.clients = new ClientShare(share, cfg.clientShareWindow ?? DEFAULT_CLIENT_SHARE_WINDOW_MS, now);
   }
 
+  /** Current state. */
+  get state(): BreakerState {
+    return this.machine.state;
+  }
+
   /** Whether a call may be dialled now (moves open → half-open once `halfOpenAfter` passed). */
   allow(): boolean {
-    if (this.state === 'open' && this.now() - this.openedAt >= this.cfg.halfOpenAfter) {
-      this.state = 'half-open';
-      this.trials = 0;
-      this.successes = 0;
-    }
-    return this.state !== 'open';
+    return this.machine.permit();
   }
 
   /**
@@ -59,30 +66,7 @@ export class CircuitBreaker {
       // Over its share of the failures while others are served: not counted (client-share.ts).
       else if (!this.clients.failure(client)) return;
     }
-    if (this.state === 'half-open') {
-      if (failure) return this.open();
-      this.trials++;
-      this.successes++;
-      if (this.successes >= this.cfg.successThresholdCount) this.close();
-      else if (this.trials >= this.cfg.successThresholdCapacity) this.open();
-      return;
-    }
-    if (this.state === 'open') return;
-    this.ring.push(failure);
-    if (failure) this.failures++;
-    if (this.ring.length > this.cfg.failureThresholdCapacity && this.ring.shift()) this.failures--;
-    if (this.failures >= this.cfg.failureThresholdCount) this.open();
-  }
-
-  private open(): void {
-    this.state = 'open';
-    this.openedAt = this.now();
-  }
-
-  private close(): void {
-    this.state = 'closed';
-    this.ring = [];
-    this.failures = 0;
+    this.machine.record(failure);
   }
 }
 

@@ -40,7 +40,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
-import { CHAIN_STATE_SERVICE, fleetReplicaId, type FleetRelayRegistration, openRedisClient, type Plugin, type PluginHost, registerFleetRelay, type Upstream, type Network } from 'svc/plugin';
+import { CHAIN_STATE_SERVICE, fleetReplicaId, type FleetRelayRegistration, openRedisClient, type Plugin, type PluginHost, registerFleetRelay, sleep, type Upstream, type Network } from 'svc/plugin';
 import { normalizeSharedStateShapes } from './erpc.ts';
 import { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch } from './link.ts';
 import { type DropReason, entryTtlMs, type HeadContext, HeadLedger, headsToApply, MAX_SNAPSHOT_ENTRIES, messagesOf, parseMessage, type SharedHead } from './merge.ts';
@@ -111,7 +111,6 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
       const gauge = new Gauge({ name: 'svc_shared_state_connected', help: 'Whether this replica is connected to the shared-state Redis (1) or serves from its own view (0)', registers: [host.metrics] });
       const dropped = new Counter({ name: 'svc_shared_state_dropped_total', help: 'Shared-state heads and entries read from Redis and not applied, by reason (malformed, oversized, out_of_range, stale, unknown, implausible)', labelNames: ['reason'], registers: [host.metrics] });
       for (const reason of DropTally.reasons) dropped.inc({ reason }, 0);
-      const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
       const find = (project: string, upstream: string): { network: Network; upstream: Upstream } | undefined => {
         const p = host.projects.get(project);
@@ -276,7 +275,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         const readOps = async (): Promise<void> => {
           while (!closed) {
             if (!ops.isReady) {
-              await sleep(OPS_RETRY_MS);
+              await sleep(OPS_RETRY_MS, undefined, true);
               continue;
             }
             try {
@@ -285,7 +284,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
               if (read.lastId) lastId = read.lastId;
               for (const e of read.entries) if (e && !closed) registration.deliver(e.topic, e.payload);
             } catch {
-              if (!closed) await sleep(OPS_RETRY_MS);
+              if (!closed) await sleep(OPS_RETRY_MS, undefined, true);
             }
           }
         };
