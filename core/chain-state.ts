@@ -92,6 +92,15 @@ export interface ChainStateService {
    * @param finalized its finalized block (0 = unknown)
    */
   observeShared?(network: Network, u: Upstream, latest: number, finalized: number): void;
+  /**
+   * A config reload replaced a network: its successor takes what this process already accepted
+   * of an upstream on the old one (heads, and whether they were vouched), judged as that
+   * upstream's own report, not as another replica's word. Optional.
+   * @param from the replaced network
+   * @param to its successor, which `u` has joined
+   * @param u the upstream
+   */
+  carryOver?(from: Network, to: Network, u: Upstream): void;
 }
 
 /** Key of the evm-state plugin's {@link ChainStateService} (read through `host.chainState`). */

@@ -316,11 +316,9 @@ function reconcileProject(proxy: Proxy, project: Project, pc: ResolvedProject, r
  */
 function joinSeeded(proxy: Proxy, project: Project, fresh: Network, old: Network, members: readonly Upstream[]): void {
   const chain = proxy.services.get(CHAIN_STATE_SERVICE);
-  const known = proxy.chainState(old);
   for (const u of members) {
     if (!project.upstreams.has(u.id) || project.upstreams.get(u.id) !== u) continue;
     proxy.join(project, u, fresh.chainId);
-    const s = known.peek(u);
-    if (s && chain?.observeShared) chain.observeShared(fresh, u, s.latest, s.finalized);
+    chain?.carryOver?.(old, fresh, u);
   }
 }

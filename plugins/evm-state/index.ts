@@ -92,6 +92,16 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
           if (latest > 0) heads.observeLatest(network, u, latest, false, true);
           if (finalized > 0) heads.observeFinalized(network, u, finalized, false, true);
         },
+        // A reload's successor network: this process's own accepted heads of the upstream.
+        carryOver: (from, to, u) => {
+          const old = chainStateOf(from).peek(u);
+          if (!old) return;
+          const mine = chainStateOf(to).of(u);
+          mine.vouched ||= old.vouched;
+          mine.linked = Math.max(mine.linked, old.linked);
+          if (old.latest > 0) heads.observeLatest(to, u, old.latest);
+          if (old.finalized > 0) heads.observeFinalized(to, u, old.finalized);
+        },
       });
       tapFinality(host);
       // Configured bounds first (hard), then the head-based filter (soft), at the same stage.
