@@ -100,7 +100,7 @@ export async function memoryScenario(): Promise<string> {
       progress(`  memory ${name}: svc +${fmt(s.addedMiB, 0)} MiB (${fmt(s.ratio, 2)}× the size), forwarder +${fmt(f.addedMiB, 0)} MiB (${fmt(f.ratio, 2)}×)`);
       rows.push([name, fmt(s.addedMiB, 0), `${fmt(s.ratio, 2)}×`, fmt(f.addedMiB, 0), `${fmt(f.ratio, 2)}×`, n === 1 ? (s.ratio <= 4 ? 'met (≤ 4×)' : '⚠ above 4×') : '']);
     }
-    // Issue #11 item 3: a 10,000-element batch, streamed out; RSS must stay within 2× its idle value.
+    // A 10,000-element batch, streamed out; RSS must stay within 2× its idle value.
     const batch = `[${Array.from({ length: BIG_BATCH }, (_, i) => `{"jsonrpc":"2.0","id":${i + 1},"method":"eth_blockNumber","params":[]}`).join(',')}]`;
     const t = await startTarget(TARGETS.svc, { label: 'memory/batch', args: [`--upstream=${up.origin}/`, `--server-options=${JSON.stringify({ maxBatchSize: BIG_BATCH })}`] });
     try {

@@ -111,7 +111,7 @@ const scenarios: Scenario[] = [
   },
   { key: 'svc', label: '(b) svc, single', measured: 'svc', body: single, setup: () => behind(TARGETS.svc, 'svc') },
   { key: 'svc-batch', label: '(b) svc, batch10', measured: 'svc', body: batch10, setup: () => behind(TARGETS.svc, 'svc-batch') },
-  // Issue #11: realistic bodies (ABI-padded calldata, a raw transaction) and the failsafe config of docs/fault-tolerance.md.
+  // realistic bodies (ABI-padded calldata, a raw transaction) and the failsafe config of docs/fault-tolerance.md.
   { key: 'svc-call1k', label: '(f) svc, eth_call with 1 KiB calldata', measured: 'svc', body: call1k, setup: () => behind(TARGETS.svc, 'svc-call1k') },
   { key: 'svc-call5k', label: '(f′) svc, eth_call with 5 KiB calldata', measured: 'svc', body: call5k, setup: () => behind(TARGETS.svc, 'svc-call5k') },
   { key: 'fwd-call5k', label: '(d′) min forwarder, eth_call with 5 KiB calldata', measured: 'forwarder', body: call5k, setup: () => behind(TARGETS.forwarder, 'fwd-call5k') },
@@ -168,7 +168,7 @@ const scenarios: Scenario[] = [
     },
   },
   { key: 'fwd', label: '(d) min forwarder, single', measured: 'forwarder', body: single, setup: () => behind(TARGETS.forwarder, 'fwd') },
-  // Issue #11: the floor of a Koa-based proxy, to read the targets (ratios to the node:http forwarder) against.
+  // the floor of a Koa-based proxy, to read the targets (ratios to the node:http forwarder) against.
   { key: 'fwd-koa', label: '(d″) Koa forwarder, single', measured: 'forwarder', body: single, setup: () => behind(TARGETS.forwarder, 'fwd-koa', ['--framework=koa']) },
   { key: 'fwd-batch', label: '(d) min forwarder, batch10', measured: 'forwarder', body: batch10, setup: () => behind(TARGETS.forwarder, 'fwd-batch') },
   // svc as a user runs it: the default preset with its zero-config memory cache and multiplexing
@@ -410,15 +410,15 @@ Notes:
 - Load generator CPU per request (autocannon, same process for all scenarios): ${sums.map((s) => `${s.live.scenario.key} ${fmt(s.loaderCpuPerReq, 0)} µs`).join(', ')}.
 ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, timeouts or bad bodies; their numbers are not comparable.\n' : ''}`;
 
-  // Issue #3 item 7: hedging a flaky upstream, same run (BENCH_SKIP_HEDGE=1 leaves it out).
+  // Hedging a flaky upstream, same run (BENCH_SKIP_HEDGE=1 leaves it out).
   const hedge = process.env.BENCH_SKIP_HEDGE === '1' ? '' : `\n${await hedgeScenario(settings)}\n`;
-  // Issue #10 items 4 and 5: multiplexed burst and outbound batching (BENCH_SKIP_BURST=1 leaves them out).
+  // Multiplexed burst and outbound batching (BENCH_SKIP_BURST=1 leaves them out).
   const burst = process.env.BENCH_SKIP_BURST === '1' ? '' : `\n${await burstScenario(settings)}\n\n${await batchingScenario(settings)}\n`;
-  // Issue #14 item 5: consensus overhead and intrinsic-integrity CPU (BENCH_SKIP_CONSENSUS=1 leaves it out).
+  // Consensus overhead and intrinsic-integrity CPU (BENCH_SKIP_CONSENSUS=1 leaves it out).
   const consensus = process.env.BENCH_SKIP_CONSENSUS === '1' ? '' : `\n${await consensusScenario(settings)}\n`;
-  // Issue #8 item 5: peak RSS of one large body and one large answer (BENCH_SKIP_MEMORY=1 leaves it out).
+  // Peak RSS of one large body and one large answer (BENCH_SKIP_MEMORY=1 leaves it out).
   const memory = process.env.BENCH_SKIP_MEMORY === '1' ? '' : `\n${await memoryScenario()}\n`;
-  // Issue #11 "Also": the CPU cost of gzip per KiB of answer.
+  // The CPU cost of gzip per KiB of answer.
   const compression = `\n${await compressionScenario()}\n`;
   // Where the time goes: CPU profiles of svc as shipped and the floor (BENCH_SKIP_PROFILE=1 leaves it out).
   const profile = process.env.BENCH_SKIP_PROFILE === '1' ? '' : `\n${await profileSection(settings)}\n`;

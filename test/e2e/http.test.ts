@@ -508,7 +508,7 @@ describe('e2e: HTTP rules through the real server', function () {
       const text = await res.text();
       expect(text).to.match(/^svc_upstream_request_total\{[^}]*project="main"[^}]*upstream="a"[^}]*\} [1-9]\d*$/m);
       expect(text).to.match(/^svc_upstream_request_total\{[^}]*category="eth_getBalance"[^}]*\} [1-9]\d*$/m);
-      // The duration histogram (bound children, issue #11) counts the same requests.
+      // The duration histogram (bound children) counts the same requests.
       expect(text).to.match(/^svc_upstream_request_duration_seconds_count\{project="main",vendor="[^"]*",network="evm:31337",upstream="a",category="eth_getBalance"\} [1-9]\d*$/m);
       expect(text).to.match(/^svc_network_request_received_total\{[^}]*network="evm:31337"[^}]*agent_name="ethers"[^}]*\} [1-9]\d*$/m);
       // The `user-agent` query overrides the header.

@@ -3,8 +3,11 @@
  * bench/RESULTS.md (written by `npm run bench`) and every `description` of the config schema
  * that `svc config schema` prints for the default preset (the descriptions also become the
  * generated config reference of docs/configuration.md and editors' hover text) must not cite
- * `issue #<n>` or `issues #…`. Code comments may keep their history references.
+ * `issue #<n>` or `issues #…`. Neither may code, its comments or test names (every source file
+ * of the repository): a reader of a clone cannot resolve a tracker number, so code names the
+ * feature or the spec rule. Nor may code point at a design document outside the repository.
  */
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -60,6 +63,28 @@ describe('user docs name features, not internal issue numbers', () => {
       expect(offendingLines(readFileSync(join(PACKAGE_ROOT, page), 'utf8')), page).to.deep.equal([]);
     });
   }
+
+  it('no source file (code, comments, test names, scripts) cites an issue number or the design sketch outside the repository', () => {
+    const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '*.ts', '*.js', '*.cjs', '*.mjs', '*.mts', '*.json', '*.yaml', '*.yml', 'Dockerfile'], { cwd: PACKAGE_ROOT, encoding: 'utf8' })
+      .split('\n')
+      .filter((f) => f !== '' && !f.startsWith('dist/') && !f.includes('node_modules/') && f !== 'package-lock.json' && f !== 'test/unit/docs-no-issue-numbers.test.ts');
+    expect(files.length, 'source files found').to.be.greaterThan(300);
+    const bad: string[] = [];
+    for (const f of files) {
+      let text: string;
+      try {
+        text = readFileSync(join(PACKAGE_ROOT, f), 'utf8');
+      } catch {
+        continue; // listed but deleted in the work tree
+      }
+      // Another project's public issue, named with its repository (a fixture's source), is a citation anyone can follow.
+      for (const l of offendingLines(text)) if (!/[\w.-]+\/[\w.-]+ issues? #\d+/.test(l)) bad.push(`${f} ${l}`);
+      text.split('\n').forEach((line, i) => {
+        if (/\bDESIGN\b(?!_)/.test(line) && /\bDESIGN\b\s*(principle|"|:|'s)/.test(line)) bad.push(`${f} line ${i + 1}: ${line.trim()}`);
+      });
+    }
+    expect(bad).to.deep.equal([]);
+  });
 
   it('no description of the default preset\'s config schema (`svc config schema`) cites an issue number', () => {
     const fragments = defaultPreset().flatMap((p) => (p.schema ? [p.schema as SchemaFragment] : []));
