@@ -111,7 +111,7 @@ const scenarios: Scenario[] = [
   },
   { key: 'svc', label: '(b) svc, single', measured: 'svc', body: single, setup: () => behind(TARGETS.svc, 'svc') },
   { key: 'svc-batch', label: '(b) svc, batch10', measured: 'svc', body: batch10, setup: () => behind(TARGETS.svc, 'svc-batch') },
-  // realistic bodies (ABI-padded calldata, a raw transaction) and the failsafe config of docs/fault-tolerance.md.
+  // Realistic bodies (ABI-padded calldata, a raw transaction) and the failsafe config of docs/fault-tolerance.md.
   { key: 'svc-call1k', label: '(f) svc, eth_call with 1 KiB calldata', measured: 'svc', body: call1k, setup: () => behind(TARGETS.svc, 'svc-call1k') },
   { key: 'svc-call5k', label: '(f′) svc, eth_call with 5 KiB calldata', measured: 'svc', body: call5k, setup: () => behind(TARGETS.svc, 'svc-call5k') },
   { key: 'fwd-call5k', label: '(d′) min forwarder, eth_call with 5 KiB calldata', measured: 'forwarder', body: call5k, setup: () => behind(TARGETS.forwarder, 'fwd-call5k') },
@@ -168,7 +168,7 @@ const scenarios: Scenario[] = [
     },
   },
   { key: 'fwd', label: '(d) min forwarder, single', measured: 'forwarder', body: single, setup: () => behind(TARGETS.forwarder, 'fwd') },
-  // the floor of a Koa-based proxy, to read the targets (ratios to the node:http forwarder) against.
+  // The floor of a Koa-based proxy, to read the targets (ratios to the node:http forwarder) against.
   { key: 'fwd-koa', label: '(d″) Koa forwarder, single', measured: 'forwarder', body: single, setup: () => behind(TARGETS.forwarder, 'fwd-koa', ['--framework=koa']) },
   { key: 'fwd-batch', label: '(d) min forwarder, batch10', measured: 'forwarder', body: batch10, setup: () => behind(TARGETS.forwarder, 'fwd-batch') },
   // svc as a user runs it: the default preset with its zero-config memory cache and multiplexing
