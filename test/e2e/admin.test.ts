@@ -112,7 +112,7 @@ describe('e2e: admin endpoint (spec §4.4)', function () {
       expect(r.json.result).to.deep.equal({ projects: [{ id: 'main', networks: [{ id: `evm:${anvil.chainId}`, upstreams: [{ id: 'anvil' }] }] }] });
     });
 
-    it('method names are case-sensitive: EndpointUnsupported: admin method <name> is not supported', async () => {
+    it('§4.4 ¶2 — method names are case-sensitive: EndpointUnsupported: admin method <name> is not supported', async () => {
       const r = await admin('svc_Taxonomy');
       expect(r.json.error.message).to.equal('EndpointUnsupported: admin method svc_Taxonomy is not supported');
     });

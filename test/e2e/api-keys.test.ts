@@ -75,7 +75,7 @@ describe('e2e: API keys in Redis and PostgreSQL', function () {
       expect(Date.now() - t0).to.be.below(3000);
     });
 
-    it('stores a main row and a reverse index by user; delete removes both', async () => {
+    it('§2.3 ¶3 — stores a main row and a reverse index by user; delete removes both', async () => {
       const scope = { projectId: 'main', connectorId: 'keys' };
       await admin(a.url, 'svc_addApiKey', [{ ...scope, apiKey: 'k_rev_0123456789abcdef0123456789', userId: 'carol' }]);
       const client = createClient({ url: redis.url });

@@ -226,7 +226,7 @@ describe('e2e: the retry-empty cap over three anvil nodes (failsafe[].retry.empt
     expect(await retriesMetric(svc, 'empty_result', 'eth_getTransactionReceipt')).to.equal(2);
   });
 
-  it('directiveDefaults.retryEmpty in config turns it on without a header', async () => {
+  it('§2.8 ¶2 — directiveDefaults.retryEmpty in config turns it on without a header', async () => {
     const svc = await start({ retry: { maxAttempts: 1, emptyResultMaxAttempts: 3 }, directiveDefaults: { retryEmpty: true } });
     const res = await svc.post(path, rpcBody('eth_getTransactionReceipt', [hash]));
     expect(res.json.result).to.include({ transactionHash: hash });

@@ -1032,7 +1032,7 @@ describe('e2e failsafe + selection: a custom TypeScript selection function takes
     expect(callsOf(c, 'eth_blockNumber')).to.equal(0);
   });
 
-  it('a function that does not call removeCordoned() keeps a cordoned upstream in rotation (spec §3.1)', async () => {
+  it('§3.1 ¶3 — a function that does not call removeCordoned() keeps a cordoned upstream in rotation (spec §3.1)', async () => {
     svc = await startWith(ignoresCordons);
     expect(selectionState(svc.proxy, 'main', NET)!.order).to.deep.equal(['c', 'b']);
     svc.proxy.projects.get('main')!.health.cordon('c', '*', 'e2e');

@@ -67,7 +67,7 @@ describe('e2e: healthcheck (spec §4.3)', function () {
     expect(n.json.code).to.equal('ErrNetworkNotSupported');
   });
 
-  it('every strategy of §4.3 passes on two healthy upstreams; an unknown one is 503 "unknown evaluation strategy: <name>"', async () => {
+  it('§4.3 ¶3 — every strategy of §4.3 passes on two healthy upstreams; an unknown one is 503 "unknown evaluation strategy: <name>"', async () => {
     for (const s of ['any:initializedUpstreams', 'any:errorRateBelow90', 'all:errorRateBelow90', 'any:errorRateBelow100', 'all:errorRateBelow100', 'any:evm:eth_chainId', 'all:evm:eth_chainId', 'all:activeUpstreams']) {
       const r = await svc.send('GET', `/healthcheck?eval=${s}`);
       expect(r.status, s).to.equal(200);
@@ -77,7 +77,7 @@ describe('e2e: healthcheck (spec §4.3)', function () {
     expect(bad.json.message).to.equal('unknown evaluation strategy: most:vibes');
   });
 
-  it('all:evm:eth_chainId fails when one upstream answers a wrong chain id (any: still passes); answers are reused for 5 s', async function () {
+  it('§4.3 ¶5 — all:evm:eth_chainId fails when one upstream answers a wrong chain id (any: still passes); answers are reused for 5 s', async function () {
     // The earlier test cached both answers; wait for them to expire so b is asked again.
     this.timeout(20_000);
     bChain = 5;
@@ -96,7 +96,7 @@ describe('e2e: healthcheck (spec §4.3)', function () {
     bChain = 1;
   });
 
-  it('error-rate strategies read the health scores: an upstream failing every call fails all:errorRateBelow90, any: passes', async () => {
+  it('§4.3 ¶4 — error-rate strategies read the health scores: an upstream failing every call fails all:errorRateBelow90, any: passes', async () => {
     const bad = await startFaultServer({ chainId: 1 });
     const good = await startFaultServer({ chainId: 1 });
     // Everything but the chain-id probe fails on `bad`, so its state polls are errors from the start.
@@ -175,7 +175,7 @@ describe('e2e: healthcheck modes and auth (spec §2.4, §5.7)', function () {
     expect(ups.a.errorRate).to.be.a('number');
   });
 
-  it('simple mode (the default) answers 200 {status: OK}; with auth, no secret is 401, the secret by query or X-SVC-Secret-Token passes', async () => {
+  it('§4.3 ¶2 — simple mode (the default) answers 200 {status: OK}; with auth, no secret is 401, the secret by query or X-SVC-Secret-Token passes', async () => {
     const none = await guarded.send('GET', '/healthcheck');
     expect(none.status).to.equal(401);
     const wrong = await guarded.send('GET', '/healthcheck?secret=nope');

@@ -85,7 +85,7 @@ describe('e2e: HTTP rules through the real server', function () {
       expect(res.json).to.deep.equal({ jsonrpc: '2.0', id: 'alias', result: '0x7a69' });
     });
 
-    it('POST /<project> with body networkId', async () => {
+    it('§2.8 ¶5 — POST /<project> with body networkId', async () => {
       const res = await svc.post('/main', { ...rpcBody('eth_chainId', [], 3), networkId: 'evm:31337' });
       expect(res.status).to.equal(200);
       expect(res.json).to.deep.equal({ jsonrpc: '2.0', id: 3, result: '0x7a69' });
@@ -467,7 +467,7 @@ describe('e2e: HTTP rules through the real server', function () {
       expect((await pick('  c  ')).headers['x-svc-upstream']).to.equal('c');
     });
 
-    it('by header X-SVC-Use-Upstream; the query wins over the header', async () => {
+    it('§4.1 ¶1 — by header X-SVC-Use-Upstream; the query wins over the header', async () => {
       const viaHeader = await svc.post(PATH, rpcBody('net_version', []), { 'X-SVC-Use-Upstream': 'c' });
       expect(viaHeader.headers['x-svc-upstream']).to.equal('c');
       const both = await pick('b', 'main', { 'X-SVC-Use-Upstream': 'c' });

@@ -69,7 +69,7 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
       expect(up?.config.settings.autoIgnoreUnsupportedMethods).to.equal(true);
     });
 
-    it('a chain the catalog does not list answers 404 ErrNetworkNotSupported within 5 s; the catalog is fetched once', async () => {
+    it('§4.1 ¶2 — a chain the catalog does not list answers 404 ErrNetworkNotSupported within 5 s; the catalog is fetched once', async () => {
       const started = Date.now();
       const r = await svc.post('/main/evm/999', call(2));
       expect(r.status).to.equal(404);
@@ -79,7 +79,7 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
       expect(catalog.hits()).to.equal(1);
     });
 
-    it('a project with no providers and no upstreams logs the zero-config warning', () => {
+    it('§2.10 ¶1 — a project with no providers and no upstreams logs the zero-config warning', () => {
       expect(svc.proxy.config.warnings.some((w) => w.includes('zero-config'))).to.equal(true);
     });
   });
@@ -134,7 +134,7 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
     }
   });
 
-  it('explicit providers: onlyNetworks, upstreamIdTemplate, overrides, a vendor plugin of a team, and a duplicate id logged, not added', async () => {
+  it('§2.10 ¶3 — explicit providers: onlyNetworks, upstreamIdTemplate, overrides, a vendor plugin of a team, and a duplicate id logged, not added', async () => {
     const asked: number[] = [];
     const c5 = await startFaultServer({ chainId: 5 });
     const teamVendor: Vendor = {

@@ -176,7 +176,7 @@ describe('e2e: shadow upstreams', function () {
       expect(any.headers['x-svc-upstream']).to.equal('serving');
     });
 
-    it('still mirrors to a cordoned shadow (spec §3.1)', async () => {
+    it('§3.1 ¶2 — still mirrors to a cordoned shadow (spec §3.1)', async () => {
       const health = proxy.projects.get('main')!.health;
       health.cordon('shadow', '*', 'test');
       try {

@@ -95,7 +95,7 @@ describe('e2e: tracing', function () {
       expect(failed[0]!.status.code).to.equal(2); // SpanStatusCode.ERROR
     });
 
-    it('sampleRate 0 exports nothing; X-SVC-Force-Trace or ?force-trace=1 traces the request anyway', async () => {
+    it('§2.8 ¶5 — sampleRate 0 exports nothing; X-SVC-Force-Trace or ?force-trace=1 traces the request anyway', async () => {
       await sampled.post(PATH, balance(5));
       await new Promise((r) => setTimeout(r, 50));
       expect(exporter.getFinishedSpans()).to.have.length(0);

@@ -330,7 +330,7 @@ describe('config/load', () => {
   });
 
   describe('networkDefaults / upstreamDefaults', () => {
-    it('objects merge recursively (jsonRpc.headers, directiveDefaults)', () => {
+    it('§2.8 ¶2 — objects merge recursively (jsonRpc.headers, directiveDefaults)', () => {
       const cfg = loadWithPlugins({
         projects: [
           {

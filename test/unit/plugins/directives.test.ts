@@ -64,7 +64,7 @@ describe('directives plugin (spec §2.8)', () => {
     expect(() => declareDirective(specs, { ...d, query: 'x', header: 'x-x', field: 'f', type: 'number' as never })).to.throw(PluginContractError, /type bool, flag or string/);
   });
 
-  it('booleans: only `true` (any case, whitespace stripped) is truthy; 1 and yes are false', () => {
+  it('§2.8 ¶4 — booleans: only `true` (any case, whitespace stripped) is truthy; 1 and yes are false', () => {
     expect(parseDirectiveBool('true')).to.equal(true);
     expect(parseDirectiveBool(' TRUE ')).to.equal(true);
     expect(parseDirectiveBool('1')).to.equal(false);
@@ -72,14 +72,14 @@ describe('directives plugin (spec §2.8)', () => {
     expect(parseDirectiveBool('false')).to.equal(false);
   });
 
-  it('force-trace (a flag) accepts true, 1 and yes', () => {
+  it('§2.8 ¶5 — force-trace (a flag) accepts true, 1 and yes', () => {
     for (const v of ['true', '1', 'yes', 'YES']) expect(parseDirectiveFlag(v)).to.equal(true);
     expect(parseDirectiveFlag('no')).to.equal(false);
     expect(parseDirectiveFlag(undefined)).to.equal(false);
     expect(resolveDirectives({}, readHttpDirectives(http({ 'x-svc-force-trace': 'yes' }), defaultSpecs()), undefined, cache).forceTrace).to.equal(true);
   });
 
-  it('precedence: directiveDefaults < header < query', () => {
+  it('§2.8 ¶1 — precedence: directiveDefaults < header < query', () => {
     const d = resolveDirectives({ retryEmpty: false, useUpstream: 'cfg' }, readHttpDirectives(http({ 'x-svc-retry-empty': 'true', 'x-svc-use-upstream': 'hdr' }, { 'use-upstream': 'qry' }), specs), undefined, cache);
     expect(d.retryEmpty).to.equal(true);
     expect(d.useUpstream).to.equal('qry');
@@ -92,12 +92,12 @@ describe('directives plugin (spec §2.8)', () => {
     expect(q.skipCacheRead).to.equal('mem*');
   });
 
-  it('explicit false from a request overrides a config default of true (tri-state)', () => {
+  it('§2.8 ¶3 — explicit false from a request overrides a config default of true (tri-state)', () => {
     const d = resolveDirectives({ skipConsensus: true }, readHttpDirectives(http({ 'x-svc-skip-consensus': 'false' }), specs), undefined, cache);
     expect(d.skipConsensus).to.equal(false);
   });
 
-  it('unset config booleans stay unset', () => {
+  it('§2.8 ¶3 — unset config booleans stay unset', () => {
     const d = resolveDirectives({}, readHttpDirectives(http({}), specs), undefined, cache);
     expect(d).to.deep.equal({});
   });

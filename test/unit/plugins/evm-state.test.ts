@@ -428,7 +428,7 @@ describe('evm-state plugin: state poller', function () {
     expect(SYNCING.get(u)).to.equal(true);
   });
 
-  it('a cordoned upstream is still polled, but no longer counts towards the network head', async () => {
+  it('§3.1 ¶2 — a cordoned upstream is still polled, but no longer counts towards the network head', async () => {
     const chainA: FakeChain = { latest: 200, finalized: 150, syncing: false };
     const a = await node(chainA);
     const b = await node({ latest: 100, finalized: 90, syncing: false });
