@@ -15,6 +15,16 @@ export const BOOTSTRAP_BACKOFF_FACTOR = 1.5;
 /** Longest bootstrap retry delay, ms (spec §8). */
 export const BOOTSTRAP_MAX_RETRY_MS = 130_000;
 
+/**
+ * Wait before the next bootstrap try of a provider task that failed `failures` times (spec §8):
+ * 3 s, then ×1.5 per failure, at most 130 s.
+ * @param failures failures so far (1 for the first retry)
+ * @returns the delay, ms
+ */
+export function bootstrapRetryDelayMs(failures: number): number {
+  return Math.min(BOOTSTRAP_MAX_RETRY_MS, BOOTSTRAP_FIRST_RETRY_MS * BOOTSTRAP_BACKOFF_FACTOR ** (Math.max(1, failures) - 1));
+}
+
 // Vendor, VendorUpstream: the providers service contract, in svc/plugin.
 export type { Vendor, VendorUpstream } from 'svc/plugin';
 
@@ -156,7 +166,7 @@ export class ProjectBootstrap {
         const n = failures + 1;
         this.tasks.set(key, { kind: 'failed', failures: n, error: (e as Error)?.message ?? String(e) });
         if (this.closed) return;
-        const delay = Math.min(BOOTSTRAP_MAX_RETRY_MS, BOOTSTRAP_FIRST_RETRY_MS * BOOTSTRAP_BACKOFF_FACTOR ** (n - 1));
+        const delay = bootstrapRetryDelayMs(n);
         this.host.logger.warn({ project: this.project.id, provider: p.id, chainId, err: (e as Error).message, retryInMs: Math.round(delay) }, `provider ${p.id} could not bootstrap evm:${chainId}`);
         const timer = setTimeout(() => {
           this.retries.delete(key);

@@ -21,7 +21,7 @@ import { ErrNetworkNotSupported, type Network, type Plugin, PluginContractError,
 import { ProjectBootstrap } from './bootstrap.ts';
 import { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, providersSchema } from './schema.ts';
 
-export { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, networkFilter, upstreamIdOf, type Vendor, type VendorUpstream } from './bootstrap.ts';
+export { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, bootstrapRetryDelayMs, networkFilter, upstreamIdOf, type Vendor, type VendorUpstream } from './bootstrap.ts';
 export { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, type ProviderConfig } from './schema.ts';
 
 // The service's key and types are the contract in svc/plugin (vendor plugins import them there).

@@ -90,7 +90,8 @@ export async function viemEndpoints(chainId: number): Promise<string[]> {
 }
 
 /** Fetches and caches one catalog URL, re-fetching when older than the recheck interval. */
-class CatalogSource {
+/** One catalog URL's cached copy, fetched again once `recheckMs` has passed (spec §8 catalog recheck). */
+export class CatalogSource {
   private cached?: { at: number; catalog: Catalog };
   private inflight?: Promise<Catalog>;
   private warnedFallback = false;

@@ -87,6 +87,7 @@ describe('conformance: §2.6 outbound batching fields, §2.7 multiplexing switch
 
   it('§2.6 supportsBatch — true queues calls and sends them as batches; unset means no batching', async () => {
     const batched = await distinct('batch', 3);
+    expect(batched).to.have.length(3);
     for (const r of batched) expect(r.json.result).to.equal('0x1');
     expect(balancePosts('batch')).to.deep.equal([{ batch: true, methods: ['eth_getBalance', 'eth_getBalance', 'eth_getBalance'] }]);
     await distinct('nobatch', 3);
@@ -124,6 +125,7 @@ describe('conformance: §2.6 outbound batching fields, §2.7 multiplexing switch
 
   it('§2.7 networkDefaults.multiplexing — inherited by networks that do not set the field', async () => {
     const rs = await same('muxInherited', 5);
+    expect(rs).to.have.length(5);
     for (const r of rs) expect(r.json.result).to.equal('0x1');
     expect(balancePosts('muxInherited')).to.have.length(5);
   });

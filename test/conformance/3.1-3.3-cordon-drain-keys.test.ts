@@ -4,8 +4,16 @@
  * endpoint, /metrics, proxied calls and the healthcheck.
  */
 import { expect } from 'chai';
+import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 import { ADMIN, ADMIN_H, rpc, startCoreFixture, type CoreFixture } from './fixture-core.ts';
+
+
+/** Status and error name of a refused call (what the spec names), for exact assertions. */
+async function refusal(r: Promise<{ status: number; json: { error?: { data?: { code?: string } } } }> | { status: number; json: { error?: { data?: { code?: string } } } }): Promise<{ status: number; code: string | undefined }> {
+  const a = await r;
+  return { status: a.status, code: a.json.error?.data?.code };
+}
 
 describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', function () {
   this.timeout(20_000);
@@ -103,15 +111,25 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
 
   describe('§3.2 drain', () => {
     let s: SvcHandle;
+    let slowUpstream: FaultServer;
     let done: Promise<void>;
+    /** A call that stays in flight through draining and closing (the upstream answers it after 1.5 s). */
+    let inFlight: Promise<{ status: number; result: unknown }>;
     before(async () => {
-      s = await startSvc({ ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, server: { waitBeforeShutdown: '400ms', waitAfterShutdown: '300ms' }, projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }] });
+      slowUpstream = await startFaultServer({ chainId: f.anvil.chainId, scriptMethods: ['eth_getBalance'] });
+      s = await startSvc({ ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, server: { waitBeforeShutdown: '400ms', waitAfterShutdown: '5s' }, projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: slowUpstream.url, evm: { chainId: f.anvil.chainId } }] }] });
     });
-    after(() => s?.close());
+    after(async () => {
+      await s?.close();
+      await slowUpstream?.close();
+    });
 
     it('§3.2 serving — SIGTERM: draining, and /healthcheck answers 503 at once though upstreams are healthy', async () => {
       // Ready first: the upstream is initialised once its chain id is confirmed and its first poll is in.
       await waitFor(async () => (await s.send('GET', '/healthcheck')).status === 200, 10_000);
+      slowUpstream.script({ kind: 'delay', ms: 1500 });
+      inFlight = s.post(`/p/evm/${f.anvil.chainId}`, rpc('eth_getBalance', [`0x${'00'.repeat(20)}`, 'latest'])).then((r) => ({ status: r.status, result: r.json?.result }));
+      await waitFor(() => slowUpstream.calls.some((c) => c.method === 'eth_getBalance'), 5000);
       done = s.proxy.shutdown();
       expect(s.proxy.lifecycle).to.equal('draining');
       const r = await s.send('GET', '/healthcheck');
@@ -123,14 +141,18 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
       await new Promise((r) => setTimeout(r, 100));
       expect(s.proxy.lifecycle, 'still inside waitBeforeShutdown').to.equal('draining');
       await waitFor(() => s.proxy.lifecycle !== 'draining', 2000);
-      const r = await s.post(`/p/evm/${f.anvil.chainId}`, rpc('eth_blockNumber', [])).catch((e: Error) => e);
-      if (!(r instanceof Error)) {
-        expect(r.json?.result, 'not served as a normal call').to.equal(undefined);
-        expect(r.headers.connection).to.equal('close');
-      }
+      // A call is still in flight, so the listener stays open through closing: a new request is refused, not served.
+      expect(s.proxy.lifecycle).to.equal('closing');
+      const r = await s.post(`/p/evm/${f.anvil.chainId}`, rpc('eth_blockNumber', []));
+      expect(r.status).to.equal(503);
+      expect(r.json?.result, 'not served as a normal call').to.equal(undefined);
+      expect(r.json?.error?.data?.code).to.equal('ErrServiceShuttingDown');
+      expect(r.headers.connection).to.equal('close');
     });
 
     it('§3.2 closing — after waitAfterShutdown elapses (at the latest): stopped, the listener is closed', async () => {
+      // The call in flight when the drain began finished normally.
+      expect(await inFlight).to.deep.equal({ status: 200, result: '0x0' });
       await done;
       expect(s.proxy.lifecycle).to.equal('stopped');
       const r = await s.send('GET', '/healthcheck').catch((e: Error) => e);
@@ -144,18 +166,18 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
     const p = (extra: Record<string, unknown>) => [{ projectId: 'keys', connectorId: 'mem', ...extra }];
 
     it('§3.3 absent — svc_addApiKey: present and enabled unless given false', async () => {
-      expect((await keyCall(KEY)).json.error).to.exist;
+      expect(await refusal(keyCall(KEY))).to.deep.equal({ status: 401, code: 'ErrAuthUnauthorized' });
       await f.admin('svc_addApiKey', p({ apiKey: KEY, userId: 'u' }));
       expect((await keyCall(KEY)).json.result).to.match(/^0x/);
       await f.admin('svc_addApiKey', p({ apiKey: `${KEY}-off`, userId: 'u', enabled: false }));
       const listed = (await f.admin('svc_listApiKeys', p({}))).json.result.apiKeys as Array<{ key: string; enabled: boolean }>;
       expect(listed.find((k) => k.key === `${KEY}-off`)?.enabled).to.equal(false);
-      expect((await keyCall(`${KEY}-off`)).json.error).to.exist;
+      expect(await refusal(keyCall(`${KEY}-off`))).to.deep.equal({ status: 401, code: 'ErrAuthUnauthorized' });
     });
 
     it('§3.3 present / svc_updateApiKey with enabled — enabled or disabled', async () => {
       await f.admin('svc_updateApiKey', p({ apiKey: KEY, updates: { enabled: false } }));
-      expect((await keyCall(KEY)).json.error).to.exist;
+      expect(await refusal(keyCall(KEY))).to.deep.equal({ status: 401, code: 'ErrAuthUnauthorized' });
       await f.admin('svc_updateApiKey', p({ apiKey: KEY, updates: { enabled: true } }));
       expect((await keyCall(KEY)).json.result).to.match(/^0x/);
     });
@@ -164,7 +186,7 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
       const r = await f.admin('svc_deleteApiKey', p({ apiKey: KEY }));
       expect(r.json.result).to.deep.equal({ success: true, apiKey: KEY, userId: 'u' });
       expect((await f.admin('svc_listApiKeys', p({}))).json.result.apiKeys.map((k: { key: string }) => k.key)).not.to.include(KEY);
-      expect((await keyCall(KEY)).json.error).to.exist;
+      expect(await refusal(keyCall(KEY))).to.deep.equal({ status: 401, code: 'ErrAuthUnauthorized' });
     });
   });
 });

@@ -50,10 +50,15 @@ describe('conformance: §3.4 multiplexer entry, §3.5 batch queue, §3.6 zero-co
     };
 
     it('§3.4 none — the first request with a hash is the leader: it dispatches to the upstream', async () => {
-      const r = await call(1);
+      const first = call(1);
+      // The leader is in flight (the upstream answers after 150 ms): an identical call joins it
+      // instead of dispatching, which it could not if the first had not become a leader.
+      await new Promise((r) => setTimeout(r, 40));
+      const [r, joined] = await Promise.all([first, call(2)]);
       expect(r.json.result.n).to.equal(1);
       expect(received).to.deep.equal(['eth_getBalance']);
       expect(r.headers['x-svc-upstream']).to.equal('u');
+      expect(joined.json.result.n, 'the identical call got the leader\'s answer').to.equal(1);
     });
 
     it('§3.4 in-flight / identical request arrives — the follower waits for the leader; the follower counter +1 each', async () => {

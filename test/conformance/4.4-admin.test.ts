@@ -34,6 +34,7 @@ describe('conformance §4.4: admin endpoint', function () {
       ...NO_CACHE,
       logLevel: 'error',
       admin: { auth: { strategies: [{ type: 'secret', secret: { value: ADMIN } }] } },
+      rateLimiters: { budgets: [{ id: 'merge-budget', rules: [{ method: '*', maxCount: 1000, period: '1m' }] }] },
       projects: [
         {
           id: 'main',
@@ -87,6 +88,7 @@ describe('conformance §4.4: admin endpoint', function () {
     expect(net.primaryUpstream).to.be.oneOf(['a', 'b']);
     expect(net.selection).to.have.property('scores');
     expect(net.recentDecisions).to.be.an('array');
+    expect(net.upstreams).to.have.length(2);
     for (const u of net.upstreams) expect(u).to.include.keys('id', 'errorRate', 'blockHeadLag');
     const plain = await result('svc_project', ['plain']);
     expect(JSON.stringify(plain)).not.to.include(URL_KEY);
@@ -176,9 +178,10 @@ describe('conformance §4.4: admin endpoint', function () {
 
   it('§4.4 #3 — svc_updateApiKey merges updates into the stored record: values overwrite, null deletes the field', async () => {
     await result('svc_addApiKey', [{ ...scope, apiKey: key('m'), userId: 'merge', enabled: false }]);
-    await result('svc_updateApiKey', [{ ...scope, apiKey: key('m'), updates: { enabled: true } }]);
+    await result('svc_updateApiKey', [{ ...scope, apiKey: key('m'), updates: { enabled: true, rateLimitBudget: 'merge-budget' } }]);
     let rec = (await result('svc_listApiKeys', [{ ...scope }])).apiKeys.find((k: { key: string }) => k.key === key('m'));
-    expect(rec).to.include({ userId: 'merge', enabled: true });
+    // The field is there before null deletes it (else "deleted" could not be told from "never set").
+    expect(rec).to.include({ userId: 'merge', enabled: true, rateLimitBudget: 'merge-budget' });
     await result('svc_updateApiKey', [{ ...scope, apiKey: key('m'), updates: { rateLimitBudget: null } }]);
     rec = (await result('svc_listApiKeys', [{ ...scope }])).apiKeys.find((k: { key: string }) => k.key === key('m'));
     expect(rec).not.to.have.property('rateLimitBudget');

@@ -105,6 +105,7 @@ describe('conformance §4.7: outbound batching', function () {
     const res = await svc.post(`/slow/evm/${CHAIN}`, calls(3));
     expect(Date.now() - t0).to.be.below(3000);
     expect(posts).to.have.length(0);
+    expect(res.json).to.have.length(3);
     for (const e of res.json) expect(code(e), JSON.stringify(e)).to.equal('ErrEndpointRequestTimeout');
   });
 
@@ -113,6 +114,7 @@ describe('conformance §4.7: outbound batching', function () {
     const q = new BatchQueue({ maxSize: 10, maxWaitMs: 5000, send: async (cs) => (sent.push(cs.map((c) => c.id)), cs.map(() => new RpcResult('0x1'))) });
     const call = (id: string, deadline: number): QueuedCall => ({ id, method: 'm', params: [], deadline, signal: new AbortController().signal });
     const rs = await Promise.allSettled([q.add(call('a', Date.now() + 20)), q.add(call('b', Date.now() + 10_000))]);
+    expect(rs).to.have.length(2);
     for (const r of rs) expect((r as PromiseRejectedResult).reason).to.be.instanceOf(ErrEndpointRequestTimeout);
     expect(sent).to.deep.equal([]);
   });
@@ -140,6 +142,7 @@ describe('conformance §4.7: outbound batching', function () {
     for (const e of single.json) expect(e.error, JSON.stringify(e)).to.be.an('object');
     mode = 'garbage';
     const garbage = await svc.post(PATH, calls(5));
+    expect(garbage.json).to.have.length(5);
     for (const e of garbage.json) expect(code(e)).to.equal('ErrUpstreamMalformedResponse');
   });
 

@@ -3,14 +3,18 @@
  * the zero-config timings (30 s, 130 s, 1 h...) are too long to wait for, so their values are
  * checked on the constants the code uses, and the batch grace window on the queue itself.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import FakeTimers from '@sinonjs/fake-timers';
 import { expect } from 'chai';
 import { ErrEndpointServerSideException, ErrResponseBytesInFlightExceeded } from '../../core/errors.ts';
 import { DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT, RESPONSE_BYTES } from '../../lib/body.ts';
 import { BatchQueue, type QueuedCall } from '../../plugins/batching/queue.ts';
-import { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, FIRST_REQUEST_POLL_MS, FIRST_REQUEST_WAIT_MS } from '../../plugins/providers/index.ts';
+import { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, bootstrapRetryDelayMs, FIRST_REQUEST_POLL_MS, FIRST_REQUEST_WAIT_MS } from '../../plugins/providers/index.ts';
 import { readSelectionSettings } from '../../plugins/selection/index.ts';
 import { HYPER_PROBE_TIMEOUT_MS } from '../../plugins/vendor-hyper/index.ts';
-import { DEFAULT_RECHECK_INTERVAL_MS } from '../../plugins/vendor-repository/index.ts';
+import { CatalogSource, DEFAULT_RECHECK_INTERVAL_MS } from '../../plugins/vendor-repository/index.ts';
+import { createLogger } from '../../lib/logger.ts';
 import { NO_CACHE, startSvc } from '../helpers/svc.ts';
 import { ADMIN, ADMIN_H, rpc, startCoreFixture, type CoreFixture } from './fixture-core.ts';
 
@@ -128,13 +132,39 @@ describe('conformance: §8 limits', function () {
     expect(BOOTSTRAP_BACKOFF_FACTOR).to.equal(1.5);
     expect(BOOTSTRAP_FIRST_RETRY_MS).to.equal(3000);
     expect(BOOTSTRAP_MAX_RETRY_MS).to.equal(130_000);
+    // The waits the bootstrapper uses after the 1st, 2nd, ... failure: ×1.5 from 3 s, capped.
+    const waits = Array.from({ length: 12 }, (_, i) => Math.round(bootstrapRetryDelayMs(i + 1)));
+    expect(waits).to.deep.equal([3000, 4500, 6750, 10125, 15188, 22781, 34172, 51258, 76887, 115330, 130000, 130000]);
   });
 
   it('§8 Zero-config live chain probe timeout — 10 s', () => {
     expect(HYPER_PROBE_TIMEOUT_MS).to.equal(10_000);
   });
 
-  it('§8 Catalog recheck interval — 1 h', () => {
+  it('§8 Catalog recheck interval — 1 h', async () => {
     expect(DEFAULT_RECHECK_INTERVAL_MS).to.equal(3_600_000);
+    // By behaviour: the catalog is fetched once, served from memory until an hour has passed, then fetched again.
+    let fetches = 0;
+    const server = createServer((_req, res) => {
+      fetches++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"1":{"endpoints":["https://rpc.example/"]}}');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const clock = FakeTimers.install({ toFake: ['Date'], now: 1_000_000 });
+    try {
+      const source = new CatalogSource(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, DEFAULT_RECHECK_INTERVAL_MS);
+      const quiet = createLogger('silent');
+      expect((await source.get(quiet))?.get(1)).to.deep.equal(['https://rpc.example/']);
+      clock.tick(3_600_000 - 1);
+      await source.get(quiet);
+      expect(fetches, 'within the hour: from memory').to.equal(1);
+      clock.tick(1);
+      await source.get(quiet);
+      expect(fetches, 'an hour later: fetched again').to.equal(2);
+    } finally {
+      clock.uninstall();
+      server.close();
+    }
   });
 });

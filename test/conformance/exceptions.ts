@@ -43,6 +43,10 @@ export const DEVIATIONS: Record<string, string> = {
   '§4.5 X-SVC-Upstreams':
     'besides the document\'s outcome words, a segment may carry svc\'s own outcome `error` for a failure that is neither a timeout, a revert nor a ' +
     'rate limit, so that no spec word blames the wrong cause ([Directives and diagnostic headers](http-interface.md#directives-and-diagnostic-headers))',
+  '§3.5 pending / queued request has a JSON-RPC id already pending':
+    'svc numbers every outbound call itself, so two queued calls never share an id: two client calls with the same id go out in one batch ' +
+    'under distinct ids and each gets its own answer. The queue implements the flush-then-re-queue rule (its test below), but through the ' +
+    'batching plugin the situation never arises ([Outbound batching](fault-tolerance.md#outbound-batching-batching))',
   '§5 #1':
     'the pay-per-request strategy type is not implemented yet: a config naming it is refused at load by schema validation (`type` must be ' +
     'one of `secret`, `network`, `jwt`, `siwe` or svc\'s `database`); the other four types of the rule are as it says',

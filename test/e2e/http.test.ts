@@ -454,8 +454,10 @@ describe('e2e: HTTP rules through the real server', function () {
     it('§2.8 #4 — with ! negation (ids only)', async () => {
       expect((await pick('!a')).headers['x-svc-upstream']).to.equal('b');
       expect((await pick('!a & !b')).headers['x-svc-upstream']).to.equal('c');
-      // A negated tag matches ids only: no id is "tier:primary", so nothing is excluded.
-      expect((await pick('!tier:primary')).headers['x-svc-upstream']).to.equal('a');
+      // A negated tag matches ids only: no id is "tier:primary", so it excludes nothing. With `a`
+      // excluded too, `b` (tagged tier:primary) must still serve: a negation applied to tags
+      // would exclude it and leave `c`.
+      expect((await pick('!tier:primary & !a')).headers['x-svc-upstream']).to.equal('b');
     });
 
     it('§2.8 #4 — with | alternation', async () => {
