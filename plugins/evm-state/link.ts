@@ -13,6 +13,11 @@
 export const LINK_MAX_BLOCKS = 2048;
 /** Headers read concurrently in one round of a walk. */
 export const LINK_ROUND = 32;
+/**
+ * Deadline of one header read of a walk, ms (at least; the poll's own deadline when longer): a
+ * poll every 100 ms must not make a walk of a busy node fail on reads that take 150 ms.
+ */
+export const LINK_HEADER_TIMEOUT_MS = 5000;
 /** Least time between two walks for one upstream, ms. */
 export const LINK_COOLDOWN_MS = 60_000;
 

@@ -8,7 +8,7 @@
  */
 import { classifyFinality, excerptOf, FINALITY, type HeadVerdict, type Network, type PluginHost, type RpcResult, SYNCING, toHex, tryUpstream, type Upstream } from 'svc/plugin';
 import { chainStateOf } from './chain.ts';
-import { LINK_COOLDOWN_MS, type LinkHeader, linksToKnown } from './link.ts';
+import { LINK_COOLDOWN_MS, LINK_HEADER_TIMEOUT_MS, type LinkHeader, linksToKnown } from './link.ts';
 import { blockNumberOfBlock, syncingOf } from './tip.ts';
 
 /** Consecutive "not syncing" polls needed before a syncing upstream is selectable again. */
@@ -274,7 +274,7 @@ export class UpstreamPoller {
     const header = async (k: number): Promise<LinkHeader | undefined> => {
       if (this.stopped) return undefined;
       try {
-        const h = (await this.call('eth_getBlockByNumber', [toHex(k), false])).result as { hash?: unknown; parentHash?: unknown } | null;
+        const h = (await this.call('eth_getBlockByNumber', [toHex(k), false], Math.max(this.settings.timeoutMs, LINK_HEADER_TIMEOUT_MS))).result as { hash?: unknown; parentHash?: unknown } | null;
         return h && typeof h.hash === 'string' && typeof h.parentHash === 'string' ? { hash: h.hash, parentHash: h.parentHash } : undefined;
       } catch {
         return undefined;
@@ -328,9 +328,12 @@ export class UpstreamPoller {
     return excerptOf(this.upstream.redactor, JSON.stringify(v) ?? 'undefined', 100);
   }
 
-  /** One request through this upstream's own chain, with a realtime finality for failsafe matching. */
-  private async call(method: string, params: unknown[]): Promise<RpcResult> {
-    const { ctx, done } = this.host.internalContext(this.network, method, params, this.settings.timeoutMs);
+  /**
+   * One request through this upstream's own chain, with a realtime finality for failsafe matching.
+   * @param timeoutMs its deadline, ms (default: the poll's)
+   */
+  private async call(method: string, params: unknown[], timeoutMs = this.settings.timeoutMs): Promise<RpcResult> {
+    const { ctx, done } = this.host.internalContext(this.network, method, params, timeoutMs);
     FINALITY.set(ctx, classifyFinality(method, params, chainStateOf(this.network).highestFinalized));
     try {
       return await tryUpstream(this.host.hooks, ctx, this.upstream, 'primary', ctx.signal, MAX_POLL_RESPONSE_BYTES);

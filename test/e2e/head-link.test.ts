@@ -15,7 +15,7 @@ import { NO_CACHE, waitFor } from '../helpers/svc.ts';
 const JUMP = UNKNOWN_BLOCK_TIME_ALLOWANCE + 500;
 
 describe('e2e: parent-hash link confirmation of a far head (docs/evm.md head plausibility)', function () {
-  this.timeout(60_000);
+  this.timeout(90_000);
   let d: LyingDeployment | undefined;
   afterEach(async () => {
     await d?.stop();
@@ -41,7 +41,7 @@ describe('e2e: parent-hash link confirmation of a far head (docs/evm.md head pla
     await dep.node.rpc('anvil_mine', [hex(JUMP)]);
     const head = 5 + JUMP;
     dep.proxies[0]!.truth();
-    await waitFor(() => st.of(upstream(dep, 'a')).linked === head, 15_000);
+    await waitFor(() => st.of(upstream(dep, 'a')).linked === head, 40_000);
     await waitFor(() => st.highestLatest === head, 5000);
     expect((await dep.rpc('eth_blockNumber', [])).json?.result).to.equal(hex(head));
   });

@@ -453,6 +453,9 @@ describe('evm-state plugin: state poller', function () {
     await waitFor(() => w.state === 'failed');
     // Stopped, and dropped once it left the network (upstreamLeft).
     await waitFor(() => statePollerOf(svc!.proxy, w)?.isStopped ?? true);
+    // The good upstream's first poll may land after the wrong one's probe failed: wait for it,
+    // then the wrong chain's far head must not be what counts.
+    await waitFor(() => st.highestLatest > 0 && st.highestFinalized > 0);
     expect(st.highestLatest).to.equal(100);
     expect(st.highestFinalized).to.equal(90);
     const polls = wrong.calls.length;
