@@ -8,12 +8,12 @@
  */
 export { compileGlobs, type GlobTest } from '../lib/glob.ts';
 export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';
-export { acquireController, linkedController, releaseController, sleep } from '../lib/abort.ts';
+export { acquireController, linkedController, releaseController, sleep, type LinkedController } from '../lib/abort.ts';
 export { type BreakerState, CountBreaker, type CountBreakerSettings } from '../lib/breaker.ts';
 export { addressList, inList } from '../lib/client-address.ts';
 export { readRequestBody } from './http-io.ts';
 export { arrayElements, extractTopLevelValue, type ScannedElement } from '../lib/json-scan.ts';
-export { excerptOf, redactText, redactTree, redactUrl } from '../lib/redact.ts';
+export { excerptOf, redactText, redactTree, redactUrl, type Redactor } from '../lib/redact.ts';
 export { closeRedisClient, openRedisClient, type RedisClient } from '../lib/redis.ts';
 export {
   StorageBreaker,
@@ -23,7 +23,7 @@ export {
   type StorageBreakerState,
 } from '../lib/storage-breaker.ts';
 export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from '../lib/labels.ts';
-export { DeferredCounter, DeferredHistogram, type HistogramCell } from '../lib/deferred-metrics.ts';
+export { DeferredCounter, DeferredHistogram, type HistogramCell, type Sample } from '../lib/deferred-metrics.ts';
 export { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, isEmptyResult, type IgnorePaths } from '../lib/canonical.ts';
 export {
   BLOCK_PARAM,
