@@ -2,14 +2,14 @@
  * dependency-cruiser rules for svc's plugin boundary (`npm test` runs them through
  * test/unit/plugin-boundary.test.ts; by hand: `npx depcruise plugins`).
  *
- * Every built-in plugin is written as a third party would write it: it imports the public entry
- * `svc/plugin` by its package name (resolved to core/plugin-api.ts through the `svc-source`
+ * Every built-in plugin is written as a third party would write it: it imports the public entries
+ * `svc/plugin`, `svc/plugin/errors`, `svc/plugin/contracts` and `svc/util` by package name (resolved to core/plugin-api.ts through the `svc-source`
  * export condition, as a consumer's import resolves to dist/core/plugin-api.js), files of its own
  * folder, npm packages and node builtins, and nothing else. No exceptions.
  *
  * lib/ holds generic utilities (globs, redaction, canonical JSON, deferred metrics, EVM block
  * references...): no request path, hook, registry or contract. Core and svc/plugin use them;
- * plugins reach them only through svc/plugin. A lib file depends on npm packages, node builtins,
+ * plugins reach them only through svc/util (or svc/plugin for contract types). A lib file depends on npm packages, node builtins,
  * other lib files and, for types and schema helpers only, the core contract; never on plugins.
  *
  * config/ is the config loader (the `svc/config` entry: schema, YAML/TS loading, validation):
@@ -27,10 +27,10 @@ module.exports = {
     },
     {
       name: 'plugin-imports-core-beyond-the-entry',
-      comment: 'svc/plugin is core/plugin-api.ts; any other core file is an internal.',
+      comment: 'svc/plugin, svc/plugin/errors, svc/plugin/contracts and svc/util are core/plugin-api.ts, core/plugin-errors.ts, core/plugin-contracts.ts and core/util-api.ts; any other core file is an internal.',
       severity: 'error',
       from: { path: '^plugins/' },
-      to: { path: '^core/', pathNot: '^core/plugin-api\\.ts$' },
+      to: { path: '^core/', pathNot: '^core/(plugin-api|plugin-errors|plugin-contracts|util-api)\\.ts$' },
     },
     {
       name: 'plugin-imports-another-plugin',
@@ -41,7 +41,7 @@ module.exports = {
     },
     {
       name: 'plugin-imports-outside-the-package-api',
-      comment: 'Plugins never import presets, the CLI, tests, benchmarks, built output, or lib/ and config/ by path (svc/plugin exports what they offer).',
+      comment: 'Plugins never import presets, the CLI, tests, benchmarks, built output, or lib/ and config/ by path (the public entries export what they offer).',
       severity: 'error',
       from: { path: '^plugins/' },
       to: { path: '^(presets|bin|test|bench|dist|scripts|lib|config)/' },

@@ -3,7 +3,8 @@
  * measures rounds of unique write-backs through the cache plugin's own write path. Prints one JSON
  * line: the rounds. Argument: the number of rounds.
  */
-import { paramsHash, RpcResult, type CallContext, type Network } from 'svc/plugin';
+import { RpcResult, type CallContext, type Network } from 'svc/plugin';
+import { paramsHash } from 'svc/plugin/contracts';
 import { MemoryConnector } from '../plugins/cache/connectors/memory.ts';
 import { callKey } from '../plugins/cache/keys.ts';
 import { Policy } from '../plugins/cache/policy.ts';

@@ -78,7 +78,7 @@ export interface HistogramCell {
 }
 
 /** One sample of prom-client's metric `get()` shape. */
-interface Sample {
+export interface Sample {
   labels: Record<string, string | number>;
   value: number;
   metricName: string;

@@ -63,7 +63,7 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 // dist/plugins/<name>/ the nearest package.json is this one, so 'svc/plugin' resolves to
 // dist/core/plugin-api.js, the very module instance core's own relative imports load (one copy
 // of every class, in a clone and in the installed tarball alike).
-const distExports = { './plugin': './core/plugin-api.js', './presets': './presets/index.js', './config': './config/load.js' };
+const distExports = { './plugin': './core/plugin-api.js', './plugin/errors': './core/plugin-errors.js', './plugin/contracts': './core/plugin-contracts.js', './util': './core/util-api.js', './presets': './presets/index.js', './config': './config/load.js' };
 const stub = `${JSON.stringify({ '//': 'written by scripts/build.mjs: core/version.ts reads the version (compiled: dist/core/version.js reads ../package.json); plugins import svc/plugin by self-reference', name: pkg.name, version: pkg.version, type: 'module', private: true, exports: distExports }, null, 2)}\n`;
 if (!existsSync(STUB) || readFileSync(STUB, 'utf8') !== stub) writeFileSync(STUB, stub);
 

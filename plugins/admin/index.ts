@@ -19,7 +19,10 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { asSvcError, AuthBlockSchema, type Authenticator, ConfigError, CORS_SERVICE, CorsBlockSchema, doorAuthenticator, ErrAuthUnauthorized, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, broadcastToWorkers, onWorkerBroadcast, type Plugin, type PluginHost, readRequestBody, type SvcError, Strict, toJsonRpcError, Type } from 'svc/plugin';
+import { type Plugin, type PluginHost, Strict, Type } from 'svc/plugin';
+import { asSvcError, ConfigError, ErrAuthUnauthorized, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, type SvcError, toJsonRpcError } from 'svc/plugin/errors';
+import { AuthBlockSchema, type Authenticator, CORS_SERVICE, CorsBlockSchema, doorAuthenticator } from 'svc/plugin/contracts';
+import { broadcastToWorkers, onWorkerBroadcast, readRequestBody } from 'svc/util';
 import { adminMethods, replayNeeded, unsupported } from './methods.ts';
 import { hostAllowed, hostRefusal, type HostGuardSettings } from './host-guard.ts';
 import { adminUi, AdminUiSchema, type AdminUiSettings } from './ui/index.ts';

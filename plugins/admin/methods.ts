@@ -4,7 +4,10 @@
  * their database, cordons in the health tracker; `svc_reloadConfig` re-reads the config file,
  * as SIGHUP does.
  */
-import { type ApiKeyManager, AUTH_SERVICE, ConfigError, redactText, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, type PluginHost, type Project, SELECTION_API_SERVICE, SvcError } from 'svc/plugin';
+import { type PluginHost, type Project } from 'svc/plugin';
+import { ConfigError, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, SvcError } from 'svc/plugin/errors';
+import { type ApiKeyManager, AUTH_SERVICE, SELECTION_API_SERVICE } from 'svc/plugin/contracts';
+import { redactText } from 'svc/util';
 import { redactConfig } from './redact.ts';
 
 /** Default `svc_listApiKeys` page (spec §8). */

@@ -11,7 +11,8 @@
  */
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
-import { closeRedisClient, type Logger, openRedisClient, type RedisClient, StorageBreaker, type StorageBreakerSettings } from 'svc/plugin';
+import { type Logger } from 'svc/plugin';
+import { closeRedisClient, openRedisClient, type RedisClient, StorageBreaker, type StorageBreakerSettings } from 'svc/util';
 import { DEFAULT_LOOKUP_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, GuardedApiKeyStore, isStoreFailure } from './api-keys/guarded.ts';
 import { MemoryApiKeyStore, type ApiKeyStore } from './api-keys/store.ts';
 

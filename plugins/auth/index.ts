@@ -12,7 +12,10 @@
  * in a log, a label or an error message.
  */
 import { Counter } from 'prom-client';
-import { addressList, AUTH_SERVICE, type Authenticator, type AuthScope, type AuthService, ConfigError, ErrAuthUnauthorized, type HttpRequestInfo, type Identity, type Plugin, type PluginHost, resolveConfigBlock, type ResolvedConfig, StorageUnavailableError } from 'svc/plugin';
+import { type HttpRequestInfo, type Identity, type Plugin, type PluginHost, resolveConfigBlock, type ResolvedConfig } from 'svc/plugin';
+import { ConfigError, ErrAuthUnauthorized, StorageUnavailableError } from 'svc/plugin/errors';
+import { AUTH_SERVICE, type Authenticator, type AuthScope, type AuthService } from 'svc/plugin/contracts';
+import { addressList } from 'svc/util';
 import { ApiKeySpace } from './api-keys/space.ts';
 import { networkCheck, secretCheck, type Check } from './basic.ts';
 import { Connectors } from './connectors.ts';

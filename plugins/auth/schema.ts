@@ -5,7 +5,8 @@
  * against the same schema when the `auth` service compiles it (`AuthService.compile`), with the
  * paths and messages `svc validate` gives any config key.
  */
-import { Duration, type Static, StorageBreakerSchema, Strict, Type } from 'svc/plugin';
+import { Duration, type Static, Strict, Type } from 'svc/plugin';
+import { StorageBreakerSchema } from 'svc/util';
 
 /** Deadlines and circuit breaker of a remote key store (Redis, PostgreSQL). */
 const storeGuard = {

@@ -19,7 +19,8 @@
  * `consensus` is refused, as eRPC refuses it.
  * Run-time behaviour: `failsafe-run.ts`.
  */
-import { compileGlobs, Duration, type Finality, type GlobTest, Strict, Type } from 'svc/plugin';
+import { Duration, type Finality, Strict, Type } from 'svc/plugin';
+import { compileGlobs, type GlobTest } from 'svc/util';
 import { ENTRY_BREAKER_DEFAULTS, EntryBreaker, type EntryBreakerSettings, type OpPlan } from './failsafe-run.ts';
 
 export type { OpPlan } from './failsafe-run.ts';

@@ -22,7 +22,9 @@
  *   plugin turns into `X-SVC-Cache` and `X-SVC-Cache-Attempts`.
  * - Metrics `svc_cache_{get_hit,get_miss,get_error,set_success,set_error}_total{project,network,category,connector,policy}`.
  */
-import { CACHE_ATTEMPTS, CACHE_OUTCOME, type CallContext, type CallHandler, callParamsHash, CallStage, compileGlobs, declareDirectives, DeferredCounter, Directive, directiveDefaultsSchema, FINALITY, Type, type GlobTest, type Network, type Plugin, type PluginHost, provenanceKey, RpcResult, serviceKey } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, declareDirectives, Directive, directiveDefaultsSchema, FINALITY, Type, type Network, type Plugin, type PluginHost, RpcResult, serviceKey } from 'svc/plugin';
+import { CACHE_ATTEMPTS, CACHE_OUTCOME, callParamsHash, provenanceKey } from 'svc/plugin/contracts';
+import { compileGlobs, DeferredCounter, type GlobTest } from 'svc/util';
 import { MemoryConnector } from './connectors/memory.ts';
 import type { Connector } from './connectors/types.ts';
 import { callKey, neverCached } from './keys.ts';

@@ -16,8 +16,10 @@
  * `punish.ts` (the misbehaviour cordon); this file wires them.
  */
 import { Counter } from 'prom-client';
-import { type AttemptHandler, AttemptStage, type CallContext, compileIgnorePaths, declareDirectives, DEFAULT_IGNORE_FIELDS, DeferredCounter, Directive, directiveDefaultsSchema, type Directives, DirectiveStage, type IgnorePaths, type Leg, markProvenance, type Network, type Plugin, type PluginHost, type RpcResult, type Upstream, WRITE_METHODS } from 'svc/plugin';
-import { CONSENSUS_DISPUTES as DISPUTES, CONSENSUS_LOW_PARTICIPANTS as LOW_PARTICIPANTS, CONSENSUS_SLOTS as SLOTS, FAILSAFE_ENTRY } from 'svc/plugin';
+import { type AttemptHandler, AttemptStage, type CallContext, declareDirectives, Directive, directiveDefaultsSchema, type Directives, DirectiveStage, type Leg, type Network, type Plugin, type PluginHost, type RpcResult, type Upstream } from 'svc/plugin';
+import { markProvenance } from 'svc/plugin/contracts';
+import { compileIgnorePaths, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, WRITE_METHODS } from 'svc/util';
+import { CONSENSUS_DISPUTES as DISPUTES, CONSENSUS_LOW_PARTICIPANTS as LOW_PARTICIPANTS, CONSENSUS_SLOTS as SLOTS, FAILSAFE_ENTRY } from 'svc/plugin/contracts';
 import { decide, type Decision } from './decide.ts';
 import { Punisher, REAL_CLOCK, type PunishClock } from './punish.ts';
 import { broadcast, runSlots } from './round.ts';

@@ -4,7 +4,9 @@
  * stops once the outcome cannot change ({@link isSettled}), after a bounded wait for larger
  * answers with `preferLargerResponses`, or when every slot ended.
  */
-import { type AttemptHandler, type CallContext, canonicalHash, ErrUpstreamsExhausted, type IgnorePaths, isEmptyResult, isPassThrough, type Leg, type RpcResult, type SvcError, type Upstream, UpstreamCursor } from 'svc/plugin';
+import { type AttemptHandler, type CallContext, type Leg, type RpcResult, type Upstream, UpstreamCursor } from 'svc/plugin';
+import { ErrUpstreamsExhausted, isPassThrough, type SvcError } from 'svc/plugin/errors';
+import { canonicalHash, type IgnorePaths, isEmptyResult } from 'svc/util';
 import { isSettled, type Vote } from './decide.ts';
 import type { ConsensusConfig } from './schema.ts';
 

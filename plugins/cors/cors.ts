@@ -7,7 +7,9 @@
  */
 import koaCors from '@koa/cors';
 import type Koa from 'koa';
-import { compileGlobs, type CorsSettings, type Static, Strict, Type } from 'svc/plugin';
+import { type Static, Strict, Type } from 'svc/plugin';
+import { type CorsSettings } from 'svc/plugin/contracts';
+import { compileGlobs } from 'svc/util';
 
 /** `cors` block of `admin` or a project (spec §2.5). */
 export const CorsSchema = Strict({

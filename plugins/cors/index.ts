@@ -15,7 +15,9 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { ConfigError, CORS_SERVICE, type CorsSettings, type Plugin, type PluginHost, resolveConfigBlock } from 'svc/plugin';
+import { type Plugin, type PluginHost, resolveConfigBlock } from 'svc/plugin';
+import { ConfigError } from 'svc/plugin/errors';
+import { CORS_SERVICE, type CorsSettings } from 'svc/plugin/contracts';
 import { ADMIN_CORS_DEFAULTS, type CorsInput, corsMiddleware, corsProblem, CorsSchema, corsSettings, originMatcher } from './cors.ts';
 
 export { ADMIN_CORS_DEFAULTS, corsMiddleware, corsProblem, CorsSchema, corsSettings, type CorsInput } from './cors.ts';

@@ -19,10 +19,12 @@
  *   table without one); several distinct versions in one response are sorted and comma-joined.
  * - No cost header on early errors that routed no call.
  */
-import { type AttemptRecord, compileGlobs, COST_SERVICE, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type PriceTable, PROVIDER_ORIGIN, type SchemaFragment, settingsOf, Type } from 'svc/plugin';
+import { type AttemptRecord, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type SchemaFragment, settingsOf, Type } from 'svc/plugin';
+import { COST_SERVICE, type PriceTable, PROVIDER_ORIGIN } from 'svc/plugin/contracts';
+import { compileGlobs } from 'svc/util';
 
 // The service's key and types are the contract in svc/plugin; re-exported for svc/presets' older import path.
-export { COST_SERVICE, type CostService, type PriceTable } from 'svc/plugin';
+export { COST_SERVICE, type CostService, type PriceTable } from 'svc/plugin/contracts';
 
 /** What a table's version may hold: it is sent in a header and comma-joined with others. */
 const VERSION_TOKEN = /^[A-Za-z0-9._~:+@/-]{1,64}$/;

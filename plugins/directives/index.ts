@@ -10,7 +10,10 @@
  * provides), e.g. `retry-empty` by evm-retries, `use-upstream` by select, `force-trace` by
  * tracing. A declared directive is read like any other: header, then query (query wins).
  */
-import { type CallContext, type DirectiveDeclaration, type Directives, DIRECTIVES_SERVICE, DirectiveStage, type HttpRequestInfo, MatcherCache, type Plugin, PluginContractError, type PluginHost } from 'svc/plugin';
+import { type CallContext, type DirectiveDeclaration, type Directives, DirectiveStage, type HttpRequestInfo, type Plugin, type PluginHost } from 'svc/plugin';
+import { PluginContractError } from 'svc/plugin/errors';
+import { DIRECTIVES_SERVICE } from 'svc/plugin/contracts';
+import { MatcherCache } from 'svc/util';
 
 /** One declared directive, as this plugin parses it (a {@link DirectiveDeclaration}, header lower-cased). */
 export interface DirectiveSpec {
@@ -118,7 +121,8 @@ export function declareDirective(specs: DirectiveSpec[], d: DirectiveDeclaration
 }
 
 // The service's key and types are the contract in svc/plugin (plugins declaring directives import them there).
-export { DIRECTIVES_SERVICE, type DirectiveDeclaration, type DirectivesService } from 'svc/plugin';
+export { type DirectiveDeclaration } from 'svc/plugin';
+export { DIRECTIVES_SERVICE, type DirectivesService } from 'svc/plugin/contracts';
 
 /**
  * Creates the directives plugin.

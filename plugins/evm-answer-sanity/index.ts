@@ -12,7 +12,10 @@
  * from one upstream's impossible answer. When every upstream answers so, the call fails with the
  * sweep's exhausted error naming these causes rather than serving an answer known to be wrong.
  */
-import { blockRefOf, type CallContext, ErrEndpointContentValidation, ErrEndpointMissingData, type NetworkChainState, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
+import { type CallContext, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
+import { ErrEndpointContentValidation, ErrEndpointMissingData } from 'svc/plugin/errors';
+import { type NetworkChainState } from 'svc/plugin/contracts';
+import { blockRefOf } from 'svc/util';
 
 /**
  * State reads that never answer `null` at a block the network has (spec §7): a missing account

@@ -5,7 +5,9 @@
  * a limit with its `ErrGetLogsExceeded*` error (-32012, HTTP 200) before anything is forwarded.
  * Pure; no hooks here. `index.ts` taps it into the `call` hook at `CallStage.GETLOGS`.
  */
-import { ErrGetLogsExceededMaxAllowedAddresses, ErrGetLogsExceededMaxAllowedRange, ErrGetLogsExceededMaxAllowedTopics, type Network, parseBlockNumber, type SvcError, toHex, type Upstream } from 'svc/plugin';
+import { type Network, type Upstream } from 'svc/plugin';
+import { ErrGetLogsExceededMaxAllowedAddresses, ErrGetLogsExceededMaxAllowedRange, ErrGetLogsExceededMaxAllowedTopics, type SvcError } from 'svc/plugin/errors';
+import { parseBlockNumber, toHex } from 'svc/util';
 
 // ---------------------------------------------------------------------------------------
 // Settings

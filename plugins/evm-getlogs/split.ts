@@ -7,7 +7,9 @@
  */
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
-import { type CallContext, type CallHandler, ErrCancelled, ErrEndpointRequestTooLarge, ErrUpstreamMalformedResponse, ErrUpstreamsExhausted, linkedController, parseBlockNumber, RpcResult, toHex } from 'svc/plugin';
+import { type CallContext, type CallHandler, RpcResult } from 'svc/plugin';
+import { ErrCancelled, ErrEndpointRequestTooLarge, ErrUpstreamMalformedResponse, ErrUpstreamsExhausted } from 'svc/plugin/errors';
+import { linkedController, parseBlockNumber, toHex } from 'svc/util';
 import type { LogsFilter } from './limits.ts';
 
 // ---------------------------------------------------------------------------------------

@@ -7,7 +7,9 @@
  * (sweep, hedge, retry, consensus) answers about the same block. Directive `skip-interpolation`
  * turns it off per call.
  */
-import { BLOCK_PARAM, type CallContext, type CallHandler, CallStage, declareDirectives, Directive, directiveDefaultsSchema, type Network, type NetworkChainState, type Plugin, type PluginHost, toHex } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, declareDirectives, Directive, directiveDefaultsSchema, type Network, type Plugin, type PluginHost } from 'svc/plugin';
+import { type NetworkChainState } from 'svc/plugin/contracts';
+import { BLOCK_PARAM, toHex } from 'svc/util';
 
 /** The network's known heads an interpolation substitutes; 0 means unknown (never substituted). */
 export interface KnownHeads {

@@ -8,8 +8,10 @@
  * methods need exactly one candidate upstream after every filter, `use-upstream` included).
  */
 import type { Hex } from 'viem';
-import { type CallContext, type CallHandler, CallStage, declareDirectives, Directive, ErrEndpointExecutionException, ErrEndpointNonceException, ErrEndpointUnsupported, ErrNotImplemented, ErrUpstreamsExhausted, type Network, type Plugin, type PluginHost, RpcResult, SelectStage, STATEFUL_METHODS, SvcError, toHex, type Upstream } from 'svc/plugin';
-export { STATEFUL_METHODS } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, declareDirectives, Directive, type Network, type Plugin, type PluginHost, RpcResult, SelectStage, type Upstream } from 'svc/plugin';
+import { ErrEndpointExecutionException, ErrEndpointNonceException, ErrEndpointUnsupported, ErrNotImplemented, ErrUpstreamsExhausted, SvcError } from 'svc/plugin/errors';
+import { STATEFUL_METHODS, toHex } from 'svc/util';
+export { STATEFUL_METHODS } from 'svc/util';
 
 /**
  * Directive `skip-cache-read` (spec §2.8 #3), declared as the cache plugin declares it (which owns

@@ -20,7 +20,10 @@
  */
 import { Kind, Type, TypeRegistry } from '@sinclair/typebox';
 import { Counter } from 'prom-client';
-import { blockRefOf, type BlockRef, type CallContext, ConfigError, type ConfigProblem, Duration, ErrEndpointMissingData, ErrUpstreamsExhausted, type PluginHost, type ResolvedConfig, SelectStage, Strict, type Upstream, type UpstreamChainState } from 'svc/plugin';
+import { type CallContext, Duration, type PluginHost, type ResolvedConfig, SelectStage, Strict, type Upstream } from 'svc/plugin';
+import { ConfigError, type ConfigProblem, ErrEndpointMissingData, ErrUpstreamsExhausted } from 'svc/plugin/errors';
+import { type UpstreamChainState } from 'svc/plugin/contracts';
+import { blockRefOf, type BlockRef } from 'svc/util';
 import { chainStateOf } from './chain.ts';
 
 /** How an upstream's earliest block is probed (eRPC's probe kinds). */

@@ -8,7 +8,9 @@
  * `validate` tap in tip.ts), so nothing it says after the detection is served or cached.
  */
 import { Counter } from 'prom-client';
-import { ErrEndpointMissingData, leaveNetworks, type Network, type PluginHost, type Upstream } from 'svc/plugin';
+import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
+import { ErrEndpointMissingData } from 'svc/plugin/errors';
+import { leaveNetworks } from 'svc/plugin/contracts';
 
 /**
  * An answer from an upstream taken out of service because its chain id changed (or any other

@@ -7,7 +7,8 @@
  * read-only `NetworkChainState` of svc/plugin), by interpolation, tip enforcement, block
  * availability, finality classification, the cache, consensus, select and the healthcheck.
  */
-import { type HeadVerdict, type Network, type NetworkChainState as NetworkChainStateView, SHADOW_UPSTREAM, type Upstream, type UpstreamChainState as UpstreamChainStateView } from 'svc/plugin';
+import { type Network, type Upstream } from 'svc/plugin';
+import { type HeadVerdict, type NetworkChainState as NetworkChainStateView, SHADOW_UPSTREAM, type UpstreamChainState as UpstreamChainStateView } from 'svc/plugin/contracts';
 import { judgeHeadFacts, SOLE_REPORTER_GRACE_MS, witnessesOf } from './plausibility.ts';
 
 /** One upstream's view of the chain. */

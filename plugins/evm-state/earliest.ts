@@ -13,7 +13,9 @@
  * (0 + N) until a search completes.
  */
 import { Gauge } from 'prom-client';
-import { ErrEndpointUnsupported, isPassThrough, type Network, type PluginHost, SvcError, toHex, type Upstream } from 'svc/plugin';
+import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
+import { ErrEndpointUnsupported, isPassThrough, SvcError } from 'svc/plugin/errors';
+import { toHex } from 'svc/util';
 import { availabilitySpecOf, type EarliestOf, type Probe } from './block-availability.ts';
 import { chainStateOf } from './chain.ts';
 import { pollerSettingsOf } from './schema.ts';

@@ -5,7 +5,8 @@
  * Taps: `directives` at RESOLVE − 50, before the failsafe plugin matches its entries on
  * `matchFinality` (FAILSAFE_DEFAULTS).
  */
-import { BLOCK_PARAM, type CallContext, classifyFinality, type Directives, DirectiveStage, FINALITY, type PluginHost } from 'svc/plugin';
+import { type CallContext, type Directives, DirectiveStage, FINALITY, type PluginHost } from 'svc/plugin';
+import { BLOCK_PARAM, classifyFinality } from 'svc/util';
 import { chainStateOf } from './chain.ts';
 
 /**

@@ -4,7 +4,8 @@
  * Pure: the chain state gathers the facts ({@link HeadFacts}) and every entry point of heads (state
  * polls, answers, shared state, the WebSocket follower through `judgeHead`) asks this function.
  */
-import type { HeadVerdict, Upstream } from 'svc/plugin';
+import type { Upstream } from 'svc/plugin';
+import type { HeadVerdict } from 'svc/plugin/contracts';
 
 /**
  * Blocks a latest head may run ahead of the network's accepted head beyond what the block time

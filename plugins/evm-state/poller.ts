@@ -6,7 +6,9 @@
  * in metrics through `attemptDone`), and writes what it learns into the network's chain state
  * (core/evm/state.ts). A poll failure never throws out of the timer.
  */
-import { classifyFinality, excerptOf, FINALITY, type HeadVerdict, type Network, type PluginHost, type RpcResult, SYNCING, toHex, tryUpstream, type Upstream } from 'svc/plugin';
+import { FINALITY, type Network, type PluginHost, type RpcResult, type Upstream } from 'svc/plugin';
+import { type HeadVerdict, SYNCING, tryUpstream } from 'svc/plugin/contracts';
+import { classifyFinality, excerptOf, toHex } from 'svc/util';
 import { chainStateOf } from './chain.ts';
 import { LINK_COOLDOWN_MS, LINK_HEADER_TIMEOUT_MS, type LinkHeader, linksToKnown } from './link.ts';
 import { blockNumberOfBlock, syncingOf } from './tip.ts';

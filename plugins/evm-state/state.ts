@@ -8,7 +8,8 @@
  * {@link HeadTracker}.
  */
 import { Counter, Gauge } from 'prom-client';
-import { type HeadVerdict, type Network, type PluginHost, SELECTION_API_SERVICE, SHADOW_UPSTREAM, STATE_POLLERS_SERVICE, SYNCING, type Upstream } from 'svc/plugin';
+import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
+import { type HeadVerdict, SELECTION_API_SERVICE, SHADOW_UPSTREAM, STATE_POLLERS_SERVICE, SYNCING } from 'svc/plugin/contracts';
 import { chainStateOf, type NetworkChainState } from './chain.ts';
 import { chainIdCheck } from './chain-id.ts';
 import { UpstreamPoller } from './poller.ts';

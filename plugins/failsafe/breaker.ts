@@ -6,7 +6,9 @@
  * (client-share.ts). No hooks here; `upstream.ts` taps one breaker per failsafe entry with a
  * `circuitBreaker` into the `upstream` hook.
  */
-import { type BreakerState, CountBreaker, ErrCancelled, ErrEndpointBillingIssue, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrUpstreamMalformedResponse, isRequestFact, type SvcError } from 'svc/plugin';
+import { ErrCancelled, ErrEndpointBillingIssue, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrUpstreamMalformedResponse, type SvcError } from 'svc/plugin/errors';
+import { isRequestFact } from 'svc/plugin/contracts';
+import { type BreakerState, CountBreaker } from 'svc/util';
 import { ClientShare } from './client-share.ts';
 import type { FailsafeEntry } from './schema.ts';
 

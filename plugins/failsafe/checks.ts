@@ -4,7 +4,8 @@
  * `AdaptiveDuration.validate` applies to adaptive timeouts and hedges, and keys that have no
  * effect where they are written. No hooks here.
  */
-import { ConfigError, type ResolvedConfig } from 'svc/plugin';
+import { type ResolvedConfig } from 'svc/plugin';
+import { ConfigError } from 'svc/plugin/errors';
 import type { FailsafeEntry } from './schema.ts';
 
 /** One problem, with its config path. */

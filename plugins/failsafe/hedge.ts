@@ -5,7 +5,9 @@
  * Never used for writes (`WRITE_METHODS`). No hooks here; `network.ts` taps it into the
  * `attempt` hook at `AttemptStage.HEDGE`.
  */
-import { asSvcError, type AttemptHandler, type CallContext, ErrCancelled, ErrUpstreamsExhausted, type Leg, linkedController, type RpcResult, type SvcError } from 'svc/plugin';
+import { type AttemptHandler, type CallContext, type Leg, type RpcResult } from 'svc/plugin';
+import { asSvcError, ErrCancelled, ErrUpstreamsExhausted, type SvcError } from 'svc/plugin/errors';
+import { linkedController } from 'svc/util';
 
 /**
  * Runs a primary leg and up to `maxCount` hedge legs on the same cursor. The first usable

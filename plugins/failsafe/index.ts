@@ -18,7 +18,8 @@
  * `metrics.ts` (timeout metrics), `network.ts` (`directives` and `attempt` taps), `upstream.ts`
  * (`upstream` taps); this file wires them.
  */
-import { BREAKERS_SERVICE, type Plugin, type PluginHost, type Upstream } from 'svc/plugin';
+import { type Plugin, type PluginHost, type Upstream } from 'svc/plugin';
+import { BREAKERS_SERVICE } from 'svc/plugin/contracts';
 import { LatencyQuantiles } from './adaptive.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import { checkFailsafe } from './checks.ts';

@@ -9,8 +9,10 @@
  * data-unavailable delay). Publishes `svc_network_request_retries_total`,
  * `svc_network_hedges_total` and, with {@link FailsafeMetrics}, the timeout metrics.
  */
-import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, ErrFailsafeTimeoutExceeded, FINALITY, type Leg, type Network, type PluginHost, type RpcResult, sleep, UpstreamCursor } from 'svc/plugin';
-import { FAILSAFE_ENTRY, NETWORK_HEDGES, NETWORK_RETRIES } from 'svc/plugin';
+import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, FINALITY, type Leg, type Network, type PluginHost, type RpcResult, UpstreamCursor } from 'svc/plugin';
+import { ErrFailsafeTimeoutExceeded } from 'svc/plugin/errors';
+import { sleep } from 'svc/util';
+import { FAILSAFE_ENTRY, NETWORK_HEDGES, NETWORK_RETRIES } from 'svc/plugin/contracts';
 import { Counter } from 'prom-client';
 import { hedgeSpecOf, type LatencyQuantiles, timeoutSpecOf } from './adaptive.ts';
 import { runHedged } from './hedge.ts';

@@ -6,8 +6,9 @@
  * `upstream.ts` tap them in.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
-import { compileGlobs, DIRECTIVE_DEFAULTS_POINT, directiveDefaultsOf, type Directives, Duration, Extensible, type Finality, type SchemaFragment, Strict } from 'svc/plugin';
-export { WRITE_METHODS } from 'svc/plugin';
+import { DIRECTIVE_DEFAULTS_POINT, directiveDefaultsOf, type Directives, Duration, Extensible, type Finality, type SchemaFragment, Strict } from 'svc/plugin';
+import { compileGlobs } from 'svc/util';
+export { WRITE_METHODS } from 'svc/util';
 import { normalizeFailsafeShapes } from './erpc.ts';
 
 // ---------------------------------------------------------------------------------------

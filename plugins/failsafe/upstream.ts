@@ -9,7 +9,10 @@
  * of an unclassified node error until the call's other answers say whom it is charged to
  * (core/charge.ts); the retry never asks the same upstream again for a fact about the request.
  */
-import { asSvcError, ErrEndpointRequestTimeout, ErrFailsafeCircuitBreakerOpen, FINALITY, finishAttempt, isDeferred, isRequestFact, outcomeOf, type PluginHost, settleFailedAttempt, sleep, startAttempt, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage, UPSTREAM_RETRIES, whenCharged, wouldConfirm } from 'svc/plugin';
+import { FINALITY, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { asSvcError, ErrEndpointRequestTimeout, ErrFailsafeCircuitBreakerOpen } from 'svc/plugin/errors';
+import { finishAttempt, isDeferred, isRequestFact, outcomeOf, settleFailedAttempt, startAttempt, UPSTREAM_RETRIES, whenCharged, wouldConfirm } from 'svc/plugin/contracts';
+import { sleep } from 'svc/util';
 import { type LatencyQuantiles, timeoutSpecOf } from './adaptive.ts';
 import { breakerOutcome, CircuitBreaker } from './breaker.ts';
 import type { FailsafeMetrics } from './metrics.ts';

@@ -5,9 +5,11 @@
  * execution records. It only reads the
  * records; every other plugin writes them.
  */
-import { type AttemptRecord, ErrUpstreamsExhausted, type ExecutionRecord, type HeaderSink, isPassThrough, type Plugin, type PluginHost, type ResponseMeta, type SvcError, traceOutcome, wireError } from 'svc/plugin';
+import { type AttemptRecord, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type ResponseMeta } from 'svc/plugin';
+import { ErrUpstreamsExhausted, isPassThrough, type SvcError, wireError } from 'svc/plugin/errors';
+import { traceOutcome } from 'svc/plugin/contracts';
 // The record slots other plugins write, shared through svc/plugin (core/shared-slots.ts).
-import { CACHE_ATTEMPTS, CACHE_HEDGES, CACHE_OUTCOME, CACHE_RETRIES, CONSENSUS_DISPUTES, CONSENSUS_LOW_PARTICIPANTS, CONSENSUS_SLOTS, NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_LAG, UPSTREAM_RETRIES } from 'svc/plugin';
+import { CACHE_ATTEMPTS, CACHE_HEDGES, CACHE_OUTCOME, CACHE_RETRIES, CONSENSUS_DISPUTES, CONSENSUS_LOW_PARTICIPANTS, CONSENSUS_SLOTS, NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_LAG, UPSTREAM_RETRIES } from 'svc/plugin/contracts';
 
 /**
  * The execution-record slots the §4.5 headers read, written by the plugins that own them (the

@@ -11,7 +11,8 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { type Authenticator, doorAuthenticator, type Network, type Plugin, type PluginHost, type Project, STATE_POLLERS_SERVICE } from 'svc/plugin';
+import { type Network, type Plugin, type PluginHost, type Project } from 'svc/plugin';
+import { type Authenticator, doorAuthenticator, STATE_POLLERS_SERVICE } from 'svc/plugin/contracts';
 import { ChainIdProbes, evaluate, type Member, type Pollers, type Verdict } from './evaluate.ts';
 import { healthcheckConfigOf, healthcheckSchema, isStrategy, type HealthcheckConfig, type Strategy } from './schema.ts';
 

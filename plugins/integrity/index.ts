@@ -35,7 +35,9 @@
  * viem and @ethereumjs/mpt are loaded on the first checked answer only.
  */
 import { Counter } from 'prom-client';
-import { type CallContext, declareDirectives, Directive, directiveDefaultsSchema, type Directives, DirectiveStage, ErrEndpointContentValidation, type ExecutionRecord, type HeaderSink, markProvenance, type Network, type Plugin, type PluginHost, type RpcResult, FAILSAFE_ENTRY, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { type CallContext, declareDirectives, Directive, directiveDefaultsSchema, type Directives, DirectiveStage, type ExecutionRecord, type HeaderSink, type Network, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { ErrEndpointContentValidation } from 'svc/plugin/errors';
+import { markProvenance, FAILSAFE_ENTRY } from 'svc/plugin/contracts';
 import { checkIntrinsic, CHECKED_METHODS, isEmptyAnswer } from './checks/index.ts';
 import { authoritative, corroborate, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 import { CheckFailure } from './hex.ts';

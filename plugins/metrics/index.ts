@@ -15,8 +15,10 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry } from 'prom-client';
-import { agentName, type AttemptRecord, BoundedLabel, type CallContext, DeferredCounter, DeferredHistogram, FINALITY, isCharged, type Plugin, type PluginHost, serviceKey, ShutdownStage, svcWorker, createMetricsServer } from 'svc/plugin';
-export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from 'svc/plugin';
+import { type AttemptRecord, type CallContext, FINALITY, type Plugin, type PluginHost, serviceKey, ShutdownStage } from 'svc/plugin';
+import { isCharged } from 'svc/plugin/contracts';
+import { agentName, BoundedLabel, DeferredCounter, DeferredHistogram, svcWorker, createMetricsServer } from 'svc/util';
+export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from 'svc/util';
 import { registerLifecycleMetrics } from './lifecycle.ts';
 import { FilteredRegistry, unknownFilterNames } from './histogram-filter.ts';
 import { type MetricsOptions, metricsOptionsOf, metricsSchema, VerboseErrorLabels } from './options.ts';

@@ -19,7 +19,10 @@
  *   once per follower.
  */
 import { Counter } from 'prom-client';
-import { acquireController, agentName, asSvcError, BoundedLabel, type CallContext, type CallHandler, callParamsHash, CallStage, ErrCancelled, ErrEndpointRequestTimeout, type ExecutionRecord, FINALITY, isDeadline, type Network, paramsHash, type Plugin, type PluginHost, provenanceKey, releaseController, type RpcResult, serviceKey } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type ExecutionRecord, FINALITY, type Network, type Plugin, type PluginHost, type RpcResult, serviceKey } from 'svc/plugin';
+import { asSvcError, ErrCancelled, ErrEndpointRequestTimeout } from 'svc/plugin/errors';
+import { callParamsHash, isDeadline, paramsHash, provenanceKey } from 'svc/plugin/contracts';
+import { acquireController, agentName, BoundedLabel, releaseController } from 'svc/util';
 import { Type } from '@sinclair/typebox';
 import { normalizeMultiplexing } from './erpc.ts';
 

@@ -5,7 +5,9 @@
  * ×1.5 each time up to 130 s. A vendor that answers an empty list has finished: that chain is
  * not served by this provider.
  */
-import { compileGlobs, type GlobTest, type PluginHost, type Project, PROVIDER_ORIGIN, type UpstreamInput, type Vendor, type VendorUpstream } from 'svc/plugin';
+import { type PluginHost, type Project, type UpstreamInput } from 'svc/plugin';
+import { PROVIDER_ORIGIN, type Vendor, type VendorUpstream } from 'svc/plugin/contracts';
+import { compileGlobs, type GlobTest } from 'svc/util';
 import type { ProviderConfig } from './schema.ts';
 
 /** First bootstrap retry delay, ms (spec §8). */
@@ -26,7 +28,7 @@ export function bootstrapRetryDelayMs(failures: number): number {
 }
 
 // Vendor, VendorUpstream: the providers service contract, in svc/plugin.
-export type { Vendor, VendorUpstream } from 'svc/plugin';
+export type { Vendor, VendorUpstream } from 'svc/plugin/contracts';
 
 /**
  * A provider's network filter: `onlyNetworks` (unset or empty = every network) minus

@@ -9,7 +9,8 @@
  * `maxCount` can change at run time ({@link Rule.setMaxCount}, the auto-tuner).
  */
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { compileGlobs, type GlobTest, type Logger, type StorageBreaker, svcWorker } from 'svc/plugin';
+import { type Logger } from 'svc/plugin';
+import { compileGlobs, type GlobTest, type StorageBreaker, svcWorker } from 'svc/util';
 import { PERIOD_SECONDS, type RuleConfig } from './schema.ts';
 
 /** Default longest wait for the shared store before the per-process limiter decides, ms. */

@@ -3,7 +3,9 @@
  * `rateLimitBudget` key of projects, networks and upstreams (auth strategies and API-key records
  * carry theirs in the auth schema), and `upstreams[].rateLimitAutoTune`.
  */
-import { ConfigError, Duration, type ResolvedConfig, type SchemaFragment, StorageBreakerSchema, type StorageBreakerSettings, Strict, Type } from 'svc/plugin';
+import { Duration, type ResolvedConfig, type SchemaFragment, Strict, Type } from 'svc/plugin';
+import { ConfigError } from 'svc/plugin/errors';
+import { StorageBreakerSchema, type StorageBreakerSettings } from 'svc/util';
 import { normalizeRateLimitShapes } from './erpc.ts';
 
 /** Seconds in each period name. */

@@ -6,12 +6,13 @@
  * so several proxies in one process, and a plugin built against another installed copy of svc,
  * all meet the same selection. No hooks tapped here.
  */
-import { selectionHooks, serviceKey, type Network, type PluginHost, type SelectionDecision, type SelectionState } from 'svc/plugin';
+import { serviceKey, type Network, type PluginHost } from 'svc/plugin';
+import { selectionHooks, type SelectionDecision, type SelectionState } from 'svc/plugin/contracts';
 import type { NetworkSelection } from './state.ts';
 
 // The hooks, the read-side contract and their service names are svc/plugin's (core/selection.ts).
-export { SELECTION_API_SERVICE, SELECTION_HOOKS_SERVICE, selectionHooks } from 'svc/plugin';
-export type { SelectionApi, SelectionHooks } from 'svc/plugin';
+export { SELECTION_API_SERVICE, SELECTION_HOOKS_SERVICE, selectionHooks } from 'svc/plugin/contracts';
+export type { SelectionApi, SelectionHooks } from 'svc/plugin/contracts';
 
 /** Key of this plugin's per-network selections (internal: read by the accessors below). */
 const SELECTION_SERVICE = serviceKey<Map<Network, NetworkSelection>>('selection');

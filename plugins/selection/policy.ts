@@ -6,7 +6,7 @@
  * it health snapshots on every evaluation tick; no hooks here.
  */
 import { performance } from 'node:perf_hooks';
-import type { EvalFunc, PolicyContext } from 'svc/plugin';
+import type { EvalFunc, PolicyContext } from 'svc/plugin/contracts';
 import {
   DEFAULT_SCORE_WEIGHTS,
   policyUpstream,
@@ -34,7 +34,7 @@ export const DEFAULT_THRESHOLDS = Object.freeze({
 });
 
 // The policy contract (EvalFunc, PolicyContext) is svc/plugin's (core/selection.ts).
-export type { EvalFunc, PolicyContext } from 'svc/plugin';
+export type { EvalFunc, PolicyContext } from 'svc/plugin/contracts';
 
 const pct = (x: number) => x.toFixed(2);
 

@@ -4,7 +4,8 @@
  * the boot-time check of every network's settings. No hooks here.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
-import { ConfigError, type ConfigProblem, Duration, type Network, parseDuration, type PluginHost, Strict } from 'svc/plugin';
+import { Duration, type Network, parseDuration, type PluginHost, Strict } from 'svc/plugin';
+import { ConfigError, type ConfigProblem } from 'svc/plugin/errors';
 import type { EvalFunc } from './policy.ts';
 import { DEFAULT_SCORE_WEIGHTS, type ScoreWeights } from './view.ts';
 import { refuseSourceEvalFunc } from './erpc.ts';

@@ -5,7 +5,9 @@
  * decisions, and the `svc_selection_score` / `svc_selection_excluded_seconds` gauges. No hooks
  * here; `index.ts` creates one {@link NetworkSelection} per network and taps `select` into it.
  */
-import { ErrUpstreamsExhausted, type Network, type PluginHost, SCORE_ORDER_STEP, type SelectionDecision, type SelectionState, SYNCING, type Upstream } from 'svc/plugin';
+import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
+import { ErrUpstreamsExhausted } from 'svc/plugin/errors';
+import { SCORE_ORDER_STEP, type SelectionDecision, type SelectionState, SYNCING } from 'svc/plugin/contracts';
 import { Gauge } from 'prom-client';
 import { defaultPolicy, evaluatePolicy, PolicyError, type EvalFunc, type PolicyResult } from './policy.ts';
 import type { SelectionSettings } from './schema.ts';
@@ -15,7 +17,7 @@ import type { PolicyUpstreamInput } from './view.ts';
 export const MAX_DECISIONS = 100;
 
 // The state and decision shapes are svc/plugin's (core/selection.ts), read by the admin and other plugins.
-export type { SelectionDecision, SelectionState } from 'svc/plugin';
+export type { SelectionDecision, SelectionState } from 'svc/plugin/contracts';
 
 /** Metrics shared by every network of a host. */
 export interface SelectionMetrics {

@@ -5,10 +5,10 @@
  * `preferNonFallback`, `sortByScore`...), which record their exclusions as decisions of the
  * evaluation run. `policy.ts` runs a policy over them; no hooks here.
  */
-import type { DecisionDraft, HealthSnapshot, PolicyUpstream, ScoreWeights, UpstreamsView as UpstreamsViewContract } from 'svc/plugin';
+import type { DecisionDraft, HealthSnapshot, PolicyUpstream, ScoreWeights, UpstreamsView as UpstreamsViewContract } from 'svc/plugin/contracts';
 
 // The policy contract's types are svc/plugin's (core/selection.ts); re-exported for this plugin's files.
-export type { DecisionDraft, PolicyMetrics, PolicyUpstream, ScoreWeights } from 'svc/plugin';
+export type { DecisionDraft, PolicyMetrics, PolicyUpstream, ScoreWeights } from 'svc/plugin/contracts';
 
 /** The default score weights: `4*errorRate + 15*p70Seconds + 4*throttleRate + 1*blockHeadLag`. */
 export const DEFAULT_SCORE_WEIGHTS: Readonly<ScoreWeights> = Object.freeze({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 1 });

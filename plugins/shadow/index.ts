@@ -20,7 +20,9 @@
  *   subscriptions, filters and node administration (`mirrorable`).
  * - `shutdown`: stops sending; copies in flight get a short grace, then the pools close.
  */
-import { type CallContext, type CallHandler, CallStage, DeferredCounter, type Network, type Plugin, type PluginHost, type RpcResult, SelectStage, SHADOW_UPSTREAM, type Upstream } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, type RpcResult, SelectStage, type Upstream } from 'svc/plugin';
+import { SHADOW_UPSTREAM } from 'svc/plugin/contracts';
+import { DeferredCounter } from 'svc/util';
 import { compareResults, type ShadowOutcome } from './compare.ts';
 import { DEFAULT_MAX_IN_FLIGHT, ShadowRunner } from './runner.ts';
 import { mirrorable, shadowSchema, shadowSettingsOf, type ShadowSettings } from './schema.ts';

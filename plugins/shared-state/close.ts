@@ -8,7 +8,7 @@
  * does not have yet, and a `destroy()` in that window would leave the socket it gets next open
  * and ready, owned by nobody.
  */
-import type { RedisClient } from 'svc/plugin';
+import type { RedisClient } from 'svc/util';
 
 /** Longest wait for a clean QUIT at shutdown before the socket is dropped, ms. */
 export const CLOSE_WAIT_MS = 500;

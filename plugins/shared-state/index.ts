@@ -40,7 +40,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
-import { CHAIN_STATE_SERVICE, fleetReplicaId, type FleetRelayRegistration, openRedisClient, type Plugin, type PluginHost, registerFleetRelay, sleep, type Upstream, type Network } from 'svc/plugin';
+import { type Plugin, type PluginHost, type Upstream, type Network } from 'svc/plugin';
+import { CHAIN_STATE_SERVICE } from 'svc/plugin/contracts';
+import { fleetReplicaId, type FleetRelayRegistration, openRedisClient, registerFleetRelay, sleep } from 'svc/util';
 import { normalizeSharedStateShapes } from './erpc.ts';
 import { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch } from './link.ts';
 import { type DropReason, entryTtlMs, type HeadContext, HeadLedger, headsToApply, MAX_SNAPSHOT_ENTRIES, messagesOf, parseMessage, type SharedHead } from './merge.ts';

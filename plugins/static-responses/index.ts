@@ -21,7 +21,8 @@
  *   entries, a call whose method has none costs one `Map` lookup.
  */
 import { Counter } from 'prom-client';
-import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, RpcResult, settingsOf, SvcError, type UpstreamErrorRaw } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, RpcResult, settingsOf } from 'svc/plugin';
+import { SvcError, type UpstreamErrorRaw } from 'svc/plugin/errors';
 import { paramsMatch, STATIC_RESPONSES_NETWORK_KEYS, staticResponsesSchema, type StaticError, type StaticResponseConfig } from './schema.ts';
 
 export {

@@ -17,7 +17,9 @@
  */
 import type { Span } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { asSvcError, type CallHandler, CallStage, declareDirectives, Directive, type ExecutionRecord, type HttpRequestInfo, type Plugin, type PluginHost, type RpcResult, CACHE_OUTCOME, serviceKey, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { type CallHandler, CallStage, declareDirectives, Directive, type ExecutionRecord, type HttpRequestInfo, type Plugin, type PluginHost, type RpcResult, serviceKey, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { asSvcError } from 'svc/plugin/errors';
+import { CACHE_OUTCOME } from 'svc/plugin/contracts';
 import { FORCE_TRACE_ATTRIBUTE, loadTracingSdk, type TracingSdk } from './sdk.ts';
 import { tracingConfigOf, tracingSchema, type TracingConfig } from './schema.ts';
 

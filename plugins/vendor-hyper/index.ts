@@ -14,7 +14,9 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import type { LookupFunction } from 'node:net';
-import { type Plugin, PluginContractError, type PluginHost, PROVIDERS_SERVICE } from 'svc/plugin';
+import { type Plugin, type PluginHost } from 'svc/plugin';
+import { PluginContractError } from 'svc/plugin/errors';
+import { PROVIDERS_SERVICE } from 'svc/plugin/contracts';
 
 /** Default root domain (spec §2.10 `{hyper_root_domain}`). */
 export const DEFAULT_HYPER_ROOT_DOMAIN = 'rpc.hypersync.xyz';

@@ -18,7 +18,10 @@
  */
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
-import { type Logger, type Plugin, PluginContractError, type PluginHost, PROVIDERS_SERVICE, redactUrl } from 'svc/plugin';
+import { type Logger, type Plugin, type PluginHost } from 'svc/plugin';
+import { PluginContractError } from 'svc/plugin/errors';
+import { PROVIDERS_SERVICE } from 'svc/plugin/contracts';
+import { redactUrl } from 'svc/util';
 
 /** The public eRPC endpoints catalog (spec §2.10 `{catalog_url}`). */
 export const DEFAULT_REPOSITORY_URL = 'https://evm-public-endpoints.erpc.cloud';

@@ -23,7 +23,10 @@
  *   `<base>/<host>/<path>?<q>`, so a test routes each vendor host to a local node.
  */
 import { Agent, type Dispatcher, request } from 'undici';
-import { ConfigError, type Logger, type Plugin, PluginContractError, type PluginHost, PROVIDERS_SERVICE, redactUrl, type ResolvedConfig, type Vendor, type VendorUpstream } from 'svc/plugin';
+import { type Logger, type Plugin, type PluginHost, type ResolvedConfig } from 'svc/plugin';
+import { ConfigError, PluginContractError } from 'svc/plugin/errors';
+import { PROVIDERS_SERVICE, type Vendor, type VendorUpstream } from 'svc/plugin/contracts';
+import { redactUrl } from 'svc/util';
 import { CATALOG, type Offer, type Settings } from './catalog.ts';
 import { normalizeVendorShortcuts } from './shortcuts.ts';
 import { remoteVendors, type RemoteVendor, type VendorIo } from './remote.ts';

@@ -8,22 +8,23 @@
 import { setMaxListeners } from 'node:events';
 import type { Counter } from 'prom-client';
 import { type RawData, WebSocket } from 'ws';
+import { type Network, type PluginHost } from 'svc/plugin';
 import {
   asSvcError,
   ErrCancelled,
   ErrInternal,
   ErrInvalidRequest,
   ErrNetworkNotSupported,
-  extractTopLevelValue,
-  type Network,
-  type PluginHost,
-  type RateLimitService,
-  type SubscriptionType,
   SvcError,
   toJsonRpcError,
+} from 'svc/plugin/errors';
+import {
+  type RateLimitService,
+  type SubscriptionType,
   type WebSocketHooks,
   type WsConnectionInfo,
-} from 'svc/plugin';
+} from 'svc/plugin/contracts';
+import { extractTopLevelValue } from 'svc/util';
 import { answerMessage, type MessageHandlers } from './messages.ts';
 import type { WebSocketSettings } from './schema.ts';
 import type { SubscriptionHub, SubscriptionSink } from './subscriptions/types.ts';

@@ -5,7 +5,8 @@
  * registers for its own observation hooks); the connection is unaffected.
  */
 import { SyncHook } from 'tapable';
-import { guardObservationHook, type PluginHost, type SubscriptionType, type WebSocketHooks, type WsConnectionInfo } from 'svc/plugin';
+import { guardObservationHook, type PluginHost } from 'svc/plugin';
+import { type SubscriptionType, type WebSocketHooks, type WsConnectionInfo } from 'svc/plugin/contracts';
 
 /**
  * Creates the hooks, each guarded.

@@ -5,7 +5,8 @@
  * hub, the rest as one sub-batch through the pipeline, and the answers are put back in the
  * batch's order, each with its caller's id byte for byte.
  */
-import { arrayElements, type JsonRpcOutput } from 'svc/plugin';
+import { type JsonRpcOutput } from 'svc/plugin';
+import { arrayElements } from 'svc/util';
 
 /** Methods the subscription hub answers. */
 export const SUBSCRIPTION_METHODS: ReadonlySet<string> = new Set(['eth_subscribe', 'eth_unsubscribe']);

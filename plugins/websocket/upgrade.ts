@@ -9,7 +9,9 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { asSvcError, CORS_SERVICE, ErrProjectNotFound, ErrServiceShuttingDown, type HttpRequestInfo, type Identity, type PluginHost, type RouteTarget, SvcError, toJsonRpcError } from 'svc/plugin';
+import { type HttpRequestInfo, type Identity, type PluginHost, type RouteTarget } from 'svc/plugin';
+import { asSvcError, ErrProjectNotFound, ErrServiceShuttingDown, SvcError, toJsonRpcError } from 'svc/plugin/errors';
+import { CORS_SERVICE } from 'svc/plugin/contracts';
 
 /** A browser page's `Origin` the project's CORS does not allow (spec §2.5). HTTP 403, -32600. */
 export class ErrOriginNotAllowed extends SvcError {

@@ -1,8 +1,8 @@
 /**
  * svc as a published package: `npm pack` the repo, then, in a temp dir,
  * build an in-house plugin package from the "Writing a plugin" files of docs/plugins.md (every
- * ```ts block whose first line is `// file: src/...`), which import only `svc/plugin` and
- * `svc/presets`, compile it with `tsc` (nodenext, strict, no skipLibCheck) against the installed
+ * ```ts block whose first line is `// file: src/...`), which import only the public entries
+ * (`svc/plugin`, `svc/plugin/contracts`, `svc/presets`...), compile it with `tsc` (nodenext, strict, no skipLibCheck) against the installed
  * svc's `.d.ts` files, and run the installed `svc` command with the compiled preset in front of
  * two fake upstreams: the one tagged `tier:preferred` (listed second) answers, and the pricing
  * plugin's header carries unitPrice × routed calls from its own config key.
@@ -124,12 +124,12 @@ describe('e2e: the packed package with an in-house plugin package', function () 
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('installs compiled JavaScript and declarations only, with the four entry points and no tsx', () => {
+  it('installs compiled JavaScript and declarations only, with the seven entry points and no tsx', () => {
     const root = join(app, 'node_modules', 'svc');
     const sources = [...files(root)].map((f) => relative(root, f)).filter((f) => /\.[mc]?ts$/.test(f) && !/\.d\.[mc]?ts$/.test(f));
     expect(sources).to.deep.equal([]);
     const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
-    expect(Object.keys(manifest.exports)).to.have.members(['./plugin', './presets', './config', './package.json']);
+    expect(Object.keys(manifest.exports)).to.have.members(['./plugin', './plugin/errors', './plugin/contracts', './util', './presets', './config', './package.json']);
     expect(manifest.exports).to.not.have.property('./*');
     for (const d of [...files(root)].filter((f) => f.endsWith('.d.ts'))) {
       expect(readFileSync(d, 'utf8'), relative(root, d)).to.not.match(/(?:from|import)\s*\(?\s*['"]\.{1,2}\/[^'"]*\.[mc]?ts['"]/);

@@ -21,7 +21,7 @@ import { ensureBuilt } from '../helpers/build.ts';
 const exec = promisify(execFile);
 const DIST = join(PACKAGE_ROOT, 'dist');
 
-type PluginApi = typeof import('../../core/plugin-api.ts');
+type PluginErrors = typeof import('../../core/plugin-errors.ts');
 type RateLimitSchema = typeof import('../../plugins/rate-limit/schema.ts');
 
 describe('e2e: compiled plugins and core share one svc/plugin instance', function () {
@@ -39,7 +39,7 @@ describe('e2e: compiled plugins and core share one svc/plugin instance', functio
   });
 
   it('an error a compiled plugin throws is instanceof the class core exports (class identity)', async () => {
-    const api = (await import(pathToFileURL(join(DIST, 'core', 'plugin-api.js')).href)) as PluginApi;
+    const api = (await import(pathToFileURL(join(DIST, 'core', 'plugin-errors.js')).href)) as PluginErrors;
     const rl = (await import(pathToFileURL(join(DIST, 'plugins', 'rate-limit', 'schema.js')).href)) as RateLimitSchema;
     const config = { settings: {}, projects: [{ settings: { rateLimitBudget: 'nope' }, networks: [], upstreams: [] }] } as unknown as Parameters<RateLimitSchema['rateLimitersOf']>[0];
     let thrown: unknown;

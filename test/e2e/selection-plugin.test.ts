@@ -7,7 +7,8 @@
  * before any traffic (equal health scores) and after it.
  */
 import { expect } from 'chai';
-import { selectionHooks, type EvalFunc, type Plugin } from 'svc/plugin';
+import { type Plugin } from 'svc/plugin';
+import { selectionHooks, type EvalFunc } from 'svc/plugin/contracts';
 import { evaluateSelection } from '../../plugins/selection/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';

@@ -13,7 +13,8 @@
 import { expect } from 'chai';
 import { createClient } from 'redis';
 import { request } from 'undici';
-import type { Network, NetworkChainState } from 'svc/plugin';
+import type { Network } from 'svc/plugin';
+import type { NetworkChainState } from 'svc/plugin/contracts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
 import { NO_CACHE, startSvc, type SvcHandle, waitFor } from '../helpers/svc.ts';

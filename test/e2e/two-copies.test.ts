@@ -22,7 +22,7 @@ import { ensureBuilt } from '../helpers/build.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { startSvc, type SvcHandle } from '../helpers/svc.ts';
 
-type PluginApi = typeof import('../../core/plugin-api.ts');
+type PluginApi = typeof import('../../core/plugin-api.ts') & typeof import('../../core/plugin-errors.ts');
 
 const CAPACITY_MARKER = 'acme_capacityMarker';
 
@@ -41,7 +41,10 @@ describe('e2e: errors thrown by a plugin built against another copy of svc', fun
     cpSync(join(PACKAGE_ROOT, 'dist'), join(root, 'dist'), { recursive: true });
     cpSync(join(PACKAGE_ROOT, 'package.json'), join(root, 'package.json'));
     symlinkSync(join(PACKAGE_ROOT, 'node_modules'), join(root, 'node_modules'), 'dir');
-    copy = (await import(pathToFileURL(join(root, 'dist', 'core', 'plugin-api.js')).href)) as PluginApi;
+    copy = {
+      ...((await import(pathToFileURL(join(root, 'dist', 'core', 'plugin-api.js')).href)) as object),
+      ...((await import(pathToFileURL(join(root, 'dist', 'core', 'plugin-errors.js')).href)) as object),
+    } as PluginApi;
 
     // A plugin written against the copy only: its stage constant and its error classes.
     const copyPlugin: Plugin = {

@@ -18,7 +18,9 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { asSvcError, type Authenticator, BREAKERS_SERVICE, type SvcError, Duration, ErrAuthUnauthorized, ErrInvalidRequest, ErrServiceShuttingDown, type PluginHost, SELECTION_API_SERVICE, Strict, toJsonRpcError, Type, type Upstream } from 'svc/plugin';
+import { Duration, type PluginHost, Strict, Type, type Upstream } from 'svc/plugin';
+import { asSvcError, type SvcError, ErrAuthUnauthorized, ErrInvalidRequest, ErrServiceShuttingDown, toJsonRpcError } from 'svc/plugin/errors';
+import { type Authenticator, BREAKERS_SERVICE, SELECTION_API_SERVICE } from 'svc/plugin/contracts';
 import { readAsset } from './assets.ts';
 import { buildSnapshot, type BreakerState, type MetricSample, type NetworkLike, SNAPSHOT_METRICS, type UiSnapshot, type UpstreamLike, worstBreaker } from './snapshot.ts';
 import { EventStreams } from './stream.ts';

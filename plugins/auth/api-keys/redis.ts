@@ -7,7 +7,8 @@
  * Writes go in one MULTI so a reader never sees a row without its index entries.
  */
 import { checkedRecord, tokenAfter, type ApiKeyPage, type ApiKeyStore } from './store.ts';
-import type { ApiKeyRecord, RedisClient } from 'svc/plugin';
+import type { ApiKeyRecord } from 'svc/plugin/contracts';
+import type { RedisClient } from 'svc/util';
 
 /**
  * Resolves once the client is ready, or after `ms` (commands then fail fast, as while Redis is

@@ -23,7 +23,8 @@
 import { createHash } from 'node:crypto';
 import Keyv, { type KeyvStoreAdapter } from 'keyv';
 import type { Registry } from 'prom-client';
-import { type Finality, type Logger, StorageBreaker } from 'svc/plugin';
+import { type Finality, type Logger } from 'svc/plugin';
+import { StorageBreaker } from 'svc/util';
 import { FailsafePlans, methodOfRange, type FailsafeEntry, type OpPlan } from '../failsafe.ts';
 import { runPlan } from '../failsafe-run.ts';
 import { DEFAULT_READ_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, WRITE_TIMEOUT_MS, type RemoteTierSettings } from '../schema.ts';

@@ -28,7 +28,8 @@
  * the next read (made at once) must reach at least as high. One upstream answering one block from
  * the future therefore neither freezes nor moves the heads every subscriber sees.
  */
-import type { HeadVerdict, Logger } from 'svc/plugin';
+import type { Logger } from 'svc/plugin';
+import type { HeadVerdict } from 'svc/plugin/contracts';
 import { type LogFilter, matchLog } from './filter.ts';
 
 /** Reads one JSON-RPC result through the network's pipeline; throws on any failure. */

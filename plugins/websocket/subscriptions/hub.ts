@@ -12,7 +12,8 @@
  *   id (`0x` + 32 random hex digits). At most `maxPerConnection` per connection.
  */
 import { randomBytes } from 'node:crypto';
-import { ErrEndpointUnsupported, ErrServiceShuttingDown, type Network, type PluginHost, type Upstream } from 'svc/plugin';
+import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
+import { ErrEndpointUnsupported, ErrServiceShuttingDown } from 'svc/plugin/errors';
 import { ErrSubscriptionLimitExceeded } from '../connection.ts';
 import { Feed, NetworkFeeds } from './feeds.ts';
 import { parseSubscribe } from './filter.ts';

@@ -10,7 +10,8 @@
  * `newPendingTransactions` feed is passed through to subscribers (best effort).
  */
 import WebSocket, { type RawData } from 'ws';
-import { type Logger, redactUrl } from 'svc/plugin';
+import { type Logger } from 'svc/plugin';
+import { redactUrl } from 'svc/util';
 
 /** One upstream that can feed: its id and WebSocket URL. */
 export interface WsEndpoint {

@@ -11,7 +11,7 @@ import { ConfigError, loadConfigObject } from '../../../config/load.ts';
 import { buildConfigSchema, Duration, Extensible, fragmentCollisions, type SchemaFragment } from '../../../config/schema.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, type Plugin } from '../../../core/proxy.ts';
-import { PluginContractError } from '../../../core/plugin-api.ts';
+import { PluginContractError } from '../../../core/plugin-errors.ts';
 import { configKeysOf } from '../../../presets/describe.ts';
 
 const owner: SchemaFragment = { root: { owner: Type.Optional(Type.Array(Extensible('owner[]', { name: Type.String() }))) } };

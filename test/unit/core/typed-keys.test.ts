@@ -8,16 +8,14 @@
 import { expect } from 'chai';
 import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, type Plugin } from '../../../core/proxy.ts';
+import { serviceKey, ServiceKey, Slot } from '../../../core/plugin-api.ts';
+import { PluginContractError } from '../../../core/plugin-errors.ts';
 import {
   COST_SERVICE,
   type CostService,
   FAILSAFE_ENTRY,
-  PluginContractError,
   type PriceTable,
-  serviceKey,
-  ServiceKey,
-  Slot,
-} from '../../../core/plugin-api.ts';
+} from '../../../core/plugin-contracts.ts';
 import { Services } from '../../../core/host.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 

@@ -9,7 +9,9 @@
 import { expect } from 'chai';
 import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, type Plugin } from '../../../core/proxy.ts';
-import { AuthBlockSchema, type Authenticator, ConfigError, CORS_SERVICE, doorAuthenticator, Duration, ErrAuthUnauthorized, type HttpRequestInfo, resolveConfigBlock, Strict, Type } from '../../../core/plugin-api.ts';
+import { Duration, type HttpRequestInfo, resolveConfigBlock, Strict, Type } from '../../../core/plugin-api.ts';
+import { ConfigError, ErrAuthUnauthorized } from '../../../core/plugin-errors.ts';
+import { AuthBlockSchema, type Authenticator, CORS_SERVICE, doorAuthenticator } from '../../../core/plugin-contracts.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 import { presetWithout, startSvc } from '../../helpers/svc.ts';
 

@@ -12,7 +12,8 @@ import { ErrEndpointClientSideException, ErrEndpointMissingData, ErrEndpointServ
 import { createProxy } from '../../../core/proxy.ts';
 import type { Network } from '../../../core/registry/network.ts';
 import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
-import { CHAIN_STATE_SERVICE, type Plugin } from '../../../core/plugin-api.ts';
+import { type Plugin } from '../../../core/plugin-api.ts';
+import { CHAIN_STATE_SERVICE } from '../../../core/plugin-contracts.ts';
 import { presetWithout } from '../../helpers/svc.ts';
 import { startStubProxy, type Script, type StubProxy } from '../../helpers/stub-proxy.ts';
 import {

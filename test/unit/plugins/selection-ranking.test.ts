@@ -12,7 +12,8 @@ import { forwardPlugin } from '../../../plugins/forward/index.ts';
 import { healthPlugin } from '../../../plugins/health/index.ts';
 import { selectPlugin } from '../../../plugins/select/index.ts';
 import { evaluateSelection, rankedScores, selectionPlugin, selectionState } from '../../../plugins/selection/index.ts';
-import { SCORE_ORDER_STEP, SELECTION_API_SERVICE, selectionHooks, type EvalFunc, type Plugin } from 'svc/plugin';
+import { type Plugin } from 'svc/plugin';
+import { SCORE_ORDER_STEP, SELECTION_API_SERVICE, selectionHooks, type EvalFunc } from 'svc/plugin/contracts';
 
 const DEAD = 'http://127.0.0.1:9';
 

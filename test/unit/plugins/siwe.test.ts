@@ -8,7 +8,8 @@
 import { expect } from 'chai';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
-import { ErrAuthUnauthorized, type HttpRequestInfo } from '../../../core/plugin-api.ts';
+import { type HttpRequestInfo } from '../../../core/plugin-api.ts';
+import { ErrAuthUnauthorized } from '../../../core/plugin-errors.ts';
 import type { Credentials } from '../../../plugins/auth/credentials.ts';
 import { siweCheck, type SiweSettings } from '../../../plugins/auth/siwe.ts';
 import { MemoryNonceStore, nonceId, type NonceStore } from '../../../plugins/auth/siwe-nonces.ts';

@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { decide, isSettled, type Vote } from '../../../../plugins/consensus/index.ts';
 import { voteOf } from '../../../../plugins/consensus/round.ts';
 import { DEFAULT_CONSENSUS, type ConsensusConfig } from '../../../../plugins/consensus/schema.ts';
+import { RpcResult } from '../../../../core/plugin-api.ts';
 import {
   ErrConsensusDispute,
   ErrConsensusLowParticipants,
@@ -14,8 +15,7 @@ import {
   ErrEndpointRequestTimeout,
   ErrEndpointServerSideException,
   ErrUpstreamsExhausted,
-  RpcResult,
-} from '../../../../core/plugin-api.ts';
+} from '../../../../core/plugin-errors.ts';
 
 const cfg = (over: Partial<ConsensusConfig> = {}): ConsensusConfig => ({ ...DEFAULT_CONSENSUS, ...over });
 const vote = (upstreamId: string, result: unknown): Vote => voteOf(upstreamId, { result: new RpcResult(result) }, []) as Vote;

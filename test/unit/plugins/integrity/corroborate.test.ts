@@ -5,7 +5,7 @@
  * block's hash; and the level resolution from directive, headerMode and profiles.
  */
 import { expect } from 'chai';
-import { ConfigError } from '../../../../core/plugin-api.ts';
+import { ConfigError } from '../../../../core/plugin-errors.ts';
 import {
   Anchors,
   authoritative,

@@ -6,7 +6,7 @@
  * node's matching rules (address list, topics with null and alternatives).
  */
 import { expect } from 'chai';
-import type { HeadVerdict } from '../../../../core/plugin-api.ts';
+import type { HeadVerdict } from '../../../../core/plugin-contracts.ts';
 import { matchLog, parseLogFilter } from '../../../../plugins/websocket/subscriptions/filter.ts';
 import { HeadFollower, type LogsTarget, MAX_GAP, RESYNC_READS } from '../../../../plugins/websocket/subscriptions/follower.ts';
 

@@ -12,7 +12,9 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { ErrEndpointServerSideException, NO_CHAIN_STATE, type Network, type PluginHost, RpcResult, SvcError, type Upstream } from '../../../../core/plugin-api.ts';
+import { type Network, type PluginHost, RpcResult, type Upstream } from '../../../../core/plugin-api.ts';
+import { ErrEndpointServerSideException, SvcError } from '../../../../core/plugin-errors.ts';
+import { NO_CHAIN_STATE } from '../../../../core/plugin-contracts.ts';
 import { createSubscriptionHub } from '../../../../plugins/websocket/subscriptions/hub.ts';
 import type { SubscriptionHub, SubscriptionSink } from '../../../../plugins/websocket/subscriptions/types.ts';
 

@@ -1,0 +1,44 @@
+/**
+ * `svc/util`: generic utilities svc's plugins share, so a plugin honours the same rules without
+ * writing its own: linear-time globs and matchers, redaction, canonical JSON, bounded labels,
+ * abort and sleep, circuit breakers, Redis clients, deferred metrics, EVM block references,
+ * JSON scanning and cluster helpers. Nothing here knows about the request pipeline.
+ *
+ * Versioned with svc like `svc/plugin`.
+ */
+export { compileGlobs, type GlobTest } from '../lib/glob.ts';
+export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';
+export { acquireController, linkedController, releaseController, sleep, type LinkedController } from '../lib/abort.ts';
+export { type BreakerState, CountBreaker, type CountBreakerSettings } from '../lib/breaker.ts';
+export { addressList, inList } from '../lib/client-address.ts';
+export { readRequestBody } from './http-io.ts';
+export { arrayElements, extractTopLevelValue, type ScannedElement } from '../lib/json-scan.ts';
+export { excerptOf, redactText, redactTree, redactUrl, type Redactor } from '../lib/redact.ts';
+export { closeRedisClient, openRedisClient, type RedisClient } from '../lib/redis.ts';
+export {
+  StorageBreaker,
+  StorageBreakerSchema,
+  type StorageBreakerOptions,
+  type StorageBreakerSettings,
+  type StorageBreakerState,
+} from '../lib/storage-breaker.ts';
+export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from '../lib/labels.ts';
+export { DeferredCounter, DeferredHistogram, type HistogramCell, type Sample } from '../lib/deferred-metrics.ts';
+export { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, isEmptyResult, type IgnorePaths } from '../lib/canonical.ts';
+export {
+  BLOCK_PARAM,
+  blockRefOf,
+  classifyFinality,
+  FINALIZED_METHODS,
+  highestNumberOf,
+  parseBlockNumber,
+  REALTIME_METHODS,
+  refOf,
+  STATEFUL_METHODS,
+  toHex,
+  WRITE_METHODS,
+  type BlockRef,
+} from '../lib/evm/blocks.ts';
+export { broadcastToWorkers, claimInPrimary, fleetReplicaId, onWorkerBroadcast, registerFleetRelay, svcWorker, type FleetRelay, type FleetRelayRegistration, type WorkerInfo } from '../lib/cluster.ts';
+export { ClaimSet, type ClaimOutcome } from '../lib/claim-set.ts';
+export { createMetricsServer, type MetricsSource } from '../lib/metrics-listener.ts';
