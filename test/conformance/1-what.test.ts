@@ -78,6 +78,7 @@ describe('conformance: §1 what the service does', function () {
     const before = (await f.metric('svc_network_multiplexed_request_total', { project: 'main' })) ?? 0;
     const call = rpc('eth_call', [{ to: '0x0000000000000000000000000000000000000001', data: '0x01' }, 'latest']);
     const all = await Promise.all(Array.from({ length: 30 }, (_, i) => f.svc.post(f.path, { ...call, id: i })));
+    expect(all).to.have.length(30);
     for (const [i, r] of all.entries()) expect(r.json.id).to.equal(i);
     const after = (await f.metric('svc_network_multiplexed_request_total', { project: 'main' })) ?? 0;
     expect(after).to.be.greaterThan(before);
