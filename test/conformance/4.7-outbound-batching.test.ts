@@ -152,7 +152,11 @@ describe('conformance §4.7: outbound batching', function () {
     mode = 'single';
     const single = await svc.post(PATH, calls(5));
     expect(single.json).to.have.length(5);
-    for (const e of single.json) expect(e.error, JSON.stringify(e)).to.be.an('object');
+    // The one object (the upstream's refusal) is every queued call's error.
+    for (const e of single.json) {
+      expect(e).not.to.have.property('result');
+      expect(e.error, JSON.stringify(e)).to.deep.include({ code: -32600, message: 'batches not allowed' });
+    }
     mode = 'garbage';
     const garbage = await svc.post(PATH, calls(5));
     expect(garbage.json).to.have.length(5);
