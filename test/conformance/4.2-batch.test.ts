@@ -67,9 +67,10 @@ describe('conformance §4.2: inbound batches', function () {
     const res = await svc.post(PATH, batch);
     expect(res.json.map((e: { id: string }) => e.id)).to.deep.equal(['a', 'b', 'c', 'd', 'e']);
     expect(res.json[0].result).to.match(/^0x/);
-    expect(res.json[1].error).to.be.an('object');
+    expect(res.json).to.have.length(5);
+    expect(res.json[1].error.code, 'invalid params').to.equal(-32602);
     expect(res.json[2].result).to.equal('0x7a69');
-    expect(res.json[3].error).to.be.an('object');
+    expect(res.json[3].error.code, 'method not found').to.equal(-32601);
     expect(res.json[4].result).to.equal(String(CHAIN));
     // Parallel: three calls to an upstream that holds each for 300 ms take well under 3 x 300 ms.
     hang.script({ kind: 'delay', ms: 300 }, { kind: 'delay', ms: 300 }, { kind: 'delay', ms: 300 });
@@ -87,6 +88,12 @@ describe('conformance §4.2: inbound batches', function () {
       expect(e).to.have.property('error');
       expect(e).not.to.have.property('result');
     }
+    // Method not found, invalid params, invalid request (no method).
+    expect(res.json.map((e: { id: number; error: { code: number } }) => [e.id, e.error.code])).to.deep.equal([
+      [1, -32601],
+      [2, -32602],
+      [3, -32600],
+    ]);
   });
 
   it('§4.2 #4 — an empty array answers [] with HTTP 200', async () => {

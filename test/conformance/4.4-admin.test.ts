@@ -34,7 +34,7 @@ describe('conformance §4.4: admin endpoint', function () {
       ...NO_CACHE,
       logLevel: 'error',
       admin: { auth: { strategies: [{ type: 'secret', secret: { value: ADMIN } }] } },
-      rateLimiters: { budgets: [{ id: 'merge-budget', rules: [{ method: '*', maxCount: 1000, period: '1m' }] }] },
+      rateLimiters: { budgets: [{ id: 'gold', rules: [{ method: '*', maxCount: 1000, period: 'minute' }] }] },
       projects: [
         {
           id: 'main',
@@ -88,7 +88,7 @@ describe('conformance §4.4: admin endpoint', function () {
     expect(net.primaryUpstream).to.be.oneOf(['a', 'b']);
     expect(net.selection).to.have.property('scores');
     expect(net.recentDecisions).to.be.an('array');
-    expect(net.upstreams).to.have.length(2);
+    expect(net.upstreams.map((u: { id: string }) => u.id)).to.have.members(['a', 'b']);
     for (const u of net.upstreams) expect(u).to.include.keys('id', 'errorRate', 'blockHeadLag');
     const plain = await result('svc_project', ['plain']);
     expect(JSON.stringify(plain)).not.to.include(URL_KEY);
@@ -128,9 +128,10 @@ describe('conformance §4.4: admin endpoint', function () {
     expect(r).to.deep.equal({ projectId: 'main', upstream: 'b', method: 'eth_getBalance', cordoned: true, reason: 'maintenance' });
     const dflt = await result('svc_cordonUpstream', [{ projectId: 'main', upstream: 'b' }]);
     expect(dflt).to.include({ projectId: 'main', upstream: 'b', method: '*', cordoned: true });
-    expect(dflt.reason).to.be.a('string');
-    expect((await admin('svc_cordonUpstream', [{ projectId: 'main' }])).json.error).to.be.an('object');
-    expect((await admin('svc_cordonUpstream', [{ upstream: 'b' }])).json.error).to.be.an('object');
+    expect(dflt.reason).to.equal('admin: manual cordon');
+    // §7 InvalidRequest: requires params, naming the missing field.
+    expect((await admin('svc_cordonUpstream', [{ projectId: 'main' }])).json.error).to.deep.equal({ code: -32600, message: 'InvalidRequest: requires params: [{projectId, upstream, method?, reason?}] (upstream must be a non-empty string)' });
+    expect((await admin('svc_cordonUpstream', [{ upstream: 'b' }])).json.error).to.deep.equal({ code: -32600, message: 'InvalidRequest: requires params: [{projectId, upstream, method?, reason?}] (projectId must be a non-empty string)' });
     await result('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'b' }]);
     await result('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'b', method: 'eth_getBalance' }]);
   });
@@ -177,15 +178,17 @@ describe('conformance §4.4: admin endpoint', function () {
   });
 
   it('§4.4 #3 — svc_updateApiKey merges updates into the stored record: values overwrite, null deletes the field', async () => {
+    const stored = async () => (await result('svc_listApiKeys', [{ ...scope }])).apiKeys.find((k: { key: string }) => k.key === key('m'));
     await result('svc_addApiKey', [{ ...scope, apiKey: key('m'), userId: 'merge', enabled: false }]);
-    await result('svc_updateApiKey', [{ ...scope, apiKey: key('m'), updates: { enabled: true, rateLimitBudget: 'merge-budget' } }]);
-    let rec = (await result('svc_listApiKeys', [{ ...scope }])).apiKeys.find((k: { key: string }) => k.key === key('m'));
-    // The field is there before null deletes it (else "deleted" could not be told from "never set").
-    expect(rec).to.include({ userId: 'merge', enabled: true, rateLimitBudget: 'merge-budget' });
+    expect(await stored()).not.to.have.property('rateLimitBudget');
+    // Values overwrite (enabled) and a field not stored yet is added (rateLimitBudget).
+    await result('svc_updateApiKey', [{ ...scope, apiKey: key('m'), updates: { enabled: true, rateLimitBudget: 'gold' } }]);
+    expect(await stored()).to.include({ userId: 'merge', enabled: true, rateLimitBudget: 'gold' });
+    // null deletes the field that is there; the others stay.
     await result('svc_updateApiKey', [{ ...scope, apiKey: key('m'), updates: { rateLimitBudget: null } }]);
-    rec = (await result('svc_listApiKeys', [{ ...scope }])).apiKeys.find((k: { key: string }) => k.key === key('m'));
+    const rec = await stored();
     expect(rec).not.to.have.property('rateLimitBudget');
-    expect(rec).to.include({ userId: 'merge', enabled: true });
+    expect(rec).to.include({ key: key('m'), userId: 'merge', enabled: true });
     await result('svc_deleteApiKey', [{ ...scope, apiKey: key('m') }]);
   });
 

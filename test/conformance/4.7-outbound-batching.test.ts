@@ -124,22 +124,39 @@ describe('conformance §4.7: outbound batching', function () {
     const q = new BatchQueue({ maxSize: 10, maxWaitMs: 20, send: async (cs) => (sent.push(cs.map((c) => c.id)), cs.map(() => new RpcResult('0x1'))) });
     const dead = new AbortController();
     dead.abort();
-    const t0 = performance.now();
-    const e = await q.add({ id: 'x', method: 'm', params: [], deadline: Date.now() + 10_000, signal: dead.signal }).catch((x: unknown) => x);
-    expect(performance.now() - t0).to.be.below(5);
+    // "At once": settled before any timer could fire. The clock is fake and never advanced, so
+    // an answer that waited for batchMaxWait (or any timer) would still be pending below.
+    const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    let e: unknown = 'pending';
+    try {
+      q.add({ id: 'x', method: 'm', params: [], deadline: Date.now() + 10_000, signal: dead.signal }).then(
+        () => (e = 'answered'),
+        (x: unknown) => (e = x),
+      );
+      await new Promise((r) => setImmediate(r));
+      expect(clock.now, 'no time passed').to.equal(0);
+      expect(q.length, 'not queued').to.equal(0);
+      expect(clock.countTimers(), 'no timer armed').to.equal(0);
+    } finally {
+      clock.uninstall();
+    }
     expect(e).to.be.instanceOf(ErrCancelled);
-    expect(q.length).to.equal(0);
     expect((await q.add({ id: 'y', method: 'm', params: [], deadline: Date.now() + 10_000, signal: new AbortController().signal })).result).to.equal('0x1');
     expect(sent).to.deep.equal([['y']]);
   });
 
   it('§4.7 #4 — an array answer is normal; a single object fails every queued call; non-JSON gives each ErrUpstreamMalformedResponse', async () => {
     const ok = await svc.post(PATH, calls(5));
-    expect(ok.json.every((e: { result?: string }) => e.result === '0x0')).to.equal(true);
+    expect(ok.json).to.have.length(5);
+    for (const e of ok.json) expect(e).to.deep.equal({ jsonrpc: '2.0', id: 1, result: '0x0' });
     mode = 'single';
     const single = await svc.post(PATH, calls(5));
     expect(single.json).to.have.length(5);
-    for (const e of single.json) expect(e.error, JSON.stringify(e)).to.be.an('object');
+    // The one object (the upstream's refusal) is every queued call's error.
+    for (const e of single.json) {
+      expect(e).not.to.have.property('result');
+      expect(e.error, JSON.stringify(e)).to.deep.include({ code: -32600, message: 'batches not allowed' });
+    }
     mode = 'garbage';
     const garbage = await svc.post(PATH, calls(5));
     expect(garbage.json).to.have.length(5);
@@ -149,22 +166,27 @@ describe('conformance §4.7: outbound batching', function () {
   it('§4.7 #5 — fewer answers than requests: only the missing one fails, its message says no response was received for its request id', async () => {
     mode = 'drop-last';
     const res = await svc.post(PATH, calls(5));
-    const failed = (res.json as Array<{ error?: { message: string } }>).filter((e) => e.error);
-    expect(failed).to.have.length(1);
-    expect(res.json.filter((e: { result?: string }) => e.result === '0x0')).to.have.length(4);
-    const sentIds = posts[0]!.ids.map(String);
-    const named = sentIds.filter((id) => failed[0]!.error!.message.includes(id));
-    expect(failed[0]!.error!.message).to.match(/no response/i);
-    expect(named).to.have.length.at.least(1);
+    expect(posts).to.have.length(1);
+    expect(posts[0]!.ids).to.have.length(5);
+    expect(res.json).to.have.length(5);
+    // The upstream dropped the answer to the last request of the batch: that call alone fails.
+    expect(res.json.slice(0, 4)).to.deep.equal(Array.from({ length: 4 }, () => ({ jsonrpc: '2.0', id: 1, result: '0x0' })));
+    const missing = res.json[4];
+    expect(missing).not.to.have.property('result');
+    expect(missing.error.message).to.equal(`upstream b sent no response for request id ${String(posts[0]!.ids[4])} in a batch`);
   });
 
   it('§4.7 #6 — a network error reaches every queued call', async () => {
     mode = 'reset';
     const res = await svc.post(PATH, calls(5));
+    // One POST carried the five calls (no failsafe: no retry); its transport error reaches each.
+    expect(posts).to.have.length(1);
+    expect(posts[0]!.size).to.equal(5);
     expect(res.json).to.have.length(5);
-    for (const e of res.json) expect(e.error, JSON.stringify(e)).to.be.an('object');
-    const names = new Set(res.json.map((e: unknown) => code(e)));
-    expect(names.size).to.equal(1);
+    for (const e of res.json) {
+      expect(e).not.to.have.property('result');
+      expect(code(e), JSON.stringify(e)).to.equal('ErrEndpointServerSideException');
+    }
   });
 
   it('§4.7 #6 — on the queue: the shared network error arrives after the 5 ms grace window', async () => {

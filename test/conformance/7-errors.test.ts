@@ -117,13 +117,15 @@ describe('conformance: §7 errors', function () {
     const t0 = performance.now();
     const r = await f.svc.post(`/bhang/evm/${chain()}`, [rpc('eth_getBalance', ['0x0000000000000000000000000000000000000001', '0x1'], 1), rpc('eth_getBalance', ['0x0000000000000000000000000000000000000002', '0x1'], 2)]);
     expect(performance.now() - t0).to.be.below(5000);
-    expect(r.json).to.be.an('array').with.length(2);
+    expect(r.json).to.have.length(2);
+    expect(r.json.map((e: { id: unknown }) => e.id)).to.deep.equal([1, 2]);
     for (const e of r.json as Array<{ error: unknown }>) expect(JSON.stringify(e.error)).to.include('ErrEndpointRequestTimeout');
   });
 
   it('§7 ErrUpstreamMalformedResponse — an upstream answering a batch with non-JSON', async () => {
     const r = await f.svc.post(`/bgarbage/evm/${chain()}`, [rpc('eth_getBalance', ['0x0000000000000000000000000000000000000001', '0x1'], 1), rpc('eth_getBalance', ['0x0000000000000000000000000000000000000002', '0x1'], 2)]);
-    expect(r.json).to.be.an('array').with.length(2);
+    expect(r.json).to.have.length(2);
+    expect(r.json.map((e: { id: unknown }) => e.id)).to.deep.equal([1, 2]);
     for (const e of r.json as Array<{ error: unknown }>) expect(JSON.stringify(e.error)).to.include('ErrUpstreamMalformedResponse');
   });
 });

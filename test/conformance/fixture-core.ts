@@ -3,7 +3,9 @@
  * one real svc in front of it with two upstreams (`a`, `b`) on project `main`, a second project
  * `keys` guarded by an in-memory API-key store, an admin secret and the metrics listener.
  */
+import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
+import { ConfigError, type ConfigProblem } from '../../config/load.ts';
 import { NO_CACHE, startSvc, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 
 /** Admin secret of the fixture. */
@@ -93,4 +95,46 @@ export async function startCoreFixture(extra: Record<string, unknown> = {}, main
       await anvil.stop();
     },
   };
+}
+
+/**
+ * Asserts a project call refused by auth: HTTP 401, `ErrAuthUnauthorized` (-32016), no result.
+ * The spec names no error for a refused credential (§2.3, §5); this is svc's, the one every
+ * auth refusal gets, so an answer refused for another reason (a failed start-up, a rate limit,
+ * a routing error) does not pass.
+ */
+export function expectUnauthorized(r: SvcResponse, what = 'refused by auth'): void {
+  expect(r.status, `${what}: ${r.text}`).to.equal(401);
+  expect(r.json?.result, what).to.equal(undefined);
+  expect(r.json?.error?.code, what).to.equal(-32016);
+  expect(r.json?.error?.data?.code, what).to.equal('ErrAuthUnauthorized');
+}
+
+/**
+ * Asserts a call refused by the key's `rateLimitBudget` (spec §2.3, §5 #4): HTTP 429,
+ * `ErrAuthRateLimitRuleExceeded` (-32005, message `rate-limit exceeded`), no result.
+ */
+export function expectBudgetExceeded(r: SvcResponse, what = 'over the key budget'): void {
+  expect(r.status, `${what}: ${r.text}`).to.equal(429);
+  expect(r.json?.result, what).to.equal(undefined);
+  expect(r.json?.error, what).to.deep.include({ code: -32005, message: 'rate-limit exceeded' });
+  expect(r.json?.error?.data?.code, what).to.equal('ErrAuthRateLimitRuleExceeded');
+}
+
+/**
+ * Starts svc with a config that must be refused and returns the problems: the start-up fails
+ * with a `ConfigError` (not any error: a port in use or a crash would not pass), and a server
+ * that started after all fails the assertion (it is closed first).
+ */
+export async function configProblems(config: object): Promise<ConfigProblem[]> {
+  let err: unknown;
+  await startSvc(config).then(
+    async (s) => {
+      await s.close();
+      expect.fail('the config was accepted');
+    },
+    (e: unknown) => (err = e),
+  );
+  expect(err).to.be.instanceOf(ConfigError);
+  return (err as ConfigError).problems;
 }
