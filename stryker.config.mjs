@@ -1,0 +1,75 @@
+// @ts-check
+/**
+ * StrykerJS mutation testing of the modules that implement the wire rules of docs/interface.md
+ * (`npm run mutation`; not part of `npm test`). Results and the command per module: docs/mutation.md.
+ *
+ * - Test runner: mocha, through scripts/stryker-mocha-runner.mjs (the 9.x mocha runner, made to
+ *   load mocha 12's `.cjs` CLI helpers). It reads .mocharc.cjs (root hooks, extension); the
+ *   spec below replaces the whole-suite spec that file would pick.
+ * - TypeScript specs run through tsx with the `svc-source` export condition, as in .mocharc.cjs
+ *   (`node-option`), here given to the test-runner processes as `testRunnerNodeArgs`.
+ * - One test-runner process (2-core machine, other work runs next to it).
+ * - Incremental: results are reused for unchanged code and tests (reports/mutation/, gitignored).
+ *
+ * One module at a time: `npm run mutation -- --mutate core/jsonrpc.ts`.
+ */
+
+/** The wire modules (spec sections in brackets). */
+export const WIRE_MODULES = [
+  'core/jsonrpc.ts', // JSON-RPC parsing and answers (4.1, 4.2)
+  'lib/json-scan.ts', // raw id / params / result scanning behind core/jsonrpc.ts (4.1, 4.2)
+  'core/errors.ts', // the error classes and codes (7)
+  'core/errors-wire.ts', // errors as written to the client, the error table (7)
+  'core/serve.ts', // inbound batches (4.2)
+  'plugins/headers/index.ts', // response headers (4.5)
+  'plugins/multiplex/index.ts', // multiplexing (2.7, 3.4, 4.6)
+  'plugins/directives/index.ts', // request directives (2.8)
+  'plugins/admin/methods.ts', // admin methods (4.4)
+  'plugins/healthcheck/index.ts', // healthcheck endpoint (4.3)
+  'plugins/healthcheck/evaluate.ts', // healthcheck strategies (4.3)
+];
+
+/** Tests run against the mutants: the conformance suite plus the unit tests of those modules. */
+export const WIRE_SPECS = [
+  'test/conformance/[1-9]*.test.ts', // every section file (coverage.test.ts only checks docs, in a child mocha)
+  'test/unit/jsonrpc.test.ts',
+  'test/unit/core/parse-limits.test.ts',
+  'test/unit/core/one-parse.test.ts',
+  'test/unit/lib/json-scan-answer.test.ts',
+  'test/unit/errors.test.ts',
+  'test/unit/core/error-charging.test.ts',
+  'test/unit/core/docs.test.ts',
+  'test/unit/plugins/headers.test.ts',
+  'test/unit/plugins/directives.test.ts',
+  'test/unit/plugins/admin/host-guard.test.ts',
+  'test/unit/wire/*.test.ts',
+];
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  packageManager: 'npm',
+  plugins: ['./scripts/stryker-mocha-runner.mjs', '@stryker-mutator/typescript-checker'],
+  testRunner: 'mocha',
+  mochaOptions: {
+    config: '.mocharc.cjs',
+    spec: WIRE_SPECS,
+  },
+  testRunnerNodeArgs: ['--import=tsx', '--conditions=svc-source'],
+  checkers: ['typescript'],
+  tsconfigFile: 'tsconfig.json',
+  typescriptChecker: { prioritizePerformanceOverAccuracy: true },
+  coverageAnalysis: 'perTest',
+  mutate: WIRE_MODULES,
+  concurrency: 1,
+  // Tests start anvil and svc; a mutant that stalls a call is a timeout, not a hang.
+  timeoutMS: 30_000,
+  incremental: true,
+  incrementalFile: 'reports/mutation/stryker-incremental.json',
+  reporters: ['clear-text', 'json', 'progress'],
+  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
+  thresholds: { high: 90, low: 85, break: null },
+  tempDirName: '.stryker-tmp',
+  cleanTempDir: 'always',
+  ignorePatterns: ['dist', 'reports', 'coverage', 'docs/api', 'bench/.compiled', 'test-output', '.scratch', '.tmp'],
+};
