@@ -11,7 +11,9 @@
  * - One test-runner process (2-core machine, other work runs next to it).
  * - Incremental: results are reused for unchanged code and tests (reports/mutation/, gitignored).
  *
- * One module at a time: `npm run mutation -- --mutate core/jsonrpc.ts`.
+ * One module at a time: `npm run mutation -- --mutate core/jsonrpc.ts`. Such a run keeps its own
+ * incremental file and JSON report under reports/mutation/<module>/ (an incremental file holds
+ * only the files of the run that wrote it, so one file per module keeps each module's results).
  */
 
 /** The wire modules (spec sections in brackets). */
@@ -45,6 +47,20 @@ export const WIRE_SPECS = [
   'test/unit/wire/*.test.ts',
 ];
 
+/** `--mutate <files>` / `-m <files>` from the command line, when given. */
+function mutateArg() {
+  const argv = process.argv;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--mutate' || argv[i] === '-m') return argv[i + 1];
+    if (argv[i]?.startsWith('--mutate=')) return argv[i].slice('--mutate='.length);
+  }
+  return undefined;
+}
+
+const only = mutateArg();
+/** reports/mutation/ for the whole set, reports/mutation/<module>/ for a `--mutate` run. */
+const REPORT_DIR = only ? `reports/mutation/${only.replace(/\.ts$/, '').replace(/[^A-Za-z0-9.-]+/g, '-')}` : 'reports/mutation';
+
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   packageManager: 'npm',
@@ -64,9 +80,9 @@ export default {
   // Tests start anvil and svc; a mutant that stalls a call is a timeout, not a hang.
   timeoutMS: 30_000,
   incremental: true,
-  incrementalFile: 'reports/mutation/stryker-incremental.json',
+  incrementalFile: `${REPORT_DIR}/stryker-incremental.json`,
   reporters: ['clear-text', 'json', 'progress'],
-  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  jsonReporter: { fileName: `${REPORT_DIR}/mutation.json` },
   clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
   thresholds: { high: 90, low: 85, break: null },
   tempDirName: '.stryker-tmp',
