@@ -8,6 +8,8 @@
  *   spec below replaces the whole-suite spec that file would pick.
  * - TypeScript specs run through tsx with the `svc-source` export condition, as in .mocharc.cjs
  *   (`node-option`), here given to the test-runner processes as `testRunnerNodeArgs`.
+ * - TypeScript checker: tsconfig.stryker.json (tsconfig.json's options, the wire modules and
+ *   what they import; the whole repository per mutant made the checker the bottleneck).
  * - One test-runner process (2-core machine, other work runs next to it).
  * - Incremental: results are reused for unchanged code and tests (reports/mutation/, gitignored).
  *
@@ -72,7 +74,8 @@ export default {
   },
   testRunnerNodeArgs: ['--import=tsx', '--conditions=svc-source'],
   checkers: ['typescript'],
-  tsconfigFile: 'tsconfig.json',
+  // tsconfig.json's options over the wire modules and their imports (keep its list in step with WIRE_MODULES).
+  tsconfigFile: 'tsconfig.stryker.json',
   typescriptChecker: { prioritizePerformanceOverAccuracy: true },
   coverageAnalysis: 'perTest',
   mutate: WIRE_MODULES,
