@@ -86,7 +86,8 @@ export default {
   incrementalFile: `${REPORT_DIR}/stryker-incremental.json`,
   reporters: ['clear-text', 'json', 'progress'],
   jsonReporter: { fileName: `${REPORT_DIR}/mutation.json` },
-  clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
+  // The score table and each surviving mutant; not the list of every test.
+  clearTextReporter: { allowColor: false, logTests: false, reportTests: false, reportMutants: true, reportScoreTable: true },
   thresholds: { high: 90, low: 85, break: null },
   tempDirName: '.stryker-tmp',
   cleanTempDir: 'always',
