@@ -200,6 +200,14 @@ describe('wire: error objects (spec §7)', () => {
       expect(wireError(t)).to.equal(t);
     });
 
+    it('wireError unwraps at most 8 levels of single-cause exhausted errors', () => {
+      const levels: SvcError[] = [new ErrEndpointRequestTimeout('t')];
+      for (let i = 1; i <= 10; i++) levels.push(new ErrUpstreamsExhausted([levels[i - 1]!]));
+      // levels[10] is the outermost: 8 unwraps reach levels[2], which is still an exhausted error.
+      expect(wireError(levels[10]!)).to.equal(levels[2]);
+      expect(wireError(levels[8]!)).to.equal(levels[0]);
+    });
+
     it('isPassThrough: reverts, nonce, invalid params, unsupported, missing data and confirmed errors', () => {
       for (const e of [new ErrEndpointExecutionException('r'), new ErrEndpointNonceException('n'), new ErrEndpointClientSideException('c'), new ErrEndpointUnsupported('u'), new ErrEndpointMissingData('m')]) {
         expect(isPassThrough(e), e.name).to.equal(true);
@@ -244,6 +252,13 @@ describe('wire: error objects (spec §7)', () => {
       expect(toJsonRpcError(other, 'eth_getBalance', false).code).to.equal(-39001);
     });
 
+    it('a raw object without a closing brace is written as it is (nothing to append to)', () => {
+      for (const whole of ['{"code":-32000,"message":"x"']) {
+        const e = new ErrEndpointNonceException('x', { code: -32000, upstreamError: { whole, code: '-32000', message: '"x"' } });
+        expect(toJsonRpcError(e, 'eth_sendRawTransaction', true).raw).to.equal(whole);
+      }
+    });
+
     it('an exact object (a configured answer) never gets data appended', () => {
       const whole = '{"code":-32601,"message":"disabled here"}';
       const e = new ErrEndpointUnsupported('disabled here', { code: -32601, upstreamError: raw(whole, { exact: true }) });
@@ -273,6 +288,11 @@ describe('wire: error objects (spec §7)', () => {
       expect(toJsonRpcError(e, 'eth_getBalance', false)).to.deep.equal({ code: -32603, message: 'no agreement', data: { groups } });
       expect(toJsonRpcError(e, 'eth_getBalance', true)).to.deep.equal({ code: -32603, message: 'no agreement', data: { groups, details: { code: 'ErrConsensusDispute', message: 'no agreement' } } });
       expect(toJsonRpcError(e, 'eth_call', true)).to.deep.equal({ code: -32603, message: 'no agreement', data: { groups } });
+    });
+
+    it("an upstream's own data on svc's error is written as the data, details on or off", () => {
+      const e = new ErrEndpointServerSideException('backend failure', { code: -32000, upstreamData: { trace: 'x' } });
+      for (const details of [true, false]) expect(toJsonRpcError(e, 'eth_getBalance', details)).to.deep.equal({ code: -32000, message: 'backend failure', data: { trace: 'x' } });
     });
 
     it('an unknown method (undefined) still gets details when they are on', () => {
