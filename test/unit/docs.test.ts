@@ -27,7 +27,7 @@ import { isKnownError, isKnownHeader, isKnownMetric, sourceNames } from '../help
 /** Pages checked for links only: the spec copied verbatim, and the generated conformance map. */
 const LINKS_ONLY = new Set(['docs/interface.md', 'docs/conformance.md']);
 /** Pages that are not about one topic (or are wholly about eRPC), so need no "Coming from eRPC" section. */
-const NOT_TOPICS = new Set(['README.md', 'docs/interface.md', 'docs/conformance.md', 'docs/production.md', 'docs/development.md', 'docs/benchmarks.md', 'docs/migrating-from-erpc.md']);
+const NOT_TOPICS = new Set(['README.md', 'docs/interface.md', 'docs/conformance.md', 'docs/production.md', 'docs/development.md', 'docs/mutation.md', 'docs/benchmarks.md', 'docs/migrating-from-erpc.md']);
 /** Longest README.md, in lines: a front page, the content lives in docs/. */
 const README_MAX_LINES = 300;
 
