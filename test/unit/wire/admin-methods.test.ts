@@ -5,7 +5,9 @@
  * host (projects, a key store, a cordon table), not a running svc.
  */
 import { expect } from 'chai';
-import { AUTH_SERVICE, type ApiKeyManager, ConfigError, ErrEndpointUnsupported, ErrProjectNotFound, type PluginHost } from '../../../core/plugin-api.ts';
+import type { PluginHost } from '../../../core/plugin-api.ts';
+import { AUTH_SERVICE, type ApiKeyManager } from '../../../core/plugin-contracts.ts';
+import { ConfigError, ErrEndpointUnsupported, ErrProjectNotFound } from '../../../core/plugin-errors.ts';
 import { adminMethods, DEFAULT_CORDON_REASON, DEFAULT_PAGE, ErrServiceNotFound, replayNeeded, unsupported } from '../../../plugins/admin/methods.ts';
 
 interface Cordon {
