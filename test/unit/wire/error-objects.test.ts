@@ -78,6 +78,8 @@ describe('wire: error objects (spec §7)', () => {
       expect([d.name, d.code, d.httpStatus, d.retryable]).to.deep.equal(['ErrConsensusDispute', -32603, 200, true]);
       expect(d.data).to.deep.equal({ groups, threshold: 3 });
       expect(d.causes).to.have.length(1);
+      // The slots' errors are the cause chain written as error.data details.
+      expect(d.toDetails().cause).to.deep.equal([{ code: 'ErrEndpointRequestTimeout', message: 't' }]);
       const low = new ErrConsensusLowParticipants('low', [], [new ErrEndpointExecutionException('reverted')]);
       expect([low.name, low.retryable]).to.deep.equal(['ErrConsensusLowParticipants', false]);
       expect(low.data).to.deep.equal({ groups: [] });
