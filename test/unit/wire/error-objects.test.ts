@@ -11,14 +11,19 @@ import {
   ErrCancelled,
   ErrConsensusDispute,
   ErrConsensusLowParticipants,
+  ErrEndpointBillingIssue,
   ErrEndpointCapacityExceeded,
   ErrEndpointClientSideException,
+  ErrEndpointContentValidation,
   ErrEndpointExecutionException,
   ErrEndpointMissingData,
   ErrEndpointNonceException,
   ErrEndpointRequestTimeout,
   ErrEndpointServerSideException,
+  ErrEndpointUnauthorized,
   ErrEndpointUnsupported,
+  ErrFailsafeCircuitBreakerOpen,
+  ErrFailsafeTimeoutExceeded,
   ErrGetLogsExceededMaxAllowedAddresses,
   ErrGetLogsExceededMaxAllowedTopics,
   ErrInternal,
@@ -64,6 +69,12 @@ describe('wire: error objects (spec §7)', () => {
       [ErrUpstreamMethodIgnored, -32601, 200, true],
       [ErrCancelled, -32603, 200, false],
       [ErrInternal, -32603, 500, false],
+      // Retryable per the README error table (docs/http-interface.md), as the unit table leaves them.
+      [ErrEndpointBillingIssue, -32005, 200, true],
+      [ErrEndpointUnauthorized, -32016, 401, true],
+      [ErrEndpointContentValidation, -32603, 200, true],
+      [ErrFailsafeTimeoutExceeded, -32603, 200, true],
+      [ErrFailsafeCircuitBreakerOpen, -32603, 200, true],
     ];
     for (const [cls, code, status, retryable] of table) {
       it(`${cls.name}: code ${code}, HTTP ${status}, ${retryable ? '' : 'not '}retryable`, () => {
@@ -78,6 +89,8 @@ describe('wire: error objects (spec §7)', () => {
       expect([d.name, d.code, d.httpStatus, d.retryable]).to.deep.equal(['ErrConsensusDispute', -32603, 200, true]);
       expect(d.data).to.deep.equal({ groups, threshold: 3 });
       expect(d.causes).to.have.length(1);
+      // The slots' errors are the cause chain written as error.data details.
+      expect(d.toDetails().cause).to.deep.equal([{ code: 'ErrEndpointRequestTimeout', message: 't' }]);
       const low = new ErrConsensusLowParticipants('low', [], [new ErrEndpointExecutionException('reverted')]);
       expect([low.name, low.retryable]).to.deep.equal(['ErrConsensusLowParticipants', false]);
       expect(low.data).to.deep.equal({ groups: [] });

@@ -137,6 +137,8 @@ describe('wire: JSON scans (lib/json-scan.ts)', () => {
       expect(scanMembers(`{${members},"k0":1}`).duplicate).to.equal('k0');
       expect(scanMembers(`{${members},"k19":1}`).duplicate).to.equal('k19');
       expect(scanMembers(`{${members}}`).duplicate).to.equal(undefined);
+      // After such an object closes, the enclosing object's names are still checked.
+      expect(scanMembers(`{"p":{${members}},"p":0}`)).to.deep.equal({ duplicate: 'p', topLevel: true, lossyNumber: false });
     });
 
     it(`a duplicated name longer than ${MAX_REPORTED_NAME} characters is cut to ${MAX_REPORTED_NAME} and an ellipsis`, () => {
