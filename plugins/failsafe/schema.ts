@@ -133,8 +133,8 @@ export const DEFAULT_NETWORK_FAILSAFE: readonly FailsafeEntry[] = Object.freeze(
 ]);
 
 /**
- * Upstream failsafe used when neither the upstream nor `upstreamDefaults` sets `failsafe` (issue
- * #8 item 2): each attempt gets 30 s for heavy methods (logs, receipts, calls, traces), 10 s for
+ * Upstream failsafe used when neither the upstream nor `upstreamDefaults` sets `failsafe`: each
+ * attempt gets 30 s for heavy methods (logs, receipts, calls, traces), 10 s for
  * everything else, then fails with `ErrEndpointRequestTimeout` so the sweep moves on.
  */
 export const DEFAULT_UPSTREAM_FAILSAFE: readonly FailsafeEntry[] = Object.freeze([
