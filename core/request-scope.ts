@@ -21,6 +21,8 @@ function abortAtDeadline(controller: AbortController, maxTimeoutMs: number): voi
 export class RequestScope {
   private shared?: { controller: AbortController; deadline: number; timer: NodeJS.Timeout };
   private readonly own = new Set<{ controller: AbortController; timer: NodeJS.Timeout }>();
+  /** Why the client left, once it has: a call starting after that starts cancelled. */
+  private cancelled?: Error;
 
   /**
    * @param maxTimeoutMs `server.maxTimeout`, ms
@@ -39,6 +41,9 @@ export class RequestScope {
    */
   start(): { signal: AbortSignal; deadline: number; release: () => void } {
     const ms = this.maxTimeoutMs;
+    // The client left before this call started (a batch element waiting for a slot, or a
+    // transport closed before routing): it must not run on a fresh signal of its own.
+    if (this.cancelled) return { signal: AbortSignal.abort(this.cancelled), deadline: Date.now(), release: noop };
     if (this.together) {
       if (!this.shared) {
         const controller = acquireController();
@@ -61,8 +66,9 @@ export class RequestScope {
     };
   }
 
-  /** Cancels every call still running (the client left). */
+  /** Cancels every call still running, and every call that starts from now on (the client left). */
   cancel(reason: Error): void {
+    this.cancelled ??= reason;
     this.shared?.controller.abort(reason);
     for (const o of this.own) o.controller.abort(reason);
   }

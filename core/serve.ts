@@ -124,6 +124,27 @@ export async function serveCall(
   }
 }
 
+/**
+ * Serves the calls of one body (spec §4.2): a single call, a batch at once when it fits
+ * `server.batchConcurrency`, else that many at a time; answers in the calls' order. The one
+ * fan-out of both transports (the HTTP server and {@link serveJsonRpc}). Never rejects.
+ * @param scope the body's deadlines; made with `together` true exactly when every call starts at once
+ */
+export function serveCalls(
+  proxy: Proxy,
+  target: RouteTarget,
+  calls: readonly ParsedCall[],
+  http: HttpRequestInfo,
+  identity: CallContext['identity'],
+  scope: RequestScope,
+): Promise<CallAnswer[]> {
+  const run = (c: ParsedCall) => serveCall(proxy, target, c, http, identity, scope);
+  const concurrency = proxy.config.server.batchConcurrency;
+  if (calls.length <= concurrency) return Promise.all(calls.map(run));
+  const limit = pLimit(concurrency);
+  return Promise.all(calls.map((c) => limit(() => run(c))));
+}
+
 /** A JSON-RPC body to serve outside the HTTP server (spec §4.2): a call or a batch, already routed and authenticated. */
 export interface JsonRpcInput {
   /** Where the body goes (the host's `resolveRoute`). */
@@ -175,14 +196,7 @@ export async function serveJsonRpc(proxy: Proxy, input: JsonRpcInput): Promise<J
     scope = deadlines;
     if (input.signal?.aborted) onAbort();
     else input.signal?.addEventListener('abort', onAbort, { once: true });
-    const run = (c: ParsedCall) => serveCall(proxy, input.target, c, input.info, input.identity, deadlines);
-    let answers: CallAnswer[];
-    if (!parsed.batch) answers = [await run(calls[0] as ParsedCall)];
-    else if (calls.length <= cfg.batchConcurrency) answers = await Promise.all(calls.map(run));
-    else {
-      const limit = pLimit(cfg.batchConcurrency);
-      answers = await Promise.all(calls.map((c) => limit(() => run(c))));
-    }
+    const answers = await serveCalls(proxy, input.target, calls, input.info, input.identity, deadlines);
     const text = answers.map((a) => (typeof a.text === 'string' ? a.text : a.text.map((p) => (typeof p === 'string' ? p : p.toString('utf8'))).join('')));
     return {
       body: parsed.batch ? `[${text.join(',')}]` : (text[0] as string),

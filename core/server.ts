@@ -13,13 +13,12 @@ import { compressAnswer, httpInfo, readRequestBody } from './http-io.ts';
 import { acceptsGzip, GZIP_MIN_BYTES } from './compression.ts';
 import { routedPaths, staticKey } from './routed-paths.ts';
 import { RequestScope } from './request-scope.ts';
-import pLimit from 'p-limit';
 import type { Identity } from './context.ts';
 import { asSvcError, ErrCancelled, ErrInvalidRequest, ErrServiceShuttingDown } from './errors.ts';
 import { answerBytes, parseRequestBody, type ParsedBody, type ParsedCall } from './jsonrpc.ts';
 import type { Proxy } from './proxy.ts';
 import { compileAliasMatchers, pathSegments, resolveRoute, type RouteTarget } from './routing.ts';
-import { serveCall, smallBatchText, streamArray, type CallAnswer } from './serve.ts';
+import { serveCall, serveCalls, smallBatchText, streamArray } from './serve.ts';
 import type { HeaderSink, ResponseMeta } from './hooks.ts';
 import { ClientAddressResolver } from '../lib/client-address.ts';
 import { answerRefusal, type RefusalLimits } from './early-refusal.ts';
@@ -244,13 +243,7 @@ export function createServer(proxy: Proxy): Koa {
         return;
       }
       if (calls.length > cfg.maxBatchSize) throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
-      const run = (call: ParsedCall) => serveCall(proxy, target, call, info, identity, deadlines);
-      let answers: CallAnswer[];
-      if (calls.length <= cfg.batchConcurrency) answers = await Promise.all(calls.map(run));
-      else {
-        const limit = pLimit(cfg.batchConcurrency);
-        answers = await Promise.all(calls.map((c) => limit(() => run(c))));
-      }
+      const answers = await serveCalls(proxy, target, calls, info, identity, deadlines);
       k.res.off('close', onClose);
       hooks.responseHeaders.call(
         sink,

@@ -167,5 +167,52 @@ describe('wire: inbound batches and calls as served (spec §4.2)', () => {
         [2, 'the transport closed'],
       ]);
     });
+
+    it('the transport closed before the body is served: no call runs on a signal of its own', async () => {
+      const c = new AbortController();
+      c.abort();
+      const seen: boolean[] = [];
+      const { serve } = fakeProxy({
+        a: (ctx) => {
+          seen.push(ctx.signal.aborted);
+          return ctx.signal.aborted ? Promise.reject(ctx.signal.reason) : Promise.resolve(new RpcResult(1));
+        },
+      });
+      const out = await serve('[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"a"}]', true, c.signal);
+      expect(seen).to.deep.equal([true, true]);
+      expect(JSON.parse(out.body).map((e: { id: number; error: { message: string } }) => [e.id, e.error.message])).to.deep.equal([
+        [1, 'the transport closed'],
+        [2, 'the transport closed'],
+      ]);
+    });
+
+    it('the transport closing while a batch over batchConcurrency runs: elements still waiting for a slot start cancelled', async () => {
+      const c = new AbortController();
+      const started: Array<[number, boolean]> = [];
+      const { serve } = fakeProxy(
+        {
+          a: (ctx) => {
+            started.push([Number(ctx.request.idRaw), ctx.signal.aborted]);
+            if (ctx.signal.aborted) return Promise.reject(ctx.signal.reason);
+            return new Promise((_r, reject) => {
+              ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason));
+              if (started.length === 2) setImmediate(() => c.abort());
+            });
+          },
+        },
+        { batchConcurrency: 2 },
+      );
+      const body = JSON.stringify([1, 2, 3, 4].map((id) => ({ jsonrpc: '2.0', id, method: 'a' })));
+      const out = await serve(body, true, c.signal);
+      expect(started).to.deep.equal([
+        [1, false],
+        [2, false],
+        [3, true],
+        [4, true],
+      ]);
+      const answers = JSON.parse(out.body) as Array<{ id: number; error: { message: string } }>;
+      expect(answers).to.have.length(4);
+      expect(answers.map((e) => [e.id, e.error.message])).to.deep.equal([1, 2, 3, 4].map((id) => [id, 'the transport closed']));
+    });
   });
 });
