@@ -101,9 +101,9 @@ describe('conformance §4.7: outbound batching', function () {
   });
 
   it('§4.7 #2 — the batch deadline is the earliest deadline among queued calls; passing it fails them all with ErrEndpointRequestTimeout', async () => {
-    const t0 = Date.now();
+    // The queue waits 5 s and the calls' deadline is 600 ms: had the queue not failed them at the
+    // deadline, they would have been flushed (one post) and answered.
     const res = await svc.post(`/slow/evm/${CHAIN}`, calls(3));
-    expect(Date.now() - t0).to.be.below(3000);
     expect(posts).to.have.length(0);
     expect(res.json).to.have.length(3);
     for (const e of res.json) expect(code(e), JSON.stringify(e)).to.equal('ErrEndpointRequestTimeout');

@@ -114,9 +114,8 @@ describe('conformance: §7 errors', function () {
   });
 
   it('§7 ErrEndpointRequestTimeout — the outbound batch deadline passed', async () => {
-    const t0 = performance.now();
+    // The upstream never answers: only the deadline ends the calls (else mocha's timeout fails the test).
     const r = await f.svc.post(`/bhang/evm/${chain()}`, [rpc('eth_getBalance', ['0x0000000000000000000000000000000000000001', '0x1'], 1), rpc('eth_getBalance', ['0x0000000000000000000000000000000000000002', '0x1'], 2)]);
-    expect(performance.now() - t0).to.be.below(5000);
     expect(r.json).to.have.length(2);
     expect(r.json.map((e: { id: unknown }) => e.id)).to.deep.equal([1, 2]);
     for (const e of r.json as Array<{ error: unknown }>) expect(JSON.stringify(e.error)).to.include('ErrEndpointRequestTimeout');

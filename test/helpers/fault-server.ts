@@ -18,12 +18,28 @@ export type FaultStep =
   | { kind: 'ok'; result?: unknown }
   | { kind: 'delay'; ms: number; then?: FaultStep }
   | { kind: 'hang' }
+  /**
+   * Held until `barrier.size` requests wait on the same barrier, then all go on to `then` (ok by
+   * default): proves they were in flight at once, with no clock (make one with {@link barrier}).
+   */
+  | { kind: 'barrier'; barrier: Barrier; then?: FaultStep }
   | { kind: 'reset' }
   | { kind: 'status'; status: number; body?: string }
   | { kind: 'rpcError'; code: number; message: string; data?: unknown }
   | { kind: 'garbage' }
   | { kind: 'wrongId' }
   | { kind: 'truncated' };
+
+/** Requests held by `barrier` steps until `size` of them wait. */
+export interface Barrier {
+  readonly size: number;
+  readonly waiting: Array<() => void>;
+}
+
+/** A barrier for `size` requests (see the `barrier` step). */
+export function barrier(size: number): Barrier {
+  return { size, waiting: [] };
+}
 
 /** A request as seen by the fake upstream (one per batch element). */
 export interface FaultCall {
@@ -199,6 +215,12 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
       }
       case 'hang':
         return; // never answered; close() destroys the socket
+      case 'barrier': {
+        const b = step.barrier;
+        b.waiting.push(() => apply(step.then ?? OK, req, res, p));
+        if (b.waiting.length >= b.size) for (const go of b.waiting.splice(0)) go();
+        return;
+      }
       case 'reset':
         req.socket.destroy();
         return;
