@@ -3,7 +3,8 @@
  * test/unit/plugin-boundary.test.ts; by hand: `npx depcruise plugins`).
  *
  * Every built-in plugin is written as a third party would write it: it imports the public entries
- * `svc/plugin`, `svc/plugin/errors`, `svc/plugin/contracts` and `svc/util` by package name (resolved to core/plugin-api.ts through the `svc-source`
+ * `svc/plugin`, `svc/plugin/errors`, `svc/plugin/contracts`, `svc/util` and another plugin's
+ * contract `svc/plugins/<name>` by package name (resolved to core/plugin-api.ts through the `svc-source`
  * export condition, as a consumer's import resolves to dist/core/plugin-api.js), files of its own
  * folder, npm packages and node builtins, and nothing else. No exceptions.
  *
@@ -34,10 +35,24 @@ module.exports = {
     },
     {
       name: 'plugin-imports-another-plugin',
-      comment: 'Plugins never import each other: what two plugins share comes through a hook, the host or a typed service of a declared dependency.',
+      comment: 'Plugins never import each other\'s files: what two plugins share is the providing plugin\'s contract, its entry svc/plugins/<name> (plugins/<name>/api.ts), reached through a hook, the host or a typed service.',
       severity: 'error',
       from: { path: '^plugins/([^/]+)/' },
-      to: { path: '^plugins/', pathNot: '^plugins/$1/' },
+      to: { path: '^plugins/', pathNot: ['^plugins/$1/', '^plugins/[^/]+/api\\.ts$'] },
+    },
+    {
+      name: 'plugin-contract-by-path',
+      comment: 'Another plugin\'s contract is imported by its package name svc/plugins/<name>, as a third party does, never by a relative path.',
+      severity: 'error',
+      from: { path: '^plugins/([^/]+)/' },
+      to: { path: '^plugins/[^/]+/api\\.ts$', pathNot: '^plugins/$1/', dependencyTypes: ['local'] },
+    },
+    {
+      name: 'plugin-contract-imports-its-plugin',
+      comment: 'A plugin\'s contract (plugins/<name>/api.ts, the entry svc/plugins/<name>) is types, keys and small helpers over the public entries: it never imports its plugin\'s implementation, so a consumer does not load it.',
+      severity: 'error',
+      from: { path: '^plugins/[^/]+/api\\.ts$' },
+      to: { path: '^plugins/', pathNot: '^plugins/[^/]+/api\\.ts$' },
     },
     {
       name: 'plugin-imports-outside-the-package-api',

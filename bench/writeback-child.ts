@@ -4,7 +4,7 @@
  * line: the rounds. Argument: the number of rounds.
  */
 import { RpcResult, type CallContext, type Network } from 'svc/plugin';
-import { paramsHash } from 'svc/plugin/contracts';
+import { paramsHash } from 'svc/plugins/multiplex';
 import { MemoryConnector } from '../plugins/cache/connectors/memory.ts';
 import { callKey } from '../plugins/cache/keys.ts';
 import { Policy } from '../plugins/cache/policy.ts';

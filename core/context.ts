@@ -24,7 +24,7 @@ export const FINALITY = new Slot<Finality>('evm.finality', 'unknown');
  * Resolved request directives (spec §2.8), by field: what the directives plugin resolved for a
  * call from config defaults and the request (unset means "the honouring plugin's default", so
  * tri-state config survives resolution). The core names no directive: each plugin declares the
- * ones it honours and reads them with a typed `Directive` (core/directive.ts).
+ * ones it honours and reads them with a typed `Directive` (the directives plugin's contract, `svc/plugins/directives`).
  */
 export interface Directives {
   /** A declared directive's value, by its field name. */
@@ -127,7 +127,7 @@ export interface ExecutionRecord {
   /**
    * Plugin-owned counters and facts of this call (retries and hedges of the failsafe plugin,
    * cache, consensus, integrity...), by slot (core/slots.ts, the shared ones in
-   * core/shared-slots.ts); created on first write.
+   * the owning plugin's contract, `svc/plugins/<name>`); created on first write.
    */
   slots?: Map<symbol, unknown>;
   /** Winning upstream id. */

@@ -390,8 +390,8 @@ export interface ConsensusGroupSummary {
   count: number;
 }
 
-/** Base of the consensus errors: retryable by an outer retry only when some slot's error was (erpc-notes §2.6). */
-abstract class ConsensusError extends SvcError {
+/** Base of the consensus errors: retryable by an outer retry only when some slot's error was (as eRPC does). */
+export abstract class ConsensusError extends SvcError {
   static override readonly defaultCode = -32603;
   /** The slots' own errors (infrastructure failures and errors that voted). */
   readonly causes: readonly SvcError[];

@@ -213,8 +213,8 @@ export function createHooks(): ProxyHooks {
 /** How often one observation tap's failure is logged, ms. */
 const TAP_ERROR_LOG_INTERVAL_MS = 60_000;
 
-/** A registered tap as interceptors see it (tapable's FullTap). */
-interface FullTap {
+/** A registered tap as interceptors see it (tapable's `FullTap`, which tapable does not export). */
+export interface RegisteredTap {
   name: string;
   type: 'sync' | 'async' | 'promise';
   fn: Function;
@@ -236,7 +236,7 @@ export function guardObservationHooks(hooks: ProxyHooks, logger: Logger, registr
     labelNames: ['plugin', 'hook'],
     registers: [registry],
   });
-  const guard = (hookName: string) => ({ register: <T extends FullTap>(tap: T): T => guardedTap(tap, hookName, logger, errors, 'the call is unaffected') });
+  const guard = (hookName: string) => ({ register: <T extends RegisteredTap>(tap: T): T => guardedTap(tap, hookName, logger, errors, 'the call is unaffected') });
   hooks.attemptDone.intercept(guard('attemptDone'));
   hooks.callDone.intercept(guard('callDone'));
   hooks.responseHeaders.intercept(guard('responseHeaders'));
@@ -247,7 +247,7 @@ export function guardObservationHooks(hooks: ProxyHooks, logger: Logger, registr
 }
 
 /** A tap wrapped so that an exception is logged (at most once a minute) and counted, never thrown. */
-function guardedTap<T extends FullTap>(tap: T, hookName: string, logger: Logger, errors: Counter<'plugin' | 'hook'> | undefined, unaffected: string): T {
+function guardedTap<T extends RegisteredTap>(tap: T, hookName: string, logger: Logger, errors: Counter<'plugin' | 'hook'> | undefined, unaffected: string): T {
   const plugin = tap.name.split(':')[0] ?? tap.name;
   const fn = tap.fn as (...args: unknown[]) => unknown;
   let lastLog = -Infinity;
@@ -278,7 +278,7 @@ function guardedTap<T extends FullTap>(tap: T, hookName: string, logger: Logger,
  * @param host the plugin host (its logger, and the registry holding the core's counter)
  * @param unaffected what a failing tap leaves unaffected, for the log line (e.g. "the connection is unaffected")
  */
-export function guardObservationHook(hook: { intercept(i: { register: <T extends FullTap>(tap: T) => T }): void }, hookName: string, host: { logger: Logger; metrics: Registry }, unaffected: string): void {
+export function guardObservationHook(hook: { intercept(i: { register: <T extends RegisteredTap>(tap: T) => T }): void }, hookName: string, host: { logger: Logger; metrics: Registry }, unaffected: string): void {
   const errors = host.metrics.getSingleMetric('svc_plugin_errors_total') as Counter<'plugin' | 'hook'> | undefined;
-  hook.intercept({ register: <T extends FullTap>(tap: T): T => guardedTap(tap, hookName, host.logger, errors, unaffected) });
+  hook.intercept({ register: <T extends RegisteredTap>(tap: T): T => guardedTap(tap, hookName, host.logger, errors, unaffected) });
 }

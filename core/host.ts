@@ -58,7 +58,7 @@ export interface Plugin {
  * At run time services meet by {@link ServiceKey.name}, so a plugin built against another
  * installed copy of svc (with its own key object of the same name) reaches the same service.
  * A key other plugins consume is declared once, next to its service interface, where they can
- * import it: `svc/plugin` for the built-in contracts (core/services.ts), the providing package
+ * import it: the providing plugin's contract entry (`svc/plugins/<name>` for a built-in), the providing package
  * for an in-house one.
  */
 export class ServiceKey<T> {

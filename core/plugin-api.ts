@@ -29,6 +29,7 @@ export type {
   HeaderSink,
   Leg,
   ProxyHooks,
+  RegisteredTap,
   ResponseMeta,
   UpstreamCall,
   UpstreamSender,
@@ -57,7 +58,6 @@ export { Type } from '@sinclair/typebox';
 export type { Static, TProperties, TSchema } from '@sinclair/typebox';
 export { DIRECTIVE_DEFAULTS_POINT, Duration, Extensible, Size, Strict } from '../config/schema.ts';
 export type { SchemaFragment, TDuration, TSize } from '../config/schema.ts';
-export { declareDirectives, Directive, directiveDefaultsSchema, type DirectiveDeclaration, type DirectiveOptions, type DirectiveType } from './directive.ts';
 export { directiveDefaultsOf, parseDuration } from '../config/load.ts';
 export {
   eachAuthBlock,
@@ -78,7 +78,8 @@ export { resolveConfigBlock } from '../config/block.ts';
 
 export type { Network } from './registry/network.ts';
 export type { Project } from './registry/project.ts';
-export type { Upstream } from './registry/upstream.ts';
+export type { Upstream, UpstreamState } from './registry/upstream.ts';
+export type { UpstreamPoolOptions } from './registry/transport.ts';
 export type { ReloadReport } from './reload.ts';
 export type { Logger } from '../lib/logger.ts';
 export type { RouteTarget } from './routing.ts';

@@ -3,7 +3,7 @@
  * or an upstream without core types carrying it. A {@link Slot} is the typed key: it is declared
  * once per name (a second declaration of the name throws, so two plugins cannot read one slot
  * with two types), and whoever reads or writes it imports that one object. Slots several plugins
- * share are declared in core/shared-slots.ts and exported from `svc/plugin`.
+ * share are declared by the plugin that writes them, in its contract `svc/plugins/<name>`.
  *
  * The value lives under a registry symbol (`Symbol.for('svc.slot.<name>')`), so a plugin built
  * against another installed copy of svc (whose own `Slot` object has the same name) still reads

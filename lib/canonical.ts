@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import stringify from 'safe-stable-stringify';
 
 /**
- * Fields dropped before hashing, per method (eRPC's defaults, erpc-notes §2.6): paths of
+ * Fields dropped before hashing, per method (eRPC's defaults): paths of
  * dot-separated segments, `*` for any array element or object key.
  */
 export const DEFAULT_IGNORE_FIELDS: Readonly<Record<string, readonly string[]>> = Object.freeze({
@@ -84,7 +84,7 @@ export function canonicalHash(value: unknown, ignore: IgnorePaths = []): string 
   return createHash('sha256').update(stringify(canonicalize(value, ignore)) ?? 'null').digest('hex');
 }
 
-/** True for an answer that carries nothing: null, `[]`, `{}`, `""` or `"0x"` (erpc-notes §2.6 "empty"). */
+/** True for an answer that carries nothing: null, `[]`, `{}`, `""` or `"0x"` (eRPC's "empty"). */
 export function isEmptyResult(value: unknown): boolean {
   if (value === null || value === undefined) return true;
   if (typeof value === 'string') return value === '' || value === '0x';

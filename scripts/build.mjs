@@ -63,7 +63,13 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 // dist/plugins/<name>/ the nearest package.json is this one, so 'svc/plugin' resolves to
 // dist/core/plugin-api.js, the very module instance core's own relative imports load (one copy
 // of every class, in a clone and in the installed tarball alike).
-const distExports = { './plugin': './core/plugin-api.js', './plugin/errors': './core/plugin-errors.js', './plugin/contracts': './core/plugin-contracts.js', './util': './core/util-api.js', './presets': './presets/index.js', './config': './config/load.js' };
+// The same entries as package.json's, each its `import` target relative to dist/ (the plugin
+// contracts `./plugins/*` included).
+const distExports = Object.fromEntries(
+  Object.entries(pkg.exports)
+    .filter(([, target]) => typeof target === 'object' && typeof target.import === 'string')
+    .map(([entry, target]) => [entry, target.import.replace(/^\.\/dist\//, './')]),
+);
 const stub = `${JSON.stringify({ '//': 'written by scripts/build.mjs: core/version.ts reads the version (compiled: dist/core/version.js reads ../package.json); plugins import svc/plugin by self-reference', name: pkg.name, version: pkg.version, type: 'module', private: true, exports: distExports }, null, 2)}\n`;
 if (!existsSync(STUB) || readFileSync(STUB, 'utf8') !== stub) writeFileSync(STUB, stub);
 

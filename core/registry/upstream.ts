@@ -41,7 +41,7 @@ export class Upstream {
    * the same id, which a config reload replaced (the health plugin leaves it out of this window).
    */
   readonly createdAt = performance.now();
-  /** Plugin-owned fields of this upstream, by slot (core/slots.ts), e.g. `SYNCING` (core/shared-slots.ts) of the evm-state plugin. */
+  /** Plugin-owned fields of this upstream, by slot (core/slots.ts), e.g. `SYNCING` of the evm-state plugin (`svc/plugins/evm-state`). */
   readonly slots = new Map<symbol, unknown>();
   /** The composed sender: the `upstream` hook's wrappers around {@link transport}. */
   send: UpstreamSender;

@@ -6,7 +6,8 @@
  */
 import { type PluginHost, type Project } from 'svc/plugin';
 import { ConfigError, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, SvcError } from 'svc/plugin/errors';
-import { type ApiKeyManager, AUTH_SERVICE, SELECTION_API_SERVICE } from 'svc/plugin/contracts';
+import { type ApiKeyManager, AUTH_SERVICE } from 'svc/plugins/auth';
+import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
 import { redactText } from 'svc/util';
 import { redactConfig } from './redact.ts';
 

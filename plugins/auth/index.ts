@@ -14,7 +14,7 @@
 import { Counter } from 'prom-client';
 import { type HttpRequestInfo, type Identity, type Plugin, type PluginHost, resolveConfigBlock, type ResolvedConfig } from 'svc/plugin';
 import { ConfigError, ErrAuthUnauthorized, StorageUnavailableError } from 'svc/plugin/errors';
-import { AUTH_SERVICE, type Authenticator, type AuthScope, type AuthService } from 'svc/plugin/contracts';
+import { AUTH_SERVICE, type Authenticator, type AuthScope, type AuthService } from './api.ts';
 import { addressList } from 'svc/util';
 import { ApiKeySpace } from './api-keys/space.ts';
 import { networkCheck, secretCheck, type Check } from './basic.ts';

@@ -72,7 +72,7 @@ export const FailsafeEntrySchema = Strict(
 );
 
 /** A resolved failsafe entry (durations in ms). */
-export interface FailsafeEntry {
+export interface CacheFailsafeEntry {
   matchMethod: string;
   matchFinality?: Finality[];
   timeout?: { duration: number };
@@ -84,9 +84,9 @@ export interface FailsafeEntry {
 }
 
 /** A raw entry after schema validation (durations already in ms; refused keys may be present). */
-export type RawFailsafeEntry = Omit<Partial<FailsafeEntry>, 'retry' | 'hedge' | 'circuitBreaker'> & {
-  retry?: Partial<NonNullable<FailsafeEntry['retry']>>;
-  hedge?: Partial<NonNullable<FailsafeEntry['hedge']>> & { quantile?: unknown };
+export type RawFailsafeEntry = Omit<Partial<CacheFailsafeEntry>, 'retry' | 'hedge' | 'circuitBreaker'> & {
+  retry?: Partial<NonNullable<CacheFailsafeEntry['retry']>>;
+  hedge?: Partial<NonNullable<CacheFailsafeEntry['hedge']>> & { quantile?: unknown };
   circuitBreaker?: Partial<EntryBreakerSettings>;
   consensus?: unknown;
 };
@@ -99,14 +99,14 @@ export type RawFailsafeEntry = Omit<Partial<FailsafeEntry>, 'retry' | 'hedge' | 
  *   `maxTimeoutMs`)
  * @param maxTimeoutMs the outer bound of the operation (1 s reads, 5 s writes)
  */
-export function resolveFailsafe(raw: readonly RawFailsafeEntry[] | undefined, path: string, problems: Array<{ path: string; message: string }>, maxTimeoutMs: number): FailsafeEntry[] | undefined {
+export function resolveFailsafe(raw: readonly RawFailsafeEntry[] | undefined, path: string, problems: Array<{ path: string; message: string }>, maxTimeoutMs: number): CacheFailsafeEntry[] | undefined {
   if (!raw || raw.length === 0) return undefined;
   return raw.map((e, i) => {
     const at = `${path}[${i}]`;
     if (e.hedge?.quantile !== undefined) problems.push({ path: `${at}.hedge.quantile`, message: "a quantile hedge needs latency samples a cache connector does not keep (eRPC refuses it here too): give a fixed `delay`" });
     if (e.consensus !== undefined) problems.push({ path: `${at}.consensus`, message: 'consensus does not apply to a cache connector (eRPC refuses it too): list the connector once, or read several tiers through several policies' });
     if (e.timeout && e.timeout.duration > maxTimeoutMs) problems.push({ path: `${at}.timeout.duration`, message: `at most ${maxTimeoutMs} ms` });
-    const out: FailsafeEntry = { matchMethod: e.matchMethod ?? '*' };
+    const out: CacheFailsafeEntry = { matchMethod: e.matchMethod ?? '*' };
     if (e.matchFinality && e.matchFinality.length > 0) out.matchFinality = e.matchFinality;
     if (e.timeout) out.timeout = { duration: e.timeout.duration };
     if (e.hedge) out.hedge = { delay: e.hedge.delay ?? 0, maxCount: e.hedge.maxCount ?? 1 };
@@ -144,7 +144,7 @@ export class FailsafePlans {
    * @param defaultTimeoutMs the tier's own deadline (`readTimeout` or `writeTimeout`)
    * @param now clock of the entries' breakers, ms
    */
-  constructor(entries: readonly FailsafeEntry[] | undefined, defaultTimeoutMs: number, now: () => number = Date.now) {
+  constructor(entries: readonly CacheFailsafeEntry[] | undefined, defaultTimeoutMs: number, now: () => number = Date.now) {
     this.fallback = single(defaultTimeoutMs);
     this.count = entries?.length ?? 0;
     for (const entry of entries ?? []) {

@@ -22,8 +22,10 @@
  *   plugin turns into `X-SVC-Cache` and `X-SVC-Cache-Attempts`.
  * - Metrics `svc_cache_{get_hit,get_miss,get_error,set_success,set_error}_total{project,network,category,connector,policy}`.
  */
-import { type CallContext, type CallHandler, CallStage, declareDirectives, Directive, directiveDefaultsSchema, FINALITY, Type, type Network, type Plugin, type PluginHost, RpcResult, serviceKey } from 'svc/plugin';
-import { CACHE_ATTEMPTS, CACHE_OUTCOME, callParamsHash, provenanceKey } from 'svc/plugin/contracts';
+import { type CallContext, type CallHandler, CallStage, FINALITY, Type, type Network, type Plugin, type PluginHost, RpcResult, serviceKey } from 'svc/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
+import { CACHE_ATTEMPTS, CACHE_OUTCOME } from './api.ts';
+import { callParamsHash, provenanceKey } from 'svc/plugins/multiplex';
 import { compileGlobs, DeferredCounter, type GlobTest } from 'svc/util';
 import { MemoryConnector } from './connectors/memory.ts';
 import type { Connector } from './connectors/types.ts';
@@ -51,12 +53,15 @@ import { readEntry, writeEntry, WriteQueue, type Reader, type StoreSink } from '
 export { acceptable, readEntry, writeEntry } from './store.ts';
 export { answeredBlock, callKey, isEmptyJson, neverCached, type CallKey } from './keys.ts';
 export { Policy } from './policy.ts';
-export { cacheConfigOf, cacheSchema, defaultCacheConfig, DEFAULT_CONNECTOR_ID, READ_TIMEOUT_MS, WRITE_TIMEOUT_MS, type CacheConfig, type PolicyConfig, type ConnectorConfig } from './schema.ts';
+export { cacheConfigOf, cacheSchema, defaultCacheConfig, DEFAULT_CONNECTOR_ID, READ_TIMEOUT_MS, WRITE_TIMEOUT_MS, type CacheConfig, type PolicyConfig, type ConnectorConfig, type EmptyRule, type RemoteTierSettings } from './schema.ts';
+export type { CacheFailsafeEntry } from './failsafe.ts';
+export type { EntryBreakerSettings } from './failsafe-run.ts';
+export type { KeyvAdapterConfig } from './connectors/adapter.ts';
 export { MemoryConnector } from './connectors/memory.ts';
 export type { RedisConnector } from './connectors/redis.ts';
 export type { PostgresConnector } from './connectors/postgres.ts';
 export type { KeyvConnector } from './connectors/keyv.ts';
-export { decodeEntry, encodeEntry, type CacheEntry, type Connector } from './connectors/types.ts';
+export { decodeEntry, encodeEntry, type CacheEntry, type Connector, type ConnectorDriver } from './connectors/types.ts';
 
 /** What the cache plugin shows other plugins, the admin API and tests. */
 export interface CacheService {

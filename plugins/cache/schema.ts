@@ -5,7 +5,7 @@
  */
 import type { KeyvAdapterConfig } from './connectors/adapter.ts';
 import type { ConnectorDriver } from './connectors/types.ts';
-import { type FailsafeEntry, FailsafeEntrySchema, type RawFailsafeEntry, resolveFailsafe } from './failsafe.ts';
+import { type CacheFailsafeEntry, FailsafeEntrySchema, type RawFailsafeEntry, resolveFailsafe } from './failsafe.ts';
 import { Duration, type Finality, type ResolvedConfig, Size, Strict, type TProperties, Type } from 'svc/plugin';
 import { ConfigError } from 'svc/plugin/errors';
 import { StorageBreakerSchema, type StorageBreakerSettings } from 'svc/util';
@@ -128,9 +128,9 @@ export interface ConnectorConfig {
   postgresql?: { connectionUri: string; table: string; maxConns: number; purgeInterval: number } & RemoteTierSettings;
   keyv?: KeyvAdapterConfig & RemoteTierSettings;
   /** eRPC's `failsafeForGets`, resolved (none: one try under the tier's `readTimeout`). */
-  failsafeForGets?: FailsafeEntry[];
+  failsafeForGets?: CacheFailsafeEntry[];
   /** eRPC's `failsafeForSets`, resolved (none: one try under the tier's `writeTimeout`). */
-  failsafeForSets?: FailsafeEntry[];
+  failsafeForSets?: CacheFailsafeEntry[];
 }
 
 /** Empty-result rule of a policy. */

@@ -1,5 +1,5 @@
 /**
- * How a consensus round turns votes into an answer (erpc-notes §2.6): votes
+ * How a consensus round turns votes into an answer (as eRPC does): votes
  * grouped by canonical hash, the threshold, `preferNonEmpty`, `preferLargerResponses`, and the
  * dispute and low-participants behaviours. Pure functions over the votes, so every rule has a
  * unit test without a network.
@@ -74,7 +74,7 @@ function compare(cfg: ConsensusConfig): (a: Group, b: Group) => number {
   };
 }
 
-/** The group's largest member (the answer returned, erpc-notes §2.6). */
+/** The group's largest member (the answer returned). */
 function largest(g: Group): Vote {
   let best = g.votes[0] as Vote;
   for (const v of g.votes) if (v.size > best.size) best = v;

@@ -1,5 +1,5 @@
 /**
- * consensus plugin (erpc-notes §2.6): for the calls a `failsafe[].consensus`
+ * consensus plugin (as eRPC does): for the calls a `failsafe[].consensus`
  * entry matches, several upstreams answer and only what enough of them agree on is returned.
  *
  * Taps: `attempt` at AttemptStage.CONSENSUS (inside the network timeout, outside retry and hedge:
@@ -16,10 +16,12 @@
  * `punish.ts` (the misbehaviour cordon); this file wires them.
  */
 import { Counter } from 'prom-client';
-import { type AttemptHandler, AttemptStage, type CallContext, declareDirectives, Directive, directiveDefaultsSchema, type Directives, DirectiveStage, type Leg, type Network, type Plugin, type PluginHost, type RpcResult, type Upstream } from 'svc/plugin';
-import { markProvenance } from 'svc/plugin/contracts';
+import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, type Leg, type Network, type Plugin, type PluginHost, type RpcResult, type Upstream } from 'svc/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
+import { markProvenance } from 'svc/plugins/multiplex';
 import { compileIgnorePaths, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, WRITE_METHODS } from 'svc/util';
-import { CONSENSUS_DISPUTES as DISPUTES, CONSENSUS_LOW_PARTICIPANTS as LOW_PARTICIPANTS, CONSENSUS_SLOTS as SLOTS, FAILSAFE_ENTRY } from 'svc/plugin/contracts';
+import { CONSENSUS_DISPUTES as DISPUTES, CONSENSUS_LOW_PARTICIPANTS as LOW_PARTICIPANTS, CONSENSUS_SLOTS as SLOTS } from './api.ts';
+import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';
 import { decide, type Decision } from './decide.ts';
 import { Punisher, REAL_CLOCK, type PunishClock } from './punish.ts';
 import { broadcast, runSlots } from './round.ts';

@@ -6,7 +6,7 @@
  */
 import type { HealthTracker } from 'svc/plugin/contracts';
 
-/** The cordon reason of a punished upstream (erpc-notes §4). */
+/** The cordon reason of a punished upstream (as eRPC does). */
 export const MISBEHAVING_REASON = 'misbehaving in consensus';
 
 /** Clock and timers, injectable so tests run on fake time. */

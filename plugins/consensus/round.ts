@@ -105,7 +105,7 @@ export function runSlots(ctx: CallContext, leg: Leg, upstreams: readonly Upstrea
 
 /**
  * `eth_sendRawTransaction` under consensus: sent through every slot, the first non-empty answer
- * wins at once (no threshold; erpc-notes §2.6). When none succeeds the slots' errors are thrown
+ * wins at once (no threshold, as in eRPC). When none succeeds the slots' errors are thrown
  * together, so the evm-methods idempotent-broadcast wrapper outside finds an "already known"
  * among them and answers the transaction's hash (the EVM issue's idempotency rule).
  */

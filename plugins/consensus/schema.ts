@@ -1,5 +1,5 @@
 /**
- * The `consensus` block of a network `failsafe[]` entry (erpc-notes §2.6). The
+ * The `consensus` block of a network `failsafe[]` entry (as eRPC does). The
  * failsafe plugin owns `failsafe[]` and declares its entries as the extension point
  * {@link FAILSAFE_ENTRY_POINT}; this plugin adds `consensus` to it ({@link consensusSchemaFragment}),
  * so the one assembled schema validates it (`svc validate` paths such as

@@ -8,7 +8,7 @@
 import koaCors from '@koa/cors';
 import type Koa from 'koa';
 import { type Static, Strict, Type } from 'svc/plugin';
-import { type CorsSettings } from 'svc/plugin/contracts';
+import { type CorsSettings } from './api.ts';
 import { compileGlobs } from 'svc/util';
 
 /** `cors` block of `admin` or a project (spec §2.5). */

@@ -17,7 +17,7 @@ import type Router from '@koa/router';
 import type Koa from 'koa';
 import { type Plugin, type PluginHost, resolveConfigBlock } from 'svc/plugin';
 import { ConfigError } from 'svc/plugin/errors';
-import { CORS_SERVICE, type CorsSettings } from 'svc/plugin/contracts';
+import { CORS_SERVICE, type CorsSettings } from './api.ts';
 import { ADMIN_CORS_DEFAULTS, type CorsInput, corsMiddleware, corsProblem, CorsSchema, corsSettings, originMatcher } from './cors.ts';
 
 export { ADMIN_CORS_DEFAULTS, corsMiddleware, corsProblem, CorsSchema, corsSettings, type CorsInput } from './cors.ts';

@@ -20,11 +20,12 @@
  * - No cost header on early errors that routed no call.
  */
 import { type AttemptRecord, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type SchemaFragment, settingsOf, Type } from 'svc/plugin';
-import { COST_SERVICE, type PriceTable, PROVIDER_ORIGIN } from 'svc/plugin/contracts';
+import { COST_SERVICE, type PriceTable } from './api.ts';
+import { PROVIDER_ORIGIN } from 'svc/plugins/providers';
 import { compileGlobs } from 'svc/util';
 
 // The service's key and types are the contract in svc/plugin; re-exported for svc/presets' older import path.
-export { COST_SERVICE, type CostService, type PriceTable } from 'svc/plugin/contracts';
+export { COST_SERVICE, type CostService, type PriceTable } from './api.ts';
 
 /** What a table's version may hold: it is sent in a header and comma-joined with others. */
 const VERSION_TOKEN = /^[A-Za-z0-9._~:+@/-]{1,64}$/;

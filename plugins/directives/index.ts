@@ -10,9 +10,10 @@
  * provides), e.g. `retry-empty` by evm-retries, `use-upstream` by select, `force-trace` by
  * tracing. A declared directive is read like any other: header, then query (query wins).
  */
-import { type CallContext, type DirectiveDeclaration, type Directives, DirectiveStage, type HttpRequestInfo, type Plugin, type PluginHost } from 'svc/plugin';
+import { type CallContext, type Directives, DirectiveStage, type HttpRequestInfo, type Plugin, type PluginHost } from 'svc/plugin';
+import { type DirectiveDeclaration } from './api.ts';
 import { PluginContractError } from 'svc/plugin/errors';
-import { DIRECTIVES_SERVICE } from 'svc/plugin/contracts';
+import { DIRECTIVES_SERVICE } from './api.ts';
 import { MatcherCache } from 'svc/util';
 
 /** One declared directive, as this plugin parses it (a {@link DirectiveDeclaration}, header lower-cased). */
@@ -121,8 +122,8 @@ export function declareDirective(specs: DirectiveSpec[], d: DirectiveDeclaration
 }
 
 // The service's key and types are the contract in svc/plugin (plugins declaring directives import them there).
-export { type DirectiveDeclaration } from 'svc/plugin';
-export { DIRECTIVES_SERVICE, type DirectivesService } from 'svc/plugin/contracts';
+export { type DirectiveDeclaration } from './api.ts';
+export { DIRECTIVES_SERVICE, type DirectivesService } from './api.ts';
 
 /**
  * Creates the directives plugin.

@@ -1,5 +1,5 @@
 /**
- * evm-getlogs plugin (spec §2.8 #8, erpc-notes §2.8): getLogs limits and splitting.
+ * evm-getlogs plugin (spec §2.8 #8): getLogs limits and splitting.
  * Taps: `call` at `CallStage.GETLOGS`, below interpolation (fresh `latest`/`finalized` tags are
  * numbers by then). For `eth_getLogs` and `trace_filter` it rejects a filter over the network's
  * range/address/topic limits before anything is forwarded (-32012, HTTP 200), and when the
@@ -13,7 +13,8 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Counter } from 'prom-client';
-import { type CallContext, type CallHandler, CallStage, declareDirectives, Directive, directiveDefaultsSchema, type Network, type Plugin, type PluginHost, type RpcResult } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, type RpcResult } from 'svc/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import {
   autoSplitThresholdOf,
   checkGetLogsLimits,

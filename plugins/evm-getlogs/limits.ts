@@ -1,5 +1,5 @@
 /**
- * Limits of the evm-getlogs plugin (spec §2.8 #8, erpc-notes §2.8): the
+ * Limits of the evm-getlogs plugin (spec §2.8 #8): the
  * network's getLogs settings and their defaults, filter inspection (address and topic counts,
  * block range resolution) and the range/address/topic limit check that answers a filter over
  * a limit with its `ErrGetLogsExceeded*` error (-32012, HTTP 200) before anything is forwarded.
@@ -53,7 +53,7 @@ export function getLogsSettingsOf(network: Network): GetLogsSettings {
 }
 
 /**
- * The proactive split threshold of a network (erpc-notes §2.8): the smallest
+ * The proactive split threshold of a network (as eRPC does): the smallest
  * `upstreams[].evm.getLogsAutoSplittingRangeThreshold` above 0 among the network's upstreams,
  * capped by `getLogsMaxAllowedRange` (when above 0); 0 when no upstream sets one (no
  * proactive split, eRPC's default since its PR #764).
@@ -139,7 +139,7 @@ function resolveEnd(v: unknown, method: string, heads: { latest: number; finaliz
 }
 
 /**
- * Resolves a filter's `fromBlock`/`toBlock` (erpc-notes §2.8): hex numbers as such, `latest`
+ * Resolves a filter's `fromBlock`/`toBlock` (as eRPC does): hex numbers as such, `latest`
  * and `finalized` from the network's known heads (unresolved while a head is unknown, 0),
  * `earliest` as block 0 for the range check only, `safe`/`pending` unresolved.
  * @param method `eth_getLogs` or `trace_filter`

@@ -1,5 +1,5 @@
 /**
- * Splitting of the evm-getlogs plugin (erpc-notes §2.8): recognising an
+ * Splitting of the evm-getlogs plugin (as eRPC does): recognising an
  * upstream's too-large refusal, halving a refused job (block range, then for one `eth_getLogs`
  * block the `address` list, then the `topics[0]` OR-list), and the reactive split executor
  * that runs the parts through the rest of the chain with bounded concurrency and merges them
@@ -53,7 +53,7 @@ export interface JobSplit {
 }
 
 /**
- * Halves a refused job (erpc-notes §2.8): the block range while it spans more than one block
+ * Halves a refused job (as eRPC does): the block range while it spans more than one block
  * (`[from, mid - 1]`, `[mid, to]` with `mid = from + floor(size / 2)`); for one `eth_getLogs`
  * block, the `address` list, then the `topics[0]` OR-list. `undefined` when it cannot be split.
  * @param method `eth_getLogs` or `trace_filter` (only the range is split for trace_filter)
@@ -210,7 +210,7 @@ export async function splitGetLogs(ctx: CallContext, inner: CallHandler, job: Lo
 
 /**
  * Cuts `[job.from, job.to]` into consecutive chunks of `size` blocks (the last one shorter),
- * eRPC's proactive split (erpc-notes §2.8).
+ * eRPC's proactive split (as eRPC does).
  * @param job the whole range
  * @param size blocks per chunk, at least 1
  */
@@ -222,7 +222,7 @@ export function chunkJob(job: LogsJob, size: number): LogsJob[] {
 }
 
 /**
- * The proactive split (`upstreams[].evm.getLogsAutoSplittingRangeThreshold`, erpc-notes §2.8):
+ * The proactive split (`upstreams[].evm.getLogsAutoSplittingRangeThreshold`):
  * runs `job` as consecutive chunks of `size` blocks ({@link chunkJob}) through `inner` with
  * bounded concurrency, before any upstream has refused it, and concatenates the answers in
  * block order. When `halveRefused` is on (`getLogsSplitOnError`), a chunk the upstreams still

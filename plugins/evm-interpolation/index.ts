@@ -7,7 +7,8 @@
  * (sweep, hedge, retry, consensus) answers about the same block. Directive `skip-interpolation`
  * turns it off per call.
  */
-import { type CallContext, type CallHandler, CallStage, declareDirectives, Directive, directiveDefaultsSchema, type Network, type Plugin, type PluginHost } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost } from 'svc/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { type NetworkChainState } from 'svc/plugin/contracts';
 import { BLOCK_PARAM, toHex } from 'svc/util';
 

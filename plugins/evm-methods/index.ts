@@ -8,7 +8,8 @@
  * methods need exactly one candidate upstream after every filter, `use-upstream` included).
  */
 import type { Hex } from 'viem';
-import { type CallContext, type CallHandler, CallStage, declareDirectives, Directive, type Network, type Plugin, type PluginHost, RpcResult, SelectStage, type Upstream } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, RpcResult, SelectStage, type Upstream } from 'svc/plugin';
+import { declareDirectives, Directive } from 'svc/plugins/directives';
 import { ErrEndpointExecutionException, ErrEndpointNonceException, ErrEndpointUnsupported, ErrNotImplemented, ErrUpstreamsExhausted, SvcError } from 'svc/plugin/errors';
 import { STATEFUL_METHODS, toHex } from 'svc/util';
 export { STATEFUL_METHODS } from 'svc/util';

@@ -8,9 +8,10 @@
  * answer is the call's answer instead of an exhausted error; counts the retries).
  * Both rules are capped per call by `failsafe[].retry.emptyResultMaxAttempts` (default 2).
  */
-import { type AttemptRecord, type CallContext, type CallHandler, CallStage, declareDirectives, Directive, directiveDefaultsSchema, type Network, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
+import { type AttemptRecord, type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { ErrEndpointMissingData, SvcError } from 'svc/plugin/errors';
-import { FAILSAFE_ENTRY } from 'svc/plugin/contracts';
+import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';
 import { blockRefOf } from 'svc/util';
 import { Counter } from 'prom-client';
 

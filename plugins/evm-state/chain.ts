@@ -8,7 +8,8 @@
  * availability, finality classification, the cache, consensus, select and the healthcheck.
  */
 import { type Network, type Upstream } from 'svc/plugin';
-import { type HeadVerdict, type NetworkChainState as NetworkChainStateView, SHADOW_UPSTREAM, type UpstreamChainState as UpstreamChainStateView } from 'svc/plugin/contracts';
+import { type HeadVerdict, type NetworkChainState as NetworkChainStateView, type UpstreamChainState as UpstreamChainStateView } from 'svc/plugin/contracts';
+import { SHADOW_UPSTREAM } from 'svc/plugins/shadow';
 import { judgeHeadFacts, SOLE_REPORTER_GRACE_MS, witnessesOf } from './plausibility.ts';
 
 /** One upstream's view of the chain. */

@@ -20,7 +20,8 @@
  * (configured bounds), `earliest.ts` (earliest-block search), `erpc.ts` (eRPC's legacy window
  * keys at load time); this file wires them.
  */
-import { declareDirectives, type Plugin, type PluginHost } from 'svc/plugin';
+import { type Plugin, type PluginHost } from 'svc/plugin';
+import { declareDirectives } from 'svc/plugins/directives';
 import { CHAIN_STATE_SERVICE } from 'svc/plugin/contracts';
 import { chainStateOf } from './chain.ts';
 import { tapBlockAvailability, tapFarFutureBlocks } from './availability.ts';

@@ -7,7 +7,8 @@
  * (core/evm/state.ts). A poll failure never throws out of the timer.
  */
 import { FINALITY, type Network, type PluginHost, type RpcResult, type Upstream } from 'svc/plugin';
-import { type HeadVerdict, SYNCING, tryUpstream } from 'svc/plugin/contracts';
+import { type HeadVerdict, tryUpstream } from 'svc/plugin/contracts';
+import { SYNCING } from './api.ts';
 import { classifyFinality, excerptOf, toHex } from 'svc/util';
 import { chainStateOf } from './chain.ts';
 import { LINK_COOLDOWN_MS, LINK_HEADER_TIMEOUT_MS, type LinkHeader, linksToKnown } from './link.ts';

@@ -9,7 +9,10 @@
  */
 import { Counter, Gauge } from 'prom-client';
 import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
-import { type HeadVerdict, SELECTION_API_SERVICE, SHADOW_UPSTREAM, STATE_POLLERS_SERVICE, SYNCING } from 'svc/plugin/contracts';
+import { type HeadVerdict } from 'svc/plugin/contracts';
+import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
+import { SHADOW_UPSTREAM } from 'svc/plugins/shadow';
+import { STATE_POLLERS_SERVICE, SYNCING } from './api.ts';
 import { chainStateOf, type NetworkChainState } from './chain.ts';
 import { chainIdCheck } from './chain-id.ts';
 import { UpstreamPoller } from './poller.ts';

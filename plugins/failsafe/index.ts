@@ -19,7 +19,7 @@
  * (`upstream` taps); this file wires them.
  */
 import { type Plugin, type PluginHost, type Upstream } from 'svc/plugin';
-import { BREAKERS_SERVICE } from 'svc/plugin/contracts';
+import { BREAKERS_SERVICE } from './api.ts';
 import { LatencyQuantiles } from './adaptive.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import { checkFailsafe } from './checks.ts';

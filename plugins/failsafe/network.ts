@@ -12,7 +12,7 @@
 import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, FINALITY, type Leg, type Network, type PluginHost, type RpcResult, UpstreamCursor } from 'svc/plugin';
 import { ErrFailsafeTimeoutExceeded } from 'svc/plugin/errors';
 import { sleep } from 'svc/util';
-import { FAILSAFE_ENTRY, NETWORK_HEDGES, NETWORK_RETRIES } from 'svc/plugin/contracts';
+import { FAILSAFE_ENTRY, NETWORK_HEDGES, NETWORK_RETRIES } from './api.ts';
 import { Counter } from 'prom-client';
 import { hedgeSpecOf, type LatencyQuantiles, timeoutSpecOf } from './adaptive.ts';
 import { runHedged } from './hedge.ts';

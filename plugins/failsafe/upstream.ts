@@ -11,7 +11,8 @@
  */
 import { FINALITY, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { asSvcError, ErrEndpointRequestTimeout, ErrFailsafeCircuitBreakerOpen } from 'svc/plugin/errors';
-import { finishAttempt, isDeferred, isRequestFact, outcomeOf, settleFailedAttempt, startAttempt, UPSTREAM_RETRIES, whenCharged, wouldConfirm } from 'svc/plugin/contracts';
+import { finishAttempt, isDeferred, isRequestFact, outcomeOf, settleFailedAttempt, startAttempt, whenCharged, wouldConfirm } from 'svc/plugin/contracts';
+import { UPSTREAM_RETRIES } from './api.ts';
 import { sleep } from 'svc/util';
 import { type LatencyQuantiles, timeoutSpecOf } from './adaptive.ts';
 import { breakerOutcome, CircuitBreaker } from './breaker.ts';

@@ -8,8 +8,11 @@
 import { type AttemptRecord, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type ResponseMeta } from 'svc/plugin';
 import { ErrUpstreamsExhausted, isPassThrough, type SvcError, wireError } from 'svc/plugin/errors';
 import { traceOutcome } from 'svc/plugin/contracts';
-// The record slots other plugins write, shared through svc/plugin (core/shared-slots.ts).
-import { CACHE_ATTEMPTS, CACHE_HEDGES, CACHE_OUTCOME, CACHE_RETRIES, CONSENSUS_DISPUTES, CONSENSUS_LOW_PARTICIPANTS, CONSENSUS_SLOTS, NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_LAG, UPSTREAM_RETRIES } from 'svc/plugin/contracts';
+// The record slots other plugins write, from each writer's contract (svc/plugins/<name>).
+import { CACHE_ATTEMPTS, CACHE_HEDGES, CACHE_OUTCOME, CACHE_RETRIES } from 'svc/plugins/cache';
+import { CONSENSUS_DISPUTES, CONSENSUS_LOW_PARTICIPANTS, CONSENSUS_SLOTS } from 'svc/plugins/consensus';
+import { NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_RETRIES } from 'svc/plugins/failsafe';
+import { UPSTREAM_LAG } from 'svc/plugins/select';
 
 /**
  * The execution-record slots the §4.5 headers read, written by the plugins that own them (the

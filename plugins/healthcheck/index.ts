@@ -12,7 +12,8 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { type Network, type Plugin, type PluginHost, type Project } from 'svc/plugin';
-import { type Authenticator, doorAuthenticator, STATE_POLLERS_SERVICE } from 'svc/plugin/contracts';
+import { type Authenticator, doorAuthenticator } from 'svc/plugins/auth';
+import { STATE_POLLERS_SERVICE } from 'svc/plugins/evm-state';
 import { ChainIdProbes, evaluate, type Member, type Pollers, type Verdict } from './evaluate.ts';
 import { healthcheckConfigOf, healthcheckSchema, isStrategy, type HealthcheckConfig, type Strategy } from './schema.ts';
 

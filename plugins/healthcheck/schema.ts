@@ -6,7 +6,7 @@
  */
 import { type ResolvedConfig, Strict, type TProperties, Type } from 'svc/plugin';
 import { ConfigError } from 'svc/plugin/errors';
-import { AuthBlockSchema } from 'svc/plugin/contracts';
+import { AuthBlockSchema } from 'svc/plugins/auth';
 
 /** The eight evaluation strategies of spec §4.3. */
 export const STRATEGIES = [

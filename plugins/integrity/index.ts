@@ -35,9 +35,11 @@
  * viem and @ethereumjs/mpt are loaded on the first checked answer only.
  */
 import { Counter } from 'prom-client';
-import { type CallContext, declareDirectives, Directive, directiveDefaultsSchema, type Directives, DirectiveStage, type ExecutionRecord, type HeaderSink, type Network, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { type CallContext, type Directives, DirectiveStage, type ExecutionRecord, type HeaderSink, type Network, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { ErrEndpointContentValidation } from 'svc/plugin/errors';
-import { markProvenance, FAILSAFE_ENTRY } from 'svc/plugin/contracts';
+import { markProvenance } from 'svc/plugins/multiplex';
+import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';
 import { checkIntrinsic, CHECKED_METHODS, isEmptyAnswer } from './checks/index.ts';
 import { authoritative, corroborate, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 import { CheckFailure } from './hex.ts';

@@ -21,7 +21,8 @@
 import { Counter } from 'prom-client';
 import { type CallContext, type CallHandler, CallStage, type ExecutionRecord, FINALITY, type Network, type Plugin, type PluginHost, type RpcResult, serviceKey } from 'svc/plugin';
 import { asSvcError, ErrCancelled, ErrEndpointRequestTimeout } from 'svc/plugin/errors';
-import { callParamsHash, isDeadline, paramsHash, provenanceKey } from 'svc/plugin/contracts';
+import { isDeadline } from 'svc/plugin/contracts';
+import { callParamsHash, paramsHash, provenanceKey } from './api.ts';
 import { acquireController, agentName, BoundedLabel, releaseController } from 'svc/util';
 import { Type } from '@sinclair/typebox';
 import { normalizeMultiplexing } from './erpc.ts';

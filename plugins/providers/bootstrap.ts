@@ -6,7 +6,7 @@
  * not served by this provider.
  */
 import { type PluginHost, type Project, type UpstreamInput } from 'svc/plugin';
-import { PROVIDER_ORIGIN, type Vendor, type VendorUpstream } from 'svc/plugin/contracts';
+import { PROVIDER_ORIGIN, type Vendor, type VendorUpstream } from './api.ts';
 import { compileGlobs, type GlobTest } from 'svc/util';
 import type { ProviderConfig } from './schema.ts';
 
@@ -28,7 +28,7 @@ export function bootstrapRetryDelayMs(failures: number): number {
 }
 
 // Vendor, VendorUpstream: the providers service contract, in svc/plugin.
-export type { Vendor, VendorUpstream } from 'svc/plugin/contracts';
+export type { Vendor, VendorUpstream } from './api.ts';
 
 /**
  * A provider's network filter: `onlyNetworks` (unset or empty = every network) minus

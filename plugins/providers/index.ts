@@ -19,7 +19,7 @@
  */
 import { type Network, type Plugin, type PluginHost, type Project, type ResolvedConfig } from 'svc/plugin';
 import { ErrNetworkNotSupported, PluginContractError } from 'svc/plugin/errors';
-import { PROVIDERS_SERVICE, type Vendor } from 'svc/plugin/contracts';
+import { PROVIDERS_SERVICE, type Vendor } from './api.ts';
 import { redactText } from 'svc/util';
 import { ProjectBootstrap } from './bootstrap.ts';
 import { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, providersSchema } from './schema.ts';
@@ -28,7 +28,7 @@ export { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY
 export { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, type ProviderConfig } from './schema.ts';
 
 // The service's key and types are the contract in svc/plugin (vendor plugins import them there).
-export { PROVIDERS_SERVICE, type ProvidersService } from 'svc/plugin/contracts';
+export { PROVIDERS_SERVICE, type ProvidersService } from './api.ts';
 
 /** How long the first request for a chain waits for a provider upstream to be ready, ms (spec §8). */
 export const FIRST_REQUEST_WAIT_MS = 30_000;

@@ -22,7 +22,7 @@ import { Counter, Gauge } from 'prom-client';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import { type CallContext, type CallHandler, CallStage, type Identity, type Network, type Plugin, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { ErrAuthRateLimitRuleExceeded, ErrEndpointCapacityExceeded, ErrNetworkRateLimitRuleExceeded, ErrProjectRateLimitRuleExceeded, ErrUpstreamRateLimitRuleExceeded } from 'svc/plugin/errors';
-import { RATE_LIMIT_SERVICE } from 'svc/plugin/contracts';
+import { RATE_LIMIT_SERVICE } from './api.ts';
 import { closeRedisClient, openRedisClient, type RedisClient, StorageBreaker } from 'svc/util';
 import { AutoTuner, type Adjustment } from './autotune.ts';
 import { Budget, DEFAULT_STORE_TIMEOUT_MS, fallbackReporter, type Rule, type SharedStore, type Subject } from './budgets.ts';

@@ -7,9 +7,12 @@
  * `callDone` — a pinned call answered by an upstream behind the network's head records the lag
  * (slot `select.upstreamLag`), which the headers plugin writes as `X-SVC-Upstream-Lag`.
  */
-import { type AttemptRecord, type CallContext, declareDirectives, Directive, directiveDefaultsSchema, type Directives, DirectiveStage, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc/plugin';
+import { type AttemptRecord, type CallContext, type Directives, DirectiveStage, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from 'svc/plugin/errors';
-import { markProvenance, UPSTREAM_LAG, CACHE_OUTCOME } from 'svc/plugin/contracts';
+import { markProvenance } from 'svc/plugins/multiplex';
+import { UPSTREAM_LAG } from './api.ts';
+import { CACHE_OUTCOME } from 'svc/plugins/cache';
 import { type Matcher, MatcherCache, MAX_CLIENT_PATTERN_LENGTH } from 'svc/util'; // UPSTREAM_LAG: blocks a pinned call's upstream was behind the head (X-SVC-Upstream-Lag)
 import { DEFAULT_DENIED_METHODS, MethodGuard, methodGuardSchema } from './method-guard.ts';
 

@@ -7,12 +7,12 @@
  * all meet the same selection. No hooks tapped here.
  */
 import { serviceKey, type Network, type PluginHost } from 'svc/plugin';
-import { selectionHooks, type SelectionDecision, type SelectionState } from 'svc/plugin/contracts';
+import { selectionHooks, type SelectionDecision, type SelectionState } from './api.ts';
 import type { NetworkSelection } from './state.ts';
 
-// The hooks, the read-side contract and their service names are svc/plugin's (core/selection.ts).
-export { SELECTION_API_SERVICE, SELECTION_HOOKS_SERVICE, selectionHooks } from 'svc/plugin/contracts';
-export type { SelectionApi, SelectionHooks } from 'svc/plugin/contracts';
+// The hooks, the read-side contract and their service names are this plugin's contract (api.ts).
+export { SELECTION_API_SERVICE, SELECTION_HOOKS_SERVICE, selectionHooks } from './api.ts';
+export type { SelectionApi, SelectionHooks } from './api.ts';
 
 /** Key of this plugin's per-network selections (internal: read by the accessors below). */
 const SELECTION_SERVICE = serviceKey<Map<Network, NetworkSelection>>('selection');

@@ -6,7 +6,7 @@
  * it health snapshots on every evaluation tick; no hooks here.
  */
 import { performance } from 'node:perf_hooks';
-import type { EvalFunc, PolicyContext } from 'svc/plugin/contracts';
+import type { EvalFunc, PolicyContext } from './api.ts';
 import {
   DEFAULT_SCORE_WEIGHTS,
   policyUpstream,
@@ -33,8 +33,8 @@ export const DEFAULT_THRESHOLDS = Object.freeze({
   maxP70Seconds: 10,
 });
 
-// The policy contract (EvalFunc, PolicyContext) is svc/plugin's (core/selection.ts).
-export type { EvalFunc, PolicyContext } from 'svc/plugin/contracts';
+// The policy contract (EvalFunc, PolicyContext) is this plugin's contract (api.ts).
+export type { EvalFunc, PolicyContext } from './api.ts';
 
 const pct = (x: number) => x.toFixed(2);
 

@@ -7,7 +7,8 @@
  */
 import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
 import { ErrUpstreamsExhausted } from 'svc/plugin/errors';
-import { SCORE_ORDER_STEP, type SelectionDecision, type SelectionState, SYNCING } from 'svc/plugin/contracts';
+import { SCORE_ORDER_STEP, type SelectionDecision, type SelectionState } from './api.ts';
+import { SYNCING } from 'svc/plugins/evm-state';
 import { Gauge } from 'prom-client';
 import { defaultPolicy, evaluatePolicy, PolicyError, type EvalFunc, type PolicyResult } from './policy.ts';
 import type { SelectionSettings } from './schema.ts';
@@ -16,8 +17,8 @@ import type { PolicyUpstreamInput } from './view.ts';
 /** Decisions kept per network (the admin `svc_project` method shows them). */
 export const MAX_DECISIONS = 100;
 
-// The state and decision shapes are svc/plugin's (core/selection.ts), read by the admin and other plugins.
-export type { SelectionDecision, SelectionState } from 'svc/plugin/contracts';
+// The state and decision shapes are this plugin's contract (api.ts), read by the admin and other plugins.
+export type { SelectionDecision, SelectionState } from './api.ts';
 
 /** Metrics shared by every network of a host. */
 export interface SelectionMetrics {

@@ -5,10 +5,11 @@
  * `preferNonFallback`, `sortByScore`...), which record their exclusions as decisions of the
  * evaluation run. `policy.ts` runs a policy over them; no hooks here.
  */
-import type { DecisionDraft, HealthSnapshot, PolicyUpstream, ScoreWeights, UpstreamsView as UpstreamsViewContract } from 'svc/plugin/contracts';
+import type { HealthSnapshot } from 'svc/plugin/contracts';
+import type { DecisionDraft, PolicyUpstream, ScoreWeights, UpstreamsView as UpstreamsViewContract } from './api.ts';
 
-// The policy contract's types are svc/plugin's (core/selection.ts); re-exported for this plugin's files.
-export type { DecisionDraft, PolicyMetrics, PolicyUpstream, ScoreWeights } from 'svc/plugin/contracts';
+// The policy contract's types are this plugin's contract (api.ts); re-exported for its files.
+export type { DecisionDraft, PolicyMetrics, PolicyUpstream, ScoreWeights } from './api.ts';
 
 /** The default score weights: `4*errorRate + 15*p70Seconds + 4*throttleRate + 1*blockHeadLag`. */
 export const DEFAULT_SCORE_WEIGHTS: Readonly<ScoreWeights> = Object.freeze({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 1 });

@@ -21,7 +21,7 @@
  * - `shutdown`: stops sending; copies in flight get a short grace, then the pools close.
  */
 import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, type RpcResult, SelectStage, type Upstream } from 'svc/plugin';
-import { SHADOW_UPSTREAM } from 'svc/plugin/contracts';
+import { SHADOW_UPSTREAM } from './api.ts';
 import { DeferredCounter } from 'svc/util';
 import { compareResults, type ShadowOutcome } from './compare.ts';
 import { DEFAULT_MAX_IN_FLIGHT, ShadowRunner } from './runner.ts';

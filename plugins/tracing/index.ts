@@ -17,9 +17,10 @@
  */
 import type { Span } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { type CallHandler, CallStage, declareDirectives, Directive, type ExecutionRecord, type HttpRequestInfo, type Plugin, type PluginHost, type RpcResult, serviceKey, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { type CallHandler, CallStage, type ExecutionRecord, type HttpRequestInfo, type Plugin, type PluginHost, type RpcResult, serviceKey, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { declareDirectives, Directive } from 'svc/plugins/directives';
 import { asSvcError } from 'svc/plugin/errors';
-import { CACHE_OUTCOME } from 'svc/plugin/contracts';
+import { CACHE_OUTCOME } from 'svc/plugins/cache';
 import { FORCE_TRACE_ATTRIBUTE, loadTracingSdk, type TracingSdk } from './sdk.ts';
 import { tracingConfigOf, tracingSchema, type TracingConfig } from './schema.ts';
 

@@ -6,7 +6,7 @@
  *   domain from `settings.rootDomain`, else env `SVC_HYPER_ROOT_DOMAIN`, else `rpc.hypersync.xyz`.
  * - Upstreams get `ignoreMethods: ["*"]` and the 14-method allow-list, so every other method
  *   (writes included) falls through to other providers' upstreams.
- * - A chain in {@link HYPER_KNOWN_CHAINS} (82 ids, ../shared/reference/erpc-notes.md §3) is
+ * - A chain in {@link HYPER_KNOWN_CHAINS} (82 ids, the list eRPC ships) is
  *   served without asking. Any other chain is probed with a live `eth_chainId` (10 s): the right
  *   id means served; a certificate-verification failure, a DNS failure or a refused connection
  *   means the subdomain does not exist, so "not served" and no retry; other failures are
@@ -16,7 +16,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import type { LookupFunction } from 'node:net';
 import { type Plugin, type PluginHost } from 'svc/plugin';
 import { PluginContractError } from 'svc/plugin/errors';
-import { PROVIDERS_SERVICE } from 'svc/plugin/contracts';
+import { PROVIDERS_SERVICE } from 'svc/plugins/providers';
 
 /** Default root domain (spec §2.10 `{hyper_root_domain}`). */
 export const DEFAULT_HYPER_ROOT_DOMAIN = 'rpc.hypersync.xyz';
@@ -43,7 +43,7 @@ export const HYPER_ALLOW_METHODS: readonly string[] = Object.freeze([
   'eth_newFilter',
 ]);
 
-/** Chains HyperRPC serves (eRPC HEAD list of 82, erpc-notes.md §3). */
+/** Chains HyperRPC serves (eRPC HEAD list of 82, as eRPC ships it). */
 export const HYPER_KNOWN_CHAINS: ReadonlySet<number> = new Set([
   42161, 42170, 421614, 1313161554, 43114, 8453, 84532, 81457, 288, 56, 97, 42220, 1, 250, 14, 43113, 100, 10200, 1666600000, 17000, 255, 59144, 42, 169, 5000, 1284, 10, 11155420, 137, 80002, 1101, 30,
   534352, 11155111, 148, 7000, 324, 7777777, 50, 51, 2741, 5115, 7560, 80094, 88888, 999, 1750, 50104, 130, 36888, 5042002, 4114, 33111, 42793, 252, 560048, 1776, 57073, 747474, 1135, 4201, 4326, 6343,

@@ -20,7 +20,7 @@ import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { type Logger, type Plugin, type PluginHost } from 'svc/plugin';
 import { PluginContractError } from 'svc/plugin/errors';
-import { PROVIDERS_SERVICE } from 'svc/plugin/contracts';
+import { PROVIDERS_SERVICE } from 'svc/plugins/providers';
 import { redactUrl } from 'svc/util';
 
 /** The public eRPC endpoints catalog (spec §2.10 `{catalog_url}`). */

@@ -25,7 +25,7 @@
 import { Agent, type Dispatcher, request } from 'undici';
 import { type Logger, type Plugin, type PluginHost, type ResolvedConfig } from 'svc/plugin';
 import { ConfigError, PluginContractError } from 'svc/plugin/errors';
-import { PROVIDERS_SERVICE, type Vendor, type VendorUpstream } from 'svc/plugin/contracts';
+import { PROVIDERS_SERVICE, type Vendor, type VendorUpstream } from 'svc/plugins/providers';
 import { redactUrl } from 'svc/util';
 import { CATALOG, type Offer, type Settings } from './catalog.ts';
 import { normalizeVendorShortcuts } from './shortcuts.ts';

@@ -18,12 +18,8 @@ import {
   SvcError,
   toJsonRpcError,
 } from 'svc/plugin/errors';
-import {
-  type RateLimitService,
-  type SubscriptionType,
-  type WebSocketHooks,
-  type WsConnectionInfo,
-} from 'svc/plugin/contracts';
+import { type RateLimitService } from 'svc/plugins/rate-limit';
+import { type SubscriptionType, type WebSocketHooks, type WsConnectionInfo } from './api.ts';
 import { extractTopLevelValue } from 'svc/util';
 import { answerMessage, type MessageHandlers } from './messages.ts';
 import type { WebSocketSettings } from './schema.ts';

@@ -6,7 +6,7 @@
  */
 import { SyncHook } from 'tapable';
 import { guardObservationHook, type PluginHost } from 'svc/plugin';
-import { type SubscriptionType, type WebSocketHooks, type WsConnectionInfo } from 'svc/plugin/contracts';
+import { type SubscriptionType, type WebSocketHooks, type WsConnectionInfo } from './api.ts';
 
 /**
  * Creates the hooks, each guarded.

@@ -13,7 +13,7 @@ import { ErrEndpointServerSideException, ErrResponseBytesInFlightExceeded } from
 import { DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT, RESPONSE_BYTES } from '../../lib/body.ts';
 import { BatchQueue, type QueuedCall } from '../../plugins/batching/queue.ts';
 import type { PluginHost, Project } from '../../core/plugin-api.ts';
-import type { Vendor } from '../../core/plugin-contracts.ts';
+import type { Vendor } from 'svc/plugins/providers';
 import { ProjectBootstrap } from '../../plugins/providers/bootstrap.ts';
 import { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, FIRST_REQUEST_POLL_MS, FIRST_REQUEST_WAIT_MS, providersPlugin } from '../../plugins/providers/index.ts';
 import { readSelectionSettings } from '../../plugins/selection/index.ts';

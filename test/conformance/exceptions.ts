@@ -31,7 +31,7 @@ export const DEVIATIONS: Record<string, string> = {
     'strategy; an operator lists the origins of their own pages ([Admin endpoint](access.md#admin-endpoint-admin))',
   '§4.6 #2':
     'the multiplexing key is the method, the canonical params (the id is not part of it) and the directives that change where an answer comes from ' +
-    '(use-upstream, skip-consensus, another integrity level: core/provenance.ts). A call that pins an upstream or asks for a stricter answer never ' +
+    '(use-upstream, skip-consensus, another integrity level: plugins/multiplex/api.ts). A call that pins an upstream or asks for a stricter answer never ' +
     'receives the answer of a call that did not; the spec\'s method + params key would hand it one ([Multiplexing](fault-tolerance.md#multiplexing-multiplex))',
   '§4.2 #3':
     'a batch refused as a whole before any element ran (unknown project or network, auth, drain, over-size) answers one error per element with its own id ' +

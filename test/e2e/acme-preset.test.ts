@@ -29,7 +29,7 @@ const PRICES_VERSION = 'acme-prices-2025.11';
 
 /** The in-house selection plugin (TypeScript): own nodes first, then the configured policy's order. */
 const SELECTION_TS = `import { definePlugin } from 'svc/plugin';
-import { selectionHooks, type EvalFunc, type PolicyUpstream } from 'svc/plugin/contracts';
+import { selectionHooks, type EvalFunc, type PolicyUpstream } from 'svc/plugins/selection';
 
 const OWN = 'tier:own';
 const own = (u: PolicyUpstream): boolean => u.tags.includes(OWN);

@@ -1,5 +1,5 @@
 /**
- * End-to-end consensus (erpc-notes §2.6, spec §4.5, §6) on three real anvil
+ * End-to-end consensus (as eRPC does; spec §4.5, §6) on three real anvil
  * nodes made to disagree with `anvil_setBalance` and `anvil_mine`: agreement, a minority
  * outvoted, disputes and each behaviour, low participants, errors that vote, skip-consensus,
  * eth_sendRawTransaction to every slot, the headers summed over a batch, the metrics, and the

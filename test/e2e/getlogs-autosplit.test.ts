@@ -1,6 +1,6 @@
 /**
  * End-to-end proactive getLogs split (`upstreams[].evm.getLogsAutoSplittingRangeThreshold`,
- * erpc-notes §2.8) against anvil: an emitter contract logs in many blocks; svc's upstreams are
+ * as eRPC does) against anvil: an emitter contract logs in many blocks; svc's upstreams are
  * recording forwarders in front of anvil, one with threshold 8 and one with threshold 20, so
  * the network splits at 8. A wide eth_getLogs reaches the upstreams only as consecutive
  * chunks of at most 8 blocks, merged into exactly what anvil answers directly; a range within

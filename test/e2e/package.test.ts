@@ -124,12 +124,14 @@ describe('e2e: the packed package with an in-house plugin package', function () 
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('installs compiled JavaScript and declarations only, with the seven entry points and no tsx', () => {
+  it('installs compiled JavaScript and declarations only, with the seven entries, the plugin contracts pattern and no tsx', () => {
     const root = join(app, 'node_modules', 'svc');
     const sources = [...files(root)].map((f) => relative(root, f)).filter((f) => /\.[mc]?ts$/.test(f) && !/\.d\.[mc]?ts$/.test(f));
     expect(sources).to.deep.equal([]);
     const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
-    expect(Object.keys(manifest.exports)).to.have.members(['./plugin', './plugin/errors', './plugin/contracts', './util', './presets', './config', './package.json']);
+    expect(Object.keys(manifest.exports)).to.have.members(['./plugin', './plugin/errors', './plugin/contracts', './util', './plugins/*', './presets', './config', './package.json']);
+    // One contract entry per plugin that offers one: svc/plugins/<name> is dist/plugins/<name>/api.js.
+    expect(existsSync(join(root, 'dist', 'plugins', 'selection', 'api.js')), 'svc/plugins/selection built').to.equal(true);
     expect(manifest.exports).to.not.have.property('./*');
     for (const d of [...files(root)].filter((f) => f.endsWith('.d.ts'))) {
       expect(readFileSync(d, 'utf8'), relative(root, d)).to.not.match(/(?:from|import)\s*\(?\s*['"]\.{1,2}\/[^'"]*\.[mc]?ts['"]/);

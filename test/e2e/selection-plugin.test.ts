@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import { type Plugin } from 'svc/plugin';
-import { selectionHooks, type EvalFunc } from 'svc/plugin/contracts';
+import { selectionHooks, type EvalFunc } from 'svc/plugins/selection';
 import { evaluateSelection } from '../../plugins/selection/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';

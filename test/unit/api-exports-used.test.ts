@@ -1,6 +1,7 @@
 /**
  * A public API that is small and deliberate. svc's plugin-facing entries are `svc/plugin` (what a
- * plugin author needs), `svc/plugin/errors`, `svc/plugin/contracts` and `svc/util`:
+ * plugin author needs), `svc/plugin/errors`, `svc/plugin/contracts`, `svc/util`, and each plugin
+ * contract `svc/plugins/<name>` (what one plugin offers others):
  *
  * - `svc/plugin` exports at most 100 names (values and types), so a newcomer can hold it in
  *   their head; the rest lives in the three companion entries;
@@ -77,6 +78,23 @@ describe('svc/plugin entries are deliberate', () => {
       expect(unused, `exported by ${entry.name} but used by fewer than two built-in plugins and named in no doc of the entry: use it, document it, or stop exporting it`).to.deep.equal([]);
     });
   }
+
+  it('every value a plugin contract (svc/plugins/<name>) exports is used by a built-in other than its owner, or named in docs/plugins.md', async () => {
+    const plugins = pluginSources();
+    const docs = read('docs/plugins.md');
+    const owners = [...plugins.keys()].filter((name) => plugins.get(name)!.length > 0 && readdirSync(join(PACKAGE_ROOT, 'plugins', name)).includes('api.ts'));
+    expect(owners.length, 'plugins with a contract').to.be.greaterThan(5);
+    const unused: string[] = [];
+    for (const owner of owners) {
+      const api = (await import(join(PACKAGE_ROOT, 'plugins', owner, 'api.ts'))) as object;
+      for (const name of Object.keys(api)) {
+        const word = new RegExp(`\\b${name}\\b`);
+        const others = [...plugins.entries()].filter(([n, text]) => n !== owner && word.test(text)).length;
+        if (others === 0 && !word.test(docs)) unused.push(`svc/plugins/${owner}: ${name}`);
+      }
+    }
+    expect(unused, 'a contract value no other plugin uses and no doc names belongs inside its plugin').to.deep.equal([]);
+  });
 
   it('no name is exported by two entries', () => {
     const seen = new Map<string, string>();

@@ -30,7 +30,12 @@ describe('public API reports (etc/api/)', function () {
 
   it('every entry of package.json exports has a report config', function () {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
-    const entries = Object.keys(pkg.exports).filter((k) => k !== './package.json').map((k) => `svc/${k.slice(2)}`);
+    // "./plugins/*" is one entry per plugin folder with a contract (plugins/<name>/api.ts).
+    const plugins = API_ENTRIES.filter((e) => e.name.startsWith('svc/plugins/'));
+    expect(plugins.length, 'plugin contract entries').to.be.greaterThan(0);
+    const entries = Object.keys(pkg.exports)
+      .filter((k) => k !== './package.json')
+      .flatMap((k) => (k === './plugins/*' ? plugins.map((e) => e.name) : [`svc/${k.slice(2)}`]));
     expect(API_ENTRIES.map((e) => e.name)).to.have.members(entries);
   });
 
@@ -41,6 +46,7 @@ describe('public API reports (etc/api/)', function () {
       // The spec reporter prints the title after the test body: `svc/plugin: N exports; ...`.
       this.test!.title = `${exportsLine(r)}; ${entry.report} matches dist/`;
       expect(r.exports, `${entry.name} exports nothing: is dist/ built?`).to.be.greaterThan(0);
+      expect(r.forgotten, `types ${entry.name} uses that no public entry exports (a user cannot name them)`).to.deep.equal([]);
       if (r.changed) {
         const diff = (r.diff ?? '(no diff: the report file is missing)').split('\n');
         const shown = diff.slice(0, DIFF_LINES).join('\n') + (diff.length > DIFF_LINES ? `\n... (${diff.length - DIFF_LINES} more lines)` : '');

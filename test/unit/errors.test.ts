@@ -11,9 +11,10 @@ import { ERROR_TABLE, toJsonRpcError } from '../../core/errors-wire.ts';
 type ErrCtor = (new (message: string, opts?: errors.SvcErrorOptions) => SvcError) & { defaultCode: number; httpStatus: number; retryable: boolean };
 
 /** Every concrete SvcError subclass exported by core/errors.ts. */
+/** The error classes a client can receive: every exported `Err*` subclass of SvcError (bases such as ConsensusError are never thrown themselves). */
 function exportedErrorClasses(): [string, ErrCtor][] {
   return Object.entries(errors as Record<string, unknown>).filter(
-    (e): e is [string, ErrCtor] => typeof e[1] === 'function' && e[1] !== SvcError && (e[1] as { prototype?: unknown }).prototype instanceof SvcError,
+    (e): e is [string, ErrCtor] => e[0].startsWith('Err') && typeof e[1] === 'function' && e[1] !== SvcError && (e[1] as { prototype?: unknown }).prototype instanceof SvcError,
   );
 }
 

@@ -33,7 +33,7 @@ async function cruise(paths: string[]): Promise<{ violations: Violation[]; modul
 describe('plugin boundary (dependency-cruiser)', function () {
   this.timeout(60_000);
 
-  it('every built-in plugin imports only the public entries (svc/plugin, svc/plugin/errors, svc/plugin/contracts, svc/util), its own folder, npm packages and node builtins', async () => {
+  it('every built-in plugin imports only the public entries (svc/plugin, svc/plugin/errors, svc/plugin/contracts, svc/util, svc/plugins/<name>), its own folder, npm packages and node builtins', async () => {
     const { violations, modules } = await cruise(['plugins']);
     expect(modules, 'modules cruised').to.be.greaterThan(100);
     expect(violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`)).to.deep.equal([]);
@@ -61,7 +61,7 @@ describe('plugin boundary (dependency-cruiser)', function () {
     }
   });
 
-  it('the rules catch a core import by path, an internal core file and another plugin', async () => {
+  it('the rules catch a core import by path, an internal core file, another plugin\'s files, its contract by path, and a contract loading its plugin', async () => {
     // A throwaway plugin folder inside plugins/ (the rules match paths), removed afterwards.
     const dir = mkdtempSync(join(PACKAGE_ROOT, 'plugins', '.boundary-probe-'));
     const rel = dir.slice(PACKAGE_ROOT.length + 1);
@@ -73,10 +73,14 @@ describe('plugin boundary (dependency-cruiser)', function () {
           "import type { Plugin } from '../../core/plugin-api.ts';",
           "import { createSweep } from '../../core/sweep.ts';",
           "import { cachePlugin } from '../cache/index.ts';",
+          "import { CACHE_OUTCOME } from '../cache/api.ts';",
+          "import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';",
           "import { definePlugin } from 'svc/plugin';",
-          'export const p: Plugin = definePlugin({ name: String(createSweep) + String(cachePlugin), apply() {} });',
+          'export const p: Plugin = definePlugin({ name: String(createSweep) + String(cachePlugin) + String(CACHE_OUTCOME) + String(FAILSAFE_ENTRY), apply() {} });',
         ].join('\n'),
       );
+      // A contract entry that loads its plugin's implementation.
+      writeFileSync(join(dir, 'api.ts'), "import { p } from './index.ts';\nexport const KEY = String(p);\n");
       const { violations } = await cruise([rel]);
       const seen = violations.map((v) => `${v.rule.name}: ${v.to}`);
       expect(seen).to.include.members([
@@ -84,8 +88,11 @@ describe('plugin boundary (dependency-cruiser)', function () {
         'plugin-imports-core-internals: core/sweep.ts',
         'plugin-imports-core-beyond-the-entry: core/sweep.ts',
         'plugin-imports-another-plugin: plugins/cache/index.ts',
+        'plugin-contract-by-path: plugins/cache/api.ts',
+        `plugin-contract-imports-its-plugin: ${rel}/index.ts`,
       ]);
-      expect(seen.filter((s) => s.includes('svc/plugin'))).to.deep.equal([]);
+      // Another plugin's contract by its package name is allowed.
+      expect(seen.filter((s) => s.includes('svc/plugin') || s.includes('plugins/failsafe/'))).to.deep.equal([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -15,7 +15,8 @@
  *
  * {@link buildSnapshot} is pure over its {@link SnapshotSources}, so it is unit tested with fakes.
  */
-import type { HealthSnapshot, NetworkChainState, SelectionState } from 'svc/plugin/contracts';
+import type { HealthSnapshot, NetworkChainState } from 'svc/plugin/contracts';
+import type { SelectionState } from 'svc/plugins/selection';
 
 /** Most rows of each per-project metric table (their labels are bounded already; this bounds the page). */
 export const MAX_METRIC_ROWS = 200;

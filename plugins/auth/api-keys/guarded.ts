@@ -8,7 +8,7 @@
  * the key space's memory cache are served without the store (api-keys/space.ts).
  */
 import { StorageUnavailableError } from 'svc/plugin/errors';
-import { type ApiKeyRecord } from 'svc/plugin/contracts';
+import { type ApiKeyRecord } from '../api.ts';
 import { type StorageBreaker } from 'svc/util';
 import type { ApiKeyPage, ApiKeyStore } from './store.ts';
 

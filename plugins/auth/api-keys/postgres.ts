@@ -5,7 +5,7 @@
  */
 import type { Pool } from 'pg';
 import { checkedRecord, tokenAfter, type ApiKeyPage, type ApiKeyStore } from './store.ts';
-import type { ApiKeyRecord } from 'svc/plugin/contracts';
+import type { ApiKeyRecord } from '../api.ts';
 
 /** Queries give up after this long, ms: a lookup must not hold a request. */
 const QUERY_TIMEOUT_MS = 1000;

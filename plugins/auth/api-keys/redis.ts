@@ -7,7 +7,7 @@
  * Writes go in one MULTI so a reader never sees a row without its index entries.
  */
 import { checkedRecord, tokenAfter, type ApiKeyPage, type ApiKeyStore } from './store.ts';
-import type { ApiKeyRecord } from 'svc/plugin/contracts';
+import type { ApiKeyRecord } from '../api.ts';
 import type { RedisClient } from 'svc/util';
 
 /**

@@ -4,7 +4,7 @@
  * methods' changes, each evicting the key from this replica's cache at once.
  */
 import { LRUCache } from 'lru-cache';
-import type { ApiKeyManager, ApiKeyRecord } from 'svc/plugin/contracts';
+import type { ApiKeyManager, ApiKeyRecord } from '../api.ts';
 import { keyAfter, type ApiKeyStore } from './store.ts';
 
 /** How long an unknown key is remembered, ms (spec: negative lookups for 5 s). */

@@ -4,7 +4,7 @@
  * holds the record shape, the store contract, its pagination token and the `memory` driver; the
  * Redis and PostgreSQL drivers are in their own files and loaded only when configured.
  */
-import type { ApiKeyRecord } from 'svc/plugin/contracts';
+import type { ApiKeyRecord } from '../api.ts';
 
 /** A page of keys, in key order. */
 export interface ApiKeyPage {

@@ -25,7 +25,7 @@ import Keyv, { type KeyvStoreAdapter } from 'keyv';
 import type { Registry } from 'prom-client';
 import { type Finality, type Logger } from 'svc/plugin';
 import { StorageBreaker } from 'svc/util';
-import { FailsafePlans, methodOfRange, type FailsafeEntry, type OpPlan } from '../failsafe.ts';
+import { FailsafePlans, methodOfRange, type CacheFailsafeEntry, type OpPlan } from '../failsafe.ts';
 import { runPlan } from '../failsafe-run.ts';
 import { DEFAULT_READ_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, WRITE_TIMEOUT_MS, type RemoteTierSettings } from '../schema.ts';
 import { decodeEntry, encodeEntry, reverseKey, type CacheEntry, type Connector, type ConnectorDriver, type TierReporter } from './types.ts';
@@ -38,9 +38,9 @@ export const MAX_PLAIN_KEY_LENGTH = 200;
 /** Settings of a keyv tier (durations in ms). */
 export interface KeyvTierSettings extends Partial<RemoteTierSettings> {
   /** eRPC's `failsafeForGets`: how reads run per method/finality. */
-  failsafeForGets?: FailsafeEntry[];
+  failsafeForGets?: CacheFailsafeEntry[];
   /** eRPC's `failsafeForSets`: how writes run per method/finality. */
-  failsafeForSets?: FailsafeEntry[];
+  failsafeForSets?: CacheFailsafeEntry[];
 }
 
 /** A read that found nothing (not counted by a failsafe entry's breaker). */

@@ -5,7 +5,7 @@
  * destructuring (`{ key } = x`, `{ key: y } = x`), `'key' in x`, property names of the typed
  * settings a plugin reads (`interface ... { key: number }`), a string literal handed to a helper
  * that reads a setting by name (`duration('evalInterval', ...)`), and a directive's declared
- * `field` (its `directiveDefaults` key, read as `directives[field]` by core/directive.ts). A key
+ * `field` (its `directiveDefaults` key, read as `directives[field]` by the directives contract, plugins/directives/api.ts). A key
  * read only by being passed through whole is listed in PASSED_WHOLE with the reader that consumes it.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -62,7 +62,7 @@ function readNames(): Set<string> {
       else if (ts.isPropertySignature(n) && (ts.isIdentifier(n.name) || ts.isStringLiteralLike(n.name))) names.add(n.name.text);
       // A helper reading a setting by name: `duration('evalInterval', 15_000)`, `intSetting(evm, 'statePollerInterval', ...)`.
       else if (ts.isCallExpression(n)) for (const a of n.arguments) if (ts.isStringLiteralLike(a)) names.add(a.text);
-      // A declared directive reads its `directiveDefaults` key by its field name (core/directive.ts: `directives[field]`).
+      // A declared directive reads its `directiveDefaults` key by its field name (plugins/directives/api.ts: `directives[field]`).
       if (ts.isPropertyAssignment(n) && ts.isIdentifier(n.name) && n.name.text === 'field' && ts.isStringLiteralLike(n.initializer)) names.add(n.initializer.text);
       ts.forEachChild(n, visit);
     };

@@ -10,12 +10,8 @@ import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, type Plugin } from '../../../core/proxy.ts';
 import { serviceKey, ServiceKey, Slot } from '../../../core/plugin-api.ts';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
-import {
-  COST_SERVICE,
-  type CostService,
-  FAILSAFE_ENTRY,
-  type PriceTable,
-} from '../../../core/plugin-contracts.ts';
+import { COST_SERVICE, type CostService, type PriceTable } from 'svc/plugins/cost';
+import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';
 import { Services } from '../../../core/host.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 

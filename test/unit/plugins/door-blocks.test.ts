@@ -11,7 +11,8 @@ import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, type Plugin } from '../../../core/proxy.ts';
 import { Duration, type HttpRequestInfo, resolveConfigBlock, Strict, Type } from '../../../core/plugin-api.ts';
 import { ConfigError, ErrAuthUnauthorized } from '../../../core/plugin-errors.ts';
-import { AuthBlockSchema, type Authenticator, CORS_SERVICE, doorAuthenticator } from '../../../core/plugin-contracts.ts';
+import { AuthBlockSchema, type Authenticator, doorAuthenticator } from 'svc/plugins/auth';
+import { CORS_SERVICE } from 'svc/plugins/cors';
 import { defaultPreset } from '../../../presets/default.ts';
 import { presetWithout, startSvc } from '../../helpers/svc.ts';
 

@@ -1,6 +1,6 @@
 /**
  * Unit tests of the proactive getLogs split (`upstreams[].evm.getLogsAutoSplittingRangeThreshold`,
- * erpc-notes §2.8): the effective threshold (smallest above 0 among the upstreams, capped by
+ * eRPC's rule): the effective threshold (smallest above 0 among the upstreams, capped by
  * `getLogsMaxAllowedRange`), the chunking, and the chunk executor on a fake inner handler
  * (concurrency bound, block order, refused chunks halved only with `getLogsSplitOnError`,
  * one failing chunk fails the call).

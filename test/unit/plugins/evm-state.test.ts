@@ -9,7 +9,7 @@
  */
 import { expect } from 'chai';
 import { FINALITY, type CallContext, type Finality } from '../../../core/context.ts';
-import { SYNCING } from '../../../core/shared-slots.ts';
+import { SYNCING } from 'svc/plugins/evm-state';
 import { NO_CHAIN_STATE } from '../../../core/chain-state.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { createProxy } from '../../../core/proxy.ts';

@@ -13,7 +13,7 @@ import { RpcResult } from '../../../core/jsonrpc.ts';
 import { type Plugin } from '../../../core/plugin-api.ts';
 import { CHAIN_STATE_SERVICE } from '../../../core/plugin-contracts.ts';
 import { createProxy, type Proxy } from '../../../core/proxy.ts';
-import { NETWORK_HEDGES, NETWORK_RETRIES } from '../../../core/shared-slots.ts';
+import { NETWORK_HEDGES, NETWORK_RETRIES } from 'svc/plugins/failsafe';
 import { createLogger } from '../../../lib/logger.ts';
 import { evmRetriesPlugin } from '../../../plugins/evm-retries/index.ts';
 import { failsafePlugin, QUANTILE_MEMO_MS } from '../../../plugins/failsafe/index.ts';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { newExecutionRecord, type AttemptRecord, type ExecutionRecord } from '../../../core/context.ts';
-import { NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_RETRIES } from '../../../core/plugin-contracts.ts';
+import { NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_RETRIES } from 'svc/plugins/failsafe';
 import { diagnosticHeaders, MAX_TRACE_SEGMENTS, RECORD_SLOTS, traceSegment } from '../../../plugins/headers/index.ts';
 
 /** A record whose failsafe/cache/consensus slots are set, as the owning plugins would. */

@@ -13,7 +13,7 @@ import { healthPlugin } from '../../../plugins/health/index.ts';
 import { selectPlugin } from '../../../plugins/select/index.ts';
 import { evaluateSelection, rankedScores, selectionPlugin, selectionState } from '../../../plugins/selection/index.ts';
 import { type Plugin } from 'svc/plugin';
-import { SCORE_ORDER_STEP, SELECTION_API_SERVICE, selectionHooks, type EvalFunc } from 'svc/plugin/contracts';
+import { SCORE_ORDER_STEP, SELECTION_API_SERVICE, selectionHooks, type EvalFunc } from 'svc/plugins/selection';
 
 const DEAD = 'http://127.0.0.1:9';
 

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import type { PluginHost } from '../../../core/plugin-api.ts';
-import { AUTH_SERVICE, type ApiKeyManager } from '../../../core/plugin-contracts.ts';
+import { AUTH_SERVICE, type ApiKeyManager } from 'svc/plugins/auth';
 import { ConfigError, ErrEndpointUnsupported, ErrProjectNotFound } from '../../../core/plugin-errors.ts';
 import { adminMethods, DEFAULT_CORDON_REASON, DEFAULT_PAGE, ErrServiceNotFound, replayNeeded, unsupported } from '../../../plugins/admin/methods.ts';
 

@@ -11,7 +11,7 @@ import { newExecutionRecord } from '../../../core/context.ts';
 import { ErrCancelled, ErrEndpointRequestTimeout, ErrInternal } from '../../../core/errors.ts';
 import { RpcResult } from '../../../core/jsonrpc.ts';
 import type { CallHandler, Network, PluginHost } from '../../../core/plugin-api.ts';
-import { markProvenance } from '../../../core/provenance.ts';
+import { markProvenance } from 'svc/plugins/multiplex';
 import { DeadlineReason } from '../../../core/registry/transport.ts';
 import { MULTIPLEX_SERVICE, multiplexPlugin, type MultiplexService } from '../../../plugins/multiplex/index.ts';
 

@@ -7,8 +7,9 @@
 import { expect } from 'chai';
 import { SyncWaterfallHook } from 'tapable';
 import type { CallContext, Directives, HttpRequestInfo } from '../../../core/context.ts';
-import type { DirectiveDeclaration, PluginHost } from '../../../core/plugin-api.ts';
-import { DIRECTIVES_SERVICE, type DirectivesService } from '../../../core/plugin-contracts.ts';
+import type { PluginHost } from '../../../core/plugin-api.ts';
+import type { DirectiveDeclaration } from 'svc/plugins/directives';
+import { DIRECTIVES_SERVICE, type DirectivesService } from 'svc/plugins/directives';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
 import { MatcherCache } from '../../../lib/matcher.ts';
 import { declareDirective, directivesPlugin, type DirectiveSpec, isAllowed, parseDirectiveBool, parseDirectiveFlag, readHttpDirectives } from '../../../plugins/directives/index.ts';

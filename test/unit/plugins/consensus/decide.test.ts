@@ -1,5 +1,5 @@
 /**
- * The decision rules of a consensus round (erpc-notes §2.6), on votes built by
+ * The decision rules of a consensus round (as eRPC does), on votes built by
  * hand: the threshold, preferNonEmpty, preferLargerResponses, each dispute and low-participants
  * behaviour, error votes, the short-circuit rule, and which errors vote at all.
  */

@@ -1,5 +1,5 @@
 /**
- * Typed directives (spec §2.8): the contract between the directives plugin, which resolves each
+ * `svc/plugins/directives`: typed directives (spec §2.8), the contract between the directives plugin, which resolves each
  * call's directives (config defaults, then the request's headers and query, filtered by
  * `allowClientDirectives`), and the plugins that honour them. The core names no directive: each
  * plugin declares the ones it honours with a {@link Directive} (its header, query parameter,
@@ -8,10 +8,7 @@
  * the call's resolved `ctx.directives` (no parsing per call: the request is parsed once per HTTP
  * request by the directives plugin).
  */
-import { Type, type TProperties, type TSchema } from '@sinclair/typebox';
-import type { Directives } from './context.ts';
-import type { PluginHost } from './host.ts';
-import { DIRECTIVES_SERVICE } from './services.ts';
+import { serviceKey, Type, type Directives, type PluginHost, type ServiceKey, type TProperties, type TSchema } from 'svc/plugin';
 
 /**
  * How a directive's request value is read: `bool` (only `true`, any case, whitespace stripped, is
@@ -123,3 +120,21 @@ export function declareDirectives(host: PluginHost, plugin: string, ...directive
   if (host.services.get(DIRECTIVES_SERVICE)) declare();
   else host.hooks.configured.tap(`${plugin}:directives`, declare);
 }
+
+/**
+ * What the directives plugin offers the plugins that honour directives (every directive is a
+ * plugin's, declared with {@link Directive}; `declareDirectives` calls this).
+ */
+export interface DirectivesService {
+  /**
+   * Declares a directive: read from its header and query parameter, governed by
+   * `allowClientDirectives` (unless `filtered: false`), defaulted from `directiveDefaults.<field>`
+   * (a key the plugin's schema fragment declares). Declare in `apply`. An identical declaration
+   * again (a second plugin honouring the same directive) is accepted.
+   * @throws PluginContractError for a malformed declaration, or a name another declaration uses differently
+   */
+  declare(d: DirectiveDeclaration): void;
+}
+
+/** Key of the directives plugin's {@link DirectivesService}. */
+export const DIRECTIVES_SERVICE: ServiceKey<DirectivesService> = serviceKey<DirectivesService>('directives');
