@@ -8,7 +8,8 @@
 import { expect } from 'chai';
 import { SyncHook, SyncWaterfallHook } from 'tapable';
 import type { CallContext, Directives, ExecutionRecord } from '../../../core/context.ts';
-import { ErrEndpointRequestTimeout, ErrUpstreamsExhausted } from '../../../core/errors.ts';
+import { getEventListeners } from 'node:events';
+import { ErrEndpointRequestTimeout, ErrInternal, ErrUpstreamsExhausted } from '../../../core/errors.ts';
 import { RpcResult } from '../../../core/jsonrpc.ts';
 import type { Proxy } from '../../../core/proxy.ts';
 import { serveJsonRpc, smallBatchText, streamArray, type CallAnswer } from '../../../core/serve.ts';
@@ -20,19 +21,39 @@ const answer = (text: CallAnswer['text']): CallAnswer => ({ text, status: 200, r
 function fakeProxy(script: Record<string, (ctx: CallContext) => Promise<RpcResult>>, server: Record<string, unknown> = {}) {
   const done: string[] = [];
   const errors: unknown[] = [];
+  const logged: Array<[unknown, string]> = [];
   const network = { id: 'evm:1', handler: (ctx: CallContext) => (script[ctx.request.method] ?? (() => Promise.reject(new Error(`no script for ${ctx.request.method}`))))(ctx) };
   const callDone = new SyncHook<[CallContext]>(['ctx']);
   callDone.tap('t', (ctx) => void done.push(ctx.request.method));
   const proxy = {
     config: { server: { maxBodySize: 1 << 20, maxJsonDepth: 16, maxBatchSize: 10, batchConcurrency: 2, maxTimeoutMs: 5000, includeErrorDetails: false, ...server } },
-    logger: { error: (o: unknown) => void errors.push(o) },
+    logger: { error: (o: unknown, msg: string) => void (errors.push(o), logged.push([o, msg])) },
     hooks: { directives: new SyncWaterfallHook<[Directives, CallContext]>(['d', 'ctx']), callDone },
     getNetwork: async (_p: unknown, id: string) => (id === 'evm:1' ? network : undefined),
   } as unknown as Proxy;
   const info = { headers: {}, query: {}, remoteAddress: '127.0.0.1', clientAddress: '127.0.0.1', host: 'localhost', path: '/' };
   const serve = (body: string, withNetwork = true, signal?: AbortSignal) =>
     serveJsonRpc(proxy, { target: { project: { id: 'main' }, ...(withNetwork ? { network } : {}) } as never, info: info as never, body, signal });
-  return { serve, done, errors };
+  return { serve, done, errors, logged, proxy };
+}
+
+/** Every ctx.signal a scripted method saw, and the most calls it had in flight at once. */
+function tracker() {
+  const signals: AbortSignal[] = [];
+  let now = 0;
+  let most = 0;
+  const run = (ctx: CallContext): Promise<RpcResult> => {
+    signals.push(ctx.signal);
+    now++;
+    most = Math.max(most, now);
+    return new Promise((resolve) =>
+      setImmediate(() => {
+        now--;
+        resolve(new RpcResult(1));
+      }),
+    );
+  };
+  return { run, signals, most: () => most };
 }
 
 const ok = (v: unknown) => async () => new RpcResult(v);
@@ -168,6 +189,77 @@ describe('wire: inbound batches and calls as served (spec §4.2)', () => {
       ]);
     });
 
+    it('an empty batch is refused as a whole: one error (id null, -32600), not an empty array', async () => {
+      const { serve, done } = fakeProxy({ a: ok(1) });
+      const out = await serve('[]');
+      expect(out).to.deep.equal({ body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: empty batch"}}', batch: false, status: 400, records: [] });
+      expect(done).to.deep.equal([]);
+    });
+
+    it('a batch within batchConcurrency shares one signal and deadline; a larger one gives each call its own, at most batchConcurrency in flight', async () => {
+      const within = tracker();
+      const { serve } = fakeProxy({ a: within.run }, { batchConcurrency: 2 });
+      await serve(JSON.stringify([1, 2].map((id) => ({ jsonrpc: '2.0', id, method: 'a' }))));
+      expect(within.signals).to.have.length(2);
+      expect(within.signals[0]).to.equal(within.signals[1]);
+      expect(within.most()).to.equal(2);
+      const over = tracker();
+      const { serve: serveOver } = fakeProxy({ a: over.run }, { batchConcurrency: 2 });
+      const out = await serveOver(JSON.stringify([1, 2, 3].map((id) => ({ jsonrpc: '2.0', id, method: 'a' }))));
+      expect(JSON.parse(out.body)).to.have.length(3);
+      expect(over.signals).to.have.length(3);
+      // The first two run at once on signals of their own (a later call may reuse a recycled controller).
+      expect(over.signals[0]).to.not.equal(over.signals[1]);
+      expect(over.most()).to.equal(2);
+    });
+
+    it('an answer holding raw result bytes is written as text, bytes in place', async () => {
+      const { serve } = fakeProxy({ a: async () => RpcResult.fromBytes({ x: 1 }, Buffer.from('{"x":1}')) });
+      const single = await serve('{"jsonrpc":"2.0","id":7,"method":"a"}');
+      expect(single.body).to.equal('{"jsonrpc":"2.0","id":7,"result":{"x":1}}');
+      const batch = await serve('[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"a"}]');
+      expect(batch.body).to.equal('[{"jsonrpc":"2.0","id":1,"result":{"x":1}},{"jsonrpc":"2.0","id":2,"result":{"x":1}}]');
+    });
+
+    it("svc's own failure logs the original exception's stack (the cause of an internal error) and the method", async () => {
+      const { serve, logged } = fakeProxy({
+        a: async () => {
+          throw new Error('plain bug');
+        },
+        b: async () => {
+          throw new ErrInternal('wrapped', { cause: new Error('the cause') });
+        },
+      });
+      await serve('{"jsonrpc":"2.0","id":1,"method":"a"}');
+      await serve('{"jsonrpc":"2.0","id":2,"method":"b"}');
+      expect(logged).to.have.length(2);
+      const [plain, wrapped] = logged as Array<[{ err: string; method: string }, string]>;
+      expect(plain[1]).to.equal('internal failure serving a call');
+      expect(plain[0].method).to.equal('a');
+      expect(plain[0].err).to.match(/^Error: plain bug\n\s+at /);
+      expect(wrapped[0].method).to.equal('b');
+      expect(wrapped[0].err).to.match(/^Error: the cause\n\s+at /);
+    });
+
+    it("svc's own failure before any call ran: a batch gets the error once per element with its id, a single call with its id", async () => {
+      const { serve, proxy } = fakeProxy({ a: ok(1) });
+      // A config read that throws once the body is parsed stands for any bug at that point.
+      Object.defineProperty(proxy.config.server, 'batchConcurrency', {
+        get() {
+          throw new Error('broken');
+        },
+      });
+      const batch = await serve('[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":"two","method":"a"}]');
+      expect(batch.batch).to.equal(true);
+      expect(batch.status).to.equal(500);
+      expect(JSON.parse(batch.body)).to.deep.equal([
+        { jsonrpc: '2.0', id: 1, error: { code: -32603, message: 'internal error: broken' } },
+        { jsonrpc: '2.0', id: 'two', error: { code: -32603, message: 'internal error: broken' } },
+      ]);
+      const single = await serve('{"jsonrpc":"2.0","id":5,"method":"a"}');
+      expect(JSON.parse(single.body)).to.deep.equal({ jsonrpc: '2.0', id: 5, error: { code: -32603, message: 'internal error: broken' } });
+    });
+
     it('the transport closed before the body is served: no call runs on a signal of its own', async () => {
       const c = new AbortController();
       c.abort();
@@ -180,6 +272,7 @@ describe('wire: inbound batches and calls as served (spec §4.2)', () => {
       });
       const out = await serve('[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"a"}]', true, c.signal);
       expect(seen).to.deep.equal([true, true]);
+      expect(getEventListeners(c.signal, 'abort'), 'no listener left on the transport').to.have.length(0);
       expect(JSON.parse(out.body).map((e: { id: number; error: { message: string } }) => [e.id, e.error.message])).to.deep.equal([
         [1, 'the transport closed'],
         [2, 'the transport closed'],
@@ -204,6 +297,7 @@ describe('wire: inbound batches and calls as served (spec §4.2)', () => {
       );
       const body = JSON.stringify([1, 2, 3, 4].map((id) => ({ jsonrpc: '2.0', id, method: 'a' })));
       const out = await serve(body, true, c.signal);
+      expect(getEventListeners(c.signal, 'abort'), 'no listener left on the transport').to.have.length(0);
       expect(started).to.deep.equal([
         [1, false],
         [2, false],
