@@ -65,6 +65,14 @@ describe('directives plugin (spec §2.8)', () => {
     expect(() => declareDirective(specs, { ...d, type: 'bool' })).to.throw(PluginContractError, /collides with a declared one: skip-cache-read/);
     expect(() => declareDirective(specs, { ...d, query: 'other' })).to.throw(PluginContractError, /collides/);
     expect(() => declareDirective(specs, { ...d, query: 'x', header: 'x-x', field: 'f', type: 'number' as never })).to.throw(PluginContractError, /type bool, flag or string/);
+    // Each name alone collides: the query, the header, the field.
+    expect(() => declareDirective(specs, { ...d, header: 'x-other', field: 'other' })).to.throw(PluginContractError, /collides/);
+    expect(() => declareDirective(specs, { ...d, header: 'x-other' })).to.throw(PluginContractError, /collides/);
+    expect(() => declareDirective(specs, { ...d, field: 'other' })).to.throw(PluginContractError, /collides/);
+    expect(() => declareDirective(specs, { ...d, query: 'other', header: 'x-other' })).to.throw(PluginContractError, /collides/);
+    // The header starts with x-: a name merely ending in x-... is malformed.
+    expect(() => declareDirective([], { ...d, header: 'bad-x-skip' })).to.throw(PluginContractError, /header x-\[a-z0-9-\]\+/);
+    expect(specs).to.have.length(1);
   });
 
   it('§2.8 ¶4 — booleans: only `true` (any case, whitespace stripped) is truthy; 1 and yes are false', () => {
@@ -114,6 +122,10 @@ describe('directives plugin (spec §2.8)', () => {
     expect(isAllowed(undefined, 'use-upstream', cache)).to.equal(true);
     expect(isAllowed('', 'use-upstream', cache)).to.equal(false);
     expect(isAllowed('*', 'use-upstream', cache)).to.equal(true);
+    // Surrounding whitespace is not part of the expression.
+    expect(isAllowed('  ', 'use-upstream', cache)).to.equal(false);
+    expect(isAllowed(' * ', 'use-upstream', cache)).to.equal(true);
+    expect(isAllowed(' use-upstream ', 'use-upstream', cache)).to.equal(true);
     expect(isAllowed('!skip-cache-read & !use-upstream', 'use-upstream', cache)).to.equal(false);
     expect(isAllowed('!skip-cache-read & !use-upstream', 'retry-empty', cache)).to.equal(true);
   });

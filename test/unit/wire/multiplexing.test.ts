@@ -4,6 +4,7 @@
  * metadata, the follower counter and its labels, the switch, internal calls, params that cannot
  * be hashed, and each participant's own deadline or cancellation.
  */
+import { getEventListeners } from 'node:events';
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import type { CallContext, ExecutionRecord } from '../../../core/context.ts';
@@ -196,5 +197,51 @@ describe('wire: multiplexing (spec §4.6)', () => {
     const early = w.call([1], { signal: c.signal });
     expect(await early.result.catch((e: unknown) => e)).to.be.instanceOf(ErrCancelled);
     expect(w.gates[0]!.ctx.signal.aborted).to.equal(false);
+  });
+
+  it('calls of the same provenance share only when method and params match too', async () => {
+    const w = setUp();
+    const pinned = () => {
+      const state = new Map();
+      markProvenance({ state } as unknown as CallContext, 'use-upstream', 'a');
+      return state;
+    };
+    w.call([1], { state: pinned() });
+    w.call([2], { state: pinned() });
+    expect(w.gates, 'other params, same provenance: two executions').to.have.length(2);
+    w.call([1], { state: pinned() });
+    expect(w.gates, 'same params and provenance: shared').to.have.length(2);
+  });
+
+  it('a leader whose signal is already aborted cancels the execution it started (nobody waits for it)', async () => {
+    const w = setUp();
+    const c = new AbortController();
+    c.abort('the client left');
+    const early = w.call([1], { signal: c.signal });
+    expect(await early.result.catch((e: unknown) => e)).to.be.instanceOf(ErrCancelled);
+    expect(w.gates).to.have.length(1);
+    expect(w.gates[0]!.ctx.signal.aborted).to.equal(true);
+  });
+
+  it('a follower that leaves early stops counting as waiting; every participant leaves no listener on its signal', async () => {
+    const w = setUp();
+    const leader = w.call([1]);
+    const follower = w.call([1]);
+    const gone = w.call([1]);
+    expect(w.service.waiting(w.network)).to.equal(2);
+    gone.abort('the client left');
+    await gone.result.catch(() => undefined);
+    expect([w.service.inFlight(w.network), w.service.waiting(w.network)]).to.deep.equal([1, 1]);
+    w.gates[0]!.resolve(new RpcResult(1));
+    await Promise.all([leader.result, follower.result]);
+    expect(getEventListeners(leader.ctx.signal, 'abort')).to.have.length(0);
+    expect(getEventListeners(follower.ctx.signal, 'abort')).to.have.length(0);
+    // The same after a failed execution.
+    const l2 = w.call([2]);
+    const f2 = w.call([2]);
+    w.gates[1]!.reject(new ErrInternal('boom'));
+    await Promise.all([l2.result.catch(() => undefined), f2.result.catch(() => undefined)]);
+    expect(getEventListeners(l2.ctx.signal, 'abort')).to.have.length(0);
+    expect(getEventListeners(f2.ctx.signal, 'abort')).to.have.length(0);
   });
 });
