@@ -24,9 +24,9 @@ import { explainErpcKeys } from './erpc-keys.ts';
 
 export { FORBIDDEN_KEYS, forbiddenKeys, RESERVED_PROJECT_IDS } from './checks.ts';
 export type { AliasRule, DurationInput, NetworkInput, ProjectInput, ResolvedMetrics, SvcConfigInput } from './types.ts';
-import type { Directives } from '../core/context.ts';
 import type {
   AliasRule,
+  Directives,
   NetworkInput,
   ResolvedConfig,
   ResolvedNetwork,

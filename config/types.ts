@@ -6,7 +6,18 @@
  * applied, durations in milliseconds and sizes in bytes. Plugin-owned keys are carried in
  * each resolved node's `settings` (merged, defaulted, converted) for the plugin to read.
  */
-import type { Directives } from '../core/context.ts';
+
+/**
+ * Resolved request directives (spec §2.8), by field: what the directives plugin resolved for a
+ * call from config defaults and the request (unset means "the honouring plugin's default", so
+ * tri-state config survives resolution). The core names no directive: each plugin declares the
+ * ones it honours and reads them with a typed `Directive` (`svc/plugins/directives`). Declared
+ * with the config because `directiveDefaults` resolve to it.
+ */
+export interface Directives {
+  /** A declared directive's value, by its field name. */
+  [field: string]: boolean | string | undefined;
+}
 
 /** Duration as written: `"50ms"`, `"15s"`, `"1h"`, or milliseconds. */
 export type DurationInput = string | number;

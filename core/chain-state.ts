@@ -6,7 +6,7 @@
  * (nothing known: no head, no block time) in a preset without that plugin. Read-only: only the
  * evm-state plugin writes chain state.
  */
-import { serviceKey, type ServiceKey } from './host.ts';
+import { serviceKey, type ServiceKey } from './services.ts';
 import type { Network } from './registry/network.ts';
 import type { Upstream } from './registry/upstream.ts';
 

@@ -26,7 +26,26 @@ import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import type { Upstream } from './registry/upstream.ts';
 import type { ResolvedConfig } from '../config/types.ts';
-import type { ReloadReport } from './reload.ts';
+
+/** What asked for a reload: SIGHUP (`signal`) or admin `svc_reloadConfig` (`request`). */
+export type ReloadTrigger = 'signal' | 'request';
+
+/** What a reload changed (the answer of `svc_reloadConfig`, logged on SIGHUP). */
+export interface ReloadReport {
+  /** Whether anything was applied live. */
+  changed: boolean;
+  /** Networks as `<project>/<network id>`: added, removed, replaced because their config changed. */
+  networks: { added: string[]; removed: string[]; changed: string[] };
+  /**
+   * Upstreams as `<project>/<upstream id>`: added, removed (draining), changed (replaced under
+   * the same id); `kept` counts those that kept their state and connections.
+   */
+  upstreams: { added: string[]; removed: string[]; changed: string[]; kept: number };
+  /** The new log level, when it changed. */
+  logLevel?: string;
+  /** Time the swap took, ms (validation not included). */
+  durationMs: number;
+}
 
 /** The network-level handler of one call: returns a result or throws a {@link SvcError}. */
 export type CallHandler = (ctx: CallContext) => Promise<RpcResult>;

@@ -78,9 +78,9 @@ export { resolveConfigBlock } from '../config/block.ts';
 
 export type { Network } from './registry/network.ts';
 export type { Project } from './registry/project.ts';
-export type { Upstream, UpstreamState } from './registry/upstream.ts';
+export type { DialRequest, Upstream, UpstreamState } from './registry/upstream.ts';
 export type { UpstreamPoolOptions } from './registry/transport.ts';
-export type { ReloadReport } from './reload.ts';
+export type { ReloadReport } from './hooks.ts';
 export type { Logger } from '../lib/logger.ts';
 export type { RouteTarget } from './routing.ts';
 export type { JsonRpcInput, JsonRpcOutput } from './serve.ts';

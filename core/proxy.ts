@@ -14,7 +14,7 @@ import { Registry } from 'prom-client';
 import type { TObject } from '@sinclair/typebox';
 import type { LevelWithSilent } from 'pino';
 import type { CallContext, HttpRequestInfo } from './context.ts';
-import { createHooks, guardObservationHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks } from './hooks.ts';
+import { createHooks, guardObservationHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks, type UpstreamCall } from './hooks.ts';
 import { checkPlugin, PluginContractError, Services, type ListenOverrides, type Plugin, type PluginHost } from './host.ts';
 import { CHAIN_STATE_SERVICE, type ChainStateService, NO_CHAIN_STATE, type NetworkChainState } from './chain-state.ts';
 import { Drain, type LifecycleState, type LifecycleStatus } from './drain.ts';
@@ -26,6 +26,8 @@ import { Project } from './registry/project.ts';
 import { Upstream } from './registry/upstream.ts';
 import { internalContext, upstreamCall } from './internal-call.ts';
 import { callFailure } from './sweep.ts';
+import { installCallChain, installSender, runCall } from './chains.ts';
+import { healthOutcome } from './blame.ts';
 import { createServer } from './server.ts';
 import { ClientAddressResolver } from '../lib/client-address.ts';
 import type Koa from 'koa';
@@ -235,7 +237,7 @@ export class Proxy implements PluginHost {
 
   /** Builds a project with its declared networks and its upstreams (not yet probed). */
   private buildProject(pc: ResolvedProject): Project {
-    const project = new Project(pc);
+    const project = new Project(pc, healthOutcome);
     this.projects.set(project.id, project);
     for (const nc of pc.networks) this.createNetwork(project, nc, true);
     for (const uc of pc.upstreams) this.addUpstream(project, new Upstream(uc, project.id, { shared: this.pools }));
@@ -249,14 +251,18 @@ export class Proxy implements PluginHost {
    */
   addUpstream(project: Project, u: Upstream, order?: number): void {
     project.addUpstream(u, order);
-    const sender = composeRecorded(this.hooks.upstream, u.send, u);
-    u.send = sender.handler;
+    const sender = composeRecorded(this.hooks.upstream, (call: UpstreamCall) => u.dial(call), u);
+    installSender(u, sender.handler);
     u.pipeline = sender.wrappers;
     if (u.config.chainId !== undefined) this.join(project, u, u.config.chainId);
   }
 
   /** Client address resolution of `server.trustedIPForwarders`/`trustedIPHeaders`, made on first use. */
   private clients?: ClientAddressResolver;
+
+  runCall(ctx: CallContext): Promise<RpcResult> {
+    return runCall(ctx);
+  }
 
   requestInfo(k: Koa.Context): HttpRequestInfo {
     this.clients ??= new ClientAddressResolver(this.config.server.trustedIPForwarders, this.config.server.trustedIPHeaders);
@@ -373,13 +379,13 @@ export class Proxy implements PluginHost {
     const chain = calls.handler;
     network.pipeline = { call: calls.wrappers, attempt: attempts.wrappers };
     // A call that reached its deadline is a timeout, whatever path failed it (spec §4.7 #2).
-    network.handler = async (ctx) => {
+    installCallChain(network, async (ctx) => {
       try {
         return await chain(ctx);
       } catch (e) {
         throw callFailure(ctx.signal, e);
       }
-    };
+    });
     project.addNetwork(network);
     this.hooks.network.call(network);
     return network;

@@ -26,29 +26,13 @@ import type { Network } from './registry/network.ts';
 import type { Project } from './registry/project.ts';
 import { Upstream } from './registry/upstream.ts';
 import type { Proxy } from './proxy.ts';
+import type { ReloadReport, ReloadTrigger } from './hooks.ts';
+
+export type { ReloadReport, ReloadTrigger } from './hooks.ts';
 import { leaveNetworks } from './probe.ts';
 import { ErrReloadUnavailable } from './errors.ts';
 import { ConfigError } from '../config/load.ts';
 
-/** What asked for a reload: SIGHUP (`signal`) or admin `svc_reloadConfig` (`request`). */
-export type ReloadTrigger = 'signal' | 'request';
-
-/** What a reload changed (the answer of `svc_reloadConfig`, logged on SIGHUP). */
-export interface ReloadReport {
-  /** Whether anything was applied live. */
-  changed: boolean;
-  /** Networks as `<project>/<network id>`: added, removed, replaced because their config changed. */
-  networks: { added: string[]; removed: string[]; changed: string[] };
-  /**
-   * Upstreams as `<project>/<upstream id>`: added, removed (draining), changed (replaced under
-   * the same id); `kept` counts those that kept their state and connections.
-   */
-  upstreams: { added: string[]; removed: string[]; changed: string[]; kept: number };
-  /** The new log level, when it changed. */
-  logLevel?: string;
-  /** Time the swap took, ms (validation not included). */
-  durationMs: number;
-}
 
 /**
  * The reload side of a proxy: where the config is read from, the reloads (one at a time), and

@@ -10,6 +10,7 @@ import { toJsonRpcError, wireError } from './errors-wire.ts';
 import { parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedBody, type ParsedCall } from './jsonrpc.ts';
 import { normaliseNetworkId, type RouteTarget } from './routing.ts';
 import { RequestScope } from './request-scope.ts';
+import { runCall } from './chains.ts';
 import type { Proxy } from './proxy.ts';
 
 /** One serialised call answer. */
@@ -108,7 +109,7 @@ export async function serveCall(
     };
     ctx.directives = proxy.hooks.directives.call(ctx.directives, ctx);
     record.routed = true;
-    const result = await network.handler(ctx);
+    const result = await runCall(ctx);
     return { text: serializeResult(call.idRaw, result), status: 200, record };
   } catch (e) {
     // svc's own exception (here or wrapped deeper, e.g. in the sweep): -32603, id null, HTTP 500, logged with its stack.

@@ -9,7 +9,7 @@
  * against another installed copy of svc (whose own `Slot` object has the same name) still reads
  * and writes the same field.
  */
-import { PluginContractError } from './host.ts';
+import { PluginContractError } from './services.ts';
 
 /**
  * Something that holds slots: a call context (its `state` map), an upstream (its `slots` map),

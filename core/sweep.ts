@@ -20,6 +20,7 @@ import {
 } from './errors.ts';
 import type { AttemptHandler, Leg, ProxyHooks, UpstreamCall } from './hooks.ts';
 import { settleFailedAttempt } from './charge.ts';
+import { sendUpstream } from './chains.ts';
 import type { RpcResult } from './jsonrpc.ts';
 import { isDeadline, type Upstream } from './registry/upstream.ts';
 
@@ -116,7 +117,7 @@ export async function tryUpstream(hooks: ProxyHooks, ctx: CallContext, u: Upstre
   if (maxResponseSize !== undefined) call.maxResponseSize = maxResponseSize;
   let r: RpcResult;
   try {
-    r = await u.send(call);
+    r = await sendUpstream(u, call);
     const invalid = hooks.validate.call(ctx, r, u);
     if (invalid) throw invalid;
   } catch (e) {

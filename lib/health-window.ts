@@ -7,7 +7,7 @@
  * project (core/registry/project.ts); cordons are in-process only.
  */
 import { DDSketch } from '@datadog/sketches-js';
-import type { AttemptRecord } from '../core/context.ts';
+import type { AttemptRecord } from '../core/records.ts';
 import { compileGlobs, type GlobTest } from './glob.ts';
 
 /** How an attempt counts in the health window (core/blame.ts `healthOutcome` decides). */

@@ -1,8 +1,8 @@
 /**
- * A network (one chain, id `evm:<chainId>`) of a project, with its serving upstreams in
- * config order and its call handler, composed once when the network is created (docs/architecture.md).
+ * A network (one chain, id `evm:<chainId>`) of a project, with its serving upstreams in config
+ * order. Its `call` chain is composed once when the host creates it and held by the pipeline
+ * (core/chains.ts), not here (docs/architecture.md).
  */
-import type { CallHandler } from '../hooks.ts';
 import type { ResolvedNetwork } from '../../config/types.ts';
 import type { Project } from './project.ts';
 import type { Upstream } from './upstream.ts';
@@ -16,8 +16,6 @@ export class Network {
   readonly alias?: string;
   /** Upstreams that may serve, in config order (the `select` hook orders them per call). */
   readonly upstreams: Upstream[] = [];
-  /** The composed `call` chain; set by the proxy right after construction. */
-  handler!: CallHandler;
   /**
    * The wrappers this network's chains run, outermost first, by hook (`call`, `attempt`): tap
    * names recorded when the chains were composed (core/pipeline.ts; `svc pipeline` prints them).

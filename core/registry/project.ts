@@ -2,8 +2,7 @@
  * A project: its networks (by id and alias) and its upstreams (spec §1.2).
  */
 import type { ResolvedProject } from '../../config/types.ts';
-import { HealthTracker } from '../../lib/health-window.ts';
-import { healthOutcome } from '../blame.ts';
+import { HealthTracker, type HealthClassifier } from '../../lib/health-window.ts';
 import type { Network } from './network.ts';
 import type { Upstream } from './upstream.ts';
 
@@ -23,11 +22,16 @@ export class Project {
   /**
    * @param config resolved project config; replaced by a config reload (core/reload.ts) when its
    *   networks or upstreams change (its own plugin keys stay as started)
+   * @param classify what an attempt means for its upstream's health (the pipeline's charging rule,
+   *   handed in by the host so the registry depends on nothing above it)
    */
-  constructor(public config: ResolvedProject) {
+  constructor(
+    public config: ResolvedProject,
+    classify: HealthClassifier,
+  ) {
     this.id = config.id;
     const windowMs = typeof config.settings.scoreMetricsWindowSize === 'number' ? config.settings.scoreMetricsWindowSize : 600_000;
-    this.health = new HealthTracker(healthOutcome, windowMs);
+    this.health = new HealthTracker(classify, windowMs);
   }
 
   private nextOrder = 0;

@@ -7,7 +7,6 @@ import { compileGlobs } from '../../lib/glob.ts';
 import type { RpcResult } from '../jsonrpc.ts';
 import type { SvcError } from '../errors.ts';
 import type { ResolvedUpstream } from '../../config/types.ts';
-import type { UpstreamCall, UpstreamSender } from '../hooks.ts';
 import { DEFAULT_MAX_RESPONSE_SIZE, HttpTransport, type UpstreamPoolOptions } from './transport.ts';
 import type { Redactor } from '../../lib/redact.ts';
 
@@ -18,6 +17,26 @@ export type UpstreamState = 'probing' | 'ready' | 'failed';
 
 /** Most methods one upstream learns to ignore at run time. */
 export const MAX_LEARNED_IGNORES = 1000;
+
+/**
+ * One request as the transport dials it: what to send and the records it accounts the dial in.
+ * The pipeline's `UpstreamCall` (core/hooks.ts) is one; declared here by shape so the registry
+ * needs nothing of the pipeline.
+ */
+export interface DialRequest {
+  /** JSON-RPC method sent upstream. */
+  readonly method: string;
+  /** Params sent upstream (after interpolation). */
+  readonly params: unknown;
+  /** Aborts this one request (hedge loss, deadline). */
+  readonly signal: AbortSignal;
+  /** Cap on this answer's size, bytes, below the upstream's `maxResponseSize`. */
+  readonly maxResponseSize?: number;
+  /** The attempt's record: `dialled` is set once the request is built and sent. */
+  readonly attempt: { dialled: boolean };
+  /** The call's record: each dial counts one upstream attempt. */
+  readonly ctx: { readonly record: { upstreamAttempts: number } };
+}
 
 /** A configured upstream endpoint. */
 export class Upstream {
@@ -43,9 +62,10 @@ export class Upstream {
   readonly createdAt = performance.now();
   /** Plugin-owned fields of this upstream, by slot (core/slots.ts), e.g. `SYNCING` of the evm-state plugin (`svc/plugins/evm-state`). */
   readonly slots = new Map<symbol, unknown>();
-  /** The composed sender: the `upstream` hook's wrappers around {@link transport}. */
-  send: UpstreamSender;
-  /** The `upstream` hook's wrappers {@link send} runs, outermost first (core/pipeline.ts). */
+  /**
+   * The `upstream` hook's wrappers around {@link dial}, outermost first: tap names recorded when
+   * the pipeline composed this upstream's sender (core/chains.ts holds the sender itself).
+   */
   pipeline: readonly string[] = [];
 
   /** The HTTP transport: pool, ids, response cap, fault normalisation, redaction. */
@@ -76,7 +96,6 @@ export class Upstream {
     // Method names from clients are matched in linear time.
     this.ignore = config.ignoreMethods.length ? compileGlobs(config.ignoreMethods) : () => false;
     this.allow = config.allowMethods.length ? compileGlobs(config.allowMethods) : () => false;
-    this.send = (call) => this.dial(call);
   }
 
   /** True when the upstream serves: verified, or configured with a chain id while its probe runs. */
@@ -116,10 +135,11 @@ export class Upstream {
   }
 
   /**
-   * The innermost sender: builds the body (svc's own code: an exception here is an internal
-   * error, never counted against the upstream), then accounts the dial and sends it.
+   * The innermost sender, below the `upstream` hook's wrappers: builds the body (svc's own code:
+   * an exception here is an internal error, never counted against the upstream), then accounts
+   * the dial and sends it.
    */
-  private dial(call: UpstreamCall): Promise<RpcResult> {
+  dial(call: DialRequest): Promise<RpcResult> {
     const body = this.http.body(call.method, call.params);
     call.attempt.dialled = true;
     call.ctx.record.upstreamAttempts++;
@@ -131,7 +151,7 @@ export class Upstream {
    * call, in order; never rejects. Each call counts as one upstream attempt of its own call.
    * @param calls the calls (their attempt records are marked dialled)
    */
-  sendBatch(calls: readonly UpstreamCall[]): Promise<Array<RpcResult | SvcError>> {
+  sendBatch(calls: readonly DialRequest[]): Promise<Array<RpcResult | SvcError>> {
     for (const c of calls) {
       c.attempt.dialled = true;
       c.ctx.record.upstreamAttempts++;

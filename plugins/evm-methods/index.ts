@@ -106,7 +106,7 @@ export interface EvmMethodsPluginOptions {
  * not hide the transaction from another).
  * @returns the lookup answer, or undefined when the lookup itself failed
  */
-async function lookupTransaction(ctx: CallContext, hash: Hex): Promise<RpcResult | undefined> {
+async function lookupTransaction(host: PluginHost, ctx: CallContext, hash: Hex): Promise<RpcResult | undefined> {
   const child: CallContext = {
     ...ctx,
     request: { idRaw: ctx.request.idRaw, method: 'eth_getTransactionByHash', params: [hash] },
@@ -114,7 +114,7 @@ async function lookupTransaction(ctx: CallContext, hash: Hex): Promise<RpcResult
     state: new Map(),
   };
   try {
-    return await ctx.network.handler(child);
+    return await host.runCall(child);
   } catch {
     return undefined;
   }
@@ -184,7 +184,7 @@ export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
             const kind = classifyBroadcastFailure(e);
             const hash = kind ? await transactionHashOf(ctx.request.params) : undefined;
             if (!kind || !hash) throw e;
-            if (kind === 'nonce_too_low' && !foundTransaction(await lookupTransaction(ctx, hash), hash)) throw e;
+            if (kind === 'nonce_too_low' && !foundTransaction(await lookupTransaction(host, ctx, hash), hash)) throw e;
             host.logger.debug({ project: ctx.project.id, network: ctx.network.id, hash, kind, err: e.message }, 'eth_sendRawTransaction: transaction already known, answering its hash');
             return new RpcResult(hash);
           }

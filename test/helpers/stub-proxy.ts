@@ -87,7 +87,7 @@ export async function startStubProxy(scripts: Record<string, Script>, plugins: P
       ctx.internal = false;
       ctx.directives = directives;
       try {
-        return { ctx, result: await net.handler(ctx) };
+        return { ctx, result: await proxy.runCall(ctx) };
       } catch (e) {
         return { ctx, error: e as SvcError };
       } finally {

@@ -220,7 +220,7 @@ export class NetworkFeeds {
   private async call(method: string, params: unknown[]): Promise<unknown> {
     const { ctx, done } = this.host.internalContext(this.network, method, params, FOLLOWER_CALL_TIMEOUT_MS);
     try {
-      return (await this.network.handler(ctx)).result;
+      return (await this.host.runCall(ctx)).result;
     } finally {
       done();
     }

@@ -165,7 +165,7 @@ describe('failsafe adaptive: the composed pipeline on fake timers', function () 
         const { ctx, done } = proxy.internalContext(net, 'eth_getBalance', [], 5000);
         ctx.internal = false;
         try {
-          return { ctx, result: await net.handler(ctx) };
+          return { ctx, result: await proxy.runCall(ctx) };
         } catch (e) {
           return { ctx, error: e as SvcError };
         } finally {

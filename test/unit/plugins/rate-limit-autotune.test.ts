@@ -219,7 +219,7 @@ describe('rate-limit auto-tuner: the composed pipeline (fake Date: the tuner\'s 
       const { ctx, done } = proxy.internalContext(net, 'eth_call', [], 5000);
       ctx.internal = false;
       try {
-        const r = await net.handler(ctx);
+        const r = await proxy.runCall(ctx);
         return { result: r.result, trace: ctx.record.attempts.map(traceOf) };
       } catch (e) {
         return { error: e as SvcError, trace: ctx.record.attempts.map(traceOf) };

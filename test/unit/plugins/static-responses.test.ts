@@ -258,7 +258,7 @@ describe('static-responses: the call tap', function () {
     h.calls.length = 0;
     const { ctx, done } = h.proxy.internalContext(h.net, 'eth_getBlockByNumber', ['0x0', false], 5000);
     try {
-      const r = await h.net.handler(ctx);
+      const r = await h.proxy.runCall(ctx);
       expect(r.result).to.deep.equal({ number: '0x0', hash: '0xfromupstream' });
     } finally {
       done();

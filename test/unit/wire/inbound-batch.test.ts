@@ -13,6 +13,8 @@ import { ErrEndpointRequestTimeout, ErrInternal, ErrUpstreamsExhausted } from '.
 import { RpcResult } from '../../../core/jsonrpc.ts';
 import type { Proxy } from '../../../core/proxy.ts';
 import { serveJsonRpc, smallBatchText, streamArray, type CallAnswer } from '../../../core/serve.ts';
+import { installCallChain } from '../../../core/chains.ts';
+import type { Network } from '../../../core/registry/network.ts';
 
 const rec = {} as ExecutionRecord;
 const answer = (text: CallAnswer['text']): CallAnswer => ({ text, status: 200, record: rec });
@@ -22,7 +24,8 @@ function fakeProxy(script: Record<string, (ctx: CallContext) => Promise<RpcResul
   const done: string[] = [];
   const errors: unknown[] = [];
   const logged: Array<[unknown, string]> = [];
-  const network = { id: 'evm:1', handler: (ctx: CallContext) => (script[ctx.request.method] ?? (() => Promise.reject(new Error(`no script for ${ctx.request.method}`))))(ctx) };
+  const network = { id: 'evm:1' } as Network;
+  installCallChain(network, (ctx: CallContext) => (script[ctx.request.method] ?? (() => Promise.reject(new Error(`no script for ${ctx.request.method}`))))(ctx));
   const callDone = new SyncHook<[CallContext]>(['ctx']);
   callDone.tap('t', (ctx) => void done.push(ctx.request.method));
   const proxy = {

@@ -133,7 +133,9 @@ function networkOf(chain: Chain, wsEndpoints: string[] = []): Network {
 
 const host = {
   logger: pino({ level: 'silent' }),
-  internalContext: (_n: Network, method: string, params: unknown) => ({ ctx: { request: { method, params } }, done: () => undefined }),
+  internalContext: (network: Network, method: string, params: unknown) => ({ ctx: { network, request: { method, params } }, done: () => undefined }),
+  // The fake network carries its own handler (a real one's chain is composed by the host).
+  runCall: (ctx: { network: { handler: (ctx: unknown) => Promise<RpcResult> } }) => ctx.network.handler(ctx),
   chainState: () => NO_CHAIN_STATE,
 } as unknown as PluginHost;
 

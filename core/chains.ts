@@ -1,0 +1,49 @@
+/**
+ * The composed chains of the registry's networks and upstreams (docs/architecture.md): each
+ * network's `call` chain and each upstream's `upstream` chain, composed once when the network or
+ * upstream is created and held here, by object, rather than on the registry objects. So the
+ * registry stays plain data below the pipeline, and a reader (or a profiler) follows a call from
+ * {@link runCall} to {@link sendUpstream} through named functions, never through a field
+ * something overwrote.
+ */
+import { ErrInternal } from './errors.ts';
+import type { CallContext } from './context.ts';
+import type { CallHandler, UpstreamCall, UpstreamSender } from './hooks.ts';
+import type { RpcResult } from './jsonrpc.ts';
+import type { Network } from './registry/network.ts';
+import type { Upstream } from './registry/upstream.ts';
+
+const callChains = new WeakMap<Network, CallHandler>();
+const senders = new WeakMap<Upstream, UpstreamSender>();
+
+/** Installs a network's composed `call` chain (once, when the host creates the network). */
+export function installCallChain(network: Network, chain: CallHandler): void {
+  callChains.set(network, chain);
+}
+
+/**
+ * Runs a call through its network's composed `call` chain: what a client call, an internal call
+ * and a plugin's sub-call (`host.serveCall`) run.
+ * @returns the result; rejects with the chain's {@link SvcError}
+ * @throws ErrInternal (rejected) when the network's chain was never composed (a network not made by the host)
+ */
+export function runCall(ctx: CallContext): Promise<RpcResult> {
+  const chain = callChains.get(ctx.network);
+  if (!chain) return Promise.reject(new ErrInternal(`network ${ctx.network.id} has no call chain (networks are created by the host)`));
+  return chain(ctx);
+}
+
+/** Installs an upstream's composed `upstream` chain (once, when the host registers the upstream). */
+export function installSender(upstream: Upstream, sender: UpstreamSender): void {
+  senders.set(upstream, sender);
+}
+
+/**
+ * Sends one request through an upstream's composed `upstream` chain; an upstream the host never
+ * registered is dialled directly.
+ * @returns the answer; rejects with the transport's or a wrapper's {@link SvcError}
+ */
+export function sendUpstream(upstream: Upstream, call: UpstreamCall): Promise<RpcResult> {
+  const send = senders.get(upstream);
+  return send ? send(call) : upstream.dial(call);
+}
