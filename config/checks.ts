@@ -3,7 +3,7 @@
  * object prototypes, reserved project ids, duplicate ids, chains and aliases. Used by
  * `svc validate` and start-up through config/load.ts.
  */
-import type { ConfigProblem } from './load.ts';
+import type { ConfigProblem } from './types.ts';
 import type { SvcConfigInput } from './types.ts';
 import { addressList } from '../lib/client-address.ts';
 

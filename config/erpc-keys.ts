@@ -7,7 +7,7 @@
  * Paths are canonical: list items as `[]`, and `networkDefaults` / `upstreamDefaults` written as
  * `networks[]` / `upstreams[]` (they take the same keys).
  */
-import type { ConfigProblem } from './load.ts';
+import type { ConfigProblem } from './types.ts';
 import { ERPC_KEY_PATHS } from './erpc-key-list.ts';
 
 export { ERPC_KEY_PATHS };

@@ -23,9 +23,10 @@ import { CORE_NORMALIZERS } from './erpc.ts';
 import { explainErpcKeys } from './erpc-keys.ts';
 
 export { FORBIDDEN_KEYS, forbiddenKeys, RESERVED_PROJECT_IDS } from './checks.ts';
-export type { AliasRule, DurationInput, NetworkInput, ProjectInput, ResolvedMetrics, SvcConfigInput } from './types.ts';
+export type { AliasRule, ConfigProblem, DurationInput, NetworkInput, ProjectInput, ResolvedMetrics, SvcConfigInput } from './types.ts';
 import type {
   AliasRule,
+  ConfigProblem,
   Directives,
   NetworkInput,
   ResolvedConfig,
@@ -36,11 +37,6 @@ import type {
   UpstreamInput,
 } from './types.ts';
 
-/** One config problem: a path such as `projects[0].upstreams[1].endpoint` and a message. */
-export interface ConfigProblem {
-  path: string;
-  message: string;
-}
 
 /** Thrown when a config does not validate; carries every problem. */
 export class ConfigError extends Error {

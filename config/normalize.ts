@@ -3,10 +3,9 @@
  * schema validation, eRPC's config shapes whose meaning svc shares are rewritten into svc's own
  * shape, one rewrite line per change (`svc validate --print` shows them). The core rewrites the
  * keys it owns (config/erpc.ts); each plugin rewrites its own keys through the `normalize` member
- * of its {@link SchemaFragment}, with the visitors below. A shape svc cannot honour is reported
+ * of its schema fragment (`SchemaFragment.normalize`), with the visitors below. A shape svc cannot honour is reported
  * as a problem ({@link NormalizeReport.problem}), never dropped.
  */
-import type { SchemaFragment } from './schema.ts';
 
 /** The raw config document as written (YAML/JSON/TS, `${ENV}` expanded), before validation. */
 export type ConfigDocument = Record<string, unknown>;
@@ -99,7 +98,7 @@ export function rewriteKey(obj: ConfigObject, key: string, path: string, to: unk
 export function normalizeDocument(
   doc: ConfigDocument,
   core: ReadonlyArray<(doc: ConfigDocument, out: NormalizeReport) => void>,
-  fragments: readonly SchemaFragment[],
+  fragments: ReadonlyArray<{ readonly normalize?: (doc: ConfigDocument, out: NormalizeReport) => void }>,
 ): { rewrites: Rewrite[]; problems: Array<{ path: string; message: string }> } {
   const log = new NormalizeLog();
   for (const n of core) n(doc, log);

@@ -19,6 +19,12 @@ export interface Directives {
   [field: string]: boolean | string | undefined;
 }
 
+/** One config problem: a path such as `projects[0].upstreams[1].endpoint` and a message. */
+export interface ConfigProblem {
+  path: string;
+  message: string;
+}
+
 /** Duration as written: `"50ms"`, `"15s"`, `"1h"`, or milliseconds. */
 export type DurationInput = string | number;
 

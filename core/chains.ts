@@ -10,7 +10,7 @@ import { ErrInternal } from './errors.ts';
 import type { CallContext } from './context.ts';
 import type { CallHandler, UpstreamCall, UpstreamSender } from './hooks.ts';
 import type { RpcResult } from './jsonrpc.ts';
-import type { Network } from './registry/network.ts';
+import type { Network } from './registry/project.ts';
 import type { Upstream } from './registry/upstream.ts';
 
 const callChains = new WeakMap<Network, CallHandler>();

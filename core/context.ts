@@ -6,7 +6,7 @@ import { Slot } from './slots.ts';
 import type { ParsedCall } from './jsonrpc.ts';
 import type { Directives } from '../config/types.ts';
 import type { ExecutionRecord, Finality, HttpRequestInfo, Identity } from './records.ts';
-import type { Network } from './registry/network.ts';
+import type { Network } from './registry/project.ts';
 import type { Project } from './registry/project.ts';
 import type { Upstream } from './registry/upstream.ts';
 

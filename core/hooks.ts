@@ -22,7 +22,7 @@ import type Router from '@koa/router';
 import type { AttemptReason, AttemptRecord, CallContext, Directives, ExecutionRecord, HttpRequestInfo, Identity } from './context.ts';
 import type { SvcError } from './errors.ts';
 import type { RpcResult } from './jsonrpc.ts';
-import type { Network } from './registry/network.ts';
+import type { Network } from './registry/project.ts';
 import type { Project } from './registry/project.ts';
 import type { Upstream } from './registry/upstream.ts';
 import type { ResolvedConfig } from '../config/types.ts';

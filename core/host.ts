@@ -17,7 +17,7 @@ import type { SchemaFragment } from '../config/schema.ts';
 import type { ResolvedConfig, UpstreamInput } from '../config/types.ts';
 import type { NetworkChainState } from './chain-state.ts';
 import type { LifecycleState, LifecycleStatus } from './drain.ts';
-import type { Network } from './registry/network.ts';
+import type { Network } from './registry/project.ts';
 import type { Project } from './registry/project.ts';
 import type { Upstream } from './registry/upstream.ts';
 import type { RouteTarget } from './routing.ts';

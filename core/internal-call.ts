@@ -6,7 +6,7 @@
 import { newExecutionRecord, type CallContext, type HttpRequestInfo } from './context.ts';
 import type { ProxyHooks } from './hooks.ts';
 import type { RpcResult } from './jsonrpc.ts';
-import type { Network } from './registry/network.ts';
+import type { Network } from './registry/project.ts';
 import { DeadlineReason, type Upstream } from './registry/upstream.ts';
 import { tryUpstream } from './sweep.ts';
 

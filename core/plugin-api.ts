@@ -76,7 +76,7 @@ export {
 export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream, UpstreamInput } from '../config/types.ts';
 export { resolveConfigBlock } from '../config/block.ts';
 
-export type { Network } from './registry/network.ts';
+export type { Network } from './registry/project.ts';
 export type { Project } from './registry/project.ts';
 export type { DialRequest, Upstream, UpstreamState } from './registry/upstream.ts';
 export type { UpstreamPoolOptions } from './registry/transport.ts';

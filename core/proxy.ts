@@ -21,7 +21,7 @@ import { Drain, type LifecycleState, type LifecycleStatus } from './drain.ts';
 import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { BoundedLabel } from '../lib/labels.ts';
-import { Network } from './registry/network.ts';
+import { Network } from './registry/project.ts';
 import { Project } from './registry/project.ts';
 import { Upstream } from './registry/upstream.ts';
 import { internalContext, upstreamCall } from './internal-call.ts';

@@ -22,16 +22,41 @@ import { isDeepStrictEqual } from 'node:util';
 import type { ResolvedConfig, ResolvedProject } from '../config/types.ts';
 import { resolveNetwork } from '../config/load.ts';
 import { CHAIN_STATE_SERVICE } from './chain-state.ts';
-import type { Network } from './registry/network.ts';
+import type { Network } from './registry/project.ts';
 import type { Project } from './registry/project.ts';
 import { Upstream } from './registry/upstream.ts';
-import type { Proxy } from './proxy.ts';
-import type { ReloadReport, ReloadTrigger } from './hooks.ts';
+import type { ProxyHooks, ReloadReport, ReloadTrigger } from './hooks.ts';
+import type { Pool } from 'undici';
+import type { TObject } from '@sinclair/typebox';
+import type { Logger } from '../lib/logger.ts';
+import type { ServiceRegistry } from './services.ts';
 
-export type { ReloadReport, ReloadTrigger } from './hooks.ts';
 import { leaveNetworks } from './probe.ts';
 import { ErrReloadUnavailable } from './errors.ts';
 import { ConfigError } from '../config/load.ts';
+
+export type { ReloadReport, ReloadTrigger } from './hooks.ts';
+
+/**
+ * What a reload needs of the host (the proxy): its registry, the builders that compose chains, and
+ * the config in force. Declared here by shape, so reload depends on no class of the host.
+ */
+export interface ReloadHost {
+  readonly config: ResolvedConfig;
+  readonly hooks: ProxyHooks;
+  readonly logger: Logger;
+  readonly services: ServiceRegistry;
+  readonly schema: TObject;
+  readonly projects: ReadonlyMap<string, Project>;
+  readonly pools: Map<string, Pool>;
+  readonly isClosed: boolean;
+  createNetwork(project: Project, nc: Network['config'], declared: boolean): Network;
+  addUpstream(project: Project, u: Upstream, order?: number): void;
+  join(project: Project, u: Upstream, chainId: number): void;
+  probeNew(project: Project, u: Upstream): void;
+  retireUpstream(u: Upstream, opts?: { keepCordons?: boolean }): void;
+  replaceConfig(c: ResolvedConfig): void;
+}
 
 
 /**
@@ -47,7 +72,7 @@ export class ConfigReloader {
   private readonly retiring = new Map<Upstream, NodeJS.Timeout>();
 
   /** @param proxy the proxy whose registry reloads change */
-  constructor(private readonly proxy: Proxy) {}
+  constructor(private readonly proxy: ReloadHost) {}
 
   /**
    * Re-reads the config and applies it (see {@link applyReload}), after any reload still running.
@@ -191,7 +216,7 @@ export function restartOnlyChanges(prev: ResolvedConfig, next: ResolvedConfig): 
  * @returns what changed; `changed: false` when nothing did
  * @throws ConfigError listing every restart-only key that changed (nothing is applied)
  */
-export function applyReload(proxy: Proxy, next: ResolvedConfig): ReloadReport {
+export function applyReload(proxy: ReloadHost, next: ResolvedConfig): ReloadReport {
   const t0 = performance.now();
   const prev = proxy.config;
   const pending = restartOnlyChanges(prev, next);
@@ -217,7 +242,7 @@ export function applyReload(proxy: Proxy, next: ResolvedConfig): ReloadReport {
  * by {@link restartOnlyChanges}).
  * @returns the project config now in force
  */
-function reconcileProject(proxy: Proxy, project: Project, pc: ResolvedProject, report: ReloadReport): ResolvedProject {
+function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProject, report: ReloadReport): ResolvedProject {
   const old = project.config;
   const name = (id: string) => `${pc.id}/${id}`;
 
@@ -298,7 +323,7 @@ function reconcileProject(proxy: Proxy, project: Project, pc: ResolvedProject, r
  * The upstreams of a replaced network join its successor, which starts with the heads the old
  * one knew (so finality and block availability do not go blind until the next poll).
  */
-function joinSeeded(proxy: Proxy, project: Project, fresh: Network, old: Network, members: readonly Upstream[]): void {
+function joinSeeded(proxy: ReloadHost, project: Project, fresh: Network, old: Network, members: readonly Upstream[]): void {
   const chain = proxy.services.get(CHAIN_STATE_SERVICE);
   for (const u of members) {
     if (!project.upstreams.has(u.id) || project.upstreams.get(u.id) !== u) continue;

@@ -5,9 +5,8 @@
  */
 import { compileGlobs } from '../lib/glob.ts';
 import { ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound } from './errors.ts';
-import type { Network } from './registry/network.ts';
+import type { Network } from './registry/project.ts';
 import type { Project } from './registry/project.ts';
-import type { Proxy } from './proxy.ts';
 
 /** Where a request is routed: a project and, when the URL names one, a network. */
 export interface RouteTarget {
@@ -17,12 +16,19 @@ export interface RouteTarget {
   network?: Network;
 }
 
+/** What routing needs of the host: the projects and on-demand networks (the proxy is one). */
+export interface RouteHost {
+  readonly projects: ReadonlyMap<string, Project>;
+  /** A network by id, asking providers when the project does not have it yet (spec §2.10). */
+  getNetwork(project: Project, networkId: string, deadline?: number): Promise<Network | undefined>;
+}
+
 /**
  * Resolves the project and network named by a path (spec §4.1): a configured project id
  * first, then `server.aliasing.rules` on the Host; a numeric segment is a chain id only after
  * aliasing. Throws `ErrProjectNotFound` / `ErrNetworkNotSupported` (HTTP 404).
  */
-export async function resolveTarget(proxy: Proxy, segments: readonly string[], host: string, aliasMatchers: readonly AliasMatcher[]): Promise<RouteTarget> {
+export async function resolveTarget(proxy: RouteHost, segments: readonly string[], host: string, aliasMatchers: readonly AliasMatcher[]): Promise<RouteTarget> {
   return resolveRoute(proxy, segments, host, aliasMatchers);
 }
 
@@ -31,7 +37,7 @@ export async function resolveTarget(proxy: Proxy, segments: readonly string[], h
  * common case): a promise only when the `resolveNetwork` hook must be asked.
  * @throws ErrProjectNotFound / ErrNetworkNotSupported, synchronously or through the promise
  */
-export function resolveRoute(proxy: Proxy, segments: readonly string[], host: string, aliasMatchers: readonly AliasMatcher[]): RouteTarget | Promise<RouteTarget> {
+export function resolveRoute(proxy: RouteHost, segments: readonly string[], host: string, aliasMatchers: readonly AliasMatcher[]): RouteTarget | Promise<RouteTarget> {
   let project = segments[0] !== undefined ? proxy.projects.get(segments[0]) : undefined;
   let rest: readonly string[];
   if (project) rest = segments.slice(1);

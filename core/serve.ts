@@ -8,10 +8,19 @@ import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRe
 import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrRequestTooLarge, SvcError } from './errors.ts';
 import { toJsonRpcError, wireError } from './errors-wire.ts';
 import { parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedBody, type ParsedCall } from './jsonrpc.ts';
-import { normaliseNetworkId, type RouteTarget } from './routing.ts';
+import { normaliseNetworkId, type RouteHost, type RouteTarget } from './routing.ts';
 import { RequestScope } from './request-scope.ts';
 import { runCall } from './chains.ts';
-import type { Proxy } from './proxy.ts';
+import type { ProxyHooks } from './hooks.ts';
+import type { ResolvedConfig } from '../config/types.ts';
+import type { Logger } from '../lib/logger.ts';
+
+/** What serving calls needs of the host (the proxy is one): config, hooks, logger, networks. */
+export interface ServeHost extends RouteHost {
+  readonly config: ResolvedConfig;
+  readonly hooks: ProxyHooks;
+  readonly logger: Logger;
+}
 
 /** One serialised call answer. */
 export interface CallAnswer {
@@ -56,7 +65,7 @@ export function* streamArray(answers: readonly CallAnswer[]): Generator<string |
 }
 
 /** svc's own code failed for one element: id null, -32603 (spec §4.2 #6). */
-function internalFailure(proxy: Proxy, call: ParsedCall, e: unknown, record = newExecutionRecord(call.method)): CallAnswer {
+function internalFailure(proxy: ServeHost, call: ParsedCall, e: unknown, record = newExecutionRecord(call.method)): CallAnswer {
   // Log the original exception's stack: an ErrInternal wraps it as its cause.
   const original: unknown = e instanceof ErrInternal && e.cause !== undefined ? e.cause : e;
   proxy.logger.error({ err: original instanceof Error ? original.stack : String(original), method: call.method }, 'internal failure serving a call');
@@ -72,7 +81,7 @@ function internalFailure(proxy: Proxy, call: ParsedCall, e: unknown, record = ne
  * answered as an internal error with id null (spec §4.2 #6).
  */
 export async function serveCall(
-  proxy: Proxy,
+  proxy: ServeHost,
   target: RouteTarget,
   call: ParsedCall,
   http: HttpRequestInfo,
@@ -132,7 +141,7 @@ export async function serveCall(
  * @param scope the body's deadlines; made with `together` true exactly when every call starts at once
  */
 export function serveCalls(
-  proxy: Proxy,
+  proxy: ServeHost,
   target: RouteTarget,
   calls: readonly ParsedCall[],
   http: HttpRequestInfo,
@@ -180,7 +189,7 @@ export interface JsonRpcOutput {
  * @param proxy the proxy serving the calls
  * @param input the routed body
  */
-export async function serveJsonRpc(proxy: Proxy, input: JsonRpcInput): Promise<JsonRpcOutput> {
+export async function serveJsonRpc(proxy: ServeHost, input: JsonRpcInput): Promise<JsonRpcOutput> {
   const cfg = proxy.config.server;
   let parsed: ParsedBody | null = null;
   let scope: RequestScope | undefined;

@@ -16,9 +16,9 @@ import { RequestScope } from './request-scope.ts';
 import type { Identity } from './context.ts';
 import { asSvcError, ErrCancelled, ErrInvalidRequest, ErrServiceShuttingDown } from './errors.ts';
 import { answerBytes, parseRequestBody, type ParsedBody, type ParsedCall } from './jsonrpc.ts';
-import type { Proxy } from './proxy.ts';
+import type { LifecycleState } from './drain.ts';
 import { compileAliasMatchers, pathSegments, resolveRoute, type RouteTarget } from './routing.ts';
-import { serveCall, serveCalls, smallBatchText, streamArray } from './serve.ts';
+import { serveCall, serveCalls, smallBatchText, streamArray, type ServeHost } from './serve.ts';
 import type { HeaderSink, ResponseMeta } from './hooks.ts';
 import { ClientAddressResolver } from '../lib/client-address.ts';
 import { answerRefusal, type RefusalLimits } from './early-refusal.ts';
@@ -102,11 +102,20 @@ function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** What the HTTP server needs of the host (the proxy is one): serving, and the lifecycle it answers by. */
+export interface ServerHost extends ServeHost {
+  /** svc's version and commit (`X-SVC-Version`, the healthcheck answer). */
+  readonly version: string;
+  readonly commit: string;
+  /** Serving, closing (draining) or stopped (spec §3.2). */
+  readonly lifecycle: LifecycleState;
+}
+
 /**
  * Builds the Koa application of a proxy.
  * @param proxy the proxy whose hooks and registry serve requests
  */
-export function createServer(proxy: Proxy): Koa {
+export function createServer(proxy: ServerHost): Koa {
   const app = new Koa();
   const cfg = proxy.config.server;
   // One bound for the process: the last server built sets it (spec §8, response bytes in flight).

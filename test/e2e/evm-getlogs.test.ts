@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { createPublicClient, http, type Address } from 'viem';
 import { chainStateOf } from '../../plugins/evm-state/chain.ts';
-import type { Network } from '../../core/registry/network.ts';
+import type { Network } from '../../core/registry/project.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';

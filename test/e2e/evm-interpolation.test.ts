@@ -14,7 +14,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { chainStateOf } from '../../plugins/evm-state/chain.ts';
-import type { Network } from '../../core/registry/network.ts';
+import type { Network } from '../../core/registry/project.ts';
 import { statePollerOf } from '../../plugins/evm-state/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';

@@ -10,7 +10,7 @@
  */
 import { expect } from 'chai';
 import { chainStateOf } from '../../plugins/evm-state/chain.ts';
-import type { Network } from '../../core/registry/network.ts';
+import type { Network } from '../../core/registry/project.ts';
 import { evmStatePlugin } from '../../plugins/evm-state/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvilCluster, type AnvilCluster } from '../helpers/anvil-cluster.ts';

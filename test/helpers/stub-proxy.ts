@@ -9,7 +9,7 @@ import { ErrEndpointServerSideException, type SvcError } from '../../core/errors
 import { RpcResult } from '../../core/jsonrpc.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createProxy, type Plugin, type Proxy } from '../../core/proxy.ts';
-import type { Network } from '../../core/registry/network.ts';
+import type { Network } from '../../core/registry/project.ts';
 
 /** One scripted upstream: returns a result value (or an RpcResult) or throws an error. */
 export type Script = (method: string, params: unknown) => unknown;

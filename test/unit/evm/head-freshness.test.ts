@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
 import { chainStateOf, NetworkChainState } from '../../../plugins/evm-state/chain.ts';
-import type { Network } from '../../../core/registry/network.ts';
+import type { Network } from '../../../core/registry/project.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { statePollerOf } from '../../../plugins/evm-state/index.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { CHAIN_STATE_SERVICE } from '../../../core/chain-state.ts';
-import type { Network } from '../../../core/registry/network.ts';
+import type { Network } from '../../../core/registry/project.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { NetworkChainState, chainStateOf } from '../../../plugins/evm-state/chain.ts';
 import { HEAD_MARGIN_BLOCKS, headAllowance, judgeHeadFacts, SOLE_REPORTER_GRACE_MS, UNKNOWN_BLOCK_TIME_ALLOWANCE, type HeadFacts } from '../../../plugins/evm-state/plausibility.ts';

@@ -22,7 +22,7 @@ import {
 import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
 import type { CallHandler } from '../../../core/hooks.ts';
 import { RpcResult } from '../../../core/jsonrpc.ts';
-import type { Network } from '../../../core/registry/network.ts';
+import type { Network } from '../../../core/registry/project.ts';
 import {
   checkGetLogsLimits,
   countAddresses,

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
-import type { Network } from '../../../core/registry/network.ts';
+import type { Network } from '../../../core/registry/project.ts';
 import { evmGetLogsPlugin } from '../../../plugins/evm-getlogs/index.ts';
 import { DEFAULT_SKIP_METHODS, evmInterpolationPlugin, interpolateParams, type EvmInterpolationOptions } from '../../../plugins/evm-interpolation/index.ts';
 import { defaultPreset } from '../../../presets/default.ts';

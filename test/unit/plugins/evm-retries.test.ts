@@ -10,7 +10,7 @@ import { failsafePlugin } from '../../../plugins/failsafe/index.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { ErrEndpointClientSideException, ErrEndpointMissingData, ErrEndpointServerSideException } from '../../../core/errors.ts';
 import { createProxy } from '../../../core/proxy.ts';
-import type { Network } from '../../../core/registry/network.ts';
+import type { Network } from '../../../core/registry/project.ts';
 import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
 import { type Plugin } from '../../../core/plugin-api.ts';
 import { CHAIN_STATE_SERVICE } from '../../../core/plugin-contracts.ts';

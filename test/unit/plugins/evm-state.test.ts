@@ -17,7 +17,7 @@ import { loadConfigObject } from '../../../config/load.ts';
 import { DirectiveStage } from '../../../core/stages.ts';
 import { NetworkChainState, chainStateOf } from '../../../plugins/evm-state/chain.ts';
 import type { Plugin } from '../../../core/proxy.ts';
-import type { Network } from '../../../core/registry/network.ts';
+import type { Network } from '../../../core/registry/project.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import {
   behindBy,

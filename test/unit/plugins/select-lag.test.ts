@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { NetworkChainState } from '../../../plugins/evm-state/chain.ts';
-import type { Network } from '../../../core/registry/network.ts';
+import type { Network } from '../../../core/registry/project.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { upstreamLagOf } from '../../../plugins/select/index.ts';
 

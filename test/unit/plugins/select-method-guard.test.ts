@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from '../../../core/errors.ts';
-import type { Network } from '../../../core/registry/network.ts';
+import type { Network } from '../../../core/registry/project.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { compileDenyList, DEFAULT_DENIED_METHODS, explicitAllowOf, MethodGuard } from '../../../plugins/select/index.ts';
 

@@ -8,7 +8,7 @@ import { ConfigError } from '../../../config/load.ts';
 import { ErrEndpointServerSideException, ErrUpstreamsExhausted } from '../../../core/errors.ts';
 import { createLogger, type Logger } from '../../../lib/logger.ts';
 import { createProxy, type Proxy } from '../../../core/proxy.ts';
-import type { Network } from '../../../core/registry/network.ts';
+import type { Network } from '../../../core/registry/project.ts';
 import { Upstream } from '../../../core/registry/upstream.ts';
 import { forwardPlugin } from '../../../plugins/forward/index.ts';
 import { selectPlugin } from '../../../plugins/select/index.ts';

@@ -14,7 +14,7 @@ import { RpcResult } from '../../../core/jsonrpc.ts';
 import type { Proxy } from '../../../core/proxy.ts';
 import { serveJsonRpc, smallBatchText, streamArray, type CallAnswer } from '../../../core/serve.ts';
 import { installCallChain } from '../../../core/chains.ts';
-import type { Network } from '../../../core/registry/network.ts';
+import type { Network } from '../../../core/registry/project.ts';
 
 const rec = {} as ExecutionRecord;
 const answer = (text: CallAnswer['text']): CallAnswer => ({ text, status: 200, record: rec });

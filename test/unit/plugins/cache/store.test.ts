@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
 import { newExecutionRecord, type CallContext } from '../../../../core/context.ts';
 import { NetworkChainState } from '../../../../plugins/evm-state/chain.ts';
-import type { Network } from '../../../../core/registry/network.ts';
+import type { Network } from '../../../../core/registry/project.ts';
 import type { Upstream } from '../../../../core/registry/upstream.ts';
 import { MemoryConnector } from '../../../../plugins/cache/connectors/memory.ts';
 import { connectionRedactor, decodeEntry, encodeEntry, type CacheEntry, type Connector } from '../../../../plugins/cache/connectors/types.ts';
