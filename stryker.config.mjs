@@ -13,18 +13,18 @@
  * - One test-runner process (2-core machine, other work runs next to it).
  * - Incremental: results are reused for unchanged code and tests (reports/mutation/, gitignored).
  *
- * One module at a time: `npm run mutation -- --mutate core/jsonrpc.ts`. Such a run keeps its own
+ * One module at a time: `npm run mutation -- --mutate core/wire/jsonrpc.ts`. Such a run keeps its own
  * incremental file and JSON report under reports/mutation/<module>/ (an incremental file holds
  * only the files of the run that wrote it, so one file per module keeps each module's results).
  */
 
 /** The wire modules (spec sections in brackets). */
 export const WIRE_MODULES = [
-  'core/jsonrpc.ts', // JSON-RPC parsing and answers (4.1, 4.2)
-  'lib/json-scan.ts', // raw id / params / result scanning behind core/jsonrpc.ts (4.1, 4.2)
-  'core/errors.ts', // the error classes and codes (7)
-  'core/errors-wire.ts', // errors as written to the client, the error table (7)
-  'core/serve.ts', // inbound batches (4.2)
+  'core/wire/jsonrpc.ts', // JSON-RPC parsing and answers (4.1, 4.2)
+  'lib/json-scan.ts', // raw id / params / result scanning behind core/wire/jsonrpc.ts (4.1, 4.2)
+  'core/wire/errors.ts', // the error classes and codes (7)
+  'core/wire/errors-wire.ts', // errors as written to the client, the error table (7)
+  'core/http/serve.ts', // inbound batches (4.2)
   'plugins/headers/index.ts', // response headers (4.5)
   'plugins/multiplex/index.ts', // multiplexing (2.7, 3.4, 4.6)
   'plugins/directives/index.ts', // request directives (2.8)

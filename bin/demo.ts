@@ -7,9 +7,9 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { createProxy } from '../core/proxy.ts';
+import { createProxy } from '../core/host/proxy.ts';
 import { createLogger } from '../lib/logger.ts';
-import { PACKAGE_ROOT } from '../core/version.ts';
+import { PACKAGE_ROOT } from '../core/wire/version.ts';
 import { defaultPreset } from '../presets/default.ts';
 
 function freePort(): Promise<number> {

@@ -4,7 +4,7 @@
  * - the config reference (between `REFERENCE_START`/`REFERENCE_END`) in docs/configuration.md,
  *   rendered from the schema that the default preset's plugins assemble;
  * - the error table (between `ERRORS_START`/`ERRORS_END`) in docs/http-interface.md, rendered
- *   from `ERROR_TABLE` (core/errors-wire.ts; spec "Errors");
+ *   from `ERROR_TABLE` (core/wire/errors-wire.ts; spec "Errors");
  * - the eRPC key table of docs/migrating-from-erpc.md (config/erpc-doc.ts).
  * Each file is rewritten only when its section changed. test/unit/core/docs.test.ts fails when
  * a checked-in page no longer matches.
@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { buildConfigSchema } from '../config/schema.ts';
 import { ERRORS_END, ERRORS_START, REFERENCE_END, REFERENCE_START, renderConfigReference, renderErrorTable, spliceBetween } from '../config/docs.ts';
 import { ERPC_TABLE_END, ERPC_TABLE_START, renderErpcKeyTable } from '../config/erpc-doc.ts';
-import { ERROR_TABLE } from '../core/errors-wire.ts';
-import { PACKAGE_ROOT } from '../core/version.ts';
+import { ERROR_TABLE } from '../core/wire/errors-wire.ts';
+import { PACKAGE_ROOT } from '../core/wire/version.ts';
 import { defaultPreset } from '../presets/default.ts';
 
 /** Splices `content` between the markers of `page` (relative to the package root); writes the file only when that changes it. */

@@ -29,7 +29,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { PACKAGE_ROOT } from '../core/version.ts';
+import { PACKAGE_ROOT } from '../core/wire/version.ts';
 import { DEVIATIONS, README_DEVIATIONS, UNTESTABLE } from '../test/conformance/exceptions.ts';
 
 /** Path of the interface document inside the repository. */

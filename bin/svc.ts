@@ -22,11 +22,11 @@ import type { ProjectInput, SvcConfigInput } from '../config/types.ts';
 import { svcWorker } from '../lib/cluster.ts';
 import { createLogger } from '../lib/logger.ts';
 import { RELOAD_OTHERS, runPrimary } from './cluster.ts';
-import { validateConfig } from '../core/validate.ts';
-import { createProxy } from '../core/proxy.ts';
-import { renderPipeline } from '../core/pipeline.ts';
+import { validateConfig } from '../core/host/validate.ts';
+import { createProxy } from '../core/host/proxy.ts';
+import { renderPipeline } from '../core/pipeline/pipeline.ts';
 import { redactText } from '../lib/redact.ts';
-import { VERSION } from '../core/version.ts';
+import { VERSION } from '../core/wire/version.ts';
 import { resolvePreset, type ResolvedPreset } from '../presets/index.ts';
 import { presetLogLine } from '../presets/describe.ts';
 
@@ -131,7 +131,7 @@ async function validate(file: string | undefined, presetName: string | undefined
 
 /**
  * `svc pipeline`: builds the proxy of a config and preset (not listening, no upstream dialled)
- * and prints each network's pipeline (core/pipeline.ts `renderPipeline`): the stages of a call
+ * and prints each network's pipeline (core/pipeline/pipeline.ts `renderPipeline`): the stages of a call
  * in order, with the taps the preset's plugins run in each, as composed for that network.
  * Upstreams without a configured chain id join a network only after their probe, so they are
  * listed once `evm.chainId` is set. Exit 1 on a config error or when `--network` matches nothing.

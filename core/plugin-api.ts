@@ -15,13 +15,13 @@
  * - the contract: {@link Plugin}, {@link PluginHost}, {@link ServiceRegistry}, {@link definePlugin};
  * - typed keys: {@link serviceKey} for services, {@link Slot} for extension slots;
  * - hooks and their handler types, the per-call context and execution record;
- * - stage numbers (`core/stages.ts`): taps use these names, never arithmetic on them;
+ * - stage numbers (`core/pipeline/stages.ts`): taps use these names, never arithmetic on them;
  * - {@link RpcResult}, schema helpers (TypeBox's `Type` re-exported so a plugin needs no extra
  *   dependency), directives and config-normalisation helpers.
  */
-export type { Plugin, PluginHost, ServiceRegistry, ListenOverrides } from './host.ts';
-export { serviceKey, ServiceKey } from './host.ts';
-export type { LifecycleState, LifecycleStatus } from './drain.ts';
+export type { Plugin, PluginHost, ServiceRegistry, ListenOverrides } from './host/host.ts';
+export { serviceKey, ServiceKey } from './host/host.ts';
+export type { LifecycleState, LifecycleStatus } from './http/drain.ts';
 
 export type {
   AttemptHandler,
@@ -33,8 +33,8 @@ export type {
   ResponseMeta,
   UpstreamCall,
   UpstreamSender,
-} from './hooks.ts';
-export { guardObservationHook, UpstreamCursor } from './hooks.ts';
+} from './pipeline/hooks.ts';
+export { guardObservationHook, UpstreamCursor } from './pipeline/hooks.ts';
 
 export type {
   AttemptOutcome,
@@ -46,13 +46,13 @@ export type {
   Finality,
   HttpRequestInfo,
   Identity,
-} from './context.ts';
-export { FINALITY } from './context.ts';
+} from './pipeline/context.ts';
+export { FINALITY } from './pipeline/context.ts';
 
-export { AttemptDoneStage, AttemptStage, CallStage, DirectiveStage, SelectStage, ShutdownStage, stageBetween, UpstreamStage, ValidateStage } from './stages.ts';
+export { AttemptDoneStage, AttemptStage, CallStage, DirectiveStage, SelectStage, ShutdownStage, stageBetween, UpstreamStage, ValidateStage } from './pipeline/stages.ts';
 
-export { RpcResult } from './jsonrpc.ts';
-export type { ParsedCall } from './jsonrpc.ts';
+export { RpcResult } from './wire/jsonrpc.ts';
+export type { ParsedCall } from './wire/jsonrpc.ts';
 
 export { Type } from '@sinclair/typebox';
 export type { Static, TProperties, TSchema } from '@sinclair/typebox';
@@ -80,13 +80,13 @@ export type { Network } from './registry/project.ts';
 export type { Project } from './registry/project.ts';
 export type { DialRequest, Upstream, UpstreamState } from './registry/upstream.ts';
 export type { UpstreamPoolOptions } from './registry/transport.ts';
-export type { ReloadReport } from './hooks.ts';
+export type { ReloadReport } from './pipeline/hooks.ts';
 export type { Logger } from '../lib/logger.ts';
-export type { RouteTarget } from './routing.ts';
-export type { JsonRpcInput, JsonRpcOutput } from './serve.ts';
+export type { RouteTarget } from './http/routing.ts';
+export type { JsonRpcInput, JsonRpcOutput } from './http/serve.ts';
 
-export { Slot, type SlotHolder } from './slots.ts';
-export { VERSION } from './version.ts';
+export { Slot, type SlotHolder } from './registry/slots.ts';
+export { VERSION } from './wire/version.ts';
 
-export { definePlugin, definePreset, type Preset } from './define.ts';
-export { settingsOf, type FragmentSettings, type Resolved, type ResolvedProperties, type SettingsHolder } from './plugin-settings.ts';
+export { definePlugin, definePreset, type Preset } from './host/define.ts';
+export { settingsOf, type FragmentSettings, type Resolved, type ResolvedProperties, type SettingsHolder } from './host/plugin-settings.ts';

@@ -6,10 +6,10 @@
  *
  * Versioned with svc like `svc/plugin`.
  */
-export { createSweep, finishAttempt, outcomeOf, startAttempt, traceOutcome, tryUpstream, type TraceOutcome } from './sweep.ts';
-export { isCharged, isRequestFact, type AttemptCharge, type Blame } from './blame.ts';
-export { isDeferred, settleFailedAttempt, whenCharged, wouldConfirm } from './charge.ts';
+export { createSweep, finishAttempt, outcomeOf, startAttempt, traceOutcome, tryUpstream, type TraceOutcome } from './pipeline/sweep.ts';
+export { isCharged, isRequestFact, type AttemptCharge, type Blame } from './pipeline/blame.ts';
+export { isDeferred, settleFailedAttempt, whenCharged, wouldConfirm } from './pipeline/charge.ts';
 export type { CordonChange, HealthClassifier, HealthOutcome, HealthSnapshot, HealthTracker } from '../lib/health-window.ts';
 export { isDeadline } from './registry/upstream.ts';
-export { CHAIN_STATE_SERVICE, NO_CHAIN_STATE, type ChainStateService, type HeadVerdict, type NetworkChainState, type UpstreamChainState } from './chain-state.ts';
-export { leaveNetworks } from './probe.ts';
+export { CHAIN_STATE_SERVICE, NO_CHAIN_STATE, type ChainStateService, type HeadVerdict, type NetworkChainState, type UpstreamChainState } from './registry/chain-state.ts';
+export { leaveNetworks } from './pipeline/probe.ts';

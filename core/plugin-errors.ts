@@ -5,8 +5,8 @@
  * {@link SvcError}); a plugin throws them to fail a call with a stable JSON-RPC code, and reads
  * them with `instanceof` or their `is` helpers. Versioned with svc like `svc/plugin`.
  */
-export * from './errors.ts';
-export { isPassThrough, toJsonRpcError, wireError, type JsonRpcErrorObject } from './errors-wire.ts';
-export { PluginContractError, PluginDependencyError } from './host.ts';
+export * from './wire/errors.ts';
+export { isPassThrough, toJsonRpcError, wireError, type JsonRpcErrorObject } from './wire/errors-wire.ts';
+export { PluginContractError, PluginDependencyError } from './host/host.ts';
 export { ConfigError, type ConfigProblem } from '../config/load.ts';
 export { StorageUnavailableError } from '../lib/storage-breaker.ts';

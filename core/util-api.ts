@@ -11,7 +11,7 @@ export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/ma
 export { acquireController, linkedController, releaseController, sleep, type LinkedController } from '../lib/abort.ts';
 export { type BreakerState, CountBreaker, type CountBreakerSettings } from '../lib/breaker.ts';
 export { addressList, inList } from '../lib/client-address.ts';
-export { readRequestBody } from './http-io.ts';
+export { readRequestBody } from './http/http-io.ts';
 export { arrayElements, extractTopLevelValue, type ScannedElement } from '../lib/json-scan.ts';
 export { excerptOf, redactText, redactTree, redactUrl, type Redactor } from '../lib/redact.ts';
 export { closeRedisClient, openRedisClient, type RedisClient } from '../lib/redis.ts';

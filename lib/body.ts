@@ -1,6 +1,6 @@
 /**
  * Reading a whole HTTP body into one Buffer under a size cap, for inbound
- * requests (core/server.ts) and upstream answers (core/registry/transport.ts). With a declared
+ * requests (core/http/server.ts) and upstream answers (core/registry/transport.ts). With a declared
  * length the Buffer is allocated once and each chunk is copied in and released as it arrives,
  * so a body costs its size once instead of chunks plus a concatenated copy.
  */

@@ -2,18 +2,18 @@
  * Rolling health windows per (upstream, method) (spec §2.1, §3.1): with `*` as the whole
  * upstream, request count, error rate, throttle rate, latency quantiles of successful responses
  * (DDSketch), block-head and finalization lag, and the cordon flag with its reason. Generic over
- * what an error is: the caller injects the classifier (core's `healthOutcome`, core/blame.ts,
+ * what an error is: the caller injects the classifier (core's `healthOutcome`, core/pipeline/blame.ts,
  * which decides that nothing a client sends counts against an upstream). One tracker per
  * project (core/registry/project.ts); cordons are in-process only.
  */
 import { DDSketch } from '@datadog/sketches-js';
-import type { AttemptRecord } from '../core/records.ts';
+import type { AttemptRecord } from '../core/wire/records.ts';
 import { compileGlobs, type GlobTest } from './glob.ts';
 
-/** How an attempt counts in the health window (core/blame.ts `healthOutcome` decides). */
+/** How an attempt counts in the health window (core/pipeline/blame.ts `healthOutcome` decides). */
 export type HealthOutcome = 'success' | 'error' | 'throttle' | 'neutral' | 'ignore';
 
-/** Decides how one finished attempt counts (core/blame.ts `healthOutcome`). */
+/** Decides how one finished attempt counts (core/pipeline/blame.ts `healthOutcome`). */
 export type HealthClassifier = (a: AttemptRecord) => HealthOutcome;
 
 interface Bucket {
@@ -104,7 +104,7 @@ export class HealthTracker {
   private readonly bucketMs: number;
 
   /**
-   * @param classify how an attempt counts (core passes `healthOutcome`, core/blame.ts)
+   * @param classify how an attempt counts (core passes `healthOutcome`, core/pipeline/blame.ts)
    * @param windowMs rolling window length, ms (`projects[].scoreMetricsWindowSize`, default 10 min)
    * @param buckets sub-buckets of the window (default 10)
    * @param now clock, ms (tests inject one)

@@ -1,8 +1,8 @@
 /**
  * The default preset: the full server. Order matters only for `dependsOn`; hook order is set
- * by stage numbers (core/stages.ts), never by registration accident.
+ * by stage numbers (core/pipeline/stages.ts), never by registration accident.
  */
-import type { Plugin } from '../core/proxy.ts';
+import type { Plugin } from '../core/host/proxy.ts';
 import { adminPlugin } from '../plugins/admin/index.ts';
 import { authPlugin } from '../plugins/auth/index.ts';
 import { batchingPlugin } from '../plugins/batching/index.ts';

@@ -4,7 +4,7 @@
  * operator reading one log line knows which code serves and which keys it reads.
  */
 import type { SchemaFragment } from '../config/schema.ts';
-import type { Plugin } from '../core/host.ts';
+import type { Plugin } from '../core/host/host.ts';
 import type { ResolvedPreset } from './index.ts';
 
 /** Where each fragment slot sits in the config file, as the config reference writes paths. */

@@ -10,9 +10,9 @@ import { statSync } from 'node:fs';
 import { isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve as resolveModule } from 'import-meta-resolve';
-import type { Preset } from '../core/define.ts';
-import type { Plugin } from '../core/host.ts';
-import { VERSION } from '../core/version.ts';
+import type { Preset } from '../core/host/define.ts';
+import type { Plugin } from '../core/host/host.ts';
+import { VERSION } from '../core/wire/version.ts';
 import { defaultPreset as defaultPlugins } from './default.ts';
 import { minimalPreset as minimalPlugins } from './minimal.ts';
 

@@ -2,7 +2,7 @@
  * The minimal preset: forwarding only. A reference for people writing their own presets —
  * no directives, no diagnostics, no metrics; upstreams are tried in config order.
  */
-import type { Plugin } from '../core/proxy.ts';
+import type { Plugin } from '../core/host/proxy.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
 import { selectPlugin } from '../plugins/select/index.ts';
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `npm run build`: compiles core/, lib/, plugins/, presets/ and bin/ with tsc
- * (tsconfig.build.json) to dist/, keeping the folder layout (core/version.ts finds
+ * (tsconfig.build.json) to dist/, keeping the folder layout (core/wire/version.ts finds
  * package.json at `../package.json` from its own file), then
  *
  * - rewrites relative `.ts` specifiers in the emitted `.d.ts` files to `.js`: tsc's
@@ -10,8 +10,8 @@
  * - removes outputs whose source is gone (dist/ is updated in place, never deleted first, so a
  *   running `bin/svc.js` or a concurrent test never sees it missing);
  * - writes dist/package.json with svc's version and `"type": "module"`: compiled
- *   dist/core/version.js reads the version from `../package.json` relative to its own file,
- *   which is dist/package.json (core/version.ts, run from sources, reads the root one).
+ *   dist/core/wire/version.js reads the version from `../../package.json` relative to its own file,
+ *   which is dist/package.json (core/wire/version.ts, run from sources, reads the root one).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -70,7 +70,7 @@ const distExports = Object.fromEntries(
     .filter(([, target]) => typeof target === 'object' && typeof target.import === 'string')
     .map(([entry, target]) => [entry, target.import.replace(/^\.\/dist\//, './')]),
 );
-const stub = `${JSON.stringify({ '//': 'written by scripts/build.mjs: core/version.ts reads the version (compiled: dist/core/version.js reads ../package.json); plugins import svc/plugin by self-reference', name: pkg.name, version: pkg.version, type: 'module', private: true, exports: distExports }, null, 2)}\n`;
+const stub = `${JSON.stringify({ '//': 'written by scripts/build.mjs: core/wire/version.ts reads the version (compiled: dist/core/wire/version.js reads ../../package.json); plugins import svc/plugin by self-reference', name: pkg.name, version: pkg.version, type: 'module', private: true, exports: distExports }, null, 2)}\n`;
 if (!existsSync(STUB) || readFileSync(STUB, 'utf8') !== stub) writeFileSync(STUB, stub);
 
 const left = [...walk(dist)].filter((f) => f.endsWith('.d.ts') && /(?:from|import)\s*\(?\s*['"]\.{1,2}\/[^'"]*\.[mc]?ts['"]/.test(readFileSync(f, 'utf8')));

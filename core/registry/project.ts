@@ -2,7 +2,7 @@
  * A project (spec §1.2) and its networks (one chain each, id `evm:<chainId>`), in one module
  * because each refers to the other: a project holds its networks by id and alias, a network
  * orders its upstreams by the project's config order. A network's `call` chain is composed once
- * when the host creates it and held by the pipeline (core/chains.ts), not here.
+ * when the host creates it and held by the pipeline (core/pipeline/chains.ts), not here.
  */
 import type { ResolvedNetwork, ResolvedProject } from '../../config/types.ts';
 import { HealthTracker, type HealthClassifier } from '../../lib/health-window.ts';
@@ -22,7 +22,7 @@ export class Project {
   private readonly order = new Map<Upstream, number>();
 
   /**
-   * @param config resolved project config; replaced by a config reload (core/reload.ts) when its
+   * @param config resolved project config; replaced by a config reload (core/host/reload.ts) when its
    *   networks or upstreams change (its own plugin keys stay as started)
    * @param classify what an attempt means for its upstream's health (the pipeline's charging rule,
    *   handed in by the host so the registry depends on nothing above it)
@@ -93,7 +93,7 @@ export class Network {
   readonly upstreams: Upstream[] = [];
   /**
    * The wrappers this network's chains run, outermost first, by hook (`call`, `attempt`): tap
-   * names recorded when the chains were composed (core/pipeline.ts; `svc pipeline` prints them).
+   * names recorded when the chains were composed (core/pipeline/pipeline.ts; `svc pipeline` prints them).
    */
   pipeline: { readonly call: readonly string[]; readonly attempt: readonly string[] } = { call: [], attempt: [] };
 

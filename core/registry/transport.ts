@@ -15,11 +15,11 @@ import {
   ErrUpstreamRequestTooLarge,
   SvcError,
   type UpstreamErrorRaw,
-} from '../errors.ts';
+} from '../wire/errors.ts';
 import { decodeBody, readBodyCapped, RESPONSE_BYTES, type BodyStream } from '../../lib/body.ts';
 import { arrayElements, extractTopLevelValue, scanAnswer } from '../../lib/json-scan.ts';
-import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../jsonrpc.ts';
-import { normaliseUpstreamError } from '../evm/normalize.ts';
+import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../wire/jsonrpc.ts';
+import { normaliseUpstreamError } from '../wire/evm-normalize.ts';
 import { excerptOf, Redactor, safeDecode, secretsOf } from '../../lib/redact.ts';
 
 /** Options for the undici pool behind an upstream. */

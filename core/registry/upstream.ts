@@ -4,8 +4,8 @@
  * (`upstream` hook).
  */
 import { compileGlobs } from '../../lib/glob.ts';
-import type { RpcResult } from '../jsonrpc.ts';
-import type { SvcError } from '../errors.ts';
+import type { RpcResult } from '../wire/jsonrpc.ts';
+import type { SvcError } from '../wire/errors.ts';
 import type { ResolvedUpstream } from '../../config/types.ts';
 import { DEFAULT_MAX_RESPONSE_SIZE, HttpTransport, type UpstreamPoolOptions } from './transport.ts';
 import type { Redactor } from '../../lib/redact.ts';
@@ -20,7 +20,7 @@ export const MAX_LEARNED_IGNORES = 1000;
 
 /**
  * One request as the transport dials it: what to send and the records it accounts the dial in.
- * The pipeline's `UpstreamCall` (core/hooks.ts) is one; declared here by shape so the registry
+ * The pipeline's `UpstreamCall` (core/pipeline/hooks.ts) is one; declared here by shape so the registry
  * needs nothing of the pipeline.
  */
 export interface DialRequest {
@@ -60,11 +60,11 @@ export class Upstream {
    * the same id, which a config reload replaced (the health plugin leaves it out of this window).
    */
   readonly createdAt = performance.now();
-  /** Plugin-owned fields of this upstream, by slot (core/slots.ts), e.g. `SYNCING` of the evm-state plugin (`svc/plugins/evm-state`). */
+  /** Plugin-owned fields of this upstream, by slot (core/registry/slots.ts), e.g. `SYNCING` of the evm-state plugin (`svc/plugins/evm-state`). */
   readonly slots = new Map<symbol, unknown>();
   /**
    * The `upstream` hook's wrappers around {@link dial}, outermost first: tap names recorded when
-   * the pipeline composed this upstream's sender (core/chains.ts holds the sender itself).
+   * the pipeline composed this upstream's sender (core/pipeline/chains.ts holds the sender itself).
    */
   pipeline: readonly string[] = [];
 

@@ -3,7 +3,7 @@
  * of which method holds a block reference, which methods are always realtime or always
  * finalized, and how a call is classified as `finalized`, `unfinalized`, `realtime` or `unknown`.
  */
-import type { Finality } from '../../core/records.ts';
+import type { Finality } from '../../core/wire/records.ts';
 
 /** Block tags (`latest`, `pending`, `safe`, `finalized`, `earliest`). */
 export const BLOCK_TAGS: ReadonlySet<string> = new Set(['latest', 'pending', 'safe', 'finalized', 'earliest']);

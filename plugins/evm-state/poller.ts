@@ -4,7 +4,7 @@
  * (`eth_getBlockByNumber`) and `eth_syncing` concurrently, through that upstream's own
  * `upstream` chain only (its timeout, retry and circuit breaker; never swept or hedged; counted
  * in metrics through `attemptDone`), and writes what it learns into the network's chain state
- * (core/evm/state.ts). A poll failure never throws out of the timer.
+ * (its state.ts). A poll failure never throws out of the timer.
  */
 import { FINALITY, type Network, type PluginHost, type RpcResult, type Upstream } from 'svc/plugin';
 import { type HeadVerdict, tryUpstream } from 'svc/plugin/contracts';

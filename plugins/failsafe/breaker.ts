@@ -2,7 +2,7 @@
  * The failsafe plugin's circuit breaker: the per-upstream state machine and
  * which errors count as failures. The breaker ignores rate limits, timeouts and cancelled hedge
  * legs: they say nothing about whether the upstream works; and it never counts a fact about the
- * request (core/blame.ts), nor more than `maxClientShare` of the failures from one client
+ * request (core/pipeline/blame.ts), nor more than `maxClientShare` of the failures from one client
  * (client-share.ts). No hooks here; `upstream.ts` taps one breaker per failsafe entry with a
  * `circuitBreaker` into the `upstream` hook.
  */

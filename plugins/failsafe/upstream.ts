@@ -7,7 +7,7 @@
  * upstream: a policy no entry of the upstream configures adds no wrapper. The breaker records
  * with the calling client's key (its one-client bound, client-share.ts) and parks the failure
  * of an unclassified node error until the call's other answers say whom it is charged to
- * (core/charge.ts); the retry never asks the same upstream again for a fact about the request.
+ * (core/pipeline/charge.ts); the retry never asks the same upstream again for a fact about the request.
  */
 import { FINALITY, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { asSvcError, ErrEndpointRequestTimeout, ErrFailsafeCircuitBreakerOpen } from 'svc/plugin/errors';
@@ -62,7 +62,7 @@ export function tapUpstreamFailsafe(host: PluginHost, now: () => number, proxyBr
         const se = asSvcError(err);
         const f = breakerOutcome(se);
         if (f === undefined || call.signal.aborted) throw err;
-        // An unclassified node error counts only once no second upstream gave the same one (core/charge.ts).
+        // An unclassified node error counts only once no second upstream gave the same one (core/pipeline/charge.ts).
         if (f && isDeferred(ctx, se)) whenCharged(hooks, ctx, call.attempt, () => breaker.record(true, client));
         else breaker.record(f, client);
         throw err;

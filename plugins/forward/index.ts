@@ -1,7 +1,7 @@
 /**
  * forward plugin: the innermost network handler.
  * Taps: `attempt` at the lowest stage — installs the sweep that walks a leg's upstreams in
- * the selected order until one answers (core/sweep.ts). Without it the proxy routes nothing.
+ * the selected order until one answers (core/pipeline/sweep.ts). Without it the proxy routes nothing.
  */
 import { type Plugin, type PluginHost } from 'svc/plugin';
 import { createSweep } from 'svc/plugin/contracts';

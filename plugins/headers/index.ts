@@ -41,7 +41,7 @@ export const MAX_TRACE_SEGMENTS = 50;
 
 /** One trace segment: `<upstreamId>=<reason>:<outcome>:<durationMs>[:won]` (spec §4.5). */
 export function traceSegment(a: AttemptRecord): string {
-  // Spec §4.5 words (core/sweep.ts traceOutcome); an attempt still in flight shows its time so far.
+  // Spec §4.5 words (core/pipeline/sweep.ts traceOutcome); an attempt still in flight shows its time so far.
   const ms = a.outcome === 'pending' ? performance.now() - a.startedAt : a.durationMs;
   return `${a.upstreamId}=${a.reason}:${traceOutcome(a)}:${Math.round(ms)}${a.won ? ':won' : ''}`;
 }

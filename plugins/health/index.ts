@@ -5,8 +5,8 @@
  * its project's health tracker (lib/health-window.ts: rolling error and throttle rates,
  * latency quantiles, cordons). Taps `attemptDone` at `AttemptDoneStage.HEALTH`, before any
  * observer reads scores. Only errors that are the upstream's fault count as errors
- * (`healthOutcome`, core/blame.ts); an attempt whose charge waited for another upstream's answer
- * (core/charge.ts) arrives here once its verdict is known, at the latest when its call ends. A preset without it (the minimal one) pays nothing for health
+ * (`healthOutcome`, core/pipeline/blame.ts); an attempt whose charge waited for another upstream's answer
+ * (core/pipeline/charge.ts) arrives here once its verdict is known, at the latest when its call ends. A preset without it (the minimal one) pays nothing for health
  * tracking; plugins that read scores (selection, the failsafe hedge's quantile delay) declare it
  * in `dependsOn`.
  */

@@ -1,7 +1,7 @@
 /**
  * metrics plugin (spec §6).
  * Taps: `attemptDone` (upstream request counters and latency; errors only when charged to the
- * upstream, core/blame.ts `isCharged`), `callDone` (requests received),
+ * upstream, core/pipeline/blame.ts `isCharged`), `callDone` (requests received),
  * `listening`/`shutdown` (serves prom-client's registry at `/metrics` on `metrics.port`; the
  * listener closes after every other shutdown tap). Lifecycle gauges: ./lifecycle.ts.
  * Every label taken from client input is bounded: at most 200 methods, 50 agent names and 1000

@@ -16,7 +16,7 @@
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { createProxy, type Proxy } from '../../core/proxy.ts';
+import { createProxy, type Proxy } from '../../core/host/proxy.ts';
 import { LOG_REDACTION, redactChildren } from '../../lib/logger.ts';
 import { chainStateOf, type NetworkChainState } from '../../plugins/evm-state/chain.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';

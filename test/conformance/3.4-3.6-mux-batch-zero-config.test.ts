@@ -7,7 +7,7 @@
 import FakeTimers from '@sinonjs/fake-timers';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { expect } from 'chai';
-import { RpcResult } from '../../core/jsonrpc.ts';
+import { RpcResult } from '../../core/wire/jsonrpc.ts';
 import { BatchQueue, type QueuedCall } from '../../plugins/batching/queue.ts';
 import { repositoryVendorPlugin } from '../../plugins/vendor-repository/index.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';

@@ -8,8 +8,8 @@ import { request } from 'undici';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { barrier, startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
-import type { Plugin } from '../../core/proxy.ts';
-import { UpstreamStage } from '../../core/stages.ts';
+import type { Plugin } from '../../core/host/proxy.ts';
+import { UpstreamStage } from '../../core/pipeline/stages.ts';
 import { defaultPreset } from '../../presets/default.ts';
 
 const CHAIN = 31337;

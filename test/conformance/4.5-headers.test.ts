@@ -11,7 +11,7 @@ import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startFaultServer, type FaultServer, type FaultStep } from '../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, type SvcHandle } from '../helpers/svc.ts';
-import { VERSION } from '../../core/version.ts';
+import { VERSION } from '../../core/wire/version.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;

@@ -10,8 +10,8 @@ import { expect } from 'chai';
 import { createServer, type Server } from 'node:http';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { NO_CACHE, startSvc, type SvcHandle } from '../helpers/svc.ts';
-import { ErrCancelled, ErrEndpointRequestTimeout, ErrEndpointServerSideException } from '../../core/errors.ts';
-import { RpcResult } from '../../core/jsonrpc.ts';
+import { ErrCancelled, ErrEndpointRequestTimeout, ErrEndpointServerSideException } from '../../core/wire/errors.ts';
+import { RpcResult } from '../../core/wire/jsonrpc.ts';
 import { BatchQueue, type QueuedCall } from '../../plugins/batching/queue.ts';
 
 const CHAIN = 31337;

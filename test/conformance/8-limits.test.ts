@@ -9,7 +9,7 @@
 import { createServer, type Server } from 'node:http';
 import FakeTimers from '@sinonjs/fake-timers';
 import { expect } from 'chai';
-import { ErrEndpointServerSideException, ErrResponseBytesInFlightExceeded } from '../../core/errors.ts';
+import { ErrEndpointServerSideException, ErrResponseBytesInFlightExceeded } from '../../core/wire/errors.ts';
 import { DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT, RESPONSE_BYTES } from '../../lib/body.ts';
 import { BatchQueue, type QueuedCall } from '../../plugins/batching/queue.ts';
 import type { PluginHost, Project } from '../../core/plugin-api.ts';

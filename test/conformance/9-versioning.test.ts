@@ -4,7 +4,7 @@
  * API keys written without a userId (as older versions could).
  */
 import { expect } from 'chai';
-import { VERSION } from '../../core/version.ts';
+import { VERSION } from '../../core/wire/version.ts';
 import { checkedRecord } from '../../plugins/auth/api-keys/store.ts';
 import { rpc, startCoreFixture, type CoreFixture } from './fixture-core.ts';
 

@@ -15,7 +15,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
-import { PACKAGE_ROOT, VERSION } from '../../core/version.ts';
+import { PACKAGE_ROOT, VERSION } from '../../core/wire/version.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { freePort } from '../helpers/ports.ts';

@@ -6,9 +6,9 @@
  * header is refused at boot, naming the vendor.
  */
 import { expect } from 'chai';
-import { createProxy, type PluginHost } from '../../core/proxy.ts';
+import { createProxy, type PluginHost } from '../../core/host/proxy.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { VERSION } from '../../core/version.ts';
+import { VERSION } from '../../core/wire/version.ts';
 import { COST_SERVICE, type CostService, type PriceTable } from '../../plugins/cost/index.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { NO_CACHE, presetWithout, startSvc, type SvcHandle } from '../helpers/svc.ts';

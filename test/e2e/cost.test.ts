@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import type { PluginHost } from '../../core/plugin-api.ts';
-import { VERSION } from '../../core/version.ts';
+import { VERSION } from '../../core/wire/version.ts';
 import { COST_SERVICE, type CostService } from '../../plugins/cost/index.ts';
 import { PROVIDERS_SERVICE, type ProvidersService } from '../../plugins/providers/index.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { freePort } from '../helpers/ports.ts';

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { createClient } from 'redis';
 import { parse as parseYaml } from 'yaml';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';

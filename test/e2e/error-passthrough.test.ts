@@ -47,10 +47,10 @@ type Check = 'exact' | 'details' | 'noRetry' | 'retry' | 'bothMissing';
 
 /** Why an unclassified upstream error fails the checks (see KNOWN_ISSUES). */
 const UNCLASSIFIED =
-  'no rule of core/evm/normalize.ts knows this code or message, so it falls to ErrEndpointServerSideException: retryable (re-sent to every other upstream), ' +
+  'no rule of core/wire/evm-normalize.ts knows this code or message, so it falls to ErrEndpointServerSideException: retryable (re-sent to every other upstream), ' +
   'not a pass-through class (svc rebuilds the object, writing the message with JSON.stringify and its own cause chain as data); ' +
   'with several upstreams the client gets svc\'s "all upstream attempts failed (n ErrEndpointServerSideException)" under the node\'s code';
-const REBUILT = 'toJsonRpcError (core/errors.ts) rebuilds the object as {"code","message","data"} from its pieces, so the upstream\'s member order is lost';
+const REBUILT = 'toJsonRpcError (core/wire/errors.ts) rebuilds the object as {"code","message","data"} from its pieces, so the upstream\'s member order is lost';
 /**
  * Fixtures svc does not pass through today, with what it does instead and which checks that
  * breaks (reported, not fixed here: this suite must not change svc). Those checks are pending

@@ -28,7 +28,7 @@ import { freePort } from '../helpers/ports.ts';
 import { NO_CACHE, presetWithout, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 import { failsafePlugin, upstreamBreakers } from '../../plugins/failsafe/index.ts';
 import { evaluateSelection, selectionState, type EvalFunc, type PolicyUpstream } from '../../plugins/selection/index.ts';
-import type { Plugin } from '../../core/proxy.ts';
+import type { Plugin } from '../../core/host/proxy.ts';
 import { NOPE_REVERT_DATA, REVERT_INIT, deployDirect, rpcBody } from './fixtures.ts';
 
 const CHAIN = 31337;

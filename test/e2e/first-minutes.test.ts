@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { presetWithout, startSvc, NO_CACHE, type SvcHandle } from '../helpers/svc.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { freePort } from '../helpers/ports.ts';

@@ -17,8 +17,8 @@ import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { httpRequest, presetWithout, startSvc, type SvcHandle } from '../helpers/svc.ts';
 import { upstreamBreakers } from '../../plugins/failsafe/index.ts';
-import type { Plugin } from '../../core/proxy.ts';
-import { UpstreamStage } from '../../core/stages.ts';
+import type { Plugin } from '../../core/host/proxy.ts';
+import { UpstreamStage } from '../../core/pipeline/stages.ts';
 import { rpcBody } from './fixtures.ts';
 
 const CHAIN = 31337;
@@ -276,7 +276,7 @@ describe('e2e: upstream size limits', function () {
 describe('e2e: a client leaving mid-call is a cancellation, not svc failing', function () {
   this.timeout(15_000);
   it('the call is cancelled upstream and nothing is logged as an internal failure', async () => {
-    const { createProxy } = await import('../../core/proxy.ts');
+    const { createProxy } = await import('../../core/host/proxy.ts');
     const { defaultPreset } = await import('../../presets/default.ts');
     const { default: pino } = await import('pino');
     const { request } = await import('undici');

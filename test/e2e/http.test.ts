@@ -133,7 +133,7 @@ describe('e2e: HTTP rules through the real server', function () {
       }
     });
 
-    // Regression: `decodeURIComponent` on the path segments (core/server.ts createServer) threw a
+    // Regression: `decodeURIComponent` on the path segments (core/http/server.ts createServer) threw a
     // URIError for a malformed percent-encoding, which became ErrInternal / HTTP 500.
     it('a malformed percent-encoding in the path is a client error, not an internal one', async () => {
       for (const path of ['/main/%zz', '/%E0%A4%A/evm/31337']) {

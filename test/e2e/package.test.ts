@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { expect } from 'chai';
 import { marked, type Tokens } from 'marked';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { packSvc, sh as userSh, USER_ENV } from '../helpers/packed.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';

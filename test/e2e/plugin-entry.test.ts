@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 
 const exec = promisify(execFile);

@@ -20,7 +20,7 @@ import { ensureBuilt } from '../helpers/build.ts';
 import { freePort } from '../helpers/ports.ts';
 import { httpRequest, type SvcResponse } from '../helpers/svc.ts';
 import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 
 /** Runs the CLI to its exit: its exit code and everything it printed. */
 function runCli(args: string[]): Promise<{ code: number; output: string }> {

@@ -1,10 +1,10 @@
 /**
- * The `routes` hook (core/hooks.ts): a plugin mounts its own paths (admin, healthcheck) on the
+ * The `routes` hook (core/pipeline/hooks.ts): a plugin mounts its own paths (admin, healthcheck) on the
  * core's router; its routes are served, and proxy calls on other paths still reach the pipeline.
  */
 import { expect } from 'chai';
 import type Router from '@koa/router';
-import type { Plugin } from '../../core/proxy.ts';
+import type { Plugin } from '../../core/host/proxy.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { startSvc, type SvcHandle } from '../helpers/svc.ts';

@@ -14,7 +14,7 @@
  */
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { createProxy, type Proxy } from '../../core/proxy.ts';
+import { createProxy, type Proxy } from '../../core/host/proxy.ts';
 import { REDACTED, Redactor, secretsOf } from '../../lib/redact.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
@@ -306,7 +306,7 @@ describe('e2e: upstream secrets in odd places', function () {
     });
   });
 
-  // BUG: core/proxy.ts `probe` throws `eth_chainId answered <result>` from the raw result and logs
+  // BUG: core/host/proxy.ts `probe` throws `eth_chainId answered <result>` from the raw result and logs
   // it (warn "chain id probe failed") unredacted.
   it('a chain id probe answered with an echo instead of a chain id: logged redacted', async () => {
     await withSvc({ chainIdMode: 'echo_result' }, async (svc) => {

@@ -1,6 +1,6 @@
 /**
  * shared-state's Redis connections on a real redis-server (docs/operations.md "Fleet: shared
- * state"): a proxy built only to check a config (core/validate.ts: `svc validate` and every
+ * state"): a proxy built only to check a config (core/host/validate.ts: `svc validate` and every
  * config reload) opens none, however many validations run (CLIENT LIST stays where it was); a
  * started svc opens its three (commands, subscription, stream reader) and reads
  * `svc_shared_state_connected 1`; closing it, even while its connections are still being set up,
@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import { createClient } from 'redis';
-import { validateConfig } from '../../core/validate.ts';
+import { validateConfig } from '../../core/host/validate.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
 import { httpRequest, startSvc, waitFor } from '../helpers/svc.ts';

@@ -15,7 +15,7 @@ import { JsonRpcProvider } from 'ethers';
 import { createPublicClient, http } from 'viem';
 import { parse as parseYaml } from 'yaml';
 import { readConfigFile } from '../../config/load.ts';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { httpRequest, startSvc, type SvcHandle } from '../helpers/svc.ts';

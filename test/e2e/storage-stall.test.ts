@@ -13,7 +13,7 @@
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { createProxy, type Proxy } from '../../core/proxy.ts';
+import { createProxy, type Proxy } from '../../core/host/proxy.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { createProxy, type Proxy } from '../../core/proxy.ts';
+import { createProxy, type Proxy } from '../../core/host/proxy.ts';
 import { LOG_REDACTION, redactChildren } from '../../lib/logger.ts';
 import { VENDOR_TEST_BASE_URL_ENV, vendorsPlugin } from '../../plugins/vendors/index.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';

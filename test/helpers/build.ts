@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 
 const run = promisify(execFile);
 

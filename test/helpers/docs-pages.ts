@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
 import GithubSlugger from 'github-slugger';
 import { marked, type Token, type Tokens } from 'marked';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 
 /** One markdown page, read and tokenized. */
 export interface DocsPage {

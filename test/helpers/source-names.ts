@@ -7,8 +7,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
-import { ERROR_TABLE } from '../../core/errors-wire.ts';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { ERROR_TABLE } from '../../core/wire/errors-wire.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 
 /** What the source defines. Header names are lower-cased (HTTP header names are case-insensitive). */
 export interface SourceNames {

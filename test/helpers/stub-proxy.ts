@@ -4,11 +4,11 @@
  * evm-retries tests). The stub is the innermost `upstream` tap, so every policy and plugin
  * wrapper of the preset still runs around it.
  */
-import type { CallContext, Directives } from '../../core/context.ts';
-import { ErrEndpointServerSideException, type SvcError } from '../../core/errors.ts';
-import { RpcResult } from '../../core/jsonrpc.ts';
+import type { CallContext, Directives } from '../../core/pipeline/context.ts';
+import { ErrEndpointServerSideException, type SvcError } from '../../core/wire/errors.ts';
+import { RpcResult } from '../../core/wire/jsonrpc.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { createProxy, type Plugin, type Proxy } from '../../core/proxy.ts';
+import { createProxy, type Plugin, type Proxy } from '../../core/host/proxy.ts';
 import type { Network } from '../../core/registry/project.ts';
 
 /** One scripted upstream: returns a result value (or an RpcResult) or throws an error. */

@@ -21,7 +21,7 @@ import * as contracts from '../../core/plugin-contracts.ts';
 import * as errors from '../../core/plugin-errors.ts';
 import * as plugin from '../../core/plugin-api.ts';
 import * as util from '../../core/util-api.ts';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 
 function filesUnder(dir: string, ext: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: 'utf8' })

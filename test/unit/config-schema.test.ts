@@ -16,7 +16,7 @@ import { marked, type Tokens } from 'marked';
 import { parse as parseYaml } from 'yaml';
 import { editorConfigSchema } from '../../config/editor-schema.ts';
 import type { SchemaFragment } from '../../config/schema.ts';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { minimalPreset } from '../../presets/minimal.ts';
 

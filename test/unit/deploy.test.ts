@@ -18,7 +18,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { CoreConfigSchema } from '../../config/schema.ts';
 import { loadConfigObject, parseDuration } from '../../config/load.ts';
 import type { SchemaFragment } from '../../config/schema.ts';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 
@@ -160,7 +160,7 @@ describe('Dockerfile', () => {
     await ensureBuilt();
     const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: PACKAGE_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
     const files = ((JSON.parse(out) as { files: { path: string }[] }[])[0]?.files ?? []).map((f) => f.path);
-    expect(files).to.include.members(['bin/svc.js', 'dist/bin/svc.js', 'dist/core/proxy.js', 'dist/package.json', 'package.json']);
+    expect(files).to.include.members(['bin/svc.js', 'dist/bin/svc.js', 'dist/core/host/proxy.js', 'dist/package.json', 'package.json']);
     expect(runtime).to.match(/^COPY --from=build \/src\/dist \.\/dist$/m);
     for (const f of files.filter((x) => !x.startsWith('dist/') && x !== 'README.md')) {
       expect(runtime, `runtime stage copies ${f}`).to.match(new RegExp(`^COPY .*\\b${f.replace(/[.]/g, '\\.')}\\b`, 'm'));

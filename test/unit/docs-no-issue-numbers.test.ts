@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { editorConfigSchema } from '../../config/editor-schema.ts';
 import type { SchemaFragment } from '../../config/schema.ts';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { defaultPreset } from '../../presets/default.ts';
 
 /** An internal issue reference: `issue #12`, `Issue #3`, `issues #10 and #11`. */

@@ -11,7 +11,7 @@ import { dirname, join, normalize } from 'node:path';
 import { expect } from 'chai';
 import { buildConfigSchema } from '../../config/schema.ts';
 import { renderConfigReference } from '../../config/docs.ts';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { defaultPreset } from '../../presets/default.ts';
 
 const PAGE = join(PACKAGE_ROOT, 'docs', 'production.md');

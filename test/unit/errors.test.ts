@@ -1,16 +1,16 @@
 /**
- * Pins the error hierarchy (core/errors.ts): names, JSON-RPC codes, HTTP statuses (spec §7),
+ * Pins the error hierarchy (core/wire/errors.ts): names, JSON-RPC codes, HTTP statuses (spec §7),
  * the exhausted error's dominant-cause rules, and the wire form
  * produced by toJsonRpcError.
  */
 import { expect } from 'chai';
-import * as errors from '../../core/errors.ts';
-import { ErrAuthUnauthorized, ErrCancelled, ErrEndpointBillingIssue, ErrEndpointCapacityExceeded, ErrEndpointClientSideException, ErrEndpointContentValidation, ErrEndpointExecutionException, ErrEndpointMissingData, ErrEndpointNonceException, ErrEndpointRequestTimeout, ErrEndpointRequestTooLarge, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrEndpointUnsupported, ErrFailsafeCircuitBreakerOpen, ErrFailsafeTimeoutExceeded, ErrGetLogsExceededMaxAllowedRange, ErrInternal, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, ErrNetworkNotSupported, ErrNotImplemented, ErrProjectNotFound, ErrRateLimitRuleExceeded, ErrRequestTooLarge, ErrUpstreamMalformedResponse, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted, SvcError, asSvcError } from '../../core/errors.ts';
-import { ERROR_TABLE, toJsonRpcError } from '../../core/errors-wire.ts';
+import * as errors from '../../core/wire/errors.ts';
+import { ErrAuthUnauthorized, ErrCancelled, ErrEndpointBillingIssue, ErrEndpointCapacityExceeded, ErrEndpointClientSideException, ErrEndpointContentValidation, ErrEndpointExecutionException, ErrEndpointMissingData, ErrEndpointNonceException, ErrEndpointRequestTimeout, ErrEndpointRequestTooLarge, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrEndpointUnsupported, ErrFailsafeCircuitBreakerOpen, ErrFailsafeTimeoutExceeded, ErrGetLogsExceededMaxAllowedRange, ErrInternal, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, ErrNetworkNotSupported, ErrNotImplemented, ErrProjectNotFound, ErrRateLimitRuleExceeded, ErrRequestTooLarge, ErrUpstreamMalformedResponse, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted, SvcError, asSvcError } from '../../core/wire/errors.ts';
+import { ERROR_TABLE, toJsonRpcError } from '../../core/wire/errors-wire.ts';
 
 type ErrCtor = (new (message: string, opts?: errors.SvcErrorOptions) => SvcError) & { defaultCode: number; httpStatus: number; retryable: boolean };
 
-/** Every concrete SvcError subclass exported by core/errors.ts. */
+/** Every concrete SvcError subclass exported by core/wire/errors.ts. */
 /** The error classes a client can receive: every exported `Err*` subclass of SvcError (bases such as ConsensusError are never thrown themselves). */
 function exportedErrorClasses(): [string, ErrCtor][] {
   return Object.entries(errors as Record<string, unknown>).filter(

@@ -1,12 +1,12 @@
 /**
- * JSON-RPC wire handling (core/jsonrpc.ts): inbound parsing keeps the caller's id exactly as
+ * JSON-RPC wire handling (core/wire/jsonrpc.ts): inbound parsing keeps the caller's id exactly as
  * sent (spec §4.1/§4.2, issue: "numbers (including integers above 2^53), strings and null"),
  * invalid elements get -32600 with the caller's id, unparsable bodies are
  * ErrJsonRpcRequestUnmarshal (HTTP 400), and results are spliced from the upstream's raw bytes.
  */
 import { expect } from 'chai';
-import { ErrInvalidRequest, ErrJsonRpcRequestUnmarshal } from '../../core/errors.ts';
-import { RpcResult, extractTopLevelValue, parseRequestBody, serializeError, serializeOutbound, serializeResult } from '../../core/jsonrpc.ts';
+import { ErrInvalidRequest, ErrJsonRpcRequestUnmarshal } from '../../core/wire/errors.ts';
+import { RpcResult, extractTopLevelValue, parseRequestBody, serializeError, serializeOutbound, serializeResult } from '../../core/wire/jsonrpc.ts';
 
 function expectUnmarshal(body: string): void {
   let thrown: unknown;

@@ -7,11 +7,11 @@
  * plugins.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { PACKAGE_ROOT } from '../../core/version.ts';
+import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 
 const run = promisify(execFile);
 const DEPCRUISE = join(PACKAGE_ROOT, 'node_modules', '.bin', 'depcruise');
@@ -71,7 +71,7 @@ describe('plugin boundary (dependency-cruiser)', function () {
         join(dir, 'index.ts'),
         [
           "import type { Plugin } from '../../core/plugin-api.ts';",
-          "import { createSweep } from '../../core/sweep.ts';",
+          "import { createSweep } from '../../core/pipeline/sweep.ts';",
           "import { cachePlugin } from '../cache/index.ts';",
           "import { CACHE_OUTCOME } from '../cache/api.ts';",
           "import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';",
@@ -85,8 +85,8 @@ describe('plugin boundary (dependency-cruiser)', function () {
       const seen = violations.map((v) => `${v.rule.name}: ${v.to}`);
       expect(seen).to.include.members([
         'plugin-imports-core-internals: core/plugin-api.ts',
-        'plugin-imports-core-internals: core/sweep.ts',
-        'plugin-imports-core-beyond-the-entry: core/sweep.ts',
+        'plugin-imports-core-internals: core/pipeline/sweep.ts',
+        'plugin-imports-core-beyond-the-entry: core/pipeline/sweep.ts',
         'plugin-imports-another-plugin: plugins/cache/index.ts',
         'plugin-contract-by-path: plugins/cache/api.ts',
         `plugin-contract-imports-its-plugin: ${rel}/index.ts`,
@@ -95,6 +95,35 @@ describe('plugin boundary (dependency-cruiser)', function () {
       expect(seen.filter((s) => s.includes('svc/plugin') || s.includes('plugins/failsafe/'))).to.deep.equal([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('core is in layers (wire <- registry <- pipeline <- http <- host <- entries) with no upward import and no cycle, types included', async () => {
+    const { violations, modules } = await cruise(['core', 'lib', 'config']);
+    expect(modules, 'modules cruised').to.be.greaterThan(60);
+    expect(violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`)).to.deep.equal([]);
+    const layers = readdirSync(join(PACKAGE_ROOT, 'core'), { withFileTypes: true });
+    expect(layers.filter((d) => d.isDirectory()).map((d) => d.name).sort()).to.deep.equal(['host', 'http', 'pipeline', 'registry', 'wire']);
+    expect(layers.filter((d) => d.isFile()).map((d) => d.name).sort(), 'only the public entries outside a layer').to.deep.equal(['plugin-api.ts', 'plugin-contracts.ts', 'plugin-errors.ts', 'util-api.ts']);
+  });
+
+  it('the layer rules catch an upward import (a type one too) and a type-only cycle', async () => {
+    const wire = mkdtempSync(join(PACKAGE_ROOT, 'core', 'wire', '.layer-probe-'));
+    const lib = mkdtempSync(join(PACKAGE_ROOT, 'lib', '.layer-probe-'));
+    try {
+      const up = relative(wire, join(PACKAGE_ROOT, 'core'));
+      writeFileSync(join(wire, 'x.ts'), `import type { ServeHost } from '${up}/http/serve.ts';\nimport { VERSION } from '${up}/wire/version.ts';\nexport type X = ServeHost | typeof VERSION;\n`);
+      writeFileSync(join(lib, 'c.ts'), "import type { D } from './d.ts';\nexport interface C { d?: D }\n");
+      writeFileSync(join(lib, 'd.ts'), "import type { C } from './c.ts';\nexport interface D { c?: C }\n");
+      const { violations } = await cruise([relative(PACKAGE_ROOT, wire), relative(PACKAGE_ROOT, lib)]);
+      const names = violations.map((v) => `${v.rule.name}: ${basename(v.from)} → ${v.to.replace(/^.*\//, '')}`);
+      expect(names).to.include('core-wire-imports-up: x.ts → serve.ts');
+      expect(names.filter((n) => n.startsWith('core-wire-imports-up')), 'a lower layer of its own is fine').to.have.length(1);
+      expect(names.filter((n) => n.startsWith('no-cycle:'))).to.have.length.greaterThan(0);
+      expect(names.filter((n) => n.startsWith('no-runtime-cycle:')), 'type-only: not a run-time cycle').to.deep.equal([]);
+    } finally {
+      rmSync(wire, { recursive: true, force: true });
+      rmSync(lib, { recursive: true, force: true });
     }
   });
 
@@ -111,9 +140,9 @@ describe('plugin boundary (dependency-cruiser)', function () {
       writeFileSync(
         join(probe, 'x.ts'),
         [
-          "import type { CallContext } from '../../core/context.ts';",
+          "import type { CallContext } from '../../core/pipeline/context.ts';",
           "import { Strict } from '../../config/schema.ts';",
-          "import { createSweep } from '../../core/sweep.ts';",
+          "import { createSweep } from '../../core/pipeline/sweep.ts';",
           "import { cachePlugin } from '../../plugins/cache/index.ts';",
           'export const x = [String(createSweep), String(cachePlugin), String(Strict)] as unknown as CallContext;',
         ].join('\n'),
@@ -121,7 +150,7 @@ describe('plugin boundary (dependency-cruiser)', function () {
       writeFileSync(join(plugin, 'index.ts'), "import { compileGlobs } from '../../lib/glob.ts';\nexport const g = compileGlobs('a');\n");
       const { violations } = await cruise([probe.slice(PACKAGE_ROOT.length + 1), plugin.slice(PACKAGE_ROOT.length + 1)]);
       expect(violations.map((v) => `${v.rule.name}: ${v.to}`).sort()).to.deep.equal([
-        'lib-imports-core-at-run-time: core/sweep.ts',
+        'lib-imports-core-at-run-time: core/pipeline/sweep.ts',
         'lib-imports-plugins-or-entry-points: plugins/cache/index.ts',
         'plugin-imports-outside-the-package-api: lib/glob.ts',
       ]);

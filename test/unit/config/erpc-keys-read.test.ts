@@ -14,7 +14,7 @@ import { expect } from 'chai';
 import ts from 'typescript';
 import { Type } from '@sinclair/typebox';
 import { buildConfigSchema, type SchemaFragment } from '../../../config/schema.ts';
-import { PACKAGE_ROOT } from '../../../core/version.ts';
+import { PACKAGE_ROOT } from '../../../core/wire/version.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 
 /**

@@ -11,7 +11,7 @@ import { ERPC_TABLE_END, ERPC_TABLE_START, erpcKeyStatus, renderErpcKeyTable, sc
 import { ERPC_KEY_PATHS, ERPC_REFUSED } from '../../../config/erpc-keys.ts';
 import { ConfigError, loadConfigObject } from '../../../config/load.ts';
 import { buildConfigSchema, type SchemaFragment } from '../../../config/schema.ts';
-import { PACKAGE_ROOT } from '../../../core/version.ts';
+import { PACKAGE_ROOT } from '../../../core/wire/version.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 
 const FRAGMENTS: SchemaFragment[] = defaultPreset().flatMap((p) => (p.schema ? [p.schema] : []));

@@ -10,7 +10,7 @@ import { Type } from '@sinclair/typebox';
 import { ConfigError, loadConfigObject } from '../../../config/load.ts';
 import { buildConfigSchema, Duration, Extensible, fragmentCollisions, type SchemaFragment } from '../../../config/schema.ts';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy, type Plugin } from '../../../core/proxy.ts';
+import { createProxy, type Plugin } from '../../../core/host/proxy.ts';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
 import { configKeysOf } from '../../../presets/describe.ts';
 

@@ -5,9 +5,9 @@
  * spec's trace words for attempts that did not answer in time.
  */
 import { expect } from 'chai';
-import { ErrCancelled, ErrEndpointRequestTimeout, ErrEndpointServerSideException, ErrUpstreamsExhausted } from '../../../core/errors.ts';
+import { ErrCancelled, ErrEndpointRequestTimeout, ErrEndpointServerSideException, ErrUpstreamsExhausted } from '../../../core/wire/errors.ts';
 import { DeadlineReason } from '../../../core/registry/upstream.ts';
-import { callFailure, traceOutcome } from '../../../core/sweep.ts';
+import { callFailure, traceOutcome } from '../../../core/pipeline/sweep.ts';
 
 function aborted(reason: unknown): AbortSignal {
   const c = new AbortController();
@@ -15,7 +15,7 @@ function aborted(reason: unknown): AbortSignal {
   return c.signal;
 }
 
-describe('deadline outcome (core/sweep.ts)', () => {
+describe('deadline outcome (core/pipeline/sweep.ts)', () => {
   it('§4.7 #2 — a call failed after its deadline passed is ErrEndpointRequestTimeout, its path error kept as the cause', () => {
     const exhausted = new ErrUpstreamsExhausted([new ErrEndpointRequestTimeout('a'), new ErrEndpointRequestTimeout('b')]);
     const e = callFailure(aborted(new DeadlineReason('call exceeded server.maxTimeout (1500 ms)')), exhausted);

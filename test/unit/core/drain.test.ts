@@ -1,12 +1,12 @@
 /**
- * The drain state machine (core/drain.ts, spec §3.2): serving → draining → closing → stopped,
+ * The drain state machine (core/http/drain.ts, spec §3.2): serving → draining → closing → stopped,
  * with the in-flight count deciding how long closing lasts. Fake timers: no real waiting.
  */
 import { EventEmitter } from 'node:events';
 import type { Server } from 'node:http';
 import FakeTimers from '@sinonjs/fake-timers';
 import { expect } from 'chai';
-import { Drain } from '../../../core/drain.ts';
+import { Drain } from '../../../core/http/drain.ts';
 
 /** A stand-in server: emits `request` with a response that emits `close`. */
 function fakeServer(): { server: Server; request(): () => void } {

@@ -1,14 +1,14 @@
 /**
  * Unit tests of error charging (docs/http-interface.md "What counts against an upstream"): the message
- * normaliser and signatures (core/blame.ts), who an error is blamed on, how the health tracker,
+ * normaliser and signatures (core/pipeline/blame.ts), who an error is blamed on, how the health tracker,
  * the breaker and the error counter read it, and the per-call ledger that defers an unclassified
- * node error's charge until another upstream answers (core/charge.ts), driven with real hooks
+ * node error's charge until another upstream answers (core/pipeline/charge.ts), driven with real hooks
  * and hand-made attempt records.
  */
 import { expect } from 'chai';
-import { agreementSignature, blameOf, errorSignature, isCharged, isRequestFact, MAX_NORMALISED_MESSAGE, normaliseErrorMessage } from '../../../core/blame.ts';
-import { settleFailedAttempt, whenCharged, wouldConfirm, isDeferred } from '../../../core/charge.ts';
-import { newExecutionRecord, type AttemptRecord, type CallContext } from '../../../core/context.ts';
+import { agreementSignature, blameOf, errorSignature, isCharged, isRequestFact, MAX_NORMALISED_MESSAGE, normaliseErrorMessage } from '../../../core/pipeline/blame.ts';
+import { settleFailedAttempt, whenCharged, wouldConfirm, isDeferred } from '../../../core/pipeline/charge.ts';
+import { newExecutionRecord, type AttemptRecord, type CallContext } from '../../../core/pipeline/context.ts';
 import {
   ErrCancelled,
   ErrEndpointCapacityExceeded,
@@ -21,10 +21,10 @@ import {
   ErrInternal,
   ErrUpstreamRequestTooLarge,
   type SvcError,
-} from '../../../core/errors.ts';
-import { isPassThrough } from '../../../core/errors-wire.ts';
-import { createHooks, type ProxyHooks } from '../../../core/hooks.ts';
-import { healthOutcome } from '../../../core/blame.ts';
+} from '../../../core/wire/errors.ts';
+import { isPassThrough } from '../../../core/wire/errors-wire.ts';
+import { createHooks, type ProxyHooks } from '../../../core/pipeline/hooks.ts';
+import { healthOutcome } from '../../../core/pipeline/blame.ts';
 import { breakerOutcome } from '../../../plugins/failsafe/index.ts';
 
 /** A node's JSON-RPC error as the transport classifies an unnamed one. */

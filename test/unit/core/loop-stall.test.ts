@@ -1,11 +1,11 @@
 /**
- * Timeouts svc causes itself (lib/loop-stall.ts, core/blame.ts): when its event loop stalls for a
+ * Timeouts svc causes itself (lib/loop-stall.ts, core/pipeline/blame.ts): when its event loop stalls for a
  * real share of an attempt, the attempt's timeout is charged to nobody (no health error, not in
  * svc_upstream_request_errors_total); other failures, and timeouts without a stall, still count.
  */
 import { expect } from 'chai';
-import { healthOutcome, isCharged } from '../../../core/blame.ts';
-import { ErrEndpointRequestTimeout, ErrEndpointServerSideException, ErrFailsafeTimeoutExceeded } from '../../../core/errors.ts';
+import { healthOutcome, isCharged } from '../../../core/pipeline/blame.ts';
+import { ErrEndpointRequestTimeout, ErrEndpointServerSideException, ErrFailsafeTimeoutExceeded } from '../../../core/wire/errors.ts';
 import { noteStall, resetLoopStalls, stalledDuring, watchLoopStalls } from '../../../lib/loop-stall.ts';
 
 /** A finished, dialled attempt over [startedAt, startedAt + durationMs]. */

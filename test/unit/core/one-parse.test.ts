@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { isLosslessNumber, parse as losslessParse } from 'lossless-json';
 import stringify from 'safe-stable-stringify';
-import { parseRequestBody, rawParamsOf, RAW_PARAMS_MIN_BYTES } from '../../../core/jsonrpc.ts';
+import { parseRequestBody, rawParamsOf, RAW_PARAMS_MIN_BYTES } from '../../../core/wire/jsonrpc.ts';
 import { paramsHash } from 'svc/plugins/multiplex';
 import { scanMembers } from '../../../lib/json-scan.ts';
 

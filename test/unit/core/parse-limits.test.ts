@@ -5,8 +5,8 @@
  * `[A-Za-z0-9_.:-]` is refused the same way, its text never echoed; ids are echoed byte for byte.
  */
 import { expect } from 'chai';
-import { ErrInvalidRequest, ErrJsonRpcRequestUnmarshal } from '../../../core/errors.ts';
-import { parseRequestBody, MAX_METHOD_LENGTH } from '../../../core/jsonrpc.ts';
+import { ErrInvalidRequest, ErrJsonRpcRequestUnmarshal } from '../../../core/wire/errors.ts';
+import { parseRequestBody, MAX_METHOD_LENGTH } from '../../../core/wire/jsonrpc.ts';
 import { arrayElements, extractTopLevelValue, nestingDepth } from '../../../lib/json-scan.ts';
 
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;

@@ -1,5 +1,5 @@
 /**
- * The pipeline as data (core/pipeline.ts): docs/architecture.md draws the same stages in the same
+ * The pipeline as data (core/pipeline/pipeline.ts): docs/architecture.md draws the same stages in the same
  * order; a network's wrapper chains are recorded as composed (only taps that wrapped, outermost
  * first), and `svc pipeline` prints every stage with those taps for a real config and preset.
  */
@@ -9,14 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { SyncWaterfallHook } from 'tapable';
-import { composeRecorded, PIPELINE, renderPipeline } from '../../../core/pipeline.ts';
-import { createProxy } from '../../../core/proxy.ts';
+import { composeRecorded, PIPELINE, renderPipeline } from '../../../core/pipeline/pipeline.ts';
+import { createProxy } from '../../../core/host/proxy.ts';
 import { createLogger } from '../../../lib/logger.ts';
-import { PACKAGE_ROOT } from '../../../core/version.ts';
+import { PACKAGE_ROOT } from '../../../core/wire/version.ts';
 import { resolvePreset } from '../../../presets/index.ts';
 
 describe('the request pipeline (docs/architecture.md "Request lifecycle")', () => {
-  it('docs/architecture.md lists the stages of core/pipeline.ts, in the same order, in its list and its diagram', () => {
+  it('docs/architecture.md lists the stages of core/pipeline/pipeline.ts, in the same order, in its list and its diagram', () => {
     const doc = readFileSync(join(PACKAGE_ROOT, 'docs', 'architecture.md'), 'utf8');
     const listed = /^Stages: (.+)\.$/m.exec(doc)?.[1]?.split(', ');
     expect(listed).to.deep.equal(PIPELINE.map((s) => s.name));

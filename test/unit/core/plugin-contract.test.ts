@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { connect } from 'node:net';
-import { createProxy, type Plugin } from '../../../core/proxy.ts';
+import { createProxy, type Plugin } from '../../../core/host/proxy.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { CallStage, FINALITY, RpcResult, Slot, Type, VERSION } from '../../../core/plugin-api.ts';
 import { ErrAuthUnauthorized, PluginContractError, PluginDependencyError } from '../../../core/plugin-errors.ts';

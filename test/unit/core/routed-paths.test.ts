@@ -1,10 +1,10 @@
 /**
- * Which requests go through the router (core/routed-paths.ts): a static POST route
+ * Which requests go through the router (core/http/routed-paths.ts): a static POST route
  * such as `/admin` must not send every proxy POST through route matching.
  */
 import { expect } from 'chai';
 import Router from '@koa/router';
-import { routedPaths, staticKey } from '../../../core/routed-paths.ts';
+import { routedPaths, staticKey } from '../../../core/http/routed-paths.ts';
 
 describe('routed paths (no route matching for proxy POSTs)', () => {
   it('keeps static routes as a set per method and marks pattern routes as any path', () => {

@@ -7,12 +7,12 @@
  */
 import { expect } from 'chai';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy, type Plugin } from '../../../core/proxy.ts';
+import { createProxy, type Plugin } from '../../../core/host/proxy.ts';
 import { serviceKey, ServiceKey, Slot } from '../../../core/plugin-api.ts';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
 import { COST_SERVICE, type CostService, type PriceTable } from 'svc/plugins/cost';
 import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';
-import { Services } from '../../../core/host.ts';
+import { Services } from '../../../core/host/host.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 
 const plugin = (name: string, extra: Partial<Plugin> = {}): Plugin => ({ name, apply() {}, ...extra });

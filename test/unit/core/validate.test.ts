@@ -1,5 +1,5 @@
 /**
- * Whole-config validation (core/validate.ts), what `svc validate` and every config reload run:
+ * Whole-config validation (core/host/validate.ts), what `svc validate` and every config reload run:
  * the same problems as a start, and nothing left behind — the throwaway proxy and its plugins
  * are collectable once closed, and no process-wide listener or timer accumulates, however many
  * reloads an operator makes.
@@ -9,8 +9,8 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { ConfigError } from '../../../config/load.ts';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy } from '../../../core/proxy.ts';
-import { validateConfig } from '../../../core/validate.ts';
+import { createProxy } from '../../../core/host/proxy.ts';
+import { validateConfig } from '../../../core/host/validate.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 
 setFlagsFromString('--expose-gc');

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import type { PluginHost } from '../../../core/host.ts';
+import type { PluginHost } from '../../../core/host/host.ts';
 import type { Network } from '../../../core/registry/project.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { chainChanged, chainIdCheck, chainIdOf } from '../../../plugins/evm-state/chain-id.ts';

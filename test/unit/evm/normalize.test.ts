@@ -1,5 +1,5 @@
 /**
- * Upstream error normalisation (core/evm/normalize.ts), one block per rule of
+ * Upstream error normalisation (core/wire/evm-normalize.ts), one block per rule of
  * NORMALISATION_RULES in the issue's order. Every input names where its text came from:
  *  - "anvil 1.7.1": captured from a real anvil (the `live anvil` block below re-captures them
  *    and fails if anvil's wording drifts from the recorded strings);
@@ -8,9 +8,9 @@
  *  - "eRPC error normalizer notes": the typical wording eRPC's normaliser matches on.
  */
 import { expect } from 'chai';
-import { ErrEndpointBillingIssue, ErrEndpointCapacityExceeded, ErrEndpointClientSideException, ErrEndpointExecutionException, ErrEndpointMissingData, ErrEndpointNonceException, ErrEndpointRequestTooLarge, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrEndpointUnsupported, type SvcError } from '../../../core/errors.ts';
-import { toJsonRpcError } from '../../../core/errors-wire.ts';
-import { ERROR_STRING_SELECTOR, NORMALISATION_RULES, normaliseUpstreamError, type UpstreamFault } from '../../../core/evm/normalize.ts';
+import { ErrEndpointBillingIssue, ErrEndpointCapacityExceeded, ErrEndpointClientSideException, ErrEndpointExecutionException, ErrEndpointMissingData, ErrEndpointNonceException, ErrEndpointRequestTooLarge, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrEndpointUnsupported, type SvcError } from '../../../core/wire/errors.ts';
+import { toJsonRpcError } from '../../../core/wire/errors-wire.ts';
+import { ERROR_STRING_SELECTOR, NORMALISATION_RULES, normaliseUpstreamError, type UpstreamFault } from '../../../core/wire/evm-normalize.ts';
 import { startAnvil, type AnvilHandle } from '../../helpers/anvil.ts';
 
 type ErrClass = abstract new (...args: never[]) => SvcError;
@@ -480,7 +480,7 @@ describe('evm/normalize', () => {
 
 describe('evm/normalize: revert reasons are contract text', () => {
   it('a code-3 revert whose reason mentions a limit stays a revert (not a rate limit)', async () => {
-    const { normaliseUpstreamError } = await import('../../../core/evm/normalize.ts');
+    const { normaliseUpstreamError } = await import('../../../core/wire/evm-normalize.ts');
     const e = normaliseUpstreamError({ status: 200, code: 3, message: 'execution reverted: Max mint limit exceeded', data: '0x08c379a0', method: 'eth_call' });
     expect(e.name).to.equal('ErrEndpointExecutionException');
     expect(e.code).to.equal(3);

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { keyKind, redactText, redactTree, redactUrl } from '../../../lib/redact.ts';
 import { LOG_REDACTION, redactChildren } from '../../../lib/logger.ts';
-import { asSvcError } from '../../../core/errors.ts';
+import { asSvcError } from '../../../core/wire/errors.ts';
 
 const MARK = /#redacted=[0-9a-f]{8}/;
 
@@ -87,7 +87,7 @@ describe('core redaction: keys, text, trees, logs', () => {
         'unauthorized: the API key store could not be read',
         'missing or invalid userId in current data',
         'SIWE message is for chain 1, this network is 31337',
-        'at run (file:///srv/svc/core/proxy.ts:10:3)',
+        'at run (file:///srv/svc/core/host/proxy.ts:10:3)',
         'upstream http://10.0.0.5:8545 answered 503',
         'repository-evm:1-https://rpc.example#redacted=1a2b3',
       ]) {

@@ -5,8 +5,8 @@
  */
 import FakeTimers from '@sinonjs/fake-timers';
 import { expect } from 'chai';
-import { ErrCancelled, ErrEndpointRequestTimeout, ErrEndpointServerSideException, type SvcError } from '../../../core/errors.ts';
-import { RpcResult } from '../../../core/jsonrpc.ts';
+import { ErrCancelled, ErrEndpointRequestTimeout, ErrEndpointServerSideException, type SvcError } from '../../../core/wire/errors.ts';
+import { RpcResult } from '../../../core/wire/jsonrpc.ts';
 import { BatchQueue, type QueuedCall } from '../../../plugins/batching/queue.ts';
 
 function harness(maxSize: number, maxWaitMs: number, answer: (calls: readonly QueuedCall[]) => Array<RpcResult | SvcError> = (cs) => cs.map((c) => new RpcResult(c.method))) {

@@ -4,9 +4,9 @@
  * precedence (config < header < query), `allowClientDirectives` and the declaration rules.
  */
 import { expect } from 'chai';
-import type { HttpRequestInfo } from '../../../core/context.ts';
+import type { HttpRequestInfo } from '../../../core/pipeline/context.ts';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy } from '../../../core/proxy.ts';
+import { createProxy } from '../../../core/host/proxy.ts';
 import { type Plugin } from '../../../core/plugin-api.ts';
 import { type DirectiveDeclaration } from 'svc/plugins/directives';
 import { PluginContractError } from '../../../core/plugin-errors.ts';

@@ -5,10 +5,10 @@
  */
 import { expect } from 'chai';
 import { isBlindLogsAnswer, isKnownBlock, isLaggingOnUnknownHash, numberOfKnownHash } from '../../../plugins/evm-answer-sanity/index.ts';
-import type { NetworkChainState, UpstreamChainState } from '../../../core/chain-state.ts';
-import { NO_CHAIN_STATE } from '../../../core/chain-state.ts';
+import type { NetworkChainState, UpstreamChainState } from '../../../core/registry/chain-state.ts';
+import { NO_CHAIN_STATE } from '../../../core/registry/chain-state.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
-import { blameOf } from '../../../core/blame.ts';
+import { blameOf } from '../../../core/pipeline/blame.ts';
 import { presetWithout } from '../../helpers/svc.ts';
 import { startStubProxy, type StubProxy } from '../../helpers/stub-proxy.ts';
 

@@ -6,10 +6,10 @@
  * one failing chunk fails the call).
  */
 import { expect } from 'chai';
-import { newExecutionRecord, type CallContext } from '../../../core/context.ts';
-import { ErrEndpointRequestTooLarge, ErrEndpointServerSideException, ErrUpstreamsExhausted } from '../../../core/errors.ts';
-import type { CallHandler } from '../../../core/hooks.ts';
-import { RpcResult } from '../../../core/jsonrpc.ts';
+import { newExecutionRecord, type CallContext } from '../../../core/pipeline/context.ts';
+import { ErrEndpointRequestTooLarge, ErrEndpointServerSideException, ErrUpstreamsExhausted } from '../../../core/wire/errors.ts';
+import type { CallHandler } from '../../../core/pipeline/hooks.ts';
+import { RpcResult } from '../../../core/wire/jsonrpc.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { autoSplitThresholdOf, chunkJob, runProactiveSplit, type SplitDimension } from '../../../plugins/evm-getlogs/index.ts';
 

@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { newExecutionRecord, type CallContext } from '../../../core/context.ts';
+import { newExecutionRecord, type CallContext } from '../../../core/pipeline/context.ts';
 import {
   ErrCancelled,
   ErrEndpointRequestTooLarge,
@@ -18,10 +18,10 @@ import {
   ErrUpstreamMalformedResponse,
   ErrUpstreamsExhausted,
   type SvcError,
-} from '../../../core/errors.ts';
+} from '../../../core/wire/errors.ts';
 import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
-import type { CallHandler } from '../../../core/hooks.ts';
-import { RpcResult } from '../../../core/jsonrpc.ts';
+import type { CallHandler } from '../../../core/pipeline/hooks.ts';
+import { RpcResult } from '../../../core/wire/jsonrpc.ts';
 import type { Network } from '../../../core/registry/project.ts';
 import {
   checkGetLogsLimits,

@@ -14,8 +14,8 @@ import {
   ErrEndpointUnsupported,
   ErrNotImplemented,
   ErrUpstreamsExhausted,
-} from '../../../core/errors.ts';
-import { CallStage, SelectStage } from '../../../core/stages.ts';
+} from '../../../core/wire/errors.ts';
+import { CallStage, SelectStage } from '../../../core/pipeline/stages.ts';
 import { presetWithout } from '../../helpers/svc.ts';
 import { startStubProxy, type Script, type StubProxy } from '../../helpers/stub-proxy.ts';
 import {

@@ -5,11 +5,11 @@
  * sockets to upstreams).
  */
 import { expect } from 'chai';
-import type { CallContext } from '../../../core/context.ts';
+import type { CallContext } from '../../../core/pipeline/context.ts';
 import { failsafePlugin } from '../../../plugins/failsafe/index.ts';
 import { createLogger } from '../../../lib/logger.ts';
-import { ErrEndpointClientSideException, ErrEndpointMissingData, ErrEndpointServerSideException } from '../../../core/errors.ts';
-import { createProxy } from '../../../core/proxy.ts';
+import { ErrEndpointClientSideException, ErrEndpointMissingData, ErrEndpointServerSideException } from '../../../core/wire/errors.ts';
+import { createProxy } from '../../../core/host/proxy.ts';
 import type { Network } from '../../../core/registry/project.ts';
 import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
 import { type Plugin } from '../../../core/plugin-api.ts';
@@ -31,7 +31,7 @@ import {
   upstreamRetriesCounter,
 } from '../../../plugins/evm-retries/index.ts';
 import { evmMethodsPlugin } from '../../../plugins/evm-methods/index.ts';
-import { CallStage } from '../../../core/stages.ts';
+import { CallStage } from '../../../core/pipeline/stages.ts';
 
 const TX_HASH = `0x${'ab'.repeat(32)}`;
 const MINED_TX = { hash: TX_HASH, blockNumber: '0x5', blockHash: `0x${'cd'.repeat(32)}`, transactionIndex: '0x0' };

@@ -9,7 +9,7 @@
 import { expect } from 'chai';
 import { ConfigError, loadConfigObject } from '../../../config/load.ts';
 import type { SchemaFragment } from '../../../config/schema.ts';
-import { ErrEndpointExecutionException, ErrEndpointServerSideException, ErrEndpointUnsupported } from '../../../core/errors.ts';
+import { ErrEndpointExecutionException, ErrEndpointServerSideException, ErrEndpointUnsupported } from '../../../core/wire/errors.ts';
 import { availabilitySpecOf, blockSpanOf, boundsOf, probeBlock, ProbeInconclusive, searchEarliest, type ProbeCall } from '../../../plugins/evm-state/index.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';

@@ -8,15 +8,15 @@
  * far-future `null`.
  */
 import { expect } from 'chai';
-import { FINALITY, type CallContext, type Finality } from '../../../core/context.ts';
+import { FINALITY, type CallContext, type Finality } from '../../../core/pipeline/context.ts';
 import { SYNCING } from 'svc/plugins/evm-state';
-import { NO_CHAIN_STATE } from '../../../core/chain-state.ts';
+import { NO_CHAIN_STATE } from '../../../core/registry/chain-state.ts';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy } from '../../../core/proxy.ts';
+import { createProxy } from '../../../core/host/proxy.ts';
 import { loadConfigObject } from '../../../config/load.ts';
-import { DirectiveStage } from '../../../core/stages.ts';
+import { DirectiveStage } from '../../../core/pipeline/stages.ts';
 import { NetworkChainState, chainStateOf } from '../../../plugins/evm-state/chain.ts';
-import type { Plugin } from '../../../core/proxy.ts';
+import type { Plugin } from '../../../core/host/proxy.ts';
 import type { Network } from '../../../core/registry/project.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import {

@@ -7,10 +7,10 @@
  * failsafe-adaptive-pipeline.test.ts.
  */
 import { expect } from 'chai';
-import type { AttemptRecord, CallContext } from '../../../core/context.ts';
-import { ErrCancelled, ErrEndpointMissingData, ErrEndpointRequestTimeout, ErrEndpointServerSideException, ErrUpstreamsExhausted } from '../../../core/errors.ts';
-import { createProxy } from '../../../core/proxy.ts';
-import { healthOutcome } from '../../../core/blame.ts';
+import type { AttemptRecord, CallContext } from '../../../core/pipeline/context.ts';
+import { ErrCancelled, ErrEndpointMissingData, ErrEndpointRequestTimeout, ErrEndpointServerSideException, ErrUpstreamsExhausted } from '../../../core/wire/errors.ts';
+import { createProxy } from '../../../core/host/proxy.ts';
+import { healthOutcome } from '../../../core/pipeline/blame.ts';
 import { HealthTracker } from '../../../lib/health-window.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { forwardPlugin } from '../../../plugins/forward/index.ts';

@@ -2,11 +2,11 @@
  * Unit tests of the failsafe plugin's pure parts: the circuit breaker state
  * machine on an injected clock, the breaker's outcome classification, the retry back-off,
  * failsafe entry matching, and the health tracker's outcome classification
- * (lib/health-window.ts, classified by core/blame.ts), which the breaker's rules mirror.
+ * (lib/health-window.ts, classified by core/pipeline/blame.ts), which the breaker's rules mirror.
  */
 import { expect } from 'chai';
 import picomatch from 'picomatch';
-import type { AttemptRecord, Finality } from '../../../core/context.ts';
+import type { AttemptRecord, Finality } from '../../../core/pipeline/context.ts';
 import {
   ErrCancelled,
   ErrEndpointBillingIssue,
@@ -24,8 +24,8 @@ import {
   ErrUpstreamMalformedResponse,
   ErrUpstreamsExhausted,
   type SvcError,
-} from '../../../core/errors.ts';
-import { healthOutcome } from '../../../core/blame.ts';
+} from '../../../core/wire/errors.ts';
+import { healthOutcome } from '../../../core/pipeline/blame.ts';
 import { breakerOutcome, CircuitBreaker, isRetryable, matchEntry, retryDelay, WRITE_METHODS, type FailsafeEntry } from '../../../plugins/failsafe/index.ts';
 
 type BreakerCfg = NonNullable<FailsafeEntry['circuitBreaker']>;

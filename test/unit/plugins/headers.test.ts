@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { newExecutionRecord, type AttemptRecord, type ExecutionRecord } from '../../../core/context.ts';
+import { newExecutionRecord, type AttemptRecord, type ExecutionRecord } from '../../../core/pipeline/context.ts';
 import { NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_RETRIES } from 'svc/plugins/failsafe';
 import { diagnosticHeaders, MAX_TRACE_SEGMENTS, RECORD_SLOTS, traceSegment } from '../../../plugins/headers/index.ts';
 

@@ -6,9 +6,9 @@
  */
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import type { CallContext, Directives } from '../../../core/context.ts';
-import { createHooks } from '../../../core/hooks.ts';
-import { Services, type PluginHost } from '../../../core/host.ts';
+import type { CallContext, Directives } from '../../../core/pipeline/context.ts';
+import { createHooks } from '../../../core/pipeline/hooks.ts';
+import { Services, type PluginHost } from '../../../core/host/host.ts';
 import { markProvenance, MAX_PROVENANCE_MARK, provenanceKey } from 'svc/plugins/multiplex';
 import { consensusPlugin } from '../../../plugins/consensus/index.ts';
 import { selectPlugin } from '../../../plugins/select/index.ts';

@@ -9,10 +9,10 @@
  */
 import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
-import { ErrEndpointCapacityExceeded, ErrEndpointServerSideException, type SvcError } from '../../../core/errors.ts';
-import { RpcResult } from '../../../core/jsonrpc.ts';
+import { ErrEndpointCapacityExceeded, ErrEndpointServerSideException, type SvcError } from '../../../core/wire/errors.ts';
+import { RpcResult } from '../../../core/wire/jsonrpc.ts';
 import type { Plugin } from '../../../core/plugin-api.ts';
-import { createProxy, type Proxy } from '../../../core/proxy.ts';
+import { createProxy, type Proxy } from '../../../core/host/proxy.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { failsafePlugin } from '../../../plugins/failsafe/index.ts';
 import { forwardPlugin } from '../../../plugins/forward/index.ts';

@@ -5,7 +5,7 @@
  * test/e2e/admin-methods-deny.test.ts.
  */
 import { expect } from 'chai';
-import { ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from '../../../core/errors.ts';
+import { ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from '../../../core/wire/errors.ts';
 import type { Network } from '../../../core/registry/project.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { compileDenyList, DEFAULT_DENIED_METHODS, explicitAllowOf, MethodGuard } from '../../../plugins/select/index.ts';

@@ -7,11 +7,11 @@
  */
 import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
-import { toJsonRpcError } from '../../../core/errors-wire.ts';
+import { toJsonRpcError } from '../../../core/wire/errors-wire.ts';
 import { ConfigError, loadConfigObject } from '../../../config/load.ts';
 import type { SchemaFragment } from '../../../config/schema.ts';
-import { CallStage } from '../../../core/stages.ts';
-import { RpcResult } from '../../../core/jsonrpc.ts';
+import { CallStage } from '../../../core/pipeline/stages.ts';
+import { RpcResult } from '../../../core/wire/jsonrpc.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 import { presetWithout } from '../../helpers/svc.ts';
 import { startStubProxy, type StubProxy } from '../../helpers/stub-proxy.ts';

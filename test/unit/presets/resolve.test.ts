@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { loadPreset, minimalPreset, presetNames, resolvePreset } from '../../../presets/index.ts';
-import { VERSION } from '../../../core/version.ts';
+import { VERSION } from '../../../core/wire/version.ts';
 
 /** A preset module returning one plugin with the given name. */
 const presetModule = (plugin: string, exportName: 'default' | 'preset' = 'default') =>

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import picomatch from 'picomatch';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy, type Proxy } from '../../../core/proxy.ts';
-import { normaliseNetworkId, resolveTarget, type AliasMatcher } from '../../../core/routing.ts';
-import { ErrNetworkNotSupported, ErrProjectNotFound } from '../../../core/errors.ts';
+import { createProxy, type Proxy } from '../../../core/host/proxy.ts';
+import { normaliseNetworkId, resolveTarget, type AliasMatcher } from '../../../core/http/routing.ts';
+import { ErrNetworkNotSupported, ErrProjectNotFound } from '../../../core/wire/errors.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 
 function matchers(rules: Array<AliasMatcher['rule'] & { matchDomain: string }>): AliasMatcher[] {

@@ -42,9 +42,9 @@ import {
   SVC_ERROR_BRAND,
   SvcError,
   type UpstreamErrorRaw,
-} from '../../../core/errors.ts';
-import { isPassThrough, toJsonRpcError, wireError } from '../../../core/errors-wire.ts';
-import { serializeError } from '../../../core/jsonrpc.ts';
+} from '../../../core/wire/errors.ts';
+import { isPassThrough, toJsonRpcError, wireError } from '../../../core/wire/errors-wire.ts';
+import { serializeError } from '../../../core/wire/jsonrpc.ts';
 
 /** An upstream error object as the classifier keeps it (member order and spacing as the node wrote them). */
 function raw(whole: string, extra: Partial<UpstreamErrorRaw> = {}): UpstreamErrorRaw {

@@ -1,5 +1,5 @@
 /**
- * Inbound batches and single calls as served (core/serve.ts; spec §4.1, §4.2): the answer text
+ * Inbound batches and single calls as served (core/http/serve.ts; spec §4.1, §4.2): the answer text
  * of a batch (one string while small, streamed element by element past 64 KiB or around raw
  * bytes), the caller's id on every answer, id null and -32603 for svc's own failure (§4.2 #6),
  * the body field `networkId`, and a body refused as a whole. Served through `serveJsonRpc`, the
@@ -7,13 +7,13 @@
  */
 import { expect } from 'chai';
 import { SyncHook, SyncWaterfallHook } from 'tapable';
-import type { CallContext, Directives, ExecutionRecord } from '../../../core/context.ts';
+import type { CallContext, Directives, ExecutionRecord } from '../../../core/pipeline/context.ts';
 import { getEventListeners } from 'node:events';
-import { ErrEndpointRequestTimeout, ErrInternal, ErrUpstreamsExhausted } from '../../../core/errors.ts';
-import { RpcResult } from '../../../core/jsonrpc.ts';
-import type { Proxy } from '../../../core/proxy.ts';
-import { serveJsonRpc, smallBatchText, streamArray, type CallAnswer } from '../../../core/serve.ts';
-import { installCallChain } from '../../../core/chains.ts';
+import { ErrEndpointRequestTimeout, ErrInternal, ErrUpstreamsExhausted } from '../../../core/wire/errors.ts';
+import { RpcResult } from '../../../core/wire/jsonrpc.ts';
+import type { Proxy } from '../../../core/host/proxy.ts';
+import { serveJsonRpc, smallBatchText, streamArray, type CallAnswer } from '../../../core/http/serve.ts';
+import { installCallChain } from '../../../core/pipeline/chains.ts';
 import type { Network } from '../../../core/registry/project.ts';
 
 const rec = {} as ExecutionRecord;

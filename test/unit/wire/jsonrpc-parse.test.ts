@@ -1,12 +1,12 @@
 /**
- * JSON-RPC parsing and answers (core/jsonrpc.ts; spec §4.1, §4.2 #5, §7 ErrJsonRpcRequestUnmarshal):
+ * JSON-RPC parsing and answers (core/wire/jsonrpc.ts; spec §4.1, §4.2 #5, §7 ErrJsonRpcRequestUnmarshal):
  * the exact refusal of each invalid request object (message, code, caller's id, no method
  * carried on), the parse error and its cause, the raw-params threshold, and the bytes of an
  * answer written in pieces.
  */
 import { expect } from 'chai';
-import { ErrInvalidRequest, ErrJsonRpcRequestUnmarshal } from '../../../core/errors.ts';
-import { answerBytes, parseRequestBody, RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeError, type ParsedCall } from '../../../core/jsonrpc.ts';
+import { ErrInvalidRequest, ErrJsonRpcRequestUnmarshal } from '../../../core/wire/errors.ts';
+import { answerBytes, parseRequestBody, RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeError, type ParsedCall } from '../../../core/wire/jsonrpc.ts';
 
 function only(body: string): ParsedCall {
   return parseRequestBody(body).calls[0] as ParsedCall;

@@ -7,10 +7,10 @@
 import { getEventListeners } from 'node:events';
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import type { CallContext, ExecutionRecord } from '../../../core/context.ts';
-import { newExecutionRecord } from '../../../core/context.ts';
-import { ErrCancelled, ErrEndpointRequestTimeout, ErrInternal } from '../../../core/errors.ts';
-import { RpcResult } from '../../../core/jsonrpc.ts';
+import type { CallContext, ExecutionRecord } from '../../../core/pipeline/context.ts';
+import { newExecutionRecord } from '../../../core/pipeline/context.ts';
+import { ErrCancelled, ErrEndpointRequestTimeout, ErrInternal } from '../../../core/wire/errors.ts';
+import { RpcResult } from '../../../core/wire/jsonrpc.ts';
 import type { CallHandler, Network, PluginHost } from '../../../core/plugin-api.ts';
 import { markProvenance } from 'svc/plugins/multiplex';
 import { DeadlineReason } from '../../../core/registry/transport.ts';

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { SyncWaterfallHook } from 'tapable';
-import type { CallContext, Directives, HttpRequestInfo } from '../../../core/context.ts';
+import type { CallContext, Directives, HttpRequestInfo } from '../../../core/pipeline/context.ts';
 import type { PluginHost } from '../../../core/plugin-api.ts';
 import type { DirectiveDeclaration } from 'svc/plugins/directives';
 import { DIRECTIVES_SERVICE, type DirectivesService } from 'svc/plugins/directives';

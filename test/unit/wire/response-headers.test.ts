@@ -6,9 +6,9 @@
  */
 import { expect } from 'chai';
 import { SyncHook } from 'tapable';
-import { newExecutionRecord, type AttemptRecord, type ExecutionRecord } from '../../../core/context.ts';
-import { ErrEndpointExecutionException, ErrEndpointRequestTimeout, ErrEndpointServerSideException, ErrInvalidRequest, ErrUpstreamsExhausted } from '../../../core/errors.ts';
-import type { HeaderSink, ResponseMeta } from '../../../core/hooks.ts';
+import { newExecutionRecord, type AttemptRecord, type ExecutionRecord } from '../../../core/pipeline/context.ts';
+import { ErrEndpointExecutionException, ErrEndpointRequestTimeout, ErrEndpointServerSideException, ErrInvalidRequest, ErrUpstreamsExhausted } from '../../../core/wire/errors.ts';
+import type { HeaderSink, ResponseMeta } from '../../../core/pipeline/hooks.ts';
 import type { PluginHost } from '../../../core/plugin-api.ts';
 import { diagnosticHeaders, headersPlugin, RECORD_SLOTS, traceSegment } from '../../../plugins/headers/index.ts';
 

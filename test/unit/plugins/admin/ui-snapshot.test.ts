@@ -5,7 +5,7 @@
  * prom-client samples (cache hit ratio per policy, rate-limit rejections, consensus disputes).
  */
 import { expect } from 'chai';
-import type { AttemptRecord } from '../../../../core/context.ts';
+import type { AttemptRecord } from '../../../../core/pipeline/context.ts';
 import { HealthTracker, type HealthOutcome } from '../../../../lib/health-window.ts';
 import { buildSnapshot, MAX_METRIC_ROWS, type MetricSample, type NetworkLike, type SnapshotSources, type UpstreamLike, worstBreaker } from '../../../../plugins/admin/ui/snapshot.ts';
 

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
-import { newExecutionRecord, type CallContext } from '../../../../core/context.ts';
+import { newExecutionRecord, type CallContext } from '../../../../core/pipeline/context.ts';
 import { NetworkChainState } from '../../../../plugins/evm-state/chain.ts';
 import type { Network } from '../../../../core/registry/project.ts';
 import type { Upstream } from '../../../../core/registry/upstream.ts';

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
 import { MISBEHAVING_REASON, Punisher } from '../../../../plugins/consensus/index.ts';
 import { HealthTracker } from '../../../../lib/health-window.ts';
-import { healthOutcome } from '../../../../core/blame.ts';
+import { healthOutcome } from '../../../../core/pipeline/blame.ts';
 
 describe('consensus: punishment cordon', () => {
   let clock: ReturnType<typeof FakeTimers.install>;

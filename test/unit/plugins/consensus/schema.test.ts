@@ -12,7 +12,7 @@ import type { SchemaFragment } from '../../../../config/schema.ts';
 import type { Plugin } from '../../../../core/plugin-api.ts';
 import { DEFAULT_CONSENSUS } from '../../../../plugins/consensus/index.ts';
 import { AUTHORITATIVE_DEFAULTS, authoritativeSettingsOf } from '../../../../plugins/integrity/index.ts';
-import type { CallContext } from '../../../../core/context.ts';
+import type { CallContext } from '../../../../core/pipeline/context.ts';
 import { defaultPreset } from '../../../../presets/default.ts';
 
 const fragments = (plugins: Plugin[]) => plugins.flatMap((p) => (p.schema ? [p.schema as SchemaFragment] : []));

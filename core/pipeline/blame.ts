@@ -5,11 +5,11 @@
  * about the request (a revert, invalid params, an unknown tracer, a request too large) never
  * counts, whatever the upstream, so a client cannot degrade an upstream by sending bad calls.
  *
- * This module classifies; core/charge.ts defers the charge of an unclassified node error until
+ * This module classifies; core/pipeline/charge.ts defers the charge of an unclassified node error until
  * it is known whether a second upstream gives the same answer (then it is a request fact too).
  */
-import type { HealthOutcome } from '../lib/health-window.ts';
-import { stalledDuring } from '../lib/loop-stall.ts';
+import type { HealthOutcome } from '../../lib/health-window.ts';
+import { stalledDuring } from '../../lib/loop-stall.ts';
 import type { AttemptRecord } from './context.ts';
 import {
   ErrCancelled,
@@ -28,7 +28,7 @@ import {
   ErrUpstreamMalformedResponse,
   ErrUpstreamRequestTooLarge,
   type SvcError,
-} from './errors.ts';
+} from '../wire/errors.ts';
 
 /**
  * Who an error is charged to: `upstream` (its health, breaker and error counter), `request` (a
@@ -190,7 +190,7 @@ export function errorSignature(err: SvcError): string | undefined {
 
 /**
  * The signature under which a second upstream's identical answer confirms an error as a fact
- * about the request (core/charge.ts): only for `ErrEndpointServerSideException` the node sent
+ * about the request (core/pipeline/charge.ts): only for `ErrEndpointServerSideException` the node sent
  * as a JSON-RPC error object with an HTTP status below 500 (a 5xx says the server failed, and
  * two upstreams failing alike is an outage, not a verdict on the request). Undefined otherwise.
  */
@@ -203,7 +203,7 @@ export function agreementSignature(err: SvcError): string | undefined {
 /**
  * Whether an error is the node evaluating the request and saying something definite about it
  * (a revert, a nonce or params error): such an answer differs from an unclassified error another
- * upstream gave, so that other upstream's error is charged at once (core/charge.ts).
+ * upstream gave, so that other upstream's error is charged at once (core/pipeline/charge.ts).
  */
 export function isDefiniteAnswer(err: SvcError): boolean {
   return err instanceof ErrEndpointExecutionException || err instanceof ErrEndpointNonceException || err instanceof ErrEndpointClientSideException;

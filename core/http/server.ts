@@ -4,7 +4,7 @@
  * lives here. The core writes only what every response carries: content type,
  * `X-SVC-Version`, `X-SVC-Commit` and `server.responseHeaders` (spec §9).
  */
-import { DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT, RESPONSE_BYTES } from '../lib/body.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT, RESPONSE_BYTES } from '../../lib/body.ts';
 import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import Koa from 'koa';
@@ -12,15 +12,15 @@ import Router from '@koa/router';
 import { compressAnswer, httpInfo, readRequestBody } from './http-io.ts';
 import { acceptsGzip, GZIP_MIN_BYTES } from './compression.ts';
 import { routedPaths, staticKey } from './routed-paths.ts';
-import { RequestScope } from './request-scope.ts';
-import type { Identity } from './context.ts';
-import { asSvcError, ErrCancelled, ErrInvalidRequest, ErrServiceShuttingDown } from './errors.ts';
-import { answerBytes, parseRequestBody, type ParsedBody, type ParsedCall } from './jsonrpc.ts';
+import { RequestScope } from '../pipeline/request-scope.ts';
+import type { Identity } from '../pipeline/context.ts';
+import { asSvcError, ErrCancelled, ErrInvalidRequest, ErrServiceShuttingDown } from '../wire/errors.ts';
+import { answerBytes, parseRequestBody, type ParsedBody, type ParsedCall } from '../wire/jsonrpc.ts';
 import type { LifecycleState } from './drain.ts';
 import { compileAliasMatchers, pathSegments, resolveRoute, type RouteTarget } from './routing.ts';
 import { serveCall, serveCalls, smallBatchText, streamArray, type ServeHost } from './serve.ts';
-import type { HeaderSink, ResponseMeta } from './hooks.ts';
-import { ClientAddressResolver } from '../lib/client-address.ts';
+import type { HeaderSink, ResponseMeta } from '../pipeline/hooks.ts';
+import { ClientAddressResolver } from '../../lib/client-address.ts';
 import { answerRefusal, type RefusalLimits } from './early-refusal.ts';
 
 /**

@@ -4,16 +4,16 @@
  * than the Koa server (the WebSocket endpoint, through the host's `serveJsonRpc`).
  */
 import pLimit from 'p-limit';
-import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo, type Identity } from './context.ts';
-import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrRequestTooLarge, SvcError } from './errors.ts';
-import { toJsonRpcError, wireError } from './errors-wire.ts';
-import { parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedBody, type ParsedCall } from './jsonrpc.ts';
+import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo, type Identity } from '../pipeline/context.ts';
+import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrRequestTooLarge, SvcError } from '../wire/errors.ts';
+import { toJsonRpcError, wireError } from '../wire/errors-wire.ts';
+import { parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedBody, type ParsedCall } from '../wire/jsonrpc.ts';
 import { normaliseNetworkId, type RouteHost, type RouteTarget } from './routing.ts';
-import { RequestScope } from './request-scope.ts';
-import { runCall } from './chains.ts';
-import type { ProxyHooks } from './hooks.ts';
-import type { ResolvedConfig } from '../config/types.ts';
-import type { Logger } from '../lib/logger.ts';
+import { RequestScope } from '../pipeline/request-scope.ts';
+import { runCall } from '../pipeline/chains.ts';
+import type { ProxyHooks } from '../pipeline/hooks.ts';
+import type { ResolvedConfig } from '../../config/types.ts';
+import type { Logger } from '../../lib/logger.ts';
 
 /** What serving calls needs of the host (the proxy is one): config, hooks, logger, networks. */
 export interface ServeHost extends RouteHost {
@@ -129,7 +129,7 @@ export async function serveCall(
   } finally {
     release?.();
     record.durationMs = performance.now() - record.startedAt;
-    // Observation taps are guarded (core/hooks.ts guardObservationHooks): the answer always stands.
+    // Observation taps are guarded (core/pipeline/hooks.ts guardObservationHooks): the answer always stands.
     if (ctx) proxy.hooks.callDone.call(ctx);
   }
 }

@@ -5,9 +5,9 @@
  */
 import { newExecutionRecord, type CallContext, type HttpRequestInfo } from './context.ts';
 import type { ProxyHooks } from './hooks.ts';
-import type { RpcResult } from './jsonrpc.ts';
-import type { Network } from './registry/project.ts';
-import { DeadlineReason, type Upstream } from './registry/upstream.ts';
+import type { RpcResult } from '../wire/jsonrpc.ts';
+import type { Network } from '../registry/project.ts';
+import { DeadlineReason, type Upstream } from '../registry/upstream.ts';
 import { tryUpstream } from './sweep.ts';
 
 /** The HTTP view of an internal call: no client, no headers. */

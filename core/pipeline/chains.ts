@@ -6,12 +6,12 @@
  * {@link runCall} to {@link sendUpstream} through named functions, never through a field
  * something overwrote.
  */
-import { ErrInternal } from './errors.ts';
+import { ErrInternal } from '../wire/errors.ts';
 import type { CallContext } from './context.ts';
 import type { CallHandler, UpstreamCall, UpstreamSender } from './hooks.ts';
-import type { RpcResult } from './jsonrpc.ts';
-import type { Network } from './registry/project.ts';
-import type { Upstream } from './registry/upstream.ts';
+import type { RpcResult } from '../wire/jsonrpc.ts';
+import type { Network } from '../registry/project.ts';
+import type { Upstream } from '../registry/upstream.ts';
 
 const callChains = new WeakMap<Network, CallHandler>();
 const senders = new WeakMap<Upstream, UpstreamSender>();

@@ -2,16 +2,16 @@
  * Per-call state (docs/architecture.md): every JSON-RPC call, each element of a batch, gets one
  * {@link CallContext}. Plugins write to its {@link ExecutionRecord}; the headers plugin only reads it.
  */
-import { Slot } from './slots.ts';
-import type { ParsedCall } from './jsonrpc.ts';
-import type { Directives } from '../config/types.ts';
-import type { ExecutionRecord, Finality, HttpRequestInfo, Identity } from './records.ts';
-import type { Network } from './registry/project.ts';
-import type { Project } from './registry/project.ts';
-import type { Upstream } from './registry/upstream.ts';
+import { Slot } from '../registry/slots.ts';
+import type { ParsedCall } from '../wire/jsonrpc.ts';
+import type { Directives } from '../../config/types.ts';
+import type { ExecutionRecord, Finality, HttpRequestInfo, Identity } from '../wire/records.ts';
+import type { Network } from '../registry/project.ts';
+import type { Project } from '../registry/project.ts';
+import type { Upstream } from '../registry/upstream.ts';
 
-export type { Directives } from '../config/types.ts';
-export { newExecutionRecord, type AttemptOutcome, type AttemptReason, type AttemptRecord, type ExecutionRecord, type Finality, type HttpRequestInfo, type Identity } from './records.ts';
+export type { Directives } from '../../config/types.ts';
+export { newExecutionRecord, type AttemptOutcome, type AttemptReason, type AttemptRecord, type ExecutionRecord, type Finality, type HttpRequestInfo, type Identity } from '../wire/records.ts';
 
 /**
  * The call's finality (slot `evm.finality`): written by the evm-state plugin before anything

@@ -8,9 +8,9 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Root folder of the svc package. */
-export const PACKAGE_ROOT = packageRoot(join(dirname(fileURLToPath(import.meta.url)), '..'));
+export const PACKAGE_ROOT = packageRoot(join(dirname(fileURLToPath(import.meta.url)), '..', '..'));
 
-/** The package root from this file's parent: one level higher when running compiled from `dist/`. */
+/** The package root from this file's grandparent (core/wire/): one level higher when running compiled from `dist/`. */
 function packageRoot(parent: string): string {
   return basename(parent) === 'dist' ? join(parent, '..') : parent;
 }

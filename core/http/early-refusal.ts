@@ -19,10 +19,10 @@
  * buffer `server.maxBodySize`.
  */
 import type Koa from 'koa';
-import type { SvcError } from './errors.ts';
-import { toJsonRpcError } from './errors-wire.ts';
+import type { SvcError } from '../wire/errors.ts';
+import { toJsonRpcError } from '../wire/errors-wire.ts';
 import { readRequestBody } from './http-io.ts';
-import { parseRequestBody, serializeError, type ParsedBody, type ParseLimits } from './jsonrpc.ts';
+import { parseRequestBody, serializeError, type ParsedBody, type ParseLimits } from '../wire/jsonrpc.ts';
 
 /** Most bytes of a refused caller's body read to find its ids (1 MiB, or `server.maxBodySize` when smaller). */
 export const REFUSED_BODY_LIMIT = 1024 * 1024;

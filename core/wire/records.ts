@@ -80,9 +80,9 @@ export interface AttemptRecord {
   error?: SvcError;
   /**
    * Whether the error is charged to the upstream, when that waited for another upstream's answer
-   * (core/charge.ts): `deferred` while waiting, `charged` once it counts, `waived` when a second
+   * (core/pipeline/charge.ts): `deferred` while waiting, `charged` once it counts, `waived` when a second
    * upstream gave the same error (a fact about the request: never counted). Unset: the error's
-   * class decides at once (core/blame.ts).
+   * class decides at once (core/pipeline/blame.ts).
    */
   charge?: 'deferred' | 'charged' | 'waived';
   /** The call's finality when known. */
@@ -104,7 +104,7 @@ export interface ExecutionRecord {
   networkAttempts: number;
   /**
    * Plugin-owned counters and facts of this call (retries and hedges of the failsafe plugin,
-   * cache, consensus, integrity...), by slot (core/slots.ts, the shared ones in
+   * cache, consensus, integrity...), by slot (core/registry/slots.ts, the shared ones in
    * the owning plugin's contract, `svc/plugins/<name>`); created on first write.
    */
   slots?: Map<symbol, unknown>;

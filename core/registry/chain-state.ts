@@ -7,8 +7,8 @@
  * evm-state plugin writes chain state.
  */
 import { serviceKey, type ServiceKey } from './services.ts';
-import type { Network } from './registry/project.ts';
-import type { Upstream } from './registry/upstream.ts';
+import type { Network } from './project.ts';
+import type { Upstream } from './upstream.ts';
 
 /** One upstream's view of the chain, as last polled or seen in its answers. */
 export interface UpstreamChainState {

@@ -5,7 +5,7 @@
  * may be telling the client its request is wrong. Which of the two is only known once another
  * upstream answered the same call:
  *
- * - a second upstream gives the same error (same code and normalised message, core/blame.ts
+ * - a second upstream gives the same error (same code and normalised message, core/pipeline/blame.ts
  *   {@link agreementSignature}): a fact about the request. Neither upstream is charged, no third
  *   upstream is tried, and the client gets the node's error at once (a copy marked
  *   `confirmed`, not retryable, passed through as the node sent it);
@@ -22,9 +22,9 @@
  * are never deferred: svc's own requests are well formed.
  */
 import type { AttemptRecord, CallContext } from './context.ts';
-import type { SvcError } from './errors.ts';
+import type { SvcError } from '../wire/errors.ts';
 import type { ProxyHooks } from './hooks.ts';
-import { Slot } from './slots.ts';
+import { Slot } from '../registry/slots.ts';
 import { agreementSignature, isDefiniteAnswer, isRequestFact } from './blame.ts';
 
 /** One attempt whose charge is (or was) tied to the other answers of its call. */

@@ -19,23 +19,23 @@
  * changes any of it is refused whole, naming the keys, so nothing is ever half applied.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { ResolvedConfig, ResolvedProject } from '../config/types.ts';
-import { resolveNetwork } from '../config/load.ts';
-import { CHAIN_STATE_SERVICE } from './chain-state.ts';
-import type { Network } from './registry/project.ts';
-import type { Project } from './registry/project.ts';
-import { Upstream } from './registry/upstream.ts';
-import type { ProxyHooks, ReloadReport, ReloadTrigger } from './hooks.ts';
+import type { ResolvedConfig, ResolvedProject } from '../../config/types.ts';
+import { resolveNetwork } from '../../config/load.ts';
+import { CHAIN_STATE_SERVICE } from '../registry/chain-state.ts';
+import type { Network } from '../registry/project.ts';
+import type { Project } from '../registry/project.ts';
+import { Upstream } from '../registry/upstream.ts';
+import type { ProxyHooks, ReloadReport, ReloadTrigger } from '../pipeline/hooks.ts';
 import type { Pool } from 'undici';
 import type { TObject } from '@sinclair/typebox';
-import type { Logger } from '../lib/logger.ts';
-import type { ServiceRegistry } from './services.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { ServiceRegistry } from '../registry/services.ts';
 
-import { leaveNetworks } from './probe.ts';
-import { ErrReloadUnavailable } from './errors.ts';
-import { ConfigError } from '../config/load.ts';
+import { leaveNetworks } from '../pipeline/probe.ts';
+import { ErrReloadUnavailable } from '../wire/errors.ts';
+import { ConfigError } from '../../config/load.ts';
 
-export type { ReloadReport, ReloadTrigger } from './hooks.ts';
+export type { ReloadReport, ReloadTrigger } from '../pipeline/hooks.ts';
 
 /**
  * What a reload needs of the host (the proxy): its registry, the builders that compose chains, and

@@ -17,7 +17,7 @@ import {
   type SvcError,
   type SvcErrorOptions,
   type UpstreamErrorRaw,
-} from '../errors.ts';
+} from './errors.ts';
 
 /** What an upstream said, as far as classification needs it. */
 export interface UpstreamFault {

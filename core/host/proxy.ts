@@ -3,42 +3,42 @@
  * `new Proxy(config).use(...plugins)`, then `start()`. Plugins tap hooks in `apply`; the
  * proxy builds every network's and upstream's chain once, then serves.
  */
-import { composeRecorded } from './pipeline.ts';
+import { composeRecorded } from '../pipeline/pipeline.ts';
 import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
-import { httpInfo, httpServerOptions, nodeRequestInfo } from './http-io.ts';
-import { compileAliasMatchers, pathSegments, resolveRoute, type AliasMatcher, type RouteTarget } from './routing.ts';
-import { serveJsonRpc, type JsonRpcInput, type JsonRpcOutput } from './serve.ts';
+import { httpInfo, httpServerOptions, nodeRequestInfo } from '../http/http-io.ts';
+import { compileAliasMatchers, pathSegments, resolveRoute, type AliasMatcher, type RouteTarget } from '../http/routing.ts';
+import { serveJsonRpc, type JsonRpcInput, type JsonRpcOutput } from '../http/serve.ts';
 import type { Pool } from 'undici';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import type { TObject } from '@sinclair/typebox';
 import type { LevelWithSilent } from 'pino';
-import type { CallContext, HttpRequestInfo } from './context.ts';
-import { createHooks, guardObservationHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks, type UpstreamCall } from './hooks.ts';
+import type { CallContext, HttpRequestInfo } from '../pipeline/context.ts';
+import { createHooks, guardObservationHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks, type UpstreamCall } from '../pipeline/hooks.ts';
 import { checkPlugin, PluginContractError, Services, type ListenOverrides, type Plugin, type PluginHost } from './host.ts';
-import { CHAIN_STATE_SERVICE, type ChainStateService, NO_CHAIN_STATE, type NetworkChainState } from './chain-state.ts';
-import { Drain, type LifecycleState, type LifecycleStatus } from './drain.ts';
-import { ErrUpstreamsExhausted, type SvcError } from './errors.ts';
-import { createLogger, type Logger } from '../lib/logger.ts';
-import { BoundedLabel } from '../lib/labels.ts';
-import { Network } from './registry/project.ts';
-import { Project } from './registry/project.ts';
-import { Upstream } from './registry/upstream.ts';
-import { internalContext, upstreamCall } from './internal-call.ts';
-import { callFailure } from './sweep.ts';
-import { installCallChain, installSender, runCall } from './chains.ts';
-import { healthOutcome } from './blame.ts';
-import { createServer } from './server.ts';
-import { ClientAddressResolver } from '../lib/client-address.ts';
+import { CHAIN_STATE_SERVICE, type ChainStateService, NO_CHAIN_STATE, type NetworkChainState } from '../registry/chain-state.ts';
+import { Drain, type LifecycleState, type LifecycleStatus } from '../http/drain.ts';
+import { ErrUpstreamsExhausted, type SvcError } from '../wire/errors.ts';
+import { createLogger, type Logger } from '../../lib/logger.ts';
+import { BoundedLabel } from '../../lib/labels.ts';
+import { Network } from '../registry/project.ts';
+import { Project } from '../registry/project.ts';
+import { Upstream } from '../registry/upstream.ts';
+import { internalContext, upstreamCall } from '../pipeline/internal-call.ts';
+import { callFailure } from '../pipeline/sweep.ts';
+import { installCallChain, installSender, runCall } from '../pipeline/chains.ts';
+import { healthOutcome } from '../pipeline/blame.ts';
+import { createServer } from '../http/server.ts';
+import { ClientAddressResolver } from '../../lib/client-address.ts';
 import type Koa from 'koa';
-import { getCommit, VERSION } from './version.ts';
-import { buildConfigSchema, fragmentCollisions, type SchemaFragment } from '../config/schema.ts';
-import { loadConfigObject, resolveNetwork, resolveUpstream } from '../config/load.ts';
-import type { ResolvedConfig, ResolvedProject, UpstreamInput } from '../config/types.ts';
+import { getCommit, VERSION } from '../wire/version.ts';
+import { buildConfigSchema, fragmentCollisions, type SchemaFragment } from '../../config/schema.ts';
+import { loadConfigObject, resolveNetwork, resolveUpstream } from '../../config/load.ts';
+import type { ResolvedConfig, ResolvedProject, UpstreamInput } from '../../config/types.ts';
 import { ConfigReloader, type ReloadReport, type ReloadTrigger } from './reload.ts';
-import { ChainIdProber } from './probe.ts';
-import { watchLoopStalls } from '../lib/loop-stall.ts';
-import type { RpcResult } from './jsonrpc.ts';
+import { ChainIdProber } from '../pipeline/probe.ts';
+import { watchLoopStalls } from '../../lib/loop-stall.ts';
+import type { RpcResult } from '../wire/jsonrpc.ts';
 
 export type { Plugin, PluginHost, ServiceRegistry } from './host.ts';
 export { PluginContractError, PluginDependencyError } from './host.ts';
@@ -89,7 +89,7 @@ export class Proxy implements PluginHost {
 
   /** The attempt handler before any plugin wraps it: the `forward` plugin replaces it with the sweep. */
   private readonly noForward: AttemptHandler = () => Promise.reject(new ErrUpstreamsExhausted([], 'no forwarding plugin is applied (add forwardPlugin() to the preset)'));
-  /** Chain id probes of the upstreams (core/probe.ts). */
+  /** Chain id probes of the upstreams (core/pipeline/probe.ts). */
   private readonly prober: ChainIdProber;
   /** One keep-alive pool per upstream origin, shared by the upstreams of that origin (read-only for callers). */
   readonly pools = new Map<string, Pool>();
@@ -217,7 +217,7 @@ export class Proxy implements PluginHost {
         `project ${p.id} ready`,
       );
     }
-    // Timeouts svc causes itself (a stalled loop) are charged to no upstream (core/blame.ts).
+    // Timeouts svc causes itself (a stalled loop) are charged to no upstream (core/pipeline/blame.ts).
     watchLoopStalls();
     await this.hooks.listening.promise();
     for (const p of this.projects.values()) for (const u of p.upstreams.values()) this.prober.probe(p, u);
@@ -304,24 +304,24 @@ export class Proxy implements PluginHost {
 
   /**
    * Starts the chain id probe of an upstream added while serving (nothing before start: start probes every upstream).
-   * @internal core/reload.ts
+   * @internal core/host/reload.ts
    */
   probeNew(project: Project, u: Upstream): void {
     if (this.started) this.prober.probe(project, u);
   }
 
-  /** Config reload (core/reload.ts): the source, the serialised runs, the upstreams draining. */
+  /** Config reload (core/host/reload.ts): the source, the serialised runs, the upstreams draining. */
   private readonly reloader = new ConfigReloader(this);
 
   /**
    * Takes an upstream out of service for good (config reload; see {@link ConfigReloader.retire}).
-   * @internal core/reload.ts
+   * @internal core/host/reload.ts
    */
   retireUpstream(u: Upstream, opts: { keepCordons?: boolean } = {}): void {
     this.reloader.retire(u, opts);
   }
 
-  /** The config now in force, after a reload applied what it could. @internal core/reload.ts */
+  /** The config now in force, after a reload applied what it could. @internal core/host/reload.ts */
   replaceConfig(c: ResolvedConfig): void {
     this.resolved = c;
   }
@@ -335,7 +335,7 @@ export class Proxy implements PluginHost {
   }
 
   /**
-   * Re-reads the config and swaps in what changed without dropping a call (core/reload.ts).
+   * Re-reads the config and swaps in what changed without dropping a call (core/host/reload.ts).
    * Reloads are serialised. A config that does not validate is refused whole: nothing changes.
    * @param trigger `signal` (SIGHUP) or `request` (admin `svc_reloadConfig`), handed to the source
    * @returns what changed
@@ -348,7 +348,7 @@ export class Proxy implements PluginHost {
 
   /**
    * Joins an upstream to the network of a chain (created on demand).
-   * @internal core/reload.ts
+   * @internal core/host/reload.ts
    */
   join(project: Project, u: Upstream, chainId: number): void {
     const network = this.ensureNetwork(project, chainId);
@@ -403,12 +403,12 @@ export class Proxy implements PluginHost {
     return this.hooks.resolveNetwork.promise(project, networkId, deadline);
   }
 
-  /** A call context for internal traffic (state polls, healthchecks): core/internal-call.ts. */
+  /** A call context for internal traffic (state polls, healthchecks): core/pipeline/internal-call.ts. */
   internalContext(network: Network, method: string, params: unknown, timeoutMs: number): { ctx: CallContext; done: () => void } {
     return internalContext(network, method, params, timeoutMs);
   }
 
-  /** One internal call through one upstream's own chain: core/internal-call.ts. */
+  /** One internal call through one upstream's own chain: core/pipeline/internal-call.ts. */
   upstreamCall(network: Network, u: Upstream, method: string, params: unknown, timeoutMs: number): Promise<RpcResult> {
     return upstreamCall(this.hooks, network, u, method, params, timeoutMs);
   }
@@ -466,7 +466,7 @@ export class Proxy implements PluginHost {
   }
 }
 
-export { httpServerOptions } from './http-io.ts';
+export { httpServerOptions } from '../http/http-io.ts';
 
 /** Options of {@link createProxy}. */
 export interface CreateProxyOptions extends ProxyOptions {

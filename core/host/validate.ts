@@ -3,8 +3,8 @@
  * goes through the core schema, the plugins' schema fragments, their `config` hooks and their
  * `configured` checks, on fresh plugin instances, exactly as at start.
  */
-import type { ResolvedConfig } from '../config/types.ts';
-import { createLogger } from '../lib/logger.ts';
+import type { ResolvedConfig } from '../../config/types.ts';
+import { createLogger } from '../../lib/logger.ts';
 import { createProxy, type CreateProxyOptions } from './proxy.ts';
 
 /**

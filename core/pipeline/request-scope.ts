@@ -3,8 +3,8 @@
  * one timer shared by calls that start together, instead of one per call.
  */
 import { setMaxListeners } from 'node:events';
-import { acquireController, releaseController } from '../lib/abort.ts';
-import { DeadlineReason } from './registry/upstream.ts';
+import { acquireController, releaseController } from '../../lib/abort.ts';
+import { DeadlineReason } from '../registry/upstream.ts';
 
 /** Deadline timer of a request (module-level, so no closure is allocated per request). */
 function abortAtDeadline(controller: AbortController, maxTimeoutMs: number): void {

@@ -4,9 +4,9 @@
  * splices an upstream's raw result bytes instead of re-serialising them.
  */
 import { ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, type SvcError } from './errors.ts';
-import { arrayElements, extractTopLevelValue, findTopLevelValue, nestingDepth, scanMembers, skipWs, type MemberScan } from '../lib/json-scan.ts';
+import { arrayElements, extractTopLevelValue, findTopLevelValue, nestingDepth, scanMembers, skipWs, type MemberScan } from '../../lib/json-scan.ts';
 
-export { extractTopLevelValue } from '../lib/json-scan.ts';
+export { extractTopLevelValue } from '../../lib/json-scan.ts';
 
 /** A JSON-RPC id as parsed (numbers above 2^53 are only kept exactly in {@link ParsedCall.idRaw}). */
 export type JsonRpcId = string | number | null;

@@ -3,10 +3,10 @@
  * `server.aliasing.rules` on the Host. Shared by the HTTP server and by plugins serving other
  * transports (the WebSocket endpoint) through the host's `resolveRoute`.
  */
-import { compileGlobs } from '../lib/glob.ts';
-import { ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound } from './errors.ts';
-import type { Network } from './registry/project.ts';
-import type { Project } from './registry/project.ts';
+import { compileGlobs } from '../../lib/glob.ts';
+import { ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound } from '../wire/errors.ts';
+import type { Network } from '../registry/project.ts';
+import type { Project } from '../registry/project.ts';
 
 /** Where a request is routed: a project and, when the URL names one, a network. */
 export interface RouteTarget {

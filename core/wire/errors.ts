@@ -7,7 +7,7 @@
  * chain that becomes `error.data` on the wire when `server.includeErrorDetails` is true.
  * The README's error table is written from {@link ERROR_TABLE}.
  */
-import { redactText } from '../lib/redact.ts';
+import { redactText } from '../../lib/redact.ts';
 
 /** Options accepted by every {@link SvcError} constructor. */
 export interface SvcErrorOptions {
@@ -122,7 +122,7 @@ export abstract class SvcError extends Error {
 
   /**
    * Set on a copy of an upstream's error once a second upstream answered the same call with the
-   * same error (core/charge.ts): a fact about the request, so it is not retryable, no further
+   * same error (core/pipeline/charge.ts): a fact about the request, so it is not retryable, no further
    * upstream is tried, it reaches the client as the node sent it, and it is charged to no upstream.
    */
   declare confirmed?: boolean;

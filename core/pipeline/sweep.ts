@@ -2,7 +2,7 @@
  * The innermost network handler: walks a leg's upstreams in the order the `select` hook
  * returned until one answers (spec §1.3). Retryable failures move to the next
  * upstream (trace reason `sweep`); a non-retryable answer (a revert, a client error, or an
- * error a second upstream confirmed: core/charge.ts) ends the call at once; when every upstream
+ * error a second upstream confirmed: core/pipeline/charge.ts) ends the call at once; when every upstream
  * failed the call fails with `ErrUpstreamsExhausted`.
  */
 import { FINALITY, type AttemptOutcome, type AttemptReason, type AttemptRecord, type CallContext } from './context.ts';
@@ -17,12 +17,12 @@ import {
   ErrFailsafeTimeoutExceeded,
   ErrUpstreamsExhausted,
   type SvcError,
-} from './errors.ts';
+} from '../wire/errors.ts';
 import type { AttemptHandler, Leg, ProxyHooks, UpstreamCall } from './hooks.ts';
 import { settleFailedAttempt } from './charge.ts';
 import { sendUpstream } from './chains.ts';
-import type { RpcResult } from './jsonrpc.ts';
-import { isDeadline, type Upstream } from './registry/upstream.ts';
+import type { RpcResult } from '../wire/jsonrpc.ts';
+import { isDeadline, type Upstream } from '../registry/upstream.ts';
 
 /** Opens an attempt record for one upstream request and appends it to the call's trace. */
 export function startAttempt(ctx: CallContext, u: Upstream, reason: AttemptReason): AttemptRecord {
@@ -106,7 +106,7 @@ export function finishAttempt(a: AttemptRecord, outcome: AttemptOutcome, err?: S
  * Sends one call to one upstream through its composed chain, runs the `validate` hook and
  * records the attempt. Throws the normalised error on failure; an exception from svc's own code
  * (a hook tap, serialising) becomes `ErrInternal`, which never counts against the upstream. An
- * unclassified node error's charge may wait for another upstream's answer (core/charge.ts); when
+ * unclassified node error's charge may wait for another upstream's answer (core/pipeline/charge.ts); when
  * a second upstream already gave the same error, the confirmed (non-retryable) copy is thrown.
  * @param maxResponseSize a cap on this answer below the upstream's own, bytes (state polls)
  */

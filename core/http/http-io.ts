@@ -6,12 +6,12 @@
 import type { IncomingMessage, ServerOptions } from 'node:http';
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
-import { decodeBody, readBodyCapped } from '../lib/body.ts';
+import { decodeBody, readBodyCapped } from '../../lib/body.ts';
 import { acceptsGzip, decodeRequest, gzipAnswer, requestDecoder } from './compression.ts';
-import type { ResolvedConfig } from '../config/types.ts';
-import type { ClientAddressResolver } from '../lib/client-address.ts';
-import type { HttpRequestInfo } from './context.ts';
-import { ErrInvalidRequest, ErrRequestTooLarge } from './errors.ts';
+import type { ResolvedConfig } from '../../config/types.ts';
+import type { ClientAddressResolver } from '../../lib/client-address.ts';
+import type { HttpRequestInfo } from '../pipeline/context.ts';
+import { ErrInvalidRequest, ErrRequestTooLarge } from '../wire/errors.ts';
 
 /**
  * Reads a request body within `limit` bytes: its bytes, and its UTF-8 text (a leading

@@ -7,24 +7,24 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Registry } from 'prom-client';
 import semver from 'semver';
-import type { CallContext, HttpRequestInfo } from './context.ts';
+import type { CallContext, HttpRequestInfo } from '../pipeline/context.ts';
 import type { Context as KoaContext } from 'koa';
-import type { ProxyHooks, ReloadReport } from './hooks.ts';
-import type { RpcResult } from './jsonrpc.ts';
-import type { BoundedLabel } from '../lib/labels.ts';
-import type { Logger } from '../lib/logger.ts';
-import type { SchemaFragment } from '../config/schema.ts';
-import type { ResolvedConfig, UpstreamInput } from '../config/types.ts';
-import type { NetworkChainState } from './chain-state.ts';
-import type { LifecycleState, LifecycleStatus } from './drain.ts';
-import type { Network } from './registry/project.ts';
-import type { Project } from './registry/project.ts';
-import type { Upstream } from './registry/upstream.ts';
-import type { RouteTarget } from './routing.ts';
-import type { JsonRpcInput, JsonRpcOutput } from './serve.ts';
-import { PluginContractError, type ServiceKey, type ServiceRegistry } from './services.ts';
+import type { ProxyHooks, ReloadReport } from '../pipeline/hooks.ts';
+import type { RpcResult } from '../wire/jsonrpc.ts';
+import type { BoundedLabel } from '../../lib/labels.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { SchemaFragment } from '../../config/schema.ts';
+import type { ResolvedConfig, UpstreamInput } from '../../config/types.ts';
+import type { NetworkChainState } from '../registry/chain-state.ts';
+import type { LifecycleState, LifecycleStatus } from '../http/drain.ts';
+import type { Network } from '../registry/project.ts';
+import type { Project } from '../registry/project.ts';
+import type { Upstream } from '../registry/upstream.ts';
+import type { RouteTarget } from '../http/routing.ts';
+import type { JsonRpcInput, JsonRpcOutput } from '../http/serve.ts';
+import { PluginContractError, type ServiceKey, type ServiceRegistry } from '../registry/services.ts';
 
-export { PluginContractError, ServiceKey, serviceKey, type ServiceRegistry } from './services.ts';
+export { PluginContractError, ServiceKey, serviceKey, type ServiceRegistry } from '../registry/services.ts';
 
 /**
  * A plugin (docs/architecture.md). In `apply` it taps hooks and registers metrics and
@@ -103,7 +103,7 @@ export interface PluginHost {
   readonly services: ServiceRegistry;
   /**
    * The chain state of a network (heads, finality, block time), read-only: the evm-state plugin's
-   * (it keeps it, core/chain-state.ts), or an empty state (no head known) without that plugin.
+   * (it keeps it, core/registry/chain-state.ts), or an empty state (no head known) without that plugin.
    */
   chainState(network: Network): NetworkChainState;
   /**
@@ -161,7 +161,7 @@ export interface PluginHost {
   readonly httpServer: Server | undefined;
   /**
    * Re-reads the config and swaps in what changed without dropping a call (SIGHUP, `svc reload`,
-   * admin `svc_reloadConfig`; core/reload.ts says what applies live). Reloads run one at a time.
+   * admin `svc_reloadConfig`; core/host/reload.ts says what applies live). Reloads run one at a time.
    * @returns what changed, and the keys that apply only at the next restart
    * @throws ConfigError with every problem, as `svc validate` prints them (nothing changes)
    * @throws ErrReloadUnavailable when svc was not started from a config file, or is shutting down

@@ -9,7 +9,7 @@ import { pipeline, type Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { constants, createBrotliDecompress, createGunzip, createGzip, createInflate, gzip } from 'node:zlib';
 import type { Transform } from 'node:stream';
-import { ErrUnsupportedContentEncoding } from './errors.ts';
+import { ErrUnsupportedContentEncoding } from '../wire/errors.ts';
 
 /** Answers at most this many bytes go uncompressed (gzip would not pay for itself). */
 export const GZIP_MIN_BYTES = 1024;

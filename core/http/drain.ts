@@ -12,7 +12,7 @@
  *   in flight run to their answer.
  * - stopped: the listener closes, then the `shutdown` taps (stores, pollers) and the pools.
  */
-import { sleep } from '../lib/abort.ts';
+import { sleep } from '../../lib/abort.ts';
 import type { Server } from 'node:http';
 
 /** Lifecycle state of a proxy (spec §3.2). */

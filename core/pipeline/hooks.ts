@@ -7,7 +7,7 @@
  *
  * Around-style stages (`call`, `attempt`, `upstream`) are composed ONCE per network/upstream:
  * each tap receives the handler built so far and returns a wrapper. The lowest stage wraps
- * first and so ends up innermost. Stage numbers live in `core/stages.ts`.
+ * first and so ends up innermost. Stage numbers live in `core/pipeline/stages.ts`.
  */
 import {
   AsyncSeriesBailHook,
@@ -17,15 +17,15 @@ import {
   SyncWaterfallHook,
 } from 'tapable';
 import { Counter, type Registry } from 'prom-client';
-import type { Logger } from '../lib/logger.ts';
+import type { Logger } from '../../lib/logger.ts';
 import type Router from '@koa/router';
 import type { AttemptReason, AttemptRecord, CallContext, Directives, ExecutionRecord, HttpRequestInfo, Identity } from './context.ts';
-import type { SvcError } from './errors.ts';
-import type { RpcResult } from './jsonrpc.ts';
-import type { Network } from './registry/project.ts';
-import type { Project } from './registry/project.ts';
-import type { Upstream } from './registry/upstream.ts';
-import type { ResolvedConfig } from '../config/types.ts';
+import type { SvcError } from '../wire/errors.ts';
+import type { RpcResult } from '../wire/jsonrpc.ts';
+import type { Network } from '../registry/project.ts';
+import type { Project } from '../registry/project.ts';
+import type { Upstream } from '../registry/upstream.ts';
+import type { ResolvedConfig } from '../../config/types.ts';
 
 /** What asked for a reload: SIGHUP (`signal`) or admin `svc_reloadConfig` (`request`). */
 export type ReloadTrigger = 'signal' | 'request';

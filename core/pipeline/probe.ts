@@ -3,11 +3,11 @@
  * registered, with a 5 s timeout and a capped exponential backoff on failure; a verified upstream
  * joins the network of its chain, one whose configured chain id differs is taken out of service.
  */
-import { excerptOf } from '../lib/redact.ts';
-import type { Logger } from '../lib/logger.ts';
+import { excerptOf } from '../../lib/redact.ts';
+import type { Logger } from '../../lib/logger.ts';
 import type { ProxyHooks } from './hooks.ts';
-import type { Project } from './registry/project.ts';
-import { DeadlineReason, type Upstream } from './registry/upstream.ts';
+import type { Project } from '../registry/project.ts';
+import { DeadlineReason, type Upstream } from '../registry/upstream.ts';
 
 /** Timeout of one probe, ms. */
 const PROBE_TIMEOUT_MS = 5000;
@@ -68,7 +68,7 @@ export class ChainIdProber {
           host.logger.error({ project: project.id, upstream: u.id, configured: u.config.chainId, actual: got }, `upstream ${u.id} serves chain ${got}, not the configured ${u.config.chainId}: taken out of service`);
           return;
         }
-        // A replaced upstream serves its predecessor's chain while this probe runs (core/reload.ts):
+        // A replaced upstream serves its predecessor's chain while this probe runs (core/host/reload.ts):
         // another chain moves it.
         const provisional = u.config.chainId === undefined ? u.chainId : undefined;
         if (provisional !== undefined && provisional !== got) leaveNetworks(host.hooks, project, u, `evm:${provisional}`);

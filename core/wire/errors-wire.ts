@@ -1,7 +1,7 @@
 /**
  * How svc's errors reach the wire (spec §7): the error a client
  * is shown, the JSON-RPC error object with pass-through of the node's own facts, and the README's
- * error table. Split from core/errors.ts, which holds the error classes themselves.
+ * error table. Split from core/wire/errors.ts, which holds the error classes themselves.
  */
 import {
   ErrAuthUnauthorized,
