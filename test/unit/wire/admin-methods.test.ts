@@ -7,6 +7,7 @@
 import { expect } from 'chai';
 import type { PluginHost } from '../../../core/plugin-api.ts';
 import { AUTH_SERVICE, type ApiKeyManager } from 'svc/plugins/auth';
+import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
 import { ConfigError, ErrEndpointUnsupported, ErrProjectNotFound } from '../../../core/plugin-errors.ts';
 import { adminMethods, DEFAULT_CORDON_REASON, DEFAULT_PAGE, ErrServiceNotFound, replayNeeded, unsupported } from '../../../plugins/admin/methods.ts';
 
@@ -261,5 +262,75 @@ describe('wire: admin methods (spec §4.4, §7)', () => {
       expect(replayNeeded(mem, 'svc_updateApiKey', [{ projectId: 'main' }])).to.equal(false);
       expect(replayNeeded(mem, 'svc_updateApiKey', { projectId: 'main', connectorId: 'mem' })).to.equal(false);
     });
+  });
+
+  describe('client text in answers is bounded', () => {
+    const long = (c: string) => c.repeat(100);
+    it('an unknown store names the project and connector by their first 64 characters', async () => {
+      const { call } = setUp();
+      const [name, message] = await refusal(call('svc_listApiKeys', [{ projectId: long('p'), connectorId: long('c') }]));
+      expect(name).to.equal('ErrServiceNotFound');
+      expect(message).to.equal(`failed to find the service: project "${'p'.repeat(64)}" has no database auth strategy with connector "${'c'.repeat(64)}"`);
+    });
+
+    it('an unknown upstream is named by its first 64 characters', async () => {
+      const { call } = setUp();
+      const [, message] = await refusal(call('svc_cordonUpstream', [{ projectId: 'main', upstream: long('u') }]));
+      expect(message).to.equal(`InvalidRequest: upstream "${'u'.repeat(64)}" is not in project main`);
+    });
+
+    it('a refused reload lists its problems in at most 4000 characters', async () => {
+      const problems = Array.from({ length: 200 }, (_, i) => ({ path: `projects[${i}].upstreams`, message: 'x'.repeat(40) }));
+      const { call } = setUp({ reload: async () => Promise.reject(new ConfigError(problems)) });
+      const [name, message] = await refusal(call('svc_reloadConfig'));
+      expect(name).to.equal('ErrInvalidRequest');
+      const prefix = 'config refused, the running config keeps serving: ';
+      expect(message.startsWith(prefix)).to.equal(true);
+      expect(message.length).to.equal(prefix.length + 4000);
+    });
+  });
+
+  describe('answers built from state', () => {
+    it('uncordon reports the reason of the cordon of that upstream and method, not another one', async () => {
+      const { call } = setUp();
+      await call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a', method: 'eth_call', reason: 'a-call' }]);
+      await call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'b', method: 'eth_getLogs', reason: 'b-logs' }]);
+      await call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'b', method: 'eth_call', reason: 'b-call' }]);
+      const r = (await call('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'b', method: 'eth_call' }])) as { reason: string };
+      expect(r.reason).to.equal('b-call');
+    });
+
+    it('svc_project: the selection order first upstream as primary, the last 20 decisions', async () => {
+      const decisions = Array.from({ length: 30 }, (_, i) => ({ n: i }));
+      const { host, call } = setUp();
+      (host as unknown as { services: { get: (k: unknown) => unknown } }).services.get = (key: unknown) =>
+        key === SELECTION_API_SERVICE ? { state: () => ({ order: ['b', 'a'] }), decisions: () => decisions } : undefined;
+      const r = (await call('svc_project', ['main'])) as { networks: Array<{ primaryUpstream: string; recentDecisions: unknown[] }> };
+      expect(r.networks).to.have.length(1);
+      expect(r.networks[0]!.primaryUpstream).to.equal('b');
+      expect(r.networks[0]!.recentDecisions).to.deep.equal(decisions.slice(-20));
+    });
+
+    it("an SvcError from a store keeps its own name (it is not turned into InvalidRequest)", async () => {
+      const { call } = setUp({ storeError: new ErrProjectNotFound('api key store moved') });
+      const [name, message] = await refusal(call('svc_listApiKeys', [{ projectId: 'main', connectorId: 'mem' }]));
+      expect([name, message]).to.deep.equal(['ErrProjectNotFound', 'api key store moved']);
+    });
+  });
+
+  it('every object-param method names its own shape when its params are wrong', async () => {
+    const { call } = setUp();
+    expect(await refusal(call('svc_deleteApiKey', []))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: requires params: [{projectId, connectorId, apiKey}]']);
+    expect(await refusal(call('svc_listCordoned', []))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: requires params: [{projectId}]']);
+  });
+
+  it('svc_project: a network with no upstream has no primary (and no selection plugin is needed)', async () => {
+    const { host, call } = setUp();
+    (host.projects.get('main') as unknown as { networks: Map<string, unknown> }).networks.set('evm:2', { id: 'evm:2', upstreams: [] });
+    const r = (await call('svc_project', ['main'])) as { networks: Array<{ id: string; primaryUpstream?: string }> };
+    expect(r.networks.map((n) => [n.id, n.primaryUpstream])).to.deep.equal([
+      ['evm:1', 'a'],
+      ['evm:2', undefined],
+    ]);
   });
 });
