@@ -163,5 +163,23 @@ describe('wire: healthcheck strategies (spec §4.3)', () => {
       expect(w.selects()).to.equal(1);
       expect(await verdict([{ id: 'a' }], 'all:activeUpstreams', { selectThrows: true })).to.deep.equal({ healthy: false, message: '0 / 1 upstreams active (initialized, not cordoned, not excluded)' });
     });
+
+    it('selection is asked as for a plain read (eth_blockNumber, no params) over a copy of the upstream list, and its context is released', async () => {
+      const w = world([{ id: 'a' }, { id: 'b' }]);
+      const asked: Array<[string, unknown]> = [];
+      let released = 0;
+      const h = w.host as unknown as { internalContext: unknown; hooks: { select: { call: (c: Upstream[], ctx: unknown) => Upstream[] } } };
+      h.internalContext = (_n: Network, method: string, params: unknown) => {
+        asked.push([method, params]);
+        return { ctx: { method }, done: () => void released++ };
+      };
+      // A select tap that reorders the list it is given in place (as a policy may).
+      h.hooks.select.call = (candidates: Upstream[]) => candidates.reverse();
+      const before = [...w.network.upstreams];
+      await evaluate(w.host, w.project, w.members, 'all:activeUpstreams', new ChainIdProbes(w.host), w.pollers);
+      expect(asked).to.deep.equal([['eth_blockNumber', []]]);
+      expect(released).to.equal(1);
+      expect(w.network.upstreams, "the network's own list untouched").to.deep.equal(before);
+    });
   });
 });
