@@ -11,5 +11,4 @@ export { isCharged, isRequestFact, type AttemptCharge, type Blame } from './pipe
 export { isDeferred, settleFailedAttempt, whenCharged, wouldConfirm } from './pipeline/charge.ts';
 export type { CordonChange, HealthClassifier, HealthOutcome, HealthSnapshot, HealthTracker } from '../lib/health-window.ts';
 export { isDeadline } from './registry/upstream.ts';
-export { CHAIN_STATE_SERVICE, NO_CHAIN_STATE, type ChainStateService, type HeadVerdict, type NetworkChainState, type UpstreamChainState } from './registry/chain-state.ts';
 export { leaveNetworks } from './pipeline/probe.ts';

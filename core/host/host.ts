@@ -15,7 +15,6 @@ import type { BoundedLabel } from '../../lib/labels.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { SchemaFragment } from '../../config/schema.ts';
 import type { ResolvedConfig, UpstreamInput } from '../../config/types.ts';
-import type { NetworkChainState } from '../registry/chain-state.ts';
 import type { LifecycleState, LifecycleStatus } from '../http/drain.ts';
 import type { Network } from '../registry/project.ts';
 import type { Project } from '../registry/project.ts';
@@ -101,11 +100,6 @@ export interface PluginHost {
   readonly lifecycleStatus: LifecycleStatus;
   /** Services plugins publish to each other. */
   readonly services: ServiceRegistry;
-  /**
-   * The chain state of a network (heads, finality, block time), read-only: the evm-state plugin's
-   * (it keeps it, core/registry/chain-state.ts), or an empty state (no head known) without that plugin.
-   */
-  chainState(network: Network): NetworkChainState;
   /**
    * A call context for internal traffic (state polls, healthchecks), not client traffic.
    * @param timeoutMs deadline of the call, ms

@@ -16,7 +16,6 @@ import type { LevelWithSilent } from 'pino';
 import type { CallContext, HttpRequestInfo } from '../pipeline/context.ts';
 import { createHooks, guardObservationHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks, type UpstreamCall } from '../pipeline/hooks.ts';
 import { checkPlugin, PluginContractError, Services, type ListenOverrides, type Plugin, type PluginHost } from './host.ts';
-import { CHAIN_STATE_SERVICE, type ChainStateService, NO_CHAIN_STATE, type NetworkChainState } from '../registry/chain-state.ts';
 import { Drain, type LifecycleState, type LifecycleStatus } from '../http/drain.ts';
 import { ErrUpstreamsExhausted, type SvcError } from '../wire/errors.ts';
 import { createLogger, type Logger } from '../../lib/logger.ts';
@@ -130,15 +129,6 @@ export class Proxy implements PluginHost {
   /** Listen overrides given to this svc (CLI, tests). */
   get overrides(): ListenOverrides {
     return { port: this.opts.port, host: this.opts.host, metricsPort: this.opts.metricsPort };
-  }
-
-  /** The chain state service, once found (the evm-state plugin provides it in its `apply`). */
-  private chain?: ChainStateService;
-
-  /** The chain state of a network: the evm-state plugin's (one per network), else nothing known. */
-  chainState(network: Network): NetworkChainState {
-    const chain = (this.chain ??= this.services.get(CHAIN_STATE_SERVICE));
-    return chain ? chain.of(network) : NO_CHAIN_STATE;
   }
 
   /**

@@ -21,7 +21,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { ResolvedConfig, ResolvedProject } from '../../config/types.ts';
 import { resolveNetwork } from '../../config/load.ts';
-import { CHAIN_STATE_SERVICE } from '../registry/chain-state.ts';
 import type { Network } from '../registry/project.ts';
 import type { Project } from '../registry/project.ts';
 import { Upstream } from '../registry/upstream.ts';
@@ -320,14 +319,14 @@ function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProje
 }
 
 /**
- * The upstreams of a replaced network join its successor, which starts with the heads the old
- * one knew (so finality and block availability do not go blind until the next poll).
+ * The upstreams of a replaced network join its successor; then the `networkReplaced` hook lets
+ * plugins carry their per-network state over (the evm-state plugin starts the successor with the
+ * heads the old one knew, so finality and block availability do not go blind until the next poll).
  */
 function joinSeeded(proxy: ReloadHost, project: Project, fresh: Network, old: Network, members: readonly Upstream[]): void {
-  const chain = proxy.services.get(CHAIN_STATE_SERVICE);
   for (const u of members) {
     if (!project.upstreams.has(u.id) || project.upstreams.get(u.id) !== u) continue;
     proxy.join(project, u, fresh.chainId);
-    chain?.carryOver?.(old, fresh, u);
   }
+  proxy.hooks.networkReplaced.call(old, fresh);
 }

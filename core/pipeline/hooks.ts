@@ -144,6 +144,13 @@ export interface ProxyHooks {
    */
   readonly networkRetired: SyncHook<[Network]>;
   /**
+   * A config reload replaced a network with a successor (same id, new config or upstreams), and
+   * the upstreams that stay have joined the successor; called just before `networkRetired` of the
+   * old one. Plugins that keep per-network state carry over what still holds (the evm-state
+   * plugin: each upstream's accepted heads). Observation hook: a tap that throws is logged.
+   */
+  readonly networkReplaced: SyncHook<[Network, Network]>;
+  /**
    * A config reload was applied (SIGHUP, `svc reload`, admin `svc_reloadConfig`), with what
    * changed. Observation hook: a tap that throws is logged.
    */
@@ -210,6 +217,7 @@ export function createHooks(): ProxyHooks {
     upstreamJoined: new SyncHook<[Upstream, Network]>(['upstream', 'network']),
     upstreamLeft: new SyncHook<[Upstream, Network]>(['upstream', 'network']),
     networkRetired: new SyncHook<[Network]>(['network']),
+    networkReplaced: new SyncHook<[Network, Network]>(['network', 'successor']),
     reloaded: new SyncHook<[ReloadReport]>(['report']),
     routes: new SyncHook<[Router]>(['router']),
     listening: new AsyncSeriesHook<[]>([]),
@@ -262,6 +270,7 @@ export function guardObservationHooks(hooks: ProxyHooks, logger: Logger, registr
   hooks.closing.intercept(guard('closing'));
   hooks.upstreamLeft.intercept(guard('upstreamLeft'));
   hooks.networkRetired.intercept(guard('networkRetired'));
+  hooks.networkReplaced.intercept(guard('networkReplaced'));
   hooks.reloaded.intercept(guard('reloaded'));
 }
 

@@ -49,6 +49,7 @@ export const SKIP_CACHE_READ = new Directive<string | undefined>({
   defaultsSchema: Type.Union([Type.String(), Type.Boolean()], { description: '#3 `true`, `false`, or a glob over cache connector ids (YAML booleans become strings)' }),
 });
 import { readEntry, writeEntry, WriteQueue, type Reader, type StoreSink } from './store.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 export { acceptable, readEntry, writeEntry } from './store.ts';
 export { answeredBlock, callKey, isEmptyJson, neverCached, type CallKey } from './keys.ts';
@@ -181,7 +182,7 @@ export function cachePlugin(): Plugin {
           }
           return c;
         };
-        const chain = host.chainState(network);
+        const chain = networkChainState(host, network);
 
         return (ctx: CallContext) => {
           // Only answers obtained under the network's own rules are shared (spec §2.8): a pinned,

@@ -5,7 +5,7 @@
  * the write after the answer, with finality re-classified from the answer.
  */
 import { type CallContext, FINALITY, type Finality, type RpcResult } from 'svc/plugin';
-import { type NetworkChainState } from 'svc/plugin/contracts';
+import { type NetworkChainState } from 'svc/plugins/evm-state';
 import { parseBlockNumber } from 'svc/util';
 import type { CacheEntry, Connector } from './connectors/types.ts';
 import { answeredBlock, isEmptyJson, type CallKey } from './keys.ts';

@@ -26,6 +26,7 @@ import { decide, type Decision } from './decide.ts';
 import { Punisher, REAL_CLOCK, type PunishClock } from './punish.ts';
 import { broadcast, runSlots } from './round.ts';
 import { type ConsensusConfig, consensusSchemaFragment } from './schema.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 export { decide, groupVotes, isSettled, summarize, type Decision, type Group, type RoundOutcome, type Vote } from './decide.ts';
 export { MISBEHAVING_REASON, Punisher, type PunishClock } from './punish.ts';
@@ -90,7 +91,7 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
 
       /** The slot with the highest latest block, by the state poller's view. */
       const leaderOf = (network: Network, upstreams: readonly Upstream[]): string | undefined => {
-        const state = host.chainState(network);
+        const state = networkChainState(host, network);
         let best: Upstream | undefined;
         let bestHead = 0;
         for (const u of upstreams) {

@@ -14,8 +14,9 @@
  */
 import { type CallContext, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
 import { ErrEndpointContentValidation, ErrEndpointMissingData } from 'svc/plugin/errors';
-import { type NetworkChainState } from 'svc/plugin/contracts';
+import { type NetworkChainState } from 'svc/plugins/evm-state';
 import { blockRefOf } from 'svc/util';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 /**
  * State reads that never answer `null` at a block the network has (spec §7): a missing account
@@ -138,7 +139,7 @@ export function evmAnswerSanityPlugin(): Plugin {
       host.hooks.validate.tap({ name: 'evm-answer-sanity', stage: ANSWER_SANITY_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
         const m = ctx.request.method;
         if (m !== 'eth_getLogs' && !NEVER_NULL_METHODS.has(m)) return undefined;
-        return impossibleAnswerError(ctx, r, u, host.chainState(ctx.network));
+        return impossibleAnswerError(ctx, r, u, networkChainState(host, ctx.network));
       });
     },
   };

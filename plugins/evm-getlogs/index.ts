@@ -41,6 +41,7 @@ export {
   type GetLogsSettings,
   type LogsFilter,
 } from './limits.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 export { chunkJob, isRequestTooLarge, jobFilter, runProactiveSplit, splitGetLogs, splitJob, type JobSplit, type LogsJob, type SplitDimension, type SplitOptions } from './split.ts';
 
 // ---------------------------------------------------------------------------------------
@@ -143,7 +144,7 @@ export function evmGetLogsPlugin(): Plugin {
           const params = ctx.request.params;
           const filter: unknown = Array.isArray(params) ? params[0] : undefined;
           if (!isFilter(filter) || (filter.blockHash !== undefined && filter.blockHash !== null)) return inner(ctx);
-          const state = host.chainState(network);
+          const state = networkChainState(host, network);
           const range = resolveFilterRange(method, filter, { latest: state.highestLatest, finalized: state.highestFinalized });
           const rejected = checkGetLogsLimits(method, filter, range, settings, ENFORCE_GETLOGS_RANGE.get(ctx.directives));
           if (rejected) throw rejected;
@@ -168,7 +169,7 @@ export function evmGetLogsPlugin(): Plugin {
             if (ctx.signal.aborted || !isRequestTooLarge(e)) throw e;
             // Parts are never asked above the highest known block: no logs exist there yet, and
             // nodes answer a range wholly above their head with an error, not `[]`.
-            const head = host.chainState(network).highestLatest;
+            const head = networkChainState(host, network).highestLatest;
             let to = range.to;
             if (head > 0 && to > head) {
               if (range.from > head) throw e;

@@ -9,8 +9,9 @@
  */
 import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost } from 'svc/plugin';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
-import { type NetworkChainState } from 'svc/plugin/contracts';
+import { type NetworkChainState } from 'svc/plugins/evm-state';
 import { BLOCK_PARAM, toHex } from 'svc/util';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 /** The network's known heads an interpolation substitutes; 0 means unknown (never substituted). */
 export interface KnownHeads {
@@ -167,7 +168,7 @@ export function evmInterpolationPlugin(opts: EvmInterpolationOptions = {}): Plug
           const method = ctx.request.method;
           if (SKIP_INTERPOLATION.get(ctx.directives) || skip.has(method) || BLOCK_PARAM[method] === undefined) return inner(ctx);
           // Looked up per call (a WeakMap hit), so whichever plugin creates the state first picks its clock.
-          const state = host.chainState(network);
+          const state = networkChainState(host, network);
           // `latest` only while the head is fresh; `finalized` whenever a poll produced one.
           const params = interpolateParams(method, ctx.request.params, new LazyHeads(state, state.isHeadFresh(fallback)));
           if (params !== undefined) ctx.request = { ...ctx.request, params };

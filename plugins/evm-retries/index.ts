@@ -9,6 +9,7 @@
  * Both rules are capped per call by `failsafe[].retry.emptyResultMaxAttempts` (default 2).
  */
 import { type AttemptRecord, type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
+import { networkChainState, type NetworkChainState } from 'svc/plugins/evm-state';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { ErrEndpointMissingData, SvcError } from 'svc/plugin/errors';
 import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';
@@ -219,9 +220,9 @@ function currentAttempt(ctx: CallContext, u: Upstream): AttemptRecord | undefine
  * Why an answer should be retried elsewhere, or undefined when it is usable as it is.
  * @param ctx the call (directives, method, params)
  * @param r the upstream's answer
- * @param chain where the network's highest known latest block is read, only for an empty answer (`host`)
+ * @param chain where the network's highest known latest block is read, only for an empty answer
  */
-export function retryReasonOf(ctx: CallContext, r: RpcResult, chain: Pick<PluginHost, 'chainState'>): RetryReason | undefined {
+export function retryReasonOf(ctx: CallContext, r: RpcResult, chain: (network: Network) => NetworkChainState): RetryReason | undefined {
   const d = ctx.directives;
   const method = ctx.request.method;
   if (RETRY_PENDING.get(d) && PENDING_RETRY_METHODS.has(method) && isPendingTransaction(r.result)) {
@@ -230,7 +231,7 @@ export function retryReasonOf(ctx: CallContext, r: RpcResult, chain: Pick<Plugin
     if (!(ref?.kind === 'tag' && ref.tag === 'pending')) return 'pending_tx';
   }
   if (RETRY_EMPTY.get(d) && EMPTY_RETRY_METHODS.has(method) && r.isEmpty()) {
-    if (!isTruthfulEmpty(method, ctx.request.params, chain.chainState(ctx.network).highestLatest, maxRetryableBlockDistanceOf(ctx.network))) return 'empty_result';
+    if (!isTruthfulEmpty(method, ctx.request.params, chain(ctx.network).highestLatest, maxRetryableBlockDistanceOf(ctx.network))) return 'empty_result';
   }
   return undefined;
 }
@@ -280,9 +281,10 @@ export function evmRetriesPlugin(): Plugin {
       declareDirectives(host, 'evm-retries', RETRY_EMPTY, RETRY_PENDING);
       const counter = upstreamRetriesCounter(host);
 
+      const chainOf = (n: Network): NetworkChainState => networkChainState(host, n);
       host.hooks.validate.tap({ name: 'evm-retries', stage: RETRY_VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
         if (!RETRY_EMPTY.get(ctx.directives) && !RETRY_PENDING.get(ctx.directives)) return undefined;
-        const reason = retryReasonOf(ctx, r, host);
+        const reason = retryReasonOf(ctx, r, chainOf);
         if (!reason) return undefined;
         const st = stateOf(ctx);
         // Keep the answer as the fallback; a pending transaction says more than a null.

@@ -22,7 +22,7 @@ import { Kind, Type, TypeRegistry } from '@sinclair/typebox';
 import { Counter } from 'prom-client';
 import { type CallContext, Duration, type PluginHost, type ResolvedConfig, SelectStage, Strict, type Upstream } from 'svc/plugin';
 import { ConfigError, type ConfigProblem, ErrEndpointMissingData, ErrUpstreamsExhausted } from 'svc/plugin/errors';
-import { type UpstreamChainState } from 'svc/plugin/contracts';
+import { type UpstreamChainState } from './api.ts';
 import { blockRefOf, type BlockRef } from 'svc/util';
 import { chainStateOf } from './chain.ts';
 

@@ -3,14 +3,15 @@
  * finalized blocks (forward-only counters), its syncing state, and the network's highest
  * latest/finalized block over its currently serving upstreams, plus a block-time estimate.
  * Written by this plugin's state pollers and by responses that reveal a newer head; read, through
- * the chain state service this plugin provides (`host.chainState(network)`, typed by the
+ * the chain state service this plugin provides (`networkChainState(host, network)`, typed by the
  * read-only `NetworkChainState` of svc/plugin), by interpolation, tip enforcement, block
  * availability, finality classification, the cache, consensus, select and the healthcheck.
  */
 import { type Network, type Upstream } from 'svc/plugin';
-import { type HeadVerdict, type NetworkChainState as NetworkChainStateView, type UpstreamChainState as UpstreamChainStateView } from 'svc/plugin/contracts';
+import { type HeadVerdict, type NetworkChainState as NetworkChainStateView, type UpstreamChainState as UpstreamChainStateView } from './api.ts';
 import { SHADOW_UPSTREAM } from 'svc/plugins/shadow';
 import { judgeHeadFacts, SOLE_REPORTER_GRACE_MS, witnessesOf } from './plausibility.ts';
+import { networkChainState } from './api.ts';
 
 /** One upstream's view of the chain. */
 export class UpstreamChainState implements UpstreamChainStateView {

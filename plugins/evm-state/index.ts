@@ -22,7 +22,7 @@
  */
 import { type Plugin, type PluginHost } from 'svc/plugin';
 import { declareDirectives } from 'svc/plugins/directives';
-import { CHAIN_STATE_SERVICE } from 'svc/plugin/contracts';
+import { CHAIN_STATE_SERVICE } from './api.ts';
 import { chainStateOf } from './chain.ts';
 import { tapBlockAvailability, tapFarFutureBlocks } from './availability.ts';
 import { tapBlockBounds } from './block-availability.ts';
@@ -58,6 +58,7 @@ export {
   syncingOf,
   VALIDATE_STAGE,
 } from './tip.ts';
+import { networkChainState } from './api.ts';
 
 /** Options of {@link evmStatePlugin}. */
 export interface EvmStatePluginOptions {
@@ -85,7 +86,7 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
       declareDirectives(host, 'evm-state', ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS);
       // In this order: tapable runs same-stage taps of one hook in registration order.
       const heads = tapHeadTracking(host, maxPollTimeoutMs);
-      // Every other plugin reads the chain state this plugin keeps through host.chainState(network).
+      // Every other plugin reads the chain state this plugin keeps through networkChainState(host, network).
       host.services.provide(CHAIN_STATE_SERVICE, {
         of: (network) => chainStateOf(network),
         // Heads another replica saw (shared-state plugin): forward-only, judged by the same
@@ -94,16 +95,19 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
           if (latest > 0) heads.observeLatest(network, u, latest, false, true);
           if (finalized > 0) heads.observeFinalized(network, u, finalized, false, true);
         },
-        // A reload's successor network: this process's own accepted heads of the upstream.
-        carryOver: (from, to, u) => {
+      });
+      // A reload's successor network starts with this process's own accepted heads of each upstream
+      // that stayed (judged as that upstream's own report, not as another replica's word).
+      host.hooks.networkReplaced.tap('evm-state', (from, to) => {
+        for (const u of to.upstreams) {
           const old = chainStateOf(from).peek(u);
-          if (!old) return;
+          if (!old) continue;
           const mine = chainStateOf(to).of(u);
           mine.vouched ||= old.vouched;
           mine.linked = Math.max(mine.linked, old.linked);
           if (old.latest > 0) heads.observeLatest(to, u, old.latest);
           if (old.finalized > 0) heads.observeFinalized(to, u, old.finalized);
-        },
+        }
       });
       tapFinality(host);
       // Configured bounds first (hard), then the head-based filter (soft), at the same stage.

@@ -5,7 +5,7 @@
  * polls, answers, shared state, the WebSocket follower through `judgeHead`) asks this function.
  */
 import type { Upstream } from 'svc/plugin';
-import type { HeadVerdict } from 'svc/plugin/contracts';
+import type { HeadVerdict } from './api.ts';
 
 /**
  * Blocks a latest head may run ahead of the network's accepted head beyond what the block time

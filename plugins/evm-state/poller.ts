@@ -7,7 +7,8 @@
  * (its state.ts). A poll failure never throws out of the timer.
  */
 import { FINALITY, type Network, type PluginHost, type RpcResult, type Upstream } from 'svc/plugin';
-import { type HeadVerdict, tryUpstream } from 'svc/plugin/contracts';
+import { tryUpstream } from 'svc/plugin/contracts';
+import { type HeadVerdict } from './api.ts';
 import { SYNCING } from './api.ts';
 import { classifyFinality, excerptOf, toHex } from 'svc/util';
 import { chainStateOf } from './chain.ts';

@@ -9,7 +9,7 @@
  */
 import { Counter, Gauge } from 'prom-client';
 import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
-import { type HeadVerdict } from 'svc/plugin/contracts';
+import { type HeadVerdict } from './api.ts';
 import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
 import { SHADOW_UPSTREAM } from 'svc/plugins/shadow';
 import { STATE_POLLERS_SERVICE, SYNCING } from './api.ts';

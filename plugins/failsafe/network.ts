@@ -19,6 +19,7 @@ import { runHedged } from './hedge.ts';
 import type { FailsafeMetrics } from './metrics.ts';
 import { dataUnavailableDelay, isRetryable, retryDelay, withTimeout } from './policies.ts';
 import { compile, DEFAULT_NETWORK_FAILSAFE, matchCompiled, matchEntry, WRITE_METHODS, type CompiledEntry, type FailsafeEntry } from './schema.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 /**
  * The per-call slot holding the matched network entry (`FAILSAFE_ENTRY`, slot `failsafe.entry`,
@@ -123,7 +124,7 @@ export function tapNetworkFailsafe(host: PluginHost, latency: LatencyQuantiles, 
           const category = host.methodLabel.value(ctx.request.method);
           retries.inc({ project: ctx.project.id, network: ctx.network.id, category });
           // Data not there yet: wait about one block for it (eRPC's data-unavailable delay), else back off.
-          const waitMs = dataUnavailableDelay(e, r, host.chainState(ctx.network).blockTimeMs);
+          const waitMs = dataUnavailableDelay(e, r, networkChainState(host, ctx.network).blockTimeMs);
           if (waitMs !== undefined && waitMs > 0) metrics.dataUnavailableWait.observe({ project: ctx.project.id, network: ctx.network.id, category }, waitMs / 1000);
           await sleep(waitMs ?? retryDelay(r, n), leg.signal).catch(() => {
             throw e;

@@ -5,6 +5,7 @@
  */
 import type { Network, PluginHost, Project, Upstream } from 'svc/plugin';
 import type { Strategy } from './schema.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 /** A live `eth_chainId` probe gives up after this long, ms (spec §4.3). */
 export const CHAIN_ID_PROBE_TIMEOUT_MS = 5000;
@@ -40,7 +41,7 @@ export type Pollers = ReadonlyMap<Upstream, unknown> | undefined;
 export function isInitialized(host: PluginHost, m: Member, pollers: Pollers): boolean {
   if (m.upstream.state !== 'ready' || !m.network) return false;
   if (!pollers?.has(m.upstream)) return true;
-  return (host.chainState(m.network).peek(m.upstream)?.lastPollAt ?? 0) > 0;
+  return (networkChainState(host, m.network).peek(m.upstream)?.lastPollAt ?? 0) > 0;
 }
 
 /**

@@ -16,6 +16,7 @@ import { type Authenticator, doorAuthenticator } from 'svc/plugins/auth';
 import { STATE_POLLERS_SERVICE } from 'svc/plugins/evm-state';
 import { ChainIdProbes, evaluate, type Member, type Pollers, type Verdict } from './evaluate.ts';
 import { healthcheckConfigOf, healthcheckSchema, isStrategy, type HealthcheckConfig, type Strategy } from './schema.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 export { CHAIN_ID_PROBE_TIMEOUT_MS, CHAIN_ID_PROBE_TTL_MS } from './evaluate.ts';
 export { STRATEGIES, type HealthcheckConfig, type Strategy } from './schema.ts';
@@ -146,7 +147,7 @@ async function networkDetails(host: PluginHost, config: HealthcheckConfig, proje
   for (const n of networks) {
     const v = await evaluate(host, project, membersOf(project, n), strategy, probes, pollers);
     all &&= v.healthy;
-    const entry: Body = { networkId: n.id, alias: n.alias ?? null, blockTimeMs: host.chainState(n).blockTimeMs ?? null, healthy: v.healthy, status: v.healthy ? 'OK' : 'ERROR' };
+    const entry: Body = { networkId: n.id, alias: n.alias ?? null, blockTimeMs: networkChainState(host, n).blockTimeMs ?? null, healthy: v.healthy, status: v.healthy ? 'OK' : 'ERROR' };
     if (config.mode === 'verbose') {
       entry.message = v.message;
       const ups: Body = {};

@@ -47,6 +47,7 @@ import { type Anchors } from './anchors.ts';
 import { normalizeErpcIntegrity } from './erpc.ts';
 import { compileIntegrity, IntegritySchema, type InvalidBehavior, levelOf, refuseUnknownLevel, resolveLevel, type IntegrityLevel, type NetworkIntegrity } from './levels.ts';
 import { loadLibs } from './libs.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 export { CHECKED_METHODS, checkIntrinsic, isEmptyAnswer } from './checks/index.ts';
 export { authoritative, corroborate, MAX_ANCHORS, MAX_IN_FLIGHT, type AuthoritativeSettings, type Peer } from './corroborate.ts';
@@ -258,7 +259,7 @@ export function integrityPlugin(): Plugin {
         try {
           const anchors = await checkIntrinsic(libs, call.method, call.params, result);
           if (level === 'corroborated' || level === 'authoritative') {
-            const verdict = peerVerdictOf(s, anchors, host.chainState(ctx.network).highestFinalized);
+            const verdict = peerVerdictOf(s, anchors, networkChainState(host, ctx.network).highestFinalized);
             if (verdict !== 'off') {
               try {
                 if (level === 'corroborated') await corroborate(libs.viem, anchors, peersOf(ctx, u));

@@ -15,6 +15,7 @@ import { UPSTREAM_LAG } from './api.ts';
 import { CACHE_OUTCOME } from 'svc/plugins/cache';
 import { type Matcher, MatcherCache, MAX_CLIENT_PATTERN_LENGTH } from 'svc/util'; // UPSTREAM_LAG: blocks a pinned call's upstream was behind the head (X-SVC-Upstream-Lag)
 import { DEFAULT_DENIED_METHODS, MethodGuard, methodGuardSchema } from './method-guard.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 export { compileDenyList, DEFAULT_DENIED_METHODS, explicitAllowOf, MethodGuard } from './method-guard.ts';
 
@@ -43,8 +44,8 @@ export function filterByUseUpstream(upstreams: readonly Upstream[], selector: Ma
  * @param u the upstream
  * @returns blocks behind (> 0), or 0 when level, ahead or unknown (never polled or observed)
  */
-export function upstreamLagOf(host: Pick<PluginHost, 'chainState'>, ctx: Pick<CallContext, 'network'>, u: Upstream): number {
-  const st = host.chainState(ctx.network);
+export function upstreamLagOf(host: PluginHost, ctx: Pick<CallContext, 'network'>, u: Upstream): number {
+  const st = networkChainState(host, ctx.network);
   const s = st.peek(u);
   if (!s || (s.latest === 0 && s.lastPollAt === 0)) return 0;
   const lag = st.highestLatest - s.latest;

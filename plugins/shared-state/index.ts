@@ -41,7 +41,7 @@
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
 import { type Plugin, type PluginHost, type Upstream, type Network } from 'svc/plugin';
-import { CHAIN_STATE_SERVICE } from 'svc/plugin/contracts';
+import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
 import { fleetReplicaId, type FleetRelayRegistration, openRedisClient, registerFleetRelay, sleep } from 'svc/util';
 import { normalizeSharedStateShapes } from './erpc.ts';
 import { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch } from './link.ts';
@@ -50,6 +50,7 @@ import { DropTally } from './drops.ts';
 import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox } from './ops.ts';
 import { ClientCloser } from './close.ts';
 import { DEFAULT_CHANGE_SCAN_MS, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 export { type Drop, DROP_REASONS, type DropReason, entryTtlMs, type HeadContext, headField, HeadLedger, headsToApply, MAX_ENTRY_BYTES, MAX_ENTRY_TTL_MS, MAX_HEADS_PER_MESSAGE, MAX_ID_LENGTH, MAX_SNAPSHOT_ENTRIES, messagesOf, MIN_ENTRY_TTL_MS, parseMessage, type SharedHead, type StateMessage, TTL_INTERVALS } from './merge.ts';
 export { type DropSinks, DropTally } from './drops.ts';
@@ -127,14 +128,14 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         known: (h) => {
           const at = find(h.project, h.upstream);
           if (!at) return undefined;
-          const s = host.chainState(at.network).peek(at.upstream);
+          const s = networkChainState(host, at.network).peek(at.upstream);
           return { latest: s?.latest ?? 0, finalized: s?.finalized ?? 0 };
         },
         judge: (h, n, kind) => {
           const at = find(h.project, h.upstream);
           // Judged with no reporting upstream: another replica's word is no upstream's own report
           // (so never a sole source), and this replica's own view of that upstream is a witness.
-          return at ? host.chainState(at.network).judgeHead(n, kind, undefined, true) : 'implausible';
+          return at ? networkChainState(host, at.network).judgeHead(n, kind, undefined, true) : 'implausible';
         },
       };
       const apply = (heads: SharedHead[]): void => {
@@ -148,7 +149,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
       };
       const local = function* (): Generator<SharedHead> {
         for (const { network, upstream } of upstreamsOf(host)) {
-          const s = host.chainState(network).peek(upstream);
+          const s = networkChainState(host, network).peek(upstream);
           if (s && (s.latest > 0 || s.finalized > 0)) yield { project: upstream.projectId, upstream: upstream.id, latest: s.latest, finalized: s.finalized };
         }
       };

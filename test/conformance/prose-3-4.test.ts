@@ -19,6 +19,7 @@ import { listenOnLoopback } from '../helpers/ports.ts';
 import { startRecordingProxy, type RecordingProxy } from '../helpers/recording-proxy.ts';
 import { NO_CACHE, presetWithout, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 import { ADMIN, ADMIN_H, rpc } from './fixture-core.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 /** The secret of the healthcheck svc. */
 const HC_SECRET = 'healthcheck-secret-0123456789abcdef';
@@ -488,7 +489,7 @@ describe('conformance: prose of §3 and §4', function () {
       for (let i = 0; i < 6 && (await blockTime()) === null; i++) {
         const head = Number(await clock.rpc('eth_blockNumber', []));
         await clock.rpc('anvil_mine', ['0x1']);
-        await waitFor(() => hc.proxy.chainState(network!).highestLatest >= head + 1, 3000);
+        await waitFor(() => networkChainState(hc.proxy, network!).highestLatest >= head + 1, 3000);
         await new Promise((r) => setTimeout(r, PAUSE_MS));
       }
       const ms = await blockTime();

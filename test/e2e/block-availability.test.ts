@@ -12,6 +12,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 const CHAIN = 31337;
 const HEAD = 300;
@@ -80,7 +81,7 @@ describe('e2e: upstreams[].evm.blockAvailability (archive calls skip pruned node
     });
     for (const p of ['window', 'legacy', 'probed', 'alone']) {
       const net = svc.proxy.projects.get(p)!.networks.get(`evm:${CHAIN}`)!;
-      const st = svc.proxy.chainState(net);
+      const st = networkChainState(svc.proxy, net);
       await waitFor(() => net.upstreams.every((u) => (st.peek(u)?.latest ?? 0) >= HEAD));
     }
   });

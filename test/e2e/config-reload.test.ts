@@ -19,6 +19,7 @@ import type { ReloadReport } from '../../core/host/reload.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 type Cfg = { projects: Array<Record<string, unknown>>; admin?: unknown; server?: unknown };
 
@@ -128,7 +129,7 @@ describe('e2e: config hot reload under load', function () {
     expect(netAfter.upstreams.map((u) => u.id)).to.deep.equal(['a', 'b']);
     expect(project().upstreams.get('a')).to.equal(aBefore);
     // The new network starts with the heads the old one knew.
-    expect(svc.proxy.chainState(netAfter).highestLatest).to.be.greaterThan(0);
+    expect(networkChainState(svc.proxy, netAfter).highestLatest).to.be.greaterThan(0);
 
     // 3. Remove a: it leaves the rotation at once, b serves everything.
     current = config([{ id: 'b', endpoint: b.url }], [{ matchMethod: '*', timeout: { duration: '7s' }, retry: { maxAttempts: 4 } }]);

@@ -8,6 +8,7 @@
 import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 const CHAIN = 31337;
 const BLOCKS = 70;
@@ -54,7 +55,7 @@ describe("e2e: eRPC's integrity block (level, invalidBehavior, observeOnly, head
     });
     for (const p of ['erpc-defaults', 'strict', 'observe', 'skip-tip']) {
       const net = svc.proxy.projects.get(p)!.networks.get(`evm:${CHAIN}`)!;
-      const st = svc.proxy.chainState(net);
+      const st = networkChainState(svc.proxy, net);
       await waitFor(() => net.upstreams.every((u) => u.state === 'ready') && st.highestFinalized >= 6 && st.highestLatest >= BLOCKS);
     }
   });

@@ -14,10 +14,11 @@ import { expect } from 'chai';
 import { createClient } from 'redis';
 import { request } from 'undici';
 import type { Network } from 'svc/plugin';
-import type { NetworkChainState } from 'svc/plugin/contracts';
+import type { NetworkChainState } from 'svc/plugins/evm-state';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
 import { NO_CACHE, startSvc, type SvcHandle, waitFor } from '../helpers/svc.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 const KEY = 'chk';
 const BOGUS = 900_000_000;
@@ -137,7 +138,7 @@ describe('e2e: shared state is checked and expires (Redis)', function () {
     // The plausibility rule (docs/evm.md) as the evm-state plugin will apply it: far beyond the head is implausible.
     const states: Array<[NetworkChainState, NetworkChainState['judgeHead']]> = [];
     for (const r of [a, b]) {
-      const cs = r.proxy.chainState(networkOf(r));
+      const cs = networkChainState(r.proxy, networkOf(r));
       states.push([cs, cs.judgeHead]);
       cs.judgeHead = (n) => (n > real + 1000 ? 'implausible' : 'plausible');
     }
@@ -175,7 +176,7 @@ describe('e2e: shared state is checked and expires (Redis)', function () {
     // check, as a lie told at A's start-up could be): A publishes it as its own head.
     const network = networkOf(a);
     const upstream = a.proxy.projects.get('main')?.upstreams.get('a');
-    (a.proxy.chainState(network) as unknown as { observeLatest(u: unknown, n: number): void }).observeLatest(upstream, BOGUS);
+    (networkChainState(a.proxy, network) as unknown as { observeLatest(u: unknown, n: number): void }).observeLatest(upstream, BOGUS);
     // (A's next poll of that upstream sets its head back: a poll is the upstream's own truth.)
     await sleep(1200);
     // B judged it against its own confirmed head and did not apply it, and B serves the real head.

@@ -18,7 +18,7 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { Duration, type PluginHost, Strict, Type, type Upstream } from 'svc/plugin';
+import { Duration, type Network, type PluginHost, Strict, Type, type Upstream } from 'svc/plugin';
 import { asSvcError, type SvcError, ErrAuthUnauthorized, ErrInvalidRequest, ErrServiceShuttingDown, toJsonRpcError } from 'svc/plugin/errors';
 import { type Authenticator } from 'svc/plugins/auth';
 import { BREAKERS_SERVICE } from 'svc/plugins/failsafe';
@@ -26,6 +26,7 @@ import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
 import { readAsset } from './assets.ts';
 import { buildSnapshot, type BreakerState, type MetricSample, type NetworkLike, SNAPSHOT_METRICS, type UiSnapshot, type UpstreamLike, worstBreaker } from './snapshot.ts';
 import { EventStreams } from './stream.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 export { buildSnapshot, type UiSnapshot } from './snapshot.ts';
 
@@ -93,7 +94,7 @@ export function adminUi(host: PluginHost, authenticator: () => Authenticator | u
     const selection = host.services.get(SELECTION_API_SERVICE);
     return buildSnapshot({
       projects: host.projects.values(),
-      chainState: (n) => host.chainState(n as Parameters<PluginHost['chainState']>[0]),
+      chainState: (n) => networkChainState(host, n as Network),
       selection: (p, n) => selection?.state(p, n),
       breaker,
       samples,

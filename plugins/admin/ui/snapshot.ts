@@ -6,7 +6,7 @@
  * disputes.
  *
  * Built from the public plugin host only (never another plugin's module): the projects and their
- * health trackers, `host.chainState(network)`, the selection plugin's read side
+ * health trackers, `networkChainState(host, network)`, the selection plugin's read side
  * (`SELECTION_API_SERVICE`) and the Prometheus registry, where other plugins count under the
  * metric names of docs/operations.md (`svc_cache_get_hit_total`, `svc_cache_get_miss_total`,
  * `svc_rate_limited_total`, `svc_network_consensus_outcome_total`). The breaker state comes from
@@ -15,8 +15,10 @@
  *
  * {@link buildSnapshot} is pure over its {@link SnapshotSources}, so it is unit tested with fakes.
  */
-import type { HealthSnapshot, NetworkChainState } from 'svc/plugin/contracts';
+import type { HealthSnapshot } from 'svc/plugin/contracts';
+import type { NetworkChainState } from 'svc/plugins/evm-state';
 import type { SelectionState } from 'svc/plugins/selection';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 /** Most rows of each per-project metric table (their labels are bounded already; this bounds the page). */
 export const MAX_METRIC_ROWS = 200;

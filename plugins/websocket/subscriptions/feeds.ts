@@ -13,6 +13,7 @@ import { HeadFollower, type LogsTarget } from './follower.ts';
 import { wsCandidates, wsEndpointOf } from './schema.ts';
 import type { SubscriptionSink, SubscriptionType } from './types.ts';
 import { UpstreamWsFeed, type WsEndpoint } from './upstream-ws.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 /** Deadline of each call the follower makes through the network's pipeline, ms. */
 export const FOLLOWER_CALL_TIMEOUT_MS = 10_000;
@@ -194,7 +195,7 @@ export class NetworkFeeds {
         logger: this.host.logger,
         label: `${network.project.id}/${network.id}`,
         // The current network each time: a config reload replaces it.
-        judge: (n) => this.host.chainState(this.network).judgeHead(n, 'latest'),
+        judge: (n) => networkChainState(this.host, this.network).judgeHead(n, 'latest'),
       },
     );
     this.follower.start();

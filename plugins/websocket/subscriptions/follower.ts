@@ -29,8 +29,9 @@
  * the future therefore neither freezes nor moves the heads every subscriber sees.
  */
 import type { Logger } from 'svc/plugin';
-import type { HeadVerdict } from 'svc/plugin/contracts';
+import type { HeadVerdict } from 'svc/plugins/evm-state';
 import { type LogFilter, matchLog } from './filter.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 /** Reads one JSON-RPC result through the network's pipeline; throws on any failure. */
 export type NetworkFetch = (method: string, params: unknown[]) => Promise<unknown>;
@@ -115,7 +116,7 @@ export interface FollowerOptions {
   /** Names the network in log lines. */
   label?: string;
   /**
-   * The network's head plausibility rule (head plausibility, docs/evm.md: `host.chainState(network).judgeHead(n,
+   * The network's head plausibility rule (head plausibility, docs/evm.md: `networkChainState(host, network).judgeHead(n,
    * 'latest')`); asked before a jump beyond {@link MAX_GAP}. Absent: every head is `plausible`.
    */
   judge?: (n: number) => HeadVerdict;

@@ -14,6 +14,7 @@ import { availabilitySpecOf, blockSpanOf, boundsOf, probeBlock, ProbeInconclusiv
 import { defaultPreset } from '../../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../../helpers/svc.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 const FRAGMENTS: SchemaFragment[] = defaultPreset().flatMap((p) => (p.schema ? [p.schema] : []));
 type Doc = Record<string, unknown>;
@@ -187,7 +188,7 @@ describe('blockAvailability: request path (fake nodes)', function () {
       { preset: 'default' },
     );
   const call = (method: string, params: unknown[]) => svc!.post(`/main/evm/${CHAIN}`, { jsonrpc: '2.0', id: 1, method, params });
-  const headOf = (id: string) => svc!.proxy.chainState(svc!.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!).peek(svc!.proxy.projects.get('main')!.upstreams.get(id)!)?.latest ?? 0;
+  const headOf = (id: string) => networkChainState(svc!.proxy, svc!.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!).peek(svc!.proxy.projects.get('main')!.upstreams.get(id)!)?.latest ?? 0;
 
   it('a call for a block below a pruned upstream\'s latestBlockMinus window skips it before dialling; recent blocks still go to it', async () => {
     const pruned = await node(1000);

@@ -10,7 +10,7 @@
 import { expect } from 'chai';
 import { FINALITY, type CallContext, type Finality } from '../../../core/pipeline/context.ts';
 import { SYNCING } from 'svc/plugins/evm-state';
-import { NO_CHAIN_STATE } from '../../../core/registry/chain-state.ts';
+import { NO_CHAIN_STATE } from 'svc/plugins/evm-state';
 import { createLogger } from '../../../lib/logger.ts';
 import { createProxy } from '../../../core/host/proxy.ts';
 import { loadConfigObject } from '../../../config/load.ts';
@@ -41,6 +41,7 @@ import { selectionState } from '../../../plugins/selection/index.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../../helpers/svc.ts';
+import { networkChainState } from 'svc/plugins/evm-state';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;
@@ -245,12 +246,12 @@ describe('chain state (plugins/evm-state/chain.ts) additions used by evm-state',
     const build = (plugins: Plugin[]) => createProxy({ config: { projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }] }] }, plugins, logger: createLogger('silent') });
     const withState = build(defaultPreset());
     const net = { id: 'evm:1', upstreams: [a] } as unknown as Network;
-    expect(withState.chainState(net)).to.equal(chainStateOf(net));
+    expect(networkChainState(withState, net)).to.equal(chainStateOf(net));
     chainStateOf(net).observeLatest(a, 42);
-    expect(withState.chainState(net).highestLatest).to.equal(42);
+    expect(networkChainState(withState, net).highestLatest).to.equal(42);
     const without = build(defaultPreset().filter((p) => p.name !== 'evm-state'));
-    expect(without.chainState(net)).to.equal(NO_CHAIN_STATE);
-    expect([without.chainState(net).highestLatest, without.chainState(net).blockTimeMs, without.chainState(net).isHeadFresh()]).to.deep.equal([0, undefined, false]);
+    expect(networkChainState(without, net)).to.equal(NO_CHAIN_STATE);
+    expect([networkChainState(without, net).highestLatest, networkChainState(without, net).blockTimeMs, networkChainState(without, net).isHeadFresh()]).to.deep.equal([0, undefined, false]);
   });
 
   it('countedUpstreams narrows highestLatest/highestFinalized (default: the network\'s upstreams)', () => {

@@ -7,11 +7,11 @@
 import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
 import type { AttemptRecord } from '../../../core/pipeline/context.ts';
-import { NO_CHAIN_STATE } from '../../../core/registry/chain-state.ts';
+import { NO_CHAIN_STATE } from 'svc/plugins/evm-state';
 import { ErrEndpointRequestTimeout, ErrFailsafeTimeoutExceeded, type SvcError } from '../../../core/wire/errors.ts';
 import { RpcResult } from '../../../core/wire/jsonrpc.ts';
 import { type Plugin } from '../../../core/plugin-api.ts';
-import { CHAIN_STATE_SERVICE } from '../../../core/plugin-contracts.ts';
+import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
 import { createProxy, type Proxy } from '../../../core/host/proxy.ts';
 import { NETWORK_HEDGES, NETWORK_RETRIES } from 'svc/plugins/failsafe';
 import { createLogger } from '../../../lib/logger.ts';

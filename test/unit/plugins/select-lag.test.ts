@@ -8,6 +8,8 @@ import { NetworkChainState } from '../../../plugins/evm-state/chain.ts';
 import type { Network } from '../../../core/registry/project.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { upstreamLagOf } from '../../../plugins/select/index.ts';
+import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
+import type { PluginHost } from '../../../core/plugin-api.ts';
 
 describe('select plugin: upstream lag of a pinned call', () => {
   const lead = { id: 'lead' } as Upstream;
@@ -15,9 +17,10 @@ describe('select plugin: upstream lag of a pinned call', () => {
   const fresh = { id: 'fresh' } as Upstream;
   const network = { id: 'evm:1', upstreams: [lead, lag, fresh] } as unknown as Network;
 
-  function host(): { st: NetworkChainState; proxy: { chainState: () => NetworkChainState } } {
+  function host(): { st: NetworkChainState; proxy: PluginHost } {
     const st = new NetworkChainState(network, () => 0);
-    return { st, proxy: { chainState: () => st } };
+    // The evm-state plugin's service, as networkChainState finds it.
+    return { st, proxy: { services: { get: (k: unknown) => (k === CHAIN_STATE_SERVICE ? { of: () => st } : undefined) } } as unknown as PluginHost };
   }
 
   it('is the distance to the highest latest block of the network', () => {

@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import type { Network, PluginHost, Project, Upstream } from '../../../core/plugin-api.ts';
+import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
 import { CHAIN_ID_PROBE_TIMEOUT_MS, CHAIN_ID_PROBE_TTL_MS, ChainIdProbes, evaluate, isInitialized, type Member } from '../../../plugins/healthcheck/evaluate.ts';
 
 interface Scripted {
@@ -33,7 +34,7 @@ function world(list: Scripted[], opts: { noNetwork?: string[]; selectThrows?: bo
   const calls: { id: string; method: string; timeout: number }[] = [];
   let selects = 0;
   const host = {
-    chainState: () => ({ peek: (u: Upstream) => ({ lastPollAt: ups.get(u)?.lastPollAt }) }),
+    services: { get: (k: unknown) => (k === CHAIN_STATE_SERVICE ? { of: () => ({ peek: (u: Upstream) => ({ lastPollAt: ups.get(u)?.lastPollAt }) }) } : undefined) },
     upstreamCall: (_n: Network, u: Upstream, method: string, _p: unknown[], timeout: number) => {
       calls.push({ id: u.id, method, timeout });
       const c = ups.get(u)?.chainId;

@@ -14,7 +14,10 @@ import { pino } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { type Network, type PluginHost, RpcResult, type Upstream } from '../../../../core/plugin-api.ts';
 import { ErrEndpointServerSideException, SvcError } from '../../../../core/plugin-errors.ts';
-import { NO_CHAIN_STATE } from '../../../../core/plugin-contracts.ts';
+import { CHAIN_STATE_SERVICE, NO_CHAIN_STATE } from 'svc/plugins/evm-state';
+
+/** A host's services with only the evm-state plugin's chain state service, answering `state` for every network. */
+const chainService = (state: object) => ({ get: (k: unknown) => (k === CHAIN_STATE_SERVICE ? { of: () => state } : undefined) });
 import { createSubscriptionHub } from '../../../../plugins/websocket/subscriptions/hub.ts';
 import type { SubscriptionHub, SubscriptionSink } from '../../../../plugins/websocket/subscriptions/types.ts';
 
@@ -136,7 +139,7 @@ const host = {
   internalContext: (network: Network, method: string, params: unknown) => ({ ctx: { network, request: { method, params } }, done: () => undefined }),
   // The fake network carries its own handler (a real one's chain is composed by the host).
   runCall: (ctx: { network: { handler: (ctx: unknown) => Promise<RpcResult> } }) => ctx.network.handler(ctx),
-  chainState: () => NO_CHAIN_STATE,
+  services: chainService(NO_CHAIN_STATE),
 } as unknown as PluginHost;
 
 interface Frame {
@@ -229,7 +232,7 @@ describe('websocket plugin: subscription hub', () => {
     const judged: number[] = [];
     const judging = {
       ...host,
-      chainState: () => ({
+      services: chainService({
         ...NO_CHAIN_STATE,
         judgeHead: (n: number, kind: string) => {
           judged.push(n);
