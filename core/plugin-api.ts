@@ -89,4 +89,4 @@ export { Slot, type SlotHolder } from './registry/slots.ts';
 export { VERSION } from './wire/version.ts';
 
 export { definePlugin, definePreset, type Preset } from './host/define.ts';
-export { settingsOf, type FragmentSettings, type Resolved, type ResolvedProperties, type SettingsHolder } from './host/plugin-settings.ts';
+export { settingsOf, type FragmentSettings, type Resolved, type ResolvedProperties, type SettingsHolder } from '../config/settings.ts';

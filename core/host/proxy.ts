@@ -1,11 +1,14 @@
 /**
- * The Proxy: config + registry + hooks + logger + metrics registry (docs/architecture.md).
- * `new Proxy(config).use(...plugins)`, then `start()`. Plugins tap hooks in `apply`; the
- * proxy builds every network's and upstream's chain once, then serves.
+ * The Proxy, svc's plugin host (docs/architecture.md): it applies plugins, owns the config, the
+ * hooks, the logger and the metrics registry, and runs the lifecycle (start, drain, close,
+ * reload). `new Proxy(config).use(...plugins)`, then `start()`. Building the registry and
+ * composing its chains is the pipeline's RegistryBuilder; routing and serving are the HTTP
+ * layer's; the proxy hands them what they need.
  */
-import { composeRecorded } from '../pipeline/pipeline.ts';
-import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
-import { httpInfo, httpServerOptions, nodeRequestInfo } from '../http/http-io.ts';
+import { RegistryBuilder } from '../pipeline/build.ts';
+import type { IncomingMessage, Server } from 'node:http';
+import { closeServer, listen } from '../http/listen.ts';
+import { httpInfo, nodeRequestInfo } from '../http/http-io.ts';
 import { compileAliasMatchers, pathSegments, resolveRoute, type AliasMatcher, type RouteTarget } from '../http/routing.ts';
 import { serveJsonRpc, type JsonRpcInput, type JsonRpcOutput } from '../http/serve.ts';
 import type { Pool } from 'undici';
@@ -14,26 +17,24 @@ import { Registry } from 'prom-client';
 import type { TObject } from '@sinclair/typebox';
 import type { LevelWithSilent } from 'pino';
 import type { CallContext, HttpRequestInfo } from '../pipeline/context.ts';
-import { createHooks, guardObservationHooks, UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks, type UpstreamCall } from '../pipeline/hooks.ts';
+import { createHooks, guardObservationHooks, type ProxyHooks } from '../pipeline/hooks.ts';
 import { checkPlugin, PluginContractError, Services, type ListenOverrides, type Plugin, type PluginHost } from './host.ts';
 import { Drain, type LifecycleState, type LifecycleStatus } from '../http/drain.ts';
-import { ErrUpstreamsExhausted, type SvcError } from '../wire/errors.ts';
+import type { SvcError } from '../wire/errors.ts';
 import { createLogger, type Logger } from '../../lib/logger.ts';
 import { BoundedLabel } from '../../lib/labels.ts';
 import { Network } from '../registry/project.ts';
 import { Project } from '../registry/project.ts';
 import { Upstream } from '../registry/upstream.ts';
 import { internalContext, upstreamCall } from '../pipeline/internal-call.ts';
-import { callFailure } from '../pipeline/sweep.ts';
-import { installCallChain, installSender, runCall } from '../pipeline/chains.ts';
-import { healthOutcome } from '../pipeline/blame.ts';
+import { runCall } from '../pipeline/chains.ts';
 import { createServer } from '../http/server.ts';
 import { ClientAddressResolver } from '../../lib/client-address.ts';
 import type Koa from 'koa';
 import { getCommit, VERSION } from '../wire/version.ts';
 import { buildConfigSchema, fragmentCollisions, type SchemaFragment } from '../../config/schema.ts';
-import { loadConfigObject, resolveNetwork, resolveUpstream } from '../../config/load.ts';
-import type { ResolvedConfig, ResolvedProject, UpstreamInput } from '../../config/types.ts';
+import { loadConfigObject } from '../../config/load.ts';
+import type { ResolvedConfig, UpstreamInput } from '../../config/types.ts';
 import { ConfigReloader, type ReloadReport, type ReloadTrigger } from './reload.ts';
 import { ChainIdProber } from '../pipeline/probe.ts';
 import { watchLoopStalls } from '../../lib/loop-stall.ts';
@@ -86,8 +87,11 @@ export class Proxy implements PluginHost {
   /** The HTTP server, once started. */
   server?: Server;
 
-  /** The attempt handler before any plugin wraps it: the `forward` plugin replaces it with the sweep. */
-  private readonly noForward: AttemptHandler = () => Promise.reject(new ErrUpstreamsExhausted([], 'no forwarding plugin is applied (add forwardPlugin() to the preset)'));
+  /**
+   * Builds projects, networks and upstreams and composes their chains (core/pipeline/build.ts).
+   * @internal core/host/reload.ts
+   */
+  readonly builder: RegistryBuilder;
   /** Chain id probes of the upstreams (core/pipeline/probe.ts). */
   private readonly prober: ChainIdProber;
   /** One keep-alive pool per upstream origin, shared by the upstreams of that origin (read-only for callers). */
@@ -110,6 +114,7 @@ export class Proxy implements PluginHost {
     this.logger = opts.logger ?? createLogger(config.logLevel as LevelWithSilent);
     this.schema = opts.schema ?? buildConfigSchema([]);
     this.prober = new ChainIdProber(this, opts.probeBackoffMs ?? 1000);
+    this.builder = new RegistryBuilder(this.hooks, this.schema, this.projects, this.pools);
     // Observation taps never break a call: guarded, logged once a minute, counted.
     guardObservationHooks(this.hooks, this.logger, this.metrics);
   }
@@ -185,13 +190,7 @@ export class Proxy implements PluginHost {
     const app = createServer(this);
     const host = this.opts.host ?? this.config.server.httpHost;
     const port = this.opts.port ?? this.config.server.httpPort;
-    const server = createHttpServer(httpServerOptions(this.config.server), app.callback());
-    // Node's own limits, not a timer per socket: 0 = unlimited.
-    if (this.config.server.maxConnections > 0) server.maxConnections = this.config.server.maxConnections;
-    this.server = await new Promise<Server>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve(server));
-    });
+    this.server = await listen(app.callback(), this.config.server, host, port);
     this.drain.track(this.server);
     const addr = this.server.address() as AddressInfo;
     for (const p of this.projects.values()) {
@@ -222,29 +221,7 @@ export class Proxy implements PluginHost {
   buildRegistry(): void {
     if (this.projects.size > 0) throw new Error('registry already built');
     if (!this.started) this.configure();
-    for (const pc of this.config.projects) this.buildProject(pc);
-  }
-
-  /** Builds a project with its declared networks and its upstreams (not yet probed). */
-  private buildProject(pc: ResolvedProject): Project {
-    const project = new Project(pc, healthOutcome);
-    this.projects.set(project.id, project);
-    for (const nc of pc.networks) this.createNetwork(project, nc, true);
-    for (const uc of pc.upstreams) this.addUpstream(project, new Upstream(uc, project.id, { shared: this.pools }));
-    return project;
-  }
-
-  /**
-   * Registers an upstream: composes its `upstream` chain and, when it has a configured chain
-   * id, joins that network at once (it serves while its probe is pending).
-   * @param order its place in the project's config order (a reload keeps a replaced upstream's)
-   */
-  addUpstream(project: Project, u: Upstream, order?: number): void {
-    project.addUpstream(u, order);
-    const sender = composeRecorded(this.hooks.upstream, (call: UpstreamCall) => u.dial(call), u);
-    installSender(u, sender.handler);
-    u.pipeline = sender.wrappers;
-    if (u.config.chainId !== undefined) this.join(project, u, u.config.chainId);
+    for (const pc of this.config.projects) this.builder.buildProject(pc);
   }
 
   /** Client address resolution of `server.trustedIPForwarders`/`trustedIPHeaders`, made on first use. */
@@ -285,9 +262,7 @@ export class Proxy implements PluginHost {
    * @throws Error when the project has an upstream of that id
    */
   addUpstreamFromConfig(project: Project, entry: UpstreamInput): Upstream {
-    if (entry.id !== undefined && project.upstreams.has(entry.id)) throw new Error(`project ${project.id} already has an upstream "${entry.id}"`);
-    const u = new Upstream(resolveUpstream(this.schema, project.config.upstreamDefaults, entry, new Set(project.upstreams.keys())), project.id, { shared: this.pools });
-    this.addUpstream(project, u);
+    const u = this.builder.upstreamFromConfig(project, entry);
     if (this.started) this.prober.probe(project, u);
     return u;
   }
@@ -334,51 +309,6 @@ export class Proxy implements PluginHost {
    */
   reloadConfig(trigger: ReloadTrigger = 'request'): Promise<ReloadReport> {
     return this.reloader.reload(trigger);
-  }
-
-  /**
-   * Joins an upstream to the network of a chain (created on demand).
-   * @internal core/host/reload.ts
-   */
-  join(project: Project, u: Upstream, chainId: number): void {
-    const network = this.ensureNetwork(project, chainId);
-    if (network.addUpstream(u)) this.hooks.upstreamJoined.call(u, network);
-  }
-
-  /** The network for a chain id, created on demand from `networkDefaults` when undeclared. */
-  ensureNetwork(project: Project, chainId: number): Network {
-    const existing = project.networks.get(`evm:${chainId}`);
-    if (existing) return existing;
-    const nc = resolveNetwork(this.schema, project.config.networkDefaults, { architecture: 'evm', evm: { chainId } });
-    return this.createNetwork(project, nc, false);
-  }
-
-  /** Builds a network and composes its handler chain once (docs/architecture.md). */
-  createNetwork(project: Project, nc: Network['config'], declared: boolean): Network {
-    const network = new Network(project, nc, declared);
-    const attempts = composeRecorded(this.hooks.attempt, this.noForward, network);
-    const attempt = attempts.handler;
-    const hooks = this.hooks;
-    const inner: CallHandler = async (ctx) => {
-      const candidates = hooks.select.call(network.upstreams.slice(), ctx);
-      if (candidates.length === 0) throw new ErrUpstreamsExhausted([], `no upstream of ${network.id} can serve ${ctx.request.method}`);
-      ctx.record.networkAttempts++;
-      return attempt(ctx, { cursor: new UpstreamCursor(candidates), reason: 'primary', signal: ctx.signal });
-    };
-    const calls = composeRecorded(this.hooks.call, inner, network);
-    const chain = calls.handler;
-    network.pipeline = { call: calls.wrappers, attempt: attempts.wrappers };
-    // A call that reached its deadline is a timeout, whatever path failed it (spec §4.7 #2).
-    installCallChain(network, async (ctx) => {
-      try {
-        return await chain(ctx);
-      } catch (e) {
-        throw callFailure(ctx.signal, e);
-      }
-    });
-    project.addNetwork(network);
-    this.hooks.network.call(network);
-    return network;
   }
 
   /**
@@ -433,17 +363,7 @@ export class Proxy implements PluginHost {
     // Connections the listener does not track (upgraded WebSockets) close first, so it stops at once.
     this.hooks.closing.call();
     const server = this.server;
-    if (server) {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections?.();
-        // Connections still busy after the drain window are cut.
-        setTimeout(() => {
-          server.closeAllConnections?.();
-          resolve();
-        }, 2000).unref();
-      });
-    }
+    if (server) await closeServer(server);
     await this.hooks.shutdown.promise();
     for (const p of this.projects.values()) await Promise.all([...p.upstreams.values()].map((u) => u.close()));
     await this.reloader.close();

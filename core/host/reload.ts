@@ -25,6 +25,7 @@ import type { Network } from '../registry/project.ts';
 import type { Project } from '../registry/project.ts';
 import { Upstream } from '../registry/upstream.ts';
 import type { ProxyHooks, ReloadReport, ReloadTrigger } from '../pipeline/hooks.ts';
+import type { RegistryBuilder } from '../pipeline/build.ts';
 import type { Pool } from 'undici';
 import type { TObject } from '@sinclair/typebox';
 import type { Logger } from '../../lib/logger.ts';
@@ -49,9 +50,8 @@ export interface ReloadHost {
   readonly projects: ReadonlyMap<string, Project>;
   readonly pools: Map<string, Pool>;
   readonly isClosed: boolean;
-  createNetwork(project: Project, nc: Network['config'], declared: boolean): Network;
-  addUpstream(project: Project, u: Upstream, order?: number): void;
-  join(project: Project, u: Upstream, chainId: number): void;
+  /** Builds networks and upstreams into the registry, composing their chains. */
+  readonly builder: Pick<RegistryBuilder, 'createNetwork' | 'addUpstream' | 'join'>;
   probeNew(project: Project, u: Upstream): void;
   retireUpstream(u: Upstream, opts?: { keepCordons?: boolean }): void;
   replaceConfig(c: ResolvedConfig): void;
@@ -279,20 +279,20 @@ function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProje
     project.networks.delete(n.id);
     if (n.alias && project.aliases.get(n.alias) === n) project.aliases.delete(n.alias);
     if (nc) {
-      const fresh = proxy.createNetwork(project, nc, declared.has(n.id));
+      const fresh = proxy.builder.createNetwork(project, nc, declared.has(n.id));
       joinSeeded(proxy, project, fresh, n, members);
       report.networks.changed.push(name(n.id));
     } else {
       report.networks.removed.push(name(n.id));
       // Upstreams serving that chain get an on-demand network from the defaults, as at start.
-      for (const u of members) if (u.chainId !== undefined) proxy.join(project, u, u.chainId);
+      for (const u of members) if (u.chainId !== undefined) proxy.builder.join(project, u, u.chainId);
     }
     proxy.hooks.networkRetired.call(n);
   }
   for (const nc of pc.networks) {
     if (project.networks.has(nc.id)) continue;
-    const fresh = proxy.createNetwork(project, nc, true);
-    for (const u of project.upstreams.values()) if (u.state !== 'failed' && (u.chainId ?? u.config.chainId) === nc.chainId) proxy.join(project, u, nc.chainId);
+    const fresh = proxy.builder.createNetwork(project, nc, true);
+    for (const u of project.upstreams.values()) if (u.state !== 'failed' && (u.chainId ?? u.config.chainId) === nc.chainId) proxy.builder.join(project, u, nc.chainId);
     report.networks.added.push(name(fresh.id));
   }
 
@@ -306,10 +306,10 @@ function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProje
     }
     const u = new Upstream(uc, project.id, { shared: proxy.pools });
     const was = replaced.get(uc.id);
-    proxy.addUpstream(project, u, was?.order);
+    proxy.builder.addUpstream(project, u, was?.order);
     if (uc.chainId === undefined && was?.chainId !== undefined) {
       u.chainId = was.chainId;
-      proxy.join(project, u, was.chainId);
+      proxy.builder.join(project, u, was.chainId);
     }
     proxy.probeNew(project, u);
     if (!was) report.upstreams.added.push(name(uc.id));
@@ -326,7 +326,7 @@ function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProje
 function joinSeeded(proxy: ReloadHost, project: Project, fresh: Network, old: Network, members: readonly Upstream[]): void {
   for (const u of members) {
     if (!project.upstreams.has(u.id) || project.upstreams.get(u.id) !== u) continue;
-    proxy.join(project, u, fresh.chainId);
+    proxy.builder.join(project, u, fresh.chainId);
   }
   proxy.hooks.networkReplaced.call(old, fresh);
 }

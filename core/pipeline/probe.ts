@@ -3,6 +3,7 @@
  * registered, with a 5 s timeout and a capped exponential backoff on failure; a verified upstream
  * joins the network of its chain, one whose configured chain id differs is taken out of service.
  */
+import type { RegistryBuilder } from './build.ts';
 import { excerptOf } from '../../lib/redact.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { ProxyHooks } from './hooks.ts';
@@ -33,7 +34,7 @@ export interface ProberHost {
   readonly projects: ReadonlyMap<string, Project>;
   readonly isClosed: boolean;
   /** Joins a verified upstream to the network of its chain. */
-  join(project: Project, u: Upstream, chainId: number): void;
+  readonly builder: Pick<RegistryBuilder, 'join'>;
 }
 
 /** Probes upstreams' chain ids; owns the retry timers. */
@@ -74,7 +75,7 @@ export class ChainIdProber {
         if (provisional !== undefined && provisional !== got) leaveNetworks(host.hooks, project, u, `evm:${provisional}`);
         u.chainId = got;
         u.state = 'ready';
-        host.join(project, u, got);
+        host.builder.join(project, u, got);
         host.logger.info({ project: project.id, upstream: u.id, chainId: got }, `upstream ${u.id} verified on evm:${got}`);
       })
       .catch((e: unknown) => {
