@@ -244,6 +244,25 @@ describe('wire: inbound batches and calls as served (spec §4.2)', () => {
       expect(wrapped[0].err).to.match(/^Error: the cause\n\s+at /);
     });
 
+    it('a transport that stays open keeps no listener once its body is answered', async () => {
+      const c = new AbortController();
+      const { serve } = fakeProxy({ a: ok(1) });
+      await serve('{"jsonrpc":"2.0","id":1,"method":"a"}', true, c.signal);
+      await serve('[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"a"}]', true, c.signal);
+      expect(getEventListeners(c.signal, 'abort')).to.have.length(0);
+    });
+
+    it("an internal error with no cause is logged with its own stack", async () => {
+      const { serve, logged } = fakeProxy({
+        a: async () => {
+          throw new ErrInternal('no cause here');
+        },
+      });
+      await serve('{"jsonrpc":"2.0","id":1,"method":"a"}');
+      expect(logged).to.have.length(1);
+      expect((logged[0]![0] as { err: string }).err).to.match(/^ErrInternal: no cause here\n\s+at /);
+    });
+
     it("svc's own failure before any call ran: a batch gets the error once per element with its id, a single call with its id", async () => {
       const { serve, proxy } = fakeProxy({ a: ok(1) });
       // A config read that throws once the body is parsed stands for any bug at that point.
@@ -259,6 +278,10 @@ describe('wire: inbound batches and calls as served (spec §4.2)', () => {
         { jsonrpc: '2.0', id: 1, error: { code: -32603, message: 'internal error: broken' } },
         { jsonrpc: '2.0', id: 'two', error: { code: -32603, message: 'internal error: broken' } },
       ]);
+      // A batch of exactly server.maxBatchSize (10) is within bounds: still one error per element.
+      const full = await serve(JSON.stringify(Array.from({ length: 10 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'a' }))));
+      expect(full.batch).to.equal(true);
+      expect((JSON.parse(full.body) as Array<{ id: number }>).map((e) => e.id)).to.deep.equal(Array.from({ length: 10 }, (_, i) => i));
       const single = await serve('{"jsonrpc":"2.0","id":5,"method":"a"}');
       expect(JSON.parse(single.body)).to.deep.equal({ jsonrpc: '2.0', id: 5, error: { code: -32603, message: 'internal error: broken' } });
     });
