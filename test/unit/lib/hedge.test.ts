@@ -119,7 +119,7 @@ describe('lib/hedge: one hedged race', () => {
     await clock.tickAsync(10);
     t.list[1]?.reject(new Error('b'));
     t.list[0]?.reject(new Error('a'));
-    const last = await p.catch((e: unknown) => e as Error);
+    const last = (await p.catch((e: unknown) => e)) as Error;
     expect(last.message).to.equal('a');
 
     const u = tries();
@@ -165,7 +165,7 @@ describe('lib/hedge: one hedged race', () => {
     parent.abort(new Error('deadline'));
     expect(t.list[0]?.signal.aborted, 'tries get a child of the signal').to.equal(true);
     t.list[0]?.reject(new Error('cancelled'));
-    expect((await p.catch((e: unknown) => e as Error)).message).to.equal('cancelled');
+    expect(((await p.catch((e: unknown) => e)) as Error).message).to.equal('cancelled');
     expect(t.list).to.have.length(1);
   });
 
@@ -179,7 +179,7 @@ describe('lib/hedge: one hedged race', () => {
     expect(t.list, 'canStart false: no third try').to.have.length(2);
     t.list[0]?.reject(new Error('a'));
     t.list[1]?.reject(new Error('b'));
-    expect((await p.catch((e: unknown) => e as Error)).message).to.equal('b');
+    expect(((await p.catch((e: unknown) => e)) as Error).message).to.equal('b');
   });
 
   it('a fallback answer wins only when nothing else runs; a later full answer beats it', async () => {
