@@ -1,8 +1,9 @@
 /**
  * `svc/util`: generic utilities svc's plugins share, so a plugin honours the same rules without
  * writing its own: linear-time globs and matchers, redaction, canonical JSON, bounded labels,
- * abort and sleep, circuit breakers, Redis clients, deferred metrics, EVM block references,
- * JSON scanning and cluster helpers. Nothing here knows about the request pipeline.
+ * abort and sleep, the resilience primitives (circuit breakers, the hedge, the retry backoff),
+ * Redis clients, deferred metrics, EVM block references, JSON scanning and cluster helpers.
+ * Nothing here knows about the request pipeline.
  *
  * Versioned with svc like `svc/plugin`.
  */
@@ -10,6 +11,8 @@ export { compileGlobs, type GlobTest } from '../lib/glob.ts';
 export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';
 export { acquireController, linkedController, releaseController, sleep, type LinkedController } from '../lib/abort.ts';
 export { type BreakerState, CountBreaker, type CountBreakerSettings } from '../lib/breaker.ts';
+export { hedge, type HedgeOptions } from '../lib/hedge.ts';
+export { backoffDelay, type Backoff } from '../lib/backoff.ts';
 export { addressList, inList } from '../lib/client-address.ts';
 export { readRequestBody } from './http/http-io.ts';
 export { arrayElements, extractTopLevelValue, type ScannedElement } from '../lib/json-scan.ts';

@@ -5,6 +5,12 @@
  * what an error is: the caller injects the classifier (core's `healthOutcome`, core/pipeline/blame.ts,
  * which decides that nothing a client sends counts against an upstream). One tracker per
  * project (core/registry/project.ts); cordons are in-process only.
+ *
+ * svc's one home of "what is an upstream's health": everyone else reads a {@link HealthSnapshot}
+ * (or `latencyQuantile`, `cordonOf`) and computes none of these numbers again. The health plugin
+ * feeds it; the selection plugin scores snapshots with its configured weights; the healthcheck,
+ * the admin methods and page, the failsafe's adaptive delays and consensus read or cordon
+ * through it (docs/architecture.md, "Resilience primitives and upstream health").
  */
 import { DDSketch } from '@datadog/sketches-js';
 import type { AttemptRecord } from '../core/wire/records.ts';

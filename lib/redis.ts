@@ -11,6 +11,7 @@
 import { createRequire } from 'node:module';
 import type { createClient } from 'redis';
 import type { StorageBreaker } from './storage-breaker.ts';
+import { backoffDelay } from './backoff.ts';
 
 /** A node-redis client. */
 export type RedisClient = ReturnType<typeof createClient>;
@@ -34,7 +35,7 @@ export function openRedisClient(opts: { uri: string; password?: string }, onErro
     disableOfflineQueue: true,
     commandsQueueMaxLength: REDIS_MAX_QUEUED_COMMANDS,
     commandOptions: { timeout: REDIS_COMMAND_TIMEOUT_MS },
-    socket: { connectTimeout: 2000, reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 10), 2000) },
+    socket: { connectTimeout: 2000, reconnectStrategy: (n: number) => backoffDelay({ initialMs: 50, factor: 2, maxMs: 2000 }, Math.min(n, 10) + 1) },
   });
   client.on('error', onError);
   client.connect().catch(onError);

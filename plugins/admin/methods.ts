@@ -9,6 +9,7 @@ import { ConfigError, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFo
 import { type ApiKeyManager, AUTH_SERVICE } from 'svc/plugins/auth';
 import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
 import { redactText } from 'svc/util';
+import { latencyMsOf } from './health-view.ts';
 import { redactConfig } from './redact.ts';
 
 /** Default `svc_listApiKeys` page (spec §8). */
@@ -151,7 +152,7 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
               recentDecisions: selection?.decisions(project.id, n.id).slice(-20) ?? [],
               upstreams: n.upstreams.map((u) => {
                 const h = project.health.snapshot(u.id);
-                return { id: u.id, requests: h.requests, errorRate: h.errorRate, throttleRate: h.throttleRate, latencyMs: { p50: ms(h.p50), p90: ms(h.p90), p99: ms(h.p99) }, blockHeadLag: h.blockHeadLag, finalizationLag: h.finalizationLag, cordoned: h.cordoned, cordonReason: h.cordonReason };
+                return { id: u.id, requests: h.requests, errorRate: h.errorRate, throttleRate: h.throttleRate, latencyMs: latencyMsOf(h), blockHeadLag: h.blockHeadLag, finalizationLag: h.finalizationLag, cordoned: h.cordoned, cordonReason: h.cordonReason };
               }),
             };
           }),
@@ -237,11 +238,6 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
     ],
   ];
   return new Map(methods);
-}
-
-/** A health-window latency (seconds, as the tracker and the Prometheus histograms keep it) in milliseconds, to the microsecond. */
-function ms(seconds: number): number {
-  return Math.round(seconds * 1_000_000) / 1000;
 }
 
 /** A store's refusal (`api key not found`, a bad token…) as InvalidRequest; driver failures stay internal errors. */

@@ -11,7 +11,7 @@
  * - A miss is an answer: never retried; it does not move an entry's breaker (eRPC ignores
  *   RecordNotFound); any other answer counts as a success.
  */
-import { type BreakerState, CountBreaker, sleep, type StorageBreaker } from 'svc/util';
+import { type BreakerState, CountBreaker, hedge, sleep, type StorageBreaker } from 'svc/util';
 
 /** Resolved eRPC circuit breaker of one failsafe entry (durations in ms). */
 export interface EntryBreakerSettings {
@@ -157,7 +157,11 @@ export function runPlan<T>(plan: OpPlan, storage: StorageBreaker, op: () => Prom
       },
     );
   };
-  const hedged = plan.hedge ? () => hedge(once, plan.hedge as NonNullable<OpPlan['hedge']>) : once;
+  const h = plan.hedge;
+  // eRPC's fixed-delay hedge (failsafe/hedge.go): a try now, another every `delayMs` while none
+  // answered; connection failures keep the race going, any other error ends it; when every try
+  // failed, the last failure. The tries are not cancellable: a loser's answer is dropped.
+  const hedged = h ? () => hedge(() => once(), { maxCount: h.maxCount, delayMs: () => h.delayMs, unref: true, isFinal: (e) => !isConnectionError(e) }) : once;
   return (async () => {
     for (let n = 1; ; n++) {
       try {
@@ -169,53 +173,4 @@ export function runPlan<T>(plan: OpPlan, storage: StorageBreaker, op: () => Prom
       }
     }
   })();
-}
-
-/**
- * eRPC's fixed-delay hedge (failsafe/hedge.go): a try now, then another every `delayMs` while
- * none has answered, up to `maxCount` extra; the first answer (or error that is not a
- * connection failure) wins, and connection failures keep the race going. When every try failed,
- * the last failure.
- */
-function hedge<T>(once: () => Promise<T>, h: { delayMs: number; maxCount: number }): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let fired = 0;
-    let pending = 0;
-    let done = false;
-    let timer: NodeJS.Timeout | undefined;
-    let last: unknown;
-    const finish = (): void => {
-      done = true;
-      if (timer) clearTimeout(timer);
-    };
-    const fire = (): void => {
-      fired++;
-      pending++;
-      once().then(
-        (v) => {
-          pending--;
-          if (done) return;
-          finish();
-          resolve(v);
-        },
-        (e: unknown) => {
-          pending--;
-          if (done) return;
-          last = e;
-          if (!isConnectionError(e)) {
-            finish();
-            reject(e);
-          } else if (pending === 0 && fired > h.maxCount) {
-            finish();
-            reject(last);
-          }
-        },
-      );
-      if (!done && fired <= h.maxCount) {
-        timer = setTimeout(fire, h.delayMs);
-        timer.unref();
-      }
-    };
-    fire();
-  });
 }

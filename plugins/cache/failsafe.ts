@@ -20,7 +20,7 @@
  * Run-time behaviour: `failsafe-run.ts`.
  */
 import { Duration, type Finality, Strict, Type } from 'svc/plugin';
-import { compileGlobs, type GlobTest } from 'svc/util';
+import { backoffDelay, compileGlobs, type GlobTest } from 'svc/util';
 import { ENTRY_BREAKER_DEFAULTS, EntryBreaker, type EntryBreakerSettings, type OpPlan } from './failsafe-run.ts';
 
 export type { OpPlan } from './failsafe-run.ts';
@@ -154,9 +154,9 @@ export class FailsafePlans {
         attempts: r?.maxAttempts ?? 1,
         delayMs: (n) => {
           if (!r || r.delay <= 0) return 0;
-          let d = r.delay * r.backoffFactor ** (n - 1);
-          if (r.backoffMaxDelay !== undefined && r.backoffMaxDelay > 0) d = Math.min(d, r.backoffMaxDelay);
-          return d + (r.jitter > 0 ? Math.random() * r.jitter : 0);
+          // An unset or zero backoffMaxDelay is no cap here.
+          const maxMs = r.backoffMaxDelay !== undefined && r.backoffMaxDelay > 0 ? r.backoffMaxDelay : undefined;
+          return backoffDelay({ initialMs: r.delay, factor: r.backoffFactor, maxMs, jitterMs: r.jitter }, n);
         },
       };
       if (entry.hedge) plan.hedge = { delayMs: entry.hedge.delay, maxCount: entry.hedge.maxCount };

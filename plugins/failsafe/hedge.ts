@@ -1,13 +1,14 @@
 /**
  * The failsafe plugin's hedge: how the legs race (the delay
- * before each extra leg is computed by adaptive.ts). Legs share one pass over the selected upstreams (one cursor), a
+ * before each extra leg is computed by adaptive.ts), on svc's one hedge primitive (`hedge` of
+ * svc/util). Legs share one pass over the selected upstreams (one cursor), a
  * non-empty pending answer beats an empty one, and a deterministic error settles the call.
  * Never used for writes (`WRITE_METHODS`). No hooks here; `network.ts` taps it into the
  * `attempt` hook at `AttemptStage.HEDGE`.
  */
 import { type AttemptHandler, type CallContext, type Leg, type RpcResult } from 'svc/plugin';
 import { asSvcError, ErrCancelled, ErrUpstreamsExhausted, type SvcError } from 'svc/plugin/errors';
-import { linkedController } from 'svc/util';
+import { hedge } from 'svc/util';
 
 /**
  * Runs a primary leg and up to `maxCount` hedge legs on the same cursor. The first usable
@@ -20,85 +21,26 @@ import { linkedController } from 'svc/util';
  *   single cause, or ErrUpstreamsExhausted over every leg's causes
  */
 export function runHedged(ctx: CallContext, leg: Leg, inner: AttemptHandler, delayMs: number, maxCount: number, onHedge: () => void): Promise<RpcResult> {
-  return new Promise<RpcResult>((resolve, reject) => {
-    const links: Array<ReturnType<typeof linkedController> & { done?: boolean }> = [];
-    let pending = 0;
-    let settled = false;
-    let emptyFallback: RpcResult | undefined;
-    const causes: SvcError[] = [];
-    let timer: NodeJS.Timeout | undefined;
-    let hedgesStarted = 0;
-
-    const finish = (fn: () => void, winner?: RpcResult) => {
-      if (settled) return;
-      settled = true;
-      if (timer) clearTimeout(timer);
-      // Only legs still in flight lost: the error (a stack capture) is built only when one is.
-      let lost: ErrCancelled | undefined;
-      for (const l of links) {
-        if (!l.done && !l.signal.aborted) l.controller.abort((lost ??= new ErrCancelled('hedge leg lost the race')));
-        l.dispose();
-      }
-      if (winner) for (const a of ctx.record.attempts) if (a.won && a.upstreamId !== winner.upstreamId) a.won = false;
-      fn();
-    };
-
-    const settleIfDone = () => {
-      if (pending > 0 || settled) return;
-      if (leg.cursor.remaining > 0 && hedgesStarted < maxCount && !leg.signal.aborted) {
-        // A leg failed over its upstreams before the delay: no point waiting for the timer.
-        startLeg(true);
-        return;
-      }
-      if (emptyFallback) finish(() => resolve(emptyFallback as RpcResult), emptyFallback);
-      else finish(() => reject(causes.length === 1 ? causes[0] : new ErrUpstreamsExhausted(flatten(causes))));
-    };
-
-    const startLeg = (hedge: boolean) => {
-      if (settled || leg.cursor.remaining === 0) return;
-      if (hedge) {
-        hedgesStarted++;
-        onHedge();
-      }
-      const link: ReturnType<typeof linkedController> & { done?: boolean } = linkedController(leg.signal);
-      links.push(link);
-      pending++;
-      inner(ctx, { cursor: leg.cursor, reason: hedge ? 'hedge' : leg.reason, signal: link.signal }).then(
-        (r) => {
-          link.done = true;
-          pending--;
-          if (settled) return;
-          if (r.isEmpty() && pending > 0) {
-            emptyFallback ??= r;
-            return;
-          }
-          finish(() => resolve(r), r);
-        },
-        (e: unknown) => {
-          link.done = true;
-          pending--;
-          if (settled) return;
-          const err = asSvcError(e);
-          if (!err.retryable && !(err instanceof ErrCancelled)) {
-            finish(() => reject(err));
-            return;
-          }
-          causes.push(err);
-          settleIfDone();
-        },
-      );
-      if (hedgesStarted < maxCount) scheduleHedge();
-    };
-
-    const scheduleHedge = () => {
-      if (timer) clearTimeout(timer);
-      timer = setTimeout(() => {
-        timer = undefined;
-        if (!settled && hedgesStarted < maxCount && leg.cursor.remaining > 0) startLeg(true);
-      }, delayMs);
-    };
-
-    startLeg(false);
+  return hedge<RpcResult>((signal, n) => inner(ctx, { cursor: leg.cursor, reason: n > 0 ? 'hedge' : leg.reason, signal }), {
+    maxCount,
+    delayMs: () => delayMs,
+    signal: leg.signal,
+    // Legs share the cursor: a leg can only start while an upstream is left to it.
+    canStart: () => leg.cursor.remaining > 0,
+    // A leg that failed over its upstreams before the delay: no point waiting for the timer.
+    startWhenIdle: true,
+    asError: asSvcError,
+    isFinal: (e) => !(e as SvcError).retryable && !(e instanceof ErrCancelled),
+    isFallback: (r) => r.isEmpty(),
+    onHedge,
+    onWin: (winner) => {
+      for (const a of ctx.record.attempts) if (a.won && a.upstreamId !== winner.upstreamId) a.won = false;
+    },
+    allFailed: (errors) => {
+      const causes = errors as SvcError[];
+      return causes.length === 1 ? causes[0] : new ErrUpstreamsExhausted(flatten(causes));
+    },
+    lostReason: () => new ErrCancelled('hedge leg lost the race'),
   });
 }
 

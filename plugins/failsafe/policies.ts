@@ -6,14 +6,13 @@
  */
 import { type CallContext } from 'svc/plugin';
 import { ErrCancelled, ErrEndpointMissingData, ErrUpstreamsExhausted, SvcError } from 'svc/plugin/errors';
-import { linkedController } from 'svc/util';
+import { backoffDelay, linkedController } from 'svc/util';
 import type { TimeoutScope } from './metrics.ts';
 import type { FailsafeEntry } from './schema.ts';
 
 /** Delay before retry number `n` (1-based): delay × factor^(n-1), capped, plus jitter (ms). */
 export function retryDelay(r: NonNullable<FailsafeEntry['retry']>, n: number, random: () => number = Math.random): number {
-  const base = Math.min(r.backoffMaxDelay, r.delay * r.backoffFactor ** Math.max(0, n - 1));
-  return base + (r.jitter > 0 ? random() * r.jitter : 0);
+  return backoffDelay({ initialMs: r.delay, factor: r.backoffFactor, maxMs: r.backoffMaxDelay, jitterMs: r.jitter }, n, random);
 }
 
 /** Whether an error may be retried by a retry policy: never a revert or a client error. */

@@ -7,7 +7,7 @@
  */
 import { type PluginHost, type Project, type UpstreamInput } from 'svc/plugin';
 import { PROVIDER_ORIGIN, type Vendor, type VendorUpstream } from './api.ts';
-import { compileGlobs, type GlobTest } from 'svc/util';
+import { backoffDelay, compileGlobs, type GlobTest } from 'svc/util';
 import type { ProviderConfig } from './schema.ts';
 
 /** First bootstrap retry delay, ms (spec §8). */
@@ -24,7 +24,7 @@ export const BOOTSTRAP_MAX_RETRY_MS = 130_000;
  * @returns the delay, ms
  */
 export function bootstrapRetryDelayMs(failures: number): number {
-  return Math.min(BOOTSTRAP_MAX_RETRY_MS, BOOTSTRAP_FIRST_RETRY_MS * BOOTSTRAP_BACKOFF_FACTOR ** (Math.max(1, failures) - 1));
+  return backoffDelay({ initialMs: BOOTSTRAP_FIRST_RETRY_MS, factor: BOOTSTRAP_BACKOFF_FACTOR, maxMs: BOOTSTRAP_MAX_RETRY_MS }, failures);
 }
 
 // Vendor, VendorUpstream: the providers service contract, in svc/plugin.

@@ -20,7 +20,7 @@
 import { type Network, type Plugin, type PluginHost, type Project, type ResolvedConfig } from 'svc/plugin';
 import { ErrNetworkNotSupported, PluginContractError } from 'svc/plugin/errors';
 import { PROVIDERS_SERVICE, type Vendor } from './api.ts';
-import { redactText } from 'svc/util';
+import { redactText, sleep } from 'svc/util';
 import { ProjectBootstrap } from './bootstrap.ts';
 import { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, providersSchema } from './schema.ts';
 
@@ -87,7 +87,7 @@ export function providersPlugin(): Plugin {
           const n = project.networks.get(networkId);
           if (n?.upstreams.some((u) => u.state === 'ready')) return n;
           if ((!b.running(chainId) && !n?.upstreams.some((u) => u.state === 'probing' && u.probeFailures === 0)) || Date.now() >= until || host.isClosed) break;
-          await new Promise((r) => setTimeout(r, FIRST_REQUEST_POLL_MS));
+          await sleep(FIRST_REQUEST_POLL_MS);
         }
         const n = project.networks.get(networkId);
         const done = !b.running(chainId);

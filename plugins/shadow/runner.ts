@@ -4,6 +4,7 @@
  * under pressure and send stale copies late), jobs started only after the current I/O callbacks
  * (`setImmediate`), so nothing of a copy runs before the client's answer is on its way.
  */
+import { sleep } from 'svc/util';
 
 /** Copies in flight per process by default. */
 export const DEFAULT_MAX_IN_FLIGHT = 32;
@@ -77,8 +78,9 @@ export class ShadowRunner {
   async close(graceMs: number): Promise<void> {
     this.stopped = true;
     if (this.running === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.idle(), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
-    clearTimeout(timer);
+    // The wait is cancelled once the race is over (its rejection is the race's, already settled).
+    const waited = new AbortController();
+    await Promise.race([this.idle(), sleep(graceMs, waited.signal)]);
+    waited.abort();
   }
 }

@@ -8,7 +8,7 @@
  * does not have yet, and a `destroy()` in that window would leave the socket it gets next open
  * and ready, owned by nobody.
  */
-import type { RedisClient } from 'svc/util';
+import { type RedisClient, sleep } from 'svc/util';
 
 /** Longest wait for a clean QUIT at shutdown before the socket is dropped, ms. */
 export const CLOSE_WAIT_MS = 500;
@@ -71,9 +71,10 @@ function destroy(c: RedisClient): void {
 async function close(c: RedisClient, t: Tracked, answering: boolean): Promise<void> {
   if (!c.isOpen) return;
   if (c.isReady && t.quit && answering) {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([c.quit().catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, CLOSE_WAIT_MS)))]);
-    clearTimeout(timer);
+    // The wait is cancelled once the race is over (its rejection is the race's, already settled).
+    const waited = new AbortController();
+    await Promise.race([c.quit().catch(() => undefined), sleep(CLOSE_WAIT_MS, waited.signal)]);
+    waited.abort();
     destroy(c);
     return;
   }

@@ -33,6 +33,7 @@ import { WebSocketServer } from 'ws';
 import { type Plugin, type PluginHost } from 'svc/plugin';
 import { SvcError } from 'svc/plugin/errors';
 import { RATE_LIMIT_SERVICE } from 'svc/plugins/rate-limit';
+import { sleep } from 'svc/util';
 import { WEBSOCKET_SERVICE } from './api.ts';
 import { WsConnection } from './connection.ts';
 import { createWebSocketHooks } from './hooks.ts';
@@ -204,7 +205,7 @@ export function websocketPlugin(): Plugin {
         for (const c of [...connections]) c.shutdown();
         closingSockets = (async () => {
           const deadline = Date.now() + SHUTDOWN_GRACE_MS;
-          while (connections.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+          while (connections.size > 0 && Date.now() < deadline) await sleep(20);
           for (const c of [...connections]) c.terminate();
         })();
       });

@@ -19,6 +19,7 @@ import type { HealthSnapshot } from 'svc/plugin/contracts';
 import type { NetworkChainState } from 'svc/plugins/evm-state';
 import type { SelectionState } from 'svc/plugins/selection';
 import { networkChainState } from 'svc/plugins/evm-state';
+import { latencyMsOf } from '../health-view.ts';
 
 /** Most rows of each per-project metric table (their labels are bounded already; this bounds the page). */
 export const MAX_METRIC_ROWS = 200;
@@ -217,7 +218,8 @@ function upstreamRow(
 ): UiUpstream {
   const h = p.health.snapshot(u.id);
   const all = cordons.filter((c) => c.upstream === u.id);
-  const cordoned = all.some((c) => c.method === '*');
+  // Whole-upstream cordon: the snapshot's own state (its `*` cell), not worked out again from the list.
+  const cordoned = h.cordoned;
   // Bounded: an operator (or a fleet peer) may cordon many methods; every tick carries the rows.
   const own = all
     .sort((a, b) => (a.method === '*' ? -1 : b.method === '*' ? 1 : a.method.localeCompare(b.method)))
@@ -238,7 +240,7 @@ function upstreamRow(
     requests: h.requests,
     errorRate: h.errorRate,
     throttleRate: h.throttleRate,
-    latencyMs: { p50: ms(h.p50), p90: ms(h.p90), p99: ms(h.p99) },
+    latencyMs: latencyMsOf(h),
     latestBlock: latest > 0 ? latest : null,
     headLag,
     finalizationLag: h.finalizationLag,
@@ -286,11 +288,6 @@ function sumBy(samples: readonly MetricSample[] | undefined, key: (labels: Metri
     out.set(k, (out.get(k) ?? 0) + s.value);
   }
   return out;
-}
-
-/** Seconds (as the health window keeps latency) in ms, to the microsecond. */
-function ms(seconds: number): number {
-  return Math.round(seconds * 1_000_000) / 1000;
 }
 
 /**

@@ -24,7 +24,7 @@ import { createHash } from 'node:crypto';
 import Keyv, { type KeyvStoreAdapter } from 'keyv';
 import type { Registry } from 'prom-client';
 import { type Finality, type Logger } from 'svc/plugin';
-import { StorageBreaker } from 'svc/util';
+import { sleep, StorageBreaker } from 'svc/util';
 import { FailsafePlans, methodOfRange, type CacheFailsafeEntry, type OpPlan } from '../failsafe.ts';
 import { runPlan } from '../failsafe-run.ts';
 import { DEFAULT_READ_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, WRITE_TIMEOUT_MS, type RemoteTierSettings } from '../schema.ts';
@@ -103,13 +103,10 @@ export class KeyvConnector implements Connector {
     this.closed = true;
     const d = (this.store as { disconnect?: () => Promise<void> }).disconnect;
     if (typeof d !== 'function') return;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<void>((r) => {
-      timer = setTimeout(r, WRITE_TIMEOUT_MS);
-      timer.unref();
-    });
-    await Promise.race([d.call(this.store).catch((e: unknown) => this.report('close', e)), late]);
-    clearTimeout(timer);
+    // The wait is cancelled once the race is over (its rejection is the race's, already settled).
+    const waited = new AbortController();
+    await Promise.race([d.call(this.store).catch((e: unknown) => this.report('close', e)), sleep(WRITE_TIMEOUT_MS, waited.signal, true)]);
+    waited.abort();
   }
 
   /** The stored key of an entry (see the module comment). */

@@ -17,6 +17,7 @@ import KeyvRedis from '@keyv/redis';
 import type { Registry } from 'prom-client';
 import { createClient } from 'redis';
 import type { Logger } from 'svc/plugin';
+import { backoffDelay, sleep } from 'svc/util';
 import { WRITE_TIMEOUT_MS } from '../schema.ts';
 import { KeyvConnector, type KeyvTierSettings } from './keyv.ts';
 import { TierReporter } from './types.ts';
@@ -52,7 +53,7 @@ export class RedisConnector extends KeyvConnector {
       commandOptions: { timeout: WRITE_TIMEOUT_MS },
       socket: {
         connectTimeout: opts.connectTimeout,
-        reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 10), MAX_RECONNECT_DELAY_MS),
+        reconnectStrategy: (retries: number) => backoffDelay({ initialMs: 50, factor: 2, maxMs: MAX_RECONNECT_DELAY_MS }, Math.min(retries, 10) + 1),
       },
     });
     const store = new KeyvRedis(client as unknown as ConstructorParameters<typeof KeyvRedis>[0], { throwOnErrors: true, throwOnConnectError: true });
@@ -82,14 +83,11 @@ export class RedisConnector extends KeyvConnector {
       if (this.client.isOpen) this.client.destroy();
       return;
     }
-    let timer: NodeJS.Timeout | undefined;
     const quit = this.client.quit().then(() => true, () => false);
-    const late = new Promise<boolean>((r) => {
-      timer = setTimeout(() => r(false), CLOSE_TIMEOUT_MS);
-      timer.unref();
-    });
-    const clean = await Promise.race([quit, late]);
-    clearTimeout(timer);
+    // The wait is cancelled once the race is over (its rejection is the race's, already settled).
+    const waited = new AbortController();
+    const clean = await Promise.race([quit, sleep(CLOSE_TIMEOUT_MS, waited.signal, true).then(() => false)]);
+    waited.abort();
     if (!clean && this.client.isOpen) this.client.destroy();
   }
 }

@@ -29,6 +29,7 @@
  * the future therefore neither freezes nor moves the heads every subscriber sees.
  */
 import type { Logger } from 'svc/plugin';
+import { sleep } from 'svc/util';
 import type { HeadVerdict } from 'svc/plugins/evm-state';
 import { type LogFilter, matchLog } from './filter.ts';
 import { networkChainState } from 'svc/plugins/evm-state';
@@ -171,12 +172,9 @@ export class HeadFollower {
    */
   ready(maxWaitMs: number): Promise<void> {
     if (!this.first) return Promise.resolve();
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, maxWaitMs);
-      timer.unref();
-    });
-    return Promise.race([this.first, timeout]).finally(() => clearTimeout(timer));
+    // The wait is cancelled once the race is over (its rejection is the race's, already settled).
+    const waited = new AbortController();
+    return Promise.race([this.first, sleep(maxWaitMs, waited.signal, true)]).finally(() => waited.abort());
   }
 
   /** Stops following: no tick is scheduled, a tick in flight emits nothing more. */

@@ -11,7 +11,7 @@
  */
 import WebSocket, { type RawData } from 'ws';
 import { type Logger } from 'svc/plugin';
-import { redactUrl } from 'svc/util';
+import { backoffDelay, redactUrl } from 'svc/util';
 
 /** One upstream that can feed: its id and WebSocket URL. */
 export interface WsEndpoint {
@@ -164,7 +164,7 @@ export class UpstreamWsFeed {
   private retry(): void {
     if (this.stopped) return;
     const base = this.opts.baseBackoffMs ?? 500;
-    const delay = Math.min(MAX_BACKOFF_MS, base * 2 ** Math.min(this.failures, 16));
+    const delay = backoffDelay({ initialMs: base, factor: 2, maxMs: MAX_BACKOFF_MS }, Math.min(this.failures, 16) + 1);
     this.failures++;
     this.retryTimer = setTimeout(() => this.connect(), delay);
     this.retryTimer.unref();
