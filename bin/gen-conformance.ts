@@ -31,6 +31,7 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PACKAGE_ROOT } from '../core/wire/version.ts';
 import { DEVIATIONS, README_DEVIATIONS, UNTESTABLE } from '../test/conformance/exceptions.ts';
+import { MUTATION_RUN, MUTATION_SCORES, MUTATION_TARGET } from '../test/conformance/mutation.ts';
 
 /** Path of the interface document inside the repository. */
 export const INTERFACE_FILE = join(PACKAGE_ROOT, 'docs', 'interface.md');
@@ -344,6 +345,7 @@ export function renderConformance(rules: Rule[], tests: TitledTest[], outcomes: 
     '',
     ...readmeList,
     '',
+    ...mutationSection(),
     '## Rules',
     '',
     '| Rule | Text | Status | Tests / reason |',
@@ -397,4 +399,25 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   const { markdown, rules } = generateConformance();
   writeFileSync(CONFORMANCE_FILE, markdown);
   process.stdout.write(`docs/conformance.md written (${rules.length} rules)\n`);
+}
+
+/**
+ * The mutation score section: whether the tests would catch a deviation in the modules that
+ * implement the wire rules (docs/mutation.md), per module and in total.
+ */
+function mutationSection(): string[] {
+  if (MUTATION_SCORES.length === 0) return [];
+  const pct = (k: number, n: number): string => `${((100 * k) / n).toFixed(2)}%`;
+  const killed = MUTATION_SCORES.reduce((a, m) => a + m.killed, 0);
+  const mutants = MUTATION_SCORES.reduce((a, m) => a + m.mutants, 0);
+  return [
+    '## Mutation score',
+    '',
+    `Whether the tests fail when the code deviates: StrykerJS changes the modules that implement the wire rules one edit at a time and runs their tests ([mutation testing](mutation.md), ${MUTATION_RUN}). **${killed} of ${mutants} mutants killed: ${pct(killed, mutants)}** (target ${MUTATION_TARGET}% per module); every survivor is explained in [docs/mutation.md](mutation.md#surviving-mutants).`,
+    '',
+    '| Module | Mutants | Killed | Survived | Score |',
+    '|---|---|---|---|---|',
+    ...MUTATION_SCORES.map((m) => `| ${code(m.module)} | ${m.mutants} | ${m.killed} | ${m.survived} | ${pct(m.killed, m.mutants)} |`),
+    '',
+  ];
 }

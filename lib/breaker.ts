@@ -111,7 +111,10 @@ export class CountBreaker {
       } else if (failure) this.open(true);
       return;
     }
-    if (failure) return this.open(true);
+    if (failure) {
+      this.open(true);
+      return;
+    }
     if (this.ok >= c.successThresholdCount) this.close();
     else if (this.ok + this.bad >= c.successThresholdCapacity) this.open(true);
   }

@@ -71,7 +71,10 @@ export const MAX_PROVENANCE_MARK = 256;
  *   none for an on/off directive such as `skip-consensus`
  */
 export function markProvenance(ctx: CallContext, name: string, value?: string): void {
-  if (value === undefined) return MARKS.set(ctx, `${MARKS.get(ctx)}\0${name}`);
+  if (value === undefined) {
+    MARKS.set(ctx, `${MARKS.get(ctx)}\0${name}`);
+    return;
+  }
   const v = value.length > MAX_PROVENANCE_MARK ? value.slice(0, MAX_PROVENANCE_MARK) : value;
   MARKS.set(ctx, `${MARKS.get(ctx)}\0${name}=${v}`);
 }

@@ -64,8 +64,14 @@ async function startScriptedGroup(size: number, chainId: number): Promise<Script
           res.end(JSON.stringify(body));
         };
         const take = (step: Step): void => {
-          if (step.kind === 'rateLimited') return answer({ jsonrpc: '2.0', id: call.id, error: { code: -32005, message: 'too many requests' } }, 429);
-          if (step.kind === 'revert') return answer({ jsonrpc: '2.0', id: call.id, error: { code: 3, message: 'execution reverted', data: '0x' } });
+          if (step.kind === 'rateLimited') {
+            answer({ jsonrpc: '2.0', id: call.id, error: { code: -32005, message: 'too many requests' } }, 429);
+            return;
+          }
+          if (step.kind === 'revert') {
+            answer({ jsonrpc: '2.0', id: call.id, error: { code: 3, message: 'execution reverted', data: '0x' } });
+            return;
+          }
           if (step.kind === 'delay') {
             setTimeout(() => take(step.then ?? { kind: 'ok' }), step.ms);
             return;

@@ -124,6 +124,7 @@ describe('e2e: WebSocket endpoint', function () {
     expect(await c.ask(rpc('chain', 'eth_chainId'))).to.deep.equal({ jsonrpc: '2.0', id: 'chain', result: `0x${anvil.chainId.toString(16)}` });
     // Ids as sent, byte for byte: a number above 2^53 too.
     const batch = await c.ask(`[${JSON.stringify(rpc('a', 'eth_chainId'))},{"jsonrpc":"2.0","id":12345678901234567890,"method":"eth_blockNumber","params":[]},${JSON.stringify(rpc(3, 'net_version'))}]`);
+    // biome-ignore lint/correctness/noPrecisionLoss: the id as JSON.parse reads it (a double), which is the point
     expect(batch.map((a: { id: unknown }) => a.id)).to.deep.equal(['a', 12345678901234567890, 3]);
     expect(batch[1].result).to.equal(head);
     expect(batch[2].result).to.equal(String(anvil.chainId));
