@@ -22,11 +22,11 @@ interface Setup {
   resolved?: Network;
 }
 
-function upstream(id: string): Upstream {
-  return { id, state: 'ready', config: { settings: {} } } as unknown as Upstream;
+function upstream(id: string, state = 'ready'): Upstream {
+  return { id, state, config: { settings: {} } } as unknown as Upstream;
 }
 
-function project(id: string, opts: { upstreams?: Upstream[]; providers?: unknown[]; alias?: string; blockTimeMs?: number } = {}): Project {
+function project(id: string, opts: { upstreams?: Upstream[]; providers?: unknown[]; alias?: string; snapshots?: Record<string, { requests: number; errorRate: number; cordoned: boolean }> } = {}): Project {
   const ups = opts.upstreams ?? [upstream(`${id}-a`)];
   const network = { id: 'evm:1', alias: opts.alias, upstreams: ups } as unknown as Network;
   return {
@@ -35,7 +35,7 @@ function project(id: string, opts: { upstreams?: Upstream[]; providers?: unknown
     networks: new Map(ups.length ? [['evm:1', network]] : []),
     aliases: new Map(opts.alias ? [[opts.alias, network]] : []),
     upstreams: new Map(ups.map((u) => [u.id, u])),
-    health: { snapshot: () => ({ requests: 0, errorRate: 0.25, cordoned: false }), isCordoned: () => false },
+    health: { snapshot: (uid: string) => opts.snapshots?.[uid] ?? { requests: 0, errorRate: 0.25, cordoned: false }, isCordoned: () => false },
   } as unknown as Project;
 }
 
@@ -144,6 +144,25 @@ describe('wire: the healthcheck endpoint (spec §4.1, §4.3)', () => {
     expect((await none.get('/z')).body).to.deep.include({ status: 'ERROR', message: 'no upstreams configured' });
     const unset = setUp({ projects: [project('z', { upstreams: [] })] });
     expect((await unset.get('/z')).body).to.deep.include({ message: 'no upstreams configured' });
+  });
+
+  it('a path of more than two segments names a network only as /<project>/evm/<chainId>', async () => {
+    const w = setUp({ projects: [project('main', { alias: 'eth' })] });
+    expect((await w.get('/main/eth/extra')).status).to.equal(404);
+    expect((await w.get('/main/eth')).status).to.equal(200);
+  });
+
+  it('verbose mode: an upstream is healthy only when ready, not cordoned and below a 100% error rate', async () => {
+    const ups = [upstream('ok'), upstream('probing', 'probing'), upstream('cordoned'), upstream('failing')];
+    const snapshots = {
+      ok: { requests: 5, errorRate: 0.99, cordoned: false },
+      probing: { requests: 0, errorRate: 0, cordoned: false },
+      cordoned: { requests: 5, errorRate: 0, cordoned: true },
+      failing: { requests: 5, errorRate: 1, cordoned: false },
+    };
+    const r = await setUp({ mode: 'verbose', projects: [project('main', { upstreams: ups, snapshots })] }).get('/main/evm/1');
+    const net = (r.body.details as Record<string, { networks: Record<string, { upstreams: Record<string, { healthy: boolean }> }> }>).main!.networks['evm:1']!;
+    expect(Object.fromEntries(Object.entries(net.upstreams).map(([id, u]) => [id, u.healthy]))).to.deep.equal({ ok: true, probing: false, cordoned: false, failing: false });
   });
 
   it('no project at all is unhealthy', async () => {
