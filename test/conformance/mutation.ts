@@ -23,4 +23,16 @@ export const MUTATION_RUN = 'StrykerJS 9.6.1 (mocha runner, TypeScript checker),
 export const MUTATION_TARGET = 85;
 
 /** The scores, in the order of `WIRE_MODULES` (stryker.config.mjs). */
-export const MUTATION_SCORES: readonly ModuleScore[] = [];
+export const MUTATION_SCORES: readonly ModuleScore[] = [
+  { module: 'core/wire/jsonrpc.ts', mutants: 240, killed: 234, survived: 6 },
+  { module: 'lib/json-scan.ts', mutants: 330, killed: 330, survived: 0 },
+  { module: 'core/wire/errors.ts', mutants: 146, killed: 145, survived: 1 },
+  { module: 'core/wire/errors-wire.ts', mutants: 106, killed: 105, survived: 1 },
+  { module: 'core/http/serve.ts', mutants: 114, killed: 108, survived: 6 },
+  { module: 'plugins/headers/index.ts', mutants: 158, killed: 158, survived: 0 },
+  { module: 'plugins/multiplex/index.ts', mutants: 72, killed: 69, survived: 3 },
+  { module: 'plugins/directives/index.ts', mutants: 124, killed: 118, survived: 6 },
+  { module: 'plugins/admin/methods.ts', mutants: 235, killed: 231, survived: 4 },
+  { module: 'plugins/healthcheck/index.ts', mutants: 152, killed: 151, survived: 1 },
+  { module: 'plugins/healthcheck/evaluate.ts', mutants: 112, killed: 112, survived: 0 },
+];
