@@ -28,6 +28,7 @@ export const WIRE_MODULES = [
   'plugins/headers/index.ts', // response headers (4.5)
   'plugins/multiplex/index.ts', // multiplexing (2.7, 3.4, 4.6)
   'plugins/directives/index.ts', // request directives (2.8)
+  'plugins/directives/api.ts', // typed directives: declaration and reading (2.8)
   'plugins/admin/methods.ts', // admin methods (4.4)
   'plugins/healthcheck/index.ts', // healthcheck endpoint (4.3)
   'plugins/healthcheck/evaluate.ts', // healthcheck strategies (4.3)
