@@ -112,14 +112,16 @@ export function hedge<T>(tryOnce: (signal: AbortSignal, n: number) => Promise<T>
       else finish({ error: () => (opts.allFailed ? opts.allFailed(errors) : errors[errors.length - 1]) });
     };
 
+    const onTimer = (): void => {
+      timer = undefined;
+      if (settled) return;
+      if (mayExtend()) start(true);
+      else idle();
+    };
+
     const arm = (): void => {
       if (timer) clearTimeout(timer);
-      timer = setTimeout(() => {
-        timer = undefined;
-        if (settled) return;
-        if (mayExtend()) start(true);
-        else idle();
-      }, opts.delayMs(extras + 1));
+      timer = setTimeout(onTimer, opts.delayMs(extras + 1));
       if (opts.unref) timer.unref();
     };
 

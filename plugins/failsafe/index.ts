@@ -11,6 +11,8 @@
  * upstreams between legs, let a non-empty pending answer beat an empty one, and never hedge
  * writes; retries must start a new sweep; and the breaker must ignore rate limits, timeouts and
  * cancelled hedge legs. cockatiel's policies wrap opaque functions and cannot express those.
+ * The mechanisms are svc's shared primitives (svc/util `CountBreaker`, `hedge`, `backoffDelay`,
+ * `sleep`); the files here hold the rules.
  *
  * Files: `schema.ts` (config, defaults, entry matching), `checks.ts` (start-up checks),
  * `adaptive.ts` (quantile-based timeouts and hedge delays), `policies.ts` (retry delays,

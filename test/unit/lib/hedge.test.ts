@@ -99,7 +99,12 @@ describe('lib/hedge: one hedged race', () => {
 
   it('a final error ends the race at once with that error (asError applied first)', async () => {
     const t = tries();
-    const p = hedge(t.tryOnce, { maxCount: 2, delayMs: () => 10, asError: (e) => new Error(`wrapped ${(e as Error).message}`), isFinal: (e) => (e as Error).message.includes('revert') });
+    const p = hedge(t.tryOnce, {
+      maxCount: 2,
+      delayMs: () => 10,
+      asError: (e) => new Error(`wrapped ${(e as Error).message}`),
+      isFinal: (e) => (e as Error).message.includes('revert'),
+    });
     await clock.tickAsync(10);
     t.list[0]?.reject(new Error('timeout'));
     await clock.tickAsync(0);
