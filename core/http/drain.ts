@@ -94,13 +94,10 @@ export class Drain implements LifecycleStatus {
       if (timings.waitBeforeMs > 0) await sleep(timings.waitBeforeMs);
       this.current = 'closing';
       if (this.inFlight > 0) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, timings.waitAfterMs);
-          this.idle = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
+        // Ends at waitAfter, or as soon as the last in-flight request ends (idle aborts the wait).
+        const idle = new AbortController();
+        this.idle = () => idle.abort();
+        await sleep(timings.waitAfterMs, idle.signal).catch(() => undefined);
         this.idle = undefined;
       }
       this.current = 'stopped';

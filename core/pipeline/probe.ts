@@ -3,6 +3,7 @@
  * registered, with a 5 s timeout and a capped exponential backoff on failure; a verified upstream
  * joins the network of its chain, one whose configured chain id differs is taken out of service.
  */
+import { backoffDelay } from '../../lib/backoff.ts';
 import type { RegistryBuilder } from './build.ts';
 import { excerptOf } from '../../lib/redact.ts';
 import type { Logger } from '../../lib/logger.ts';
@@ -82,7 +83,7 @@ export class ChainIdProber {
         clearTimeout(t);
         if (host.isClosed || u.state === 'failed') return;
         u.probeFailures++;
-        const delay = Math.min(MAX_BACKOFF_MS, this.backoffMs * 2 ** Math.min(tries, 10));
+        const delay = backoffDelay({ initialMs: this.backoffMs, factor: 2, maxMs: MAX_BACKOFF_MS }, Math.min(tries, 10) + 1);
         host.logger.warn({ project: project.id, upstream: u.id, err: (e as Error).message, retryInMs: delay }, `upstream ${u.id} chain id probe failed`);
         const timer = setTimeout(() => {
           this.timers.delete(timer);
