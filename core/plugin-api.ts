@@ -12,14 +12,15 @@
  * versioned with svc (semver: a breaking change to any of them is a major version).
  *
  * This entry holds:
- * - the contract: {@link Plugin}, {@link PluginHost}, {@link ServiceRegistry}, {@link definePlugin};
+ * - the contract: {@link Plugin} (with the {@link AnyServiceKey} lists it `provides` and `needs`),
+ *   {@link PluginHost}, {@link ServiceRegistry}, {@link definePlugin};
  * - typed keys: {@link serviceKey} for services, {@link Slot} for extension slots;
  * - hooks and their handler types, the per-call context and execution record;
  * - stage numbers (`core/pipeline/stages.ts`): taps use these names, never arithmetic on them;
  * - {@link RpcResult}, schema helpers (TypeBox's `Type` re-exported so a plugin needs no extra
  *   dependency), directives and config-normalisation helpers.
  */
-export type { Plugin, PluginHost, ServiceRegistry, ListenOverrides } from './host/host.ts';
+export type { AnyServiceKey, Plugin, PluginHost, ServiceRegistry, ListenOverrides } from './host/host.ts';
 export { serviceKey, ServiceKey } from './host/host.ts';
 export type { LifecycleState, LifecycleStatus } from './http/drain.ts';
 

@@ -21,9 +21,9 @@ import type { Project } from '../registry/project.ts';
 import type { Upstream } from '../registry/upstream.ts';
 import type { RouteTarget } from '../http/routing.ts';
 import type { JsonRpcInput, JsonRpcOutput } from '../http/serve.ts';
-import { PluginContractError, type ServiceKey, type ServiceRegistry } from '../registry/services.ts';
+import { PluginContractError, type AnyServiceKey, type ServiceKey, type ServiceRegistry } from '../registry/services.ts';
 
-export { PluginContractError, ServiceKey, serviceKey, type ServiceRegistry } from '../registry/services.ts';
+export { PluginContractError, ServiceKey, serviceKey, type AnyServiceKey, type ServiceRegistry } from '../registry/services.ts';
 
 /**
  * A plugin (docs/architecture.md). In `apply` it taps hooks and registers metrics and
@@ -43,6 +43,19 @@ export interface Plugin {
   readonly schema?: SchemaFragment;
   /** Plugins that must be applied before this one (checked at boot, fastify-style). */
   readonly dependsOn?: readonly string[];
+  /**
+   * The services this plugin publishes with `host.services.provide` in `apply`. Boot fails naming
+   * the plugin and the key when one is still unpublished once its `apply` returned (a service
+   * published later, from a hook, is left out of the list).
+   */
+  readonly provides?: readonly AnyServiceKey[];
+  /**
+   * The services this plugin cannot work without (what it `require`s). Checked once every plugin
+   * is applied, so the provider may come anywhere in the preset: boot fails naming this plugin,
+   * the key and the plugin that provides it by the key's naming convention. A plugin reading the
+   * service inside `apply` also lists its provider in `dependsOn`, to be applied after it.
+   */
+  readonly needs?: readonly AnyServiceKey[];
   /**
    * Taps hooks, registers metrics, routes and services. Called once, at boot, before any config
    * hook ran: read `host.config` from the `configured` hook on, not here.
@@ -176,7 +189,8 @@ export class PluginDependencyError extends PluginContractError {
 
 /**
  * Checks one plugin against the ones applied before it: a unique name, a
- * valid version, an svc range the running version satisfies, dependencies present.
+ * valid version, an svc range the running version satisfies, dependencies present, `provides`
+ * and `needs` lists of service keys.
  * @param p the plugin about to be applied
  * @param applied names of the plugins applied so far
  * @param svcVersion the running svc's version
@@ -193,6 +207,50 @@ export function checkPlugin(p: Plugin, applied: ReadonlySet<string>, svcVersion:
     }
   }
   for (const d of p.dependsOn ?? []) if (!applied.has(d)) throw new PluginDependencyError(p.name, d);
+  for (const field of ['provides', 'needs'] as const) {
+    const keys: unknown = p[field];
+    if (keys === undefined) continue;
+    if (!Array.isArray(keys)) throw new PluginContractError(`plugin "${p.name}" declares ${field} that is not a list of service keys`);
+    for (const k of keys) {
+      try {
+        nameOf(k as AnyServiceKey);
+      } catch (e) {
+        throw new PluginContractError(`plugin "${p.name}" lists in ${field} something that is not a service key: ${(e as Error).message}`);
+      }
+    }
+  }
+}
+
+/**
+ * Checks, once a plugin's `apply` returned, that every service it declares in `provides` is
+ * published. A service created on first use by a shared helper (the selection hooks) may have
+ * been published by a plugin applied earlier: it is there all the same.
+ * @param p the plugin just applied
+ * @param services the host's registry
+ * @throws PluginContractError naming the plugin and the service
+ */
+export function checkProvided(p: Plugin, services: Services): void {
+  for (const key of p.provides ?? []) {
+    if (!services.has(key)) throw new PluginContractError(`plugin "${p.name}" declares it provides service "${key.name}", but did not provide it in apply() (host.services.provide)`);
+  }
+}
+
+/**
+ * Checks, once every plugin is applied (before the config phase), that each service a plugin
+ * declares in `needs` is published.
+ * @param plugins the applied plugins, in order
+ * @param services the host's registry
+ * @throws PluginContractError naming the needing plugin, the service and its usual provider
+ */
+export function checkNeeds(plugins: readonly Plugin[], services: Services): void {
+  for (const p of plugins) {
+    for (const key of p.needs ?? []) {
+      if (services.has(key)) continue;
+      // Key names start with the providing plugin's name (`providers`, `evm-state.chain`).
+      const owner = key.name.split('.')[0];
+      throw new PluginContractError(`plugin "${p.name}" needs service "${key.name}", which no applied plugin provides (by its name, plugin "${owner}" provides it: is that plugin in the preset?)`);
+    }
+  }
 }
 
 /** The default {@link ServiceRegistry}: a map by key name, remembering who provided each service. */
@@ -213,6 +271,11 @@ export class Services implements ServiceRegistry {
     return this.map.get(nameOf(key))?.service as T | undefined;
   }
 
+  /** Whether a service is published under a key (boot checks of `provides` and `needs`). */
+  has(key: AnyServiceKey): boolean {
+    return this.map.has(nameOf(key));
+  }
+
   require<T>(key: ServiceKey<T>): T {
     const e = this.map.get(nameOf(key));
     if (!e) throw new PluginContractError(`service "${key.name}" is not provided (is its plugin in the preset, and declared in dependsOn?)`);
@@ -225,7 +288,7 @@ export class Services implements ServiceRegistry {
  * lookup never silently answers undefined.
  * @throws PluginContractError when `key` is not a service key
  */
-function nameOf<T>(key: ServiceKey<T>): string {
+function nameOf(key: AnyServiceKey): string {
   const k: unknown = key;
   const name = typeof k === 'object' && k !== null ? (k as { name?: unknown }).name : undefined;
   if (typeof name !== 'string') throw new PluginContractError(`services are looked up by a key from serviceKey() (exported with its service interface), not by ${typeof k === 'string' ? `the string "${k.slice(0, 64)}"` : typeof k}`);

@@ -18,7 +18,7 @@ import type { TObject } from '@sinclair/typebox';
 import type { LevelWithSilent } from 'pino';
 import type { CallContext, HttpRequestInfo } from '../pipeline/context.ts';
 import { createHooks, guardObservationHooks, type ProxyHooks } from '../pipeline/hooks.ts';
-import { checkPlugin, PluginContractError, Services, type ListenOverrides, type Plugin, type PluginHost } from './host.ts';
+import { checkNeeds, checkPlugin, checkProvided, PluginContractError, Services, type ListenOverrides, type Plugin, type PluginHost } from './host.ts';
 import { Drain, type LifecycleState, type LifecycleStatus } from '../http/drain.ts';
 import type { SvcError } from '../wire/errors.ts';
 import { createLogger, type Logger } from '../../lib/logger.ts';
@@ -137,9 +137,10 @@ export class Proxy implements PluginHost {
   }
 
   /**
-   * Applies plugins in order, checking each against the contract first.
+   * Applies plugins in order, checking each against the contract first and its `provides` after.
    * @throws PluginContractError (or PluginDependencyError) naming the plugin: a duplicate name,
-   *   a missing dependency, an svc version outside its range; anything its `apply` throws, with its name
+   *   a missing dependency, an svc version outside its range, a declared service it did not
+   *   provide; anything its `apply` throws, with its name
    */
   use(...plugins: Plugin[]): this {
     for (const p of plugins) {
@@ -148,6 +149,7 @@ export class Proxy implements PluginHost {
       this.applying = p.name;
       try {
         p.apply(this);
+        checkProvided(p, this.services);
       } catch (e) {
         if (e instanceof PluginContractError) throw e;
         throw new PluginContractError(`plugin "${p.name}" failed to apply: ${e instanceof Error ? e.message : String(e)}`);
@@ -167,10 +169,13 @@ export class Proxy implements PluginHost {
    * The config phase: runs the `config` waterfall (plugins deriving config),
    * then `configured` (plugins reading their settings and checking them). Once; `createProxy`
    * runs it right after applying the plugins, so `svc validate` sees every plugin's checks.
+   * Every plugin is applied by then: the services they `need` are checked first.
+   * @throws PluginContractError when a plugin needs a service no applied plugin provides
    * @throws whatever a `configured` tap throws (ConfigError for a bad setting)
    */
   configure(): void {
     if (this.configured) return;
+    checkNeeds(this.plugins, this.services);
     this.configured = true;
     this.resolved = this.hooks.config.call(this.resolved);
     this.hooks.configured.call(this.resolved);

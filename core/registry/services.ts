@@ -48,6 +48,13 @@ export class ServiceKey<T> {
   }
 }
 
+/**
+ * A key of any service, as a plugin lists it in `provides` and `needs`: {@link ServiceKey} is
+ * invariant in its service type (so `provide` and `get` stay typed), hence a list of keys of
+ * different services is typed by what they share, the name services meet by.
+ */
+export type AnyServiceKey = Pick<ServiceKey<unknown>, 'name'>;
+
 /** Names of the service keys declared in this copy of svc (each once). */
 const declaredKeys = new Set<string>();
 

@@ -19,7 +19,7 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { type Plugin, type PluginHost, Strict, Type } from 'svc/plugin';
+import { definePlugin, type Plugin, type PluginHost, Strict, Type } from 'svc/plugin';
 import { asSvcError, ConfigError, ErrAuthUnauthorized, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, type SvcError, toJsonRpcError } from 'svc/plugin/errors';
 import { AuthBlockSchema, type Authenticator, doorAuthenticator } from 'svc/plugins/auth';
 import { CORS_SERVICE, CorsBlockSchema } from 'svc/plugins/cors';
@@ -62,7 +62,7 @@ type Answer = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: unknown }
  * @returns a plugin owning the top-level `admin` key and tapping `configured` and `routes`
  */
 export function adminPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'admin',
     schema: {
       root: {
@@ -206,7 +206,7 @@ export function adminPlugin(): Plugin {
         });
       });
     },
-  };
+  });
 }
 
 /** A JSON-RPC error answer as text. */

@@ -12,7 +12,7 @@
  * in a log, a label or an error message.
  */
 import { Counter } from 'prom-client';
-import { type HttpRequestInfo, type Identity, type Plugin, type PluginHost, resolveConfigBlock, type ResolvedConfig } from 'svc/plugin';
+import { type HttpRequestInfo, type Identity, definePlugin, type Plugin, type PluginHost, resolveConfigBlock, type ResolvedConfig } from 'svc/plugin';
 import { ConfigError, ErrAuthUnauthorized, StorageUnavailableError } from 'svc/plugin/errors';
 import { AUTH_SERVICE, type Authenticator, type AuthScope, type AuthService } from './api.ts';
 import { addressList } from 'svc/util';
@@ -52,8 +52,9 @@ function budgetIdsOf(config: ResolvedConfig): Set<string> {
  *   `configured`, `authenticate` and `shutdown`
  */
 export function authPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'auth',
+    provides: [AUTH_SERVICE],
     schema: { project: { auth: AuthConfigSchema }, normalize: normalizeAuthShapes },
     apply(host: PluginHost) {
       const secretRequests = new Counter({ name: 'svc_auth_secret_requests_total', help: 'Requests accepted by a secret strategy, by secret id (never the value)', labelNames: ['secret_id'], registers: [host.metrics] });
@@ -199,5 +200,5 @@ export function authPlugin(): Plugin {
       });
       host.hooks.shutdown.tapPromise('auth', () => connectors.close());
     },
-  };
+  });
 }

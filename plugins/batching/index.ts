@@ -7,7 +7,7 @@
  * `jsonRpc.batchMaxSize` and `jsonRpc.batchMaxWait` default to 0 (every call flushes at once);
  * the `configured` hook warns when batching is on with either at 0 (`svc validate` prints it).
  */
-import { type Plugin, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { definePlugin, type Plugin, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { BatchQueue, type QueuedCall } from './queue.ts';
 
 export { BatchQueue, type BatchQueueOptions, type QueuedCall } from './queue.ts';
@@ -32,7 +32,7 @@ export function batchSettingsOf(u: Upstream): BatchSettings {
  * @returns a plugin tapping `upstream` and `configured`; its keys are the core's `jsonRpc.supportsBatch/batchMaxSize/batchMaxWait` (spec §2.6)
  */
 export function batchingPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'batching',
     apply(host: PluginHost) {
       host.hooks.configured.tap('batching', (config) => {
@@ -65,5 +65,5 @@ export function batchingPlugin(): Plugin {
         };
       });
     },
-  };
+  });
 }

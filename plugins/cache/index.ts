@@ -22,7 +22,7 @@
  *   plugin turns into `X-SVC-Cache` and `X-SVC-Cache-Attempts`.
  * - Metrics `svc_cache_{get_hit,get_miss,get_error,set_success,set_error}_total{project,network,category,connector,policy}`.
  */
-import { type CallContext, type CallHandler, CallStage, FINALITY, Type, type Network, type Plugin, type PluginHost, RpcResult, serviceKey } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, FINALITY, Type, type Network, definePlugin, type Plugin, type PluginHost, RpcResult, serviceKey } from 'svc/plugin';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { CACHE_ATTEMPTS, CACHE_OUTCOME } from './api.ts';
 import { callParamsHash, provenanceKey } from 'svc/plugins/multiplex';
@@ -117,8 +117,9 @@ async function openConnector(c: ConnectorConfig, host: PluginHost): Promise<Conn
  * @returns a plugin owning `database.evmJsonRpcCache`, tapping `configured`, `project`, `call` and `shutdown`, providing the `cache` service
  */
 export function cachePlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'cache',
+    provides: [CACHE_SERVICE],
     schema: { ...cacheSchema, directiveDefaults: directiveDefaultsSchema(SKIP_CACHE_READ), normalize: normalizeCacheShapes },
     apply(host: PluginHost) {
       declareDirectives(host, 'cache', SKIP_CACHE_READ);
@@ -223,7 +224,7 @@ export function cachePlugin(): Plugin {
         };
       });
     },
-  };
+  });
 }
 
 /** The plugin's metrics, counted as plain numbers and published on each registry read. */

@@ -16,7 +16,7 @@
  * `punish.ts` (the misbehaviour cordon); this file wires them.
  */
 import { Counter } from 'prom-client';
-import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, type Leg, type Network, type Plugin, type PluginHost, type RpcResult, type Upstream } from 'svc/plugin';
+import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, type Leg, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult, type Upstream } from 'svc/plugin';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { markProvenance } from 'svc/plugins/multiplex';
 import { compileIgnorePaths, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, WRITE_METHODS } from 'svc/util';
@@ -58,7 +58,7 @@ export interface ConsensusPluginOptions {
  * @param opts test hooks
  */
 export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
-  return {
+  return definePlugin({
     name: 'consensus',
     dependsOn: ['failsafe'],
     schema: { ...consensusSchemaFragment(), directiveDefaults: directiveDefaultsSchema(SKIP_CONSENSUS) },
@@ -156,7 +156,7 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
       });
       host.hooks.shutdown.tapPromise('consensus', async () => punisher.close());
     },
-  };
+  });
 }
 
 /**

@@ -15,7 +15,7 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { type Plugin, type PluginHost, resolveConfigBlock } from 'svc/plugin';
+import { definePlugin, type Plugin, type PluginHost, resolveConfigBlock } from 'svc/plugin';
 import { ConfigError } from 'svc/plugin/errors';
 import { CORS_SERVICE, type CorsSettings } from './api.ts';
 import { ADMIN_CORS_DEFAULTS, type CorsInput, corsMiddleware, corsProblem, CorsSchema, corsSettings, originMatcher } from './cors.ts';
@@ -83,8 +83,9 @@ export const PROJECT_CORS_DEFAULTS: CorsSettings = Object.freeze({
  * @returns a plugin owning `projects[].cors`, providing the `cors` service, tapping `configured` and `routes`
  */
 export function corsPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'cors',
+    provides: [CORS_SERVICE],
     schema: { project: { cors: CorsSchema } },
     apply(host: PluginHost) {
       const byProject = new Map<string, Koa.Middleware>();
@@ -124,5 +125,5 @@ export function corsPlugin(): Plugin {
         router.options('/{*rest}', apply);
       });
     },
-  };
+  });
 }

@@ -19,7 +19,7 @@
  *   table without one); several distinct versions in one response are sorted and comma-joined.
  * - No cost header on early errors that routed no call.
  */
-import { type AttemptRecord, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type SchemaFragment, settingsOf, Type } from 'svc/plugin';
+import { type AttemptRecord, type ExecutionRecord, type HeaderSink, definePlugin, type Plugin, type PluginHost, type SchemaFragment, settingsOf, Type } from 'svc/plugin';
 import { COST_SERVICE, type PriceTable } from './api.ts';
 import { PROVIDER_ORIGIN } from 'svc/plugins/providers';
 import { compileGlobs } from 'svc/util';
@@ -62,8 +62,9 @@ function joinCapped(items: readonly string[], sep: string, sink: HeaderSink, nam
  * @returns a plugin owning `server.costHeaders`, providing the `cost` service
  */
 export function costPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'cost',
+    provides: [COST_SERVICE],
     schema: costSchema,
     apply(host: PluginHost) {
       const tables = new Map<string, { units: PriceTable; version: string }>();
@@ -138,5 +139,5 @@ export function costPlugin(): Plugin {
         sink.set('X-SVC-Credits-Version', versions.size === 1 ? versions.values().next().value! : [...versions].sort().join(','));
       });
     },
-  };
+  });
 }

@@ -10,7 +10,7 @@
  * provides), e.g. `retry-empty` by evm-retries, `use-upstream` by select, `force-trace` by
  * tracing. A declared directive is read like any other: header, then query (query wins).
  */
-import { type CallContext, type Directives, DirectiveStage, type HttpRequestInfo, type Plugin, type PluginHost } from 'svc/plugin';
+import { type CallContext, type Directives, DirectiveStage, type HttpRequestInfo, definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
 import { type DirectiveDeclaration } from './api.ts';
 import { PluginContractError } from 'svc/plugin/errors';
 import { DIRECTIVES_SERVICE } from './api.ts';
@@ -130,8 +130,9 @@ export { DIRECTIVES_SERVICE, type DirectivesService } from './api.ts';
  * @returns a plugin tapping `directives` and providing the `directives` service
  */
 export function directivesPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'directives',
+    provides: [DIRECTIVES_SERVICE],
     apply(host: PluginHost) {
       const specs: DirectiveSpec[] = [];
       host.services.provide(DIRECTIVES_SERVICE, { declare: (d) => declareDirective(specs, d) });
@@ -149,5 +150,5 @@ export function directivesPlugin(): Plugin {
         return resolveDirectives(ctx.network.config.directiveDefaults, http, allow, matchers);
       });
     },
-  };
+  });
 }

@@ -12,7 +12,7 @@
  * from one upstream's impossible answer. When every upstream answers so, the call fails with the
  * sweep's exhausted error naming these causes rather than serving an answer known to be wrong.
  */
-import { type CallContext, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
+import { type CallContext, definePlugin, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
 import { ErrEndpointContentValidation, ErrEndpointMissingData } from 'svc/plugin/errors';
 import { type NetworkChainState } from 'svc/plugins/evm-state';
 import { blockRefOf } from 'svc/util';
@@ -133,7 +133,7 @@ export function impossibleAnswerError(ctx: CallContext, r: RpcResult, u: Upstrea
  * @returns a plugin tapping `validate`
  */
 export function evmAnswerSanityPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'evm-answer-sanity',
     apply(host: PluginHost) {
       host.hooks.validate.tap({ name: 'evm-answer-sanity', stage: ANSWER_SANITY_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
@@ -142,5 +142,5 @@ export function evmAnswerSanityPlugin(): Plugin {
         return impossibleAnswerError(ctx, r, u, networkChainState(host, ctx.network));
       });
     },
-  };
+  });
 }

@@ -13,7 +13,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Counter } from 'prom-client';
-import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, type RpcResult } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult } from 'svc/plugin';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import {
   autoSplitThresholdOf,
@@ -127,7 +127,7 @@ export const ENFORCE_GETLOGS_RANGE = new Directive<boolean>({
  * Registers the counter `svc_network_getlogs_splits_total{project,network,method,dimension}`.
  */
 export function evmGetLogsPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'evm-getlogs',
     schema: { networkEvm: networkEvmSchema, upstreamEvm: upstreamEvmSchema, directiveDefaults: directiveDefaultsSchema(ENFORCE_GETLOGS_RANGE) },
     apply(host: PluginHost) {
@@ -188,5 +188,5 @@ export function evmGetLogsPlugin(): Plugin {
         };
       });
     },
-  };
+  });
 }

@@ -7,7 +7,7 @@
  * (sweep, hedge, retry, consensus) answers about the same block. Directive `skip-interpolation`
  * turns it off per call.
  */
-import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { type NetworkChainState } from 'svc/plugins/evm-state';
 import { BLOCK_PARAM, toHex } from 'svc/util';
@@ -158,7 +158,7 @@ export function evmInterpolationPlugin(opts: EvmInterpolationOptions = {}): Plug
     throw new TypeError(`evm-interpolation: fallbackFreshnessMs must be a finite number >= 0, got ${String(fallback)}`);
   }
   const skip: ReadonlySet<string> = new Set(opts.skipMethods ?? DEFAULT_SKIP_METHODS);
-  return {
+  return definePlugin({
     name: 'evm-interpolation',
     schema: { directiveDefaults: directiveDefaultsSchema(SKIP_INTERPOLATION) },
     apply(host: PluginHost) {
@@ -176,5 +176,5 @@ export function evmInterpolationPlugin(opts: EvmInterpolationOptions = {}): Plug
         };
       });
     },
-  };
+  });
 }

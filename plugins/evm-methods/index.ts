@@ -8,7 +8,7 @@
  * methods need exactly one candidate upstream after every filter, `use-upstream` included).
  */
 import type { Hex } from 'viem';
-import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, RpcResult, SelectStage, type Upstream } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost, RpcResult, SelectStage, type Upstream } from 'svc/plugin';
 import { declareDirectives, Directive } from 'svc/plugins/directives';
 import { ErrEndpointExecutionException, ErrEndpointNonceException, ErrEndpointUnsupported, ErrNotImplemented, ErrUpstreamsExhausted, SvcError } from 'svc/plugin/errors';
 import { STATEFUL_METHODS, toHex } from 'svc/util';
@@ -150,7 +150,7 @@ export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
   if (!Array.isArray(unsupportedList) || unsupportedList.some((m) => typeof m !== 'string')) throw new TypeError('evmMethodsPlugin: unsupportedMethods must be an array of method names');
   const unsupported: ReadonlySet<string> = new Set(unsupportedList);
   const idempotent = opts.idempotentBroadcast ?? true;
-  return {
+  return definePlugin({
     name: 'evm-methods',
     apply(host: PluginHost) {
       declareDirectives(host, 'evm-methods', SKIP_CACHE_READ);
@@ -192,5 +192,5 @@ export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
         return (ctx) => (ctx.request.method === 'eth_sendRawTransaction' ? broadcast(ctx) : inner(ctx));
       });
     },
-  };
+  });
 }

@@ -8,7 +8,7 @@
  * answer is the call's answer instead of an exhausted error; counts the retries).
  * Both rules are capped per call by `failsafe[].retry.emptyResultMaxAttempts` (default 2).
  */
-import { type AttemptRecord, type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
+import { type AttemptRecord, type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
 import { networkChainState, type NetworkChainState } from 'svc/plugins/evm-state';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { ErrEndpointMissingData, SvcError } from 'svc/plugin/errors';
@@ -272,7 +272,7 @@ function serveKept(ctx: CallContext, kept: KeptAnswer): RpcResult {
  *   keys), tapping `validate` and `call`
  */
 export function evmRetriesPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'evm-retries',
     // Reads the matched failsafe entry's `retry.emptyResultMaxAttempts` (its per-call slot).
     dependsOn: ['failsafe'],
@@ -327,5 +327,5 @@ export function evmRetriesPlugin(): Plugin {
         return (ctx) => (RETRY_EMPTY.get(ctx.directives) || RETRY_PENDING.get(ctx.directives) ? guarded(ctx) : inner(ctx));
       });
     },
-  };
+  });
 }

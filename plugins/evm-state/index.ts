@@ -20,9 +20,9 @@
  * (configured bounds), `earliest.ts` (earliest-block search), `erpc.ts` (eRPC's legacy window
  * keys at load time); this file wires them.
  */
-import { type Plugin, type PluginHost } from 'svc/plugin';
+import { definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
 import { declareDirectives } from 'svc/plugins/directives';
-import { CHAIN_STATE_SERVICE } from './api.ts';
+import { CHAIN_STATE_SERVICE, STATE_POLLERS_SERVICE } from './api.ts';
 import { chainStateOf } from './chain.ts';
 import { tapBlockAvailability, tapFarFutureBlocks } from './availability.ts';
 import { tapBlockBounds } from './block-availability.ts';
@@ -77,10 +77,11 @@ export interface EvmStatePluginOptions {
 export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
   const maxPollTimeoutMs = opts.maxPollTimeoutMs ?? MAX_POLL_TIMEOUT_MS;
   if (!(typeof maxPollTimeoutMs === 'number' && maxPollTimeoutMs > 0)) throw new RangeError(`evmStatePlugin: maxPollTimeoutMs must be a positive number of ms, got ${String(maxPollTimeoutMs)}`);
-  return {
+  return definePlugin({
     name: 'evm-state',
     // Counts only the upstreams the selection plugin keeps (selectionState) and re-evaluates on syncing changes.
     dependsOn: ['selection'],
+    provides: [CHAIN_STATE_SERVICE, STATE_POLLERS_SERVICE],
     schema: evmStateSchema,
     apply(host: PluginHost) {
       declareDirectives(host, 'evm-state', ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS);
@@ -116,5 +117,5 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
       tapTipEnforcement(host, heads);
       tapFarFutureBlocks(host);
     },
-  };
+  });
 }

@@ -20,7 +20,7 @@
  * `metrics.ts` (timeout metrics), `network.ts` (`directives` and `attempt` taps), `upstream.ts`
  * (`upstream` taps); this file wires them.
  */
-import { type Plugin, type PluginHost, type Upstream } from 'svc/plugin';
+import { definePlugin, type Plugin, type PluginHost, type Upstream } from 'svc/plugin';
 import { BREAKERS_SERVICE } from './api.ts';
 import { LatencyQuantiles } from './adaptive.ts';
 import type { CircuitBreaker } from './breaker.ts';
@@ -55,8 +55,9 @@ export interface FailsafePluginOptions {
  * @param opts test hooks
  */
 export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
-  return {
+  return definePlugin({
     name: 'failsafe',
+    provides: [BREAKERS_SERVICE],
     schema: failsafeSchemaFragment(),
     apply(host: PluginHost) {
       const now = opts.now ?? Date.now;
@@ -74,5 +75,5 @@ export function failsafePlugin(opts: FailsafePluginOptions = {}): Plugin {
       });
       tapUpstreamFailsafe(host, now, proxyBreakers, latency, metrics);
     },
-  };
+  });
 }

@@ -3,7 +3,7 @@
  * Taps: `attempt` at the lowest stage — installs the sweep that walks a leg's upstreams in
  * the selected order until one answers (core/pipeline/sweep.ts). Without it the proxy routes nothing.
  */
-import { type Plugin, type PluginHost } from 'svc/plugin';
+import { definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
 import { createSweep } from 'svc/plugin/contracts';
 
 /** Stage of the forward tap: below every failsafe wrapper, so it ends up innermost. */
@@ -14,11 +14,11 @@ export const FORWARD_STAGE = -1000;
  * @returns a plugin tapping `attempt`
  */
 export function forwardPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'forward',
     apply(host: PluginHost) {
       const sweep = createSweep(host.hooks);
       host.hooks.attempt.tap({ name: 'forward', stage: FORWARD_STAGE }, () => sweep);
     },
-  };
+  });
 }

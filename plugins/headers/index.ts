@@ -5,7 +5,7 @@
  * execution records. It only reads the
  * records; every other plugin writes them.
  */
-import { type AttemptRecord, type ExecutionRecord, type HeaderSink, type Plugin, type PluginHost, type ResponseMeta } from 'svc/plugin';
+import { type AttemptRecord, type ExecutionRecord, type HeaderSink, definePlugin, type Plugin, type PluginHost, type ResponseMeta } from 'svc/plugin';
 import { ErrUpstreamsExhausted, isPassThrough, type SvcError, wireError } from 'svc/plugin/errors';
 import { traceOutcome } from 'svc/plugin/contracts';
 // The record slots other plugins write, from each writer's contract (svc/plugins/<name>).
@@ -153,7 +153,7 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
  * @returns a plugin tapping `responseHeaders`
  */
 export function headersPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'headers',
     apply(host: PluginHost) {
       let mode: 'all' | 'summary' | 'off' = 'all';
@@ -166,5 +166,5 @@ export function headersPlugin(): Plugin {
         for (const k in h) sink.set(k, h[k] as string);
       });
     },
-  };
+  });
 }

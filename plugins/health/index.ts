@@ -10,7 +10,7 @@
  * tracking; plugins that read scores (selection, the failsafe hedge's quantile delay) declare it
  * in `dependsOn`.
  */
-import { AttemptDoneStage, type AttemptRecord, type Plugin, type PluginHost } from 'svc/plugin';
+import { AttemptDoneStage, type AttemptRecord, definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
 import { type CordonChange } from 'svc/plugin/contracts';
 import { Counter, Gauge, Histogram } from 'prom-client';
 
@@ -22,7 +22,7 @@ const MAX_REASON_LABEL = 64;
  * @returns a plugin tapping `attemptDone`; no config keys (the window is `projects[].scoreMetricsWindowSize`)
  */
 export function healthPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'health',
     apply(host: PluginHost) {
       host.hooks.attemptDone.tap({ name: 'health', stage: AttemptDoneStage.HEALTH }, (a: AttemptRecord) => {
@@ -63,5 +63,5 @@ export function healthPlugin(): Plugin {
         await Promise.resolve();
       });
     },
-  };
+  });
 }

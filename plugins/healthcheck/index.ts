@@ -11,7 +11,7 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { type Network, type Plugin, type PluginHost, type Project } from 'svc/plugin';
+import { type Network, definePlugin, type Plugin, type PluginHost, type Project } from 'svc/plugin';
 import { type Authenticator, doorAuthenticator } from 'svc/plugins/auth';
 import { STATE_POLLERS_SERVICE } from 'svc/plugins/evm-state';
 import { ChainIdProbes, evaluate, type Member, type Pollers, type Verdict } from './evaluate.ts';
@@ -39,7 +39,7 @@ type Scope = { kind: 'all' } | { kind: 'project'; project: Project } | { kind: '
  * @returns a plugin owning the top-level `healthCheck` key and tapping `configured` and `routes`
  */
 export function healthcheckPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'healthcheck',
     schema: healthcheckSchema,
     apply(host: PluginHost) {
@@ -60,7 +60,7 @@ export function healthcheckPlugin(): Plugin {
         });
       });
     },
-  };
+  });
 }
 
 async function answer(host: PluginHost, config: HealthcheckConfig, probes: ChainIdProbes, k: Context, guard: Authenticator | undefined): Promise<{ status: number; body: Body }> {

@@ -35,7 +35,7 @@
  * viem and @ethereumjs/mpt are loaded on the first checked answer only.
  */
 import { Counter } from 'prom-client';
-import { type CallContext, type Directives, DirectiveStage, type ExecutionRecord, type HeaderSink, type Network, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { type CallContext, type Directives, DirectiveStage, type ExecutionRecord, type HeaderSink, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { ErrEndpointContentValidation } from 'svc/plugin/errors';
 import { markProvenance } from 'svc/plugins/multiplex';
@@ -151,7 +151,7 @@ export function authoritativeSettingsOf(ctx: CallContext): AuthoritativeSettings
  * @returns a plugin owning `networks[].integrity`, tapping `directives`, `upstream` and `responseHeaders`
  */
 export function integrityPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'integrity',
     version: '0.1.0',
     schema: { network: { integrity: IntegritySchema }, directiveDefaults: directiveDefaultsSchema(INTEGRITY), normalize: normalizeErpcIntegrity },
@@ -306,5 +306,5 @@ export function integrityPlugin(): Plugin {
         if (levels) sink.set(INTEGRITY_HEADER, levels.join(','));
       });
     },
-  };
+  });
 }

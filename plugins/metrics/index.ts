@@ -15,7 +15,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry } from 'prom-client';
-import { type AttemptRecord, type CallContext, FINALITY, type Plugin, type PluginHost, serviceKey, ShutdownStage } from 'svc/plugin';
+import { type AttemptRecord, type CallContext, FINALITY, definePlugin, type Plugin, type PluginHost, serviceKey, ShutdownStage } from 'svc/plugin';
 import { isCharged } from 'svc/plugin/contracts';
 import { agentName, BoundedLabel, DeferredCounter, DeferredHistogram, svcWorker, createMetricsServer } from 'svc/util';
 export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from 'svc/util';
@@ -49,8 +49,10 @@ export function metricsAddress(host: PluginHost): AddressInfo | undefined {
  * @param opts label bounds
  */
 export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
-  return {
+  return definePlugin({
     name: 'metrics',
+    // No `provides`: METRICS_SERVER_SERVICE is published from `listening`, once the listener is bound
+    // (and only when svc serves /metrics itself); a declaration promises a service once apply returns.
     schema: metricsSchema,
     apply(host: PluginHost) {
       const reg = host.metrics;
@@ -179,7 +181,7 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         if (s) await new Promise<void>((r) => s.close(() => r()));
       });
     },
-  };
+  });
 }
 
 /**

@@ -19,7 +19,7 @@
  *   once per follower.
  */
 import { Counter } from 'prom-client';
-import { type CallContext, type CallHandler, CallStage, type ExecutionRecord, FINALITY, type Network, type Plugin, type PluginHost, type RpcResult, serviceKey } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type ExecutionRecord, FINALITY, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult, serviceKey } from 'svc/plugin';
 import { asSvcError, ErrCancelled, ErrEndpointRequestTimeout } from 'svc/plugin/errors';
 import { isDeadline } from 'svc/plugin/contracts';
 import { callParamsHash, paramsHash, provenanceKey } from './api.ts';
@@ -103,8 +103,9 @@ function enabled(network: Network): boolean {
  * @returns a plugin owning `networks[].multiplexing`, tapping `call` and providing the `multiplex` service
  */
 export function multiplexPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'multiplex',
+    provides: [MULTIPLEX_SERVICE],
     schema: {
       network: {
         multiplexing: Type.Boolean({ description: 'spec §2.7: identical in-flight calls share one upstream call; unset = on, only false turns it off (inheritable from networkDefaults)' }),
@@ -215,5 +216,5 @@ export function multiplexPlugin(): Plugin {
         };
       });
     },
-  };
+  });
 }

@@ -17,7 +17,7 @@
  *   warning naming what they contact and how to turn it off. An explicitly empty `providers: []`
  *   does not prevent it (spec §2.10): upstreams, a provider, or a preset without this plugin do.
  */
-import { type Network, type Plugin, type PluginHost, type Project, type ResolvedConfig } from 'svc/plugin';
+import { type Network, definePlugin, type Plugin, type PluginHost, type Project, type ResolvedConfig } from 'svc/plugin';
 import { ErrNetworkNotSupported, PluginContractError } from 'svc/plugin/errors';
 import { PROVIDERS_SERVICE, type Vendor } from './api.ts';
 import { redactText, sleep } from 'svc/util';
@@ -40,8 +40,9 @@ export const FIRST_REQUEST_POLL_MS = 200;
  * @returns a plugin owning `projects[].providers`, tapping `config`, `project`, `resolveNetwork` and `shutdown`
  */
 export function providersPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'providers',
+    provides: [PROVIDERS_SERVICE],
     schema: providersSchema,
     apply(host: PluginHost) {
       const vendors = new Map<string, Vendor>();
@@ -99,7 +100,7 @@ export function providersPlugin(): Plugin {
         await Promise.resolve();
       });
     },
-  };
+  });
 }
 
 /**

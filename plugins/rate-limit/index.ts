@@ -20,7 +20,7 @@
  */
 import { Counter, Gauge } from 'prom-client';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { type CallContext, type CallHandler, CallStage, type Identity, type Network, type Plugin, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type Identity, type Network, definePlugin, type Plugin, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { ErrAuthRateLimitRuleExceeded, ErrEndpointCapacityExceeded, ErrNetworkRateLimitRuleExceeded, ErrProjectRateLimitRuleExceeded, ErrUpstreamRateLimitRuleExceeded } from 'svc/plugin/errors';
 import { RATE_LIMIT_SERVICE } from './api.ts';
 import { closeRedisClient, openRedisClient, type RedisClient, StorageBreaker } from 'svc/util';
@@ -66,8 +66,9 @@ export interface RateLimitPluginOptions {
  * @returns a plugin tapping `configured`, `call` (RATE_LIMIT), `upstream` (RATE_LIMIT) and `shutdown`
  */
 export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
-  return {
+  return definePlugin({
     name: 'rate-limit',
+    provides: [RATE_LIMIT_SERVICE],
     schema: rateLimitSchema,
     apply(host: PluginHost) {
       const rejected = new Counter({ name: 'svc_rate_limited_total', help: 'Calls or upstream attempts refused by a rate-limit budget', labelNames: ['project', 'scope', 'budget'], registers: [host.metrics] });
@@ -183,7 +184,7 @@ export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
         if (c) await closeRedisClient(c);
       });
     },
-  };
+  });
 }
 
 function budgetOf(budgets: ReadonlyMap<string, Budget>, id: unknown): Budget | undefined {

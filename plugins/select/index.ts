@@ -7,7 +7,7 @@
  * `callDone` — a pinned call answered by an upstream behind the network's head records the lag
  * (slot `select.upstreamLag`), which the headers plugin writes as `X-SVC-Upstream-Lag`.
  */
-import { type AttemptRecord, type CallContext, type Directives, DirectiveStage, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc/plugin';
+import { type AttemptRecord, type CallContext, type Directives, DirectiveStage, definePlugin, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc/plugin';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from 'svc/plugin/errors';
 import { markProvenance } from 'svc/plugins/multiplex';
@@ -79,7 +79,7 @@ export const USE_UPSTREAM = new Directive<string | undefined>({
  */
 export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
   const guard = new MethodGuard(opts.deniedMethods ?? DEFAULT_DENIED_METHODS);
-  return {
+  return definePlugin({
     name: 'select',
     schema: { ...methodGuardSchema, directiveDefaults: directiveDefaultsSchema(USE_UPSTREAM) },
     apply(host: PluginHost) {
@@ -137,5 +137,5 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
         if (lag > 0) UPSTREAM_LAG.set(ctx.record, lag);
       });
     },
-  };
+  });
 }

@@ -14,8 +14,8 @@ import type { NetworkSelection } from './state.ts';
 export { SELECTION_API_SERVICE, SELECTION_HOOKS_SERVICE, selectionHooks } from './api.ts';
 export type { SelectionApi, SelectionHooks } from './api.ts';
 
-/** Key of this plugin's per-network selections (internal: read by the accessors below). */
-const SELECTION_SERVICE = serviceKey<Map<Network, NetworkSelection>>('selection');
+/** Key of this plugin's per-network selections (internal: read by the accessors below, listed in the plugin's `provides`). */
+export const SELECTION_SERVICE = serviceKey<Map<Network, NetworkSelection>>('selection');
 
 /**
  * Records the per-network selections of a proxy for the accessors below (the plugin's `apply`).

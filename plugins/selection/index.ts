@@ -14,8 +14,8 @@
  * evaluation loop, decisions ring, gauges), `accessors.ts` (hooks and state readers); this file
  * wires them.
  */
-import { type CallContext, type Network, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc/plugin';
-import { evaluateSelection, registerSelections, selectionDecisions, SELECTION_API_SERVICE, selectionHooks, selectionState } from './accessors.ts';
+import { type CallContext, type Network, definePlugin, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc/plugin';
+import { evaluateSelection, registerSelections, selectionDecisions, SELECTION_API_SERVICE, SELECTION_HOOKS_SERVICE, SELECTION_SERVICE, selectionHooks, selectionState } from './accessors.ts';
 import { defaultPolicy, type EvalFunc } from './policy.ts';
 import { readSelectionSettings, selectionSchemaFragment, settingsPath, validateConfig, type SelectionSettings } from './schema.ts';
 import { createSelectionMetrics, MAX_DECISIONS, NetworkSelection } from './state.ts';
@@ -49,10 +49,11 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
   const maxDecisions = opts.maxDecisions ?? MAX_DECISIONS;
   if (!Number.isInteger(maxDecisions) || maxDecisions < 1) throw new RangeError(`selectionPlugin: maxDecisions must be a positive integer, got ${maxDecisions}`);
   if (opts.evalFunc !== undefined && typeof opts.evalFunc !== 'function') throw new TypeError('selectionPlugin: evalFunc must be a function (upstreams, ctx) => upstreams');
-  return {
+  return definePlugin({
     name: 'selection',
     // Scores and cordons come from the health tracker, which the health plugin feeds.
     dependsOn: ['health'],
+    provides: [SELECTION_SERVICE, SELECTION_API_SERVICE, SELECTION_HOOKS_SERVICE],
     schema: selectionSchemaFragment,
     apply(host: PluginHost) {
       // Checked once the config is final; `svc validate` reports it too.
@@ -101,5 +102,5 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
         for (const sel of nets.values()) sel.stop();
       });
     },
-  };
+  });
 }

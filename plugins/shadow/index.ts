@@ -20,7 +20,7 @@
  *   subscriptions, filters and node administration (`mirrorable`).
  * - `shutdown`: stops sending; copies in flight get a short grace, then the pools close.
  */
-import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, type RpcResult, SelectStage, type Upstream } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult, SelectStage, type Upstream } from 'svc/plugin';
 import { SHADOW_UPSTREAM } from './api.ts';
 import { DeferredCounter } from 'svc/util';
 import { compareResults, type ShadowOutcome } from './compare.ts';
@@ -69,7 +69,7 @@ const MEMO_LIMIT = 1024;
 export function shadowPlugin(opts: ShadowPluginOptions = {}): Plugin {
   const random = opts.random ?? Math.random;
   const graceMs = opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
-  return {
+  return definePlugin({
     name: 'shadow',
     schema: shadowSchema,
     apply(host: PluginHost) {
@@ -189,7 +189,7 @@ export function shadowPlugin(opts: ShadowPluginOptions = {}): Plugin {
         }
       }
     },
-  };
+  });
 }
 
 /**

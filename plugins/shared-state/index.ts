@@ -40,7 +40,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
-import { type Plugin, type PluginHost, type Upstream, type Network } from 'svc/plugin';
+import { definePlugin, type Plugin, type PluginHost, type Upstream, type Network } from 'svc/plugin';
 import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
 import { fleetReplicaId, type FleetRelayRegistration, openRedisClient, registerFleetRelay, sleep } from 'svc/util';
 import { normalizeSharedStateShapes } from './erpc.ts';
@@ -94,7 +94,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
   const scanMs = opts.changeScanMs ?? DEFAULT_CHANGE_SCAN_MS;
   const pingIntervalMs = opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
   const pingTimeoutMs = opts.pingTimeoutMs ?? DEFAULT_PING_TIMEOUT_MS;
-  return {
+  return definePlugin({
     name: 'shared-state',
     // No `dependsOn`: the chain state service is looked up when heads are applied, so presets
     // without evm-state (and tests that drop it) still build; there is then nothing to share.
@@ -382,5 +382,5 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         await clients.closeAll(answering());
       });
     },
-  };
+  });
 }

@@ -21,7 +21,7 @@
  *   entries, a call whose method has none costs one `Map` lookup.
  */
 import { Counter } from 'prom-client';
-import { type CallContext, type CallHandler, CallStage, type Network, type Plugin, type PluginHost, RpcResult, settingsOf } from 'svc/plugin';
+import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost, RpcResult, settingsOf } from 'svc/plugin';
 import { SvcError, type UpstreamErrorRaw } from 'svc/plugin/errors';
 import { paramsMatch, STATIC_RESPONSES_NETWORK_KEYS, staticResponsesSchema, type StaticError, type StaticResponseConfig } from './schema.ts';
 
@@ -129,7 +129,7 @@ export function answerOf(entry: CompiledStaticResponse): RpcResult | ErrStaticRe
  *   `svc_network_static_response_served_total`
  */
 export function staticResponsesPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'static-responses',
     schema: staticResponsesSchema,
     apply(host: PluginHost) {
@@ -156,5 +156,5 @@ export function staticResponsesPlugin(): Plugin {
         };
       });
     },
-  };
+  });
 }

@@ -17,7 +17,7 @@
  */
 import type { Span } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { type CallHandler, CallStage, type ExecutionRecord, type HttpRequestInfo, type Plugin, type PluginHost, type RpcResult, serviceKey, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { type CallHandler, CallStage, type ExecutionRecord, type HttpRequestInfo, definePlugin, type Plugin, type PluginHost, type RpcResult, serviceKey, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
 import { declareDirectives, Directive } from 'svc/plugins/directives';
 import { asSvcError } from 'svc/plugin/errors';
 import { CACHE_OUTCOME } from 'svc/plugins/cache';
@@ -54,8 +54,9 @@ export const FORCE_TRACE = new Directive<boolean>({ field: 'forceTrace', query: 
  * @returns a plugin owning the top-level `tracing` key
  */
 export function tracingPlugin(opts: TracingPluginOptions = {}): Plugin {
-  return {
+  return definePlugin({
     name: 'tracing',
+    provides: [TRACING_SERVICE],
     schema: tracingSchema,
     apply(host: PluginHost) {
       declareDirectives(host, 'tracing', FORCE_TRACE);
@@ -161,5 +162,5 @@ export function tracingPlugin(opts: TracingPluginOptions = {}): Plugin {
         span.end();
       });
     },
-  };
+  });
 }

@@ -14,7 +14,7 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import type { LookupFunction } from 'node:net';
-import { type Plugin, type PluginHost } from 'svc/plugin';
+import { definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
 import { PluginContractError } from 'svc/plugin/errors';
 import { PROVIDERS_SERVICE } from 'svc/plugins/providers';
 
@@ -79,9 +79,11 @@ export function hyperUrl(chainId: number, rootDomain: string, apiKey?: string): 
  * @returns a plugin depending on `providers`, closing its probe connections on `shutdown`
  */
 export function hyperVendorPlugin(opts: HyperVendorOptions = {}): Plugin {
-  return {
+  return definePlugin({
     name: 'vendor-hyper',
     dependsOn: ['providers'],
+    // Registers its vendors with the providers service in apply: also in dependsOn, to come after it.
+    needs: [PROVIDERS_SERVICE],
     apply(host: PluginHost) {
       let agent: Dispatcher | undefined;
       const dispatcher = () => (agent ??= new Agent({ connect: { ...(opts.lookup ? { lookup: opts.lookup } : {}), ...(opts.ca ? { ca: opts.ca } : {}) }, keepAliveTimeout: 1000 }));
@@ -101,7 +103,7 @@ export function hyperVendorPlugin(opts: HyperVendorOptions = {}): Plugin {
         },
       });
     },
-  };
+  });
 }
 
 /**

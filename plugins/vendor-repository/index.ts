@@ -18,7 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
-import { type Logger, type Plugin, type PluginHost } from 'svc/plugin';
+import { type Logger, definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
 import { PluginContractError } from 'svc/plugin/errors';
 import { PROVIDERS_SERVICE } from 'svc/plugins/providers';
 import { redactUrl } from 'svc/util';
@@ -156,9 +156,11 @@ async function fetchCatalog(url: string): Promise<Catalog> {
  * @returns a plugin depending on `providers`
  */
 export function repositoryVendorPlugin(opts: RepositoryVendorOptions = {}): Plugin {
-  return {
+  return definePlugin({
     name: 'vendor-repository',
     dependsOn: ['providers'],
+    // Registers its vendors with the providers service in apply: also in dependsOn, to come after it.
+    needs: [PROVIDERS_SERVICE],
     apply(host: PluginHost) {
       const sources = new Map<string, CatalogSource>();
       const recheckMs = opts.recheckIntervalMs ?? DEFAULT_RECHECK_INTERVAL_MS;
@@ -181,5 +183,5 @@ export function repositoryVendorPlugin(opts: RepositoryVendorOptions = {}): Plug
         describe: (settings: Record<string, unknown>) => `endpoints catalog ${redactUrl(urlOf(settings))}, else viem/chains public RPCs`,
       });
     },
-  };
+  });
 }

@@ -23,7 +23,7 @@
  *   `<base>/<host>/<path>?<q>`, so a test routes each vendor host to a local node.
  */
 import { Agent, type Dispatcher, request } from 'undici';
-import { type Logger, type Plugin, type PluginHost, type ResolvedConfig } from 'svc/plugin';
+import { type Logger, definePlugin, type Plugin, type PluginHost, type ResolvedConfig } from 'svc/plugin';
 import { ConfigError, PluginContractError } from 'svc/plugin/errors';
 import { PROVIDERS_SERVICE, type Vendor, type VendorUpstream } from 'svc/plugins/providers';
 import { redactUrl } from 'svc/util';
@@ -123,9 +123,11 @@ export function missingSettings(config: Pick<ResolvedConfig, 'projects'>, requir
  * @returns a plugin depending on `providers`, registering every built-in vendor of ./catalog.ts and ./remote.ts
  */
 export function vendorsPlugin(opts: VendorsPluginOptions = {}): Plugin {
-  return {
+  return definePlugin({
     name: 'vendors',
     dependsOn: ['providers'],
+    // Registers its vendors with the providers service in apply: also in dependsOn, to come after it.
+    needs: [PROVIDERS_SERVICE],
     // eRPC's `endpoint: <vendor>://…` shortcuts become providers before validation (shortcuts.ts).
     schema: { normalize: normalizeVendorShortcuts },
     apply(host: PluginHost) {
@@ -173,5 +175,5 @@ export function vendorsPlugin(opts: VendorsPluginOptions = {}): Plugin {
         if (problems.length) throw new ConfigError(problems);
       });
     },
-  };
+  });
 }

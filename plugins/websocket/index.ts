@@ -30,7 +30,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Counter, Gauge } from 'prom-client';
 import { WebSocketServer } from 'ws';
-import { type Plugin, type PluginHost } from 'svc/plugin';
+import { definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
 import { SvcError } from 'svc/plugin/errors';
 import { RATE_LIMIT_SERVICE } from 'svc/plugins/rate-limit';
 import { sleep } from 'svc/util';
@@ -72,8 +72,9 @@ function clientKeyOf(c: { identity?: { userId: string }; http: { clientAddress: 
  *   `listening` (the `upgrade` listener), `closing` and `shutdown`
  */
 export function websocketPlugin(): Plugin {
-  return {
+  return definePlugin({
     name: 'websocket',
+    provides: [WEBSOCKET_SERVICE],
     schema: websocketSchema,
     apply(host: PluginHost) {
       const hooks = createWebSocketHooks(host);
@@ -218,5 +219,5 @@ export function websocketPlugin(): Plugin {
         await hub?.close();
       });
     },
-  };
+  });
 }
