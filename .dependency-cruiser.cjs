@@ -21,42 +21,47 @@ module.exports = {
   forbidden: [
     {
       name: 'plugin-imports-core-internals',
-      comment: 'A plugin imports the public entry by its package name svc/plugin, as a third party does, never a core file by a relative path (not even core/plugin-api.ts).',
+      comment:
+        'A plugin imports the public entry by its package name svc/plugin, as a third party does, never a core file by a relative path (not even core/plugin-api.ts).',
       severity: 'error',
       from: { path: '^plugins/' },
       to: { path: '^core/', dependencyTypes: ['local'] },
     },
     {
       name: 'plugin-imports-core-beyond-the-entry',
-      comment: 'svc/plugin, svc/plugin/errors, svc/plugin/contracts and svc/util are core/plugin-api.ts, core/plugin-errors.ts, core/plugin-contracts.ts and core/util-api.ts; any other core file is an internal.',
+      comment:
+        'svc/plugin, svc/plugin/errors, svc/plugin/contracts and svc/util are core/plugin-api.ts, core/plugin-errors.ts, core/plugin-contracts.ts and core/util-api.ts; any other core file is an internal.',
       severity: 'error',
       from: { path: '^plugins/' },
       to: { path: '^core/', pathNot: '^core/(plugin-api|plugin-errors|plugin-contracts|util-api)\\.ts$' },
     },
     {
       name: 'plugin-imports-another-plugin',
-      comment: 'Plugins never import each other\'s files: what two plugins share is the providing plugin\'s contract, its entry svc/plugins/<name> (plugins/<name>/api.ts), reached through a hook, the host or a typed service.',
+      comment:
+        "Plugins never import each other's files: what two plugins share is the providing plugin's contract, its entry svc/plugins/<name> (plugins/<name>/api.ts), reached through a hook, the host or a typed service.",
       severity: 'error',
       from: { path: '^plugins/([^/]+)/' },
       to: { path: '^plugins/', pathNot: ['^plugins/$1/', '^plugins/[^/]+/api\\.ts$'] },
     },
     {
       name: 'plugin-contract-by-path',
-      comment: 'Another plugin\'s contract is imported by its package name svc/plugins/<name>, as a third party does, never by a relative path.',
+      comment: "Another plugin's contract is imported by its package name svc/plugins/<name>, as a third party does, never by a relative path.",
       severity: 'error',
       from: { path: '^plugins/([^/]+)/' },
       to: { path: '^plugins/[^/]+/api\\.ts$', pathNot: '^plugins/$1/', dependencyTypes: ['local'] },
     },
     {
       name: 'plugin-contract-imports-its-plugin',
-      comment: 'A plugin\'s contract (plugins/<name>/api.ts, the entry svc/plugins/<name>) is types, keys and small helpers over the public entries: it never imports its plugin\'s implementation, so a consumer does not load it.',
+      comment:
+        "A plugin's contract (plugins/<name>/api.ts, the entry svc/plugins/<name>) is types, keys and small helpers over the public entries: it never imports its plugin's implementation, so a consumer does not load it.",
       severity: 'error',
       from: { path: '^plugins/[^/]+/api\\.ts$' },
       to: { path: '^plugins/', pathNot: '^plugins/[^/]+/api\\.ts$' },
     },
     {
       name: 'plugin-imports-outside-the-package-api',
-      comment: 'Plugins never import presets, the CLI, tests, benchmarks, built output, or lib/ and config/ by path (the public entries export what they offer).',
+      comment:
+        'Plugins never import presets, the CLI, tests, benchmarks, built output, or lib/ and config/ by path (the public entries export what they offer).',
       severity: 'error',
       from: { path: '^plugins/' },
       to: { path: '^(presets|bin|test|bench|dist|scripts|lib|config)/' },
@@ -70,14 +75,15 @@ module.exports = {
     },
     {
       name: 'lib-imports-core-at-run-time',
-      comment: 'lib/ may use the core contract\'s types and its schema helpers (config/schema.ts), nothing of the core that runs.',
+      comment: "lib/ may use the core contract's types and its schema helpers (config/schema.ts), nothing of the core that runs.",
       severity: 'error',
       from: { path: '^lib/' },
       to: { path: '^(core|config)/', pathNot: '^config/schema\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'no-runtime-cycle',
-      comment: 'No module may reach itself through imports that exist at run time (a cycle makes load order matter). Type-only imports vanish at compile time and do not count.',
+      comment:
+        'No module may reach itself through imports that exist at run time (a cycle makes load order matter). Type-only imports vanish at compile time and do not count.',
       severity: 'error',
       from: { path: '^(plugins|core|lib|config)/' },
       to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },

@@ -46,7 +46,12 @@ export function pluginContractEntries(): ApiEntry[] {
     .filter((d) => d.isDirectory() && existsSync(join(dir, d.name, 'api.ts')))
     .map((d) => d.name)
     .sort()
-    .map((name) => ({ name: `svc/plugins/${name}`, config: 'api-extractor/plugin-contract.json', report: `etc/api/svc-plugins-${name}.api.md`, entryPoint: `dist/plugins/${name}/api.d.ts` }));
+    .map((name) => ({
+      name: `svc/plugins/${name}`,
+      config: 'api-extractor/plugin-contract.json',
+      report: `etc/api/svc-plugins-${name}.api.md`,
+      entryPoint: `dist/plugins/${name}/api.d.ts`,
+    }));
 }
 
 /** svc's public entries, in package.json `exports` order. */
@@ -145,11 +150,19 @@ function runOne(entry: ApiEntry, config: ExtractorConfig, compilerState: Compile
       // The generated side is a temp file: name what it was made from instead.
       const symbol = m.messageId === 'ae-forgotten-export' ? /The symbol "([^"]+)"/.exec(m.text)?.[1] : undefined;
       if (symbol) forgotten.add(symbol);
-      else if (m.messageId === 'console-api-report-diff') diff = m.text.replace(/^Changes to the API report:\s*/, '').replace(/^\+\+\+ .*$/m, '+++ generated from dist/');
+      else if (m.messageId === 'console-api-report-diff')
+        diff = m.text.replace(/^Changes to the API report:\s*/, '').replace(/^\+\+\+ .*$/m, '+++ generated from dist/');
       else if (m.logLevel === ExtractorLogLevel.Error) errors.push(m.formatMessageWithLocation(ROOT));
     },
   });
-  return { entry, exports: exportNames(compilerState, config.mainEntryPointFilePath).length, changed: result.apiReportChanged, diff, errors, forgotten: [...forgotten].sort() };
+  return {
+    entry,
+    exports: exportNames(compilerState, config.mainEntryPointFilePath).length,
+    changed: result.apiReportChanged,
+    diff,
+    errors,
+    forgotten: [...forgotten].sort(),
+  };
 }
 
 /**

@@ -131,7 +131,33 @@ function bursts(n: number): string {
 function cells(s: Subject): string[] {
   const m = (f: (r: BurstRun) => number) => median(s.runs.map(f));
   const failures = s.runs.reduce((n, r) => n + r.failures, 0);
-  return [fmt(m((r) => r.posts), 0), fmt(m((r) => r.calls), 0), fmt(m((r) => r.p50Ms), 1), fmt(m((r) => r.p99Ms), 1), fmt(m((r) => r.maxMs), 1), fmt(m((r) => r.svcCpuMs), 0), String(failures)];
+  return [
+    fmt(
+      m((r) => r.posts),
+      0,
+    ),
+    fmt(
+      m((r) => r.calls),
+      0,
+    ),
+    fmt(
+      m((r) => r.p50Ms),
+      1,
+    ),
+    fmt(
+      m((r) => r.p99Ms),
+      1,
+    ),
+    fmt(
+      m((r) => r.maxMs),
+      1,
+    ),
+    fmt(
+      m((r) => r.svcCpuMs),
+      0,
+    ),
+    String(failures),
+  ];
 }
 
 const HEADERS = ['upstream POSTs', 'upstream calls', 'p50 ms', 'p99 ms', 'max ms', 'svc CPU ms / burst', 'failed calls (all bursts)'];
@@ -153,7 +179,10 @@ export async function burstScenario(settings: BenchSettings): Promise<string> {
   } finally {
     await stopAll([on, off]);
   }
-  const table = markdownTable(['Scenario (medians of the bursts)', 'client calls', ...HEADERS], [on, off].map((s) => [s.label, String(n), ...cells(s)]));
+  const table = markdownTable(
+    ['Scenario (medians of the bursts)', 'client calls', ...HEADERS],
+    [on, off].map((s) => [s.label, String(n), ...cells(s)]),
+  );
   return `## Multiplexed burst: ${fmt(n, 0)} identical concurrent calls
 
 ${fmt(n, 0)} identical \`${call}\` requests sent at once (one HTTP request each, ${fmt(n, 0)} open keep-alive connections), the fake upstream answering each call after ${delayMs} ms; svc with the response cache off, multiplexing on versus off (\`networkDefaults.multiplexing: false\`). ${bursts(settings.reps)} per mode (each after one unmeasured warm-up burst), interleaved; medians.
@@ -179,7 +208,9 @@ export async function batchingScenario(settings: BenchSettings): Promise<string>
   const lone = 50;
   // Distinct addresses in every call and every burst: nothing collapses, nothing is cached.
   const bodies = (burst: number, size = n) =>
-    Array.from({ length: size }, (_, i) => JSON.stringify({ jsonrpc: '2.0', id: i + 1, method: 'eth_getBalance', params: [`0x${(burst * n + i + 1).toString(16).padStart(40, '0')}`, BLOCK] }));
+    Array.from({ length: size }, (_, i) =>
+      JSON.stringify({ jsonrpc: '2.0', id: i + 1, method: 'eth_getBalance', params: [`0x${(burst * n + i + 1).toString(16).padStart(40, '0')}`, BLOCK] }),
+    );
   /** p50 of lone calls (one at a time), ms, per subject. */
   const loneP50 = new Map<Subject, number>();
   try {
@@ -197,7 +228,12 @@ export async function batchingScenario(settings: BenchSettings): Promise<string>
   const table = markdownTable(
     ['Scenario (medians of the bursts)', 'client calls', ...HEADERS, `lone call p50 ms`],
     [
-      [`supportsBatch on (batchMaxSize ${batch.batchMaxSize}, batchMaxWait ${batch.batchMaxWait})`, String(n), ...cells(on), fmt(loneP50.get(on) ?? Number.NaN, 2)],
+      [
+        `supportsBatch on (batchMaxSize ${batch.batchMaxSize}, batchMaxWait ${batch.batchMaxWait})`,
+        String(n),
+        ...cells(on),
+        fmt(loneP50.get(on) ?? Number.NaN, 2),
+      ],
       ['supportsBatch off', String(n), ...cells(off), fmt(loneP50.get(off) ?? Number.NaN, 2)],
     ],
   );

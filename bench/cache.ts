@@ -138,11 +138,41 @@ export function cacheSection(rows: ReadonlyArray<CacheRow | undefined>, http: Ca
       fmt(r.p99Ms, 2),
       fmt(r.upstreamPerReq, 4),
     ]);
-  for (const [name, b] of [['(c′) bare node:http, single', http], ['(c) bare Koa + router, single', koa]] as const) {
-    if (b) lines.push([name, fmt(b.rps, 0), ratio(b.rps, http?.rps), ratio(b.rps, koa?.rps), fmt(b.cpuPerReq, 1), ratio(b.cpuPerReq, http?.cpuPerReq), ratio(b.cpuPerReq, koa?.cpuPerReq), '–', '–', fmt(b.p50Ms, 2), fmt(b.p99Ms, 2), '–']);
+  for (const [name, b] of [
+    ['(c′) bare node:http, single', http],
+    ['(c) bare Koa + router, single', koa],
+  ] as const) {
+    if (b)
+      lines.push([
+        name,
+        fmt(b.rps, 0),
+        ratio(b.rps, http?.rps),
+        ratio(b.rps, koa?.rps),
+        fmt(b.cpuPerReq, 1),
+        ratio(b.cpuPerReq, http?.cpuPerReq),
+        ratio(b.cpuPerReq, koa?.cpuPerReq),
+        '–',
+        '–',
+        fmt(b.p50Ms, 2),
+        fmt(b.p99Ms, 2),
+        '–',
+      ]);
   }
   const table = markdownTable(
-    ['Scenario (same rounds as above, medians)', 'req/s', 'req/s ÷ node:http', 'req/s ÷ Koa', 'CPU µs/req', 'CPU ÷ node:http', 'CPU ÷ Koa', 'redis-server CPU µs/req', 'Redis GETs/req', 'p50 ms', 'p99 ms', 'upstream req/req'],
+    [
+      'Scenario (same rounds as above, medians)',
+      'req/s',
+      'req/s ÷ node:http',
+      'req/s ÷ Koa',
+      'CPU µs/req',
+      'CPU ÷ node:http',
+      'CPU ÷ Koa',
+      'redis-server CPU µs/req',
+      'Redis GETs/req',
+      'p50 ms',
+      'p99 ms',
+      'upstream req/req',
+    ],
     lines,
   );
   return `## Cache hits: svc answering from its response cache

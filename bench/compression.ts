@@ -6,7 +6,9 @@
  */
 import { fmt, markdownTable, progress } from './lib.ts';
 
-const { gzipAnswer, GZIP_MIN_BYTES } = (await import(new URL('../dist/core/http/compression.js', import.meta.url).href)) as typeof import('../core/http/compression.ts');
+const { gzipAnswer, GZIP_MIN_BYTES } = (await import(
+  new URL('../dist/core/http/compression.js', import.meta.url).href
+)) as typeof import('../core/http/compression.ts');
 
 /** A JSON-RPC answer carrying about `kib` KiB of log objects (addresses, topics, hashes, zero-padded data). */
 function logsAnswer(kib: number): string {

@@ -101,7 +101,8 @@ async function probe(v: Variant, show: readonly string[]): Promise<void> {
     const text = await res.text();
     for (const h of show) v.probe[h] = res.headers.get(h) ?? '–';
     const doc = JSON.parse(text) as { result?: unknown; error?: unknown };
-    if (res.status !== 200 || doc.error !== undefined || doc.result === undefined || doc.result === null) v.probeError = `HTTP ${res.status}: ${text.slice(0, 300)}`;
+    if (res.status !== 200 || doc.error !== undefined || doc.result === undefined || doc.result === null)
+      v.probeError = `HTTP ${res.status}: ${text.slice(0, 300)}`;
   } catch (e) {
     v.probeError = (e as Error).message;
   }
@@ -136,8 +137,22 @@ function summarise(v: Variant): Summary {
     p50Ms: median(v.runs.map((r) => r.load.p50Ms)),
     p99Ms: median(v.runs.map((r) => r.load.p99Ms)),
     cpuPerReq: median(v.runs.map((r) => per(r, r.usage.cpuMicros))),
-    upstreamPerReq: median(v.runs.map((r) => per(r, r.helpers.reduce((n, h) => n + h.requests, 0)))),
-    upstreamCpuPerReq: median(v.runs.map((r) => per(r, r.helpers.reduce((n, h) => n + h.cpuMicros, 0)))),
+    upstreamPerReq: median(
+      v.runs.map((r) =>
+        per(
+          r,
+          r.helpers.reduce((n, h) => n + h.requests, 0),
+        ),
+      ),
+    ),
+    upstreamCpuPerReq: median(
+      v.runs.map((r) =>
+        per(
+          r,
+          r.helpers.reduce((n, h) => n + h.cpuMicros, 0),
+        ),
+      ),
+    ),
     loneP50Ms: median(v.lone.map((r) => r.p50Ms)),
     loneP99Ms: median(v.lone.map((r) => r.p99Ms)),
     otherCpu: median(v.runs.map((r) => r.otherCpuShare ?? Number.NaN).filter((x) => !Number.isNaN(x))),
@@ -175,19 +190,35 @@ export async function consensusScenario(settings: BenchSettings): Promise<string
     return t;
   };
   const block = JSON.parse(readFileSync(FIXTURE, 'utf8')) as { number: string; hash: string; transactions: Array<{ type: string }> };
-  const balance: RpcBody = { text: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [`0x${'ab'.repeat(20)}`, BALANCE_BLOCK] }), calls: 1 };
+  const balance: RpcBody = {
+    text: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [`0x${'ab'.repeat(20)}`, BALANCE_BLOCK] }),
+    calls: 1,
+  };
   const fullBlock: RpcBody = { text: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: [block.number, true] }), calls: 1 };
   const consensusHeaders = ['x-svc-consensus-slots', 'x-svc-consensus-disputes', 'x-svc-consensus-low-participants'];
   const integrityHeaders = ['x-svc-integrity'];
   let variants: Variant[];
   try {
     // The same three upstreams serve both svc processes (runs are sequential): identical upstream state.
-    const ups = [await start(TARGETS.upstream, 'consensus/up0'), await start(TARGETS.upstream, 'consensus/up1'), await start(TARGETS.upstream, 'consensus/up2')];
+    const ups = [
+      await start(TARGETS.upstream, 'consensus/up0'),
+      await start(TARGETS.upstream, 'consensus/up1'),
+      await start(TARGETS.upstream, 'consensus/up2'),
+    ];
     const plainSvc = await start(TARGETS.svc, 'svc 3 upstreams, no consensus', [`--config=${svcConfig(ups, [{ matchMethod: '*' }])}`]);
     const consSvc = await start(TARGETS.svc, 'svc 3 upstreams, consensus', [`--config=${svcConfig(ups, [{ matchMethod: '*', consensus: CONSENSUS }])}`]);
     const fixtureUp = await start(TARGETS.upstream, 'integrity/upstream', [`--block-fixture=${FIXTURE}`]);
     const intSvc = await start(TARGETS.svc, 'svc integrity', [`--config=${svcConfig([fixtureUp], [{ matchMethod: '*' }])}`]);
-    const v = (label: string, svc: Target, upstreams: Target[], body: RpcBody, headers: Record<string, string> = {}): Variant => ({ label, svc, upstreams, body, headers, probe: {}, runs: [], lone: [] });
+    const v = (label: string, svc: Target, upstreams: Target[], body: RpcBody, headers: Record<string, string> = {}): Variant => ({
+      label,
+      svc,
+      upstreams,
+      body,
+      headers,
+      probe: {},
+      runs: [],
+      lone: [],
+    });
     variants = [
       v('eth_getBalance, no consensus', plainSvc, ups, balance),
       v(`eth_getBalance, consensus ${CONSENSUS.agreementThreshold} of ${CONSENSUS.maxParticipants}`, consSvc, ups, balance),
@@ -197,7 +228,13 @@ export async function consensusScenario(settings: BenchSettings): Promise<string
     for (const [i, x] of variants.entries()) {
       await probe(x, i < 2 ? consensusHeaders : integrityHeaders);
       if (settings.warmupS > 0) {
-        const w = await runLoad({ url: `${x.svc.origin}${SVC_PATH}`, body: x.body, headers: x.headers, connections: settings.connections, durationS: settings.warmupS });
+        const w = await runLoad({
+          url: `${x.svc.origin}${SVC_PATH}`,
+          body: x.body,
+          headers: x.headers,
+          connections: settings.connections,
+          durationS: settings.warmupS,
+        });
         progress(`  warm-up ${x.label}: ${fmt(w.rps, 0)} req/s${hasFailures(w) ? ' (with failures)' : ''}`);
       }
     }
@@ -208,7 +245,11 @@ export async function consensusScenario(settings: BenchSettings): Promise<string
     for (let round = 1; round <= settings.reps; round++) {
       for (const x of variants) {
         const url = `${x.svc.origin}${SVC_PATH}`;
-        const m = await measure(x.svc, { url, body: x.body, headers: x.headers, connections: settings.connections, durationS: settings.durationS }, x.upstreams);
+        const m = await measure(
+          x.svc,
+          { url, body: x.body, headers: x.headers, connections: settings.connections, durationS: settings.durationS },
+          x.upstreams,
+        );
         x.runs.push(m);
         const lone = await runLoad({ url, body: x.body, headers: x.headers, connections: 1, durationS: loneS });
         x.lone.push(lone);
@@ -229,12 +270,35 @@ export async function consensusScenario(settings: BenchSettings): Promise<string
   const [sp, sc, so, si] = [plain, cons, intOff, intOn].map(summarise) as [Summary, Summary, Summary, Summary];
   const label = (x: Variant, s: Summary) => (s.failures > 0 ? `⚠ ${x.label}` : x.label);
   const consTable = markdownTable(
-    ['Scenario', 'req/s', 'p50 ms', 'p99 ms', '1 conn p50 ms', '1 conn p99 ms', 'svc CPU µs/req', 'upstream req/req (3 summed)', 'upstreams CPU µs/req', 'X-SVC-Consensus-Slots', 'other procs CPU %', 'failures'],
+    [
+      'Scenario',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      '1 conn p50 ms',
+      '1 conn p99 ms',
+      'svc CPU µs/req',
+      'upstream req/req (3 summed)',
+      'upstreams CPU µs/req',
+      'X-SVC-Consensus-Slots',
+      'other procs CPU %',
+      'failures',
+    ],
     [plain, cons].map((x, i) => {
       const s = i === 0 ? sp : sc;
       return [
-        label(x, s), fmt(s.rps, 0), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), fmt(s.loneP50Ms, 2), fmt(s.loneP99Ms, 2), fmt(s.cpuPerReq, 1), fmt(s.upstreamPerReq, 2), fmt(s.upstreamCpuPerReq, 1),
-        x.probe['x-svc-consensus-slots'] ?? '–', fmt(s.otherCpu * 100, 0), failCell(x, s),
+        label(x, s),
+        fmt(s.rps, 0),
+        fmt(s.p50Ms, 2),
+        fmt(s.p99Ms, 2),
+        fmt(s.loneP50Ms, 2),
+        fmt(s.loneP99Ms, 2),
+        fmt(s.cpuPerReq, 1),
+        fmt(s.upstreamPerReq, 2),
+        fmt(s.upstreamCpuPerReq, 1),
+        x.probe['x-svc-consensus-slots'] ?? '–',
+        fmt(s.otherCpu * 100, 0),
+        failCell(x, s),
       ];
     }),
   );
@@ -243,7 +307,18 @@ export async function consensusScenario(settings: BenchSettings): Promise<string
     ['Scenario', 'req/s', 'p50 ms', 'p99 ms', '1 conn p50 ms', '1 conn p99 ms', 'svc CPU µs/call', 'X-SVC-Integrity (answer)', 'other procs CPU %', 'failures'],
     [intOff, intOn].map((x, i) => {
       const s = i === 0 ? so : si;
-      return [label(x, s), fmt(s.rps, 0), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), fmt(s.loneP50Ms, 2), fmt(s.loneP99Ms, 2), fmt(s.cpuPerReq, 1), x.probe['x-svc-integrity'] ?? '–', fmt(s.otherCpu * 100, 0), failCell(x, s)];
+      return [
+        label(x, s),
+        fmt(s.rps, 0),
+        fmt(s.p50Ms, 2),
+        fmt(s.p99Ms, 2),
+        fmt(s.loneP50Ms, 2),
+        fmt(s.loneP99Ms, 2),
+        fmt(s.cpuPerReq, 1),
+        x.probe['x-svc-integrity'] ?? '–',
+        fmt(s.otherCpu * 100, 0),
+        failCell(x, s),
+      ];
     }),
   );
   const ratios = markdownTable(

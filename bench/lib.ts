@@ -91,7 +91,16 @@ export function compiledTarget(script: string): Promise<string> {
   let out = compiled.get(script);
   if (!out) {
     const outfile = join(dirname(script), '..', '.compiled', basename(script).replace(/\.ts$/, '.mjs'));
-    out = build({ entryPoints: [script], outfile, bundle: true, packages: 'external', platform: 'node', format: 'esm', target: 'node20', logLevel: 'error' }).then(() => outfile);
+    out = build({
+      entryPoints: [script],
+      outfile,
+      bundle: true,
+      packages: 'external',
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      logLevel: 'error',
+    }).then(() => outfile);
     compiled.set(script, out);
   }
   return out;

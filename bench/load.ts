@@ -66,7 +66,10 @@ export function ethCallBody(dataBytes: number): RpcBody {
   const word = (i: number) => (i % 3 === 0 ? `${'0'.repeat(24)}${'ab'.repeat(20)}` : `${'0'.repeat(56)}${(i * 7919).toString(16).padStart(8, '0')}`);
   const words = Array.from({ length: Math.ceil(dataBytes / 32) }, (_, i) => word(i)).join('');
   const data = `0xa9059cbb${words}`;
-  return { text: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_call', params: [{ to: '0x6b175474e89094c44da98b954eedeac495271d0f', data }, '0x1200000'] }), calls: 1 };
+  return {
+    text: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_call', params: [{ to: '0x6b175474e89094c44da98b954eedeac495271d0f', data }, '0x1200000'] }),
+    calls: 1,
+  };
 }
 
 /**

@@ -98,14 +98,30 @@ export async function memoryScenario(): Promise<string> {
       const s = await one(TARGETS.svc, '/main/evm/1');
       const f = await one(TARGETS.forwarder, '/');
       progress(`  memory ${name}: svc +${fmt(s.addedMiB, 0)} MiB (${fmt(s.ratio, 2)}× the size), forwarder +${fmt(f.addedMiB, 0)} MiB (${fmt(f.ratio, 2)}×)`);
-      rows.push([name, fmt(s.addedMiB, 0), `${fmt(s.ratio, 2)}×`, fmt(f.addedMiB, 0), `${fmt(f.ratio, 2)}×`, n === 1 ? (s.ratio <= 4 ? 'met (≤ 4×)' : '⚠ above 4×') : '']);
+      rows.push([
+        name,
+        fmt(s.addedMiB, 0),
+        `${fmt(s.ratio, 2)}×`,
+        fmt(f.addedMiB, 0),
+        `${fmt(f.ratio, 2)}×`,
+        n === 1 ? (s.ratio <= 4 ? 'met (≤ 4×)' : '⚠ above 4×') : '',
+      ]);
     }
     // A 10,000-element batch, streamed out; RSS must stay within 2× its idle value.
     const batch = `[${Array.from({ length: BIG_BATCH }, (_, i) => `{"jsonrpc":"2.0","id":${i + 1},"method":"eth_blockNumber","params":[]}`).join(',')}]`;
-    const t = await startTarget(TARGETS.svc, { label: 'memory/batch', args: [`--upstream=${up.origin}/`, `--server-options=${JSON.stringify({ maxBatchSize: BIG_BATCH })}`] });
+    const t = await startTarget(TARGETS.svc, {
+      label: 'memory/batch',
+      args: [`--upstream=${up.origin}/`, `--server-options=${JSON.stringify({ maxBatchSize: BIG_BATCH })}`],
+    });
     try {
       const idle = await batchPeak(t, `${t.origin}/main/evm/1`, batch);
-      batchRow = [`one ${BIG_BATCH.toLocaleString('en')}-call batch (svc)`, fmt(idle.idleMiB, 0), fmt(idle.peakMiB, 0), `${fmt(idle.ratio, 2)}×`, idle.ratio <= 2 ? 'met (≤ 2× idle)' : '⚠ above 2× idle'];
+      batchRow = [
+        `one ${BIG_BATCH.toLocaleString('en')}-call batch (svc)`,
+        fmt(idle.idleMiB, 0),
+        fmt(idle.peakMiB, 0),
+        `${fmt(idle.ratio, 2)}×`,
+        idle.ratio <= 2 ? 'met (≤ 2× idle)' : '⚠ above 2× idle',
+      ];
       progress(`  memory ${batchRow[0]}: idle ${batchRow[1]} MiB, peak ${batchRow[2]} MiB (${batchRow[3]})`);
     } finally {
       await t.stop();

@@ -80,7 +80,17 @@ export function componentOf(functionName: string, url: string): string {
   const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
   if (pkg) {
     const name = pkg[1] as string;
-    if (name === 'koa' || name === '@koa/router' || name === 'koa-compose' || name === 'delegates' || name === 'ee-first' || name === 'on-finished' || name === 'statuses' || name === 'cookies') return 'Koa';
+    if (
+      name === 'koa' ||
+      name === '@koa/router' ||
+      name === 'koa-compose' ||
+      name === 'delegates' ||
+      name === 'ee-first' ||
+      name === 'on-finished' ||
+      name === 'statuses' ||
+      name === 'cookies'
+    )
+      return 'Koa';
     return name;
   }
   if (url.startsWith('node:internal/abort_controller') || url.startsWith('node:internal/event_target')) return 'Node AbortSignal and EventTarget';
@@ -120,7 +130,12 @@ async function profileOne(s: Subject, settings: BenchSettings): Promise<Profiled
   try {
     const up = await startTarget(TARGETS.upstream, { label: `profile/${s.label}/upstream` });
     procs.push(up);
-    const target = await startTarget(s.script, { label: `profile/${s.label}`, args: [`--upstream=${up.origin}/`, ...s.args], cpuProfDir: dir, cpuProfIntervalUs: INTERVAL_US });
+    const target = await startTarget(s.script, {
+      label: `profile/${s.label}`,
+      args: [`--upstream=${up.origin}/`, ...s.args],
+      cpuProfDir: dir,
+      cpuProfIntervalUs: INTERVAL_US,
+    });
     procs.push(target);
     const body = uniqueBalanceBody();
     const url = s.script === TARGETS.svc ? `${target.origin}/main/evm/1` : `${target.origin}/`;
@@ -141,7 +156,9 @@ async function profileOne(s: Subject, settings: BenchSettings): Promise<Profiled
     const mainCpuPerReq = ((after.main - before.main) * 10_000) / responses;
     const helperCpuPerReq = ((after.helpers - before.helpers) * 10_000) / responses;
     const scale = (m: Map<string, number>) => new Map([...m].map(([k, v]) => [k, (v / Math.max(1, busy)) * mainCpuPerReq]));
-    progress(`  profile ${s.label}: ${fmt(load.rps, 0)} req/s, main thread ${fmt(mainCpuPerReq, 1)} µs/req, helper threads ${fmt(helperCpuPerReq, 1)} µs/req, ${busy} busy samples`);
+    progress(
+      `  profile ${s.label}: ${fmt(load.rps, 0)} req/s, main thread ${fmt(mainCpuPerReq, 1)} µs/req, helper threads ${fmt(helperCpuPerReq, 1)} µs/req, ${busy} busy samples`,
+    );
     return { groups: scale(groups), functions: scale(functions), mainCpuPerReq, helperCpuPerReq, responses };
   } finally {
     for (const p of procs.reverse()) await p.stop();
@@ -167,7 +184,10 @@ export async function profileSection(settings: BenchSettings): Promise<string> {
   rows.push(['**total CPU µs/req (profiled run)**', ...runs.map((r) => `**${fmt(r.mainCpuPerReq + r.helperCpuPerReq, 1)}**`)]);
   const shipped = runs[0] as Profiled;
   const off = runs[1] as Profiled;
-  const top = [...shipped.functions].sort((a, b) => b[1] - a[1]).slice(0, 25).map(([k, v]) => [`\`${k}\``, fmt(v, 2), fmt(off.functions.get(k) ?? 0, 2)]);
+  const top = [...shipped.functions]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 25)
+    .map(([k, v]) => [`\`${k}\``, fmt(v, 2), fmt(off.functions.get(k) ?? 0, 2)]);
   return [
     '## Where the time goes: profiles of svc as shipped and of the floor',
     '',

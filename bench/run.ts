@@ -91,7 +91,12 @@ const README_FAILSAFE = {
   network: {
     failsafe: [
       { matchMethod: 'eth_getLogs', timeout: { duration: '30s' }, retry: { maxAttempts: 2 } },
-      { matchMethod: '*', timeout: { duration: '10s' }, retry: { maxAttempts: 3, delay: '100ms', backoffFactor: 2, backoffMaxDelay: '1s' }, hedge: { quantile: 0.7, minDelay: '100ms', maxDelay: '2s', maxCount: 1 } },
+      {
+        matchMethod: '*',
+        timeout: { duration: '10s' },
+        retry: { maxAttempts: 3, delay: '100ms', backoffFactor: 2, backoffMaxDelay: '1s' },
+        hedge: { quantile: 0.7, minDelay: '100ms', maxDelay: '2s', maxCount: 1 },
+      },
     ],
   },
   upstream: { failsafe: [{ timeout: { duration: '5s' }, circuitBreaker: { failureThresholdCount: 20, failureThresholdCapacity: 80, halfOpenAfter: '1m' } }] },
@@ -114,14 +119,24 @@ const scenarios: Scenario[] = [
   // Realistic bodies (ABI-padded calldata, a raw transaction) and the failsafe config of docs/fault-tolerance.md.
   { key: 'svc-call1k', label: '(f) svc, eth_call with 1 KiB calldata', measured: 'svc', body: call1k, setup: () => behind(TARGETS.svc, 'svc-call1k') },
   { key: 'svc-call5k', label: '(f′) svc, eth_call with 5 KiB calldata', measured: 'svc', body: call5k, setup: () => behind(TARGETS.svc, 'svc-call5k') },
-  { key: 'fwd-call5k', label: '(d′) min forwarder, eth_call with 5 KiB calldata', measured: 'forwarder', body: call5k, setup: () => behind(TARGETS.forwarder, 'fwd-call5k') },
+  {
+    key: 'fwd-call5k',
+    label: '(d′) min forwarder, eth_call with 5 KiB calldata',
+    measured: 'forwarder',
+    body: call5k,
+    setup: () => behind(TARGETS.forwarder, 'fwd-call5k'),
+  },
   { key: 'svc-rawtx', label: '(f″) svc, eth_sendRawTransaction of 1 KiB', measured: 'svc', body: rawTx1k, setup: () => behind(TARGETS.svc, 'svc-rawtx') },
   {
     key: 'svc-failsafe',
-    label: "(g) svc with the recommended failsafe config, single",
+    label: '(g) svc with the recommended failsafe config, single',
     measured: 'svc',
     body: single,
-    setup: () => behind(TARGETS.svc, 'svc-failsafe', [`--network-defaults=${JSON.stringify(README_FAILSAFE.network)}`, `--upstream-defaults=${JSON.stringify(README_FAILSAFE.upstream)}`]),
+    setup: () =>
+      behind(TARGETS.svc, 'svc-failsafe', [
+        `--network-defaults=${JSON.stringify(README_FAILSAFE.network)}`,
+        `--upstream-defaults=${JSON.stringify(README_FAILSAFE.upstream)}`,
+      ]),
   },
   {
     key: 'svc-batch-ob',
@@ -129,7 +144,10 @@ const scenarios: Scenario[] = [
     measured: 'svc',
     body: batch10,
     // Outbound batching: the 10 calls leave as one upstream POST, like the forwarder's batch.
-    setup: () => behind(TARGETS.svc, 'svc-batch-ob', [`--upstream-options=${JSON.stringify({ jsonRpc: { supportsBatch: true, batchMaxSize: 10, batchMaxWait: '2ms' } })}`]),
+    setup: () =>
+      behind(TARGETS.svc, 'svc-batch-ob', [
+        `--upstream-options=${JSON.stringify({ jsonRpc: { supportsBatch: true, batchMaxSize: 10, batchMaxWait: '2ms' } })}`,
+      ]),
   },
   {
     key: 'svc-src',
@@ -169,13 +187,31 @@ const scenarios: Scenario[] = [
   },
   { key: 'fwd', label: '(d) min forwarder, single', measured: 'forwarder', body: single, setup: () => behind(TARGETS.forwarder, 'fwd') },
   // The floor of a Koa-based proxy, to read the targets (ratios to the node:http forwarder) against.
-  { key: 'fwd-koa', label: '(d″) Koa forwarder, single', measured: 'forwarder', body: single, setup: () => behind(TARGETS.forwarder, 'fwd-koa', ['--framework=koa']) },
+  {
+    key: 'fwd-koa',
+    label: '(d″) Koa forwarder, single',
+    measured: 'forwarder',
+    body: single,
+    setup: () => behind(TARGETS.forwarder, 'fwd-koa', ['--framework=koa']),
+  },
   { key: 'fwd-batch', label: '(d) min forwarder, batch10', measured: 'forwarder', body: batch10, setup: () => behind(TARGETS.forwarder, 'fwd-batch') },
   // svc as a user runs it: the default preset with its zero-config memory cache and multiplexing
   // on, every call a different eth_getBalance at a finalized block, so every call is a miss that
   // is written back. Its floors get the same unique bodies.
-  { key: 'fwd-unique', label: '(d) min forwarder, unique eth_getBalance', measured: 'forwarder', body: uniqueBalanceBody(), setup: () => behind(TARGETS.forwarder, 'fwd-unique') },
-  { key: 'fwd-koa-unique', label: '(d″) Koa forwarder, unique eth_getBalance', measured: 'forwarder', body: uniqueBalanceBody(), setup: () => behind(TARGETS.forwarder, 'fwd-koa-unique', ['--framework=koa']) },
+  {
+    key: 'fwd-unique',
+    label: '(d) min forwarder, unique eth_getBalance',
+    measured: 'forwarder',
+    body: uniqueBalanceBody(),
+    setup: () => behind(TARGETS.forwarder, 'fwd-unique'),
+  },
+  {
+    key: 'fwd-koa-unique',
+    label: '(d″) Koa forwarder, unique eth_getBalance',
+    measured: 'forwarder',
+    body: uniqueBalanceBody(),
+    setup: () => behind(TARGETS.forwarder, 'fwd-koa-unique', ['--framework=koa']),
+  },
   {
     key: 'svc-shipped',
     label: '(h) svc as shipped (default preset, memory cache + multiplexing on), unique eth_getBalance',
@@ -184,14 +220,64 @@ const scenarios: Scenario[] = [
     setup: () => behind(TARGETS.svc, 'svc-shipped', ['--cache=1', '--multiplexing=1']),
   },
   // Diagnostics of what (h) adds to (h′): the memory cache alone (read miss + write-back) and multiplexing alone.
-  { key: 'svc-cacheonly-unique', label: '(h‴) svc default preset, memory cache on, multiplexing off, unique eth_getBalance', measured: 'svc', body: uniqueBalanceBody(), setup: () => behind(TARGETS.svc, 'svc-cacheonly-unique', ['--cache=1']) },
-  { key: 'svc-muxonly-unique', label: '(h⁗) svc default preset, multiplexing on, cache off, unique eth_getBalance', measured: 'svc', body: uniqueBalanceBody(), setup: () => behind(TARGETS.svc, 'svc-muxonly-unique', ['--multiplexing=1']) },
-  { key: 'svc-nocache-unique', label: '(h′) svc default preset, cache and multiplexing off, unique eth_getBalance', measured: 'svc', body: uniqueBalanceBody(), setup: () => behind(TARGETS.svc, 'svc-nocache-unique') },
-  { key: 'svc-minimal-unique', label: '(h″) svc minimal preset, unique eth_getBalance', measured: 'svc', body: uniqueBalanceBody(), setup: () => behind(TARGETS.svc, 'svc-minimal-unique', ['--preset=minimal']) },
+  {
+    key: 'svc-cacheonly-unique',
+    label: '(h‴) svc default preset, memory cache on, multiplexing off, unique eth_getBalance',
+    measured: 'svc',
+    body: uniqueBalanceBody(),
+    setup: () => behind(TARGETS.svc, 'svc-cacheonly-unique', ['--cache=1']),
+  },
+  {
+    key: 'svc-muxonly-unique',
+    label: '(h⁗) svc default preset, multiplexing on, cache off, unique eth_getBalance',
+    measured: 'svc',
+    body: uniqueBalanceBody(),
+    setup: () => behind(TARGETS.svc, 'svc-muxonly-unique', ['--multiplexing=1']),
+  },
+  {
+    key: 'svc-nocache-unique',
+    label: '(h′) svc default preset, cache and multiplexing off, unique eth_getBalance',
+    measured: 'svc',
+    body: uniqueBalanceBody(),
+    setup: () => behind(TARGETS.svc, 'svc-nocache-unique'),
+  },
+  {
+    key: 'svc-minimal-unique',
+    label: '(h″) svc minimal preset, unique eth_getBalance',
+    measured: 'svc',
+    body: uniqueBalanceBody(),
+    setup: () => behind(TARGETS.svc, 'svc-minimal-unique', ['--preset=minimal']),
+  },
 ];
 
 /** Order of the runs inside a round: each svc scenario right after its floor. */
-const RUN_ORDER = ['direct', 'http', 'koa', 'svc-cache', 'svc-redis', 'fwd', 'fwd-koa', 'svc', 'svc-src', 'svc-minimal', 'fwd-batch', 'svc-batch', 'svc-batch-ob', 'svc-call1k', 'fwd-call5k', 'svc-call5k', 'svc-rawtx', 'svc-failsafe', 'fwd-unique', 'fwd-koa-unique', 'svc-shipped', 'svc-cacheonly-unique', 'svc-muxonly-unique', 'svc-nocache-unique', 'svc-minimal-unique'];
+const RUN_ORDER = [
+  'direct',
+  'http',
+  'koa',
+  'svc-cache',
+  'svc-redis',
+  'fwd',
+  'fwd-koa',
+  'svc',
+  'svc-src',
+  'svc-minimal',
+  'fwd-batch',
+  'svc-batch',
+  'svc-batch-ob',
+  'svc-call1k',
+  'fwd-call5k',
+  'svc-call5k',
+  'svc-rawtx',
+  'svc-failsafe',
+  'fwd-unique',
+  'fwd-koa-unique',
+  'svc-shipped',
+  'svc-cacheonly-unique',
+  'svc-muxonly-unique',
+  'svc-nocache-unique',
+  'svc-minimal-unique',
+];
 
 interface Live {
   scenario: Scenario;
@@ -281,7 +367,9 @@ async function main(): Promise<void> {
       for (const l of runOrder) {
         const m = await measure(l.target, { url: l.url, body: l.scenario.body, connections: settings.connections, durationS: settings.durationS }, l.helpers);
         l.runs.push(m);
-        const f = hasFailures(m.load) ? ` FAILURES non2xx=${m.load.non2xx} errors=${m.load.errors} timeouts=${m.load.timeouts} mismatches=${m.load.mismatches} codes=${JSON.stringify(m.load.statusCodes)}` : '';
+        const f = hasFailures(m.load)
+          ? ` FAILURES non2xx=${m.load.non2xx} errors=${m.load.errors} timeouts=${m.load.timeouts} mismatches=${m.load.mismatches} codes=${JSON.stringify(m.load.statusCodes)}`
+          : '';
         const other = m.otherCpuShare === undefined ? '' : `, other procs ${fmt(m.otherCpuShare * 100, 0)}% of machine`;
         progress(
           `  round ${round}/${settings.reps} ${l.scenario.label}: ${fmt(m.load.rps, 0)} req/s, p50 ${fmt(m.load.p50Ms, 2)} ms, p99 ${fmt(m.load.p99Ms, 2)} ms, ${fmt(m.usage.cpuMicros / Math.max(1, m.load.responses), 1)} µs CPU/req${other}${f}`,
@@ -309,7 +397,20 @@ async function main(): Promise<void> {
     s.failures > 0 ? `${s.failures} ${JSON.stringify(s.statusCodes)}${s.live.preflightError ? ' preflight' : ''}` : '0',
   ]);
   const table = markdownTable(
-    ['Scenario', 'Process measured', 'CPU µs/req (min–max)', 'CPU µs/call', 'mean ms', 'p50 ms', 'p99 ms', 'req/s', 'peak RSS MiB', 'upstream req/req', 'other procs CPU %', 'failures'],
+    [
+      'Scenario',
+      'Process measured',
+      'CPU µs/req (min–max)',
+      'CPU µs/call',
+      'mean ms',
+      'p50 ms',
+      'p99 ms',
+      'req/s',
+      'peak RSS MiB',
+      'upstream req/req',
+      'other procs CPU %',
+      'failures',
+    ],
     rows,
   );
 
@@ -323,13 +424,18 @@ async function main(): Promise<void> {
   {
     const a = by('svc-batch');
     const b = by('fwd');
-    ratioRows.push(['b/d: svc batch10 per call / min forwarder single (one upstream request each)', a && b ? `${fmt(a.cpuPerCall / b.cpuPerReq, 2)}×` : '–', '–', '–']);
+    ratioRows.push([
+      'b/d: svc batch10 per call / min forwarder single (one upstream request each)',
+      a && b ? `${fmt(a.cpuPerCall / b.cpuPerReq, 2)}×` : '–',
+      '–',
+      '–',
+    ]);
   }
   addRatio('b/c: svc single / bare Koa', by('svc'), by('koa'));
   addRatio('f/d: svc eth_call 1 KiB / min forwarder single', by('svc-call1k'), by('fwd'));
   addRatio('f′/d′: svc eth_call 5 KiB / min forwarder, same body', by('svc-call5k'), by('fwd-call5k'));
   addRatio('f″/d: svc eth_sendRawTransaction 1 KiB / min forwarder single', by('svc-rawtx'), by('fwd'));
-  addRatio("g/b: svc with the recommended failsafe config / svc default", by('svc-failsafe'), by('svc'));
+  addRatio('g/b: svc with the recommended failsafe config / svc default', by('svc-failsafe'), by('svc'));
   addRatio('b′/d: svc minimal preset / min forwarder single', by('svc-minimal'), by('fwd'));
   addRatio('d″/d: Koa forwarder / min forwarder (the floor of a Koa-based proxy)', by('fwd-koa'), by('fwd'));
   addRatio('b′/d″: svc minimal preset / Koa forwarder', by('svc-minimal'), by('fwd-koa'));
@@ -381,7 +487,10 @@ async function main(): Promise<void> {
       redisGetsPerReq: s.extraHelperReqPerReq,
       failures: s.failures,
     };
-  const cache = by('svc-cache') || by('svc-redis') ? `\n${cacheSection([cacheRow(by('svc-cache')), cacheRow(by('svc-redis'))], cacheRow(by('http')), cacheRow(by('koa')))}\n` : '';
+  const cache =
+    by('svc-cache') || by('svc-redis')
+      ? `\n${cacheSection([cacheRow(by('svc-cache')), cacheRow(by('svc-redis'))], cacheRow(by('http')), cacheRow(by('koa')))}\n`
+      : '';
 
   const md = `# svc benchmark results
 
@@ -424,7 +533,19 @@ ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, time
   const profile = process.env.BENCH_SKIP_PROFILE === '1' ? '' : `\n${await profileSection(settings)}\n`;
   // WebSocket newHeads fan-out to 1,000 subscribers (BENCH_SKIP_WS=1 leaves it out).
   const ws = process.env.BENCH_SKIP_WS === '1' ? '' : `\n${await wsScenario(settings)}\n`;
-  const report = md + targets + (writeback ? `\n${writeback.text}` : '') + cache + hedge + burst + consensus + memory + compression + (workers ? `\n${workers.text}\n` : '') + ws + profile;
+  const report =
+    md +
+    targets +
+    (writeback ? `\n${writeback.text}` : '') +
+    cache +
+    hedge +
+    burst +
+    consensus +
+    memory +
+    compression +
+    (workers ? `\n${workers.text}\n` : '') +
+    ws +
+    profile;
   process.stdout.write(report);
   const out = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
   writeFileSync(out, report);

@@ -49,7 +49,7 @@ export function fmt(x: number, digits = 1): string {
 export function markdownTable(headers: readonly string[], rows: readonly (readonly string[])[], align?: readonly ('l' | 'r')[]): string {
   const al = headers.map((_, i) => align?.[i] ?? (i === 0 ? 'l' : 'r'));
   const width = headers.map((h, i) => Math.max(h.length, 3, ...rows.map((r) => (r[i] ?? '').length)));
-  const pad = (s: string, i: number) => ((al[i] === 'r' ? s.padStart(width[i] as number) : s.padEnd(width[i] as number)));
+  const pad = (s: string, i: number) => (al[i] === 'r' ? s.padStart(width[i] as number) : s.padEnd(width[i] as number));
   const line = (cells: readonly string[]) => `| ${headers.map((_, i) => pad(cells[i] ?? '', i)).join(' | ')} |`;
   const sep = `|${headers.map((_, i) => (al[i] === 'r' ? `${'-'.repeat((width[i] as number) + 1)}:` : `:${'-'.repeat((width[i] as number) + 1)}`)).join('|')}|`;
   return [line(headers), sep, ...rows.map(line)].join('\n');

@@ -70,7 +70,13 @@ async function startSvc(label: string, workers: number | 'auto', connections: nu
       logLevel: 'error',
       server: { workers, httpHost: '127.0.0.1', httpPort: port, waitBeforeShutdown: '0s', waitAfterShutdown: '1s' },
       metrics: { enabled: false },
-      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'up0', endpoint: `${upstream.origin}/`, evm: { chainId: 1 } }] }],
+      projects: [
+        {
+          id: 'main',
+          networks: [{ architecture: 'evm', evm: { chainId: 1 } }],
+          upstreams: [{ id: 'up0', endpoint: `${upstream.origin}/`, evm: { chainId: 1 } }],
+        },
+      ],
     }),
   );
   const child = spawn(process.execPath, [CLI, 'start', '--config', file], { stdio: ['ignore', 'ignore', 'inherit'] });
@@ -124,7 +130,9 @@ export async function workersScenario(settings: BenchSettings): Promise<{ text: 
         // With workers the first process is the cluster primary; with 1 it is svc itself.
         const primaryCpuPerReq = processes > 1 ? (cpuMicrosOrZero(pid) - primary0) / Math.max(1, load.responses) : Number.NaN;
         s.runs.push({ cpuPerReq, primaryCpuPerReq, rps: load.rps, p99Ms: load.p99Ms, processes });
-        progress(`  round ${round}/${settings.reps} ${s.label}: ${fmt(load.rps, 0)} req/s, p99 ${fmt(load.p99Ms, 2)} ms, ${fmt(cpuPerReq, 1)} µs CPU/req over ${processes} processes (primary ${fmt(primaryCpuPerReq, 1)})`);
+        progress(
+          `  round ${round}/${settings.reps} ${s.label}: ${fmt(load.rps, 0)} req/s, p99 ${fmt(load.p99Ms, 2)} ms, ${fmt(cpuPerReq, 1)} µs CPU/req over ${processes} processes (primary ${fmt(primaryCpuPerReq, 1)})`,
+        );
       }
     }
   } finally {
@@ -132,7 +140,14 @@ export async function workersScenario(settings: BenchSettings): Promise<{ text: 
   }
   const [one, many] = subjects as [Subject, Subject];
   const med = (s: Subject, k: 'cpuPerReq' | 'primaryCpuPerReq' | 'rps' | 'p99Ms') => median(s.runs.map((r) => r[k]));
-  const rows = subjects.map((s) => [s.label, String(s.runs[0]?.processes ?? 0), fmt(med(s, 'cpuPerReq'), 1), Number.isNaN(med(s, 'primaryCpuPerReq')) ? '–' : fmt(med(s, 'primaryCpuPerReq'), 1), fmt(med(s, 'rps'), 0), fmt(med(s, 'p99Ms'), 2)]);
+  const rows = subjects.map((s) => [
+    s.label,
+    String(s.runs[0]?.processes ?? 0),
+    fmt(med(s, 'cpuPerReq'), 1),
+    Number.isNaN(med(s, 'primaryCpuPerReq')) ? '–' : fmt(med(s, 'primaryCpuPerReq'), 1),
+    fmt(med(s, 'rps'), 0),
+    fmt(med(s, 'p99Ms'), 2),
+  ]);
   const cpuRatio = med(many, 'cpuPerReq') / med(one, 'cpuPerReq');
   const rpsRatio = med(many, 'rps') / med(one, 'rps');
   const text = [

@@ -53,7 +53,12 @@ for (let r = 0; r < rounds; r++) {
   const t0 = process.cpuUsage();
   for (let i = 0; i < WRITES_PER_ROUND; i++) writeBack(next++);
   const d = process.cpuUsage(t0);
-  out.push({ writes: WRITES_PER_ROUND, cpuMicrosPerWrite: (d.user + d.system) / WRITES_PER_ROUND, heapUsedMiB: process.memoryUsage().heapUsed / 2 ** 20, entries: tier.size });
+  out.push({
+    writes: WRITES_PER_ROUND,
+    cpuMicrosPerWrite: (d.user + d.system) / WRITES_PER_ROUND,
+    heapUsedMiB: process.memoryUsage().heapUsed / 2 ** 20,
+    entries: tier.size,
+  });
 }
 if (wrote !== next - 1) throw new Error(`expected ${next - 1} stored writes, the sink saw ${wrote}`);
 process.stdout.write(`${JSON.stringify({ rounds: out, heapPerEntry, accountedPerEntry })}\n`);

@@ -24,7 +24,10 @@ const CHILD = fileURLToPath(new URL('./writeback-child.ts', import.meta.url));
 /** Runs the child and collects its rounds. */
 function runChild(rounds: number): Promise<{ rounds: WritebackRound[]; heapPerEntry: number; accountedPerEntry: number }> {
   return new Promise((resolve, reject) => {
-    const child = fork(CHILD, [String(rounds)], { execArgv: ['--expose-gc', '--import', 'tsx', '--conditions=svc-source'], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    const child = fork(CHILD, [String(rounds)], {
+      execArgv: ['--expose-gc', '--import', 'tsx', '--conditions=svc-source'],
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    });
     let out = '';
     child.stdout?.on('data', (d: Buffer) => (out += d.toString('utf8')));
     child.on('error', reject);
@@ -48,7 +51,8 @@ export async function writebackSection(reps: number): Promise<{ text: string; me
   progress('write-back: the memory tier filled to its bound, then unique misses written back');
   const { rounds, heapPerEntry, accountedPerEntry } = await runChild(Math.max(1, reps));
   const med = median(rounds.map((r) => r.cpuMicrosPerWrite));
-  for (const [i, r] of rounds.entries()) progress(`  round ${i + 1}/${rounds.length}: ${fmt(r.cpuMicrosPerWrite, 2)} µs CPU per write-back, ${r.entries} entries held`);
+  for (const [i, r] of rounds.entries())
+    progress(`  round ${i + 1}/${rounds.length}: ${fmt(r.cpuMicrosPerWrite, 2)} µs CPU per write-back, ${r.entries} entries held`);
   const rows = rounds.map((r, i) => [String(i + 1), fmt(r.writes, 0), fmt(r.cpuMicrosPerWrite, 2), fmt(r.entries, 0), fmt(r.heapUsedMiB, 0)]);
   const text = [
     '## Cache write-back: what storing a miss costs the memory tier',

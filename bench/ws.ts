@@ -175,7 +175,12 @@ export async function wsScenario(settings: BenchSettings): Promise<string> {
     targets.push(upstream);
     const svc = await startTarget(TARGETS.svc, {
       label: 'ws/svc',
-      args: [`--upstream=${upstream.origin}/`, '--cache=1', '--multiplexing=1', `--server-options=${JSON.stringify({ websocket: { newHeadsPollInterval: poll } })}`],
+      args: [
+        `--upstream=${upstream.origin}/`,
+        '--cache=1',
+        '--multiplexing=1',
+        `--server-options=${JSON.stringify({ websocket: { newHeadsPollInterval: poll } })}`,
+      ],
     });
     targets.push(svc);
     const bad = await preflight(`${svc.origin}/main/evm/1`, singleBody());
@@ -198,7 +203,9 @@ export async function wsScenario(settings: BenchSettings): Promise<string> {
       for (let r = 1; r <= settings.reps; r++) {
         const w = await measureWindow(svc, many, clients, blocks, advanceMs);
         windows.push(w);
-        progress(`  window ${r}/${settings.reps}: blocks ${w.first}..${w.first + blocks - 1}, svc ${fmt(w.svcCpuMicros / blocks / 1000, 2)} ms CPU/block${w.complete ? '' : ' (INCOMPLETE)'}`);
+        progress(
+          `  window ${r}/${settings.reps}: blocks ${w.first}..${w.first + blocks - 1}, svc ${fmt(w.svcCpuMicros / blocks / 1000, 2)} ms CPU/block${w.complete ? '' : ' (INCOMPLETE)'}`,
+        );
       }
       const got = many.next<typeof stats>('stats');
       many.child.send({ type: 'stats' });
@@ -239,7 +246,14 @@ export async function wsScenario(settings: BenchSettings): Promise<string> {
     `svc as shipped (default preset, \`server.websocket.newHeadsPollInterval: ${poll}\`) in front of the fake upstream whose head advances one block every ${advanceMs} ms; ${clients.toLocaleString('en-US')} \`ws\` clients in a child process, each with its own socket and \`eth_subscribe ["newHeads"]\`. Windows of ${blocks} blocks: svc idle, 1 subscriber, then ${settings.reps} window(s) with every subscriber (medians). CPU is svc's whole process (user + system) over the window divided by the blocks emitted, so it includes the head polls and svc's own state poller; latencies are client receive times (one clock, sub-ms).`,
     '',
     markdownTable(
-      ['WebSocket clients', 'svc CPU ms/block', 'upstream advance → client p50 / p99 ms', 'after the block’s first receipt p50 / p99 ms', 'per block, first → last client p50 / p99 ms', 'client process CPU ms/block'],
+      [
+        'WebSocket clients',
+        'svc CPU ms/block',
+        'upstream advance → client p50 / p99 ms',
+        'after the block’s first receipt p50 / p99 ms',
+        'per block, first → last client p50 / p99 ms',
+        'client process CPU ms/block',
+      ],
       rows,
     ),
     '',
@@ -247,7 +261,7 @@ export async function wsScenario(settings: BenchSettings): Promise<string> {
     `- **Fan-out latency p99: ${ms(percentile(lat.delay, 99))} ms** after the block's first receipt (p50 ${ms(percentile(lat.delay, 50))} ms); the last client of a block got it ${ms(percentile(lat.spread, 50))} ms after the first at the median block (p99 of blocks ${ms(percentile(lat.spread, 99))} ms, over ${lat.spread.length} blocks). Upstream advance → client adds svc's poll wait (up to ${poll}) and one \`eth_getBlockByNumber\` round trip.`,
     `- svc with ${clients.toLocaleString('en-US')} sockets open: RSS ${fmt((last?.svcRssKb ?? Number.NaN) / 1024, 1)} MiB, V8 heap ${fmt((last?.svcHeapKb ?? Number.NaN) / 1024, 1)} MiB.`,
     `- Delivery: ${stats.notifications.toLocaleString('en-US')} notifications received; ${faults === 0 ? 'no block missed, repeated or out of order at any client, no socket closed' : `⚠ ${stats.gaps} missed, ${stats.duplicates} repeated, ${stats.backwards} backwards, ${lat.missing} missing in the windows, ${stats.closed} sockets closed`}${windows.every((w) => w.complete) ? '' : '; ⚠ a window timed out before every client had its last block'}.`,
-    '- On a 2-core machine svc, the client process and the upstream share the cores: the spread includes the client process reading 1,000 sockets one after another (its CPU per block is in the last column), so it is an upper bound of svc\'s own fan-out time.',
+    "- On a 2-core machine svc, the client process and the upstream share the cores: the spread includes the client process reading 1,000 sockets one after another (its CPU per block is in the last column), so it is an upper bound of svc's own fan-out time.",
     '',
   ].join('\n');
 }

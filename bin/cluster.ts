@@ -102,7 +102,10 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
       metricsServer?.once('error', reject);
       metricsServer?.listen(m.port, m.host, () => resolve());
     });
-    logger.info({ listen: `http://${m.host}:${(metricsServer.address() as AddressInfo).port}`, path: '/metrics', workers: opts.workers }, 'metrics listening (summed over the workers)');
+    logger.info(
+      { listen: `http://${m.host}:${(metricsServer.address() as AddressInfo).port}`, path: '/metrics', workers: opts.workers },
+      'metrics listening (summed over the workers)',
+    );
   }
 
   let resolveDone!: (code: number) => void;

@@ -40,7 +40,11 @@ async function waitForRpc(url: string, timeoutMs: number): Promise<void> {
 const anvilPort = await freePort();
 const deadPort = await freePort();
 const svcPort = Number(process.env.PORT ?? 4000);
-const anvil = spawn(join(PACKAGE_ROOT, 'node_modules', '.bin', 'anvil'), ['--port', String(anvilPort), '--host', '127.0.0.1', '--silent', '--block-time', '2'], { stdio: 'ignore' });
+const anvil = spawn(
+  join(PACKAGE_ROOT, 'node_modules', '.bin', 'anvil'),
+  ['--port', String(anvilPort), '--host', '127.0.0.1', '--silent', '--block-time', '2'],
+  { stdio: 'ignore' },
+);
 process.on('exit', () => anvil.kill());
 await waitForRpc(`http://127.0.0.1:${anvilPort}`, 10_000);
 

@@ -197,11 +197,23 @@ export function collectTitledTests(): TitledTest[] {
   const dir = mkdtempSync(join(tmpdir(), 'svc-conformance-'));
   const out = join(dir, 'tests.json');
   try {
-    execFileSync(process.execPath, [join(PACKAGE_ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js'), '--dry-run', '--reporter', 'json', '--reporter-option', `output=${out}`, 'test/**/*.test.ts'], {
-      cwd: PACKAGE_ROOT,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      timeout: 120_000,
-    });
+    execFileSync(
+      process.execPath,
+      [
+        join(PACKAGE_ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js'),
+        '--dry-run',
+        '--reporter',
+        'json',
+        '--reporter-option',
+        `output=${out}`,
+        'test/**/*.test.ts',
+      ],
+      {
+        cwd: PACKAGE_ROOT,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        timeout: 120_000,
+      },
+    );
     const report = JSON.parse(readFileSync(out, 'utf8')) as { tests: { title: string; file: string }[] };
     const found: TitledTest[] = [];
     for (const t of report.tests) {
@@ -226,9 +238,24 @@ export function runTitledTests(files: string[]): TestOutcome[] {
   const out = join(dir, 'results.jsonl');
   try {
     writeFileSync(out, '');
-    const args = [join(PACKAGE_ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js'), '--reporter', 'dot', '--grep', '(^| )§', '--parallel', '--jobs', '2', ...files];
+    const args = [
+      join(PACKAGE_ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js'),
+      '--reporter',
+      'dot',
+      '--grep',
+      '(^| )§',
+      '--parallel',
+      '--jobs',
+      '2',
+      ...files,
+    ];
     try {
-      execFileSync(process.execPath, args, { cwd: PACKAGE_ROOT, stdio: ['ignore', 'ignore', 'pipe'], timeout: 900_000, env: { ...process.env, SVC_CONFORMANCE_RESULTS: out } });
+      execFileSync(process.execPath, args, {
+        cwd: PACKAGE_ROOT,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        timeout: 900_000,
+        env: { ...process.env, SVC_CONFORMANCE_RESULTS: out },
+      });
     } catch (e) {
       // Failing tests make mocha exit non-zero: their outcomes are recorded and counted as such.
       if (readFileSync(out, 'utf8').length === 0) throw e;

@@ -8,7 +8,10 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const tsFile = process.argv.slice(2).map((a) => a.slice(a.indexOf('=') + 1)).find((a) => /\.[mc]?ts$/i.test(a) && !/\.d\.[mc]?ts$/i.test(a));
+const tsFile = process.argv
+  .slice(2)
+  .map((a) => a.slice(a.indexOf('=') + 1))
+  .find((a) => /\.[mc]?ts$/i.test(a) && !/\.d\.[mc]?ts$/i.test(a));
 if (tsFile) {
   let loader;
   for (const base of [join(process.cwd(), 'package.json'), import.meta.url]) {

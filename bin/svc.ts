@@ -144,7 +144,11 @@ async function pipeline(file: string | undefined, presetName: string | undefined
     proxy.buildRegistry();
     const text = renderPipeline(proxy, networkId);
     if (!text) {
-      process.stderr.write(networkId ? `no network ${networkId} in this config\n` : 'no network in this config (declare one under projects[].networks, or give upstreams an evm.chainId)\n');
+      process.stderr.write(
+        networkId
+          ? `no network ${networkId} in this config\n`
+          : 'no network in this config (declare one under projects[].networks, or give upstreams an evm.chainId)\n',
+      );
       return 1;
     }
     process.stdout.write(text);
@@ -177,7 +181,13 @@ async function configSchema(sub: string | undefined, file: string | undefined, p
   }
 }
 
-async function start(file: string | undefined, port: number | undefined, metricsPort: number | undefined, presetName: string | undefined, endpoints: string[]): Promise<number> {
+async function start(
+  file: string | undefined,
+  port: number | undefined,
+  metricsPort: number | undefined,
+  presetName: string | undefined,
+  endpoints: string[],
+): Promise<number> {
   // From the first moment: Node's default for SIGHUP is to exit, and svc reloads only once it serves.
   process.on('SIGHUP', () => (onSighup ? onSighup() : process.stderr.write('SIGHUP while svc is starting: ignored (reload once it serves)\n')));
   const configFile = file ?? (existsSync('svc.yaml') ? 'svc.yaml' : undefined);
@@ -203,7 +213,8 @@ async function start(file: string | undefined, port: number | undefined, metrics
     // One line: which preset (and from where), every plugin with its version and the config keys it owns.
     const line = presetLogLine(resolved, proxy.plugins);
     logger.info(line.fields, line.message);
-    if (!configFile && endpoints.length === 0) logger.warn('no config file and no endpoints: project "main" is zero-config (public endpoints by chain, spec §2.10) in the default preset');
+    if (!configFile && endpoints.length === 0)
+      logger.warn('no config file and no endpoints: project "main" is zero-config (public endpoints by chain, spec §2.10) in the default preset');
   }
   const server = proxy.config.server;
   if (server.workers > 1 && cluster.isPrimary) {
@@ -236,7 +247,16 @@ async function start(file: string | undefined, port: number | undefined, metrics
     return 1;
   }
   enableReload(proxy, configFile, endpoints, resolved, logger);
-  logger.info({ listen: `http://${addr.address}:${addr.port}`, config: configFile ?? null, version: VERSION, commit: proxy.commit, ...(worker ? { worker: worker.index, workers: worker.count, pid: process.pid } : {}) }, 'svc listening');
+  logger.info(
+    {
+      listen: `http://${addr.address}:${addr.port}`,
+      config: configFile ?? null,
+      version: VERSION,
+      commit: proxy.commit,
+      ...(worker ? { worker: worker.index, workers: worker.count, pid: process.pid } : {}),
+    },
+    'svc listening',
+  );
   // Graceful drain on the first SIGTERM/SIGINT (spec §3.2); a second signal exits at once.
   let stopping = false;
   const stop = (signal: string) => {
@@ -246,7 +266,10 @@ async function start(file: string | undefined, port: number | undefined, metrics
     }
     stopping = true;
     const s = proxy.config.server;
-    logger.info({ signal, waitBeforeShutdownMs: s.waitBeforeShutdownMs, waitAfterShutdownMs: s.waitAfterShutdownMs }, `draining: healthcheck is 503, calls still served until waitBeforeShutdown; send ${signal} again (Ctrl-C) to exit at once`);
+    logger.info(
+      { signal, waitBeforeShutdownMs: s.waitBeforeShutdownMs, waitAfterShutdownMs: s.waitAfterShutdownMs },
+      `draining: healthcheck is 503, calls still served until waitBeforeShutdown; send ${signal} again (Ctrl-C) to exit at once`,
+    );
     proxy.shutdown().then(
       () => {
         logger.info('drained: exiting');
@@ -276,7 +299,13 @@ let onSighup: (() => void) | undefined;
  * `svc validate` does; a refused config is logged with the messages `svc validate` prints.
  * A worker reloaded through `/admin` asks the primary to reload the other workers.
  */
-function enableReload(proxy: ReturnType<typeof createProxy>, configFile: string | undefined, endpoints: string[], preset: ResolvedPreset, logger: ReturnType<typeof createLogger>): void {
+function enableReload(
+  proxy: ReturnType<typeof createProxy>,
+  configFile: string | undefined,
+  endpoints: string[],
+  preset: ResolvedPreset,
+  logger: ReturnType<typeof createLogger>,
+): void {
   if (!configFile) {
     onSighup = () => logger.warn('SIGHUP: svc was started without a config file: nothing to reload');
     return;
@@ -390,7 +419,11 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return cmd || values.help ? 0 : 2;
   }
-  if (cmd === 'validate') return validate(values['from-erpc'] ?? values.config, values.preset, { print: values.print === true || values['from-erpc'] !== undefined, fromErpc: values['from-erpc'] !== undefined });
+  if (cmd === 'validate')
+    return validate(values['from-erpc'] ?? values.config, values.preset, {
+      print: values.print === true || values['from-erpc'] !== undefined,
+      fromErpc: values['from-erpc'] !== undefined,
+    });
   if (cmd === 'config') return configSchema(rest[0], values.config, values.preset);
   if (cmd === 'reload') return reload(values.pid, values.url, values.token);
   if (cmd === 'pipeline') return pipeline(values.config, values.preset, values.network, rest);

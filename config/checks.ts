@@ -51,7 +51,8 @@ export function semanticProblems(doc: SvcConfigInput): ConfigProblem[] {
   }
   const projectIds = new Set<string>();
   (doc.projects ?? []).forEach((p, pi) => {
-    if (RESERVED_PROJECT_IDS.has(p.id.toLowerCase())) out.push({ path: `projects[${pi}].id`, message: `project id "${p.id}" is reserved: /${p.id.toLowerCase()} is served by svc itself` });
+    if (RESERVED_PROJECT_IDS.has(p.id.toLowerCase()))
+      out.push({ path: `projects[${pi}].id`, message: `project id "${p.id}" is reserved: /${p.id.toLowerCase()} is served by svc itself` });
     if (projectIds.has(p.id)) out.push({ path: `projects[${pi}].id`, message: `duplicate project id "${p.id}"` });
     projectIds.add(p.id);
     const chains = new Set<number>();
@@ -77,4 +78,3 @@ export function semanticProblems(doc: SvcConfigInput): ConfigProblem[] {
   });
   return out;
 }
-

@@ -12,7 +12,15 @@ interface Row {
 }
 
 function typeOf(s: TSchema): string {
-  const x = s as { type?: string | string[]; anyOf?: TSchema[]; const?: unknown; items?: TSchema; 'x-svc-kind'?: string; patternProperties?: unknown; enum?: unknown[] };
+  const x = s as {
+    type?: string | string[];
+    anyOf?: TSchema[];
+    const?: unknown;
+    items?: TSchema;
+    'x-svc-kind'?: string;
+    patternProperties?: unknown;
+    enum?: unknown[];
+  };
   if (x['x-svc-kind'] === 'duration') return 'duration';
   if (x['x-svc-kind'] === 'size') return 'size';
   if (x['x-svc-kind'] === 'function') return 'function';

@@ -20,14 +20,18 @@ export interface ErpcRefusal {
   instead: string;
 }
 
-const TRACING = 'svc exports OpenTelemetry traces through `tracing` (endpoint, sampleRate, serviceName, headers); set the exporter\'s transport with the standard OTEL_EXPORTER_OTLP_* environment variables';
+const TRACING =
+  "svc exports OpenTelemetry traces through `tracing` (endpoint, sampleRate, serviceName, headers); set the exporter's transport with the standard OTEL_EXPORTER_OTLP_* environment variables";
 
 /**
  * eRPC keys svc does not implement, by canonical path. A path covers every key below it.
  * (Keys other parts of svc add later are accepted by the schema first and never reach this table.)
  */
 export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
-  'server.listenV6': { feature: 'a second, IPv6 listener', instead: 'svc has one listener: set `server.httpHost: "::"` to listen on IPv6 (and IPv4 on dual-stack hosts)' },
+  'server.listenV6': {
+    feature: 'a second, IPv6 listener',
+    instead: 'svc has one listener: set `server.httpHost: "::"` to listen on IPv6 (and IPv4 on dual-stack hosts)',
+  },
   'server.httpHostV6': { feature: 'a second, IPv6 listener', instead: 'svc has one listener: set `server.httpHost: "::"`' },
   'server.httpPortV6': { feature: 'a second, IPv6 listener', instead: 'svc has one listener: `server.httpPort`' },
   'server.grpcEnabled': { feature: 'the gRPC server', instead: 'svc serves JSON-RPC over HTTP only' },
@@ -38,97 +42,260 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   'server.grpcMaxRecvMsgSize': { feature: 'the gRPC server', instead: 'svc serves JSON-RPC over HTTP only' },
   'server.grpcMaxSendMsgSize': { feature: 'the gRPC server', instead: 'svc serves JSON-RPC over HTTP only' },
   'server.grpcReflection': { feature: 'the gRPC server', instead: 'svc serves JSON-RPC over HTTP only' },
-  'server.writeTimeout': { feature: 'the HTTP write timeout', instead: 'a call is bounded by `server.maxTimeout` (and its failsafe timeouts); slow readers by `server.keepAliveTimeout`' },
-  'server.tls': { feature: 'TLS termination in the proxy', instead: 'terminate TLS in front of svc (ingress, load balancer) and list it in `server.trustedIPForwarders`' },
+  'server.writeTimeout': {
+    feature: 'the HTTP write timeout',
+    instead: 'a call is bounded by `server.maxTimeout` (and its failsafe timeouts); slow readers by `server.keepAliveTimeout`',
+  },
+  'server.tls': {
+    feature: 'TLS termination in the proxy',
+    instead: 'terminate TLS in front of svc (ingress, load balancer) and list it in `server.trustedIPForwarders`',
+  },
   'admin.allowMethods': { feature: 'admin method allow/deny lists', instead: 'the admin endpoint serves only its own methods; guard it with `admin.auth`' },
   'admin.denyMethods': { feature: 'admin method allow/deny lists', instead: 'the admin endpoint serves only its own methods; guard it with `admin.auth`' },
   'tracing.protocol': { feature: 'the tracing exporter protocol', instead: TRACING },
   'tracing.detailed': { feature: 'detailed tracing', instead: TRACING },
   'tracing.tls': { feature: 'tracing exporter TLS', instead: TRACING },
   'tracing.resourceAttributes': { feature: 'tracing resource attributes', instead: `${TRACING}; resource attributes through OTEL_RESOURCE_ATTRIBUTES` },
-  'tracing.forceTraceMatchers': { feature: 'forced tracing by network/method', instead: 'send the `X-SVC-Force-Trace` header (or `?force-trace=true`) on the calls to trace' },
-  proxyPools: { feature: 'outbound HTTP proxy pools', instead: 'svc connects to upstreams directly; route egress through the host\'s network (HTTP(S)_PROXY is not read)' },
-  'database.evmJsonRpcCache.connectors[].memory.emitMetrics': { feature: 'per-connector memory metrics', instead: 'the cache metrics (`svc_cache_*`) cover every connector' },
-  'database.evmJsonRpcCache.connectors[].postgresql.minConns': { feature: 'a minimum PostgreSQL pool size', instead: 'svc opens connections on demand, up to `maxConns`' },
-  'database.evmJsonRpcCache.connectors[].postgresql.initTimeout': { feature: 'the PostgreSQL connect timeout', instead: 'each operation is bounded by `readTimeout`/`writeTimeout`' },
+  'tracing.forceTraceMatchers': {
+    feature: 'forced tracing by network/method',
+    instead: 'send the `X-SVC-Force-Trace` header (or `?force-trace=true`) on the calls to trace',
+  },
+  proxyPools: {
+    feature: 'outbound HTTP proxy pools',
+    instead: "svc connects to upstreams directly; route egress through the host's network (HTTP(S)_PROXY is not read)",
+  },
+  'database.evmJsonRpcCache.connectors[].memory.emitMetrics': {
+    feature: 'per-connector memory metrics',
+    instead: 'the cache metrics (`svc_cache_*`) cover every connector',
+  },
+  'database.evmJsonRpcCache.connectors[].postgresql.minConns': {
+    feature: 'a minimum PostgreSQL pool size',
+    instead: 'svc opens connections on demand, up to `maxConns`',
+  },
+  'database.evmJsonRpcCache.connectors[].postgresql.initTimeout': {
+    feature: 'the PostgreSQL connect timeout',
+    instead: 'each operation is bounded by `readTimeout`/`writeTimeout`',
+  },
   'database.evmJsonRpcCache.connectors[].postgresql.iamAuth': { feature: 'AWS IAM authentication for RDS', instead: 'put a password in `connectionUri`' },
-  'database.evmJsonRpcCache.connectors[].postgresql.skipSchemaSetup': { feature: 'skipping table creation', instead: 'svc creates its table when missing; create it beforehand if the user may not' },
-  'projects[].networks[].evm.integrity': { feature: 'the legacy evm.integrity switches', instead: 'the `enforce-highest-block` / `enforce-non-null-tagged-blocks` / `enforce-getlogs-range` directive defaults' },
-  'projects[].upstreams[].evm.integrity': { feature: 'per-upstream receipt integrity checks', instead: 'the network `integrity` block checks every upstream\'s answers' },
+  'database.evmJsonRpcCache.connectors[].postgresql.skipSchemaSetup': {
+    feature: 'skipping table creation',
+    instead: 'svc creates its table when missing; create it beforehand if the user may not',
+  },
+  'projects[].networks[].evm.integrity': {
+    feature: 'the legacy evm.integrity switches',
+    instead: 'the `enforce-highest-block` / `enforce-non-null-tagged-blocks` / `enforce-getlogs-range` directive defaults',
+  },
+  'projects[].upstreams[].evm.integrity': {
+    feature: 'per-upstream receipt integrity checks',
+    instead: "the network `integrity` block checks every upstream's answers",
+  },
   'database.evmJsonRpcCache.connectors[].grpc': { feature: 'the gRPC cache connector', instead: 'use a memory, redis, postgresql or keyv connector' },
-  'database.evmJsonRpcCache.compression': { feature: 'cache value compression', instead: 'svc stores values uncompressed; bound them with the policies\' `maxItemSize`' },
+  'database.evmJsonRpcCache.compression': {
+    feature: 'cache value compression',
+    instead: "svc stores values uncompressed; bound them with the policies' `maxItemSize`",
+  },
   'database.svmJsonRpcCache': { feature: 'the Solana cache', instead: 'svc serves EVM chains only' },
   'rateLimiters.store.nearLimitRatio': { feature: 'near-limit warnings', instead: 'watch `svc_rate_limit_*` metrics' },
-  'rateLimiters.budgets[].rules[].waitTime': { feature: 'waiting for a rate-limit permit', instead: 'svc answers a limited call at once with ErrProjectRateLimitRuleExceeded (HTTP 429); clients retry' },
+  'rateLimiters.budgets[].rules[].waitTime': {
+    feature: 'waiting for a rate-limit permit',
+    instead: 'svc answers a limited call at once with ErrProjectRateLimitRuleExceeded (HTTP 429); clients retry',
+  },
   'metrics.listenV6': { feature: 'a second, IPv6 metrics listener', instead: 'set `metrics.host: "::"`' },
   'metrics.hostV6': { feature: 'a second, IPv6 metrics listener', instead: 'set `metrics.host: "::"`' },
-  'metrics.counterDropLabels': { feature: 'dropping counter labels', instead: 'counters keep their labels; drop histogram labels with `metrics.histogramDropLabels`, or relabel in Prometheus (`metric_relabel_configs`)' },
-  'metrics.counterLabelOverrides': { feature: 'counter label overrides', instead: 'relabel in Prometheus (`metric_relabel_configs`); histograms take `metrics.histogramLabelOverrides`' },
-  'metrics.counterIdleEvictionAfter': { feature: 'evicting idle counter series', instead: 'not needed: svc\'s label values are bounded (networks, upstreams, methods from a bounded list)' },
-  'projects[].auth.strategies[].ignoreMethods': { feature: 'per-strategy method lists', instead: 'use upstream `ignoreMethods`/`allowMethods`, or a separate project per audience' },
-  'projects[].auth.strategies[].allowMethods': { feature: 'per-strategy method lists', instead: 'use upstream `ignoreMethods`/`allowMethods`, or a separate project per audience' },
+  'metrics.counterDropLabels': {
+    feature: 'dropping counter labels',
+    instead: 'counters keep their labels; drop histogram labels with `metrics.histogramDropLabels`, or relabel in Prometheus (`metric_relabel_configs`)',
+  },
+  'metrics.counterLabelOverrides': {
+    feature: 'counter label overrides',
+    instead: 'relabel in Prometheus (`metric_relabel_configs`); histograms take `metrics.histogramLabelOverrides`',
+  },
+  'metrics.counterIdleEvictionAfter': {
+    feature: 'evicting idle counter series',
+    instead: "not needed: svc's label values are bounded (networks, upstreams, methods from a bounded list)",
+  },
+  'projects[].auth.strategies[].ignoreMethods': {
+    feature: 'per-strategy method lists',
+    instead: 'use upstream `ignoreMethods`/`allowMethods`, or a separate project per audience',
+  },
+  'projects[].auth.strategies[].allowMethods': {
+    feature: 'per-strategy method lists',
+    instead: 'use upstream `ignoreMethods`/`allowMethods`, or a separate project per audience',
+  },
   'projects[].auth.strategies[].network.trustedProxies': { feature: 'per-strategy trusted proxies', instead: 'list them once in `server.trustedIPForwarders`' },
-  'projects[].auth.strategies[].network.ipAsUser': { feature: 'the client address as user id', instead: 'rate-limit per address with a budget rule\'s `perIP: true`' },
-  'projects[].auth.strategies[].database': { feature: 'the database auth strategy', instead: 'use svc\'s `apiKeys` strategy (keys in Redis or PostgreSQL, managed through the admin API)' },
+  'projects[].auth.strategies[].network.ipAsUser': {
+    feature: 'the client address as user id',
+    instead: "rate-limit per address with a budget rule's `perIP: true`",
+  },
+  'projects[].auth.strategies[].database': {
+    feature: 'the database auth strategy',
+    instead: "use svc's `apiKeys` strategy (keys in Redis or PostgreSQL, managed through the admin API)",
+  },
   'projects[].auth.strategies[].jwt.claimMatchers': { feature: 'JWT claim matchers', instead: 'use `jwt.requiredClaims`' },
   'projects[].auth.strategies[].jwt.verificationJwksRefreshInterval': { feature: 'JWKS key fetching', instead: 'list the keys in `jwt.verificationKeys`' },
-  'projects[].auth.strategies[].jwt.verificationJwksTlsInsecureSkipVerify': { feature: 'JWKS key fetching', instead: 'list the keys in `jwt.verificationKeys`' },
+  'projects[].auth.strategies[].jwt.verificationJwksTlsInsecureSkipVerify': {
+    feature: 'JWKS key fetching',
+    instead: 'list the keys in `jwt.verificationKeys`',
+  },
   'projects[].userAgentMode': { feature: 'user-agent tracking modes', instead: 'svc records no user agent; identify clients with auth strategies' },
-  'projects[].trustUserIdHeader': { feature: 'the project-wide trusted user-id header', instead: 'set `trustUserIdHeader: true` on the auth strategy whose callers may name their user (`X-SVC-User-Id`)' },
+  'projects[].trustUserIdHeader': {
+    feature: 'the project-wide trusted user-id header',
+    instead: 'set `trustUserIdHeader: true` on the auth strategy whose callers may name their user (`X-SVC-User-Id`)',
+  },
   'projects[].forwardHeaders': { feature: 'forwarding client headers upstream', instead: 'set static upstream headers with `upstreams[].jsonRpc.headers`' },
   'projects[].ignoreMethods': { feature: 'project-wide method lists', instead: 'set `ignoreMethods`/`allowMethods` in `upstreamDefaults`' },
   'projects[].allowMethods': { feature: 'project-wide method lists', instead: 'set `ignoreMethods`/`allowMethods` in `upstreamDefaults`' },
-  'projects[].networks[].failsafe[].matchRequestKind': { feature: 'failsafe entries scoped to internal requests', instead: 'svc\'s own polls go through the upstream failsafe chain; match entries by `matchMethod`' },
+  'projects[].networks[].failsafe[].matchRequestKind': {
+    feature: 'failsafe entries scoped to internal requests',
+    instead: "svc's own polls go through the upstream failsafe chain; match entries by `matchMethod`",
+  },
   'projects[].upstreams[].failsafe[].matchRequestKind': { feature: 'failsafe entries scoped to internal requests', instead: 'match entries by `matchMethod`' },
-  'projects[].networks[].failsafe[].retry.emptyResultAccept': { feature: 'per-method acceptance of empty results', instead: 'empty answers are retried only for the retry-empty methods; turn it off per call or network with the `retry-empty` directive default' },
-  'projects[].networks[].failsafe[].retry.emptyResultIgnore': { feature: 'per-method acceptance of empty results (deprecated name)', instead: 'the `retry-empty` directive default' },
-  'projects[].networks[].failsafe[].consensus.disputeLogLevel': { feature: 'the dispute log level', instead: 'disputes are logged at warn and counted in metrics' },
-  'projects[].networks[].failsafe[].consensus.misbehaviorsDestination': { feature: 'exporting misbehaviours to files or S3', instead: 'misbehaviours are logged and counted in metrics' },
-  'projects[].networks[].failsafe[].consensus.preferHighestValueFor': { feature: 'highest-value consensus for some methods', instead: 'use `preferLargerResponses` or the integrity plugin\'s highest-block enforcement' },
-  'projects[].networks[].failsafe[].consensus.fireAndForget': { feature: 'fire-and-forget consensus', instead: 'use the `shadow` upstream setting to compare answers off the hot path' },
-  'projects[].networks[].failsafe[].consensus.maxWaitOnResult': { feature: 'consensus wait bounds', instead: 'bound the round with the network failsafe `timeout`' },
-  'projects[].networks[].failsafe[].consensus.maxWaitOnEmpty': { feature: 'consensus wait bounds', instead: 'bound the round with the network failsafe `timeout`' },
-  'projects[].networks[].failsafe[].consensus.requiredParticipants': { feature: 'required consensus participants by tag', instead: 'pick participants with `use-upstream` or upstream tags and `maxParticipants`' },
-  'projects[].networks[].evm.fallbackStatePollerDebounce': { feature: 'the state poller debounce', instead: 'svc polls each upstream every `upstreams[].evm.statePollerInterval`' },
-  'projects[].networks[].evm.servedTip': { feature: 'the served tip (cluster-min latest/finalized)', instead: 'svc serves the highest head and sends each call to an upstream that has the block (evm-state availability); pin calls with `use-upstream` if needed' },
-  'projects[].networks[].evm.traceFilterSplitOnError': { feature: 'trace_filter range splitting', instead: 'svc splits eth_getLogs only; send smaller trace_filter ranges' },
+  'projects[].networks[].failsafe[].retry.emptyResultAccept': {
+    feature: 'per-method acceptance of empty results',
+    instead: 'empty answers are retried only for the retry-empty methods; turn it off per call or network with the `retry-empty` directive default',
+  },
+  'projects[].networks[].failsafe[].retry.emptyResultIgnore': {
+    feature: 'per-method acceptance of empty results (deprecated name)',
+    instead: 'the `retry-empty` directive default',
+  },
+  'projects[].networks[].failsafe[].consensus.disputeLogLevel': {
+    feature: 'the dispute log level',
+    instead: 'disputes are logged at warn and counted in metrics',
+  },
+  'projects[].networks[].failsafe[].consensus.misbehaviorsDestination': {
+    feature: 'exporting misbehaviours to files or S3',
+    instead: 'misbehaviours are logged and counted in metrics',
+  },
+  'projects[].networks[].failsafe[].consensus.preferHighestValueFor': {
+    feature: 'highest-value consensus for some methods',
+    instead: "use `preferLargerResponses` or the integrity plugin's highest-block enforcement",
+  },
+  'projects[].networks[].failsafe[].consensus.fireAndForget': {
+    feature: 'fire-and-forget consensus',
+    instead: 'use the `shadow` upstream setting to compare answers off the hot path',
+  },
+  'projects[].networks[].failsafe[].consensus.maxWaitOnResult': {
+    feature: 'consensus wait bounds',
+    instead: 'bound the round with the network failsafe `timeout`',
+  },
+  'projects[].networks[].failsafe[].consensus.maxWaitOnEmpty': {
+    feature: 'consensus wait bounds',
+    instead: 'bound the round with the network failsafe `timeout`',
+  },
+  'projects[].networks[].failsafe[].consensus.requiredParticipants': {
+    feature: 'required consensus participants by tag',
+    instead: 'pick participants with `use-upstream` or upstream tags and `maxParticipants`',
+  },
+  'projects[].networks[].evm.fallbackStatePollerDebounce': {
+    feature: 'the state poller debounce',
+    instead: 'svc polls each upstream every `upstreams[].evm.statePollerInterval`',
+  },
+  'projects[].networks[].evm.servedTip': {
+    feature: 'the served tip (cluster-min latest/finalized)',
+    instead:
+      'svc serves the highest head and sends each call to an upstream that has the block (evm-state availability); pin calls with `use-upstream` if needed',
+  },
+  'projects[].networks[].evm.traceFilterSplitOnError': {
+    feature: 'trace_filter range splitting',
+    instead: 'svc splits eth_getLogs only; send smaller trace_filter ranges',
+  },
   'projects[].networks[].evm.traceFilterSplitConcurrency': { feature: 'trace_filter range splitting', instead: 'svc splits eth_getLogs only' },
-  'projects[].networks[].evm.enforceBlockAvailability': { feature: 'the network switch for block-availability enforcement', instead: 'svc always skips an upstream that lacks the block' },
-  'projects[].networks[].evm.markEmptyAsErrorMethods': { feature: 'the list of methods whose empty answer is retried', instead: 'svc\'s retry-empty method list is built in; switch it per call or network with the `retry-empty` directive' },
-  'projects[].networks[].evm.dynamicBlockTimeDebounceMultiplier': { feature: 'block-time-based poll debounce', instead: 'set `upstreams[].evm.statePollerInterval`' },
-  'projects[].networks[].evm.blockUnavailableDelayMultiplier': { feature: 'block-time-based retry delay multiplier', instead: 'svc waits one estimated block time (or `retry.emptyResultDelay` before it is known)' },
-  'projects[].networks[].evm.idempotentTransactionBroadcast': { feature: 'the switch of idempotent transaction broadcast', instead: 'svc always turns "already known" into success for eth_sendRawTransaction' },
-  'projects[].networks[].evm.emptyResultConfidence': { feature: 'empty-result confidence', instead: 'svc retries empty point lookups at or below the head (eRPC\'s default, blockHead)' },
+  'projects[].networks[].evm.enforceBlockAvailability': {
+    feature: 'the network switch for block-availability enforcement',
+    instead: 'svc always skips an upstream that lacks the block',
+  },
+  'projects[].networks[].evm.markEmptyAsErrorMethods': {
+    feature: 'the list of methods whose empty answer is retried',
+    instead: "svc's retry-empty method list is built in; switch it per call or network with the `retry-empty` directive",
+  },
+  'projects[].networks[].evm.dynamicBlockTimeDebounceMultiplier': {
+    feature: 'block-time-based poll debounce',
+    instead: 'set `upstreams[].evm.statePollerInterval`',
+  },
+  'projects[].networks[].evm.blockUnavailableDelayMultiplier': {
+    feature: 'block-time-based retry delay multiplier',
+    instead: 'svc waits one estimated block time (or `retry.emptyResultDelay` before it is known)',
+  },
+  'projects[].networks[].evm.idempotentTransactionBroadcast': {
+    feature: 'the switch of idempotent transaction broadcast',
+    instead: 'svc always turns "already known" into success for eth_sendRawTransaction',
+  },
+  'projects[].networks[].evm.emptyResultConfidence': {
+    feature: 'empty-result confidence',
+    instead: "svc retries empty point lookups at or below the head (eRPC's default, blockHead)",
+  },
   'projects[].networks[].evm.safeBlockSource': { feature: 'a source for the `safe` tag', instead: 'svc serves `safe` from the upstream answering the call' },
-  'projects[].networks[].evm.maxFutureBlockRetryDistance': { feature: 'the deprecated future-block retry distance', instead: 'nothing to set (eRPC ignores it too)' },
-  'projects[].networks[].selectionPolicy.evalScope': { feature: 'selection policy scopes', instead: 'svc evaluates per network; a TypeScript `evalFunc` sees the method in its context' },
+  'projects[].networks[].evm.maxFutureBlockRetryDistance': {
+    feature: 'the deprecated future-block retry distance',
+    instead: 'nothing to set (eRPC ignores it too)',
+  },
+  'projects[].networks[].selectionPolicy.evalScope': {
+    feature: 'selection policy scopes',
+    instead: 'svc evaluates per network; a TypeScript `evalFunc` sees the method in its context',
+  },
   'projects[].networks[].selectionPolicy.evalPerMethod': { feature: 'per-method selection', instead: 'a TypeScript `evalFunc` sees the method in its context' },
   'projects[].networks[].selectionPolicy.evalPerFinality': { feature: 'per-finality selection', instead: 'a TypeScript `evalFunc`' },
   'projects[].networks[].selectionPolicy.evalPerBoundary': { feature: 'per-boundary selection', instead: 'a TypeScript `evalFunc`' },
-  'projects[].networks[].selectionPolicy.evalFunction': { feature: 'the legacy selection function name', instead: '`evalFunc`, as a function in a TypeScript config (svc.config.ts)' },
-  'projects[].networks[].selectionPolicy.resampleExcluded': { feature: 'resampling excluded upstreams', instead: 'svc re-admits a cordoned upstream through its health checks' },
-  'projects[].networks[].selectionPolicy.resampleInterval': { feature: 'resampling excluded upstreams', instead: 'svc re-admits a cordoned upstream through its health checks' },
-  'projects[].networks[].selectionPolicy.resampleCount': { feature: 'resampling excluded upstreams', instead: 'svc re-admits a cordoned upstream through its health checks' },
+  'projects[].networks[].selectionPolicy.evalFunction': {
+    feature: 'the legacy selection function name',
+    instead: '`evalFunc`, as a function in a TypeScript config (svc.config.ts)',
+  },
+  'projects[].networks[].selectionPolicy.resampleExcluded': {
+    feature: 'resampling excluded upstreams',
+    instead: 'svc re-admits a cordoned upstream through its health checks',
+  },
+  'projects[].networks[].selectionPolicy.resampleInterval': {
+    feature: 'resampling excluded upstreams',
+    instead: 'svc re-admits a cordoned upstream through its health checks',
+  },
+  'projects[].networks[].selectionPolicy.resampleCount': {
+    feature: 'resampling excluded upstreams',
+    instead: 'svc re-admits a cordoned upstream through its health checks',
+  },
   'projects[].networks[].directiveDefaults.validateTransactionsRoot': { feature: 'validation directives', instead: 'use the network `integrity` checks' },
   'projects[].networks[].directiveDefaults.receiptsCountExact': { feature: 'validation directives', instead: 'use the network `integrity` checks' },
-  'projects[].networks[].methods': { feature: 'custom method definitions (finality, cache refs)', instead: 'svc\'s method table is built in; ask for a method to be added' },
+  'projects[].networks[].methods': {
+    feature: 'custom method definitions (finality, cache refs)',
+    instead: "svc's method table is built in; ask for a method to be added",
+  },
   'projects[].networks[].svm': { feature: 'Solana networks', instead: 'svc serves EVM chains only' },
-  'projects[].upstreams[].jsonRpc.enableGzip': { feature: 'gzip on upstream requests', instead: 'svc accepts gzip answers from upstreams and sends requests uncompressed' },
+  'projects[].upstreams[].jsonRpc.enableGzip': {
+    feature: 'gzip on upstream requests',
+    instead: 'svc accepts gzip answers from upstreams and sends requests uncompressed',
+  },
   'projects[].upstreams[].jsonRpc.proxyPool': { feature: 'outbound HTTP proxy pools', instead: 'svc connects to upstreams directly' },
   'projects[].upstreams[].rateLimitCountMode': { feature: 'credit-based rate counting', instead: 'budgets count requests' },
-  'projects[].upstreams[].creditUnits': { feature: 'credit units per method', instead: 'budgets count requests; svc\'s cost plugin reports credits in `X-SVC-Credits`' },
+  'projects[].upstreams[].creditUnits': {
+    feature: 'credit units per method',
+    instead: "budgets count requests; svc's cost plugin reports credits in `X-SVC-Credits`",
+  },
   'projects[].upstreams[].shadow.ignoreFields': { feature: 'shadow comparison field filters', instead: 'svc compares whole results' },
-  'projects[].upstreams[].routing': { feature: 'routing score multipliers', instead: 'order upstreams with `selectionPolicy` (a TypeScript `evalFunc` for custom scoring) or pin them with tags and `use-upstream`' },
+  'projects[].upstreams[].routing': {
+    feature: 'routing score multipliers',
+    instead: 'order upstreams with `selectionPolicy` (a TypeScript `evalFunc` for custom scoring) or pin them with tags and `use-upstream`',
+  },
   'projects[].upstreams[].svm': { feature: 'Solana upstreams', instead: 'svc serves EVM chains only' },
   'projects[].upstreams[].grpc': { feature: 'gRPC upstreams', instead: 'svc speaks JSON-RPC over HTTP(S)' },
   'projects[].upstreams[].evm.statePollerDebounce': { feature: 'the state poller debounce', instead: '`upstreams[].evm.statePollerInterval`' },
   'projects[].upstreams[].evm.traceFilterAutoSplittingRangeThreshold': { feature: 'trace_filter proactive splitting', instead: 'svc splits eth_getLogs only' },
-  'projects[].upstreams[].evm.skipWhenSyncing': { feature: 'skipping syncing upstreams (switch)', instead: 'svc always skips an upstream that reports eth_syncing' },
-  'projects[].upstreams[].evm.skipSyncingCheck': { feature: 'turning the syncing check off', instead: 'set `statePollerInterval: 0` to stop polling that upstream' },
-  'projects[].upstreams[].evm.getLogsMaxAllowedRange': { feature: 'per-upstream getLogs limits', instead: 'set them on the network (`networks[].evm.getLogsMaxAllowedRange`)' },
+  'projects[].upstreams[].evm.skipWhenSyncing': {
+    feature: 'skipping syncing upstreams (switch)',
+    instead: 'svc always skips an upstream that reports eth_syncing',
+  },
+  'projects[].upstreams[].evm.skipSyncingCheck': {
+    feature: 'turning the syncing check off',
+    instead: 'set `statePollerInterval: 0` to stop polling that upstream',
+  },
+  'projects[].upstreams[].evm.getLogsMaxAllowedRange': {
+    feature: 'per-upstream getLogs limits',
+    instead: 'set them on the network (`networks[].evm.getLogsMaxAllowedRange`)',
+  },
   'projects[].upstreams[].evm.getLogsMaxAllowedAddresses': { feature: 'per-upstream getLogs limits', instead: 'set them on the network' },
   'projects[].upstreams[].evm.getLogsMaxAllowedTopics': { feature: 'per-upstream getLogs limits', instead: 'set them on the network' },
-  'projects[].upstreams[].evm.getLogsSplitOnError': { feature: 'per-upstream getLogs splitting', instead: 'set it on the network (`networks[].evm.getLogsSplitOnError`)' },
+  'projects[].upstreams[].evm.getLogsSplitOnError': {
+    feature: 'per-upstream getLogs splitting',
+    instead: 'set it on the network (`networks[].evm.getLogsSplitOnError`)',
+  },
   'projects[].upstreams[].evm.getLogsMaxBlockRange': { feature: 'the deprecated getLogs block range', instead: '`evm.getLogsAutoSplittingRangeThreshold`' },
   'projects[].upstreams[].evm.queryShim': { feature: 'the eth_query* shim', instead: 'svc serves the standard JSON-RPC methods only' },
 };

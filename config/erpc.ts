@@ -51,7 +51,10 @@ export function normalizeUpstreamType(doc: ConfigDocument, out: NormalizeReport)
     if (typeof t === 'string' && t.toLowerCase() === 'evm') return void rewriteKey(u, 'type', at, undefined, out);
     const s = String(t).toLowerCase();
     if (s.startsWith('evm+')) {
-      out.problem(at, `eRPC's legacy upstream type "${t}" is replaced by an endpoint shortcut: write \`endpoint: ${s.slice(4)}://<key>\` (or a providers[] entry with vendor ${s.slice(4)}) and drop type`);
+      out.problem(
+        at,
+        `eRPC's legacy upstream type "${t}" is replaced by an endpoint shortcut: write \`endpoint: ${s.slice(4)}://<key>\` (or a providers[] entry with vendor ${s.slice(4)}) and drop type`,
+      );
     } else if (s === 'svm' || s.startsWith('svm')) out.problem(at, SOLANA);
     else if (s.includes('grpc')) out.problem(at, "eRPC's gRPC upstreams are not supported: svc speaks JSON-RPC over HTTP(S); use the node's HTTP endpoint");
     else out.problem(at, `unknown upstream type "${String(t)}": svc upstreams are EVM JSON-RPC over HTTP(S) (eRPC's \`type: evm\`, which may be left out)`);
@@ -64,7 +67,10 @@ export function normalizeUpstreamType(doc: ConfigDocument, out: NormalizeReport)
 export function normalizeUpstreamGroups(doc: ConfigDocument, out: NormalizeReport): void {
   eachUpstream(doc, (u, path) => {
     const add: string[] = [];
-    for (const [key, prefix] of [['group', 'tier'], ['cohort', 'cohort']] as const) {
+    for (const [key, prefix] of [
+      ['group', 'tier'],
+      ['cohort', 'cohort'],
+    ] as const) {
       if (typeof u[key] !== 'string' || u[key] === '') continue;
       add.push(`${prefix}:${u[key] as string}`);
       out.rewrite(`${path}.${key}`, { [key]: u[key] }, { tags: [`${prefix}:${u[key] as string}`] });
@@ -81,9 +87,19 @@ export function normalizeListen(doc: ConfigDocument, out: NormalizeReport): void
     if (!isConfigNode(b) || !('listenV4' in b)) continue;
     const v = b.listenV4;
     if (v === true || v === 'true') rewriteKey(b, 'listenV4', `${block}.listenV4`, undefined, out);
-    else out.problem(`${block}.listenV4`, `eRPC's ${block}.listenV4: false (an IPv6-only listener) is not supported: svc listens on ${block === 'server' ? 'server.httpHost' : 'metrics.host'} (use "::" there for IPv6)`);
+    else
+      out.problem(
+        `${block}.listenV4`,
+        `eRPC's ${block}.listenV4: false (an IPv6-only listener) is not supported: svc listens on ${block === 'server' ? 'server.httpHost' : 'metrics.host'} (use "::" there for IPv6)`,
+      );
   }
 }
 
 /** The core's normalisers, in order (config/load.ts runs them before the plugins'). */
-export const CORE_NORMALIZERS: ReadonlyArray<(doc: ConfigDocument, out: NormalizeReport) => void> = [normalizeLogLevel, normalizeArchitecture, normalizeUpstreamType, normalizeUpstreamGroups, normalizeListen];
+export const CORE_NORMALIZERS: ReadonlyArray<(doc: ConfigDocument, out: NormalizeReport) => void> = [
+  normalizeLogLevel,
+  normalizeArchitecture,
+  normalizeUpstreamType,
+  normalizeUpstreamGroups,
+  normalizeListen,
+];

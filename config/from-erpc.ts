@@ -68,7 +68,11 @@ export function renameErpcNames(doc: ConfigDocument, out: NormalizeReport): void
  * @param fragments the preset's schema fragments
  * @param fromErpc whether to rename eRPC's header names and prefixes too
  */
-export function normalizedForPrint(raw: unknown, fragments: readonly SchemaFragment[], fromErpc: boolean): { document: ConfigDocument; rewrites: Rewrite[]; problems: Array<{ path: string; message: string }> } {
+export function normalizedForPrint(
+  raw: unknown,
+  fragments: readonly SchemaFragment[],
+  fromErpc: boolean,
+): { document: ConfigDocument; rewrites: Rewrite[]; problems: Array<{ path: string; message: string }> } {
   const doc = (isConfigObject(raw) ? cloneConfig(raw) : {}) as ConfigDocument;
   const core = fromErpc ? [renameErpcNames, ...CORE_NORMALIZERS] : CORE_NORMALIZERS;
   const { rewrites, problems } = normalizeDocument(doc, core, fragments);
@@ -86,6 +90,12 @@ function brief(v: unknown, unset: string): string {
  * @param redact applied to each rewrite line (a value may hold a secret)
  */
 export function renderNormalized(document: ConfigDocument, rewrites: readonly Rewrite[], redact: (s: string) => string = (s) => s): string {
-  const head = rewrites.length ? ['# rewritten into svc\'s shape:', ...rewrites.map((r) => `#   ${redact(`${r.path}: ${brief(r.from, '(unset)')} -> ${brief(r.to, '(removed)')}`).replace(/\n/g, ' ')}`), ''] : ['# no rewrite: the config is in svc\'s shape', ''];
+  const head = rewrites.length
+    ? [
+        "# rewritten into svc's shape:",
+        ...rewrites.map((r) => `#   ${redact(`${r.path}: ${brief(r.from, '(unset)')} -> ${brief(r.to, '(removed)')}`).replace(/\n/g, ' ')}`),
+        '',
+      ]
+    : ["# no rewrite: the config is in svc's shape", ''];
   return `${head.join('\n')}${stringify(document, { lineWidth: 0 })}`;
 }

@@ -68,7 +68,8 @@ export function hoistRepeatedSubschemas<T extends object>(schema: T): T {
     const out: Record<string, Json> = {};
     for (const [k, v] of Object.entries(s)) {
       if (DATA_KEYWORDS.has(k)) out[k] = v;
-      else if (MAP_KEYWORDS.has(k) && v && typeof v === 'object' && !Array.isArray(v)) out[k] = Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, rewrite(sub, false)]));
+      else if (MAP_KEYWORDS.has(k) && v && typeof v === 'object' && !Array.isArray(v))
+        out[k] = Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, rewrite(sub, false)]));
       else out[k] = rewrite(v, false);
     }
     return out;

@@ -37,7 +37,6 @@ import type {
   UpstreamInput,
 } from './types.ts';
 
-
 /** Thrown when a config does not validate; carries every problem. */
 export class ConfigError extends Error {
   /** @param problems every problem found, each with its path */
@@ -236,7 +235,14 @@ export function convertKinds(schema: TSchema, value: unknown): unknown {
   const kind = (schema as { 'x-svc-kind'?: string })['x-svc-kind'];
   if (kind === 'duration' && (typeof value === 'string' || typeof value === 'number')) return parseDuration(value);
   if (kind === 'size' && (typeof value === 'string' || typeof value === 'number')) return parseSize(value);
-  const s = schema as { type?: string; properties?: Record<string, TSchema>; items?: TSchema; anyOf?: TSchema[]; additionalProperties?: unknown; patternProperties?: Record<string, TSchema> };
+  const s = schema as {
+    type?: string;
+    properties?: Record<string, TSchema>;
+    items?: TSchema;
+    anyOf?: TSchema[];
+    additionalProperties?: unknown;
+    patternProperties?: Record<string, TSchema>;
+  };
   if (s.anyOf) {
     // Pick the branch the value matches best: an object branch for objects, an array branch for arrays.
     const branch = s.anyOf.find((b) => Value.Check(b, value)) ?? s.anyOf[0];

@@ -218,14 +218,22 @@ export function normalizeRedisBlock(block: ConfigObject, path: string, out: Norm
       const user = typeof block.username === 'string' ? encodeURIComponent(block.username) : '';
       const db = block.db === undefined || block.db === 0 || block.db === '0' ? '' : `/${String(block.db)}`;
       const uri = `${scheme}://${user ? `${user}@` : ''}${host}${db}`;
-      out.rewrite(pathOf(path, 'addr'), { addr: block.addr, ...(user ? { username: block.username } : {}), ...(db ? { db: block.db } : {}), ...(tls ? { tls } : {}) }, { uri });
+      out.rewrite(
+        pathOf(path, 'addr'),
+        { addr: block.addr, ...(user ? { username: block.username } : {}), ...(db ? { db: block.db } : {}), ...(tls ? { tls } : {}) },
+        { uri },
+      );
       block.uri = uri;
       delete block.addr;
       delete block.username;
       delete block.db;
       if (tls) {
         const extra = Object.keys(tls).filter((k) => k !== 'enabled');
-        if (extra.length) out.problem(pathOf(path, 'tls'), `eRPC's Redis TLS files (${extra.join(', ')}): svc's Redis client takes TLS from the URI scheme (rediss://) with the system's CAs; put the certificates in NODE_EXTRA_CA_CERTS`);
+        if (extra.length)
+          out.problem(
+            pathOf(path, 'tls'),
+            `eRPC's Redis TLS files (${extra.join(', ')}): svc's Redis client takes TLS from the URI scheme (rediss://) with the system's CAs; put the certificates in NODE_EXTRA_CA_CERTS`,
+          );
         else delete block.tls;
       }
     }
@@ -236,7 +244,8 @@ export function normalizeRedisBlock(block: ConfigObject, path: string, out: Norm
   const refused: Record<string, string> = {
     connPoolSize: "eRPC's Redis connection pool size: svc's Redis client pipelines every command over one connection per connector; remove connPoolSize",
     lockRetryInterval: "eRPC's Redis lock retry interval (distributed locks of the shared state): svc takes no Redis locks; remove lockRetryInterval",
-    iamAuth: "eRPC's AWS IAM authentication for ElastiCache: not supported; use a password (redis://user@host, password: ...) or an ElastiCache user with a password",
+    iamAuth:
+      "eRPC's AWS IAM authentication for ElastiCache: not supported; use a password (redis://user@host, password: ...) or an ElastiCache user with a password",
     initTimeout: "eRPC's Redis connect timeout: this Redis block has no connect timeout of its own; remove initTimeout",
     getTimeout: "eRPC's Redis read timeout: this Redis block names its deadlines differently (see its keys in the config reference)",
     setTimeout: "eRPC's Redis write timeout: this Redis block names its deadlines differently (see its keys in the config reference)",

@@ -50,7 +50,17 @@ export type {
 } from './pipeline/context.ts';
 export { FINALITY } from './pipeline/context.ts';
 
-export { AttemptDoneStage, AttemptStage, CallStage, DirectiveStage, SelectStage, ShutdownStage, stageBetween, UpstreamStage, ValidateStage } from './pipeline/stages.ts';
+export {
+  AttemptDoneStage,
+  AttemptStage,
+  CallStage,
+  DirectiveStage,
+  SelectStage,
+  ShutdownStage,
+  stageBetween,
+  UpstreamStage,
+  ValidateStage,
+} from './pipeline/stages.ts';
 
 export { RpcResult } from './wire/jsonrpc.ts';
 export type { ParsedCall } from './wire/jsonrpc.ts';

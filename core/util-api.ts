@@ -42,6 +42,16 @@ export {
   WRITE_METHODS,
   type BlockRef,
 } from '../lib/evm/blocks.ts';
-export { broadcastToWorkers, claimInPrimary, fleetReplicaId, onWorkerBroadcast, registerFleetRelay, svcWorker, type FleetRelay, type FleetRelayRegistration, type WorkerInfo } from '../lib/cluster.ts';
+export {
+  broadcastToWorkers,
+  claimInPrimary,
+  fleetReplicaId,
+  onWorkerBroadcast,
+  registerFleetRelay,
+  svcWorker,
+  type FleetRelay,
+  type FleetRelayRegistration,
+  type WorkerInfo,
+} from '../lib/cluster.ts';
 export { ClaimSet, type ClaimOutcome } from '../lib/claim-set.ts';
 export { createMetricsServer, type MetricsSource } from '../lib/metrics-listener.ts';

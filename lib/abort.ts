@@ -82,10 +82,13 @@ export function linkedController(parent: AbortSignal): LinkedController {
 export function sleep(ms: number, signal?: AbortSignal, unref = false): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, Math.max(0, ms));
+    const t = setTimeout(
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
     if (unref) t.unref();
     const onAbort = () => {
       clearTimeout(t);

@@ -81,7 +81,9 @@ export function canonicalize(value: unknown, ignore: IgnorePaths = []): unknown 
  * @param ignore compiled ignore paths for the method
  */
 export function canonicalHash(value: unknown, ignore: IgnorePaths = []): string {
-  return createHash('sha256').update(stringify(canonicalize(value, ignore)) ?? 'null').digest('hex');
+  return createHash('sha256')
+    .update(stringify(canonicalize(value, ignore)) ?? 'null')
+    .digest('hex');
 }
 
 /** True for an answer that carries nothing: null, `[]`, `{}`, `""` or `"0x"` (eRPC's "empty"). */

@@ -216,7 +216,7 @@ let claimListener: ((m: unknown) => void) | undefined;
  */
 export function claimInPrimary(scope: string, id: string, ttlMs: number, maxItems: number, timeoutMs: number): Promise<ClaimOutcome> {
   const send = process.send?.bind(process);
-  if (!svcWorker() || !send) return Promise.reject(new Error('claimInPrimary: not one of svc\'s workers'));
+  if (!svcWorker() || !send) return Promise.reject(new Error("claimInPrimary: not one of svc's workers"));
   if (!claimListener) {
     claimListener = (m: unknown) => {
       const a = m as Partial<ClaimAnswer> | null;

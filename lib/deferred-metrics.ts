@@ -16,7 +16,10 @@ class LabelTree<T> {
   /** Every cell, in creation order. */
   readonly cells: T[] = [];
 
-  constructor(private readonly make: (labels: Record<string, string>) => T, private readonly labelNames: readonly string[]) {}
+  constructor(
+    private readonly make: (labels: Record<string, string>) => T,
+    private readonly labelNames: readonly string[],
+  ) {}
 
   /** The cell of a label set, created on first use. @param values label values in `labelNames` order */
   cell(values: readonly string[]): T {

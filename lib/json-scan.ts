@@ -261,7 +261,11 @@ export function scanMembers(s: string): MemberScan {
         const name = keyText(s, i, end);
         if (Array.isArray(top) && top.length >= LINEAR_KEYS) stack[stack.length - 1] = new Set(top);
         if (!addName(stack[stack.length - 1] as Names, name)) {
-          return { duplicate: name.length > MAX_REPORTED_NAME ? `${name.slice(0, MAX_REPORTED_NAME)}…` : name, topLevel: stack.length === 1, lossyNumber: lossy };
+          return {
+            duplicate: name.length > MAX_REPORTED_NAME ? `${name.slice(0, MAX_REPORTED_NAME)}…` : name,
+            topLevel: stack.length === 1,
+            lossyNumber: lossy,
+          };
         }
         expectKey = false;
       }

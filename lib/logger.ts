@@ -61,7 +61,13 @@ export function redactChildren(logger: Logger): Logger {
  */
 export function createLogger(level: LevelWithSilent = 'info', pretty = !!process.stdout.isTTY): Logger {
   if (pretty && level !== 'silent') {
-    return redactChildren(pino({ level, ...LOG_REDACTION, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }));
+    return redactChildren(
+      pino({
+        level,
+        ...LOG_REDACTION,
+        transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } },
+      }),
+    );
   }
   return redactChildren(pino({ level, base: { service: 'svc' }, ...LOG_REDACTION }));
 }

@@ -133,15 +133,53 @@ export class Redactor {
 
 /** Words of a key (camelCase, `_`, `-`, `.` and spaces split) that make it a credential. */
 const CREDENTIAL_WORDS = new Set([
-  'secret', 'secrets', 'token', 'tokens', 'password', 'passwords', 'passwd', 'pwd', 'passphrase', 'authorization', 'bearer',
-  'credential', 'credentials', 'private', 'mnemonic', 'session', 'sessions', 'cookie', 'cookies', 'jwt', 'auth', 'signature', 'apikey', 'apikeys',
+  'secret',
+  'secrets',
+  'token',
+  'tokens',
+  'password',
+  'passwords',
+  'passwd',
+  'pwd',
+  'passphrase',
+  'authorization',
+  'bearer',
+  'credential',
+  'credentials',
+  'private',
+  'mnemonic',
+  'session',
+  'sessions',
+  'cookie',
+  'cookies',
+  'jwt',
+  'auth',
+  'signature',
+  'apikey',
+  'apikeys',
 ]);
 /**
  * Parts of a key written without separators (`APIKEY`, `accesstoken`, `x_secretkey`) that make it
  * a credential; `dkey` (dRPC's key parameter) and `clientid` (thirdweb's key setting) are the
  * vendor spellings of an API key (plugins/vendors).
  */
-const CREDENTIAL_PARTS = ['secret', 'password', 'passwd', 'passphrase', 'token', 'apikey', 'accesskey', 'privatekey', 'mnemonic', 'credential', 'authorization', 'bearer', 'cookie', 'dkey', 'clientid'];
+const CREDENTIAL_PARTS = [
+  'secret',
+  'password',
+  'passwd',
+  'passphrase',
+  'token',
+  'apikey',
+  'accesskey',
+  'privatekey',
+  'mnemonic',
+  'credential',
+  'authorization',
+  'bearer',
+  'cookie',
+  'dkey',
+  'clientid',
+];
 /**
  * Credential-looking keys that name a config block (`auth: {strategies}`, `jwt: {...}`): an
  * object under them is walked (its own secrets are still found by key) rather than hidden whole,
@@ -149,7 +187,26 @@ const CREDENTIAL_PARTS = ['secret', 'password', 'passwd', 'passphrase', 'token',
  */
 const CONTAINER_KEYS = new Set(['auth', 'jwt', 'session', 'sessions', 'private']);
 /** URL schemes whose authority is a host (`new URL` parses it); any other scheme's text is hidden whole (`alchemy://KEY`). */
-const HOST_SCHEMES = new Set(['http:', 'https:', 'ws:', 'wss:', 'redis:', 'rediss:', 'postgres:', 'postgresql:', 'mysql:', 'mongodb:', 'mongodb+srv:', 'amqp:', 'amqps:', 'nats:', 'grpc:', 'grpcs:', 'tcp:', 'udp:']);
+const HOST_SCHEMES = new Set([
+  'http:',
+  'https:',
+  'ws:',
+  'wss:',
+  'redis:',
+  'rediss:',
+  'postgres:',
+  'postgresql:',
+  'mysql:',
+  'mongodb:',
+  'mongodb+srv:',
+  'amqp:',
+  'amqps:',
+  'nats:',
+  'grpc:',
+  'grpcs:',
+  'tcp:',
+  'udp:',
+]);
 /** Deepest object walked; deeper values are replaced (configs and log objects are shallow). */
 const MAX_TREE_DEPTH = 32;
 /** Most key classifications remembered (config and log keys are a small, fixed set). */
@@ -182,12 +239,17 @@ export function redactedMark(value: string): string {
 export function keyKind(name: string): KeyKind {
   const memo = keyMemo.get(name);
   if (memo !== undefined) return memo;
-  const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  const words = name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter(Boolean);
   const compact = words.join('');
   const last = words[words.length - 1];
   let kind: KeyKind = 'plain';
   if (CONTAINER_KEYS.has(compact)) kind = 'container';
-  else if (last === 'key' || last === 'keys' || words.some((w) => CREDENTIAL_WORDS.has(w)) || CREDENTIAL_PARTS.some((p) => compact.includes(p))) kind = 'credential';
+  else if (last === 'key' || last === 'keys' || words.some((w) => CREDENTIAL_WORDS.has(w)) || CREDENTIAL_PARTS.some((p) => compact.includes(p)))
+    kind = 'credential';
   if (keyMemo.size < MAX_KEY_MEMO) keyMemo.set(name, kind);
   return kind;
 }
@@ -266,14 +328,21 @@ function keyValuesInText(text: string): string {
  */
 export function redactText(text: string): string {
   if (text.indexOf(':') < 0 && text.indexOf('=') < 0 && !/bearer|basic/i.test(text)) return text;
-  const partly = text.replace(URL_IN_TEXT, urlInText).replace(AUTH_SCHEME, (_m, scheme: string, sp: string, token: string) => `${scheme}${sp}${redactedMark(token)}`);
+  const partly = text
+    .replace(URL_IN_TEXT, urlInText)
+    .replace(AUTH_SCHEME, (_m, scheme: string, sp: string, token: string) => `${scheme}${sp}${redactedMark(token)}`);
   return keyValuesInText(partly);
 }
 
 /** An error as pino's serializer writes it (`type`, `message`, `stack`, `code`), its text redacted. */
 function errorView(e: Error): Record<string, unknown> {
   const code = (e as { code?: unknown }).code;
-  return { type: e.name, message: redactText(e.message), ...(e.stack ? { stack: redactText(e.stack) } : {}), ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}) };
+  return {
+    type: e.name,
+    message: redactText(e.message),
+    ...(e.stack ? { stack: redactText(e.stack) } : {}),
+    ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}),
+  };
 }
 
 /**

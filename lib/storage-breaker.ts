@@ -52,7 +52,13 @@ export const DEFAULT_BREAKER_SETTINGS: Readonly<StorageBreakerSettings> = Object
  */
 export const StorageBreakerSchema = Strict(
   {
-    failureThreshold: Type.Optional(Type.Integer({ minimum: 1, default: DEFAULT_BREAKER_SETTINGS.failureThreshold, description: 'failures or timeouts in a row that open the breaker (the connector is then skipped)' })),
+    failureThreshold: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        default: DEFAULT_BREAKER_SETTINGS.failureThreshold,
+        description: 'failures or timeouts in a row that open the breaker (the connector is then skipped)',
+      }),
+    ),
     backoff: Type.Optional(Duration({ default: '1s', description: 'how long an open breaker skips the connector before one probe operation is let through' })),
     maxBackoff: Type.Optional(Duration({ default: '30s', description: 'cap of the back-off, which doubles after each failed probe' })),
   },
@@ -126,13 +132,28 @@ function metricsOf(registry: Registry): BreakerMetrics {
   const existing = (name: string) => registry.getSingleMetric(name);
   const state =
     (existing('svc_storage_breaker_state') as Gauge<'connector' | 'kind'> | undefined) ??
-    new Gauge({ name: 'svc_storage_breaker_state', help: 'Circuit breaker of a storage connector: 0 closed, 1 open (skipped), 2 half-open (probing)', labelNames: ['connector', 'kind'], registers: [registry] });
+    new Gauge({
+      name: 'svc_storage_breaker_state',
+      help: 'Circuit breaker of a storage connector: 0 closed, 1 open (skipped), 2 half-open (probing)',
+      labelNames: ['connector', 'kind'],
+      registers: [registry],
+    });
   const transitions =
     (existing('svc_storage_breaker_transitions_total') as Counter<'connector' | 'kind' | 'to'> | undefined) ??
-    new Counter({ name: 'svc_storage_breaker_transitions_total', help: 'Edges of a storage connector circuit breaker, by the state entered', labelNames: ['connector', 'kind', 'to'], registers: [registry] });
+    new Counter({
+      name: 'svc_storage_breaker_transitions_total',
+      help: 'Edges of a storage connector circuit breaker, by the state entered',
+      labelNames: ['connector', 'kind', 'to'],
+      registers: [registry],
+    });
   const skipped =
     (existing('svc_storage_breaker_skipped_total') as Counter<'connector' | 'kind'> | undefined) ??
-    new Counter({ name: 'svc_storage_breaker_skipped_total', help: 'Storage operations skipped because the connector breaker was open (cache reads missed, writes dropped, checks decided without the store)', labelNames: ['connector', 'kind'], registers: [registry] });
+    new Counter({
+      name: 'svc_storage_breaker_skipped_total',
+      help: 'Storage operations skipped because the connector breaker was open (cache reads missed, writes dropped, checks decided without the store)',
+      labelNames: ['connector', 'kind'],
+      registers: [registry],
+    });
   return { state, transitions, skipped };
 }
 
@@ -164,12 +185,27 @@ export class StorageBreaker {
     this.settings = breakerSettings(opts.settings);
     const n = this.settings.failureThreshold;
     this.machine = new CountBreaker(
-      { failureThresholdCount: n, failureThresholdCapacity: n, fullWindow: true, halfOpenAfter: this.settings.backoff, successThresholdCount: 1, successThresholdCapacity: 1, maxTrials: 1, backoffFactor: 2, maxHalfOpenAfter: this.settings.maxBackoff },
+      {
+        failureThresholdCount: n,
+        failureThresholdCapacity: n,
+        fullWindow: true,
+        halfOpenAfter: this.settings.backoff,
+        successThresholdCount: 1,
+        successThresholdCapacity: 1,
+        maxTrials: 1,
+        backoffFactor: 2,
+        maxHalfOpenAfter: this.settings.maxBackoff,
+      },
       Date.now,
       (to, from) => this.entered(to, from),
     );
     this.labels = { connector: opts.connector, kind: opts.kind };
-    this.openError = new StorageUnavailableError(`${opts.kind} connector ${opts.connector} is unavailable (circuit breaker open: skipped until a probe succeeds)`, opts.connector, opts.kind, 'open');
+    this.openError = new StorageUnavailableError(
+      `${opts.kind} connector ${opts.connector} is unavailable (circuit breaker open: skipped until a probe succeeds)`,
+      opts.connector,
+      opts.kind,
+      'open',
+    );
     if (opts.metrics) {
       this.metrics = metricsOf(opts.metrics);
       this.metrics.state.set(this.labels, 0);
@@ -225,7 +261,12 @@ export class StorageBreaker {
       const timer = setTimeout(() => {
         if (settled) return;
         settled = true;
-        const e = new StorageUnavailableError(`${this.opts.kind} connector ${this.opts.connector} did not answer within ${timeoutMs} ms`, this.opts.connector, this.opts.kind, 'timeout');
+        const e = new StorageUnavailableError(
+          `${this.opts.kind} connector ${this.opts.connector} did not answer within ${timeoutMs} ms`,
+          this.opts.connector,
+          this.opts.kind,
+          'timeout',
+        );
         this.failed(gen, e);
         reject(e);
       }, timeoutMs);

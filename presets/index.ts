@@ -38,7 +38,22 @@ export { healthPlugin } from '../plugins/health/index.ts';
 export { metricsPlugin, type MetricsPluginOptions } from '../plugins/metrics/index.ts';
 export { multiplexPlugin } from '../plugins/multiplex/index.ts';
 export { staticResponsesPlugin } from '../plugins/static-responses/index.ts';
-export { cachePlugin, CACHE_SERVICE, type CacheService, type CacheConfig, type CacheEntry, type Connector, type ConnectorConfig, type ConnectorDriver, type PolicyConfig, type EmptyRule, type RemoteTierSettings, type CacheFailsafeEntry, type EntryBreakerSettings, type KeyvAdapterConfig } from '../plugins/cache/index.ts';
+export {
+  cachePlugin,
+  CACHE_SERVICE,
+  type CacheService,
+  type CacheConfig,
+  type CacheEntry,
+  type Connector,
+  type ConnectorConfig,
+  type ConnectorDriver,
+  type PolicyConfig,
+  type EmptyRule,
+  type RemoteTierSettings,
+  type CacheFailsafeEntry,
+  type EntryBreakerSettings,
+  type KeyvAdapterConfig,
+} from '../plugins/cache/index.ts';
 export { consensusPlugin, type ConsensusPluginOptions, type PunishClock } from '../plugins/consensus/index.ts';
 export { integrityPlugin } from '../plugins/integrity/index.ts';
 export { shadowPlugin, type ShadowPluginOptions } from '../plugins/shadow/index.ts';
@@ -108,7 +123,9 @@ export function presetNames(): string[] {
 
 /** A name that is a path, never a package: `./x`, `../x`, `/abs/x`, `C:\\x`. */
 function isPath(name: string): boolean {
-  return name.startsWith('./') || name.startsWith('../') || name.startsWith('.\\') || name.startsWith('..\\') || name === '.' || name === '..' || isAbsolute(name);
+  return (
+    name.startsWith('./') || name.startsWith('../') || name.startsWith('.\\') || name.startsWith('..\\') || name === '.' || name === '..' || isAbsolute(name)
+  );
 }
 
 function isFile(path: string): boolean {

@@ -27,7 +27,9 @@ for (const f of files) {
       if (m.status === 'Survived' || m.status === 'NoCoverage') {
         const line = file.source.split('\n')[m.location.start.line - 1] ?? '';
         const orig = line.slice(m.location.start.column - 1, m.location.start.line === m.location.end.line ? m.location.end.column - 1 : undefined);
-        left.push(`  ${name}:${m.location.start.line}:${m.location.start.column} ${m.status} ${m.mutatorName} [${m.id}]: ${JSON.stringify(orig.slice(0, 80))} -> ${JSON.stringify(String(m.replacement ?? '').slice(0, 80))}`);
+        left.push(
+          `  ${name}:${m.location.start.line}:${m.location.start.column} ${m.status} ${m.mutatorName} [${m.id}]: ${JSON.stringify(orig.slice(0, 80))} -> ${JSON.stringify(String(m.replacement ?? '').slice(0, 80))}`,
+        );
       }
     }
     const detected = c.Killed + c.Timeout;

@@ -26,10 +26,7 @@ export interface Found {
 }
 
 /** The set-up step's decision. */
-export type Plan =
-  | { action: 'none' }
-  | { action: 'install'; packages: string[]; command: string }
-  | { action: 'fail'; packages: string[]; message: string };
+export type Plan = { action: 'none' } | { action: 'install'; packages: string[]; command: string } | { action: 'fail'; packages: string[]; message: string };
 
 /** Full path of an executable `name` on `path`, or undefined. */
 export declare function which(name: string, path: string | undefined): string | undefined;

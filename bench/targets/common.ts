@@ -199,7 +199,13 @@ function threadCpuTicks(): Map<string, number> {
     for (const tid of readdirSync('/proc/self/task')) {
       const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
       const close = stat.lastIndexOf(')');
-      const name = tid === String(process.pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, close).replace(/[0-9]+$/, '').trim();
+      const name =
+        tid === String(process.pid)
+          ? 'main'
+          : stat
+              .slice(stat.indexOf('(') + 1, close)
+              .replace(/[0-9]+$/, '')
+              .trim();
       const f = stat.slice(close + 2).split(' ');
       out.set(name, (out.get(name) ?? 0) + Number(f[11]) + Number(f[12]));
     }

@@ -51,22 +51,26 @@ function koaListener(counter: { count: number }): RequestListener {
 }
 
 await serveTarget('forwarder', async (counter) => {
-  const server = createServer(framework === 'koa' ? koaListener(counter) : (req, res) => {
-    counter.count++;
-    readBody(req)
-      .then(async (body) => {
-        const r = await pool.request({ path, method: 'POST', headers: upstreamHeaders, body });
-        const out = Buffer.from(await r.body.arrayBuffer());
-        res.writeHead(r.statusCode, { 'content-type': 'application/json', 'content-length': out.length });
-        res.end(out);
-      })
-      .catch((e: unknown) => {
-        if (res.headersSent) return void res.destroy();
-        const msg = JSON.stringify(e instanceof Error ? e.message : String(e));
-        res.writeHead(502, { 'content-type': 'application/json' });
-        res.end(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":${msg}}}`);
-      });
-  });
+  const server = createServer(
+    framework === 'koa'
+      ? koaListener(counter)
+      : (req, res) => {
+          counter.count++;
+          readBody(req)
+            .then(async (body) => {
+              const r = await pool.request({ path, method: 'POST', headers: upstreamHeaders, body });
+              const out = Buffer.from(await r.body.arrayBuffer());
+              res.writeHead(r.statusCode, { 'content-type': 'application/json', 'content-length': out.length });
+              res.end(out);
+            })
+            .catch((e: unknown) => {
+              if (res.headersSent) return void res.destroy();
+              const msg = JSON.stringify(e instanceof Error ? e.message : String(e));
+              res.writeHead(502, { 'content-type': 'application/json' });
+              res.end(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":${msg}}}`);
+            });
+        },
+  );
   const listening = await listenTarget(server, port);
   return {
     port: listening.port,

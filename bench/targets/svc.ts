@@ -69,7 +69,13 @@ function cacheDatabase(): unknown {
 /** One generated upstream entry with `upstream-options` merged in. */
 function upstreamEntry(endpoint: string, i: number): Record<string, unknown> {
   const nested = (k: string, base: Record<string, unknown>) => ({ ...base, ...((upstreamOptions[k] as Record<string, unknown> | undefined) ?? {}) });
-  return { id: `up${i}`, endpoint, ...upstreamOptions, evm: nested('evm', { chainId: 1 }), ...(upstreamOptions.jsonRpc ? { jsonRpc: nested('jsonRpc', {}) } : {}) };
+  return {
+    id: `up${i}`,
+    endpoint,
+    ...upstreamOptions,
+    evm: nested('evm', { chainId: 1 }),
+    ...(upstreamOptions.jsonRpc ? { jsonRpc: nested('jsonRpc', {}) } : {}),
+  };
 }
 
 function generatedConfig(): unknown {

@@ -75,7 +75,8 @@ const fixture = blockFixturePath === '' ? undefined : loadFixture(blockFixturePa
 
 function loadFixture(path: string): { number: number; full: string; hashes: string } {
   const block = JSON.parse(readFileSync(path, 'utf8')) as { number?: unknown; transactions?: unknown };
-  if (typeof block.number !== 'string' || !Array.isArray(block.transactions)) throw new Error(`block-fixture ${path}: not a block with a number and transactions`);
+  if (typeof block.number !== 'string' || !Array.isArray(block.transactions))
+    throw new Error(`block-fixture ${path}: not a block with a number and transactions`);
   const txs = block.transactions as Array<string | { hash: string }>;
   return {
     number: parseInt(block.number, 16),
@@ -190,7 +191,13 @@ function answerOne(el: unknown): string {
     case 'net_version':
       return `{"jsonrpc":"2.0","id":${id},"result":"${chainId}"}`;
     case 'eth_getBlockByNumber':
-      if (fixture && Array.isArray(o.params) && typeof o.params[0] === 'string' && /^0x[0-9a-fA-F]{1,16}$/.test(o.params[0]) && parseInt(o.params[0], 16) === fixture.number) {
+      if (
+        fixture &&
+        Array.isArray(o.params) &&
+        typeof o.params[0] === 'string' &&
+        /^0x[0-9a-fA-F]{1,16}$/.test(o.params[0]) &&
+        parseInt(o.params[0], 16) === fixture.number
+      ) {
         return `{"jsonrpc":"2.0","id":${id},"result":${o.params[1] === true ? fixture.full : fixture.hashes}}`;
       }
       return `{"jsonrpc":"2.0","id":${id},"result":${blockJson(Array.isArray(o.params) ? (o.params[0] as unknown) : undefined)}}`;

@@ -199,7 +199,8 @@ export class PluginDependencyError extends PluginContractError {
 export function checkPlugin(p: Plugin, applied: ReadonlySet<string>, svcVersion: string): void {
   if (typeof p.name !== 'string' || p.name === '') throw new PluginContractError('a plugin has no name');
   if (applied.has(p.name)) throw new PluginContractError(`plugin "${p.name}" is applied twice (plugin names must be unique)`);
-  if (p.version !== undefined && semver.valid(p.version) === null) throw new PluginContractError(`plugin "${p.name}" has an invalid version "${p.version}" (semver expected)`);
+  if (p.version !== undefined && semver.valid(p.version) === null)
+    throw new PluginContractError(`plugin "${p.name}" has an invalid version "${p.version}" (semver expected)`);
   if (p.svc !== undefined) {
     if (semver.validRange(p.svc) === null) throw new PluginContractError(`plugin "${p.name}" declares an invalid svc range "${p.svc}"`);
     if (!semver.satisfies(svcVersion, p.svc, { includePrerelease: true })) {
@@ -231,7 +232,8 @@ export function checkPlugin(p: Plugin, applied: ReadonlySet<string>, svcVersion:
  */
 export function checkProvided(p: Plugin, services: Services): void {
   for (const key of p.provides ?? []) {
-    if (!services.has(key)) throw new PluginContractError(`plugin "${p.name}" declares it provides service "${key.name}", but did not provide it in apply() (host.services.provide)`);
+    if (!services.has(key))
+      throw new PluginContractError(`plugin "${p.name}" declares it provides service "${key.name}", but did not provide it in apply() (host.services.provide)`);
   }
 }
 
@@ -248,7 +250,9 @@ export function checkNeeds(plugins: readonly Plugin[], services: Services): void
       if (services.has(key)) continue;
       // Key names start with the providing plugin's name (`providers`, `evm-state.chain`).
       const owner = key.name.split('.')[0];
-      throw new PluginContractError(`plugin "${p.name}" needs service "${key.name}", which no applied plugin provides (by its name, plugin "${owner}" provides it: is that plugin in the preset?)`);
+      throw new PluginContractError(
+        `plugin "${p.name}" needs service "${key.name}", which no applied plugin provides (by its name, plugin "${owner}" provides it: is that plugin in the preset?)`,
+      );
     }
   }
 }
@@ -291,11 +295,14 @@ export class Services implements ServiceRegistry {
 function nameOf(key: AnyServiceKey): string {
   const k: unknown = key;
   const name = typeof k === 'object' && k !== null ? (k as { name?: unknown }).name : undefined;
-  if (typeof name !== 'string') throw new PluginContractError(`services are looked up by a key from serviceKey() (exported with its service interface), not by ${typeof k === 'string' ? `the string "${k.slice(0, 64)}"` : typeof k}`);
+  if (typeof name !== 'string')
+    throw new PluginContractError(
+      `services are looked up by a key from serviceKey() (exported with its service interface), not by ${typeof k === 'string' ? `the string "${k.slice(0, 64)}"` : typeof k}`,
+    );
   return name;
 }
 
 /** A provider as named in messages. */
 function who(plugin: string | undefined): string {
-  return plugin === undefined ? 'a hook outside any plugin\'s apply' : `plugin "${plugin}"`;
+  return plugin === undefined ? "a hook outside any plugin's apply" : `plugin "${plugin}"`;
 }

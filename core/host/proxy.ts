@@ -23,9 +23,9 @@ import { Drain, type LifecycleState, type LifecycleStatus } from '../http/drain.
 import type { SvcError } from '../wire/errors.ts';
 import { createLogger, type Logger } from '../../lib/logger.ts';
 import { BoundedLabel } from '../../lib/labels.ts';
-import { Network } from '../registry/project.ts';
-import { Project } from '../registry/project.ts';
-import { Upstream } from '../registry/upstream.ts';
+import type { Network } from '../registry/project.ts';
+import type { Project } from '../registry/project.ts';
+import type { Upstream } from '../registry/upstream.ts';
 import { internalContext, upstreamCall } from '../pipeline/internal-call.ts';
 import { runCall } from '../pipeline/chains.ts';
 import { createServer } from '../http/server.ts';
@@ -126,7 +126,9 @@ export class Proxy implements PluginHost {
    */
   get config(): ResolvedConfig {
     if (this.applying !== undefined) {
-      throw new PluginContractError(`plugin "${this.applying}" read host.config inside apply(); read it from the configured hook on (config hooks may still change it)`);
+      throw new PluginContractError(
+        `plugin "${this.applying}" read host.config inside apply(); read it from the configured hook on (config hooks may still change it)`,
+      );
     }
     return this.resolved;
   }
@@ -402,7 +404,10 @@ export interface CreateProxyOptions extends ProxyOptions {
 export function createProxy(opts: CreateProxyOptions): Proxy {
   const collisions = fragmentCollisions(opts.plugins.filter((p) => p.schema).map((p) => ({ owner: p.name, fragment: p.schema as SchemaFragment })));
   if (collisions.length) throw new PluginContractError(collisions.join('; '));
-  const { config, schema } = loadConfigObject(opts.config ?? {}, { fragments: opts.plugins.map((p) => p.schema).filter((s): s is SchemaFragment => !!s), env: opts.env });
+  const { config, schema } = loadConfigObject(opts.config ?? {}, {
+    fragments: opts.plugins.map((p) => p.schema).filter((s): s is SchemaFragment => !!s),
+    env: opts.env,
+  });
   const proxy = new Proxy(config, { ...opts, schema });
   proxy.use(...opts.plugins);
   proxy.configure();

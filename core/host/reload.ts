@@ -57,7 +57,6 @@ export interface ReloadHost {
   replaceConfig(c: ResolvedConfig): void;
 }
 
-
 /**
  * The reload side of a proxy: where the config is read from, the reloads (one at a time), and
  * the upstreams a reload removed until they are closed.
@@ -199,7 +198,11 @@ export function restartOnlyChanges(prev: ResolvedConfig, next: ResolvedConfig): 
     if (old.allowClientDirectives !== pc.allowClientDirectives) out.push(`projects.${id}.allowClientDirectives`);
     // A providers project bootstraps its declared networks at start only.
     if (pc.settings.providers !== undefined) {
-      const ids = (c: ResolvedProject) => c.networks.map((n) => n.id).sort().join();
+      const ids = (c: ResolvedProject) =>
+        c.networks
+          .map((n) => n.id)
+          .sort()
+          .join();
       if (ids(old) !== ids(pc)) out.push(`projects.${id}.networks (a project with providers)`);
     }
   }
@@ -230,7 +233,15 @@ export function applyReload(proxy: ReloadHost, next: ResolvedConfig): ReloadRepo
     return project ? reconcileProject(proxy, project, pc, report) : pc;
   });
   proxy.replaceConfig({ ...prev, logLevel: next.logLevel, projects });
-  report.changed = report.logLevel !== undefined || report.networks.added.length + report.networks.removed.length + report.networks.changed.length + report.upstreams.added.length + report.upstreams.removed.length + report.upstreams.changed.length > 0;
+  report.changed =
+    report.logLevel !== undefined ||
+    report.networks.added.length +
+      report.networks.removed.length +
+      report.networks.changed.length +
+      report.upstreams.added.length +
+      report.upstreams.removed.length +
+      report.upstreams.changed.length >
+      0;
   report.durationMs = Math.round((performance.now() - t0) * 100) / 100;
   proxy.hooks.reloaded.call(report);
   return report;
@@ -273,7 +284,8 @@ function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProje
   project.config = pc;
   const declared = new Map(pc.networks.map((nc) => [nc.id, nc]));
   for (const n of [...project.networks.values()]) {
-    const nc = declared.get(n.id) ?? (n.declared ? undefined : resolveNetwork(proxy.schema, pc.networkDefaults, { architecture: 'evm', evm: { chainId: n.chainId } }));
+    const nc =
+      declared.get(n.id) ?? (n.declared ? undefined : resolveNetwork(proxy.schema, pc.networkDefaults, { architecture: 'evm', evm: { chainId: n.chainId } }));
     if (nc && n.declared === declared.has(n.id) && isDeepStrictEqual(n.config, nc) && !touched.has(n.chainId)) continue;
     const members = n.upstreams.slice();
     project.networks.delete(n.id);
@@ -292,7 +304,8 @@ function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProje
   for (const nc of pc.networks) {
     if (project.networks.has(nc.id)) continue;
     const fresh = proxy.builder.createNetwork(project, nc, true);
-    for (const u of project.upstreams.values()) if (u.state !== 'failed' && (u.chainId ?? u.config.chainId) === nc.chainId) proxy.builder.join(project, u, nc.chainId);
+    for (const u of project.upstreams.values())
+      if (u.state !== 'failed' && (u.chainId ?? u.config.chainId) === nc.chainId) proxy.builder.join(project, u, nc.chainId);
     report.networks.added.push(name(fresh.id));
   }
 

@@ -39,7 +39,9 @@ export function requestDecoder(header: string | undefined): Transform | undefine
     case 'br':
       return createBrotliDecompress();
     default:
-      throw new ErrUnsupportedContentEncoding(`unsupported request Content-Encoding ${JSON.stringify(header.slice(0, 64))}: send gzip, deflate, br or an uncompressed body`);
+      throw new ErrUnsupportedContentEncoding(
+        `unsupported request Content-Encoding ${JSON.stringify(header.slice(0, 64))}: send gzip, deflate, br or an uncompressed body`,
+      );
   }
 }
 
@@ -85,4 +87,3 @@ export async function gzipAnswer(body: string | Readable, length: number | undef
   pipeline(body, gz, () => undefined);
   return gz;
 }
-

@@ -34,7 +34,9 @@ export async function readRequestBody(k: Koa.Context, limit: number): Promise<{ 
     fail: (f) =>
       f.kind === 'too-large'
         ? new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${limit} bytes${decoder ? ' once decompressed' : ''})`)
-        : new ErrInvalidRequest(`cannot read request body: ${f.kind === 'short' ? `request size did not match content length (${f.size} bytes)` : f.kind === 'error' ? f.error.message : 'over budget'}`),
+        : new ErrInvalidRequest(
+            `cannot read request body: ${f.kind === 'short' ? `request size did not match content length (${f.size} bytes)` : f.kind === 'error' ? f.error.message : 'over budget'}`,
+          ),
   });
   const text = decodeBody(raw);
   return { raw, text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text };

@@ -39,4 +39,3 @@ export function staticKey(path: string): string {
   const lower = path.toLowerCase();
   return lower.length > 1 && lower.endsWith('/') ? lower.slice(0, -1) : lower;
 }
-

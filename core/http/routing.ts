@@ -37,7 +37,12 @@ export async function resolveTarget(proxy: RouteHost, segments: readonly string[
  * common case): a promise only when the `resolveNetwork` hook must be asked.
  * @throws ErrProjectNotFound / ErrNetworkNotSupported, synchronously or through the promise
  */
-export function resolveRoute(proxy: RouteHost, segments: readonly string[], host: string, aliasMatchers: readonly AliasMatcher[]): RouteTarget | Promise<RouteTarget> {
+export function resolveRoute(
+  proxy: RouteHost,
+  segments: readonly string[],
+  host: string,
+  aliasMatchers: readonly AliasMatcher[],
+): RouteTarget | Promise<RouteTarget> {
   let project = segments[0] !== undefined ? proxy.projects.get(segments[0]) : undefined;
   let rest: readonly string[];
   if (project) rest = segments.slice(1);

@@ -96,7 +96,8 @@ export async function serveCall(
     if (call.invalid) throw call.invalid;
     let network = target.network;
     if (!network) {
-      if (call.networkId === undefined) throw new ErrNetworkNotSupported(`no network: call /${target.project.id}/evm/<chainId> or set the body field networkId`);
+      if (call.networkId === undefined)
+        throw new ErrNetworkNotSupported(`no network: call /${target.project.id}/evm/<chainId> or set the body field networkId`);
       const id = normaliseNetworkId(call.networkId);
       network = id ? await proxy.getNetwork(target.project, id) : undefined;
       if (!network) throw new ErrNetworkNotSupported(`network ${JSON.stringify(call.networkId)} is not supported by project ${target.project.id}`);
@@ -200,7 +201,8 @@ export async function serveJsonRpc(proxy: ServeHost, input: JsonRpcInput): Promi
     }
     parsed = parseRequestBody(input.body, { maxDepth: cfg.maxJsonDepth });
     const calls = parsed.calls;
-    if (parsed.batch && calls.length > cfg.maxBatchSize) throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
+    if (parsed.batch && calls.length > cfg.maxBatchSize)
+      throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
     if (parsed.batch && calls.length === 0) throw new ErrInvalidRequest('invalid request: empty batch');
     const deadlines = new RequestScope(cfg.maxTimeoutMs, !parsed.batch || calls.length <= cfg.batchConcurrency, parsed.batch);
     scope = deadlines;

@@ -274,4 +274,3 @@ export function createServer(proxy: ServerHost): Koa {
   });
   return app;
 }
-

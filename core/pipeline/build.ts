@@ -51,7 +51,9 @@ export class RegistryBuilder {
    */
   upstreamFromConfig(project: Project, entry: UpstreamInput): Upstream {
     if (entry.id !== undefined && project.upstreams.has(entry.id)) throw new Error(`project ${project.id} already has an upstream "${entry.id}"`);
-    const u = new Upstream(resolveUpstream(this.schema, project.config.upstreamDefaults, entry, new Set(project.upstreams.keys())), project.id, { shared: this.pools });
+    const u = new Upstream(resolveUpstream(this.schema, project.config.upstreamDefaults, entry, new Set(project.upstreams.keys())), project.id, {
+      shared: this.pools,
+    });
     this.addUpstream(project, u);
     return u;
   }

@@ -11,7 +11,16 @@ import type { Project } from '../registry/project.ts';
 import type { Upstream } from '../registry/upstream.ts';
 
 export type { Directives } from '../../config/types.ts';
-export { newExecutionRecord, type AttemptOutcome, type AttemptReason, type AttemptRecord, type ExecutionRecord, type Finality, type HttpRequestInfo, type Identity } from '../wire/records.ts';
+export {
+  newExecutionRecord,
+  type AttemptOutcome,
+  type AttemptReason,
+  type AttemptRecord,
+  type ExecutionRecord,
+  type Finality,
+  type HttpRequestInfo,
+  type Identity,
+} from '../wire/records.ts';
 
 /**
  * The call's finality (slot `evm.finality`): written by the evm-state plugin before anything
@@ -19,7 +28,6 @@ export { newExecutionRecord, type AttemptOutcome, type AttemptReason, type Attem
  * (a feature's field lives in a slot, not in the core's `CallContext`).
  */
 export const FINALITY = new Slot<Finality>('evm.finality', 'unknown');
-
 
 /** Everything about one JSON-RPC call, built by the server and passed through every stage. */
 export interface CallContext {

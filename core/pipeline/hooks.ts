@@ -9,13 +9,7 @@
  * each tap receives the handler built so far and returns a wrapper. The lowest stage wraps
  * first and so ends up innermost. Stage numbers live in `core/pipeline/stages.ts`.
  */
-import {
-  AsyncSeriesBailHook,
-  AsyncSeriesHook,
-  SyncBailHook,
-  SyncHook,
-  SyncWaterfallHook,
-} from 'tapable';
+import { AsyncSeriesBailHook, AsyncSeriesHook, SyncBailHook, SyncHook, SyncWaterfallHook } from 'tapable';
 import { Counter, type Registry } from 'prom-client';
 import type { Logger } from '../../lib/logger.ts';
 import type Router from '@koa/router';
@@ -263,7 +257,9 @@ export function guardObservationHooks(hooks: ProxyHooks, logger: Logger, registr
     labelNames: ['plugin', 'hook'],
     registers: [registry],
   });
-  const guard = (hookName: string) => ({ register: <T extends RegisteredTap>(tap: T): T => guardedTap(tap, hookName, logger, errors, 'the call is unaffected') });
+  const guard = (hookName: string) => ({
+    register: <T extends RegisteredTap>(tap: T): T => guardedTap(tap, hookName, logger, errors, 'the call is unaffected'),
+  });
   hooks.attemptDone.intercept(guard('attemptDone'));
   hooks.callDone.intercept(guard('callDone'));
   hooks.responseHeaders.intercept(guard('responseHeaders'));
@@ -289,7 +285,10 @@ function guardedTap<T extends RegisteredTap>(tap: T, hookName: string, logger: L
         const now = Date.now();
         if (now - lastLog >= TAP_ERROR_LOG_INTERVAL_MS) {
           lastLog = now;
-          logger.error({ plugin, hook: hookName, tap: tap.name, err: e instanceof Error ? e.stack : String(e) }, `plugin ${plugin}: ${hookName} tap threw (logged at most once a minute; ${unaffected})`);
+          logger.error(
+            { plugin, hook: hookName, tap: tap.name, err: e instanceof Error ? e.stack : String(e) },
+            `plugin ${plugin}: ${hookName} tap threw (logged at most once a minute; ${unaffected})`,
+          );
         }
         return undefined;
       }
@@ -306,7 +305,12 @@ function guardedTap<T extends RegisteredTap>(tap: T, hookName: string, logger: L
  * @param host the plugin host (its logger, and the registry holding the core's counter)
  * @param unaffected what a failing tap leaves unaffected, for the log line (e.g. "the connection is unaffected")
  */
-export function guardObservationHook(hook: { intercept(i: { register: <T extends RegisteredTap>(tap: T) => T }): void }, hookName: string, host: { logger: Logger; metrics: Registry }, unaffected: string): void {
+export function guardObservationHook(
+  hook: { intercept(i: { register: <T extends RegisteredTap>(tap: T) => T }): void },
+  hookName: string,
+  host: { logger: Logger; metrics: Registry },
+  unaffected: string,
+): void {
   const errors = host.metrics.getSingleMetric('svc_plugin_errors_total') as Counter<'plugin' | 'hook'> | undefined;
   hook.intercept({ register: <T extends RegisteredTap>(tap: T): T => guardedTap(tap, hookName, host.logger, errors, unaffected) });
 }

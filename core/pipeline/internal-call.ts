@@ -11,7 +11,14 @@ import { DeadlineReason, type Upstream } from '../registry/upstream.ts';
 import { tryUpstream } from './sweep.ts';
 
 /** The HTTP view of an internal call: no client, no headers. */
-const INTERNAL_HTTP: HttpRequestInfo = Object.freeze({ headers: {}, query: {}, remoteAddress: '127.0.0.1', clientAddress: '127.0.0.1', host: 'internal', path: '' }) as HttpRequestInfo;
+const INTERNAL_HTTP: HttpRequestInfo = Object.freeze({
+  headers: {},
+  query: {},
+  remoteAddress: '127.0.0.1',
+  clientAddress: '127.0.0.1',
+  host: 'internal',
+  path: '',
+}) as HttpRequestInfo;
 
 /**
  * Builds a call context for internal traffic: not a client call.

@@ -21,16 +21,61 @@ export interface PipelineStage {
 
 /** Every stage of one call, outermost first (the order of docs/architecture.md "Request lifecycle"). */
 export const PIPELINE: readonly PipelineStage[] = Object.freeze([
-  { name: 'read', hook: '-', does: 'HTTP body read (size-capped, decompressed) and JSON-RPC parsed; a batch fans out per element', exit: 'parse error -32700 / invalid request -32600, HTTP 400 or 413' },
-  { name: 'route', hook: 'resolveNetwork', does: 'project and network from the path (providers may create the network)', exit: 'ErrNetworkNotSupported / unknown project, HTTP 404' },
+  {
+    name: 'read',
+    hook: '-',
+    does: 'HTTP body read (size-capped, decompressed) and JSON-RPC parsed; a batch fans out per element',
+    exit: 'parse error -32700 / invalid request -32600, HTTP 400 or 413',
+  },
+  {
+    name: 'route',
+    hook: 'resolveNetwork',
+    does: 'project and network from the path (providers may create the network)',
+    exit: 'ErrNetworkNotSupported / unknown project, HTTP 404',
+  },
   { name: 'authenticate', hook: 'authenticate', does: "the project's auth strategies name the caller", exit: 'ErrAuthUnauthorized, HTTP 401' },
-  { name: 'directives', hook: 'directives', does: 'request directives resolved (defaults, header, query) and filtered by the caller', exit: 'invalid directive value, -32602' },
-  { name: 'call', hook: 'call', does: 'network wrappers, outside in: budgets, tracing, local answers, multiplexing, cache, tip rules, interpolation, getLogs splitting', exit: 'the wrapper\'s own error (a rate limit 429, a cached error); anything else goes on' },
-  { name: 'select', hook: 'select', does: 'candidate upstreams: policy order, method support, use-upstream, block availability', exit: 'ErrUpstreamsExhausted (no candidate)' },
-  { name: 'attempt', hook: 'attempt', does: 'network failsafe, outside in: timeout, consensus, retry, hedge, then the sweep over candidates', exit: 'ErrEndpointRequestTimeout / ErrUpstreamsExhausted / consensus errors' },
-  { name: 'upstream', hook: 'upstream', does: 'per-upstream wrappers, outside in: integrity, retry, circuit breaker, timeout, rate limit, tracing, batching, then the transport', exit: 'a per-upstream fault: the attempt moves to the next upstream' },
-  { name: 'validate', hook: 'validate', does: 'an answer is checked (tip, null or empty answers, chain) before it is served or cached', exit: 'a retryable upstream fault: the attempt moves on' },
-  { name: 'respond', hook: 'responseHeaders', does: 'diagnostic headers written, the answer (or batch) sent; attemptDone and callDone observers', exit: 'none (observers never fail a call)' },
+  {
+    name: 'directives',
+    hook: 'directives',
+    does: 'request directives resolved (defaults, header, query) and filtered by the caller',
+    exit: 'invalid directive value, -32602',
+  },
+  {
+    name: 'call',
+    hook: 'call',
+    does: 'network wrappers, outside in: budgets, tracing, local answers, multiplexing, cache, tip rules, interpolation, getLogs splitting',
+    exit: "the wrapper's own error (a rate limit 429, a cached error); anything else goes on",
+  },
+  {
+    name: 'select',
+    hook: 'select',
+    does: 'candidate upstreams: policy order, method support, use-upstream, block availability',
+    exit: 'ErrUpstreamsExhausted (no candidate)',
+  },
+  {
+    name: 'attempt',
+    hook: 'attempt',
+    does: 'network failsafe, outside in: timeout, consensus, retry, hedge, then the sweep over candidates',
+    exit: 'ErrEndpointRequestTimeout / ErrUpstreamsExhausted / consensus errors',
+  },
+  {
+    name: 'upstream',
+    hook: 'upstream',
+    does: 'per-upstream wrappers, outside in: integrity, retry, circuit breaker, timeout, rate limit, tracing, batching, then the transport',
+    exit: 'a per-upstream fault: the attempt moves to the next upstream',
+  },
+  {
+    name: 'validate',
+    hook: 'validate',
+    does: 'an answer is checked (tip, null or empty answers, chain) before it is served or cached',
+    exit: 'a retryable upstream fault: the attempt moves on',
+  },
+  {
+    name: 'respond',
+    hook: 'responseHeaders',
+    does: 'diagnostic headers written, the answer (or batch) sent; attemptDone and callDone observers',
+    exit: 'none (observers never fail a call)',
+  },
 ]);
 
 /** A tapable hook whose taps can be listed (tapable keeps them in run order). */
@@ -68,7 +113,20 @@ export function tapNames(hook: object): string[] {
 /** What {@link renderPipeline} reads: the hooks and the built projects. */
 export interface PipelineSource {
   readonly hooks: Readonly<Record<'resolveNetwork' | 'authenticate' | 'directives' | 'select' | 'validate' | 'responseHeaders', object>>;
-  readonly projects: ReadonlyMap<string, { readonly id: string; readonly networks: ReadonlyMap<string, { readonly id: string; readonly upstreams: ReadonlyArray<{ readonly id: string; readonly pipeline: readonly string[] }>; readonly pipeline: { readonly call: readonly string[]; readonly attempt: readonly string[] } }> }>;
+  readonly projects: ReadonlyMap<
+    string,
+    {
+      readonly id: string;
+      readonly networks: ReadonlyMap<
+        string,
+        {
+          readonly id: string;
+          readonly upstreams: ReadonlyArray<{ readonly id: string; readonly pipeline: readonly string[] }>;
+          readonly pipeline: { readonly call: readonly string[]; readonly attempt: readonly string[] };
+        }
+      >;
+    }
+  >;
 }
 
 /**
@@ -88,7 +146,8 @@ export function renderPipeline(src: PipelineSource, networkId?: string): string 
       if (networkId !== undefined && network.id !== networkId) continue;
       out.push(`project ${project.id}, network ${network.id}`);
       // A continuation row (another upstream of the same stage) has no number and no name.
-      const row = (i: number | undefined, name: string, taps: string) => out.push(`  ${i === undefined ? '  ' : String(i + 1).padStart(2)} ${name.padEnd(13)} ${taps}`);
+      const row = (i: number | undefined, name: string, taps: string) =>
+        out.push(`  ${i === undefined ? '  ' : String(i + 1).padStart(2)} ${name.padEnd(13)} ${taps}`);
       PIPELINE.forEach((stage, i) => {
         switch (stage.name) {
           case 'call':

@@ -61,13 +61,17 @@ export class ChainIdProber {
       .then((r) => {
         clearTimeout(t);
         const got = typeof r.result === 'string' ? Number.parseInt(r.result, 16) : Number.NaN;
-        if (!Number.isSafeInteger(got) || got <= 0) throw new Error(`eth_chainId answered ${excerptOf(u.redactor, JSON.stringify(r.result) ?? 'undefined', 100)}`);
+        if (!Number.isSafeInteger(got) || got <= 0)
+          throw new Error(`eth_chainId answered ${excerptOf(u.redactor, JSON.stringify(r.result) ?? 'undefined', 100)}`);
         // Removed by a config reload meanwhile: nothing to join.
         if (project.upstreams.get(u.id) !== u || host.projects.get(project.id) !== project) return;
         if (u.config.chainId !== undefined && got !== u.config.chainId) {
           u.state = 'failed';
           leaveNetworks(host.hooks, project, u);
-          host.logger.error({ project: project.id, upstream: u.id, configured: u.config.chainId, actual: got }, `upstream ${u.id} serves chain ${got}, not the configured ${u.config.chainId}: taken out of service`);
+          host.logger.error(
+            { project: project.id, upstream: u.id, configured: u.config.chainId, actual: got },
+            `upstream ${u.id} serves chain ${got}, not the configured ${u.config.chainId}: taken out of service`,
+          );
           return;
         }
         // A replaced upstream serves its predecessor's chain while this probe runs (core/host/reload.ts):

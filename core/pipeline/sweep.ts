@@ -110,7 +110,14 @@ export function finishAttempt(a: AttemptRecord, outcome: AttemptOutcome, err?: S
  * a second upstream already gave the same error, the confirmed (non-retryable) copy is thrown.
  * @param maxResponseSize a cap on this answer below the upstream's own, bytes (state polls)
  */
-export async function tryUpstream(hooks: ProxyHooks, ctx: CallContext, u: Upstream, reason: AttemptReason, signal: AbortSignal, maxResponseSize?: number): Promise<RpcResult> {
+export async function tryUpstream(
+  hooks: ProxyHooks,
+  ctx: CallContext,
+  u: Upstream,
+  reason: AttemptReason,
+  signal: AbortSignal,
+  maxResponseSize?: number,
+): Promise<RpcResult> {
   // Upstream-scope retries replace `call.attempt` with a fresh record for each new try, so
   // this function always closes the record of the last try.
   const call: UpstreamCall = { ctx, method: ctx.request.method, params: ctx.request.params, signal, attempt: startAttempt(ctx, u, reason) };
@@ -122,7 +129,11 @@ export async function tryUpstream(hooks: ProxyHooks, ctx: CallContext, u: Upstre
     if (invalid) throw invalid;
   } catch (e) {
     const err = asSvcError(e);
-    finishAttempt(call.attempt, signal.aborted && !(err instanceof ErrEndpointRequestTimeout) && !(err instanceof ErrFailsafeTimeoutExceeded) ? 'cancelled' : outcomeOf(err), err);
+    finishAttempt(
+      call.attempt,
+      signal.aborted && !(err instanceof ErrEndpointRequestTimeout) && !(err instanceof ErrFailsafeTimeoutExceeded) ? 'cancelled' : outcomeOf(err),
+      err,
+    );
     // `attemptDone` now, or once another upstream's answer says whom the error is charged to;
     // a second upstream's identical error comes back confirmed (not retryable).
     throw settleFailedAttempt(hooks, ctx, call.attempt, err);
@@ -160,7 +171,9 @@ export function createSweep(hooks: ProxyHooks): AttemptHandler {
     if (causes.length === 0 && leg.signal.aborted) {
       const r: unknown = leg.signal.reason;
       if (r instanceof Error) throw asSvcError(r);
-      throw isDeadline(r) ? new ErrEndpointRequestTimeout('call deadline passed before any upstream answered') : new ErrCancelled('call cancelled before any upstream answered');
+      throw isDeadline(r)
+        ? new ErrEndpointRequestTimeout('call deadline passed before any upstream answered')
+        : new ErrCancelled('call cancelled before any upstream answered');
     }
     throw new ErrUpstreamsExhausted(causes);
   };

@@ -37,7 +37,10 @@ export class ServiceKey<T> {
    */
   static create<T>(name: string): ServiceKey<T> {
     if (typeof name !== 'string' || name === '') throw new PluginContractError('a service key needs a non-empty name');
-    if (declaredKeys.has(name)) throw new PluginContractError(`service key "${name}" is declared twice (declare a key once and import it; built-in contract keys are exported from svc/plugin)`);
+    if (declaredKeys.has(name))
+      throw new PluginContractError(
+        `service key "${name}" is declared twice (declare a key once and import it; built-in contract keys are exported from svc/plugin)`,
+      );
     declaredKeys.add(name);
     return new ServiceKey<T>(name);
   }

@@ -48,7 +48,10 @@ export class Slot<T> {
     readonly name: string,
     readonly fallback: T,
   ) {
-    if (declared.has(name)) throw new PluginContractError(`slot "${name}" is declared twice (declare a slot once and import it; slots shared by plugins are exported from svc/plugin)`);
+    if (declared.has(name))
+      throw new PluginContractError(
+        `slot "${name}" is declared twice (declare a slot once and import it; slots shared by plugins are exported from svc/plugin)`,
+      );
     declared.add(name);
     this.key = Symbol.for(`svc.slot.${name}`);
   }

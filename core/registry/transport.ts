@@ -170,7 +170,13 @@ export class HttpTransport {
     try {
       const res = await this.pool.request(
         body.chunks
-          ? { path: this.path, method: 'POST', headers: { ...this.headers, 'content-length': String(body.bytes) }, body: Readable.from(body.chunks, { objectMode: false }), signal }
+          ? {
+              path: this.path,
+              method: 'POST',
+              headers: { ...this.headers, 'content-length': String(body.bytes) },
+              body: Readable.from(body.chunks, { objectMode: false }),
+              signal,
+            }
           : { path: this.path, method: 'POST', headers: this.headers, body: body.text, signal },
       );
       status = res.statusCode;
@@ -221,23 +227,33 @@ export class HttpTransport {
   }
 
   /** Matches a batch answer's elements to the calls by svc's ids (see {@link postBatch}). */
-  private splitBatch(status: number, bytes: Buffer, calls: ReadonlyArray<{ method: string; params: unknown }>, ids: readonly number[]): Array<RpcResult | SvcError> {
+  private splitBatch(
+    status: number,
+    bytes: Buffer,
+    calls: ReadonlyArray<{ method: string; params: unknown }>,
+    ids: readonly number[],
+  ): Array<RpcResult | SvcError> {
     const up = this.cfg.id;
     const body = decodeBody(bytes);
     let doc: unknown;
     try {
       doc = JSON.parse(body);
     } catch {
-      const err = new ErrUpstreamMalformedResponse(`upstream ${up} answered a batch with non-JSON (HTTP ${status}): ${this.excerpt(body)}`, { details: { upstream: up } });
+      const err = new ErrUpstreamMalformedResponse(`upstream ${up} answered a batch with non-JSON (HTTP ${status}): ${this.excerpt(body)}`, {
+        details: { upstream: up },
+      });
       return calls.map(() => err);
     }
     if (!Array.isArray(doc)) {
       // One object for a batch: an error for every queued call (spec §4.7 #4). A JSON-RPC error
       // object (a rate limit, an auth refusal...) keeps its classification; anything else names
       // the ids svc sent, since the object's own id answers none of them.
-      const single = new ErrUpstreamMalformedResponse(`upstream ${up} answered a batch of ${ids.length} requests (${idList(ids)}) with a single object${this.singleId(doc)}`, {
-        details: { upstream: up },
-      });
+      const single = new ErrUpstreamMalformedResponse(
+        `upstream ${up} answered a batch of ${ids.length} requests (${idList(ids)}) with a single object${this.singleId(doc)}`,
+        {
+          details: { upstream: up },
+        },
+      );
       let err: SvcError = single;
       try {
         if (status >= 400 || (doc as { error?: unknown } | null)?.error) this.parse(status, bytes, Number.NaN, calls[0]?.method ?? '');
@@ -257,7 +273,8 @@ export class HttpTransport {
     return calls.map((c, i) => {
       const id = ids[i] as number;
       const one = byId.get(id);
-      if (one === undefined) return new ErrUpstreamMalformedResponse(`upstream ${up} sent no response for request id ${id} in a batch`, { details: { upstream: up } });
+      if (one === undefined)
+        return new ErrUpstreamMalformedResponse(`upstream ${up} sent no response for request id ${id} in a batch`, { details: { upstream: up } });
       try {
         return this.parse(200, Buffer.from(one), id, c.method);
       } catch (e) {
@@ -294,23 +311,32 @@ export class HttpTransport {
     const code = err.code ?? '';
     // The upstream hung up while svc was still writing a large body: it refused the size.
     if (f.bodyBytes >= LARGE_REQUEST_BYTES && (code === 'EPIPE' || code === 'ECONNRESET' || code === 'UND_ERR_SOCKET')) {
-      return new ErrUpstreamRequestTooLarge(`upstream ${id} closed the connection while receiving a ${f.bodyBytes}-byte request (${code})`, { details: { upstream: id, errno: code } });
+      return new ErrUpstreamRequestTooLarge(`upstream ${id} closed the connection while receiving a ${f.bodyBytes}-byte request (${code})`, {
+        details: { upstream: id, errno: code },
+      });
     }
-    return new ErrEndpointServerSideException(`transport error talking to upstream ${id}: ${code} ${this.redactor.text(err.message ?? '')}`.replace(/\s+/g, ' ').trim(), {
-      details: { upstream: id, errno: err.code },
-    });
+    return new ErrEndpointServerSideException(
+      `transport error talking to upstream ${id}: ${code} ${this.redactor.text(err.message ?? '')}`.replace(/\s+/g, ' ').trim(),
+      {
+        details: { upstream: id, errno: err.code },
+      },
+    );
   }
 
   private parse(status: number, bytes: Buffer, id: number, method: string): RpcResult {
     const up = this.cfg.id;
     const text = decodeBody(bytes);
-    if (status === 413) throw new ErrUpstreamRequestTooLarge(`upstream ${up} refused the request as too large (HTTP 413)`, { details: { upstream: up }, upstreamStatus: 413 });
+    if (status === 413)
+      throw new ErrUpstreamRequestTooLarge(`upstream ${up} refused the request as too large (HTTP 413)`, { details: { upstream: up }, upstreamStatus: 413 });
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
       if (status >= 400) return this.throwFault({ status, message: this.excerpt(text) || `HTTP ${status}`, method });
-      throw new ErrUpstreamMalformedResponse(`upstream ${up} answered non-JSON (HTTP ${status}): ${this.excerpt(text)}`, { details: { upstream: up }, upstreamStatus: status });
+      throw new ErrUpstreamMalformedResponse(`upstream ${up} answered non-JSON (HTTP ${status}): ${this.excerpt(text)}`, {
+        details: { upstream: up },
+        upstreamStatus: status,
+      });
     }
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       if (status >= 400) return this.throwFault({ status, message: this.excerpt(text), method });
@@ -327,7 +353,9 @@ export class HttpTransport {
     if (status >= 400) return this.throwFault({ status, message: this.excerpt(text), method });
     if (!('result' in o)) throw new ErrUpstreamMalformedResponse(`upstream ${up} answered without result or error`, { details: { upstream: up } });
     if (o.id !== id && o.id !== String(id)) {
-      throw new ErrUpstreamMalformedResponse(`upstream ${up} answered id ${this.redactor.text(JSON.stringify(o.id) ?? '').slice(0, 100)} to request id ${id}`, { details: { upstream: up } });
+      throw new ErrUpstreamMalformedResponse(`upstream ${up} answered id ${this.redactor.text(JSON.stringify(o.id) ?? '').slice(0, 100)} to request id ${id}`, {
+        details: { upstream: up },
+      });
     }
     // A large answer keeps its result as a slice of the answer's bytes: written to the client as
     // is, so the decoded text can go as soon as it was parsed (ASCII only: char = byte offsets).
@@ -408,12 +436,17 @@ function readCapped(body: BodyStream, declared: string | string[] | undefined, l
     budget: RESPONSE_BYTES,
     fail: (f) =>
       f.kind === 'over-budget'
-        ? new ErrResponseBytesInFlightExceeded(`svc is reading ${f.inFlight} bytes of upstream answers, at server.maxResponseBytesInFlight (${f.limit} bytes); retry later`, { details: { maxResponseBytesInFlight: f.limit } })
+        ? new ErrResponseBytesInFlightExceeded(
+            `svc is reading ${f.inFlight} bytes of upstream answers, at server.maxResponseBytesInFlight (${f.limit} bytes); retry later`,
+            { details: { maxResponseBytesInFlight: f.limit } },
+          )
         : f.kind === 'too-large'
-        ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered more than maxResponseSize (${limit} bytes; ${f.size} bytes)`, { details: { upstream, maxResponseSize: limit } })
-        : f.kind === 'short'
-          ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered a truncated body (${f.size} bytes)`, { details: { upstream } })
-          : f.error,
+          ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered more than maxResponseSize (${limit} bytes; ${f.size} bytes)`, {
+              details: { upstream, maxResponseSize: limit },
+            })
+          : f.kind === 'short'
+            ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered a truncated body (${f.size} bytes)`, { details: { upstream } })
+            : f.error,
   });
 }
 

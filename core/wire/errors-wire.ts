@@ -116,7 +116,8 @@ export function toJsonRpcError(err: SvcError, method: string | undefined, includ
       out.code = Number(raw.code);
       // The node's object as written; svc's details are appended as `data` only where it sent none.
       const end = raw.whole.lastIndexOf('}');
-      out.raw = raw.data !== undefined || out.data === undefined || end < 0 ? raw.whole : `${raw.whole.slice(0, end).trimEnd()},"data":${JSON.stringify(out.data)}}`;
+      out.raw =
+        raw.data !== undefined || out.data === undefined || end < 0 ? raw.whole : `${raw.whole.slice(0, end).trimEnd()},"data":${JSON.stringify(out.data)}}`;
     }
     return out;
   }
@@ -149,7 +150,10 @@ export interface ErrorTableRow {
 /** The README's error table: name, JSON-RPC code, HTTP status of a single call (spec §7). */
 export const ERROR_TABLE: readonly ErrorTableRow[] = [
   row(ErrJsonRpcRequestUnmarshal, 'body is not valid JSON (id null)'),
-  row(ErrInvalidRequest, 'no `"jsonrpc":"2.0"`, no string `method`, a method name over 256 characters or outside `[A-Za-z0-9_.:-]`, nesting over `server.maxJsonDepth`, batch over `server.maxBatchSize`'),
+  row(
+    ErrInvalidRequest,
+    'no `"jsonrpc":"2.0"`, no string `method`, a method name over 256 characters or outside `[A-Za-z0-9_.:-]`, nesting over `server.maxJsonDepth`, batch over `server.maxBatchSize`',
+  ),
   row(ErrRequestTooLarge, 'body over `server.maxBodySize` (after decompression for a compressed body)'),
   row(ErrUnsupportedContentEncoding, 'request `Content-Encoding` other than gzip, deflate, br or identity'),
   row(ErrResponseBytesInFlightExceeded, 'upstream answers being read already hold `server.maxResponseBytesInFlight` bytes; retry later'),
@@ -164,19 +168,31 @@ export const ERROR_TABLE: readonly ErrorTableRow[] = [
   row(ErrEndpointServerSideException, 'upstream HTTP 5xx, transport failure, unclassified vendor error (vendor code passed through)'),
   row(ErrEndpointBillingIssue, 'upstream HTTP 402 or a billing/quota message'),
   row(ErrEndpointUnsupported, 'upstream does not support the method'),
-  row(ErrUpstreamMethodIgnored, 'method excluded by `ignoreMethods`/`allowMethods`, or a node administration method no `allowMethods` names (refused before any upstream is dialled)'),
+  row(
+    ErrUpstreamMethodIgnored,
+    'method excluded by `ignoreMethods`/`allowMethods`, or a node administration method no `allowMethods` names (refused before any upstream is dialled)',
+  ),
   row(ErrEndpointExecutionException, 'revert: the upstream code, message and data reach the client intact'),
   row(ErrEndpointNonceException, 'nonce too low / already known'),
   row(ErrEndpointClientSideException, 'upstream says the params are invalid'),
   row(ErrEndpointMissingData, 'upstream lacks the block/state (retried elsewhere)'),
   row(ErrEndpointRequestTooLarge, 'upstream refused a range as too large'),
-  row(ErrUpstreamMalformedResponse, 'upstream answered something that is not JSON-RPC (a top-level member given twice included), or more than `maxResponseSize`'),
+  row(
+    ErrUpstreamMalformedResponse,
+    'upstream answered something that is not JSON-RPC (a top-level member given twice included), or more than `maxResponseSize`',
+  ),
   row(ErrUpstreamRequestTooLarge, 'upstream refused the request for its size (HTTP 413, or hung up mid-send); not counted against it'),
   row(ErrEndpointRequestTimeout, 'an upstream request ran past its deadline'),
   row(ErrFailsafeTimeoutExceeded, 'a failsafe `timeout` policy fired'),
   row(ErrFailsafeCircuitBreakerOpen, "the upstream's circuit breaker is open"),
-  row(ErrEndpointContentValidation, 'an answer failed an integrity check (`integrity` directive); retried on another upstream, the error only when none passes'),
-  row(ErrConsensusDispute, 'consensus: enough upstreams answered, none of the answers reached `agreementThreshold` (groups in `error.data`); retryable when a slot error was'),
+  row(
+    ErrEndpointContentValidation,
+    'an answer failed an integrity check (`integrity` directive); retried on another upstream, the error only when none passes',
+  ),
+  row(
+    ErrConsensusDispute,
+    'consensus: enough upstreams answered, none of the answers reached `agreementThreshold` (groups in `error.data`); retryable when a slot error was',
+  ),
   row(ErrConsensusLowParticipants, 'consensus: fewer valid answers than `agreementThreshold` (groups in `error.data`); retryable when a slot error was'),
   row(ErrNotImplemented, 'stateful filter method with several candidate upstreams'),
   row(ErrGetLogsExceededMaxAllowedRange, 'eth_getLogs/trace_filter range over the limit'),

@@ -86,24 +86,60 @@ export const NORMALISATION_RULES: readonly Rule[] = [
   },
   {
     name: 'range too large',
-    match: (f, m) => f.code === -32012 || (notRevert(f, m) && has(m, 'range too large', 'max block range', 'try with this block range', 'query returned more than', 'too many results', 'try paginating', 'block range is too wide', 'exceed maximum block range', 'this block range should work', 'log response size exceeded', 'is limited to a', 'exceeds limit of', 'block range too large', 'response size exceeded')),
+    match: (f, m) =>
+      f.code === -32012 ||
+      (notRevert(f, m) &&
+        has(
+          m,
+          'range too large',
+          'max block range',
+          'try with this block range',
+          'query returned more than',
+          'too many results',
+          'try paginating',
+          'block range is too wide',
+          'exceed maximum block range',
+          'this block range should work',
+          'log response size exceeded',
+          'is limited to a',
+          'exceeds limit of',
+          'block range too large',
+          'response size exceeded',
+        )),
     error: ErrEndpointRequestTooLarge,
   },
   {
     name: 'billing',
-    match: (f, m) => f.status === 402 || (notRevert(f, m) && has(m, 'billing', 'quota', 'reached the free tier', 'monthly capacity limit', 'payment required', 'insufficient credits')),
+    match: (f, m) =>
+      f.status === 402 ||
+      (notRevert(f, m) && has(m, 'billing', 'quota', 'reached the free tier', 'monthly capacity limit', 'payment required', 'insufficient credits')),
     error: ErrEndpointBillingIssue,
   },
   {
     name: 'capacity exceeded',
-    match: (f, m) => f.status === 429 || f.code === -32005 || f.code === -32007 || (notRevert(f, m) && has(m, 'too many requests', 'rate limit', 'limit exceeded', 'rate-limit', 'has exceeded', 'request limit reached', 'capacity exceeded')),
+    match: (f, m) =>
+      f.status === 429 ||
+      f.code === -32005 ||
+      f.code === -32007 ||
+      (notRevert(f, m) &&
+        has(m, 'too many requests', 'rate limit', 'limit exceeded', 'rate-limit', 'has exceeded', 'request limit reached', 'capacity exceeded')),
     error: ErrEndpointCapacityExceeded,
   },
   {
     name: 'missing data',
     match: (f, m) =>
       f.code === -32014 ||
-      has(m, 'missing trie node', 'header not found', 'unknown block', 'transaction not found', 'block not found', 'no historical rpc', 'state is not available', 'state histories haven\'t been fully indexed') ||
+      has(
+        m,
+        'missing trie node',
+        'header not found',
+        'unknown block',
+        'transaction not found',
+        'block not found',
+        'no historical rpc',
+        'state is not available',
+        "state histories haven't been fully indexed",
+      ) ||
       /\bblock #?\d+ not found/.test(m),
     error: ErrEndpointMissingData,
   },
@@ -115,19 +151,49 @@ export const NORMALISATION_RULES: readonly Rule[] = [
   },
   {
     name: 'nonce',
-    match: (_f, m) => has(m, 'nonce too low', 'nonce too high', 'nonce has max value', 'already known', 'known transaction', 'tx already in mempool', 'nonce has already been used', 'transaction already imported', 'already imported'),
+    match: (_f, m) =>
+      has(
+        m,
+        'nonce too low',
+        'nonce too high',
+        'nonce has max value',
+        'already known',
+        'known transaction',
+        'tx already in mempool',
+        'nonce has already been used',
+        'transaction already imported',
+        'already imported',
+      ),
     error: ErrEndpointNonceException,
   },
   {
     name: 'insufficient funds / fee too low',
-    match: (f, m) => f.code === -32003 || has(m, 'insufficient funds', 'fee too low', 'underpriced', 'gas too low', 'out of gas', 'intrinsic gas too low', 'max fee per gas less than block base fee', 'exceeds block gas limit', 'max priority fee per gas higher than max fee per gas', 'tip above fee cap'),
+    match: (f, m) =>
+      f.code === -32003 ||
+      has(
+        m,
+        'insufficient funds',
+        'fee too low',
+        'underpriced',
+        'gas too low',
+        'out of gas',
+        'intrinsic gas too low',
+        'max fee per gas less than block base fee',
+        'exceeds block gas limit',
+        'max priority fee per gas higher than max fee per gas',
+        'tip above fee cap',
+      ),
     error: ErrEndpointExecutionException,
     code: -32003,
   },
   {
     name: 'unsupported method',
     match: (f, m) =>
-      f.code === -32601 || f.code === -32004 || f.status === 405 || f.status === 415 || has(m, 'not supported', 'unsupported method', 'method not found', 'does not exist/is not available', 'is not available', 'method is not whitelisted'),
+      f.code === -32601 ||
+      f.code === -32004 ||
+      f.status === 405 ||
+      f.status === 415 ||
+      has(m, 'not supported', 'unsupported method', 'method not found', 'does not exist/is not available', 'is not available', 'method is not whitelisted'),
     error: ErrEndpointUnsupported,
   },
   {

@@ -115,7 +115,8 @@ export function parseRequestBody(text: string, limits: ParseLimits = DEFAULT_PAR
       batch: true,
       calls: doc.map((el, i) => {
         const scanned = elements[i];
-        if (scanned && scanned.depth > limits.maxDepth) return { idRaw: rawId(scanned.text) ?? 'null', method: '', params: undefined, invalid: tooDeep(limits.maxDepth) };
+        if (scanned && scanned.depth > limits.maxDepth)
+          return { idRaw: rawId(scanned.text) ?? 'null', method: '', params: undefined, invalid: tooDeep(limits.maxDepth) };
         const scan = scanned ? scanMembers(scanned.text) : undefined;
         const c = toCall(el, scanned?.text, scan);
         if (scanned) keepRawParams(c, text, bytes, scanned.start, scan?.lossyNumber === true);
@@ -157,7 +158,13 @@ function toCall(el: unknown, text: string | undefined, scan: MemberScan | undefi
   const method = typeof o.method === 'string' ? o.method : '';
   // One parse, one truth: a name given twice would let the raw scans (id, params) and the parsed
   // value disagree about what the client asked, so the element is refused before anything reads it.
-  if (scan?.duplicate !== undefined) return { idRaw: scan.topLevel && scan.duplicate === 'id' ? 'null' : (raw ?? 'null'), method: '', params: undefined, invalid: duplicateMember(scan.duplicate, scan.topLevel === true) };
+  if (scan?.duplicate !== undefined)
+    return {
+      idRaw: scan.topLevel && scan.duplicate === 'id' ? 'null' : (raw ?? 'null'),
+      method: '',
+      params: undefined,
+      invalid: duplicateMember(scan.duplicate, scan.topLevel === true),
+    };
   const call: ParsedCall = { idRaw: raw ?? 'null', method: '', params: o.params };
   if (typeof o.networkId === 'string') call.networkId = o.networkId;
   if (!idOk) call.invalid = new ErrInvalidRequest('invalid request: id must be a string, a number or null');
@@ -166,7 +173,8 @@ function toCall(el: unknown, text: string | undefined, scan: MemberScan | undefi
   else if (method.length > MAX_METHOD_LENGTH || !METHOD_NAME.test(method)) {
     // The name is not echoed: it may be megabytes long.
     call.invalid = new ErrInvalidRequest(`invalid request: "method" must be at most ${MAX_METHOD_LENGTH} characters of [A-Za-z0-9_.:-]`);
-  } else if (o.params !== undefined && o.params !== null && typeof o.params !== 'object') call.invalid = new ErrInvalidRequest('invalid request: "params" must be an array or an object');
+  } else if (o.params !== undefined && o.params !== null && typeof o.params !== 'object')
+    call.invalid = new ErrInvalidRequest('invalid request: "params" must be an array or an object');
   // An invalid element never carries its method onwards (labels, logs, matching).
   if (!call.invalid) call.method = method;
   return call;

@@ -57,5 +57,7 @@ export class ErrAdminHostRefused extends SvcError {
 
 /** The refusal of a Host the guard does not allow. */
 export function hostRefusal(host: string): ErrAdminHostRefused {
-  return new ErrAdminHostRefused(`admin: Host ${JSON.stringify(hostnameOf(host).slice(0, 64))} is neither an IP address, localhost nor in admin.allowedHosts (a DNS-rebinding guard)`);
+  return new ErrAdminHostRefused(
+    `admin: Host ${JSON.stringify(hostnameOf(host).slice(0, 64))} is neither an IP address, localhost nor in admin.allowedHosts (a DNS-rebinding guard)`,
+  );
 }

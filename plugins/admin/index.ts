@@ -68,8 +68,14 @@ export function adminPlugin(): Plugin {
       root: {
         admin: Strict(
           {
-            auth: Type.Optional(AuthBlockSchema('auth strategies of POST /admin, as in `projects[].auth` (checked by the auth plugin at start-up); none: closed')),
-            cors: Type.Optional(CorsBlockSchema('CORS of /admin, the fields of `projects[].cors` with the spec §2.5 admin defaults except `allowedOrigins`, which allows no origin unless listed (checked by the cors plugin at start-up)')),
+            auth: Type.Optional(
+              AuthBlockSchema('auth strategies of POST /admin, as in `projects[].auth` (checked by the auth plugin at start-up); none: closed'),
+            ),
+            cors: Type.Optional(
+              CorsBlockSchema(
+                'CORS of /admin, the fields of `projects[].cors` with the spec §2.5 admin defaults except `allowedOrigins`, which allows no origin unless listed (checked by the cors plugin at start-up)',
+              ),
+            ),
             ui: Type.Optional(AdminUiSchema),
             allowedHosts: Type.Optional(
               Type.Array(Type.String({ minLength: 1, maxLength: 253, pattern: '^(\\*\\.)?[A-Za-z0-9.-]+$' }), {
@@ -106,7 +112,8 @@ export function adminPlugin(): Plugin {
       host.hooks.configured.tap('admin', (c) => {
         const admin = (c.settings.admin ?? {}) as AdminSettings;
         const corsService = host.services.get(CORS_SERVICE);
-        if (!corsService && admin.cors !== undefined) throw new ConfigError([{ path: 'admin.cors', message: 'needs the cors plugin (it is in the default preset)' }]);
+        if (!corsService && admin.cors !== undefined)
+          throw new ConfigError([{ path: 'admin.cors', message: 'needs the cors plugin (it is in the default preset)' }]);
         const policy = corsService?.door(admin.cors, 'admin.cors');
         cors = policy?.middleware ?? NO_CORS;
         authenticator = doorAuthenticator(host.services, admin.auth, 'admin.auth');
@@ -115,7 +122,9 @@ export function adminPlugin(): Plugin {
         const strategies = admin.auth?.strategies ?? [];
         guard = { allowedHosts: admin.allowedHosts ?? [], ambientOnly: strategies.length > 0 && strategies.every((s) => s.type === 'network') };
         if (authenticator && strategies.every((s) => s.type === 'network') && policy?.settings.allowedOrigins.includes('*')) {
-          host.logger.warn('admin is guarded only by a network strategy while admin.cors.allowedOrigins contains "*": a page in a browser on an allowed network can drive it; add a secret or jwt strategy, or list origins');
+          host.logger.warn(
+            'admin is guarded only by a network strategy while admin.cors.allowedOrigins contains "*": a page in a browser on an allowed network can drive it; add a secret or jwt strategy, or list origins',
+          );
         }
       });
 
@@ -183,7 +192,8 @@ export function adminPlugin(): Plugin {
           const result = await m(req.params);
           // Several workers (server.workers) or replicas (shared state): the others apply the same
           // operator change, unless a shared key store holds it already.
-          if (REPLAYED.has(req.method) && replayNeeded(host, req.method, req.params)) broadcastToWorkers(ADMIN_TOPIC, { method: req.method, params: req.params });
+          if (REPLAYED.has(req.method) && replayNeeded(host, req.method, req.params))
+            broadcastToWorkers(ADMIN_TOPIC, { method: req.method, params: req.params });
           return { answer: { jsonrpc: '2.0', id, result }, status: 200 };
         } catch (e) {
           const err = asSvcError(e);

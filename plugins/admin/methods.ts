@@ -4,7 +4,7 @@
  * their database, cordons in the health tracker; `svc_reloadConfig` re-reads the config file,
  * as SIGHUP does.
  */
-import { type PluginHost, type Project } from 'svc/plugin';
+import type { PluginHost, Project } from 'svc/plugin';
 import { ConfigError, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, SvcError } from 'svc/plugin/errors';
 import { type ApiKeyManager, AUTH_SERVICE } from 'svc/plugins/auth';
 import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
@@ -86,7 +86,10 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
     const projectId = requireString(o, 'projectId', shape);
     const connectorId = requireString(o, 'connectorId', shape);
     const m = host.services.get(AUTH_SERVICE)?.apiKeys(projectId, connectorId);
-    if (!m) throw new ErrServiceNotFound(`failed to find the service: project ${JSON.stringify(projectId.slice(0, 64))} has no database auth strategy with connector ${JSON.stringify(connectorId.slice(0, 64))}`);
+    if (!m)
+      throw new ErrServiceNotFound(
+        `failed to find the service: project ${JSON.stringify(projectId.slice(0, 64))} has no database auth strategy with connector ${JSON.stringify(connectorId.slice(0, 64))}`,
+      );
     return m;
   };
   const cordonTarget = (params: unknown) => {
@@ -97,7 +100,8 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
     const method = o.method === undefined ? '*' : typeof o.method === 'string' && o.method !== '' && o.method.length <= MAX_TEXT ? o.method : undefined;
     if (method === undefined) throw invalid(`requires params: [${CORDON_SHAPE}] (method must be a method name or glob)`);
     const reason = o.reason === undefined ? undefined : typeof o.reason === 'string' && o.reason.length <= MAX_TEXT ? o.reason : undefined;
-    if (o.reason !== undefined && reason === undefined) throw invalid(`requires params: [${CORDON_SHAPE}] (reason must be a string of at most ${MAX_TEXT} characters)`);
+    if (o.reason !== undefined && reason === undefined)
+      throw invalid(`requires params: [${CORDON_SHAPE}] (reason must be a string of at most ${MAX_TEXT} characters)`);
     return { project, upstream, method, reason };
   };
 
@@ -107,7 +111,10 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
       (params) => {
         noParams(params);
         return Promise.resolve({
-          projects: [...host.projects.values()].map((p) => ({ id: p.id, networks: [...p.networks.values()].map((n) => ({ id: n.id, upstreams: n.upstreams.map((u) => ({ id: u.id })) })) })),
+          projects: [...host.projects.values()].map((p) => ({
+            id: p.id,
+            networks: [...p.networks.values()].map((n) => ({ id: n.id, upstreams: n.upstreams.map((u) => ({ id: u.id })) })),
+          })),
         });
       },
     ],
@@ -152,7 +159,17 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
               recentDecisions: selection?.decisions(project.id, n.id).slice(-20) ?? [],
               upstreams: n.upstreams.map((u) => {
                 const h = project.health.snapshot(u.id);
-                return { id: u.id, requests: h.requests, errorRate: h.errorRate, throttleRate: h.throttleRate, latencyMs: latencyMsOf(h), blockHeadLag: h.blockHeadLag, finalizationLag: h.finalizationLag, cordoned: h.cordoned, cordonReason: h.cordonReason };
+                return {
+                  id: u.id,
+                  requests: h.requests,
+                  errorRate: h.errorRate,
+                  throttleRate: h.throttleRate,
+                  latencyMs: latencyMsOf(h),
+                  blockHeadLag: h.blockHeadLag,
+                  finalizationLag: h.finalizationLag,
+                  cordoned: h.cordoned,
+                  cordonReason: h.cordonReason,
+                };
               }),
             };
           }),
@@ -167,8 +184,11 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
         const apiKey = requireString(o, 'apiKey', ADD_SHAPE);
         const userId = requireString(o, 'userId', ADD_SHAPE);
         if (o.enabled !== undefined && typeof o.enabled !== 'boolean') throw invalid(`requires params: [${ADD_SHAPE}] (enabled must be a boolean)`);
-        if (o.rateLimitBudget !== undefined && typeof o.rateLimitBudget !== 'string') throw invalid(`requires params: [${ADD_SHAPE}] (rateLimitBudget must be a string)`);
-        const r = await asInvalid(() => keys.add({ apiKey, userId, rateLimitBudget: o.rateLimitBudget as string | undefined, enabled: o.enabled as boolean | undefined }));
+        if (o.rateLimitBudget !== undefined && typeof o.rateLimitBudget !== 'string')
+          throw invalid(`requires params: [${ADD_SHAPE}] (rateLimitBudget must be a string)`);
+        const r = await asInvalid(() =>
+          keys.add({ apiKey, userId, rateLimitBudget: o.rateLimitBudget as string | undefined, enabled: o.enabled as boolean | undefined }),
+        );
         return { success: true, apiKey: r.key, userId: r.userId };
       },
     ],
@@ -179,7 +199,8 @@ export function adminMethods(host: PluginHost): ReadonlyMap<string, Method> {
         const keys = keysOf(o, LIST_SHAPE);
         const limit = o.limit === undefined ? DEFAULT_PAGE : Number(o.limit);
         if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalid(`requires params: [${LIST_SHAPE}] (limit must be an integer from 1 to 1000)`);
-        if (o.paginationToken !== undefined && typeof o.paginationToken !== 'string') throw invalid(`requires params: [${LIST_SHAPE}] (paginationToken must be a string)`);
+        if (o.paginationToken !== undefined && typeof o.paginationToken !== 'string')
+          throw invalid(`requires params: [${LIST_SHAPE}] (paginationToken must be a string)`);
         return asInvalid(() => keys.list(limit, o.paginationToken as string | undefined));
       },
     ],

@@ -3,7 +3,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { BlockList } from 'node:net';
-import { type HttpRequestInfo } from 'svc/plugin';
+import type { HttpRequestInfo } from 'svc/plugin';
 import { inList } from 'svc/util';
 import type { Credentials } from './credentials.ts';
 

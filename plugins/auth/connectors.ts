@@ -11,7 +11,7 @@
  */
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
-import { type Logger } from 'svc/plugin';
+import type { Logger } from 'svc/plugin';
 import { closeRedisClient, openRedisClient, type RedisClient, StorageBreaker, type StorageBreakerSettings } from 'svc/util';
 import { DEFAULT_LOOKUP_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, GuardedApiKeyStore, isStoreFailure } from './api-keys/guarded.ts';
 import { MemoryApiKeyStore, type ApiKeyStore } from './api-keys/store.ts';
@@ -69,7 +69,11 @@ export class Connectors {
     let b = this.breakers.get(name);
     const raw = guard?.breaker;
     const settings: Partial<StorageBreakerSettings> = { failureThreshold: raw?.failureThreshold, backoff: ms(raw?.backoff), maxBackoff: ms(raw?.maxBackoff) };
-    if (!b) this.breakers.set(name, (b = new StorageBreaker({ connector: c.id, kind, logger: this.logger, metrics: this.metrics, settings, isFailure: isStoreFailure })));
+    if (!b)
+      this.breakers.set(
+        name,
+        (b = new StorageBreaker({ connector: c.id, kind, logger: this.logger, metrics: this.metrics, settings, isFailure: isStoreFailure })),
+      );
     return b;
   }
 

@@ -23,7 +23,10 @@ export function normalizeAuthShapes(doc: ConfigDocument, out: NormalizeReport): 
       if ('rateLimitBudget' in block) {
         const inner = block.rateLimitBudget;
         if (s.rateLimitBudget !== undefined && s.rateLimitBudget !== inner) {
-          out.problem(pathOf(bp, 'rateLimitBudget'), `two budgets for one strategy: "${String(inner)}" here and "${String(s.rateLimitBudget)}" on the strategy; keep the strategy's rateLimitBudget`);
+          out.problem(
+            pathOf(bp, 'rateLimitBudget'),
+            `two budgets for one strategy: "${String(inner)}" here and "${String(s.rateLimitBudget)}" on the strategy; keep the strategy's rateLimitBudget`,
+          );
         } else {
           delete block.rateLimitBudget;
           s.rateLimitBudget = inner;

@@ -57,7 +57,12 @@ export function authPlugin(): Plugin {
     provides: [AUTH_SERVICE],
     schema: { project: { auth: AuthConfigSchema }, normalize: normalizeAuthShapes },
     apply(host: PluginHost) {
-      const secretRequests = new Counter({ name: 'svc_auth_secret_requests_total', help: 'Requests accepted by a secret strategy, by secret id (never the value)', labelNames: ['secret_id'], registers: [host.metrics] });
+      const secretRequests = new Counter({
+        name: 'svc_auth_secret_requests_total',
+        help: 'Requests accepted by a secret strategy, by secret id (never the value)',
+        labelNames: ['secret_id'],
+        registers: [host.metrics],
+      });
       const connectors = new Connectors(host.logger, host.metrics);
       const spaces = new Map<string, ApiKeySpace>();
       /** SIWE nonce stores by connector settings: strategies on the same settings share one. */
@@ -76,7 +81,10 @@ export function authPlugin(): Plugin {
           case 'network': {
             const list = (() => {
               try {
-                return addressList([...(s.network.allowedCIDRs ?? []), ...(s.network.allowedIPs ?? []), ...(s.network.allowLocalhost ? ['127.0.0.0/8', '::1'] : [])], `${path}.network`);
+                return addressList(
+                  [...(s.network.allowedCIDRs ?? []), ...(s.network.allowedIPs ?? []), ...(s.network.allowLocalhost ? ['127.0.0.0/8', '::1'] : [])],
+                  `${path}.network`,
+                );
               } catch (e) {
                 throw new ConfigError([{ path: `${path}.network`, message: (e as Error).message.replace(/^[^:]+: /, '') }]);
               }
@@ -109,7 +117,11 @@ export function authPlugin(): Plugin {
         const name = JSON.stringify(c);
         let store = nonceStores.get(name);
         if (!store) {
-          if (c.driver === 'memory') host.logger.info({ strategy: path }, 'siwe: used messages are recorded in memory, per replica (its workers share the primary\'s record): behind several replicas a message can be used once on each; set siwe.nonces or a database strategy on redis or postgresql');
+          if (c.driver === 'memory')
+            host.logger.info(
+              { strategy: path },
+              "siwe: used messages are recorded in memory, per replica (its workers share the primary's record): behind several replicas a message can be used once on each; set siwe.nonces or a database strategy on redis or postgresql",
+            );
           nonceStores.set(name, (store = openNonceStore(connectors, c, `${path}.siwe.nonces`)));
         }
         return store;
@@ -150,9 +162,16 @@ export function authPlugin(): Plugin {
                   continue;
                 }
                 // A store that fails or holds a corrupt record rejects (fail closed), saying why.
-                reason = e instanceof Error && e.message === 'missing or invalid userId in current data' ? e.message : 'unauthorized: the API key store could not be read';
+                reason =
+                  e instanceof Error && e.message === 'missing or invalid userId in current data'
+                    ? e.message
+                    : 'unauthorized: the API key store could not be read';
                 // A store skipped by its open breaker is not logged per request: the breaker logged its edge.
-                if (!(e instanceof StorageUnavailableError && e.reason === 'open')) host.logger.warn({ scope: scope.path, strategy: c.type, err: e instanceof Error ? e.message.slice(0, 200) : String(e) }, 'auth strategy failed');
+                if (!(e instanceof StorageUnavailableError && e.reason === 'open'))
+                  host.logger.warn(
+                    { scope: scope.path, strategy: c.type, err: e instanceof Error ? e.message.slice(0, 200) : String(e) },
+                    'auth strategy failed',
+                  );
                 continue;
               }
               if (!accepted) continue;

@@ -59,7 +59,8 @@ function sourceOf(text: string, path: string): KeySource {
  */
 export function jwtCheck(s: JwtSettings, path: string, budgetExists: (id: string) => boolean): Check {
   const algorithms = s.allowedAlgorithms.filter((a) => a.toLowerCase() !== 'none');
-  if (algorithms.length !== s.allowedAlgorithms.length) throw new ConfigError([{ path: `${path}.jwt.allowedAlgorithms`, message: '"none" is never accepted: an unsigned token proves nothing' }]);
+  if (algorithms.length !== s.allowedAlgorithms.length)
+    throw new ConfigError([{ path: `${path}.jwt.allowedAlgorithms`, message: '"none" is never accepted: an unsigned token proves nothing' }]);
   const sources = new Map(Object.entries(s.verificationKeys ?? {}).map(([kid, text]) => [kid, sourceOf(text, `${path}.jwt.verificationKeys.${kid}`)]));
   if (sources.size === 0 && !s.jwksUrl) throw new ConfigError([{ path: `${path}.jwt`, message: 'needs verificationKeys or jwksUrl' }]);
   const userClaim = s.userIdClaim ?? 'sub';
@@ -84,7 +85,13 @@ export function jwtCheck(s: JwtSettings, path: string, budgetExists: (id: string
 
   const verifyWith = async (token: string, key: Key | JWTVerifyGetKey) => {
     const j = await jose();
-    const opts = { algorithms, issuer: s.allowedIssuers, audience: s.allowedAudiences, requiredClaims: s.requiredClaims, clockTolerance: Math.floor(Number(s.clockTolerance ?? 0) / 1000) };
+    const opts = {
+      algorithms,
+      issuer: s.allowedIssuers,
+      audience: s.allowedAudiences,
+      requiredClaims: s.requiredClaims,
+      clockTolerance: Math.floor(Number(s.clockTolerance ?? 0) / 1000),
+    };
     return typeof key === 'function' ? j.jwtVerify(token, key, opts) : j.jwtVerify(token, key, opts);
   };
 

@@ -10,23 +10,42 @@ import { StorageBreakerSchema } from 'svc/util';
 
 /** Deadlines and circuit breaker of a remote key store (Redis, PostgreSQL). */
 const storeGuard = {
-  lookupTimeout: Type.Optional(Duration({ default: '500ms', description: 'a key lookup slower than this fails closed (the request is refused as unauthorized)' })),
-  writeTimeout: Type.Optional(Duration({ default: '2s', description: 'admin changes and listings slower than this fail with an error (a change may still be applied)' })),
+  lookupTimeout: Type.Optional(
+    Duration({ default: '500ms', description: 'a key lookup slower than this fails closed (the request is refused as unauthorized)' }),
+  ),
+  writeTimeout: Type.Optional(
+    Duration({ default: '2s', description: 'admin changes and listings slower than this fail with an error (a change may still be applied)' }),
+  ),
   breaker: Type.Optional(StorageBreakerSchema),
 };
 
 /** Fields every strategy may carry. */
 const common = {
-  rateLimitBudget: Type.Optional(Type.String({ minLength: 1, description: 'budget id from `rateLimiters.budgets[]` counting the requests this strategy accepts' })),
-  allowClientDirectives: Type.Optional(Type.String({ description: 'spec §2.8 rule c: directives this strategy lets its callers send (unset: the network and project rules apply)' })),
-  trustUserIdHeader: Type.Optional(Type.Boolean({ default: false, description: 'take the user id from `X-SVC-User-Id`; such a caller gets no directive grant' })),
+  rateLimitBudget: Type.Optional(
+    Type.String({ minLength: 1, description: 'budget id from `rateLimiters.budgets[]` counting the requests this strategy accepts' }),
+  ),
+  allowClientDirectives: Type.Optional(
+    Type.String({ description: 'spec §2.8 rule c: directives this strategy lets its callers send (unset: the network and project rules apply)' }),
+  ),
+  trustUserIdHeader: Type.Optional(
+    Type.Boolean({ default: false, description: 'take the user id from `X-SVC-User-Id`; such a caller gets no directive grant' }),
+  ),
 };
 
 const secret = Strict({
   type: Type.Literal('secret'),
   secret: Strict({
-    value: Type.String({ minLength: 1, description: 'sent as query `secret`, header `X-SVC-Secret-Token`, or `Authorization: Bearer`/`Basic` (the password); compared in constant time' }),
-    id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'name of the secret in metrics (`secret_id`) and logs; default `strategy-<index>`; never the value' })),
+    value: Type.String({
+      minLength: 1,
+      description: 'sent as query `secret`, header `X-SVC-Secret-Token`, or `Authorization: Bearer`/`Basic` (the password); compared in constant time',
+    }),
+    id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description: 'name of the secret in metrics (`secret_id`) and logs; default `strategy-<index>`; never the value',
+      }),
+    ),
   }),
   ...common,
 });
@@ -44,11 +63,18 @@ const network = Strict({
 const jwt = Strict({
   type: Type.Literal('jwt'),
   jwt: Strict({
-    allowedAlgorithms: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'JWS algorithms accepted, e.g. [RS256, ES256]; `none` is never accepted' }),
+    allowedAlgorithms: Type.Array(Type.String({ minLength: 1 }), {
+      minItems: 1,
+      description: 'JWS algorithms accepted, e.g. [RS256, ES256]; `none` is never accepted',
+    }),
     allowedIssuers: Type.Optional(Type.Array(Type.String(), { description: '`iss` must be one of these' })),
     allowedAudiences: Type.Optional(Type.Array(Type.String(), { description: '`aud` must contain one of these' })),
     requiredClaims: Type.Optional(Type.Array(Type.String(), { description: 'claims that must be present' })),
-    verificationKeys: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'key id → PEM public key (SPKI), JWK JSON, or for HS* a shared secret; a token with a `kid` uses that key, else each key is tried' })),
+    verificationKeys: Type.Optional(
+      Type.Record(Type.String(), Type.String(), {
+        description: 'key id → PEM public key (SPKI), JWK JSON, or for HS* a shared secret; a token with a `kid` uses that key, else each key is tried',
+      }),
+    ),
     jwksUrl: Type.Optional(Type.String({ pattern: '^https?://', description: 'JWKS endpoint, fetched and cached by jose' })),
     userIdClaim: Type.Optional(Type.String({ default: 'sub', description: 'claim holding the user id' })),
     rateLimitBudgetClaim: Type.Optional(Type.String({ default: 'rlm', description: 'claim naming a budget; an unknown budget rejects the token' })),
@@ -85,10 +111,13 @@ const siwe = Strict({
   siwe: Strict({
     allowedDomains: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'EIP-4361 `domain` values accepted' }),
     maxMessageAge: Type.Optional(Duration({ default: '1d', description: 'a message without an expirationTime is refused once its issuedAt is this old' })),
-    clockTolerance: Type.Optional(Duration({ default: '1m', description: 'slack on issuedAt (not in the future), notBefore and expirationTime, for clients whose clock drifts' })),
+    clockTolerance: Type.Optional(
+      Duration({ default: '1m', description: 'slack on issuedAt (not in the future), notBefore and expirationTime, for clients whose clock drifts' }),
+    ),
     nonces: Type.Optional(
       Strict(connector.properties, {
-        description: "where used messages are recorded (each is accepted once): a connector like a database strategy's; default: the connector of the first database strategy of the same auth block, else memory (per process)",
+        description:
+          "where used messages are recorded (each is accepted once): a connector like a database strategy's; default: the connector of the first database strategy of the same auth block, else memory (per process)",
       }),
     ),
   }),
@@ -98,7 +127,11 @@ const siwe = Strict({
 const database = Strict({
   type: Type.Literal('database'),
   connector,
-  cache: Type.Optional(Strict({ ttl: Type.Optional(Duration({ default: '1m', description: 'how long a found key is trusted without a lookup; unknown keys are remembered 5 s' })) })),
+  cache: Type.Optional(
+    Strict({
+      ttl: Type.Optional(Duration({ default: '1m', description: 'how long a found key is trusted without a lookup; unknown keys are remembered 5 s' })),
+    }),
+  ),
   ...common,
 });
 

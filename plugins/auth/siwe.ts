@@ -90,7 +90,8 @@ export function siweCheck(s: SiweSettings, nonces: NonceStore, bindChain: boolea
       throw refuse('SIWE message does not parse as EIP-4361 (domain, address, URI, chain id and issuedAt are required)');
     }
     if (!f.nonce || !NONCE.test(f.nonce)) throw refuse('SIWE message nonce must be at least 8 alphanumeric characters');
-    if (!validDate(f.issuedAt) || !validDate(f.expirationTime) || !validDate(f.notBefore)) throw refuse('SIWE message has a date that is not an RFC 3339 date-time');
+    if (!validDate(f.issuedAt) || !validDate(f.expirationTime) || !validDate(f.notBefore))
+      throw refuse('SIWE message has a date that is not an RFC 3339 date-time');
     if (!domains.has(f.domain.toLowerCase())) throw refuse(`SIWE message domain ${JSON.stringify(f.domain.slice(0, 64))} is not allowed`);
 
     const t = now();

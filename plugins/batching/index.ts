@@ -40,7 +40,9 @@ export function batchingPlugin(): Plugin {
           p.upstreams.forEach((u, ui) => {
             const j = (u.settings.jsonRpc ?? {}) as { supportsBatch?: boolean; batchMaxSize?: number; batchMaxWait?: number };
             if (j.supportsBatch === true && (!j.batchMaxSize || !j.batchMaxWait)) {
-              config.warnings.push(`projects[${pi}].upstreams[${ui}].jsonRpc: supportsBatch is on with batchMaxSize ${j.batchMaxSize ?? 0} and batchMaxWait ${j.batchMaxWait ?? 0} ms; 0 sends every call at once (set both non-zero, spec §2.6)`);
+              config.warnings.push(
+                `projects[${pi}].upstreams[${ui}].jsonRpc: supportsBatch is on with batchMaxSize ${j.batchMaxSize ?? 0} and batchMaxWait ${j.batchMaxWait ?? 0} ms; 0 sends every call at once (set both non-zero, spec §2.6)`,
+              );
             }
           }),
         );

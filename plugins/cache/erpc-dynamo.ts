@@ -31,7 +31,8 @@ const REFUSED: Readonly<Record<string, string>> = {
   rangeKeyName: "eRPC's DynamoDB range key name: @keyv/dynamo uses its own table layout (one `id` key); remove it and point `table` at a new table",
   reverseIndexName: "eRPC's DynamoDB reverse index (a GSI): svc keeps its reverse index of lookups by hash as pointer keys in the same table; remove it",
   ttlAttributeName: "eRPC's DynamoDB TTL attribute name: @keyv/dynamo sets DynamoDB TTL on its own attribute; remove it",
-  initTimeout: "eRPC's DynamoDB init timeout: @keyv/dynamo connects on first use and svc bounds every operation with readTimeout/writeTimeout; remove initTimeout",
+  initTimeout:
+    "eRPC's DynamoDB init timeout: @keyv/dynamo connects on first use and svc bounds every operation with readTimeout/writeTimeout; remove initTimeout",
 };
 
 const DROPPED = ['lockRetryInterval', 'statePollInterval'] as const;
@@ -75,7 +76,11 @@ export function mapDynamoConnector(c: ConfigObject, path: string, out: Normalize
     delete d[k];
   }
   for (const k of Object.keys(d)) out.problem(pathOf(at, k), `not a key of eRPC's DynamoDB connector`);
-  out.rewrite(pathOf(path, 'driver'), { driver: 'dynamodb', dynamodb: c.dynamodb ?? {} }, { driver: 'keyv', keyv: { ...keyv, ...(isConfigObject(options.credentials) ? { options: { ...options, credentials: '(redacted)' } } : {}) } });
+  out.rewrite(
+    pathOf(path, 'driver'),
+    { driver: 'dynamodb', dynamodb: c.dynamodb ?? {} },
+    { driver: 'keyv', keyv: { ...keyv, ...(isConfigObject(options.credentials) ? { options: { ...options, credentials: '(redacted)' } } : {}) } },
+  );
   c.driver = 'keyv';
   delete c.dynamodb;
   c.keyv = keyv;
@@ -89,7 +94,10 @@ function mapAuth(auth: unknown, path: string, options: ConfigObject, out: Normal
   }
   const mode = typeof auth.mode === 'string' ? auth.mode.toLowerCase() : auth.mode;
   if (auth.credentialsFile !== undefined && auth.credentialsFile !== '') {
-    out.problem(pathOf(path, 'credentialsFile'), "eRPC's AWS credentials file path: the AWS SDK reads the file named by the AWS_SHARED_CREDENTIALS_FILE environment variable; set that and keep `profile`");
+    out.problem(
+      pathOf(path, 'credentialsFile'),
+      "eRPC's AWS credentials file path: the AWS SDK reads the file named by the AWS_SHARED_CREDENTIALS_FILE environment variable; set that and keep `profile`",
+    );
   }
   if (mode === 'env' || mode === undefined) return;
   if (mode === 'file') {

@@ -34,7 +34,10 @@ function normalizeFailsafeEntry(e: ConfigObject, path: string, out: NormalizeRep
     const names = list.map(finalityName);
     if (!Array.isArray(e.matchFinality) || names.some((n, i) => n !== list[i])) rewriteKey(e, 'matchFinality', pathOf(path, 'matchFinality'), names, out);
   }
-  for (const [block, key] of [['hedge', 'delay'], ['timeout', 'duration']] as const) {
+  for (const [block, key] of [
+    ['hedge', 'delay'],
+    ['timeout', 'duration'],
+  ] as const) {
     const b = e[block];
     if (!isConfigObject(b) || !isConfigObject(b[key])) continue;
     const adaptive = b[key];
@@ -43,12 +46,19 @@ function normalizeFailsafeEntry(e: ConfigObject, path: string, out: NormalizeRep
     b[key] = adaptive.base ?? '0';
     if (adaptive.quantile !== undefined && adaptive.quantile !== 0) {
       if (block === 'hedge') b.quantile = adaptive.quantile;
-      else out.problem(at, "eRPC's adaptive (quantile) timeout on a cache connector: a connector keeps no latency samples; give a fixed duration (eRPC uses base + min until it has samples)");
+      else
+        out.problem(
+          at,
+          "eRPC's adaptive (quantile) timeout on a cache connector: a connector keeps no latency samples; give a fixed duration (eRPC uses base + min until it has samples)",
+        );
     }
   }
   const h = e.hedge;
   if (isConfigObject(h) && h.quantile !== undefined) {
-    out.problem(pathOf(pathOf(path, 'hedge'), 'quantile'), "a quantile hedge on a cache connector: a connector keeps no latency samples (eRPC refuses it here too); give a fixed `delay`");
+    out.problem(
+      pathOf(pathOf(path, 'hedge'), 'quantile'),
+      'a quantile hedge on a cache connector: a connector keeps no latency samples (eRPC refuses it here too); give a fixed `delay`',
+    );
   }
 }
 
@@ -62,7 +72,8 @@ export function normalizeCacheShapes(doc: ConfigDocument, out: NormalizeReport):
     cache.connectors.forEach((c, i) => {
       if (!isConfigObject(c)) return;
       const cp = `${base}.connectors[${i}]`;
-      if (isConfigObject(c.redis)) normalizeRedisBlock(c.redis, `${cp}.redis`, out, { getTimeout: 'readTimeout', setTimeout: 'writeTimeout', initTimeout: 'connectTimeout' });
+      if (isConfigObject(c.redis))
+        normalizeRedisBlock(c.redis, `${cp}.redis`, out, { getTimeout: 'readTimeout', setTimeout: 'writeTimeout', initTimeout: 'connectTimeout' });
       if (isConfigObject(c.postgresql)) {
         renameKey(c.postgresql, `${cp}.postgresql`, 'getTimeout', 'readTimeout', out);
         renameKey(c.postgresql, `${cp}.postgresql`, 'setTimeout', 'writeTimeout', out);

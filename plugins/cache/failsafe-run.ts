@@ -86,10 +86,25 @@ export class EntryBreaker {
 }
 
 /** Node.js error codes of a connection that failed or broke. */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN', 'ENOTCONN', 'ERR_SOCKET_CLOSED', 'ERR_STREAM_DESTROYED']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENOTCONN',
+  'ERR_SOCKET_CLOSED',
+  'ERR_STREAM_DESTROYED',
+]);
 
 /** Message fragments of a connection-level failure when the driver gives no code (eRPC's list, plus node-redis and ioredis wording). */
-const CONNECTION_TEXT = /connection refused|connection reset|broken pipe|no such host|network is unreachable|tls handshake|i\/o timeout|operation timed out|use of closed network connection|client is closed|unexpectedly closed|closed unexpectedly|connection is closed|socket closed|goaway|clusterdown|masterdown|tryagain|loading redis is loading|redis is loading|stream isn't writeable/i;
+const CONNECTION_TEXT =
+  /connection refused|connection reset|broken pipe|no such host|network is unreachable|tls handshake|i\/o timeout|operation timed out|use of closed network connection|client is closed|unexpectedly closed|closed unexpectedly|connection is closed|socket closed|goaway|clusterdown|masterdown|tryagain|loading redis is loading|redis is loading|stream isn't writeable/i;
 
 /**
  * Whether an error is the store's connection failing (eRPC's `isTransportError`): the only errors
@@ -120,7 +135,6 @@ export interface OpPlan {
   /** The entry's own circuit breaker. */
   breaker?: EntryBreaker;
 }
-
 
 /**
  * Runs one operation by its plan (see the module comment).

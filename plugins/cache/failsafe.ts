@@ -39,7 +39,14 @@ export const FailsafeEntrySchema = Strict(
       Strict({
         maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 10, default: 1, description: 'tries in all (1 = no retry)' })),
         delay: Type.Optional(Duration({ default: '0', description: 'wait before the second try' })),
-        backoffFactor: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 10, default: 1, description: 'multiplier of the wait after each try (below 1 the waits shrink, as in eRPC)' })),
+        backoffFactor: Type.Optional(
+          Type.Number({
+            exclusiveMinimum: 0,
+            maximum: 10,
+            default: 1,
+            description: 'multiplier of the wait after each try (below 1 the waits shrink, as in eRPC)',
+          }),
+        ),
         backoffMaxDelay: Type.Optional(Duration({ description: 'cap of the wait between tries' })),
         jitter: Type.Optional(Duration({ default: '0', description: 'random extra wait, up to this much' })),
       }),
@@ -47,8 +54,16 @@ export const FailsafeEntrySchema = Strict(
     circuitBreaker: Type.Optional(
       Strict(
         {
-          failureThresholdCount: Type.Optional(Type.Integer({ minimum: 1, default: 20, description: 'connection failures among the last failureThresholdCapacity outcomes that open the breaker' })),
-          failureThresholdCapacity: Type.Optional(Type.Integer({ minimum: 1, default: 80, description: 'outcomes in the window (it opens only once the window is full)' })),
+          failureThresholdCount: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              default: 20,
+              description: 'connection failures among the last failureThresholdCapacity outcomes that open the breaker',
+            }),
+          ),
+          failureThresholdCapacity: Type.Optional(
+            Type.Integer({ minimum: 1, default: 80, description: 'outcomes in the window (it opens only once the window is full)' }),
+          ),
           halfOpenAfter: Type.Optional(Duration({ default: '5m', description: 'how long it stays open before trials are let through' })),
           successThresholdCount: Type.Optional(Type.Integer({ minimum: 1, default: 8, description: 'successful trials that close it' })),
           successThresholdCapacity: Type.Optional(Type.Integer({ minimum: 1, default: 10, description: 'trials let through while half-open' })),
@@ -99,19 +114,39 @@ export type RawFailsafeEntry = Omit<Partial<CacheFailsafeEntry>, 'retry' | 'hedg
  *   `maxTimeoutMs`)
  * @param maxTimeoutMs the outer bound of the operation (1 s reads, 5 s writes)
  */
-export function resolveFailsafe(raw: readonly RawFailsafeEntry[] | undefined, path: string, problems: Array<{ path: string; message: string }>, maxTimeoutMs: number): CacheFailsafeEntry[] | undefined {
+export function resolveFailsafe(
+  raw: readonly RawFailsafeEntry[] | undefined,
+  path: string,
+  problems: Array<{ path: string; message: string }>,
+  maxTimeoutMs: number,
+): CacheFailsafeEntry[] | undefined {
   if (!raw || raw.length === 0) return undefined;
   return raw.map((e, i) => {
     const at = `${path}[${i}]`;
-    if (e.hedge?.quantile !== undefined) problems.push({ path: `${at}.hedge.quantile`, message: "a quantile hedge needs latency samples a cache connector does not keep (eRPC refuses it here too): give a fixed `delay`" });
-    if (e.consensus !== undefined) problems.push({ path: `${at}.consensus`, message: 'consensus does not apply to a cache connector (eRPC refuses it too): list the connector once, or read several tiers through several policies' });
+    if (e.hedge?.quantile !== undefined)
+      problems.push({
+        path: `${at}.hedge.quantile`,
+        message: 'a quantile hedge needs latency samples a cache connector does not keep (eRPC refuses it here too): give a fixed `delay`',
+      });
+    if (e.consensus !== undefined)
+      problems.push({
+        path: `${at}.consensus`,
+        message: 'consensus does not apply to a cache connector (eRPC refuses it too): list the connector once, or read several tiers through several policies',
+      });
     if (e.timeout && e.timeout.duration > maxTimeoutMs) problems.push({ path: `${at}.timeout.duration`, message: `at most ${maxTimeoutMs} ms` });
     const out: CacheFailsafeEntry = { matchMethod: e.matchMethod ?? '*' };
     if (e.matchFinality && e.matchFinality.length > 0) out.matchFinality = e.matchFinality;
     if (e.timeout) out.timeout = { duration: e.timeout.duration };
     if (e.hedge) out.hedge = { delay: e.hedge.delay ?? 0, maxCount: e.hedge.maxCount ?? 1 };
     if (e.circuitBreaker) out.circuitBreaker = { ...ENTRY_BREAKER_DEFAULTS, ...stripUndefined(e.circuitBreaker) };
-    if (e.retry) out.retry = { maxAttempts: e.retry.maxAttempts ?? 1, delay: e.retry.delay ?? 0, backoffFactor: e.retry.backoffFactor ?? 1, jitter: e.retry.jitter ?? 0, ...(e.retry.backoffMaxDelay !== undefined ? { backoffMaxDelay: e.retry.backoffMaxDelay } : {}) };
+    if (e.retry)
+      out.retry = {
+        maxAttempts: e.retry.maxAttempts ?? 1,
+        delay: e.retry.delay ?? 0,
+        backoffFactor: e.retry.backoffFactor ?? 1,
+        jitter: e.retry.jitter ?? 0,
+        ...(e.retry.backoffMaxDelay !== undefined ? { backoffMaxDelay: e.retry.backoffMaxDelay } : {}),
+      };
     return out;
   });
 }
@@ -164,7 +199,11 @@ export class FailsafePlans {
       const anyMethod = entry.matchMethod === '*' || entry.matchMethod === '';
       const finality = entry.matchFinality && entry.matchFinality.length > 0 ? entry.matchFinality : undefined;
       const tier = anyMethod ? (finality ? 2 : 3) : finality ? 0 : 1;
-      (this.tiers[tier] as Array<{ test?: GlobTest; finality?: readonly Finality[]; plan: OpPlan }>).push({ test: anyMethod ? undefined : compileGlobs(entry.matchMethod.split('|')), finality, plan });
+      (this.tiers[tier] as Array<{ test?: GlobTest; finality?: readonly Finality[]; plan: OpPlan }>).push({
+        test: anyMethod ? undefined : compileGlobs(entry.matchMethod.split('|')),
+        finality,
+        plan,
+      });
     }
   }
 

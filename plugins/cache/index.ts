@@ -22,7 +22,19 @@
  *   plugin turns into `X-SVC-Cache` and `X-SVC-Cache-Attempts`.
  * - Metrics `svc_cache_{get_hit,get_miss,get_error,set_success,set_error}_total{project,network,category,connector,policy}`.
  */
-import { type CallContext, type CallHandler, CallStage, FINALITY, Type, type Network, definePlugin, type Plugin, type PluginHost, RpcResult, serviceKey } from 'svc/plugin';
+import {
+  type CallContext,
+  type CallHandler,
+  CallStage,
+  FINALITY,
+  Type,
+  type Network,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  RpcResult,
+  serviceKey,
+} from 'svc/plugin';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { CACHE_ATTEMPTS, CACHE_OUTCOME } from './api.ts';
 import { callParamsHash, provenanceKey } from 'svc/plugins/multiplex';
@@ -46,7 +58,9 @@ export const SKIP_CACHE_READ = new Directive<string | undefined>({
   type: 'string',
   fallback: undefined,
   spec: '#3',
-  defaultsSchema: Type.Union([Type.String(), Type.Boolean()], { description: '#3 `true`, `false`, or a glob over cache connector ids (YAML booleans become strings)' }),
+  defaultsSchema: Type.Union([Type.String(), Type.Boolean()], {
+    description: '#3 `true`, `false`, or a glob over cache connector ids (YAML booleans become strings)',
+  }),
 });
 import { readEntry, writeEntry, WriteQueue, type Reader, type StoreSink } from './store.ts';
 import { networkChainState } from 'svc/plugins/evm-state';
@@ -54,7 +68,19 @@ import { networkChainState } from 'svc/plugins/evm-state';
 export { acceptable, readEntry, writeEntry } from './store.ts';
 export { answeredBlock, callKey, isEmptyJson, neverCached, type CallKey } from './keys.ts';
 export { Policy } from './policy.ts';
-export { cacheConfigOf, cacheSchema, defaultCacheConfig, DEFAULT_CONNECTOR_ID, READ_TIMEOUT_MS, WRITE_TIMEOUT_MS, type CacheConfig, type PolicyConfig, type ConnectorConfig, type EmptyRule, type RemoteTierSettings } from './schema.ts';
+export {
+  cacheConfigOf,
+  cacheSchema,
+  defaultCacheConfig,
+  DEFAULT_CONNECTOR_ID,
+  READ_TIMEOUT_MS,
+  WRITE_TIMEOUT_MS,
+  type CacheConfig,
+  type PolicyConfig,
+  type ConnectorConfig,
+  type EmptyRule,
+  type RemoteTierSettings,
+} from './schema.ts';
 export type { CacheFailsafeEntry } from './failsafe.ts';
 export type { EntryBreakerSettings } from './failsafe-run.ts';
 export type { KeyvAdapterConfig } from './connectors/adapter.ts';
@@ -103,7 +129,11 @@ async function openConnector(c: ConnectorConfig, host: PluginHost): Promise<Conn
       return new PostgresConnector(c.id, { ...(c.postgresql as NonNullable<ConnectorConfig['postgresql']>), ...failsafeOf(c) }, host.logger, host.metrics);
     }
     case 'keyv': {
-      const [{ createAdapter }, { KeyvConnector }, { TierReporter }] = await Promise.all([import('./connectors/adapter.ts'), import('./connectors/keyv.ts'), import('./connectors/types.ts')]);
+      const [{ createAdapter }, { KeyvConnector }, { TierReporter }] = await Promise.all([
+        import('./connectors/adapter.ts'),
+        import('./connectors/keyv.ts'),
+        import('./connectors/types.ts'),
+      ]);
       const k = c.keyv as NonNullable<ConnectorConfig['keyv']>;
       const password = typeof k.options?.password === 'string' ? k.options.password : undefined;
       const reporter = new TierReporter(c.id, `keyv (${k.adapter})`, host.logger, k.uri ?? '', password);
@@ -146,7 +176,9 @@ export function cachePlugin(): Plugin {
       host.services.provide(CACHE_SERVICE, { config: () => config, connector: (id) => connectors.get(id) });
 
       const sink = metricsSink(host);
-      const writes = new WriteQueue((w) => writeEntry(w.ctx, w.key, w.finality, { wire: w.result.wire(), value: () => w.result.result }, w.policies, connectors, w.chain, sink, w.params));
+      const writes = new WriteQueue((w) =>
+        writeEntry(w.ctx, w.key, w.finality, { wire: w.result.wire(), value: () => w.result.result }, w.policies, connectors, w.chain, sink, w.params),
+      );
       const skipMemo = new Map<string, GlobTest>();
       /** The readers of a call after `skip-cache-read` (spec §2.8 #3). */
       const readersOf = (candidates: readonly Policy[], ctx: CallContext): Reader[] => {

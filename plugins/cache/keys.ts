@@ -112,7 +112,15 @@ export function callKey(scope: string, method: string, params: unknown, hash: st
     if (!ref) return { scope, partition: `${scope}:?`, range, reverse: false, single: false };
     const tag = tagOf(ref);
     if (tag === 'pending' || (ref.kind === 'range' && tagOf(ref.from) === 'pending')) return undefined;
-    return { scope, partition: `${scope}:${refText(ref)}`, range, reverse: false, tag, blockNumber: highestNumberOf(ref), single: ref.kind === 'number' || ref.kind === 'hash' };
+    return {
+      scope,
+      partition: `${scope}:${refText(ref)}`,
+      range,
+      reverse: false,
+      tag,
+      blockNumber: highestNumberOf(ref),
+      single: ref.kind === 'number' || ref.kind === 'hash',
+    };
   }
   if (REALTIME_METHODS.has(method)) return { scope, partition: `${scope}:latest`, range, reverse: false, tag: 'latest', single: false };
   if (FINALIZED_METHODS.has(method)) return { scope, partition: `${scope}:_`, range, reverse: false, single: false };

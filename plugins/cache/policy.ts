@@ -4,7 +4,7 @@
  * call only by realtime ones, an unknown call by any. Writes go only to policies of exactly the
  * call's finality, and respect the empty rule and the size bounds.
  */
-import { type Finality } from 'svc/plugin';
+import type { Finality } from 'svc/plugin';
 import { compileGlobs, type GlobTest } from 'svc/util';
 import type { PolicyConfig } from './schema.ts';
 

@@ -55,7 +55,9 @@ const memoryProps = Strict({
 const redisProps = Strict({
   uri: Type.String({ minLength: 1, description: '`redis://[user:password@]host:port[/db]` or `rediss://...`; never logged or used as a label' }),
   password: Type.Optional(Type.String({ description: 'password, when not in the URI' })),
-  connectTimeout: Type.Optional(Duration({ default: '5s', description: 'time to (re)connect before a try fails; the client keeps reconnecting in the background' })),
+  connectTimeout: Type.Optional(
+    Duration({ default: '5s', description: 'time to (re)connect before a try fails; the client keeps reconnecting in the background' }),
+  ),
   ...remoteTierProps,
 });
 
@@ -68,21 +70,46 @@ const postgresProps = Strict({
 });
 
 const keyvProps = Strict({
-  adapter: Type.String({ minLength: 1, description: 'keyv storage adapter: a package name (`@keyv/memcache`, `@keyv/valkey`, `@keyv/sqlite`, `@keyv/mongo`, `@keyv/mysql`, `@keyv/etcd`, `@keyv/dynamo`...) resolved from the working directory, or a module path' }),
+  adapter: Type.String({
+    minLength: 1,
+    description:
+      'keyv storage adapter: a package name (`@keyv/memcache`, `@keyv/valkey`, `@keyv/sqlite`, `@keyv/mongo`, `@keyv/mysql`, `@keyv/etcd`, `@keyv/dynamo`...) resolved from the working directory, or a module path',
+  }),
   uri: Type.Optional(Type.String({ minLength: 1, description: "connection URI, the adapter's first argument; never logged or used as a label" })),
-  options: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "the adapter's own options, passed as they are (with `uri`: its second argument, or merged with `uri` for one-argument adapters)" })),
+  options: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), {
+      description: "the adapter's own options, passed as they are (with `uri`: its second argument, or merged with `uri` for one-argument adapters)",
+    }),
+  ),
   ...remoteTierProps,
 });
 
 const connector = Strict({
-  id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$', description: 'connector id, used by policies, the skip-cache-read directive and metric labels (default `<driver>-cache`)' })),
-  driver: Type.Union([Type.Literal('memory'), Type.Literal('redis'), Type.Literal('postgresql'), Type.Literal('keyv')], { description: 'storage tier (`redis` and `postgresql` run on keyv too; `keyv` takes any keyv adapter)' }),
+  id: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9_.:-]{1,64}$',
+      description: 'connector id, used by policies, the skip-cache-read directive and metric labels (default `<driver>-cache`)',
+    }),
+  ),
+  driver: Type.Union([Type.Literal('memory'), Type.Literal('redis'), Type.Literal('postgresql'), Type.Literal('keyv')], {
+    description: 'storage tier (`redis` and `postgresql` run on keyv too; `keyv` takes any keyv adapter)',
+  }),
   memory: Type.Optional(memoryProps),
   redis: Type.Optional(redisProps),
   postgresql: Type.Optional(postgresProps),
   keyv: Type.Optional(keyvProps),
-  failsafeForGets: Type.Optional(Type.Array(FailsafeEntrySchema, { description: "eRPC's failsafeForGets: per method/finality, the per-try deadline, retries, hedge and circuit breaker of this connector's reads (most specific matching entry)" })),
-  failsafeForSets: Type.Optional(Type.Array(FailsafeEntrySchema, { description: "eRPC's failsafeForSets: per method/finality, the per-try deadline, retries, hedge and circuit breaker of this connector's writes and deletes (most specific matching entry)" })),
+  failsafeForGets: Type.Optional(
+    Type.Array(FailsafeEntrySchema, {
+      description:
+        "eRPC's failsafeForGets: per method/finality, the per-try deadline, retries, hedge and circuit breaker of this connector's reads (most specific matching entry)",
+    }),
+  ),
+  failsafeForSets: Type.Optional(
+    Type.Array(FailsafeEntrySchema, {
+      description:
+        "eRPC's failsafeForSets: per method/finality, the per-try deadline, retries, hedge and circuit breaker of this connector's writes and deletes (most specific matching entry)",
+    }),
+  ),
 });
 
 const policy = Strict({
@@ -90,10 +117,27 @@ const policy = Strict({
   connector: Type.String({ description: 'id of the connector this policy reads and writes' }),
   network: Type.Optional(Type.String({ default: '*', description: 'glob on network ids (`evm:1`, `evm:*`, `a|b`)' })),
   method: Type.Optional(Type.String({ default: '*', description: 'glob on methods (`eth_getBlock*|eth_call`)' })),
-  params: Type.Optional(Type.Array(Type.Unknown(), { description: 'per-position matchers: a string is a glob on the param (its JSON text when not a string), an object or array matches key by key; missing positions match anything' })),
-  finality: Type.Optional(Type.Union([Type.Literal('finalized'), Type.Literal('unfinalized'), Type.Literal('realtime'), Type.Literal('unknown')], { default: 'finalized', description: 'finality class cached by this policy' })),
-  empty: Type.Optional(Type.Union([Type.Literal('ignore'), Type.Literal('allow'), Type.Literal('only')], { default: 'ignore', description: 'empty results (`null`, `""`, `"0x"`, `"0x0"`, `[]`, `{}`): not cached, cached too, or only those' })),
-  appliesTo: Type.Optional(Type.Union([Type.Literal('both'), Type.Literal('get'), Type.Literal('set')], { default: 'both', description: 'reads, writes or both' })),
+  params: Type.Optional(
+    Type.Array(Type.Unknown(), {
+      description:
+        'per-position matchers: a string is a glob on the param (its JSON text when not a string), an object or array matches key by key; missing positions match anything',
+    }),
+  ),
+  finality: Type.Optional(
+    Type.Union([Type.Literal('finalized'), Type.Literal('unfinalized'), Type.Literal('realtime'), Type.Literal('unknown')], {
+      default: 'finalized',
+      description: 'finality class cached by this policy',
+    }),
+  ),
+  empty: Type.Optional(
+    Type.Union([Type.Literal('ignore'), Type.Literal('allow'), Type.Literal('only')], {
+      default: 'ignore',
+      description: 'empty results (`null`, `""`, `"0x"`, `"0x0"`, `[]`, `{}`): not cached, cached too, or only those',
+    }),
+  ),
+  appliesTo: Type.Optional(
+    Type.Union([Type.Literal('both'), Type.Literal('get'), Type.Literal('set')], { default: 'both', description: 'reads, writes or both' }),
+  ),
   ttl: Type.Optional(Duration({ default: '0', description: 'entry lifetime; 0 = forever' })),
   minItemSize: Type.Optional(Size({ description: 'smallest result cached (bytes of its JSON)' })),
   maxItemSize: Type.Optional(Size({ description: 'largest result cached (bytes of its JSON)' })),
@@ -203,8 +247,13 @@ export function cacheConfigOf(config: ResolvedConfig): CacheConfig {
     if (c.driver === 'redis' && !c.redis) problems.push({ path, message: 'driver redis needs a `redis: {uri}` block' });
     if (c.driver === 'postgresql' && !c.postgresql) problems.push({ path, message: 'driver postgresql needs a `postgresql: {connectionUri}` block' });
     if (c.driver === 'keyv' && !c.keyv) problems.push({ path, message: 'driver keyv needs a `keyv: {adapter, uri?, options?}` block' });
-    for (const [block, t] of [['redis', c.redis], ['postgresql', c.postgresql], ['keyv', c.keyv]] as const) {
-      if (t && t.readTimeout > READ_TIMEOUT_MS) problems.push({ path: `${path}.${block}.readTimeout`, message: `at most ${READ_TIMEOUT_MS} ms (a slower cache read costs more than it saves)` });
+    for (const [block, t] of [
+      ['redis', c.redis],
+      ['postgresql', c.postgresql],
+      ['keyv', c.keyv],
+    ] as const) {
+      if (t && t.readTimeout > READ_TIMEOUT_MS)
+        problems.push({ path: `${path}.${block}.readTimeout`, message: `at most ${READ_TIMEOUT_MS} ms (a slower cache read costs more than it saves)` });
       if (t && t.writeTimeout > WRITE_TIMEOUT_MS) problems.push({ path: `${path}.${block}.writeTimeout`, message: `at most ${WRITE_TIMEOUT_MS} ms` });
     }
     const memory = { maxItems: c.memory?.maxItems ?? DEFAULT_MAX_ITEMS, maxTotalSize: c.memory?.maxTotalSize ?? DEFAULT_MAX_TOTAL_SIZE };
@@ -213,7 +262,11 @@ export function cacheConfigOf(config: ResolvedConfig): CacheConfig {
     return { id, driver: c.driver, memory, redis: c.redis, postgresql: c.postgresql, keyv: c.keyv, failsafeForGets, failsafeForSets };
   });
   const policies = raw.policies.map((p, i): PolicyConfig => {
-    if (!ids.has(p.connector)) problems.push({ path: `database.evmJsonRpcCache.policies[${i}].connector`, message: `no connector with id "${p.connector}" (have: ${[...ids].join(', ') || 'none'})` });
+    if (!ids.has(p.connector))
+      problems.push({
+        path: `database.evmJsonRpcCache.policies[${i}].connector`,
+        message: `no connector with id "${p.connector}" (have: ${[...ids].join(', ') || 'none'})`,
+      });
     return { ...p, id: p.id ?? String(i) };
   });
   if (problems.length > 0) throw new ConfigError(problems);

@@ -5,7 +5,7 @@
  * the write after the answer, with finality re-classified from the answer.
  */
 import { type CallContext, FINALITY, type Finality, type RpcResult } from 'svc/plugin';
-import { type NetworkChainState } from 'svc/plugins/evm-state';
+import type { NetworkChainState } from 'svc/plugins/evm-state';
 import { parseBlockNumber } from 'svc/util';
 import type { CacheEntry, Connector } from './connectors/types.ts';
 import { answeredBlock, isEmptyJson, type CallKey } from './keys.ts';
@@ -114,7 +114,13 @@ export function acceptable(entry: CacheEntry, chain: NetworkChainState | undefin
  * takes longer than {@link READ_TIMEOUT_MS} is a miss, counted as an error.
  * @returns the hit, undefined on a miss; a promise only when a remote tier had to be asked
  */
-export function readEntry(ctx: CallContext, key: CallKey, readers: readonly Reader[], chain: NetworkChainState | undefined, sink: StoreSink): Hit | undefined | Promise<Hit | undefined> {
+export function readEntry(
+  ctx: CallContext,
+  key: CallKey,
+  readers: readonly Reader[],
+  chain: NetworkChainState | undefined,
+  sink: StoreSink,
+): Hit | undefined | Promise<Hit | undefined> {
   const finality = FINALITY.get(ctx);
   const pending: Array<{ reader: Reader; p: Promise<CacheEntry | undefined> }> = [];
   for (const reader of readers) {
@@ -160,7 +166,14 @@ export function readEntry(ctx: CallContext, key: CallKey, readers: readonly Read
   });
 }
 
-function judge(ctx: CallContext, key: CallKey, reader: Reader, entry: CacheEntry | undefined, chain: NetworkChainState | undefined, sink: StoreSink): Hit | undefined {
+function judge(
+  ctx: CallContext,
+  key: CallKey,
+  reader: Reader,
+  entry: CacheEntry | undefined,
+  chain: NetworkChainState | undefined,
+  sink: StoreSink,
+): Hit | undefined {
   if (entry) {
     const verdict = acceptable(entry, chain);
     if (verdict.ok) {
@@ -228,7 +241,8 @@ export function writeEntry(
     blockNumber = undefined;
     blockHash = undefined;
     if (!empty && method === 'eth_blockNumber') blockNumber = parseBlockNumber(answer.value());
-    else if (!empty && key.tag === 'latest' && method === 'eth_getBlockByNumber') ({ number: blockNumber, hash: blockHash } = answeredBlock(method, answer.value()));
+    else if (!empty && key.tag === 'latest' && method === 'eth_getBlockByNumber')
+      ({ number: blockNumber, hash: blockHash } = answeredBlock(method, answer.value()));
     if (blockNumber === undefined && head > 0) blockNumber = head;
     // Nothing to judge its freshness by: svc knows no head yet.
     if (blockNumber === undefined) return;

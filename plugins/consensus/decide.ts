@@ -4,7 +4,7 @@
  * dispute and low-participants behaviours. Pure functions over the votes, so every rule has a
  * unit test without a network.
  */
-import { type RpcResult } from 'svc/plugin';
+import type { RpcResult } from 'svc/plugin';
 import { ErrConsensusDispute, ErrConsensusLowParticipants, type SvcError } from 'svc/plugin/errors';
 import type { ConsensusBehavior, ConsensusConfig } from './schema.ts';
 
@@ -88,7 +88,11 @@ function mostCommon(groups: readonly Group[], cfg: ConsensusConfig): Group | und
 
 /** `error.data.groups` of a consensus error: hash prefix, upstream ids, count. */
 export function summarize(groups: readonly Group[]): { hash: string; upstreams: string[]; count: number }[] {
-  return groups.map((g) => ({ hash: g.hash.startsWith('jsonrpc:') ? g.hash : g.hash.slice(0, 16), upstreams: g.votes.map((v) => v.upstreamId), count: g.votes.length }));
+  return groups.map((g) => ({
+    hash: g.hash.startsWith('jsonrpc:') ? g.hash : g.hash.slice(0, 16),
+    upstreams: g.votes.map((v) => v.upstreamId),
+    count: g.votes.length,
+  }));
 }
 
 /** Inputs of {@link decide} besides the votes. */
@@ -141,9 +145,19 @@ function roundError(outcome: RoundOutcome, groups: readonly Group[], input: Deci
   const summary = summarize(groups);
   const details = { participants: input.participants, valid: input.votes.length, threshold: input.cfg.agreementThreshold };
   if (outcome === 'dispute') {
-    return new ErrConsensusDispute(`consensus dispute: ${input.votes.length} of ${input.participants} upstreams answered in ${groups.length} different ways, none reached the agreement threshold of ${input.cfg.agreementThreshold}`, summary, causes, details);
+    return new ErrConsensusDispute(
+      `consensus dispute: ${input.votes.length} of ${input.participants} upstreams answered in ${groups.length} different ways, none reached the agreement threshold of ${input.cfg.agreementThreshold}`,
+      summary,
+      causes,
+      details,
+    );
   }
-  return new ErrConsensusLowParticipants(`consensus low participants: ${input.votes.length} valid answers of ${input.participants} upstreams, below the agreement threshold of ${input.cfg.agreementThreshold}`, summary, causes, details);
+  return new ErrConsensusLowParticipants(
+    `consensus low participants: ${input.votes.length} valid answers of ${input.participants} upstreams, below the agreement threshold of ${input.cfg.agreementThreshold}`,
+    summary,
+    causes,
+    details,
+  );
 }
 
 /**

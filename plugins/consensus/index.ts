@@ -16,7 +16,20 @@
  * `punish.ts` (the misbehaviour cordon); this file wires them.
  */
 import { Counter } from 'prom-client';
-import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, type Leg, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult, type Upstream } from 'svc/plugin';
+import {
+  type AttemptHandler,
+  AttemptStage,
+  type CallContext,
+  type Directives,
+  DirectiveStage,
+  type Leg,
+  type Network,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  type RpcResult,
+  type Upstream,
+} from 'svc/plugin';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { markProvenance } from 'svc/plugins/multiplex';
 import { compileIgnorePaths, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, WRITE_METHODS } from 'svc/util';
@@ -30,7 +43,15 @@ import { networkChainState } from 'svc/plugins/evm-state';
 
 export { decide, groupVotes, isSettled, summarize, type Decision, type Group, type RoundOutcome, type Vote } from './decide.ts';
 export { MISBEHAVING_REASON, Punisher, type PunishClock } from './punish.ts';
-export { CONSENSUS_BEHAVIORS, ConsensusSchema, consensusSchemaFragment, DEFAULT_CONSENSUS, FAILSAFE_ENTRY_POINT, type ConsensusBehavior, type ConsensusConfig } from './schema.ts';
+export {
+  CONSENSUS_BEHAVIORS,
+  ConsensusSchema,
+  consensusSchemaFragment,
+  DEFAULT_CONSENSUS,
+  FAILSAFE_ENTRY_POINT,
+  type ConsensusBehavior,
+  type ConsensusConfig,
+} from './schema.ts';
 
 /** Directive `skip-consensus` (spec §2.8 #6): answer from one upstream, without a round. */
 export const SKIP_CONSENSUS = new Directive<boolean>({
@@ -71,7 +92,11 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
         return d;
       });
       const punisher = new Punisher(opts.clock ?? REAL_CLOCK);
-      const rounds = new Counter({ name: 'svc_network_consensus_rounds_total', help: 'Consensus rounds run (not counted when skip-consensus bypassed consensus)', registers: [host.metrics] });
+      const rounds = new Counter({
+        name: 'svc_network_consensus_rounds_total',
+        help: 'Consensus rounds run (not counted when skip-consensus bypassed consensus)',
+        registers: [host.metrics],
+      });
       const outcomes = new DeferredCounter(host.metrics, {
         name: 'svc_network_consensus_outcome_total',
         help: 'Consensus rounds by outcome: agreement, dispute, low_participants',
@@ -134,7 +159,10 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
           if (g.hash === winning) continue;
           for (const v of g.votes) {
             if (punisher.lost(ctx.project.health, v.upstreamId, p.disputeThreshold, p.disputeWindow, p.sitOutPenalty)) {
-              host.logger.warn({ project: ctx.project.id, network: ctx.network.id, upstream: v.upstreamId, sitOutMs: p.sitOutPenalty }, `consensus: upstream ${v.upstreamId} cordoned (misbehaving in consensus)`);
+              host.logger.warn(
+                { project: ctx.project.id, network: ctx.network.id, upstream: v.upstreamId, sitOutMs: p.sitOutPenalty },
+                `consensus: upstream ${v.upstreamId} cordoned (misbehaving in consensus)`,
+              );
             }
           }
         }

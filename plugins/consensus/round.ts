@@ -58,7 +58,14 @@ export function voteOf(upstreamId: string, outcome: { result?: RpcResult; error?
  * @param inner the chain inside consensus (retry( hedge( sweep )))
  * @returns the votes and infrastructure errors; slots still running when the round settles are aborted
  */
-export function runSlots(ctx: CallContext, leg: Leg, upstreams: readonly Upstream[], inner: AttemptHandler, cfg: ConsensusConfig, ignore: IgnorePaths): Promise<RoundVotes> {
+export function runSlots(
+  ctx: CallContext,
+  leg: Leg,
+  upstreams: readonly Upstream[],
+  inner: AttemptHandler,
+  cfg: ConsensusConfig,
+  ignore: IgnorePaths,
+): Promise<RoundVotes> {
   const votes: Vote[] = [];
   const infraErrors: SvcError[] = [];
   const controllers = upstreams.map(() => new AbortController());

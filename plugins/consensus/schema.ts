@@ -18,11 +18,18 @@ export const CONSENSUS_BEHAVIORS = ['returnError', 'acceptMostCommonValidResult'
 export type ConsensusBehavior = (typeof CONSENSUS_BEHAVIORS)[number];
 
 const behavior = (def: ConsensusBehavior, description: string) =>
-  Type.Optional(Type.Union(CONSENSUS_BEHAVIORS.map((b) => Type.Literal(b)), { default: def, description }));
+  Type.Optional(
+    Type.Union(
+      CONSENSUS_BEHAVIORS.map((b) => Type.Literal(b)),
+      { default: def, description },
+    ),
+  );
 
 /** Schema of `failsafe[].consensus` (network scope only). */
 export const ConsensusSchema = Strict({
-  maxParticipants: Type.Optional(Type.Integer({ minimum: 1, maximum: 32, default: 5, description: 'upstreams asked at once (one slot each), taken from the selection order' })),
+  maxParticipants: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 32, default: 5, description: 'upstreams asked at once (one slot each), taken from the selection order' }),
+  ),
   agreementThreshold: Type.Optional(Type.Integer({ minimum: 1, default: 2, description: 'identical answers needed to win' })),
   disputeBehavior: behavior('returnError', 'enough answers, none at the threshold'),
   lowParticipantsBehavior: behavior('acceptMostCommonValidResult', 'fewer valid answers than the threshold'),
@@ -32,10 +39,14 @@ export const ConsensusSchema = Strict({
     }),
   ),
   preferNonEmpty: Type.Optional(Type.Boolean({ default: true, description: 'a non-empty group at the threshold wins over an empty one' })),
-  preferLargerResponses: Type.Optional(Type.Boolean({ default: true, description: 'wait (bounded) for running slots once a group won, and break ties by size' })),
+  preferLargerResponses: Type.Optional(
+    Type.Boolean({ default: true, description: 'wait (bounded) for running slots once a group won, and break ties by size' }),
+  ),
   punishMisbehavior: Type.Optional(
     Strict({
-      disputeThreshold: Type.Optional(Type.Integer({ minimum: 1, default: 3, description: 'rounds lost within disputeWindow before the upstream is cordoned' })),
+      disputeThreshold: Type.Optional(
+        Type.Integer({ minimum: 1, default: 3, description: 'rounds lost within disputeWindow before the upstream is cordoned' }),
+      ),
       disputeWindow: Type.Optional(Duration({ default: '10m', description: 'window the lost rounds are counted in' })),
       sitOutPenalty: Type.Optional(Duration({ default: '5m', description: 'how long the cordon lasts' })),
     }),

@@ -8,7 +8,7 @@
 import koaCors from '@koa/cors';
 import type Koa from 'koa';
 import { type Static, Strict, Type } from 'svc/plugin';
-import { type CorsSettings } from './api.ts';
+import type { CorsSettings } from './api.ts';
 import { compileGlobs } from 'svc/util';
 
 /** `cors` block of `admin` or a project (spec §2.5). */
@@ -56,7 +56,9 @@ export function corsSettings(input: CorsInput | undefined, defaults: CorsSetting
  * @param path config path of the block
  */
 export function corsProblem(s: CorsSettings, path: string): { path: string; message: string } | undefined {
-  return s.allowCredentials && s.allowedOrigins.includes('*') ? { path: `${path}.allowCredentials`, message: 'must be false when allowedOrigins contains "*"' } : undefined;
+  return s.allowCredentials && s.allowedOrigins.includes('*')
+    ? { path: `${path}.allowCredentials`, message: 'must be false when allowedOrigins contains "*"' }
+    : undefined;
 }
 
 /**
@@ -65,7 +67,10 @@ export function corsProblem(s: CorsSettings, path: string): { path: string; mess
  */
 export function originMatcher(s: CorsSettings): (origin: string) => boolean {
   const any = s.allowedOrigins.includes('*');
-  const matches = compileGlobs(s.allowedOrigins.filter((o) => o !== '*'), { nocase: true });
+  const matches = compileGlobs(
+    s.allowedOrigins.filter((o) => o !== '*'),
+    { nocase: true },
+  );
   return (origin) => origin.length > 0 && origin.length <= MAX_ORIGIN_CHARS && (any || matches(origin));
 }
 

@@ -19,7 +19,17 @@
  *   table without one); several distinct versions in one response are sorted and comma-joined.
  * - No cost header on early errors that routed no call.
  */
-import { type AttemptRecord, type ExecutionRecord, type HeaderSink, definePlugin, type Plugin, type PluginHost, type SchemaFragment, settingsOf, Type } from 'svc/plugin';
+import {
+  type AttemptRecord,
+  type ExecutionRecord,
+  type HeaderSink,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  type SchemaFragment,
+  settingsOf,
+  Type,
+} from 'svc/plugin';
 import { COST_SERVICE, type PriceTable } from './api.ts';
 import { PROVIDER_ORIGIN } from 'svc/plugins/providers';
 import { compileGlobs } from 'svc/util';
@@ -38,7 +48,9 @@ const BILLABLE_ERRORS: ReadonlySet<string> = new Set(['ErrEndpointExecutionExcep
 
 const costSchema = {
   server: {
-    costHeaders: Type.Optional(Type.Boolean({ default: false, description: 'spec §4.5: X-SVC-Calls, -Billable, -Methods, -Credits, -Credits-Total, -Credits-Version on proxy answers' })),
+    costHeaders: Type.Optional(
+      Type.Boolean({ default: false, description: 'spec §4.5: X-SVC-Calls, -Billable, -Methods, -Credits, -Credits-Total, -Credits-Version on proxy answers' }),
+    ),
   },
 } satisfies SchemaFragment;
 
@@ -75,7 +87,9 @@ export function costPlugin(): Plugin {
           if (typeof table !== 'function') throw new TypeError(`cost: the price table of vendor "${vendor}" is not a function`);
           const version = table.version;
           if (version !== undefined && (typeof version !== 'string' || !VERSION_TOKEN.test(version))) {
-            throw new TypeError(`cost: the price table of vendor "${vendor}" has an invalid version ${JSON.stringify(version)} (1-64 characters of A-Z a-z 0-9 . _ ~ : + @ / -)`);
+            throw new TypeError(
+              `cost: the price table of vendor "${vendor}" has an invalid version ${JSON.stringify(version)} (1-64 characters of A-Z a-z 0-9 . _ ~ : + @ / -)`,
+            );
           }
           tables.set(vendor, { units: table, version: version ?? host.version });
         },

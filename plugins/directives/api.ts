@@ -68,7 +68,14 @@ export class Directive<T extends boolean | string | undefined> {
   /** @param o the declaration, the value when unset, and what the config reference shows */
   constructor(o: DirectiveOptions<T>) {
     this.field = o.field;
-    this.declaration = Object.freeze({ query: o.query, header: o.header, field: o.field, type: o.type, fromRequest: o.fromRequest ?? true, filtered: o.filtered ?? true });
+    this.declaration = Object.freeze({
+      query: o.query,
+      header: o.header,
+      field: o.field,
+      type: o.type,
+      fromRequest: o.fromRequest ?? true,
+      filtered: o.filtered ?? true,
+    });
     this.fallback = o.fallback;
     this.stringy = o.type === 'string';
     const description = [o.spec, o.description].filter((s) => s !== undefined && s !== '').join(' ');

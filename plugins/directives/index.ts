@@ -11,7 +11,7 @@
  * tracing. A declared directive is read like any other: header, then query (query wins).
  */
 import { type CallContext, type Directives, DirectiveStage, type HttpRequestInfo, definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
-import { type DirectiveDeclaration } from './api.ts';
+import type { DirectiveDeclaration } from './api.ts';
 import { PluginContractError } from 'svc/plugin/errors';
 import { DIRECTIVES_SERVICE } from './api.ts';
 import { MatcherCache } from 'svc/util';
@@ -111,18 +111,36 @@ const TYPES: ReadonlySet<string> = new Set(['bool', 'flag', 'string']);
  * @throws PluginContractError naming the directive and what is wrong
  */
 export function declareDirective(specs: DirectiveSpec[], d: DirectiveDeclaration): void {
-  const spec: DirectiveSpec = { query: d.query, header: String(d.header).toLowerCase(), field: d.field, type: d.type, fromRequest: d.fromRequest ?? true, filtered: d.filtered ?? true };
+  const spec: DirectiveSpec = {
+    query: d.query,
+    header: String(d.header).toLowerCase(),
+    field: d.field,
+    type: d.type,
+    fromRequest: d.fromRequest ?? true,
+    filtered: d.filtered ?? true,
+  };
   if (!QUERY.test(spec.query) || !HEADER.test(spec.header) || !FIELD.test(spec.field) || !TYPES.has(spec.type)) {
-    throw new PluginContractError(`directive ${JSON.stringify(d)}: query must match [a-z][a-z0-9-]*, header x-[a-z0-9-]+, field an identifier, type bool, flag or string`);
+    throw new PluginContractError(
+      `directive ${JSON.stringify(d)}: query must match [a-z][a-z0-9-]*, header x-[a-z0-9-]+, field an identifier, type bool, flag or string`,
+    );
   }
-  const same = (s: DirectiveSpec) => s.query === spec.query && s.header === spec.header && s.field === spec.field && s.type === spec.type && s.fromRequest === spec.fromRequest && s.filtered === spec.filtered;
+  const same = (s: DirectiveSpec) =>
+    s.query === spec.query &&
+    s.header === spec.header &&
+    s.field === spec.field &&
+    s.type === spec.type &&
+    s.fromRequest === spec.fromRequest &&
+    s.filtered === spec.filtered;
   const clash = specs.find((s) => s.query === spec.query || s.header === spec.header || s.field === spec.field);
   if (!clash) specs.push(spec);
-  else if (!same(clash)) throw new PluginContractError(`directive ${spec.query} (${spec.header}, field ${spec.field}) collides with a declared one: ${clash.query} (${clash.header}, field ${clash.field}, ${clash.type})`);
+  else if (!same(clash))
+    throw new PluginContractError(
+      `directive ${spec.query} (${spec.header}, field ${spec.field}) collides with a declared one: ${clash.query} (${clash.header}, field ${clash.field}, ${clash.type})`,
+    );
 }
 
 // The service's key and types are the contract in svc/plugin (plugins declaring directives import them there).
-export { type DirectiveDeclaration } from './api.ts';
+export type { DirectiveDeclaration } from './api.ts';
 export { DIRECTIVES_SERVICE, type DirectivesService } from './api.ts';
 
 /**

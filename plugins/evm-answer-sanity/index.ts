@@ -14,7 +14,7 @@
  */
 import { type CallContext, definePlugin, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
 import { ErrEndpointContentValidation, ErrEndpointMissingData } from 'svc/plugin/errors';
-import { type NetworkChainState } from 'svc/plugins/evm-state';
+import type { NetworkChainState } from 'svc/plugins/evm-state';
 import { blockRefOf } from 'svc/util';
 import { networkChainState } from 'svc/plugins/evm-state';
 
@@ -106,7 +106,12 @@ export function isLaggingOnUnknownHash(method: string, params: unknown, chain: N
  * @param u the upstream that answered
  * @param chain the network's chain state
  */
-export function impossibleAnswerError(ctx: CallContext, r: RpcResult, u: Upstream, chain: NetworkChainState): ErrEndpointContentValidation | ErrEndpointMissingData | undefined {
+export function impossibleAnswerError(
+  ctx: CallContext,
+  r: RpcResult,
+  u: Upstream,
+  chain: NetworkChainState,
+): ErrEndpointContentValidation | ErrEndpointMissingData | undefined {
   const method = ctx.request.method;
   if (NEVER_NULL_METHODS.has(method)) {
     if (r.result !== null) return undefined;
@@ -114,14 +119,20 @@ export function impossibleAnswerError(ctx: CallContext, r: RpcResult, u: Upstrea
       // A hash svc has not recorded (its polls skip blocks): a null from an upstream behind the
       // network head says only that it lags, as an empty eth_getLogs by hash does.
       if (!isLaggingOnUnknownHash(method, ctx.request.params, chain, u)) return undefined;
-      return new ErrEndpointMissingData(`upstream ${u.id} answered null for ${method} at a block hash it may not have reached; trying another upstream`, { details: { upstream: u.id, reason: 'null_beyond_head' } });
+      return new ErrEndpointMissingData(`upstream ${u.id} answered null for ${method} at a block hash it may not have reached; trying another upstream`, {
+        details: { upstream: u.id, reason: 'null_beyond_head' },
+      });
     }
-    return new ErrEndpointContentValidation(`upstream ${u.id} answered null for ${method} at a block the network has; trying another upstream`, { details: { upstream: u.id, reason: 'null_state' } });
+    return new ErrEndpointContentValidation(`upstream ${u.id} answered null for ${method} at a block the network has; trying another upstream`, {
+      details: { upstream: u.id, reason: 'null_state' },
+    });
   }
   if (method === 'eth_getLogs') {
     const v = r.result;
     if (!Array.isArray(v) || v.length > 0 || !isBlindLogsAnswer(ctx.request.params, chain, u)) return undefined;
-    return new ErrEndpointMissingData(`upstream ${u.id} answered no logs for a block beyond its head; trying another upstream`, { details: { upstream: u.id, reason: 'logs_beyond_head' } });
+    return new ErrEndpointMissingData(`upstream ${u.id} answered no logs for a block beyond its head; trying another upstream`, {
+      details: { upstream: u.id, reason: 'logs_beyond_head' },
+    });
   }
   return undefined;
 }

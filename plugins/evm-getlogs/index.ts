@@ -42,7 +42,18 @@ export {
   type LogsFilter,
 } from './limits.ts';
 import { networkChainState } from 'svc/plugins/evm-state';
-export { chunkJob, isRequestTooLarge, jobFilter, runProactiveSplit, splitGetLogs, splitJob, type JobSplit, type LogsJob, type SplitDimension, type SplitOptions } from './split.ts';
+export {
+  chunkJob,
+  isRequestTooLarge,
+  jobFilter,
+  runProactiveSplit,
+  splitGetLogs,
+  splitJob,
+  type JobSplit,
+  type LogsJob,
+  type SplitDimension,
+  type SplitOptions,
+} from './split.ts';
 
 // ---------------------------------------------------------------------------------------
 // Config
@@ -52,7 +63,8 @@ const networkEvmSchema = {
   getLogsMaxAllowedRange: Type.Integer({
     minimum: 0,
     default: DEFAULT_MAX_ALLOWED_RANGE,
-    description: 'largest eth_getLogs/trace_filter block range (toBlock - fromBlock + 1, in blocks) accepted; larger is rejected with -32012 before forwarding (spec §2.8 #8); 0 = unlimited',
+    description:
+      'largest eth_getLogs/trace_filter block range (toBlock - fromBlock + 1, in blocks) accepted; larger is rejected with -32012 before forwarding (spec §2.8 #8); 0 = unlimited',
   }),
   getLogsMaxAllowedAddresses: Type.Integer({
     minimum: 0,
@@ -62,7 +74,8 @@ const networkEvmSchema = {
   getLogsMaxAllowedTopics: Type.Integer({
     minimum: 0,
     default: 0,
-    description: 'most topic values in an eth_getLogs `topics` filter, summed over all positions (an OR-list counts each entry, null wildcards count 0); more is rejected with -32012; 0 = unlimited',
+    description:
+      'most topic values in an eth_getLogs `topics` filter, summed over all positions (an OR-list counts each entry, null wildcards count 0); more is rejected with -32012; 0 = unlimited',
   }),
   getLogsSplitOnError: Type.Boolean({
     default: true,
@@ -81,7 +94,7 @@ const upstreamEvmSchema = {
     minimum: 0,
     default: 0,
     description:
-      'blocks: an eth_getLogs range wider than this is split before forwarding into consecutive chunks of this many blocks, run with getLogsSplitConcurrency in flight and merged in block order (eRPC\'s proactive split). The network uses the smallest value above 0 among its upstreams, capped by getLogsMaxAllowedRange; 0 = no proactive split',
+      "blocks: an eth_getLogs range wider than this is split before forwarding into consecutive chunks of this many blocks, run with getLogsSplitConcurrency in flight and merged in block order (eRPC's proactive split). The network uses the smallest value above 0 among its upstreams, capped by getLogsMaxAllowedRange; 0 = no proactive split",
   }),
 };
 

@@ -5,7 +5,7 @@
  * a limit with its `ErrGetLogsExceeded*` error (-32012, HTTP 200) before anything is forwarded.
  * Pure; no hooks here. `index.ts` taps it into the `call` hook at `CallStage.GETLOGS`.
  */
-import { type Network, type Upstream } from 'svc/plugin';
+import type { Network, Upstream } from 'svc/plugin';
 import { ErrGetLogsExceededMaxAllowedAddresses, ErrGetLogsExceededMaxAllowedRange, ErrGetLogsExceededMaxAllowedTopics, type SvcError } from 'svc/plugin/errors';
 import { parseBlockNumber, toHex } from 'svc/util';
 
@@ -181,9 +181,12 @@ export function checkGetLogsLimits(method: string, filter: LogsFilter, range: Fi
   if (s.maxAllowedAddresses > 0) {
     const n = countAddresses(filter);
     if (n > s.maxAllowedAddresses) {
-      return new ErrGetLogsExceededMaxAllowedAddresses(`getLogs request exceeded max allowed addresses: ${n} is over getLogsMaxAllowedAddresses ${s.maxAllowedAddresses}`, {
-        details: { method, addresses: n, maxAllowedAddresses: s.maxAllowedAddresses },
-      });
+      return new ErrGetLogsExceededMaxAllowedAddresses(
+        `getLogs request exceeded max allowed addresses: ${n} is over getLogsMaxAllowedAddresses ${s.maxAllowedAddresses}`,
+        {
+          details: { method, addresses: n, maxAllowedAddresses: s.maxAllowedAddresses },
+        },
+      );
     }
   }
   if (s.maxAllowedTopics > 0) {

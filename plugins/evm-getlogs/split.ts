@@ -63,7 +63,13 @@ export function splitJob(method: string, job: LogsJob): JobSplit | undefined {
   const size = job.to - job.from + 1;
   if (size > 1) {
     const mid = job.from + Math.floor(size / 2);
-    return { dimension: 'block_range', parts: [{ ...job, to: mid - 1 }, { ...job, from: mid }] };
+    return {
+      dimension: 'block_range',
+      parts: [
+        { ...job, to: mid - 1 },
+        { ...job, from: mid },
+      ],
+    };
   }
   if (method !== 'eth_getLogs') return undefined;
   const addr = job.filter.address;
@@ -85,7 +91,13 @@ export function splitJob(method: string, job: LogsJob): JobSplit | undefined {
     const right = topics.slice();
     left[0] = t0.slice(0, m);
     right[0] = t0.slice(m);
-    return { dimension: 'topics0', parts: [{ ...job, filter: { ...job.filter, topics: left } }, { ...job, filter: { ...job.filter, topics: right } }] };
+    return {
+      dimension: 'topics0',
+      parts: [
+        { ...job, filter: { ...job.filter, topics: left } },
+        { ...job, filter: { ...job.filter, topics: right } },
+      ],
+    };
   }
   return undefined;
 }
@@ -134,7 +146,13 @@ export interface SplitOptions {
  * The first job that fails for good fails the call with its error; the jobs still running are
  * aborted.
  */
-async function runJobs(ctx: CallContext, inner: CallHandler, opts: SplitOptions, halveRefused: boolean, top: (run: (j: LogsJob) => Promise<PartResult>, runSplit: (s: JobSplit) => Promise<PartResult>) => Promise<PartResult>): Promise<RpcResult> {
+async function runJobs(
+  ctx: CallContext,
+  inner: CallHandler,
+  opts: SplitOptions,
+  halveRefused: boolean,
+  top: (run: (j: LogsJob) => Promise<PartResult>, runSplit: (s: JobSplit) => Promise<PartResult>) => Promise<PartResult>,
+): Promise<RpcResult> {
   const method = ctx.request.method;
   const rest: unknown[] = Array.isArray(ctx.request.params) ? ctx.request.params.slice(1) : [];
   const link = linkedController(ctx.signal);
@@ -149,7 +167,9 @@ async function runJobs(ctx: CallContext, inner: CallHandler, opts: SplitOptions,
     const r = await inner(child);
     const v = r.result;
     if (v !== null && !Array.isArray(v)) {
-      throw new ErrUpstreamMalformedResponse(`${method} part ${toHex(j.from)}..${toHex(j.to)} answered a non-array result`, { details: { upstream: r.upstreamId } });
+      throw new ErrUpstreamMalformedResponse(`${method} part ${toHex(j.from)}..${toHex(j.to)} answered a non-array result`, {
+        details: { upstream: r.upstreamId },
+      });
     }
     return { items: v ?? [], upstreamId: r.upstreamId, fromCache: r.fromCache };
   };
@@ -237,7 +257,14 @@ export function chunkJob(job: LogsJob, size: number): LogsJob[] {
  * @returns a new `RpcResult` with the merged array; `fromCache` only when every chunk came from the cache
  * @throws SvcError the first chunk's final error, or `ErrUpstreamMalformedResponse` when a chunk answers a non-array
  */
-export async function runProactiveSplit(ctx: CallContext, inner: CallHandler, job: LogsJob, size: number, halveRefused: boolean, opts: SplitOptions): Promise<RpcResult> {
+export async function runProactiveSplit(
+  ctx: CallContext,
+  inner: CallHandler,
+  job: LogsJob,
+  size: number,
+  halveRefused: boolean,
+  opts: SplitOptions,
+): Promise<RpcResult> {
   const chunks = chunkJob(job, size);
   return runJobs(ctx, inner, opts, halveRefused, async (run) => {
     const parts = await Promise.all(chunks.map(run));

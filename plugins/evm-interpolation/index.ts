@@ -9,7 +9,7 @@
  */
 import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
-import { type NetworkChainState } from 'svc/plugins/evm-state';
+import type { NetworkChainState } from 'svc/plugins/evm-state';
 import { BLOCK_PARAM, toHex } from 'svc/util';
 import { networkChainState } from 'svc/plugins/evm-state';
 

@@ -8,9 +8,27 @@
  * methods need exactly one candidate upstream after every filter, `use-upstream` included).
  */
 import type { Hex } from 'viem';
-import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost, RpcResult, SelectStage, type Upstream } from 'svc/plugin';
+import {
+  type CallContext,
+  type CallHandler,
+  CallStage,
+  type Network,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  RpcResult,
+  SelectStage,
+  type Upstream,
+} from 'svc/plugin';
 import { declareDirectives, Directive } from 'svc/plugins/directives';
-import { ErrEndpointExecutionException, ErrEndpointNonceException, ErrEndpointUnsupported, ErrNotImplemented, ErrUpstreamsExhausted, SvcError } from 'svc/plugin/errors';
+import {
+  ErrEndpointExecutionException,
+  ErrEndpointNonceException,
+  ErrEndpointUnsupported,
+  ErrNotImplemented,
+  ErrUpstreamsExhausted,
+  SvcError,
+} from 'svc/plugin/errors';
 import { STATEFUL_METHODS, toHex } from 'svc/util';
 export { STATEFUL_METHODS } from 'svc/util';
 
@@ -18,7 +36,14 @@ export { STATEFUL_METHODS } from 'svc/util';
  * Directive `skip-cache-read` (spec §2.8 #3), declared as the cache plugin declares it (which owns
  * its `directiveDefaults` key): `true` also bypasses the local `eth_chainId` answer.
  */
-export const SKIP_CACHE_READ = new Directive<string | undefined>({ field: 'skipCacheRead', query: 'skip-cache-read', header: 'X-SVC-Skip-Cache-Read', type: 'string', fallback: undefined, spec: '#3' });
+export const SKIP_CACHE_READ = new Directive<string | undefined>({
+  field: 'skipCacheRead',
+  query: 'skip-cache-read',
+  header: 'X-SVC-Skip-Cache-Read',
+  type: 'string',
+  fallback: undefined,
+  spec: '#3',
+});
 
 /** Methods a proxy never forwards by default: they use the node's own keys (eRPC method guard). */
 export const DEFAULT_UNSUPPORTED_METHODS: readonly string[] = ['eth_accounts', 'eth_sign'];
@@ -60,7 +85,8 @@ export function classifyBroadcastFailure(err: unknown): BroadcastFailure | undef
       for (const c of e.causes) visit(c, depth + 1);
       return;
     }
-    const nonceLike = e instanceof ErrEndpointNonceException || (e instanceof ErrEndpointExecutionException && e.code === -32003 && e.upstreamData === undefined);
+    const nonceLike =
+      e instanceof ErrEndpointNonceException || (e instanceof ErrEndpointExecutionException && e.code === -32003 && e.upstreamData === undefined);
     if (!nonceLike) return;
     const msg = e.message.toLowerCase();
     if (ALREADY_KNOWN.some((n) => msg.includes(n))) found = 'already_known';
@@ -147,7 +173,8 @@ function foundTransaction(r: RpcResult | undefined, hash: string): boolean {
  */
 export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
   const unsupportedList = opts.unsupportedMethods ?? DEFAULT_UNSUPPORTED_METHODS;
-  if (!Array.isArray(unsupportedList) || unsupportedList.some((m) => typeof m !== 'string')) throw new TypeError('evmMethodsPlugin: unsupportedMethods must be an array of method names');
+  if (!Array.isArray(unsupportedList) || unsupportedList.some((m) => typeof m !== 'string'))
+    throw new TypeError('evmMethodsPlugin: unsupportedMethods must be an array of method names');
   const unsupported: ReadonlySet<string> = new Set(unsupportedList);
   const idempotent = opts.idempotentBroadcast ?? true;
   return definePlugin({
@@ -161,7 +188,8 @@ export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
         return (ctx) => {
           const method = ctx.request.method;
           if (method === 'eth_chainId' && SKIP_CACHE_READ.get(ctx.directives) !== 'true') return Promise.resolve(new RpcResult(chainId));
-          if (unsupported.has(method)) return Promise.reject(new ErrEndpointUnsupported(`method ${method} is not supported: svc holds no accounts or keys`, { details: { method } }));
+          if (unsupported.has(method))
+            return Promise.reject(new ErrEndpointUnsupported(`method ${method} is not supported: svc holds no accounts or keys`, { details: { method } }));
           return inner(ctx);
         };
       });
@@ -185,7 +213,10 @@ export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
             const hash = kind ? await transactionHashOf(ctx.request.params) : undefined;
             if (!kind || !hash) throw e;
             if (kind === 'nonce_too_low' && !foundTransaction(await lookupTransaction(host, ctx, hash), hash)) throw e;
-            host.logger.debug({ project: ctx.project.id, network: ctx.network.id, hash, kind, err: e.message }, 'eth_sendRawTransaction: transaction already known, answering its hash');
+            host.logger.debug(
+              { project: ctx.project.id, network: ctx.network.id, hash, kind, err: e.message },
+              'eth_sendRawTransaction: transaction already known, answering its hash',
+            );
             return new RpcResult(hash);
           }
         };

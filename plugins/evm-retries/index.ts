@@ -8,7 +8,19 @@
  * answer is the call's answer instead of an exhausted error; counts the retries).
  * Both rules are capped per call by `failsafe[].retry.emptyResultMaxAttempts` (default 2).
  */
-import { type AttemptRecord, type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
+import {
+  type AttemptRecord,
+  type CallContext,
+  type CallHandler,
+  CallStage,
+  type Network,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  type RpcResult,
+  type Upstream,
+  ValidateStage,
+} from 'svc/plugin';
 import { networkChainState, type NetworkChainState } from 'svc/plugins/evm-state';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { ErrEndpointMissingData, SvcError } from 'svc/plugin/errors';
@@ -292,9 +304,12 @@ export function evmRetriesPlugin(): Plugin {
         if (st.rejections.length >= emptyResultMaxAttemptsOf(ctx) - 1) return undefined;
         st.rejections.push({ reason, attemptsSeen: ctx.record.attempts.length, counted: false });
         const what = reason === 'empty_result' ? 'an empty result' : 'a pending transaction';
-        const err = new ErrEndpointMissingData(`upstream ${u.id} answered ${what} for ${ctx.request.method}; retrying on another upstream (${reason === 'empty_result' ? 'retry-empty' : 'retry-pending'})`, {
-          details: { upstream: u.id, reason },
-        });
+        const err = new ErrEndpointMissingData(
+          `upstream ${u.id} answered ${what} for ${ctx.request.method}; retrying on another upstream (${reason === 'empty_result' ? 'retry-empty' : 'retry-pending'})`,
+          {
+            details: { upstream: u.id, reason },
+          },
+        );
         OWN_ERRORS.add(err);
         return err;
       });

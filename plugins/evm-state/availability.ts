@@ -42,12 +42,16 @@ export function tapFarFutureBlocks(host: PluginHost): void {
     return s;
   };
 
-  host.hooks.call.tap({ name: 'evm-state:future-block', stage: CallStage.FUTURE_BLOCK }, (inner: CallHandler, network: Network): CallHandler => (ctx) => {
-    if (ctx.request.method !== 'eth_getBlockByNumber' || ctx.internal) return inner(ctx);
-    const n = blockNumberParamOf(ctx.request.params);
-    if (n === undefined) return inner(ctx);
-    const head = chainStateOf(network).highestLatest;
-    if (head > 0 && n > head + netSettings(network).maxRetryableBlockDistance) return Promise.resolve(new RpcResult(null));
-    return inner(ctx);
-  });
+  host.hooks.call.tap(
+    { name: 'evm-state:future-block', stage: CallStage.FUTURE_BLOCK },
+    (inner: CallHandler, network: Network): CallHandler =>
+      (ctx) => {
+        if (ctx.request.method !== 'eth_getBlockByNumber' || ctx.internal) return inner(ctx);
+        const n = blockNumberParamOf(ctx.request.params);
+        if (n === undefined) return inner(ctx);
+        const head = chainStateOf(network).highestLatest;
+        if (head > 0 && n > head + netSettings(network).maxRetryableBlockDistance) return Promise.resolve(new RpcResult(null));
+        return inner(ctx);
+      },
+  );
 }

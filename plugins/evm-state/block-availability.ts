@@ -22,7 +22,7 @@ import { Kind, Type, TypeRegistry } from '@sinclair/typebox';
 import { Counter } from 'prom-client';
 import { type CallContext, Duration, type PluginHost, type ResolvedConfig, SelectStage, Strict, type Upstream } from 'svc/plugin';
 import { ConfigError, type ConfigProblem, ErrEndpointMissingData, ErrUpstreamsExhausted } from 'svc/plugin/errors';
-import { type UpstreamChainState } from './api.ts';
+import type { UpstreamChainState } from './api.ts';
 import { blockRefOf, type BlockRef } from 'svc/util';
 import { chainStateOf } from './chain.ts';
 
@@ -39,14 +39,20 @@ export type Probe = (typeof PROBES)[number];
  */
 const NULLABLE_COUNT = 'SvcNullableBlockCount';
 if (!TypeRegistry.Has(NULLABLE_COUNT)) TypeRegistry.Set(NULLABLE_COUNT, (_s, v) => v === null || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0));
-const blockCount = (description: string) => Type.Optional(Type.Unsafe<number | null>({ [Kind]: NULLABLE_COUNT, type: ['integer', 'null'], minimum: 0, description }));
+const blockCount = (description: string) =>
+  Type.Optional(Type.Unsafe<number | null>({ [Kind]: NULLABLE_COUNT, type: ['integer', 'null'], minimum: 0, description }));
 
 const boundSchema = Strict(
   {
     exactBlock: blockCount('this block number (no probe, no updateRate)'),
     latestBlockMinus: blockCount("blocks below the upstream's own latest block, recomputed on every call"),
     earliestBlockPlus: blockCount("blocks above the upstream's earliest block (found by binary search with `probe`; 0 + N until found)"),
-    probe: Type.Optional(Type.Union(PROBES.map((p) => Type.Literal(p)), { description: 'how the earliest block is found (default blockHeader); earliestBlockPlus only' })),
+    probe: Type.Optional(
+      Type.Union(
+        PROBES.map((p) => Type.Literal(p)),
+        { description: 'how the earliest block is found (default blockHeader); earliestBlockPlus only' },
+      ),
+    ),
     updateRate: Type.Optional(Duration({ description: 'how often the earliest block is searched again; 0 (default) = once; earliestBlockPlus only' })),
   },
   { description: 'one bound: exactly one of exactBlock, latestBlockMinus, earliestBlockPlus (null = unset)' },
@@ -89,7 +95,13 @@ function boundOf(raw: RawBound, where: string, problems: ConfigProblem[]): Bound
   if (typeof raw.latestBlockMinus === 'number') kinds.push(['latestMinus', raw.latestBlockMinus]);
   if (typeof raw.earliestBlockPlus === 'number') kinds.push(['earliestPlus', raw.earliestBlockPlus]);
   if (kinds.length !== 1) {
-    problems.push({ path: where, message: kinds.length === 0 ? 'a bound must set exactly one of exactBlock, latestBlockMinus, earliestBlockPlus' : 'exactBlock, latestBlockMinus and earliestBlockPlus are mutually exclusive in one bound' });
+    problems.push({
+      path: where,
+      message:
+        kinds.length === 0
+          ? 'a bound must set exactly one of exactBlock, latestBlockMinus, earliestBlockPlus'
+          : 'exactBlock, latestBlockMinus and earliestBlockPlus are mutually exclusive in one bound',
+    });
     return undefined;
   }
   const [kind, value] = kinds[0] as [BoundSpec['kind'], number];
@@ -111,15 +123,20 @@ function boundOf(raw: RawBound, where: string, problems: ConfigProblem[]): Bound
  *   latestBlockMinus below upper latestBlockMinus; lower earliestBlockPlus above upper's)
  */
 export function availabilitySpecOf(evm: unknown, where = 'evm.blockAvailability'): AvailabilitySpec | undefined {
-  const ba = evm !== null && typeof evm === 'object' ? (evm as { blockAvailability?: { lower?: RawBound | null; upper?: RawBound | null } }).blockAvailability : undefined;
+  const ba =
+    evm !== null && typeof evm === 'object'
+      ? (evm as { blockAvailability?: { lower?: RawBound | null; upper?: RawBound | null } }).blockAvailability
+      : undefined;
   if (!ba || (!ba.lower && !ba.upper)) return undefined;
   const problems: ConfigProblem[] = [];
   const lower = ba.lower ? boundOf(ba.lower, `${where}.lower`, problems) : undefined;
   const upper = ba.upper ? boundOf(ba.upper, `${where}.upper`, problems) : undefined;
   if (lower && upper && lower.kind === upper.kind) {
     if (lower.kind === 'exact' && lower.value > upper.value) problems.push({ path: where, message: 'lower.exactBlock must be <= upper.exactBlock' });
-    if (lower.kind === 'latestMinus' && lower.value < upper.value) problems.push({ path: where, message: 'when both bounds are latestBlockMinus, lower.latestBlockMinus must be >= upper.latestBlockMinus' });
-    if (lower.kind === 'earliestPlus' && lower.value > upper.value) problems.push({ path: where, message: 'when both bounds are earliestBlockPlus, lower.earliestBlockPlus must be <= upper.earliestBlockPlus' });
+    if (lower.kind === 'latestMinus' && lower.value < upper.value)
+      problems.push({ path: where, message: 'when both bounds are latestBlockMinus, lower.latestBlockMinus must be >= upper.latestBlockMinus' });
+    if (lower.kind === 'earliestPlus' && lower.value > upper.value)
+      problems.push({ path: where, message: 'when both bounds are earliestBlockPlus, lower.earliestBlockPlus must be <= upper.earliestBlockPlus' });
   }
   if (problems.length) throw new ConfigError(problems);
   return lower || upper ? { lower, upper } : undefined;
@@ -233,14 +250,23 @@ export function tapBlockBounds(host: PluginHost, earliestOf: EarliestOf): void {
         continue;
       }
       if (above) aboveUpper = true;
-      skipped.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, category: host.methodLabel.value(ctx.request.method), bound: below ? 'lower' : 'upper' });
+      skipped.inc({
+        project: ctx.project.id,
+        network: ctx.network.id,
+        upstream: u.id,
+        category: host.methodLabel.value(ctx.request.method),
+        bound: below ? 'lower' : 'upper',
+      });
       if (refused.length < MAX_LISTED) refused.push(`${u.id} serves ${fmt(b)}`);
     }
     if (out.length > 0 || ups.length === 0) return out;
     const what = lo === hi ? `block ${lo}` : `blocks ${lo ?? '?'}..${hi ?? '?'}`;
-    const cause = new ErrEndpointMissingData(`block not available: ${what} is outside the block availability of every upstream of ${ctx.network.id} (${refused.join('; ')})`, {
-      details: { block: hi ?? lo, network: ctx.network.id },
-    });
+    const cause = new ErrEndpointMissingData(
+      `block not available: ${what} is outside the block availability of every upstream of ${ctx.network.id} (${refused.join('; ')})`,
+      {
+        details: { block: hi ?? lo, network: ctx.network.id },
+      },
+    );
     // Data below every lower bound will not appear later: no retry. A block above an upper bound may, once heads move.
     if (!aboveUpper) cause.confirmed = true;
     throw new ErrUpstreamsExhausted([cause], cause.message);

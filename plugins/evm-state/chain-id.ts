@@ -8,7 +8,7 @@
  * `validate` tap in tip.ts), so nothing it says after the detection is served or cached.
  */
 import { Counter } from 'prom-client';
-import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
+import type { Network, PluginHost, Upstream } from 'svc/plugin';
 import { ErrEndpointMissingData } from 'svc/plugin/errors';
 import { leaveNetworks } from 'svc/plugin/contracts';
 
@@ -70,7 +70,10 @@ export function chainIdCheck(host: PluginHost): ChainIdCheck {
       CHANGED.add(u);
       leaveNetworks(host.hooks, network.project, u);
       changed.inc({ project: network.project.id, network: network.id, upstream: u.id });
-      host.logger.error({ project: network.project.id, network: network.id, upstream: u.id, expected, actual: got }, `upstream ${u.id} now serves chain ${got}, not ${expected}: taken out of service`);
+      host.logger.error(
+        { project: network.project.id, network: network.id, upstream: u.id, expected, actual: got },
+        `upstream ${u.id} now serves chain ${got}, not ${expected}: taken out of service`,
+      );
       return true;
     },
   };

@@ -7,8 +7,8 @@
  * read-only `NetworkChainState` of svc/plugin), by interpolation, tip enforcement, block
  * availability, finality classification, the cache, consensus, select and the healthcheck.
  */
-import { type Network, type Upstream } from 'svc/plugin';
-import { type HeadVerdict, type NetworkChainState as NetworkChainStateView, type UpstreamChainState as UpstreamChainStateView } from './api.ts';
+import type { Network, Upstream } from 'svc/plugin';
+import type { HeadVerdict, NetworkChainState as NetworkChainStateView, UpstreamChainState as UpstreamChainStateView } from './api.ts';
 import { SHADOW_UPSTREAM } from 'svc/plugins/shadow';
 import { judgeHeadFacts, SOLE_REPORTER_GRACE_MS, witnessesOf } from './plausibility.ts';
 import { networkChainState } from './api.ts';
@@ -353,7 +353,12 @@ export class NetworkChainState implements NetworkChainStateView {
     const accepted = this.vouchedLatest;
     // The common case (a head svc already has), without gathering witnesses.
     if (kind === 'latest' && accepted > 0 && Number.isSafeInteger(n) && n >= 0 && n <= accepted) return 'confirmed';
-    const { witness, sole, soleReporter } = witnessesOf(this.network.upstreams, source, (u) => this.states.get(u)?.reported ?? -1, (u) => SHADOW_UPSTREAM.get(u));
+    const { witness, sole, soleReporter } = witnessesOf(
+      this.network.upstreams,
+      source,
+      (u) => this.states.get(u)?.reported ?? -1,
+      (u) => SHADOW_UPSTREAM.get(u),
+    );
     return judgeHeadFacts({
       n,
       kind,

@@ -13,7 +13,7 @@
  * (0 + N) until a search completes.
  */
 import { Gauge } from 'prom-client';
-import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
+import type { Network, PluginHost, Upstream } from 'svc/plugin';
 import { ErrEndpointUnsupported, isPassThrough, SvcError } from 'svc/plugin/errors';
 import { toHex } from 'svc/util';
 import { availabilitySpecOf, type EarliestOf, type Probe } from './block-availability.ts';
@@ -41,7 +41,8 @@ async function ask(call: ProbeCall, method: string, params: unknown[]): Promise<
   }
 }
 
-const nonEmpty = (v: unknown): boolean => v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0) && !(typeof v === 'object' && Object.keys(v as object).length === 0);
+const nonEmpty = (v: unknown): boolean =>
+  v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0) && !(typeof v === 'object' && Object.keys(v as object).length === 0);
 
 async function blockHash(call: ProbeCall, block: number): Promise<string | undefined> {
   const r = await ask(call, 'eth_getBlockByNumber', [toHex(block), false]);

@@ -27,13 +27,17 @@ function legacyWindow(evm: ConfigObject, path: string, out: NormalizeReport, def
     const n = evm.maxAvailableRecentBlocks;
     const at = pathOf(path, 'maxAvailableRecentBlocks');
     if (evm.blockAvailability !== undefined && evm.blockAvailability !== null && typeof n === 'number' && n > 0) {
-      out.problem(at, 'eRPC\'s deprecated maxAvailableRecentBlocks and blockAvailability are both set: keep blockAvailability (set lower.latestBlockMinus there)');
+      out.problem(
+        at,
+        "eRPC's deprecated maxAvailableRecentBlocks and blockAvailability are both set: keep blockAvailability (set lower.latestBlockMinus there)",
+      );
       return false;
     }
     if (typeof n === 'number' && Number.isInteger(n) && n >= 0) {
       rewriteKey(evm, 'maxAvailableRecentBlocks', at, undefined, out);
       if (n > 0) rewriteKey(evm, 'blockAvailability', pathOf(path, 'blockAvailability'), { lower: { latestBlockMinus: n } }, out);
-    } else out.problem(at, 'eRPC\'s deprecated maxAvailableRecentBlocks must be a whole number of blocks (svc reads it as blockAvailability.lower.latestBlockMinus)');
+    } else
+      out.problem(at, "eRPC's deprecated maxAvailableRecentBlocks must be a whole number of blocks (svc reads it as blockAvailability.lower.latestBlockMinus)");
   }
   if ('nodeType' in evm) {
     const t = typeof evm.nodeType === 'string' ? evm.nodeType.trim().toLowerCase() : evm.nodeType;
@@ -46,7 +50,7 @@ function legacyWindow(evm: ConfigObject, path: string, out: NormalizeReport, def
       }
     } else if (t === 'archive' || t === 'unknown' || t === '') {
       rewriteKey(evm, 'nodeType', at, undefined, out);
-    } else out.problem(at, 'eRPC\'s deprecated nodeType must be full, archive or unknown (svc reads full as blockAvailability.lower.latestBlockMinus: 128)');
+    } else out.problem(at, "eRPC's deprecated nodeType must be full, archive or unknown (svc reads full as blockAvailability.lower.latestBlockMinus: 128)");
   }
   return fromNodeType;
 }

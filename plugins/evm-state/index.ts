@@ -36,9 +36,28 @@ export { chainStateOf, HASH_HEIGHTS, MAX_REORGS, NetworkChainState, NEXT_BLOCK_M
 export { MAX_METHOD_FAILURES, NOT_SYNCING_POLLS, UpstreamPoller } from './poller.ts';
 export { MAX_POLL_TIMEOUT_MS } from './schema.ts';
 export type { PollerSettings, PollerSink, PollReport } from './poller.ts';
-export { DEFAULT_FALLBACK_FINALITY_DEPTH, DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE, DEFAULT_STATE_POLLER_INTERVAL_MS, ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS, evmStateSchema, networkEvmSettings, pollerSettingsOf } from './schema.ts';
+export {
+  DEFAULT_FALLBACK_FINALITY_DEPTH,
+  DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE,
+  DEFAULT_STATE_POLLER_INTERVAL_MS,
+  ENFORCE_HIGHEST_BLOCK,
+  ENFORCE_NON_NULL_TAGGED_BLOCKS,
+  evmStateSchema,
+  networkEvmSettings,
+  pollerSettingsOf,
+} from './schema.ts';
 export type { NetworkEvmSettings } from './schema.ts';
-export { availabilitySpecOf, blockAvailabilitySchema, blockSpanOf, boundsOf, PROBES, type AvailabilitySpec, type BoundSpec, type EarliestOf, type Probe } from './block-availability.ts';
+export {
+  availabilitySpecOf,
+  blockAvailabilitySchema,
+  blockSpanOf,
+  boundsOf,
+  PROBES,
+  type AvailabilitySpec,
+  type BoundSpec,
+  type EarliestOf,
+  type Probe,
+} from './block-availability.ts';
 export { probeBlock, ProbeInconclusive, searchEarliest, type ProbeCall } from './earliest.ts';
 export { FULL_NODE_RECENT_BLOCKS, normalizeBlockAvailability } from './erpc.ts';
 export { chainChanged, chainIdOf, ErrUpstreamChainChanged } from './chain-id.ts';
@@ -76,7 +95,8 @@ export interface EvmStatePluginOptions {
  */
 export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
   const maxPollTimeoutMs = opts.maxPollTimeoutMs ?? MAX_POLL_TIMEOUT_MS;
-  if (!(typeof maxPollTimeoutMs === 'number' && maxPollTimeoutMs > 0)) throw new RangeError(`evmStatePlugin: maxPollTimeoutMs must be a positive number of ms, got ${String(maxPollTimeoutMs)}`);
+  if (!(typeof maxPollTimeoutMs === 'number' && maxPollTimeoutMs > 0))
+    throw new RangeError(`evmStatePlugin: maxPollTimeoutMs must be a positive number of ms, got ${String(maxPollTimeoutMs)}`);
   return definePlugin({
     name: 'evm-state',
     // Counts only the upstreams the selection plugin keeps (selectionState) and re-evaluates on syncing changes.

@@ -130,7 +130,12 @@ export const SOLE_REPORTER_GRACE_MS = 3000;
  * @param reportedOf an upstream's last reported latest block (-1 = none; 0 is genesis)
  * @param isShadow whether an upstream is a shadow (never serves, so never a source)
  */
-export function witnessesOf(upstreams: Iterable<Upstream>, source: Upstream | undefined, reportedOf: (u: Upstream) => number, isShadow: (u: Upstream) => boolean): { witness: number; sole: boolean; soleReporter: boolean } {
+export function witnessesOf(
+  upstreams: Iterable<Upstream>,
+  source: Upstream | undefined,
+  reportedOf: (u: Upstream) => number,
+  isShadow: (u: Upstream) => boolean,
+): { witness: number; sole: boolean; soleReporter: boolean } {
   let witness = -1;
   let sources = 0;
   let sourceIn = false;

@@ -8,7 +8,7 @@
  */
 import { FINALITY, type Network, type PluginHost, type RpcResult, type Upstream } from 'svc/plugin';
 import { tryUpstream } from 'svc/plugin/contracts';
-import { type HeadVerdict } from './api.ts';
+import type { HeadVerdict } from './api.ts';
 import { SYNCING } from './api.ts';
 import { classifyFinality, excerptOf, toHex } from 'svc/util';
 import { chainStateOf } from './chain.ts';
@@ -146,7 +146,10 @@ export class UpstreamPoller {
     if (this.stopped) return Promise.resolve();
     this.running ??= this.pollOnce()
       .catch((e: unknown) => {
-        this.host.logger.warn({ project: this.network.project.id, network: this.network.id, upstream: this.upstream.id, err: (e as Error).message }, `state poll of ${this.upstream.id} failed unexpectedly`);
+        this.host.logger.warn(
+          { project: this.network.project.id, network: this.network.id, upstream: this.upstream.id, err: (e as Error).message },
+          `state poll of ${this.upstream.id} failed unexpectedly`,
+        );
       })
       .finally(() => {
         this.running = undefined;
@@ -191,8 +194,7 @@ export class UpstreamPoller {
       else if (this.sink.latest(u, n) === 'implausible') {
         report.errors.latest = `implausible latest block ${n}`;
         this.tryLink(n, lr.value.result);
-      }
-      else {
+      } else {
         report.latest = n;
         mine.lastPollAt = report.at;
         // Canonical hashes feed reorg detection (reorg-aware caching).
@@ -278,7 +280,10 @@ export class UpstreamPoller {
     const header = async (k: number): Promise<LinkHeader | undefined> => {
       if (this.stopped) return undefined;
       try {
-        const h = (await this.call('eth_getBlockByNumber', [toHex(k), false], Math.max(this.settings.timeoutMs, LINK_HEADER_TIMEOUT_MS))).result as { hash?: unknown; parentHash?: unknown } | null;
+        const h = (await this.call('eth_getBlockByNumber', [toHex(k), false], Math.max(this.settings.timeoutMs, LINK_HEADER_TIMEOUT_MS))).result as {
+          hash?: unknown;
+          parentHash?: unknown;
+        } | null;
         return h && typeof h.hash === 'string' && typeof h.parentHash === 'string' ? { hash: h.hash, parentHash: h.parentHash } : undefined;
       } catch {
         return undefined;
@@ -289,7 +294,10 @@ export class UpstreamPoller {
         if (!linked || this.stopped) return;
         const mine = state.of(this.upstream);
         mine.linked = Math.max(mine.linked, n);
-        this.host.logger.info({ project: this.network.project.id, network: this.network.id, upstream: this.upstream.id, block: n }, `upstream ${this.upstream.id}'s block ${n} links by parent hash to a recorded block: believed`);
+        this.host.logger.info(
+          { project: this.network.project.id, network: this.network.id, upstream: this.upstream.id, block: n },
+          `upstream ${this.upstream.id}'s block ${n} links by parent hash to a recorded block: believed`,
+        );
         this.sink.latest(this.upstream, n);
       })
       .finally(() => {
@@ -324,7 +332,10 @@ export class UpstreamPoller {
     }
     if (this.failing) log.info(fields, `state poll of ${this.upstream.id} works again`);
     this.failing = false;
-    log.debug({ ...fields, latest: r.latest, finalized: r.finalized, fallback: r.finalizedFromFallback, syncing: r.syncing }, `state poll of ${this.upstream.id}`);
+    log.debug(
+      { ...fields, latest: r.latest, finalized: r.finalized, fallback: r.finalizedFromFallback, syncing: r.syncing },
+      `state poll of ${this.upstream.id}`,
+    );
   }
 
   /** An upstream answer quoted in a log line: redacted of the upstream's secrets, then cut. */

@@ -55,7 +55,8 @@ export const evmStateSchema: SchemaFragment = {
   upstreamEvm: {
     statePollerInterval: Duration({
       default: '30s',
-      description: 'how often the state poller reads latest/finalized blocks and eth_syncing from this upstream, through its own failsafe chain; 0 disables the poller for this upstream (its head is then only learnt from answers)',
+      description:
+        'how often the state poller reads latest/finalized blocks and eth_syncing from this upstream, through its own failsafe chain; 0 disables the poller for this upstream (its head is then only learnt from answers)',
     }),
     blockAvailability: blockAvailabilitySchema,
   },

@@ -8,8 +8,8 @@
  * {@link HeadTracker}.
  */
 import { Counter, Gauge } from 'prom-client';
-import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
-import { type HeadVerdict } from './api.ts';
+import type { Network, PluginHost, Upstream } from 'svc/plugin';
+import type { HeadVerdict } from './api.ts';
 import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
 import { SHADOW_UPSTREAM } from 'svc/plugins/shadow';
 import { STATE_POLLERS_SERVICE, SYNCING } from './api.ts';
@@ -177,7 +177,10 @@ export function tapHeadTracking(host: PluginHost, maxPollTimeoutMs: number): Hea
       implausibleHeads.inc(fields);
       if (s.implausible[kind]) return;
       s.implausible[kind] = true;
-      host.logger.warn({ ...fields, reported: block, accepted: st.highestLatest }, `upstream ${u.id} reported an implausible ${kind} block ${block} (network head ${st.highestLatest}): not believed, scored down`);
+      host.logger.warn(
+        { ...fields, reported: block, accepted: st.highestLatest },
+        `upstream ${u.id} reported an implausible ${kind} block ${block} (network head ${st.highestLatest}): not believed, scored down`,
+      );
       updateLags(n);
     } else if (s.implausible[kind]) {
       s.implausible[kind] = false;
@@ -315,7 +318,10 @@ export function tapHeadTracking(host: PluginHost, maxPollTimeoutMs: number): Hea
     syncingChanged: (u: Upstream, syncing: boolean) => {
       const p = pollers.get(u);
       if (!p) return;
-      host.logger.info({ project: p.network.project.id, network: p.network.id, upstream: u.id, syncing }, `upstream ${u.id} is ${syncing ? 'syncing: excluded by the default selection policy' : 'synced again'}`);
+      host.logger.info(
+        { project: p.network.project.id, network: p.network.id, upstream: u.id, syncing },
+        `upstream ${u.id} is ${syncing ? 'syncing: excluded by the default selection policy' : 'synced again'}`,
+      );
       // Apply at once rather than at the next selection tick.
       void selection()?.evaluate(p.network.project.id, p.network.id);
     },

@@ -164,7 +164,9 @@ export function tapTipEnforcement(host: PluginHost, heads: HeadTracker): void {
   const observeLatest = heads.observeLatest;
   const observeFinalized = heads.observeFinalized;
   const implausible = (u: Upstream, what: string, n: number): SvcError =>
-    new ErrUpstreamImplausibleHead(`upstream ${u.id} answered ${what} ${n}, beyond what the network's head and block time allow`, { details: { upstream: u.id, answered: n } });
+    new ErrUpstreamImplausibleHead(`upstream ${u.id} answered ${what} ${n}, beyond what the network's head and block time allow`, {
+      details: { upstream: u.id, answered: n },
+    });
   const stale = new Counter({
     name: 'svc_upstream_stale_block_total',
     help: 'Answers behind the network head (eth_blockNumber, latest/finalized eth_getBlockByNumber) re-routed by enforce-highest-block',
@@ -199,7 +201,8 @@ export function tapTipEnforcement(host: PluginHost, heads: HeadTracker): void {
   // lenient ones (retry-empty would otherwise keep the null as a fallback answer).
   hooks.validate.tap({ name: 'evm-state:non-null', stage: NULL_TAG_VALIDATE_STAGE }, (ctx: CallContext, r: RpcResult, u: Upstream) => {
     // Taken out of service (its chain id changed) while this call was in flight: never served or cached.
-    if (!r.fromCache && chainChanged(u)) return new ErrUpstreamChainChanged(`upstream ${u.id} was taken out of service (its chain id changed)`, { details: { upstream: u.id } });
+    if (!r.fromCache && chainChanged(u))
+      return new ErrUpstreamChainChanged(`upstream ${u.id} was taken out of service (its chain id changed)`, { details: { upstream: u.id } });
     if (ctx.internal || r.fromCache || ctx.request.method !== 'eth_getBlockByNumber') return undefined;
     if (r.result !== null && r.result !== undefined) return undefined;
     if (!ENFORCE_NON_NULL_TAGGED_BLOCKS.get(ctx.directives)) return undefined;

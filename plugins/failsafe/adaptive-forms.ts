@@ -52,8 +52,10 @@ function flattenEntry(entry: unknown): unknown {
   let out: Obj | undefined;
   const edit = (): Obj => (out ??= { ...entry });
   for (const k of ['timeout', 'retry', 'hedge', 'circuitBreaker', 'consensus']) if (k in entry && entry[k] === null) delete edit()[k];
-  if (isObj(entry.timeout) && isObj(entry.timeout.duration)) edit().timeout = flattenOne(entry.timeout, 'duration', { quantile: 'quantile', min: 'minDuration', max: 'maxDuration' });
-  if (isObj(entry.hedge) && isObj(entry.hedge.delay)) edit().hedge = flattenOne(entry.hedge, 'delay', { quantile: 'quantile', min: 'minDelay', max: 'maxDelay' });
+  if (isObj(entry.timeout) && isObj(entry.timeout.duration))
+    edit().timeout = flattenOne(entry.timeout, 'duration', { quantile: 'quantile', min: 'minDuration', max: 'maxDuration' });
+  if (isObj(entry.hedge) && isObj(entry.hedge.delay))
+    edit().hedge = flattenOne(entry.hedge, 'delay', { quantile: 'quantile', min: 'minDelay', max: 'maxDelay' });
   return out ?? entry;
 }
 

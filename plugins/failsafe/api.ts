@@ -60,4 +60,5 @@ export interface CircuitBreakerView {
  * failsafe entry with a `circuitBreaker` (empty or absent: none). Read by the operator page
  * (`/admin/ui`) and tests.
  */
-export const BREAKERS_SERVICE: ServiceKey<ReadonlyMap<Upstream, readonly CircuitBreakerView[]>> = serviceKey<ReadonlyMap<Upstream, readonly CircuitBreakerView[]>>('failsafe.breakers');
+export const BREAKERS_SERVICE: ServiceKey<ReadonlyMap<Upstream, readonly CircuitBreakerView[]>> =
+  serviceKey<ReadonlyMap<Upstream, readonly CircuitBreakerView[]>>('failsafe.breakers');

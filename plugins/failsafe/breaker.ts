@@ -6,7 +6,14 @@
  * (client-share.ts). No hooks here; `upstream.ts` taps one breaker per failsafe entry with a
  * `circuitBreaker` into the `upstream` hook.
  */
-import { ErrCancelled, ErrEndpointBillingIssue, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrUpstreamMalformedResponse, type SvcError } from 'svc/plugin/errors';
+import {
+  ErrCancelled,
+  ErrEndpointBillingIssue,
+  ErrEndpointServerSideException,
+  ErrEndpointUnauthorized,
+  ErrUpstreamMalformedResponse,
+  type SvcError,
+} from 'svc/plugin/errors';
 import { isRequestFact } from 'svc/plugin/contracts';
 import { type BreakerState, CountBreaker } from 'svc/util';
 import { ClientShare } from './client-share.ts';
@@ -87,10 +94,15 @@ export function breakerOutcome(err: SvcError | undefined): boolean | undefined {
   if (!err) return false;
   if (err.confirmed === true) return undefined;
   if (err instanceof ErrEndpointServerSideException && isRequestFact(err)) return undefined;
-  if (err instanceof ErrEndpointServerSideException || err instanceof ErrUpstreamMalformedResponse || err instanceof ErrEndpointUnauthorized || err instanceof ErrEndpointBillingIssue) return true;
+  if (
+    err instanceof ErrEndpointServerSideException ||
+    err instanceof ErrUpstreamMalformedResponse ||
+    err instanceof ErrEndpointUnauthorized ||
+    err instanceof ErrEndpointBillingIssue
+  )
+    return true;
   if (err.retryable) return undefined; // rate limits, timeouts, missing data, unsupported...
   if (err instanceof ErrCancelled) return undefined;
   // Reverts and other deterministic answers prove the upstream works.
   return err.code === 3 || err.name === 'ErrEndpointExecutionException' || err.name === 'ErrEndpointNonceException' ? false : undefined;
 }
-

@@ -4,7 +4,7 @@
  * `AdaptiveDuration.validate` applies to adaptive timeouts and hedges, and keys that have no
  * effect where they are written. No hooks here.
  */
-import { type ResolvedConfig } from 'svc/plugin';
+import type { ResolvedConfig } from 'svc/plugin';
 import { ConfigError } from 'svc/plugin/errors';
 import type { FailsafeEntry } from './schema.ts';
 
@@ -27,20 +27,28 @@ function checkEntry(e: FailsafeEntry, path: string, scope: 'network' | 'upstream
   if (t) {
     const q = t.quantile ?? 0;
     if (q > 0 && !t.duration && !t.maxDuration) {
-      problems.push({ path: `${path}.timeout`, message: 'an adaptive timeout (quantile) needs duration or maxDuration: without one the first calls, before any latency sample, would have no deadline (eRPC refuses it too)' });
+      problems.push({
+        path: `${path}.timeout`,
+        message:
+          'an adaptive timeout (quantile) needs duration or maxDuration: without one the first calls, before any latency sample, would have no deadline (eRPC refuses it too)',
+      });
     }
-    if (q <= 0 && !t.duration) problems.push({ path: `${path}.timeout`, message: 'timeout sets no duration: give duration, or quantile with duration or maxDuration' });
-    if (t.minDuration && t.maxDuration && t.minDuration > t.maxDuration) problems.push({ path: `${path}.timeout.minDuration`, message: 'minDuration is larger than maxDuration' });
+    if (q <= 0 && !t.duration)
+      problems.push({ path: `${path}.timeout`, message: 'timeout sets no duration: give duration, or quantile with duration or maxDuration' });
+    if (t.minDuration && t.maxDuration && t.minDuration > t.maxDuration)
+      problems.push({ path: `${path}.timeout.minDuration`, message: 'minDuration is larger than maxDuration' });
     if (q <= 0 && t.duration && (t.minDuration !== undefined || t.maxDuration !== undefined)) {
       warnings.add(`${path}.timeout: minDuration/maxDuration only bound an adaptive timeout (quantile > 0); the static duration is used as it is`);
     }
   }
   const h = e.hedge;
-  if (h && h.quantile !== undefined && h.quantile > 0 && h.minDelay > h.maxDelay) problems.push({ path: `${path}.hedge.minDelay`, message: 'minDelay is larger than maxDelay' });
+  if (h && h.quantile !== undefined && h.quantile > 0 && h.minDelay > h.maxDelay)
+    problems.push({ path: `${path}.hedge.minDelay`, message: 'minDelay is larger than maxDelay' });
   if (scope === 'upstream' && e.retry?.emptyResultDelay !== undefined) {
     problems.push({
       path: `${path}.retry.emptyResultDelay`,
-      message: 'emptyResultDelay paces network-scope retries only (eRPC ignores it on upstreams): move it to networks[].failsafe[].retry or networkDefaults.failsafe[].retry',
+      message:
+        'emptyResultDelay paces network-scope retries only (eRPC ignores it on upstreams): move it to networks[].failsafe[].retry or networkDefaults.failsafe[].retry',
     });
   }
 }
@@ -60,7 +68,8 @@ export function checkFailsafe(c: ResolvedConfig): void {
       for (const { e, path } of entriesOf(n.settings.failsafe, `projects[${pi}].networks[${ni}].failsafe`)) checkEntry(e, path, 'network', problems, warnings);
     });
     p.upstreams.forEach((u, ui) => {
-      for (const { e, path } of entriesOf(u.settings.failsafe, `projects[${pi}].upstreams[${ui}].failsafe`)) checkEntry(e, path, 'upstream', problems, warnings);
+      for (const { e, path } of entriesOf(u.settings.failsafe, `projects[${pi}].upstreams[${ui}].failsafe`))
+        checkEntry(e, path, 'upstream', problems, warnings);
     });
   });
   if (problems.length) throw new ConfigError(problems);

@@ -13,7 +13,17 @@
  * - eRPC's adaptive objects `timeout.duration: {base, quantile, min, max}` and
  *   `hedge.delay: {...}` → svc's flat keys (adaptive-forms.ts).
  */
-import { eachNetwork, eachUpstream, isConfigObject, pathOf, renameKey, rewriteKey, type ConfigDocument, type ConfigObject, type NormalizeReport } from 'svc/plugin';
+import {
+  eachNetwork,
+  eachUpstream,
+  isConfigObject,
+  pathOf,
+  renameKey,
+  rewriteKey,
+  type ConfigDocument,
+  type ConfigObject,
+  type NormalizeReport,
+} from 'svc/plugin';
 import { flattenAdaptiveForms } from './adaptive-forms.ts';
 
 const FINALITIES = ['finalized', 'unfinalized', 'realtime', 'unknown'] as const;

@@ -6,7 +6,7 @@
  * Never used for writes (`WRITE_METHODS`). No hooks here; `network.ts` taps it into the
  * `attempt` hook at `AttemptStage.HEDGE`.
  */
-import { type AttemptHandler, type CallContext, type Leg, type RpcResult } from 'svc/plugin';
+import type { AttemptHandler, CallContext, Leg, RpcResult } from 'svc/plugin';
 import { asSvcError, ErrCancelled, ErrUpstreamsExhausted, type SvcError } from 'svc/plugin/errors';
 import { hedge } from 'svc/util';
 

@@ -21,7 +21,13 @@ export class FailsafeMetrics {
 
   /** Counts one fired timeout (the `onFire` callback of `withTimeout`; a method, so no closure per call). */
   readonly timeoutFired = (ctx: CallContext, scope: TimeoutScope): void => {
-    this.fired.inc({ project: ctx.project.id, network: ctx.network.id, category: this.host.methodLabel.value(ctx.request.method), finality: FINALITY.get(ctx), scope });
+    this.fired.inc({
+      project: ctx.project.id,
+      network: ctx.network.id,
+      category: this.host.methodLabel.value(ctx.request.method),
+      finality: FINALITY.get(ctx),
+      scope,
+    });
   };
 
   /** @param host the proxy whose registry gets the metrics */

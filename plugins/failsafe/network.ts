@@ -9,7 +9,19 @@
  * data-unavailable delay). Publishes `svc_network_request_retries_total`,
  * `svc_network_hedges_total` and, with {@link FailsafeMetrics}, the timeout metrics.
  */
-import { type AttemptHandler, AttemptStage, type CallContext, type Directives, DirectiveStage, FINALITY, type Leg, type Network, type PluginHost, type RpcResult, UpstreamCursor } from 'svc/plugin';
+import {
+  type AttemptHandler,
+  AttemptStage,
+  type CallContext,
+  type Directives,
+  DirectiveStage,
+  FINALITY,
+  type Leg,
+  type Network,
+  type PluginHost,
+  type RpcResult,
+  UpstreamCursor,
+} from 'svc/plugin';
 import { ErrFailsafeTimeoutExceeded } from 'svc/plugin/errors';
 import { sleep } from 'svc/util';
 import { FAILSAFE_ENTRY, NETWORK_HEDGES, NETWORK_RETRIES } from './api.ts';
@@ -114,7 +126,10 @@ export function tapNetworkFailsafe(host: PluginHost, latency: LatencyQuantiles, 
     if (!configures(network, 'retry')) return inner;
     const retried = async (ctx: CallContext, leg: Leg, r: NonNullable<FailsafeEntry['retry']>): Promise<RpcResult> => {
       for (let n = 1; ; n++) {
-        const round: Leg = n === 1 ? leg : { cursor: new UpstreamCursor(leg.cursor.upstreams), reason: leg.reason === 'consensus_slot' ? 'consensus_slot' : 'retry', signal: leg.signal };
+        const round: Leg =
+          n === 1
+            ? leg
+            : { cursor: new UpstreamCursor(leg.cursor.upstreams), reason: leg.reason === 'consensus_slot' ? 'consensus_slot' : 'retry', signal: leg.signal };
         try {
           return await inner(ctx, round);
         } catch (e) {
@@ -125,7 +140,8 @@ export function tapNetworkFailsafe(host: PluginHost, latency: LatencyQuantiles, 
           retries.inc({ project: ctx.project.id, network: ctx.network.id, category });
           // Data not there yet: wait about one block for it (eRPC's data-unavailable delay), else back off.
           const waitMs = dataUnavailableDelay(e, r, networkChainState(host, ctx.network).blockTimeMs);
-          if (waitMs !== undefined && waitMs > 0) metrics.dataUnavailableWait.observe({ project: ctx.project.id, network: ctx.network.id, category }, waitMs / 1000);
+          if (waitMs !== undefined && waitMs > 0)
+            metrics.dataUnavailableWait.observe({ project: ctx.project.id, network: ctx.network.id, category }, waitMs / 1000);
           await sleep(waitMs ?? retryDelay(r, n), leg.signal).catch(() => {
             throw e;
           });
@@ -149,7 +165,16 @@ export function tapNetworkFailsafe(host: PluginHost, latency: LatencyQuantiles, 
       // A zero deadline is none (eRPC fails open rather than failing every call).
       if (!(ms > 0)) return inner(ctx, leg);
       if (spec.quantile > 0) metrics.observeTimeout(ctx, 'network', ms);
-      return withTimeout(ms, leg.signal, `${ctx.request.method} on ${ctx.network.id}`, ErrFailsafeTimeoutExceeded, (signal) => inner(ctx, { ...leg, signal }), metrics.timeoutFired, ctx, 'network');
+      return withTimeout(
+        ms,
+        leg.signal,
+        `${ctx.request.method} on ${ctx.network.id}`,
+        ErrFailsafeTimeoutExceeded,
+        (signal) => inner(ctx, { ...leg, signal }),
+        metrics.timeoutFired,
+        ctx,
+        'network',
+      );
     };
   });
 }

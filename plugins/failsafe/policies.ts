@@ -4,7 +4,7 @@
  * the backoff delay of a retry, which errors a retry policy may retry, and a deadline wrapper
  * whose inner work sees an aborted signal. No hooks here.
  */
-import { type CallContext } from 'svc/plugin';
+import type { CallContext } from 'svc/plugin';
 import { ErrCancelled, ErrEndpointMissingData, ErrUpstreamsExhausted, SvcError } from 'svc/plugin/errors';
 import { backoffDelay, linkedController } from 'svc/util';
 import type { TimeoutScope } from './metrics.ts';

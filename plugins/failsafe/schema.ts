@@ -15,19 +15,45 @@ import { normalizeFailsafeShapes } from './erpc.ts';
 // Config
 
 const timeoutSchema = Strict({
-  duration: Type.Optional(Duration({ description: 'deadline of the whole network execution, or of one attempt at upstream scope; with quantile, added to the quantile (and the fallback before any sample)' })),
-  quantile: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: "adaptive: the deadline is duration + this quantile of the method's latency over the network's upstreams, clamped to minDuration..maxDuration; 0 = static" })),
-  minDuration: Type.Optional(Duration({ description: 'floor of an adaptive deadline, and its latency part before any sample; default duration/2 (500ms without duration)' })),
+  duration: Type.Optional(
+    Duration({
+      description:
+        'deadline of the whole network execution, or of one attempt at upstream scope; with quantile, added to the quantile (and the fallback before any sample)',
+    }),
+  ),
+  quantile: Type.Optional(
+    Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description:
+        "adaptive: the deadline is duration + this quantile of the method's latency over the network's upstreams, clamped to minDuration..maxDuration; 0 = static",
+    }),
+  ),
+  minDuration: Type.Optional(
+    Duration({ description: 'floor of an adaptive deadline, and its latency part before any sample; default duration/2 (500ms without duration)' }),
+  ),
   maxDuration: Type.Optional(Duration({ description: 'ceiling of an adaptive deadline; unset = none' })),
 });
 const retrySchema = Strict({
   maxAttempts: Type.Optional(Type.Integer({ minimum: 1, default: 3, description: 'total tries, first included' })),
   delay: Type.Optional(Duration({ default: '0ms', description: 'wait before the first retry' })),
-  backoffFactor: Type.Optional(Type.Number({ exclusiveMinimum: 0, default: 1.2, description: 'delay multiplier per retry: the n-th retry waits delay × backoffFactor^(n-1), capped at backoffMaxDelay; below 1 the waits shrink (as in eRPC)' })),
+  backoffFactor: Type.Optional(
+    Type.Number({
+      exclusiveMinimum: 0,
+      default: 1.2,
+      description:
+        'delay multiplier per retry: the n-th retry waits delay × backoffFactor^(n-1), capped at backoffMaxDelay; below 1 the waits shrink (as in eRPC)',
+    }),
+  ),
   backoffMaxDelay: Type.Optional(Duration({ default: '3s', description: 'largest wait between tries' })),
   jitter: Type.Optional(Duration({ default: '0ms', description: 'random extra wait, 0..jitter' })),
   emptyResultMaxAttempts: Type.Optional(Type.Integer({ minimum: 1, default: 2, description: 'tries for retry-empty (EVM plugins)' })),
-  emptyResultDelay: Type.Optional(Duration({ description: "network scope: wait before a new round when the last one failed only because the data is not there yet (empty or missing-data answers), while the chain's block time is not estimated yet; then one block time is waited instead; unset = the backoff delay" })),
+  emptyResultDelay: Type.Optional(
+    Duration({
+      description:
+        "network scope: wait before a new round when the last one failed only because the data is not there yet (empty or missing-data answers), while the chain's block time is not estimated yet; then one block time is waited instead; unset = the backoff delay",
+    }),
+  ),
 });
 const hedgeSchema = Strict({
   delay: Type.Optional(Duration({ description: 'static hedge delay; with quantile, added to the quantile' })),
@@ -47,7 +73,8 @@ const breakerSchema = Strict({
       minimum: 0,
       maximum: 1,
       default: 0.5,
-      description: "largest share of the upstream's recent failures one client (user id, else client address) may cause and still count toward opening the breaker, while other clients are served; 1 = no bound",
+      description:
+        "largest share of the upstream's recent failures one client (user id, else client address) may cause and still count toward opening the breaker, while other clients are served; 1 = no bound",
     }),
   ),
   clientShareWindow: Type.Optional(Duration({ default: '1m', description: 'window of the maxClientShare bound' })),
@@ -56,14 +83,20 @@ const breakerSchema = Strict({
 function entrySchema(scope: 'network' | 'upstream') {
   const props: TProperties = {
     matchMethod: Type.Optional(Type.String({ default: '*', description: 'method glob' })),
-    matchFinality: Type.Optional(Type.Array(Type.Union(['finalized', 'unfinalized', 'realtime', 'unknown'].map((f) => Type.Literal(f))), { description: 'finality classes this entry applies to' })),
+    matchFinality: Type.Optional(
+      Type.Array(Type.Union(['finalized', 'unfinalized', 'realtime', 'unknown'].map((f) => Type.Literal(f))), {
+        description: 'finality classes this entry applies to',
+      }),
+    ),
     timeout: Type.Optional(timeoutSchema),
     retry: Type.Optional(retrySchema),
     hedge: Type.Optional(hedgeSchema),
   };
   if (scope === 'network') {
     // Every directive default the preset's plugins declare (the `directiveDefaults` extension point).
-    props.directiveDefaults = Type.Optional(Extensible(DIRECTIVE_DEFAULTS_POINT, {}, { description: "spec §2.8 defaults for the calls this entry matches, below the network's own" }));
+    props.directiveDefaults = Type.Optional(
+      Extensible(DIRECTIVE_DEFAULTS_POINT, {}, { description: "spec §2.8 defaults for the calls this entry matches, below the network's own" }),
+    );
     // Other plugins add their own keys to a network entry (the consensus plugin: `consensus`).
     return Extensible(FAILSAFE_ENTRY_POINT, props);
   }
@@ -86,7 +119,15 @@ export interface FailsafeEntry {
   /** `duration` alone is a static deadline; with `quantile` it is adaptive (adaptive.ts). Durations in ms. */
   timeout?: { duration?: number; quantile?: number; minDuration?: number; maxDuration?: number };
   /** `emptyResultDelay` (ms) paces a network round after a "data not there yet" failure (network.ts). */
-  retry?: { maxAttempts: number; delay: number; backoffFactor: number; backoffMaxDelay: number; jitter: number; emptyResultMaxAttempts: number; emptyResultDelay?: number };
+  retry?: {
+    maxAttempts: number;
+    delay: number;
+    backoffFactor: number;
+    backoffMaxDelay: number;
+    jitter: number;
+    emptyResultMaxAttempts: number;
+    emptyResultDelay?: number;
+  };
   hedge?: { delay?: number; quantile?: number; minDelay: number; maxDelay: number; maxCount: number };
   /** Keys other plugins add to a network entry ({@link FAILSAFE_ENTRY_POINT}), resolved and defaulted like the rest. */
   readonly [added: string]: unknown;

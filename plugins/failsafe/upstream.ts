@@ -28,7 +28,13 @@ import { compile, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, type CompiledEntry, typ
  * @param latency the method latency quantiles an adaptive timeout is computed from (the network's, as in eRPC)
  * @param metrics the timeout metrics shared with the network scope
  */
-export function tapUpstreamFailsafe(host: PluginHost, now: () => number, proxyBreakers: Map<Upstream, CircuitBreaker[]>, latency: LatencyQuantiles, metrics: FailsafeMetrics): void {
+export function tapUpstreamFailsafe(
+  host: PluginHost,
+  now: () => number,
+  proxyBreakers: Map<Upstream, CircuitBreaker[]>,
+  latency: LatencyQuantiles,
+  metrics: FailsafeMetrics,
+): void {
   const hooks = host.hooks;
   const upEntries = new WeakMap<Upstream, CompiledEntry[]>();
   const upEntriesOf = (u: Upstream): CompiledEntry[] => {
@@ -120,10 +126,19 @@ export function tapUpstreamFailsafe(host: PluginHost, now: () => number, proxyBr
       if (spec.quantile > 0) metrics.observeTimeout(call.ctx, 'upstream', ms);
       const scoped: UpstreamCall = { ...call };
       // One upstream request ran out of its time: the request's own timeout error.
-      return withTimeout(ms, call.signal, `${call.method} on upstream ${u.id}`, ErrEndpointRequestTimeout, (signal) => {
-        scoped.signal = signal;
-        return inner(scoped);
-      }, metrics.timeoutFired, call.ctx, 'upstream').finally(() => {
+      return withTimeout(
+        ms,
+        call.signal,
+        `${call.method} on upstream ${u.id}`,
+        ErrEndpointRequestTimeout,
+        (signal) => {
+          scoped.signal = signal;
+          return inner(scoped);
+        },
+        metrics.timeoutFired,
+        call.ctx,
+        'upstream',
+      ).finally(() => {
         // An inner wrapper may have opened a new attempt record: hand it back to the caller.
         call.attempt = scoped.attempt;
       });

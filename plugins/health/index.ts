@@ -11,7 +11,7 @@
  * in `dependsOn`.
  */
 import { AttemptDoneStage, type AttemptRecord, definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
-import { type CordonChange } from 'svc/plugin/contracts';
+import type { CordonChange } from 'svc/plugin/contracts';
 import { Counter, Gauge, Histogram } from 'prom-client';
 
 /** Longest cordon reason kept as a label, characters (reasons come from operators, still bounded). */
@@ -36,8 +36,18 @@ export function healthPlugin(): Plugin {
       });
 
       // Spec §6 cordon metrics, fed by the tracker's real edges only.
-      const cordoned = new Gauge({ name: 'svc_upstream_cordoned', help: '1 while an (upstream, method) is cordoned, else 0', labelNames: ['project', 'upstream', 'method', 'reason'], registers: [host.metrics] });
-      const events = new Counter({ name: 'svc_upstream_cordon_event_total', help: 'Real cordon edges, off-to-on (cordon) and on-to-off (uncordon)', labelNames: ['project', 'network', 'upstream', 'action'], registers: [host.metrics] });
+      const cordoned = new Gauge({
+        name: 'svc_upstream_cordoned',
+        help: '1 while an (upstream, method) is cordoned, else 0',
+        labelNames: ['project', 'upstream', 'method', 'reason'],
+        registers: [host.metrics],
+      });
+      const events = new Counter({
+        name: 'svc_upstream_cordon_event_total',
+        help: 'Real cordon edges, off-to-on (cordon) and on-to-off (uncordon)',
+        labelNames: ['project', 'network', 'upstream', 'action'],
+        registers: [host.metrics],
+      });
       const durations = new Histogram({
         name: 'svc_upstream_cordon_duration_seconds',
         help: 'How long a cordon lasted, seconds, observed on uncordon',

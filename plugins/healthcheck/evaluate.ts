@@ -92,7 +92,14 @@ function activeOn(host: PluginHost, network: Network): Set<Upstream> {
  * Evaluates a strategy (spec §4.3) over the upstreams of one project or one network.
  * @param pollers the upstreams a state poller runs for (see {@link isInitialized})
  */
-export async function evaluate(host: PluginHost, project: Project, members: readonly Member[], strategy: Strategy, probes: ChainIdProbes, pollers: Pollers): Promise<Verdict> {
+export async function evaluate(
+  host: PluginHost,
+  project: Project,
+  members: readonly Member[],
+  strategy: Strategy,
+  probes: ChainIdProbes,
+  pollers: Pollers,
+): Promise<Verdict> {
   const n = members.length;
   if (n === 0) return { healthy: false, message: 'no upstreams configured' };
   switch (strategy) {
@@ -141,7 +148,9 @@ export async function evaluate(host: PluginHost, project: Project, members: read
         if (!set) active.set(m.network, (set = activeOn(host, m.network)));
         if (set.has(m.upstream) && !project.health.isCordoned(m.upstream.id, '*')) ok++;
       }
-      return ok === n ? { healthy: true, message: `all ${n} upstreams active` } : { healthy: false, message: `${ok} / ${n} upstreams active (initialized, not cordoned, not excluded)` };
+      return ok === n
+        ? { healthy: true, message: `all ${n} upstreams active` }
+        : { healthy: false, message: `${ok} / ${n} upstreams active (initialized, not cordoned, not excluded)` };
     }
   }
 }

@@ -63,12 +63,25 @@ export function healthcheckPlugin(): Plugin {
   });
 }
 
-async function answer(host: PluginHost, config: HealthcheckConfig, probes: ChainIdProbes, k: Context, guard: Authenticator | undefined): Promise<{ status: number; body: Body }> {
+async function answer(
+  host: PluginHost,
+  config: HealthcheckConfig,
+  probes: ChainIdProbes,
+  k: Context,
+  guard: Authenticator | undefined,
+): Promise<{ status: number; body: Body }> {
   if (guard) {
     try {
       await guard.authenticate(host.requestInfo(k));
     } catch {
-      return { status: 401, body: { status: 'ERROR', code: 'ErrAuthUnauthorized', message: 'healthcheck requires a credential one of healthCheck.auth.strategies accepts (a secret, JWT or SIWE message) or an allowed address' } };
+      return {
+        status: 401,
+        body: {
+          status: 'ERROR',
+          code: 'ErrAuthUnauthorized',
+          message: 'healthcheck requires a credential one of healthCheck.auth.strategies accepts (a secret, JWT or SIWE message) or an allowed address',
+        },
+      };
     }
   }
   if (host.lifecycle !== 'serving') return unhealthy('shutting down', { lifecycle: host.lifecycle });
@@ -96,7 +109,10 @@ class NotFound extends Error {
 async function scopeOf(host: PluginHost, path: string): Promise<Scope> {
   let segs: string[];
   try {
-    segs = path.split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s));
+    segs = path
+      .split('/')
+      .filter((s) => s !== '')
+      .map((s) => decodeURIComponent(s));
   } catch {
     throw new NotFound('ErrProjectNotFound', 'invalid percent-encoding in path');
   }
@@ -141,13 +157,27 @@ async function projectVerdict(host: PluginHost, project: Project, strategy: Stra
   return evaluate(host, project, members, strategy, probes, pollers);
 }
 
-async function networkDetails(host: PluginHost, config: HealthcheckConfig, project: Project, networks: readonly Network[], strategy: Strategy, probes: ChainIdProbes, pollers: Pollers): Promise<{ body: Body; all: boolean }> {
+async function networkDetails(
+  host: PluginHost,
+  config: HealthcheckConfig,
+  project: Project,
+  networks: readonly Network[],
+  strategy: Strategy,
+  probes: ChainIdProbes,
+  pollers: Pollers,
+): Promise<{ body: Body; all: boolean }> {
   const out: Body = {};
   let all = true;
   for (const n of networks) {
     const v = await evaluate(host, project, membersOf(project, n), strategy, probes, pollers);
     all &&= v.healthy;
-    const entry: Body = { networkId: n.id, alias: n.alias ?? null, blockTimeMs: networkChainState(host, n).blockTimeMs ?? null, healthy: v.healthy, status: v.healthy ? 'OK' : 'ERROR' };
+    const entry: Body = {
+      networkId: n.id,
+      alias: n.alias ?? null,
+      blockTimeMs: networkChainState(host, n).blockTimeMs ?? null,
+      healthy: v.healthy,
+      status: v.healthy ? 'OK' : 'ERROR',
+    };
     if (config.mode === 'verbose') {
       entry.message = v.message;
       const ups: Body = {};
@@ -162,7 +192,13 @@ async function networkDetails(host: PluginHost, config: HealthcheckConfig, proje
   return { body: out, all };
 }
 
-async function report(host: PluginHost, config: HealthcheckConfig, probes: ChainIdProbes, scope: Scope, strategy: Strategy): Promise<{ status: number; body: Body }> {
+async function report(
+  host: PluginHost,
+  config: HealthcheckConfig,
+  probes: ChainIdProbes,
+  scope: Scope,
+  strategy: Strategy,
+): Promise<{ status: number; body: Body }> {
   const pollers = host.services.get(STATE_POLLERS_SERVICE);
   const projects = scope.kind === 'all' ? [...host.projects.values()] : [scope.project];
   if (projects.length === 0) return unhealthy('no projects configured', {});
@@ -170,7 +206,10 @@ async function report(host: PluginHost, config: HealthcheckConfig, probes: Chain
   let healthy = true;
   const messages: string[] = [];
   for (const project of projects) {
-    const v = scope.kind === 'network' ? await evaluate(host, project, membersOf(project, scope.network), strategy, probes, pollers) : await projectVerdict(host, project, strategy, probes, pollers);
+    const v =
+      scope.kind === 'network'
+        ? await evaluate(host, project, membersOf(project, scope.network), strategy, probes, pollers)
+        : await projectVerdict(host, project, strategy, probes, pollers);
     healthy &&= v.healthy;
     messages.push(projects.length > 1 || scope.kind === 'all' ? `${project.id}: ${v.message}` : v.message);
     const entry: Body = { status: v.healthy ? 'OK' : 'ERROR' };
@@ -180,7 +219,11 @@ async function report(host: PluginHost, config: HealthcheckConfig, probes: Chain
       entry.networks = (await networkDetails(host, config, project, networks, strategy, probes, pollers)).body;
       if (config.mode === 'verbose') {
         entry.message = v.message;
-        entry.config = { networks: project.networks.size, upstreams: project.upstreams.size, providers: ((project.config.settings.providers as unknown[] | undefined) ?? []).length };
+        entry.config = {
+          networks: project.networks.size,
+          upstreams: project.upstreams.size,
+          providers: ((project.config.settings.providers as unknown[] | undefined) ?? []).length,
+        };
       }
     }
     details[project.id] = entry;

@@ -32,9 +32,16 @@ export const healthcheckSchema: { root: TProperties } = {
     healthCheck: Type.Optional(
       Strict(
         {
-          mode: Type.Optional(Type.Union([Type.Literal('simple'), Type.Literal('networks'), Type.Literal('verbose')], { default: 'simple', description: 'spec §4.3 response shape' })),
+          mode: Type.Optional(
+            Type.Union([Type.Literal('simple'), Type.Literal('networks'), Type.Literal('verbose')], {
+              default: 'simple',
+              description: 'spec §4.3 response shape',
+            }),
+          ),
           defaultEval: Type.Optional(Type.String({ default: 'any:initializedUpstreams', description: 'strategy when the probe sends no `eval` (spec §4.3)' })),
-          auth: Type.Optional(AuthBlockSchema('auth strategies of the healthcheck, as in `projects[].auth` (checked by the auth plugin at start-up); none: open')),
+          auth: Type.Optional(
+            AuthBlockSchema('auth strategies of the healthcheck, as in `projects[].auth` (checked by the auth plugin at start-up); none: open'),
+          ),
         },
         { description: 'spec §2.4 healthcheck settings' },
       ),
@@ -57,7 +64,8 @@ export interface HealthcheckConfig {
 export function healthcheckConfigOf(config: ResolvedConfig): HealthcheckConfig {
   const raw = config.settings.healthCheck as Partial<HealthcheckConfig> | undefined;
   const defaultEval = raw?.defaultEval ?? 'any:initializedUpstreams';
-  if (!isStrategy(defaultEval)) throw new ConfigError([{ path: 'healthCheck.defaultEval', message: `unknown evaluation strategy "${defaultEval}" (one of ${STRATEGIES.join(', ')})` }]);
+  if (!isStrategy(defaultEval))
+    throw new ConfigError([{ path: 'healthCheck.defaultEval', message: `unknown evaluation strategy "${defaultEval}" (one of ${STRATEGIES.join(', ')})` }]);
   return { mode: raw?.mode ?? 'simple', defaultEval, auth: raw?.auth };
 }
 

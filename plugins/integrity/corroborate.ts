@@ -85,7 +85,10 @@ function checkAnchorLogs(viem: Viem, a: Anchor, logsBloom: unknown, check: strin
 
 function bounded(anchors: Anchors, level: string): Anchor[] {
   if (anchors.size > MAX_ANCHORS) {
-    throw new CheckFailure(`${level}.tooManyBlocks`, `the answer spans ${anchors.size} blocks; ${level} confirms at most ${MAX_ANCHORS} per answer (narrow the request)`);
+    throw new CheckFailure(
+      `${level}.tooManyBlocks`,
+      `the answer spans ${anchors.size} blocks; ${level} confirms at most ${MAX_ANCHORS} per answer (narrow the request)`,
+    );
   }
   return anchors.list();
 }
@@ -158,7 +161,10 @@ export async function authoritative(viem: Viem, anchors: Anchors, peers: readonl
     const rival = [...votes.entries()].find(([h, v]) => h !== a.hash && v.length > mine);
     if (mine < settings.agreementThreshold || rival) {
       const summary = [...votes.entries()].map(([h, v]) => `${h.slice(0, 18)}: ${v.join('+')}`).join('; ');
-      throw new CheckFailure('authoritative.consensus', `block ${a.number}: the answer's hash has ${mine} of ${settings.agreementThreshold} needed votes${rival ? ', another hash has more' : ''} (${summary})`);
+      throw new CheckFailure(
+        'authoritative.consensus',
+        `block ${a.number}: the answer's hash has ${mine} of ${settings.agreementThreshold} needed votes${rival ? ', another hash has more' : ''} (${summary})`,
+      );
     }
     if (witness) checkAnchorLogs(viem, a, witness.logsBloom, 'authoritative.bloom', witness.peer);
   });

@@ -31,7 +31,7 @@ export interface ErpcCheck {
   reorgSensitive?: boolean;
 }
 
-const RECEIPT_INDEXES = 'svc\'s intrinsic receipt checks compare each transactionIndex with its position and require increasing log indexes (block receipts)';
+const RECEIPT_INDEXES = "svc's intrinsic receipt checks compare each transactionIndex with its position and require increasing log indexes (block receipts)";
 
 /** eRPC's check catalog (docs/pages/config/failsafe/integrity.mdx) and svc's counterpart of each. */
 export const ERPC_CHECKS: Readonly<Record<string, ErpcCheck>> = {
@@ -56,24 +56,41 @@ export const ERPC_CHECKS: Readonly<Record<string, ErpcCheck>> = {
   parentHashLinkage: { level: 'corroborated', svc: 'corroborated (a second upstream confirms each block hash the answer names)', reorgSensitive: true },
   receiptVsBlock: { level: 'authoritative', svc: 'authoritative (a vote of other upstreams over the block hash the receipt names)', reorgSensitive: true },
   indexMagnitude: { level: 'intrinsic', instead: `${RECEIPT_INDEXES}; single receipts and eth_getLogs are not checked for underflowed indexes` },
-  bloomEmptiness: { level: 'intrinsic', instead: 'svc checks that every log is in the logsBloom (a zero bloom with logs fails that); a non-zero bloom without logs is not refused' },
-  txHashUniqueness: { level: 'intrinsic', instead: 'svc recomputes each transaction hash of a block from its fields (tx.hash); receipts are not checked for duplicate hashes' },
-  txFieldUniqueness: { level: 'intrinsic', instead: 'svc recomputes each transaction hash and the transactionsRoot of a block (tx.hash, block.transactionsRoot)' },
+  bloomEmptiness: {
+    level: 'intrinsic',
+    instead: 'svc checks that every log is in the logsBloom (a zero bloom with logs fails that); a non-zero bloom without logs is not refused',
+  },
+  txHashUniqueness: {
+    level: 'intrinsic',
+    instead: 'svc recomputes each transaction hash of a block from its fields (tx.hash); receipts are not checked for duplicate hashes',
+  },
+  txFieldUniqueness: {
+    level: 'intrinsic',
+    instead: 'svc recomputes each transaction hash and the transactionsRoot of a block (tx.hash, block.transactionsRoot)',
+  },
   senderRecovery: { level: 'intrinsic', instead: 'svc recomputes the transaction hash from its signed fields (tx.hash); the `from` address is not recovered' },
-  getLogsCompleteness: { level: 'corroborated', instead: 'svc\'s corroborated level confirms the block of each log with a second upstream and checks the log is in its logsBloom' },
-  txPinConsistency: { level: 'corroborated', instead: 'svc\'s corroborated level confirms the block hash a transaction names with a second upstream' },
-  receiptsRootRecompute: { level: 'authoritative', instead: 'svc\'s authoritative level votes on the receipts\' block hash with other upstreams; the receipts root is not recomputed' },
+  getLogsCompleteness: {
+    level: 'corroborated',
+    instead: "svc's corroborated level confirms the block of each log with a second upstream and checks the log is in its logsBloom",
+  },
+  txPinConsistency: { level: 'corroborated', instead: "svc's corroborated level confirms the block hash a transaction names with a second upstream" },
+  receiptsRootRecompute: {
+    level: 'authoritative',
+    instead: "svc's authoritative level votes on the receipts' block hash with other upstreams; the receipts root is not recomputed",
+  },
 };
 
 const RANK: Readonly<Record<IntegrityLevel, number>> = { off: 0, intrinsic: 1, corroborated: 2, authoritative: 3 };
 
 /** eRPC keys svc refuses, with what to use instead. */
 const REFUSED: Readonly<Record<string, string>> = {
-  budget: 'svc\'s authoritative level asks up to failsafe consensus.maxParticipants - 1 other upstreams per block (at most 32 blocks per answer, 4 at once): bound the cost with consensus.maxParticipants or rate-limit budgets',
-  reorgWindow: 'svc\'s chain state remembers the last 256 block hashes for reorg checks (not configurable)',
-  follow: 'svc\'s state pollers follow each upstream\'s head (evm.statePollerInterval); the corroborated level confirms block hashes with a second upstream',
+  budget:
+    "svc's authoritative level asks up to failsafe consensus.maxParticipants - 1 other upstreams per block (at most 32 blocks per answer, 4 at once): bound the cost with consensus.maxParticipants or rate-limit budgets",
+  reorgWindow: "svc's chain state remembers the last 256 block hashes for reorg checks (not configurable)",
+  follow: "svc's state pollers follow each upstream's head (evm.statePollerInterval); the corroborated level confirms block hashes with a second upstream",
   stateProbe: 'give state-pruned upstreams evm.blockAvailability bounds (the callState probe finds their earliest state), or use consensus for state calls',
-  misbehaviorsDestination: 'integrity failures are logged at warn and counted (svc_upstream_request_retries_total{reason="integrity_validation"}, svc_integrity_flagged_total)',
+  misbehaviorsDestination:
+    'integrity failures are logged at warn and counted (svc_upstream_request_retries_total{reason="integrity_validation"}, svc_integrity_flagged_total)',
 };
 
 /** Keys of eRPC's per-profile settings other than `level` (svc's profiles set a level only). */
@@ -100,15 +117,26 @@ function checkEntry(id: string, entry: unknown, level: IntegrityLevel, path: str
     return;
   }
   if (on === false) {
-    out.problem(pathOf(path, 'enabled'), `svc runs ${id} (${c.svc}) with every ${c.level} check and cannot turn one off: map the affected methods to a lower level with a profile (integrity.profiles)`);
+    out.problem(
+      pathOf(path, 'enabled'),
+      `svc runs ${id} (${c.svc}) with every ${c.level} check and cannot turn one off: map the affected methods to a lower level with a profile (integrity.profiles)`,
+    );
     return;
   }
   if (on === true && RANK[level] < RANK[c.level]) {
-    out.problem(pathOf(path, 'enabled'), `svc runs ${id} (${c.svc}) at the ${c.level} level, not one by one: set level ${c.level} (or a profile mapping the methods to it)`);
+    out.problem(
+      pathOf(path, 'enabled'),
+      `svc runs ${id} (${c.svc}) at the ${c.level} level, not one by one: set level ${c.level} (or a profile mapping the methods to it)`,
+    );
     return;
   }
   if (e.onFailure !== undefined && e.onFailure !== 'reject') {
-    out.problem(pathOf(path, 'onFailure'), c.reorgSensitive ? `per-check onFailure is not in svc: set invalidBehavior (finalized/unfinalized: reject | soft-flag | off) for ${id}` : `per-check onFailure is not in svc (${id} always rejects): use observeOnly: true to serve and count failures`);
+    out.problem(
+      pathOf(path, 'onFailure'),
+      c.reorgSensitive
+        ? `per-check onFailure is not in svc: set invalidBehavior (finalized/unfinalized: reject | soft-flag | off) for ${id}`
+        : `per-check onFailure is not in svc (${id} always rejects): use observeOnly: true to serve and count failures`,
+    );
     return;
   }
   if (e.params !== undefined) out.problem(pathOf(path, 'params'), `check params are not in svc (${id} runs as ${c.svc})`);
@@ -125,7 +153,8 @@ function normalizeBlock(n: ConfigObject, path: string, out: NormalizeReport): vo
   if ('level' in i) {
     const l = levelName(i.level);
     if (!l) out.problem(pathOf(at, 'level'), `integrity level must be one of ${LEVELS.join(', ')}`);
-    else if (dd && dd.integrity !== undefined && levelName(dd.integrity) !== l) out.problem(pathOf(at, 'level'), `integrity.level (eRPC's form) and directiveDefaults.integrity are both set: keep directiveDefaults.integrity`);
+    else if (dd && dd.integrity !== undefined && levelName(dd.integrity) !== l)
+      out.problem(pathOf(at, 'level'), `integrity.level (eRPC's form) and directiveDefaults.integrity are both set: keep directiveDefaults.integrity`);
     else {
       level = l;
       rewriteKey(i, 'level', pathOf(at, 'level'), undefined, out);
@@ -144,7 +173,11 @@ function normalizeBlock(n: ConfigObject, path: string, out: NormalizeReport): vo
       if (!isConfigObject(p)) continue;
       const pp = pathOf(pathOf(at, 'profiles'), name);
       const extra = PROFILE_SETTINGS.filter((k) => k in p);
-      if (extra.length) out.problem(pp, `eRPC's per-profile ${extra.join(', ')} are not in svc: a svc profile maps method globs to a level; set the rest on the network's integrity block`);
+      if (extra.length)
+        out.problem(
+          pp,
+          `eRPC's per-profile ${extra.join(', ')} are not in svc: a svc profile maps method globs to a level; set the rest on the network's integrity block`,
+        );
       else if ('level' in p && Object.keys(p).length === 1 && levelName(p.level)) rewriteKey(i.profiles, name, pp, { '*': levelName(p.level) }, out);
     }
   }
@@ -161,7 +194,7 @@ export function normalizeErpcIntegrity(doc: ConfigDocument, out: NormalizeReport
     if (!('integrity' in p) || p.integrity === undefined) return;
     const nd = isConfigObject(p.networkDefaults) ? p.networkDefaults : undefined;
     if (nd && nd.integrity !== undefined) {
-      out.problem(`${pp}.integrity`, 'eRPC\'s project integrity block and networkDefaults.integrity are both set: keep networkDefaults.integrity');
+      out.problem(`${pp}.integrity`, "eRPC's project integrity block and networkDefaults.integrity are both set: keep networkDefaults.integrity");
       return;
     }
     const d = nd ?? {};

@@ -87,7 +87,7 @@ export function sameHex(a: unknown, b: unknown): boolean {
 
 /** A value shortened for an error message (hashes stay whole, long data is cut). */
 export function short(v: unknown): string {
-  const s = typeof v === 'string' ? v : JSON.stringify(v) ?? String(v);
+  const s = typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v));
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }
 

@@ -35,7 +35,23 @@
  * viem and @ethereumjs/mpt are loaded on the first checked answer only.
  */
 import { Counter } from 'prom-client';
-import { type CallContext, type Directives, DirectiveStage, type ExecutionRecord, type HeaderSink, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult, Slot, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import {
+  type CallContext,
+  type Directives,
+  DirectiveStage,
+  type ExecutionRecord,
+  type HeaderSink,
+  type Network,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  type RpcResult,
+  Slot,
+  type Upstream,
+  type UpstreamCall,
+  type UpstreamSender,
+  UpstreamStage,
+} from 'svc/plugin';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { ErrEndpointContentValidation } from 'svc/plugin/errors';
 import { markProvenance } from 'svc/plugins/multiplex';
@@ -43,9 +59,18 @@ import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';
 import { checkIntrinsic, CHECKED_METHODS, isEmptyAnswer } from './checks/index.ts';
 import { authoritative, corroborate, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 import { CheckFailure } from './hex.ts';
-import { type Anchors } from './anchors.ts';
+import type { Anchors } from './anchors.ts';
 import { normalizeErpcIntegrity } from './erpc.ts';
-import { compileIntegrity, IntegritySchema, type InvalidBehavior, levelOf, refuseUnknownLevel, resolveLevel, type IntegrityLevel, type NetworkIntegrity } from './levels.ts';
+import {
+  compileIntegrity,
+  IntegritySchema,
+  type InvalidBehavior,
+  levelOf,
+  refuseUnknownLevel,
+  resolveLevel,
+  type IntegrityLevel,
+  type NetworkIntegrity,
+} from './levels.ts';
 import { loadLibs } from './libs.ts';
 import { networkChainState } from 'svc/plugins/evm-state';
 
@@ -53,7 +78,18 @@ export { CHECKED_METHODS, checkIntrinsic, isEmptyAnswer } from './checks/index.t
 export { authoritative, corroborate, MAX_ANCHORS, MAX_IN_FLIGHT, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 export { Anchors, type Anchor } from './anchors.ts';
 export { CheckFailure } from './hex.ts';
-export { compileIntegrity, IntegritySchema, levelOf, LEVELS, resolveLevel, type IntegrityInput, type IntegrityLevel, type InvalidBehavior, type NetworkIntegrity, type ResolvedLevel } from './levels.ts';
+export {
+  compileIntegrity,
+  IntegritySchema,
+  levelOf,
+  LEVELS,
+  resolveLevel,
+  type IntegrityInput,
+  type IntegrityLevel,
+  type InvalidBehavior,
+  type NetworkIntegrity,
+  type ResolvedLevel,
+} from './levels.ts';
 export { ERPC_CHECKS, normalizeErpcIntegrity, type ErpcCheck } from './erpc.ts';
 export { loadLibs, type IntegrityLibs } from './libs.ts';
 
@@ -121,7 +157,14 @@ export const INTEGRITY = new Directive<string | undefined>({
 });
 
 /** Directive `skip-cache-read` (spec §2.8 #3), declared as the cache plugin declares it: a checked call sets it to `true`. */
-const SKIP_CACHE_READ = new Directive<string | undefined>({ field: 'skipCacheRead', query: 'skip-cache-read', header: 'X-SVC-Skip-Cache-Read', type: 'string', fallback: undefined, spec: '#3' });
+const SKIP_CACHE_READ = new Directive<string | undefined>({
+  field: 'skipCacheRead',
+  query: 'skip-cache-read',
+  header: 'X-SVC-Skip-Cache-Read',
+  type: 'string',
+  fallback: undefined,
+  spec: '#3',
+});
 
 /**
  * The configured integrity default of a call: the network's `directiveDefaults.integrity`, else the
@@ -213,7 +256,8 @@ export function integrityPlugin(): Plugin {
         const requested = INTEGRITY.get(d);
         if (requested === undefined && configured === undefined) return d;
         // A value equal to config's (the network's default, or its matched failsafe entry's) is not the request's to refuse.
-        if (requested !== configured && requested !== INTEGRITY.get(ctx.network.config.directiveDefaults)) refuseUnknownLevel(requested, settingsOf(ctx.network), ctx.network.id);
+        if (requested !== configured && requested !== INTEGRITY.get(ctx.network.config.directiveDefaults))
+          refuseUnknownLevel(requested, settingsOf(ctx.network), ctx.network.id);
         const r = resolveLevel(requested, configured, settingsOf(ctx.network), ctx.request.method);
         LEVEL.set(ctx, r.level);
         if (r.shown) RECORD_LEVEL.set(ctx.record, r.level);
@@ -246,7 +290,10 @@ export function integrityPlugin(): Plugin {
       /** Counts (and logs) a failure that is served anyway: `soft_flag` (invalidBehavior) or `would_reject` (observeOnly). */
       const flag = (ctx: CallContext, u: Upstream, e: CheckFailure, outcome: 'soft_flag' | 'would_reject', level: IntegrityLevel) => {
         flagged?.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, check: e.check, outcome });
-        host.logger.warn({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, check: e.check, level, outcome }, `integrity ${level}: ${e.message} (served: ${outcome})`);
+        host.logger.warn(
+          { project: ctx.project.id, network: ctx.network.id, upstream: u.id, check: e.check, level, outcome },
+          `integrity ${level}: ${e.message} (served: ${outcome})`,
+        );
       };
 
       const checked = async (inner: UpstreamSender, call: UpstreamCall, u: Upstream, level: IntegrityLevel): Promise<RpcResult> => {

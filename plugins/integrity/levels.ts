@@ -44,28 +44,35 @@ export const IntegritySchema = Strict(
       Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Literal('profiles')], {
         default: 'allow',
         description:
-          'spec §2.8 #10: `allow` honours the X-SVC-Integrity header / integrity query; `deny` ignores it (the configured directiveDefaults.integrity applies); `profiles` honours only a profile name (a bare level is ignored). eRPC\'s off/full are read as deny/allow',
+          "spec §2.8 #10: `allow` honours the X-SVC-Integrity header / integrity query; `deny` ignores it (the configured directiveDefaults.integrity applies); `profiles` honours only a profile name (a bare level is ignored). eRPC's off/full are read as deny/allow",
       }),
     ),
     invalidBehavior: Type.Optional(
       Strict(
         {
-          finalized: Type.Optional(behaviorSchema('at or below the network\'s finalized block')),
+          finalized: Type.Optional(behaviorSchema("at or below the network's finalized block")),
           unfinalized: Type.Optional(behaviorSchema('above the finalized block (a mismatch there may be a reorg)')),
         },
-        { description: "eRPC's per-finality verdict of the checks that compare an answer with other upstreams (corroborated, authoritative): reject (default), soft-flag (count and serve) or off (skip them)" },
+        {
+          description:
+            "eRPC's per-finality verdict of the checks that compare an answer with other upstreams (corroborated, authoritative): reject (default), soft-flag (count and serve) or off (skip them)",
+        },
       ),
     ),
     observeOnly: Type.Optional(
       Type.Boolean({
         default: false,
-        description: "eRPC's observeOnly: every check of the level runs, a failure is counted (svc_integrity_flagged_total{outcome=\"would_reject\"}) and the answer served anyway",
+        description:
+          'eRPC\'s observeOnly: every check of the level runs, a failure is counted (svc_integrity_flagged_total{outcome="would_reject"}) and the answer served anyway',
       }),
     ),
     profiles: Type.Optional(
       Type.Record(
         Type.String({ maxLength: 64 }),
-        Type.Record(Type.String({ maxLength: 256 }), levelSchema, { maxProperties: MAX_PROFILE_RULES, description: 'method glob (`*`, `?`) → level; first match in order wins' }),
+        Type.Record(Type.String({ maxLength: 256 }), levelSchema, {
+          maxProperties: MAX_PROFILE_RULES,
+          description: 'method glob (`*`, `?`) → level; first match in order wins',
+        }),
         { maxProperties: MAX_PROFILES, description: 'named profiles a request (or directiveDefaults.integrity) may name instead of a level' },
       ),
     ),
@@ -92,7 +99,12 @@ export interface NetworkIntegrity {
 const REJECT_BOTH = Object.freeze({ finalized: 'reject', unfinalized: 'reject' } as const);
 
 /** Settings of a network without an `integrity` key. */
-export const DEFAULT_NETWORK_INTEGRITY: NetworkIntegrity = Object.freeze({ headerMode: 'allow', profiles: new Map(), invalidBehavior: REJECT_BOTH, observeOnly: false });
+export const DEFAULT_NETWORK_INTEGRITY: NetworkIntegrity = Object.freeze({
+  headerMode: 'allow',
+  profiles: new Map(),
+  invalidBehavior: REJECT_BOTH,
+  observeOnly: false,
+});
 
 const LEVEL_SET: ReadonlySet<string> = new Set(LEVELS);
 
@@ -107,7 +119,8 @@ export function compileIntegrity(input: unknown, where = 'integrity'): NetworkIn
   const i = input as IntegrityInput;
   const profiles = new Map<string, Profile>();
   for (const [name, rules] of Object.entries(i.profiles ?? {})) {
-    if (LEVEL_SET.has(name.trim().toLowerCase())) throw new ConfigError([{ path: `${where}.profiles.${name}`, message: `a profile may not be named like a level (${LEVELS.join(', ')})` }]);
+    if (LEVEL_SET.has(name.trim().toLowerCase()))
+      throw new ConfigError([{ path: `${where}.profiles.${name}`, message: `a profile may not be named like a level (${LEVELS.join(', ')})` }]);
     profiles.set(
       name,
       Object.entries(rules).map(([glob, level]) => ({ test: compileGlobs(glob), level: level as IntegrityLevel })),
@@ -190,5 +203,7 @@ export function refuseUnknownLevel(requested: string | undefined, settings: Netw
   if (t === '' || LEVEL_SET.has(t.toLowerCase()) || settings.profiles.has(t)) return;
   const profiles = settings.profiles.size ? [...settings.profiles.keys()].join(', ') : 'none configured';
   const echo = t.length > MAX_ECHO ? `${t.slice(0, MAX_ECHO)}…` : t;
-  throw new ErrInvalidRequest(`unknown integrity level ${JSON.stringify(echo)} (X-SVC-Integrity / integrity): use a level (${LEVELS.join(', ')}) or a profile of network ${network} (${profiles})`);
+  throw new ErrInvalidRequest(
+    `unknown integrity level ${JSON.stringify(echo)} (X-SVC-Integrity / integrity): use a level (${LEVELS.join(', ')}) or a profile of network ${network} (${profiles})`,
+  );
 }

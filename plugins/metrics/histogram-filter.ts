@@ -26,7 +26,9 @@ interface MetricObject {
   help: string;
   type: string;
   aggregator?: string;
-  get(): Promise<{ name: string; help: string; type: string; aggregator?: string; values: Sample[] }> | { name: string; help: string; type: string; aggregator?: string; values: Sample[] };
+  get():
+    | Promise<{ name: string; help: string; type: string; aggregator?: string; values: Sample[] }>
+    | { name: string; help: string; type: string; aggregator?: string; values: Sample[] };
 }
 
 /**
@@ -140,14 +142,23 @@ export async function unknownFilterNames(source: Registry, opts: Pick<MetricsOpt
   const histograms = (source.getMetricsAsArray() as unknown as MetricObject[]).filter((m) => m.type === 'histogram');
   const labels = new Set<string>();
   for (const m of histograms) {
-    for (const l of ((m as unknown as { labelNames?: readonly string[] }).labelNames ?? [])) labels.add(l);
+    for (const l of (m as unknown as { labelNames?: readonly string[] }).labelNames ?? []) labels.add(l);
     for (const v of (await m.get()).values) for (const k of Object.keys(v.labels)) labels.add(k);
   }
   const names = new Set(histograms.map((m) => overrideKey(m.name)));
   const out: string[] = [];
   const noLabel = [...opts.dropLabels].filter((l) => !labels.has(l));
-  if (noLabel.length) out.push(`metrics.histogramDropLabels: ${noLabel.join(', ')} ${noLabel.length === 1 ? 'is a label' : 'are labels'} of no histogram (histogram labels: ${[...labels].filter((l) => l !== 'le').sort().join(', ')})`);
+  if (noLabel.length)
+    out.push(
+      `metrics.histogramDropLabels: ${noLabel.join(', ')} ${noLabel.length === 1 ? 'is a label' : 'are labels'} of no histogram (histogram labels: ${[...labels]
+        .filter((l) => l !== 'le')
+        .sort()
+        .join(', ')})`,
+    );
   const noMetric = [...opts.keepLabels.keys()].filter((n) => !names.has(n));
-  if (noMetric.length) out.push(`metrics.histogramLabelOverrides: ${noMetric.join(', ')} ${noMetric.length === 1 ? 'names' : 'name'} no histogram (histograms: ${[...names].sort().join(', ')})`);
+  if (noMetric.length)
+    out.push(
+      `metrics.histogramLabelOverrides: ${noMetric.join(', ')} ${noMetric.length === 1 ? 'names' : 'name'} no histogram (histograms: ${[...names].sort().join(', ')})`,
+    );
   return out;
 }

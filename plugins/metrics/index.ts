@@ -145,14 +145,7 @@ export function metricsPlugin(opts: MetricsPluginOptions = {}): Plugin {
         callValues[2] = category;
         callValues[3] = finality;
         callDuration.observe(callDuration.child(callValues), ctx.record.durationMs / 1000);
-        received.inc([
-          ctx.project.id,
-          ctx.network.id,
-          category,
-          finality,
-          users.value(ctx.identity?.userId ?? 'anonymous'),
-          agents.value(agentName(ua)),
-        ]);
+        received.inc([ctx.project.id, ctx.network.id, category, finality, users.value(ctx.identity?.userId ?? 'anonymous'), agents.value(agentName(ua))]);
       });
 
       host.hooks.listening.tapPromise('metrics', async () => {

@@ -33,12 +33,16 @@ export const metricsSchema: SchemaFragment = {
     metrics: {
       errorLabelMode: Type.Union([Type.Literal('compact'), Type.Literal('verbose')], {
         default: 'compact',
-        description: '`error` label of svc_upstream_request_errors_total: `compact` = the error name; `verbose` = name and cleaned message (more series; bounded to 1000 values per process)',
+        description:
+          '`error` label of svc_upstream_request_errors_total: `compact` = the error name; `verbose` = name and cleaned message (more series; bounded to 1000 values per process)',
       }),
       histogramBuckets: Type.Union([Type.String({ pattern: BUCKET_LIST_PATTERN }), Type.Array(Type.Number(), { minItems: 1 })], {
-        description: 'bucket upper bounds, seconds, of svc_upstream_request_duration_seconds and svc_network_request_duration_seconds: "0.05,0.5,5,30" (eRPC form) or a list; unset or "" = svc\'s 12 defaults',
+        description:
+          'bucket upper bounds, seconds, of svc_upstream_request_duration_seconds and svc_network_request_duration_seconds: "0.05,0.5,5,30" (eRPC form) or a list; unset or "" = svc\'s 12 defaults',
       }),
-      histogramDropLabels: Type.Array(Type.String({ minLength: 1 }), { description: 'labels removed from every histogram on /metrics (series that differed only in them are summed); counters and gauges keep them' }),
+      histogramDropLabels: Type.Array(Type.String({ minLength: 1 }), {
+        description: 'labels removed from every histogram on /metrics (series that differed only in them are summed); counters and gauges keep them',
+      }),
       histogramLabelOverrides: Type.Record(Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 })), {
         description: 'histogram name without `svc_` (e.g. `network_request_duration_seconds`) to labels it keeps even when histogramDropLabels lists them',
       }),
@@ -121,7 +125,11 @@ export const MAX_VERBOSE_ERROR_LABELS = 1000;
  */
 export function verboseErrorLabel(name: string, message: string): string {
   let s = message.length > 2048 ? message.slice(0, 2048) : message;
-  s = s.replace(LONG_HASH, '0xREDACTED').replace(TX_HASH, 'transaction 0xREDACTED').replace(TRIE_NODE, 'trie node 0xREDACTED').replace(REVERTED, 'execution reverted');
+  s = s
+    .replace(LONG_HASH, '0xREDACTED')
+    .replace(TX_HASH, 'transaction 0xREDACTED')
+    .replace(TRIE_NODE, 'trie node 0xREDACTED')
+    .replace(REVERTED, 'execution reverted');
   s = s.replace(IPV4, 'X.X.X.X').replace(DIGITS, 'XX').replace(NEWLINES, ' ').replace(SPACES, ' ').replace(LONG_WORD, 'XX');
   s = `${name}: ${s.slice(0, 512)}`.replace(NOT_LABEL, ' ').replace(SPACES, ' ').trim();
   return s.length > MAX_VERBOSE_ERROR_LABEL ? s.slice(0, MAX_VERBOSE_ERROR_LABEL) : s;

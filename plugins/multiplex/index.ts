@@ -19,7 +19,19 @@
  *   once per follower.
  */
 import { Counter } from 'prom-client';
-import { type CallContext, type CallHandler, CallStage, type ExecutionRecord, FINALITY, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult, serviceKey } from 'svc/plugin';
+import {
+  type CallContext,
+  type CallHandler,
+  CallStage,
+  type ExecutionRecord,
+  FINALITY,
+  type Network,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  type RpcResult,
+  serviceKey,
+} from 'svc/plugin';
 import { asSvcError, ErrCancelled, ErrEndpointRequestTimeout } from 'svc/plugin/errors';
 import { isDeadline } from 'svc/plugin/contracts';
 import { callParamsHash, paramsHash, provenanceKey } from './api.ts';
@@ -108,7 +120,9 @@ export function multiplexPlugin(): Plugin {
     provides: [MULTIPLEX_SERVICE],
     schema: {
       network: {
-        multiplexing: Type.Boolean({ description: 'spec §2.7: identical in-flight calls share one upstream call; unset = on, only false turns it off (inheritable from networkDefaults)' }),
+        multiplexing: Type.Boolean({
+          description: 'spec §2.7: identical in-flight calls share one upstream call; unset = on, only false turns it off (inheritable from networkDefaults)',
+        }),
       },
       normalize: normalizeMultiplexing,
     },

@@ -5,7 +5,7 @@
  * ×1.5 each time up to 130 s. A vendor that answers an empty list has finished: that chain is
  * not served by this provider.
  */
-import { type PluginHost, type Project, type UpstreamInput } from 'svc/plugin';
+import type { PluginHost, Project, UpstreamInput } from 'svc/plugin';
 import { PROVIDER_ORIGIN, type Vendor, type VendorUpstream } from './api.ts';
 import { backoffDelay, compileGlobs, type GlobTest } from 'svc/util';
 import type { ProviderConfig } from './schema.ts';
@@ -50,7 +50,11 @@ export function networkFilter(p: Pick<ProviderConfig, 'onlyNetworks' | 'ignoreNe
  * chain id alone (`1`).
  */
 export function upstreamIdOf(template: string, p: Pick<ProviderConfig, 'id' | 'vendor'>, chainId: number): string {
-  return template.replaceAll('<VENDOR>', p.vendor).replaceAll('<PROVIDER>', p.id).replaceAll('<NETWORK>', `evm:${chainId}`).replaceAll('<EVM_CHAIN_ID>', String(chainId));
+  return template
+    .replaceAll('<VENDOR>', p.vendor)
+    .replaceAll('<PROVIDER>', p.id)
+    .replaceAll('<NETWORK>', `evm:${chainId}`)
+    .replaceAll('<EVM_CHAIN_ID>', String(chainId));
 }
 
 type TaskState = { kind: 'running'; promise: Promise<void> } | { kind: 'done'; offered: number } | { kind: 'failed'; failures: number; error: string };
@@ -169,7 +173,10 @@ export class ProjectBootstrap {
         this.tasks.set(key, { kind: 'failed', failures: n, error: (e as Error)?.message ?? String(e) });
         if (this.closed) return;
         const delay = bootstrapRetryDelayMs(n);
-        this.host.logger.warn({ project: this.project.id, provider: p.id, chainId, err: (e as Error).message, retryInMs: Math.round(delay) }, `provider ${p.id} could not bootstrap evm:${chainId}`);
+        this.host.logger.warn(
+          { project: this.project.id, provider: p.id, chainId, err: (e as Error).message, retryInMs: Math.round(delay) },
+          `provider ${p.id} could not bootstrap evm:${chainId}`,
+        );
         const timer = setTimeout(() => {
           this.retries.delete(key);
           if (!this.closed) this.run(p, chainId, key, n);
@@ -189,13 +196,17 @@ export class ProjectBootstrap {
       const id = v.idSuffix !== undefined ? `${base}-${v.idSuffix}` : list.length > 1 ? `${base}-${i}` : base;
       const existing = this.project.upstreams.get(id);
       if (existing) {
-        this.host.logger.error({ project: this.project.id, provider: p.id, upstream: id, existing: existing.id }, `provider ${p.id} generated upstream id "${id}", which upstream "${existing.id}" already has: not added (spec §2.10: provider id "public" is reserved)`);
+        this.host.logger.error(
+          { project: this.project.id, provider: p.id, upstream: id, existing: existing.id },
+          `provider ${p.id} generated upstream id "${id}", which upstream "${existing.id}" already has: not added (spec §2.10: provider id "public" is reserved)`,
+        );
         return;
       }
       let entry: UpstreamInput = { id, endpoint: v.endpoint, vendorName: p.vendor, ...v.entry, evm: { ...(v.entry?.evm ?? {}), chainId } };
       for (const [, o] of overrides) {
         // `evm` and `jsonRpc` merge a level deeper, so an override's headers join the vendor's (an auth header) instead of replacing them.
-        const jsonRpc = o.jsonRpc || entry.jsonRpc ? { jsonRpc: { ...entry.jsonRpc, ...o.jsonRpc, headers: { ...entry.jsonRpc?.headers, ...o.jsonRpc?.headers } } } : {};
+        const jsonRpc =
+          o.jsonRpc || entry.jsonRpc ? { jsonRpc: { ...entry.jsonRpc, ...o.jsonRpc, headers: { ...entry.jsonRpc?.headers, ...o.jsonRpc?.headers } } } : {};
         entry = { ...entry, ...o, id, endpoint: v.endpoint, evm: { ...(entry.evm ?? {}), ...((o.evm as object | undefined) ?? {}), chainId }, ...jsonRpc };
       }
       const u = this.host.addUpstreamFromConfig(this.project, entry);

@@ -24,7 +24,16 @@ import { redactText, sleep } from 'svc/util';
 import { ProjectBootstrap } from './bootstrap.ts';
 import { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, providersSchema } from './schema.ts';
 
-export { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, bootstrapRetryDelayMs, networkFilter, upstreamIdOf, type Vendor, type VendorUpstream } from './bootstrap.ts';
+export {
+  BOOTSTRAP_BACKOFF_FACTOR,
+  BOOTSTRAP_FIRST_RETRY_MS,
+  BOOTSTRAP_MAX_RETRY_MS,
+  bootstrapRetryDelayMs,
+  networkFilter,
+  upstreamIdOf,
+  type Vendor,
+  type VendorUpstream,
+} from './bootstrap.ts';
 export { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, type ProviderConfig } from './schema.ts';
 
 // The service's key and types are the contract in svc/plugin (vendor plugins import them there).
@@ -59,7 +68,10 @@ export function providersPlugin(): Plugin {
       host.hooks.configured.tap('providers', (config) => {
         for (const p of config.projects) {
           for (const pr of providersOf(p.settings)) {
-            if (!vendors.has(pr.vendor)) throw new PluginContractError(`project ${p.id}: provider "${pr.id}" names vendor "${pr.vendor}", which no plugin registers (known: ${[...vendors.keys()].join(', ') || 'none'})`);
+            if (!vendors.has(pr.vendor))
+              throw new PluginContractError(
+                `project ${p.id}: provider "${pr.id}" names vendor "${pr.vendor}", which no plugin registers (known: ${[...vendors.keys()].join(', ') || 'none'})`,
+              );
           }
         }
       });
@@ -114,16 +126,28 @@ export function providersPlugin(): Plugin {
  * @throws ErrNetworkNotSupported (HTTP 404) naming the providers that do not serve the chain
  *   (their vendor offered nothing, or `ignoreNetworks` names it), when that is all there is
  */
-function notServedYet(project: Project, networkId: string, n: Network | undefined, failures: readonly string[], declined: readonly string[] = []): Network | undefined {
+function notServedYet(
+  project: Project,
+  networkId: string,
+  n: Network | undefined,
+  failures: readonly string[],
+  declined: readonly string[] = [],
+): Network | undefined {
   const ups = n?.upstreams ?? [];
   if (ups.some((u) => u.state === 'ready' || (u.state === 'probing' && u.probeFailures === 0))) return n;
   if (ups.length > 0) {
     throw new ErrNetworkNotSupported(
-      redactText(`network ${networkId} of project ${project.id} has no reachable upstream yet: all ${ups.length} upstream(s) its providers generated failed their eth_chainId probe (is this host offline?)${failures.length ? `; ${failures.join('; ')}` : ''}; retrying in the background`),
+      redactText(
+        `network ${networkId} of project ${project.id} has no reachable upstream yet: all ${ups.length} upstream(s) its providers generated failed their eth_chainId probe (is this host offline?)${failures.length ? `; ${failures.join('; ')}` : ''}; retrying in the background`,
+      ),
     );
   }
-  if (failures.length > 0) throw new ErrNetworkNotSupported(redactText(`network ${networkId} is not served by project ${project.id} yet: ${failures.join('; ')}; retrying in the background`));
-  if (declined.length > 0) throw new ErrNetworkNotSupported(redactText(`network ${networkId} is not supported by project ${project.id}: ${declined.join('; ')}`));
+  if (failures.length > 0)
+    throw new ErrNetworkNotSupported(
+      redactText(`network ${networkId} is not served by project ${project.id} yet: ${failures.join('; ')}; retrying in the background`),
+    );
+  if (declined.length > 0)
+    throw new ErrNetworkNotSupported(redactText(`network ${networkId} is not supported by project ${project.id}: ${declined.join('; ')}`));
   return undefined;
 }
 

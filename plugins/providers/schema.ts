@@ -9,20 +9,40 @@ export const DEFAULT_UPSTREAM_ID_TEMPLATE = '<PROVIDER>-<NETWORK>';
 
 const providerSchema = Strict({
   id: Type.String({ minLength: 1, pattern: '^[A-Za-z0-9_.:-]+$', description: 'provider id: `<PROVIDER>` in upstream ids' }),
-  vendor: Type.String({ minLength: 1, description: 'the vendor that turns settings and a chain id into upstreams: `repository`, `hyper`, eRPC\'s vendors (`alchemy`, `infura`, `drpc`, `quicknode`...: the vendors plugin), or an in-house one' }),
+  vendor: Type.String({
+    minLength: 1,
+    description:
+      "the vendor that turns settings and a chain id into upstreams: `repository`, `hyper`, eRPC's vendors (`alchemy`, `infura`, `drpc`, `quicknode`...: the vendors plugin), or an in-house one",
+  }),
   settings: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "the vendor's settings (e.g. `repositoryUrl`, `creditUnits`)" })),
   onlyNetworks: Type.Optional(Type.Array(Type.String(), { description: 'network id globs (`evm:1`, `evm:*`) this provider serves; unset = all' })),
   ignoreNetworks: Type.Optional(
-    Type.Array(Type.String(), { description: 'network id globs (`evm:137`, `evm:4*`) this provider never serves, even when `onlyNetworks` admits them; its vendor is never asked for them' }),
+    Type.Array(Type.String(), {
+      description:
+        'network id globs (`evm:137`, `evm:4*`) this provider never serves, even when `onlyNetworks` admits them; its vendor is never asked for them',
+    }),
   ),
-  upstreamIdTemplate: Type.Optional(Type.String({ default: DEFAULT_UPSTREAM_ID_TEMPLATE, description: 'id of generated upstreams; `<PROVIDER>`, `<VENDOR>`, `<NETWORK>` (`evm:1`) and `<EVM_CHAIN_ID>` (`1`) are replaced' })),
-  overrides: Type.Optional(Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown()), { description: 'network id glob to upstream settings merged into generated upstreams (e.g. failsafe)' })),
+  upstreamIdTemplate: Type.Optional(
+    Type.String({
+      default: DEFAULT_UPSTREAM_ID_TEMPLATE,
+      description: 'id of generated upstreams; `<PROVIDER>`, `<VENDOR>`, `<NETWORK>` (`evm:1`) and `<EVM_CHAIN_ID>` (`1`) are replaced',
+    }),
+  ),
+  overrides: Type.Optional(
+    Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown()), {
+      description: 'network id glob to upstream settings merged into generated upstreams (e.g. failsafe)',
+    }),
+  ),
 });
 
 /** Schema fragment: `projects[].providers`. */
 export const providersSchema: { project: TProperties } = {
   project: {
-    providers: Type.Optional(Type.Array(providerSchema, { description: 'spec §2.10: upstreams generated per chain on its first request; with no providers and no upstreams, `public` is injected (zero-config)' })),
+    providers: Type.Optional(
+      Type.Array(providerSchema, {
+        description: 'spec §2.10: upstreams generated per chain on its first request; with no providers and no upstreams, `public` is injected (zero-config)',
+      }),
+    ),
   },
 };
 

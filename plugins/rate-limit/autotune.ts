@@ -47,7 +47,11 @@ interface Window {
 }
 
 /** The next `maxCount` of a rule, or the same one when nothing changes. */
-export function tunedCount(prev: number, direction: 'decrease' | 'increase', cfg: Pick<AutoTuneConfig, 'increaseFactor' | 'decreaseFactor' | 'minBudget' | 'maxBudget'>): number {
+export function tunedCount(
+  prev: number,
+  direction: 'decrease' | 'increase',
+  cfg: Pick<AutoTuneConfig, 'increaseFactor' | 'decreaseFactor' | 'minBudget' | 'maxBudget'>,
+): number {
   let next = direction === 'decrease' ? Math.floor(prev * cfg.decreaseFactor) : Math.ceil(prev * cfg.increaseFactor);
   if (cfg.minBudget > 0 && next < cfg.minBudget) next = cfg.minBudget;
   if (cfg.maxBudget > 0 && next > cfg.maxBudget) next = cfg.maxBudget;

@@ -9,7 +9,7 @@
  * `maxCount` can change at run time ({@link Rule.setMaxCount}, the auto-tuner).
  */
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { type Logger } from 'svc/plugin';
+import type { Logger } from 'svc/plugin';
 import { compileGlobs, type GlobTest, type StorageBreaker, svcWorker } from 'svc/util';
 import { PERIOD_SECONDS, type RuleConfig } from './schema.ts';
 
@@ -66,7 +66,14 @@ export class Rule {
     // Several workers (server.workers): the per-process counters live in the primary
     // (rate-limiter-flexible's cluster master), so a budget is the service's, not each worker's.
     this.local = svcWorker() ? new RateLimiterCluster({ ...opts, timeoutMs: CLUSTER_TIMEOUT_MS }) : new RateLimiterMemory(opts);
-    if (store) this.shared = new RateLimiterRedis({ ...opts, keyPrefix: `${store.keyPrefix}${keyBase}`, storeClient: store.client, useRedisPackage: true, rejectIfRedisNotReady: true });
+    if (store)
+      this.shared = new RateLimiterRedis({
+        ...opts,
+        keyPrefix: `${store.keyPrefix}${keyBase}`,
+        storeClient: store.client,
+        useRedisPackage: true,
+        rejectIfRedisNotReady: true,
+      });
   }
 
   /** The rule's method glob, as configured. */
@@ -181,6 +188,9 @@ export function fallbackReporter(logger: Logger, count: () => void): (e: unknown
     last = now;
     // The code or class only: driver messages can hold the store's host and port.
     const code = (e as { code?: unknown }).code;
-    logger.warn({ err: typeof code === 'string' ? code : e instanceof Error ? e.name : 'unknown' }, 'rate-limit store (redis) failed or was slow: counting per process until it answers again');
+    logger.warn(
+      { err: typeof code === 'string' ? code : e instanceof Error ? e.name : 'unknown' },
+      'rate-limit store (redis) failed or was slow: counting per process until it answers again',
+    );
   };
 }

@@ -13,7 +13,15 @@
 import { isConfigObject, normalizeRedisBlock, parseDuration, pathOf, rewriteKey, type ConfigDocument, type NormalizeReport } from 'svc/plugin';
 
 const NAMES = ['second', 'minute', 'hour', 'day', 'week', 'month', 'year'] as const;
-const SECONDS: Readonly<Record<number, (typeof NAMES)[number]>> = { 1: 'second', 60: 'minute', 3600: 'hour', 86_400: 'day', 604_800: 'week', 2_592_000: 'month', 31_536_000: 'year' };
+const SECONDS: Readonly<Record<number, (typeof NAMES)[number]>> = {
+  1: 'second',
+  60: 'minute',
+  3600: 'hour',
+  86400: 'day',
+  604800: 'week',
+  2592000: 'month',
+  31536000: 'year',
+};
 
 /** eRPC's period (name, number 0..6 or duration) as its name, or undefined when it is none of them. */
 export function periodName(v: unknown): (typeof NAMES)[number] | undefined {
@@ -40,7 +48,11 @@ export function normalizeRateLimitShapes(doc: ConfigDocument, out: NormalizeRepo
         if (!isConfigObject(r) || r.period === undefined) return;
         const at = `rateLimiters.budgets[${bi}].rules[${ri}].period`;
         const name = periodName(r.period);
-        if (name === 'week' || name === 'month' || name === 'year') out.problem(at, `eRPC's ${name}-long rate-limit window is not supported: svc's periods are second, minute, hour and day (use day with maxCount divided accordingly)`);
+        if (name === 'week' || name === 'month' || name === 'year')
+          out.problem(
+            at,
+            `eRPC's ${name}-long rate-limit window is not supported: svc's periods are second, minute, hour and day (use day with maxCount divided accordingly)`,
+          );
         else if (name !== undefined) rewriteKey(r, 'period', at, name, out);
       });
     });
@@ -55,7 +67,7 @@ export function normalizeRateLimitShapes(doc: ConfigDocument, out: NormalizeRepo
         delete store.cacheKeyPrefix;
         store.redis.keyPrefix = prefix;
         out.rewrite(pathOf('rateLimiters.store', 'cacheKeyPrefix'), 'rateLimiters.store.cacheKeyPrefix', 'rateLimiters.store.redis.keyPrefix');
-      } else out.problem('rateLimiters.store.cacheKeyPrefix', 'eRPC\'s cacheKeyPrefix and svc\'s redis.keyPrefix are both set: keep redis.keyPrefix');
+      } else out.problem('rateLimiters.store.cacheKeyPrefix', "eRPC's cacheKeyPrefix and svc's redis.keyPrefix are both set: keep redis.keyPrefix");
     } else rewriteKey(store, 'cacheKeyPrefix', 'rateLimiters.store.cacheKeyPrefix', undefined, out);
   }
 }

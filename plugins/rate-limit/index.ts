@@ -20,8 +20,27 @@
  */
 import { Counter, Gauge } from 'prom-client';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { type CallContext, type CallHandler, CallStage, type Identity, type Network, definePlugin, type Plugin, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
-import { ErrAuthRateLimitRuleExceeded, ErrEndpointCapacityExceeded, ErrNetworkRateLimitRuleExceeded, ErrProjectRateLimitRuleExceeded, ErrUpstreamRateLimitRuleExceeded } from 'svc/plugin/errors';
+import {
+  type CallContext,
+  type CallHandler,
+  CallStage,
+  type Identity,
+  type Network,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  type Upstream,
+  type UpstreamCall,
+  type UpstreamSender,
+  UpstreamStage,
+} from 'svc/plugin';
+import {
+  ErrAuthRateLimitRuleExceeded,
+  ErrEndpointCapacityExceeded,
+  ErrNetworkRateLimitRuleExceeded,
+  ErrProjectRateLimitRuleExceeded,
+  ErrUpstreamRateLimitRuleExceeded,
+} from 'svc/plugin/errors';
 import { RATE_LIMIT_SERVICE } from './api.ts';
 import { closeRedisClient, openRedisClient, type RedisClient, StorageBreaker } from 'svc/util';
 import { AutoTuner, type Adjustment } from './autotune.ts';
@@ -71,11 +90,20 @@ export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
     provides: [RATE_LIMIT_SERVICE],
     schema: rateLimitSchema,
     apply(host: PluginHost) {
-      const rejected = new Counter({ name: 'svc_rate_limited_total', help: 'Calls or upstream attempts refused by a rate-limit budget', labelNames: ['project', 'scope', 'budget'], registers: [host.metrics] });
-      const fallbacks = new Counter({ name: 'svc_rate_limit_store_fallback_total', help: 'Budget checks decided per process because the shared store failed, missed its deadline or is skipped by its open breaker', registers: [host.metrics] });
+      const rejected = new Counter({
+        name: 'svc_rate_limited_total',
+        help: 'Calls or upstream attempts refused by a rate-limit budget',
+        labelNames: ['project', 'scope', 'budget'],
+        registers: [host.metrics],
+      });
+      const fallbacks = new Counter({
+        name: 'svc_rate_limit_store_fallback_total',
+        help: 'Budget checks decided per process because the shared store failed, missed its deadline or is skipped by its open breaker',
+        registers: [host.metrics],
+      });
       const maxCount = new Gauge({
         name: 'svc_rate_limiter_budget_max_count',
-        help: "Requests a budget rule allows per period now: its maxCount, as the auto-tuner left it",
+        help: 'Requests a budget rule allows per period now: its maxCount, as the auto-tuner left it',
         labelNames: ['budget', 'method', 'period', 'scope'],
         registers: [host.metrics],
         // Several workers each tune their own copy: /metrics on the primary shows their mean, not a sum.
@@ -95,7 +123,14 @@ export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
           const client = openRedisClient(r, onFallback);
           redis = client;
           // A full window is the store answering, not failing.
-          const breaker = new StorageBreaker({ connector: 'rate-limit-store', kind: 'rate-limit', logger: host.logger, metrics: host.metrics, settings: r.breaker, isFailure: (e) => !(e instanceof RateLimiterRes) });
+          const breaker = new StorageBreaker({
+            connector: 'rate-limit-store',
+            kind: 'rate-limit',
+            logger: host.logger,
+            metrics: host.metrics,
+            settings: r.breaker,
+            isFailure: (e) => !(e instanceof RateLimiterRes),
+          });
           store = { client, keyPrefix: r.keyPrefix ?? 'svc_rl:', timeoutMs: r.timeout ?? DEFAULT_STORE_TIMEOUT_MS, breaker, onFallback };
         }
         for (const b of rl.budgets ?? []) {
@@ -122,7 +157,11 @@ export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
       };
       host.services.provide(RATE_LIMIT_SERVICE, {
         charge: (network, method, caller) =>
-          checkAll({ subject: { method, clientAddress: caller.clientAddress, userId: caller.identity?.userId, networkId: network.id }, projectId: network.project.id }, caller.identity, network),
+          checkAll(
+            { subject: { method, clientAddress: caller.clientAddress, userId: caller.identity?.userId, networkId: network.id }, projectId: network.project.id },
+            caller.identity,
+            network,
+          ),
       });
 
       host.hooks.call.tap({ name: 'rate-limit', stage: CallStage.RATE_LIMIT }, (inner: CallHandler, network: Network): CallHandler => {
@@ -146,7 +185,9 @@ export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
         const admit = async (call: UpstreamCall): Promise<void> => {
           if (!(await budget.admit(subjectOf(call.ctx)))) {
             rejected.inc({ project: call.ctx.project.id, scope: 'upstream', budget: budget.id });
-            throw new ErrUpstreamRateLimitRuleExceeded(`upstream ${u.id} is over its rate-limit budget ${budget.id}: skipped`, { details: { upstream: u.id, budget: budget.id } });
+            throw new ErrUpstreamRateLimitRuleExceeded(`upstream ${u.id} is over its rate-limit budget ${budget.id}: skipped`, {
+              details: { upstream: u.id, budget: budget.id },
+            });
           }
         };
         const tune = autoTuneOf(u);
@@ -159,7 +200,17 @@ export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
         const onAdjust = (a: Adjustment) => {
           showCount(budget, a.rule);
           host.logger.info(
-            { budget: budget.id, upstream: u.id, rule: a.rule.method, triggeredBy: a.method, from: a.from, to: a.to, errorRate: a.errorRate, samples: a.samples, direction: a.direction },
+            {
+              budget: budget.id,
+              upstream: u.id,
+              rule: a.rule.method,
+              triggeredBy: a.method,
+              from: a.from,
+              to: a.to,
+              errorRate: a.errorRate,
+              samples: a.samples,
+              direction: a.direction,
+            },
             'rate-limit auto-tuner: adjusting budget',
           );
         };

@@ -36,10 +36,23 @@ const budgetRef = Type.String({ minLength: 1, description: 'budget id from `rate
 const autoTune = Strict(
   {
     enabled: Type.Optional(Type.Boolean({ default: true, description: 'tune the budget of this upstream (default true when it has a rateLimitBudget)' })),
-    adjustmentPeriod: Type.Optional(Duration({ default: '1m', description: 'window per method: at its end, with at least 10 answers, the rate-limited share decides' })),
-    errorRateThreshold: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.1, description: 'above this share of rate-limited answers (HTTP 429 or a rate-limit message) in a window, the budget is lowered' })),
-    increaseFactor: Type.Optional(Type.Number({ exclusiveMinimum: 1, default: 1.05, description: 'budget multiplier after a window with no rate-limited answer' })),
-    decreaseFactor: Type.Optional(Type.Number({ exclusiveMinimum: 0, exclusiveMaximum: 1, default: 0.95, description: 'budget multiplier after a window above errorRateThreshold' })),
+    adjustmentPeriod: Type.Optional(
+      Duration({ default: '1m', description: 'window per method: at its end, with at least 10 answers, the rate-limited share decides' }),
+    ),
+    errorRateThreshold: Type.Optional(
+      Type.Number({
+        exclusiveMinimum: 0,
+        maximum: 1,
+        default: 0.1,
+        description: 'above this share of rate-limited answers (HTTP 429 or a rate-limit message) in a window, the budget is lowered',
+      }),
+    ),
+    increaseFactor: Type.Optional(
+      Type.Number({ exclusiveMinimum: 1, default: 1.05, description: 'budget multiplier after a window with no rate-limited answer' }),
+    ),
+    decreaseFactor: Type.Optional(
+      Type.Number({ exclusiveMinimum: 0, exclusiveMaximum: 1, default: 0.95, description: 'budget multiplier after a window above errorRateThreshold' }),
+    ),
     minBudget: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'lowest maxCount tuning may set; 0 = no floor (tuning never goes below 1)' })),
     maxBudget: Type.Optional(Type.Integer({ minimum: 0, default: 100_000, description: 'highest maxCount tuning may set; 0 = no ceiling' })),
   },
@@ -60,7 +73,12 @@ export const rateLimitSchema: SchemaFragment = {
                 uri: Type.String({ description: 'redis://host:port[/db]' }),
                 password: Type.Optional(Type.String()),
                 keyPrefix: Type.Optional(Type.String({ default: 'svc_rl:' })),
-                timeout: Type.Optional(Duration({ default: '50ms', description: 'a check the store has not answered by then is decided by the per-process limiter (and counts toward the breaker)' })),
+                timeout: Type.Optional(
+                  Duration({
+                    default: '50ms',
+                    description: 'a check the store has not answered by then is decided by the per-process limiter (and counts toward the breaker)',
+                  }),
+                ),
                 breaker: Type.Optional(StorageBreakerSchema),
               }),
             ),
@@ -110,7 +128,10 @@ export interface RuleConfig {
 
 /** The `rateLimiters` block as validated. */
 export interface RateLimitersConfig {
-  store?: { driver?: 'memory' | 'redis'; redis?: { uri: string; password?: string; keyPrefix?: string; timeout?: number; breaker?: Partial<StorageBreakerSettings> } };
+  store?: {
+    driver?: 'memory' | 'redis';
+    redis?: { uri: string; password?: string; keyPrefix?: string; timeout?: number; breaker?: Partial<StorageBreakerSettings> };
+  };
   budgets?: Array<{ id: string; rules: RuleConfig[] }>;
 }
 
@@ -134,7 +155,8 @@ export function rateLimitersOf(c: ResolvedConfig): RateLimitersConfig {
   };
   c.projects.forEach((p, pi) => {
     check(p.settings.rateLimitBudget, `projects[${pi}].rateLimitBudget`);
-    for (const [si, s] of (((p.settings.auth as { strategies?: Array<{ rateLimitBudget?: string }> } | undefined)?.strategies ?? []).entries())) check(s.rateLimitBudget, `projects[${pi}].auth.strategies[${si}].rateLimitBudget`);
+    for (const [si, s] of ((p.settings.auth as { strategies?: Array<{ rateLimitBudget?: string }> } | undefined)?.strategies ?? []).entries())
+      check(s.rateLimitBudget, `projects[${pi}].auth.strategies[${si}].rateLimitBudget`);
     p.networks.forEach((n, ni) => check(n.settings.rateLimitBudget, `projects[${pi}].networks[${ni}].rateLimitBudget`));
     p.upstreams.forEach((u, ui) => {
       check(u.settings.rateLimitBudget, `projects[${pi}].upstreams[${ui}].rateLimitBudget`);

@@ -7,7 +7,17 @@
  * `callDone` — a pinned call answered by an upstream behind the network's head records the lag
  * (slot `select.upstreamLag`), which the headers plugin writes as `X-SVC-Upstream-Lag`.
  */
-import { type AttemptRecord, type CallContext, type Directives, DirectiveStage, definePlugin, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc/plugin';
+import {
+  type AttemptRecord,
+  type CallContext,
+  type Directives,
+  DirectiveStage,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  SelectStage,
+  type Upstream,
+} from 'svc/plugin';
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
 import { ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from 'svc/plugin/errors';
 import { markProvenance } from 'svc/plugins/multiplex';
@@ -105,7 +115,9 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
           break;
         }
         if (out.length === 0 && ups.length > 0) {
-          throw new ErrUpstreamsExhausted([new ErrUpstreamMethodIgnored(`method ${method} is not served by any upstream of ${ctx.network.id} (ignoreMethods/allowMethods)`)]);
+          throw new ErrUpstreamsExhausted([
+            new ErrUpstreamMethodIgnored(`method ${method} is not served by any upstream of ${ctx.network.id} (ignoreMethods/allowMethods)`),
+          ]);
         }
         return out;
       });
@@ -115,7 +127,8 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
         if (a.error?.name !== 'ErrEndpointUnsupported') return;
         const u = host.projects.get(a.projectId)?.upstreams.get(a.upstreamId);
         if (u?.config.settings.autoIgnoreUnsupportedMethods !== true) return;
-        if (u.ignoreMethod(a.method)) host.logger.info({ project: a.projectId, upstream: u.id, method: a.method }, `upstream ${u.id} does not support ${a.method}: ignored from now on`);
+        if (u.ignoreMethod(a.method))
+          host.logger.info({ project: a.projectId, upstream: u.id, method: a.method }, `upstream ${u.id} does not support ${a.method}: ignored from now on`);
       });
       host.hooks.select.tap({ name: 'select:use-upstream', stage: SelectStage.USE_UPSTREAM }, (ups: Upstream[], ctx: CallContext) => {
         const sel = USE_UPSTREAM.get(ctx.directives);

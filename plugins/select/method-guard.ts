@@ -182,7 +182,11 @@ export class MethodGuard {
     for (const u of ups) if (u.supportsMethod(method) && this.upstreamAllows(u, method)) out.push(u);
     if (out.length > 0) return out;
     const elsewhere = network.upstreams.filter((u) => u.supportsMethod(method) && this.upstreamAllows(u, method)).map((u) => u.id);
-    if (elsewhere.length > 0) throw new ErrUpstreamsExhausted([], `method ${method} is allowed only on upstreams ${elsewhere.join(', ')} of ${network.id}, and none of them is available`);
+    if (elsewhere.length > 0)
+      throw new ErrUpstreamsExhausted(
+        [],
+        `method ${method} is allowed only on upstreams ${elsewhere.join(', ')} of ${network.id}, and none of them is available`,
+      );
     throw new ErrUpstreamMethodIgnored(
       `method ${method} is a node administration method: svc does not forward it on ${network.id} (allow it with allowMethods on the network or the upstream)`,
       { details: { method, network: network.id } },

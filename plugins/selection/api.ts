@@ -208,7 +208,6 @@ export interface SelectionState {
  */
 export const SCORE_ORDER_STEP = 0.001;
 
-
 /** What other plugins read of the selection (service {@link SELECTION_API_SERVICE}). */
 export interface SelectionApi {
   /**

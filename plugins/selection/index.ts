@@ -15,12 +15,29 @@
  * wires them.
  */
 import { type CallContext, type Network, definePlugin, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc/plugin';
-import { evaluateSelection, registerSelections, selectionDecisions, SELECTION_API_SERVICE, SELECTION_HOOKS_SERVICE, SELECTION_SERVICE, selectionHooks, selectionState } from './accessors.ts';
+import {
+  evaluateSelection,
+  registerSelections,
+  selectionDecisions,
+  SELECTION_API_SERVICE,
+  SELECTION_HOOKS_SERVICE,
+  SELECTION_SERVICE,
+  selectionHooks,
+  selectionState,
+} from './accessors.ts';
 import { defaultPolicy, type EvalFunc } from './policy.ts';
 import { readSelectionSettings, selectionSchemaFragment, settingsPath, validateConfig, type SelectionSettings } from './schema.ts';
 import { createSelectionMetrics, MAX_DECISIONS, NetworkSelection } from './state.ts';
 
-export { evaluateSelection, selectionDecisions, selectionHooks, SelectionPlugin, selectionState, SELECTION_API_SERVICE, SELECTION_HOOKS_SERVICE } from './accessors.ts';
+export {
+  evaluateSelection,
+  selectionDecisions,
+  selectionHooks,
+  SelectionPlugin,
+  selectionState,
+  SELECTION_API_SERVICE,
+  SELECTION_HOOKS_SERVICE,
+} from './accessors.ts';
 export type { SelectionApi, SelectionHooks } from './accessors.ts';
 export { DEFAULT_THRESHOLDS, defaultPolicy, evaluatePolicy, PolicyError } from './policy.ts';
 export type { EvalFunc, EvaluateOptions, PolicyContext, PolicyErrorKind, PolicyResult } from './policy.ts';
@@ -47,8 +64,10 @@ export interface SelectionPluginOptions {
  */
 export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
   const maxDecisions = opts.maxDecisions ?? MAX_DECISIONS;
-  if (!Number.isInteger(maxDecisions) || maxDecisions < 1) throw new RangeError(`selectionPlugin: maxDecisions must be a positive integer, got ${maxDecisions}`);
-  if (opts.evalFunc !== undefined && typeof opts.evalFunc !== 'function') throw new TypeError('selectionPlugin: evalFunc must be a function (upstreams, ctx) => upstreams');
+  if (!Number.isInteger(maxDecisions) || maxDecisions < 1)
+    throw new RangeError(`selectionPlugin: maxDecisions must be a positive integer, got ${maxDecisions}`);
+  if (opts.evalFunc !== undefined && typeof opts.evalFunc !== 'function')
+    throw new TypeError('selectionPlugin: evalFunc must be a function (upstreams, ctx) => upstreams');
   return definePlugin({
     name: 'selection',
     // Scores and cordons come from the health tracker, which the health plugin feeds.
@@ -74,7 +93,10 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
         try {
           settings = readSelectionSettings(network.config.settings.selectionPolicy, settingsPath(host, network));
         } catch (e) {
-          host.logger.error({ project: network.project.id, network: network.id, err: (e as Error).message }, `invalid selectionPolicy of ${network.id}: using the default policy`);
+          host.logger.error(
+            { project: network.project.id, network: network.id, err: (e as Error).message },
+            `invalid selectionPolicy of ${network.id}: using the default policy`,
+          );
           settings = readSelectionSettings(undefined, '');
         }
         const policy = hooks.policy.call(settings.evalFunc ?? opts.evalFunc ?? defaultPolicy, network);

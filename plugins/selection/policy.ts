@@ -49,9 +49,21 @@ export const defaultPolicy: EvalFunc = (upstreams) => {
   const t = DEFAULT_THRESHOLDS;
   const uncordoned = upstreams.removeCordoned();
   return uncordoned
-    .exclude((u) => u.metrics.requests > t.minSamples && u.metrics.errorRate > t.maxErrorRate, (u) => `errorRate ${pct(u.metrics.errorRate)} > ${t.maxErrorRate} over ${u.metrics.requests} requests`, 'excludeErrorRate')
-    .exclude((u) => u.metrics.requests > t.minSamples && u.metrics.throttleRate > t.maxThrottleRate, (u) => `throttleRate ${pct(u.metrics.throttleRate)} > ${t.maxThrottleRate} over ${u.metrics.requests} requests`, 'excludeThrottled')
-    .exclude((u) => u.metrics.p70 > t.maxP70Seconds, (u) => `p70 ${pct(u.metrics.p70)}s > ${t.maxP70Seconds}s`, 'excludeSlow')
+    .exclude(
+      (u) => u.metrics.requests > t.minSamples && u.metrics.errorRate > t.maxErrorRate,
+      (u) => `errorRate ${pct(u.metrics.errorRate)} > ${t.maxErrorRate} over ${u.metrics.requests} requests`,
+      'excludeErrorRate',
+    )
+    .exclude(
+      (u) => u.metrics.requests > t.minSamples && u.metrics.throttleRate > t.maxThrottleRate,
+      (u) => `throttleRate ${pct(u.metrics.throttleRate)} > ${t.maxThrottleRate} over ${u.metrics.requests} requests`,
+      'excludeThrottled',
+    )
+    .exclude(
+      (u) => u.metrics.p70 > t.maxP70Seconds,
+      (u) => `p70 ${pct(u.metrics.p70)}s > ${t.maxP70Seconds}s`,
+      'excludeSlow',
+    )
     .exclude((u) => u.syncing, 'syncing', 'excludeSyncing')
     .ifEmpty(uncordoned, 'every uncordoned upstream was excluded: using all of them', 'useAllUncordoned')
     .preferNonFallback()
@@ -157,7 +169,8 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
     const order: string[] = [];
     const seen = new Set<string>();
     for (const el of ret as unknown[]) {
-      const id = typeof el === 'string' ? el : el && typeof el === 'object' && typeof (el as { id?: unknown }).id === 'string' ? (el as { id: string }).id : undefined;
+      const id =
+        typeof el === 'string' ? el : el && typeof el === 'object' && typeof (el as { id?: unknown }).id === 'string' ? (el as { id: string }).id : undefined;
       if (id === undefined || seen.has(id) || !byId.has(id)) continue;
       seen.add(id);
       order.push(id);
@@ -191,7 +204,10 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
     return finish(ret);
   }
   return new Promise<PolicyResult>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new PolicyError('timeout', `evalFunc did not settle within evalTimeout ${timeoutMs} ms`, performance.now() - started)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new PolicyError('timeout', `evalFunc did not settle within evalTimeout ${timeoutMs} ms`, performance.now() - started)),
+      timeoutMs,
+    );
     timer.unref?.();
     Promise.resolve(ret).then(
       (v) => {

@@ -17,7 +17,12 @@ import { refuseSourceEvalFunc } from './erpc.ts';
 export const selectionPolicySchema = Strict(
   {
     evalInterval: Type.Optional(Duration({ default: '15s', description: 'how often the ordered upstream list is re-evaluated (spec §1.3); must be > 0' })),
-    evalTimeout: Type.Optional(Duration({ default: '100ms', description: 'bound of a custom evalFunc: an async one is raced against it, a sync one is measured; on overrun the previous order is kept' })),
+    evalTimeout: Type.Optional(
+      Duration({
+        default: '100ms',
+        description: 'bound of a custom evalFunc: an async one is raced against it, a sync one is measured; on overrun the previous order is kept',
+      }),
+    ),
     scoreWeights: Type.Optional(
       Strict(
         {
@@ -32,7 +37,8 @@ export const selectionPolicySchema = Strict(
     evalFunc: Type.Optional(
       Type.Unsafe<EvalFunc>({
         'x-svc-kind': 'function',
-        description: 'TypeScript/JS configs only: `(upstreams, ctx) => upstreams` (sync or async) replacing the default policy; call `upstreams.removeCordoned()` to honour cordons (spec §3.1)',
+        description:
+          'TypeScript/JS configs only: `(upstreams, ctx) => upstreams` (sync or async) replacing the default policy; call `upstreams.removeCordoned()` to honour cordons (spec §3.1)',
       }),
     ),
   },
@@ -40,7 +46,10 @@ export const selectionPolicySchema = Strict(
 );
 
 /** The schema fragment of the plugin. */
-export const selectionSchemaFragment: { network: TProperties; normalize: typeof refuseSourceEvalFunc } = { network: { selectionPolicy: selectionPolicySchema }, normalize: refuseSourceEvalFunc };
+export const selectionSchemaFragment: { network: TProperties; normalize: typeof refuseSourceEvalFunc } = {
+  network: { selectionPolicy: selectionPolicySchema },
+  normalize: refuseSourceEvalFunc,
+};
 
 /** A network's selection settings, resolved (durations in ms, weights defaulted). */
 export interface SelectionSettings {
@@ -86,13 +95,17 @@ export function readSelectionSettings(raw: unknown, path: string): SelectionSett
     for (const k of Object.keys(DEFAULT_SCORE_WEIGHTS) as (keyof ScoreWeights)[]) {
       const v = (w as Record<string, unknown>)[k];
       if (v === undefined) continue;
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) problems.push({ path: `${path}.scoreWeights.${k}`, message: `must be a finite number >= 0 (got ${JSON.stringify(v)})` });
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+        problems.push({ path: `${path}.scoreWeights.${k}`, message: `must be a finite number >= 0 (got ${JSON.stringify(v)})` });
       else weights[k] = v;
     }
   }
   const f = o.evalFunc;
   if (f !== undefined && typeof f !== 'function') {
-    problems.push({ path: `${path}.evalFunc`, message: `must be a function (upstreams, ctx) => upstreams, set from a TypeScript/JS config or a plugin; got ${f === null ? 'null' : typeof f}` });
+    problems.push({
+      path: `${path}.evalFunc`,
+      message: `must be a function (upstreams, ctx) => upstreams, set from a TypeScript/JS config or a plugin; got ${f === null ? 'null' : typeof f}`,
+    });
   }
   if (problems.length) throw new ConfigError(problems);
   return { evalIntervalMs, evalTimeoutMs, weights, evalFunc: typeof f === 'function' ? (f as EvalFunc) : undefined };

@@ -5,7 +5,7 @@
  * decisions, and the `svc_selection_score` / `svc_selection_excluded_seconds` gauges. No hooks
  * here; `index.ts` creates one {@link NetworkSelection} per network and taps `select` into it.
  */
-import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
+import type { Network, PluginHost, Upstream } from 'svc/plugin';
 import { ErrUpstreamsExhausted } from 'svc/plugin/errors';
 import { SCORE_ORDER_STEP, type SelectionDecision, type SelectionState } from './api.ts';
 import { SYNCING } from 'svc/plugins/evm-state';
@@ -132,7 +132,8 @@ export class NetworkSelection {
   retire(): void {
     this.stop();
     const project = this.network.project;
-    for (const id of this.scoreLabels) if (!project.upstreams.has(id)) this.metrics.score.remove({ project: project.id, network: this.network.id, method: '*', upstream: id });
+    for (const id of this.scoreLabels)
+      if (!project.upstreams.has(id)) this.metrics.score.remove({ project: project.id, network: this.network.id, method: '*', upstream: id });
     this.scoreLabels.clear();
   }
 
@@ -223,7 +224,10 @@ export class NetworkSelection {
     }
     if (r.order.length !== this.prevOrder.length || r.order.some((id, i) => id !== this.prevOrder[i])) {
       this.ring.push({ step: 'order', upstream: '*', reason: r.order.length ? r.order.join(' > ') : '(no upstream)', time });
-      this.host.logger.debug({ project: this.network.project.id, network: this.network.id, order: r.order, excluded: r.excluded }, `selection order of ${this.network.id} changed`);
+      this.host.logger.debug(
+        { project: this.network.project.id, network: this.network.id, order: r.order, excluded: r.excluded },
+        `selection order of ${this.network.id} changed`,
+      );
     }
     this.prevOrder = r.order;
   }
@@ -234,7 +238,10 @@ export class NetworkSelection {
     const err = e instanceof Error ? e : new Error(String(e));
     const kind = e instanceof PolicyError ? e.kind : 'error';
     this.ring.push({ step: 'evalFunc', upstream: '*', reason: `${kind}: ${err.message}; previous order kept`, time: now });
-    this.host.logger.warn({ project: this.network.project.id, network: this.network.id, kind, err: err.message }, `selection policy of ${this.network.id} failed (${kind}): previous order kept`);
+    this.host.logger.warn(
+      { project: this.network.project.id, network: this.network.id, kind, err: err.message },
+      `selection policy of ${this.network.id} failed (${kind}): previous order kept`,
+    );
     this.updateMetrics(this.network.upstreams, now, false);
   }
 
@@ -317,7 +324,9 @@ export class NetworkSelection {
         .map(([id, r]) => `${id} (${r})`)
         .join(', ');
     if (Object.keys(excluded).length === 0) {
-      return new ErrUpstreamsExhausted([], `every upstream of ${this.network.id} is cordoned for ${method}: ${list(cordoned)}`, { details: { network: this.network.id, cordoned } });
+      return new ErrUpstreamsExhausted([], `every upstream of ${this.network.id} is cordoned for ${method}: ${list(cordoned)}`, {
+        details: { network: this.network.id, cordoned },
+      });
     }
     return new ErrUpstreamsExhausted([], `the selection policy of ${this.network.id} left no upstream for ${method}: ${list({ ...cordoned, ...excluded })}`, {
       details: { network: this.network.id, cordoned, excluded },

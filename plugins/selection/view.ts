@@ -45,7 +45,10 @@ const detachedRun = (): PolicyRun => ({ weights: DEFAULT_SCORE_WEIGHTS, decision
  * `w.errorRate*errorRate + w.respLatency*p70 (s) + w.throttledRate*throttleRate + w.blockHeadLag*blockHeadLag`.
  * Missing metric numbers count as 0.
  */
-export function scoreOf(m: Partial<Pick<HealthSnapshot, 'errorRate' | 'p70' | 'throttleRate' | 'blockHeadLag'>>, w: Readonly<ScoreWeights> = DEFAULT_SCORE_WEIGHTS): number {
+export function scoreOf(
+  m: Partial<Pick<HealthSnapshot, 'errorRate' | 'p70' | 'throttleRate' | 'blockHeadLag'>>,
+  w: Readonly<ScoreWeights> = DEFAULT_SCORE_WEIGHTS,
+): number {
   return w.errorRate * (m.errorRate ?? 0) + w.respLatency * (m.p70 ?? 0) + w.throttledRate * (m.throttleRate ?? 0) + w.blockHeadLag * (m.blockHeadLag ?? 0);
 }
 

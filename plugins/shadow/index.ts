@@ -20,7 +20,18 @@
  *   subscriptions, filters and node administration (`mirrorable`).
  * - `shutdown`: stops sending; copies in flight get a short grace, then the pools close.
  */
-import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult, SelectStage, type Upstream } from 'svc/plugin';
+import {
+  type CallContext,
+  type CallHandler,
+  CallStage,
+  type Network,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  type RpcResult,
+  SelectStage,
+  type Upstream,
+} from 'svc/plugin';
 import { SHADOW_UPSTREAM } from './api.ts';
 import { DeferredCounter } from 'svc/util';
 import { compareResults, type ShadowOutcome } from './compare.ts';
@@ -176,7 +187,10 @@ export function shadowPlugin(opts: ShadowPluginOptions = {}): Plugin {
           shadowValue = (await host.upstreamCall(network, u, method, params, timeoutMs)).result;
         } catch (e) {
           metrics.count(project, network.id, u.id, label, 'error');
-          host.logger.debug({ project, network: network.id, upstream: u.id, method, err: e instanceof Error ? e.message : String(e) }, `shadow upstream ${u.id} failed on ${method}`);
+          host.logger.debug(
+            { project, network: network.id, upstream: u.id, method, err: e instanceof Error ? e.message : String(e) },
+            `shadow upstream ${u.id} failed on ${method}`,
+          );
           return;
         }
         // Read only here, long after the answer left: the served result is never touched on the request path.
@@ -185,7 +199,10 @@ export function shadowPlugin(opts: ShadowPluginOptions = {}): Plugin {
         const cmp = compareResults(method, servedValue, shadowValue, debug);
         metrics.count(project, network.id, u.id, label, cmp.outcome);
         if (cmp.outcome === 'mismatch' && debug) {
-          host.logger.debug({ project, network: network.id, upstream: u.id, method, field: cmp.field }, `shadow upstream ${u.id} disagrees on ${method} at ${cmp.field ?? '$'}`);
+          host.logger.debug(
+            { project, network: network.id, upstream: u.id, method, field: cmp.field },
+            `shadow upstream ${u.id} disagrees on ${method} at ${cmp.field ?? '$'}`,
+          );
         }
       }
     },
@@ -204,7 +221,10 @@ function mayHaveShadows(network: Network): boolean {
 }
 
 /** The plugin's metrics, counted as plain numbers and published on each registry read. */
-function shadowMetrics(host: PluginHost): { count(project: string, network: string, upstream: string, method: string, outcome: ShadowOutcome): void; dropped: DeferredCounter } {
+function shadowMetrics(host: PluginHost): {
+  count(project: string, network: string, upstream: string, method: string, outcome: ShadowOutcome): void;
+  dropped: DeferredCounter;
+} {
   const comparisons = new DeferredCounter(host.metrics, {
     name: 'svc_shadow_comparison_total',
     help: 'Answered client calls copied to a shadow upstream (spec §3.1), by how its answer compared with the served one: match, mismatch (canonical hash), error (no answer)',

@@ -13,13 +13,29 @@ export const shadowSchema: SchemaFragment = {
   upstream: {
     shadow: Strict(
       {
-        enabled: Type.Optional(Type.Boolean({ default: true, description: 'mirror traffic to this upstream (true once the `shadow` object is present); it never serves a client either way while `shadow` is set and enabled' })),
-        sampleRate: Type.Optional(Type.Number({ minimum: 0, maximum: 1, default: 1, description: 'share of answered client calls copied to this upstream, 0..1' })),
+        enabled: Type.Optional(
+          Type.Boolean({
+            default: true,
+            description:
+              'mirror traffic to this upstream (true once the `shadow` object is present); it never serves a client either way while `shadow` is set and enabled',
+          }),
+        ),
+        sampleRate: Type.Optional(
+          Type.Number({ minimum: 0, maximum: 1, default: 1, description: 'share of answered client calls copied to this upstream, 0..1' }),
+        ),
         methods: Type.Optional(
-          Type.String({ minLength: 1, maxLength: MAX_SHADOW_METHODS_LENGTH, default: '*', description: 'method globs copied, `|`-separated (`eth_get*|eth_call`); writes are never copied' }),
+          Type.String({
+            minLength: 1,
+            maxLength: MAX_SHADOW_METHODS_LENGTH,
+            default: '*',
+            description: 'method globs copied, `|`-separated (`eth_get*|eth_call`); writes are never copied',
+          }),
         ),
       },
-      { description: 'spec §3.1: a shadow upstream never serves clients; a sampled copy of answered calls is sent to it and compared with the served answer (`svc_shadow_comparison_total`)' },
+      {
+        description:
+          'spec §3.1: a shadow upstream never serves clients; a sampled copy of answered calls is sent to it and compared with the served answer (`svc_shadow_comparison_total`)',
+      },
     ),
   },
 };

@@ -39,18 +39,22 @@ const REFUSED_BLOCK_KEYS: Readonly<Record<string, string>> = {
     "eRPC's timeout of shared-state Redis operations: svc's shared state never waits for Redis on the request path (its commands have a fixed deadline, and an unanswered PING every second marks Redis unreachable); remove fallbackTimeout",
   lockTtl: "eRPC's distributed lock of shared counters: svc takes no Redis locks (heads only move forward, merged per upstream); remove lockTtl",
   lockMaxWait: "eRPC's wait for the distributed lock of shared counters: svc takes no Redis locks; remove lockMaxWait",
-  updateMaxWait: "eRPC's foreground wait for a head refresh: svc never refreshes heads on the request path (its pollers run in the background); remove updateMaxWait",
+  updateMaxWait:
+    "eRPC's foreground wait for a head refresh: svc never refreshes heads on the request path (its pollers run in the background); remove updateMaxWait",
 };
 
 /** The connector's Redis keys refused here with shared-state wording (the rest: `normalizeRedisBlock`). */
 const REFUSED_REDIS_KEYS: Readonly<Record<string, string>> = {
-  initTimeout: "eRPC's Redis connect timeout: svc's shared-state connection has a fixed connect timeout (2 s) and reconnects with a capped backoff; remove initTimeout",
+  initTimeout:
+    "eRPC's Redis connect timeout: svc's shared-state connection has a fixed connect timeout (2 s) and reconnects with a capped backoff; remove initTimeout",
   getTimeout: "eRPC's Redis read timeout: svc's shared state reads Redis off the request path with a fixed deadline; remove getTimeout",
   setTimeout: "eRPC's Redis write timeout: svc's shared state writes Redis off the request path with a fixed deadline; remove setTimeout",
-  connPoolSize: "eRPC's Redis connection pool size: svc's shared state uses two connections per process (commands pipelined on one, the operator-change stream read on the other); remove connPoolSize",
+  connPoolSize:
+    "eRPC's Redis connection pool size: svc's shared state uses two connections per process (commands pipelined on one, the operator-change stream read on the other); remove connPoolSize",
 };
 
-const REDIS_ONLY = "svc shares state through Redis only (heads over pub/sub, operator changes in a stream): point the connector at a Redis (`driver: redis` with `redis.uri`), or write svc's top-level `sharedState: {redis: {uri}}`; without shared state each svc instance keeps its own heads";
+const REDIS_ONLY =
+  "svc shares state through Redis only (heads over pub/sub, operator changes in a stream): point the connector at a Redis (`driver: redis` with `redis.uri`), or write svc's top-level `sharedState: {redis: {uri}}`; without shared state each svc instance keeps its own heads";
 
 /** The driver eRPC ends up with: `driver`, overridden by the last connector block present (eRPC's SetDefaults order). */
 function driverOf(connector: ConfigObject): string | undefined {
@@ -110,7 +114,7 @@ function redisUri(connector: ConfigObject, cp: string, out: NormalizeReport): st
   const redis = connector.redis;
   const rp = pathOf(cp, 'redis');
   if (!isConfigObject(redis)) {
-    out.problem(rp, 'a Redis connector for shared state needs `redis: {uri}` (or eRPC\'s `addr`)');
+    out.problem(rp, "a Redis connector for shared state needs `redis: {uri}` (or eRPC's `addr`)");
     return undefined;
   }
   for (const [k, message] of Object.entries(REFUSED_REDIS_KEYS)) {
@@ -124,7 +128,10 @@ function redisUri(connector: ConfigObject, cp: string, out: NormalizeReport): st
   if (problems.length) ok = false;
   for (const k of Object.keys(redis)) {
     if (k === 'uri' || k === 'password' || problems.includes(pathOf(rp, k)) || ((k === 'username' || k === 'db') && problems.includes(rp))) continue;
-    out.problem(pathOf(rp, k), k === 'tls' ? "eRPC's Redis `tls` goes with `addr`; with `uri`, write rediss:// for TLS" : `unknown key "${k}" in eRPC's shared-state Redis connector`);
+    out.problem(
+      pathOf(rp, k),
+      k === 'tls' ? "eRPC's Redis `tls` goes with `addr`; with `uri`, write rediss:// for TLS" : `unknown key "${k}" in eRPC's shared-state Redis connector`,
+    );
     ok = false;
   }
   const uri = finalUri(redis, rp, out);
@@ -139,7 +146,7 @@ function mapBlock(block: ConfigObject, topClusterKey: unknown, out: NormalizeRep
   const connector = block.connector;
   const cp = pathOf(BASE, 'connector');
   if (connector !== undefined && !isConfigObject(connector)) {
-    out.problem(cp, 'eRPC\'s shared-state connector must be an object ({driver: redis, redis: {uri}})');
+    out.problem(cp, "eRPC's shared-state connector must be an object ({driver: redis, redis: {uri}})");
     return undefined;
   }
   const driver = connector ? driverOf(connector) : 'memory';
@@ -156,7 +163,10 @@ function mapBlock(block: ConfigObject, topClusterKey: unknown, out: NormalizeRep
   }
   if (driver !== 'redis') {
     const what = OTHER_DRIVERS[driver];
-    out.problem(pathOf(cp, 'driver'), what ? `${what} is not supported by svc: ${REDIS_ONLY}` : `unknown shared-state connector driver "${driver}": ${REDIS_ONLY}`);
+    out.problem(
+      pathOf(cp, 'driver'),
+      what ? `${what} is not supported by svc: ${REDIS_ONLY}` : `unknown shared-state connector driver "${driver}": ${REDIS_ONLY}`,
+    );
     return undefined;
   }
   const uri = redisUri(connector!, cp, out);

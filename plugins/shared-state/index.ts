@@ -45,17 +45,58 @@ import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
 import { fleetReplicaId, type FleetRelayRegistration, openRedisClient, registerFleetRelay, sleep } from 'svc/util';
 import { normalizeSharedStateShapes } from './erpc.ts';
 import { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch } from './link.ts';
-import { type DropReason, entryTtlMs, type HeadContext, HeadLedger, headsToApply, MAX_SNAPSHOT_ENTRIES, messagesOf, parseMessage, type SharedHead } from './merge.ts';
+import {
+  type DropReason,
+  entryTtlMs,
+  type HeadContext,
+  HeadLedger,
+  headsToApply,
+  MAX_SNAPSHOT_ENTRIES,
+  messagesOf,
+  parseMessage,
+  type SharedHead,
+} from './merge.ts';
 import { DropTally } from './drops.ts';
 import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox } from './ops.ts';
 import { ClientCloser } from './close.ts';
 import { DEFAULT_CHANGE_SCAN_MS, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
 import { networkChainState } from 'svc/plugins/evm-state';
 
-export { type Drop, DROP_REASONS, type DropReason, entryTtlMs, type HeadContext, headField, HeadLedger, headsToApply, MAX_ENTRY_BYTES, MAX_ENTRY_TTL_MS, MAX_HEADS_PER_MESSAGE, MAX_ID_LENGTH, MAX_SNAPSHOT_ENTRIES, messagesOf, MIN_ENTRY_TTL_MS, parseMessage, type SharedHead, type StateMessage, TTL_INTERVALS } from './merge.ts';
+export {
+  type Drop,
+  DROP_REASONS,
+  type DropReason,
+  entryTtlMs,
+  type HeadContext,
+  headField,
+  HeadLedger,
+  headsToApply,
+  MAX_ENTRY_BYTES,
+  MAX_ENTRY_TTL_MS,
+  MAX_HEADS_PER_MESSAGE,
+  MAX_ID_LENGTH,
+  MAX_SNAPSHOT_ENTRIES,
+  messagesOf,
+  MIN_ENTRY_TTL_MS,
+  parseMessage,
+  type SharedHead,
+  type StateMessage,
+  TTL_INTERVALS,
+} from './merge.ts';
 export { type DropSinks, DropTally } from './drops.ts';
 export { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch, type PingWatchOptions } from './link.ts';
-export { entriesOfReply, MAX_OP_NAME, MAX_OP_PAYLOAD_BYTES, MAX_OUTBOX, opFields, type OpEntry, type OpFields, OPS_READ_COUNT, OpsOutbox, parseOpEntry } from './ops.ts';
+export {
+  entriesOfReply,
+  MAX_OP_NAME,
+  MAX_OP_PAYLOAD_BYTES,
+  MAX_OUTBOX,
+  opFields,
+  type OpEntry,
+  type OpFields,
+  OPS_READ_COUNT,
+  OpsOutbox,
+  parseOpEntry,
+} from './ops.ts';
 export { ClientCloser, CLOSE_WAIT_MS } from './close.ts';
 export { DEFAULT_CHANGE_SCAN_MS, DEFAULT_OPS_LOG_MAX_LENGTH, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
 
@@ -111,8 +152,17 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
       let relay: FleetRelayRegistration | undefined;
       let closed = false;
       const timers: NodeJS.Timeout[] = [];
-      const gauge = new Gauge({ name: 'svc_shared_state_connected', help: 'Whether this replica is connected to the shared-state Redis (1) or serves from its own view (0)', registers: [host.metrics] });
-      const dropped = new Counter({ name: 'svc_shared_state_dropped_total', help: 'Shared-state heads and entries read from Redis and not applied, by reason (malformed, oversized, out_of_range, stale, unknown, implausible)', labelNames: ['reason'], registers: [host.metrics] });
+      const gauge = new Gauge({
+        name: 'svc_shared_state_connected',
+        help: 'Whether this replica is connected to the shared-state Redis (1) or serves from its own view (0)',
+        registers: [host.metrics],
+      });
+      const dropped = new Counter({
+        name: 'svc_shared_state_dropped_total',
+        help: 'Shared-state heads and entries read from Redis and not applied, by reason (malformed, oversized, out_of_range, stale, unknown, implausible)',
+        labelNames: ['reason'],
+        registers: [host.metrics],
+      });
       for (const reason of DropTally.reasons) dropped.inc({ reason }, 0);
 
       const find = (project: string, upstream: string): { network: Network; upstream: Upstream } | undefined => {
@@ -158,7 +208,8 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
       const link = new LinkState((up, atStart) => {
         if (up) {
           if (!atStart) host.logger.info('shared state: Redis reachable again; applying the fleet snapshot and the operator changes missed');
-        } else if (atStart) host.logger.warn({ reason }, "shared state: Redis unreachable at start; serving from this replica's own view until it is reachable");
+        } else if (atStart)
+          host.logger.warn({ reason }, "shared state: Redis unreachable at start; serving from this replica's own view until it is reachable");
         else host.logger.warn({ reason }, "shared state: Redis unreachable; serving from this replica's own view until it is back");
       });
 
@@ -242,7 +293,8 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
           flushing = true;
           try {
             const dropped = outbox.takeDropped();
-            if (dropped > 0) host.logger.warn({ dropped }, 'shared state: operator changes dropped while Redis was unreachable (outbox full); the other replicas miss them');
+            if (dropped > 0)
+              host.logger.warn({ dropped }, 'shared state: operator changes dropped while Redis was unreachable (outbox full); the other replicas miss them');
             for (let f = outbox.peek(); f && writable() && !closed; f = outbox.peek()) {
               await main.xAdd(stream, '*', f, { TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: settings.opsLogMaxLength } });
               outbox.shift();

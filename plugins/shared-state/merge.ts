@@ -263,6 +263,7 @@ export class HeadLedger {
  */
 export function messagesOf(replica: string, heads: SharedHead[], at: number): string[] {
   const out: string[] = [];
-  for (let i = 0; i < heads.length; i += MAX_HEADS_PER_MESSAGE) out.push(JSON.stringify({ replica, at, heads: heads.slice(i, i + MAX_HEADS_PER_MESSAGE) } satisfies StateMessage));
+  for (let i = 0; i < heads.length; i += MAX_HEADS_PER_MESSAGE)
+    out.push(JSON.stringify({ replica, at, heads: heads.slice(i, i + MAX_HEADS_PER_MESSAGE) } satisfies StateMessage));
   return out;
 }

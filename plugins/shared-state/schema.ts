@@ -15,19 +15,39 @@ export const sharedStateSchema: SchemaFragment = {
   root: {
     sharedState: Strict(
       {
-        redis: Strict({ uri: Type.String({ minLength: 1, description: 'redis://[user:password@]host:port[/db] (redacted in logs and the admin config view)' }) }, { description: 'the Redis every replica of the deployment shares' }),
-        clusterKey: Type.Optional(Type.String({ minLength: 1, maxLength: 200, default: 'svc', description: 'prefix of the channel and keys: keeps two deployments on one Redis apart' })),
-        snapshotInterval: Type.Optional(Duration({ default: '5s', description: 'how often a replica reads the heads snapshot and rewrites its own entry (a replica that starts or reconnects catches up from it); an entry lives three intervals (3 s to 10 min), then it is ignored' })),
+        redis: Strict(
+          { uri: Type.String({ minLength: 1, description: 'redis://[user:password@]host:port[/db] (redacted in logs and the admin config view)' }) },
+          { description: 'the Redis every replica of the deployment shares' },
+        ),
+        clusterKey: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 200,
+            default: 'svc',
+            description: 'prefix of the channel and keys: keeps two deployments on one Redis apart',
+          }),
+        ),
+        snapshotInterval: Type.Optional(
+          Duration({
+            default: '5s',
+            description:
+              'how often a replica reads the heads snapshot and rewrites its own entry (a replica that starts or reconnects catches up from it); an entry lives three intervals (3 s to 10 min), then it is ignored',
+          }),
+        ),
         opsLogMaxLength: Type.Optional(
           Type.Integer({
             minimum: 100,
             maximum: 1_000_000,
             default: DEFAULT_OPS_LOG_MAX_LENGTH,
-            description: 'entries kept in the operator-change stream `<clusterKey>:ops` (cordons, API-key changes; trimmed approximately with XADD MAXLEN ~): a replica that starts replays them all, one that reconnects those it missed',
+            description:
+              'entries kept in the operator-change stream `<clusterKey>:ops` (cordons, API-key changes; trimmed approximately with XADD MAXLEN ~): a replica that starts replays them all, one that reconnects those it missed',
           }),
         ),
       },
-      { description: 'shared state across replicas: upstream heads travel through Redis pub/sub and a periodic snapshot, operator changes (cordons, API-key changes) through a Redis stream; off when absent' },
+      {
+        description:
+          'shared state across replicas: upstream heads travel through Redis pub/sub and a periodic snapshot, operator changes (cordons, API-key changes) through a Redis stream; off when absent',
+      },
     ),
   },
 };
@@ -53,6 +73,7 @@ export function sharedStateSettingsOf(settings: Readonly<Record<string, unknown>
   const s = settings.sharedState as { redis?: { uri?: string }; clusterKey?: string; snapshotInterval?: number | string; opsLogMaxLength?: number } | undefined;
   if (!s?.redis?.uri) return undefined;
   const interval = typeof s.snapshotInterval === 'number' && s.snapshotInterval > 0 ? s.snapshotInterval : DEFAULT_SNAPSHOT_INTERVAL_MS;
-  const opsLogMaxLength = typeof s.opsLogMaxLength === 'number' && Number.isInteger(s.opsLogMaxLength) && s.opsLogMaxLength > 0 ? s.opsLogMaxLength : DEFAULT_OPS_LOG_MAX_LENGTH;
+  const opsLogMaxLength =
+    typeof s.opsLogMaxLength === 'number' && Number.isInteger(s.opsLogMaxLength) && s.opsLogMaxLength > 0 ? s.opsLogMaxLength : DEFAULT_OPS_LOG_MAX_LENGTH;
   return { redis: { uri: s.redis.uri }, clusterKey: s.clusterKey ?? 'svc', snapshotIntervalMs: interval, opsLogMaxLength };
 }

@@ -89,9 +89,10 @@ export function compileStaticResponses(entries: readonly StaticResponseConfig[] 
   const table = new Map<string, CompiledStaticResponse[]>();
   entries.forEach((config, index) => {
     const { response } = config;
-    const compiled: CompiledStaticResponse = response.error !== undefined
-      ? { config, index, errorRaw: errorRawOf(response.error) }
-      : { config, index, resultJson: JSON.stringify(response.result ?? null) };
+    const compiled: CompiledStaticResponse =
+      response.error !== undefined
+        ? { config, index, errorRaw: errorRawOf(response.error) }
+        : { config, index, resultJson: JSON.stringify(response.result ?? null) };
     let list = table.get(config.method);
     if (!list) table.set(config.method, (list = []));
     list.push(compiled);

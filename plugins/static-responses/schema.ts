@@ -37,7 +37,8 @@ const StaticResponseSchema = Strict({
   method: Type.String({ minLength: 1, maxLength: MAX_STATIC_METHOD_LENGTH, description: 'method matched exactly (case-sensitive)' }),
   params: Type.Optional(
     Type.Union([Type.Array(Type.Unknown()), Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
-      description: 'params matched deeply (numbers by value, object keys in any order, strings and hex as written); omitted, null and [] all match a call with no params',
+      description:
+        'params matched deeply (numbers by value, object keys in any order, strings and hex as written); omitted, null and [] all match a call with no params',
     }),
   ),
   response: Strict(
@@ -79,12 +80,17 @@ export function checkStaticResponses(doc: ConfigDocument, out: NormalizeReport):
       if (!isConfigObject(e)) return;
       const at = pathOf(pathOf(path, 'staticResponses'), i);
       const p = e.params;
-      if (p !== undefined && p !== null && typeof p !== 'object') out.problem(pathOf(at, 'params'), 'params must be a list, an object or null (omit it, or write [], for a call without params)');
+      if (p !== undefined && p !== null && typeof p !== 'object')
+        out.problem(pathOf(at, 'params'), 'params must be a list, an object or null (omit it, or write [], for a call without params)');
       const r = e.response;
       if (!isConfigObject(r)) return;
       const hasResult = Object.hasOwn(r, 'result');
       const hasError = Object.hasOwn(r, 'error');
-      if (hasResult === hasError) out.problem(pathOf(at, 'response'), hasResult ? 'set either result or error, not both' : 'set result (any JSON value, null included) or error ({code, message, data?})');
+      if (hasResult === hasError)
+        out.problem(
+          pathOf(at, 'response'),
+          hasResult ? 'set either result or error, not both' : 'set result (any JSON value, null included) or error ({code, message, data?})',
+        );
     });
   });
 }

@@ -17,7 +17,20 @@
  */
 import type { Span } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { type CallHandler, CallStage, type ExecutionRecord, type HttpRequestInfo, definePlugin, type Plugin, type PluginHost, type RpcResult, serviceKey, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import {
+  type CallHandler,
+  CallStage,
+  type ExecutionRecord,
+  type HttpRequestInfo,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  type RpcResult,
+  serviceKey,
+  type UpstreamCall,
+  type UpstreamSender,
+  UpstreamStage,
+} from 'svc/plugin';
 import { declareDirectives, Directive } from 'svc/plugins/directives';
 import { asSvcError } from 'svc/plugin/errors';
 import { CACHE_OUTCOME } from 'svc/plugins/cache';
@@ -47,7 +60,15 @@ export interface TracingPluginOptions {
  * sampling; `true`, `1` or `yes`; never filtered by `allowClientDirectives` (spec §2.8 rule b) and
  * not a `directiveDefaults` key.
  */
-export const FORCE_TRACE = new Directive<boolean>({ field: 'forceTrace', query: 'force-trace', header: 'X-SVC-Force-Trace', type: 'flag', filtered: false, fallback: false, defaultsSchema: false });
+export const FORCE_TRACE = new Directive<boolean>({
+  field: 'forceTrace',
+  query: 'force-trace',
+  header: 'X-SVC-Force-Trace',
+  type: 'flag',
+  filtered: false,
+  fallback: false,
+  defaultsSchema: false,
+});
 
 /**
  * Creates the tracing plugin (name `tracing`).
@@ -89,7 +110,9 @@ export function tracingPlugin(opts: TracingPluginOptions = {}): Plugin {
       const requestSpan = (s: TracingSdk, http: HttpRequestInfo, force: boolean, project: string): Span => {
         let span = requestSpans.get(http);
         if (!span) {
-          span = s.tracer.startSpan('svc.request', { attributes: { 'url.path': http.path.slice(0, 256), 'svc.project': project, ...(force ? { [FORCE_TRACE_ATTRIBUTE]: true } : {}) } });
+          span = s.tracer.startSpan('svc.request', {
+            attributes: { 'url.path': http.path.slice(0, 256), 'svc.project': project, ...(force ? { [FORCE_TRACE_ATTRIBUTE]: true } : {}) },
+          });
           requestSpans.set(http, span);
         }
         return span;

@@ -14,10 +14,26 @@ export const tracingSchema: { root: TProperties } = {
     tracing: Type.Optional(
       Strict(
         {
-          enabled: Type.Optional(Type.Boolean({ default: false, description: 'export spans (HTTP request, call, upstream request); when false the OpenTelemetry SDK is not loaded' })),
-          endpoint: Type.Optional(Type.String({ pattern: '^https?://', default: DEFAULT_TRACING_ENDPOINT, description: 'OTLP/HTTP traces URL (`.../v1/traces`)' })),
-          headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'HTTP headers sent with every export (e.g. a vendor API key); never logged' })),
-          sampleRate: Type.Optional(Type.Number({ minimum: 0, maximum: 1, default: 1, description: 'share of requests traced, 0..1 (by trace id); `X-SVC-Force-Trace` / `force-trace` bypasses it' })),
+          enabled: Type.Optional(
+            Type.Boolean({
+              default: false,
+              description: 'export spans (HTTP request, call, upstream request); when false the OpenTelemetry SDK is not loaded',
+            }),
+          ),
+          endpoint: Type.Optional(
+            Type.String({ pattern: '^https?://', default: DEFAULT_TRACING_ENDPOINT, description: 'OTLP/HTTP traces URL (`.../v1/traces`)' }),
+          ),
+          headers: Type.Optional(
+            Type.Record(Type.String(), Type.String(), { description: 'HTTP headers sent with every export (e.g. a vendor API key); never logged' }),
+          ),
+          sampleRate: Type.Optional(
+            Type.Number({
+              minimum: 0,
+              maximum: 1,
+              default: 1,
+              description: 'share of requests traced, 0..1 (by trace id); `X-SVC-Force-Trace` / `force-trace` bypasses it',
+            }),
+          ),
           serviceName: Type.Optional(Type.String({ minLength: 1, default: 'svc', description: 'the `service.name` resource attribute' })),
         },
         { description: 'OpenTelemetry tracing (OTLP/HTTP)' },
@@ -44,5 +60,11 @@ export function tracingConfigOf(config: ResolvedConfig): TracingConfig {
   const raw = (config.settings.tracing ?? {}) as Partial<TracingConfig>;
   const sampleRate = raw.sampleRate ?? 1;
   if (!(sampleRate >= 0 && sampleRate <= 1)) throw new ConfigError([{ path: 'tracing.sampleRate', message: 'must be between 0 and 1' }]);
-  return { enabled: raw.enabled ?? false, endpoint: raw.endpoint ?? DEFAULT_TRACING_ENDPOINT, headers: raw.headers ?? {}, sampleRate, serviceName: raw.serviceName ?? 'svc' };
+  return {
+    enabled: raw.enabled ?? false,
+    endpoint: raw.endpoint ?? DEFAULT_TRACING_ENDPOINT,
+    headers: raw.headers ?? {},
+    sampleRate,
+    serviceName: raw.serviceName ?? 'svc',
+  };
 }

@@ -45,9 +45,10 @@ export const HYPER_ALLOW_METHODS: readonly string[] = Object.freeze([
 
 /** Chains HyperRPC serves (eRPC HEAD list of 82, as eRPC ships it). */
 export const HYPER_KNOWN_CHAINS: ReadonlySet<number> = new Set([
-  42161, 42170, 421614, 1313161554, 43114, 8453, 84532, 81457, 288, 56, 97, 42220, 1, 250, 14, 43113, 100, 10200, 1666600000, 17000, 255, 59144, 42, 169, 5000, 1284, 10, 11155420, 137, 80002, 1101, 30,
-  534352, 11155111, 148, 7000, 324, 7777777, 50, 51, 2741, 5115, 7560, 80094, 88888, 999, 1750, 50104, 130, 36888, 5042002, 4114, 33111, 42793, 252, 560048, 1776, 57073, 747474, 1135, 4201, 4326, 6343,
-  4200, 34443, 143, 10143, 2818, 204, 9745, 98866, 1329, 1328, 1868, 146, 14601, 531050104, 5330, 1923, 4217, 480, 48900,
+  42161, 42170, 421614, 1313161554, 43114, 8453, 84532, 81457, 288, 56, 97, 42220, 1, 250, 14, 43113, 100, 10200, 1666600000, 17000, 255, 59144, 42, 169, 5000,
+  1284, 10, 11155420, 137, 80002, 1101, 30, 534352, 11155111, 148, 7000, 324, 7777777, 50, 51, 2741, 5115, 7560, 80094, 88888, 999, 1750, 50104, 130, 36888,
+  5042002, 4114, 33111, 42793, 252, 560048, 1776, 57073, 747474, 1135, 4201, 4326, 6343, 4200, 34443, 143, 10143, 2818, 204, 9745, 98866, 1329, 1328, 1868, 146,
+  14601, 531050104, 5330, 1923, 4217, 480, 48900,
 ]);
 
 /** Options of {@link hyperVendorPlugin}: how the live probe connects (tests stand in for DNS and the CA). */
@@ -86,7 +87,8 @@ export function hyperVendorPlugin(opts: HyperVendorOptions = {}): Plugin {
     needs: [PROVIDERS_SERVICE],
     apply(host: PluginHost) {
       let agent: Dispatcher | undefined;
-      const dispatcher = () => (agent ??= new Agent({ connect: { ...(opts.lookup ? { lookup: opts.lookup } : {}), ...(opts.ca ? { ca: opts.ca } : {}) }, keepAliveTimeout: 1000 }));
+      const dispatcher = () =>
+        (agent ??= new Agent({ connect: { ...(opts.lookup ? { lookup: opts.lookup } : {}), ...(opts.ca ? { ca: opts.ca } : {}) }, keepAliveTimeout: 1000 }));
       host.hooks.shutdown.tapPromise('vendor-hyper', async () => {
         await agent?.close();
       });

@@ -58,7 +58,10 @@ export function parseCatalog(text: string): Catalog {
     const id = Number(k);
     const eps = (v as { endpoints?: unknown } | null)?.endpoints;
     if (!Number.isSafeInteger(id) || id <= 0 || !Array.isArray(eps)) continue;
-    out.set(id, eps.filter((e): e is string => typeof e === 'string'));
+    out.set(
+      id,
+      eps.filter((e): e is string => typeof e === 'string'),
+    );
   }
   return out;
 }
@@ -123,7 +126,10 @@ export class CatalogSource {
       this.lastError = (e as Error).message;
       if (!this.warnedFallback) {
         this.warnedFallback = true;
-        logger.warn({ catalog: this.url, err: (e as Error).message }, 'repository vendor: the endpoints catalog cannot be fetched; falling back to the public RPC URLs shipped in viem/chains');
+        logger.warn(
+          { catalog: this.url, err: (e as Error).message },
+          'repository vendor: the endpoints catalog cannot be fetched; falling back to the public RPC URLs shipped in viem/chains',
+        );
       }
       return undefined;
     }
@@ -131,7 +137,12 @@ export class CatalogSource {
 }
 
 async function fetchCatalog(url: string): Promise<Catalog> {
-  const res = await request(url, { method: 'GET', headersTimeout: CATALOG_TIMEOUT_MS, bodyTimeout: CATALOG_TIMEOUT_MS, signal: AbortSignal.timeout(CATALOG_TIMEOUT_MS) });
+  const res = await request(url, {
+    method: 'GET',
+    headersTimeout: CATALOG_TIMEOUT_MS,
+    bodyTimeout: CATALOG_TIMEOUT_MS,
+    signal: AbortSignal.timeout(CATALOG_TIMEOUT_MS),
+  });
   if (res.statusCode !== 200) {
     await res.body.dump();
     throw new Error(`catalog answered HTTP ${res.statusCode}`);
@@ -166,7 +177,8 @@ export function repositoryVendorPlugin(opts: RepositoryVendorOptions = {}): Plug
       const recheckMs = opts.recheckIntervalMs ?? DEFAULT_RECHECK_INTERVAL_MS;
       const providers = host.services.get(PROVIDERS_SERVICE);
       if (!providers) throw new PluginContractError('vendor-repository needs the providers plugin');
-      const urlOf = (settings: Record<string, unknown>): string => (typeof settings.repositoryUrl === 'string' && settings.repositoryUrl) || (opts.env ?? process.env)[REPOSITORY_URL_ENV] || DEFAULT_REPOSITORY_URL;
+      const urlOf = (settings: Record<string, unknown>): string =>
+        (typeof settings.repositoryUrl === 'string' && settings.repositoryUrl) || (opts.env ?? process.env)[REPOSITORY_URL_ENV] || DEFAULT_REPOSITORY_URL;
       providers.registerVendor({
         name: 'repository',
         async upstreamsFor(chainId: number, settings: Record<string, unknown>, provider: { logger: Logger }) {
@@ -177,7 +189,10 @@ export function repositoryVendorPlugin(opts: RepositoryVendorOptions = {}): Plug
           if (catalog) return offers(catalog.get(chainId) ?? []);
           const fallback = offers(await viemEndpoints(chainId));
           // Neither the catalog nor viem: a failed bootstrap (retried), so the caller is told why.
-          if (fallback.length === 0) throw new Error(`endpoints catalog ${redactUrl(url)} unreachable (${source.lastError ?? 'fetch failed'}) and viem/chains lists no public RPC for chain ${chainId}`);
+          if (fallback.length === 0)
+            throw new Error(
+              `endpoints catalog ${redactUrl(url)} unreachable (${source.lastError ?? 'fetch failed'}) and viem/chains lists no public RPC for chain ${chainId}`,
+            );
           return fallback;
         },
         describe: (settings: Record<string, unknown>) => `endpoints catalog ${redactUrl(urlOf(settings))}, else viem/chains public RPCs`,

@@ -55,7 +55,14 @@ function table(name: string, required: readonly string[], build: (slug: string, 
 }
 
 /** Etherspot's ERC-4337 bundler methods (eRPC's allow-list): every other method goes elsewhere. */
-export const ETHERSPOT_METHODS: readonly string[] = ['skandha_config', 'skandha_feeHistory', 'skandha_getGasPrice', 'eth_getUserOperationReceipt', 'eth_getUserOperationByHash', 'eth_sendUserOperation'];
+export const ETHERSPOT_METHODS: readonly string[] = [
+  'skandha_config',
+  'skandha_feeHistory',
+  'skandha_getGasPrice',
+  'eth_getUserOperationReceipt',
+  'eth_getUserOperationByHash',
+  'eth_sendUserOperation',
+];
 /** Pimlico's bundler and paymaster methods (eRPC's allow-list). */
 export const PIMLICO_METHODS: readonly string[] = [
   'eth_sendUserOperation',
@@ -88,67 +95,100 @@ function withChainPath(base: string, chainId: number): URL {
 
 /** Every built-in vendor of this file, by name. */
 export const CATALOG: ReadonlyMap<string, CatalogVendor> = new Map(
-  ([
-    table('alchemy', ['apiKey'], (slug, s) => ({ endpoint: `https://${slug}.g.alchemy.com/v2/${str(s, 'apiKey')}` })),
-    table('ankr', ['apiKey'], (slug, s) => ({ endpoint: `https://rpc.ankr.com/${slug}/${enc(str(s, 'apiKey'))}` })),
-    table('blastapi', ['apiKey'], (slug, s) => ({ endpoint: `https://${slug}.blastapi.io/${str(s, 'apiKey')}${AVALANCHE.has(slug) ? '/ext/bc/C/rpc' : ''}` })),
-    // The key travels as a bearer token, never in the URL.
-    table('blockdaemon', ['apiKey'], (slug, s) => ({ endpoint: `https://svc.blockdaemon.com/${slug}`, entry: { jsonRpc: { headers: { Authorization: `Bearer ${str(s, 'apiKey')}` } } } })),
-    table('blockpi', ['apiKey'], (slug, s) => ({
-      endpoint: slug === 'movement' ? `https://${slug}.blockpi.network/rpc/v1/${enc(str(s, 'apiKey'))}/v1` : `https://${slug}.blockpi.network/v1/rpc/${enc(str(s, 'apiKey'))}`,
-    })),
-    // dRPC answers "method not supported" for methods it does serve on other networks: never auto-ignore (eRPC's rule).
-    table('drpc', ['apiKey'], (slug, s) => ({ endpoint: `https://lb.drpc.org/ogrpc?network=${enc(slug)}&dkey=${enc(str(s, 'apiKey'))}`, entry: { autoIgnoreUnsupportedMethods: false } })),
-    table('dwellir', ['apiKey'], (slug, s) => ({ endpoint: `https://${slug}.dwellir.com/${str(s, 'apiKey')}${slug === 'api-avalanche-mainnet-archive.n' ? '/ext/bc/C/rpc' : ''}` })),
-    table('infura', ['apiKey'], (slug, s) => ({ endpoint: `https://${slug}.infura.io/v3/${str(s, 'apiKey')}${AVALANCHE.has(slug) ? '/ext/bc/C/rpc' : ''}` })),
-    table('llama', ['apiKey'], (slug, s) => ({ endpoint: `https://${slug}.llamarpc.com/${str(s, 'apiKey')}` })),
-    table('onfinality', ['apiKey'], (slug, s) => ({ endpoint: `https://${slug}.api.onfinality.io/rpc?apikey=${enc(str(s, 'apiKey'))}` })),
-    // Satelink's free tier needs no key (`free` or none); a key goes in X-API-Key.
-    table('satelink', [], (slug, s) => {
-      const key = str(s, 'apiKey');
-      return { endpoint: `https://rpc.satelink.network/rpc/${slug}`, ...(key && key !== 'free' ? { entry: { jsonRpc: { headers: { 'X-API-Key': key } } } } : {}) };
-    }),
-    {
-      name: 'etherspot',
-      required: ['apiKey'],
-      offers(chainId, s) {
-        const slug = VENDOR_CHAINS.etherspot?.[chainId];
-        const base = slug !== undefined ? `https://${slug}-bundler.etherspot.io/` : ETHERSPOT_TESTNETS.has(chainId) ? `https://testnet-rpc.etherspot.io/v1/${chainId}` : undefined;
-        if (!base) return [];
+  (
+    [
+      table('alchemy', ['apiKey'], (slug, s) => ({ endpoint: `https://${slug}.g.alchemy.com/v2/${str(s, 'apiKey')}` })),
+      table('ankr', ['apiKey'], (slug, s) => ({ endpoint: `https://rpc.ankr.com/${slug}/${enc(str(s, 'apiKey'))}` })),
+      table('blastapi', ['apiKey'], (slug, s) => ({
+        endpoint: `https://${slug}.blastapi.io/${str(s, 'apiKey')}${AVALANCHE.has(slug) ? '/ext/bc/C/rpc' : ''}`,
+      })),
+      // The key travels as a bearer token, never in the URL.
+      table('blockdaemon', ['apiKey'], (slug, s) => ({
+        endpoint: `https://svc.blockdaemon.com/${slug}`,
+        entry: { jsonRpc: { headers: { Authorization: `Bearer ${str(s, 'apiKey')}` } } },
+      })),
+      table('blockpi', ['apiKey'], (slug, s) => ({
+        endpoint:
+          slug === 'movement'
+            ? `https://${slug}.blockpi.network/rpc/v1/${enc(str(s, 'apiKey'))}/v1`
+            : `https://${slug}.blockpi.network/v1/rpc/${enc(str(s, 'apiKey'))}`,
+      })),
+      // dRPC answers "method not supported" for methods it does serve on other networks: never auto-ignore (eRPC's rule).
+      table('drpc', ['apiKey'], (slug, s) => ({
+        endpoint: `https://lb.drpc.org/ogrpc?network=${enc(slug)}&dkey=${enc(str(s, 'apiKey'))}`,
+        entry: { autoIgnoreUnsupportedMethods: false },
+      })),
+      table('dwellir', ['apiKey'], (slug, s) => ({
+        endpoint: `https://${slug}.dwellir.com/${str(s, 'apiKey')}${slug === 'api-avalanche-mainnet-archive.n' ? '/ext/bc/C/rpc' : ''}`,
+      })),
+      table('infura', ['apiKey'], (slug, s) => ({ endpoint: `https://${slug}.infura.io/v3/${str(s, 'apiKey')}${AVALANCHE.has(slug) ? '/ext/bc/C/rpc' : ''}` })),
+      table('llama', ['apiKey'], (slug, s) => ({ endpoint: `https://${slug}.llamarpc.com/${str(s, 'apiKey')}` })),
+      table('onfinality', ['apiKey'], (slug, s) => ({ endpoint: `https://${slug}.api.onfinality.io/rpc?apikey=${enc(str(s, 'apiKey'))}` })),
+      // Satelink's free tier needs no key (`free` or none); a key goes in X-API-Key.
+      table('satelink', [], (slug, s) => {
         const key = str(s, 'apiKey');
-        return [{ endpoint: key && key !== 'public' ? `${base}?apikey=${enc(key)}` : base, entry: { ignoreMethods: ['*'], allowMethods: [...ETHERSPOT_METHODS] } }];
+        return {
+          endpoint: `https://rpc.satelink.network/rpc/${slug}`,
+          ...(key && key !== 'free' ? { entry: { jsonRpc: { headers: { 'X-API-Key': key } } } } : {}),
+        };
+      }),
+      {
+        name: 'etherspot',
+        required: ['apiKey'],
+        offers(chainId, s) {
+          const slug = VENDOR_CHAINS.etherspot?.[chainId];
+          const base =
+            slug !== undefined
+              ? `https://${slug}-bundler.etherspot.io/`
+              : ETHERSPOT_TESTNETS.has(chainId)
+                ? `https://testnet-rpc.etherspot.io/v1/${chainId}`
+                : undefined;
+          if (!base) return [];
+          const key = str(s, 'apiKey');
+          return [
+            { endpoint: key && key !== 'public' ? `${base}?apikey=${enc(key)}` : base, entry: { ignoreMethods: ['*'], allowMethods: [...ETHERSPOT_METHODS] } },
+          ];
+        },
       },
-    },
-    {
-      name: 'pimlico',
-      required: ['apiKey'],
-      offers(chainId, s) {
-        const key = str(s, 'apiKey');
-        const endpoint = key === 'public' ? `https://public.pimlico.io/v2/${chainId}/rpc` : `https://api.pimlico.io/v2/${chainId}/rpc?apikey=${enc(key)}`;
-        return [{ endpoint, entry: { ignoreMethods: ['*'], allowMethods: [...PIMLICO_METHODS] }, probe: !PIMLICO_KNOWN_CHAINS.has(chainId) }];
+      {
+        name: 'pimlico',
+        required: ['apiKey'],
+        offers(chainId, s) {
+          const key = str(s, 'apiKey');
+          const endpoint = key === 'public' ? `https://public.pimlico.io/v2/${chainId}/rpc` : `https://api.pimlico.io/v2/${chainId}/rpc?apikey=${enc(key)}`;
+          return [{ endpoint, entry: { ignoreMethods: ['*'], allowMethods: [...PIMLICO_METHODS] }, probe: !PIMLICO_KNOWN_CHAINS.has(chainId) }];
+        },
       },
-    },
-    { name: 'thirdweb', required: ['clientId'], offers: (chainId, s) => [{ endpoint: `https://${chainId}.rpc.thirdweb.com/${str(s, 'clientId')}`, probe: true }] },
-    {
-      name: 'goldsky',
-      required: ['secret'],
-      offers(chainId, s) {
-        const u = new URL(/^https?:\/\//.test(str(s, 'endpoint')) ? str(s, 'endpoint') : `https://${str(s, 'endpoint') || 'edge.goldsky.com'}`);
-        const base = u.pathname.replace(/\/+$/, '') || `/${(str(s, 'tier') || 'standard').replace(/^\/+|\/+$/g, '')}/evm`;
-        u.pathname = `${base}/${chainId}`;
-        if (!u.searchParams.get('secret')) u.searchParams.set('secret', str(s, 'secret'));
-        return [{ endpoint: u.toString(), probe: true }];
+      {
+        name: 'thirdweb',
+        required: ['clientId'],
+        offers: (chainId, s) => [{ endpoint: `https://${chainId}.rpc.thirdweb.com/${str(s, 'clientId')}`, probe: true }],
       },
-    },
-    { name: 'routemesh', required: ['baseURL', 'apiKey'], offers: (chainId, s) => [{ endpoint: `https://${str(s, 'baseURL')}/rpc/${chainId}/${str(s, 'apiKey')}`, probe: true }] },
-    {
-      name: 'erpc',
-      required: ['endpoint'],
-      offers(chainId, s) {
-        const u = withChainPath(str(s, 'endpoint'), chainId);
-        if (str(s, 'secret')) u.searchParams.set('secret', str(s, 'secret'));
-        return [{ endpoint: u.toString(), probe: true }];
+      {
+        name: 'goldsky',
+        required: ['secret'],
+        offers(chainId, s) {
+          const u = new URL(/^https?:\/\//.test(str(s, 'endpoint')) ? str(s, 'endpoint') : `https://${str(s, 'endpoint') || 'edge.goldsky.com'}`);
+          const base = u.pathname.replace(/\/+$/, '') || `/${(str(s, 'tier') || 'standard').replace(/^\/+|\/+$/g, '')}/evm`;
+          u.pathname = `${base}/${chainId}`;
+          if (!u.searchParams.get('secret')) u.searchParams.set('secret', str(s, 'secret'));
+          return [{ endpoint: u.toString(), probe: true }];
+        },
       },
-    },
-  ] satisfies CatalogVendor[]).map((v): [string, CatalogVendor] => [v.name, v]),
+      {
+        name: 'routemesh',
+        required: ['baseURL', 'apiKey'],
+        offers: (chainId, s) => [{ endpoint: `https://${str(s, 'baseURL')}/rpc/${chainId}/${str(s, 'apiKey')}`, probe: true }],
+      },
+      {
+        name: 'erpc',
+        required: ['endpoint'],
+        offers(chainId, s) {
+          const u = withChainPath(str(s, 'endpoint'), chainId);
+          if (str(s, 'secret')) u.searchParams.set('secret', str(s, 'secret'));
+          return [{ endpoint: u.toString(), probe: true }];
+        },
+      },
+    ] satisfies CatalogVendor[]
+  ).map((v): [string, CatalogVendor] => [v.name, v]),
 );

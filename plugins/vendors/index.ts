@@ -77,7 +77,13 @@ function vendorIo(dispatcher: () => Dispatcher, base: () => string | undefined):
   const send = async (url: string, init: { method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string }) => {
     const target = rewriteVendorUrl(url, base());
     try {
-      const res = await request(target, { ...init, dispatcher: dispatcher(), headersTimeout: VENDOR_FETCH_TIMEOUT_MS, bodyTimeout: VENDOR_FETCH_TIMEOUT_MS, signal: AbortSignal.timeout(VENDOR_FETCH_TIMEOUT_MS) });
+      const res = await request(target, {
+        ...init,
+        dispatcher: dispatcher(),
+        headersTimeout: VENDOR_FETCH_TIMEOUT_MS,
+        bodyTimeout: VENDOR_FETCH_TIMEOUT_MS,
+        signal: AbortSignal.timeout(VENDOR_FETCH_TIMEOUT_MS),
+      });
       if (res.statusCode < 200 || res.statusCode > 299) {
         await res.body.dump();
         throw new Error(`${redactUrl(url)} answered HTTP ${res.statusCode}`);
@@ -91,7 +97,11 @@ function vendorIo(dispatcher: () => Dispatcher, base: () => string | undefined):
   return {
     fetchJson: (url, headers) => send(url, { method: 'GET', headers: { accept: 'application/json', ...headers } }),
     async chainIdOf(url, headers) {
-      const doc = (await send(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' })) as { result?: unknown };
+      const doc = (await send(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
+      })) as { result?: unknown };
       const id = typeof doc?.result === 'string' ? Number.parseInt(doc.result, 16) : Number.NaN;
       return Number.isSafeInteger(id) ? id : undefined;
     },
@@ -105,13 +115,17 @@ const has = (settings: Settings, key: string): boolean => typeof settings[key] =
  * The problems of the providers naming a built-in vendor without a setting it needs.
  * @param required each built-in vendor's required settings
  */
-export function missingSettings(config: Pick<ResolvedConfig, 'projects'>, required: ReadonlyMap<string, readonly string[]>): Array<{ path: string; message: string }> {
+export function missingSettings(
+  config: Pick<ResolvedConfig, 'projects'>,
+  required: ReadonlyMap<string, readonly string[]>,
+): Array<{ path: string; message: string }> {
   const out: Array<{ path: string; message: string }> = [];
   config.projects.forEach((p, pi) => {
     const list = (p.settings.providers ?? []) as Array<{ id?: string; vendor?: string; settings?: Settings }>;
     list.forEach((pr, i) => {
       for (const key of required.get(pr.vendor ?? '') ?? []) {
-        if (!has(pr.settings ?? {}, key)) out.push({ path: `projects[${pi}].providers[${i}].settings.${key}`, message: `vendor ${pr.vendor} needs settings.${key} (provider ${pr.id ?? i})` });
+        if (!has(pr.settings ?? {}, key))
+          out.push({ path: `projects[${pi}].providers[${i}].settings.${key}`, message: `vendor ${pr.vendor} needs settings.${key} (provider ${pr.id ?? i})` });
       }
     });
   });
@@ -146,7 +160,11 @@ export function vendorsPlugin(opts: VendorsPluginOptions = {}): Plugin {
         const out: VendorUpstream[] = [];
         for (const o of offers) {
           if (o.probe && (await io.chainIdOf(o.endpoint)) !== chainId) continue;
-          out.push({ endpoint: rewriteVendorUrl(o.endpoint, base()), ...(o.entry ? { entry: o.entry } : {}), ...(o.idSuffix !== undefined ? { idSuffix: o.idSuffix } : {}) });
+          out.push({
+            endpoint: rewriteVendorUrl(o.endpoint, base()),
+            ...(o.entry ? { entry: o.entry } : {}),
+            ...(o.idSuffix !== undefined ? { idSuffix: o.idSuffix } : {}),
+          });
         }
         return out;
       };

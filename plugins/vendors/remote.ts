@@ -97,7 +97,8 @@ async function withChainIds(endpoints: AccountEndpoint[], io: VendorIo): Promise
 }
 
 /** The account endpoints of a chain as offers, suffixed by the vendor's endpoint id. */
-const accountOffers = (endpoints: readonly AccountEndpoint[], chainId: number): Offer[] => endpoints.filter((e) => e.chainId === chainId).map((e) => ({ endpoint: e.url, idSuffix: e.id }));
+const accountOffers = (endpoints: readonly AccountEndpoint[], chainId: number): Offer[] =>
+  endpoints.filter((e) => e.chainId === chainId).map((e) => ({ endpoint: e.url, idSuffix: e.id }));
 
 /** QuickNode's admin API base (endpoints of the account whose key is `x-api-key`). */
 export const QUICKNODE_API = 'https://api.quicknode.com/v0/endpoints';
@@ -152,7 +153,10 @@ export function remoteVendors(): RemoteVendor[] {
             const q = new URLSearchParams({ limit: '100', offset: String(offset) });
             if (tagIds.length) q.set('tag_ids', tagIds.join(','));
             if (tagLabels.length) q.set('tag_labels', tagLabels.join(','));
-            const doc = (await io.fetchJson(`${QUICKNODE_API}?${q.toString()}`, { 'x-api-key': key })) as { data?: Array<{ id?: unknown; http_url?: unknown }>; error?: unknown };
+            const doc = (await io.fetchJson(`${QUICKNODE_API}?${q.toString()}`, { 'x-api-key': key })) as {
+              data?: Array<{ id?: unknown; http_url?: unknown }>;
+              error?: unknown;
+            };
             if (doc.error) throw new Error(`quicknode API error: ${String(doc.error)}`);
             const page = Array.isArray(doc.data) ? doc.data : [];
             for (const e of page) if (typeof e.http_url === 'string' && e.http_url) out.push({ id: String(e.id ?? out.length), url: e.http_url });
@@ -174,10 +178,14 @@ export function remoteVendors(): RemoteVendor[] {
           const out: AccountEndpoint[] = [];
           let next: string | undefined = q.size ? `${CHAINSTACK_API}?${q.toString()}` : CHAINSTACK_API;
           for (let pages = 0; next && pages < 100; pages++) {
-            const doc = (await io.fetchJson(next, { Authorization: `Bearer ${key}` })) as { next?: unknown; results?: Array<{ id?: unknown; status?: unknown; details?: { https_endpoint?: unknown; auth_key?: unknown } }> };
+            const doc = (await io.fetchJson(next, { Authorization: `Bearer ${key}` })) as {
+              next?: unknown;
+              results?: Array<{ id?: unknown; status?: unknown; details?: { https_endpoint?: unknown; auth_key?: unknown } }>;
+            };
             for (const n of Array.isArray(doc.results) ? doc.results : []) {
               const base = n.details?.https_endpoint;
-              if (n.status === 'running' && typeof base === 'string' && base && n.id) out.push({ id: String(n.id), url: `${base}/${typeof n.details?.auth_key === 'string' ? n.details.auth_key : ''}` });
+              if (n.status === 'running' && typeof base === 'string' && base && n.id)
+                out.push({ id: String(n.id), url: `${base}/${typeof n.details?.auth_key === 'string' ? n.details.auth_key : ''}` });
             }
             next = typeof doc.next === 'string' && doc.next ? doc.next : undefined;
           }
@@ -209,7 +217,10 @@ export function remoteVendors(): RemoteVendor[] {
       required: ['apiKey'],
       async offers(chainId, s, io) {
         const nets = await tenderly.get(TENDERLY_NETWORKS, recheckOf(s, 24 * HOUR), async () => {
-          const doc = (await io.fetchJson(TENDERLY_NETWORKS)) as Array<{ chain_id?: unknown; network_slugs?: { node_rpc_slug?: unknown; vnet_rpc_slug?: unknown; explorer_slug?: unknown } }>;
+          const doc = (await io.fetchJson(TENDERLY_NETWORKS)) as Array<{
+            chain_id?: unknown;
+            network_slugs?: { node_rpc_slug?: unknown; vnet_rpc_slug?: unknown; explorer_slug?: unknown };
+          }>;
           const m = new Map<number, string>();
           for (const n of Array.isArray(doc) ? doc : []) {
             const id = Number(n.chain_id);

@@ -40,12 +40,50 @@ const VENDOR_ALIASES: Readonly<Record<string, string>> = { envio: 'hyper' };
 
 /** The vendors a shortcut may name (eRPC's list); `envio` maps to svc's `hyper`. */
 export const SHORTCUT_VENDORS: readonly string[] = [
-  'alchemy', 'ankr', 'blastapi', 'blockdaemon', 'blockpi', 'chainstack', 'conduit', 'drpc', 'dwellir', 'envio', 'erpc', 'etherspot', 'goldsky',
-  'infura', 'llama', 'onfinality', 'pimlico', 'quicknode', 'repository', 'routemesh', 'satelink', 'superchain', 'tenderly', 'thirdweb',
+  'alchemy',
+  'ankr',
+  'blastapi',
+  'blockdaemon',
+  'blockpi',
+  'chainstack',
+  'conduit',
+  'drpc',
+  'dwellir',
+  'envio',
+  'erpc',
+  'etherspot',
+  'goldsky',
+  'infura',
+  'llama',
+  'onfinality',
+  'pimlico',
+  'quicknode',
+  'repository',
+  'routemesh',
+  'satelink',
+  'superchain',
+  'tenderly',
+  'thirdweb',
 ];
 
 /** Vendors whose only setting is the key in the authority (`<vendor>://KEY`). */
-const API_KEY_VENDORS = new Set(['alchemy', 'ankr', 'blastapi', 'blockdaemon', 'blockpi', 'conduit', 'drpc', 'dwellir', 'etherspot', 'infura', 'llama', 'onfinality', 'pimlico', 'satelink', 'tenderly']);
+const API_KEY_VENDORS = new Set([
+  'alchemy',
+  'ankr',
+  'blastapi',
+  'blockdaemon',
+  'blockpi',
+  'conduit',
+  'drpc',
+  'dwellir',
+  'etherspot',
+  'infura',
+  'llama',
+  'onfinality',
+  'pimlico',
+  'satelink',
+  'tenderly',
+]);
 
 /** A shortcut URL split as Go's url.Parse splits it (authority kept as written, case included). */
 interface ShortcutUrl {
@@ -105,9 +143,17 @@ export function shortcutProvider(endpoint: string): { vendor: string; settings: 
       return { vendor, settings: { registryUrl: u.path && u.path !== '/' ? `${host}${u.path}` : host } };
     case 'quicknode': {
       const settings: Record<string, unknown> = { apiKey: host };
-      const ids = (q.get('tagIds') ?? '').split(',').map((s) => s.trim()).filter(Boolean).map(Number).filter(Number.isInteger);
+      const ids = (q.get('tagIds') ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+        .map(Number)
+        .filter(Number.isInteger);
       if (ids.length) settings.tagIds = ids.length === 1 ? ids[0] : ids;
-      const labels = (q.get('tagLabels') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+      const labels = (q.get('tagLabels') ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
       if (labels.length) settings.tagLabels = labels.length === 1 ? labels[0] : labels;
       return { vendor, settings };
     }
@@ -132,7 +178,9 @@ export function shortcutProvider(endpoint: string): { vendor: string; settings: 
       return { vendor, settings: { baseURL: host, apiKey: parts[2] } };
     }
     default:
-      throw new Error(`"${u.scheme}://" names no vendor svc knows (vendor shortcuts: ${SHORTCUT_VENDORS.join(', ')}); write the upstream's http(s) URL instead`);
+      throw new Error(
+        `"${u.scheme}://" names no vendor svc knows (vendor shortcuts: ${SHORTCUT_VENDORS.join(', ')}); write the upstream's http(s) URL instead`,
+      );
   }
 }
 

@@ -8,18 +8,10 @@
 import { setMaxListeners } from 'node:events';
 import type { Counter } from 'prom-client';
 import { type RawData, WebSocket } from 'ws';
-import { type Network, type PluginHost } from 'svc/plugin';
-import {
-  asSvcError,
-  ErrCancelled,
-  ErrInternal,
-  ErrInvalidRequest,
-  ErrNetworkNotSupported,
-  SvcError,
-  toJsonRpcError,
-} from 'svc/plugin/errors';
-import { type RateLimitService } from 'svc/plugins/rate-limit';
-import { type SubscriptionType, type WebSocketHooks, type WsConnectionInfo } from './api.ts';
+import type { Network, PluginHost } from 'svc/plugin';
+import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, SvcError, toJsonRpcError } from 'svc/plugin/errors';
+import type { RateLimitService } from 'svc/plugins/rate-limit';
+import type { SubscriptionType, WebSocketHooks, WsConnectionInfo } from './api.ts';
 import { extractTopLevelValue } from 'svc/util';
 import { answerMessage, type MessageHandlers } from './messages.ts';
 import type { WebSocketSettings } from './schema.ts';
@@ -224,7 +216,11 @@ export class WsConnection implements SubscriptionSink {
   private onMessage(data: RawData): void {
     if (this.closing) return;
     // Text and binary frames alike are read as UTF-8 JSON-RPC.
-    const text = Buffer.isBuffer(data) ? data.toString('utf8') : Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data).toString('utf8');
+    const text = Buffer.isBuffer(data)
+      ? data.toString('utf8')
+      : Array.isArray(data)
+        ? Buffer.concat(data).toString('utf8')
+        : Buffer.from(data).toString('utf8');
     this.messagesIn.inc();
     this.deps.hooks.message.call(this.info, text);
     if (++this.inFlight >= MAX_IN_FLIGHT && !this.paused) {
@@ -234,7 +230,8 @@ export class WsConnection implements SubscriptionSink {
     answerMessage(text, this.handlers)
       .then(
         (answer) => this.send(answer),
-        (e: unknown) => this.deps.host.logger.error({ err: e instanceof Error ? e.stack : String(e), connection: this.id }, 'websocket: a message could not be answered'),
+        (e: unknown) =>
+          this.deps.host.logger.error({ err: e instanceof Error ? e.stack : String(e), connection: this.id }, 'websocket: a message could not be answered'),
       )
       .finally(() => {
         this.inFlight--;
@@ -272,10 +269,13 @@ export class WsConnection implements SubscriptionSink {
       const result = method === 'eth_subscribe' ? JSON.stringify(await this.subscribe(call)) : String(this.unsubscribe(call.params));
       return `{"jsonrpc":"2.0","id":${id},"result":${result}}`;
     } catch (e) {
-      if (!(e instanceof SvcError)) this.deps.host.logger.error({ err: e instanceof Error ? e.stack : String(e), method }, 'websocket: subscription call failed inside svc');
+      if (!(e instanceof SvcError))
+        this.deps.host.logger.error({ err: e instanceof Error ? e.stack : String(e), method }, 'websocket: subscription call failed inside svc');
       const err = e instanceof SvcError ? e : new ErrInternal('internal error serving a subscription call', { cause: e });
       const wire = toJsonRpcError(asSvcError(err), method, this.deps.host.config.server.includeErrorDetails);
-      const obj = wire.raw ?? JSON.stringify(wire.data === undefined ? { code: wire.code, message: wire.message } : { code: wire.code, message: wire.message, data: wire.data });
+      const obj =
+        wire.raw ??
+        JSON.stringify(wire.data === undefined ? { code: wire.code, message: wire.message } : { code: wire.code, message: wire.message, data: wire.data });
       return `{"jsonrpc":"2.0","id":${id ?? 'null'},"error":${obj}}`;
     }
   }
@@ -284,7 +284,9 @@ export class WsConnection implements SubscriptionSink {
   private async subscribe(call: Readonly<Record<string, unknown>>): Promise<string> {
     const max = this.deps.settings.maxSubscriptionsPerConnection;
     if (this.subs.size + this.pendingSubscribes >= max) {
-      throw new ErrSubscriptionLimitExceeded(`limit exceeded: this connection holds ${max} subscriptions (server.websocket.maxSubscriptionsPerConnection); eth_unsubscribe one first`);
+      throw new ErrSubscriptionLimitExceeded(
+        `limit exceeded: this connection holds ${max} subscriptions (server.websocket.maxSubscriptionsPerConnection); eth_unsubscribe one first`,
+      );
     }
     const params = call.params;
     this.pendingSubscribes++;

@@ -6,7 +6,7 @@
  */
 import { SyncHook } from 'tapable';
 import { guardObservationHook, type PluginHost } from 'svc/plugin';
-import { type SubscriptionType, type WebSocketHooks, type WsConnectionInfo } from './api.ts';
+import type { SubscriptionType, WebSocketHooks, WsConnectionInfo } from './api.ts';
 
 /**
  * Creates the hooks, each guarded.
@@ -19,6 +19,7 @@ export function createWebSocketHooks(host: Pick<PluginHost, 'logger' | 'metrics'
     subscribe: new SyncHook<[WsConnectionInfo, SubscriptionType, unknown]>(['connection', 'type', 'filter']),
     close: new SyncHook<[WsConnectionInfo, number, string]>(['connection', 'code', 'reason']),
   });
-  for (const [name, hook] of Object.entries(hooks) as Array<[string, SyncHook<never[]>]>) guardObservationHook(hook, `ws.${name}`, host, 'the connection is unaffected');
+  for (const [name, hook] of Object.entries(hooks) as Array<[string, SyncHook<never[]>]>)
+    guardObservationHook(hook, `ws.${name}`, host, 'the connection is unaffected');
   return hooks;
 }

@@ -44,7 +44,18 @@ import { admitUpgrade, ErrOriginNotAllowed, refuseUpgrade } from './upgrade.ts';
 
 export { ErrSubscriptionLimitExceeded, MAX_IN_FLIGHT, SLOW_CLOSE_GRACE_MS } from './connection.ts';
 export { ErrOriginNotAllowed } from './upgrade.ts';
-export { DEFAULT_AUTH_RECHECK_INTERVAL_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_CLIENT, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_NEW_HEADS_POLL_INTERVAL_MS, DEFAULT_PING_INTERVAL_MS, websocketSchema, websocketSettingsOf, type WebSocketSettings } from './schema.ts';
+export {
+  DEFAULT_AUTH_RECHECK_INTERVAL_MS,
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+  DEFAULT_MAX_BUFFERED_BYTES,
+  DEFAULT_MAX_SUBSCRIPTIONS,
+  DEFAULT_NEW_HEADS_POLL_INTERVAL_MS,
+  DEFAULT_PING_INTERVAL_MS,
+  websocketSchema,
+  websocketSettingsOf,
+  type WebSocketSettings,
+} from './schema.ts';
 
 /** svc holds `server.websocket.maxConnections` connections: one more is refused. HTTP 503, -32005. */
 export class ErrTooManyConnections extends SvcError {
@@ -86,12 +97,27 @@ export function websocketPlugin(): Plugin {
       host.services.provide(WEBSOCKET_SERVICE, { hooks, connections: () => connections.size });
 
       const open = new Gauge({ name: 'svc_ws_connections', help: 'WebSocket connections open now', labelNames: ['project'], registers: [host.metrics] });
-      const refused = new Counter({ name: 'svc_ws_upgrades_refused_total', help: 'WebSocket upgrades refused by a cap or the CORS origins', labelNames: ['reason'], registers: [host.metrics] });
-      const closedBySvc = new Counter({ name: 'svc_ws_closed_by_svc_total', help: 'WebSocket connections svc closed: lifetime reached, credential no longer valid', labelNames: ['reason'], registers: [host.metrics] });
+      const refused = new Counter({
+        name: 'svc_ws_upgrades_refused_total',
+        help: 'WebSocket upgrades refused by a cap or the CORS origins',
+        labelNames: ['reason'],
+        registers: [host.metrics],
+      });
+      const closedBySvc = new Counter({
+        name: 'svc_ws_closed_by_svc_total',
+        help: 'WebSocket connections svc closed: lifetime reached, credential no longer valid',
+        labelNames: ['reason'],
+        registers: [host.metrics],
+      });
       /** Open connections (and upgrades being completed) per client key. */
       const perClient = new Map<string, number>();
       let reserved = 0;
-      const messages = new Counter({ name: 'svc_ws_messages_total', help: 'WebSocket messages (frames) received (in) and sent (out: answers and notifications)', labelNames: ['project', 'direction'], registers: [host.metrics] });
+      const messages = new Counter({
+        name: 'svc_ws_messages_total',
+        help: 'WebSocket messages (frames) received (in) and sent (out: answers and notifications)',
+        labelNames: ['project', 'direction'],
+        registers: [host.metrics],
+      });
       new Gauge({
         name: 'svc_ws_subscriptions',
         help: 'Live eth_subscribe subscriptions by type',
@@ -158,12 +184,24 @@ export function websocketPlugin(): Plugin {
               if (reserved >= s.maxConnections) {
                 refused.inc({ reason: 'max_connections' });
                 host.logger.warn({ open: reserved }, 'websocket: upgrade refused: server.websocket.maxConnections reached');
-                refuseUpgrade(socket, new ErrTooManyConnections(`too many WebSocket connections (${s.maxConnections}): retry later or on another replica`), version, details);
+                refuseUpgrade(
+                  socket,
+                  new ErrTooManyConnections(`too many WebSocket connections (${s.maxConnections}): retry later or on another replica`),
+                  version,
+                  details,
+                );
                 return;
               }
               if ((perClient.get(key) ?? 0) >= s.maxConnectionsPerClient) {
                 refused.inc({ reason: 'max_connections_per_client' });
-                refuseUpgrade(socket, new ErrClientConnectionLimit(`limit exceeded: this client holds ${s.maxConnectionsPerClient} WebSocket connections (server.websocket.maxConnectionsPerClient)`), version, details);
+                refuseUpgrade(
+                  socket,
+                  new ErrClientConnectionLimit(
+                    `limit exceeded: this client holds ${s.maxConnectionsPerClient} WebSocket connections (server.websocket.maxConnectionsPerClient)`,
+                  ),
+                  version,
+                  details,
+                );
                 return;
               }
               // Counted before the handshake ends, so concurrent upgrades cannot pass the caps together.

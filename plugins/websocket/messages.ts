@@ -5,7 +5,7 @@
  * hub, the rest as one sub-batch through the pipeline, and the answers are put back in the
  * batch's order, each with its caller's id byte for byte.
  */
-import { type JsonRpcOutput } from 'svc/plugin';
+import type { JsonRpcOutput } from 'svc/plugin';
 import { arrayElements } from 'svc/util';
 
 /** Methods the subscription hub answers. */

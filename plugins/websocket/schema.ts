@@ -27,7 +27,8 @@ export const WebSocketSchema = Strict(
     enabled: Type.Optional(
       Type.Boolean({
         default: true,
-        description: 'serve WebSocket upgrades on the proxy port (`ws://host/<project>/evm/<chainId>`, the same paths as HTTP); false: upgrade requests are answered as plain HTTP',
+        description:
+          'serve WebSocket upgrades on the proxy port (`ws://host/<project>/evm/<chainId>`, the same paths as HTTP); false: upgrade requests are answered as plain HTTP',
       }),
     ),
     maxSubscriptionsPerConnection: Type.Optional(
@@ -47,7 +48,8 @@ export const WebSocketSchema = Strict(
     pingInterval: Type.Optional(
       Duration({
         default: '30s',
-        description: 'how often svc pings each connection; a peer that has not answered the previous ping with a pong by the next one is cut (close code 1006 on its side); 0: no pings',
+        description:
+          'how often svc pings each connection; a peer that has not answered the previous ping with a pong by the next one is cut (close code 1006 on its side); 0: no pings',
       }),
     ),
     newHeadsPollInterval: Type.Optional(
@@ -67,19 +69,22 @@ export const WebSocketSchema = Strict(
       Type.Integer({
         minimum: 1,
         default: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
-        description: 'most WebSocket connections one client may hold open on this process: per authenticated user id, or per client address when the project has no auth; one more upgrade is refused with HTTP 429',
+        description:
+          'most WebSocket connections one client may hold open on this process: per authenticated user id, or per client address when the project has no auth; one more upgrade is refused with HTTP 429',
       }),
     ),
     maxConnectionLifetime: Type.Optional(
       Duration({
         default: '0s',
-        description: 'longest a connection stays open; past it svc closes it with 1001 "connection lifetime reached" and the client reconnects (credentials and budgets are then checked afresh); 0: no limit',
+        description:
+          'longest a connection stays open; past it svc closes it with 1001 "connection lifetime reached" and the client reconnects (credentials and budgets are then checked afresh); 0: no limit',
       }),
     ),
     authRecheckInterval: Type.Optional(
       Duration({
         default: '1m',
-        description: "how often an open connection's credential is checked again with the project's auth strategies (a revoked, disabled or expired key or token); a refusal closes it with 1008; 0: checked at the upgrade only",
+        description:
+          "how often an open connection's credential is checked again with the project's auth strategies (a revoked, disabled or expired key or token); a refusal closes it with 1008; 0: checked at the upgrade only",
       }),
     ),
   },
@@ -119,7 +124,8 @@ export interface WebSocketSettings {
  * @param server `config.server`
  */
 export function websocketSettingsOf(server: ResolvedServer): WebSocketSettings {
-  const raw: Partial<Resolved<typeof WebSocketSchema>> = settingsOf(server, websocketSchema.server as TProperties & typeof websocketSchema.server).websocket ?? {};
+  const raw: Partial<Resolved<typeof WebSocketSchema>> =
+    settingsOf(server, websocketSchema.server as TProperties & typeof websocketSchema.server).websocket ?? {};
   return {
     enabled: raw.enabled ?? true,
     maxSubscriptionsPerConnection: raw.maxSubscriptionsPerConnection ?? DEFAULT_MAX_SUBSCRIPTIONS,

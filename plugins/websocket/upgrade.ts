@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { type HttpRequestInfo, type Identity, type PluginHost, type RouteTarget } from 'svc/plugin';
+import type { HttpRequestInfo, Identity, PluginHost, RouteTarget } from 'svc/plugin';
 import { asSvcError, ErrProjectNotFound, ErrServiceShuttingDown, SvcError, toJsonRpcError } from 'svc/plugin/errors';
 import { CORS_SERVICE } from 'svc/plugins/cors';
 
@@ -30,7 +30,16 @@ export interface AcceptedUpgrade {
 }
 
 /** Reason phrases of the statuses an upgrade may be refused with. */
-const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 413: 'Payload Too Large', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
+const REASONS: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  413: 'Payload Too Large',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
 
 /**
  * Decides an upgrade request: routes it, checks the lifecycle, runs the `authenticate` hook.
@@ -54,7 +63,7 @@ export async function admitUpgrade(host: PluginHost, req: IncomingMessage, other
   if (host.lifecycle !== 'serving') throw new ErrServiceShuttingDown('svc is shutting down: connect to another replica');
   const origin = req.headers.origin;
   if (origin !== undefined && !originAllowed(host, target.project.id, origin, req.headers.host)) {
-    throw new ErrOriginNotAllowed('origin not allowed: add it to the project\'s cors.allowedOrigins');
+    throw new ErrOriginNotAllowed("origin not allowed: add it to the project's cors.allowedOrigins");
   }
   info.networkId = target.network?.id;
   const hooks = host.hooks;

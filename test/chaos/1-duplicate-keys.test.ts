@@ -24,7 +24,8 @@ describe('chaos [1] duplicated keys: one parse, one truth', function () {
 
   /** `n` bytes of fresh random calldata, hex. */
   const calldata = (n: number) => `0x${randomBytes(n).toString('hex')}`;
-  const echoCall = (data: string, id: unknown = 1) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"eth_call","params":[{"to":"${ECHO}","data":"${data}"},"${BLOCK}"]}`;
+  const echoCall = (data: string, id: unknown = 1) =>
+    `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"eth_call","params":[{"to":"${ECHO}","data":"${data}"},"${BLOCK}"]}`;
 
   /** The node's own answer to a body (node `a`, the first in selection order). */
   async function direct(body: string): Promise<unknown> {
@@ -58,7 +59,7 @@ describe('chaos [1] duplicated keys: one parse, one truth', function () {
     }
   }
 
-  it('a duplicated params member never decides another client\'s answer (large raw params and small ones, A then B)', async () => {
+  it("a duplicated params member never decides another client's answer (large raw params and small ones, A then B)", async () => {
     for (let i = 0; i < scale(2); i++) {
       for (const size of [40 * 1024, 32]) {
         const [a, b] = [calldata(size), calldata(size)];
@@ -90,15 +91,30 @@ describe('chaos [1] duplicated keys: one parse, one truth', function () {
     }
   });
 
-  it('a member duplicated inside params (nested, escaped, four levels deep) never decides another client\'s answer', async () => {
+  it("a member duplicated inside params (nested, escaped, four levels deep) never decides another client's answer", async () => {
     for (let i = 0; i < scale(2); i++) {
       const [a, b] = [calldata(40 * 1024), calldata(40 * 1024)];
       // "data" twice in the call object; the second spelled with an escape.
-      refused(await dep().post(MAIN, `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"${ECHO}","data":"${a}","d\\u0061ta":"${b}"},"${BLOCK}"]}`), 'data');
+      refused(
+        await dep().post(MAIN, `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"${ECHO}","data":"${a}","d\\u0061ta":"${b}"},"${BLOCK}"]}`),
+        'data',
+      );
       // "params" twice, the second written entirely in escapes.
-      refused(await dep().post(MAIN, `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"${ECHO}","data":"${a}"},"${BLOCK}"],"\\u0070\\u0061\\u0072\\u0061\\u006d\\u0073":[{"to":"${ECHO}","data":"${b}"},"${BLOCK}"]}`), 'params');
+      refused(
+        await dep().post(
+          MAIN,
+          `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"${ECHO}","data":"${a}"},"${BLOCK}"],"\\u0070\\u0061\\u0072\\u0061\\u006d\\u0073":[{"to":"${ECHO}","data":"${b}"},"${BLOCK}"]}`,
+        ),
+        'params',
+      );
       // A state override whose balance is given twice, four levels down.
-      refused(await dep().post(MAIN, `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"${ECHO}","data":"${a}"},"${BLOCK}",{"${ECHO}":{"balance":"0x1","balance":"0x2"}}]}`), 'balance');
+      refused(
+        await dep().post(
+          MAIN,
+          `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"${ECHO}","data":"${a}"},"${BLOCK}",{"${ECHO}":{"balance":"0x1","balance":"0x2"}}]}`,
+        ),
+        'balance',
+      );
       cls.attack(3);
       await plainGetsItsOwn(echoCall(a));
       await plainGetsItsOwn(echoCall(b));
@@ -122,18 +138,19 @@ describe('chaos [1] duplicated keys: one parse, one truth', function () {
     }
   });
 
-  it('a number beyond 2^53 in large raw params never puts one client\'s answer under another client\'s key', async () => {
+  it("a number beyond 2^53 in large raw params never puts one client's answer under another client's key", async () => {
     // VALUE returns msg.value: a node reading 2^53+1 answers differently from one reading 2^53.
     for (let i = 0; i < scale(2); i++) {
       const pad = calldata(40 * 1024);
-      const body = (value: string) => `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"from":"${ADDR0}","to":"${VALUE}","value":${value},"data":"${pad}"},"${BLOCK}"]}`;
+      const body = (value: string) =>
+        `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"from":"${ADDR0}","to":"${VALUE}","value":${value},"data":"${pad}"},"${BLOCK}"]}`;
       const attacker = await dep().post(MAIN, body('9007199254740993'));
       cls.attack();
       expect(attacker.json?.result, attacker.text.slice(0, 300)).to.match(/^0x[0-9a-f]{64}$/);
       // The victim's request is another number: what it gets must be the node's answer to it
       // (a hit is fine when the attacker's call was sent, and so keyed, as that same number).
       await plainGetsItsOwn(body('9007199254740992'), false);
-      expect(BigInt(await direct(body('9007199254740992')) as string)).to.equal(2n ** 53n);
+      expect(BigInt((await direct(body('9007199254740992'))) as string)).to.equal(2n ** 53n);
     }
   });
 });

@@ -129,7 +129,7 @@ describe('chaos [2] pinned and consensus-skipping calls: never in the shared cac
     }
   });
 
-  it('a pinned batch writes none of its answers; a plain batch after it gets the network\'s answers', async () => {
+  it("a pinned batch writes none of its answers; a plain batch after it gets the network's answers", async () => {
     const [w1, w2] = [await disputed(), await disputed()];
     const batch = [body(w1), { ...body(w2), id: 2 }];
     const pinned = await dep().post(MAIN, batch, { 'x-svc-use-upstream': 'a' });

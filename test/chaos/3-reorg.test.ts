@@ -47,12 +47,15 @@ describe('chaos [3] reorgs: no answer from an abandoned chain after one poll', f
         const realtime = what === 'latest block';
         for (const tier of TIERS) {
           let last = '';
-          const hit = await waitFor(async () => {
-            const r = await dep().post(MAIN, { jsonrpc: '2.0', id: 1, method, params }, dep().onlyTier(tier));
-            before.set(what, r.json.result);
-            last = `${r.headers['x-svc-cache']} ${r.text.slice(0, 200)}`;
-            return r.headers['x-svc-cache'] === 'HIT';
-          }, realtime ? 1000 : 5000).then(
+          const hit = await waitFor(
+            async () => {
+              const r = await dep().post(MAIN, { jsonrpc: '2.0', id: 1, method, params }, dep().onlyTier(tier));
+              before.set(what, r.json.result);
+              last = `${r.headers['x-svc-cache']} ${r.text.slice(0, 200)}`;
+              return r.headers['x-svc-cache'] === 'HIT';
+            },
+            realtime ? 1000 : 5000,
+          ).then(
             () => true,
             (e: Error) => {
               if (realtime) return false;
@@ -79,7 +82,8 @@ describe('chaos [3] reorgs: no answer from an abandoned chain after one poll', f
         for (const tier of TIERS) {
           const got = await dep().post(MAIN, { jsonrpc: '2.0', id: 1, method, params }, dep().onlyTier(tier));
           cls.attack();
-          if (JSON.stringify(got.json.result) !== JSON.stringify(direct)) stale.push(`round ${round}, ${tier}: ${what} (X-SVC-Cache ${got.headers['x-svc-cache']})`);
+          if (JSON.stringify(got.json.result) !== JSON.stringify(direct))
+            stale.push(`round ${round}, ${tier}: ${what} (X-SVC-Cache ${got.headers['x-svc-cache']})`);
         }
       }
     }

@@ -33,7 +33,10 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
 
   const breakers = () => {
     const out: Record<string, string> = {};
-    for (const u of dep().proxy.projects.get('main')!.upstreams.values()) out[u.id] = upstreamBreakers(dep().proxy, u).map((b) => b.state).join(',');
+    for (const u of dep().proxy.projects.get('main')!.upstreams.values())
+      out[u.id] = upstreamBreakers(dep().proxy, u)
+        .map((b) => b.state)
+        .join(',');
     return out;
   };
   const allClosed = Object.fromEntries(NODE_IDS.map((id) => [id, 'closed']));
@@ -47,7 +50,8 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
     expect(await dep().metric('svc_upstream_request_errors_total', { project: 'main' }), `errors counted after ${what}`).to.equal(errorsBefore);
     const health = dep().proxy.projects.get('main')!.health;
     // Methods svc's own state poller also calls are covered by the error counter above instead.
-    for (const id of NODE_IDS) for (const m of methods) if (!POLLED.has(m)) expect(health.snapshot(id, m).errorRate, `error rate of ${id} for ${m} after ${what}`).to.equal(0);
+    for (const id of NODE_IDS)
+      for (const m of methods) if (!POLLED.has(m)) expect(health.snapshot(id, m).errorRate, `error rate of ${id} for ${m} after ${what}`).to.equal(0);
   };
 
   before(async () => {
@@ -60,10 +64,13 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
   it('a flood of debug_traceTransaction calls with unknown tracers opens no breaker, counts no upstream error and never reaches a third upstream', async () => {
     const n = scale(32);
     const params = (i: number) => [txHash, { tracer: `noSuchTracer${i % 7}` }];
-    const nodeError = await dep().node('a').rpc('debug_traceTransaction', params(0)).then(
-      () => undefined,
-      (e: { code: number; message: string }) => ({ code: e.code, message: e.message }),
-    );
+    const nodeError = await dep()
+      .node('a')
+      .rpc('debug_traceTransaction', params(0))
+      .then(
+        () => undefined,
+        (e: { code: number; message: string }) => ({ code: e.code, message: e.message }),
+      );
     expect(nodeError?.message).to.match(/noSuchTracer0 is not defined/);
     const thirdBefore = await dep().metric('svc_upstream_request_total', { project: 'main', upstream: 'c', category: 'debug_traceTransaction' });
     // One after the other, then concurrently.
@@ -79,12 +86,18 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
     for (let i = 0; i < n; i++) await one(i);
     await Promise.all(Array.from({ length: n }, (_, i) => one(n + i)));
     // And in one batch, every element an unknown tracer.
-    const batch = await dep().post(MAIN, Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'debug_traceTransaction', params: params(i) })));
+    const batch = await dep().post(
+      MAIN,
+      Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'debug_traceTransaction', params: params(i) })),
+    );
     cls.attack(n);
     expect(batch.json).to.have.length(n);
     for (const el of batch.json as Array<{ error?: { code: number } }>) expect(el.error?.code).to.equal(nodeError!.code);
     await unharmed(`${3 * n} unknown-tracer calls`, ['debug_traceTransaction']);
-    expect(await dep().metric('svc_upstream_request_total', { project: 'main', upstream: 'c', category: 'debug_traceTransaction' }), 'requests that reached the third upstream').to.equal(thirdBefore);
+    expect(
+      await dep().metric('svc_upstream_request_total', { project: 'main', upstream: 'c', category: 'debug_traceTransaction' }),
+      'requests that reached the third upstream',
+    ).to.equal(thirdBefore);
     // The upstreams still serve.
     expect((await dep().rpc('eth_getTransactionByHash', [txHash])).json?.result?.hash).to.equal(txHash);
   });

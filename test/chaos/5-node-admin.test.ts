@@ -37,7 +37,12 @@ const DENIED: Array<[string, unknown[]]> = [
   ['evm_setNextBlockTimestamp', [4_000_000_000]],
   ['evm_setAutomine', [false]],
   ['debug_setHead', ['0x0']],
-  ['admin_addPeer', ['enode://a979fb575495b8d6db44f750317d0f4622bf4c2aa3365d6af7c284339968eef29b69ad0dce72a4d8db5ebb4968de0e3bec910127f134779fbcb0cb6d3331163c@52.16.188.185:30303']],
+  [
+    'admin_addPeer',
+    [
+      'enode://a979fb575495b8d6db44f750317d0f4622bf4c2aa3365d6af7c284339968eef29b69ad0dce72a4d8db5ebb4968de0e3bec910127f134779fbcb0cb6d3331163c@52.16.188.185:30303',
+    ],
+  ],
   ['admin_nodeInfo', []],
   ['personal_newAccount', ['password']],
   ['personal_unlockAccount', [ADDR0, '', 0]],
@@ -89,7 +94,11 @@ describe('chaos [5] node administration methods: refused, the nodes unchanged', 
   });
 
   it('every family is refused as a single call, pinned to each node and skipping consensus, with nothing dialled', async () => {
-    const ways: Array<[string, Record<string, string>]> = [['plain', {}], ...NODE_IDS.map((id): [string, Record<string, string>] => [`pinned to ${id}`, { 'x-svc-use-upstream': id }]), ['skip-consensus', { 'x-svc-skip-consensus': 'true' }]];
+    const ways: Array<[string, Record<string, string>]> = [
+      ['plain', {}],
+      ...NODE_IDS.map((id): [string, Record<string, string>] => [`pinned to ${id}`, { 'x-svc-use-upstream': id }]),
+      ['skip-consensus', { 'x-svc-skip-consensus': 'true' }],
+    ];
     for (let i = 0; i < scale(1); i++) {
       for (const [method, params] of DENIED) {
         for (const [how, headers] of ways) {
@@ -105,7 +114,10 @@ describe('chaos [5] node administration methods: refused, the nodes unchanged', 
 
   it('every family is refused as a batch element, on the authenticated project too, while its neighbours are served', async () => {
     const head = before[0]![0];
-    for (const [path, headers] of [[MAIN, {}], [GATED, { 'x-svc-secret-token': SECRETS.projectSecret }]] as Array<[string, Record<string, string>]>) {
+    for (const [path, headers] of [
+      [MAIN, {}],
+      [GATED, { 'x-svc-secret-token': SECRETS.projectSecret }],
+    ] as Array<[string, Record<string, string>]>) {
       for (let i = 0; i < scale(1); i++) {
         const batch = DENIED.flatMap(([method, params], k) => [body(method, params, 2 * k), body('eth_blockNumber', [], 2 * k + 1)]);
         const res = await dep().post(path, batch, headers);

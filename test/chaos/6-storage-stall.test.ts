@@ -83,11 +83,14 @@ describe('chaos [6] storage stalls: calls that need no storage keep going', func
 
   it('under SIGSTOP of Redis and PostgreSQL, calls that need no storage keep their latency; store checks fail closed and fast; after SIGCONT every tier serves again', async () => {
     await dep().settled();
-    expect((await dep().admin('svc_addApiKey', [{ projectId: 'gated', connectorId: 'keys', apiKey: KEY, userId: 'chaos' }])).json?.result?.success).to.equal(true);
+    expect((await dep().admin('svc_addApiKey', [{ projectId: 'gated', connectorId: 'keys', apiKey: KEY, userId: 'chaos' }])).json?.result?.success).to.equal(
+      true,
+    );
     // The block in every tier, the key in the replica's key cache.
     const blockCall = () => dep().rpc('eth_getBlockByNumber', [BLOCK, false]);
     expect((await blockCall()).json.result.number).to.equal(BLOCK);
-    for (const tier of TIERS) await waitFor(async () => (await dep().rpc('eth_getBlockByNumber', [BLOCK, false], dep().onlyTier(tier))).headers['x-svc-cache'] === 'HIT', 5000);
+    for (const tier of TIERS)
+      await waitFor(async () => (await dep().rpc('eth_getBlockByNumber', [BLOCK, false], dep().onlyTier(tier))).headers['x-svc-cache'] === 'HIT', 5000);
     await load(100);
     const healthy = await load(scale(600));
 
@@ -96,13 +99,20 @@ describe('chaos [6] storage stalls: calls that need no storage keep going', func
     // Store checks during the stall: unknown keys, a new key, SIWE-free admin listing.
     const unknownKeys = async () => {
       const out: Array<{ r: SvcResponse; ms: number }> = [];
-      for (let i = 0; i < scale(4); i++) out.push(await timed(() => dep().post(GATED, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }, withKey(`k_unknown_${randomBytes(8).toString('hex')}`))));
+      for (let i = 0; i < scale(4); i++)
+        out.push(
+          await timed(() =>
+            dep().post(GATED, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }, withKey(`k_unknown_${randomBytes(8).toString('hex')}`)),
+          ),
+        );
       return out;
     };
     const [stalled, unknown, addKey] = await Promise.all([
       load(scale(1000), stallMs),
       unknownKeys(),
-      timed(() => dep().admin('svc_addApiKey', [{ projectId: 'gated', connectorId: 'keys', apiKey: `k_new_${randomBytes(8).toString('hex')}`, userId: 'chaos' }])),
+      timed(() =>
+        dep().admin('svc_addApiKey', [{ projectId: 'gated', connectorId: 'keys', apiKey: `k_new_${randomBytes(8).toString('hex')}`, userId: 'chaos' }]),
+      ),
     ]);
     cls.attack(unknown.length + 1);
 
@@ -126,7 +136,10 @@ describe('chaos [6] storage stalls: calls that need no storage keep going', func
       return text;
     };
     await waitFor(async () => {
-      await Promise.all([load(6), dep().post(GATED, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }, withKey(`k_probe_${randomBytes(8).toString('hex')}`))]);
+      await Promise.all([
+        load(6),
+        dep().post(GATED, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }, withKey(`k_probe_${randomBytes(8).toString('hex')}`)),
+      ]);
       const s = await states();
       return s.length >= 4 && s.every((l) => l.endsWith(' 0'));
     }, 10_000).catch(async (e: Error) => {
@@ -136,12 +149,16 @@ describe('chaos [6] storage stalls: calls that need no storage keep going', func
     const fresh = hex(35 + Math.floor(Math.random() * 10));
     await dep().rpc('eth_getBlockByNumber', [fresh, true]);
     for (const tier of TIERS) {
-      await waitFor(async () => (await dep().rpc('eth_getBlockByNumber', [fresh, true], dep().onlyTier(tier))).headers['x-svc-cache'] === 'HIT', 5000).catch((e: Error) => {
-        throw new Error(`${tier} is not used again after SIGCONT: ${e.message}`);
-      });
+      await waitFor(async () => (await dep().rpc('eth_getBlockByNumber', [fresh, true], dep().onlyTier(tier))).headers['x-svc-cache'] === 'HIT', 5000).catch(
+        (e: Error) => {
+          throw new Error(`${tier} is not used again after SIGCONT: ${e.message}`);
+        },
+      );
     }
     const again = `k_after_${randomBytes(8).toString('hex')}`;
-    expect((await dep().admin('svc_addApiKey', [{ projectId: 'gated', connectorId: 'keys', apiKey: again, userId: 'chaos' }])).json?.result?.success).to.equal(true);
+    expect((await dep().admin('svc_addApiKey', [{ projectId: 'gated', connectorId: 'keys', apiKey: again, userId: 'chaos' }])).json?.result?.success).to.equal(
+      true,
+    );
     expect((await dep().post(GATED, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }, withKey(again))).status).to.equal(200);
   });
 });

@@ -25,7 +25,16 @@ describe('chaos [7] SIWE replays: one signed message serves one request, on its 
   const other = privateKeyToAccount(generatePrivateKey());
 
   const message = (over: Partial<Parameters<typeof createSiweMessage>[0]> = {}) =>
-    createSiweMessage({ address: account.address, chainId: CHAIN, domain: SIWE_DOMAIN, nonce: `chaos${randomBytes(8).toString('hex')}`, uri: `https://${SIWE_DOMAIN}/login`, version: '1', issuedAt: new Date(), ...over });
+    createSiweMessage({
+      address: account.address,
+      chainId: CHAIN,
+      domain: SIWE_DOMAIN,
+      nonce: `chaos${randomBytes(8).toString('hex')}`,
+      uri: `https://${SIWE_DOMAIN}/login`,
+      version: '1',
+      issuedAt: new Date(),
+      ...over,
+    });
   const sign = (m: string, by = account) => by.signMessage({ message: m });
   /** The transports one captured (message, signature) pair can be presented through. */
   const transports: Array<[string, (m: string, sig: string) => [string, Record<string, string>]]> = [
@@ -117,7 +126,11 @@ describe('chaos [7] SIWE replays: one signed message serves one request, on its 
     refused(await send(transports[0]![1], evil, await sign(evil)), /domain "evil\.chaos\.test" is not allowed/, 'another domain');
     // The chain must be known before the body is read: the project URL alone refuses SIWE.
     const bare = message();
-    const res = await dep().post('/gated', { ...call(), networkId: `evm:${CHAIN}` }, { 'x-siwe-message': Buffer.from(bare).toString('base64'), 'x-siwe-signature': await sign(bare) });
+    const res = await dep().post(
+      '/gated',
+      { ...call(), networkId: `evm:${CHAIN}` },
+      { 'x-siwe-message': Buffer.from(bare).toString('base64'), 'x-siwe-signature': await sign(bare) },
+    );
     refused(res, /unauthorized/, 'a URL without a network');
     cls.attack(3);
     // The message signed by the right key still works once: the refusals above did not use it up.

@@ -33,7 +33,12 @@ describe('chaos [8] redaction: no credential in admin views, errors, headers or 
       const gated = await dep().admin('svc_project', ['gated']);
       const taxonomy = await dep().admin('svc_taxonomy');
       cls.attack(4);
-      for (const [what, r] of [['svc_config', config], ['svc_project main', main], ['svc_project gated', gated], ['svc_taxonomy', taxonomy]] as const) {
+      for (const [what, r] of [
+        ['svc_config', config],
+        ['svc_project main', main],
+        ['svc_project gated', gated],
+        ['svc_taxonomy', taxonomy],
+      ] as const) {
         expect(r.status, `${what}: ${r.text.slice(0, 200)}`).to.equal(200);
         noSecretIn(what, r);
       }
@@ -50,7 +55,11 @@ describe('chaos [8] redaction: no credential in admin views, errors, headers or 
   });
 
   it('no admin view without the admin secret, and no secret in the refusal', async () => {
-    const attempts: Array<Record<string, string>> = [{}, { 'x-svc-secret-token': SECRETS.projectSecret }, { authorization: `Bearer ${SECRETS.upstreamBearer}` }];
+    const attempts: Array<Record<string, string>> = [
+      {},
+      { 'x-svc-secret-token': SECRETS.projectSecret },
+      { authorization: `Bearer ${SECRETS.upstreamBearer}` },
+    ];
     for (const headers of attempts) {
       const r = await dep().post('/admin', { jsonrpc: '2.0', id: 1, method: 'svc_config' }, headers);
       cls.attack();
@@ -60,15 +69,24 @@ describe('chaos [8] redaction: no credential in admin views, errors, headers or 
   });
 
   it('error messages carry no credential: calls pinned to the provider that is down, rejected credentials, failing calls with details on', async () => {
-    const token = await new SignJWT({ sub: 'chaos' }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('5m').sign(new TextEncoder().encode(SECRETS.jwtKey));
-    const forged = await new SignJWT({ sub: 'chaos' }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('5m').sign(new TextEncoder().encode('not-the-key-0123456789abcdef'));
+    const token = await new SignJWT({ sub: 'chaos' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(SECRETS.jwtKey));
+    const forged = await new SignJWT({ sub: 'chaos' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode('not-the-key-0123456789abcdef'));
     const body = { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000001', 'latest'] };
     let detailed = 0;
     for (let i = 0; i < scale(3); i++) {
       const answers = await Promise.all([
         dep().post(GATED, body, { 'x-svc-secret-token': SECRETS.projectSecret, 'x-svc-use-upstream': 'vendor' }),
         dep().post(`${GATED}?use-upstream=vendor`, body, { authorization: `Bearer ${token}` }),
-        dep().post(GATED, [body, { ...body, id: 2, method: 'eth_chainId', params: [] }], { 'x-svc-secret-token': SECRETS.projectSecret, 'x-svc-use-upstream': 'vendor|a' }),
+        dep().post(GATED, [body, { ...body, id: 2, method: 'eth_chainId', params: [] }], {
+          'x-svc-secret-token': SECRETS.projectSecret,
+          'x-svc-use-upstream': 'vendor|a',
+        }),
         dep().post(GATED, body, { authorization: `Bearer ${forged}` }),
         dep().post(GATED, body, { 'x-svc-secret-token': `${SECRETS.projectSecret}x` }),
         dep().post(`${GATED}?secret=wrong`, body),
@@ -95,6 +113,9 @@ describe('chaos [8] redaction: no credential in admin views, errors, headers or 
     cls.note(`${dep().scannedAnswers()} answers and ${dep().logCount()} log lines scanned`);
     expect(dep().leaks(), 'secrets seen').to.deep.equal([]);
     // The provider's failures were logged (redacted), so the scan saw them.
-    expect(dep().logs.some((l) => JSON.stringify(l).includes('vendor')), 'log lines about the provider that is down').to.equal(true);
+    expect(
+      dep().logs.some((l) => JSON.stringify(l).includes('vendor')),
+      'log lines about the provider that is down',
+    ).to.equal(true);
   });
 });

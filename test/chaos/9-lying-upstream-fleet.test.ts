@@ -106,7 +106,11 @@ describe('chaos [9] lying upstream: a fleet and its subscribers', function () {
       const pub = createClient({ url: redis.url });
       await pub.connect();
       try {
-        const msg = { replica: 'intruder', at: Date.now(), heads: ['a', 'b'].map((upstream) => ({ project: 'main', upstream, latest: PUBLISHED, finalized: PUBLISHED - 64 })) };
+        const msg = {
+          replica: 'intruder',
+          at: Date.now(),
+          heads: ['a', 'b'].map((upstream) => ({ project: 'main', upstream, latest: PUBLISHED, finalized: PUBLISHED - 64 })),
+        };
         await pub.publish(`${CLUSTER}:state`, JSON.stringify(msg));
         cls.attack();
       } finally {

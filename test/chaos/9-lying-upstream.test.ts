@@ -37,10 +37,13 @@ describe('chaos [9] lying upstream: one upstream never decides what every client
           const truth = (await d.node.rpc('eth_getBlockByNumber', [n, false])) as Record<string, unknown>;
           // Larger than the true block, so a "largest member of the winning group" picks it.
           const forged = JSON.stringify({ ...truth, hash: `0x${'66'.repeat(32)}`, extraData: `0x${'ee'.repeat(512)}` });
-          d.proxies[0]!.lieRaw('eth_getBlockByNumber', (call, id) => (call.params[0] === n ? `{"jsonrpc":"2.0","id":${id},"result":${forged},${key}:${JSON.stringify(truth)}}` : undefined));
+          d.proxies[0]!.lieRaw('eth_getBlockByNumber', (call, id) =>
+            call.params[0] === n ? `{"jsonrpc":"2.0","id":${id},"result":${forged},${key}:${JSON.stringify(truth)}}` : undefined,
+          );
           const first = await d.rpc('eth_getBlockByNumber', [n, false]);
           cls.attack();
-          if (JSON.stringify(first.json?.result) !== JSON.stringify(truth)) wrong.push(`${key} ${n} first answer: hash ${first.json?.result?.hash ?? first.text.slice(0, 80)}`);
+          if (JSON.stringify(first.json?.result) !== JSON.stringify(truth))
+            wrong.push(`${key} ${n} first answer: hash ${first.json?.result?.hash ?? first.text.slice(0, 80)}`);
           let hit: SvcResponse | undefined;
           await waitFor(async () => (hit = await d.rpc('eth_getBlockByNumber', [n, false])).headers['x-svc-cache'] === 'HIT', 5000);
           if (JSON.stringify(hit!.json.result) !== JSON.stringify(truth)) wrong.push(`${key} ${n} cached answer: hash ${hit!.json.result?.hash}`);
@@ -58,14 +61,25 @@ describe('chaos [9] lying upstream: one upstream never decides what every client
     try {
       const liar = d.proxies[0]!;
       liar.lie('eth_blockNumber', () => hex(FAR), 3);
-      const during = await callUntil(() => d.rpc('eth_blockNumber', []), () => liar.told('eth_blockNumber') === 3, scale(60));
-      const after = await callUntil(() => d.rpc('eth_blockNumber', []), () => false, scale(20));
+      const during = await callUntil(
+        () => d.rpc('eth_blockNumber', []),
+        () => liar.told('eth_blockNumber') === 3,
+        scale(60),
+      );
+      const after = await callUntil(
+        () => d.rpc('eth_blockNumber', []),
+        () => false,
+        scale(20),
+      );
       cls.attack(during.length + after.length);
       expect(liar.told('eth_blockNumber'), 'the liar was asked').to.be.at.least(1);
       const head = Number(await d.node.rpc('eth_blockNumber'));
       const heads = [...during, ...after].map((r) => r.json?.result as string);
       expect(heads.filter((h) => h === hex(FAR)).length, `0x7fffffff served (${heads.length} answers)`).to.equal(0);
-      expect(heads.every((h) => typeof h === 'string' && Number(h) <= head), `every answer at most the real head ${head}: ${[...new Set(heads)].join(' ')}`).to.equal(true);
+      expect(
+        heads.every((h) => typeof h === 'string' && Number(h) <= head),
+        `every answer at most the real head ${head}: ${[...new Set(heads)].join(' ')}`,
+      ).to.equal(true);
     } finally {
       await d.stop();
     }
@@ -120,8 +134,16 @@ describe('chaos [9] lying upstream: one upstream never decides what every client
       // A few state polls of the liar (every 100 ms) after the switch; bounded by time too, in
       // case a fixed svc stops polling an upstream it took out of rotation.
       await waitFor(() => liar.calls.slice(mark).filter((c) => c.method === 'eth_getBlockByNumber').length >= 10, 5000).catch(() => undefined);
-      const answers = await callUntil(() => d.rpc('eth_getBalance', [ADDR2, 'latest']), () => false, scale(40));
-      const ids = await callUntil(() => d.rpc('eth_chainId', []), () => false, scale(10));
+      const answers = await callUntil(
+        () => d.rpc('eth_getBalance', [ADDR2, 'latest']),
+        () => false,
+        scale(40),
+      );
+      const ids = await callUntil(
+        () => d.rpc('eth_chainId', []),
+        () => false,
+        scale(10),
+      );
       cls.attack(answers.length + ids.length);
       const balances = answers.map((r) => (r.json?.result as string | undefined) ?? `error ${r.json?.error?.code}`);
       expect(balances.filter((b) => b === '0x2222').length, `answers from chain 1 among ${balances.length}`).to.equal(0);
@@ -133,7 +155,7 @@ describe('chaos [9] lying upstream: one upstream never decides what every client
     }
   });
 
-  it('a lagging node answering null eth_getBalance, eth_getTransactionCount, eth_getCode and empty eth_getLogs by blockHash: the other upstreams\' answers are served', async () => {
+  it("a lagging node answering null eth_getBalance, eth_getTransactionCount, eth_getCode and empty eth_getLogs by blockHash: the other upstreams' answers are served", async () => {
     const d = await startLying({ blocks: 5, config: NO_CACHE });
     try {
       const liar = d.proxies[0]!;
@@ -155,7 +177,11 @@ describe('chaos [9] lying upstream: one upstream never decides what every client
 
       // State the network has at that block, read by number and by hash (EIP-1898).
       const reads: Array<[string, string, unknown]> = [];
-      for (const [m, who] of [['eth_getBalance', LOGGER], ['eth_getTransactionCount', ADDR0], ['eth_getCode', LOGGER]] as const) {
+      for (const [m, who] of [
+        ['eth_getBalance', LOGGER],
+        ['eth_getTransactionCount', ADDR0],
+        ['eth_getCode', LOGGER],
+      ] as const) {
         for (const at of [receipt.blockNumber, { blockHash: receipt.blockHash }]) reads.push([m, who, at]);
       }
       const truths = await Promise.all(reads.map(([m, who, at]) => d.node.rpc(m, [who, at])));

@@ -135,7 +135,8 @@ async function start(): Promise<{ dep: Deployment; stop: () => Promise<void> }> 
   for (const [address, code] of CONTRACTS) await everyNode('anvil_setCode', [address, code]);
   await everyNode('anvil_mine', [hex(START_BLOCKS)]);
   const heads = (await everyNode('eth_getBlockByNumber', ['latest', false])) as Array<{ hash: string }>;
-  if (new Set(heads.map((h) => h.hash)).size !== 1) throw new Error(`chaos harness: the nodes did not mine identical chains: ${JSON.stringify(heads.map((h) => h.hash))}`);
+  if (new Set(heads.map((h) => h.hash)).size !== 1)
+    throw new Error(`chaos harness: the nodes did not mine identical chains: ${JSON.stringify(heads.map((h) => h.hash))}`);
 
   const postmaster = await postmasterPid(postgres.url);
   const leaks: string[] = [];
@@ -184,14 +185,18 @@ async function start(): Promise<{ dep: Deployment; stop: () => Promise<void> }> 
     url,
     metricsUrl,
     post: async (path, body, headers = {}) => {
-      const res = await httpRequest('POST', `${url}${path}`, typeof body === 'string' ? body : JSON.stringify(body), { 'content-type': 'application/json', ...headers });
+      const res = await httpRequest('POST', `${url}${path}`, typeof body === 'string' ? body : JSON.stringify(body), {
+        'content-type': 'application/json',
+        ...headers,
+      });
       scanned++;
       scan(res.text, `the answer to POST ${path}`, leaks);
       scan(JSON.stringify(res.headers), `the headers of POST ${path}`, leaks);
       return res;
     },
     rpc: (method, params, headers) => dep.post(MAIN, { jsonrpc: '2.0', id: 1, method, params }, headers),
-    admin: (method, params) => dep.post('/admin', { jsonrpc: '2.0', id: 1, method, ...(params ? { params } : {}) }, { 'x-svc-secret-token': SECRETS.adminSecret }),
+    admin: (method, params) =>
+      dep.post('/admin', { jsonrpc: '2.0', id: 1, method, ...(params ? { params } : {}) }, { 'x-svc-secret-token': SECRETS.adminSecret }),
     everyNode,
     mineTx: (tx) => mineTx(nodes, tx),
     node: (id) => nodes[NODE_IDS.indexOf(id)]!,
@@ -204,7 +209,8 @@ async function start(): Promise<{ dep: Deployment; stop: () => Promise<void> }> 
         return all.every((h) => h === head) && dep.chainState('main').highestLatest >= head && dep.chainState('gated').highestLatest >= head;
       }, 10_000);
       const hashes = (await everyNode('eth_getBlockByNumber', [hex(head), false])) as Array<{ hash: string }>;
-      if (new Set(hashes.map((b) => b.hash)).size !== 1) throw new Error(`chaos harness: the nodes' chains diverged at block ${head}: ${hashes.map((b) => b.hash).join(' ')}`);
+      if (new Set(hashes.map((b) => b.hash)).size !== 1)
+        throw new Error(`chaos harness: the nodes' chains diverged at block ${head}: ${hashes.map((b) => b.hash).join(' ')}`);
       return head;
     },
     metric: async (name, labels = {}) => {

@@ -104,5 +104,9 @@ export function summaryLines(): string[] {
 after(function chaosSummary() {
   if (!FULL || classes.size === 0) return;
   // eslint-disable-next-line no-console
-  console.log(`\n  hostile suite (CHAOS=full, ${FULL_FACTOR}x):\n${summaryLines().map((l) => `    ${l}`).join('\n')}`);
+  console.log(
+    `\n  hostile suite (CHAOS=full, ${FULL_FACTOR}x):\n${summaryLines()
+      .map((l) => `    ${l}`)
+      .join('\n')}`,
+  );
 });

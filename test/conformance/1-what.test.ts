@@ -61,7 +61,11 @@ describe('conformance: §1 what the service does', function () {
   });
 
   it('§1 #6 — /healthcheck reports readiness and turns unhealthy while the process drains', async () => {
-    const s = await startSvc({ logLevel: 'error', server: { waitBeforeShutdown: '300ms', waitAfterShutdown: '0ms' }, projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }] });
+    const s = await startSvc({
+      logLevel: 'error',
+      server: { waitBeforeShutdown: '300ms', waitAfterShutdown: '0ms' },
+      projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }],
+    });
     try {
       // Ready once the upstream's chain id is confirmed and its first poll is in (not instant under load).
       await waitFor(async () => (await s.send('GET', '/healthcheck')).status === 200, 10_000);

@@ -18,7 +18,8 @@ describe('conformance: §2.1-§2.5 resources', function () {
   });
   after(() => f?.close());
   const keyCall = (key: string) => f.svc.post(`/keys/evm/${f.anvil.chainId}`, rpc('eth_blockNumber', []), { authorization: `Bearer ${key}` });
-  const listKeys = async () => (await f.admin('svc_listApiKeys', [{ projectId: 'keys', connectorId: 'mem' }])).json.result.apiKeys as Array<Record<string, unknown>>;
+  const listKeys = async () =>
+    (await f.admin('svc_listApiKeys', [{ projectId: 'keys', connectorId: 'mem' }])).json.result.apiKeys as Array<Record<string, unknown>>;
 
   describe('§2.1 cordon entry', () => {
     const cordon = (params: Record<string, unknown>) => f.admin('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a', ...params }]);
@@ -34,7 +35,9 @@ describe('conformance: §2.1-§2.5 resources', function () {
     });
     it('§2.1 upstream — the entry names the upstream by its configured id', async () => {
       expect((await cordon({})).json.result.upstream).to.equal('a');
-      expect((await f.admin('svc_listCordoned', [{ projectId: 'main' }])).json.result.cordoned.map((c: { upstream: string }) => c.upstream)).to.deep.equal(['a']);
+      expect((await f.admin('svc_listCordoned', [{ projectId: 'main' }])).json.result.cordoned.map((c: { upstream: string }) => c.upstream)).to.deep.equal([
+        'a',
+      ]);
     });
     it('§2.1 method — a method scope; * (the default) means every method', async () => {
       expect((await cordon({})).json.result.method).to.equal('*');
@@ -48,7 +51,9 @@ describe('conformance: §2.1-§2.5 resources', function () {
     it('§2.1 reason — free text, admin: manual cordon by default', async () => {
       expect((await cordon({})).json.result.reason).to.equal('admin: manual cordon');
       expect((await cordon({ reason: 'maintenance window' })).json.result.reason).to.equal('maintenance window');
-      expect((await f.admin('svc_listCordoned', [{ projectId: 'main' }])).json.result.cordoned).to.deep.equal([{ upstream: 'a', reason: 'maintenance window' }]);
+      expect((await f.admin('svc_listCordoned', [{ projectId: 'main' }])).json.result.cordoned).to.deep.equal([
+        { upstream: 'a', reason: 'maintenance window' },
+      ]);
     });
   });
 
@@ -67,7 +72,10 @@ describe('conformance: §2.1-§2.5 resources', function () {
     });
     it('§2.3 userId — required on the stored record', async () => {
       const r = await f.admin('svc_addApiKey', [{ projectId: 'keys', connectorId: 'mem', apiKey: 'k_nouser_0123456789abcdef0123456789' }]);
-      expect(r.json.error, 'a key without userId is refused').to.deep.equal({ code: -32600, message: 'InvalidRequest: requires params: [{projectId, connectorId, apiKey, userId, rateLimitBudget?, enabled?}] (userId must be a non-empty string)' });
+      expect(r.json.error, 'a key without userId is refused').to.deep.equal({
+        code: -32600,
+        message: 'InvalidRequest: requires params: [{projectId, connectorId, apiKey, userId, rateLimitBudget?, enabled?}] (userId must be a non-empty string)',
+      });
       expect((await listKeys()).map((k) => k.key)).not.to.include('k_nouser_0123456789abcdef0123456789');
       expect((await listKeys()).find((k) => k.key === KEY)?.userId).to.equal('alice');
     });
@@ -119,14 +127,27 @@ describe('conformance: §2.1-§2.5 resources', function () {
     // read from a svc that lists the origin and nothing else.
     let listed: SvcHandle;
     before(async () => {
-      listed = await startSvc({ logLevel: 'error', metrics: { enabled: false }, admin: { auth: { strategies: [{ type: 'secret', secret: { value: 'admin-secret-0123456789abcdef' } }] }, cors: { allowedOrigins: ['https://ops.example'] } }, projects: [] });
+      listed = await startSvc({
+        logLevel: 'error',
+        metrics: { enabled: false },
+        admin: {
+          auth: { strategies: [{ type: 'secret', secret: { value: 'admin-secret-0123456789abcdef' } }] },
+          cors: { allowedOrigins: ['https://ops.example'] },
+        },
+        projects: [],
+      });
     });
     after(async () => {
       await listed?.close();
     });
-    const preflight = (svc: SvcHandle = listed) => svc.send('OPTIONS', '/admin', undefined, { origin: 'https://ops.example', 'access-control-request-method': 'POST' });
+    const preflight = (svc: SvcHandle = listed) =>
+      svc.send('OPTIONS', '/admin', undefined, { origin: 'https://ops.example', 'access-control-request-method': 'POST' });
     it('§2.5 admin.auth.strategies — with no strategy the endpoint is closed; secret strategies open it', async () => {
-      const closed = await startSvc({ logLevel: 'error', metrics: { enabled: false }, projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }] });
+      const closed = await startSvc({
+        logLevel: 'error',
+        metrics: { enabled: false },
+        projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }],
+      });
       try {
         expect((await closed.post('/admin', rpc('svc_taxonomy'), { 'x-svc-secret-token': 'anything-at-all-0123456789' })).status).to.equal(401);
       } finally {

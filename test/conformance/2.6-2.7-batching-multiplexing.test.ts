@@ -29,7 +29,11 @@ async function counting(delayMs = 60): Promise<Counting> {
     req.on('end', () => {
       const doc = JSON.parse(Buffer.concat(chunks).toString()) as unknown;
       const els = (Array.isArray(doc) ? doc : [doc]) as Array<{ id: unknown; method: string }>;
-      const answer = (e: { id: unknown; method: string }) => ({ jsonrpc: '2.0', id: e.id, result: e.method === 'eth_chainId' ? `0x${CHAIN.toString(16)}` : '0x1' });
+      const answer = (e: { id: unknown; method: string }) => ({
+        jsonrpc: '2.0',
+        id: e.id,
+        result: e.method === 'eth_chainId' ? `0x${CHAIN.toString(16)}` : '0x1',
+      });
       if (els.every((e) => e.method !== 'eth_chainId')) posts.push({ batch: Array.isArray(doc), methods: els.map((e) => e.method) });
       setTimeout(() => res.end(JSON.stringify(Array.isArray(doc) ? els.map(answer) : answer(els[0]!))), delayMs);
     });
@@ -83,10 +87,23 @@ describe('conformance: §2.6 outbound batching fields, §2.7 multiplexing switch
 
   /** n concurrent calls with distinct params (never multiplexed). */
   const distinct = (project: string, n: number) =>
-    Promise.all(Array.from({ length: n }, (_, i) => svc.post(`/${project}/evm/${CHAIN}`, { jsonrpc: '2.0', id: i, method: 'eth_getBalance', params: [`0x${(i + 1).toString(16).padStart(40, '0')}`, '0x1'] })));
+    Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        svc.post(`/${project}/evm/${CHAIN}`, {
+          jsonrpc: '2.0',
+          id: i,
+          method: 'eth_getBalance',
+          params: [`0x${(i + 1).toString(16).padStart(40, '0')}`, '0x1'],
+        }),
+      ),
+    );
   /** n concurrent identical calls. */
   const same = (project: string, n: number) =>
-    Promise.all(Array.from({ length: n }, (_, i) => svc.post(`/${project}/evm/${CHAIN}`, { jsonrpc: '2.0', id: i, method: 'eth_getBalance', params: [`0x${'1'.padStart(40, '0')}`, '0x1'] })));
+    Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        svc.post(`/${project}/evm/${CHAIN}`, { jsonrpc: '2.0', id: i, method: 'eth_getBalance', params: [`0x${'1'.padStart(40, '0')}`, '0x1'] }),
+      ),
+    );
   const balancePosts = (n: string) => up[n]!.posts.filter((p) => p.methods.includes('eth_getBalance'));
 
   it('§2.6 supportsBatch — true queues calls and sends them as batches; unset means no batching', async () => {

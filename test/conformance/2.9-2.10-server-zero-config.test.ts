@@ -17,7 +17,16 @@ describe('conformance: §2.9 server settings, §2.10 zero-config providers', fun
   let anvil: AnvilHandle;
   const started: SvcHandle[] = [];
   const svcWith = async (server: Record<string, unknown>, plugins?: Parameters<typeof startSvc>[1]) => {
-    const s = await startSvc({ ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, server, projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }] }, plugins);
+    const s = await startSvc(
+      {
+        ...NO_CACHE,
+        logLevel: 'error',
+        metrics: { enabled: false },
+        server,
+        projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }],
+      },
+      plugins,
+    );
     started.push(s);
     return s;
   };
@@ -38,7 +47,9 @@ describe('conformance: §2.9 server settings, §2.10 zero-config providers', fun
     expect(summary.headers['x-svc-upstream-attempts']).to.equal('1');
     expect(summary.headers['x-svc-upstreams']).to.equal(undefined);
     const off = await call(await svcWith({ executionHeaders: 'off' }));
-    const svcHeaders = Object.keys(off.headers).filter((h) => h.startsWith('x-svc-')).sort();
+    const svcHeaders = Object.keys(off.headers)
+      .filter((h) => h.startsWith('x-svc-'))
+      .sort();
     expect(svcHeaders).to.deep.equal(['x-svc-commit', 'x-svc-version']);
   });
 
@@ -77,7 +88,9 @@ describe('conformance: §2.9 server settings, §2.10 zero-config providers', fun
     let zero: SvcHandle;
     before(async () => {
       up = await startFaultServer({ chainId: 1 });
-      catalog = createServer((_q, res) => res.end(JSON.stringify({ '1': { endpoints: [up.url, 'wss://ws.example/rpc'] }, mainnet: { endpoints: ['http://skipped.example'] } })));
+      catalog = createServer((_q, res) =>
+        res.end(JSON.stringify({ '1': { endpoints: [up.url, 'wss://ws.example/rpc'] }, mainnet: { endpoints: ['http://skipped.example'] } })),
+      );
       await new Promise<void>((r) => catalog.listen(0, '127.0.0.1', () => r()));
       catalogUrl = `http://127.0.0.1:${(catalog.address() as { port: number }).port}/`;
       zero = await startSvc(
@@ -100,14 +113,34 @@ describe('conformance: §2.9 server settings, §2.10 zero-config providers', fun
       expect(ups).to.have.length(1);
       expect(ups[0]!.id).to.match(/^public-evm:1-http:\/\/127\.0\.0\.1:\d+#redacted=[0-9a-f]+$/);
       expect(ups[0]!.config.settings.autoIgnoreUnsupportedMethods).to.equal(true);
-      const withUpstream = await startSvc({ ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, projects: [{ id: 'x', upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }] });
+      const withUpstream = await startSvc({
+        ...NO_CACHE,
+        logLevel: 'error',
+        metrics: { enabled: false },
+        projects: [{ id: 'x', upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }],
+      });
       started.push(withUpstream);
       expect(withUpstream.proxy.config.projects[0]?.settings.providers ?? []).to.deep.equal([]);
     });
 
     it('§2.10 hyper (neutral name) — injected with ignoreMethods * and the 14-method read-only allow-list', () => {
       expect([...HYPER_ALLOW_METHODS].sort()).to.deep.equal(
-        ['eth_chainId', 'eth_blockNumber', 'eth_getBlockByNumber', 'eth_getBlockByHash', 'eth_getTransactionByHash', 'eth_getTransactionByBlockHashAndIndex', 'eth_getTransactionByBlockNumberAndIndex', 'eth_getTransactionReceipt', 'eth_getBlockReceipts', 'eth_getLogs', 'eth_getFilterLogs', 'eth_getFilterChanges', 'eth_uninstallFilter', 'eth_newFilter'].sort(),
+        [
+          'eth_chainId',
+          'eth_blockNumber',
+          'eth_getBlockByNumber',
+          'eth_getBlockByHash',
+          'eth_getTransactionByHash',
+          'eth_getTransactionByBlockHashAndIndex',
+          'eth_getTransactionByBlockNumberAndIndex',
+          'eth_getTransactionReceipt',
+          'eth_getBlockReceipts',
+          'eth_getLogs',
+          'eth_getFilterLogs',
+          'eth_getFilterChanges',
+          'eth_uninstallFilter',
+          'eth_newFilter',
+        ].sort(),
       );
     });
   });

@@ -19,10 +19,12 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
   const cordon = (upstream: string, extra: Record<string, unknown> = {}) => f.admin('svc_cordonUpstream', [{ projectId: 'main', upstream, ...extra }]);
   const uncordon = (upstream: string, extra: Record<string, unknown> = {}) => f.admin('svc_uncordonUpstream', [{ projectId: 'main', upstream, ...extra }]);
   const events = async (upstream: string, action: string) => (await f.metric('svc_upstream_cordon_event_total', { project: 'main', upstream, action })) ?? 0;
-  const gauge = (upstream: string, method = '*', reason?: string) => f.metric('svc_upstream_cordoned', { project: 'main', upstream, method, ...(reason === undefined ? {} : { reason }) });
+  const gauge = (upstream: string, method = '*', reason?: string) =>
+    f.metric('svc_upstream_cordoned', { project: 'main', upstream, method, ...(reason === undefined ? {} : { reason }) });
   const served = async (method = 'eth_blockNumber', params: unknown[] = []) => (await f.svc.post(f.path, rpc(method, params))).headers['x-svc-upstream'];
   /** Whether upstream `a` may serve the call: pinned to it with use-upstream (the score order of a and b is not the subject). */
-  const aServes = async (method = 'eth_blockNumber', params: unknown[] = []) => (await f.svc.post(`${f.path}?use-upstream=a`, rpc(method, params))).headers['x-svc-upstream'] === 'a';
+  const aServes = async (method = 'eth_blockNumber', params: unknown[] = []) =>
+    (await f.svc.post(`${f.path}?use-upstream=a`, rpc(method, params))).headers['x-svc-upstream'] === 'a';
 
   describe('§3.1 cordon', () => {
     afterEach(async () => {
@@ -76,7 +78,13 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
     });
 
     it('§3.1 cordoned / process restart — the cordon is not persisted', async () => {
-      const config = { ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, admin: { auth: { strategies: [{ type: 'secret', secret: { value: ADMIN } }] } }, projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }] };
+      const config = {
+        ...NO_CACHE,
+        logLevel: 'error',
+        metrics: { enabled: false },
+        admin: { auth: { strategies: [{ type: 'secret', secret: { value: ADMIN } }] } },
+        projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }],
+      };
       const one = await startSvc(config);
       await one.post('/admin', rpc('svc_cordonUpstream', [{ projectId: 'p', upstream: 'x' }]), ADMIN_H);
       expect((await one.post('/admin', rpc('svc_listCordoned', [{ projectId: 'p' }]), ADMIN_H)).json.result.cordoned).to.have.length(1);
@@ -117,7 +125,13 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
     let heldAnswer: Promise<{ status: number; body: string }>;
     const BODY = JSON.stringify(rpc('eth_chainId', [], 'held'));
     before(async () => {
-      s = await startSvc({ ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, server: { waitBeforeShutdown: `${WAIT_BEFORE_MS}ms`, waitAfterShutdown: '10s' }, projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }] });
+      s = await startSvc({
+        ...NO_CACHE,
+        logLevel: 'error',
+        metrics: { enabled: false },
+        server: { waitBeforeShutdown: `${WAIT_BEFORE_MS}ms`, waitAfterShutdown: '10s' },
+        projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }],
+      });
     });
     after(async () => {
       held?.destroy();
@@ -127,7 +141,10 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
     it('§3.2 serving — SIGTERM: draining, and /healthcheck answers 503 at once though upstreams are healthy', async () => {
       // Ready first: the upstream is initialised once its chain id is confirmed and its first poll is in.
       await waitFor(async () => (await s.send('GET', '/healthcheck')).status === 200, 10_000);
-      held = httpRequest(`${s.url}/p/evm/${f.anvil.chainId}`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(BODY)) } });
+      held = httpRequest(`${s.url}/p/evm/${f.anvil.chainId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(BODY)) },
+      });
       heldAnswer = new Promise((resolve, reject) => {
         held.on('response', (res) => {
           let body = '';
@@ -186,16 +203,28 @@ describe('conformance: §3.1 cordon, §3.2 drain, §3.3 API key states', functio
       expectUnauthorized(await keyCall(KEY), 'absent key');
       expect((await f.admin('svc_addApiKey', p({ apiKey: KEY, userId: 'u' }))).json.result).to.deep.equal({ success: true, apiKey: KEY, userId: 'u' });
       expect((await keyCall(KEY)).json.result).to.match(/^0x/);
-      expect((await f.admin('svc_addApiKey', p({ apiKey: `${KEY}-off`, userId: 'u', enabled: false }))).json.result).to.deep.equal({ success: true, apiKey: `${KEY}-off`, userId: 'u' });
+      expect((await f.admin('svc_addApiKey', p({ apiKey: `${KEY}-off`, userId: 'u', enabled: false }))).json.result).to.deep.equal({
+        success: true,
+        apiKey: `${KEY}-off`,
+        userId: 'u',
+      });
       const listed = (await f.admin('svc_listApiKeys', p({}))).json.result.apiKeys as Array<{ key: string; enabled: boolean }>;
       expect(listed.find((k) => k.key === `${KEY}-off`)?.enabled).to.equal(false);
       expectUnauthorized(await keyCall(`${KEY}-off`), 'key added with enabled false');
     });
 
     it('§3.3 present / svc_updateApiKey with enabled — enabled or disabled', async () => {
-      expect((await f.admin('svc_updateApiKey', p({ apiKey: KEY, updates: { enabled: false } }))).json.result).to.deep.equal({ success: true, apiKey: KEY, updated: { enabled: false } });
+      expect((await f.admin('svc_updateApiKey', p({ apiKey: KEY, updates: { enabled: false } }))).json.result).to.deep.equal({
+        success: true,
+        apiKey: KEY,
+        updated: { enabled: false },
+      });
       expectUnauthorized(await keyCall(KEY), 'disabled key');
-      expect((await f.admin('svc_updateApiKey', p({ apiKey: KEY, updates: { enabled: true } }))).json.result).to.deep.equal({ success: true, apiKey: KEY, updated: { enabled: true } });
+      expect((await f.admin('svc_updateApiKey', p({ apiKey: KEY, updates: { enabled: true } }))).json.result).to.deep.equal({
+        success: true,
+        apiKey: KEY,
+        updated: { enabled: true },
+      });
       expect((await keyCall(KEY)).json.result).to.match(/^0x/);
     });
 

@@ -31,14 +31,26 @@ describe('conformance: §3.4 multiplexer entry, §3.5 batch queue, §3.6 zero-co
         req.on('data', (c: Buffer) => chunks.push(c));
         req.on('end', () => {
           const m = JSON.parse(Buffer.concat(chunks).toString()) as { id: unknown; method: string; params: unknown[] };
-          if (m.method !== 'eth_getBalance') return res.end(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: m.method === 'eth_chainId' ? '0x7a69' : '0x1' }));
+          if (m.method !== 'eth_getBalance')
+            return res.end(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: m.method === 'eth_chainId' ? '0x7a69' : '0x1' }));
           received.push(m.method);
           held.push({ id: m.id, res });
         });
       });
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
       const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-      svc = await startSvc({ ...NO_CACHE, logLevel: 'error', metrics: { enabled: true, port: 0 }, projects: [{ id: 'm', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'u', endpoint: url, evm: { chainId: CHAIN, statePollerInterval: 0 } }] }] });
+      svc = await startSvc({
+        ...NO_CACHE,
+        logLevel: 'error',
+        metrics: { enabled: true, port: 0 },
+        projects: [
+          {
+            id: 'm',
+            networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+            upstreams: [{ id: 'u', endpoint: url, evm: { chainId: CHAIN, statePollerInterval: 0 } }],
+          },
+        ],
+      });
     });
     after(async () => {
       await svc?.close();
@@ -53,7 +65,8 @@ describe('conformance: §3.4 multiplexer entry, §3.5 batch queue, §3.6 zero-co
     const release = () => {
       for (const { id, res } of held.splice(0)) res.end(JSON.stringify({ jsonrpc: '2.0', id, result: { n: received.length, nested: { v: [1, 2] } } }));
     };
-    const call = (id: unknown) => svc.post(`/m/evm/${CHAIN}`, { jsonrpc: '2.0', id, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000001', '0x1'] });
+    const call = (id: unknown) =>
+      svc.post(`/m/evm/${CHAIN}`, { jsonrpc: '2.0', id, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000001', '0x1'] });
     const mux = () => svc.proxy.services.require<MultiplexService>(MULTIPLEX_SERVICE);
     const net = () => svc.proxy.projects.get('m')!.networks.get(`evm:${CHAIN}`)!;
     const followers = async () => {
@@ -133,7 +146,11 @@ describe('conformance: §3.4 multiplexer entry, §3.5 batch queue, §3.6 zero-co
   describe('§3.5 outbound batch queue', () => {
     function harness(maxSize: number, maxWaitMs: number) {
       const batches: Array<{ ids: string[]; at: number }> = [];
-      const q = new BatchQueue({ maxSize, maxWaitMs, send: async (calls) => (batches.push({ ids: calls.map((c) => c.id), at: performance.now() }), calls.map((c) => new RpcResult(c.method))) });
+      const q = new BatchQueue({
+        maxSize,
+        maxWaitMs,
+        send: async (calls) => (batches.push({ ids: calls.map((c) => c.id), at: performance.now() }), calls.map((c) => new RpcResult(c.method))),
+      });
       const call = (id: string): QueuedCall => ({ id, method: `m${id}`, params: [], deadline: Date.now() + 10_000, signal: new AbortController().signal });
       return { q, batches, call };
     }
@@ -143,7 +160,11 @@ describe('conformance: §3.4 multiplexer entry, §3.5 batch queue, §3.6 zero-co
       const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
       try {
         const batches: Array<{ ids: string[]; at: number }> = [];
-        const q = new BatchQueue({ maxSize: 10, maxWaitMs: 60, send: async (calls) => (batches.push({ ids: calls.map((c) => c.id), at: Date.now() }), calls.map((c) => new RpcResult(c.method))) });
+        const q = new BatchQueue({
+          maxSize: 10,
+          maxWaitMs: 60,
+          send: async (calls) => (batches.push({ ids: calls.map((c) => c.id), at: Date.now() }), calls.map((c) => new RpcResult(c.method))),
+        });
         const call = (id: string): QueuedCall => ({ id, method: `m${id}`, params: [], deadline: Date.now() + 10_000, signal: new AbortController().signal });
         const p = q.add(call('1'));
         expect(batches).to.deep.equal([]);
@@ -194,16 +215,34 @@ describe('conformance: §3.4 multiplexer entry, §3.5 batch queue, §3.6 zero-co
         ...NO_CACHE,
         logLevel: 'error',
         metrics: { enabled: false },
-        projects: [{ id: 'b', networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [] }], upstreams: [{ id: 'u', endpoint: up.url, evm: { chainId: CHAIN, statePollerInterval: 0 }, jsonRpc: { supportsBatch: true, batchMaxSize: 3, batchMaxWait: '10s' } }] }],
+        projects: [
+          {
+            id: 'b',
+            networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [] }],
+            upstreams: [
+              {
+                id: 'u',
+                endpoint: up.url,
+                evm: { chainId: CHAIN, statePollerInterval: 0 },
+                jsonRpc: { supportsBatch: true, batchMaxSize: 3, batchMaxWait: '10s' },
+              },
+            ],
+          },
+        ],
       });
       try {
         const addr = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
-        const rs = await Promise.all([1, 2, 3].map((n) => s.post(`/b/evm/${CHAIN}`, { jsonrpc: '2.0', id: 7, method: 'eth_getBalance', params: [addr(n), '0x1'] })));
+        const rs = await Promise.all(
+          [1, 2, 3].map((n) => s.post(`/b/evm/${CHAIN}`, { jsonrpc: '2.0', id: 7, method: 'eth_getBalance', params: [addr(n), '0x1'] })),
+        );
         expect(rs).to.have.length(3);
         for (const r of rs) expect(r.json).to.include({ jsonrpc: '2.0', id: 7 }).and.to.have.property('result');
         const batched = up.calls.filter((c) => c.method === 'eth_getBalance');
         expect(batched).to.have.length(3);
-        expect(batched.every((c) => c.batch), 'all three in a batch body').to.equal(true);
+        expect(
+          batched.every((c) => c.batch),
+          'all three in a batch body',
+        ).to.equal(true);
         expect(new Set(batched.map((c) => JSON.stringify(c.id))).size, 'three distinct ids on the wire').to.equal(3);
         expect(new Set(batched.map((c) => c.headers)).size, 'one POST (one request, one headers object)').to.equal(1);
       } finally {

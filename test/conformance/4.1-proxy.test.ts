@@ -18,7 +18,12 @@ describe('conformance §4.1: proxy endpoint', function () {
 
   before(async () => {
     anvil = await startAnvil({ chainId: CHAIN });
-    const project = (id: string, extra: object = {}) => ({ id, networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, alias: 'local' }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } }], ...extra });
+    const project = (id: string, extra: object = {}) => ({
+      id,
+      networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, alias: 'local' }],
+      upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } }],
+      ...extra,
+    });
     svc = await startSvc({
       ...NO_CACHE,
       logLevel: 'error',
@@ -71,7 +76,11 @@ describe('conformance §4.1: proxy endpoint', function () {
   });
 
   it('§4.1 POST / alias forms: /evm/<chainId> (project aliased), /<chainId> (project and architecture aliased), / on a domain aliased to project, architecture and chain — each form reaches the network', async () => {
-    for (const [path, host] of [[`/evm/${CHAIN}`, 'any.test'], [`/${CHAIN}`, 'arch.test'], ['/', 'chain.test']] as const) {
+    for (const [path, host] of [
+      [`/evm/${CHAIN}`, 'any.test'],
+      [`/${CHAIN}`, 'arch.test'],
+      ['/', 'chain.test'],
+    ] as const) {
       const res = await svc.post(path, call(path), { host });
       expect(res.status, `${host}${path}`).to.equal(200);
       expect(res.json, `${host}${path}`).to.deep.equal({ jsonrpc: '2.0', id: path, result: '0x7a69' });
@@ -80,7 +89,11 @@ describe('conformance §4.1: proxy endpoint', function () {
 
   it('§4.1 OPTIONS — a preflight on a proxy path gets the CORS answer, not JSON-RPC', async () => {
     const origin = 'https://app.example';
-    const res = await svc.send('OPTIONS', `/web/evm/${CHAIN}`, undefined, { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' });
+    const res = await svc.send('OPTIONS', `/web/evm/${CHAIN}`, undefined, {
+      origin,
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'content-type',
+    });
     expect(res.status).to.equal(204);
     expect(res.headers['access-control-allow-origin']).to.equal(origin);
     expect(res.headers['access-control-allow-methods']).to.match(/POST/);

@@ -42,8 +42,16 @@ describe('conformance §4.2: inbound batches', function () {
         ...NO_CACHE,
         logLevel: 'error',
         projects: [
-          { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } }] },
-          { id: 'hang', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'hang', endpoint: hang.url, evm: { chainId: CHAIN, statePollerInterval: 0 } }] },
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+            upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } }],
+          },
+          {
+            id: 'hang',
+            networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+            upstreams: [{ id: 'hang', endpoint: hang.url, evm: { chainId: CHAIN, statePollerInterval: 0 } }],
+          },
         ],
       },
       { plugins: [...defaultPreset(), throwing] },
@@ -63,7 +71,13 @@ describe('conformance §4.2: inbound batches', function () {
   });
 
   it('§4.2 #2 — sub-requests run in parallel, the answer keeps request order, one failure does not abort the others', async () => {
-    const batch = [call('a', 'eth_blockNumber'), call('b', 'eth_getBlockByNumber', ['not-a-block', false]), call('c'), call('d', 'eth_nope'), call('e', 'net_version')];
+    const batch = [
+      call('a', 'eth_blockNumber'),
+      call('b', 'eth_getBlockByNumber', ['not-a-block', false]),
+      call('c'),
+      call('d', 'eth_nope'),
+      call('e', 'net_version'),
+    ];
     const res = await svc.post(PATH, batch);
     expect(res.json.map((e: { id: string }) => e.id)).to.deep.equal(['a', 'b', 'c', 'd', 'e']);
     expect(res.json[0].result).to.match(/^0x/);
@@ -76,7 +90,11 @@ describe('conformance §4.2: inbound batches', function () {
     // time, the first would never be answered (and the batch would fail by its deadline).
     const three = barrier(3);
     hang.script(...Array.from({ length: 3 }, () => ({ kind: 'barrier' as const, barrier: three })));
-    const slow = await svc.post('/hang/evm/31337', [call(1, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', '0x1']), call(2, 'eth_getBalance', ['0x0000000000000000000000000000000000000002', '0x1']), call(3, 'eth_getBalance', ['0x0000000000000000000000000000000000000003', '0x1'])]);
+    const slow = await svc.post('/hang/evm/31337', [
+      call(1, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', '0x1']),
+      call(2, 'eth_getBalance', ['0x0000000000000000000000000000000000000002', '0x1']),
+      call(3, 'eth_getBalance', ['0x0000000000000000000000000000000000000003', '0x1']),
+    ]);
     expect(slow.json.map((e: { id: number }) => e.id)).to.deep.equal([1, 2, 3]);
     expect(slow.json.map((e: { result?: string }) => e.result)).to.deep.equal(['0x0', '0x0', '0x0']);
   });
@@ -123,8 +141,16 @@ describe('conformance §4.2: inbound batches', function () {
   it('§4.2 #7 — a client gone mid-batch: the answers are dropped, the calls end as cancellations (no upstream fault) and svc keeps serving', async () => {
     const before = hang.calls.length;
     const ac = new AbortController();
-    const batch = [call(1, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', '0x2']), call(2, 'eth_getBalance', ['0x0000000000000000000000000000000000000002', '0x2'])];
-    const pending = request(`${svc.url}/hang/evm/${CHAIN}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(batch), signal: ac.signal }).catch(() => 'aborted');
+    const batch = [
+      call(1, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', '0x2']),
+      call(2, 'eth_getBalance', ['0x0000000000000000000000000000000000000002', '0x2']),
+    ];
+    const pending = request(`${svc.url}/hang/evm/${CHAIN}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(batch),
+      signal: ac.signal,
+    }).catch(() => 'aborted');
     await waitFor(() => hang.calls.length >= before + 2);
     ac.abort();
     expect(await pending).to.equal('aborted');

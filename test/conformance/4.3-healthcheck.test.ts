@@ -25,9 +25,15 @@ describe('conformance §4.3: healthcheck', function () {
   let verbose: SvcHandle;
 
   const up = (id: string, url: string) => ({ id, endpoint: url, evm: { chainId: CHAIN } });
-  const project = (id: string, upstreams: object[]) => ({ id, networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, alias: 'local' }], upstreamDefaults: { evm: { statePollerInterval: '100ms' } }, upstreams });
+  const project = (id: string, upstreams: object[]) => ({
+    id,
+    networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, alias: 'local' }],
+    upstreamDefaults: { evm: { statePollerInterval: '100ms' } },
+    upstreams,
+  });
   const get = (h: SvcHandle, path: string) => h.send('GET', path);
-  const admin = (method: string, params: unknown[]) => svc.post('/admin', { jsonrpc: '2.0', id: 1, method, params }, { 'x-svc-secret-token': 'admin-secret-0123456789' });
+  const admin = (method: string, params: unknown[]) =>
+    svc.post('/admin', { jsonrpc: '2.0', id: 1, method, params }, { 'x-svc-secret-token': 'admin-secret-0123456789' });
 
   before(async () => {
     anvil = await startAnvil({ chainId: CHAIN });
@@ -54,8 +60,17 @@ describe('conformance §4.3: healthcheck', function () {
         project('dead', [up('gone', deadUrl)]),
       ],
     });
-    simple = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [project('main', [up('a', anvil.url)]), project('dead', [up('gone', deadUrl)])] });
-    verbose = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, healthCheck: { mode: 'verbose' }, projects: [project('main', [up('a', anvil.url), up('b', anvil.url)])] });
+    simple = await startSvc({
+      ...NO_CACHE,
+      metrics: { enabled: false },
+      projects: [project('main', [up('a', anvil.url)]), project('dead', [up('gone', deadUrl)])],
+    });
+    verbose = await startSvc({
+      ...NO_CACHE,
+      metrics: { enabled: false },
+      healthCheck: { mode: 'verbose' },
+      projects: [project('main', [up('a', anvil.url), up('b', anvil.url)])],
+    });
     await waitFor(async () => {
       const ready = await Promise.all([
         get(svc, `/main/evm/${CHAIN}/healthcheck?eval=all:activeUpstreams`),

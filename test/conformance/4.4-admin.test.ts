@@ -95,7 +95,11 @@ describe('conformance §4.4: admin endpoint', function () {
   });
 
   it('§4.4 svc_addApiKey — [{projectId, connectorId, apiKey, userId, rateLimitBudget?, enabled?}] returns {success: true, apiKey, userId}', async () => {
-    expect(await result('svc_addApiKey', [{ ...scope, apiKey: key('add'), userId: 'alice' }])).to.deep.equal({ success: true, apiKey: key('add'), userId: 'alice' });
+    expect(await result('svc_addApiKey', [{ ...scope, apiKey: key('add'), userId: 'alice' }])).to.deep.equal({
+      success: true,
+      apiKey: key('add'),
+      userId: 'alice',
+    });
     const ok = await svc.post(`/main/evm/${CHAIN}`, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }, { authorization: `Bearer ${key('add')}` });
     expect(ok.json.result).to.equal('0x7a69');
     await result('svc_deleteApiKey', [{ ...scope, apiKey: key('add') }]);
@@ -114,7 +118,11 @@ describe('conformance §4.4: admin endpoint', function () {
 
   it('§4.4 svc_updateApiKey — [{projectId, connectorId, apiKey, updates}] returns {success: true, apiKey, updated} echoing the sent map', async () => {
     await result('svc_addApiKey', [{ ...scope, apiKey: key('upd'), userId: 'bob' }]);
-    expect(await result('svc_updateApiKey', [{ ...scope, apiKey: key('upd'), updates: { enabled: false } }])).to.deep.equal({ success: true, apiKey: key('upd'), updated: { enabled: false } });
+    expect(await result('svc_updateApiKey', [{ ...scope, apiKey: key('upd'), updates: { enabled: false } }])).to.deep.equal({
+      success: true,
+      apiKey: key('upd'),
+      updated: { enabled: false },
+    });
     await result('svc_deleteApiKey', [{ ...scope, apiKey: key('upd') }]);
   });
 
@@ -130,8 +138,14 @@ describe('conformance §4.4: admin endpoint', function () {
     expect(dflt).to.include({ projectId: 'main', upstream: 'b', method: '*', cordoned: true });
     expect(dflt.reason).to.equal('admin: manual cordon');
     // §7 InvalidRequest: requires params, naming the missing field.
-    expect((await admin('svc_cordonUpstream', [{ projectId: 'main' }])).json.error).to.deep.equal({ code: -32600, message: 'InvalidRequest: requires params: [{projectId, upstream, method?, reason?}] (upstream must be a non-empty string)' });
-    expect((await admin('svc_cordonUpstream', [{ upstream: 'b' }])).json.error).to.deep.equal({ code: -32600, message: 'InvalidRequest: requires params: [{projectId, upstream, method?, reason?}] (projectId must be a non-empty string)' });
+    expect((await admin('svc_cordonUpstream', [{ projectId: 'main' }])).json.error).to.deep.equal({
+      code: -32600,
+      message: 'InvalidRequest: requires params: [{projectId, upstream, method?, reason?}] (upstream must be a non-empty string)',
+    });
+    expect((await admin('svc_cordonUpstream', [{ upstream: 'b' }])).json.error).to.deep.equal({
+      code: -32600,
+      message: 'InvalidRequest: requires params: [{projectId, upstream, method?, reason?}] (projectId must be a non-empty string)',
+    });
     await result('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'b' }]);
     await result('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'b', method: 'eth_getBalance' }]);
   });
@@ -146,14 +160,20 @@ describe('conformance §4.4: admin endpoint', function () {
   it('§4.4 svc_listCordoned — [{projectId}] returns {projectId, cordoned: [{upstream, reason}]} listing * cordons only', async () => {
     await result('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a', reason: 'all methods' }]);
     await result('svc_cordonUpstream', [{ projectId: 'main', upstream: 'b', method: 'eth_call', reason: 'one method' }]);
-    expect(await result('svc_listCordoned', [{ projectId: 'main' }])).to.deep.equal({ projectId: 'main', cordoned: [{ upstream: 'a', reason: 'all methods' }] });
+    expect(await result('svc_listCordoned', [{ projectId: 'main' }])).to.deep.equal({
+      projectId: 'main',
+      cordoned: [{ upstream: 'a', reason: 'all methods' }],
+    });
     await result('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }]);
     await result('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'b', method: 'eth_call' }]);
     expect(await result('svc_listCordoned', [{ projectId: 'main' }])).to.deep.equal({ projectId: 'main', cordoned: [] });
   });
 
   it('§4.4 #1 — svc_addApiKey takes one key per call (no batch insert); enabled defaults to true', async () => {
-    const two = await admin('svc_addApiKey', [{ ...scope, apiKey: key('b1'), userId: 'x' }, { ...scope, apiKey: key('b2'), userId: 'y' }]);
+    const two = await admin('svc_addApiKey', [
+      { ...scope, apiKey: key('b1'), userId: 'x' },
+      { ...scope, apiKey: key('b2'), userId: 'y' },
+    ]);
     expect(two.json.error.message).to.match(/^InvalidRequest: requires params/);
     const listed = await result('svc_listApiKeys', [{ ...scope }]);
     expect(listed.apiKeys.map((k: { key: string }) => k.key)).not.to.include.members([key('b1')]);
@@ -204,7 +224,9 @@ describe('conformance §4.4: admin endpoint', function () {
   });
 
   it('§4.4 #5 — API-key methods need a database-backed connector and one object as the only param', async () => {
-    expect((await admin('svc_addApiKey', [{ projectId: 'plain', connectorId: 'keys', apiKey: key('x'), userId: 'x' }])).json.error.message).to.match(/^failed to find the service: /);
+    expect((await admin('svc_addApiKey', [{ projectId: 'plain', connectorId: 'keys', apiKey: key('x'), userId: 'x' }])).json.error.message).to.match(
+      /^failed to find the service: /,
+    );
     expect((await admin('svc_listApiKeys', ['main', 'keys'])).json.error.message).to.equal('InvalidRequest: first parameter must be an object');
     expect((await admin('svc_listApiKeys', [{ ...scope }, 'extra'])).json.error.message).to.match(/^InvalidRequest: requires params/);
     expect((await admin('svc_listApiKeys', [])).json.error.message).to.match(/^InvalidRequest: requires params/);

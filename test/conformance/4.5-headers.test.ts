@@ -18,7 +18,14 @@ const PATH = `/main/evm/${CHAIN}`;
 const SLOW = '/main/evm/1';
 const call = (id: unknown, method: string, params: unknown[] = []) => ({ jsonrpc: '2.0', id, method, params });
 const addr = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
-const COUNTERS = ['x-svc-upstream-attempts', 'x-svc-upstream-retries', 'x-svc-upstream-hedges', 'x-svc-network-attempts', 'x-svc-network-retries', 'x-svc-network-hedges'];
+const COUNTERS = [
+  'x-svc-upstream-attempts',
+  'x-svc-upstream-retries',
+  'x-svc-upstream-hedges',
+  'x-svc-network-attempts',
+  'x-svc-network-retries',
+  'x-svc-network-hedges',
+];
 /** A trace segment with the spec's words only (§4.5): reason, then outcome. */
 const SEGMENT = /^[A-Za-z0-9_.:-]+=(primary|hedge|retry|consensus_slot|sweep):(success|timeout|exec_revert|rate_limited):\d+(:won)?$/;
 
@@ -37,8 +44,20 @@ describe('conformance §4.5: response headers', function () {
     [anvil, s1, s2] = await Promise.all([startAnvil({ chainId: CHAIN }), startFaultServer({ chainId: 1 }), startFaultServer({ chainId: 1 })]);
     for (const s of [s1, s2]) s.setDefault({ kind: 'delay', ms: 200 });
     const networks = [
-      { architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [{ matchMethod: 'eth_getCode', consensus: { maxParticipants: 2, agreementThreshold: 2 } }, { matchMethod: '*' }] },
-      { architecture: 'evm', evm: { chainId: 1 }, failsafe: [{ matchMethod: 'eth_getTransactionCount', hedge: { delay: '50ms', maxCount: 1 } }, { matchMethod: 'eth_getStorageAt', timeout: { duration: '300ms' } }, { matchMethod: '*' }] },
+      {
+        architecture: 'evm',
+        evm: { chainId: CHAIN },
+        failsafe: [{ matchMethod: 'eth_getCode', consensus: { maxParticipants: 2, agreementThreshold: 2 } }, { matchMethod: '*' }],
+      },
+      {
+        architecture: 'evm',
+        evm: { chainId: 1 },
+        failsafe: [
+          { matchMethod: 'eth_getTransactionCount', hedge: { delay: '50ms', maxCount: 1 } },
+          { matchMethod: 'eth_getStorageAt', timeout: { duration: '300ms' } },
+          { matchMethod: '*' },
+        ],
+      },
     ];
     const upstreams = [
       { id: 'a', endpoint: anvil.url, vendorName: 'acme', evm: { chainId: CHAIN } },
@@ -53,12 +72,23 @@ describe('conformance §4.5: response headers', function () {
         evmJsonRpcCache: {
           connectors: [{ id: 'mem', driver: 'memory' }],
           // Every finality: a node's finalized block may not be known yet right after start.
-          policies: ['finalized', 'unfinalized', 'realtime', 'unknown'].map((finality) => ({ connector: 'mem', finality, method: 'eth_getBalance', ttl: '1m', empty: 'allow' })),
+          policies: ['finalized', 'unfinalized', 'realtime', 'unknown'].map((finality) => ({
+            connector: 'mem',
+            finality,
+            method: 'eth_getBalance',
+            ttl: '1m',
+            empty: 'allow',
+          })),
         },
       },
       projects: [{ id: 'main', networks, upstreams }],
     });
-    off = await startSvc({ ...NO_CACHE, logLevel: 'error', server: { executionHeaders: 'off' }, projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [upstreams[0]] }] });
+    off = await startSvc({
+      ...NO_CACHE,
+      logLevel: 'error',
+      server: { executionHeaders: 'off' },
+      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [upstreams[0]] }],
+    });
   });
   after(async () => {
     await Promise.all([svc?.close(), off?.close()]);
@@ -67,7 +97,12 @@ describe('conformance §4.5: response headers', function () {
 
   it('§4.5 X-SVC-Version, X-SVC-Commit — on every answer, even with executionHeaders off; Content-Type and server.responseHeaders always', async () => {
     for (const h of [svc, off]) {
-      for (const r of [await h.post(PATH, call(1, 'eth_blockNumber')), await h.post(PATH, [call(1, 'eth_blockNumber')]), await h.post('/main/evm/999', call(1, 'eth_chainId')), await h.post(PATH, '{oops')]) {
+      for (const r of [
+        await h.post(PATH, call(1, 'eth_blockNumber')),
+        await h.post(PATH, [call(1, 'eth_blockNumber')]),
+        await h.post('/main/evm/999', call(1, 'eth_chainId')),
+        await h.post(PATH, '{oops'),
+      ]) {
         expect(r.headers['x-svc-version']).to.equal(VERSION);
         expect(r.headers['x-svc-commit']).to.be.a('string').and.not.equal('');
         expect(r.headers['content-type']).to.equal('application/json');
@@ -100,7 +135,11 @@ describe('conformance §4.5: response headers', function () {
   });
 
   it('§4.5 X-SVC-Network-Attempts / -Retries / -Hedges — counters on every answer, errors and batches included', async () => {
-    for (const r of [await svc.post(PATH, call(1, 'eth_blockNumber')), await svc.post(PATH, call(2, 'eth_nope')), await svc.post(PATH, [call(3, 'eth_blockNumber'), call(4, 'eth_blockNumber')])]) {
+    for (const r of [
+      await svc.post(PATH, call(1, 'eth_blockNumber')),
+      await svc.post(PATH, call(2, 'eth_nope')),
+      await svc.post(PATH, [call(3, 'eth_blockNumber'), call(4, 'eth_blockNumber')]),
+    ]) {
       for (const h of COUNTERS) expect(r.headers[h], h).to.match(/^\d+$/);
     }
     const hedged = await svc.post(SLOW, call(5, 'eth_getTransactionCount', [fresh(), '0x1']));
@@ -152,7 +191,10 @@ describe('conformance §4.5: response headers', function () {
     // the machine stalled for 400 ms or more: a busy core only makes the bounds looser, never
     // the correct value fall outside them.
     const t0 = performance.now();
-    const batch = await svc.post(SLOW, [1, 2, 3, 4].map((i) => call(i + 1, 'eth_getBalance', [fresh(), '0x1'])));
+    const batch = await svc.post(
+      SLOW,
+      [1, 2, 3, 4].map((i) => call(i + 1, 'eth_getBalance', [fresh(), '0x1'])),
+    );
     const wall = performance.now() - t0;
     expect(batch.json).to.have.length(4);
     for (const e of batch.json) expect(e.result, JSON.stringify(e)).to.be.a('string');
@@ -203,7 +245,11 @@ describe('conformance §4.5: response headers', function () {
   it('§4.5 X-SVC-Calls — routed sub-calls in the answer, single and batch; absent on early errors that routed no call', async () => {
     expect((await svc.post(PATH, call(1, 'eth_blockNumber'))).headers['x-svc-calls']).to.equal('1');
     expect((await svc.post(PATH, [call(2, 'eth_blockNumber'), call(3, 'eth_getBalance', [fresh(), '0x0'])])).headers['x-svc-calls']).to.equal('2');
-    for (const r of [await svc.post('/main/evm/999', call(4, 'eth_blockNumber')), await svc.post(PATH, '{oops'), await svc.post('/main/evm/999', [call(5, 'eth_blockNumber')])]) {
+    for (const r of [
+      await svc.post('/main/evm/999', call(4, 'eth_blockNumber')),
+      await svc.post(PATH, '{oops'),
+      await svc.post('/main/evm/999', [call(5, 'eth_blockNumber')]),
+    ]) {
       expect(r.headers['x-svc-calls']).to.equal(undefined);
       expect(r.headers['x-svc-billable']).to.equal(undefined);
       expect(r.headers['x-svc-credits']).to.equal(undefined);

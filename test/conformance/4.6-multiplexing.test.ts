@@ -55,7 +55,10 @@ describe('conformance §4.6: multiplexing', function () {
   const balance = (id: unknown, block: string) => ({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [ADDR, block] });
   const followers = async (): Promise<number> => {
     const text = await (await fetch(svc.metricsUrl!)).text();
-    return text.split('\n').filter((l) => l.startsWith('svc_network_multiplexed_request_total{')).reduce((s, l) => s + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    return text
+      .split('\n')
+      .filter((l) => l.startsWith('svc_network_multiplexed_request_total{'))
+      .reduce((s, l) => s + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
   };
 
   before(async () => {
@@ -66,7 +69,12 @@ describe('conformance §4.6: multiplexing', function () {
         evmJsonRpcCache: {
           connectors: [{ id: 'mem', driver: 'memory' }],
           // Every finality: the node's finalized block may not be known yet right after start.
-          policies: ['finalized', 'unfinalized', 'realtime', 'unknown'].map((finality) => ({ connector: 'mem', finality, method: 'eth_getBlockByNumber', ttl: '1m' })),
+          policies: ['finalized', 'unfinalized', 'realtime', 'unknown'].map((finality) => ({
+            connector: 'mem',
+            finality,
+            method: 'eth_getBlockByNumber',
+            ttl: '1m',
+          })),
         },
       },
       projects: [
@@ -174,7 +182,11 @@ describe('conformance §4.6: multiplexing', function () {
     // Only a plugin can put such params on a call; JSON bodies always serialise.
     expect(multiplexKey('eth_call', () => 1)).to.equal(undefined);
     expect(multiplexKey('eth_call', Symbol('x'))).to.equal(undefined);
-    const throwing = { toJSON: () => { throw new Error('no'); } };
+    const throwing = {
+      toJSON: () => {
+        throw new Error('no');
+      },
+    };
     expect(() => multiplexKey('eth_call', [throwing])).not.to.throw();
     expect(multiplexKey('eth_call', [throwing])).to.equal(undefined);
     expect(multiplexKey('eth_call', [{ a: 1 }])).to.be.a('string');

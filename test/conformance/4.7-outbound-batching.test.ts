@@ -38,7 +38,8 @@ describe('conformance §4.7: outbound batching', function () {
         if (Array.isArray(doc)) posts.push({ size: doc.length, ids: doc.map((e: { id: unknown }) => e.id) });
         if (Array.isArray(doc) && mode === 'reset') return req.socket.destroy();
         if (Array.isArray(doc) && mode === 'garbage') return res.end('<html>oops</html>');
-        if (Array.isArray(doc) && mode === 'single') return res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batches not allowed' } }));
+        if (Array.isArray(doc) && mode === 'single')
+          return res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batches not allowed' } }));
         const answer = await (await fetch(anvil.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text })).json();
         if (!Array.isArray(answer)) return res.end(JSON.stringify(answer));
         if (mode === 'drop-last') answer.pop();
@@ -56,13 +57,27 @@ describe('conformance §4.7: outbound batching', function () {
         {
           id: 'main',
           networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [] }],
-          upstreams: [{ id: 'b', endpoint: url, evm: { chainId: CHAIN, statePollerInterval: 0 }, jsonRpc: { supportsBatch: true, batchMaxSize: 5, batchMaxWait: '20ms' } }],
+          upstreams: [
+            {
+              id: 'b',
+              endpoint: url,
+              evm: { chainId: CHAIN, statePollerInterval: 0 },
+              jsonRpc: { supportsBatch: true, batchMaxSize: 5, batchMaxWait: '20ms' },
+            },
+          ],
         },
         {
           id: 'slow',
           networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [] }],
           // A queue that waits far longer than the calls' 600 ms deadline.
-          upstreams: [{ id: 'slow', endpoint: url, evm: { chainId: CHAIN, statePollerInterval: 0 }, jsonRpc: { supportsBatch: true, batchMaxSize: 100, batchMaxWait: '5s' } }],
+          upstreams: [
+            {
+              id: 'slow',
+              endpoint: url,
+              evm: { chainId: CHAIN, statePollerInterval: 0 },
+              jsonRpc: { supportsBatch: true, batchMaxSize: 100, batchMaxWait: '5s' },
+            },
+          ],
         },
       ],
     });
@@ -79,7 +94,8 @@ describe('conformance §4.7: outbound batching', function () {
   });
 
   // Distinct params so that multiplexing does not merge them; every client uses id 1 on purpose.
-  const calls = (n: number) => Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [`0x${(i + 1).toString(16).padStart(40, '0')}`, '0x0'] }));
+  const calls = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [`0x${(i + 1).toString(16).padStart(40, '0')}`, '0x0'] }));
 
   it('§4.7 #1 — one HTTP POST carries the array; answers (in any order) are matched by id', async () => {
     const res = await svc.post(PATH, calls(5));

@@ -13,7 +13,12 @@ describe('conformance: §5 authentication', function () {
   let f: CoreFixture;
   before(async () => {
     f = await startCoreFixture({ rateLimiters: { budgets: [{ id: 'one', rules: [{ method: '*', maxCount: 1, period: 'minute' }] }] } }, {}, (anvil) => {
-      const p = (id: string, strategies: unknown[]) => ({ id, networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }], upstreams: [{ id: 'u', endpoint: anvil.url, evm: { chainId: anvil.chainId } }], auth: { strategies } });
+      const p = (id: string, strategies: unknown[]) => ({
+        id,
+        networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }],
+        upstreams: [{ id: 'u', endpoint: anvil.url, evm: { chainId: anvil.chainId } }],
+        auth: { strategies },
+      });
       return [
         p('sec', [{ type: 'secret', secret: { value: SECRET, id: 'ops' } }]),
         p('cidr', [{ type: 'network', network: { allowedCIDRs: ['10.1.0.0/16'] } }]),
@@ -22,7 +27,8 @@ describe('conformance: §5 authentication', function () {
     });
   });
   after(() => f?.close());
-  const call = (project: string, query = '', headers: Record<string, string> = {}) => f.svc.post(`/${project}/evm/${f.anvil.chainId}${query}`, rpc('eth_blockNumber', []), headers);
+  const call = (project: string, query = '', headers: Record<string, string> = {}) =>
+    f.svc.post(`/${project}/evm/${f.anvil.chainId}${query}`, rpc('eth_blockNumber', []), headers);
 
   it('§5 #1 — one strategy schema for project auth, admin.auth and healthCheck.auth (secret, network, jwt, siwe types)', async () => {
     const s = await startSvc({
@@ -31,14 +37,22 @@ describe('conformance: §5 authentication', function () {
       metrics: { enabled: false },
       healthCheck: { auth: { strategies: [{ type: 'secret', secret: { value: SECRET } }] } },
       admin: { auth: { strategies: [{ type: 'secret', secret: { value: SECRET } }] } },
-      projects: [{ id: 'p', upstreams: [{ id: 'u', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }], auth: { strategies: [{ type: 'secret', secret: { value: SECRET } }] } }],
+      projects: [
+        {
+          id: 'p',
+          upstreams: [{ id: 'u', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }],
+          auth: { strategies: [{ type: 'secret', secret: { value: SECRET } }] },
+        },
+      ],
     });
     try {
       expect((await s.send('GET', '/healthcheck')).status).to.equal(401);
       // 200 once the upstream is initialised (its chain id confirmed and its first poll in).
       await waitFor(async () => (await s.send('GET', `/healthcheck?secret=${SECRET}`)).status === 200, 10_000);
       expect((await s.post('/admin', rpc('svc_taxonomy'))).status).to.equal(401);
-      expect((await s.post('/admin', rpc('svc_taxonomy'), { 'x-svc-secret-token': SECRET })).json.result).to.deep.equal({ projects: [{ id: 'p', networks: [{ id: `evm:${f.anvil.chainId}`, upstreams: [{ id: 'u' }] }] }] });
+      expect((await s.post('/admin', rpc('svc_taxonomy'), { 'x-svc-secret-token': SECRET })).json.result).to.deep.equal({
+        projects: [{ id: 'p', networks: [{ id: `evm:${f.anvil.chainId}`, upstreams: [{ id: 'u' }] }] }],
+      });
       expect((await s.post(`/p/evm/${f.anvil.chainId}`, rpc('eth_blockNumber', []))).status).to.equal(401);
       expect((await s.post(`/p/evm/${f.anvil.chainId}?secret=${SECRET}`, rpc('eth_blockNumber', []))).json.result).to.match(/^0x/);
     } finally {
@@ -47,7 +61,12 @@ describe('conformance: §5 authentication', function () {
     // An unknown strategy type is a config error on that strategy's type (no other problem).
     const problems = await configProblems({ logLevel: 'error', projects: [{ id: 'p', auth: { strategies: [{ type: 'password' }] } }] });
     expect([...new Set(problems.map((p) => p.path.split('.').slice(0, 3).join('.')))]).to.deep.equal(['projects[0].auth.strategies[0]']);
-    expect(problems.filter((p) => p.path === 'projects[0].auth.strategies[0].type').map((p) => p.message)).to.include.members(['must be "secret"', 'must be "network"', 'must be "jwt"', 'must be "siwe"']);
+    expect(problems.filter((p) => p.path === 'projects[0].auth.strategies[0].type').map((p) => p.message)).to.include.members([
+      'must be "secret"',
+      'must be "network"',
+      'must be "jwt"',
+      'must be "siwe"',
+    ]);
   });
 
   it('§5 #2 — secret: sent as query secret=<SECRET> or header X-SVC-Secret-Token', async () => {
@@ -82,8 +101,19 @@ describe('conformance: §5 authentication', function () {
   it('§5 #6 — the admin endpoint has its own auth, independent of project auth; closed with no strategy', async () => {
     expect((await f.svc.post('/admin', rpc('svc_taxonomy'), { 'x-svc-secret-token': SECRET })).status).to.equal(401);
     expect((await call('sec', '', { 'x-svc-secret-token': ADMIN })).status).to.equal(401);
-    expect((await f.svc.post('/admin', rpc('svc_taxonomy'), ADMIN_H)).json.result.projects.map((p: { id: string }) => p.id)).to.deep.equal(['main', 'keys', 'sec', 'cidr', 'local']);
-    const closed = await startSvc({ ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, projects: [{ id: 'p', upstreams: [{ id: 'u', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }] });
+    expect((await f.svc.post('/admin', rpc('svc_taxonomy'), ADMIN_H)).json.result.projects.map((p: { id: string }) => p.id)).to.deep.equal([
+      'main',
+      'keys',
+      'sec',
+      'cidr',
+      'local',
+    ]);
+    const closed = await startSvc({
+      ...NO_CACHE,
+      logLevel: 'error',
+      metrics: { enabled: false },
+      projects: [{ id: 'p', upstreams: [{ id: 'u', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }],
+    });
     try {
       expect((await closed.post('/admin', rpc('svc_taxonomy'), ADMIN_H)).status).to.equal(401);
     } finally {

@@ -16,8 +16,17 @@ describe('conformance: §6 metrics', function () {
     slow = await startFaultServer();
     slow.setDefault({ kind: 'delay', ms: 150, then: { kind: 'ok', result: '0x2a' } });
     f = await startCoreFixture({}, {}, (anvil) => [
-      { id: 'sec', networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }], upstreams: [{ id: 'u', endpoint: anvil.url, evm: { chainId: anvil.chainId } }], auth: { strategies: [{ type: 'secret', secret: { value: SECRET, id: 'ops' } }] } },
-      { id: 'slow', networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }], upstreams: [{ id: 's', endpoint: slow.url, evm: { chainId: anvil.chainId, statePollerInterval: 0 } }] },
+      {
+        id: 'sec',
+        networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }],
+        upstreams: [{ id: 'u', endpoint: anvil.url, evm: { chainId: anvil.chainId } }],
+        auth: { strategies: [{ type: 'secret', secret: { value: SECRET, id: 'ops' } }] },
+      },
+      {
+        id: 'slow',
+        networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }],
+        upstreams: [{ id: 's', endpoint: slow.url, evm: { chainId: anvil.chainId, statePollerInterval: 0 } }],
+      },
     ]);
   });
   after(async () => {
@@ -104,7 +113,9 @@ describe('conformance: §6 metrics', function () {
     const n0 = await total('svc_upstream_request_duration_seconds_count', labels);
     await f.svc.post(`${f.path}?use-upstream=b`, rpc('eth_getCode', ['0x00000000000000000000000000000000000000ff', 'latest']));
     expect(await total('svc_upstream_request_duration_seconds_count', labels)).to.equal(n0 + 1);
-    expect((await f.scrape()).split('\n').find((l) => l.startsWith('svc_upstream_request_duration_seconds_count{') && l.includes('upstream="b"'))).to.include('vendor="');
+    expect((await f.scrape()).split('\n').find((l) => l.startsWith('svc_upstream_request_duration_seconds_count{') && l.includes('upstream="b"'))).to.include(
+      'vendor="',
+    );
   });
 
   it('§6 svc_selection_score — gauge {project, network, method, upstream}: a score per upstream', async () => {

@@ -25,10 +25,20 @@ describe('conformance: §7 errors', function () {
     const deadPort = await freePort();
     f = await startCoreFixture({}, {}, (anvil) => {
       const net = [{ architecture: 'evm', evm: { chainId: anvil.chainId } }];
-      const batchUp = (id: string, url: string) => ({ id, endpoint: url, evm: { chainId: anvil.chainId, statePollerInterval: 0 }, jsonRpc: { supportsBatch: true, batchMaxSize: 2, batchMaxWait: '20ms' }, failsafe: [{ matchMethod: '*', timeout: { duration: '300ms' } }] });
+      const batchUp = (id: string, url: string) => ({
+        id,
+        endpoint: url,
+        evm: { chainId: anvil.chainId, statePollerInterval: 0 },
+        jsonRpc: { supportsBatch: true, batchMaxSize: 2, batchMaxWait: '20ms' },
+        failsafe: [{ matchMethod: '*', timeout: { duration: '300ms' } }],
+      });
       return [
         { id: 'zero' },
-        { id: 'dead', networks: net, upstreams: [{ id: 'd', endpoint: `http://127.0.0.1:${deadPort}`, evm: { chainId: anvil.chainId, statePollerInterval: 0 } }] },
+        {
+          id: 'dead',
+          networks: net,
+          upstreams: [{ id: 'd', endpoint: `http://127.0.0.1:${deadPort}`, evm: { chainId: anvil.chainId, statePollerInterval: 0 } }],
+        },
         { id: 'bhang', networks: net, upstreams: [batchUp('h', hang.url)] },
         { id: 'bgarbage', networks: net, upstreams: [batchUp('g', garbage.url)] },
       ];
@@ -48,7 +58,9 @@ describe('conformance: §7 errors', function () {
 
   it('§7 InvalidRequest: requires params: ... — wrong param count, with the expected shape', async () => {
     expect((await f.admin('svc_project', [])).json.error.message).to.equal('InvalidRequest: requires params: [projectId]');
-    expect((await f.admin('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a' }, 'extra'])).json.error.message).to.match(/^InvalidRequest: requires params: \[\{projectId, upstream, method\?, reason\?\}\]/);
+    expect((await f.admin('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a' }, 'extra'])).json.error.message).to.match(
+      /^InvalidRequest: requires params: \[\{projectId, upstream, method\?, reason\?\}\]/,
+    );
   });
 
   it('§7 InvalidRequest: first parameter must be an object — API-key or cordon method with positional args', async () => {
@@ -102,7 +114,17 @@ describe('conformance: §7 errors', function () {
     // The scripted upstream's blocks carry made-up hashes: an intrinsic check cannot pass.
     const liar = await startFaultServer();
     const { startSvc } = await import('../helpers/svc.ts');
-    const s = await startSvc({ logLevel: 'error', metrics: { enabled: false }, projects: [{ id: 'n', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'x', endpoint: liar.url, evm: { chainId: 31337, statePollerInterval: 0 } }] }] });
+    const s = await startSvc({
+      logLevel: 'error',
+      metrics: { enabled: false },
+      projects: [
+        {
+          id: 'n',
+          networks: [{ architecture: 'evm', evm: { chainId: 31337 } }],
+          upstreams: [{ id: 'x', endpoint: liar.url, evm: { chainId: 31337, statePollerInterval: 0 } }],
+        },
+      ],
+    });
     try {
       const r = await s.post('/n/evm/31337', rpc('eth_getBlockByNumber', ['0x5', false]), { 'x-svc-integrity': 'intrinsic' });
       expect(r.json.result).to.equal(undefined);
@@ -115,14 +137,20 @@ describe('conformance: §7 errors', function () {
 
   it('§7 ErrEndpointRequestTimeout — the outbound batch deadline passed', async () => {
     // The upstream never answers: only the deadline ends the calls (else mocha's timeout fails the test).
-    const r = await f.svc.post(`/bhang/evm/${chain()}`, [rpc('eth_getBalance', ['0x0000000000000000000000000000000000000001', '0x1'], 1), rpc('eth_getBalance', ['0x0000000000000000000000000000000000000002', '0x1'], 2)]);
+    const r = await f.svc.post(`/bhang/evm/${chain()}`, [
+      rpc('eth_getBalance', ['0x0000000000000000000000000000000000000001', '0x1'], 1),
+      rpc('eth_getBalance', ['0x0000000000000000000000000000000000000002', '0x1'], 2),
+    ]);
     expect(r.json).to.have.length(2);
     expect(r.json.map((e: { id: unknown }) => e.id)).to.deep.equal([1, 2]);
     for (const e of r.json as Array<{ error: unknown }>) expect(JSON.stringify(e.error)).to.include('ErrEndpointRequestTimeout');
   });
 
   it('§7 ErrUpstreamMalformedResponse — an upstream answering a batch with non-JSON', async () => {
-    const r = await f.svc.post(`/bgarbage/evm/${chain()}`, [rpc('eth_getBalance', ['0x0000000000000000000000000000000000000001', '0x1'], 1), rpc('eth_getBalance', ['0x0000000000000000000000000000000000000002', '0x1'], 2)]);
+    const r = await f.svc.post(`/bgarbage/evm/${chain()}`, [
+      rpc('eth_getBalance', ['0x0000000000000000000000000000000000000001', '0x1'], 1),
+      rpc('eth_getBalance', ['0x0000000000000000000000000000000000000002', '0x1'], 2),
+    ]);
     expect(r.json).to.have.length(2);
     expect(r.json.map((e: { id: unknown }) => e.id)).to.deep.equal([1, 2]);
     for (const e of r.json as Array<{ error: unknown }>) expect(JSON.stringify(e.error)).to.include('ErrUpstreamMalformedResponse');

@@ -15,7 +15,14 @@ import { BatchQueue, type QueuedCall } from '../../plugins/batching/queue.ts';
 import type { PluginHost, Project } from '../../core/plugin-api.ts';
 import type { Vendor } from 'svc/plugins/providers';
 import { ProjectBootstrap } from '../../plugins/providers/bootstrap.ts';
-import { BOOTSTRAP_BACKOFF_FACTOR, BOOTSTRAP_FIRST_RETRY_MS, BOOTSTRAP_MAX_RETRY_MS, FIRST_REQUEST_POLL_MS, FIRST_REQUEST_WAIT_MS, providersPlugin } from '../../plugins/providers/index.ts';
+import {
+  BOOTSTRAP_BACKOFF_FACTOR,
+  BOOTSTRAP_FIRST_RETRY_MS,
+  BOOTSTRAP_MAX_RETRY_MS,
+  FIRST_REQUEST_POLL_MS,
+  FIRST_REQUEST_WAIT_MS,
+  providersPlugin,
+} from '../../plugins/providers/index.ts';
 import { readSelectionSettings } from '../../plugins/selection/index.ts';
 import { HYPER_PROBE_TIMEOUT_MS } from '../../plugins/vendor-hyper/index.ts';
 import { DEFAULT_RECHECK_INTERVAL_MS, repositoryVendorPlugin } from '../../plugins/vendor-repository/index.ts';
@@ -31,8 +38,15 @@ describe('conformance: §8 limits', function () {
   after(() => f?.close());
 
   it('§8 Cordon persistence — in-process only: a restarted process has no cordon', async () => {
-    const config = { ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, admin: { auth: { strategies: [{ type: 'secret', secret: { value: ADMIN } }] } }, projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }] };
-    const list = async (s: Awaited<ReturnType<typeof startSvc>>) => (await s.post('/admin', rpc('svc_listCordoned', [{ projectId: 'p' }]), ADMIN_H)).json.result.cordoned;
+    const config = {
+      ...NO_CACHE,
+      logLevel: 'error',
+      metrics: { enabled: false },
+      admin: { auth: { strategies: [{ type: 'secret', secret: { value: ADMIN } }] } },
+      projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }] }],
+    };
+    const list = async (s: Awaited<ReturnType<typeof startSvc>>) =>
+      (await s.post('/admin', rpc('svc_listCordoned', [{ projectId: 'p' }]), ADMIN_H)).json.result.cordoned;
     const one = await startSvc(config);
     await one.post('/admin', rpc('svc_cordonUpstream', [{ projectId: 'p', upstream: 'x', reason: 'before restart' }]), ADMIN_H);
     expect(await list(one)).to.deep.equal([{ upstream: 'x', reason: 'before restart' }]);
@@ -53,7 +67,9 @@ describe('conformance: §8 limits', function () {
 
   it('§8 svc_listApiKeys default page size — 50', async () => {
     for (let i = 0; i < 51; i++) {
-      await f.admin('svc_addApiKey', [{ projectId: 'keys', connectorId: 'mem', apiKey: `k_page_${String(i).padStart(3, '0')}_0123456789abcdef0123456789`, userId: `u${i}` }]);
+      await f.admin('svc_addApiKey', [
+        { projectId: 'keys', connectorId: 'mem', apiKey: `k_page_${String(i).padStart(3, '0')}_0123456789abcdef0123456789`, userId: `u${i}` },
+      ]);
     }
     const first = (await f.admin('svc_listApiKeys', [{ projectId: 'keys', connectorId: 'mem' }])).json.result;
     expect(first.totalReturned).to.equal(50);
@@ -65,14 +81,23 @@ describe('conformance: §8 limits', function () {
   });
 
   it('§8 Outbound batch size / wait — no usable defaults: supportsBatch with either at 0 is warned about, and every call flushes alone', async () => {
-    const s = await startSvc({ ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId }, jsonRpc: { supportsBatch: true } }] }] });
+    const s = await startSvc({
+      ...NO_CACHE,
+      logLevel: 'error',
+      metrics: { enabled: false },
+      projects: [{ id: 'p', upstreams: [{ id: 'x', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId }, jsonRpc: { supportsBatch: true } }] }],
+    });
     try {
       expect(s.proxy.config.warnings.some((w) => /supportsBatch is on with batchMaxSize 0 and batchMaxWait 0/.test(w))).to.equal(true);
     } finally {
       await s.close();
     }
     const batches: string[][] = [];
-    const q = new BatchQueue({ maxSize: 0, maxWaitMs: 0, send: async (cs) => (batches.push(cs.map((c) => c.id)), cs.map(() => new ErrEndpointServerSideException('x'))) });
+    const q = new BatchQueue({
+      maxSize: 0,
+      maxWaitMs: 0,
+      send: async (cs) => (batches.push(cs.map((c) => c.id)), cs.map(() => new ErrEndpointServerSideException('x'))),
+    });
     const call = (id: string): QueuedCall => ({ id, method: 'm', params: [], deadline: Date.now() + 10_000, signal: new AbortController().signal });
     await Promise.allSettled([q.add(call('1')), q.add(call('2'))]);
     expect(batches).to.deep.equal([['1'], ['2']]);
@@ -147,13 +172,22 @@ describe('conformance: §8 limits', function () {
     // bootstrap task keeps running), asked for a chain on a fake clock. Each look at the
     // project's networks is a poll.
     const taps: Record<string, (...args: any[]) => any> = {};
-    const hook = (name: string) => ({ tap: (_n: unknown, fn: (...args: any[]) => any) => (taps[name] = fn), tapPromise: (_n: unknown, fn: (...args: any[]) => any) => (taps[name] = fn) });
+    const hook = (name: string) => ({
+      tap: (_n: unknown, fn: (...args: any[]) => any) => (taps[name] = fn),
+      tapPromise: (_n: unknown, fn: (...args: any[]) => any) => (taps[name] = fn),
+    });
     let providers: { registerVendor(v: Vendor): void } | undefined;
     const host = {
       logger: { warn() {}, error() {}, info() {}, debug() {} },
       isClosed: false,
       services: { provide: (_k: unknown, v: typeof providers) => (providers = v) },
-      hooks: { config: hook('config'), configured: hook('configured'), project: hook('project'), resolveNetwork: hook('resolveNetwork'), shutdown: hook('shutdown') },
+      hooks: {
+        config: hook('config'),
+        configured: hook('configured'),
+        project: hook('project'),
+        resolveNetwork: hook('resolveNetwork'),
+        shutdown: hook('shutdown'),
+      },
     } as unknown as PluginHost;
     providersPlugin().apply(host);
     providers!.registerVendor({ name: 'silent', upstreamsFor: () => new Promise(() => {}) });
@@ -161,7 +195,12 @@ describe('conformance: §8 limits', function () {
     const networks = new Map();
     const get = networks.get.bind(networks);
     networks.get = (k: string) => (polls.push(Date.now()), get(k));
-    const project = { id: 'z', config: { settings: { providers: [{ id: 'public', vendor: 'silent' }] } }, networks, upstreams: new Map() } as unknown as Project;
+    const project = {
+      id: 'z',
+      config: { settings: { providers: [{ id: 'public', vendor: 'silent' }] } },
+      networks,
+      upstreams: new Map(),
+    } as unknown as Project;
     await taps.project!(project);
     const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     try {
@@ -211,7 +250,12 @@ describe('conformance: §8 limits', function () {
       const quiet = { warn() {}, error() {}, info() {}, debug() {} };
       const host = { logger: quiet } as unknown as PluginHost;
       const project = { id: 'z', upstreams: new Map() } as unknown as Project;
-      const b = new ProjectBootstrap(host, project, [{ id: 'public', vendor: 'down', settings: {}, upstreamIdTemplate: '<PROVIDER>', overrides: {} }], new Map([['down', vendor]]));
+      const b = new ProjectBootstrap(
+        host,
+        project,
+        [{ id: 'public', vendor: 'down', settings: {}, upstreamIdTemplate: '<PROVIDER>', overrides: {} }],
+        new Map([['down', vendor]]),
+      );
       expect(b.start(1), 'the first task runs at once').to.equal(true);
       await clock.tickAsync(0);
       expect(asked).to.deep.equal([0]);

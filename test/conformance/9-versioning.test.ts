@@ -37,7 +37,12 @@ describe('conformance: §9 versioning', function () {
   });
 
   it('§9 #2 — a stored key record written without a userId fails with the corrupt-record error', () => {
-    const older = { key: 'k_old_0123456789abcdef0123456789abcdef', enabled: true, createdAt: '2020-01-01T00:00:00.000Z', updatedAt: '2020-01-01T00:00:00.000Z' };
+    const older = {
+      key: 'k_old_0123456789abcdef0123456789abcdef',
+      enabled: true,
+      createdAt: '2020-01-01T00:00:00.000Z',
+      updatedAt: '2020-01-01T00:00:00.000Z',
+    };
     expect(() => checkedRecord(older)).to.throw('missing or invalid userId in current data');
     expect(() => checkedRecord({ ...older, userId: '' })).to.throw('missing or invalid userId in current data');
     expect(checkedRecord({ ...older, userId: 'alice' }).userId).to.equal('alice');

@@ -8,7 +8,21 @@
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { claimedOutcomes, claimedTested, collectTitledTests, CONFORMANCE_FILE, extractRules, INTERFACE_FILE, renderConformance, ruleStatus, runTitledTests, titleId, type Rule, type TestOutcome, type TitledTest } from '../../bin/gen-conformance.ts';
+import {
+  claimedOutcomes,
+  claimedTested,
+  collectTitledTests,
+  CONFORMANCE_FILE,
+  extractRules,
+  INTERFACE_FILE,
+  renderConformance,
+  ruleStatus,
+  runTitledTests,
+  titleId,
+  type Rule,
+  type TestOutcome,
+  type TitledTest,
+} from '../../bin/gen-conformance.ts';
 import { DEVIATIONS, UNTESTABLE } from './exceptions.ts';
 
 describe('conformance: interface document coverage', function () {
@@ -41,7 +55,16 @@ describe('conformance: interface document coverage', function () {
       '| off | `go` \\| x |',
       'Rules: (a) one thing; (b) another.',
     ].join('\n');
-    expect(extractRules(doc).map((r) => r.id)).to.deep.equal(['§4.2 #1', '§4.2 #2', '§4.2 (a)', '§4.2 (b)', '§4.2 #4', '§4.2 on / go', '§4.2 on / stop', '§4.2 off']);
+    expect(extractRules(doc).map((r) => r.id)).to.deep.equal([
+      '§4.2 #1',
+      '§4.2 #2',
+      '§4.2 (a)',
+      '§4.2 (b)',
+      '§4.2 #4',
+      '§4.2 on / go',
+      '§4.2 on / stop',
+      '§4.2 off',
+    ]);
     expect(titleId('§4.2 #3 — a batch is HTTP 200')).to.equal('§4.2 #3');
     expect(titleId('a plain title')).to.equal(undefined);
   });

@@ -14,7 +14,12 @@ export const ADMIN = 'admin-secret-0123456789abcdef';
 export const ADMIN_H = Object.freeze({ 'x-svc-secret-token': ADMIN });
 
 /** A JSON-RPC request object; `params` omitted when undefined. */
-export const rpc = (method: string, params?: unknown, id: unknown = 1): Record<string, unknown> => ({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
+export const rpc = (method: string, params?: unknown, id: unknown = 1): Record<string, unknown> => ({
+  jsonrpc: '2.0',
+  id,
+  method,
+  ...(params === undefined ? {} : { params }),
+});
 
 /** A running fixture. */
 export interface CoreFixture {
@@ -38,7 +43,12 @@ export interface CoreFixture {
  * @param moreProjects further projects, built once anvil runs
  * @param mineBlocks blocks mined before svc starts (anvil finalizes latest - 64)
  */
-export async function startCoreFixture(extra: Record<string, unknown> = {}, mainExtra: Record<string, unknown> = {}, moreProjects: (anvil: AnvilHandle) => object[] = () => [], mineBlocks = 0): Promise<CoreFixture> {
+export async function startCoreFixture(
+  extra: Record<string, unknown> = {},
+  mainExtra: Record<string, unknown> = {},
+  moreProjects: (anvil: AnvilHandle) => object[] = () => [],
+  mineBlocks = 0,
+): Promise<CoreFixture> {
   const anvil = await startAnvil();
   if (mineBlocks > 0) await anvil.rpc('anvil_mine', [`0x${mineBlocks.toString(16)}`]);
   const chainId = anvil.chainId;

@@ -17,7 +17,7 @@ import { pino } from 'pino';
 import { createClient } from 'redis';
 import { createProxy } from '../../core/host/proxy.ts';
 import { PACKAGE_ROOT } from '../../core/wire/version.ts';
-import { defaultPreset } from '../../presets/default.ts';
+import type { defaultPreset } from '../../presets/default.ts';
 import { tracingPlugin } from '../../plugins/tracing/index.ts';
 import { FORCE_TRACE_ATTRIBUTE } from '../../plugins/tracing/sdk.ts';
 import { redactedSuffix, repositoryVendorPlugin } from '../../plugins/vendor-repository/index.ts';
@@ -69,18 +69,37 @@ describe('conformance: prose of §2 (resources)', function () {
           // §2.8 precedence and locations: a default that selects nothing shows that it applied.
           { id: 'prec', networks: [net({ directiveDefaults: { useUpstream: NOWHERE } })], upstreams: abc },
           { id: 'nd', networkDefaults: { directiveDefaults: { useUpstream: NOWHERE } }, networks: [net()], upstreams: abc },
-          { id: 'fs', networks: [net({ failsafe: [{ matchMethod: 'eth_getBalance', directiveDefaults: { useUpstream: NOWHERE } }, { matchMethod: '*' }] })], upstreams: abc },
+          {
+            id: 'fs',
+            networks: [net({ failsafe: [{ matchMethod: 'eth_getBalance', directiveDefaults: { useUpstream: NOWHERE } }, { matchMethod: '*' }] })],
+            upstreams: abc,
+          },
           // §2.8 tri-state booleans and header parsing, read through skip-consensus.
           { id: 'cons', networks: [net({ failsafe: CONSENSUS })], upstreams: [up('a'), up('b')] },
-          { id: 'tri-unset', networkDefaults: { directiveDefaults: { skipConsensus: true } }, networks: [net({ failsafe: CONSENSUS })], upstreams: [up('a'), up('b')] },
-          { id: 'tri-false', networkDefaults: { directiveDefaults: { skipConsensus: true } }, networks: [net({ failsafe: CONSENSUS, directiveDefaults: { skipConsensus: false } })], upstreams: [up('a'), up('b')] },
+          {
+            id: 'tri-unset',
+            networkDefaults: { directiveDefaults: { skipConsensus: true } },
+            networks: [net({ failsafe: CONSENSUS })],
+            upstreams: [up('a'), up('b')],
+          },
+          {
+            id: 'tri-false',
+            networkDefaults: { directiveDefaults: { skipConsensus: true } },
+            networks: [net({ failsafe: CONSENSUS, directiveDefaults: { skipConsensus: false } })],
+            upstreams: [up('a'), up('b')],
+          },
           { id: 'tri-true', networks: [net({ failsafe: CONSENSUS, directiveDefaults: { skipConsensus: true } })], upstreams: [up('a'), up('b')] },
           // §2.3: API keys in Redis (connector rk, in two projects) and PostgreSQL (connector pk).
           {
             id: 'keys',
             networks: [net()],
             upstreams: [up('k')],
-            auth: { strategies: [{ type: 'database', connector: redisConnector }, { type: 'database', connector: { id: 'pk', driver: 'postgresql', postgresql: { connectionUri: db.url } } }] },
+            auth: {
+              strategies: [
+                { type: 'database', connector: redisConnector },
+                { type: 'database', connector: { id: 'pk', driver: 'postgresql', postgresql: { connectionUri: db.url } } },
+              ],
+            },
           },
           { id: 'keys2', networks: [net()], upstreams: [up('k')], auth: { strategies: [{ type: 'database', connector: redisConnector }] } },
           // §2.5: project-level CORS of its own.
@@ -118,7 +137,8 @@ describe('conformance: prose of §2 (resources)', function () {
 
   describe('§2.3 where API-key records live', () => {
     const keyCall = (project: string, key: string) => svc.post(`/${project}/evm/${chain()}`, rpc('eth_blockNumber', []), { authorization: `Bearer ${key}` });
-    const listed = async (projectId: string, connectorId: string) => ((await admin('svc_listApiKeys', [{ projectId, connectorId }])).json.result.apiKeys as Array<{ key: string }>).map((k) => k.key);
+    const listed = async (projectId: string, connectorId: string) =>
+      ((await admin('svc_listApiKeys', [{ projectId, connectorId }])).json.result.apiKeys as Array<{ key: string }>).map((k) => k.key);
     const withRedis = async <T>(fn: (c: ReturnType<typeof createClient>) => Promise<T>): Promise<T> => {
       const c = createClient({ url: redis.url });
       await c.connect();
@@ -141,15 +161,27 @@ describe('conformance: prose of §2 (resources)', function () {
     it('§2.3 ¶1 — records live in the database of a database-backed auth strategy, addressed by the pair (projectId, connectorId)', async () => {
       const K = 'k_pair_redis_0123456789abcdef0123456789';
       const P = 'k_pair_pg_0123456789abcdef0123456789ab';
-      expect((await admin('svc_addApiKey', [{ projectId: 'keys', connectorId: 'rk', apiKey: K, userId: 'ann' }])).json.result).to.deep.equal({ success: true, apiKey: K, userId: 'ann' });
-      expect((await admin('svc_addApiKey', [{ projectId: 'keys', connectorId: 'pk', apiKey: P, userId: 'bob' }])).json.result).to.deep.equal({ success: true, apiKey: P, userId: 'bob' });
+      expect((await admin('svc_addApiKey', [{ projectId: 'keys', connectorId: 'rk', apiKey: K, userId: 'ann' }])).json.result).to.deep.equal({
+        success: true,
+        apiKey: K,
+        userId: 'ann',
+      });
+      expect((await admin('svc_addApiKey', [{ projectId: 'keys', connectorId: 'pk', apiKey: P, userId: 'bob' }])).json.result).to.deep.equal({
+        success: true,
+        apiKey: P,
+        userId: 'bob',
+      });
       // In the databases, under the pair.
       expect(JSON.parse((await withRedis((c) => c.get(`svc_auth:keys:rk:k:${K}`))) as string)).to.include({ key: K, userId: 'ann' });
       const rows = await withPg(async (c) => (await c.query('SELECT project_id, connector_id, user_id FROM svc_api_keys WHERE api_key = $1', [P])).rows);
       expect(rows).to.deep.equal([{ project_id: 'keys', connector_id: 'pk', user_id: 'bob' }]);
       // The pair addresses the records: the same connector id in another project, or another connector of the same project, holds other ones.
-      expect(await listed('keys', 'rk')).to.include(K).and.not.include(P);
-      expect(await listed('keys', 'pk')).to.include(P).and.not.include(K);
+      expect(await listed('keys', 'rk'))
+        .to.include(K)
+        .and.not.include(P);
+      expect(await listed('keys', 'pk'))
+        .to.include(P)
+        .and.not.include(K);
       expect(await listed('keys2', 'rk')).to.not.include(K);
       expect((await keyCall('keys', K)).status).to.equal(200);
       expect((await keyCall('keys', P)).status).to.equal(200);
@@ -186,22 +218,35 @@ describe('conformance: prose of §2 (resources)', function () {
         const idx = (await c.query("SELECT indexdef FROM pg_indexes WHERE tablename = 'svc_api_keys'")).rows.map((r: { indexdef: string }) => r.indexdef);
         expect(idx.some((d) => /\(project_id, connector_id, api_key\)/.test(d))).to.equal(true);
         expect(idx.some((d) => /\(project_id, connector_id, user_id\)/.test(d))).to.equal(true);
-        expect((await c.query("SELECT api_key FROM svc_api_keys WHERE project_id = 'keys' AND connector_id = 'pk' AND user_id = 'rev-user'")).rows).to.deep.equal([{ api_key: P }]);
+        expect(
+          (await c.query("SELECT api_key FROM svc_api_keys WHERE project_id = 'keys' AND connector_id = 'pk' AND user_id = 'rev-user'")).rows,
+        ).to.deep.equal([{ api_key: P }]);
       });
-      expect((await admin('svc_deleteApiKey', [{ projectId: 'keys', connectorId: 'rk', apiKey: K }])).json.result).to.deep.equal({ success: true, apiKey: K, userId: 'rev-user' });
-      expect((await admin('svc_deleteApiKey', [{ projectId: 'keys', connectorId: 'pk', apiKey: P }])).json.result).to.deep.equal({ success: true, apiKey: P, userId: 'rev-user' });
+      expect((await admin('svc_deleteApiKey', [{ projectId: 'keys', connectorId: 'rk', apiKey: K }])).json.result).to.deep.equal({
+        success: true,
+        apiKey: K,
+        userId: 'rev-user',
+      });
+      expect((await admin('svc_deleteApiKey', [{ projectId: 'keys', connectorId: 'pk', apiKey: P }])).json.result).to.deep.equal({
+        success: true,
+        apiKey: P,
+        userId: 'rev-user',
+      });
       await withRedis(async (c) => {
         expect(await c.get(`svc_auth:keys:rk:k:${K}`)).to.equal(null);
         expect(await c.sMembers('svc_auth:keys:rk:u:rev-user')).to.deep.equal([]);
       });
       await withPg(async (c) => {
-        expect((await c.query("SELECT api_key FROM svc_api_keys WHERE project_id = 'keys' AND connector_id = 'pk' AND user_id = 'rev-user'")).rows).to.deep.equal([]);
+        expect(
+          (await c.query("SELECT api_key FROM svc_api_keys WHERE project_id = 'keys' AND connector_id = 'pk' AND user_id = 'rev-user'")).rows,
+        ).to.deep.equal([]);
       });
     });
   });
 
   describe('§2.5 admin CORS', () => {
-    const preflight = (path: string, origin: string) => svc.send('OPTIONS', path, undefined, { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' });
+    const preflight = (path: string, origin: string) =>
+      svc.send('OPTIONS', path, undefined, { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' });
     it('§2.5 ¶1 — admin.cors is independent of project-level CORS and applies only to /admin', async () => {
       // /admin: its own origin list, not the project's.
       expect((await preflight('/admin', 'https://ops.example')).headers['access-control-allow-origin']).to.equal('https://ops.example');
@@ -270,7 +315,8 @@ describe('conformance: prose of §2 (resources)', function () {
     });
 
     it('§2.8 ¶4 — directive header booleans: only the string true (any case, whitespace stripped) is truthy; 1 and yes are false', async () => {
-      for (const v of ['true', 'TRUE', 'True', ' tRuE ', 'true\t']) expect(await slots('cons', { 'x-svc-skip-consensus': v }), JSON.stringify(v)).to.equal(undefined);
+      for (const v of ['true', 'TRUE', 'True', ' tRuE ', 'true\t'])
+        expect(await slots('cons', { 'x-svc-skip-consensus': v }), JSON.stringify(v)).to.equal(undefined);
       for (const v of ['1', 'yes', 'on', 'false', 'y', 't']) expect(await slots('cons', { 'x-svc-skip-consensus': v }), JSON.stringify(v)).to.equal('2');
     });
 
@@ -292,7 +338,9 @@ describe('conformance: prose of §2 (resources)', function () {
       const received = async (agent: string) => {
         const text = await (await fetch(svc.metricsUrl as string)).text();
         let sum = 0;
-        for (const line of text.split('\n')) if (line.startsWith('svc_network_request_received_total{') && line.includes('project="main"') && line.includes(`agent_name="${agent}"`)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+        for (const line of text.split('\n'))
+          if (line.startsWith('svc_network_request_received_total{') && line.includes('project="main"') && line.includes(`agent_name="${agent}"`))
+            sum += Number(line.slice(line.lastIndexOf(' ') + 1));
         return sum;
       };
       const [q0, h0] = [await received('proseagentq'), await received('proseagenth')];
@@ -340,7 +388,13 @@ async function startLoggedSvc(config: object, plugins: ReturnType<typeof default
   const send = (method: string, path: string, body?: string, headers?: Record<string, string>) => httpRequest(method, `${url}${path}`, body, headers);
   return {
     lines,
-    svc: { url, proxy, send, post: (path, body, headers) => send('POST', path, typeof body === 'string' ? body : JSON.stringify(body), headers), close: () => proxy.close() },
+    svc: {
+      url,
+      proxy,
+      send,
+      post: (path, body, headers) => send('POST', path, typeof body === 'string' ? body : JSON.stringify(body), headers),
+      close: () => proxy.close(),
+    },
   };
 }
 
@@ -362,8 +416,10 @@ describe('conformance: prose of §2.10 (zero-config providers)', function () {
   let one: FaultServer;
   let catalog: Awaited<ReturnType<typeof catalogServer>>;
   let logged: LoggedSvc;
-  const providersOf = (s: SvcHandle, id: string) => ((s.proxy.config.projects.find((p) => p.id === id)?.settings.providers ?? []) as Array<{ id: string; vendor: string }>).map((p) => `${p.id}:${p.vendor}`);
-  const zeroWarnings = (projectId: string) => logged.lines.filter((l) => l.level === 40 && l.msg.startsWith(`project ${projectId} has no upstreams and no providers: zero-config`));
+  const providersOf = (s: SvcHandle, id: string) =>
+    ((s.proxy.config.projects.find((p) => p.id === id)?.settings.providers ?? []) as Array<{ id: string; vendor: string }>).map((p) => `${p.id}:${p.vendor}`);
+  const zeroWarnings = (projectId: string) =>
+    logged.lines.filter((l) => l.level === 40 && l.msg.startsWith(`project ${projectId} has no upstreams and no providers: zero-config`));
 
   before(async () => {
     [anvil, one] = await Promise.all([startAnvil(), startFaultServer({ chainId: 1 })]);
@@ -401,18 +457,44 @@ describe('conformance: prose of §2.10 (zero-config providers)', function () {
   it('§2.10 ¶1 — svc start with an ENDPOINT argument and no config: no providers are injected', async () => {
     const cat = await catalogServer({ '1': { endpoints: [one.url] } });
     const [port, metricsPort] = [await freePort(), await freePort()];
-    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=svc-source', join(PACKAGE_ROOT, 'bin', 'svc.ts'), 'start', '--port', String(port), '--metrics-port', String(metricsPort), anvil.url], {
-      cwd: PACKAGE_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, SVC_PUBLIC_REPOSITORY_URL: cat.url, SVC_HYPER_ROOT_DOMAIN: 'hyper.invalid' },
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--conditions=svc-source',
+        join(PACKAGE_ROOT, 'bin', 'svc.ts'),
+        'start',
+        '--port',
+        String(port),
+        '--metrics-port',
+        String(metricsPort),
+        anvil.url,
+      ],
+      {
+        cwd: PACKAGE_ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, SVC_PUBLIC_REPOSITORY_URL: cat.url, SVC_HYPER_ROOT_DOMAIN: 'hyper.invalid' },
+      },
+    );
     let logs = '';
     child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
     try {
       const base = `http://127.0.0.1:${port}`;
-      await waitFor(async () => (await fetch(`${base}/evm/${anvil.chainId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('eth_chainId', [])) }).then((x) => x.ok, () => false)), 20_000);
+      await waitFor(
+        async () =>
+          await fetch(`${base}/evm/${anvil.chainId}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(rpc('eth_chainId', [])),
+          }).then(
+            (x) => x.ok,
+            () => false,
+          ),
+        20_000,
+      );
       // The endpoint's chain is served; chain 1, which the injected public provider's catalog lists, is not.
       const r = await httpRequest('POST', `${base}/main/evm/1`, JSON.stringify(rpc('eth_chainId', [])));
       expect(r.status).to.equal(404);
@@ -456,7 +538,10 @@ describe('conformance: prose of §2.10 (zero-config providers)', function () {
       const collision = s.lines.find((l) => l.msg.includes(`generated upstream id "${id}"`));
       expect(collision?.level).to.equal(50);
       expect(collision?.msg).to.include('already has: not added').and.include('provider id "public" is reserved');
-      const ups = s.svc.proxy.projects.get('p')?.networks.get('evm:1')?.upstreams.map((u) => [u.id, u.config.endpoint]);
+      const ups = s.svc.proxy.projects
+        .get('p')
+        ?.networks.get('evm:1')
+        ?.upstreams.map((u) => [u.id, u.config.endpoint]);
       expect(ups).to.deep.equal([[id, two.url]]);
     } finally {
       await s.svc.close();

@@ -233,25 +233,52 @@ describe('conformance: prose of §3 and §4', function () {
     const CHAIN = anvil.chainId;
     const up = (id: string, extra: Record<string, unknown> = {}) => ({ id, endpoint: anvil.url, evm: { chainId: CHAIN }, ...extra });
     const net = (extra: Record<string, unknown> = {}) => ({ architecture: 'evm', evm: { chainId: CHAIN }, ...extra });
-    const scripted = (i: number) => ({ id: `s${i + 1}`, endpoint: group.urls[i], evm: { chainId: CHAIN, statePollerInterval: 0 }, failsafe: [{ matchMethod: 'eth_getStorageAt', timeout: { duration: '800ms' } }, { matchMethod: '*' }] });
+    const scripted = (i: number) => ({
+      id: `s${i + 1}`,
+      endpoint: group.urls[i],
+      evm: { chainId: CHAIN, statePollerInterval: 0 },
+      failsafe: [{ matchMethod: 'eth_getStorageAt', timeout: { duration: '800ms' } }, { matchMethod: '*' }],
+    });
     type U = { id: string; removeCordoned(): U[] } & Iterable<U>;
     const projects = [
       { id: 'main', networks: [net({ alias: 'local', selectionPolicy: { evalInterval: '100ms' } })], upstreams: [up('a'), up('b')] },
       // §3.1 ¶2: a polled upstream and a shadow upstream, both cordoned by the test.
-      { id: 'watch', networks: [net()], upstreams: [up('a'), { id: 'p', endpoint: poll.url, evm: { chainId: CHAIN, statePollerInterval: '50ms' } }, { id: 's', endpoint: shadow.url, evm: { chainId: CHAIN }, shadow: {} }] },
+      {
+        id: 'watch',
+        networks: [net()],
+        upstreams: [
+          up('a'),
+          { id: 'p', endpoint: poll.url, evm: { chainId: CHAIN, statePollerInterval: '50ms' } },
+          { id: 's', endpoint: shadow.url, evm: { chainId: CHAIN }, shadow: {} },
+        ],
+      },
       // §3.1 ¶3: custom selection functions that keep config order, with and without removeCordoned().
-      { id: 'honours', networks: [net({ selectionPolicy: { evalInterval: '1h', evalFunc: (ups: U) => ups.removeCordoned() } })], upstreams: [up('a'), up('b')] },
+      {
+        id: 'honours',
+        networks: [net({ selectionPolicy: { evalInterval: '1h', evalFunc: (ups: U) => ups.removeCordoned() } })],
+        upstreams: [up('a'), up('b')],
+      },
       { id: 'ignores', networks: [net({ selectionPolicy: { evalInterval: '1h', evalFunc: (ups: U) => [...ups] } })], upstreams: [up('a'), up('b')] },
       // §4.1 ¶2: zero-config, whose public catalog lists no chain.
       { id: 'zero' },
       // §4.5: a guarded project (an early 401), and the scripted upstreams for the trace.
-      { id: 'guarded', networks: [net()], upstreams: [up('a')], auth: { strategies: [{ type: 'secret', secret: { value: 'project-secret-0123456789abcdef' } }] } },
+      {
+        id: 'guarded',
+        networks: [net()],
+        upstreams: [up('a')],
+        auth: { strategies: [{ type: 'secret', secret: { value: 'project-secret-0123456789abcdef' } }] },
+      },
       {
         id: 'trace',
         networks: [
           net({
             failsafe: [
-              { matchMethod: 'eth_getCode', consensus: { maxParticipants: 2, agreementThreshold: 2 }, retry: { maxAttempts: 2 }, hedge: { delay: '20ms', maxCount: 1 } },
+              {
+                matchMethod: 'eth_getCode',
+                consensus: { maxParticipants: 2, agreementThreshold: 2 },
+                retry: { maxAttempts: 2 },
+                hedge: { delay: '20ms', maxCount: 1 },
+              },
               { matchMethod: 'eth_getBalance', retry: { maxAttempts: 2 } },
               { matchMethod: 'eth_getTransactionCount', hedge: { delay: '50ms', maxCount: 1 } },
               { matchMethod: '*' },
@@ -291,10 +318,19 @@ describe('conformance: prose of §3 and §4', function () {
       ],
     });
     const hcGet = (p: string) => hc.send('GET', p, undefined, { 'x-svc-secret-token': HC_SECRET });
-    await waitFor(async () => (await Promise.all(['hmain', 'hrate', 'hchain', 'htime'].map((p) => hcGet(`/${p}/evm/${CHAIN}/healthcheck?eval=any:initializedUpstreams`)))).every((r) => r.status === 200), 10_000);
+    await waitFor(
+      async () =>
+        (await Promise.all(['hmain', 'hrate', 'hchain', 'htime'].map((p) => hcGet(`/${p}/evm/${CHAIN}/healthcheck?eval=any:initializedUpstreams`)))).every(
+          (r) => r.status === 200,
+        ),
+      10_000,
+    );
     // hmain fails its default evaluation (all:activeUpstreams) while b is cordoned.
     expect((await hc.post('/admin', rpc('svc_cordonUpstream', [{ projectId: 'hmain', upstream: 'b' }]), ADMIN_H)).json.result.cordoned).to.equal(true);
-    plain = await startSvc({ ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, projects: [{ id: 'main', networks: [net()], upstreams: [up('a')] }] }, { plugins: defaultPreset() });
+    plain = await startSvc(
+      { ...NO_CACHE, logLevel: 'error', metrics: { enabled: false }, projects: [{ id: 'main', networks: [net()], upstreams: [up('a')] }] },
+      { plugins: defaultPreset() },
+    );
   });
   after(async () => {
     await Promise.all([svc?.close(), plain?.close(), hc?.close()]);
@@ -303,10 +339,13 @@ describe('conformance: prose of §3 and §4', function () {
   });
 
   describe('§3.1 cordon rules', () => {
-    const cordon = (project: string, upstream: string, method?: string) => admin('svc_cordonUpstream', [{ projectId: project, upstream, ...(method ? { method } : {}) }]);
-    const uncordon = (project: string, upstream: string, method?: string) => admin('svc_uncordonUpstream', [{ projectId: project, upstream, ...(method ? { method } : {}) }]);
+    const cordon = (project: string, upstream: string, method?: string) =>
+      admin('svc_cordonUpstream', [{ projectId: project, upstream, ...(method ? { method } : {}) }]);
+    const uncordon = (project: string, upstream: string, method?: string) =>
+      admin('svc_uncordonUpstream', [{ projectId: project, upstream, ...(method ? { method } : {}) }]);
     /** Whether upstream a may serve the call: pinned to it (the score order of a and b is not the subject). */
-    const aServes = async (method: string, params: unknown[]) => (await svc.post(path('main', '?use-upstream=a'), rpc(method, params))).headers['x-svc-upstream'] === 'a';
+    const aServes = async (method: string, params: unknown[]) =>
+      (await svc.post(path('main', '?use-upstream=a'), rpc(method, params))).headers['x-svc-upstream'] === 'a';
     const BAL = (): [string, unknown[]] => ['eth_getBalance', [fresh(), 'latest']];
     const CODE = (): [string, unknown[]] => ['eth_getCode', [fresh(), 'latest']];
     const HEAD: [string, unknown[]] = ['eth_blockNumber', []];
@@ -448,7 +487,9 @@ describe('conformance: prose of §3 and §4', function () {
 
     it('§4.3 ¶2 — header alternative: X-SVC-Secret-Token: <SECRET>', async () => {
       expect((await hc.send('GET', hpath('hmain', '?eval=any:initializedUpstreams'), undefined, { 'x-svc-secret-token': HC_SECRET })).status).to.equal(200);
-      expect((await hc.send('GET', hpath('hmain', '?eval=any:initializedUpstreams'), undefined, { 'x-svc-secret-token': 'wrong-0123456789abcdef' })).status).to.equal(401);
+      expect(
+        (await hc.send('GET', hpath('hmain', '?eval=any:initializedUpstreams'), undefined, { 'x-svc-secret-token': 'wrong-0123456789abcdef' })).status,
+      ).to.equal(401);
       expect((await hc.send('GET', '/healthcheck?eval=any:initializedUpstreams', undefined, { 'x-svc-secret-token': HC_SECRET })).status).to.equal(200);
     });
 
@@ -458,7 +499,16 @@ describe('conformance: prose of §3 and §4', function () {
         expect(r.status, name).to.equal(503);
         expect(r.json.message, name).to.equal(`unknown evaluation strategy: ${name}`);
       }
-      for (const name of ['any:initializedUpstreams', 'any:errorRateBelow90', 'all:errorRateBelow90', 'any:errorRateBelow100', 'all:errorRateBelow100', 'any:evm:eth_chainId', 'all:evm:eth_chainId', 'all:activeUpstreams']) {
+      for (const name of [
+        'any:initializedUpstreams',
+        'any:errorRateBelow90',
+        'all:errorRateBelow90',
+        'any:errorRateBelow100',
+        'all:errorRateBelow100',
+        'any:evm:eth_chainId',
+        'all:evm:eth_chainId',
+        'all:activeUpstreams',
+      ]) {
         const r = await withSecret(hpath('hmain', `?eval=${name}`));
         expect(String(r.json.message), name).to.not.match(/unknown evaluation strategy/);
       }
@@ -469,7 +519,8 @@ describe('conformance: prose of §3 and §4', function () {
       // Failing client calls score the upstream (every call but eth_chainId fails).
       for (let i = 0; i < 2; i++) expect((await hc.post(path('hrate'), rpc('eth_getBalance', [fresh(), 'latest']))).json.error).to.exist;
       const calls = rate.calls.length;
-      for (const name of ['any:errorRateBelow90', 'all:errorRateBelow90', 'any:errorRateBelow100', 'all:errorRateBelow100']) expect(await probe(name), name).to.equal(503);
+      for (const name of ['any:errorRateBelow90', 'all:errorRateBelow90', 'any:errorRateBelow100', 'all:errorRateBelow100'])
+        expect(await probe(name), name).to.equal(503);
       expect(rate.calls.length, 'no upstream call while evaluating').to.equal(calls);
       const project = (await hc.post('/admin', rpc('svc_project', ['hrate']), ADMIN_H)).json.result;
       expect(JSON.stringify(project)).to.match(/"errorRate":1\b/);
@@ -487,7 +538,8 @@ describe('conformance: prose of §3 and §4', function () {
     it('§4.3 ¶6 — blockTimeMs: null while observations accumulate, then the estimated block time in milliseconds', async () => {
       const network = hc.proxy.projects.get('htime')?.networks.get(`evm:${chain()}`);
       expect(network).to.not.equal(undefined);
-      const blockTime = async () => (await withSecret(hpath('htime', '?eval=any:initializedUpstreams'))).json.details.htime.networks[`evm:${chain()}`].blockTimeMs as number | null;
+      const blockTime = async () =>
+        (await withSecret(hpath('htime', '?eval=any:initializedUpstreams'))).json.details.htime.networks[`evm:${chain()}`].blockTimeMs as number | null;
       // An idle node: the head never moved.
       expect(await blockTime()).to.equal(null);
       // Blocks at least 150 ms apart, each mined once svc saw the previous one.
@@ -568,21 +620,42 @@ describe('conformance: prose of §3 and §4', function () {
       const RL: Step = { kind: 'rateLimited' };
       const swept = await trace('eth_getBalance', [fresh(), 'latest'], [RL, RL, RL, RL]);
       expect(swept.json.result).to.equal('0x0');
-      expect(brief(segments(swept)), lastTrace).to.deep.equal(['primary:rate_limited', 'sweep:rate_limited', 'sweep:rate_limited', 'retry:rate_limited', 'sweep:success:won']);
+      expect(brief(segments(swept)), lastTrace).to.deep.equal([
+        'primary:rate_limited',
+        'sweep:rate_limited',
+        'sweep:rate_limited',
+        'retry:rate_limited',
+        'sweep:success:won',
+      ]);
       // Hedge over sweep: the hedge leg moving to the next upstream stays a hedge; the primary lost the race.
       const hedged = segments(await trace('eth_getTransactionCount', [fresh(), 'latest'], [{ kind: 'delay', ms: 5000 }, RL]));
       expect(brief(hedged).slice(1), lastTrace).to.deep.equal(['hedge:rate_limited', 'hedge:success:won']);
       expect(hedged[0], lastTrace).to.include({ reason: 'primary', won: false });
       // consensus_slot over retry (and hedge): a slot's retry is still a consensus slot; both agreeing slots made the answer.
       const slots = segments(await trace('eth_getCode', [fresh(), 'latest'], [RL, { kind: 'delay', ms: 100 }]));
-      expect(slots.map((s) => s.reason), lastTrace).to.deep.equal(['consensus_slot', 'consensus_slot', 'consensus_slot']);
-      expect(slots.filter((s) => s.outcome === 'rate_limited'), lastTrace).to.have.length(1);
-      expect(slots.filter((s) => s.outcome === 'rate_limited' && s.won), lastTrace).to.have.length(0);
-      expect(slots.filter((s) => s.outcome === 'success' && s.won), lastTrace).to.have.length(2);
+      expect(
+        slots.map((s) => s.reason),
+        lastTrace,
+      ).to.deep.equal(['consensus_slot', 'consensus_slot', 'consensus_slot']);
+      expect(
+        slots.filter((s) => s.outcome === 'rate_limited'),
+        lastTrace,
+      ).to.have.length(1);
+      expect(
+        slots.filter((s) => s.outcome === 'rate_limited' && s.won),
+        lastTrace,
+      ).to.have.length(0);
+      expect(
+        slots.filter((s) => s.outcome === 'success' && s.won),
+        lastTrace,
+      ).to.have.length(2);
       // exec_revert: the node's revert is the answer; no other upstream asked.
       const reverted = await trace('eth_call', [{ to: fresh(), data: '0x' }, 'latest'], [{ kind: 'revert' }]);
       expect(reverted.json.error.message).to.equal('execution reverted');
-      expect(brief(segments(reverted)).map((s) => s.replace(/:won$/, '')), lastTrace).to.deep.equal(['primary:exec_revert']);
+      expect(
+        brief(segments(reverted)).map((s) => s.replace(/:won$/, '')),
+        lastTrace,
+      ).to.deep.equal(['primary:exec_revert']);
       // timeout: the attempt ran out of its 800 ms; the sweep's next upstream answered.
       const timedOut = await trace('eth_getStorageAt', [fresh(), '0x0', 'latest'], [{ kind: 'delay', ms: 5000 }]);
       expect(brief(segments(timedOut)), lastTrace).to.deep.equal(['primary:timeout', 'sweep:success:won']);
@@ -619,10 +692,14 @@ describe('conformance: prose of §3 and §4', function () {
         ['unparsable', await svc.post(path('main'), '{"jsonrpc":')],
         ['refused', await svc.post(path('guarded'), rpc('eth_chainId', []))],
       ] as const) {
-        for (const h of ['x-svc-calls', 'x-svc-billable', 'x-svc-methods', 'x-svc-credits', 'x-svc-credits-total', 'x-svc-credits-version']) expect(r.headers[h], `${what}: ${h}`).to.equal(undefined);
+        for (const h of ['x-svc-calls', 'x-svc-billable', 'x-svc-methods', 'x-svc-credits', 'x-svc-credits-total', 'x-svc-credits-version'])
+          expect(r.headers[h], `${what}: ${h}`).to.equal(undefined);
       }
       // costHeaders unset: none, single or batch.
-      for (const r of [await plain.post(path('main'), rpc('eth_getBalance', [fresh(), 'latest'])), await plain.post(path('main'), [rpc('eth_blockNumber', [], 1)])]) {
+      for (const r of [
+        await plain.post(path('main'), rpc('eth_getBalance', [fresh(), 'latest'])),
+        await plain.post(path('main'), [rpc('eth_blockNumber', [], 1)]),
+      ]) {
         expect(r.json).to.not.equal(undefined);
         for (const h of ['x-svc-calls', 'x-svc-billable', 'x-svc-methods', 'x-svc-credits']) expect(r.headers[h], h).to.equal(undefined);
       }

@@ -86,7 +86,7 @@ function write(path: string, text: string): void {
 
 const NPM_INSTALL = ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'];
 
-describe('e2e: a platform team\'s packaged preset (@acme/svc-preset, svc installed from its tarball)', function () {
+describe("e2e: a platform team's packaged preset (@acme/svc-preset, svc installed from its tarball)", function () {
   this.timeout(90_000);
   let tmp: string;
   let app: string;
@@ -113,18 +113,60 @@ describe('e2e: a platform team\'s packaged preset (@acme/svc-preset, svc install
     write(
       join(pkg, 'package.json'),
       JSON.stringify(
-        { name: '@acme/svc-preset', version: '3.0.0', type: 'module', exports: { '.': './index.js' }, files: ['index.js', 'pricing.js', 'dist/'], peerDependencies: { svc: '>=0.1.0 <1' } },
+        {
+          name: '@acme/svc-preset',
+          version: '3.0.0',
+          type: 'module',
+          exports: { '.': './index.js' },
+          files: ['index.js', 'pricing.js', 'dist/'],
+          peerDependencies: { svc: '>=0.1.0 <1' },
+        },
         null,
         2,
       ),
     );
     // A consumer's own settings: strict, no skipLibCheck, so svc's .d.ts files are checked too.
-    write(join(pkg, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, rootDir: 'src', outDir: 'dist', declaration: true }, include: ['src'] }, null, 2));
+    write(
+      join(pkg, 'tsconfig.json'),
+      JSON.stringify(
+        {
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'nodenext',
+            moduleResolution: 'nodenext',
+            strict: true,
+            rootDir: 'src',
+            outDir: 'dist',
+            declaration: true,
+          },
+          include: ['src'],
+        },
+        null,
+        2,
+      ),
+    );
     const tsc = join(app, 'node_modules', '.bin', 'tsc');
     await sh(tsc, ['-p', pkg], pkg);
     // The JavaScript files are typed by definePlugin/definePreset alone: tsc --checkJs (as an
     // editor checks plain JavaScript, without noImplicitAny) finds no error.
-    await sh(tsc, ['--noEmit', '--allowJs', '--checkJs', '--strictNullChecks', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'ES2022', 'index.js', 'pricing.js'], pkg);
+    await sh(
+      tsc,
+      [
+        '--noEmit',
+        '--allowJs',
+        '--checkJs',
+        '--strictNullChecks',
+        '--module',
+        'nodenext',
+        '--moduleResolution',
+        'nodenext',
+        '--target',
+        'ES2022',
+        'index.js',
+        'pricing.js',
+      ],
+      pkg,
+    );
     // Published: packed and installed into the project's node_modules like any package.
     await sh('npm', ['pack', '--silent', '--pack-destination', tmp], pkg);
     const presetTarball = readdirSync(tmp).find((f) => /^acme-svc-preset-.*\.tgz$/.test(f));
@@ -163,11 +205,12 @@ describe('e2e: a platform team\'s packaged preset (@acme/svc-preset, svc install
 
   it('installs the preset as a package: compiled selection plugin with its declarations, the JavaScript plugin as written', () => {
     const installed = join(app, 'node_modules', '@acme', 'svc-preset');
-    for (const f of ['package.json', 'index.js', 'pricing.js', 'dist/selection.js', 'dist/selection.d.ts']) expect(existsSync(join(installed, f)), f).to.equal(true);
+    for (const f of ['package.json', 'index.js', 'pricing.js', 'dist/selection.js', 'dist/selection.d.ts'])
+      expect(existsSync(join(installed, f)), f).to.equal(true);
     expect(existsSync(join(installed, 'pricing.d.ts')), 'no hand-written .d.ts').to.equal(false);
   });
 
-  it('svc validate --preset @acme/svc-preset accepts the config and refuses tracing\'s key, which the default preset accepts', async () => {
+  it("svc validate --preset @acme/svc-preset accepts the config and refuses tracing's key, which the default preset accepts", async () => {
     const bin = join(app, 'node_modules', '.bin', 'svc');
     expect((await sh(bin, ['validate', '--config', 'svc.yaml', '--preset', '@acme/svc-preset'], app)).trim()).to.equal('ok');
     write(join(app, 'tracing.yaml'), 'tracing:\n  enabled: false\n');
@@ -182,15 +225,20 @@ describe('e2e: a platform team\'s packaged preset (@acme/svc-preset, svc install
 
   it('svc start --preset @acme/svc-preset: the start-up line names the preset and both plugins; calls follow the in-house order and price table', async () => {
     const [port, metricsPort] = [await freePort(), await freePort()];
-    svc = spawn(join(app, 'node_modules', '.bin', 'svc'), ['start', '--preset', '@acme/svc-preset', '--config', 'svc.yaml', '--port', String(port), '--metrics-port', String(metricsPort)], {
-      cwd: app,
-      env: USER_ENV,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    svc = spawn(
+      join(app, 'node_modules', '.bin', 'svc'),
+      ['start', '--preset', '@acme/svc-preset', '--config', 'svc.yaml', '--port', String(port), '--metrics-port', String(metricsPort)],
+      {
+        cwd: app,
+        env: USER_ENV,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     svc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
     svc.stderr?.on('data', (d: Buffer) => (err += d.toString()));
     const base = `http://127.0.0.1:${port}`;
-    const post = (path: string, body: unknown, headers: Record<string, string> = {}): Promise<SvcResponse> => httpRequest('POST', `${base}${path}`, JSON.stringify(body), headers);
+    const post = (path: string, body: unknown, headers: Record<string, string> = {}): Promise<SvcResponse> =>
+      httpRequest('POST', `${base}${path}`, JSON.stringify(body), headers);
     try {
       await waitFor(async () => {
         if (svc!.exitCode !== null) throw new Error(`svc exited with code ${svc!.exitCode}`);
@@ -203,7 +251,11 @@ describe('e2e: a platform team\'s packaged preset (@acme/svc-preset, svc install
     // The start-up line: the preset, where it was found, both in-house plugins with their versions, no tracing.
     const lines = out.split('\n').filter((l) => l.includes('"preset"'));
     expect(lines, out).to.have.length(1);
-    const line = JSON.parse(lines[0]!) as { msg: string; preset: { name: string; source: string; file: string }; plugins: { name: string; version: string | null }[] };
+    const line = JSON.parse(lines[0]!) as {
+      msg: string;
+      preset: { name: string; source: string; file: string };
+      plugins: { name: string; version: string | null }[];
+    };
     expect(line.preset).to.deep.equal({ name: '@acme/svc-preset', source: 'package', file: join(app, 'node_modules', '@acme', 'svc-preset', 'index.js') });
     const versions = new Map(line.plugins.map((p) => [p.name, p.version]));
     expect(versions.get('acme-selection')).to.equal(SELECTION_VERSION);
@@ -228,7 +280,14 @@ describe('e2e: a platform team\'s packaged preset (@acme/svc-preset, svc install
     expect(score('own'), metrics).to.be.lessThan(score('public'));
     const admin = await post('/admin', { jsonrpc: '2.0', id: 1, method: 'svc_project', params: ['main'] }, { 'x-svc-secret-token': ADMIN });
     expect(admin.status, admin.text).to.equal(200);
-    const net = (admin.json.result.networks as Array<{ id: string; primaryUpstream: string; selection: { order: string[]; custom: boolean }; recentDecisions: { step: string }[] }>).find((n) => n.id === 'evm:31337')!;
+    const net = (
+      admin.json.result.networks as Array<{
+        id: string;
+        primaryUpstream: string;
+        selection: { order: string[]; custom: boolean };
+        recentDecisions: { step: string }[];
+      }>
+    ).find((n) => n.id === 'evm:31337')!;
     expect(net.primaryUpstream).to.equal('own');
     expect(net.selection).to.deep.include({ order: ['own', 'public'], custom: true });
     expect(net.recentDecisions.map((d) => d.step)).to.include('acme-selection');

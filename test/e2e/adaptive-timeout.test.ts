@@ -64,7 +64,11 @@ describe('e2e: adaptive (quantile-based) timeouts and hedges', function () {
   before(async () => {
     node = await startAnvil({ chainId: CHAIN });
     // The slow upstream answers what anvil answers for the dev account.
-    slow = await startFaultServer({ chainId: CHAIN, handler: ({ method }) => (method === 'eth_getBalance' ? BALANCE : method === 'eth_getCode' ? '0x' : method === 'eth_getTransactionCount' ? '0x0' : undefined) });
+    slow = await startFaultServer({
+      chainId: CHAIN,
+      handler: ({ method }) =>
+        method === 'eth_getBalance' ? BALANCE : method === 'eth_getCode' ? '0x' : method === 'eth_getTransactionCount' ? '0x0' : undefined,
+    });
   });
   afterEach(async () => {
     for (const h of handles.splice(0)) await h.close();
@@ -81,7 +85,15 @@ describe('e2e: adaptive (quantile-based) timeouts and hedges', function () {
         ...NO_CACHE,
         logLevel: 'error',
         server: { includeErrorDetails: true },
-        projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: networkFailsafe, selectionPolicy: { evalInterval: '1h' }, multiplexing: false }], upstreams }],
+        projects: [
+          {
+            id: 'main',
+            networks: [
+              { architecture: 'evm', evm: { chainId: CHAIN }, failsafe: networkFailsafe, selectionPolicy: { evalInterval: '1h' }, multiplexing: false },
+            ],
+            upstreams,
+          },
+        ],
       },
       { plugins: presetWithout('evm-state') },
     );
@@ -91,7 +103,10 @@ describe('e2e: adaptive (quantile-based) timeouts and hedges', function () {
   const scrape = async (svc: SvcHandle) => (await fetch(svc.metricsUrl as string)).text();
 
   it('network timeout: duration + minDuration before any sample, duration + the p90 of the method once warm, per method', async () => {
-    const svc = await start([{ matchMethod: '*', timeout: { duration: '300ms', quantile: 0.9, minDuration: '100ms', maxDuration: '2s' } }], [{ id: 'slow', endpoint: slow.url, evm: { chainId: CHAIN }, failsafe: [] }]);
+    const svc = await start(
+      [{ matchMethod: '*', timeout: { duration: '300ms', quantile: 0.9, minDuration: '100ms', maxDuration: '2s' } }],
+      [{ id: 'slow', endpoint: slow.url, evm: { chainId: CHAIN }, failsafe: [] }],
+    );
     slow.setDefault({ kind: 'hang' });
     const cold = await call(svc, 'eth_getBalance', [ACCOUNT, 'latest']);
     expect(cold.res.json.error.data.code).to.equal('ErrFailsafeTimeoutExceeded');
@@ -117,7 +132,12 @@ describe('e2e: adaptive (quantile-based) timeouts and hedges', function () {
     const svc = await start(
       [],
       [
-        { id: 'slow', endpoint: slow.url, evm: { chainId: CHAIN }, failsafe: [{ timeout: { duration: '400ms', quantile: 0.99, minDuration: '100ms', maxDuration: '2s' } }] },
+        {
+          id: 'slow',
+          endpoint: slow.url,
+          evm: { chainId: CHAIN },
+          failsafe: [{ timeout: { duration: '400ms', quantile: 0.99, minDuration: '100ms', maxDuration: '2s' } }],
+        },
         { id: 'node', endpoint: node.url, evm: { chainId: CHAIN }, failsafe: [] },
       ],
     );
@@ -160,7 +180,9 @@ describe('e2e: adaptive (quantile-based) timeouts and hedges', function () {
     expect(cold.ms).to.be.within(195, 450);
     // Answers of ~500 ms pinned to the slow upstream (one candidate: no hedge) make the p90 ~500 ms.
     slow.setDefault({ kind: 'delay', ms: 500, then: { kind: 'ok' } });
-    const warm = await Promise.all(Array.from({ length: 8 }, () => call(svc, 'eth_getTransactionCount', [ACCOUNT, 'latest'], { 'x-svc-use-upstream': 'slow' })));
+    const warm = await Promise.all(
+      Array.from({ length: 8 }, () => call(svc, 'eth_getTransactionCount', [ACCOUNT, 'latest'], { 'x-svc-use-upstream': 'slow' })),
+    );
     expect(warm.every((w) => w.res.headers['x-svc-upstream'] === 'slow')).to.equal(true);
     slow.setDefault({ kind: 'hang' });
     const hot = await call(svc, 'eth_getTransactionCount', [ACCOUNT, 'latest']);

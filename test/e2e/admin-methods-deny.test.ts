@@ -25,12 +25,20 @@ const DENIED: Array<[string, unknown[]]> = [
   ['evm_revert', ['0x0']],
   ['evm_increaseTime', [3600]],
   ['debug_setHead', ['0x0']],
-  ['admin_addPeer', ['enode://a979fb575495b8d6db44f750317d0f4622bf4c2aa3365d6af7c284339968eef29b69ad0dce72a4d8db5ebb4968de0e3bec910127f134779fbcb0cb6d3331163c@52.16.188.185:30303']],
+  [
+    'admin_addPeer',
+    [
+      'enode://a979fb575495b8d6db44f750317d0f4622bf4c2aa3365d6af7c284339968eef29b69ad0dce72a4d8db5ebb4968de0e3bec910127f134779fbcb0cb6d3331163c@52.16.188.185:30303',
+    ],
+  ],
   ['personal_newAccount', ['password']],
   ['personal_sendTransaction', [{ from: ADDR0, to: ADDR1, value: '0x1' }, '']],
   ['miner_stop', []],
   ['txpool_clear', []],
-  ['engine_forkchoiceUpdatedV3', [{ headBlockHash: `0x${'00'.repeat(32)}`, safeBlockHash: `0x${'00'.repeat(32)}`, finalizedBlockHash: `0x${'00'.repeat(32)}` }, null, null]],
+  [
+    'engine_forkchoiceUpdatedV3',
+    [{ headBlockHash: `0x${'00'.repeat(32)}`, safeBlockHash: `0x${'00'.repeat(32)}`, finalizedBlockHash: `0x${'00'.repeat(32)}` }, null, null],
+  ],
   ['clique_propose', [ADDR1, true]],
   ['eth_sendTransaction', [{ from: ADDR0, to: ADDR1, value: '0x1' }]],
 ];
@@ -110,7 +118,12 @@ describe('e2e: node administration methods are refused by default', function () 
 
     it('in a batch only the refused element fails; its neighbours are served', async () => {
       const before = await nodeState(anvil);
-      const res = await svc.post(PATH, [rpcBody('evm_mine', [], 1), rpcBody('eth_blockNumber', [], 2), rpcBody('anvil_setBalance', [ADDR1, '0x1'], 3), rpcBody('eth_getBalance', [ADDR1, 'latest'], 4)]);
+      const res = await svc.post(PATH, [
+        rpcBody('evm_mine', [], 1),
+        rpcBody('eth_blockNumber', [], 2),
+        rpcBody('anvil_setBalance', [ADDR1, '0x1'], 3),
+        rpcBody('eth_getBalance', [ADDR1, 'latest'], 4),
+      ]);
       expect(res.status).to.equal(200);
       expect(res.json).to.have.length(4);
       expect(res.json[0].id).to.equal(1);
@@ -154,7 +167,16 @@ describe('e2e: node administration methods are refused by default', function () 
 
   it('the minimal preset refuses them too', async () => {
     const svc = await startSvc(
-      { logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } }] }] },
+      {
+        logLevel: 'error',
+        projects: [
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+            upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } }],
+          },
+        ],
+      },
       { preset: 'minimal' },
     );
     try {
@@ -176,7 +198,13 @@ describe('e2e: node administration methods are refused by default', function () 
       svc = await startSvc({
         ...NO_CACHE,
         logLevel: 'error',
-        projects: [{ id: 'main', networks: [network({ allowMethods: ['anvil_*', 'evm_*'] })], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } }] }],
+        projects: [
+          {
+            id: 'main',
+            networks: [network({ allowMethods: ['anvil_*', 'evm_*'] })],
+            upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } }],
+          },
+        ],
       });
       await ready(svc, ['anvil']);
     });
@@ -198,7 +226,8 @@ describe('e2e: node administration methods are refused by default', function () 
 
     it('families it does not name stay refused', async () => {
       const before = await nodeState(anvil);
-      for (const [method, params] of DENIED.filter(([m]) => !m.startsWith('anvil_') && !m.startsWith('evm_'))) expectRefused(await svc.post(PATH, rpcBody(method, params)), method);
+      for (const [method, params] of DENIED.filter(([m]) => !m.startsWith('anvil_') && !m.startsWith('evm_')))
+        expectRefused(await svc.post(PATH, rpcBody(method, params)), method);
       expect(await nodeState(anvil)).to.deep.equal(before);
     });
   });

@@ -42,7 +42,12 @@ describe('e2e: admin ui (/admin/ui) in headless Chromium', function () {
         networks: [{ architecture: 'evm', evm: { chainId } }],
         upstreams: [
           // A has a circuit breaker (the page shows its state), B none; both polled often for heads.
-          { id: 'A', endpoint: a.url, evm: { chainId, statePollerInterval: '200ms' }, failsafe: [{ matchMethod: '*', circuitBreaker: { failureThresholdCount: 20, failureThresholdCapacity: 80, halfOpenAfter: '1m' } }] },
+          {
+            id: 'A',
+            endpoint: a.url,
+            evm: { chainId, statePollerInterval: '200ms' },
+            failsafe: [{ matchMethod: '*', circuitBreaker: { failureThresholdCount: 20, failureThresholdCapacity: 80, halfOpenAfter: '1m' } }],
+          },
           { id: 'B', endpoint: b.url, evm: { chainId, statePollerInterval: '200ms' } },
         ],
       },
@@ -52,7 +57,12 @@ describe('e2e: admin ui (/admin/ui) in headless Chromium', function () {
   const servedBy = async (n: number): Promise<string[]> => {
     const out: string[] = [];
     for (let i = 0; i < n; i++) {
-      const r = await svc.post(`/main/evm/${a.chainId}`, { jsonrpc: '2.0', id: i, method: 'eth_getBalance', params: [`0x${(i + 1).toString(16).padStart(40, '0')}`, 'latest'] });
+      const r = await svc.post(`/main/evm/${a.chainId}`, {
+        jsonrpc: '2.0',
+        id: i,
+        method: 'eth_getBalance',
+        params: [`0x${(i + 1).toString(16).padStart(40, '0')}`, 'latest'],
+      });
       expect(r.status, r.text).to.equal(200);
       out.push(r.headers['x-svc-upstream'] ?? '');
     }
@@ -89,8 +99,12 @@ describe('e2e: admin ui (/admin/ui) in headless Chromium', function () {
     await page.waitForSelector('tr[data-upstream="B"] button[data-action="cordon"]');
     // Traffic, so the table and charts have numbers; then a few pushes for the sparklines.
     expect(await servedBy(6)).to.satisfy((ids: string[]) => ids.every((id) => id === 'A' || id === 'B'));
-    await page.waitForFunction("document.querySelectorAll('.charts canvas').length >= 2 && document.getElementById('status').className.includes('live')", { timeout: 10_000 });
-    await page.waitForFunction("[...document.querySelectorAll('tr[data-upstream] td:nth-child(4)')].some((td) => Number(td.textContent) > 0)", { timeout: 10_000 });
+    await page.waitForFunction("document.querySelectorAll('.charts canvas').length >= 2 && document.getElementById('status').className.includes('live')", {
+      timeout: 10_000,
+    });
+    await page.waitForFunction("[...document.querySelectorAll('tr[data-upstream] td:nth-child(4)')].some((td) => Number(td.textContent) > 0)", {
+      timeout: 10_000,
+    });
     // Heads, head lag and the breaker column.
     await page.waitForFunction("document.querySelector('tr[data-upstream=B] td:nth-child(11)').textContent === '2'", { timeout: 10_000 });
     expect(await page.$eval('tr[data-upstream="A"] td:nth-child(10)', (td) => td.textContent)).to.equal('5');
@@ -116,7 +130,11 @@ describe('e2e: admin ui (/admin/ui) in headless Chromium', function () {
     expect(new Set(await servedBy(10))).to.deep.equal(new Set(['A']));
     await page.click('tr[data-upstream="B"] button[data-action="uncordon"]');
     await page.waitForSelector('tr[data-upstream="B"] button[data-action="cordon"]', { timeout: 5000 });
-    const listed = await svc.post('/admin', { jsonrpc: '2.0', id: 1, method: 'svc_listCordoned', params: [{ projectId: 'main' }] }, { 'x-svc-secret-token': ADMIN });
+    const listed = await svc.post(
+      '/admin',
+      { jsonrpc: '2.0', id: 1, method: 'svc_listCordoned', params: [{ projectId: 'main' }] },
+      { 'x-svc-secret-token': ADMIN },
+    );
     expect(listed.json.result.cordoned).to.deep.equal([]);
     expect(errors, 'page errors').to.deep.equal([]);
   });
@@ -155,7 +173,11 @@ const probe = async (name, url, init) => { try { const r = await fetch(url, init
       expect(results.snapshot).to.equal('blocked');
       expect(results.cordonJson).to.equal('blocked');
       expect(results.cordonJsonNoCredentials).to.equal('blocked');
-      const listed = await svc.post('/admin', { jsonrpc: '2.0', id: 1, method: 'svc_listCordoned', params: [{ projectId: 'main' }] }, { 'x-svc-secret-token': ADMIN });
+      const listed = await svc.post(
+        '/admin',
+        { jsonrpc: '2.0', id: 1, method: 'svc_listCordoned', params: [{ projectId: 'main' }] },
+        { 'x-svc-secret-token': ADMIN },
+      );
       expect(listed.json.result.cordoned).to.deep.equal([]);
     } finally {
       await tab.close();
@@ -224,4 +246,3 @@ const probe = async (name, url, init) => { try { const r = await fetch(url, init
     }
   });
 });
-

@@ -18,7 +18,8 @@ describe('e2e: admin endpoint (spec §4.4)', function () {
   this.timeout(30_000);
   let anvil: AnvilHandle;
   let svc: SvcHandle;
-  const admin = (method: string, params?: unknown, headers: Record<string, string> = H): Promise<SvcResponse> => svc.post('/admin', rpc(method, params), headers);
+  const admin = (method: string, params?: unknown, headers: Record<string, string> = H): Promise<SvcResponse> =>
+    svc.post('/admin', rpc(method, params), headers);
   const metric = async (name: string, labels: Record<string, string>): Promise<number | undefined> => {
     const text = await (await fetch(svc.metricsUrl as string)).text();
     for (const line of text.split('\n')) {
@@ -53,7 +54,11 @@ describe('e2e: admin endpoint (spec §4.4)', function () {
 
   describe('doors', () => {
     it('is closed (401) when admin.auth has no strategy', async () => {
-      const closed = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }] });
+      const closed = await startSvc({
+        ...NO_CACHE,
+        metrics: { enabled: false },
+        projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }],
+      });
       try {
         const r = await closed.post('/admin', rpc('svc_taxonomy'), H);
         expect(r.status).to.equal(401);
@@ -64,7 +69,10 @@ describe('e2e: admin endpoint (spec §4.4)', function () {
     });
 
     it('needs Content-Type: application/json (415, nothing runs) and a credential a strategy accepts (401)', async () => {
-      const form = await svc.post('/admin', JSON.stringify(rpc('svc_cordonUpstream', [{ projectId: 'main', upstream: 'anvil' }])), { ...H, 'content-type': 'text/plain' });
+      const form = await svc.post('/admin', JSON.stringify(rpc('svc_cordonUpstream', [{ projectId: 'main', upstream: 'anvil' }])), {
+        ...H,
+        'content-type': 'text/plain',
+      });
       expect(form.status).to.equal(415);
       expect((await admin('svc_listCordoned', [{ projectId: 'main' }])).json.result.cordoned).to.deep.equal([]);
       expect((await admin('svc_taxonomy', undefined, { 'x-svc-secret-token': 'nope' })).status).to.equal(401);
@@ -79,7 +87,12 @@ describe('e2e: admin endpoint (spec §4.4)', function () {
     });
 
     it('answers a CORS preflight from a listed origin before auth with the §2.5 defaults', async () => {
-      const listed = await startSvc({ logLevel: 'error', metrics: { enabled: false }, admin: { auth: { strategies: [{ type: 'secret', secret: { value: ADMIN } }] }, cors: { allowedOrigins: ['https://ops.example'] } }, projects: [] });
+      const listed = await startSvc({
+        logLevel: 'error',
+        metrics: { enabled: false },
+        admin: { auth: { strategies: [{ type: 'secret', secret: { value: ADMIN } }] }, cors: { allowedOrigins: ['https://ops.example'] } },
+        projects: [],
+      });
       try {
         const r = await listed.send('OPTIONS', '/admin', undefined, { origin: 'https://ops.example', 'access-control-request-method': 'POST' });
         expect(r.status).to.equal(204);
@@ -119,9 +132,13 @@ describe('e2e: admin endpoint (spec §4.4)', function () {
 
     it('InvalidRequest: requires params / first parameter must be an object; failed to find the service', async () => {
       expect((await admin('svc_project', [])).json.error.message).to.equal('InvalidRequest: requires params: [projectId]');
-      expect((await admin('svc_cordonUpstream', [{ projectId: 'main', upstream: 'anvil' }, 'extra'])).json.error.message).to.match(/^InvalidRequest: requires params: \[\{projectId, upstream, method\?, reason\?\}\]/);
+      expect((await admin('svc_cordonUpstream', [{ projectId: 'main', upstream: 'anvil' }, 'extra'])).json.error.message).to.match(
+        /^InvalidRequest: requires params: \[\{projectId, upstream, method\?, reason\?\}\]/,
+      );
       expect((await admin('svc_cordonUpstream', ['main'])).json.error.message).to.equal('InvalidRequest: first parameter must be an object');
-      expect((await admin('svc_addApiKey', [{ projectId: 'main', connectorId: 'nope', apiKey: 'k'.repeat(40), userId: 'u' }])).json.error.message).to.match(/^failed to find the service: /);
+      expect((await admin('svc_addApiKey', [{ projectId: 'main', connectorId: 'nope', apiKey: 'k'.repeat(40), userId: 'u' }])).json.error.message).to.match(
+        /^failed to find the service: /,
+      );
     });
 
     it('positional params to every API-key and cordon method: InvalidRequest: first parameter must be an object (spec §7)', async () => {
@@ -160,7 +177,11 @@ describe('e2e: admin endpoint (spec §4.4)', function () {
 
     it('add → the key works; disable → refused at once; enable; delete → refused', async () => {
       expect((await proxyCall(key)).status).to.equal(401);
-      expect((await admin('svc_addApiKey', [{ ...scope, apiKey: key, userId: 'alice' }])).json.result).to.deep.equal({ success: true, apiKey: key, userId: 'alice' });
+      expect((await admin('svc_addApiKey', [{ ...scope, apiKey: key, userId: 'alice' }])).json.result).to.deep.equal({
+        success: true,
+        apiKey: key,
+        userId: 'alice',
+      });
       expect((await proxyCall(key)).status).to.equal(200);
       const upd = await admin('svc_updateApiKey', [{ ...scope, apiKey: key, updates: { enabled: false } }]);
       expect(upd.json.result).to.deep.equal({ success: true, apiKey: key, updated: { enabled: false } });
@@ -222,7 +243,10 @@ describe('e2e: admin endpoint (spec §4.4)', function () {
       expect(await events('cordon')).to.equal(1);
       expect(await gauge('admin: manual cordon')).to.equal(undefined);
       expect(await gauge('flaky')).to.equal(1);
-      expect((await admin('svc_listCordoned', [{ projectId: 'main' }])).json.result).to.deep.equal({ projectId: 'main', cordoned: [{ upstream: 'anvil', reason: 'flaky' }] });
+      expect((await admin('svc_listCordoned', [{ projectId: 'main' }])).json.result).to.deep.equal({
+        projectId: 'main',
+        cordoned: [{ upstream: 'anvil', reason: 'flaky' }],
+      });
     });
 
     it('uncordon: gauge 0, one uncordon event, duration observed; a second uncordon is a no-op', async () => {

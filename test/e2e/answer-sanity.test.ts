@@ -76,9 +76,14 @@ describe('e2e: answers that cannot be right move the call to another upstream', 
     liar.calls.length = 0;
     const res = await svc.post(path, rpcBody('eth_getBalance', [ADDR0, '0x1']));
     expect(res.json.error, res.text).to.equal(undefined);
-    expect(res.json.result).to.be.a('string').that.matches(/^0x[0-9a-f]+$/);
+    expect(res.json.result)
+      .to.be.a('string')
+      .that.matches(/^0x[0-9a-f]+$/);
     expect(res.json.result).to.equal(await node.rpc('eth_getBalance', [ADDR0, '0x1']));
-    expect(liar.calls.some((c) => c.method === 'eth_getBalance'), 'the liar was asked first').to.equal(true);
+    expect(
+      liar.calls.some((c) => c.method === 'eth_getBalance'),
+      'the liar was asked first',
+    ).to.equal(true);
   });
 
   it('an empty eth_getLogs by a blockHash beyond the lagging upstream head is not served', async () => {
@@ -86,6 +91,9 @@ describe('e2e: answers that cannot be right move the call to another upstream', 
     const res = await svc.post(path, rpcBody('eth_getLogs', [{ blockHash: logBlockHash }]));
     expect(res.json.error, res.text).to.equal(undefined);
     expect(res.json.result).to.have.length(1);
-    expect(liar.calls.some((c) => c.method === 'eth_getLogs'), 'the liar was asked first').to.equal(true);
+    expect(
+      liar.calls.some((c) => c.method === 'eth_getLogs'),
+      'the liar was asked first',
+    ).to.equal(true);
   });
 });

@@ -80,7 +80,7 @@ describe('e2e: answers every client can trust (anvil, default preset)', () => {
     });
   });
 
-  describe('the shared cache holds only answers obtained under the network\'s rules (spec §2.8)', () => {
+  describe("the shared cache holds only answers obtained under the network's rules (spec §2.8)", () => {
     const balance = (id: number) => ({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [WHO, 'latest'] });
 
     it('an answer pinned with use-upstream is not written: the next plain call is not a HIT', async () => {

@@ -37,8 +37,15 @@ describe('e2e: API keys in Redis and PostgreSQL', function () {
     ],
   });
   const admin = (url: string, method: string, params: unknown): Promise<SvcResponse> =>
-    httpRequest('POST', `${url}/admin`, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), { 'content-type': 'application/json', 'x-svc-secret-token': ADMIN });
-  const call = (url: string, key: string) => httpRequest('POST', `${url}/main/evm/${anvil.chainId}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }), { 'content-type': 'application/json', authorization: `Bearer ${key}` });
+    httpRequest('POST', `${url}/admin`, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), {
+      'content-type': 'application/json',
+      'x-svc-secret-token': ADMIN,
+    });
+  const call = (url: string, key: string) =>
+    httpRequest('POST', `${url}/main/evm/${anvil.chainId}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }), {
+      'content-type': 'application/json',
+      authorization: `Bearer ${key}`,
+    });
 
   before(async () => {
     anvil = await startAnvil();
@@ -82,7 +89,10 @@ describe('e2e: API keys in Redis and PostgreSQL', function () {
       await client.connect();
       try {
         expect(await client.sMembers('svc_auth:main:keys:u:carol')).to.deep.equal(['k_rev_0123456789abcdef0123456789']);
-        expect(JSON.parse((await client.get('svc_auth:main:keys:k:k_rev_0123456789abcdef0123456789')) as string)).to.include({ userId: 'carol', enabled: true });
+        expect(JSON.parse((await client.get('svc_auth:main:keys:k:k_rev_0123456789abcdef0123456789')) as string)).to.include({
+          userId: 'carol',
+          enabled: true,
+        });
         await admin(a.url, 'svc_deleteApiKey', [{ ...scope, apiKey: 'k_rev_0123456789abcdef0123456789' }]);
         expect(await client.sMembers('svc_auth:main:keys:u:carol')).to.deep.equal([]);
         expect(await client.get('svc_auth:main:keys:k:k_rev_0123456789abcdef0123456789')).to.equal(null);
@@ -107,7 +117,11 @@ describe('e2e: API keys in Redis and PostgreSQL', function () {
 
     it('creates its table; add, list, update and delete go through it; lookups use it', async () => {
       expect((await call(svc.url, KEY)).status).to.equal(401);
-      expect((await admin(svc.url, 'svc_addApiKey', [{ ...scope, apiKey: KEY, userId: 'dave' }])).json.result).to.deep.equal({ success: true, apiKey: KEY, userId: 'dave' });
+      expect((await admin(svc.url, 'svc_addApiKey', [{ ...scope, apiKey: KEY, userId: 'dave' }])).json.result).to.deep.equal({
+        success: true,
+        apiKey: KEY,
+        userId: 'dave',
+      });
       expect((await call(svc.url, KEY)).status).to.equal(200);
       const client = new pg.Client({ connectionString: db.url });
       await client.connect();
@@ -132,7 +146,9 @@ describe('e2e: API keys in Redis and PostgreSQL', function () {
       const client = new pg.Client({ connectionString: db.url });
       await client.connect();
       try {
-        await client.query("INSERT INTO svc_api_keys (project_id, connector_id, api_key, user_id, enabled, created_at, updated_at) VALUES ('main', 'pgkeys', 'k_corrupt_0123456789abcdef', NULL, true, 'x', 'x')");
+        await client.query(
+          "INSERT INTO svc_api_keys (project_id, connector_id, api_key, user_id, enabled, created_at, updated_at) VALUES ('main', 'pgkeys', 'k_corrupt_0123456789abcdef', NULL, true, 'x', 'x')",
+        );
       } finally {
         await client.end();
       }

@@ -23,7 +23,13 @@ describe('e2e: auth strategies (spec §5)', function () {
   const account = privateKeyToAccount(generatePrivateKey());
 
   const upstream = () => ({ id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId } });
-  const project = (id: string, strategies: unknown[], extra: object = {}) => ({ id, networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }], upstreams: [upstream()], auth: { strategies }, ...extra });
+  const project = (id: string, strategies: unknown[], extra: object = {}) => ({
+    id,
+    networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }],
+    upstreams: [upstream()],
+    auth: { strategies },
+    ...extra,
+  });
   const path = (p: string) => `/${p}/evm/${anvil.chainId}`;
 
   before(async () => {
@@ -39,12 +45,26 @@ describe('e2e: auth strategies (spec §5)', function () {
         project('sec', [{ type: 'secret', secret: { value: SECRET, id: 'ops' } }]),
         project('net', [{ type: 'network', network: { allowedCIDRs: ['10.1.0.0/16'], allowedIPs: ['192.0.2.7'] } }]),
         project('local', [{ type: 'network', network: { allowLocalhost: true } }]),
-        project('jwt', [{ type: 'jwt', jwt: { allowedAlgorithms: ['RS256', 'HS256'], allowedIssuers: ['https://issuer.test'], allowedAudiences: ['svc'], verificationKeys: { rsa: rsaPem } } }]),
+        project('jwt', [
+          {
+            type: 'jwt',
+            jwt: {
+              allowedAlgorithms: ['RS256', 'HS256'],
+              allowedIssuers: ['https://issuer.test'],
+              allowedAudiences: ['svc'],
+              verificationKeys: { rsa: rsaPem },
+            },
+          },
+        ]),
         project('siwe', [{ type: 'siwe', siwe: { allowedDomains: ['dapp.test'] } }]),
-        project('grant', [
-          { type: 'secret', secret: { value: 'directive-secret-0123456789' }, allowClientDirectives: '*' },
-          { type: 'secret', secret: { value: 'header-user-secret-0123456789' }, trustUserIdHeader: true, allowClientDirectives: '*' },
-        ], { allowClientDirectives: '' }),
+        project(
+          'grant',
+          [
+            { type: 'secret', secret: { value: 'directive-secret-0123456789' }, allowClientDirectives: '*' },
+            { type: 'secret', secret: { value: 'header-user-secret-0123456789' }, trustUserIdHeader: true, allowClientDirectives: '*' },
+          ],
+          { allowClientDirectives: '' },
+        ),
       ],
     });
   });
@@ -105,7 +125,11 @@ describe('e2e: auth strategies (spec §5)', function () {
     });
 
     it('without trusted forwarders the header is ignored', async () => {
-      const plain = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [project('net', [{ type: 'network', network: { allowedCIDRs: ['10.1.0.0/16'] } }])] });
+      const plain = await startSvc({
+        ...NO_CACHE,
+        metrics: { enabled: false },
+        projects: [project('net', [{ type: 'network', network: { allowedCIDRs: ['10.1.0.0/16'] } }])],
+      });
       try {
         expect((await plain.post(path('net'), call(), { 'x-forwarded-for': '10.1.2.3' })).status).to.equal(401);
       } finally {
@@ -137,7 +161,12 @@ describe('e2e: auth strategies (spec §5)', function () {
       const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
       const none = `${b64({ alg: 'none' })}.${b64({ sub: 'a', iss: 'https://issuer.test', aud: 'svc', exp: Math.floor(Date.now() / 1000) + 300 })}.`;
       // Algorithm confusion: the published PEM used as an HMAC secret.
-      const confused = await new SignJWT({ sub: 'a' }).setProtectedHeader({ alg: 'HS256', kid: 'rsa' }).setIssuer('https://issuer.test').setAudience('svc').setExpirationTime('5m').sign(new TextEncoder().encode(rsaPem));
+      const confused = await new SignJWT({ sub: 'a' })
+        .setProtectedHeader({ alg: 'HS256', kid: 'rsa' })
+        .setIssuer('https://issuer.test')
+        .setAudience('svc')
+        .setExpirationTime('5m')
+        .sign(new TextEncoder().encode(rsaPem));
       for (const t of [expired, wrongIss, wrongAud, none, confused, 'not.a.jwt']) {
         const r = await svc.post(path('jwt'), call(), { authorization: `Bearer ${t}` });
         expect(r.status).to.equal(401);
@@ -153,13 +182,24 @@ describe('e2e: auth strategies (spec §5)', function () {
 
   describe('siwe', () => {
     const message = (over: Partial<Parameters<typeof createSiweMessage>[0]> = {}) =>
-      createSiweMessage({ address: account.address, chainId: anvil.chainId, domain: 'dapp.test', nonce: `abcdefgh${++nonces}`, uri: 'https://dapp.test', version: '1', issuedAt: new Date(), ...over });
+      createSiweMessage({
+        address: account.address,
+        chainId: anvil.chainId,
+        domain: 'dapp.test',
+        nonce: `abcdefgh${++nonces}`,
+        uri: 'https://dapp.test',
+        version: '1',
+        issuedAt: new Date(),
+        ...over,
+      });
     let nonces = 0;
 
     it('a message signed by its address passes, from headers (base64) or query', async () => {
       const m = message();
       const signature = await account.signMessage({ message: m });
-      expect((await svc.post(path('siwe'), call(), { 'x-siwe-message': Buffer.from(m).toString('base64'), 'x-siwe-signature': signature })).status).to.equal(200);
+      expect((await svc.post(path('siwe'), call(), { 'x-siwe-message': Buffer.from(m).toString('base64'), 'x-siwe-signature': signature })).status).to.equal(
+        200,
+      );
       // Each message is accepted once (test/e2e/siwe.test.ts): the query form gets its own.
       const q = message();
       const qSignature = await account.signMessage({ message: q });
@@ -190,7 +230,11 @@ describe('e2e: auth strategies (spec §5)', function () {
     });
 
     it('§2.8 (c) — a caller named by X-SVC-User-Id gets no grant: the project value (none) applies', async () => {
-      const r = await svc.post(path('grant'), call(), { 'x-svc-secret-token': 'header-user-secret-0123456789', 'x-svc-user-id': 'bob', 'x-svc-use-upstream': 'nobody' });
+      const r = await svc.post(path('grant'), call(), {
+        'x-svc-secret-token': 'header-user-secret-0123456789',
+        'x-svc-user-id': 'bob',
+        'x-svc-use-upstream': 'nobody',
+      });
       expect(r.status).to.equal(200);
       expect(r.json.result).to.match(/^0x/);
     });

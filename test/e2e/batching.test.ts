@@ -29,7 +29,8 @@ describe('e2e: outbound batching (spec §4.7)', function () {
       req.on('end', () => {
         const doc = JSON.parse(Buffer.concat(chunks).toString()) as unknown;
         const els = (Array.isArray(doc) ? doc : [doc]) as Array<{ id: unknown; method: string; params: unknown[] }>;
-        if (!Array.isArray(doc) && els[0]!.method === 'eth_chainId') return res.end(JSON.stringify({ jsonrpc: '2.0', id: els[0]!.id, result: `0x${CHAIN.toString(16)}` }));
+        if (!Array.isArray(doc) && els[0]!.method === 'eth_chainId')
+          return res.end(JSON.stringify({ jsonrpc: '2.0', id: els[0]!.id, result: `0x${CHAIN.toString(16)}` }));
         posts.push({ batch: Array.isArray(doc), size: els.length, ids: els.map((e) => e.id) });
         const answer = (e: { id: unknown; params: unknown[] }) => ({ jsonrpc: '2.0', id: e.id, result: e.params?.[0] ?? null });
         if (!Array.isArray(doc)) return res.end(JSON.stringify(answer(els[0]!)));
@@ -48,7 +49,14 @@ describe('e2e: outbound batching (spec §4.7)', function () {
         {
           id: 'main',
           networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
-          upstreams: [{ id: 'b', endpoint: url, evm: { chainId: CHAIN, statePollerInterval: 0 }, jsonRpc: { supportsBatch: true, batchMaxSize: 5, batchMaxWait: '20ms' } }],
+          upstreams: [
+            {
+              id: 'b',
+              endpoint: url,
+              evm: { chainId: CHAIN, statePollerInterval: 0 },
+              jsonRpc: { supportsBatch: true, batchMaxSize: 5, batchMaxWait: '20ms' },
+            },
+          ],
         },
       ],
     });

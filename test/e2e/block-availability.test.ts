@@ -40,7 +40,10 @@ async function startPruner(target: string): Promise<Pruner> {
       const n = typeof ref === 'string' && ref.startsWith('0x') ? Number.parseInt(ref, 16) : undefined;
       if (n !== undefined) asked.push(n);
       if (n !== undefined && n < PRUNED_BELOW) {
-        const answer = q.method === 'eth_getBlockByNumber' ? { jsonrpc: '2.0', id: q.id, result: null } : { jsonrpc: '2.0', id: q.id, error: { code: -32000, message: `missing trie node (state at block ${n} is pruned)` } };
+        const answer =
+          q.method === 'eth_getBlockByNumber'
+            ? { jsonrpc: '2.0', id: q.id, result: null }
+            : { jsonrpc: '2.0', id: q.id, error: { code: -32000, message: `missing trie node (state at block ${n} is pruned)` } };
         res.end(JSON.stringify(answer));
         return;
       }
@@ -59,9 +62,18 @@ describe('e2e: upstreams[].evm.blockAvailability (archive calls skip pruned node
   let svc: SvcHandle;
 
   // Config order (the tests decide who is asked first): the pruned upstream always comes first.
-  const network = { architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h', evalFunc: (u: { removeCordoned(): unknown }) => u.removeCordoned() } };
-  const up = (id: string, endpoint: string, evm: Record<string, unknown> = {}) => ({ id, endpoint, evm: { chainId: CHAIN, statePollerInterval: '200ms', ...evm } });
-  const rpc = (project: string, method: string, params: unknown[]): Promise<SvcResponse> => svc.post(`/${project}/evm/${CHAIN}`, { jsonrpc: '2.0', id: 1, method, params });
+  const network = {
+    architecture: 'evm',
+    evm: { chainId: CHAIN },
+    selectionPolicy: { evalInterval: '1h', evalFunc: (u: { removeCordoned(): unknown }) => u.removeCordoned() },
+  };
+  const up = (id: string, endpoint: string, evm: Record<string, unknown> = {}) => ({
+    id,
+    endpoint,
+    evm: { chainId: CHAIN, statePollerInterval: '200ms', ...evm },
+  });
+  const rpc = (project: string, method: string, params: unknown[]): Promise<SvcResponse> =>
+    svc.post(`/${project}/evm/${CHAIN}`, { jsonrpc: '2.0', id: 1, method, params });
   const [account] = ['0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266'];
 
   before(async () => {
@@ -72,11 +84,23 @@ describe('e2e: upstreams[].evm.blockAvailability (archive calls skip pruned node
       logLevel: 'error',
       ...NO_CACHE,
       projects: [
-        { id: 'window', networks: [network], upstreams: [up('pruned', pruner.url, { blockAvailability: { lower: { latestBlockMinus: HEAD - PRUNED_BELOW } } }), up('archive', anvil.url)] },
+        {
+          id: 'window',
+          networks: [network],
+          upstreams: [up('pruned', pruner.url, { blockAvailability: { lower: { latestBlockMinus: HEAD - PRUNED_BELOW } } }), up('archive', anvil.url)],
+        },
         // eRPC's deprecated form: nodeType full = the last 128 blocks.
         { id: 'legacy', networks: [network], upstreams: [up('pruned', pruner.url, { nodeType: 'full' }), up('archive', anvil.url)] },
-        { id: 'probed', networks: [network], upstreams: [up('pruned', pruner.url, { blockAvailability: { lower: { earliestBlockPlus: 0, probe: 'callState' } } }), up('archive', anvil.url)] },
-        { id: 'alone', networks: [{ ...network, failsafe: [{ matchMethod: '*', retry: { maxAttempts: 3, delay: '10ms' } }] }], upstreams: [up('pruned', pruner.url, { blockAvailability: { lower: { latestBlockMinus: HEAD - PRUNED_BELOW } } })] },
+        {
+          id: 'probed',
+          networks: [network],
+          upstreams: [up('pruned', pruner.url, { blockAvailability: { lower: { earliestBlockPlus: 0, probe: 'callState' } } }), up('archive', anvil.url)],
+        },
+        {
+          id: 'alone',
+          networks: [{ ...network, failsafe: [{ matchMethod: '*', retry: { maxAttempts: 3, delay: '10ms' } }] }],
+          upstreams: [up('pruned', pruner.url, { blockAvailability: { lower: { latestBlockMinus: HEAD - PRUNED_BELOW } } })],
+        },
       ],
     });
     for (const p of ['window', 'legacy', 'probed', 'alone']) {
@@ -120,7 +144,11 @@ describe('e2e: upstreams[].evm.blockAvailability (archive calls skip pruned node
   });
 
   it('earliestBlockPlus: the earliest block the node holds is found by binary search with the callState probe; older state calls skip it', async () => {
-    await waitFor(async () => (await (await fetch(svc.metricsUrl!)).text()).includes(`svc_upstream_earliest_block{project="probed",network="evm:${CHAIN}",upstream="pruned",probe="callState"} ${PRUNED_BELOW}`));
+    await waitFor(async () =>
+      (await (await fetch(svc.metricsUrl!)).text()).includes(
+        `svc_upstream_earliest_block{project="probed",network="evm:${CHAIN}",upstream="pruned",probe="callState"} ${PRUNED_BELOW}`,
+      ),
+    );
     const mark = pruner.asked.length;
     const old = await rpc('probed', 'eth_getBalance', [account, hex(PRUNED_BELOW - 1)]);
     expect(old.headers['x-svc-upstream']).to.equal('archive');

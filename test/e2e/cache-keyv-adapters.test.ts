@@ -42,7 +42,14 @@ interface Case {
 const viaKeyv =
   (adapter: string, deadlines: { readTimeout?: number; writeTimeout?: number } = {}) =>
   async (uri: string, id: string) =>
-    new KeyvConnector(id, 'keyv', await createAdapter({ adapter, uri }), { ...deadlines, breaker: { failureThreshold: 3, backoff: 60_000 } }, new TierReporter(id, 'keyv', logger, uri), logger);
+    new KeyvConnector(
+      id,
+      'keyv',
+      await createAdapter({ adapter, uri }),
+      { ...deadlines, breaker: { failureThreshold: 3, backoff: 60_000 } },
+      new TierReporter(id, 'keyv', logger, uri),
+      logger,
+    );
 
 const CASES: Case[] = [
   {
@@ -61,7 +68,8 @@ const CASES: Case[] = [
     },
     // One connection: @keyv/test-suite does not await every clear(), and with two a late clear can
     // overtake the next test's set (its ".delete(key) resolves to true" then flakes).
-    connector: async (uri, id) => new PostgresConnector(id, { connectionUri: uri, table: `t_${id.replace(/\W/g, '_')}`, maxConns: 1, purgeInterval: 60_000 }, logger),
+    connector: async (uri, id) =>
+      new PostgresConnector(id, { connectionUri: uri, table: `t_${id.replace(/\W/g, '_')}`, maxConns: 1, purgeInterval: 60_000 }, logger),
   },
   {
     name: 'memcached (driver keyv, @keyv/memcache)',
@@ -165,9 +173,15 @@ for (const c of CASES) {
         const client = new pg.Client({ connectionString: server.uri });
         await client.connect();
         try {
-          await client.query('CREATE TABLE old_cache (partition_key TEXT, range_key TEXT, value BYTEA, expires_at BIGINT, PRIMARY KEY (partition_key, range_key))');
+          await client.query(
+            'CREATE TABLE old_cache (partition_key TEXT, range_key TEXT, value BYTEA, expires_at BIGINT, PRIMARY KEY (partition_key, range_key))',
+          );
           await client.query("INSERT INTO old_cache VALUES ('main/evm:1:5', 'eth_call:old', 'x', NULL)");
-          const upgraded = new PostgresConnector('kv-upgrade', { connectionUri: server.uri, table: 'old_cache', maxConns: 1, purgeInterval: 60_000, readTimeout: 1000, writeTimeout: 2000 }, logger);
+          const upgraded = new PostgresConnector(
+            'kv-upgrade',
+            { connectionUri: server.uri, table: 'old_cache', maxConns: 1, purgeInterval: 60_000, readTimeout: 1000, writeTimeout: 2000 },
+            logger,
+          );
           try {
             expect(await upgraded.get('main/evm:1:5', 'eth_call:old'), 'old entry').to.equal(undefined);
             await upgraded.set('main/evm:1:5', 'eth_call:new', entry('"0x2"'), 0);
@@ -210,7 +224,10 @@ for (const c of CASES) {
         const log = console.log;
         console.log = (...a: unknown[]) => void printed.push(a);
         try {
-          const err = await dead.get('main/evm:1:5', 'eth_call:x').then(() => undefined, (e: unknown) => e);
+          const err = await dead.get('main/evm:1:5', 'eth_call:x').then(
+            () => undefined,
+            (e: unknown) => e,
+          );
           expect(err).to.be.instanceOf(Error);
           expect(printed, 'console output').to.deep.equal([]);
         } finally {
@@ -237,7 +254,10 @@ for (const c of CASES) {
         try {
           for (let i = 0; i < 3; i++) {
             const t0 = Date.now();
-            const err = await conn.get('main/evm:1:5', `eth_call:stall${i}`).then(() => undefined, (e: unknown) => e);
+            const err = await conn.get('main/evm:1:5', `eth_call:stall${i}`).then(
+              () => undefined,
+              (e: unknown) => e,
+            );
             expect(err, 'a stalled read fails').to.be.instanceOf(Error);
             expect(Date.now() - t0).to.be.below(400);
           }

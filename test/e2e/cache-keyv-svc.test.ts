@@ -16,7 +16,13 @@ const hex = (n: number) => `0x${n.toString(16)}`;
 function config(anvilUrl: string, connector: object): object {
   return {
     logLevel: 'error',
-    projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'anvil', endpoint: anvilUrl, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }] }],
+    projects: [
+      {
+        id: 'main',
+        networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+        upstreams: [{ id: 'anvil', endpoint: anvilUrl, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }],
+      },
+    ],
     database: { evmJsonRpcCache: { connectors: [connector], policies: [{ connector: 'mc', finality: 'finalized' }] } },
   };
 }
@@ -26,7 +32,8 @@ describe('e2e: driver keyv (memcached) through svc against anvil', function () {
   let anvil: AnvilHandle;
   let mc: MemcachedHandle;
   let svc: SvcHandle | undefined;
-  const call = (svcUrl: SvcHandle, n: number): Promise<SvcResponse> => svcUrl.post(PATH, { jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: [hex(n), false] });
+  const call = (svcUrl: SvcHandle, n: number): Promise<SvcResponse> =>
+    svcUrl.post(PATH, { jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: [hex(n), false] });
 
   before(async () => {
     [anvil, mc] = await Promise.all([startAnvil(), startMemcached()]);

@@ -30,7 +30,13 @@ function tierConfig(anvilUrl: string, connector: object, logLevel = 'error'): ob
   const id = (connector as { id: string }).id;
   return {
     logLevel,
-    projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'anvil', endpoint: anvilUrl, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }] }],
+    projects: [
+      {
+        id: 'main',
+        networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+        upstreams: [{ id: 'anvil', endpoint: anvilUrl, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }],
+      },
+    ],
     database: {
       evmJsonRpcCache: {
         connectors: [connector],
@@ -112,7 +118,9 @@ describe('e2e: shared cache tiers on real Redis and PostgreSQL', function () {
         expect(r.headers['x-svc-cache']).to.equal('MISS');
       }
       const metrics = await (await fetch(a.metricsUrl)).text();
-      expect(metrics).to.match(/svc_cache_get_error_total\{project="main",network="evm:31337",category="eth_getBlockByNumber",connector="shared",policy="0"\} [1-9]/);
+      expect(metrics).to.match(
+        /svc_cache_get_error_total\{project="main",network="evm:31337",category="eth_getBlockByNumber",connector="shared",policy="0"\} [1-9]/,
+      );
       expect(metrics).to.not.include(String(redis.port));
       await waitFor(() => a.logs().includes('cache connector shared'), 5000);
       expect(a.logs()).to.not.include(redis.url);
@@ -207,7 +215,11 @@ describe('e2e: shared cache tiers on real Redis and PostgreSQL', function () {
     });
 
     it('expired rows are ignored on read and purged on the purge interval', async () => {
-      const conn = new PostgresConnector('pg-direct', { connectionUri: postgres.url, table: 'svc_cache_purge', maxConns: 2, purgeInterval: 200 }, createLogger('silent'));
+      const conn = new PostgresConnector(
+        'pg-direct',
+        { connectionUri: postgres.url, table: 'svc_cache_purge', maxConns: 2, purgeInterval: 200 },
+        createLogger('silent'),
+      );
       await conn.open();
       try {
         // A TTL (ms) long enough that the first read comes before it on a busy machine (parallel test workers).

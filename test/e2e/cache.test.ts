@@ -43,7 +43,13 @@ describe('e2e: response cache, zero config, against anvil', function () {
     svc = await startSvc({
       logLevel: 'error',
       server: { includeErrorDetails: true },
-      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }] }],
+      projects: [
+        {
+          id: 'main',
+          networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+          upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }],
+        },
+      ],
     });
     st = chainStateOf(svc.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!);
     await waitFor(() => st.highestFinalized > 0 && st.highestLatest >= 120, 10_000);
@@ -84,7 +90,10 @@ describe('e2e: response cache, zero config, against anvil', function () {
     const params = [hex(14), false];
     await call('eth_getBlockByNumber', params);
     await settle();
-    const metric = async () => Number(/svc_network_multiplexed_request_total\{[^}]*category="eth_getBlockByNumber"[^}]*\} (\d+)/.exec(await (await fetch(svc.metricsUrl!)).text())?.[1] ?? 0);
+    const metric = async () =>
+      Number(
+        /svc_network_multiplexed_request_total\{[^}]*category="eth_getBlockByNumber"[^}]*\} (\d+)/.exec(await (await fetch(svc.metricsUrl!)).text())?.[1] ?? 0,
+      );
     const before = await metric();
     const batch = [1, 2, 3].map((i) => ({ jsonrpc: '2.0', id: `m${i}`, method: 'eth_getBlockByNumber', params }));
     const r = await svc.post(PATH, batch);
@@ -176,8 +185,12 @@ describe('e2e: response cache, zero config, against anvil', function () {
     expectHit(b, 'second');
     expect(b.json.result).to.deep.equal(a.json.result);
     const metrics = await (await fetch(svc.metricsUrl!)).text();
-    expect(metrics).to.match(/svc_cache_set_success_total\{project="main",network="evm:31337",category="eth_getTransactionReceipt",connector="memory-cache",policy="finalized"\} 1/);
-    expect(metrics).to.match(/svc_cache_get_hit_total\{project="main",network="evm:31337",category="eth_getTransactionReceipt",connector="memory-cache",policy="finalized"\} 1/);
+    expect(metrics).to.match(
+      /svc_cache_set_success_total\{project="main",network="evm:31337",category="eth_getTransactionReceipt",connector="memory-cache",policy="finalized"\} 1/,
+    );
+    expect(metrics).to.match(
+      /svc_cache_get_hit_total\{project="main",network="evm:31337",category="eth_getTransactionReceipt",connector="memory-cache",policy="finalized"\} 1/,
+    );
   });
 
   it('a reorg under a cached unfinalized block: the next read is a miss and returns the new block', async () => {
@@ -211,7 +224,13 @@ describe('e2e: cache policies with params matchers, behind interpolation', funct
     await anvil.rpc('anvil_mine', [hex(80)]);
     svc = await startSvc({
       logLevel: 'error',
-      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }] }],
+      projects: [
+        {
+          id: 'main',
+          networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+          upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }],
+        },
+      ],
       database: {
         evmJsonRpcCache: {
           connectors: [{ id: 'mem', driver: 'memory' }],

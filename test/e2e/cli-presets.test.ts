@@ -77,7 +77,16 @@ export default definePreset(() => [...defaultPreset(), pricingPlugin()]);
 /** Installs the preset package (scoped, exports with an import-only condition) under `root/node_modules`. */
 function installPreset(root: string): void {
   const pkg = join(root, 'node_modules', '@acme', 'svc-preset');
-  write(join(pkg, 'package.json'), JSON.stringify({ name: '@acme/svc-preset', version: '1.2.3', type: 'module', exports: { '.': { import: './dist/index.js' } }, peerDependencies: { svc: '*' } }));
+  write(
+    join(pkg, 'package.json'),
+    JSON.stringify({
+      name: '@acme/svc-preset',
+      version: '1.2.3',
+      type: 'module',
+      exports: { '.': { import: './dist/index.js' } },
+      peerDependencies: { svc: '*' },
+    }),
+  );
   write(join(pkg, 'dist', 'index.js'), PRESET_JS);
   mkdirSync(join(root, 'node_modules'), { recursive: true });
   symlinkSync(PACKAGE_ROOT, join(root, 'node_modules', 'svc'), 'dir');
@@ -123,7 +132,7 @@ describe('e2e: presets as packages through the svc command', function () {
     expect(r.out()).to.include('@acme/svc-preset');
   });
 
-  it('validate --preset <package name> checks the preset\'s plugin-owned keys; without it they are unknown', async () => {
+  it("validate --preset <package name> checks the preset's plugin-owned keys; without it they are unknown", async () => {
     const ok = run(['validate', '--config', 'svc.yaml', '--preset', '@acme/svc-preset'], app);
     expect(await ok.exit, ok.err()).to.equal(0);
     expect(ok.out().trim()).to.equal('ok');
@@ -138,7 +147,7 @@ describe('e2e: presets as packages through the svc command', function () {
     expect(without.err()).to.include('acmePricing');
   });
 
-  it('preset: in a config file resolves from the config file\'s folder (a package, or a path relative to it)', async () => {
+  it("preset: in a config file resolves from the config file's folder (a package, or a path relative to it)", async () => {
     const etc = join(dir, 'etc-svc');
     installPreset(etc);
     write(join(etc, 'svc.yaml'), 'preset: "@acme/svc-preset"\nserver:\n  acmePricing: { header: X-Acme-Price, unitPrice: 3 }\n');
@@ -171,12 +180,22 @@ describe('e2e: presets as packages through the svc command', function () {
     try {
       await waitFor(async () => {
         if (r.child.exitCode !== null) throw new Error(`svc exited with code ${r.child.exitCode}:\n${r.err()}`);
-        return (await httpRequest('POST', url, JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'eth_chainId' })).catch(() => undefined))?.json?.result === '0x7a69';
+        return (
+          (await httpRequest('POST', url, JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'eth_chainId' })).catch(() => undefined))?.json?.result === '0x7a69'
+        );
       }, 20_000);
 
-      const lines = r.out().split('\n').filter((l) => l.includes('"preset"'));
+      const lines = r
+        .out()
+        .split('\n')
+        .filter((l) => l.includes('"preset"'));
       expect(lines, r.out()).to.have.length(1);
-      const line = JSON.parse(lines[0]!) as { level: number; msg: string; preset: { name: string; source: string; file: string }; plugins: { name: string; version: string | null; config: string[] }[] };
+      const line = JSON.parse(lines[0]!) as {
+        level: number;
+        msg: string;
+        preset: { name: string; source: string; file: string };
+        plugins: { name: string; version: string | null; config: string[] }[];
+      };
       expect(line.level).to.equal(30); // info
       const file = join(app, 'node_modules', '@acme', 'svc-preset', 'dist', 'index.js');
       expect(line.preset).to.deep.equal({ name: '@acme/svc-preset', source: 'package', file });
@@ -185,8 +204,15 @@ describe('e2e: presets as packages through the svc command', function () {
       const byName = new Map(line.plugins.map((p) => [p.name, p]));
       expect(byName.get('acme-pricing')).to.deep.equal({ name: 'acme-pricing', version: '1.2.3', config: ['server.acmePricing'] });
       expect(byName.get('cost')).to.deep.equal({ name: 'cost', version: VERSION, config: ['server.costHeaders'] });
-      expect(byName.get('select')).to.deep.equal({ name: 'select', version: VERSION, config: ['projects[].networks[].allowMethods', 'projects[].networks[].directiveDefaults.useUpstream'] });
-      expect(line.plugins.every((p) => p.version !== null), 'every built-in plugin has a version').to.equal(true);
+      expect(byName.get('select')).to.deep.equal({
+        name: 'select',
+        version: VERSION,
+        config: ['projects[].networks[].allowMethods', 'projects[].networks[].directiveDefaults.useUpstream'],
+      });
+      expect(
+        line.plugins.every((p) => p.version !== null),
+        'every built-in plugin has a version',
+      ).to.equal(true);
       expect(line.plugins.at(-1)?.name).to.equal('acme-pricing');
 
       const res = await httpRequest('POST', url, JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'eth_gasPrice' }));

@@ -29,7 +29,11 @@ interface Run {
 let catalogUrl = '';
 
 function run(args: string[], cwd: string): Run {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVC_COMMIT: 'cli-test', SVC_PUBLIC_REPOSITORY_URL: catalogUrl, SVC_HYPER_ROOT_DOMAIN: 'hyper.invalid' } });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, SVC_COMMIT: 'cli-test', SVC_PUBLIC_REPOSITORY_URL: catalogUrl, SVC_HYPER_ROOT_DOMAIN: 'hyper.invalid' },
+  });
   let out = '';
   let err = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
@@ -44,7 +48,10 @@ function stopNow(r: Run): void {
   setTimeout(() => r.child.kill('SIGTERM'), 50);
 }
 
-async function post(url: string, body: string): Promise<{ status: number; json: { result?: unknown; error?: { code: number; data?: { code?: string } } }; headers: Headers }> {
+async function post(
+  url: string,
+  body: string,
+): Promise<{ status: number; json: { result?: unknown; error?: { code: number; data?: { code?: string } } }; headers: Headers }> {
   const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
   return { status: r.status, json: (await r.json()) as never, headers: r.headers };
 }
@@ -84,7 +91,10 @@ describe('e2e: the svc command', function () {
   });
 
   it('a TypeScript config named on the command line loads through tsx when tsx is installed (here: a devDependency)', async () => {
-    writeFileSync(join(dir, 'svc.config.ts'), 'const chainId: number = 1;\nexport default { projects: [{ id: "main", upstreams: [{ endpoint: "http://127.0.0.1:8545", evm: { chainId } }] }] } as const;\n');
+    writeFileSync(
+      join(dir, 'svc.config.ts'),
+      'const chainId: number = 1;\nexport default { projects: [{ id: "main", upstreams: [{ endpoint: "http://127.0.0.1:8545", evm: { chainId } }] }] } as const;\n',
+    );
     const r = run(['validate', '--config', 'svc.config.ts'], dir);
     expect(await r.exit, r.err()).to.equal(0);
     expect(r.out().trim()).to.equal('ok');
@@ -104,8 +114,18 @@ describe('e2e: the svc command', function () {
     const port = await freePort();
     const r = run(['start', '--port', String(port), '--metrics-port', '0'], dir);
     try {
-      await waitFor(async () => fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false), 20_000);
-      const served = await post(`http://127.0.0.1:${port}/evm/31337`, '{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000001","latest"]}');
+      await waitFor(
+        async () =>
+          fetch(`http://127.0.0.1:${port}/`).then(
+            () => true,
+            () => false,
+          ),
+        20_000,
+      );
+      const served = await post(
+        `http://127.0.0.1:${port}/evm/31337`,
+        '{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000001","latest"]}',
+      );
       expect(served.json.result).to.match(/^0x[0-9a-f]+$/);
       expect(served.headers.get('x-svc-upstream')).to.match(/^public-evm:31337-http:\/\/127\.0\.0\.1:\d+#redacted=[0-9a-f]{5}$/);
       const started = Date.now();
@@ -131,7 +151,10 @@ describe('e2e: the svc command', function () {
     const r = run(['start', '--port', String(port), '--metrics-port', '0', dead, anvil.url], dir);
     try {
       const url = `http://127.0.0.1:${port}/evm/31337`;
-      await waitFor(async () => (await post(url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}').catch(() => undefined))?.json.result !== undefined, 20_000);
+      await waitFor(
+        async () => (await post(url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}').catch(() => undefined))?.json.result !== undefined,
+        20_000,
+      );
       const res = await post(url, '{"jsonrpc":"2.0","id":1,"method":"net_version"}');
       expect(res.json.result).to.equal('31337');
       // The dead endpoint has no configured chain id, so it never joined the network.
@@ -148,7 +171,10 @@ describe('e2e: the svc command', function () {
     const r = run(['start', '--port', String(port), '--metrics-port', '0', '--preset', 'minimal', anvil.url], dir);
     try {
       const url = `http://127.0.0.1:${port}/evm/31337`;
-      await waitFor(async () => (await post(url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}').catch(() => undefined))?.json.result !== undefined, 20_000);
+      await waitFor(
+        async () => (await post(url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}').catch(() => undefined))?.json.result !== undefined,
+        20_000,
+      );
       const res = await post(url, '{"jsonrpc":"2.0","id":7,"method":"eth_chainId"}');
       expect(res.json.result).to.equal('0x7a69');
       expect(res.headers.get('x-svc-upstream-attempts')).to.equal(null);
@@ -162,7 +188,14 @@ describe('e2e: the svc command', function () {
     const port = await freePort();
     const first = run(['start', '--port', String(port), '--metrics-port', '0'], dir);
     try {
-      await waitFor(async () => fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false), 20_000);
+      await waitFor(
+        async () =>
+          fetch(`http://127.0.0.1:${port}/`).then(
+            () => true,
+            () => false,
+          ),
+        20_000,
+      );
       const second = run(['start', '--port', String(port), '--metrics-port', '0'], dir);
       expect(await second.exit).to.equal(1);
       expect(second.out() + second.err()).to.include('svc could not start');

@@ -56,7 +56,8 @@ describe('e2e: ethers and viem through svc (default preset) against anvil', func
   before(async () => {
     anvil = await startAnvil();
     svc = await startSvc({
-      ...NO_CACHE, logLevel: 'error',
+      ...NO_CACHE,
+      logLevel: 'error',
       projects: [
         {
           id: 'main',
@@ -124,7 +125,10 @@ describe('e2e: ethers and viem through svc (default preset) against anvil', func
       expect(bn).to.be.a('number');
       expect(bal).to.equal(DEV_BALANCE);
       expect(code).to.equal(CONST_RUNTIME);
-      expect(ethersPayloads.some((p) => Array.isArray(p) && p.length > 1), 'ethers sent at least one batch').to.equal(true);
+      expect(
+        ethersPayloads.some((p) => Array.isArray(p) && p.length > 1),
+        'ethers sent at least one batch',
+      ).to.equal(true);
     });
 
     it('full block with transactions', async () => {

@@ -32,7 +32,9 @@ describe('e2e: HTTP compression (server.enableGzip)', function () {
   const config = (enableGzip?: boolean) => ({
     logLevel: 'error',
     server: { maxBodySize: '1MiB', ...(enableGzip === undefined ? {} : { enableGzip }) },
-    projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } }] }],
+    projects: [
+      { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } }] },
+    ],
   });
   const block = (id: number | string = 1) => JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getBlockByNumber', params: ['0x0', false] });
 

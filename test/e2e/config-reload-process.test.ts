@@ -27,7 +27,9 @@ function config(upstreams: Array<{ id: string; endpoint: string }>, server: obje
     logLevel: 'info',
     server: { waitBeforeShutdown: '0s', waitAfterShutdown: '0s', ...server },
     admin: { auth: { strategies: [{ type: 'secret', secret: { value: SECRET } }] } },
-    projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: upstreams.map((u) => ({ ...u, evm: { chainId: 31337 } })) }],
+    projects: [
+      { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: upstreams.map((u) => ({ ...u, evm: { chainId: 31337 } })) },
+    ],
   };
 }
 
@@ -56,7 +58,11 @@ describe('e2e: config reload of svc start processes', function () {
   const file = (name: string) => join(dir, `${name}.json`);
 
   async function admin(s: SvcProcess, method: string): Promise<{ result?: any; error?: { message: string } }> {
-    const r = await request(`${s.url}/admin`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-svc-secret-token': SECRET }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method }) });
+    const r = await request(`${s.url}/admin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-svc-secret-token': SECRET },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method }),
+    });
     return (await r.body.json()) as { result?: any; error?: { message: string } };
   }
 
@@ -73,7 +79,11 @@ describe('e2e: config reload of svc start processes', function () {
     let calls = 0;
     const loop = (async () => {
       while (!stop) {
-        const r = await request(`${s.url}/main/evm/31337`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000001', 'latest'] }) }).then(
+        const r = await request(`${s.url}/main/evm/31337`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000001', 'latest'] }),
+        }).then(
           async (res) => ({ status: res.statusCode, body: (await res.body.json()) as { error?: unknown } }),
           (e: unknown) => ({ status: 0, body: { error: String(e) } }),
         );
@@ -94,7 +104,15 @@ describe('e2e: config reload of svc start processes', function () {
     expect(await upstreamIds(svc)).to.deep.equal(['a']);
 
     // SIGHUP: add b.
-    writeFileSync(file('one'), JSON.stringify(config([{ id: 'a', endpoint: a.url }, { id: 'b', endpoint: b.url }])));
+    writeFileSync(
+      file('one'),
+      JSON.stringify(
+        config([
+          { id: 'a', endpoint: a.url },
+          { id: 'b', endpoint: b.url },
+        ]),
+      ),
+    );
     process.kill(svc.pid, 'SIGHUP');
     await waitFor(async () => (await upstreamIds(svc!)).join() === 'a,b', 10_000);
     await waitFor(() => svc!.logs().includes('config reloaded'), 5000);
@@ -123,7 +141,15 @@ describe('e2e: config reload of svc start processes', function () {
     expect(await upstreamIds(svc)).to.deep.equal(['b']);
 
     // svc reload --pid: a back.
-    writeFileSync(file('one'), JSON.stringify(config([{ id: 'a', endpoint: a.url }, { id: 'b', endpoint: b.url }])));
+    writeFileSync(
+      file('one'),
+      JSON.stringify(
+        config([
+          { id: 'a', endpoint: a.url },
+          { id: 'b', endpoint: b.url },
+        ]),
+      ),
+    );
     await run(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), 'reload', '--pid', String(svc.pid)]);
     await waitFor(async () => (await upstreamIds(svc!)).join() === 'a,b', 10_000).catch((e: Error) => {
       throw new Error(`${e.message}: ${svc!.logs().slice(-3000)}`);
@@ -143,7 +169,18 @@ describe('e2e: config reload of svc start processes', function () {
       for (let i = 0; i < 12; i++) out.add((await upstreamIds(svc!)).join());
       return out;
     };
-    writeFileSync(file('workers'), JSON.stringify(config([{ id: 'a', endpoint: a.url }, { id: 'b', endpoint: b.url }], server)));
+    writeFileSync(
+      file('workers'),
+      JSON.stringify(
+        config(
+          [
+            { id: 'a', endpoint: a.url },
+            { id: 'b', endpoint: b.url },
+          ],
+          server,
+        ),
+      ),
+    );
     process.kill(svc.pid, 'SIGHUP');
     await waitFor(async () => [...(await seen())].join('|') === 'a,b', 15_000);
 

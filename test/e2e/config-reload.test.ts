@@ -74,7 +74,11 @@ describe('e2e: config hot reload under load', function () {
         await new Promise((r) => setImmediate(r));
       }
     };
-    const loops = [loop(() => viem.getBlockNumber({ cacheTime: 0 })), loop(() => ethers.getBalance('0x0000000000000000000000000000000000000001', 'latest')), loop(() => viem.getChainId())];
+    const loops = [
+      loop(() => viem.getBlockNumber({ cacheTime: 0 })),
+      loop(() => ethers.getBalance('0x0000000000000000000000000000000000000001', 'latest')),
+      loop(() => viem.getChainId()),
+    ];
     return async () => {
       stop = true;
       await Promise.all(loops);
@@ -85,7 +89,11 @@ describe('e2e: config hot reload under load', function () {
 
   /** The upstream that answered a fresh call (`X-SVC-Upstream`). */
   async function servedBy(selector?: string): Promise<string | undefined> {
-    const r = await svc.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: ['latest', false] }, { 'x-svc-skip-cache-read': 'true', ...(selector ? { 'x-svc-use-upstream': selector } : {}) });
+    const r = await svc.post(
+      '/main/evm/31337',
+      { jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: ['latest', false] },
+      { 'x-svc-skip-cache-read': 'true', ...(selector ? { 'x-svc-use-upstream': selector } : {}) },
+    );
     expect(r.status, r.text).to.equal(200);
     return r.headers['x-svc-upstream'];
   }
@@ -99,7 +107,10 @@ describe('e2e: config hot reload under load', function () {
     expect(requestsBefore).to.be.greaterThan(0);
 
     // 1. Add b.
-    current = config([{ id: 'a', endpoint: a.url }, { id: 'b', endpoint: b.url }]);
+    current = config([
+      { id: 'a', endpoint: a.url },
+      { id: 'b', endpoint: b.url },
+    ]);
     let report: ReloadReport = await svc.proxy.reloadConfig();
     expect(report.changed).to.equal(true);
     expect(report.upstreams.added).to.deep.equal(['main/b']);
@@ -179,14 +190,21 @@ describe('e2e: config hot reload under load', function () {
       await waitFor(async () => heads.some((h) => h > top) || (await mine(), false), 10_000);
     } finally {
       unwatch();
-      await ws.transport.getRpcClient().then((c) => c.close()).catch(() => undefined);
+      await ws.transport
+        .getRpcClient()
+        .then((c) => c.close())
+        .catch(() => undefined);
     }
   });
 
   it('refuses a config that changes a key read only at start, naming it, and changes nothing', async () => {
     const before = svc.proxy.projects.get('main')!.networks.get('evm:31337');
     const good = current;
-    current = { ...(good as object), server: { maxTimeout: '45s' }, rateLimiters: { budgets: [{ id: 'tight', rules: [{ method: '*', maxCount: 1, period: 'second' }] }] } };
+    current = {
+      ...(good as object),
+      server: { maxTimeout: '45s' },
+      rateLimiters: { budgets: [{ id: 'tight', rules: [{ method: '*', maxCount: 1, period: 'second' }] }] },
+    };
     const refused = await svc.proxy.reloadConfig().then(
       () => undefined,
       (e: unknown) => e,
@@ -199,7 +217,13 @@ describe('e2e: config hot reload under load', function () {
     expect(svc.proxy.projects.get('main')!.networks.get('evm:31337')).to.equal(before);
     expect(svc.proxy.config.server.maxTimeoutMs).to.not.equal(45_000);
     // A project added is read at start by auth, CORS and rate limits: refused too.
-    current = { ...(good as object), projects: [...(good as Cfg).projects, { id: 'two', auth: { strategies: [{ type: 'secret', secret: { value: 'x' } }] }, upstreams: [{ id: 'c', endpoint: b.url, evm: { chainId: 31337 } }] }] };
+    current = {
+      ...(good as object),
+      projects: [
+        ...(good as Cfg).projects,
+        { id: 'two', auth: { strategies: [{ type: 'secret', secret: { value: 'x' } }] }, upstreams: [{ id: 'c', endpoint: b.url, evm: { chainId: 31337 } }] },
+      ],
+    };
     const added = await svc.proxy.reloadConfig().then(
       () => undefined,
       (e: unknown) => e,
@@ -225,10 +249,23 @@ describe('e2e: config hot reload under load', function () {
     await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
     const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
     try {
-      const cfg = (ignoreMethods: string[]) => ({ server: { maxTimeout: '1s' }, projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 's', endpoint: url, evm: { chainId: 31337 }, ignoreMethods }] }] });
+      const cfg = (ignoreMethods: string[]) => ({
+        server: { maxTimeout: '1s' },
+        projects: [
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: 31337 } }],
+            upstreams: [{ id: 's', endpoint: url, evm: { chainId: 31337 }, ignoreMethods }],
+          },
+        ],
+      });
       current = cfg(['debug_*']);
       await svc.proxy.reloadConfig();
-      const inFlight = svc.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000002', 'latest'] }, { 'x-svc-skip-cache-read': 'true' });
+      const inFlight = svc.post(
+        '/main/evm/31337',
+        { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000002', 'latest'] },
+        { 'x-svc-skip-cache-read': 'true' },
+      );
       await new Promise((r) => setTimeout(r, 100));
       current = cfg(['trace_*']);
       const report = await svc.proxy.reloadConfig();
@@ -242,7 +279,7 @@ describe('e2e: config hot reload under load', function () {
     }
   });
 
-  it('a shadow upstream added by a reload gets its copies (the network\'s chain is built anew for it)', async () => {
+  it("a shadow upstream added by a reload gets its copies (the network's chain is built anew for it)", async () => {
     // A recording node: every JSON-RPC method it receives (the copies), answered from anvil b.
     const seen: string[] = [];
     const rec = createServer((req, res) => {
@@ -266,7 +303,11 @@ describe('e2e: config hot reload under load', function () {
       const report = await svc.proxy.reloadConfig();
       expect(report.upstreams.added).to.include('main/sh');
       await waitFor(async () => {
-        const r = await svc.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000003', 'latest'] }, { 'x-svc-skip-cache-read': 'true' });
+        const r = await svc.post(
+          '/main/evm/31337',
+          { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000003', 'latest'] },
+          { 'x-svc-skip-cache-read': 'true' },
+        );
         expect(r.headers['x-svc-upstream']).to.equal('b');
         return seen.includes('eth_getBalance');
       }, 5000);
@@ -278,8 +319,17 @@ describe('e2e: config hot reload under load', function () {
     }
   });
 
-  it('a changed upstream without a configured chain id serves its predecessor\'s chain while its probe runs: the network never goes empty', async () => {
-    const noChain = (ignoreMethods?: string[]) => ({ server: { maxTimeout: '1s' }, projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'b', endpoint: b.url, ...(ignoreMethods ? { ignoreMethods } : {}) }] }] });
+  it("a changed upstream without a configured chain id serves its predecessor's chain while its probe runs: the network never goes empty", async () => {
+    const noChain = (ignoreMethods?: string[]) => ({
+      server: { maxTimeout: '1s' },
+      projects: [
+        {
+          id: 'main',
+          networks: [{ architecture: 'evm', evm: { chainId: 31337 } }],
+          upstreams: [{ id: 'b', endpoint: b.url, ...(ignoreMethods ? { ignoreMethods } : {}) }],
+        },
+      ],
+    });
     current = noChain();
     await svc.proxy.reloadConfig();
     await waitFor(() => svc.proxy.projects.get('main')!.upstreams.get('b')!.state === 'ready');
@@ -287,7 +337,12 @@ describe('e2e: config hot reload under load', function () {
     const report = await svc.proxy.reloadConfig();
     expect(report.upstreams.changed).to.deep.equal(['main/b']);
     // At once, before the new upstream's probe could answer.
-    expect(svc.proxy.projects.get('main')!.networks.get('evm:31337')!.upstreams.map((u) => u.id)).to.deep.equal(['b']);
+    expect(
+      svc.proxy.projects
+        .get('main')!
+        .networks.get('evm:31337')!
+        .upstreams.map((u) => u.id),
+    ).to.deep.equal(['b']);
     const r = await svc.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }, { 'x-svc-skip-cache-read': 'true' });
     expect(r.json.result).to.equal('0x7a69');
   });

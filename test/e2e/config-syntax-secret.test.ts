@@ -73,7 +73,9 @@ describe('e2e: a YAML syntax error reports its place, never its line', function 
     } catch (e) {
       place = syntaxErrorPlace(e);
     }
-    expect(place).to.match(/^JSON syntax error/).and.not.contain('Sekret');
+    expect(place)
+      .to.match(/^JSON syntax error/)
+      .and.not.contain('Sekret');
   });
 
   it('svc validate, svc_reloadConfig and the "config reload refused" log line name line 10, column 18 and not the secret', async () => {
@@ -94,11 +96,23 @@ describe('e2e: a YAML syntax error reports its place, never its line', function 
     child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
     const url = `http://127.0.0.1:${port}`;
-    await waitFor(async () => child?.exitCode !== null || (await fetch(`${url}/`).then(() => true, () => false)), 20_000);
+    await waitFor(
+      async () =>
+        child?.exitCode !== null ||
+        (await fetch(`${url}/`).then(
+          () => true,
+          () => false,
+        )),
+      20_000,
+    );
     expect(child.exitCode, logs).to.equal(null);
 
     writeFileSync(file, broken(anvil.url));
-    const r = await fetch(`${url}/admin`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-svc-secret-token': ADMIN }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'svc_reloadConfig' }) });
+    const r = await fetch(`${url}/admin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-svc-secret-token': ADMIN },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'svc_reloadConfig' }),
+    });
     const answer = await r.text();
     expect(answer).to.contain('line 10, column 18').and.not.contain(SECRET);
 

@@ -64,7 +64,8 @@ describe('e2e: consensus over three anvil nodes', function () {
     }
     return 0;
   };
-  const balance = (svc: SvcHandle, who: Hex, headers: Record<string, string> = {}): Promise<SvcResponse> => svc.post(PATH, rpc('eth_getBalance', [who, 'latest']), headers);
+  const balance = (svc: SvcHandle, who: Hex, headers: Record<string, string> = {}): Promise<SvcResponse> =>
+    svc.post(PATH, rpc('eth_getBalance', [who, 'latest']), headers);
   const setBalances = async (who: Hex, values: bigint[]) => {
     for (let i = 0; i < values.length; i++) await cluster.node(i).rpc('anvil_setBalance', [who, `0x${(values[i] as bigint).toString(16)}`]);
   };
@@ -99,7 +100,9 @@ describe('e2e: consensus over three anvil nodes', function () {
     await setBalances(acct(2), [7n, 7n, 9n]);
     const res = await balance(svc, acct(2));
     expect(res.json.result).to.equal('0x7');
-    const won = res.headers['x-svc-upstreams']!.split(';').filter((s) => s.endsWith(':won')).map((s) => s.split('=')[0]);
+    const won = res.headers['x-svc-upstreams']!.split(';')
+      .filter((s) => s.endsWith(':won'))
+      .map((s) => s.split('=')[0]);
     expect(won).to.not.include('anvil-2');
     expect(['anvil-0', 'anvil-1']).to.include(res.headers['x-svc-upstream']);
   });
@@ -156,7 +159,10 @@ describe('e2e: consensus over three anvil nodes', function () {
       const st = chainStateOf(network);
       await waitFor(() => st.peek(network.upstreams.find((u) => u.id === 'anvil-1')!)?.latest === head1);
       // Each node's own latest state (no interpolation to one height): three answers, a dispute.
-      const res = await svc.post(PATH, rpc('eth_getBalance', [acct(5), 'latest']), { 'x-svc-skip-interpolation': 'true', 'x-svc-enforce-highest-block': 'false' });
+      const res = await svc.post(PATH, rpc('eth_getBalance', [acct(5), 'latest']), {
+        'x-svc-skip-interpolation': 'true',
+        'x-svc-enforce-highest-block': 'false',
+      });
       expect(res.json.result).to.equal('0x16');
       expect(res.headers['x-svc-consensus-disputes']).to.equal('1');
       expect(res.headers['x-svc-upstream']).to.equal('anvil-1');
@@ -167,7 +173,11 @@ describe('e2e: consensus over three anvil nodes', function () {
   });
 
   it('low participants: one live node of three is accepted by default (header counted), and an error with returnError', async () => {
-    const ups = [cluster.upstreams()[0], { id: 'dead-1', endpoint: DEAD, evm: { chainId: CHAIN } }, { id: 'dead-2', endpoint: `${DEAD}x`, evm: { chainId: CHAIN } }];
+    const ups = [
+      cluster.upstreams()[0],
+      { id: 'dead-1', endpoint: DEAD, evm: { chainId: CHAIN } },
+      { id: 'dead-2', endpoint: `${DEAD}x`, evm: { chainId: CHAIN } },
+    ];
     await setBalances(acct(6), [31n]);
     const accept = await svcWith({ maxParticipants: 3 }, ups);
     const a = await balance(accept, acct(6));
@@ -221,9 +231,18 @@ describe('e2e: consensus over three anvil nodes', function () {
     try {
       const account = privateKeyToAccount(PK2);
       const nonce = Number(await cluster.node(0).rpc('eth_getTransactionCount', [account.address, 'latest']));
-      const raw = await account.signTransaction({ chainId: CHAIN, type: 'eip1559', to: acct(11), value: 1n, nonce, gas: 21000n, maxFeePerGas: parseGwei('20'), maxPriorityFeePerGas: parseGwei('1') });
+      const raw = await account.signTransaction({
+        chainId: CHAIN,
+        type: 'eip1559',
+        to: acct(11),
+        value: 1n,
+        nonce,
+        gas: 21000n,
+        maxFeePerGas: parseGwei('20'),
+        maxPriorityFeePerGas: parseGwei('1'),
+      });
       const res = await svc.post(PATH, rpc('eth_sendRawTransaction', [raw]));
-        expect(res.json.result).to.match(/^0x[0-9a-f]{64}$/);
+      expect(res.json.result).to.match(/^0x[0-9a-f]{64}$/);
       await waitFor(async () => {
         const seen = await Promise.all([0, 1, 2].map((i) => cluster.node(i).rpc('eth_getTransactionByHash', [res.json.result])));
         return seen.every((t) => t !== null);

@@ -22,13 +22,21 @@ describe('e2e: project CORS', function () {
 
   before(async () => {
     anvil = await startAnvil();
-    const project = (id: string, extra: object) => ({ id, networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId } }], ...extra });
+    const project = (id: string, extra: object) => ({
+      id,
+      networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }],
+      upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId } }],
+      ...extra,
+    });
     svc = await startSvc({
       ...NO_CACHE,
       metrics: { enabled: false },
       projects: [
         project('open', {}),
-        project('dapp', { cors: { allowedOrigins: ['https://*.dapp.example'] }, auth: { strategies: [{ type: 'secret', secret: { value: 'dapp-secret-0123456789' } }] } }),
+        project('dapp', {
+          cors: { allowedOrigins: ['https://*.dapp.example'] },
+          auth: { strategies: [{ type: 'secret', secret: { value: 'dapp-secret-0123456789' } }] },
+        }),
       ],
     });
   });
@@ -48,11 +56,24 @@ describe('e2e: project CORS', function () {
   });
 
   it('with cors: a preflight from a listed origin is 204 before auth, allowing the directive headers', async () => {
-    const pre = await svc.send('OPTIONS', path('dapp'), undefined, { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-svc-skip-cache-read' });
+    const pre = await svc.send('OPTIONS', path('dapp'), undefined, {
+      origin,
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'content-type,x-svc-skip-cache-read',
+    });
     expect(pre.status).to.equal(204);
     expect(pre.headers['access-control-allow-origin']).to.equal(origin);
     const allowed = pre.headers['access-control-allow-headers']?.split(',') ?? [];
-    for (const h of ['content-type', 'authorization', 'x-svc-secret-token', 'x-svc-retry-empty', 'x-svc-use-upstream', 'x-svc-integrity', 'x-svc-enforce-non-null-tagged-blocks']) expect(allowed).to.include(h);
+    for (const h of [
+      'content-type',
+      'authorization',
+      'x-svc-secret-token',
+      'x-svc-retry-empty',
+      'x-svc-use-upstream',
+      'x-svc-integrity',
+      'x-svc-enforce-non-null-tagged-blocks',
+    ])
+      expect(allowed).to.include(h);
     expect(pre.headers['access-control-max-age']).to.equal('3600');
   });
 
@@ -71,7 +92,10 @@ describe('e2e: project CORS', function () {
     const dir = mkdtempSync(join(tmpdir(), 'svc-cors-warn-'));
     let p: SvcProcess | undefined;
     try {
-      p = await spawnSvc(dir, 'warn', { admin: { auth: { strategies: [{ type: 'network', network: { allowLocalhost: true } }] }, cors: { allowedOrigins: ['*'] } }, projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }] });
+      p = await spawnSvc(dir, 'warn', {
+        admin: { auth: { strategies: [{ type: 'network', network: { allowLocalhost: true } }] }, cors: { allowedOrigins: ['*'] } },
+        projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }],
+      });
       expect(p.logs()).to.include('admin is guarded only by a network strategy');
     } finally {
       await p?.stop();
@@ -85,7 +109,10 @@ describe('e2e: project CORS', function () {
     try {
       for (const [name, cfg] of [
         ['admin', { admin: { cors: { allowedOrigins: ['*'], allowCredentials: true } }, projects: [] }],
-        ['project', { projects: [{ id: 'p', cors: { allowCredentials: true }, upstreams: [{ id: 'a', endpoint: 'http://127.0.0.1:1/', evm: { chainId: 1 } }] }] }],
+        [
+          'project',
+          { projects: [{ id: 'p', cors: { allowCredentials: true }, upstreams: [{ id: 'a', endpoint: 'http://127.0.0.1:1/', evm: { chainId: 1 } }] }] },
+        ],
       ] as const) {
         const file = join(dir, `${name}.json`);
         writeFileSync(file, JSON.stringify(cfg));

@@ -74,23 +74,28 @@ describe('e2e: X-SVC-Credits-Version from the price table that priced the call',
     expect(r.headers).to.include({ 'x-svc-credits': 'acme:eth_gasPrice=26', 'x-svc-credits-total': '26', 'x-svc-credits-version': 'acme-2025-06' });
   });
 
-  it('credits the table does not price (the flat rate) carry svc\'s version', async () => {
+  it("credits the table does not price (the flat rate) carry svc's version", async () => {
     const r = await svc.post(PATH, call(2, 'eth_blockNumber'));
     expect(r.headers).to.include({ 'x-svc-credits': 'acme:eth_blockNumber=1', 'x-svc-credits-version': VERSION });
   });
 
-  it('a table without a version: svc\'s version', async () => {
+  it("a table without a version: svc's version", async () => {
     const r = await svc.post(`${PATH}?use-upstream=beta`, call(3, 'eth_gasPrice'));
     expect(r.headers).to.include({ 'x-svc-credits': 'beta:eth_gasPrice=4', 'x-svc-credits-version': VERSION });
   });
 
   it('a batch priced by both: the distinct versions, sorted, comma-joined', async () => {
     const r = await svc.post(PATH, [call(4, 'eth_gasPrice'), call(5, 'eth_blockNumber'), call(6, 'eth_gasPrice')]);
-    expect(r.headers).to.include({ 'x-svc-credits': 'acme:eth_blockNumber=1;acme:eth_gasPrice=52', 'x-svc-credits-version': [VERSION, 'acme-2025-06'].sort().join(',') });
+    expect(r.headers).to.include({
+      'x-svc-credits': 'acme:eth_blockNumber=1;acme:eth_gasPrice=52',
+      'x-svc-credits-version': [VERSION, 'acme-2025-06'].sort().join(','),
+    });
   });
 
   it('a table version that cannot go into a header fails boot, naming the plugin and the vendor', () => {
     const bad = Object.assign(() => 1, { version: 'v1\r\nX-Injected: 1' });
-    expect(() => createProxy({ config: { metrics: { enabled: false } }, plugins: [...presetWithout(), pricing({ acme: bad })], logger: createLogger('silent') })).to.throw(/pricing-acme[\s\S]*vendor "acme" has an invalid version/);
+    expect(() =>
+      createProxy({ config: { metrics: { enabled: false } }, plugins: [...presetWithout(), pricing({ acme: bad })], logger: createLogger('silent') }),
+    ).to.throw(/pricing-acme[\s\S]*vendor "acme" has an invalid version/);
   });
 });

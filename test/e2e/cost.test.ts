@@ -67,12 +67,25 @@ describe('e2e: cost headers (spec §4.5)', function () {
   it('a single call: one call, billable, its method, one credit at the flat rate, the total and the version', async () => {
     const r = await svc.post(PATH, balance(1));
     expect(r.json.error).to.equal(undefined);
-    expect(r.headers).to.include({ 'x-svc-calls': '1', 'x-svc-billable': '1', 'x-svc-methods': 'eth_getBalance', 'x-svc-credits': 'acme:eth_getBalance=1', 'x-svc-credits-total': '1', 'x-svc-credits-version': VERSION });
+    expect(r.headers).to.include({
+      'x-svc-calls': '1',
+      'x-svc-billable': '1',
+      'x-svc-methods': 'eth_getBalance',
+      'x-svc-credits': 'acme:eth_getBalance=1',
+      'x-svc-credits-total': '1',
+      'x-svc-credits-version': VERSION,
+    });
   });
 
   it('a batch: calls summed, methods sorted and distinct, credit segments sorted, a price table from a plugin', async () => {
     const r = await svc.post(PATH, [ethCall(2), balance(3), balance(4)]);
-    expect(r.headers).to.include({ 'x-svc-calls': '3', 'x-svc-billable': '3', 'x-svc-methods': 'eth_call,eth_getBalance', 'x-svc-credits': 'acme:eth_call=26;acme:eth_getBalance=2', 'x-svc-credits-total': '28' });
+    expect(r.headers).to.include({
+      'x-svc-calls': '3',
+      'x-svc-billable': '3',
+      'x-svc-methods': 'eth_call,eth_getBalance',
+      'x-svc-credits': 'acme:eth_call=26;acme:eth_getBalance=2',
+      'x-svc-credits-total': '28',
+    });
   });
 
   it('failover: the failed request accrues too; a call failing everywhere is not billable but still costs', async () => {
@@ -130,7 +143,7 @@ describe('e2e: cost headers (spec §4.5)', function () {
     expect(r.headers['x-svc-credits']).to.equal(undefined);
   });
 
-  it("provider upstreams: settings.creditUnits by method glob, {*: 0} opting the rest out (no credits header when nothing accrued)", async () => {
+  it('provider upstreams: settings.creditUnits by method glob, {*: 0} opting the rest out (no credits header when nothing accrued)', async () => {
     const acmeVendor = {
       name: 'vendor-acme',
       dependsOn: ['providers'],
@@ -139,7 +152,12 @@ describe('e2e: cost headers (spec §4.5)', function () {
       },
     };
     const p = await startSvc(
-      { ...NO_CACHE, metrics: { enabled: false }, server: { costHeaders: true }, projects: [{ id: 'main', providers: [{ id: 'acme', vendor: 'acme2', settings: { creditUnits: { 'eth_get*': 5, '*': 0 } } }] }] },
+      {
+        ...NO_CACHE,
+        metrics: { enabled: false },
+        server: { costHeaders: true },
+        projects: [{ id: 'main', providers: [{ id: 'acme', vendor: 'acme2', settings: { creditUnits: { 'eth_get*': 5, '*': 0 } } }] }],
+      },
       { plugins: [...presetWithout('vendor-repository', 'vendor-hyper'), acmeVendor] },
     );
     try {
@@ -155,8 +173,16 @@ describe('e2e: cost headers (spec §4.5)', function () {
   });
 
   it('a cache hit accrues nothing; without server.costHeaders there are no cost headers', async () => {
-    const cached = await startSvc({ metrics: { enabled: false }, server: { costHeaders: true }, projects: [{ id: 'main', upstreams: [{ id: 'a', endpoint: a.url, vendorName: 'acme', evm: { chainId: 1 } }] }] });
-    const off = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main', upstreams: [{ id: 'a', endpoint: a.url, evm: { chainId: 1 } }] }] });
+    const cached = await startSvc({
+      metrics: { enabled: false },
+      server: { costHeaders: true },
+      projects: [{ id: 'main', upstreams: [{ id: 'a', endpoint: a.url, vendorName: 'acme', evm: { chainId: 1 } }] }],
+    });
+    const off = await startSvc({
+      ...NO_CACHE,
+      metrics: { enabled: false },
+      projects: [{ id: 'main', upstreams: [{ id: 'a', endpoint: a.url, evm: { chainId: 1 } }] }],
+    });
     try {
       const body = { jsonrpc: '2.0', id: 1, method: 'eth_getBlockByHash', params: [`0x${'ab'.repeat(32)}`, false] };
       a.setDefault({ kind: 'ok', result: { number: '0x1', hash: `0x${'ab'.repeat(32)}` } });

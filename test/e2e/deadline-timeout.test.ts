@@ -49,7 +49,13 @@ async function start(up: FaultServer, network: object = {}, upstream: object = {
     logLevel: 'error',
     metrics: { enabled: false },
     server: { maxTimeout: DEADLINE },
-    projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, ...network }], upstreams: [{ id: 'slow', endpoint: up.url, evm: { chainId: CHAIN, statePollerInterval: 0 }, ...upstream }] }],
+    projects: [
+      {
+        id: 'main',
+        networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, ...network }],
+        upstreams: [{ id: 'slow', endpoint: up.url, evm: { chainId: CHAIN, statePollerInterval: 0 }, ...upstream }],
+      },
+    ],
   });
 }
 
@@ -150,6 +156,5 @@ describe('e2e: a call that reaches its deadline is a timeout', function () {
         await b.close();
       }
     });
-
   }
 });

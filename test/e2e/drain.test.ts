@@ -39,18 +39,27 @@ describe('e2e: graceful drain on SIGTERM (spec §3.2)', function () {
         logLevel: 'info',
         database: { evmJsonRpcCache: { connectors: [], policies: [] } },
         server: { waitBeforeShutdown: '500ms', waitAfterShutdown: '10s' },
-        projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'slow', endpoint: up.url, evm: { chainId: 1 } }] }],
+        projects: [
+          { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'slow', endpoint: up.url, evm: { chainId: 1 } }] },
+        ],
       }),
     );
     const port = await freePort();
-    const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), 'start', '--config', file, '--port', String(port), '--metrics-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), 'start', '--config', file, '--port', String(port), '--metrics-port', '0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let logs = '';
     child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
     const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     const base = `http://127.0.0.1:${port}`;
     // Distinct addresses: identical calls would be multiplexed into one upstream request.
-    const call = (id: number) => httpRequest('POST', `${base}/main/evm/1`, JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [`0x${id.toString(16).padStart(40, '0')}`, 'latest'] }));
+    const call = (id: number) =>
+      httpRequest(
+        'POST',
+        `${base}/main/evm/1`,
+        JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [`0x${id.toString(16).padStart(40, '0')}`, 'latest'] }),
+      );
     try {
       await waitFor(async () => (await httpRequest('GET', `${base}/healthcheck`).catch(() => undefined))?.status === 200, 15_000);
       // From now on every upstream call takes SLOW_MS.

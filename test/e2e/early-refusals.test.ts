@@ -52,7 +52,13 @@ describe('e2e: early refusals answer batch clients and bill nothing', function (
       ...NO_CACHE,
       logLevel: 'error',
       server: { costHeaders: true, includeErrorDetails: true, maxBodySize: '4kb', maxBatchSize: 4 },
-      rateLimiters: { budgets: [{ id: 'one', rules: [hour(1)] }, { id: 'none', rules: [hour(0)] }, { id: 'oneBatch', rules: [hour(1)] }] },
+      rateLimiters: {
+        budgets: [
+          { id: 'one', rules: [hour(1)] },
+          { id: 'none', rules: [hour(0)] },
+          { id: 'oneBatch', rules: [hour(1)] },
+        ],
+      },
       projects: [
         { id: 'main', networks: net(), upstreams: up() },
         { id: 'sec', networks: net(), upstreams: up(), auth: { strategies: [{ type: 'secret', secret: { value: SECRET } }] } },
@@ -122,7 +128,10 @@ describe('e2e: early refusals answer batch clients and bill nothing', function (
     });
 
     it('§4.1 POST / /<project>/<architecture>/<chainId> (e.g. architecture evm) — the element array is bounded: an array over server.maxBatchSize to an unknown chain stays one object with id null', async () => {
-      const res = await svc.post('/main/evm/999', [1, 2, 3, 4, 5].map((i) => rpcBody('eth_chainId', [], i)));
+      const res = await svc.post(
+        '/main/evm/999',
+        [1, 2, 3, 4, 5].map((i) => rpcBody('eth_chainId', [], i)),
+      );
       expect(res.status).to.equal(404);
       expect(res.json).to.not.be.an('array');
       expect(res.json.id).to.equal(null);
@@ -149,7 +158,10 @@ describe('e2e: early refusals answer batch clients and bill nothing', function (
       expect(tooLarge.status).to.equal(413);
       expect(tooLarge.json).to.include({ id: null });
       expectNoCostHeaders(tooLarge);
-      const tooMany = await svc.post(`/main/evm/${anvil.chainId}`, [1, 2, 3, 4, 5].map((i) => rpcBody('eth_chainId', [], i)));
+      const tooMany = await svc.post(
+        `/main/evm/${anvil.chainId}`,
+        [1, 2, 3, 4, 5].map((i) => rpcBody('eth_chainId', [], i)),
+      );
       expect(tooMany.status).to.equal(400);
       expect(tooMany.json).to.include({ id: null });
       expect(tooMany.json.error.code).to.equal(-32600);

@@ -30,7 +30,13 @@ describe('e2e: retry.emptyResultDelay (data not there yet)', function () {
     startSvc({
       ...NO_CACHE,
       logLevel: 'error',
-      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [{ matchMethod: '*', retry }] }], upstreams: [{ id: 'node', endpoint: node.url, evm: { chainId: CHAIN } }] }],
+      projects: [
+        {
+          id: 'main',
+          networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [{ matchMethod: '*', retry }] }],
+          upstreams: [{ id: 'node', endpoint: node.url, evm: { chainId: CHAIN } }],
+        },
+      ],
     });
 
   before(async () => {
@@ -60,7 +66,9 @@ describe('e2e: retry.emptyResultDelay (data not there yet)', function () {
     expect(ms).to.be.within(495, 1500);
     expect(res.headers['x-svc-network-retries']).to.equal('1');
     const text = await (await fetch(paced.metricsUrl as string)).text();
-    const sum = text.split('\n').find((l) => l.startsWith('svc_network_data_unavailable_wait_seconds_sum{') && l.includes('category="eth_getTransactionReceipt"'));
+    const sum = text
+      .split('\n')
+      .find((l) => l.startsWith('svc_network_data_unavailable_wait_seconds_sum{') && l.includes('category="eth_getTransactionReceipt"'));
     expect(Number(sum?.slice(sum.lastIndexOf(' ') + 1))).to.equal(0.5);
   });
 

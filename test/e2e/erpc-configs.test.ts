@@ -236,7 +236,11 @@ describe('svc validate --print and --from-erpc through the CLI', function () {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   function run(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-    const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ANVIL_URL: 'http://127.0.0.1:8545' } });
+    const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ANVIL_URL: 'http://127.0.0.1:8545' },
+    });
     let out = '';
     let err = '';
     child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
@@ -244,14 +248,17 @@ describe('svc validate --print and --from-erpc through the CLI', function () {
     return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out, err })));
   }
 
-  it('--print shows each rewrite and the config in svc\'s shape, without expanding ${ENV}', async () => {
+  it("--print shows each rewrite and the config in svc's shape, without expanding ${ENV}", async () => {
     writeFileSync(join(dir, 'a.yaml'), DIST_STYLE.replace('__ANVIL__', '${ANVIL_URL}'));
     const r = await run(['validate', '--config', 'a.yaml', '--print']);
     expect(r.code, r.err).to.equal(0);
     expect(r.out).to.include('#   logLevel: WARN -> warn');
     expect(r.out).to.include('#   projects[0].upstreams[0].type: evm -> (removed)');
     expect(r.out).to.include('#   rateLimiters.budgets[0].rules[0].period: 1s -> second');
-    const printed = parseYaml(r.out) as { logLevel: string; projects: Array<{ networks: Array<{ failsafe: unknown[]; architecture: string }>; upstreams: Array<{ endpoint: string }> }> };
+    const printed = parseYaml(r.out) as {
+      logLevel: string;
+      projects: Array<{ networks: Array<{ failsafe: unknown[]; architecture: string }>; upstreams: Array<{ endpoint: string }> }>;
+    };
     expect(printed.logLevel).to.equal('warn');
     expect(printed.projects[0]?.networks[0]?.architecture).to.equal('evm');
     expect(printed.projects[0]?.networks[0]?.failsafe).to.have.length(1);
@@ -263,7 +270,7 @@ describe('svc validate --print and --from-erpc through the CLI', function () {
     expect(again.out).to.include("# no rewrite: the config is in svc's shape");
   });
 
-  it('--from-erpc takes eRPC names as they are: X-ERPC-* headers and erpc_ prefixes become svc\'s', async () => {
+  it("--from-erpc takes eRPC names as they are: X-ERPC-* headers and erpc_ prefixes become svc's", async () => {
     const yaml = `${REDIS_STYLE.replaceAll('__ANVIL__', 'http://127.0.0.1:8545').replaceAll('__REDIS__', '127.0.0.1:6379')}    cors:\n      allowedOrigins: ["https://app.example"]\n      allowedHeaders: ["Content-Type", "X-ERPC-Secret-Token"]\n`;
     writeFileSync(join(dir, 'erpc.yaml'), yaml);
     const plain = await run(['validate', '--config', 'erpc.yaml']);
@@ -272,20 +279,34 @@ describe('svc validate --print and --from-erpc through the CLI', function () {
     expect(r.code, r.err).to.equal(0);
     expect(r.out).to.include('X-ERPC-Secret-Token -> X-SVC-Secret-Token');
     expect(r.out).to.include('rateLimiters.store.cacheKeyPrefix');
-    const printed = parseYaml(r.out) as { rateLimiters: { store: { redis: { uri: string; keyPrefix: string } } }; projects: Array<{ cors: { allowedHeaders: string[] }; auth: { strategies: Array<Record<string, unknown>> } }> };
+    const printed = parseYaml(r.out) as {
+      rateLimiters: { store: { redis: { uri: string; keyPrefix: string } } };
+      projects: Array<{ cors: { allowedHeaders: string[] }; auth: { strategies: Array<Record<string, unknown>> } }>;
+    };
     expect(printed.rateLimiters.store.redis).to.deep.equal({ uri: 'redis://127.0.0.1:6379', keyPrefix: 'svc_rl_' });
     expect(printed.projects[0]?.cors.allowedHeaders).to.deep.equal(['Content-Type', 'X-SVC-Secret-Token']);
     expect(printed.projects[0]?.auth.strategies[0]).to.deep.include({ rateLimitBudget: 'free-tier' });
     expect(r.out).to.include('erpc_rl_ -> svc_rl_');
-    expect(r.out.split('\n').filter((l) => !l.startsWith('#')).join('\n')).to.not.include('erpc_');
+    expect(
+      r.out
+        .split('\n')
+        .filter((l) => !l.startsWith('#'))
+        .join('\n'),
+    ).to.not.include('erpc_');
   });
 
   it("--print shows eRPC's database.sharedState moved to sharedState, line by line", async () => {
     writeFileSync(join(dir, 'shared.yaml'), SHARED_STATE_STYLE.replace('__ANVIL__', '${ANVIL_URL}').replace('__REDIS__', '127.0.0.1:6379'));
     const r = await run(['validate', '--config', 'shared.yaml', '--print']);
     expect(r.code, r.err).to.equal(0);
-    for (const line of ['#   database.sharedState.connector.redis.uri: options ?pool_size=10 -> (removed: go-redis options; svc keeps its own connections)', '#   database.sharedState.connector.id: shared-redis -> (removed)', '#   database.sharedState: database.sharedState -> sharedState', '#   database: {} -> (removed)']) expect(r.out).to.include(line);
-    expect(r.out).to.match(/#   clusterKey: .* -> sharedState\.clusterKey\n/); // the value is masked: the CLI redacts `...Key: value` in rewrite lines
+    for (const line of [
+      '#   database.sharedState.connector.redis.uri: options ?pool_size=10 -> (removed: go-redis options; svc keeps its own connections)',
+      '#   database.sharedState.connector.id: shared-redis -> (removed)',
+      '#   database.sharedState: database.sharedState -> sharedState',
+      '#   database: {} -> (removed)',
+    ])
+      expect(r.out).to.include(line);
+    expect(r.out).to.match(/# {3}clusterKey: .* -> sharedState\.clusterKey\n/); // the value is masked: the CLI redacts `...Key: value` in rewrite lines
     const printed = parseYaml(r.out) as Record<string, unknown>;
     expect(printed.sharedState).to.deep.equal({ redis: { uri: 'redis://127.0.0.1:6379' }, clusterKey: 'erpc-e2e-fleet' });
     expect(printed).to.not.have.property('database');
@@ -293,7 +314,10 @@ describe('svc validate --print and --from-erpc through the CLI', function () {
   });
 
   it('--from-erpc refuses a key svc does not honour, naming the eRPC feature', async () => {
-    writeFileSync(join(dir, 'tip.yaml'), 'projects:\n  - id: main\n    networks:\n      - evm:\n          chainId: 1\n          servedTip: { enabledFor: [latest] }\n');
+    writeFileSync(
+      join(dir, 'tip.yaml'),
+      'projects:\n  - id: main\n    networks:\n      - evm:\n          chainId: 1\n          servedTip: { enabledFor: [latest] }\n',
+    );
     const r = await run(['validate', '--from-erpc', 'tip.yaml']);
     expect(r.code).to.equal(1);
     expect(r.err).to.match(/projects\[0\]\.networks\[0\]\.evm\.servedTip: eRPC's `projects\[\]\.networks\[\]\.evm\.servedTip` \(the served tip/);

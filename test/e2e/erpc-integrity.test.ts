@@ -32,10 +32,18 @@ describe("e2e: eRPC's integrity block (level, invalidBehavior, observeOnly, head
   const projectWith = (id: string, integrity: Record<string, unknown>) => ({
     id,
     // Config order: the node on another fork is asked first.
-    networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h', evalFunc: (u: { removeCordoned(): unknown }) => u.removeCordoned() }, integrity }],
+    networks: [
+      {
+        architecture: 'evm',
+        evm: { chainId: CHAIN },
+        selectionPolicy: { evalInterval: '1h', evalFunc: (u: { removeCordoned(): unknown }) => u.removeCordoned() },
+        integrity,
+      },
+    ],
     upstreams: [up('fork', fork.url), up('honest', honest.url), up('honest-2', honest.url)],
   });
-  const rpc = (project: string, method: string, params: unknown[], headers: Record<string, string> = {}): Promise<SvcResponse> => svc.post(`/${project}/evm/${CHAIN}`, { jsonrpc: '2.0', id: 1, method, params }, headers);
+  const rpc = (project: string, method: string, params: unknown[], headers: Record<string, string> = {}): Promise<SvcResponse> =>
+    svc.post(`/${project}/evm/${CHAIN}`, { jsonrpc: '2.0', id: 1, method, params }, headers);
   const hashOf = async (a: AnvilHandle, n: number): Promise<string> => (await a.rpc('eth_getBlockByNumber', [`0x${n.toString(16)}`, false])).hash;
 
   before(async () => {
@@ -65,14 +73,14 @@ describe("e2e: eRPC's integrity block (level, invalidBehavior, observeOnly, head
     await Promise.all([honest?.stop(), fork?.stop()]);
   });
 
-  it('level corroborated with eRPC\'s defaults: a forked finalized block is rejected (the honest one is served)', async () => {
+  it("level corroborated with eRPC's defaults: a forked finalized block is rejected (the honest one is served)", async () => {
     const r = await rpc('erpc-defaults', 'eth_getBlockByNumber', ['0x1', false]);
     expect(r.headers['x-svc-integrity']).to.equal('corroborated');
     expect(r.headers['x-svc-upstream']).to.equal('honest');
     expect(r.json.result.hash).to.equal(await hashOf(honest, 1));
   });
 
-  it("...and a forked unfinalized block is soft-flagged: served from the fork, counted in svc_integrity_flagged_total", async () => {
+  it('...and a forked unfinalized block is soft-flagged: served from the fork, counted in svc_integrity_flagged_total', async () => {
     const before = await flagged(svc, 'erpc-defaults', 'soft_flag');
     const r = await rpc('erpc-defaults', 'eth_getBlockByNumber', [`0x${BLOCKS.toString(16)}`, false]);
     expect(r.headers['x-svc-upstream']).to.equal('fork');

@@ -64,7 +64,10 @@ async function startWith(upstreams: Array<Record<string, unknown>>): Promise<Svc
 /** Breaker states of every upstream, by id. */
 function breakerStates(svc: SvcHandle): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const u of svc.proxy.projects.get('main')!.upstreams.values()) out[u.id] = upstreamBreakers(svc.proxy, u).map((b) => b.state).join(',');
+  for (const u of svc.proxy.projects.get('main')!.upstreams.values())
+    out[u.id] = upstreamBreakers(svc.proxy, u)
+      .map((b) => b.state)
+      .join(',');
   return out;
 }
 
@@ -89,7 +92,11 @@ describe('e2e error charging: bad calls to three anvil nodes charge no upstream'
   it('32 debug_traceTransaction calls with an unknown tracer: the node error each time after at most two upstreams; no breaker opens; no error counted; error rates stay 0', async () => {
     const params = [txHash, { tracer: 'noSuchTracer' }];
     // What the node itself answers.
-    const direct = await fetch(cluster.nodes[0]!.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpcBody('debug_traceTransaction', params)) });
+    const direct = await fetch(cluster.nodes[0]!.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(rpcBody('debug_traceTransaction', params)),
+    });
     const nodeError = ((await direct.json()) as { error: { code: number; message: string } }).error;
     expect(nodeError.code).to.equal(-32603);
     expect(nodeError.message).to.match(/noSuchTracer is not defined/);
@@ -194,7 +201,9 @@ describe('e2e error charging: genuine faults are still charged; agreeing upstrea
       expect(res.json?.result, res.text).to.be.oneOf(['0xb', '0xc']);
     }
     expect(breakerStates(svc).a).to.equal('open');
-    expect(await metric(svc, 'svc_upstream_request_errors_total', { upstream: 'a', category: 'eth_getBalance', error: 'ErrEndpointServerSideException' })).to.be.at.least(5);
+    expect(
+      await metric(svc, 'svc_upstream_request_errors_total', { upstream: 'a', category: 'eth_getBalance', error: 'ErrEndpointServerSideException' }),
+    ).to.be.at.least(5);
     expect(svc.proxy.projects.get('main')!.health.snapshot('a', 'eth_getBalance').errorRate).to.be.above(0);
   });
 });

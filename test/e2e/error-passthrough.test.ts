@@ -50,7 +50,8 @@ const UNCLASSIFIED =
   'no rule of core/wire/evm-normalize.ts knows this code or message, so it falls to ErrEndpointServerSideException: retryable (re-sent to every other upstream), ' +
   'not a pass-through class (svc rebuilds the object, writing the message with JSON.stringify and its own cause chain as data); ' +
   'with several upstreams the client gets svc\'s "all upstream attempts failed (n ErrEndpointServerSideException)" under the node\'s code';
-const REBUILT = 'toJsonRpcError (core/wire/errors.ts) rebuilds the object as {"code","message","data"} from its pieces, so the upstream\'s member order is lost';
+const REBUILT =
+  'toJsonRpcError (core/wire/errors.ts) rebuilds the object as {"code","message","data"} from its pieces, so the upstream\'s member order is lost';
 /**
  * Fixtures svc does not pass through today, with what it does instead and which checks that
  * breaks (reported, not fixed here: this suite must not change svc). Those checks are pending
@@ -272,7 +273,8 @@ function expectTrace(res: SvcResponse, upstream: string, method: string): void {
   const segs = header.split(';');
   expect(segs[0], `X-SVC-Upstreams: ${header}`).to.match(new RegExp(`^${upstream}=primary:(error|exec_revert):\\d+$`));
   const rest = segs.slice(1);
-  if (method === 'eth_sendRawTransaction') for (const s of rest) expect(s, `X-SVC-Upstreams: ${header}`).to.match(/^[a-z-]+=(primary|sweep):(success|error):\d+(:won)?$/);
+  if (method === 'eth_sendRawTransaction')
+    for (const s of rest) expect(s, `X-SVC-Upstreams: ${header}`).to.match(/^[a-z-]+=(primary|sweep):(success|error):\d+(:won)?$/);
   else expect(rest, `X-SVC-Upstreams: ${header}`).to.deep.equal([]);
   expect(res.headers['x-svc-upstream-attempts']).to.equal(String(segs.length));
 }
@@ -495,7 +497,10 @@ describe('e2e: upstream errors that are facts reach the client byte for byte', f
         expect(memberText(got, 'message'), res.text).to.equal(memberText(upstreamError, 'message'));
         if (memberText(upstreamError, 'data') === undefined && !REVERT_DATA_METHODS.has(f.request.method)) {
           const causes = (res.json.error.data?.cause ?? []) as { code: string }[];
-          expect(causes.map((c) => c.code), res.text).to.deep.equal(['ErrEndpointMissingData', 'ErrEndpointMissingData']);
+          expect(
+            causes.map((c) => c.code),
+            res.text,
+          ).to.deep.equal(['ErrEndpointMissingData', 'ErrEndpointMissingData']);
         }
       });
     });
@@ -576,16 +581,34 @@ describe('e2e: upstream errors that are facts reach the client byte for byte', f
     const CASES: Array<[string, () => Promise<[string, unknown[]]>]> = [
       ['eth_call to a reverting contract (code 3, revert bytes)', async () => ['eth_call', [{ from: ADDR0, to: revertAddr, data: '0x' }, 'latest']]],
       ['eth_estimateGas of a reverting call', async () => ['eth_estimateGas', [{ from: ADDR0, to: revertAddr, data: '0x' }]]],
-      ['eth_sendRawTransaction with a used nonce (nonce too low)', async () => ['eth_sendRawTransaction', [await privateKeyToAccount(PK0 as Hex).signTransaction(eip1559({ nonce: 0 }))]]],
+      [
+        'eth_sendRawTransaction with a used nonce (nonce too low)',
+        async () => ['eth_sendRawTransaction', [await privateKeyToAccount(PK0 as Hex).signTransaction(eip1559({ nonce: 0 }))]],
+      ],
       [
         'eth_sendRawTransaction with max fee below the base fee',
-        async () => ['eth_sendRawTransaction', [await privateKeyToAccount(PK0 as Hex).signTransaction(eip1559({ nonce: 1, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n }))]],
+        async () => [
+          'eth_sendRawTransaction',
+          [await privateKeyToAccount(PK0 as Hex).signTransaction(eip1559({ nonce: 1, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n }))],
+        ],
       ],
-      ['eth_sendRawTransaction with gas below intrinsic gas', async () => ['eth_sendRawTransaction', [await privateKeyToAccount(PK0 as Hex).signTransaction(eip1559({ nonce: 1, gas: 20_000n }))]]],
-      ['eth_sendRawTransaction from an unfunded account', async () => ['eth_sendRawTransaction', [await privateKeyToAccount(generatePrivateKey()).signTransaction(eip1559({ nonce: 0 }))]]],
-      ['eth_sendRawTransaction signed for another chain', async () => ['eth_sendRawTransaction', [await privateKeyToAccount(PK0 as Hex).signTransaction(eip1559({ nonce: 1, chainId: 1 }))]]],
+      [
+        'eth_sendRawTransaction with gas below intrinsic gas',
+        async () => ['eth_sendRawTransaction', [await privateKeyToAccount(PK0 as Hex).signTransaction(eip1559({ nonce: 1, gas: 20_000n }))]],
+      ],
+      [
+        'eth_sendRawTransaction from an unfunded account',
+        async () => ['eth_sendRawTransaction', [await privateKeyToAccount(generatePrivateKey()).signTransaction(eip1559({ nonce: 0 }))]],
+      ],
+      [
+        'eth_sendRawTransaction signed for another chain',
+        async () => ['eth_sendRawTransaction', [await privateKeyToAccount(PK0 as Hex).signTransaction(eip1559({ nonce: 1, chainId: 1 }))]],
+      ],
       ['eth_sendRawTransaction with undecodable bytes', async () => ['eth_sendRawTransaction', ['0x1234']]],
-      ['eth_call with value from an unfunded account', async () => ['eth_call', [{ from: '0x00000000000000000000000000000000000000c0', to: ADDR1, value: '0xffffffffffffffffffff' }, 'latest']]],
+      [
+        'eth_call with value from an unfunded account',
+        async () => ['eth_call', [{ from: '0x00000000000000000000000000000000000000c0', to: ADDR1, value: '0xffffffffffffffffffff' }, 'latest']],
+      ],
       ['eth_getBalance with a malformed address (invalid params)', async () => ['eth_getBalance', ['0x12', 'latest']]],
       ['eth_getBalance at a block past the head', async () => ['eth_getBalance', [ADDR0, '0x100000']]],
       ['an unknown method', async () => ['eth_foo', []]],

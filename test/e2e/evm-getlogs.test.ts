@@ -70,7 +70,13 @@ async function startGate(target: string): Promise<Gate> {
           const to = num(f.toBlock);
           if (f.blockHash === undefined && !(to - from + 1 <= GATE_MAX_RANGE)) {
             gate.calls.push({ params: doc.params, outcome: 'refused' });
-            send(JSON.stringify({ jsonrpc: '2.0', id: doc.id, error: { code: -32005, message: 'query returned more than 10000 results. Try with this block range [0x1, 0x2]' } }));
+            send(
+              JSON.stringify({
+                jsonrpc: '2.0',
+                id: doc.id,
+                error: { code: -32005, message: 'query returned more than 10000 results. Try with this block range [0x1, 0x2]' },
+              }),
+            );
             return;
           }
           if (gate.failBlock !== undefined && from <= gate.failBlock && gate.failBlock <= to) {

@@ -28,7 +28,16 @@ function plugins() {
 }
 
 function signTransfer(pk: Hex, nonce: number, value = 1n): Promise<Hex> {
-  return privateKeyToAccount(pk).signTransaction({ chainId: CHAIN, type: 'eip1559', to: TO, value, nonce, gas: 21000n, maxFeePerGas: parseGwei('20'), maxPriorityFeePerGas: parseGwei('1') });
+  return privateKeyToAccount(pk).signTransaction({
+    chainId: CHAIN,
+    type: 'eip1559',
+    to: TO,
+    value,
+    nonce,
+    gas: 21000n,
+    maxFeePerGas: parseGwei('20'),
+    maxPriorityFeePerGas: parseGwei('1'),
+  });
 }
 
 describe('e2e: eth_chainId is answered locally', function () {
@@ -38,7 +47,19 @@ describe('e2e: eth_chainId is answered locally', function () {
 
   before(async () => {
     fake = await startFaultServer({ chainId: CHAIN });
-    svc = await startSvc({ logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'fake', endpoint: fake.url, evm: { chainId: CHAIN } }] }] }, { plugins: plugins() });
+    svc = await startSvc(
+      {
+        logLevel: 'error',
+        projects: [
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+            upstreams: [{ id: 'fake', endpoint: fake.url, evm: { chainId: CHAIN } }],
+          },
+        ],
+      },
+      { plugins: plugins() },
+    );
     // Let the proxy's own chain-id probe land before counting.
     await waitFor(() => svc.proxy.projects.get('main')!.upstreams.get('fake')!.state === 'ready');
   });

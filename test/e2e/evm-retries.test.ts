@@ -22,13 +22,24 @@ const TO = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC';
 
 /** A signed EIP-1559 transfer. */
 function signTransfer(pk: Hex, nonce: number, value = 1n): Promise<Hex> {
-  return privateKeyToAccount(pk).signTransaction({ chainId: CHAIN, type: 'eip1559', to: TO, value, nonce, gas: 21000n, maxFeePerGas: parseGwei('20'), maxPriorityFeePerGas: parseGwei('1') });
+  return privateKeyToAccount(pk).signTransaction({
+    chainId: CHAIN,
+    type: 'eip1559',
+    to: TO,
+    value,
+    nonce,
+    gas: 21000n,
+    maxFeePerGas: parseGwei('20'),
+    maxPriorityFeePerGas: parseGwei('1'),
+  });
 }
 
 /** Value of one sample of `svc_upstream_request_retries_total` with the given reason (0 when absent). */
 async function retriesMetric(svc: SvcHandle, reason: string, method: string): Promise<number> {
   const text = await (await fetch(svc.metricsUrl!)).text();
-  const line = text.split('\n').find((l) => l.startsWith('svc_upstream_request_retries_total{') && l.includes(`reason="${reason}"`) && l.includes(`category="${method}"`));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith('svc_upstream_request_retries_total{') && l.includes(`reason="${reason}"`) && l.includes(`category="${method}"`));
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
 }
 

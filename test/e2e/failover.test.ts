@@ -42,7 +42,8 @@ describe('e2e: failover past a refusing and a garbage upstream to anvil', functi
     garbage.setDefault({ kind: 'garbage' });
     deadPort = await freePort();
     svc = await startSvc({
-      ...NO_CACHE, logLevel: 'error',
+      ...NO_CACHE,
+      logLevel: 'error',
       projects: [
         {
           id: 'main',
@@ -184,7 +185,8 @@ describe('e2e: failover past a refusing and a garbage upstream to anvil', functi
 
     before(async () => {
       svc2 = await startSvc({
-        ...NO_CACHE, logLevel: 'error',
+        ...NO_CACHE,
+        logLevel: 'error',
         projects: [
           {
             id: 'main',

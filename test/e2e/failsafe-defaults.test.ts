@@ -90,7 +90,9 @@ describe('e2e: failsafe defaults without failsafe config', function () {
   }
 
   it("a user's failsafe replaces the defaults of its scope: `failsafe: []` on the network means no hedge", async () => {
-    const svc = await startSvc(config([up('slow', blackholeUrl, { failsafe: [{ timeout: { duration: '300ms' } }] }), up('healthy', healthy.url)], { failsafe: [] }));
+    const svc = await startSvc(
+      config([up('slow', blackholeUrl, { failsafe: [{ timeout: { duration: '300ms' } }] }), up('healthy', healthy.url)], { failsafe: [] }),
+    );
     handles.push(svc);
     const res = await svc.post(PATH, rpcBody('eth_blockNumber', []));
     expect(res.json.result).to.equal('0x42');

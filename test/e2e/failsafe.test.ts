@@ -102,7 +102,10 @@ function start(
   network.failsafe = networkFailsafe ?? [];
   const project: Record<string, unknown> = { id: 'main', networks: [network], upstreams };
   if (opts.upstreamDefaults !== undefined) project.upstreamDefaults = { failsafe: opts.upstreamDefaults };
-  return startSvc({ ...NO_CACHE, logLevel: 'error', server: { includeErrorDetails: true }, projects: [project] }, { plugins: opts.plugins ?? FAILSAFE_PRESET() });
+  return startSvc(
+    { ...NO_CACHE, logLevel: 'error', server: { includeErrorDetails: true }, projects: [project] },
+    { plugins: opts.plugins ?? FAILSAFE_PRESET() },
+  );
 }
 
 /** {@link FAILSAFE_PRESET} with the failsafe plugin on an injected breaker clock. */
@@ -194,7 +197,11 @@ describe('e2e failsafe: every fault kind is survived by sweeping to a healthy up
   const cases: Array<[string, FaultStep, string]> = [
     ['connection reset', { kind: 'reset' }, 'error'],
     ['HTTP 500', { kind: 'status', status: 500, body: 'internal server error' }, 'error'],
-    ['HTTP 503 with a JSON-RPC error', { kind: 'status', status: 503, body: '{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"service unavailable"}}' }, 'error'],
+    [
+      'HTTP 503 with a JSON-RPC error',
+      { kind: 'status', status: 503, body: '{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"service unavailable"}}' },
+      'error',
+    ],
     ['garbage (non-JSON) body', { kind: 'garbage' }, 'error'],
     ['an answer with the wrong id', { kind: 'wrongId' }, 'error'],
     ['truncated JSON', { kind: 'truncated' }, 'error'],
@@ -241,7 +248,10 @@ describe('e2e failsafe: a dead primary is abandoned within one call', function (
   before(async () => {
     b = await fault('0xb');
     const deadPort = await freePort();
-    svc = await start([up('dead', `http://127.0.0.1:${deadPort}`), up('b', b.url)], [{ matchMethod: '*', timeout: { duration: '2s' }, retry: { maxAttempts: 3, delay: '0ms' }, hedge: { delay: '100ms', maxCount: 1 } }]);
+    svc = await start(
+      [up('dead', `http://127.0.0.1:${deadPort}`), up('b', b.url)],
+      [{ matchMethod: '*', timeout: { duration: '2s' }, retry: { maxAttempts: 3, delay: '0ms' }, hedge: { delay: '100ms', maxCount: 1 } }],
+    );
   });
   after(async () => {
     await b?.close();
@@ -389,7 +399,13 @@ describe('e2e failsafe: upstream-scope retry', function () {
         {
           timeout: { duration: '500ms' },
           retry: { maxAttempts: 2 },
-          circuitBreaker: { failureThresholdCount: 3, failureThresholdCapacity: 5, halfOpenAfter: '300ms', successThresholdCount: 2, successThresholdCapacity: 10 },
+          circuitBreaker: {
+            failureThresholdCount: 3,
+            failureThresholdCapacity: 5,
+            halfOpenAfter: '300ms',
+            successThresholdCount: 2,
+            successThresholdCapacity: 10,
+          },
         },
       ]),
       up('b', b.url),
@@ -617,7 +633,10 @@ describe('e2e failsafe: network timeout', function () {
   before(async () => {
     a = await fault('0xa');
     b = await fault('0xb');
-    svc = await start([up('a', a.url), up('b', b.url)], [{ matchMethod: '*', timeout: { duration: '250ms' }, retry: { maxAttempts: 3, delay: '0ms' }, hedge: { delay: '100ms', maxCount: 1 } }]);
+    svc = await start(
+      [up('a', a.url), up('b', b.url)],
+      [{ matchMethod: '*', timeout: { duration: '250ms' }, retry: { maxAttempts: 3, delay: '0ms' }, hedge: { delay: '100ms', maxCount: 1 } }],
+    );
   });
   beforeEach(() => {
     a.reset();
@@ -678,7 +697,13 @@ describe('e2e failsafe: circuit breaker (injected clock)', function () {
         up('a', a.url, [
           {
             timeout: { duration: '400ms' },
-            circuitBreaker: { failureThresholdCount: 3, failureThresholdCapacity: 5, halfOpenAfter: '300ms', successThresholdCount: 2, successThresholdCapacity: 10 },
+            circuitBreaker: {
+              failureThresholdCount: 3,
+              failureThresholdCapacity: 5,
+              halfOpenAfter: '300ms',
+              successThresholdCount: 2,
+              successThresholdCapacity: 10,
+            },
           },
         ]),
         up('b', b.url),
@@ -772,7 +797,8 @@ describe('e2e failsafe: circuit breaker (injected clock)', function () {
     expect(breakerOf().state, 'client errors').to.equal('closed');
 
     for (let i = 0; i < n; i++) a.script({ kind: 'rpcError', code: 3, message: 'execution reverted', data: NOPE_REVERT_DATA });
-    for (let i = 0; i < n; i++) expect((await call(svc, 'eth_call', [{ to: '0x0000000000000000000000000000000000000001' }, 'latest'])).res.json.error?.code).to.equal(3);
+    for (let i = 0; i < n; i++)
+      expect((await call(svc, 'eth_call', [{ to: '0x0000000000000000000000000000000000000001' }, 'latest'])).res.json.error?.code).to.equal(3);
     expect(breakerOf().state, 'reverts').to.equal('closed');
 
     for (let i = 0; i < n; i++) a.script({ kind: 'delay', ms: 1000, then: { kind: 'status', status: 500 } });
@@ -898,7 +924,12 @@ describe('e2e failsafe: with one of three upstreams hanging, a client sees no fa
   });
 
   it('a batch of 30 calls has no failed element', async () => {
-    const res = await svc.post(PATH, Array.from({ length: 30 }, (_, i) => rpcBody(i % 2 ? 'eth_blockNumber' : 'eth_getBalance', i % 2 ? [] : ['0x0000000000000000000000000000000000000001', 'latest'], i)));
+    const res = await svc.post(
+      PATH,
+      Array.from({ length: 30 }, (_, i) =>
+        rpcBody(i % 2 ? 'eth_blockNumber' : 'eth_getBalance', i % 2 ? [] : ['0x0000000000000000000000000000000000000001', 'latest'], i),
+      ),
+    );
     expect(res.status).to.equal(200);
     expect(res.json).to.have.length(30);
     for (const el of res.json as Array<{ id: number; error?: unknown; result?: unknown }>) expect(el.error, JSON.stringify(el)).to.equal(undefined);
@@ -978,7 +1009,9 @@ describe('e2e failsafe + selection: a custom TypeScript selection function takes
   const ignoresCordons: EvalFunc = (upstreams) => [...upstreams].filter((u) => u.id !== 'a').sort((x, y) => y.id.localeCompare(x.id));
 
   const startWith = (evalFunc: EvalFunc) =>
-    start([up('a', a.url), up('b', b.url), up('c', c.url)], [{ matchMethod: '*', retry: { maxAttempts: 2, delay: '0ms' } }], { selectionPolicy: { evalInterval: '1h', evalFunc } });
+    start([up('a', a.url), up('b', b.url), up('c', c.url)], [{ matchMethod: '*', retry: { maxAttempts: 2, delay: '0ms' } }], {
+      selectionPolicy: { evalInterval: '1h', evalFunc },
+    });
 
   before(async () => {
     a = await fault('0xa');
@@ -998,7 +1031,7 @@ describe('e2e failsafe + selection: a custom TypeScript selection function takes
     await c?.close();
   });
 
-  it('calls follow the function\'s order and never reach the upstream it leaves out', async () => {
+  it("calls follow the function's order and never reach the upstream it leaves out", async () => {
     svc = await startWith(newestFirst);
     expect(selectionState(svc.proxy, 'main', NET)).to.deep.include({ order: ['c', 'b'], custom: true });
     for (let i = 0; i < 3; i++) {
@@ -1009,7 +1042,7 @@ describe('e2e failsafe + selection: a custom TypeScript selection function takes
     expect(callsOf(a, 'eth_blockNumber')).to.equal(0);
   });
 
-  it('the failsafe sweeps and retries over the function\'s order only', async () => {
+  it("the failsafe sweeps and retries over the function's order only", async () => {
     svc = await startWith(newestFirst);
     c.script({ kind: 'status', status: 500 });
     let { res } = await call(svc, 'eth_blockNumber');
@@ -1053,25 +1086,29 @@ describe('e2e failsafe: networkDefaults.failsafe and upstreamDefaults.failsafe',
     a = await fault('0xa');
     b = await fault('0xb');
     other = await startFaultServer({ chainId: 31338 });
-    svc = await startSvc({
-      ...NO_CACHE, logLevel: 'error',
-      server: { includeErrorDetails: true },
-      projects: [
-        {
-          id: 'main',
-          networkDefaults: { failsafe: [{ matchMethod: '*', retry: { maxAttempts: 2, delay: '0ms' } }], selectionPolicy: { evalInterval: '1h' } },
-          upstreamDefaults: { failsafe: [{ retry: { maxAttempts: 2, delay: '0ms' } }] },
-          networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
-          upstreams: [
-            up('a', a.url),
-            // Its own failsafe list replaces the default one: no upstream retry.
-            up('b', b.url, [{ timeout: { duration: '1s' } }]),
-            // Serves an undeclared chain: that network is created from networkDefaults.
-            { id: 'other', endpoint: other.url, evm: { chainId: 31338 } },
-          ],
-        },
-      ],
-    }, { plugins: FAILSAFE_PRESET() });
+    svc = await startSvc(
+      {
+        ...NO_CACHE,
+        logLevel: 'error',
+        server: { includeErrorDetails: true },
+        projects: [
+          {
+            id: 'main',
+            networkDefaults: { failsafe: [{ matchMethod: '*', retry: { maxAttempts: 2, delay: '0ms' } }], selectionPolicy: { evalInterval: '1h' } },
+            upstreamDefaults: { failsafe: [{ retry: { maxAttempts: 2, delay: '0ms' } }] },
+            networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+            upstreams: [
+              up('a', a.url),
+              // Its own failsafe list replaces the default one: no upstream retry.
+              up('b', b.url, [{ timeout: { duration: '1s' } }]),
+              // Serves an undeclared chain: that network is created from networkDefaults.
+              { id: 'other', endpoint: other.url, evm: { chainId: 31338 } },
+            ],
+          },
+        ],
+      },
+      { plugins: FAILSAFE_PRESET() },
+    );
   });
   beforeEach(() => {
     a.reset();
@@ -1091,7 +1128,7 @@ describe('e2e failsafe: networkDefaults.failsafe and upstreamDefaults.failsafe',
     expect(shape(res)).to.deep.equal(['a=primary:error', 'a=retry:success:won']);
   });
 
-  it('a declared network inherits networkDefaults.failsafe; an upstream\'s own list replaces the default', async () => {
+  it("a declared network inherits networkDefaults.failsafe; an upstream's own list replaces the default", async () => {
     a.setDefault({ kind: 'status', status: 500 });
     b.script({ kind: 'status', status: 500 });
     const { res } = await call(svc, 'eth_blockNumber');

@@ -50,7 +50,14 @@ describe('e2e: the first minutes (zero-config start, offline first call, Ctrl-C)
       child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
       exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
       url = `http://127.0.0.1:${port}`;
-      await waitFor(() => fetch(`${url}/`).then(() => true, () => false), 15_000);
+      await waitFor(
+        () =>
+          fetch(`${url}/`).then(
+            () => true,
+            () => false,
+          ),
+        15_000,
+      );
     });
     after(() => {
       if (child.exitCode === null) child.kill('SIGKILL');
@@ -98,7 +105,10 @@ describe('e2e: the first minutes (zero-config start, offline first call, Ctrl-C)
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       server.unref();
       const addr = server.address() as { port: number };
-      const plugins = [...presetWithout('vendor-repository', 'vendor-hyper'), repositoryVendorPlugin({ env: { SVC_PUBLIC_REPOSITORY_URL: `http://127.0.0.1:${addr.port}/` } })];
+      const plugins = [
+        ...presetWithout('vendor-repository', 'vendor-hyper'),
+        repositoryVendorPlugin({ env: { SVC_PUBLIC_REPOSITORY_URL: `http://127.0.0.1:${addr.port}/` } }),
+      ];
       svc = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main' }] }, { plugins });
     });
     after(async () => svc?.close());

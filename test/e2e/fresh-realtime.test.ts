@@ -27,7 +27,13 @@ describe('e2e: fresh realtime answers, viem receipt wait through svc vs direct (
     svc = await startSvc({
       logLevel: 'error',
       metrics: { enabled: false },
-      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: 31337 } }] }],
+      projects: [
+        {
+          id: 'main',
+          networks: [{ architecture: 'evm', evm: { chainId: 31337 } }],
+          upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: 31337 } }],
+        },
+      ],
     });
   });
   after(async () => {
@@ -51,7 +57,8 @@ describe('e2e: fresh realtime answers, viem receipt wait through svc vs direct (
     for (let round = -1; round < ROUNDS; round++) {
       const hash: Hex = await wallet.sendTransaction({ to: DEV1, value: 1n });
       const t0 = performance.now();
-      const timed = (client: typeof direct) => client.waitForTransactionReceipt({ hash, pollingInterval: POLL_MS }).then((r) => ({ r, ms: performance.now() - t0 }));
+      const timed = (client: typeof direct) =>
+        client.waitForTransactionReceipt({ hash, pollingInterval: POLL_MS }).then((r) => ({ r, ms: performance.now() - t0 }));
       const [d, s] = await Promise.all([timed(direct), timed(proxied)]);
       expect(s.r.blockHash).to.equal(d.r.blockHash);
       if (round < 0) continue;

@@ -76,7 +76,8 @@ describe('e2e: hardening against hostile input', function () {
     await Promise.all([a?.stop(), b?.stop()]);
   });
 
-  const breakersClosed = () => [...svc.proxy.projects.get('main')!.upstreams.values()].every((u) => upstreamBreakers(svc.proxy, u).every((br) => br.state === 'closed'));
+  const breakersClosed = () =>
+    [...svc.proxy.projects.get('main')!.upstreams.values()].every((u) => upstreamBreakers(svc.proxy, u).every((br) => br.state === 'closed'));
   const errorRate = (id: string) => svc.proxy.projects.get('main')!.health.snapshot(id).errorRate;
   const metricsText = async () => (await httpRequest('GET', svc.metricsUrl!)).text;
 
@@ -112,7 +113,9 @@ describe('e2e: hardening against hostile input', function () {
     expect(single.json.id).to.equal(null);
     expect(single.json.error.code).to.equal(-32603);
     // 25 in a batch, after a real dial (validate throws) and before one (upstream wrapper throws).
-    const batch = Array.from({ length: 25 }, (_, i) => (i % 2 ? { jsonrpc: '2.0', id: i, method: 'test_boom', params: [] } : { jsonrpc: '2.0', id: `boom-${i}`, method: 'eth_blockNumber', params: [] }));
+    const batch = Array.from({ length: 25 }, (_, i) =>
+      i % 2 ? { jsonrpc: '2.0', id: i, method: 'test_boom', params: [] } : { jsonrpc: '2.0', id: `boom-${i}`, method: 'eth_blockNumber', params: [] },
+    );
     const res = await svc.post(PATH, batch);
     expect(res.status).to.equal(200);
     for (const e of res.json as Array<{ id: unknown; error: { code: number } }>) {
@@ -130,7 +133,9 @@ describe('e2e: hardening against hostile input', function () {
 
   it("a node's own error passes through; X-SVC-Error carries svc's name for it", async () => {
     const res = await svc.post(PATH, rpcBody('eth_noSuchMethod', []));
-    const direct = await (await fetch(a.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpcBody('eth_noSuchMethod', [])) })).json() as { error: { code: number; message: string } };
+    const direct = (await (
+      await fetch(a.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpcBody('eth_noSuchMethod', [])) })
+    ).json()) as { error: { code: number; message: string } };
     expect(res.json.error.code).to.equal(direct.error.code);
     expect(res.json.error.message).to.equal(direct.error.message);
     expect(res.headers['x-svc-error']).to.equal('ErrEndpointUnsupported');
@@ -285,7 +290,15 @@ describe('e2e: a client leaving mid-call is a cancellation, not svc failing', fu
     const hang = await startFaultServer();
     hang.setDefault({ kind: 'hang' });
     const proxy = createProxy({
-      config: { projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'h', endpoint: hang.url, evm: { chainId: CHAIN, statePollerInterval: 0 } }] }] },
+      config: {
+        projects: [
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+            upstreams: [{ id: 'h', endpoint: hang.url, evm: { chainId: CHAIN, statePollerInterval: 0 } }],
+          },
+        ],
+      },
       plugins: defaultPreset(),
       logger,
       port: 0,
@@ -295,7 +308,12 @@ describe('e2e: a client leaving mid-call is a cancellation, not svc failing', fu
     const addr = await proxy.start();
     try {
       const ac = new AbortController();
-      const call = request(`http://127.0.0.1:${addr.port}${PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpcBody('eth_blockNumber', [])), signal: ac.signal }).catch(() => 'aborted');
+      const call = request(`http://127.0.0.1:${addr.port}${PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(rpcBody('eth_blockNumber', [])),
+        signal: ac.signal,
+      }).catch(() => 'aborted');
       await new Promise((r) => setTimeout(r, 150));
       ac.abort();
       expect(await call).to.equal('aborted');

@@ -23,7 +23,8 @@ const FAR = '0x7fffffff';
 const hex = (n: number) => `0x${n.toString(16)}`;
 
 let id = 0;
-const call = (svc: SvcHandle, method: string, params: unknown[], headers: Record<string, string> = {}) => svc.post(PATH, { jsonrpc: '2.0', id: ++id, method, params }, headers);
+const call = (svc: SvcHandle, method: string, params: unknown[], headers: Record<string, string> = {}) =>
+  svc.post(PATH, { jsonrpc: '2.0', id: ++id, method, params }, headers);
 const stateOf = (svc: SvcHandle): NetworkChainState => chainStateOf(svc.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!);
 
 function config(upstreams: Array<[string, string]>, extra: object = {}): object {
@@ -87,7 +88,15 @@ describe('e2e: head plausibility and the chain id re-check (lying upstreams, rea
     liar = lying;
     let lies = 3;
     lying.intercept = (c) => (c.method === 'eth_blockNumber' && lies > 0 ? (lies--, { result: FAR }) : undefined);
-    svc = await startSvc(config([['liar', lying.url], ['honest', anvil.url]], NO_CACHE));
+    svc = await startSvc(
+      config(
+        [
+          ['liar', lying.url],
+          ['honest', anvil.url],
+        ],
+        NO_CACHE,
+      ),
+    );
     const st = stateOf(svc);
     await waitFor(() => st.highestLatest === 5, 10_000);
     // Pinned to the liar: its three lies are told to svc, whatever selection would have picked.
@@ -107,8 +116,17 @@ describe('e2e: head plausibility and the chain id re-check (lying upstreams, rea
     const lying = await startRecordingProxy(anvil.url);
     liar = lying;
     const forged = { number: FAR, hash: `0x${'ab'.repeat(32)}`, parentHash: `0x${'cd'.repeat(32)}`, timestamp: '0x1', transactions: [] };
-    lying.intercept = (c) => (c.method === 'eth_blockNumber' ? { result: FAR } : c.method === 'eth_getBlockByNumber' && c.params[0] === 'latest' ? { result: forged } : undefined);
-    svc = await startSvc(config([['liar', lying.url], ['honest', anvil.url]], NO_CACHE));
+    lying.intercept = (c) =>
+      c.method === 'eth_blockNumber' ? { result: FAR } : c.method === 'eth_getBlockByNumber' && c.params[0] === 'latest' ? { result: forged } : undefined;
+    svc = await startSvc(
+      config(
+        [
+          ['liar', lying.url],
+          ['honest', anvil.url],
+        ],
+        NO_CACHE,
+      ),
+    );
     const st = stateOf(svc);
     await waitFor(() => st.highestLatest === 5, 10_000);
     const answers = new Set<string>();
@@ -155,7 +173,15 @@ describe('e2e: head plausibility and the chain id re-check (lying upstreams, rea
     await anvil.rpc('anvil_setBalance', [ADDR, '0x2222']);
     const sw = await startSwitchable(anvil.url);
     try {
-      svc = await startSvc(config([['switcher', sw.url], ['honest', anvil.url]], NO_CACHE));
+      svc = await startSvc(
+        config(
+          [
+            ['switcher', sw.url],
+            ['honest', anvil.url],
+          ],
+          NO_CACHE,
+        ),
+      );
       const network = svc.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!;
       await waitFor(() => network.upstreams.every((u) => u.state === 'ready') && network.upstreams.length === 2, 10_000);
       expect((await call(svc, 'eth_getBalance', [ADDR, 'latest'], { 'x-svc-use-upstream': 'switcher' })).json.result).to.equal('0x2222');
@@ -166,7 +192,10 @@ describe('e2e: head plausibility and the chain id re-check (lying upstreams, rea
         served.push((await call(svc, 'eth_getBalance', [ADDR, 'latest'])).json.result);
         served.push((await call(svc, 'eth_getBalance', [ADDR, 'latest'], { 'x-svc-use-upstream': 'switcher' })).json.result);
       }
-      expect(served.filter((r) => r === '0x1111'), 'answers from chain 1').to.deep.equal([]);
+      expect(
+        served.filter((r) => r === '0x1111'),
+        'answers from chain 1',
+      ).to.deep.equal([]);
       expect(served.filter((r) => r === '0x2222').length).to.be.at.least(20);
       const changed = (await svc.proxy.metrics.getSingleMetric('svc_upstream_chain_changed_total')!.get()).values;
       expect(changed.map((v) => [v.labels.upstream, v.value])).to.deep.equal([['switcher', 1]]);

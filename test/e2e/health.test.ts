@@ -67,38 +67,52 @@ describe('e2e health: real traffic feeds the health tracker', function () {
     a = await fault('0xa');
     b = await fault('0xb');
     brk = await fault('0xc');
-    svc = await startSvc({
-      ...NO_CACHE, logLevel: 'error',
-      server: { includeErrorDetails: true },
-      projects: [
-        {
-          id: 'main',
-          networks: [
-            {
-              architecture: 'evm',
-              evm: { chainId: CHAIN },
-              failsafe: [{ matchMethod: 'eth_getBalance', hedge: { delay: '100ms', maxCount: 1 } }],
-              // No tick during the suite: the order stays the config order while `a` scores errors.
-              selectionPolicy: { evalInterval: '1h' },
-            },
-          ],
-          upstreams: [
-            { id: 'a', endpoint: a.url, evm: { chainId: CHAIN }, failsafe: [{ timeout: { duration: '250ms' } }] },
-            { id: 'b', endpoint: b.url, evm: { chainId: CHAIN } },
-            // Reached only through X-SVC-Use-Upstream.
-            { id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } },
-            {
-              id: 'brk',
-              endpoint: brk.url,
-              evm: { chainId: CHAIN },
-              failsafe: [{ circuitBreaker: { failureThresholdCount: 1, failureThresholdCapacity: 1, halfOpenAfter: '10m', successThresholdCount: 1, successThresholdCapacity: 1 } }],
-            },
-            // Same fake node as `b` under another id, placed after `brk` for the breaker test.
-            { id: 'b2', endpoint: b.url, evm: { chainId: CHAIN } },
-          ],
-        },
-      ],
-    }, { plugins: HEALTH_PRESET() });
+    svc = await startSvc(
+      {
+        ...NO_CACHE,
+        logLevel: 'error',
+        server: { includeErrorDetails: true },
+        projects: [
+          {
+            id: 'main',
+            networks: [
+              {
+                architecture: 'evm',
+                evm: { chainId: CHAIN },
+                failsafe: [{ matchMethod: 'eth_getBalance', hedge: { delay: '100ms', maxCount: 1 } }],
+                // No tick during the suite: the order stays the config order while `a` scores errors.
+                selectionPolicy: { evalInterval: '1h' },
+              },
+            ],
+            upstreams: [
+              { id: 'a', endpoint: a.url, evm: { chainId: CHAIN }, failsafe: [{ timeout: { duration: '250ms' } }] },
+              { id: 'b', endpoint: b.url, evm: { chainId: CHAIN } },
+              // Reached only through X-SVC-Use-Upstream.
+              { id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } },
+              {
+                id: 'brk',
+                endpoint: brk.url,
+                evm: { chainId: CHAIN },
+                failsafe: [
+                  {
+                    circuitBreaker: {
+                      failureThresholdCount: 1,
+                      failureThresholdCapacity: 1,
+                      halfOpenAfter: '10m',
+                      successThresholdCount: 1,
+                      successThresholdCapacity: 1,
+                    },
+                  },
+                ],
+              },
+              // Same fake node as `b` under another id, placed after `brk` for the breaker test.
+              { id: 'b2', endpoint: b.url, evm: { chainId: CHAIN } },
+            ],
+          },
+        ],
+      },
+      { plugins: HEALTH_PRESET() },
+    );
     health = svc.proxy.projects.get('main')!.health;
   });
   beforeEach(() => {
@@ -163,7 +177,14 @@ describe('e2e health: real traffic feeds the health tracker', function () {
   });
 
   it('transport faults, 5xx and malformed answers count as errors', async () => {
-    const steps: FaultStep[] = [{ kind: 'reset' }, { kind: 'status', status: 500 }, { kind: 'status', status: 503, body: 'unavailable' }, { kind: 'garbage' }, { kind: 'wrongId' }, { kind: 'truncated' }];
+    const steps: FaultStep[] = [
+      { kind: 'reset' },
+      { kind: 'status', status: 500 },
+      { kind: 'status', status: 503, body: 'unavailable' },
+      { kind: 'garbage' },
+      { kind: 'wrongId' },
+      { kind: 'truncated' },
+    ];
     a.script(...steps);
     for (let i = 0; i < steps.length; i++) {
       const res = await post('eth_getCode', [ADDR, 'latest']);
@@ -249,21 +270,25 @@ describe('e2e health: a cordoned upstream gets no traffic at once (spec §3.1)',
   beforeEach(async () => {
     a = await fault('0xa');
     b = await fault('0xb');
-    svc = await startSvc({
-      ...NO_CACHE, logLevel: 'error',
-      server: { includeErrorDetails: true },
-      projects: [
-        {
-          id: 'main',
-          // An hour between ticks: whatever changes before the next call changes on the request path.
-          networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h' } }],
-          upstreams: [
-            { id: 'a', endpoint: a.url, evm: { chainId: CHAIN } },
-            { id: 'b', endpoint: b.url, evm: { chainId: CHAIN } },
-          ],
-        },
-      ],
-    }, { plugins: HEALTH_PRESET() });
+    svc = await startSvc(
+      {
+        ...NO_CACHE,
+        logLevel: 'error',
+        server: { includeErrorDetails: true },
+        projects: [
+          {
+            id: 'main',
+            // An hour between ticks: whatever changes before the next call changes on the request path.
+            networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h' } }],
+            upstreams: [
+              { id: 'a', endpoint: a.url, evm: { chainId: CHAIN } },
+              { id: 'b', endpoint: b.url, evm: { chainId: CHAIN } },
+            ],
+          },
+        ],
+      },
+      { plugins: HEALTH_PRESET() },
+    );
     health = svc.proxy.projects.get('main')!.health;
   });
   afterEach(async () => {
@@ -320,7 +345,11 @@ describe('e2e health: a cordoned upstream gets no traffic at once (spec §3.1)',
     const st = selectionState(svc.proxy, 'main', NET)!;
     expect(st.order).to.deep.equal(['b']);
     expect(st.excluded).to.deep.equal({ a: 'cordoned' });
-    expect(selectionDecisions(svc.proxy, 'main', NET).filter((d) => d.upstream === 'a').map((d) => [d.step, d.reason])).to.deep.include(['removeCordoned', 'cordoned']);
+    expect(
+      selectionDecisions(svc.proxy, 'main', NET)
+        .filter((d) => d.upstream === 'a')
+        .map((d) => [d.step, d.reason]),
+    ).to.deep.include(['removeCordoned', 'cordoned']);
     expect(shape(await post('eth_blockNumber'))).to.deep.equal(['b=primary:success:won']);
 
     expect(health.uncordon('a', '*')).to.be.a('number');

@@ -68,7 +68,16 @@ describe('e2e: healthcheck (spec §4.3)', function () {
   });
 
   it('§4.3 ¶3 — every strategy of §4.3 passes on two healthy upstreams; an unknown one is 503 "unknown evaluation strategy: <name>"', async () => {
-    for (const s of ['any:initializedUpstreams', 'any:errorRateBelow90', 'all:errorRateBelow90', 'any:errorRateBelow100', 'all:errorRateBelow100', 'any:evm:eth_chainId', 'all:evm:eth_chainId', 'all:activeUpstreams']) {
+    for (const s of [
+      'any:initializedUpstreams',
+      'any:errorRateBelow90',
+      'all:errorRateBelow90',
+      'any:errorRateBelow100',
+      'all:errorRateBelow100',
+      'any:evm:eth_chainId',
+      'all:evm:eth_chainId',
+      'all:activeUpstreams',
+    ]) {
       const r = await svc.send('GET', `/healthcheck?eval=${s}`);
       expect(r.status, s).to.equal(200);
     }
@@ -118,7 +127,12 @@ describe('e2e: healthcheck (spec §4.3)', function () {
   it('from SIGTERM (drain) the healthcheck answers 503 "shutting down" in every mode while calls are still served', async () => {
     const c = await startFaultServer({ chainId: 1 });
     const d = await startFaultServer({ chainId: 1 });
-    const s = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, server: { waitBeforeShutdown: '300ms', waitAfterShutdown: '1s' }, projects: [project(c, d)] });
+    const s = await startSvc({
+      ...NO_CACHE,
+      metrics: { enabled: false },
+      server: { waitBeforeShutdown: '300ms', waitAfterShutdown: '1s' },
+      projects: [project(c, d)],
+    });
     try {
       await waitFor(async () => (await s.send('GET', '/healthcheck')).status === 200);
       const done = s.proxy.shutdown();
@@ -150,7 +164,15 @@ describe('e2e: healthcheck modes and auth (spec §2.4, §5.7)', function () {
     guarded = await startSvc({
       ...NO_CACHE,
       metrics: { enabled: false },
-      healthCheck: { defaultEval: 'any:initializedUpstreams', auth: { strategies: [{ type: 'secret', secret: { value: 's3cret' } }, { type: 'network', network: { allowedCIDRs: ['10.0.0.0/8'] } }] } },
+      healthCheck: {
+        defaultEval: 'any:initializedUpstreams',
+        auth: {
+          strategies: [
+            { type: 'secret', secret: { value: 's3cret' } },
+            { type: 'network', network: { allowedCIDRs: ['10.0.0.0/8'] } },
+          ],
+        },
+      },
       projects: [project(a, b)],
     });
     await waitFor(async () => (await verbose.send('GET', '/healthcheck')).status === 200);
@@ -204,7 +226,11 @@ describe('e2e: healthcheck modes and auth (spec §2.4, §5.7)', function () {
     const dead = await startFaultServer({ chainId: 1 });
     const url = dead.url;
     await dead.close();
-    const s = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main', upstreams: [{ id: 'gone', endpoint: url, evm: { chainId: 1 } }] }] });
+    const s = await startSvc({
+      ...NO_CACHE,
+      metrics: { enabled: false },
+      projects: [{ id: 'main', upstreams: [{ id: 'gone', endpoint: url, evm: { chainId: 1 } }] }],
+    });
     try {
       const r = await s.send('GET', '/healthcheck');
       expect(r.status).to.equal(503);

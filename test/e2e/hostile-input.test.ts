@@ -68,7 +68,9 @@ describe('e2e: hostile params never crash svc (default preset, anvil)', () => {
       expect(res.json.id, res.text).to.equal(`h${i}`);
       if (res.json.error) {
         expect(res.json.error.code, res.text).to.be.a('number');
-        expect(res.json.error.message, res.text).to.be.a('string').and.not.match(/^internal error/);
+        expect(res.json.error.message, res.text)
+          .to.be.a('string')
+          .and.not.match(/^internal error/);
       } else {
         expect(res.json, res.text).to.have.property('result');
       }

@@ -51,7 +51,8 @@ describe('e2e: HTTP rules through the real server', function () {
     anvil = await startAnvil();
     process.env[ENV_VAR] = ENV_VALUE;
     svc = await startSvc({
-      ...NO_CACHE, logLevel: 'error',
+      ...NO_CACHE,
+      logLevel: 'error',
       server: {
         maxBodySize: '1kb',
         maxBatchSize: 5,
@@ -157,7 +158,8 @@ describe('e2e: HTTP rules through the real server', function () {
 
       before(async () => {
         aliased = await startSvc({
-          ...NO_CACHE, logLevel: 'error',
+          ...NO_CACHE,
+          logLevel: 'error',
           server: {
             aliasing: {
               rules: [
@@ -167,7 +169,13 @@ describe('e2e: HTTP rules through the real server', function () {
               ],
             },
           },
-          projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: 31337 } }] }],
+          projects: [
+            {
+              id: 'main',
+              networks: [{ architecture: 'evm', evm: { chainId: 31337 } }],
+              upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: 31337 } }],
+            },
+          ],
         });
       });
 
@@ -237,14 +245,20 @@ describe('e2e: HTTP rules through the real server', function () {
     });
 
     it('batch over server.maxBatchSize: 400, -32600', async () => {
-      const res = await svc.post(PATH, [1, 2, 3, 4, 5, 6].map((i) => rpcBody('eth_chainId', [], i)));
+      const res = await svc.post(
+        PATH,
+        [1, 2, 3, 4, 5, 6].map((i) => rpcBody('eth_chainId', [], i)),
+      );
       expect(res.status).to.equal(400);
       expect(res.json.error.code).to.equal(-32600);
       expectCoreHeaders(res);
     });
 
     it('a batch of exactly server.maxBatchSize is served', async () => {
-      const res = await svc.post(PATH, [1, 2, 3, 4, 5].map((i) => rpcBody('eth_chainId', [], i)));
+      const res = await svc.post(
+        PATH,
+        [1, 2, 3, 4, 5].map((i) => rpcBody('eth_chainId', [], i)),
+      );
       expect(res.status).to.equal(200);
       expect(res.json).to.have.length(5);
     });
@@ -261,7 +275,12 @@ describe('e2e: HTTP rules through the real server', function () {
       expect(single.status).to.equal(400);
       expect(single.json.id).to.equal(42);
       expect(single.json.error.code).to.equal(-32600);
-      const batch = await svc.post(PATH, [{ id: 'x', method: 'eth_chainId' }, rpcBody('eth_chainId', [], 'y'), { jsonrpc: '1.0', id: 7, method: 'eth_chainId' }, 5]);
+      const batch = await svc.post(PATH, [
+        { id: 'x', method: 'eth_chainId' },
+        rpcBody('eth_chainId', [], 'y'),
+        { jsonrpc: '1.0', id: 7, method: 'eth_chainId' },
+        5,
+      ]);
       expect(batch.status).to.equal(200);
       expect(batch.json.map((x: { id: unknown }) => x.id)).to.deep.equal(['x', 'y', 7, null]);
       expect(batch.json[0].error.code).to.equal(-32600);
@@ -275,7 +294,10 @@ describe('e2e: HTTP rules through the real server', function () {
       expect(res.status).to.equal(200);
       expect(res.text).to.contain('"id":123456789012345678901');
       expect(res.text).to.contain('"result":"0x7a69"');
-      const batch = await svc.post(PATH, '[{"jsonrpc":"2.0","id":98765432109876543210,"method":"eth_chainId"},{"jsonrpc":"2.0","id":9007199254740993,"method":"eth_chainId"}]');
+      const batch = await svc.post(
+        PATH,
+        '[{"jsonrpc":"2.0","id":98765432109876543210,"method":"eth_chainId"},{"jsonrpc":"2.0","id":9007199254740993,"method":"eth_chainId"}]',
+      );
       expect(batch.status).to.equal(200);
       expect(batch.text).to.contain('"id":98765432109876543210');
       expect(batch.text).to.contain('"id":9007199254740993');
@@ -304,8 +326,14 @@ describe('e2e: HTTP rules through the real server', function () {
       const bn = await pub.getBlockNumber({ cacheTime: 0 });
       expect(typeof bn).to.equal('bigint');
       const bodies = sent.map((s) => JSON.parse(s) as Record<string, unknown>);
-      expect(bodies.some((b) => b.method === 'eth_chainId' && !('params' in b)), sent.join(' | ')).to.equal(true);
-      expect(bodies.some((b) => b.method === 'eth_blockNumber' && !('params' in b)), sent.join(' | ')).to.equal(true);
+      expect(
+        bodies.some((b) => b.method === 'eth_chainId' && !('params' in b)),
+        sent.join(' | '),
+      ).to.equal(true);
+      expect(
+        bodies.some((b) => b.method === 'eth_blockNumber' && !('params' in b)),
+        sent.join(' | '),
+      ).to.equal(true);
     });
 
     it('a raw call without params and with null params works', async () => {
@@ -371,7 +399,15 @@ describe('e2e: HTTP rules through the real server', function () {
       const res = await svc.post('/nope', rpcBody('eth_chainId', []));
       expect(res.status).to.equal(404);
       expectCoreHeaders(res);
-      for (const h of ['x-svc-attempts', 'x-svc-upstream-attempts', 'x-svc-upstream-retries', 'x-svc-upstream-hedges', 'x-svc-network-attempts', 'x-svc-network-retries', 'x-svc-network-hedges']) {
+      for (const h of [
+        'x-svc-attempts',
+        'x-svc-upstream-attempts',
+        'x-svc-upstream-retries',
+        'x-svc-upstream-hedges',
+        'x-svc-network-attempts',
+        'x-svc-network-retries',
+        'x-svc-network-hedges',
+      ]) {
         expect(res.headers[h], h).to.equal('0');
       }
       expect(res.headers['x-svc-upstreams']).to.equal(undefined);
@@ -386,9 +422,12 @@ describe('e2e: HTTP rules through the real server', function () {
       let summary: SvcHandle;
       let off: SvcHandle;
       const cfg = (mode: string) => ({
-        ...NO_CACHE, logLevel: 'error',
+        ...NO_CACHE,
+        logLevel: 'error',
         server: { executionHeaders: mode },
-        projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: 31337 } }] }],
+        projects: [
+          { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: 31337 } }] },
+        ],
       });
 
       before(async () => {
@@ -511,7 +550,9 @@ describe('e2e: HTTP rules through the real server', function () {
       expect(text).to.match(/^svc_upstream_request_total\{[^}]*project="main"[^}]*upstream="a"[^}]*\} [1-9]\d*$/m);
       expect(text).to.match(/^svc_upstream_request_total\{[^}]*category="eth_getBalance"[^}]*\} [1-9]\d*$/m);
       // The duration histogram (bound children) counts the same requests.
-      expect(text).to.match(/^svc_upstream_request_duration_seconds_count\{project="main",vendor="[^"]*",network="evm:31337",upstream="a",category="eth_getBalance"\} [1-9]\d*$/m);
+      expect(text).to.match(
+        /^svc_upstream_request_duration_seconds_count\{project="main",vendor="[^"]*",network="evm:31337",upstream="a",category="eth_getBalance"\} [1-9]\d*$/m,
+      );
       expect(text).to.match(/^svc_network_request_received_total\{[^}]*network="evm:31337"[^}]*agent_name="ethers"[^}]*\} [1-9]\d*$/m);
       // The `user-agent` query overrides the header.
       expect(text).to.match(/^svc_network_request_received_total\{[^}]*category="eth_chainId"[^}]*agent_name="viem"[^}]*\} [1-9]\d*$/m);
@@ -525,7 +566,10 @@ describe('e2e: HTTP rules through the real server', function () {
     before(async () => {
       // No configured chain id: the upstream joins evm:31337 only after its eth_chainId probe.
       minimal = await startSvc(
-        { logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'only', endpoint: anvil.url }] }] },
+        {
+          logLevel: 'error',
+          projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'only', endpoint: anvil.url }] }],
+        },
         { preset: 'minimal' },
       );
       const net = minimal.proxy.projects.get('main')!.networks.get('evm:31337')!;

@@ -55,7 +55,12 @@ describe('e2e: integrity directive (intrinsic, corroborated, authoritative)', fu
   let svc: SvcHandle;
   const tamper = new Map<string, Tamper>();
 
-  const network = (extra: Record<string, unknown> = {}) => ({ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h' }, ...extra });
+  const network = (extra: Record<string, unknown> = {}) => ({
+    architecture: 'evm',
+    evm: { chainId: CHAIN },
+    selectionPolicy: { evalInterval: '1h' },
+    ...extra,
+  });
   const up = (id: string, endpoint: string) => ({ id, endpoint, evm: { chainId: CHAIN } });
   const rpc = (project: string, method: string, params: unknown[], headers: Record<string, string> = {}): Promise<SvcResponse> =>
     svc.post(`/${project}/evm/${CHAIN}`, { jsonrpc: '2.0', id: 1, method, params }, headers);
@@ -121,7 +126,12 @@ describe('e2e: integrity directive (intrinsic, corroborated, authoritative)', fu
 
     it('§2.8 #10 — the integrity query parameter works like the header', async () => {
       tamper.set('eth_getBlockByNumber', (_p, b) => ({ ...b, stateRoot: flip(b.stateRoot) }));
-      const checked = await svc.post(`/main/evm/${CHAIN}?integrity=intrinsic`, { jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: ['0x1', false] });
+      const checked = await svc.post(`/main/evm/${CHAIN}?integrity=intrinsic`, {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'eth_getBlockByNumber',
+        params: ['0x1', false],
+      });
       expect(checked.json.result).to.deep.equal(c.blockHashes);
     });
 

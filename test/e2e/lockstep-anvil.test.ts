@@ -54,10 +54,13 @@ describe('e2e: lockstep anvil helper', function () {
     const at = mined.length;
     while (mined.length < at + 3) await new Promise((r) => setTimeout(r, 20));
     await l.stopMining();
-    await l.node('anvil-a').rpc('eth_blockNumber').then(
-      () => expect.fail('the killed node still answers'),
-      () => undefined,
-    );
+    await l
+      .node('anvil-a')
+      .rpc('eth_blockNumber')
+      .then(
+        () => expect.fail('the killed node still answers'),
+        () => undefined,
+      );
     const numbers = mined.map((b) => Number(b.number));
     expect(numbers).to.deep.equal(numbers.map((_, i) => numbers[0]! + i));
     expect(await l.head()).to.equal(numbers.at(-1));

@@ -71,7 +71,7 @@ describe('e2e: metrics histogram options and error labels (eRPC keys)', function
     }
   });
 
-  it('histogramDropLabels: histograms lose upstream/vendor/finality and the two nodes\' series are summed; counters keep them; the override keeps finality on network_request_duration_seconds', async () => {
+  it("histogramDropLabels: histograms lose upstream/vendor/finality and the two nodes' series are summed; counters keep them; the override keeps finality on network_request_duration_seconds", async () => {
     const text = await scrape();
     const up = lines(text, 'svc_upstream_request_duration_seconds_count').filter(([l]) => l.includes('category="eth_getBalance"'));
     expect(up).to.have.length(1);

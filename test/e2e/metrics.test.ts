@@ -33,7 +33,13 @@ describe('e2e: metrics by value (spec §6)', function () {
     svc = await startSvc({
       ...NO_CACHE,
       metrics: { enabled: true, port: 0 },
-      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 }, selectionPolicy: { evalInterval: '100ms' } }], upstreams: [{ id: 'a', endpoint: a.url, evm: { chainId: 1 } }] }],
+      projects: [
+        {
+          id: 'main',
+          networks: [{ architecture: 'evm', evm: { chainId: 1 }, selectionPolicy: { evalInterval: '100ms' } }],
+          upstreams: [{ id: 'a', endpoint: a.url, evm: { chainId: 1 } }],
+        },
+      ],
     });
   });
   after(async () => {
@@ -103,7 +109,10 @@ describe('e2e: metrics by value (spec §6)', function () {
     const off = await scrape();
     expect(sample(off, 'svc_upstream_cordoned', { upstream: 'a', method: '*', reason: 'maintenance' })).to.equal(0);
     expect(ev(off, 'uncordon') - ev(before, 'uncordon')).to.equal(1);
-    expect(sample(off, 'svc_upstream_cordon_duration_seconds_count', { upstream: 'a' }) - sample(before, 'svc_upstream_cordon_duration_seconds_count', { upstream: 'a' })).to.equal(1);
+    expect(
+      sample(off, 'svc_upstream_cordon_duration_seconds_count', { upstream: 'a' }) -
+        sample(before, 'svc_upstream_cordon_duration_seconds_count', { upstream: 'a' }),
+    ).to.equal(1);
   });
 
   it('process metrics (prom-client defaults): CPU seconds and resident memory', async () => {
@@ -161,14 +170,23 @@ describe('e2e: metrics by value (spec §6)', function () {
       expect(r.json.error).to.equal(undefined);
       slow.setDefault({ kind: 'delay', ms: 400 });
       try {
-        const h = await s2.post(PATH, { jsonrpc: '2.0', id: 2, method: 'eth_getStorageAt', params: ['0x0000000000000000000000000000000000000009', '0x0', '0x10'] });
+        const h = await s2.post(PATH, {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'eth_getStorageAt',
+          params: ['0x0000000000000000000000000000000000000009', '0x0', '0x10'],
+        });
         expect(h.json.error).to.equal(undefined);
       } finally {
         slow.setDefault({ kind: 'ok' });
       }
       const after = await scrape2();
-      expect(sample(after, 'svc_network_request_retries_total', by('eth_getCode')) - sample(before, 'svc_network_request_retries_total', by('eth_getCode'))).to.equal(1);
-      expect(sample(after, 'svc_network_hedges_total', by('eth_getStorageAt')) - sample(before, 'svc_network_hedges_total', by('eth_getStorageAt'))).to.equal(1);
+      expect(
+        sample(after, 'svc_network_request_retries_total', by('eth_getCode')) - sample(before, 'svc_network_request_retries_total', by('eth_getCode')),
+      ).to.equal(1);
+      expect(sample(after, 'svc_network_hedges_total', by('eth_getStorageAt')) - sample(before, 'svc_network_hedges_total', by('eth_getStorageAt'))).to.equal(
+        1,
+      );
     });
 
     it('the state poller gauges: latest and finalized block, zero lags, not syncing', async () => {
@@ -187,7 +205,11 @@ describe('e2e: metrics by value (spec §6)', function () {
       const before = await scrape2();
       const body = { jsonrpc: '2.0', id: 3, method: 'eth_getBlockByNumber', params: ['0x5', false] };
       await s2.post(PATH, body);
-      await waitFor(async () => sample(await scrape2(), 'svc_cache_set_success_total', { category: 'eth_getBlockByNumber' }) > sample(before, 'svc_cache_set_success_total', { category: 'eth_getBlockByNumber' }));
+      await waitFor(
+        async () =>
+          sample(await scrape2(), 'svc_cache_set_success_total', { category: 'eth_getBlockByNumber' }) >
+          sample(before, 'svc_cache_set_success_total', { category: 'eth_getBlockByNumber' }),
+      );
       const hit = await s2.post(PATH, body);
       expect(hit.headers['x-svc-cache']).to.equal('HIT');
       const after = await scrape2();

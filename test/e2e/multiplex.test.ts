@@ -164,7 +164,12 @@ describe('e2e: multiplexing (spec §4.6)', function () {
 
   it("the leader's client leaving does not cancel the shared call while a follower waits", async () => {
     const ac = new AbortController();
-    const leader = request(`${svc.url}${PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(balance(1, '0x3')), signal: ac.signal }).catch(() => 'aborted');
+    const leader = request(`${svc.url}${PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(balance(1, '0x3')),
+      signal: ac.signal,
+    }).catch(() => 'aborted');
     await waitFor(() => gate.received.get('eth_getBalance') === 1);
     const follower = svc.post(PATH, balance(2, '0x3'));
     await waitFor(() => mux(svc).waiting(network(svc)) === 1);

@@ -84,15 +84,38 @@ describe('e2e: the packed package with an in-house plugin package', function () 
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'acme-app', private: true, type: 'module' }, null, 2));
     writeFileSync(
       join(pkg, 'package.json'),
-      JSON.stringify({ name: 'acme-svc-plugins', version: '1.0.0', type: 'module', exports: { './preset': './dist/preset.js' }, peerDependencies: { svc: '>=0.1.0 <1' } }, null, 2),
+      JSON.stringify(
+        { name: 'acme-svc-plugins', version: '1.0.0', type: 'module', exports: { './preset': './dist/preset.js' }, peerDependencies: { svc: '>=0.1.0 <1' } },
+        null,
+        2,
+      ),
     );
     // A consumer's own settings: no skipLibCheck, so svc's .d.ts files are checked too.
     writeFileSync(
       join(pkg, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, rootDir: 'src', outDir: 'dist', declaration: true }, include: ['src'] }, null, 2),
+      JSON.stringify(
+        {
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'nodenext',
+            moduleResolution: 'nodenext',
+            strict: true,
+            rootDir: 'src',
+            outDir: 'dist',
+            declaration: true,
+          },
+          include: ['src'],
+        },
+        null,
+        2,
+      ),
     );
     // The app installs svc's tarball and the plugin package (a Node project has @types/node).
-    await sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball, './packages/acme-svc-plugins', '@types/node@20'], app);
+    await sh(
+      'npm',
+      ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball, './packages/acme-svc-plugins', '@types/node@20'],
+      app,
+    );
     await sh(process.execPath, [join(PACKAGE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', pkg], pkg);
 
     plain = await startFaultServer({ chainId: 31337, handler: (r) => (r.method === 'eth_gasPrice' ? '0xb' : undefined) });
@@ -129,7 +152,16 @@ describe('e2e: the packed package with an in-house plugin package', function () 
     const sources = [...files(root)].map((f) => relative(root, f)).filter((f) => /\.[mc]?ts$/.test(f) && !/\.d\.[mc]?ts$/.test(f));
     expect(sources).to.deep.equal([]);
     const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
-    expect(Object.keys(manifest.exports)).to.have.members(['./plugin', './plugin/errors', './plugin/contracts', './util', './plugins/*', './presets', './config', './package.json']);
+    expect(Object.keys(manifest.exports)).to.have.members([
+      './plugin',
+      './plugin/errors',
+      './plugin/contracts',
+      './util',
+      './plugins/*',
+      './presets',
+      './config',
+      './package.json',
+    ]);
     // One contract entry per plugin that offers one: svc/plugins/<name> is dist/plugins/<name>/api.js.
     expect(existsSync(join(root, 'dist', 'plugins', 'selection', 'api.js')), 'svc/plugins/selection built').to.equal(true);
     expect(manifest.exports).to.not.have.property('./*');
@@ -152,7 +184,10 @@ describe('e2e: the packed package with an in-house plugin package', function () 
     expect(err).to.include('server.acmePricing.unitPrice');
     // A built-in plugin's ConfigError (the installed dist/plugins import svc/plugin by
     // self-reference) is the class the CLI checks: printed as `path: message`, not as a raw error.
-    writeFileSync(join(app, 'budget.yaml'), 'projects:\n  - id: main\n    rateLimitBudget: nope\n    upstreams:\n      - { endpoint: "http://127.0.0.1:9", evm: { chainId: 1 } }\n');
+    writeFileSync(
+      join(app, 'budget.yaml'),
+      'projects:\n  - id: main\n    rateLimitBudget: nope\n    upstreams:\n      - { endpoint: "http://127.0.0.1:9", evm: { chainId: 1 } }\n',
+    );
     const budget = await sh(bin, ['validate', '--config', 'budget.yaml'], app).then(
       () => '',
       (e: Error) => e.message,
@@ -171,11 +206,15 @@ describe('e2e: the packed package with an in-house plugin package', function () 
   it('the installed svc command runs the compiled preset: the tagged upstream answers, priced per routed call', async () => {
     const port = await freePort();
     url = `http://127.0.0.1:${port}/main/evm/31337`;
-    svc = spawn(join(app, 'node_modules', '.bin', 'svc'), ['start', '--config', 'svc.yaml', '--preset', './node_modules/acme-svc-plugins/dist/preset.js', '--port', String(port), '--metrics-port', '0'], {
-      cwd: app,
-      env: ENV,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    svc = spawn(
+      join(app, 'node_modules', '.bin', 'svc'),
+      ['start', '--config', 'svc.yaml', '--preset', './node_modules/acme-svc-plugins/dist/preset.js', '--port', String(port), '--metrics-port', '0'],
+      {
+        cwd: app,
+        env: ENV,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     svc.stdout?.on('data', (d: Buffer) => (log += d.toString()));
     svc.stderr?.on('data', (d: Buffer) => (log += d.toString()));
     const post = (body: unknown): Promise<SvcResponse> => httpRequest('POST', url, JSON.stringify(body));
@@ -188,7 +227,10 @@ describe('e2e: the packed package with an in-house plugin package', function () 
       throw new Error(`svc did not serve: ${(e as Error).message}\n${log}`);
     }
 
-    const before = { plain: plain.calls.filter((c) => c.method === 'eth_gasPrice').length, preferred: preferred.calls.filter((c) => c.method === 'eth_gasPrice').length };
+    const before = {
+      plain: plain.calls.filter((c) => c.method === 'eth_gasPrice').length,
+      preferred: preferred.calls.filter((c) => c.method === 'eth_gasPrice').length,
+    };
     const one = await post({ jsonrpc: '2.0', id: 7, method: 'eth_gasPrice' });
     expect(one.status, one.text).to.equal(200);
     expect(one.json).to.deep.include({ id: 7, result: '0xa' });

@@ -41,7 +41,9 @@ describe('e2e: compiled plugins and core share one svc/plugin instance', functio
   it('an error a compiled plugin throws is instanceof the class core exports (class identity)', async () => {
     const api = (await import(pathToFileURL(join(DIST, 'core', 'plugin-errors.js')).href)) as PluginErrors;
     const rl = (await import(pathToFileURL(join(DIST, 'plugins', 'rate-limit', 'schema.js')).href)) as RateLimitSchema;
-    const config = { settings: {}, projects: [{ settings: { rateLimitBudget: 'nope' }, networks: [], upstreams: [] }] } as unknown as Parameters<RateLimitSchema['rateLimitersOf']>[0];
+    const config = { settings: {}, projects: [{ settings: { rateLimitBudget: 'nope' }, networks: [], upstreams: [] }] } as unknown as Parameters<
+      RateLimitSchema['rateLimitersOf']
+    >[0];
     let thrown: unknown;
     try {
       rl.rateLimitersOf(config);
@@ -55,7 +57,17 @@ describe('e2e: compiled plugins and core share one svc/plugin instance', functio
   it('svc validate (compiled) prints a plugin-raised config problem by its path', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-plugin-entry-'));
     try {
-      writeFileSync(join(dir, 'bad.yaml'), ['projects:', '  - id: main', '    rateLimitBudget: nope', '    upstreams:', '      - { endpoint: "http://127.0.0.1:9", evm: { chainId: 1 } }', ''].join('\n'));
+      writeFileSync(
+        join(dir, 'bad.yaml'),
+        [
+          'projects:',
+          '  - id: main',
+          '    rateLimitBudget: nope',
+          '    upstreams:',
+          '      - { endpoint: "http://127.0.0.1:9", evm: { chainId: 1 } }',
+          '',
+        ].join('\n'),
+      );
       const out = await exec(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), 'validate', '--config', 'bad.yaml'], { cwd: dir }).then(
         () => 'exit 0',
         (e: { stdout?: string; stderr?: string }) => `${e.stdout ?? ''}${e.stderr ?? ''}`,

@@ -99,7 +99,15 @@ describe('e2e: Grafana dashboard and Prometheus alert rules on a real Prometheus
 
   it('promtool check rules accepts deploy/prometheus/svc-alerts.yml, which has every alert of the operator kit', async () => {
     expect(await promtoolCheckRules(RULES)).to.include('SUCCESS');
-    expect(rules.map((r) => r.alert)).to.include.members(['SvcUpstreamDown', 'SvcUpstreamErrorRatioHigh', 'SvcUpstreamCordoned', 'SvcStorageBreakerOpen', 'SvcUpstreamHeadLag', 'SvcCacheTierDegraded', 'SvcDrainStuck']);
+    expect(rules.map((r) => r.alert)).to.include.members([
+      'SvcUpstreamDown',
+      'SvcUpstreamErrorRatioHigh',
+      'SvcUpstreamCordoned',
+      'SvcStorageBreakerOpen',
+      'SvcUpstreamHeadLag',
+      'SvcCacheTierDegraded',
+      'SvcDrainStuck',
+    ]);
   });
 
   it('under load, every dashboard query and alert expression evaluates, with data wherever its metrics exist', async () => {
@@ -119,9 +127,19 @@ describe('e2e: Grafana dashboard and Prometheus alert rules on a real Prometheus
       await load();
       await new Promise((r) => setTimeout(r, 1000));
     }
-    await waitFor(async () => (await prom.query('sum(svc_network_request_received_total)')).length > 0 && (await prom.query('count_over_time(svc_network_request_received_total[10s])')).every((x) => Number(x.value[1]) >= 3), 8000);
+    await waitFor(
+      async () =>
+        (await prom.query('sum(svc_network_request_received_total)')).length > 0 &&
+        (await prom.query('count_over_time(svc_network_request_received_total[10s])')).every((x) => Number(x.value[1]) >= 3),
+      8000,
+    );
     const scraped = await (await fetch(svc.metricsUrl as string)).text();
-    const present = new Set(scraped.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => l.split(/[{ ]/)[0]));
+    const present = new Set(
+      scraped
+        .split('\n')
+        .filter((l) => l && !l.startsWith('#'))
+        .map((l) => l.split(/[{ ]/)[0]),
+    );
 
     const dashboard = JSON.parse(await readFile(DASHBOARD, 'utf8')) as { panels: { title: string; targets?: { expr: string }[] }[] };
     const queries = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ title: p.title, expr: expand(t.expr) })));
@@ -134,12 +152,28 @@ describe('e2e: Grafana dashboard and Prometheus alert rules on a real Prometheus
       if (metricsExist) {
         expect(result, `${title}: ${expr}`).to.not.be.empty;
         withData.push(title);
-      } else needFault.push(`${title}: ${metricsOf(expr).filter((m) => !present.has(m)).join(', ')}`);
+      } else
+        needFault.push(
+          `${title}: ${metricsOf(expr)
+            .filter((m) => !present.has(m))
+            .join(', ')}`,
+        );
     }
-    console.log(`      dashboard queries with data: ${withData.length}/${queries.length}; needing a fault or feature to have data:\n        ${needFault.join('\n        ')}`);
+    console.log(
+      `      dashboard queries with data: ${withData.length}/${queries.length}; needing a fault or feature to have data:\n        ${needFault.join('\n        ')}`,
+    );
     // Traffic, latency, cache, selection, chain state and process panels all have data here.
     expect(withData.length).to.be.at.least(20);
-    for (const title of ['Requests/s by network', 'Network latency p50/p95/p99', 'Upstream latency p50/p95/p99', 'Cache hit ratio by policy', 'Head lag (blocks)', 'CPU per process', 'Lifecycle and in-flight requests']) expect(withData).to.include(title);
+    for (const title of [
+      'Requests/s by network',
+      'Network latency p50/p95/p99',
+      'Upstream latency p50/p95/p99',
+      'Cache hit ratio by policy',
+      'Head lag (blocks)',
+      'CPU per process',
+      'Lifecycle and in-flight requests',
+    ])
+      expect(withData).to.include(title);
     for (const r of rules) await prom.query(r.expr);
   });
 
@@ -152,7 +186,9 @@ describe('e2e: Grafana dashboard and Prometheus alert rules on a real Prometheus
     expect(firing.map((x) => x.labels.upstream)).to.deep.equal(['a']);
     expect(firing[0].labels).to.include({ project: 'main', network: 'evm:31337', severity: 'critical' });
     // The dashboard's errors-by-name panel now has data, named by the spec's error names.
-    const byName = await prom.query(expand('sum by (error) (rate(svc_upstream_request_errors_total{network=~"$network", upstream=~"$upstream"}[$__rate_interval]))'));
+    const byName = await prom.query(
+      expand('sum by (error) (rate(svc_upstream_request_errors_total{network=~"$network", upstream=~"$upstream"}[$__rate_interval]))'),
+    );
     expect(byName.map((x) => x.metric.error)).to.include('ErrEndpointServerSideException');
     // Calls still succeed through the other upstream.
     expect((await call('eth_chainId', [])).json.result).to.equal('0x7a69');

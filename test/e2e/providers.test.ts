@@ -42,7 +42,11 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
   before(async () => {
     a = await startFaultServer({ chainId: 1 });
     b = await startFaultServer({ chainId: 1 });
-    catalog = await catalogServer({ '1': { endpoints: [a.url, b.url, 'wss://ws.example/rpc'] }, mainnet: { endpoints: ['http://skipped.example'] }, '10': { endpoints: [] } });
+    catalog = await catalogServer({
+      '1': { endpoints: [a.url, b.url, 'wss://ws.example/rpc'] },
+      mainnet: { endpoints: ['http://skipped.example'] },
+      '10': { endpoints: [] },
+    });
   });
   after(async () => {
     catalog?.server.close();
@@ -53,7 +57,10 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
   describe('zero-config', () => {
     let svc: SvcHandle;
     before(async () => {
-      svc = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main', providers: [] }] }, { plugins: presetWithCatalog(catalog.url) });
+      svc = await startSvc(
+        { ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main', providers: [] }] },
+        { plugins: presetWithCatalog(catalog.url) },
+      );
     });
     after(async () => svc?.close());
 
@@ -101,7 +108,10 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
   it("the first request's wait for a provider upstream never outlasts the request's own deadline (server.maxTimeout)", async () => {
     const dead = `http://127.0.0.1:${await freePort()}/`;
     const cat = await catalogServer({ '1': { endpoints: [dead] } });
-    const svc = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, server: { maxTimeout: '1s' }, projects: [{ id: 'main' }] }, { plugins: presetWithCatalog(cat.url) });
+    const svc = await startSvc(
+      { ...NO_CACHE, metrics: { enabled: false }, server: { maxTimeout: '1s' }, projects: [{ id: 'main' }] },
+      { plugins: presetWithCatalog(cat.url) },
+    );
     try {
       const started = Date.now();
       const r = await svc.post('/main/evm/1', call(1, 'eth_blockNumber'));
@@ -161,7 +171,13 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
             // Already holds the id the provider generates for evm:5.
             upstreams: [{ id: 'acme-evm:5', endpoint: c5.url, evm: { chainId: 5 } }],
             providers: [
-              { id: 'acme', vendor: 'acme', onlyNetworks: ['evm:1', 'evm:5'], upstreamIdTemplate: '<PROVIDER>-<NETWORK>', overrides: { 'evm:1': { tags: ['tier:paid'] } } },
+              {
+                id: 'acme',
+                vendor: 'acme',
+                onlyNetworks: ['evm:1', 'evm:5'],
+                upstreamIdTemplate: '<PROVIDER>-<NETWORK>',
+                overrides: { 'evm:1': { tags: ['tier:paid'] } },
+              },
             ],
           },
         ],
@@ -217,7 +233,10 @@ describe('e2e: providers and zero-config (spec §2.10)', function () {
   it('the providers plugin refuses a provider whose vendor no plugin registers', async () => {
     let err: unknown;
     try {
-      await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main', providers: [{ id: 'x', vendor: 'nobody' }] }] }, { plugins: [...presetWithout('vendor-repository', 'vendor-hyper')] });
+      await startSvc(
+        { ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main', providers: [{ id: 'x', vendor: 'nobody' }] }] },
+        { plugins: [...presetWithout('vendor-repository', 'vendor-hyper')] },
+      );
     } catch (e) {
       err = e;
     }

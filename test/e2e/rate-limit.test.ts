@@ -106,7 +106,7 @@ describe('e2e: rate-limit budgets', function () {
       expect((await as('bob')).status).to.equal(200);
     });
 
-    it("an upstream over its budget is skipped undialled (trace rate_limited) and not counted against its health", async () => {
+    it('an upstream over its budget is skipped undialled (trace rate_limited) and not counted against its health', async () => {
       const first = await svc.post(path('ups'), rpc(1, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', 'latest']));
       expect(first.headers['x-svc-upstream']).to.equal('limited');
       const second = await svc.post(path('ups'), rpc(2, 'eth_getBalance', ['0x0000000000000000000000000000000000000002', 'latest']));

@@ -9,11 +9,24 @@ import { expect } from 'chai';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 
-const STRATEGIES = ['any:initializedUpstreams', 'any:errorRateBelow90', 'all:errorRateBelow90', 'any:errorRateBelow100', 'all:errorRateBelow100', 'any:evm:eth_chainId', 'all:evm:eth_chainId', 'all:activeUpstreams'] as const;
+const STRATEGIES = [
+  'any:initializedUpstreams',
+  'any:errorRateBelow90',
+  'all:errorRateBelow90',
+  'any:errorRateBelow100',
+  'all:errorRateBelow100',
+  'any:evm:eth_chainId',
+  'all:evm:eth_chainId',
+  'all:activeUpstreams',
+] as const;
 
 /** A project with one upstream whose state poller is off. */
 function project(url: string) {
-  return { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'a', endpoint: url, evm: { chainId: 1, statePollerInterval: 0 } }] };
+  return {
+    id: 'main',
+    networks: [{ architecture: 'evm', evm: { chainId: 1 } }],
+    upstreams: [{ id: 'a', endpoint: url, evm: { chainId: 1, statePollerInterval: 0 } }],
+  };
 }
 
 describe('e2e: readiness with the state poller off', function () {
@@ -64,7 +77,11 @@ describe('e2e: readiness with the state poller off', function () {
     const dead = await startFaultServer({ chainId: 1 });
     const url = dead.url;
     await dead.close();
-    const s = await startSvc({ ...NO_CACHE, metrics: { enabled: false }, projects: [{ id: 'main', upstreams: [{ id: 'gone', endpoint: url, evm: { chainId: 1, statePollerInterval: 0 } }] }] });
+    const s = await startSvc({
+      ...NO_CACHE,
+      metrics: { enabled: false },
+      projects: [{ id: 'main', upstreams: [{ id: 'gone', endpoint: url, evm: { chainId: 1, statePollerInterval: 0 } }] }],
+    });
     try {
       for (const st of STRATEGIES) {
         const r = await s.send('GET', `/healthcheck?eval=${st}`);

@@ -70,7 +70,12 @@ describe('e2e: no secret leaks', function () {
     const closed = await freePort();
     svc = await spawnSvc(dir, 'svc', {
       logLevel: 'trace',
-      database: { evmJsonRpcCache: { connectors: [{ id: 'r', driver: 'redis', redis: { uri: `redis://:${S.redisPassword}@127.0.0.1:${closed}/0` } }], policies: [{ connector: 'r', finality: 'finalized' }] } },
+      database: {
+        evmJsonRpcCache: {
+          connectors: [{ id: 'r', driver: 'redis', redis: { uri: `redis://:${S.redisPassword}@127.0.0.1:${closed}/0` } }],
+          policies: [{ connector: 'r', finality: 'finalized' }],
+        },
+      },
       tracing: { enabled: false, headers: { authorization: `Bearer ${S.exporterToken}` } },
       admin: { auth: { strategies: [{ type: 'secret', secret: { value: S.adminSecret } }] } },
       projects: [
@@ -78,9 +83,18 @@ describe('e2e: no secret leaks', function () {
           id: 'main',
           networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }],
           upstreams: [
-            { id: 'failing', endpoint: `http://svc:${S.userinfoPassword}@127.0.0.1:${closed}/v2/${S.urlKey}?apikey=${S.queryKey}`, evm: { chainId: anvil.chainId } },
+            {
+              id: 'failing',
+              endpoint: `http://svc:${S.userinfoPassword}@127.0.0.1:${closed}/v2/${S.urlKey}?apikey=${S.queryKey}`,
+              evm: { chainId: anvil.chainId },
+            },
             // A header whose name is no credential word: its value is still a header value.
-            { id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId }, jsonRpc: { headers: { authorization: `Bearer ${S.upstreamHeader}`, 'X-Api-Key': S.xApiKeyHeader } } },
+            {
+              id: 'anvil',
+              endpoint: anvil.url,
+              evm: { chainId: anvil.chainId },
+              jsonRpc: { headers: { authorization: `Bearer ${S.upstreamHeader}`, 'X-Api-Key': S.xApiKeyHeader } },
+            },
           ],
           providers: [
             {
@@ -97,7 +111,10 @@ describe('e2e: no secret leaks', function () {
               { type: 'jwt', jwt: { allowedAlgorithms: ['HS256'], verificationKeys: { shared: S.jwtKey } } },
               { type: 'database', connector: { id: 'keys', driver: 'memory' } },
               // Never reached (the memory connector accepts or refuses first): only its config shows.
-              { type: 'database', connector: { id: 'pg', driver: 'postgresql', postgresql: { connectionUri: `postgres://svc:${S.postgresPassword}@127.0.0.1:${closed}/svc` } } },
+              {
+                type: 'database',
+                connector: { id: 'pg', driver: 'postgresql', postgresql: { connectionUri: `postgres://svc:${S.postgresPassword}@127.0.0.1:${closed}/svc` } },
+              },
             ],
           },
         },
@@ -112,7 +129,8 @@ describe('e2e: no secret leaks', function () {
 
   it('finds no secret in svc_config, svc_project, logs, /metrics, response headers or error bodies', async () => {
     const path = `${svc.url}/main/evm/${anvil.chainId}`;
-    const body = (id: number, method = 'eth_getBalance') => JSON.stringify({ jsonrpc: '2.0', id, method, params: ['0x0000000000000000000000000000000000000001', 'latest'] });
+    const body = (id: number, method = 'eth_getBalance') =>
+      JSON.stringify({ jsonrpc: '2.0', id, method, params: ['0x0000000000000000000000000000000000000001', 'latest'] });
     const json = { 'content-type': 'application/json' };
     const token = await new SignJWT({ sub: 'u' }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('5m').sign(new TextEncoder().encode(S.jwtKey));
     // Accepted, by header and query; the failing upstream is tried and fails on the way.
@@ -126,7 +144,8 @@ describe('e2e: no secret leaks', function () {
     keep(await httpRequest('POST', path, body(23), { ...json, authorization: `Basic ${Buffer.from(`u:${S.wrongSecret}`).toString('base64')}` }));
     keep(await httpRequest('POST', path, `[${body(24)},${body(25)}]`, { ...json, 'x-svc-secret-token': S.wrongSecret }));
     // Admin: rejected, then the two config views.
-    const admin = (method: string, params: unknown, secret = S.adminSecret) => httpRequest('POST', `${svc.url}/admin`, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), { ...json, 'x-svc-secret-token': secret });
+    const admin = (method: string, params: unknown, secret = S.adminSecret) =>
+      httpRequest('POST', `${svc.url}/admin`, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), { ...json, 'x-svc-secret-token': secret });
     const rejected = keep(await admin('svc_config', [], S.wrongSecret));
     expect(rejected.status).to.equal(401);
     const config = keep(await admin('svc_config', []));
@@ -152,7 +171,10 @@ describe('e2e: no secret leaks', function () {
   it('start-up errors print no secret: a config file that does not parse, an ENDPOINT that is not http(s)', async () => {
     const file = join(dir, 'broken.yaml');
     // A YAML error quotes the lines around it, here the ones holding a header value and a password.
-    writeFileSync(file, `projects:\n  - id: main\n    upstreams:\n      - endpoint: "http://127.0.0.1:1/v2/${S.urlKey}"\n        jsonRpc: { headers: { X-Api-Key: ${S.xApiKeyHeader} }\n        password: ${S.redisPassword}\n  bad: [\n`);
+    writeFileSync(
+      file,
+      `projects:\n  - id: main\n    upstreams:\n      - endpoint: "http://127.0.0.1:1/v2/${S.urlKey}"\n        jsonRpc: { headers: { X-Api-Key: ${S.xApiKeyHeader} }\n        password: ${S.redisPassword}\n  bad: [\n`,
+    );
     const parse = await runCli(['validate', '--config', file]);
     expect(parse.code).to.equal(1);
     expect(parse.output).to.match(/cannot load/);

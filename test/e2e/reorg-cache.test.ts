@@ -25,7 +25,13 @@ function config(anvilUrl: string, connector: Record<string, unknown> | undefined
   return {
     logLevel: 'error',
     metrics: { enabled: false },
-    projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'anvil', endpoint: anvilUrl, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }] }],
+    projects: [
+      {
+        id: 'main',
+        networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+        upstreams: [{ id: 'anvil', endpoint: anvilUrl, evm: { chainId: CHAIN, statePollerInterval: '100ms' } }],
+      },
+    ],
     ...(connector && id
       ? {
           database: {

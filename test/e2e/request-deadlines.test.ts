@@ -21,7 +21,14 @@ describe('e2e: call deadlines in batches', function () {
       ...NO_CACHE,
       logLevel: 'error',
       server: { maxTimeout: '400ms', batchConcurrency: 1 },
-      projects: [{ id: 'main', networkDefaults: { multiplexing: false, failsafe: [] }, networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: CHAIN, statePollerInterval: 0 }, failsafe: [] }] }],
+      projects: [
+        {
+          id: 'main',
+          networkDefaults: { multiplexing: false, failsafe: [] },
+          networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+          upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: CHAIN, statePollerInterval: 0 }, failsafe: [] }],
+        },
+      ],
     });
   });
   after(async () => {

@@ -22,7 +22,9 @@ async function startBigUpstream(): Promise<{ url: string; server: Server }> {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(parts).toString('utf8')) as { id: unknown; method: string; params: unknown } | Array<{ id: unknown; method: string; params: unknown }>;
+      const body = JSON.parse(Buffer.concat(parts).toString('utf8')) as
+        | { id: unknown; method: string; params: unknown }
+        | Array<{ id: unknown; method: string; params: unknown }>;
       const one = (r: { id: unknown; method: string; params: unknown }) =>
         JSON.stringify({ jsonrpc: '2.0', id: r.id, result: r.method === 'eth_getBalance' ? '0x1' : builtinResult(r.method, r.params, CHAIN) });
       if (Array.isArray(body) || body.method !== 'eth_call') {
@@ -66,7 +68,13 @@ describe('e2e: global bound on response bytes in flight', function () {
       ...NO_CACHE,
       logLevel: 'error',
       server: { maxResponseBytesInFlight: '64MiB' },
-      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'big', endpoint: up.url, evm: { chainId: CHAIN, statePollerInterval: 0 } }] }],
+      projects: [
+        {
+          id: 'main',
+          networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+          upstreams: [{ id: 'big', endpoint: up.url, evm: { chainId: CHAIN, statePollerInterval: 0 } }],
+        },
+      ],
     });
   });
 
@@ -84,12 +92,16 @@ describe('e2e: global bound on response bytes in flight', function () {
     const base = process.memoryUsage().rss;
     let peak = base;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
-    const call = (i: number) => svc.post(path, rpcBody('eth_call', [{ to: '0x0000000000000000000000000000000000000001', data: `0x${i.toString(16).padStart(8, '0')}` }, 'latest'], i));
+    const call = (i: number) =>
+      svc.post(path, rpcBody('eth_call', [{ to: '0x0000000000000000000000000000000000000001', data: `0x${i.toString(16).padStart(8, '0')}` }, 'latest'], i));
     const bigCalls = [1, 2, 3, 4, 5, 6].map(call);
     // While the big answers stream, a small call and a batch mixing both are served.
     await new Promise((r) => setTimeout(r, 100));
     const small = await svc.post(path, rpcBody('eth_getBalance', ['0x0000000000000000000000000000000000000002', 'latest'], 7));
-    const batch = await svc.post(path, [rpcBody('eth_call', [{ to: '0x0000000000000000000000000000000000000001', data: '0x09' }, 'latest'], 8), rpcBody('eth_getBalance', ['0x0000000000000000000000000000000000000003', 'latest'], 9)]);
+    const batch = await svc.post(path, [
+      rpcBody('eth_call', [{ to: '0x0000000000000000000000000000000000000001', data: '0x09' }, 'latest'], 8),
+      rpcBody('eth_getBalance', ['0x0000000000000000000000000000000000000003', 'latest'], 9),
+    ]);
     const results = await Promise.all(bigCalls);
     clearInterval(sampler);
     expect(small.status).to.equal(200);

@@ -29,7 +29,10 @@ describe('e2e: plugin routes through the routes hook', () => {
   before(async () => {
     up = await startFaultServer({ chainId: 1 });
     svc = await startSvc(
-      { metrics: { enabled: false }, projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'up', endpoint: up.url, evm: { chainId: 1 } }] }] },
+      {
+        metrics: { enabled: false },
+        projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'up', endpoint: up.url, evm: { chainId: 1 } }] }],
+      },
       { plugins: [...defaultPreset().filter((p) => p.name !== 'evm-state'), routesPlugin] },
     );
   });

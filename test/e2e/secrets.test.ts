@@ -43,7 +43,6 @@ const URL_REDACTED = /\/v2\/#redacted\?(apikey=)?#redacted/;
 /** The percent-encoded echo of the URL after redaction. */
 const URL_ENCODED_REDACTED = /%2Fv2%2F#redacted%3F(apikey%3D)?#redacted/;
 
-
 /** The secrets found in a text (empty when it is clean). */
 function leaked(text: string): string[] {
   return SECRETS.filter((s) => text.includes(s));
@@ -102,7 +101,11 @@ async function startSvcWithLog(config: object): Promise<SvcWithLog> {
 function secretsConfig(port: number): object {
   const bearerEndpoint = `http://127.0.0.1:${port}/v2/${PATH_KEY}?apikey=${QUERY_KEY}`;
   const basicEndpoint = `http://${USER}:${PASSWORD}@127.0.0.1:${port}/v2/${PATH_KEY}?apikey=${QUERY_KEY}`;
-  const bearer = { endpoint: bearerEndpoint, evm: { chainId: CHAIN, statePollerInterval: '200ms' }, jsonRpc: { headers: { 'x-api-key': HEADER_KEY, authorization: `Bearer ${BEARER}` } } };
+  const bearer = {
+    endpoint: bearerEndpoint,
+    evm: { chainId: CHAIN, statePollerInterval: '200ms' },
+    jsonRpc: { headers: { 'x-api-key': HEADER_KEY, authorization: `Bearer ${BEARER}` } },
+  };
   const basic = { endpoint: basicEndpoint, evm: { chainId: CHAIN, statePollerInterval: '200ms' }, jsonRpc: { headers: { 'x-api-key': HEADER_KEY } } };
   // No failsafe policies: one attempt per upstream, no breaker opening in the middle of a test.
   const project = (id: string, upstreams: object[]) => ({
@@ -215,7 +218,9 @@ describe('e2e: upstream secrets are redacted everywhere', function () {
       it("echo_revert: the pass-through revert keeps the upstream's code 3, with message and data redacted", async () => {
         const r = await call(project, rpc('echo_revert'));
         expect(r.json.error.code).to.equal(3);
-        expect(r.json.error.message).to.match(/^execution reverted: /).and.match(URL_REDACTED);
+        expect(r.json.error.message)
+          .to.match(/^execution reverted: /)
+          .and.match(URL_REDACTED);
         expect(r.json.error.data).to.be.a('string').and.include(`x-api-key=${REDACTED}`);
       });
 
@@ -332,12 +337,27 @@ describe('e2e: upstream secrets in odd places', function () {
   it('URL user info plus a jsonRpc.headers Authorization: exactly one Authorization header is sent upstream', async () => {
     const echo = await startEchoUpstream();
     const endpoint = `http://${USER}:${PASSWORD}@127.0.0.1:${echo.port}/v2/${PATH_KEY}`;
-    const up = (id: string, name: string) => ({ id, endpoint, evm: { chainId: CHAIN, statePollerInterval: 0 }, jsonRpc: { headers: { [name]: `Bearer ${BEARER}` } } });
+    const up = (id: string, name: string) => ({
+      id,
+      endpoint,
+      evm: { chainId: CHAIN, statePollerInterval: 0 },
+      jsonRpc: { headers: { [name]: `Bearer ${BEARER}` } },
+    });
     const svc = await startSvcWithLog({
       logLevel: 'trace',
       projects: [
-        { id: 'lower', upstreamDefaults: { failsafe: [] }, networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [] }], upstreams: [up('lower-up', 'authorization')] },
-        { id: 'upper', upstreamDefaults: { failsafe: [] }, networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [] }], upstreams: [up('upper-up', 'Authorization')] },
+        {
+          id: 'lower',
+          upstreamDefaults: { failsafe: [] },
+          networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [] }],
+          upstreams: [up('lower-up', 'authorization')],
+        },
+        {
+          id: 'upper',
+          upstreamDefaults: { failsafe: [] },
+          networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [] }],
+          upstreams: [up('upper-up', 'Authorization')],
+        },
       ],
     });
     try {
@@ -363,7 +383,13 @@ describe('e2e: upstream secrets in odd places', function () {
     try {
       const svc = await startSvcWithLog({
         logLevel: 'trace',
-        projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'pct', endpoint: `http://${USER}:50%off@127.0.0.1:${echo.port}/`, evm: { chainId: CHAIN } }] }],
+        projects: [
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+            upstreams: [{ id: 'pct', endpoint: `http://${USER}:50%off@127.0.0.1:${echo.port}/`, evm: { chainId: CHAIN } }],
+          },
+        ],
       });
       await svc.close();
     } finally {
@@ -374,7 +400,10 @@ describe('e2e: upstream secrets in odd places', function () {
 
 describe('unit: secretsOf / Redactor (lib/redact.ts)', () => {
   it('takes user info, long path segments, every query value, header values and the Basic base64', () => {
-    const s = secretsOf(`https://${USER}:${PASSWORD}@rpc.example/v2/${PATH_KEY}?apikey=${QUERY_KEY}&n=1234`, { 'x-api-key': HEADER_KEY, authorization: `Bearer ${BEARER}` });
+    const s = secretsOf(`https://${USER}:${PASSWORD}@rpc.example/v2/${PATH_KEY}?apikey=${QUERY_KEY}&n=1234`, {
+      'x-api-key': HEADER_KEY,
+      authorization: `Bearer ${BEARER}`,
+    });
     for (const x of [USER, PASSWORD, PATH_KEY, QUERY_KEY, '1234', HEADER_KEY, `Bearer ${BEARER}`, BEARER, BASIC_B64]) expect(s, x).to.include(x);
   });
 

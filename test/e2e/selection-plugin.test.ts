@@ -7,7 +7,7 @@
  * before any traffic (equal health scores) and after it.
  */
 import { expect } from 'chai';
-import { type Plugin } from 'svc/plugin';
+import type { Plugin } from 'svc/plugin';
 import { selectionHooks, type EvalFunc } from 'svc/plugins/selection';
 import { evaluateSelection } from '../../plugins/selection/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
@@ -22,7 +22,12 @@ const reversePlugin = (): Plugin => ({
   version: '1.0.0',
   dependsOn: ['selection'],
   apply(host) {
-    selectionHooks(host).policy.tap('reverse-order', (configured: EvalFunc): EvalFunc => async (upstreams, ctx) => [...(await configured(upstreams, ctx))].reverse());
+    selectionHooks(host).policy.tap(
+      'reverse-order',
+      (configured: EvalFunc): EvalFunc =>
+        async (upstreams, ctx) =>
+          [...(await configured(upstreams, ctx))].reverse(),
+    );
   },
 });
 
@@ -63,13 +68,20 @@ describe('e2e: a plugin reorders upstreams through the selection route', functio
   async function views(): Promise<{ served: string[]; adminOrder: string[]; primary: string; scoreOrder: string[] }> {
     const served: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const r = await svc.post(`/main/evm/${first.chainId}`, { jsonrpc: '2.0', id: i, method: 'eth_getBalance', params: ['0x00000000000000000000000000000000000000aa', 'latest'] });
+      const r = await svc.post(`/main/evm/${first.chainId}`, {
+        jsonrpc: '2.0',
+        id: i,
+        method: 'eth_getBalance',
+        params: ['0x00000000000000000000000000000000000000aa', 'latest'],
+      });
       expect(r.status, r.text).to.equal(200);
       served.push(String(r.headers['x-svc-upstream']));
     }
     const admin = await svc.post('/admin', { jsonrpc: '2.0', id: 1, method: 'svc_project', params: ['main'] }, { 'x-svc-secret-token': ADMIN });
     expect(admin.status, admin.text).to.equal(200);
-    const net = (admin.json.result.networks as Array<{ id: string; primaryUpstream: string; selection: { order: string[] } }>).find((n) => n.id === `evm:${first.chainId}`)!;
+    const net = (admin.json.result.networks as Array<{ id: string; primaryUpstream: string; selection: { order: string[] } }>).find(
+      (n) => n.id === `evm:${first.chainId}`,
+    )!;
     const scores: Array<[string, number]> = [];
     for (const line of (await (await fetch(svc.metricsUrl!)).text()).split('\n')) {
       const m = /^svc_selection_score\{(.*)\} (\S+)$/.exec(line);

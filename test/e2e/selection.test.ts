@@ -41,7 +41,13 @@ describe('e2e: selection policy', function () {
 
   it('a cordoned upstream gets no traffic from the next request on', async () => {
     svc = await startSvc(
-      { ...NO_CACHE, logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h' } }], upstreams: upstreams() }] },
+      {
+        ...NO_CACHE,
+        logLevel: 'error',
+        projects: [
+          { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h' } }], upstreams: upstreams() },
+        ],
+      },
       { plugins: defaultPreset() },
     );
     const r1 = await svc.post(`/main/evm/${CHAIN}`, body);

@@ -74,9 +74,16 @@ function connections(server: Server): Promise<number> {
 /** svc in front of a fault-server upstream with these `server` settings. */
 async function svcWith(upstream: FaultServer, server: Record<string, unknown>): Promise<SvcHandle> {
   return startSvc({
-    ...NO_CACHE, logLevel: 'error',
+    ...NO_CACHE,
+    logLevel: 'error',
     server,
-    projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: [{ id: 'up', endpoint: upstream.url, evm: { chainId: CHAIN, statePollerInterval: 0 } }] }],
+    projects: [
+      {
+        id: 'main',
+        networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+        upstreams: [{ id: 'up', endpoint: upstream.url, evm: { chainId: CHAIN, statePollerInterval: 0 } }],
+      },
+    ],
   });
 }
 
@@ -171,7 +178,9 @@ describe('e2e: server limits', function () {
       c.socket.write(`POST ${PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"jsonrpc"`);
       const at = await Promise.race([c.closed, sleep(2500).then(() => -1)]);
       expect(at, 'the server closed the connection').to.be.greaterThan(0);
-      expect(at - t0).to.be.greaterThan(400).and.lessThan(2000);
+      expect(at - t0)
+        .to.be.greaterThan(400)
+        .and.lessThan(2000);
       expect(c.data().slice(first.length)).to.match(/^HTTP\/1\.1 408 /);
     });
 
@@ -257,7 +266,9 @@ describe('e2e: server limits', function () {
       const at = await Promise.race([c.closed, sleep(2500).then(() => -1)]);
       expect(at, 'the server closed the idle connection').to.be.greaterThan(0);
       expect(c.data()).to.equal(answer, 'nothing more was sent before the close');
-      expect(at - t0).to.be.greaterThan(250).and.lessThan(2000);
+      expect(at - t0)
+        .to.be.greaterThan(250)
+        .and.lessThan(2000);
     });
   });
 

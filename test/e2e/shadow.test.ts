@@ -118,7 +118,17 @@ describe('e2e: shadow upstreams', function () {
         },
       });
       proxy = createProxy({
-        config: { logLevel: 'debug', ...NO_CACHE, projects: [{ id: 'main', networks: [network], upstreams: cluster.upstreams({ evm: { statePollerInterval: '100ms' } }).map((u) => (u.id === 'shadow' ? { ...u, shadow: {} } : u)) }] },
+        config: {
+          logLevel: 'debug',
+          ...NO_CACHE,
+          projects: [
+            {
+              id: 'main',
+              networks: [network],
+              upstreams: cluster.upstreams({ evm: { statePollerInterval: '100ms' } }).map((u) => (u.id === 'shadow' ? { ...u, shadow: {} } : u)),
+            },
+          ],
+        },
         plugins: defaultPreset(),
         logger: pino({ level: 'debug' }, sink),
         port: 0,
@@ -202,7 +212,16 @@ describe('e2e: shadow upstreams', function () {
     });
 
     it('never mirrors a broadcast', async () => {
-      const raw = await privateKeyToAccount(PK0 as Hex).signTransaction({ chainId: CHAIN, type: 'eip1559', to: ADDR2, value: 1n, nonce: 0, gas: 21000n, maxFeePerGas: parseGwei('20'), maxPriorityFeePerGas: parseGwei('1') });
+      const raw = await privateKeyToAccount(PK0 as Hex).signTransaction({
+        chainId: CHAIN,
+        type: 'eip1559',
+        to: ADDR2,
+        value: 1n,
+        nonce: 0,
+        gas: 21000n,
+        maxFeePerGas: parseGwei('20'),
+        maxPriorityFeePerGas: parseGwei('1'),
+      });
       const r = await svc.post(rpcBody('eth_sendRawTransaction', [raw]));
       expect(r.json.result).to.equal(keccak256(raw));
       // A later mirrored call is the barrier: its copy was scheduled after the broadcast's would have been.

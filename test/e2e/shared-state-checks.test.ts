@@ -66,7 +66,13 @@ describe('e2e: shared state is checked and expires (Redis)', function () {
     metrics: { enabled: true },
     ...NO_CACHE,
     sharedState: { redis: { uri: redis.url }, clusterKey: KEY, snapshotInterval: '500ms' },
-    projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: 31337, statePollerInterval: interval } }] }],
+    projects: [
+      {
+        id: 'main',
+        networks: [{ architecture: 'evm', evm: { chainId: 31337 } }],
+        upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: 31337, statePollerInterval: interval } }],
+      },
+    ],
   });
   const start = async (interval: string): Promise<SvcHandle> => {
     const s = await startSvc(config(interval));
@@ -100,7 +106,10 @@ describe('e2e: shared state is checked and expires (Redis)', function () {
     await waitFor(async () => (await metric(b, 'svc_upstream_latest_block', 'upstream="a"')) === target, 5000);
     await waitFor(async () => Object.keys(await raw.hGetAll(`${KEY}:snapshot`)).length > 0, 5000);
     await sleep(1200);
-    const entries = Object.entries(await raw.hGetAll(`${KEY}:snapshot`)).map(([field, value]) => ({ field, ...(JSON.parse(value) as { replica: string; at: number; heads: Array<{ latest: number }> }) }));
+    const entries = Object.entries(await raw.hGetAll(`${KEY}:snapshot`)).map(([field, value]) => ({
+      field,
+      ...(JSON.parse(value) as { replica: string; at: number; heads: Array<{ latest: number }> }),
+    }));
     // One entry per replica that observed a head itself (B polled once, at start: it has one
     // unless it had learned that head from A first), named and dated.
     expect(entries.length).to.be.within(1, 2);
@@ -117,12 +126,26 @@ describe('e2e: shared state is checked and expires (Redis)', function () {
 
   it('a raw PUBLISH of a head of 900,000,000 (earlier format, stale, future-dated, malformed) changes no answer and is counted', async () => {
     const real = await head();
-    const before = { malformed: await droppedOf(b, 'malformed'), stale: await droppedOf(b, 'stale'), out_of_range: await droppedOf(b, 'out_of_range'), oversized: await droppedOf(b, 'oversized'), unknown: await droppedOf(b, 'unknown') };
+    const before = {
+      malformed: await droppedOf(b, 'malformed'),
+      stale: await droppedOf(b, 'stale'),
+      out_of_range: await droppedOf(b, 'out_of_range'),
+      oversized: await droppedOf(b, 'oversized'),
+      unknown: await droppedOf(b, 'unknown'),
+    };
     await publish({ replica: 'evil', heads: [bogusHead()] });
     await publish({ replica: 'evil', at: Date.now() - 60_000, heads: [bogusHead()] });
     await publish({ replica: 'evil', at: Date.now() + 3_600_000, heads: [bogusHead()] });
     await publish('{"replica":"evil","at":');
-    await publish({ replica: 'evil', at: Date.now(), heads: [{ project: 'main', upstream: 'a', latest: -5, finalized: 0 }, { project: 'main', upstream: 'a', latest: 2 ** 60, finalized: 0 }, { project: 'main', upstream: 'ghost', latest: BOGUS, finalized: 0 }] });
+    await publish({
+      replica: 'evil',
+      at: Date.now(),
+      heads: [
+        { project: 'main', upstream: 'a', latest: -5, finalized: 0 },
+        { project: 'main', upstream: 'a', latest: 2 ** 60, finalized: 0 },
+        { project: 'main', upstream: 'ghost', latest: BOGUS, finalized: 0 },
+      ],
+    });
     await publish({ replica: 'evil', at: Date.now(), heads: Array(5000).fill(bogusHead()) });
     // Until the last message is counted (or, without these checks, the bogus head is served).
     await waitFor(async () => (await droppedOf(b, 'oversized')) > before.oversized || (await blockNumber(b)) !== real, 5000);

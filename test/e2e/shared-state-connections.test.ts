@@ -23,7 +23,9 @@ describe('e2e: shared-state Redis connections', function () {
   const config = () => ({
     metrics: { enabled: true },
     sharedState: { redis: { uri: redis.url }, clusterKey: 'conn-test' },
-    projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'a', endpoint: 'http://127.0.0.1:9', evm: { chainId: 1 } }] }],
+    projects: [
+      { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'a', endpoint: 'http://127.0.0.1:9', evm: { chainId: 1 } }] },
+    ],
   });
   /** Connections the server holds, the probe's own left out. */
   const clients = async (): Promise<number> => (await probe.clientList()).length - 1;

@@ -46,7 +46,11 @@ async function gauge(svc: SvcProcess, name: string, labels = ''): Promise<number
 async function call(svc: SvcProcess, project = 'main', key?: string): Promise<{ status: number; error: unknown; upstream: string | undefined }> {
   const headers: Record<string, string> = { 'content-type': 'application/json', connection: 'close' };
   if (key) headers.authorization = `Bearer ${key}`;
-  const r = await request(`${svc.url}/${project}/evm/31337`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }) });
+  const r = await request(`${svc.url}/${project}/evm/31337`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }),
+  });
   const body = (await r.body.json()) as { error?: unknown };
   return { status: r.statusCode, error: body.error, upstream: r.headers['x-svc-upstream'] as string | undefined };
 }
@@ -91,7 +95,9 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
     ];
     // Config order whatever the latencies (no score weight): which upstream serves then says only
     // whether `a` is cordoned, even on a machine loaded by a parallel test run.
-    const network = [{ architecture: 'evm', evm: { chainId: 31337 }, selectionPolicy: { scoreWeights: { errorRate: 0, respLatency: 0, throttledRate: 0, blockHeadLag: 0 } } }];
+    const network = [
+      { architecture: 'evm', evm: { chainId: 31337 }, selectionPolicy: { scoreWeights: { errorRate: 0, respLatency: 0, throttledRate: 0, blockHeadLag: 0 } } },
+    ];
     return {
       ...NO_CACHE,
       logLevel: 'info',
@@ -171,7 +177,10 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
     for (let n = 0; n < 10; n++) expect((await call(late)).upstream).to.equal('b');
     expect((await call(late, 'keyed', KEY)).status).to.equal(200);
     expect((await call(late, 'keyed', `${KEY}_2`)).status).to.equal(401);
-    expect((await admin(late, 'svc_listCordoned', [{ projectId: 'main' }])).result).to.deep.equal({ projectId: 'main', cordoned: [{ upstream: 'a', reason: 'fleet test' }] });
+    expect((await admin(late, 'svc_listCordoned', [{ projectId: 'main' }])).result).to.deep.equal({
+      projectId: 'main',
+      cordoned: [{ upstream: 'a', reason: 'fleet test' }],
+    });
     // The uncordon through the late replica reaches the first three.
     expect((await admin(late, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).error).to.equal(undefined);
     await untilAll(replicas.slice(0, 3), (u) => u === 'a', Date.now());
@@ -220,8 +229,9 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
     await admin(replicas[0]!, 'svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }]);
   });
 
-  it('conflicting changes on two replicas while Redis is frozen (cordon at 1, uncordon at 2 200 ms later): once it resumes every replica agrees with the log\'s last entry', async () => {
-    const listed = async (svc: SvcProcess): Promise<unknown> => ((await admin(svc, 'svc_listCordoned', [{ projectId: 'main' }])).result as { cordoned: unknown }).cordoned;
+  it("conflicting changes on two replicas while Redis is frozen (cordon at 1, uncordon at 2 200 ms later): once it resumes every replica agrees with the log's last entry", async () => {
+    const listed = async (svc: SvcProcess): Promise<unknown> =>
+      ((await admin(svc, 'svc_listCordoned', [{ projectId: 'main' }])).result as { cordoned: unknown }).cordoned;
     for (const r of replicas) expect(await listed(r)).to.deep.equal([]);
     process.kill(redis.pid, 'SIGSTOP');
     try {
@@ -264,7 +274,7 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
     await untilAll(replicas, (u) => u === 'a', Date.now());
   });
 
-  it('a replica with two workers: both follow a cordon made elsewhere; an uncordon through it reaches the others; a replaced worker replays its own replica\'s cordon', async () => {
+  it("a replica with two workers: both follow a cordon made elsewhere; an uncordon through it reaches the others; a replaced worker replays its own replica's cordon", async () => {
     const workers = await spawnSvc(dir, 'r6', { ...config(redis.url), server: { workers: 2, waitBeforeShutdown: '0s', waitAfterShutdown: '0s' } });
     try {
       await waitFor(() => listeningPids(workers.logs()).length >= 2, 20_000);
@@ -292,13 +302,23 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
       // Up to 15 s: on a machine loaded by the parallel run this step once took over 5 s (the 1 s
       // propagation bound is the cordon test's above); past 15 s it prints what the log holds.
       await untilAll(replicas.slice(0, 3), (u) => u === 'a', Date.now(), 15_000).catch(async (e: Error) => {
-        const tail = (l: string) => l.split('\n').filter((x) => x.includes('shared state') || x.includes('uncordon') || x.includes('warn')).slice(-8).join('\n');
+        const tail = (l: string) =>
+          l
+            .split('\n')
+            .filter((x) => x.includes('shared state') || x.includes('uncordon') || x.includes('warn'))
+            .slice(-8)
+            .join('\n');
         const c = createClient({ url: redis.url });
         await c.connect();
         const last = await c.xRevRange('e2e-ops:ops', '+', '-', { COUNT: 4 });
         await c.close();
         const log = JSON.stringify(last.map((x) => [x.id, x.message.replica, String(x.message.payload).slice(0, 80)]));
-        throw new Error(`${e.message}\nops log tail: ${log}\nworkers: ${tail(workers.logs())}\n${replicas.slice(0, 3).map((r, i) => `r${i + 1}: ${tail(r.logs())}`).join('\n')}`);
+        throw new Error(
+          `${e.message}\nops log tail: ${log}\nworkers: ${tail(workers.logs())}\n${replicas
+            .slice(0, 3)
+            .map((r, i) => `r${i + 1}: ${tail(r.logs())}`)
+            .join('\n')}`,
+        );
       });
       // Its other worker got the uncordon from the primary (and again from the stream entry).
       await both('a', Date.now());
@@ -330,7 +350,12 @@ describe('e2e: operator changes shared across replicas (Redis)', function () {
       expect(await gauge(lonely, 'svc_shared_state_connected')).to.equal(0);
       expect((await call(lonely)).status).to.equal(200);
       await sleep(1500);
-      expect(lonely.logs().split('\n').filter((l) => l.includes('shared state: Redis unreachable')).length).to.equal(1);
+      expect(
+        lonely
+          .logs()
+          .split('\n')
+          .filter((l) => l.includes('shared state: Redis unreachable')).length,
+      ).to.equal(1);
       late = await startRedis({ port });
       await waitFor(async () => (await gauge(lonely, 'svc_shared_state_connected')) === 1, 10_000);
       expect(lonely.logs()).to.include('shared state: Redis reachable again');

@@ -86,7 +86,13 @@ describe('e2e: shared state across replicas (Redis)', function () {
       logLevel: 'info',
       metrics: { enabled: true },
       sharedState: { redis: { uri: redis.url }, clusterKey: 'e2e', snapshotInterval: '500ms' },
-      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: 31337, statePollerInterval: interval } }] }],
+      projects: [
+        {
+          id: 'main',
+          networks: [{ architecture: 'evm', evm: { chainId: 31337 } }],
+          upstreams: [{ id: 'a', endpoint: anvil.url, evm: { chainId: 31337, statePollerInterval: interval } }],
+        },
+      ],
     });
     replicas.push(await spawnSvc(dir, 'r1', config('100ms')));
     replicas.push(...(await Promise.all([spawnSvc(dir, 'r2', config('1h')), spawnSvc(dir, 'r3', config('1h'))])));

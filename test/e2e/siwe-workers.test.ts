@@ -27,7 +27,16 @@ describe('e2e: a SIWE message is accepted once across server.workers (memory sto
   const account = privateKeyToAccount(generatePrivateKey());
   let seq = 0;
 
-  const message = () => createSiweMessage({ address: account.address, chainId: anvil.chainId, domain: DOMAIN, nonce: `workers${Date.now()}n${++seq}`, uri: `https://${DOMAIN}/login`, version: '1', issuedAt: new Date() });
+  const message = () =>
+    createSiweMessage({
+      address: account.address,
+      chainId: anvil.chainId,
+      domain: DOMAIN,
+      nonce: `workers${Date.now()}n${++seq}`,
+      uri: `https://${DOMAIN}/login`,
+      version: '1',
+      issuedAt: new Date(),
+    });
 
   /** One call signed with `m`, on its own connection: the HTTP status. */
   async function send(m: string, signature: string): Promise<number> {
@@ -70,8 +79,14 @@ describe('e2e: a SIWE message is accepted once across server.workers (memory sto
     const signature = await account.signMessage({ message: m });
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) statuses.push(await send(m, signature));
-    expect(statuses.filter((s) => s === 200), statuses.join()).to.have.length(1);
-    expect(statuses.filter((s) => s === 401), statuses.join()).to.have.length(5);
+    expect(
+      statuses.filter((s) => s === 200),
+      statuses.join(),
+    ).to.have.length(1);
+    expect(
+      statuses.filter((s) => s === 401),
+      statuses.join(),
+    ).to.have.length(5);
     const fresh = message();
     expect(await send(fresh, await account.signMessage({ message: fresh }))).to.equal(200);
   });
@@ -80,6 +95,9 @@ describe('e2e: a SIWE message is accepted once across server.workers (memory sto
     const m = message();
     const signature = await account.signMessage({ message: m });
     const statuses = await Promise.all(Array.from({ length: 8 }, () => send(m, signature)));
-    expect(statuses.filter((s) => s === 200), statuses.join()).to.have.length(1);
+    expect(
+      statuses.filter((s) => s === 200),
+      statuses.join(),
+    ).to.have.length(1);
   });
 });

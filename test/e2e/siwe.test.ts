@@ -37,7 +37,12 @@ describe('e2e: SIWE accepted once, in its window, on its domain and chain', func
 
   const siwe = (extra: object = {}) => ({ type: 'siwe', siwe: { allowedDomains: [DOMAIN], ...extra } });
   const projects = () => [
-    { id: 'mem', networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId } }], auth: { strategies: [siwe()] } },
+    {
+      id: 'mem',
+      networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }],
+      upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId } }],
+      auth: { strategies: [siwe()] },
+    },
     {
       id: 'red',
       networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }],
@@ -53,8 +58,21 @@ describe('e2e: SIWE accepted once, in its window, on its domain and chain', func
     },
   ];
   const message = (over: Partial<Parameters<typeof createSiweMessage>[0]> = {}) =>
-    createSiweMessage({ address: account.address, chainId: anvil.chainId, domain: DOMAIN, nonce: `e2e${Date.now()}n${++seq}`, uri: `https://${DOMAIN}/login`, version: '1', issuedAt: new Date(), ...over });
-  const headers = async (m: string) => ({ 'content-type': 'application/json', 'x-siwe-message': Buffer.from(m).toString('base64'), 'x-siwe-signature': await account.signMessage({ message: m }) });
+    createSiweMessage({
+      address: account.address,
+      chainId: anvil.chainId,
+      domain: DOMAIN,
+      nonce: `e2e${Date.now()}n${++seq}`,
+      uri: `https://${DOMAIN}/login`,
+      version: '1',
+      issuedAt: new Date(),
+      ...over,
+    });
+  const headers = async (m: string) => ({
+    'content-type': 'application/json',
+    'x-siwe-message': Buffer.from(m).toString('base64'),
+    'x-siwe-signature': await account.signMessage({ message: m }),
+  });
   const send = async (base: string, project: string, m: string, body: unknown = call()): Promise<SvcResponse> =>
     httpRequest('POST', `${base}/${project}/evm/${anvil.chainId}`, JSON.stringify(body), await headers(m));
   const refused = (r: SvcResponse, why: string | RegExp) => {
@@ -90,7 +108,9 @@ describe('e2e: SIWE accepted once, in its window, on its domain and chain', func
     const m = message();
     const batch = await send(svc.url, 'mem', m, [call(1), call(2), call(3)]);
     expect(batch.status).to.equal(200);
-    expect(batch.json.map((a: { result: string }) => a.result)).to.have.length(3).and.satisfy((rs: string[]) => rs.every((x) => /^0x/.test(x)));
+    expect(batch.json.map((a: { result: string }) => a.result))
+      .to.have.length(3)
+      .and.satisfy((rs: string[]) => rs.every((x) => /^0x/.test(x)));
     refused(await send(svc.url, 'mem', m), 'SIWE message already used');
   });
 
@@ -99,7 +119,10 @@ describe('e2e: SIWE accepted once, in its window, on its domain and chain', func
   });
 
   it('an expired message, one whose notBefore is in the future, one for another domain are refused', async () => {
-    refused(await send(svc.url, 'mem', message({ issuedAt: new Date(Date.now() - 3_600_000), expirationTime: new Date(Date.now() - 600_000) })), 'SIWE message expired');
+    refused(
+      await send(svc.url, 'mem', message({ issuedAt: new Date(Date.now() - 3_600_000), expirationTime: new Date(Date.now() - 600_000) })),
+      'SIWE message expired',
+    );
     refused(await send(svc.url, 'mem', message({ notBefore: new Date(Date.now() + 3_600_000) })), 'SIWE message is not valid yet (notBefore is in the future)');
     refused(await send(svc.url, 'mem', message({ domain: 'evil.test' })), 'SIWE message domain "evil.test" is not allowed');
   });
@@ -139,7 +162,13 @@ describe('e2e: SIWE accepted once, in its window, on its domain and chain', func
     const down = await startSvc({
       ...NO_CACHE,
       metrics: { enabled: false },
-      projects: [{ id: 'down', upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId } }], auth: { strategies: [siwe({ nonces: { id: 'gone', driver: 'redis', redis: { uri: 'redis://127.0.0.1:1' } } })] } }],
+      projects: [
+        {
+          id: 'down',
+          upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId } }],
+          auth: { strategies: [siwe({ nonces: { id: 'gone', driver: 'redis', redis: { uri: 'redis://127.0.0.1:1' } } })] },
+        },
+      ],
     });
     try {
       const started = Date.now();

@@ -52,9 +52,19 @@ describe('e2e: small deviations (admin params, latency units, unknown integrity 
   const admin = (method: string, params?: unknown) => svc.post('/admin', rpc(method, params), H);
 
   before(async () => {
-    [anvilA, anvilB, slow, single] = await Promise.all([startAnvil({ chainId: A }), startAnvil({ chainId: B }), startFaultServer({ chainId: SLOW_CHAIN }), startSingleObjectUpstream()]);
+    [anvilA, anvilB, slow, single] = await Promise.all([
+      startAnvil({ chainId: A }),
+      startAnvil({ chainId: B }),
+      startFaultServer({ chainId: SLOW_CHAIN }),
+      startSingleObjectUpstream(),
+    ]);
     slow.setDefault({ kind: 'delay', ms: SLOW_MS });
-    const net = (chainId: number, extra: Record<string, unknown> = {}) => ({ architecture: 'evm', evm: { chainId }, selectionPolicy: { evalInterval: '1h' }, ...extra });
+    const net = (chainId: number, extra: Record<string, unknown> = {}) => ({
+      architecture: 'evm',
+      evm: { chainId },
+      selectionPolicy: { evalInterval: '1h' },
+      ...extra,
+    });
     svc = await startSvc({
       logLevel: 'error',
       ...NO_CACHE,
@@ -62,7 +72,10 @@ describe('e2e: small deviations (admin params, latency units, unknown integrity 
       projects: [
         {
           id: 'main',
-          networks: [net(A, { integrity: { headerMode: 'allow', profiles: { indexer: { eth_getLogs: 'intrinsic', '*': 'off' } } } }), net(B, { integrity: { headerMode: 'deny' } })],
+          networks: [
+            net(A, { integrity: { headerMode: 'allow', profiles: { indexer: { eth_getLogs: 'intrinsic', '*': 'off' } } } }),
+            net(B, { integrity: { headerMode: 'deny' } }),
+          ],
           upstreams: [
             { id: 'a', endpoint: anvilA.url, evm: { chainId: A } },
             { id: 'b', endpoint: anvilB.url, evm: { chainId: B } },
@@ -72,7 +85,14 @@ describe('e2e: small deviations (admin params, latency units, unknown integrity 
         {
           id: 'batch',
           networks: [net(BATCH_CHAIN)],
-          upstreams: [{ id: 'single', endpoint: single.url, evm: { chainId: BATCH_CHAIN, statePollerInterval: 0 }, jsonRpc: { supportsBatch: true, batchMaxSize: 3, batchMaxWait: '20ms' } }],
+          upstreams: [
+            {
+              id: 'single',
+              endpoint: single.url,
+              evm: { chainId: BATCH_CHAIN, statePollerInterval: 0 },
+              jsonRpc: { supportsBatch: true, batchMaxSize: 3, batchMaxWait: '20ms' },
+            },
+          ],
         },
       ],
     });

@@ -127,7 +127,7 @@ describe('e2e: static responses in front of anvil (svc loaded from YAML)', funct
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a configured result answers with the caller\'s id (string and number), no upstream and no cache', async () => {
+  it("a configured result answers with the caller's id (string and number), no upstream and no cache", async () => {
     const before = await served({ network: `evm:${CHAIN}`, category: 'eth_maxPriorityFeePerGas' });
     const a = await raw('{"jsonrpc":"2.0","id":"abc-1","method":"eth_maxPriorityFeePerGas","params":[]}');
     expect(a.status).to.equal(200);
@@ -210,7 +210,10 @@ describe('e2e: static responses in front of anvil (svc loaded from YAML)', funct
     it('accepts the YAML file with staticResponses, and refuses an entry with both result and error', async () => {
       const ok = await run(['validate', '--config', 'svc.yaml']);
       expect(ok.code, ok.err).to.equal(0);
-      writeFileSync(join(dir, 'bad.yaml'), YAML.replace('__ANVIL__', anvil.url).replace('result: { number: "0x0"', 'error: { code: 1, message: m }\n              result: { number: "0x0"'));
+      writeFileSync(
+        join(dir, 'bad.yaml'),
+        YAML.replace('__ANVIL__', anvil.url).replace('result: { number: "0x0"', 'error: { code: 1, message: m }\n              result: { number: "0x0"'),
+      );
       const bad = await run(['validate', '--config', 'bad.yaml']);
       expect(bad.code).to.equal(1);
       expect(bad.err).to.include('projects[0].networks[0].staticResponses[1].response: set either result or error, not both');

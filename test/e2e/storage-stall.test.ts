@@ -76,7 +76,10 @@ describe('e2e: storage tiers that stall (SIGSTOP) do not stall calls', function 
     const config = {
       logLevel: 'info',
       admin: { auth: { strategies: [{ type: 'secret', secret: { value: ADMIN } }] } },
-      rateLimiters: { store: { driver: 'redis', redis: { uri: redis.url, breaker: BREAKER } }, budgets: [{ id: 'roomy', rules: [{ maxCount: 1_000_000, period: 'second' }] }] },
+      rateLimiters: {
+        store: { driver: 'redis', redis: { uri: redis.url, breaker: BREAKER } },
+        budgets: [{ id: 'roomy', rules: [{ maxCount: 1_000_000, period: 'second' }] }],
+      },
       database: {
         evmJsonRpcCache: {
           connectors: [
@@ -95,7 +98,11 @@ describe('e2e: storage tiers that stall (SIGSTOP) do not stall calls', function 
           rateLimitBudget: 'roomy',
           networks: [network],
           upstreams: [upstream],
-          auth: { strategies: [{ type: 'database', connector: { id: 'pg-keys', driver: 'postgresql', postgresql: { connectionUri: postgres.url, breaker: BREAKER } } }] },
+          auth: {
+            strategies: [
+              { type: 'database', connector: { id: 'pg-keys', driver: 'postgresql', postgresql: { connectionUri: postgres.url, breaker: BREAKER } } },
+            ],
+          },
         },
         {
           id: 'alt',
@@ -111,7 +118,15 @@ describe('e2e: storage tiers that stall (SIGSTOP) do not stall calls', function 
         done();
       },
     });
-    proxy = createProxy({ config, plugins: defaultPreset(), logger: pino({ level: 'info' }, sink), port: 0, host: '127.0.0.1', metricsPort: 0, probeBackoffMs: 50 });
+    proxy = createProxy({
+      config,
+      plugins: defaultPreset(),
+      logger: pino({ level: 'info' }, sink),
+      port: 0,
+      host: '127.0.0.1',
+      metricsPort: 0,
+      probeBackoffMs: 50,
+    });
     const addr = await proxy.start();
     url = `http://127.0.0.1:${addr.port}`;
     metricsUrl = `http://127.0.0.1:${metricsAddress(proxy)!.port}/metrics`;
@@ -124,8 +139,11 @@ describe('e2e: storage tiers that stall (SIGSTOP) do not stall calls', function 
   });
 
   const rpc = (project: string, key: string, method: string, params: unknown[]) =>
-    httpRequest('POST', `${url}/${project}/evm/${anvil.chainId}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), { authorization: `Bearer ${key}` });
-  const admin = (method: string, params: unknown) => httpRequest('POST', `${url}/admin`, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), { 'x-svc-secret-token': ADMIN });
+    httpRequest('POST', `${url}/${project}/evm/${anvil.chainId}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), {
+      authorization: `Bearer ${key}`,
+    });
+  const admin = (method: string, params: unknown) =>
+    httpRequest('POST', `${url}/admin`, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), { 'x-svc-secret-token': ADMIN });
   const addKey = (project: string, connectorId: string, apiKey: string) => admin('svc_addApiKey', [{ projectId: project, connectorId, apiKey, userId: 'u' }]);
   const metrics = async () => (await httpRequest('GET', metricsUrl)).text;
   const timed = async (f: () => Promise<SvcResponse>): Promise<{ r: SvcResponse; ms: number }> => {
@@ -221,7 +239,10 @@ describe('e2e: storage tiers that stall (SIGSTOP) do not stall calls', function 
     const during = await metrics();
     for (const b of BREAKERS) {
       expect(sample(during, 'svc_storage_breaker_transitions_total', { ...b, to: 'open' }), JSON.stringify(b)).to.be.at.least(1);
-      expect(logs.some((l) => l.level === 40 && l.connector === b.connector && l.kind === b.kind && /circuit breaker open/.test(l.msg)), `open log of ${b.connector}`).to.equal(true);
+      expect(
+        logs.some((l) => l.level === 40 && l.connector === b.connector && l.kind === b.kind && /circuit breaker open/.test(l.msg)),
+        `open log of ${b.connector}`,
+      ).to.equal(true);
     }
     expect(sample(during, 'svc_storage_breaker_skipped_total', { connector: 'redis-cache', kind: 'cache' })).to.be.above(100);
     expect(sample(during, 'svc_storage_breaker_skipped_total', { connector: 'rate-limit-store', kind: 'rate-limit' })).to.be.above(100);
@@ -229,7 +250,11 @@ describe('e2e: storage tiers that stall (SIGSTOP) do not stall calls', function 
     // (d) resumed: each breaker probes after its back-off and closes; the tiers serve again.
     signal('SIGCONT');
     await waitFor(async () => {
-      await Promise.all([load(4), rpc('main', 'k_probe_main_0123456789abcdef', 'eth_chainId', []), rpc('alt', 'k_probe_alt_0123456789abcdef', 'eth_chainId', [])]);
+      await Promise.all([
+        load(4),
+        rpc('main', 'k_probe_main_0123456789abcdef', 'eth_chainId', []),
+        rpc('alt', 'k_probe_alt_0123456789abcdef', 'eth_chainId', []),
+      ]);
       const text = await metrics();
       return BREAKERS.every((b) => sample(text, 'svc_storage_breaker_state', b) === 0);
     }, 10_000);
@@ -242,9 +267,16 @@ describe('e2e: storage tiers that stall (SIGSTOP) do not stall calls', function 
     expect((await rpc('alt', fresh, 'eth_chainId', [])).status).to.equal(200);
     const after = await metrics();
     for (const b of BREAKERS) {
-      for (const to of ['half-open', 'closed']) expect(sample(after, 'svc_storage_breaker_transitions_total', { ...b, to }), `${b.connector} ${to}`).to.be.at.least(1);
-      expect(logs.some((l) => l.connector === b.connector && /half-open, probing/.test(l.msg)), `probe log of ${b.connector}`).to.equal(true);
-      expect(logs.some((l) => l.connector === b.connector && /probe succeeded; circuit breaker closed/.test(l.msg)), `close log of ${b.connector}`).to.equal(true);
+      for (const to of ['half-open', 'closed'])
+        expect(sample(after, 'svc_storage_breaker_transitions_total', { ...b, to }), `${b.connector} ${to}`).to.be.at.least(1);
+      expect(
+        logs.some((l) => l.connector === b.connector && /half-open, probing/.test(l.msg)),
+        `probe log of ${b.connector}`,
+      ).to.equal(true);
+      expect(
+        logs.some((l) => l.connector === b.connector && /probe succeeded; circuit breaker closed/.test(l.msg)),
+        `close log of ${b.connector}`,
+      ).to.equal(true);
     }
   });
 });

@@ -16,7 +16,12 @@ const PATH = '/main/evm/1';
 const balance = (id: number) => ({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [`0x${id.toString(16).padStart(40, '0')}`, '0x10'] });
 
 function config(up: FaultServer, tracing: object) {
-  return { ...NO_CACHE, metrics: { enabled: false }, tracing, projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 1 } }] }] };
+  return {
+    ...NO_CACHE,
+    metrics: { enabled: false },
+    tracing,
+    projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 1 } }] }],
+  };
 }
 
 /** The spans of one trace, by name. */
@@ -75,7 +80,13 @@ describe('e2e: tracing', function () {
       expect(parentOf(call!)).to.equal(req!.spanContext().spanId);
       expect(parentOf(att!)).to.equal(call!.spanContext().spanId);
       expect(new Set(spans.map((s) => s.spanContext().traceId)).size).to.equal(1);
-      expect(call!.attributes).to.include({ 'rpc.method': 'eth_getBalance', 'svc.network': 'evm:1', 'svc.project': 'main', 'svc.outcome': 'success', 'svc.upstream': 'a' });
+      expect(call!.attributes).to.include({
+        'rpc.method': 'eth_getBalance',
+        'svc.network': 'evm:1',
+        'svc.project': 'main',
+        'svc.outcome': 'success',
+        'svc.upstream': 'a',
+      });
       expect(att!.attributes).to.include({ 'svc.upstream': 'a', 'svc.attempt_reason': 'primary', 'svc.outcome': 'success' });
       expect(req!.attributes).to.include({ 'svc.calls': 1, 'svc.batch': false });
     });
@@ -119,7 +130,9 @@ describe('e2e: tracing', function () {
       });
     });
     const port = await listenOnLoopback(collector, 'collector');
-    const svc = await startSvc(config(up, { enabled: true, endpoint: `http://127.0.0.1:${port}/v1/traces`, headers: { authorization: 'Bearer t0ken' }, serviceName: 'svc-e2e' }));
+    const svc = await startSvc(
+      config(up, { enabled: true, endpoint: `http://127.0.0.1:${port}/v1/traces`, headers: { authorization: 'Bearer t0ken' }, serviceName: 'svc-e2e' }),
+    );
     try {
       await svc.post(PATH, balance(8));
     } finally {

@@ -58,7 +58,10 @@ describe('e2e: errors thrown by a plugin built against another copy of svc', fun
       },
     };
     upstream = await startFaultServer({ chainId: 31337 });
-    svc = await startSvc({ projects: [{ id: 'main', upstreams: [{ id: 'up', endpoint: upstream.url, evm: { chainId: 31337 } }] }] }, { plugins: [...defaultPreset(), copyPlugin] });
+    svc = await startSvc(
+      { projects: [{ id: 'main', upstreams: [{ id: 'up', endpoint: upstream.url, evm: { chainId: 31337 } }] }] },
+      { plugins: [...defaultPreset(), copyPlugin] },
+    );
   });
 
   after(async () => {

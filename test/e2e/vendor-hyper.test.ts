@@ -36,14 +36,18 @@ async function rpcServer(tls: { key: string; cert: string }, status = 200): Prom
 const lookup: LookupFunction = (host, opts, cb) => {
   if (host.endsWith(`.${DOMAIN}`)) {
     // Node asks for every address (`all`) when it may race IPv4 and IPv6.
-    if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address: '127.0.0.1', family: 4 }]);
+    if ((opts as { all?: boolean }).all)
+      (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address: '127.0.0.1', family: 4 }]);
     else (cb as (e: null, a: string, f: number) => void)(null, '127.0.0.1', 4);
   } else (cb as (e: NodeJS.ErrnoException) => void)(Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' }));
 };
 
 function vendorOf(pki: TestPki): Vendor {
   let vendor: Vendor | undefined;
-  const fakeHost = { services: { get: () => ({ registerVendor: (v: Vendor) => (vendor = v) }) }, hooks: { shutdown: { tapPromise: () => undefined } } } as unknown as PluginHost;
+  const fakeHost = {
+    services: { get: () => ({ registerVendor: (v: Vendor) => (vendor = v) }) },
+    hooks: { shutdown: { tapPromise: () => undefined } },
+  } as unknown as PluginHost;
   hyperVendorPlugin({ lookup, ca: pki.ca, env: {} }).apply(fakeHost);
   return vendor as Vendor;
 }
@@ -63,7 +67,8 @@ describe('e2e: hyper vendor (spec §2.10)', function () {
   after(() => {
     for (const s of [good, bad, failing]) s?.server.close();
   });
-  const ask = (chainId: number, port: number, extra: Record<string, unknown> = {}) => vendorOf(pki).upstreamsFor(chainId, { rootDomain: `${DOMAIN}:${port}`, ...extra }, { id: 'hyper', logger });
+  const ask = (chainId: number, port: number, extra: Record<string, unknown> = {}) =>
+    vendorOf(pki).upstreamsFor(chainId, { rootDomain: `${DOMAIN}:${port}`, ...extra }, { id: 'hyper', logger });
 
   it('§2.10 hyper (neutral name) — a known chain: https://<chainId>.<rootDomain>[/<apiKey>] with ignoreMethods * and the 14-method allow-list, no call', async () => {
     const list = await ask(1, good.port, { apiKey: 'k3y' });

@@ -78,7 +78,13 @@ async function vendorRouter(nodes: { mainnet: AnvilHandle; polygon: AnvilHandle 
     });
   });
   const port = await listenOnLoopback(server, 'vendor-router');
-  return { base: `http://127.0.0.1:${port}`, seen, headers, setEcho: (on: boolean) => (echo = on), close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    base: `http://127.0.0.1:${port}`,
+    seen,
+    headers,
+    setEcho: (on: boolean) => (echo = on),
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 describe('e2e: vendor providers and endpoint shortcuts (eRPC)', function () {
@@ -89,7 +95,8 @@ describe('e2e: vendor providers and endpoint shortcuts (eRPC)', function () {
   let proxy: Proxy;
   let url: string;
   const logs: string[] = [];
-  const post = (path: string, method: string, id = 1): Promise<SvcResponse> => httpRequest('POST', `${url}${path}`, JSON.stringify({ jsonrpc: '2.0', id, method, params: [] }), { 'content-type': 'application/json' });
+  const post = (path: string, method: string, id = 1): Promise<SvcResponse> =>
+    httpRequest('POST', `${url}${path}`, JSON.stringify({ jsonrpc: '2.0', id, method, params: [] }), { 'content-type': 'application/json' });
 
   before(async () => {
     [mainnet, polygon] = await Promise.all([startAnvil({ chainId: 1 }), startAnvil({ chainId: 137 })]);
@@ -101,7 +108,11 @@ describe('e2e: vendor providers and endpoint shortcuts (eRPC)', function () {
       projects: [
         {
           id: 'main',
-          upstreams: [{ endpoint: `alchemy://${ALCHEMY_KEY}`, tags: ['tier:paid'] }, { endpoint: `evm+drpc://${DRPC_KEY}` }, { id: 'qn', endpoint: `quicknode://${QN_KEY}` }],
+          upstreams: [
+            { endpoint: `alchemy://${ALCHEMY_KEY}`, tags: ['tier:paid'] },
+            { endpoint: `evm+drpc://${DRPC_KEY}` },
+            { id: 'qn', endpoint: `quicknode://${QN_KEY}` },
+          ],
         },
         { id: 'native', providers: [{ id: 'paid', vendor: 'alchemy', settings: { apiKey: ALCHEMY_KEY } }] },
         { id: 'bd', upstreams: [{ endpoint: `blockdaemon://${BD_KEY}`, jsonRpc: { headers: { 'X-Team': 'payments' } } }] },
@@ -199,7 +210,15 @@ describe('e2e: vendors through `svc start` (the test base URL from the environme
         logLevel: 'debug',
         ...NO_CACHE,
         metrics: { host: '127.0.0.1' },
-        projects: [{ id: 'main', providers: [{ id: 'paid', vendor: 'infura', settings: { apiKey: 'infuraKey9c04d2' } }, { id: 'dr', vendor: 'drpc', settings: { apiKey: DRPC_KEY }, onlyNetworks: ['evm:137'] }] }],
+        projects: [
+          {
+            id: 'main',
+            providers: [
+              { id: 'paid', vendor: 'infura', settings: { apiKey: 'infuraKey9c04d2' } },
+              { id: 'dr', vendor: 'drpc', settings: { apiKey: DRPC_KEY }, onlyNetworks: ['evm:137'] },
+            ],
+          },
+        ],
       });
     } finally {
       delete process.env[VENDOR_TEST_BASE_URL_ENV];
@@ -213,7 +232,10 @@ describe('e2e: vendors through `svc start` (the test base URL from the environme
   });
 
   it('infura for chain 1 and drpc for chain 137 serve from their documented URLs; no key in the debug log', async () => {
-    const call = (path: string) => httpRequest('POST', `${svc.url}${path}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'web3_clientVersion', params: [] }), { 'content-type': 'application/json' });
+    const call = (path: string) =>
+      httpRequest('POST', `${svc.url}${path}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'web3_clientVersion', params: [] }), {
+        'content-type': 'application/json',
+      });
     const one = await call('/main/evm/1');
     expect(one.status).to.equal(200);
     expect(one.headers['x-svc-upstream']).to.equal('paid-evm:1');

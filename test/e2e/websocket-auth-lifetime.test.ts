@@ -50,7 +50,11 @@ describe('e2e: WebSocket credential re-check and maximum lifetime', function () 
       [KEY_A, 'alice'],
       [KEY_B, 'bob'],
     ]) {
-      const r = await svc.post('/admin', { jsonrpc: '2.0', id: 1, method: 'svc_addApiKey', params: [{ projectId: 'main', connectorId: 'keys', apiKey, userId }] }, { 'x-svc-secret-token': ADMIN });
+      const r = await svc.post(
+        '/admin',
+        { jsonrpc: '2.0', id: 1, method: 'svc_addApiKey', params: [{ projectId: 'main', connectorId: 'keys', apiKey, userId }] },
+        { 'x-svc-secret-token': ADMIN },
+      );
       expect(r.json.result.success).to.equal(true);
     }
   });
@@ -67,7 +71,11 @@ describe('e2e: WebSocket credential re-check and maximum lifetime', function () 
     const b = await open(url(), { authorization: `Bearer ${KEY_B}` });
     sockets.push(a.ws, b.ws);
     expect(await within(a.closed, 600)).to.equal('open');
-    const r = await svc.post('/admin', { jsonrpc: '2.0', id: 2, method: 'svc_updateApiKey', params: [{ projectId: 'main', connectorId: 'keys', apiKey: KEY_A, updates: { enabled: false } }] }, { 'x-svc-secret-token': ADMIN });
+    const r = await svc.post(
+      '/admin',
+      { jsonrpc: '2.0', id: 2, method: 'svc_updateApiKey', params: [{ projectId: 'main', connectorId: 'keys', apiKey: KEY_A, updates: { enabled: false } }] },
+      { 'x-svc-secret-token': ADMIN },
+    );
     expect(r.json.error, JSON.stringify(r.json)).to.equal(undefined);
     const closed = await within(a.closed, 5000);
     expect(closed).to.not.equal('open');

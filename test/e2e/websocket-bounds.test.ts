@@ -67,7 +67,9 @@ async function statusOf(url: string, headers: Record<string, string> = {}): Prom
 
 /** Closes sockets and waits until each has closed. */
 async function closeAll(list: Client[]): Promise<void> {
-  await Promise.all(list.splice(0).map((c) => new Promise<void>((r) => (c.ws.readyState === WebSocket.CLOSED ? r() : (c.ws.once('close', () => r()), c.ws.close())))));
+  await Promise.all(
+    list.splice(0).map((c) => new Promise<void>((r) => (c.ws.readyState === WebSocket.CLOSED ? r() : (c.ws.once('close', () => r()), c.ws.close())))),
+  );
 }
 
 describe('e2e: WebSocket bounds and head follower', function () {
@@ -129,7 +131,10 @@ describe('e2e: WebSocket bounds and head follower', function () {
   });
 
   it('refuses the upgrade past maxConnections with 503', async () => {
-    const small = await startSvc({ server: { websocket: { maxConnections: 2 } }, projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }], upstreams: [{ id: 'a', endpoint: anvil.url }] }] });
+    const small = await startSvc({
+      server: { websocket: { maxConnections: 2 } },
+      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }], upstreams: [{ id: 'a', endpoint: anvil.url }] }],
+    });
     try {
       const url = `${small.url.replace(/^http/, 'ws')}/main/evm/${anvil.chainId}`;
       clients.push(await connect(url), await connect(url));
@@ -145,7 +150,8 @@ describe('e2e: WebSocket bounds and head follower', function () {
     expect((await c.ask(rpc('h', 'eth_subscribe', ['newHeads']))).result).to.match(/^0x/);
     // The follower polls every 100 ms through the project's pipeline meanwhile.
     await new Promise((r) => setTimeout(r, 350));
-    for (let i = 1; i < 3; i++) expect((await c.ask(rpc(i, 'eth_subscribe', ['logs', { address: `0x${String(i).repeat(40)}` }]))).result, `subscription ${i}`).to.match(/^0x/);
+    for (let i = 1; i < 3; i++)
+      expect((await c.ask(rpc(i, 'eth_subscribe', ['logs', { address: `0x${String(i).repeat(40)}` }]))).result, `subscription ${i}`).to.match(/^0x/);
     const over = await c.ask(rpc(3, 'eth_subscribe', ['newHeads']));
     expect(over.error).to.include({ code: -32005, message: 'rate-limit exceeded' });
   });
@@ -201,7 +207,10 @@ describe('e2e: WebSocket bounds and head follower', function () {
     for (let i = 0; i < 3; i++) await anvil.rpc('evm_mine');
     await waitFor(() => (c.notes.get(id) ?? []).some((h) => Number.parseInt(h.number, 16) === start + 3), 10_000);
     const numbers = (c.notes.get(id) ?? []).map((h) => Number.parseInt(h.number, 16));
-    expect(numbers.every((n) => n <= start + 3), numbers.join(',')).to.equal(true);
+    expect(
+      numbers.every((n) => n <= start + 3),
+      numbers.join(','),
+    ).to.equal(true);
     expect(numbers.slice(-3)).to.deep.equal([start + 1, start + 2, start + 3]);
   });
 });

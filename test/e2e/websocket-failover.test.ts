@@ -75,7 +75,8 @@ async function rawSubscriber(url: string, address: Address, s: Streams): Promise
     const kind = kinds.get(m.params?.subscription ?? '');
     const r = m.params?.result;
     if (kind === 'heads') s.rawHeads.push({ number: Number(r.number), hash: r.hash });
-    else if (kind === 'logs') s.rawLogs.push({ blockNumber: Number(r.blockNumber), blockHash: r.blockHash, removed: r.removed === true, tick: Number(BigInt(r.data)) });
+    else if (kind === 'logs')
+      s.rawLogs.push({ blockNumber: Number(r.blockNumber), blockHash: r.blockHash, removed: r.removed === true, tick: Number(BigInt(r.data)) });
   });
   const subscribe = (id: number, params: unknown[], kind: 'heads' | 'logs') =>
     new Promise<void>((resolve, reject) => {
@@ -150,7 +151,8 @@ describe('e2e: WebSocket subscriptions across an upstream failure and a reorg (r
         abi: TICK_ABI,
         eventName: 'Tick',
         onLogs: (logs) => {
-          for (const l of logs) s.viemLogs.push({ blockNumber: Number(l.blockNumber), blockHash: l.blockHash as Hex, removed: l.removed, tick: Number(l.args.blockNumber) });
+          for (const l of logs)
+            s.viemLogs.push({ blockNumber: Number(l.blockNumber), blockHash: l.blockHash as Hex, removed: l.removed, tick: Number(l.args.blockNumber) });
         },
         onError: (e) => errors.push(e),
       }),
@@ -169,7 +171,10 @@ describe('e2e: WebSocket subscriptions across an upstream failure and a reorg (r
     await ethers?.destroy();
     // viem's webSocket transport keeps its socket in a shared RPC client: close it.
     const transport = viem?.transport as { getRpcClient?: () => Promise<{ close(): void }> } | undefined;
-    await transport?.getRpcClient?.().then((c) => c.close(), () => undefined);
+    await transport?.getRpcClient?.().then(
+      (c) => c.close(),
+      () => undefined,
+    );
     raw?.terminate();
     await chain?.stopMining().catch(() => undefined);
     await svc?.close();
@@ -209,7 +214,10 @@ describe('e2e: WebSocket subscriptions across an upstream failure and a reorg (r
     expect(all, 'raw newHeads from the start').to.deep.equal(range(all[0] as number, to));
     for (const k of LOG_STREAMS) {
       const seen = s[k].filter((l) => l.blockNumber >= from);
-      expect(seen.map((l) => l.blockNumber), `${k}: one log per block`).to.deep.equal(range(from, to));
+      expect(
+        seen.map((l) => l.blockNumber),
+        `${k}: one log per block`,
+      ).to.deep.equal(range(from, to));
       for (const l of seen) {
         expect(l.removed, `${k}: removed at ${l.blockNumber}`).to.equal(false);
         expect(l.blockHash, `${k}: block hash at ${l.blockNumber}`).to.equal(hashes.get(l.blockNumber));

@@ -18,7 +18,9 @@ import { startLockstepAnvil, type LockstepAnvil } from '../helpers/lockstep-anvi
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 
 /** A raw `ws` client: subscribe calls answered by id, notifications collected per subscription with their arrival time. */
-async function client(url: string): Promise<{ ws: WebSocket; subscribe(params: unknown[]): Promise<string>; events: Map<string, Array<{ at: number; result: any }>> }> {
+async function client(
+  url: string,
+): Promise<{ ws: WebSocket; subscribe(params: unknown[]): Promise<string>; events: Map<string, Array<{ at: number; result: any }>> }> {
   const ws = new WebSocket(url);
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
@@ -126,7 +128,7 @@ describe('websocket subscriptions: upstream WebSocket feeds (wsEndpoint) with re
         expect(h.at - b.at, `block ${n} delivered after`).to.be.lessThan(1_000);
       }
     }
-    expect(checkedAfter, 'blocks delivered through the second node\'s feed').to.be.greaterThan(3);
+    expect(checkedAfter, "blocks delivered through the second node's feed").to.be.greaterThan(3);
     const survivor = chain.node('anvil-b');
     const tip = (await survivor.rpc('eth_getBlockByNumber', ['latest', false])) as { hash: Hex };
     expect(heads[heads.length - 1]?.result.hash).to.equal(tip.hash);

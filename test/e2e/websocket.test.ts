@@ -123,7 +123,9 @@ describe('e2e: WebSocket endpoint', function () {
     expect(await c.ask(rpc(1, 'eth_blockNumber'))).to.deep.equal({ jsonrpc: '2.0', id: 1, result: head });
     expect(await c.ask(rpc('chain', 'eth_chainId'))).to.deep.equal({ jsonrpc: '2.0', id: 'chain', result: `0x${anvil.chainId.toString(16)}` });
     // Ids as sent, byte for byte: a number above 2^53 too.
-    const batch = await c.ask(`[${JSON.stringify(rpc('a', 'eth_chainId'))},{"jsonrpc":"2.0","id":12345678901234567890,"method":"eth_blockNumber","params":[]},${JSON.stringify(rpc(3, 'net_version'))}]`);
+    const batch = await c.ask(
+      `[${JSON.stringify(rpc('a', 'eth_chainId'))},{"jsonrpc":"2.0","id":12345678901234567890,"method":"eth_blockNumber","params":[]},${JSON.stringify(rpc(3, 'net_version'))}]`,
+    );
     // biome-ignore lint/correctness/noPrecisionLoss: the id as JSON.parse reads it (a double), which is the point
     expect(batch.map((a: { id: unknown }) => a.id)).to.deep.equal(['a', 12345678901234567890, 3]);
     expect(batch[1].result).to.equal(head);
@@ -244,7 +246,10 @@ describe('e2e: WebSocket endpoint', function () {
   it('a plugin tapping WEBSOCKET_SERVICE sees open, message and close; a throwing tap breaks nothing', async () => {
     const c = await open(`/main/evm/${anvil.chainId}`);
     await c.ask(rpc(1, 'eth_chainId'));
-    const id = seen.filter((s) => s.startsWith('open main ')).at(-1)?.split(' ')[2];
+    const id = seen
+      .filter((s) => s.startsWith('open main '))
+      .at(-1)
+      ?.split(' ')[2];
     expect(id).to.match(/^ws-\d+$/);
     c.ws.close(1000);
     await waitFor(() => seen.includes(`close ${id} 1000`));
@@ -274,7 +279,13 @@ describe('e2e: WebSocket endpoint', function () {
   it('pings each connection: a peer that never pongs is cut, one that does stays; every connection gets 1001 on shutdown, which does not wait for them', async () => {
     const other = await startSvc({
       server: { websocket: { pingInterval: '150ms' } },
-      projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }], upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId } }] }],
+      projects: [
+        {
+          id: 'main',
+          networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }],
+          upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId } }],
+        },
+      ],
     });
     const url = `${other.url.replace(/^http/, 'ws')}/main/evm/${anvil.chainId}`;
     const live = await connect(url);

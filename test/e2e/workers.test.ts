@@ -27,7 +27,10 @@ describe('e2e: server.workers (node:cluster workers behind one port)', function 
   let dir: string;
 
   /** One call on its own connection; status, answer and the upstream that served it. */
-  async function call(project: string, method = 'eth_blockNumber'): Promise<{ status: number; body: { result?: unknown; error?: { message: string } }; upstream: string | undefined }> {
+  async function call(
+    project: string,
+    method = 'eth_blockNumber',
+  ): Promise<{ status: number; body: { result?: unknown; error?: { message: string } }; upstream: string | undefined }> {
     const r = await request(`${svc.url}/${project}/evm/31337`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', connection: 'close' },
@@ -113,7 +116,8 @@ describe('e2e: server.workers (node:cluster workers behind one port)', function 
     const before = await (await fetch(svc.metricsUrl)).text();
     const count = (text: string) => {
       let n = 0;
-      for (const line of text.split('\n')) if (line.startsWith('svc_network_request_received_total{') && line.includes('project="main"')) n += Number(line.split(' ').pop());
+      for (const line of text.split('\n'))
+        if (line.startsWith('svc_network_request_received_total{') && line.includes('project="main"')) n += Number(line.split(' ').pop());
       return n;
     };
     const n0 = count(before);

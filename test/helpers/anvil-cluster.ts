@@ -68,7 +68,9 @@ export async function startAnvilCluster(opts: AnvilClusterOptions = {}): Promise
   const ids = opts.ids ?? Array.from({ length: count }, (_, i) => `anvil-${i}`);
   if (ids.length !== count) throw new Error(`startAnvilCluster: ${ids.length} ids for ${count} nodes`);
   const started = await Promise.allSettled(
-    ids.map((_, i) => startAnvil({ chainId, blockTime: opts.blockTime, ...(opts.perNode?.[i] ?? {}), args: [...(opts.args ?? []), ...(opts.perNode?.[i]?.args ?? [])] })),
+    ids.map((_, i) =>
+      startAnvil({ chainId, blockTime: opts.blockTime, ...(opts.perNode?.[i] ?? {}), args: [...(opts.args ?? []), ...(opts.perNode?.[i]?.args ?? [])] }),
+    ),
   );
   const nodes: AnvilHandle[] = [];
   const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');

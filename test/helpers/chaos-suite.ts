@@ -15,6 +15,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const CHAOS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'chaos');
 
-for (const f of readdirSync(CHAOS_DIR).filter((n) => n.endsWith('.test.ts')).sort()) {
+for (const f of readdirSync(CHAOS_DIR)
+  .filter((n) => n.endsWith('.test.ts'))
+  .sort()) {
   await import(pathToFileURL(join(CHAOS_DIR, f)).href);
 }

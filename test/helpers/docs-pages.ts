@@ -21,7 +21,9 @@ export interface DocsPage {
 
 /** README.md then every docs/*.md, sorted by name. */
 export function docsPagePaths(): string[] {
-  const docs = readdirSync(join(PACKAGE_ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort();
+  const docs = readdirSync(join(PACKAGE_ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .sort();
   return ['README.md', ...docs.map((f) => `docs/${f}`)];
 }
 

@@ -155,7 +155,8 @@ export async function startEchoUpstream(opts: EchoUpstreamOptions = {}): Promise
       const one = (e: { method?: unknown; id?: unknown } | undefined, method: string) => {
         const idRaw = JSON.stringify(e?.id ?? null);
         if (method === 'eth_chainId' && opts.chainIdMode) return answer(opts.chainIdMode, idRaw, p);
-        if (method === 'eth_chainId') return { status: 200, type: 'application/json', body: `{"jsonrpc":"2.0","id":${idRaw},"result":"0x${chainId.toString(16)}"}` };
+        if (method === 'eth_chainId')
+          return { status: 200, type: 'application/json', body: `{"jsonrpc":"2.0","id":${idRaw},"result":"0x${chainId.toString(16)}"}` };
         if (method === 'net_version') return { status: 200, type: 'application/json', body: `{"jsonrpc":"2.0","id":${idRaw},"result":"${chainId}"}` };
         return answer(method.startsWith('echo_') ? method : other, idRaw, p);
       };

@@ -52,7 +52,24 @@ export async function startEtcd(): Promise<EtcdHandle> {
   const peerUrl = `http://127.0.0.1:${peer}`;
   const child = spawn(
     ETCD_BIN,
-    ['--name', 'svc-test', '--data-dir', join(dir, 'data'), '--listen-client-urls', clientUrl, '--advertise-client-urls', clientUrl, '--listen-peer-urls', peerUrl, '--initial-advertise-peer-urls', peerUrl, '--initial-cluster', `svc-test=${peerUrl}`, '--log-level', 'error'],
+    [
+      '--name',
+      'svc-test',
+      '--data-dir',
+      join(dir, 'data'),
+      '--listen-client-urls',
+      clientUrl,
+      '--advertise-client-urls',
+      clientUrl,
+      '--listen-peer-urls',
+      peerUrl,
+      '--initial-advertise-peer-urls',
+      peerUrl,
+      '--initial-cluster',
+      `svc-test=${peerUrl}`,
+      '--log-level',
+      'error',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   live.add(child);
@@ -72,7 +89,10 @@ export async function startEtcd(): Promise<EtcdHandle> {
   for (;;) {
     if (watch.spawnError) {
       await stop();
-      const hint = (watch.spawnError as NodeJS.ErrnoException).code === 'ENOENT' ? ' (not on PATH: run `node scripts/provision.mjs`, or `apt-get install -y --no-install-recommends etcd-server` as root)' : '';
+      const hint =
+        (watch.spawnError as NodeJS.ErrnoException).code === 'ENOENT'
+          ? ' (not on PATH: run `node scripts/provision.mjs`, or `apt-get install -y --no-install-recommends etcd-server` as root)'
+          : '';
       throw new Error(`etcd failed to start: ${watch.spawnError.message}${hint}`);
     }
     if (watch.exited) {

@@ -191,7 +191,11 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
 
   /** A throwing handler must not crash the test run: it is answered with -32603 instead. */
   const sendInternal = (res: ServerResponse, e: unknown) =>
-    send(res, 200, `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":${JSON.stringify(`fault server: ${e instanceof Error ? e.message : String(e)}`)}}}`);
+    send(
+      res,
+      200,
+      `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":${JSON.stringify(`fault server: ${e instanceof Error ? e.message : String(e)}`)}}}`,
+    );
 
   const apply = (step: FaultStep, req: IncomingMessage, res: ServerResponse, p: ParsedReq | ParsedReq[]): void => {
     if (closed) return;
@@ -241,7 +245,11 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
         send(res, 200, '<html><body>502 Bad Gateway: upstream said something that is not JSON</body></html>', 'application/json');
         return;
       case 'wrongId':
-        send(res, 200, single ? okText(single, {}, wrongIdRaw(single.idRaw)) : `[${(p as ParsedReq[]).map((x) => okText(x, {}, wrongIdRaw(x.idRaw))).join(',')}]`);
+        send(
+          res,
+          200,
+          single ? okText(single, {}, wrongIdRaw(single.idRaw)) : `[${(p as ParsedReq[]).map((x) => okText(x, {}, wrongIdRaw(x.idRaw))).join(',')}]`,
+        );
         return;
       case 'truncated': {
         const full = okBody();

@@ -240,7 +240,8 @@ export async function startLockstepAnvil(opts: LockstepOptions = {}): Promise<Lo
     await each('evm_mine', [timestamp]);
     const number = Number.parseInt((await first().rpc('eth_blockNumber')) as string, 16);
     const b = await sameBlock(number);
-    if (b.transactions.length !== txs.length) throw new Error(`lockstep anvil: block ${number} holds ${b.transactions.length} transactions, ${txs.length} sent`);
+    if (b.transactions.length !== txs.length)
+      throw new Error(`lockstep anvil: block ${number} holds ${b.transactions.length} transactions, ${txs.length} sent`);
     return b;
   };
 

@@ -60,7 +60,9 @@ function probe(port: number, timeoutMs = 1000): Promise<string | undefined> {
  */
 export async function startMemcached(): Promise<MemcachedHandle> {
   const port = await freePort();
-  const child = spawn(MEMCACHED_BIN, ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', '16', ...(process.getuid?.() === 0 ? ['-u', 'nobody'] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(MEMCACHED_BIN, ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', '16', ...(process.getuid?.() === 0 ? ['-u', 'nobody'] : [])], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   live.add(child);
   if (!hooked) {
     hooked = true;
@@ -75,7 +77,10 @@ export async function startMemcached(): Promise<MemcachedHandle> {
   for (;;) {
     if (watch.spawnError) {
       await stop();
-      const hint = (watch.spawnError as NodeJS.ErrnoException).code === 'ENOENT' ? ' (not on PATH: run `node scripts/provision.mjs`, or `apt-get install -y --no-install-recommends memcached` as root)' : '';
+      const hint =
+        (watch.spawnError as NodeJS.ErrnoException).code === 'ENOENT'
+          ? ' (not on PATH: run `node scripts/provision.mjs`, or `apt-get install -y --no-install-recommends memcached` as root)'
+          : '';
       throw new Error(`memcached failed to start: ${watch.spawnError.message}${hint}`);
     }
     if (watch.exited) {

@@ -20,7 +20,9 @@ const exec = promisify(execFile);
  */
 export const USER_ENV: NodeJS.ProcessEnv = {
   ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k))),
-  PATH: [dirname(process.execPath), ...(process.env.PATH ?? '').split(delimiter).filter((p) => p && !p.startsWith(join(PACKAGE_ROOT, 'node_modules')))].join(delimiter),
+  PATH: [dirname(process.execPath), ...(process.env.PATH ?? '').split(delimiter).filter((p) => p && !p.startsWith(join(PACKAGE_ROOT, 'node_modules')))].join(
+    delimiter,
+  ),
 };
 
 /**

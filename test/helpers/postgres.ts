@@ -36,9 +36,7 @@ const DEBIAN_PG_ROOT = '/usr/lib/postgresql';
 export function postgresBinDir(): string {
   let versions: string[] = [];
   try {
-    versions = readdirSync(DEBIAN_PG_ROOT).filter(
-      (v) => /^\d+(\.\d+)?$/.test(v) && existsSync(join(DEBIAN_PG_ROOT, v, 'bin', 'postgres')),
-    );
+    versions = readdirSync(DEBIAN_PG_ROOT).filter((v) => /^\d+(\.\d+)?$/.test(v) && existsSync(join(DEBIAN_PG_ROOT, v, 'bin', 'postgres')));
   } catch {
     /* no Debian layout */
   }
@@ -172,12 +170,7 @@ async function probe(port: number): Promise<string | undefined> {
   }
 }
 
-async function startOnce(
-  postgresBin: string,
-  dir: string,
-  port: number,
-  user: { uid: number; gid: number } | undefined,
-): Promise<PostgresHandle> {
+async function startOnce(postgresBin: string, dir: string, port: number, user: { uid: number; gid: number } | undefined): Promise<PostgresHandle> {
   const args = ['-D', dir, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off'];
   const child = spawn(postgresBin, args, {
     cwd: dir,

@@ -60,7 +60,17 @@ export interface StartPrometheusOptions {
 /** Prometheus's config: 1-s scrape and evaluation, one job `svc` scraping `targets`. */
 function config(targets: string[]): string {
   const list = targets.map((t) => `'${t}'`).join(', ');
-  return ['global:', '  scrape_interval: 1s', '  scrape_timeout: 1s', '  evaluation_interval: 1s', 'rule_files: [rules.yml]', 'scrape_configs:', '  - job_name: svc', `    static_configs: [{ targets: [${list}] }]`, ''].join('\n');
+  return [
+    'global:',
+    '  scrape_interval: 1s',
+    '  scrape_timeout: 1s',
+    '  evaluation_interval: 1s',
+    'rule_files: [rules.yml]',
+    'scrape_configs:',
+    '  - job_name: svc',
+    `    static_configs: [{ targets: [${list}] }]`,
+    '',
+  ].join('\n');
 }
 
 async function which(bin: string): Promise<boolean> {

@@ -110,14 +110,22 @@ export async function startRedis(opts: { port?: number } = {}): Promise<RedisHan
 async function startOnce(port: number): Promise<RedisHandle> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-redis-'));
   const args = [
-    '--port', String(port),
-    '--bind', '127.0.0.1',
-    '--save', '',
-    '--appendonly', 'no',
-    '--dir', dir,
-    '--daemonize', 'no',
-    '--logfile', '',
-    '--loglevel', 'warning',
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--daemonize',
+    'no',
+    '--logfile',
+    '',
+    '--loglevel',
+    'warning',
   ];
   const child = spawn(REDIS_SERVER_BIN, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   installExitHook();

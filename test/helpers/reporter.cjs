@@ -119,7 +119,9 @@ class SummaryReporter extends Spec {
       fs.rmSync(this.conformanceResults, { force: true });
     }
     if (unmet.length) {
-      Base.consoleLog(`  conformance: ${unmet.length} rule(s) counted as tested in docs/conformance.md had no titled test that ran, passed and asserted in this run (each counts as a failure):`);
+      Base.consoleLog(
+        `  conformance: ${unmet.length} rule(s) counted as tested in docs/conformance.md had no titled test that ran, passed and asserted in this run (each counts as a failure):`,
+      );
       for (const id of unmet) Base.consoleLog(`    ${id}`);
       Base.consoleLog();
       // mocha's exit code is the runner's failure count, read after this epilogue.

@@ -72,7 +72,13 @@ let cached: SourceNames | undefined;
 /** Parses the sources once per process (about 0.5 s) and returns what they define. */
 export function sourceNames(): SourceNames {
   if (cached) return cached;
-  const out: SourceNames = { metrics: new Set(), histograms: new Set(), headers: new Set(), headerSuffixes: new Set(), errors: new Set(ERROR_TABLE.map((r) => r.name)) };
+  const out: SourceNames = {
+    metrics: new Set(),
+    histograms: new Set(),
+    headers: new Set(),
+    headerSuffixes: new Set(),
+    errors: new Set(ERROR_TABLE.map((r) => r.name)),
+  };
   const visit = (node: ts.Node): void => {
     if (ts.isStringLiteralLike(node)) {
       const metric = METRIC.exec(node.text);

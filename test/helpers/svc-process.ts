@@ -29,7 +29,11 @@ export async function spawnSvc(dir: string, name: string, config: object): Promi
   // No drain window: these processes are stopped by the test, not by an orchestrator (spec §3.2).
   writeFileSync(file, JSON.stringify({ ...config, server: { waitBeforeShutdown: '0s', ...((config as { server?: object }).server ?? {}) } }));
   const [port, metricsPort] = [await freePort(), await freePort()];
-  const child: ChildProcess = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), 'start', '--config', file, '--port', String(port), '--metrics-port', String(metricsPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [join(PACKAGE_ROOT, 'bin', 'svc.js'), 'start', '--config', file, '--port', String(port), '--metrics-port', String(metricsPort)],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let logs = '';
   child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
@@ -38,7 +42,15 @@ export async function spawnSvc(dir: string, name: string, config: object): Promi
   let gone = false;
   void exited.then(() => (gone = true));
   // A process that exits (a config error) fails at once, with its output.
-  await waitFor(async () => gone || (await fetch(`${url}/`).then(() => true, () => false)), 20_000);
+  await waitFor(
+    async () =>
+      gone ||
+      (await fetch(`${url}/`).then(
+        () => true,
+        () => false,
+      )),
+    20_000,
+  );
   if (gone) throw new Error(`svc start (${name}) exited before serving:\n${logs.slice(-4000)}`);
   return {
     url,
@@ -73,6 +85,9 @@ export function listeningPids(logs: string): number[] {
 export function outageLines(replicas: readonly SvcProcess[], marks: readonly number[]): Array<[number, number]> {
   return replicas.map((r, i) => {
     const lines = r.logs().slice(marks[i]).split('\n');
-    return [lines.filter((l) => l.includes('shared state: Redis unreachable')).length, lines.filter((l) => l.includes('shared state: Redis reachable again')).length];
+    return [
+      lines.filter((l) => l.includes('shared state: Redis unreachable')).length,
+      lines.filter((l) => l.includes('shared state: Redis reachable again')).length,
+    ];
   });
 }

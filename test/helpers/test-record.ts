@@ -44,7 +44,14 @@ export const mochaHooks = {
     const out = process.env.SVC_CONFORMANCE_RESULTS;
     const t = this.currentTest;
     if (!out || !t || !t.title.startsWith('§')) return;
-    const record: TestRecord = { file: relative(process.cwd(), t.file ?? '').split('\\').join('/'), title: t.title, state: t.state ?? 'unknown', assertions };
+    const record: TestRecord = {
+      file: relative(process.cwd(), t.file ?? '')
+        .split('\\')
+        .join('/'),
+      title: t.title,
+      state: t.state ?? 'unknown',
+      assertions,
+    };
     appendFileSync(out, `${JSON.stringify(record)}\n`);
   },
 };

@@ -31,7 +31,21 @@ export function makeTestPki(domain: string): TestPki {
     writeFileSync(join(dir, 'san.ext'), `subjectAltName=DNS:*.${domain}\n`);
     ssl('req', ...ec, '-keyout', 'srv.key', '-out', 'srv.csr', '-subj', `/CN=*.${domain}`);
     ssl('x509', '-req', '-in', 'srv.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'srv.crt', '-days', '1', '-extfile', 'san.ext');
-    ssl('req', '-x509', ...ec, '-keyout', 'self.key', '-out', 'self.crt', '-days', '1', '-subj', `/CN=*.${domain}`, '-addext', `subjectAltName=DNS:*.${domain}`);
+    ssl(
+      'req',
+      '-x509',
+      ...ec,
+      '-keyout',
+      'self.key',
+      '-out',
+      'self.crt',
+      '-days',
+      '1',
+      '-subj',
+      `/CN=*.${domain}`,
+      '-addext',
+      `subjectAltName=DNS:*.${domain}`,
+    );
     const read = (f: string) => readFileSync(join(dir, f), 'utf8');
     return { ca: read('ca.crt'), signed: { key: read('srv.key'), cert: read('srv.crt') }, untrusted: { key: read('self.key'), cert: read('self.crt') } };
   } finally {

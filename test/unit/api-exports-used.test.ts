@@ -24,17 +24,28 @@ import * as util from '../../core/util-api.ts';
 import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 
 function filesUnder(dir: string, ext: string): string[] {
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
-    // Not hidden folders: a parallel test's throwaway probe (plugins/.boundary-probe-*) may vanish meanwhile.
-    .filter((f) => f.endsWith(ext) && !f.split(/[\\/]/).some((part) => part.startsWith('.')))
-    .map((f) => join(dir, f));
+  return (
+    readdirSync(dir, { recursive: true, encoding: 'utf8' })
+      // Not hidden folders: a parallel test's throwaway probe (plugins/.boundary-probe-*) may vanish meanwhile.
+      .filter((f) => f.endsWith(ext) && !f.split(/[\\/]/).some((part) => part.startsWith('.')))
+      .map((f) => join(dir, f))
+  );
 }
 
 /** The source text of each built-in plugin (every `.ts` file of its folder), by plugin name. */
 function pluginSources(): Map<string, string> {
   const root = join(PACKAGE_ROOT, 'plugins');
-  const names = readdirSync(root, { withFileTypes: true }).filter((d) => d.isDirectory() && !d.name.startsWith('.')).map((d) => d.name);
-  return new Map(names.map((name) => [name, filesUnder(join(root, name), '.ts').map((f) => readFileSync(f, 'utf8')).join('\n')]));
+  const names = readdirSync(root, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && !d.name.startsWith('.'))
+    .map((d) => d.name);
+  return new Map(
+    names.map((name) => [
+      name,
+      filesUnder(join(root, name), '.ts')
+        .map((f) => readFileSync(f, 'utf8'))
+        .join('\n'),
+    ]),
+  );
 }
 
 const read = (rel: string): string => readFileSync(join(PACKAGE_ROOT, rel), 'utf8');
@@ -75,7 +86,10 @@ describe('svc/plugin entries are deliberate', () => {
         return users < 2 && !word.test(docs);
       });
       expect(keys.length).to.be.greaterThan(5);
-      expect(unused, `exported by ${entry.name} but used by fewer than two built-in plugins and named in no doc of the entry: use it, document it, or stop exporting it`).to.deep.equal([]);
+      expect(
+        unused,
+        `exported by ${entry.name} but used by fewer than two built-in plugins and named in no doc of the entry: use it, document it, or stop exporting it`,
+      ).to.deep.equal([]);
     });
   }
 

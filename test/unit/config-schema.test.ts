@@ -24,7 +24,11 @@ const run = promisify(execFile);
 
 /** Runs `svc config schema ARGS` from sources; resolves to its parsed stdout. */
 async function cli(...args: string[]): Promise<Record<string, unknown>> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', '--conditions=svc-source', join(PACKAGE_ROOT, 'bin', 'svc.ts'), 'config', 'schema', ...args], { cwd: PACKAGE_ROOT, maxBuffer: 16 << 20 });
+  const { stdout } = await run(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=svc-source', join(PACKAGE_ROOT, 'bin', 'svc.ts'), 'config', 'schema', ...args],
+    { cwd: PACKAGE_ROOT, maxBuffer: 16 << 20 },
+  );
   return JSON.parse(stdout) as Record<string, unknown>;
 }
 
@@ -73,7 +77,12 @@ describe('svc config schema', () => {
   it('validates every YAML config example of README.md and docs/ as written', () => {
     const pages = [join(PACKAGE_ROOT, 'README.md')];
     const docs = join(PACKAGE_ROOT, 'docs');
-    if (existsSync(docs)) pages.push(...readdirSync(docs, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.md')).map((f) => join(docs, f)));
+    if (existsSync(docs))
+      pages.push(
+        ...readdirSync(docs, { recursive: true, encoding: 'utf8' })
+          .filter((f) => f.endsWith('.md'))
+          .map((f) => join(docs, f)),
+      );
     let n = 0;
     for (const page of pages) {
       for (const [i, m] of [...readFileSync(page, 'utf8').matchAll(/```yaml\n([\s\S]*?)```/g)].entries()) {
@@ -85,7 +94,10 @@ describe('svc config schema', () => {
   });
 
   it('accepts ${VAR} where svc expands it (ports, booleans, endpoints) and rejects wrong types', () => {
-    const withEnv = { server: { httpPort: '${PORT}', enableGzip: '${GZIP}', maxTimeout: '${TIMEOUT}' }, projects: [{ id: 'main', upstreams: [{ endpoint: '${RPC_URL}' }] }] };
+    const withEnv = {
+      server: { httpPort: '${PORT}', enableGzip: '${GZIP}', maxTimeout: '${TIMEOUT}' },
+      projects: [{ id: 'main', upstreams: [{ endpoint: '${RPC_URL}' }] }],
+    };
     expect(validate(withEnv), JSON.stringify(validate.errors)).to.equal(true);
     expect(validate({ server: { httpPort: 'four thousand' } })).to.equal(false);
     expect(validate({ projects: [{ id: 'main', upstreams: [{ endpoint: 'ftp://x' }] }] })).to.equal(false);
@@ -93,11 +105,13 @@ describe('svc config schema', () => {
 
   it('rejects an unknown key, at the root and nested', () => {
     expect(validate({ serverr: {} })).to.equal(false);
-    expect(validate.errors?.some((e) => e.keyword === 'additionalProperties' && (e.params as { additionalProperty: string }).additionalProperty === 'serverr')).to.equal(true);
+    expect(
+      validate.errors?.some((e) => e.keyword === 'additionalProperties' && (e.params as { additionalProperty: string }).additionalProperty === 'serverr'),
+    ).to.equal(true);
     expect(validate({ projects: [{ id: 'main', upstreams: [{ endpoint: 'http://a', endpont: 'x' }] }] })).to.equal(false);
   });
 
-  it('honours --preset: the minimal preset has only its own plugins\' keys', async function () {
+  it("honours --preset: the minimal preset has only its own plugins' keys", async function () {
     this.timeout(60_000);
     const minimal = await cli('--preset', 'minimal');
     expect(minimal).to.deep.equal(JSON.parse(JSON.stringify(editorConfigSchema(fragmentsOf(minimalPreset)))));

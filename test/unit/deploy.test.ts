@@ -60,7 +60,8 @@ describe('deployment files', () => {
   const fragments = defaultPreset().flatMap((p) => (p.schema ? [p.schema as SchemaFragment] : []));
 
   it('has a Deployment, a Service, a ConfigMap and a Redis with its Service, all listed in kustomization.yaml', () => {
-    for (const k of ['Deployment/svc', 'Service/svc', 'ConfigMap/svc-config', 'Deployment/svc-redis', 'Service/svc-redis']) expect(all.has(k), k).to.equal(true);
+    for (const k of ['Deployment/svc', 'Service/svc', 'ConfigMap/svc-config', 'Deployment/svc-redis', 'Service/svc-redis'])
+      expect(all.has(k), k).to.equal(true);
     const kustomization = parseYaml(readFileSync(join(K8S, 'kustomization.yaml'), 'utf8')) as { resources: string[] };
     const files = readdirSync(K8S).filter((x) => x.endsWith('.yaml') && x !== 'kustomization.yaml');
     expect([...kustomization.resources].sort()).to.deep.equal(files.sort());
@@ -134,7 +135,11 @@ describe('Dockerfile', () => {
   const lines = text.split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
   const stages = text.split(/^FROM /m).slice(1);
   const runtime = stages[stages.length - 1] as string;
-  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { name: string; engines: { node: string }; dependencies: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
+    name: string;
+    engines: { node: string };
+    dependencies: Record<string, string>;
+  };
 
   it('is multi-stage and every stage uses the Node major of package.json engines', () => {
     const major = semver.minVersion(pkg.engines.node)?.major;
@@ -158,7 +163,11 @@ describe('Dockerfile', () => {
   it('the runtime stage copies what `npm pack` ships (dist/ and bin/svc.js)', async function () {
     this.timeout(120_000); // a first build when dist/ is stale; otherwise ~1 s
     await ensureBuilt();
-    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: PACKAGE_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: PACKAGE_ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     const files = ((JSON.parse(out) as { files: { path: string }[] }[])[0]?.files ?? []).map((f) => f.path);
     expect(files).to.include.members(['bin/svc.js', 'dist/bin/svc.js', 'dist/core/host/proxy.js', 'dist/package.json', 'package.json']);
     expect(runtime).to.match(/^COPY --from=build \/src\/dist \.\/dist$/m);

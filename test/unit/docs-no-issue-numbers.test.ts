@@ -49,7 +49,9 @@ describe('user docs name features, not internal issue numbers', () => {
   const pages = [
     'README.md',
     'bench/RESULTS.md',
-    ...readdirSync(docsDir).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`),
+    ...readdirSync(docsDir)
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
   ];
 
   it('the pattern catches the forms used before (sanity check of the test itself)', () => {
@@ -65,9 +67,16 @@ describe('user docs name features, not internal issue numbers', () => {
   }
 
   it('no source file (code, comments, test names, scripts) cites an issue number or the design sketch outside the repository', () => {
-    const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '*.ts', '*.js', '*.cjs', '*.mjs', '*.mts', '*.json', '*.yaml', '*.yml', 'Dockerfile'], { cwd: PACKAGE_ROOT, encoding: 'utf8' })
+    const files = execFileSync(
+      'git',
+      ['ls-files', '-co', '--exclude-standard', '*.ts', '*.js', '*.cjs', '*.mjs', '*.mts', '*.json', '*.yaml', '*.yml', 'Dockerfile'],
+      { cwd: PACKAGE_ROOT, encoding: 'utf8' },
+    )
       .split('\n')
-      .filter((f) => f !== '' && !f.startsWith('dist/') && !f.includes('node_modules/') && f !== 'package-lock.json' && f !== 'test/unit/docs-no-issue-numbers.test.ts');
+      .filter(
+        (f) =>
+          f !== '' && !f.startsWith('dist/') && !f.includes('node_modules/') && f !== 'package-lock.json' && f !== 'test/unit/docs-no-issue-numbers.test.ts',
+      );
     expect(files.length, 'source files found').to.be.greaterThan(300);
     const bad: string[] = [];
     for (const f of files) {
@@ -79,7 +88,8 @@ describe('user docs name features, not internal issue numbers', () => {
       }
       // Another project's public issue, named with its repository (a fixture's source), is a citation anyone can follow.
       // A citation broken over two comment lines (`(issue` then `#8 item 2)`) counts too.
-      for (const l of offendingLines(text.replace(/\bissues?\s*\n\s*(?:\*|\/\/)?\s*#/gi, 'issue #'))) if (!/[\w.-]+\/[\w.-]+ issues? #\d+/.test(l)) bad.push(`${f} ${l}`);
+      for (const l of offendingLines(text.replace(/\bissues?\s*\n\s*(?:\*|\/\/)?\s*#/gi, 'issue #')))
+        if (!/[\w.-]+\/[\w.-]+ issues? #\d+/.test(l)) bad.push(`${f} ${l}`);
       text.split('\n').forEach((line, i) => {
         if (/\bDESIGN\b(?!_)/.test(line) && /\bDESIGN\b\s*(principle|"|:|'s)/.test(line)) bad.push(`${f} line ${i + 1}: ${line.trim()}`);
         // Reference notes kept beside the repository (not in a clone) cannot be followed either.
@@ -89,7 +99,7 @@ describe('user docs name features, not internal issue numbers', () => {
     expect(bad).to.deep.equal([]);
   });
 
-  it('no description of the default preset\'s config schema (`svc config schema`) cites an issue number', () => {
+  it("no description of the default preset's config schema (`svc config schema`) cites an issue number", () => {
     const fragments = defaultPreset().flatMap((p) => (p.schema ? [p.schema as SchemaFragment] : []));
     const all = descriptions(editorConfigSchema(fragments), '$', []);
     expect(all.length, 'the schema has descriptions').to.be.greaterThan(50);

@@ -25,7 +25,11 @@ function schemaKeys(): Set<string> {
 }
 
 /** A link to a test file and the titles quoted after it, up to the next link on the line. */
-interface TestLink { file: string; titles: string[]; line: string }
+interface TestLink {
+  file: string;
+  titles: string[];
+  line: string;
+}
 
 /** Every `[..](../test/...)` link of the page with the "titles" that follow it. */
 function testLinks(page: string): TestLink[] {
@@ -90,8 +94,23 @@ describe('docs/production.md (production checklist)', () => {
   });
 
   it('covers the checklist topics: drain, forwarders, redaction, admin, memory, workers, cache tiers, storage stalls, node administration, alerts', () => {
-    const headings = page.split('\n').filter((l) => l.startsWith('## ')).join('\n').toLowerCase();
-    for (const topic of ['drain', 'forwarders', 'redaction', 'admin exposure', 'memory', 'workers', 'cache tiers', 'storage that stalls', 'node administration', 'alert']) {
+    const headings = page
+      .split('\n')
+      .filter((l) => l.startsWith('## '))
+      .join('\n')
+      .toLowerCase();
+    for (const topic of [
+      'drain',
+      'forwarders',
+      'redaction',
+      'admin exposure',
+      'memory',
+      'workers',
+      'cache tiers',
+      'storage that stalls',
+      'node administration',
+      'alert',
+    ]) {
       expect(headings, topic).to.include(topic);
     }
   });

@@ -21,13 +21,33 @@ import { createLogger } from '../../lib/logger.ts';
 import { createProxy } from '../../core/host/proxy.ts';
 import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { loadPreset } from '../../presets/index.ts';
-import { brokenLinks, codeBlocks, docsPageOf, docsPagePaths, headings, lineOf, linkTargets, mentions, readDocsPage, type DocsPage } from '../helpers/docs-pages.ts';
+import {
+  brokenLinks,
+  codeBlocks,
+  docsPageOf,
+  docsPagePaths,
+  headings,
+  lineOf,
+  linkTargets,
+  mentions,
+  readDocsPage,
+  type DocsPage,
+} from '../helpers/docs-pages.ts';
 import { isKnownError, isKnownHeader, isKnownMetric, sourceNames } from '../helpers/source-names.ts';
 
 /** Pages checked for links only: the spec copied verbatim, and the generated conformance map. */
 const LINKS_ONLY = new Set(['docs/interface.md', 'docs/conformance.md']);
 /** Pages that are not about one topic (or are wholly about eRPC), so need no "Coming from eRPC" section. */
-const NOT_TOPICS = new Set(['README.md', 'docs/interface.md', 'docs/conformance.md', 'docs/production.md', 'docs/development.md', 'docs/mutation.md', 'docs/benchmarks.md', 'docs/migrating-from-erpc.md']);
+const NOT_TOPICS = new Set([
+  'README.md',
+  'docs/interface.md',
+  'docs/conformance.md',
+  'docs/production.md',
+  'docs/development.md',
+  'docs/mutation.md',
+  'docs/benchmarks.md',
+  'docs/migrating-from-erpc.md',
+]);
 /** Longest README.md, in lines: a front page, the content lives in docs/. */
 const README_MAX_LINES = 300;
 
@@ -59,7 +79,7 @@ const named = pages.filter((p) => !LINKS_ONLY.has(p.path));
 
 describe('docs pages', () => {
   describe('config examples pass `svc validate`', () => {
-    it('an unknown key fails, and a config\'s `preset` picks the plugins it is checked against (sanity check of the test itself)', async () => {
+    it("an unknown key fails, and a config's `preset` picks the plugins it is checked against (sanity check of the test itself)", async () => {
       const fails = (text: string) =>
         validate(parseYaml(text), envFor(text)).then(
           () => expect.fail(`accepted:\n${text}`),
@@ -111,9 +131,11 @@ describe('docs pages', () => {
     /** One message per name of `page` matching `re` that `known` rejects. */
     const unknown = (page: DocsPage, re: RegExp, known: (name: string) => boolean, what: string): string[] =>
       [...mentions(page, re)].filter((n) => !known(n)).map((n) => `${page.path} line ${lineOf(page, n, true)}: ${what.replace('NAME', n)}`);
-    const unknownMetrics = (page: DocsPage) => unknown(page, METRIC, (n) => isKnownMetric(src, n), 'metric NAME is not registered in core/, plugins/ or presets/');
+    const unknownMetrics = (page: DocsPage) =>
+      unknown(page, METRIC, (n) => isKnownMetric(src, n), 'metric NAME is not registered in core/, plugins/ or presets/');
     const unknownHeaders = (page: DocsPage) => unknown(page, HEADER, (n) => isKnownHeader(src, n), 'header NAME is not in core/, plugins/ or presets/');
-    const unknownErrors = (page: DocsPage) => unknown(page, ERROR, (n) => isKnownError(src, n), 'error NAME is neither in ERROR_TABLE nor an error class or name of the source');
+    const unknownErrors = (page: DocsPage) =>
+      unknown(page, ERROR, (n) => isKnownError(src, n), 'error NAME is neither in ERROR_TABLE nor an error class or name of the source');
 
     it('the checks find names in prose, code spans, tables and code blocks, and accept only defined ones (sanity check of the test itself)', () => {
       expect(src.histograms).to.include('svc_upstream_request_duration_seconds');

@@ -5,7 +5,38 @@
  */
 import { expect } from 'chai';
 import * as errors from '../../core/wire/errors.ts';
-import { ErrAuthUnauthorized, ErrCancelled, ErrEndpointBillingIssue, ErrEndpointCapacityExceeded, ErrEndpointClientSideException, ErrEndpointContentValidation, ErrEndpointExecutionException, ErrEndpointMissingData, ErrEndpointNonceException, ErrEndpointRequestTimeout, ErrEndpointRequestTooLarge, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrEndpointUnsupported, ErrFailsafeCircuitBreakerOpen, ErrFailsafeTimeoutExceeded, ErrGetLogsExceededMaxAllowedRange, ErrInternal, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, ErrNetworkNotSupported, ErrNotImplemented, ErrProjectNotFound, ErrRateLimitRuleExceeded, ErrRequestTooLarge, ErrUpstreamMalformedResponse, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted, SvcError, asSvcError } from '../../core/wire/errors.ts';
+import {
+  ErrAuthUnauthorized,
+  ErrCancelled,
+  ErrEndpointBillingIssue,
+  ErrEndpointCapacityExceeded,
+  ErrEndpointClientSideException,
+  ErrEndpointContentValidation,
+  ErrEndpointExecutionException,
+  ErrEndpointMissingData,
+  ErrEndpointNonceException,
+  ErrEndpointRequestTimeout,
+  ErrEndpointRequestTooLarge,
+  ErrEndpointServerSideException,
+  ErrEndpointUnauthorized,
+  ErrEndpointUnsupported,
+  ErrFailsafeCircuitBreakerOpen,
+  ErrFailsafeTimeoutExceeded,
+  ErrGetLogsExceededMaxAllowedRange,
+  ErrInternal,
+  ErrInvalidRequest,
+  ErrJsonRpcRequestUnmarshal,
+  ErrNetworkNotSupported,
+  ErrNotImplemented,
+  ErrProjectNotFound,
+  ErrRateLimitRuleExceeded,
+  ErrRequestTooLarge,
+  ErrUpstreamMalformedResponse,
+  ErrUpstreamMethodIgnored,
+  ErrUpstreamsExhausted,
+  SvcError,
+  asSvcError,
+} from '../../core/wire/errors.ts';
 import { ERROR_TABLE, toJsonRpcError } from '../../core/wire/errors-wire.ts';
 
 type ErrCtor = (new (message: string, opts?: errors.SvcErrorOptions) => SvcError) & { defaultCode: number; httpStatus: number; retryable: boolean };
@@ -14,7 +45,8 @@ type ErrCtor = (new (message: string, opts?: errors.SvcErrorOptions) => SvcError
 /** The error classes a client can receive: every exported `Err*` subclass of SvcError (bases such as ConsensusError are never thrown themselves). */
 function exportedErrorClasses(): [string, ErrCtor][] {
   return Object.entries(errors as Record<string, unknown>).filter(
-    (e): e is [string, ErrCtor] => e[0].startsWith('Err') && typeof e[1] === 'function' && e[1] !== SvcError && (e[1] as { prototype?: unknown }).prototype instanceof SvcError,
+    (e): e is [string, ErrCtor] =>
+      e[0].startsWith('Err') && typeof e[1] === 'function' && e[1] !== SvcError && (e[1] as { prototype?: unknown }).prototype instanceof SvcError,
   );
 }
 
@@ -74,10 +106,24 @@ describe('errors', () => {
     });
 
     it('retryable flags: upstream-side failures retry, execution/nonce/client-side do not', () => {
-      for (const cls of [ErrEndpointServerSideException, ErrEndpointCapacityExceeded, ErrEndpointUnsupported, ErrEndpointMissingData, ErrEndpointRequestTooLarge, ErrEndpointRequestTimeout, ErrUpstreamMalformedResponse]) {
+      for (const cls of [
+        ErrEndpointServerSideException,
+        ErrEndpointCapacityExceeded,
+        ErrEndpointUnsupported,
+        ErrEndpointMissingData,
+        ErrEndpointRequestTooLarge,
+        ErrEndpointRequestTimeout,
+        ErrUpstreamMalformedResponse,
+      ]) {
         expect(new cls('x').retryable, cls.name).to.equal(true);
       }
-      for (const cls of [ErrEndpointExecutionException, ErrEndpointNonceException, ErrEndpointClientSideException, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal]) {
+      for (const cls of [
+        ErrEndpointExecutionException,
+        ErrEndpointNonceException,
+        ErrEndpointClientSideException,
+        ErrInvalidRequest,
+        ErrJsonRpcRequestUnmarshal,
+      ]) {
         expect(new cls('x').retryable, cls.name).to.equal(false);
       }
     });
@@ -144,13 +190,21 @@ describe('errors', () => {
     });
 
     it('ignored-method and cancelled attempts do not vote', () => {
-      const e = new ErrUpstreamsExhausted([new ErrUpstreamMethodIgnored('ignored'), new ErrUpstreamMethodIgnored('ignored'), new ErrCancelled('hedge lost'), cap()]);
+      const e = new ErrUpstreamsExhausted([
+        new ErrUpstreamMethodIgnored('ignored'),
+        new ErrUpstreamMethodIgnored('ignored'),
+        new ErrCancelled('hedge lost'),
+        cap(),
+      ]);
       expect(e.code).to.equal(-32005);
       expect(e.httpStatus).to.equal(429);
     });
 
     it('a vendor code passes through as the dominant code', () => {
-      const e = new ErrUpstreamsExhausted([new ErrEndpointServerSideException('x', { code: -32099 }), new ErrEndpointServerSideException('y', { code: -32099 })]);
+      const e = new ErrUpstreamsExhausted([
+        new ErrEndpointServerSideException('x', { code: -32099 }),
+        new ErrEndpointServerSideException('y', { code: -32099 }),
+      ]);
       expect(e.code).to.equal(-32099);
     });
 
@@ -178,7 +232,7 @@ describe('errors', () => {
   });
 
   describe('toJsonRpcError', () => {
-    it("upstream data passes through untouched (even with includeErrorDetails)", () => {
+    it('upstream data passes through untouched (even with includeErrorDetails)', () => {
       const data = { nested: ['0x01', 1.5, null], reason: 'x' };
       const e = new ErrEndpointClientSideException('invalid params', { upstreamData: data });
       const w = toJsonRpcError(e, 'eth_getBalance', true);
@@ -201,7 +255,12 @@ describe('errors', () => {
     it('includeErrorDetails true: details and a non-SvcError cause are serialised', () => {
       const e = new ErrInternal('internal error: boom', { cause: new RangeError('boom'), details: { upstreamId: 'u1' } });
       const w = toJsonRpcError(e, 'eth_chainId', true);
-      expect(w.data).to.deep.equal({ code: 'ErrInternal', message: 'internal error: boom', details: { upstreamId: 'u1' }, cause: { code: 'RangeError', message: 'boom' } });
+      expect(w.data).to.deep.equal({
+        code: 'ErrInternal',
+        message: 'internal error: boom',
+        details: { upstreamId: 'u1' },
+        cause: { code: 'RangeError', message: 'boom' },
+      });
     });
 
     for (const method of ['eth_call', 'eth_estimateGas']) {

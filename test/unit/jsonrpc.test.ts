@@ -156,7 +156,8 @@ describe('jsonrpc', () => {
         expect(parseRequestBody('{"jsonrpc":"2.0","method":"eth_chainId"}').calls[0]!.idRaw).to.equal('null');
       });
       it('a big id elsewhere in the body does not disturb a small id', () => {
-        const c = parseRequestBody('{"jsonrpc":"2.0","id":3,"method":"eth_getBalance","params":["0x12345678901234567890123456789012345678ab", "latest"]}').calls[0]!;
+        const c = parseRequestBody('{"jsonrpc":"2.0","id":3,"method":"eth_getBalance","params":["0x12345678901234567890123456789012345678ab", "latest"]}')
+          .calls[0]!;
         expect(c.idRaw).to.equal('3');
       });
       it('fractional id text is kept as sent (1.0)', () => {
@@ -277,7 +278,11 @@ describe('jsonrpc', () => {
       expect(Array.isArray(out)).to.equal(true);
       const pieces = out as Array<string | Buffer>;
       expect(pieces[1]).to.equal(bytes);
-      expect(JSON.parse(Buffer.concat(pieces.map((x) => (typeof x === 'string' ? Buffer.from(x) : x))).toString())).to.deep.equal({ jsonrpc: '2.0', id: 7, result: [{ a: 'é' }, 1] });
+      expect(JSON.parse(Buffer.concat(pieces.map((x) => (typeof x === 'string' ? Buffer.from(x) : x))).toString())).to.deep.equal({
+        jsonrpc: '2.0',
+        id: 7,
+        result: [{ a: 'é' }, 1],
+      });
     });
 
     it('serializeResult output is valid JSON that round-trips the id', () => {
@@ -288,7 +293,9 @@ describe('jsonrpc', () => {
     });
 
     it('serializeError writes code, message and optional data', () => {
-      expect(serializeError('7', { code: -32600, message: 'invalid request' })).to.equal('{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"invalid request"}}');
+      expect(serializeError('7', { code: -32600, message: 'invalid request' })).to.equal(
+        '{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"invalid request"}}',
+      );
       expect(serializeError('12345678901234567890', { code: 3, message: 'execution reverted', data: '0x' })).to.equal(
         '{"jsonrpc":"2.0","id":12345678901234567890,"error":{"code":3,"message":"execution reverted","data":"0x"}}',
       );
@@ -296,7 +303,12 @@ describe('jsonrpc', () => {
 
     it('serializeOutbound uses svc ids and omits absent params', () => {
       expect(serializeOutbound(5, 'eth_chainId', undefined)).to.equal('{"jsonrpc":"2.0","id":5,"method":"eth_chainId"}');
-      expect(JSON.parse(serializeOutbound(6, 'eth_getBalance', ['0xabc', 'latest']))).to.deep.equal({ jsonrpc: '2.0', id: 6, method: 'eth_getBalance', params: ['0xabc', 'latest'] });
+      expect(JSON.parse(serializeOutbound(6, 'eth_getBalance', ['0xabc', 'latest']))).to.deep.equal({
+        jsonrpc: '2.0',
+        id: 6,
+        method: 'eth_getBalance',
+        params: ['0xabc', 'latest'],
+      });
     });
   });
 });

@@ -25,7 +25,10 @@ interface Violation {
 /** Runs dependency-cruiser with the repository's rules over `paths`; returns its violations. */
 async function cruise(paths: string[]): Promise<{ violations: Violation[]; modules: number }> {
   // depcruise exits non-zero when it finds violations; the JSON report is on stdout either way.
-  const out = await run(DEPCRUISE, [...paths, '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], { cwd: PACKAGE_ROOT, maxBuffer: 64 * 1024 * 1024 }).catch((e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }));
+  const out = await run(DEPCRUISE, [...paths, '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], {
+    cwd: PACKAGE_ROOT,
+    maxBuffer: 64 * 1024 * 1024,
+  }).catch((e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }));
   const report = JSON.parse(out.stdout) as { summary: { violations: Violation[]; totalCruised: number } };
   return { violations: report.summary.violations, modules: report.summary.totalCruised };
 }
@@ -61,7 +64,7 @@ describe('plugin boundary (dependency-cruiser)', function () {
     }
   });
 
-  it('the rules catch a core import by path, an internal core file, another plugin\'s files, its contract by path, and a contract loading its plugin', async () => {
+  it("the rules catch a core import by path, an internal core file, another plugin's files, its contract by path, and a contract loading its plugin", async () => {
     // A throwaway plugin folder inside plugins/ (the rules match paths), removed afterwards.
     const dir = mkdtempSync(join(PACKAGE_ROOT, 'plugins', '.boundary-probe-'));
     const rel = dir.slice(PACKAGE_ROOT.length + 1);
@@ -103,8 +106,19 @@ describe('plugin boundary (dependency-cruiser)', function () {
     expect(modules, 'modules cruised').to.be.greaterThan(60);
     expect(violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`)).to.deep.equal([]);
     const layers = readdirSync(join(PACKAGE_ROOT, 'core'), { withFileTypes: true });
-    expect(layers.filter((d) => d.isDirectory()).map((d) => d.name).sort()).to.deep.equal(['host', 'http', 'pipeline', 'registry', 'wire']);
-    expect(layers.filter((d) => d.isFile()).map((d) => d.name).sort(), 'only the public entries outside a layer').to.deep.equal(['plugin-api.ts', 'plugin-contracts.ts', 'plugin-errors.ts', 'util-api.ts']);
+    expect(
+      layers
+        .filter((d) => d.isDirectory())
+        .map((d) => d.name)
+        .sort(),
+    ).to.deep.equal(['host', 'http', 'pipeline', 'registry', 'wire']);
+    expect(
+      layers
+        .filter((d) => d.isFile())
+        .map((d) => d.name)
+        .sort(),
+      'only the public entries outside a layer',
+    ).to.deep.equal(['plugin-api.ts', 'plugin-contracts.ts', 'plugin-errors.ts', 'util-api.ts']);
   });
 
   it('the layer rules catch an upward import (a type one too) and a type-only cycle', async () => {
@@ -112,15 +126,24 @@ describe('plugin boundary (dependency-cruiser)', function () {
     const lib = mkdtempSync(join(PACKAGE_ROOT, 'lib', '.layer-probe-'));
     try {
       const up = relative(wire, join(PACKAGE_ROOT, 'core'));
-      writeFileSync(join(wire, 'x.ts'), `import type { ServeHost } from '${up}/http/serve.ts';\nimport { VERSION } from '${up}/wire/version.ts';\nexport type X = ServeHost | typeof VERSION;\n`);
+      writeFileSync(
+        join(wire, 'x.ts'),
+        `import type { ServeHost } from '${up}/http/serve.ts';\nimport { VERSION } from '${up}/wire/version.ts';\nexport type X = ServeHost | typeof VERSION;\n`,
+      );
       writeFileSync(join(lib, 'c.ts'), "import type { D } from './d.ts';\nexport interface C { d?: D }\n");
       writeFileSync(join(lib, 'd.ts'), "import type { C } from './c.ts';\nexport interface D { c?: C }\n");
       const { violations } = await cruise([relative(PACKAGE_ROOT, wire), relative(PACKAGE_ROOT, lib)]);
       const names = violations.map((v) => `${v.rule.name}: ${basename(v.from)} → ${v.to.replace(/^.*\//, '')}`);
       expect(names).to.include('core-wire-imports-up: x.ts → serve.ts');
-      expect(names.filter((n) => n.startsWith('core-wire-imports-up')), 'a lower layer of its own is fine').to.have.length(1);
+      expect(
+        names.filter((n) => n.startsWith('core-wire-imports-up')),
+        'a lower layer of its own is fine',
+      ).to.have.length(1);
       expect(names.filter((n) => n.startsWith('no-cycle:'))).to.have.length.greaterThan(0);
-      expect(names.filter((n) => n.startsWith('no-runtime-cycle:')), 'type-only: not a run-time cycle').to.deep.equal([]);
+      expect(
+        names.filter((n) => n.startsWith('no-runtime-cycle:')),
+        'type-only: not a run-time cycle',
+      ).to.deep.equal([]);
     } finally {
       rmSync(wire, { recursive: true, force: true });
       rmSync(lib, { recursive: true, force: true });

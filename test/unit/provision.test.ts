@@ -54,11 +54,7 @@ describe('test set-up step (scripts/provision.mjs)', () => {
       canInstall: false,
     });
     for (const name of ['openssl', 'prometheus', 'memcached', 'etcd', 'chromium']) link(bin, name);
-    expect(detect({ path: bin, pgRoot: emptyPgRoot, uid: 1000 }).missing, 'promtool missing').to.deep.equal([
-      'redis-server',
-      'postgresql',
-      'prometheus',
-    ]);
+    expect(detect({ path: bin, pgRoot: emptyPgRoot, uid: 1000 }).missing, 'promtool missing').to.deep.equal(['redis-server', 'postgresql', 'prometheus']);
     link(bin, 'promtool');
     expect(detect({ path: bin, pgRoot: emptyPgRoot, uid: 1000 }).missing).to.deep.equal(['redis-server', 'postgresql']);
   });
@@ -99,12 +95,8 @@ describe('test set-up step (scripts/provision.mjs)', () => {
     expect(p.action).to.equal('fail');
     if (p.action !== 'fail') return;
     expect(p.message).to.not.include('\n');
-    expect(p.message).to.include(
-      '`sudo apt-get update && sudo apt-get install -y --no-install-recommends redis-server`',
-    );
-    expect(installCommand(['redis-server'], false)).to.equal(
-      'apt-get update && apt-get install -y --no-install-recommends redis-server',
-    );
+    expect(p.message).to.include('`sudo apt-get update && sudo apt-get install -y --no-install-recommends redis-server`');
+    expect(installCommand(['redis-server'], false)).to.equal('apt-get update && apt-get install -y --no-install-recommends redis-server');
   });
 
   it('as root, runs apt-get update then install for what is missing, and checks again', () => {
@@ -128,9 +120,7 @@ describe('test set-up step (scripts/provision.mjs)', () => {
       console.error = orig;
     }
     expect(code, String(errors)).to.equal(0);
-    expect(readFileSync(log, 'utf8')).to.equal(
-      'noninteractive update\nnoninteractive install -y --no-install-recommends redis-server\n',
-    );
+    expect(readFileSync(log, 'utf8')).to.equal('noninteractive update\nnoninteractive install -y --no-install-recommends redis-server\n');
     expect(detect({ path: bin, pgRoot }).missing).to.deep.equal([]);
   });
 

@@ -25,7 +25,6 @@ const FILES: Record<string, { from: 'page' | 'uplot'; file: string; type: string
   'uplot.css': { from: 'uplot', file: 'uplot/dist/uPlot.min.css', type: 'text/css; charset=utf-8' },
 };
 
-
 /**
  * The page folder: next to this module when run from sources; from the compiled module
  * (dist/plugins/admin/ui/) the package's `plugins/admin/ui/page/` (tsc copies no HTML).

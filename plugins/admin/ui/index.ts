@@ -20,11 +20,20 @@ import type Router from '@koa/router';
 import type Koa from 'koa';
 import { Duration, type Network, type PluginHost, Strict, Type, type Upstream } from 'svc/plugin';
 import { asSvcError, type SvcError, ErrAuthUnauthorized, ErrInvalidRequest, ErrServiceShuttingDown, toJsonRpcError } from 'svc/plugin/errors';
-import { type Authenticator } from 'svc/plugins/auth';
+import type { Authenticator } from 'svc/plugins/auth';
 import { BREAKERS_SERVICE } from 'svc/plugins/failsafe';
 import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
 import { readAsset } from './assets.ts';
-import { buildSnapshot, type BreakerState, type MetricSample, type NetworkLike, SNAPSHOT_METRICS, type UiSnapshot, type UpstreamLike, worstBreaker } from './snapshot.ts';
+import {
+  buildSnapshot,
+  type BreakerState,
+  type MetricSample,
+  type NetworkLike,
+  SNAPSHOT_METRICS,
+  type UiSnapshot,
+  type UpstreamLike,
+  worstBreaker,
+} from './snapshot.ts';
 import { EventStreams } from './stream.ts';
 import { networkChainState } from 'svc/plugins/evm-state';
 
@@ -38,11 +47,27 @@ export const DEFAULT_PUSH_INTERVAL_MS = 1000;
 /** The `admin.ui` block of the config schema. */
 export const AdminUiSchema = Strict(
   {
-    enabled: Type.Optional(Type.Boolean({ default: false, description: 'serve the operator page at /admin/ui (its data and actions need an admin.auth credential); off: /admin/ui is answered as any unknown path' })),
+    enabled: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          'serve the operator page at /admin/ui (its data and actions need an admin.auth credential); off: /admin/ui is answered as any unknown path',
+      }),
+    ),
     pushInterval: Type.Optional(Duration({ default: '1s', description: 'how often /admin/ui/events pushes a snapshot to each open page (at least 100ms)' })),
-    maxStreams: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_MAX_STREAMS, description: 'most /admin/ui/events streams open at once; the next one is refused with 503' })),
+    maxStreams: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 100,
+        default: DEFAULT_MAX_STREAMS,
+        description: 'most /admin/ui/events streams open at once; the next one is refused with 503',
+      }),
+    ),
   },
-  { description: 'the operator page at /admin/ui: upstreams with scores, error rates, latency, head lag, breakers and cordon buttons, cache hit ratios, rate-limit rejections, consensus disputes, live over Server-Sent Events' },
+  {
+    description:
+      'the operator page at /admin/ui: upstreams with scores, error rates, latency, head lag, breakers and cordon buttons, cache hit ratios, rate-limit rejections, consensus disputes, live over Server-Sent Events',
+  },
 );
 
 /** `admin.ui` as resolved (durations in ms). */
@@ -51,7 +76,6 @@ export interface AdminUiSettings {
   pushInterval?: number;
   maxStreams?: number;
 }
-
 
 /** The page's lifecycle, driven by the admin plugin. */
 export interface AdminUi {
@@ -74,7 +98,11 @@ export const MAX_STREAM_MS = 10 * 60_000;
  * @param authenticator the admin authenticator of the moment (undefined while `admin.auth` has no strategy)
  * @param hostCheck the admin's DNS-rebinding guard (host-guard.ts): the refusal of a request's Host, if any
  */
-export function adminUi(host: PluginHost, authenticator: () => Authenticator | undefined, hostCheck: (k: Koa.Context) => SvcError | undefined = () => undefined): AdminUi {
+export function adminUi(
+  host: PluginHost,
+  authenticator: () => Authenticator | undefined,
+  hostCheck: (k: Koa.Context) => SvcError | undefined = () => undefined,
+): AdminUi {
   let enabled = false;
   let intervalMs = DEFAULT_PUSH_INTERVAL_MS;
   let streams: EventStreams | undefined;
@@ -116,7 +144,7 @@ export function adminUi(host: PluginHost, authenticator: () => Authenticator | u
     // A browser sends Origin on a GET only when it is cross-origin (older browsers have no Sec-Fetch-Site).
     const origin = k.get('Origin');
     if (site === 'cross-site' || site === 'same-site' || (origin !== '' && !sameOrigin(origin, k.host))) {
-      fail(k, 403, new ErrInvalidRequest('the admin ui data is not served to another site\'s page'));
+      fail(k, 403, new ErrInvalidRequest("the admin ui data is not served to another site's page"));
       return false;
     }
     const a = authenticator();
@@ -134,28 +162,33 @@ export function adminUi(host: PluginHost, authenticator: () => Authenticator | u
     }
   };
 
-  const page = (name: string): Koa.Middleware => (k, next) => {
-    if (!enabled) return next();
-    const refused = hostCheck(k);
-    if (refused) {
-      fail(k, refused.httpStatus, refused);
+  const page =
+    (name: string): Koa.Middleware =>
+    (k, next) => {
+      if (!enabled) return next();
+      const refused = hostCheck(k);
+      if (refused) {
+        fail(k, refused.httpStatus, refused);
+        return Promise.resolve();
+      }
+      const asset = readAsset(name);
+      if (!asset) return next();
+      k.status = 200;
+      k.type = asset.type;
+      k.set('Cache-Control', 'no-cache');
+      k.set('X-Content-Type-Options', 'nosniff');
+      k.set('Referrer-Policy', 'no-referrer');
+      if (name === '') {
+        // Same-origin scripts only; never framed (no clickjacking of the cordon buttons).
+        k.set(
+          'Content-Security-Policy',
+          "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        );
+        k.set('X-Frame-Options', 'DENY');
+      }
+      k.body = asset.body;
       return Promise.resolve();
-    }
-    const asset = readAsset(name);
-    if (!asset) return next();
-    k.status = 200;
-    k.type = asset.type;
-    k.set('Cache-Control', 'no-cache');
-    k.set('X-Content-Type-Options', 'nosniff');
-    k.set('Referrer-Policy', 'no-referrer');
-    if (name === '') {
-      // Same-origin scripts only; never framed (no clickjacking of the cordon buttons).
-      k.set('Content-Security-Policy', "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
-      k.set('X-Frame-Options', 'DENY');
-    }
-    k.body = asset.body;
-    return Promise.resolve();
-  };
+    };
 
   return {
     configure(settings) {

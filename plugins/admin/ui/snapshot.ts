@@ -160,7 +160,9 @@ export interface ProjectLike {
 export interface SnapshotSources {
   projects: Iterable<ProjectLike>;
   /** The chain state of a network (heads), or undefined without one. */
-  chainState(network: NetworkLike): Pick<NetworkChainState, 'highestLatest' | 'highestFinalized' | 'blockTimeMs'> & { peek(u: UpstreamLike): { latest: number } | undefined };
+  chainState(
+    network: NetworkLike,
+  ): Pick<NetworkChainState, 'highestLatest' | 'highestFinalized' | 'blockTimeMs'> & { peek(u: UpstreamLike): { latest: number } | undefined };
   /** The selection plugin's state of a network, undefined without that plugin. */
   selection(projectId: string, networkId: string): Pick<SelectionState, 'order' | 'scores' | 'excluded'> | undefined;
   /** The breaker state of an upstream of a network. */
@@ -175,7 +177,12 @@ export interface SnapshotSources {
 }
 
 /** The metric names the snapshot reads (docs/operations.md, spec §6). */
-export const SNAPSHOT_METRICS = ['svc_cache_get_hit_total', 'svc_cache_get_miss_total', 'svc_rate_limited_total', 'svc_network_consensus_outcome_total'] as const;
+export const SNAPSHOT_METRICS = [
+  'svc_cache_get_hit_total',
+  'svc_cache_get_miss_total',
+  'svc_rate_limited_total',
+  'svc_network_consensus_outcome_total',
+] as const;
 
 /**
  * Builds the page's data from its sources.
@@ -183,7 +190,9 @@ export const SNAPSHOT_METRICS = ['svc_cache_get_hit_total', 'svc_cache_get_miss_
  */
 export function buildSnapshot(src: SnapshotSources): UiSnapshot {
   const projects: UiProject[] = [];
-  const disputes = sumBy(src.samples.get('svc_network_consensus_outcome_total'), (l) => (l.outcome === 'dispute' ? `${l.project}\u0000${l.network}` : undefined));
+  const disputes = sumBy(src.samples.get('svc_network_consensus_outcome_total'), (l) =>
+    l.outcome === 'dispute' ? `${l.project}\u0000${l.network}` : undefined,
+  );
   for (const p of src.projects) {
     const cordons = p.health.listCordoned();
     const networks: UiNetwork[] = [];
@@ -255,7 +264,8 @@ function upstreamRow(
 
 /** Cache hit ratio rows of one project, per (network, connector, policy), summed over methods. */
 function cacheRows(projectId: string, samples: ReadonlyMap<string, readonly MetricSample[]>): UiCacheRow[] {
-  const key = (l: MetricSample['labels']) => (String(l.project) === projectId ? `${l.network ?? ''}\u0000${l.connector ?? ''}\u0000${l.policy ?? ''}` : undefined);
+  const key = (l: MetricSample['labels']) =>
+    String(l.project) === projectId ? `${l.network ?? ''}\u0000${l.connector ?? ''}\u0000${l.policy ?? ''}` : undefined;
   const hits = sumBy(samples.get('svc_cache_get_hit_total'), key);
   const misses = sumBy(samples.get('svc_cache_get_miss_total'), key);
   const rows: UiCacheRow[] = [];
@@ -265,7 +275,9 @@ function cacheRows(projectId: string, samples: ReadonlyMap<string, readonly Metr
     const m = misses.get(k) ?? 0;
     rows.push({ network, connector, policy, hits: h, misses: m, hitRatio: h + m > 0 ? h / (h + m) : null });
   }
-  return rows.sort((a, b) => a.network.localeCompare(b.network) || a.policy.localeCompare(b.policy) || a.connector.localeCompare(b.connector)).slice(0, MAX_METRIC_ROWS);
+  return rows
+    .sort((a, b) => a.network.localeCompare(b.network) || a.policy.localeCompare(b.policy) || a.connector.localeCompare(b.connector))
+    .slice(0, MAX_METRIC_ROWS);
 }
 
 /** Rate-limit rejections of one project, per (scope, budget). */

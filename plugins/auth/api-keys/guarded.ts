@@ -8,8 +8,8 @@
  * the key space's memory cache are served without the store (api-keys/space.ts).
  */
 import { StorageUnavailableError } from 'svc/plugin/errors';
-import { type ApiKeyRecord } from '../api.ts';
-import { type StorageBreaker } from 'svc/util';
+import type { ApiKeyRecord } from '../api.ts';
+import type { StorageBreaker } from 'svc/util';
 import type { ApiKeyPage, ApiKeyStore } from './store.ts';
 
 /** Default deadline of a key lookup, ms. */
@@ -86,7 +86,12 @@ export class GuardedApiKeyStore implements ApiKeyStore {
       return await this.breaker.run(op, this.timeouts.writeTimeout);
     } catch (e) {
       if (e instanceof StorageUnavailableError && e.reason === 'timeout') {
-        throw new StorageUnavailableError(`${e.message}; a change may or may not have been applied: read the key back before retrying`, e.connector, e.kind, 'timeout');
+        throw new StorageUnavailableError(
+          `${e.message}; a change may or may not have been applied: read the key back before retrying`,
+          e.connector,
+          e.kind,
+          'timeout',
+        );
       }
       throw e;
     }

@@ -37,7 +37,14 @@ interface Row {
 }
 
 function recordOf(r: Row): ApiKeyRecord {
-  return checkedRecord({ key: r.api_key, userId: r.user_id, enabled: r.enabled, rateLimitBudget: r.rate_limit_budget ?? undefined, createdAt: r.created_at, updatedAt: r.updated_at });
+  return checkedRecord({
+    key: r.api_key,
+    userId: r.user_id,
+    enabled: r.enabled,
+    rateLimitBudget: r.rate_limit_budget ?? undefined,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  });
 }
 
 const COLUMNS = 'api_key, user_id, enabled, rate_limit_budget, created_at, updated_at';
@@ -52,7 +59,11 @@ export class PostgresApiKeyStore implements ApiKeyStore {
   ) {}
 
   async get(key: string): Promise<ApiKeyRecord | undefined> {
-    const r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM ${this.table} WHERE project_id = $1 AND connector_id = $2 AND api_key = $3`, [this.projectId, this.connectorId, key]);
+    const r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM ${this.table} WHERE project_id = $1 AND connector_id = $2 AND api_key = $3`, [
+      this.projectId,
+      this.connectorId,
+      key,
+    ]);
     return r.rows[0] ? recordOf(r.rows[0]) : undefined;
   }
 
@@ -65,19 +76,18 @@ export class PostgresApiKeyStore implements ApiKeyStore {
   }
 
   async put(x: ApiKeyRecord): Promise<void> {
-    await this.pool.query(`UPDATE ${this.table} SET user_id = $4, enabled = $5, rate_limit_budget = $6, updated_at = $7 WHERE project_id = $1 AND connector_id = $2 AND api_key = $3`, [
-      this.projectId,
-      this.connectorId,
-      x.key,
-      x.userId,
-      x.enabled,
-      x.rateLimitBudget ?? null,
-      x.updatedAt,
-    ]);
+    await this.pool.query(
+      `UPDATE ${this.table} SET user_id = $4, enabled = $5, rate_limit_budget = $6, updated_at = $7 WHERE project_id = $1 AND connector_id = $2 AND api_key = $3`,
+      [this.projectId, this.connectorId, x.key, x.userId, x.enabled, x.rateLimitBudget ?? null, x.updatedAt],
+    );
   }
 
   async delete(key: string): Promise<ApiKeyRecord | undefined> {
-    const r = await this.pool.query<Row>(`DELETE FROM ${this.table} WHERE project_id = $1 AND connector_id = $2 AND api_key = $3 RETURNING ${COLUMNS}`, [this.projectId, this.connectorId, key]);
+    const r = await this.pool.query<Row>(`DELETE FROM ${this.table} WHERE project_id = $1 AND connector_id = $2 AND api_key = $3 RETURNING ${COLUMNS}`, [
+      this.projectId,
+      this.connectorId,
+      key,
+    ]);
     return r.rows[0] ? recordOf(r.rows[0]) : undefined;
   }
 
@@ -93,7 +103,10 @@ export class PostgresApiKeyStore implements ApiKeyStore {
   }
 
   async keysOf(userId: string): Promise<string[]> {
-    const r = await this.pool.query<{ api_key: string }>(`SELECT api_key FROM ${this.table} WHERE project_id = $1 AND connector_id = $2 AND user_id = $3 ORDER BY api_key COLLATE "C"`, [this.projectId, this.connectorId, userId]);
+    const r = await this.pool.query<{ api_key: string }>(
+      `SELECT api_key FROM ${this.table} WHERE project_id = $1 AND connector_id = $2 AND user_id = $3 ORDER BY api_key COLLATE "C"`,
+      [this.projectId, this.connectorId, userId],
+    );
     return r.rows.map((x) => x.api_key);
   }
 

@@ -74,7 +74,10 @@ export class RedisApiKeyStore implements ApiKeyStore {
 
   async list(limit: number, after: string | undefined): Promise<ApiKeyPage> {
     // Exclusive lower bound in lexicographic order; one extra key says whether more follow.
-    const keys = await this.client.zRange(`${this.base}all`, after === undefined ? '-' : `(${after}`, '+', { BY: 'LEX', LIMIT: { offset: 0, count: limit + 1 } });
+    const keys = await this.client.zRange(`${this.base}all`, after === undefined ? '-' : `(${after}`, '+', {
+      BY: 'LEX',
+      LIMIT: { offset: 0, count: limit + 1 },
+    });
     const hasMore = keys.length > limit;
     const pageKeys = keys.slice(0, limit);
     const raws = pageKeys.length ? await this.client.mGet(pageKeys.map((k) => `${this.base}k:${k}`)) : [];

@@ -57,13 +57,23 @@ export class ApiKeySpace implements ApiKeyManager {
   async add(input: { apiKey: string; userId: string; rateLimitBudget?: string; enabled?: boolean }): Promise<ApiKeyRecord> {
     this.checkBudget(input.rateLimitBudget);
     const now = new Date().toISOString();
-    const record: ApiKeyRecord = { key: input.apiKey, userId: input.userId, enabled: input.enabled !== false, ...(input.rateLimitBudget ? { rateLimitBudget: input.rateLimitBudget } : {}), createdAt: now, updatedAt: now };
+    const record: ApiKeyRecord = {
+      key: input.apiKey,
+      userId: input.userId,
+      enabled: input.enabled !== false,
+      ...(input.rateLimitBudget ? { rateLimitBudget: input.rateLimitBudget } : {}),
+      createdAt: now,
+      updatedAt: now,
+    };
     if (!(await (await this.store()).add(record))) throw new Error('api key already exists');
     this.cache.delete(input.apiKey);
     return record;
   }
 
-  async list(limit: number, paginationToken: string | undefined): Promise<{ apiKeys: ApiKeyRecord[]; nextToken: string; hasMore: boolean; totalReturned: number }> {
+  async list(
+    limit: number,
+    paginationToken: string | undefined,
+  ): Promise<{ apiKeys: ApiKeyRecord[]; nextToken: string; hasMore: boolean; totalReturned: number }> {
     const page = await (await this.store()).list(Math.min(Math.max(1, limit), MAX_PAGE), keyAfter(paginationToken));
     return { apiKeys: page.records, nextToken: page.nextToken, hasMore: page.hasMore, totalReturned: page.records.length };
   }

@@ -98,7 +98,13 @@ export async function createAdapter(cfg: KeyvAdapterConfig, from?: string): Prom
   const mod = (await import(url)) as Record<string, unknown>;
   const def = mod.default as unknown;
   const named = Object.entries(mod).find(([k, v]) => /^Keyv[A-Z]\w+$/.test(k) && isCtor(v))?.[1];
-  const Ctor = isCtor(named) ? named : isCtor(def) && def.name !== 'Keyv' ? def : isCtor((def as { default?: unknown } | undefined)?.default) ? ((def as { default: AdapterClass }).default) : undefined;
+  const Ctor = isCtor(named)
+    ? named
+    : isCtor(def) && def.name !== 'Keyv'
+      ? def
+      : isCtor((def as { default?: unknown } | undefined)?.default)
+        ? (def as { default: AdapterClass }).default
+        : undefined;
   if (!Ctor) throw new Error(`keyv adapter "${cfg.adapter}" exports no adapter class (expected a default export or a Keyv<Name> export)`);
   const { uri } = cfg;
   const defaults = ADAPTER_DEFAULTS[cfg.adapter];

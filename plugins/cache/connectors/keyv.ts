@@ -23,7 +23,7 @@
 import { createHash } from 'node:crypto';
 import Keyv, { type KeyvStoreAdapter } from 'keyv';
 import type { Registry } from 'prom-client';
-import { type Finality, type Logger } from 'svc/plugin';
+import type { Finality, Logger } from 'svc/plugin';
 import { sleep, StorageBreaker } from 'svc/util';
 import { FailsafePlans, methodOfRange, type CacheFailsafeEntry, type OpPlan } from '../failsafe.ts';
 import { runPlan } from '../failsafe-run.ts';
@@ -127,10 +127,14 @@ export class KeyvConnector implements Connector {
 
   /** The entry a lookup by hash points at (two gets under one deadline). See {@link get}. */
   getReverse(network: string, range: string, finality?: Finality): Promise<CacheEntry | undefined> {
-    return this.run(this.gets.plan(methodOfRange(range), finality), async () => {
-      const pk = await this.keyv.get(KeyvConnector.keyOf(reverseKey(network, range)));
-      return typeof pk === 'string' ? this.fetch(`${pk}#${range}`) : undefined;
-    }, isMiss);
+    return this.run(
+      this.gets.plan(methodOfRange(range), finality),
+      async () => {
+        const pk = await this.keyv.get(KeyvConnector.keyOf(reverseKey(network, range)));
+        return typeof pk === 'string' ? this.fetch(`${pk}#${range}`) : undefined;
+      },
+      isMiss,
+    );
   }
 
   /**
@@ -145,7 +149,11 @@ export class KeyvConnector implements Connector {
     const value = encodeEntry(entry);
     return this.run(this.sets.plan(methodOfRange(range), entry.finality), async () => {
       if (reverseNetwork === undefined) await this.keyv.set(key, value, ttl);
-      else await this.keyv.setMany([{ key, value, ttl }, { key: KeyvConnector.keyOf(reverseKey(reverseNetwork, range)), value: partition, ttl }]);
+      else
+        await this.keyv.setMany([
+          { key, value, ttl },
+          { key: KeyvConnector.keyOf(reverseKey(reverseNetwork, range)), value: partition, ttl },
+        ]);
     });
   }
 

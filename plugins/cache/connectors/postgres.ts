@@ -117,7 +117,10 @@ export class PostgresConnector extends KeyvConnector {
     if (!names.has('partition_key') || names.has('key')) return;
     const old = `${this.opts.table.slice(0, 63 - '_pre_keyv'.length)}_pre_keyv`;
     await this.rawQuery(`ALTER TABLE ${this.table} RENAME TO "${old}"`);
-    this.logger.warn({ connector: this.id, table: this.opts.table, renamedTo: old }, `cache connector ${this.id}: table ${this.opts.table} had the layout of svc before keyv; renamed to ${old} (its entries are misses; drop it when no older svc reads it) and created anew`);
+    this.logger.warn(
+      { connector: this.id, table: this.opts.table, renamedTo: old },
+      `cache connector ${this.id}: table ${this.opts.table} had the layout of svc before keyv; renamed to ${old} (its entries are misses; drop it when no older svc reads it) and created anew`,
+    );
   }
 
   /** Creates the table in the background (start-up never waits for the tier) and starts the purge timer. */

@@ -83,7 +83,10 @@ export class RedisConnector extends KeyvConnector {
       if (this.client.isOpen) this.client.destroy();
       return;
     }
-    const quit = this.client.quit().then(() => true, () => false);
+    const quit = this.client.quit().then(
+      () => true,
+      () => false,
+    );
     // The wait is cancelled once the race is over (its rejection is the race's, already settled).
     const waited = new AbortController();
     const clean = await Promise.race([quit, sleep(CLOSE_TIMEOUT_MS, waited.signal, true).then(() => false)]);

@@ -102,7 +102,13 @@ export function connectionRedactor(uri: string, password?: string): (text: strin
   const secrets = [uri, password];
   try {
     const u = new URL(uri);
-    secrets.push(u.password && decodeURIComponent(u.password), u.username && decodeURIComponent(u.username), u.host, u.port ? `${u.hostname}:${u.port}` : undefined, u.hostname.replace(/^\[|\]$/g, ''));
+    secrets.push(
+      u.password && decodeURIComponent(u.password),
+      u.username && decodeURIComponent(u.username),
+      u.host,
+      u.port ? `${u.hostname}:${u.port}` : undefined,
+      u.hostname.replace(/^\[|\]$/g, ''),
+    );
   } catch {
     /* not a URL: the whole string is still hidden */
   }
@@ -148,6 +154,9 @@ export class TierReporter {
     if (now - this.lastLog < TIER_ERROR_LOG_INTERVAL_MS) return;
     this.lastLog = now;
     const err = this.redact(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
-    this.logger.warn({ connector: this.id, err }, `cache connector ${this.id}: ${this.driver} ${what} failed (calls go to upstreams; logged at most every 30 s)`);
+    this.logger.warn(
+      { connector: this.id, err },
+      `cache connector ${this.id}: ${this.driver} ${what} failed (calls go to upstreams; logged at most every 30 s)`,
+    );
   }
 }

@@ -91,7 +91,12 @@ export async function indexedTrieRoot(libs: IntegrityLibs, values: readonly Hex[
 function encodeWithdrawal(viem: Viem, w: unknown): Hex {
   if (!isObject(w)) throw new CheckFailure('block.withdrawals', 'a withdrawal is not an object');
   const c = 'block.withdrawals';
-  return viem.toRlp([quantityBytes(needQuantity(w, 'index', c)), quantityBytes(needQuantity(w, 'validatorIndex', c)), needData(w, 'address', c), quantityBytes(needQuantity(w, 'amount', c))]);
+  return viem.toRlp([
+    quantityBytes(needQuantity(w, 'index', c)),
+    quantityBytes(needQuantity(w, 'validatorIndex', c)),
+    needData(w, 'address', c),
+    quantityBytes(needQuantity(w, 'amount', c)),
+  ]);
 }
 
 /** What a block answer was asked for. */
@@ -124,8 +129,12 @@ export async function checkBlockAnswer(libs: IntegrityLibs, block: unknown, req:
     throw new CheckFailure('block.uncles', `block ${number} lists no uncles but sha3Uncles is ${short(block.sha3Uncles)}`);
   }
   if (Array.isArray(block.withdrawals) && isHex(block.withdrawalsRoot)) {
-    const root = await indexedTrieRoot(libs, block.withdrawals.map((w) => encodeWithdrawal(viem, w)));
-    if (!sameHex(root, block.withdrawalsRoot)) throw new CheckFailure('block.withdrawalsRoot', `block ${number} withdrawals do not match withdrawalsRoot ${block.withdrawalsRoot} (recomputed ${root})`);
+    const root = await indexedTrieRoot(
+      libs,
+      block.withdrawals.map((w) => encodeWithdrawal(viem, w)),
+    );
+    if (!sameHex(root, block.withdrawalsRoot))
+      throw new CheckFailure('block.withdrawalsRoot', `block ${number} withdrawals do not match withdrawalsRoot ${block.withdrawalsRoot} (recomputed ${root})`);
   }
   const txs = block.transactions;
   if (Array.isArray(txs) && txs.length > 0 && txs.every(isObject)) {
@@ -134,8 +143,10 @@ export async function checkBlockAnswer(libs: IntegrityLibs, block: unknown, req:
     for (let i = 0; i < txs.length; i++) {
       const tx = txs[i] as JsonObject;
       if (!sameHex(tx.blockHash, hash)) throw new CheckFailure('block.tx', `transaction ${i} of block ${number} names blockHash ${short(tx.blockHash)}`);
-      if (quantityOf(tx.blockNumber) !== number) throw new CheckFailure('block.tx', `transaction ${i} of block ${number} names blockNumber ${short(tx.blockNumber)}`);
-      if (quantityOf(tx.transactionIndex) !== BigInt(i)) throw new CheckFailure('block.tx', `transaction ${i} of block ${number} has transactionIndex ${short(tx.transactionIndex)}`);
+      if (quantityOf(tx.blockNumber) !== number)
+        throw new CheckFailure('block.tx', `transaction ${i} of block ${number} names blockNumber ${short(tx.blockNumber)}`);
+      if (quantityOf(tx.transactionIndex) !== BigInt(i))
+        throw new CheckFailure('block.tx', `transaction ${i} of block ${number} has transactionIndex ${short(tx.transactionIndex)}`);
       const raw = checkTxHash(viem, tx);
       if (raw === undefined) unknownType = true;
       else encoded.push(raw);
@@ -143,11 +154,16 @@ export async function checkBlockAnswer(libs: IntegrityLibs, block: unknown, req:
     // A transaction type viem cannot encode (an L2's deposit type) leaves the root unverifiable.
     if (!unknownType) {
       const root = await indexedTrieRoot(libs, encoded);
-      if (!sameHex(root, block.transactionsRoot)) throw new CheckFailure('block.transactionsRoot', `block ${number} transactions do not match transactionsRoot ${short(block.transactionsRoot)} (recomputed ${root})`);
+      if (!sameHex(root, block.transactionsRoot))
+        throw new CheckFailure(
+          'block.transactionsRoot',
+          `block ${number} transactions do not match transactionsRoot ${short(block.transactionsRoot)} (recomputed ${root})`,
+        );
     }
   } else if (Array.isArray(txs) && txs.length === 0) {
     const root = await indexedTrieRoot(libs, []);
-    if (!sameHex(root, block.transactionsRoot)) throw new CheckFailure('block.transactionsRoot', `block ${number} has no transactions but transactionsRoot ${short(block.transactionsRoot)}`);
+    if (!sameHex(root, block.transactionsRoot))
+      throw new CheckFailure('block.transactionsRoot', `block ${number} has no transactions but transactionsRoot ${short(block.transactionsRoot)}`);
   }
   anchors.add(number, hash, 'block.hash', [], true);
 }

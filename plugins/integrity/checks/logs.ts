@@ -70,18 +70,21 @@ export function checkLogsAnswer(params: unknown, logs: unknown, anchors: Anchors
     const hash = needData(l, 'blockHash', 'logs.shape');
     const li = needQuantity(l, 'logIndex', 'logs.shape');
     const where = `log ${li} of block ${n}`;
-    if (f.blockHash !== undefined && !sameHex(hash, f.blockHash)) throw new CheckFailure('logs.range', `${where} is in block ${hash}, the request asked for ${f.blockHash}`);
+    if (f.blockHash !== undefined && !sameHex(hash, f.blockHash))
+      throw new CheckFailure('logs.range', `${where} is in block ${hash}, the request asked for ${f.blockHash}`);
     if (f.from !== undefined && n < f.from) throw new CheckFailure('logs.range', `${where} is before fromBlock ${f.from}`);
     if (f.to !== undefined && n > f.to) throw new CheckFailure('logs.range', `${where} is after toBlock ${f.to}`);
     if (typeof l.address !== 'string') throw new CheckFailure('logs.shape', `${where} has no address`);
-    if (f.addresses && !f.addresses.has(l.address.toLowerCase())) throw new CheckFailure('logs.address', `${where} is from ${l.address}, not an address of the filter`);
+    if (f.addresses && !f.addresses.has(l.address.toLowerCase()))
+      throw new CheckFailure('logs.address', `${where} is from ${l.address}, not an address of the filter`);
     const topics = Array.isArray(l.topics) ? l.topics : undefined;
     if (!topics) throw new CheckFailure('logs.shape', `${where} has no topics array`);
     for (let i = 0; i < f.topics.length; i++) {
       const allowed = f.topics[i];
       if (!allowed) continue;
       const t = topics[i];
-      if (typeof t !== 'string' || !allowed.has(t.toLowerCase())) throw new CheckFailure('logs.topics', `${where} topic ${i} ${short(t)} does not match the filter`);
+      if (typeof t !== 'string' || !allowed.has(t.toLowerCase()))
+        throw new CheckFailure('logs.topics', `${where} topic ${i} ${short(t)} does not match the filter`);
     }
     const key = `${hash.toLowerCase()}:${li}`;
     if (seen.has(key)) throw new CheckFailure('logs.duplicate', `${where} (${hash}) appears twice`);

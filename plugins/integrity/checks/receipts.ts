@@ -41,10 +41,14 @@ export function checkReceipt(viem: Viem, r: unknown, expect: ReceiptExpect = {})
   const txHash = needData(r, 'transactionHash', 'receipt.shape');
   const txIndex = needQuantity(r, 'transactionIndex', 'receipt.shape');
   const who = `receipt ${txHash}`;
-  if (expect.blockHash !== undefined && !sameHex(expect.blockHash, blockHash)) throw new CheckFailure('receipt.block', `${who} names block ${blockHash}, expected ${expect.blockHash}`);
-  if (expect.blockNumber !== undefined && expect.blockNumber !== blockNumber) throw new CheckFailure('receipt.block', `${who} names block number ${blockNumber}, expected ${expect.blockNumber}`);
-  if (expect.transactionIndex !== undefined && expect.transactionIndex !== txIndex) throw new CheckFailure('receipt.index', `${who} has transactionIndex ${txIndex}, expected ${expect.transactionIndex}`);
-  if (expect.transactionHash !== undefined && !sameHex(expect.transactionHash, txHash)) throw new CheckFailure('receipt.request', `asked for the receipt of ${expect.transactionHash}, got ${who}`);
+  if (expect.blockHash !== undefined && !sameHex(expect.blockHash, blockHash))
+    throw new CheckFailure('receipt.block', `${who} names block ${blockHash}, expected ${expect.blockHash}`);
+  if (expect.blockNumber !== undefined && expect.blockNumber !== blockNumber)
+    throw new CheckFailure('receipt.block', `${who} names block number ${blockNumber}, expected ${expect.blockNumber}`);
+  if (expect.transactionIndex !== undefined && expect.transactionIndex !== txIndex)
+    throw new CheckFailure('receipt.index', `${who} has transactionIndex ${txIndex}, expected ${expect.transactionIndex}`);
+  if (expect.transactionHash !== undefined && !sameHex(expect.transactionHash, txHash))
+    throw new CheckFailure('receipt.request', `asked for the receipt of ${expect.transactionHash}, got ${who}`);
   const logs = r.logs;
   if (!Array.isArray(logs)) throw new CheckFailure('receipt.shape', `${who} has no logs array`);
   const bloom = logs.length > 0 ? parseBloom(viem, r.logsBloom, 'receipt.bloom') : undefined;
@@ -52,9 +56,13 @@ export function checkReceipt(viem: Viem, r: unknown, expect: ReceiptExpect = {})
   for (const l of logs) {
     if (!isObject(l)) throw new CheckFailure('receipt.log', `${who} has a log that is not an object`);
     if (!sameHex(l.blockHash, blockHash) || quantityOf(l.blockNumber) !== blockNumber) {
-      throw new CheckFailure('receipt.log', `a log of ${who} names block ${short(l.blockNumber)} ${short(l.blockHash)}, the receipt block ${blockNumber} ${blockHash}`);
+      throw new CheckFailure(
+        'receipt.log',
+        `a log of ${who} names block ${short(l.blockNumber)} ${short(l.blockHash)}, the receipt block ${blockNumber} ${blockHash}`,
+      );
     }
-    if (!sameHex(l.transactionHash, txHash) || quantityOf(l.transactionIndex) !== txIndex) throw new CheckFailure('receipt.log', `a log of ${who} names another transaction (${short(l.transactionHash)})`);
+    if (!sameHex(l.transactionHash, txHash) || quantityOf(l.transactionIndex) !== txIndex)
+      throw new CheckFailure('receipt.log', `a log of ${who} names another transaction (${short(l.transactionHash)})`);
     const li = needQuantity(l, 'logIndex', 'receipt.log');
     const prev = logIndexes[logIndexes.length - 1];
     if (prev !== undefined && li <= prev) throw new CheckFailure('receipt.log', `log indexes of ${who} do not increase (${prev} then ${li})`);
@@ -116,7 +124,8 @@ export function checkBlockReceiptsAnswer(viem: Viem, params: unknown, receipts: 
     const c = checkReceipt(viem, receipts[i], expect);
     first ??= c;
     for (const li of c.logIndexes) {
-      if (lastLog !== undefined && li <= lastLog) throw new CheckFailure('receipt.log', `log indexes of block ${c.blockNumber} do not increase across receipts (${lastLog} then ${li})`);
+      if (lastLog !== undefined && li <= lastLog)
+        throw new CheckFailure('receipt.log', `log indexes of block ${c.blockNumber} do not increase across receipts (${lastLog} then ${li})`);
       lastLog = li;
     }
     const gas = quantityOf((receipts[i] as JsonObject).cumulativeGasUsed);

@@ -35,7 +35,10 @@ export function serializeSignedTx(viem: Viem, tx: JsonObject): Hex | undefined {
   // A pre-EIP-155 legacy signature (v 27/28) carries no chain id: serialising one in would change the hash.
   if (type === '0x0' && f.v !== undefined && f.v < 35n) delete serializable.chainId;
   try {
-    return viem.serializeTransaction(serializable as Parameters<Viem['serializeTransaction']>[0], { r: f.r, s: f.s, v: f.v, yParity: f.yParity } as Parameters<Viem['serializeTransaction']>[1]);
+    return viem.serializeTransaction(
+      serializable as Parameters<Viem['serializeTransaction']>[0],
+      { r: f.r, s: f.s, v: f.v, yParity: f.yParity } as Parameters<Viem['serializeTransaction']>[1],
+    );
   } catch (e) {
     throw new CheckFailure('tx.fields', `transaction ${short(tx.hash)} cannot be serialised: ${(e as Error).message.split('\n')[0]}`);
   }
@@ -76,7 +79,8 @@ export function checkTransactionAnswer(viem: Viem, method: string, params: unkno
   }
   if (method === 'eth_getTransactionByBlockHashAndIndex' || method === 'eth_getTransactionByBlockNumberAndIndex') {
     const idx = quantityOf(p[1]);
-    if (idx !== undefined && quantityOf(tx.transactionIndex) !== idx) throw new CheckFailure('tx.request', `asked for index ${idx}, got transactionIndex ${short(tx.transactionIndex)}`);
+    if (idx !== undefined && quantityOf(tx.transactionIndex) !== idx)
+      throw new CheckFailure('tx.request', `asked for index ${idx}, got transactionIndex ${short(tx.transactionIndex)}`);
     if (method === 'eth_getTransactionByBlockHashAndIndex' && isHex(p[0]) && !sameHex(p[0], tx.blockHash)) {
       throw new CheckFailure('tx.request', `asked for block ${p[0]}, got blockHash ${short(tx.blockHash)}`);
     }

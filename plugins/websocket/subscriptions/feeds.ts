@@ -66,7 +66,10 @@ export class Feed implements LogsTarget {
       try {
         s.sink.send(`${s.prefix}${json}}}`);
       } catch (e) {
-        this.logger?.error({ err: e instanceof Error ? e.message : String(e), connection: s.sink.id, subscription: id }, 'websocket subscriptions: a connection failed to take a notification');
+        this.logger?.error(
+          { err: e instanceof Error ? e.message : String(e), connection: s.sink.id, subscription: id },
+          'websocket subscriptions: a connection failed to take a notification',
+        );
       }
     }
   }

@@ -215,10 +215,15 @@ export class HeadFollower {
     this.behind = false;
     try {
       await this.follow();
-      if (this.failing) this.opts.logger?.info({ network: this.opts.label }, 'websocket subscriptions: head polls answer again; resumed from the last emitted block');
+      if (this.failing)
+        this.opts.logger?.info({ network: this.opts.label }, 'websocket subscriptions: head polls answer again; resumed from the last emitted block');
       this.failing = false;
     } catch (e) {
-      if (!this.failing) this.opts.logger?.warn({ network: this.opts.label, err: e instanceof Error ? e.message : String(e) }, 'websocket subscriptions: a head poll failed; the next poll resumes from the last emitted block');
+      if (!this.failing)
+        this.opts.logger?.warn(
+          { network: this.opts.label, err: e instanceof Error ? e.message : String(e) },
+          'websocket subscriptions: a head poll failed; the next poll resumes from the last emitted block',
+        );
       this.failing = true;
     } finally {
       this.ticking = false;
@@ -255,7 +260,10 @@ export class HeadFollower {
     }
     if (latest.number - last.number > MAX_GAP) {
       if (!this.verifiedFar(latest.number)) return;
-      this.opts.logger?.warn({ network: this.opts.label, from: last.number, to: latest.number }, `websocket subscriptions: ${latest.number - last.number} blocks behind (more than ${MAX_GAP}); jumping to the latest block, the blocks between are not emitted`);
+      this.opts.logger?.warn(
+        { network: this.opts.label, from: last.number, to: latest.number },
+        `websocket subscriptions: ${latest.number - last.number} blocks behind (more than ${MAX_GAP}); jumping to the latest block, the blocks between are not emitted`,
+      );
       this.window.clear();
       this.last = undefined;
       await this.emit(latest);
@@ -287,7 +295,10 @@ export class HeadFollower {
     const verdict = this.opts.judge?.(n) ?? 'plausible';
     if (verdict === 'implausible') {
       this.farSeen = undefined;
-      this.opts.logger?.warn({ network: this.opts.label, head: this.last?.number, reported: n }, 'websocket subscriptions: an implausible latest block was read; not emitted');
+      this.opts.logger?.warn(
+        { network: this.opts.label, head: this.last?.number, reported: n },
+        'websocket subscriptions: an implausible latest block was read; not emitted',
+      );
       return false;
     }
     if (verdict === 'confirmed' || (this.farSeen !== undefined && n >= this.farSeen)) {
@@ -307,7 +318,10 @@ export class HeadFollower {
    */
   private async resync(latest: BlockInfo): Promise<void> {
     this.belowReads = 0;
-    this.opts.logger?.warn({ network: this.opts.label, from: this.last?.number, to: latest.number }, `websocket subscriptions: the chain stayed below the emitted head for ${RESYNC_READS} reads; re-syncing to block ${latest.number}`);
+    this.opts.logger?.warn(
+      { network: this.opts.label, from: this.last?.number, to: latest.number },
+      `websocket subscriptions: the chain stayed below the emitted head for ${RESYNC_READS} reads; re-syncing to block ${latest.number}`,
+    );
     const abandoned = [...this.window.values()].filter((e) => e.number > latest.number).sort((a, b) => b.number - a.number);
     for (const e of abandoned) {
       this.window.delete(e.number);
@@ -335,12 +349,16 @@ export class HeadFollower {
       const known = this.window.get(first.number - 1);
       if (known?.hash === first.parentHash) break;
       if (!known || branch.length >= WINDOW_BLOCKS) {
-        this.opts.logger?.warn({ network: this.opts.label, at: first.number }, `websocket subscriptions: reorg deeper than the ${this.window.size} blocks remembered; emitting the new branch from block ${first.number}`);
+        this.opts.logger?.warn(
+          { network: this.opts.label, at: first.number },
+          `websocket subscriptions: reorg deeper than the ${this.window.size} blocks remembered; emitting the new branch from block ${first.number}`,
+        );
         break;
       }
       const parent = await this.block('eth_getBlockByHash', first.parentHash);
       if (!this.active) return;
-      if (!parent || parent.hash !== first.parentHash || parent.number !== first.number - 1) throw new Error(`reorg: block ${first.parentHash} (parent of ${first.number}) not found`);
+      if (!parent || parent.hash !== first.parentHash || parent.number !== first.number - 1)
+        throw new Error(`reorg: block ${first.parentHash} (parent of ${first.number}) not found`);
       branch.unshift(parent);
     }
     const from = (branch[0] as BlockInfo).number;

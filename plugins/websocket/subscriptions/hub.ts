@@ -12,10 +12,10 @@
  *   id (`0x` + 32 random hex digits). At most `maxPerConnection` per connection.
  */
 import { randomBytes } from 'node:crypto';
-import { type Network, type PluginHost, type Upstream } from 'svc/plugin';
+import type { Network, PluginHost, Upstream } from 'svc/plugin';
 import { ErrEndpointUnsupported, ErrServiceShuttingDown } from 'svc/plugin/errors';
 import { ErrSubscriptionLimitExceeded } from '../connection.ts';
-import { Feed, NetworkFeeds } from './feeds.ts';
+import { type Feed, NetworkFeeds } from './feeds.ts';
 import { parseSubscribe } from './filter.ts';
 import { wsCandidates } from './schema.ts';
 import type { HubOptions, SubscriptionHub, SubscriptionSink, SubscriptionType } from './types.ts';
@@ -76,11 +76,15 @@ export function createSubscriptionHub(host: PluginHost, opts: HubOptions): Subsc
       const req = parseSubscribe(params);
       const own = bySink.get(sink);
       if ((own?.size ?? 0) >= opts.maxPerConnection) {
-        throw new ErrSubscriptionLimitExceeded(`limit exceeded: this connection holds ${opts.maxPerConnection} subscriptions (server.websocket.maxSubscriptionsPerConnection); eth_unsubscribe one first`);
+        throw new ErrSubscriptionLimitExceeded(
+          `limit exceeded: this connection holds ${opts.maxPerConnection} subscriptions (server.websocket.maxSubscriptionsPerConnection); eth_unsubscribe one first`,
+        );
       }
       let nf = networks.get(network);
       if (req.type === 'newPendingTransactions' && wsCandidates(network.upstreams).length === 0) {
-        throw new ErrEndpointUnsupported(`newPendingTransactions is passed through from an upstream WebSocket, and no upstream of network ${network.id} has a wsEndpoint`);
+        throw new ErrEndpointUnsupported(
+          `newPendingTransactions is passed through from an upstream WebSocket, and no upstream of network ${network.id} has a wsEndpoint`,
+        );
       }
       if (!nf) {
         nf = new NetworkFeeds(host, network, opts.pollIntervalMs);

@@ -10,7 +10,7 @@
  * `newPendingTransactions` feed is passed through to subscribers (best effort).
  */
 import WebSocket, { type RawData } from 'ws';
-import { type Logger } from 'svc/plugin';
+import type { Logger } from 'svc/plugin';
 import { backoffDelay, redactUrl } from 'svc/util';
 
 /** One upstream that can feed: its id and WebSocket URL. */
@@ -136,7 +136,10 @@ export class UpstreamWsFeed {
       if (msg.id === 1 && subId === undefined) {
         clearTimeout(answerTimer);
         if (typeof msg.result !== 'string') {
-          this.opts.logger?.warn({ ...log, error: JSON.stringify(msg.error ?? null).slice(0, 200) }, 'websocket subscriptions: upstream refused eth_subscribe; trying the next upstream with a wsEndpoint');
+          this.opts.logger?.warn(
+            { ...log, error: JSON.stringify(msg.error ?? null).slice(0, 200) },
+            'websocket subscriptions: upstream refused eth_subscribe; trying the next upstream with a wsEndpoint',
+          );
           ws.terminate();
           return;
         }
@@ -183,7 +186,11 @@ interface UpstreamMessage {
 /** An upstream message as an object, or undefined when it is not JSON or not an object. */
 function parse(data: RawData): UpstreamMessage | undefined {
   try {
-    const text = Buffer.isBuffer(data) ? data.toString('utf8') : Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data).toString('utf8');
+    const text = Buffer.isBuffer(data)
+      ? data.toString('utf8')
+      : Array.isArray(data)
+        ? Buffer.concat(data).toString('utf8')
+        : Buffer.from(data).toString('utf8');
     const v: unknown = JSON.parse(text);
     return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as UpstreamMessage) : undefined;
   } catch {

@@ -63,7 +63,8 @@ function readNames(): Set<string> {
       // A helper reading a setting by name: `duration('evalInterval', 15_000)`, `intSetting(evm, 'statePollerInterval', ...)`.
       else if (ts.isCallExpression(n)) for (const a of n.arguments) if (ts.isStringLiteralLike(a)) names.add(a.text);
       // A declared directive reads its `directiveDefaults` key by its field name (plugins/directives/api.ts: `directives[field]`).
-      if (ts.isPropertyAssignment(n) && ts.isIdentifier(n.name) && n.name.text === 'field' && ts.isStringLiteralLike(n.initializer)) names.add(n.initializer.text);
+      if (ts.isPropertyAssignment(n) && ts.isIdentifier(n.name) && n.name.text === 'field' && ts.isStringLiteralLike(n.initializer))
+        names.add(n.initializer.text);
       ts.forEachChild(n, visit);
     };
     visit(sf);
@@ -83,7 +84,9 @@ describe('config: every key the schema accepts is read somewhere', () => {
   const fragments = defaultPreset().flatMap((p) => (p.schema ? [p.schema] : []));
 
   it("no key of the default preset's schema goes unread", () => {
-    expect(unreadKeys(fragments, read), 'accepted by the schema but read nowhere: implement it, refuse it, or name its reader in PASSED_WHOLE').to.deep.equal([]);
+    expect(unreadKeys(fragments, read), 'accepted by the schema but read nowhere: implement it, refuse it, or name its reader in PASSED_WHOLE').to.deep.equal(
+      [],
+    );
   });
 
   it('a key nothing reads is found (the check is not vacuous)', () => {

@@ -50,7 +50,7 @@ describe('config: every eRPC key is accepted, rewritten or refused by name', () 
     expect(unknown).to.deep.equal([]);
   });
 
-  it('every refusal entry the schema does not accept is refused by name (its eRPC feature and alternative, or a normaliser\'s own message)', () => {
+  it("every refusal entry the schema does not accept is refused by name (its eRPC feature and alternative, or a normaliser's own message)", () => {
     const plain: string[] = [];
     for (const [key, r] of Object.entries(ERPC_REFUSED)) {
       if (schemaAccepts(SCHEMA, key)) continue; // implemented meanwhile: the schema wins
@@ -63,7 +63,8 @@ describe('config: every eRPC key is accepted, rewritten or refused by name', () 
         problems = (e as ConfigError).problems;
       }
       const hit = problems.find((p) => p.path === concrete);
-      if (!hit || hit.message.startsWith('unknown key') || (/^eRPC's `/.test(hit.message) && !hit.message.includes(r.instead))) plain.push(`${concrete}: ${hit?.message ?? JSON.stringify(problems)}`);
+      if (!hit || hit.message.startsWith('unknown key') || (/^eRPC's `/.test(hit.message) && !hit.message.includes(r.instead)))
+        plain.push(`${concrete}: ${hit?.message ?? JSON.stringify(problems)}`);
     }
     expect(plain).to.deep.equal([]);
   });

@@ -17,7 +17,16 @@ const load = (raw: unknown) => loadConfigObject(raw, { fragments: FRAGMENTS, env
 
 /** One project around a network and an upstream (eRPC's usual layout). */
 function project(network: Doc = {}, upstream: Doc = {}, extra: Doc = {}): Doc {
-  return { projects: [{ id: 'main', networks: [{ evm: { chainId: 1 }, ...network }], upstreams: [{ endpoint: 'http://127.0.0.1:8545', evm: { chainId: 1 }, ...upstream }], ...extra }] };
+  return {
+    projects: [
+      {
+        id: 'main',
+        networks: [{ evm: { chainId: 1 }, ...network }],
+        upstreams: [{ endpoint: 'http://127.0.0.1:8545', evm: { chainId: 1 }, ...upstream }],
+        ...extra,
+      },
+    ],
+  };
 }
 const net = (doc: Doc) => ((doc.projects as Doc[])[0]?.networks as Doc[])[0] as Doc;
 const up = (doc: Doc) => ((doc.projects as Doc[])[0]?.upstreams as Doc[])[0] as Doc;
@@ -38,14 +47,25 @@ describe('config: eRPC shapes are normalised at load time', () => {
   });
 
   it('failsafe as one object (network and upstream) becomes a one-entry list; matchFinality as one string a list', () => {
-    const { document, config } = load(project({ failsafe: { matchMethod: '*', matchFinality: 'Finalized', retry: { maxAttempts: 3 } } }, { failsafe: { timeout: { duration: '5s' } } }));
+    const { document, config } = load(
+      project({ failsafe: { matchMethod: '*', matchFinality: 'Finalized', retry: { maxAttempts: 3 } } }, { failsafe: { timeout: { duration: '5s' } } }),
+    );
     expect(net(document).failsafe).to.deep.equal([{ matchMethod: '*', matchFinality: ['finalized'], retry: { maxAttempts: 3 } }]);
     expect(up(document).failsafe).to.deep.equal([{ timeout: { duration: '5s' } }]);
     expect((config.projects[0]?.networks[0]?.settings.failsafe as Doc[])[0]?.matchFinality).to.deep.equal(['finalized']);
   });
 
   it("hedge.delay and timeout.duration as eRPC's {base, quantile, min, max} become svc's flat keys", () => {
-    const { document } = load(project({ failsafe: [{ hedge: { delay: { base: '10ms', quantile: 0.9, min: '50ms', max: '2s' }, maxCount: 2 }, timeout: { duration: { base: '1s', quantile: 0.99, max: '10s' } } }] }));
+    const { document } = load(
+      project({
+        failsafe: [
+          {
+            hedge: { delay: { base: '10ms', quantile: 0.9, min: '50ms', max: '2s' }, maxCount: 2 },
+            timeout: { duration: { base: '1s', quantile: 0.99, max: '10s' } },
+          },
+        ],
+      }),
+    );
     const e = (net(document).failsafe as Doc[])[0] as Doc;
     expect(e.hedge).to.deep.equal({ delay: '10ms', quantile: 0.9, minDelay: '50ms', maxDelay: '2s', maxCount: 2 });
     expect(e.timeout).to.deep.equal({ duration: '1s', quantile: 0.99, maxDuration: '10s' });
@@ -61,7 +81,7 @@ describe('config: eRPC shapes are normalised at load time', () => {
     expect(((net(document).failsafe as Doc[])[0] as Doc).retry).to.deep.equal({ emptyResultDelay: '2s' });
   });
 
-  it("multiplexing as {enabled} becomes the boolean", () => {
+  it('multiplexing as {enabled} becomes the boolean', () => {
     expect(net(load(project({ multiplexing: { enabled: false } })).document).multiplexing).to.equal(false);
     expect(net(load(project({ multiplexing: { enabled: true } })).document).multiplexing).to.equal(true);
     expect(problems(project({ multiplexing: { enabled: true, window: '1s' } }))[0]?.message).to.match(/only on\/off/);
@@ -78,9 +98,14 @@ describe('config: eRPC shapes are normalised at load time', () => {
     expect(p[0]?.message).to.match(/week-long.*second, minute, hour and day/);
   });
 
-  it("redis addr/db/username become a uri (cache and rate-limit store); cacheKeyPrefix becomes redis.keyPrefix", () => {
+  it('redis addr/db/username become a uri (cache and rate-limit store); cacheKeyPrefix becomes redis.keyPrefix', () => {
     const raw = {
-      database: { evmJsonRpcCache: { connectors: [{ id: 'r', driver: 'redis', redis: { addr: 'cache.local:6379', db: 2, getTimeout: '100ms' } }], policies: [{ connector: 'r', finality: 'FINALIZED' }] } },
+      database: {
+        evmJsonRpcCache: {
+          connectors: [{ id: 'r', driver: 'redis', redis: { addr: 'cache.local:6379', db: 2, getTimeout: '100ms' } }],
+          policies: [{ connector: 'r', finality: 'FINALIZED' }],
+        },
+      },
       rateLimiters: { store: { driver: 'redis', redis: { addr: 'rl.local:6379' }, cacheKeyPrefix: 'erpc_rl_' }, budgets: [] },
     };
     const { document, rewrites } = load(raw);
@@ -89,12 +114,21 @@ describe('config: eRPC shapes are normalised at load time', () => {
     expect(((cache.policies as Doc[])[0] as Doc).finality).to.equal('finalized');
     const store = (document.rateLimiters as Doc).store as Doc;
     expect(store).to.deep.equal({ driver: 'redis', redis: { uri: 'redis://rl.local:6379', keyPrefix: 'erpc_rl_' } });
-    expect(rewrites.map((r) => r.path)).to.include.members(['database.evmJsonRpcCache.connectors[0].redis.addr', 'rateLimiters.store.redis.addr', 'rateLimiters.store.cacheKeyPrefix']);
+    expect(rewrites.map((r) => r.path)).to.include.members([
+      'database.evmJsonRpcCache.connectors[0].redis.addr',
+      'rateLimiters.store.redis.addr',
+      'rateLimiters.store.cacheKeyPrefix',
+    ]);
   });
 
   it('a redis:// or rediss:// prefix on addr is dropped before the URI is built (cache and rate-limit store), rediss:// keeps TLS', () => {
     const raw = {
-      database: { evmJsonRpcCache: { connectors: [{ id: 'r', driver: 'redis', redis: { addr: 'redis://cache.local:6379', db: 2 } }], policies: [{ connector: 'r', finality: 'FINALIZED' }] } },
+      database: {
+        evmJsonRpcCache: {
+          connectors: [{ id: 'r', driver: 'redis', redis: { addr: 'redis://cache.local:6379', db: 2 } }],
+          policies: [{ connector: 'r', finality: 'FINALIZED' }],
+        },
+      },
       rateLimiters: { store: { driver: 'redis', redis: { addr: 'rediss://rl.local:6380' } }, budgets: [] },
     };
     const { document } = load(raw);
@@ -106,14 +140,18 @@ describe('config: eRPC shapes are normalised at load time', () => {
   it('rateLimitBudget inside an auth strategy block moves to the strategy; jwt verificationJwksUrl becomes jwksUrl', () => {
     const raw = {
       rateLimiters: { budgets: [{ id: 'free', rules: [{ method: '*', maxCount: 5, period: 'second' }] }] },
-      ...project({}, {}, {
-        auth: {
-          strategies: [
-            { type: 'secret', secret: { value: 's3cret', rateLimitBudget: 'free' } },
-            { type: 'jwt', jwt: { allowedAlgorithms: ['RS256'], verificationJwksUrl: 'https://issuer.example/jwks', rateLimitBudgetClaimName: 'plan' } },
-          ],
+      ...project(
+        {},
+        {},
+        {
+          auth: {
+            strategies: [
+              { type: 'secret', secret: { value: 's3cret', rateLimitBudget: 'free' } },
+              { type: 'jwt', jwt: { allowedAlgorithms: ['RS256'], verificationJwksUrl: 'https://issuer.example/jwks', rateLimitBudgetClaimName: 'plan' } },
+            ],
+          },
         },
-      }),
+      ),
     };
     const { document } = load(raw);
     const strategies = ((document.projects as Doc[])[0]?.auth as Doc).strategies as Doc[];
@@ -134,18 +172,43 @@ describe('config: eRPC shapes are normalised at load time', () => {
 
 describe('config: eRPC keys and shapes svc does not honour are refused by name', () => {
   const cases: Array<[string, Doc, string, RegExp]> = [
-    ['servedTip', project({ evm: { chainId: 1, servedTip: { enabledFor: ['latest'] } } }), 'projects[0].networks[0].evm.servedTip', /served tip.*not supported by svc/],
+    [
+      'servedTip',
+      project({ evm: { chainId: 1, servedTip: { enabledFor: ['latest'] } } }),
+      'projects[0].networks[0].evm.servedTip',
+      /served tip.*not supported by svc/,
+    ],
     ['routing', project({}, { routing: { scoreMultipliers: [] } }), 'projects[0].upstreams[0].routing', /routing score multipliers.*selectionPolicy/],
-    ['sharedState on PostgreSQL', { database: { sharedState: { clusterKey: 'a', connector: { driver: 'postgresql' } } } }, 'database.sharedState.connector.driver', /Redis only/],
+    [
+      'sharedState on PostgreSQL',
+      { database: { sharedState: { clusterKey: 'a', connector: { driver: 'postgresql' } } } },
+      'database.sharedState.connector.driver',
+      /Redis only/,
+    ],
     ['counterDropLabels', { metrics: { counterDropLabels: ['x'] } }, 'metrics.counterDropLabels', /dropping counter labels/],
     ['hostV6', { metrics: { hostV6: '::' } }, 'metrics.hostV6', /IPv6 metrics listener/],
-    ['networkDefaults path', { projects: [{ id: 'p', networkDefaults: { evm: { servedTip: {} } } }] }, 'projects[0].networkDefaults.evm.servedTip', /served tip/],
+    [
+      'networkDefaults path',
+      { projects: [{ id: 'p', networkDefaults: { evm: { servedTip: {} } } }] },
+      'projects[0].networkDefaults.evm.servedTip',
+      /served tip/,
+    ],
     ['svm architecture', project({ architecture: 'svm' }), 'projects[0].networks[0].architecture', /Solana/],
     ['grpc upstream', project({}, { type: 'grpc' }), 'projects[0].upstreams[0].type', /gRPC upstreams/],
     ['legacy evm+alchemy type', project({}, { type: 'evm+alchemy' }), 'projects[0].upstreams[0].type', /endpoint: alchemy:\/\//],
     ['evalFunc as source', project({ selectionPolicy: { evalFunc: '(u) => u' } }), 'projects[0].networks[0].selectionPolicy.evalFunc', /svc\.config\.ts/],
-    ['dynamodb partitionKeyName', { database: { evmJsonRpcCache: { connectors: [{ id: 'd', driver: 'dynamodb', dynamodb: { partitionKeyName: 'pk' } }] } } }, 'database.evmJsonRpcCache.connectors[0].dynamodb.partitionKeyName', /@keyv\/dynamo/],
-    ['redis connPoolSize', { database: { evmJsonRpcCache: { connectors: [{ id: 'r', driver: 'redis', redis: { addr: 'h:1', connPoolSize: 8 } }] } } }, 'database.evmJsonRpcCache.connectors[0].redis.connPoolSize', /connection pool/],
+    [
+      'dynamodb partitionKeyName',
+      { database: { evmJsonRpcCache: { connectors: [{ id: 'd', driver: 'dynamodb', dynamodb: { partitionKeyName: 'pk' } }] } } },
+      'database.evmJsonRpcCache.connectors[0].dynamodb.partitionKeyName',
+      /@keyv\/dynamo/,
+    ],
+    [
+      'redis connPoolSize',
+      { database: { evmJsonRpcCache: { connectors: [{ id: 'r', driver: 'redis', redis: { addr: 'h:1', connPoolSize: 8 } }] } } },
+      'database.evmJsonRpcCache.connectors[0].redis.connPoolSize',
+      /connection pool/,
+    ],
     ['logLevel disabled', { logLevel: 'disabled' }, 'logLevel', /no svc equivalent/],
   ];
   for (const [name, raw, path, message] of cases) {
@@ -157,7 +220,7 @@ describe('config: eRPC keys and shapes svc does not honour are refused by name',
     });
   }
 
-  it('an unknown key that is not eRPC\'s keeps the plain message', () => {
+  it("an unknown key that is not eRPC's keeps the plain message", () => {
     expect(problems({ server: { nope: 1 } })[0]).to.deep.equal({ path: 'server.nope', message: 'unknown key "nope"' });
   });
 });

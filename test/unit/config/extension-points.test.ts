@@ -28,9 +28,12 @@ const problemsOf = (raw: unknown, fragments: SchemaFragment[]) => {
 };
 
 describe('config: schema extension points', () => {
-  it('keys added to an extension point validate with their path, default and convert like the owner\'s', () => {
+  it("keys added to an extension point validate with their path, default and convert like the owner's", () => {
     const cfg = load({ owner: [{ name: 'a', wait: '5s' }, { name: 'b' }] }, [owner, adder]);
-    expect(cfg.owner).to.deep.equal([{ name: 'a', wait: 5000 }, { name: 'b', wait: 2000 }]);
+    expect(cfg.owner).to.deep.equal([
+      { name: 'a', wait: 5000 },
+      { name: 'b', wait: 2000 },
+    ]);
     expect(problemsOf({ owner: [{ name: 'a', note: { a: 1 }, extra: 1 }] }, [owner, adder])).to.deep.equal([
       { path: 'owner[0].extra', message: 'unknown key "extra"' },
       { path: 'owner[0].note', message: 'must be string' },
@@ -48,16 +51,30 @@ describe('config: schema extension points', () => {
   });
 
   it('a key the object has, a key two plugins add, and a point nobody declares are boot failures naming the owners', () => {
-    expect(fragmentCollisions([{ owner: 'o', fragment: owner }, { owner: 'x', fragment: { extend: { 'owner[]': { name: Type.Number() } } } }])).to.deep.equal([
-      'config key owner[].name of plugin "x" is already defined by plugin "o"',
-    ]);
-    expect(fragmentCollisions([{ owner: 'o', fragment: owner }, { owner: 'a', fragment: adder }, { owner: 'b', fragment: adder }])).to.deep.equal([
+    expect(
+      fragmentCollisions([
+        { owner: 'o', fragment: owner },
+        { owner: 'x', fragment: { extend: { 'owner[]': { name: Type.Number() } } } },
+      ]),
+    ).to.deep.equal(['config key owner[].name of plugin "x" is already defined by plugin "o"']);
+    expect(
+      fragmentCollisions([
+        { owner: 'o', fragment: owner },
+        { owner: 'a', fragment: adder },
+        { owner: 'b', fragment: adder },
+      ]),
+    ).to.deep.equal([
       'config key owner[].wait of plugin "b" is already defined by plugin "a"',
       'config key owner[].note of plugin "b" is already defined by plugin "a"',
     ]);
-    expect(fragmentCollisions([{ owner: 'a', fragment: adder }])).to.deep.equal(['plugin "a" adds config keys to the extension point "owner[]", which no applied plugin declares']);
+    expect(fragmentCollisions([{ owner: 'a', fragment: adder }])).to.deep.equal([
+      'plugin "a" adds config keys to the extension point "owner[]", which no applied plugin declares',
+    ]);
     const plugin = (name: string, schema: SchemaFragment): Plugin => ({ name, schema, apply() {} });
-    expect(() => createProxy({ config: {}, plugins: [plugin('a', adder)], logger: createLogger('silent') })).to.throw(PluginContractError, /extension point "owner\[\]"/);
+    expect(() => createProxy({ config: {}, plugins: [plugin('a', adder)], logger: createLogger('silent') })).to.throw(
+      PluginContractError,
+      /extension point "owner\[\]"/,
+    );
   });
 
   it('the start-up log names an added key by its extension point', () => {

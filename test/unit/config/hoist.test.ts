@@ -10,7 +10,12 @@ import { buildConfigSchema, type SchemaFragment } from '../../../config/schema.t
 import { defaultPreset } from '../../../presets/default.ts';
 import { validateConfig } from '../../../config/load.ts';
 
-const endpoint = { type: 'object', additionalProperties: false, required: ['url'], properties: { url: { type: 'string', minLength: 1, description: 'x'.repeat(300) }, weight: { type: 'number', default: { type: 'object' } } } };
+const endpoint = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['url'],
+  properties: { url: { type: 'string', minLength: 1, description: 'x'.repeat(300) }, weight: { type: 'number', default: { type: 'object' } } },
+};
 const schema = {
   type: 'object',
   additionalProperties: false,
@@ -56,10 +61,16 @@ describe('config validator: repeated sub-schemas are shared', () => {
   });
 
   it('the assembled svc config schema still names a bad key by its path in every repeated place', () => {
-    const s = buildConfigSchema(defaultPreset().map((p) => p.schema).filter((f): f is SchemaFragment => !!f));
+    const s = buildConfigSchema(
+      defaultPreset()
+        .map((p) => p.schema)
+        .filter((f): f is SchemaFragment => !!f),
+    );
     const problems = validateConfig(
       {
-        projects: [{ id: 'p', upstreamDefaults: { failsafe: [{ bogus: 1 }] }, upstreams: [{ id: 'u', endpoint: 'http://127.0.0.1:1/', failsafe: [{ bogus: 1 }] }] }],
+        projects: [
+          { id: 'p', upstreamDefaults: { failsafe: [{ bogus: 1 }] }, upstreams: [{ id: 'u', endpoint: 'http://127.0.0.1:1/', failsafe: [{ bogus: 1 }] }] },
+        ],
       },
       s,
     );

@@ -58,10 +58,25 @@ describe('config/load', () => {
   });
 
   describe('readConfigFile', () => {
-    const expectedRaw = { logLevel: 'debug', server: { httpPort: 5555, maxTimeout: '15s' }, projects: [{ id: 'p1', upstreams: [{ id: 'u1', endpoint: 'http://127.0.0.1:8545' }] }] };
+    const expectedRaw = {
+      logLevel: 'debug',
+      server: { httpPort: 5555, maxTimeout: '15s' },
+      projects: [{ id: 'p1', upstreams: [{ id: 'u1', endpoint: 'http://127.0.0.1:8545' }] }],
+    };
 
     it('YAML (.yaml and .yml)', async () => {
-      const yaml = ['logLevel: debug', 'server:', '  httpPort: 5555', '  maxTimeout: 15s', 'projects:', '  - id: p1', '    upstreams:', '      - id: u1', '        endpoint: http://127.0.0.1:8545', ''].join('\n');
+      const yaml = [
+        'logLevel: debug',
+        'server:',
+        '  httpPort: 5555',
+        '  maxTimeout: 15s',
+        'projects:',
+        '  - id: p1',
+        '    upstreams:',
+        '      - id: u1',
+        '        endpoint: http://127.0.0.1:8545',
+        '',
+      ].join('\n');
       for (const ext of ['yaml', 'yml']) {
         const f = join(dir, `svc.${ext}`);
         writeFileSync(f, yaml);
@@ -109,9 +124,15 @@ describe('config/load', () => {
       const y = join(dir, 'same.yaml');
       const j = join(dir, 'same.json');
       const t = join(dir, 'same.config.ts');
-      writeFileSync(y, 'server:\n  httpPort: 4100\n  maxBodySize: 1MiB\nprojects:\n  - id: p\n    networks:\n      - architecture: evm\n        evm:\n          chainId: 1\n');
+      writeFileSync(
+        y,
+        'server:\n  httpPort: 4100\n  maxBodySize: 1MiB\nprojects:\n  - id: p\n    networks:\n      - architecture: evm\n        evm:\n          chainId: 1\n',
+      );
       writeFileSync(j, JSON.stringify({ server: { httpPort: 4100, maxBodySize: '1MiB' }, projects: [{ id: 'p', networks: [net(1)] }] }));
-      writeFileSync(t, `import { defineConfig } from ${JSON.stringify(LOAD_TS)};\nexport default defineConfig({ server: { httpPort: 4100, maxBodySize: '1MiB' }, projects: [{ id: 'p', networks: [{ architecture: 'evm', evm: { chainId: 1 } }] }] });\n`);
+      writeFileSync(
+        t,
+        `import { defineConfig } from ${JSON.stringify(LOAD_TS)};\nexport default defineConfig({ server: { httpPort: 4100, maxBodySize: '1MiB' }, projects: [{ id: 'p', networks: [{ architecture: 'evm', evm: { chainId: 1 } }] }] });\n`,
+      );
       const [a, b, c] = await Promise.all([y, j, t].map(async (f) => load(await readConfigFile(f))));
       expect(b).to.deep.equal(a);
       expect(c).to.deep.equal(a);
@@ -128,7 +149,10 @@ describe('config/load', () => {
 
   describe('${ENV} expansion', () => {
     it('expands variables inside strings', () => {
-      const cfg = load({ server: { httpHost: '${HOST}' }, projects: [{ id: 'p', upstreams: [{ id: 'u', endpoint: 'https://${RPC_HOST}/v2/${KEY}' }] }] }, { HOST: '127.0.0.1', RPC_HOST: 'rpc.example', KEY: 'abc' });
+      const cfg = load(
+        { server: { httpHost: '${HOST}' }, projects: [{ id: 'p', upstreams: [{ id: 'u', endpoint: 'https://${RPC_HOST}/v2/${KEY}' }] }] },
+        { HOST: '127.0.0.1', RPC_HOST: 'rpc.example', KEY: 'abc' },
+      );
       expect(cfg.server.httpHost).to.equal('127.0.0.1');
       expect(cfg.projects[0]!.upstreams[0]!.endpoint).to.equal('https://rpc.example/v2/abc');
       expect(cfg.warnings).to.deep.equal([]);
@@ -275,7 +299,11 @@ describe('config/load', () => {
     });
 
     it('explicit values win over defaults', () => {
-      const cfg = load({ logLevel: 'warn', server: { includeErrorDetails: false, executionHeaders: 'summary', maxBatchSize: 10 }, metrics: { enabled: false, port: 9100 } });
+      const cfg = load({
+        logLevel: 'warn',
+        server: { includeErrorDetails: false, executionHeaders: 'summary', maxBatchSize: 10 },
+        metrics: { enabled: false, port: 9100 },
+      });
       expect(cfg.logLevel).to.equal('warn');
       expect(cfg.server.includeErrorDetails).to.equal(false);
       expect(cfg.server.executionHeaders).to.equal('summary');
@@ -315,7 +343,11 @@ describe('config/load', () => {
     });
 
     it('upstream id defaults to the endpoint host, made unique', () => {
-      const cfg = load({ projects: [{ id: 'p', upstreams: [{ endpoint: 'http://127.0.0.1:8545' }, { endpoint: 'http://127.0.0.1:8545/x' }, { id: 'named', endpoint: 'http://h' }] }] });
+      const cfg = load({
+        projects: [
+          { id: 'p', upstreams: [{ endpoint: 'http://127.0.0.1:8545' }, { endpoint: 'http://127.0.0.1:8545/x' }, { id: 'named', endpoint: 'http://h' }] },
+        ],
+      });
       expect(cfg.projects[0]!.upstreams.map((u) => u.id)).to.deep.equal(['127.0.0.1:8545', '127.0.0.1:8545-2', 'named']);
       expect(cfg.projects[0]!.upstreams[0]!.vendor).to.equal('unknown');
     });
@@ -348,7 +380,13 @@ describe('config/load', () => {
 
     it('an array on the entry replaces the default array', () => {
       const cfg = load({
-        projects: [{ id: 'p', upstreamDefaults: { ignoreMethods: ['debug_*', 'trace_*'], tags: ['tier:free'] }, upstreams: [{ id: 'u', endpoint: 'http://a', ignoreMethods: ['eth_sendRawTransaction'] }] }],
+        projects: [
+          {
+            id: 'p',
+            upstreamDefaults: { ignoreMethods: ['debug_*', 'trace_*'], tags: ['tier:free'] },
+            upstreams: [{ id: 'u', endpoint: 'http://a', ignoreMethods: ['eth_sendRawTransaction'] }],
+          },
+        ],
       });
       const u = cfg.projects[0]!.upstreams[0]!;
       expect(u.ignoreMethods).to.deep.equal(['eth_sendRawTransaction']);
@@ -361,7 +399,10 @@ describe('config/load', () => {
           {
             id: 'p',
             upstreamDefaults: { vendorName: 'alchemy' },
-            upstreams: [{ id: 'a', endpoint: 'http://a', vendorName: 'infura' }, { id: 'b', endpoint: 'http://b' }],
+            upstreams: [
+              { id: 'a', endpoint: 'http://a', vendorName: 'infura' },
+              { id: 'b', endpoint: 'http://b' },
+            ],
             networkDefaults: { directiveDefaults: { enforceHighestBlock: true } },
             networks: [net(1, { directiveDefaults: { enforceHighestBlock: false } })],
           },
@@ -372,14 +413,20 @@ describe('config/load', () => {
     });
 
     it('defaults are applied after the merge: an upstreamDefaults value beats the schema default', () => {
-      const frag: SchemaFragment = { upstream: { weight: Type.Integer({ default: 1 }), timeout: Duration({ default: '30s' }) }, network: { evalInterval: Duration({ default: '15s' }) } };
+      const frag: SchemaFragment = {
+        upstream: { weight: Type.Integer({ default: 1 }), timeout: Duration({ default: '30s' }) },
+        network: { evalInterval: Duration({ default: '15s' }) },
+      };
       const cfg = load(
         {
           projects: [
             {
               id: 'p',
               upstreamDefaults: { weight: 5, timeout: '2s' },
-              upstreams: [{ id: 'a', endpoint: 'http://a' }, { id: 'b', endpoint: 'http://b', weight: 7 }],
+              upstreams: [
+                { id: 'a', endpoint: 'http://a' },
+                { id: 'b', endpoint: 'http://b', weight: 7 },
+              ],
               networkDefaults: { evalInterval: '1m' },
               networks: [net(1), net(2, { evalInterval: '5s' })],
             },
@@ -401,14 +448,24 @@ describe('config/load', () => {
     });
 
     it('raw networkDefaults / upstreamDefaults are kept on the project', () => {
-      const cfg = loadWithPlugins({ projects: [{ id: 'p', networkDefaults: { directiveDefaults: { retryEmpty: true } }, upstreamDefaults: { vendorName: 'x' } }] });
+      const cfg = loadWithPlugins({
+        projects: [{ id: 'p', networkDefaults: { directiveDefaults: { retryEmpty: true } }, upstreamDefaults: { vendorName: 'x' } }],
+      });
       expect(cfg.projects[0]!.networkDefaults).to.deep.equal({ directiveDefaults: { retryEmpty: true } });
       expect(cfg.projects[0]!.upstreamDefaults).to.deep.equal({ vendorName: 'x' });
     });
   });
 
-  describe('tri-state directiveDefaults (keys of the default preset\'s plugins)', () => {
-    const BOOLS = ['retryEmpty', 'retryPending', 'skipInterpolation', 'skipConsensus', 'enforceHighestBlock', 'enforceGetLogsBlockRange', 'enforceNonNullTaggedBlocks'] as const;
+  describe("tri-state directiveDefaults (keys of the default preset's plugins)", () => {
+    const BOOLS = [
+      'retryEmpty',
+      'retryPending',
+      'skipInterpolation',
+      'skipConsensus',
+      'enforceHighestBlock',
+      'enforceGetLogsBlockRange',
+      'enforceNonNullTaggedBlocks',
+    ] as const;
 
     it('stay unset when not given', () => {
       const cfg = loadWithPlugins({ projects: [{ id: 'p', networks: [net(1), net(2, { directiveDefaults: {} })] }] });
@@ -426,7 +483,10 @@ describe('config/load', () => {
 
     it('YAML booleans for skipCacheRead become strings (validation coerces them), and read so through its directive', async () => {
       const f = join(dir, 'dd.yaml');
-      writeFileSync(f, 'projects:\n  - id: p\n    networks:\n      - architecture: evm\n        evm: { chainId: 1 }\n        directiveDefaults:\n          skipCacheRead: true\n          useUpstream: "alchemy-*"\n');
+      writeFileSync(
+        f,
+        'projects:\n  - id: p\n    networks:\n      - architecture: evm\n        evm: { chainId: 1 }\n        directiveDefaults:\n          skipCacheRead: true\n          useUpstream: "alchemy-*"\n',
+      );
       const n = loadWithPlugins(await readConfigFile(f)).projects[0]!.networks[0]!;
       expect(n.directiveDefaults).to.deep.equal({ skipCacheRead: 'true', useUpstream: 'alchemy-*' });
       expect(SKIP_CACHE_READ.get(n.directiveDefaults)).to.equal('true');
@@ -440,13 +500,15 @@ describe('config/load', () => {
 
   describe('allowMethods / ignoreMethods', () => {
     it('allowMethods alone implies ignoreMethods ["*"]', () => {
-      const u = load({ projects: [{ id: 'p', upstreams: [{ id: 'u', endpoint: 'http://a', allowMethods: ['eth_call', 'eth_getLogs'] }] }] }).projects[0]!.upstreams[0]!;
+      const u = load({ projects: [{ id: 'p', upstreams: [{ id: 'u', endpoint: 'http://a', allowMethods: ['eth_call', 'eth_getLogs'] }] }] }).projects[0]!
+        .upstreams[0]!;
       expect(u.allowMethods).to.deep.equal(['eth_call', 'eth_getLogs']);
       expect(u.ignoreMethods).to.deep.equal(['*']);
     });
 
     it('explicit ignoreMethods with allowMethods are kept', () => {
-      const u = load({ projects: [{ id: 'p', upstreams: [{ id: 'u', endpoint: 'http://a', allowMethods: ['eth_call'], ignoreMethods: ['debug_*'] }] }] }).projects[0]!.upstreams[0]!;
+      const u = load({ projects: [{ id: 'p', upstreams: [{ id: 'u', endpoint: 'http://a', allowMethods: ['eth_call'], ignoreMethods: ['debug_*'] }] }] })
+        .projects[0]!.upstreams[0]!;
       expect(u.ignoreMethods).to.deep.equal(['debug_*']);
     });
 
@@ -475,12 +537,24 @@ describe('config/load', () => {
         }),
       );
       const paths = e.problems.map((p) => p.path);
-      expect(paths).to.include.members(['projects[0].upstreams[1].id', 'projects[0].networks[1].evm.chainId', 'projects[0].networks[2].alias', 'projects[1].id']);
+      expect(paths).to.include.members([
+        'projects[0].upstreams[1].id',
+        'projects[0].networks[1].evm.chainId',
+        'projects[0].networks[2].alias',
+        'projects[1].id',
+      ]);
       expect(e.problems.find((p) => p.path === 'projects[1].id')!.message).to.contain('duplicate');
     });
 
     it('the same upstream id in two projects is fine', () => {
-      expect(() => load({ projects: [{ id: 'p', upstreams: [{ id: 'a', endpoint: 'http://a' }] }, { id: 'q', upstreams: [{ id: 'a', endpoint: 'http://a' }] }] })).to.not.throw();
+      expect(() =>
+        load({
+          projects: [
+            { id: 'p', upstreams: [{ id: 'a', endpoint: 'http://a' }] },
+            { id: 'q', upstreams: [{ id: 'a', endpoint: 'http://a' }] },
+          ],
+        }),
+      ).to.not.throw();
     });
 
     it('a config that is not an object is rejected', () => {
@@ -501,10 +575,19 @@ describe('config/load', () => {
     });
 
     it('fragments add keys at their anchor points', () => {
-      const schema = buildConfigSchema([{ server: { costHeaders: Type.Boolean() }, project: { rateLimitBudget: Type.String() }, upstreamEvm: { nodeType: Type.String() } }]);
-      const doc = { server: { costHeaders: true }, projects: [{ id: 'p', rateLimitBudget: 'b', upstreams: [{ endpoint: 'http://a', evm: { chainId: 1, nodeType: 'full' } }] }] };
+      const schema = buildConfigSchema([
+        { server: { costHeaders: Type.Boolean() }, project: { rateLimitBudget: Type.String() }, upstreamEvm: { nodeType: Type.String() } },
+      ]);
+      const doc = {
+        server: { costHeaders: true },
+        projects: [{ id: 'p', rateLimitBudget: 'b', upstreams: [{ endpoint: 'http://a', evm: { chainId: 1, nodeType: 'full' } }] }],
+      };
       expect(validateConfig(doc, schema)).to.deep.equal([]);
-      expect(validateConfig(doc, buildConfigSchema()).map((p) => p.path)).to.include.members(['server.costHeaders', 'projects[0].rateLimitBudget', 'projects[0].upstreams[0].evm.nodeType']);
+      expect(validateConfig(doc, buildConfigSchema()).map((p) => p.path)).to.include.members([
+        'server.costHeaders',
+        'projects[0].rateLimitBudget',
+        'projects[0].upstreams[0].evm.nodeType',
+      ]);
     });
 
     it('an endpoint must be http(s)', () => {

@@ -6,7 +6,18 @@
  * being errors).
  */
 import { expect } from 'chai';
-import { definePlugin, definePreset, Duration, settingsOf, Size, Type, type Plugin, type PluginHost, type Preset, type SchemaFragment } from '../../../core/plugin-api.ts';
+import {
+  definePlugin,
+  definePreset,
+  Duration,
+  settingsOf,
+  Size,
+  Type,
+  type Plugin,
+  type PluginHost,
+  type Preset,
+  type SchemaFragment,
+} from '../../../core/plugin-api.ts';
 import { loadConfigObject } from '../../../config/load.ts';
 
 describe('definePlugin / definePreset / settingsOf', () => {
@@ -48,10 +59,18 @@ describe('definePlugin / definePreset / settingsOf', () => {
     definePreset(() => [1, 2]);
   });
 
-  it('settingsOf reads a plugin\'s own keys from a resolved node, typed, durations and sizes as numbers, without a copy', () => {
+  it("settingsOf reads a plugin's own keys from a resolved node, typed, durations and sizes as numbers, without a copy", () => {
     const schema = {
       server: {
-        acmePricing: Type.Optional(Type.Object({ header: Type.String(), unitPrice: Type.Number(), window: Duration(), cap: Size(), tiers: Type.Array(Type.Object({ after: Duration() })) })),
+        acmePricing: Type.Optional(
+          Type.Object({
+            header: Type.String(),
+            unitPrice: Type.Number(),
+            window: Duration(),
+            cap: Size(),
+            tiers: Type.Array(Type.Object({ after: Duration() })),
+          }),
+        ),
         acmeOn: Type.Optional(Type.Boolean({ default: false })),
         // Declared without Type.Optional: still optional in the view, the config may leave it out.
         acmeLabel: Type.String(),

@@ -6,7 +6,15 @@
  * and hand-made attempt records.
  */
 import { expect } from 'chai';
-import { agreementSignature, blameOf, errorSignature, isCharged, isRequestFact, MAX_NORMALISED_MESSAGE, normaliseErrorMessage } from '../../../core/pipeline/blame.ts';
+import {
+  agreementSignature,
+  blameOf,
+  errorSignature,
+  isCharged,
+  isRequestFact,
+  MAX_NORMALISED_MESSAGE,
+  normaliseErrorMessage,
+} from '../../../core/pipeline/blame.ts';
 import { settleFailedAttempt, whenCharged, wouldConfirm, isDeferred } from '../../../core/pipeline/charge.ts';
 import { newExecutionRecord, type AttemptRecord, type CallContext } from '../../../core/pipeline/context.ts';
 import {
@@ -35,10 +43,14 @@ function nodeError(message: string, code = -32603, status = 200): ErrEndpointSer
 describe('error charging: the message normaliser', () => {
   it('lower-cases and collapses hex, addresses, hashes, numbers, quoted fragments and whitespace', () => {
     expect(normaliseErrorMessage('Trace TOO heavy for block 0x1F: took 5012ms')).to.equal('trace too heavy for block 0x…: took #ms');
-    expect(normaliseErrorMessage('nonce too low: address 0xC100000000000000000000000000000000000000, tx: 0 state: 10')).to.equal('nonce too low: address 0x…, tx: # state: #');
-    expect(normaliseErrorMessage('missing trie node 0f86c86b65afff31ad44794f2959cdae3107376a9a9f54cdd902f0df16463352 (path )')).to.equal('missing trie node … (path )');
+    expect(normaliseErrorMessage('nonce too low: address 0xC100000000000000000000000000000000000000, tx: 0 state: 10')).to.equal(
+      'nonce too low: address 0x…, tx: # state: #',
+    );
+    expect(normaliseErrorMessage('missing trie node 0f86c86b65afff31ad44794f2959cdae3107376a9a9f54cdd902f0df16463352 (path )')).to.equal(
+      'missing trie node … (path )',
+    );
     expect(normaliseErrorMessage('unknown tracer "fooTracer"')).to.equal('unknown tracer "…"');
-    expect(normaliseErrorMessage("unknown variant `fooTracer`, expected one of `callTracer`")).to.equal('unknown variant "…", expected one of "…"');
+    expect(normaliseErrorMessage('unknown variant `fooTracer`, expected one of `callTracer`')).to.equal('unknown variant "…", expected one of "…"');
     expect(normaliseErrorMessage("reverted with reason string 'nope'")).to.equal('reverted with reason string "…"');
     expect(normaliseErrorMessage('failed to evaluate JS code: ReferenceError: x is not defined\n    at <main> (unknown at :?:?)')).to.equal(
       'failed to evaluate js code: referenceerror: x is not defined at <main> (unknown at :?:?)',
@@ -91,7 +103,12 @@ describe('error charging: who an error is blamed on', () => {
   });
 
   it('upstream faults: an unclassified error, a transport failure, a timeout, a rate limit', () => {
-    for (const e of [nodeError('database corrupted'), new ErrEndpointServerSideException('transport error: ECONNREFUSED'), new ErrEndpointRequestTimeout('late'), new ErrEndpointCapacityExceeded('429')]) {
+    for (const e of [
+      nodeError('database corrupted'),
+      new ErrEndpointServerSideException('transport error: ECONNREFUSED'),
+      new ErrEndpointRequestTimeout('late'),
+      new ErrEndpointCapacityExceeded('429'),
+    ]) {
       expect(blameOf(e), e.message).to.equal('upstream');
     }
     // A fact message without a node code is not read as a fact (svc wrote it).
@@ -99,7 +116,12 @@ describe('error charging: who an error is blamed on', () => {
   });
 
   it('nobody: svc failures, cancellations, capability answers', () => {
-    for (const e of [new ErrInternal('bug'), new ErrCancelled('gone'), new ErrEndpointUnsupported('method not found'), new ErrEndpointMissingData('header not found')]) {
+    for (const e of [
+      new ErrInternal('bug'),
+      new ErrCancelled('gone'),
+      new ErrEndpointUnsupported('method not found'),
+      new ErrEndpointMissingData('header not found'),
+    ]) {
       expect(blameOf(e), e.name).to.equal('none');
     }
   });
@@ -129,7 +151,12 @@ describe('error charging: who an error is blamed on', () => {
 
 /** A client call context on a fresh record (only what the ledger reads). */
 function callCtx(internal = false): CallContext {
-  return { request: { idRaw: '1', method: 'debug_traceTransaction', params: [] }, record: newExecutionRecord('debug_traceTransaction'), internal, state: new Map() } as unknown as CallContext;
+  return {
+    request: { idRaw: '1', method: 'debug_traceTransaction', params: [] },
+    record: newExecutionRecord('debug_traceTransaction'),
+    internal,
+    state: new Map(),
+  } as unknown as CallContext;
 }
 
 /** A finished failed attempt on an upstream, appended to the call's trace. */

@@ -82,10 +82,12 @@ function hasDuplicateName(text: string): boolean {
 const ws = fc.constantFrom('', ' ', '\n', '\t', ' \r\n  ');
 const name = fc.constantFrom('to', 'from', 'data', 'value', 'params', 'id', 'method', 'a', 'é', 'gas');
 /** A string literal, sometimes with its characters written as \u escapes. */
-const stringLit = fc.tuple(fc.string({ maxLength: 8 }), fc.boolean()).map(([s, escape]) =>
-  escape ? `"${[...s].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"` : JSON.stringify(s),
-);
-const keyLit = fc.tuple(name, fc.boolean()).map(([k, escape]) => (escape ? `"${[...k].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"` : JSON.stringify(k)));
+const stringLit = fc
+  .tuple(fc.string({ maxLength: 8 }), fc.boolean())
+  .map(([s, escape]) => (escape ? `"${[...s].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"` : JSON.stringify(s)));
+const keyLit = fc
+  .tuple(name, fc.boolean())
+  .map(([k, escape]) => (escape ? `"${[...k].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"` : JSON.stringify(k)));
 const numberLit = fc.oneof(
   fc.integer().map(String),
   fc.constantFrom('1.0', '1e3', '-0', '0.1', '12345678901234567891', '9007199254740993', '1E+2', '-1.50'),
@@ -97,7 +99,9 @@ const tree = fc.letrec<{ value: string }>((tie) => ({
     { depthSize: 'small', withCrossShrink: true },
     leaf,
     fc.tuple(fc.array(tie('value'), { maxLength: 4 }), ws).map(([xs, w]) => `[${w}${xs.join(`${w},${w}`)}${w}]`),
-    fc.tuple(fc.array(fc.tuple(keyLit, tie('value')), { maxLength: 4 }), ws).map(([ms, w]) => `{${w}${ms.map(([k, v]) => `${k}${w}:${w}${v}`).join(`,${w}`)}${w}}`),
+    fc
+      .tuple(fc.array(fc.tuple(keyLit, tie('value')), { maxLength: 4 }), ws)
+      .map(([ms, w]) => `{${w}${ms.map(([k, v]) => `${k}${w}:${w}${v}`).join(`,${w}`)}${w}}`),
   ),
 })).value;
 /** Params text: a list, sometimes padded past the raw-forwarding threshold with a large string. */

@@ -81,7 +81,15 @@ describe('parse limits', () => {
     }
 
     it('names used in the wild pass', () => {
-      for (const m of ['eth_getBlockByNumber', 'debug_traceTransaction', 'alchemy_getTokenBalances', 'suix_getBalance', 'starknet_blockNumber', 'rpc.discover', 'x:y-z.1']) {
+      for (const m of [
+        'eth_getBlockByNumber',
+        'debug_traceTransaction',
+        'alchemy_getTokenBalances',
+        'suix_getBalance',
+        'starknet_blockNumber',
+        'rpc.discover',
+        'x:y-z.1',
+      ]) {
         expect(parseRequestBody(call('[]', 1, m)).calls[0]!.invalid, m).to.equal(undefined);
       }
     });

@@ -42,7 +42,15 @@ describe('the request pipeline (docs/architecture.md "Request lifecycle")', () =
   it('renders every stage of a built network with the taps its preset runs', async () => {
     const { preset } = await resolvePreset('default');
     const proxy = createProxy({
-      config: { projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: ['a', 'b'].map((id) => ({ id, endpoint: 'http://127.0.0.1:9/', evm: { chainId: 31337, statePollerInterval: '1h' } })) }] },
+      config: {
+        projects: [
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: 31337 } }],
+            upstreams: ['a', 'b'].map((id) => ({ id, endpoint: 'http://127.0.0.1:9/', evm: { chainId: 31337, statePollerInterval: '1h' } })),
+          },
+        ],
+      },
       plugins: preset(),
       logger: createLogger('silent'),
     });
@@ -68,7 +76,12 @@ describe('the request pipeline (docs/architecture.md "Request lifecycle")', () =
     try {
       const file = join(dir, 'svc.yaml');
       writeFileSync(file, 'projects:\n  - id: main\n    upstreams:\n      - id: a\n        endpoint: http://127.0.0.1:9/\n        evm: { chainId: 31337 }\n');
-      const cli = (args: string[]) => execFileSync(process.execPath, ['--import', 'tsx', '--conditions=svc-source', join(PACKAGE_ROOT, 'bin', 'svc.ts'), 'pipeline', '--config', file, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      const cli = (args: string[]) =>
+        execFileSync(
+          process.execPath,
+          ['--import', 'tsx', '--conditions=svc-source', join(PACKAGE_ROOT, 'bin', 'svc.ts'), 'pipeline', '--config', file, ...args],
+          { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+        );
       const out = cli(['--network', 'evm:31337']);
       expect(out.split('\n')[0]).to.equal('project main, network evm:31337');
       expect(out).to.match(/^\s+8 upstream\s+a: /m);

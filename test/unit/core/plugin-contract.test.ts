@@ -36,8 +36,11 @@ describe('plugin contract', () => {
       expect(byName.get('evm-retries')!.dependsOn).to.include('failsafe');
     });
 
-    it("an svc range the running version does not satisfy fails boot naming both versions", () => {
-      expect(() => build([plugin('old', { version: '1.2.3', svc: '>=99' })])).to.throw(PluginContractError, new RegExp(`plugin "old" 1.2.3 needs svc >=99, but this is svc ${VERSION.replace(/\./g, '\\.')}`));
+    it('an svc range the running version does not satisfy fails boot naming both versions', () => {
+      expect(() => build([plugin('old', { version: '1.2.3', svc: '>=99' })])).to.throw(
+        PluginContractError,
+        new RegExp(`plugin "old" 1.2.3 needs svc >=99, but this is svc ${VERSION.replace(/\./g, '\\.')}`),
+      );
       expect(() => build([plugin('ok', { svc: `^${VERSION}` })])).not.to.throw();
       expect(() => build([plugin('bad', { svc: 'not a range' })])).to.throw(PluginContractError, /invalid svc range/);
       expect(() => build([plugin('bad', { version: 'one' })])).to.throw(PluginContractError, /invalid version/);
@@ -62,7 +65,15 @@ describe('plugin contract', () => {
     });
 
     it('an exception in apply fails boot naming the plugin', () => {
-      expect(() => build([plugin('broken', { apply: () => { throw new Error('boom'); } })])).to.throw(PluginContractError, /plugin "broken" failed to apply: boom/);
+      expect(() =>
+        build([
+          plugin('broken', {
+            apply: () => {
+              throw new Error('boom');
+            },
+          }),
+        ]),
+      ).to.throw(PluginContractError, /plugin "broken" failed to apply: boom/);
     });
   });
 
@@ -73,9 +84,15 @@ describe('plugin contract', () => {
     let authed: SvcHandle;
     const throwing = plugin('noisy', {
       apply(h) {
-        h.hooks.attemptDone.tap('noisy', () => { throw new Error('attemptDone bug'); });
-        h.hooks.callDone.tap('noisy:calls', () => { throw new Error('callDone bug'); });
-        h.hooks.responseHeaders.tap('noisy', () => { throw new Error('responseHeaders bug'); });
+        h.hooks.attemptDone.tap('noisy', () => {
+          throw new Error('attemptDone bug');
+        });
+        h.hooks.callDone.tap('noisy:calls', () => {
+          throw new Error('callDone bug');
+        });
+        h.hooks.responseHeaders.tap('noisy', () => {
+          throw new Error('responseHeaders bug');
+        });
       },
     });
     const gate = plugin('gate', {
@@ -86,7 +103,13 @@ describe('plugin contract', () => {
         });
       },
     });
-    const cfg = (url: string) => ({ ...NO_CACHE, logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: url, evm: { chainId: 31337 } }] }] });
+    const cfg = (url: string) => ({
+      ...NO_CACHE,
+      logLevel: 'error',
+      projects: [
+        { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: url, evm: { chainId: 31337 } }] },
+      ],
+    });
 
     before(async () => {
       up = await startFaultServer();
@@ -166,7 +189,12 @@ describe('plugin contract', () => {
               networks: [{ architecture: 'evm', evm: { chainId: 31337 }, directiveDefaults: { acmeTier: 'gold' } }],
               upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }],
             },
-            { id: 'locked', allowClientDirectives: '!acme-tier', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }] },
+            {
+              id: 'locked',
+              allowClientDirectives: '!acme-tier',
+              networks: [{ architecture: 'evm', evm: { chainId: 31337 } }],
+              upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }],
+            },
           ],
         },
         { plugins: [...defaultPreset(), acme] },
@@ -176,7 +204,8 @@ describe('plugin contract', () => {
       await svc?.close();
       await up?.close();
     });
-    const echo = async (path: string, headers: Record<string, string> = {}) => (await svc.post(path, { jsonrpc: '2.0', id: 1, method: 'acme_echo', params: [] }, headers)).json.result;
+    const echo = async (path: string, headers: Record<string, string> = {}) =>
+      (await svc.post(path, { jsonrpc: '2.0', id: 1, method: 'acme_echo', params: [] }, headers)).json.result;
 
     it('a declared directive is defaulted from directiveDefaults, set by its header and query, and governed by allowClientDirectives', async () => {
       expect((await echo('/main/evm/31337')).tier).to.equal('gold');
@@ -192,13 +221,28 @@ describe('plugin contract', () => {
     });
 
     it('a malformed or colliding directive fails boot', () => {
-      const bad = (d: object) => plugin('bad', { dependsOn: ['directives'], apply: (h) => h.services.require<DirectivesService>(DIRECTIVES_SERVICE).declare(d as never) });
-      expect(() => build([...defaultPreset(), bad({ query: 'retry-empty', header: 'x-other', field: 'other', type: 'bool' })])).to.throw(PluginContractError, /collides/);
-      expect(() => build([...defaultPreset(), bad({ query: 'Bad Name', header: 'x-a', field: 'a', type: 'bool' })])).to.throw(PluginContractError, /must match/);
+      const bad = (d: object) =>
+        plugin('bad', { dependsOn: ['directives'], apply: (h) => h.services.require<DirectivesService>(DIRECTIVES_SERVICE).declare(d as never) });
+      expect(() => build([...defaultPreset(), bad({ query: 'retry-empty', header: 'x-other', field: 'other', type: 'bool' })])).to.throw(
+        PluginContractError,
+        /collides/,
+      );
+      expect(() => build([...defaultPreset(), bad({ query: 'Bad Name', header: 'x-a', field: 'a', type: 'bool' })])).to.throw(
+        PluginContractError,
+        /must match/,
+      );
     });
 
     it('health tracking is paid only by presets that carry the health plugin', async () => {
-      const min = await startSvc({ logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }] }] }, { plugins: minimalPreset() });
+      const min = await startSvc(
+        {
+          logLevel: 'error',
+          projects: [
+            { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }] },
+          ],
+        },
+        { plugins: minimalPreset() },
+      );
       try {
         await min.post('/main/evm/31337', { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] });
         expect(min.proxy.projects.get('main')!.health.snapshot('a').requests).to.equal(0);

@@ -65,7 +65,9 @@ describe('plugin needs and provides', () => {
 
   it('a needed service no plugin provides fails boot naming the plugin, the service and its usual provider', () => {
     const e = bootError([readerPlugin().plugin]);
-    expect(e.message).to.equal('plugin "test-needs-reader" needs service "test-needs-clock.time", which no applied plugin provides (by its name, plugin "test-needs-clock" provides it: is that plugin in the preset?)');
+    expect(e.message).to.equal(
+      'plugin "test-needs-reader" needs service "test-needs-clock.time", which no applied plugin provides (by its name, plugin "test-needs-clock" provides it: is that plugin in the preset?)',
+    );
   });
 
   it('a built-in that needs a service names it: vendors without the providers plugin', () => {
@@ -86,17 +88,24 @@ describe('plugin needs and provides', () => {
 
   it('a declared service the plugin did not provide in apply fails boot naming both', () => {
     const e = bootError([clockPlugin(false)]);
-    expect(e.message).to.equal('plugin "test-needs-clock" declares it provides service "test-needs-clock.time", but did not provide it in apply() (host.services.provide)');
+    expect(e.message).to.equal(
+      'plugin "test-needs-clock" declares it provides service "test-needs-clock.time", but did not provide it in apply() (host.services.provide)',
+    );
   });
 
   it('a declared service provided only from a later hook fails boot: a declaration promises it once apply returns', () => {
-    const late = definePlugin({ name: 'test-needs-late', provides: [CLOCK], apply: (h) => h.hooks.configured.tap('test-needs-late', () => h.services.provide(CLOCK, { now: () => 2 })) });
+    const late = definePlugin({
+      name: 'test-needs-late',
+      provides: [CLOCK],
+      apply: (h) => h.hooks.configured.tap('test-needs-late', () => h.services.provide(CLOCK, { now: () => 2 })),
+    });
     expect(bootError([late]).message).to.contain('plugin "test-needs-late" declares it provides service "test-needs-clock.time"');
   });
 
   it('a service created on first use by a plugin applied earlier counts as provided', () => {
     // The pattern of selectionHooks(host): whoever calls the helper first publishes the shared hooks.
-    const shared = (host: Parameters<Plugin['apply']>[0]) => host.services.get(CLOCK) ?? (host.services.provide(CLOCK, { now: () => 3 }), host.services.require(CLOCK));
+    const shared = (host: Parameters<Plugin['apply']>[0]) =>
+      host.services.get(CLOCK) ?? (host.services.provide(CLOCK, { now: () => 3 }), host.services.require(CLOCK));
     const early = definePlugin({ name: 'test-needs-tapper', apply: (h) => void shared(h) });
     const owner = definePlugin({ name: 'test-needs-clock', provides: [CLOCK], apply: (h) => void shared(h) });
     expect(() => build([early, owner])).not.to.throw();
@@ -109,7 +118,9 @@ describe('plugin needs and provides', () => {
 
   it('a list holding something other than a service key fails boot naming the plugin and the list', () => {
     const bad = { name: 'test-needs-strings', needs: ['test-needs-clock.time'] as unknown as AnyServiceKey[], apply() {} } satisfies Plugin;
-    expect(bootError([bad]).message).to.match(/^plugin "test-needs-strings" lists in needs something that is not a service key: .*the string "test-needs-clock.time"/);
+    expect(bootError([bad]).message).to.match(
+      /^plugin "test-needs-strings" lists in needs something that is not a service key: .*the string "test-needs-clock.time"/,
+    );
     const notList = { name: 'test-needs-one', provides: CLOCK as unknown as AnyServiceKey[], apply() {} } satisfies Plugin;
     expect(bootError([notList]).message).to.equal('plugin "test-needs-one" declares provides that is not a list of service keys');
   });

@@ -35,7 +35,10 @@ function answerer(): Plugin {
   return {
     name: 'acme-answer',
     apply(h) {
-      h.hooks.call.tap({ name: 'acme-answer', stage: CallStage.STATEFUL_GUARD - 1 }, (inner) => (ctx) => (ctx.request.method === 'acme_order' ? Promise.resolve(new RpcResult(ctx.state.get(TRACE) ?? [])) : inner(ctx)));
+      h.hooks.call.tap(
+        { name: 'acme-answer', stage: CallStage.STATEFUL_GUARD - 1 },
+        (inner) => (ctx) => (ctx.request.method === 'acme_order' ? Promise.resolve(new RpcResult(ctx.state.get(TRACE) ?? [])) : inner(ctx)),
+      );
     },
   };
 }
@@ -64,11 +67,21 @@ describe('ordering taps', () => {
       name,
       apply: (h) => h.hooks.select.tap({ name, stage: between, before }, (ups: Upstream[]) => [...ups, { id: name } as Upstream]),
     });
-    const selectOrder = (plugins: Plugin[]) => build(plugins).hooks.select.call([], {} as CallContext).map((u) => u.id);
+    const selectOrder = (plugins: Plugin[]) =>
+      build(plugins)
+        .hooks.select.call([], {} as CallContext)
+        .map((u) => u.id);
 
     it('run in the declared order (`before`) whatever the preset order, between the named stages', () => {
-      const methods: Plugin = { name: 'at-methods', apply: (h) => h.hooks.select.tap({ name: 'at-methods', stage: SelectStage.METHODS }, (u: Upstream[]) => [...u, { id: 'at-methods' } as Upstream]) };
-      const useUpstream: Plugin = { name: 'at-use-upstream', apply: (h) => h.hooks.select.tap({ name: 'at-use-upstream', stage: SelectStage.USE_UPSTREAM }, (u: Upstream[]) => [...u, { id: 'at-use-upstream' } as Upstream]) };
+      const methods: Plugin = {
+        name: 'at-methods',
+        apply: (h) => h.hooks.select.tap({ name: 'at-methods', stage: SelectStage.METHODS }, (u: Upstream[]) => [...u, { id: 'at-methods' } as Upstream]),
+      };
+      const useUpstream: Plugin = {
+        name: 'at-use-upstream',
+        apply: (h) =>
+          h.hooks.select.tap({ name: 'at-use-upstream', stage: SelectStage.USE_UPSTREAM }, (u: Upstream[]) => [...u, { id: 'at-use-upstream' } as Upstream]),
+      };
       const want = ['at-methods', 'acme-first', 'acme-second', 'at-use-upstream'];
       expect(selectOrder([useUpstream, marker('acme-first', 'acme-second'), marker('acme-second'), methods])).to.deep.equal(want);
       expect(selectOrder([methods, marker('acme-second'), marker('acme-first', 'acme-second'), useUpstream])).to.deep.equal(want);
@@ -106,7 +119,12 @@ describe('ordering taps', () => {
 
     it('two plugins between CallStage.CACHE and CallStage.MULTIPLEX keep their declared order in both preset orders', async () => {
       const stage = stageBetween(CallStage.CACHE, CallStage.MULTIPLEX);
-      const config = { logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }] }] };
+      const config = {
+        logLevel: 'error',
+        projects: [
+          { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }] },
+        ],
+      };
       for (const ours of [
         [tracer('acme-inner', stage, 'acme-outer'), tracer('acme-outer', stage)],
         [tracer('acme-outer', stage), tracer('acme-inner', stage, 'acme-outer')],

@@ -44,7 +44,10 @@ describe('typed service and slot keys', () => {
       // @ts-expect-error the value must have the key's type
       expect(() => s.provide(GREETER, { greet: 42 })).not.to.throw();
       // @ts-expect-error a string is not a key (string keys are gone from the API); plain JavaScript passing one is told so
-      expect(() => s.get('test-typed-keys.greeter')).to.throw(PluginContractError, /looked up by a key from serviceKey\(\).*not by the string "test-typed-keys\.greeter"/);
+      expect(() => s.get('test-typed-keys.greeter')).to.throw(
+        PluginContractError,
+        /looked up by a key from serviceKey\(\).*not by the string "test-typed-keys\.greeter"/,
+      );
       const typed: Greeter | undefined = s.get(GREETER);
       // @ts-expect-error get() may be undefined: the providing plugin may not be applied
       const notOptional: Greeter = s.get(GREETER);
@@ -65,9 +68,15 @@ describe('typed service and slot keys', () => {
     it('a second provider of a key fails boot naming both plugins', () => {
       const a = plugin('acme-greeter', { apply: (h) => h.services.provide(GREETER, { greet: () => 'a' }) });
       const b = plugin('other-greeter', { apply: (h) => h.services.provide(GREETER, { greet: () => 'b' }) });
-      expect(() => build([a, b])).to.throw(PluginContractError, /service "test-typed-keys\.greeter" is provided twice: by plugin "acme-greeter" and by plugin "other-greeter"/);
+      expect(() => build([a, b])).to.throw(
+        PluginContractError,
+        /service "test-typed-keys\.greeter" is provided twice: by plugin "acme-greeter" and by plugin "other-greeter"/,
+      );
       const cost = plugin('acme-cost', { apply: (h) => h.services.provide(COST_SERVICE, { registerPriceTable: () => undefined }) });
-      expect(() => build([...defaultPreset(), cost])).to.throw(PluginContractError, /service "cost" is provided twice: by plugin "cost" and by plugin "acme-cost"/);
+      expect(() => build([...defaultPreset(), cost])).to.throw(
+        PluginContractError,
+        /service "cost" is provided twice: by plugin "cost" and by plugin "acme-cost"/,
+      );
     });
 
     it('require names a missing service; get answers undefined', () => {

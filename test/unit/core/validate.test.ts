@@ -18,14 +18,18 @@ const gc = runInNewContext('gc') as () => void;
 
 const CONFIG = {
   admin: { auth: { strategies: [{ type: 'secret', secret: { value: 'x' } }] } },
-  projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'a', endpoint: 'http://127.0.0.1:9', evm: { chainId: 1 } }] }],
+  projects: [
+    { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'a', endpoint: 'http://127.0.0.1:9', evm: { chainId: 1 } }] },
+  ],
 };
 
 describe('core: validateConfig', () => {
   it('resolves a valid config and refuses a bad one with every problem', async () => {
     const c = await validateConfig({ config: CONFIG, plugins: defaultPreset() });
     expect(c.projects[0]!.upstreams[0]!.id).to.equal('a');
-    const e = await validateConfig({ config: { projects: [{ id: 'main', upstreams: [{ id: 'a', endpoint: 42 }] }] }, plugins: defaultPreset() }).catch((x: unknown) => x);
+    const e = await validateConfig({ config: { projects: [{ id: 'main', upstreams: [{ id: 'a', endpoint: 42 }] }] }, plugins: defaultPreset() }).catch(
+      (x: unknown) => x,
+    );
     expect(e).to.be.instanceOf(ConfigError);
   });
 
@@ -49,6 +53,9 @@ describe('core: validateConfig', () => {
     }
     const alive = refs.map((r, i) => (r.deref() ? i : -1)).filter((i) => i >= 0);
     expect(alive, 'proxies still reachable').to.deep.equal([]);
-    expect(listeners().filter((l) => !before.has(l)), 'process listeners added').to.deep.equal([]);
+    expect(
+      listeners().filter((l) => !before.has(l)),
+      'process listeners added',
+    ).to.deep.equal([]);
   });
 });

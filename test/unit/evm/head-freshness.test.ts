@@ -70,8 +70,15 @@ describe('head freshness', () => {
       // The fault server's built-in blocks: every tag answers block 0x10, forever.
       up = await startFaultServer({ handler: ({ method }) => (method === 'eth_getBalance' || method === 'eth_call' ? '0x1' : undefined) });
       svc = await startSvc({
-        ...NO_CACHE, logLevel: 'error',
-        projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337, fallbackFinalityDepth: 4 } }], upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }] }],
+        ...NO_CACHE,
+        logLevel: 'error',
+        projects: [
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: 31337, fallbackFinalityDepth: 4 } }],
+            upstreams: [{ id: 'a', endpoint: up.url, evm: { chainId: 31337 } }],
+          },
+        ],
       });
       const network = svc.proxy.projects.get('main')!.networks.get('evm:31337')!;
       await waitFor(() => chainStateOf(network).highestLatest === 16 && chainStateOf(network).highestFinalized > 0);

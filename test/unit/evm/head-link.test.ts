@@ -16,7 +16,10 @@ function chain(top: number, fork?: { at: number; tag: string }): Map<number, Lin
 }
 
 describe('parent-hash link confirmation (docs/evm.md)', () => {
-  const recorded = new Map([[100, hashOf(100)], [90, hashOf(90)]]);
+  const recorded = new Map([
+    [100, hashOf(100)],
+    [90, hashOf(90)],
+  ]);
   const source = (headers: Map<number, LinkHeader>, asked: number[] = []) => ({
     header: async (n: number) => {
       asked.push(n);
@@ -34,7 +37,7 @@ describe('parent-hash link confirmation (docs/evm.md)', () => {
     expect(asked).to.have.length(1500 - 101);
   });
 
-  it('a missing block, a block whose hash is not its child\'s parent hash, or a chain that meets another hash at the recorded height does not link', async () => {
+  it("a missing block, a block whose hash is not its child's parent hash, or a chain that meets another hash at the recorded height does not link", async () => {
     const gap = chain(1500);
     gap.delete(700);
     expect(await linksToKnown(1500, gap.get(1500)!, source(gap))).to.equal(false);

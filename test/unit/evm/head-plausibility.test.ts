@@ -8,11 +8,28 @@ import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
 import type { Network } from '../../../core/registry/project.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { NetworkChainState, chainStateOf } from '../../../plugins/evm-state/chain.ts';
-import { HEAD_MARGIN_BLOCKS, headAllowance, judgeHeadFacts, SOLE_REPORTER_GRACE_MS, UNKNOWN_BLOCK_TIME_ALLOWANCE, type HeadFacts } from '../../../plugins/evm-state/plausibility.ts';
+import {
+  HEAD_MARGIN_BLOCKS,
+  headAllowance,
+  judgeHeadFacts,
+  SOLE_REPORTER_GRACE_MS,
+  UNKNOWN_BLOCK_TIME_ALLOWANCE,
+  type HeadFacts,
+} from '../../../plugins/evm-state/plausibility.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../../helpers/svc.ts';
 
-const base: HeadFacts = { n: 0, kind: 'latest', acceptedLatest: 100, acceptedAt: 1_000_000, now: 1_000_000, blockTimeMs: 12_000, witnessLatest: -1, soleSource: false, reporterLatest: 100 };
+const base: HeadFacts = {
+  n: 0,
+  kind: 'latest',
+  acceptedLatest: 100,
+  acceptedAt: 1_000_000,
+  now: 1_000_000,
+  blockTimeMs: 12_000,
+  witnessLatest: -1,
+  soleSource: false,
+  reporterLatest: 100,
+};
 const judge = (f: Partial<HeadFacts>) => judgeHeadFacts({ ...base, ...f });
 
 describe('head plausibility (docs/evm.md)', () => {
@@ -46,7 +63,7 @@ describe('head plausibility (docs/evm.md)', () => {
       expect(judge({ n: 5000, soleSource: true })).to.equal('confirmed');
     });
 
-    it('a finalized block above the accepted latest head, or above the reporter\'s own, is implausible, even from a sole source', () => {
+    it("a finalized block above the accepted latest head, or above the reporter's own, is implausible, even from a sole source", () => {
       expect(judge({ kind: 'finalized', n: 0x7fffffff, soleSource: true })).to.equal('implausible');
       expect(judge({ kind: 'finalized', n: 101 })).to.equal('implausible');
       expect(judge({ kind: 'finalized', n: 95, reporterLatest: 90 })).to.equal('implausible');
@@ -54,7 +71,7 @@ describe('head plausibility (docs/evm.md)', () => {
       expect(judge({ kind: 'finalized', n: 90, acceptedLatest: 0, reporterLatest: 0 })).to.equal('plausible');
     });
 
-    it('another replica\'s word at start-up is not believed until an upstream here has reported (genesis counts), then judged against that report', () => {
+    it("another replica's word at start-up is not believed until an upstream here has reported (genesis counts), then judged against that report", () => {
       const hearsay = { hearsay: true, acceptedLatest: 0 };
       expect(judge({ ...hearsay, n: 900_000_000 })).to.equal('implausible');
       expect(judge({ ...hearsay, n: 20 })).to.equal('implausible');
@@ -78,7 +95,7 @@ describe('head plausibility (docs/evm.md)', () => {
     const c = { id: 'c' } as Upstream;
     const make = (ups: Upstream[]) => new NetworkChainState({ upstreams: ups } as unknown as Network, () => 1_000_000);
 
-    it('its own report is no witness; another upstream\'s last report is, whatever its verdict', () => {
+    it("its own report is no witness; another upstream's last report is, whatever its verdict", () => {
       const st = make([a, b, c]);
       st.observeLatest(a, 10);
       st.of(a).reported = 10;
@@ -105,7 +122,7 @@ describe('head plausibility (docs/evm.md)', () => {
       expect(st.judgeHead(5000, 'latest', a)).to.equal('implausible');
     });
 
-    it('another replica\'s word reaching a replica whose upstreams have not reported yet is not believed; once one reported (even genesis) it is judged against that', () => {
+    it("another replica's word reaching a replica whose upstreams have not reported yet is not believed; once one reported (even genesis) it is judged against that", () => {
       const st = make([a, b]);
       expect(st.judgeHead(20, 'latest', undefined, true)).to.equal('implausible');
       expect(st.judgeHead(20, 'latest')).to.equal('plausible');
@@ -140,7 +157,13 @@ describe('head plausibility (docs/evm.md)', () => {
       svc = await startSvc({
         logLevel: 'error',
         metrics: { enabled: false },
-        projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [a, b].map((s, i) => ({ id: `u${i}`, endpoint: s.url, evm: { chainId: 31337, statePollerInterval: '1h' } })) }],
+        projects: [
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: 31337 } }],
+            upstreams: [a, b].map((s, i) => ({ id: `u${i}`, endpoint: s.url, evm: { chainId: 31337, statePollerInterval: '1h' } })),
+          },
+        ],
         ...NO_CACHE,
       });
       const network = svc.proxy.projects.get('main')!.networks.get('evm:31337')!;

@@ -8,7 +8,19 @@
  *  - "eRPC error normalizer notes": the typical wording eRPC's normaliser matches on.
  */
 import { expect } from 'chai';
-import { ErrEndpointBillingIssue, ErrEndpointCapacityExceeded, ErrEndpointClientSideException, ErrEndpointExecutionException, ErrEndpointMissingData, ErrEndpointNonceException, ErrEndpointRequestTooLarge, ErrEndpointServerSideException, ErrEndpointUnauthorized, ErrEndpointUnsupported, type SvcError } from '../../../core/wire/errors.ts';
+import {
+  ErrEndpointBillingIssue,
+  ErrEndpointCapacityExceeded,
+  ErrEndpointClientSideException,
+  ErrEndpointExecutionException,
+  ErrEndpointMissingData,
+  ErrEndpointNonceException,
+  ErrEndpointRequestTooLarge,
+  ErrEndpointServerSideException,
+  ErrEndpointUnauthorized,
+  ErrEndpointUnsupported,
+  type SvcError,
+} from '../../../core/wire/errors.ts';
 import { toJsonRpcError } from '../../../core/wire/errors-wire.ts';
 import { ERROR_STRING_SELECTOR, NORMALISATION_RULES, normaliseUpstreamError, type UpstreamFault } from '../../../core/wire/evm-normalize.ts';
 import { startAnvil, type AnvilHandle } from '../../helpers/anvil.ts';
@@ -93,7 +105,13 @@ describe('evm/normalize', () => {
 
   it('keeps upstream status, code and data on the normalised error', () => {
     const data = { from: '0xBDE5F8', limit: 10000, to: '0x102DBCC' };
-    const e = norm({ status: 200, code: -32005, message: 'query returned more than 10000 results. Try with this block range [0xBDE5F8, 0x102DBCC].', data, method: 'eth_getLogs' });
+    const e = norm({
+      status: 200,
+      code: -32005,
+      message: 'query returned more than 10000 results. Try with this block range [0xBDE5F8, 0x102DBCC].',
+      data,
+      method: 'eth_getLogs',
+    });
     expect(e.upstreamStatus).to.equal(200);
     expect(e.upstreamData).to.equal(data);
     expect(e.details).to.deep.include({ upstreamCode: -32005, upstreamStatus: 200 });
@@ -125,7 +143,8 @@ describe('evm/normalize', () => {
       expectNorm(
         {
           code: -32602,
-          message: 'invalid params: Block range too large for public access: maximum 1000 blocks. Try with this block range [0x308be15, 0x308c1fd], or use an access key for larger ranges.',
+          message:
+            'invalid params: Block range too large for public access: maximum 1000 blocks. Try with this block range [0x308be15, 0x308c1fd], or use an access key for larger ranges.',
           method: 'eth_getLogs',
         },
         ErrEndpointRequestTooLarge,
@@ -175,7 +194,10 @@ describe('evm/normalize', () => {
 
     it('Alchemy "Monthly capacity limit exceeded ... /settings/billing" (https://alchemy-web.vercel.app/support/what-does-the-webhooks-capacity-limit-error-mean) is billing, not capacity', () => {
       expectNorm(
-        { message: 'Monthly capacity limit exceeded. Visit https://dashboard.alchemy.com/settings/billing to upgrade your scaling policy for continued service.' },
+        {
+          message:
+            'Monthly capacity limit exceeded. Visit https://dashboard.alchemy.com/settings/billing to upgrade your scaling policy for continued service.',
+        },
         ErrEndpointBillingIssue,
         -32005,
       );
@@ -399,7 +421,11 @@ describe('evm/normalize', () => {
 
     /** Raw JSON-RPC error object anvil answers (undefined when it answered a result). */
     async function rawError(method: string, params: unknown[]): Promise<{ status: number; code: number; message: string; data?: unknown } | undefined> {
-      const res = await fetch(anvil.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+      const res = await fetch(anvil.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      });
       const body = (await res.json()) as { error?: { code: number; message: string; data?: unknown } };
       return body.error && { status: res.status, ...body.error };
     }
@@ -436,7 +462,13 @@ describe('evm/normalize', () => {
     });
 
     it('eth_estimateGas bare revert', async () => {
-      check(await rawError('eth_estimateGas', [{ from, to: REVERT_EMPTY, data: '0x' }]), ANVIL.revertEmpty, ErrEndpointExecutionException, 3, 'eth_estimateGas');
+      check(
+        await rawError('eth_estimateGas', [{ from, to: REVERT_EMPTY, data: '0x' }]),
+        ANVIL.revertEmpty,
+        ErrEndpointExecutionException,
+        3,
+        'eth_estimateGas',
+      );
     });
 
     it('unknown method', async () => {
@@ -454,7 +486,13 @@ describe('evm/normalize', () => {
 
     it('nonce too low', async () => {
       await anvil.rpc('eth_sendTransaction', [{ from, to: REVERT_EMPTY.replace(/cc$/, 'dd'), value: '0x1' }]);
-      check(await rawError('eth_sendTransaction', [{ from, to: REVERT_EMPTY.replace(/cc$/, 'dd'), value: '0x1', nonce: '0x0' }]), ANVIL.nonceTooLow, ErrEndpointNonceException, -32003, 'eth_sendTransaction');
+      check(
+        await rawError('eth_sendTransaction', [{ from, to: REVERT_EMPTY.replace(/cc$/, 'dd'), value: '0x1', nonce: '0x0' }]),
+        ANVIL.nonceTooLow,
+        ErrEndpointNonceException,
+        -32003,
+        'eth_sendTransaction',
+      );
     });
 
     it('insufficient funds (raw text; classification pinned in rule 6)', async () => {
@@ -467,7 +505,9 @@ describe('evm/normalize', () => {
       await anvil.rpc('evm_setAutomine', [false]);
       try {
         const nonce = (await anvil.rpc('eth_getTransactionCount', [from, 'pending'])) as string;
-        const raw = (await anvil.rpc('eth_signTransaction', [{ from, to: REVERT_EMPTY.replace(/cc$/, 'dd'), value: '0x1', gas: '0x5208', gasPrice: '0x77359400', nonce, chainId: '0x7a69' }])) as string;
+        const raw = (await anvil.rpc('eth_signTransaction', [
+          { from, to: REVERT_EMPTY.replace(/cc$/, 'dd'), value: '0x1', gas: '0x5208', gasPrice: '0x77359400', nonce, chainId: '0x7a69' },
+        ])) as string;
         await anvil.rpc('eth_sendRawTransaction', [raw]);
         const got = await rawError('eth_sendRawTransaction', [raw]);
         expect({ code: got?.code, message: got?.message }).to.deep.equal(ANVIL.alreadyImported);

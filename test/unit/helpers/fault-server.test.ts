@@ -200,7 +200,11 @@ describe('test helpers', () => {
     });
 
     it('status: the given HTTP status and body', async () => {
-      fs.script({ kind: 'status', status: 429, body: 'Too Many Requests' }, { kind: 'status', status: 401, body: '{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Must be authenticated!"}}' }, { kind: 'status', status: 502 });
+      fs.script(
+        { kind: 'status', status: 429, body: 'Too Many Requests' },
+        { kind: 'status', status: 401, body: '{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Must be authenticated!"}}' },
+        { kind: 'status', status: 502 },
+      );
       const a = await post(fs.url, call('eth_blockNumber'));
       expect(a).to.deep.include({ status: 429, text: 'Too Many Requests' });
       const b = await post(fs.url, call('eth_blockNumber'));
@@ -232,7 +236,9 @@ describe('test helpers', () => {
       const a = JSON.parse((await post(fs.url, call('eth_blockNumber', 5))).text);
       expect(a.result).to.equal('0x10');
       expect(a.id).to.be.a('number').and.not.equal(5);
-      expect(JSON.parse((await post(fs.url, call('eth_blockNumber', 'abc'))).text).id).to.be.a('string').and.not.equal('abc');
+      expect(JSON.parse((await post(fs.url, call('eth_blockNumber', 'abc'))).text).id)
+        .to.be.a('string')
+        .and.not.equal('abc');
       expect(JSON.parse((await post(fs.url, call('eth_blockNumber', null))).text).id).to.not.equal(null);
     });
 
@@ -250,7 +256,10 @@ describe('test helpers', () => {
 
     it('batch: answered element-wise with ok, ids echoed, script untouched', async () => {
       fs.script({ kind: 'status', status: 500 });
-      const a = await post(fs.url, `[${call('eth_chainId', 1)},${call('eth_blockNumber', 'b')},{"jsonrpc":"2.0","id":12345678901234567890,"method":"eth_syncing"}]`);
+      const a = await post(
+        fs.url,
+        `[${call('eth_chainId', 1)},${call('eth_blockNumber', 'b')},{"jsonrpc":"2.0","id":12345678901234567890,"method":"eth_syncing"}]`,
+      );
       expect(a.status).to.equal(200);
       expect(a.text).to.contain('"id":12345678901234567890');
       expect(JSON.parse(a.text.replace('12345678901234567890', '3'))).to.deep.equal([

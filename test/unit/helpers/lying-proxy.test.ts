@@ -44,14 +44,18 @@ describe('test helper: lying proxy', function () {
     expect(proxy.told('eth_blockNumber')).to.equal(2);
 
     proxy.lieRaw('eth_getBalance', (_c, id) => `{"jsonrpc":"2.0","id":${id},"result":"0x1","res\\u0075lt":"0x2"}`);
-    expect(await post(proxy.url, call('eth_getBalance', ['0x0000000000000000000000000000000000000000', 'latest'], 7))).to.equal('{"jsonrpc":"2.0","id":7,"result":"0x1","res\\u0075lt":"0x2"}');
+    expect(await post(proxy.url, call('eth_getBalance', ['0x0000000000000000000000000000000000000000', 'latest'], 7))).to.equal(
+      '{"jsonrpc":"2.0","id":7,"result":"0x1","res\\u0075lt":"0x2"}',
+    );
     proxy.truth();
     expect(JSON.parse(await post(proxy.url, call('eth_blockNumber'))).result).to.not.equal('0x7fffffff');
   });
 
   it('applies lies to each element of a batch', async () => {
     proxy.lie('eth_getBalance', () => null);
-    const answers = JSON.parse(await post(proxy.url, `[${call('eth_chainId', [], 1)},${call('eth_getBalance', ['0x0000000000000000000000000000000000000000', 'latest'], 2)}]`)) as Array<{ id: number; result: unknown }>;
+    const answers = JSON.parse(
+      await post(proxy.url, `[${call('eth_chainId', [], 1)},${call('eth_getBalance', ['0x0000000000000000000000000000000000000000', 'latest'], 2)}]`),
+    ) as Array<{ id: number; result: unknown }>;
     expect(answers).to.deep.equal([
       { jsonrpc: '2.0', id: 1, result: '0x7a69' },
       { jsonrpc: '2.0', id: 2, result: null },
@@ -63,7 +67,7 @@ describe('test helper: lying proxy', function () {
     expect(JSON.parse(await post(proxy.url, call('eth_chainId'))).result).to.equal('0x1');
   });
 
-  it('pipes a WebSocket to the node and forges a newHeads notification under the node\'s subscription id', async () => {
+  it("pipes a WebSocket to the node and forges a newHeads notification under the node's subscription id", async () => {
     const ws = new WebSocket(proxy.wsUrl);
     try {
       const got: Array<{ id?: number; result?: unknown; params?: { subscription: string; result: { number: string } } }> = [];

@@ -14,7 +14,11 @@ describe('CountBreaker (lib/breaker.ts)', () => {
   it('opens on the failures of the ring, waits halfOpenAfter, closes early on enough half-open successes; a failed trial reopens it', () => {
     now = 0;
     const edges: BreakerState[] = [];
-    const b = new CountBreaker({ failureThresholdCount: 2, failureThresholdCapacity: 3, halfOpenAfter: 100, successThresholdCount: 2, successThresholdCapacity: 3 }, clock, (to) => edges.push(to));
+    const b = new CountBreaker(
+      { failureThresholdCount: 2, failureThresholdCapacity: 3, halfOpenAfter: 100, successThresholdCount: 2, successThresholdCapacity: 3 },
+      clock,
+      (to) => edges.push(to),
+    );
     b.record(true);
     b.record(false);
     expect(b.state).to.equal('closed');
@@ -43,7 +47,19 @@ describe('CountBreaker (lib/breaker.ts)', () => {
 
   it('with fullWindow it opens only once the ring is full; judged at capacity it closes only after every trial, with bounded trials', () => {
     now = 0;
-    const b = new CountBreaker({ failureThresholdCount: 2, failureThresholdCapacity: 4, fullWindow: true, halfOpenAfter: 10, successThresholdCount: 2, successThresholdCapacity: 3, halfOpen: 'judge-at-capacity', maxTrials: 3 }, clock);
+    const b = new CountBreaker(
+      {
+        failureThresholdCount: 2,
+        failureThresholdCapacity: 4,
+        fullWindow: true,
+        halfOpenAfter: 10,
+        successThresholdCount: 2,
+        successThresholdCapacity: 3,
+        halfOpen: 'judge-at-capacity',
+        maxTrials: 3,
+      },
+      clock,
+    );
     b.record(true);
     b.record(true);
     b.record(false);
@@ -63,7 +79,20 @@ describe('CountBreaker (lib/breaker.ts)', () => {
 
   it('as n-in-a-row with one probe and a doubling wait (capped), reset when it closes', () => {
     now = 0;
-    const b = new CountBreaker({ failureThresholdCount: 3, failureThresholdCapacity: 3, fullWindow: true, halfOpenAfter: 100, successThresholdCount: 1, successThresholdCapacity: 1, maxTrials: 1, backoffFactor: 2, maxHalfOpenAfter: 300 }, clock);
+    const b = new CountBreaker(
+      {
+        failureThresholdCount: 3,
+        failureThresholdCapacity: 3,
+        fullWindow: true,
+        halfOpenAfter: 100,
+        successThresholdCount: 1,
+        successThresholdCapacity: 1,
+        maxTrials: 1,
+        backoffFactor: 2,
+        maxHalfOpenAfter: 300,
+      },
+      clock,
+    );
     b.record(true);
     b.record(true);
     b.record(false);

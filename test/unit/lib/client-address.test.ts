@@ -22,7 +22,8 @@ describe('client address behind trusted forwarders', () => {
     expect(inList(l, '192.0.2.8')).to.equal(false);
     expect(inList(l, '2001:db8::5')).to.equal(true);
     expect(inList(l, '')).to.equal(false);
-    for (const bad of ['10.0.0.0/33', 'nope', '10.0.0.0/8/1', '::1/129']) expect(() => addressList([bad], 'server.trustedIPForwarders')).to.throw(/server\.trustedIPForwarders: .* is not an IP address or CIDR/);
+    for (const bad of ['10.0.0.0/33', 'nope', '10.0.0.0/8/1', '::1/129'])
+      expect(() => addressList([bad], 'server.trustedIPForwarders')).to.throw(/server\.trustedIPForwarders: .* is not an IP address or CIDR/);
   });
 
   it('ignores forwarding headers unless the peer is trusted', () => {

@@ -5,7 +5,16 @@
  * the topic only, never a relay again (no echo); failures of a relay or a receiver stay theirs.
  */
 import { expect } from 'chai';
-import { broadcastToWorkers, fleetReplicaId, onWorkerBroadcast, registerFleetRelay, SVC_REPLICA_ENV, SVC_WORKER_ENV, workerEnv, type FleetRelayRegistration } from '../../../lib/cluster.ts';
+import {
+  broadcastToWorkers,
+  fleetReplicaId,
+  onWorkerBroadcast,
+  registerFleetRelay,
+  SVC_REPLICA_ENV,
+  SVC_WORKER_ENV,
+  workerEnv,
+  type FleetRelayRegistration,
+} from '../../../lib/cluster.ts';
 
 describe('lib/cluster: fleet relay', () => {
   const cleanups: Array<() => void> = [];
@@ -32,7 +41,7 @@ describe('lib/cluster: fleet relay', () => {
     ]);
   });
 
-  it('a broadcast does not reach this process\'s own receivers (they made it)', () => {
+  it("a broadcast does not reach this process's own receivers (they made it)", () => {
     const got: unknown[] = [];
     subscribe('admin', (p) => got.push(p));
     broadcastToWorkers('admin', 'x');

@@ -38,7 +38,7 @@ describe('PrimaryClaims: one record of used ids for every worker', () => {
     }
   });
 
-  it('outside svc\'s workers claimInPrimary refuses (the caller uses its own store)', async () => {
+  it("outside svc's workers claimInPrimary refuses (the caller uses its own store)", async () => {
     let err: unknown;
     await claimInPrimary('s', 'i', 1000, 5, 100).catch((e: unknown) => (err = e));
     expect(String(err)).to.match(/not one of svc's workers/);

@@ -121,7 +121,10 @@ describe('core redaction: keys, text, trees, logs', () => {
             strategies: [
               { type: 'secret', secret: { value: 'secretValue1' } },
               { type: 'jwt', jwt: { allowedAlgorithms: ['HS256'], verificationKeys: { k: 'hsKey1' } } },
-              { type: 'database', connector: { id: 'db', driver: 'redis', redis: { uri: 'redis://:redisPw1@h:6379', password: 'redisPw2', keyPrefix: 'svc_auth:' } } },
+              {
+                type: 'database',
+                connector: { id: 'db', driver: 'redis', redis: { uri: 'redis://:redisPw1@h:6379', password: 'redisPw2', keyPrefix: 'svc_auth:' } },
+              },
             ],
           },
           cors: { allowCredentials: true, allowedHeaders: ['Authorization'] },
@@ -130,8 +133,26 @@ describe('core redaction: keys, text, trees, logs', () => {
       misc: { mnemonic: 'word word word', privateKey: '0xprivate1', session: 'sess1', passwd: 12345678, list: [{ password: 'listPw1' }] },
     };
     const SECRETS = [
-      'respHeaderValue1', 'exporterTok1', 'userinfoPw1', 'pathKey123456', 'qKey1', 'resolvedHeader1', 'jsonRpcHeader1', 'deepKey1',
-      'providerKey1', 'providerTok1', 'cookie1', 'secretValue1', 'hsKey1', 'redisPw1', 'redisPw2', 'word word word', '0xprivate1', 'sess1', '12345678', 'listPw1',
+      'respHeaderValue1',
+      'exporterTok1',
+      'userinfoPw1',
+      'pathKey123456',
+      'qKey1',
+      'resolvedHeader1',
+      'jsonRpcHeader1',
+      'deepKey1',
+      'providerKey1',
+      'providerTok1',
+      'cookie1',
+      'secretValue1',
+      'hsKey1',
+      'redisPw1',
+      'redisPw2',
+      'word word word',
+      '0xprivate1',
+      'sess1',
+      '12345678',
+      'listPw1',
     ];
 
     it('no secret value appears anywhere in the redacted JSON', () => {
@@ -185,7 +206,10 @@ describe('core redaction: keys, text, trees, logs', () => {
 
     it('redacts objects, messages, format arguments, Error arguments and child bindings', () => {
       const { logger, text } = capture();
-      logger.info({ upstream: 'u', headers: { 'x-api-key': 'logHeader1' }, cfg: { redis: { password: 'logPw1' } } }, 'dialled https://rpc.example/v2/logPathKey1');
+      logger.info(
+        { upstream: 'u', headers: { 'x-api-key': 'logHeader1' }, cfg: { redis: { password: 'logPw1' } } },
+        'dialled https://rpc.example/v2/logPathKey1',
+      );
       logger.warn('failed for %s', 'postgres://svc:logDbPw1@db/svc');
       logger.error(new Error('token=logTok1234 rejected'));
       logger.child({ apiKey: 'childKey1' }).child({ session: 'grandChild1', scope: 'inner' }).debug('child line');

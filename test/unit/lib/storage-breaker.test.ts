@@ -44,7 +44,10 @@ describe('StorageBreaker', () => {
   });
   afterEach(() => clock.uninstall());
 
-  const make = (settings: StorageBreakerOptions['settings'] = { failureThreshold: 2, backoff: 1000, maxBackoff: 4000 }, extra: Partial<StorageBreakerOptions> = {}) => {
+  const make = (
+    settings: StorageBreakerOptions['settings'] = { failureThreshold: 2, backoff: 1000, maxBackoff: 4000 },
+    extra: Partial<StorageBreakerOptions> = {},
+  ) => {
     const { logger, lines } = recordingLogger();
     const metrics = new Registry();
     const b = new StorageBreaker({ connector: 'shared', kind: 'cache', logger, metrics, settings, ...extra });
@@ -128,7 +131,8 @@ describe('StorageBreaker', () => {
     // The error's message (with the store's address) never reaches the log.
     expect(JSON.stringify(lines)).not.to.include('10.0.0.1');
     const text = await metrics.metrics();
-    for (const to of ['open', 'half-open', 'closed']) expect(text).to.include(`svc_storage_breaker_transitions_total{connector="shared",kind="cache",to="${to}"} 1`);
+    for (const to of ['open', 'half-open', 'closed'])
+      expect(text).to.include(`svc_storage_breaker_transitions_total{connector="shared",kind="cache",to="${to}"} 1`);
     expect(text).to.include('svc_storage_breaker_state{connector="shared",kind="cache"} 0');
   });
 
@@ -152,7 +156,12 @@ describe('StorageBreaker', () => {
       }
     }
     expect(backoffs).to.deep.equal([1000, 2000, 4000, 4000]);
-    expect(lines.filter(([, m]) => m.includes('probe failed')).map(([, m]) => /skipped for (\d+)/.exec(m)?.[1])).to.deep.equal(['2000', '4000', '4000', '4000']);
+    expect(lines.filter(([, m]) => m.includes('probe failed')).map(([, m]) => /skipped for (\d+)/.exec(m)?.[1])).to.deep.equal([
+      '2000',
+      '4000',
+      '4000',
+      '4000',
+    ]);
     clock.tick(4000);
     expect(await b.run(ok, 50)).to.equal('ok');
     await openIt(b);

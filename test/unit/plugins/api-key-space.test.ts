@@ -27,7 +27,12 @@ describe('API keys: lookups, cache and store', () => {
 
   it('a found key is trusted for the TTL without a lookup; an unknown key is remembered 5 s', async () => {
     const { store, reads } = counted();
-    const space = new ApiKeySpace(() => Promise.resolve(store), 60_000, () => true, now);
+    const space = new ApiKeySpace(
+      () => Promise.resolve(store),
+      60_000,
+      () => true,
+      now,
+    );
     await space.add({ apiKey: 'k1', userId: 'u' });
     expect(await space.lookup('k1')).to.include({ userId: 'u', enabled: true });
     clock += 59_000;
@@ -48,7 +53,12 @@ describe('API keys: lookups, cache and store', () => {
 
   it('add, update and delete evict the key at once', async () => {
     const { store } = counted();
-    const space = new ApiKeySpace(() => Promise.resolve(store), 60_000, (id) => id === 'gold', now);
+    const space = new ApiKeySpace(
+      () => Promise.resolve(store),
+      60_000,
+      (id) => id === 'gold',
+      now,
+    );
     expect(await space.lookup('k')).to.equal(undefined);
     await space.add({ apiKey: 'k', userId: 'u' });
     expect(await space.lookup('k')).to.not.equal(undefined);
@@ -65,7 +75,12 @@ describe('API keys: lookups, cache and store', () => {
 
   it('refuses unknown budgets, unchangeable fields and a userId that is not a string', async () => {
     const store = new MemoryApiKeyStore(10);
-    const space = new ApiKeySpace(() => Promise.resolve(store), 1000, () => false, now);
+    const space = new ApiKeySpace(
+      () => Promise.resolve(store),
+      1000,
+      () => false,
+      now,
+    );
     await space.add({ apiKey: 'k', userId: 'u' });
     for (const [updates, msg] of [
       [{ rateLimitBudget: 'x' }, /not declared/],

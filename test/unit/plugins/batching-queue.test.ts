@@ -9,7 +9,11 @@ import { ErrCancelled, ErrEndpointRequestTimeout, ErrEndpointServerSideException
 import { RpcResult } from '../../../core/wire/jsonrpc.ts';
 import { BatchQueue, type QueuedCall } from '../../../plugins/batching/queue.ts';
 
-function harness(maxSize: number, maxWaitMs: number, answer: (calls: readonly QueuedCall[]) => Array<RpcResult | SvcError> = (cs) => cs.map((c) => new RpcResult(c.method))) {
+function harness(
+  maxSize: number,
+  maxWaitMs: number,
+  answer: (calls: readonly QueuedCall[]) => Array<RpcResult | SvcError> = (cs) => cs.map((c) => new RpcResult(c.method)),
+) {
   const batches: string[][] = [];
   let release: (() => void) | undefined;
   let hold = false;
@@ -22,7 +26,14 @@ function harness(maxSize: number, maxWaitMs: number, answer: (calls: readonly Qu
       return answer(calls);
     },
   });
-  const call = (id: string, extra: Partial<QueuedCall> = {}): QueuedCall => ({ id, method: `m${id}`, params: [], deadline: Date.now() + 10_000, signal: new AbortController().signal, ...extra });
+  const call = (id: string, extra: Partial<QueuedCall> = {}): QueuedCall => ({
+    id,
+    method: `m${id}`,
+    params: [],
+    deadline: Date.now() + 10_000,
+    signal: new AbortController().signal,
+    ...extra,
+  });
   return { q, batches, call, holdNext: () => (hold = true), release: () => release?.() };
 }
 
@@ -34,7 +45,10 @@ describe('batching: BatchQueue (spec §3.5, §4.7)', () => {
     const t0 = Date.now();
     const rs = await Promise.all(ps);
     expect(rs.map((r) => r.result)).to.deep.equal(['m1', 'm2', 'm3', 'm4', 'm5']);
-    expect(h.batches).to.deep.equal([['1', '2', '3'], ['4', '5']]);
+    expect(h.batches).to.deep.equal([
+      ['1', '2', '3'],
+      ['4', '5'],
+    ]);
     expect(Date.now() - t0).to.be.at.least(20);
   });
 

@@ -7,12 +7,20 @@ import { expect } from 'chai';
 import type { HttpRequestInfo } from '../../../core/pipeline/context.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { createProxy } from '../../../core/host/proxy.ts';
-import { type Plugin } from '../../../core/plugin-api.ts';
-import { type DirectiveDeclaration } from 'svc/plugins/directives';
+import type { Plugin } from '../../../core/plugin-api.ts';
+import type { DirectiveDeclaration } from 'svc/plugins/directives';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
 import { DIRECTIVES_SERVICE } from 'svc/plugins/directives';
 import { MatcherCache } from '../../../lib/matcher.ts';
-import { declareDirective, type DirectiveSpec, isAllowed, parseDirectiveBool, parseDirectiveFlag, readHttpDirectives, resolveDirectives } from '../../../plugins/directives/index.ts';
+import {
+  declareDirective,
+  type DirectiveSpec,
+  isAllowed,
+  parseDirectiveBool,
+  parseDirectiveFlag,
+  readHttpDirectives,
+  resolveDirectives,
+} from '../../../plugins/directives/index.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 
 function http(headers: Record<string, string>, query: Record<string, string> = {}): HttpRequestInfo {
@@ -24,8 +32,13 @@ const cache = new MatcherCache();
 function declaredByDefaultPreset(): { plugin: string; d: DirectiveDeclaration }[] {
   const seen: { plugin: string; d: DirectiveDeclaration }[] = [];
   let current = '';
-  const recorder: Plugin = { name: 'directives', apply: (h) => h.services.provide(DIRECTIVES_SERVICE, { declare: (d) => void seen.push({ plugin: current, d }) }) };
-  const plugins = [recorder, ...defaultPreset().filter((p) => p.name !== 'directives')].map((p): Plugin => ({ ...p, apply: (h) => ((current = p.name), p.apply(h)) }));
+  const recorder: Plugin = {
+    name: 'directives',
+    apply: (h) => h.services.provide(DIRECTIVES_SERVICE, { declare: (d) => void seen.push({ plugin: current, d }) }),
+  };
+  const plugins = [recorder, ...defaultPreset().filter((p) => p.name !== 'directives')].map(
+    (p): Plugin => ({ ...p, apply: (h) => ((current = p.name), p.apply(h)) }),
+  );
   createProxy({ config: {}, plugins, logger: createLogger('silent') });
   return seen;
 }
@@ -47,9 +60,19 @@ describe('directives plugin (spec §2.8)', () => {
     const declared = declaredByDefaultPreset();
     expect(declared.map(({ plugin, d }) => `${d.query}:${plugin}`).sort()).to.deep.equal(
       [
-        'retry-empty:evm-retries', 'retry-pending:evm-retries', 'skip-cache-read:cache', 'skip-cache-read:evm-methods', 'skip-cache-read:integrity',
-        'use-upstream:select', 'skip-interpolation:evm-interpolation', 'skip-consensus:consensus', 'enforce-highest-block:evm-state',
-        'enforce-getlogs-range:evm-getlogs', 'enforce-non-null-tagged-blocks:evm-state', 'integrity:integrity', 'force-trace:tracing',
+        'retry-empty:evm-retries',
+        'retry-pending:evm-retries',
+        'skip-cache-read:cache',
+        'skip-cache-read:evm-methods',
+        'skip-cache-read:integrity',
+        'use-upstream:select',
+        'skip-interpolation:evm-interpolation',
+        'skip-consensus:consensus',
+        'enforce-highest-block:evm-state',
+        'enforce-getlogs-range:evm-getlogs',
+        'enforce-non-null-tagged-blocks:evm-state',
+        'integrity:integrity',
+        'force-trace:tracing',
       ].sort(),
     );
     expect(declared.every(({ d }) => d.header.toLowerCase() === `x-svc-${d.query}`)).to.equal(true);
@@ -64,7 +87,10 @@ describe('directives plugin (spec §2.8)', () => {
     expect(specs).to.have.length(1);
     expect(() => declareDirective(specs, { ...d, type: 'bool' })).to.throw(PluginContractError, /collides with a declared one: skip-cache-read/);
     expect(() => declareDirective(specs, { ...d, query: 'other' })).to.throw(PluginContractError, /collides/);
-    expect(() => declareDirective(specs, { ...d, query: 'x', header: 'x-x', field: 'f', type: 'number' as never })).to.throw(PluginContractError, /type bool, flag or string/);
+    expect(() => declareDirective(specs, { ...d, query: 'x', header: 'x-x', field: 'f', type: 'number' as never })).to.throw(
+      PluginContractError,
+      /type bool, flag or string/,
+    );
     // Each name alone collides: the query, the header, the field.
     expect(() => declareDirective(specs, { ...d, header: 'x-other', field: 'other' })).to.throw(PluginContractError, /collides/);
     expect(() => declareDirective(specs, { ...d, header: 'x-other' })).to.throw(PluginContractError, /collides/);
@@ -91,7 +117,12 @@ describe('directives plugin (spec §2.8)', () => {
   });
 
   it('§2.8 ¶1 — precedence: directiveDefaults < header < query', () => {
-    const d = resolveDirectives({ retryEmpty: false, useUpstream: 'cfg' }, readHttpDirectives(http({ 'x-svc-retry-empty': 'true', 'x-svc-use-upstream': 'hdr' }, { 'use-upstream': 'qry' }), specs), undefined, cache);
+    const d = resolveDirectives(
+      { retryEmpty: false, useUpstream: 'cfg' },
+      readHttpDirectives(http({ 'x-svc-retry-empty': 'true', 'x-svc-use-upstream': 'hdr' }, { 'use-upstream': 'qry' }), specs),
+      undefined,
+      cache,
+    );
     expect(d.retryEmpty).to.equal(true);
     expect(d.useUpstream).to.equal('qry');
   });
@@ -114,7 +145,12 @@ describe('directives plugin (spec §2.8)', () => {
   });
 
   it('enforce-getlogs-range from a request is ignored; only config sets it (§2.8 #8)', () => {
-    const d = resolveDirectives({ enforceGetLogsBlockRange: true }, readHttpDirectives(http({ 'x-svc-enforce-getlogs-range': 'false' }, { 'enforce-getlogs-range': 'false' }), specs), undefined, cache);
+    const d = resolveDirectives(
+      { enforceGetLogsBlockRange: true },
+      readHttpDirectives(http({ 'x-svc-enforce-getlogs-range': 'false' }, { 'enforce-getlogs-range': 'false' }), specs),
+      undefined,
+      cache,
+    );
     expect(d.enforceGetLogsBlockRange).to.equal(true);
   });
 
@@ -131,7 +167,12 @@ describe('directives plugin (spec §2.8)', () => {
   });
 
   it('§2.8 (a) — filters only HTTP-supplied directives: directiveDefaults always apply', () => {
-    const d = resolveDirectives({ useUpstream: 'cfg' }, readHttpDirectives(http({}, { 'use-upstream': 'client', 'retry-empty': 'true' }), specs), '!use-upstream', cache);
+    const d = resolveDirectives(
+      { useUpstream: 'cfg' },
+      readHttpDirectives(http({}, { 'use-upstream': 'client', 'retry-empty': 'true' }), specs),
+      '!use-upstream',
+      cache,
+    );
     expect(d.useUpstream).to.equal('cfg');
     expect(d.retryEmpty).to.equal(true);
   });

@@ -12,7 +12,15 @@ import { ClientShare, MAX_TRACKED_CLIENTS } from '../../../plugins/failsafe/clie
 
 type BreakerCfg = NonNullable<FailsafeEntry['circuitBreaker']>;
 
-const CFG: BreakerCfg = { failureThresholdCount: 5, failureThresholdCapacity: 20, halfOpenAfter: 300_000, successThresholdCount: 2, successThresholdCapacity: 10, maxClientShare: 0.5, clientShareWindow: 60_000 };
+const CFG: BreakerCfg = {
+  failureThresholdCount: 5,
+  failureThresholdCapacity: 20,
+  halfOpenAfter: 300_000,
+  successThresholdCount: 2,
+  successThresholdCapacity: 10,
+  maxClientShare: 0.5,
+  clientShareWindow: 60_000,
+};
 
 describe('error charging: the breaker bound on one client (fake timers)', () => {
   let clock: ReturnType<typeof FakeTimers.install>;

@@ -62,7 +62,12 @@ describe('evm-getlogs: proactive split threshold and chunks', () => {
   it('the threshold is the smallest above 0 among the upstreams, capped by getLogsMaxAllowedRange', () => {
     expect(autoSplitThresholdOf([], 30_000)).to.equal(0);
     expect(autoSplitThresholdOf([up(undefined), up({ getLogsAutoSplittingRangeThreshold: 0 })], 30_000)).to.equal(0);
-    expect(autoSplitThresholdOf([up({ getLogsAutoSplittingRangeThreshold: 0 }), up({ getLogsAutoSplittingRangeThreshold: 500 }), up({ getLogsAutoSplittingRangeThreshold: 200 })], 30_000)).to.equal(200);
+    expect(
+      autoSplitThresholdOf(
+        [up({ getLogsAutoSplittingRangeThreshold: 0 }), up({ getLogsAutoSplittingRangeThreshold: 500 }), up({ getLogsAutoSplittingRangeThreshold: 200 })],
+        30_000,
+      ),
+    ).to.equal(200);
     expect(autoSplitThresholdOf([up({ getLogsAutoSplittingRangeThreshold: 5000 })], 1000)).to.equal(1000);
     expect(autoSplitThresholdOf([up({ getLogsAutoSplittingRangeThreshold: 5000 })], 0)).to.equal(5000);
   });

@@ -84,7 +84,10 @@ describe('evm-getlogs: filter inspection and limits (pure)', () => {
 
   it('a tag whose head is unknown (0) stays unresolved', () => {
     expect(resolveFilterRange('eth_getLogs', { fromBlock: '0x0', toBlock: 'latest' }, NO_HEADS)).to.deep.equal({ from: 0, splittable: false });
-    expect(resolveFilterRange('eth_getLogs', { fromBlock: 'finalized', toBlock: '0x5' }, { latest: 9, finalized: 0 })).to.deep.equal({ to: 5, splittable: false });
+    expect(resolveFilterRange('eth_getLogs', { fromBlock: 'finalized', toBlock: '0x5' }, { latest: 9, finalized: 0 })).to.deep.equal({
+      to: 5,
+      splittable: false,
+    });
   });
 
   it('range: to - from + 1 over the limit is ErrGetLogsExceededMaxAllowedRange (-32012, HTTP 200); at the limit passes', () => {
@@ -109,9 +112,30 @@ describe('evm-getlogs: filter inspection and limits (pure)', () => {
     const r = { from: 0, to: 1, splittable: true };
     expect(checkGetLogsLimits('eth_getLogs', { address: [A1, A2, A3] }, r, SETTINGS, false)).to.be.instanceOf(ErrGetLogsExceededMaxAllowedAddresses);
     expect(checkGetLogsLimits('eth_getLogs', { address: [A1, A2] }, r, SETTINGS, true)).to.equal(undefined);
-    expect(checkGetLogsLimits('eth_getLogs', { topics: [[T(1), T(2)], [T(3), T(4)]] }, r, SETTINGS, false)).to.be.instanceOf(ErrGetLogsExceededMaxAllowedTopics);
+    expect(
+      checkGetLogsLimits(
+        'eth_getLogs',
+        {
+          topics: [
+            [T(1), T(2)],
+            [T(3), T(4)],
+          ],
+        },
+        r,
+        SETTINGS,
+        false,
+      ),
+    ).to.be.instanceOf(ErrGetLogsExceededMaxAllowedTopics);
     expect(checkGetLogsLimits('eth_getLogs', { topics: [[T(1), T(2)], null, T(3)] }, r, SETTINGS, true)).to.equal(undefined);
-    expect(checkGetLogsLimits('eth_getLogs', { address: [A1, A2, A3], topics: [T(1), T(2), T(3), T(4)] }, r, { ...SETTINGS, maxAllowedAddresses: 0, maxAllowedTopics: 0 }, true)).to.equal(undefined);
+    expect(
+      checkGetLogsLimits(
+        'eth_getLogs',
+        { address: [A1, A2, A3], topics: [T(1), T(2), T(3), T(4)] },
+        r,
+        { ...SETTINGS, maxAllowedAddresses: 0, maxAllowedTopics: 0 },
+        true,
+      ),
+    ).to.equal(undefined);
     for (const E of [ErrGetLogsExceededMaxAllowedAddresses, ErrGetLogsExceededMaxAllowedTopics]) expect(new E('x').code).to.equal(-32012);
   });
 
@@ -128,15 +152,27 @@ describe('evm-getlogs: filter inspection and limits (pure)', () => {
   });
 
   it('splits the block range in halves, then (one block) the address list, then the topics[0] OR-list', () => {
-    expect(splitJob('eth_getLogs', { from: 10, to: 19, filter: {} })!.parts.map((p) => [p.from, p.to])).to.deep.equal([[10, 14], [15, 19]]);
-    expect(splitJob('eth_getLogs', { from: 10, to: 20, filter: {} })!.parts.map((p) => [p.from, p.to])).to.deep.equal([[10, 14], [15, 20]]);
-    expect(splitJob('eth_getLogs', { from: 10, to: 11, filter: {} })!.parts.map((p) => [p.from, p.to])).to.deep.equal([[10, 10], [11, 11]]);
+    expect(splitJob('eth_getLogs', { from: 10, to: 19, filter: {} })!.parts.map((p) => [p.from, p.to])).to.deep.equal([
+      [10, 14],
+      [15, 19],
+    ]);
+    expect(splitJob('eth_getLogs', { from: 10, to: 20, filter: {} })!.parts.map((p) => [p.from, p.to])).to.deep.equal([
+      [10, 14],
+      [15, 20],
+    ]);
+    expect(splitJob('eth_getLogs', { from: 10, to: 11, filter: {} })!.parts.map((p) => [p.from, p.to])).to.deep.equal([
+      [10, 10],
+      [11, 11],
+    ]);
     const byAddr = splitJob('eth_getLogs', { from: 7, to: 7, filter: { address: [A1, A2, A3], topics: [[T(1), T(2)]] } })!;
     expect(byAddr.dimension).to.equal('addresses');
     expect(byAddr.parts.map((p) => p.filter.address)).to.deep.equal([[A1], [A2, A3]]);
     const byTopic = splitJob('eth_getLogs', { from: 7, to: 7, filter: { address: [A1], topics: [[T(1), T(2), T(3)], T(9)] } })!;
     expect(byTopic.dimension).to.equal('topics0');
-    expect(byTopic.parts.map((p) => p.filter.topics)).to.deep.equal([[[T(1)], T(9)], [[T(2), T(3)], T(9)]]);
+    expect(byTopic.parts.map((p) => p.filter.topics)).to.deep.equal([
+      [[T(1)], T(9)],
+      [[T(2), T(3)], T(9)],
+    ]);
     expect(splitJob('eth_getLogs', { from: 7, to: 7, filter: { address: A1, topics: [T(1)] } })).to.equal(undefined);
     expect(splitJob('trace_filter', { from: 7, to: 7, filter: { fromAddress: [A1, A2] } })).to.equal(undefined);
     expect(jobFilter({ from: 16, to: 31, filter: { address: A1, fromBlock: 'latest' } })).to.deep.equal({ address: A1, fromBlock: '0x10', toBlock: '0x1f' });
@@ -144,8 +180,16 @@ describe('evm-getlogs: filter inspection and limits (pure)', () => {
 
   it('reads settings from network.config.settings.evm with defaults for missing keys', () => {
     const net = (evm: unknown) => ({ config: { settings: { evm } } }) as unknown as Network;
-    expect(getLogsSettingsOf(net(undefined))).to.deep.equal({ maxAllowedRange: DEFAULT_MAX_ALLOWED_RANGE, maxAllowedAddresses: 0, maxAllowedTopics: 0, splitOnError: true, splitConcurrency: DEFAULT_SPLIT_CONCURRENCY });
-    expect(getLogsSettingsOf(net({ getLogsMaxAllowedRange: 5, getLogsSplitOnError: false, getLogsSplitConcurrency: 2, getLogsMaxAllowedTopics: 4 }))).to.deep.equal({
+    expect(getLogsSettingsOf(net(undefined))).to.deep.equal({
+      maxAllowedRange: DEFAULT_MAX_ALLOWED_RANGE,
+      maxAllowedAddresses: 0,
+      maxAllowedTopics: 0,
+      splitOnError: true,
+      splitConcurrency: DEFAULT_SPLIT_CONCURRENCY,
+    });
+    expect(
+      getLogsSettingsOf(net({ getLogsMaxAllowedRange: 5, getLogsSplitOnError: false, getLogsSplitConcurrency: 2, getLogsMaxAllowedTopics: 4 })),
+    ).to.deep.equal({
       maxAllowedRange: 5,
       maxAllowedAddresses: 0,
       maxAllowedTopics: 4,
@@ -199,7 +243,10 @@ interface FakeInner {
  * An inner handler that refuses ranges wider than `maxRange` blocks (and, when `maxAddresses`
  * is set, address lists longer than that) and answers {@link logsIn} otherwise, after a delay.
  */
-function fakeInner(maxRange: number, opts: { maxAddresses?: number; delayMs?: number; fail?: (from: number, to: number) => SvcError | undefined; result?: unknown } = {}): FakeInner {
+function fakeInner(
+  maxRange: number,
+  opts: { maxAddresses?: number; delayMs?: number; fail?: (from: number, to: number) => SvcError | undefined; result?: unknown } = {},
+): FakeInner {
   const state: FakeInner = { handler: async () => new RpcResult(null), calls: [], maxInFlight: 0 };
   let inFlight = 0;
   state.handler = async (ctx) => {
@@ -234,10 +281,16 @@ describe('evm-getlogs: splitGetLogs (fake inner handler)', () => {
   it('halves recursively until parts pass, and merges them in block order', async () => {
     const inner = fakeInner(4);
     const dims: SplitDimension[] = [];
-    const r = await splitGetLogs(fakeCtx([{ fromBlock: '0x0', toBlock: '0x3f' }]), inner.handler, { from: 0, to: 63, filter: { fromBlock: '0x0', toBlock: '0x3f' } }, refusal, {
-      concurrency: 10,
-      onSplit: (d) => dims.push(d),
-    });
+    const r = await splitGetLogs(
+      fakeCtx([{ fromBlock: '0x0', toBlock: '0x3f' }]),
+      inner.handler,
+      { from: 0, to: 63, filter: { fromBlock: '0x0', toBlock: '0x3f' } },
+      refusal,
+      {
+        concurrency: 10,
+        onSplit: (d) => dims.push(d),
+      },
+    );
     expect(r.result).to.deep.equal(logsIn(0, 63));
     expect(r.upstreamId).to.equal('up-0');
     // 64 blocks -> parts of 4: 16 leaves; 15 splits; the leaves cover the range exactly once.
@@ -292,7 +345,10 @@ describe('evm-getlogs: splitGetLogs (fake inner handler)', () => {
   it('a single refused block is split by addresses and re-sorted by logIndex', async () => {
     const inner = fakeInner(1, { maxAddresses: 1 });
     const dims: SplitDimension[] = [];
-    const r = await splitGetLogs(fakeCtx([{}]), inner.handler, { from: 3, to: 6, filter: { address: [A2, A1] } }, refusal, { concurrency: 10, onSplit: (d) => dims.push(d) });
+    const r = await splitGetLogs(fakeCtx([{}]), inner.handler, { from: 3, to: 6, filter: { address: [A2, A1] } }, refusal, {
+      concurrency: 10,
+      onSplit: (d) => dims.push(d),
+    });
     expect(r.result).to.deep.equal(logsIn(3, 6));
     expect(dims.filter((d) => d === 'addresses')).to.have.length(4);
   });
@@ -399,7 +455,8 @@ async function startRefusing(maxRange: number): Promise<RefusingUpstream> {
         const from = num(f.fromBlock);
         const to = num(f.toBlock);
         // Tags (earliest, safe, pending...) are "wide" for this fake: refused.
-        if (!(to - from + 1 <= maxRange)) return reply({ error: { code: -32005, message: 'query returned more than 10000 results. Try with this block range [0x1, 0x2]' } });
+        if (!(to - from + 1 <= maxRange))
+          return reply({ error: { code: -32005, message: 'query returned more than 10000 results. Try with this block range [0x1, 0x2]' } });
         return reply({ result: logsIn(from, to) });
       }
       return reply({ result: '0x1' });
@@ -422,14 +479,24 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
   let network: Network;
   const path = '/main/evm/31337';
   const body = (method: string, params: unknown[]) => ({ jsonrpc: '2.0', id: 1, method, params });
-  const plugins = () => [...defaultPreset().filter((p) => !['evm-interpolation', 'evm-getlogs'].includes(p.name)), evmInterpolationPlugin(), evmGetLogsPlugin()];
+  const plugins = () => [
+    ...defaultPreset().filter((p) => !['evm-interpolation', 'evm-getlogs'].includes(p.name)),
+    evmInterpolationPlugin(),
+    evmGetLogsPlugin(),
+  ];
 
   async function start(evm: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<void> {
     up = await startRefusing(8);
     svc = await startSvc(
       {
         logLevel: 'error',
-        projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337, ...evm }, ...extra }], upstreams: [{ id: 'refusing', endpoint: up.url, evm: { chainId: 31337 } }] }],
+        projects: [
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: 31337, ...evm }, ...extra }],
+            upstreams: [{ id: 'refusing', endpoint: up.url, evm: { chainId: 31337 } }],
+          },
+        ],
       },
       { plugins: plugins() },
     );
@@ -449,7 +516,13 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
     });
 
     it('the resolved settings carry the configured values and the defaults', () => {
-      expect(getLogsSettingsOf(network)).to.deep.equal({ maxAllowedRange: 100, maxAllowedAddresses: 2, maxAllowedTopics: 3, splitOnError: true, splitConcurrency: 10 });
+      expect(getLogsSettingsOf(network)).to.deep.equal({
+        maxAllowedRange: 100,
+        maxAllowedAddresses: 2,
+        maxAllowedTopics: 3,
+        splitOnError: true,
+        splitConcurrency: 10,
+      });
     });
 
     it('a range over the limit is rejected before forwarding: -32012, HTTP 200, ErrGetLogsExceededMaxAllowedRange', async () => {
@@ -487,7 +560,19 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
       expect(a.status).to.equal(200);
       expect(a.json.error.code).to.equal(-32012);
       expect(a.json.error.data.code).to.equal('ErrGetLogsExceededMaxAllowedAddresses');
-      const t = await svc.post(path, body('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x1', topics: [[T(1), T(2)], [T(3), T(4)]] }]));
+      const t = await svc.post(
+        path,
+        body('eth_getLogs', [
+          {
+            fromBlock: '0x0',
+            toBlock: '0x1',
+            topics: [
+              [T(1), T(2)],
+              [T(3), T(4)],
+            ],
+          },
+        ]),
+      );
       expect(t.json.error.code).to.equal(-32012);
       expect(t.json.error.data.code).to.equal('ErrGetLogsExceededMaxAllowedTopics');
       expect(getLogsCalls()).to.have.length(0);
@@ -546,7 +631,11 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
     });
 
     it('earliest, safe and pending skip splitting: the refusal reaches the client', async () => {
-      for (const f of [{ fromBlock: 'earliest', toBlock: '0x1f' }, { fromBlock: '0x0', toBlock: 'safe' }, { fromBlock: '0x0', toBlock: 'pending' }]) {
+      for (const f of [
+        { fromBlock: 'earliest', toBlock: '0x1f' },
+        { fromBlock: '0x0', toBlock: 'safe' },
+        { fromBlock: '0x0', toBlock: 'pending' },
+      ]) {
         up.calls.length = 0;
         const res = await svc.post(path, body('eth_getLogs', [f]));
         expect(res.json.error, JSON.stringify(f)).to.be.an('object');

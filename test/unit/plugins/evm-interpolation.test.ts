@@ -116,7 +116,11 @@ describe('evm-interpolation: plugin in svc (two fake upstreams, head set by hand
   ];
   /** Answers `0x1` for the state reads under test; everything else (eth_chainId included) keeps the built-in answer. */
   const handler = (req: { method: string }): unknown =>
-    ['eth_getBalance', 'eth_getCode', 'eth_getStorageAt', 'eth_getTransactionCount', 'eth_call'].includes(req.method) ? '0x1' : req.method === 'eth_getLogs' ? [] : undefined;
+    ['eth_getBalance', 'eth_getCode', 'eth_getStorageAt', 'eth_getTransactionCount', 'eth_call'].includes(req.method)
+      ? '0x1'
+      : req.method === 'eth_getLogs'
+        ? []
+        : undefined;
   const lastParams = (fs: FaultServer, method: string): unknown => [...fs.calls].reverse().find((c) => c.method === method)?.params;
   const body = (method: string, params: unknown[]) => ({ jsonrpc: '2.0', id: 1, method, params });
   const setHead = (latest: number, finalized = 0) => {
@@ -132,11 +136,14 @@ describe('evm-interpolation: plugin in svc (two fake upstreams, head set by hand
     b = await startFaultServer({ handler });
     svc = await startSvc(
       {
-        ...NO_CACHE, logLevel: 'error',
+        ...NO_CACHE,
+        logLevel: 'error',
         projects: [
           {
             id: 'main',
-            networks: [{ architecture: 'evm', evm: { chainId: 31337 }, failsafe: [{ matchMethod: 'eth_getStorageAt', hedge: { delay: '20ms', maxCount: 1 } }] }],
+            networks: [
+              { architecture: 'evm', evm: { chainId: 31337 }, failsafe: [{ matchMethod: 'eth_getStorageAt', hedge: { delay: '20ms', maxCount: 1 } }] },
+            ],
             // The head is set by hand (setHead): no state poller learns the fake upstreams' 0x10.
             upstreamDefaults: { evm: { statePollerInterval: 0 } },
             upstreams: [

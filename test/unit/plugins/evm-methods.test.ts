@@ -84,11 +84,15 @@ describe('evm-methods plugin: helpers', () => {
     expect(classifyBroadcastFailure(nonceErr('tx already in mempool'))).to.equal('already_known');
     expect(classifyBroadcastFailure(nonceErr('nonce too low'))).to.equal('nonce_too_low');
     expect(classifyBroadcastFailure(nonceErr('nonce has already been used'))).to.equal('nonce_too_low');
-    expect(classifyBroadcastFailure(new ErrUpstreamsExhausted([new ErrEndpointServerSideException('boom'), nonceErr('nonce too low')]))).to.equal('nonce_too_low');
+    expect(classifyBroadcastFailure(new ErrUpstreamsExhausted([new ErrEndpointServerSideException('boom'), nonceErr('nonce too low')]))).to.equal(
+      'nonce_too_low',
+    );
     expect(classifyBroadcastFailure(new ErrUpstreamsExhausted([nonceErr('nonce too low'), nonceErr('already known')]))).to.equal('already_known');
     // -32003 execution errors without revert data are read; reverts (code 3) never
     expect(classifyBroadcastFailure(new ErrEndpointExecutionException('nonce is too low', { code: -32003 }))).to.equal('nonce_too_low');
-    expect(classifyBroadcastFailure(new ErrEndpointExecutionException('execution reverted: already known', { code: 3, upstreamData: '0x08c379a0' }))).to.equal(undefined);
+    expect(classifyBroadcastFailure(new ErrEndpointExecutionException('execution reverted: already known', { code: 3, upstreamData: '0x08c379a0' }))).to.equal(
+      undefined,
+    );
     expect(classifyBroadcastFailure(new ErrEndpointExecutionException('replacement transaction underpriced', { code: -32003 }))).to.equal(undefined);
     expect(classifyBroadcastFailure(new ErrEndpointServerSideException('already known'))).to.equal(undefined);
     expect(classifyBroadcastFailure(new Error('already known'))).to.equal(undefined);
@@ -201,8 +205,14 @@ describe('evm-methods plugin: eth_sendRawTransaction idempotency through the pip
     });
     const { ctx, result } = await h.run('eth_sendRawTransaction', [raw]);
     expect(result!.result).to.equal(hash);
-    expect(h.calls.map((c) => `${c.method}:${JSON.stringify(c.params)}`)).to.deep.equal([`eth_sendRawTransaction:${JSON.stringify([raw])}`, `eth_getTransactionByHash:${JSON.stringify([hash])}`]);
-    expect(ctx.record.attempts.map((a) => `${a.upstreamId}:${a.method}:${a.outcome}`)).to.deep.equal(['a:eth_sendRawTransaction:exec_revert', 'a:eth_getTransactionByHash:success']);
+    expect(h.calls.map((c) => `${c.method}:${JSON.stringify(c.params)}`)).to.deep.equal([
+      `eth_sendRawTransaction:${JSON.stringify([raw])}`,
+      `eth_getTransactionByHash:${JSON.stringify([hash])}`,
+    ]);
+    expect(ctx.record.attempts.map((a) => `${a.upstreamId}:${a.method}:${a.outcome}`)).to.deep.equal([
+      'a:eth_sendRawTransaction:exec_revert',
+      'a:eth_getTransactionByHash:success',
+    ]);
   });
 
   it('the lookup asks the next upstream when the first does not know the transaction (retry-empty forced on)', async () => {
@@ -216,7 +226,11 @@ describe('evm-methods plugin: eth_sendRawTransaction idempotency through the pip
     });
     const { result } = await h.run('eth_sendRawTransaction', [raw]);
     expect(result!.result).to.equal(keccak256(raw));
-    expect(h.calls.map((c) => `${c.upstream}:${c.method}`)).to.deep.equal(['a:eth_sendRawTransaction', 'a:eth_getTransactionByHash', 'b:eth_getTransactionByHash']);
+    expect(h.calls.map((c) => `${c.upstream}:${c.method}`)).to.deep.equal([
+      'a:eth_sendRawTransaction',
+      'a:eth_getTransactionByHash',
+      'b:eth_getTransactionByHash',
+    ]);
   });
 
   it('"nonce too low" for a transaction nobody has (another transaction used the nonce) stays an error', async () => {

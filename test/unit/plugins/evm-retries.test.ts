@@ -12,7 +12,7 @@ import { ErrEndpointClientSideException, ErrEndpointMissingData, ErrEndpointServ
 import { createProxy } from '../../../core/host/proxy.ts';
 import type { Network } from '../../../core/registry/project.ts';
 import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
-import { type Plugin } from '../../../core/plugin-api.ts';
+import type { Plugin } from '../../../core/plugin-api.ts';
 import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
 import { presetWithout } from '../../helpers/svc.ts';
 import { startStubProxy, type Script, type StubProxy } from '../../helpers/stub-proxy.ts';
@@ -48,7 +48,11 @@ async function harness(scripts: Record<string, Script>, networkExtra: Record<str
   // them); tests that need a head set it by hand with chainStateOf(...).observeLatest, which
   // this stand-in provides as the chain state service (host.chainState) in evm-state's place.
   const chain: Plugin = { name: 'chain-state', apply: (h) => h.services.provide(CHAIN_STATE_SERVICE, { of: (n) => chainStateOf(n) }) };
-  const stub = await startStubProxy(scripts, [chain, ...presetWithout('evm-state', 'evm-retries', 'evm-methods'), evmRetriesPlugin(), evmMethodsPlugin()], networkExtra);
+  const stub = await startStubProxy(
+    scripts,
+    [chain, ...presetWithout('evm-state', 'evm-retries', 'evm-methods'), evmRetriesPlugin(), evmMethodsPlugin()],
+    networkExtra,
+  );
   return {
     ...stub,
     async retries(reason) {
@@ -166,7 +170,10 @@ describe('evm-retries plugin: retry-empty through the pipeline', () => {
   });
 
   it('failsafe[].retry.emptyResultMaxAttempts raises the cap (3 tries reach the third upstream)', async () => {
-    h = await harness({ a: () => null, b: () => null, c: () => MINED_TX }, { failsafe: [{ matchMethod: '*', retry: { maxAttempts: 1, emptyResultMaxAttempts: 3 } }] });
+    h = await harness(
+      { a: () => null, b: () => null, c: () => MINED_TX },
+      { failsafe: [{ matchMethod: '*', retry: { maxAttempts: 1, emptyResultMaxAttempts: 3 } }] },
+    );
     const { ctx, result } = await h.run('eth_getTransactionByHash', [TX_HASH], { retryEmpty: true });
     expect(result!.result).to.deep.equal(MINED_TX);
     expect(trace(ctx)).to.deep.equal(['a:error', 'b:error', 'c:success:won']);
@@ -313,6 +320,6 @@ describe('evm-retries plugin: the shared retry counter', () => {
     expect(upstreamRetriesCounter(proxy)).to.equal(c);
     expect(proxy.metrics.getSingleMetric(UPSTREAM_RETRIES_METRIC)).to.equal(c);
     c.inc({ project: 'p', network: 'evm:1', category: 'x', reason: 'integrity_validation' });
-    expect((await proxy.metrics.getSingleMetricAsString(UPSTREAM_RETRIES_METRIC))).to.contain('reason="integrity_validation"');
+    expect(await proxy.metrics.getSingleMetricAsString(UPSTREAM_RETRIES_METRIC)).to.contain('reason="integrity_validation"');
   });
 });

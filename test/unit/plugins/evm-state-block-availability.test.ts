@@ -34,12 +34,24 @@ function configProblems(fn: () => unknown): string[] {
 
 describe('blockAvailability: bounds (eRPC rules)', () => {
   it('a bound sets exactly one of exactBlock, latestBlockMinus, earliestBlockPlus; exactBlock takes no probe/updateRate', () => {
-    expect(configProblems(() => availabilitySpecOf({ blockAvailability: { lower: {} } }))[0]).to.match(/exactly one of exactBlock, latestBlockMinus, earliestBlockPlus/);
-    expect(configProblems(() => availabilitySpecOf({ blockAvailability: { lower: { exactBlock: 1, latestBlockMinus: 2 } } }))[0]).to.match(/mutually exclusive/);
-    expect(configProblems(() => availabilitySpecOf({ blockAvailability: { upper: { exactBlock: 1, probe: 'eventLogs' } } }))[0]).to.match(/earliestBlockPlus only/);
-    expect(configProblems(() => availabilitySpecOf({ blockAvailability: { lower: { exactBlock: 9 }, upper: { exactBlock: 5 } } }))[0]).to.match(/lower.exactBlock must be <= upper.exactBlock/);
-    expect(configProblems(() => availabilitySpecOf({ blockAvailability: { lower: { latestBlockMinus: 5 }, upper: { latestBlockMinus: 10 } } }))[0]).to.match(/lower.latestBlockMinus must be >= upper/);
-    expect(configProblems(() => availabilitySpecOf({ blockAvailability: { lower: { earliestBlockPlus: 10 }, upper: { earliestBlockPlus: 5 } } }))[0]).to.match(/lower.earliestBlockPlus must be <= upper/);
+    expect(configProblems(() => availabilitySpecOf({ blockAvailability: { lower: {} } }))[0]).to.match(
+      /exactly one of exactBlock, latestBlockMinus, earliestBlockPlus/,
+    );
+    expect(configProblems(() => availabilitySpecOf({ blockAvailability: { lower: { exactBlock: 1, latestBlockMinus: 2 } } }))[0]).to.match(
+      /mutually exclusive/,
+    );
+    expect(configProblems(() => availabilitySpecOf({ blockAvailability: { upper: { exactBlock: 1, probe: 'eventLogs' } } }))[0]).to.match(
+      /earliestBlockPlus only/,
+    );
+    expect(configProblems(() => availabilitySpecOf({ blockAvailability: { lower: { exactBlock: 9 }, upper: { exactBlock: 5 } } }))[0]).to.match(
+      /lower.exactBlock must be <= upper.exactBlock/,
+    );
+    expect(configProblems(() => availabilitySpecOf({ blockAvailability: { lower: { latestBlockMinus: 5 }, upper: { latestBlockMinus: 10 } } }))[0]).to.match(
+      /lower.latestBlockMinus must be >= upper/,
+    );
+    expect(configProblems(() => availabilitySpecOf({ blockAvailability: { lower: { earliestBlockPlus: 10 }, upper: { earliestBlockPlus: 5 } } }))[0]).to.match(
+      /lower.earliestBlockPlus must be <= upper/,
+    );
     expect(availabilitySpecOf({})).to.equal(undefined);
     expect(availabilitySpecOf({ blockAvailability: { lower: null, upper: null } })).to.equal(undefined);
     expect(availabilitySpecOf({ blockAvailability: { lower: { earliestBlockPlus: 3, latestBlockMinus: null } } })).to.deep.equal({
@@ -48,7 +60,7 @@ describe('blockAvailability: bounds (eRPC rules)', () => {
     });
   });
 
-  it('latestBlockMinus follows the upstream\'s own latest (unbounded while unknown); earliestBlockPlus is 0 + N until found; an empty range fails open', () => {
+  it("latestBlockMinus follows the upstream's own latest (unbounded while unknown); earliestBlockPlus is 0 + N until found; an empty range fails open", () => {
     const spec = availabilitySpecOf({ blockAvailability: { lower: { latestBlockMinus: 128 }, upper: { latestBlockMinus: 2 } } })!;
     expect(boundsOf(spec, state(1000), () => 0)).to.deep.equal({ min: 872, max: 998 });
     expect(boundsOf(spec, state(0), () => 0)).to.deep.equal({ min: undefined, max: undefined });
@@ -89,20 +101,37 @@ describe('blockAvailability: earliest-block search and probes', () => {
   });
 
   it('probes: blockHeader, callState, eventLogs, traceData read the answers as eRPC does', async () => {
-    const call = (answers: Record<string, unknown>): ProbeCall => async (method) => {
-      const a = answers[method];
-      if (a instanceof Error) throw a;
-      return a;
-    };
+    const call =
+      (answers: Record<string, unknown>): ProbeCall =>
+      async (method) => {
+        const a = answers[method];
+        if (a instanceof Error) throw a;
+        return a;
+      };
     expect(await probeBlock(call({ eth_getBlockByNumber: { hash: '0xab' } }), 'blockHeader', 5)).to.equal(true);
     expect(await probeBlock(call({ eth_getBlockByNumber: null }), 'blockHeader', 5)).to.equal(false);
     expect(await probeBlock(call({ eth_getBalance: '0x0' }), 'callState', 5)).to.equal(true);
     expect(await probeBlock(call({ eth_getBalance: new ErrEndpointExecutionException('missing trie node') }), 'callState', 5)).to.equal(false);
     expect(await probeBlock(call({ eth_getBlockByNumber: { hash: '0xab' }, eth_getLogs: [] }), 'eventLogs', 5)).to.equal(false);
     expect(await probeBlock(call({ eth_getBlockByNumber: { hash: '0xab' }, eth_getLogs: [{}] }), 'eventLogs', 5)).to.equal(true);
-    expect(await probeBlock(call({ eth_getBlockByNumber: { hash: '0xab' }, trace_block: new ErrEndpointUnsupported('no'), debug_traceBlockByHash: [{ result: {} }] }), 'traceData', 5)).to.equal(true);
+    expect(
+      await probeBlock(
+        call({ eth_getBlockByNumber: { hash: '0xab' }, trace_block: new ErrEndpointUnsupported('no'), debug_traceBlockByHash: [{ result: {} }] }),
+        'traceData',
+        5,
+      ),
+    ).to.equal(true);
     const unsupported = new ErrEndpointUnsupported('method not found');
-    const none = await probeBlock(call({ eth_getBlockByNumber: { hash: '0xab' }, trace_block: unsupported, debug_traceBlockByHash: unsupported, trace_replayBlockTransactions: unsupported }), 'traceData', 5).catch((e: unknown) => e);
+    const none = await probeBlock(
+      call({
+        eth_getBlockByNumber: { hash: '0xab' },
+        trace_block: unsupported,
+        debug_traceBlockByHash: unsupported,
+        trace_replayBlockTransactions: unsupported,
+      }),
+      'traceData',
+      5,
+    ).catch((e: unknown) => e);
     expect(none).to.be.instanceOf(ProbeInconclusive);
     const down = await probeBlock(call({ eth_getBlockByNumber: new ErrEndpointServerSideException('502') }), 'blockHeader', 5).catch((e: unknown) => e);
     expect(down).to.be.instanceOf(ProbeInconclusive);
@@ -111,7 +140,14 @@ describe('blockAvailability: earliest-block search and probes', () => {
 
 describe("blockAvailability: eRPC's legacy keys and inheritance at load time", () => {
   const project = (upstreams: Doc[], defaults?: Doc): Doc => ({
-    projects: [{ id: 'main', networks: [{ evm: { chainId: 1 } }], ...(defaults ? { upstreamDefaults: { evm: defaults } } : {}), upstreams: upstreams.map((evm, i) => ({ id: `u${i}`, endpoint: `http://127.0.0.1:${8545 + i}`, evm: { chainId: 1, ...evm } })) }],
+    projects: [
+      {
+        id: 'main',
+        networks: [{ evm: { chainId: 1 } }],
+        ...(defaults ? { upstreamDefaults: { evm: defaults } } : {}),
+        upstreams: upstreams.map((evm, i) => ({ id: `u${i}`, endpoint: `http://127.0.0.1:${8545 + i}`, evm: { chainId: 1, ...evm } })),
+      },
+    ],
   });
   const evmOf = (r: ReturnType<typeof load>, i: number) => r.config.projects[0]!.upstreams[i]!.settings.evm as Doc;
 
@@ -121,24 +157,36 @@ describe("blockAvailability: eRPC's legacy keys and inheritance at load time", (
     expect(evmOf(r, 1).blockAvailability).to.deep.equal({ lower: { latestBlockMinus: 128 } });
     expect(evmOf(r, 2)).to.not.have.property('blockAvailability');
     expect(evmOf(r, 2)).to.not.have.property('nodeType');
-    expect(r.rewrites.map((w) => w.path)).to.include.members(['projects[0].upstreams[0].evm.maxAvailableRecentBlocks', 'projects[0].upstreams[1].evm.nodeType']);
+    expect(r.rewrites.map((w) => w.path)).to.include.members([
+      'projects[0].upstreams[0].evm.maxAvailableRecentBlocks',
+      'projects[0].upstreams[1].evm.nodeType',
+    ]);
   });
 
   it('upstreamDefaults.evm.blockAvailability fills only upstreams without a window of their own, and wins over nodeType full', () => {
-    const r = load(project([{}, { blockAvailability: { upper: { exactBlock: 50 } } }, { nodeType: 'full' }, { maxAvailableRecentBlocks: 64 }], { blockAvailability: { lower: { latestBlockMinus: 604800 } } }));
+    const r = load(
+      project([{}, { blockAvailability: { upper: { exactBlock: 50 } } }, { nodeType: 'full' }, { maxAvailableRecentBlocks: 64 }], {
+        blockAvailability: { lower: { latestBlockMinus: 604800 } },
+      }),
+    );
     expect(availabilitySpecOf(evmOf(r, 0))).to.deep.include({ lower: { kind: 'latestMinus', value: 604800, probe: 'blockHeader', updateRateMs: 0 } });
-    expect(availabilitySpecOf(evmOf(r, 1))).to.deep.equal({ lower: undefined, upper: { kind: 'exact', value: 50, probe: 'blockHeader', updateRateMs: 0 } }, 'its own window, whole');
+    expect(availabilitySpecOf(evmOf(r, 1))).to.deep.equal(
+      { lower: undefined, upper: { kind: 'exact', value: 50, probe: 'blockHeader', updateRateMs: 0 } },
+      'its own window, whole',
+    );
     expect(availabilitySpecOf(evmOf(r, 2))?.lower?.value).to.equal(604800);
     expect(availabilitySpecOf(evmOf(r, 3))?.lower?.value).to.equal(64);
   });
 
-  it('a bound kind of its own replaces the default\'s kind (no mixed bound)', () => {
+  it("a bound kind of its own replaces the default's kind (no mixed bound)", () => {
     const r = load(project([{ blockAvailability: { lower: { exactBlock: 5 } } }], { blockAvailability: { lower: { latestBlockMinus: 128 } } }));
     expect(availabilitySpecOf(evmOf(r, 0))?.lower).to.deep.equal({ kind: 'exact', value: 5, probe: 'blockHeader', updateRateMs: 0 });
   });
 
   it('refuses maxAvailableRecentBlocks next to blockAvailability, and an unknown nodeType', () => {
-    expect(configProblems(() => load(project([{ maxAvailableRecentBlocks: 10, blockAvailability: { lower: { exactBlock: 1 } } }])))[0]).to.match(/maxAvailableRecentBlocks and blockAvailability are both set/);
+    expect(configProblems(() => load(project([{ maxAvailableRecentBlocks: 10, blockAvailability: { lower: { exactBlock: 1 } } }])))[0]).to.match(
+      /maxAvailableRecentBlocks and blockAvailability are both set/,
+    );
     expect(configProblems(() => load(project([{ nodeType: 'light' }])))[0]).to.match(/nodeType must be full, archive or unknown/);
   });
 });
@@ -158,7 +206,10 @@ describe('blockAvailability: request path (fake nodes)', function () {
         const n = typeof p[0] === 'string' && p[0].startsWith('0x') ? Number.parseInt(p[0], 16) : latest;
         if (method === 'eth_blockNumber') return hex(latest);
         if (method === 'eth_syncing') return false;
-        if (method === 'eth_getBlockByNumber') return n > latest || n < earliest ? null : { number: hex(n), hash: `0x${n.toString(16).padStart(64, '0')}`, parentHash: `0x${'0'.repeat(64)}`, timestamp: hex(n), transactions: [] };
+        if (method === 'eth_getBlockByNumber')
+          return n > latest || n < earliest
+            ? null
+            : { number: hex(n), hash: `0x${n.toString(16).padStart(64, '0')}`, parentHash: `0x${'0'.repeat(64)}`, timestamp: hex(n), transactions: [] };
         return undefined;
       },
     });
@@ -180,7 +231,14 @@ describe('blockAvailability: request path (fake nodes)', function () {
         projects: [
           {
             id: 'main',
-            networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h', evalFunc: (u: { removeCordoned(): unknown }) => u.removeCordoned() }, failsafe: [{ matchMethod: '*', retry: { maxAttempts: 1 } }] }],
+            networks: [
+              {
+                architecture: 'evm',
+                evm: { chainId: CHAIN },
+                selectionPolicy: { evalInterval: '1h', evalFunc: (u: { removeCordoned(): unknown }) => u.removeCordoned() },
+                failsafe: [{ matchMethod: '*', retry: { maxAttempts: 1 } }],
+              },
+            ],
             upstreams: ups.map(({ id, s, evm }) => ({ id, endpoint: s.url, evm: { chainId: CHAIN, statePollerInterval: '100ms', ...evm } })),
           },
         ],
@@ -188,9 +246,11 @@ describe('blockAvailability: request path (fake nodes)', function () {
       { preset: 'default' },
     );
   const call = (method: string, params: unknown[]) => svc!.post(`/main/evm/${CHAIN}`, { jsonrpc: '2.0', id: 1, method, params });
-  const headOf = (id: string) => networkChainState(svc!.proxy, svc!.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!).peek(svc!.proxy.projects.get('main')!.upstreams.get(id)!)?.latest ?? 0;
+  const headOf = (id: string) =>
+    networkChainState(svc!.proxy, svc!.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!).peek(svc!.proxy.projects.get('main')!.upstreams.get(id)!)
+      ?.latest ?? 0;
 
-  it('a call for a block below a pruned upstream\'s latestBlockMinus window skips it before dialling; recent blocks still go to it', async () => {
+  it("a call for a block below a pruned upstream's latestBlockMinus window skips it before dialling; recent blocks still go to it", async () => {
     const pruned = await node(1000);
     const archive = await node(1000);
     svc = await start([

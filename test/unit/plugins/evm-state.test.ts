@@ -59,7 +59,13 @@ interface FakeChain {
 }
 
 function block(n: number) {
-  return { number: hex(n), hash: `0x${n.toString(16).padStart(64, '0')}`, parentHash: `0x${'0'.repeat(64)}`, timestamp: hex(1_700_000_000 + n), transactions: [] };
+  return {
+    number: hex(n),
+    hash: `0x${n.toString(16).padStart(64, '0')}`,
+    parentHash: `0x${'0'.repeat(64)}`,
+    timestamp: hex(1_700_000_000 + n),
+    transactions: [],
+  };
 }
 
 /** A fake upstream answering from a {@link FakeChain}. */
@@ -119,13 +125,18 @@ function startWith(servers: Record<string, FaultServer>, o: SvcOpts = {}): Promi
   const selectionPolicy = o.evalFunc === null ? { evalInterval: '1h' } : { evalInterval: '1h', evalFunc: o.evalFunc ?? configOrder };
   return startSvc(
     {
-      ...NO_CACHE, logLevel: 'error',
+      ...NO_CACHE,
+      logLevel: 'error',
       server: { includeErrorDetails: true },
       projects: [
         {
           id: 'main',
           networks: [{ architecture: 'evm', evm: { chainId: CHAIN, ...(netEvm ?? {}) }, selectionPolicy, ...netRest }],
-          upstreams: Object.entries(servers).map(([id, s]) => ({ id, endpoint: s.url, evm: { chainId: o.chainIds?.[id] ?? CHAIN, statePollerInterval: o.interval ?? '100ms' } })),
+          upstreams: Object.entries(servers).map(([id, s]) => ({
+            id,
+            endpoint: s.url,
+            evm: { chainId: o.chainIds?.[id] ?? CHAIN, statePollerInterval: o.interval ?? '100ms' },
+          })),
         },
       ],
     },
@@ -212,24 +223,37 @@ describe('evm-state plugin: pure helpers', () => {
     };
 
     it('skips an upstream whose known head is below the block while another covers it', () => {
-      const st = stateWith([[a, 100], [b, 120]]);
+      const st = stateWith([
+        [a, 100],
+        [b, 120],
+      ]);
       expect(filterByAvailability([a, b], 110, st)).to.deep.equal([b]);
       expect(filterByAvailability([a, b], 100, st)).to.deep.equal([a, b]);
     });
 
     it('forwards anyway when no candidate is known to cover the block', () => {
-      const st = stateWith([[a, 100], [b, 120]]);
+      const st = stateWith([
+        [a, 100],
+        [b, 120],
+      ]);
       const input = [a, b];
       expect(filterByAvailability(input, 130, st)).to.equal(input);
     });
 
     it('keeps never-observed upstreams (they may have it) and keeps the order', () => {
-      const st = stateWith([[a, 100], [c, 0], [b, 120]]);
+      const st = stateWith([
+        [a, 100],
+        [c, 0],
+        [b, 120],
+      ]);
       expect(filterByAvailability([c, a, b], 110, st)).to.deep.equal([c, b]);
     });
 
     it('a node polled at genesis (latest 0) is known, and skipped', () => {
-      const st = stateWith([[a, 0], [b, 120]]);
+      const st = stateWith([
+        [a, 0],
+        [b, 120],
+      ]);
       st.of(a).lastPollAt = Date.now();
       expect(knownLatestOf(st.peek(a))).to.equal(0);
       expect(knownLatestOf(st.peek(c))).to.equal(undefined);
@@ -243,7 +267,12 @@ describe('chain state (plugins/evm-state/chain.ts) additions used by evm-state',
   const w = { id: 'wrong' } as Upstream;
 
   it('the evm-state plugin keeps the chain state and every plugin reads it through host.chainState; without the plugin nothing is known', () => {
-    const build = (plugins: Plugin[]) => createProxy({ config: { projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }] }] }, plugins, logger: createLogger('silent') });
+    const build = (plugins: Plugin[]) =>
+      createProxy({
+        config: { projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }] }] },
+        plugins,
+        logger: createLogger('silent'),
+      });
     const withState = build(defaultPreset());
     const net = { id: 'evm:1', upstreams: [a] } as unknown as Network;
     expect(networkChainState(withState, net)).to.equal(chainStateOf(net));
@@ -251,10 +280,14 @@ describe('chain state (plugins/evm-state/chain.ts) additions used by evm-state',
     expect(networkChainState(withState, net).highestLatest).to.equal(42);
     const without = build(defaultPreset().filter((p) => p.name !== 'evm-state'));
     expect(networkChainState(without, net)).to.equal(NO_CHAIN_STATE);
-    expect([networkChainState(without, net).highestLatest, networkChainState(without, net).blockTimeMs, networkChainState(without, net).isHeadFresh()]).to.deep.equal([0, undefined, false]);
+    expect([
+      networkChainState(without, net).highestLatest,
+      networkChainState(without, net).blockTimeMs,
+      networkChainState(without, net).isHeadFresh(),
+    ]).to.deep.equal([0, undefined, false]);
   });
 
-  it('countedUpstreams narrows highestLatest/highestFinalized (default: the network\'s upstreams)', () => {
+  it("countedUpstreams narrows highestLatest/highestFinalized (default: the network's upstreams)", () => {
     const st = new NetworkChainState({ upstreams: [a, w] } as unknown as Network);
     st.observeLatest(a, 100);
     st.observeFinalized(a, 90);
@@ -290,7 +323,10 @@ describe('evm-state plugin: config', () => {
         projects: [
           {
             id: 'main',
-            networks: [{ architecture: 'evm', evm: { chainId: 1 } }, { architecture: 'evm', evm: { chainId: 2, fallbackFinalityDepth: 64, maxRetryableBlockDistance: 10 } }],
+            networks: [
+              { architecture: 'evm', evm: { chainId: 1 } },
+              { architecture: 'evm', evm: { chainId: 2, fallbackFinalityDepth: 64, maxRetryableBlockDistance: 10 } },
+            ],
             upstreams: [
               { id: 'a', endpoint: 'http://127.0.0.1:9', evm: { chainId: 1 } },
               { id: 'b', endpoint: 'http://127.0.0.1:9', evm: { chainId: 2, statePollerInterval: '2s' } },
@@ -308,8 +344,21 @@ describe('evm-state plugin: config', () => {
   });
 
   it('rejects a negative fallbackFinalityDepth and a bad duration', () => {
-    const bad = (evm: object, up: object = {}) => () =>
-      loadConfigObject({ projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1, ...evm } }], upstreams: [{ endpoint: 'http://127.0.0.1:9', evm: { chainId: 1, ...up } }] }] }, { fragments: [evmStateSchema] });
+    const bad =
+      (evm: object, up: object = {}) =>
+      () =>
+        loadConfigObject(
+          {
+            projects: [
+              {
+                id: 'main',
+                networks: [{ architecture: 'evm', evm: { chainId: 1, ...evm } }],
+                upstreams: [{ endpoint: 'http://127.0.0.1:9', evm: { chainId: 1, ...up } }],
+              },
+            ],
+          },
+          { fragments: [evmStateSchema] },
+        );
     expect(bad({ fallbackFinalityDepth: -1 })).to.throw(/fallbackFinalityDepth/);
     expect(bad({}, { statePollerInterval: 'soon' })).to.throw(/statePollerInterval/);
   });
@@ -351,7 +400,7 @@ describe('evm-state plugin: state poller', function () {
     expect(EvmStatePlugin.stateOf(networkOf(svc))).to.equal(st);
   });
 
-  it('polls again every statePollerInterval; a poll sets the upstream\'s counters, down too (a resynced node)', async () => {
+  it("polls again every statePollerInterval; a poll sets the upstream's counters, down too (a resynced node)", async () => {
     const chain: FakeChain = { latest: 100, finalized: 90, syncing: false };
     const a = await node(chain);
     svc = await startWith({ a }, { interval: '50ms' });
@@ -497,7 +546,9 @@ describe('evm-state plugin: state poller', function () {
     a.setDefault({ kind: 'status', status: 500, body: 'broken' });
     svc = await startWith({ a, b }, { interval: '1h' });
     const network = networkOf(svc);
-    await waitFor(() => statePollerOf(svc!.proxy, upstreamOf(svc!, 'a'))?.last !== undefined && statePollerOf(svc!.proxy, upstreamOf(svc!, 'b'))?.last !== undefined);
+    await waitFor(
+      () => statePollerOf(svc!.proxy, upstreamOf(svc!, 'a'))?.last !== undefined && statePollerOf(svc!.proxy, upstreamOf(svc!, 'b'))?.last !== undefined,
+    );
     await pollNow(svc.proxy, network);
     // b answered exactly its own two polls, never a's.
     expect(clientCalls(b, 'eth_getBlockByNumber', 'latest')).to.equal(2);
@@ -514,7 +565,8 @@ describe('evm-state plugin: state poller', function () {
     const b = await node({ latest: 100, finalized: 90, syncing: false });
     svc = await startSvc(
       {
-        ...NO_CACHE, logLevel: 'error',
+        ...NO_CACHE,
+        logLevel: 'error',
         projects: [
           {
             id: 'main',
@@ -586,7 +638,9 @@ describe('evm-state plugin: request path', function () {
     const b = await node(chainB);
     svc = await startWith({ a, b }, { interval: '1h', ...o });
     const st = chainStateOf(networkOf(svc));
-    await waitFor(() => upstreamOf(svc!, 'a').state === 'ready' && upstreamOf(svc!, 'b').state === 'ready' && st.highestLatest === 120 && st.highestFinalized === 100);
+    await waitFor(
+      () => upstreamOf(svc!, 'a').state === 'ready' && upstreamOf(svc!, 'b').state === 'ready' && st.highestLatest === 120 && st.highestFinalized === 100,
+    );
     return { a, b, chainA, chainB, st };
   }
 
@@ -757,7 +811,7 @@ describe('evm-state plugin: request path', function () {
   });
 
   describe('block availability', () => {
-    it('a block above an upstream\'s known head skips it while another covers the block', async () => {
+    it("a block above an upstream's known head skips it while another covers the block", async () => {
       const { a } = await laggingFirst();
       const r = await svc!.post(PATH, rpc('eth_getBlockByNumber', [hex(110), false]));
       expect(r.json.result.number).to.equal(hex(110));

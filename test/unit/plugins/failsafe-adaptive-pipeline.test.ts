@@ -10,7 +10,7 @@ import type { AttemptRecord } from '../../../core/pipeline/context.ts';
 import { NO_CHAIN_STATE } from 'svc/plugins/evm-state';
 import { ErrEndpointRequestTimeout, ErrFailsafeTimeoutExceeded, type SvcError } from '../../../core/wire/errors.ts';
 import { RpcResult } from '../../../core/wire/jsonrpc.ts';
-import { type Plugin } from '../../../core/plugin-api.ts';
+import type { Plugin } from '../../../core/plugin-api.ts';
 import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
 import { createProxy, type Proxy } from '../../../core/host/proxy.ts';
 import { NETWORK_HEDGES, NETWORK_RETRIES } from 'svc/plugins/failsafe';
@@ -24,7 +24,21 @@ type InstalledClock = ReturnType<typeof FakeTimers.install>;
 
 /** A successful attempt of `ms` on an upstream, as the health plugin records it. */
 function sample(upstreamId: string, method: string, ms: number): AttemptRecord {
-  return { upstreamId, vendor: 'unknown', method, projectId: 'main', networkId: 'evm:31337', reason: 'primary', outcome: 'success', startedAt: 0, durationMs: ms, won: true, dialled: true, finality: 'unknown', internal: false };
+  return {
+    upstreamId,
+    vendor: 'unknown',
+    method,
+    projectId: 'main',
+    networkId: 'evm:31337',
+    reason: 'primary',
+    outcome: 'success',
+    startedAt: 0,
+    durationMs: ms,
+    won: true,
+    dialled: true,
+    finality: 'unknown',
+    internal: false,
+  };
 }
 
 /** Feeds `n` samples of `ms` into a project's health window. */
@@ -90,7 +104,9 @@ describe('failsafe adaptive: the composed pipeline on fake timers', function () 
 
   it('network timeout: base + min before any sample, base + the method quantile once warm, capped at maxDuration, per method', async () => {
     const scripts: Record<string, Script> = { u1: after('hang') };
-    const h = await startStubProxy(scripts, [forwardPlugin(), failsafePlugin(), abortableStub(scripts)], { failsafe: [{ timeout: { duration: '100ms', quantile: 0.9, minDuration: '50ms', maxDuration: '1s' } }] });
+    const h = await startStubProxy(scripts, [forwardPlugin(), failsafePlugin(), abortableStub(scripts)], {
+      failsafe: [{ timeout: { duration: '100ms', quantile: 0.9, minDuration: '50ms', maxDuration: '1s' } }],
+    });
     stubs.push(h);
     const c = fake();
     const cold = await timed(c, () => h.run('eth_getBalance', []));
@@ -110,14 +126,20 @@ describe('failsafe adaptive: the composed pipeline on fake timers', function () 
     const ok = await timed(c, () => h.run('eth_getBalance', []));
     expect(ok.error).to.equal(undefined);
     expect(ok.ms).to.be.within(250, 255);
-    const fired = (await h.proxy.metrics.getSingleMetricAsString('svc_network_timeout_fired_total')).split('\n').find((l) => l.includes('category="eth_getBalance"'));
+    const fired = (await h.proxy.metrics.getSingleMetricAsString('svc_network_timeout_fired_total'))
+      .split('\n')
+      .find((l) => l.includes('category="eth_getBalance"'));
     expect(fired).to.match(/scope="network"\} 2$/);
-    expect(await h.proxy.metrics.getSingleMetricAsString('svc_network_timeout_duration_seconds')).to.match(/svc_network_timeout_duration_seconds_count\{[^}]*category="eth_getBalance"[^}]*scope="network"\} 3/);
+    expect(await h.proxy.metrics.getSingleMetricAsString('svc_network_timeout_duration_seconds')).to.match(
+      /svc_network_timeout_duration_seconds_count\{[^}]*category="eth_getBalance"[^}]*scope="network"\} 3/,
+    );
   });
 
   it("network hedge: delay + minDelay before any sample, delay + the quantile of the network's latency once warm", async () => {
     const scripts: Record<string, Script> = { u1: after('hang'), u2: after(0, '0xb') };
-    const h = await startStubProxy(scripts, [forwardPlugin(), failsafePlugin(), abortableStub(scripts)], { failsafe: [{ hedge: { delay: '20ms', quantile: 0.9, minDelay: '50ms', maxDelay: '500ms', maxCount: 1 } }] });
+    const h = await startStubProxy(scripts, [forwardPlugin(), failsafePlugin(), abortableStub(scripts)], {
+      failsafe: [{ hedge: { delay: '20ms', quantile: 0.9, minDelay: '50ms', maxDelay: '500ms', maxCount: 1 } }],
+    });
     stubs.push(h);
     const c = fake();
     const cold = await timed(c, () => h.run('eth_getBalance', []));
@@ -145,7 +167,12 @@ describe('failsafe adaptive: the composed pipeline on fake timers', function () 
             id: 'main',
             networks: [{ architecture: 'evm', evm: { chainId: 31337 }, failsafe: [] }],
             upstreams: [
-              { id: 'u1', endpoint: 'http://127.0.0.1:9', evm: { chainId: 31337 }, failsafe: [{ timeout: { duration: '50ms', quantile: 0.99, minDuration: '20ms', maxDuration: '2s' } }] },
+              {
+                id: 'u1',
+                endpoint: 'http://127.0.0.1:9',
+                evm: { chainId: 31337 },
+                failsafe: [{ timeout: { duration: '50ms', quantile: 0.99, minDuration: '20ms', maxDuration: '2s' } }],
+              },
               { id: 'u2', endpoint: 'http://127.0.0.1:9', evm: { chainId: 31337 }, failsafe: [] },
             ],
           },
@@ -192,18 +219,27 @@ describe('failsafe adaptive: the composed pipeline on fake timers', function () 
   it('retry.emptyResultDelay: a round that found only empty answers waits emptyResultDelay (one block time once known) before the next', async () => {
     const TX = `0x${'ab'.repeat(32)}`;
     let blockTimeMs: number | undefined;
-    const chain: Plugin = { name: 'chain-state', apply: (host) => host.services.provide(CHAIN_STATE_SERVICE, { of: () => ({ ...NO_CHAIN_STATE, blockTimeMs }) }) };
+    const chain: Plugin = {
+      name: 'chain-state',
+      apply: (host) => host.services.provide(CHAIN_STATE_SERVICE, { of: () => ({ ...NO_CHAIN_STATE, blockTimeMs }) }),
+    };
     let n = 0;
     const script: Script = () => (n++ % 2 === 0 ? null : { hash: TX, blockNumber: '0x5', blockHash: `0x${'cd'.repeat(32)}`, transactionIndex: '0x0' });
-    const withDelay = await startStubProxy({ u1: script }, [chain, forwardPlugin(), failsafePlugin(), evmRetriesPlugin()], { failsafe: [{ retry: { maxAttempts: 3, emptyResultDelay: '400ms' } }] });
-    const without = await startStubProxy({ u1: script }, [chain, forwardPlugin(), failsafePlugin(), evmRetriesPlugin()], { failsafe: [{ retry: { maxAttempts: 3 } }] });
+    const withDelay = await startStubProxy({ u1: script }, [chain, forwardPlugin(), failsafePlugin(), evmRetriesPlugin()], {
+      failsafe: [{ retry: { maxAttempts: 3, emptyResultDelay: '400ms' } }],
+    });
+    const without = await startStubProxy({ u1: script }, [chain, forwardPlugin(), failsafePlugin(), evmRetriesPlugin()], {
+      failsafe: [{ retry: { maxAttempts: 3 } }],
+    });
     stubs.push(withDelay, without);
     const c = fake();
     const waited = await timed(c, () => withDelay.run('eth_getTransactionByHash', [TX], { retryEmpty: true }));
     expect((waited.result?.result as { blockNumber: string }).blockNumber).to.equal('0x5');
     expect(waited.ms).to.be.within(400, 405);
     expect(NETWORK_RETRIES.get(waited.ctx.record)).to.equal(1);
-    expect(await withDelay.proxy.metrics.getSingleMetricAsString('svc_network_data_unavailable_wait_seconds')).to.match(/_sum\{[^}]*category="eth_getTransactionByHash"[^}]*\} 0\.4\n/);
+    expect(await withDelay.proxy.metrics.getSingleMetricAsString('svc_network_data_unavailable_wait_seconds')).to.match(
+      /_sum\{[^}]*category="eth_getTransactionByHash"[^}]*\} 0\.4\n/,
+    );
     // Without emptyResultDelay the backoff applies (delay 0): at once.
     const immediate = await timed(c, () => without.run('eth_getTransactionByHash', [TX], { retryEmpty: true }));
     expect(immediate.ms).to.be.at.most(5);

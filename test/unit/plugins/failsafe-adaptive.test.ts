@@ -8,17 +8,48 @@
  */
 import { expect } from 'chai';
 import type { AttemptRecord, CallContext } from '../../../core/pipeline/context.ts';
-import { ErrCancelled, ErrEndpointMissingData, ErrEndpointRequestTimeout, ErrEndpointServerSideException, ErrUpstreamsExhausted } from '../../../core/wire/errors.ts';
+import {
+  ErrCancelled,
+  ErrEndpointMissingData,
+  ErrEndpointRequestTimeout,
+  ErrEndpointServerSideException,
+  ErrUpstreamsExhausted,
+} from '../../../core/wire/errors.ts';
 import { createProxy } from '../../../core/host/proxy.ts';
 import { healthOutcome } from '../../../core/pipeline/blame.ts';
 import { HealthTracker } from '../../../lib/health-window.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { forwardPlugin } from '../../../plugins/forward/index.ts';
-import { dataUnavailableDelay, failsafePlugin, flattenAdaptiveForms, hedgeSpec, isDataUnavailable, LatencyQuantiles, QUANTILE_MEMO_MS, resolveAdaptive, timeoutSpec, type FailsafeEntry } from '../../../plugins/failsafe/index.ts';
+import {
+  dataUnavailableDelay,
+  failsafePlugin,
+  flattenAdaptiveForms,
+  hedgeSpec,
+  isDataUnavailable,
+  LatencyQuantiles,
+  QUANTILE_MEMO_MS,
+  resolveAdaptive,
+  timeoutSpec,
+  type FailsafeEntry,
+} from '../../../plugins/failsafe/index.ts';
 
 /** A successful attempt of `ms` on an upstream, as the health plugin records it. */
 function sample(upstreamId: string, method: string, ms: number): AttemptRecord {
-  return { upstreamId, vendor: 'unknown', method, projectId: 'main', networkId: 'evm:31337', reason: 'primary', outcome: 'success', startedAt: 0, durationMs: ms, won: true, dialled: true, finality: 'unknown', internal: false };
+  return {
+    upstreamId,
+    vendor: 'unknown',
+    method,
+    projectId: 'main',
+    networkId: 'evm:31337',
+    reason: 'primary',
+    outcome: 'success',
+    startedAt: 0,
+    durationMs: ms,
+    won: true,
+    dialled: true,
+    finality: 'unknown',
+    internal: false,
+  };
 }
 
 describe('failsafe adaptive: resolution rules (eRPC AdaptiveDuration)', () => {
@@ -47,7 +78,12 @@ describe('failsafe adaptive: resolution rules (eRPC AdaptiveDuration)', () => {
   it('timeoutSpec: the auto floor in quantile mode is duration/2, else 500 ms; an explicit minDuration wins', () => {
     expect(timeoutSpec({ duration: 2000, quantile: 0.99 })).to.deep.equal({ base: 2000, quantile: 0.99, min: 1000, max: 0 });
     expect(timeoutSpec({ quantile: 0.99, maxDuration: 30_000 })).to.deep.equal({ base: 0, quantile: 0.99, min: 500, max: 30_000 });
-    expect(timeoutSpec({ duration: 2000, quantile: 0.99, minDuration: 200, maxDuration: 5000 })).to.deep.equal({ base: 2000, quantile: 0.99, min: 200, max: 5000 });
+    expect(timeoutSpec({ duration: 2000, quantile: 0.99, minDuration: 200, maxDuration: 5000 })).to.deep.equal({
+      base: 2000,
+      quantile: 0.99,
+      min: 200,
+      max: 5000,
+    });
   });
 
   it('hedgeSpec: delay is the base and minDelay/maxDelay the clamp in quantile mode; a static hedge without delay waits minDelay', () => {
@@ -114,16 +150,30 @@ describe('health tracker: latencyQuantile over several upstreams', () => {
 describe("failsafe adaptive: eRPC's object forms flattened into svc's keys", () => {
   it('timeout.duration {base, quantile, min, max} and hedge.delay {...} become the flat keys', () => {
     const out = flattenAdaptiveForms([
-      { matchMethod: '*', timeout: { duration: { base: '2s', quantile: 0.99, min: '500ms', max: '30s' } }, hedge: { delay: { quantile: 0.95, min: '100ms', max: '2s' }, maxCount: 1 } },
+      {
+        matchMethod: '*',
+        timeout: { duration: { base: '2s', quantile: 0.99, min: '500ms', max: '30s' } },
+        hedge: { delay: { quantile: 0.95, min: '100ms', max: '2s' }, maxCount: 1 },
+      },
     ]);
     expect(out).to.deep.equal([
-      { matchMethod: '*', timeout: { duration: '2s', quantile: 0.99, minDuration: '500ms', maxDuration: '30s' }, hedge: { quantile: 0.95, minDelay: '100ms', maxDelay: '2s', maxCount: 1 } },
+      {
+        matchMethod: '*',
+        timeout: { duration: '2s', quantile: 0.99, minDuration: '500ms', maxDuration: '30s' },
+        hedge: { quantile: 0.95, minDelay: '100ms', maxDelay: '2s', maxCount: 1 },
+      },
     ]);
   });
 
   it('a field the object sets wins over its flat sibling; a sibling fills what the object leaves at zero', () => {
-    const out = flattenAdaptiveForms({ hedge: { delay: { base: '100ms', quantile: 0.95 }, minDelay: '50ms', quantile: 0.5, maxCount: 1 }, timeout: { duration: { base: '5s', min: '0' }, minDuration: '1s', quantile: 0.9 } });
-    expect(out).to.deep.equal({ hedge: { delay: '100ms', quantile: 0.95, minDelay: '50ms', maxCount: 1 }, timeout: { duration: '5s', quantile: 0.9, minDuration: '1s' } });
+    const out = flattenAdaptiveForms({
+      hedge: { delay: { base: '100ms', quantile: 0.95 }, minDelay: '50ms', quantile: 0.5, maxCount: 1 },
+      timeout: { duration: { base: '5s', min: '0' }, minDuration: '1s', quantile: 0.9 },
+    });
+    expect(out).to.deep.equal({
+      hedge: { delay: '100ms', quantile: 0.95, minDelay: '50ms', maxCount: 1 },
+      timeout: { duration: '5s', quantile: 0.9, minDuration: '1s' },
+    });
   });
 
   it("eRPC's current config (object forms, a one-object failsafe, hedge: null) loads into the flat keys the policies read", () => {
@@ -145,7 +195,16 @@ describe("failsafe adaptive: eRPC's object forms flattened into svc's keys", () 
                 },
               },
             ],
-            upstreams: [{ id: 'u', endpoint: 'http://127.0.0.1:9', evm: { chainId: 1 }, failsafe: [{ matchMethod: 'eth_get*', timeout: { duration: { quantile: 0.9, base: '5s', min: '200ms', max: '5s' } }, hedge: null, retry: null }] }],
+            upstreams: [
+              {
+                id: 'u',
+                endpoint: 'http://127.0.0.1:9',
+                evm: { chainId: 1 },
+                failsafe: [
+                  { matchMethod: 'eth_get*', timeout: { duration: { quantile: 0.9, base: '5s', min: '200ms', max: '5s' } }, hedge: null, retry: null },
+                ],
+              },
+            ],
           },
         ],
       },
@@ -161,7 +220,9 @@ describe("failsafe adaptive: eRPC's object forms flattened into svc's keys", () 
   });
 
   it('null policies (eRPC `hedge: null`) are dropped; flat forms and other values are returned as they are', () => {
-    expect(flattenAdaptiveForms([{ matchMethod: 'eth_get*', timeout: { duration: '5s' }, hedge: null, retry: null }])).to.deep.equal([{ matchMethod: 'eth_get*', timeout: { duration: '5s' } }]);
+    expect(flattenAdaptiveForms([{ matchMethod: 'eth_get*', timeout: { duration: '5s' }, hedge: null, retry: null }])).to.deep.equal([
+      { matchMethod: 'eth_get*', timeout: { duration: '5s' } },
+    ]);
     const flat = [{ timeout: { duration: '5s', quantile: 0.9, maxDuration: '10s' } }];
     expect(flattenAdaptiveForms(flat)).to.equal(flat);
     expect(flattenAdaptiveForms(undefined)).to.equal(undefined);
@@ -171,7 +232,17 @@ describe("failsafe adaptive: eRPC's object forms flattened into svc's keys", () 
 describe('failsafe adaptive: start-up checks', () => {
   const boot = (network: unknown, upstream: unknown = []): { warnings: string[] } => {
     const proxy = createProxy({
-      config: { logLevel: 'error', metrics: { enabled: false }, projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 }, failsafe: network }], upstreams: [{ id: 'u', endpoint: 'http://127.0.0.1:9', evm: { chainId: 1 }, failsafe: upstream }] }] },
+      config: {
+        logLevel: 'error',
+        metrics: { enabled: false },
+        projects: [
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: 1 }, failsafe: network }],
+            upstreams: [{ id: 'u', endpoint: 'http://127.0.0.1:9', evm: { chainId: 1 }, failsafe: upstream }],
+          },
+        ],
+      },
       plugins: [forwardPlugin(), failsafePlugin()],
       logger: createLogger('silent'),
     });
@@ -187,29 +258,45 @@ describe('failsafe adaptive: start-up checks', () => {
   };
 
   it('an adaptive timeout needs duration or maxDuration; an empty timeout is refused', () => {
-    expect(refused([{ timeout: { quantile: 0.99 } }])).to.match(/projects\[0\]\.networks\[0\]\.failsafe\[0\]\.timeout: an adaptive timeout \(quantile\) needs duration or maxDuration/);
+    expect(refused([{ timeout: { quantile: 0.99 } }])).to.match(
+      /projects\[0\]\.networks\[0\]\.failsafe\[0\]\.timeout: an adaptive timeout \(quantile\) needs duration or maxDuration/,
+    );
     expect(refused([{ timeout: {} }])).to.match(/failsafe\[0\]\.timeout: timeout sets no duration/);
     expect(() => boot([{ timeout: { quantile: 0.99, maxDuration: '30s' } }])).not.to.throw();
     expect(() => boot([{ timeout: { duration: '2s', quantile: 0.99, minDuration: '500ms', maxDuration: '30s' } }])).not.to.throw();
   });
 
   it('a floor above its ceiling is refused (timeout and hedge)', () => {
-    expect(refused([{ timeout: { duration: '1s', quantile: 0.9, minDuration: '5s', maxDuration: '2s' } }])).to.match(/timeout\.minDuration: minDuration is larger than maxDuration/);
+    expect(refused([{ timeout: { duration: '1s', quantile: 0.9, minDuration: '5s', maxDuration: '2s' } }])).to.match(
+      /timeout\.minDuration: minDuration is larger than maxDuration/,
+    );
     expect(refused([{ hedge: { quantile: 0.9, minDelay: '3s', maxDelay: '1s' } }])).to.match(/hedge\.minDelay: minDelay is larger than maxDelay/);
   });
 
   it('emptyResultDelay on an upstream is refused naming where it belongs', () => {
-    expect(refused([], [{ retry: { maxAttempts: 2, emptyResultDelay: '1s' } }])).to.match(/upstreams\[0\]\.failsafe\[0\]\.retry\.emptyResultDelay: emptyResultDelay paces network-scope retries only .* move it to networks\[\]\.failsafe\[\]\.retry/);
+    expect(refused([], [{ retry: { maxAttempts: 2, emptyResultDelay: '1s' } }])).to.match(
+      /upstreams\[0\]\.failsafe\[0\]\.retry\.emptyResultDelay: emptyResultDelay paces network-scope retries only .* move it to networks\[\]\.failsafe\[\]\.retry/,
+    );
     expect(() => boot([{ retry: { maxAttempts: 2, emptyResultDelay: '1s' } }])).not.to.throw();
   });
 
   it('minDuration/maxDuration on a static timeout are reported as having no effect', () => {
-    expect(boot([{ timeout: { duration: '5s', maxDuration: '30s' } }]).warnings.join('\n')).to.match(/failsafe\[0\]\.timeout: minDuration\/maxDuration only bound an adaptive timeout/);
+    expect(boot([{ timeout: { duration: '5s', maxDuration: '30s' } }]).warnings.join('\n')).to.match(
+      /failsafe\[0\]\.timeout: minDuration\/maxDuration only bound an adaptive timeout/,
+    );
   });
 });
 
 describe('failsafe adaptive: data-unavailable waits (eRPC computeDelay)', () => {
-  const retry = (emptyResultDelay?: number): NonNullable<FailsafeEntry['retry']> => ({ maxAttempts: 3, delay: 0, backoffFactor: 1.2, backoffMaxDelay: 3000, jitter: 0, emptyResultMaxAttempts: 2, emptyResultDelay });
+  const retry = (emptyResultDelay?: number): NonNullable<FailsafeEntry['retry']> => ({
+    maxAttempts: 3,
+    delay: 0,
+    backoffFactor: 1.2,
+    backoffMaxDelay: 3000,
+    jitter: 0,
+    emptyResultMaxAttempts: 2,
+    emptyResultDelay,
+  });
   const missing = new ErrEndpointMissingData('empty', { details: { reason: 'empty_result' } });
 
   it('missing data (and a sweep that found only missing data) is "not there yet"; a pending transaction or any other failure is not', () => {

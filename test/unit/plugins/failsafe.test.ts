@@ -34,7 +34,14 @@ type RetryCfg = NonNullable<FailsafeEntry['retry']>;
 /** A breaker on a hand-driven clock. */
 function breaker(cfg: Partial<BreakerCfg> = {}): { b: CircuitBreaker; clock: { t: number } } {
   const clock = { t: 1_000_000 };
-  const full: BreakerCfg = { failureThresholdCount: 3, failureThresholdCapacity: 5, halfOpenAfter: 300, successThresholdCount: 2, successThresholdCapacity: 10, ...cfg };
+  const full: BreakerCfg = {
+    failureThresholdCount: 3,
+    failureThresholdCapacity: 5,
+    halfOpenAfter: 300,
+    successThresholdCount: 2,
+    successThresholdCapacity: 10,
+    ...cfg,
+  };
   return { b: new CircuitBreaker(full, () => clock.t), clock };
 }
 
@@ -280,7 +287,12 @@ describe('failsafe plugin: matchEntry', () => {
   const fin = (f: Finality) => f;
 
   it('matches method globs (*, prefixes, alternation)', () => {
-    const entries = compiled([{ matchMethod: 'eth_getLogs', timeout: { duration: 1 } }, { matchMethod: 'eth_get*', timeout: { duration: 2 } }, { matchMethod: '(trace|debug)_*', timeout: { duration: 3 } }, { matchMethod: '*', timeout: { duration: 4 } }]);
+    const entries = compiled([
+      { matchMethod: 'eth_getLogs', timeout: { duration: 1 } },
+      { matchMethod: 'eth_get*', timeout: { duration: 2 } },
+      { matchMethod: '(trace|debug)_*', timeout: { duration: 3 } },
+      { matchMethod: '*', timeout: { duration: 4 } },
+    ]);
     expect(matchEntry(entries, 'eth_getLogs', 'unknown')?.timeout?.duration).to.equal(1);
     expect(matchEntry(entries, 'eth_getBalance', 'unknown')?.timeout?.duration).to.equal(2);
     expect(matchEntry(entries, 'trace_block', 'unknown')?.timeout?.duration).to.equal(3);
@@ -289,12 +301,18 @@ describe('failsafe plugin: matchEntry', () => {
   });
 
   it('first match wins, even when a later entry is more specific', () => {
-    const entries = compiled([{ matchMethod: '*', retry: retryCfg({ maxAttempts: 1 }) }, { matchMethod: 'eth_call', retry: retryCfg({ maxAttempts: 9 }) }]);
+    const entries = compiled([
+      { matchMethod: '*', retry: retryCfg({ maxAttempts: 1 }) },
+      { matchMethod: 'eth_call', retry: retryCfg({ maxAttempts: 9 }) },
+    ]);
     expect(matchEntry(entries, 'eth_call', 'unknown')?.retry?.maxAttempts).to.equal(1);
   });
 
   it('a remembered match is the same as a fresh one, per finality, past the memo bound and for misses', () => {
-    const entries = compiled([{ matchMethod: 'eth_call', matchFinality: ['finalized'], timeout: { duration: 1 } }, { matchMethod: 'eth_*', timeout: { duration: 2 } }]);
+    const entries = compiled([
+      { matchMethod: 'eth_call', matchFinality: ['finalized'], timeout: { duration: 1 } },
+      { matchMethod: 'eth_*', timeout: { duration: 2 } },
+    ]);
     for (let round = 0; round < 2; round++) {
       expect(matchEntry(entries, 'eth_call', 'finalized')?.timeout?.duration).to.equal(1);
       expect(matchEntry(entries, 'eth_call', 'realtime')?.timeout?.duration).to.equal(2);
@@ -328,7 +346,10 @@ describe('failsafe plugin: matchEntry', () => {
   });
 
   it('method and finality must both match', () => {
-    const entries = compiled([{ matchMethod: 'eth_getLogs', matchFinality: ['finalized'], timeout: { duration: 1 } }, { matchMethod: 'eth_*', timeout: { duration: 2 } }]);
+    const entries = compiled([
+      { matchMethod: 'eth_getLogs', matchFinality: ['finalized'], timeout: { duration: 1 } },
+      { matchMethod: 'eth_*', timeout: { duration: 2 } },
+    ]);
     expect(matchEntry(entries, 'eth_getLogs', 'finalized')?.timeout?.duration).to.equal(1);
     expect(matchEntry(entries, 'eth_getLogs', 'realtime')?.timeout?.duration).to.equal(2);
     expect(matchEntry(entries, 'eth_call', 'finalized')?.timeout?.duration).to.equal(2);

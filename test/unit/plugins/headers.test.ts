@@ -10,7 +10,21 @@ function withSlots(r: ExecutionRecord, values: Partial<Record<keyof typeof RECOR
 }
 
 function attempt(upstreamId: string, reason: AttemptRecord['reason'], outcome: AttemptRecord['outcome'], durationMs: number, won = false): AttemptRecord {
-  return { upstreamId, vendor: 'unknown', method: 'eth_call', projectId: 'main', networkId: 'evm:1', reason, outcome, startedAt: 0, durationMs, won, dialled: true, finality: 'unknown', internal: false };
+  return {
+    upstreamId,
+    vendor: 'unknown',
+    method: 'eth_call',
+    projectId: 'main',
+    networkId: 'evm:1',
+    reason,
+    outcome,
+    startedAt: 0,
+    durationMs,
+    won,
+    dialled: true,
+    finality: 'unknown',
+    internal: false,
+  };
 }
 
 function record(attempts: AttemptRecord[], extra: Partial<ExecutionRecord> = {}): ExecutionRecord {
@@ -48,10 +62,19 @@ describe('headers plugin (spec §4.5)', () => {
     expect(h).to.not.have.property('X-SVC-Consensus-Slots');
   });
 
-  it('the retry and hedge counters are the failsafe plugin\'s record slots (shared through svc/plugin), summed over a batch', () => {
+  it("the retry and hedge counters are the failsafe plugin's record slots (shared through svc/plugin), summed over a batch", () => {
     expect(Object.keys(newExecutionRecord('eth_call'))).to.not.include.members(['upstreamRetries', 'upstreamHedges', 'networkRetries', 'networkHedges']);
-    expect([RECORD_SLOTS.upstreamRetries, RECORD_SLOTS.upstreamHedges, RECORD_SLOTS.networkRetries, RECORD_SLOTS.networkHedges]).to.deep.equal([UPSTREAM_RETRIES, UPSTREAM_HEDGES, NETWORK_RETRIES, NETWORK_HEDGES]);
-    const a = withSlots(record([attempt('a', 'primary', 'success', 1, true)], { networkAttempts: 3 }), { upstreamRetries: 2, networkRetries: 2, networkHedges: 1 });
+    expect([RECORD_SLOTS.upstreamRetries, RECORD_SLOTS.upstreamHedges, RECORD_SLOTS.networkRetries, RECORD_SLOTS.networkHedges]).to.deep.equal([
+      UPSTREAM_RETRIES,
+      UPSTREAM_HEDGES,
+      NETWORK_RETRIES,
+      NETWORK_HEDGES,
+    ]);
+    const a = withSlots(record([attempt('a', 'primary', 'success', 1, true)], { networkAttempts: 3 }), {
+      upstreamRetries: 2,
+      networkRetries: 2,
+      networkHedges: 1,
+    });
     const b = withSlots(record([attempt('b', 'primary', 'success', 1, true)]), { upstreamRetries: 1, upstreamHedges: 4 });
     expect(diagnosticHeaders([a, b], 'summary', true)).to.include({
       'X-SVC-Upstream-Retries': '3',

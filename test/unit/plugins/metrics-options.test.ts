@@ -9,7 +9,16 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { loadConfigObject } from '../../../config/load.ts';
 import { buildConfigSchema, fragmentCollisions } from '../../../config/schema.ts';
 import { DeferredHistogram } from '../../../lib/deferred-metrics.ts';
-import { DEFAULT_LATENCY_BUCKETS, droppedLabels, FilteredRegistry, mergeSamples, metricsOptionsOf, metricsPlugin, parseBuckets, verboseErrorLabel } from '../../../plugins/metrics/index.ts';
+import {
+  DEFAULT_LATENCY_BUCKETS,
+  droppedLabels,
+  FilteredRegistry,
+  mergeSamples,
+  metricsOptionsOf,
+  metricsPlugin,
+  parseBuckets,
+  verboseErrorLabel,
+} from '../../../plugins/metrics/index.ts';
 import { VerboseErrorLabels } from '../../../plugins/metrics/options.ts';
 import { unknownFilterNames } from '../../../plugins/metrics/histogram-filter.ts';
 
@@ -46,11 +55,13 @@ describe('metrics options (eRPC keys under metrics)', () => {
     it('anything else is refused, as eRPC refuses it', () => {
       expect(() => load({ errorLabelMode: 'loud' })).to.throw(/errorLabelMode/);
     });
-    it("verbose: the name and the message cleaned as eRPC cleans it (hashes, IPs, numbers, long words masked; one line; no punctuation)", () => {
+    it('verbose: the name and the message cleaned as eRPC cleans it (hashes, IPs, numbers, long words masked; one line; no punctuation)', () => {
       expect(verboseErrorLabel('ErrEndpointServerSideException', 'header not found for block 0x1a2b3c at 10.0.0.12\nretry in 1500ms')).to.equal(
         'ErrEndpointServerSideException header not found for block 0xREDACTED at X.X.X.X retry in XXms',
       );
-      expect(verboseErrorLabel('ErrEndpointExecutionException', 'call failed: execution reverted: Ownable: caller is not the owner')).to.equal('ErrEndpointExecutionException execution reverted');
+      expect(verboseErrorLabel('ErrEndpointExecutionException', 'call failed: execution reverted: Ownable: caller is not the owner')).to.equal(
+        'ErrEndpointExecutionException execution reverted',
+      );
       expect(verboseErrorLabel('E', 'x'.repeat(40))).to.equal('E XX');
       expect(verboseErrorLabel('E', 'a '.repeat(400)).length).to.be.at.most(256);
     });
@@ -65,7 +76,12 @@ describe('metrics options (eRPC keys under metrics)', () => {
 
   describe('histogramDropLabels and histogramLabelOverrides', () => {
     it('drop labels from every histogram; an override keeps them on the histogram it names (without svc_, or with erpc_ as eRPC writes it)', () => {
-      const opts = metricsOptionsOf(load({ histogramDropLabels: ['upstream', 'finality', 'le'], histogramLabelOverrides: { network_request_duration_seconds: ['finality'], erpc_upstream_request_duration_seconds: ['upstream'] } }).metrics.settings);
+      const opts = metricsOptionsOf(
+        load({
+          histogramDropLabels: ['upstream', 'finality', 'le'],
+          histogramLabelOverrides: { network_request_duration_seconds: ['finality'], erpc_upstream_request_duration_seconds: ['upstream'] },
+        }).metrics.settings,
+      );
       expect([...droppedLabels(opts, 'svc_cordon_duration_seconds', ['project', 'upstream', 'le'])]).to.deep.equal(['upstream']);
       expect([...droppedLabels(opts, 'svc_network_request_duration_seconds', ['network', 'finality'])]).to.deep.equal([]);
       expect([...droppedLabels(opts, 'svc_upstream_request_duration_seconds', ['upstream', 'finality'])]).to.deep.equal(['finality']);
@@ -92,14 +108,21 @@ describe('metrics options (eRPC keys under metrics)', () => {
     it('the exposition: every histogram of the registry filtered (prom-client and deferred ones), counters untouched, the registry itself unchanged', async () => {
       const reg = new Registry();
       const h = new Histogram({ name: 'svc_cordon_like_seconds', help: 'h', labelNames: ['project', 'upstream'], buckets: [1, 10], registers: [reg] });
-      const d = new DeferredHistogram(reg, { name: 'svc_network_request_duration_seconds', help: 'd', labelNames: ['project', 'upstream', 'finality'], buckets: [1] });
+      const d = new DeferredHistogram(reg, {
+        name: 'svc_network_request_duration_seconds',
+        help: 'd',
+        labelNames: ['project', 'upstream', 'finality'],
+        buckets: [1],
+      });
       const c = new Counter({ name: 'svc_things_total', help: 'c', labelNames: ['upstream'], registers: [reg] });
       h.observe({ project: 'p', upstream: 'a' }, 0.5);
       h.observe({ project: 'p', upstream: 'b' }, 5);
       d.observe(d.child(['p', 'a', 'latest']), 0.5);
       d.observe(d.child(['p', 'b', 'latest']), 0.5);
       c.inc({ upstream: 'a' });
-      const opts = metricsOptionsOf(load({ histogramDropLabels: ['upstream', 'finality'], histogramLabelOverrides: { network_request_duration_seconds: ['finality'] } }).metrics.settings);
+      const opts = metricsOptionsOf(
+        load({ histogramDropLabels: ['upstream', 'finality'], histogramLabelOverrides: { network_request_duration_seconds: ['finality'] } }).metrics.settings,
+      );
       const text = await new FilteredRegistry(reg, opts).metrics();
       expect(text).to.include('svc_cordon_like_seconds_bucket{le="1",project="p"} 1');
       expect(text).to.include('svc_cordon_like_seconds_bucket{le="10",project="p"} 2');
@@ -109,12 +132,14 @@ describe('metrics options (eRPC keys under metrics)', () => {
       expect(text).to.include('svc_things_total{upstream="a"} 1');
       expect(await reg.metrics()).to.include('upstream="b"');
       // Names the filter cannot find on any histogram of the registry are reported.
-      const odd = metricsOptionsOf(load({ histogramDropLabels: ['user', 'upstream'], histogramLabelOverrides: { cache_get_success_hit_duration_seconds: ['user'] } }).metrics.settings);
+      const odd = metricsOptionsOf(
+        load({ histogramDropLabels: ['user', 'upstream'], histogramLabelOverrides: { cache_get_success_hit_duration_seconds: ['user'] } }).metrics.settings,
+      );
       const warnings = await unknownFilterNames(reg, odd);
       expect(warnings[0]).to.match(/^metrics\.histogramDropLabels: user is a label of no histogram/);
       expect(warnings[1]).to.match(/^metrics\.histogramLabelOverrides: cache_get_success_hit_duration_seconds names no histogram/);
     });
-    it('with nothing dropped the exposition is the registry\'s own text', async () => {
+    it("with nothing dropped the exposition is the registry's own text", async () => {
       const reg = new Registry();
       new Histogram({ name: 'x_seconds', help: 'x', labelNames: ['a'], buckets: [1], registers: [reg] }).observe({ a: '1' }, 1);
       const f = new FilteredRegistry(reg, metricsOptionsOf(load({ histogramLabelOverrides: { x_seconds: ['a'] } }).metrics.settings));

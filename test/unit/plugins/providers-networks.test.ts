@@ -54,7 +54,12 @@ describe('providers: onlyNetworks and ignoreNetworks', () => {
   });
 
   it('refuses a non-list ignoreNetworks, naming its path', () => {
-    expect(() => loadConfigObject({ projects: [{ id: 'main', providers: [{ id: 'p', vendor: 'repository', ignoreNetworks: 'evm:137' }] }] }, { fragments: [providersPlugin().schema ?? {}] })).to.throw(/ignoreNetworks/);
+    expect(() =>
+      loadConfigObject(
+        { projects: [{ id: 'main', providers: [{ id: 'p', vendor: 'repository', ignoreNetworks: 'evm:137' }] }] },
+        { fragments: [providersPlugin().schema ?? {}] },
+      ),
+    ).to.throw(/ignoreNetworks/);
   });
 });
 

@@ -16,7 +16,16 @@ import { createProxy, type Proxy } from '../../../core/host/proxy.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { failsafePlugin } from '../../../plugins/failsafe/index.ts';
 import { forwardPlugin } from '../../../plugins/forward/index.ts';
-import { AUTO_TUNE_DEFAULTS, AutoTuner, Budget, MIN_SAMPLES, rateLimitPlugin, tunedCount, type Adjustment, type AutoTuneConfig } from '../../../plugins/rate-limit/index.ts';
+import {
+  AUTO_TUNE_DEFAULTS,
+  AutoTuner,
+  Budget,
+  MIN_SAMPLES,
+  rateLimitPlugin,
+  tunedCount,
+  type Adjustment,
+  type AutoTuneConfig,
+} from '../../../plugins/rate-limit/index.ts';
 
 const cfg = (c: Partial<AutoTuneConfig> = {}): AutoTuneConfig => ({ ...AUTO_TUNE_DEFAULTS, adjustmentPeriod: 1000, ...c });
 const subject = (method = 'eth_call') => ({ method, clientAddress: '127.0.0.1', userId: undefined, networkId: 'evm:1' });
@@ -49,7 +58,13 @@ describe('rate-limit auto-tuner: windows per method (injected clock)', () => {
   let t: number;
   let budget: Budget;
   let adjustments: Adjustment[];
-  const tuner = (c: Partial<AutoTuneConfig> = {}) => new AutoTuner((m) => budget.rulesFor(m), cfg(c), (a) => adjustments.push(a), () => t);
+  const tuner = (c: Partial<AutoTuneConfig> = {}) =>
+    new AutoTuner(
+      (m) => budget.rulesFor(m),
+      cfg(c),
+      (a) => adjustments.push(a),
+      () => t,
+    );
   const feed = (tu: AutoTuner, ok: number, limited: number, method = 'eth_call') => {
     for (let i = 0; i < ok; i++) tu.recordSuccess(method);
     for (let i = 0; i < limited; i++) tu.recordError(method);
@@ -58,7 +73,15 @@ describe('rate-limit auto-tuner: windows per method (injected clock)', () => {
   beforeEach(() => {
     t = 1_000_000;
     adjustments = [];
-    budget = new Budget('b', [{ method: '*', maxCount: 100, period: 'second' }, { method: 'eth_getLogs', maxCount: 40, period: 'minute' }, { method: 'eth_*', maxCount: 0, period: 'second' }], undefined);
+    budget = new Budget(
+      'b',
+      [
+        { method: '*', maxCount: 100, period: 'second' },
+        { method: 'eth_getLogs', maxCount: 40, period: 'minute' },
+        { method: 'eth_*', maxCount: 0, period: 'second' },
+      ],
+      undefined,
+    );
   });
 
   it('lowers every rule counting the method after a window above errorRateThreshold, and only those', () => {
@@ -68,7 +91,10 @@ describe('rate-limit auto-tuner: windows per method (injected clock)', () => {
     expect(adjustments).to.have.length(0);
     t += 1000;
     tu.recordSuccess('eth_getLogs'); // closes it: 9 + 2 = 11 answers, 2/11 rate-limited
-    expect(adjustments.map((a) => `${a.rule.method}:${a.from}->${a.to}:${a.direction}:${a.samples}`)).to.deep.equal(['*:100->95:decrease:11', 'eth_getLogs:40->38:decrease:11']);
+    expect(adjustments.map((a) => `${a.rule.method}:${a.from}->${a.to}:${a.direction}:${a.samples}`)).to.deep.equal([
+      '*:100->95:decrease:11',
+      'eth_getLogs:40->38:decrease:11',
+    ]);
     expect(budget.rules.map((r) => r.maxCount)).to.deep.equal([95, 38, 0]);
   });
 
@@ -138,31 +164,63 @@ describe('rate-limit auto-tuner: config', () => {
         logLevel: 'error',
         metrics: { enabled: false },
         rateLimiters: { budgets: [{ id: 'up', rules: [{ method: '*', maxCount: 100, period: 'second' }] }] },
-        projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 'u', endpoint: 'http://127.0.0.1:9', evm: { chainId: 1 }, ...upstream }] }],
+        projects: [
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: 1 } }],
+            upstreams: [{ id: 'u', endpoint: 'http://127.0.0.1:9', evm: { chainId: 1 }, ...upstream }],
+          },
+        ],
       },
       plugins: [rateLimitPlugin()],
       logger: createLogger('silent'),
     });
 
   it("eRPC's defaults: adjustmentPeriod 1m, errorRateThreshold 0.1, factors 0.95 / 1.05, budgets 0..100000, on", () => {
-    expect(AUTO_TUNE_DEFAULTS).to.deep.equal({ enabled: true, adjustmentPeriod: 60_000, errorRateThreshold: 0.1, increaseFactor: 1.05, decreaseFactor: 0.95, minBudget: 0, maxBudget: 100_000 });
+    expect(AUTO_TUNE_DEFAULTS).to.deep.equal({
+      enabled: true,
+      adjustmentPeriod: 60_000,
+      errorRateThreshold: 0.1,
+      increaseFactor: 1.05,
+      decreaseFactor: 0.95,
+      minBudget: 0,
+      maxBudget: 100_000,
+    });
     const p = boot({ rateLimitBudget: 'up', rateLimitAutoTune: { adjustmentPeriod: '30s', decreaseFactor: 0.7, minBudget: 1 } });
-    expect(p.config.projects[0]!.upstreams[0]!.settings.rateLimitAutoTune).to.deep.equal({ enabled: true, adjustmentPeriod: 30_000, errorRateThreshold: 0.1, increaseFactor: 1.05, decreaseFactor: 0.7, minBudget: 1, maxBudget: 100_000 });
+    expect(p.config.projects[0]!.upstreams[0]!.settings.rateLimitAutoTune).to.deep.equal({
+      enabled: true,
+      adjustmentPeriod: 30_000,
+      errorRateThreshold: 0.1,
+      increaseFactor: 1.05,
+      decreaseFactor: 0.7,
+      minBudget: 1,
+      maxBudget: 100_000,
+    });
   });
 
   it('refuses factors on the wrong side of 1, a threshold outside (0, 1] and negative budgets', () => {
-    for (const bad of [{ decreaseFactor: 1 }, { decreaseFactor: 0 }, { increaseFactor: 1 }, { errorRateThreshold: 0 }, { errorRateThreshold: 1.5 }, { minBudget: -1 }, { period: '1m' }]) {
+    for (const bad of [
+      { decreaseFactor: 1 },
+      { decreaseFactor: 0 },
+      { increaseFactor: 1 },
+      { errorRateThreshold: 0 },
+      { errorRateThreshold: 1.5 },
+      { minBudget: -1 },
+      { period: '1m' },
+    ]) {
       expect(() => boot({ rateLimitBudget: 'up', rateLimitAutoTune: bad }), JSON.stringify(bad)).to.throw(/rateLimitAutoTune/);
     }
   });
 
   it('warns when an upstream with rateLimitAutoTune has no budget to tune', () => {
-    expect(boot({ rateLimitAutoTune: { enabled: true } }).config.warnings.join('\n')).to.match(/upstreams\[0\]\.rateLimitAutoTune has no effect: the upstream has no rateLimitBudget/);
+    expect(boot({ rateLimitAutoTune: { enabled: true } }).config.warnings.join('\n')).to.match(
+      /upstreams\[0\]\.rateLimitAutoTune has no effect: the upstream has no rateLimitBudget/,
+    );
     expect(boot({ rateLimitAutoTune: { enabled: false } }).config.warnings.join('\n')).not.to.match(/rateLimitAutoTune/);
   });
 });
 
-describe('rate-limit auto-tuner: the composed pipeline (fake Date: the tuner\'s windows and the budget\'s)', function () {
+describe("rate-limit auto-tuner: the composed pipeline (fake Date: the tuner's windows and the budget's)", function () {
   this.timeout(20_000);
   const proxies: Proxy[] = [];
   let clock: ReturnType<typeof FakeTimers.install> | undefined;
@@ -257,7 +315,10 @@ describe('rate-limit auto-tuner: the composed pipeline (fake Date: the tuner\'s 
     // A new one-second window of the budget: 10 attempts reach u1, the other 5 skip it undialled.
     c.tick(1000);
     const over = await s.runs(15);
-    expect(over.map((a) => a.trace.join())).to.deep.equal([...Array(10).fill('u1:rate_limited,u2:success'), ...Array(5).fill('u1:rate_limited:undialled,u2:success')]);
+    expect(over.map((a) => a.trace.join())).to.deep.equal([
+      ...Array(10).fill('u1:rate_limited,u2:success'),
+      ...Array(5).fill('u1:rate_limited:undialled,u2:success'),
+    ]);
     // The 429s stop: a clean window raises the budget by increaseFactor.
     mode.u1 = 'ok';
     c.tick(1000);

@@ -12,7 +12,7 @@ import { forwardPlugin } from '../../../plugins/forward/index.ts';
 import { healthPlugin } from '../../../plugins/health/index.ts';
 import { selectPlugin } from '../../../plugins/select/index.ts';
 import { evaluateSelection, rankedScores, selectionPlugin, selectionState } from '../../../plugins/selection/index.ts';
-import { type Plugin } from 'svc/plugin';
+import type { Plugin } from 'svc/plugin';
 import { SCORE_ORDER_STEP, SELECTION_API_SERVICE, selectionHooks, type EvalFunc } from 'svc/plugins/selection';
 
 const DEAD = 'http://127.0.0.1:9';
@@ -55,7 +55,13 @@ describe('selection: the shown order is the served order', () => {
       proxy = createProxy({
         config: {
           logLevel: 'error',
-          projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 }, selectionPolicy: { evalInterval: '1h' } }], upstreams: ['a', 'b', 'c'].map((id) => ({ id, endpoint: DEAD, evm: { chainId: 1 } })) }],
+          projects: [
+            {
+              id: 'main',
+              networks: [{ architecture: 'evm', evm: { chainId: 1 }, selectionPolicy: { evalInterval: '1h' } }],
+              upstreams: ['a', 'b', 'c'].map((id) => ({ id, endpoint: DEAD, evm: { chainId: 1 } })),
+            },
+          ],
         },
         plugins: [healthPlugin(), selectionPlugin(), ...extra, selectPlugin(), forwardPlugin()],
         logger: createLogger('silent'),
@@ -86,8 +92,19 @@ describe('selection: the shown order is the served order', () => {
       const health = p.projects.get('main')!.health;
       for (let i = 0; i < 5; i++) {
         health.record({
-          upstreamId: id, vendor: 'unknown', method: 'eth_call', projectId: 'main', networkId: 'evm:1', reason: 'primary', outcome: 'success',
-          startedAt: 0, durationMs: seconds * 1000, won: true, dialled: true, finality: 'unknown', internal: false,
+          upstreamId: id,
+          vendor: 'unknown',
+          method: 'eth_call',
+          projectId: 'main',
+          networkId: 'evm:1',
+          reason: 'primary',
+          outcome: 'success',
+          startedAt: 0,
+          durationMs: seconds * 1000,
+          won: true,
+          dialled: true,
+          finality: 'unknown',
+          internal: false,
         });
       }
     }
@@ -98,7 +115,12 @@ describe('selection: the shown order is the served order', () => {
         name: 'reverse',
         dependsOn: ['selection'],
         apply: (host) =>
-          selectionHooks(host).policy.tap('reverse', (configured: EvalFunc): EvalFunc => async (ups, ctx) => [...(await configured(ups, ctx))].reverse()),
+          selectionHooks(host).policy.tap(
+            'reverse',
+            (configured: EvalFunc): EvalFunc =>
+              async (ups, ctx) =>
+                [...(await configured(ups, ctx))].reverse(),
+          ),
       };
       const { proxy: p, network } = await start([reverse]);
       slow(p, 'a', 0.01);

@@ -119,21 +119,36 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
     });
 
     it('when every upstream is cordoned, the order is empty', () => {
-      const r = run([{ id: 'a', cordoned: true }, { id: 'b', cordoned: true }]);
+      const r = run([
+        { id: 'a', cordoned: true },
+        { id: 'b', cordoned: true },
+      ]);
       expect(r.order).to.deep.equal([]);
       expect(r.excluded).to.deep.equal({ a: 'cordoned', b: 'cordoned' });
     });
 
     it('leaves out tier:fallback while another survives, and uses it when it is the only one', () => {
-      const both = run([{ id: 'fb', tags: ['tier:fallback'] }, { id: 'main', tags: ['tier:primary'] }]);
+      const both = run([
+        { id: 'fb', tags: ['tier:fallback'] },
+        { id: 'main', tags: ['tier:primary'] },
+      ]);
       expect(both.order).to.deep.equal(['main']);
       expect(both.excluded).to.deep.equal({ fb: 'tier:fallback' });
       expect(both.decisions).to.deep.include({ step: 'preferNonFallback', upstream: 'fb', reason: 'tier:fallback' });
-      const mainDown = run([{ id: 'fb', tags: ['tier:fallback'] }, { id: 'main', cordoned: true }]);
+      const mainDown = run([
+        { id: 'fb', tags: ['tier:fallback'] },
+        { id: 'main', cordoned: true },
+      ]);
       expect(mainDown.order).to.deep.equal(['fb']);
-      const mainSick = run([{ id: 'fb', tags: ['tier:fallback'] }, { id: 'main', syncing: true }]);
+      const mainSick = run([
+        { id: 'fb', tags: ['tier:fallback'] },
+        { id: 'main', syncing: true },
+      ]);
       expect(mainSick.order).to.deep.equal(['fb']);
-      const allFallback = run([{ id: 'f1', tags: ['tier:fallback'] }, { id: 'f2', tags: ['tier:fallback'] }]);
+      const allFallback = run([
+        { id: 'f1', tags: ['tier:fallback'] },
+        { id: 'f2', tags: ['tier:fallback'] },
+      ]);
       expect(allFallback.order).to.deep.equal(['f1', 'f2']);
     });
 
@@ -154,7 +169,10 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
     });
 
     it('score weights are configurable', () => {
-      const inputs: PolicyUpstreamInput[] = [{ id: 'laggy', metrics: { blockHeadLag: 3 } }, { id: 'slowish', metrics: { p70: 0.1 } }];
+      const inputs: PolicyUpstreamInput[] = [
+        { id: 'laggy', metrics: { blockHeadLag: 3 } },
+        { id: 'slowish', metrics: { p70: 0.1 } },
+      ];
       expect(run(inputs).order).to.deep.equal(['slowish', 'laggy']);
       const r = run(inputs, { weights: { blockHeadLag: 0.1, respLatency: 100 } });
       expect(r.order).to.deep.equal(['laggy', 'slowish']);
@@ -199,9 +217,21 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       });
       expect(r.order).to.deep.equal(['b', 'a']);
       expect(seen).to.deep.include({ project: 'main', network: 'evm:1', method: '*' });
-      expect((seen as { first: { vendor: string; tags: string[]; metrics: { requests: number } } }).first).to.deep.include({ id: 'a', vendor: 'v', tags: ['x:y'], syncing: false, cordoned: false });
+      expect((seen as { first: { vendor: string; tags: string[]; metrics: { requests: number } } }).first).to.deep.include({
+        id: 'a',
+        vendor: 'v',
+        tags: ['x:y'],
+        syncing: false,
+        cordoned: false,
+      });
       expect((seen as { score: number }).score).to.be.closeTo(3, 1e-9);
-      const composed = run(inputs, { evalFunc: (u, ctx) => ctx.defaultPolicy(u.exclude((x) => x.id === 'a', 'not today', 'custom'), ctx) });
+      const composed = run(inputs, {
+        evalFunc: (u, ctx) =>
+          ctx.defaultPolicy(
+            u.exclude((x) => x.id === 'a', 'not today', 'custom'),
+            ctx,
+          ),
+      });
       expect(composed.order).to.deep.equal(['c']);
       expect(composed.excluded).to.deep.equal({ a: 'not today', b: 'cordoned' });
     });
@@ -236,7 +266,13 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
     });
 
     it('a throwing, rejecting or non-array function fails with a PolicyError', async () => {
-      expect(() => evaluatePolicy(inputs, { evalFunc: () => { throw new Error('boom'); } })).to.throw(PolicyError, /boom/);
+      expect(() =>
+        evaluatePolicy(inputs, {
+          evalFunc: () => {
+            throw new Error('boom');
+          },
+        }),
+      ).to.throw(PolicyError, /boom/);
       expect(() => evaluatePolicy(inputs, { evalFunc: (() => 42) as unknown as EvalFunc })).to.throw(PolicyError, /not an array/);
       const rejected = await Promise.resolve(evaluatePolicy(inputs, { evalFunc: async () => Promise.reject(new Error('nope')) })).catch((e: unknown) => e);
       expect(rejected).to.be.instanceOf(PolicyError).with.property('kind', 'error');
@@ -264,7 +300,12 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
     });
 
     it('readSelectionSettings defaults, converts and names bad paths', () => {
-      expect(readSelectionSettings(undefined, 'x')).to.deep.equal({ evalIntervalMs: 15_000, evalTimeoutMs: 100, weights: { ...DEFAULT_SCORE_WEIGHTS }, evalFunc: undefined });
+      expect(readSelectionSettings(undefined, 'x')).to.deep.equal({
+        evalIntervalMs: 15_000,
+        evalTimeoutMs: 100,
+        weights: { ...DEFAULT_SCORE_WEIGHTS },
+        evalFunc: undefined,
+      });
       const s = readSelectionSettings({ evalInterval: '2s', evalTimeout: 50, scoreWeights: { errorRate: 1 } }, 'x');
       expect(s).to.deep.include({ evalIntervalMs: 2000, evalTimeoutMs: 50 });
       expect(s.weights.errorRate).to.equal(1);
@@ -339,8 +380,20 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       const health = p.projects.get('main')!.health;
       for (let i = 0; i < n; i++) {
         const a: AttemptRecord = {
-          upstreamId: upstream, vendor: 'unknown', method: 'eth_call', projectId: 'main', networkId: 'evm:1', reason: 'primary', outcome: 'error',
-          startedAt: 0, durationMs: 5, won: false, dialled: true, error: new ErrEndpointServerSideException('down'), finality: 'unknown', internal: false,
+          upstreamId: upstream,
+          vendor: 'unknown',
+          method: 'eth_call',
+          projectId: 'main',
+          networkId: 'evm:1',
+          reason: 'primary',
+          outcome: 'error',
+          startedAt: 0,
+          durationMs: 5,
+          won: false,
+          dialled: true,
+          error: new ErrEndpointServerSideException('down'),
+          finality: 'unknown',
+          internal: false,
         };
         health.record(a);
       }
@@ -364,13 +417,22 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
 
     it('evaluates at network creation and when upstreams join; state and decisions are exposed', async () => {
       const { proxy: p } = await start();
-      expect(selectionState(p, 'main', 'evm:1')).to.deep.include({ order: ['a', 'b', 'c'], excluded: {}, honoursCordons: true, custom: false, evalIntervalMs: 15_000, evalTimeoutMs: 100 });
+      expect(selectionState(p, 'main', 'evm:1')).to.deep.include({
+        order: ['a', 'b', 'c'],
+        excluded: {},
+        honoursCordons: true,
+        custom: false,
+        evalIntervalMs: 15_000,
+        evalTimeoutMs: 100,
+      });
       expect(selectionState(p, 'main', 'evm:1')?.healthScores).to.deep.equal({ a: 0, b: 0, c: 0 });
       // The gauge's values ascend along the order handed out, ties broken in that order.
       expect(selectionState(p, 'main', 'evm:1')?.scores).to.deep.equal({ a: 0, b: 0.001, c: 0.002 });
       p.addUpstreamFromConfig(p.projects.get('main')!, { id: 'd', endpoint: DEAD, evm: { chainId: 1 } });
       expect(selectionState(p, 'main', 'evm:1')?.order).to.deep.equal(['a', 'b', 'c', 'd']);
-      const orders = selectionDecisions(p, 'main', 'evm:1').filter((d) => d.step === 'order').map((d) => d.reason);
+      const orders = selectionDecisions(p, 'main', 'evm:1')
+        .filter((d) => d.step === 'order')
+        .map((d) => d.reason);
       expect(orders.at(-1)).to.equal('a > b > c > d');
       expect(selectionDecisions(p, 'main', 'evm:404')).to.deep.equal([]);
       expect(selectionState(p, 'nope', 'evm:1')).to.equal(undefined);
@@ -426,7 +488,10 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
     it('an upstream that joined since the last evaluation is served last, not hidden', async () => {
       const { proxy: p, network } = await start();
       const project = p.projects.get('main')!;
-      const u = new Upstream({ id: 'late', endpoint: DEAD, vendor: 'unknown', chainId: 1, ignoreMethods: [], allowMethods: [], tags: [], headers: {}, settings: {} }, 'main');
+      const u = new Upstream(
+        { id: 'late', endpoint: DEAD, vendor: 'unknown', chainId: 1, ignoreMethods: [], allowMethods: [], tags: [], headers: {}, settings: {} },
+        'main',
+      );
       project.addUpstream(u);
       network.upstreams.unshift(u); // joins without the hook, as if between ticks
       expect(select(p, network)).to.deep.equal(['a', 'b', 'c', 'late']);
@@ -450,7 +515,10 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       failures(p, 'c', 4);
       clock!.tick(10_000);
       const scores = await gauge(p, 'svc_selection_score');
-      expect(scores.find((v) => v.labels.upstream === 'c')).to.deep.include({ labels: { project: 'main', network: 'evm:1', method: '*', upstream: 'c' }, value: 4 });
+      expect(scores.find((v) => v.labels.upstream === 'c')).to.deep.include({
+        labels: { project: 'main', network: 'evm:1', method: '*', upstream: 'c' },
+        value: 4,
+      });
       expect(scores.find((v) => v.labels.upstream === 'a')?.value).to.equal(0);
     });
 
@@ -486,7 +554,9 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
     });
 
     it('an async custom function takes effect once it settles', async () => {
-      const { proxy: p, network } = await start({ network: { selectionPolicy: { evalFunc: (async (u) => u.removeCordoned().filter((x) => x.id !== 'a')) as EvalFunc } } });
+      const { proxy: p, network } = await start({
+        network: { selectionPolicy: { evalFunc: (async (u) => u.removeCordoned().filter((x) => x.id !== 'a')) as EvalFunc } },
+      });
       await evaluateSelection(p, 'main', 'evm:1');
       expect(select(p, network)).to.deep.equal(['b', 'c']);
       expect(selectionState(p, 'main', 'evm:1')?.excluded).to.deep.equal({ a: 'dropped by evalFunc' });
@@ -542,7 +612,9 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       let err: unknown;
       try {
         createProxy({
-          config: { projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 }, selectionPolicy: { evalFunc: 'upstreams => upstreams' } }] }] },
+          config: {
+            projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 }, selectionPolicy: { evalFunc: 'upstreams => upstreams' } }] }],
+          },
           plugins: [healthPlugin(), selectionPlugin(), selectPlugin(), forwardPlugin()],
           logger: createLogger('silent'),
         });
@@ -555,7 +627,16 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
 
     it('another plugin can install a policy through selectionHooks(proxy).policy', async () => {
       proxy = createProxy({
-        config: { logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: ['a', 'b'].map((id) => ({ id, endpoint: DEAD, evm: { chainId: 1 } })) }] },
+        config: {
+          logLevel: 'error',
+          projects: [
+            {
+              id: 'main',
+              networks: [{ architecture: 'evm', evm: { chainId: 1 } }],
+              upstreams: ['a', 'b'].map((id) => ({ id, endpoint: DEAD, evm: { chainId: 1 } })),
+            },
+          ],
+        },
         plugins: [
           healthPlugin(),
           selectionPlugin(),

@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
-import { type HttpRequestInfo } from '../../../core/plugin-api.ts';
+import type { HttpRequestInfo } from '../../../core/plugin-api.ts';
 import { ErrAuthUnauthorized } from '../../../core/plugin-errors.ts';
 import type { Credentials } from '../../../plugins/auth/credentials.ts';
 import { siweCheck, type SiweSettings } from '../../../plugins/auth/siwe.ts';
@@ -20,9 +20,26 @@ const other = privateKeyToAccount(generatePrivateKey());
 const SETTINGS: SiweSettings = { allowedDomains: ['dapp.test'], maxMessageAge: 3_600_000, clockTolerance: 30_000 };
 let seq = 0;
 
-const http = (networkId: string | undefined): HttpRequestInfo => ({ headers: {}, query: {}, remoteAddress: '127.0.0.1', clientAddress: '127.0.0.1', host: 'svc', path: '/', networkId });
+const http = (networkId: string | undefined): HttpRequestInfo => ({
+  headers: {},
+  query: {},
+  remoteAddress: '127.0.0.1',
+  clientAddress: '127.0.0.1',
+  host: 'svc',
+  path: '/',
+  networkId,
+});
 const message = (over: Partial<Parameters<typeof createSiweMessage>[0]> = {}) =>
-  createSiweMessage({ address: account.address, chainId: 31337, domain: 'dapp.test', nonce: `nonce${String(++seq).padStart(6, '0')}`, uri: 'https://dapp.test/login', version: '1', issuedAt: new Date(T0), ...over });
+  createSiweMessage({
+    address: account.address,
+    chainId: 31337,
+    domain: 'dapp.test',
+    nonce: `nonce${String(++seq).padStart(6, '0')}`,
+    uri: 'https://dapp.test/login',
+    version: '1',
+    issuedAt: new Date(T0),
+    ...over,
+  });
 const creds = async (m: string, by = account): Promise<Credentials> => ({ secrets: [], siwe: { message: m, signature: await by.signMessage({ message: m }) } });
 
 /** The check's refusal text, or 'accepted:<userId>'. */
@@ -72,9 +89,13 @@ describe('siwe strategy: once, in its window, on its domain and chain', () => {
   });
 
   it('refuses an expired message, one before its notBefore, one issued in the future, each beyond the clock tolerance', async () => {
-    expect(await outcome(check, await creds(message({ expirationTime: new Date(T0 - 31_000), issuedAt: new Date(T0 - 120_000) })))).to.equal('unauthorized: SIWE message expired');
+    expect(await outcome(check, await creds(message({ expirationTime: new Date(T0 - 31_000), issuedAt: new Date(T0 - 120_000) })))).to.equal(
+      'unauthorized: SIWE message expired',
+    );
     expect(await outcome(check, await creds(message({ expirationTime: new Date(T0 - 29_000), issuedAt: new Date(T0 - 120_000) })))).to.match(/^accepted:/);
-    expect(await outcome(check, await creds(message({ notBefore: new Date(T0 + 31_000) })))).to.equal('unauthorized: SIWE message is not valid yet (notBefore is in the future)');
+    expect(await outcome(check, await creds(message({ notBefore: new Date(T0 + 31_000) })))).to.equal(
+      'unauthorized: SIWE message is not valid yet (notBefore is in the future)',
+    );
     expect(await outcome(check, await creds(message({ notBefore: new Date(T0 + 29_000) })))).to.match(/^accepted:/);
     expect(await outcome(check, await creds(message({ issuedAt: new Date(T0 + 31_000) })))).to.equal('unauthorized: SIWE message issuedAt is in the future');
   });
@@ -87,7 +108,9 @@ describe('siwe strategy: once, in its window, on its domain and chain', () => {
   it('refuses a domain outside allowedDomains (case-insensitive match otherwise), a short nonce and a malformed signature', async () => {
     expect(await outcome(check, await creds(message({ domain: 'evil.test' })))).to.equal('unauthorized: SIWE message domain "evil.test" is not allowed');
     expect(await outcome(check, await creds(message({ domain: 'DAPP.test' })))).to.match(/^accepted:/);
-    expect(await outcome(check, { secrets: [], siwe: { message: message(), signature: '0x1234' } })).to.match(/^unauthorized: SIWE signature must be a 65-byte hex signature/);
+    expect(await outcome(check, { secrets: [], siwe: { message: message(), signature: '0x1234' } })).to.match(
+      /^unauthorized: SIWE signature must be a 65-byte hex signature/,
+    );
     const short = message().replace(/Nonce: \w+/, 'Nonce: abc');
     expect(await outcome(check, await creds(short))).to.equal('unauthorized: SIWE message nonce must be at least 8 alphanumeric characters');
     expect(await outcome(check, await creds('hello'))).to.match(/^unauthorized: SIWE message does not parse/);

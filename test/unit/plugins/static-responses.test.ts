@@ -33,7 +33,10 @@ const FRAGMENTS: SchemaFragment[] = defaultPreset().flatMap((p) => (p.schema ? [
 /** Loads a config whose only network carries `network` keys; returns the problems (empty when it loads). */
 function problemsOf(network: Record<string, unknown>, networkDefaults?: Record<string, unknown>): Array<{ path: string; message: string }> {
   try {
-    loadConfigObject({ projects: [{ id: 'main', ...(networkDefaults ? { networkDefaults } : {}), networks: [{ evm: { chainId: 1 }, ...network }] }] }, { fragments: FRAGMENTS, env: {} });
+    loadConfigObject(
+      { projects: [{ id: 'main', ...(networkDefaults ? { networkDefaults } : {}), networks: [{ evm: { chainId: 1 }, ...network }] }] },
+      { fragments: FRAGMENTS, env: {} },
+    );
     return [];
   } catch (e) {
     expect(e).to.be.instanceOf(ConfigError);
@@ -158,7 +161,7 @@ describe('static-responses: answers', () => {
 });
 
 describe('static-responses: config', () => {
-  it('eRPC\'s shape loads on a network and in networkDefaults (the network\'s list replaces the default one)', () => {
+  it("eRPC's shape loads on a network and in networkDefaults (the network's list replaces the default one)", () => {
     const yaml = parseYaml(`
 staticResponses:
   - method: eth_getBlockByNumber
@@ -178,7 +181,15 @@ staticResponses:
     expect(problemsOf(yaml)).to.deep.equal([]);
     expect(problemsOf({}, yaml)).to.deep.equal([]);
     const loaded = loadConfigObject(
-      { projects: [{ id: 'main', networkDefaults: yaml, networks: [{ evm: { chainId: 1 } }, { evm: { chainId: 2 }, staticResponses: [{ method: 'a', response: { result: 1 } }] }] }] },
+      {
+        projects: [
+          {
+            id: 'main',
+            networkDefaults: yaml,
+            networks: [{ evm: { chainId: 1 } }, { evm: { chainId: 2 }, staticResponses: [{ method: 'a', response: { result: 1 } }] }],
+          },
+        ],
+      },
       { fragments: FRAGMENTS, env: {} },
     );
     const nets = loaded.config.projects[0]!.networks;
@@ -199,8 +210,14 @@ staticResponses:
       path: 'projects[0].networks[0].staticResponses[0].params',
       message: 'params must be a list, an object or null (omit it, or write [], for a call without params)',
     });
-    expect(problemsOf({ staticResponses: [{ method: 'a', params: 0, response: { result: 1 } }] }).map((p) => p.path)).to.include('projects[0].networks[0].staticResponses[0].params');
-    expect(problemsOf({ staticResponses: [{ method: 'a', response: { error: { code: 1.5, message: 'm' } } }] }).map((p) => p.path).join()).to.include('staticResponses[0].response.error.code');
+    expect(problemsOf({ staticResponses: [{ method: 'a', params: 0, response: { result: 1 } }] }).map((p) => p.path)).to.include(
+      'projects[0].networks[0].staticResponses[0].params',
+    );
+    expect(
+      problemsOf({ staticResponses: [{ method: 'a', response: { error: { code: 1.5, message: 'm' } } }] })
+        .map((p) => p.path)
+        .join(),
+    ).to.include('staticResponses[0].response.error.code');
     expect(problemsOf({ staticResponses: [{ method: 'a', response: { error: { code: 1 } } }] }).length).to.be.greaterThan(0);
     expect(problemsOf({ staticResponses: [{ method: '', response: { result: 1 } }] }).length).to.be.greaterThan(0);
     expect(problemsOf({ staticResponses: [{ method: 'm'.repeat(257), response: { result: 1 } }] }).length).to.be.greaterThan(0);
@@ -254,7 +271,7 @@ describe('static-responses: the call tap', function () {
     expect(h.calls.map((c) => c.method)).to.deep.equal(['eth_getBlockByNumber']);
   });
 
-  it('svc\'s own internal calls are never answered statically', async () => {
+  it("svc's own internal calls are never answered statically", async () => {
     h.calls.length = 0;
     const { ctx, done } = h.proxy.internalContext(h.net, 'eth_getBlockByNumber', ['0x0', false], 5000);
     try {

@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
 import { pino } from 'pino';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { StorageBreaker, StorageUnavailableError } from '../../../lib/storage-breaker.ts';
+import { StorageBreaker, type StorageUnavailableError } from '../../../lib/storage-breaker.ts';
 import { GuardedApiKeyStore, isStoreFailure } from '../../../plugins/auth/api-keys/guarded.ts';
 import { ApiKeySpace } from '../../../plugins/auth/api-keys/space.ts';
 import { MemoryApiKeyStore, type ApiKeyStore } from '../../../plugins/auth/api-keys/store.ts';
@@ -44,7 +44,16 @@ describe('storage breaker in the key and rate-limit stores', () => {
       };
       const breaker = new StorageBreaker({ connector: 'keys', kind: 'api-keys', logger: silent, isFailure: isStoreFailure });
       const guarded = new GuardedApiKeyStore(() => Promise.resolve(store), breaker, { lookupTimeout: 500, writeTimeout: 2000 });
-      return { state, breaker, space: new ApiKeySpace(() => Promise.resolve(guarded), 60_000, () => true, () => Date.now()) };
+      return {
+        state,
+        breaker,
+        space: new ApiKeySpace(
+          () => Promise.resolve(guarded),
+          60_000,
+          () => true,
+          () => Date.now(),
+        ),
+      };
     };
 
     it('an unknown key fails closed at the lookup deadline, then at once once the breaker is open; a cached key still works', async () => {
@@ -52,7 +61,12 @@ describe('storage breaker in the key and rate-limit stores', () => {
       await space.add({ apiKey: 'known', userId: 'alice' });
       expect(await space.lookup('known')).to.include({ userId: 'alice' });
       state.stalled = true;
-      const results = [1, 2, 3].map((n) => space.lookup(`ghost-${n}`).then(() => 'found', (e: unknown) => e));
+      const results = [1, 2, 3].map((n) =>
+        space.lookup(`ghost-${n}`).then(
+          () => 'found',
+          (e: unknown) => e,
+        ),
+      );
       await flush();
       clock.tick(499);
       await flush();
@@ -75,7 +89,9 @@ describe('storage breaker in the key and rate-limit stores', () => {
       await flush();
       clock.tick(2000);
       const err = (await p) as StorageUnavailableError;
-      expect(err.message).to.equal('api-keys connector keys did not answer within 2000 ms; a change may or may not have been applied: read the key back before retrying');
+      expect(err.message).to.equal(
+        'api-keys connector keys did not answer within 2000 ms; a change may or may not have been applied: read the key back before retrying',
+      );
     });
 
     it('a corrupt record is the store answering: it never opens the breaker', () => {
@@ -88,8 +104,19 @@ describe('storage breaker in the key and rate-limit stores', () => {
     /** A node-redis-shaped client: the limiter's EVAL never answers while stalled. */
     const budgetWith = (consume: () => Promise<unknown>) => {
       let fallbacks = 0;
-      const breaker = new StorageBreaker({ connector: 'rate-limit-store', kind: 'rate-limit', logger: silent, isFailure: (e) => !(e instanceof RateLimiterRes) });
-      const budget = new Budget('b', [{ maxCount: 2, period: 'second' }], { client: {}, keyPrefix: 't:', timeoutMs: 50, breaker, onFallback: () => fallbacks++ });
+      const breaker = new StorageBreaker({
+        connector: 'rate-limit-store',
+        kind: 'rate-limit',
+        logger: silent,
+        isFailure: (e) => !(e instanceof RateLimiterRes),
+      });
+      const budget = new Budget('b', [{ maxCount: 2, period: 'second' }], {
+        client: {},
+        keyPrefix: 't:',
+        timeoutMs: 50,
+        breaker,
+        onFallback: () => fallbacks++,
+      });
       // The shared limiter of the rule, replaced by the scripted one.
       const rule = (budget as unknown as { rules: Array<{ shared: { consume: () => Promise<unknown> } }> }).rules[0]!;
       rule.shared = { consume };

@@ -5,7 +5,15 @@
  * the test-only URL rewrite.
  */
 import { expect } from 'chai';
-import { CATALOG, missingSettings, remoteVendors, rewriteVendorUrl, superchainRegistryUrl, VENDOR_CHAINS, type VendorIo } from '../../../plugins/vendors/index.ts';
+import {
+  CATALOG,
+  missingSettings,
+  remoteVendors,
+  rewriteVendorUrl,
+  superchainRegistryUrl,
+  VENDOR_CHAINS,
+  type VendorIo,
+} from '../../../plugins/vendors/index.ts';
 
 const offers = (vendor: string, chainId: number, settings: Record<string, unknown>) => CATALOG.get(vendor)!.offers(chainId, settings);
 const url = (vendor: string, chainId: number, settings: Record<string, unknown> = { apiKey: 'K3Y' }) => offers(vendor, chainId, settings)[0]?.endpoint;
@@ -74,7 +82,19 @@ describe('vendors: offline tables and URL rules', () => {
   it('settings a vendor cannot build a URL without are refused at start-up, naming the path', () => {
     const required = new Map([...CATALOG.values()].map((v) => [v.name, v.required]));
     const problems = missingSettings(
-      { projects: [{ settings: { providers: [{ id: 'a', vendor: 'alchemy', settings: {} }, { id: 't', vendor: 'thirdweb', settings: { clientId: 'x' } }, { id: 'r', vendor: 'repository' }] } }] } as never,
+      {
+        projects: [
+          {
+            settings: {
+              providers: [
+                { id: 'a', vendor: 'alchemy', settings: {} },
+                { id: 't', vendor: 'thirdweb', settings: { clientId: 'x' } },
+                { id: 'r', vendor: 'repository' },
+              ],
+            },
+          },
+        ],
+      } as never,
       required,
     );
     expect(problems).to.deep.equal([{ path: 'projects[0].providers[0].settings.apiKey', message: 'vendor alchemy needs settings.apiKey (provider a)' }]);
@@ -88,7 +108,10 @@ describe('vendors: offline tables and URL rules', () => {
 
 describe('vendors: account and list vendors (the vendor API, a stand-in here)', () => {
   /** A stand-in for the vendor APIs: JSON by URL prefix; eth_chainId by URL. */
-  function fakeIo(docs: Record<string, unknown>, chains: Record<string, number>): VendorIo & { fetched: Array<{ url: string; headers?: Record<string, string> }> } {
+  function fakeIo(
+    docs: Record<string, unknown>,
+    chains: Record<string, number>,
+  ): VendorIo & { fetched: Array<{ url: string; headers?: Record<string, string> }> } {
     const fetched: Array<{ url: string; headers?: Record<string, string> }> = [];
     return {
       fetched,
@@ -107,7 +130,15 @@ describe('vendors: account and list vendors (the vendor API, a stand-in here)', 
 
   it('quicknode: the account endpoints (key in x-api-key, tag filters), each endpoint by the chain it answers', async () => {
     const io = fakeIo(
-      { 'https://api.quicknode.com/v0/endpoints': { data: [{ id: 'e1', http_url: 'https://a.quiknode.pro/t1/' }, { id: 'e2', http_url: 'https://b.quiknode.pro/t2/' }, { id: 'e3', http_url: 'https://c.quiknode.pro/t3/' }] } },
+      {
+        'https://api.quicknode.com/v0/endpoints': {
+          data: [
+            { id: 'e1', http_url: 'https://a.quiknode.pro/t1/' },
+            { id: 'e2', http_url: 'https://b.quiknode.pro/t2/' },
+            { id: 'e3', http_url: 'https://c.quiknode.pro/t3/' },
+          ],
+        },
+      },
       { 'https://a.quiknode.pro/t1/': 1, 'https://b.quiknode.pro/t2/': 137, 'https://c.quiknode.pro/t3/': 1 },
     );
     const qn = vendor('quicknode');
@@ -126,12 +157,20 @@ describe('vendors: account and list vendors (the vendor API, a stand-in here)', 
   it('chainstack: running nodes of the account (bearer key, pages), URL + auth key', async () => {
     const io = fakeIo(
       {
-        'https://api.chainstack.com/v1/nodes/?project=p1': { next: 'https://api.chainstack.com/v1/nodes/page2', results: [{ id: 'n1', status: 'running', details: { https_endpoint: 'https://nd-1.p2pify.com', auth_key: 'ak1' } }] },
-        'https://api.chainstack.com/v1/nodes/page2': { next: null, results: [{ id: 'n2', status: 'stopped', details: { https_endpoint: 'https://nd-2.p2pify.com', auth_key: 'ak2' } }] },
+        'https://api.chainstack.com/v1/nodes/?project=p1': {
+          next: 'https://api.chainstack.com/v1/nodes/page2',
+          results: [{ id: 'n1', status: 'running', details: { https_endpoint: 'https://nd-1.p2pify.com', auth_key: 'ak1' } }],
+        },
+        'https://api.chainstack.com/v1/nodes/page2': {
+          next: null,
+          results: [{ id: 'n2', status: 'stopped', details: { https_endpoint: 'https://nd-2.p2pify.com', auth_key: 'ak2' } }],
+        },
       },
       { 'https://nd-1.p2pify.com/ak1': 1, 'https://nd-2.p2pify.com/ak2': 1 },
     );
-    expect(await vendor('chainstack').offers(1, { apiKey: 'CK', project: 'p1' }, io)).to.deep.equal([{ endpoint: 'https://nd-1.p2pify.com/ak1', idSuffix: 'n1' }]);
+    expect(await vendor('chainstack').offers(1, { apiKey: 'CK', project: 'p1' }, io)).to.deep.equal([
+      { endpoint: 'https://nd-1.p2pify.com/ak1', idSuffix: 'n1' },
+    ]);
     expect(io.fetched.map((f) => f.headers)).to.deep.equal([{ Authorization: 'Bearer CK' }, { Authorization: 'Bearer CK' }]);
   });
 
@@ -139,8 +178,13 @@ describe('vendors: account and list vendors (the vendor API, a stand-in here)', 
     const io = fakeIo(
       {
         'https://api.conduit.xyz/public/network/all': { endpoints: [{ chainId: '7777777', httpEndpoint: 'https://rpc-zora-mainnet-0.t.conduit.xyz' }] },
-        'https://api.tenderly.co/api/v1/supported-networks': [{ chain_id: '1', network_slugs: { node_rpc_slug: 'mainnet' } }, { chain_id: '10', network_slugs: { vnet_rpc_slug: 'optimism' } }],
-        'https://raw.githubusercontent.com/ethereum-optimism/superchain-registry/main/chainList.json': [{ chainId: 10, rpc: ['https://mainnet.optimism.io', 'wss://skip.example'] }],
+        'https://api.tenderly.co/api/v1/supported-networks': [
+          { chain_id: '1', network_slugs: { node_rpc_slug: 'mainnet' } },
+          { chain_id: '10', network_slugs: { vnet_rpc_slug: 'optimism' } },
+        ],
+        'https://raw.githubusercontent.com/ethereum-optimism/superchain-registry/main/chainList.json': [
+          { chainId: 10, rpc: ['https://mainnet.optimism.io', 'wss://skip.example'] },
+        ],
       },
       {},
     );
@@ -158,9 +202,11 @@ describe('vendors: account and list vendors (the vendor API, a stand-in here)', 
     expect(String(err)).to.include('no document');
   });
 
-  it("superchain registry references as eRPC reads them", () => {
+  it('superchain registry references as eRPC reads them', () => {
     expect(superchainRegistryUrl('github.com/acme/registry')).to.equal('https://raw.githubusercontent.com/acme/registry/main/chainList.json');
-    expect(superchainRegistryUrl('https://github.com/acme/registry/blob/dev/lists/chains.json')).to.equal('https://raw.githubusercontent.com/acme/registry/dev/lists/chains.json');
+    expect(superchainRegistryUrl('https://github.com/acme/registry/blob/dev/lists/chains.json')).to.equal(
+      'https://raw.githubusercontent.com/acme/registry/dev/lists/chains.json',
+    );
     expect(superchainRegistryUrl('github.com/acme/registry/custom.json')).to.equal('https://raw.githubusercontent.com/acme/registry/main/custom.json');
     expect(superchainRegistryUrl('chains.example/list.json')).to.equal('https://chains.example/list.json');
   });

@@ -35,7 +35,12 @@ describe('presets: resolving --preset NAME (packages, paths, built-ins)', () => 
     const scoped = join(app, 'node_modules', '@acme', 'svc-preset');
     write(
       join(scoped, 'package.json'),
-      JSON.stringify({ name: '@acme/svc-preset', version: '1.2.3', type: 'module', exports: { '.': { import: './dist/index.js' }, './preset': './dist/staging.js' } }),
+      JSON.stringify({
+        name: '@acme/svc-preset',
+        version: '1.2.3',
+        type: 'module',
+        exports: { '.': { import: './dist/index.js' }, './preset': './dist/staging.js' },
+      }),
     );
     write(join(scoped, 'dist', 'index.js'), presetModule('acme-main'));
     write(join(scoped, 'dist', 'staging.js'), presetModule('acme-staging', 'preset'));
@@ -56,7 +61,7 @@ describe('presets: resolving --preset NAME (packages, paths, built-ins)', () => 
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('built-in names come first; built-in plugins carry svc\'s version', async () => {
+  it("built-in names come first; built-in plugins carry svc's version", async () => {
     const r = await resolvePreset('minimal', { from: app });
     expect(r).to.include({ name: 'minimal', source: 'built-in' });
     expect(r.file).to.equal(undefined);
@@ -88,7 +93,7 @@ describe('presets: resolving --preset NAME (packages, paths, built-ins)', () => 
     expect((await loadPreset('svc-preset-plain', { from: sub }))().map((p) => p.name)).to.deep.equal(['plain']);
   });
 
-  it('packages are tried from each folder in order (the config file\'s folder, then the working directory)', async () => {
+  it("packages are tried from each folder in order (the config file's folder, then the working directory)", async () => {
     const elsewhere = join(dir, 'etc-svc');
     mkdirSync(elsewhere, { recursive: true });
     const r = await resolvePreset('@acme/svc-preset', { from: [elsewhere, app] });

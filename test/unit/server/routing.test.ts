@@ -17,7 +17,13 @@ describe('routing and aliases (spec §4.1)', () => {
       config: {
         metrics: { enabled: false },
         projects: [
-          { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 }, alias: 'mainnet' }, { architecture: 'evm', evm: { chainId: 10 } }] },
+          {
+            id: 'main',
+            networks: [
+              { architecture: 'evm', evm: { chainId: 1 }, alias: 'mainnet' },
+              { architecture: 'evm', evm: { chainId: 10 } },
+            ],
+          },
           { id: 'other', networks: [{ architecture: 'evm', evm: { chainId: 137 }, alias: 'polygon' }] },
         ],
       },
@@ -54,7 +60,11 @@ describe('routing and aliases (spec §4.1)', () => {
   });
 
   it('unknown chain or alias: ErrNetworkNotSupported (404)', async () => {
-    for (const seg of [['main', 'evm', '999'], ['main', 'nosuchalias'], ['main', 'evm', 'abc']]) {
+    for (const seg of [
+      ['main', 'evm', '999'],
+      ['main', 'nosuchalias'],
+      ['main', 'evm', 'abc'],
+    ]) {
       const err = await resolveTarget(proxy, seg, 'localhost', []).catch((e: unknown) => e);
       expect(err, seg.join('/')).to.be.instanceOf(ErrNetworkNotSupported);
       expect((err as ErrNetworkNotSupported).httpStatus).to.equal(404);
@@ -72,7 +82,12 @@ describe('routing and aliases (spec §4.1)', () => {
   });
 
   it('/<chainId> through a rule serving project and architecture; a numeric segment is a chain id only after aliasing', async () => {
-    const t = await resolveTarget(proxy, ['137'], 'polygon.example.com', matchers([{ matchDomain: 'polygon.*', serveProject: 'other', serveArchitecture: 'evm' }]));
+    const t = await resolveTarget(
+      proxy,
+      ['137'],
+      'polygon.example.com',
+      matchers([{ matchDomain: 'polygon.*', serveProject: 'other', serveArchitecture: 'evm' }]),
+    );
     expect(t.network?.id).to.equal('evm:137');
     // without a rule serving the architecture, "1" is an alias lookup and fails
     const err = await resolveTarget(proxy, ['1'], 'x.example.com', matchers([{ matchDomain: '*', serveProject: 'main' }])).catch((e: unknown) => e);
@@ -80,12 +95,19 @@ describe('routing and aliases (spec §4.1)', () => {
   });
 
   it('/ on a domain aliased to project, architecture and chain', async () => {
-    const t = await resolveTarget(proxy, [], 'eth.example.com', matchers([{ matchDomain: 'eth.example.com', serveProject: 'main', serveArchitecture: 'evm', serveChain: 1 }]));
+    const t = await resolveTarget(
+      proxy,
+      [],
+      'eth.example.com',
+      matchers([{ matchDomain: 'eth.example.com', serveProject: 'main', serveArchitecture: 'evm', serveChain: 1 }]),
+    );
     expect(t.network?.id).to.equal('evm:1');
   });
 
   it('rules match on Host: a non-matching host gets ErrProjectNotFound', async () => {
-    const err = await resolveTarget(proxy, ['evm', '1'], 'other.org', matchers([{ matchDomain: '*.example.com', serveProject: 'main' }])).catch((e: unknown) => e);
+    const err = await resolveTarget(proxy, ['evm', '1'], 'other.org', matchers([{ matchDomain: '*.example.com', serveProject: 'main' }])).catch(
+      (e: unknown) => e,
+    );
     expect(err).to.be.instanceOf(ErrProjectNotFound);
   });
 

@@ -32,25 +32,46 @@ function setUp(opts: { shared?: boolean; storeError?: unknown; reload?: () => Pr
       if (i >= 0) cordons.splice(i, 1);
     },
     listCordoned: () => cordons.map((c) => ({ ...c })),
-    snapshot: (id: string) => ({ requests: id === 'a' ? 10 : 0, errorRate: 0.1, throttleRate: 0, p50: 0.0012345, p90: 0.5, p99: 2, blockHeadLag: 1, finalizationLag: 2, cordoned: false, cordonReason: undefined }),
+    snapshot: (id: string) => ({
+      requests: id === 'a' ? 10 : 0,
+      errorRate: 0.1,
+      throttleRate: 0,
+      p50: 0.0012345,
+      p90: 0.5,
+      p99: 2,
+      blockHeadLag: 1,
+      finalizationLag: 2,
+      cordoned: false,
+      cordonReason: undefined,
+    }),
   };
   const upstreams = [{ id: 'a' }, { id: 'b' }];
   const network = { id: 'evm:1', upstreams };
-  const project = { id: 'main', config: { id: 'main', upstreams: [{ id: 'a', endpoint: 'https://x.example/v3/0123456789abcdef0123456789abcdef' }] }, networks: new Map([['evm:1', network]]), upstreams: new Map(upstreams.map((u) => [u.id, u])), health };
+  const project = {
+    id: 'main',
+    config: { id: 'main', upstreams: [{ id: 'a', endpoint: 'https://x.example/v3/0123456789abcdef0123456789abcdef' }] },
+    networks: new Map([['evm:1', network]]),
+    upstreams: new Map(upstreams.map((u) => [u.id, u])),
+    health,
+  };
   const fail = async () => {
     throw opts.storeError;
   };
   const store: ApiKeyManager = {
     shared: opts.shared ?? false,
     add: opts.storeError ? fail : async (i) => (calls.push(['add', i]), { key: i.apiKey, userId: i.userId, enabled: i.enabled ?? true } as never),
-    list: opts.storeError ? fail : async (limit, token) => (calls.push(['list', limit, token]), { apiKeys: [], nextToken: '', hasMore: false, totalReturned: 0 }),
+    list: opts.storeError
+      ? fail
+      : async (limit, token) => (calls.push(['list', limit, token]), { apiKeys: [], nextToken: '', hasMore: false, totalReturned: 0 }),
     update: opts.storeError ? fail : async (k, u) => (calls.push(['update', k, u]), { key: k } as never),
     delete: opts.storeError ? fail : async (k) => (calls.push(['delete', k]), { key: k, userId: 'u1' } as never),
   };
   const host = {
     projects: new Map([['main', project]]),
     config: { server: { port: 4000 }, admin: { auth: { strategies: [{ type: 'secret', secret: { value: 'hunter2' } }] } } },
-    services: { get: (key: unknown) => (key === AUTH_SERVICE ? { apiKeys: (p: string, c: string) => (p === 'main' && c === 'mem' ? store : undefined) } : undefined) },
+    services: {
+      get: (key: unknown) => (key === AUTH_SERVICE ? { apiKeys: (p: string, c: string) => (p === 'main' && c === 'mem' ? store : undefined) } : undefined),
+    },
     logger: { debug: () => undefined },
     reloadConfig: opts.reload ?? (async () => ({ reloaded: true })),
   } as unknown as PluginHost;
@@ -77,7 +98,19 @@ describe('wire: admin methods (spec §4.4, §7)', () => {
   it('the method table: the ten of §4.4 and svc_reloadConfig, case-sensitive', () => {
     const { host } = setUp();
     expect([...adminMethods(host).keys()].sort()).to.deep.equal(
-      ['svc_taxonomy', 'svc_config', 'svc_reloadConfig', 'svc_project', 'svc_addApiKey', 'svc_listApiKeys', 'svc_updateApiKey', 'svc_deleteApiKey', 'svc_cordonUpstream', 'svc_uncordonUpstream', 'svc_listCordoned'].sort(),
+      [
+        'svc_taxonomy',
+        'svc_config',
+        'svc_reloadConfig',
+        'svc_project',
+        'svc_addApiKey',
+        'svc_listApiKeys',
+        'svc_updateApiKey',
+        'svc_deleteApiKey',
+        'svc_cordonUpstream',
+        'svc_uncordonUpstream',
+        'svc_listCordoned',
+      ].sort(),
     );
     const e = unsupported('SVC_TAXONOMY');
     expect(e).to.be.instanceOf(ErrEndpointUnsupported);
@@ -88,7 +121,8 @@ describe('wire: admin methods (spec §4.4, §7)', () => {
   describe('params (§7 texts)', () => {
     it('methods without params take absent, null, [] or {}; anything else: requires params: none', async () => {
       const { call } = setUp();
-      for (const p of [undefined, null, [], {}]) expect(await call('svc_taxonomy', p)).to.deep.equal({ projects: [{ id: 'main', networks: [{ id: 'evm:1', upstreams: [{ id: 'a' }, { id: 'b' }] }] }] });
+      for (const p of [undefined, null, [], {}])
+        expect(await call('svc_taxonomy', p)).to.deep.equal({ projects: [{ id: 'main', networks: [{ id: 'evm:1', upstreams: [{ id: 'a' }, { id: 'b' }] }] }] });
       for (const p of [['main'], { projectId: 'main' }, 'main', 0]) {
         expect(await refusal(call('svc_taxonomy', p))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: requires params: none']);
         expect(await refusal(call('svc_config', p))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: requires params: none']);
@@ -97,21 +131,30 @@ describe('wire: admin methods (spec §4.4, §7)', () => {
 
     it('object-param methods: positional args are "first parameter must be an object"; none or extra are "requires params: [<shape>]"', async () => {
       const { call } = setUp();
-      for (const p of [['main', 'a'], ['main'], [null], [['main']], [7]]) expect(await refusal(call('svc_cordonUpstream', p))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: first parameter must be an object']);
-      for (const p of [undefined, [], { projectId: 'main' }, [{ projectId: 'main', upstream: 'a' }, {}]]) expect(await refusal(call('svc_cordonUpstream', p))).to.deep.equal(['ErrInvalidRequest', `InvalidRequest: requires params: [${CORDON}]`]);
+      for (const p of [['main', 'a'], ['main'], [null], [['main']], [7]])
+        expect(await refusal(call('svc_cordonUpstream', p))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: first parameter must be an object']);
+      for (const p of [undefined, [], { projectId: 'main' }, [{ projectId: 'main', upstream: 'a' }, {}]])
+        expect(await refusal(call('svc_cordonUpstream', p))).to.deep.equal(['ErrInvalidRequest', `InvalidRequest: requires params: [${CORDON}]`]);
     });
 
     it('required strings: missing, empty or over 1024 characters name the field', async () => {
       const { call } = setUp();
       for (const projectId of [undefined, '', 7, 'p'.repeat(1025)]) {
-        expect(await refusal(call('svc_listCordoned', [{ projectId }]))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: requires params: [{projectId}] (projectId must be a non-empty string)']);
+        expect(await refusal(call('svc_listCordoned', [{ projectId }]))).to.deep.equal([
+          'ErrInvalidRequest',
+          'InvalidRequest: requires params: [{projectId}] (projectId must be a non-empty string)',
+        ]);
       }
-      expect(await refusal(call('svc_listCordoned', [{ projectId: 'p'.repeat(1024) }]))).to.deep.equal(['ErrProjectNotFound', `project ${JSON.stringify('p'.repeat(64))} is not configured`]);
+      expect(await refusal(call('svc_listCordoned', [{ projectId: 'p'.repeat(1024) }]))).to.deep.equal([
+        'ErrProjectNotFound',
+        `project ${JSON.stringify('p'.repeat(64))} is not configured`,
+      ]);
     });
 
     it('svc_project takes [projectId] only', async () => {
       const { call } = setUp();
-      for (const p of [undefined, [], ['main', 'x'], [7], 'main']) expect(await refusal(call('svc_project', p))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: requires params: [projectId]']);
+      for (const p of [undefined, [], ['main', 'x'], [7], 'main'])
+        expect(await refusal(call('svc_project', p))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: requires params: [projectId]']);
       expect(await refusal(call('svc_project', ['nope']))).to.deep.equal(['ErrProjectNotFound', 'project "nope" is not configured']);
     });
   });
@@ -120,8 +163,20 @@ describe('wire: admin methods (spec §4.4, §7)', () => {
     it('cordon: the default method * and reason "admin: manual cordon"; the result echoes them', async () => {
       const { call, cordons } = setUp();
       expect(DEFAULT_CORDON_REASON).to.equal('admin: manual cordon');
-      expect(await call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a' }])).to.deep.equal({ projectId: 'main', upstream: 'a', method: '*', cordoned: true, reason: 'admin: manual cordon' });
-      expect(await call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'b', method: 'eth_call', reason: 'slow' }])).to.deep.equal({ projectId: 'main', upstream: 'b', method: 'eth_call', cordoned: true, reason: 'slow' });
+      expect(await call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a' }])).to.deep.equal({
+        projectId: 'main',
+        upstream: 'a',
+        method: '*',
+        cordoned: true,
+        reason: 'admin: manual cordon',
+      });
+      expect(await call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'b', method: 'eth_call', reason: 'slow' }])).to.deep.equal({
+        projectId: 'main',
+        upstream: 'b',
+        method: 'eth_call',
+        cordoned: true,
+        reason: 'slow',
+      });
       expect(cordons).to.deep.equal([
         { upstream: 'a', method: '*', reason: 'admin: manual cordon' },
         { upstream: 'b', method: 'eth_call', reason: 'slow' },
@@ -135,27 +190,60 @@ describe('wire: admin methods (spec §4.4, §7)', () => {
       expect(await call('svc_listCordoned', [{ projectId: 'main' }])).to.deep.equal({ projectId: 'main', cordoned: [{ upstream: 'a', reason: 'r1' }] });
     });
 
-    it('uncordon: cordoned false with the given reason, else the cordon\'s own, else empty', async () => {
+    it("uncordon: cordoned false with the given reason, else the cordon's own, else empty", async () => {
       const { call, cordons } = setUp();
       await call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a', reason: 'was slow' }]);
       await call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'b', method: 'eth_call', reason: 'r' }]);
-      expect(await call('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).to.deep.equal({ projectId: 'main', upstream: 'a', method: '*', cordoned: false, reason: 'was slow' });
-      expect(await call('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'b', method: 'eth_call', reason: 'fixed' }])).to.deep.equal({ projectId: 'main', upstream: 'b', method: 'eth_call', cordoned: false, reason: 'fixed' });
-      expect(await call('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).to.deep.equal({ projectId: 'main', upstream: 'a', method: '*', cordoned: false, reason: '' });
+      expect(await call('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).to.deep.equal({
+        projectId: 'main',
+        upstream: 'a',
+        method: '*',
+        cordoned: false,
+        reason: 'was slow',
+      });
+      expect(await call('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'b', method: 'eth_call', reason: 'fixed' }])).to.deep.equal({
+        projectId: 'main',
+        upstream: 'b',
+        method: 'eth_call',
+        cordoned: false,
+        reason: 'fixed',
+      });
+      expect(await call('svc_uncordonUpstream', [{ projectId: 'main', upstream: 'a' }])).to.deep.equal({
+        projectId: 'main',
+        upstream: 'a',
+        method: '*',
+        cordoned: false,
+        reason: '',
+      });
       expect(cordons).to.deep.equal([]);
     });
 
     it('an unknown upstream, a bad method or a bad reason is refused with its own text', async () => {
       const { call } = setUp();
-      expect(await refusal(call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'zz' }]))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: upstream "zz" is not in project main']);
-      expect(await refusal(call('svc_cordonUpstream', [{ projectId: 'other', upstream: 'a' }]))).to.deep.equal(['ErrProjectNotFound', 'project "other" is not configured']);
+      expect(await refusal(call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'zz' }]))).to.deep.equal([
+        'ErrInvalidRequest',
+        'InvalidRequest: upstream "zz" is not in project main',
+      ]);
+      expect(await refusal(call('svc_cordonUpstream', [{ projectId: 'other', upstream: 'a' }]))).to.deep.equal([
+        'ErrProjectNotFound',
+        'project "other" is not configured',
+      ]);
       for (const method of ['', 7, 'm'.repeat(257)]) {
-        expect(await refusal(call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a', method }]))).to.deep.equal(['ErrInvalidRequest', `InvalidRequest: requires params: [${CORDON}] (method must be a method name or glob)`]);
+        expect(await refusal(call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a', method }]))).to.deep.equal([
+          'ErrInvalidRequest',
+          `InvalidRequest: requires params: [${CORDON}] (method must be a method name or glob)`,
+        ]);
       }
       for (const reason of [7, null, 'r'.repeat(257)]) {
-        expect(await refusal(call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a', reason }]))).to.deep.equal(['ErrInvalidRequest', `InvalidRequest: requires params: [${CORDON}] (reason must be a string of at most 256 characters)`]);
+        expect(await refusal(call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a', reason }]))).to.deep.equal([
+          'ErrInvalidRequest',
+          `InvalidRequest: requires params: [${CORDON}] (reason must be a string of at most 256 characters)`,
+        ]);
       }
-      expect(await call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a', method: 'm'.repeat(256), reason: '' }])).to.deep.include({ method: 'm'.repeat(256), reason: '' });
+      expect(await call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a', method: 'm'.repeat(256), reason: '' }])).to.deep.include({
+        method: 'm'.repeat(256),
+        reason: '',
+      });
       expect(await call('svc_cordonUpstream', [{ projectId: 'main', upstream: 'a', reason: 'r'.repeat(256) }])).to.deep.include({ reason: 'r'.repeat(256) });
     });
   });
@@ -163,11 +251,22 @@ describe('wire: admin methods (spec §4.4, §7)', () => {
   describe('API keys (§4.4 rules 1-5)', () => {
     it('add: { success, apiKey, userId }; enabled and rateLimitBudget passed on, typed', async () => {
       const { call, calls } = setUp();
-      expect(await call('svc_addApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k1', userId: 'u1', enabled: false, rateLimitBudget: 'b' }])).to.deep.equal({ success: true, apiKey: 'k1', userId: 'u1' });
+      expect(
+        await call('svc_addApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k1', userId: 'u1', enabled: false, rateLimitBudget: 'b' }]),
+      ).to.deep.equal({ success: true, apiKey: 'k1', userId: 'u1' });
       expect(calls).to.deep.equal([['add', { apiKey: 'k1', userId: 'u1', rateLimitBudget: 'b', enabled: false }]]);
-      expect(await refusal(call('svc_addApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k1', userId: 'u1', enabled: 'yes' }]))).to.deep.equal(['ErrInvalidRequest', `InvalidRequest: requires params: [${ADD}] (enabled must be a boolean)`]);
-      expect(await refusal(call('svc_addApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k1', userId: 'u1', rateLimitBudget: 5 }]))).to.deep.equal(['ErrInvalidRequest', `InvalidRequest: requires params: [${ADD}] (rateLimitBudget must be a string)`]);
-      expect(await refusal(call('svc_addApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k1' }]))).to.deep.equal(['ErrInvalidRequest', `InvalidRequest: requires params: [${ADD}] (userId must be a non-empty string)`]);
+      expect(await refusal(call('svc_addApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k1', userId: 'u1', enabled: 'yes' }]))).to.deep.equal([
+        'ErrInvalidRequest',
+        `InvalidRequest: requires params: [${ADD}] (enabled must be a boolean)`,
+      ]);
+      expect(await refusal(call('svc_addApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k1', userId: 'u1', rateLimitBudget: 5 }]))).to.deep.equal([
+        'ErrInvalidRequest',
+        `InvalidRequest: requires params: [${ADD}] (rateLimitBudget must be a string)`,
+      ]);
+      expect(await refusal(call('svc_addApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k1' }]))).to.deep.equal([
+        'ErrInvalidRequest',
+        `InvalidRequest: requires params: [${ADD}] (userId must be a non-empty string)`,
+      ]);
     });
 
     it('a (projectId, connectorId) without a key store: "failed to find the service: ..."', async () => {
@@ -182,7 +281,12 @@ describe('wire: admin methods (spec §4.4, §7)', () => {
     it(`list: limit ${DEFAULT_PAGE} by default, 1 to 1000 accepted, the token passed on`, async () => {
       const { call, calls } = setUp();
       expect(DEFAULT_PAGE).to.equal(50);
-      expect(await call('svc_listApiKeys', [{ projectId: 'main', connectorId: 'mem' }])).to.deep.equal({ apiKeys: [], nextToken: '', hasMore: false, totalReturned: 0 });
+      expect(await call('svc_listApiKeys', [{ projectId: 'main', connectorId: 'mem' }])).to.deep.equal({
+        apiKeys: [],
+        nextToken: '',
+        hasMore: false,
+        totalReturned: 0,
+      });
       await call('svc_listApiKeys', [{ projectId: 'main', connectorId: 'mem', limit: 1, paginationToken: 't' }]);
       await call('svc_listApiKeys', [{ projectId: 'main', connectorId: 'mem', limit: '1000' }]);
       expect(calls).to.deep.equal([
@@ -191,35 +295,62 @@ describe('wire: admin methods (spec §4.4, §7)', () => {
         ['list', 1000, undefined],
       ]);
       for (const limit of [0, 1001, 1.5, 'x']) {
-        expect(await refusal(call('svc_listApiKeys', [{ projectId: 'main', connectorId: 'mem', limit }]))).to.deep.equal(['ErrInvalidRequest', `InvalidRequest: requires params: [${LIST}] (limit must be an integer from 1 to 1000)`]);
+        expect(await refusal(call('svc_listApiKeys', [{ projectId: 'main', connectorId: 'mem', limit }]))).to.deep.equal([
+          'ErrInvalidRequest',
+          `InvalidRequest: requires params: [${LIST}] (limit must be an integer from 1 to 1000)`,
+        ]);
       }
-      expect(await refusal(call('svc_listApiKeys', [{ projectId: 'main', connectorId: 'mem', paginationToken: 3 }]))).to.deep.equal(['ErrInvalidRequest', `InvalidRequest: requires params: [${LIST}] (paginationToken must be a string)`]);
+      expect(await refusal(call('svc_listApiKeys', [{ projectId: 'main', connectorId: 'mem', paginationToken: 3 }]))).to.deep.equal([
+        'ErrInvalidRequest',
+        `InvalidRequest: requires params: [${LIST}] (paginationToken must be a string)`,
+      ]);
     });
 
     it('update echoes the sent map as updated; updates must be an object', async () => {
       const { call } = setUp();
-      expect(await call('svc_updateApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k', updates: { enabled: false, rateLimitBudget: null } }])).to.deep.equal({ success: true, apiKey: 'k', updated: { enabled: false, rateLimitBudget: null } });
+      expect(
+        await call('svc_updateApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k', updates: { enabled: false, rateLimitBudget: null } }]),
+      ).to.deep.equal({ success: true, apiKey: 'k', updated: { enabled: false, rateLimitBudget: null } });
       for (const updates of [undefined, null, [], 'x']) {
-        expect(await refusal(call('svc_updateApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k', updates }]))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: requires params: [{projectId, connectorId, apiKey, updates}] (updates must be an object)']);
+        expect(await refusal(call('svc_updateApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k', updates }]))).to.deep.equal([
+          'ErrInvalidRequest',
+          'InvalidRequest: requires params: [{projectId, connectorId, apiKey, updates}] (updates must be an object)',
+        ]);
       }
     });
 
     it('delete: { success, apiKey, userId }', async () => {
       const { call } = setUp();
-      expect(await call('svc_deleteApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k' }])).to.deep.equal({ success: true, apiKey: 'k', userId: 'u1' });
+      expect(await call('svc_deleteApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k' }])).to.deep.equal({
+        success: true,
+        apiKey: 'k',
+        userId: 'u1',
+      });
     });
 
     it("the store's refusals are InvalidRequest with its message (the corrupt-record error included); a driver failure is not", async () => {
-      for (const msg of ['api key not found', 'paginationToken is not valid', 'updates.enabled must be a boolean', 'rateLimitBudget x is unknown', 'missing or invalid userId in current data']) {
+      for (const msg of [
+        'api key not found',
+        'paginationToken is not valid',
+        'updates.enabled must be a boolean',
+        'rateLimitBudget x is unknown',
+        'missing or invalid userId in current data',
+      ]) {
         const { call } = setUp({ storeError: new Error(msg) });
         expect(await refusal(call('svc_deleteApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k' }]))).to.deep.equal(['ErrInvalidRequest', msg]);
       }
       const driver = setUp({ storeError: new Error('ECONNREFUSED api key store') });
-      expect(await refusal(driver.call('svc_deleteApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k' }]))).to.deep.equal(['Error', 'ECONNREFUSED api key store']);
+      expect(await refusal(driver.call('svc_deleteApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k' }]))).to.deep.equal([
+        'Error',
+        'ECONNREFUSED api key store',
+      ]);
       const named = setUp({ storeError: new ErrProjectNotFound('gone') });
       expect(await refusal(named.call('svc_listApiKeys', [{ projectId: 'main', connectorId: 'mem' }]))).to.deep.equal(['ErrProjectNotFound', 'gone']);
       const text = setUp({ storeError: 'api key not found' });
-      expect(await refusal(text.call('svc_updateApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k', updates: {} }]))).to.deep.equal(['ErrInvalidRequest', 'api key not found']);
+      expect(await refusal(text.call('svc_updateApiKey', [{ projectId: 'main', connectorId: 'mem', apiKey: 'k', updates: {} }]))).to.deep.equal([
+        'ErrInvalidRequest',
+        'api key not found',
+      ]);
     });
   });
 
@@ -233,19 +364,42 @@ describe('wire: admin methods (spec §4.4, §7)', () => {
 
     it('svc_project: redacted config, the first upstream as primary without selection, latencies in milliseconds', async () => {
       const { call } = setUp();
-      const p = (await call('svc_project', ['main'])) as { config: { upstreams: { endpoint: string }[] }; networks: Array<Record<string, unknown> & { upstreams: Array<Record<string, unknown>> }> };
+      const p = (await call('svc_project', ['main'])) as {
+        config: { upstreams: { endpoint: string }[] };
+        networks: Array<Record<string, unknown> & { upstreams: Array<Record<string, unknown>> }>;
+      };
       expect(p.config.upstreams[0]!.endpoint).to.not.contain('0123456789abcdef0123456789abcdef');
       const n = p.networks[0]!;
       expect([n.id, n.primaryUpstream, n.selection, n.recentDecisions]).to.deep.equal(['evm:1', 'a', null, []]);
-      expect(n.upstreams[0]).to.deep.equal({ id: 'a', requests: 10, errorRate: 0.1, throttleRate: 0, latencyMs: { p50: 1.235, p90: 500, p99: 2000 }, blockHeadLag: 1, finalizationLag: 2, cordoned: false, cordonReason: undefined });
+      expect(n.upstreams[0]).to.deep.equal({
+        id: 'a',
+        requests: 10,
+        errorRate: 0.1,
+        throttleRate: 0,
+        latencyMs: { p50: 1.235, p90: 500, p99: 2000 },
+        blockHeadLag: 1,
+        finalizationLag: 2,
+        cordoned: false,
+        cordonReason: undefined,
+      });
     });
 
     it('svc_reloadConfig: the reload result; a refused config lists its problems, redacted, in one InvalidRequest', async () => {
       expect(await setUp().call('svc_reloadConfig')).to.deep.equal({ reloaded: true });
-      const refused = setUp({ reload: async () => Promise.reject(new ConfigError([{ path: 'server.port', message: 'must be a number' }, { path: '', message: 'password=hunter2 rejected' }] as never)) });
+      const refused = setUp({
+        reload: async () =>
+          Promise.reject(
+            new ConfigError([
+              { path: 'server.port', message: 'must be a number' },
+              { path: '', message: 'password=hunter2 rejected' },
+            ] as never),
+          ),
+      });
       const [name, message] = await refusal(refused.call('svc_reloadConfig'));
       expect(name).to.equal('ErrInvalidRequest');
-      expect(message).to.match(/^config refused, the running config keeps serving: server\.port: must be a number; \(root\): password=#redacted=[0-9a-f]{8} rejected$/);
+      expect(message).to.match(
+        /^config refused, the running config keeps serving: server\.port: must be a number; \(root\): password=#redacted=[0-9a-f]{8} rejected$/,
+      );
       const broken = setUp({ reload: async () => Promise.reject(new Error('disk gone')) });
       expect(await refusal(broken.call('svc_reloadConfig'))).to.deep.equal(['Error', 'disk gone']);
     });
@@ -311,7 +465,7 @@ describe('wire: admin methods (spec §4.4, §7)', () => {
       expect(r.networks[0]!.recentDecisions).to.deep.equal(decisions.slice(-20));
     });
 
-    it("an SvcError from a store keeps its own name (it is not turned into InvalidRequest)", async () => {
+    it('an SvcError from a store keeps its own name (it is not turned into InvalidRequest)', async () => {
       const { call } = setUp({ storeError: new ErrProjectNotFound('api key store moved') });
       const [name, message] = await refusal(call('svc_listApiKeys', [{ projectId: 'main', connectorId: 'mem' }]));
       expect([name, message]).to.deep.equal(['ErrProjectNotFound', 'api key store moved']);
@@ -320,7 +474,10 @@ describe('wire: admin methods (spec §4.4, §7)', () => {
 
   it('every object-param method names its own shape when its params are wrong', async () => {
     const { call } = setUp();
-    expect(await refusal(call('svc_deleteApiKey', []))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: requires params: [{projectId, connectorId, apiKey}]']);
+    expect(await refusal(call('svc_deleteApiKey', []))).to.deep.equal([
+      'ErrInvalidRequest',
+      'InvalidRequest: requires params: [{projectId, connectorId, apiKey}]',
+    ]);
     expect(await refusal(call('svc_listCordoned', []))).to.deep.equal(['ErrInvalidRequest', 'InvalidRequest: requires params: [{projectId}]']);
   });
 

@@ -40,7 +40,7 @@ import {
   ErrUpstreamsExhausted,
   isSvcError,
   SVC_ERROR_BRAND,
-  SvcError,
+  type SvcError,
   type UpstreamErrorRaw,
 } from '../../../core/wire/errors.ts';
 import { isPassThrough, toJsonRpcError, wireError } from '../../../core/wire/errors-wire.ts';
@@ -109,10 +109,16 @@ describe('wire: error objects (spec §7)', () => {
 
     it('constructor options are kept: code, details, upstream data, status, raw object; data only when given', () => {
       const r = raw('{"code":-32000,"message":"x"}');
-      const e = new ErrEndpointServerSideException('x', { code: -32000, details: { upstreamId: 'u' }, upstreamData: '0x', upstreamStatus: 502, upstreamError: r });
+      const e = new ErrEndpointServerSideException('x', {
+        code: -32000,
+        details: { upstreamId: 'u' },
+        upstreamData: '0x',
+        upstreamStatus: 502,
+        upstreamError: r,
+      });
       expect([e.code, e.details, e.upstreamData, e.upstreamStatus, e.upstreamError]).to.deep.equal([-32000, { upstreamId: 'u' }, '0x', 502, r]);
       expect(e.data).to.equal(undefined);
-      expect(Object.prototype.hasOwnProperty.call(e, 'cause')).to.equal(false);
+      expect(Object.hasOwn(e, 'cause')).to.equal(false);
       expect(new ErrInternal('y', { data: { n: 1 } }).data).to.deep.equal({ n: 1 });
     });
   });
@@ -222,10 +228,21 @@ describe('wire: error objects (spec §7)', () => {
     });
 
     it('isPassThrough: reverts, nonce, invalid params, unsupported, missing data and confirmed errors', () => {
-      for (const e of [new ErrEndpointExecutionException('r'), new ErrEndpointNonceException('n'), new ErrEndpointClientSideException('c'), new ErrEndpointUnsupported('u'), new ErrEndpointMissingData('m')]) {
+      for (const e of [
+        new ErrEndpointExecutionException('r'),
+        new ErrEndpointNonceException('n'),
+        new ErrEndpointClientSideException('c'),
+        new ErrEndpointUnsupported('u'),
+        new ErrEndpointMissingData('m'),
+      ]) {
         expect(isPassThrough(e), e.name).to.equal(true);
       }
-      for (const e of [new ErrEndpointRequestTimeout('t'), new ErrEndpointServerSideException('s'), new ErrInvalidRequest('i'), new ErrUpstreamsExhausted([])]) {
+      for (const e of [
+        new ErrEndpointRequestTimeout('t'),
+        new ErrEndpointServerSideException('s'),
+        new ErrInvalidRequest('i'),
+        new ErrUpstreamsExhausted([]),
+      ]) {
         expect(isPassThrough(e), e.name).to.equal(false);
       }
       const confirmed = new ErrEndpointServerSideException('s');
@@ -234,8 +251,8 @@ describe('wire: error objects (spec §7)', () => {
     });
   });
 
-  describe('toJsonRpcError: pass-through errors (the node\'s own object, byte for byte)', () => {
-    it('with the node\'s data: written exactly as the node sent it, svc details or not', () => {
+  describe("toJsonRpcError: pass-through errors (the node's own object, byte for byte)", () => {
+    it("with the node's data: written exactly as the node sent it, svc details or not", () => {
       const whole = '{ "code" : 3, "message":"execution reverted", "data":"0x08c379a0" }';
       const e = new ErrEndpointExecutionException('execution reverted', { code: 3, upstreamData: '0x08c379a0', upstreamError: raw(whole) });
       for (const details of [true, false]) {
@@ -261,7 +278,10 @@ describe('wire: error objects (spec §7)', () => {
       const e = new ErrEndpointClientSideException('invalid argument 0', { upstreamError: raw(whole) });
       expect(toJsonRpcError(e, 'eth_call', true)).to.deep.equal({ code: -32602, message: 'invalid argument 0', raw: whole });
       expect(toJsonRpcError(e, 'eth_estimateGas', true)).to.deep.equal({ code: -32602, message: 'invalid argument 0', raw: whole });
-      const other = new ErrEndpointClientSideException('invalid argument 0', { code: -32602, upstreamError: raw('{"code":-39001,"message":"invalid argument 0"}') });
+      const other = new ErrEndpointClientSideException('invalid argument 0', {
+        code: -32602,
+        upstreamError: raw('{"code":-39001,"message":"invalid argument 0"}'),
+      });
       expect(toJsonRpcError(other, 'eth_getBalance', false).code).to.equal(-39001);
     });
 
@@ -290,7 +310,11 @@ describe('wire: error objects (spec §7)', () => {
     it('a pass-through error without a raw object is written from its code and message', () => {
       const e = new ErrEndpointMissingData('header not found', { code: -32000 });
       expect(toJsonRpcError(e, 'eth_getBlockByNumber', false)).to.deep.equal({ code: -32000, message: 'header not found' });
-      expect(toJsonRpcError(e, 'eth_getBlockByNumber', true)).to.deep.equal({ code: -32000, message: 'header not found', data: { code: 'ErrEndpointMissingData', message: 'header not found' } });
+      expect(toJsonRpcError(e, 'eth_getBlockByNumber', true)).to.deep.equal({
+        code: -32000,
+        message: 'header not found',
+        data: { code: 'ErrEndpointMissingData', message: 'header not found' },
+      });
     });
   });
 
@@ -299,17 +323,26 @@ describe('wire: error objects (spec §7)', () => {
       const groups = [{ hash: 'aa', upstreams: ['a'], count: 1 }];
       const e = new ErrConsensusDispute('no agreement', groups, []);
       expect(toJsonRpcError(e, 'eth_getBalance', false)).to.deep.equal({ code: -32603, message: 'no agreement', data: { groups } });
-      expect(toJsonRpcError(e, 'eth_getBalance', true)).to.deep.equal({ code: -32603, message: 'no agreement', data: { groups, details: { code: 'ErrConsensusDispute', message: 'no agreement' } } });
+      expect(toJsonRpcError(e, 'eth_getBalance', true)).to.deep.equal({
+        code: -32603,
+        message: 'no agreement',
+        data: { groups, details: { code: 'ErrConsensusDispute', message: 'no agreement' } },
+      });
       expect(toJsonRpcError(e, 'eth_call', true)).to.deep.equal({ code: -32603, message: 'no agreement', data: { groups } });
     });
 
     it("an upstream's own data on svc's error is written as the data, details on or off", () => {
       const e = new ErrEndpointServerSideException('backend failure', { code: -32000, upstreamData: { trace: 'x' } });
-      for (const details of [true, false]) expect(toJsonRpcError(e, 'eth_getBalance', details)).to.deep.equal({ code: -32000, message: 'backend failure', data: { trace: 'x' } });
+      for (const details of [true, false])
+        expect(toJsonRpcError(e, 'eth_getBalance', details)).to.deep.equal({ code: -32000, message: 'backend failure', data: { trace: 'x' } });
     });
 
     it('an unknown method (undefined) still gets details when they are on', () => {
-      expect(toJsonRpcError(new ErrInvalidRequest('bad'), undefined, true)).to.deep.equal({ code: -32600, message: 'bad', data: { code: 'ErrInvalidRequest', message: 'bad' } });
+      expect(toJsonRpcError(new ErrInvalidRequest('bad'), undefined, true)).to.deep.equal({
+        code: -32600,
+        message: 'bad',
+        data: { code: 'ErrInvalidRequest', message: 'bad' },
+      });
     });
   });
 });

@@ -26,7 +26,15 @@ function upstream(id: string, state = 'ready'): Upstream {
   return { id, state, config: { settings: {} } } as unknown as Upstream;
 }
 
-function project(id: string, opts: { upstreams?: Upstream[]; providers?: unknown[]; alias?: string; snapshots?: Record<string, { requests: number; errorRate: number; cordoned: boolean }> } = {}): Project {
+function project(
+  id: string,
+  opts: {
+    upstreams?: Upstream[];
+    providers?: unknown[];
+    alias?: string;
+    snapshots?: Record<string, { requests: number; errorRate: number; cordoned: boolean }>;
+  } = {},
+): Project {
   const ups = opts.upstreams ?? [upstream(`${id}-a`)];
   const network = { id: 'evm:1', alias: opts.alias, upstreams: ups } as unknown as Network;
   return {
@@ -100,25 +108,44 @@ describe('wire: the healthcheck endpoint (spec §4.1, §4.3)', () => {
     expect(w.compiled).to.deep.equal([[{ strategies: [{ type: 'secret' }] }, { path: 'healthCheck.auth' }]]);
     expect(await w.get('/')).to.deep.equal({
       status: 401,
-      body: { status: 'ERROR', code: 'ErrAuthUnauthorized', message: 'healthcheck requires a credential one of healthCheck.auth.strategies accepts (a secret, JWT or SIWE message) or an allowed address' },
+      body: {
+        status: 'ERROR',
+        code: 'ErrAuthUnauthorized',
+        message: 'healthcheck requires a credential one of healthCheck.auth.strategies accepts (a secret, JWT or SIWE message) or an allowed address',
+      },
     });
     expect((await setUp({ auth: { rejects: false } }).get('/')).status).to.equal(200);
   });
 
   it('a server that is not serving answers 503 naming its lifecycle', async () => {
-    expect(await setUp({ lifecycle: 'draining' }).get('/')).to.deep.equal({ status: 503, body: { status: 'ERROR', code: 'HealthcheckUnhealthy', message: 'shutting down', details: { lifecycle: 'draining' } } });
+    expect(await setUp({ lifecycle: 'draining' }).get('/')).to.deep.equal({
+      status: 503,
+      body: { status: 'ERROR', code: 'HealthcheckUnhealthy', message: 'shutting down', details: { lifecycle: 'draining' } },
+    });
   });
 
   it('an unknown strategy is 503 naming its first 64 characters', async () => {
-    expect(await setUp().get('/', { eval: `x${'y'.repeat(100)}` })).to.deep.equal({ status: 503, body: { status: 'ERROR', code: 'HealthcheckUnhealthy', message: `unknown evaluation strategy: x${'y'.repeat(63)}`, details: {} } });
+    expect(await setUp().get('/', { eval: `x${'y'.repeat(100)}` })).to.deep.equal({
+      status: 503,
+      body: { status: 'ERROR', code: 'HealthcheckUnhealthy', message: `unknown evaluation strategy: x${'y'.repeat(63)}`, details: {} },
+    });
   });
 
   it('404 bodies: bad percent-encoding, an unknown project (64 characters of it), a path naming no network (128 characters of it)', async () => {
     const w = setUp();
-    expect(await w.get('/%E0%A4%A')).to.deep.equal({ status: 404, body: { status: 'ERROR', code: 'ErrProjectNotFound', message: 'invalid percent-encoding in path' } });
-    expect(await w.get(`/${'p'.repeat(100)}`)).to.deep.equal({ status: 404, body: { status: 'ERROR', code: 'ErrProjectNotFound', message: `project "${'p'.repeat(64)}" not found` } });
+    expect(await w.get('/%E0%A4%A')).to.deep.equal({
+      status: 404,
+      body: { status: 'ERROR', code: 'ErrProjectNotFound', message: 'invalid percent-encoding in path' },
+    });
+    expect(await w.get(`/${'p'.repeat(100)}`)).to.deep.equal({
+      status: 404,
+      body: { status: 'ERROR', code: 'ErrProjectNotFound', message: `project "${'p'.repeat(64)}" not found` },
+    });
     const path = `/main/${'n'.repeat(200)}`;
-    expect(await w.get(path)).to.deep.equal({ status: 404, body: { status: 'ERROR', code: 'ErrNetworkNotSupported', message: `path ${path.slice(0, 128)} names no network of project main` } });
+    expect(await w.get(path)).to.deep.equal({
+      status: 404,
+      body: { status: 'ERROR', code: 'ErrNetworkNotSupported', message: `path ${path.slice(0, 128)} names no network of project main` },
+    });
   });
 
   it('a network the project does not have yet is asked of the resolveNetwork hook with a deadline server.maxTimeout ahead', async () => {
@@ -162,11 +189,19 @@ describe('wire: the healthcheck endpoint (spec §4.1, §4.3)', () => {
     };
     const r = await setUp({ mode: 'verbose', projects: [project('main', { upstreams: ups, snapshots })] }).get('/main/evm/1');
     const net = (r.body.details as Record<string, { networks: Record<string, { upstreams: Record<string, { healthy: boolean }> }> }>).main!.networks['evm:1']!;
-    expect(Object.fromEntries(Object.entries(net.upstreams).map(([id, u]) => [id, u.healthy]))).to.deep.equal({ ok: true, probing: false, cordoned: false, failing: false });
+    expect(Object.fromEntries(Object.entries(net.upstreams).map(([id, u]) => [id, u.healthy]))).to.deep.equal({
+      ok: true,
+      probing: false,
+      cordoned: false,
+      failing: false,
+    });
   });
 
   it('no project at all is unhealthy', async () => {
-    expect(await setUp({ projects: [] }).get('/')).to.deep.equal({ status: 503, body: { status: 'ERROR', code: 'HealthcheckUnhealthy', message: 'no projects configured', details: {} } });
+    expect(await setUp({ projects: [] }).get('/')).to.deep.equal({
+      status: 503,
+      body: { status: 'ERROR', code: 'HealthcheckUnhealthy', message: 'no projects configured', details: {} },
+    });
   });
 
   it('verbose mode: per network its id, alias, block time, verdict and each upstream (healthy when ready, not cordoned, error rate below 100%)', async () => {
@@ -179,13 +214,23 @@ describe('wire: the healthcheck endpoint (spec §4.1, §4.3)', () => {
       details: {
         main: {
           status: 'OK',
-          networks: { 'evm:1': { networkId: 'evm:1', alias: 'eth', blockTimeMs: 2000, healthy: true, status: 'OK', message: '1 / 1 upstreams initialized', upstreams: { 'main-a': { healthy: true, errorRate: 0.25 } } } },
+          networks: {
+            'evm:1': {
+              networkId: 'evm:1',
+              alias: 'eth',
+              blockTimeMs: 2000,
+              healthy: true,
+              status: 'OK',
+              message: '1 / 1 upstreams initialized',
+              upstreams: { 'main-a': { healthy: true, errorRate: 0.25 } },
+            },
+          },
           message: '1 / 1 upstreams initialized',
           config: { networks: 1, upstreams: 1, providers: 0 },
         },
       },
     });
     const noAlias = await setUp({ mode: 'verbose' }).get('/main/evm/1');
-    expect(((noAlias.body.details as Record<string, { networks: Record<string, { alias: unknown }> }>).main!.networks['evm:1']!).alias).to.equal(null);
+    expect((noAlias.body.details as Record<string, { networks: Record<string, { alias: unknown }> }>).main!.networks['evm:1']!.alias).to.equal(null);
   });
 });

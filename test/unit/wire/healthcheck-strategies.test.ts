@@ -6,7 +6,14 @@
 import { expect } from 'chai';
 import type { Network, PluginHost, Project, Upstream } from '../../../core/plugin-api.ts';
 import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
-import { CHAIN_ID_PROBE_TIMEOUT_MS, CHAIN_ID_PROBE_TTL_MS, ChainIdProbes, evaluate, isInitialized, type Member } from '../../../plugins/healthcheck/evaluate.ts';
+import {
+  CHAIN_ID_PROBE_TIMEOUT_MS,
+  CHAIN_ID_PROBE_TTL_MS,
+  ChainIdProbes,
+  evaluate,
+  isInitialized,
+  type Member,
+} from '../../../plugins/healthcheck/evaluate.ts';
 
 interface Scripted {
   id: string;
@@ -34,7 +41,9 @@ function world(list: Scripted[], opts: { noNetwork?: string[]; selectThrows?: bo
   const calls: { id: string; method: string; timeout: number }[] = [];
   let selects = 0;
   const host = {
-    services: { get: (k: unknown) => (k === CHAIN_STATE_SERVICE ? { of: () => ({ peek: (u: Upstream) => ({ lastPollAt: ups.get(u)?.lastPollAt }) }) } : undefined) },
+    services: {
+      get: (k: unknown) => (k === CHAIN_STATE_SERVICE ? { of: () => ({ peek: (u: Upstream) => ({ lastPollAt: ups.get(u)?.lastPollAt }) }) } : undefined),
+    },
     upstreamCall: (_n: Network, u: Upstream, method: string, _p: unknown[], timeout: number) => {
       calls.push({ id: u.id, method, timeout });
       const c = ups.get(u)?.chainId;
@@ -82,46 +91,127 @@ describe('wire: healthcheck strategies (spec §4.3)', () => {
       const w = world([{ id: 'a' }, { id: 'b', lastPollAt: 5 }, { id: 'c', lastPollAt: 0 }, { id: 'd', state: 'probing' }, { id: 'e' }], { noNetwork: ['e'] });
       expect(w.members.map((m) => isInitialized(w.host, m, w.pollers))).to.deep.equal([true, true, false, false, false]);
       expect(isInitialized(w.host, w.members[1]!, undefined)).to.equal(true);
-      expect(await verdict([{ id: 'a' }, { id: 'c', lastPollAt: 0 }], 'any:initializedUpstreams')).to.deep.equal({ healthy: true, message: '1 / 2 upstreams initialized' });
-      expect(await verdict([{ id: 'c', lastPollAt: 0 }, { id: 'd', state: 'probing' }], 'any:initializedUpstreams')).to.deep.equal({ healthy: false, message: 'no upstream initialized yet (0 / 2)' });
+      expect(await verdict([{ id: 'a' }, { id: 'c', lastPollAt: 0 }], 'any:initializedUpstreams')).to.deep.equal({
+        healthy: true,
+        message: '1 / 2 upstreams initialized',
+      });
+      expect(
+        await verdict(
+          [
+            { id: 'c', lastPollAt: 0 },
+            { id: 'd', state: 'probing' },
+          ],
+          'any:initializedUpstreams',
+        ),
+      ).to.deep.equal({ healthy: false, message: 'no upstream initialized yet (0 / 2)' });
     });
   });
 
   describe('error-rate strategies', () => {
     it('any:errorRateBelow90: one upstream below 90% is enough; exactly 90% is not below', async () => {
-      expect(await verdict([{ id: 'a', requests: 10, errorRate: 1 }, { id: 'b', requests: 10, errorRate: 0.89 }], 'any:errorRateBelow90')).to.deep.equal({ healthy: true, message: '1 / 2 upstreams with traffic have an error rate below 90%' });
-      expect(await verdict([{ id: 'a', requests: 10, errorRate: 0.9 }], 'any:errorRateBelow90')).to.deep.equal({ healthy: false, message: '0 / 1 upstreams with traffic have an error rate below 90%' });
+      expect(
+        await verdict(
+          [
+            { id: 'a', requests: 10, errorRate: 1 },
+            { id: 'b', requests: 10, errorRate: 0.89 },
+          ],
+          'any:errorRateBelow90',
+        ),
+      ).to.deep.equal({ healthy: true, message: '1 / 2 upstreams with traffic have an error rate below 90%' });
+      expect(await verdict([{ id: 'a', requests: 10, errorRate: 0.9 }], 'any:errorRateBelow90')).to.deep.equal({
+        healthy: false,
+        message: '0 / 1 upstreams with traffic have an error rate below 90%',
+      });
     });
 
     it('all:errorRateBelow90: every upstream with data must be below', async () => {
-      expect(await verdict([{ id: 'a', requests: 1, errorRate: 0 }, { id: 'b', requests: 1, errorRate: 0.95 }], 'all:errorRateBelow90')).to.deep.include({ healthy: false });
-      expect(await verdict([{ id: 'a', requests: 1, errorRate: 0 }, { id: 'b', requests: 1, errorRate: 0.5 }], 'all:errorRateBelow90')).to.deep.include({ healthy: true });
+      expect(
+        await verdict(
+          [
+            { id: 'a', requests: 1, errorRate: 0 },
+            { id: 'b', requests: 1, errorRate: 0.95 },
+          ],
+          'all:errorRateBelow90',
+        ),
+      ).to.deep.include({ healthy: false });
+      expect(
+        await verdict(
+          [
+            { id: 'a', requests: 1, errorRate: 0 },
+            { id: 'b', requests: 1, errorRate: 0.5 },
+          ],
+          'all:errorRateBelow90',
+        ),
+      ).to.deep.include({ healthy: true });
     });
 
     it('the 100% strategies: 99% passes, exactly 100% does not', async () => {
-      expect(await verdict([{ id: 'a', requests: 3, errorRate: 0.99 }], 'any:errorRateBelow100')).to.deep.equal({ healthy: true, message: '1 / 1 upstreams with traffic have an error rate below 100%' });
+      expect(await verdict([{ id: 'a', requests: 3, errorRate: 0.99 }], 'any:errorRateBelow100')).to.deep.equal({
+        healthy: true,
+        message: '1 / 1 upstreams with traffic have an error rate below 100%',
+      });
       expect(await verdict([{ id: 'a', requests: 3, errorRate: 1 }], 'any:errorRateBelow100')).to.deep.include({ healthy: false });
-      expect(await verdict([{ id: 'a', requests: 3, errorRate: 0.99 }, { id: 'b', requests: 3, errorRate: 1 }], 'all:errorRateBelow100')).to.deep.equal({ healthy: false, message: '1 / 2 upstreams with traffic have an error rate below 100%' });
+      expect(
+        await verdict(
+          [
+            { id: 'a', requests: 3, errorRate: 0.99 },
+            { id: 'b', requests: 3, errorRate: 1 },
+          ],
+          'all:errorRateBelow100',
+        ),
+      ).to.deep.equal({ healthy: false, message: '1 / 2 upstreams with traffic have an error rate below 100%' });
     });
 
     it('an initialised upstream without traffic counts as 0%; one with neither traffic nor initialisation does not count', async () => {
-      expect(await verdict([{ id: 'idle' }, { id: 'bad', requests: 4, errorRate: 1 }], 'any:errorRateBelow90')).to.deep.equal({ healthy: true, message: '1 / 2 upstreams with traffic have an error rate below 90%' });
-      expect(await verdict([{ id: 'new', state: 'probing' }, { id: 'ok', requests: 4, errorRate: 0 }], 'all:errorRateBelow90')).to.deep.equal({ healthy: true, message: '1 / 1 upstreams with traffic have an error rate below 90%' });
-      expect(await verdict([{ id: 'new', state: 'probing' }], 'any:errorRateBelow90')).to.deep.equal({ healthy: false, message: 'no error rate data available yet' });
+      expect(await verdict([{ id: 'idle' }, { id: 'bad', requests: 4, errorRate: 1 }], 'any:errorRateBelow90')).to.deep.equal({
+        healthy: true,
+        message: '1 / 2 upstreams with traffic have an error rate below 90%',
+      });
+      expect(
+        await verdict(
+          [
+            { id: 'new', state: 'probing' },
+            { id: 'ok', requests: 4, errorRate: 0 },
+          ],
+          'all:errorRateBelow90',
+        ),
+      ).to.deep.equal({ healthy: true, message: '1 / 1 upstreams with traffic have an error rate below 90%' });
+      expect(await verdict([{ id: 'new', state: 'probing' }], 'any:errorRateBelow90')).to.deep.equal({
+        healthy: false,
+        message: 'no error rate data available yet',
+      });
     });
   });
 
   describe('eth_chainId strategies', () => {
     it('any: one upstream answering the expected chain id; all: every one', async () => {
-      const list: Scripted[] = [{ id: 'a', chainId: '0x1' }, { id: 'b', chainId: '0x2' }, { id: 'c', chainId: new Error('down') }];
+      const list: Scripted[] = [
+        { id: 'a', chainId: '0x1' },
+        { id: 'b', chainId: '0x2' },
+        { id: 'c', chainId: new Error('down') },
+      ];
       expect(await verdict(list, 'any:evm:eth_chainId')).to.deep.equal({ healthy: true, message: '1 / 3 upstreams passed (2 failed)' });
       expect(await verdict(list, 'all:evm:eth_chainId')).to.deep.equal({ healthy: false, message: '1 / 3 upstreams passed (2 failed)' });
-      expect(await verdict([{ id: 'a', chainId: '0x1' }, { id: 'b', chainId: '0x01' }], 'all:evm:eth_chainId')).to.deep.equal({ healthy: true, message: '2 / 2 upstreams passed (0 failed)' });
+      expect(
+        await verdict(
+          [
+            { id: 'a', chainId: '0x1' },
+            { id: 'b', chainId: '0x01' },
+          ],
+          'all:evm:eth_chainId',
+        ),
+      ).to.deep.equal({ healthy: true, message: '2 / 2 upstreams passed (0 failed)' });
       expect(await verdict([{ id: 'a', chainId: '0x2' }], 'any:evm:eth_chainId')).to.deep.include({ healthy: false });
     });
 
     it('a non-string answer or an upstream without a network fails the probe', async () => {
-      const w = world([{ id: 'n', chainId: 1 as unknown as string }, { id: 'x', chainId: '0x1' }], { noNetwork: ['x'] });
+      const w = world(
+        [
+          { id: 'n', chainId: 1 as unknown as string },
+          { id: 'x', chainId: '0x1' },
+        ],
+        { noNetwork: ['x'] },
+      );
       const probes = new ChainIdProbes(w.host);
       expect(await probes.check(w.members[0]!)).to.equal(false);
       expect(await probes.check(w.members[1]!)).to.equal(false);
@@ -129,7 +219,10 @@ describe('wire: healthcheck strategies (spec §4.3)', () => {
 
     it(`the probe is eth_chainId with a ${CHAIN_ID_PROBE_TIMEOUT_MS} ms timeout; its answer is reused for ${CHAIN_ID_PROBE_TTL_MS} ms`, async () => {
       expect([CHAIN_ID_PROBE_TIMEOUT_MS, CHAIN_ID_PROBE_TTL_MS]).to.deep.equal([5000, 5000]);
-      const w = world([{ id: 'a', chainId: '0x1' }, { id: 'b', chainId: '0x1' }]);
+      const w = world([
+        { id: 'a', chainId: '0x1' },
+        { id: 'b', chainId: '0x1' },
+      ]);
       let now = 1000;
       const probes = new ChainIdProbes(w.host, () => now);
       expect(await probes.check(w.members[0]!)).to.equal(true);
@@ -152,7 +245,10 @@ describe('wire: healthcheck strategies (spec §4.3)', () => {
   describe('all:activeUpstreams', () => {
     it('every upstream initialised, selected and not cordoned for every method', async () => {
       expect(await verdict([{ id: 'a' }, { id: 'b' }], 'all:activeUpstreams')).to.deep.equal({ healthy: true, message: 'all 2 upstreams active' });
-      expect(await verdict([{ id: 'a' }, { id: 'b', cordoned: true }], 'all:activeUpstreams')).to.deep.equal({ healthy: false, message: '1 / 2 upstreams active (initialized, not cordoned, not excluded)' });
+      expect(await verdict([{ id: 'a' }, { id: 'b', cordoned: true }], 'all:activeUpstreams')).to.deep.equal({
+        healthy: false,
+        message: '1 / 2 upstreams active (initialized, not cordoned, not excluded)',
+      });
       expect(await verdict([{ id: 'a', excluded: true }, { id: 'b' }], 'all:activeUpstreams')).to.deep.include({ healthy: false });
       expect(await verdict([{ id: 'a', state: 'probing' }, { id: 'b' }], 'all:activeUpstreams')).to.deep.include({ healthy: false });
       expect(await verdict([{ id: 'a' }, { id: 'b' }], 'all:activeUpstreams', { noNetwork: ['b'] })).to.deep.include({ healthy: false });
@@ -162,7 +258,10 @@ describe('wire: healthcheck strategies (spec §4.3)', () => {
       const w = world([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
       await evaluate(w.host, w.project, w.members, 'all:activeUpstreams', new ChainIdProbes(w.host), w.pollers);
       expect(w.selects()).to.equal(1);
-      expect(await verdict([{ id: 'a' }], 'all:activeUpstreams', { selectThrows: true })).to.deep.equal({ healthy: false, message: '0 / 1 upstreams active (initialized, not cordoned, not excluded)' });
+      expect(await verdict([{ id: 'a' }], 'all:activeUpstreams', { selectThrows: true })).to.deep.equal({
+        healthy: false,
+        message: '0 / 1 upstreams active (initialized, not cordoned, not excluded)',
+      });
     });
 
     it('selection is asked as for a plain read (eth_blockNumber, no params) over a copy of the upstream list, and its context is released', async () => {

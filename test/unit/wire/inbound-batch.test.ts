@@ -25,11 +25,15 @@ function fakeProxy(script: Record<string, (ctx: CallContext) => Promise<RpcResul
   const errors: unknown[] = [];
   const logged: Array<[unknown, string]> = [];
   const network = { id: 'evm:1' } as Network;
-  installCallChain(network, (ctx: CallContext) => (script[ctx.request.method] ?? (() => Promise.reject(new Error(`no script for ${ctx.request.method}`))))(ctx));
+  installCallChain(network, (ctx: CallContext) =>
+    (script[ctx.request.method] ?? (() => Promise.reject(new Error(`no script for ${ctx.request.method}`))))(ctx),
+  );
   const callDone = new SyncHook<[CallContext]>(['ctx']);
   callDone.tap('t', (ctx) => void done.push(ctx.request.method));
   const proxy = {
-    config: { server: { maxBodySize: 1 << 20, maxJsonDepth: 16, maxBatchSize: 10, batchConcurrency: 2, maxTimeoutMs: 5000, includeErrorDetails: false, ...server } },
+    config: {
+      server: { maxBodySize: 1 << 20, maxJsonDepth: 16, maxBatchSize: 10, batchConcurrency: 2, maxTimeoutMs: 5000, includeErrorDetails: false, ...server },
+    },
     logger: { error: (o: unknown, msg: string) => void (errors.push(o), logged.push([o, msg])) },
     hooks: { directives: new SyncWaterfallHook<[Directives, CallContext]>(['d', 'ctx']), callDone },
     getNetwork: async (_p: unknown, id: string) => (id === 'evm:1' ? network : undefined),
@@ -156,14 +160,23 @@ describe('wire: inbound batches and calls as served (spec §4.2)', () => {
     it('a body that is not JSON: one error, id null, HTTP 400', async () => {
       const { serve } = fakeProxy({});
       const out = await serve('[{"jsonrpc"');
-      expect(out).to.deep.equal({ body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"failed to parse json-rpc request"}}', batch: false, status: 400, records: [] });
+      expect(out).to.deep.equal({
+        body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"failed to parse json-rpc request"}}',
+        batch: false,
+        status: 400,
+        records: [],
+      });
     });
 
     it('a body over server.maxBodySize: HTTP 413 naming the limit', async () => {
       const { serve } = fakeProxy({}, { maxBodySize: 10 });
       const out = await serve('{"jsonrpc":"2.0","id":1,"method":"a"}');
       expect(out.status).to.equal(413);
-      expect(JSON.parse(out.body)).to.deep.equal({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'request body exceeds server.maxBodySize (10 bytes)' } });
+      expect(JSON.parse(out.body)).to.deep.equal({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: 'request body exceeds server.maxBodySize (10 bytes)' },
+      });
       const { serve: exact } = fakeProxy({ a: ok(1) }, { maxBodySize: 37 });
       expect((await exact('{"jsonrpc":"2.0","id":1,"method":"a"}')).status).to.equal(200);
     });
@@ -171,7 +184,12 @@ describe('wire: inbound batches and calls as served (spec §4.2)', () => {
     it('a batch over server.maxBatchSize: one error for the whole body (id null), the limit named', async () => {
       const { serve } = fakeProxy({ a: ok(1) }, { maxBatchSize: 2 });
       const out = await serve(JSON.stringify([1, 2, 3].map((id) => ({ jsonrpc: '2.0', id, method: 'a' }))));
-      expect(out).to.deep.equal({ body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch of 3 requests exceeds server.maxBatchSize (2)"}}', batch: false, status: 400, records: [] });
+      expect(out).to.deep.equal({
+        body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch of 3 requests exceeds server.maxBatchSize (2)"}}',
+        batch: false,
+        status: 400,
+        records: [],
+      });
       const atLimit = await serve(JSON.stringify([1, 2].map((id) => ({ jsonrpc: '2.0', id, method: 'a' }))));
       expect(atLimit.status).to.equal(200);
     });
@@ -195,7 +213,12 @@ describe('wire: inbound batches and calls as served (spec §4.2)', () => {
     it('an empty batch is refused as a whole: one error (id null, -32600), not an empty array', async () => {
       const { serve, done } = fakeProxy({ a: ok(1) });
       const out = await serve('[]');
-      expect(out).to.deep.equal({ body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: empty batch"}}', batch: false, status: 400, records: [] });
+      expect(out).to.deep.equal({
+        body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: empty batch"}}',
+        batch: false,
+        status: 400,
+        records: [],
+      });
       expect(done).to.deep.equal([]);
     });
 
@@ -252,7 +275,7 @@ describe('wire: inbound batches and calls as served (spec §4.2)', () => {
       expect(getEventListeners(c.signal, 'abort')).to.have.length(0);
     });
 
-    it("an internal error with no cause is logged with its own stack", async () => {
+    it('an internal error with no cause is logged with its own stack', async () => {
       const { serve, logged } = fakeProxy({
         a: async () => {
           throw new ErrInternal('no cause here');

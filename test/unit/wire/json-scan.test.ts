@@ -4,7 +4,16 @@
  * (space, tab, CR, LF), escaped quotes and backslash runs, and the bounds on reported names.
  */
 import { expect } from 'chai';
-import { arrayElements, extractTopLevelValue, findTopLevelValue, MAX_REPORTED_NAME, nestingDepth, scanAnswer, scanMembers, skipWs } from '../../../lib/json-scan.ts';
+import {
+  arrayElements,
+  extractTopLevelValue,
+  findTopLevelValue,
+  MAX_REPORTED_NAME,
+  nestingDepth,
+  scanAnswer,
+  scanMembers,
+  skipWs,
+} from '../../../lib/json-scan.ts';
 
 describe('wire: JSON scans (lib/json-scan.ts)', () => {
   describe('skipWs', () => {

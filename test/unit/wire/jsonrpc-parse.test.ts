@@ -48,8 +48,18 @@ describe('wire: JSON-RPC parsing (spec §4.1, §4.2)', () => {
       ['an id of the wrong kind', '{"jsonrpc":"2.0","id":{"a":1},"method":"eth_chainId"}', 'null', 'invalid request: id must be a string, a number or null'],
       ['a wrong jsonrpc version', '{"jsonrpc":"1.0","id":4,"method":"eth_chainId"}', '4', 'invalid request: "jsonrpc" must be "2.0"'],
       ['no method', '{"jsonrpc":"2.0","id":"x","method":7}', '"x"', 'invalid request: "method" must be a non-empty string'],
-      ['a method outside the alphabet', '{"jsonrpc":"2.0","id":5,"method":"eth call"}', '5', 'invalid request: "method" must be at most 256 characters of [A-Za-z0-9_.:-]'],
-      ['params neither array nor object', '{"jsonrpc":"2.0","id":6,"method":"eth_chainId","params":"x"}', '6', 'invalid request: "params" must be an array or an object'],
+      [
+        'a method outside the alphabet',
+        '{"jsonrpc":"2.0","id":5,"method":"eth call"}',
+        '5',
+        'invalid request: "method" must be at most 256 characters of [A-Za-z0-9_.:-]',
+      ],
+      [
+        'params neither array nor object',
+        '{"jsonrpc":"2.0","id":6,"method":"eth_chainId","params":"x"}',
+        '6',
+        'invalid request: "params" must be an array or an object',
+      ],
     ];
     for (const [name, body, idRaw, message] of cases) {
       it(name, () => {
@@ -66,7 +76,10 @@ describe('wire: JSON-RPC parsing (spec §4.1, §4.2)', () => {
     });
 
     it('a batch element nested deeper than server.maxJsonDepth: its id as sent (null when it has none), no method', () => {
-      const p = parseRequestBody('[{"jsonrpc":"2.0","id":9,"method":"m","params":[[[1]]]},{"jsonrpc":"2.0","method":"m","params":[[[1]]]},{"jsonrpc":"2.0","id":3,"method":"eth_chainId"}]', { maxDepth: 3 });
+      const p = parseRequestBody(
+        '[{"jsonrpc":"2.0","id":9,"method":"m","params":[[[1]]]},{"jsonrpc":"2.0","method":"m","params":[[[1]]]},{"jsonrpc":"2.0","id":3,"method":"eth_chainId"}]',
+        { maxDepth: 3 },
+      );
       const msg = 'invalid request: JSON nesting deeper than server.maxJsonDepth (3)';
       expect(refusal(p.calls[0]!)).to.deep.equal(['9', -32600, '', msg]);
       expect(refusal(p.calls[1]!)).to.deep.equal(['null', -32600, '', msg]);
@@ -75,14 +88,29 @@ describe('wire: JSON-RPC parsing (spec §4.1, §4.2)', () => {
     });
 
     it('a name given twice inside a value: the caller id kept (null when absent), no method', () => {
-      expect(refusal(only('{"jsonrpc":"2.0","id":8,"method":"m","params":[{"a":1,"a":2}]}'))).to.deep.equal(['8', -32600, '', 'invalid request: member "a" appears twice in one object of the request']);
-      expect(refusal(only('{"jsonrpc":"2.0","method":"m","params":[{"a":1,"a":2}]}'))).to.deep.equal(['null', -32600, '', 'invalid request: member "a" appears twice in one object of the request']);
-      expect(refusal(only('{"jsonrpc":"2.0","id":2,"method":"m","method":"n"}'))).to.deep.equal(['2', -32600, '', 'invalid request: member "method" appears twice']);
+      expect(refusal(only('{"jsonrpc":"2.0","id":8,"method":"m","params":[{"a":1,"a":2}]}'))).to.deep.equal([
+        '8',
+        -32600,
+        '',
+        'invalid request: member "a" appears twice in one object of the request',
+      ]);
+      expect(refusal(only('{"jsonrpc":"2.0","method":"m","params":[{"a":1,"a":2}]}'))).to.deep.equal([
+        'null',
+        -32600,
+        '',
+        'invalid request: member "a" appears twice in one object of the request',
+      ]);
+      expect(refusal(only('{"jsonrpc":"2.0","id":2,"method":"m","method":"n"}'))).to.deep.equal([
+        '2',
+        -32600,
+        '',
+        'invalid request: member "method" appears twice',
+      ]);
       expect(refusal(only('{"jsonrpc":"2.0","id":1,"method":"m","id":2}'))).to.deep.equal(['null', -32600, '', 'invalid request: member "id" appears twice']);
     });
   });
 
-  describe('large params forwarded as the client\'s own bytes', () => {
+  describe("large params forwarded as the client's own bytes", () => {
     /** A single request whose params text is exactly `n` characters, after a prefix that moves it from offset 0. */
     function body(n: number): { text: string; paramsText: string } {
       const paramsText = `["${'a'.repeat(n - 4)}"]`;
@@ -100,7 +128,7 @@ describe('wire: JSON-RPC parsing (spec §4.1, §4.2)', () => {
       expect(rawParamsOf(d.params)).to.equal(undefined);
     });
 
-    it('in a batch, each element\'s own params bytes', () => {
+    it("in a batch, each element's own params bytes", () => {
       const a = body(RAW_PARAMS_MIN_BYTES);
       const b = body(RAW_PARAMS_MIN_BYTES - 1);
       const text = `[${b.text},${a.text}]`;
@@ -122,8 +150,12 @@ describe('wire: JSON-RPC parsing (spec §4.1, §4.2)', () => {
     });
 
     it('an error object with raw text is written as that text; without data, no data member', () => {
-      expect(serializeError('1', { code: 3, message: 'm', raw: '{ "code":3,"message":"m" }' })).to.equal('{"jsonrpc":"2.0","id":1,"error":{ "code":3,"message":"m" }}');
-      expect(serializeError('"a"', { code: -32603, message: 'x', data: undefined })).to.equal('{"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"x"}}');
+      expect(serializeError('1', { code: 3, message: 'm', raw: '{ "code":3,"message":"m" }' })).to.equal(
+        '{"jsonrpc":"2.0","id":1,"error":{ "code":3,"message":"m" }}',
+      );
+      expect(serializeError('"a"', { code: -32603, message: 'x', data: undefined })).to.equal(
+        '{"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"x"}}',
+      );
     });
   });
 });

@@ -12,7 +12,15 @@ import type { DirectiveDeclaration } from 'svc/plugins/directives';
 import { DIRECTIVES_SERVICE, type DirectivesService } from 'svc/plugins/directives';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
 import { MatcherCache } from '../../../lib/matcher.ts';
-import { declareDirective, directivesPlugin, type DirectiveSpec, isAllowed, parseDirectiveBool, parseDirectiveFlag, readHttpDirectives } from '../../../plugins/directives/index.ts';
+import {
+  declareDirective,
+  directivesPlugin,
+  type DirectiveSpec,
+  isAllowed,
+  parseDirectiveBool,
+  parseDirectiveFlag,
+  readHttpDirectives,
+} from '../../../plugins/directives/index.ts';
 
 function http(headers: Record<string, string | string[]>, query: Record<string, string> = {}): HttpRequestInfo {
   return { headers, query, remoteAddress: '127.0.0.1', clientAddress: '127.0.0.1', host: 'localhost', path: '/' } as HttpRequestInfo;
@@ -72,7 +80,14 @@ describe('wire: request directives (spec §2.8)', () => {
       const specs: DirectiveSpec[] = [];
       declareDirective(specs, { query: `a${'b'.repeat(63)}`, header: `x-${'c'.repeat(64)}`, field: `F${'g'.repeat(63)}`, type: 'flag' });
       expect(specs).to.have.length(1);
-      expect(specs[0]).to.deep.equal({ query: `a${'b'.repeat(63)}`, header: `x-${'c'.repeat(64)}`, field: `F${'g'.repeat(63)}`, type: 'flag', fromRequest: true, filtered: true });
+      expect(specs[0]).to.deep.equal({
+        query: `a${'b'.repeat(63)}`,
+        header: `x-${'c'.repeat(64)}`,
+        field: `F${'g'.repeat(63)}`,
+        type: 'flag',
+        fromRequest: true,
+        filtered: true,
+      });
     });
 
     const refused: [string, Partial<DirectiveDeclaration>][] = [
@@ -91,7 +106,10 @@ describe('wire: request directives (spec §2.8)', () => {
     for (const [name, change] of refused) {
       it(`refused: ${name}`, () => {
         const specs: DirectiveSpec[] = [];
-        expect(() => declareDirective(specs, { ...base, ...change })).to.throw(PluginContractError, /query must match \[a-z\]\[a-z0-9-\]\*, header x-\[a-z0-9-\]\+, field an identifier, type bool, flag or string/);
+        expect(() => declareDirective(specs, { ...base, ...change })).to.throw(
+          PluginContractError,
+          /query must match \[a-z\]\[a-z0-9-\]\*, header x-\[a-z0-9-\]\+, field an identifier, type bool, flag or string/,
+        );
         expect(specs).to.deep.equal([]);
       });
     }
@@ -101,7 +119,10 @@ describe('wire: request directives (spec §2.8)', () => {
       declareDirective(specs, { ...base, header: 'X-Q' });
       declareDirective(specs, { ...base, header: 'x-q', fromRequest: true, filtered: true });
       expect(specs).to.have.length(1);
-      expect(() => declareDirective(specs, { ...base, fromRequest: false })).to.throw(PluginContractError, 'directive q (x-q, field f) collides with a declared one: q (x-q, field f, string)');
+      expect(() => declareDirective(specs, { ...base, fromRequest: false })).to.throw(
+        PluginContractError,
+        'directive q (x-q, field f) collides with a declared one: q (x-q, field f, string)',
+      );
       expect(() => declareDirective(specs, { ...base, filtered: false })).to.throw(PluginContractError, /collides/);
       expect(() => declareDirective(specs, { ...base, query: 'other', header: 'x-other' })).to.throw(PluginContractError, /collides/);
       expect(() => declareDirective(specs, { ...base, query: 'other', field: 'g' })).to.throw(PluginContractError, /collides/);
@@ -114,7 +135,10 @@ describe('wire: request directives (spec §2.8)', () => {
     function setUp(): { hook: SyncWaterfallHook<[Directives, CallContext]>; service: DirectivesService } {
       const hook = new SyncWaterfallHook<[Directives, CallContext]>(['directives', 'ctx']);
       let service: DirectivesService | undefined;
-      const host = { hooks: { directives: hook }, services: { provide: (key: unknown, impl: DirectivesService) => key === DIRECTIVES_SERVICE && (service = impl) } } as unknown as PluginHost;
+      const host = {
+        hooks: { directives: hook },
+        services: { provide: (key: unknown, impl: DirectivesService) => key === DIRECTIVES_SERVICE && (service = impl) },
+      } as unknown as PluginHost;
       const p = directivesPlugin();
       expect(p.name).to.equal('directives');
       p.apply(host);

@@ -7,7 +7,13 @@
 import { expect } from 'chai';
 import { SyncHook } from 'tapable';
 import { newExecutionRecord, type AttemptRecord, type ExecutionRecord } from '../../../core/pipeline/context.ts';
-import { ErrEndpointExecutionException, ErrEndpointRequestTimeout, ErrEndpointServerSideException, ErrInvalidRequest, ErrUpstreamsExhausted } from '../../../core/wire/errors.ts';
+import {
+  ErrEndpointExecutionException,
+  ErrEndpointRequestTimeout,
+  ErrEndpointServerSideException,
+  ErrInvalidRequest,
+  ErrUpstreamsExhausted,
+} from '../../../core/wire/errors.ts';
 import type { HeaderSink, ResponseMeta } from '../../../core/pipeline/hooks.ts';
 import type { PluginHost } from '../../../core/plugin-api.ts';
 import { diagnosticHeaders, headersPlugin, RECORD_SLOTS, traceSegment } from '../../../plugins/headers/index.ts';
@@ -18,7 +24,22 @@ function withSlots(r: ExecutionRecord, values: Partial<Record<keyof typeof RECOR
 }
 
 function attempt(upstreamId: string, outcome: AttemptRecord['outcome'], extra: Partial<AttemptRecord> = {}): AttemptRecord {
-  return { upstreamId, vendor: 'unknown', method: 'eth_call', projectId: 'main', networkId: 'evm:1', reason: 'primary', outcome, startedAt: 0, durationMs: 1, won: false, dialled: true, finality: 'unknown', internal: false, ...extra };
+  return {
+    upstreamId,
+    vendor: 'unknown',
+    method: 'eth_call',
+    projectId: 'main',
+    networkId: 'evm:1',
+    reason: 'primary',
+    outcome,
+    startedAt: 0,
+    durationMs: 1,
+    won: false,
+    dialled: true,
+    finality: 'unknown',
+    internal: false,
+    ...extra,
+  };
 }
 
 function routed(extra: Partial<ExecutionRecord> = {}): ExecutionRecord {
@@ -62,7 +83,11 @@ describe('wire: response headers (spec §4.5)', () => {
     it('X-SVC-Consensus-Slots / -Disputes / -Low-Participants are summed over a batch, absent at 0', () => {
       const a = withSlots(routed(), { consensusSlots: 3, consensusDisputes: 1, consensusLowParticipants: 2 });
       const b = withSlots(routed(), { consensusSlots: 2, consensusDisputes: 2, consensusLowParticipants: 1 });
-      expect(diagnosticHeaders([a, b], 'all', true)).to.include({ 'X-SVC-Consensus-Slots': '5', 'X-SVC-Consensus-Disputes': '3', 'X-SVC-Consensus-Low-Participants': '3' });
+      expect(diagnosticHeaders([a, b], 'all', true)).to.include({
+        'X-SVC-Consensus-Slots': '5',
+        'X-SVC-Consensus-Disputes': '3',
+        'X-SVC-Consensus-Low-Participants': '3',
+      });
       const h = diagnosticHeaders([routed()], 'all', false);
       for (const name of ['X-SVC-Consensus-Slots', 'X-SVC-Consensus-Disputes', 'X-SVC-Consensus-Low-Participants']) expect(h, name).to.not.have.property(name);
     });
@@ -84,7 +109,12 @@ describe('wire: response headers (spec §4.5)', () => {
     it('upstream and network retries and hedges are summed over a batch', () => {
       const a = withSlots(routed(), { upstreamRetries: 1, upstreamHedges: 2, networkRetries: 3, networkHedges: 4 });
       const b = withSlots(routed(), { upstreamRetries: 4, upstreamHedges: 3, networkRetries: 2, networkHedges: 1 });
-      expect(diagnosticHeaders([a, b], 'summary', true)).to.include({ 'X-SVC-Upstream-Retries': '5', 'X-SVC-Upstream-Hedges': '5', 'X-SVC-Network-Retries': '5', 'X-SVC-Network-Hedges': '5' });
+      expect(diagnosticHeaders([a, b], 'summary', true)).to.include({
+        'X-SVC-Upstream-Retries': '5',
+        'X-SVC-Upstream-Hedges': '5',
+        'X-SVC-Network-Retries': '5',
+        'X-SVC-Network-Hedges': '5',
+      });
     });
   });
 
@@ -125,8 +155,12 @@ describe('wire: response headers (spec §4.5)', () => {
       expect(diagnosticHeaders([routed({ error: one })], 'summary', false)['X-SVC-Error']).to.equal('ErrEndpointRequestTimeout');
     });
 
-    it("an exhausted error whose dominant cause passes through is named by that cause; otherwise it keeps its own name", () => {
-      const revert = new ErrUpstreamsExhausted([new ErrEndpointExecutionException('execution reverted'), new ErrEndpointExecutionException('execution reverted'), new ErrEndpointRequestTimeout('t')]);
+    it('an exhausted error whose dominant cause passes through is named by that cause; otherwise it keeps its own name', () => {
+      const revert = new ErrUpstreamsExhausted([
+        new ErrEndpointExecutionException('execution reverted'),
+        new ErrEndpointExecutionException('execution reverted'),
+        new ErrEndpointRequestTimeout('t'),
+      ]);
       expect(diagnosticHeaders([routed({ error: revert })], 'summary', false)['X-SVC-Error']).to.equal('ErrEndpointExecutionException');
       const failures = new ErrUpstreamsExhausted([new ErrEndpointServerSideException('502'), new ErrEndpointRequestTimeout('t')]);
       expect(diagnosticHeaders([routed({ error: failures })], 'summary', false)['X-SVC-Error']).to.equal('ErrUpstreamsExhausted');
@@ -135,7 +169,13 @@ describe('wire: response headers (spec §4.5)', () => {
 
   describe('X-SVC-Upstreams trace', () => {
     it('an undialled skip stays out of the trace, an upstream rate-limit skip is in it', () => {
-      const r = routed({ attempts: [attempt('open', 'error', { dialled: false }), attempt('budget', 'rate_limited', { dialled: false, durationMs: 0 }), attempt('ok', 'success', { durationMs: 4, won: true })] });
+      const r = routed({
+        attempts: [
+          attempt('open', 'error', { dialled: false }),
+          attempt('budget', 'rate_limited', { dialled: false, durationMs: 0 }),
+          attempt('ok', 'success', { durationMs: 4, won: true }),
+        ],
+      });
       expect(diagnosticHeaders([r], 'all', false)['X-SVC-Upstreams']).to.equal('budget=primary:rate_limited:0;ok=primary:success:4:won');
     });
 

@@ -10,7 +10,7 @@
  * - Everything from svc is written with textContent (upstream ids and reasons are data, not HTML).
  * - Charts: uPlot (served from svc's own node_modules at /admin/ui/uplot.js).
  */
-'use strict';
+
 (() => {
   const STORE = 'svc-admin-ui-credential';
   /** Chart points kept per network (at one push a second: two minutes). */
@@ -181,8 +181,21 @@
     for (const p of s.projects) {
       let pv = projects.get(p.id);
       if (!pv) {
-        pv = { section: el('section', { class: 'project', 'data-project': p.id }, el('h2', { text: `Project ${p.id}` })), networks: el('div'), cache: table(['Network', 'Policy', 'Connector', 'Hits', 'Misses', 'Hit ratio', 'Last min']), limits: table(['Scope', 'Budget', 'Rejected', 'Per min']) };
-        pv.section.append(pv.networks, el('div', { class: 'side' }, el('section', {}, el('h3', { text: 'Cache hit ratio per policy' }), pv.cache.table), el('section', {}, el('h3', { text: 'Rate-limit rejections' }), pv.limits.table)));
+        pv = {
+          section: el('section', { class: 'project', 'data-project': p.id }, el('h2', { text: `Project ${p.id}` })),
+          networks: el('div'),
+          cache: table(['Network', 'Policy', 'Connector', 'Hits', 'Misses', 'Hit ratio', 'Last min']),
+          limits: table(['Scope', 'Budget', 'Rejected', 'Per min']),
+        };
+        pv.section.append(
+          pv.networks,
+          el(
+            'div',
+            { class: 'side' },
+            el('section', {}, el('h3', { text: 'Cache hit ratio per policy' }), pv.cache.table),
+            el('section', {}, el('h3', { text: 'Rate-limit rejections' }), pv.limits.table),
+          ),
+        );
         projects.set(p.id, pv);
         root.append(pv.section);
       }
@@ -213,18 +226,47 @@
   }
 
   function fill(body, rows, empty) {
-    body.replaceChildren(...(rows.length ? rows.map((r) => el('tr', {}, ...r.map((v, i) => el('td', { text: String(v), class: i === 0 ? '' : typeof v === 'number' ? '' : 'text' })))) : [el('tr', {}, el('td', { text: empty, colSpan: 7, class: 'text' }))]));
+    body.replaceChildren(
+      ...(rows.length
+        ? rows.map((r) => el('tr', {}, ...r.map((v, i) => el('td', { text: String(v), class: i === 0 ? '' : typeof v === 'number' ? '' : 'text' }))))
+        : [el('tr', {}, el('td', { text: empty, colSpan: 7, class: 'text' }))]),
+    );
   }
 
-  const UPSTREAM_COLUMNS = ['Upstream', 'Rotation', 'Score', 'Requests', 'Error rate', 'Throttled', 'p50 ms', 'p90 ms', 'p99 ms', 'Latest block', 'Head lag', 'Breaker', 'Cordons', ''];
+  const UPSTREAM_COLUMNS = [
+    'Upstream',
+    'Rotation',
+    'Score',
+    'Requests',
+    'Error rate',
+    'Throttled',
+    'p50 ms',
+    'p90 ms',
+    'p99 ms',
+    'Latest block',
+    'Head lag',
+    'Breaker',
+    'Cordons',
+    '',
+  ];
 
   function renderNetwork(projectId, n, container, at) {
     const key = `${projectId}\u0000${n.id}`;
     let v = views.get(key);
     if (!v) {
       const t = table(UPSTREAM_COLUMNS);
-      v = { facts: el('div', { class: 'facts' }), body: t.body, rows: new Map(), charts: el('div', { class: 'charts' }), history: { t: [], lat: new Map(), err: new Map() }, plots: null, plotIds: '' };
-      container.append(el('section', { class: 'network', 'data-network': n.id }, el('h3', { text: `${n.id}${n.alias ? ` (${n.alias})` : ''}` }), v.facts, t.table, v.charts));
+      v = {
+        facts: el('div', { class: 'facts' }),
+        body: t.body,
+        rows: new Map(),
+        charts: el('div', { class: 'charts' }),
+        history: { t: [], lat: new Map(), err: new Map() },
+        plots: null,
+        plotIds: '',
+      };
+      container.append(
+        el('section', { class: 'network', 'data-network': n.id }, el('h3', { text: `${n.id}${n.alias ? ` (${n.alias})` : ''}` }), v.facts, t.table, v.charts),
+      );
       views.set(key, v);
     }
     v.facts.textContent = `head ${num(n.highestLatest || null)} · finalized ${num(n.highestFinalized || null)} · block time ${n.blockTimeMs ? `${(n.blockTimeMs / 1000).toFixed(1)} s` : '–'} · consensus disputes ${n.consensusDisputes}`;
@@ -243,7 +285,12 @@
       }
       const c = row.cells;
       c[0].textContent = u.vendor && u.vendor !== 'unknown' ? `${u.id} (${u.vendor})` : u.id;
-      c[1].replaceChildren(el('span', { class: `badge ${u.inRotation ? 'in' : 'out'}`, text: u.inRotation ? (u.rank ? `in #${u.rank}` : 'in') : u.cordoned ? 'cordoned' : u.excluded ? 'excluded' : 'out' }));
+      c[1].replaceChildren(
+        el('span', {
+          class: `badge ${u.inRotation ? 'in' : 'out'}`,
+          text: u.inRotation ? (u.rank ? `in #${u.rank}` : 'in') : u.cordoned ? 'cordoned' : u.excluded ? 'excluded' : 'out',
+        }),
+      );
       if (u.excluded) c[1].title = u.excluded;
       c[2].textContent = u.score === null ? '–' : u.score.toFixed(3);
       c[3].textContent = String(u.requests);
@@ -255,7 +302,9 @@
       c[9].textContent = num(u.latestBlock);
       c[10].textContent = String(u.headLag);
       c[11].replaceChildren(u.breaker === 'none' ? '–' : el('span', { class: `badge ${u.breaker}`, text: u.breaker }));
-      c[12].textContent = u.cordons.length ? u.cordons.map((x) => `${x.method}: ${x.reason}`).join('; ') + (u.moreCordons ? ` (+${u.moreCordons} more)` : '') : '–';
+      c[12].textContent = u.cordons.length
+        ? u.cordons.map((x) => `${x.method}: ${x.reason}`).join('; ') + (u.moreCordons ? ` (+${u.moreCordons} more)` : '')
+        : '–';
       row.tr.className = u.inRotation ? '' : 'out';
       row.tr.setAttribute('data-in-rotation', String(u.inRotation));
       row.button.textContent = u.cordoned ? 'Uncordon' : 'Cordon';
@@ -295,7 +344,18 @@
       const make = (title, unit) => {
         const fig = el('figure', {}, el('figcaption', { text: title }));
         v.charts.append(fig);
-        return new uPlot({ width: 440, height: 150, series, scales: { x: { time: true } }, axes: [{}, { size: 56, values: (_u, ticks) => ticks.map((t) => `${t}${unit}`) }], legend: { live: false } }, [[]], fig);
+        return new uPlot(
+          {
+            width: 440,
+            height: 150,
+            series,
+            scales: { x: { time: true } },
+            axes: [{}, { size: 56, values: (_u, ticks) => ticks.map((t) => `${t}${unit}`) }],
+            legend: { live: false },
+          },
+          [[]],
+          fig,
+        );
       };
       v.plots = [make('p90 latency of successful answers (ms)', ''), make('error rate (%)', '%')];
       v.plotIds = idsKey;
@@ -312,7 +372,12 @@
     button.disabled = true;
     const line = $('action');
     try {
-      const r = await fetch('/admin', { method: 'POST', headers: { 'Content-Type': 'application/json', ...authHeaders() }, body: JSON.stringify({ jsonrpc: '2.0', id: Date.now(), method, params }), cache: 'no-store' });
+      const r = await fetch('/admin', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', ...authHeaders() },
+        body: JSON.stringify({ jsonrpc: '2.0', id: Date.now(), method, params }),
+        cache: 'no-store',
+      });
       const j = await r.json().catch(() => null);
       if (!r.ok || !j || j.error) line.textContent = `${method} ${upstream} refused: ${j?.error?.message ?? `HTTP ${r.status}`}`;
       else line.textContent = `${upstream} ${uncordon ? 'uncordoned' : 'cordoned'} in project ${projectId}`;

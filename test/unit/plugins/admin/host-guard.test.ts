@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import { hostAllowed, hostnameOf } from '../../../../plugins/admin/host-guard.ts';
 import { replayNeeded } from '../../../../plugins/admin/methods.ts';
-import { type PluginHost } from '../../../../core/plugin-api.ts';
+import type { PluginHost } from '../../../../core/plugin-api.ts';
 import { AUTH_SERVICE } from 'svc/plugins/auth';
 import { startSvc, type SvcHandle } from '../../../helpers/svc.ts';
 
@@ -22,7 +22,8 @@ describe('admin: DNS-rebinding guard and replays', () => {
     });
     it('with only network strategies: IP literals and localhost pass, other names do not', () => {
       for (const h of ['127.0.0.1:4000', '10.0.0.5', '[::1]:4000', 'localhost:4000', '']) expect(hostAllowed(h, ambient), h).to.equal(true);
-      for (const h of ['evil.example:4000', 'evil.example', 'localhost.evil.example', '127.0.0.1.nip.io', 'x'.repeat(300)]) expect(hostAllowed(h, ambient), h).to.equal(false);
+      for (const h of ['evil.example:4000', 'evil.example', 'localhost.evil.example', '127.0.0.1.nip.io', 'x'.repeat(300)])
+        expect(hostAllowed(h, ambient), h).to.equal(false);
     });
     it('admin.allowedHosts: exact names and *.subdomains, case-insensitive, trailing dot ignored', () => {
       const s = { allowedHosts: ['ops.example', '*.svc.internal'], ambientOnly: true };
@@ -40,7 +41,9 @@ describe('admin: DNS-rebinding guard and replays', () => {
 
   describe('replayNeeded', () => {
     const hostWith = (shared: boolean | undefined): PluginHost =>
-      ({ services: { get: (k: unknown) => (k === AUTH_SERVICE && shared !== undefined ? { apiKeys: () => ({ shared }) } : undefined) } }) as unknown as PluginHost;
+      ({
+        services: { get: (k: unknown) => (k === AUTH_SERVICE && shared !== undefined ? { apiKeys: () => ({ shared }) } : undefined) },
+      }) as unknown as PluginHost;
     const key = [{ projectId: 'main', connectorId: 'keys', apiKey: 'k' }];
     it('cordons are always replayed (each process keeps its own)', () => {
       expect(replayNeeded(hostWith(true), 'svc_cordonUpstream', [{ projectId: 'main', upstream: 'a' }])).to.equal(true);

@@ -7,14 +7,40 @@
 import { expect } from 'chai';
 import type { AttemptRecord } from '../../../../core/pipeline/context.ts';
 import { HealthTracker, type HealthOutcome } from '../../../../lib/health-window.ts';
-import { buildSnapshot, MAX_METRIC_ROWS, type MetricSample, type NetworkLike, type SnapshotSources, type UpstreamLike, worstBreaker } from '../../../../plugins/admin/ui/snapshot.ts';
+import {
+  buildSnapshot,
+  MAX_METRIC_ROWS,
+  type MetricSample,
+  type NetworkLike,
+  type SnapshotSources,
+  type UpstreamLike,
+  worstBreaker,
+} from '../../../../plugins/admin/ui/snapshot.ts';
 
 const attempt = (upstreamId: string, durationMs: number, outcome: HealthOutcome): AttemptRecord =>
-  ({ upstreamId, vendor: 'unknown', method: 'eth_call', projectId: 'main', networkId: 'evm:1', reason: 'primary', outcome: outcome === 'error' ? 'exec_revert' : 'success', startedAt: 0, durationMs, won: true, dialled: true, kind: outcome }) as unknown as AttemptRecord;
+  ({
+    upstreamId,
+    vendor: 'unknown',
+    method: 'eth_call',
+    projectId: 'main',
+    networkId: 'evm:1',
+    reason: 'primary',
+    outcome: outcome === 'error' ? 'exec_revert' : 'success',
+    startedAt: 0,
+    durationMs,
+    won: true,
+    dialled: true,
+    kind: outcome,
+  }) as unknown as AttemptRecord;
 
 /** A project with network evm:1 (upstreams a, b, c) whose tracker classifies by the attempt's `kind`. */
 function fixture(samples: Map<string, MetricSample[]> = new Map(), over: Partial<SnapshotSources> = {}) {
-  const health = new HealthTracker((a) => (a as unknown as { kind: HealthOutcome }).kind, 60_000, 10, () => 1_000_000);
+  const health = new HealthTracker(
+    (a) => (a as unknown as { kind: HealthOutcome }).kind,
+    60_000,
+    10,
+    () => 1_000_000,
+  );
   const upstreams: UpstreamLike[] = [
     { id: 'a', vendor: 'unknown' },
     { id: 'b', vendor: 'alchemy' },
@@ -25,7 +51,12 @@ function fixture(samples: Map<string, MetricSample[]> = new Map(), over: Partial
   const heads: Record<string, number> = { a: 100, b: 97 };
   const src: SnapshotSources = {
     projects: [project],
-    chainState: () => ({ highestLatest: 100, highestFinalized: 90, blockTimeMs: 12_000, peek: (u) => (heads[u.id] ? { latest: heads[u.id] as number } : undefined) }),
+    chainState: () => ({
+      highestLatest: 100,
+      highestFinalized: 90,
+      blockTimeMs: 12_000,
+      peek: (u) => (heads[u.id] ? { latest: heads[u.id] as number } : undefined),
+    }),
     selection: () => ({ order: ['b', 'a'], scores: { a: 0.4, b: 0.1, c: 9 }, excluded: { c: 'error rate above threshold' } }),
     breaker: (_n, u) => (u.id === 'b' ? 'open' : u.id === 'a' ? 'closed' : 'none'),
     samples,
@@ -49,7 +80,20 @@ describe('admin ui: snapshot builder (plugins/admin/ui/snapshot.ts)', () => {
     const n = s.projects[0]?.networks[0];
     expect(n).to.include({ id: 'evm:1', alias: 'eth', highestLatest: 100, highestFinalized: 90, blockTimeMs: 12_000, consensusDisputes: 0 });
     const [a, b, c] = n?.upstreams ?? [];
-    expect(a).to.include({ id: 'a', requests: 4, errorRate: 0.25, throttleRate: 0, rank: 2, score: 0.4, latestBlock: 100, headLag: 0, breaker: 'closed', cordoned: false, inRotation: true, excluded: null });
+    expect(a).to.include({
+      id: 'a',
+      requests: 4,
+      errorRate: 0.25,
+      throttleRate: 0,
+      rank: 2,
+      score: 0.4,
+      latestBlock: 100,
+      headLag: 0,
+      breaker: 'closed',
+      cordoned: false,
+      inRotation: true,
+      excluded: null,
+    });
     expect(a?.latencyMs.p50).to.be.closeTo(20, 1);
     expect(b).to.include({ id: 'b', vendor: 'alchemy', throttleRate: 1, rank: 1, score: 0.1, latestBlock: 97, headLag: 3, breaker: 'open', inRotation: true });
     expect(b?.latencyMs).to.deep.equal({ p50: 0, p90: 0, p99: 0 });
@@ -75,7 +119,10 @@ describe('admin ui: snapshot builder (plugins/admin/ui/snapshot.ts)', () => {
   });
 
   it('without the selection plugin every uncordoned upstream is in the rotation, unranked; without chain state the window lag is used', () => {
-    const { health, src } = fixture(new Map(), { selection: () => undefined, chainState: () => ({ highestLatest: 0, highestFinalized: 0, blockTimeMs: undefined, peek: () => undefined }) });
+    const { health, src } = fixture(new Map(), {
+      selection: () => undefined,
+      chainState: () => ({ highestLatest: 0, highestFinalized: 0, blockTimeMs: undefined, peek: () => undefined }),
+    });
     health.setLag('b', 7, 2);
     const n = buildSnapshot(src).projects[0]?.networks[0];
     expect(n?.blockTimeMs).to.equal(null);
@@ -88,7 +135,10 @@ describe('admin ui: snapshot builder (plugins/admin/ui/snapshot.ts)', () => {
   });
 
   it('cache hit ratio per (network, connector, policy) summed over methods, rate-limit rejections and disputes of this project only', () => {
-    const cache = (name: string, project: string, category: string, policy: string, value: number): [string, MetricSample] => [name, { labels: { project, network: 'evm:1', category, connector: 'memory', policy }, value }];
+    const cache = (name: string, project: string, category: string, policy: string, value: number): [string, MetricSample] => [
+      name,
+      { labels: { project, network: 'evm:1', category, connector: 'memory', policy }, value },
+    ];
     const rows: Array<[string, MetricSample]> = [
       cache('svc_cache_get_hit_total', 'main', 'eth_call', 'finalized', 3),
       cache('svc_cache_get_hit_total', 'main', 'eth_getBalance', 'finalized', 3),
@@ -118,7 +168,10 @@ describe('admin ui: snapshot builder (plugins/admin/ui/snapshot.ts)', () => {
   });
 
   it('bounds each metric table and ignores non-finite values', () => {
-    const many: MetricSample[] = Array.from({ length: MAX_METRIC_ROWS + 50 }, (_, i) => ({ labels: { project: 'main', scope: 'project', budget: `b${i}` }, value: i + 1 }));
+    const many: MetricSample[] = Array.from({ length: MAX_METRIC_ROWS + 50 }, (_, i) => ({
+      labels: { project: 'main', scope: 'project', budget: `b${i}` },
+      value: i + 1,
+    }));
     many.push({ labels: { project: 'main', scope: 'project', budget: 'nan' }, value: Number.NaN });
     const p = buildSnapshot(fixture(new Map([['svc_rate_limited_total', many]])).src).projects[0];
     expect(p?.rateLimited).to.have.length(MAX_METRIC_ROWS);

@@ -25,7 +25,13 @@ describe('admin ui: event streams (plugins/admin/ui/stream.ts)', () => {
 
   it('writes retry, then a snapshot at once and one per interval, built once per tick for every stream', async () => {
     let built = 0;
-    hub = new EventStreams({ maxStreams: 4, intervalMs: 30, produce: () => Promise.resolve(JSON.stringify({ n: ++built })), serving: () => true, onError: () => undefined });
+    hub = new EventStreams({
+      maxStreams: 4,
+      intervalMs: 30,
+      produce: () => Promise.resolve(JSON.stringify({ n: ++built })),
+      serving: () => true,
+      onError: () => undefined,
+    });
     const a = collect(hub.add(() => 0) as PassThrough);
     const b = collect(hub.add(() => 0) as PassThrough);
     await tick(100);
@@ -78,7 +84,13 @@ describe('admin ui: event streams (plugins/admin/ui/stream.ts)', () => {
   it('a failing snapshot is reported and the stream stays open for the next tick', async () => {
     let fail = true;
     const errors: unknown[] = [];
-    hub = new EventStreams({ maxStreams: 1, intervalMs: 20, produce: () => (fail ? Promise.reject(new Error('registry')) : Promise.resolve('{"ok":1}')), serving: () => true, onError: (e) => errors.push(e) });
+    hub = new EventStreams({
+      maxStreams: 1,
+      intervalMs: 20,
+      produce: () => (fail ? Promise.reject(new Error('registry')) : Promise.resolve('{"ok":1}')),
+      serving: () => true,
+      onError: (e) => errors.push(e),
+    });
     const s = collect(hub.add(() => 0) as PassThrough);
     await tick(30);
     expect(errors.length).to.be.at.least(1);

@@ -24,7 +24,16 @@ describe("cache: eRPC's connector shapes", () => {
     const { document, rewrites } = load(
       cacheOf({
         driver: 'dynamodb',
-        dynamodb: { table: 'svc_cache', region: 'us-east-1', endpoint: 'http://localhost:8000', getTimeout: '200ms', setTimeout: '2s', maxRetries: 2, lockRetryInterval: '100ms', auth: { mode: 'secret', accessKeyID: 'AK', secretAccessKey: 'SK' } },
+        dynamodb: {
+          table: 'svc_cache',
+          region: 'us-east-1',
+          endpoint: 'http://localhost:8000',
+          getTimeout: '200ms',
+          setTimeout: '2s',
+          maxRetries: 2,
+          lockRetryInterval: '100ms',
+          auth: { mode: 'secret', accessKeyID: 'AK', secretAccessKey: 'SK' },
+        },
       }),
     );
     const c = connectorOf(document);
@@ -34,7 +43,13 @@ describe("cache: eRPC's connector shapes", () => {
       adapter: '@keyv/dynamo',
       readTimeout: '200ms',
       writeTimeout: '2s',
-      options: { tableName: 'svc_cache', region: 'us-east-1', endpoint: 'http://localhost:8000', maxAttempts: 3, credentials: { accessKeyId: 'AK', secretAccessKey: 'SK' } },
+      options: {
+        tableName: 'svc_cache',
+        region: 'us-east-1',
+        endpoint: 'http://localhost:8000',
+        maxAttempts: 3,
+        credentials: { accessKeyId: 'AK', secretAccessKey: 'SK' },
+      },
     });
     const r = rewrites.find((x) => x.path === 'database.evmJsonRpcCache.connectors[0].driver');
     expect(r, 'recorded').to.not.equal(undefined);
@@ -49,7 +64,19 @@ describe("cache: eRPC's connector shapes", () => {
   });
 
   it('dynamodb keys without an equivalent in @keyv/dynamo are refused with their reason', () => {
-    const p = problems(cacheOf({ driver: 'dynamodb', dynamodb: { partitionKeyName: 'g', rangeKeyName: 'r', reverseIndexName: 'i', ttlAttributeName: 't', initTimeout: '5s', auth: { mode: 'file', credentialsFile: '/x' } } }));
+    const p = problems(
+      cacheOf({
+        driver: 'dynamodb',
+        dynamodb: {
+          partitionKeyName: 'g',
+          rangeKeyName: 'r',
+          reverseIndexName: 'i',
+          ttlAttributeName: 't',
+          initTimeout: '5s',
+          auth: { mode: 'file', credentialsFile: '/x' },
+        },
+      }),
+    );
     const at = (k: string) => p.find((x) => x.path === `database.evmJsonRpcCache.connectors[0].dynamodb.${k}`)?.message ?? '';
     expect(at('partitionKeyName')).to.match(/own table layout/);
     expect(at('rangeKeyName')).to.match(/own table layout/);
@@ -60,14 +87,25 @@ describe("cache: eRPC's connector shapes", () => {
   });
 
   it("failsafeForGets as one object with matchFinality as one value (any case, or eRPC's number) becomes a list of names", () => {
-    const { document } = load(cacheOf({ driver: 'memory', failsafeForGets: { matchMethod: 'eth_call', matchFinality: 'UNFINALIZED', timeout: { duration: '100ms' } }, failsafeForSets: [{ matchFinality: 2 }] }));
+    const { document } = load(
+      cacheOf({
+        driver: 'memory',
+        failsafeForGets: { matchMethod: 'eth_call', matchFinality: 'UNFINALIZED', timeout: { duration: '100ms' } },
+        failsafeForSets: [{ matchFinality: 2 }],
+      }),
+    );
     const c = connectorOf(document);
     expect(c.failsafeForGets).to.deep.equal([{ matchMethod: 'eth_call', matchFinality: ['unfinalized'], timeout: { duration: '100ms' } }]);
     expect((c.failsafeForSets as Doc[])[0]?.matchFinality).to.deep.equal(['realtime']);
   });
 
   it("eRPC's adaptive duration objects become their fixed base; a hedge quantile is refused by name", () => {
-    const { document } = load(cacheOf({ driver: 'memory', failsafeForGets: [{ hedge: { delay: { base: '20ms', min: '5ms' }, maxCount: 1 }, timeout: { duration: { base: '400ms' } } }] }));
+    const { document } = load(
+      cacheOf({
+        driver: 'memory',
+        failsafeForGets: [{ hedge: { delay: { base: '20ms', min: '5ms' }, maxCount: 1 }, timeout: { duration: { base: '400ms' } } }],
+      }),
+    );
     const e = (connectorOf(document).failsafeForGets as Doc[])[0] as Doc;
     expect(e.hedge).to.deep.equal({ delay: '20ms', maxCount: 1 });
     expect(e.timeout).to.deep.equal({ duration: '400ms' });

@@ -56,8 +56,17 @@ describe('cache connector failsafe: entry matching', () => {
 describe('cache connector failsafe: config', () => {
   it('refuses consensus and a quantile hedge, naming what to do instead', () => {
     const problems: Array<{ path: string; message: string }> = [];
-    resolveFailsafe([{ consensus: { maxParticipants: 3 } }, { hedge: { delay: 10, quantile: 0.9 } }, { timeout: { duration: 2000 } }], 'c.failsafeForGets', problems, 1000);
-    expect(problems.map((x) => x.path)).to.deep.equal(['c.failsafeForGets[0].consensus', 'c.failsafeForGets[1].hedge.quantile', 'c.failsafeForGets[2].timeout.duration']);
+    resolveFailsafe(
+      [{ consensus: { maxParticipants: 3 } }, { hedge: { delay: 10, quantile: 0.9 } }, { timeout: { duration: 2000 } }],
+      'c.failsafeForGets',
+      problems,
+      1000,
+    );
+    expect(problems.map((x) => x.path)).to.deep.equal([
+      'c.failsafeForGets[0].consensus',
+      'c.failsafeForGets[1].hedge.quantile',
+      'c.failsafeForGets[2].timeout.duration',
+    ]);
     expect(problems[0]?.message).to.match(/eRPC refuses it too/);
     expect(problems[1]?.message).to.match(/fixed `delay`/);
     expect(problems[2]?.message).to.match(/at most 1000 ms/);
@@ -66,7 +75,13 @@ describe('cache connector failsafe: config', () => {
   it("fills eRPC's defaults: hedge maxCount 1, breaker 20 of 80, 5 min, 8 of 10", () => {
     const [e] = resolveFailsafe([{ hedge: { delay: 100 }, circuitBreaker: { failureThresholdCount: 3 } }], 'x', [], 1000) ?? [];
     expect(e?.hedge).to.deep.equal({ delay: 100, maxCount: 1 });
-    expect(e?.circuitBreaker).to.deep.equal({ failureThresholdCount: 3, failureThresholdCapacity: 80, halfOpenAfter: 300_000, successThresholdCount: 8, successThresholdCapacity: 10 });
+    expect(e?.circuitBreaker).to.deep.equal({
+      failureThresholdCount: 3,
+      failureThresholdCapacity: 80,
+      halfOpenAfter: 300_000,
+      successThresholdCount: 8,
+      successThresholdCapacity: 10,
+    });
   });
 });
 
@@ -169,13 +184,17 @@ describe('cache connector failsafe: running an operation', () => {
 
   it('a hedge that fails on the connection keeps the race going; another error ends it', async () => {
     const p = plans([{ hedge: { delay: 10, maxCount: 1 } }], 500).plan('', undefined);
-    const out = runPlan(p, storage(), () => (Date.now() === 1_000_000 ? new Promise<string>((r) => setTimeout(() => r('first'), 50)) : Promise.reject(refused())));
+    const out = runPlan(p, storage(), () =>
+      Date.now() === 1_000_000 ? new Promise<string>((r) => setTimeout(() => r('first'), 50)) : Promise.reject(refused()),
+    );
     await clock.tickAsync(60);
     expect(await out).to.equal('first');
   });
 
   it("the entry's circuit breaker opens on connection failures once its window is full, skips, and closes after successful trials", async () => {
-    const p = plans([{ circuitBreaker: { failureThresholdCount: 2, failureThresholdCapacity: 3, halfOpenAfter: 1000, successThresholdCount: 1, successThresholdCapacity: 1 } }]).plan('eth_call', undefined);
+    const p = plans([
+      { circuitBreaker: { failureThresholdCount: 2, failureThresholdCapacity: 3, halfOpenAfter: 1000, successThresholdCount: 1, successThresholdCapacity: 1 } },
+    ]).plan('eth_call', undefined);
     const b = p.breaker as EntryBreaker;
     let tries = 0;
     let fail = true;
@@ -189,7 +208,12 @@ describe('cache connector failsafe: running an operation', () => {
     await go();
     expect(b.state).to.equal('closed'); // window of 3 not full yet
     // A miss is not counted; a timeout is not counted.
-    await runPlan(p, storage(), async () => undefined, (v) => v === undefined);
+    await runPlan(
+      p,
+      storage(),
+      async () => undefined,
+      (v) => v === undefined,
+    );
     expect(b.state).to.equal('closed');
     await go();
     expect(b.state).to.equal('open');
@@ -204,7 +228,10 @@ describe('cache connector failsafe: running an operation', () => {
 
   it('a failed half-open trial reopens the entry breaker', () => {
     let now = 0;
-    const b = new EntryBreaker({ failureThresholdCount: 1, failureThresholdCapacity: 1, halfOpenAfter: 100, successThresholdCount: 2, successThresholdCapacity: 3 }, () => now);
+    const b = new EntryBreaker(
+      { failureThresholdCount: 1, failureThresholdCapacity: 1, halfOpenAfter: 100, successThresholdCount: 2, successThresholdCapacity: 3 },
+      () => now,
+    );
     b.record(true);
     expect(b.state).to.equal('open');
     now = 100;

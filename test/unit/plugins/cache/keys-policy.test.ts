@@ -16,9 +16,17 @@ function policy(over: Partial<PolicyConfig> = {}): Policy {
 
 describe('cache keys', () => {
   it('partition is network + block reference; range is method + params hash, never the id', () => {
-    expect(callKey(NET, 'eth_getBlockByNumber', ['0x10', false], 'h')).to.deep.include({ partition: 'evm:1:16', range: 'eth_getBlockByNumber:h', reverse: false, blockNumber: 16 });
+    expect(callKey(NET, 'eth_getBlockByNumber', ['0x10', false], 'h')).to.deep.include({
+      partition: 'evm:1:16',
+      range: 'eth_getBlockByNumber:h',
+      reverse: false,
+      blockNumber: 16,
+    });
     expect(callKey(NET, 'eth_getBalance', ['0xabc', 'latest'], 'h')).to.deep.include({ partition: 'evm:1:latest', tag: 'latest' });
-    expect(callKey(NET, 'eth_getBalance', ['0xabc'], 'h')).to.deep.include({ partition: 'evm:1:latest', tag: 'latest' }, 'an omitted block param is the node default, latest');
+    expect(callKey(NET, 'eth_getBalance', ['0xabc'], 'h')).to.deep.include(
+      { partition: 'evm:1:latest', tag: 'latest' },
+      'an omitted block param is the node default, latest',
+    );
     expect(callKey(NET, 'eth_call', [{}, { blockHash: H }], 'h')).to.deep.include({ partition: `evm:1:${H}`, reverse: false });
     expect(callKey(NET, 'eth_getLogs', [{ fromBlock: '0x1', toBlock: '0x5' }], 'h')).to.deep.include({ partition: 'evm:1:1-5', blockNumber: 5 });
     expect(callKey(NET, 'eth_getLogs', [{ fromBlock: '0x1', toBlock: 'latest' }], 'h')).to.deep.include({ tag: 'latest' });
@@ -44,10 +52,25 @@ describe('cache keys', () => {
   });
 
   it('never cached: writes, signing, the stateful filter methods and node administration', () => {
-    for (const m of ['eth_sendRawTransaction', 'eth_sendRawTransactionSync', 'eth_sendTransaction', 'eth_sendUserOperation', 'eth_newFilter', 'eth_getFilterChanges', 'eth_getFilterLogs', 'eth_uninstallFilter', 'eth_newBlockFilter', 'personal_sign', 'anvil_mine', 'evm_mine', 'eth_subscribe']) {
+    for (const m of [
+      'eth_sendRawTransaction',
+      'eth_sendRawTransactionSync',
+      'eth_sendTransaction',
+      'eth_sendUserOperation',
+      'eth_newFilter',
+      'eth_getFilterChanges',
+      'eth_getFilterLogs',
+      'eth_uninstallFilter',
+      'eth_newBlockFilter',
+      'personal_sign',
+      'anvil_mine',
+      'evm_mine',
+      'eth_subscribe',
+    ]) {
       expect(neverCached(m), m).to.equal(true);
     }
-    for (const m of ['eth_getBlockByNumber', 'eth_call', 'eth_getLogs', 'eth_getTransactionReceipt', 'debug_traceTransaction']) expect(neverCached(m), m).to.equal(false);
+    for (const m of ['eth_getBlockByNumber', 'eth_call', 'eth_getLogs', 'eth_getTransactionReceipt', 'debug_traceTransaction'])
+      expect(neverCached(m), m).to.equal(false);
   });
 
   it('empty is null, "", "0x", "0x0", [] and {} (and nothing else)', () => {
@@ -58,17 +81,38 @@ describe('cache keys', () => {
   it('the block an answer names: a block by number/hash, a receipt by blockNumber/blockHash, a log list by its last block', () => {
     expect(answeredBlock('eth_getBlockByHash', { number: '0x10', hash: H, parentHash: '0x' })).to.deep.equal({ number: 16, hash: H });
     expect(answeredBlock('eth_getTransactionReceipt', { blockNumber: '0x11', blockHash: H, transactionHash: '0x1' })).to.deep.equal({ number: 17, hash: H });
-    expect(answeredBlock('eth_getTransactionByBlockNumberAndIndex', { blockNumber: '0x11', blockHash: H, hash: '0x99' })).to.deep.equal({ number: 17, hash: H });
-    expect(answeredBlock('eth_getLogs', [{ blockNumber: '0x1', blockHash: H }, { blockNumber: '0x3', blockHash: `0x${'cd'.repeat(32)}` }])).to.deep.equal({ number: 3 });
-    expect(answeredBlock('eth_getBlockReceipts', [{ blockNumber: '0x3', blockHash: H }, { blockNumber: '0x3', blockHash: H }])).to.deep.equal({ number: 3, hash: H });
+    expect(answeredBlock('eth_getTransactionByBlockNumberAndIndex', { blockNumber: '0x11', blockHash: H, hash: '0x99' })).to.deep.equal({
+      number: 17,
+      hash: H,
+    });
+    expect(
+      answeredBlock('eth_getLogs', [
+        { blockNumber: '0x1', blockHash: H },
+        { blockNumber: '0x3', blockHash: `0x${'cd'.repeat(32)}` },
+      ]),
+    ).to.deep.equal({ number: 3 });
+    expect(
+      answeredBlock('eth_getBlockReceipts', [
+        { blockNumber: '0x3', blockHash: H },
+        { blockNumber: '0x3', blockHash: H },
+      ]),
+    ).to.deep.equal({ number: 3, hash: H });
     expect(answeredBlock('eth_getTransactionReceipt', null)).to.deep.equal({});
   });
 });
 
 describe('cache policies', () => {
   it('reads: finalized ← finalized|unfinalized, realtime ← realtime, unknown ← any, unfinalized ← unfinalized', () => {
-    const pol = { finalized: policy({ finality: 'finalized' }), unfinalized: policy({ finality: 'unfinalized' }), realtime: policy({ finality: 'realtime' }), unknown: policy({ finality: 'unknown' }) };
-    const readable = (call: 'finalized' | 'unfinalized' | 'realtime' | 'unknown') => Object.entries(pol).filter(([, p]) => p.readable(call)).map(([k]) => k);
+    const pol = {
+      finalized: policy({ finality: 'finalized' }),
+      unfinalized: policy({ finality: 'unfinalized' }),
+      realtime: policy({ finality: 'realtime' }),
+      unknown: policy({ finality: 'unknown' }),
+    };
+    const readable = (call: 'finalized' | 'unfinalized' | 'realtime' | 'unknown') =>
+      Object.entries(pol)
+        .filter(([, p]) => p.readable(call))
+        .map(([k]) => k);
     expect(readable('finalized')).to.deep.equal(['finalized', 'unfinalized']);
     expect(readable('realtime')).to.deep.equal(['realtime']);
     expect(readable('unknown')).to.deep.equal(['finalized', 'unfinalized', 'realtime', 'unknown']);

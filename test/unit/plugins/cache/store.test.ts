@@ -14,7 +14,16 @@ import { connectionRedactor, decodeEntry, encodeEntry, type CacheEntry, type Con
 import { callKey } from '../../../../plugins/cache/keys.ts';
 import { Policy } from '../../../../plugins/cache/policy.ts';
 import { cacheConfigOf, defaultCacheConfig, type PolicyConfig } from '../../../../plugins/cache/schema.ts';
-import { acceptable, readEntry, writeEntry, WriteQueue, type PendingWrite, type ReadEvent, type Reader, type StoreSink } from '../../../../plugins/cache/store.ts';
+import {
+  acceptable,
+  readEntry,
+  writeEntry,
+  WriteQueue,
+  type PendingWrite,
+  type ReadEvent,
+  type Reader,
+  type StoreSink,
+} from '../../../../plugins/cache/store.ts';
 import type { ResolvedConfig } from '../../../../config/types.ts';
 
 const H1 = `0x${'11'.repeat(32)}`;
@@ -59,7 +68,11 @@ const entry = (over: Partial<CacheEntry> = {}): CacheEntry => ({ wire: '"0x1"', 
 /** A remote-like connector answering after a delay, or never, or failing. */
 function slow(id: string, behaviour: 'never' | 'fail' | { after: number; entry?: CacheEntry }): Connector {
   const get = (): Promise<CacheEntry | undefined> =>
-    behaviour === 'never' ? new Promise(() => undefined) : behaviour === 'fail' ? Promise.reject(new Error('down')) : new Promise((r) => setTimeout(() => r(behaviour.entry), behaviour.after));
+    behaviour === 'never'
+      ? new Promise(() => undefined)
+      : behaviour === 'fail'
+        ? Promise.reject(new Error('down'))
+        : new Promise((r) => setTimeout(() => r(behaviour.entry), behaviour.after));
   return { id, driver: 'redis', open: async () => {}, close: async () => {}, get, getReverse: get, set: async () => {}, delete: async () => {} };
 }
 
@@ -129,7 +142,16 @@ describe('cache store', () => {
       const mem = new MemoryConnector('mem', { maxItems: 10, maxTotalSize: 1 << 20 });
       const c = ctxOf('eth_gasPrice', []);
       const k = keyOf('main/evm:1', 'eth_gasPrice', [], 'h');
-      writeEntry(c, k, 'realtime', { wire: '"0x5"', value: () => '0x5' }, [policy({ finality: 'realtime', connector: 'mem' })], new Map([['mem', mem]]), chain(0, 0), recorder());
+      writeEntry(
+        c,
+        k,
+        'realtime',
+        { wire: '"0x5"', value: () => '0x5' },
+        [policy({ finality: 'realtime', connector: 'mem' })],
+        new Map([['mem', mem]]),
+        chain(0, 0),
+        recorder(),
+      );
       expect(mem.get(k.partition, k.range)).to.equal(undefined);
     });
 
@@ -143,14 +165,22 @@ describe('cache store', () => {
     });
 
     it('an unfinalized entry written before this process watched the chain is a miss unless its hash is the canonical one', () => {
-      let now = 5000;
+      const now = 5000;
       const st = chain(100, 90, () => now);
       st.observeBlockHash(100, H1);
       expect(st.watchingSince).to.equal(5000);
-      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 97, writtenAt: 4000 }), st), 'another replica, before this one watched').to.deep.equal({ ok: false, drop: false });
-      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 100, blockHash: H1, writtenAt: 4000 }), st).ok, 'its hash is the canonical one').to.equal(true);
+      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 97, writtenAt: 4000 }), st), 'another replica, before this one watched').to.deep.equal({
+        ok: false,
+        drop: false,
+      });
+      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 100, blockHash: H1, writtenAt: 4000 }), st).ok, 'its hash is the canonical one').to.equal(
+        true,
+      );
       expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 97, writtenAt: 5500 }), st).ok, 'written while watching').to.equal(true);
-      expect(acceptable(entry({ finality: 'unfinalized', blockNumber: 97, writtenAt: 5500 }), chain(100, 90)).ok, 'never watched (no poller): no guess').to.equal(false);
+      expect(
+        acceptable(entry({ finality: 'unfinalized', blockNumber: 97, writtenAt: 5500 }), chain(100, 90)).ok,
+        'never watched (no poller): no guess',
+      ).to.equal(false);
     });
 
     it('a write rests an unfinalized state read on the canonical hash at its height; an answer from another fork is not kept', () => {
@@ -271,7 +301,9 @@ describe('cache store', () => {
       const key = keyOf(NET, 'eth_getBlockByNumber', ['0x5f', false], 'h');
       mem.set(key.partition, key.range, entry({ finality: 'unfinalized', blockNumber: 95, blockHash: H1 }), 0);
       const sink = recorder();
-      expect(readEntry(ctxOf('eth_getBlockByNumber', ['0x5f', false]), key, [{ connector: mem, policy: policy({ finality: 'unfinalized' }) }], st, sink)).to.equal(undefined);
+      expect(
+        readEntry(ctxOf('eth_getBlockByNumber', ['0x5f', false]), key, [{ connector: mem, policy: policy({ finality: 'unfinalized' }) }], st, sink),
+      ).to.equal(undefined);
       expect(mem.get(key.partition, key.range)).to.equal(undefined);
       expect(sink.reads).to.deep.equal([['mem', 'miss']]);
     });
@@ -287,7 +319,16 @@ describe('cache store', () => {
       const ctx = ctxOf('eth_getTransactionReceipt', [H1]);
       const key = keyOf(NET, 'eth_getTransactionReceipt', [H1], 'h');
       const sink = recorder();
-      writeEntry(ctx, key, 'unknown', answer({ blockNumber: '0x50', blockHash: H2, status: '0x1' }), [policy({ finality: 'unfinalized' }), policy({ finality: 'finalized' })], new Map([['mem', m]]), st, sink);
+      writeEntry(
+        ctx,
+        key,
+        'unknown',
+        answer({ blockNumber: '0x50', blockHash: H2, status: '0x1' }),
+        [policy({ finality: 'unfinalized' }), policy({ finality: 'finalized' })],
+        new Map([['mem', m]]),
+        st,
+        sink,
+      );
       expect(sink.writes).to.deep.equal([['mem', true]]);
       const got = m.getReverse(NET, key.range);
       expect(got).to.deep.include({ finality: 'finalized', blockNumber: 80, blockHash: H2 });
@@ -297,9 +338,27 @@ describe('cache store', () => {
     it('the same receipt above the finalized block is unfinalized and goes only to unfinalized policies', () => {
       const m = mem();
       const key = keyOf(NET, 'eth_getTransactionReceipt', [H1], 'h');
-      writeEntry(ctxOf('eth_getTransactionReceipt', [H1]), key, 'unknown', answer({ blockNumber: '0x5f', blockHash: H2 }), [policy({ finality: 'finalized' })], new Map([['mem', m]]), chain(100, 90), recorder());
+      writeEntry(
+        ctxOf('eth_getTransactionReceipt', [H1]),
+        key,
+        'unknown',
+        answer({ blockNumber: '0x5f', blockHash: H2 }),
+        [policy({ finality: 'finalized' })],
+        new Map([['mem', m]]),
+        chain(100, 90),
+        recorder(),
+      );
       expect(m.getReverse(NET, key.range)).to.equal(undefined);
-      writeEntry(ctxOf('eth_getTransactionReceipt', [H1]), key, 'unknown', answer({ blockNumber: '0x5f', blockHash: H2 }), [policy({ finality: 'unfinalized' })], new Map([['mem', m]]), chain(100, 90), recorder());
+      writeEntry(
+        ctxOf('eth_getTransactionReceipt', [H1]),
+        key,
+        'unknown',
+        answer({ blockNumber: '0x5f', blockHash: H2 }),
+        [policy({ finality: 'unfinalized' })],
+        new Map([['mem', m]]),
+        chain(100, 90),
+        recorder(),
+      );
       expect(m.getReverse(NET, key.range)).to.deep.include({ finality: 'unfinalized', blockNumber: 95, blockHash: H2 });
     });
 
@@ -307,9 +366,27 @@ describe('cache store', () => {
       const m = mem();
       const key = keyOf(NET, 'eth_getBlockByNumber', ['finalized', false], 'h');
       const sink = recorder();
-      writeEntry(ctxOf('eth_getBlockByNumber', ['finalized', false]), key, 'finalized', answer({ number: '0x5a', hash: H1 }), [policy({ finality: 'finalized' })], new Map([['mem', m]]), chain(100, 90), sink);
+      writeEntry(
+        ctxOf('eth_getBlockByNumber', ['finalized', false]),
+        key,
+        'finalized',
+        answer({ number: '0x5a', hash: H1 }),
+        [policy({ finality: 'finalized' })],
+        new Map([['mem', m]]),
+        chain(100, 90),
+        sink,
+      );
       expect(sink.writes).to.deep.equal([]);
-      writeEntry(ctxOf('eth_getBlockByNumber', ['finalized', false]), key, 'realtime', answer({ number: '0x5a', hash: H1 }), [policy({ finality: 'realtime', ttl: 2000 })], new Map([['mem', m]]), chain(100, 90), sink);
+      writeEntry(
+        ctxOf('eth_getBlockByNumber', ['finalized', false]),
+        key,
+        'realtime',
+        answer({ number: '0x5a', hash: H1 }),
+        [policy({ finality: 'realtime', ttl: 2000 })],
+        new Map([['mem', m]]),
+        chain(100, 90),
+        sink,
+      );
       expect(m.get(key.partition, key.range)).to.deep.include({ finality: 'realtime', blockNumber: 100 });
     });
 
@@ -319,10 +396,28 @@ describe('cache store', () => {
       const ok = keyOf(NET, 'eth_getBlockByNumber', ['0x10', false], 'a');
       writeEntry(ctxOf('eth_getBlockByNumber', ['0x10', false]), ok, 'finalized', answer(null), [policy()], conns, chain(100, 90), recorder());
       expect(m.get(ok.partition, ok.range)).to.equal(undefined);
-      writeEntry(ctxOf('eth_getBlockByNumber', ['0x10', false]), ok, 'finalized', answer(null), [policy({ empty: 'allow' })], conns, chain(100, 90), recorder());
+      writeEntry(
+        ctxOf('eth_getBlockByNumber', ['0x10', false]),
+        ok,
+        'finalized',
+        answer(null),
+        [policy({ empty: 'allow' })],
+        conns,
+        chain(100, 90),
+        recorder(),
+      );
       expect(m.get(ok.partition, ok.range)).to.deep.include({ wire: 'null' });
       const future = keyOf(NET, 'eth_getBlockByNumber', ['0x1000', false], 'b');
-      writeEntry(ctxOf('eth_getBlockByNumber', ['0x1000', false]), future, 'unknown', answer(null), [policy({ empty: 'allow', finality: 'unknown' })], conns, chain(100, 90), recorder());
+      writeEntry(
+        ctxOf('eth_getBlockByNumber', ['0x1000', false]),
+        future,
+        'unknown',
+        answer(null),
+        [policy({ empty: 'allow', finality: 'unknown' })],
+        conns,
+        chain(100, 90),
+        recorder(),
+      );
       expect(m.get(future.partition, future.range)).to.equal(undefined);
     });
 
@@ -331,7 +426,16 @@ describe('cache store', () => {
       const params = [{ fromBlock: '0x1', toBlock: '0xc8' }];
       const key = keyOf(NET, 'eth_getLogs', params, 'h');
       const logs = [{ blockNumber: '0x64', blockHash: H1, logIndex: '0x0' }];
-      writeEntry(ctxOf('eth_getLogs', params), key, 'unknown', answer(logs), [policy({ finality: 'finalized' }), policy({ connector: 'mem', finality: 'unfinalized', id: 'u' })], new Map([['mem', m]]), chain(300, 150), recorder());
+      writeEntry(
+        ctxOf('eth_getLogs', params),
+        key,
+        'unknown',
+        answer(logs),
+        [policy({ finality: 'finalized' }), policy({ connector: 'mem', finality: 'unfinalized', id: 'u' })],
+        new Map([['mem', m]]),
+        chain(300, 150),
+        recorder(),
+      );
       expect(m.get(key.partition, key.range)).to.deep.include({ finality: 'unfinalized', blockNumber: 200 });
       expect(m.get(key.partition, key.range)?.blockHash, 'a range rests on no single hash').to.equal(undefined);
     });
@@ -339,10 +443,28 @@ describe('cache store', () => {
     it('realtime answers rest on the head, not on their value: eth_gasPrice is not a block number', () => {
       const m = mem();
       const key = keyOf(NET, 'eth_gasPrice', [], 'h');
-      writeEntry(ctxOf('eth_gasPrice', []), key, 'realtime', answer('0x3b9aca00'), [policy({ finality: 'realtime', ttl: 2000 })], new Map([['mem', m]]), chain(100, 90), recorder());
+      writeEntry(
+        ctxOf('eth_gasPrice', []),
+        key,
+        'realtime',
+        answer('0x3b9aca00'),
+        [policy({ finality: 'realtime', ttl: 2000 })],
+        new Map([['mem', m]]),
+        chain(100, 90),
+        recorder(),
+      );
       expect(m.get(key.partition, key.range)).to.deep.include({ blockNumber: 100 });
       const bn = keyOf(NET, 'eth_blockNumber', [], 'b');
-      writeEntry(ctxOf('eth_blockNumber', []), bn, 'realtime', answer('0x63'), [policy({ finality: 'realtime', ttl: 2000 })], new Map([['mem', m]]), chain(100, 90), recorder());
+      writeEntry(
+        ctxOf('eth_blockNumber', []),
+        bn,
+        'realtime',
+        answer('0x63'),
+        [policy({ finality: 'realtime', ttl: 2000 })],
+        new Map([['mem', m]]),
+        chain(100, 90),
+        recorder(),
+      );
       expect(m.get(bn.partition, bn.range)).to.deep.include({ blockNumber: 99 });
     });
 
@@ -350,7 +472,16 @@ describe('cache store', () => {
       const m = mem();
       const sink = recorder();
       const key = keyOf(NET, 'eth_getBlockByNumber', ['0x10', false], 'a');
-      writeEntry(ctxOf('eth_getBlockByNumber', ['0x10', false]), key, 'finalized', answer({ number: '0x10' }), [policy({ id: 'one' }), policy({ id: 'two' })], new Map([['mem', m]]), chain(100, 90), sink);
+      writeEntry(
+        ctxOf('eth_getBlockByNumber', ['0x10', false]),
+        key,
+        'finalized',
+        answer({ number: '0x10' }),
+        [policy({ id: 'one' }), policy({ id: 'two' })],
+        new Map([['mem', m]]),
+        chain(100, 90),
+        sink,
+      );
       expect(sink.writes).to.deep.equal([['mem', true]]);
     });
 
@@ -358,7 +489,16 @@ describe('cache store', () => {
       const bad: Connector = { ...slow('bad', 'fail'), set: () => Promise.reject(new Error('down')) };
       const sink = recorder();
       const key = keyOf(NET, 'eth_getBlockByNumber', ['0x10', false], 'a');
-      writeEntry(ctxOf('eth_getBlockByNumber', ['0x10', false]), key, 'finalized', answer({ number: '0x10' }), [policy({ connector: 'bad' })], new Map([['bad', bad]]), chain(100, 90), sink);
+      writeEntry(
+        ctxOf('eth_getBlockByNumber', ['0x10', false]),
+        key,
+        'finalized',
+        answer({ number: '0x10' }),
+        [policy({ connector: 'bad' })],
+        new Map([['bad', bad]]),
+        chain(100, 90),
+        sink,
+      );
       await new Promise((r) => setImmediate(r));
       expect(sink.writes).to.deep.equal([['bad', false]]);
     });
@@ -409,8 +549,25 @@ describe('cache store', () => {
 
     it('a policy naming no connector, and a duplicate connector id, fail start-up naming the path', () => {
       const cfg = (db: unknown) => ({ settings: { database: { evmJsonRpcCache: db } } }) as unknown as ResolvedConfig;
-      expect(() => cacheConfigOf(cfg({ connectors: [{ id: 'a', driver: 'memory' }], policies: [{ connector: 'b', network: '*', method: '*', finality: 'finalized', empty: 'ignore', appliesTo: 'both', ttl: 0 }] }))).to.throw(/policies\[0\]\.connector: no connector with id "b"/);
-      expect(() => cacheConfigOf(cfg({ connectors: [{ id: 'a', driver: 'memory' }, { id: 'a', driver: 'memory' }], policies: [] }))).to.throw(/connectors\[1\]\.id: duplicate connector id "a"/);
+      expect(() =>
+        cacheConfigOf(
+          cfg({
+            connectors: [{ id: 'a', driver: 'memory' }],
+            policies: [{ connector: 'b', network: '*', method: '*', finality: 'finalized', empty: 'ignore', appliesTo: 'both', ttl: 0 }],
+          }),
+        ),
+      ).to.throw(/policies\[0\]\.connector: no connector with id "b"/);
+      expect(() =>
+        cacheConfigOf(
+          cfg({
+            connectors: [
+              { id: 'a', driver: 'memory' },
+              { id: 'a', driver: 'memory' },
+            ],
+            policies: [],
+          }),
+        ),
+      ).to.throw(/connectors\[1\]\.id: duplicate connector id "a"/);
       expect(() => cacheConfigOf(cfg({ connectors: [{ driver: 'redis' }], policies: [] }))).to.throw(/needs a `redis: \{uri\}` block/);
       expect(cacheConfigOf(cfg({ connectors: [{ driver: 'memory' }], policies: [] })).connectors[0]?.id).to.equal('memory-cache');
     });
@@ -446,4 +603,3 @@ describe('cache store', () => {
     });
   });
 });
-

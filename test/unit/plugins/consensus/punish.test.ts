@@ -17,7 +17,8 @@ describe('consensus: punishment cordon', () => {
   });
   afterEach(() => clock.uninstall());
 
-  const punisher = () => new Punisher({ now: () => Date.now(), setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) });
+  const punisher = () =>
+    new Punisher({ now: () => Date.now(), setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) });
 
   it('cordons after disputeThreshold losses within the window and releases after sitOutPenalty', () => {
     const health = new HealthTracker(healthOutcome, 60_000);

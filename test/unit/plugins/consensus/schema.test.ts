@@ -38,10 +38,15 @@ const problemsOf = (raw: unknown, plugins: Plugin[] = defaultPreset()) => {
 describe('consensus: the failsafe[].consensus config block', () => {
   it('a bad block is reported with its full path and message (as before the block moved out of the core)', () => {
     const at = 'projects[0].networks[0].failsafe[0].consensus';
-    expect(problemsOf(withEntry([{ consensus: { agreementThreshold: 0, disputeBehavior: 'coinFlip', extra: true, punishMisbehavior: { sitOutPenalty: 'soon' } } }]))).to.deep.equal([
+    expect(
+      problemsOf(withEntry([{ consensus: { agreementThreshold: 0, disputeBehavior: 'coinFlip', extra: true, punishMisbehavior: { sitOutPenalty: 'soon' } } }])),
+    ).to.deep.equal([
       { path: `${at}.extra`, message: 'unknown key "extra"' },
       { path: `${at}.agreementThreshold`, message: 'must be >= 1' },
-      ...['returnError', 'acceptMostCommonValidResult', 'preferBlockHeadLeader', 'onlyBlockHeadLeader'].map((b) => ({ path: `${at}.disputeBehavior`, message: `must be "${b}"` })),
+      ...['returnError', 'acceptMostCommonValidResult', 'preferBlockHeadLeader', 'onlyBlockHeadLeader'].map((b) => ({
+        path: `${at}.disputeBehavior`,
+        message: `must be "${b}"`,
+      })),
       { path: `${at}.punishMisbehavior.sitOutPenalty`, message: 'must match pattern "^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h|d)?\\s*$"' },
       { path: `${at}.punishMisbehavior.sitOutPenalty`, message: 'must be number' },
       // `failsafe` is one entry or a list: the one-entry branch reports too.
@@ -50,21 +55,37 @@ describe('consensus: the failsafe[].consensus config block', () => {
   });
 
   it('a valid block is resolved with its defaults and durations in ms, in the matched entry', () => {
-    const { config } = loadConfigObject(withEntry({ matchMethod: 'eth_*', consensus: { agreementThreshold: 3, punishMisbehavior: {} } }), { env: {}, fragments: fragments(defaultPreset()) });
-    const entry = (config.projects[0]!.networks[0]!.settings.failsafe as { consensus: unknown }[] | { consensus: unknown });
+    const { config } = loadConfigObject(withEntry({ matchMethod: 'eth_*', consensus: { agreementThreshold: 3, punishMisbehavior: {} } }), {
+      env: {},
+      fragments: fragments(defaultPreset()),
+    });
+    const entry = config.projects[0]!.networks[0]!.settings.failsafe as { consensus: unknown }[] | { consensus: unknown };
     const consensus = (Array.isArray(entry) ? entry[0]! : entry).consensus;
-    expect(consensus).to.deep.equal({ ...DEFAULT_CONSENSUS, agreementThreshold: 3, punishMisbehavior: { disputeThreshold: 3, disputeWindow: 600_000, sitOutPenalty: 300_000 } });
+    expect(consensus).to.deep.equal({
+      ...DEFAULT_CONSENSUS,
+      agreementThreshold: 3,
+      punishMisbehavior: { disputeThreshold: 3, disputeWindow: 600_000, sitOutPenalty: 300_000 },
+    });
   });
 
   it('without the consensus plugin the key is unknown; an upstream entry never takes it', () => {
     const noConsensus = defaultPreset().filter((p) => p.name !== 'consensus' && p.name !== 'integrity');
-    expect(problemsOf(withEntry([{ consensus: {} }]), noConsensus)).to.deep.include({ path: 'projects[0].networks[0].failsafe[0].consensus', message: 'unknown key "consensus"' });
-    expect(problemsOf(withEntry([{ consensus: {} }], 'upstream'))).to.deep.include({ path: 'projects[0].upstreams[0].failsafe[0].consensus', message: 'unknown key "consensus"' });
+    expect(problemsOf(withEntry([{ consensus: {} }]), noConsensus)).to.deep.include({
+      path: 'projects[0].networks[0].failsafe[0].consensus',
+      message: 'unknown key "consensus"',
+    });
+    expect(problemsOf(withEntry([{ consensus: {} }], 'upstream'))).to.deep.include({
+      path: 'projects[0].upstreams[0].failsafe[0].consensus',
+      message: 'unknown key "consensus"',
+    });
   });
 
   it("integrity's authoritative level takes the call's matched entry's consensus settings, else the consensus defaults", () => {
     const ctx = { state: new Map<symbol, unknown>() } as unknown as CallContext;
-    expect(AUTHORITATIVE_DEFAULTS).to.deep.equal({ maxParticipants: DEFAULT_CONSENSUS.maxParticipants, agreementThreshold: DEFAULT_CONSENSUS.agreementThreshold });
+    expect(AUTHORITATIVE_DEFAULTS).to.deep.equal({
+      maxParticipants: DEFAULT_CONSENSUS.maxParticipants,
+      agreementThreshold: DEFAULT_CONSENSUS.agreementThreshold,
+    });
     expect(authoritativeSettingsOf(ctx)).to.deep.equal({ maxParticipants: 5, agreementThreshold: 2 });
     // The failsafe plugin's matched entry, where the failsafe plugin puts it (the `failsafe.entry` slot).
     ctx.state.set(Symbol.for('svc.slot.failsafe.entry'), { consensus: { ...DEFAULT_CONSENSUS, maxParticipants: 7, agreementThreshold: 4 } });

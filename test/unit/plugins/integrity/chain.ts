@@ -65,18 +65,33 @@ export async function mineChain(hardfork?: string): Promise<ChainData> {
     const tx: ChainData['tx'] = { legacy: undefined, eip2930: undefined, eip1559: undefined, create: undefined, eip7702: undefined };
     tx.legacy = await send(await a0.signTransaction({ type: 'legacy', chainId, nonce: 0, to: TO, value: 1n, gas: 21000n, gasPrice: parseGwei('20') }));
     tx.eip2930 = await send(
-      await a0.signTransaction({ type: 'eip2930', chainId, nonce: 1, to: TO, value: 2n, gas: 30000n, gasPrice: parseGwei('20'), accessList: [{ address: TO, storageKeys: [`0x${'00'.repeat(31)}01`] }] }),
+      await a0.signTransaction({
+        type: 'eip2930',
+        chainId,
+        nonce: 1,
+        to: TO,
+        value: 2n,
+        gas: 30000n,
+        gasPrice: parseGwei('20'),
+        accessList: [{ address: TO, storageKeys: [`0x${'00'.repeat(31)}01`] }],
+      }),
     );
     if (fees) tx.eip1559 = await send(await a0.signTransaction({ type: 'eip1559', chainId, nonce: 2, to: TO, value: 3n, gas: 21000n, ...fees }));
     const create = { chainId, nonce: fees ? 3 : 2, data: logInit(TOPIC0, TOPIC1), gas: 200000n };
-    tx.create = await send(await (fees ? a0.signTransaction({ type: 'eip1559', ...create, ...fees }) : a0.signTransaction({ type: 'legacy', ...create, gasPrice: parseGwei('20') })));
+    tx.create = await send(
+      await (fees ? a0.signTransaction({ type: 'eip1559', ...create, ...fees }) : a0.signTransaction({ type: 'legacy', ...create, gasPrice: parseGwei('20') })),
+    );
     if (prague && fees) {
       // a1 delegates to a plain address (no code needed to include the authorization).
       const authorization = await a1.signAuthorization({ chainId, nonce: 1, contractAddress: TO });
-      tx.eip7702 = await send(await a1.signTransaction({ type: 'eip7702', chainId, nonce: 0, to: a1.address, value: 0n, gas: 100000n, authorizationList: [authorization], ...fees }));
+      tx.eip7702 = await send(
+        await a1.signTransaction({ type: 'eip7702', chainId, nonce: 0, to: a1.address, value: 0n, gas: 100000n, authorizationList: [authorization], ...fees }),
+      );
     }
     await anvil.rpc('evm_mine', []);
-    await send(await a0.signTransaction({ type: 'legacy', chainId, nonce: fees ? 4 : 3, data: logInit(TOPIC0_B, TOPIC1), gas: 200000n, gasPrice: parseGwei('20') }));
+    await send(
+      await a0.signTransaction({ type: 'legacy', chainId, nonce: fees ? 4 : 3, data: logInit(TOPIC0_B, TOPIC1), gas: 200000n, gasPrice: parseGwei('20') }),
+    );
     await anvil.rpc('evm_mine', []);
     const block = await anvil.rpc('eth_getBlockByNumber', ['0x1', true]);
     const labels = Object.values(tx).filter((h): h is Hex => h !== undefined);

@@ -10,7 +10,6 @@ import { headerHash } from '../../../../plugins/integrity/checks/block.ts';
 import { parseBloom } from '../../../../plugins/integrity/bloom.ts';
 import { clone, fails, flip, mineChain, TOPIC0, TOPIC0_B, TOPIC1, type ChainData } from './chain.ts';
 
-
 describe('integrity: intrinsic checks on real anvil data', function () {
   this.timeout(60_000);
   let libs: IntegrityLibs;

@@ -22,7 +22,6 @@ import {
 import { startAnvil, type AnvilHandle } from '../../../helpers/anvil.ts';
 import { clone, fails, flip, mineChain, type ChainData } from './chain.ts';
 
-
 const peerOf = (id: string, a: AnvilHandle): Peer => ({ id, getBlock: (n) => a.rpc('eth_getBlockByNumber', [n, false]) });
 
 describe('integrity: corroborated and authoritative on real anvil nodes', function () {
@@ -134,7 +133,10 @@ describe('integrity: corroborated and authoritative on real anvil nodes', functi
     it('fails below the threshold or when another hash has more votes (authoritative.consensus)', async () => {
       const a = await anchorsOf('eth_getBlockByNumber', ['0x1', true], c.block);
       await fails(authoritative(libs.viem, a, [lacking, failing], settings), 'authoritative.consensus');
-      const e = await fails(authoritative(libs.viem, a, [forked, { ...forked, id: 'fork-2' }, lacking], { maxParticipants: 4, agreementThreshold: 1 }), 'authoritative.consensus');
+      const e = await fails(
+        authoritative(libs.viem, a, [forked, { ...forked, id: 'fork-2' }, lacking], { maxParticipants: 4, agreementThreshold: 1 }),
+        'authoritative.consensus',
+      );
       expect(e.message).to.include('another hash has more');
     });
 
@@ -153,7 +155,9 @@ describe('integrity: corroborated and authoritative on real anvil nodes', functi
 });
 
 describe('integrity: level resolution', () => {
-  const net = compileIntegrity({ profiles: { indexer: { eth_getLogs: 'corroborated', 'eth_getTransaction*': 'intrinsic', '*': 'off' }, strict: { 'eth_*': 'authoritative' } } });
+  const net = compileIntegrity({
+    profiles: { indexer: { eth_getLogs: 'corroborated', 'eth_getTransaction*': 'intrinsic', '*': 'off' }, strict: { 'eth_*': 'authoritative' } },
+  });
   const deny = compileIntegrity({ headerMode: 'deny', profiles: net.profiles.size ? { indexer: { eth_getLogs: 'corroborated' } } : {} });
 
   it('takes a level name (trimmed, any case) or a profile', () => {

@@ -17,7 +17,9 @@ const FRAGMENTS: SchemaFragment[] = defaultPreset().flatMap((p) => (p.schema ? [
 type Doc = Record<string, any>;
 const load = (raw: unknown) => loadConfigObject(raw, { fragments: FRAGMENTS, env: {} });
 const project = (network: Doc, extra: Doc = {}): Doc => ({
-  projects: [{ id: 'main', networks: [{ evm: { chainId: 1 }, ...network }], upstreams: [{ endpoint: 'http://127.0.0.1:8545', evm: { chainId: 1 } }], ...extra }],
+  projects: [
+    { id: 'main', networks: [{ evm: { chainId: 1 }, ...network }], upstreams: [{ endpoint: 'http://127.0.0.1:8545', evm: { chainId: 1 } }], ...extra },
+  ],
 });
 const netOf = (r: ReturnType<typeof load>): Doc => r.config.projects[0]!.networks[0]!;
 
@@ -38,7 +40,10 @@ describe("integrity: eRPC's integrity block at load time", () => {
     expect(n.directiveDefaults.integrity).to.equal('corroborated');
     expect(n.settings.integrity).to.deep.include({ headerMode: 'deny', invalidBehavior: { finalized: 'reject', unfinalized: 'soft-flag' } });
     expect(n.settings.integrity).to.not.have.property('level');
-    expect(r.rewrites.map((w) => w.path)).to.include.members(['projects[0].networks[0].integrity.level', 'projects[0].networks[0].directiveDefaults.integrity']);
+    expect(r.rewrites.map((w) => w.path)).to.include.members([
+      'projects[0].networks[0].integrity.level',
+      'projects[0].networks[0].directiveDefaults.integrity',
+    ]);
   });
 
   it('headerMode off/full → deny/allow; explicit keys win over the injected defaults', () => {
@@ -52,18 +57,31 @@ describe("integrity: eRPC's integrity block at load time", () => {
     const n = netOf(r);
     expect(n.directiveDefaults.integrity).to.equal('authoritative');
     expect(n.settings.integrity).to.deep.include({ observeOnly: false, headerMode: 'deny' });
-    expect(problems(project({}, { integrity: { level: 'intrinsic' }, networkDefaults: { integrity: { headerMode: 'deny' } } }))[0]).to.match(/project integrity block and networkDefaults.integrity are both set/);
+    expect(problems(project({}, { integrity: { level: 'intrinsic' }, networkDefaults: { integrity: { headerMode: 'deny' } } }))[0]).to.match(
+      /project integrity block and networkDefaults.integrity are both set/,
+    );
   });
 
   it("eRPC profiles {name: {level}} become svc's {name: {'*': level}}", () => {
-    const n = netOf(load(project({ integrity: { level: 'intrinsic', headerMode: 'profiles', profiles: { strict: { level: 'authoritative' }, lenient: { level: 'off' } } } })));
+    const n = netOf(
+      load(project({ integrity: { level: 'intrinsic', headerMode: 'profiles', profiles: { strict: { level: 'authoritative' }, lenient: { level: 'off' } } } })),
+    );
     expect(n.settings.integrity.profiles).to.deep.equal({ strict: { '*': 'authoritative' }, lenient: { '*': 'off' } });
     expect(n.settings.integrity.headerMode).to.equal('profiles');
-    expect(problems(project({ integrity: { profiles: { p: { level: 'intrinsic', checks: { bloomMatch: { enabled: false } } } } } }))[0]).to.match(/per-profile checks are not in svc/);
+    expect(problems(project({ integrity: { profiles: { p: { level: 'intrinsic', checks: { bloomMatch: { enabled: false } } } } } }))[0]).to.match(
+      /per-profile checks are not in svc/,
+    );
   });
 
   it('check entries svc already honours are taken (and dropped); the rest are refused naming what svc does', () => {
-    const ok = load(project({ integrity: { level: 'authoritative', checks: { bloomMatch: { enabled: true }, blockHashRecompute: { onFailure: 'reject' }, hashStability: {}, senderRecovery: { enabled: false } } } }));
+    const ok = load(
+      project({
+        integrity: {
+          level: 'authoritative',
+          checks: { bloomMatch: { enabled: true }, blockHashRecompute: { onFailure: 'reject' }, hashStability: {}, senderRecovery: { enabled: false } },
+        },
+      }),
+    );
     expect(netOf(ok).settings.integrity).to.not.have.property('checks');
     const p = problems(
       project({
@@ -86,7 +104,9 @@ describe("integrity: eRPC's integrity block at load time", () => {
     expect(p.join('\n')).to.match(/hashStability .* at the corroborated level/);
     expect(p.join('\n')).to.match(/receiptIdentity\)? always rejects\): use observeOnly/);
     expect(p.join('\n')).to.match(/params are not in svc/);
-    expect(problems(project({ integrity: { level: 'corroborated', checks: { parentHashLinkage: { onFailure: 'soft-flag' } } } }))[0]).to.match(/set invalidBehavior/);
+    expect(problems(project({ integrity: { level: 'corroborated', checks: { parentHashLinkage: { onFailure: 'soft-flag' } } } }))[0]).to.match(
+      /set invalidBehavior/,
+    );
   });
 
   it('every eRPC check has an svc counterpart or an alternative', () => {
@@ -95,15 +115,34 @@ describe("integrity: eRPC's integrity block at load time", () => {
   });
 
   it('budget, reorgWindow, follow, stateProbe, misbehaviorsDestination are refused with the alternative; a level next to directiveDefaults.integrity too', () => {
-    const p = problems(project({ integrity: { level: 'intrinsic', budget: { maxPerSecond: 5 }, reorgWindow: 64, follow: { enabled: true }, stateProbe: { enabled: true }, misbehaviorsDestination: { type: 'file' } } }));
-    for (const k of ['budget', 'reorgWindow', 'follow', 'stateProbe', 'misbehaviorsDestination']) expect(p.join('\n')).to.include(`integrity.${k}: eRPC's integrity ${k} is not in svc`);
-    expect(problems(project({ directiveDefaults: { integrity: 'off' }, integrity: { level: 'intrinsic' } }))[0]).to.match(/both set: keep directiveDefaults.integrity/);
+    const p = problems(
+      project({
+        integrity: {
+          level: 'intrinsic',
+          budget: { maxPerSecond: 5 },
+          reorgWindow: 64,
+          follow: { enabled: true },
+          stateProbe: { enabled: true },
+          misbehaviorsDestination: { type: 'file' },
+        },
+      }),
+    );
+    for (const k of ['budget', 'reorgWindow', 'follow', 'stateProbe', 'misbehaviorsDestination'])
+      expect(p.join('\n')).to.include(`integrity.${k}: eRPC's integrity ${k} is not in svc`);
+    expect(problems(project({ directiveDefaults: { integrity: 'off' }, integrity: { level: 'intrinsic' } }))[0]).to.match(
+      /both set: keep directiveDefaults.integrity/,
+    );
     expect(problems(project({ integrity: { level: 'paranoid' } }))[0]).to.match(/integrity level must be one of off, intrinsic, corroborated, authoritative/);
   });
 });
 
 describe('integrity: headerMode profiles and the per-finality verdict', () => {
-  const s = compileIntegrity({ headerMode: 'profiles', profiles: { strict: { '*': 'authoritative' } }, invalidBehavior: { finalized: 'reject', unfinalized: 'soft-flag' }, observeOnly: true });
+  const s = compileIntegrity({
+    headerMode: 'profiles',
+    profiles: { strict: { '*': 'authoritative' } },
+    invalidBehavior: { finalized: 'reject', unfinalized: 'soft-flag' },
+    observeOnly: true,
+  });
 
   it('headerMode profiles: a profile name from the request applies, a bare level does not (the configured one does)', () => {
     expect(resolveLevel('strict', 'intrinsic', s, 'eth_getBlockByNumber').level).to.equal('authoritative');

@@ -33,7 +33,18 @@ describe('shadow: settings', () => {
 
 describe('shadow: methods never copied', () => {
   it('skips writes, signatures, subscriptions, filters and dev-chain control', () => {
-    for (const m of ['eth_sendRawTransaction', 'eth_sendTransaction', 'eth_signTypedData_v4', 'eth_subscribe', 'eth_newFilter', 'eth_getFilterChanges', 'anvil_setBalance', 'evm_mine', 'personal_sign', 'debug_setHead']) {
+    for (const m of [
+      'eth_sendRawTransaction',
+      'eth_sendTransaction',
+      'eth_signTypedData_v4',
+      'eth_subscribe',
+      'eth_newFilter',
+      'eth_getFilterChanges',
+      'anvil_setBalance',
+      'evm_mine',
+      'personal_sign',
+      'debug_setHead',
+    ]) {
       expect(mirrorable(m), m).to.equal(false);
     }
     for (const m of ['eth_getBalance', 'eth_call', 'eth_getLogs', 'debug_traceTransaction', 'eth_blockNumber']) expect(mirrorable(m), m).to.equal(true);
@@ -135,7 +146,13 @@ describe('shadow: runner', () => {
 
 describe('shadow: config schema', () => {
   const config = (shadow: unknown) => ({
-    projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 } }], upstreams: [{ id: 's', endpoint: 'http://127.0.0.1:1', evm: { chainId: 1 }, shadow }] }],
+    projects: [
+      {
+        id: 'main',
+        networks: [{ architecture: 'evm', evm: { chainId: 1 } }],
+        upstreams: [{ id: 's', endpoint: 'http://127.0.0.1:1', evm: { chainId: 1 }, shadow }],
+      },
+    ],
   });
 
   it('accepts `upstreams[].shadow` and rejects a rate above 1, an empty pattern or an unknown key', async () => {

@@ -48,11 +48,17 @@ describe("shared-state: eRPC's database.sharedState at load time", () => {
   it("eRPC's quick-taste form: password in the URI kept, go-redis ?pool_size dropped (node-redis ignores URL options)", () => {
     const r = load(shared({ clusterKey: 'prod-main', connector: { driver: 'redis', redis: { uri: 'redis://:secret@redis.internal:6379/?pool_size=10' } } }));
     expect((r.document.sharedState as Doc).redis).to.deep.equal({ uri: 'redis://:secret@redis.internal:6379' });
-    expect(lines(r)).to.include('database.sharedState.connector.redis.uri: "options ?pool_size=10" -> "(removed: go-redis options; svc keeps its own connections)"');
+    expect(lines(r)).to.include(
+      'database.sharedState.connector.redis.uri: "options ?pool_size=10" -> "(removed: go-redis options; svc keeps its own connections)"',
+    );
   });
 
-  it("addr/username/password/db/tls become one rediss:// URI with the password in its user part, never in a rewrite line", () => {
-    const r = load(shared({ connector: { driver: 'redis', redis: { addr: 'redis://cache.internal:6380', username: 'svc', password: 'p@ss:w/rd', db: 2, tls: { enabled: true } } } }));
+  it('addr/username/password/db/tls become one rediss:// URI with the password in its user part, never in a rewrite line', () => {
+    const r = load(
+      shared({
+        connector: { driver: 'redis', redis: { addr: 'redis://cache.internal:6380', username: 'svc', password: 'p@ss:w/rd', db: 2, tls: { enabled: true } } },
+      }),
+    );
     const uri = ((r.document.sharedState as Doc).redis as Doc).uri as string;
     expect(uri).to.equal('rediss://svc:p%40ss%3Aw%2Frd@cache.internal:6380/2');
     const u = new URL(uri);
@@ -61,7 +67,7 @@ describe("shared-state: eRPC's database.sharedState at load time", () => {
     expect(lines(r)).to.include('database.sharedState.connector.redis.password: "password" -> "the password in uri"');
   });
 
-  it("the driver follows the connector block as in eRPC (a redis block without driver is Redis)", () => {
+  it('the driver follows the connector block as in eRPC (a redis block without driver is Redis)', () => {
     const r = load(shared({ connector: { redis: { uri: 'redis://h:6379' } } }));
     expect(r.document.sharedState).to.deep.equal({ redis: { uri: 'redis://h:6379' } });
   });
@@ -76,7 +82,7 @@ describe("shared-state: eRPC's database.sharedState at load time", () => {
     expect(lines(b)).to.include('clusterKey: "fleet-a" -> undefined');
   });
 
-  it('a top-level clusterKey alone is dropped (eRPC reads it for shared state only); with svc\'s own sharedState it fills its clusterKey', () => {
+  it("a top-level clusterKey alone is dropped (eRPC reads it for shared state only); with svc's own sharedState it fills its clusterKey", () => {
     const a = load({ clusterKey: 'erpc-default' });
     expect(a.document).to.not.have.property('clusterKey');
     expect(a.document).to.not.have.property('sharedState');
@@ -99,7 +105,10 @@ describe("shared-state: eRPC's database.sharedState at load time", () => {
   it("database keeps the cache block (the cache plugin's own rewrite still applies)", () => {
     const r = load({
       database: {
-        evmJsonRpcCache: { connectors: [{ id: 'c', driver: 'redis', redis: { addr: 'h:6379' } }], policies: [{ connector: 'c', network: '*', method: '*', finality: 'FINALIZED' }] },
+        evmJsonRpcCache: {
+          connectors: [{ id: 'c', driver: 'redis', redis: { addr: 'h:6379' } }],
+          policies: [{ connector: 'c', network: '*', method: '*', finality: 'FINALIZED' }],
+        },
         sharedState: { connector: { driver: 'redis', redis: { addr: 'h:6379' } } },
       },
     });
@@ -115,11 +124,16 @@ describe("shared-state: eRPC's shared-state keys svc does not honour are refused
   for (const driver of ['postgresql', 'dynamodb', 'grpc'])
     it(`driver ${driver}: svc shares state through Redis only, and says what to write`, () => {
       const m = problemAt(shared({ connector: { driver, [driver]: {} } }), 'database.sharedState.connector.driver');
-      expect(m).to.match(/svc shares state through Redis only/).and.to.match(/driver: redis/).and.to.match(/sharedState: \{redis: \{uri\}\}/);
+      expect(m)
+        .to.match(/svc shares state through Redis only/)
+        .and.to.match(/driver: redis/)
+        .and.to.match(/sharedState: \{redis: \{uri\}\}/);
     });
 
   it('a block of another driver than its driver key names is refused as eRPC reads it (the block wins)', () => {
-    expect(problemAt(shared({ connector: { driver: 'redis', postgresql: { connectionUri: 'postgres://x' } } }), 'database.sharedState.connector.driver')).to.match(/PostgreSQL/);
+    expect(
+      problemAt(shared({ connector: { driver: 'redis', postgresql: { connectionUri: 'postgres://x' } } }), 'database.sharedState.connector.driver'),
+    ).to.match(/PostgreSQL/);
   });
 
   for (const key of ['fallbackTimeout', 'lockTtl', 'lockMaxWait', 'updateMaxWait'])
@@ -128,20 +142,52 @@ describe("shared-state: eRPC's shared-state keys svc does not honour are refused
       expect(m).to.match(new RegExp(`eRPC's .*remove ${key}`));
     });
 
-  for (const [key, re] of [['getTimeout', /read timeout/], ['setTimeout', /write timeout/], ['initTimeout', /connect timeout/], ['connPoolSize', /two connections/], ['lockRetryInterval', /no Redis locks/], ['iamAuth', /IAM/]] as const)
+  for (const [key, re] of [
+    ['getTimeout', /read timeout/],
+    ['setTimeout', /write timeout/],
+    ['initTimeout', /connect timeout/],
+    ['connPoolSize', /two connections/],
+    ['lockRetryInterval', /no Redis locks/],
+    ['iamAuth', /IAM/],
+  ] as const)
     it(`connector.redis.${key}: refused`, () => {
-      expect(problemAt(shared({ connector: { driver: 'redis', redis: { addr: 'h:6379', [key]: key === 'iamAuth' ? { enabled: true } : '1s' } } }), `database.sharedState.connector.redis.${key}`)).to.match(re);
+      expect(
+        problemAt(
+          shared({ connector: { driver: 'redis', redis: { addr: 'h:6379', [key]: key === 'iamAuth' ? { enabled: true } : '1s' } } }),
+          `database.sharedState.connector.redis.${key}`,
+        ),
+      ).to.match(re);
     });
 
-  it("other connector keys, unknown block keys, TLS files, a missing redis block and both shapes at once are refused", () => {
-    expect(problemAt(shared({ connector: { driver: 'redis', redis: { uri: 'redis://h' }, failsafeForGets: [] } }), 'database.sharedState.connector.failsafeForGets')).to.match(/no meaning for svc's shared state/);
-    expect(problemAt(shared({ connector: { driver: 'redis', redis: { uri: 'redis://h' } }, snapshotInterval: '1s' }), 'database.sharedState.snapshotInterval')).to.match(/unknown key/);
-    expect(problemAt(shared({ connector: { driver: 'redis', redis: { addr: 'h:1', tls: { enabled: true, caFile: '/ca.pem' } } } }), 'database.sharedState.connector.redis.tls')).to.match(/NODE_EXTRA_CA_CERTS/);
-    expect(problemAt(shared({ connector: { driver: 'redis', redis: { uri: 'redis://h', tls: { enabled: true } } } }), 'database.sharedState.connector.redis.tls')).to.match(/rediss:\/\//);
+  it('other connector keys, unknown block keys, TLS files, a missing redis block and both shapes at once are refused', () => {
+    expect(
+      problemAt(shared({ connector: { driver: 'redis', redis: { uri: 'redis://h' }, failsafeForGets: [] } }), 'database.sharedState.connector.failsafeForGets'),
+    ).to.match(/no meaning for svc's shared state/);
+    expect(
+      problemAt(shared({ connector: { driver: 'redis', redis: { uri: 'redis://h' } }, snapshotInterval: '1s' }), 'database.sharedState.snapshotInterval'),
+    ).to.match(/unknown key/);
+    expect(
+      problemAt(
+        shared({ connector: { driver: 'redis', redis: { addr: 'h:1', tls: { enabled: true, caFile: '/ca.pem' } } } }),
+        'database.sharedState.connector.redis.tls',
+      ),
+    ).to.match(/NODE_EXTRA_CA_CERTS/);
+    expect(
+      problemAt(shared({ connector: { driver: 'redis', redis: { uri: 'redis://h', tls: { enabled: true } } } }), 'database.sharedState.connector.redis.tls'),
+    ).to.match(/rediss:\/\//);
     expect(problemAt(shared({ connector: { driver: 'redis' } }), 'database.sharedState.connector.redis')).to.match(/needs `redis: \{uri\}`/);
-    expect(problemAt(shared({ connector: { driver: 'redis', redis: { uri: 'redis://:a@h', password: 'b' } } }), 'database.sharedState.connector.redis.password')).to.match(/both set/);
-    expect(problemAt(shared({ connector: { driver: 'redis', redis: { uri: 'redis://h' } } }, { sharedState: { redis: { uri: 'redis://h' } } }), 'database.sharedState')).to.match(/both set: keep sharedState/);
-    expect(problemAt(shared({ connector: { driver: 'valkey' } }), 'database.sharedState.connector.driver')).to.match(/unknown shared-state connector driver "valkey"/);
+    expect(
+      problemAt(shared({ connector: { driver: 'redis', redis: { uri: 'redis://:a@h', password: 'b' } } }), 'database.sharedState.connector.redis.password'),
+    ).to.match(/both set/);
+    expect(
+      problemAt(
+        shared({ connector: { driver: 'redis', redis: { uri: 'redis://h' } } }, { sharedState: { redis: { uri: 'redis://h' } } }),
+        'database.sharedState',
+      ),
+    ).to.match(/both set: keep sharedState/);
+    expect(problemAt(shared({ connector: { driver: 'valkey' } }), 'database.sharedState.connector.driver')).to.match(
+      /unknown shared-state connector driver "valkey"/,
+    );
   });
 
   it('a refused block is reported once, by name, not also as an unknown key', () => {

@@ -26,7 +26,10 @@ const NOW = 1_700_000_000_000;
 const TTL = 15_000;
 
 /** A context knowing upstream `a` at 100/90 and judging numbers above `limit` implausible. */
-function ctx(limit = Number.MAX_SAFE_INTEGER, known: { latest: number; finalized: number } | null = { latest: 100, finalized: 90 }): HeadContext & { judged: Array<[number, string]> } {
+function ctx(
+  limit = Number.MAX_SAFE_INTEGER,
+  known: { latest: number; finalized: number } | null = { latest: 100, finalized: 90 },
+): HeadContext & { judged: Array<[number, string]> } {
   const judged: Array<[number, string]> = [];
   return {
     judged,
@@ -116,7 +119,16 @@ describe('shared-state merge rules', () => {
 
   it('drops malformed entries whole: not JSON, no replica or timestamp (the earlier format), wrong types', () => {
     const d = drops();
-    for (const text of ['not json', '[]', 'null', '{"heads":[]}', JSON.stringify({ replica: 'x', heads: [head(5, 1)] }), msg({ at: '1' }), msg({ heads: {} }), msg({ replica: 7 })]) {
+    for (const text of [
+      'not json',
+      '[]',
+      'null',
+      '{"heads":[]}',
+      JSON.stringify({ replica: 'x', heads: [head(5, 1)] }),
+      msg({ at: '1' }),
+      msg({ heads: {} }),
+      msg({ replica: 7 }),
+    ]) {
       expect(parseMessage(text, NOW, TTL, d.drop), text).to.equal(undefined);
     }
     expect(d.seen).to.deep.equal(Array(8).fill('malformed'));

@@ -9,9 +9,9 @@ import { EventEmitter } from 'node:events';
 import { expect } from 'chai';
 import { Counter, Registry } from 'prom-client';
 import type WebSocket from 'ws';
-import { type Identity, type JsonRpcInput, type JsonRpcOutput, type Network, type PluginHost } from '../../../../core/plugin-api.ts';
+import type { Identity, JsonRpcInput, JsonRpcOutput, Network, PluginHost } from '../../../../core/plugin-api.ts';
 import { ErrAuthRateLimitRuleExceeded, ErrAuthUnauthorized, ErrEndpointServerSideException, ErrEndpointUnsupported } from '../../../../core/plugin-errors.ts';
-import { type RateLimitService } from 'svc/plugins/rate-limit';
+import type { RateLimitService } from 'svc/plugins/rate-limit';
 import { MAX_IN_FLIGHT, WsConnection } from '../../../../plugins/websocket/connection.ts';
 import { createWebSocketHooks } from '../../../../plugins/websocket/hooks.ts';
 import { answerMessage, type MessageHandlers } from '../../../../plugins/websocket/messages.ts';
@@ -78,7 +78,17 @@ class FakeHub implements SubscriptionHub {
   }
 }
 
-const settings = { enabled: true, maxSubscriptionsPerConnection: 2, maxBufferedBytes: 1000, pingIntervalMs: 1000, newHeadsPollIntervalMs: 1000, maxConnections: 10, maxConnectionsPerClient: 10, maxConnectionLifetimeMs: 0, authRecheckIntervalMs: 0 };
+const settings = {
+  enabled: true,
+  maxSubscriptionsPerConnection: 2,
+  maxBufferedBytes: 1000,
+  pingIntervalMs: 1000,
+  newHeadsPollIntervalMs: 1000,
+  maxConnections: 10,
+  maxConnectionsPerClient: 10,
+  maxConnectionLifetimeMs: 0,
+  authRecheckIntervalMs: 0,
+};
 
 /** What a test changes of the connection's world: settings, the budgets, the auth hook's answer. */
 interface SetupOptions {
@@ -91,7 +101,15 @@ interface SetupOptions {
 }
 const network = { id: 'evm:1' } as Network;
 
-function setup(serve: (input: JsonRpcInput) => Promise<JsonRpcOutput> = async (i) => ({ body: `{"served":${JSON.stringify(i.body)}}`, batch: false, status: 200, records: [] }), opts: SetupOptions = {}) {
+function setup(
+  serve: (input: JsonRpcInput) => Promise<JsonRpcOutput> = async (i) => ({
+    body: `{"served":${JSON.stringify(i.body)}}`,
+    batch: false,
+    status: 200,
+    records: [],
+  }),
+  opts: SetupOptions = {},
+) {
   const registry = new Registry();
   const authenticate = opts.authenticate;
   const host = {
@@ -112,8 +130,21 @@ function setup(serve: (input: JsonRpcInput) => Promise<JsonRpcOutput> = async (i
   const closedBySvc: string[] = [];
   const conn = new WsConnection(
     socket as unknown as WebSocket,
-    { target: { project: { id: 'main' } as never, network }, info: { clientAddress: '10.0.0.1' } as never, identity: opts.identity ?? (authenticate ? { userId: 'u1' } : undefined) },
-    { host, hub, hooks, settings: { ...settings, ...opts.settings }, messages, closed: () => closed++, rateLimit: opts.rateLimit, closedBySvc: (r) => closedBySvc.push(r) },
+    {
+      target: { project: { id: 'main' } as never, network },
+      info: { clientAddress: '10.0.0.1' } as never,
+      identity: opts.identity ?? (authenticate ? { userId: 'u1' } : undefined),
+    },
+    {
+      host,
+      hub,
+      hooks,
+      settings: { ...settings, ...opts.settings },
+      messages,
+      closed: () => closed++,
+      rateLimit: opts.rateLimit,
+      closedBySvc: (r) => closedBySvc.push(r),
+    },
   );
   const say = async (text: string): Promise<any> => {
     const before = socket.sent.length;
@@ -277,7 +308,9 @@ describe('websocket plugin: message splitting', () => {
       served.push(body);
       const parsed = JSON.parse(body) as unknown;
       const answer = (el: { id?: unknown }) => `{"id":${JSON.stringify(el.id)},"result":"served"}`;
-      return Array.isArray(parsed) ? { body: `[${parsed.map(answer).join(',')}]`, batch: true, status: 200, records: [] } : { body: answer(parsed as { id?: unknown }), batch: false, status: 200, records: [] };
+      return Array.isArray(parsed)
+        ? { body: `[${parsed.map(answer).join(',')}]`, batch: true, status: 200, records: [] }
+        : { body: answer(parsed as { id?: unknown }), batch: false, status: 200, records: [] };
     },
     subscription: async (text) => `{"hub":${text}}`,
     maxBatchSize: 10,
@@ -292,7 +325,8 @@ describe('websocket plugin: message splitting', () => {
 
   it('a batch is split: subscription elements to the hub, the rest as one sub-batch, answers in order', async () => {
     const served: string[] = [];
-    const text = '[{"id":1,"method":"eth_chainId"}, {"id":2,"method":"eth_subscribe","params":["newHeads"]},{"id":3,"method":"eth_blockNumber"},{"id":4,"method":"eth_unsubscribe","params":["0x1"]}]';
+    const text =
+      '[{"id":1,"method":"eth_chainId"}, {"id":2,"method":"eth_subscribe","params":["newHeads"]},{"id":3,"method":"eth_blockNumber"},{"id":4,"method":"eth_unsubscribe","params":["0x1"]}]';
     const out = JSON.parse(await answerMessage(text, handlers(served))) as unknown[];
     expect(out).to.deep.equal([
       { id: 1, result: 'served' },

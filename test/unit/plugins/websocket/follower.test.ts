@@ -47,7 +47,11 @@ class Source {
 
 function start(src: Source, judge?: (n: number) => HeadVerdict, logs: LogsTarget[] = []): { f: HeadFollower; heads: number[] } {
   const heads: number[] = [];
-  const f = new HeadFollower(src.fetch, { heads: () => ({ publish: (j: string) => heads.push(Number.parseInt((JSON.parse(j) as { number: string }).number, 16)) }), logs: () => logs }, { pollIntervalMs: 5, judge });
+  const f = new HeadFollower(
+    src.fetch,
+    { heads: () => ({ publish: (j: string) => heads.push(Number.parseInt((JSON.parse(j) as { number: string }).number, 16)) }), logs: () => logs },
+    { pollIntervalMs: 5, judge },
+  );
   f.start();
   return { f, heads };
 }
@@ -134,7 +138,14 @@ describe('websocket plugin: head follower', () => {
       got.set(name, []);
       return { filter: parseLogFilter(raw), publish: (j) => got.get(name)?.push((JSON.parse(j) as { logIndex: string }).logIndex) };
     };
-    const targets = [target('all', {}), target('a', { address: A }), target('xFirst', { topics: [X] }), target('anyThenX', { topics: [null, X] }), target('ab-xy', { address: [A, B], topics: [[X, Y]] }), target('none', { address: `0x${'c'.repeat(40)}` })];
+    const targets = [
+      target('all', {}),
+      target('a', { address: A }),
+      target('xFirst', { topics: [X] }),
+      target('anyThenX', { topics: [null, X] }),
+      target('ab-xy', { address: [A, B], topics: [[X, Y]] }),
+      target('none', { address: `0x${'c'.repeat(40)}` }),
+    ];
     const s = start(src, undefined, targets);
     f = s.f;
     await f.ready(1000);

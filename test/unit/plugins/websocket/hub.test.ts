@@ -75,12 +75,28 @@ class Chain {
   mine(addresses: string[] = []): FakeBlock {
     const n = this.canonical.length;
     const hash = `0x${(++this.made).toString(16).padStart(64, '0')}`;
-    const b: FakeBlock = { number: hex(n), hash, parentHash: n === 0 ? `0x${'0'.repeat(64)}` : this.head.hash, timestamp: hex(1000 + n), transactions: [], uncles: [], size: '0x1' };
+    const b: FakeBlock = {
+      number: hex(n),
+      hash,
+      parentHash: n === 0 ? `0x${'0'.repeat(64)}` : this.head.hash,
+      timestamp: hex(1000 + n),
+      transactions: [],
+      uncles: [],
+      size: '0x1',
+    };
     this.canonical.push(b);
     this.byHash.set(hash, b);
     this.logs.set(
       hash,
-      addresses.map((address, i) => ({ address, topics: [TOPIC_X], data: hex(this.made), blockNumber: b.number, blockHash: hash, logIndex: hex(i), removed: false })),
+      addresses.map((address, i) => ({
+        address,
+        topics: [TOPIC_X],
+        data: hex(this.made),
+        blockNumber: b.number,
+        blockHash: hash,
+        logIndex: hex(i),
+        removed: false,
+      })),
     );
     return b;
   }
@@ -171,7 +187,8 @@ async function until(cond: () => boolean, ms = 2000): Promise<void> {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const numbers = (frames: Frame[], sub?: string) => frames.filter((f) => !sub || f.params.subscription === sub).map((f) => Number.parseInt(f.params.result.number, 16));
+const numbers = (frames: Frame[], sub?: string) =>
+  frames.filter((f) => !sub || f.params.subscription === sub).map((f) => Number.parseInt(f.params.result.number, 16));
 
 describe('websocket plugin: subscription hub', () => {
   let hub: SubscriptionHub;
@@ -423,7 +440,8 @@ describe('websocket plugin: subscription hub', () => {
       });
       return { url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`, server, subscribed };
     }
-    const notify = (s: { ws: WebSocket; id: string }, result: unknown) => s.ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: s.id, result } }));
+    const notify = (s: { ws: WebSocket; id: string }, result: unknown) =>
+      s.ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'eth_subscription', params: { subscription: s.id, result } }));
 
     it('a newHeads notification from an upstream wakes the follower at once (the block is still read through the pipeline)', async () => {
       const node = await fakeNode();
