@@ -32,6 +32,7 @@ export const MUTATION_SCORES: readonly ModuleScore[] = [
   { module: 'plugins/headers/index.ts', mutants: 158, killed: 158, survived: 0 },
   { module: 'plugins/multiplex/index.ts', mutants: 72, killed: 69, survived: 3 },
   { module: 'plugins/directives/index.ts', mutants: 124, killed: 118, survived: 6 },
+  { module: 'plugins/directives/api.ts', mutants: 32, killed: 32, survived: 0 },
   { module: 'plugins/admin/methods.ts', mutants: 235, killed: 231, survived: 4 },
   { module: 'plugins/healthcheck/index.ts', mutants: 152, killed: 151, survived: 1 },
   { module: 'plugins/healthcheck/evaluate.ts', mutants: 112, killed: 112, survived: 0 },
