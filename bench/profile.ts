@@ -1,6 +1,6 @@
 /**
  * "Where the time goes" of `npm run bench`: a CPU profile of svc as shipped next to the floors,
- * under the same load as the targets table, so a missed target comes with its profile (issue 27).
+ * under the same load as the targets table, so a missed target comes with its profile (the lean hot path targets).
  *
  * Each subject (svc as shipped, svc with the cache and multiplexing off, the node:http forwarder)
  * runs behind its own fake upstream with `--cpu-prof`; after a warm-up it takes the unique

@@ -1,5 +1,5 @@
 /**
- * `server.workers` in `npm run bench` (issue 27): `svc start` as users run it, with 1 worker and
+ * `server.workers` in `npm run bench`: `svc start` as users run it, with 1 worker and
  * with `auto` (the machine's available parallelism), each behind its own fake upstream, under the
  * unique `eth_getBalance` load of svc as shipped (default preset, memory cache and multiplexing
  * on). CPU is the sum over svc's whole process tree (the cluster primary and its workers, from

@@ -1,5 +1,5 @@
 /**
- * The memory tier's write-back cost of `npm run bench` (issue 27 target 2): what storing one
+ * The memory tier's write-back cost of `npm run bench`: what storing one
  * miss's answer costs, measured alone. A child process (so its heap and GC threads hold nothing
  * else) runs the cache plugin's own write path, as a miss runs it after its answer: the params
  * hash (SHA-256 of the canonical params), the call key, `writeEntry` with the zero-config

@@ -37,7 +37,7 @@ class ResponseHeaderSink implements HeaderSink {
 
 /**
  * The `responseHeaders` sink of a proxy answer: the headers are collected as a flat
- * `[name, value, …]` list and written with the status line in one `writeHead` (issue 27), instead
+ * `[name, value, …]` list and written with the status line in one `writeHead`, instead
  * of one `setHeader` each (Node lowercases, validates and stores every one in an object first).
  * A second `set` of a name with the same spelling replaces the first.
  */

@@ -301,7 +301,7 @@ export interface PendingWrite {
 }
 
 /**
- * Write-backs of one loop turn, run together once the turn's answers are written (issue 27: one
+ * Write-backs of one loop turn, run together once the turn's answers are written (one
  * `setImmediate` per turn rather than one timer and closure per miss). A write never runs on the
  * call's path: the call has already answered when its entry is stored.
  */
