@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { createLogger } from '../../../lib/logger.ts';
 import { createProxy, Proxy, type Plugin } from '../../../core/host/proxy.ts';
-import { definePlugin, serviceKey, type AnyServiceKey } from '../../../core/plugin-api.ts';
+import { definePlugin, serviceKey, type AnyServiceKey, type PluginHost } from '../../../core/plugin-api.ts';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
 import { loadConfigObject } from '../../../config/load.ts';
 import { PROVIDERS_SERVICE } from 'svc/plugins/providers';
@@ -104,8 +104,7 @@ describe('plugin needs and provides', () => {
 
   it('a service created on first use by a plugin applied earlier counts as provided', () => {
     // The pattern of selectionHooks(host): whoever calls the helper first publishes the shared hooks.
-    const shared = (host: Parameters<Plugin['apply']>[0]) =>
-      host.services.get(CLOCK) ?? (host.services.provide(CLOCK, { now: () => 3 }), host.services.require(CLOCK));
+    const shared = (host: PluginHost) => host.services.get(CLOCK) ?? (host.services.provide(CLOCK, { now: () => 3 }), host.services.require(CLOCK));
     const early = definePlugin({ name: 'test-needs-tapper', apply: (h) => void shared(h) });
     const owner = definePlugin({ name: 'test-needs-clock', provides: [CLOCK], apply: (h) => void shared(h) });
     expect(() => build([early, owner])).not.to.throw();
