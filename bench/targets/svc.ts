@@ -36,7 +36,7 @@ import { numberOption, option, serveTarget } from './common.ts';
 const fromDist = option('build', 'dist') !== 'source';
 const base = new URL(fromDist ? '../../dist/' : '../../', import.meta.url);
 const ext = fromDist ? 'js' : 'ts';
-const { createProxy } = (await import(new URL(`core/proxy.${ext}`, base).href)) as typeof import('../../core/host/proxy.ts');
+const { createProxy } = (await import(new URL(`core/host/proxy.${ext}`, base).href)) as typeof import('../../core/host/proxy.ts');
 const { createLogger } = (await import(new URL(`lib/logger.${ext}`, base).href)) as typeof import('../../lib/logger.ts');
 const { loadPreset } = (await import(new URL(`presets/index.${ext}`, base).href)) as typeof import('../../presets/index.ts');
 
