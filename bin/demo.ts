@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { createProxy } from '../core/host/proxy.ts';
+import { createProxy } from '../core/host/create.ts';
 import { createLogger } from '../lib/logger.ts';
 import { PACKAGE_ROOT } from '../core/wire/version.ts';
 import { defaultPreset } from '../presets/default.ts';

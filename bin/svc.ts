@@ -23,7 +23,7 @@ import { svcWorker } from '../lib/cluster.ts';
 import { createLogger } from '../lib/logger.ts';
 import { RELOAD_OTHERS, runPrimary } from './cluster.ts';
 import { validateConfig } from '../core/host/validate.ts';
-import { createProxy } from '../core/host/proxy.ts';
+import { createProxy } from '../core/host/create.ts';
 import { renderPipeline } from '../core/pipeline/pipeline.ts';
 import { redactText } from '../lib/redact.ts';
 import { VERSION } from '../core/wire/version.ts';

@@ -1,5 +1,5 @@
 /**
- * Benchmark target: svc itself (core/host/proxy.ts), serving project `main`, network `evm:1`, on
+ * Benchmark target: svc itself (core/host/create.ts), serving project `main`, network `evm:1`, on
  * 127.0.0.1. URL: `http://127.0.0.1:<port>/main/evm/1`.
  *
  * Options (`--name=value` or env `BENCH_<NAME>`):
@@ -36,7 +36,7 @@ import { numberOption, option, serveTarget } from './common.ts';
 const fromDist = option('build', 'dist') !== 'source';
 const base = new URL(fromDist ? '../../dist/' : '../../', import.meta.url);
 const ext = fromDist ? 'js' : 'ts';
-const { createProxy } = (await import(new URL(`core/host/proxy.${ext}`, base).href)) as typeof import('../../core/host/proxy.ts');
+const { createProxy } = (await import(new URL(`core/host/create.${ext}`, base).href)) as typeof import('../../core/host/create.ts');
 const { createLogger } = (await import(new URL(`lib/logger.${ext}`, base).href)) as typeof import('../../lib/logger.ts');
 const { loadPreset } = (await import(new URL(`presets/index.${ext}`, base).href)) as typeof import('../../presets/index.ts');
 

@@ -5,7 +5,7 @@
  */
 import type { ResolvedConfig } from '../../config/types.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { createProxy, type CreateProxyOptions } from './proxy.ts';
+import { createProxy, type CreateProxyOptions } from './create.ts';
 
 /**
  * Validates a raw config as a start would, then releases what the plugins' checks opened.

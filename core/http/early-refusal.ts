@@ -40,15 +40,20 @@ export interface RefusalLimits {
 }
 
 /**
- * Writes the answer (status and body) of a request refused as a whole. Never throws.
- * @param k the Koa context (headers not sent yet)
+ * The answer (status and body) of a request refused as a whole. Never throws.
+ * @param k the Koa context (its body is read here when `body` is undefined)
  * @param err the refusal
  * @param limits the server's limits
  * @param body the request body: `undefined` when it was not read yet (it is read here, bounded by
  *   {@link REFUSED_BODY_LIMIT}); `null` when reading or parsing it failed (one object, id null)
- * @returns whether the answer is an array (for the response headers)
+ * @returns the HTTP status, the body and whether it is an array (for the response headers)
  */
-export async function answerRefusal(k: Koa.Context, err: SvcError, limits: RefusalLimits, body?: ParsedBody | null): Promise<boolean> {
+export async function answerRefusal(
+  k: Koa.Context,
+  err: SvcError,
+  limits: RefusalLimits,
+  body?: ParsedBody | null,
+): Promise<{ status: number; body: string; batch: boolean }> {
   const wire = toJsonRpcError(err, undefined, limits.details);
   let parsed = body;
   if (parsed === undefined) {
@@ -59,12 +64,9 @@ export async function answerRefusal(k: Koa.Context, err: SvcError, limits: Refus
       parsed = null;
     }
   }
-  k.status = err.httpStatus;
   const calls = parsed?.calls;
   if (parsed?.batch && calls && calls.length > 0 && calls.length <= limits.maxBatchSize) {
-    k.body = `[${calls.map((c) => serializeError(c.idRaw, wire)).join(',')}]`;
-    return true;
+    return { status: err.httpStatus, body: `[${calls.map((c) => serializeError(c.idRaw, wire)).join(',')}]`, batch: true };
   }
-  k.body = serializeError(parsed && !parsed.batch ? (calls?.[0]?.idRaw ?? 'null') : 'null', wire);
-  return false;
+  return { status: err.httpStatus, body: serializeError(parsed && !parsed.batch ? (calls?.[0]?.idRaw ?? 'null') : 'null', wire), batch: false };
 }

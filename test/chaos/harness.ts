@@ -16,7 +16,8 @@
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { createProxy, type Proxy } from '../../core/host/proxy.ts';
+import type { Proxy } from '../../core/host/proxy.ts';
+import { createProxy } from '../../core/host/create.ts';
 import { LOG_REDACTION, redactChildren } from '../../lib/logger.ts';
 import { chainStateOf, type NetworkChainState } from '../../plugins/evm-state/chain.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';

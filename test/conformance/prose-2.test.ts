@@ -15,7 +15,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { pino } from 'pino';
 import { createClient } from 'redis';
-import { createProxy } from '../../core/host/proxy.ts';
+import { createProxy } from '../../core/host/create.ts';
 import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import type { defaultPreset } from '../../presets/default.ts';
 import { tracingPlugin } from '../../plugins/tracing/index.ts';

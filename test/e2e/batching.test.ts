@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { createServer, type Server } from 'node:http';
 import { startSvc, type SvcHandle } from '../helpers/svc.ts';
-import { createProxy } from '../../core/host/proxy.ts';
+import { createProxy } from '../../core/host/create.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { defaultPreset } from '../../presets/default.ts';
 

@@ -6,7 +6,8 @@
  * header is refused at boot, naming the vendor.
  */
 import { expect } from 'chai';
-import { createProxy, type PluginHost } from '../../core/host/proxy.ts';
+import type { PluginHost } from '../../core/host/proxy.ts';
+import { createProxy } from '../../core/host/create.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { VERSION } from '../../core/wire/version.ts';
 import { COST_SERVICE, type CostService, type PriceTable } from '../../plugins/cost/index.ts';

@@ -281,7 +281,7 @@ describe('e2e: upstream size limits', function () {
 describe('e2e: a client leaving mid-call is a cancellation, not svc failing', function () {
   this.timeout(15_000);
   it('the call is cancelled upstream and nothing is logged as an internal failure', async () => {
-    const { createProxy } = await import('../../core/host/proxy.ts');
+    const { createProxy } = await import('../../core/host/create.ts');
     const { defaultPreset } = await import('../../presets/default.ts');
     const { default: pino } = await import('pino');
     const { request } = await import('undici');

@@ -14,7 +14,8 @@
  */
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { createProxy, type Proxy } from '../../core/host/proxy.ts';
+import type { Proxy } from '../../core/host/proxy.ts';
+import { createProxy } from '../../core/host/create.ts';
 import { REDACTED, Redactor, secretsOf } from '../../lib/redact.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';
 import { defaultPreset } from '../../presets/default.ts';

@@ -11,7 +11,8 @@
 import { expect } from 'chai';
 import { connect, type Socket } from 'node:net';
 import type { Server } from 'node:http';
-import { createProxy, httpServerOptions } from '../../core/host/proxy.ts';
+import { httpServerOptions } from '../../core/host/proxy.ts';
+import { createProxy } from '../../core/host/create.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';

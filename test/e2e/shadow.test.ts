@@ -15,7 +15,7 @@ import { startAnvilCluster, type AnvilCluster } from '../helpers/anvil-cluster.t
 import { listenOnLoopback } from '../helpers/ports.ts';
 import { chainStateOf } from '../../plugins/evm-state/chain.ts';
 import { httpRequest, NO_CACHE, presetWithout, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
-import { createProxy } from '../../core/host/proxy.ts';
+import { createProxy } from '../../core/host/create.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { shadowPlugin } from '../../plugins/shadow/index.ts';

@@ -13,7 +13,8 @@
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { createProxy, type Proxy } from '../../core/host/proxy.ts';
+import type { Proxy } from '../../core/host/proxy.ts';
+import { createProxy } from '../../core/host/create.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';

@@ -8,7 +8,8 @@ import type { CallContext, Directives } from '../../core/pipeline/context.ts';
 import { ErrEndpointServerSideException, type SvcError } from '../../core/wire/errors.ts';
 import { RpcResult } from '../../core/wire/jsonrpc.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { createProxy, type Plugin, type Proxy } from '../../core/host/proxy.ts';
+import type { Plugin, Proxy } from '../../core/host/proxy.ts';
+import { createProxy } from '../../core/host/create.ts';
 import type { Network } from '../../core/registry/project.ts';
 
 /** One scripted upstream: returns a result value (or an RpcResult) or throws an error. */

@@ -3,7 +3,8 @@
  * 127.0.0.1 on kernel-picked ports, with a silent logger and a short probe backoff.
  */
 import { request } from 'undici';
-import { createProxy, type Plugin, type Proxy } from '../../core/host/proxy.ts';
+import type { Plugin, Proxy } from '../../core/host/proxy.ts';
+import { createProxy } from '../../core/host/create.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';
 import { defaultPreset } from '../../presets/default.ts';

@@ -18,7 +18,7 @@ import { parse as parseYaml } from 'yaml';
 import { readConfigFile } from '../../config/load.ts';
 import type { SvcConfigInput } from '../../config/types.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { createProxy } from '../../core/host/proxy.ts';
+import { createProxy } from '../../core/host/create.ts';
 import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { loadPreset } from '../../presets/index.ts';
 import {

@@ -10,7 +10,8 @@ import { Type } from '@sinclair/typebox';
 import { ConfigError, loadConfigObject } from '../../../config/load.ts';
 import { buildConfigSchema, Duration, Extensible, fragmentCollisions, type SchemaFragment } from '../../../config/schema.ts';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy, type Plugin } from '../../../core/host/proxy.ts';
+import type { Plugin } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
 import { configKeysOf } from '../../../presets/describe.ts';
 

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError } from '../../../config/load.ts';
-import { createProxy } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { SyncWaterfallHook } from 'tapable';
 import { composeRecorded, PIPELINE, renderPipeline } from '../../../core/pipeline/pipeline.ts';
-import { createProxy } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { PACKAGE_ROOT } from '../../../core/wire/version.ts';
 import { resolvePreset } from '../../../presets/index.ts';

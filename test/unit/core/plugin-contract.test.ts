@@ -6,7 +6,8 @@
  */
 import { expect } from 'chai';
 import { connect } from 'node:net';
-import { createProxy, type Plugin } from '../../../core/host/proxy.ts';
+import type { Plugin } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { CallStage, FINALITY, RpcResult, Slot, Type, VERSION } from '../../../core/plugin-api.ts';
 import { ErrAuthUnauthorized, PluginContractError, PluginDependencyError } from '../../../core/plugin-errors.ts';

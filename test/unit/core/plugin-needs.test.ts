@@ -6,7 +6,8 @@
  */
 import { expect } from 'chai';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy, Proxy, type Plugin } from '../../../core/host/proxy.ts';
+import { Proxy, type Plugin } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { definePlugin, serviceKey, type AnyServiceKey, type PluginHost } from '../../../core/plugin-api.ts';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
 import { loadConfigObject } from '../../../config/load.ts';

@@ -7,7 +7,8 @@
  */
 import { expect } from 'chai';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy, type Plugin } from '../../../core/host/proxy.ts';
+import type { Plugin } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { CallStage, RpcResult, SelectStage, stageBetween, type CallContext, type Network, type Upstream } from '../../../core/plugin-api.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';

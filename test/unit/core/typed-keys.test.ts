@@ -7,7 +7,8 @@
  */
 import { expect } from 'chai';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy, type Plugin } from '../../../core/host/proxy.ts';
+import type { Plugin } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { serviceKey, ServiceKey, Slot } from '../../../core/plugin-api.ts';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
 import { COST_SERVICE, type CostService, type PriceTable } from 'svc/plugins/cost';

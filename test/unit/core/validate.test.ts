@@ -9,7 +9,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { ConfigError } from '../../../config/load.ts';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { validateConfig } from '../../../core/host/validate.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import type { HttpRequestInfo } from '../../../core/pipeline/context.ts';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import type { Plugin } from '../../../core/plugin-api.ts';
 import type { DirectiveDeclaration } from 'svc/plugins/directives';
 import { PluginContractError } from '../../../core/plugin-errors.ts';

@@ -8,7 +8,8 @@
  */
 import { expect } from 'chai';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy, type Plugin } from '../../../core/host/proxy.ts';
+import type { Plugin } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { Duration, type HttpRequestInfo, resolveConfigBlock, Strict, Type } from '../../../core/plugin-api.ts';
 import { ConfigError, ErrAuthUnauthorized } from '../../../core/plugin-errors.ts';
 import { AuthBlockSchema, type Authenticator, doorAuthenticator } from 'svc/plugins/auth';

@@ -9,7 +9,7 @@ import type { CallContext } from '../../../core/pipeline/context.ts';
 import { failsafePlugin } from '../../../plugins/failsafe/index.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { ErrEndpointClientSideException, ErrEndpointMissingData, ErrEndpointServerSideException } from '../../../core/wire/errors.ts';
-import { createProxy } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import type { Network } from '../../../core/registry/project.ts';
 import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
 import type { Plugin } from '../../../core/plugin-api.ts';

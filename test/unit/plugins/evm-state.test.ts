@@ -12,7 +12,7 @@ import { FINALITY, type CallContext, type Finality } from '../../../core/pipelin
 import { SYNCING } from 'svc/plugins/evm-state';
 import { NO_CHAIN_STATE } from 'svc/plugins/evm-state';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { loadConfigObject } from '../../../config/load.ts';
 import { DirectiveStage } from '../../../core/pipeline/stages.ts';
 import { NetworkChainState, chainStateOf } from '../../../plugins/evm-state/chain.ts';

@@ -12,7 +12,8 @@ import { ErrEndpointRequestTimeout, ErrFailsafeTimeoutExceeded, type SvcError } 
 import { RpcResult } from '../../../core/wire/jsonrpc.ts';
 import type { Plugin } from '../../../core/plugin-api.ts';
 import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
-import { createProxy, type Proxy } from '../../../core/host/proxy.ts';
+import type { Proxy } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { NETWORK_HEDGES, NETWORK_RETRIES } from 'svc/plugins/failsafe';
 import { createLogger } from '../../../lib/logger.ts';
 import { evmRetriesPlugin } from '../../../plugins/evm-retries/index.ts';

@@ -15,7 +15,7 @@ import {
   ErrEndpointServerSideException,
   ErrUpstreamsExhausted,
 } from '../../../core/wire/errors.ts';
-import { createProxy } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { healthOutcome } from '../../../core/pipeline/blame.ts';
 import { HealthTracker } from '../../../lib/health-window.ts';
 import { createLogger } from '../../../lib/logger.ts';

@@ -11,7 +11,7 @@ import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { Drain } from '../../../core/http/drain.ts';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import type { Plugin } from '../../../core/plugin-api.ts';
 import { registerLifecycleMetrics } from '../../../plugins/metrics/lifecycle.ts';
 import { metricsAddress, metricsPlugin } from '../../../plugins/metrics/index.ts';

@@ -6,7 +6,8 @@
  */
 import { expect } from 'chai';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy, type Proxy } from '../../../core/host/proxy.ts';
+import type { Proxy } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import type { Network } from '../../../core/registry/project.ts';
 import { forwardPlugin } from '../../../plugins/forward/index.ts';
 import { healthPlugin } from '../../../plugins/health/index.ts';

@@ -7,7 +7,8 @@
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createProxy, type Plugin } from '../../../core/host/proxy.ts';
+import type { Plugin } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import type { PluginHost, ServiceRegistry } from '../../../core/plugin-api.ts';
 import { PACKAGE_ROOT } from '../../../core/wire/version.ts';
 import { createLogger } from '../../../lib/logger.ts';

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import picomatch from 'picomatch';
 import { createLogger } from '../../../lib/logger.ts';
-import { createProxy, type Proxy } from '../../../core/host/proxy.ts';
+import type { Proxy } from '../../../core/host/proxy.ts';
+import { createProxy } from '../../../core/host/create.ts';
 import { normaliseNetworkId, resolveTarget, type AliasMatcher } from '../../../core/http/routing.ts';
 import { ErrNetworkNotSupported, ErrProjectNotFound } from '../../../core/wire/errors.ts';
 import { defaultPreset } from '../../../presets/default.ts';

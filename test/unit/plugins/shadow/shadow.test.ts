@@ -156,7 +156,7 @@ describe('shadow: config schema', () => {
   });
 
   it('accepts `upstreams[].shadow` and rejects a rate above 1, an empty pattern or an unknown key', async () => {
-    const { createProxy } = await import('../../../../core/host/proxy.ts');
+    const { createProxy } = await import('../../../../core/host/create.ts');
     const { createLogger } = await import('../../../../lib/logger.ts');
     const { defaultPreset } = await import('../../../../presets/default.ts');
     const make = (shadow: unknown) => createProxy({ config: config(shadow), plugins: defaultPreset(), logger: createLogger('silent') });
@@ -169,7 +169,7 @@ describe('shadow: config schema', () => {
   });
 
   it('drops shadows before the selection policy sees the candidates', async () => {
-    const { createProxy } = await import('../../../../core/host/proxy.ts');
+    const { createProxy } = await import('../../../../core/host/create.ts');
     const { createLogger } = await import('../../../../lib/logger.ts');
     const { defaultPreset } = await import('../../../../presets/default.ts');
     const p = createProxy({ config: config({}), plugins: defaultPreset(), logger: createLogger('silent') });

@@ -1,0 +1,87 @@
+/**
+ * The one way a proxy answer reaches the client (spec §4.2, §9): a served call, a batch, a
+ * refusal, the drain's 503 and the healthcheck of a proxy path are all written here, past Koa's
+ * response handling: status line and headers in one `writeHead`, gzip when it applies, then the
+ * body in one `end` or, for large answers, as a stream. Koa's own `respond` serves plugin routes only.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable, pipeline } from 'node:stream';
+import vary from 'vary';
+import type { HeaderSink } from '../pipeline/hooks.ts';
+import { answerBytes, type AnswerBody } from '../wire/jsonrpc.ts';
+import { acceptsGzip, gzipAnswer } from './compression.ts';
+
+/**
+ * The `responseHeaders` sink of a proxy answer: headers collected as a flat `[name, value, …]`
+ * list and written with the status line in one `writeHead`, instead of one `setHeader` each
+ * (Node lowercases, validates and stores every one first). A second `set` of a name with the
+ * same spelling replaces the first; an empty name is ignored.
+ */
+export class AnswerHeaders implements HeaderSink {
+  readonly list: string[];
+
+  /** @param statics the headers every response carries (spec §9), first in the list */
+  constructor(statics: readonly string[]) {
+    this.list = statics.slice();
+  }
+
+  set(name: string, value: string): void {
+    if (!name) return;
+    const l = this.list;
+    for (let i = 0; i < l.length; i += 2) {
+      if (l[i] === name) {
+        l[i + 1] = value;
+        return;
+      }
+    }
+    l.push(name, value);
+  }
+}
+
+/** One proxy answer: the status, the body (a string, pieces around raw result bytes, or a stream of pieces) and its headers. */
+export interface ProxyAnswer {
+  status: number;
+  body: AnswerBody | Iterable<string | Buffer>;
+  headers: AnswerHeaders;
+}
+
+/**
+ * Writes an answer. Headers a Koa middleware set before (CORS) are kept: Node merges them with the
+ * list, and `Vary` is appended to rather than replaced. Never throws; a stream that fails ends
+ * the connection (its status line is already out).
+ * @param gzip `server.enableGzip`: compress answers over 1 KiB for clients that accept gzip
+ */
+export function writeAnswer(req: IncomingMessage, res: ServerResponse, a: ProxyAnswer, gzip: boolean): Promise<void> | undefined {
+  if (res.headersSent || res.writableEnded) return undefined;
+  const b = a.body;
+  if (gzip) {
+    // Whether or not this client gets gzip, a cache between must not serve this answer to another.
+    vary(res, 'Accept-Encoding');
+    if (acceptsGzip(req.headers['accept-encoding']) && res.getHeader('Content-Encoding') === undefined) {
+      const pieces = typeof b !== 'string' && Array.isArray(b);
+      return gzipAnswer(typeof b === 'string' ? b : Readable.from(b), pieces ? answerBytes(b) : undefined).then((zipped) => {
+        if (zipped !== undefined) a.headers.set('Content-Encoding', 'gzip');
+        send(res, a, zipped ?? b);
+      });
+    }
+  }
+  send(res, a, b);
+  return undefined;
+}
+
+/** Status line, headers (with the length when known) and body. */
+function send(res: ServerResponse, a: ProxyAnswer, body: ProxyAnswer['body'] | Buffer | Readable): void {
+  if (res.headersSent || res.writableEnded) return;
+  const h = a.headers.list;
+  const bytes = typeof body === 'string' ? Buffer.byteLength(body) : Buffer.isBuffer(body) ? body.length : Array.isArray(body) ? answerBytes(body) : undefined;
+  // A 204 carries no body and no length (RFC 9110 §8.6).
+  if (bytes !== undefined && a.status !== 204) h.push('Content-Length', String(bytes));
+  res.writeHead(a.status, h);
+  if (a.status === 204) res.end();
+  else if (typeof body === 'string' || Buffer.isBuffer(body)) res.end(body);
+  else if (Array.isArray(body)) {
+    // Pieces already in memory (raw result bytes between their framing): written as they are.
+    for (const p of body) res.write(p);
+    res.end();
+  } else pipeline(body instanceof Readable ? body : Readable.from(body), res, () => undefined);
+}
