@@ -1,24 +1,10 @@
 /**
- * `svc/plugin`: the public entry point for plugin authors. An in-house plugin in its own package
- * imports from here, and from three companion entries when it needs them:
- *
- * - `svc/plugin/errors`: named errors (recognised across installed copies of svc by brand and
- *   name) and the JSON-RPC error helpers;
- * - `svc/plugin/contracts`: the services, shared slots, selection policy, attempt recording,
- *   chain state, provenance and params hashes built-in plugins offer each other;
- * - `svc/util`: generic utilities (globs, redaction, canonical JSON, labels, breakers, Redis...);
- *
- * and `svc/presets` to extend a built-in preset. Every name is part of the contract and
+ * `svc/plugin`: the entry point for plugin authors, with `svc/plugin/errors` (named errors, JSON-RPC error helpers),
+ * `svc/plugin/contracts` (attempt recording, health, chain state), `svc/util` (generic utilities) and `svc/presets`. Every name is
  * versioned with svc (semver: a breaking change to any of them is a major version).
- *
- * This entry holds:
- * - the contract: {@link Plugin} (with the {@link AnyServiceKey} lists it `provides` and `needs`),
- *   {@link PluginHost}, {@link ServiceRegistry}, {@link definePlugin};
- * - typed keys: {@link serviceKey} for services, {@link Slot} for extension slots;
- * - hooks and their handler types, the per-call context and execution record;
- * - stage numbers (`core/pipeline/stages.ts`): taps use these names, never arithmetic on them;
- * - {@link RpcResult}, schema helpers (TypeBox's `Type` re-exported so a plugin needs no extra
- *   dependency), directives and config-normalisation helpers.
+ * Here: the contract ({@link Plugin}, {@link PluginHost}, {@link ServiceRegistry}, {@link definePlugin}), typed keys ({@link serviceKey},
+ * {@link Slot}), hooks, the per-call context and record, stage numbers (taps use these names, never arithmetic on them),
+ * {@link RpcResult}, schema helpers (TypeBox's `Type`, so a plugin needs no extra dependency) and config-normalisation helpers.
  */
 export type { AnyServiceKey, Plugin, PluginHost, ServiceRegistry, ListenOverrides } from './host/host.ts';
 export { serviceKey, ServiceKey } from './host/host.ts';

@@ -1,10 +1,6 @@
 /**
- * `svc/plugin/contracts`: the contracts the core itself offers plugins beyond `svc/plugin`: the
- * attempt-recording helpers the failsafe plugin and the state poller use, attempt blame and
- * charging, upstream health, and chain state. A contract one plugin provides to others lives with
- * that plugin, on its own entry `svc/plugins/<name>` (docs/plugins.md, "Contracts between plugins").
- *
- * Versioned with svc like `svc/plugin`.
+ * `svc/plugin/contracts`: what the core itself offers plugins beyond `svc/plugin` (attempt recording, blame and charging, upstream health,
+ * chain state); a contract between plugins lives on its plugin's entry `svc/plugins/<name>`. Versioned with svc like `svc/plugin`.
  */
 export { createSweep, finishAttempt, outcomeOf, startAttempt, traceOutcome, tryUpstream, type TraceOutcome } from './pipeline/sweep.ts';
 export { isCharged, isRequestFact, type AttemptCharge, type Blame } from './pipeline/blame.ts';

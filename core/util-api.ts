@@ -1,11 +1,6 @@
 /**
- * `svc/util`: generic utilities svc's plugins share, so a plugin honours the same rules without
- * writing its own: linear-time globs and matchers, redaction, canonical JSON, bounded labels,
- * abort and sleep, the resilience primitives (circuit breakers, the hedge, the retry backoff),
- * Redis clients, deferred metrics, EVM block references, JSON scanning and cluster helpers.
- * Nothing here knows about the request pipeline.
- *
- * Versioned with svc like `svc/plugin`.
+ * `svc/util`: generic utilities svc's plugins share, so a plugin honours the same rules (linear-time globs, redaction, bounded labels,
+ * breakers...) without writing its own. Nothing here knows about the request pipeline. Versioned with svc like `svc/plugin`.
  */
 export { compileGlobs, type GlobTest } from '../lib/glob.ts';
 export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';

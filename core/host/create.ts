@@ -1,7 +1,4 @@
-/**
- * `createProxy`: a raw config and a preset's plugins in, a configured {@link Proxy} out, the one
- * way the CLI, the bench and the tests build svc (config validation before any plugin applies).
- */
+/** `createProxy`: the one way the CLI, the bench and the tests build svc (the config validated before any plugin applies). */
 import { fragmentCollisions, type SchemaFragment } from '../../config/schema.ts';
 import { loadConfigObject } from '../../config/load.ts';
 import { PluginContractError, type Plugin } from './host.ts';
@@ -18,8 +15,7 @@ export interface CreateProxyOptions extends ProxyOptions {
 }
 
 /**
- * Validates a raw config against the core schema plus the plugins' fragments, builds the
- * proxy and applies the plugins. Does not start it.
+ * Validates a raw config against the core schema plus the plugins' fragments, builds the proxy and applies the plugins; does not start it.
  * @throws ConfigError listing every problem with its path
  * @throws PluginContractError when two owners define one config key, or a plugin breaks the contract
  */

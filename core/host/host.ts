@@ -1,8 +1,6 @@
 /**
- * The plugin contract (docs/architecture.md): what a plugin
- * declares ({@link Plugin}), what it is handed ({@link PluginHost}), and the checks svc makes at
- * boot. A plugin written in its own package sees only this surface (through `svc/plugin`), never
- * the `Proxy` class, so a second installed copy of svc or a refactor of the core cannot break it.
+ * The plugin contract (docs/architecture.md): what a plugin declares, what it is handed, the boot checks. A plugin sees only this surface
+ * (through `svc/plugin`), never the `Proxy` class, so a second installed copy of svc or a refactor of the core cannot break it.
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { Registry } from 'prom-client';
@@ -25,40 +23,27 @@ import { PluginContractError, type AnyServiceKey, type ServiceKey, type ServiceR
 
 export { PluginContractError, ServiceKey, serviceKey, type AnyServiceKey, type ServiceRegistry } from '../registry/services.ts';
 
-/**
- * A plugin (docs/architecture.md). In `apply` it taps hooks and registers metrics and
- * services; it reads config from the `configured` hook on (see {@link PluginHost.config}).
- */
+/** A plugin: in `apply` it taps hooks and registers metrics and services; it reads config from the `configured` hook on. */
 export interface Plugin {
   /** Unique name among the applied plugins; also the tap name and the `plugin` metric label. */
   readonly name: string;
   /** The plugin's own version (semver), shown in boot errors. */
   readonly version?: string;
-  /**
-   * The svc versions this plugin works with (a semver range such as `^0.1` or `>=0.1 <0.3`);
-   * boot fails naming both versions when the running svc is outside it.
-   */
+  /** The svc versions this plugin works with (a semver range such as `^0.1`); boot fails naming both versions outside it. */
   readonly svc?: string;
   /** Config keys this plugin owns, merged into the one config schema; a key owned by the core or another plugin fails boot. */
   readonly schema?: SchemaFragment;
   /** Plugins that must be applied before this one (checked at boot, fastify-style). */
   readonly dependsOn?: readonly string[];
-  /**
-   * The services this plugin publishes with `host.services.provide` in `apply`. Boot fails naming
-   * the plugin and the key when one is still unpublished once its `apply` returned (a service
-   * published later, from a hook, is left out of the list).
-   */
+  /** The services this plugin publishes in `apply`; boot fails naming the plugin and the key when one is unpublished once `apply` returned. */
   readonly provides?: readonly AnyServiceKey[];
   /**
-   * The services this plugin cannot work without (what it `require`s). Checked once every plugin
-   * is applied, so the provider may come anywhere in the preset: boot fails naming this plugin,
-   * the key and the plugin that provides it by the key's naming convention. A plugin reading the
-   * service inside `apply` also lists its provider in `dependsOn`, to be applied after it.
+   * The services this plugin `require`s, checked once every plugin is applied (boot fails naming the plugin, the key and its usual
+   * provider). A plugin reading one inside `apply` also lists its provider in `dependsOn`.
    */
   readonly needs?: readonly AnyServiceKey[];
   /**
-   * Taps hooks, registers metrics, routes and services. Called once, at boot, before any config
-   * hook ran: read `host.config` from the `configured` hook on, not here.
+   * Taps hooks, registers metrics, routes and services; called once at boot, before any config hook ran (read `host.config` later).
    * @throws anything: boot fails with the plugin's name
    */
   apply(host: PluginHost): void;
@@ -74,11 +59,7 @@ export interface ListenOverrides {
   metricsPort?: number;
 }
 
-/**
- * What a plugin is handed in `apply`: the hooks, config, logger, metrics, the
- * project registry, internal calls, the chain state and the service registry. Everything a
- * plugin may reach of a running svc goes through here.
- */
+/** What a plugin is handed in `apply`: everything a plugin may reach of a running svc goes through here. */
 export interface PluginHost {
   /** The typed hook registry (frozen). */
   readonly hooks: ProxyHooks;
@@ -101,22 +82,13 @@ export interface PluginHost {
   readonly overrides: ListenOverrides;
   /** True once shutdown began. */
   readonly isClosed: boolean;
-  /**
-   * Where the proxy is in its life (spec §3.2): `serving`; `draining` from SIGTERM (still serving,
-   * the healthcheck answers 503); `closing` (new requests refused); `stopped`.
-   */
+  /** Where the proxy is in its life (spec §3.2): `serving`, `draining` (healthcheck 503), `closing` (new requests refused), `stopped`. */
   readonly lifecycle: LifecycleState;
-  /**
-   * The drain in detail, read-only (live getters, nothing copied): state, HTTP requests in flight
-   * and the unix time (ms) the drain began. The metrics plugin exports it on scrape (spec §6).
-   */
+  /** The drain's live read-only view: state, HTTP requests in flight, drain start (unix ms); the metrics plugin exports it (spec §6). */
   readonly lifecycleStatus: LifecycleStatus;
   /** Services plugins publish to each other. */
   readonly services: ServiceRegistry;
-  /**
-   * A call context for internal traffic (state polls, healthchecks), not client traffic.
-   * @param timeoutMs deadline of the call, ms
-   */
+  /** A call context for internal traffic (state polls, healthchecks). @param timeoutMs deadline of the call, ms */
   internalContext(network: Network, method: string, params: unknown, timeoutMs: number): { ctx: CallContext; done: () => void };
   /**
    * Sends one internal call through one upstream's own chain (never swept or hedged).
@@ -125,50 +97,34 @@ export interface PluginHost {
    */
   upstreamCall(network: Network, u: Upstream, method: string, params: unknown, timeoutMs: number): Promise<RpcResult>;
   /**
-   * Runs a call through its network's composed `call` chain, as a client call runs (a plugin's
-   * sub-call with a context derived from its own, or an internal call from {@link internalContext}).
+   * Runs a call through its network's `call` chain as a client call runs (a plugin's sub-call, an internal call from {@link internalContext}).
    * @returns the result; rejects with the chain's SvcError
    */
   runCall(ctx: CallContext): Promise<RpcResult>;
   /**
-   * Adds an upstream to a project at run time (providers): `upstreamDefaults` applied, its
-   * `upstream` chain composed, joined to its network when `evm.chainId` is set, probed at once.
+   * Adds an upstream to a project at run time (providers): defaults applied, chain composed, joined to its network when `evm.chainId` is set.
    * @param entry a raw upstream entry, as in config
    * @throws Error when the project already has an upstream with that id
    */
   addUpstreamFromConfig(project: Project, entry: UpstreamInput): Upstream;
-  /**
-   * The request facts a route needs for auth: headers, first query values, and the
-   * client address resolved through `server.trustedIPForwarders` exactly as the proxy path does.
-   * @param k the Koa context of a route the plugin mounted
-   */
+  /** The request facts a plugin route needs for auth: headers, first query values, client address (`server.trustedIPForwarders`) as on the proxy path. */
   requestInfo(k: KoaContext): HttpRequestInfo;
-  /**
-   * {@link requestInfo} of a plain Node request (a WebSocket upgrade, spec §4.1): headers, first
-   * query values, host without port, path, and the client address through
-   * `server.trustedIPForwarders`.
-   */
+  /** {@link requestInfo} of a plain Node request (a WebSocket upgrade, spec §4.1), with the host without port and the path. */
   requestInfoOf(req: IncomingMessage): HttpRequestInfo;
   /**
-   * The project and network a request path names (spec §4.1), as the HTTP server routes it:
-   * `/<project>/evm/<chainId>`, `/<project>/<alias>`, `/<project>`, or through
-   * `server.aliasing.rules` on the Host.
+   * The project and network a path names as the HTTP server routes it (spec §4.1): `/<project>/evm/<chainId>`, `/<project>/<alias>`,
+   * `/<project>`, or through `server.aliasing.rules` on the Host.
    * @param path the URL path (no query)
    * @param host the Host header, lower-cased, without port
    * @throws ErrProjectNotFound or ErrNetworkNotSupported (HTTP 404); ErrInvalidRequest on a malformed path
    */
   resolveRoute(path: string, host: string): Promise<RouteTarget>;
-  /**
-   * Serves a whole JSON-RPC body (a call or a batch) through the same pipeline as an HTTP POST
-   * (spec §4.2): limits, deadlines, every plugin's taps; refusals answered as JSON-RPC errors.
-   * For transports a plugin adds (the WebSocket endpoint). Never rejects.
-   */
+  /** Serves a JSON-RPC body for a plugin's transport (WebSocket) as an HTTP POST is served (spec §4.2); refusals as JSON-RPC errors. Never rejects. */
   serveJsonRpc(input: JsonRpcInput): Promise<JsonRpcOutput>;
   /** The listening HTTP server once started (plugins add `upgrade` handlers from the `listening` hook on). */
   readonly httpServer: Server | undefined;
   /**
-   * Re-reads the config and swaps in what changed without dropping a call (SIGHUP, `svc reload`,
-   * admin `svc_reloadConfig`; core/host/reload.ts says what applies live). Reloads run one at a time.
+   * Re-reads the config and swaps in what changed without dropping a call (core/host/reload.ts says what applies live); one at a time.
    * @returns what changed, and the keys that apply only at the next restart
    * @throws ConfigError with every problem, as `svc validate` prints them (nothing changes)
    * @throws ErrReloadUnavailable when svc was not started from a config file, or is shutting down
@@ -176,10 +132,7 @@ export interface PluginHost {
   reloadConfig(): Promise<ReloadReport>;
 }
 
-/**
- * Thrown at boot when a plugin's dependency is missing (fastify-style fail fast).
- * Kept as its own class for callers that catch it by name.
- */
+/** Thrown at boot when a plugin's dependency is missing (fastify-style); its own class for callers that catch it by name. */
 export class PluginDependencyError extends PluginContractError {
   constructor(plugin: string, missing: string) {
     super(`plugin "${plugin}" depends on "${missing}", which is not applied before it`);
@@ -188,12 +141,8 @@ export class PluginDependencyError extends PluginContractError {
 }
 
 /**
- * Checks one plugin against the ones applied before it: a unique name, a
- * valid version, an svc range the running version satisfies, dependencies present, `provides`
- * and `needs` lists of service keys.
- * @param p the plugin about to be applied
- * @param applied names of the plugins applied so far
- * @param svcVersion the running svc's version
+ * Checks a plugin against the `applied` names before it: a unique name, a valid version, an svc range `svcVersion` satisfies, its
+ * dependencies present, `provides` and `needs` lists of service keys.
  * @throws PluginContractError naming the plugin and what is wrong
  */
 export function checkPlugin(p: Plugin, applied: ReadonlySet<string>, svcVersion: string): void {
@@ -223,11 +172,8 @@ export function checkPlugin(p: Plugin, applied: ReadonlySet<string>, svcVersion:
 }
 
 /**
- * Checks, once a plugin's `apply` returned, that every service it declares in `provides` is
- * published. A service created on first use by a shared helper (the selection hooks) may have
- * been published by a plugin applied earlier: it is there all the same.
- * @param p the plugin just applied
- * @param services the host's registry
+ * Checks, once a plugin's `apply` returned, that every service in its `provides` is published (maybe by an earlier plugin, through a
+ * shared helper such as the selection hooks).
  * @throws PluginContractError naming the plugin and the service
  */
 export function checkProvided(p: Plugin, services: Services): void {
@@ -238,10 +184,7 @@ export function checkProvided(p: Plugin, services: Services): void {
 }
 
 /**
- * Checks, once every plugin is applied (before the config phase), that each service a plugin
- * declares in `needs` is published.
- * @param plugins the applied plugins, in order
- * @param services the host's registry
+ * Checks, once every plugin is applied (before the config phase), that each service a plugin `needs` is published.
  * @throws PluginContractError naming the needing plugin, the service and its usual provider
  */
 export function checkNeeds(plugins: readonly Plugin[], services: Services): void {
@@ -287,11 +230,7 @@ export class Services implements ServiceRegistry {
   }
 }
 
-/**
- * A key's name; a string (the registry before typed keys, or plain JavaScript) is refused, so the
- * lookup never silently answers undefined.
- * @throws PluginContractError when `key` is not a service key
- */
+/** A key's name; a string (plain JavaScript) is refused, so a lookup never silently answers undefined. @throws PluginContractError */
 function nameOf(key: AnyServiceKey): string {
   const k: unknown = key;
   const name = typeof k === 'object' && k !== null ? (k as { name?: unknown }).name : undefined;

@@ -1,9 +1,6 @@
 /**
- * The Proxy, svc's plugin host (docs/architecture.md): it applies plugins, owns the config, the
- * hooks, the logger and the metrics registry, and runs the lifecycle (start, drain, close,
- * reload). `new Proxy(config).use(...plugins)`, then `start()`. Building the registry and
- * composing its chains is the pipeline's RegistryBuilder; routing and serving are the HTTP
- * layer's; the proxy hands them what they need.
+ * The Proxy, svc's plugin host: it applies plugins, owns config, hooks, logger and metrics, and runs the lifecycle (start, drain, close,
+ * reload). Building the registry is the pipeline's, routing and serving the HTTP layer's; the proxy hands them what they need.
  */
 import { RegistryBuilder } from '../pipeline/build.ts';
 import type { IncomingMessage, Server } from 'node:http';
@@ -64,10 +61,7 @@ export class Proxy implements PluginHost {
   readonly hooks: ProxyHooks = createHooks();
   /** Metrics registry, served by the metrics plugin at `/metrics`. */
   readonly metrics = new Registry();
-  /**
-   * The `category` (method) label shared by every plugin's metrics: at most 200 distinct
-   * methods per process, then `other`, each cut to 64 characters.
-   */
+  /** The `category` (method) label of every plugin's metrics: at most 200 methods per process, then `other`, each cut to 64 characters. */
   readonly methodLabel = new BoundedLabel(200);
   /** Projects by id. */
   readonly projects = new Map<string, Project>();
@@ -85,19 +79,13 @@ export class Proxy implements PluginHost {
   private applying?: string;
   /** The HTTP server, once started. */
   server?: Server;
-
-  /**
-   * Builds projects, networks and upstreams and composes their chains (core/pipeline/build.ts).
-   * @internal core/host/reload.ts
-   */
+  /** Builds projects, networks and upstreams and composes their chains. @internal core/host/reload.ts */
   readonly builder: RegistryBuilder;
-  /** Chain id probes of the upstreams (core/pipeline/probe.ts). */
   private readonly prober: ChainIdProber;
   /** One keep-alive pool per upstream origin, shared by the upstreams of that origin (read-only for callers). */
   readonly pools = new Map<string, Pool>();
   private closed = false;
   private started = false;
-  /** SIGTERM drain state machine (spec §3.2). */
   private readonly drain = new Drain();
   private configured = false;
 
@@ -118,11 +106,7 @@ export class Proxy implements PluginHost {
     guardObservationHooks(this.hooks, this.logger, this.metrics);
   }
 
-  /**
-   * The resolved config, after every `config` hook ran (at start).
-   * @throws PluginContractError when read inside a plugin's `apply`: other plugins may still
-   *   derive config there; read it from the `configured` hook on
-   */
+  /** The resolved config, after every `config` hook ran. @throws PluginContractError inside `apply` (other plugins may still derive config) */
   get config(): ResolvedConfig {
     if (this.applying !== undefined) {
       throw new PluginContractError(
@@ -139,9 +123,7 @@ export class Proxy implements PluginHost {
 
   /**
    * Applies plugins in order, checking each against the contract first and its `provides` after.
-   * @throws PluginContractError (or PluginDependencyError) naming the plugin: a duplicate name,
-   *   a missing dependency, an svc version outside its range, a declared service it did not
-   *   provide; anything its `apply` throws, with its name
+   * @throws PluginContractError (or PluginDependencyError) naming the plugin: a broken contract, or anything its `apply` throws
    */
   use(...plugins: Plugin[]): this {
     for (const p of plugins) {
@@ -167,10 +149,8 @@ export class Proxy implements PluginHost {
   }
 
   /**
-   * The config phase: runs the `config` waterfall (plugins deriving config),
-   * then `configured` (plugins reading their settings and checking them). Once; `createProxy`
-   * runs it right after applying the plugins, so `svc validate` sees every plugin's checks.
-   * Every plugin is applied by then: the services they `need` are checked first.
+   * The config phase, once: the services plugins `need`, the `config` waterfall, then `configured` (plugins checking their settings).
+   * `createProxy` runs it right after applying the plugins, so `svc validate` sees every plugin's checks.
    * @throws PluginContractError when a plugin needs a service no applied plugin provides
    * @throws whatever a `configured` tap throws (ConfigError for a bad setting)
    */
@@ -220,8 +200,7 @@ export class Proxy implements PluginHost {
   }
 
   /**
-   * Builds every project's networks and upstreams and composes their chains, as {@link start}
-   * does first, without the `project` hooks, a listener or probes: what `svc pipeline` inspects.
+   * Builds the registry as {@link start} does first, without `project` hooks, listener or probes: what `svc pipeline` inspects.
    * @throws Error when called twice or after {@link start}
    */
   buildRegistry(): void {
@@ -273,21 +252,14 @@ export class Proxy implements PluginHost {
     return u;
   }
 
-  /**
-   * Starts the chain id probe of an upstream added while serving (nothing before start: start probes every upstream).
-   * @internal core/host/reload.ts
-   */
+  /** Starts the chain id probe of an upstream added while serving (start probes every upstream). @internal core/host/reload.ts */
   probeNew(project: Project, u: Upstream): void {
     if (this.started) this.prober.probe(project, u);
   }
 
-  /** Config reload (core/host/reload.ts): the source, the serialised runs, the upstreams draining. */
   private readonly reloader = new ConfigReloader(this);
 
-  /**
-   * Takes an upstream out of service for good (config reload; see {@link ConfigReloader.retire}).
-   * @internal core/host/reload.ts
-   */
+  /** Takes an upstream out of service for good (see {@link ConfigReloader.retire}). @internal core/host/reload.ts */
   retireUpstream(u: Upstream, opts: { keepCordons?: boolean } = {}): void {
     this.reloader.retire(u, opts);
   }
@@ -297,17 +269,13 @@ export class Proxy implements PluginHost {
     this.resolved = c;
   }
 
-  /**
-   * Sets where {@link reloadConfig} reads the config from. The function re-reads the source and
-   * validates it whole, as `svc validate` does (see `validateConfig`), throwing ConfigError.
-   */
+  /** Sets where {@link reloadConfig} reads the config from: `load` validates it whole as `svc validate` does, throwing ConfigError. */
   setConfigSource(load: (trigger: ReloadTrigger) => Promise<ResolvedConfig>): void {
     this.reloader.source = load;
   }
 
   /**
-   * Re-reads the config and swaps in what changed without dropping a call (core/host/reload.ts).
-   * Reloads are serialised. A config that does not validate is refused whole: nothing changes.
+   * Re-reads the config and swaps in what changed without dropping a call (core/host/reload.ts); serialised.
    * @param trigger `signal` (SIGHUP) or `request` (admin `svc_reloadConfig`), handed to the source
    * @returns what changed
    * @throws ConfigError with every problem (the old config keeps serving)
@@ -318,8 +286,7 @@ export class Proxy implements PluginHost {
   }
 
   /**
-   * Finds a network by id (`evm:<chainId>`), asking the `resolveNetwork` hook (providers) when
-   * the project does not have it yet.
+   * Finds a network by id (`evm:<chainId>`), asking the `resolveNetwork` hook (providers) when the project does not have it yet.
    * @param deadline epoch ms the asker waits at most until (default `server.maxTimeout` from now)
    */
   async getNetwork(project: Project, networkId: string, deadline = Date.now() + this.config.server.maxTimeoutMs): Promise<Network | undefined> {
@@ -340,10 +307,8 @@ export class Proxy implements PluginHost {
   }
 
   /**
-   * Graceful drain (spec §3.2), what the CLI runs on SIGTERM: the healthcheck turns 503 at once,
-   * calls are served for `server.waitBeforeShutdown`, then new requests get 503
-   * `ErrServiceShuttingDown` with `Connection: close` while in-flight ones finish (at most
-   * `server.waitAfterShutdown`), then {@link close}. Idempotent; never rejects.
+   * Graceful drain on SIGTERM (spec §3.2): healthcheck 503 at once, calls served for `server.waitBeforeShutdown`, then new requests refused
+   * while in-flight ones finish (at most `server.waitAfterShutdown`), then {@link close}. Idempotent; never rejects.
    */
   shutdown(): Promise<void> {
     const s = this.config.server;

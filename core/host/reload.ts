@@ -1,22 +1,14 @@
 /**
- * Config hot reload (SIGHUP, `svc reload`, admin `svc_reloadConfig`): a new, already validated
- * config is reconciled with the running registry in place, so nothing a client holds is dropped.
- *
- * What a reload changes, per project:
- * - upstreams: an upstream whose resolved config is unchanged is kept as the same object, so its
- *   health window, scores, circuit breakers, chain state and pooled connections stay; a removed
- *   one leaves every network at once (`upstreamLeft`), finishes its in-flight calls and is closed
- *   once the longest call could have ended (`server.maxTimeout` + 1 s); a changed one is removed
- *   and added anew under its id (its cordons stay: they are the operator's, by id), serving its
- *   predecessor's chain while its probe runs;
- * - networks: a network whose resolved config or whose upstreams changed is replaced by a new one
- *   with its chain built anew; calls in flight finish on the old chain (`networkRetired`), its
- *   upstreams join the new one with the heads already known;
+ * Config hot reload (SIGHUP, `svc reload`, admin `svc_reloadConfig`): a validated config is reconciled with the running registry in place,
+ * so nothing a client holds is dropped. Live, per project:
+ * - upstreams: an unchanged one stays the same object (health, breakers, chain state, pooled connections); a removed one leaves every
+ *   network at once (`upstreamLeft`) and is closed once its longest call could have ended (`server.maxTimeout` + 1 s); a changed one is
+ *   added anew under its id (its cordons stay: they are the operator's), serving its predecessor's chain while its probe runs;
+ * - networks whose config or upstreams changed are rebuilt; calls in flight finish on the old chain (`networkRetired`), the new one
+ *   starts with known heads;
  * - `logLevel`.
- * Everything else (listen addresses, `server.*`, `metrics`, top-level plugin keys such as `cache`,
- * `rateLimiters`, `sharedState`, a project's own plugin keys such as `auth` or `providers`, and
- * projects added or removed) is read once at start by the plugins that own it: a config that
- * changes any of it is refused whole, naming the keys, so nothing is ever half applied.
+ * Everything else (`server.*`, `metrics`, plugin keys, projects added or removed) is read once at start: a config that changes any of it
+ * is refused whole, naming the keys, so nothing is ever half applied.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { ResolvedConfig, ResolvedProject } from '../../config/types.ts';
@@ -37,10 +29,7 @@ import { ConfigError } from '../../config/load.ts';
 
 export type { ReloadReport, ReloadTrigger } from '../pipeline/hooks.ts';
 
-/**
- * What a reload needs of the host (the proxy): its registry, the builders that compose chains, and
- * the config in force. Declared here by shape, so reload depends on no class of the host.
- */
+/** What a reload needs of the host (the proxy), by shape, so reload depends on no class of the host. */
 export interface ReloadHost {
   readonly config: ResolvedConfig;
   readonly hooks: ProxyHooks;
@@ -57,14 +46,10 @@ export interface ReloadHost {
   replaceConfig(c: ResolvedConfig): void;
 }
 
-/**
- * The reload side of a proxy: where the config is read from, the reloads (one at a time), and
- * the upstreams a reload removed until they are closed.
- */
+/** The reload side of a proxy: the config source, the reloads (one at a time), the upstreams a reload removed until they are closed. */
 export class ConfigReloader {
   /** Reads and validates the config again (set by whoever started svc from a file: the CLI). */
   source?: (trigger: ReloadTrigger) => Promise<ResolvedConfig>;
-  /** The reload running now: reloads run one after the other. */
   private running: Promise<unknown> = Promise.resolve();
   /** Removed upstreams not yet closed, with their close timers. */
   private readonly retiring = new Map<Upstream, NodeJS.Timeout>();
@@ -73,7 +58,7 @@ export class ConfigReloader {
   constructor(private readonly proxy: ReloadHost) {}
 
   /**
-   * Re-reads the config and applies it (see {@link applyReload}), after any reload still running.
+   * Re-reads the config and applies it (see {@link applyReload}) after any reload still running.
    * @throws ConfigError (nothing changes), ErrReloadUnavailable (no source, or shutting down)
    */
   reload(trigger: ReloadTrigger): Promise<ReloadReport> {
@@ -93,10 +78,8 @@ export class ConfigReloader {
   }
 
   /**
-   * Takes an upstream out of service for good: it leaves every network of its project at once
-   * (`upstreamLeft`), its probe stops, its health window is dropped (its cordons too unless
-   * `keepCordons`), and it is closed after `server.maxTimeout` + 1 s, when every call that could
-   * still use it has ended.
+   * Takes an upstream out of service for good: it leaves its networks at once (`upstreamLeft`), its health window goes (its cordons too
+   * unless `keepCordons`), and it is closed after `server.maxTimeout` + 1 s, when no call can still use it.
    */
   retire(u: Upstream, opts: { keepCordons?: boolean }): void {
     const proxy = this.proxy;
@@ -116,10 +99,7 @@ export class ConfigReloader {
     this.retiring.set(u, timer);
   }
 
-  /**
-   * Closes the keep-alive pool of a retired upstream's origin when no upstream uses that origin
-   * any more (pools are shared by origin: core/registry/transport.ts).
-   */
+  /** Closes the pool of a retired upstream's origin once no upstream uses that origin (pools are shared by origin). */
   private closeUnusedPool(endpoint: string): void {
     const origin = originOf(endpoint);
     if (origin === undefined) return;
@@ -163,18 +143,10 @@ function changedKeys(prefix: string, a: Readonly<Record<string, unknown>>, b: Re
   return out;
 }
 
-/** A new, empty report. */
-function emptyReport(): ReloadReport {
-  return { changed: false, networks: { added: [], removed: [], changed: [] }, upstreams: { added: [], removed: [], changed: [], kept: 0 }, durationMs: 0 };
-}
-
 /** Why a changed key is refused by a reload (the problem message). */
 const RESTART_ONLY = 'changed: read only at start, so this file needs a restart (a reload applies changes to upstreams, networks and logLevel)';
 
-/**
- * The config paths that changed between two configs and are read only at start: everything
- * outside the upstreams and networks of the projects present in both, and `logLevel`.
- */
+/** The changed config paths read only at start: all but `logLevel` and the upstreams and networks of the projects present in both. */
 export function restartOnlyChanges(prev: ResolvedConfig, next: ResolvedConfig): string[] {
   const out = [
     ...changedKeys('', prev as unknown as Record<string, unknown>, next as unknown as Record<string, unknown>, LIVE_ROOT),
@@ -198,11 +170,7 @@ export function restartOnlyChanges(prev: ResolvedConfig, next: ResolvedConfig): 
     if (old.allowClientDirectives !== pc.allowClientDirectives) out.push(`projects.${id}.allowClientDirectives`);
     // A providers project bootstraps its declared networks at start only.
     if (pc.settings.providers !== undefined) {
-      const ids = (c: ResolvedProject) =>
-        c.networks
-          .map((n) => n.id)
-          .sort()
-          .join();
+      const ids = (c: ResolvedProject) => String(c.networks.map((n) => n.id).sort());
       if (ids(old) !== ids(pc)) out.push(`projects.${id}.networks (a project with providers)`);
     }
   }
@@ -210,10 +178,8 @@ export function restartOnlyChanges(prev: ResolvedConfig, next: ResolvedConfig): 
 }
 
 /**
- * Applies a validated config to a running proxy (see the module comment for what is live), all or
- * nothing: a config that changes a key read only at start is refused whole, so no live change
- * ever depends on one that would wait for a restart (a network naming a new rate-limit budget).
- * @param proxy the running proxy
+ * Applies a validated config to a running proxy, all or nothing: a config changing a key read only at start is refused whole, so no live
+ * change depends on one that would wait for a restart (a network naming a new rate-limit budget).
  * @param next the new resolved config, after its `config` hooks ran (see `validateConfig`)
  * @returns what changed; `changed: false` when nothing did
  * @throws ConfigError listing every restart-only key that changed (nothing is applied)
@@ -223,7 +189,12 @@ export function applyReload(proxy: ReloadHost, next: ResolvedConfig): ReloadRepo
   const prev = proxy.config;
   const pending = restartOnlyChanges(prev, next);
   if (pending.length > 0) throw new ConfigError(pending.map((path) => ({ path, message: RESTART_ONLY })));
-  const report = emptyReport();
+  const report: ReloadReport = {
+    changed: false,
+    networks: { added: [], removed: [], changed: [] },
+    upstreams: { added: [], removed: [], changed: [], kept: 0 },
+    durationMs: 0,
+  };
   if (next.logLevel !== prev.logLevel) {
     proxy.logger.level = next.logLevel;
     report.logLevel = next.logLevel;
@@ -233,33 +204,23 @@ export function applyReload(proxy: ReloadHost, next: ResolvedConfig): ReloadRepo
     return project ? reconcileProject(proxy, project, pc, report) : pc;
   });
   proxy.replaceConfig({ ...prev, logLevel: next.logLevel, projects });
-  report.changed =
-    report.logLevel !== undefined ||
-    report.networks.added.length +
-      report.networks.removed.length +
-      report.networks.changed.length +
-      report.upstreams.added.length +
-      report.upstreams.removed.length +
-      report.upstreams.changed.length >
-      0;
+  const { networks: n, upstreams: u } = report;
+  report.changed = report.logLevel !== undefined || [n.added, n.removed, n.changed, u.added, u.removed, u.changed].some((l) => l.length > 0);
   report.durationMs = Math.round((performance.now() - t0) * 100) / 100;
   proxy.hooks.reloaded.call(report);
   return report;
 }
 
 /**
- * Reconciles one project present before and after (its own plugin keys are unchanged: checked
- * by {@link restartOnlyChanges}).
+ * Reconciles one project present before and after (its plugin keys unchanged: {@link restartOnlyChanges}).
  * @returns the project config now in force
  */
 function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProject, report: ReloadReport): ResolvedProject {
   const old = project.config;
   const name = (id: string) => `${pc.id}/${id}`;
 
-  // 1. Upstreams of the old config that go or change leave first (upstreams added at run time,
-  //    by providers, are not in the config and stay). Their chains are remembered: those
-  //    networks are rebuilt, since plugins decide things from a network's upstreams when they
-  //    compose its chain (shadow copies, for one).
+  // 1. Configured upstreams that go or change leave first (run-time ones, from providers, stay). Their networks are rebuilt: plugins
+  //    decide things from a network's upstreams when they compose its chain (shadow copies, for one).
   const nextUp = new Map(pc.upstreams.map((uc) => [uc.id, uc]));
   const replaced = new Map<string, { order: number; chainId?: number }>();
   const touched = new Set<number>();
@@ -279,8 +240,7 @@ function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProje
     if (chain !== undefined) touched.add(chain);
   }
 
-  // 2. Networks: the declared ones by their config, the on-demand ones by the network defaults;
-  //    a network whose upstreams change is rebuilt too.
+  // 2. Networks: declared ones by their config, on-demand ones by the network defaults; rebuilt too when their upstreams change.
   project.config = pc;
   const declared = new Map(pc.networks.map((nc) => [nc.id, nc]));
   for (const n of [...project.networks.values()]) {
@@ -309,9 +269,8 @@ function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProje
     report.networks.added.push(name(fresh.id));
   }
 
-  // 3. New and changed upstreams join (a changed one keeps its place in config order). A changed
-  //    upstream without a configured chain id serves its predecessor's chain while its probe
-  //    runs (the probe moves it if the chain differs), so the network never goes empty.
+  // 3. New and changed upstreams join in config order. A changed one without a configured chain id serves its predecessor's chain
+  //    while its probe runs (which moves it if the chain differs), so the network never goes empty.
   for (const uc of pc.upstreams) {
     if (project.upstreams.has(uc.id)) {
       report.upstreams.kept++;
@@ -332,14 +291,10 @@ function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProje
 }
 
 /**
- * The upstreams of a replaced network join its successor; then the `networkReplaced` hook lets
- * plugins carry their per-network state over (the evm-state plugin starts the successor with the
- * heads the old one knew, so finality and block availability do not go blind until the next poll).
+ * The upstreams of a replaced network join its successor; `networkReplaced` lets plugins carry per-network state over (evm-state's
+ * known heads, so finality and block availability do not go blind until the next poll).
  */
 function joinSeeded(proxy: ReloadHost, project: Project, fresh: Network, old: Network, members: readonly Upstream[]): void {
-  for (const u of members) {
-    if (!project.upstreams.has(u.id) || project.upstreams.get(u.id) !== u) continue;
-    proxy.builder.join(project, u, fresh.chainId);
-  }
+  for (const u of members) if (project.upstreams.get(u.id) === u) proxy.builder.join(project, u, fresh.chainId);
   proxy.hooks.networkReplaced.call(old, fresh);
 }

@@ -1,14 +1,10 @@
-/**
- * Whole-config validation without serving, shared by `svc validate` and config reload: the config
- * goes through the core schema, the plugins' schema fragments, their `config` hooks and their
- * `configured` checks, on fresh plugin instances, exactly as at start.
- */
+/** Whole-config validation without serving (`svc validate`, config reload): on fresh plugin instances, exactly as at start. */
 import type { ResolvedConfig } from '../../config/types.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createProxy, type CreateProxyOptions } from './create.ts';
 
 /**
- * Validates a raw config as a start would, then releases what the plugins' checks opened.
+ * Validates a raw config as a start would (schema, fragments, `config` hooks, `configured` checks), then releases what the checks opened.
  * @param opts the raw config, fresh plugin instances (a preset's factory called anew), env
  * @returns the resolved config after every `config` hook ran
  * @throws ConfigError listing every problem with its path (the messages `svc validate` prints)

@@ -1,8 +1,6 @@
 /**
- * The one way a proxy answer reaches the client (spec §4.2, §9): a served call, a batch, a
- * refusal, the drain's 503 and the healthcheck of a proxy path are all written here, past Koa's
- * response handling: status line and headers in one `writeHead`, gzip when it applies, then the
- * body in one `end` or, for large answers, as a stream. Koa's own `respond` serves plugin routes only.
+ * The one way a proxy answer (call, batch, refusal, drain 503, healthcheck) reaches the client (spec §4.2, §9), past Koa's response
+ * handling: status line and headers in one `writeHead`, gzip when it applies, the body in one `end` or a stream. Koa serves plugin routes only.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable, pipeline } from 'node:stream';
@@ -12,10 +10,8 @@ import { answerBytes, type AnswerBody } from '../wire/jsonrpc.ts';
 import { acceptsGzip, gzipAnswer } from './compression.ts';
 
 /**
- * The `responseHeaders` sink of a proxy answer: headers collected as a flat `[name, value, …]`
- * list and written with the status line in one `writeHead`, instead of one `setHeader` each
- * (Node lowercases, validates and stores every one first). A second `set` of a name with the
- * same spelling replaces the first; an empty name is ignored.
+ * The `responseHeaders` sink of a proxy answer: a flat `[name, value, …]` list written in one `writeHead`, not a `setHeader` each (Node
+ * lowercases, validates and stores every one first). A second `set` of the same spelling replaces the first; an empty name is ignored.
  */
 export class AnswerHeaders implements HeaderSink {
   readonly list: string[];
@@ -46,9 +42,7 @@ export interface ProxyAnswer {
 }
 
 /**
- * Writes an answer. Headers a Koa middleware set before (CORS) are kept: Node merges them with the
- * list, and `Vary` is appended to rather than replaced. Never throws; a stream that fails ends
- * the connection (its status line is already out).
+ * Writes an answer; headers a Koa middleware set before (CORS) are kept, `Vary` appended to. Never throws; a failing stream ends the connection.
  * @param gzip `server.enableGzip`: compress answers over 1 KiB for clients that accept gzip
  */
 export function writeAnswer(req: IncomingMessage, res: ServerResponse, a: ProxyAnswer, gzip: boolean): Promise<void> | undefined {
@@ -72,11 +66,10 @@ export function writeAnswer(req: IncomingMessage, res: ServerResponse, a: ProxyA
 /** Status line, headers (with the length when known) and body. */
 function send(res: ServerResponse, a: ProxyAnswer, body: ProxyAnswer['body'] | Buffer | Readable): void {
   if (res.headersSent || res.writableEnded) return;
-  const h = a.headers.list;
   const bytes = typeof body === 'string' ? Buffer.byteLength(body) : Buffer.isBuffer(body) ? body.length : Array.isArray(body) ? answerBytes(body) : undefined;
   // A 204 carries no body and no length (RFC 9110 §8.6).
-  if (bytes !== undefined && a.status !== 204) h.push('Content-Length', String(bytes));
-  res.writeHead(a.status, h);
+  if (bytes !== undefined && a.status !== 204) a.headers.list.push('Content-Length', String(bytes));
+  res.writeHead(a.status, a.headers.list);
   if (a.status === 204) res.end();
   else if (typeof body === 'string' || Buffer.isBuffer(body)) res.end(body);
   else if (Array.isArray(body)) {

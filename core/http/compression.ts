@@ -1,9 +1,7 @@
 /**
- * HTTP compression of proxy traffic (as eRPC users expect from
- * `server.enableGzip`): request bodies in gzip, deflate or br are decoded with
- * `server.maxBodySize` applied to the decoded bytes (a zip bomb gets 413, never memory), any
- * other `Content-Encoding` gets 415; answers over {@link GZIP_MIN_BYTES} are gzipped for clients
- * that accept it, on zlib's thread pool (strings) or as a stream (batches, large raw results).
+ * HTTP compression (`server.enableGzip`, as eRPC users expect): request bodies in gzip, deflate or br are decoded with `server.maxBodySize`
+ * applied to the decoded bytes (a zip bomb gets 413, never memory), another `Content-Encoding` gets 415; answers over {@link GZIP_MIN_BYTES}
+ * are gzipped on zlib's thread pool (strings) or as a stream (batches, large raw results).
  */
 import { pipeline, type Readable } from 'node:stream';
 import { promisify } from 'node:util';
@@ -26,8 +24,7 @@ const gzipAsync = promisify(gzip);
  */
 export function requestDecoder(header: string | undefined): Transform | undefined {
   if (header === undefined) return undefined;
-  const enc = header.trim().toLowerCase();
-  switch (enc) {
+  switch (header.trim().toLowerCase()) {
     case '':
     case 'identity':
       return undefined;
@@ -45,19 +42,13 @@ export function requestDecoder(header: string | undefined): Transform | undefine
   }
 }
 
-/**
- * Pipes a request into its decoder; a failure of either side surfaces as the decoder's 'error'.
- * @returns the stream of decoded bytes
- */
+/** Pipes a request into its decoder and returns the decoder; a failure of either side surfaces as the decoder's 'error'. */
 export function decodeRequest(req: Readable, decoder: Transform): Transform {
   pipeline(req, decoder, () => undefined);
   return decoder;
 }
 
-/**
- * Whether an `Accept-Encoding` header accepts gzip (`gzip` or `*`, with a q-value above 0).
- * @param header the header value (bounded by Node's header size limit)
- */
+/** Whether an `Accept-Encoding` header (bounded by Node's header size limit) accepts gzip: `gzip` or `*`, with a q-value above 0. */
 export function acceptsGzip(header: string | undefined): boolean {
   if (!header) return false;
   for (const part of header.split(',')) {
@@ -71,9 +62,8 @@ export function acceptsGzip(header: string | undefined): boolean {
 }
 
 /**
- * Gzips an answer body when worth it.
- * @param body the answer: a string, or a stream (batch elements, raw result bytes)
- * @param length its byte length when known (streams of known length), else undefined
+ * Gzips an answer body (a string, or a stream of batch elements or raw result bytes) when worth it.
+ * @param length the byte length of a stream when known
  * @returns the compressed body, or undefined when the body stays as it is
  */
 export async function gzipAnswer(body: string | Readable, length: number | undefined): Promise<Buffer | Readable | undefined> {

@@ -1,16 +1,8 @@
 /**
- * Graceful drain (spec §3.2): the process-lifecycle state machine the CLI runs
- * on SIGTERM. The core owns it because it owns the listener; plugins read the state through
- * `PluginHost.lifecycle` (the healthcheck answers 503 from the first moment of a drain).
- *
+ * Graceful drain on SIGTERM (spec §3.2), owned by the core because it owns the listener:
  *   serving ──SIGTERM──▶ draining ──waitBeforeShutdown──▶ closing ──in-flight done or waitAfterShutdown──▶ stopped
- *
- * - draining: everything is still served; only the healthcheck turns 503 so load balancers and
- *   readiness probes take the replica out of rotation before it stops accepting work.
- * - closing: new requests get HTTP 503 `ErrServiceShuttingDown` with `Connection: close`, so a
- *   client's keep-alive connection ends and its retry lands on another replica; requests already
- *   in flight run to their answer.
- * - stopped: the listener closes, then the `shutdown` taps (stores, pollers) and the pools.
+ * draining: only the healthcheck turns 503, so load balancers take the replica out of rotation before it refuses work; closing: new
+ * requests get 503 with `Connection: close`, so a keep-alive client's retry lands on another replica, while in-flight ones finish.
  */
 import { sleep } from '../../lib/abort.ts';
 import type { Server } from 'node:http';
@@ -27,10 +19,8 @@ export interface DrainTimings {
 }
 
 /**
- * What a plugin may read of the drain (`PluginHost.lifecycleStatus`): the metrics plugin exports
- * it on scrape as `svc_server_lifecycle_state`, `svc_server_drain_started_timestamp_seconds` and
- * `svc_server_inflight_requests` (spec §6), so a drain that outlives its window is visible
- * without an orchestrator's metrics. Getters only: reading costs nothing on the request path.
+ * What a plugin may read of the drain (`PluginHost.lifecycleStatus`); the metrics plugin exports it on scrape (spec §6), so a drain that
+ * outlives its window is visible. Getters only: reading costs nothing on the request path.
  */
 export interface LifecycleStatus {
   /** The current state (spec §3.2). */
@@ -41,10 +31,7 @@ export interface LifecycleStatus {
   readonly drainStartedAtMs: number;
 }
 
-/**
- * Counts the HTTP requests in flight on a server and walks the drain states. One instance per
- * proxy; {@link Drain.run} is idempotent (a second call returns the first one's promise).
- */
+/** Counts the HTTP requests in flight on a server and walks the drain states; {@link Drain.run} is idempotent (one promise). */
 export class Drain implements LifecycleStatus {
   private current: LifecycleState = 'serving';
   private inFlight = 0;
@@ -82,10 +69,8 @@ export class Drain implements LifecycleStatus {
   };
 
   /**
-   * Runs the drain: draining for `waitBeforeMs`, then closing until nothing is in flight or
-   * `waitAfterMs` passed, then `stop()` (close listeners, stores, pools). Never rejects: a failing
-   * `stop` is the caller's to log through its own promise.
-   * @param stop closes everything; called once, in state `stopped`
+   * Runs the drain: draining for `waitBeforeMs`, closing until nothing is in flight or `waitAfterMs` passed, then `stop()`.
+   * @param stop closes listeners, stores and pools; called once, in state `stopped` (its rejection is the returned promise's)
    */
   run(timings: DrainTimings, stop: () => Promise<void>): Promise<void> {
     this.running ??= (async () => {

@@ -1,21 +1,10 @@
 /**
- * The answer to a request refused as a whole before any call was routed (spec §4.1, §4.2, §5): unknown project or network, a path that names none, an auth refusal, the
- * drain's `ErrServiceShuttingDown`, a body or batch over its limit. Nothing is forwarded, and the
- * HTTP status is the refusal's own (404, 401, 503, 400, 413), so a load balancer or client can
- * tell a retryable refusal from a served batch.
- *
- * The body is an array when the request was an array a batch client can map back: one error per
- * element, each under that element's own id (`null` for an element that is not an object). The
- * array is bounded like a served batch: at most `server.maxBatchSize` elements. Otherwise it is
- * one error object, under the call's id when a single call could be read, else id `null`:
- * - a body refused for its byte size, unreadable or unparsable (it was never parsed, so there is
- *   nothing to split);
- * - a batch over `server.maxBatchSize` (answering each element would let a client make svc write
- *   far more than it was sent);
- * - an empty array (there is nothing to map, and `[]` would read as success).
- *
- * When the refusal came before the body was read (the route, auth, drain), the body is read only
- * to find the ids, and only up to {@link REFUSED_BODY_LIMIT}: a refused client cannot make svc
+ * The answer to a request refused as a whole before any call was routed (spec §4.1, §4.2, §5), with the refusal's own HTTP status (404,
+ * 401, 503, 400, 413) so a load balancer or client can tell it from a served batch. An array a batch client can map back gets one error
+ * per element under its id (null for a non-object); one error object (the single call's id, else null) answers an unread or unparsable
+ * body, an empty array (`[]` would read as success) and a batch over `server.maxBatchSize` (one error each would let a client make svc
+ * write far more than it sent).
+ * A body not read yet (route, auth or drain refusal) is read only up to {@link REFUSED_BODY_LIMIT}, so a refused client cannot make svc
  * buffer `server.maxBodySize`.
  */
 import type Koa from 'koa';
@@ -40,13 +29,8 @@ export interface RefusalLimits {
 }
 
 /**
- * The answer (status and body) of a request refused as a whole. Never throws.
- * @param k the Koa context (its body is read here when `body` is undefined)
- * @param err the refusal
- * @param limits the server's limits
- * @param body the request body: `undefined` when it was not read yet (it is read here, bounded by
- *   {@link REFUSED_BODY_LIMIT}); `null` when reading or parsing it failed (one object, id null)
- * @returns the HTTP status, the body and whether it is an array (for the response headers)
+ * The status, body and batch flag (for the response headers) of a request refused as a whole. Never throws.
+ * @param body the parsed body; `undefined` when not read yet (read here, bounded by {@link REFUSED_BODY_LIMIT}); `null` when unreadable
  */
 export async function answerRefusal(
   k: Koa.Context,

@@ -1,8 +1,4 @@
-/**
- * The bytes of a proxy request and of its answer, Koa side: the request body read within
- * `server.maxBodySize` (decoded first when it is compressed), and the answer gzipped for clients
- * that accept it, and the Node server options.
- */
+/** The bytes of a proxy request and its answer, Koa side: the body read within `server.maxBodySize`, gzip, the Node server options. */
 import type { IncomingMessage, ServerOptions } from 'node:http';
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
@@ -14,8 +10,8 @@ import type { HttpRequestInfo } from '../pipeline/context.ts';
 import { ErrInvalidRequest, ErrRequestTooLarge } from '../wire/errors.ts';
 
 /**
- * Reads a request body within `limit` bytes: its bytes, and its UTF-8 text (a leading
- * byte-order mark dropped), read into one pre-sized Buffer when the length is declared; the bytes are kept so large params can go upstream without being re-serialised.
+ * Reads a request body within `limit` bytes (one pre-sized Buffer when the length is declared): its bytes, kept so large params go upstream
+ * without being re-serialised, and its UTF-8 text, a leading byte-order mark dropped.
  * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read
  */
 export async function readRequestBody(k: Koa.Context, limit: number): Promise<{ raw: Buffer; text: string }> {
@@ -43,10 +39,8 @@ export async function readRequestBody(k: Koa.Context, limit: number): Promise<{ 
 }
 
 /**
- * Gzips the answer when the client accepts it and it is over 1 KiB (`server.enableGzip`); every
- * answer that could be compressed says `Vary: Accept-Encoding`. Synchronous (no promise) when
- * nothing is compressed, which is every answer to a client that does not ask for gzip.
- * @returns a promise only when the answer is being compressed
+ * Gzips a Koa answer over 1 KiB for a client that accepts it (`server.enableGzip`); any compressible answer says `Vary: Accept-Encoding`.
+ * @returns a promise only when the answer is being compressed (no promise for a client that does not ask for gzip)
  */
 export function compressAnswer(k: Koa.Context): Promise<void> | undefined {
   const body: unknown = k.body;
@@ -64,10 +58,8 @@ export function compressAnswer(k: Koa.Context): Promise<void> | undefined {
 }
 
 /**
- * Node server options from `server.*`: `readTimeout` is Node's
- * `requestTimeout` (headers and body must arrive within it, 408 after), headers get at most
- * the same, and the expiry check runs often enough for the timeout to be kept to about a
- * quarter of itself (Node checks every 30 s by default).
+ * Node server options from `server.*`: `readTimeout` is Node's `requestTimeout` (headers and body within it, else 408), headers get at
+ * most the same, and the expiry check runs often enough to keep the timeout within a quarter of itself (Node checks every 30 s by default).
  */
 export function httpServerOptions(s: ResolvedConfig['server']): ServerOptions {
   const read = s.readTimeoutMs;
@@ -82,11 +74,7 @@ export function httpServerOptions(s: ResolvedConfig['server']): ServerOptions {
 /** Query of a request without a query string: shared, since `HttpRequestInfo.query` is read-only. */
 const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
 
-/**
- * The HTTP facts of a request (spec §5.5: credentials come from headers and query only).
- * @param k the Koa context
- * @param clients the server's client address resolver
- */
+/** The HTTP facts of a request (spec §5.5: credentials come from headers and query only), the client address through `clients`. */
 export function httpInfo(k: Koa.Context, clients: ClientAddressResolver): HttpRequestInfo {
   let query = NO_QUERY;
   if (k.querystring !== '') {
@@ -111,12 +99,7 @@ export function httpInfo(k: Koa.Context, clients: ClientAddressResolver): HttpRe
   };
 }
 
-/**
- * {@link httpInfo} of a plain Node request (a WebSocket upgrade, no Koa context): the same facts,
- * the query's first values from the URL.
- * @param req the Node request
- * @param clients the server's client address resolver
- */
+/** {@link httpInfo} of a plain Node request (a WebSocket upgrade, no Koa context); the query's first values come from the URL. */
 export function nodeRequestInfo(req: IncomingMessage, clients: ClientAddressResolver): HttpRequestInfo {
   const url = new URL(req.url ?? '/', 'http://svc.invalid');
   let query = NO_QUERY;

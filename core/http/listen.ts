@@ -1,7 +1,4 @@
-/**
- * The HTTP listener of the proxy port: Node's server built from `server.*` settings around the
- * Koa app, bound, and closed with a bounded grace for busy connections.
- */
+/** The HTTP listener of the proxy port: Node's server from `server.*` around the Koa app, closed with a bounded grace for busy connections. */
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { ResolvedConfig } from '../../config/types.ts';
 import { httpServerOptions } from './http-io.ts';
@@ -10,12 +7,7 @@ import { httpServerOptions } from './http-io.ts';
 const CLOSE_GRACE_MS = 2000;
 
 /**
- * Binds the proxy port.
- * @param handler the request listener (the Koa app's callback)
- * @param server `server.*` settings (timeouts, header limits, `maxConnections`)
- * @param host address to bind
- * @param port port to bind (0: any free one)
- * @returns the listening server
+ * Binds the proxy port (0: any free one) with the `server.*` timeouts, header limits and `maxConnections` around the Koa app's callback.
  * @throws (rejects with) the bind error, e.g. EADDRINUSE
  */
 export function listen(handler: RequestListener, server: ResolvedConfig['server'], host: string, port: number): Promise<Server> {
@@ -28,15 +20,11 @@ export function listen(handler: RequestListener, server: ResolvedConfig['server'
   });
 }
 
-/**
- * Stops accepting, closes idle connections at once and busy ones after {@link CLOSE_GRACE_MS}.
- * Never rejects.
- */
+/** Stops accepting, closes idle connections at once and busy ones after {@link CLOSE_GRACE_MS}. Never rejects. */
 export function closeServer(server: Server): Promise<void> {
   return new Promise<void>((resolve) => {
     server.close(() => resolve());
     server.closeIdleConnections?.();
-    // Connections still busy after the drain window are cut.
     setTimeout(() => {
       server.closeAllConnections?.();
       resolve();

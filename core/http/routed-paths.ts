@@ -1,18 +1,12 @@
-/**
- * Which requests must go through the router (route matching is per-request cost):
- * computed once from the routes plugins mounted in the `routes` hook.
- */
+/** Which requests must go through the router (route matching is per-request cost), from the routes mounted in the `routes` hook. */
 import type Router from '@koa/router';
 
 /** What a router serves per HTTP method: `any` path, or a set of static paths (lower-case, no trailing slash). */
 export type RoutedPaths = ReadonlyMap<string, 'any' | ReadonlySet<string>>;
 
 /**
- * The paths a router serves per HTTP method, or undefined for "every request" (a `use`
- * middleware sees every request). Computed once: routes are registered in the `routes` hook,
- * before the server starts. Static paths (`/admin`) are kept as a set, so a proxy POST skips
- * the router's matching unless a plugin mounted a pattern route for POST (the router
- * is per-request cost).
+ * The paths a router serves per HTTP method, or undefined for every request (a `use` middleware). Static paths (`/admin`) are kept as a
+ * set, so a proxy POST skips the router unless a plugin mounted a pattern route for POST. Computed once, before the server starts.
  */
 export function routedPaths(router: Router): RoutedPaths | undefined {
   const out = new Map<string, 'any' | Set<string>>();

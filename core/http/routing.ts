@@ -1,7 +1,6 @@
 /**
- * Routing (spec §4.1): which project and network a request path names, directly or through
- * `server.aliasing.rules` on the Host. Shared by the HTTP server and by plugins serving other
- * transports (the WebSocket endpoint) through the host's `resolveRoute`.
+ * Routing (spec §4.1): which project and network a request path names, directly or through `server.aliasing.rules` on the Host; shared
+ * by the HTTP server and plugin transports (the WebSocket endpoint, through the host's `resolveRoute`).
  */
 import { compileGlobs } from '../../lib/glob.ts';
 import { ErrInvalidRequest, ErrNetworkNotSupported, ErrProjectNotFound } from '../wire/errors.ts';
@@ -24,17 +23,16 @@ export interface RouteHost {
 }
 
 /**
- * Resolves the project and network named by a path (spec §4.1): a configured project id
- * first, then `server.aliasing.rules` on the Host; a numeric segment is a chain id only after
- * aliasing. Throws `ErrProjectNotFound` / `ErrNetworkNotSupported` (HTTP 404).
+ * Resolves the project and network named by a path (spec §4.1): a configured project id first, then `server.aliasing.rules` on the Host;
+ * a numeric segment is a chain id only after aliasing.
+ * @throws ErrProjectNotFound / ErrNetworkNotSupported (HTTP 404)
  */
 export async function resolveTarget(proxy: RouteHost, segments: readonly string[], host: string, aliasMatchers: readonly AliasMatcher[]): Promise<RouteTarget> {
   return resolveRoute(proxy, segments, host, aliasMatchers);
 }
 
 /**
- * {@link resolveTarget} without a promise when the registry already has the network (the
- * common case): a promise only when the `resolveNetwork` hook must be asked.
+ * {@link resolveTarget} with a promise only when the `resolveNetwork` hook must be asked (not in the common case of a known network).
  * @throws ErrProjectNotFound / ErrNetworkNotSupported, synchronously or through the promise
  */
 export function resolveRoute(
@@ -52,9 +50,7 @@ export function resolveRoute(
     project = proxy.projects.get(rule.rule.serveProject);
     if (!project) throw new ErrProjectNotFound(`aliasing rule serves project "${rule.rule.serveProject}", which is not configured`);
     rest = segments;
-    if (rule.rule.serveArchitecture) {
-      rest = rule.rule.serveChain !== undefined ? ['evm', String(rule.rule.serveChain), ...rest] : ['evm', ...rest];
-    }
+    if (rule.rule.serveArchitecture) rest = rule.rule.serveChain !== undefined ? ['evm', String(rule.rule.serveChain), ...rest] : ['evm', ...rest];
   }
   if (rest.length === 0) return { project };
   if (rest.length === 2 && rest[0] === 'evm') {
@@ -95,10 +91,7 @@ export function normaliseNetworkId(id: string): string | undefined {
   return Number.isSafeInteger(n) && n > 0 ? `evm:${n}` : undefined;
 }
 
-/**
- * The non-empty, percent-decoded segments of a request path.
- * @throws ErrInvalidRequest on a malformed percent-encoding
- */
+/** The non-empty, percent-decoded segments of a request path. @throws ErrInvalidRequest on a malformed percent-encoding */
 export function pathSegments(path: string): string[] {
   const out: string[] = [];
   try {
@@ -109,10 +102,7 @@ export function pathSegments(path: string): string[] {
   return out;
 }
 
-/**
- * The server's aliasing rules compiled for matching (`server.aliasing.rules`, case-insensitive globs on the Host).
- * @param rules the resolved rules
- */
+/** The server's aliasing rules compiled for matching (`server.aliasing.rules`, case-insensitive globs on the Host). */
 export function compileAliasMatchers(rules: ReadonlyArray<AliasMatcher['rule'] & { matchDomain: string | string[] }>): AliasMatcher[] {
   return rules.map((rule) => ({ rule, match: compileGlobs(Array.isArray(rule.matchDomain) ? rule.matchDomain : [rule.matchDomain], { nocase: true }) }));
 }

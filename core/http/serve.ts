@@ -1,7 +1,6 @@
 /**
- * Serving JSON-RPC calls once a request is routed (spec §4.2): one call through its network's
- * composed handler with its deadline, and a whole body (a call or a batch) for transports other
- * than the Koa server (the WebSocket endpoint, through the host's `serveJsonRpc`).
+ * Serving JSON-RPC calls once a request is routed (spec §4.2): one call through its network's handler with its deadline, and a whole body
+ * for transports other than the Koa server (the WebSocket endpoint, through the host's `serveJsonRpc`).
  */
 import pLimit from 'p-limit';
 import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRequestInfo, type Identity } from '../pipeline/context.ts';
@@ -34,9 +33,8 @@ export interface CallAnswer {
 const SMALL_BATCH_CHARS = 64 * 1024;
 
 /**
- * A small batch answer as one string, or undefined when it is large (or holds raw result bytes)
- * and must stream (spec §4.2 #8): writing a stream costs a pipeline, an AbortController and more
- * per response, which dominate a small batch.
+ * A small batch answer as one string, or undefined when it is large (or holds raw result bytes) and must stream (spec §4.2 #8): a stream
+ * costs a pipeline, an AbortController and more per response, which dominate a small batch.
  */
 export function smallBatchText(answers: readonly CallAnswer[]): string | undefined {
   let n = 2;
@@ -50,9 +48,7 @@ export function smallBatchText(answers: readonly CallAnswer[]): string | undefin
 
 /** Yields a batch answer element by element (and piece by piece), so it is never one big string (spec §4.2 #8). */
 export function* streamArray(answers: readonly CallAnswer[]): Generator<string | Buffer> {
-  if (answers.length === 0) {
-    yield '[';
-  }
+  if (answers.length === 0) yield '[';
   for (let i = 0; i < answers.length; i++) {
     const t = (answers[i] as CallAnswer).text;
     if (typeof t === 'string') yield i === 0 ? `[${t}` : `,${t}`;
@@ -75,10 +71,8 @@ function internalFailure(proxy: ServeHost, call: ParsedCall, e: unknown, record 
 }
 
 /**
- * Serves one JSON-RPC call: resolves its network, builds its context with a deadline, runs
- * the directives hook and the network's handler, and serialises the answer with the caller's id.
- * Never rejects: a named error is the caller's answer; anything else is svc's own failure,
- * answered as an internal error with id null (spec §4.2 #6).
+ * Serves one JSON-RPC call: its network, its context with a deadline, the directives hook and the network's handler, the answer under the
+ * caller's id. Never rejects: a named error is the answer; anything else is svc's own failure, an internal error with id null (spec §4.2 #6).
  */
 export async function serveCall(
   proxy: ServeHost,
@@ -136,9 +130,8 @@ export async function serveCall(
 }
 
 /**
- * Serves the calls of one body (spec §4.2): a single call, a batch at once when it fits
- * `server.batchConcurrency`, else that many at a time; answers in the calls' order. The one
- * fan-out of both transports (the HTTP server and {@link serveJsonRpc}). Never rejects.
+ * Serves the calls of one body (spec §4.2), all at once within `server.batchConcurrency`, else that many at a time; answers in the calls'
+ * order. The one fan-out of the HTTP server and {@link serveJsonRpc}. Never rejects.
  * @param scope the body's deadlines; made with `together` true exactly when every call starts at once
  */
 export function serveCalls(
@@ -183,12 +176,8 @@ export interface JsonRpcOutput {
 }
 
 /**
- * Serves a whole JSON-RPC body the way the HTTP server does (spec §4.1, §4.2): parsed within
- * `server.maxJsonDepth` and `server.maxBatchSize`, each call through its network's handler under
- * its own `server.maxTimeout` deadline and the batch's concurrency; a body refused as a whole gets
- * one error (or one per element of a batch). Never rejects.
- * @param proxy the proxy serving the calls
- * @param input the routed body
+ * Serves a whole JSON-RPC body the way the HTTP server does (spec §4.1, §4.2): within `server.maxJsonDepth` and `server.maxBatchSize`,
+ * each call under its own `server.maxTimeout` deadline; a body refused as a whole gets one error (one per batch element). Never rejects.
  */
 export async function serveJsonRpc(proxy: ServeHost, input: JsonRpcInput): Promise<JsonRpcOutput> {
   const cfg = proxy.config.server;
@@ -204,11 +193,10 @@ export async function serveJsonRpc(proxy: ServeHost, input: JsonRpcInput): Promi
     if (parsed.batch && calls.length > cfg.maxBatchSize)
       throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
     if (parsed.batch && calls.length === 0) throw new ErrInvalidRequest('invalid request: empty batch');
-    const deadlines = new RequestScope(cfg.maxTimeoutMs, !parsed.batch || calls.length <= cfg.batchConcurrency, parsed.batch);
-    scope = deadlines;
+    scope = new RequestScope(cfg.maxTimeoutMs, !parsed.batch || calls.length <= cfg.batchConcurrency, parsed.batch);
     if (input.signal?.aborted) onAbort();
     else input.signal?.addEventListener('abort', onAbort, { once: true });
-    const answers = await serveCalls(proxy, input.target, calls, input.info, input.identity, deadlines);
+    const answers = await serveCalls(proxy, input.target, calls, input.info, input.identity, scope);
     const text = answers.map((a) => (typeof a.text === 'string' ? a.text : a.text.map((p) => (typeof p === 'string' ? p : p.toString('utf8'))).join('')));
     return {
       body: parsed.batch ? `[${text.join(',')}]` : (text[0] as string),

@@ -1,8 +1,6 @@
 /**
- * The HTTP layer (spec §4.1, §4.2): a thin Koa adapter that parses, builds one CallContext
- * per call, runs the network's composed handler and writes the answer. No feature logic
- * lives here. The core writes only what every response carries: content type,
- * `X-SVC-Version`, `X-SVC-Commit` and `server.responseHeaders` (spec §9).
+ * The HTTP layer (spec §4.1, §4.2): a thin Koa adapter that parses, serves each call through its network's handler and writes the answer;
+ * no feature logic. The core sets only the headers every response carries (spec §9).
  */
 import { DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT, RESPONSE_BYTES } from '../../lib/body.ts';
 import Koa from 'koa';
@@ -25,11 +23,8 @@ import { answerRefusal, type RefusalLimits } from './early-refusal.ts';
 const pending = new WeakMap<Koa.Context, ProxyAnswer>();
 
 /**
- * Resolves in the event loop's check phase. Koa writes an answer when its middleware settles;
- * settling here instead of at once lets every answer completed in one loop turn go out back to
- * back, so a client waiting in epoll is woken once for several of them rather than once each.
- * On this 2-core machine that cut a cache hit from about 78 to 56 µs of CPU and raised its
- * throughput by 40%; the added latency is one loop turn.
+ * Resolves in the loop's check phase, so every answer completed in one loop turn goes out back to back and a client waiting in epoll is
+ * woken once for several: on a 2-core machine a cache hit went from about 78 to 56 µs of CPU, +40% throughput, for one loop turn of latency.
  */
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
@@ -37,17 +32,14 @@ function nextTurn(): Promise<void> {
 
 /** What the HTTP server needs of the host (the proxy is one): serving, and the lifecycle it answers by. */
 export interface ServerHost extends ServeHost {
-  /** svc's version and commit (`X-SVC-Version`, the healthcheck answer). */
+  /** svc's version and commit (`X-SVC-Version`, `X-SVC-Commit`). */
   readonly version: string;
   readonly commit: string;
   /** Serving, closing (draining) or stopped (spec §3.2). */
   readonly lifecycle: LifecycleState;
 }
 
-/**
- * Builds the Koa application of a proxy.
- * @param proxy the proxy whose hooks and registry serve requests
- */
+/** Builds the Koa application of a proxy, whose hooks and registry serve its requests. */
 export function createServer(proxy: ServerHost): Koa {
   const app = new Koa();
   const cfg = proxy.config.server;
@@ -75,9 +67,8 @@ export function createServer(proxy: ServerHost): Koa {
   const routes = router.routes() as unknown as Koa.Middleware;
   const served = routedPaths(router);
 
-  // A plugin route's answer (Koa's) carries the core headers (spec §9) set here; a proxy answer
-  // carries them in its one `writeHead` (core/http/answer.ts). The router runs only for methods
-  // some route serves: proxy POSTs skip route matching unless a plugin mounted a POST route.
+  // A plugin route's answer carries the core headers (spec §9) set here, a proxy answer in its one `writeHead`. The router runs only
+  // for the methods and paths some route serves: proxy POSTs skip route matching unless a plugin mounted a POST route.
   app.use((k, next) => {
     const paths = served === undefined ? 'any' : served.get(k.method);
     const routed = paths === 'any' || (paths !== undefined && paths.has(staticKey(k.path)));
@@ -102,15 +93,13 @@ export function createServer(proxy: ServerHost): Koa {
     if (k.method === 'OPTIONS') return answer(204, '');
     const lifecycle = proxy.lifecycle;
     if (k.method !== 'POST') {
-      // Non-POST on proxy paths is a healthcheck (spec §4.1); the healthcheck plugin serves
-      // richer answers on its own routes. From SIGTERM on it is 503 (spec §3.2).
+      // Non-POST on proxy paths is a healthcheck (spec §4.1), 503 from SIGTERM on (spec §3.2).
       if (lifecycle !== 'serving') answer(503, JSON.stringify({ status: 'ERROR', code: 'HealthcheckUnhealthy', message: 'shutting down' }));
       else answer(200, JSON.stringify({ status: 'OK', message: 'svc is serving' }));
       return;
     }
     if (lifecycle === 'closing' || lifecycle === 'stopped') {
-      // Drain (spec §3.2): a new request is refused and its keep-alive connection ends, so the
-      // client's retry reaches another replica; in-flight calls are not affected.
+      // Drain (spec §3.2): the keep-alive connection ends, so the client's retry reaches another replica.
       const refused = await answerRefusal(k, new ErrServiceShuttingDown('svc is shutting down: retry on another replica'), refusal);
       headers.set('Connection', 'close');
       meta.batch = refused.batch;
@@ -129,9 +118,8 @@ export function createServer(proxy: ServerHost): Koa {
       target = route instanceof Promise ? await route : route;
       meta.project = target.project;
       info.networkId = target.network?.id;
-      // Credentials come from headers and query only (spec §5.5): authenticate before the body is
-      // read, so an unauthenticated client cannot make svc buffer maxBodySize. No auth strategy
-      // tapped: no identity, and no promise to wait for.
+      // Credentials come from headers and query only (spec §5.5): authenticate before the body is read, so an unauthenticated
+      // client cannot make svc buffer maxBodySize. With no auth strategy tapped, no promise to wait for.
       let identity: Identity | undefined;
       if (hooks.authenticate.isUsed()) identity = await hooks.authenticate.promise(info, target.project);
       body = null;
@@ -149,8 +137,7 @@ export function createServer(proxy: ServerHost): Koa {
       const onClose = () => {
         if (!k.res.writableFinished) deadlines.cancel(new ErrCancelled('client closed the connection'));
       };
-      // res 'close' fires early only when the client goes away (req 'close' fires once the body is
-      // read). It fires at most once, so `on` (no once-wrapper) is enough.
+      // res 'close' fires early only when the client goes away (req 'close' fires once the body is read); at most once, so `on`.
       k.res.on('close', onClose);
       if (!parsed.batch) {
         const one = await serveCall(proxy, target, calls[0] as ParsedCall, info, identity, deadlines);
