@@ -1,8 +1,6 @@
 /**
- * A project (spec §1.2) and its networks (one chain each, id `evm:<chainId>`), in one module
- * because each refers to the other: a project holds its networks by id and alias, a network
- * orders its upstreams by the project's config order. A network's `call` chain is composed once
- * when the host creates it and held by the pipeline (core/pipeline/chains.ts), not here.
+ * A project (spec §1.2) and its networks (`evm:<chainId>`), in one module because each refers to the other: a project holds its networks
+ * by id and alias, a network orders its upstreams by the project's config order. Chains are held by the pipeline (core/pipeline/chains.ts).
  */
 import type { ResolvedNetwork, ResolvedProject } from '../../config/types.ts';
 import { HealthTracker, type HealthClassifier } from '../../lib/health-window.ts';
@@ -22,10 +20,8 @@ export class Project {
   private readonly order = new Map<Upstream, number>();
 
   /**
-   * @param config resolved project config; replaced by a config reload (core/host/reload.ts) when its
-   *   networks or upstreams change (its own plugin keys stay as started)
-   * @param classify what an attempt means for its upstream's health (the pipeline's charging rule,
-   *   handed in by the host so the registry depends on nothing above it)
+   * @param config resolved project config; a reload (core/host/reload.ts) replaces it when networks or upstreams change (plugin keys stay)
+   * @param classify what an attempt means for its upstream's health (the pipeline's charging rule, handed in so the registry needs nothing above it)
    */
   constructor(
     public config: ResolvedProject,
@@ -39,20 +35,15 @@ export class Project {
   private nextOrder = 0;
 
   /**
-   * Registers an upstream (config order is registration order).
-   * @param order its place in config order; default after every other (a reload passes the
-   *   place of the upstream it replaces)
+   * Registers an upstream.
+   * @param order its place in config order; default after every other (a reload passes that of the upstream it replaces)
    */
   addUpstream(u: Upstream, order?: number): void {
     this.upstreams.set(u.id, u);
     this.order.set(u, order ?? this.nextOrder++);
   }
 
-  /**
-   * Puts the upstreams in a new config order (a reload that added, removed or moved some): the
-   * listed ids first, in that order, then the others (added at run time) as they were; every
-   * network's list is re-sorted.
-   */
+  /** A new config order after a reload: the listed ids first, then the others (added at run time) as they were; every network re-sorted. */
   reorder(ids: readonly string[]): void {
     const first = new Map(ids.map((id, i) => [id, i]));
     const rest = [...this.upstreams.values()].filter((u) => !first.has(u.id)).sort((x, y) => this.upstreamOrder(x) - this.upstreamOrder(y));
@@ -91,10 +82,7 @@ export class Network {
   readonly alias?: string;
   /** Upstreams that may serve, in config order (the `select` hook orders them per call). */
   readonly upstreams: Upstream[] = [];
-  /**
-   * The wrappers this network's chains run, outermost first, by hook (`call`, `attempt`): tap
-   * names recorded when the chains were composed (core/pipeline/pipeline.ts; `svc pipeline` prints them).
-   */
+  /** Tap names of the wrappers this network's `call` and `attempt` chains run, outermost first (`svc pipeline` prints them). */
   pipeline: { readonly call: readonly string[]; readonly attempt: readonly string[] } = { call: [], attempt: [] };
 
   /**
@@ -122,10 +110,7 @@ export class Network {
     return true;
   }
 
-  /**
-   * Removes an upstream (wrong chain id, config reload).
-   * @returns true when it was in this network
-   */
+  /** Removes an upstream (wrong chain id, config reload); true when it was in this network. */
   removeUpstream(u: Upstream): boolean {
     const i = this.upstreams.indexOf(u);
     if (i < 0) return false;

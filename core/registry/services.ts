@@ -1,8 +1,6 @@
 /**
- * Typed service keys and the service registry contract (docs/plugins.md, "Services"): how plugins
- * publish services to each other by key instead of module-level state, and the error a plugin
- * that breaks the contract gets. The lowest part of the plugin contract: the registry, the
- * pipeline and the host all use it, and it uses nothing of theirs.
+ * Typed service keys and the service registry contract (docs/plugins.md, "Services"), plugins publishing services by key instead of
+ * module-level state. The lowest part of the plugin contract: registry, pipeline and host use it, and it uses nothing of theirs.
  */
 
 /** A plugin broke the contract: a missing dependency, a duplicate name, a version mismatch, a config read too early. */
@@ -14,15 +12,9 @@ export class PluginContractError extends Error {
 }
 
 /**
- * The typed key of a service: its name and, at compile time only, its type.
- * Make one with {@link serviceKey}; `host.services.provide(KEY, impl)` then checks `impl`
- * against the type, and `get(KEY)` / `require(KEY)` return it without a cast.
- *
- * At run time services meet by {@link ServiceKey.name}, so a plugin built against another
- * installed copy of svc (with its own key object of the same name) reaches the same service.
- * A key other plugins consume is declared once, next to its service interface, where they can
- * import it: the providing plugin's contract entry (`svc/plugins/<name>` for a built-in), the providing package
- * for an in-house one.
+ * The typed key of a service (made with {@link serviceKey}): `provide(KEY, impl)` checks `impl` against its type, `get`/`require` need
+ * no cast. At run time services meet by {@link ServiceKey.name}, so a plugin built against another installed copy of svc reaches the
+ * same service. Declare a shared key once, next to its service interface (`svc/plugins/<name>` for a built-in).
  */
 export class ServiceKey<T> {
   /** Type marker only, never set: makes `ServiceKey<A>` and `ServiceKey<B>` incompatible. */
@@ -51,22 +43,15 @@ export class ServiceKey<T> {
   }
 }
 
-/**
- * A key of any service, as a plugin lists it in `provides` and `needs`: {@link ServiceKey} is
- * invariant in its service type (so `provide` and `get` stay typed), hence a list of keys of
- * different services is typed by what they share, the name services meet by.
- */
+/** A key of any service, as in `provides` and `needs`: {@link ServiceKey} is invariant in its type, so a mixed list is typed by the name alone. */
 export type AnyServiceKey = Pick<ServiceKey<unknown>, 'name'>;
 
-/** Names of the service keys declared in this copy of svc (each once). */
 const declaredKeys = new Set<string>();
 
 /**
- * Declares the typed key of a service, once per name (module level, next to the service's
- * interface): `export const ACME_SERVICE = serviceKey<AcmeService>('acme')`.
+ * Declares a service's typed key, once per name, at module level: `export const ACME_SERVICE = serviceKey<AcmeService>('acme')`.
  * @param name unique name (convention: the providing plugin's name)
- * @throws PluginContractError when a key of that name is declared already (two declarations
- *   could disagree on the type, which is what typed keys rule out)
+ * @throws PluginContractError when a key of that name is declared already (two declarations could disagree on the type)
  */
 export function serviceKey<T>(name: string): ServiceKey<T> {
   return ServiceKey.create<T>(name);

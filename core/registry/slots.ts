@@ -1,21 +1,11 @@
 /**
- * Typed extension slots: a plugin keeps a field of its own on a call context
- * or an upstream without core types carrying it. A {@link Slot} is the typed key: it is declared
- * once per name (a second declaration of the name throws, so two plugins cannot read one slot
- * with two types), and whoever reads or writes it imports that one object. Slots several plugins
- * share are declared by the plugin that writes them, in its contract `svc/plugins/<name>`.
- *
- * The value lives under a registry symbol (`Symbol.for('svc.slot.<name>')`), so a plugin built
- * against another installed copy of svc (whose own `Slot` object has the same name) still reads
- * and writes the same field.
+ * Typed extension slots: a plugin keeps a field of its own on a call context or an upstream without core types carrying it. Declared
+ * once per name, so two plugins cannot read one slot with two types; stored under `Symbol.for('svc.slot.<name>')`, so a plugin built
+ * against another installed copy of svc reaches the same field.
  */
 import { PluginContractError } from './services.ts';
 
-/**
- * Something that holds slots: a call context (its `state` map), an upstream (its `slots` map),
- * or an execution record (a `slots` map created on first write, so a call that no plugin
- * annotates allocates none).
- */
+/** A call context (its `state` map), an upstream or an execution record (a `slots` map, created on first write: unannotated calls allocate none). */
 export type SlotHolder = { slots?: Map<symbol, unknown> } | { readonly state: Map<symbol, unknown> };
 
 function storeOf(holder: SlotHolder, create: boolean): Map<symbol, unknown> | undefined {
@@ -27,13 +17,9 @@ function storeOf(holder: SlotHolder, create: boolean): Map<symbol, unknown> | un
   return h.slots;
 }
 
-/** Names of the slots declared in this copy of svc (each once). */
 const declared = new Set<string>();
 
-/**
- * One typed slot: read with {@link get} (the fallback when unset), write with {@link set}.
- * Declare it once, at module level, and import it where it is used.
- */
+/** One typed slot, declared once at module level and imported where used; slots plugins share live in the writer's `svc/plugins/<name>`. */
 export class Slot<T> {
   /** The registry symbol this slot lives under. */
   readonly key: symbol;
@@ -41,8 +27,7 @@ export class Slot<T> {
   /**
    * @param name a dotted name unique in the process (convention `<plugin-or-area>.<field>`)
    * @param fallback what {@link get} returns while the slot is unset
-   * @throws PluginContractError when a slot of that name is declared already in this copy of svc
-   *   (import that one instead: a second declaration could give the slot another type)
+   * @throws PluginContractError when a slot of that name is declared already (a second declaration could give it another type)
    */
   constructor(
     readonly name: string,

@@ -1,8 +1,6 @@
 /**
- * One upstream's HTTP JSON-RPC transport: an
- * undici keep-alive pool to its origin (shared by origin), svc's own request ids, a response
- * read into one Buffer under a size cap, one `JSON.parse`, and every upstream fault normalised
- * here, once, where it arrives, with the upstream's secrets redacted from any text it echoed.
+ * One upstream's HTTP JSON-RPC transport: a keep-alive pool per origin, svc's own request ids, an answer read into one capped Buffer
+ * and parsed once, and every upstream fault normalised here, where it arrives, with the upstream's secrets redacted.
  */
 import { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
@@ -28,10 +26,7 @@ export interface UpstreamPoolOptions {
   connections?: number;
   /** Idle keep-alive, ms. Default 30 000. */
   keepAliveTimeoutMs?: number;
-  /**
-   * Shared pools by origin: upstreams of the same origin (one provider, several paths or
-   * keys) reuse one keep-alive pool. The owner of the map closes the pools.
-   */
+  /** Pools by origin, shared by upstreams of one origin (one provider, several paths or keys); the map's owner closes them. */
   shared?: Map<string, Pool>;
 }
 
@@ -47,7 +42,6 @@ export function createOriginPool(origin: string, opts: UpstreamPoolOptions = {})
 }
 
 const ABORT_TIMEOUT = Symbol('svc.timeout');
-/** The closing brace of an outbound body sent in pieces. */
 const CLOSE = Buffer.from('}');
 
 /** The abort reason used for call deadlines, so the transport can tell timeouts from cancellations. */
@@ -79,16 +73,7 @@ export interface TransportConfig {
   maxResponseSize: number;
 }
 
-/** A request body whose send failed: the error, and how large the body was. */
-interface SendFailure {
-  error: unknown;
-  bodyBytes: number;
-}
-
-/**
- * A built request body: a string, or (large params) pieces around the client's
- * own params bytes, sent with their length declared.
- */
+/** A built request body: a string, or (large params) pieces around the client's own params bytes, sent with their length declared. */
 export interface OutboundBody {
   /** svc's id of this request. */
   id: number;
@@ -112,7 +97,7 @@ export class HttpTransport {
   private readonly ownsPool: boolean;
   private readonly path: string;
   private readonly headers: Record<string, string>;
-  private nextId = 1;
+  private lastId = 0;
 
   /**
    * @param cfg id, endpoint, headers and response cap
@@ -139,26 +124,25 @@ export class HttpTransport {
     if (pool.shared && !shared) pool.shared.set(url.origin, this.pool);
   }
 
-  /**
-   * Builds the request body with svc's own id. Runs svc's own code only: an exception here
-   * (a params value that cannot be serialised) is svc's, never the upstream's.
-   */
+  private newId(): number {
+    this.lastId = this.lastId >= 2_000_000_000 ? 1 : this.lastId + 1;
+    return this.lastId;
+  }
+
+  /** Builds the request body with svc's own id: svc's code only, so an exception here (params that cannot be serialised) is never the upstream's. */
   body(method: string, params: unknown): OutboundBody {
-    const id = this.nextId++;
-    if (this.nextId > 2_000_000_000) this.nextId = 1;
+    const id = this.newId();
     const raw = rawParamsOf(params);
     if (raw) {
       const head = Buffer.from(`{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":`);
-      const chunks = [head, raw, CLOSE];
-      return { id, chunks, bytes: head.length + raw.length + 1 };
+      return { id, chunks: [head, raw, CLOSE], bytes: head.length + raw.length + 1 };
     }
     const text = serializeOutbound(id, method, params);
     return { id, text, bytes: text.length };
   }
 
   /**
-   * Sends a built body and reads the answer. Never throws anything but a {@link SvcError}:
-   * transport failures, HTTP errors, oversized and malformed answers are normalised here.
+   * Sends a built body and reads the answer; throws only a {@link SvcError} (every failure is normalised here).
    * @param body from {@link body}
    * @param method the JSON-RPC method (some normalisation rules depend on it)
    * @param signal aborts the request; a {@link DeadlineReason} reason becomes a timeout
@@ -182,7 +166,7 @@ export class HttpTransport {
       status = res.statusCode;
       bytes = await readCapped(res.body, res.headers['content-length'], maxResponseSize, this.cfg.id);
     } catch (e) {
-      throw this.transportError({ error: e, bodyBytes: body.bytes }, signal);
+      throw this.transportError(e, body.bytes, signal);
     }
     try {
       return this.parse(status, bytes, body.id, method);
@@ -192,20 +176,14 @@ export class HttpTransport {
   }
 
   /**
-   * Sends several calls as one JSON-RPC batch (spec §4.7, outbound batching). Never rejects:
-   * each call gets its result or its error. An array answer is matched by svc's ids; a single
-   * object fails every call; a non-JSON answer gives every call `ErrUpstreamMalformedResponse`;
-   * a call the array does not answer fails naming its id; a transport failure reaches every call.
+   * Sends several calls as one JSON-RPC batch (spec §4.7); never rejects. An array answer is matched by svc's ids (a call it does not
+   * answer fails naming its id); a single object, a non-JSON answer or a transport failure fails every call.
    * @param calls method and params of each call, in order
    * @param maxResponseSize cap of the whole answer, bytes
    * @returns one outcome per call, in order
    */
   async postBatch(calls: ReadonlyArray<{ method: string; params: unknown }>, maxResponseSize = this.cfg.maxResponseSize): Promise<Array<RpcResult | SvcError>> {
-    const ids = calls.map(() => {
-      const id = this.nextId++;
-      if (this.nextId > 2_000_000_000) this.nextId = 1;
-      return id;
-    });
+    const ids = calls.map(() => this.newId());
     const text = `[${calls.map((c, i) => serializeOutbound(ids[i] as number, c.method, c.params)).join(',')}]`;
     const up = this.cfg.id;
     let status: number;
@@ -216,7 +194,7 @@ export class HttpTransport {
       status = res.statusCode;
       bytes = await readCapped(res.body, res.headers['content-length'], maxResponseSize, up);
     } catch (e) {
-      const err = this.transportError({ error: e, bodyBytes: text.length }, never);
+      const err = this.transportError(e, text.length, never);
       return calls.map(() => err);
     }
     try {
@@ -245,16 +223,12 @@ export class HttpTransport {
       return calls.map(() => err);
     }
     if (!Array.isArray(doc)) {
-      // One object for a batch: an error for every queued call (spec §4.7 #4). A JSON-RPC error
-      // object (a rate limit, an auth refusal...) keeps its classification; anything else names
-      // the ids svc sent, since the object's own id answers none of them.
-      const single = new ErrUpstreamMalformedResponse(
+      // One object for a batch fails every call (spec §4.7 #4): a JSON-RPC error (rate limit, auth...) keeps its classification;
+      // anything else names the ids svc sent, since the object's own id answers none of them.
+      let err: SvcError = new ErrUpstreamMalformedResponse(
         `upstream ${up} answered a batch of ${ids.length} requests (${idList(ids)}) with a single object${this.singleId(doc)}`,
-        {
-          details: { upstream: up },
-        },
+        { details: { upstream: up } },
       );
-      let err: SvcError = single;
       try {
         if (status >= 400 || (doc as { error?: unknown } | null)?.error) this.parse(status, bytes, Number.NaN, calls[0]?.method ?? '');
       } catch (e) {
@@ -294,8 +268,7 @@ export class HttpTransport {
     return this.post(this.body(method, params), method, signal);
   }
 
-  private transportError(f: SendFailure, signal: AbortSignal): SvcError {
-    const e = f.error;
+  private transportError(e: unknown, bodyBytes: number, signal: AbortSignal): SvcError {
     if (e instanceof SvcError) return e;
     const id = this.cfg.id;
     if (signal.aborted) {
@@ -310,16 +283,14 @@ export class HttpTransport {
     const err = e as NodeJS.ErrnoException;
     const code = err.code ?? '';
     // The upstream hung up while svc was still writing a large body: it refused the size.
-    if (f.bodyBytes >= LARGE_REQUEST_BYTES && (code === 'EPIPE' || code === 'ECONNRESET' || code === 'UND_ERR_SOCKET')) {
-      return new ErrUpstreamRequestTooLarge(`upstream ${id} closed the connection while receiving a ${f.bodyBytes}-byte request (${code})`, {
+    if (bodyBytes >= LARGE_REQUEST_BYTES && (code === 'EPIPE' || code === 'ECONNRESET' || code === 'UND_ERR_SOCKET')) {
+      return new ErrUpstreamRequestTooLarge(`upstream ${id} closed the connection while receiving a ${bodyBytes}-byte request (${code})`, {
         details: { upstream: id, errno: code },
       });
     }
     return new ErrEndpointServerSideException(
       `transport error talking to upstream ${id}: ${code} ${this.redactor.text(err.message ?? '')}`.replace(/\s+/g, ' ').trim(),
-      {
-        details: { upstream: id, errno: err.code },
-      },
+      { details: { upstream: id, errno: err.code } },
     );
   }
 
@@ -357,9 +328,8 @@ export class HttpTransport {
         details: { upstream: up },
       });
     }
-    // A large answer keeps its result as a slice of the answer's bytes: written to the client as
-    // is, so the decoded text can go as soon as it was parsed (ASCII only: char = byte offsets).
-    // The range is the scan's: the member JSON.parse read, whatever its name's spelling.
+    // A large answer keeps its result as a slice of its bytes, so the decoded text can go once parsed (ASCII only: char = byte
+    // offsets). The range is the scan's: the member JSON.parse read, whatever its name's spelling.
     const at = scan.result;
     let r: RpcResult;
     if (at && bytes.length >= RAW_RESULT_MIN_BYTES && bytes.length === text.length) r = RpcResult.fromBytes(o.result, bytes.subarray(at[0], at[1]));
@@ -450,14 +420,9 @@ function readCapped(body: BodyStream, declared: string | string[] | undefined, l
   });
 }
 
-/** Most ids named by {@link idList}. */
 const MAX_LISTED_IDS = 10;
 
-/**
- * The request ids of a batch for an error message, bounded: `ids 5, 6, 7`, or the first
- * {@link MAX_LISTED_IDS} then `… and <n> more` (a batch may hold thousands of calls).
- * @param ids svc's outbound ids, in order
- */
+/** A batch's request ids for a message, bounded (a batch may hold thousands): `ids 5, 6, 7`, or the first ten then `… and <n> more`. */
 export function idList(ids: readonly number[]): string {
   const shown = ids.slice(0, MAX_LISTED_IDS).join(', ');
   const more = ids.length - MAX_LISTED_IDS;

@@ -1,8 +1,4 @@
-/**
- * One upstream: its HTTP transport (core/registry/transport.ts: one keep-alive pool per origin,
- * fault normalisation, redaction), its method filter, its tags and its composed sender chain
- * (`upstream` hook).
- */
+/** One upstream: its HTTP transport (core/registry/transport.ts), its method filter, its tags and its state. */
 import { compileGlobs } from '../../lib/glob.ts';
 import type { RpcResult } from '../wire/jsonrpc.ts';
 import type { SvcError } from '../wire/errors.ts';
@@ -18,11 +14,7 @@ export type UpstreamState = 'probing' | 'ready' | 'failed';
 /** Most methods one upstream learns to ignore at run time. */
 export const MAX_LEARNED_IGNORES = 1000;
 
-/**
- * One request as the transport dials it: what to send and the records it accounts the dial in.
- * The pipeline's `UpstreamCall` (core/pipeline/hooks.ts) is one; declared here by shape so the registry
- * needs nothing of the pipeline.
- */
+/** One request as dialled, with the records it is accounted in: the pipeline's `UpstreamCall`, declared by shape so the registry needs none of it. */
 export interface DialRequest {
   /** JSON-RPC method sent upstream. */
   readonly method: string;
@@ -49,26 +41,18 @@ export class Upstream {
   chainId?: number;
   /** Verification state; only `ready` (or `probing` with a configured chain id) serves. */
   state: UpstreamState;
-  /**
-   * `eth_chainId` probes of this upstream that failed so far (each is retried with backoff): the
-   * providers plugin stops holding a chain's first request once every generated upstream failed one.
-   */
+  /** Failed `eth_chainId` probes so far: the providers plugin stops holding a chain's first request once every generated upstream failed one. */
   probeFailures = 0;
   /**
-   * When this upstream object was made, `performance.now()` ms (the clock of
-   * `AttemptRecord.startedAt`): an attempt that started earlier belongs to a predecessor under
-   * the same id, which a config reload replaced (the health plugin leaves it out of this window).
+   * When this object was made, `performance.now()` ms (as `AttemptRecord.startedAt`): an earlier attempt belongs to a predecessor a
+   * reload replaced under the same id (the health plugin leaves it out).
    */
   readonly createdAt = performance.now();
-  /** Plugin-owned fields of this upstream, by slot (core/registry/slots.ts), e.g. `SYNCING` of the evm-state plugin (`svc/plugins/evm-state`). */
+  /** Plugin-owned fields of this upstream, by slot (core/registry/slots.ts). */
   readonly slots = new Map<symbol, unknown>();
-  /**
-   * The `upstream` hook's wrappers around {@link dial}, outermost first: tap names recorded when
-   * the pipeline composed this upstream's sender (core/pipeline/chains.ts holds the sender itself).
-   */
+  /** Tap names of the `upstream` hook's wrappers around {@link dial}, outermost first (core/pipeline/chains.ts holds the sender). */
   pipeline: readonly string[] = [];
 
-  /** The HTTP transport: pool, ids, response cap, fault normalisation, redaction. */
   private readonly http: HttpTransport;
   private readonly ignore: (m: string) => boolean;
   private readonly allow: (m: string) => boolean;
@@ -76,11 +60,7 @@ export class Upstream {
   /** Methods found unsupported at run time (`autoIgnoreUnsupportedMethods`), for the life of the process. */
   private readonly learnedIgnores = new Set<string>();
 
-  /**
-   * @param config resolved upstream config
-   * @param projectId owning project id
-   * @param pool pool options
-   */
+  /** @param pool pool options (pools shared by origin) */
   constructor(
     readonly config: ResolvedUpstream,
     readonly projectId: string,
@@ -103,10 +83,7 @@ export class Upstream {
     return this.state === 'ready' || (this.state === 'probing' && this.config.chainId !== undefined);
   }
 
-  /**
-   * Whether `ignoreMethods`/`allowMethods` let this upstream serve a method (allow wins).
-   * Cached per method; the cache is bounded because method names come from clients.
-   */
+  /** Whether `ignoreMethods`/`allowMethods` let this upstream serve a method (allow wins); cached, bounded: method names come from clients. */
   supportsMethod(method: string): boolean {
     let v = this.supportCache.get(method);
     if (v === undefined) {
@@ -117,9 +94,8 @@ export class Upstream {
   }
 
   /**
-   * Stops sending a method to this upstream for the life of the process: it answered that it does
-   * not support it (`autoIgnoreUnsupportedMethods`). Bounded: method names come
-   * from clients, so at most {@link MAX_LEARNED_IGNORES} are learned.
+   * Stops sending a method here for the life of the process, after the upstream said it does not support it
+   * (`autoIgnoreUnsupportedMethods`); at most {@link MAX_LEARNED_IGNORES}, since method names come from clients.
    * @returns true when the method was newly ignored
    */
   ignoreMethod(method: string): boolean {
@@ -134,11 +110,7 @@ export class Upstream {
     return this.http.redactor;
   }
 
-  /**
-   * The innermost sender, below the `upstream` hook's wrappers: builds the body (svc's own code:
-   * an exception here is an internal error, never counted against the upstream), then accounts
-   * the dial and sends it.
-   */
+  /** The innermost sender: builds the body (an exception there is svc's, never the upstream's), then accounts the dial and sends it. */
   dial(call: DialRequest): Promise<RpcResult> {
     const body = this.http.body(call.method, call.params);
     call.attempt.dialled = true;
@@ -146,11 +118,7 @@ export class Upstream {
     return this.http.post(body, call.method, call.signal, call.maxResponseSize);
   }
 
-  /**
-   * Sends several calls as one JSON-RPC batch (outbound batching, spec §4.7): one outcome per
-   * call, in order; never rejects. Each call counts as one upstream attempt of its own call.
-   * @param calls the calls (their attempt records are marked dialled)
-   */
+  /** Sends calls as one JSON-RPC batch (spec §4.7): one outcome per call, in order, never rejects; each counts one upstream attempt. */
   sendBatch(calls: readonly DialRequest[]): Promise<Array<RpcResult | SvcError>> {
     for (const c of calls) {
       c.attempt.dialled = true;
@@ -159,13 +127,7 @@ export class Upstream {
     return this.http.postBatch(calls.map((c) => ({ method: c.method, params: c.params })));
   }
 
-  /**
-   * One HTTP JSON-RPC request outside the hook chains (chain-id probes). Never throws anything
-   * but a SvcError.
-   * @param method JSON-RPC method
-   * @param params params (omitted from the body when undefined)
-   * @param signal aborts the request; a DeadlineReason reason becomes a timeout
-   */
+  /** One request outside the hook chains (chain-id probes); throws only a SvcError, a DeadlineReason abort as a timeout. */
   transport(method: string, params: unknown, signal: AbortSignal): Promise<RpcResult> {
     return this.http.send(method, params, signal);
   }

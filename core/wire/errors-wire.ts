@@ -1,8 +1,4 @@
-/**
- * How svc's errors reach the wire (spec §7): the error a client
- * is shown, the JSON-RPC error object with pass-through of the node's own facts, and the README's
- * error table. Split from core/wire/errors.ts, which holds the error classes themselves.
- */
+/** How svc's errors reach the wire (spec §7): the error a client is shown, its JSON-RPC error object, and the README's error table. */
 import {
   ErrAuthUnauthorized,
   ErrConsensusDispute,
@@ -55,18 +51,11 @@ export interface JsonRpcErrorObject {
   message: string;
   /** Upstream revert bytes or svc's cause chain; omitted when empty. */
   data?: unknown;
-  /**
-   * The exact JSON text to write for this error object, when it passes through from an upstream
-   * byte for byte; `code`/`message`/`data` then describe the same object.
-   */
+  /** Exact JSON text to write when the object passes through from an upstream byte for byte (`code`/`message`/`data` describe it). */
   raw?: string;
 }
 
-/**
- * The error a client is shown for `err` (eRPC's wire translation): an `ErrUpstreamsExhausted`
- * with exactly one cause is that cause (one upstream tried: its timeout, its 401), so its name,
- * code and HTTP status reach the client; anything else is itself.
- */
+/** The error a client is shown (as eRPC does): an `ErrUpstreamsExhausted` with exactly one cause is that cause; anything else is itself. */
 export function wireError(err: SvcError): SvcError {
   let e = err;
   for (let i = 0; i < 8 && e instanceof ErrUpstreamsExhausted && e.causes.length === 1; i++) e = e.causes[0] as SvcError;
@@ -77,10 +66,8 @@ export function wireError(err: SvcError): SvcError {
 const REVERT_DATA_METHODS = new Set(['eth_call', 'eth_estimateGas']);
 
 /**
- * Errors that are facts about the request: reverts, nonce, funds, gas and fee
- * errors, invalid params, an unsupported method, missing data, and an error a second upstream
- * confirmed (`SvcError.confirmed`). The client gets the upstream's own `code`, `message` and
- * `data` byte for byte; svc's name stays in traces, headers and labels.
+ * Errors that are facts about the request (reverts, nonce, funds, gas, fee, invalid params, unsupported method, missing data, or
+ * `SvcError.confirmed`): the client gets the upstream's own error byte for byte; svc's name stays in traces, headers and labels.
  */
 export function isPassThrough(err: SvcError): boolean {
   return (
@@ -94,12 +81,9 @@ export function isPassThrough(err: SvcError): boolean {
 }
 
 /**
- * The wire error object for a call. A pass-through error
- * ({@link isPassThrough}, directly or as the dominant cause of `ErrUpstreamsExhausted`) is the
- * upstream's own error object: `raw` carries its exact JSON text, with svc's cause chain as
- * `data` only where the upstream sent none (and never on an `exact` one, a configured answer). Every other error carries svc's code and message;
- * `data` is an upstream's own data when there is one, else the cause chain when
- * `includeErrorDetails` is on (never for `eth_call`/`eth_estimateGas`, whose data is revert bytes).
+ * The wire error object for a call. A pass-through error ({@link isPassThrough}, itself or an exhausted error's dominant cause) is the
+ * upstream's object as `raw`, svc's cause chain added as `data` only where it sent none (never on an `exact` one). Others carry svc's
+ * code and message; `data` is the upstream's, else the cause chain when allowed (never for `eth_call`/`eth_estimateGas`: revert bytes).
  * @param err the named error
  * @param method the call's method, or undefined when unknown
  * @param includeErrorDetails `server.includeErrorDetails`
@@ -114,7 +98,6 @@ export function toJsonRpcError(err: SvcError, method: string | undefined, includ
     else if (detailsAllowed && raw?.exact !== true) out.data = err.toDetails();
     if (raw) {
       out.code = Number(raw.code);
-      // The node's object as written; svc's details are appended as `data` only where it sent none.
       const end = raw.whole.lastIndexOf('}');
       out.raw =
         raw.data !== undefined || out.data === undefined || end < 0 ? raw.whole : `${raw.whole.slice(0, end).trimEnd()},"data":${JSON.stringify(out.data)}}`;

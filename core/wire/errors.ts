@@ -1,11 +1,6 @@
 /**
- * The one error hierarchy of svc (docs/architecture.md, spec §7).
- *
- * Every error a client can see is a subclass of {@link SvcError} whose class name is the
- * spec's error name. Each carries its JSON-RPC code, its HTTP status for a single
- * (non-batch) call, a `retryable` flag read by the sweep/retry machinery, and a `cause`
- * chain that becomes `error.data` on the wire when `server.includeErrorDetails` is true.
- * The README's error table is written from {@link ERROR_TABLE}.
+ * The one error hierarchy of svc (docs/architecture.md, spec §7): every error a client can see is an {@link SvcError} subclass named
+ * as in the spec, so names, codes, HTTP statuses and retryability live in one place (the README table is written from `ERROR_TABLE`).
  */
 import { redactText } from '../../lib/redact.ts';
 
@@ -23,15 +18,13 @@ export interface SvcErrorOptions {
   upstreamMessage?: string;
   /** HTTP status the upstream answered with, if any. */
   upstreamStatus?: number;
-  /** svc's own structured `error.data`, always written (the groups of a consensus error); ignored when the upstream sent data. */
+  /** svc's own structured `error.data` (consensus groups), always written; ignored when the upstream sent data. */
   data?: unknown;
   /** The upstream's own error object as raw JSON pieces, for errors that pass through. */
   upstreamError?: UpstreamErrorRaw;
 }
 
-/**
- * An upstream's JSON-RPC error object as raw JSON text pieces (already redacted), so an error that is a fact about the request reaches the client byte for byte.
- */
+/** An upstream's JSON-RPC error object as raw, already redacted JSON pieces: an error that is a fact about the request reaches the client byte for byte. */
 export interface UpstreamErrorRaw {
   /** The whole error object as written (member order and spacing kept). */
   whole: string;
@@ -41,18 +34,11 @@ export interface UpstreamErrorRaw {
   message: string;
   /** `error.data` as written, when present. */
   data?: string;
-  /**
-   * True when the object is written exactly as {@link whole} says, with no `data` added: a
-   * configured answer (the static-responses plugin's error responses), not a node's error that
-   * svc may annotate with its cause chain.
-   */
+  /** True when written exactly as {@link whole}, no `data` added: a configured answer (static-responses plugin), not a node's error svc may annotate. */
   exact?: boolean;
 }
 
-/**
- * The brand every svc error carries. A registry symbol, so an error thrown by
- * a plugin built against another installed copy of svc is still recognised by this one.
- */
+/** The brand every svc error carries: a registry symbol, so an error from a plugin built against another installed copy of svc is recognised. */
 export const SVC_ERROR_BRAND: unique symbol = Symbol.for('svc.error') as never;
 
 /** True for any svc error, from this copy of svc or another (brand, not class identity). */
@@ -61,12 +47,8 @@ export function isSvcError(e: unknown): e is SvcError {
 }
 
 /**
- * Base class of every named error. Subclasses set `static readonly code`, `httpStatus`
- * and `retryable`; instances may override the code (vendor codes pass through).
- *
- * `instanceof` works across installed copies of svc: an object is an instance of an error class
- * when it carries {@link SVC_ERROR_BRAND} and that class's name is on its prototype chain (the
- * spec name of an error is its class name).
+ * Base class of every named error: subclasses set `defaultCode`, `httpStatus` and `retryable`; instances may override the code (vendor
+ * codes pass through). `instanceof` works across installed copies of svc: {@link SVC_ERROR_BRAND} plus the class name on the prototype chain.
  */
 export abstract class SvcError extends Error {
   /** Cross-copy `instanceof`: class identity first, then brand and name. */
@@ -79,7 +61,7 @@ export abstract class SvcError extends Error {
     return false;
   }
 
-  /** Brand (see {@link SVC_ERROR_BRAND}). */
+  /** See {@link SVC_ERROR_BRAND}. */
   readonly [SVC_ERROR_BRAND] = true;
 
   /** Default JSON-RPC code of this error class. */
@@ -105,7 +87,6 @@ export abstract class SvcError extends Error {
   constructor(message: string, opts: SvcErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     const ctor = this.constructor as typeof SvcError;
-    // The spec name of the error is its class name (docs/architecture.md).
     this.name = ctor.name;
     this.code = opts.code ?? ctor.defaultCode;
     this.details = opts.details;
@@ -121,9 +102,8 @@ export abstract class SvcError extends Error {
   }
 
   /**
-   * Set on a copy of an upstream's error once a second upstream answered the same call with the
-   * same error (core/pipeline/charge.ts): a fact about the request, so it is not retryable, no further
-   * upstream is tried, it reaches the client as the node sent it, and it is charged to no upstream.
+   * Set once a second upstream gave the same error (core/pipeline/charge.ts): a fact about the request, so not retryable, no further
+   * upstream tried, passed to the client as the node sent it, charged to no upstream.
    */
   declare confirmed?: boolean;
 
@@ -132,10 +112,7 @@ export abstract class SvcError extends Error {
     return this.confirmed !== true && (this.constructor as typeof SvcError).retryable;
   }
 
-  /**
-   * The cause chain as plain JSON (`{code, message, details?, cause?}`), used as
-   * `error.data` when `server.includeErrorDetails` is true.
-   */
+  /** The cause chain as plain JSON (`{code, message, details?, cause?}`): `error.data` when `server.includeErrorDetails` is true. */
   toDetails(depth = 0): Record<string, unknown> {
     const out: Record<string, unknown> = { code: this.name, message: this.message };
     if (this.details) out.details = this.details;
@@ -153,8 +130,7 @@ function serialiseCause(cause: unknown, depth: number): unknown {
   return String(cause);
 }
 
-// ---------------------------------------------------------------------------------------
-// Client / request errors
+// --- Client / request errors ---
 
 /** Body is not valid JSON (spec §4.2 #5, §7). HTTP 400, -32700, id null. */
 export class ErrJsonRpcRequestUnmarshal extends SvcError {
@@ -174,39 +150,28 @@ export class ErrRequestTooLarge extends SvcError {
   static override readonly httpStatus = 413;
 }
 
-/**
- * A request body in a `Content-Encoding` svc cannot decode (anything but gzip, deflate, br or
- * identity). HTTP 415, -32600. eRPC users see 415 for the same case.
- */
+/** A request `Content-Encoding` other than gzip, deflate, br or identity. HTTP 415 (as in eRPC), -32600. */
 export class ErrUnsupportedContentEncoding extends SvcError {
   static override readonly defaultCode = -32600;
   static override readonly httpStatus = 415;
 }
 
-/**
- * svc is draining after SIGTERM and no longer takes new requests (spec §3.2):
- * the client should retry on another replica. HTTP 503 with `Connection: close`, -32603.
- */
+/** svc is draining after SIGTERM (spec §3.2): retry on another replica. HTTP 503 with `Connection: close`, -32603. */
 export class ErrServiceShuttingDown extends SvcError {
   static override readonly defaultCode = -32603;
   static override readonly httpStatus = 503;
 }
 
 /**
- * Upstream answers being read for clients already hold `server.maxResponseBytesInFlight` bytes
- * (spec §7, §8 global bound on response bytes in flight): this call is refused rather than let
- * memory grow without bound. svc's capacity, not the upstream's fault: not charged, not retried
- * on another upstream (that would take the same bytes). HTTP 503, -32005; retry later.
+ * Upstream answers being read already hold `server.maxResponseBytesInFlight` bytes (spec §7, §8): refused so memory stays bounded. svc's
+ * capacity, not the upstream's: not charged, not retried elsewhere (same bytes). HTTP 503, -32005; retry later.
  */
 export class ErrResponseBytesInFlightExceeded extends SvcError {
   static override readonly defaultCode = -32005;
   static override readonly httpStatus = 503;
 }
 
-/**
- * A config reload cannot run (admin `svc_reloadConfig`, `svc reload`): this svc was not started
- * from a config file (built in code, tests), or it is shutting down. HTTP 503, -32603.
- */
+/** A config reload cannot run: svc was not started from a config file, or it is shutting down. HTTP 503, -32603. */
 export class ErrReloadUnavailable extends SvcError {
   static override readonly defaultCode = -32603;
   static override readonly httpStatus = 503;
@@ -246,9 +211,8 @@ export class ErrProjectRateLimitRuleExceeded extends ErrRateLimitRuleExceeded {}
 export class ErrNetworkRateLimitRuleExceeded extends ErrRateLimitRuleExceeded {}
 
 /**
- * Over an upstream's own `rateLimitBudget`: that upstream is skipped for the
- * call without being dialled (trace outcome `rate_limited`); it counts toward neither its error
- * or throttle rate nor its circuit breaker. Retryable on the next upstream. -32005.
+ * Over an upstream's own `rateLimitBudget`: skipped undialled (outcome `rate_limited`), counted toward neither its error rate nor its
+ * breaker. Retryable on the next upstream. -32005.
  */
 export class ErrUpstreamRateLimitRuleExceeded extends SvcError {
   static override readonly defaultCode = -32005;
@@ -279,8 +243,7 @@ export class ErrInternal extends SvcError {
   static override readonly httpStatus = 500;
 }
 
-// ---------------------------------------------------------------------------------------
-// Upstream errors: normalised once, where they arrive
+// --- Upstream errors: normalised once, where they arrive ---
 
 /** HTTP 5xx, transport failure, or an unclassified vendor error. -32603 (or vendor code). Retryable. */
 export class ErrEndpointServerSideException extends SvcError {
@@ -313,10 +276,7 @@ export class ErrUpstreamMethodIgnored extends SvcError {
   static override readonly retryable = true;
 }
 
-/**
- * Execution error (a revert, code 3). The caller gets the upstream's own code, message and
- * data intact; never retried on another upstream.
- */
+/** Execution error (a revert, code 3): the upstream's code, message and data reach the caller intact; never retried elsewhere. */
 export class ErrEndpointExecutionException extends SvcError {
   static override readonly defaultCode = 3;
 }
@@ -351,10 +311,8 @@ export class ErrEndpointUnauthorized extends SvcError {
 }
 
 /**
- * The upstream refused the request for its size: HTTP 413, or it closed the connection while a
- * large body was still being sent (EPIPE / reset). A fact about the request, not an upstream
- * fault: it never counts toward health or a breaker; the next upstream may accept it.
- * -32600, HTTP 413, retryable.
+ * The upstream refused the request for its size (HTTP 413, or a hang-up mid-send): a fact about the request, never counted toward
+ * health or a breaker; the next upstream may accept it. -32600, HTTP 413, retryable.
  */
 export class ErrUpstreamRequestTooLarge extends SvcError {
   static override readonly defaultCode = -32600;
@@ -396,7 +354,6 @@ export abstract class ConsensusError extends SvcError {
   /** The slots' own errors (infrastructure failures and errors that voted). */
   readonly causes: readonly SvcError[];
   /**
-   * @param message what went wrong, with the counts
    * @param groups the round's groups, written as `error.data.groups`
    * @param causes the slots' errors
    */
@@ -432,10 +389,7 @@ export class ErrCancelled extends SvcError {
   static override readonly defaultCode = -32603;
 }
 
-/**
- * Every upstream failed (spec §7). Its code is that of its most frequent cause
- * (-32603 when there is none); HTTP 429 when capacity-exceeded dominates.
- */
+/** Every upstream failed (spec §7): code of the most frequent cause (-32603 without one); HTTP 429 when capacity-exceeded dominates. */
 export class ErrUpstreamsExhausted extends SvcError {
   static override readonly defaultCode = -32603;
   static override readonly retryable = true;
@@ -482,11 +436,7 @@ function exhaustedMessage(causes: readonly SvcError[]): string {
   return `all upstream attempts failed (${summary})`;
 }
 
-/**
- * Wrap anything thrown into a named error; SvcErrors pass through. A foreign error's message is
- * redacted (lib/redact.ts `redactText`: URLs, `password=…`, `Bearer …`), since a driver or
- * library error may quote a connection string or an upstream URL.
- */
+/** Wraps anything thrown into a named error (SvcErrors pass through), redacting a foreign message: it may quote a connection string or URL. */
 export function asSvcError(err: unknown): SvcError {
   if (err instanceof SvcError) return err;
   const e = err instanceof Error ? err : new Error(String(err));

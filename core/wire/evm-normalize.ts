@@ -1,8 +1,4 @@
-/**
- * Upstream error normalisation: one ordered rule table maps
- * an upstream's HTTP status, JSON-RPC code and message to a named error. The first match wins.
- * Runs once, in the transport, where the answer arrives.
- */
+/** Upstream error normalisation: one ordered rule table maps HTTP status, JSON-RPC code and message to a named error, once, in the transport. */
 import {
   ErrEndpointBillingIssue,
   ErrEndpointCapacityExceeded,
@@ -48,19 +44,13 @@ interface Rule {
 }
 
 const has = (msg: string, ...needles: string[]) => needles.some((n) => msg.includes(n));
-/**
- * A revert's reason text is contract-defined ("Max mint limit exceeded"): never read it as a
- * limit. Code 3 (geth), or a revert message under any code (Hardhat -32603, Ganache -32000).
- */
+/** A revert's contract-defined reason ("Max mint limit exceeded") is never a limit: code 3 (geth), or a revert message (Hardhat -32603, Ganache -32000). */
 const notRevert = (f: UpstreamFault, m: string) => f.code !== 3 && !has(m, 'revert', 'vm exception', 'vm execution error');
 
-/** eth_simulateV1's own codes (execution-apis `execute.yaml`), keyed to how they are classified. */
+/** For eth_simulateV1's own code ranges (execution-apis `execute.yaml`). */
 const inRange = (c: number | undefined, hi: number, lo: number): boolean => c !== undefined && c <= hi && c >= lo;
 
-/**
- * The ordered rule table. Messages are compared lower-cased.
- * Exported for the README and the rule-by-rule unit tests.
- */
+/** The ordered rule table (messages compared lower-cased); exported for the README and the rule-by-rule tests. */
 export const NORMALISATION_RULES: readonly Rule[] = [
   {
     // -38010 nonce too low, -38011 nonce too high.
@@ -209,11 +199,7 @@ export const NORMALISATION_RULES: readonly Rule[] = [
   },
 ];
 
-/**
- * Classifies an upstream fault into a named error (first matching rule wins; otherwise
- * `ErrEndpointServerSideException` with the vendor's code passed through).
- * @param f the fault as received
- */
+/** Classifies an upstream fault (first matching rule wins; else `ErrEndpointServerSideException` with the vendor's code passed through). */
 export function normaliseUpstreamError(f: UpstreamFault): SvcError {
   const msg = f.message.toLowerCase();
   const opts: SvcErrorOptions = { upstreamStatus: f.status, details: { upstreamCode: f.code, upstreamStatus: f.status } };

@@ -1,7 +1,6 @@
 /**
- * JSON-RPC 2.0 wire handling (spec §4.1, §4.2): inbound parsing with the caller's id kept
- * byte-for-byte, outbound request bodies with svc's own ids, and response serialisation that
- * splices an upstream's raw result bytes instead of re-serialising them.
+ * JSON-RPC 2.0 wire handling (spec §4.1, §4.2): the caller's id kept byte-for-byte, svc's own ids
+ * upstream, and an upstream's raw result bytes spliced into answers instead of re-serialised.
  */
 import { ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, type SvcError } from './errors.ts';
 import { arrayElements, extractTopLevelValue, findTopLevelValue, nestingDepth, scanMembers, skipWs, type MemberScan } from '../../lib/json-scan.ts';
@@ -46,26 +45,19 @@ export const MAX_METHOD_LENGTH = 256;
 /** Characters a method name may hold: a bounded alphabet, so matching and labels stay cheap. */
 const METHOD_NAME = /^[A-Za-z0-9_.:-]+$/;
 
-/**
- * Params of at least this many bytes are sent upstream as the client's own bytes: never re-serialised, never copied into a second string.
- */
+/** Params of at least this many bytes are sent upstream as the client's own bytes: never re-serialised, never copied into a second string. */
 export const RAW_PARAMS_MIN_BYTES = 64 * 1024;
 
-/** The client's raw params bytes, keyed by the parsed params object they produced. */
 const rawParams = new WeakMap<object, Buffer>();
 
-/**
- * The client's own bytes for a params value, when it was large and is still the very object
- * parsed from the request (a plugin that rewrites params makes a new object, which has none).
- */
+/** The client's own bytes for a large params value still the very object parsed (a plugin that rewrites params makes a new one, which has none). */
 export function rawParamsOf(params: unknown): Buffer | undefined {
   return params !== null && typeof params === 'object' ? rawParams.get(params) : undefined;
 }
 
 /**
- * Remembers the raw bytes of a large params value (ASCII bodies only: char offsets = byte
- * offsets), unless some number in them would not survive a parse (then the parsed value, which
- * the cache and multiplexing keys hash, is what goes upstream: one parse, one truth).
+ * Remembers a large params value's raw bytes (ASCII bodies only: char = byte offsets), unless a number in them would not survive a
+ * parse: then the parsed value, which cache and multiplexing keys hash, goes upstream (one parse, one truth).
  */
 function keepRawParams(call: ParsedCall, text: string, raw: Buffer | undefined, from: number, lossy: boolean): void {
   const p = call.params;
@@ -79,32 +71,22 @@ function tooDeep(limit: number): ErrInvalidRequest {
 }
 
 /**
- * Parses an inbound body. Throws {@link ErrJsonRpcRequestUnmarshal} (HTTP 400) when the body is
- * not JSON, and {@link ErrInvalidRequest} when a single request is nested deeper than
- * `limits.maxDepth` (measured by a linear scan before anything recursive touches it); never
- * throws for a structurally wrong batch element, which gets `invalid` instead.
+ * Parses an inbound body; a structurally wrong batch element gets `invalid` instead of throwing.
  * @param text the UTF-8 body
- * @param limits nesting limit (spec-free svc limit, README "Limits")
- * @param raw the body's bytes, when the caller has them: large params are then forwarded as
- *   these bytes (see {@link rawParamsOf})
+ * @param limits nesting limit (svc's own, README "Limits")
+ * @param raw the body's bytes, when the caller has them: large params are forwarded as these bytes ({@link rawParamsOf})
+ * @throws ErrJsonRpcRequestUnmarshal (HTTP 400) when the body is not JSON (first, spec §4.2 #5)
+ * @throws ErrInvalidRequest when a single request is nested deeper than `limits.maxDepth` (a linear scan, before anything recursive)
  */
 export function parseRequestBody(text: string, limits: ParseLimits = DEFAULT_PARSE_LIMITS, raw?: Buffer): ParsedBody {
-  const batch = text.charCodeAt(skipWs(text, 0)) === 91; /* [ */
-  if (!batch && nestingDepth(text, limits.maxDepth) > limits.maxDepth) {
-    // Still a parse error first when it is not JSON at all (spec §4.2 #5).
-    try {
-      JSON.parse(text);
-    } catch (e) {
-      throw new ErrJsonRpcRequestUnmarshal('failed to parse json-rpc request', { cause: e });
-    }
-    throw tooDeep(limits.maxDepth);
-  }
   let doc: unknown;
   try {
-    doc = JSON.parse(text);
+    doc = JSON.parse(text); // V8 parses iteratively: safe at any depth
   } catch (e) {
     throw new ErrJsonRpcRequestUnmarshal('failed to parse json-rpc request', { cause: e });
   }
+  const batch = text.charCodeAt(skipWs(text, 0)) === 91; /* [ */
+  if (!batch && nestingDepth(text, limits.maxDepth) > limits.maxDepth) throw tooDeep(limits.maxDepth);
   // Byte offsets equal character offsets only in an ASCII body.
   const bytes = raw !== undefined && raw.length === text.length && text.length >= RAW_PARAMS_MIN_BYTES ? raw : undefined;
   if (Array.isArray(doc)) {
@@ -134,16 +116,12 @@ export function parseRequestBody(text: string, limits: ParseLimits = DEFAULT_PAR
 function rawId(elementText: string): string | undefined {
   const t = extractTopLevelValue(elementText, 'id');
   if (t === undefined) return undefined;
-  const c = t.charCodeAt(0);
-  // A string, a number (digit or minus), or null: anything else is not a valid id.
+  const c = t.charCodeAt(0); // a string, a number (digit or minus), or null
   if (c === 34 || c === 45 || (c >= 48 && c <= 57) || t === 'null') return t;
   return undefined;
 }
 
-/**
- * The error for a member name given twice (spec §4.2; -32600). The name is the client's, bounded
- * by {@link scanMembers}, and JSON-escaped so it cannot break the message.
- */
+/** A member name given twice (spec §4.2; -32600): the client's name, bounded by {@link scanMembers}, JSON-escaped so it cannot break the message. */
 function duplicateMember(name: string, topLevel: boolean): ErrInvalidRequest {
   return new ErrInvalidRequest(`invalid request: member ${JSON.stringify(name)} appears twice${topLevel ? '' : ' in one object of the request'}`);
 }
@@ -180,30 +158,22 @@ function toCall(el: unknown, text: string | undefined, scan: MemberScan | undefi
   return call;
 }
 
-/**
- * A successful call result. Keeps the upstream's raw body so the unchanged result is spliced
- * into the client's response instead of being re-serialised.
- */
+/** A successful call result; keeps the upstream's raw body so an unchanged result is spliced into the answer, not re-serialised. */
 export class RpcResult {
   /** Id of the upstream that produced it, when known. */
   upstreamId?: string;
   /** True when served from a cache tier: tip checks and head observation skip it. */
   fromCache = false;
   private cachedJson?: string;
-  /**
-   * The result's own bytes inside the upstream's answer buffer (large answers),
-   * or a cache entry's stored bytes: written to the client as they are, never decoded into a
-   * second string.
-   */
+  /** A slice of a large upstream answer, or a cache entry's bytes: written as they are, never decoded into a second string. */
   private rawBytes?: Buffer;
-  /** The parsed value; {@link UNPARSED} until a lazy result is first read. */
+  /** {@link UNPARSED} until a lazy result is first read. */
   private value: unknown;
 
   /**
    * @param result the parsed result value
    * @param sourceText the upstream's whole response body, when `result` came from it unchanged
-   * @param resultAt `[start, end)` of the result's value in `sourceText`, when the answer was
-   *   scanned (`scanAnswer`): written from there without a second scan
+   * @param resultAt `[start, end)` of the result in `sourceText` when the answer was scanned (`scanAnswer`): no second scan
    */
   constructor(
     result: unknown,
@@ -214,8 +184,7 @@ export class RpcResult {
   }
 
   /**
-   * The parsed result value. A lazy result ({@link RpcResult.lazy}) is parsed on first read, so a
-   * cache hit that nobody inspects is written without ever being parsed.
+   * The parsed value. A lazy result ({@link RpcResult.lazy}) is parsed on first read: a cache hit nobody inspects is never parsed.
    * @throws SyntaxError only if a lazy result was built from text that is not JSON
    */
   get result(): unknown {
@@ -223,22 +192,14 @@ export class RpcResult {
     return this.value;
   }
 
-  /**
-   * A result whose raw bytes are a slice of the upstream's answer buffer.
-   * @param result the parsed value
-   * @param bytes the value's exact JSON bytes
-   */
+  /** A result whose raw bytes (`bytes`, the value's exact JSON) are a slice of the upstream's answer buffer. */
   static fromBytes(result: unknown, bytes: Buffer): RpcResult {
     const r = new RpcResult(result);
     r.rawBytes = bytes;
     return r;
   }
 
-  /**
-   * A result known only by its JSON text or bytes (a cache hit): written as is, parsed only if
-   * a plugin reads {@link result}.
-   * @param wire the result's exact JSON (text, or bytes for large values)
-   */
+  /** A result known only by its exact JSON text or bytes (a cache hit): written as is, parsed only if a plugin reads {@link result}. */
   static lazy(wire: string | Buffer): RpcResult {
     const r = new RpcResult(UNPARSED);
     if (typeof wire === 'string') r.cachedJson = wire;
@@ -268,9 +229,8 @@ export class RpcResult {
   }
 
   /**
-   * A deep copy for another caller (multiplexing followers, spec §4.6 #4): the value is cloned,
-   * the raw bytes (immutable) are shared, so the copy is still written without re-serialising.
-   * A lazy result that was never parsed stays lazy (its text is immutable).
+   * A deep copy for another caller (multiplexing followers, spec §4.6 #4): the value is cloned, the immutable raw bytes shared (no
+   * re-serialising); a lazy result never parsed stays lazy.
    */
   copy(): RpcResult {
     const r = new RpcResult(this.value === UNPARSED ? UNPARSED : structuredClone(this.value), this.sourceText, this.resultAt);
@@ -299,7 +259,6 @@ export class RpcResult {
   }
 }
 
-/** Marks a lazy result's value as not parsed yet. */
 const UNPARSED: unique symbol = Symbol('svc.rpcResult.unparsed');
 
 /** An answer as written: one string, or pieces (strings and raw result bytes) written in order. */

@@ -1,7 +1,6 @@
 /**
- * The facts of one call as it is answered (docs/architecture.md): who called and over what
- * request, and the execution record every attempt is written to. Plain data with no reference to
- * the registry or the pipeline, so every layer (and lib/'s health window) can read it.
+ * The facts of one call (docs/architecture.md): who called, over what request, and the execution record of its attempts. Plain data
+ * with no reference to the registry or the pipeline, so every layer (and lib/'s health window) can read it.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { SvcError } from './errors.ts';
@@ -30,9 +29,8 @@ export interface HttpRequestInfo {
   /** Remote address of the client socket. */
   remoteAddress: string;
   /**
-   * The client's address: the socket peer, or behind a trusted forwarder the first untrusted
-   * address of its forwarding header (lib/client-address.ts); normalised (`::ffff:` removed),
-   * '' when unknown. Auth `network` strategies and `perIP` budgets use this.
+   * The client's address: the socket peer, or behind a trusted forwarder the first untrusted address of its forwarding header
+   * (lib/client-address.ts); `::ffff:` removed, '' when unknown. Used by auth `network` strategies and `perIP` budgets.
    */
   clientAddress: string;
   /** Host header without port, lower-cased. */
@@ -40,10 +38,8 @@ export interface HttpRequestInfo {
   /** Raw path of the request. */
   path: string;
   /**
-   * Network the URL names (`evm:31337` for `/main/evm/31337` or an alias of it), set once the
-   * route is resolved and before `authenticate` runs; undefined when the body's `networkId` must
-   * name it, and on routes of other doors (admin, healthcheck). The `siwe` strategy binds a
-   * message's `chainId` to it.
+   * Network the URL names (`evm:31337` for `/main/evm/31337` or an alias), set before `authenticate` runs; undefined when the body's
+   * `networkId` must name it, and on admin and healthcheck routes. The `siwe` strategy binds a message's `chainId` to it.
    */
   networkId?: string;
 }
@@ -79,10 +75,8 @@ export interface AttemptRecord {
   /** The error it ended with, if any. */
   error?: SvcError;
   /**
-   * Whether the error is charged to the upstream, when that waited for another upstream's answer
-   * (core/pipeline/charge.ts): `deferred` while waiting, `charged` once it counts, `waived` when a second
-   * upstream gave the same error (a fact about the request: never counted). Unset: the error's
-   * class decides at once (core/pipeline/blame.ts).
+   * Whether the error is charged to the upstream when that waited for another's answer (core/pipeline/charge.ts): `deferred`, then
+   * `charged`, or `waived` when a second upstream gave the same error. Unset: the error's class decides at once (core/pipeline/blame.ts).
    */
   charge?: 'deferred' | 'charged' | 'waived';
   /** The call's finality when known. */
@@ -97,16 +91,9 @@ export interface ExecutionRecord {
   attempts: AttemptRecord[];
   /** Physical upstream requests (counted by the core's transport). */
   upstreamAttempts: number;
-  /**
-   * Network-scope rounds: the core's request path counts the first when it hands the call to the
-   * `attempt` chain, a plugin starting another round (the failsafe retry) adds one.
-   */
+  /** Network-scope rounds: the core counts the first as it hands the call to the `attempt` chain; each further round (failsafe retry) adds one. */
   networkAttempts: number;
-  /**
-   * Plugin-owned counters and facts of this call (retries and hedges of the failsafe plugin,
-   * cache, consensus, integrity...), by slot (core/registry/slots.ts, the shared ones in
-   * the owning plugin's contract, `svc/plugins/<name>`); created on first write.
-   */
+  /** Plugin-owned counters and facts of this call (failsafe, cache, consensus...) by slot (core/registry/slots.ts); created on first write. */
   slots?: Map<symbol, unknown>;
   /** Winning upstream id. */
   upstream?: string;
@@ -124,13 +111,5 @@ export interface ExecutionRecord {
 
 /** A fresh, zeroed execution record. */
 export function newExecutionRecord(method: string): ExecutionRecord {
-  return {
-    attempts: [],
-    upstreamAttempts: 0,
-    networkAttempts: 0,
-    startedAt: performance.now(),
-    durationMs: 0,
-    method,
-    routed: false,
-  };
+  return { attempts: [], upstreamAttempts: 0, networkAttempts: 0, startedAt: performance.now(), durationMs: 0, method, routed: false };
 }

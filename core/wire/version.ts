@@ -1,7 +1,4 @@
-/**
- * Version and commit written on every response (spec §9): `X-SVC-Version` from package.json,
- * `X-SVC-Commit` from env `SVC_COMMIT`, else the git commit read once at start-up, else `unknown`.
- */
+/** Version and commit written on every response (spec §9): `X-SVC-Version` from package.json, `X-SVC-Commit` (env `SVC_COMMIT`, else git). */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -19,7 +16,7 @@ function packageRoot(parent: string): string {
 export const VERSION: string = (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 let commit: string | undefined;
-/** The commit id (computed once). */
+/** The commit id: env `SVC_COMMIT`, else the git commit read once, else `unknown`. */
 export function getCommit(): string {
   if (commit !== undefined) return commit;
   commit = process.env.SVC_COMMIT || readGitCommit() || 'unknown';
