@@ -1,8 +1,6 @@
 /**
- * Building the registry (docs/architecture.md, "Layers"): projects, their networks and
- * upstreams, each network's `call` and `attempt` chains and each upstream's `upstream` chain
- * composed once, when it is created, from the hooks plugins tapped. The host decides when
- * (start, a reload, a provider adding an upstream); this module decides how.
+ * Building the registry (docs/architecture.md "Layers"): each network's and upstream's chains are composed once, when it is
+ * created. The host decides when (start, reload, a provider adding an upstream); this module decides how.
  */
 import type { Pool } from 'undici';
 import type { TObject } from '@sinclair/typebox';
@@ -23,10 +21,8 @@ const noForward: AttemptHandler = () => Promise.reject(new ErrUpstreamsExhausted
 /** Builds projects, networks and upstreams into a registry, composing their chains. */
 export class RegistryBuilder {
   /**
-   * @param hooks the host's hooks (their taps are composed into each chain)
-   * @param schema the config schema (an on-demand network resolves from `networkDefaults` with it)
-   * @param projects the registry: projects by id, filled by {@link buildProject}
-   * @param pools one keep-alive pool per upstream origin, shared by the upstreams of that origin
+   * @param schema the config schema (on-demand networks resolve from `networkDefaults` with it)
+   * @param projects the registry, filled by {@link buildProject}; `pools`: one keep-alive pool per upstream origin
    */
   constructor(
     private readonly hooks: ProxyHooks,
@@ -45,8 +41,7 @@ export class RegistryBuilder {
   }
 
   /**
-   * An upstream from a raw entry (providers, CLI endpoints), resolved against the project's
-   * `upstreamDefaults` and registered.
+   * An upstream from a raw entry (providers, CLI endpoints), resolved against `upstreamDefaults` and registered.
    * @throws Error when the project has an upstream of that id
    */
   upstreamFromConfig(project: Project, entry: UpstreamInput): Upstream {
@@ -59,8 +54,7 @@ export class RegistryBuilder {
   }
 
   /**
-   * Registers an upstream: composes its `upstream` chain and, when it has a configured chain
-   * id, joins that network at once (it serves while its probe is pending).
+   * Registers an upstream: composes its chain and, with a configured chain id, joins that network at once (serving while probed).
    * @param order its place in the project's config order (a reload keeps a replaced upstream's)
    */
   addUpstream(project: Project, u: Upstream, order?: number): void {

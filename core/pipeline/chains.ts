@@ -1,10 +1,6 @@
 /**
- * The composed chains of the registry's networks and upstreams (docs/architecture.md): each
- * network's `call` chain and each upstream's `upstream` chain, composed once when the network or
- * upstream is created and held here, by object, rather than on the registry objects. So the
- * registry stays plain data below the pipeline, and a reader (or a profiler) follows a call from
- * {@link runCall} to {@link sendUpstream} through named functions, never through a field
- * something overwrote.
+ * The composed `call` and `upstream` chains, held here by object rather than on the registry objects: the registry stays plain
+ * data, and a reader (or profiler) follows a call from {@link runCall} to {@link sendUpstream} through named functions.
  */
 import { ErrInternal } from '../wire/errors.ts';
 import type { CallContext } from './context.ts';
@@ -22,9 +18,7 @@ export function installCallChain(network: Network, chain: CallHandler): void {
 }
 
 /**
- * Runs a call through its network's composed `call` chain: what a client call, an internal call
- * and a plugin's sub-call (`host.serveCall`) run.
- * @returns the result; rejects with the chain's {@link SvcError}
+ * Runs a call (client, internal, or a plugin's `host.serveCall`) through its network's `call` chain; rejects with a {@link SvcError}.
  * @throws ErrInternal (rejected) when the network's chain was never composed (a network not made by the host)
  */
 export function runCall(ctx: CallContext): Promise<RpcResult> {
@@ -38,11 +32,7 @@ export function installSender(upstream: Upstream, sender: UpstreamSender): void 
   senders.set(upstream, sender);
 }
 
-/**
- * Sends one request through an upstream's composed `upstream` chain; an upstream the host never
- * registered is dialled directly.
- * @returns the answer; rejects with the transport's or a wrapper's {@link SvcError}
- */
+/** Sends one request through an upstream's `upstream` chain (dialled directly if never registered); rejects with a {@link SvcError}. */
 export function sendUpstream(upstream: Upstream, call: UpstreamCall): Promise<RpcResult> {
   const send = senders.get(upstream);
   return send ? send(call) : upstream.dial(call);

@@ -1,25 +1,9 @@
 /**
- * Deferred charging of ambiguous upstream errors (README "Errors": "What counts against an
- * upstream"). A node that answers a JSON-RPC error under a generic code (-32603, -32000) it
- * could not name (`ErrEndpointServerSideException`, HTTP status below 500) may be failing, or
- * may be telling the client its request is wrong. Which of the two is only known once another
- * upstream answered the same call:
- *
- * - a second upstream gives the same error (same code and normalised message, core/pipeline/blame.ts
- *   {@link agreementSignature}): a fact about the request. Neither upstream is charged, no third
- *   upstream is tried, and the client gets the node's error at once (a copy marked
- *   `confirmed`, not retryable, passed through as the node sent it);
- * - another upstream answers differently (a different error, a revert, invalid params): the
- *   first error is charged at once;
- * - otherwise (the call succeeded elsewhere, or no other upstream answered): it is charged when
- *   the call ends (`callDone`).
- *
- * While an error waits, its attempt's `attemptDone` is held back (so the health tracker and the
- * metrics see the verdict in {@link AttemptRecord.charge}) and the failsafe breaker parks its
- * failure with {@link whenCharged}. The state is one small ledger per call, created on the first
- * such error and kept in a slot of the call's execution record (shared by every child context of
- * a call); a call that succeeds at once allocates nothing. Internal calls (state polls, probes)
- * are never deferred: svc's own requests are well formed.
+ * Deferred charging (README "Errors"): a node's generic-code error below HTTP 500 may be a failure or a verdict on the request,
+ * known only once another upstream answered. The same error ({@link agreementSignature}) makes it a request fact: nobody is
+ * charged, no third upstream is tried, the client gets a `confirmed` copy. A different answer charges it at once; otherwise
+ * it is charged at `callDone`. Meanwhile its `attemptDone` is held back and breakers park with {@link whenCharged}.
+ * One ledger per call, in a slot of its record, made on the first such error; internal calls are never deferred.
  */
 import type { AttemptRecord, CallContext } from './context.ts';
 import type { SvcError } from '../wire/errors.ts';
@@ -117,19 +101,14 @@ function ended(ctx: CallContext): boolean {
   return ctx.record.durationMs > 0 || CHARGES.get(ctx.record)?.closed === true;
 }
 
-/**
- * Whether an attempt's error waits for another upstream's answer before it is charged: a client
- * call still running, an error with an {@link agreementSignature} that is not already a request fact.
- */
+/** Whether an error's charge waits for another upstream's answer: a running client call, an {@link agreementSignature}, no request fact. */
 export function isDeferred(ctx: CallContext, err: SvcError): boolean {
   return !ctx.internal && !isRequestFact(err) && agreementSignature(err) !== undefined && !ended(ctx);
 }
 
 /**
- * Parks a charge until the verdict on a deferred error ({@link isDeferred}): `fn` runs when the
- * attempt is charged, never when it is waived. Used by the failsafe breaker.
- * @param hooks the proxy's hooks (the ledger settles on their `callDone`)
- * @param fn what charging means to the caller (record a breaker failure)
+ * Parks a charge until the verdict on a deferred error ({@link isDeferred}): `fn` (a breaker failure) runs if it is charged, never if
+ * waived. The ledger settles on `hooks.callDone`.
  */
 export function whenCharged(hooks: ProxyHooks, ctx: CallContext, a: AttemptRecord, fn: () => void): void {
   const e = ledgerOf(hooks, ctx).entryOf(a, ctx.request);
@@ -140,10 +119,7 @@ export function whenCharged(hooks: ProxyHooks, ctx: CallContext, a: AttemptRecor
   (e.onCharge ??= []).push(fn);
 }
 
-/**
- * Whether another upstream already gave this call the same error: the upstream-scope retry
- * uses it to not ask the same upstream again, since the answer is a fact about the request.
- */
+/** Whether another upstream already gave this call the same error: then the upstream-scope retry does not ask again (a request fact). */
 export function wouldConfirm(ctx: CallContext, upstreamId: string, err: SvcError): boolean {
   const sig = agreementSignature(err);
   const l = sig === undefined ? undefined : CHARGES.get(ctx.record);
@@ -153,10 +129,8 @@ export function wouldConfirm(ctx: CallContext, upstreamId: string, err: SvcError
 }
 
 /**
- * Closes the charge of a failed attempt (already finished with its outcome and error) and runs
- * `attemptDone` for it, now or once its verdict is known. Returns the error to throw: the same
- * one, or a confirmed copy when a second upstream gave the same error.
- * @param hooks the proxy's hooks (`attemptDone`, `callDone`)
+ * Closes the charge of a finished failed attempt and runs `attemptDone` for it, now or at the verdict.
+ * @returns the error to throw: the same one, or a confirmed copy when a second upstream gave the same error
  */
 export function settleFailedAttempt(hooks: ProxyHooks, ctx: CallContext, a: AttemptRecord, err: SvcError): SvcError {
   const sig = a.outcome === 'error' && !ctx.internal ? agreementSignature(err) : undefined;
@@ -201,11 +175,7 @@ export function settleFailedAttempt(hooks: ProxyHooks, ctx: CallContext, a: Atte
   return err;
 }
 
-/**
- * A copy of an error marked `confirmed` (not retryable, passed through, never charged). A copy,
- * not the error itself: one upstream error object may be shared by several calls (an outbound
- * batch answered with one error object).
- */
+/** A copy marked `confirmed` (not retryable, never charged): one error object may be shared by several calls (an outbound batch). */
 function confirmedCopy(err: SvcError): SvcError {
   const copy = Object.create(Object.getPrototypeOf(err) as object, Object.getOwnPropertyDescriptors(err)) as SvcError;
   copy.confirmed = true;

@@ -1,13 +1,9 @@
-/**
- * Per-call state (docs/architecture.md): every JSON-RPC call, each element of a batch, gets one
- * {@link CallContext}. Plugins write to its {@link ExecutionRecord}; the headers plugin only reads it.
- */
+/** Per-call state: every JSON-RPC call (each batch element) gets one {@link CallContext}; plugins write its {@link ExecutionRecord}. */
 import { Slot } from '../registry/slots.ts';
 import type { ParsedCall } from '../wire/jsonrpc.ts';
 import type { Directives } from '../../config/types.ts';
 import type { ExecutionRecord, Finality, HttpRequestInfo, Identity } from '../wire/records.ts';
-import type { Network } from '../registry/project.ts';
-import type { Project } from '../registry/project.ts';
+import type { Network, Project } from '../registry/project.ts';
 import type { Upstream } from '../registry/upstream.ts';
 
 export type { Directives } from '../../config/types.ts';
@@ -22,11 +18,7 @@ export {
   type Identity,
 } from '../wire/records.ts';
 
-/**
- * The call's finality (slot `evm.finality`): written by the evm-state plugin before anything
- * matches on it (`DirectiveStage.FINALITY`), read by failsafe matching, metrics and caching
- * (a feature's field lives in a slot, not in the core's `CallContext`).
- */
+/** The call's finality: a slot, since it is evm-state's field (set at `DirectiveStage.FINALITY`), read by failsafe, metrics and cache. */
 export const FINALITY = new Slot<Finality>('evm.finality', 'unknown');
 
 /** Everything about one JSON-RPC call, built by the server and passed through every stage. */
@@ -51,10 +43,7 @@ export interface CallContext {
   record: ExecutionRecord;
   /** Internal traffic (probes, state polls): not client-visible, not counted as client calls. */
   internal: boolean;
-  /**
-   * Per-call scratch space for plugins, keyed by a symbol the plugin owns (private
-   * state stays inside the plugin).
-   */
+  /** Per-call scratch space for plugins, keyed by a symbol the plugin owns. */
   state: Map<symbol, unknown>;
 }
 

@@ -1,13 +1,7 @@
 /**
- * Every hook of svc, typed and documented (docs/architecture.md).
- *
- * Hook kinds follow tapable: `Sync*` taps run in `stage` order (lowest first); a
- * `SyncWaterfallHook` passes each tap the value the previous tap returned; a `*BailHook`
- * stops at the first tap that returns something other than `undefined`.
- *
- * Around-style stages (`call`, `attempt`, `upstream`) are composed ONCE per network/upstream:
- * each tap receives the handler built so far and returns a wrapper. The lowest stage wraps
- * first and so ends up innermost. Stage numbers live in `core/pipeline/stages.ts`.
+ * Every hook of svc (docs/architecture.md), with tapable's semantics: taps run lowest `stage` first, a waterfall passes on each
+ * tap's result, a bail hook stops at the first non-undefined one. Around-style hooks (`call`, `attempt`, `upstream`) are
+ * composed once per network/upstream: each tap wraps the handler so far, so the lowest stage ends innermost (stages.ts).
  */
 import { AsyncSeriesBailHook, AsyncSeriesHook, SyncBailHook, SyncHook, SyncWaterfallHook } from 'tapable';
 import { Counter, type Registry } from 'prom-client';
@@ -16,8 +10,7 @@ import type Router from '@koa/router';
 import type { AttemptReason, AttemptRecord, CallContext, Directives, ExecutionRecord, HttpRequestInfo, Identity } from './context.ts';
 import type { SvcError } from '../wire/errors.ts';
 import type { RpcResult } from '../wire/jsonrpc.ts';
-import type { Network } from '../registry/project.ts';
-import type { Project } from '../registry/project.ts';
+import type { Network, Project } from '../registry/project.ts';
 import type { Upstream } from '../registry/upstream.ts';
 import type { ResolvedConfig } from '../../config/types.ts';
 
@@ -30,10 +23,7 @@ export interface ReloadReport {
   changed: boolean;
   /** Networks as `<project>/<network id>`: added, removed, replaced because their config changed. */
   networks: { added: string[]; removed: string[]; changed: string[] };
-  /**
-   * Upstreams as `<project>/<upstream id>`: added, removed (draining), changed (replaced under
-   * the same id); `kept` counts those that kept their state and connections.
-   */
+  /** Upstreams as `<project>/<upstream id>`: added, removed (draining), changed (same id); `kept` counts those that kept state and connections. */
   upstreams: { added: string[]; removed: string[]; changed: string[]; kept: number };
   /** The new log level, when it changed. */
   logLevel?: string;
@@ -44,11 +34,7 @@ export interface ReloadReport {
 /** The network-level handler of one call: returns a result or throws a {@link SvcError}. */
 export type CallHandler = (ctx: CallContext) => Promise<RpcResult>;
 
-/**
- * Hands out the selected upstreams to the legs of one network round. Hedge legs share a
- * cursor so each leg starts on the next upstream not yet tried in that round; a retry round
- * gets a fresh cursor.
- */
+/** Hands out a round's selected upstreams to its legs: hedge legs share one, so each starts on the next untried upstream; a retry round gets a fresh one. */
 export class UpstreamCursor {
   private i = 0;
   /** @param upstreams the ordered candidates of this round (from the `select` hook) */
@@ -114,10 +100,7 @@ export interface ProxyHooks {
   // ---- start-up -------------------------------------------------------------------------
   /** Last chance to derive config before the registry is built (zero-config injects providers here, spec §2.10). */
   readonly config: SyncWaterfallHook<[ResolvedConfig]>;
-  /**
-   * The config is final (every `config` tap ran): plugins read their settings here or later,
-   * never in `apply`. Runs once, at start, before the registry is built.
-   */
+  /** The config is final: plugins read their settings here or later, never in `apply`. Runs once, before the registry is built. */
   readonly configured: SyncHook<[ResolvedConfig]>;
   /** A project was built: providers expand into upstreams, connectors open. Runs before listening. */
   readonly project: AsyncSeriesHook<[Project]>;
@@ -126,37 +109,29 @@ export interface ProxyHooks {
   /** An upstream joined a network and may serve (after its chain id is known). */
   readonly upstreamJoined: SyncHook<[Upstream, Network]>;
   /**
-   * An upstream left a network for good: removed or changed by a config reload (its in-flight
-   * calls still finish), or taken out of service by its chain id probe. Plugins stop what they
-   * run for it there (pollers, timers). Observation hook: a tap that throws is logged.
+   * An upstream left a network for good (reload removed or changed it, in-flight calls finish; or its chain id probe failed it):
+   * plugins stop its pollers and timers. Observation hook: a tap that throws is logged.
    */
   readonly upstreamLeft: SyncHook<[Upstream, Network]>;
   /**
-   * A network was replaced by a config reload (its config changed) or removed with its project:
-   * no new call reaches it, in-flight ones finish on its chain. Plugins stop what they run per
-   * network (timers). Observation hook: a tap that throws is logged.
+   * A network was replaced by a reload or removed with its project: no new call reaches it, in-flight ones finish on its chain;
+   * plugins stop their per-network timers. Observation hook: a tap that throws is logged.
    */
   readonly networkRetired: SyncHook<[Network]>;
   /**
-   * A config reload replaced a network with a successor (same id, new config or upstreams), and
-   * the upstreams that stay have joined the successor; called just before `networkRetired` of the
-   * old one. Plugins that keep per-network state carry over what still holds (the evm-state
-   * plugin: each upstream's accepted heads). Observation hook: a tap that throws is logged.
+   * A reload replaced a network with a successor (same id) that the staying upstreams joined; runs just before the old one's
+   * `networkRetired`, so plugins carry over per-network state (evm-state: accepted heads). A throwing tap is logged.
    */
   readonly networkReplaced: SyncHook<[Network, Network]>;
-  /**
-   * A config reload was applied (SIGHUP, `svc reload`, admin `svc_reloadConfig`), with what
-   * changed. Observation hook: a tap that throws is logged.
-   */
+  /** A config reload was applied (SIGHUP, `svc reload`, `svc_reloadConfig`), with what changed. Observation hook: a throwing tap is logged. */
   readonly reloaded: SyncHook<[ReloadReport]>;
   /** Admin, healthcheck and similar plugins mount their paths here. */
   readonly routes: SyncHook<[Router]>;
   /** The HTTP listener is up; background work (pollers, probes) may start. */
   readonly listening: AsyncSeriesHook<[]>;
   /**
-   * `close()` began (spec §3.2, after the drain windows): the listener is about to stop. Plugins
-   * that hold long-lived connections the HTTP server does not close (upgraded WebSockets) close
-   * them here, so the listener can stop at once. Observation hook: a tap that throws is logged.
+   * `close()` began (spec §3.2, after the drain windows): plugins close long-lived connections the HTTP server does not
+   * (upgraded WebSockets), so the listener can stop at once. Observation hook: a tap that throws is logged.
    */
   readonly closing: SyncHook<[]>;
   /** Drain, close pools and stores (spec §3.2). Plugins tap in reverse dependency order. */
@@ -188,9 +163,8 @@ export interface ProxyHooks {
 
   // ---- discovery ------------------------------------------------------------------------
   /**
-   * A call names a network the project does not have: providers may create it (spec §2.10, §4.1).
-   * Arguments: the project, the network id (`evm:<chainId>`), and the deadline of the request
-   * waiting for it (epoch ms; `server.maxTimeout` from now), which a tap must not wait past.
+   * A call names a network the project lacks: providers may create it (spec §2.10, §4.1). Arguments: project, network id
+   * (`evm:<chainId>`), and the waiting request's deadline (epoch ms), which a tap must not wait past.
    */
   readonly resolveNetwork: AsyncSeriesBailHook<[Project, string, number], Network | undefined>;
 
@@ -243,12 +217,9 @@ export interface RegisteredTap {
 }
 
 /**
- * Makes the observation hooks (`attemptDone`, `callDone`, `responseHeaders`) safe: every tap, registered before or after, runs inside a guard. A throwing tap is logged
- * at most once a minute per tap, with its plugin and stack, and counted in
- * `svc_plugin_errors_total{plugin,hook}`; the call and its answer are unaffected.
- * @param hooks the registry to guard
- * @param logger where failures are logged
- * @param registry where the counter is registered
+ * Guards the observation hooks (`attemptDone`, `callDone`, `responseHeaders`, lifecycle): every tap, registered before or after,
+ * runs inside a guard. A throwing tap is logged at most once a minute per tap with its stack and counted in
+ * `svc_plugin_errors_total{plugin,hook}` (registered in `registry`); the call is unaffected.
  */
 export function guardObservationHooks(hooks: ProxyHooks, logger: Logger, registry: Registry): void {
   const errors = new Counter({
@@ -257,17 +228,9 @@ export function guardObservationHooks(hooks: ProxyHooks, logger: Logger, registr
     labelNames: ['plugin', 'hook'],
     registers: [registry],
   });
-  const guard = (hookName: string) => ({
-    register: <T extends RegisteredTap>(tap: T): T => guardedTap(tap, hookName, logger, errors, 'the call is unaffected'),
-  });
-  hooks.attemptDone.intercept(guard('attemptDone'));
-  hooks.callDone.intercept(guard('callDone'));
-  hooks.responseHeaders.intercept(guard('responseHeaders'));
-  hooks.closing.intercept(guard('closing'));
-  hooks.upstreamLeft.intercept(guard('upstreamLeft'));
-  hooks.networkRetired.intercept(guard('networkRetired'));
-  hooks.networkReplaced.intercept(guard('networkReplaced'));
-  hooks.reloaded.intercept(guard('reloaded'));
+  for (const name of ['attemptDone', 'callDone', 'responseHeaders', 'closing', 'upstreamLeft', 'networkRetired', 'networkReplaced', 'reloaded'] as const) {
+    hooks[name].intercept({ register: <T extends RegisteredTap>(tap: T): T => guardedTap(tap, name, logger, errors, 'the call is unaffected') });
+  }
 }
 
 /** A tap wrapped so that an exception is logged (at most once a minute) and counted, never thrown. */
@@ -297,13 +260,10 @@ function guardedTap<T extends RegisteredTap>(tap: T, hookName: string, logger: L
 }
 
 /**
- * Guards an observation hook a plugin defines (e.g. the WebSocket endpoint's lifecycle hooks) as
- * the core guards its own: every tap, registered before or after, runs inside a guard; a throwing
- * tap is logged at most once a minute per tap and counted in `svc_plugin_errors_total{plugin,hook}`.
- * @param hook a synchronous tapable hook whose taps only observe (their results are dropped on a throw)
+ * Guards an observation hook a plugin defines (e.g. the WebSocket endpoint's) as {@link guardObservationHooks} guards the core's.
+ * @param hook a synchronous hook whose taps only observe (a throwing tap's result is dropped)
  * @param hookName the `hook` label and log field
- * @param host the plugin host (its logger, and the registry holding the core's counter)
- * @param unaffected what a failing tap leaves unaffected, for the log line (e.g. "the connection is unaffected")
+ * @param unaffected for the log line, e.g. "the connection is unaffected"
  */
 export function guardObservationHook(
   hook: { intercept(i: { register: <T extends RegisteredTap>(tap: T) => T }): void },

@@ -1,8 +1,4 @@
-/**
- * Internal traffic (state polls, healthchecks, subscription followers): calls svc makes itself,
- * through a network's pipeline or one upstream's chain, marked `internal` so no plugin counts
- * them as a client's.
- */
+/** Calls svc makes itself (state polls, healthchecks, subscription followers), marked `internal` so no plugin counts them as a client's. */
 import { newExecutionRecord, type CallContext, type HttpRequestInfo } from './context.ts';
 import type { ProxyHooks } from './hooks.ts';
 import type { RpcResult } from '../wire/jsonrpc.ts';
@@ -20,11 +16,7 @@ const INTERNAL_HTTP: HttpRequestInfo = Object.freeze({
   path: '',
 }) as HttpRequestInfo;
 
-/**
- * Builds a call context for internal traffic: not a client call.
- * @param timeoutMs deadline of the call, ms
- * @returns the context and `done`, which clears its deadline timer (call it when the call ended)
- */
+/** A call context for internal traffic, with a deadline of `timeoutMs` (ms); call `done` when the call ended (clears the timer). */
 export function internalContext(network: Network, method: string, params: unknown, timeoutMs: number): { ctx: CallContext; done: () => void } {
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(new DeadlineReason()), timeoutMs);
@@ -43,10 +35,7 @@ export function internalContext(network: Network, method: string, params: unknow
   return { ctx, done: () => clearTimeout(timer) };
 }
 
-/**
- * Sends one internal call through one upstream's own chain (never swept or hedged).
- * @throws SvcError the normalised upstream error
- */
+/** Sends one internal call through one upstream's own chain (never swept or hedged). @throws SvcError the normalised upstream error */
 export async function upstreamCall(hooks: ProxyHooks, network: Network, u: Upstream, method: string, params: unknown, timeoutMs: number): Promise<RpcResult> {
   const { ctx, done } = internalContext(network, method, params, timeoutMs);
   try {

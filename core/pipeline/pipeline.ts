@@ -1,9 +1,6 @@
 /**
- * The request pipeline as data: the stages one call goes through, in order, with the hook that
- * carries each and where a failure leaves it (docs/architecture.md draws the same list, and a
- * test keeps the two equal). The wrapper chains (`call`, `attempt`, `upstream`) are composed once
- * per network or upstream by {@link composeRecorded}, which remembers which taps actually wrapped,
- * so `svc pipeline` prints what a given config and preset really run, not every registered tap.
+ * The request pipeline as data (a test keeps it equal to docs/architecture.md). {@link composeRecorded} remembers which taps
+ * actually wrapped, so `svc pipeline` prints what a config and preset really run, not every registered tap.
  */
 import type { Hook } from 'tapable';
 
@@ -84,11 +81,8 @@ interface TapList {
 }
 
 /**
- * Composes a wrapper chain as tapable's `SyncWaterfallHook.call` does (each tap gets the handler
- * so far and the extra arguments; a non-undefined return replaces it), and records the taps
- * that returned another handler: the wrappers that really run, innermost first.
- * @param hook the waterfall hook (`call`, `attempt` or `upstream`); it must carry no interceptor
- * @param base the innermost handler
+ * Composes a wrapper chain as `SyncWaterfallHook.call` does, recording the taps that returned another handler.
+ * @param hook `call`, `attempt` or `upstream`; it must carry no interceptor
  * @param rest the hook's other arguments (the network or the upstream)
  * @returns the composed handler and the names of the taps that wrapped, outermost first
  */
@@ -130,12 +124,9 @@ export interface PipelineSource {
 }
 
 /**
- * The pipeline of each network as text (what `svc pipeline` prints): every {@link PIPELINE}
- * stage in order with the taps that run in it: the wrapper chains as composed for that network
- * (outermost first, `>` between), the other hooks' taps in run order (`,` between).
- * @param src the proxy (hooks and projects, built but not listening)
+ * Each network's pipeline as text (`svc pipeline`): every {@link PIPELINE} stage with its taps, wrapper chains as composed
+ * (outermost first, `>` between), other hooks' taps in run order (`,` between). One block per network; empty if none matches.
  * @param networkId only this network (`evm:<chainId>`), in every project that has it
- * @returns the text, one block per network; empty when nothing matches
  */
 export function renderPipeline(src: PipelineSource, networkId?: string): string {
   const h = src.hooks;

@@ -1,8 +1,4 @@
-/**
- * The chain id probe of upstreams (spec §1.2): each upstream's `eth_chainId` is asked once it is
- * registered, with a 5 s timeout and a capped exponential backoff on failure; a verified upstream
- * joins the network of its chain, one whose configured chain id differs is taken out of service.
- */
+/** The chain id probe (spec §1.2): a verified upstream joins its chain's network; one whose configured chain id differs is taken out of service. */
 import { backoffDelay } from '../../lib/backoff.ts';
 import type { RegistryBuilder } from './build.ts';
 import { excerptOf } from '../../lib/redact.ts';
@@ -16,11 +12,7 @@ const PROBE_TIMEOUT_MS = 5000;
 /** Longest wait between two probes of an upstream, ms. */
 const MAX_BACKOFF_MS = 30_000;
 
-/**
- * Takes an upstream out of its project's networks (every one, or the one named), telling the
- * plugins of each it left (`upstreamLeft`).
- * @param only a network id: leave that one only
- */
+/** Takes an upstream out of its project's networks (or only the one named), calling `upstreamLeft` for each. */
 export function leaveNetworks(hooks: ProxyHooks, project: Project, u: Upstream, only?: string): void {
   for (const n of project.networks.values()) {
     if (only !== undefined && n.id !== only) continue;
@@ -42,10 +34,7 @@ export interface ProberHost {
 export class ChainIdProber {
   private readonly timers = new Set<NodeJS.Timeout>();
 
-  /**
-   * @param host the proxy
-   * @param backoffMs first retry delay, ms (doubles per failure, capped at 30 s)
-   */
+  /** @param backoffMs first retry delay, ms (doubles per failure, capped at 30 s) */
   constructor(
     private readonly host: ProberHost,
     private readonly backoffMs: number,
@@ -74,8 +63,7 @@ export class ChainIdProber {
           );
           return;
         }
-        // A replaced upstream serves its predecessor's chain while this probe runs (core/host/reload.ts):
-        // another chain moves it.
+        // A replaced upstream serves its predecessor's chain while probed (core/host/reload.ts): another chain moves it.
         const provisional = u.config.chainId === undefined ? u.chainId : undefined;
         if (provisional !== undefined && provisional !== got) leaveNetworks(host.hooks, project, u, `evm:${provisional}`);
         u.chainId = got;

@@ -1,7 +1,3 @@
-/**
- * Deadlines and cancellation of the calls of one HTTP request: one AbortController and
- * one timer shared by calls that start together, instead of one per call.
- */
 import { setMaxListeners } from 'node:events';
 import { acquireController, releaseController } from '../../lib/abort.ts';
 import { DeadlineReason } from '../registry/upstream.ts';
@@ -12,11 +8,9 @@ function abortAtDeadline(controller: AbortController, maxTimeoutMs: number): voi
 }
 
 /**
- * The deadline and cancellation of the calls of one HTTP request. `server.maxTimeout`
- * is the deadline of one call, counted from when it starts. When every call starts at once (a
- * single call, or a batch within `batchConcurrency`) they share one AbortController and one timer,
- * made when the first call is routed; the calls of a larger batch, which wait for a slot, each get
- * their own when they start. Either way the client leaving cancels them all.
+ * The deadline (`server.maxTimeout` from each call's start) and cancellation of one HTTP request's calls. Calls that start at once
+ * (one call, a batch within `batchConcurrency`) share one AbortController and timer instead of one each; the calls of a larger
+ * batch get their own when they start. The client leaving cancels them all.
  */
 export class RequestScope {
   private shared?: { controller: AbortController; deadline: number; timer: NodeJS.Timeout };
@@ -35,14 +29,10 @@ export class RequestScope {
     private readonly many: boolean,
   ) {}
 
-  /**
-   * The signal and deadline of a call starting now.
-   * @returns `release` clears a call's own timer once it is answered (a no-op for the shared one)
-   */
+  /** The signal and deadline of a call starting now; `release` clears its own timer once answered (a no-op for the shared one). */
   start(): { signal: AbortSignal; deadline: number; release: () => void } {
     const ms = this.maxTimeoutMs;
-    // The client left before this call started (a batch element waiting for a slot, or a
-    // transport closed before routing): it must not run on a fresh signal of its own.
+    // The client left before this call started (waiting for a slot, or closed before routing): no fresh signal of its own.
     if (this.cancelled) return { signal: AbortSignal.abort(this.cancelled), deadline: Date.now(), release: noop };
     if (this.together) {
       if (!this.shared) {
@@ -73,10 +63,7 @@ export class RequestScope {
     for (const o of this.own) o.controller.abort(reason);
   }
 
-  /**
-   * Clears the shared deadline timer once the answer is ready, and recycles its controller (lib/abort.ts:
-   * only when nothing aborted it and nothing listens any more). Call once, after every call settled.
-   */
+  /** Clears the shared timer and recycles its controller (lib/abort.ts: only if unaborted and unheard). Call once, after every call settled. */
   dispose(): void {
     if (!this.shared) return;
     clearTimeout(this.shared.timer);

@@ -1,22 +1,12 @@
-/**
- * Stage numbers of every around-style and ordered hook tap, in one place (docs/architecture.md).
- * tapable runs taps lowest stage first; in a wrapper chain the lowest stage wraps first and
- * so ends up innermost. Higher numbers sit further out.
- */
+/** Stage numbers of every ordered hook tap, in one place: taps run lowest first, so in a wrapper chain higher numbers sit further out. */
 
-/**
- * `call` hook (network wrappers), outside in. Only stages a plugin taps are listed; a plugin needing its own position takes one with {@link stageBetween}.
- */
+/** `call` hook (network wrappers), outside in. Only stages a plugin taps are listed; others take one with {@link stageBetween}. */
 export const CallStage = {
   /** Client-side rate-limit budgets (rate-limit plugin): auth, then project, then network; outermost, so a call over budget costs nothing else. */
   RATE_LIMIT: 950,
   /** One OpenTelemetry span per call (tracing plugin): the outermost wrapper, so the span covers everything. */
   TRACING: 900,
-  /**
-   * Configured static answers (`networks[].staticResponses`, static-responses plugin): inside the
-   * span and the client budgets, outside everything else, so a configured answer wins over svc's
-   * own local answers (`eth_chainId`) and never reaches multiplexing, the cache or an upstream.
-   */
+  /** Configured static answers (static-responses): inside span and budgets, outside the rest, so they win over svc's own local answers. */
   STATIC_RESPONSES: 875,
   /** Methods answered or refused locally (evm-methods: `eth_chainId` from config, `eth_accounts`/`eth_sign` refused). */
   LOCAL_METHODS: 850,
@@ -47,9 +37,9 @@ export const AttemptStage = {
   HEDGE: 100,
 } as const;
 
-/** `upstream` hook (per-upstream transport wrappers), outside in: retry( breaker( timeout( transport ))); rate limits sit inside the timeout, outside tracing and batching. */
+/** `upstream` hook (per-upstream transport wrappers), outside in: integrity( retry( breaker( timeout( rate limit( tracing( batching( transport ))))))). */
 export const UpstreamStage = {
-  /** Corroborated and authoritative integrity checks (integrity plugin): outermost, so a failed check moves the call to another upstream instead of asking the same one again. */
+  /** Integrity checks (integrity plugin): outermost, so a failed check moves the call to another upstream instead of asking the same one again. */
   INTEGRITY: 450,
   RETRY: 400,
   CIRCUIT_BREAKER: 300,
@@ -87,11 +77,7 @@ export const DirectiveStage = {
   FAILSAFE_DEFAULTS: 110,
   /** The integrity level is resolved from the directive, `headerMode` and profiles (integrity plugin, spec §2.8 #10). */
   INTEGRITY: 120,
-  /**
-   * Every directive is final: a plugin whose directive changes where a call's answer comes from
-   * marks the call (`markProvenance`: select for `use-upstream`, consensus for `skip-consensus`),
-   * so the cache and multiplexing keep it apart (spec §2.8).
-   */
+  /** Directives are final: a plugin whose directive changes where the answer comes from marks the call (`markProvenance`, spec §2.8). */
   PROVENANCE: 130,
 } as const;
 
@@ -115,24 +101,15 @@ export const AttemptDoneStage = {
 
 /** `shutdown` hook, in run order (taps without a stage run at 0). */
 export const ShutdownStage = {
-  /**
-   * The metrics listener closes after every other `shutdown` tap (stores, pollers), so a proxy
-   * stuck closing a store still answers `/metrics` in state `stopped` (metrics plugin, spec §6).
-   */
+  /** The metrics listener closes last, so a proxy stuck closing a store still answers `/metrics` in state `stopped` (spec §6). */
   METRICS_LISTENER: 1000,
 } as const;
 
 /**
- * A stage strictly between two stages of the same hook, for a plugin that needs its own position
- * (e.g. a static-response cache between `CallStage.CACHE` and `CallStage.MULTIPLEX`) without a
- * core change: `stage: stageBetween(CallStage.CACHE, CallStage.MULTIPLEX)`. Always the midpoint,
- * so it never moves as svc evolves while the two named stages keep their order; two plugins that
- * ask for the same position get the same number and are ordered between themselves with
- * tapable's `before` option (docs/plugins.md "Ordering taps").
- * @param a one stage of the hook (a named constant, or an earlier `stageBetween`)
- * @param b another stage of the same hook, in either order
- * @returns a number strictly between `a` and `b`
- * @throws RangeError when either is not a finite number, or they are equal (nothing lies between)
+ * A stage strictly between two of the same hook, for a plugin that needs its own position without a core change:
+ * `stageBetween(CallStage.CACHE, CallStage.MULTIPLEX)`. Always the midpoint, so it stays put while the two keep their order;
+ * plugins asking for the same position order themselves with tapable's `before` (docs/plugins.md "Ordering taps").
+ * @throws RangeError when either is not finite, or nothing lies between them
  */
 export function stageBetween(a: number, b: number): number {
   if (!Number.isFinite(a) || !Number.isFinite(b)) throw new RangeError(`stageBetween(${a}, ${b}): stages are finite numbers`);

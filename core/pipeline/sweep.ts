@@ -1,9 +1,6 @@
 /**
- * The innermost network handler: walks a leg's upstreams in the order the `select` hook
- * returned until one answers (spec §1.3). Retryable failures move to the next
- * upstream (trace reason `sweep`); a non-retryable answer (a revert, a client error, or an
- * error a second upstream confirmed: core/pipeline/charge.ts) ends the call at once; when every upstream
- * failed the call fails with `ErrUpstreamsExhausted`.
+ * The innermost network handler: walks a leg's upstreams in `select` order until one answers (spec §1.3). A retryable failure moves
+ * on (reason `sweep`); a non-retryable one (revert, client error, confirmed error) ends the call; all failed: `ErrUpstreamsExhausted`.
  */
 import { FINALITY, type AttemptOutcome, type AttemptReason, type AttemptRecord, type CallContext } from './context.ts';
 import {
@@ -58,13 +55,8 @@ export function outcomeOf(err: SvcError): AttemptOutcome {
 export type TraceOutcome = 'success' | 'timeout' | 'exec_revert' | 'rate_limited' | 'error';
 
 /**
- * The word the `X-SVC-Upstreams` trace shows for an attempt (spec §4.5: `success`, `timeout`,
- * `exec_revert`, `rate_limited`). svc's internal outcomes outside that vocabulary map to the
- * closest word: an attempt still `pending` when the answer is written, or `cancelled` (the call's
- * deadline passed, it lost a hedge race, or its call ended another way) did not answer in time,
- * so it shows `timeout`; `skipped` (never dialled) shows `timeout` too. `error` (the upstream
- * answered with a failure that is none of the above: a server error, a malformed answer, a
- * refused connection) has no spec word that would not blame the wrong cause, so it stays `error`.
+ * The word the `X-SVC-Upstreams` trace shows for an attempt (spec §4.5). `pending`, `cancelled` and `skipped` did not answer in
+ * time: `timeout`. `error` (server error, malformed answer, refused connection) has no spec word that would not blame the wrong cause.
  */
 export function traceOutcome(a: Pick<AttemptRecord, 'outcome'>): TraceOutcome {
   switch (a.outcome) {
@@ -80,14 +72,9 @@ export function traceOutcome(a: Pick<AttemptRecord, 'outcome'>): TraceOutcome {
 }
 
 /**
- * The error a failed call ends with (spec §4.7 #2, §7): a call whose own deadline
- * (`server.maxTimeout`) passed before it was answered gets `ErrEndpointRequestTimeout`, whatever
- * path it took — hedge legs exhausted by the deadline, a consensus round short of participants,
- * a multiplexing follower, a queued outbound batch — with the path's own error as its cause.
- * `ErrCancelled` stays only for a client that went away; an error raised before the deadline,
- * and a failsafe timeout, are kept as they are.
+ * The error a failed call ends with (spec §4.7 #2, §7): past its own deadline it is `ErrEndpointRequestTimeout` whatever path failed
+ * it (hedge, consensus, multiplexing, a queued batch), caused by that path's error. Other errors and failsafe timeouts are kept.
  * @param signal the call's own signal (aborted with a deadline reason at `server.maxTimeout`)
- * @param e what the call chain threw
  */
 export function callFailure(signal: AbortSignal, e: unknown): unknown {
   if (!signal.aborted || !isDeadline(signal.reason) || e instanceof ErrEndpointRequestTimeout || e instanceof ErrFailsafeTimeoutExceeded) return e;
@@ -103,12 +90,9 @@ export function finishAttempt(a: AttemptRecord, outcome: AttemptOutcome, err?: S
 }
 
 /**
- * Sends one call to one upstream through its composed chain, runs the `validate` hook and
- * records the attempt. Throws the normalised error on failure; an exception from svc's own code
- * (a hook tap, serialising) becomes `ErrInternal`, which never counts against the upstream. An
- * unclassified node error's charge may wait for another upstream's answer (core/pipeline/charge.ts); when
- * a second upstream already gave the same error, the confirmed (non-retryable) copy is thrown.
+ * Sends one call to one upstream through its chain, runs `validate` and records the attempt.
  * @param maxResponseSize a cap on this answer below the upstream's own, bytes (state polls)
+ * @throws SvcError normalised (svc's own exceptions become `ErrInternal`); a confirmed copy when a second upstream gave the same error
  */
 export async function tryUpstream(
   hooks: ProxyHooks,
@@ -118,8 +102,7 @@ export async function tryUpstream(
   signal: AbortSignal,
   maxResponseSize?: number,
 ): Promise<RpcResult> {
-  // Upstream-scope retries replace `call.attempt` with a fresh record for each new try, so
-  // this function always closes the record of the last try.
+  // Upstream-scope retries replace `call.attempt` per try, so this closes the last try's record.
   const call: UpstreamCall = { ctx, method: ctx.request.method, params: ctx.request.params, signal, attempt: startAttempt(ctx, u, reason) };
   if (maxResponseSize !== undefined) call.maxResponseSize = maxResponseSize;
   let r: RpcResult;
@@ -134,8 +117,7 @@ export async function tryUpstream(
       signal.aborted && !(err instanceof ErrEndpointRequestTimeout) && !(err instanceof ErrFailsafeTimeoutExceeded) ? 'cancelled' : outcomeOf(err),
       err,
     );
-    // `attemptDone` now, or once another upstream's answer says whom the error is charged to;
-    // a second upstream's identical error comes back confirmed (not retryable).
+    // `attemptDone` now, or at the verdict (charge.ts); a second upstream's identical error comes back confirmed.
     throw settleFailedAttempt(hooks, ctx, call.attempt, err);
   }
   finishAttempt(call.attempt, 'success');
@@ -145,10 +127,7 @@ export async function tryUpstream(
   return r;
 }
 
-/**
- * Builds the core sweep over a leg's upstreams.
- * @param hooks the proxy's hooks (for `validate` and `attemptDone`)
- */
+/** Builds the core sweep over a leg's upstreams (`hooks` for `validate` and `attemptDone`). */
 export function createSweep(hooks: ProxyHooks): AttemptHandler {
   return async function sweep(ctx: CallContext, leg: Leg): Promise<RpcResult> {
     const causes: SvcError[] = [];
