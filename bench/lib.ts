@@ -49,6 +49,8 @@ export interface TargetUsage {
   rssKb: number;
   /** Current V8 heap used of the target process at report time, KiB. */
   heapUsedKb: number;
+  /** GC CPU of the target in the window (main-thread pauses + V8 helper threads), µs; NaN when unknown. */
+  gcMicros: number;
 }
 
 /** Options of {@link startTarget}. */
@@ -157,6 +159,7 @@ function toUsage(o: Record<string, unknown>): TargetUsage {
     calls: Number(o.calls ?? 0),
     rssKb: Number(o.rssKb),
     heapUsedKb: Number(o.heapUsedKb),
+    gcMicros: Number(o.gcMicros),
   };
 }
 

@@ -159,6 +159,8 @@ export interface LoadOptions {
   timeoutS?: number;
   /** Check every answer body with {@link resultBodyCheck} (default true); failures count as mismatches. */
   verifyBodies?: boolean;
+  /** Fixed overall request rate, requests per second (default: as fast as the connections go). */
+  rate?: number;
   /** Extra request headers, e.g. a directive such as `{'x-svc-integrity': 'intrinsic'}` (content-type is always JSON). */
   headers?: Record<string, string>;
 }
@@ -237,6 +239,7 @@ export function runLoad(opts: LoadOptions): Promise<LoadResult> {
         pipelining: 1,
         duration: opts.durationS,
         timeout: opts.timeoutS ?? 10,
+        ...(opts.rate !== undefined ? { overallRate: opts.rate } : {}),
         ...(check ? { verifyBody: check } : {}),
       },
       (err: unknown, r: autocannon.Result) => {

@@ -189,7 +189,15 @@ export function procTarget(pid: number, label: string, stop: () => Promise<void>
     report: async () => {
       const cpuMicros = procCpuMicros(pid) - base;
       const requests = (await count()) - baseCount;
-      const usage: TargetUsage = { cpuMicros, maxRssKb: procPeakRssKb(pid), requests, calls: requests, rssKb: Number.NaN, heapUsedKb: Number.NaN };
+      const usage: TargetUsage = {
+        cpuMicros,
+        maxRssKb: procPeakRssKb(pid),
+        requests,
+        calls: requests,
+        rssKb: Number.NaN,
+        heapUsedKb: Number.NaN,
+        gcMicros: Number.NaN,
+      };
       return usage;
     },
     stop: async () => {

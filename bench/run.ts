@@ -16,8 +16,8 @@
  * machine hits all scenarios alike. Medians over the rounds are quoted.
  *
  * Settings: BENCH_CONNECTIONS (32), BENCH_DURATION (s, 5), BENCH_REPS (3), BENCH_WARMUP (s, 1);
- * BENCH_SCENARIOS (comma list of scenario keys, default all), BENCH_SKIP_HEDGE, BENCH_SKIP_BURST,
- * BENCH_SKIP_CONSENSUS, BENCH_SKIP_MEMORY, BENCH_SKIP_PROFILE, BENCH_SKIP_WRITEBACK, BENCH_SKIP_WORKERS, BENCH_SKIP_WS (`1` leaves that section out; a partial run still writes
+ * BENCH_SCENARIOS (comma list of scenario keys, default all), BENCH_BASELINE_DIST (another build's dist/ to compare with), BENCH_SKIP_HEDGE, BENCH_SKIP_BURST,
+ * BENCH_SKIP_CONSENSUS, BENCH_SKIP_MEMORY, BENCH_SKIP_PROFILE, BENCH_SKIP_WRITEBACK, BENCH_SKIP_WORKERS, BENCH_SKIP_WS, BENCH_SKIP_LATENCY (`1` leaves that section out; a partial run still writes
  * bench/RESULTS.md). BENCH_ONLY_CONSENSUS=1 runs only the consensus and integrity section and
  * prints it, leaving bench/RESULTS.md as it was (a quick check of one section).
  * Output: a markdown report on stdout, also written to bench/RESULTS.md.
@@ -36,6 +36,7 @@ import { writebackSection } from './writeback.ts';
 import { workersScenario } from './workers.ts';
 import { wsScenario } from './ws.ts';
 import { memoryScenario } from './memory.ts';
+import { latencySection } from './latency.ts';
 import {
   batchBody,
   ethCallBody,
@@ -76,9 +77,13 @@ async function upstream(label: string): Promise<Target> {
   return startTarget(TARGETS.upstream, { label });
 }
 
+/** Extra argv of svc targets while a baseline twin is set up (`--dist=` of BENCH_BASELINE_DIST). */
+let svcTwinArgs: string[] = [];
+
 async function behind(script: string, label: string, extraArgs: string[] = [], loader?: 'tsx'): Promise<{ target: Target; url: string; helpers: Target[] }> {
   const up = await upstream(`${label}/upstream`);
-  const target = await startTarget(script, { label, args: [`--upstream=${up.origin}/`, ...extraArgs], loader });
+  const twin = script === TARGETS.svc ? svcTwinArgs : [];
+  const target = await startTarget(script, { label, args: [`--upstream=${up.origin}/`, ...extraArgs, ...twin], loader });
   return { target, url: `${target.origin}${SVC_PATH}`, helpers: [up] };
 }
 
@@ -102,6 +107,15 @@ const README_FAILSAFE = {
   upstream: { failsafe: [{ timeout: { duration: '5s' }, circuitBreaker: { failureThresholdCount: 20, failureThresholdCapacity: 80, halfOpenAfter: '1m' } }] },
 };
 const batch10 = batchBody(10);
+/** The zero-config cache with its memory tier bounded to one entry (the (h-empty) scenario). */
+const ONE_ENTRY_TIER = {
+  connectors: [{ id: 'memory-cache', driver: 'memory', memory: { maxItems: 1 } }],
+  policies: [
+    { network: '*', method: '*', finality: 'finalized', connector: 'memory-cache', ttl: 0 },
+    { network: '*', method: '*', finality: 'unfinalized', connector: 'memory-cache', ttl: '10s' },
+    { network: '*', method: '*', finality: 'realtime', connector: 'memory-cache', ttl: '2s' },
+  ],
+};
 
 const scenarios: Scenario[] = [
   {
@@ -219,6 +233,15 @@ const scenarios: Scenario[] = [
     body: uniqueBalanceBody(),
     setup: () => behind(TARGETS.svc, 'svc-shipped', ['--cache=1', '--multiplexing=1']),
   },
+  // (h) with a memory tier that holds nothing (one entry): every write-back still runs, nothing is
+  // retained, so (h)/(h-empty) in GC CPU is what holding up to 100,000 answers costs the collector.
+  {
+    key: 'svc-shipped-tier-empty',
+    label: '(h-empty) svc as shipped, memory tier bounded to 1 entry, unique eth_getBalance',
+    measured: 'svc',
+    body: uniqueBalanceBody(),
+    setup: () => behind(TARGETS.svc, 'svc-shipped-tier-empty', [`--cache=${JSON.stringify(ONE_ENTRY_TIER)}`, '--multiplexing=1']),
+  },
   // Diagnostics of what (h) adds to (h′): the memory cache alone (read miss + write-back) and multiplexing alone.
   {
     key: 'svc-cacheonly-unique',
@@ -251,6 +274,33 @@ const scenarios: Scenario[] = [
 ];
 
 /** Order of the runs inside a round: each svc scenario right after its floor. */
+/**
+ * BENCH_BASELINE_DIST: another build of svc (the `dist/` of an older commit, built there): every svc
+ * scenario of this run also runs against it, right before its own run in each round, and a table
+ * gives this build ÷ the baseline. The fairest before/after comparison on a noisy machine.
+ */
+const BASELINE_DIST = process.env.BENCH_BASELINE_DIST;
+if (BASELINE_DIST) {
+  for (const s of [...scenarios]) {
+    if (s.measured !== 'svc' || s.key === 'svc-src') continue;
+    scenarios.push({
+      ...s,
+      key: `${s.key}@base`,
+      label: `${s.label} [baseline]`,
+      setup: async () => {
+        svcTwinArgs = [`--dist=${BASELINE_DIST}`];
+        try {
+          return await s.setup();
+        } finally {
+          svcTwinArgs = [];
+        }
+      },
+    });
+  }
+}
+/** Run order of a scenario key: a baseline twin just before its own scenario. */
+const orderOf = (key: string): number => (key.endsWith('@base') ? RUN_ORDER.indexOf(key.slice(0, -5)) - 0.5 : RUN_ORDER.indexOf(key));
+
 const RUN_ORDER = [
   'direct',
   'http',
@@ -273,6 +323,7 @@ const RUN_ORDER = [
   'fwd-unique',
   'fwd-koa-unique',
   'svc-shipped',
+  'svc-shipped-tier-empty',
   'svc-cacheonly-unique',
   'svc-muxonly-unique',
   'svc-nocache-unique',
@@ -299,6 +350,8 @@ interface Summary {
   cpuPerReqMax: number;
   cpuPerCall: number;
   peakRssMiB: number;
+  /** GC CPU per request (main-thread pauses + V8 helper threads), µs. */
+  gcPerReq: number;
   upstreamPerReq: number;
   /** Median CPU per request of the helpers after the upstream (redis-server), µs; NaN without any. */
   extraHelperCpuPerReq: number;
@@ -326,6 +379,7 @@ function summarise(l: Live): Summary {
     cpuPerReqMax: Math.max(...cpu),
     cpuPerCall: median(cpu) / l.scenario.body.calls,
     peakRssMiB: Math.max(...l.runs.map((r) => r.usage.maxRssKb)) / 1024,
+    gcPerReq: median(l.runs.map((r) => r.usage.gcMicros / Math.max(1, r.load.responses))),
     upstreamPerReq: l.helpers.length ? median(l.runs.map((r) => (r.helpers[0]?.requests ?? 0) / Math.max(1, r.load.responses))) : Number.NaN,
     extraHelperCpuPerReq:
       l.helpers.length > 1 ? median(l.runs.map((r) => r.helpers.slice(1).reduce((n, h) => n + h.cpuMicros, 0) / Math.max(1, r.load.responses))) : Number.NaN,
@@ -350,7 +404,7 @@ async function main(): Promise<void> {
   try {
     const only = (process.env.BENCH_SCENARIOS ?? '').split(',').filter(Boolean);
     for (const s of scenarios) {
-      if (only.length > 0 && !only.includes(s.key)) continue;
+      if (only.length > 0 && !only.includes(s.key.replace(/@base$/, ''))) continue;
       const { target, url, helpers } = await s.setup();
       const l: Live = { scenario: s, target, url, helpers, runs: [] };
       l.preflightError = await preflight(url, s.body);
@@ -362,7 +416,7 @@ async function main(): Promise<void> {
       lives.push(l);
     }
     // Within a round, compared pairs run back to back, so they share the machine's state.
-    const runOrder = [...lives].sort((x, y) => RUN_ORDER.indexOf(x.scenario.key) - RUN_ORDER.indexOf(y.scenario.key));
+    const runOrder = [...lives].sort((x, y) => orderOf(x.scenario.key) - orderOf(y.scenario.key));
     for (let round = 1; round <= settings.reps; round++) {
       for (const l of runOrder) {
         const m = await measure(l.target, { url: l.url, body: l.scenario.body, connections: settings.connections, durationS: settings.durationS }, l.helpers);
@@ -391,6 +445,7 @@ async function main(): Promise<void> {
     fmt(s.p50Ms, 2),
     fmt(s.p99Ms, 2),
     fmt(s.rps, 0),
+    fmt(s.gcPerReq, 1),
     fmt(s.peakRssMiB, 1),
     fmt(s.upstreamPerReq, 2),
     fmt(s.otherCpu * 100, 0),
@@ -406,6 +461,7 @@ async function main(): Promise<void> {
       'p50 ms',
       'p99 ms',
       'req/s',
+      'GC µs/req',
       'peak RSS MiB',
       'upstream req/req',
       'other procs CPU %',
@@ -454,7 +510,20 @@ async function main(): Promise<void> {
   addRatio('h′/h″: svc default preset / minimal preset, unique calls, cache off', by('svc-nocache-unique'), by('svc-minimal-unique'));
   addRatio('h‴/h′: memory cache alone (read miss + write-back) / both off, unique calls', by('svc-cacheonly-unique'), by('svc-nocache-unique'));
   addRatio('h⁗/h′: multiplexing alone / both off, unique calls', by('svc-muxonly-unique'), by('svc-nocache-unique'));
+  const full = by('svc-shipped');
+  const empty = by('svc-shipped-tier-empty');
+  if (full && empty)
+    ratioRows.push(['h/h-empty: GC CPU per request, memory tier full (100,000 entries) / holding nothing', ratio(full, empty, (x) => x.gcPerReq), '–', '–']);
   const ratios = markdownTable(['Ratio (same run, ratio of medians)', 'CPU/req', 'p50', 'p99'], ratioRows);
+  const twinRows: string[][] = [];
+  for (const s of sums) {
+    if (!s.live.scenario.key.endsWith('@base')) continue;
+    const own = by(s.live.scenario.key.slice(0, -5));
+    if (own) twinRows.push([own.live.scenario.label, ratio(own, s, (x) => x.cpuPerReq), ratio(own, s, (x) => x.p50Ms), ratio(own, s, (x) => x.p99Ms)]);
+  }
+  const baseline = twinRows.length
+    ? `\nThis build ÷ the baseline build \`${BASELINE_DIST}\` (BENCH_BASELINE_DIST), each pair run back to back in every round:\n\n${markdownTable(['Scenario', 'CPU/req', 'p50', 'p99'], twinRows)}\n`
+    : '';
   // The memory tier's write-back alone (BENCH_SKIP_WRITEBACK=1 leaves it out): target 2 reads it.
   const writeback = process.env.BENCH_SKIP_WRITEBACK === '1' ? undefined : await writebackSection(settings.reps);
   // server.workers: 1 worker against auto (BENCH_SKIP_WORKERS=1 leaves it out).
@@ -505,7 +574,7 @@ Generated by \`npm run bench\` (bench/run.ts) on ${new Date().toISOString()}, in
 ${table}
 
 ${ratios}
-
+${baseline}
 ${extra}
 
 Notes:
@@ -519,6 +588,22 @@ Notes:
 - Load generator CPU per request (autocannon, same process for all scenarios): ${sums.map((s) => `${s.live.scenario.key} ${fmt(s.loaderCpuPerReq, 0)} µs`).join(', ')}.
 ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, timeouts or bad bodies; their numbers are not comparable.\n' : ''}`;
 
+  // Added latency at a fixed moderate rate (BENCH_SKIP_LATENCY=1 leaves it out; needs the forwarder's unique-call run).
+  const floor = by('fwd-unique');
+  const latency =
+    process.env.BENCH_SKIP_LATENCY === '1' || !floor
+      ? ''
+      : `\n${
+          (
+            await latencySection(settings, floor.rps, {
+              direct: async () => {
+                const t = await upstream('latency-direct');
+                return { target: t, url: `${t.origin}/`, helpers: [] };
+              },
+              svc: () => behind(TARGETS.svc, 'latency-svc', ['--cache=1', '--multiplexing=1']),
+            })
+          ).text
+        }\n`;
   // Hedging a flaky upstream, same run (BENCH_SKIP_HEDGE=1 leaves it out).
   const hedge = process.env.BENCH_SKIP_HEDGE === '1' ? '' : `\n${await hedgeScenario(settings)}\n`;
   // Multiplexed burst and outbound batching (BENCH_SKIP_BURST=1 leaves them out).
@@ -536,6 +621,7 @@ ${anyFail ? '- ⚠ marks scenarios with non-2xx answers, connection errors, time
   const report =
     md +
     targets +
+    latency +
     (writeback ? `\n${writeback.text}` : '') +
     cache +
     hedge +

@@ -16,6 +16,7 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
+import { PerformanceObserver } from 'node:perf_hooks';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -33,6 +34,12 @@ export interface TargetReport {
   rssKb: number;
   /** Current V8 heap used at report time, KiB. */
   heapUsedKb: number;
+  /**
+   * Garbage collection CPU since the last reset, µs: the main thread's GC pauses (`gc` performance
+   * entries) plus the CPU of V8's helper threads (parallel and concurrent marking, sweeping; libuv's
+   * pool and other threads left out); NaN off Linux.
+   */
+  gcMicros: number;
 }
 
 /** A listening server as handed to {@link serveTarget}. */
@@ -117,10 +124,16 @@ export async function listenTarget(server: Server, port: number): Promise<{ port
 export async function serveTarget(name: string, start: (counter: RequestCounter) => Promise<RunningTarget>): Promise<void> {
   const counter: RequestCounter = { count: 0, calls: 0 };
   let cpuBase = process.cpuUsage();
+  let gcPauseMs = 0;
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcPauseMs += e.duration;
+  }).observe({ entryTypes: ['gc'] });
+  let helperBase = v8HelperTicks();
   const report = (): TargetReport => {
     const d = process.cpuUsage(cpuBase);
     const mem = process.memoryUsage();
     return {
+      gcMicros: gcPauseMs * 1000 + (v8HelperTicks() - helperBase) * 10_000,
       cpuMicros: d.user + d.system,
       maxRssKb: process.resourceUsage().maxRSS,
       requests: counter.count,
@@ -157,6 +170,8 @@ export async function serveTarget(name: string, start: (counter: RequestCounter)
       counter.count = 0;
       counter.calls = 0;
       cpuBase = process.cpuUsage();
+      gcPauseMs = 0;
+      helperBase = v8HelperTicks();
       if (threadBase) threadBase = threadCpuTicks();
       if (alloc) await alloc.start();
       process.send?.({ type: 'reset', ok: true });
@@ -193,6 +208,14 @@ export async function readBody(req: NodeJS.ReadableStream): Promise<Buffer> {
  * CPU clock ticks (1/100 s) of this process's threads grouped by name (`node` is the JS main
  * thread; V8's GC and compiler helpers, libuv's pool), read from /proc (Linux only; empty elsewhere).
  */
+/** CPU ticks (10 ms) of V8's helper threads: every thread but the main one and libuv's pool (`libuv-worker`). */
+function v8HelperTicks(): number {
+  const ticks = threadCpuTicks();
+  let n = 0;
+  for (const [k, v] of ticks) if (k !== 'main' && !k.startsWith('libuv')) n += v;
+  return ticks.size ? n : Number.NaN;
+}
+
 function threadCpuTicks(): Map<string, number> {
   const out = new Map<string, number>();
   try {

@@ -27,16 +27,30 @@
  *   `evm` and `jsonRpc`), e.g. `{"jsonRpc":{"supportsBatch":true,"batchMaxSize":10}}`
  * - `build` `dist` (default: the compiled package, as `svc start` runs it) or `source` (the
  *   TypeScript sources through tsx)
+ * - `dist` the `dist/` directory of another build to run instead (a baseline, BENCH_BASELINE_DIST)
  */
 import type { LevelWithSilent } from 'pino';
+import { pathToFileURL } from 'node:url';
 import { numberOption, option, serveTarget } from './common.ts';
 
 // svc as it runs in production: the compiled build in dist/ (`npm run build`), unless
 // `--build=source` asks for the TypeScript sources through tsx.
 const fromDist = option('build', 'dist') !== 'source';
-const base = new URL(fromDist ? '../../dist/' : '../../', import.meta.url);
+const otherDist = option('dist', '');
+const base = otherDist ? pathToFileURL(otherDist.endsWith('/') ? otherDist : `${otherDist}/`) : new URL(fromDist ? '../../dist/' : '../../', import.meta.url);
 const ext = fromDist ? 'js' : 'ts';
-const { createProxy } = (await import(new URL(`core/host/create.${ext}`, base).href)) as typeof import('../../core/host/create.ts');
+/** Where `createProxy` lives: core/host/create since the core's layers, core/proxy in older builds (a baseline). */
+async function loadCreate(): Promise<typeof import('../../core/host/create.ts')> {
+  for (const entry of ['core/host/create', 'core/proxy']) {
+    try {
+      return (await import(new URL(`${entry}.${ext}`, base).href)) as typeof import('../../core/host/create.ts');
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw e;
+    }
+  }
+  throw new Error(`svc target: no createProxy under ${base.href}`);
+}
+const { createProxy } = await loadCreate();
 const { createLogger } = (await import(new URL(`lib/logger.${ext}`, base).href)) as typeof import('../../lib/logger.ts');
 const { loadPreset } = (await import(new URL(`presets/index.${ext}`, base).href)) as typeof import('../../presets/index.ts');
 
