@@ -332,7 +332,7 @@ describe('cache store', () => {
       expect(sink.writes).to.deep.equal([['mem', true]]);
       const got = m.getReverse(NET, key.range);
       expect(got).to.deep.include({ finality: 'finalized', blockNumber: 80, blockHash: H2 });
-      expect(m.get('evm:1:80', key.range)).to.equal(got);
+      expect(m.get('evm:1:80', key.range)).to.deep.equal(got);
     });
 
     it('the same receipt above the finalized block is unfinalized and goes only to unfinalized policies', () => {
@@ -522,6 +522,26 @@ describe('cache store', () => {
       expect(ttl.get('p', 'x')).to.not.equal(undefined);
       await new Promise((r) => setTimeout(r, 50));
       expect(ttl.get('p', 'x')).to.equal(undefined);
+    });
+
+    it('the memory tier gives back every field of an entry as written: small answers packed in one string, large or byte answers as they are', () => {
+      const m = new MemoryConnector('m', { maxItems: 100, maxTotalSize: 1 << 24 });
+      const cases: CacheEntry[] = [
+        entry({ wire: '{"a":"x,y\\nz"}', finality: 'unfinalized', blockNumber: 7, blockHash: H1, writtenAt: 123 }),
+        entry({ wire: '"0x0"', finality: 'realtime', blockNumber: 0, writtenAt: 1 }),
+        entry({ wire: '[]', finality: 'unknown', blockHash: H1, writtenAt: 2 }),
+        entry({ wire: '"0x1"', finality: 'finalized', writtenAt: 3 }),
+        entry({ wire: `"${'ab'.repeat(40_000)}"`, finality: 'finalized', blockNumber: 9, writtenAt: 4 }),
+        entry({ wire: Buffer.from('{"big":true}'), finality: 'finalized', writtenAt: 5 }),
+      ];
+      cases.forEach((e, i) => m.set('p', `r${i}`, e, 0, 'evm:1'));
+      cases.forEach((e, i) => {
+        expect(m.get('p', `r${i}`), `entry ${i}`).to.deep.equal(e);
+        expect(m.getReverse('evm:1', `r${i}`), `entry ${i} by the reverse index`).to.deep.equal(e);
+      });
+      // A reverse-index pointer is never read as an entry, and an entry never as a pointer.
+      expect(m.get('p', 'r0')).to.not.equal(undefined);
+      expect(m.getReverse('evm:2', 'r0')).to.equal(undefined);
     });
 
     it('a tier error never shows the connection URI, its password or its address', () => {
