@@ -50,7 +50,10 @@ export function writeAnswer(req: IncomingMessage, res: ServerResponse, a: ProxyA
   const b = a.body;
   if (gzip) {
     // Whether or not this client gets gzip, a cache between must not serve this answer to another.
-    vary(res, 'Accept-Encoding');
+    // In the list when no middleware set a Vary (CORS): a header set on the response makes
+    // `writeHead` take Node's slow path, one `setHeader` per header.
+    if (res.hasHeader('Vary')) vary(res, 'Accept-Encoding');
+    else a.headers.set('Vary', 'Accept-Encoding');
     if (acceptsGzip(req.headers['accept-encoding']) && res.getHeader('Content-Encoding') === undefined) {
       const pieces = typeof b !== 'string' && Array.isArray(b);
       return gzipAnswer(typeof b === 'string' ? b : Readable.from(b), pieces ? answerBytes(b) : undefined).then((zipped) => {
