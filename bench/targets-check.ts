@@ -11,6 +11,8 @@ export interface TargetFigures {
   cpuPerCall: number;
   rps: number;
   peakRssMiB: number;
+  /** GC CPU per request (main-thread pauses + V8 helper threads), µs, when measured. */
+  gcPerReq?: number;
 }
 
 /** One target: a ratio (or a difference, µs) of two scenarios' figures, at most or at least a bound. */
@@ -46,6 +48,20 @@ const TARGETS: Target[] = [
     kind: 'at most',
   },
   {
+    name: 'svc minimal preset, unique calls, CPU/req ÷ min forwarder',
+    of: ['svc-minimal-unique', 'fwd-unique'],
+    value: (a, b) => a.cpuPerReq / b.cpuPerReq,
+    bound: 1.4,
+    kind: 'at most',
+  },
+  {
+    name: 'GC CPU/req of svc as shipped, memory tier full ÷ the tier holding nothing',
+    of: ['svc-shipped', 'svc-shipped-tier-empty'],
+    value: (a, b) => (a.gcPerReq ?? Number.NaN) / (b.gcPerReq ?? Number.NaN),
+    bound: 1.3,
+    kind: 'at most',
+  },
+  {
     name: 'memory cache write-back, CPU µs per miss (alone, hashing and eviction included)',
     of: ['writeback', 'writeback'],
     value: (a) => a.cpuPerReq,
@@ -73,6 +89,13 @@ const TARGETS: Target[] = [
     of: ['workers', 'workers'],
     value: (a) => a.cpuPerReq,
     bound: 1.1,
+    kind: 'at most',
+  },
+  {
+    name: 'svc, cache and multiplexing off, peak RSS ÷ min forwarder',
+    of: ['svc-nocache-unique', 'fwd-unique'],
+    value: (a, b) => a.peakRssMiB / b.peakRssMiB,
+    bound: 1.3,
     kind: 'at most',
   },
   {
