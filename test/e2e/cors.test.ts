@@ -82,7 +82,9 @@ describe('e2e: project CORS', function () {
     expect(r.status).to.equal(200);
     expect(r.headers['access-control-allow-origin']).to.equal(origin);
     // Both reasons a shared cache must key this answer: the origin (CORS) and the encoding (gzip is on by default).
-    expect(r.headers.vary).to.match(/\bOrigin\b/i).and.match(/\bAccept-Encoding\b/i);
+    expect(r.headers.vary)
+      .to.match(/\bOrigin\b/i)
+      .and.match(/\bAccept-Encoding\b/i);
     const exposed = r.headers['access-control-expose-headers']?.split(',') ?? [];
     for (const h of ['X-SVC-Version', 'X-SVC-Upstream', 'X-SVC-Attempts', 'X-SVC-Cache', 'X-SVC-Duration', 'X-SVC-Upstreams']) expect(exposed).to.include(h);
     const other = await svc.post(path('dapp'), call, { origin: 'https://evil.example', 'x-svc-secret-token': 'dapp-secret-0123456789' });
