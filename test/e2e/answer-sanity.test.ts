@@ -28,9 +28,12 @@ describe('e2e: answers that cannot be right move the call to another upstream', 
     node = await startAnvil({ chainId: CHAIN });
     await node.rpc('anvil_mine', ['0x5']);
     const tx = (await node.rpc('eth_sendTransaction', [{ from: ADDR0, data: LOG_INIT_CODE }])) as string;
-    const receipt = (await node.rpc('eth_getTransactionReceipt', [tx])) as { blockHash: string; logs: unknown[] };
-    expect(receipt.logs).to.have.length(1);
-    logBlockHash = receipt.blockHash;
+    // anvil can answer the hash before its receipt is readable on a busy machine: wait for it.
+    let receipt: { blockHash: string; logs: unknown[] } | null = null;
+    await waitFor(async () => (receipt = (await node.rpc('eth_getTransactionReceipt', [tx])) as typeof receipt) !== null, 10_000);
+    if (!receipt) throw new Error('unreachable: waitFor saw a receipt');
+    expect((receipt as { logs: unknown[] }).logs).to.have.length(1);
+    logBlockHash = (receipt as { blockHash: string }).blockHash;
     await node.rpc('anvil_mine', ['0x2']);
     liar = await startFaultServer({
       chainId: CHAIN,
