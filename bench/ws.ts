@@ -179,7 +179,8 @@ export async function wsScenario(settings: BenchSettings): Promise<string> {
         `--upstream=${upstream.origin}/`,
         '--cache=1',
         '--multiplexing=1',
-        `--server-options=${JSON.stringify({ websocket: { newHeadsPollInterval: poll } })}`,
+        // Every client comes from this one address: the per-client cap (100 by default) is raised to the client count.
+        `--server-options=${JSON.stringify({ websocket: { newHeadsPollInterval: poll, maxConnectionsPerClient: clients, maxConnections: Math.max(clients, 10_000) } })}`,
       ],
     });
     targets.push(svc);
