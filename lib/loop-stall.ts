@@ -23,13 +23,21 @@ const STALL_SHARE = 0.1;
 const stalls: Array<[number, number]> = [];
 let lastTick = 0;
 let timer: NodeJS.Timeout | undefined;
+/**
+ * The real clock and timers, taken when the module loads: a test that installs fake timers while a
+ * proxy starts must not leave the watch on a fake clock that never ticks again (every later span
+ * would then look stalled).
+ */
+const clock = performance.now.bind(performance);
+const every = setInterval;
+const stop = clearInterval;
 
 /** Starts the watch (idempotent; unref'd, so it never keeps the process alive). */
 export function watchLoopStalls(): void {
   if (timer) return;
-  lastTick = performance.now();
-  timer = setInterval(() => {
-    const now = performance.now();
+  lastTick = clock();
+  timer = every(() => {
+    const now = clock();
     const late = now - lastTick - TICK_MS;
     if (late > STALL_THRESHOLD_MS) noteStall(now - late, now);
     lastTick = now;
@@ -49,7 +57,7 @@ export function noteStall(start: number, end: number): void {
  * @param start span start, `performance.now()` ms (an attempt's `startedAt`)
  * @param end span end, same clock (default now)
  */
-export function stalledDuring(start: number, end = performance.now()): boolean {
+export function stalledDuring(start: number, end = clock()): boolean {
   const span = end - start;
   if (span <= 0) return false;
   let lost = 0;
@@ -59,13 +67,19 @@ export function stalledDuring(start: number, end = performance.now()): boolean {
   }
   if (timer) {
     // A stall in progress: the watch has not run since it began.
-    const overdue = performance.now() - lastTick - TICK_MS;
-    if (overdue > STALL_THRESHOLD_MS) lost += Math.max(0, Math.min(end, performance.now()) - Math.max(start, performance.now() - overdue));
+    const now = clock();
+    const overdue = now - lastTick - TICK_MS;
+    if (overdue > STALL_THRESHOLD_MS) lost += Math.max(0, Math.min(end, now) - Math.max(start, now - overdue));
   }
   return lost >= span * STALL_SHARE;
 }
 
-/** Forgets every recorded stall (tests). */
+/**
+ * Forgets every recorded stall and stops the watch (tests: a stall of an earlier test, or one still
+ * being measured, must not leak into the next; the next proxy to start restarts the watch).
+ */
 export function resetLoopStalls(): void {
   stalls.length = 0;
+  if (timer) stop(timer);
+  timer = undefined;
 }
