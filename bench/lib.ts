@@ -51,6 +51,8 @@ export interface TargetUsage {
   heapUsedKb: number;
   /** GC CPU of the target in the window (main-thread pauses + V8 helper threads), µs; NaN when unknown. */
   gcMicros: number;
+  /** Bytes the target allocated in the window (V8's sampling heap profiler, garbage included); NaN unless it was an allocation window. */
+  allocBytes: number;
 }
 
 /** Options of {@link startTarget}. */
@@ -118,8 +120,11 @@ export interface Target {
   readonly port: number;
   /** `http://127.0.0.1:<port>`. */
   readonly origin: string;
-  /** Starts a measurement window: CPU baseline and request counter reset in the target. */
-  reset(): Promise<void>;
+  /**
+   * Starts a measurement window: CPU baseline and request counter reset in the target.
+   * @param opts `alloc`: an allocation window (the sampling heap profiler runs, so its CPU figures are not comparable)
+   */
+  reset(opts?: { alloc?: boolean }): Promise<void>;
   /** Usage since the last {@link reset}. */
   report(): Promise<TargetUsage>;
   /**
@@ -160,6 +165,7 @@ function toUsage(o: Record<string, unknown>): TargetUsage {
     rssKb: Number(o.rssKb),
     heapUsedKb: Number(o.heapUsedKb),
     gcMicros: Number(o.gcMicros),
+    allocBytes: o.allocBytes === undefined || o.allocBytes === null ? Number.NaN : Number(o.allocBytes),
   };
 }
 
@@ -230,7 +236,7 @@ export async function startTarget(script: string, opts: StartTargetOptions = {})
     throw e;
   }
 
-  const ask = (type: string, timeoutMs = 10_000): Promise<Record<string, unknown>> =>
+  const ask = (type: string, timeoutMs = 10_000, extra?: object): Promise<Record<string, unknown>> =>
     new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`${label}: no '${type}' answer within ${timeoutMs} ms`)), timeoutMs);
       const list = waiters.get(type) ?? [];
@@ -239,7 +245,7 @@ export async function startTarget(script: string, opts: StartTargetOptions = {})
         resolve(m);
       });
       waiters.set(type, list);
-      child.send({ type });
+      child.send({ type, ...extra });
     });
 
   return {
@@ -250,8 +256,8 @@ export async function startTarget(script: string, opts: StartTargetOptions = {})
     get logLines() {
       return logLines;
     },
-    async reset() {
-      await ask('reset');
+    async reset(opts?: { alloc?: boolean }) {
+      await ask('reset', 10_000, opts?.alloc === true ? { alloc: true } : undefined);
     },
     async report() {
       return toUsage(await ask('report'));

@@ -311,9 +311,10 @@ export interface Measurement {
  * @param target the process under test
  * @param load load options (URL, body, duration)
  * @param helpers other processes to account (e.g. the upstream behind the target)
+ * @param alloc an allocation window: the target's sampling heap profiler runs and `usage.allocBytes` is filled (its CPU figures then carry the profiler's cost)
  */
-export async function measure(target: Target, load: LoadOptions, helpers: Target[] = []): Promise<Measurement> {
-  await Promise.all([target.reset(), ...helpers.map((h) => h.reset())]);
+export async function measure(target: Target, load: LoadOptions, helpers: Target[] = [], alloc = false): Promise<Measurement> {
+  await Promise.all([target.reset({ alloc }), ...helpers.map((h) => h.reset())]);
   const busy0 = machineBusyMicros();
   const self0 = process.cpuUsage();
   const t0 = performance.now();

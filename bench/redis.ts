@@ -197,6 +197,7 @@ export function procTarget(pid: number, label: string, stop: () => Promise<void>
         rssKb: Number.NaN,
         heapUsedKb: Number.NaN,
         gcMicros: Number.NaN,
+        allocBytes: Number.NaN,
       };
       return usage;
     },

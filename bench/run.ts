@@ -337,7 +337,12 @@ interface Live {
   helpers: Target[];
   preflightError?: string;
   runs: Measurement[];
+  /** Bytes allocated per request in the allocation window (NaN when skipped). */
+  allocPerReq?: number;
 }
+
+/** Length of each scenario's allocation window, s (the sampling profiler converges within it). */
+const ALLOC_WINDOW_S = Math.min(2, settings.durationS);
 
 /** Per-scenario medians. */
 interface Summary {
@@ -352,6 +357,8 @@ interface Summary {
   peakRssMiB: number;
   /** GC CPU per request (main-thread pauses + V8 helper threads), µs. */
   gcPerReq: number;
+  /** Bytes allocated per request (allocation window), NaN when skipped. */
+  allocPerReq: number;
   upstreamPerReq: number;
   /** Median CPU per request of the helpers after the upstream (redis-server), µs; NaN without any. */
   extraHelperCpuPerReq: number;
@@ -380,6 +387,7 @@ function summarise(l: Live): Summary {
     cpuPerCall: median(cpu) / l.scenario.body.calls,
     peakRssMiB: Math.max(...l.runs.map((r) => r.usage.maxRssKb)) / 1024,
     gcPerReq: median(l.runs.map((r) => r.usage.gcMicros / Math.max(1, r.load.responses))),
+    allocPerReq: l.allocPerReq ?? Number.NaN,
     upstreamPerReq: l.helpers.length ? median(l.runs.map((r) => (r.helpers[0]?.requests ?? 0) / Math.max(1, r.load.responses))) : Number.NaN,
     extraHelperCpuPerReq:
       l.helpers.length > 1 ? median(l.runs.map((r) => r.helpers.slice(1).reduce((n, h) => n + h.cpuMicros, 0) / Math.max(1, r.load.responses))) : Number.NaN,
@@ -430,6 +438,15 @@ async function main(): Promise<void> {
         );
       }
     }
+    // One allocation window per scenario after the timed rounds (the profiler's own cost stays out of
+    // the CPU figures): the bytes a request leaves to the garbage collector.
+    if (process.env.BENCH_SKIP_ALLOC !== '1') {
+      for (const l of runOrder) {
+        const m = await measure(l.target, { url: l.url, body: l.scenario.body, connections: settings.connections, durationS: ALLOC_WINDOW_S }, l.helpers, true);
+        l.allocPerReq = m.usage.allocBytes / Math.max(1, m.load.responses);
+        progress(`  allocation ${l.scenario.label}: ${fmt(l.allocPerReq / 1024, 1)} KB/req`);
+      }
+    }
   } finally {
     await Promise.all(lives.flatMap((l) => [l.target.stop(), ...l.helpers.map((h) => h.stop())]));
   }
@@ -446,6 +463,7 @@ async function main(): Promise<void> {
     fmt(s.p99Ms, 2),
     fmt(s.rps, 0),
     fmt(s.gcPerReq, 1),
+    fmt(s.allocPerReq / 1024, 1),
     fmt(s.peakRssMiB, 1),
     fmt(s.upstreamPerReq, 2),
     fmt(s.otherCpu * 100, 0),
@@ -462,6 +480,7 @@ async function main(): Promise<void> {
       'p99 ms',
       'req/s',
       'GC µs/req',
+      'alloc KB/req',
       'peak RSS MiB',
       'upstream req/req',
       'other procs CPU %',

@@ -13,6 +13,8 @@ export interface TargetFigures {
   peakRssMiB: number;
   /** GC CPU per request (main-thread pauses + V8 helper threads), µs, when measured. */
   gcPerReq?: number;
+  /** Bytes allocated per request (the allocation window), when measured. */
+  allocPerReq?: number;
 }
 
 /** One target: a ratio (or a difference, µs) of two scenarios' figures, at most or at least a bound. */
@@ -52,6 +54,13 @@ const TARGETS: Target[] = [
     of: ['svc-minimal-unique', 'fwd-unique'],
     value: (a, b) => a.cpuPerReq / b.cpuPerReq,
     bound: 1.4,
+    kind: 'at most',
+  },
+  {
+    name: 'garbage per request of svc as shipped ÷ min forwarder (bytes allocated, sampling heap profiler)',
+    of: ['svc-shipped', 'fwd-unique'],
+    value: (a, b) => (a.allocPerReq ?? Number.NaN) / (b.allocPerReq ?? Number.NaN),
+    bound: 1.5,
     kind: 'at most',
   },
   {

@@ -161,29 +161,31 @@ export async function serveTarget(name: string, start: (counter: RequestCounter)
   };
   process.on('SIGTERM', () => void stop());
   process.on('SIGINT', () => void stop());
-  // BENCH_ALLOC_PROFILE=<dir>: a sampling profile of every allocation (collected ones included)
-  // over each measurement window, written there as `<name>-<pid>-<n>.heapprofile` (where the garbage comes from).
-  const alloc = process.env.BENCH_ALLOC_PROFILE ? allocationProfiler(process.env.BENCH_ALLOC_PROFILE, name) : undefined;
+  // Allocation rounds (`{type:'reset', alloc:true}`): V8's sampling heap profiler, collected objects
+  // included, over the window; the report carries the bytes allocated (the garbage a request leaves).
+  // BENCH_ALLOC_PROFILE=<dir> also writes each such profile there as `<name>-<pid>-<n>.heapprofile`.
+  const alloc = allocationProfiler(process.env.BENCH_ALLOC_PROFILE, name);
   process.on('message', async (m: unknown) => {
-    const type = (m as { type?: unknown } | null)?.type;
+    const msg = m as { type?: unknown; alloc?: unknown } | null;
+    const type = msg?.type;
     if (type === 'reset') {
       counter.count = 0;
       counter.calls = 0;
+      if (msg?.alloc === true) await alloc.start();
       cpuBase = process.cpuUsage();
       gcPauseMs = 0;
       helperBase = v8HelperTicks();
       if (threadBase) threadBase = threadCpuTicks();
-      if (alloc) await alloc.start();
       process.send?.({ type: 'reset', ok: true });
     } else if (type === 'report') {
       const r = report();
-      if (alloc) await alloc.stop(r.requests);
+      const allocBytes = await alloc.stop(r.requests);
       if (threadBase) {
         const now = threadCpuTicks();
         const parts = [...now].map(([k, v]) => `${k} ${(((v - (threadBase?.get(k) ?? 0)) * 10_000) / Math.max(1, r.requests)).toFixed(1)}`);
         process.stderr.write(`  threads of ${name}, CPU µs/req: ${parts.join(', ')}\n`);
       }
-      process.send?.({ type: 'report', ...r });
+      process.send?.({ type: 'report', ...r, allocBytes });
     } else if (type === 'stop') {
       void stop();
     }
@@ -238,25 +240,48 @@ function threadCpuTicks(): Map<string, number> {
   return out;
 }
 
-/** Starts and stops V8's sampling heap profiler with collected objects included (bench diagnostics). */
-function allocationProfiler(dir: string, name: string): { start(): Promise<void>; stop(requests: number): Promise<void> } {
-  const session = new Session();
-  session.connect();
+/** Sampling interval of the allocation rounds, bytes (V8 scales each sample to the bytes it stands for). */
+const ALLOC_SAMPLING_BYTES = 4096;
+
+/** Total bytes of a sampling heap profile: every node's self size (samples already scaled by V8). */
+function profileBytes(node: { selfSize?: number; children?: unknown[] }): number {
+  let n = node.selfSize ?? 0;
+  for (const c of node.children ?? []) n += profileBytes(c as { selfSize?: number; children?: unknown[] });
+  return n;
+}
+
+/**
+ * Starts and stops V8's sampling heap profiler with collected objects included (bench diagnostics).
+ * `stop` answers the bytes allocated over the window (NaN when no window was started).
+ * @param dir where to write each profile (undefined: not written)
+ * @param name the target's name, in the file name
+ */
+function allocationProfiler(dir: string | undefined, name: string): { start(): Promise<void>; stop(requests: number): Promise<number> } {
+  let session: Session | undefined;
   const post = (method: string, params?: object) =>
-    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))));
+    new Promise<unknown>((resolve, reject) => session?.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))));
   let n = 0;
   let on = false;
   return {
     async start() {
+      if (!session) {
+        session = new Session();
+        session.connect();
+      }
       if (on) await post('HeapProfiler.stopSampling');
-      await post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      await post('HeapProfiler.startSampling', {
+        samplingInterval: ALLOC_SAMPLING_BYTES,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
       on = true;
     },
     async stop(requests: number) {
-      if (!on) return;
+      if (!on) return Number.NaN;
       on = false;
-      const res = (await post('HeapProfiler.stopSampling')) as { profile: unknown };
-      writeFileSync(`${dir}/${name}-${process.pid}-${n++}.heapprofile`, JSON.stringify({ requests, ...(res.profile as object) }));
+      const res = (await post('HeapProfiler.stopSampling')) as { profile: { head: { selfSize?: number; children?: unknown[] } } };
+      if (dir) writeFileSync(`${dir}/${name}-${process.pid}-${n++}.heapprofile`, JSON.stringify({ requests, ...res.profile }));
+      return profileBytes(res.profile.head);
     },
   };
 }
