@@ -173,10 +173,10 @@ export class Proxy implements PluginHost {
     for (const w of this.resolved.warnings) this.logger.warn(w);
     this.buildRegistry();
     for (const project of this.projects.values()) await this.hooks.project.promise(project);
-    const app = createServer(this);
+    const handler = createServer(this);
     const host = this.opts.host ?? this.config.server.httpHost;
     const port = this.opts.port ?? this.config.server.httpPort;
-    this.server = await listen(app.callback(), this.config.server, host, port);
+    this.server = await listen(handler, this.config.server, host, port);
     this.drain.track(this.server);
     const addr = this.server.address() as AddressInfo;
     for (const p of this.projects.values()) {

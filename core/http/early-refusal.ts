@@ -7,10 +7,10 @@
  * A body not read yet (route, auth or drain refusal) is read only up to {@link REFUSED_BODY_LIMIT}, so a refused client cannot make svc
  * buffer `server.maxBodySize`.
  */
-import type Koa from 'koa';
+import type { IncomingMessage } from 'node:http';
 import type { SvcError } from '../wire/errors.ts';
 import { toJsonRpcError } from '../wire/errors-wire.ts';
-import { readRequestBody } from './http-io.ts';
+import { readBody } from './http-io.ts';
 import { parseRequestBody, serializeError, type ParsedBody, type ParseLimits } from '../wire/jsonrpc.ts';
 
 /** Most bytes of a refused caller's body read to find its ids (1 MiB, or `server.maxBodySize` when smaller). */
@@ -33,7 +33,7 @@ export interface RefusalLimits {
  * @param body the parsed body; `undefined` when not read yet (read here, bounded by {@link REFUSED_BODY_LIMIT}); `null` when unreadable
  */
 export async function answerRefusal(
-  k: Koa.Context,
+  req: IncomingMessage,
   err: SvcError,
   limits: RefusalLimits,
   body?: ParsedBody | null,
@@ -42,7 +42,7 @@ export async function answerRefusal(
   let parsed = body;
   if (parsed === undefined) {
     try {
-      const read = await readRequestBody(k, Math.min(limits.maxBodySize, REFUSED_BODY_LIMIT));
+      const read = await readBody(req, Math.min(limits.maxBodySize, REFUSED_BODY_LIMIT));
       parsed = parseRequestBody(read.text, limits.parse, read.raw);
     } catch {
       parsed = null;

@@ -1,5 +1,6 @@
 /** The bytes of a proxy request and its answer, Koa side: the body read within `server.maxBodySize`, gzip, the Node server options. */
 import type { IncomingMessage, ServerOptions } from 'node:http';
+import { parse as parseQuery } from 'node:querystring';
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { decodeBody, readBodyCapped } from '../../lib/body.ts';
@@ -14,16 +15,24 @@ import { ErrInvalidRequest, ErrRequestTooLarge } from '../wire/errors.ts';
  * without being re-serialised, and its UTF-8 text, a leading byte-order mark dropped.
  * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read
  */
-export async function readRequestBody(k: Koa.Context, limit: number): Promise<{ raw: Buffer; text: string }> {
+export function readRequestBody(k: { readonly req: IncomingMessage }, limit: number): Promise<{ raw: Buffer; text: string }> {
+  return readBody(k.req, limit);
+}
+
+/**
+ * {@link readRequestBody} of a plain Node request (the proxy path, served without a Koa context).
+ * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read
+ */
+export async function readBody(req: IncomingMessage, limit: number): Promise<{ raw: Buffer; text: string }> {
   // A compressed body: the limit applies to the decoded bytes, so a zip bomb stops at `limit`;
   // its Content-Length counts compressed bytes, so it neither sizes the buffer nor checks the end.
-  const decoder = requestDecoder(k.request.headers['content-encoding']);
-  const declared = k.request.headers['content-length'];
+  const decoder = requestDecoder(req.headers['content-encoding']);
+  const declared = req.headers['content-length'];
   if (decoder && declared !== undefined && Number(declared) > limit) {
-    k.req.pause();
+    req.pause();
     throw new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${limit} bytes)`);
   }
-  const raw = await readBodyCapped(decoder ? decodeRequest(k.req, decoder) : k.req, {
+  const raw = await readBodyCapped(decoder ? decodeRequest(req, decoder) : req, {
     declared: decoder ? undefined : declared,
     limit,
     onTooLarge: 'pause',
@@ -76,24 +85,32 @@ const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
 
 /** The HTTP facts of a request (spec §5.5: credentials come from headers and query only), the client address through `clients`. */
 export function httpInfo(k: Koa.Context, clients: ClientAddressResolver): HttpRequestInfo {
+  return requestInfo(k.req, k.path, k.querystring, clients);
+}
+
+/**
+ * {@link httpInfo} of a plain Node request whose path and query string are already split (Koa's `path` and `querystring`): a query
+ * key's first value, as Koa's `query` gives it.
+ */
+export function requestInfo(req: IncomingMessage, path: string, querystring: string, clients: ClientAddressResolver): HttpRequestInfo {
   let query = NO_QUERY;
-  if (k.querystring !== '') {
+  if (querystring !== '') {
     const q: Record<string, string> = {};
-    for (const [key, v] of Object.entries(k.query)) {
+    for (const [key, v] of Object.entries(parseQuery(querystring))) {
       const first = Array.isArray(v) ? v[0] : v;
       if (first !== undefined) q[key] = first;
     }
     query = q;
   }
-  const hostHeader = k.request.headers.host ?? '';
-  const peer = k.req.socket.remoteAddress ?? '';
+  const hostHeader = req.headers.host ?? '';
+  const peer = req.socket.remoteAddress ?? '';
   return {
-    headers: k.request.headers,
+    headers: req.headers,
     query,
     remoteAddress: peer,
-    clientAddress: clients.resolve(peer, k.request.headers),
-    host: hostHeader.replace(/:\d+$/, '').toLowerCase(),
-    path: k.path,
+    clientAddress: clients.resolve(peer, req.headers),
+    host: hostHeader === '' ? '' : hostHeader.replace(/:\d+$/, '').toLowerCase(),
+    path,
     // Set by the proxy route once resolved; declared here so every info has one shape.
     networkId: undefined,
   };

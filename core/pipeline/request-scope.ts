@@ -14,7 +14,8 @@ function abortAtDeadline(controller: AbortController, maxTimeoutMs: number): voi
  */
 export class RequestScope {
   private shared?: { controller: AbortController; deadline: number; timer: NodeJS.Timeout };
-  private readonly own = new Set<{ controller: AbortController; timer: NodeJS.Timeout }>();
+  /** Calls with their own signal (a batch over `batchConcurrency`), created with the first: a single call allocates none. */
+  private own?: Set<{ controller: AbortController; timer: NodeJS.Timeout }>;
   /** Why the client left, once it has: a call starting after that starts cancelled. */
   private cancelled?: Error;
 
@@ -45,13 +46,14 @@ export class RequestScope {
     }
     const controller = acquireController();
     const mine = { controller, timer: setTimeout(abortAtDeadline, ms, controller, ms) };
-    this.own.add(mine);
+    const own = (this.own ??= new Set());
+    own.add(mine);
     return {
       signal: controller.signal,
       deadline: Date.now() + ms,
       release: () => {
         clearTimeout(mine.timer);
-        if (this.own.delete(mine)) releaseController(controller);
+        if (own.delete(mine)) releaseController(controller);
       },
     };
   }
@@ -60,7 +62,7 @@ export class RequestScope {
   cancel(reason: Error): void {
     this.cancelled ??= reason;
     this.shared?.controller.abort(reason);
-    for (const o of this.own) o.controller.abort(reason);
+    if (this.own) for (const o of this.own) o.controller.abort(reason);
   }
 
   /** Clears the shared timer and recycles its controller (lib/abort.ts: only if unaborted and unheard). Call once, after every call settled. */

@@ -4,10 +4,10 @@
  * the backoff delay of a retry, which errors a retry policy may retry, and a deadline wrapper
  * whose inner work sees an aborted signal. No hooks here.
  */
-import type { CallContext } from 'svc/plugin';
-import { ErrCancelled, ErrEndpointMissingData, ErrUpstreamsExhausted, SvcError } from 'svc/plugin/errors';
+import type { CallContext, RpcResult, UpstreamCall, UpstreamSender } from 'svc/plugin';
+import { ErrCancelled, ErrEndpointMissingData, ErrEndpointRequestTimeout, ErrUpstreamsExhausted, SvcError } from 'svc/plugin/errors';
 import { backoffDelay, linkedController } from 'svc/util';
-import type { TimeoutScope } from './metrics.ts';
+import type { FailsafeMetrics, TimeoutScope } from './metrics.ts';
 import type { FailsafeEntry } from './schema.ts';
 
 /** Delay before retry number `n` (1-based): delay × factor^(n-1), capped, plus jitter (ms). */
@@ -94,6 +94,43 @@ export async function withTimeout<T>(
     clearTimeout(timer);
     link.dispose();
   }
+}
+
+/**
+ * One upstream attempt within a deadline (the upstream scope's timeout): the attempt's own call object gets, for the time of `inner`, a
+ * signal that also aborts at the deadline, and gets its caller's signal back after. No copy of the call, no closure and no message
+ * string per attempt: the attempt is the hot path, and the timeout almost never fires.
+ * @param inner the wrapped sender
+ * @param call the attempt (its `signal` is swapped for the time of `inner`, then restored)
+ * @param ms the deadline, ms
+ * @param upstreamId the upstream, for the error message
+ * @param metrics counts a deadline that fired (`timeoutFired`)
+ * @throws ErrEndpointRequestTimeout when the deadline fired first; otherwise what `inner` threw
+ */
+export async function attemptWithin(inner: UpstreamSender, call: UpstreamCall, ms: number, upstreamId: string, metrics: FailsafeMetrics): Promise<RpcResult> {
+  const parent = call.signal;
+  const link = linkedController(parent);
+  const timer = setTimeout(abortAttempt, ms, link.controller, ms, call.method, upstreamId);
+  call.signal = link.signal;
+  try {
+    return await inner(call);
+  } catch (e) {
+    if (link.signal.aborted && !parent.aborted) {
+      metrics.timeoutFired(call.ctx, 'upstream');
+      const reason = link.signal.reason as SvcError;
+      throw new ErrEndpointRequestTimeout(reason.message, { cause: e });
+    }
+    throw e;
+  } finally {
+    call.signal = parent;
+    clearTimeout(timer);
+    link.dispose();
+  }
+}
+
+/** Timer callback of {@link attemptWithin}: one upstream request ran out of its time, the request's own timeout error. */
+function abortAttempt(controller: AbortController, ms: number, method: string, upstreamId: string): void {
+  controller.abort(new ErrEndpointRequestTimeout(`${method} on upstream ${upstreamId} exceeded the failsafe timeout of ${ms} ms`));
 }
 
 /** Timer callback of {@link withTimeout} (module-level, so no closure is allocated per call). */

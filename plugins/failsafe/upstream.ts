@@ -10,14 +10,14 @@
  * (core/pipeline/charge.ts); the retry never asks the same upstream again for a fact about the request.
  */
 import { FINALITY, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
-import { asSvcError, ErrEndpointRequestTimeout, ErrFailsafeCircuitBreakerOpen } from 'svc/plugin/errors';
+import { asSvcError, ErrFailsafeCircuitBreakerOpen } from 'svc/plugin/errors';
 import { finishAttempt, isDeferred, isRequestFact, outcomeOf, settleFailedAttempt, startAttempt, whenCharged, wouldConfirm } from 'svc/plugin/contracts';
 import { UPSTREAM_RETRIES } from './api.ts';
 import { sleep } from 'svc/util';
 import { type LatencyQuantiles, timeoutSpecOf } from './adaptive.ts';
 import { breakerOutcome, CircuitBreaker } from './breaker.ts';
 import type { FailsafeMetrics } from './metrics.ts';
-import { isRetryable, retryDelay, withTimeout } from './policies.ts';
+import { attemptWithin, isRetryable, retryDelay } from './policies.ts';
 import { compile, DEFAULT_UPSTREAM_FAILSAFE, matchEntry, type CompiledEntry, type FailsafeEntry } from './schema.ts';
 
 /**
@@ -124,24 +124,7 @@ export function tapUpstreamFailsafe(
       const ms = latency.resolve(call.ctx, spec);
       if (!(ms > 0)) return inner(call);
       if (spec.quantile > 0) metrics.observeTimeout(call.ctx, 'upstream', ms);
-      const scoped: UpstreamCall = { ...call };
-      // One upstream request ran out of its time: the request's own timeout error.
-      return withTimeout(
-        ms,
-        call.signal,
-        `${call.method} on upstream ${u.id}`,
-        ErrEndpointRequestTimeout,
-        (signal) => {
-          scoped.signal = signal;
-          return inner(scoped);
-        },
-        metrics.timeoutFired,
-        call.ctx,
-        'upstream',
-      ).finally(() => {
-        // An inner wrapper may have opened a new attempt record: hand it back to the caller.
-        call.attempt = scoped.attempt;
-      });
+      return attemptWithin(inner, call, ms, u.id, metrics);
     };
   });
 }
