@@ -6,7 +6,6 @@ import { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import {
   ErrCancelled,
-  ErrResponseBytesInFlightExceeded,
   ErrEndpointRequestTimeout,
   ErrEndpointServerSideException,
   ErrUpstreamMalformedResponse,
@@ -14,7 +13,8 @@ import {
   SvcError,
   type UpstreamErrorRaw,
 } from '../wire/errors.ts';
-import { decodeBody, readBodyCapped, RESPONSE_BYTES, type BodyStream } from '../../lib/body.ts';
+import { decodeBody, RESPONSE_BYTES } from '../../lib/body.ts';
+import { fetchAnswer } from './answer-sink.ts';
 import { arrayElements, extractTopLevelValue, scanAnswer } from '../../lib/json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../wire/jsonrpc.ts';
 import { normaliseUpstreamError } from '../wire/evm-normalize.ts';
@@ -152,19 +152,20 @@ export class HttpTransport {
     let status: number;
     let bytes: Buffer;
     try {
-      const res = await this.pool.request(
+      ({ status, bytes } = await fetchAnswer(
+        this.pool,
         body.chunks
           ? {
               path: this.path,
               method: 'POST',
               headers: { ...this.headers, 'content-length': String(body.bytes) },
               body: Readable.from(body.chunks, { objectMode: false }),
-              signal,
             }
-          : { path: this.path, method: 'POST', headers: this.headers, body: body.text, signal },
-      );
-      status = res.statusCode;
-      bytes = await readCapped(res.body, res.headers['content-length'], maxResponseSize, this.cfg.id);
+          : { path: this.path, method: 'POST', headers: this.headers, body: body.text },
+        signal,
+        maxResponseSize,
+        this.cfg.id,
+      ));
     } catch (e) {
       throw this.transportError(e, body.bytes, signal);
     }
@@ -190,9 +191,7 @@ export class HttpTransport {
     let bytes: Buffer;
     const never = new AbortController().signal;
     try {
-      const res = await this.pool.request({ path: this.path, method: 'POST', headers: this.headers, body: text, signal: never });
-      status = res.statusCode;
-      bytes = await readCapped(res.body, res.headers['content-length'], maxResponseSize, up);
+      ({ status, bytes } = await fetchAnswer(this.pool, { path: this.path, method: 'POST', headers: this.headers, body: text }, never, maxResponseSize, up));
     } catch (e) {
       const err = this.transportError(e, text.length, never);
       return calls.map(() => err);
@@ -391,33 +390,6 @@ function safeParse(text: string): unknown {
   } catch {
     return text;
   }
-}
-
-/**
- * Reads an answer into one Buffer, failing as soon as it passes `limit` bytes (declared or
- * streamed), so a hostile upstream cannot make svc hold more than that.
- * @throws ErrUpstreamMalformedResponse naming the limit; the stream's own error otherwise
- */
-function readCapped(body: BodyStream, declared: string | string[] | undefined, limit: number, upstream: string): Promise<Buffer> {
-  return readBodyCapped(body, {
-    declared,
-    limit,
-    onTooLarge: 'destroy',
-    budget: RESPONSE_BYTES,
-    fail: (f) =>
-      f.kind === 'over-budget'
-        ? new ErrResponseBytesInFlightExceeded(
-            `svc is reading ${f.inFlight} bytes of upstream answers, at server.maxResponseBytesInFlight (${f.limit} bytes); retry later`,
-            { details: { maxResponseBytesInFlight: f.limit } },
-          )
-        : f.kind === 'too-large'
-          ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered more than maxResponseSize (${limit} bytes; ${f.size} bytes)`, {
-              details: { upstream, maxResponseSize: limit },
-            })
-          : f.kind === 'short'
-            ? new ErrUpstreamMalformedResponse(`upstream ${upstream} answered a truncated body (${f.size} bytes)`, { details: { upstream } })
-            : f.error,
-  });
 }
 
 const MAX_LISTED_IDS = 10;

@@ -29,6 +29,12 @@ export class UpstreamChainState implements UpstreamChainStateView {
    */
   reported = -1;
   /**
+   * A state poll of this upstream finished without a latest block (down, refusing, failing): it was
+   * asked and stayed silent, so it cannot corroborate another's head (head plausibility: who counts
+   * as the network's only source).
+   */
+  silent = false;
+  /**
    * Its head was judged against a vouched network head, confirmed by a witness, or it is the only
    * source (head plausibility, docs/evm.md). A head accepted at start-up, with nothing to judge it
    * against, is not vouched: while any upstream is, the network's heads count vouched ones only,
@@ -367,12 +373,25 @@ export class NetworkChainState implements NetworkChainStateView {
       now: this.now(),
       blockTimeMs: this.blockTimeMs,
       witnessLatest: witness,
-      // The only upstream that has reported, once the others had time to: nothing can corroborate it.
-      soleSource: sole || (soleReporter && this.now() - this.createdAt >= SOLE_REPORTER_GRACE_MS),
+      // The only upstream that has reported, once the others were asked and stayed silent: nothing can corroborate it.
+      soleSource: sole || (soleReporter && this.now() - this.createdAt >= SOLE_REPORTER_GRACE_MS && this.othersSilent(source)),
       reporterLatest: source ? (this.states.get(source)?.latest ?? 0) : 0,
       reporterLinked: source ? (this.states.get(source)?.linked ?? 0) : 0,
       hearsay,
     });
+  }
+
+  /**
+   * Whether every other serving upstream of the network had a state poll finish without a head. Wall time alone is not enough: on a
+   * machine short of CPU the others' polls can take longer than the grace, and the liar that answered first would vouch for itself.
+   */
+  private othersSilent(source: Upstream | undefined): boolean {
+    for (const u of this.network.upstreams) {
+      if (u === source || SHADOW_UPSTREAM.get(u)) continue;
+      const st = this.states.get(u);
+      if (!st?.silent && (st?.reported ?? -1) < 0) return false;
+    }
+    return true;
   }
 
   /** Estimated block time in ms, or undefined while observations accumulate. */

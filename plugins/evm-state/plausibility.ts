@@ -113,9 +113,9 @@ export function judgeHeadFacts(f: HeadFacts): HeadVerdict {
 
 /**
  * How long a network is watched before an upstream that alone has reported a head counts as its
- * only source, ms: the others had time to report (a poll each, at the default timeouts) and
- * stayed silent (down, refusing, failing), so nothing can corroborate and the reporter is
- * trusted, as the network's only configured upstream is. Shorter would let a liar that answers
+ * only source, ms, provided every other upstream's state poll finished without a head (down,
+ * refusing, failing): nothing can corroborate, so the reporter is trusted, as the network's only
+ * configured upstream is. Shorter would let a liar that answers
  * first at start-up vouch for itself; longer keeps a network whose other upstreams are down at
  * the start-up allowance (any report plausible) for longer.
  */

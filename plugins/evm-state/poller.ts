@@ -324,6 +324,7 @@ export class UpstreamPoller {
   private logOutcome(r: PollReport): void {
     const log = this.host.logger;
     const fields = { project: this.network.project.id, network: this.network.id, upstream: this.upstream.id };
+    chainStateOf(this.network).of(this.upstream).silent = r.latest === undefined;
     if (r.latest === undefined) {
       if (!this.failing) log.warn({ ...fields, errors: r.errors }, `state poll of ${this.upstream.id} failed: ${r.errors.latest ?? 'no latest block'}`);
       else log.debug({ ...fields, errors: r.errors }, `state poll of ${this.upstream.id} failed again`);

@@ -109,17 +109,30 @@ describe('head plausibility (docs/evm.md)', () => {
       expect(st.judgeHead(5000, 'latest', c)).to.equal('confirmed');
     });
 
-    it('the only upstream that reported, once the others had time to, is the only source; before that it is not', () => {
+    it('the only upstream that reported, once the others were asked and stayed silent, is the only source; time alone is not enough', () => {
       let now = 1_000_000;
       const st = new NetworkChainState({ upstreams: [a, b] } as unknown as Network, () => now);
       st.of(a).reported = 10;
-      // b never reported (down, refusing): right after start a's far report is only plausible...
+      // b never reported: right after start a's report is only plausible...
       expect(st.judgeHead(10, 'latest', a)).to.equal('plausible');
       now += SOLE_REPORTER_GRACE_MS;
-      // ...then a is the only source there is, and confirms itself (so it can vouch).
+      // ...and still after the grace while b's poll has not finished (a machine short of CPU): a cannot vouch for itself...
+      expect(st.judgeHead(10, 'latest', a)).to.equal('plausible');
+      // ...until b's poll finished without a head (down, refusing): a is the only source there is, and confirms itself.
+      st.of(b).silent = true;
       expect(st.judgeHead(10, 'latest', a)).to.equal('confirmed');
       st.of(b).reported = 8;
       expect(st.judgeHead(5000, 'latest', a)).to.equal('implausible');
+    });
+
+    it("a silent upstream's poll failing before the grace ends does not make the first reporter the only source early", () => {
+      let now = 1_000_000;
+      const st = new NetworkChainState({ upstreams: [a, b] } as unknown as Network, () => now);
+      st.of(a).reported = 10;
+      st.of(b).silent = true;
+      expect(st.judgeHead(10, 'latest', a)).to.equal('plausible');
+      now += SOLE_REPORTER_GRACE_MS;
+      expect(st.judgeHead(10, 'latest', a)).to.equal('confirmed');
     });
 
     it("another replica's word reaching a replica whose upstreams have not reported yet is not believed; once one reported (even genesis) it is judged against that", () => {
