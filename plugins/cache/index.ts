@@ -25,6 +25,7 @@
 import {
   type CallContext,
   type CallHandler,
+  type ExecutionRecord,
   CallStage,
   FINALITY,
   Type,
@@ -41,7 +42,7 @@ import { callParamsHash, provenanceKey } from 'svc/plugins/multiplex';
 import { compileGlobs, DeferredCounter, type GlobTest } from 'svc/util';
 import { MemoryConnector } from './connectors/memory.ts';
 import type { Connector } from './connectors/types.ts';
-import { callKey, neverCached } from './keys.ts';
+import { callKey, neverCached, type CallKey } from './keys.ts';
 import { Policy } from './policy.ts';
 import { cacheConfigOf, cacheSchema, type CacheConfig, type ConnectorConfig } from './schema.ts';
 import { normalizeCacheShapes } from './erpc.ts';
@@ -216,6 +217,17 @@ export function cachePlugin(): Plugin {
           return c;
         };
         const chain = networkChainState(host, network);
+        // The key's scope, built once per network rather than per call.
+        const scope = `${network.project.id}/${network.id}`;
+
+        /** A miss: the call runs, and its answer is queued for the write-back once it is on its way (a write never delays the call). */
+        const miss = async (ctx: CallContext, key: CallKey, candidates: Policy[], params: unknown): Promise<RpcResult> => {
+          CACHE_OUTCOME.set(ctx.record, 'MISS');
+          const finality = FINALITY.get(ctx);
+          const r = await inner(ctx);
+          if (!r.fromCache) writes.push({ ctx, key, finality, result: r, policies: candidates, chain, params });
+          return r;
+        };
 
         return (ctx: CallContext) => {
           // Only answers obtained under the network's own rules are shared (spec §2.8): a pinned,
@@ -225,38 +237,29 @@ export function cachePlugin(): Plugin {
           if (candidates.length === 0) return inner(ctx);
           const hash = callParamsHash(ctx);
           if (hash === undefined) return inner(ctx);
-          const key = callKey(`${ctx.project.id}/${network.id}`, ctx.request.method, ctx.request.params, hash);
+          const key = callKey(scope, ctx.request.method, ctx.request.params, hash);
           if (key === undefined) return inner(ctx);
-          const finality = FINALITY.get(ctx);
           const readers = readersOf(candidates, ctx);
           const record = ctx.record;
-          if (readers.length > 0) CACHE_ATTEMPTS.set(record, CACHE_ATTEMPTS.get(record) + readers.length);
-
           // Interpolation (inside) may replace `ctx.request`: writes match the params reads matched.
           const params = ctx.request.params;
-          const miss = (): Promise<RpcResult> => {
-            CACHE_OUTCOME.set(record, 'MISS');
-            return inner(ctx).then((r) => {
-              // After the answer is on its way; a write never delays (or fails) the call.
-              if (!r.fromCache) writes.push({ ctx, key, finality, result: r, policies: candidates, chain, params });
-
-              return r;
-            });
-          };
-          const served = (entry: { wire: string | Buffer }): RpcResult => {
-            CACHE_OUTCOME.set(record, 'HIT');
-            const r = RpcResult.lazy(entry.wire);
-            r.fromCache = true;
-            return r;
-          };
-          if (readers.length === 0) return miss();
+          if (readers.length === 0) return miss(ctx, key, candidates, params);
+          CACHE_ATTEMPTS.set(record, CACHE_ATTEMPTS.get(record) + readers.length);
           const got = readEntry(ctx, key, readers, chain, sink);
-          if (got instanceof Promise) return got.then((hit) => (hit ? served(hit.entry) : miss()));
-          return got ? Promise.resolve(served(got.entry)) : miss();
+          if (got instanceof Promise) return got.then((hit) => (hit ? served(record, hit.entry) : miss(ctx, key, candidates, params)));
+          return got ? Promise.resolve(served(record, got.entry)) : miss(ctx, key, candidates, params);
         };
       });
     },
   });
+}
+
+/** A hit: the stored answer, served lazily from its bytes. */
+function served(record: ExecutionRecord, entry: { wire: string | Buffer }): RpcResult {
+  CACHE_OUTCOME.set(record, 'HIT');
+  const r = RpcResult.lazy(entry.wire);
+  r.fromCache = true;
+  return r;
 }
 
 /** The plugin's metrics, counted as plain numbers and published on each registry read. */

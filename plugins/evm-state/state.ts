@@ -121,8 +121,9 @@ export function tapHeadTracking(host: PluginHost, maxPollTimeoutMs: number): Hea
   const counted = (n: Network): Upstream[] => {
     // Read on every call (the network head), so plain loops rather than filter closures.
     const all = n.upstreams;
-    verified.length = 0;
-    chosen.length = 0;
+    // Filled by index and cut to length at the end: `length = 0` would free the lists' storage on every call.
+    let nv = 0;
+    let nc = 0;
     let anyReady = false;
     for (const u of all) {
       if (u.state === 'ready') {
@@ -136,10 +137,12 @@ export function tapHeadTracking(host: PluginHost, maxPollTimeoutMs: number): Hea
       if (anyReady && u.state !== 'ready') continue;
       // A shadow upstream never serves, so its head is not the network's.
       if (SHADOW_UPSTREAM.get(u)) continue;
-      verified.push(u);
-      if (!sel.excluded.has(u.id) && !(sel.honoursCordons && health.isCordoned(u.id, '*'))) chosen.push(u);
+      verified[nv++] = u;
+      if (!sel.excluded.has(u.id) && !(sel.honoursCordons && health.isCordoned(u.id, '*'))) chosen[nc++] = u;
     }
-    return chosen.length ? chosen : verified;
+    if (verified.length !== nv) verified.length = nv;
+    if (chosen.length !== nc) chosen.length = nc;
+    return nc ? chosen : verified;
   };
   const track = (n: Network): NetworkChainState => {
     const st = chainStateOf(n);

@@ -54,7 +54,7 @@ function shownName(err: SvcError): string {
 }
 
 /**
- * Computes the diagnostic headers for a response (one aggregated set for a batch).
+ * Computes the diagnostic headers for a response (one aggregated set for a batch, spec §4.5).
  * @param records execution records of the response's calls, in request order
  * @param mode `server.executionHeaders`
  * @param batch whether the response is a batch
@@ -62,7 +62,19 @@ function shownName(err: SvcError): string {
  */
 export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'all' | 'summary' | 'off', batch: boolean): Record<string, string> {
   const h: Record<string, string> = {};
-  if (mode === 'off') return h;
+  writeDiagnosticHeaders({ set: (name, value) => void (h[name] = value) }, records, mode, batch);
+  return h;
+}
+
+/**
+ * Writes the diagnostic headers of a response straight into its header sink (no intermediate record per response: the hot path).
+ * @param sink the response's headers
+ * @param records execution records of the response's calls, in request order
+ * @param mode `server.executionHeaders`
+ * @param batch whether the response is a batch
+ */
+export function writeDiagnosticHeaders(sink: HeaderSink, records: readonly ExecutionRecord[], mode: 'all' | 'summary' | 'off', batch: boolean): void {
+  if (mode === 'off') return;
   let upA = 0;
   let upR = 0;
   let upH = 0;
@@ -105,32 +117,32 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
     }
     if (r.routed && r.durationMs > slowest) slowest = r.durationMs;
   }
-  h['X-SVC-Attempts'] = String(upA + cA);
-  h['X-SVC-Upstream-Attempts'] = String(upA);
-  h['X-SVC-Upstream-Retries'] = String(upR);
-  h['X-SVC-Upstream-Hedges'] = String(upH);
-  h['X-SVC-Network-Attempts'] = String(netA);
-  h['X-SVC-Network-Retries'] = String(netR);
-  h['X-SVC-Network-Hedges'] = String(netH);
-  if (cA > 0) h['X-SVC-Cache-Attempts'] = String(cA);
-  if (cR > 0) h['X-SVC-Cache-Retries'] = String(cR);
-  if (cH > 0) h['X-SVC-Cache-Hedges'] = String(cH);
-  if (cs > 0) h['X-SVC-Consensus-Slots'] = String(cs);
-  if (cd > 0) h['X-SVC-Consensus-Disputes'] = String(cd);
-  if (cl > 0) h['X-SVC-Consensus-Low-Participants'] = String(cl);
+  sink.set('X-SVC-Attempts', String(upA + cA));
+  sink.set('X-SVC-Upstream-Attempts', String(upA));
+  sink.set('X-SVC-Upstream-Retries', String(upR));
+  sink.set('X-SVC-Upstream-Hedges', String(upH));
+  sink.set('X-SVC-Network-Attempts', String(netA));
+  sink.set('X-SVC-Network-Retries', String(netR));
+  sink.set('X-SVC-Network-Hedges', String(netH));
+  if (cA > 0) sink.set('X-SVC-Cache-Attempts', String(cA));
+  if (cR > 0) sink.set('X-SVC-Cache-Retries', String(cR));
+  if (cH > 0) sink.set('X-SVC-Cache-Hedges', String(cH));
+  if (cs > 0) sink.set('X-SVC-Consensus-Slots', String(cs));
+  if (cd > 0) sink.set('X-SVC-Consensus-Disputes', String(cd));
+  if (cl > 0) sink.set('X-SVC-Consensus-Low-Participants', String(cl));
   // A lag is not additive: a batch shows its worst.
-  if (lag > 0) h['X-SVC-Upstream-Lag'] = String(lag);
+  if (lag > 0) sink.set('X-SVC-Upstream-Lag', String(lag));
   if (cacheSeen > 0) {
-    if (!batch) h['X-SVC-Cache'] = hits > 0 ? 'HIT' : 'MISS';
-    else h['X-SVC-Cache'] = hits === 0 ? 'MISS' : hits === records.length ? 'HIT' : `PARTIAL:${hits}`;
+    if (!batch) sink.set('X-SVC-Cache', hits > 0 ? 'HIT' : 'MISS');
+    else sink.set('X-SVC-Cache', hits === 0 ? 'MISS' : hits === records.length ? 'HIT' : `PARTIAL:${hits}`);
   }
   if (!batch) {
     const winner = records[0]?.upstream;
-    if (winner) h['X-SVC-Upstream'] = winner;
+    if (winner) sink.set('X-SVC-Upstream', winner);
   }
-  if (slowest >= 0) h['X-SVC-Duration'] = String(Math.round(slowest));
+  if (slowest >= 0) sink.set('X-SVC-Duration', String(Math.round(slowest)));
   // svc's name for what went wrong, also when the client's error object is the node's own.
-  if (errors) h['X-SVC-Error'] = [...errors].sort().join(',');
+  if (errors) sink.set('X-SVC-Error', [...errors].sort().join(','));
   if (mode === 'all') {
     const segs: string[] = [];
     let dropped = 0;
@@ -142,10 +154,9 @@ export function diagnosticHeaders(records: readonly ExecutionRecord[], mode: 'al
         else dropped++;
       }
     }
-    if (segs.length) h['X-SVC-Upstreams'] = segs.join(';');
-    if (dropped > 0) h['X-SVC-Upstreams-Truncated'] = String(dropped);
+    if (segs.length) sink.set('X-SVC-Upstreams', segs.length === 1 ? (segs[0] as string) : segs.join(';'));
+    if (dropped > 0) sink.set('X-SVC-Upstreams-Truncated', String(dropped));
   }
-  return h;
 }
 
 /**
@@ -162,8 +173,7 @@ export function headersPlugin(): Plugin {
       });
       host.hooks.responseHeaders.tap('headers', (sink: HeaderSink, records: readonly ExecutionRecord[], meta: ResponseMeta) => {
         // Counters go on every response, early errors included (0 there; spec §4.5 "always").
-        const h = diagnosticHeaders(records, mode, meta.batch);
-        for (const k in h) sink.set(k, h[k] as string);
+        writeDiagnosticHeaders(sink, records, mode, meta.batch);
       });
     },
   });
