@@ -17,7 +17,7 @@
  *
  * Settings: BENCH_CONNECTIONS (32), BENCH_DURATION (s, 5), BENCH_REPS (3), BENCH_WARMUP (s, 1);
  * BENCH_SCENARIOS (comma list of scenario keys, default all), BENCH_BASELINE_DIST (another build's dist/ to compare with), BENCH_SKIP_HEDGE, BENCH_SKIP_BURST,
- * BENCH_SKIP_CONSENSUS, BENCH_SKIP_MEMORY, BENCH_SKIP_PROFILE, BENCH_SKIP_WRITEBACK, BENCH_SKIP_WORKERS, BENCH_SKIP_WS, BENCH_SKIP_LATENCY (`1` leaves that section out; a partial run still writes
+ * BENCH_SKIP_CONSENSUS, BENCH_SKIP_MEMORY, BENCH_SKIP_PROFILE, BENCH_SKIP_WRITEBACK, BENCH_SKIP_WORKERS, BENCH_SKIP_WS, BENCH_SKIP_LATENCY, BENCH_SKIP_ALLOC (`1` leaves that section out; a partial run still writes
  * bench/RESULTS.md). BENCH_ONLY_CONSENSUS=1 runs only the consensus and integrity section and
  * prints it, leaving bench/RESULTS.md as it was (a quick check of one section).
  * Output: a markdown report on stdout, also written to bench/RESULTS.md.
