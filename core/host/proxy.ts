@@ -192,6 +192,10 @@ export class Proxy implements PluginHost {
         `project ${p.id} ready`,
       );
     }
+    // A network found after start (zero-config: once an upstream's chain id is known) is announced with its path, as the declared ones are above.
+    this.hooks.network.tap('core:announce', (n) =>
+      this.logger.info({ project: n.project.id, network: n.id, path: `/${n.project.id}/${n.id.replace(':', '/')}` }, `network ${n.id} is served`),
+    );
     // Timeouts svc causes itself (a stalled loop) are charged to no upstream (core/pipeline/blame.ts).
     watchLoopStalls();
     await this.hooks.listening.promise();

@@ -60,21 +60,48 @@ export function resolveRoute(
     const known = project.networks.get(id);
     if (known) return { project, network: known };
     const found = project;
-    return proxy.getNetwork(project, id).then((network) => {
-      if (!network) throw chainNotSupported(chain, found);
-      return { project: found, network };
-    });
+    return proxy.getNetwork(project, id).then(
+      (network) => {
+        if (!network) throw chainNotSupported(chain, found);
+        return { project: found, network };
+      },
+      (e: unknown) => {
+        // A provider's reason (it ignores or does not serve the chain) gets the same list of what is served.
+        throw e instanceof ErrNetworkNotSupported ? new ErrNetworkNotSupported(`${e.message}${servedNetworks(found)}`) : e;
+      },
+    );
   }
   if (rest.length === 1) {
     const network = project.aliases.get(rest[0] as string);
     if (network) return { project, network };
-    throw new ErrNetworkNotSupported(`network alias "${rest[0]}" is not known in project ${project.id}`);
+    throw new ErrNetworkNotSupported(`network alias "${rest[0]}" is not known in project ${project.id}${servedNetworks(project)}`);
   }
-  throw new ErrNetworkNotSupported(`path /${segments.join('/')} names no network`);
+  throw new ErrNetworkNotSupported(`path /${segments.join('/')} names no network${servedNetworks(project)}`);
 }
 
 function chainNotSupported(chain: string, project: Project): ErrNetworkNotSupported {
-  return new ErrNetworkNotSupported(`network evm:${chain} is not supported by project ${project.id}`);
+  return new ErrNetworkNotSupported(`network evm:${chain} is not supported by project ${project.id}${servedNetworks(project)}`);
+}
+
+/** Most network paths a 404 lists (a project may serve hundreds of chains). */
+const MAX_LISTED_NETWORKS = 10;
+
+/**
+ * What a project serves, for a 404 on a network it does not (spec §4.1): `; served: /main/evm/1, /main/eth, …`, the first
+ * {@link MAX_LISTED_NETWORKS} paths, or why there is none yet (zero-config networks appear once an upstream's chain id is known).
+ */
+export function servedNetworks(project: Project): string {
+  const paths: string[] = [];
+  let more = 0;
+  for (const n of project.networks.values()) {
+    if (paths.length >= MAX_LISTED_NETWORKS) {
+      more++;
+      continue;
+    }
+    paths.push(`/${project.id}/${n.id.replace(':', '/')}${n.alias ? ` (/${project.id}/${n.alias})` : ''}`);
+  }
+  if (paths.length === 0) return '; it serves no network yet (its upstreams are still being asked for their chain id, or none answered)';
+  return `; served: ${paths.join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
 }
 
 /** A compiled aliasing rule. */

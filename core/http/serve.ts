@@ -7,7 +7,7 @@ import { newExecutionRecord, type CallContext, type ExecutionRecord, type HttpRe
 import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, ErrRequestTooLarge, SvcError } from '../wire/errors.ts';
 import { toJsonRpcError, wireError } from '../wire/errors-wire.ts';
 import { parseRequestBody, serializeError, serializeResult, type AnswerBody, type ParsedBody, type ParsedCall } from '../wire/jsonrpc.ts';
-import { normaliseNetworkId, type RouteHost, type RouteTarget } from './routing.ts';
+import { normaliseNetworkId, type RouteHost, type RouteTarget, servedNetworks } from './routing.ts';
 import { RequestScope } from '../pipeline/request-scope.ts';
 import { runCall } from '../pipeline/chains.ts';
 import type { ProxyHooks } from '../pipeline/hooks.ts';
@@ -94,7 +94,10 @@ export async function serveCall(
         throw new ErrNetworkNotSupported(`no network: call /${target.project.id}/evm/<chainId> or set the body field networkId`);
       const id = normaliseNetworkId(call.networkId);
       network = id ? await proxy.getNetwork(target.project, id) : undefined;
-      if (!network) throw new ErrNetworkNotSupported(`network ${JSON.stringify(call.networkId)} is not supported by project ${target.project.id}`);
+      if (!network)
+        throw new ErrNetworkNotSupported(
+          `network ${JSON.stringify(call.networkId)} is not supported by project ${target.project.id}${servedNetworks(target.project)}`,
+        );
     }
     const started = scope.start();
     release = started.release;

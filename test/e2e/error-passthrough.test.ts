@@ -523,7 +523,7 @@ describe('e2e: upstream errors that are facts reach the client byte for byte', f
       const res = await svc.post('/main/evm/1', { jsonrpc: '2.0', id: 5, method: 'eth_blockNumber', params: [] });
       expect(res.status).to.equal(404);
       expect(res.json.error.code).to.equal(-32602);
-      expect(res.json.error.message).to.equal('network evm:1 is not supported by project main');
+      expect(res.json.error.message).to.equal('network evm:1 is not supported by project main; served: /main/evm/31337');
       expect(res.json.error.data.code).to.equal('ErrNetworkNotSupported');
     });
 

@@ -81,7 +81,9 @@ describe('e2e: providers[].ignoreNetworks', function () {
     const r = await svc.post('/main/evm/137', call(2));
     expect(r.status).to.equal(404);
     expect(r.json.error.data.code).to.equal('ErrNetworkNotSupported');
-    expect(r.json.error.message).to.equal('network evm:137 is not supported by project main: provider acme ignores evm:137 (ignoreNetworks)');
+    expect(r.json.error.message).to.equal(
+      'network evm:137 is not supported by project main: provider acme ignores evm:137 (ignoreNetworks); served: /main/evm/1',
+    );
     expect(asked.slice(before)).to.deep.equal([]);
     expect(svc.proxy.projects.get('main')?.networks.get('evm:137')).to.equal(undefined);
   });

@@ -171,7 +171,9 @@ describe('e2e: vendor providers and endpoint shortcuts (eRPC)', function () {
     const r = await post('/native/evm/31337', 'eth_blockNumber');
     expect(r.status).to.equal(404);
     expect(r.json.error.data.code).to.equal('ErrNetworkNotSupported');
-    expect(r.json.error.message).to.equal('network evm:31337 is not supported by project native: provider paid (vendor alchemy) does not serve evm:31337');
+    expect(r.json.error.message).to.equal(
+      'network evm:31337 is not supported by project native: provider paid (vendor alchemy) does not serve evm:31337; served: /native/evm/137',
+    );
     expect(Date.now() - started).to.be.below(2000);
   });
 

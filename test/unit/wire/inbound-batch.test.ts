@@ -40,7 +40,12 @@ function fakeProxy(script: Record<string, (ctx: CallContext) => Promise<RpcResul
   } as unknown as Proxy;
   const info = { headers: {}, query: {}, remoteAddress: '127.0.0.1', clientAddress: '127.0.0.1', host: 'localhost', path: '/' };
   const serve = (body: string, withNetwork = true, signal?: AbortSignal) =>
-    serveJsonRpc(proxy, { target: { project: { id: 'main' }, ...(withNetwork ? { network } : {}) } as never, info: info as never, body, signal });
+    serveJsonRpc(proxy, {
+      target: { project: { id: 'main', networks: new Map([[network.id, network]]) }, ...(withNetwork ? { network } : {}) } as never,
+      info: info as never,
+      body,
+      signal,
+    });
   return { serve, done, errors, logged, proxy };
 }
 
@@ -149,12 +154,13 @@ describe('wire: inbound batches and calls as served (spec §4.2)', () => {
       expect((await serve('{"jsonrpc":"2.0","id":1,"method":"a","networkId":"evm:1"}', false)).body).to.equal('{"jsonrpc":"2.0","id":1,"result":1}');
       const unknown = await serve('{"jsonrpc":"2.0","id":1,"method":"a","networkId":"evm:2"}', false);
       expect(unknown.status).to.equal(404);
-      expect(JSON.parse(unknown.body).error).to.deep.equal({ code: -32602, message: 'network "evm:2" is not supported by project main' });
+      // The 404 names what the project serves, so a client that guessed the chain id sees the right path.
+      expect(JSON.parse(unknown.body).error).to.deep.equal({ code: -32602, message: 'network "evm:2" is not supported by project main; served: /main/evm/1' });
       const none = await serve('{"jsonrpc":"2.0","id":1,"method":"a"}', false);
       expect(none.status).to.equal(404);
       expect(JSON.parse(none.body).error.message).to.equal('no network: call /main/evm/<chainId> or set the body field networkId');
       const malformed = await serve('{"jsonrpc":"2.0","id":1,"method":"a","networkId":"evm:x"}', false);
-      expect(JSON.parse(malformed.body).error.message).to.equal('network "evm:x" is not supported by project main');
+      expect(JSON.parse(malformed.body).error.message).to.equal('network "evm:x" is not supported by project main; served: /main/evm/1');
     });
 
     it('a body that is not JSON: one error, id null, HTTP 400', async () => {
