@@ -22,6 +22,7 @@ import type { ProjectInput, SvcConfigInput } from '../config/types.ts';
 import { svcWorker } from '../lib/cluster.ts';
 import { createLogger } from '../lib/logger.ts';
 import { RELOAD_OTHERS, runPrimary } from './cluster.ts';
+import { installStopSignals } from './signals.ts';
 import { validateConfig } from '../core/host/validate.ts';
 import { createProxy } from '../core/host/create.ts';
 import { renderPipeline } from '../core/pipeline/pipeline.ts';
@@ -214,7 +215,7 @@ async function start(
     const line = presetLogLine(resolved, proxy.plugins);
     logger.info(line.fields, line.message);
     if (!configFile && endpoints.length === 0)
-      logger.warn('no config file and no endpoints: project "main" is zero-config (public endpoints by chain, spec §2.10) in the default preset');
+      logger.warn('no config file and no endpoints: project "main" is zero-config (public endpoints by chain, docs/interface.md §2.10) in the default preset');
   }
   const server = proxy.config.server;
   if (server.workers > 1 && cluster.isPrimary) {
@@ -257,36 +258,8 @@ async function start(
     },
     'svc listening',
   );
-  // Graceful drain on the first SIGTERM/SIGINT (spec §3.2); a second signal exits at once.
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) {
-      logger.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
-    }
-    stopping = true;
-    const s = proxy.config.server;
-    logger.info(
-      { signal, waitBeforeShutdownMs: s.waitBeforeShutdownMs, waitAfterShutdownMs: s.waitAfterShutdownMs },
-      `draining: healthcheck is 503, calls still served until waitBeforeShutdown; send ${signal} again (Ctrl-C) to exit at once`,
-    );
-    proxy.shutdown().then(
-      () => {
-        logger.info('drained: exiting');
-        process.exit(0);
-      },
-      () => process.exit(1),
-    );
-  };
-  if (worker) {
-    // The primary forwards the drain as SIGTERM; a terminal's Ctrl-C reaches the whole process
-    // group, so a worker leaves SIGINT to the primary instead of counting it as a second signal.
-    process.on('SIGINT', () => undefined);
-    process.on('SIGTERM', () => stop('SIGTERM'));
-    return -1;
-  }
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  // Graceful drain on the first SIGTERM/SIGINT (spec §3.2), at once for Ctrl-C at an idle terminal; a second signal exits at once.
+  installStopSignals(proxy, logger, !!worker);
   return -1;
 }
 

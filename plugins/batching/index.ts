@@ -41,7 +41,7 @@ export function batchingPlugin(): Plugin {
             const j = (u.settings.jsonRpc ?? {}) as { supportsBatch?: boolean; batchMaxSize?: number; batchMaxWait?: number };
             if (j.supportsBatch === true && (!j.batchMaxSize || !j.batchMaxWait)) {
               config.warnings.push(
-                `projects[${pi}].upstreams[${ui}].jsonRpc: supportsBatch is on with batchMaxSize ${j.batchMaxSize ?? 0} and batchMaxWait ${j.batchMaxWait ?? 0} ms; 0 sends every call at once (set both non-zero, spec §2.6)`,
+                `projects[${pi}].upstreams[${ui}].jsonRpc: supportsBatch is on with batchMaxSize ${j.batchMaxSize ?? 0} and batchMaxWait ${j.batchMaxWait ?? 0} ms; 0 sends every call at once (set both non-zero, docs/interface.md §2.6)`,
               );
             }
           }),

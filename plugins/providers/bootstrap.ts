@@ -198,7 +198,7 @@ export class ProjectBootstrap {
       if (existing) {
         this.host.logger.error(
           { project: this.project.id, provider: p.id, upstream: id, existing: existing.id },
-          `provider ${p.id} generated upstream id "${id}", which upstream "${existing.id}" already has: not added (spec §2.10: provider id "public" is reserved)`,
+          `provider ${p.id} generated upstream id "${id}", which upstream "${existing.id}" already has: not added (docs/interface.md §2.10: provider id "public" is reserved)`,
         );
         return;
       }

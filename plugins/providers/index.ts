@@ -172,7 +172,7 @@ function injectZeroConfig(config: ResolvedConfig, vendors: ReadonlyMap<string, V
       return `${x.id} (vendor ${x.vendor}${d ? `: ${d}` : ''})`;
     });
     config.warnings.push(
-      `project ${p.id} has no upstreams and no providers: zero-config, serving any chain id on /evm/<chainId> from the public providers ${what.join(', ')}, created on the first request for each chain (spec §2.10). To turn this off, give the project upstreams (svc start ENDPOINT..., or upstreams in the config file) or providers of its own (an empty providers: [] does not turn it off), or run a preset without the providers plugin (--preset minimal)`,
+      `project ${p.id} has no upstreams and no providers: zero-config, serving any chain id on /evm/<chainId> from the public providers ${what.join(', ')}, created on the first request for each chain (docs/interface.md §2.10). To turn this off, give the project upstreams (svc start ENDPOINT..., or upstreams in the config file) or providers of its own (an empty providers: [] does not turn it off), or run a preset without the providers plugin (--preset minimal)`,
     );
   }
   return config;

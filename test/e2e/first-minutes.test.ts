@@ -95,6 +95,32 @@ describe('e2e: the first minutes (zero-config start, offline first call, Ctrl-C)
     });
   });
 
+  describe('Ctrl-C pressed in a terminal (a pseudo-terminal from util-linux `script`)', () => {
+    it('with nothing in flight svc stops at once, not after the 15 s drain window, and says why', async () => {
+      await ensureBuilt();
+      const dir = mkdtempSync(join(tmpdir(), 'svc-tty-'));
+      const [port, metricsPort] = [await freePort(), await freePort()];
+      const cmd = `exec ${process.execPath} ${join(PACKAGE_ROOT, 'bin', 'svc.js')} start --preset minimal --port ${port} --metrics-port ${metricsPort} http://127.0.0.1:9`;
+      // `script` gives svc a terminal; a 0x03 byte written to it is Ctrl-C, which the terminal turns into SIGINT for svc.
+      const tty = spawn('script', ['-qec', cmd, '/dev/null'], { cwd: dir, stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      tty.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+      const exited = new Promise<number | null>((resolve) => tty.once('exit', (code) => resolve(code)));
+      try {
+        await waitFor(() => out.includes('svc listening'), 15_000);
+        const t0 = Date.now();
+        tty.stdin?.write('\x03');
+        const code = await exited;
+        expect(Date.now() - t0, 'no 15 s waitBeforeShutdown for a person at a terminal').to.be.below(5000);
+        expect(code).to.equal(0);
+        expect(out).to.include('Ctrl-C at a terminal with nothing in flight: stopping now');
+      } finally {
+        if (tty.exitCode === null) tty.kill('SIGKILL');
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+
   describe('every endpoint the catalog lists is dead', () => {
     let svc: SvcHandle;
     before(async () => {
