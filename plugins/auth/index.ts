@@ -217,6 +217,10 @@ export function authPlugin(): Plugin {
           host.hooks.authenticate.tapPromise('auth', (http, project) => byProject.get(project.id)?.authenticate(http) ?? Promise.resolve(undefined));
         }
       });
+      // Remote nonce stores connect once svc listens, off the request path: a cold connect is not part of a login's deadline.
+      host.hooks.listening.tapPromise('auth', async () => {
+        for (const store of nonceStores.values()) void store.warm?.();
+      });
       host.hooks.shutdown.tapPromise('auth', () => connectors.close());
     },
   });

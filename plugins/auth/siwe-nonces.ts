@@ -49,6 +49,11 @@ export interface NonceStore {
    * @throws Error when the store fails (callers refuse the message)
    */
   claim(id: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Opens the store off the request path (its connection, its table), so the first claim pays only its own command within
+   * {@link NONCE_TIMEOUT_MS}, not a cold connect: on a machine short of CPU a connect alone can take longer. Never rejects.
+   */
+  warm?(): Promise<void>;
 }
 
 /**
@@ -135,12 +140,21 @@ export class PostgresNonceStore implements NonceStore {
     private readonly onError: (e: unknown) => void,
   ) {}
 
-  async claim(id: string, ttlMs: number): Promise<boolean> {
+  /** Creates the table (and with it a pooled connection) ahead of the first claim; a failure is retried by the claim. */
+  async warm(): Promise<void> {
+    await this.table().catch(() => undefined);
+  }
+
+  private table(): Promise<unknown> {
     const ready = (this.ready ??= this.pool.query(`CREATE TABLE IF NOT EXISTS ${NONCE_TABLE} (id text PRIMARY KEY, expires_at bigint NOT NULL)`));
     ready.catch(() => {
       if (this.ready === ready) this.ready = undefined;
     });
-    await ready;
+    return ready;
+  }
+
+  async claim(id: string, ttlMs: number): Promise<boolean> {
+    await this.table();
     const now = Date.now();
     const r = await this.pool.query(
       `INSERT INTO ${NONCE_TABLE} (id, expires_at) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE ${NONCE_TABLE}.expires_at < $3 RETURNING id`,
@@ -170,6 +184,15 @@ export class GuardedNonceStore implements NonceStore {
 
   claim(id: string, ttlMs: number): Promise<boolean> {
     return this.breaker.run(async () => (await this.open()).claim(id, ttlMs), NONCE_TIMEOUT_MS);
+  }
+
+  /** Opens the driver without the claim deadline or the breaker: a slow first connect is not a refused message. */
+  async warm(): Promise<void> {
+    try {
+      await (await this.open()).warm?.();
+    } catch {
+      // The first claim opens it again, within its deadline.
+    }
   }
 }
 
@@ -202,6 +225,7 @@ export function openNonceStore(clients: SharedClients, c: ConnectorConfig, path:
     open = async () => {
       const client = clients.redisClient({ ...c, redis: r });
       // Commands fail at once while disconnected (no offline queue): wait for the first connection within the claim's deadline.
+      // (Warming at start-up created the client and started connecting, so a claim rarely waits here.)
       if (!client.isReady) await whenReady(client, NONCE_TIMEOUT_MS);
       return new RedisNonceStore(client, r.keyPrefix ?? 'svc_auth:');
     };

@@ -23,6 +23,9 @@ function dialled(res: SvcResponse): string[] {
 /** Methods the EVM state poller calls too (its attempts count in the same health cells). */
 const POLLED = new Set(['eth_getBlockByNumber', 'eth_blockNumber', 'eth_syncing', 'eth_chainId']);
 
+/** The `error` label values of a timeout (the request's own, or a failsafe timeout policy's). */
+const NOT_TIMEOUTS = { error: ['ErrEndpointRequestTimeout', 'ErrFailsafeTimeoutExceeded'] } as const;
+
 describe('chaos [4] client-caused errors: never charged to an upstream', function () {
   this.timeout(180_000);
   const cls = chaosClass(4, 'client-caused errors vs breakers and error metrics');
@@ -41,13 +44,15 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
   };
   const allClosed = Object.fromEntries(NODE_IDS.map((id) => [id, 'closed']));
   /**
-   * No breaker opened, no client call counted as an upstream error, and the attacked methods'
-   * error rates untouched. (The whole upstream's rate also holds svc's own state polls, which on
-   * a machine loaded by a parallel test run can genuinely time out: not what this class attacks.)
+   * No breaker opened, no client-caused error counted as an upstream error, and the attacked methods'
+   * error rates untouched. Timeouts are left out of the count: no client causes one (an unknown
+   * tracer, a revert or bad params is answered at once), while svc's own state polls, and any call,
+   * can genuinely time out on a machine loaded by a parallel test run or a busy core. Every other
+   * error name counts, so a client-caused error charged under any name still fails this.
    */
   const unharmed = async (what: string, methods: readonly string[]) => {
     expect(breakers(), `breakers after ${what}`).to.deep.equal(allClosed);
-    expect(await dep().metric('svc_upstream_request_errors_total', { project: 'main' }), `errors counted after ${what}`).to.equal(errorsBefore);
+    expect(await dep().metric('svc_upstream_request_errors_total', { project: 'main' }, NOT_TIMEOUTS), `errors counted after ${what}`).to.equal(errorsBefore);
     const health = dep().proxy.projects.get('main')!.health;
     // Methods svc's own state poller also calls are covered by the error counter above instead.
     for (const id of NODE_IDS)
@@ -58,7 +63,7 @@ describe('chaos [4] client-caused errors: never charged to an upstream', functio
     txHash = (await dep().mineTx({ from: ADDR0, to: ADDR1, value: '0x1' })).hash;
     await dep().settled();
     expect(breakers()).to.deep.equal(allClosed);
-    errorsBefore = await dep().metric('svc_upstream_request_errors_total', { project: 'main' });
+    errorsBefore = await dep().metric('svc_upstream_request_errors_total', { project: 'main' }, NOT_TIMEOUTS);
   });
 
   it('a flood of debug_traceTransaction calls with unknown tracers opens no breaker, counts no upstream error and never reaches a third upstream', async () => {

@@ -77,8 +77,11 @@ export interface Deployment {
    * @throws Error when the nodes' blocks at that head differ (an attack changed one node's chain)
    */
   settled(): Promise<number>;
-  /** Sum of a metric's samples whose labels include every given pair (0 when none). */
-  metric(name: string, labels?: Record<string, string>): Promise<number>;
+  /**
+   * Sum of a metric's samples whose labels include every given pair (0 when none), leaving out the samples whose label has one of the
+   * values `except` lists for it.
+   */
+  metric(name: string, labels?: Record<string, string>, except?: Record<string, readonly string[]>): Promise<number>;
   /** Headers that make a call read only the given cache tier (`X-SVC-Skip-Cache-Read` of the others). */
   onlyTier(tier: Tier): Record<string, string>;
   /** Info-and-above log lines (the last 5,000). */
@@ -214,14 +217,16 @@ async function start(): Promise<{ dep: Deployment; stop: () => Promise<void> }> 
         throw new Error(`chaos harness: the nodes' chains diverged at block ${head}: ${hashes.map((b) => b.hash).join(' ')}`);
       return head;
     },
-    metric: async (name, labels = {}) => {
+    metric: async (name, labels = {}, except = {}) => {
       const text = (await httpRequest('GET', metricsUrl)).text;
       scan(text, '/metrics', leaks);
       let n = 0;
       for (const line of text.split('\n')) {
         if (!line.startsWith(`${name}{`)) continue;
         const inside = line.slice(name.length + 1, line.lastIndexOf('}')).split(',');
-        if (Object.entries(labels).every(([k, v]) => inside.includes(`${k}="${v}"`))) n += Number(line.slice(line.lastIndexOf(' ') + 1));
+        if (!Object.entries(labels).every(([k, v]) => inside.includes(`${k}="${v}"`))) continue;
+        if (Object.entries(except).some(([k, vs]) => vs.some((v) => inside.includes(`${k}="${v}"`)))) continue;
+        n += Number(line.slice(line.lastIndexOf(' ') + 1));
       }
       return n;
     },
