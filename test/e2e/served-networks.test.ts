@@ -6,17 +6,15 @@
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { createProxy } from '../../core/host/create.ts';
-import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
-import { httpRequest, NO_CACHE, waitFor } from '../helpers/svc.ts';
+import { httpRequest, NO_CACHE, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 
 const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] });
 
 describe('e2e: the networks a project serves, at start-up and in a 404 (spec §4.1)', function () {
   this.timeout(20_000);
   let anvil: AnvilHandle;
-  let proxy: ReturnType<typeof createProxy>;
+  let svc: SvcHandle;
   let url: string;
   const logs: Array<{ msg: string; network?: string; path?: string; project?: string }> = [];
 
@@ -29,19 +27,14 @@ describe('e2e: the networks a project serves, at start-up and in a 404 (spec §4
       },
     });
     // No network declared: the network is found from the upstream's chain id after start.
-    proxy = createProxy({
-      config: { ...NO_CACHE, projects: [{ id: 'main', upstreams: [{ id: 'local', endpoint: anvil.url }] }] },
-      plugins: defaultPreset(),
-      logger: pino({ level: 'info' }, sink),
-      port: 0,
-      host: '127.0.0.1',
-      metricsPort: 0,
-      probeBackoffMs: 50,
-    });
-    url = `http://127.0.0.1:${(await proxy.start()).port}`;
+    svc = await startSvc(
+      { ...NO_CACHE, projects: [{ id: 'main', upstreams: [{ id: 'local', endpoint: anvil.url }] }] },
+      { logger: pino({ level: 'info' }, sink) },
+    );
+    url = svc.url;
   });
   after(async () => {
-    await proxy?.close();
+    await svc?.close();
     await anvil?.stop();
   });
 
@@ -55,7 +48,7 @@ describe('e2e: the networks a project serves, at start-up and in a 404 (spec §4
   });
 
   it("a 404 for another chain (the quick start's /evm/1 against a local node) names the path that is served", async () => {
-    await waitFor(() => proxy.projects.get('main')?.networks.has(`evm:${anvil.chainId}`) === true);
+    await waitFor(() => svc.proxy.projects.get('main')?.networks.has(`evm:${anvil.chainId}`) === true);
     const r = await httpRequest('POST', `${url}/main/evm/1`, call);
     expect(r.status).to.equal(404);
     expect(r.json.error.message).to.equal(`network evm:1 is not supported by project main; served: /main/evm/${anvil.chainId}`);

@@ -5,7 +5,7 @@
 import { request } from 'undici';
 import type { Plugin, Proxy } from '../../core/host/proxy.ts';
 import { createProxy } from '../../core/host/create.ts';
-import { createLogger } from '../../lib/logger.ts';
+import { createLogger, type Logger } from '../../lib/logger.ts';
 import { metricsAddress } from '../../plugins/metrics/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { minimalPreset } from '../../presets/minimal.ts';
@@ -32,6 +32,8 @@ export interface StartSvcOptions {
   preset?: 'default' | 'minimal';
   /** Explicit plugin list (wins over `preset`). */
   plugins?: Plugin[];
+  /** The proxy's logger (default: silent), e.g. a pino logger writing into an array the test reads. */
+  logger?: Logger;
 }
 
 /** An HTTP answer read whole. */
@@ -102,7 +104,7 @@ export async function startSvc(config: object, opts: StartSvcOptions = {}): Prom
   const proxy = createProxy({
     config,
     plugins,
-    logger: createLogger('silent'),
+    logger: opts.logger ?? createLogger('silent'),
     port: 0,
     host: '127.0.0.1',
     metricsPort: 0,
