@@ -24,6 +24,12 @@ const CHAIN_WITH_DEAD_ENDPOINT = 987654322;
 
 const call = { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] };
 
+/**
+ * What "at once" is checked against: the 30 s first-request window a failing first call must not wait out. A third of it tells the two
+ * apart on any machine; a quiet one answers in well under a second, a busy one (a core held by another process) took 1.7 s.
+ */
+const NOT_THE_WINDOW_MS = 30_000 / 3;
+
 describe('e2e: the first minutes (zero-config start, offline first call, Ctrl-C)', function () {
   this.timeout(20_000);
 
@@ -72,12 +78,12 @@ describe('e2e: the first minutes (zero-config start, offline first call, Ctrl-C)
       expect(logs).to.include('--preset minimal');
     });
 
-    it('the first call for a chain answers within ~1 s: HTTP 404 ErrNetworkNotSupported saying the catalog is unreachable', async () => {
+    it('the first call for a chain answers at once: HTTP 404 ErrNetworkNotSupported saying the catalog is unreachable', async () => {
       const t0 = Date.now();
       const r = await fetch(`${url}/evm/${UNKNOWN_CHAIN}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(call) });
       const elapsed = Date.now() - t0;
       const body = (await r.json()) as { error?: { message?: string; data?: { code?: string } } };
-      expect(elapsed, 'answered at once, not after the 30 s first-request window').to.be.below(1500);
+      expect(elapsed, 'answered at once, not after the 30 s first-request window').to.be.below(NOT_THE_WINDOW_MS);
       expect(r.status).to.equal(404);
       expect(body.error?.data?.code ?? body.error?.message).to.include('ErrNetworkNotSupported');
       expect(body.error?.message).to.include('endpoints catalog').and.to.include('unreachable');
@@ -139,10 +145,10 @@ describe('e2e: the first minutes (zero-config start, offline first call, Ctrl-C)
     });
     after(async () => svc?.close());
 
-    it('the first call answers within ~1 s with HTTP 404 ErrNetworkNotSupported naming the failed probes, not after 30 s', async () => {
+    it('the first call answers at once with HTTP 404 ErrNetworkNotSupported naming the failed probes, not after 30 s', async () => {
       const t0 = Date.now();
       const r = await svc.post(`/main/evm/${CHAIN_WITH_DEAD_ENDPOINT}`, call);
-      expect(Date.now() - t0).to.be.below(1500);
+      expect(Date.now() - t0, 'answered at once, not after the 30 s first-request window').to.be.below(NOT_THE_WINDOW_MS);
       expect(r.status).to.equal(404);
       expect(r.json.error.message).to.include('failed their eth_chainId probe');
     });
