@@ -20,7 +20,7 @@ const connectors = new Map([[DEFAULT_CONNECTOR_ID, tier]]);
 const policies = config.policies.map((p) => new Policy(p));
 // Counts like the plugin's metrics sink: a number per outcome.
 let wrote = 0;
-const sink: StoreSink = { read: () => undefined, wrote: () => void wrote++ };
+const sink: StoreSink = { read: () => undefined, wrote: () => void wrote++, skipped: () => undefined };
 const network = { id: 'evm:1' } as Network;
 const scope = 'main/evm:1';
 const BLOCK = '0x1200000';

@@ -145,7 +145,8 @@ function hasTag(r: BlockRef): boolean {
  * table; block tags are realtime (never finalized: a cached `finalized` tag would go stale); a
  * concrete block at or below the network's finalized block is `finalized`, above it
  * `unfinalized`; anything else (hash lookups, unknown finalized block) is `unknown`.
- * @param finalizedBlock the network's highest known finalized block, if known
+ * @param finalizedBlock the network's highest finalized block; undefined when unknown. 0 is a
+ *   known finalized genesis (a young chain): block 0 is `finalized`, every later block `unfinalized`.
  */
 export function classifyFinality(method: string, params: unknown, finalizedBlock: number | undefined): Finality {
   if (FINALIZED_METHODS.has(method)) return 'finalized';
@@ -154,7 +155,7 @@ export function classifyFinality(method: string, params: unknown, finalizedBlock
   if (!ref) return 'unknown';
   if (hasTag(ref)) return 'realtime';
   const n = highestNumberOf(ref);
-  if (n === undefined || finalizedBlock === undefined || finalizedBlock <= 0) return 'unknown';
+  if (n === undefined || finalizedBlock === undefined || finalizedBlock < 0) return 'unknown';
   return n <= finalizedBlock ? 'finalized' : 'unfinalized';
 }
 

@@ -63,7 +63,7 @@ export const SKIP_CACHE_READ = new Directive<string | undefined>({
     description: '#3 `true`, `false`, or a glob over cache connector ids (YAML booleans become strings)',
   }),
 });
-import { readEntry, writeEntry, WriteQueue, type Reader, type StoreSink } from './store.ts';
+import { readEntry, type SkipReason, writeEntry, WriteQueue, type Reader, type StoreSink } from './store.ts';
 import { networkChainState } from 'svc/plugins/evm-state';
 
 export { acceptable, readEntry, writeEntry } from './store.ts';
@@ -229,16 +229,23 @@ export function cachePlugin(): Plugin {
           return r;
         };
 
+        /** A cacheable method's call that no tier may read or store: counted, then forwarded. */
+        const skip = (ctx: CallContext, reason: SkipReason): Promise<RpcResult> => {
+          sink.skipped(ctx, reason);
+          return inner(ctx);
+        };
+
         return (ctx: CallContext) => {
           // Only answers obtained under the network's own rules are shared (spec §2.8): a pinned,
           // consensus-skipping or differently checked call neither reads nor writes any tier.
-          if (ctx.internal || provenanceKey(ctx) !== '') return inner(ctx);
+          if (ctx.internal) return inner(ctx);
           const candidates = candidatesOf(ctx.request.method);
           if (candidates.length === 0) return inner(ctx);
+          if (provenanceKey(ctx) !== '') return skip(ctx, 'not_shared');
           const hash = callParamsHash(ctx);
-          if (hash === undefined) return inner(ctx);
+          if (hash === undefined) return skip(ctx, 'params_uncacheable');
           const key = callKey(scope, ctx.request.method, ctx.request.params, hash);
-          if (key === undefined) return inner(ctx);
+          if (key === undefined) return skip(ctx, 'params_uncacheable');
           const readers = readersOf(candidates, ctx);
           const record = ctx.record;
           // Interpolation (inside) may replace `ctx.request`: writes match the params reads matched.
@@ -271,6 +278,11 @@ function metricsSink(host: PluginHost): StoreSink {
   const getError = counter('svc_cache_get_error_total', 'Cache reads that failed or timed out (treated as a miss)');
   const setOk = counter('svc_cache_set_success_total', 'Cache writes stored');
   const setError = counter('svc_cache_set_error_total', 'Cache writes that failed or timed out');
+  const skipped = new DeferredCounter(host.metrics, {
+    name: 'svc_cache_skipped_total',
+    help: 'Calls of a cached method whose answer no tier stored, by reason (finality_unknown, head_unknown, beyond_head, non_canonical, no_matching_policy, not_shared, params_uncacheable)',
+    labelNames: ['project', 'network', 'category', 'reason'] as const,
+  });
   const inc = (c: DeferredCounter, ctx: CallContext, connector: string, policy: string) =>
     c.inc([ctx.project.id, ctx.network.id, host.methodLabel.value(ctx.request.method), connector, policy]);
   return {
@@ -280,6 +292,9 @@ function metricsSink(host: PluginHost): StoreSink {
     wrote(ctx, c, p, ok, err) {
       inc(ok ? setOk : setError, ctx, c.id, p.id);
       if (!ok) (c as { report?: (what: string, e: unknown) => void }).report?.('write', err);
+    },
+    skipped(ctx, reason) {
+      skipped.inc([ctx.project.id, ctx.network.id, host.methodLabel.value(ctx.request.method), reason]);
     },
   };
 }

@@ -21,10 +21,25 @@ export interface Reader {
 /** A read's outcome per tier, for metrics. */
 export type ReadEvent = 'hit' | 'miss' | 'error';
 
+/**
+ * Why a call's answer was stored in no tier (`svc_cache_skipped_total{reason}`, docs/caching.md):
+ * - `finality_unknown`: no finalized block is known yet (or the call names no block) and no policy
+ *   takes `unknown` answers;
+ * - `head_unknown`: a block-tag call while svc knows no head to rest the entry on;
+ * - `beyond_head`: an empty answer for a block past the known head ("not there yet");
+ * - `non_canonical`: the answer names a block hash other than the canonical one at its height;
+ * - `no_matching_policy`: policies exist for the call but none takes this finality, size or emptiness;
+ * - `not_shared`: a pinned, consensus-skipping or differently checked call (spec §2.8);
+ * - `params_uncacheable`: params too large or too deep to key.
+ */
+export type SkipReason = 'finality_unknown' | 'head_unknown' | 'beyond_head' | 'non_canonical' | 'no_matching_policy' | 'not_shared' | 'params_uncacheable';
+
 /** What the store reports to the plugin (metrics). */
 export interface StoreSink {
   read(ctx: CallContext, r: Reader, event: ReadEvent): void;
   wrote(ctx: CallContext, connector: Connector, policy: Policy, ok: boolean, err?: unknown): void;
+  /** A cacheable method's answer was stored nowhere, and why. */
+  skipped(ctx: CallContext, reason: SkipReason): void;
 }
 
 /** The hit that won. */
@@ -245,20 +260,28 @@ export function writeEntry(
       ({ number: blockNumber, hash: blockHash } = answeredBlock(method, answer.value()));
     if (blockNumber === undefined && head > 0) blockNumber = head;
     // Nothing to judge its freshness by: svc knows no head yet.
-    if (blockNumber === undefined) return;
+    if (blockNumber === undefined) {
+      sink.skipped(ctx, 'head_unknown');
+      return;
+    }
   } else if (finality === 'unknown' && blockNumber !== undefined) {
     // Re-classified now that the block is known (a receipt by hash) or the finalized head is.
-    const fin = chain?.highestFinalized ?? 0;
-    if (fin > 0) finality = blockNumber <= fin ? 'finalized' : 'unfinalized';
+    if (chain?.finalizedKnown) finality = blockNumber <= chain.highestFinalized ? 'finalized' : 'unfinalized';
   }
   // "Not there (yet)" for a block beyond the known head is not a fact worth keeping.
-  if (empty && key.blockNumber !== undefined && key.blockNumber > head) return;
+  if (empty && key.blockNumber !== undefined && key.blockNumber > head) {
+    sink.skipped(ctx, 'beyond_head');
+    return;
+  }
   if ((finality === 'unfinalized' || finality === 'realtime') && blockNumber !== undefined && chain) {
     // The entry rests on the canonical hash at its height (reorg-aware caching): the hash the
     // answer names, else the one svc knows. An answer naming another hash than svc's canonical
     // one comes from an abandoned or minority fork and is not kept.
     const canonical = chain.hashAt(blockNumber);
-    if (blockHash !== undefined && canonical !== undefined && blockHash !== canonical) return;
+    if (blockHash !== undefined && canonical !== undefined && blockHash !== canonical) {
+      sink.skipped(ctx, 'non_canonical');
+      return;
+    }
     blockHash ??= canonical;
   }
   const partition = key.reverse && blockNumber !== undefined ? `${key.scope}:${blockNumber}` : key.partition;
@@ -284,6 +307,7 @@ export function writeEntry(
       sink.wrote(ctx, c, p, false, e);
     }
   }
+  if (done.length === 0) sink.skipped(ctx, finality === 'unknown' ? 'finality_unknown' : 'no_matching_policy');
 }
 
 /** A write-back waiting for the end of the loop turn its answer was sent in. */

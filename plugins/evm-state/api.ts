@@ -54,8 +54,17 @@ export interface NetworkChainState {
    * is: head plausibility, docs/evm.md); 0 when unknown.
    */
   readonly highestLatest: number;
-  /** Highest accepted finalized block over the counted upstreams (vouched ones once any is); 0 when unknown. */
+  /**
+   * Highest accepted finalized block over the counted upstreams (vouched ones once any is); 0 when
+   * unknown or when the chain has finalized only its genesis ({@link finalizedKnown} tells which).
+   */
   readonly highestFinalized: number;
+  /**
+   * An upstream reported its finalized block, 0 included: on a young chain (a fresh dev node)
+   * block 0 is finalized and every later block unfinalized, so calls by number are classified
+   * and cached (docs/caching.md) instead of staying `unknown`.
+   */
+  readonly finalizedKnown: boolean;
   /** Estimated block time, ms; undefined while observations accumulate. */
   readonly blockTimeMs: number | undefined;
   /** When the block after the current head is due at the latest, ms; undefined while the block time is unknown. */
@@ -87,6 +96,16 @@ export interface NetworkChainState {
    *   at start-up before an upstream of this network has reported here
    */
   judgeHead(n: number, kind: 'latest' | 'finalized', source?: Upstream, hearsay?: boolean): HeadVerdict;
+  /**
+   * Records a block svc's own pipeline fetched as canonical (the state poller; the WebSocket
+   * plugin's head follower as it emits a head). Another hash at a recorded height, or a parent
+   * hash that differs from the block recorded below, is a reorg: unfinalized cache entries at and
+   * above it stop serving before any client hears of the new head (reorg-aware caching, docs/caching.md).
+   * @param n block number
+   * @param hash the block's hash (0x-prefixed, 32 bytes)
+   * @param parentHash its parent's hash, when known
+   */
+  observeBlockHash(n: number, hash: string, parentHash?: string): void;
 }
 
 /** What the evm-state plugin offers: the chain state of each network. */
@@ -112,6 +131,7 @@ export const CHAIN_STATE_SERVICE: ServiceKey<ChainStateService> = serviceKey<Cha
 export const NO_CHAIN_STATE: NetworkChainState = Object.freeze({
   highestLatest: 0,
   highestFinalized: 0,
+  finalizedKnown: false,
   blockTimeMs: undefined,
   nextBlockDueAt: undefined,
   watchingSince: 0,
@@ -120,6 +140,7 @@ export const NO_CHAIN_STATE: NetworkChainState = Object.freeze({
   reorgedSince: () => false,
   isHeadFresh: () => false,
   judgeHead: () => 'plausible',
+  observeBlockHash: () => undefined,
 });
 
 /** The chain state service of each host, once found (the evm-state plugin provides it in its `apply`). */

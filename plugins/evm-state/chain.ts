@@ -23,6 +23,11 @@ export class UpstreamChainState implements UpstreamChainStateView {
   /** Accepted finalized block of this upstream (answers move it forward, a poll sets it). */
   finalized = 0;
   /**
+   * The upstream reported a finalized block, 0 included: a young chain (a fresh dev node) has
+   * finalized its genesis and nothing else, which is known, not unknown.
+   */
+  finalizedKnown = false;
+  /**
    * The last latest block this upstream reported, whatever its verdict (-1 = none yet; 0 is a
    * genesis head): a witness for another upstream's report of the same height (head plausibility,
    * docs/evm.md), never for its own.
@@ -69,6 +74,7 @@ export class UpstreamChainState implements UpstreamChainStateView {
 
   /** Advances the finalized block; returns true when it moved. */
   advanceFinalized(n: number): boolean {
+    if (n >= 0) this.finalizedKnown = true;
     if (!(n > this.finalized)) return false;
     this.finalized = n;
     return true;
@@ -189,6 +195,15 @@ export class NetworkChainState implements NetworkChainStateView {
       if (s && s.vouched && s.latest > v) v = s.latest;
     }
     return v;
+  }
+
+  /**
+   * Some counted upstream reported its finalized block (0 on a young chain counts): until then
+   * {@link highestFinalized} 0 means unknown, after it block 0 is finalized.
+   */
+  get finalizedKnown(): boolean {
+    for (const u of this.countedUpstreams()) if (this.states.get(u)?.finalizedKnown) return true;
+    return false;
   }
 
   /** Highest finalized block over the counted upstreams ({@link countedUpstreams}), vouched ones once any is; 0 when unknown. */

@@ -12,6 +12,7 @@ import type { HeadVerdict } from './api.ts';
 import { SYNCING } from './api.ts';
 import { classifyFinality, excerptOf, toHex } from 'svc/util';
 import { chainStateOf } from './chain.ts';
+import { knownFinalized } from './finality.ts';
 import { LINK_COOLDOWN_MS, LINK_HEADER_TIMEOUT_MS, type LinkHeader, linksToKnown } from './link.ts';
 import { blockNumberOfBlock, syncingOf } from './tip.ts';
 
@@ -350,7 +351,7 @@ export class UpstreamPoller {
    */
   private async call(method: string, params: unknown[], timeoutMs = this.settings.timeoutMs): Promise<RpcResult> {
     const { ctx, done } = this.host.internalContext(this.network, method, params, timeoutMs);
-    FINALITY.set(ctx, classifyFinality(method, params, chainStateOf(this.network).highestFinalized));
+    FINALITY.set(ctx, classifyFinality(method, params, knownFinalized(chainStateOf(this.network))));
     try {
       return await tryUpstream(this.host.hooks, ctx, this.upstream, 'primary', ctx.signal, MAX_POLL_RESPONSE_BYTES);
     } finally {

@@ -237,8 +237,10 @@ export function tapHeadTracking(host: PluginHost, maxPollTimeoutMs: number): Hea
     const mine = st.of(u);
     if (!shared && (verdict === 'implausible' || mine.implausible.finalized)) mark(n, u, 'finalized', block, verdict);
     if (verdict === 'implausible') return verdict;
-    if (fromPoll) mine.finalized = block;
-    else mine.advanceFinalized(block);
+    if (fromPoll) {
+      mine.finalized = block;
+      mine.finalizedKnown = true;
+    } else mine.advanceFinalized(block);
     return verdict;
   };
 

@@ -261,3 +261,52 @@ describe('e2e: cache policies with params matchers, behind interpolation', funct
     expect((await svc.post(PATH, other)).headers['x-svc-cache']).to.equal('MISS');
   });
 });
+
+describe('e2e: response cache on a young anvil chain (finalized block 0)', function () {
+  this.timeout(30_000);
+  let anvil: AnvilHandle;
+  let svc: SvcHandle;
+
+  before(async () => {
+    anvil = await startAnvil();
+    // Five blocks: anvil's finalized block (latest − 64, floored) is the genesis.
+    await anvil.rpc('anvil_mine', [hex(5)]);
+    svc = await startSvc({
+      logLevel: 'error',
+      metrics: { enabled: true, port: 0 },
+      projects: [
+        {
+          id: 'main',
+          networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }],
+          upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN, statePollerInterval: '1h' } }],
+        },
+      ],
+    });
+    const st = chainStateOf(svc.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!);
+    await waitFor(() => st.finalizedKnown && st.highestLatest >= 5, 10_000);
+    expect(st.highestFinalized).to.equal(0);
+  });
+  after(async () => {
+    await svc?.close();
+    await anvil?.stop();
+  });
+
+  const call = (method: string, params: unknown[]) => svc.post(PATH, { jsonrpc: '2.0', id: 1, method, params });
+  const settle = () => new Promise((r) => setTimeout(r, 20));
+
+  it('blocks by number are cached: block 0 as finalized, later blocks as unfinalized', async () => {
+    for (const n of [0, 3]) {
+      expect((await call('eth_getBlockByNumber', [hex(n), false])).headers['x-svc-cache'], `block ${n}, first`).to.equal('MISS');
+      await settle();
+      expect((await call('eth_getBlockByNumber', [hex(n), false])).headers['x-svc-cache'], `block ${n}, second`).to.equal('HIT');
+    }
+  });
+
+  it('an answer stored nowhere is counted with its reason: svc_cache_skipped_total{reason}', async () => {
+    // An empty answer for a block beyond the head: "not there yet" is not a fact worth keeping.
+    expect((await call('eth_getBlockByNumber', [hex(1000), false])).json.result).to.equal(null);
+    await settle();
+    const text = await (await fetch(svc.metricsUrl!)).text();
+    expect(text).to.match(/svc_cache_skipped_total\{project="main",network="evm:31337",category="eth_getBlockByNumber",reason="beyond_head"\} 1/);
+  });
+});

@@ -166,7 +166,8 @@ describe('e2e: retry-empty and retry-pending across two anvil nodes', function (
     });
 
     it('directive values other than `true` do not turn it on (spec §2.8 boolean parsing)', async () => {
-      const res = await svc.post(path, rpcBody('eth_getTransactionByHash', [hash]), { 'x-svc-retry-pending': '1' });
+      // Skipping the cache: the mined version an earlier call fetched is cached (a young anvil chain's blocks are unfinalized, not unknown).
+      const res = await svc.post(path, rpcBody('eth_getTransactionByHash', [hash]), { 'x-svc-retry-pending': '1', 'x-svc-skip-cache-read': 'true' });
       expect(res.json.result.blockNumber).to.equal(null);
     });
 
@@ -242,7 +243,7 @@ describe('e2e: the retry-empty cap over three anvil nodes (failsafe[].retry.empt
     const res = await svc.post(path, rpcBody('eth_getTransactionReceipt', [hash]));
     expect(res.json.result).to.include({ transactionHash: hash });
     // and a client can still turn it off for one call
-    const off = await svc.post(path, rpcBody('eth_getTransactionReceipt', [hash]), { 'x-svc-retry-empty': 'false' });
+    const off = await svc.post(path, rpcBody('eth_getTransactionReceipt', [hash]), { 'x-svc-retry-empty': 'false', 'x-svc-skip-cache-read': 'true' });
     expect(off.json.result).to.equal(null);
   });
 });

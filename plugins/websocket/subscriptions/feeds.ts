@@ -199,6 +199,7 @@ export class NetworkFeeds {
         label: `${network.project.id}/${network.id}`,
         // The current network each time: a config reload replaces it.
         judge: (n) => networkChainState(this.host, this.network).judgeHead(n, 'latest'),
+        onBlock: (n, hash, parentHash) => networkChainState(this.host, this.network).observeBlockHash(n, hash, parentHash),
       },
     );
     this.follower.start();

@@ -121,6 +121,11 @@ export interface FollowerOptions {
    * 'latest')`); asked before a jump beyond {@link MAX_GAP}. Absent: every head is `plausible`.
    */
   judge?: (n: number) => HeadVerdict;
+  /**
+   * Told each block before its head and logs are sent (the network's chain state records its hash,
+   * so a cache entry of a replaced block stops serving before a subscriber asks for the new one).
+   */
+  onBlock?: (n: number, hash: string, parentHash: string) => void;
 }
 
 /** See the module comment. */
@@ -381,6 +386,7 @@ export class HeadFollower {
     const all = targets.length > 0 ? await this.logsOf(b) : [];
     if (!this.active) return false;
     const logs = targets.map((t) => all.filter((l) => matchLog(t.filter, l.log)).map((l) => l.json));
+    this.opts.onBlock?.(b.number, b.hash, b.parentHash);
     const heads = this.targets.heads();
     if (heads) heads.publish(headerJson(b.raw));
     const kept = new Map<LogsTarget, string[]>();

@@ -697,6 +697,28 @@ describe('evm-state plugin: request path', function () {
       // The realtime entry's directiveDefaults applied: the lagging first answer was accepted.
       expect(latest.json.result.number).to.equal(hex(100));
     });
+
+    it('a young chain that finalized only block 0 is known: block 0 is finalized, later blocks unfinalized, not unknown', async () => {
+      const seen: Finality[] = [];
+      const spy: Plugin = {
+        name: 'spy',
+        apply(proxy) {
+          proxy.hooks.directives.tap({ name: 'spy', stage: DirectiveStage.RESOLVE + 5 }, (d, ctx) => {
+            if (!ctx.internal) seen.push(FINALITY.get(ctx));
+            return d;
+          });
+        },
+      };
+      const a = await node({ latest: 5, finalized: 0, syncing: false });
+      svc = await startWith({ a }, { interval: '1h', extra: [spy] });
+      const st = chainStateOf(networkOf(svc));
+      await waitFor(() => st.highestLatest === 5 && st.finalizedKnown);
+      expect(st.highestFinalized).to.equal(0);
+      const addr = '0x0000000000000000000000000000000000000001';
+      await svc.post(PATH, rpc('eth_getBalance', [addr, hex(0)]));
+      await svc.post(PATH, rpc('eth_getBalance', [addr, hex(3)]));
+      expect(seen).to.deep.equal(['finalized', 'unfinalized']);
+    });
   });
 
   describe('enforce-highest-block (spec §2.8 #7)', () => {

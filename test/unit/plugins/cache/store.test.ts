@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
-import { newExecutionRecord, type CallContext } from '../../../../core/pipeline/context.ts';
+import { newExecutionRecord, type CallContext, type Finality } from '../../../../core/pipeline/context.ts';
 import { NetworkChainState } from '../../../../plugins/evm-state/chain.ts';
 import type { Network } from '../../../../core/registry/project.ts';
 import type { Upstream } from '../../../../core/registry/upstream.ts';
@@ -22,6 +22,7 @@ import {
   type PendingWrite,
   type ReadEvent,
   type Reader,
+  type SkipReason,
   type StoreSink,
 } from '../../../../plugins/cache/store.ts';
 import type { ResolvedConfig } from '../../../../config/types.ts';
@@ -53,10 +54,18 @@ function chain(latest: number, finalized: number, now: () => number = Date.now):
   return st;
 }
 
-function recorder(): StoreSink & { reads: Array<[string, ReadEvent]>; writes: Array<[string, boolean]> } {
+function recorder(): StoreSink & { reads: Array<[string, ReadEvent]>; writes: Array<[string, boolean]>; skips: SkipReason[] } {
   const reads: Array<[string, ReadEvent]> = [];
   const writes: Array<[string, boolean]> = [];
-  return { reads, writes, read: (_c, r, e) => reads.push([r.connector.id, e]), wrote: (_c, c, _p, ok) => writes.push([c.id, ok]) };
+  const skips: SkipReason[] = [];
+  return {
+    reads,
+    writes,
+    skips,
+    read: (_c, r, e) => reads.push([r.connector.id, e]),
+    wrote: (_c, c, _p, ok) => writes.push([c.id, ok]),
+    skipped: (_c, reason) => skips.push(reason),
+  };
 }
 
 function policy(over: Partial<PolicyConfig> = {}): Policy {
@@ -360,6 +369,58 @@ describe('cache store', () => {
         recorder(),
       );
       expect(m.getReverse(NET, key.range)).to.deep.include({ finality: 'unfinalized', blockNumber: 95, blockHash: H2 });
+    });
+
+    it('a young chain that finalized only block 0: a receipt at block 3 is unfinalized and stored; with no finalized block known it is skipped as finality_unknown', () => {
+      const m = mem();
+      const key = keyOf(NET, 'eth_getTransactionReceipt', [H1], 'h');
+      const young = chain(5, 0);
+      expect(young.finalizedKnown).to.equal(true);
+      const write = (st: NetworkChainState, sink: ReturnType<typeof recorder>) =>
+        writeEntry(
+          ctxOf('eth_getTransactionReceipt', [H1]),
+          key,
+          'unknown',
+          answer({ blockNumber: '0x3', blockHash: H2 }),
+          [policy({ finality: 'unfinalized' })],
+          new Map([['mem', m]]),
+          st,
+          sink,
+        );
+      const unknown = recorder();
+      const u = { id: 'u' } as Upstream;
+      const fresh = new NetworkChainState({ upstreams: [u] } as unknown as Network);
+      fresh.observeLatest(u, 5);
+      write(fresh, unknown);
+      expect(unknown.skips).to.deep.equal(['finality_unknown']);
+      expect(m.getReverse(NET, key.range)).to.equal(undefined);
+      const known = recorder();
+      write(young, known);
+      expect(known.skips).to.deep.equal([]);
+      expect(m.getReverse(NET, key.range)).to.deep.include({ finality: 'unfinalized', blockNumber: 3 });
+    });
+
+    it('every answer stored nowhere is counted once with its reason', () => {
+      const m = mem();
+      const tiers = new Map([['mem', m]]);
+      const addr = '0x0000000000000000000000000000000000000001';
+      const reasons = (method: string, params: unknown[], value: unknown, st: NetworkChainState, finality: Finality, policies = [policy({ finality })]) => {
+        const sink = recorder();
+        writeEntry(ctxOf(method, params), keyOf(NET, method, params, 'h'), finality, answer(value), policies, tiers, st, sink);
+        return sink.skips;
+      };
+      const none = new NetworkChainState({ upstreams: [] } as unknown as Network);
+      const forked = chain(100, 90);
+      forked.observeBlockHash(0x5f, H1);
+      expect(reasons('eth_blockNumber', [], null, none, 'realtime')).to.deep.equal(['head_unknown']);
+      expect(
+        reasons('eth_getBlockByNumber', ['0x70', false], null, chain(100, 90), 'unfinalized', [policy({ finality: 'unfinalized', empty: 'allow' })]),
+      ).to.deep.equal(['beyond_head']);
+      expect(reasons('eth_getBlockByNumber', ['0x5f', false], { number: '0x5f', hash: H2 }, forked, 'unfinalized')).to.deep.equal(['non_canonical']);
+      expect(reasons('eth_getBalance', [addr, '0x5f'], '0x1', chain(100, 90), 'unfinalized', [policy({ finality: 'finalized' })])).to.deep.equal([
+        'no_matching_policy',
+      ]);
+      expect(reasons('eth_getBalance', [addr, '0x5f'], '0x1', chain(100, 90), 'unfinalized')).to.deep.equal([]);
     });
 
     it('a block tag is never written as finalized; its realtime entry rests on the head it was read at', () => {
