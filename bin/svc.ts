@@ -87,6 +87,8 @@ async function loadRaw(file: string | undefined, fresh = false): Promise<SvcConf
 function printProblems(e: unknown): void {
   if (e instanceof ConfigError) {
     for (const p of e.problems) process.stderr.write(`${p.path || '(root)'}: ${redactText(p.message)}\n`);
+    // An unset ${VAR} read as "" is often what a problem above is about.
+    for (const w of e.warnings) process.stderr.write(`warning: ${redactText(w)}\n`);
   } else {
     process.stderr.write(`${redactText((e as Error).message)}\n`);
   }
@@ -293,7 +295,8 @@ function enableReload(
   onSighup = () => {
     proxy.reloadConfig('signal').catch((e: unknown) => {
       const problems = e instanceof ConfigError ? e.problems.map((p) => `${p.path || '(root)'}: ${redactText(p.message)}`) : [redactText((e as Error).message)];
-      logger.error({ problems }, 'config reload refused: the running config keeps serving');
+      const warnings = e instanceof ConfigError ? e.warnings.map((w) => redactText(w)) : [];
+      logger.error({ problems, ...(warnings.length ? { warnings } : {}) }, 'config reload refused: the running config keeps serving');
     });
   };
 }

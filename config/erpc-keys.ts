@@ -128,8 +128,9 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead: "rate-limit per address with a budget rule's `perIP: true`",
   },
   'projects[].auth.strategies[].database': {
-    feature: 'the database auth strategy',
-    instead: "use svc's `apiKeys` strategy (keys in Redis or PostgreSQL, managed through the admin API)",
+    feature: "the database auth strategy's `database` block",
+    instead:
+      'keep `type: database` and give the strategy svc\'s `connector` (`{id, driver: memory | redis | postgresql}`, docs/access.md "API keys"); keys are managed through the admin API',
   },
   'projects[].auth.strategies[].jwt.claimMatchers': { feature: 'JWT claim matchers', instead: 'use `jwt.requiredClaims`' },
   'projects[].auth.strategies[].jwt.verificationJwksRefreshInterval': { feature: 'JWKS key fetching', instead: 'list the keys in `jwt.verificationKeys`' },

@@ -8,6 +8,8 @@ import { availableParallelism } from 'node:os';
 import { extname, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { discriminateUnions } from './discriminate.ts';
+import { problemsOf } from './problems.ts';
 import { Value } from '@sinclair/typebox/value';
 import type { TObject, TSchema } from '@sinclair/typebox';
 import ms from 'ms';
@@ -39,9 +41,17 @@ import type {
 
 /** Thrown when a config does not validate; carries every problem. */
 export class ConfigError extends Error {
-  /** @param problems every problem found, each with its path */
-  constructor(readonly problems: ConfigProblem[]) {
-    super(`invalid config:\n${problems.map((p) => `  ${p.path || '(root)'}: ${p.message}`).join('\n')}`);
+  /**
+   * @param problems every problem found, each with its path
+   * @param warnings what loading noticed before it failed (an unset `${VAR}` read as an empty
+   *   string is often the cause of a problem reported elsewhere), printed with the problems
+   */
+  constructor(
+    readonly problems: ConfigProblem[],
+    readonly warnings: readonly string[] = [],
+  ) {
+    const lines = problems.map((p) => `  ${p.path || '(root)'}: ${p.message}`);
+    super(`invalid config:\n${lines.join('\n')}${warnings.length ? `\nwarnings:\n${warnings.map((w) => `  ${w}`).join('\n')}` : ''}`);
     this.name = 'ConfigError';
   }
 }
@@ -142,36 +152,14 @@ function validatorFor(schema: TObject): ValidateFunction {
   const key = JSON.stringify(schema);
   let v = validators.get(key);
   if (!v) {
-    // inlineRefs off: each shared sub-schema is one function, not a copy per use (config/hoist.ts).
-    const ajv = new Ajv({ allErrors: true, coerceTypes: true, strict: false, useDefaults: false, inlineRefs: false });
+    // inlineRefs off: each shared sub-schema is one function, not a copy per use (config/hoist.ts);
+    // discriminated unions validate only the branch their tag names (config/discriminate.ts).
+    const ajv = new Ajv({ allErrors: true, coerceTypes: true, strict: false, useDefaults: false, inlineRefs: false, discriminator: true });
     ajv.addKeyword('x-svc-kind');
-    v = ajv.compile(hoistRepeatedSubschemas(schema));
+    v = ajv.compile(hoistRepeatedSubschemas(discriminateUnions(schema)));
     validators.set(key, v);
   }
   return v;
-}
-
-function jsonPointerToPath(p: string): string {
-  if (!p) return '';
-  return p
-    .split('/')
-    .slice(1)
-    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .reduce((acc, s) => (/^\d+$/.test(s) ? `${acc}[${s}]` : acc ? `${acc}.${s}` : s), '');
-}
-
-function describe(e: ErrorObject): ConfigProblem {
-  const base = jsonPointerToPath(e.instancePath);
-  if (e.keyword === 'additionalProperties') {
-    const key = (e.params as { additionalProperty: string }).additionalProperty;
-    return { path: base ? `${base}.${key}` : key, message: `unknown key "${key}"` };
-  }
-  if (e.keyword === 'required') {
-    const key = (e.params as { missingProperty: string }).missingProperty;
-    return { path: base ? `${base}.${key}` : key, message: 'is required' };
-  }
-  if (e.keyword === 'const') return { path: base, message: `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}` };
-  return { path: base, message: e.message ?? e.keyword };
 }
 
 /**
@@ -190,21 +178,7 @@ export function validateConfig(doc: unknown, schema: TObject): ConfigProblem[] {
  */
 export function schemaProblems(doc: unknown, schema: TObject): ConfigProblem[] {
   const validate = validatorFor(schema);
-  const problems: ConfigProblem[] = [];
-  if (!validate(doc)) {
-    const seen = new Set<string>();
-    // Union branches report noise ("must be string" + "must be number"): keep the most specific.
-    for (const e of validate.errors ?? []) {
-      if (e.keyword === 'anyOf') continue;
-      const p = describe(e);
-      const key = `${p.path}\u0000${p.message}`;
-      if (!seen.has(key)) {
-        seen.add(key);
-        problems.push(p);
-      }
-    }
-  }
-  return problems;
+  return validate(doc) ? [] : problemsOf(validate.errors ?? [], validate.schema);
 }
 
 /** Parses a duration (`"15s"`, `"50ms"`, or ms as a number) into milliseconds. */
@@ -491,6 +465,6 @@ export function loadConfigObject(raw: unknown, opts: LoadOptions = {}): LoadedCo
   // eRPC's shapes (and other accepted forms) become svc's own before validation (config/normalize.ts).
   const { rewrites, problems: refused } = normalizeDocument(doc, CORE_NORMALIZERS, opts.fragments ?? []);
   const problems = [...refused, ...explainErpcKeys(validateConfig(doc, schema))];
-  if (problems.length) throw new ConfigError(problems);
+  if (problems.length) throw new ConfigError(problems, warnings);
   return { config: resolveConfig(doc as SvcConfigInput, schema, warnings), schema, document: doc, rewrites };
 }

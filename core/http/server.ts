@@ -164,6 +164,9 @@ export function createServer(proxy: ServerHost): RequestListener {
         const one = await serveCall(proxy, target, calls[0] as ParsedCall, info, identity, scope);
         res.off('close', cancelOnClose);
         hooks.responseHeaders.call(headers, [one.record], meta);
+        // A refusal that says when to come back (a full rate-limit window): RFC 9110 Retry-After.
+        const after = one.record.error?.retryAfterSeconds;
+        if (after !== undefined && one.status >= 400) headers.set('retry-after', String(after));
         return { status: one.status, body: one.text, headers };
       }
       if (calls.length > cfg.maxBatchSize) throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);

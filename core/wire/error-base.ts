@@ -22,6 +22,11 @@ export interface SvcErrorOptions {
   data?: unknown;
   /** The upstream's own error object as raw JSON pieces, for errors that pass through. */
   upstreamError?: UpstreamErrorRaw;
+  /**
+   * Seconds until the same request may succeed (a full rate-limit window): sent as the HTTP
+   * `Retry-After` header (RFC 9110 §10.2.3) when this error is the whole answer (a single call).
+   */
+  retryAfterSeconds?: number;
 }
 
 /** An upstream's JSON-RPC error object as raw, already redacted JSON pieces: an error that is a fact about the request reaches the client byte for byte. */
@@ -83,6 +88,8 @@ export abstract class SvcError extends Error {
   readonly upstreamError?: UpstreamErrorRaw;
   /** svc's own structured `error.data` (consensus groups), written whatever `includeErrorDetails` says. */
   readonly data?: unknown;
+  /** Seconds until the request may succeed, sent as `Retry-After` on a single call's answer ({@link SvcErrorOptions.retryAfterSeconds}). */
+  readonly retryAfterSeconds?: number;
 
   constructor(message: string, opts: SvcErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
@@ -94,6 +101,7 @@ export abstract class SvcError extends Error {
     this.upstreamStatus = opts.upstreamStatus;
     this.upstreamError = opts.upstreamError;
     if (opts.data !== undefined) this.data = opts.data;
+    if (opts.retryAfterSeconds !== undefined) this.retryAfterSeconds = opts.retryAfterSeconds;
   }
 
   /** HTTP status for a single call failing with this error. */

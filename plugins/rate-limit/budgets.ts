@@ -116,7 +116,16 @@ export class Rule {
 
   /** Takes one point; false when the window is full. */
   async take(s: Subject): Promise<boolean> {
-    if (!this.local) return false; // maxCount 0 always rejects
+    return (await this.tryTake(s)) === undefined;
+  }
+
+  /**
+   * Takes one point.
+   * @returns undefined when admitted, else the ms until the window frees a point (the whole
+   *   period for a `maxCount: 0` rule, which never admits)
+   */
+  async tryTake(s: Subject): Promise<number | undefined> {
+    if (!this.local) return PERIOD_SECONDS[this.cfg.period] * 1000; // maxCount 0 always rejects
     const c = this.cfg;
     const key = `${c.perIP ? s.clientAddress.slice(0, MAX_PART) : ''}|${c.perUser ? (s.userId ?? 'anonymous').slice(0, MAX_PART) : ''}|${c.perNetwork ? s.networkId : ''}`;
     const store = this.store;
@@ -141,10 +150,48 @@ export class Rule {
     }
   }
 
-  /** Whether a count the limiter reported is within the current maxCount. */
-  private within(res: RateLimiterRes): boolean {
-    return res.consumedPoints <= this.current;
+  /** Undefined when a count the limiter reported is within the current maxCount, else the ms until its window frees a point. */
+  private within(res: RateLimiterRes): number | undefined {
+    return res.consumedPoints <= this.current ? undefined : Math.max(0, res.msBeforeNext);
   }
+}
+
+/** Why a budget refused: the rule whose window is full and when it frees a point. */
+export interface Refusal {
+  /** The full rule. */
+  rule: Rule;
+  /** ms until its window admits again. */
+  waitMs: number;
+}
+
+/** `error.data.details` of a client-side refusal: which budget and rule refused, and when to come back. */
+export interface RefusalData {
+  /** The budget's id. */
+  budget: string;
+  /** The full rule's method glob. */
+  method: string;
+  /** Calls the rule allows per window now. */
+  maxCount: number;
+  /** The rule's window (`second`, `minute`, `hour`, `day`). */
+  period: string;
+  /** What the rule counts per (`user`, `network`, `ip`, combined with commas; empty = one counter for all). */
+  per: string;
+  /** Whole seconds until the window admits again (also the `Retry-After` header). */
+  retryAfterSeconds: number;
+}
+
+/**
+ * The `error.data.details` of a refusal (docs/access.md).
+ * @param budget the budget's id
+ */
+export function refusalData(budget: string, r: Refusal): RefusalData {
+  const rule = r.rule;
+  return { budget, method: rule.method, maxCount: rule.maxCount, period: rule.period, per: rule.scope, retryAfterSeconds: retryAfterSeconds(r) };
+}
+
+/** Whole seconds until a refused call may pass (at least 1: a Retry-After of 0 invites a hot loop). */
+export function retryAfterSeconds(r: Refusal): number {
+  return Math.max(1, Math.ceil(r.waitMs / 1000));
 }
 
 /** One `rateLimiters.budgets[]` entry. */
@@ -165,8 +212,20 @@ export class Budget {
    * @returns false when any matching rule is full (points already taken from earlier rules stay taken)
    */
   async admit(s: Subject): Promise<boolean> {
-    for (const r of this.rules) if (r.applies(s.method) && !(await r.take(s))) return false;
-    return true;
+    return (await this.refusal(s)) === undefined;
+  }
+
+  /**
+   * Takes one point from every rule matching the method.
+   * @returns undefined when admitted, else the first full rule and the ms until its window frees a point
+   */
+  async refusal(s: Subject): Promise<Refusal | undefined> {
+    for (const r of this.rules) {
+      if (!r.applies(s.method)) continue;
+      const waitMs = await r.tryTake(s);
+      if (waitMs !== undefined) return { rule: r, waitMs };
+    }
+    return undefined;
   }
 
   /** The rules that count a method (the ones the auto-tuner adjusts for it). */

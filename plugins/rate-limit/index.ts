@@ -3,8 +3,9 @@
  * `rateLimiters` and the `rateLimitBudget` key of projects, networks and upstreams.
  * - Client side, at `CallStage.RATE_LIMIT` (outermost): the budget of the caller's auth strategy
  *   or API key, then the project's, then the network's. Over one: HTTP 429, -32005
- *   "rate-limit exceeded" as `ErrAuthRateLimitRuleExceeded`, `ErrProjectRateLimitRuleExceeded`
- *   or `ErrNetworkRateLimitRuleExceeded`; in a batch only that element fails. A refused call
+ *   "rate-limit exceeded" as `ErrAuthRateLimitRuleExceeded`, `ErrProjectRateLimitRuleExceeded` or
+ *   `ErrNetworkRateLimitRuleExceeded`; `error.data.details` names the budget, its window and the seconds to
+ *   wait, also sent as `Retry-After` on a single call's answer; in a batch only that element fails. A refused call
  *   counts as not routed (`record.routed` false): it carries no cost headers (spec §4.5).
  * - Upstream side, at `UpstreamStage.RATE_LIMIT`: over an upstream's budget the call skips that
  *   upstream undialled with `ErrUpstreamRateLimitRuleExceeded` (trace `rate_limited`), which
@@ -40,11 +41,12 @@ import {
   ErrNetworkRateLimitRuleExceeded,
   ErrProjectRateLimitRuleExceeded,
   ErrUpstreamRateLimitRuleExceeded,
+  type SvcErrorOptions,
 } from 'svc/plugin/errors';
 import { RATE_LIMIT_SERVICE } from './api.ts';
 import { closeRedisClient, openRedisClient, type RedisClient, StorageBreaker } from 'svc/util';
 import { AutoTuner, type Adjustment } from './autotune.ts';
-import { Budget, DEFAULT_STORE_TIMEOUT_MS, fallbackReporter, type Rule, type SharedStore, type Subject } from './budgets.ts';
+import { Budget, DEFAULT_STORE_TIMEOUT_MS, fallbackReporter, refusalData, retryAfterSeconds, type Rule, type SharedStore, type Subject } from './budgets.ts';
 import { AUTO_TUNE_DEFAULTS, type AutoTuneConfig, rateLimitersOf, rateLimitSchema } from './schema.ts';
 
 export { AutoTuner, MIN_SAMPLES, tunedCount, type Adjustment } from './autotune.ts';
@@ -53,6 +55,9 @@ export { AUTO_TUNE_DEFAULTS, PERIOD_SECONDS, rateLimitSchema, type AutoTuneConfi
 
 /** The message of every client-side rejection (eRPC's, which clients match on). */
 const MESSAGE = 'rate-limit exceeded';
+
+/** A client-side refusal's error class (by scope: auth, project, network). */
+type RefusalError = new (m: string, o: SvcErrorOptions) => Error;
 
 function subjectOf(ctx: CallContext): Subject {
   return { method: ctx.request.method, clientAddress: ctx.http.clientAddress, userId: ctx.identity?.userId, networkId: ctx.network.id };
@@ -142,12 +147,16 @@ export function rateLimitPlugin(opts: RateLimitPluginOptions = {}): Plugin {
         anyAuthBudget = budgets.size > 0;
       });
 
-      const check = async (budget: Budget | undefined, c: Charged, scope: string, Err: new (m: string) => Error): Promise<void> => {
-        if (budget && !(await budget.admit(c.subject))) {
+      const check = async (budget: Budget | undefined, c: Charged, scope: string, Err: RefusalError): Promise<void> => {
+        if (!budget) return;
+        const refused = await budget.refusal(c.subject);
+        if (refused) {
           rejected.inc({ project: c.projectId, scope, budget: budget.id });
           // Refused before routing: no cost headers count it, nothing bills it (spec §4.5).
           if (c.ctx) c.ctx.record.routed = false;
-          throw new Err(MESSAGE);
+          // eRPC's exact message (clients match on it); what refused and when to come back go in
+          // `error.data.details` and the Retry-After header.
+          throw new Err(MESSAGE, { details: { ...refusalData(budget.id, refused) }, retryAfterSeconds: retryAfterSeconds(refused) });
         }
       };
       const checkAll = async (c: Charged, identity: Identity | undefined, network: Network): Promise<void> => {

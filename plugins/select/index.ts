@@ -26,6 +26,10 @@ import { CACHE_OUTCOME } from 'svc/plugins/cache';
 import { type Matcher, MatcherCache, MAX_CLIENT_PATTERN_LENGTH } from 'svc/util'; // UPSTREAM_LAG: blocks a pinned call's upstream was behind the head (X-SVC-Upstream-Lag)
 import { DEFAULT_DENIED_METHODS, MethodGuard, methodGuardSchema } from './method-guard.ts';
 import { networkChainState } from 'svc/plugins/evm-state';
+import { SHADOW_UPSTREAM } from 'svc/plugins/shadow';
+
+/** The tag of an upstream held back while others serve (the selection policy's `preferNonFallback` default). */
+const FALLBACK_TAG = 'tier:fallback';
 
 export { compileDenyList, DEFAULT_DENIED_METHODS, explicitAllowOf, MethodGuard } from './method-guard.ts';
 
@@ -135,9 +139,26 @@ export function selectPlugin(opts: SelectPluginOptions = {}): Plugin {
         if (sel === undefined || sel.trim() === '') return ups;
         // A client's selector is compiled and matched: bounded like every client input.
         if (sel.length > MAX_CLIENT_PATTERN_LENGTH) throw new ErrInvalidRequest(`use-upstream selector longer than ${MAX_CLIENT_PATTERN_LENGTH} characters`);
-        const out = filterByUseUpstream(ups, matchers.get(sel));
-        if (out.length === 0) throw new ErrUpstreamsExhausted([], `no upstream matches use-upstream "${sel}"`);
-        return out;
+        const matcher = matchers.get(sel);
+        const out = filterByUseUpstream(ups, matcher);
+        if (out.length > 0) return out;
+        // The selection policy left the pinned upstreams out of this call's order. A ready
+        // `tier:fallback` upstream is held back only as a preference while others serve, and a pin
+        // names it explicitly, so it serves. Any other reason (a cordon, not ready, a shadow) is not
+        // lifted by a client and is named rather than reported as "no match".
+        const method = ctx.request.method;
+        const health = ctx.network.project.health;
+        const held = filterByUseUpstream(ctx.network.upstreams, matcher).filter((u) => u.supportsMethod(method) && !SHADOW_UPSTREAM.get(u));
+        const pinnable = held.filter((u) => u.tags.has(FALLBACK_TAG) && u.state === 'ready' && health.cordonOf(u.id, method) === undefined);
+        if (pinnable.length > 0) return pinnable;
+        if (held.length > 0) {
+          const why = held.map(
+            (u) =>
+              `${u.id} (${health.cordonOf(u.id, method) !== undefined ? `cordoned: ${health.cordonOf(u.id, method)}` : u.state !== 'ready' ? u.state : 'excluded by the selection policy'})`,
+          );
+          throw new ErrUpstreamsExhausted([], `use-upstream "${sel}" matches only upstreams left out of this call: ${why.join(', ')}`);
+        }
+        throw new ErrUpstreamsExhausted([], `no upstream matches use-upstream "${sel}"`);
       });
       // A pinned call cannot be re-routed to a fresher upstream: say how far behind its answer was.
       host.hooks.callDone.tap('select:pinned-lag', (ctx: CallContext) => {

@@ -15,7 +15,7 @@ import { parse } from 'yaml';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
-import { promtoolCheckRules, startPrometheus, type PrometheusHandle } from '../helpers/prometheus.ts';
+import { promtoolCheck, startPrometheus, type PrometheusHandle } from '../helpers/prometheus.ts';
 import { spawnSvc, type SvcProcess } from '../helpers/svc-process.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 
@@ -98,7 +98,7 @@ describe('e2e: Grafana dashboard and Prometheus alert rules on a real Prometheus
   });
 
   it('promtool check rules accepts deploy/prometheus/svc-alerts.yml, which has every alert of the operator kit', async () => {
-    expect(await promtoolCheckRules(RULES)).to.include('SUCCESS');
+    expect(await promtoolCheck('rules', RULES)).to.include('SUCCESS');
     expect(rules.map((r) => r.alert)).to.include.members([
       'SvcUpstreamDown',
       'SvcUpstreamErrorRatioHigh',
@@ -108,6 +108,19 @@ describe('e2e: Grafana dashboard and Prometheus alert rules on a real Prometheus
       'SvcCacheTierDegraded',
       'SvcDrainStuck',
     ]);
+  });
+
+  it('promtool check config accepts deploy/prometheus/prometheus.yml: a job scraping metrics.port at /metrics, with the alert rules loaded', async () => {
+    const file = fileURLToPath(new URL('../../deploy/prometheus/prometheus.yml', import.meta.url));
+    const out = await promtoolCheck('config', file);
+    expect(out).to.match(/SUCCESS: 1 rule files found/);
+    expect(out).to.match(/SUCCESS: 7 rules found/);
+    const cfg = parse(await readFile(file, 'utf8')) as {
+      scrape_configs: Array<{ job_name: string; metrics_path: string; static_configs: Array<{ targets: string[] }> }>;
+    };
+    const job = cfg.scrape_configs.find((j) => j.job_name === 'svc');
+    expect(job?.metrics_path).to.equal('/metrics');
+    expect(job?.static_configs[0]?.targets).to.deep.equal(['127.0.0.1:4001']);
   });
 
   it('under load, every dashboard query and alert expression evaluates, with data wherever its metrics exist', async () => {

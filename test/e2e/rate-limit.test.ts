@@ -80,6 +80,10 @@ describe('e2e: rate-limit budgets', function () {
       expect(r.json.error.code).to.equal(-32005);
       expect(r.json.error.message).to.equal('rate-limit exceeded');
       expect(JSON.stringify(r.json.error)).to.include('ErrProjectRateLimitRuleExceeded');
+      // What refused and when to come back: the budget, its rule and window, RFC 9110 Retry-After.
+      const wait = Number(r.headers['retry-after']);
+      expect(wait).to.be.within(1, 3600);
+      expect(r.json.error.data.details).to.deep.include({ budget: 'two', method: '*', maxCount: 2, period: 'hour', per: '', retryAfterSeconds: wait });
     });
 
     it('in a batch only the elements over budget fail; the batch stays HTTP 200', async () => {

@@ -39,6 +39,23 @@ describe('e2e: selection policy', function () {
     dir = undefined;
   });
 
+  it('use-upstream pins a tier:fallback upstream held back while others serve; a cordoned one is named, not "no match"', async () => {
+    const tagged = upstreams().map((u) => (u.id === 'c' ? { ...u, tags: ['tier:fallback'] } : u));
+    svc = await startSvc(
+      { ...NO_CACHE, logLevel: 'error', projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: CHAIN } }], upstreams: tagged }] },
+      { plugins: defaultPreset() },
+    );
+    const path = `/main/evm/${CHAIN}`;
+    expect((await svc.post(path, body)).headers['x-svc-upstream']).to.equal('a');
+    const pinned = await svc.post(path, body, { 'x-svc-use-upstream': 'c' });
+    expect(pinned.json.result).to.equal('0x10');
+    expect(pinned.headers['x-svc-upstream']).to.equal('c');
+    svc.proxy.projects.get('main')!.health.cordon('c', '*', 'operator');
+    const refused = await svc.post(path, body, { 'x-svc-use-upstream': 'c' });
+    expect(refused.json.error.message).to.match(/use-upstream "c" matches only upstreams left out of this call: c \(cordoned: operator\)/);
+    expect(served(servers.c)).to.equal(1);
+  });
+
   it('a cordoned upstream gets no traffic from the next request on', async () => {
     svc = await startSvc(
       {

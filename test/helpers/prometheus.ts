@@ -83,18 +83,20 @@ async function which(bin: string): Promise<boolean> {
 }
 
 /**
- * Checks a rules file with `promtool check rules`.
+ * Checks a rules file (`promtool check rules`) or a whole Prometheus config with the rule files
+ * it names (`promtool check config`).
+ * @param what `rules` or `config`
  * @returns promtool's output
- * @throws Error with promtool's output when the rules do not pass, or when promtool is missing
+ * @throws Error with promtool's output when the file does not pass, or when promtool is missing
  */
-export async function promtoolCheckRules(file: string): Promise<string> {
+export async function promtoolCheck(what: 'rules' | 'config', file: string): Promise<string> {
   if (!(await which('promtool'))) throw new Error(INSTALL_HINT);
   try {
-    const { stdout, stderr } = await run('promtool', ['check', 'rules', file]);
+    const { stdout, stderr } = await run('promtool', ['check', what, file]);
     return stdout + stderr;
   } catch (e) {
     const err = e as { stdout?: string; stderr?: string };
-    throw new Error(`promtool check rules ${file} failed:\n${err.stdout ?? ''}${err.stderr ?? ''}`);
+    throw new Error(`promtool check ${what} ${file} failed:\n${err.stdout ?? ''}${err.stderr ?? ''}`);
   }
 }
 

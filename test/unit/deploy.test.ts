@@ -83,10 +83,13 @@ describe('deployment files', () => {
     expect(portOf('http')).to.equal(config.server.httpPort);
     expect(config.metrics.port).to.equal(coreDefault('metrics', 'port'));
     expect(portOf('metrics')).to.equal(config.metrics.port);
-    for (const probe of [container.readinessProbe, container.livenessProbe] as Obj[]) {
-      expect(probe.httpGet.path).to.equal('/healthcheck');
-      expect(probe.httpGet.port).to.equal('http');
-    }
+    for (const probe of [container.readinessProbe, container.livenessProbe] as Obj[]) expect(probe.httpGet.port).to.equal('http');
+    expect((container.readinessProbe as Obj).httpGet.path).to.equal('/healthcheck');
+    // Liveness reads the path docs/http-interface.md recommends for it, not the readiness path.
+    const doc = readFileSync(join(PACKAGE_ROOT, 'docs', 'http-interface.md'), 'utf8');
+    const recommended = /livenessProbe:\n\s+httpGet: \{ path: (\S+), port: \d+ \}/.exec(doc)?.[1];
+    expect(recommended).to.match(/^\/healthcheck\?eval=/);
+    expect((container.livenessProbe as Obj).httpGet.path).to.equal(recommended);
     const service = all.get('Service/svc') as Obj;
     for (const p of service.spec.ports as Obj[]) expect(portOf(p.targetPort as string), `Service targetPort ${p.targetPort}`).to.be.a('number');
     expect(service.spec.selector).to.deep.equal(deployment.spec.selector.matchLabels);
@@ -106,6 +109,55 @@ describe('deployment files', () => {
     // Liveness must not restart a draining pod (/healthcheck is 503 for the whole drain).
     const l = container.livenessProbe as Obj;
     expect(l.periodSeconds * l.failureThreshold).to.be.greaterThan(before + after);
+  });
+
+  it('a PodDisruptionBudget keeps a pod of the Deployment serving through voluntary disruptions', () => {
+    const pdb = all.get('PodDisruptionBudget/svc') as Obj;
+    expect(pdb.apiVersion).to.equal('policy/v1');
+    expect(pdb.spec.selector.matchLabels).to.deep.equal(deployment.spec.selector.matchLabels);
+    expect(pdb.spec.minAvailable).to.be.at.least(1).and.below(deployment.spec.replicas);
+  });
+
+  it('the example fallback upstream is held back as one (tag tier:fallback); the primary is not', () => {
+    const { config } = loadConfigObject(parseYaml(svcYaml), { fragments, env: ENV });
+    const ups = config.projects[0]?.upstreams ?? [];
+    expect(ups.find((u) => u.id === 'fallback')?.tags).to.include('tier:fallback');
+    expect(ups.find((u) => u.id === 'primary')?.tags ?? []).to.not.include('tier:fallback');
+  });
+
+  it('the kustomization points at a docs section that exists', () => {
+    const text = readFileSync(join(K8S, 'kustomization.yaml'), 'utf8');
+    const [, file, heading] = /see (docs\/[\w.-]+\.md) "([^"]+)"/.exec(text) ?? [];
+    expect(file, 'a docs pointer').to.be.a('string');
+    expect(readFileSync(join(PACKAGE_ROOT, file as string), 'utf8')).to.match(new RegExp(`^#+ ${heading}$`, 'm'));
+  });
+
+  it("Prometheus's Kubernetes job keeps the Deployment's pods and scrapes their annotated metrics port and path", () => {
+    const job = (parseYaml(readFileSync(join(PACKAGE_ROOT, 'deploy', 'prometheus', 'kubernetes-scrape.yml'), 'utf8')) as Obj).scrape_configs[0] as Obj;
+    const annotations = deployment.spec.template.metadata.annotations as Record<string, string>;
+    const labels = deployment.spec.template.metadata.labels as Record<string, string>;
+    // A pod as Prometheus's pod discovery sees it (container port http), relabelled as Prometheus does: anchored regexes.
+    const meta: Record<string, string> = {
+      __address__: '10.1.2.3:4000',
+      __meta_kubernetes_pod_label_app_kubernetes_io_name: labels['app.kubernetes.io/name'] as string,
+      __meta_kubernetes_pod_annotation_prometheus_io_scrape: annotations['prometheus.io/scrape'] as string,
+      __meta_kubernetes_pod_annotation_prometheus_io_port: annotations['prometheus.io/port'] as string,
+      __meta_kubernetes_pod_annotation_prometheus_io_path: annotations['prometheus.io/path'] as string,
+      __meta_kubernetes_namespace: 'default',
+      __meta_kubernetes_pod_name: 'svc-abc',
+    };
+    for (const r of job.relabel_configs as Obj[]) {
+      const value = (r.source_labels as string[]).map((l) => meta[l] ?? '').join(r.separator ?? ';');
+      const m = new RegExp(`^(?:${r.regex ?? '(.*)'})$`).exec(value);
+      if ((r.action ?? 'replace') === 'keep') {
+        expect(m, `kept by ${r.source_labels}`).to.not.equal(null);
+        continue;
+      }
+      if (m) meta[r.target_label] = (r.replacement ?? '$1').replace(/\$(\d)/g, (_: string, i: string) => m[Number(i)] ?? '');
+    }
+    expect(meta.__address__).to.equal(`10.1.2.3:${portOf('metrics')}`);
+    expect(meta.__metrics_path__).to.equal('/metrics');
+    expect(meta).to.include({ namespace: 'default', pod: 'svc-abc' });
   });
 
   it('mounts the ConfigMap where --config points', () => {

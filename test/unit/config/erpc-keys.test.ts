@@ -15,6 +15,8 @@ import { PACKAGE_ROOT } from '../../../core/wire/version.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 
 const FRAGMENTS: SchemaFragment[] = defaultPreset().flatMap((p) => (p.schema ? [p.schema] : []));
+/** The auth strategy types of the default preset (the tags of the strategy union). */
+const STRATEGY_TYPES = ['secret', 'network', 'jwt', 'siwe', 'database'];
 const SCHEMA = buildConfigSchema(FRAGMENTS);
 
 type Doc = Record<string, unknown>;
@@ -37,7 +39,8 @@ function docAt(path: string): { doc: Doc; concrete: string } {
     if (key === 'projects') next.id = 'p';
     if (key === 'networks') next.evm = { chainId: 1 };
     if (key === 'upstreams') next.endpoint = 'http://127.0.0.1:8545';
-    if (key === 'strategies') next.type = segs[i + 1];
+    // A strategy keyed by its type (`strategies[].jwt.…`) has that type; a key beside the type block is checked on a `secret` strategy.
+    if (key === 'strategies') next.type = STRATEGY_TYPES.includes(segs[i + 1] ?? '') ? segs[i + 1] : 'secret';
     cur[key] = list ? [next] : next;
     cur = next;
   });
