@@ -3,17 +3,17 @@
  * test/unit/plugin-boundary.test.ts; by hand: `npx depcruise plugins`).
  *
  * Every built-in plugin is written as a third party would write it: it imports the public entries
- * `svc/plugin`, `svc/plugin/errors`, `svc/plugin/contracts`, `svc/util` and another plugin's
- * contract `svc/plugins/<name>` by package name (resolved to core/plugin-api.ts through the `svc-source`
+ * `svc-proxy/plugin`, `svc-proxy/plugin/errors`, `svc-proxy/plugin/contracts`, `svc-proxy/util` and another plugin's
+ * contract `svc-proxy/plugins/<name>` by package name (resolved to core/plugin-api.ts through the `svc-source`
  * export condition, as a consumer's import resolves to dist/core/plugin-api.js), files of its own
  * folder, npm packages and node builtins, and nothing else. No exceptions.
  *
  * lib/ holds generic utilities (globs, redaction, canonical JSON, deferred metrics, EVM block
- * references...): no request path, hook, registry or contract. Core and svc/plugin use them;
- * plugins reach them only through svc/util (or svc/plugin for contract types). A lib file depends on npm packages, node builtins,
+ * references...): no request path, hook, registry or contract. Core and svc-proxy/plugin use them;
+ * plugins reach them only through svc-proxy/util (or svc-proxy/plugin for contract types). A lib file depends on npm packages, node builtins,
  * other lib files and, for types and schema helpers only, the core contract; never on plugins.
  *
- * config/ is the config loader (the `svc/config` entry: schema, YAML/TS loading, validation):
+ * config/ is the config loader (the `svc-proxy/config` entry: schema, YAML/TS loading, validation):
  * core builds on it, it uses the core contract's types and error table, never a plugin.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -22,7 +22,7 @@ module.exports = {
     {
       name: 'plugin-imports-core-internals',
       comment:
-        'A plugin imports the public entry by its package name svc/plugin, as a third party does, never a core file by a relative path (not even core/plugin-api.ts).',
+        'A plugin imports the public entry by its package name svc-proxy/plugin, as a third party does, never a core file by a relative path (not even core/plugin-api.ts).',
       severity: 'error',
       from: { path: '^plugins/' },
       to: { path: '^core/', dependencyTypes: ['local'] },
@@ -30,7 +30,7 @@ module.exports = {
     {
       name: 'plugin-imports-core-beyond-the-entry',
       comment:
-        'svc/plugin, svc/plugin/errors, svc/plugin/contracts and svc/util are core/plugin-api.ts, core/plugin-errors.ts, core/plugin-contracts.ts and core/util-api.ts; any other core file is an internal.',
+        'svc-proxy/plugin, svc-proxy/plugin/errors, svc-proxy/plugin/contracts and svc-proxy/util are core/plugin-api.ts, core/plugin-errors.ts, core/plugin-contracts.ts and core/util-api.ts; any other core file is an internal.',
       severity: 'error',
       from: { path: '^plugins/' },
       to: { path: '^core/', pathNot: '^core/(plugin-api|plugin-errors|plugin-contracts|util-api)\\.ts$' },
@@ -38,14 +38,14 @@ module.exports = {
     {
       name: 'plugin-imports-another-plugin',
       comment:
-        "Plugins never import each other's files: what two plugins share is the providing plugin's contract, its entry svc/plugins/<name> (plugins/<name>/api.ts), reached through a hook, the host or a typed service.",
+        "Plugins never import each other's files: what two plugins share is the providing plugin's contract, its entry svc-proxy/plugins/<name> (plugins/<name>/api.ts), reached through a hook, the host or a typed service.",
       severity: 'error',
       from: { path: '^plugins/([^/]+)/' },
       to: { path: '^plugins/', pathNot: ['^plugins/$1/', '^plugins/[^/]+/api\\.ts$'] },
     },
     {
       name: 'plugin-contract-by-path',
-      comment: "Another plugin's contract is imported by its package name svc/plugins/<name>, as a third party does, never by a relative path.",
+      comment: "Another plugin's contract is imported by its package name svc-proxy/plugins/<name>, as a third party does, never by a relative path.",
       severity: 'error',
       from: { path: '^plugins/([^/]+)/' },
       to: { path: '^plugins/[^/]+/api\\.ts$', pathNot: '^plugins/$1/', dependencyTypes: ['local'] },
@@ -53,7 +53,7 @@ module.exports = {
     {
       name: 'plugin-contract-imports-its-plugin',
       comment:
-        "A plugin's contract (plugins/<name>/api.ts, the entry svc/plugins/<name>) is types, keys and small helpers over the public entries: it never imports its plugin's implementation, so a consumer does not load it.",
+        "A plugin's contract (plugins/<name>/api.ts, the entry svc-proxy/plugins/<name>) is types, keys and small helpers over the public entries: it never imports its plugin's implementation, so a consumer does not load it.",
       severity: 'error',
       from: { path: '^plugins/[^/]+/api\\.ts$' },
       to: { path: '^plugins/', pathNot: '^plugins/[^/]+/api\\.ts$' },

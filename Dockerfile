@@ -32,8 +32,9 @@ COPY plugins/admin/ui/page/index.html plugins/admin/ui/page/app.js plugins/admin
 USER node
 EXPOSE 4000 4001
 # /healthcheck answers 503 while draining or with no healthy upstream (spec §2.4, §3.2).
+# `svc healthcheck` probes the port the config names (server.httpPort), not a fixed 4000.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:4000/healthcheck').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "bin/svc.js", "healthcheck", "--config", "/etc/svc/svc.yaml"]
 # SIGTERM drains (waitBeforeShutdown, then waitAfterShutdown); a second signal exits at once.
 ENTRYPOINT ["node", "bin/svc.js", "start"]
 CMD ["--config", "/etc/svc/svc.yaml"]

@@ -3,8 +3,8 @@
  * measures rounds of unique write-backs through the cache plugin's own write path. Prints one JSON
  * line: the rounds. Argument: the number of rounds.
  */
-import { RpcResult, type CallContext, type Network } from 'svc/plugin';
-import { paramsHash } from 'svc/plugins/multiplex';
+import { RpcResult, type CallContext, type Network } from 'svc-proxy/plugin';
+import { paramsHash } from 'svc-proxy/plugins/multiplex';
 import { MemoryConnector } from '../plugins/cache/connectors/memory.ts';
 import { callKey } from '../plugins/cache/keys.ts';
 import { Policy } from '../plugins/cache/policy.ts';

@@ -22,6 +22,7 @@ import type { ProjectInput, SvcConfigInput } from '../config/types.ts';
 import { svcWorker } from '../lib/cluster.ts';
 import { createLogger } from '../lib/logger.ts';
 import { RELOAD_OTHERS, runPrimary } from './cluster.ts';
+import { healthcheck } from './healthcheck.ts';
 import { installStopSignals } from './signals.ts';
 import { validateConfig } from '../core/host/validate.ts';
 import { createProxy } from '../core/host/create.ts';
@@ -41,6 +42,9 @@ Usage:
   svc reload --url URL [--token T]    call svc_reloadConfig on URL's /admin (T, else
                                       $SVC_ADMIN_TOKEN: the admin secret) and print what changed
   svc config schema [--preset NAME]   JSON Schema of svc.yaml for editors
+  svc healthcheck [--config FILE] [--port N]
+                                      exit 0 when the local svc's /healthcheck answers 2xx
+                                      (the port: --port, else the config's server.httpPort)
   svc pipeline [--config FILE] [--preset NAME] [--network ID] [ENDPOINT...]
                                       print each network's request pipeline: every stage
                                       and the plugin taps it runs, in order
@@ -403,6 +407,10 @@ export async function main(argv: string[]): Promise<number> {
   if (cmd === 'config') return configSchema(rest[0], values.config, values.preset);
   if (cmd === 'reload') return reload(values.pid, values.url, values.token);
   if (cmd === 'pipeline') return pipeline(values.config, values.preset, values.network, rest);
+  if (cmd === 'healthcheck') {
+    const port = portOption('--port', values.port);
+    return port === null ? 2 : healthcheck(values.config, port);
+  }
   if (cmd === 'start') {
     const port = portOption('--port', values.port);
     const metricsPort = portOption('--metrics-port', values['metrics-port']);

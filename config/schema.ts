@@ -75,7 +75,7 @@ export interface SchemaFragment {
    * core's own rewrites (config/normalize.ts). Rewrite only keys this plugin owns, record each
    * rewrite with `out.rewrite(path, from, to)` (`svc validate --print` shows them) and report a
    * shape that cannot keep its meaning with `out.problem(path, message)`. Walk networks and
-   * upstreams with `eachNetwork` / `eachUpstream` from `svc/plugin`.
+   * upstreams with `eachNetwork` / `eachUpstream` from `svc-proxy/plugin`.
    */
   normalize?: (doc: ConfigDocument, out: NormalizeReport) => void;
 }

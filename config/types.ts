@@ -11,7 +11,7 @@
  * Resolved request directives (spec §2.8), by field: what the directives plugin resolved for a
  * call from config defaults and the request (unset means "the honouring plugin's default", so
  * tri-state config survives resolution). The core names no directive: each plugin declares the
- * ones it honours and reads them with a typed `Directive` (`svc/plugins/directives`). Declared
+ * ones it honours and reads them with a typed `Directive` (`svc-proxy/plugins/directives`). Declared
  * with the config because `directiveDefaults` resolve to it.
  */
 export interface Directives {

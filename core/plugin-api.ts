@@ -1,6 +1,6 @@
 /**
- * `svc/plugin`: the entry point for plugin authors, with `svc/plugin/errors` (named errors, JSON-RPC error helpers),
- * `svc/plugin/contracts` (attempt recording, health, chain state), `svc/util` (generic utilities) and `svc/presets`. Every name is
+ * `svc-proxy/plugin`: the entry point for plugin authors, with `svc-proxy/plugin/errors` (named errors, JSON-RPC error helpers),
+ * `svc-proxy/plugin/contracts` (attempt recording, health, chain state), `svc-proxy/util` (generic utilities) and `svc-proxy/presets`. Every name is
  * versioned with svc (semver: a breaking change to any of them is a major version).
  * Here: the contract ({@link Plugin}, {@link PluginHost}, {@link ServiceRegistry}, {@link definePlugin}), typed keys ({@link serviceKey},
  * {@link Slot}), hooks, the per-call context and record, stage numbers (taps use these names, never arithmetic on them),

@@ -1,6 +1,6 @@
 /**
- * `svc/plugin/contracts`: what the core itself offers plugins beyond `svc/plugin` (attempt recording, blame and charging, upstream health,
- * chain state); a contract between plugins lives on its plugin's entry `svc/plugins/<name>`. Versioned with svc like `svc/plugin`.
+ * `svc-proxy/plugin/contracts`: what the core itself offers plugins beyond `svc-proxy/plugin` (attempt recording, blame and charging, upstream health,
+ * chain state); a contract between plugins lives on its plugin's entry `svc-proxy/plugins/<name>`. Versioned with svc like `svc-proxy/plugin`.
  */
 export { createSweep, finishAttempt, outcomeOf, startAttempt, traceOutcome, tryUpstream, type TraceOutcome } from './pipeline/sweep.ts';
 export { isCharged, isRequestFact, type AttemptCharge, type Blame } from './pipeline/blame.ts';

@@ -1,6 +1,6 @@
 /**
- * `svc/util`: generic utilities svc's plugins share, so a plugin honours the same rules (linear-time globs, redaction, bounded labels,
- * breakers...) without writing its own. Nothing here knows about the request pipeline. Versioned with svc like `svc/plugin`.
+ * `svc-proxy/util`: generic utilities svc's plugins share, so a plugin honours the same rules (linear-time globs, redaction, bounded labels,
+ * breakers...) without writing its own. Nothing here knows about the request pipeline. Versioned with svc like `svc-proxy/plugin`.
  */
 export { compileGlobs, type GlobTest } from '../lib/glob.ts';
 export { MatcherCache, MAX_CLIENT_PATTERN_LENGTH, type Matcher } from '../lib/matcher.ts';

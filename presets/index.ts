@@ -1,5 +1,5 @@
 /**
- * `svc/presets`: the built-in presets, every built-in plugin factory, and the
+ * `svc-proxy/presets`: the built-in presets, every built-in plugin factory, and the
  * preset lookup (`--preset NAME` or config `preset`). A preset is a function returning the
  * plugins to apply; platform teams extend `defaultPreset()` in their own package and point
  * `--preset` at it: a package name (`@acme/svc-preset`, `@acme/svc-plugins/preset`), resolved

@@ -59,8 +59,8 @@ for (const file of walk(dist)) {
   }
 }
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-// `name` + `exports` let the compiled plugins import `svc/plugin` by self-reference: from
-// dist/plugins/<name>/ the nearest package.json is this one, so 'svc/plugin' resolves to
+// `name` + `exports` let the compiled plugins import `svc-proxy/plugin` by self-reference: from
+// dist/plugins/<name>/ the nearest package.json is this one, so 'svc-proxy/plugin' resolves to
 // dist/core/plugin-api.js, the very module instance core's own relative imports load (one copy
 // of every class, in a clone and in the installed tarball alike).
 // The same entries as package.json's, each its `import` target relative to dist/ (the plugin
@@ -70,7 +70,7 @@ const distExports = Object.fromEntries(
     .filter(([, target]) => typeof target === 'object' && typeof target.import === 'string')
     .map(([entry, target]) => [entry, target.import.replace(/^\.\/dist\//, './')]),
 );
-const stub = `${JSON.stringify({ '//': 'written by scripts/build.mjs: core/wire/version.ts reads the version (compiled: dist/core/wire/version.js reads ../../package.json); plugins import svc/plugin by self-reference', name: pkg.name, version: pkg.version, type: 'module', private: true, exports: distExports }, null, 2)}\n`;
+const stub = `${JSON.stringify({ '//': 'written by scripts/build.mjs: core/wire/version.ts reads the version (compiled: dist/core/wire/version.js reads ../../package.json); plugins import svc-proxy/plugin by self-reference', name: pkg.name, version: pkg.version, type: 'module', private: true, exports: distExports }, null, 2)}\n`;
 if (!existsSync(STUB) || readFileSync(STUB, 'utf8') !== stub) writeFileSync(STUB, stub);
 
 const left = [...walk(dist)].filter((f) => f.endsWith('.d.ts') && /(?:from|import)\s*\(?\s*['"]\.{1,2}\/[^'"]*\.[mc]?ts['"]/.test(readFileSync(f, 'utf8')));

@@ -1,6 +1,6 @@
 /**
  * The plugin contract (docs/architecture.md): what a plugin declares, what it is handed, the boot checks. A plugin sees only this surface
- * (through `svc/plugin`), never the `Proxy` class, so a second installed copy of svc or a refactor of the core cannot break it.
+ * (through `svc-proxy/plugin`), never the `Proxy` class, so a second installed copy of svc or a refactor of the core cannot break it.
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { Registry } from 'prom-client';

@@ -14,7 +14,7 @@ export class PluginContractError extends Error {
 /**
  * The typed key of a service (made with {@link serviceKey}): `provide(KEY, impl)` checks `impl` against its type, `get`/`require` need
  * no cast. At run time services meet by {@link ServiceKey.name}, so a plugin built against another installed copy of svc reaches the
- * same service. Declare a shared key once, next to its service interface (`svc/plugins/<name>` for a built-in).
+ * same service. Declare a shared key once, next to its service interface (`svc-proxy/plugins/<name>` for a built-in).
  */
 export class ServiceKey<T> {
   /** Type marker only, never set: makes `ServiceKey<A>` and `ServiceKey<B>` incompatible. */
@@ -31,7 +31,7 @@ export class ServiceKey<T> {
     if (typeof name !== 'string' || name === '') throw new PluginContractError('a service key needs a non-empty name');
     if (declaredKeys.has(name))
       throw new PluginContractError(
-        `service key "${name}" is declared twice (declare a key once and import it; built-in contract keys are exported from svc/plugin)`,
+        `service key "${name}" is declared twice (declare a key once and import it; built-in contract keys are exported from svc-proxy/plugin)`,
       );
     declaredKeys.add(name);
     return new ServiceKey<T>(name);

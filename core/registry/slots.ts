@@ -19,7 +19,7 @@ function storeOf(holder: SlotHolder, create: boolean): Map<symbol, unknown> | un
 
 const declared = new Set<string>();
 
-/** One typed slot, declared once at module level and imported where used; slots plugins share live in the writer's `svc/plugins/<name>`. */
+/** One typed slot, declared once at module level and imported where used; slots plugins share live in the writer's `svc-proxy/plugins/<name>`. */
 export class Slot<T> {
   /** The registry symbol this slot lives under. */
   readonly key: symbol;
@@ -35,7 +35,7 @@ export class Slot<T> {
   ) {
     if (declared.has(name))
       throw new PluginContractError(
-        `slot "${name}" is declared twice (declare a slot once and import it; slots shared by plugins are exported from svc/plugin)`,
+        `slot "${name}" is declared twice (declare a slot once and import it; slots shared by plugins are exported from svc-proxy/plugin)`,
       );
     declared.add(name);
     this.key = Symbol.for(`svc.slot.${name}`);

@@ -1,10 +1,10 @@
 /**
  * How the admin plugin shows an upstream's health: the `svc_project` method and the operator
  * page both read the project's health tracker snapshot (`HealthSnapshot` of
- * svc/plugin/contracts, lib/health-window.ts) and show its latencies the same way. Nothing is
+ * svc-proxy/plugin/contracts, lib/health-window.ts) and show its latencies the same way. Nothing is
  * computed again here: only units change.
  */
-import type { HealthSnapshot } from 'svc/plugin/contracts';
+import type { HealthSnapshot } from 'svc-proxy/plugin/contracts';
 
 /** A snapshot's latency quantiles in milliseconds. */
 export interface LatencyMs {

@@ -9,7 +9,7 @@
  * `admin.allowedHosts` is set.
  */
 import { isIP } from 'node:net';
-import { SvcError } from 'svc/plugin/errors';
+import { SvcError } from 'svc-proxy/plugin/errors';
 
 /** Longest Host name compared, characters (a longer one is refused). */
 const MAX_HOST = 253;

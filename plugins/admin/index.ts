@@ -19,11 +19,19 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { definePlugin, type Plugin, type PluginHost, Strict, Type } from 'svc/plugin';
-import { asSvcError, ConfigError, ErrAuthUnauthorized, ErrInvalidRequest, ErrJsonRpcRequestUnmarshal, type SvcError, toJsonRpcError } from 'svc/plugin/errors';
-import { AuthBlockSchema, type Authenticator, doorAuthenticator } from 'svc/plugins/auth';
-import { CORS_SERVICE, CorsBlockSchema } from 'svc/plugins/cors';
-import { broadcastToWorkers, onWorkerBroadcast, readRequestBody } from 'svc/util';
+import { definePlugin, type Plugin, type PluginHost, Strict, Type } from 'svc-proxy/plugin';
+import {
+  asSvcError,
+  ConfigError,
+  ErrAuthUnauthorized,
+  ErrInvalidRequest,
+  ErrJsonRpcRequestUnmarshal,
+  type SvcError,
+  toJsonRpcError,
+} from 'svc-proxy/plugin/errors';
+import { AuthBlockSchema, type Authenticator, doorAuthenticator } from 'svc-proxy/plugins/auth';
+import { CORS_SERVICE, CorsBlockSchema } from 'svc-proxy/plugins/cors';
+import { broadcastToWorkers, onWorkerBroadcast, readRequestBody } from 'svc-proxy/util';
 import { adminMethods, replayNeeded, unsupported } from './methods.ts';
 import { hostAllowed, hostRefusal, type HostGuardSettings } from './host-guard.ts';
 import { adminUi, AdminUiSchema, type AdminUiSettings } from './ui/index.ts';

@@ -4,11 +4,11 @@
  * their database, cordons in the health tracker; `svc_reloadConfig` re-reads the config file,
  * as SIGHUP does.
  */
-import type { PluginHost, Project } from 'svc/plugin';
-import { ConfigError, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, SvcError } from 'svc/plugin/errors';
-import { type ApiKeyManager, AUTH_SERVICE } from 'svc/plugins/auth';
-import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
-import { redactText } from 'svc/util';
+import type { PluginHost, Project } from 'svc-proxy/plugin';
+import { ConfigError, ErrEndpointUnsupported, ErrInvalidRequest, ErrProjectNotFound, SvcError } from 'svc-proxy/plugin/errors';
+import { type ApiKeyManager, AUTH_SERVICE } from 'svc-proxy/plugins/auth';
+import { SELECTION_API_SERVICE } from 'svc-proxy/plugins/selection';
+import { redactText } from 'svc-proxy/util';
 import { latencyMsOf } from './health-view.ts';
 import { redactConfig } from './redact.ts';
 

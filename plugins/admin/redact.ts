@@ -8,7 +8,7 @@
  *   a provider's, the tracing exporter's), whatever the header's name;
  * - the credentials, path and query of every URL (`https://host/v2/<KEY>` keeps only its origin).
  */
-import { redactTree, redactUrl } from 'svc/util';
+import { redactTree, redactUrl } from 'svc-proxy/util';
 
 export { redactUrl };
 

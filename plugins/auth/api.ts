@@ -1,10 +1,10 @@
 /**
- * `svc/plugins/auth`: what the auth plugin offers other plugins (spec §5): the auth service, its
+ * `svc-proxy/plugins/auth`: what the auth plugin offers other plugins (spec §5): the auth service, its
  * key, and the helpers a door other than a project (admin, healthcheck, an in-house route) uses to
  * run the same strategy code. Services meet by key name at run time, so the names are contract too.
  */
-import { serviceKey, Type, type HttpRequestInfo, type Identity, type ServiceKey, type ServiceRegistry } from 'svc/plugin';
-import { ConfigError } from 'svc/plugin/errors';
+import { serviceKey, Type, type HttpRequestInfo, type Identity, type ServiceKey, type ServiceRegistry } from 'svc-proxy/plugin';
+import { ConfigError } from 'svc-proxy/plugin/errors';
 import type { TObject } from '@sinclair/typebox';
 
 /** Where an `auth` block is configured: names config paths in errors, scopes API keys and metrics. */

@@ -3,8 +3,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { BlockList } from 'node:net';
-import type { HttpRequestInfo } from 'svc/plugin';
-import { inList } from 'svc/util';
+import type { HttpRequestInfo } from 'svc-proxy/plugin';
+import { inList } from 'svc-proxy/util';
 import type { Credentials } from './credentials.ts';
 
 /** What an accepting strategy says about the caller. */

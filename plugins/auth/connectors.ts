@@ -11,8 +11,8 @@
  */
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
-import type { Logger } from 'svc/plugin';
-import { closeRedisClient, openRedisClient, type RedisClient, StorageBreaker, type StorageBreakerSettings } from 'svc/util';
+import type { Logger } from 'svc-proxy/plugin';
+import { closeRedisClient, openRedisClient, type RedisClient, StorageBreaker, type StorageBreakerSettings } from 'svc-proxy/util';
 import { DEFAULT_LOOKUP_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, GuardedApiKeyStore, isStoreFailure } from './api-keys/guarded.ts';
 import { MemoryApiKeyStore, type ApiKeyStore } from './api-keys/store.ts';
 

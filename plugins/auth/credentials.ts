@@ -5,7 +5,7 @@
  * `message`/`signature`. Every value is bounded: an oversized one is treated as absent, so a
  * client cannot make a strategy hash or parse megabytes.
  */
-import type { HttpRequestInfo } from 'svc/plugin';
+import type { HttpRequestInfo } from 'svc-proxy/plugin';
 
 /** Longest secret or API key read, characters. */
 export const MAX_SECRET_CHARS = 1024;

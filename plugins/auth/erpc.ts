@@ -8,7 +8,7 @@
  *   against it: the same requests). Both set to different budgets is a problem.
  * - jwt `verificationJwksUrl` → `jwksUrl`; `rateLimitBudgetClaimName` → `rateLimitBudgetClaim`.
  */
-import { eachAuthBlock, isConfigObject, pathOf, renameKey, type ConfigDocument, type NormalizeReport } from 'svc/plugin';
+import { eachAuthBlock, isConfigObject, pathOf, renameKey, type ConfigDocument, type NormalizeReport } from 'svc-proxy/plugin';
 
 /** The auth plugin's `normalize` (see the module comment). */
 export function normalizeAuthShapes(doc: ConfigDocument, out: NormalizeReport): void {

@@ -1,6 +1,6 @@
 /**
  * auth plugin (spec §5, §2.3). Owns `projects[].auth` and provides the
- * `auth` service (`AUTH_SERVICE`, contract in `svc/plugin`) through which the admin and
+ * `auth` service (`AUTH_SERVICE`, contract in `svc-proxy/plugin`) through which the admin and
  * healthcheck plugins check and compile their own `auth` blocks, so every door runs the same
  * strategy schema and code. Taps `authenticate`, which core calls once per HTTP request before
  * directives and before the body is read.
@@ -12,10 +12,10 @@
  * in a log, a label or an error message.
  */
 import { Counter } from 'prom-client';
-import { type HttpRequestInfo, type Identity, definePlugin, type Plugin, type PluginHost, resolveConfigBlock, type ResolvedConfig } from 'svc/plugin';
-import { ConfigError, ErrAuthUnauthorized, StorageUnavailableError } from 'svc/plugin/errors';
+import { type HttpRequestInfo, type Identity, definePlugin, type Plugin, type PluginHost, resolveConfigBlock, type ResolvedConfig } from 'svc-proxy/plugin';
+import { ConfigError, ErrAuthUnauthorized, StorageUnavailableError } from 'svc-proxy/plugin/errors';
 import { AUTH_SERVICE, type Authenticator, type AuthScope, type AuthService } from './api.ts';
-import { addressList } from 'svc/util';
+import { addressList } from 'svc-proxy/util';
 import { ApiKeySpace } from './api-keys/space.ts';
 import { networkCheck, secretCheck, type Check } from './basic.ts';
 import { Connectors } from './connectors.ts';

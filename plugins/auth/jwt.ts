@@ -9,7 +9,7 @@ import type { JWTVerifyGetKey, JWK, importSPKI } from 'jose';
 
 /** A verification key as jose takes it. */
 type Key = Awaited<ReturnType<typeof importSPKI>> | Uint8Array;
-import { ConfigError } from 'svc/plugin/errors';
+import { ConfigError } from 'svc-proxy/plugin/errors';
 import type { Accepted, Check } from './basic.ts';
 
 /** The `jwt` block of a strategy, validated, durations in ms. */

@@ -5,8 +5,8 @@
  * against the same schema when the `auth` service compiles it (`AuthService.compile`), with the
  * paths and messages `svc validate` gives any config key.
  */
-import { Duration, type Static, Strict, Type } from 'svc/plugin';
-import { StorageBreakerSchema } from 'svc/util';
+import { Duration, type Static, Strict, Type } from 'svc-proxy/plugin';
+import { StorageBreakerSchema } from 'svc-proxy/util';
 
 /** Deadlines and circuit breaker of a remote key store (Redis, PostgreSQL). */
 const storeGuard = {

@@ -22,7 +22,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Pool } from 'pg';
-import { claimInPrimary, ClaimSet, type ClaimOutcome, type RedisClient, type StorageBreaker, svcWorker } from 'svc/util';
+import { claimInPrimary, ClaimSet, type ClaimOutcome, type RedisClient, type StorageBreaker, svcWorker } from 'svc-proxy/util';
 import { whenReady } from './api-keys/redis.ts';
 import type { ConnectorConfig } from './connectors.ts';
 

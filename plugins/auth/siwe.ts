@@ -21,7 +21,7 @@
  * Authentication runs once per HTTP request, so one message authenticates every call of one
  * request (a batch) and no other request.
  */
-import { ErrAuthUnauthorized } from 'svc/plugin/errors';
+import { ErrAuthUnauthorized } from 'svc-proxy/plugin/errors';
 import type { Accepted, Check } from './basic.ts';
 import type { ConnectorConfig } from './connectors.ts';
 import { NonceStoreFull, nonceId, type NonceStore } from './siwe-nonces.ts';

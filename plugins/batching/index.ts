@@ -7,7 +7,7 @@
  * `jsonRpc.batchMaxSize` and `jsonRpc.batchMaxWait` default to 0 (every call flushes at once);
  * the `configured` hook warns when batching is on with either at 0 (`svc validate` prints it).
  */
-import { definePlugin, type Plugin, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
+import { definePlugin, type Plugin, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc-proxy/plugin';
 import { BatchQueue, type QueuedCall } from './queue.ts';
 
 export { BatchQueue, type BatchQueueOptions, type QueuedCall } from './queue.ts';

@@ -3,9 +3,9 @@
  * until the queue holds `batchMaxSize` of them or `batchMaxWait` passed since the first, then go
  * as one JSON-RPC batch. Independent of HTTP: the plugin hands it a `send` function.
  */
-import type { RpcResult } from 'svc/plugin';
-import { ErrCancelled, ErrEndpointRequestTimeout, SvcError } from 'svc/plugin/errors';
-import { isDeadline } from 'svc/plugin/contracts';
+import type { RpcResult } from 'svc-proxy/plugin';
+import { ErrCancelled, ErrEndpointRequestTimeout, SvcError } from 'svc-proxy/plugin/errors';
+import { isDeadline } from 'svc-proxy/plugin/contracts';
 
 /** One call waiting in the queue. */
 export interface QueuedCall {

@@ -1,8 +1,8 @@
 /**
- * `svc/plugins/cache`: the record slots the cache plugin writes for each call (`X-SVC-Cache`,
+ * `svc-proxy/plugins/cache`: the record slots the cache plugin writes for each call (`X-SVC-Cache`,
  * `X-SVC-Cache-Attempts`, `-Retries`, `-Hedges`), read by the headers, select and tracing plugins.
  */
-import { Slot } from 'svc/plugin';
+import { Slot } from 'svc-proxy/plugin';
 
 /**
  * Record slot `cache.outcome`: `HIT` or `MISS` when the cache plugin looked the call up

@@ -21,7 +21,7 @@
  * operation has its deadline). eRPC's table itself is not readable by @keyv/dynamo (another key
  * schema): point `table` at a new table, which @keyv/dynamo creates.
  */
-import { isConfigObject, pathOf, type ConfigObject, type NormalizeReport } from 'svc/plugin';
+import { isConfigObject, pathOf, type ConfigObject, type NormalizeReport } from 'svc-proxy/plugin';
 
 /** The table svc's DynamoDB cache uses when eRPC's config names none. */
 export const DEFAULT_DYNAMO_TABLE = 'svc_json_rpc_cache';

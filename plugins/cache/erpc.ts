@@ -15,7 +15,16 @@
  * - `driver: dynamodb` → `driver: keyv` with `@keyv/dynamo` (`erpc-dynamo.ts`).
  */
 import { mapDynamoConnector } from './erpc-dynamo.ts';
-import { isConfigObject, normalizeRedisBlock, pathOf, renameKey, rewriteKey, type ConfigDocument, type ConfigObject, type NormalizeReport } from 'svc/plugin';
+import {
+  isConfigObject,
+  normalizeRedisBlock,
+  pathOf,
+  renameKey,
+  rewriteKey,
+  type ConfigDocument,
+  type ConfigObject,
+  type NormalizeReport,
+} from 'svc-proxy/plugin';
 
 const FINALITIES = ['finalized', 'unfinalized', 'realtime', 'unknown'] as const;
 

@@ -11,7 +11,7 @@
  * - A miss is an answer: never retried; it does not move an entry's breaker (eRPC ignores
  *   RecordNotFound); any other answer counts as a success.
  */
-import { type BreakerState, CountBreaker, hedge, sleep, type StorageBreaker } from 'svc/util';
+import { type BreakerState, CountBreaker, hedge, sleep, type StorageBreaker } from 'svc-proxy/util';
 
 /** Resolved eRPC circuit breaker of one failsafe entry (durations in ms). */
 export interface EntryBreakerSettings {

@@ -19,8 +19,8 @@
  * `consensus` is refused, as eRPC refuses it.
  * Run-time behaviour: `failsafe-run.ts`.
  */
-import { Duration, type Finality, Strict, Type } from 'svc/plugin';
-import { backoffDelay, compileGlobs, type GlobTest } from 'svc/util';
+import { Duration, type Finality, Strict, Type } from 'svc-proxy/plugin';
+import { backoffDelay, compileGlobs, type GlobTest } from 'svc-proxy/util';
 import { ENTRY_BREAKER_DEFAULTS, EntryBreaker, type EntryBreakerSettings, type OpPlan } from './failsafe-run.ts';
 
 export type { OpPlan } from './failsafe-run.ts';

@@ -1,7 +1,7 @@
 /**
  * cache plugin (spec §2.8 #3, §4.5): JSON-RPC answers kept in a
  * memory, Redis or PostgreSQL tier, so most reads never reach an upstream and a fleet of
- * replicas shares one cache. Written against the public plugin API only (`svc/plugin`).
+ * replicas shares one cache. Written against the public plugin API only (`svc-proxy/plugin`).
  *
  * Taps `call` at `CallStage.CACHE`: inside multiplexing (identical in-flight calls read once),
  * outside tip enforcement and interpolation (a hit skips all upstream work; the key is the
@@ -35,11 +35,11 @@ import {
   type PluginHost,
   RpcResult,
   serviceKey,
-} from 'svc/plugin';
-import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
+} from 'svc-proxy/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc-proxy/plugins/directives';
 import { CACHE_ATTEMPTS, CACHE_OUTCOME } from './api.ts';
-import { callParamsHash, provenanceKey } from 'svc/plugins/multiplex';
-import { compileGlobs, DeferredCounter, type GlobTest } from 'svc/util';
+import { callParamsHash, provenanceKey } from 'svc-proxy/plugins/multiplex';
+import { compileGlobs, DeferredCounter, type GlobTest } from 'svc-proxy/util';
 import { MemoryConnector } from './connectors/memory.ts';
 import type { Connector } from './connectors/types.ts';
 import { callKey, neverCached, type CallKey } from './keys.ts';
@@ -64,7 +64,7 @@ export const SKIP_CACHE_READ = new Directive<string | undefined>({
   }),
 });
 import { readEntry, type SkipReason, writeEntry, WriteQueue, type Reader, type StoreSink } from './store.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 export { acceptable, readEntry, writeEntry } from './store.ts';
 export { answeredBlock, callKey, isEmptyJson, neverCached, type CallKey } from './keys.ts';

@@ -4,7 +4,16 @@
  * id), which methods are never cached, what counts as empty, and the block an answer names
  * (to re-classify a hash lookup, and to remember the hash an unfinalized entry rests on).
  */
-import { BLOCK_PARAM, type BlockRef, blockRefOf, FINALIZED_METHODS, highestNumberOf, parseBlockNumber, REALTIME_METHODS, STATEFUL_METHODS } from 'svc/util';
+import {
+  BLOCK_PARAM,
+  type BlockRef,
+  blockRefOf,
+  FINALIZED_METHODS,
+  highestNumberOf,
+  parseBlockNumber,
+  REALTIME_METHODS,
+  STATEFUL_METHODS,
+} from 'svc-proxy/util';
 
 /** Methods that write, sign, or hold node-side state: never cached, whatever the policy. */
 const NEVER_CACHED: ReadonlySet<string> = new Set([

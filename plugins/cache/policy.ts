@@ -4,8 +4,8 @@
  * call only by realtime ones, an unknown call by any. Writes go only to policies of exactly the
  * call's finality, and respect the empty rule and the size bounds.
  */
-import type { Finality } from 'svc/plugin';
-import { compileGlobs, type GlobTest } from 'svc/util';
+import type { Finality } from 'svc-proxy/plugin';
+import { compileGlobs, type GlobTest } from 'svc-proxy/util';
 import type { PolicyConfig } from './schema.ts';
 
 /** Longest text a params matcher is tested against, characters (keeps matching linear and bounded). */

@@ -6,9 +6,9 @@
 import type { KeyvAdapterConfig } from './connectors/adapter.ts';
 import type { ConnectorDriver } from './connectors/types.ts';
 import { type CacheFailsafeEntry, FailsafeEntrySchema, type RawFailsafeEntry, resolveFailsafe } from './failsafe.ts';
-import { Duration, type Finality, type ResolvedConfig, Size, Strict, type TProperties, Type } from 'svc/plugin';
-import { ConfigError } from 'svc/plugin/errors';
-import { StorageBreakerSchema, type StorageBreakerSettings } from 'svc/util';
+import { Duration, type Finality, type ResolvedConfig, Size, Strict, type TProperties, Type } from 'svc-proxy/plugin';
+import { ConfigError } from 'svc-proxy/plugin/errors';
+import { StorageBreakerSchema, type StorageBreakerSettings } from 'svc-proxy/util';
 
 /** Id of the zero-config memory connector. */
 export const DEFAULT_CONNECTOR_ID = 'memory-cache';

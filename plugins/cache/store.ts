@@ -4,9 +4,9 @@
  * into a miss (a realtime entry behind the head, an unfinalized entry on a reorged block), and
  * the write after the answer, with finality re-classified from the answer.
  */
-import { type CallContext, FINALITY, type Finality, type RpcResult } from 'svc/plugin';
-import type { NetworkChainState } from 'svc/plugins/evm-state';
-import { parseBlockNumber } from 'svc/util';
+import { type CallContext, FINALITY, type Finality, type RpcResult } from 'svc-proxy/plugin';
+import type { NetworkChainState } from 'svc-proxy/plugins/evm-state';
+import { parseBlockNumber } from 'svc-proxy/util';
 import type { CacheEntry, Connector } from './connectors/types.ts';
 import { answeredBlock, isEmptyJson, type CallKey } from './keys.ts';
 import type { Policy } from './policy.ts';

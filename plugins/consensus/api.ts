@@ -1,8 +1,8 @@
 /**
- * `svc/plugins/consensus`: the record slots the consensus plugin writes for each call
+ * `svc-proxy/plugins/consensus`: the record slots the consensus plugin writes for each call
  * (`X-SVC-Consensus-Slots`, `-Disputes`, `-Low-Participants`), read by the headers plugin.
  */
-import { Slot } from 'svc/plugin';
+import { Slot } from 'svc-proxy/plugin';
 
 /** Record slot `consensus.slots`: upstreams that took part in the call's consensus rounds (`X-SVC-Consensus-Slots`). */
 export const CONSENSUS_SLOTS = new Slot<number>('consensus.slots', 0);

@@ -4,8 +4,8 @@
  * dispute and low-participants behaviours. Pure functions over the votes, so every rule has a
  * unit test without a network.
  */
-import type { RpcResult } from 'svc/plugin';
-import { ErrConsensusDispute, ErrConsensusLowParticipants, type SvcError } from 'svc/plugin/errors';
+import type { RpcResult } from 'svc-proxy/plugin';
+import { ErrConsensusDispute, ErrConsensusLowParticipants, type SvcError } from 'svc-proxy/plugin/errors';
 import type { ConsensusBehavior, ConsensusConfig } from './schema.ts';
 
 /** One upstream's contribution to a round: an answer, or an error that is a fact about the chain. */

@@ -29,17 +29,17 @@ import {
   type PluginHost,
   type RpcResult,
   type Upstream,
-} from 'svc/plugin';
-import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
-import { markProvenance } from 'svc/plugins/multiplex';
-import { compileIgnorePaths, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, WRITE_METHODS } from 'svc/util';
+} from 'svc-proxy/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc-proxy/plugins/directives';
+import { markProvenance } from 'svc-proxy/plugins/multiplex';
+import { compileIgnorePaths, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, WRITE_METHODS } from 'svc-proxy/util';
 import { CONSENSUS_DISPUTES as DISPUTES, CONSENSUS_LOW_PARTICIPANTS as LOW_PARTICIPANTS, CONSENSUS_SLOTS as SLOTS } from './api.ts';
-import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';
+import { FAILSAFE_ENTRY } from 'svc-proxy/plugins/failsafe';
 import { decide, type Decision } from './decide.ts';
 import { Punisher, REAL_CLOCK, type PunishClock } from './punish.ts';
 import { broadcast, runSlots } from './round.ts';
 import { type ConsensusConfig, consensusSchemaFragment } from './schema.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 export { decide, groupVotes, isSettled, summarize, type Decision, type Group, type RoundOutcome, type Vote } from './decide.ts';
 export { MISBEHAVING_REASON, Punisher, type PunishClock } from './punish.ts';

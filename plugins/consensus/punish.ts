@@ -4,7 +4,7 @@
  * `misbehaving in consensus` through the project's health tracker (so `svc_upstream_cordoned`
  * and `svc_listCordoned` show it), and uncordoned after `sitOutPenalty`.
  */
-import type { HealthTracker } from 'svc/plugin/contracts';
+import type { HealthTracker } from 'svc-proxy/plugin/contracts';
 
 /** The cordon reason of a punished upstream (as eRPC does). */
 export const MISBEHAVING_REASON = 'misbehaving in consensus';

@@ -4,9 +4,9 @@
  * stops once the outcome cannot change ({@link isSettled}), after a bounded wait for larger
  * answers with `preferLargerResponses`, or when every slot ended.
  */
-import { type AttemptHandler, type CallContext, type Leg, type RpcResult, type Upstream, UpstreamCursor } from 'svc/plugin';
-import { ErrUpstreamsExhausted, isPassThrough, type SvcError } from 'svc/plugin/errors';
-import { canonicalHash, type IgnorePaths, isEmptyResult } from 'svc/util';
+import { type AttemptHandler, type CallContext, type Leg, type RpcResult, type Upstream, UpstreamCursor } from 'svc-proxy/plugin';
+import { ErrUpstreamsExhausted, isPassThrough, type SvcError } from 'svc-proxy/plugin/errors';
+import { canonicalHash, type IgnorePaths, isEmptyResult } from 'svc-proxy/util';
 import { isSettled, type Vote } from './decide.ts';
 import type { ConsensusConfig } from './schema.ts';
 

@@ -6,7 +6,7 @@
  * `projects[0].networks[0].failsafe[0].consensus.agreementThreshold`), fills its defaults and
  * documents it, and neither plugin imports the other.
  */
-import { Duration, type SchemaFragment, Strict, Type } from 'svc/plugin';
+import { Duration, type SchemaFragment, Strict, Type } from 'svc-proxy/plugin';
 
 /** The failsafe plugin's network entry (by its extension point name; see `SchemaFragment.extend`). */
 export const FAILSAFE_ENTRY_POINT = 'projects[].networks[].failsafe[]';

@@ -1,9 +1,9 @@
 /**
- * `svc/plugins/cors`: what the cors plugin offers other plugins (spec §2.5): the CORS of a door
+ * `svc-proxy/plugins/cors`: what the cors plugin offers other plugins (spec §2.5): the CORS of a door
  * other than a project (the admin endpoint, an in-house route), and the project origin check the
  * WebSocket endpoint applies to upgrades.
  */
-import { serviceKey, Type, type ServiceKey } from 'svc/plugin';
+import { serviceKey, Type, type ServiceKey } from 'svc-proxy/plugin';
 import type { TObject } from '@sinclair/typebox';
 import type { Middleware } from 'koa';
 

@@ -7,9 +7,9 @@
  */
 import koaCors from '@koa/cors';
 import type Koa from 'koa';
-import { type Static, Strict, Type } from 'svc/plugin';
+import { type Static, Strict, Type } from 'svc-proxy/plugin';
 import type { CorsSettings } from './api.ts';
-import { compileGlobs } from 'svc/util';
+import { compileGlobs } from 'svc-proxy/util';
 
 /** `cors` block of `admin` or a project (spec §2.5). */
 export const CorsSchema = Strict({

@@ -9,14 +9,14 @@
  * get no CORS headers. Routes are mounted only when some project has `cors`, so a svc without it
  * pays nothing per request.
  *
- * Provides the `cors` service (`CORS_SERVICE`, contract in `svc/plugin`): the CORS of another
+ * Provides the `cors` service (`CORS_SERVICE`, contract in `svc-proxy/plugin`): the CORS of another
  * door (the admin endpoint), its block checked against the same schema with the admin defaults,
  * and a project's allowed origins for doors that are not HTTP routes (the WebSocket upgrade).
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { definePlugin, type Plugin, type PluginHost, resolveConfigBlock } from 'svc/plugin';
-import { ConfigError } from 'svc/plugin/errors';
+import { definePlugin, type Plugin, type PluginHost, resolveConfigBlock } from 'svc-proxy/plugin';
+import { ConfigError } from 'svc-proxy/plugin/errors';
 import { CORS_SERVICE, type CorsSettings } from './api.ts';
 import { ADMIN_CORS_DEFAULTS, type CorsInput, corsMiddleware, corsProblem, CorsSchema, corsSettings, originMatcher } from './cors.ts';
 

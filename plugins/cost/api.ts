@@ -1,8 +1,8 @@
 /**
- * `svc/plugins/cost`: what pricing plugins use to register a vendor's price table with the cost
+ * `svc-proxy/plugins/cost`: what pricing plugins use to register a vendor's price table with the cost
  * plugin (credits per request, `X-SVC-Credits`).
  */
-import { serviceKey, type ServiceKey } from 'svc/plugin';
+import { serviceKey, type ServiceKey } from 'svc-proxy/plugin';
 
 /**
  * A vendor's price table: the units of one request to that vendor for a method, or undefined

@@ -29,12 +29,12 @@ import {
   type SchemaFragment,
   settingsOf,
   Type,
-} from 'svc/plugin';
+} from 'svc-proxy/plugin';
 import { COST_SERVICE, type PriceTable } from './api.ts';
-import { PROVIDER_ORIGIN } from 'svc/plugins/providers';
-import { compileGlobs } from 'svc/util';
+import { PROVIDER_ORIGIN } from 'svc-proxy/plugins/providers';
+import { compileGlobs } from 'svc-proxy/util';
 
-// The service's key and types are the contract in svc/plugin; re-exported for svc/presets' older import path.
+// The service's key and types are the contract in svc-proxy/plugin; re-exported for svc-proxy/presets' older import path.
 export { COST_SERVICE, type CostService, type PriceTable } from './api.ts';
 
 /** What a table's version may hold: it is sent in a header and comma-joined with others. */

@@ -1,5 +1,5 @@
 /**
- * `svc/plugins/directives`: typed directives (spec §2.8), the contract between the directives plugin, which resolves each
+ * `svc-proxy/plugins/directives`: typed directives (spec §2.8), the contract between the directives plugin, which resolves each
  * call's directives (config defaults, then the request's headers and query, filtered by
  * `allowClientDirectives`), and the plugins that honour them. The core names no directive: each
  * plugin declares the ones it honours with a {@link Directive} (its header, query parameter,
@@ -8,7 +8,7 @@
  * the call's resolved `ctx.directives` (no parsing per call: the request is parsed once per HTTP
  * request by the directives plugin).
  */
-import { serviceKey, Type, type Directives, type PluginHost, type ServiceKey, type TProperties, type TSchema } from 'svc/plugin';
+import { serviceKey, Type, type Directives, type PluginHost, type ServiceKey, type TProperties, type TSchema } from 'svc-proxy/plugin';
 
 /**
  * How a directive's request value is read: `bool` (only `true`, any case, whitespace stripped, is

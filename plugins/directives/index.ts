@@ -6,15 +6,15 @@
  * batch may span networks; the HTTP part is parsed once per HTTP request.
  *
  * It knows no directive of its own: every directive is declared by the plugin that honours it
- * (a `Directive` from svc/plugin, registered through the `directives` service this plugin
+ * (a `Directive` from svc-proxy/plugin, registered through the `directives` service this plugin
  * provides), e.g. `retry-empty` by evm-retries, `use-upstream` by select, `force-trace` by
  * tracing. A declared directive is read like any other: header, then query (query wins).
  */
-import { type CallContext, type Directives, DirectiveStage, type HttpRequestInfo, definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
+import { type CallContext, type Directives, DirectiveStage, type HttpRequestInfo, definePlugin, type Plugin, type PluginHost } from 'svc-proxy/plugin';
 import type { DirectiveDeclaration } from './api.ts';
-import { PluginContractError } from 'svc/plugin/errors';
+import { PluginContractError } from 'svc-proxy/plugin/errors';
 import { DIRECTIVES_SERVICE } from './api.ts';
-import { MatcherCache } from 'svc/util';
+import { MatcherCache } from 'svc-proxy/util';
 
 /** One declared directive, as this plugin parses it (a {@link DirectiveDeclaration}, header lower-cased). */
 export interface DirectiveSpec {
@@ -139,7 +139,7 @@ export function declareDirective(specs: DirectiveSpec[], d: DirectiveDeclaration
     );
 }
 
-// The service's key and types are the contract in svc/plugin (plugins declaring directives import them there).
+// The service's key and types are the contract in svc-proxy/plugin (plugins declaring directives import them there).
 export type { DirectiveDeclaration } from './api.ts';
 export { DIRECTIVES_SERVICE, type DirectivesService } from './api.ts';
 

@@ -12,11 +12,11 @@
  * from one upstream's impossible answer. When every upstream answers so, the call fails with the
  * sweep's exhausted error naming these causes rather than serving an answer known to be wrong.
  */
-import { type CallContext, definePlugin, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
-import { ErrEndpointContentValidation, ErrEndpointMissingData } from 'svc/plugin/errors';
-import type { NetworkChainState } from 'svc/plugins/evm-state';
-import { blockRefOf } from 'svc/util';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { type CallContext, definePlugin, type Plugin, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc-proxy/plugin';
+import { ErrEndpointContentValidation, ErrEndpointMissingData } from 'svc-proxy/plugin/errors';
+import type { NetworkChainState } from 'svc-proxy/plugins/evm-state';
+import { blockRefOf } from 'svc-proxy/util';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 /**
  * State reads that never answer `null` at a block the network has (spec §7): a missing account

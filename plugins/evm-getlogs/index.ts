@@ -13,8 +13,8 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Counter } from 'prom-client';
-import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult } from 'svc/plugin';
-import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
+import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost, type RpcResult } from 'svc-proxy/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc-proxy/plugins/directives';
 import {
   autoSplitThresholdOf,
   checkGetLogsLimits,
@@ -41,7 +41,7 @@ export {
   type GetLogsSettings,
   type LogsFilter,
 } from './limits.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 export {
   chunkJob,
   isRequestTooLarge,

@@ -5,9 +5,14 @@
  * a limit with its `ErrGetLogsExceeded*` error (-32012, HTTP 200) before anything is forwarded.
  * Pure; no hooks here. `index.ts` taps it into the `call` hook at `CallStage.GETLOGS`.
  */
-import type { Network, Upstream } from 'svc/plugin';
-import { ErrGetLogsExceededMaxAllowedAddresses, ErrGetLogsExceededMaxAllowedRange, ErrGetLogsExceededMaxAllowedTopics, type SvcError } from 'svc/plugin/errors';
-import { parseBlockNumber, toHex } from 'svc/util';
+import type { Network, Upstream } from 'svc-proxy/plugin';
+import {
+  ErrGetLogsExceededMaxAllowedAddresses,
+  ErrGetLogsExceededMaxAllowedRange,
+  ErrGetLogsExceededMaxAllowedTopics,
+  type SvcError,
+} from 'svc-proxy/plugin/errors';
+import { parseBlockNumber, toHex } from 'svc-proxy/util';
 
 // ---------------------------------------------------------------------------------------
 // Settings

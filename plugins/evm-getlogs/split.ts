@@ -7,9 +7,9 @@
  */
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
-import { type CallContext, type CallHandler, RpcResult } from 'svc/plugin';
-import { ErrCancelled, ErrEndpointRequestTooLarge, ErrUpstreamMalformedResponse, ErrUpstreamsExhausted } from 'svc/plugin/errors';
-import { linkedController, parseBlockNumber, toHex } from 'svc/util';
+import { type CallContext, type CallHandler, RpcResult } from 'svc-proxy/plugin';
+import { ErrCancelled, ErrEndpointRequestTooLarge, ErrUpstreamMalformedResponse, ErrUpstreamsExhausted } from 'svc-proxy/plugin/errors';
+import { linkedController, parseBlockNumber, toHex } from 'svc-proxy/util';
 import type { LogsFilter } from './limits.ts';
 
 // ---------------------------------------------------------------------------------------

@@ -7,11 +7,11 @@
  * (sweep, hedge, retry, consensus) answers about the same block. Directive `skip-interpolation`
  * turns it off per call.
  */
-import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
-import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
-import type { NetworkChainState } from 'svc/plugins/evm-state';
-import { BLOCK_PARAM, toHex } from 'svc/util';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost } from 'svc-proxy/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc-proxy/plugins/directives';
+import type { NetworkChainState } from 'svc-proxy/plugins/evm-state';
+import { BLOCK_PARAM, toHex } from 'svc-proxy/util';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 /** The network's known heads an interpolation substitutes; 0 means unknown (never substituted). */
 export interface KnownHeads {

@@ -19,8 +19,8 @@ import {
   RpcResult,
   SelectStage,
   type Upstream,
-} from 'svc/plugin';
-import { declareDirectives, Directive } from 'svc/plugins/directives';
+} from 'svc-proxy/plugin';
+import { declareDirectives, Directive } from 'svc-proxy/plugins/directives';
 import {
   ErrEndpointExecutionException,
   ErrEndpointNonceException,
@@ -28,9 +28,9 @@ import {
   ErrNotImplemented,
   ErrUpstreamsExhausted,
   SvcError,
-} from 'svc/plugin/errors';
-import { STATEFUL_METHODS, toHex } from 'svc/util';
-export { STATEFUL_METHODS } from 'svc/util';
+} from 'svc-proxy/plugin/errors';
+import { STATEFUL_METHODS, toHex } from 'svc-proxy/util';
+export { STATEFUL_METHODS } from 'svc-proxy/util';
 
 /**
  * Directive `skip-cache-read` (spec §2.8 #3), declared as the cache plugin declares it (which owns

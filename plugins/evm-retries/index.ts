@@ -20,12 +20,12 @@ import {
   type RpcResult,
   type Upstream,
   ValidateStage,
-} from 'svc/plugin';
-import { networkChainState, type NetworkChainState } from 'svc/plugins/evm-state';
-import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
-import { ErrEndpointMissingData, SvcError } from 'svc/plugin/errors';
-import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';
-import { blockRefOf } from 'svc/util';
+} from 'svc-proxy/plugin';
+import { networkChainState, type NetworkChainState } from 'svc-proxy/plugins/evm-state';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc-proxy/plugins/directives';
+import { ErrEndpointMissingData, SvcError } from 'svc-proxy/plugin/errors';
+import { FAILSAFE_ENTRY } from 'svc-proxy/plugins/failsafe';
+import { blockRefOf } from 'svc-proxy/util';
 import { Counter } from 'prom-client';
 
 /** Directive `retry-empty` (spec §2.8 #1): retry null/empty answers on another upstream. */

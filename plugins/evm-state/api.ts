@@ -1,12 +1,12 @@
 /**
- * `svc/plugins/evm-state`: what the evm-state plugin offers other plugins: the chain state of
+ * `svc-proxy/plugins/evm-state`: what the evm-state plugin offers other plugins: the chain state of
  * each network (heads, finality, block time, what each upstream last reported), which upstreams
  * it polls, and each upstream's syncing flag. Plugins read chain state with
  * {@link networkChainState}, which is the evm-state plugin's view, or {@link NO_CHAIN_STATE}
  * (nothing known: no head, no block time) in a preset without that plugin. Read-only: only the
  * evm-state plugin writes chain state.
  */
-import { serviceKey, Slot, type Network, type PluginHost, type ServiceKey, type Upstream } from 'svc/plugin';
+import { serviceKey, Slot, type Network, type PluginHost, type ServiceKey, type Upstream } from 'svc-proxy/plugin';
 
 /**
  * Key of the upstreams a state poller runs for (the evm-state plugin; an upstream with

@@ -6,8 +6,8 @@
  * reads, see `filterByAvailability`); `call` at FUTURE_BLOCK (the far-future `null`,
  * outside tip enforcement).
  */
-import { type CallContext, type CallHandler, CallStage, type Network, type PluginHost, RpcResult, SelectStage, type Upstream } from 'svc/plugin';
-import { blockRefOf, highestNumberOf } from 'svc/util';
+import { type CallContext, type CallHandler, CallStage, type Network, type PluginHost, RpcResult, SelectStage, type Upstream } from 'svc-proxy/plugin';
+import { blockRefOf, highestNumberOf } from 'svc-proxy/util';
 import { chainStateOf } from './chain.ts';
 import { networkEvmSettings, type NetworkEvmSettings } from './schema.ts';
 import { blockNumberParamOf, filterByAvailability } from './tip.ts';

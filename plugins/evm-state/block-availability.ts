@@ -20,10 +20,10 @@
  */
 import { Kind, Type, TypeRegistry } from '@sinclair/typebox';
 import { Counter } from 'prom-client';
-import { type CallContext, Duration, type PluginHost, type ResolvedConfig, SelectStage, Strict, type Upstream } from 'svc/plugin';
-import { ConfigError, type ConfigProblem, ErrEndpointMissingData, ErrUpstreamsExhausted } from 'svc/plugin/errors';
+import { type CallContext, Duration, type PluginHost, type ResolvedConfig, SelectStage, Strict, type Upstream } from 'svc-proxy/plugin';
+import { ConfigError, type ConfigProblem, ErrEndpointMissingData, ErrUpstreamsExhausted } from 'svc-proxy/plugin/errors';
 import type { UpstreamChainState } from './api.ts';
-import { blockRefOf, type BlockRef } from 'svc/util';
+import { blockRefOf, type BlockRef } from 'svc-proxy/util';
 import { chainStateOf } from './chain.ts';
 
 /** How an upstream's earliest block is probed (eRPC's probe kinds). */

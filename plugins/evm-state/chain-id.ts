@@ -8,9 +8,9 @@
  * `validate` tap in tip.ts), so nothing it says after the detection is served or cached.
  */
 import { Counter } from 'prom-client';
-import type { Network, PluginHost, Upstream } from 'svc/plugin';
-import { ErrEndpointMissingData } from 'svc/plugin/errors';
-import { leaveNetworks } from 'svc/plugin/contracts';
+import type { Network, PluginHost, Upstream } from 'svc-proxy/plugin';
+import { ErrEndpointMissingData } from 'svc-proxy/plugin/errors';
+import { leaveNetworks } from 'svc-proxy/plugin/contracts';
 
 /**
  * An answer from an upstream taken out of service because its chain id changed (or any other

@@ -4,12 +4,12 @@
  * latest/finalized block over its currently serving upstreams, plus a block-time estimate.
  * Written by this plugin's state pollers and by responses that reveal a newer head; read, through
  * the chain state service this plugin provides (`networkChainState(host, network)`, typed by the
- * read-only `NetworkChainState` of svc/plugin), by interpolation, tip enforcement, block
+ * read-only `NetworkChainState` of svc-proxy/plugin), by interpolation, tip enforcement, block
  * availability, finality classification, the cache, consensus, select and the healthcheck.
  */
-import type { Network, Upstream } from 'svc/plugin';
+import type { Network, Upstream } from 'svc-proxy/plugin';
 import type { HeadVerdict, NetworkChainState as NetworkChainStateView, UpstreamChainState as UpstreamChainStateView } from './api.ts';
-import { SHADOW_UPSTREAM } from 'svc/plugins/shadow';
+import { SHADOW_UPSTREAM } from 'svc-proxy/plugins/shadow';
 import { judgeHeadFacts, SOLE_REPORTER_GRACE_MS, witnessesOf } from './plausibility.ts';
 import { networkChainState } from './api.ts';
 

@@ -13,9 +13,9 @@
  * (0 + N) until a search completes.
  */
 import { Gauge } from 'prom-client';
-import type { Network, PluginHost, Upstream } from 'svc/plugin';
-import { ErrEndpointUnsupported, isPassThrough, SvcError } from 'svc/plugin/errors';
-import { toHex } from 'svc/util';
+import type { Network, PluginHost, Upstream } from 'svc-proxy/plugin';
+import { ErrEndpointUnsupported, isPassThrough, SvcError } from 'svc-proxy/plugin/errors';
+import { toHex } from 'svc-proxy/util';
 import { availabilitySpecOf, type EarliestOf, type Probe } from './block-availability.ts';
 import { chainStateOf } from './chain.ts';
 import { pollerSettingsOf } from './schema.ts';

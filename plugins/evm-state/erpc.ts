@@ -13,7 +13,7 @@
  *   defaults merge key by key, so the sides and bound kinds the upstream leaves out are written
  *   as `null` (unset) and nothing of the default's window mixes into its own.
  */
-import { eachProject, isConfigObject, pathOf, rewriteKey, type ConfigDocument, type ConfigObject, type NormalizeReport } from 'svc/plugin';
+import { eachProject, isConfigObject, pathOf, rewriteKey, type ConfigDocument, type ConfigObject, type NormalizeReport } from 'svc-proxy/plugin';
 
 /** Blocks of eRPC's `nodeType: full` window. */
 export const FULL_NODE_RECENT_BLOCKS = 128;

@@ -5,8 +5,8 @@
  * Taps: `directives` at RESOLVE − 50, before the failsafe plugin matches its entries on
  * `matchFinality` (FAILSAFE_DEFAULTS).
  */
-import { type CallContext, type Directives, DirectiveStage, FINALITY, type PluginHost } from 'svc/plugin';
-import { BLOCK_PARAM, classifyFinality } from 'svc/util';
+import { type CallContext, type Directives, DirectiveStage, FINALITY, type PluginHost } from 'svc-proxy/plugin';
+import { BLOCK_PARAM, classifyFinality } from 'svc-proxy/util';
 import type { NetworkChainState } from './api.ts';
 import { chainStateOf } from './chain.ts';
 

@@ -20,8 +20,8 @@
  * (configured bounds), `earliest.ts` (earliest-block search), `erpc.ts` (eRPC's legacy window
  * keys at load time); this file wires them.
  */
-import { definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
-import { declareDirectives } from 'svc/plugins/directives';
+import { definePlugin, type Plugin, type PluginHost } from 'svc-proxy/plugin';
+import { declareDirectives } from 'svc-proxy/plugins/directives';
 import { CHAIN_STATE_SERVICE, STATE_POLLERS_SERVICE } from './api.ts';
 import { chainStateOf } from './chain.ts';
 import { tapBlockAvailability, tapFarFutureBlocks } from './availability.ts';

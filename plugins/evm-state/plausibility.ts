@@ -4,7 +4,7 @@
  * Pure: the chain state gathers the facts ({@link HeadFacts}) and every entry point of heads (state
  * polls, answers, shared state, the WebSocket follower through `judgeHead`) asks this function.
  */
-import type { Upstream } from 'svc/plugin';
+import type { Upstream } from 'svc-proxy/plugin';
 import type { HeadVerdict } from './api.ts';
 
 /**

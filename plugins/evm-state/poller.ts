@@ -6,11 +6,11 @@
  * in metrics through `attemptDone`), and writes what it learns into the network's chain state
  * (its state.ts). A poll failure never throws out of the timer.
  */
-import { FINALITY, type Network, type PluginHost, type RpcResult, type Upstream } from 'svc/plugin';
-import { tryUpstream } from 'svc/plugin/contracts';
+import { FINALITY, type Network, type PluginHost, type RpcResult, type Upstream } from 'svc-proxy/plugin';
+import { tryUpstream } from 'svc-proxy/plugin/contracts';
 import type { HeadVerdict } from './api.ts';
 import { SYNCING } from './api.ts';
-import { classifyFinality, excerptOf, toHex } from 'svc/util';
+import { classifyFinality, excerptOf, toHex } from 'svc-proxy/util';
 import { chainStateOf } from './chain.ts';
 import { knownFinalized } from './finality.ts';
 import { LINK_COOLDOWN_MS, LINK_HEADER_TIMEOUT_MS, type LinkHeader, linksToKnown } from './link.ts';

@@ -5,8 +5,8 @@
  * for one network or one upstream's poller. No hooks here.
  */
 import { Type } from '@sinclair/typebox';
-import { Duration, type Network, type SchemaFragment, type Upstream } from 'svc/plugin';
-import { Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
+import { Duration, type Network, type SchemaFragment, type Upstream } from 'svc-proxy/plugin';
+import { Directive, directiveDefaultsSchema } from 'svc-proxy/plugins/directives';
 import { blockAvailabilitySchema } from './block-availability.ts';
 import { normalizeBlockAvailability } from './erpc.ts';
 import type { PollerSettings } from './poller.ts';

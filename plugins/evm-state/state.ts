@@ -8,10 +8,10 @@
  * {@link HeadTracker}.
  */
 import { Counter, Gauge } from 'prom-client';
-import type { Network, PluginHost, Upstream } from 'svc/plugin';
+import type { Network, PluginHost, Upstream } from 'svc-proxy/plugin';
 import type { HeadVerdict } from './api.ts';
-import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
-import { SHADOW_UPSTREAM } from 'svc/plugins/shadow';
+import { SELECTION_API_SERVICE } from 'svc-proxy/plugins/selection';
+import { SHADOW_UPSTREAM } from 'svc-proxy/plugins/shadow';
 import { STATE_POLLERS_SERVICE, SYNCING } from './api.ts';
 import { chainStateOf, type NetworkChainState } from './chain.ts';
 import { chainIdCheck } from './chain-id.ts';
@@ -19,7 +19,7 @@ import { UpstreamPoller } from './poller.ts';
 import { pollerSettingsOf } from './schema.ts';
 import { knownLatestOf } from './tip.ts';
 
-/** Key of this plugin's pollers (the contract in svc/plugin: the healthcheck reads which upstreams have one). */
+/** Key of this plugin's pollers (the contract in svc-proxy/plugin: the healthcheck reads which upstreams have one). */
 export const POLLERS_SERVICE = STATE_POLLERS_SERVICE;
 
 /**

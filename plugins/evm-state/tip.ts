@@ -8,9 +8,18 @@
  * head). Publishes `svc_upstream_stale_block_total`.
  */
 import { Counter } from 'prom-client';
-import { type AttemptRecord, type CallContext, type CallHandler, CallStage, type PluginHost, type RpcResult, type Upstream, ValidateStage } from 'svc/plugin';
-import { ErrEndpointMissingData, type SvcError } from 'svc/plugin/errors';
-import { parseBlockNumber, refOf, toHex } from 'svc/util';
+import {
+  type AttemptRecord,
+  type CallContext,
+  type CallHandler,
+  CallStage,
+  type PluginHost,
+  type RpcResult,
+  type Upstream,
+  ValidateStage,
+} from 'svc-proxy/plugin';
+import { ErrEndpointMissingData, type SvcError } from 'svc-proxy/plugin/errors';
+import { parseBlockNumber, refOf, toHex } from 'svc-proxy/util';
 import { chainStateOf, type NetworkChainState, type UpstreamChainState } from './chain.ts';
 import { chainChanged, ErrUpstreamChainChanged } from './chain-id.ts';
 import { ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS } from './schema.ts';

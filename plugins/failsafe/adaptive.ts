@@ -16,7 +16,7 @@
  * the window's sketches on every call; "no sample yet" is not remembered (it costs no merge), so
  * the first samples count at once. No hooks here.
  */
-import type { CallContext, Network } from 'svc/plugin';
+import type { CallContext, Network } from 'svc-proxy/plugin';
 import type { FailsafeEntry } from './schema.ts';
 
 /** A resolved adaptive duration, ms (0 = unset); eRPC's `AdaptiveDuration`. */

@@ -1,9 +1,9 @@
 /**
- * `svc/plugins/failsafe`: what the failsafe plugin offers other plugins: the network failsafe
+ * `svc-proxy/plugins/failsafe`: what the failsafe plugin offers other plugins: the network failsafe
  * entry matched for a call, its retry and hedge counters (the `X-SVC-*-Retries` / `-Hedges`
  * headers), and a read-only view of its upstream circuit breakers (the operator page).
  */
-import { serviceKey, Slot, type ServiceKey, type Upstream } from 'svc/plugin';
+import { serviceKey, Slot, type ServiceKey, type Upstream } from 'svc-proxy/plugin';
 
 /**
  * The network failsafe entry matched for a call, as other plugins read it (the failsafe plugin

@@ -13,9 +13,9 @@ import {
   ErrEndpointUnauthorized,
   ErrUpstreamMalformedResponse,
   type SvcError,
-} from 'svc/plugin/errors';
-import { isRequestFact } from 'svc/plugin/contracts';
-import { type BreakerState, CountBreaker } from 'svc/util';
+} from 'svc-proxy/plugin/errors';
+import { isRequestFact } from 'svc-proxy/plugin/contracts';
+import { type BreakerState, CountBreaker } from 'svc-proxy/util';
 import { ClientShare } from './client-share.ts';
 import type { FailsafeEntry } from './schema.ts';
 

@@ -4,8 +4,8 @@
  * `AdaptiveDuration.validate` applies to adaptive timeouts and hedges, and keys that have no
  * effect where they are written. No hooks here.
  */
-import type { ResolvedConfig } from 'svc/plugin';
-import { ConfigError } from 'svc/plugin/errors';
+import type { ResolvedConfig } from 'svc-proxy/plugin';
+import { ConfigError } from 'svc-proxy/plugin/errors';
 import type { FailsafeEntry } from './schema.ts';
 
 /** One problem, with its config path. */

@@ -23,7 +23,7 @@ import {
   type ConfigDocument,
   type ConfigObject,
   type NormalizeReport,
-} from 'svc/plugin';
+} from 'svc-proxy/plugin';
 import { flattenAdaptiveForms } from './adaptive-forms.ts';
 
 const FINALITIES = ['finalized', 'unfinalized', 'realtime', 'unknown'] as const;

@@ -1,14 +1,14 @@
 /**
  * The failsafe plugin's hedge: how the legs race (the delay
  * before each extra leg is computed by adaptive.ts), on svc's one hedge primitive (`hedge` of
- * svc/util). Legs share one pass over the selected upstreams (one cursor), a
+ * svc-proxy/util). Legs share one pass over the selected upstreams (one cursor), a
  * non-empty pending answer beats an empty one, and a deterministic error settles the call.
  * Never used for writes (`WRITE_METHODS`). No hooks here; `network.ts` taps it into the
  * `attempt` hook at `AttemptStage.HEDGE`.
  */
-import type { AttemptHandler, CallContext, Leg, RpcResult } from 'svc/plugin';
-import { asSvcError, ErrCancelled, ErrUpstreamsExhausted, type SvcError } from 'svc/plugin/errors';
-import { hedge } from 'svc/util';
+import type { AttemptHandler, CallContext, Leg, RpcResult } from 'svc-proxy/plugin';
+import { asSvcError, ErrCancelled, ErrUpstreamsExhausted, type SvcError } from 'svc-proxy/plugin/errors';
+import { hedge } from 'svc-proxy/util';
 
 /**
  * Runs a primary leg and up to `maxCount` hedge legs on the same cursor. The first usable

@@ -11,7 +11,7 @@
  * upstreams between legs, let a non-empty pending answer beat an empty one, and never hedge
  * writes; retries must start a new sweep; and the breaker must ignore rate limits, timeouts and
  * cancelled hedge legs. cockatiel's policies wrap opaque functions and cannot express those.
- * The mechanisms are svc's shared primitives (svc/util `CountBreaker`, `hedge`, `backoffDelay`,
+ * The mechanisms are svc's shared primitives (svc-proxy/util `CountBreaker`, `hedge`, `backoffDelay`,
  * `sleep`); the files here hold the rules.
  *
  * Files: `schema.ts` (config, defaults, entry matching), `checks.ts` (start-up checks),
@@ -20,7 +20,7 @@
  * `metrics.ts` (timeout metrics), `network.ts` (`directives` and `attempt` taps), `upstream.ts`
  * (`upstream` taps); this file wires them.
  */
-import { definePlugin, type Plugin, type PluginHost, type Upstream } from 'svc/plugin';
+import { definePlugin, type Plugin, type PluginHost, type Upstream } from 'svc-proxy/plugin';
 import { BREAKERS_SERVICE } from './api.ts';
 import { LatencyQuantiles } from './adaptive.ts';
 import type { CircuitBreaker } from './breaker.ts';

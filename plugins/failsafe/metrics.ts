@@ -5,7 +5,7 @@
  * No hooks here.
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { type CallContext, FINALITY, type PluginHost } from 'svc/plugin';
+import { type CallContext, FINALITY, type PluginHost } from 'svc-proxy/plugin';
 
 /** Which policy a timeout belongs to. */
 export type TimeoutScope = 'network' | 'upstream';

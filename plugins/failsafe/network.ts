@@ -21,9 +21,9 @@ import {
   type PluginHost,
   type RpcResult,
   UpstreamCursor,
-} from 'svc/plugin';
-import { ErrFailsafeTimeoutExceeded } from 'svc/plugin/errors';
-import { sleep } from 'svc/util';
+} from 'svc-proxy/plugin';
+import { ErrFailsafeTimeoutExceeded } from 'svc-proxy/plugin/errors';
+import { sleep } from 'svc-proxy/util';
 import { FAILSAFE_ENTRY, NETWORK_HEDGES, NETWORK_RETRIES } from './api.ts';
 import { Counter } from 'prom-client';
 import { hedgeSpecOf, type LatencyQuantiles, timeoutSpecOf } from './adaptive.ts';
@@ -31,11 +31,11 @@ import { runHedged } from './hedge.ts';
 import type { FailsafeMetrics } from './metrics.ts';
 import { dataUnavailableDelay, isRetryable, retryDelay, withTimeout } from './policies.ts';
 import { compile, DEFAULT_NETWORK_FAILSAFE, matchCompiled, matchEntry, WRITE_METHODS, type CompiledEntry, type FailsafeEntry } from './schema.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 /**
  * The per-call slot holding the matched network entry (`FAILSAFE_ENTRY`, slot `failsafe.entry`,
- * shared through svc/plugin): set (possibly to undefined, "no entry matched") once per call, to
+ * shared through svc-proxy/plugin): set (possibly to undefined, "no entry matched") once per call, to
  * this plugin's resolved {@link FailsafeEntry}; consensus, integrity and evm-retries read it.
  */
 const ENTRY = FAILSAFE_ENTRY.key;

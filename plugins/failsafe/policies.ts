@@ -4,9 +4,9 @@
  * the backoff delay of a retry, which errors a retry policy may retry, and a deadline wrapper
  * whose inner work sees an aborted signal. No hooks here.
  */
-import type { CallContext, RpcResult, UpstreamCall, UpstreamSender } from 'svc/plugin';
-import { ErrCancelled, ErrEndpointMissingData, ErrEndpointRequestTimeout, ErrUpstreamsExhausted, SvcError } from 'svc/plugin/errors';
-import { backoffDelay, linkedController } from 'svc/util';
+import type { CallContext, RpcResult, UpstreamCall, UpstreamSender } from 'svc-proxy/plugin';
+import { ErrCancelled, ErrEndpointMissingData, ErrEndpointRequestTimeout, ErrUpstreamsExhausted, SvcError } from 'svc-proxy/plugin/errors';
+import { backoffDelay, linkedController } from 'svc-proxy/util';
 import type { FailsafeMetrics, TimeoutScope } from './metrics.ts';
 import type { FailsafeEntry } from './schema.ts';
 

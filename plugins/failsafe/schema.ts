@@ -6,9 +6,18 @@
  * `upstream.ts` tap them in.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
-import { DIRECTIVE_DEFAULTS_POINT, directiveDefaultsOf, type Directives, Duration, Extensible, type Finality, type SchemaFragment, Strict } from 'svc/plugin';
-import { compileGlobs } from 'svc/util';
-export { WRITE_METHODS } from 'svc/util';
+import {
+  DIRECTIVE_DEFAULTS_POINT,
+  directiveDefaultsOf,
+  type Directives,
+  Duration,
+  Extensible,
+  type Finality,
+  type SchemaFragment,
+  Strict,
+} from 'svc-proxy/plugin';
+import { compileGlobs } from 'svc-proxy/util';
+export { WRITE_METHODS } from 'svc-proxy/util';
 import { normalizeFailsafeShapes } from './erpc.ts';
 
 // ---------------------------------------------------------------------------------------

@@ -9,11 +9,11 @@
  * of an unclassified node error until the call's other answers say whom it is charged to
  * (core/pipeline/charge.ts); the retry never asks the same upstream again for a fact about the request.
  */
-import { FINALITY, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc/plugin';
-import { asSvcError, ErrFailsafeCircuitBreakerOpen } from 'svc/plugin/errors';
-import { finishAttempt, isDeferred, isRequestFact, outcomeOf, settleFailedAttempt, startAttempt, whenCharged, wouldConfirm } from 'svc/plugin/contracts';
+import { FINALITY, type PluginHost, type Upstream, type UpstreamCall, type UpstreamSender, UpstreamStage } from 'svc-proxy/plugin';
+import { asSvcError, ErrFailsafeCircuitBreakerOpen } from 'svc-proxy/plugin/errors';
+import { finishAttempt, isDeferred, isRequestFact, outcomeOf, settleFailedAttempt, startAttempt, whenCharged, wouldConfirm } from 'svc-proxy/plugin/contracts';
 import { UPSTREAM_RETRIES } from './api.ts';
-import { sleep } from 'svc/util';
+import { sleep } from 'svc-proxy/util';
 import { type LatencyQuantiles, timeoutSpecOf } from './adaptive.ts';
 import { breakerOutcome, CircuitBreaker } from './breaker.ts';
 import type { FailsafeMetrics } from './metrics.ts';

@@ -3,8 +3,8 @@
  * Taps: `attempt` at the lowest stage — installs the sweep that walks a leg's upstreams in
  * the selected order until one answers (core/pipeline/sweep.ts). Without it the proxy routes nothing.
  */
-import { definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
-import { createSweep } from 'svc/plugin/contracts';
+import { definePlugin, type Plugin, type PluginHost } from 'svc-proxy/plugin';
+import { createSweep } from 'svc-proxy/plugin/contracts';
 
 /** Stage of the forward tap: below every failsafe wrapper, so it ends up innermost. */
 export const FORWARD_STAGE = -1000;

@@ -5,14 +5,14 @@
  * execution records. It only reads the
  * records; every other plugin writes them.
  */
-import { type AttemptRecord, type ExecutionRecord, type HeaderSink, definePlugin, type Plugin, type PluginHost, type ResponseMeta } from 'svc/plugin';
-import { ErrUpstreamsExhausted, isPassThrough, type SvcError, wireError } from 'svc/plugin/errors';
-import { traceOutcome } from 'svc/plugin/contracts';
-// The record slots other plugins write, from each writer's contract (svc/plugins/<name>).
-import { CACHE_ATTEMPTS, CACHE_HEDGES, CACHE_OUTCOME, CACHE_RETRIES } from 'svc/plugins/cache';
-import { CONSENSUS_DISPUTES, CONSENSUS_LOW_PARTICIPANTS, CONSENSUS_SLOTS } from 'svc/plugins/consensus';
-import { NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_RETRIES } from 'svc/plugins/failsafe';
-import { UPSTREAM_LAG } from 'svc/plugins/select';
+import { type AttemptRecord, type ExecutionRecord, type HeaderSink, definePlugin, type Plugin, type PluginHost, type ResponseMeta } from 'svc-proxy/plugin';
+import { ErrUpstreamsExhausted, isPassThrough, type SvcError, wireError } from 'svc-proxy/plugin/errors';
+import { traceOutcome } from 'svc-proxy/plugin/contracts';
+// The record slots other plugins write, from each writer's contract (svc-proxy/plugins/<name>).
+import { CACHE_ATTEMPTS, CACHE_HEDGES, CACHE_OUTCOME, CACHE_RETRIES } from 'svc-proxy/plugins/cache';
+import { CONSENSUS_DISPUTES, CONSENSUS_LOW_PARTICIPANTS, CONSENSUS_SLOTS } from 'svc-proxy/plugins/consensus';
+import { NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_RETRIES } from 'svc-proxy/plugins/failsafe';
+import { UPSTREAM_LAG } from 'svc-proxy/plugins/select';
 
 /**
  * The execution-record slots the §4.5 headers read, written by the plugins that own them (the

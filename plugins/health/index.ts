@@ -10,8 +10,8 @@
  * tracking; plugins that read scores (selection, the failsafe hedge's quantile delay) declare it
  * in `dependsOn`.
  */
-import { AttemptDoneStage, type AttemptRecord, definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
-import type { CordonChange } from 'svc/plugin/contracts';
+import { AttemptDoneStage, type AttemptRecord, definePlugin, type Plugin, type PluginHost } from 'svc-proxy/plugin';
+import type { CordonChange } from 'svc-proxy/plugin/contracts';
 import { Counter, Gauge, Histogram } from 'prom-client';
 
 /** Longest cordon reason kept as a label, characters (reasons come from operators, still bounded). */

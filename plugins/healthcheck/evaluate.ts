@@ -3,9 +3,9 @@
  * `eth_chainId` probe they may need. Reads only public state: upstream probe state, the chain
  * state's last successful poll, the project's health tracker and the `select` hook.
  */
-import type { Network, PluginHost, Project, Upstream } from 'svc/plugin';
+import type { Network, PluginHost, Project, Upstream } from 'svc-proxy/plugin';
 import type { Strategy } from './schema.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 /** A live `eth_chainId` probe gives up after this long, ms (spec §4.3). */
 export const CHAIN_ID_PROBE_TIMEOUT_MS = 5000;

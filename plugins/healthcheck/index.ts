@@ -11,12 +11,12 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { type Network, definePlugin, type Plugin, type PluginHost, type Project } from 'svc/plugin';
-import { type Authenticator, doorAuthenticator } from 'svc/plugins/auth';
-import { STATE_POLLERS_SERVICE } from 'svc/plugins/evm-state';
+import { type Network, definePlugin, type Plugin, type PluginHost, type Project } from 'svc-proxy/plugin';
+import { type Authenticator, doorAuthenticator } from 'svc-proxy/plugins/auth';
+import { STATE_POLLERS_SERVICE } from 'svc-proxy/plugins/evm-state';
 import { ChainIdProbes, evaluate, type Member, type Pollers, type Verdict } from './evaluate.ts';
 import { healthcheckConfigOf, healthcheckSchema, isStrategy, type HealthcheckConfig, type Strategy } from './schema.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 export { CHAIN_ID_PROBE_TIMEOUT_MS, CHAIN_ID_PROBE_TTL_MS } from './evaluate.ts';
 export { STRATEGIES, type HealthcheckConfig, type Strategy } from './schema.ts';

@@ -4,9 +4,9 @@
  * run by the auth plugin's `auth` service at start-up (so `database` is refused here: API keys
  * belong to projects).
  */
-import { type ResolvedConfig, Strict, type TProperties, Type } from 'svc/plugin';
-import { ConfigError } from 'svc/plugin/errors';
-import { AuthBlockSchema } from 'svc/plugins/auth';
+import { type ResolvedConfig, Strict, type TProperties, Type } from 'svc-proxy/plugin';
+import { ConfigError } from 'svc-proxy/plugin/errors';
+import { AuthBlockSchema } from 'svc-proxy/plugins/auth';
 
 /** The eight evaluation strategies of spec §4.3. */
 export const STRATEGIES = [

@@ -16,7 +16,7 @@
  * - `budget`, `reorgWindow`, `follow`, `stateProbe`, `misbehaviorsDestination` → refused with
  *   svc's alternative.
  */
-import { eachNetwork, eachProject, isConfigObject, pathOf, rewriteKey, type ConfigDocument, type ConfigObject, type NormalizeReport } from 'svc/plugin';
+import { eachNetwork, eachProject, isConfigObject, pathOf, rewriteKey, type ConfigDocument, type ConfigObject, type NormalizeReport } from 'svc-proxy/plugin';
 import { LEVELS, type IntegrityLevel } from './levels.ts';
 
 /** What svc does for one of eRPC's integrity checks. */

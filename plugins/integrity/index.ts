@@ -51,11 +51,11 @@ import {
   type UpstreamCall,
   type UpstreamSender,
   UpstreamStage,
-} from 'svc/plugin';
-import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
-import { ErrEndpointContentValidation } from 'svc/plugin/errors';
-import { markProvenance } from 'svc/plugins/multiplex';
-import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';
+} from 'svc-proxy/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc-proxy/plugins/directives';
+import { ErrEndpointContentValidation } from 'svc-proxy/plugin/errors';
+import { markProvenance } from 'svc-proxy/plugins/multiplex';
+import { FAILSAFE_ENTRY } from 'svc-proxy/plugins/failsafe';
 import { checkIntrinsic, CHECKED_METHODS, isEmptyAnswer } from './checks/index.ts';
 import { authoritative, corroborate, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 import { CheckFailure } from './hex.ts';
@@ -72,7 +72,7 @@ import {
   type NetworkIntegrity,
 } from './levels.ts';
 import { loadLibs } from './libs.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 export { CHECKED_METHODS, checkIntrinsic, isEmptyAnswer } from './checks/index.ts';
 export { authoritative, corroborate, MAX_ANCHORS, MAX_IN_FLIGHT, type AuthoritativeSettings, type Peer } from './corroborate.ts';

@@ -3,9 +3,9 @@
  * the resolution of a call's level from the `integrity` directive (spec §2.8 #10): a level name,
  * or a profile name mapping method globs to levels; `headerMode: deny` ignores the request's value.
  */
-import { type Static, Strict, Type } from 'svc/plugin';
-import { ConfigError, ErrInvalidRequest } from 'svc/plugin/errors';
-import { compileGlobs, type GlobTest } from 'svc/util';
+import { type Static, Strict, Type } from 'svc-proxy/plugin';
+import { ConfigError, ErrInvalidRequest } from 'svc-proxy/plugin/errors';
+import { compileGlobs, type GlobTest } from 'svc-proxy/util';
 
 /** The four integrity levels, weakest first (spec §2.8 #10). */
 export const LEVELS = ['off', 'intrinsic', 'corroborated', 'authoritative'] as const;

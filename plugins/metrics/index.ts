@@ -15,10 +15,10 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Registry } from 'prom-client';
-import { type AttemptRecord, type CallContext, FINALITY, definePlugin, type Plugin, type PluginHost, serviceKey, ShutdownStage } from 'svc/plugin';
-import { isCharged } from 'svc/plugin/contracts';
-import { agentName, BoundedLabel, DeferredCounter, DeferredHistogram, svcWorker, createMetricsServer } from 'svc/util';
-export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from 'svc/util';
+import { type AttemptRecord, type CallContext, FINALITY, definePlugin, type Plugin, type PluginHost, serviceKey, ShutdownStage } from 'svc-proxy/plugin';
+import { isCharged } from 'svc-proxy/plugin/contracts';
+import { agentName, BoundedLabel, DeferredCounter, DeferredHistogram, svcWorker, createMetricsServer } from 'svc-proxy/util';
+export { agentName, BoundedLabel, MAX_LABEL_LENGTH } from 'svc-proxy/util';
 import { registerLifecycleMetrics } from './lifecycle.ts';
 import { FilteredRegistry, unknownFilterNames } from './histogram-filter.ts';
 import { type MetricsOptions, metricsOptionsOf, metricsSchema, VerboseErrorLabels } from './options.ts';

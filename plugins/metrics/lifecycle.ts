@@ -8,7 +8,7 @@
  * nothing is counted or allocated on the request path.
  */
 import { Gauge, type Registry } from 'prom-client';
-import type { LifecycleState, LifecycleStatus } from 'svc/plugin';
+import type { LifecycleState, LifecycleStatus } from 'svc-proxy/plugin';
 
 /** Every lifecycle state, in the order a drain walks them (the `state` label's values). */
 export const LIFECYCLE_STATES: readonly LifecycleState[] = ['serving', 'draining', 'closing', 'stopped'];

@@ -14,7 +14,7 @@
  *   per histogram (name without the `svc_` prefix, as eRPC names them without `erpc_`) the
  *   labels kept all the same. Applied in ./histogram-filter.ts.
  */
-import { type SchemaFragment, Type } from 'svc/plugin';
+import { type SchemaFragment, Type } from 'svc-proxy/plugin';
 
 /** svc's latency histogram buckets when `histogramBuckets` is unset, seconds. */
 export const DEFAULT_LATENCY_BUCKETS: readonly number[] = Object.freeze([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]);

@@ -1,5 +1,5 @@
 /**
- * `svc/plugins/multiplex`: what a call's answer may be shared by, as one rule for every plugin
+ * `svc-proxy/plugins/multiplex`: what a call's answer may be shared by, as one rule for every plugin
  * that reuses answers across calls (multiplexing, the cache tiers): the canonical hash of its
  * params and its provenance.
  *
@@ -15,7 +15,7 @@
  */
 import * as crypto from 'node:crypto';
 import stringify from 'safe-stable-stringify';
-import { Slot, type CallContext } from 'svc/plugin';
+import { Slot, type CallContext } from 'svc-proxy/plugin';
 
 /** `crypto.hash` (Node 20.12+), when this Node has it. */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;

@@ -4,7 +4,7 @@
  * load time (the plugin's `SchemaFragment.normalize`). An object with other keys is a problem:
  * svc's multiplexing has no settings beyond on/off.
  */
-import { eachNetwork, isConfigObject, pathOf, rewriteKey, type ConfigDocument, type NormalizeReport } from 'svc/plugin';
+import { eachNetwork, isConfigObject, pathOf, rewriteKey, type ConfigDocument, type NormalizeReport } from 'svc-proxy/plugin';
 
 /** `networks[].multiplexing` / `networkDefaults.multiplexing` as `{enabled}` → the boolean. */
 export function normalizeMultiplexing(doc: ConfigDocument, out: NormalizeReport): void {

@@ -31,11 +31,11 @@ import {
   type PluginHost,
   type RpcResult,
   serviceKey,
-} from 'svc/plugin';
-import { asSvcError, ErrCancelled, ErrEndpointRequestTimeout } from 'svc/plugin/errors';
-import { isDeadline } from 'svc/plugin/contracts';
+} from 'svc-proxy/plugin';
+import { asSvcError, ErrCancelled, ErrEndpointRequestTimeout } from 'svc-proxy/plugin/errors';
+import { isDeadline } from 'svc-proxy/plugin/contracts';
 import { callParamsHash, paramsHash, provenanceKey } from './api.ts';
-import { acquireController, agentName, BoundedLabel, releaseController } from 'svc/util';
+import { acquireController, agentName, BoundedLabel, releaseController } from 'svc-proxy/util';
 import { Type } from '@sinclair/typebox';
 import { normalizeMultiplexing } from './erpc.ts';
 

@@ -1,8 +1,8 @@
 /**
- * `svc/plugins/providers`: what vendor plugins use to register a vendor with the providers plugin
+ * `svc-proxy/plugins/providers`: what vendor plugins use to register a vendor with the providers plugin
  * (spec §2.10), and the slot naming the provider an upstream came from.
  */
-import { serviceKey, Slot, type Logger, type ServiceKey, type UpstreamInput } from 'svc/plugin';
+import { serviceKey, Slot, type Logger, type ServiceKey, type UpstreamInput } from 'svc-proxy/plugin';
 
 /** One upstream a vendor offers for a chain. */
 export interface VendorUpstream {

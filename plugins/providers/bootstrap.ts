@@ -5,9 +5,9 @@
  * ×1.5 each time up to 130 s. A vendor that answers an empty list has finished: that chain is
  * not served by this provider.
  */
-import type { PluginHost, Project, UpstreamInput } from 'svc/plugin';
+import type { PluginHost, Project, UpstreamInput } from 'svc-proxy/plugin';
 import { PROVIDER_ORIGIN, type Vendor, type VendorUpstream } from './api.ts';
-import { backoffDelay, compileGlobs, type GlobTest } from 'svc/util';
+import { backoffDelay, compileGlobs, type GlobTest } from 'svc-proxy/util';
 import type { ProviderConfig } from './schema.ts';
 
 /** First bootstrap retry delay, ms (spec §8). */
@@ -27,7 +27,7 @@ export function bootstrapRetryDelayMs(failures: number): number {
   return backoffDelay({ initialMs: BOOTSTRAP_FIRST_RETRY_MS, factor: BOOTSTRAP_BACKOFF_FACTOR, maxMs: BOOTSTRAP_MAX_RETRY_MS }, failures);
 }
 
-// Vendor, VendorUpstream: the providers service contract, in svc/plugin.
+// Vendor, VendorUpstream: the providers service contract, in svc-proxy/plugin.
 export type { Vendor, VendorUpstream } from './api.ts';
 
 /**

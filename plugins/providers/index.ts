@@ -17,10 +17,10 @@
  *   warning naming what they contact and how to turn it off. An explicitly empty `providers: []`
  *   does not prevent it (spec §2.10): upstreams, a provider, or a preset without this plugin do.
  */
-import { type Network, definePlugin, type Plugin, type PluginHost, type Project, type ResolvedConfig } from 'svc/plugin';
-import { ErrNetworkNotSupported, PluginContractError } from 'svc/plugin/errors';
+import { type Network, definePlugin, type Plugin, type PluginHost, type Project, type ResolvedConfig } from 'svc-proxy/plugin';
+import { ErrNetworkNotSupported, PluginContractError } from 'svc-proxy/plugin/errors';
 import { PROVIDERS_SERVICE, type Vendor } from './api.ts';
-import { redactText, sleep } from 'svc/util';
+import { redactText, sleep } from 'svc-proxy/util';
 import { ProjectBootstrap } from './bootstrap.ts';
 import { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, providersSchema } from './schema.ts';
 
@@ -36,7 +36,7 @@ export {
 } from './bootstrap.ts';
 export { DEFAULT_UPSTREAM_ID_TEMPLATE, providersOf, type ProviderConfig } from './schema.ts';
 
-// The service's key and types are the contract in svc/plugin (vendor plugins import them there).
+// The service's key and types are the contract in svc-proxy/plugin (vendor plugins import them there).
 export { PROVIDERS_SERVICE, type ProvidersService } from './api.ts';
 
 /** How long the first request for a chain waits for a provider upstream to be ready, ms (spec §8). */

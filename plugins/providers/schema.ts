@@ -2,7 +2,7 @@
  * Config of the providers plugin (spec §1.2, §2.10): `projects[].providers[]`, as eRPC users
  * write it, and its resolved form.
  */
-import { Strict, type TProperties, Type, type UpstreamInput } from 'svc/plugin';
+import { Strict, type TProperties, Type, type UpstreamInput } from 'svc-proxy/plugin';
 
 /** Default id of a provider's upstreams (spec §2.10); a vendor may append a suffix per endpoint. */
 export const DEFAULT_UPSTREAM_ID_TEMPLATE = '<PROVIDER>-<NETWORK>';

@@ -1,8 +1,8 @@
 /**
- * `svc/plugins/rate-limit`: what the rate-limit plugin offers doors whose traffic is not calls
+ * `svc-proxy/plugins/rate-limit`: what the rate-limit plugin offers doors whose traffic is not calls
  * (WebSocket subscriptions), charged to the same budgets as calls (spec §5, §8).
  */
-import { serviceKey, type Identity, type Network, type ServiceKey } from 'svc/plugin';
+import { serviceKey, type Identity, type Network, type ServiceKey } from 'svc-proxy/plugin';
 
 /** What the rate-limit plugin offers doors whose traffic is not calls (WebSocket subscriptions). */
 export interface RateLimitService {

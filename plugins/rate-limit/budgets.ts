@@ -9,8 +9,8 @@
  * `maxCount` can change at run time ({@link Rule.setMaxCount}, the auto-tuner).
  */
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Logger } from 'svc/plugin';
-import { compileGlobs, type GlobTest, type StorageBreaker, svcWorker } from 'svc/util';
+import type { Logger } from 'svc-proxy/plugin';
+import { compileGlobs, type GlobTest, type StorageBreaker, svcWorker } from 'svc-proxy/util';
 import { PERIOD_SECONDS, type RuleConfig } from './schema.ts';
 
 /** Default longest wait for the shared store before the per-process limiter decides, ms. */

@@ -10,7 +10,7 @@
  * - `store.cacheKeyPrefix` → `store.redis.keyPrefix` (dropped with the memory store, which has no
  *   keys).
  */
-import { isConfigObject, normalizeRedisBlock, parseDuration, pathOf, rewriteKey, type ConfigDocument, type NormalizeReport } from 'svc/plugin';
+import { isConfigObject, normalizeRedisBlock, parseDuration, pathOf, rewriteKey, type ConfigDocument, type NormalizeReport } from 'svc-proxy/plugin';
 
 const NAMES = ['second', 'minute', 'hour', 'day', 'week', 'month', 'year'] as const;
 const SECONDS: Readonly<Record<number, (typeof NAMES)[number]>> = {

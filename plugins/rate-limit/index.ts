@@ -16,7 +16,7 @@
  *   not; `svc_rate_limiter_budget_max_count` shows every rule's current count.
  * A network or upstream without a budget (and no budgets in auth) gets no wrapper at all.
  * Internal calls (state polls, the WebSocket head follower) are not charged to client budgets.
- * Provides `RATE_LIMIT_SERVICE` (svc/plugin): doors whose work is not a pipeline call (WebSocket
+ * Provides `RATE_LIMIT_SERVICE` (svc-proxy/plugin): doors whose work is not a pipeline call (WebSocket
  * `eth_subscribe`) charge it to the same client-side budgets, in the same order.
  */
 import { Counter, Gauge } from 'prom-client';
@@ -34,7 +34,7 @@ import {
   type UpstreamCall,
   type UpstreamSender,
   UpstreamStage,
-} from 'svc/plugin';
+} from 'svc-proxy/plugin';
 import {
   ErrAuthRateLimitRuleExceeded,
   ErrEndpointCapacityExceeded,
@@ -42,9 +42,9 @@ import {
   ErrProjectRateLimitRuleExceeded,
   ErrUpstreamRateLimitRuleExceeded,
   type SvcErrorOptions,
-} from 'svc/plugin/errors';
+} from 'svc-proxy/plugin/errors';
 import { RATE_LIMIT_SERVICE } from './api.ts';
-import { closeRedisClient, openRedisClient, type RedisClient, StorageBreaker } from 'svc/util';
+import { closeRedisClient, openRedisClient, type RedisClient, StorageBreaker } from 'svc-proxy/util';
 import { AutoTuner, type Adjustment } from './autotune.ts';
 import { Budget, DEFAULT_STORE_TIMEOUT_MS, fallbackReporter, refusalData, retryAfterSeconds, type Rule, type SharedStore, type Subject } from './budgets.ts';
 import { AUTO_TUNE_DEFAULTS, type AutoTuneConfig, rateLimitersOf, rateLimitSchema } from './schema.ts';

@@ -3,9 +3,9 @@
  * `rateLimitBudget` key of projects, networks and upstreams (auth strategies and API-key records
  * carry theirs in the auth schema), and `upstreams[].rateLimitAutoTune`.
  */
-import { Duration, type ResolvedConfig, type SchemaFragment, Strict, Type } from 'svc/plugin';
-import { ConfigError } from 'svc/plugin/errors';
-import { StorageBreakerSchema, type StorageBreakerSettings } from 'svc/util';
+import { Duration, type ResolvedConfig, type SchemaFragment, Strict, Type } from 'svc-proxy/plugin';
+import { ConfigError } from 'svc-proxy/plugin/errors';
+import { StorageBreakerSchema, type StorageBreakerSettings } from 'svc-proxy/util';
 import { normalizeRateLimitShapes } from './erpc.ts';
 
 /** Seconds in each period name. */

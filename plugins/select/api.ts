@@ -1,8 +1,8 @@
 /**
- * `svc/plugins/select`: the record slot the select plugin writes for a pinned call, read by the
+ * `svc-proxy/plugins/select`: the record slot the select plugin writes for a pinned call, read by the
  * headers plugin (`X-SVC-Upstream-Lag`).
  */
-import { Slot } from 'svc/plugin';
+import { Slot } from 'svc-proxy/plugin';
 
 /**
  * Record slot `select.upstreamLag`: blocks a pinned call's upstream was behind the network head

@@ -17,16 +17,16 @@ import {
   type PluginHost,
   SelectStage,
   type Upstream,
-} from 'svc/plugin';
-import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc/plugins/directives';
-import { ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from 'svc/plugin/errors';
-import { markProvenance } from 'svc/plugins/multiplex';
+} from 'svc-proxy/plugin';
+import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc-proxy/plugins/directives';
+import { ErrInvalidRequest, ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from 'svc-proxy/plugin/errors';
+import { markProvenance } from 'svc-proxy/plugins/multiplex';
 import { UPSTREAM_LAG } from './api.ts';
-import { CACHE_OUTCOME } from 'svc/plugins/cache';
-import { type Matcher, MatcherCache, MAX_CLIENT_PATTERN_LENGTH } from 'svc/util'; // UPSTREAM_LAG: blocks a pinned call's upstream was behind the head (X-SVC-Upstream-Lag)
+import { CACHE_OUTCOME } from 'svc-proxy/plugins/cache';
+import { type Matcher, MatcherCache, MAX_CLIENT_PATTERN_LENGTH } from 'svc-proxy/util'; // UPSTREAM_LAG: blocks a pinned call's upstream was behind the head (X-SVC-Upstream-Lag)
 import { DEFAULT_DENIED_METHODS, MethodGuard, methodGuardSchema } from './method-guard.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
-import { SHADOW_UPSTREAM } from 'svc/plugins/shadow';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
+import { SHADOW_UPSTREAM } from 'svc-proxy/plugins/shadow';
 
 /** The tag of an upstream held back while others serve (the selection policy's `preferNonFallback` default). */
 const FALLBACK_TAG = 'tier:fallback';

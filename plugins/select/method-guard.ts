@@ -5,9 +5,9 @@
  * These methods are refused before any upstream is dialled unless the network's `allowMethods`
  * or an upstream's own `allowMethods` names them.
  */
-import { type Network, type SchemaFragment, Type, type Upstream } from 'svc/plugin';
-import { ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from 'svc/plugin/errors';
-import { compileGlobs, type GlobTest } from 'svc/util';
+import { type Network, type SchemaFragment, Type, type Upstream } from 'svc-proxy/plugin';
+import { ErrUpstreamMethodIgnored, ErrUpstreamsExhausted } from 'svc-proxy/plugin/errors';
+import { compileGlobs, type GlobTest } from 'svc-proxy/util';
 
 /**
  * Methods svc does not forward unless allowed (globs, lib/glob.ts syntax). An entry starting with

@@ -1,12 +1,12 @@
 /**
  * Accessors of the selection plugin (spec §1.3, §3.1): the per-network state, decisions and
  * on-demand evaluation that the admin `svc_project` method, other plugins (evm-state) and tests
- * read; its published hooks are `selectionHooks` of `svc/plugin`. Published through the host's
+ * read; its published hooks are `selectionHooks` of `svc-proxy/plugin`. Published through the host's
  * service registry (services `selection.hooks`, `selection.api` and `selection`), never module-level state,
  * so several proxies in one process, and a plugin built against another installed copy of svc,
  * all meet the same selection. No hooks tapped here.
  */
-import { serviceKey, type Network, type PluginHost } from 'svc/plugin';
+import { serviceKey, type Network, type PluginHost } from 'svc-proxy/plugin';
 import { selectionHooks, type SelectionDecision, type SelectionState } from './api.ts';
 import type { NetworkSelection } from './state.ts';
 

@@ -1,5 +1,5 @@
 /**
- * `svc/plugins/selection`: the selection-policy contract (spec §1.3, §3.1, §6), so an in-house
+ * `svc-proxy/plugins/selection`: the selection-policy contract (spec §1.3, §3.1, §6), so an in-house
  * plugin can install its own upstream order for every network: the policy function type
  * ({@link EvalFunc}), what it receives ({@link UpstreamsView} of {@link PolicyUpstream}s, a
  * {@link PolicyContext}), the selection plugin's published hooks ({@link selectionHooks}) and the
@@ -10,8 +10,8 @@
  * plugins/selection, which implements this contract as any third party would.
  */
 import { SyncWaterfallHook } from 'tapable';
-import { serviceKey, type Network, type PluginHost, type ServiceKey } from 'svc/plugin';
-import type { HealthSnapshot } from 'svc/plugin/contracts';
+import { serviceKey, type Network, type PluginHost, type ServiceKey } from 'svc-proxy/plugin';
+import type { HealthSnapshot } from 'svc-proxy/plugin/contracts';
 
 /**
  * Weights of the selection score (lower is better, spec §6 `svc_selection_score`):

@@ -4,7 +4,7 @@
  * `SchemaFragment.normalize`): svc runs no code from a YAML string. The same policy is a function
  * in a TypeScript config (svc.config.ts), where `evalFunc` is a real function.
  */
-import { eachNetwork, isConfigObject, type ConfigDocument, type NormalizeReport } from 'svc/plugin';
+import { eachNetwork, isConfigObject, type ConfigDocument, type NormalizeReport } from 'svc-proxy/plugin';
 
 /** The selection plugin's `normalize`: a string `evalFunc` is a problem naming the TypeScript form. */
 export function refuseSourceEvalFunc(doc: ConfigDocument, out: NormalizeReport): void {

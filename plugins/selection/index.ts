@@ -6,7 +6,7 @@
  * `removeCordoned()`), `shutdown` (stop the timers). Publishes `svc_selection_score` and
  * `svc_selection_excluded_seconds`, and keeps the last 100 decisions per network for the admin.
  *
- * It implements the selection-policy contract of `svc/plugin` (`EvalFunc`, `UpstreamsView`,
+ * It implements the selection-policy contract of `svc-proxy/plugin` (`EvalFunc`, `UpstreamsView`,
  * `selectionHooks`, `SelectionApi`), which a third-party plugin uses to install its own order.
  *
  * Files: `schema.ts` (config and defaults), `view.ts` (policy inputs and the helpers a policy
@@ -14,7 +14,7 @@
  * evaluation loop, decisions ring, gauges), `accessors.ts` (hooks and state readers); this file
  * wires them.
  */
-import { type CallContext, type Network, definePlugin, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc/plugin';
+import { type CallContext, type Network, definePlugin, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc-proxy/plugin';
 import {
   evaluateSelection,
   registerSelections,
@@ -80,7 +80,7 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
       const hooks = selectionHooks(host);
       const nets = new Map<Network, NetworkSelection>();
       registerSelections(host, nets);
-      // What other plugins (evm-state, admin) read of the selection, by its svc/plugin key.
+      // What other plugins (evm-state, admin) read of the selection, by its svc-proxy/plugin key.
       host.services.provide(SELECTION_API_SERVICE, {
         state: (projectId: string, networkId: string) => selectionState(host, projectId, networkId),
         evaluate: (projectId: string, networkId: string) => evaluateSelection(host, projectId, networkId),

@@ -1,7 +1,7 @@
 /**
  * Selection policy evaluation, free of any proxy state (spec §1.3, §3.1): the {@link defaultPolicy}
  * and {@link evaluatePolicy}, which runs a policy (sync or async, bounded by `evalTimeout`) over
- * synthetic or live inputs. The policy contract (`EvalFunc`, `PolicyContext`) is `svc/plugin`'s.
+ * synthetic or live inputs. The policy contract (`EvalFunc`, `PolicyContext`) is `svc-proxy/plugin`'s.
  * The helpers a policy composes live in `./view.ts`. The selection plugin (`./state.ts`) feeds
  * it health snapshots on every evaluation tick; no hooks here.
  */

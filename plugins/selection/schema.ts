@@ -4,8 +4,8 @@
  * the boot-time check of every network's settings. No hooks here.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
-import { Duration, type Network, parseDuration, type PluginHost, Strict } from 'svc/plugin';
-import { ConfigError, type ConfigProblem } from 'svc/plugin/errors';
+import { Duration, type Network, parseDuration, type PluginHost, Strict } from 'svc-proxy/plugin';
+import { ConfigError, type ConfigProblem } from 'svc-proxy/plugin/errors';
 import type { EvalFunc } from './policy.ts';
 import { DEFAULT_SCORE_WEIGHTS, type ScoreWeights } from './view.ts';
 import { refuseSourceEvalFunc } from './erpc.ts';

@@ -5,10 +5,10 @@
  * decisions, and the `svc_selection_score` / `svc_selection_excluded_seconds` gauges. No hooks
  * here; `index.ts` creates one {@link NetworkSelection} per network and taps `select` into it.
  */
-import type { Network, PluginHost, Upstream } from 'svc/plugin';
-import { ErrUpstreamsExhausted } from 'svc/plugin/errors';
+import type { Network, PluginHost, Upstream } from 'svc-proxy/plugin';
+import { ErrUpstreamsExhausted } from 'svc-proxy/plugin/errors';
 import { SCORE_ORDER_STEP, type SelectionDecision, type SelectionState } from './api.ts';
-import { SYNCING } from 'svc/plugins/evm-state';
+import { SYNCING } from 'svc-proxy/plugins/evm-state';
 import { Gauge } from 'prom-client';
 import { defaultPolicy, evaluatePolicy, PolicyError, type EvalFunc, type PolicyResult } from './policy.ts';
 import type { SelectionSettings } from './schema.ts';

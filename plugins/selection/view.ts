@@ -5,7 +5,7 @@
  * `preferNonFallback`, `sortByScore`...), which record their exclusions as decisions of the
  * evaluation run. `policy.ts` runs a policy over them; no hooks here.
  */
-import type { HealthSnapshot } from 'svc/plugin/contracts';
+import type { HealthSnapshot } from 'svc-proxy/plugin/contracts';
 import type { DecisionDraft, PolicyUpstream, ScoreWeights, UpstreamsView as UpstreamsViewContract } from './api.ts';
 
 // The policy contract's types are this plugin's contract (api.ts); re-exported for its files.
@@ -65,7 +65,7 @@ export function viewOf(items: Iterable<PolicyUpstream>, run: PolicyRun): Upstrea
 }
 
 /**
- * The upstream list a policy receives (the `UpstreamsView` contract of `svc/plugin`): an `Array`
+ * The upstream list a policy receives (the `UpstreamsView` contract of `svc-proxy/plugin`): an `Array`
  * of {@link PolicyUpstream} with selection helpers. Every helper returns a new view and leaves
  * this one untouched; exclusions are recorded as selection decisions of the evaluation. Views
  * produced by array methods (`filter`, `slice`, `sort`...) keep the helpers.

@@ -1,8 +1,8 @@
 /**
- * `svc/plugins/shadow`: the upstream slot marking a shadow upstream, which serves no client call
+ * `svc-proxy/plugins/shadow`: the upstream slot marking a shadow upstream, which serves no client call
  * and does not count towards the network head (read by evm-state).
  */
-import { Slot } from 'svc/plugin';
+import { Slot } from 'svc-proxy/plugin';
 
 /**
  * Upstream slot `shadow.upstream`: true on a shadow upstream (the shadow plugin), which serves

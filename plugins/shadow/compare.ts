@@ -3,7 +3,7 @@
  * consensus uses (`canonicalHash`), with the method's default ignore fields, never by raw bytes
  * (two honest nodes differ in key order, spacing and hex letter case).
  */
-import { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, type IgnorePaths } from 'svc/util';
+import { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, type IgnorePaths } from 'svc-proxy/util';
 
 /** Outcome label of `svc_shadow_comparison_total`. */
 export type ShadowOutcome = 'match' | 'mismatch' | 'error';

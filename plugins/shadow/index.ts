@@ -5,7 +5,7 @@
  * the shadow's result is compared with the served one by canonical hash (the same as consensus):
  * `svc_shadow_comparison_total{project,network,upstream,method,outcome}` with `match`,
  * `mismatch` or `error`, and a debug log naming the first differing field. Written against the
- * public plugin API only (`svc/plugin`).
+ * public plugin API only (`svc-proxy/plugin`).
  *
  * - `select` (at `SelectStage.POLICY`, placed before the `selection` tap): drops shadow upstreams
  *   from every client call's candidates, so neither the selection policy, `use-upstream`, the
@@ -31,9 +31,9 @@ import {
   type RpcResult,
   SelectStage,
   type Upstream,
-} from 'svc/plugin';
+} from 'svc-proxy/plugin';
 import { SHADOW_UPSTREAM } from './api.ts';
-import { DeferredCounter } from 'svc/util';
+import { DeferredCounter } from 'svc-proxy/util';
 import { compareResults, type ShadowOutcome } from './compare.ts';
 import { DEFAULT_MAX_IN_FLIGHT, ShadowRunner } from './runner.ts';
 import { mirrorable, shadowSchema, shadowSettingsOf, type ShadowSettings } from './schema.ts';

@@ -4,7 +4,7 @@
  * under pressure and send stale copies late), jobs started only after the current I/O callbacks
  * (`setImmediate`), so nothing of a copy runs before the client's answer is on its way.
  */
-import { sleep } from 'svc/util';
+import { sleep } from 'svc-proxy/util';
 
 /** Copies in flight per process by default. */
 export const DEFAULT_MAX_IN_FLIGHT = 32;

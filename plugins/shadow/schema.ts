@@ -2,8 +2,8 @@
  * The `upstreams[].shadow` config (spec §3.1) and the methods a shadow never
  * receives. No hooks here: `index.ts` wires them.
  */
-import { type SchemaFragment, Strict, Type } from 'svc/plugin';
-import { compileGlobs, type GlobTest, STATEFUL_METHODS } from 'svc/util';
+import { type SchemaFragment, Strict, Type } from 'svc-proxy/plugin';
+import { compileGlobs, type GlobTest, STATEFUL_METHODS } from 'svc-proxy/util';
 
 /** Longest `shadow.methods` pattern accepted, characters: a config typo must not compile a huge automaton. */
 export const MAX_SHADOW_METHODS_LENGTH = 1024;

@@ -8,7 +8,7 @@
  * does not have yet, and a `destroy()` in that window would leave the socket it gets next open
  * and ready, owned by nobody.
  */
-import { type RedisClient, sleep } from 'svc/util';
+import { type RedisClient, sleep } from 'svc-proxy/util';
 
 /** Longest wait for a clean QUIT at shutdown before the socket is dropped, ms. */
 export const CLOSE_WAIT_MS = 500;

@@ -22,7 +22,7 @@
  * Every change is one rewrite line (`svc validate --print`); a `database` block left empty is
  * removed. A password is never part of a rewrite line.
  */
-import { isConfigObject, normalizeRedisBlock, pathOf, type ConfigDocument, type ConfigObject, type NormalizeReport } from 'svc/plugin';
+import { isConfigObject, normalizeRedisBlock, pathOf, type ConfigDocument, type ConfigObject, type NormalizeReport } from 'svc-proxy/plugin';
 
 const BASE = 'database.sharedState';
 

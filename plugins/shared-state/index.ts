@@ -13,7 +13,7 @@
  * only while a replica that saw it keeps saying so. Bad entries are dropped and counted
  * (`svc_shared_state_dropped_total{reason}`, merge.ts and drops.ts).
  *
- * Operator changes: the plugin registers a fleet relay (svc/plugin `registerFleetRelay`), so
+ * Operator changes: the plugin registers a fleet relay (svc-proxy/plugin `registerFleetRelay`), so
  * every worker broadcast of this process (the admin plugin's replay of cordons and API-key
  * changes) is appended to the stream `<clusterKey>:ops` (XADD, trimmed with MAXLEN ~
  * `opsLogMaxLength`), and every entry read from it (XREAD BLOCK on its own connection, from the
@@ -40,9 +40,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
-import { definePlugin, type Plugin, type PluginHost, type Upstream, type Network } from 'svc/plugin';
-import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
-import { fleetReplicaId, type FleetRelayRegistration, openRedisClient, registerFleetRelay, sleep } from 'svc/util';
+import { definePlugin, type Plugin, type PluginHost, type Upstream, type Network } from 'svc-proxy/plugin';
+import { CHAIN_STATE_SERVICE } from 'svc-proxy/plugins/evm-state';
+import { fleetReplicaId, type FleetRelayRegistration, openRedisClient, registerFleetRelay, sleep } from 'svc-proxy/util';
 import { normalizeSharedStateShapes } from './erpc.ts';
 import { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch } from './link.ts';
 import {
@@ -60,7 +60,7 @@ import { DropTally } from './drops.ts';
 import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox } from './ops.ts';
 import { ClientCloser } from './close.ts';
 import { DEFAULT_CHANGE_SCAN_MS, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 export {
   type Drop,

@@ -10,7 +10,7 @@
  * upstream; a replica never applies its own entries, and never publishes what it learned from
  * others (no echo loops, and a head lives in the fleet only while a replica that saw it says so).
  */
-import type { HeadVerdict } from 'svc/plugins/evm-state';
+import type { HeadVerdict } from 'svc-proxy/plugins/evm-state';
 
 /** One upstream's heads as shared: `<project>/<upstream>` → latest and finalized block numbers. */
 export interface SharedHead {

@@ -1,7 +1,7 @@
 /**
  * Config of the shared-state plugin: the top-level `sharedState` block (off when absent).
  */
-import { Duration, type SchemaFragment, Strict, Type } from 'svc/plugin';
+import { Duration, type SchemaFragment, Strict, Type } from 'svc-proxy/plugin';
 
 /** Default interval of the heads snapshot, ms. */
 export const DEFAULT_SNAPSHOT_INTERVAL_MS = 5000;

@@ -21,8 +21,18 @@
  *   entries, a call whose method has none costs one `Map` lookup.
  */
 import { Counter } from 'prom-client';
-import { type CallContext, type CallHandler, CallStage, type Network, definePlugin, type Plugin, type PluginHost, RpcResult, settingsOf } from 'svc/plugin';
-import { SvcError, type UpstreamErrorRaw } from 'svc/plugin/errors';
+import {
+  type CallContext,
+  type CallHandler,
+  CallStage,
+  type Network,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  RpcResult,
+  settingsOf,
+} from 'svc-proxy/plugin';
+import { SvcError, type UpstreamErrorRaw } from 'svc-proxy/plugin/errors';
 import { paramsMatch, STATIC_RESPONSES_NETWORK_KEYS, staticResponsesSchema, type StaticError, type StaticResponseConfig } from './schema.ts';
 
 export {

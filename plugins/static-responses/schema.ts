@@ -8,7 +8,7 @@
  * normalised), object keys match whatever their order, and empty params (omitted, `null` or
  * `[]`) match one another. The first matching entry, in config order, wins.
  */
-import { eachNetwork, isConfigObject, pathOf, type ConfigDocument, type NormalizeReport, type SchemaFragment, Strict, Type } from 'svc/plugin';
+import { eachNetwork, isConfigObject, pathOf, type ConfigDocument, type NormalizeReport, type SchemaFragment, Strict, Type } from 'svc-proxy/plugin';
 
 /** Most entries one network's `staticResponses` may hold: the list is walked per method on a hit. */
 export const MAX_STATIC_RESPONSES = 1000;

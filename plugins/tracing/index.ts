@@ -30,10 +30,10 @@ import {
   type UpstreamCall,
   type UpstreamSender,
   UpstreamStage,
-} from 'svc/plugin';
-import { declareDirectives, Directive } from 'svc/plugins/directives';
-import { asSvcError } from 'svc/plugin/errors';
-import { CACHE_OUTCOME } from 'svc/plugins/cache';
+} from 'svc-proxy/plugin';
+import { declareDirectives, Directive } from 'svc-proxy/plugins/directives';
+import { asSvcError } from 'svc-proxy/plugin/errors';
+import { CACHE_OUTCOME } from 'svc-proxy/plugins/cache';
 import { FORCE_TRACE_ATTRIBUTE, loadTracingSdk, type TracingSdk } from './sdk.ts';
 import { tracingConfigOf, tracingSchema, type TracingConfig } from './schema.ts';
 

@@ -2,8 +2,8 @@
  * Config of the tracing plugin: the top-level `tracing` block, as eRPC users
  * write it. Off by default; when off, no OpenTelemetry package is even loaded.
  */
-import { type ResolvedConfig, Strict, type TProperties, Type } from 'svc/plugin';
-import { ConfigError } from 'svc/plugin/errors';
+import { type ResolvedConfig, Strict, type TProperties, Type } from 'svc-proxy/plugin';
+import { ConfigError } from 'svc-proxy/plugin/errors';
 
 /** Default OTLP/HTTP traces endpoint: a collector on the same host (the OpenTelemetry default). */
 export const DEFAULT_TRACING_ENDPOINT = 'http://localhost:4318/v1/traces';

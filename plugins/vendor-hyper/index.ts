@@ -14,9 +14,9 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import type { LookupFunction } from 'node:net';
-import { definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
-import { PluginContractError } from 'svc/plugin/errors';
-import { PROVIDERS_SERVICE } from 'svc/plugins/providers';
+import { definePlugin, type Plugin, type PluginHost } from 'svc-proxy/plugin';
+import { PluginContractError } from 'svc-proxy/plugin/errors';
+import { PROVIDERS_SERVICE } from 'svc-proxy/plugins/providers';
 
 /** Default root domain (spec §2.10 `{hyper_root_domain}`). */
 export const DEFAULT_HYPER_ROOT_DOMAIN = 'rpc.hypersync.xyz';

@@ -18,10 +18,10 @@
  */
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
-import { type Logger, definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
-import { PluginContractError } from 'svc/plugin/errors';
-import { PROVIDERS_SERVICE } from 'svc/plugins/providers';
-import { redactUrl } from 'svc/util';
+import { type Logger, definePlugin, type Plugin, type PluginHost } from 'svc-proxy/plugin';
+import { PluginContractError } from 'svc-proxy/plugin/errors';
+import { PROVIDERS_SERVICE } from 'svc-proxy/plugins/providers';
+import { redactUrl } from 'svc-proxy/util';
 
 /** The public eRPC endpoints catalog (spec §2.10 `{catalog_url}`). */
 export const DEFAULT_REPOSITORY_URL = 'https://evm-public-endpoints.erpc.cloud';

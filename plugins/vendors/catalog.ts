@@ -5,7 +5,7 @@
  * chain's URL for its `eth_chainId` before offering it. Vendors that list endpoints through the
  * vendor's own API (QuickNode, Chainstack, Conduit, Tenderly, Superchain) are in ./remote.ts.
  */
-import type { UpstreamInput } from 'svc/plugin';
+import type { UpstreamInput } from 'svc-proxy/plugin';
 import { ETHERSPOT_TESTNETS, PIMLICO_KNOWN_CHAINS, VENDOR_CHAINS } from './chains.ts';
 
 /** A provider's `settings`. */

@@ -23,10 +23,10 @@
  *   `<base>/<host>/<path>?<q>`, so a test routes each vendor host to a local node.
  */
 import { Agent, type Dispatcher, request } from 'undici';
-import { type Logger, definePlugin, type Plugin, type PluginHost, type ResolvedConfig } from 'svc/plugin';
-import { ConfigError, PluginContractError } from 'svc/plugin/errors';
-import { PROVIDERS_SERVICE, type Vendor, type VendorUpstream } from 'svc/plugins/providers';
-import { redactUrl } from 'svc/util';
+import { type Logger, definePlugin, type Plugin, type PluginHost, type ResolvedConfig } from 'svc-proxy/plugin';
+import { ConfigError, PluginContractError } from 'svc-proxy/plugin/errors';
+import { PROVIDERS_SERVICE, type Vendor, type VendorUpstream } from 'svc-proxy/plugins/providers';
+import { redactUrl } from 'svc-proxy/util';
 import { CATALOG, type Offer, type Settings } from './catalog.ts';
 import { normalizeVendorShortcuts } from './shortcuts.ts';
 import { remoteVendors, type RemoteVendor, type VendorIo } from './remote.ts';

@@ -8,7 +8,7 @@
  * the others 24 h; `settings.recheckInterval` changes it). A list that cannot be fetched is a
  * bootstrap failure (retried by the providers plugin) unless an older copy is at hand.
  */
-import { parseDuration } from 'svc/plugin';
+import { parseDuration } from 'svc-proxy/plugin';
 import type { Offer, Settings } from './catalog.ts';
 
 /** What a remote vendor reads the network with (./index.ts supplies it, test rewrite included). */

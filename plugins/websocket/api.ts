@@ -1,8 +1,8 @@
 /**
- * `svc/plugins/websocket`: what the websocket plugin offers other plugins: its connection
+ * `svc-proxy/plugins/websocket`: what the websocket plugin offers other plugins: its connection
  * lifecycle hooks and the open connection count.
  */
-import { serviceKey, type HttpRequestInfo, type Identity, type Network, type Project, type ServiceKey } from 'svc/plugin';
+import { serviceKey, type HttpRequestInfo, type Identity, type Network, type Project, type ServiceKey } from 'svc-proxy/plugin';
 import type { SyncHook } from 'tapable';
 
 /** The subscription types of the geth pub-sub API (`eth_subscribe`) svc serves. */

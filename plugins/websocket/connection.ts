@@ -8,11 +8,11 @@
 import { setMaxListeners } from 'node:events';
 import type { Counter } from 'prom-client';
 import { type RawData, WebSocket } from 'ws';
-import type { Network, PluginHost } from 'svc/plugin';
-import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, SvcError, toJsonRpcError } from 'svc/plugin/errors';
-import type { RateLimitService } from 'svc/plugins/rate-limit';
+import type { Network, PluginHost } from 'svc-proxy/plugin';
+import { asSvcError, ErrCancelled, ErrInternal, ErrInvalidRequest, ErrNetworkNotSupported, SvcError, toJsonRpcError } from 'svc-proxy/plugin/errors';
+import type { RateLimitService } from 'svc-proxy/plugins/rate-limit';
 import type { SubscriptionType, WebSocketHooks, WsConnectionInfo } from './api.ts';
-import { extractTopLevelValue } from 'svc/util';
+import { extractTopLevelValue } from 'svc-proxy/util';
 import { answerMessage, type MessageHandlers } from './messages.ts';
 import type { WebSocketSettings } from './schema.ts';
 import type { SubscriptionHub, SubscriptionSink } from './subscriptions/types.ts';

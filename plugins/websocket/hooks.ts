@@ -1,11 +1,11 @@
 /**
- * The WebSocket endpoint's public lifecycle hooks (`WEBSOCKET_SERVICE` of `svc/plugin`):
+ * The WebSocket endpoint's public lifecycle hooks (`WEBSOCKET_SERVICE` of `svc-proxy/plugin`):
  * observation only, so every tap runs inside a guard. A throwing tap is logged at most once a
  * minute per tap and counted in `svc_plugin_errors_total{plugin,hook}` (the counter the core
  * registers for its own observation hooks); the connection is unaffected.
  */
 import { SyncHook } from 'tapable';
-import { guardObservationHook, type PluginHost } from 'svc/plugin';
+import { guardObservationHook, type PluginHost } from 'svc-proxy/plugin';
 import type { SubscriptionType, WebSocketHooks, WsConnectionInfo } from './api.ts';
 
 /**

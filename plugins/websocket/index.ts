@@ -22,7 +22,7 @@
  *   cap (a slow client is closed with 1008), ping/pong liveness (`server.websocket`, schema.ts).
  * - Metrics: `svc_ws_connections{project}`, `svc_ws_subscriptions{type}`,
  *   `svc_ws_messages_total{project,direction}` (`in`/`out`, one per frame; notifications are `out`).
- * - Hooks: the `WEBSOCKET_SERVICE` of `svc/plugin` (open, message, subscribe, close; observation only).
+ * - Hooks: the `WEBSOCKET_SERVICE` of `svc-proxy/plugin` (open, message, subscribe, close; observation only).
  * - Shutdown: when `close()` begins (the `closing` hook) every connection is closed with 1001
  *   "server shutting down" (cut after a short grace), so the listener stops at once; then the hub stops.
  */
@@ -30,10 +30,10 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Counter, Gauge } from 'prom-client';
 import { WebSocketServer } from 'ws';
-import { definePlugin, type Plugin, type PluginHost } from 'svc/plugin';
-import { SvcError } from 'svc/plugin/errors';
-import { RATE_LIMIT_SERVICE } from 'svc/plugins/rate-limit';
-import { sleep } from 'svc/util';
+import { definePlugin, type Plugin, type PluginHost } from 'svc-proxy/plugin';
+import { SvcError } from 'svc-proxy/plugin/errors';
+import { RATE_LIMIT_SERVICE } from 'svc-proxy/plugins/rate-limit';
+import { sleep } from 'svc-proxy/util';
 import { WEBSOCKET_SERVICE } from './api.ts';
 import { WsConnection } from './connection.ts';
 import { createWebSocketHooks } from './hooks.ts';

@@ -5,8 +5,8 @@
  * hub, the rest as one sub-batch through the pipeline, and the answers are put back in the
  * batch's order, each with its caller's id byte for byte.
  */
-import type { JsonRpcOutput } from 'svc/plugin';
-import { arrayElements } from 'svc/util';
+import type { JsonRpcOutput } from 'svc-proxy/plugin';
+import { arrayElements } from 'svc-proxy/util';
 
 /** Methods the subscription hub answers. */
 export const SUBSCRIPTION_METHODS: ReadonlySet<string> = new Set(['eth_subscribe', 'eth_unsubscribe']);

@@ -3,7 +3,7 @@
  * the subscription hub (subscriptions/schema.ts), the keys it adds to upstream entries. Every key has a default, so a
  * config without the block serves WebSockets with the limits below.
  */
-import { Duration, type Resolved, type SchemaFragment, settingsOf, Size, Strict, type TProperties, Type, type ResolvedServer } from 'svc/plugin';
+import { Duration, type Resolved, type SchemaFragment, settingsOf, Size, Strict, type TProperties, Type, type ResolvedServer } from 'svc-proxy/plugin';
 import { hubUpstreamSchema } from './subscriptions/schema.ts';
 
 /** Default most subscriptions one connection may hold. */

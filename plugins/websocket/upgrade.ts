@@ -9,9 +9,9 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { HttpRequestInfo, Identity, PluginHost, RouteTarget } from 'svc/plugin';
-import { asSvcError, ErrProjectNotFound, ErrServiceShuttingDown, SvcError, toJsonRpcError } from 'svc/plugin/errors';
-import { CORS_SERVICE } from 'svc/plugins/cors';
+import type { HttpRequestInfo, Identity, PluginHost, RouteTarget } from 'svc-proxy/plugin';
+import { asSvcError, ErrProjectNotFound, ErrServiceShuttingDown, SvcError, toJsonRpcError } from 'svc-proxy/plugin/errors';
+import { CORS_SERVICE } from 'svc-proxy/plugins/cors';
 
 /** A browser page's `Origin` the project's CORS does not allow (spec §2.5). HTTP 403, -32600. */
 export class ErrOriginNotAllowed extends SvcError {

@@ -13,7 +13,7 @@ import { ErrEndpointServerSideException, ErrResponseBytesInFlightExceeded } from
 import { DEFAULT_MAX_RESPONSE_BYTES_IN_FLIGHT, RESPONSE_BYTES } from '../../lib/body.ts';
 import { BatchQueue, type QueuedCall } from '../../plugins/batching/queue.ts';
 import type { PluginHost, Project } from '../../core/plugin-api.ts';
-import type { Vendor } from 'svc/plugins/providers';
+import type { Vendor } from 'svc-proxy/plugins/providers';
 import { ProjectBootstrap } from '../../plugins/providers/bootstrap.ts';
 import {
   BOOTSTRAP_BACKOFF_FACTOR,

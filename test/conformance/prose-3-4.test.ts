@@ -19,7 +19,7 @@ import { listenOnLoopback } from '../helpers/ports.ts';
 import { startRecordingProxy, type RecordingProxy } from '../helpers/recording-proxy.ts';
 import { NO_CACHE, presetWithout, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 import { ADMIN, ADMIN_H, rpc } from './fixture-core.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 /** The secret of the healthcheck svc. */
 const HC_SECRET = 'healthcheck-secret-0123456789abcdef';

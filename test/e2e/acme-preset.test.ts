@@ -28,8 +28,8 @@ const PRICING_VERSION = '1.4.0';
 const PRICES_VERSION = 'acme-prices-2025.11';
 
 /** The in-house selection plugin (TypeScript): own nodes first, then the configured policy's order. */
-const SELECTION_TS = `import { definePlugin } from 'svc/plugin';
-import { selectionHooks, type EvalFunc, type PolicyUpstream } from 'svc/plugins/selection';
+const SELECTION_TS = `import { definePlugin } from 'svc-proxy/plugin';
+import { selectionHooks, type EvalFunc, type PolicyUpstream } from 'svc-proxy/plugins/selection';
 
 const OWN = 'tier:own';
 const own = (u: PolicyUpstream): boolean => u.tags.includes(OWN);
@@ -52,8 +52,8 @@ export function acmeSelectionPlugin() {
 `;
 
 /** The in-house pricing plugin (plain JavaScript): a versioned price table for vendor acme. */
-const PRICING_JS = `import { definePlugin } from 'svc/plugin';
-import { COST_SERVICE } from 'svc/presets';
+const PRICING_JS = `import { definePlugin } from 'svc-proxy/plugin';
+import { COST_SERVICE } from 'svc-proxy/presets';
 
 const UNITS = new Map([['eth_getBalance', 12], ['eth_call', 26]]);
 
@@ -71,8 +71,8 @@ export function acmePricingPlugin() {
 `;
 
 /** The preset: the default one without tracing, plus both in-house plugins. */
-const PRESET_JS = `import { definePreset } from 'svc/plugin';
-import { defaultPreset } from 'svc/presets';
+const PRESET_JS = `import { definePreset } from 'svc-proxy/plugin';
+import { defaultPreset } from 'svc-proxy/presets';
 import { acmeSelectionPlugin } from './dist/selection.js';
 import { acmePricingPlugin } from './pricing.js';
 
@@ -119,7 +119,7 @@ describe("e2e: a platform team's packaged preset (@acme/svc-preset, svc installe
           type: 'module',
           exports: { '.': './index.js' },
           files: ['index.js', 'pricing.js', 'dist/'],
-          peerDependencies: { svc: '>=0.1.0 <1' },
+          peerDependencies: { 'svc-proxy': '>=0.1.0 <1' },
         },
         null,
         2,

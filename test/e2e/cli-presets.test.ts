@@ -7,7 +7,7 @@
  * naming the preset, where it came from, and every plugin with its version and config keys.
  *
  * The preset package is plain JavaScript using `definePlugin`, `definePreset`, `settingsOf` and
- * the cost service from `svc/plugin` / `svc/presets` (svc installed as `node_modules/svc`, a
+ * the cost service from `svc-proxy/plugin` / `svc-proxy/presets` (svc installed as `node_modules/svc`, a
  * link to this package), and prices eth_gasPrice with a versioned price table.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -46,8 +46,8 @@ function write(path: string, text: string): void {
 }
 
 /** The in-house preset package: the default preset plus a pricing plugin, in plain JavaScript. */
-const PRESET_JS = `import { defaultPreset, COST_SERVICE } from 'svc/presets';
-import { definePlugin, definePreset, settingsOf, Type } from 'svc/plugin';
+const PRESET_JS = `import { defaultPreset, COST_SERVICE } from 'svc-proxy/presets';
+import { definePlugin, definePreset, settingsOf, Type } from 'svc-proxy/plugin';
 
 const schema = { server: { acmePricing: Type.Optional(Type.Object({ header: Type.String(), unitPrice: Type.Number({ minimum: 0 }) })) } };
 
@@ -84,12 +84,12 @@ function installPreset(root: string): void {
       version: '1.2.3',
       type: 'module',
       exports: { '.': { import: './dist/index.js' } },
-      peerDependencies: { svc: '*' },
+      peerDependencies: { 'svc-proxy': '*' },
     }),
   );
   write(join(pkg, 'dist', 'index.js'), PRESET_JS);
   mkdirSync(join(root, 'node_modules'), { recursive: true });
-  symlinkSync(PACKAGE_ROOT, join(root, 'node_modules', 'svc'), 'dir');
+  symlinkSync(PACKAGE_ROOT, join(root, 'node_modules', 'svc-proxy'), 'dir');
 }
 
 describe('e2e: presets as packages through the svc command', function () {

@@ -166,6 +166,44 @@ describe('e2e: the svc command', function () {
     await r.exit;
   });
 
+  it('healthcheck probes the port the config names (server.httpPort, ${VAR} expanded): 0 while svc serves it, 1 once it stops', async () => {
+    const port = await freePort();
+    const config = join(dir, 'health.yaml');
+    writeFileSync(
+      config,
+      [
+        'server:',
+        '  httpPort: ${HEALTH_PORT}',
+        '  waitBeforeShutdown: 0s',
+        'projects:',
+        '  - id: main',
+        `    upstreams: [{ endpoint: "${anvil.url}" }]`,
+        '',
+      ].join('\n'),
+    );
+    const probe = (args: string[]) => {
+      const c = spawn(process.execPath, [BIN, 'healthcheck', ...args], { cwd: dir, stdio: 'ignore', env: { ...process.env, HEALTH_PORT: String(port) } });
+      return new Promise<number | null>((resolve) => c.once('exit', resolve));
+    };
+    expect(await probe(['--config', config]), 'nothing listens yet').to.equal(1);
+    const child = spawn(process.execPath, [BIN, 'start', '--config', config, '--metrics-port', '0'], {
+      cwd: dir,
+      stdio: 'ignore',
+      env: { ...process.env, HEALTH_PORT: String(port), SVC_COMMIT: 'cli-test' },
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await waitFor(async () => (await probe(['--config', config])) === 0, 20_000);
+      // --port wins over the config: nothing listens on the other port.
+      expect(await probe(['--config', config, '--port', String(await freePort())])).to.equal(1);
+    } finally {
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGTERM'), 50);
+    }
+    await exited;
+    expect(await probe(['--config', config]), 'stopped').to.equal(1);
+  });
+
   it('start --preset minimal forwards without diagnostic headers', async () => {
     const port = await freePort();
     const r = run(['start', '--port', String(port), '--metrics-port', '0', '--preset', 'minimal', anvil.url], dir);

@@ -19,7 +19,7 @@ import type { ReloadReport } from '../../core/host/reload.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 type Cfg = { projects: Array<Record<string, unknown>>; admin?: unknown; server?: unknown };
 

@@ -83,7 +83,14 @@ describe('e2e evm-state: anvil nodes driven apart', function () {
     );
     const network = svc.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!;
     const st = chainStateOf(network);
-    await waitFor(() => network.upstreams.every((u) => u.state === 'ready' && st.peek(u)?.lastPollAt) && st.highestLatest === heads.lead);
+    // Every node polled, and the leader's heads are the network's (its finalized block too: a test
+    // may ask for `finalized` at once, before a later poll would have recorded it).
+    await waitFor(
+      () =>
+        network.upstreams.every((u) => u.state === 'ready' && st.peek(u)?.lastPollAt) &&
+        st.highestLatest === heads.lead &&
+        st.highestFinalized === anvilFinalized(heads.lead),
+    );
     return { c, network };
   }
 

@@ -2,7 +2,7 @@
  * svc as a published package: `npm pack` the repo, then, in a temp dir,
  * build an in-house plugin package from the "Writing a plugin" files of docs/plugins.md (every
  * ```ts block whose first line is `// file: src/...`), which import only the public entries
- * (`svc/plugin`, `svc/plugin/contracts`, `svc/presets`...), compile it with `tsc` (nodenext, strict, no skipLibCheck) against the installed
+ * (`svc-proxy/plugin`, `svc-proxy/plugin/contracts`, `svc-proxy/presets`...), compile it with `tsc` (nodenext, strict, no skipLibCheck) against the installed
  * svc's `.d.ts` files, and run the installed `svc` command with the compiled preset in front of
  * two fake upstreams: the one tagged `tier:preferred` (listed second) answers, and the pricing
  * plugin's header carries unitPrice × routed calls from its own config key.
@@ -85,7 +85,13 @@ describe('e2e: the packed package with an in-house plugin package', function () 
     writeFileSync(
       join(pkg, 'package.json'),
       JSON.stringify(
-        { name: 'acme-svc-plugins', version: '1.0.0', type: 'module', exports: { './preset': './dist/preset.js' }, peerDependencies: { svc: '>=0.1.0 <1' } },
+        {
+          name: 'acme-svc-plugins',
+          version: '1.0.0',
+          type: 'module',
+          exports: { './preset': './dist/preset.js' },
+          peerDependencies: { 'svc-proxy': '>=0.1.0 <1' },
+        },
         null,
         2,
       ),
@@ -148,7 +154,7 @@ describe('e2e: the packed package with an in-house plugin package', function () 
   });
 
   it('installs compiled JavaScript and declarations only, with the seven entries, the plugin contracts pattern and no tsx', () => {
-    const root = join(app, 'node_modules', 'svc');
+    const root = join(app, 'node_modules', 'svc-proxy');
     const sources = [...files(root)].map((f) => relative(root, f)).filter((f) => /\.[mc]?ts$/.test(f) && !/\.d\.[mc]?ts$/.test(f));
     expect(sources).to.deep.equal([]);
     const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
@@ -162,8 +168,8 @@ describe('e2e: the packed package with an in-house plugin package', function () 
       './config',
       './package.json',
     ]);
-    // One contract entry per plugin that offers one: svc/plugins/<name> is dist/plugins/<name>/api.js.
-    expect(existsSync(join(root, 'dist', 'plugins', 'selection', 'api.js')), 'svc/plugins/selection built').to.equal(true);
+    // One contract entry per plugin that offers one: svc-proxy/plugins/<name> is dist/plugins/<name>/api.js.
+    expect(existsSync(join(root, 'dist', 'plugins', 'selection', 'api.js')), 'svc-proxy/plugins/selection built').to.equal(true);
     expect(manifest.exports).to.not.have.property('./*');
     for (const d of [...files(root)].filter((f) => f.endsWith('.d.ts'))) {
       expect(readFileSync(d, 'utf8'), relative(root, d)).to.not.match(/(?:from|import)\s*\(?\s*['"]\.{1,2}\/[^'"]*\.[mc]?ts['"]/);
@@ -182,7 +188,7 @@ describe('e2e: the packed package with an in-house plugin package', function () 
       (e: Error) => e.message,
     );
     expect(err).to.include('server.acmePricing.unitPrice');
-    // A built-in plugin's ConfigError (the installed dist/plugins import svc/plugin by
+    // A built-in plugin's ConfigError (the installed dist/plugins import svc-proxy/plugin by
     // self-reference) is the class the CLI checks: printed as `path: message`, not as a raw error.
     writeFileSync(
       join(app, 'budget.yaml'),
@@ -247,5 +253,56 @@ describe('e2e: the packed package with an in-house plugin package', function () 
 
     expect(plain.calls.filter((c) => c.method === 'eth_gasPrice').length - before.plain).to.equal(0);
     expect(preferred.calls.filter((c) => c.method === 'eth_gasPrice').length - before.preferred).to.be.at.least(1);
+  });
+});
+
+describe('e2e: the packed tarball installed globally (npm install -g), as README says', function () {
+  this.timeout(180_000);
+  let tmp: string;
+  let upstream: FaultServer;
+  let svc: ChildProcess | undefined;
+
+  after(async () => {
+    if (svc && svc.exitCode === null) {
+      const exited = new Promise((r) => svc!.once('exit', r));
+      svc.kill('SIGTERM');
+      await exited;
+    }
+    await upstream?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('the package is svc-proxy (svc on npm is another package); its global install puts the svc command on PATH, which starts and serves', async () => {
+    const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { name: string; version: string; bin: Record<string, string> };
+    expect(pkg.name).to.equal('svc-proxy');
+    expect(Object.keys(pkg.bin)).to.deep.equal(['svc']);
+    const tarball = await packSvc();
+    tmp = mkdtempSync(join(tmpdir(), 'svc-global-'));
+    // A global install into its own prefix (what `npm install -g` does, without touching the machine's).
+    const prefix = join(tmp, 'global');
+    await sh('npm', ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball], tmp);
+    const bin = join(prefix, 'bin', 'svc');
+    expect(existsSync(bin), 'svc on the global bin path').to.equal(true);
+    expect((await sh(bin, ['--version'], tmp)).trim()).to.include(pkg.version);
+
+    upstream = await startFaultServer({ chainId: 31337 });
+    const port = await freePort();
+    let log = '';
+    svc = spawn(bin, ['start', upstream.url, '--port', String(port), '--metrics-port', '0'], { cwd: tmp, env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+    svc.stdout?.on('data', (d: Buffer) => (log += d.toString()));
+    svc.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+    const url = `http://127.0.0.1:${port}/evm/31337`;
+    try {
+      await waitFor(async () => {
+        if (svc!.exitCode !== null) throw new Error(`svc exited with code ${svc!.exitCode}`);
+        return (
+          (await httpRequest('POST', url, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId' })).catch(() => undefined))?.json?.result === '0x7a69'
+        );
+      }, 30_000);
+    } catch (e) {
+      throw new Error(`the globally installed svc did not serve: ${(e as Error).message}\n${log}`);
+    }
+    expect(log).to.include('network evm:31337 is served');
+    expect((await httpRequest('GET', `http://127.0.0.1:${port}/healthcheck`)).status).to.equal(200);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The compiled built-in plugins import `svc/plugin` by its package name (docs/plugins.md "The
+ * The compiled built-in plugins import `svc-proxy/plugin` by its package name (docs/plugins.md "The
  * built-in plugins are written the same way"). In dist/ that specifier resolves by
  * self-reference through dist/package.json to dist/core/plugin-api.js, the very module instance
  * core's own relative imports load, so there is one copy of every class: an error a built-in
@@ -24,16 +24,16 @@ const DIST = join(PACKAGE_ROOT, 'dist');
 type PluginErrors = typeof import('../../core/plugin-errors.ts');
 type RateLimitSchema = typeof import('../../plugins/rate-limit/schema.ts');
 
-describe('e2e: compiled plugins and core share one svc/plugin instance', function () {
+describe('e2e: compiled plugins and core share one svc-proxy/plugin instance', function () {
   this.timeout(60_000);
   before(() => ensureBuilt());
 
-  it('every compiled plugin resolves svc/plugin to dist/core/plugin-api.js', () => {
+  it('every compiled plugin resolves svc-proxy/plugin to dist/core/plugin-api.js', () => {
     const plugins = readdirSync(join(DIST, 'plugins'));
     expect(plugins.length, 'compiled plugins').to.be.greaterThan(20);
     for (const name of plugins) {
-      // Resolved from the plugin's own folder, as its `import 'svc/plugin'` is.
-      const resolved = createRequire(join(DIST, 'plugins', name, 'index.js')).resolve('svc/plugin');
+      // Resolved from the plugin's own folder, as its `import 'svc-proxy/plugin'` is.
+      const resolved = createRequire(join(DIST, 'plugins', name, 'index.js')).resolve('svc-proxy/plugin');
       expect(resolved, name).to.equal(join(DIST, 'core', 'plugin-api.js'));
     }
   });

@@ -1,14 +1,14 @@
 /**
  * A plugin that reorders upstreams through the public selection route (docs/fault-tolerance.md
  * "Selection policy", docs/plugins.md "Selection plugins"): it taps `selectionHooks(host).policy`
- * from `svc/plugin` and reverses the order the default policy hands it. In front of two anvil
+ * from `svc-proxy/plugin` and reverses the order the default policy hands it. In front of two anvil
  * nodes, the upstream that answers (`X-SVC-Upstream`), the admin `svc_project` view (primary
  * upstream and order) and `svc_selection_score` (lowest first) must all name the same order,
  * before any traffic (equal health scores) and after it.
  */
 import { expect } from 'chai';
-import type { Plugin } from 'svc/plugin';
-import { selectionHooks, type EvalFunc } from 'svc/plugins/selection';
+import type { Plugin } from 'svc-proxy/plugin';
+import { selectionHooks, type EvalFunc } from 'svc-proxy/plugins/selection';
 import { evaluateSelection } from '../../plugins/selection/index.ts';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';

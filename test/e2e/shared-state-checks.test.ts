@@ -13,12 +13,12 @@
 import { expect } from 'chai';
 import { createClient } from 'redis';
 import { request } from 'undici';
-import type { Network } from 'svc/plugin';
-import type { NetworkChainState } from 'svc/plugins/evm-state';
+import type { Network } from 'svc-proxy/plugin';
+import type { NetworkChainState } from 'svc-proxy/plugins/evm-state';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
 import { NO_CACHE, startSvc, type SvcHandle, waitFor } from '../helpers/svc.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 const KEY = 'chk';
 const BOGUS = 900_000_000;

@@ -11,7 +11,7 @@ import { WebSocketProvider } from 'ethers';
 import { createPublicClient, webSocket } from 'viem';
 import WebSocket from 'ws';
 import { definePlugin } from '../../core/plugin-api.ts';
-import { WEBSOCKET_SERVICE } from 'svc/plugins/websocket';
+import { WEBSOCKET_SERVICE } from 'svc-proxy/plugins/websocket';
 import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';

@@ -1,12 +1,12 @@
 /**
- * A public API that is small and deliberate. svc's plugin-facing entries are `svc/plugin` (what a
- * plugin author needs), `svc/plugin/errors`, `svc/plugin/contracts`, `svc/util`, and each plugin
- * contract `svc/plugins/<name>` (what one plugin offers others):
+ * A public API that is small and deliberate. svc's plugin-facing entries are `svc-proxy/plugin` (what a
+ * plugin author needs), `svc-proxy/plugin/errors`, `svc-proxy/plugin/contracts`, `svc-proxy/util`, and each plugin
+ * contract `svc-proxy/plugins/<name>` (what one plugin offers others):
  *
- * - `svc/plugin` exports at most 100 names (values and types), so a newcomer can hold it in
+ * - `svc-proxy/plugin` exports at most 100 names (values and types), so a newcomer can hold it in
  *   their head; the rest lives in the three companion entries;
  * - every value an entry exports (function, class, constant, error class) is used by at least
- *   two built-in plugins or named in docs/plugins.md (for `svc/plugin/errors`, also the error
+ *   two built-in plugins or named in docs/plugins.md (for `svc-proxy/plugin/errors`, also the error
  *   table of docs/http-interface.md), so nothing sits in the semver-frozen surface only because
  *   core or one plugin happened to have it.
  *
@@ -51,14 +51,14 @@ function pluginSources(): Map<string, string> {
 const read = (rel: string): string => readFileSync(join(PACKAGE_ROOT, rel), 'utf8');
 
 const ENTRIES: readonly { name: string; module: object; docs: readonly string[] }[] = [
-  { name: 'svc/plugin', module: plugin, docs: ['docs/plugins.md'] },
-  { name: 'svc/plugin/errors', module: errors, docs: ['docs/plugins.md', 'docs/http-interface.md'] },
-  { name: 'svc/plugin/contracts', module: contracts, docs: ['docs/plugins.md'] },
-  { name: 'svc/util', module: util, docs: ['docs/plugins.md'] },
+  { name: 'svc-proxy/plugin', module: plugin, docs: ['docs/plugins.md'] },
+  { name: 'svc-proxy/plugin/errors', module: errors, docs: ['docs/plugins.md', 'docs/http-interface.md'] },
+  { name: 'svc-proxy/plugin/contracts', module: contracts, docs: ['docs/plugins.md'] },
+  { name: 'svc-proxy/util', module: util, docs: ['docs/plugins.md'] },
 ];
 
-describe('svc/plugin entries are deliberate', () => {
-  it('svc/plugin exports at most 100 names (values and types)', function () {
+describe('svc-proxy/plugin entries are deliberate', () => {
+  it('svc-proxy/plugin exports at most 100 names (values and types)', function () {
     this.timeout(30_000);
     const file = join(PACKAGE_ROOT, 'core', 'plugin-api.ts');
     const program = ts.createProgram([file], {
@@ -93,7 +93,7 @@ describe('svc/plugin entries are deliberate', () => {
     });
   }
 
-  it('every value a plugin contract (svc/plugins/<name>) exports is used by a built-in other than its owner, or named in docs/plugins.md', async () => {
+  it('every value a plugin contract (svc-proxy/plugins/<name>) exports is used by a built-in other than its owner, or named in docs/plugins.md', async () => {
     const plugins = pluginSources();
     const docs = read('docs/plugins.md');
     const owners = [...plugins.keys()].filter((name) => plugins.get(name)!.length > 0 && readdirSync(join(PACKAGE_ROOT, 'plugins', name)).includes('api.ts'));
@@ -104,7 +104,7 @@ describe('svc/plugin entries are deliberate', () => {
       for (const name of Object.keys(api)) {
         const word = new RegExp(`\\b${name}\\b`);
         const others = [...plugins.entries()].filter(([n, text]) => n !== owner && word.test(text)).length;
-        if (others === 0 && !word.test(docs)) unused.push(`svc/plugins/${owner}: ${name}`);
+        if (others === 0 && !word.test(docs)) unused.push(`svc-proxy/plugins/${owner}: ${name}`);
       }
     }
     expect(unused, 'a contract value no other plugin uses and no doc names belongs inside its plugin').to.deep.equal([]);

@@ -1,8 +1,8 @@
 /**
  * The public API reports (etc/api/*.api.md) match the built declarations in dist/.
  *
- * svc's public surface is its package.json `exports` (`svc/plugin`, `svc/presets`,
- * `svc/config`); a change to any exported name or signature must show in review as a diff of
+ * svc's public surface is its package.json `exports` (`svc-proxy/plugin`, `svc-proxy/presets`,
+ * `svc-proxy/config`); a change to any exported name or signature must show in review as a diff of
  * the checked-in report. This runs API Extractor in production mode (`localBuild: false`: it
  * compares, writes nothing under etc/) on each entry against the current dist/, which `pretest`
  * builds. Run alone: `npm run build --silent && npx mocha test/unit/api-report.test.ts`.
@@ -31,11 +31,11 @@ describe('public API reports (etc/api/)', function () {
   it('every entry of package.json exports has a report config', function () {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
     // "./plugins/*" is one entry per plugin folder with a contract (plugins/<name>/api.ts).
-    const plugins = API_ENTRIES.filter((e) => e.name.startsWith('svc/plugins/'));
+    const plugins = API_ENTRIES.filter((e) => e.name.startsWith('svc-proxy/plugins/'));
     expect(plugins.length, 'plugin contract entries').to.be.greaterThan(0);
     const entries = Object.keys(pkg.exports)
       .filter((k) => k !== './package.json')
-      .flatMap((k) => (k === './plugins/*' ? plugins.map((e) => e.name) : [`svc/${k.slice(2)}`]));
+      .flatMap((k) => (k === './plugins/*' ? plugins.map((e) => e.name) : [`svc-proxy/${k.slice(2)}`]));
     expect(API_ENTRIES.map((e) => e.name)).to.have.members(entries);
   });
 
@@ -43,7 +43,7 @@ describe('public API reports (etc/api/)', function () {
     it(`${entry.name}: ${entry.report} matches dist/`, function () {
       const r = results.find((x) => x.entry === entry)!;
       expect(r.errors, `API Extractor failed on ${entry.config}`).to.deep.equal([]);
-      // The spec reporter prints the title after the test body: `svc/plugin: N exports; ...`.
+      // The spec reporter prints the title after the test body: `svc-proxy/plugin: N exports; ...`.
       this.test!.title = `${exportsLine(r)}; ${entry.report} matches dist/`;
       expect(r.exports, `${entry.name} exports nothing: is dist/ built?`).to.be.greaterThan(0);
       expect(r.forgotten, `types ${entry.name} uses that no public entry exports (a user cannot name them)`).to.deep.equal([]);

@@ -208,7 +208,10 @@ describe('Dockerfile', () => {
     expect(runtime.indexOf('USER ')).to.be.lessThan(runtime.indexOf('ENTRYPOINT'));
     const entry = JSON.parse(/^ENTRYPOINT\s+(\[.*\])$/m.exec(runtime)?.[1] ?? '[]') as string[];
     expect(entry).to.deep.equal(['node', 'bin/svc.js', 'start']);
-    expect(runtime).to.match(new RegExp(`HEALTHCHECK[\\s\\S]*127\\.0\\.0\\.1:${coreDefault('server', 'httpPort')}/healthcheck`));
+    // The probe follows the config's port: `svc healthcheck` on the config file CMD passes to start.
+    const cmd = JSON.parse(/^CMD\s+(\[.*\])$/m.exec(runtime)?.[1] ?? '[]') as string[];
+    const healthcheck = JSON.parse(/^\s+CMD\s+(\[.*\])$/m.exec(runtime.slice(runtime.indexOf('HEALTHCHECK')))?.[1] ?? '[]') as string[];
+    expect(healthcheck).to.deep.equal(['node', 'bin/svc.js', 'healthcheck', '--config', cmd[cmd.indexOf('--config') + 1]]);
     expect(runtime).to.match(new RegExp(`EXPOSE ${coreDefault('server', 'httpPort')} ${coreDefault('metrics', 'port')}`));
   });
 

@@ -108,7 +108,7 @@ describe('docs pages', () => {
         .forEach((block, i) => {
           const where = `${page.path} TypeScript config #${i + 1} (line ${lineOf(page, block.raw)})`;
           it(where, async () => {
-            // Examples import from 'svc/config' (the package's own name, compiled in dist/), so the
+            // Examples import from 'svc-proxy/config' (the package's own name, compiled in dist/), so the
             // file lives in the package root; one name per block, since ESM caches a module by URL.
             const file = join(PACKAGE_ROOT, `.docs-example-${process.pid}-${page.path.replace(/[^A-Za-z0-9]/g, '-')}-${i}.ts`);
             writeFileSync(file, block.text);

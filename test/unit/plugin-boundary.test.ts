@@ -1,5 +1,5 @@
 /**
- * The plugin boundary: every built-in plugin imports only the public entry `svc/plugin` (by its
+ * The plugin boundary: every built-in plugin imports only the public entry `svc-proxy/plugin` (by its
  * package name, as a third party does), files of its own folder, npm packages and node builtins.
  * The rules are dependency-cruiser's (`.dependency-cruiser.cjs`); this test runs them over
  * plugins/ and fails naming each violation, so a plugin reaching into core or into another plugin
@@ -36,7 +36,7 @@ async function cruise(paths: string[]): Promise<{ violations: Violation[]; modul
 describe('plugin boundary (dependency-cruiser)', function () {
   this.timeout(60_000);
 
-  it('every built-in plugin imports only the public entries (svc/plugin, svc/plugin/errors, svc/plugin/contracts, svc/util, svc/plugins/<name>), its own folder, npm packages and node builtins', async () => {
+  it('every built-in plugin imports only the public entries (svc-proxy/plugin, svc-proxy/plugin/errors, svc-proxy/plugin/contracts, svc-proxy/util, svc-proxy/plugins/<name>), its own folder, npm packages and node builtins', async () => {
     const { violations, modules } = await cruise(['plugins']);
     expect(modules, 'modules cruised').to.be.greaterThan(100);
     expect(violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`)).to.deep.equal([]);
@@ -77,8 +77,8 @@ describe('plugin boundary (dependency-cruiser)', function () {
           "import { createSweep } from '../../core/pipeline/sweep.ts';",
           "import { cachePlugin } from '../cache/index.ts';",
           "import { CACHE_OUTCOME } from '../cache/api.ts';",
-          "import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';",
-          "import { definePlugin } from 'svc/plugin';",
+          "import { FAILSAFE_ENTRY } from 'svc-proxy/plugins/failsafe';",
+          "import { definePlugin } from 'svc-proxy/plugin';",
           'export const p: Plugin = definePlugin({ name: String(createSweep) + String(cachePlugin) + String(CACHE_OUTCOME) + String(FAILSAFE_ENTRY), apply() {} });',
         ].join('\n'),
       );
@@ -95,7 +95,7 @@ describe('plugin boundary (dependency-cruiser)', function () {
         `plugin-contract-imports-its-plugin: ${rel}/index.ts`,
       ]);
       // Another plugin's contract by its package name is allowed.
-      expect(seen.filter((s) => s.includes('svc/plugin') || s.includes('plugins/failsafe/'))).to.deep.equal([]);
+      expect(seen.filter((s) => s.includes('svc-proxy/plugin') || s.includes('plugins/failsafe/'))).to.deep.equal([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -150,7 +150,7 @@ describe('plugin boundary (dependency-cruiser)', function () {
     }
   });
 
-  it('lib/ (generic utilities) imports no plugin, preset or CLI and nothing of the core that runs; plugins reach it only through svc/plugin', async () => {
+  it('lib/ (generic utilities) imports no plugin, preset or CLI and nothing of the core that runs; plugins reach it only through svc-proxy/plugin', async () => {
     const { violations, modules } = await cruise(['lib']);
     expect(modules, 'modules cruised').to.be.greaterThan(5);
     expect(violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`)).to.deep.equal([]);

@@ -18,11 +18,11 @@
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { Duration, type Network, type PluginHost, Strict, Type, type Upstream } from 'svc/plugin';
-import { asSvcError, type SvcError, ErrAuthUnauthorized, ErrInvalidRequest, ErrServiceShuttingDown, toJsonRpcError } from 'svc/plugin/errors';
-import type { Authenticator } from 'svc/plugins/auth';
-import { BREAKERS_SERVICE } from 'svc/plugins/failsafe';
-import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
+import { Duration, type Network, type PluginHost, Strict, Type, type Upstream } from 'svc-proxy/plugin';
+import { asSvcError, type SvcError, ErrAuthUnauthorized, ErrInvalidRequest, ErrServiceShuttingDown, toJsonRpcError } from 'svc-proxy/plugin/errors';
+import type { Authenticator } from 'svc-proxy/plugins/auth';
+import { BREAKERS_SERVICE } from 'svc-proxy/plugins/failsafe';
+import { SELECTION_API_SERVICE } from 'svc-proxy/plugins/selection';
 import { readAsset } from './assets.ts';
 import {
   buildSnapshot,
@@ -35,7 +35,7 @@ import {
   worstBreaker,
 } from './snapshot.ts';
 import { EventStreams } from './stream.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 export { buildSnapshot, type UiSnapshot } from './snapshot.ts';
 

@@ -10,15 +10,15 @@
  * (`SELECTION_API_SERVICE`) and the Prometheus registry, where other plugins count under the
  * metric names of docs/operations.md (`svc_cache_get_hit_total`, `svc_cache_get_miss_total`,
  * `svc_rate_limited_total`, `svc_network_consensus_outcome_total`). The breaker state comes from
- * the failsafe plugin's breakers (`BREAKERS_SERVICE`, a typed contract of svc/plugin): without
+ * the failsafe plugin's breakers (`BREAKERS_SERVICE`, a typed contract of svc-proxy/plugin): without
  * that plugin it is `none`.
  *
  * {@link buildSnapshot} is pure over its {@link SnapshotSources}, so it is unit tested with fakes.
  */
-import type { HealthSnapshot } from 'svc/plugin/contracts';
-import type { NetworkChainState } from 'svc/plugins/evm-state';
-import type { SelectionState } from 'svc/plugins/selection';
-import { networkChainState } from 'svc/plugins/evm-state';
+import type { HealthSnapshot } from 'svc-proxy/plugin/contracts';
+import type { NetworkChainState } from 'svc-proxy/plugins/evm-state';
+import type { SelectionState } from 'svc-proxy/plugins/selection';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 import { latencyMsOf } from '../health-view.ts';
 
 /** Most rows of each per-project metric table (their labels are bounded already; this bounds the page). */

@@ -7,9 +7,9 @@
  * the breaker is open, and an admin change answers an error instead of hanging. Keys already in
  * the key space's memory cache are served without the store (api-keys/space.ts).
  */
-import { StorageUnavailableError } from 'svc/plugin/errors';
+import { StorageUnavailableError } from 'svc-proxy/plugin/errors';
 import type { ApiKeyRecord } from '../api.ts';
-import type { StorageBreaker } from 'svc/util';
+import type { StorageBreaker } from 'svc-proxy/util';
 import type { ApiKeyPage, ApiKeyStore } from './store.ts';
 
 /** Default deadline of a key lookup, ms. */

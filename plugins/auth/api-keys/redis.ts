@@ -8,7 +8,7 @@
  */
 import { checkedRecord, tokenAfter, type ApiKeyPage, type ApiKeyStore } from './store.ts';
 import type { ApiKeyRecord } from '../api.ts';
-import type { RedisClient } from 'svc/util';
+import type { RedisClient } from 'svc-proxy/util';
 
 /**
  * Resolves once the client is ready, or after `ms` (commands then fail fast, as while Redis is

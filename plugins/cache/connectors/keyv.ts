@@ -23,8 +23,8 @@
 import { createHash } from 'node:crypto';
 import Keyv, { type KeyvStoreAdapter } from 'keyv';
 import type { Registry } from 'prom-client';
-import type { Finality, Logger } from 'svc/plugin';
-import { sleep, StorageBreaker } from 'svc/util';
+import type { Finality, Logger } from 'svc-proxy/plugin';
+import { sleep, StorageBreaker } from 'svc-proxy/util';
 import { FailsafePlans, methodOfRange, type CacheFailsafeEntry, type OpPlan } from '../failsafe.ts';
 import { runPlan } from '../failsafe-run.ts';
 import { DEFAULT_READ_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, WRITE_TIMEOUT_MS, type RemoteTierSettings } from '../schema.ts';

@@ -5,7 +5,7 @@
  * {@link PACKED_MAX_CHARS}): what a full tier costs every major GC is its number of objects.
  */
 import { LRUCache } from 'lru-cache';
-import type { Finality } from 'svc/plugin';
+import type { Finality } from 'svc-proxy/plugin';
 import { reverseKey, wireSize, type CacheEntry, type Connector } from './types.ts';
 
 /**

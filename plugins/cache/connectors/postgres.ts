@@ -22,7 +22,7 @@
 import KeyvPostgres from '@keyv/postgres';
 import pg from 'pg';
 import type { Registry } from 'prom-client';
-import type { Logger } from 'svc/plugin';
+import type { Logger } from 'svc-proxy/plugin';
 import { READ_TIMEOUT_MS, WRITE_TIMEOUT_MS } from '../schema.ts';
 import { KEY_PREFIX, KeyvConnector, type KeyvTierSettings } from './keyv.ts';
 import { TierReporter } from './types.ts';

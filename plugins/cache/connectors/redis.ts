@@ -16,8 +16,8 @@
 import KeyvRedis from '@keyv/redis';
 import type { Registry } from 'prom-client';
 import { createClient } from 'redis';
-import type { Logger } from 'svc/plugin';
-import { backoffDelay, sleep } from 'svc/util';
+import type { Logger } from 'svc-proxy/plugin';
+import { backoffDelay, sleep } from 'svc-proxy/util';
 import { WRITE_TIMEOUT_MS } from '../schema.ts';
 import { KeyvConnector, type KeyvTierSettings } from './keyv.ts';
 import { TierReporter } from './types.ts';

@@ -2,7 +2,7 @@
  * The storage contract every cache tier implements, and the one
  * encoding the shared tiers use, so any svc replica reads what another wrote.
  */
-import type { Finality, Logger } from 'svc/plugin';
+import type { Finality, Logger } from 'svc-proxy/plugin';
 
 /** A connector's driver: `redis` and `postgresql` run on @keyv/redis and @keyv/postgres, `keyv` on any keyv adapter. */
 export type ConnectorDriver = 'memory' | 'redis' | 'postgresql' | 'keyv';

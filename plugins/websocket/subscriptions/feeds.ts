@@ -7,13 +7,13 @@
  * with the first `newHeads`/`logs` feed, stopped with the last), the upstream WebSocket
  * `newHeads` feed that wakes it, and the upstream `newPendingTransactions` pass-through.
  */
-import type { Logger, Network, PluginHost } from 'svc/plugin';
+import type { Logger, Network, PluginHost } from 'svc-proxy/plugin';
 import type { LogFilter } from './filter.ts';
 import { HeadFollower, type LogsTarget } from './follower.ts';
 import { wsCandidates, wsEndpointOf } from './schema.ts';
 import type { SubscriptionSink, SubscriptionType } from './types.ts';
 import { UpstreamWsFeed, type WsEndpoint } from './upstream-ws.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 /** Deadline of each call the follower makes through the network's pipeline, ms. */
 export const FOLLOWER_CALL_TIMEOUT_MS = 10_000;

@@ -2,7 +2,7 @@
  * `eth_subscribe` params: validation (bounded, since they come from clients) and the canonical
  * form of a `logs` filter, whose key makes subscriptions of the same filter share one feed.
  */
-import { ErrInvalidRequest } from 'svc/plugin/errors';
+import { ErrInvalidRequest } from 'svc-proxy/plugin/errors';
 import type { SubscriptionType } from './types.ts';
 
 /** Most addresses in one `logs` filter. */

@@ -28,11 +28,11 @@
  * the next read (made at once) must reach at least as high. One upstream answering one block from
  * the future therefore neither freezes nor moves the heads every subscriber sees.
  */
-import type { Logger } from 'svc/plugin';
-import { sleep } from 'svc/util';
-import type { HeadVerdict } from 'svc/plugins/evm-state';
+import type { Logger } from 'svc-proxy/plugin';
+import { sleep } from 'svc-proxy/util';
+import type { HeadVerdict } from 'svc-proxy/plugins/evm-state';
 import { type LogFilter, matchLog } from './filter.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 /** Reads one JSON-RPC result through the network's pipeline; throws on any failure. */
 export type NetworkFetch = (method: string, params: unknown[]) => Promise<unknown>;

@@ -12,8 +12,8 @@
  *   id (`0x` + 32 random hex digits). At most `maxPerConnection` per connection.
  */
 import { randomBytes } from 'node:crypto';
-import type { Network, PluginHost, Upstream } from 'svc/plugin';
-import { ErrEndpointUnsupported, ErrServiceShuttingDown } from 'svc/plugin/errors';
+import type { Network, PluginHost, Upstream } from 'svc-proxy/plugin';
+import { ErrEndpointUnsupported, ErrServiceShuttingDown } from 'svc-proxy/plugin/errors';
 import { ErrSubscriptionLimitExceeded } from '../connection.ts';
 import { type Feed, NetworkFeeds } from './feeds.ts';
 import { parseSubscribe } from './filter.ts';

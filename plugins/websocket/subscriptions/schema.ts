@@ -4,7 +4,7 @@
  * fragment (`upstream: { ...hubUpstreamSchema }`), so the key is valid under `upstreams[]` and
  * `upstreamDefaults`.
  */
-import { Type, type Upstream } from 'svc/plugin';
+import { Type, type Upstream } from 'svc-proxy/plugin';
 
 /** Longest accepted `wsEndpoint`, characters. */
 export const MAX_WS_ENDPOINT_LENGTH = 2048;

@@ -4,8 +4,8 @@
  * svc's own head tracking). The endpoint owns the sockets; the hub owns the feeds and never
  * touches a socket, only a {@link SubscriptionSink}.
  */
-import type { Network, Upstream } from 'svc/plugin';
-import type { SvcError } from 'svc/plugin/errors';
+import type { Network, Upstream } from 'svc-proxy/plugin';
+import type { SvcError } from 'svc-proxy/plugin/errors';
 
 /** The subscription types of the geth pub-sub API svc serves (spec: `eth_subscribe`). */
 export type SubscriptionType = 'newHeads' | 'logs' | 'newPendingTransactions';

@@ -10,8 +10,8 @@
  * `newPendingTransactions` feed is passed through to subscribers (best effort).
  */
 import WebSocket, { type RawData } from 'ws';
-import type { Logger } from 'svc/plugin';
-import { backoffDelay, redactUrl } from 'svc/util';
+import type { Logger } from 'svc-proxy/plugin';
+import { backoffDelay, redactUrl } from 'svc-proxy/util';
 
 /** One upstream that can feed: its id and WebSocket URL. */
 export interface WsEndpoint {

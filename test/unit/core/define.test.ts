@@ -1,5 +1,5 @@
 /**
- * `definePlugin` / `definePreset` (svc/plugin) return their argument unchanged and type it
+ * `definePlugin` / `definePreset` (svc-proxy/plugin) return their argument unchanged and type it
  * against the contract; `settingsOf` is a typed, copy-free view of a resolved node's plugin
  * keys: the TypeBox static type, with durations and sizes as numbers. The type expectations
  * below are checked by `tsc --noEmit` (the `@ts-expect-error` lines fail the build if they stop

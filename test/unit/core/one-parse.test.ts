@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { isLosslessNumber, parse as losslessParse } from 'lossless-json';
 import stringify from 'safe-stable-stringify';
 import { parseRequestBody, rawParamsOf, RAW_PARAMS_MIN_BYTES } from '../../../core/wire/jsonrpc.ts';
-import { paramsHash } from 'svc/plugins/multiplex';
+import { paramsHash } from 'svc-proxy/plugins/multiplex';
 import { scanMembers } from '../../../lib/json-scan.ts';
 
 /** The params bytes svc's transport sends for a call (core/registry/transport.ts `body`). */

@@ -11,7 +11,7 @@ import { createProxy } from '../../../core/host/create.ts';
 import { definePlugin, serviceKey, type AnyServiceKey, type PluginHost } from '../../../core/plugin-api.ts';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
 import { loadConfigObject } from '../../../config/load.ts';
-import { PROVIDERS_SERVICE } from 'svc/plugins/providers';
+import { PROVIDERS_SERVICE } from 'svc-proxy/plugins/providers';
 import { vendorsPlugin } from '../../../plugins/vendors/index.ts';
 
 /** A service of the test plugins below, named after its provider as built-in keys are. */

@@ -11,8 +11,8 @@ import type { Plugin } from '../../../core/host/proxy.ts';
 import { createProxy } from '../../../core/host/create.ts';
 import { serviceKey, ServiceKey, Slot } from '../../../core/plugin-api.ts';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
-import { COST_SERVICE, type CostService, type PriceTable } from 'svc/plugins/cost';
-import { FAILSAFE_ENTRY } from 'svc/plugins/failsafe';
+import { COST_SERVICE, type CostService, type PriceTable } from 'svc-proxy/plugins/cost';
+import { FAILSAFE_ENTRY } from 'svc-proxy/plugins/failsafe';
 import { Services } from '../../../core/host/host.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 

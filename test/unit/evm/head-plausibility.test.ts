@@ -4,7 +4,7 @@
  * one source move the network's latest or finalized head.
  */
 import { expect } from 'chai';
-import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
+import { CHAIN_STATE_SERVICE } from 'svc-proxy/plugins/evm-state';
 import type { Network } from '../../../core/registry/project.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { NetworkChainState, chainStateOf } from '../../../plugins/evm-state/chain.ts';

@@ -8,9 +8,9 @@ import type { HttpRequestInfo } from '../../../core/pipeline/context.ts';
 import { createLogger } from '../../../lib/logger.ts';
 import { createProxy } from '../../../core/host/create.ts';
 import type { Plugin } from '../../../core/plugin-api.ts';
-import type { DirectiveDeclaration } from 'svc/plugins/directives';
+import type { DirectiveDeclaration } from 'svc-proxy/plugins/directives';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
-import { DIRECTIVES_SERVICE } from 'svc/plugins/directives';
+import { DIRECTIVES_SERVICE } from 'svc-proxy/plugins/directives';
 import { MatcherCache } from '../../../lib/matcher.ts';
 import {
   declareDirective,

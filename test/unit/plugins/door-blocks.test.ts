@@ -12,8 +12,8 @@ import type { Plugin } from '../../../core/host/proxy.ts';
 import { createProxy } from '../../../core/host/create.ts';
 import { Duration, type HttpRequestInfo, resolveConfigBlock, Strict, Type } from '../../../core/plugin-api.ts';
 import { ConfigError, ErrAuthUnauthorized } from '../../../core/plugin-errors.ts';
-import { AuthBlockSchema, type Authenticator, doorAuthenticator } from 'svc/plugins/auth';
-import { CORS_SERVICE } from 'svc/plugins/cors';
+import { AuthBlockSchema, type Authenticator, doorAuthenticator } from 'svc-proxy/plugins/auth';
+import { CORS_SERVICE } from 'svc-proxy/plugins/cors';
 import { defaultPreset } from '../../../presets/default.ts';
 import { presetWithout, startSvc } from '../../helpers/svc.ts';
 

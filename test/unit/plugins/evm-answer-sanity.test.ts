@@ -5,8 +5,8 @@
  */
 import { expect } from 'chai';
 import { isBlindLogsAnswer, isKnownBlock, isLaggingOnUnknownHash, numberOfKnownHash } from '../../../plugins/evm-answer-sanity/index.ts';
-import type { NetworkChainState, UpstreamChainState } from 'svc/plugins/evm-state';
-import { NO_CHAIN_STATE } from 'svc/plugins/evm-state';
+import type { NetworkChainState, UpstreamChainState } from 'svc-proxy/plugins/evm-state';
+import { NO_CHAIN_STATE } from 'svc-proxy/plugins/evm-state';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { blameOf } from '../../../core/pipeline/blame.ts';
 import { presetWithout } from '../../helpers/svc.ts';

@@ -13,7 +13,7 @@ import { createProxy } from '../../../core/host/create.ts';
 import type { Network } from '../../../core/registry/project.ts';
 import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
 import type { Plugin } from '../../../core/plugin-api.ts';
-import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
+import { CHAIN_STATE_SERVICE } from 'svc-proxy/plugins/evm-state';
 import { presetWithout } from '../../helpers/svc.ts';
 import { startStubProxy, type Script, type StubProxy } from '../../helpers/stub-proxy.ts';
 import {

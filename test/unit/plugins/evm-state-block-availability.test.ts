@@ -14,7 +14,7 @@ import { availabilitySpecOf, blockSpanOf, boundsOf, probeBlock, ProbeInconclusiv
 import { defaultPreset } from '../../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../../helpers/svc.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 const FRAGMENTS: SchemaFragment[] = defaultPreset().flatMap((p) => (p.schema ? [p.schema] : []));
 type Doc = Record<string, unknown>;

@@ -9,8 +9,8 @@
  */
 import { expect } from 'chai';
 import { FINALITY, type CallContext, type Finality } from '../../../core/pipeline/context.ts';
-import { SYNCING } from 'svc/plugins/evm-state';
-import { NO_CHAIN_STATE } from 'svc/plugins/evm-state';
+import { SYNCING } from 'svc-proxy/plugins/evm-state';
+import { NO_CHAIN_STATE } from 'svc-proxy/plugins/evm-state';
 import { createLogger } from '../../../lib/logger.ts';
 import { createProxy } from '../../../core/host/create.ts';
 import { loadConfigObject } from '../../../config/load.ts';
@@ -41,7 +41,7 @@ import { selectionState } from '../../../plugins/selection/index.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 import { startFaultServer, type FaultServer } from '../../helpers/fault-server.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle, type SvcResponse } from '../../helpers/svc.ts';
-import { networkChainState } from 'svc/plugins/evm-state';
+import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;

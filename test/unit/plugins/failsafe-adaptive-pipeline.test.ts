@@ -7,14 +7,14 @@
 import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
 import type { AttemptRecord } from '../../../core/pipeline/context.ts';
-import { NO_CHAIN_STATE } from 'svc/plugins/evm-state';
+import { NO_CHAIN_STATE } from 'svc-proxy/plugins/evm-state';
 import { ErrEndpointRequestTimeout, ErrFailsafeTimeoutExceeded, type SvcError } from '../../../core/wire/errors.ts';
 import { RpcResult } from '../../../core/wire/jsonrpc.ts';
 import type { Plugin } from '../../../core/plugin-api.ts';
-import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
+import { CHAIN_STATE_SERVICE } from 'svc-proxy/plugins/evm-state';
 import type { Proxy } from '../../../core/host/proxy.ts';
 import { createProxy } from '../../../core/host/create.ts';
-import { NETWORK_HEDGES, NETWORK_RETRIES } from 'svc/plugins/failsafe';
+import { NETWORK_HEDGES, NETWORK_RETRIES } from 'svc-proxy/plugins/failsafe';
 import { createLogger } from '../../../lib/logger.ts';
 import { evmRetriesPlugin } from '../../../plugins/evm-retries/index.ts';
 import { failsafePlugin, QUANTILE_MEMO_MS } from '../../../plugins/failsafe/index.ts';

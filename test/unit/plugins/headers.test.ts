@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { newExecutionRecord, type AttemptRecord, type ExecutionRecord } from '../../../core/pipeline/context.ts';
-import { NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_RETRIES } from 'svc/plugins/failsafe';
+import { NETWORK_HEDGES, NETWORK_RETRIES, UPSTREAM_HEDGES, UPSTREAM_RETRIES } from 'svc-proxy/plugins/failsafe';
 import { diagnosticHeaders, MAX_TRACE_SEGMENTS, RECORD_SLOTS, traceSegment } from '../../../plugins/headers/index.ts';
 
 /** A record whose failsafe/cache/consensus slots are set, as the owning plugins would. */
@@ -62,7 +62,7 @@ describe('headers plugin (spec §4.5)', () => {
     expect(h).to.not.have.property('X-SVC-Consensus-Slots');
   });
 
-  it("the retry and hedge counters are the failsafe plugin's record slots (shared through svc/plugin), summed over a batch", () => {
+  it("the retry and hedge counters are the failsafe plugin's record slots (shared through svc-proxy/plugin), summed over a batch", () => {
     expect(Object.keys(newExecutionRecord('eth_call'))).to.not.include.members(['upstreamRetries', 'upstreamHedges', 'networkRetries', 'networkHedges']);
     expect([RECORD_SLOTS.upstreamRetries, RECORD_SLOTS.upstreamHedges, RECORD_SLOTS.networkRetries, RECORD_SLOTS.networkHedges]).to.deep.equal([
       UPSTREAM_RETRIES,

@@ -9,7 +9,7 @@ import { Registry } from 'prom-client';
 import type { CallContext, Directives } from '../../../core/pipeline/context.ts';
 import { createHooks } from '../../../core/pipeline/hooks.ts';
 import { Services, type PluginHost } from '../../../core/host/host.ts';
-import { markProvenance, MAX_PROVENANCE_MARK, provenanceKey } from 'svc/plugins/multiplex';
+import { markProvenance, MAX_PROVENANCE_MARK, provenanceKey } from 'svc-proxy/plugins/multiplex';
 import { consensusPlugin } from '../../../plugins/consensus/index.ts';
 import { selectPlugin } from '../../../plugins/select/index.ts';
 

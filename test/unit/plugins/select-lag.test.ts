@@ -8,7 +8,7 @@ import { NetworkChainState } from '../../../plugins/evm-state/chain.ts';
 import type { Network } from '../../../core/registry/project.ts';
 import type { Upstream } from '../../../core/registry/upstream.ts';
 import { upstreamLagOf } from '../../../plugins/select/index.ts';
-import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
+import { CHAIN_STATE_SERVICE } from 'svc-proxy/plugins/evm-state';
 import type { PluginHost } from '../../../core/plugin-api.ts';
 
 describe('select plugin: upstream lag of a pinned call', () => {

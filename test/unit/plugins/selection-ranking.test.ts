@@ -1,7 +1,7 @@
 /**
  * The order a policy hands out is the order svc shows (docs/fault-tolerance.md "Selection
  * policy", spec §6 `svc_selection_score`): the score gauge ascends along the policy's order,
- * a plugin's policy installed through `selectionHooks` of `svc/plugin` included, and agrees with
+ * a plugin's policy installed through `selectionHooks` of `svc-proxy/plugin` included, and agrees with
  * the order the state (read by the admin `svc_project` method) and the request path show.
  */
 import { expect } from 'chai';
@@ -13,8 +13,8 @@ import { forwardPlugin } from '../../../plugins/forward/index.ts';
 import { healthPlugin } from '../../../plugins/health/index.ts';
 import { selectPlugin } from '../../../plugins/select/index.ts';
 import { evaluateSelection, rankedScores, selectionPlugin, selectionState } from '../../../plugins/selection/index.ts';
-import type { Plugin } from 'svc/plugin';
-import { SCORE_ORDER_STEP, SELECTION_API_SERVICE, selectionHooks, type EvalFunc } from 'svc/plugins/selection';
+import type { Plugin } from 'svc-proxy/plugin';
+import { SCORE_ORDER_STEP, SELECTION_API_SERVICE, selectionHooks, type EvalFunc } from 'svc-proxy/plugins/selection';
 
 const DEAD = 'http://127.0.0.1:9';
 

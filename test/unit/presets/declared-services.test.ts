@@ -81,10 +81,10 @@ describe('built-in plugins declare the services they provide and need', function
     expect(preset.map((p) => p.name)).to.include.members(minimalPreset().map((p) => p.name));
   });
 
-  it('each built-in factory returns definePlugin({...}) of svc/plugin', () => {
+  it('each built-in factory returns definePlugin({...}) of svc-proxy/plugin', () => {
     for (const p of preset) {
       const source = readFileSync(join(PACKAGE_ROOT, 'plugins', p.name, 'index.ts'), 'utf8');
-      expect(source, p.name).to.match(/^import \{[^}]*\bdefinePlugin\b[^}]*\} from 'svc\/plugin';$/m);
+      expect(source, p.name).to.match(/^import \{[^}]*\bdefinePlugin\b[^}]*\} from 'svc-proxy\/plugin';$/m);
       expect(source, p.name).to.match(/^ {2}return definePlugin\(\{$/m);
     }
   });

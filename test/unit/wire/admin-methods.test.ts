@@ -6,8 +6,8 @@
  */
 import { expect } from 'chai';
 import type { PluginHost } from '../../../core/plugin-api.ts';
-import { AUTH_SERVICE, type ApiKeyManager } from 'svc/plugins/auth';
-import { SELECTION_API_SERVICE } from 'svc/plugins/selection';
+import { AUTH_SERVICE, type ApiKeyManager } from 'svc-proxy/plugins/auth';
+import { SELECTION_API_SERVICE } from 'svc-proxy/plugins/selection';
 import { ConfigError, ErrEndpointUnsupported, ErrProjectNotFound } from '../../../core/plugin-errors.ts';
 import { adminMethods, DEFAULT_CORDON_REASON, DEFAULT_PAGE, ErrServiceNotFound, replayNeeded, unsupported } from '../../../plugins/admin/methods.ts';
 

@@ -1,5 +1,5 @@
 /**
- * The typed directive contract (spec §2.8; `svc/plugins/directives`): what a declaration hands
+ * The typed directive contract (spec §2.8; `svc-proxy/plugins/directives`): what a declaration hands
  * the directives plugin (request-settable and filtered unless said otherwise), how a value is
  * read (a `string` directive set to a boolean in YAML reads as its text; others as they are; the
  * fallback when unset), the `directiveDefaults` schema with the config reference's description,
@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import type { PluginHost } from '../../../core/plugin-api.ts';
-import { DIRECTIVES_SERVICE, Directive, declareDirectives, directiveDefaultsSchema } from 'svc/plugins/directives';
+import { DIRECTIVES_SERVICE, Directive, declareDirectives, directiveDefaultsSchema } from 'svc-proxy/plugins/directives';
 
 const base = { query: 'acme-x', header: 'X-Acme-X', field: 'acmeX' } as const;
 

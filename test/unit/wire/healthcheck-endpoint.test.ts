@@ -8,8 +8,8 @@
 import { expect } from 'chai';
 import type { Context } from 'koa';
 import type { Network, PluginHost, Project, Upstream } from '../../../core/plugin-api.ts';
-import { AUTH_SERVICE } from 'svc/plugins/auth';
-import { CHAIN_STATE_SERVICE, NO_CHAIN_STATE } from 'svc/plugins/evm-state';
+import { AUTH_SERVICE } from 'svc-proxy/plugins/auth';
+import { CHAIN_STATE_SERVICE, NO_CHAIN_STATE } from 'svc-proxy/plugins/evm-state';
 import { healthcheckPlugin } from '../../../plugins/healthcheck/index.ts';
 
 type Handler = (k: Context) => Promise<void>;

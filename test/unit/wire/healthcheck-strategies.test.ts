@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import type { Network, PluginHost, Project, Upstream } from '../../../core/plugin-api.ts';
-import { CHAIN_STATE_SERVICE } from 'svc/plugins/evm-state';
+import { CHAIN_STATE_SERVICE } from 'svc-proxy/plugins/evm-state';
 import {
   CHAIN_ID_PROBE_TIMEOUT_MS,
   CHAIN_ID_PROBE_TTL_MS,

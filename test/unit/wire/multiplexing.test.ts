@@ -12,7 +12,7 @@ import { newExecutionRecord } from '../../../core/pipeline/context.ts';
 import { ErrCancelled, ErrEndpointRequestTimeout, ErrInternal } from '../../../core/wire/errors.ts';
 import { RpcResult } from '../../../core/wire/jsonrpc.ts';
 import type { CallHandler, Network, PluginHost } from '../../../core/plugin-api.ts';
-import { markProvenance } from 'svc/plugins/multiplex';
+import { markProvenance } from 'svc-proxy/plugins/multiplex';
 import { DeadlineReason } from '../../../core/registry/transport.ts';
 import { MULTIPLEX_SERVICE, multiplexPlugin, type MultiplexService } from '../../../plugins/multiplex/index.ts';
 

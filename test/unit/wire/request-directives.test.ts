@@ -8,8 +8,8 @@ import { expect } from 'chai';
 import { SyncWaterfallHook } from 'tapable';
 import type { CallContext, Directives, HttpRequestInfo } from '../../../core/pipeline/context.ts';
 import type { PluginHost } from '../../../core/plugin-api.ts';
-import type { DirectiveDeclaration } from 'svc/plugins/directives';
-import { DIRECTIVES_SERVICE, type DirectivesService } from 'svc/plugins/directives';
+import type { DirectiveDeclaration } from 'svc-proxy/plugins/directives';
+import { DIRECTIVES_SERVICE, type DirectivesService } from 'svc-proxy/plugins/directives';
 import { PluginContractError } from '../../../core/plugin-errors.ts';
 import { MatcherCache } from '../../../lib/matcher.ts';
 import {

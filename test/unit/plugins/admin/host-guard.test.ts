@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { hostAllowed, hostnameOf } from '../../../../plugins/admin/host-guard.ts';
 import { replayNeeded } from '../../../../plugins/admin/methods.ts';
 import type { PluginHost } from '../../../../core/plugin-api.ts';
-import { AUTH_SERVICE } from 'svc/plugins/auth';
+import { AUTH_SERVICE } from 'svc-proxy/plugins/auth';
 import { startSvc, type SvcHandle } from '../../../helpers/svc.ts';
 
 describe('admin: DNS-rebinding guard and replays', () => {

@@ -11,7 +11,7 @@ import { Counter, Registry } from 'prom-client';
 import type WebSocket from 'ws';
 import type { Identity, JsonRpcInput, JsonRpcOutput, Network, PluginHost } from '../../../../core/plugin-api.ts';
 import { ErrAuthRateLimitRuleExceeded, ErrAuthUnauthorized, ErrEndpointServerSideException, ErrEndpointUnsupported } from '../../../../core/plugin-errors.ts';
-import type { RateLimitService } from 'svc/plugins/rate-limit';
+import type { RateLimitService } from 'svc-proxy/plugins/rate-limit';
 import { MAX_IN_FLIGHT, WsConnection } from '../../../../plugins/websocket/connection.ts';
 import { createWebSocketHooks } from '../../../../plugins/websocket/hooks.ts';
 import { answerMessage, type MessageHandlers } from '../../../../plugins/websocket/messages.ts';

@@ -6,7 +6,7 @@
  * node's matching rules (address list, topics with null and alternatives).
  */
 import { expect } from 'chai';
-import type { HeadVerdict } from 'svc/plugins/evm-state';
+import type { HeadVerdict } from 'svc-proxy/plugins/evm-state';
 import { matchLog, parseLogFilter } from '../../../../plugins/websocket/subscriptions/filter.ts';
 import { HeadFollower, type LogsTarget, MAX_GAP, RESYNC_READS } from '../../../../plugins/websocket/subscriptions/follower.ts';
 

@@ -14,7 +14,7 @@ import { pino } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { type Network, type PluginHost, RpcResult, type Upstream } from '../../../../core/plugin-api.ts';
 import { ErrEndpointServerSideException, SvcError } from '../../../../core/plugin-errors.ts';
-import { CHAIN_STATE_SERVICE, NO_CHAIN_STATE } from 'svc/plugins/evm-state';
+import { CHAIN_STATE_SERVICE, NO_CHAIN_STATE } from 'svc-proxy/plugins/evm-state';
 
 /** A host's services with only the evm-state plugin's chain state service, answering `state` for every network. */
 const chainService = (state: object) => ({ get: (k: unknown) => (k === CHAIN_STATE_SERVICE ? { of: () => state } : undefined) });
