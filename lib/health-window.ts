@@ -15,6 +15,7 @@
 import { DDSketch } from '@datadog/sketches-js';
 import type { AttemptRecord } from '../core/wire/records.ts';
 import { compileGlobs, type GlobTest } from './glob.ts';
+import { type Reachability, reachabilityOf } from './reachability.ts';
 
 /** How an attempt counts in the health window (core/pipeline/blame.ts `healthOutcome` decides). */
 export type HealthOutcome = 'success' | 'error' | 'throttle' | 'neutral' | 'ignore';
@@ -50,6 +51,13 @@ export interface HealthSnapshot {
   /** Cordon state of this cell (or of `*`). */
   cordoned: boolean;
   cordonReason?: string;
+  /**
+   * The upstream's last attempt that said anything got no answer (connection refused or reset,
+   * no answer before the deadline, HTTP 5xx: lib/reachability.ts); false while up or unknown.
+   */
+  down?: boolean;
+  /** Why it is down: that attempt's error (`<ErrName>: <message>`, bounded); only while down. */
+  downReason?: string;
 }
 
 /** One (upstream, method) cell. */
@@ -107,6 +115,9 @@ export class HealthTracker {
   /** Cordons whose method is a glob (`eth_get*`), per upstream: tested only when some exist. */
   private readonly globCordons = new Map<string, Map<string, GlobTest>>();
   private readonly lags = new Map<string, { head: number; finalization: number }>();
+  private readonly reach = new Map<string, Reachability>();
+  /** Called when an upstream's reachability turns (up to down, down to up, or first known). */
+  readonly reachabilityListeners: Array<(upstream: string, r: Reachability) => void> = [];
   private readonly bucketMs: number;
 
   /**
@@ -145,6 +156,7 @@ export class HealthTracker {
 
   /** Records one finished attempt in its method cell and the upstream's `*` cell. */
   record(a: AttemptRecord): void {
+    this.recordReachability(a);
     const kind = this.classify(a);
     if (kind === 'ignore') return;
     const epoch = Math.floor(this.now() / this.bucketMs);
@@ -157,6 +169,32 @@ export class HealthTracker {
     }
   }
 
+  /** Whether the upstream answered its last attempt that said anything (lib/reachability.ts); undefined before any. */
+  reachability(upstream: string): Reachability | undefined {
+    return this.reach.get(upstream);
+  }
+
+  private downFields(upstream: string): { down?: boolean; downReason?: string } {
+    const r = this.reach.get(upstream);
+    return r && !r.up ? { down: true, downReason: r.error } : {};
+  }
+
+  private recordReachability(a: AttemptRecord): void {
+    const verdict = reachabilityOf(a);
+    if (verdict === undefined) return;
+    const up = verdict === 'up';
+    const at = this.now();
+    const was = this.reach.get(a.upstreamId);
+    if (was && was.up === up) {
+      was.at = at;
+      if (!up) was.error = errorLine(a);
+      return;
+    }
+    const r: Reachability = { up, at, since: at, ...(up ? {} : { error: errorLine(a) }) };
+    this.reach.set(a.upstreamId, r);
+    for (const l of this.reachabilityListeners) l(a.upstreamId, r);
+  }
+
   /**
    * Drops what is known about an upstream that a config reload removed or replaced: its window
    * and lags, and its cordons unless `keepCordons` (a replaced upstream keeps the operator's
@@ -165,6 +203,7 @@ export class HealthTracker {
   forget(upstream: string, keepCordons = false): void {
     const m = this.cells.get(upstream);
     this.lags.delete(upstream);
+    this.reach.delete(upstream);
     if (!m) return;
     if (!keepCordons) {
       // Reported as uncordons, so the cordon gauges of a removed upstream go to 0.
@@ -219,6 +258,7 @@ export class HealthTracker {
       finalizationLag: lag?.finalization ?? 0,
       cordoned: cordon !== undefined,
       cordonReason: cordon,
+      ...this.downFields(upstream),
     };
   }
 
@@ -308,4 +348,14 @@ export class HealthTracker {
     for (const [u, m] of this.cells) for (const [method, c] of m) if (c.cordoned) out.push({ upstream: u, method, reason: c.cordonReason ?? '' });
     return out;
   }
+}
+
+/** Longest error text kept for a down upstream, characters. */
+const MAX_ERROR_TEXT = 200;
+
+/** `<ErrName>: <message>` of an attempt's error, bounded (messages are redacted where they arise). */
+function errorLine(a: AttemptRecord): string {
+  const e = a.error;
+  const text = e ? `${e.name}: ${e.message}` : a.outcome;
+  return text.length > MAX_ERROR_TEXT ? `${text.slice(0, MAX_ERROR_TEXT - 1)}…` : text;
 }

@@ -1,6 +1,7 @@
 /**
  * health plugin: the spec §6 cordon metrics
  * (`svc_upstream_cordoned`, `svc_upstream_cordon_event_total`, `svc_upstream_cordon_duration_seconds`)
+ * and `svc_upstream_up` (whether each upstream answered its last attempt)
  * from the tracker's cordon edges; and it feeds every finished upstream attempt into
  * its project's health tracker (lib/health-window.ts: rolling error and throttle rates,
  * latency quantiles, cordons). Taps `attemptDone` at `AttemptDoneStage.HEALTH`, before any
@@ -55,7 +56,19 @@ export function healthPlugin(): Plugin {
         buckets: [1, 10, 60, 300, 900, 3600, 14_400, 86_400],
         registers: [host.metrics],
       });
+      // Whether each upstream answers at all (lib/reachability.ts): its last attempt, client call
+      // or state poll, got an answer (1) or none (0: refused, reset, timed out, HTTP 5xx).
+      const up = new Gauge({
+        name: 'svc_upstream_up',
+        help: '1 when the upstream answered its last attempt (a call or a state poll), 0 when that attempt got no answer (refused, reset, timed out, HTTP 5xx)',
+        labelNames: ['project', 'network', 'upstream'],
+        registers: [host.metrics],
+      });
       host.hooks.project.tapPromise('health', async (project) => {
+        project.health.reachabilityListeners.push((upstream, r) => {
+          const chain = project.upstreams.get(upstream)?.chainId;
+          up.set({ project: project.id, network: chain !== undefined ? `evm:${chain}` : 'unknown', upstream }, r.up ? 1 : 0);
+        });
         project.health.cordonListeners.push((c: CordonChange) => {
           const chain = project.upstreams.get(c.upstream)?.chainId;
           const network = chain !== undefined ? `evm:${chain}` : 'unknown';

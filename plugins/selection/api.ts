@@ -106,6 +106,11 @@ export interface UpstreamsView extends Array<PolicyUpstream> {
    * @param weights overrides of the configured weights
    */
   sortByScore(weights?: Partial<ScoreWeights>): UpstreamsView;
+  /**
+   * A copy with the upstreams whose last attempt got no answer (`metrics.down`) moved last, in
+   * their current order (step `demoteDown`): still tried when every other upstream fails.
+   */
+  demoteDown(): UpstreamsView;
   /** Score of one upstream with the configured weights, optionally overridden (lower is better). */
   score(u: PolicyUpstream, weights?: Partial<ScoreWeights>): number;
   /**

@@ -1,7 +1,8 @@
 /**
  * selection plugin (spec §1.3, §3.1, §6): the per-network selection policy.
  * Taps: `network` (evaluate the policy at once, then every `selectionPolicy.evalInterval` on an
- * unref'd timer), `upstreamJoined` (re-evaluate), `select` at stage POLICY (hand out the cached
+ * unref'd timer), `upstreamJoined` and `project` (re-evaluate when an upstream joins, or turns
+ * down or back up in its health tracker), `select` at stage POLICY (hand out the cached
  * order without recomputing it, honouring new cordons at once when the policy calls
  * `removeCordoned()`), `shutdown` (stop the timers). Publishes `svc_selection_score` and
  * `svc_selection_excluded_seconds`, and keeps the last 100 decisions per network for the admin.
@@ -113,6 +114,15 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
 
       host.hooks.upstreamJoined.tap('selection', (_u: Upstream, network: Network) => {
         void nets.get(network)?.evaluate();
+      });
+
+      // An upstream turning down (a refused connection, a timeout) or back up re-orders its
+      // networks at once rather than at the next evalInterval (the default policy's demoteDown).
+      host.hooks.project.tapPromise('selection', async (project) => {
+        project.health.reachabilityListeners.push((upstream: string) => {
+          for (const [network, sel] of nets) if (network.project === project && network.upstreams.some((u) => u.id === upstream)) void sel.evaluate();
+        });
+        await Promise.resolve();
       });
 
       host.hooks.select.tap({ name: 'selection', stage: SelectStage.POLICY }, (ups: Upstream[], ctx: CallContext) => {

@@ -169,6 +169,19 @@ export class UpstreamsView extends Array<PolicyUpstream> implements UpstreamsVie
     return this.derive(scored.map((x) => x.u));
   }
 
+  /**
+   * A copy with the upstreams whose last attempt got no answer (`metrics.down`: refused,
+   * reset, timed out, HTTP 5xx) moved last, in their current order (step `demoteDown`): a dead
+   * node stops costing every call a failed first try as soon as it is seen, and is still tried
+   * when every other upstream fails.
+   */
+  demoteDown(): UpstreamsView {
+    const down = this.filter((u) => u.metrics.down === true);
+    if (down.length === 0 || down.length === this.length) return this.derive(this);
+    for (const u of down) this.run().decisions.push({ step: 'demoteDown', upstream: u.id, reason: `down: ${u.metrics.downReason ?? 'no answer'}` });
+    return this.derive([...this.filter((u) => u.metrics.down !== true), ...down]);
+  }
+
   /** Score of one upstream with the configured weights, optionally overridden. */
   score(u: PolicyUpstream, weights?: Partial<ScoreWeights>): number {
     return scoreOf(u.metrics, weights ? { ...this.run().weights, ...weights } : this.run().weights);
@@ -199,6 +212,7 @@ export function policyUpstream(i: PolicyUpstreamInput): PolicyUpstream {
     finalizationLag: m.finalizationLag ?? 0,
     cordoned: i.cordoned ?? m.cordoned ?? false,
     cordonReason: m.cordonReason,
+    ...(m.down ? { down: true, downReason: m.downReason } : {}),
   };
   return Object.freeze({
     id: i.id,

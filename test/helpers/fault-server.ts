@@ -70,6 +70,8 @@ export interface FaultServerOptions {
    * test's own call is never taken by a poll that happens to arrive first.
    */
   scriptMethods?: readonly string[];
+  /** Port to listen on (default: a free one); a test restarting a closed upstream at its old address passes it. */
+  port?: number;
 }
 
 /** A running fake upstream. */
@@ -304,7 +306,7 @@ export async function startFaultServer(opts: FaultServerOptions = {}): Promise<F
   });
   server.keepAliveTimeout = 5000;
 
-  const port = await listenOnLoopback(server, 'fault server');
+  const port = await listenOnLoopback(server, 'fault server', opts.port);
 
   return {
     url: `http://127.0.0.1:${port}`,

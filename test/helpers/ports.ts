@@ -29,13 +29,14 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
  * Starts a server listening on a free port of 127.0.0.1.
  * @param server any node:net or node:http server
  * @param what names the server in the error when it has no TCP address
+ * @param port port to listen on (default 0: a free one)
  * @returns the port it listens on
  * @throws the listen error, or Error when the address is not TCP
  */
-export async function listenOnLoopback(server: Server, what: string): Promise<number> {
+export async function listenOnLoopback(server: Server, what: string, port = 0): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(port, '127.0.0.1', () => {
       server.off('error', reject);
       resolve();
     });

@@ -63,6 +63,13 @@ export interface UiUpstream {
   finalizationLag: number;
   /** Worst state over the upstream's breakers (open, then half-open, then closed). */
   breaker: BreakerState;
+  /**
+   * True when its last attempt (a call or a state poll) got no answer: connection refused or
+   * reset, no answer before the deadline, HTTP 5xx (`svc_upstream_up` 0).
+   */
+  down: boolean;
+  /** The error that attempt ended with (`<ErrName>: <message>`, at most 200 characters); null while up. */
+  lastError: string | null;
   /** True when the whole upstream (`*`) is cordoned. */
   cordoned: boolean;
   /** The upstream's cordons, `*` first, at most {@link MAX_CORDONS_SHOWN} (reasons cut to 128 characters). */
@@ -254,6 +261,8 @@ function upstreamRow(
     headLag,
     finalizationLag: h.finalizationLag,
     breaker: src.breaker(n, u),
+    down: h.down === true,
+    lastError: h.down ? (h.downReason ?? null) : null,
     cordoned,
     cordons: own,
     moreCordons: all.length - own.length,

@@ -153,6 +153,27 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       expect(allFallback.order).to.deep.equal(['f1', 'f2']);
     });
 
+    it('demoteDown: an upstream whose last attempt got no answer goes last, whatever its score; all down keeps the order', () => {
+      const r = run([
+        { id: 'dead', metrics: { down: true, downReason: 'ErrEndpointServerSideException: transport error talking to upstream dead: ECONNREFUSED' } },
+        { id: 'slow', metrics: { p70: 2 } },
+        { id: 'fast' },
+      ]);
+      expect(r.order).to.deep.equal(['fast', 'slow', 'dead']);
+      expect(r.excluded).to.deep.equal({});
+      expect(r.decisions).to.deep.include({
+        step: 'demoteDown',
+        upstream: 'dead',
+        reason: 'down: ErrEndpointServerSideException: transport error talking to upstream dead: ECONNREFUSED',
+      });
+      expect(
+        run([
+          { id: 'x', metrics: { down: true } },
+          { id: 'y', metrics: { down: true } },
+        ]).order,
+      ).to.deep.equal(['x', 'y']);
+    });
+
     it('orders by score, lower first: 4*errorRate + 15*p70 + 4*throttleRate + 1*blockHeadLag', () => {
       const inputs: PolicyUpstreamInput[] = [
         { id: 'laggy', metrics: { blockHeadLag: 3 } }, // 3

@@ -246,7 +246,7 @@
     'Latest block',
     'Head lag',
     'Breaker',
-    'Cordons',
+    'Cordons, last error',
     '',
   ];
 
@@ -287,11 +287,12 @@
       c[0].textContent = u.vendor && u.vendor !== 'unknown' ? `${u.id} (${u.vendor})` : u.id;
       c[1].replaceChildren(
         el('span', {
-          class: `badge ${u.inRotation ? 'in' : 'out'}`,
-          text: u.inRotation ? (u.rank ? `in #${u.rank}` : 'in') : u.cordoned ? 'cordoned' : u.excluded ? 'excluded' : 'out',
+          class: `badge ${u.down ? 'down' : u.inRotation ? 'in' : 'out'}`,
+          // A node that does not answer says so first, whatever its place in the order.
+          text: u.down ? 'down' : u.inRotation ? (u.rank ? `in #${u.rank}` : 'in') : u.cordoned ? 'cordoned' : u.excluded ? 'excluded' : 'out',
         }),
       );
-      if (u.excluded) c[1].title = u.excluded;
+      c[1].title = u.down ? (u.lastError ?? 'no answer') : (u.excluded ?? '');
       c[2].textContent = u.score === null ? '–' : u.score.toFixed(3);
       c[3].textContent = String(u.requests);
       c[4].textContent = pct(u.errorRate);
@@ -302,9 +303,11 @@
       c[9].textContent = num(u.latestBlock);
       c[10].textContent = String(u.headLag);
       c[11].replaceChildren(u.breaker === 'none' ? '–' : el('span', { class: `badge ${u.breaker}`, text: u.breaker }));
-      c[12].textContent = u.cordons.length
+      const cordonText = u.cordons.length
         ? u.cordons.map((x) => `${x.method}: ${x.reason}`).join('; ') + (u.moreCordons ? ` (+${u.moreCordons} more)` : '')
-        : '–';
+        : '';
+      // A down upstream's last error is the first thing an operator needs: shown, not hidden in a tooltip.
+      c[12].textContent = [u.down ? `last error: ${u.lastError ?? 'no answer'}` : '', cordonText].filter(Boolean).join('; ') || '–';
       row.tr.className = u.inRotation ? '' : 'out';
       row.tr.setAttribute('data-in-rotation', String(u.inRotation));
       row.button.textContent = u.cordoned ? 'Uncordon' : 'Cordon';
