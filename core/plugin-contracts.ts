@@ -6,5 +6,6 @@ export { createSweep, finishAttempt, outcomeOf, startAttempt, traceOutcome, tryU
 export { isCharged, isRequestFact, type AttemptCharge, type Blame } from './pipeline/blame.ts';
 export { isDeferred, settleFailedAttempt, whenCharged, wouldConfirm } from './pipeline/charge.ts';
 export type { CordonChange, HealthClassifier, HealthOutcome, HealthSnapshot, HealthTracker } from '../lib/health-window.ts';
+export type { Reachability } from '../lib/reachability.ts';
 export { isDeadline } from './registry/upstream.ts';
 export { leaveNetworks } from './pipeline/probe.ts';

@@ -15,7 +15,7 @@
 import { DDSketch } from '@datadog/sketches-js';
 import type { AttemptRecord } from '../core/wire/records.ts';
 import { compileGlobs, type GlobTest } from './glob.ts';
-import { type Reachability, reachabilityOf } from './reachability.ts';
+import { connectFailed, type Reachability, reachabilityOf } from './reachability.ts';
 
 /** How an attempt counts in the health window (core/pipeline/blame.ts `healthOutcome` decides). */
 export type HealthOutcome = 'success' | 'error' | 'throttle' | 'neutral' | 'ignore';
@@ -58,6 +58,8 @@ export interface HealthSnapshot {
   down?: boolean;
   /** Why it is down: that attempt's error (`<ErrName>: <message>`, bounded); only while down. */
   downReason?: string;
+  /** Down because no connection could be made (refused, no route, name not resolved); only while down. */
+  unreachable?: boolean;
 }
 
 /** One (upstream, method) cell. */
@@ -174,9 +176,9 @@ export class HealthTracker {
     return this.reach.get(upstream);
   }
 
-  private downFields(upstream: string): { down?: boolean; downReason?: string } {
+  private downFields(upstream: string): { down?: boolean; downReason?: string; unreachable?: boolean } {
     const r = this.reach.get(upstream);
-    return r && !r.up ? { down: true, downReason: r.error } : {};
+    return r && !r.up ? { down: true, downReason: r.error, ...(r.unreachable ? { unreachable: true } : {}) } : {};
   }
 
   private recordReachability(a: AttemptRecord): void {
@@ -185,12 +187,13 @@ export class HealthTracker {
     const up = verdict === 'up';
     const at = this.now();
     const was = this.reach.get(a.upstreamId);
-    if (was && was.up === up) {
+    const unreachable = !up && connectFailed(a);
+    if (was && was.up === up && (was.unreachable === true) === unreachable) {
       was.at = at;
       if (!up) was.error = errorLine(a);
       return;
     }
-    const r: Reachability = { up, at, since: at, ...(up ? {} : { error: errorLine(a) }) };
+    const r: Reachability = { up, at, since: at, ...(up ? {} : { error: errorLine(a) }), ...(unreachable ? { unreachable } : {}) };
     this.reach.set(a.upstreamId, r);
     for (const l of this.reachabilityListeners) l(a.upstreamId, r);
   }

@@ -18,6 +18,20 @@ export interface Reachability {
   since: number;
   /** Why it is down: the error of the attempt that said so (already redacted); undefined while up. */
   error?: string;
+  /**
+   * Down because no connection could be made (refused, no route, name not resolved): no node
+   * was reached at all, unlike a timeout or an HTTP 5xx from a node that is there.
+   */
+  unreachable?: boolean;
+}
+
+/** Socket errors that mean no node was reached: the connection itself failed. */
+const CONNECT_ERRNOS: ReadonlySet<string> = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
+
+/** True when an attempt failed before reaching a node (see {@link CONNECT_ERRNOS}). */
+export function connectFailed(a: AttemptRecord): boolean {
+  const errno = (a.error?.details as { errno?: unknown } | undefined)?.errno;
+  return typeof errno === 'string' && CONNECT_ERRNOS.has(errno);
 }
 
 /**

@@ -107,8 +107,9 @@ export interface UpstreamsView extends Array<PolicyUpstream> {
    */
   sortByScore(weights?: Partial<ScoreWeights>): UpstreamsView;
   /**
-   * A copy with the upstreams whose last attempt got no answer (`metrics.down`) moved last, in
-   * their current order (step `demoteDown`): still tried when every other upstream fails.
+   * A copy with the upstreams no connection could reach on their last attempt
+   * (`metrics.unreachable`: refused, no route, name not resolved) moved last, in their current
+   * order (step `demoteDown`): still tried when every other upstream fails.
    */
   demoteDown(): UpstreamsView;
   /** Score of one upstream with the configured weights, optionally overridden (lower is better). */

@@ -16,6 +16,7 @@
  * wires them.
  */
 import { type CallContext, type Network, definePlugin, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc-proxy/plugin';
+import type { Reachability } from 'svc-proxy/plugin/contracts';
 import {
   evaluateSelection,
   registerSelections,
@@ -116,10 +117,16 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
         void nets.get(network)?.evaluate();
       });
 
-      // An upstream turning down (a refused connection, a timeout) or back up re-orders its
+      // An upstream no connection reaches (refused, no route), or one reached again, re-orders its
       // networks at once rather than at the next evalInterval (the default policy's demoteDown).
+      // Other turns (a timeout, an HTTP 5xx) wait for the tick, as the error-rate rules do.
       host.hooks.project.tapPromise('selection', async (project) => {
-        project.health.reachabilityListeners.push((upstream: string) => {
+        const unreachable = new Set<string>();
+        project.health.reachabilityListeners.push((upstream: string, r: Reachability) => {
+          const was = unreachable.has(upstream);
+          if (r.unreachable) unreachable.add(upstream);
+          else unreachable.delete(upstream);
+          if (was === (r.unreachable === true)) return;
           for (const [network, sel] of nets) if (network.project === project && network.upstreams.some((u) => u.id === upstream)) void sel.evaluate();
         });
         await Promise.resolve();

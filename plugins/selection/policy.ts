@@ -43,8 +43,8 @@ const pct = (x: number) => x.toFixed(2);
  * upstream with more than 10 requests in the window and an error rate above 0.7 or a throttle
  * rate above 0.4; exclude one whose p70 latency is above 10 s; exclude one that is syncing; if
  * that leaves nothing use every uncordoned upstream; leave out `tier:fallback` upstreams while
- * another survives; order by score (lower first, configured weights); move the ones whose last
- * attempt got no answer (refused, timed out, HTTP 5xx) last.
+ * another survives; order by score (lower first, configured weights); move the ones no
+ * connection could reach on their last attempt (refused, no route) last.
  */
 export const defaultPolicy: EvalFunc = (upstreams) => {
   const t = DEFAULT_THRESHOLDS;

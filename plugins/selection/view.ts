@@ -170,16 +170,17 @@ export class UpstreamsView extends Array<PolicyUpstream> implements UpstreamsVie
   }
 
   /**
-   * A copy with the upstreams whose last attempt got no answer (`metrics.down`: refused,
-   * reset, timed out, HTTP 5xx) moved last, in their current order (step `demoteDown`): a dead
-   * node stops costing every call a failed first try as soon as it is seen, and is still tried
-   * when every other upstream fails.
+   * A copy with the upstreams no connection could reach on their last attempt
+   * (`metrics.unreachable`: refused, no route, name not resolved) moved last, in their current
+   * order (step `demoteDown`): a dead node stops costing every call a failed first try as soon
+   * as it is seen, and is still tried when every other upstream fails. A timeout or an HTTP 5xx
+   * from a node that is there is left to the error-rate exclusion and to hedging.
    */
   demoteDown(): UpstreamsView {
-    const down = this.filter((u) => u.metrics.down === true);
+    const down = this.filter((u) => u.metrics.unreachable === true);
     if (down.length === 0 || down.length === this.length) return this.derive(this);
     for (const u of down) this.run().decisions.push({ step: 'demoteDown', upstream: u.id, reason: `down: ${u.metrics.downReason ?? 'no answer'}` });
-    return this.derive([...this.filter((u) => u.metrics.down !== true), ...down]);
+    return this.derive([...this.filter((u) => u.metrics.unreachable !== true), ...down]);
   }
 
   /** Score of one upstream with the configured weights, optionally overridden. */
@@ -212,7 +213,7 @@ export function policyUpstream(i: PolicyUpstreamInput): PolicyUpstream {
     finalizationLag: m.finalizationLag ?? 0,
     cordoned: i.cordoned ?? m.cordoned ?? false,
     cordonReason: m.cordonReason,
-    ...(m.down ? { down: true, downReason: m.downReason } : {}),
+    ...(m.down ? { down: true, downReason: m.downReason, ...(m.unreachable ? { unreachable: true } : {}) } : {}),
   };
   return Object.freeze({
     id: i.id,

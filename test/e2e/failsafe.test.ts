@@ -258,11 +258,12 @@ describe('e2e failsafe: a dead primary is abandoned within one call', function (
     await svc?.close();
   });
 
-  it('the refused connection is swept past at once: no retry round, no hedge', async () => {
+  it('the refused connection is swept past at once: no retry round, no hedge; from the next call on it is ordered last', async () => {
     for (let i = 0; i < 5; i++) {
       const { res, ms } = await call(svc, 'eth_blockNumber');
       expect(res.json.result, res.text).to.equal('0xb');
-      expect(shape(res)).to.deep.equal(['dead=primary:error', 'b=sweep:success:won']);
+      // The refusal makes `dead` unreachable (svc_upstream_up 0), which re-orders the network at once.
+      expect(shape(res)).to.deep.equal(i === 0 ? ['dead=primary:error', 'b=sweep:success:won'] : ['b=primary:success:won']);
       expect(res.headers['x-svc-network-retries']).to.equal('0');
       expect(res.headers['x-svc-network-hedges']).to.equal('0');
       expect(ms).to.be.below(500);
@@ -974,19 +975,27 @@ describe('e2e failsafe + selection: a dead primary is abandoned by the policy af
   });
 
   it('after more than 10 requests at an error rate above 0.7 the default policy excludes it (step excludeErrorRate)', async () => {
-    svc = await start([up('dead', deadUrl), up('b', b.url)], undefined, { selectionPolicy: { evalInterval: '1h' } });
-    for (let i = 0; i < 11; i++) {
-      const { res } = await call(svc, 'eth_blockNumber');
-      expect(shape(res)).to.deep.equal(['dead=primary:error', 'b=sweep:success:won']);
-    }
-    // A manual evaluation stands in for the tick.
-    expect(await evaluateSelection(svc.proxy, 'main', NET)).to.equal(true);
-    const st = selectionState(svc.proxy, 'main', NET)!;
-    expect(st.order).to.deep.equal(['b']);
-    expect(st.excluded.dead).to.match(/^errorRate 1\.00 > 0\.7 over 11 requests$/);
-    for (let i = 0; i < 3; i++) {
-      const { res } = await call(svc, 'eth_blockNumber');
-      expect(shape(res)).to.deep.equal(['b=primary:success:won']);
+    // A node that is there and fails every call (HTTP 500): a refused one would be moved last
+    // by its first refusal (demoteDown) and never reach 11 requests.
+    const failing = await fault('0xd');
+    failing.setDefault({ kind: 'status', status: 500, body: 'internal server error' });
+    svc = await start([up('dead', failing.url), up('b', b.url)], undefined, { selectionPolicy: { evalInterval: '1h' } });
+    try {
+      for (let i = 0; i < 11; i++) {
+        const { res } = await call(svc, 'eth_blockNumber');
+        expect(shape(res)).to.deep.equal(['dead=primary:error', 'b=sweep:success:won']);
+      }
+      // A manual evaluation stands in for the tick.
+      expect(await evaluateSelection(svc.proxy, 'main', NET)).to.equal(true);
+      const st = selectionState(svc.proxy, 'main', NET)!;
+      expect(st.order).to.deep.equal(['b']);
+      expect(st.excluded.dead).to.match(/^errorRate 1\.00 > 0\.7 over 11 requests$/);
+      for (let i = 0; i < 3; i++) {
+        const { res } = await call(svc, 'eth_blockNumber');
+        expect(shape(res)).to.deep.equal(['b=primary:success:won']);
+      }
+    } finally {
+      await failing.close();
     }
   });
 });

@@ -53,10 +53,14 @@ describe('upstream reachability', () => {
     t.record(attempt('error', refused));
     t.record(attempt('cancelled', new ErrCancelled('x')));
     t.record(attempt('timeout', new ErrEndpointRequestTimeout('upstream u did not answer before the deadline')));
-    expect(turns).to.deep.equal(['u:up', 'u:down']);
+    // Refused (unreachable), then timed out (reached, no answer): two down states, each reported.
+    expect(turns).to.deep.equal(['u:up', 'u:down', 'u:down']);
     expect(t.snapshot('u')).to.include({ down: true, downReason: 'ErrEndpointRequestTimeout: upstream u did not answer before the deadline' });
+    expect(t.snapshot('u').unreachable).to.equal(undefined);
+    t.record(attempt('error', refused));
+    expect(t.snapshot('u')).to.include({ down: true, unreachable: true });
     t.record(attempt('success'));
-    expect(turns).to.deep.equal(['u:up', 'u:down', 'u:up']);
+    expect(turns).to.deep.equal(['u:up', 'u:down', 'u:down', 'u:down', 'u:up']);
     expect(t.snapshot('u').down).to.equal(undefined);
     expect(t.reachability('other')).to.equal(undefined);
   });

@@ -153,13 +153,17 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       expect(allFallback.order).to.deep.equal(['f1', 'f2']);
     });
 
-    it('demoteDown: an upstream whose last attempt got no answer goes last, whatever its score; all down keeps the order', () => {
+    it('demoteDown: an upstream no connection reached goes last, whatever its score; a timed-out one stays; all unreachable keeps the order', () => {
       const r = run([
-        { id: 'dead', metrics: { down: true, downReason: 'ErrEndpointServerSideException: transport error talking to upstream dead: ECONNREFUSED' } },
+        {
+          id: 'dead',
+          metrics: { down: true, unreachable: true, downReason: 'ErrEndpointServerSideException: transport error talking to upstream dead: ECONNREFUSED' },
+        },
         { id: 'slow', metrics: { p70: 2 } },
+        { id: 'frozen', metrics: { down: true, downReason: 'ErrEndpointRequestTimeout: no answer' } },
         { id: 'fast' },
       ]);
-      expect(r.order).to.deep.equal(['fast', 'slow', 'dead']);
+      expect(r.order).to.deep.equal(['frozen', 'fast', 'slow', 'dead']);
       expect(r.excluded).to.deep.equal({});
       expect(r.decisions).to.deep.include({
         step: 'demoteDown',
@@ -168,8 +172,8 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       });
       expect(
         run([
-          { id: 'x', metrics: { down: true } },
-          { id: 'y', metrics: { down: true } },
+          { id: 'x', metrics: { down: true, unreachable: true } },
+          { id: 'y', metrics: { down: true, unreachable: true } },
         ]).order,
       ).to.deep.equal(['x', 'y']);
     });
