@@ -77,7 +77,8 @@ process.stdout.write(`
 svc is serving anvil (chain 31337) at ${url}
   first call: ${body}
   trace:      X-SVC-Upstreams: ${res.headers.get('x-svc-upstreams')}
-              (the "dead" upstream refused the connection; svc swept to the next one)
+              (the "dead" upstream refuses connections: svc swept past it, and from its first
+               refusal, a call's or a state poll's, orders it last: svc_upstream_up{upstream="dead"} 0)
 
 Try it:
   curl -s -X POST ${url} -H 'content-type: application/json' \\

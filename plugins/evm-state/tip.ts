@@ -182,6 +182,7 @@ export function tapTipEnforcement(host: PluginHost, heads: HeadTracker): void {
     labelNames: ['project', 'network', 'upstream', 'category'],
     registers: [host.metrics],
   });
+  const lagging = new LaggingWarnings(host.logger);
   const remember = (ctx: CallContext, n: number, result: RpcResult, u: Upstream): void => {
     const best = ctx.state.get(BEST) as BestAnswer | undefined;
     if (best && best.n >= n) return;
@@ -196,11 +197,26 @@ export function tapTipEnforcement(host: PluginHost, heads: HeadTracker): void {
     }
     ctx.state.set(BEST, { n, result, upstream: u, attempt } satisfies BestAnswer);
   };
-  const behind = (ctx: CallContext, u: Upstream, r: RpcResult, n: number, highest: number, what: string): SvcError | undefined => {
+  const behind = (
+    ctx: CallContext,
+    u: Upstream,
+    r: RpcResult,
+    n: number,
+    highest: number,
+    what: string,
+    kind: 'latest' | 'finalized',
+  ): SvcError | undefined => {
     const by = behindBy(n, highest);
     if (by === undefined) return undefined;
     remember(ctx, n, r, u);
     stale.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, category: host.methodLabel.value(ctx.request.method) });
+    // Re-routing needs an upstream that has the block and answers. When every upstream ahead of
+    // this answer got no answer on its last attempt (refused, frozen, HTTP 5xx), waiting on them
+    // ends in a timeout: this answer is the freshest one svc can give now, and is served.
+    if (!aheadAndAnswering(ctx, u, n, kind)) {
+      lagging.warn(ctx, u, n, highest);
+      return undefined;
+    }
     return new ErrUpstreamBlockBehind(`upstream ${u.id} answered ${what} ${n}, ${by} behind the highest known ${highest}`, {
       details: { upstream: u.id, answered: n, highest },
     });
@@ -231,7 +247,7 @@ export function tapTipEnforcement(host: PluginHost, heads: HeadTracker): void {
       if (n === undefined) return undefined;
       if (observeLatest(ctx.network, u, n) === 'implausible') return implausible(u, 'eth_blockNumber', n);
       if (!ENFORCE_HIGHEST_BLOCK.get(ctx.directives)) return undefined;
-      return behind(ctx, u, r, n, chainStateOf(ctx.network).highestLatest, 'eth_blockNumber');
+      return behind(ctx, u, r, n, chainStateOf(ctx.network).highestLatest, 'eth_blockNumber', 'latest');
     }
     if (MINED_LOOKUPS.has(method)) {
       // A mined transaction or receipt proves its upstream has that block: advance the head
@@ -248,7 +264,9 @@ export function tapTipEnforcement(host: PluginHost, heads: HeadTracker): void {
     const st = chainStateOf(ctx.network);
     if ((tag === 'latest' ? observeLatest(ctx.network, u, n) : observeFinalized(ctx.network, u, n)) === 'implausible') return implausible(u, `${tag} block`, n);
     if (!ENFORCE_HIGHEST_BLOCK.get(ctx.directives)) return undefined;
-    return tag === 'latest' ? behind(ctx, u, r, n, st.highestLatest, 'latest block') : behind(ctx, u, r, n, st.highestFinalized, 'finalized block');
+    return tag === 'latest'
+      ? behind(ctx, u, r, n, st.highestLatest, 'latest block', 'latest')
+      : behind(ctx, u, r, n, st.highestFinalized, 'finalized block', 'finalized');
   });
 
   /** `eth_blockNumber` never answers below the highest known latest block. */
@@ -293,4 +311,37 @@ export function tapTipEnforcement(host: PluginHost, heads: HeadTracker): void {
       return ctx.internal || (method !== 'eth_blockNumber' && method !== 'eth_getBlockByNumber') ? inner(ctx) : enforceTip(inner, ctx, method);
     };
   });
+}
+
+/**
+ * Whether another upstream of the call's network is known to have a block past `n` (its latest,
+ * or finalized, block) and answered its last attempt (the health tracker's reachability).
+ */
+function aheadAndAnswering(ctx: CallContext, u: Upstream, n: number, kind: 'latest' | 'finalized'): boolean {
+  const st = chainStateOf(ctx.network);
+  const health = ctx.network.project.health;
+  for (const o of ctx.network.upstreams) {
+    if (o === u) continue;
+    const s = st.peek(o);
+    if (!s || (kind === 'latest' ? s.latest : s.finalized) <= n) continue;
+    if (health.reachability(o.id)?.up !== false) return true;
+  }
+  return false;
+}
+
+/** At most one warning per network and minute that a lagging answer was served (the upstreams ahead are down). */
+class LaggingWarnings {
+  private readonly last = new Map<string, number>();
+  constructor(private readonly logger: PluginHost['logger']) {}
+
+  warn(ctx: CallContext, u: Upstream, n: number, highest: number): void {
+    const key = `${ctx.project.id}/${ctx.network.id}`;
+    const now = Date.now();
+    if (now - (this.last.get(key) ?? 0) < 60_000) return;
+    this.last.set(key, now);
+    this.logger.warn(
+      { project: ctx.project.id, network: ctx.network.id, upstream: u.id, answered: n, highest },
+      `serving block ${n} from ${u.id}, ${highest - n} behind the highest known ${highest}: every upstream ahead got no answer on its last attempt`,
+    );
+  }
 }

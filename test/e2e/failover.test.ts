@@ -1,7 +1,8 @@
 /**
  * End-to-end failover: in front of anvil sit, in config order, an upstream that refuses
  * connections and one that answers garbage. Every client call still succeeds, and the
- * diagnostic headers show the failed attempts. A revert, by contrast, is never retried.
+ * diagnostic headers show the failed attempts; the refusing one is ordered last from its first
+ * refused connection. A revert, by contrast, is never retried.
  */
 import { expect } from 'chai';
 import { JsonRpcProvider, Wallet, isCallException } from 'ethers';
@@ -11,6 +12,7 @@ import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.ts';
 import { freePort } from '../helpers/ports.ts';
 import { NO_CACHE, startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
+import { selectionState } from '../../plugins/selection/index.ts';
 import { ADDR0, ADDR1, CONST_INIT, CONST_WORD, DEV_BALANCE, NOPE_REVERT_DATA, PK0, REVERT_INIT, deployDirect, rpcBody } from './fixtures.ts';
 
 /** `<id>=<reason>:<outcome>:<ms>[:won]` segments of `X-SVC-Upstreams`. */
@@ -74,22 +76,23 @@ describe('e2e: failover past a refusing and a garbage upstream to anvil', functi
     expect(net.upstreams.map((u) => u.id)).to.deep.equal(['dead', 'garbage', 'anvil']);
   });
 
-  it('the trace of a raw single POST shows both failed attempts, then the winner', async () => {
+  it('the refusing upstream is ordered last once a connection to it was refused (its first state poll): the trace shows the garbage attempt, then the winner', async () => {
+    await waitFor(() => selectionState(svc.proxy, 'main', 'evm:31337')?.order.at(-1) === 'dead', 10_000);
     const res = await svc.post('/main/evm/31337', rpcBody('eth_blockNumber', []));
     expect(res.status).to.equal(200);
     expect(res.json.result).to.match(/^0x[0-9a-f]+$/);
-    expect(res.headers['x-svc-upstreams']).to.match(/^dead=primary:error:\d+;garbage=sweep:error:\d+;anvil=sweep:success:\d+:won$/);
-    expect(res.headers['x-svc-upstream-attempts']).to.equal('3');
+    expect(res.headers['x-svc-upstreams']).to.match(/^garbage=primary:error:\d+;anvil=sweep:success:\d+:won$/);
+    expect(res.headers['x-svc-upstream-attempts']).to.equal('2');
     expect(res.headers['x-svc-upstream']).to.equal('anvil');
     const trace = parseTrace(res.headers['x-svc-upstreams']);
-    expect(trace.map((t) => t.id)).to.deep.equal(['dead', 'garbage', 'anvil']);
+    expect(trace.map((t) => t.id)).to.deep.equal(['garbage', 'anvil']);
     expect(trace.filter((t) => t.won).map((t) => t.id)).to.deep.equal(['anvil']);
   });
 
   it('net_version (raw call) still succeeds past both', async () => {
     const res = await svc.post('/main/evm/31337', rpcBody('net_version', [], 'nv'));
     expect(res.json).to.deep.equal({ jsonrpc: '2.0', id: 'nv', result: '31337' });
-    expect(res.headers['x-svc-upstreams']).to.match(/^dead=primary:error:\d+;garbage=sweep:error:\d+;anvil=sweep:success:\d+:won$/);
+    expect(res.headers['x-svc-upstreams']).to.match(/^garbage=primary:error:\d+;anvil=sweep:success:\d+:won$/);
     expect(garbage.calls.some((c) => c.method === 'net_version')).to.equal(true);
   });
 
@@ -152,20 +155,19 @@ describe('e2e: failover past a refusing and a garbage upstream to anvil', functi
     expect(res.status).to.equal(200);
     expect(res.json.map((x: { id: number }) => x.id)).to.deep.equal([1, 2]);
     expect(res.json.every((x: { result?: string }) => typeof x.result === 'string')).to.equal(true);
-    expect(res.headers['x-svc-upstream-attempts']).to.equal('6');
+    expect(res.headers['x-svc-upstream-attempts']).to.equal('4');
     expect(res.headers['x-svc-upstream']).to.equal(undefined);
     expect(parseTrace(res.headers['x-svc-upstreams']).map((t) => `${t.id}:${t.outcome}`)).to.deep.equal([
-      'dead:error',
       'garbage:error',
       'anvil:success',
-      'dead:error',
       'garbage:error',
       'anvil:success',
     ]);
   });
 
   it('a batch trace beyond 50 segments is truncated and the overflow counted', async () => {
-    const body = Array.from({ length: 20 }, (_, i) => rpcBody('net_version', [], i));
+    // Two attempts per call (garbage, then anvil; the refusing upstream is ordered last): 60 segments.
+    const body = Array.from({ length: 30 }, (_, i) => rpcBody('net_version', [], i));
     const res = await svc.post('/main/evm/31337', body);
     expect(res.status).to.equal(200);
     expect(res.json.every((x: { result?: string }) => x.result === '31337')).to.equal(true);
@@ -219,7 +221,7 @@ describe('e2e: failover past a refusing and a garbage upstream to anvil', functi
       const res = await svc.post('/main/evm/31337', rpcBody('eth_call', [{ to: revertAddr, data: '0x' }, 'latest'], 8));
       expect(res.json.error.code).to.equal(3);
       expect(res.json.error.data).to.equal(NOPE_REVERT_DATA);
-      expect(res.headers['x-svc-upstreams']).to.match(/^dead=primary:error:\d+;garbage=sweep:error:\d+;anvil=sweep:exec_revert:\d+$/);
+      expect(res.headers['x-svc-upstreams']).to.match(/^garbage=primary:error:\d+;anvil=sweep:exec_revert:\d+$/);
     });
   });
 });

@@ -303,6 +303,6 @@ describe('e2e: the packed tarball installed globally (npm install -g), as README
       throw new Error(`the globally installed svc did not serve: ${(e as Error).message}\n${log}`);
     }
     expect(log).to.include('network evm:31337 is served');
-    expect((await httpRequest('GET', `http://127.0.0.1:${port}/healthcheck`)).status).to.equal(200);
+    await waitFor(async () => (await httpRequest('GET', `http://127.0.0.1:${port}/healthcheck`)).status === 200, 20_000);
   });
 });

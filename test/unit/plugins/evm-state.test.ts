@@ -11,7 +11,8 @@ import { expect } from 'chai';
 import { FINALITY, type CallContext, type Finality } from '../../../core/pipeline/context.ts';
 import { SYNCING } from 'svc-proxy/plugins/evm-state';
 import { NO_CHAIN_STATE } from 'svc-proxy/plugins/evm-state';
-import { createLogger } from '../../../lib/logger.ts';
+import { createLogger, type Logger } from '../../../lib/logger.ts';
+import { pino } from 'pino';
 import { createProxy } from '../../../core/host/create.ts';
 import { loadConfigObject } from '../../../config/load.ts';
 import { DirectiveStage } from '../../../core/pipeline/stages.ts';
@@ -114,6 +115,8 @@ interface SvcOpts {
   extra?: Plugin[];
   /** Upstream chain id overrides by upstream id. */
   chainIds?: Record<string, number>;
+  /** The proxy's logger (default silent). */
+  logger?: Logger;
 }
 
 function plugins(extra: Plugin[] = []): Plugin[] {
@@ -140,7 +143,7 @@ function startWith(servers: Record<string, FaultServer>, o: SvcOpts = {}): Promi
         },
       ],
     },
-    { plugins: plugins(o.extra) },
+    { plugins: plugins(o.extra), ...(o.logger ? { logger: o.logger } : {}) },
   );
 }
 
@@ -767,6 +770,22 @@ describe('evm-state plugin: request path', function () {
       expect(r.headers['x-svc-upstream']).to.equal('a');
       const n = await svc!.post(PATH, rpc('eth_blockNumber'));
       expect(n.json.result).to.equal(hex(120));
+    });
+
+    it('a lagging answer is served at once when every upstream ahead got no answer on its last attempt, with one warning', async () => {
+      const lines: string[] = [];
+      const { b } = await laggingFirst({ logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }) });
+      b.setDefault({ kind: 'status', status: 503, body: 'down' });
+      // The first call still asks the leader (it was up): its 503 makes it down, and the highest
+      // answer seen (the lagging one) is served after it.
+      const first = await svc!.post(PATH, rpc('eth_getBlockByNumber', ['latest', false]));
+      expect(first.json.result.number).to.equal(hex(100));
+      expect(trace(first)).to.deep.equal(['a=primary:success:won', 'b=sweep:error']);
+      // From then on nothing ahead answers: the lagging answer is served without waiting on it.
+      const next = await svc!.post(PATH, rpc('eth_getBlockByNumber', ['latest', false]));
+      expect(next.json.result.number).to.equal(hex(100));
+      expect(trace(next)).to.deep.equal(['a=primary:success:won']);
+      expect(lines.filter((l) => l.includes('every upstream ahead got no answer'))).to.have.length(1);
     });
 
     it('enforce-highest-block: false (header, query or directiveDefaults) takes the first answer', async () => {
