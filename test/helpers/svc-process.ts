@@ -25,6 +25,22 @@ export interface SvcProcess {
  * @param dir a temporary directory the test owns
  */
 export async function spawnSvc(dir: string, name: string, config: object): Promise<SvcProcess> {
+  // A free port can be taken by another test's process between `freePort` and svc's listen (the
+  // suite runs files in parallel): then this svc exits with EADDRINUSE and is started again on
+  // other ports, never mistaken for whatever answers on the taken one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnOnce(dir, name, config);
+    } catch (e) {
+      if (attempt >= 3 || !(e instanceof PortTakenError)) throw e;
+    }
+  }
+}
+
+/** svc could not listen: a port chosen free was taken meanwhile. */
+class PortTakenError extends Error {}
+
+async function spawnOnce(dir: string, name: string, config: object): Promise<SvcProcess> {
   const file = join(dir, `${name}.json`);
   // No drain window: these processes are stopped by the test, not by an orchestrator (spec §3.2).
   writeFileSync(file, JSON.stringify({ ...config, server: { waitBeforeShutdown: '0s', ...((config as { server?: object }).server ?? {}) } }));
@@ -41,17 +57,27 @@ export async function spawnSvc(dir: string, name: string, config: object): Promi
   const url = `http://127.0.0.1:${port}`;
   let gone = false;
   void exited.then(() => (gone = true));
-  // A process that exits (a config error) fails at once, with its output.
+  // Serving means this process said so for this port (its own "svc listening" line), not that
+  // something answers there; a process that exits (a config error) fails at once, with its output.
+  // (svc binds all interfaces: the line says `http://0.0.0.0:<port>`.)
+  const listening = new RegExp(`"listen":"http://[^"]*:${port}"[^\\n]*"msg":"svc listening"`);
   await waitFor(
     async () =>
       gone ||
-      (await fetch(`${url}/`).then(
-        () => true,
-        () => false,
-      )),
+      (listening.test(logs) &&
+        (await fetch(`${url}/`).then(
+          () => true,
+          () => false,
+        ))),
     20_000,
-  );
-  if (gone) throw new Error(`svc start (${name}) exited before serving:\n${logs.slice(-4000)}`);
+  ).catch((e: Error) => {
+    child.kill('SIGKILL');
+    throw new Error(`svc start (${name}) did not log that it listens on port ${port}: ${e.message}\n${logs.slice(-4000)}`);
+  });
+  if (gone) {
+    if (logs.includes('EADDRINUSE')) throw new PortTakenError(`svc start (${name}): port ${port} or ${metricsPort} was taken`);
+    throw new Error(`svc start (${name}) exited before serving:\n${logs.slice(-4000)}`);
+  }
   return {
     url,
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
