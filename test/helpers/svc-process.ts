@@ -3,7 +3,7 @@
  * separate processes: shared cache tiers, shared API keys and rate-limit budgets.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { freePort } from './ports.ts';
@@ -57,14 +57,12 @@ async function spawnOnce(dir: string, name: string, config: object): Promise<Svc
   const url = `http://127.0.0.1:${port}`;
   let gone = false;
   void exited.then(() => (gone = true));
-  // Serving means this process said so for this port (its own "svc listening" line), not that
+  // Serving means this process holds the listening socket of its port (Linux /proc), not that
   // something answers there; a process that exits (a config error) fails at once, with its output.
-  // (svc binds all interfaces: the line says `http://0.0.0.0:<port>`.)
-  const listening = new RegExp(`"listen":"http://[^"]*:${port}"[^\\n]*"msg":"svc listening"`);
   await waitFor(
     async () =>
       gone ||
-      (listening.test(logs) &&
+      (ownsListeningPort(child.pid as number, port) &&
         (await fetch(`${url}/`).then(
           () => true,
           () => false,
@@ -72,7 +70,7 @@ async function spawnOnce(dir: string, name: string, config: object): Promise<Svc
     20_000,
   ).catch((e: Error) => {
     child.kill('SIGKILL');
-    throw new Error(`svc start (${name}) did not log that it listens on port ${port}: ${e.message}\n${logs.slice(-4000)}`);
+    throw new Error(`svc start (${name}) is not listening on port ${port}: ${e.message}\n${logs.slice(-4000)}`);
   });
   if (gone) {
     if (logs.includes('EADDRINUSE')) throw new PortTakenError(`svc start (${name}): port ${port} or ${metricsPort} was taken`);
@@ -116,4 +114,45 @@ export function outageLines(replicas: readonly SvcProcess[], marks: readonly num
       lines.filter((l) => l.includes('shared state: Redis reachable again')).length,
     ];
   });
+}
+
+/** Inodes of the TCP sockets listening on `port` (any address), from /proc/net/tcp and tcp6. */
+function listeningInodes(port: number): Set<string> {
+  const out = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // sl local_address rem_address st ... inode: state 0A is LISTEN.
+      if (f.length < 10 || f[3] !== '0A') continue;
+      if (Number.parseInt((f[1] ?? '').split(':')[1] ?? '', 16) === port) out.add(f[9] as string);
+    }
+  }
+  return out;
+}
+
+/** Whether process `pid` holds a socket listening on `port` (its file descriptors, Linux). */
+function ownsListeningPort(pid: number, port: number): boolean {
+  const inodes = listeningInodes(port);
+  if (inodes.size === 0) return false;
+  let fds: string[] = [];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return false;
+  }
+  for (const fd of fds) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m && inodes.has(m[1] as string)) return true;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return false;
 }
