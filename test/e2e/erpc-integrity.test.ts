@@ -76,7 +76,8 @@ describe("e2e: eRPC's integrity block (level, invalidBehavior, observeOnly, head
   it("level corroborated with eRPC's defaults: a forked finalized block is rejected (the honest one is served)", async () => {
     const r = await rpc('erpc-defaults', 'eth_getBlockByNumber', ['0x1', false]);
     expect(r.headers['x-svc-integrity']).to.equal('corroborated');
-    expect(r.headers['x-svc-upstream']).to.equal('honest');
+    // Either honest upstream (the same node twice): which one the policy puts first depends on their latency scores.
+    expect(r.headers['x-svc-upstream']).to.be.oneOf(['honest', 'honest-2']);
     expect(r.json.result.hash).to.equal(await hashOf(honest, 1));
   });
 
@@ -91,12 +92,12 @@ describe("e2e: eRPC's integrity block (level, invalidBehavior, observeOnly, head
   it("headerMode off (eRPC's default with level): a request cannot lower the level", async () => {
     const r = await rpc('erpc-defaults', 'eth_getBlockByNumber', ['0x1', false], { 'X-SVC-Integrity': 'off' });
     expect(r.headers['x-svc-integrity']).to.equal('corroborated');
-    expect(r.headers['x-svc-upstream']).to.equal('honest');
+    expect(r.headers['x-svc-upstream']).to.be.oneOf(['honest', 'honest-2']);
   });
 
   it('invalidBehavior.unfinalized reject: the forked tip block is rejected too', async () => {
     const r = await rpc('strict', 'eth_getBlockByNumber', [`0x${BLOCKS.toString(16)}`, false]);
-    expect(r.headers['x-svc-upstream']).to.equal('honest');
+    expect(r.headers['x-svc-upstream']).to.be.oneOf(['honest', 'honest-2']);
     expect(r.json.result.hash).to.equal(await hashOf(honest, BLOCKS));
   });
 
@@ -104,7 +105,7 @@ describe("e2e: eRPC's integrity block (level, invalidBehavior, observeOnly, head
     const tip = await rpc('skip-tip', 'eth_getBlockByNumber', [`0x${BLOCKS.toString(16)}`, false]);
     expect(tip.headers['x-svc-upstream']).to.equal('fork');
     expect(await flagged(svc, 'skip-tip', 'soft_flag')).to.equal(0);
-    expect((await rpc('skip-tip', 'eth_getBlockByNumber', ['0x2', false])).headers['x-svc-upstream']).to.equal('honest');
+    expect((await rpc('skip-tip', 'eth_getBlockByNumber', ['0x2', false])).headers['x-svc-upstream']).to.be.oneOf(['honest', 'honest-2']);
   });
 
   it('observeOnly: even a finalized forked block is served, counted as would_reject', async () => {
