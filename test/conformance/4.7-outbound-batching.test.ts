@@ -51,8 +51,9 @@ describe('conformance §4.7: outbound batching', function () {
     svc = await startSvc({
       ...NO_CACHE,
       logLevel: 'error',
-      // The calls' deadline (the queue of project `slow` waits 5 s).
-      server: { maxTimeout: '600ms' },
+      // The calls' deadline (the queue of project `slow` waits 5 s). Every other call here must
+      // finish well within it on a machine with one core busy: 2 s, still far below the 5 s wait.
+      server: { maxTimeout: '2s' },
       projects: [
         {
           id: 'main',
@@ -69,7 +70,7 @@ describe('conformance §4.7: outbound batching', function () {
         {
           id: 'slow',
           networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, failsafe: [] }],
-          // A queue that waits far longer than the calls' 600 ms deadline.
+          // A queue that waits far longer than the calls' 2 s deadline.
           upstreams: [
             {
               id: 'slow',
@@ -117,7 +118,7 @@ describe('conformance §4.7: outbound batching', function () {
   });
 
   it('§4.7 #2 — the batch deadline is the earliest deadline among queued calls; passing it fails them all with ErrEndpointRequestTimeout', async () => {
-    // The queue waits 5 s and the calls' deadline is 600 ms: had the queue not failed them at the
+    // The queue waits 5 s and the calls' deadline is 2 s: had the queue not failed them at the
     // deadline, they would have been flushed (one post) and answered.
     const res = await svc.post(`/slow/evm/${CHAIN}`, calls(3));
     expect(posts).to.have.length(0);
