@@ -511,9 +511,11 @@ describe('evm-state plugin: state poller', function () {
     await waitFor(() => st.highestLatest > 0 && st.highestFinalized > 0);
     expect(st.highestLatest).to.equal(100);
     expect(st.highestFinalized).to.equal(90);
+    // A poll sent just before the stop may still arrive after this sample on a loaded machine: at most that one. A live poller
+    // (every 50 ms) would make about ten in this window.
     const polls = wrong.calls.length;
-    await new Promise((r) => setTimeout(r, 200));
-    expect(wrong.calls.length).to.equal(polls);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(wrong.calls.length - polls).to.be.at.most(1);
   });
 
   it('an upstream still unverified does not count while a verified one exists', async () => {
