@@ -11,6 +11,8 @@ export { serviceKey, ServiceKey } from './host/host.ts';
 export type { LifecycleState, LifecycleStatus } from './http/drain.ts';
 
 export type {
+  Admission,
+  AnsweredTask,
   AttemptHandler,
   CallHandler,
   HeaderSink,

@@ -37,6 +37,7 @@ import { selectPlugin } from '../plugins/select/index.ts';
 import { selectionPlugin } from '../plugins/selection/index.ts';
 import { sharedStatePlugin } from '../plugins/shared-state/index.ts';
 import { websocketPlugin } from '../plugins/websocket/index.ts';
+import { x402Plugin } from '../plugins/x402/index.ts';
 
 /** Plugins of the full server, in apply order. */
 export function defaultPreset(): Plugin[] {
@@ -68,6 +69,7 @@ export function defaultPreset(): Plugin[] {
     vendorsPlugin(),
     costPlugin(),
     authPlugin(),
+    x402Plugin(),
     adminPlugin(),
     corsPlugin(),
     rateLimitPlugin(),

@@ -11,6 +11,7 @@ import { normaliseNetworkId, type RouteHost, type RouteTarget, servedNetworks } 
 import { RequestScope } from '../pipeline/request-scope.ts';
 import { runCall } from '../pipeline/chains.ts';
 import type { ProxyHooks } from '../pipeline/hooks.ts';
+import { admitRequest, runAnswered } from './admission.ts';
 import type { ResolvedConfig } from '../../config/types.ts';
 import type { Logger } from '../../lib/logger.ts';
 
@@ -164,6 +165,8 @@ export interface JsonRpcInput {
   body: string;
   /** Cancels every call of the body (the transport closed). */
   signal?: AbortSignal;
+  /** The transport session (one object per WebSocket connection), handed to the `admit` hook as `session`. */
+  session?: object;
 }
 
 /** The answer to a {@link JsonRpcInput}. */
@@ -176,6 +179,8 @@ export interface JsonRpcOutput {
   status: number;
   /** Execution records of the routed calls, in order (empty when refused as a whole). */
   records: ExecutionRecord[];
+  /** Headers the HTTP answer would have carried beyond the core's (a settlement receipt, a payment challenge), when any. */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -196,19 +201,26 @@ export async function serveJsonRpc(proxy: ServeHost, input: JsonRpcInput): Promi
     if (parsed.batch && calls.length > cfg.maxBatchSize)
       throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
     if (parsed.batch && calls.length === 0) throw new ErrInvalidRequest('invalid request: empty batch');
+    const t = input.target;
+    const admission = await admitRequest(proxy.hooks, [input.info, t.project, t.network, parsed.batch, calls, 'websocket', input.identity, input.session]);
     scope = new RequestScope(cfg.maxTimeoutMs, !parsed.batch || calls.length <= cfg.batchConcurrency, parsed.batch);
     if (input.signal?.aborted) onAbort();
     else input.signal?.addEventListener('abort', onAbort, { once: true });
-    const answers = await serveCalls(proxy, input.target, calls, input.info, input.identity, scope);
+    const answers = await serveCalls(proxy, t, calls, input.info, admission ? admission.identity : input.identity, scope);
     const text = answers.map((a) => (typeof a.text === 'string' ? a.text : a.text.map((p) => (typeof p === 'string' ? p : p.toString('utf8'))).join('')));
+    const records = answers.map((a) => a.record);
+    let headers: Record<string, string> | undefined;
+    if (admission?.tasks) await runAnswered(admission, records, { set: (n, v) => void ((headers ??= {})[n] = v) }, proxy.logger);
     return {
       body: parsed.batch ? `[${text.join(',')}]` : (text[0] as string),
       batch: parsed.batch,
       status: parsed.batch ? 200 : (answers[0] as CallAnswer).status,
-      records: answers.map((a) => a.record),
+      records,
+      ...(headers ? { headers } : {}),
     };
   } catch (e) {
     const err = asSvcError(e);
+    if (err.answer) return { body: err.answer.body, batch: parsed?.batch ?? false, status: err.httpStatus, records: [], headers: { ...err.answer.headers } };
     const wire = toJsonRpcError(err, undefined, cfg.includeErrorDetails);
     const calls = parsed?.calls;
     if (parsed?.batch && calls && calls.length > 0 && calls.length <= cfg.maxBatchSize) {

@@ -21,6 +21,7 @@ import { serveCall, serveCalls, smallBatchText, streamArray, type ServeHost } fr
 import type { ResponseMeta } from '../pipeline/hooks.ts';
 import { ClientAddressResolver } from '../../lib/client-address.ts';
 import { answerRefusal, type RefusalLimits } from './early-refusal.ts';
+import { admitRequest, runAnswered } from './admission.ts';
 
 /** Proxy answers by Koa context, written by the outer middleware once the loop turn ends. */
 const pending = new WeakMap<Koa.Context, ProxyAnswer>();
@@ -156,6 +157,11 @@ export function createServer(proxy: ServerHost): RequestListener {
       body = parsed;
       const calls = parsed.calls;
       meta.batch = parsed.batch;
+      if (parsed.batch && calls.length > cfg.maxBatchSize)
+        throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
+      // A plugin may refuse the request now that its calls are known (a payment challenge), or reserve what it settles once answered.
+      const admission = await admitRequest(hooks, [info, target.project, target.network, parsed.batch, calls, 'http', identity]);
+      if (admission) identity = admission.identity;
       scope = new RequestScope(cfg.maxTimeoutMs, !parsed.batch || calls.length <= cfg.batchConcurrency, parsed.batch);
       // res 'close' fires early only when the client goes away (req 'close' fires once the body is read); at most once, so `on`.
       (res as ScopedResponse)[SCOPE] = scope;
@@ -163,24 +169,29 @@ export function createServer(proxy: ServerHost): RequestListener {
       if (!parsed.batch) {
         const one = await serveCall(proxy, target, calls[0] as ParsedCall, info, identity, scope);
         res.off('close', cancelOnClose);
+        if (admission) await runAnswered(admission, [one.record], headers, proxy.logger);
         hooks.responseHeaders.call(headers, [one.record], meta);
         // A refusal that says when to come back (a full rate-limit window): RFC 9110 Retry-After.
         const after = one.record.error?.retryAfterSeconds;
         if (after !== undefined && one.status >= 400) headers.set('retry-after', String(after));
         return { status: one.status, body: one.text, headers };
       }
-      if (calls.length > cfg.maxBatchSize) throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
       const answers = await serveCalls(proxy, target, calls, info, identity, scope);
       res.off('close', cancelOnClose);
-      hooks.responseHeaders.call(
-        headers,
-        answers.map((a) => a.record),
-        meta,
-      );
+      const records = answers.map((a) => a.record);
+      if (admission) await runAnswered(admission, records, headers, proxy.logger);
+      hooks.responseHeaders.call(headers, records, meta);
       return { status: 200, body: smallBatchText(answers) ?? streamArray(answers), headers };
     } catch (e) {
+      const err = asSvcError(e);
+      // A refusal with an answer of its own (a payment challenge): its body and headers, whatever the body's shape.
+      if (err.answer) {
+        for (const [name, value] of Object.entries(err.answer.headers)) headers.set(name, value);
+        hooks.responseHeaders.call(headers, [], meta);
+        return { status: err.httpStatus, body: err.answer.body, headers };
+      }
       // Refused as a whole, no call routed (spec §4.1): an array gets one error per element.
-      const refused = await answerRefusal(req, asSvcError(e), refusal, body);
+      const refused = await answerRefusal(req, err, refusal, body);
       meta.batch = refused.batch;
       hooks.responseHeaders.call(headers, [], meta);
       return { status: refused.status, body: refused.body, headers };

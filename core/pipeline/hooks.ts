@@ -9,7 +9,7 @@ import type { Logger } from '../../lib/logger.ts';
 import type Router from '@koa/router';
 import type { AttemptReason, AttemptRecord, CallContext, Directives, ExecutionRecord, HttpRequestInfo, Identity } from './context.ts';
 import type { SvcError } from '../wire/errors.ts';
-import type { RpcResult } from '../wire/jsonrpc.ts';
+import type { ParsedCall, RpcResult } from '../wire/jsonrpc.ts';
 import type { Network, Project } from '../registry/project.ts';
 import type { Upstream } from '../registry/upstream.ts';
 import type { ResolvedConfig } from '../../config/types.ts';
@@ -95,6 +95,40 @@ export interface ResponseMeta {
   project?: Project;
 }
 
+/**
+ * Settles what a request's admission reserved (a payment), once every call of the request answered and before the response is written.
+ * Awaited: a tap bounds its own time and never rejects (a rejection is logged and the answer stands).
+ * @param records the calls' execution records, in body order (errors included)
+ * @param sink where its own response headers go (a settlement receipt)
+ */
+export type AnsweredTask = (records: readonly ExecutionRecord[], sink: HeaderSink) => Promise<void> | void;
+
+/**
+ * A request whose body is parsed and none of whose calls is served yet, as the `admit` hook sees it (spec §5 pay-per-request): a tap may
+ * refuse the whole request by throwing an {@link SvcError} (with `answer` for a body and headers of its own), change who the calls run as,
+ * and register work to run once they answered.
+ */
+export interface Admission {
+  /** HTTP facts of the request (for a WebSocket message, of the upgrade). */
+  readonly http: HttpRequestInfo;
+  /** Project resolved from the URL. */
+  readonly project: Project;
+  /** Network resolved from the URL; absent when calls name theirs (body `networkId`). */
+  readonly network?: Network;
+  /** Whether the body was a batch. */
+  readonly batch: boolean;
+  /** The calls as parsed, in body order (invalid elements included: they are answered with their error and never routed). */
+  readonly calls: readonly ParsedCall[];
+  /** `http` for an HTTP request, `websocket` for a message on an upgraded connection. */
+  readonly transport: 'http' | 'websocket';
+  /** The transport session the message arrived on (the same object for every message of one WebSocket); undefined for HTTP. */
+  readonly session?: object;
+  /** Who the calls run as: the authenticated identity; a tap may replace it (a payer's address becomes the rate-limit identity). */
+  identity?: Identity;
+  /** Registers work to run once every call answered, before the response is written (see {@link AnsweredTask}). */
+  onAnswered(task: AnsweredTask): void;
+}
+
 /** The typed hook registry of one {@link Proxy}. Frozen after construction. */
 export interface ProxyHooks {
   // ---- start-up -------------------------------------------------------------------------
@@ -140,6 +174,11 @@ export interface ProxyHooks {
   // ---- per HTTP request -----------------------------------------------------------------
   /** Auth strategies in order; the first identity wins; throw `ErrAuthUnauthorized` to reject (spec §5). */
   readonly authenticate: AsyncSeriesBailHook<[HttpRequestInfo, Project], Identity | undefined>;
+  /**
+   * Once per request with a parsed body, before any call is served (spec §5 pay-per-request): refuse it as a whole by throwing a
+   * `SvcError`, set its identity, or register {@link AnsweredTask}s. Core skips it (and its promise) while nothing taps it.
+   */
+  readonly admit: AsyncSeriesHook<[Admission]>;
   /** Diagnostic and cost headers, once per HTTP response, after every call settled (spec §4.5). */
   readonly responseHeaders: SyncHook<[HeaderSink, readonly ExecutionRecord[], ResponseMeta]>;
 
@@ -192,6 +231,7 @@ export function createHooks(): ProxyHooks {
     closing: new SyncHook<[]>([]),
     shutdown: new AsyncSeriesHook<[]>([]),
     authenticate: new AsyncSeriesBailHook<[HttpRequestInfo, Project], Identity | undefined>(['http', 'project']),
+    admit: new AsyncSeriesHook<[Admission]>(['admission']),
     responseHeaders: new SyncHook<[HeaderSink, readonly ExecutionRecord[], ResponseMeta]>(['sink', 'records', 'meta']),
     directives: new SyncWaterfallHook<[Directives, CallContext]>(['directives', 'ctx']),
     select: new SyncWaterfallHook<[Upstream[], CallContext]>(['upstreams', 'ctx']),

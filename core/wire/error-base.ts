@@ -27,6 +27,19 @@ export interface SvcErrorOptions {
    * `Retry-After` header (RFC 9110 §10.2.3) when this error is the whole answer (a single call).
    */
   retryAfterSeconds?: number;
+  /** The whole HTTP answer of a request refused as a whole, instead of the JSON-RPC error body: see {@link RefusalAnswer}. */
+  answer?: RefusalAnswer;
+}
+
+/**
+ * A refusal that carries its own HTTP answer (a payment challenge, spec §5 pay-per-request: the x402 body and `PAYMENT-REQUIRED` header):
+ * written with the error's HTTP status when the error refuses a request as a whole (the `admit` hook), never for one call of a batch.
+ */
+export interface RefusalAnswer {
+  /** The body, JSON text (Content-Type stays `application/json`). */
+  readonly body: string;
+  /** Headers added to the core's own (names as sent). */
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 /** An upstream's JSON-RPC error object as raw, already redacted JSON pieces: an error that is a fact about the request reaches the client byte for byte. */
@@ -90,6 +103,8 @@ export abstract class SvcError extends Error {
   readonly data?: unknown;
   /** Seconds until the request may succeed, sent as `Retry-After` on a single call's answer ({@link SvcErrorOptions.retryAfterSeconds}). */
   readonly retryAfterSeconds?: number;
+  /** The request's whole answer when this error refuses it as a whole ({@link SvcErrorOptions.answer}). */
+  readonly answer?: RefusalAnswer;
 
   constructor(message: string, opts: SvcErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
@@ -102,6 +117,7 @@ export abstract class SvcError extends Error {
     this.upstreamError = opts.upstreamError;
     if (opts.data !== undefined) this.data = opts.data;
     if (opts.retryAfterSeconds !== undefined) this.retryAfterSeconds = opts.retryAfterSeconds;
+    if (opts.answer !== undefined) this.answer = opts.answer;
   }
 
   /** HTTP status for a single call failing with this error. */

@@ -5,7 +5,7 @@
 import { redactText } from '../../lib/redact.ts';
 import { SvcError, type SvcErrorOptions } from './error-base.ts';
 
-export { isSvcError, SVC_ERROR_BRAND, SvcError, type SvcErrorOptions, type UpstreamErrorRaw } from './error-base.ts';
+export { isSvcError, type RefusalAnswer, SVC_ERROR_BRAND, SvcError, type SvcErrorOptions, type UpstreamErrorRaw } from './error-base.ts';
 
 // --- Client / request errors ---
 

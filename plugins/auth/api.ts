@@ -80,6 +80,55 @@ export interface ApiKeyManager {
   delete(apiKey: string): Promise<ApiKeyRecord>;
 }
 
+/**
+ * A record of ids each accepted once across every worker and replica sharing its store (the tier of the block's API keys, as SIWE's used
+ * messages): memory per replica, Redis `SET NX PX`, or a PostgreSQL row; every remote claim under its connector's breaker with a 500 ms
+ * deadline.
+ */
+export interface ClaimStore {
+  /**
+   * Records `id` until `ttlMs` from now unless it is recorded and unexpired already.
+   * @param id a bounded key the caller derives (a hash), never a client's raw value
+   * @param ttlMs how long it must be remembered, ms (at least 1)
+   * @returns true on first use, false when already recorded
+   * @throws Error when the store fails or (memory) is full: callers refuse (fail closed)
+   */
+  claim(id: string, ttlMs: number): Promise<boolean>;
+}
+
+/** What a strategy type provided by another plugin gets to compile one strategy (see {@link AuthService.registerStrategy}). */
+export interface StrategyCompileContext {
+  /** Config path of the strategy's own block, e.g. `projects[0].auth.strategies[1].x402`. */
+  path: string;
+  /** Where the `auth` block is configured (a project's, or a door's when `projectId` is undefined). */
+  scope: AuthScope;
+  /**
+   * The claim store for this block: the connector given (the shape of a `database` strategy's `connector`), else the connector of the
+   * block's first `database` strategy, else memory per replica.
+   * @param connector a connector block as written, or undefined for the default
+   */
+  claims(connector?: unknown): ClaimStore;
+}
+
+/**
+ * Accepts a request (an identity's user id and budget) or not (undefined), from its headers and query only: the body is not read yet.
+ * @throws ErrAuthUnauthorized to refuse with a reason of its own (the next strategy is still tried)
+ */
+export type StrategyCheck = (http: HttpRequestInfo) => Promise<{ userId: string; rateLimitBudget?: string } | undefined>;
+
+/** An auth strategy type another plugin provides (spec §5 item 1: the pay-per-request strategy), written `{type, <type>: {...}}`. */
+export interface AuthStrategyType {
+  /**
+   * Validates and compiles one strategy's block, once, when the auth plugin compiles its `auth` block (`configured`).
+   * @param block the strategy's own block as written (`x402: {...}`), validated here (e.g. with `resolveConfigBlock`)
+   * @throws ConfigError naming `ctx.path` for a block that is invalid or cannot work where it is configured
+   */
+  compile(block: unknown, ctx: StrategyCompileContext): StrategyCheck;
+}
+
+/** Strategy types the auth schema accepts as `{type, <type>: {...}}` blocks whose fields another plugin checks (spec §5 item 8). */
+export const PLUGIN_STRATEGY_TYPES = ['x402'] as const;
+
 /** What the auth plugin offers other plugins (spec §5.1: every door runs the same strategy code). */
 export interface AuthService {
   /**
@@ -99,6 +148,12 @@ export interface AuthService {
    * @returns undefined when the pair does not resolve (the admin's `failed to find the service`)
    */
   apiKeys(projectId: string, connectorId: string): ApiKeyManager | undefined;
+  /**
+   * Provides a strategy type of {@link PLUGIN_STRATEGY_TYPES}; call it from the providing plugin's `apply` (it declares
+   * `dependsOn: ['auth']`), before any block is compiled.
+   * @throws TypeError when the type is not one the schema accepts, or is provided twice
+   */
+  registerStrategy(type: (typeof PLUGIN_STRATEGY_TYPES)[number], strategy: AuthStrategyType): void;
 }
 
 /** Key of the auth plugin's {@link AuthService}. */

@@ -14,7 +14,7 @@
 import { Counter } from 'prom-client';
 import { type HttpRequestInfo, type Identity, definePlugin, type Plugin, type PluginHost, resolveConfigBlock, type ResolvedConfig } from 'svc-proxy/plugin';
 import { ConfigError, ErrAuthUnauthorized, StorageUnavailableError } from 'svc-proxy/plugin/errors';
-import { AUTH_SERVICE, type Authenticator, type AuthScope, type AuthService } from './api.ts';
+import { AUTH_SERVICE, type Authenticator, type AuthScope, type AuthService, type AuthStrategyType, PLUGIN_STRATEGY_TYPES } from './api.ts';
 import { addressList } from 'svc-proxy/util';
 import { ApiKeySpace } from './api-keys/space.ts';
 import { networkCheck, secretCheck, type Check } from './basic.ts';
@@ -23,7 +23,8 @@ import { credentialsOf, userIdHeader } from './credentials.ts';
 import { jwtCheck, type JwtSettings } from './jwt.ts';
 import { siweCheck, type SiweSettings } from './siwe.ts';
 import { openNonceStore, type NonceStore } from './siwe-nonces.ts';
-import { AuthConfigSchema, type AuthStrategyConfig } from './schema.ts';
+import { AuthConfigSchema, type AuthStrategyConfig, ConnectorSchema } from './schema.ts';
+import type { ConnectorConfig } from './connectors.ts';
 import { normalizeAuthShapes } from './erpc.ts';
 
 export { AuthConfigSchema, AuthStrategySchema, type AuthConfig, type AuthStrategyConfig } from './schema.ts';
@@ -65,6 +66,7 @@ export function authPlugin(): Plugin {
       });
       const connectors = new Connectors(host.logger, host.metrics);
       const spaces = new Map<string, ApiKeySpace>();
+      const pluginStrategies = new Map<string, AuthStrategyType>();
       /** SIWE nonce stores by connector settings: strategies on the same settings share one. */
       const nonceStores = new Map<string, NonceStore>();
       let budgets = new Set<string>();
@@ -94,7 +96,27 @@ export function authPlugin(): Plugin {
           case 'jwt':
             return jwtCheck(s.jwt as JwtSettings, path, budgetExists);
           case 'siwe':
-            return siweCheck(s.siwe as SiweSettings, nonceStoreFor(s.siwe as SiweSettings, all, path), scope.projectId !== undefined);
+            return siweCheck(
+              s.siwe as SiweSettings,
+              nonceStoreFor((s.siwe as SiweSettings).nonces, all, `${path}.siwe`, 'siwe: used messages'),
+              scope.projectId !== undefined,
+            );
+          case 'x402': {
+            const provided = pluginStrategies.get(s.type);
+            if (!provided) throw new ConfigError([{ path, message: `strategy type "${s.type}" needs the ${s.type} plugin (svc-proxy/plugins/${s.type})` }]);
+            const check = provided.compile(s.x402, {
+              path: `${path}.${s.type}`,
+              scope,
+              claims: (connector) =>
+                nonceStoreFor(
+                  connector === undefined ? undefined : resolveConfigBlock(ConnectorSchema, connector, `${path}.${s.type}.nonces`),
+                  all,
+                  `${path}.${s.type}`,
+                  `${s.type}: claims`,
+                ),
+            });
+            return (_creds, http) => check(http);
+          }
           case 'database': {
             if (scope.projectId === undefined) throw new ConfigError([{ path, message: 'a database (API key) strategy is only for project auth' }]);
             const space = spaceFor(scope.projectId, s, path);
@@ -109,20 +131,20 @@ export function authPlugin(): Plugin {
         }
       };
 
-      // Used SIWE messages live in the tier of the API keys: `siwe.nonces`, else the block's first
-      // database connector, else one memory store per replica (siwe-nonces.ts).
-      const nonceStoreFor = (s: SiweSettings, all: readonly AuthStrategyConfig[], path: string): NonceStore => {
+      // Used SIWE messages and other claims (x402 authorizations) live in the tier of the API keys: the block's own connector, else
+      // the block's first database connector, else one memory store per replica (siwe-nonces.ts).
+      const nonceStoreFor = (own: ConnectorConfig | undefined, all: readonly AuthStrategyConfig[], path: string, what: string): NonceStore => {
         const db = all.find((x): x is Extract<AuthStrategyConfig, { type: 'database' }> => x.type === 'database');
-        const c = s.nonces ?? db?.connector ?? { id: 'siwe-memory', driver: 'memory' as const };
+        const c = own ?? db?.connector ?? { id: 'auth-memory', driver: 'memory' as const };
         const name = JSON.stringify(c);
         let store = nonceStores.get(name);
         if (!store) {
           if (c.driver === 'memory')
             host.logger.info(
               { strategy: path },
-              "siwe: used messages are recorded in memory, per replica (its workers share the primary's record): behind several replicas a message can be used once on each; set siwe.nonces or a database strategy on redis or postgresql",
+              `${what} are recorded in memory, per replica (its workers share the primary's record): behind several replicas one can be used once on each; set a redis or postgresql connector, or a database strategy on one`,
             );
-          nonceStores.set(name, (store = openNonceStore(connectors, c, `${path}.siwe.nonces`)));
+          nonceStores.set(name, (store = openNonceStore(connectors, c, `${path}.nonces`)));
         }
         return store;
       };
@@ -198,6 +220,12 @@ export function authPlugin(): Plugin {
         },
         apiKeys(projectId, connectorId) {
           return spaces.get(`${projectId}\u0000${connectorId}`);
+        },
+        registerStrategy(type, strategy) {
+          if (!(PLUGIN_STRATEGY_TYPES as readonly string[]).includes(type))
+            throw new TypeError(`auth: "${type}" is not a strategy type the auth schema accepts`);
+          if (pluginStrategies.has(type)) throw new TypeError(`auth: strategy type "${type}" is provided twice`);
+          pluginStrategies.set(type, strategy);
         },
       };
       host.services.provide(AUTH_SERVICE, service);

@@ -84,7 +84,7 @@ const jwt = Strict({
 });
 
 /** A database connector of API keys (spec §2.3): the cache connectors' driver settings. */
-const connector = Strict({
+export const ConnectorSchema = Strict({
   id: Type.String({ minLength: 1, description: 'connectorId of the admin API-key methods' }),
   driver: Type.Union([Type.Literal('memory'), Type.Literal('redis'), Type.Literal('postgresql')]),
   memory: Type.Optional(Strict({ maxItems: Type.Optional(Type.Integer({ minimum: 1, default: 100_000 })) })),
@@ -105,7 +105,7 @@ const connector = Strict({
   ),
 });
 
-/** `siwe` (declared after {@link connector}: its nonce store takes the same connector block). */
+/** `siwe` (declared after {@link ConnectorSchema}: its nonce store takes the same connector block). */
 const siwe = Strict({
   type: Type.Literal('siwe'),
   siwe: Strict({
@@ -115,7 +115,7 @@ const siwe = Strict({
       Duration({ default: '1m', description: 'slack on issuedAt (not in the future), notBefore and expirationTime, for clients whose clock drifts' }),
     ),
     nonces: Type.Optional(
-      Strict(connector.properties, {
+      Strict(ConnectorSchema.properties, {
         description:
           "where used messages are recorded (each is accepted once): a connector like a database strategy's; default: the connector of the first database strategy of the same auth block, else memory (per process)",
       }),
@@ -126,7 +126,7 @@ const siwe = Strict({
 
 const database = Strict({
   type: Type.Literal('database'),
-  connector,
+  connector: ConnectorSchema,
   cache: Type.Optional(
     Strict({
       ttl: Type.Optional(Duration({ default: '1m', description: 'how long a found key is trusted without a lookup; unknown keys are remembered 5 s' })),
@@ -135,8 +135,15 @@ const database = Strict({
   ...common,
 });
 
+/** `x402` (spec §5 item 1, pay per request): its block is checked in full by the x402 plugin when the strategy compiles. */
+const x402 = Strict({
+  type: Type.Literal('x402'),
+  x402: Type.Object({}, { additionalProperties: true, description: 'pay per request (docs/access.md "Pay per request"), checked by the x402 plugin' }),
+  ...common,
+});
+
 /** One auth strategy (spec §5.1): `{type, <type>: {...}}`, `database` with its `connector`. */
-export const AuthStrategySchema = Type.Union([secret, network, jwt, siwe, database]);
+export const AuthStrategySchema = Type.Union([secret, network, jwt, siwe, database, x402]);
 
 /** `auth` of a project, `admin` or `healthCheck`: any one strategy accepting lets a request in. */
 export const AuthConfigSchema = Strict({ strategies: Type.Array(AuthStrategySchema, { description: 'any one accepting lets the request in (spec §5)' }) });

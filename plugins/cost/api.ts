@@ -2,7 +2,7 @@
  * `svc-proxy/plugins/cost`: what pricing plugins use to register a vendor's price table with the cost
  * plugin (credits per request, `X-SVC-Credits`).
  */
-import { serviceKey, type ServiceKey } from 'svc-proxy/plugin';
+import { type Network, serviceKey, type ServiceKey } from 'svc-proxy/plugin';
 
 /**
  * A vendor's price table: the units of one request to that vendor for a method, or undefined
@@ -29,6 +29,13 @@ export interface CostService {
    * @throws TypeError when the table is not a function or its version is not a valid header token (see {@link PriceTable.version})
    */
   registerPriceTable(vendor: string, table: PriceTable): void;
+  /**
+   * The credits one call of `method` costs before it is served (pay per request, spec §5 item 1): the most units any upstream of the
+   * network would cost for it under the same precedence as `X-SVC-Credits` (price table, provider `creditUnits`, flat 1), so whichever
+   * upstream serves, the quote covers one request; 1 for a network without upstreams yet. Retries and hedges are svc's cost, not quoted.
+   * @param network the network the call is routed to
+   */
+  quoteCredits(network: Network, method: string): number;
 }
 
 /** Key of the cost plugin's {@link CostService}: `host.services.require(COST_SERVICE)`, with `dependsOn: ['cost']`. */

@@ -28,6 +28,7 @@ import {
   type PluginHost,
   type SchemaFragment,
   settingsOf,
+  type Upstream,
   Type,
 } from 'svc-proxy/plugin';
 import { COST_SERVICE, type PriceTable } from './api.ts';
@@ -83,6 +84,11 @@ export function costPlugin(): Plugin {
       const creditUnits = new WeakMap<object, PriceTable | undefined>();
       let on = false;
       host.services.provide(COST_SERVICE, {
+        quoteCredits: (network, method) => {
+          let most = 0;
+          for (const u of network.upstreams) most = Math.max(most, unitsFor(u.vendor, u, method));
+          return network.upstreams.length === 0 ? 1 : most;
+        },
         registerPriceTable: (vendor, table) => {
           if (typeof table !== 'function') throw new TypeError(`cost: the price table of vendor "${vendor}" is not a function`);
           const version = table.version;
@@ -98,25 +104,25 @@ export function costPlugin(): Plugin {
         on = settingsOf(c.server, costSchema.server).costHeaders === true;
       });
 
-      /** The version of the table that priced the last {@link unitsOf} call (svc's when none did). */
+      /** The version of the table that priced the last {@link unitsFor} call (svc's when none did). */
       let pricedBy = host.version;
-      /** Units of one request sent (spec §4.5 precedence); sets {@link pricedBy}. */
-      const unitsOf = (a: AttemptRecord): number => {
-        const table = tables.get(a.vendor);
-        const priced = table?.units(a.method);
+      /** Units of one request to `u` (of `vendor`) for `method` (spec §4.5 precedence); sets {@link pricedBy}. */
+      const unitsFor = (vendor: string, u: Upstream | undefined, method: string): number => {
+        const table = tables.get(vendor);
+        const priced = table?.units(method);
         if (priced !== undefined) {
           pricedBy = table!.version;
           return priced;
         }
         pricedBy = host.version;
-        const u = host.projects.get(a.projectId)?.upstreams.get(a.upstreamId);
         if (u) {
           if (!creditUnits.has(u)) creditUnits.set(u, compileCreditUnits(PROVIDER_ORIGIN.get(u)?.settings.creditUnits));
-          const own = creditUnits.get(u)?.(a.method);
+          const own = creditUnits.get(u)?.(method);
           if (own !== undefined) return own;
         }
         return 1;
       };
+      const unitsOf = (a: AttemptRecord): number => unitsFor(a.vendor, host.projects.get(a.projectId)?.upstreams.get(a.upstreamId), a.method);
 
       host.hooks.responseHeaders.tap('cost', (sink: HeaderSink, records: readonly ExecutionRecord[]) => {
         if (!on) return;

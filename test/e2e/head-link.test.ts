@@ -38,7 +38,8 @@ describe('e2e: parent-hash link confirmation of a far head (docs/evm.md head pla
       p.lie('eth_getBlockByNumber', (call) => (call.params[0] === 'latest' ? old : undefined));
       p.lie('eth_blockNumber', () => '0x5');
     }
-    await dep.node.rpc('anvil_mine', [hex(JUMP)]);
+    // Over a thousand blocks: anvil takes seconds for them on a loaded machine.
+    await dep.node.rpc('anvil_mine', [hex(JUMP)], 60_000);
     const head = 5 + JUMP;
     dep.proxies[0]!.truth();
     await waitFor(() => st.of(upstream(dep, 'a')).linked === head, 40_000);

@@ -29,8 +29,11 @@ export interface AnvilHandle {
   url: string;
   port: number;
   chainId: number;
-  /** Sends one JSON-RPC call; resolves with `result`, rejects with an Error carrying `code`/`data` on `error`. */
-  rpc(method: string, params?: unknown[]): Promise<any>;
+  /**
+   * Sends one JSON-RPC call; resolves with `result`, rejects with an Error carrying `code`/`data` on `error`.
+   * @param timeoutMs the call's deadline (10 s; mining a thousand blocks on a loaded machine needs more)
+   */
+  rpc(method: string, params?: unknown[], timeoutMs?: number): Promise<any>;
   /** Kills the process and waits for it to exit and for its port to be released. */
   stop(): Promise<void>;
 }
@@ -185,7 +188,7 @@ async function startOnce(opts: AnvilOptions, port: number): Promise<AnvilHandle>
     url,
     port,
     chainId,
-    rpc: (method, params) => call(url, method, params ?? []),
+    rpc: (method, params, timeoutMs) => call(url, method, params ?? [], timeoutMs),
     stop,
   };
 }

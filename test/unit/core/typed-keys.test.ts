@@ -61,7 +61,7 @@ describe('typed service and slot keys', () => {
       // @ts-expect-error COST_SERVICE holds a CostService, not a Greeter
       const wrong: ServiceKey<Greeter> = COST_SERVICE;
       expect(wrong.name).to.equal('cost');
-      s.provide(COST_SERVICE, { registerPriceTable: () => undefined });
+      s.provide(COST_SERVICE, { registerPriceTable: () => undefined, quoteCredits: () => 1 });
       const cost: CostService = s.require(COST_SERVICE);
       expect(() => cost.registerPriceTable('acme', table)).not.to.throw();
     });
@@ -73,7 +73,7 @@ describe('typed service and slot keys', () => {
         PluginContractError,
         /service "test-typed-keys\.greeter" is provided twice: by plugin "acme-greeter" and by plugin "other-greeter"/,
       );
-      const cost = plugin('acme-cost', { apply: (h) => h.services.provide(COST_SERVICE, { registerPriceTable: () => undefined }) });
+      const cost = plugin('acme-cost', { apply: (h) => h.services.provide(COST_SERVICE, { registerPriceTable: () => undefined, quoteCredits: () => 1 }) });
       expect(() => build([...defaultPreset(), cost])).to.throw(
         PluginContractError,
         /service "cost" is provided twice: by plugin "cost" and by plugin "acme-cost"/,

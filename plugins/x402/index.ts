@@ -1,0 +1,203 @@
+/**
+ * x402 plugin (spec §5 item 1, the pay-per-request auth strategy): provides the auth strategy type `x402` and taps `admit`.
+ *
+ * A project lists `{type: x402, x402: {...}}` among its auth strategies; a caller another strategy accepts (an API key) is served as
+ * before, a caller without credentials may pay instead. The strategy accepts such a caller provisionally (before the body is read);
+ * once the calls are known, `admit` prices them (offers.ts), answers HTTP 402 with the x402 challenge when no payment is presented,
+ * checks a presented one before any upstream work and claims it once across the fleet (payment.ts), runs the calls as the payer, and
+ * settles after the answer only when every call was answered (settle.ts). Verification and settlement go through a configured x402
+ * facilitator, or through svc's own networks with a settler key (facilitator.ts).
+ */
+import { Counter } from 'prom-client';
+import { type Admission, definePlugin, type HttpRequestInfo, type Plugin, type PluginHost, resolveConfigBlock } from 'svc-proxy/plugin';
+import { ConfigError } from 'svc-proxy/plugin/errors';
+import { AUTH_SERVICE, type ClaimStore } from 'svc-proxy/plugins/auth';
+import { COST_SERVICE } from 'svc-proxy/plugins/cost';
+import { type Facilitator, loadLib, localFacilitator, remoteFacilitator, type Settlement } from './facilitator.ts';
+import { Pricing, type V1Names } from './offers.ts';
+import { type Accepted, challenge, checkPayment } from './payment.ts';
+import { settleAnswered, type SettleOutcome } from './settle.ts';
+import { X402Schema, type X402Settings } from './schema.ts';
+import { normalizeX402Shapes } from './erpc.ts';
+
+export { ErrPaymentRequired } from './payment.ts';
+export { X402Schema, type X402Settings } from './schema.ts';
+
+/** One compiled `x402` strategy. */
+interface Strategy {
+  projectId: string;
+  settings: X402Settings;
+  pricing: Pricing;
+  claims: ClaimStore;
+  facilitators: Map<string, Promise<Facilitator>>;
+}
+
+function header(http: HttpRequestInfo, name: string): string | undefined {
+  const v = http.headers[name];
+  return typeof v === 'string' ? v : Array.isArray(v) ? v[0] : undefined;
+}
+
+/**
+ * Creates the x402 plugin (name `x402`).
+ * @returns a plugin providing the `x402` auth strategy type, tapping `admit`; depends on auth (the strategy registry, claim stores) and
+ *   cost (credits of a call)
+ */
+export function x402Plugin(): Plugin {
+  return definePlugin({
+    name: 'x402',
+    dependsOn: ['auth', 'cost'],
+    schema: { normalize: normalizeX402Shapes },
+    apply(host: PluginHost) {
+      const auth = host.services.require(AUTH_SERVICE);
+      const cost = host.services.require(COST_SERVICE);
+      const payments = new Counter({
+        name: 'svc_x402_payments_total',
+        help: 'Pay-per-request outcomes: required (402 without payment), refused (402 for a payment), settled, settle_failed, unsettled (a call failed: not charged)',
+        labelNames: ['project', 'network', 'outcome'],
+        registers: [host.metrics],
+      });
+      const settled = new Counter({
+        name: 'svc_x402_settled_amount_total',
+        help: 'Amounts settled, in atomic units of the asset, by payment chain (CAIP-2) and asset',
+        labelNames: ['project', 'network', 'asset'],
+        registers: [host.metrics],
+      });
+      const retries = new Counter({
+        name: 'svc_x402_settle_retries_total',
+        help: 'Settlements retried after failing to reach the facilitator or chain',
+        labelNames: ['project'],
+        registers: [host.metrics],
+      });
+      /** The strategy that accepted a request, by its HTTP facts (the same object reaches `admit`). */
+      const accepted = new WeakMap<HttpRequestInfo, Strategy>();
+      let v1Names: V1Names | undefined;
+
+      auth.registerStrategy('x402', {
+        compile(block, ctx) {
+          const projectId = ctx.scope.projectId;
+          if (projectId === undefined)
+            throw new ConfigError([{ path: ctx.path, message: 'pay per request is a project strategy: a door has no priced calls' }]);
+          const settings = resolveConfigBlock(X402Schema, block, ctx.path);
+          if (!settings.facilitator && !settings.settler)
+            throw new ConfigError([
+              {
+                path: ctx.path,
+                message: 'set facilitator.url (an x402 facilitator), or settler.privateKey (svc verifies and settles through its own networks)',
+              },
+            ]);
+          const strategy: Strategy = {
+            projectId,
+            settings,
+            pricing: new Pricing(settings, ctx.path, (n, m) => cost.quoteCredits(n, m)),
+            claims: ctx.claims(settings.nonces),
+            facilitators: new Map(),
+          };
+          // Load the packages off the first paid request's path.
+          void loadLib().catch((e: unknown) => host.logger.error({ err: String(e) }, 'x402: the @x402 packages failed to load'));
+          return async (http) => {
+            accepted.set(http, strategy);
+            return { userId: 'x402' };
+          };
+        },
+      });
+
+      const facilitatorFor = (s: Strategy, network: string): Promise<Facilitator> => {
+        let f = s.facilitators.get(network);
+        if (!f) {
+          const fac = s.settings.facilitator;
+          const project = host.projects.get(s.projectId);
+          f = fac
+            ? remoteFacilitator(fac.url, Number(fac.timeout ?? 10_000))
+            : project
+              ? localFacilitator(host, project, Number(network.slice('eip155:'.length)), s.settings.settler!.privateKey as `0x${string}`, 60_000)
+              : Promise.reject(new Error(`project ${s.projectId} is gone`));
+          f.catch(() => s.facilitators.delete(network));
+          s.facilitators.set(network, f);
+        }
+        return f;
+      };
+
+      const admit = async (s: Strategy, a: Admission): Promise<void> => {
+        const lib = await loadLib();
+        v1Names ??= new Map(Object.entries(lib.v1.EVM_NETWORK_CHAIN_ID_MAP).map(([name, id]) => [id, name]));
+        const { offers, credits } = s.pricing.offers(a.project, a.network, a.calls, a.http, v1Names);
+        if (offers.every((o) => o.amount === 0n)) return;
+        const labels = { project: a.project.id, network: a.network?.id ?? 'body' };
+        const resource = { url: `http://${a.http.host}${a.http.path}`, description: s.settings.description ?? 'JSON-RPC calls' };
+        const codec = lib.http as unknown as Parameters<typeof challenge>[0];
+        const v2 = header(a.http, 'payment-signature');
+        const v1 = v2 === undefined ? header(a.http, 'x-payment') : undefined;
+        if (v2 === undefined && v1 === undefined) {
+          payments.inc({ ...labels, outcome: 'required' });
+          throw challenge(codec, offers, 'payment required: send PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1) for these calls', resource);
+        }
+        let paid: Accepted;
+        try {
+          paid = await checkPayment(
+            {
+              codec,
+              facilitatorFor: (n) => facilitatorFor(s, n),
+              claim: (id, ttl) => s.claims.claim(id, ttl),
+              verifyTimeoutMs: Number(s.settings.verifyTimeout ?? 5_000),
+              refuse: (reason) => challenge(codec, offers, reason, resource),
+            },
+            (v2 ?? v1) as string,
+            v2 !== undefined ? 2 : 1,
+            offers,
+          );
+        } catch (e) {
+          payments.inc({ ...labels, outcome: 'refused' });
+          throw e;
+        }
+        // The payer is who the calls run as: rate-limit budgets, logs and metrics see the address.
+        a.identity = { ...a.identity, userId: paid.payer, strategy: 'x402' };
+        const facilitator = await facilitatorFor(s, paid.offer.v2.network);
+        const done = (outcome: SettleOutcome, p: Accepted, settlement?: Settlement, error?: string) => {
+          payments.inc({ ...labels, outcome });
+          if (outcome === 'settled')
+            settled.inc({ project: a.project.id, network: p.offer.v2.network, asset: p.offer.v2.asset.toLowerCase() }, Number(p.offer.amount));
+          if (outcome === 'settle_failed')
+            host.logger.error(
+              {
+                project: a.project.id,
+                payer: p.payer,
+                amount: p.offer.v2.amount,
+                network: p.offer.v2.network,
+                transaction: settlement?.transaction,
+                err: error,
+              },
+              'x402: a served request could not be settled',
+            );
+          else
+            host.logger.debug(
+              { project: a.project.id, payer: p.payer, amount: p.offer.v2.amount, outcome, transaction: settlement?.transaction },
+              'x402 payment',
+            );
+        };
+        a.onAnswered((records, sink) => {
+          sink.set('X-SVC-Payment-Amount', paid.offer.v2.amount);
+          sink.set('X-SVC-Payment-Credits', String(credits));
+          return settleAnswered(
+            {
+              facilitator,
+              timeoutMs: Number(s.settings.settleTimeout ?? 3_000),
+              retries: s.settings.settleRetries ?? 3,
+              done,
+              retried: () => retries.inc({ project: a.project.id }),
+              encode: (x) => (lib.http as unknown as { encodePaymentResponseHeader(v: unknown): string }).encodePaymentResponseHeader(x),
+            },
+            paid,
+            records,
+            sink,
+          );
+        });
+      };
+
+      host.hooks.admit.tapPromise('x402', async (a) => {
+        if (a.identity?.strategy !== 'x402') return;
+        const s = accepted.get(a.http);
+        if (s) await admit(s, a);
+      });
+    },
+  });
+}
