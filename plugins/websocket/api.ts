@@ -3,7 +3,7 @@
  * lifecycle hooks and the open connection count.
  */
 import { serviceKey, type HttpRequestInfo, type Identity, type Network, type Project, type ServiceKey } from 'svc-proxy/plugin';
-import type { SyncHook } from 'tapable';
+import type { AsyncSeriesHook, SyncHook } from 'tapable';
 
 /** The subscription types of the geth pub-sub API (`eth_subscribe`) svc serves. */
 export type SubscriptionType = 'newHeads' | 'logs' | 'newPendingTransactions';
@@ -39,6 +39,23 @@ export interface WebSocketHooks {
 }
 
 /**
+ * An upgrade routed and authenticated, before the socket opens (the `upgrade` hook of {@link WebSocketService}): a prepaid connection's
+ * payment is checked here (spec §5 item 1, pay per request).
+ */
+export interface WsUpgrade {
+  /** The project the upgrade path routed to. */
+  readonly project: Project;
+  /** The network the path names, if any. */
+  readonly network?: Network;
+  /** The upgrade request's headers, query and client address. */
+  readonly http: HttpRequestInfo;
+  /** Who the connection runs as; a tap may replace it (a payer's address). */
+  identity?: Identity;
+  /** The connection-to-be: the `session` every message of it carries to the core `admit` hook, so state kept by it is per connection. */
+  readonly session: object;
+}
+
+/**
  * What the websocket plugin offers other plugins: its lifecycle hooks and the open connection
  * count. Tap from your plugin's `apply` when it is applied after `websocket` (declare
  * `dependsOn: ['websocket']`), else from `configured`.
@@ -48,6 +65,11 @@ export interface WebSocketService {
   readonly hooks: WebSocketHooks;
   /** Connections open now (upgraded and not yet closed). */
   connections(): number;
+  /**
+   * Runs after an upgrade is routed and authenticated, before it is upgraded: a tap refuses it by throwing a `SvcError` (the refusal's
+   * `answer`, when it has one, is the HTTP response: a payment challenge), and may replace the identity. Skipped while nothing taps it.
+   */
+  readonly upgrade: AsyncSeriesHook<[WsUpgrade]>;
 }
 
 /** Key of the websocket plugin's {@link WebSocketService}. */

@@ -99,7 +99,7 @@ export class WsConnection implements SubscriptionSink {
     this.messagesOut = deps.messages.labels(target.project.id, 'out');
     const server = deps.host.config.server;
     this.handlers = {
-      serve: (body) => deps.host.serveJsonRpc({ target, info, identity, body, signal: this.abort.signal }),
+      serve: (body) => deps.host.serveJsonRpc({ target, info, identity, body, signal: this.abort.signal, session: accepted }),
       subscription: (text, call) => this.answerSubscription(text, call),
       maxBatchSize: server.maxBatchSize,
       maxJsonDepth: server.maxJsonDepth,

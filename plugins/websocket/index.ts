@@ -34,7 +34,8 @@ import { definePlugin, type Plugin, type PluginHost } from 'svc-proxy/plugin';
 import { SvcError } from 'svc-proxy/plugin/errors';
 import { RATE_LIMIT_SERVICE } from 'svc-proxy/plugins/rate-limit';
 import { sleep } from 'svc-proxy/util';
-import { WEBSOCKET_SERVICE } from './api.ts';
+import { WEBSOCKET_SERVICE, type WsUpgrade } from './api.ts';
+import { AsyncSeriesHook } from 'tapable';
 import { WsConnection } from './connection.ts';
 import { createWebSocketHooks } from './hooks.ts';
 import { websocketSchema, websocketSettingsOf, type WebSocketSettings } from './schema.ts';
@@ -94,7 +95,8 @@ export function websocketPlugin(): Plugin {
       let hub: SubscriptionHub | undefined;
       let wss: WebSocketServer | undefined;
       let pinger: NodeJS.Timeout | undefined;
-      host.services.provide(WEBSOCKET_SERVICE, { hooks, connections: () => connections.size });
+      const upgrade = new AsyncSeriesHook<[WsUpgrade]>(['upgrade']);
+      host.services.provide(WEBSOCKET_SERVICE, { hooks, connections: () => connections.size, upgrade });
 
       const open = new Gauge({ name: 'svc_ws_connections', help: 'WebSocket connections open now', labelNames: ['project'], registers: [host.metrics] });
       const refused = new Counter({
@@ -170,7 +172,7 @@ export function websocketPlugin(): Plugin {
           // Until ws owns the socket, a reset must not become an uncaught error.
           const swallow = () => undefined;
           socket.on('error', swallow);
-          admitUpgrade(host, req, server.listenerCount('upgrade') > 1).then(
+          admitUpgrade(host, req, server.listenerCount('upgrade') > 1, upgrade).then(
             (accepted) => {
               if (accepted === 'not-ours') {
                 socket.off('error', swallow);

@@ -12,6 +12,8 @@ import type { Duplex } from 'node:stream';
 import type { HttpRequestInfo, Identity, PluginHost, RouteTarget } from 'svc-proxy/plugin';
 import { asSvcError, ErrProjectNotFound, ErrServiceShuttingDown, SvcError, toJsonRpcError } from 'svc-proxy/plugin/errors';
 import { CORS_SERVICE } from 'svc-proxy/plugins/cors';
+import type { AsyncSeriesHook } from 'tapable';
+import type { WsUpgrade } from './api.ts';
 
 /** A browser page's `Origin` the project's CORS does not allow (spec §2.5). HTTP 403, -32600. */
 export class ErrOriginNotAllowed extends SvcError {
@@ -33,6 +35,7 @@ export interface AcceptedUpgrade {
 const REASONS: Readonly<Record<number, string>> = {
   400: 'Bad Request',
   401: 'Unauthorized',
+  402: 'Payment Required',
   403: 'Forbidden',
   404: 'Not Found',
   413: 'Payload Too Large',
@@ -47,11 +50,17 @@ const REASONS: Readonly<Record<number, string>> = {
  * @param req the upgrade request
  * @param othersListen whether another `upgrade` listener is on the server (then a path that names
  *   no project is left to it)
+ * @param upgrade the service's `upgrade` hook, run last (the accepted upgrade is its `session`)
  * @returns the accepted upgrade; `'not-ours'` for a path that names no project while another
  *   listener may serve it
  * @throws SvcError the refusal (its `httpStatus` is the response status)
  */
-export async function admitUpgrade(host: PluginHost, req: IncomingMessage, othersListen: boolean): Promise<AcceptedUpgrade | 'not-ours'> {
+export async function admitUpgrade(
+  host: PluginHost,
+  req: IncomingMessage,
+  othersListen: boolean,
+  upgrade: AsyncSeriesHook<[WsUpgrade]>,
+): Promise<AcceptedUpgrade | 'not-ours'> {
   const info = host.requestInfoOf(req);
   let target: RouteTarget;
   try {
@@ -68,7 +77,13 @@ export async function admitUpgrade(host: PluginHost, req: IncomingMessage, other
   info.networkId = target.network?.id;
   const hooks = host.hooks;
   const identity = hooks.authenticate.isUsed() ? await hooks.authenticate.promise(info, target.project) : undefined;
-  return { target, info, identity };
+  const accepted: AcceptedUpgrade = { target, info, identity };
+  if (upgrade.isUsed()) {
+    const u: WsUpgrade = { project: target.project, network: target.network, http: info, identity, session: accepted };
+    await upgrade.promise(u);
+    accepted.identity = u.identity;
+  }
+  return accepted;
 }
 
 /**
@@ -103,7 +118,15 @@ export function refuseUpgrade(socket: Duplex, e: unknown, version: string, inclu
     return;
   }
   const wire = toJsonRpcError(err, undefined, includeDetails);
-  const body = `{"jsonrpc":"2.0","id":null,"error":${wire.raw ?? JSON.stringify(wire.data === undefined ? { code: wire.code, message: wire.message } : { code: wire.code, message: wire.message, data: wire.data })}}`;
+  // A refusal with an answer of its own (a payment challenge) is written as it is, with its headers.
+  const body =
+    err.answer?.body ??
+    `{"jsonrpc":"2.0","id":null,"error":${wire.raw ?? JSON.stringify(wire.data === undefined ? { code: wire.code, message: wire.message } : { code: wire.code, message: wire.message, data: wire.data })}}`;
+  const extra = err.answer
+    ? Object.entries(err.answer.headers)
+        .map(([n, v]) => `${n}: ${v}\r\n`)
+        .join('')
+    : '';
   const status = err.httpStatus >= 400 ? err.httpStatus : 400;
   socket.once('finish', () => socket.destroy());
   socket.end(
@@ -112,6 +135,7 @@ export function refuseUpgrade(socket: Duplex, e: unknown, version: string, inclu
       'Content-Type: application/json\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-SVC-Version: ${version}\r\n` +
+      extra +
       '\r\n' +
       body,
   );

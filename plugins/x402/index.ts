@@ -13,10 +13,12 @@ import { type Admission, definePlugin, type HttpRequestInfo, type Plugin, type P
 import { ConfigError } from 'svc-proxy/plugin/errors';
 import { AUTH_SERVICE, type ClaimStore } from 'svc-proxy/plugins/auth';
 import { COST_SERVICE } from 'svc-proxy/plugins/cost';
-import { type Facilitator, loadLib, localFacilitator, remoteFacilitator, type Settlement } from './facilitator.ts';
-import { Pricing, type V1Names } from './offers.ts';
-import { type Accepted, challenge, checkPayment } from './payment.ts';
-import { settleAnswered, type SettleOutcome } from './settle.ts';
+import { WEBSOCKET_SERVICE } from 'svc-proxy/plugins/websocket';
+import { type Facilitator, loadLib, localFacilitator, remoteFacilitator } from './facilitator.ts';
+import { type Offer, Pricing, type V1Names } from './offers.ts';
+import { type Accepted, challenge, checkPayment, type Codec, ErrPaymentRequired } from './payment.ts';
+import { PrepaidConnection } from './prepaid.ts';
+import { settleAnswered, type SettleDeps } from './settle.ts';
 import { X402Schema, type X402Settings } from './schema.ts';
 import { normalizeX402Shapes } from './erpc.ts';
 
@@ -32,6 +34,9 @@ interface Strategy {
   facilitators: Map<string, Promise<Facilitator>>;
 }
 
+/** Labels of `svc_x402_payments_total` but the outcome. */
+type Labels = { project: string; network: string };
+
 function header(http: HttpRequestInfo, name: string): string | undefined {
   const v = http.headers[name];
   return typeof v === 'string' ? v : Array.isArray(v) ? v[0] : undefined;
@@ -46,6 +51,7 @@ export function x402Plugin(): Plugin {
   return definePlugin({
     name: 'x402',
     dependsOn: ['auth', 'cost'],
+    needs: [AUTH_SERVICE, COST_SERVICE],
     schema: { normalize: normalizeX402Shapes },
     apply(host: PluginHost) {
       const auth = host.services.require(AUTH_SERVICE);
@@ -117,23 +123,27 @@ export function x402Plugin(): Plugin {
         return f;
       };
 
-      const admit = async (s: Strategy, a: Admission): Promise<void> => {
+      /** The packages, and x402 v1's chain names, once loaded. */
+      const libs = async () => {
         const lib = await loadLib();
         v1Names ??= new Map(Object.entries(lib.v1.EVM_NETWORK_CHAIN_ID_MAP).map(([name, id]) => [id, name]));
-        const { offers, credits } = s.pricing.offers(a.project, a.network, a.calls, a.http, v1Names);
-        if (offers.every((o) => o.amount === 0n)) return;
-        const labels = { project: a.project.id, network: a.network?.id ?? 'body' };
-        const resource = { url: `http://${a.http.host}${a.http.path}`, description: s.settings.description ?? 'JSON-RPC calls' };
-        const codec = lib.http as unknown as Parameters<typeof challenge>[0];
-        const v2 = header(a.http, 'payment-signature');
-        const v1 = v2 === undefined ? header(a.http, 'x-payment') : undefined;
+        return { lib, codec: lib.http as unknown as Codec, v1Names };
+      };
+
+      /**
+       * The payment a request (or an upgrade) presents, checked against `offers`; a request without one gets the challenge.
+       * @throws ErrPaymentRequired (HTTP 402) with the challenge and the reason
+       */
+      const takePayment = async (s: Strategy, http: HttpRequestInfo, offers: Offer[], codec: Codec, labels: Labels, what: string): Promise<Accepted> => {
+        const resource = { url: `http://${http.host}${http.path}`, description: s.settings.description ?? 'JSON-RPC calls' };
+        const v2 = header(http, 'payment-signature');
+        const v1 = v2 === undefined ? header(http, 'x-payment') : undefined;
         if (v2 === undefined && v1 === undefined) {
           payments.inc({ ...labels, outcome: 'required' });
-          throw challenge(codec, offers, 'payment required: send PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1) for these calls', resource);
+          throw challenge(codec, offers, `payment required: send PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1) for ${what}`, resource);
         }
-        let paid: Accepted;
         try {
-          paid = await checkPayment(
+          return await checkPayment(
             {
               codec,
               facilitatorFor: (n) => facilitatorFor(s, n),
@@ -149,54 +159,88 @@ export function x402Plugin(): Plugin {
           payments.inc({ ...labels, outcome: 'refused' });
           throw e;
         }
+      };
+
+      /** What settling a payment of `s` needs; outcomes counted under `labels`. */
+      const settleDeps = async (s: Strategy, paid: Accepted, labels: Labels): Promise<SettleDeps> => {
+        const { lib } = await libs();
+        return {
+          facilitator: await facilitatorFor(s, paid.offer.v2.network),
+          timeoutMs: Number(s.settings.settleTimeout ?? 3_000),
+          retries: s.settings.settleRetries ?? 3,
+          retried: () => retries.inc({ project: labels.project }),
+          encode: (x) => (lib.http as unknown as { encodePaymentResponseHeader(v: unknown): string }).encodePaymentResponseHeader(x),
+          done: (outcome, p, settlement, error) => {
+            payments.inc({ ...labels, outcome });
+            const facts = {
+              project: labels.project,
+              payer: p.payer,
+              amount: p.offer.v2.amount,
+              network: p.offer.v2.network,
+              transaction: settlement?.transaction,
+            };
+            if (outcome === 'settled')
+              settled.inc({ project: labels.project, network: p.offer.v2.network, asset: p.offer.v2.asset.toLowerCase() }, Number(p.offer.amount));
+            if (outcome === 'settle_failed') host.logger.error({ ...facts, err: error }, 'x402: a served request could not be settled');
+            else host.logger.debug({ ...facts, outcome }, 'x402 payment');
+          },
+        };
+      };
+
+      /** An HTTP request: priced, paid, run as the payer, settled once answered. */
+      const admitRequest = async (s: Strategy, a: Admission): Promise<void> => {
+        const { codec, v1Names: names } = await libs();
+        const { offers, credits } = s.pricing.offers(a.project, a.network, a.calls, a.http, names);
+        if (offers.every((o) => o.amount === 0n)) return;
+        const labels = { project: a.project.id, network: a.network?.id ?? 'body' };
+        const paid = await takePayment(s, a.http, offers, codec, labels, 'these calls');
         // The payer is who the calls run as: rate-limit budgets, logs and metrics see the address.
         a.identity = { ...a.identity, userId: paid.payer, strategy: 'x402' };
-        const facilitator = await facilitatorFor(s, paid.offer.v2.network);
-        const done = (outcome: SettleOutcome, p: Accepted, settlement?: Settlement, error?: string) => {
-          payments.inc({ ...labels, outcome });
-          if (outcome === 'settled')
-            settled.inc({ project: a.project.id, network: p.offer.v2.network, asset: p.offer.v2.asset.toLowerCase() }, Number(p.offer.amount));
-          if (outcome === 'settle_failed')
-            host.logger.error(
-              {
-                project: a.project.id,
-                payer: p.payer,
-                amount: p.offer.v2.amount,
-                network: p.offer.v2.network,
-                transaction: settlement?.transaction,
-                err: error,
-              },
-              'x402: a served request could not be settled',
-            );
-          else
-            host.logger.debug(
-              { project: a.project.id, payer: p.payer, amount: p.offer.v2.amount, outcome, transaction: settlement?.transaction },
-              'x402 payment',
-            );
-        };
+        const deps = await settleDeps(s, paid, labels);
         a.onAnswered((records, sink) => {
           sink.set('X-SVC-Payment-Amount', paid.offer.v2.amount);
           sink.set('X-SVC-Payment-Credits', String(credits));
-          return settleAnswered(
-            {
-              facilitator,
-              timeoutMs: Number(s.settings.settleTimeout ?? 3_000),
-              retries: s.settings.settleRetries ?? 3,
-              done,
-              retried: () => retries.inc({ project: a.project.id }),
-              encode: (x) => (lib.http as unknown as { encodePaymentResponseHeader(v: unknown): string }).encodePaymentResponseHeader(x),
-            },
-            paid,
-            records,
-            sink,
-          );
+          return settleAnswered(deps, paid, records, sink);
         });
+      };
+
+      /** A message on a prepaid WebSocket: its calls counted down from the connection's balance. */
+      const admitMessage = async (s: Strategy, a: Admission): Promise<void> => {
+        const prepaid = a.session ? connections.get(a.session) : undefined;
+        if (!prepaid) throw new ErrPaymentRequired('payment required: open the WebSocket with a prepaid payment (x402.websocket.prepaid)');
+        const { v1Names: names } = await libs();
+        const { offers } = s.pricing.offers(a.project, a.network, a.calls, a.http, names);
+        const cost = offers.find((o) => o.accept === prepaid.paid.offer.accept)?.amount ?? 0n;
+        a.identity = { ...a.identity, userId: prepaid.paid.payer, strategy: 'x402' };
+        prepaid.charge(cost);
+        a.onAnswered((records) => prepaid.answered(records, cost));
       };
 
       host.hooks.admit.tapPromise('x402', async (a) => {
         if (a.identity?.strategy !== 'x402') return;
         const s = accepted.get(a.http);
-        if (s) await admit(s, a);
+        if (s) await (a.transport === 'websocket' ? admitMessage(s, a) : admitRequest(s, a));
+      });
+
+      // A WebSocket upgrade by a caller who pays buys `websocket.prepaid` up front (settled once a call on it was answered).
+      const connections = new WeakMap<object, PrepaidConnection>();
+      host.hooks.configured.tap('x402', () => {
+        const ws = host.services.get(WEBSOCKET_SERVICE);
+        if (!ws || ws.upgrade.taps.some((t) => t.name === 'x402')) return;
+        ws.upgrade.tapPromise('x402', async (u) => {
+          if (u.identity?.strategy !== 'x402') return;
+          const s = accepted.get(u.http);
+          if (!s) return;
+          const amount = s.settings.websocket?.prepaid;
+          if (amount === undefined)
+            throw new ErrPaymentRequired('pay per request over WebSocket is not offered here (x402.websocket.prepaid is not set): use HTTP');
+          const { codec, v1Names: names } = await libs();
+          const labels = { project: u.project.id, network: u.network?.id ?? 'body' };
+          const offers = s.pricing.fixedOffers(u.network, BigInt(amount), u.http, names);
+          const paid = await takePayment(s, u.http, offers, codec, labels, 'a prepaid WebSocket connection');
+          u.identity = { ...u.identity, userId: paid.payer, strategy: 'x402' };
+          connections.set(u.session, new PrepaidConnection(paid, await settleDeps(s, paid, labels)));
+        });
       });
     },
   });

@@ -125,8 +125,21 @@ export class Pricing {
       for (const a of accepts) totals.set(a, (totals.get(a) ?? 0n) + (this.acceptPrice.get(a) ?? networkPrice ?? this.price)(network, call.method, creditsOf));
       credits += creditsOf();
     }
+    return { offers: this.build(accepts, totals, http, v1Names), credits };
+  }
+
+  /**
+   * The offers for a fixed amount (a prepaid WebSocket connection), in every accepted way to pay of the URL's network.
+   * @param amount atomic units
+   */
+  fixedOffers(urlNetwork: Network | undefined, amount: bigint, http: HttpRequestInfo, v1Names: V1Names): Offer[] {
+    const accepts = (urlNetwork && this.byNetwork.get(urlNetwork.id)?.accepts) ?? this.settings.accepts;
+    return this.build(accepts, new Map(accepts.map((a) => [a, amount])), http, v1Names);
+  }
+
+  private build(accepts: readonly AcceptSettings[], totals: ReadonlyMap<AcceptSettings, bigint>, http: HttpRequestInfo, v1Names: V1Names): Offer[] {
     const resource = `http://${http.host}${http.path}`;
-    const offers = accepts.map((accept) => {
+    return accepts.map((accept) => {
       const amount = totals.get(accept) ?? 0n;
       const maxTimeoutSeconds = accept.maxTimeoutSeconds ?? 300;
       const extra = { name: accept.eip712.name, version: accept.eip712.version };
@@ -157,6 +170,5 @@ export class Pricing {
         : undefined;
       return { accept, amount, v2, ...(v1 ? { v1 } : {}) };
     });
-    return { offers, credits };
   }
 }

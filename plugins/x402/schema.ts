@@ -77,6 +77,16 @@ export const X402Schema = Strict({
   ),
   settleRetries: Type.Optional(Type.Integer({ minimum: 0, maximum: 10, default: 3, description: 'retries of a settlement that failed to reach the chain' })),
   description: Type.Optional(Type.String({ maxLength: 256, description: 'what is sold, in the 402 answer' })),
+  websocket: Type.Optional(
+    Strict(
+      {
+        prepaid: Amount(
+          'atomic units a WebSocket upgrade pays for (its price in the 402 of the upgrade); each call on the socket is counted down from it at the prices above',
+        ),
+      },
+      { description: 'pay-per-request WebSocket connections: unset, a caller who would pay cannot open one' },
+    ),
+  ),
   nonces: Type.Optional(
     Type.Object(
       {},

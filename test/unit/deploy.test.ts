@@ -240,8 +240,10 @@ describe('Dockerfile', () => {
         const p = join(dir, e.name);
         if (e.isDirectory()) walk(p);
         else if (e.name.endsWith('.js')) {
-          // Static imports and literal dynamic imports; bin/svc.js's optional tsx is resolved, not imported by name.
-          for (const m of readFileSync(p, 'utf8').matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s+)['"]([^'"./][^'"]*)['"]/gm)) {
+          // Static imports and re-exports (a statement starting the line, as tsc writes them) and literal dynamic imports; bin/svc.js's optional tsx is resolved, not imported by name.
+          for (const m of readFileSync(p, 'utf8').matchAll(
+            /(?:^(?:import|export)\b[^'"\n;]*?\bfrom\s*|\bimport\s*\(\s*|^import\s+)['"]([^'"./][^'"]*)['"]/gm,
+          )) {
             const spec = m[1] as string;
             if (isBuiltin(spec)) continue;
             if (spec.startsWith(`${pkg.name}/`)) continue; // self-reference (dist/package.json exports)

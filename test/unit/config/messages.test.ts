@@ -38,7 +38,7 @@ describe('config: problems a person can act on', () => {
 
   it('an unknown strategy type is one line naming the valid types; a missing type is "is required"', () => {
     expect(problems(strategy({ type: 'apiKeys' })).lines).to.deep.equal([
-      'projects[0].auth.strategies[0].type: must be one of "secret", "network", "jwt", "siwe", "database"',
+      'projects[0].auth.strategies[0].type: must be one of "secret", "network", "jwt", "siwe", "database", "x402"',
     ]);
     expect(problems(strategy({ secret: { value: 'k' } })).lines).to.deep.equal(['projects[0].auth.strategies[0].type: is required']);
     expect(problems(strategy({ type: 7 })).lines).to.have.length(1);

@@ -99,7 +99,7 @@ describe('auth and cors blocks of other doors', () => {
   });
 
   it('without the auth plugin: a configured strategy names what is missing; no strategy leaves admin closed and the healthcheck open', () => {
-    const noAuth = presetWithout('auth');
+    const noAuth = presetWithout('auth', 'x402');
     expect(problemsOf({ admin: { auth: { strategies: [{ type: 'secret', secret: { value: 's'.repeat(32) } }] } } }, noAuth)).to.deep.equal([
       'admin.auth: needs the auth plugin (it is in the default preset)',
     ]);

@@ -6,8 +6,9 @@
  * entry other transports use, against a scripted network handler.
  */
 import { expect } from 'chai';
-import { SyncHook, SyncWaterfallHook } from 'tapable';
+import { AsyncSeriesHook, SyncHook, SyncWaterfallHook } from 'tapable';
 import type { CallContext, Directives, ExecutionRecord } from '../../../core/pipeline/context.ts';
+import type { Admission } from '../../../core/pipeline/hooks.ts';
 import { getEventListeners } from 'node:events';
 import { ErrEndpointRequestTimeout, ErrInternal, ErrUpstreamsExhausted } from '../../../core/wire/errors.ts';
 import { RpcResult } from '../../../core/wire/jsonrpc.ts';
@@ -35,7 +36,7 @@ function fakeProxy(script: Record<string, (ctx: CallContext) => Promise<RpcResul
       server: { maxBodySize: 1 << 20, maxJsonDepth: 16, maxBatchSize: 10, batchConcurrency: 2, maxTimeoutMs: 5000, includeErrorDetails: false, ...server },
     },
     logger: { error: (o: unknown, msg: string) => void (errors.push(o), logged.push([o, msg])) },
-    hooks: { directives: new SyncWaterfallHook<[Directives, CallContext]>(['d', 'ctx']), callDone },
+    hooks: { directives: new SyncWaterfallHook<[Directives, CallContext]>(['d', 'ctx']), callDone, admit: new AsyncSeriesHook<[Admission]>(['admission']) },
     getNetwork: async (_p: unknown, id: string) => (id === 'evm:1' ? network : undefined),
   } as unknown as Proxy;
   const info = { headers: {}, query: {}, remoteAddress: '127.0.0.1', clientAddress: '127.0.0.1', host: 'localhost', path: '/' };
