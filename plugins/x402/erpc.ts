@@ -16,7 +16,7 @@ interface EvmTables {
   EVM_NETWORK_CHAIN_ID_MAP: Record<string, number>;
 }
 interface AssetTables {
-  getDefaultAsset(network: string): { address: string; name: string; version: string };
+  getDefaultAsset(network: string): { asset: string; name: string; version: string };
 }
 
 /** The x402 plugin's `normalize` (see the module comment). */
@@ -53,8 +53,8 @@ export function normalizeX402Shapes(doc: ConfigDocument, out: NormalizeReport): 
       if (network && (asset === undefined || !eip712)) {
         try {
           const d = (require('@x402/evm') as AssetTables).getDefaultAsset(network);
-          asset ??= d.address;
-          if (!eip712 && typeof asset === 'string' && asset.toLowerCase() === d.address.toLowerCase()) eip712 = { name: d.name, version: d.version };
+          asset ??= d.asset;
+          if (!eip712 && typeof asset === 'string' && asset.toLowerCase() === d.asset.toLowerCase()) eip712 = { name: d.name, version: d.version };
         } catch {
           // No default stablecoin for this chain: the schema names what is missing.
         }

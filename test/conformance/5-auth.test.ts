@@ -67,6 +67,47 @@ describe('conformance: §5 authentication', function () {
     for (const t of ['secret', 'network', 'jwt', 'siwe']) expect(onType[0]).to.include(`"${t}"`);
   });
 
+  it('§5 #1 — the pay-per-request strategy type (x402): without credentials, HTTP 402 with the payment requirements instead of an answer; a secret holder of the same block is served; a door refuses it', async () => {
+    const payTo = '0x1234567890AbcdEF1234567890aBcdef12345678';
+    const x402 = {
+      accepts: [{ network: `eip155:${f.anvil.chainId}`, asset: payTo, payTo, eip712: { name: 'USD Coin', version: '2' } }],
+      price: { perCall: '25' },
+      facilitator: { url: 'http://127.0.0.1:9' },
+    };
+    const s = await startSvc({
+      ...NO_CACHE,
+      logLevel: 'error',
+      metrics: { enabled: false },
+      projects: [
+        {
+          id: 'paid',
+          upstreams: [{ id: 'u', endpoint: f.anvil.url, evm: { chainId: f.anvil.chainId } }],
+          auth: {
+            strategies: [
+              { type: 'secret', secret: { value: SECRET } },
+              { type: 'x402', x402 },
+            ],
+          },
+        },
+      ],
+    });
+    try {
+      const path = `/paid/evm/${f.anvil.chainId}`;
+      const unpaid = await s.post(path, rpc('eth_blockNumber', []));
+      expect(unpaid.status).to.equal(402);
+      const required = JSON.parse(Buffer.from(unpaid.headers['payment-required']!, 'base64').toString('utf8'));
+      expect(required.x402Version).to.equal(2);
+      expect(required.accepts[0]).to.include({ scheme: 'exact', network: `eip155:${f.anvil.chainId}`, amount: '25', payTo });
+      expect(unpaid.json).to.include({ x402Version: 1 });
+      expect(unpaid.json.result).to.equal(undefined);
+      expect((await s.post(`${path}?secret=${SECRET}`, rpc('eth_blockNumber', []))).json.result).to.match(/^0x/);
+    } finally {
+      await s.close();
+    }
+    const problems = await configProblems({ logLevel: 'error', admin: { auth: { strategies: [{ type: 'x402', x402 }] } }, projects: [] });
+    expect(problems.map((p) => p.path)).to.deep.equal(['admin.auth.strategies[0].x402']);
+  });
+
   it('§5 #2 — secret: sent as query secret=<SECRET> or header X-SVC-Secret-Token', async () => {
     expect((await call('sec')).status).to.equal(401);
     expect((await call('sec', `?secret=${SECRET}`)).json.result).to.match(/^0x/);

@@ -48,9 +48,6 @@ export const DEVIATIONS: Record<string, string> = {
     'svc numbers every outbound call itself, so two queued calls never share an id: two client calls with the same id go out in one batch ' +
     'under distinct ids and each gets its own answer. The queue implements the flush-then-re-queue rule (its test below), but through the ' +
     'batching plugin the situation never arises ([Outbound batching](fault-tolerance.md#outbound-batching-batching))',
-  '§5 #1':
-    'the pay-per-request strategy type is not implemented yet: a config naming it is refused at load by schema validation (`type` must be ' +
-    "one of `secret`, `network`, `jwt`, `siwe` or svc's `database`); the other four types of the rule are as it says",
 };
 
 /** A documented choice (a docs/ page) where svc goes beyond or differs from the document without one rule id. */
