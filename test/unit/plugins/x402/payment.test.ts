@@ -10,7 +10,7 @@ import { allAnswered, settleAnswered, type SettleDeps, type SettleOutcome } from
 import type { Facilitator, Settlement, Verdict } from '../../../../plugins/x402/facilitator.ts';
 import type { Offer } from '../../../../plugins/x402/offers.ts';
 import { newExecutionRecord } from '../../../../core/wire/records.ts';
-import { ErrEndpointExecutionException, ErrUpstreamsExhausted } from '../../../../core/wire/errors.ts';
+import { ErrEndpointExecutionException, ErrEndpointServerSideException } from '../../../../core/wire/errors.ts';
 
 const PAYER = '0x00000000000000000000000000000000000000AA';
 const OFFER: Offer = {
@@ -192,7 +192,7 @@ describe('x402: settlement after the answer', () => {
     const revert = newExecutionRecord('eth_call');
     revert.error = new ErrEndpointExecutionException('reverted');
     const failed = newExecutionRecord('eth_call');
-    failed.error = new ErrUpstreamsExhausted('all down');
+    failed.error = new ErrEndpointServerSideException('node failed');
     expect(allAnswered([newExecutionRecord('eth_call'), revert])).to.equal(true);
     expect(allAnswered([newExecutionRecord('eth_call'), failed])).to.equal(false);
     expect(allAnswered([])).to.equal(false);
@@ -201,7 +201,7 @@ describe('x402: settlement after the answer', () => {
   it('a failed call is not settled: no settlement, outcome unsettled', async () => {
     const { d, seen } = settleDeps(async () => ({ success: true, transaction: '0x1', network: 'eip155:8453' }));
     const failed = newExecutionRecord('eth_call');
-    failed.error = new ErrUpstreamsExhausted('all down');
+    failed.error = new ErrEndpointServerSideException('node failed');
     const s = sink();
     await settleAnswered(d, paid, [newExecutionRecord('eth_call'), failed], s);
     expect(seen.settles).to.equal(0);
