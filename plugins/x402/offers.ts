@@ -45,7 +45,7 @@ export interface Offer {
 }
 
 /** The price of one call on a network, atomic units. */
-type CallPrice = (network: Network, method: string, credits: () => number) => bigint;
+type CallPrice = (method: string, credits: () => number) => bigint;
 
 /** Credits are priced in millionths so a fractional credit (0.5) rounds up to a whole atomic unit, never down to free. */
 const SCALE = 1_000_000n;
@@ -61,7 +61,7 @@ export function compilePrice(p: PriceSettings, path: string): CallPrice {
   const globs = entries.filter(([k]) => /[*?]/.test(k)).map(([k, v]) => [compileGlobs(k), BigInt(v)] as const);
   const perCredit = p.perCredit === undefined ? undefined : BigInt(p.perCredit);
   const perCall = BigInt(p.perCall ?? '0');
-  return (_network, method, credits) => {
+  return (method, credits) => {
     const own = exact.get(method) ?? globs.find(([g]) => g(method))?.[1];
     if (own !== undefined) return own;
     if (perCredit === undefined) return perCall;
@@ -101,8 +101,8 @@ export class Pricing {
   }
 
   /**
-   * The offers for a request's calls (each valid call on its network: the URL's, else its body `networkId`); calls on a network the
-   * project does not serve, and invalid elements, cost nothing (they are answered with their error).
+   * The offers for a request's calls (each valid call on its network: the URL's, else its body `networkId`); invalid elements cost
+   * nothing (they are answered with their error and never routed).
    * @returns the offers (amount 0 when nothing is priced) and the total credits quoted
    */
   offers(
@@ -117,12 +117,13 @@ export class Pricing {
     let credits = 0;
     for (const call of calls) {
       if (call.invalid) continue;
+      // A network not built yet (one providers create on first use, or an id written another way) is quoted 1 credit, never free: a
+      // call it cannot serve fails, and a request with a failed call is not settled.
       const network = urlNetwork ?? (call.networkId === undefined ? undefined : project.networks.get(call.networkId));
-      if (!network) continue;
       let quoted: number | undefined;
-      const creditsOf = () => (quoted ??= this.quote(network, call.method));
-      const networkPrice = this.byNetwork.get(network.id)?.price;
-      for (const a of accepts) totals.set(a, (totals.get(a) ?? 0n) + (this.acceptPrice.get(a) ?? networkPrice ?? this.price)(network, call.method, creditsOf));
+      const creditsOf = () => (quoted ??= network ? this.quote(network, call.method) : 1);
+      const networkPrice = network && this.byNetwork.get(network.id)?.price;
+      for (const a of accepts) totals.set(a, (totals.get(a) ?? 0n) + (this.acceptPrice.get(a) ?? networkPrice ?? this.price)(call.method, creditsOf));
       credits += creditsOf();
     }
     return { offers: this.build(accepts, totals, http, v1Names), credits };

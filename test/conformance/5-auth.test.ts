@@ -106,6 +106,13 @@ describe('conformance: §5 authentication', function () {
     }
     const problems = await configProblems({ logLevel: 'error', admin: { auth: { strategies: [{ type: 'x402', x402 }] } }, projects: [] });
     expect(problems.map((p) => p.path)).to.deep.equal(['admin.auth.strategies[0].x402']);
+    // It accepts every caller the strategies before it did not: listed before another, that one would never run.
+    const first = await configProblems({
+      logLevel: 'error',
+      projects: [{ id: 'p', auth: { strategies: [{ type: 'x402', x402 }, { type: 'secret', secret: { value: SECRET } }] } }],
+    });
+    expect(first.map((p) => p.path)).to.deep.equal(['projects[0].auth.strategies[0]']);
+    expect(first[0]!.message).to.match(/list the x402 strategy last/);
   });
 
   it('§5 #2 — secret: sent as query secret=<SECRET> or header X-SVC-Secret-Token', async () => {

@@ -32,13 +32,13 @@ describe('x402: prices and offers', () => {
   it('a method of its own first (exact names, then globs), else credits × perCredit rounded up, else perCall', () => {
     const credits = (n: number) => () => n;
     const p = compilePrice({ perCredit: '10', methods: { eth_getLogs: '5000', 'trace_*': '700', 'eth_get*': '1' } }, 'x402.price');
-    expect(p(mainnet, 'eth_getLogs', credits(99))).to.equal(5000n);
-    expect(p(mainnet, 'trace_block', credits(99))).to.equal(700n);
-    expect(p(mainnet, 'eth_getBalance', credits(99))).to.equal(1n);
-    expect(p(mainnet, 'eth_call', credits(3))).to.equal(30n);
-    expect(p(mainnet, 'eth_call', credits(0.01))).to.equal(1n, 'a tenth of an atomic unit is one unit, never free');
-    expect(p(mainnet, 'eth_call', credits(0))).to.equal(0n);
-    expect(compilePrice({ perCall: '42' }, 'x402.price')(mainnet, 'eth_call', credits(5))).to.equal(42n);
+    expect(p('eth_getLogs', credits(99))).to.equal(5000n);
+    expect(p('trace_block', credits(99))).to.equal(700n);
+    expect(p('eth_getBalance', credits(99))).to.equal(1n);
+    expect(p('eth_call', credits(3))).to.equal(30n);
+    expect(p('eth_call', credits(0.01))).to.equal(1n, 'a tenth of an atomic unit is one unit, never free');
+    expect(p('eth_call', credits(0))).to.equal(0n);
+    expect(compilePrice({ perCall: '42' }, 'x402.price')('eth_call', credits(5))).to.equal(42n);
   });
 
   it('a price block that prices nothing is a config problem at its path', () => {
@@ -48,7 +48,7 @@ describe('x402: prices and offers', () => {
       .that.deep.equals([{ path: 'projects[0].auth.strategies[0].x402.price', message: 'set perCredit or perCall' }]);
   });
 
-  it('a batch costs the sum of its calls; invalid elements and unserved networks cost nothing; credits are quoted once per call', () => {
+  it('a batch costs the sum of its calls; invalid elements cost nothing; a network not built yet is quoted 1 credit, never free', () => {
     const quoted: string[] = [];
     const pricing = new Pricing({ accepts: [ACCEPT], price: { perCredit: '100' } } as X402Settings, 'x402', (n, m) => {
       quoted.push(`${n.id}:${m}`);
@@ -63,9 +63,9 @@ describe('x402: prices and offers', () => {
       V1,
     );
     expect(offers).to.have.length(1);
-    expect(offers[0]!.amount).to.equal(600n);
-    expect(offers[0]!.v2.amount).to.equal('600');
-    expect(credits).to.equal(6);
+    expect(offers[0]!.amount).to.equal(700n);
+    expect(offers[0]!.v2.amount).to.equal('700');
+    expect(credits).to.equal(7);
     expect(quoted).to.deep.equal(['evm:1:eth_call', 'evm:8453:eth_getLogs']);
   });
 
