@@ -103,7 +103,10 @@ export function authPlugin(): Plugin {
             );
           case 'x402': {
             // It accepts every caller the strategies before it did not (and asks them to pay): one after it would never run.
-            if (i !== all.length - 1) throw new ConfigError([{ path, message: `list the ${s.type} strategy last: it accepts every caller the strategies before it did not, so none after it would run` }]);
+            if (i !== all.length - 1)
+              throw new ConfigError([
+                { path, message: `list the ${s.type} strategy last: it accepts every caller the strategies before it did not, so none after it would run` },
+              ]);
             const provided = pluginStrategies.get(s.type);
             if (!provided) throw new ConfigError([{ path, message: `strategy type "${s.type}" needs the ${s.type} plugin (svc-proxy/plugins/${s.type})` }]);
             const check = provided.compile(s.x402, {

@@ -37,10 +37,17 @@ export interface Settlement {
   network: string;
 }
 
+/** A facilitator's `/supported` answer, as far as svc reads it. */
+export interface Supported {
+  kinds: ReadonlyArray<{ x402Version: number; scheme: string; network: string }>;
+}
+
 /** What verifies and settles payments for one payment chain. */
 export interface Facilitator {
   verify(payment: PaymentPayload, requirements: Requirements | RequirementsV1): Promise<Verdict>;
   settle(payment: PaymentPayload, requirements: Requirements | RequirementsV1): Promise<Settlement>;
+  /** The payment kinds it takes (`/supported`). */
+  getSupported(): Supported | Promise<Supported>;
 }
 
 /** The lazily loaded packages. */

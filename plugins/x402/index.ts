@@ -76,6 +76,8 @@ export function x402Plugin(): Plugin {
       });
       /** The strategy that accepted a request, by its HTTP facts (the same object reaches `admit`). */
       const accepted = new WeakMap<HttpRequestInfo, Strategy>();
+      /** Strategies compiled at start: their facilitators are asked /supported once svc listens. */
+      const strategies = new Set<Strategy>();
       let v1Names: V1Names | undefined;
 
       auth.registerStrategy('x402', {
@@ -98,6 +100,7 @@ export function x402Plugin(): Plugin {
             claims: ctx.claims(settings.nonces),
             facilitators: new Map(),
           };
+          strategies.add(strategy);
           // Load the packages off the first paid request's path.
           void loadLib().catch((e: unknown) => host.logger.error({ err: String(e) }, 'x402: the @x402 packages failed to load'));
           return async (http) => {
@@ -215,6 +218,35 @@ export function x402Plugin(): Plugin {
         prepaid.charge(cost);
         a.onAnswered((records) => prepaid.answered(records, cost));
       };
+
+      // A facilitator that does not take a configured way to pay is found at start, not by the first payer: asked once, off the
+      // request path; a mismatch or an unreachable facilitator is logged (payments are still tried: it may be down only now).
+      host.hooks.listening.tapPromise('x402', async () => {
+        for (const s of strategies) {
+          const fac = s.settings.facilitator;
+          if (!fac) continue;
+          void remoteFacilitator(fac.url, Number(fac.timeout ?? 10_000))
+            .then((f) => f.getSupported())
+            .then(
+              (supported) => {
+                const offered = [...s.settings.accepts, ...Object.values(s.settings.networks ?? {}).flatMap((n) => n.accepts ?? [])];
+                const missing = offered.filter(
+                  (a) => !supported.kinds.some((k) => k.x402Version === 2 && k.scheme === (a.scheme ?? 'exact') && k.network === a.network),
+                );
+                if (missing.length > 0)
+                  host.logger.warn(
+                    { project: s.projectId, facilitator: fac.url, missing: missing.map((a) => `${a.scheme ?? 'exact'} on ${a.network}`) },
+                    'x402: the facilitator does not list these ways to pay as supported; payments with them will be refused',
+                  );
+              },
+              (e: unknown) =>
+                host.logger.warn(
+                  { project: s.projectId, facilitator: fac.url, err: String(e).slice(0, 200) },
+                  'x402: the facilitator did not answer /supported',
+                ),
+            );
+        }
+      });
 
       host.hooks.admit.tapPromise('x402', async (a) => {
         if (a.identity?.strategy !== 'x402') return;

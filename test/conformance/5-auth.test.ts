@@ -109,7 +109,17 @@ describe('conformance: §5 authentication', function () {
     // It accepts every caller the strategies before it did not: listed before another, that one would never run.
     const first = await configProblems({
       logLevel: 'error',
-      projects: [{ id: 'p', auth: { strategies: [{ type: 'x402', x402 }, { type: 'secret', secret: { value: SECRET } }] } }],
+      projects: [
+        {
+          id: 'p',
+          auth: {
+            strategies: [
+              { type: 'x402', x402 },
+              { type: 'secret', secret: { value: SECRET } },
+            ],
+          },
+        },
+      ],
     });
     expect(first.map((p) => p.path)).to.deep.equal(['projects[0].auth.strategies[0]']);
     expect(first[0]!.message).to.match(/list the x402 strategy last/);

@@ -85,6 +85,10 @@ describe('e2e: pay per request through a facilitator, raced across replicas and 
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
+  it('each replica asks the facilitator once, at start, which ways to pay it supports', async () => {
+    await waitFor(() => facilitator.calls.supported >= 2);
+  });
+
   it('verified and settled through the facilitator: one /verify, one /settle, the exact amount moved, counted as settled', async () => {
     const payer = chain.payers[0]!;
     const before = await chain.balanceOf(payer.address);

@@ -100,6 +100,37 @@ describe('wire: inbound batches and calls as served (spec §4.2)', () => {
   });
 
   describe('serveJsonRpc', () => {
+    it('admit: the session and transport reach it; the identity it sets is what the calls run as; the headers of its tasks come back', async () => {
+      const { serve, proxy } = fakeProxy({ who: async (ctx) => new RpcResult(ctx.identity?.userId ?? 'nobody') });
+      const hooks = (proxy as unknown as { hooks: { admit: AsyncSeriesHook<[Admission]> } }).hooks;
+      const seen: Admission[] = [];
+      hooks.admit.tapPromise('t', async (a) => {
+        seen.push(a);
+        a.identity = { userId: 'payer', strategy: 'x402' };
+        a.onAnswered((records, sink) => sink.set('X-Receipt', String(records.length)));
+      });
+      const out = await serve('[{"jsonrpc":"2.0","id":1,"method":"who"},{"jsonrpc":"2.0","id":2,"method":"who"}]');
+      expect(JSON.parse(out.body).map((a: { result: string }) => a.result)).to.deep.equal(['payer', 'payer']);
+      expect(out.headers).to.deep.equal({ 'X-Receipt': '2' });
+      expect([seen[0]!.transport, seen[0]!.batch, seen[0]!.calls.length]).to.deep.equal(['websocket', true, 2]);
+    });
+
+    it('admit: a refusal with an answer of its own is the whole output, with its status and headers, for a batch too', async () => {
+      const { serve, proxy, done } = fakeProxy({ a: ok(1) });
+      const hooks = (proxy as unknown as { hooks: { admit: AsyncSeriesHook<[Admission]> } }).hooks;
+      hooks.admit.tapPromise('t', async () => {
+        throw new ErrInternal('pay', { answer: { body: '{"x402Version":1}', headers: { 'PAYMENT-REQUIRED': 'abc' } } });
+      });
+      for (const [body, batch] of [
+        ['{"jsonrpc":"2.0","id":1,"method":"a"}', false],
+        ['[{"jsonrpc":"2.0","id":1,"method":"a"}]', true],
+      ] as const) {
+        const out = await serve(body);
+        expect(out).to.deep.equal({ body: '{"x402Version":1}', batch, status: 500, records: [], headers: { 'PAYMENT-REQUIRED': 'abc' } });
+      }
+      expect(done).to.deep.equal([]);
+    });
+
     it('a single call: its answer with the caller id as sent, HTTP 200, one record routed', async () => {
       const { serve, done } = fakeProxy({ eth_chainId: ok('0x1') });
       const out = await serve('{"jsonrpc":"2.0","id":12345678901234567890,"method":"eth_chainId"}');

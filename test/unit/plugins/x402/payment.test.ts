@@ -63,6 +63,7 @@ function deps(verdict: Verdict | (() => Promise<Verdict>), claimed = new Set<str
           return typeof verdict === 'function' ? verdict() : verdict;
         },
         settle: async () => ({ success: true, transaction: '0x', network: 'eip155:8453' }),
+        getSupported: () => ({ kinds: [] }),
       }) as Facilitator,
     claim: async (id: string) => !claimed.has(id) && Boolean(claimed.add(id)),
     verifyTimeoutMs: 50,
@@ -174,6 +175,7 @@ describe('x402: settlement after the answer', () => {
           seen.settles++;
           return settle();
         },
+        getSupported: () => ({ kinds: [] }),
       },
       timeoutMs,
       retries: 2,
