@@ -107,22 +107,26 @@ export async function localFacilitator(
   const lib = await loadLib();
   const { viem } = lib;
   const networkId = `evm:${chainId}`;
-  const transport = viem.custom({
-    async request({ method, params }: { method: string; params?: unknown }) {
-      const network = project.networks.get(networkId);
-      if (!network) throw new Error(`project ${project.id} serves no network ${networkId} to verify and settle payments on`);
-      const { ctx, done } = host.internalContext(network, method, params ?? [], CHAIN_CALL_TIMEOUT_MS);
-      try {
-        return (await host.runCall(ctx)).result;
-      } catch (e) {
-        // viem reads a JSON-RPC error's code, message and data (revert bytes) from what the transport throws.
-        if (isSvcError(e)) throw Object.assign(new Error(e.message), { code: e.code, data: e.upstreamData });
-        throw e;
-      } finally {
-        done();
-      }
+  // svc's own pipeline already retries and fails over: viem retrying on top would repeat a revert three times with backoff.
+  const transport = viem.custom(
+    {
+      async request({ method, params }: { method: string; params?: unknown }) {
+        const network = project.networks.get(networkId);
+        if (!network) throw new Error(`project ${project.id} serves no network ${networkId} to verify and settle payments on`);
+        const { ctx, done } = host.internalContext(network, method, params ?? [], CHAIN_CALL_TIMEOUT_MS);
+        try {
+          return (await host.runCall(ctx)).result;
+        } catch (e) {
+          // viem reads a JSON-RPC error's code, message and data (revert bytes) from what the transport throws.
+          if (isSvcError(e)) throw Object.assign(new Error(e.message), { code: e.code, data: e.upstreamData });
+          throw e;
+        } finally {
+          done();
+        }
+      },
     },
-  });
+    { retryCount: 0 },
+  );
   const chain = viem.defineChain({
     id: chainId,
     name: networkId,

@@ -43,6 +43,7 @@ describe('e2e: pay per request (x402) on a real chain', function () {
     svc = await startSvc({
       ...NO_CACHE,
       server: { costHeaders: true },
+      rateLimiters: { budgets: [{ id: 'paid', rules: [{ method: 'eth_getStorageAt', maxCount: 1, period: 'minute', perUser: true }] }] },
       projects: [
         {
           id: 'main',
@@ -51,7 +52,7 @@ describe('e2e: pay per request (x402) on a real chain', function () {
           auth: {
             strategies: [
               { type: 'secret', secret: { value: 'key-holder' } },
-              { type: 'x402', x402: x402() },
+              { type: 'x402', x402: x402(), rateLimitBudget: 'paid' },
             ],
           },
         },
@@ -304,6 +305,24 @@ describe('e2e: pay per request (x402) on a real chain', function () {
     } finally {
       rec.intercept = undefined;
     }
+  });
+
+  it("the payer's address is the rate-limit identity: a payer past its budget is refused and not charged; another payer is served", async () => {
+    const storage = { jsonrpc: '2.0', id: 3, method: 'eth_getStorageAt', params: [chain.token, '0x0', 'latest'] };
+    const payOnce = async (payer: PrivateKeyAccount) => {
+      const { required } = await challengeOf(storage);
+      return paid(storage, await clientOf(payer).createPaymentPayload(required));
+    };
+    const [a, b] = [chain.payers[2]!, chain.payers[3]!];
+    expect((await payOnce(a)).headers['x-svc-payment-outcome']).to.equal('settled');
+    const balance = await chain.balanceOf(a.address);
+    const limited = await payOnce(a);
+    expect(limited.status).to.equal(429);
+    expect(limited.headers['x-svc-payment-outcome']).to.equal('not-settled');
+    expect(await chain.balanceOf(a.address)).to.equal(balance);
+    const other = await payOnce(b);
+    expect(other.status).to.equal(200);
+    expect(other.headers['x-svc-payment-outcome']).to.equal('settled');
   });
 
   it('x402 v1: X-PAYMENT built from the v1 body is served and settled, with X-PAYMENT-RESPONSE', async () => {
