@@ -60,13 +60,14 @@ interface Lib {
   v1: typeof import('@x402/evm/v1');
   viem: typeof import('viem');
   accounts: typeof import('viem/accounts');
+  nonce: typeof import('viem/nonce');
 }
 
 let loading: Promise<Lib> | undefined;
 /** Loads the x402 packages once. */
 export function loadLib(): Promise<Lib> {
   return (loading ??= (async () => {
-    const [core, facilitator, http, evm, evmFacilitator, v1, viem, accounts] = await Promise.all([
+    const [core, facilitator, http, evm, evmFacilitator, v1, viem, accounts, nonce] = await Promise.all([
       import('@x402/core/server'),
       import('@x402/core/facilitator'),
       import('@x402/core/http'),
@@ -75,8 +76,9 @@ export function loadLib(): Promise<Lib> {
       import('@x402/evm/v1'),
       import('viem'),
       import('viem/accounts'),
+      import('viem/nonce'),
     ]);
-    return { core, facilitator, http, evm, evmFacilitator, v1, viem, accounts };
+    return { core, facilitator, http, evm, evmFacilitator, v1, viem, accounts, nonce };
   })());
 }
 
@@ -94,7 +96,7 @@ export async function remoteFacilitator(url: string, timeoutMs: number): Promise
 
 /**
  * svc as the facilitator of one payment chain: reads and writes go through the project's `evm:<chainId>` network.
- * @param privateKey the settler's key (pays gas); its nonces are tracked per process by viem's nonce manager
+ * @param privateKey the settler's key (pays gas); its nonces are tracked by a nonce manager of this facilitator's (per process, strategy and chain)
  * @param confirmationTimeoutMs longest wait for a settlement's receipt
  */
 export async function localFacilitator(
@@ -133,7 +135,9 @@ export async function localFacilitator(
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [] } },
   });
-  const account = lib.accounts.privateKeyToAccount(privateKey, { nonceManager: viem.nonceManager });
+  // A nonce manager of its own (viem's shared one is keyed by address and chain id only, across every chain of that id the process talks to).
+  const nonceManager = lib.nonce.createNonceManager({ source: lib.nonce.jsonRpc() });
+  const account = lib.accounts.privateKeyToAccount(privateKey, { nonceManager });
   const client = viem.createWalletClient({ account, chain, transport, pollingInterval: RECEIPT_POLL_MS }).extend(viem.publicActions);
   type Args<F extends (...a: never[]) => unknown> = Parameters<F>[0];
   const signer = lib.evm.toFacilitatorEvmSigner(

@@ -101,6 +101,7 @@ export function x402Plugin(): Plugin {
             facilitators: new Map(),
           };
           strategies.add(strategy);
+          tapAdmit();
           // Load the packages off the first paid request's path.
           void loadLib().catch((e: unknown) => host.logger.error({ err: String(e) }, 'x402: the @x402 packages failed to load'));
           return async (http) => {
@@ -248,17 +249,24 @@ export function x402Plugin(): Plugin {
         }
       });
 
-      host.hooks.admit.tapPromise('x402', async (a) => {
-        if (a.identity?.strategy !== 'x402') return;
-        const s = accepted.get(a.http);
-        if (s) await (a.transport === 'websocket' ? admitMessage(s, a) : admitRequest(s, a));
-      });
+      // Tapped with the first strategy compiled: core skips `admit` (and its promise) per request while nothing taps it, so a svc
+      // without pay per request pays nothing for it.
+      let tapped = false;
+      const tapAdmit = () => {
+        if (tapped) return;
+        tapped = true;
+        host.hooks.admit.tapPromise('x402', async (a) => {
+          if (a.identity?.strategy !== 'x402') return;
+          const s = accepted.get(a.http);
+          if (s) await (a.transport === 'websocket' ? admitMessage(s, a) : admitRequest(s, a));
+        });
+      };
 
       // A WebSocket upgrade by a caller who pays buys `websocket.prepaid` up front (settled once a call on it was answered).
       const connections = new WeakMap<object, PrepaidConnection>();
       host.hooks.configured.tap('x402', () => {
         const ws = host.services.get(WEBSOCKET_SERVICE);
-        if (!ws || ws.upgrade.taps.some((t) => t.name === 'x402')) return;
+        if (!ws || strategies.size === 0 || ws.upgrade.taps.some((t) => t.name === 'x402')) return;
         ws.upgrade.tapPromise('x402', async (u) => {
           if (u.identity?.strategy !== 'x402') return;
           const s = accepted.get(u.http);

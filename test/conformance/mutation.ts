@@ -28,7 +28,7 @@ export const MUTATION_SCORES: readonly ModuleScore[] = [
   { module: 'lib/json-scan.ts', mutants: 330, killed: 330, survived: 0 },
   { module: 'core/wire/errors.ts', mutants: 146, killed: 145, survived: 1 },
   { module: 'core/wire/errors-wire.ts', mutants: 106, killed: 105, survived: 1 },
-  { module: 'core/http/serve.ts', mutants: 114, killed: 108, survived: 6 },
+  { module: 'core/http/serve.ts', mutants: 119, killed: 111, survived: 8 },
   { module: 'plugins/headers/index.ts', mutants: 158, killed: 158, survived: 0 },
   { module: 'plugins/multiplex/index.ts', mutants: 72, killed: 69, survived: 3 },
   { module: 'plugins/directives/index.ts', mutants: 124, killed: 118, survived: 6 },

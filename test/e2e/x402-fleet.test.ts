@@ -46,6 +46,9 @@ describe('e2e: pay per request through a facilitator, raced across replicas and 
             accepts: [{ network: `eip155:${CHAIN_ID}`, asset: chain.token, payTo: chain.payTo, eip712: { name: TOKEN_NAME, version: TOKEN_VERSION } }],
             price: { perCall: String(PRICE) },
             facilitator: { url: facilitator.url, timeout: '10s' },
+            // The answer's wait bound is pinned with fake timers in the unit tests; here the receipt must come back on a loaded machine.
+            settleTimeout: '30s',
+            verifyTimeout: '30s',
             ...(nonces ? { nonces } : {}),
           },
         },

@@ -73,6 +73,7 @@ describe('e2e: pay per request over WebSocket (prepaid connections)', function (
                   accepts: [{ network: `eip155:${CHAIN_ID}`, asset: chain.token, payTo: chain.payTo, eip712: { name: TOKEN_NAME, version: TOKEN_VERSION } }],
                   price: { perCall: String(PER_CALL) },
                   settler: { privateKey: SETTLER_KEY },
+                  verifyTimeout: '30s',
                   websocket: { prepaid: String(PREPAID) },
                 },
               },
@@ -114,7 +115,7 @@ describe('e2e: pay per request over WebSocket (prepaid connections)', function (
       const past = await ask(ws, 4);
       expect(past.error?.code).to.equal(-32000);
       expect(past.error?.message).to.match(/prepaid balance exhausted/);
-      await waitFor(async () => (await chain.balanceOf(payer.address)) === before - PREPAID, 10_000);
+      await waitFor(async () => (await chain.balanceOf(payer.address)) === before - PREPAID, 30_000);
       expect(await chain.used(payer.address, nonce)).to.equal(true);
     } finally {
       ws.close();

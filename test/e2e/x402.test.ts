@@ -34,6 +34,9 @@ describe('e2e: pay per request (x402) on a real chain', function () {
     ],
     price: { perCredit: String(PER_CREDIT), methods: { eth_getLogs: String(GET_LOGS_PRICE) } },
     settler: { privateKey: SETTLER_KEY },
+    // The bound on the answer's wait is pinned with fake timers in the unit tests; here the receipt must come back on a loaded machine.
+    settleTimeout: '30s',
+    verifyTimeout: '30s',
   });
 
   before(async () => {
