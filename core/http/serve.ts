@@ -202,7 +202,19 @@ export async function serveJsonRpc(proxy: ServeHost, input: JsonRpcInput): Promi
       throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
     if (parsed.batch && calls.length === 0) throw new ErrInvalidRequest('invalid request: empty batch');
     const t = input.target;
-    const admission = await admitRequest(proxy.hooks, [input.info, t.project, t.network, parsed.batch, calls, 'websocket', input.identity, input.session]);
+    const admission = proxy.hooks.admit.isUsed()
+      ? await admitRequest(proxy.hooks, {
+          http: input.info,
+          project: t.project,
+          network: t.network,
+          batch: parsed.batch,
+          calls,
+          transport: 'websocket',
+          identity: input.identity,
+          session: input.session,
+          host: proxy,
+        })
+      : undefined;
     scope = new RequestScope(cfg.maxTimeoutMs, !parsed.batch || calls.length <= cfg.batchConcurrency, parsed.batch);
     if (input.signal?.aborted) onAbort();
     else input.signal?.addEventListener('abort', onAbort, { once: true });
@@ -210,7 +222,8 @@ export async function serveJsonRpc(proxy: ServeHost, input: JsonRpcInput): Promi
     const text = answers.map((a) => (typeof a.text === 'string' ? a.text : a.text.map((p) => (typeof p === 'string' ? p : p.toString('utf8'))).join('')));
     const records = answers.map((a) => a.record);
     let headers: Record<string, string> | undefined;
-    if (admission?.tasks) await runAnswered(admission, records, { set: (n, v) => void ((headers ??= {})[n] = v) }, proxy.logger);
+    const withheld = admission?.tasks ? await runAnswered(admission, records, { set: (n, v) => void ((headers ??= {})[n] = v) }, proxy.logger) : undefined;
+    if (withheld) throw withheld;
     return {
       body: parsed.batch ? `[${text.join(',')}]` : (text[0] as string),
       batch: parsed.batch,

@@ -160,8 +160,23 @@ export function createServer(proxy: ServerHost): RequestListener {
       if (parsed.batch && calls.length > cfg.maxBatchSize)
         throw new ErrInvalidRequest(`batch of ${calls.length} requests exceeds server.maxBatchSize (${cfg.maxBatchSize})`);
       // A plugin may refuse the request now that its calls are known (a payment challenge), or reserve what it settles once answered.
-      const admission = await admitRequest(hooks, [info, target.project, target.network, parsed.batch, calls, 'http', identity]);
-      if (admission) identity = admission.identity;
+      const admission = hooks.admit.isUsed()
+        ? await admitRequest(hooks, {
+            http: info,
+            project: target.project,
+            network: target.network,
+            batch: parsed.batch,
+            calls,
+            transport: 'http',
+            identity,
+            host: proxy,
+          })
+        : undefined;
+      if (admission) {
+        identity = admission.identity;
+        // The client may have left while a plugin admitted it (a payment verified): nothing is served, nothing settled.
+        if (req.socket.destroyed) throw new ErrCancelled('client closed the connection');
+      }
       scope = new RequestScope(cfg.maxTimeoutMs, !parsed.batch || calls.length <= cfg.batchConcurrency, parsed.batch);
       // res 'close' fires early only when the client goes away (req 'close' fires once the body is read); at most once, so `on`.
       (res as ScopedResponse)[SCOPE] = scope;
@@ -169,7 +184,8 @@ export function createServer(proxy: ServerHost): RequestListener {
       if (!parsed.batch) {
         const one = await serveCall(proxy, target, calls[0] as ParsedCall, info, identity, scope);
         res.off('close', cancelOnClose);
-        if (admission) await runAnswered(admission, [one.record], headers, proxy.logger);
+        const withheld = admission ? await runAnswered(admission, [one.record], headers, proxy.logger) : undefined;
+        if (withheld) throw withheld;
         hooks.responseHeaders.call(headers, [one.record], meta);
         // A refusal that says when to come back (a full rate-limit window): RFC 9110 Retry-After.
         const after = one.record.error?.retryAfterSeconds;
@@ -179,7 +195,8 @@ export function createServer(proxy: ServerHost): RequestListener {
       const answers = await serveCalls(proxy, target, calls, info, identity, scope);
       res.off('close', cancelOnClose);
       const records = answers.map((a) => a.record);
-      if (admission) await runAnswered(admission, records, headers, proxy.logger);
+      const withheld = admission ? await runAnswered(admission, records, headers, proxy.logger) : undefined;
+      if (withheld) throw withheld;
       hooks.responseHeaders.call(headers, records, meta);
       return { status: 200, body: smallBatchText(answers) ?? streamArray(answers), headers };
     } catch (e) {

@@ -100,8 +100,9 @@ export interface ResponseMeta {
  * Awaited: a tap bounds its own time and never rejects (a rejection is logged and the answer stands).
  * @param records the calls' execution records, in body order (errors included)
  * @param sink where its own response headers go (a settlement receipt)
+ * @returns nothing; or an error whose answer replaces the calls' answers (a settlement refused: the answer is withheld, spec §5 item 1)
  */
-export type AnsweredTask = (records: readonly ExecutionRecord[], sink: HeaderSink) => Promise<void> | void;
+export type AnsweredTask = (records: readonly ExecutionRecord[], sink: HeaderSink) => Promise<SvcError | void> | SvcError | void;
 
 /**
  * A request whose body is parsed and none of whose calls is served yet, as the `admit` hook sees it (spec §5 pay-per-request): a tap may
@@ -127,6 +128,12 @@ export interface Admission {
   identity?: Identity;
   /** Registers work to run once every call answered, before the response is written (see {@link AnsweredTask}). */
   onAnswered(task: AnsweredTask): void;
+  /**
+   * The network a call will be served on: the URL's, else its body `networkId` resolved as serving it would (normalised; a network a
+   * provider offers is created).
+   * @returns undefined when the project serves no such network (the call is answered `ErrNetworkNotSupported`)
+   */
+  networkOf(call: ParsedCall): Promise<Network | undefined>;
 }
 
 /** The typed hook registry of one {@link Proxy}. Frozen after construction. */

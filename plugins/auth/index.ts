@@ -108,7 +108,7 @@ export function authPlugin(): Plugin {
                 { path, message: `list the ${s.type} strategy last: it accepts every caller the strategies before it did not, so none after it would run` },
               ]);
             const provided = pluginStrategies.get(s.type);
-            if (!provided) throw new ConfigError([{ path, message: `strategy type "${s.type}" needs the ${s.type} plugin (svc-proxy/plugins/${s.type})` }]);
+            if (!provided) throw new ConfigError([{ path, message: `strategy type "${s.type}" needs the ${s.type} plugin (it is in the default preset)` }]);
             const check = provided.compile(s.x402, {
               path: `${path}.${s.type}`,
               scope,
@@ -178,7 +178,10 @@ export function authPlugin(): Plugin {
           async authenticate(http: HttpRequestInfo): Promise<Identity> {
             const creds = credentialsOf(http);
             let reason: string | undefined;
+            let storeFailed = false;
             for (const c of compiled) {
+              // A caller whose key could not be looked up is refused as such, never asked to pay instead (an outage must not charge key holders).
+              if (storeFailed && c.type === 'x402') continue;
               let accepted;
               try {
                 accepted = await c.check(creds, http);
@@ -189,6 +192,7 @@ export function authPlugin(): Plugin {
                   continue;
                 }
                 // A store that fails or holds a corrupt record rejects (fail closed), saying why.
+                storeFailed = true;
                 reason =
                   e instanceof Error && e.message === 'missing or invalid userId in current data'
                     ? e.message

@@ -10,7 +10,7 @@
  */
 import { Counter } from 'prom-client';
 import { type Admission, definePlugin, type HttpRequestInfo, type Plugin, type PluginHost, resolveConfigBlock } from 'svc-proxy/plugin';
-import { ConfigError } from 'svc-proxy/plugin/errors';
+import { ConfigError, ErrInternal } from 'svc-proxy/plugin/errors';
 import { AUTH_SERVICE, type ClaimStore } from 'svc-proxy/plugins/auth';
 import { COST_SERVICE } from 'svc-proxy/plugins/cost';
 import { WEBSOCKET_SERVICE } from 'svc-proxy/plugins/websocket';
@@ -33,6 +33,9 @@ interface Strategy {
   claims: ClaimStore;
   facilitators: Map<string, Promise<Facilitator>>;
 }
+
+/** Longest a shutdown waits for settlements still running, ms. */
+const SHUTDOWN_SETTLE_WAIT_MS = 10_000;
 
 /** Labels of `svc_x402_payments_total` but the outcome. */
 type Labels = { project: string; network: string };
@@ -174,6 +177,10 @@ export function x402Plugin(): Plugin {
           retries: s.settings.settleRetries ?? 3,
           retried: () => retries.inc({ project: labels.project }),
           encode: (x) => (lib.http as unknown as { encodePaymentResponseHeader(v: unknown): string }).encodePaymentResponseHeader(x),
+          track: (settling) => {
+            background.add(settling);
+            void settling.finally(() => background.delete(settling));
+          },
           done: (outcome, p, settlement, error) => {
             payments.inc({ ...labels, outcome });
             const facts = {
@@ -194,7 +201,7 @@ export function x402Plugin(): Plugin {
       /** An HTTP request: priced, paid, run as the payer, settled once answered. */
       const admitRequest = async (s: Strategy, a: Admission): Promise<void> => {
         const { codec, v1Names: names } = await libs();
-        const { offers, credits } = s.pricing.offers(a.project, a.network, a.calls, a.http, names);
+        const { offers, credits } = s.pricing.offers(a.network, a.calls, await Promise.all(a.calls.map((c) => a.networkOf(c))), a.http, names);
         if (offers.every((o) => o.amount === 0n)) return;
         const labels = { project: a.project.id, network: a.network?.id ?? 'body' };
         const paid = await takePayment(s, a.http, offers, codec, labels, 'these calls');
@@ -213,12 +220,24 @@ export function x402Plugin(): Plugin {
         const prepaid = a.session ? connections.get(a.session) : undefined;
         if (!prepaid) throw new ErrPaymentRequired('payment required: open the WebSocket with a prepaid payment (x402.websocket.prepaid)');
         const { v1Names: names } = await libs();
-        const { offers } = s.pricing.offers(a.project, a.network, a.calls, a.http, names);
+        const { offers } = s.pricing.offers(a.network, a.calls, await Promise.all(a.calls.map((c) => a.networkOf(c))), a.http, names);
         const cost = offers.find((o) => o.accept === prepaid.paid.offer.accept)?.amount ?? 0n;
         a.identity = { ...a.identity, userId: prepaid.paid.payer, strategy: 'x402' };
         prepaid.charge(cost);
         a.onAnswered((records) => prepaid.answered(records, cost));
       };
+
+      /** Settlements still running when their answer went: a drain waits for them (bounded), so a rolling deploy loses none. */
+      const background = new Set<Promise<unknown>>();
+      host.hooks.shutdown.tapPromise('x402', async () => {
+        if (background.size === 0) return;
+        host.logger.info({ settling: background.size }, 'x402: waiting for settlements still running');
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([Promise.allSettled([...background]), new Promise((r) => (timer = setTimeout(r, SHUTDOWN_SETTLE_WAIT_MS)))]);
+        clearTimeout(timer);
+        if (background.size > 0)
+          host.logger.error({ settling: background.size }, 'x402: settlements still running at shutdown are abandoned (their authorizations expire)');
+      });
 
       // A facilitator that does not take a configured way to pay is found at start, not by the first payer: asked once, off the
       // request path; a mismatch or an unreachable facilitator is logged (payments are still tried: it may be down only now).
@@ -258,12 +277,16 @@ export function x402Plugin(): Plugin {
         host.hooks.admit.tapPromise('x402', async (a) => {
           if (a.identity?.strategy !== 'x402') return;
           const s = accepted.get(a.http);
-          if (s) await (a.transport === 'websocket' ? admitMessage(s, a) : admitRequest(s, a));
+          // Fail closed: an x402 identity without its strategy would otherwise be served unpaid.
+          if (!s) throw new ErrInternal('x402: the strategy that accepted this request is not known');
+          await (a.transport === 'websocket' ? admitMessage(s, a) : admitRequest(s, a));
         });
       };
 
       // A WebSocket upgrade by a caller who pays buys `websocket.prepaid` up front (settled once a call on it was answered).
       const connections = new WeakMap<object, PrepaidConnection>();
+      /** The same connections by their upgrade's HTTP facts (what the websocket plugin's observation hooks carry). */
+      const byUpgrade = new WeakMap<HttpRequestInfo, PrepaidConnection>();
       host.hooks.configured.tap('x402', () => {
         const ws = host.services.get(WEBSOCKET_SERVICE);
         if (!ws || strategies.size === 0 || ws.upgrade.taps.some((t) => t.name === 'x402')) return;
@@ -279,8 +302,12 @@ export function x402Plugin(): Plugin {
           const offers = s.pricing.fixedOffers(u.network, BigInt(amount), u.http, names);
           const paid = await takePayment(s, u.http, offers, codec, labels, 'a prepaid WebSocket connection');
           u.identity = { ...u.identity, userId: paid.payer, strategy: 'x402' };
-          connections.set(u.session, new PrepaidConnection(paid, await settleDeps(s, paid, labels)));
+          const prepaid = new PrepaidConnection(paid, await settleDeps(s, paid, labels));
+          connections.set(u.session, prepaid);
+          byUpgrade.set(u.http, prepaid);
         });
+        // A subscription serves the connection (its notifications are covered by the prepaid amount): the payment settles then.
+        ws.hooks.subscribe.tap('x402', (c) => byUpgrade.get(c.http)?.served());
       });
     },
   });

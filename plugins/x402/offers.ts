@@ -3,7 +3,7 @@
  * `perCredit`, else `perCall`, per-method overrides first), summed over the body, and one x402 offer per accepted way to pay, in the v2
  * (`PAYMENT-REQUIRED`) and v1 (body) shapes.
  */
-import type { HttpRequestInfo, Network, ParsedCall, Project } from 'svc-proxy/plugin';
+import type { HttpRequestInfo, Network, ParsedCall } from 'svc-proxy/plugin';
 import { ConfigError } from 'svc-proxy/plugin/errors';
 import { compileGlobs } from 'svc-proxy/util';
 import type { AcceptSettings, PriceSettings, X402Settings } from './schema.ts';
@@ -70,6 +70,11 @@ export function compilePrice(p: PriceSettings, path: string): CallPrice {
   };
 }
 
+/** A credit quote as a price may use it: finite and at least 0 (a table's NaN or negative never breaks a price or lowers it below free). */
+function saneCredits(n: number): number {
+  return Number.isFinite(n) && n > 0 ? n : 0;
+}
+
 /** The x402 v1 name of a chain (`base`, `base-sepolia`), from `@x402/evm/v1`'s table, loaded with the package. */
 export type V1Names = ReadonlyMap<number, string>;
 
@@ -101,31 +106,31 @@ export class Pricing {
   }
 
   /**
-   * The offers for a request's calls (each valid call on its network: the URL's, else its body `networkId`); invalid elements cost
-   * nothing (they are answered with their error and never routed).
+   * The offers for a request's calls, each valid call on its network as serving it resolves it (`Admission.networkOf`); invalid
+   * elements and calls on networks the project does not serve cost nothing (they are answered with their error, never served).
+   * @param networks the network of each call, in body order
    * @returns the offers (amount 0 when nothing is priced) and the total credits quoted
    */
   offers(
-    project: Project,
     urlNetwork: Network | undefined,
     calls: readonly ParsedCall[],
+    networks: ReadonlyArray<Network | undefined>,
     http: HttpRequestInfo,
     v1Names: V1Names,
   ): { offers: Offer[]; credits: number } {
     const accepts = (urlNetwork && this.byNetwork.get(urlNetwork.id)?.accepts) ?? this.settings.accepts;
     const totals = new Map<AcceptSettings, bigint>(accepts.map((a) => [a, 0n]));
     let credits = 0;
-    for (const call of calls) {
-      if (call.invalid) continue;
-      // A network not built yet (one providers create on first use, or an id written another way) is quoted 1 credit, never free: a
-      // call it cannot serve fails, and a request with a failed call is not settled.
-      const network = urlNetwork ?? (call.networkId === undefined ? undefined : project.networks.get(call.networkId));
+    calls.forEach((call, i) => {
+      // An invalid element, or a call on a network the project does not serve, is answered with its error and never served: free.
+      const network = networks[i];
+      if (call.invalid || !network) return;
       let quoted: number | undefined;
-      const creditsOf = () => (quoted ??= network ? this.quote(network, call.method) : 1);
+      const creditsOf = () => (quoted ??= saneCredits(this.quote(network, call.method)));
       const networkPrice = network && this.byNetwork.get(network.id)?.price;
       for (const a of accepts) totals.set(a, (totals.get(a) ?? 0n) + (this.acceptPrice.get(a) ?? networkPrice ?? this.price)(call.method, creditsOf));
       credits += creditsOf();
-    }
+    });
     return { offers: this.build(accepts, totals, http, v1Names), credits };
   }
 

@@ -12,6 +12,9 @@ import type { Offer } from './offers.ts';
 /** Longest payment header read, characters: an EIP-3009 payment is about 1.5 KB encoded (and Node refuses a request whose headers pass 16 KiB). */
 export const MAX_PAYMENT_HEADER_CHARS = 8 * 1024;
 
+/** Clock slack allowed between a payer and svc on `validBefore`, seconds. */
+const VALIDITY_SKEW_S = 60;
+
 /** A request refused for payment (spec §5 item 1): HTTP 402, its answer the x402 challenge. -32000 as eRPC's batch form. */
 export class ErrPaymentRequired extends SvcError {
   static override readonly defaultCode = -32000;
@@ -52,7 +55,11 @@ interface Authorization {
 }
 
 function authorizationOf(p: PaymentPayload): Authorization | undefined {
-  const a = (p.payload as { authorization?: Record<string, unknown> } | undefined)?.authorization;
+  const payload = p.payload as Record<string, unknown> | undefined;
+  // Exactly an EIP-3009 payment: anything more (a Permit2 authorization beside it) would be verified as that, while svc claimed this.
+  if (!payload || typeof payload !== 'object' || Object.keys(payload).some((k) => k !== 'signature' && k !== 'authorization')) return undefined;
+  if (typeof payload.signature !== 'string') return undefined;
+  const a = payload.authorization as Record<string, unknown> | undefined;
   if (!a || typeof a !== 'object') return undefined;
   for (const k of ['from', 'to', 'value', 'validAfter', 'validBefore', 'nonce'] as const) if (typeof a[k] !== 'string') return undefined;
   return a as unknown as Authorization;
@@ -117,9 +124,14 @@ export async function checkPayment(deps: CheckDeps, header: string, version: 1 |
     if (!offer) throw deps.refuse('the payment is for a chain, token, payee or scheme these calls do not accept');
     if (a?.amount !== offer.v2.amount) throw deps.refuse(`the payment is for ${String(a?.amount)} but these calls cost ${offer.v2.amount}`);
   } else {
-    offer = offers.find((o) => o.v1 && o.v1.network === payment.network && o.v1.scheme === payment.scheme);
-    if (!offer?.v1) throw deps.refuse('the payment is for a chain or scheme these calls do not accept');
+    const to = auth.to.toLowerCase();
+    offer = offers.find((o) => o.v1 && o.v1.network === payment.network && o.v1.scheme === payment.scheme && o.v1.payTo.toLowerCase() === to);
+    if (!offer?.v1) throw deps.refuse('the payment is for a chain, payee or scheme these calls do not accept');
   }
+  // Valid no longer than offered: a claim is kept until the authorization expires, so a far validBefore would hold it for a day.
+  const now = Date.now() / 1000;
+  if (Number(auth.validBefore) > now + offer.v2.maxTimeoutSeconds + VALIDITY_SKEW_S)
+    throw deps.refuse(`the payment is valid longer than the ${offer.v2.maxTimeoutSeconds} s offered (validBefore too far ahead)`);
   const requirements = version === 2 ? offer.v2 : (offer.v1 as NonNullable<Offer['v1']>);
   let verdict;
   try {
@@ -132,8 +144,10 @@ export async function checkPayment(deps: CheckDeps, header: string, version: 1 |
     const why = verdict.invalidReason ?? 'invalid';
     throw deps.refuse(`payment refused: ${why}${verdict.invalidMessage ? ` (${verdict.invalidMessage.slice(0, 200)})` : ''}`);
   }
+  if (verdict.payer !== undefined && verdict.payer.toLowerCase() !== auth.from.toLowerCase())
+    throw deps.refuse('the payment was verified for another payer than its authorization names');
   const validBefore = Number(auth.validBefore);
-  const ttlMs = Math.min(Math.max((validBefore - Date.now() / 1000) * 1000, 1000), 86_400_000) + 60_000;
+  const ttlMs = Math.max((validBefore - Date.now() / 1000) * 1000, 1000) + 60_000;
   // One use per authorization across the fleet: chain, token, payer and nonce, hashed (the id holds nothing a client chose verbatim).
   const id = createHash('sha256')
     .update(`x402\u0000${offer.v2.network}\u0000${offer.v2.asset.toLowerCase()}\u0000${auth.from.toLowerCase()}\u0000${auth.nonce.toLowerCase()}`)

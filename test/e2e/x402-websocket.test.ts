@@ -57,7 +57,7 @@ describe('e2e: pay per request over WebSocket (prepaid connections)', function (
 
   before(async () => {
     anvil = await startAnvil({ chainId: CHAIN_ID });
-    chain = await deployPaymentChain(anvil, 2);
+    chain = await deployPaymentChain(anvil, 3);
     svc = await startSvc({
       ...NO_CACHE,
       projects: [
@@ -117,6 +117,23 @@ describe('e2e: pay per request over WebSocket (prepaid connections)', function (
       expect(past.error?.message).to.match(/prepaid balance exhausted/);
       await waitFor(async () => (await chain.balanceOf(payer.address)) === before - PREPAID, 30_000);
       expect(await chain.used(payer.address, nonce)).to.equal(true);
+    } finally {
+      ws.close();
+    }
+  });
+
+  it('a subscription serves the connection: the payment settles once it is accepted', async () => {
+    const payer = chain.payers[2]!;
+    const before = await chain.balanceOf(payer.address);
+    const { header } = await paymentFor(payer);
+    const ws = await connect(wsUrl, { 'PAYMENT-SIGNATURE': header });
+    try {
+      const sub = await new Promise<{ result?: unknown }>((resolve) => {
+        ws.once('message', (d) => resolve(JSON.parse(d.toString())));
+        ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params: ['newHeads'] }));
+      });
+      expect(sub.result).to.match(/^0x[0-9a-f]{32}$/);
+      await waitFor(async () => (await chain.balanceOf(payer.address)) === before - PREPAID, 30_000);
     } finally {
       ws.close();
     }

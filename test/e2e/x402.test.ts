@@ -175,6 +175,27 @@ describe('e2e: pay per request (x402) on a real chain', function () {
     expect(a.reached() + b.reached()).to.equal(2);
   });
 
+  it('a call priced on the network it is served on, however its body networkId is written; a bad element appended to a served batch does not make it free', async () => {
+    const hex = `evm:0x${CHAIN_ID.toString(16)}`;
+    const logs = { jsonrpc: '2.0', id: 1, method: 'eth_getLogs', params: [{ fromBlock: '0x0', toBlock: '0x0' }], networkId: hex };
+    const { required } = await (async () => {
+      const r = await svc.post('/main', logs);
+      expect(r.status).to.equal(402);
+      return { required: decodePaymentRequiredHeader(r.headers['payment-required']!) };
+    })();
+    expect(required.accepts[0]!.amount).to.equal(String(GET_LOGS_PRICE));
+    const call = fresh();
+    const batch = [call.body, { jsonrpc: '2.0', id: 99 }];
+    const { required: forBatch } = await challengeOf(batch);
+    expect(forBatch.accepts[0]!.amount).to.equal(String(PER_CREDIT));
+    const payer = chain.payers[0]!;
+    const before = await chain.balanceOf(payer.address);
+    const r = await paid(batch, await clientOf(payer).createPaymentPayload(forBatch));
+    expect(r.json[1].error.code).to.equal(-32600);
+    expect(r.headers['x-svc-payment-outcome']).to.equal('settled');
+    expect(await chain.balanceOf(payer.address)).to.equal(before - PER_CREDIT);
+  });
+
   it('a replayed payment is refused: served once, settled once', async () => {
     const call = fresh();
     const { required } = await challengeOf(call.body);

@@ -6,11 +6,17 @@
 import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
 import { checkPayment, ErrPaymentRequired, type Accepted, type CheckDeps } from '../../../../plugins/x402/payment.ts';
-import { allAnswered, settleAnswered, type SettleDeps, type SettleOutcome } from '../../../../plugins/x402/settle.ts';
+import { settleable, settleAnswered, type SettleDeps, type SettleOutcome } from '../../../../plugins/x402/settle.ts';
 import type { Facilitator, Settlement, Verdict } from '../../../../plugins/x402/facilitator.ts';
 import type { Offer } from '../../../../plugins/x402/offers.ts';
 import { newExecutionRecord } from '../../../../core/wire/records.ts';
-import { ErrEndpointExecutionException, ErrEndpointServerSideException } from '../../../../core/wire/errors.ts';
+import {
+  ErrAuthRateLimitRuleExceeded,
+  ErrEndpointExecutionException,
+  ErrEndpointServerSideException,
+  ErrInternal,
+  ErrInvalidRequest,
+} from '../../../../core/wire/errors.ts';
 
 const PAYER = '0x00000000000000000000000000000000000000AA';
 const OFFER: Offer = {
@@ -141,6 +147,18 @@ describe('x402: checking a presented payment', () => {
     expect(claimed.size).to.equal(0);
   });
 
+  it('a payment valid longer than offered, one holding more than an EIP-3009 authorization, or verified for another payer: refused', async () => {
+    const far = String(Math.floor(Date.now() / 1000) + 300 + 120);
+    expect(await refusal(checkPayment(deps(ok), encode(v2Payment(OFFER.v2, { validBefore: far })), 2, [OFFER]))).to.match(
+      /valid longer than the 300 s offered/,
+    );
+    const both = { ...v2Payment(), payload: { ...v2Payment().payload, permit2Authorization: {} } };
+    expect(await refusal(checkPayment(deps(ok), encode(both), 2, [OFFER]))).to.match(/only EIP-3009/);
+    expect(await refusal(checkPayment(deps({ isValid: true, payer: '0x00000000000000000000000000000000000000BB' }), encode(v2Payment()), 2, [OFFER]))).to.match(
+      /another payer/,
+    );
+  });
+
   it('a claim store that fails refuses the payment (fail closed)', async () => {
     const d = { ...deps(ok), claim: () => Promise.reject(new Error('redis down')) };
     expect(await refusal(checkPayment(d, encode(v2Payment()), 2, [OFFER]))).to.match(/claim store is unavailable/);
@@ -151,7 +169,7 @@ describe('x402: checking a presented payment', () => {
     const a = await checkPayment(deps(ok), encode(p), 1, [OFFER]);
     expect(a.requirements).to.equal(OFFER.v1);
     expect(a.responseHeader).to.equal('X-PAYMENT-RESPONSE');
-    expect(await refusal(checkPayment(deps(ok), encode({ ...p, network: 'ethereum' }), 1, [OFFER]))).to.match(/chain or scheme/);
+    expect(await refusal(checkPayment(deps(ok), encode({ ...p, network: 'ethereum' }), 1, [OFFER]))).to.match(/chain, payee or scheme/);
   });
 });
 
@@ -182,6 +200,7 @@ describe('x402: settlement after the answer', () => {
       done: (o) => void seen.outcomes.push(o),
       retried: () => void seen.retries++,
       encode: (s) => `receipt:${s.transaction}`,
+      track: () => undefined,
     };
     return { d, seen };
   };
@@ -190,14 +209,19 @@ describe('x402: settlement after the answer', () => {
     return { h, set: (n: string, v: string) => void (h[n] = v) };
   };
 
-  it('answered means a result or an execution revert; any other error is a failure', () => {
-    const revert = newExecutionRecord('eth_call');
-    revert.error = new ErrEndpointExecutionException('reverted');
-    const failed = newExecutionRecord('eth_call');
-    failed.error = new ErrEndpointServerSideException('node failed');
-    expect(allAnswered([newExecutionRecord('eth_call'), revert])).to.equal(true);
-    expect(allAnswered([newExecutionRecord('eth_call'), failed])).to.equal(false);
-    expect(allAnswered([])).to.equal(false);
+  it("paid for: something served (a result or a revert) and no svc-side or upstream failure; the caller's own refusals do not make it free", () => {
+    const failing = (e: Error) => Object.assign(newExecutionRecord('eth_call'), { error: e });
+    const result = newExecutionRecord('eth_call');
+    expect(settleable([result, failing(new ErrEndpointExecutionException('reverted'))])).to.equal(true);
+    // An invalid element or a budget refusal appended to a served batch: still paid for.
+    expect(settleable([result, failing(new ErrInvalidRequest('bad')), failing(new ErrAuthRateLimitRuleExceeded('budget'))])).to.equal(true);
+    // Nothing served: not paid for.
+    expect(settleable([failing(new ErrInvalidRequest('bad'))])).to.equal(false);
+    expect(settleable([failing(new ErrAuthRateLimitRuleExceeded('budget'))])).to.equal(false);
+    expect(settleable([])).to.equal(false);
+    // An upstream's or svc's own failure: not paid for, whatever else was served.
+    expect(settleable([result, failing(new ErrEndpointServerSideException('node failed'))])).to.equal(false);
+    expect(settleable([result, failing(new ErrInternal('bug'))])).to.equal(false);
   });
 
   it('a failed call is not settled: no settlement, outcome unsettled', async () => {
@@ -251,11 +275,13 @@ describe('x402: settlement after the answer', () => {
     } finally {
       clock.uninstall();
     }
-    const refused = settleDeps(async () => ({ success: false, errorReason: 'invalid_exact_evm_payload_signature', transaction: '', network: 'eip155:8453' }));
-    const s = sink();
-    await settleAnswered(refused.d, paid, answered(), s);
+    const refused = settleDeps(async () => ({ success: false, errorReason: 'insufficient_funds', transaction: '', network: 'eip155:8453' }));
+    const withheld = await settleAnswered(refused.d, paid, answered(), sink());
     expect(refused.seen.settles).to.equal(1);
     expect(refused.seen.outcomes).to.deep.equal(['settle_failed']);
-    expect(s.h['X-SVC-Payment-Outcome']).to.equal('failed');
+    // Refused in time: the answer is withheld with a 402 saying why, the failed receipt attached.
+    expect(withheld).to.be.instanceOf(ErrPaymentRequired);
+    expect(withheld!.answer!.headers).to.include({ 'X-SVC-Payment-Outcome': 'failed', 'PAYMENT-RESPONSE': 'receipt:' });
+    expect(JSON.parse(withheld!.answer!.body).error).to.equal('payment settlement failed: insufficient_funds');
   });
 });

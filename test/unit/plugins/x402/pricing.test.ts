@@ -7,17 +7,11 @@ import { expect } from 'chai';
 import { compilePrice, Pricing } from '../../../../plugins/x402/offers.ts';
 import type { X402Settings } from '../../../../plugins/x402/schema.ts';
 import { ConfigError } from '../../../../core/plugin-errors.ts';
-import type { HttpRequestInfo, Network, ParsedCall, Project } from '../../../../core/plugin-api.ts';
+import type { HttpRequestInfo, Network, ParsedCall } from '../../../../core/plugin-api.ts';
 
 const net = (id: string) => ({ id }) as Network;
 const mainnet = net('evm:1');
 const base = net('evm:8453');
-const project = {
-  networks: new Map([
-    ['evm:1', mainnet],
-    ['evm:8453', base],
-  ]),
-} as unknown as Project;
 const http = { host: 'rpc.test', path: '/main/evm/1' } as HttpRequestInfo;
 const call = (method: string, networkId?: string): ParsedCall => ({ idRaw: '1', method, params: [], ...(networkId ? { networkId } : {}) });
 const ACCEPT = {
@@ -48,25 +42,23 @@ describe('x402: prices and offers', () => {
       .that.deep.equals([{ path: 'projects[0].auth.strategies[0].x402.price', message: 'set perCredit or perCall' }]);
   });
 
-  it('a batch costs the sum of its calls; invalid elements cost nothing; a network not built yet is quoted 1 credit, never free', () => {
+  it('a batch costs the sum of its calls; invalid elements and calls on networks the project does not serve cost nothing', () => {
     const quoted: string[] = [];
     const pricing = new Pricing({ accepts: [ACCEPT], price: { perCredit: '100' } } as X402Settings, 'x402', (n, m) => {
       quoted.push(`${n.id}:${m}`);
       return m === 'eth_getLogs' ? 5 : 1;
     });
     const invalid = { ...call(''), invalid: new Error('bad') } as unknown as ParsedCall;
-    const { offers, credits } = pricing.offers(
-      project,
-      undefined,
-      [call('eth_call', 'evm:1'), call('eth_getLogs', 'evm:8453'), invalid, call('eth_call', 'evm:999')],
-      http,
-      V1,
-    );
+    const calls = [call('eth_call', 'evm:1'), call('eth_getLogs', 'evm:8453'), invalid, call('eth_call', 'evm:999')];
+    const { offers, credits } = pricing.offers(undefined, calls, [mainnet, base, undefined, undefined], http, V1);
     expect(offers).to.have.length(1);
-    expect(offers[0]!.amount).to.equal(700n);
-    expect(offers[0]!.v2.amount).to.equal('700');
-    expect(credits).to.equal(7);
+    expect(offers[0]!.amount).to.equal(600n);
+    expect(offers[0]!.v2.amount).to.equal('600');
+    expect(credits).to.equal(6);
     expect(quoted).to.deep.equal(['evm:1:eth_call', 'evm:8453:eth_getLogs']);
+    // A price table answering NaN or a negative number prices the call at nothing more, never below free, never a crash.
+    const odd = new Pricing({ accepts: [ACCEPT], price: { perCredit: '100' } } as X402Settings, 'x402', (_n, m) => (m === 'a' ? Number.NaN : -5));
+    expect(odd.offers(mainnet, [call('a'), call('b'), call('eth_getLogs')], [mainnet, mainnet, mainnet], http, V1).offers[0]!.amount).to.equal(0n);
   });
 
   it('offers in the v2 shape, and in the v1 shape for chains x402 v1 names', () => {
@@ -75,7 +67,7 @@ describe('x402: prices and offers', () => {
       'x402',
       () => 1,
     );
-    const [onBase, onDevnet] = pricing.offers(project, mainnet, [call('eth_call')], http, V1).offers;
+    const [onBase, onDevnet] = pricing.offers(mainnet, [call('eth_call')], [mainnet], http, V1).offers;
     expect(onBase!.v2).to.deep.equal({
       scheme: 'exact',
       network: 'eip155:8453',
@@ -108,9 +100,9 @@ describe('x402: prices and offers', () => {
       'x402',
       () => 1,
     );
-    const onBase = pricing.offers(project, base, [call('eth_call')], http, V1).offers;
+    const onBase = pricing.offers(base, [call('eth_call')], [base], http, V1).offers;
     expect(onBase.map((o) => o.amount)).to.deep.equal([2n, 3n]);
-    const onMainnet = pricing.offers(project, mainnet, [call('eth_call')], http, V1).offers;
+    const onMainnet = pricing.offers(mainnet, [call('eth_call')], [mainnet], http, V1).offers;
     expect(onMainnet.map((o) => o.v2.network)).to.deep.equal(['eip155:1']);
     expect(onMainnet[0]!.amount).to.equal(1n);
     expect(pricing.fixedOffers(base, 5000n, http, V1).map((o) => o.amount)).to.deep.equal([5000n, 5000n]);
