@@ -14,9 +14,9 @@ import { ConfigError, ErrInternal } from 'svc-proxy/plugin/errors';
 import { AUTH_SERVICE, type ClaimStore } from 'svc-proxy/plugins/auth';
 import { COST_SERVICE } from 'svc-proxy/plugins/cost';
 import { WEBSOCKET_SERVICE } from 'svc-proxy/plugins/websocket';
-import { type Facilitator, loadLib, localFacilitator, remoteFacilitator } from './facilitator.ts';
+import { type Facilitator, loadLib, localFacilitator, type PaymentPayload, remoteFacilitator } from './facilitator.ts';
 import { type Offer, Pricing, type V1Names } from './offers.ts';
-import { type Accepted, challenge, checkPayment, type Codec, ErrPaymentRequired } from './payment.ts';
+import { type Accepted, type Authorization, challenge, checkPayment, type Codec, ErrPaymentRequired } from './payment.ts';
 import { PrepaidConnection } from './prepaid.ts';
 import { settleAnswered, type SettleDeps } from './settle.ts';
 import { X402Schema, type X402Settings } from './schema.ts';
@@ -156,6 +156,7 @@ export function x402Plugin(): Plugin {
               facilitatorFor: (n) => facilitatorFor(s, n),
               claim: (id, ttl) => s.claims.claim(id, ttl),
               verifyTimeoutMs: Number(s.settings.verifyTimeout ?? 5_000),
+              precheck: (payment, offer, auth) => recoverPayer(payment, offer, auth),
               refuse: (reason) => challenge(codec, offers, reason, resource),
             },
             (v2 ?? v1) as string,
@@ -166,6 +167,33 @@ export function x402Plugin(): Plugin {
           payments.inc({ ...labels, outcome: 'refused' });
           throw e;
         }
+      };
+
+      /** An EOA signature (65 bytes) recovered locally: one that is not the payer's is refused before any chain read. */
+      const recoverPayer = async (payment: PaymentPayload, offer: Offer, auth: Authorization): Promise<string | undefined> => {
+        const signature = payment.payload.signature as `0x${string}`;
+        if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) return undefined;
+        const { lib } = await libs();
+        const signer = await lib.viem.recoverTypedDataAddress({
+          domain: {
+            name: offer.accept.eip712.name,
+            version: offer.accept.eip712.version,
+            chainId: Number(offer.v2.network.slice('eip155:'.length)),
+            verifyingContract: offer.v2.asset as `0x${string}`,
+          },
+          types: lib.evm.authorizationTypes,
+          primaryType: 'TransferWithAuthorization',
+          message: {
+            from: auth.from as `0x${string}`,
+            to: auth.to as `0x${string}`,
+            value: BigInt(auth.value),
+            validAfter: BigInt(auth.validAfter),
+            validBefore: BigInt(auth.validBefore),
+            nonce: auth.nonce as `0x${string}`,
+          },
+          signature,
+        });
+        return signer.toLowerCase() === auth.from.toLowerCase() ? undefined : 'invalid_exact_evm_payload_signature (the signature is not the payer’s)';
       };
 
       /** What settling a payment of `s` needs; outcomes counted under `labels`. */

@@ -44,8 +44,8 @@ export function challenge(codec: Codec, offers: readonly Offer[], reason: string
   });
 }
 
-/** The EIP-3009 authorization inside a payment, as far as svc reads it. */
-interface Authorization {
+/** The EIP-3009 authorization inside a payment, as far as svc reads it (decimal strings, a 0x nonce). */
+export interface Authorization {
   from: string;
   to: string;
   value: string;
@@ -84,6 +84,12 @@ export interface CheckDeps {
   facilitatorFor(network: string): Promise<Facilitator>;
   claim(id: string, ttlMs: number): Promise<boolean>;
   verifyTimeoutMs: number;
+  /**
+   * Checks what needs no chain before the facilitator is asked (an EOA's signature recovered locally), so a forged payment costs svc
+   * no upstream call.
+   * @returns why the payment is refused, or undefined to go on
+   */
+  precheck?(payment: PaymentPayload, offer: Offer, auth: Authorization): Promise<string | undefined>;
   /** Builds the 402 for a refusal reason. */
   refuse(reason: string): ErrPaymentRequired;
 }
@@ -133,6 +139,10 @@ export async function checkPayment(deps: CheckDeps, header: string, version: 1 |
   if (Number(auth.validBefore) > now + offer.v2.maxTimeoutSeconds + VALIDITY_SKEW_S)
     throw deps.refuse(`the payment is valid longer than the ${offer.v2.maxTimeoutSeconds} s offered (validBefore too far ahead)`);
   const requirements = version === 2 ? offer.v2 : (offer.v1 as NonNullable<Offer['v1']>);
+  if (auth.to.toLowerCase() !== offer.v2.payTo.toLowerCase()) throw deps.refuse('payment refused: the authorization pays another address than offered');
+  if (auth.value !== offer.v2.amount) throw deps.refuse(`payment refused: the authorization is for ${auth.value}, these calls cost ${offer.v2.amount}`);
+  const early = await deps.precheck?.(payment, offer, auth).catch(() => undefined);
+  if (early) throw deps.refuse(`payment refused: ${early}`);
   let verdict;
   try {
     const facilitator = await deps.facilitatorFor(offer.v2.network);

@@ -159,6 +159,15 @@ describe('x402: checking a presented payment', () => {
     );
   });
 
+  it('what needs no chain is checked before the facilitator is asked: payee, amount, and the local signature check', async () => {
+    const d = deps(ok);
+    expect(await refusal(checkPayment(d, encode(v2Payment(OFFER.v2, { to: '0xOther' })), 2, [OFFER]))).to.match(/pays another address/);
+    expect(await refusal(checkPayment(d, encode(v2Payment(OFFER.v2, { value: '999' })), 2, [OFFER]))).to.match(/is for 999, these calls cost 1000/);
+    const forged = { ...d, precheck: async () => 'invalid_exact_evm_payload_signature' };
+    expect(await refusal(checkPayment(forged, encode(v2Payment()), 2, [OFFER]))).to.equal('payment refused: invalid_exact_evm_payload_signature');
+    expect(d.verified).to.equal(0);
+  });
+
   it('a claim store that fails refuses the payment (fail closed)', async () => {
     const d = { ...deps(ok), claim: () => Promise.reject(new Error('redis down')) };
     expect(await refusal(checkPayment(d, encode(v2Payment()), 2, [OFFER]))).to.match(/claim store is unavailable/);
