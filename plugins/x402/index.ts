@@ -13,6 +13,7 @@ import { type Admission, definePlugin, type HttpRequestInfo, type Plugin, type P
 import { ConfigError, ErrInternal } from 'svc-proxy/plugin/errors';
 import { AUTH_SERVICE, type ClaimStore } from 'svc-proxy/plugins/auth';
 import { COST_SERVICE } from 'svc-proxy/plugins/cost';
+import { sleep } from 'svc-proxy/util';
 import { WEBSOCKET_SERVICE } from 'svc-proxy/plugins/websocket';
 import { type Facilitator, loadLib, localFacilitator, type PaymentPayload, remoteFacilitator } from './facilitator.ts';
 import { type Offer, Pricing, type V1Names } from './offers.ts';
@@ -260,9 +261,9 @@ export function x402Plugin(): Plugin {
       host.hooks.shutdown.tapPromise('x402', async () => {
         if (background.size === 0) return;
         host.logger.info({ settling: background.size }, 'x402: waiting for settlements still running');
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([Promise.allSettled([...background]), new Promise((r) => (timer = setTimeout(r, SHUTDOWN_SETTLE_WAIT_MS)))]);
-        clearTimeout(timer);
+        const waited = new AbortController();
+        await Promise.race([Promise.allSettled([...background]), sleep(SHUTDOWN_SETTLE_WAIT_MS, waited.signal, true)]);
+        waited.abort();
         if (background.size > 0)
           host.logger.error({ settling: background.size }, 'x402: settlements still running at shutdown are abandoned (their authorizations expire)');
       });

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { SvcError } from 'svc-proxy/plugin/errors';
+import { sleep } from 'svc-proxy/util';
 import type { Facilitator, PaymentPayload } from './facilitator.ts';
 import type { Offer } from './offers.ts';
 
@@ -94,14 +95,11 @@ export interface CheckDeps {
   refuse(reason: string): ErrPaymentRequired;
 }
 
-/** Rejects with `onTimeout()` after `ms` unless `p` settles first (the timer never holds the process). */
+/** `p`, or a rejection with `onTimeout()` after `ms` (svc's one sleep; its timer does not hold the process). */
 function within<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(onTimeout()), ms);
-    timer.unref();
-  });
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+  const waited = new AbortController();
+  const late = sleep(ms, waited.signal, true).then(() => Promise.reject(onTimeout()));
+  return Promise.race([p, late]).finally(() => waited.abort());
 }
 
 /**

@@ -127,12 +127,9 @@ export async function settleAnswered(
     deps.done(ok ? 'settled' : 'settle_failed', a, r.settlement, r.error ?? r.settlement?.errorReason);
     return r;
   });
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(resolve, deps.timeoutMs, undefined);
-  });
-  const r = await Promise.race([settling, late]);
-  clearTimeout(timer);
+  const waited = new AbortController();
+  const r = await Promise.race([settling, sleep(deps.timeoutMs, waited.signal, true).then(() => undefined)]);
+  waited.abort();
   if (!r) {
     deps.track(settling);
     sink.set('X-SVC-Payment-Outcome', 'pending');
