@@ -7,8 +7,6 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { extname, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { discriminateUnions } from './discriminate.ts';
 import { problemsOf } from './problems.ts';
 import { Value } from '@sinclair/typebox/value';
 import type { TObject, TSchema } from '@sinclair/typebox';
@@ -16,7 +14,7 @@ import ms from 'ms';
 import bytes from 'bytes';
 import { parse as parseYaml, YAMLError } from 'yaml';
 import { buildConfigSchema, type SchemaFragment } from './schema.ts';
-import { hoistRepeatedSubschemas } from './hoist.ts';
+import { validatorFor } from './validator.ts';
 import { forbiddenKeys, semanticProblems } from './checks.ts';
 import { normalizeDocument, type NormalizeRewrite } from './normalize.ts';
 
@@ -145,23 +143,6 @@ export function expandEnv(doc: unknown, warnings: string[], env: NodeJS.ProcessE
   return doc;
 }
 
-// Compiling the assembled schema costs ~0.1 s (0.2 s before config/hoist.ts); schemas are rebuilt per proxy, so cache by content.
-const validators = new Map<string, ValidateFunction>();
-
-function validatorFor(schema: TObject): ValidateFunction {
-  const key = JSON.stringify(schema);
-  let v = validators.get(key);
-  if (!v) {
-    // inlineRefs off: each shared sub-schema is one function, not a copy per use (config/hoist.ts);
-    // discriminated unions validate only the branch their tag names (config/discriminate.ts).
-    const ajv = new Ajv({ allErrors: true, coerceTypes: true, strict: false, useDefaults: false, inlineRefs: false, discriminator: true });
-    ajv.addKeyword('x-svc-kind');
-    v = ajv.compile(hoistRepeatedSubschemas(discriminateUnions(schema)));
-    validators.set(key, v);
-  }
-  return v;
-}
-
 /**
  * Validates an (env-expanded) raw config against a schema; coerces numeric/boolean strings
  * in place. Returns every problem, deduplicated, plus semantic checks (duplicate ids...).
@@ -177,8 +158,8 @@ export function validateConfig(doc: unknown, schema: TObject): ConfigProblem[] {
  * numeric/boolean strings in place. Also used for one block a plugin checks itself (config/block.ts).
  */
 export function schemaProblems(doc: unknown, schema: TObject): ConfigProblem[] {
-  const validate = validatorFor(schema);
-  return validate(doc) ? [] : problemsOf(validate.errors ?? [], validate.schema);
+  const { validate, compiled } = validatorFor(schema);
+  return validate(doc) ? [] : problemsOf(validate.errors ?? [], compiled());
 }
 
 /** Parses a duration (`"15s"`, `"50ms"`, or ms as a number) into milliseconds. */

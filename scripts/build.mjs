@@ -11,13 +11,16 @@
  *   running `bin/svc.js` or a concurrent test never sees it missing);
  * - writes dist/package.json with svc's version and `"type": "module"`: compiled
  *   dist/core/wire/version.js reads the version from `../../package.json` relative to its own file,
- *   which is dist/package.json (core/wire/version.ts, run from sources, reads the root one).
+ *   which is dist/package.json (core/wire/version.ts, run from sources, reads the root one);
+ * - compiles the config validator of each built-in preset's schema ahead of time into
+ *   dist/config/validators/ (config/validator.ts), so `svc start` loads it instead of compiling
+ *   it (0.3 s and about 25 MiB of resident memory at every start).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
@@ -42,8 +45,9 @@ const OUTPUT = /(\.d\.ts|\.js\.map|\.js|\.d\.ts\.map)$/;
 let rewritten = 0;
 let pruned = 0;
 const STUB = join(dist, 'package.json');
+const VALIDATORS = join(dist, 'config', 'validators');
 for (const file of walk(dist)) {
-  if (file === STUB) continue;
+  if (file === STUB || file.startsWith(VALIDATORS)) continue;
   const source = join(root, relative(dist, file)).replace(OUTPUT, '.ts');
   if (!OUTPUT.test(file) || !existsSync(source)) {
     rmSync(file);
@@ -73,9 +77,32 @@ const distExports = Object.fromEntries(
 const stub = `${JSON.stringify({ '//': 'written by scripts/build.mjs: core/wire/version.ts reads the version (compiled: dist/core/wire/version.js reads ../../package.json); plugins import svc-proxy/plugin by self-reference', name: pkg.name, version: pkg.version, type: 'module', private: true, exports: distExports }, null, 2)}\n`;
 if (!existsSync(STUB) || readFileSync(STUB, 'utf8') !== stub) writeFileSync(STUB, stub);
 
+await precompileValidators();
+
 const left = [...walk(dist)].filter((f) => f.endsWith('.d.ts') && /(?:from|import)\s*\(?\s*['"]\.{1,2}\/[^'"]*\.[mc]?ts['"]/.test(readFileSync(f, 'utf8')));
 if (left.length) {
   process.stderr.write(`build: .ts specifiers left in ${left.map((f) => relative(root, f)).join(', ')}\n`);
   process.exit(1);
 }
 if (process.env.SVC_BUILD_VERBOSE) process.stdout.write(`build: ${rewritten} declaration files rewritten, ${pruned} stale outputs removed\n`);
+
+/**
+ * Writes the standalone validator of each built-in preset's config schema (the schema
+ * createProxy assembles from the preset's fragments) and removes any other file there.
+ */
+async function precompileValidators() {
+  const url = (p) => pathToFileURL(join(dist, p)).href;
+  const { buildConfigSchema } = await import(url('config/schema.js'));
+  const { precompiledName, precompiledSource } = await import(url('config/validator.js'));
+  const { defaultPreset, minimalPreset } = await import(url('presets/index.js'));
+  mkdirSync(VALIDATORS, { recursive: true });
+  const keep = new Set();
+  for (const preset of [defaultPreset, minimalPreset]) {
+    const schema = buildConfigSchema(preset().flatMap((p) => (p.schema ? [p.schema] : [])));
+    const name = precompiledName(JSON.stringify(schema));
+    keep.add(name);
+    const file = join(VALIDATORS, name);
+    writeFileSync(file, await precompiledSource(schema));
+  }
+  for (const f of readdirSync(VALIDATORS)) if (!keep.has(f)) rmSync(join(VALIDATORS, f));
+}
