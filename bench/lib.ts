@@ -53,6 +53,8 @@ export interface TargetUsage {
   gcMicros: number;
   /** Bytes the target allocated in the window (V8's sampling heap profiler, garbage included); NaN unless it was an allocation window. */
   allocBytes: number;
+  /** Bytes the target's response cache held as it accounts them, at report time (0 without a cache). */
+  heldBytes: number;
 }
 
 /** Options of {@link startTarget}. */
@@ -166,6 +168,7 @@ function toUsage(o: Record<string, unknown>): TargetUsage {
     heapUsedKb: Number(o.heapUsedKb),
     gcMicros: Number(o.gcMicros),
     allocBytes: o.allocBytes === undefined || o.allocBytes === null ? Number.NaN : Number(o.allocBytes),
+    heldBytes: Number(o.heldBytes ?? 0),
   };
 }
 

@@ -198,6 +198,7 @@ export function procTarget(pid: number, label: string, stop: () => Promise<void>
         heapUsedKb: Number.NaN,
         gcMicros: Number.NaN,
         allocBytes: Number.NaN,
+        heldBytes: 0,
       };
       return usage;
     },

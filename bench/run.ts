@@ -355,6 +355,8 @@ interface Summary {
   cpuPerReqMax: number;
   cpuPerCall: number;
   peakRssMiB: number;
+  /** The most bytes the target's response cache accounted for at the end of a run, MiB (0 without a cache). */
+  heldMiB: number;
   /** GC CPU per request (main-thread pauses + V8 helper threads), µs. */
   gcPerReq: number;
   /** Bytes allocated per request (allocation window), NaN when skipped. */
@@ -386,6 +388,7 @@ function summarise(l: Live): Summary {
     cpuPerReqMax: Math.max(...cpu),
     cpuPerCall: median(cpu) / l.scenario.body.calls,
     peakRssMiB: Math.max(...l.runs.map((r) => r.usage.maxRssKb)) / 1024,
+    heldMiB: Math.max(...l.runs.map((r) => r.usage.heldBytes)) / 2 ** 20,
     gcPerReq: median(l.runs.map((r) => r.usage.gcMicros / Math.max(1, r.load.responses))),
     allocPerReq: l.allocPerReq ?? Number.NaN,
     upstreamPerReq: l.helpers.length ? median(l.runs.map((r) => (r.helpers[0]?.requests ?? 0) / Math.max(1, r.load.responses))) : Number.NaN,
@@ -533,6 +536,14 @@ async function main(): Promise<void> {
   const empty = by('svc-shipped-tier-empty');
   if (full && empty)
     ratioRows.push(['h/h-empty: GC CPU per request, memory tier full (100,000 entries) / holding nothing', ratio(full, empty, (x) => x.gcPerReq), '–', '–']);
+  const fwdUnique = by('fwd-unique');
+  if (full && fwdUnique)
+    ratioRows.push([
+      `h/d: peak RSS of svc as shipped minus the ${fmt(full.heldMiB, 1)} MiB its memory tier accounts / min forwarder's peak RSS`,
+      fmt((full.peakRssMiB - full.heldMiB) / fwdUnique.peakRssMiB, 2) + '×',
+      '–',
+      '–',
+    ]);
   const ratios = markdownTable(['Ratio (same run, ratio of medians)', 'CPU/req', 'p50', 'p99'], ratioRows);
   const twinRows: string[][] = [];
   for (const s of sums) {

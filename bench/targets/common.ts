@@ -40,6 +40,8 @@ export interface TargetReport {
    * pool and other threads left out); NaN off Linux.
    */
   gcMicros: number;
+  /** Bytes the target's response cache holds as it accounts them (its memory tier), at report time; 0 without one. */
+  heldBytes?: number;
 }
 
 /** A listening server as handed to {@link serveTarget}. */
@@ -48,6 +50,8 @@ export interface RunningTarget {
   port: number;
   /** Stops serving; called once on SIGTERM / IPC stop. */
   close(): Promise<void>;
+  /** Bytes its response cache holds as it accounts them (svc: its memory tier's `svc_cache_memory_bytes`); absent without a cache. */
+  heldBytes?(): Promise<number>;
 }
 
 /** Counter shared by a target's request handler and the protocol (see {@link serveTarget}). */
@@ -185,7 +189,8 @@ export async function serveTarget(name: string, start: (counter: RequestCounter)
         const parts = [...now].map(([k, v]) => `${k} ${(((v - (threadBase?.get(k) ?? 0)) * 10_000) / Math.max(1, r.requests)).toFixed(1)}`);
         process.stderr.write(`  threads of ${name}, CPU µs/req: ${parts.join(', ')}\n`);
       }
-      process.send?.({ type: 'report', ...r, allocBytes });
+      const heldBytes = (await running.heldBytes?.()) ?? 0;
+      process.send?.({ type: 'report', ...r, allocBytes, heldBytes });
     } else if (type === 'stop') {
       void stop();
     }

@@ -134,5 +134,11 @@ await serveTarget('svc', async (counter) => {
   const addr = await proxy.start();
   // Count HTTP requests without touching svc: one 'request' event per HTTP request.
   proxy.server?.on('request', () => counter.count++);
-  return { port: addr.port, close: () => proxy.close() };
+  // What the memory tier accounts (svc_cache_memory_bytes, summed over tiers): the bench reads
+  // peak RSS beside it, since a full tier is the cache working, not svc's overhead.
+  const heldBytes = async () => {
+    const m = await proxy.metrics.getSingleMetric('svc_cache_memory_bytes')?.get();
+    return (m?.values ?? []).reduce((n, v) => n + v.value, 0);
+  };
+  return { port: addr.port, close: () => proxy.close(), heldBytes };
 });

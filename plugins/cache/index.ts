@@ -40,6 +40,7 @@ import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc-proxy
 import { CACHE_ATTEMPTS, CACHE_OUTCOME } from './api.ts';
 import { callParamsHash, provenanceKey } from 'svc-proxy/plugins/multiplex';
 import { compileGlobs, DeferredCounter, type GlobTest } from 'svc-proxy/util';
+import { Gauge } from 'prom-client';
 import { MemoryConnector } from './connectors/memory.ts';
 import type { Connector } from './connectors/types.ts';
 import { callKey, neverCached, type CallKey } from './keys.ts';
@@ -177,6 +178,7 @@ export function cachePlugin(): Plugin {
       host.services.provide(CACHE_SERVICE, { config: () => config, connector: (id) => connectors.get(id) });
 
       const sink = metricsSink(host);
+      memoryTierGauges(host, connectors);
       const writes = new WriteQueue((w) =>
         writeEntry(w.ctx, w.key, w.finality, { wire: w.result.wire(), value: () => w.result.result }, w.policies, connectors, w.chain, sink, w.params),
       );
@@ -267,6 +269,31 @@ function served(record: ExecutionRecord, entry: { wire: string | Buffer }): RpcR
   const r = RpcResult.lazy(entry.wire);
   r.fromCache = true;
   return r;
+}
+
+/**
+ * `svc_cache_memory_bytes` and `svc_cache_memory_entries` per memory tier, read at each scrape
+ * (nothing is counted per call): what the tier holds against its `maxTotalSize` and `maxItems`
+ * bounds, so an operator sizing a container sees the tier's share of the process's memory.
+ */
+function memoryTierGauges(host: PluginHost, connectors: ReadonlyMap<string, Connector>): void {
+  const gauge = (name: string, help: string, read: (c: MemoryConnector) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['connector'] as const,
+      registers: [host.metrics],
+      collect() {
+        this.reset();
+        for (const c of connectors.values()) if (c instanceof MemoryConnector) this.set({ connector: c.id }, read(c));
+      },
+    });
+  gauge(
+    'svc_cache_memory_bytes',
+    'Bytes a memory cache tier holds, as charged against its maxTotalSize (keys, answers and per-entry overhead)',
+    (c) => c.totalSize,
+  );
+  gauge('svc_cache_memory_entries', 'Entries a memory cache tier holds (answers and reverse-index pointers), against its maxItems', (c) => c.size);
 }
 
 /** The plugin's metrics, counted as plain numbers and published on each registry read. */

@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startSvc, waitFor, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
 import { chainStateOf } from '../../plugins/evm-state/chain.ts';
+import { CACHE_SERVICE, type MemoryConnector } from '../../plugins/cache/index.ts';
 import type { NetworkChainState } from '../../plugins/evm-state/chain.ts';
 
 const CHAIN = 31337;
@@ -191,6 +192,11 @@ describe('e2e: response cache, zero config, against anvil', function () {
     expect(metrics).to.match(
       /svc_cache_get_hit_total\{project="main",network="evm:31337",category="eth_getTransactionReceipt",connector="memory-cache",policy="finalized"\} 1/,
     );
+    // The memory tier's own accounting, as scraped: what it charges against maxTotalSize and holds.
+    const tier = svc.proxy.services.require(CACHE_SERVICE).connector('memory-cache') as MemoryConnector;
+    expect(tier.size, 'the entry and its reverse-index pointer at least').to.be.at.least(2);
+    expect(metrics).to.include(`svc_cache_memory_bytes{connector="memory-cache"} ${tier.totalSize}\n`);
+    expect(metrics).to.include(`svc_cache_memory_entries{connector="memory-cache"} ${tier.size}\n`);
   });
 
   it('a reorg under a cached unfinalized block: the next read is a miss and returns the new block', async () => {
