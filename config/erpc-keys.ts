@@ -196,11 +196,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead:
       'svc serves the highest head and sends each call to an upstream that has the block (evm-state availability); pin calls with `use-upstream` if needed',
   },
-  'projects[].networks[].evm.traceFilterSplitOnError': {
-    feature: 'trace_filter range splitting',
-    instead: 'svc splits eth_getLogs only; send smaller trace_filter ranges',
-  },
-  'projects[].networks[].evm.traceFilterSplitConcurrency': { feature: 'trace_filter range splitting', instead: 'svc splits eth_getLogs only' },
   'projects[].networks[].evm.enforceBlockAvailability': {
     feature: 'the network switch for block-availability enforcement',
     instead: 'svc always skips an upstream that lacks the block',
@@ -278,7 +273,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   'projects[].upstreams[].svm': { feature: 'Solana upstreams', instead: 'svc serves EVM chains only' },
   'projects[].upstreams[].grpc': { feature: 'gRPC upstreams', instead: 'svc speaks JSON-RPC over HTTP(S)' },
   'projects[].upstreams[].evm.statePollerDebounce': { feature: 'the state poller debounce', instead: '`upstreams[].evm.statePollerInterval`' },
-  'projects[].upstreams[].evm.traceFilterAutoSplittingRangeThreshold': { feature: 'trace_filter proactive splitting', instead: 'svc splits eth_getLogs only' },
   'projects[].upstreams[].evm.skipWhenSyncing': {
     feature: 'skipping syncing upstreams (switch)',
     instead: 'svc always skips an upstream that reports eth_syncing',

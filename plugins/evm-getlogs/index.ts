@@ -1,11 +1,12 @@
 /**
  * evm-getlogs plugin (spec §2.8 #8): getLogs limits and splitting.
  * Taps: `call` at `CallStage.GETLOGS`, below interpolation (fresh `latest`/`finalized` tags are
- * numbers by then). For `eth_getLogs` and `trace_filter` it rejects a filter over the network's
- * range/address/topic limits before anything is forwarded (-32012, HTTP 200), and when the
- * upstreams refuse a range as too large (`ErrEndpointRequestTooLarge`) it halves the range,
- * runs the parts through the rest of the chain with bounded concurrency and merges them in block
- * order. Config keys live under `networks[].evm` (schema fragment `networkEvm`).
+ * numbers by then). It rejects a filter over the network's range limit (and, for `eth_getLogs`,
+ * its address/topic limits) before anything is forwarded (-32012, HTTP 200). For `eth_getLogs`,
+ * `trace_filter` and `arbtrace_filter` it cuts a range wider than the upstreams' proactive threshold into chunks, and
+ * when the upstreams refuse a range as too large (`ErrEndpointRequestTooLarge`) it halves the
+ * range; the parts run through the rest of the chain with bounded concurrency and are merged in
+ * block order. Config keys live under `networks[].evm` and `upstreams[].evm`.
  *
  * Layout: `limits.ts` (settings, filter inspection, limit checks), `split.ts` (refusal
  * detection, halving, split executor), this file (config schema fragment, plugin factory,
@@ -24,6 +25,8 @@ import {
   getLogsSettingsOf,
   isFilter,
   resolveFilterRange,
+  splitSettingsOf,
+  TRACE_METHODS,
 } from './limits.ts';
 import { isRequestTooLarge, runProactiveSplit, splitGetLogs } from './split.ts';
 
@@ -64,7 +67,7 @@ const networkEvmSchema = {
     minimum: 0,
     default: DEFAULT_MAX_ALLOWED_RANGE,
     description:
-      'largest eth_getLogs/trace_filter block range (toBlock - fromBlock + 1, in blocks) accepted; larger is rejected with -32012 before forwarding (spec §2.8 #8); 0 = unlimited',
+      'largest eth_getLogs/trace_filter/arbtrace_filter block range (toBlock - fromBlock + 1, in blocks) accepted; larger is rejected with -32012 before forwarding (spec §2.8 #8); 0 = unlimited',
   }),
   getLogsMaxAllowedAddresses: Type.Integer({
     minimum: 0,
@@ -86,6 +89,16 @@ const networkEvmSchema = {
     default: DEFAULT_SPLIT_CONCURRENCY,
     description: 'split sub-requests of one call in flight at once',
   }),
+  traceFilterSplitOnError: Type.Boolean({
+    default: true,
+    description:
+      "when the upstreams refuse a trace_filter/arbtrace_filter range as too large, halve it and join the parts in block order (eRPC's key; it defaults to off there)",
+  }),
+  traceFilterSplitConcurrency: Type.Integer({
+    minimum: 1,
+    default: DEFAULT_SPLIT_CONCURRENCY,
+    description: 'trace_filter/arbtrace_filter split sub-requests of one call in flight at once',
+  }),
 };
 
 /** The plugin's keys under `upstreams[].evm` (and `upstreamDefaults.evm`). */
@@ -95,6 +108,12 @@ const upstreamEvmSchema = {
     default: 0,
     description:
       "blocks: an eth_getLogs range wider than this is split before forwarding into consecutive chunks of this many blocks, run with getLogsSplitConcurrency in flight and merged in block order (eRPC's proactive split). The network uses the smallest value above 0 among its upstreams, capped by getLogsMaxAllowedRange; 0 = no proactive split",
+  }),
+  traceFilterAutoSplittingRangeThreshold: Type.Integer({
+    minimum: 0,
+    default: 0,
+    description:
+      'blocks: a trace_filter/arbtrace_filter range wider than this (without after/count paging) is split before forwarding into consecutive chunks of this many blocks, run with traceFilterSplitConcurrency in flight and joined in block order. The network uses the smallest value above 0 among its upstreams, capped by getLogsMaxAllowedRange; 0 = no proactive split',
   }),
 };
 
@@ -119,20 +138,22 @@ export const ENFORCE_GETLOGS_RANGE = new Directive<boolean>({
 /**
  * Creates the getLogs limits and splitting plugin (name `evm-getlogs`).
  *
- * For `eth_getLogs` and `trace_filter` calls whose param 0 is a filter without `blockHash`
- * (a `blockHash` filter bypasses everything):
+ * For `eth_getLogs`, `trace_filter` and `arbtrace_filter` calls whose param 0 is a filter
+ * without `blockHash` (a `blockHash` filter bypasses everything; the trace methods use the
+ * `traceFilter*` keys and are never split with `after`/`count` paging):
  * 1. resolves the range ({@link resolveFilterRange}) and rejects it before forwarding when it
  *    breaks a limit ({@link checkGetLogsLimits}); the range check runs unless the
  *    `enforce-getlogs-range` directive ({@link ENFORCE_GETLOGS_RANGE}, declared here) is false,
  *    which only `directiveDefaults` can set (a request's own is ignored, spec §2.8 #8);
- * 2. for `eth_getLogs` with a resolved range wider than the network's proactive threshold
+ * 2. with a resolved range wider than the network's proactive threshold
  *    ({@link autoSplitThresholdOf}: the smallest `upstreams[].evm.getLogsAutoSplittingRangeThreshold`
- *    above 0, capped by `getLogsMaxAllowedRange`), runs it as consecutive chunks of that many
+ *    above 0, capped by `getLogsMaxAllowedRange`; for the trace methods the smallest
+ *    `traceFilterAutoSplittingRangeThreshold`, capped the same way), runs it as consecutive chunks of that many
  *    blocks ({@link runProactiveSplit}), `toBlock` clamped to the known head as below; chunks
- *    still refused as too large are halved when `getLogsSplitOnError` is on;
+ *    still refused as too large are halved when `getLogsSplitOnError` (`traceFilterSplitOnError`) is on;
  * 3. otherwise forwards it unchanged;
- * 4. when `getLogsSplitOnError` is on, the range is splittable (no `earliest`/`safe`/`pending`,
- *    no trace_filter `after`/`count` paging) and the answer is a too-large refusal, runs it
+ * 4. when `getLogsSplitOnError` (`traceFilterSplitOnError`) is on, the range is splittable (no
+ *    `earliest`/`safe`/`pending`, no trace `after`/`count` paging) and the answer is a too-large refusal, runs it
  *    split ({@link splitGetLogs}). A `toBlock` above the network's highest known latest block
  *    is clamped to it for the split (no logs exist above it yet, and nodes answer a range wholly
  *    above their head with an error); a range starting above it is not split.
@@ -161,15 +182,20 @@ export function evmGetLogsPlugin(): Plugin {
           const range = resolveFilterRange(method, filter, { latest: state.highestLatest, finalized: state.highestFinalized });
           const rejected = checkGetLogsLimits(method, filter, range, settings, ENFORCE_GETLOGS_RANGE.get(ctx.directives));
           if (rejected) throw rejected;
-          if (method === 'eth_getLogs' && range.splittable && range.from !== undefined && range.to !== undefined && range.from <= range.to) {
-            const threshold = autoSplitThresholdOf(network.upstreams, settings.maxAllowedRange);
+          const trace = TRACE_METHODS.has(method);
+          const paged = trace && (filter.after !== undefined || filter.count !== undefined);
+          const split = splitSettingsOf(method, settings);
+          if (!paged && range.splittable && range.from !== undefined && range.to !== undefined && range.from <= range.to) {
+            const threshold = trace
+              ? autoSplitThresholdOf(network.upstreams, settings.maxAllowedRange, 'traceFilterAutoSplittingRangeThreshold')
+              : autoSplitThresholdOf(network.upstreams, settings.maxAllowedRange, 'getLogsAutoSplittingRangeThreshold');
             // Chunks are never asked above the highest known block (see the reactive split).
             const head = state.highestLatest;
             const to = head > 0 && range.to > head ? head : range.to;
             if (threshold > 0 && range.from <= to && to - range.from + 1 > threshold) {
               splits.inc({ project: ctx.project.id, network: network.id, method, dimension: 'proactive' });
-              return runProactiveSplit(ctx, inner, { from: range.from, to, filter }, threshold, settings.splitOnError, {
-                concurrency: settings.splitConcurrency,
+              return runProactiveSplit(ctx, inner, { from: range.from, to, filter }, threshold, split.splitOnError, {
+                concurrency: split.concurrency,
                 onSplit: (dimension) => splits.inc({ project: ctx.project.id, network: network.id, method, dimension }),
               });
             }
@@ -177,8 +203,7 @@ export function evmGetLogsPlugin(): Plugin {
           try {
             return await inner(ctx);
           } catch (e) {
-            if (!settings.splitOnError || !range.splittable || range.from === undefined || range.to === undefined || range.from > range.to) throw e;
-            if (method === 'trace_filter' && (filter.after !== undefined || filter.count !== undefined)) throw e;
+            if (!split.splitOnError || paged || !range.splittable || range.from === undefined || range.to === undefined || range.from > range.to) throw e;
             if (ctx.signal.aborted || !isRequestTooLarge(e)) throw e;
             // Parts are never asked above the highest known block: no logs exist there yet, and
             // nodes answer a range wholly above their head with an error, not `[]`.
@@ -189,7 +214,7 @@ export function evmGetLogsPlugin(): Plugin {
               to = head;
             }
             return splitGetLogs(ctx, inner, { from: range.from, to, filter }, e, {
-              concurrency: settings.splitConcurrency,
+              concurrency: split.concurrency,
               onSplit: (dimension) => splits.inc({ project: ctx.project.id, network: network.id, method, dimension }),
             });
           }

@@ -34,6 +34,17 @@ export interface GetLogsSettings {
   splitOnError: boolean;
   /** `getLogsSplitConcurrency`: sub-requests in flight, at least 1. */
   splitConcurrency: number;
+  /** `traceFilterSplitOnError`: halve a `trace_filter`/`arbtrace_filter` range the upstreams refuse as too large. */
+  traceSplitOnError: boolean;
+  /** `traceFilterSplitConcurrency`: trace sub-requests in flight, at least 1. */
+  traceSplitConcurrency: number;
+}
+
+/** The split switch and concurrency that apply to a method: the trace pair for the trace methods, else the getLogs pair. */
+export function splitSettingsOf(method: string, s: GetLogsSettings): { splitOnError: boolean; concurrency: number } {
+  return TRACE_METHODS.has(method)
+    ? { splitOnError: s.traceSplitOnError, concurrency: s.traceSplitConcurrency }
+    : { splitOnError: s.splitOnError, concurrency: s.splitConcurrency };
 }
 
 /**
@@ -54,6 +65,8 @@ export function getLogsSettingsOf(network: Network): GetLogsSettings {
     maxAllowedTopics: int('getLogsMaxAllowedTopics', 0, 0),
     splitOnError: typeof evm.getLogsSplitOnError === 'boolean' ? evm.getLogsSplitOnError : true,
     splitConcurrency: int('getLogsSplitConcurrency', DEFAULT_SPLIT_CONCURRENCY, 1),
+    traceSplitOnError: typeof evm.traceFilterSplitOnError === 'boolean' ? evm.traceFilterSplitOnError : true,
+    traceSplitConcurrency: int('traceFilterSplitConcurrency', DEFAULT_SPLIT_CONCURRENCY, 1),
   };
 }
 
@@ -64,13 +77,14 @@ export function getLogsSettingsOf(network: Network): GetLogsSettings {
  * proactive split, eRPC's default since its PR #764).
  * @param upstreams the network's upstreams
  * @param maxAllowedRange the network's `getLogsMaxAllowedRange` (0 = unlimited)
+ * @param key the upstream key read (`traceFilterAutoSplittingRangeThreshold` for the trace methods)
  * @returns blocks per chunk, or 0
  */
-export function autoSplitThresholdOf(upstreams: readonly Upstream[], maxAllowedRange: number): number {
+export function autoSplitThresholdOf(upstreams: readonly Upstream[], maxAllowedRange: number, key = 'getLogsAutoSplittingRangeThreshold'): number {
   let t = 0;
   for (const u of upstreams) {
     const evm = u.config.settings.evm;
-    const v = evm !== null && typeof evm === 'object' ? (evm as Record<string, unknown>).getLogsAutoSplittingRangeThreshold : undefined;
+    const v = evm !== null && typeof evm === 'object' ? (evm as Record<string, unknown>)[key] : undefined;
     if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && (t === 0 || v < t)) t = v;
   }
   if (maxAllowedRange > 0 && t > maxAllowedRange) t = maxAllowedRange;
@@ -81,7 +95,14 @@ export function autoSplitThresholdOf(upstreams: readonly Upstream[], maxAllowedR
 // Filter inspection
 
 /** Methods this plugin handles: filters with `fromBlock`/`toBlock` at param 0. */
-export const GETLOGS_METHODS: ReadonlySet<string> = new Set(['eth_getLogs', 'trace_filter']);
+export const GETLOGS_METHODS: ReadonlySet<string> = new Set(['eth_getLogs', 'trace_filter', 'arbtrace_filter']);
+
+/**
+ * The trace filter methods (Parity/Erigon `trace_filter`, Arbitrum's pre-Nitro `arbtrace_filter`):
+ * split like `eth_getLogs` (range only, never with `after`/`count` paging), with their own
+ * switches; bounded by `getLogsMaxAllowedRange` like `eth_getLogs` (spec §2.8 #8).
+ */
+export const TRACE_METHODS: ReadonlySet<string> = new Set(['trace_filter', 'arbtrace_filter']);
 
 /** A getLogs/trace_filter filter object. */
 export type LogsFilter = Record<string, unknown>;
@@ -164,7 +185,8 @@ export function resolveFilterRange(method: string, filter: LogsFilter, heads: { 
  * The limit a filter breaks, if any (spec §2.8 #8), as the error to answer with (-32012,
  * HTTP 200). The range check runs only when `enforceRange` is true and both ends resolved
  * with `from <= to`; a range of `to - from + 1` blocks over `maxAllowedRange` (> 0) is
- * rejected. Address and topic limits apply to `eth_getLogs` whatever `enforceRange` says.
+ * rejected, for the trace methods too. Address and topic limits apply to `eth_getLogs` whatever
+ * `enforceRange` says.
  * @param method `eth_getLogs` or `trace_filter`
  * @param filter the filter object
  * @param range the resolved range ({@link resolveFilterRange})

@@ -242,10 +242,11 @@ export function chunkJob(job: LogsJob, size: number): LogsJob[] {
 }
 
 /**
- * The proactive split (`upstreams[].evm.getLogsAutoSplittingRangeThreshold`):
- * runs `job` as consecutive chunks of `size` blocks ({@link chunkJob}) through `inner` with
- * bounded concurrency, before any upstream has refused it, and concatenates the answers in
- * block order. When `halveRefused` is on (`getLogsSplitOnError`), a chunk the upstreams still
+ * The proactive split (`upstreams[].evm.getLogsAutoSplittingRangeThreshold`, or
+ * `traceFilterAutoSplittingRangeThreshold` for the trace methods): runs `job` as consecutive
+ * chunks of `size` blocks (as {@link chunkJob} cuts them, each cut only when a worker takes it)
+ * through `inner` with at most `concurrency` in flight, before any upstream has refused it, and
+ * concatenates the answers in block order. When `halveRefused` is on (`getLogsSplitOnError`), a chunk the upstreams still
  * refuse as too large is halved like a reactive split. Any chunk that fails for good fails the
  * call: no partial result.
  * @param ctx the call being served
@@ -265,9 +266,20 @@ export async function runProactiveSplit(
   halveRefused: boolean,
   opts: SplitOptions,
 ): Promise<RpcResult> {
-  const chunks = chunkJob(job, size);
+  // Chunks are cut as workers take them, never all at once: a trace range has no upper bound,
+  // so what a wide one costs is `concurrency` requests in flight until the call's deadline.
+  const step = Math.max(1, Math.floor(size));
+  const count = Math.floor((job.to - job.from) / step) + 1;
   return runJobs(ctx, inner, opts, halveRefused, async (run) => {
-    const parts = await Promise.all(chunks.map(run));
+    const parts: PartResult[] = new Array(count);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      for (let i = next++; i < count; i = next++) {
+        const from = job.from + i * step;
+        parts[i] = await run({ ...job, from, to: Math.min(from + step - 1, job.to) });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(count, Math.max(1, opts.concurrency)) }, worker));
     const items: unknown[] = [];
     for (const p of parts) for (const x of p.items) items.push(x);
     return { items, upstreamId: parts.find((p) => p.upstreamId !== undefined)?.upstreamId, fromCache: parts.every((p) => p.fromCache) };

@@ -114,4 +114,25 @@ describe('evm-getlogs: runProactiveSplit (fake inner handler)', () => {
     const err = await runProactiveSplit(fakeCtx(), inner.handler, { from: 0, to: 99, filter: {} }, 10, true, { concurrency: 2 }).catch((e: unknown) => e);
     expect(err).to.be.instanceOf(ErrEndpointServerSideException);
   });
+
+  it('a range of a billion blocks costs `concurrency` requests in flight: chunks are cut as they are taken, and the first failure ends it', async () => {
+    const inner = fakeInner(1000, 45);
+    const t0 = Date.now();
+    const err = await runProactiveSplit(fakeCtx(), inner.handler, { from: 0, to: 1e9, filter: {} }, 1, true, { concurrency: 3 }).catch((e: unknown) => e);
+    expect(err).to.be.instanceOf(ErrEndpointServerSideException);
+    expect(inner.maxInFlight()).to.equal(3);
+    // The chunks asked are the ones taken before block 45 failed (a few beyond it at most), not 10^9.
+    expect(inner.calls.length).to.be.within(46, 48);
+    expect(Date.now() - t0, 'no list of a billion chunks was built').to.be.below(10_000);
+  });
+
+  it('the trace methods read their own upstream key, capped by getLogsMaxAllowedRange the same way', () => {
+    const ups = [
+      up({ getLogsAutoSplittingRangeThreshold: 100, traceFilterAutoSplittingRangeThreshold: 5000 }),
+      up({ traceFilterAutoSplittingRangeThreshold: 0 }),
+    ];
+    expect(autoSplitThresholdOf(ups, 30_000, 'traceFilterAutoSplittingRangeThreshold')).to.equal(5000);
+    expect(autoSplitThresholdOf(ups, 1000, 'traceFilterAutoSplittingRangeThreshold')).to.equal(1000);
+    expect(autoSplitThresholdOf(ups, 1000)).to.equal(100);
+  });
 });

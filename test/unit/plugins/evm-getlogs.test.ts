@@ -49,7 +49,15 @@ const A2 = '0x2222222222222222222222222222222222222222';
 const A3 = '0x3333333333333333333333333333333333333333';
 const T = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
 const hex = (n: number) => `0x${n.toString(16)}`;
-const SETTINGS: GetLogsSettings = { maxAllowedRange: 100, maxAllowedAddresses: 2, maxAllowedTopics: 3, splitOnError: true, splitConcurrency: 10 };
+const SETTINGS: GetLogsSettings = {
+  maxAllowedRange: 100,
+  maxAllowedAddresses: 2,
+  maxAllowedTopics: 3,
+  splitOnError: true,
+  splitConcurrency: 10,
+  traceSplitOnError: true,
+  traceSplitConcurrency: 10,
+};
 const NO_HEADS = { latest: 0, finalized: 0 };
 
 describe('evm-getlogs: filter inspection and limits (pure)', () => {
@@ -98,7 +106,12 @@ describe('evm-getlogs: filter inspection and limits (pure)', () => {
     expect(over!.message).to.match(/^getLogs request exceeded max allowed range: 101 blocks/);
     expect(over!.details).to.include({ requestRange: 101, maxAllowedRange: 100 });
     expect(checkGetLogsLimits('eth_getLogs', {}, { from: 0, to: 99, splittable: true }, SETTINGS, true)).to.equal(undefined);
+    // The trace methods are bounded by the same range (spec §2.8 #8); address and topic limits are eth_getLogs's alone.
     expect(checkGetLogsLimits('trace_filter', {}, { from: 1, to: 101, splittable: true }, SETTINGS, true)).to.be.instanceOf(ErrGetLogsExceededMaxAllowedRange);
+    expect(checkGetLogsLimits('arbtrace_filter', {}, { from: 1, to: 101, splittable: true }, SETTINGS, true)).to.be.instanceOf(
+      ErrGetLogsExceededMaxAllowedRange,
+    );
+    expect(checkGetLogsLimits('trace_filter', { fromAddress: [A1, A2, A3] }, { from: 1, to: 2, splittable: true }, SETTINGS, true)).to.equal(undefined);
   });
 
   it('range: skipped when not enforced, when an end is unresolved, when inverted, or when the limit is 0', () => {
@@ -186,15 +199,28 @@ describe('evm-getlogs: filter inspection and limits (pure)', () => {
       maxAllowedTopics: 0,
       splitOnError: true,
       splitConcurrency: DEFAULT_SPLIT_CONCURRENCY,
+      traceSplitOnError: true,
+      traceSplitConcurrency: DEFAULT_SPLIT_CONCURRENCY,
     });
     expect(
-      getLogsSettingsOf(net({ getLogsMaxAllowedRange: 5, getLogsSplitOnError: false, getLogsSplitConcurrency: 2, getLogsMaxAllowedTopics: 4 })),
+      getLogsSettingsOf(
+        net({
+          getLogsMaxAllowedRange: 5,
+          getLogsSplitOnError: false,
+          getLogsSplitConcurrency: 2,
+          getLogsMaxAllowedTopics: 4,
+          traceFilterSplitOnError: false,
+          traceFilterSplitConcurrency: 3,
+        }),
+      ),
     ).to.deep.equal({
       maxAllowedRange: 5,
       maxAllowedAddresses: 0,
       maxAllowedTopics: 4,
       splitOnError: false,
       splitConcurrency: 2,
+      traceSplitOnError: false,
+      traceSplitConcurrency: 3,
     });
   });
 });
@@ -447,7 +473,7 @@ async function startRefusing(maxRange: number): Promise<RefusingUpstream> {
         res.writeHead(200, { 'content-type': 'application/json' }).end(text);
       };
       if (body.method === 'eth_chainId') return reply({ result: '0x7a69' });
-      if (body.method === 'eth_getLogs' || body.method === 'trace_filter') {
+      if (body.method === 'eth_getLogs' || body.method === 'trace_filter' || body.method === 'arbtrace_filter') {
         if (up.failWith) return reply({ error: up.failWith });
         const f = body.params[0] as { fromBlock?: unknown; toBlock?: unknown; blockHash?: unknown };
         if (f.blockHash !== undefined) return reply({ result: [] });
@@ -485,7 +511,7 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
     evmGetLogsPlugin(),
   ];
 
-  async function start(evm: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<void> {
+  async function start(evm: Record<string, unknown>, extra: Record<string, unknown> = {}, upstreamEvm: Record<string, unknown> = {}): Promise<void> {
     up = await startRefusing(8);
     svc = await startSvc(
       {
@@ -494,7 +520,7 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
           {
             id: 'main',
             networks: [{ architecture: 'evm', evm: { chainId: 31337, ...evm }, ...extra }],
-            upstreams: [{ id: 'refusing', endpoint: up.url, evm: { chainId: 31337 } }],
+            upstreams: [{ id: 'refusing', endpoint: up.url, evm: { chainId: 31337, ...upstreamEvm } }],
           },
         ],
       },
@@ -506,7 +532,7 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
     await svc?.close();
     await up?.close();
   }
-  const getLogsCalls = () => up.calls.filter((c) => c.method === 'eth_getLogs' || c.method === 'trace_filter');
+  const getLogsCalls = () => up.calls.filter((c) => c.method === 'eth_getLogs' || c.method === 'trace_filter' || c.method === 'arbtrace_filter');
 
   describe('limits (getLogsMaxAllowedRange 100, addresses 2, topics 3)', () => {
     before(() => start({ getLogsMaxAllowedRange: 100, getLogsMaxAllowedAddresses: 2, getLogsMaxAllowedTopics: 3 }));
@@ -522,6 +548,8 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
         maxAllowedTopics: 3,
         splitOnError: true,
         splitConcurrency: 10,
+        traceSplitOnError: true,
+        traceSplitConcurrency: 10,
       });
     });
 
@@ -534,11 +562,13 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
       expect(getLogsCalls()).to.have.length(0);
     });
 
-    it('trace_filter over the range is rejected the same way', async () => {
-      const res = await svc.post(path, body('trace_filter', [{ fromBlock: '0x10', toBlock: '0x1000' }]));
-      expect(res.status).to.equal(200);
-      expect(res.json.error.code).to.equal(-32012);
-      expect(res.json.error.data.code).to.equal('ErrGetLogsExceededMaxAllowedRange');
+    it('trace_filter and arbtrace_filter over the range are rejected the same way', async () => {
+      for (const method of ['trace_filter', 'arbtrace_filter']) {
+        const res = await svc.post(path, body(method, [{ fromBlock: '0x10', toBlock: '0x1000' }]));
+        expect(res.status).to.equal(200);
+        expect(res.json.error.code, method).to.equal(-32012);
+        expect(res.json.error.data.code).to.equal('ErrGetLogsExceededMaxAllowedRange');
+      }
       expect(getLogsCalls()).to.have.length(0);
     });
 
@@ -624,6 +654,12 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
       expect(res.json.result).to.deep.equal(logsIn(0, 31));
     });
 
+    it('arbtrace_filter ranges are split like trace_filter', async () => {
+      const res = await svc.post(path, body('arbtrace_filter', [{ fromBlock: '0x0', toBlock: '0x1f' }]));
+      expect(res.json.result).to.deep.equal(logsIn(0, 31));
+      expect(getLogsCalls().length).to.be.greaterThan(4);
+    });
+
     it('trace_filter with after/count paging is not split', async () => {
       const res = await svc.post(path, body('trace_filter', [{ fromBlock: '0x0', toBlock: '0x1f', count: 10 }]));
       expect(res.json.error).to.be.an('object');
@@ -675,6 +711,60 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
       expect(res.status).to.equal(200);
       expect(res.json.error.code).to.equal(-32012);
       expect(res.json.error.data.code).to.equal('ErrEndpointRequestTooLarge');
+      expect(getLogsCalls()).to.have.length(1);
+    });
+  });
+
+  describe('traceFilterSplitOnError false (getLogsSplitOnError on)', () => {
+    before(() => start({ traceFilterSplitOnError: false }));
+    after(stop);
+
+    it('a refused trace_filter or arbtrace_filter reaches the client unsplit; eth_getLogs is still split', async () => {
+      for (const method of ['trace_filter', 'arbtrace_filter']) {
+        up.calls.length = 0;
+        const res = await svc.post(path, body(method, [{ fromBlock: '0x0', toBlock: '0x1f' }]));
+        expect(res.json.error.data.code, method).to.equal('ErrEndpointRequestTooLarge');
+        expect(getLogsCalls()).to.have.length(1);
+      }
+      const logs = await svc.post(path, body('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x1f' }]));
+      expect(logs.json.result).to.deep.equal(logsIn(0, 31));
+    });
+  });
+
+  describe('upstreams[].evm.traceFilterAutoSplittingRangeThreshold 8 (proactive trace split)', () => {
+    before(() => start({ traceFilterSplitConcurrency: 2 }, {}, { traceFilterAutoSplittingRangeThreshold: 8 }));
+    after(stop);
+    beforeEach(() => {
+      up.calls.length = 0;
+    });
+
+    it('a trace range wider than the threshold is sent as consecutive chunks of 8 blocks, joined in block order, none refused', async () => {
+      for (const method of ['trace_filter', 'arbtrace_filter']) {
+        up.calls.length = 0;
+        const res = await svc.post(path, body(method, [{ fromBlock: '0x0', toBlock: '0x1f', fromAddress: [A1] }]));
+        expect(res.json.result, method).to.deep.equal(logsIn(0, 31));
+        const ranges = getLogsCalls().map((c) => {
+          const f = (c.params as Record<string, unknown>[])[0]!;
+          expect(f.fromAddress, 'the filter is kept').to.deep.equal([A1]);
+          return [f.fromBlock, f.toBlock];
+        });
+        expect(ranges.sort()).to.deep.equal([
+          ['0x0', '0x7'],
+          ['0x10', '0x17'],
+          ['0x18', '0x1f'],
+          ['0x8', '0xf'],
+        ]);
+      }
+      const metrics = await svc.proxy.metrics.getSingleMetricAsString('svc_network_getlogs_splits_total');
+      expect(metrics).to.match(/svc_network_getlogs_splits_total\{project="main",network="evm:31337",method="trace_filter",dimension="proactive"\} 1/);
+    });
+
+    it('eth_getLogs does not read the trace threshold; paged trace_filter (after/count) is sent whole', async () => {
+      await svc.post(path, body('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x7' }]));
+      expect(getLogsCalls()).to.have.length(1);
+      up.calls.length = 0;
+      const paged = await svc.post(path, body('trace_filter', [{ fromBlock: '0x0', toBlock: '0x1f', after: 0, count: 5 }]));
+      expect(paged.json.error, 'the upstream refuses the whole range').to.be.an('object');
       expect(getLogsCalls()).to.have.length(1);
     });
   });
