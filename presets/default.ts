@@ -11,6 +11,7 @@ import { directivesPlugin } from '../plugins/directives/index.ts';
 import { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 import { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
 import { evmMethodsPlugin } from '../plugins/evm-methods/index.ts';
+import { evmNoncePlugin } from '../plugins/evm-nonce/index.ts';
 import { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
 import { evmAnswerSanityPlugin } from '../plugins/evm-answer-sanity/index.ts';
 import { evmStatePlugin } from '../plugins/evm-state/index.ts';
@@ -59,6 +60,7 @@ export function defaultPreset(): Plugin[] {
     evmRetriesPlugin(),
     evmAnswerSanityPlugin(),
     evmMethodsPlugin(),
+    evmNoncePlugin(),
     headersPlugin(),
     metricsPlugin(),
     healthcheckPlugin(),

@@ -28,11 +28,13 @@ export const CallStage = {
   STATEFUL_GUARD: 400,
 } as const;
 
-/** `attempt` hook (network-scope failsafe), outside in: timeout( consensus( retry( hedge( sweep )))). */
+/** `attempt` hook (network-scope failsafe), outside in: timeout( consensus( nonce quorum( retry( hedge( sweep ))))). */
 export const AttemptStage = {
   TIMEOUT: 400,
   /** One slot per upstream, each running retry and hedge on its own upstream (consensus plugin). */
   CONSENSUS: 300,
+  /** `eth_getTransactionCount` at `pending` asked of several upstreams at once, the highest count served (evm-nonce plugin): inside consensus, outside retry and hedge. */
+  NONCE_QUORUM: 250,
   RETRY: 200,
   HEDGE: 100,
 } as const;
