@@ -6,11 +6,11 @@
  * selected upstreams at once (a round of slots, each running retry and hedge on its own
  * upstream) and answers the highest count (dshackle's nonce quorum).
  *
- * - Which calls: `eth_getTransactionCount` whose block is `pending` or `latest` when it reaches
- *   the attempt stage. `latest` is normally pinned to the network's head block number before
- *   that (evm-interpolation): at one block every node agrees, and the answer is cached per block
- *   as any other; `pending` is never cached. Internal calls, and networks with one candidate, are
- *   left alone.
+ * - Which calls: `eth_getTransactionCount` at `pending`, the count a node answers from its own
+ *   mempool (never cached). `latest` is a count at a block: svc pins it to the network's highest
+ *   known block (evm-interpolation) and sends it only to upstreams that have that block
+ *   (evm-state), where every node agrees, so it goes to one upstream as any read. Internal
+ *   calls, and networks with one candidate, are left alone.
  * - Bounded in time: once one slot answered, the others get about as long again (at least
  *   20 ms, at most 1 s) before they are cancelled, so a dead upstream does not hold every send.
  * - Bounded in trust: the highest count is used only when it is at most `maxLead` above the next
@@ -55,7 +55,7 @@ const networkEvmSchema = {
       enabled: Type.Optional(
         Type.Boolean({
           default: NONCE_QUORUM_DEFAULTS.enabled,
-          description: 'answer eth_getTransactionCount at pending (or an unpinned latest) with the highest count among several upstreams',
+          description: 'answer eth_getTransactionCount at pending with the highest count among several upstreams',
         }),
       ),
       maxUpstreams: Type.Optional(
@@ -101,12 +101,11 @@ export function nonceQuorumOf(network: Network): NonceQuorumSettings {
   };
 }
 
-/** True when the call asks a count a node answers from its own view: block `pending`, or `latest` not pinned to a number. */
-export function asksLiveCount(ctx: CallContext): boolean {
+/** True when the call asks the count a node answers from its own mempool: `eth_getTransactionCount` at `pending`. */
+export function asksPendingCount(ctx: CallContext): boolean {
   if (ctx.request.method !== 'eth_getTransactionCount') return false;
   const params = ctx.request.params;
-  const block = Array.isArray(params) ? params[1] : undefined;
-  return block === 'pending' || block === 'latest' || block === undefined;
+  return Array.isArray(params) && params[1] === 'pending';
 }
 
 /** One slot's answer: the upstream, its count (undefined when not a hex quantity) and the result. */
@@ -195,7 +194,7 @@ export function evmNoncePlugin(): Plugin {
     apply(host: PluginHost) {
       const rounds = new Counter({
         name: 'svc_network_nonce_rounds_total',
-        help: 'eth_getTransactionCount rounds over several upstreams (pending, or an unpinned latest), by outcome: agreement, highest, outlier_dropped, failed',
+        help: 'eth_getTransactionCount at pending asked of several upstreams at once, by outcome: agreement, highest, outlier_dropped, failed',
         labelNames: ['project', 'network', 'outcome'],
         registers: [host.metrics],
       });
@@ -203,7 +202,7 @@ export function evmNoncePlugin(): Plugin {
         const s = nonceQuorumOf(network);
         if (!s.enabled) return inner;
         return (ctx, leg) => {
-          if (ctx.internal || leg.cursor.remaining < 2 || !asksLiveCount(ctx)) return inner(ctx, leg);
+          if (ctx.internal || leg.cursor.remaining < 2 || !asksPendingCount(ctx)) return inner(ctx, leg);
           return round(ctx, leg, s, inner);
         };
       });
