@@ -143,7 +143,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'the project-wide trusted user-id header',
     instead: 'set `trustUserIdHeader: true` on the auth strategy whose callers may name their user (`X-SVC-User-Id`)',
   },
-  'projects[].forwardHeaders': { feature: 'forwarding client headers upstream', instead: 'set static upstream headers with `upstreams[].jsonRpc.headers`' },
   'projects[].ignoreMethods': { feature: 'project-wide method lists', instead: 'set `ignoreMethods`/`allowMethods` in `upstreamDefaults`' },
   'projects[].allowMethods': { feature: 'project-wide method lists', instead: 'set `ignoreMethods`/`allowMethods` in `upstreamDefaults`' },
   'projects[].networks[].failsafe[].matchRequestKind': {

@@ -12,6 +12,7 @@ import { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 import { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
 import { evmMethodsPlugin } from '../plugins/evm-methods/index.ts';
 import { evmNoncePlugin } from '../plugins/evm-nonce/index.ts';
+import { forwardHeadersPlugin } from '../plugins/forward-headers/index.ts';
 import { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
 import { evmAnswerSanityPlugin } from '../plugins/evm-answer-sanity/index.ts';
 import { evmStatePlugin } from '../plugins/evm-state/index.ts';
@@ -48,6 +49,7 @@ export function defaultPreset(): Plugin[] {
     selectionPlugin(),
     selectPlugin(),
     forwardPlugin(),
+    forwardHeadersPlugin(),
     staticResponsesPlugin(),
     multiplexPlugin(),
     cachePlugin(),

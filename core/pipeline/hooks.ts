@@ -75,6 +75,12 @@ export interface UpstreamCall {
   attempt: AttemptRecord;
   /** Cap on this answer's size, bytes, below the upstream's `maxResponseSize` (state polls use a small one). */
   maxResponseSize?: number;
+  /**
+   * Extra request headers of this one request, lower-cased names (the client headers a plugin
+   * forwards, e.g. `forwardHeaders`); the upstream's configured headers win on a clash. A call
+   * carrying them is sent alone, never in an outbound batch with other callers' calls.
+   */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /** One upstream's transport, wrapped by upstream-scope policies (spec §4.7). */

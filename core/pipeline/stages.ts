@@ -41,6 +41,8 @@ export const AttemptStage = {
 
 /** `upstream` hook (per-upstream transport wrappers), outside in: integrity( retry( breaker( timeout( rate limit( tracing( batching( transport ))))))). */
 export const UpstreamStage = {
+  /** Client request headers forwarded to this upstream (forward-headers plugin): outermost, so every retry and hedge of the call carries them. */
+  FORWARD_HEADERS: 475,
   /** Integrity checks (integrity plugin): outermost, so a failed check moves the call to another upstream instead of asking the same one again. */
   INTEGRITY: 450,
   RETRY: 400,

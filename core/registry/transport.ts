@@ -147,10 +147,18 @@ export class HttpTransport {
    * @param method the JSON-RPC method (some normalisation rules depend on it)
    * @param signal aborts the request; a {@link DeadlineReason} reason becomes a timeout
    * @param maxResponseSize cap for this answer, bytes (default the upstream's `maxResponseSize`)
+   * @param extra headers of this request only (forwarded client headers); the configured ones win on a clash
    */
-  async post(body: OutboundBody, method: string, signal: AbortSignal, maxResponseSize = this.cfg.maxResponseSize): Promise<RpcResult> {
+  async post(
+    body: OutboundBody,
+    method: string,
+    signal: AbortSignal,
+    maxResponseSize = this.cfg.maxResponseSize,
+    extra?: Readonly<Record<string, string>>,
+  ): Promise<RpcResult> {
     let status: number;
     let bytes: Buffer;
+    const headers = extra ? { ...extra, ...this.headers } : this.headers;
     try {
       ({ status, bytes } = await fetchAnswer(
         this.pool,
@@ -158,10 +166,10 @@ export class HttpTransport {
           ? {
               path: this.path,
               method: 'POST',
-              headers: { ...this.headers, 'content-length': String(body.bytes) },
+              headers: { ...headers, 'content-length': String(body.bytes) },
               body: Readable.from(body.chunks, { objectMode: false }),
             }
-          : { path: this.path, method: 'POST', headers: this.headers, body: body.text },
+          : { path: this.path, method: 'POST', headers, body: body.text },
         signal,
         maxResponseSize,
         this.cfg.id,

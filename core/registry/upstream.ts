@@ -24,6 +24,8 @@ export interface DialRequest {
   readonly signal: AbortSignal;
   /** Cap on this answer's size, bytes, below the upstream's `maxResponseSize`. */
   readonly maxResponseSize?: number;
+  /** Extra request headers of this one request (lower-cased names; the upstream's configured headers win on a clash). */
+  readonly headers?: Readonly<Record<string, string>>;
   /** The attempt's record: `dialled` is set once the request is built and sent. */
   readonly attempt: { dialled: boolean };
   /** The call's record: each dial counts one upstream attempt. */
@@ -115,7 +117,7 @@ export class Upstream {
     const body = this.http.body(call.method, call.params);
     call.attempt.dialled = true;
     call.ctx.record.upstreamAttempts++;
-    return this.http.post(body, call.method, call.signal, call.maxResponseSize);
+    return this.http.post(body, call.method, call.signal, call.maxResponseSize, call.headers);
   }
 
   /** Sends calls as one JSON-RPC batch (spec §4.7): one outcome per call, in order, never rejects; each counts one upstream attempt. */

@@ -61,6 +61,8 @@ export function batchingPlugin(): Plugin {
         // keyed by svc's own sequence (its duplicate-id flush, §3.5, then never fires here).
         let seq = 0;
         return (call: UpstreamCall) => {
+          // Headers of one caller (forwarded client headers) must not ride on other callers' calls.
+          if (call.headers) return inner(call);
           const q: QueuedCall = { id: String(++seq), method: call.method, params: call.params, deadline: call.ctx.deadline, signal: call.signal };
           owners.set(q, call);
           return queue.add(q);
