@@ -12,6 +12,7 @@ import { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 import { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
 import { evmMethodsPlugin } from '../plugins/evm-methods/index.ts';
 import { evmNoncePlugin } from '../plugins/evm-nonce/index.ts';
+import { broadcastPlugin } from '../plugins/broadcast/index.ts';
 import { forwardHeadersPlugin } from '../plugins/forward-headers/index.ts';
 import { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
 import { evmAnswerSanityPlugin } from '../plugins/evm-answer-sanity/index.ts';
@@ -63,6 +64,7 @@ export function defaultPreset(): Plugin[] {
     evmAnswerSanityPlugin(),
     evmMethodsPlugin(),
     evmNoncePlugin(),
+    broadcastPlugin(),
     headersPlugin(),
     metricsPlugin(),
     healthcheckPlugin(),

@@ -29,6 +29,7 @@ export { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 export { evmInterpolationPlugin, type EvmInterpolationOptions } from '../plugins/evm-interpolation/index.ts';
 export { evmMethodsPlugin, type EvmMethodsPluginOptions } from '../plugins/evm-methods/index.ts';
 export { evmNoncePlugin } from '../plugins/evm-nonce/index.ts';
+export { broadcastPlugin, DEFAULT_BROADCAST_METHODS } from '../plugins/broadcast/index.ts';
 export { forwardHeadersPlugin } from '../plugins/forward-headers/index.ts';
 export { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
 export { evmAnswerSanityPlugin } from '../plugins/evm-answer-sanity/index.ts';

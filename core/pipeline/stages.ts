@@ -28,7 +28,7 @@ export const CallStage = {
   STATEFUL_GUARD: 400,
 } as const;
 
-/** `attempt` hook (network-scope failsafe), outside in: timeout( consensus( nonce quorum( retry( hedge( sweep ))))). */
+/** `attempt` hook (network-scope failsafe), outside in: timeout( consensus( nonce quorum( retry( hedge( broadcast( sweep )))))). */
 export const AttemptStage = {
   TIMEOUT: 400,
   /** One slot per upstream, each running retry and hedge on its own upstream (consensus plugin). */
@@ -37,6 +37,8 @@ export const AttemptStage = {
   NONCE_QUORUM: 250,
   RETRY: 200,
   HEDGE: 100,
+  /** A transaction sent to every selected upstream at once, one slot each (broadcast plugin): innermost, so no retry or hedge re-sends it. */
+  BROADCAST: 50,
 } as const;
 
 /** `upstream` hook (per-upstream transport wrappers), outside in: integrity( retry( breaker( timeout( rate limit( tracing( batching( transport ))))))). */
