@@ -17,6 +17,8 @@ export const ERPC_TABLE_END = '<!-- erpc-keys:end -->';
  */
 export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   logLevel: 'any case (`DEBUG` → `debug`; `warning` → `warn`)',
+  'projects[].forwardHeaders':
+    "→ the project's `upstreamDefaults.forwardHeaders` (forward-headers plugin; credentials, `x-svc-*` and hop-by-hop headers refused)",
   clusterKey: '→ `sharedState.clusterKey` when `database.sharedState` sets none (eRPC reads it as that default only); dropped otherwise',
   'server.listenV4': '`true` dropped (svc always listens on `httpHost`); `false` refused',
   'metrics.listenV4': '`true` dropped; `false` refused',
