@@ -13,6 +13,7 @@ import { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
 import { evmMethodsPlugin } from '../plugins/evm-methods/index.ts';
 import { evmNoncePlugin } from '../plugins/evm-nonce/index.ts';
 import { broadcastPlugin } from '../plugins/broadcast/index.ts';
+import { contractRulesPlugin } from '../plugins/contract-rules/index.ts';
 import { forwardHeadersPlugin } from '../plugins/forward-headers/index.ts';
 import { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
 import { evmAnswerSanityPlugin } from '../plugins/evm-answer-sanity/index.ts';
@@ -65,6 +66,7 @@ export function defaultPreset(): Plugin[] {
     evmMethodsPlugin(),
     evmNoncePlugin(),
     broadcastPlugin(),
+    contractRulesPlugin(),
     headersPlugin(),
     metricsPlugin(),
     healthcheckPlugin(),

@@ -30,6 +30,7 @@ export { evmInterpolationPlugin, type EvmInterpolationOptions } from '../plugins
 export { evmMethodsPlugin, type EvmMethodsPluginOptions } from '../plugins/evm-methods/index.ts';
 export { evmNoncePlugin } from '../plugins/evm-nonce/index.ts';
 export { broadcastPlugin, DEFAULT_BROADCAST_METHODS } from '../plugins/broadcast/index.ts';
+export { contractRulesPlugin, ErrContractRuleRefused } from '../plugins/contract-rules/index.ts';
 export { forwardHeadersPlugin } from '../plugins/forward-headers/index.ts';
 export { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
 export { evmAnswerSanityPlugin } from '../plugins/evm-answer-sanity/index.ts';
