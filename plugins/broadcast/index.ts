@@ -32,6 +32,7 @@ import {
   type PluginHost,
   type RpcResult,
   SelectStage,
+  stageBetween,
   type Upstream,
   UpstreamCursor,
 } from 'svc-proxy/plugin';
@@ -41,9 +42,18 @@ import { ErrEndpointNonceException, ErrUpstreamsExhausted, isPassThrough, SvcErr
 export const DEFAULT_BROADCAST_METHODS: readonly string[] = [
   'eth_sendRawTransaction',
   'eth_sendRawTransactionSync',
+  'eth_sendRawTransactionConditional',
   'eth_sendPrivateTransaction',
+  'eth_sendPrivateRawTransaction',
   'eth_sendBundle',
+  'mev_sendBundle',
 ];
+
+/** Methods that submit something for inclusion: in private mode any of them goes to relays only, listed or not. */
+const SUBMISSION = /^(?:eth|mev)_send/;
+
+/** Longest a send of a broadcast may still run once the client has its answer, ms: the rest of the call's deadline, at most this. */
+export const LATE_SEND_MAX_MS = 30_000;
 
 const networkSchema = {
   broadcast: Type.Optional(
@@ -128,11 +138,15 @@ export function broadcastPlugin(): Plugin {
         return s;
       };
 
-      // Relays take transactions only; in private mode, transactions go to relays only.
-      host.hooks.select.tap({ name: 'broadcast:relays', stage: SelectStage.METHODS }, (ups: Upstream[], ctx: CallContext) => {
+      // Relays take transactions only; in private mode, transactions go to relays only. After
+      // `use-upstream`, so a pinned upstream cannot take a private transaction to a public node or
+      // a read to a relay.
+      const stage = stageBetween(SelectStage.USE_UPSTREAM, SelectStage.AVAILABILITY);
+      host.hooks.select.tap({ name: 'broadcast:relays', stage }, (ups: Upstream[], ctx: CallContext) => {
         if (ctx.internal) return ups;
         const s = settingsOf(ctx.network);
-        const tx = s.methods.has(ctx.request.method);
+        const method = ctx.request.method;
+        const tx = s.methods.has(method) || (s.private && SUBMISSION.test(method));
         if (tx && s.private) {
           const relays = ups.filter(isRelay);
           if (relays.length === 0 && ups.length > 0)
@@ -155,30 +169,46 @@ export function broadcastPlugin(): Plugin {
         const members: Upstream[] = [];
         for (let u = leg.cursor.next(); u; u = leg.cursor.next()) members.push(u);
         const count = (u: Upstream, outcome: string) => sends.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, outcome });
+        // The sends outlive the answer (the transaction should reach every member), so they get a
+        // deadline of their own: the call's remaining time, at most LATE_SEND_MAX_MS. The client
+        // leaving before any member accepted still cancels them.
+        let answered = false;
+        const sendsCtl = new AbortController();
+        const onLeave = () => {
+          if (!answered) sendsCtl.abort(leg.signal.reason);
+        };
+        if (leg.signal.aborted) sendsCtl.abort(leg.signal.reason);
+        else leg.signal.addEventListener('abort', onLeave, { once: true });
+        const cap = setTimeout(() => sendsCtl.abort(), Math.min(LATE_SEND_MAX_MS, Math.max(1000, ctx.deadline - Date.now())));
+        cap.unref();
         return new Promise<RpcResult>((resolve, reject) => {
           let pending = members.length;
-          let answered = false;
           const errors: unknown[] = [];
           const ended = () => {
-            if (answered || --pending > 0) return;
+            if (--pending === 0) {
+              clearTimeout(cap);
+              leg.signal.removeEventListener('abort', onLeave);
+            }
+            if (answered || pending > 0) return;
             // No member accepted it: a member's word about the transaction is the answer, as the node sent it.
             const fact = errors.find((e) => e instanceof SvcError && isPassThrough(e));
             reject(fact ?? new ErrUpstreamsExhausted(errors.filter((e): e is SvcError => e instanceof SvcError)));
           };
           for (const u of members) {
-            const slot: Leg = { cursor: new UpstreamCursor([u]), reason: 'consensus_slot', signal: leg.signal };
+            const slot: Leg = { cursor: new UpstreamCursor([u]), reason: 'consensus_slot', signal: sendsCtl.signal };
             inner(ctx, slot).then(
               (r) => {
                 count(u, 'accepted');
                 if (answered) {
                   // Only the send that answered is `:won` (spec §4.5).
                   for (const a of ctx.record.attempts) if (a.upstreamId === u.id) a.won = false;
-                  return;
+                } else {
+                  answered = true;
+                  r.upstreamId = u.id;
+                  ctx.record.upstream = u.id;
+                  resolve(r);
                 }
-                answered = true;
-                r.upstreamId = u.id;
-                ctx.record.upstream = u.id;
-                resolve(r);
+                ended();
               },
               (e: unknown) => {
                 const err = slotError(e);

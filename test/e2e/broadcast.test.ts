@@ -171,4 +171,25 @@ describe('e2e: transaction broadcast and private relays', function () {
     ).to.deep.equal(clientReads.map(() => 0));
     expect(proxies[0]!.calls.get('eth_getBalance')).to.equal(1);
   });
+
+  it('private mode: a use-upstream pin cannot take a transaction to the public node', async () => {
+    const account = privateKeyToAccount(KEYS[2]);
+    const raw = await account.signTransaction({
+      chainId: CHAIN,
+      type: 'eip1559',
+      to: TO,
+      value: 1n,
+      nonce: 50,
+      gas: 21_000n,
+      maxFeePerGas: 10_000_000_000n,
+      maxPriorityFeePerGas: 1n,
+    });
+    const res = await svc.post(
+      `/private/evm/${CHAIN}`,
+      { jsonrpc: '2.0', id: 1, method: 'eth_sendRawTransaction', params: [raw] },
+      { 'X-SVC-Use-Upstream': 'public' },
+    );
+    expect(res.json.error?.message, res.text).to.match(/privately \(broadcast.private\)/);
+    expect(sent(proxies[0]!)).to.equal(0);
+  });
 });

@@ -106,6 +106,38 @@ describe('e2e: contract and selector rules', function () {
     expect(garbage.json.error.message).to.match(/cannot be decoded/);
   });
 
+  it('no way around a rule: another transaction method, data and input that differ, overrides, a bundle, a simulation', async () => {
+    const account = privateKeyToAccount(KEY);
+    const raw = await account.signTransaction({
+      chainId: CHAIN,
+      type: 'eip1559',
+      to: OTHER,
+      data: transfer,
+      nonce: 9,
+      gas: 100_000n,
+      maxFeePerGas: 10_000_000_000n,
+      maxPriorityFeePerGas: 1n,
+    });
+    const cases: Array<[string, unknown[], RegExp]> = [
+      ['eth_sendRawTransactionSync', [raw], /the contract is not allowed/],
+      ['eth_sendBundle', [{ txs: [raw], blockNumber: '0x10' }], /the contract is not allowed/],
+      ['eth_sendPrivateTransaction', [{ tx: raw }], /the contract is not allowed/],
+      ['eth_call', [{ to: TOKEN, data: transfer, input: approve }, 'latest'], /`data` and `input` differ/],
+      ['eth_call', [{ to: TOKEN, data: transfer }, 'latest', { [TOKEN]: { code: '0x00' } }], /overrides are set/],
+      ['eth_estimateGas', [{ to: TOKEN, input: approve }], /the function selector is not allowed/],
+      ['eth_simulateV1', [{ blockStateCalls: [] }, 'latest'], /cannot check/],
+      ['eth_sendTransaction', [{ to: TOKEN, data: transfer }], /cannot check/],
+    ];
+    for (const [method, params, message] of cases) {
+      const res = await svc.post(path, rpc(method, params), as('partner-token'));
+      expect(res.json.error?.message, `${method} ${res.text}`).to.match(message);
+      expect(res.headers['x-svc-upstream-attempts'], method).to.equal('0');
+    }
+    // trace_filter's toAddress is checked like a log filter's address.
+    const traces = await svc.post(path, rpc('trace_filter', [{ fromBlock: '0x0', toBlock: '0x0', toAddress: [DENIED] }]), as('ops-token'));
+    expect(traces.json.error.message).to.match(/contract rule "sanctioned": the contract is denied/);
+  });
+
   it('a refused call in a batch does not stop the others', async () => {
     const res = await svc.post(
       path,
