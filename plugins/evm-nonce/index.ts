@@ -11,8 +11,11 @@
  *   known block (evm-interpolation) and sends it only to upstreams that have that block
  *   (evm-state), where every node agrees, so it goes to one upstream as any read. Internal
  *   calls, and networks with one candidate, are left alone.
- * - Bounded in time: once one slot answered, the others get about as long again (at least
- *   20 ms, at most 1 s) before they are cancelled, so a dead upstream does not hold every send.
+ * - Bounded in time: after the first answer svc waits up to 1 s for a second one (one fast node
+ *   alone does not set the count); once two are in, the rest get about as long again as the
+ *   round took (at least 20 ms, within that 1 s), then are cancelled, so a dead upstream does not
+ *   hold every send. When no slot answers and the selection has more upstreams, they are swept
+ *   one by one as for any read.
  * - Bounded in trust: the highest count is used only when it is at most `maxLead` above the next
  *   highest answer; a count further ahead is one upstream's word against the others' (a lying or
  *   broken node must not set every wallet's nonce), so it is dropped, logged and counted, and
@@ -42,7 +45,7 @@ import { ErrUpstreamsExhausted, type SvcError } from 'svc-proxy/plugin/errors';
 import { acquireController, releaseController } from 'svc-proxy/util';
 
 /** Defaults of `networks[].evm.nonceQuorum`. */
-export const NONCE_QUORUM_DEFAULTS = { enabled: true, maxUpstreams: 3, maxLead: 64 } as const;
+export const NONCE_QUORUM_DEFAULTS = { enabled: true, maxUpstreams: 3, maxLead: 16 } as const;
 
 /** Shortest and longest wait for the other slots once one answered, ms. */
 const WAIT_MIN_MS = 20;
@@ -162,9 +165,21 @@ function runRound(ctx: CallContext, leg: Leg, upstreams: readonly Upstream[], in
       else releaseController(link);
       resolve({ answers, errors });
     };
+    let firstAt = 0;
     const ended = () => {
       if (--running === 0) return finish();
-      if (answers.length === 1 && !timer) timer = setTimeout(finish, Math.min(WAIT_MAX_MS, Math.max(WAIT_MIN_MS, performance.now() - started)));
+      if (answers.length === 0) return;
+      // One fast node alone must not set the count: wait for a second answer for up to WAIT_MAX_MS
+      // after the first; once two are in, give the rest about as long again as the round took.
+      if (answers.length === 1 && !timer) {
+        firstAt = performance.now();
+        timer = setTimeout(finish, WAIT_MAX_MS);
+      } else if (answers.length === 2) {
+        if (timer) clearTimeout(timer);
+        const now = performance.now();
+        const left = Math.max(0, WAIT_MAX_MS - (now - firstAt));
+        timer = setTimeout(finish, Math.min(left, Math.max(WAIT_MIN_MS, now - started)));
+      }
     };
     for (const u of upstreams) {
       const slot: Leg = { cursor: new UpstreamCursor([u]), reason: 'consensus_slot', signal: link.signal };
@@ -209,13 +224,19 @@ export function evmNoncePlugin(): Plugin {
 
       const round = async (ctx: CallContext, leg: Leg, s: NonceQuorumSettings, inner: AttemptHandler): Promise<RpcResult> => {
         const upstreams: Upstream[] = [];
-        for (let u = leg.cursor.next(); u && upstreams.length < s.maxUpstreams; u = leg.cursor.next()) upstreams.push(u);
+        while (upstreams.length < s.maxUpstreams) {
+          const u = leg.cursor.next();
+          if (!u) break;
+          upstreams.push(u);
+        }
         const firstAttempt = ctx.record.attempts.length;
         const { answers, errors } = await runRound(ctx, leg, upstreams, inner);
         const labels = { project: ctx.project.id, network: ctx.network.id };
         const picked = pickHighest(answers, s.maxLead);
         if (!picked) {
           rounds.inc({ ...labels, outcome: 'failed' });
+          // The selection had more upstreams than the round asked: the sweep tries them, one by one.
+          if (leg.cursor.remaining > 0 && !leg.signal.aborted) return inner(ctx, leg);
           throw errors.length === 1 ? errors[0] : new ErrUpstreamsExhausted(errors);
         }
         const { answer, dropped } = picked;

@@ -27,7 +27,7 @@ interface FakeNode {
  * never answers when `hang`), every other method an error (so svc knows no head and `latest`
  * stays unpinned).
  */
-async function startNode(count: string, hang = false): Promise<FakeNode> {
+async function startNode(count: string, hang = false, delayMs = 0, fail = false): Promise<FakeNode> {
   const node: FakeNode = { url: '', counts: 0, close: async () => undefined };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -40,6 +40,8 @@ async function startNode(count: string, hang = false): Promise<FakeNode> {
       if (body.method === 'eth_getTransactionCount') {
         node.counts++;
         if (hang) return;
+        if (fail) return reply({ error: { code: -32000, message: 'header not found' } });
+        if (delayMs > 0) return void setTimeout(() => reply({ result: count }), delayMs);
         return reply({ result: count });
       }
       if (body.method === 'eth_getBalance') return reply({ result: '0x1' });
@@ -73,6 +75,9 @@ describe('evm-nonce: the highest pending count among the upstreams', function ()
       ['hung', '0x9', true],
     ] as const)
       nodes[id] = await startNode(count, hang === true);
+    nodes.slow = await startNode('0x8', false, 150);
+    nodes.broken1 = await startNode('0x0', false, 0, true);
+    nodes.broken2 = await startNode('0x0', false, 0, true);
     const ups = (...ids: string[]) => ids.map((id) => ({ id, endpoint: nodes[id]!.url, evm: { chainId: 31337 } }));
     const project = (id: string, upstreams: string[], evm: Record<string, unknown> = {}) => ({
       id,
@@ -87,6 +92,8 @@ describe('evm-nonce: the highest pending count among the upstreams', function ()
         project('hung', ['a', 'hung']),
         project('off', ['a', 'b'], { nonceQuorum: { enabled: false } }),
         project('one', ['a']),
+        project('fast-and-slow', ['a', 'slow']),
+        project('fallback', ['broken1', 'broken2', 'c'], { nonceQuorum: { maxUpstreams: 2 } }),
       ],
     });
   });
@@ -132,10 +139,22 @@ describe('evm-nonce: the highest pending count among the upstreams', function ()
     const res = await call('hung', [ADDR, 'pending']);
     expect(res.json.result).to.equal('0x5');
     expect(asked('hung')).to.deep.equal([1]);
-    // The wait after the first answer is at most 1 s; the hung node would hold it until the call's deadline.
+    // With one answer in, svc waits at most 1 s for a second; the hung node would hold the call until its deadline.
     expect(Date.now() - t0).to.be.below(8000);
     const segments = res.headers['x-svc-upstreams']!.split(';');
     expect(segments.find((s) => s.startsWith('hung='))).to.not.match(/:won$/);
+  });
+
+  it('one fast node alone does not set the count: a slower node answering within the wait is heard', async () => {
+    const res = await call('fast-and-slow', [ADDR, 'pending']);
+    expect(res.json.result).to.equal('0x8');
+    expect(res.headers['x-svc-upstream']).to.equal('slow');
+  });
+
+  it('when every upstream of the round fails, the rest of the selection is swept as for any read', async () => {
+    const res = await call('fallback', [ADDR, 'pending']);
+    expect(res.json.result, res.text).to.equal('0x6');
+    expect(asked('broken1', 'broken2', 'c')).to.deep.equal([1, 1, 1]);
   });
 
   it('nonceQuorum.enabled false, or a network of one upstream: one upstream asked', async () => {
