@@ -17,11 +17,12 @@
  *   the call carries them) sets `UpstreamCall.headers` only when the client sent a listed header;
  *   an upstream with no list gets its sender back unchanged. Internal calls (state polls) have no
  *   client headers. A call carrying forwarded headers is sent alone, not in an outbound batch.
- * - Multiplexing and the cache are not split by forwarded headers: identical calls in flight
- *   share one upstream request (made with the first caller's headers), and a cached answer is
- *   served to every caller. The headers describe the request to the provider; they do not change
- *   the chain's answer.
+ * - A call carrying a header its network's upstreams forward is marked with its provenance (the
+ *   headers and their values, `DirectiveStage.PROVENANCE`): a header may change which backend
+ *   answers (a routing hint) or who is billed, so such a call neither joins another caller's
+ *   request in flight nor reads or writes the shared cache. Calls carrying none are untouched.
  */
+import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import {
   type ConfigDocument,
@@ -33,11 +34,16 @@ import {
   pathOf,
   type Plugin,
   type PluginHost,
+  type CallContext,
+  DirectiveStage,
+  type Directives,
+  type Network,
   type Upstream,
   type UpstreamCall,
   type UpstreamSender,
   UpstreamStage,
 } from 'svc-proxy/plugin';
+import { markProvenance } from 'svc-proxy/plugins/multiplex';
 
 /** Most header names one upstream forwards. */
 export const MAX_FORWARDED_HEADERS = 32;
@@ -135,6 +141,29 @@ export function forwardHeadersPlugin(): Plugin {
     name: 'forward-headers',
     schema: { upstream: upstreamSchema, normalize: normalizeForwardHeaders },
     apply(host: PluginHost) {
+      // The names any upstream of a network forwards, once per network (empty: the tap does nothing).
+      // Recomputed when the network's upstream list changes (providers add upstreams as they resolve).
+      const byNetwork = new WeakMap<Network, { ups: readonly Upstream[]; size: number; names: readonly string[] }>();
+      const namesOf = (n: Network): readonly string[] => {
+        const known = byNetwork.get(n);
+        if (known && known.ups === n.upstreams && known.size === n.upstreams.length) return known.names;
+        const names = [...new Set(n.upstreams.flatMap(forwardedOf))].sort();
+        byNetwork.set(n, { ups: n.upstreams, size: n.upstreams.length, names });
+        return names;
+      };
+      host.hooks.directives.tap({ name: 'forward-headers', stage: DirectiveStage.PROVENANCE }, (d: Directives, ctx: CallContext) => {
+        const names = namesOf(ctx.network);
+        if (names.length === 0 || ctx.internal) return d;
+        const sent = ctx.http?.headers;
+        let mark: string | undefined;
+        for (const n of names) {
+          const v = sent?.[n];
+          if (typeof v === 'string' && v.length <= MAX_FORWARDED_VALUE) mark = `${mark === undefined ? '' : `${mark}\n`}${n}:${v}`;
+        }
+        // A long mark is hashed: the provenance keeps 256 characters, and two tenants must never share by truncation.
+        if (mark !== undefined) markProvenance(ctx, 'forward-headers', mark.length > 200 ? createHash('sha256').update(mark).digest('hex') : mark);
+        return d;
+      });
       host.hooks.upstream.tap({ name: 'forward-headers', stage: UpstreamStage.FORWARD_HEADERS }, (inner: UpstreamSender, u: Upstream): UpstreamSender => {
         const names = forwardedOf(u);
         if (names.length === 0) return inner;

@@ -134,6 +134,16 @@ describe('forward-headers: client headers passed on to an upstream by allowlist'
     expect((batched[0]!.method as string[]).filter((m) => m === 'eth_getCode')).to.have.length(2);
   });
 
+  it('calls with different forwarded values never share an answer: each caller's call reaches the upstream with its own header', async () => {
+    const path = '/main/evm/31337';
+    const body = rpc('eth_getBalance', 77);
+    const before = callsTo('listing', 'eth_getBalance').length;
+    await Promise.all([svc.post(path, body, { 'X-Tenant': 'acme' }), svc.post(path, body, { 'X-Tenant': 'beta' })]);
+    await svc.post(path, body, { 'X-Tenant': 'gamma' });
+    const sent = callsTo('listing', 'eth_getBalance').slice(before);
+    expect(sent.map((c) => c.headers['x-tenant']).sort()).to.deep.equal(['acme', 'beta', 'gamma']);
+  });
+
   it('credentials, svc’s own headers and hop-by-hop headers can never be listed: the config does not load', async () => {
     for (const name of [
       'Authorization',
