@@ -134,7 +134,7 @@ describe('forward-headers: client headers passed on to an upstream by allowlist'
     expect((batched[0]!.method as string[]).filter((m) => m === 'eth_getCode')).to.have.length(2);
   });
 
-  it('calls with different forwarded values never share an answer: each caller's call reaches the upstream with its own header', async () => {
+  it('calls with different forwarded values never share an answer: every call reaches the upstream with its own header', async () => {
     const path = '/main/evm/31337';
     const body = rpc('eth_getBalance', 77);
     const before = callsTo('listing', 'eth_getBalance').length;
