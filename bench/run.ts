@@ -355,7 +355,7 @@ interface Summary {
   cpuPerReqMax: number;
   cpuPerCall: number;
   peakRssMiB: number;
-  /** The most bytes the target's response cache accounted for at the end of a run, MiB (0 without a cache). */
+  /** What the target's response cache accounted for at the end of the run with the highest peak RSS, MiB (0 without a cache). */
   heldMiB: number;
   /** GC CPU per request (main-thread pauses + V8 helper threads), µs. */
   gcPerReq: number;
@@ -388,7 +388,11 @@ function summarise(l: Live): Summary {
     cpuPerReqMax: Math.max(...cpu),
     cpuPerCall: median(cpu) / l.scenario.body.calls,
     peakRssMiB: Math.max(...l.runs.map((r) => r.usage.maxRssKb)) / 1024,
-    heldMiB: Math.max(...l.runs.map((r) => r.usage.heldBytes)) / 2 ** 20,
+    // What the tier held in the run that set the peak (the two belong to one process state).
+    heldMiB:
+      (l.runs.reduce<(typeof l.runs)[number] | undefined>((best, r) => (!best || r.usage.maxRssKb > best.usage.maxRssKb ? r : best), undefined)?.usage
+        .heldBytes ?? 0) /
+      2 ** 20,
     gcPerReq: median(l.runs.map((r) => r.usage.gcMicros / Math.max(1, r.load.responses))),
     allocPerReq: l.allocPerReq ?? Number.NaN,
     upstreamPerReq: l.helpers.length ? median(l.runs.map((r) => (r.helpers[0]?.requests ?? 0) / Math.max(1, r.load.responses))) : Number.NaN,

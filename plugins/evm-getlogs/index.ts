@@ -117,6 +117,9 @@ const upstreamEvmSchema = {
   }),
 };
 
+/** Most chunks of one proactive split; a wider range (only without a range limit) is not split ahead. */
+export const MAX_PROACTIVE_CHUNKS = 10_000;
+
 // ---------------------------------------------------------------------------------------
 // Plugin
 
@@ -192,7 +195,9 @@ export function evmGetLogsPlugin(): Plugin {
             // Chunks are never asked above the highest known block (see the reactive split).
             const head = state.highestLatest;
             const to = head > 0 && range.to > head ? head : range.to;
-            if (threshold > 0 && range.from <= to && to - range.from + 1 > threshold) {
+            // A range needing more than MAX_PROACTIVE_CHUNKS chunks (only without a range limit) is
+            // sent whole: an upstream refusal still halves it, and svc builds no unbounded plan.
+            if (threshold > 0 && range.from <= to && to - range.from + 1 > threshold && (to - range.from + 1) / threshold <= MAX_PROACTIVE_CHUNKS) {
               splits.inc({ project: ctx.project.id, network: network.id, method, dimension: 'proactive' });
               return runProactiveSplit(ctx, inner, { from: range.from, to, filter }, threshold, split.splitOnError, {
                 concurrency: split.concurrency,

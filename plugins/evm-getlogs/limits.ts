@@ -38,13 +38,15 @@ export interface GetLogsSettings {
   traceSplitOnError: boolean;
   /** `traceFilterSplitConcurrency`: trace sub-requests in flight, at least 1. */
   traceSplitConcurrency: number;
+  /** The getLogs pair as {@link splitSettingsOf} returns it (built once per network, not per call). */
+  readonly logsSplit: { splitOnError: boolean; concurrency: number };
+  /** The trace pair, likewise. */
+  readonly traceSplit: { splitOnError: boolean; concurrency: number };
 }
 
 /** The split switch and concurrency that apply to a method: the trace pair for the trace methods, else the getLogs pair. */
 export function splitSettingsOf(method: string, s: GetLogsSettings): { splitOnError: boolean; concurrency: number } {
-  return TRACE_METHODS.has(method)
-    ? { splitOnError: s.traceSplitOnError, concurrency: s.traceSplitConcurrency }
-    : { splitOnError: s.splitOnError, concurrency: s.splitConcurrency };
+  return TRACE_METHODS.has(method) ? s.traceSplit : s.logsSplit;
 }
 
 /**
@@ -59,14 +61,20 @@ export function getLogsSettingsOf(network: Network): GetLogsSettings {
     const v = evm[k];
     return typeof v === 'number' && Number.isSafeInteger(v) && v >= min ? v : d;
   };
+  const splitOnError = typeof evm.getLogsSplitOnError === 'boolean' ? evm.getLogsSplitOnError : true;
+  const splitConcurrency = int('getLogsSplitConcurrency', DEFAULT_SPLIT_CONCURRENCY, 1);
+  const traceSplitOnError = typeof evm.traceFilterSplitOnError === 'boolean' ? evm.traceFilterSplitOnError : true;
+  const traceSplitConcurrency = int('traceFilterSplitConcurrency', DEFAULT_SPLIT_CONCURRENCY, 1);
   return {
     maxAllowedRange: int('getLogsMaxAllowedRange', DEFAULT_MAX_ALLOWED_RANGE, 0),
     maxAllowedAddresses: int('getLogsMaxAllowedAddresses', 0, 0),
     maxAllowedTopics: int('getLogsMaxAllowedTopics', 0, 0),
-    splitOnError: typeof evm.getLogsSplitOnError === 'boolean' ? evm.getLogsSplitOnError : true,
-    splitConcurrency: int('getLogsSplitConcurrency', DEFAULT_SPLIT_CONCURRENCY, 1),
-    traceSplitOnError: typeof evm.traceFilterSplitOnError === 'boolean' ? evm.traceFilterSplitOnError : true,
-    traceSplitConcurrency: int('traceFilterSplitConcurrency', DEFAULT_SPLIT_CONCURRENCY, 1),
+    splitOnError,
+    splitConcurrency,
+    traceSplitOnError,
+    traceSplitConcurrency,
+    logsSplit: { splitOnError, concurrency: splitConcurrency },
+    traceSplit: { splitOnError: traceSplitOnError, concurrency: traceSplitConcurrency },
   };
 }
 

@@ -271,7 +271,7 @@ export async function runProactiveSplit(
   const step = Math.max(1, Math.floor(size));
   const count = Math.floor((job.to - job.from) / step) + 1;
   return runJobs(ctx, inner, opts, halveRefused, async (run) => {
-    const parts: PartResult[] = new Array(count);
+    const parts: PartResult[] = [];
     let next = 0;
     const worker = async (): Promise<void> => {
       for (let i = next++; i < count; i = next++) {

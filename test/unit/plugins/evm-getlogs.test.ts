@@ -57,6 +57,8 @@ const SETTINGS: GetLogsSettings = {
   splitConcurrency: 10,
   traceSplitOnError: true,
   traceSplitConcurrency: 10,
+  logsSplit: { splitOnError: true, concurrency: 10 },
+  traceSplit: { splitOnError: true, concurrency: 10 },
 };
 const NO_HEADS = { latest: 0, finalized: 0 };
 
@@ -201,6 +203,8 @@ describe('evm-getlogs: filter inspection and limits (pure)', () => {
       splitConcurrency: DEFAULT_SPLIT_CONCURRENCY,
       traceSplitOnError: true,
       traceSplitConcurrency: DEFAULT_SPLIT_CONCURRENCY,
+      logsSplit: { splitOnError: true, concurrency: DEFAULT_SPLIT_CONCURRENCY },
+      traceSplit: { splitOnError: true, concurrency: DEFAULT_SPLIT_CONCURRENCY },
     });
     expect(
       getLogsSettingsOf(
@@ -221,6 +225,8 @@ describe('evm-getlogs: filter inspection and limits (pure)', () => {
       splitConcurrency: 2,
       traceSplitOnError: false,
       traceSplitConcurrency: 3,
+      logsSplit: { splitOnError: false, concurrency: 2 },
+      traceSplit: { splitOnError: false, concurrency: 3 },
     });
   });
 });
@@ -550,6 +556,8 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
         splitConcurrency: 10,
         traceSplitOnError: true,
         traceSplitConcurrency: 10,
+        logsSplit: { splitOnError: true, concurrency: 10 },
+        traceSplit: { splitOnError: true, concurrency: 10 },
       });
     });
 
@@ -766,6 +774,22 @@ describe('evm-getlogs: plugin in svc (fake upstream refusing ranges wider than 8
       const paged = await svc.post(path, body('trace_filter', [{ fromBlock: '0x0', toBlock: '0x1f', after: 0, count: 5 }]));
       expect(paged.json.error, 'the upstream refuses the whole range').to.be.an('object');
       expect(getLogsCalls()).to.have.length(1);
+    });
+  });
+
+  describe('no range limit (getLogsMaxAllowedRange 0), upstream threshold 1', () => {
+    before(() => start({ getLogsMaxAllowedRange: 0 }, {}, { getLogsAutoSplittingRangeThreshold: 1, traceFilterAutoSplittingRangeThreshold: 1 }));
+    after(stop);
+
+    it('a range needing more than MAX_PROACTIVE_CHUNKS chunks is sent whole, not planned as 20,001 requests', async () => {
+      up.failWith = { code: -32000, message: 'internal boom' };
+      for (const method of ['eth_getLogs', 'trace_filter']) {
+        up.calls.length = 0;
+        const res = await svc.post(path, body(method, [{ fromBlock: '0x0', toBlock: '0x4e20' }]));
+        expect(res.json.error, method).to.be.an('object');
+        expect(getLogsCalls(), method).to.have.length(1);
+      }
+      up.failWith = undefined;
     });
   });
 
