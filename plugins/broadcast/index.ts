@@ -142,7 +142,7 @@ export function broadcastPlugin(): Plugin {
       // `use-upstream`, so a pinned upstream cannot take a private transaction to a public node or
       // a read to a relay.
       const stage = stageBetween(SelectStage.USE_UPSTREAM, SelectStage.AVAILABILITY);
-      host.hooks.select.tap({ name: 'broadcast:relays', stage }, (ups: Upstream[], ctx: CallContext) => {
+      const routeRelays = (ups: Upstream[], ctx: CallContext): Upstream[] => {
         if (ctx.internal) return ups;
         const s = settingsOf(ctx.network);
         const method = ctx.request.method;
@@ -154,6 +154,20 @@ export function broadcastPlugin(): Plugin {
           return relays;
         }
         return tx || !ups.some(isRelay) ? ups : ups.filter((u) => !isRelay(u));
+      };
+      // Tapped only when some network is private or some upstream a relay: other configs pay nothing per call.
+      host.hooks.configured.tap('broadcast', (c) => {
+        const relay = (settings: unknown) => (settings as { relay?: unknown } | undefined)?.relay === true;
+        const privateNet = (settings: unknown) => (settings as { broadcast?: { private?: unknown } } | undefined)?.broadcast?.private === true;
+        if (
+          c.projects.some(
+            (p) =>
+              relay(p.upstreamDefaults) ||
+              p.upstreams.some((u) => relay(u.settings)) ||
+              p.networks.some((n) => privateNet(n.settings) || privateNet(p.networkDefaults)),
+          )
+        )
+          host.hooks.select.tap({ name: 'broadcast:relays', stage }, routeRelays);
       });
 
       host.hooks.attempt.tap({ name: 'broadcast', stage: AttemptStage.BROADCAST }, (inner: AttemptHandler, network: Network): AttemptHandler => {

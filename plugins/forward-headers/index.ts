@@ -151,7 +151,7 @@ export function forwardHeadersPlugin(): Plugin {
         byNetwork.set(n, { ups: n.upstreams, size: n.upstreams.length, names });
         return names;
       };
-      host.hooks.directives.tap({ name: 'forward-headers', stage: DirectiveStage.PROVENANCE }, (d: Directives, ctx: CallContext) => {
+      const markForwarded = (d: Directives, ctx: CallContext): Directives => {
         const names = namesOf(ctx.network);
         if (names.length === 0 || ctx.internal) return d;
         const sent = ctx.http?.headers;
@@ -163,6 +163,12 @@ export function forwardHeadersPlugin(): Plugin {
         // A long mark is hashed: the provenance keeps 256 characters, and two tenants must never share by truncation.
         if (mark !== undefined) markProvenance(ctx, 'forward-headers', mark.length > 200 ? createHash('sha256').update(mark).digest('hex') : mark);
         return d;
+      };
+      // Tapped only when some upstream forwards headers: a config without any pays nothing per call.
+      host.hooks.configured.tap('forward-headers', (c) => {
+        const forwards = (settings: unknown) => Array.isArray((settings as { forwardHeaders?: unknown } | undefined)?.forwardHeaders);
+        if (c.projects.some((p) => forwards(p.upstreamDefaults) || p.upstreams.some((u) => forwards(u.settings))))
+          host.hooks.directives.tap({ name: 'forward-headers', stage: DirectiveStage.PROVENANCE }, markForwarded);
       });
       host.hooks.upstream.tap({ name: 'forward-headers', stage: UpstreamStage.FORWARD_HEADERS }, (inner: UpstreamSender, u: Upstream): UpstreamSender => {
         const names = forwardedOf(u);
