@@ -5,14 +5,13 @@
  * call; a member's refusal is the answer when nobody accepts; with `broadcast.private` a
  * transaction reaches only the relay and reads never do.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { FetchRequest, JsonRpcProvider, Wallet } from 'ethers';
 import { createWalletClient, http, parseEther } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { freePort } from '../helpers/ports.ts';
+import { type RecordingProxy, startRecordingProxy } from '../helpers/recording-proxy.ts';
 import { startSvc, type SvcHandle } from '../helpers/svc.ts';
 
 const CHAIN = 31337;
@@ -24,51 +23,19 @@ const KEYS = [
 ] as const;
 const TO = '0x90f79bf6eb2c4f870365e785982e1f101e93b906';
 
-/** A forwarder in front of anvil that counts the methods it passes on. */
-interface Counting {
-  url: string;
-  calls: Map<string, number>;
-  close(): Promise<void>;
-}
-
-async function countingProxy(target: string): Promise<Counting> {
-  const c: Counting = { url: '', calls: new Map(), close: async () => undefined };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (b: Buffer) => chunks.push(b));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      const parsed = JSON.parse(body) as { method: string } | { method: string }[];
-      for (const m of Array.isArray(parsed) ? parsed : [parsed]) c.calls.set(m.method, (c.calls.get(m.method) ?? 0) + 1);
-      fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(
-        async (r) => res.writeHead(r.status, { 'content-type': 'application/json' }).end(await r.text()),
-        () => res.destroy(),
-      );
-    });
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
-  c.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  c.close = () =>
-    new Promise<void>((ok) => {
-      server.closeAllConnections();
-      server.close(() => ok());
-    });
-  return c;
-}
-
 describe('e2e: transaction broadcast and private relays', function () {
   this.timeout(60_000);
   const anvils: AnvilHandle[] = [];
-  const proxies: Counting[] = [];
+  const proxies: RecordingProxy[] = [];
   let svc: SvcHandle;
-  const sent = (p: Counting) => p.calls.get('eth_sendRawTransaction') ?? 0;
+  const sent = (p: RecordingProxy) => p.callsOf('eth_sendRawTransaction').length;
   const txOn = (a: AnvilHandle, hash: string) => a.rpc('eth_getTransactionByHash', [hash]) as Promise<{ hash: string } | null>;
 
   before(async () => {
     for (let i = 0; i < 3; i++) anvils.push(await startAnvil());
-    for (const a of anvils) proxies.push(await countingProxy(a.url));
+    for (const a of anvils) proxies.push(await startRecordingProxy(a.url));
     const dead = `http://127.0.0.1:${await freePort()}`;
-    const [pa, pb, pc] = proxies as [Counting, Counting, Counting];
+    const [pa, pb, pc] = proxies as [RecordingProxy, RecordingProxy, RecordingProxy];
     svc = await startSvc({
       logLevel: 'error',
       projects: [
@@ -98,7 +65,7 @@ describe('e2e: transaction broadcast and private relays', function () {
     for (const a of anvils) await a.stop();
   });
   beforeEach(() => {
-    for (const p of proxies) p.calls.clear();
+    for (const p of proxies) p.calls.length = 0;
   });
 
   it('viem sendTransaction through svc: the transaction reaches every node of the set once; the dead member does not fail it', async () => {
@@ -166,10 +133,10 @@ describe('e2e: transaction broadcast and private relays', function () {
     // svc's own state polls (block headers, syncing) may still ask the relay.
     const clientReads = ['eth_getBalance', 'eth_getTransactionCount', 'eth_estimateGas', 'eth_gasPrice', 'eth_maxPriorityFeePerGas', 'eth_feeHistory'];
     expect(
-      clientReads.map((m) => proxies[2]!.calls.get(m) ?? 0),
+      clientReads.map((m) => proxies[2]!.callsOf(m).length),
       'the relay got no client read',
     ).to.deep.equal(clientReads.map(() => 0));
-    expect(proxies[0]!.calls.get('eth_getBalance')).to.equal(1);
+    expect(proxies[0]!.callsOf('eth_getBalance')).to.have.length(1);
   });
 
   it('private mode: a use-upstream pin cannot take a transaction to the public node', async () => {

@@ -5,12 +5,11 @@
  * the call; other calls and pinned blocks reach one upstream. svc runs for real in front of fake
  * upstreams (node:http) that each answer their own count; viem is one caller.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { createPublicClient, http } from 'viem';
 import { pickHighest } from '../../../plugins/evm-nonce/index.ts';
 import { RpcResult } from '../../../core/wire/jsonrpc.ts';
+import { startFakeRpc } from '../../helpers/fake-rpc.ts';
 import { startSvc, type SvcHandle } from '../../helpers/svc.ts';
 
 const ADDR = '0x1111111111111111111111111111111111111111';
@@ -23,38 +22,28 @@ interface FakeNode {
 }
 
 /**
- * A fake node on node:http: `eth_chainId` 31337, `eth_getTransactionCount` answers `count` (or
- * never answers when `hang`), every other method an error (so svc knows no head and `latest`
- * stays unpinned).
+ * A fake node: `eth_chainId` 31337, `eth_getTransactionCount` answers `count` (never when `hang`,
+ * after `delayMs`, or an error when `fail`), `eth_getBalance` `0x1`, every other method an error
+ * (so svc knows no head and `latest` stays unpinned).
  */
 async function startNode(count: string, hang = false, delayMs = 0, fail = false): Promise<FakeNode> {
   const node: FakeNode = { url: '', counts: 0, close: async () => undefined };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: unknown; method: string };
-      const reply = (payload: object) =>
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: body.id, ...payload }));
-      if (body.method === 'eth_chainId') return reply({ result: '0x7a69' });
-      if (body.method === 'eth_getTransactionCount') {
-        node.counts++;
-        if (hang) return;
-        if (fail) return reply({ error: { code: -32000, message: 'header not found' } });
-        if (delayMs > 0) return void setTimeout(() => reply({ result: count }), delayMs);
-        return reply({ result: count });
-      }
-      if (body.method === 'eth_getBalance') return reply({ result: '0x1' });
-      return reply({ error: { code: -32601, message: 'the method does not exist' } });
-    });
+  const rpc = await startFakeRpc((raw, _req, reply) => {
+    const body = raw as { id: unknown; method: string };
+    const answer = (payload: object) => reply({ jsonrpc: '2.0', id: body.id, ...payload });
+    if (body.method === 'eth_chainId') return answer({ result: '0x7a69' });
+    if (body.method === 'eth_getTransactionCount') {
+      node.counts++;
+      if (hang) return;
+      if (fail) return answer({ error: { code: -32000, message: 'header not found' } });
+      if (delayMs > 0) return void setTimeout(() => answer({ result: count }), delayMs);
+      return answer({ result: count });
+    }
+    if (body.method === 'eth_getBalance') return answer({ result: '0x1' });
+    return answer({ error: { code: -32601, message: 'the method does not exist' } });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  node.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  node.close = () =>
-    new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    });
+  node.url = rpc.url;
+  node.close = rpc.close;
   return node;
 }
 

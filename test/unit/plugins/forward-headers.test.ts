@@ -6,11 +6,11 @@
  * never put in an outbound batch with other callers' calls. svc runs for real in front of fake
  * upstreams that record what they receive.
  */
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
 import { expect } from 'chai';
 import { ConfigError } from '../../../config/load.ts';
 import { refusedHeader } from '../../../plugins/forward-headers/index.ts';
+import { startFakeRpc } from '../../helpers/fake-rpc.ts';
 import { startSvc, type SvcHandle } from '../../helpers/svc.ts';
 
 interface Seen {
@@ -27,23 +27,14 @@ interface Recorder {
 /** A fake node: answers every call (a batch element-wise) with `0x1`, `eth_chainId` 31337; records each request's methods and headers. */
 async function startRecorder(): Promise<Recorder> {
   const r: Recorder = { url: '', seen: [], close: async () => undefined };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: unknown; method: string } | { id: unknown; method: string }[];
-      const one = (c: { id: unknown; method: string }) => ({ jsonrpc: '2.0', id: c.id, result: c.method === 'eth_chainId' ? '0x7a69' : '0x1' });
-      r.seen.push({ method: Array.isArray(body) ? body.map((c) => c.method) : body.method, headers: req.headers });
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Array.isArray(body) ? body.map(one) : one(body)));
-    });
+  const rpc = await startFakeRpc((raw, req, reply) => {
+    const body = raw as { id: unknown; method: string } | { id: unknown; method: string }[];
+    const one = (c: { id: unknown; method: string }) => ({ jsonrpc: '2.0', id: c.id, result: c.method === 'eth_chainId' ? '0x7a69' : '0x1' });
+    r.seen.push({ method: Array.isArray(body) ? body.map((c) => c.method) : body.method, headers: req.headers });
+    reply(Array.isArray(body) ? body.map(one) : one(body));
   });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
-  r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  r.close = () =>
-    new Promise<void>((ok) => {
-      server.closeAllConnections();
-      server.close(() => ok());
-    });
+  r.url = rpc.url;
+  r.close = rpc.close;
   return r;
 }
 
