@@ -164,7 +164,8 @@ export function broadcastPlugin(): Plugin {
             (p) =>
               relay(p.upstreamDefaults) ||
               p.upstreams.some((u) => relay(u.settings)) ||
-              p.networks.some((n) => privateNet(n.settings) || privateNet(p.networkDefaults)),
+              privateNet(p.networkDefaults) ||
+              p.networks.some((n) => privateNet(n.settings)),
           )
         )
           host.hooks.select.tap({ name: 'broadcast:relays', stage }, routeRelays);
