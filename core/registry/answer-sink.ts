@@ -29,6 +29,9 @@ function declaredLength(raw: ReadonlyArray<Buffer | string>): number | undefined
  * undici's (legacy, native) dispatch handler for one answer; an EventListener object on the call's signal, so aborting needs no closure.
  * Throwing from `onHeaders`/`onData` makes undici abort the request with that error (then `onError`).
  */
+/** A signal that never aborts, for requests nothing cancels (an outbound batch shared by many calls): the sink does not listen to it. */
+export const NEVER_ABORTED: AbortSignal = new AbortController().signal;
+
 class AnswerSink implements Dispatcher.DispatchHandler {
   private status = 0;
   private declared: number | undefined;
@@ -46,7 +49,7 @@ class AnswerSink implements Dispatcher.DispatchHandler {
     private readonly limit: number,
     private readonly upstream: string,
   ) {
-    signal.addEventListener('abort', this, { once: true });
+    if (signal !== NEVER_ABORTED) signal.addEventListener('abort', this, { once: true });
   }
 
   /** The call's signal aborted: undici aborts the request with its reason (now, or once connected). */
@@ -110,7 +113,7 @@ class AnswerSink implements Dispatcher.DispatchHandler {
 
   private done(): void {
     this.settled = true;
-    this.signal.removeEventListener('abort', this);
+    if (this.signal !== NEVER_ABORTED) this.signal.removeEventListener('abort', this);
   }
 
   private giveBack(): void {

@@ -14,7 +14,7 @@ import {
   type UpstreamErrorRaw,
 } from '../wire/errors.ts';
 import { decodeBody, RESPONSE_BYTES } from '../../lib/body.ts';
-import { fetchAnswer } from './answer-sink.ts';
+import { fetchAnswer, NEVER_ABORTED } from './answer-sink.ts';
 import { arrayElements, extractTopLevelValue, scanAnswer } from '../../lib/json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../wire/jsonrpc.ts';
 import { normaliseUpstreamError } from '../wire/evm-normalize.ts';
@@ -197,7 +197,7 @@ export class HttpTransport {
     const up = this.cfg.id;
     let status: number;
     let bytes: Buffer;
-    const never = new AbortController().signal;
+    const never = NEVER_ABORTED;
     try {
       ({ status, bytes } = await fetchAnswer(this.pool, { path: this.path, method: 'POST', headers: this.headers, body: text }, never, maxResponseSize, up));
     } catch (e) {
@@ -257,7 +257,8 @@ export class HttpTransport {
       if (one === undefined)
         return new ErrUpstreamMalformedResponse(`upstream ${up} sent no response for request id ${id} in a batch`, { details: { upstream: up } });
       try {
-        return this.parse(200, Buffer.from(one), id, c.method);
+        // A small element is parsed from its text (no copy into a Buffer); a large one keeps its result as bytes, like a single answer.
+        return one.length < RAW_RESULT_MIN_BYTES ? this.parseText(200, one, undefined, id, c.method) : this.parse(200, Buffer.from(one), id, c.method);
       } catch (e) {
         return e instanceof SvcError ? e : new ErrUpstreamMalformedResponse(String(e), { details: { upstream: up } });
       }
@@ -302,8 +303,12 @@ export class HttpTransport {
   }
 
   private parse(status: number, bytes: Buffer, id: number, method: string): RpcResult {
+    return this.parseText(status, decodeBody(bytes), bytes, id, method);
+  }
+
+  /** {@link parse} of an answer already decoded; `bytes` are its bytes when a large result may be kept as a slice of them. */
+  private parseText(status: number, text: string, bytes: Buffer | undefined, id: number, method: string): RpcResult {
     const up = this.cfg.id;
-    const text = decodeBody(bytes);
     if (status === 413)
       throw new ErrUpstreamRequestTooLarge(`upstream ${up} refused the request as too large (HTTP 413)`, { details: { upstream: up }, upstreamStatus: 413 });
     let body: unknown;
@@ -339,7 +344,7 @@ export class HttpTransport {
     // offsets). The range is the scan's: the member JSON.parse read, whatever its name's spelling.
     const at = scan.result;
     let r: RpcResult;
-    if (at && bytes.length >= RAW_RESULT_MIN_BYTES && bytes.length === text.length) r = RpcResult.fromBytes(o.result, bytes.subarray(at[0], at[1]));
+    if (at && bytes && bytes.length >= RAW_RESULT_MIN_BYTES && bytes.length === text.length) r = RpcResult.fromBytes(o.result, bytes.subarray(at[0], at[1]));
     else r = new RpcResult(o.result, text, at);
     r.upstreamId = up;
     return r;

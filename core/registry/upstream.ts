@@ -126,7 +126,7 @@ export class Upstream {
       c.attempt.dialled = true;
       c.ctx.record.upstreamAttempts++;
     }
-    return this.http.postBatch(calls.map((c) => ({ method: c.method, params: c.params })));
+    return this.http.postBatch(calls);
   }
 
   /** One request outside the hook chains (chain-id probes); throws only a SvcError, a DeadlineReason abort as a timeout. */

@@ -12,6 +12,15 @@ import { BatchQueue, type QueuedCall } from './queue.ts';
 
 export { BatchQueue, type BatchQueueOptions, type QueuedCall } from './queue.ts';
 
+/** A queued call with the upstream call it stands for (what the sender needs back). */
+interface OwnedCall extends QueuedCall {
+  readonly owner: UpstreamCall;
+}
+
+function ownerOf(c: OwnedCall): UpstreamCall {
+  return c.owner;
+}
+
 /** An upstream's resolved batching settings. */
 export interface BatchSettings {
   supportsBatch: boolean;
@@ -50,22 +59,19 @@ export function batchingPlugin(): Plugin {
       host.hooks.upstream.tap({ name: 'batching', stage: UpstreamStage.BATCHING }, (inner: UpstreamSender, u: Upstream): UpstreamSender => {
         const s = batchSettingsOf(u);
         if (!s.supportsBatch) return inner;
-        // Which queued call is which UpstreamCall: the queue knows calls, the sender needs records.
-        const owners = new WeakMap<QueuedCall, UpstreamCall>();
-        const queue = new BatchQueue({
+        const queue = new BatchQueue<OwnedCall>({
           maxSize: s.batchMaxSize,
           maxWaitMs: s.batchMaxWaitMs,
-          send: (calls) => u.sendBatch(calls.map((c) => owners.get(c) as UpstreamCall)),
+          send: (calls) => u.sendBatch(calls.map(ownerOf)),
+          // svc rewrites ids on the way out, so clients' ids never collide in a batch: the queue is keyed by svc's own sequence
+          // (its duplicate-id flush, §3.5, never fires here and is not checked).
+          uniqueIds: true,
         });
-        // svc rewrites ids on the way out, so clients' ids never collide in a batch: the queue is
-        // keyed by svc's own sequence (its duplicate-id flush, §3.5, then never fires here).
         let seq = 0;
         return (call: UpstreamCall) => {
           // Headers of one caller (forwarded client headers) must not ride on other callers' calls.
           if (call.headers) return inner(call);
-          const q: QueuedCall = { id: String(++seq), method: call.method, params: call.params, deadline: call.ctx.deadline, signal: call.signal };
-          owners.set(q, call);
-          return queue.add(q);
+          return queue.add({ id: String(++seq), method: call.method, params: call.params, deadline: call.ctx.deadline, signal: call.signal, owner: call });
         };
       });
     },

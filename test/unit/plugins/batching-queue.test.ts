@@ -13,6 +13,7 @@ function harness(
   maxSize: number,
   maxWaitMs: number,
   answer: (calls: readonly QueuedCall[]) => Array<RpcResult | SvcError> = (cs) => cs.map((c) => new RpcResult(c.method)),
+  uniqueIds = false,
 ) {
   const batches: string[][] = [];
   let release: (() => void) | undefined;
@@ -20,6 +21,7 @@ function harness(
   const q = new BatchQueue({
     maxSize,
     maxWaitMs,
+    uniqueIds,
     send: async (calls) => {
       batches.push(calls.map((c) => c.id));
       if (hold) await new Promise<void>((r) => (release = r));
@@ -79,6 +81,40 @@ describe('batching: BatchQueue (spec §3.5, §4.7)', () => {
       expect(e).to.be.instanceOf(ErrEndpointRequestTimeout);
     }
     expect(h.batches).to.deep.equal([]);
+  });
+
+  it('a cancelled call no longer sets the batch deadline: the others wait for their own or for the flush', async () => {
+    const clock = FakeTimers.install({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const h = harness(10, 100);
+      const ac = new AbortController();
+      const early = h.q.add(h.call('a', { deadline: Date.now() + 20, signal: ac.signal }));
+      const mid = h.q.add(h.call('b', { deadline: Date.now() + 60 }));
+      const late = h.q.add(h.call('c', { deadline: Date.now() + 10_000 }));
+      ac.abort();
+      expect(await early.catch((e: unknown) => e)).to.be.instanceOf(ErrCancelled);
+      await clock.tickAsync(30);
+      expect(h.q.length, 'nothing failed at the cancelled call deadline').to.equal(2);
+      await clock.tickAsync(40);
+      for (const p of [mid, late]) expect(await p.catch((e: unknown) => e)).to.be.instanceOf(ErrEndpointRequestTimeout);
+      expect(h.batches).to.deep.equal([]);
+      // Deadlines after the flush: the wait timer sends the batch and no call fails.
+      const x = h.q.add(h.call('x', { deadline: Date.now() + 10_000 }));
+      await clock.tickAsync(100);
+      expect((await x).result).to.equal('mx');
+      expect(h.batches).to.deep.equal([['x']]);
+    } finally {
+      clock.uninstall();
+    }
+  });
+
+  it('uniqueIds: the caller numbers its calls, so a repeated id does not flush the queue', async () => {
+    const h = harness(10, 20, undefined, true);
+    // The same id twice (which the caller promised not to do) stays in one batch: the queue did not look.
+    const a = h.q.add(h.call('1'));
+    const b = h.q.add(h.call('1'));
+    await Promise.all([a, b]);
+    expect(h.batches).to.deep.equal([['1', '1']]);
   });
 
   it('an already-cancelled call fails at once and is not queued; one cancelled while queued is removed', async () => {
