@@ -255,13 +255,26 @@ export function filtersPlugin(): Plugin {
         const id = parseFilterId(ctx.request.method, ctx.request.params);
         if (id === undefined) return Promise.reject(new ErrFilterNotFound());
         return serial(id, async () => {
-          const s = await find(ctx, id);
-          if (!s) throw new ErrFilterNotFound();
-          if (s.kind === 'pending') {
+          const found = await find(ctx, id);
+          if (!found) throw new ErrFilterNotFound();
+          if (found.kind === 'pending') {
+            const s = found;
             const r = await pendingCall(ctx, id, s, 'eth_getFilterChanges', inner);
             await keep(id, s, settings);
             return r;
           }
+          // Another replica polls it right now: what it reads, it delivers (never twice). Read
+          // again once locked: a poll that just ended elsewhere moved the cursor.
+          const lock = store.lock?.bind(store);
+          const unlock = lock ? await stored(() => lock(id, READ_TIMEOUT_MS * 2)) : undefined;
+          if (lock && !unlock) return new RpcResult([]);
+          let s: FilterState | undefined = found;
+          try {
+            if (lock) s = await find(ctx, id);
+          } finally {
+            if (!s) await unlock?.().catch(() => undefined);
+          }
+          if (!s) throw new ErrFilterNotFound();
           const logs = s.kind === 'logs' ? selectorOf(s.criteria) : undefined;
           try {
             const polled = await pollChanges(readerOf(ctx.network, ctx), s.window ?? [], logs, settings.maxBlocksPerPoll);
@@ -272,6 +285,8 @@ export function filtersPlugin(): Plugin {
             // Nothing was read: the cursor stays, the poll still counts as activity.
             if (!(e instanceof ErrFilterStoreUnavailable)) await keep(id, s, settings);
             throw readFailure(e);
+          } finally {
+            await unlock?.().catch(() => undefined);
           }
         });
       };

@@ -43,6 +43,12 @@ export interface FilterStore {
   set(id: string, state: FilterState, ttlMs: number): Promise<void>;
   /** Removes a filter; true when it was there. */
   delete(id: string): Promise<boolean>;
+  /**
+   * Takes the filter's poll lock for `ttlMs` (a store shared by replicas: a poll on another
+   * replica at the same time must not deliver the same changes); absent: one replica only.
+   * @returns a release function, or undefined when another poll holds it
+   */
+  lock?(id: string, ttlMs: number): Promise<(() => Promise<void>) | undefined>;
 }
 
 /** One filter as the ledger counts it. */
@@ -183,6 +189,14 @@ export class SharedFilterStore implements FilterStore {
 
   delete(id: string): Promise<boolean> {
     return this.values.delete(`filter:${id}`);
+  }
+
+  async lock(id: string, ttlMs: number): Promise<(() => Promise<void>) | undefined> {
+    const key = `filter:${id}:poll`;
+    if (!(await this.values.claim(key, ttlMs))) return undefined;
+    return async () => {
+      await this.values.delete(key);
+    };
   }
 }
 

@@ -33,6 +33,13 @@ export interface SharedValues {
    */
   set(key: string, value: string, ttlMs: number): Promise<void>;
   /**
+   * Sets a key only when it is absent (Redis `SET NX PX`): a lock or a claim shared by the fleet.
+   * @param ttlMs time to live, ms (at least 1): a holder that dies releases it then
+   * @returns true when this call set it, false when it was set already
+   * @throws Error when Redis is unreachable, or answers late; RangeError for a key over {@link MAX_SHARED_KEY_LENGTH}
+   */
+  claim(key: string, ttlMs: number): Promise<boolean>;
+  /**
    * Removes a key.
    * @returns true when it was there
    * @throws Error when Redis is unreachable, or answers late

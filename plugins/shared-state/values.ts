@@ -45,6 +45,7 @@ export function sharedValues(link: ValuesLink): SharedValues {
         await c.set(k, value, { PX: Math.max(1, Math.ceil(ttlMs)) });
       });
     },
+    claim: (key, ttlMs) => run(key, async (c, k) => (await c.set(k, '1', { NX: true, PX: Math.max(1, Math.ceil(ttlMs)) })) !== null),
     delete: (key) => run(key, async (c, k) => (await c.del(k)) > 0),
   };
 }

@@ -261,6 +261,7 @@ describe('filters: stores and ledger (clock driven by fake timers)', () => {
       get: async (k) => kv.get(k)?.value,
       set: async (k, value, ttlMs) => void kv.set(k, { value, ttlMs }),
       delete: async (k) => kv.delete(k),
+      claim: async (k, ttlMs) => !kv.has(k) && Boolean(kv.set(k, { value: '1', ttlMs })),
     };
     const store = new SharedFilterStore(values);
     const state = { v: 1 as const, kind: 'logs' as const, owner: 'addr:x', net: 'main/evm:1', window: [{ n: 1, h: '0x1' }] };
@@ -271,6 +272,12 @@ describe('filters: stores and ledger (clock driven by fake timers)', () => {
       kv.set('filter:0xbad', { value: bad, ttlMs: 1 });
       expect(await store.get('0xbad'), bad).to.equal(undefined);
     }
+    // One poll at a time across replicas: the second lock is refused until the first is released.
+    const release = await store.lock('0xab', 20_000);
+    expect(release).to.be.a('function');
+    expect(await store.lock('0xab', 20_000)).to.equal(undefined);
+    await release?.();
+    expect(await store.lock('0xab', 20_000)).to.be.a('function');
     expect(await store.delete('0xab')).to.equal(true);
     expect(await store.get('0xab')).to.equal(undefined);
   });
