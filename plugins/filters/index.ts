@@ -269,12 +269,13 @@ export function filtersPlugin(): Plugin {
           const unlock = lock ? await stored(() => lock(id, READ_TIMEOUT_MS * 2)) : undefined;
           if (lock && !unlock) return new RpcResult([]);
           let s: FilterState | undefined = found;
-          try {
-            if (lock) s = await find(ctx, id);
-          } finally {
-            if (!s) await unlock?.().catch(() => undefined);
+          if (lock) {
+            s = await find(ctx, id).catch(() => undefined);
+            if (!s) {
+              await unlock?.().catch(() => undefined);
+              throw new ErrFilterNotFound();
+            }
           }
-          if (!s) throw new ErrFilterNotFound();
           const logs = s.kind === 'logs' ? selectorOf(s.criteria) : undefined;
           try {
             const polled = await pollChanges(readerOf(ctx.network, ctx), s.window ?? [], logs, settings.maxBlocksPerPoll);
