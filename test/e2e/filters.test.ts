@@ -308,11 +308,14 @@ describe('e2e: a fleet of two replicas sharing filters through Redis (sharedStat
     tick = await chain.deploy(TICK_INIT_CODE);
     for (let i = 0; i < 2; i++) {
       const svc = await startSvc({
+        metrics: { enabled: true, port: 0 },
         sharedState: { redis: { uri: redis.url }, clusterKey: 'filters-e2e' },
         projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: chain.chainId } }], upstreams: chain.upstreams() }],
       });
       replicas.push(svc);
       urls.push(`${svc.url}/main/evm/${chain.chainId}`);
+      // Filters live in Redis: each replica is connected before the first filter call.
+      await waitFor(async () => (await fetch(svc.metricsUrl as string).then((r) => r.text())).includes('svc_shared_state_connected 1'), 10_000);
     }
   });
 
