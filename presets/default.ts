@@ -12,6 +12,7 @@ import { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 import { evmInterpolationPlugin } from '../plugins/evm-interpolation/index.ts';
 import { evmMethodsPlugin } from '../plugins/evm-methods/index.ts';
 import { evmNoncePlugin } from '../plugins/evm-nonce/index.ts';
+import { filtersPlugin } from '../plugins/filters/index.ts';
 import { broadcastPlugin } from '../plugins/broadcast/index.ts';
 import { contractRulesPlugin } from '../plugins/contract-rules/index.ts';
 import { forwardHeadersPlugin } from '../plugins/forward-headers/index.ts';
@@ -65,6 +66,7 @@ export function defaultPreset(): Plugin[] {
     evmAnswerSanityPlugin(),
     evmMethodsPlugin(),
     evmNoncePlugin(),
+    filtersPlugin(),
     broadcastPlugin(),
     contractRulesPlugin(),
     headersPlugin(),

@@ -29,6 +29,7 @@ export { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
 export { evmInterpolationPlugin, type EvmInterpolationOptions } from '../plugins/evm-interpolation/index.ts';
 export { evmMethodsPlugin, type EvmMethodsPluginOptions } from '../plugins/evm-methods/index.ts';
 export { evmNoncePlugin } from '../plugins/evm-nonce/index.ts';
+export { filtersPlugin, ErrFilterNotFound, ErrFilterLimitExceeded, ErrFilterInvalidParams } from '../plugins/filters/index.ts';
 export { broadcastPlugin, DEFAULT_BROADCAST_METHODS } from '../plugins/broadcast/index.ts';
 export { contractRulesPlugin, ErrContractRuleRefused } from '../plugins/contract-rules/index.ts';
 export { forwardHeadersPlugin } from '../plugins/forward-headers/index.ts';

@@ -42,7 +42,7 @@ import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
 import { definePlugin, type Plugin, type PluginHost, type Upstream, type Network } from 'svc-proxy/plugin';
 import { CHAIN_STATE_SERVICE } from 'svc-proxy/plugins/evm-state';
-import { fleetReplicaId, type FleetRelayRegistration, openRedisClient, registerFleetRelay, sleep } from 'svc-proxy/util';
+import { fleetReplicaId, type FleetRelayRegistration, openRedisClient, type RedisClient, registerFleetRelay, sleep } from 'svc-proxy/util';
 import { normalizeSharedStateShapes } from './erpc.ts';
 import { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch } from './link.ts';
 import {
@@ -61,6 +61,8 @@ import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox } from './ops.ts';
 import { ClientCloser } from './close.ts';
 import { DEFAULT_CHANGE_SCAN_MS, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
 import { networkChainState } from 'svc-proxy/plugins/evm-state';
+import { SHARED_VALUES_SERVICE } from './api.ts';
+import { sharedValues } from './values.ts';
 
 export {
   type Drop,
@@ -140,6 +142,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
     // No `dependsOn`: the chain state service is looked up when heads are applied, so presets
     // without evm-state (and tests that drop it) still build; there is then nothing to share.
     schema: { ...sharedStateSchema, normalize: normalizeSharedStateShapes },
+    provides: [SHARED_VALUES_SERVICE],
     apply(host: PluginHost) {
       /** Id of this process's head messages (each worker polls on its own, so each has its own). */
       const replica = randomUUID();
@@ -215,6 +218,12 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
 
       /** The settings read in `configured`; connections open in `listening` only. */
       let configuredSettings: SharedStateSettings | undefined;
+      /** The main connection once opened, and whether it may take commands. */
+      let valuesClient: (() => RedisClient | undefined) | undefined;
+      host.services.provide(
+        SHARED_VALUES_SERVICE,
+        sharedValues({ client: () => (closed ? undefined : valuesClient?.()), clusterKey: () => configuredSettings?.clusterKey }),
+      );
       // Read only: a proxy that checks a config (`svc validate`, a config reload, the primary of
       // server.workers) is configured and closed without listening, and must open nothing.
       host.hooks.configured.tap('shared-state', (c) => {
@@ -260,6 +269,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
         /** Commands may go out: connected and not frozen (a frozen Redis would only pile them up). */
         const writable = (): boolean => main.isReady && !watch?.frozen;
         answering = writable;
+        valuesClient = () => (writable() ? main : undefined);
 
         // Every other replica's entry, each checked like a channel message; stale ones are
         // deleted (their writer is gone). A hash with more entries than any fleet has is not read.

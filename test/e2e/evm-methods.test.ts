@@ -1,6 +1,7 @@
 /**
  * End-to-end local and special methods (#9; spec §2.8 #4, §7): `eth_chainId` from
- * config with no upstream call, stateful filter methods pinned to one upstream with
+ * config with no upstream call, filter methods served by svc (filters plugin) or, with
+ * `filters.enabled: false`, pinned to one upstream with
  * `use-upstream`, and idempotent `eth_sendRawTransaction` against real anvil answers
  * ("transaction already imported" for a pooled duplicate, "nonce too low" for a mined one).
  */
@@ -113,12 +114,20 @@ describe('e2e: stateful filters and idempotent broadcasts over two anvil nodes',
             networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h' } }],
             upstreams: cluster.upstreams(),
           },
+          {
+            // Filters served by the nodes, as before the filters plugin: they need one upstream.
+            id: 'off',
+            networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, selectionPolicy: { evalInterval: '1h' }, filters: { enabled: false } }],
+            upstreams: cluster.upstreams(),
+          },
         ],
       },
       { plugins: plugins() },
     );
-    const net = svc.proxy.projects.get('main')!.networks.get(`evm:${CHAIN}`)!;
-    await waitFor(() => net.upstreams.length === 2 && net.upstreams.every((u) => u.state === 'ready'));
+    for (const p of ['main', 'off']) {
+      const net = svc.proxy.projects.get(p)!.networks.get(`evm:${CHAIN}`)!;
+      await waitFor(() => net.upstreams.length === 2 && net.upstreams.every((u) => u.state === 'ready'));
+    }
   });
 
   after(async () => {
@@ -127,8 +136,21 @@ describe('e2e: stateful filters and idempotent broadcasts over two anvil nodes',
   });
 
   describe('stateful filter methods (spec §2.8 #4)', () => {
-    it('§7 ErrNotImplemented — with two candidate upstreams a filter method fails with ErrNotImplemented and reaches no node', async () => {
-      const res = await svc.post(path, rpcBody('eth_newBlockFilter', []));
+    it('with two candidate upstreams a block filter is served by svc: its own 16-byte id, then the new block hashes', async () => {
+      const created = await svc.post(path, rpcBody('eth_newBlockFilter', []));
+      const id = created.json.result as string;
+      expect(id).to.match(/^0x[0-9a-f]{32}$/);
+      // Reads go to a, first in config order (the selection is not re-evaluated in this suite).
+      await a.rpc('evm_mine', []);
+      const head = (await a.rpc('eth_getBlockByNumber', ['latest', false])) as { hash: string };
+      const changes = await svc.post(path, rpcBody('eth_getFilterChanges', [id]));
+      expect(changes.json.result).to.deep.equal([head.hash]);
+      expect((await svc.post(path, rpcBody('eth_uninstallFilter', [id]))).json.result).to.equal(true);
+      expect((await svc.post(path, rpcBody('eth_getFilterChanges', [id]))).json.error).to.include({ code: -32000, message: 'filter not found' });
+    });
+
+    it('§7 ErrNotImplemented — with filters.enabled false and two candidate upstreams a filter method fails with ErrNotImplemented and reaches no node', async () => {
+      const res = await svc.post(`/off/evm/${CHAIN}`, rpcBody('eth_newBlockFilter', []));
       expect(res.status).to.equal(200);
       expect(res.json.error.code).to.equal(-32601);
       expect(res.json.error.message).to.contain('use-upstream');

@@ -34,8 +34,9 @@ type Harness = StubProxy;
 
 async function harness(scripts: Record<string, Script>, opts: EvmMethodsPluginOptions = {}): Promise<Harness> {
   // No evm-state: the stubs model no chain head (its state poller would call them and score
-  // them); tests that need a head set it by hand with chainStateOf(...).observeLatest.
-  return startStubProxy(scripts, [...presetWithout('evm-state', 'evm-retries', 'evm-methods'), evmRetriesPlugin(), evmMethodsPlugin(opts)]);
+  // them); tests that need a head set it by hand with chainStateOf(...).observeLatest. No filters
+  // plugin: the guard under test is what filter methods meet without it (or with it turned off).
+  return startStubProxy(scripts, [...presetWithout('evm-state', 'evm-retries', 'evm-methods', 'filters'), evmRetriesPlugin(), evmMethodsPlugin(opts)]);
 }
 
 const PK0 = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';

@@ -1,0 +1,353 @@
+/**
+ * filters plugin: `eth_newFilter`, `eth_newBlockFilter`, `eth_getFilterChanges`,
+ * `eth_getFilterLogs` and `eth_uninstallFilter` served by svc itself (spec §2.8 #4), so a filter
+ * keeps working when the upstream that answered its polls dies: svc's own filter ids, changes
+ * read from the canonical chain through the network's pipeline by the head follower's rules
+ * (cursor.ts; reorgs give `removed: true` logs), state as a small cursor in memory or, with
+ * `sharedState`, in the fleet's Redis (store.ts). `eth_newPendingTransactionFilter` passes through
+ * to one upstream, and its polls stick to that upstream.
+ *
+ * Taps: `call` between `CallStage.MULTIPLEX` and `CallStage.LOCAL_METHODS` (inside static answers
+ * and local methods, outside multiplexing and the cache: two polls of one filter never share an
+ * answer, and no filter answer is cached) and `select` between `SelectStage.AVAILABILITY` and
+ * `SelectStage.STATEFUL_GUARD` (a pending-transaction filter's calls go to its one upstream).
+ * Internal calls and calls pinned with `use-upstream` pass through to the node as before, and so
+ * does everything on a network with `filters.enabled: false`.
+ */
+import { Gauge } from 'prom-client';
+import {
+  type CallContext,
+  type CallHandler,
+  CallStage,
+  definePlugin,
+  type Network,
+  type Plugin,
+  type PluginHost,
+  RpcResult,
+  SelectStage,
+  stageBetween,
+  type Upstream,
+} from 'svc-proxy/plugin';
+import { ErrEndpointMissingData, SvcError } from 'svc-proxy/plugin/errors';
+import { SHARED_VALUES_SERVICE } from 'svc-proxy/plugins/shared-state';
+import { type ChainRead, type LogSelector, pollChanges, startWindow } from './cursor.ts';
+import { ErrFilterLimitExceeded, ErrFilterNotFound, expectNoParams, type LogCriteria, newFilterId, numberOf, parseFilterId, parseNewFilter } from './params.ts';
+import { filtersSchema, filtersSettingsOf, type FiltersSettings } from './schema.ts';
+import { type FilterKind, FilterLedger, type FilterState, type FilterStore, MemoryFilterStore, SharedFilterStore } from './store.ts';
+
+export { FILTERS_DEFAULTS, FILTERS_NETWORK_KEYS, filtersSchema, filtersSettingsOf, type FiltersSettings } from './schema.ts';
+export * from './params.ts';
+export * from './cursor.ts';
+export * from './store.ts';
+
+/** The methods the plugin serves (the pending filter's calls included). */
+export const FILTER_METHODS: ReadonlySet<string> = new Set([
+  'eth_newFilter',
+  'eth_newBlockFilter',
+  'eth_newPendingTransactionFilter',
+  'eth_getFilterChanges',
+  'eth_getFilterLogs',
+  'eth_uninstallFilter',
+]);
+
+/** Stage of the `call` tap: inside local methods (850), outside multiplexing (800). */
+export const FILTERS_CALL_STAGE = stageBetween(CallStage.MULTIPLEX, CallStage.LOCAL_METHODS);
+/** Stage of the `select` tap: after availability filters (400), before the stateful guard (500). */
+export const FILTERS_SELECT_STAGE = stageBetween(SelectStage.AVAILABILITY, SelectStage.STATEFUL_GUARD);
+/** Longest one chain read of a poll may take, ms (within the call's own deadline). */
+export const READ_TIMEOUT_MS = 10_000;
+/** How often expired filters are dropped from memory, ms. */
+export const SWEEP_INTERVAL_MS = 30_000;
+/** Upstreams tried for a new pending-transaction filter before the call fails. */
+const PENDING_TRIES = 3;
+
+/** The filter store is unreachable (a `sharedState` Redis down): -32603, HTTP 503, retry later. */
+export class ErrFilterStoreUnavailable extends SvcError {
+  static override readonly defaultCode = -32603;
+  static override readonly httpStatus = 503;
+  static override readonly retryable = true;
+}
+
+/** Which upstream a pending-transaction filter's call may use (`select` tap). */
+interface Pin {
+  /** Its upstream: only that one. */
+  upstream?: string;
+  /** A new filter: the first candidate not excluded, recorded in `chosen`. */
+  exclude?: Set<string>;
+  chosen?: string;
+}
+const PIN = Symbol('filters.pin');
+
+/**
+ * Who may poll a filter: the authenticated user id, else the client address.
+ * @param ctx the call
+ */
+export function ownerOf(ctx: CallContext): string {
+  const key = ctx.identity?.userId !== undefined ? `user:${ctx.identity.userId}` : `addr:${ctx.http.clientAddress}`;
+  return key.slice(0, 256);
+}
+
+/** `fromBlock`/`toBlock` as numbers, for the blocks a log filter's polls read logs of. */
+function selectorOf(c: LogCriteria | undefined): LogSelector {
+  return { address: c?.address, topics: c?.topics, from: numberOf(c?.fromBlock), to: numberOf(c?.toBlock) };
+}
+
+/** A failure that is not svc's named error (a malformed answer) as one: the data could not be read. */
+function readFailure(e: unknown): SvcError {
+  return e instanceof SvcError ? e : new ErrEndpointMissingData(`filter: ${e instanceof Error ? e.message : String(e)}`);
+}
+
+/**
+ * Creates the filters plugin (name `filters`).
+ * @returns a plugin owning `networks[].filters` (and `networkDefaults.filters`), tapping `call`,
+ *   `select`, `configured`, `listening` and `shutdown`, registering `svc_filters_active`
+ */
+export function filtersPlugin(): Plugin {
+  return definePlugin({
+    name: 'filters',
+    schema: filtersSchema,
+    apply(host: PluginHost) {
+      const memory = new MemoryFilterStore();
+      const ledger = new FilterLedger();
+      let store: FilterStore = memory;
+      let sweeper: NodeJS.Timeout | undefined;
+      /** One poll at a time per filter on this replica, so no change is delivered twice. */
+      const busy = new Map<string, Promise<void>>();
+
+      new Gauge({
+        name: 'svc_filters_active',
+        help: 'Live filters this replica serves (made or polled here, within their idle timeout), by network and kind (logs, blocks, pending)',
+        labelNames: ['project', 'network', 'kind'],
+        registers: [host.metrics],
+        collect() {
+          this.reset();
+          for (const [net, counts] of ledger.byNetwork()) {
+            const at = net.lastIndexOf('/');
+            for (const kind of ['logs', 'blocks', 'pending'] as const) this.set({ project: net.slice(0, at), network: net.slice(at + 1), kind }, counts[kind]);
+          }
+        },
+      });
+
+      host.hooks.configured.tap('filters', () => {
+        const values = host.services.get(SHARED_VALUES_SERVICE);
+        if (values?.enabled) store = new SharedFilterStore(values);
+      });
+      host.hooks.listening.tap('filters', () => {
+        sweeper = setInterval(() => {
+          memory.sweep();
+          ledger.sweep();
+        }, SWEEP_INTERVAL_MS);
+        sweeper.unref();
+      });
+      host.hooks.shutdown.tap('filters', () => clearInterval(sweeper));
+
+      const stored = async <T>(op: () => Promise<T>): Promise<T> => {
+        try {
+          return await op();
+        } catch (e) {
+          throw new ErrFilterStoreUnavailable(`filter store unavailable: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      };
+      const serial = async <T>(id: string, fn: () => Promise<T>): Promise<T> => {
+        const prev = busy.get(id) ?? Promise.resolve();
+        let release!: () => void;
+        const mine = prev.then(() => new Promise<void>((r) => (release = r)));
+        busy.set(id, mine);
+        await prev;
+        try {
+          return await fn();
+        } finally {
+          release();
+          if (busy.get(id) === mine) busy.delete(id);
+        }
+      };
+      /** Reads through the network's pipeline as svc's own call (no cache, no multiplexing), within the call's deadline. */
+      const readerOf =
+        (network: Network, ctx: CallContext): ChainRead =>
+        async (method, params) => {
+          const { ctx: c, done } = host.internalContext(network, method, params, Math.max(1, Math.min(READ_TIMEOUT_MS, ctx.deadline - Date.now())));
+          try {
+            return (await host.runCall(c)).result;
+          } finally {
+            done();
+          }
+        };
+      /** The caller's live filter of this network, else undefined. */
+      const find = async (ctx: CallContext, id: string | undefined): Promise<FilterState | undefined> => {
+        if (id === undefined) return undefined;
+        const s = await stored(() => store.get(id));
+        if (!s || s.owner !== ownerOf(ctx) || s.net !== `${ctx.project.id}/${ctx.network.id}`) return undefined;
+        return s;
+      };
+      const keep = async (id: string, s: FilterState, settings: FiltersSettings): Promise<void> => {
+        await stored(() => store.set(id, s, settings.idleTimeoutMs));
+        ledger.touch(id, s.owner, s.net, s.kind, settings.idleTimeoutMs);
+      };
+      const drop = async (id: string): Promise<boolean> => {
+        ledger.forget(id);
+        return stored(() => store.delete(id));
+      };
+
+      /** A new filter of `kind`: bounded per client and per network, its cursor at the latest block. */
+      const create = async (ctx: CallContext, settings: FiltersSettings, kind: FilterKind, inner: CallHandler): Promise<RpcResult> => {
+        const owner = ownerOf(ctx);
+        const net = `${ctx.project.id}/${ctx.network.id}`;
+        const { total, owned } = ledger.count(net, owner);
+        if (owned >= settings.maxPerClient)
+          throw new ErrFilterLimitExceeded(
+            `limit exceeded: this client holds ${owned} filters on ${ctx.network.id} (filters.maxPerClient ${settings.maxPerClient}); eth_uninstallFilter one first`,
+          );
+        if (total >= settings.maxTotal) throw new ErrFilterLimitExceeded(`limit exceeded: ${total} filters on ${ctx.network.id} (filters.maxTotal)`);
+        const id = newFilterId();
+        // Counted before the first await, so a batch of creations cannot overshoot the bounds.
+        ledger.touch(id, owner, net, kind, settings.idleTimeoutMs);
+        try {
+          const s: FilterState = { v: 1, kind, owner, net };
+          if (kind === 'logs') s.criteria = parseNewFilter(ctx.request.params);
+          else expectNoParams(ctx.request.method, ctx.request.params);
+          if (kind === 'pending') s.upstream = await newPending(ctx, inner);
+          else s.window = await startWindow(readerOf(ctx.network, ctx)).catch((e: unknown) => Promise.reject(readFailure(e)));
+          await keep(id, s, settings);
+          return new RpcResult(id);
+        } catch (e) {
+          ledger.forget(id);
+          throw e;
+        }
+      };
+
+      /** Makes the filter on the first selected upstream that answers; its id there. */
+      const newPending = async (ctx: CallContext, inner: CallHandler): Promise<{ id: string; filter: string }> => {
+        const exclude = new Set<string>();
+        for (let i = 1; ; i++) {
+          const pin: Pin = { exclude };
+          try {
+            const r = await inner({ ...ctx, state: new Map([[PIN, pin]]) });
+            const remote = r.result;
+            if (typeof remote !== 'string' || remote.length === 0 || remote.length > 130 || !pin.chosen)
+              throw new ErrEndpointMissingData('eth_newPendingTransactionFilter: the upstream answered no filter id');
+            return { id: pin.chosen, filter: remote };
+          } catch (e) {
+            const tried = pin.chosen;
+            const retry = e instanceof SvcError && e.retryable && tried !== undefined && i < PENDING_TRIES;
+            if (!retry) throw e;
+            exclude.add(tried);
+          }
+        }
+      };
+
+      /** A pending-transaction filter's call, sent to its upstream with the upstream's id; any failure ends the filter. */
+      const pendingCall = async (ctx: CallContext, id: string, s: FilterState, method: string, inner: CallHandler): Promise<RpcResult> => {
+        const up = s.upstream as { id: string; filter: string };
+        if (!ctx.network.upstreams.some((u: Upstream) => u.id === up.id)) {
+          await drop(id);
+          throw new ErrFilterNotFound();
+        }
+        try {
+          return await inner({ ...ctx, request: { ...ctx.request, method, params: [up.filter] }, state: new Map([[PIN, { upstream: up.id }]]) });
+        } catch {
+          // The node restarted, died or forgot the filter: it is gone, and the client makes a new one.
+          await drop(id);
+          throw new ErrFilterNotFound();
+        }
+      };
+
+      const changes = (ctx: CallContext, settings: FiltersSettings, inner: CallHandler): Promise<RpcResult> => {
+        const id = parseFilterId(ctx.request.method, ctx.request.params);
+        if (id === undefined) return Promise.reject(new ErrFilterNotFound());
+        return serial(id, async () => {
+          const found = await find(ctx, id);
+          if (!found) throw new ErrFilterNotFound();
+          if (found.kind === 'pending') {
+            const s = found;
+            const r = await pendingCall(ctx, id, s, 'eth_getFilterChanges', inner);
+            await keep(id, s, settings);
+            return r;
+          }
+          // Another replica polls it right now: what it reads, it delivers (never twice). Read
+          // again once locked: a poll that just ended elsewhere moved the cursor.
+          const lock = store.lock?.bind(store);
+          const unlock = lock ? await stored(() => lock(id, READ_TIMEOUT_MS * 2)) : undefined;
+          if (lock && !unlock) return new RpcResult([]);
+          let s: FilterState | undefined = found;
+          if (lock) {
+            s = await find(ctx, id).catch(() => undefined);
+            if (!s) {
+              await unlock?.().catch(() => undefined);
+              throw new ErrFilterNotFound();
+            }
+          }
+          const logs = s.kind === 'logs' ? selectorOf(s.criteria) : undefined;
+          try {
+            const polled = await pollChanges(readerOf(ctx.network, ctx), s.window ?? [], logs, settings.maxBlocksPerPoll);
+            if (polled.moved) s.window = polled.window;
+            await keep(id, s, settings);
+            return new RpcResult(polled.changes);
+          } catch (e) {
+            // Nothing was read: the cursor stays, the poll still counts as activity.
+            if (!(e instanceof ErrFilterStoreUnavailable)) await keep(id, s, settings);
+            throw readFailure(e);
+          } finally {
+            await unlock?.().catch(() => undefined);
+          }
+        });
+      };
+
+      const filterLogs = async (ctx: CallContext, inner: CallHandler): Promise<RpcResult> => {
+        const s = await find(ctx, parseFilterId(ctx.request.method, ctx.request.params));
+        if (s?.kind !== 'logs') throw new ErrFilterNotFound();
+        const c = s.criteria ?? {};
+        const q: Record<string, unknown> = { fromBlock: c.fromBlock ?? 'latest', toBlock: c.toBlock ?? 'latest' };
+        if (c.address) q.address = c.address;
+        if (c.topics) q.topics = c.topics;
+        // The rest of the chain below: getLogs limits and splitting, interpolation, cache, failover.
+        return inner({ ...ctx, request: { ...ctx.request, method: 'eth_getLogs', params: [q] }, state: new Map() });
+      };
+
+      const uninstall = async (ctx: CallContext, inner: CallHandler): Promise<RpcResult> => {
+        const id = parseFilterId(ctx.request.method, ctx.request.params);
+        if (id === undefined) return new RpcResult(false);
+        return serial(id, async () => {
+          const s = await find(ctx, id);
+          if (!s) return new RpcResult(false);
+          if (s.kind === 'pending') await pendingCall(ctx, id, s, 'eth_uninstallFilter', inner).catch(() => undefined);
+          await drop(id);
+          return new RpcResult(true);
+        });
+      };
+
+      host.hooks.call.tap({ name: 'filters', stage: FILTERS_CALL_STAGE }, (inner: CallHandler, network: Network): CallHandler => {
+        const settings = filtersSettingsOf(network);
+        if (!settings.enabled) return inner;
+        return (ctx: CallContext) => {
+          const method = ctx.request.method;
+          if (ctx.internal || !FILTER_METHODS.has(method)) return inner(ctx);
+          const pinned = ctx.directives.useUpstream;
+          if (typeof pinned === 'string' && pinned.trim() !== '') return inner(ctx);
+          switch (method) {
+            case 'eth_newFilter':
+              return create(ctx, settings, 'logs', inner);
+            case 'eth_newBlockFilter':
+              return create(ctx, settings, 'blocks', inner);
+            case 'eth_newPendingTransactionFilter':
+              return create(ctx, settings, 'pending', inner);
+            case 'eth_getFilterChanges':
+              return changes(ctx, settings, inner);
+            case 'eth_getFilterLogs':
+              return filterLogs(ctx, inner);
+            default:
+              return uninstall(ctx, inner);
+          }
+        };
+      });
+
+      host.hooks.select.tap({ name: 'filters', stage: FILTERS_SELECT_STAGE }, (ups: Upstream[], ctx: CallContext) => {
+        const pin = ctx.state.get(PIN) as Pin | undefined;
+        if (!pin) return ups;
+        if (pin.upstream !== undefined) return ups.filter((u) => u.id === pin.upstream);
+        const first = ups.find((u) => !pin.exclude?.has(u.id));
+        pin.chosen = first?.id;
+        return first ? [first] : [];
+      });
+    },
+  });
+}

@@ -1,0 +1,217 @@
+/**
+ * Where filters live. A filter is a small JSON cursor ({@link FilterState}), so it can live
+ * anywhere: in this replica's memory by default, or, with the top-level `sharedState`, in that
+ * Redis (`<clusterKey>:filter:<id>`, expiring after the idle timeout, set again by each poll), so
+ * a filter made on one replica is polled on another.
+ *
+ * Bounds are counted per replica by a {@link FilterLedger} (filters this replica made or served,
+ * each until its idle timeout): in memory that is every filter; in Redis a replica counts the
+ * filters it saw, which keeps one client from filling any one replica.
+ */
+import type { SharedValues } from 'svc-proxy/plugins/shared-state';
+import type { LogCriteria } from './params.ts';
+import type { WindowBlock } from './cursor.ts';
+
+/** What a filter delivers: logs, block hashes, or an upstream's pending transactions. */
+export type FilterKind = 'logs' | 'blocks' | 'pending';
+
+/** One filter, as stored (JSON). */
+export interface FilterState {
+  /** Shape version. */
+  v: 1;
+  kind: FilterKind;
+  /** Who may poll it: `user:<id>` or `addr:<client address>`. */
+  owner: string;
+  /** `<project>/<network id>` it was made on. */
+  net: string;
+  /** A log filter's criteria. */
+  criteria?: LogCriteria;
+  /** Recent delivered blocks, oldest first; the last is the cursor (log and block filters). */
+  window?: WindowBlock[];
+  /** The upstream holding a pending-transaction filter, and its own id there. */
+  upstream?: { id: string; filter: string };
+}
+
+/** A store of filters by id. Every operation may throw when a remote store is unreachable. */
+export interface FilterStore {
+  /** The filter, or undefined when unknown or expired. */
+  get(id: string): Promise<FilterState | undefined>;
+  /**
+   * Stores a filter until it is idle for `ttlMs`.
+   * @param ttlMs idle timeout, ms
+   */
+  set(id: string, state: FilterState, ttlMs: number): Promise<void>;
+  /** Removes a filter; true when it was there. */
+  delete(id: string): Promise<boolean>;
+  /**
+   * Takes the filter's poll lock for `ttlMs` (a store shared by replicas: a poll on another
+   * replica at the same time must not deliver the same changes); absent: one replica only.
+   * @returns a release function, or undefined when another poll holds it
+   */
+  lock?(id: string, ttlMs: number): Promise<(() => Promise<void>) | undefined>;
+}
+
+/** One filter as the ledger counts it. */
+interface LedgerEntry {
+  owner: string;
+  net: string;
+  kind: FilterKind;
+  /** Expiry, ms since the epoch. */
+  expiresAt: number;
+}
+
+/** The filters this replica knows, for its bounds and its gauge; expired entries go lazily and on {@link sweep}. */
+export class FilterLedger {
+  private readonly entries = new Map<string, LedgerEntry>();
+
+  /** @param now clock, ms (tests drive it) */
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /**
+   * Records (or refreshes) a filter.
+   * @param ttlMs idle timeout, ms
+   */
+  touch(id: string, owner: string, net: string, kind: FilterKind, ttlMs: number): void {
+    this.entries.delete(id);
+    this.entries.set(id, { owner, net, kind, expiresAt: this.now() + ttlMs });
+  }
+
+  /** Forgets a filter. */
+  forget(id: string): void {
+    this.entries.delete(id);
+  }
+
+  /** Whether the ledger holds the id, unexpired. */
+  has(id: string): boolean {
+    const e = this.entries.get(id);
+    return e !== undefined && e.expiresAt > this.now();
+  }
+
+  /**
+   * Live filters of one network: in total and of one owner.
+   * @param net `<project>/<network id>`
+   */
+  count(net: string, owner: string): { total: number; owned: number } {
+    this.sweep();
+    let total = 0;
+    let owned = 0;
+    for (const e of this.entries.values()) {
+      if (e.net !== net) continue;
+      total++;
+      if (e.owner === owner) owned++;
+    }
+    return { total, owned };
+  }
+
+  /** Live filters by network and kind (the `svc_filters_active` gauge). */
+  byNetwork(): Map<string, Record<FilterKind, number>> {
+    this.sweep();
+    const out = new Map<string, Record<FilterKind, number>>();
+    for (const e of this.entries.values()) {
+      let c = out.get(e.net);
+      if (!c) out.set(e.net, (c = { logs: 0, blocks: 0, pending: 0 }));
+      c[e.kind]++;
+    }
+    return out;
+  }
+
+  /**
+   * Drops expired entries.
+   * @returns the ids dropped
+   */
+  sweep(): string[] {
+    const now = this.now();
+    const gone: string[] = [];
+    for (const [id, e] of this.entries) if (e.expiresAt <= now) gone.push(id);
+    for (const id of gone) this.entries.delete(id);
+    return gone;
+  }
+}
+
+/** Filters in this replica's memory; each expires when idle (checked on read and by {@link sweep}). */
+export class MemoryFilterStore implements FilterStore {
+  private readonly filters = new Map<string, { json: string; expiresAt: number }>();
+
+  /** @param now clock, ms (tests drive it) */
+  constructor(private readonly now: () => number = Date.now) {}
+
+  get(id: string): Promise<FilterState | undefined> {
+    const e = this.filters.get(id);
+    if (!e) return Promise.resolve(undefined);
+    if (e.expiresAt <= this.now()) {
+      this.filters.delete(id);
+      return Promise.resolve(undefined);
+    }
+    // A copy: a poll works on its own state and stores it when done.
+    return Promise.resolve(JSON.parse(e.json) as FilterState);
+  }
+
+  set(id: string, state: FilterState, ttlMs: number): Promise<void> {
+    this.filters.set(id, { json: JSON.stringify(state), expiresAt: this.now() + ttlMs });
+    return Promise.resolve();
+  }
+
+  delete(id: string): Promise<boolean> {
+    return Promise.resolve(this.filters.delete(id));
+  }
+
+  /** Drops expired filters (a timer calls it, so abandoned filters free their memory). */
+  sweep(): void {
+    const now = this.now();
+    for (const [id, e] of this.filters) if (e.expiresAt <= now) this.filters.delete(id);
+  }
+
+  /** Filters held (expired ones not yet swept included). */
+  get size(): number {
+    return this.filters.size;
+  }
+}
+
+/** Filters in the shared-state Redis (see the module comment); a malformed entry reads as no filter. */
+export class SharedFilterStore implements FilterStore {
+  /** @param values the shared-state plugin's key-value service */
+  constructor(private readonly values: SharedValues) {}
+
+  async get(id: string): Promise<FilterState | undefined> {
+    const text = await this.values.get(`filter:${id}`);
+    if (text === undefined) return undefined;
+    try {
+      const s = JSON.parse(text) as FilterState;
+      return isFilterState(s) ? s : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  set(id: string, state: FilterState, ttlMs: number): Promise<void> {
+    return this.values.set(`filter:${id}`, JSON.stringify(state), ttlMs);
+  }
+
+  delete(id: string): Promise<boolean> {
+    return this.values.delete(`filter:${id}`);
+  }
+
+  async lock(id: string, ttlMs: number): Promise<(() => Promise<void>) | undefined> {
+    const key = `filter:${id}:poll`;
+    if (!(await this.values.claim(key, ttlMs))) return undefined;
+    return async () => {
+      await this.values.delete(key);
+    };
+  }
+}
+
+/** Whether a value read from a shared store has a filter's shape (anything else is not served). */
+export function isFilterState(s: unknown): s is FilterState {
+  if (typeof s !== 'object' || s === null) return false;
+  const f = s as Partial<FilterState>;
+  if (f.v !== 1 || typeof f.owner !== 'string' || typeof f.net !== 'string') return false;
+  if (f.kind === 'pending') return typeof f.upstream?.id === 'string' && typeof f.upstream.filter === 'string';
+  if (f.kind !== 'logs' && f.kind !== 'blocks') return false;
+  return (
+    Array.isArray(f.window) &&
+    f.window.length > 0 &&
+    f.window.every(
+      (b) => typeof b === 'object' && b !== null && Number.isSafeInteger(b.n) && typeof b.h === 'string' && (b.logs === undefined || Array.isArray(b.logs)),
+    )
+  );
+}

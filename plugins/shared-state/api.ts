@@ -1,0 +1,51 @@
+/**
+ * `svc-proxy/plugins/shared-state`: what the shared-state plugin offers other plugins: small
+ * values in the fleet's Redis (top-level `sharedState`), so state one replica writes is read by
+ * another (the filters plugin keeps its filters there).
+ */
+import { serviceKey, type ServiceKey } from 'svc-proxy/plugin';
+
+/** Longest key, characters (a plugin's own names and ids, never a client's text verbatim). */
+export const MAX_SHARED_KEY_LENGTH = 200;
+/** Largest value, bytes (UTF-8). */
+export const MAX_SHARED_VALUE_BYTES = 1024 * 1024;
+/** Deadline of one operation, ms: a Redis that is down or frozen fails the operation this fast. */
+export const SHARED_VALUE_TIMEOUT_MS = 500;
+
+/**
+ * Values shared by every replica of the fleet, under `<clusterKey>:<key>` in the `sharedState`
+ * Redis. Each operation has {@link SHARED_VALUE_TIMEOUT_MS} and fails at once while Redis is
+ * unreachable (never queued); concurrent writers of one key: the last write wins.
+ */
+export interface SharedValues {
+  /** Whether `sharedState` is configured (false: every operation throws; keep state locally). */
+  readonly enabled: boolean;
+  /**
+   * The value of a key.
+   * @returns the value, or undefined when absent or expired
+   * @throws Error when Redis is unreachable, or answers late; RangeError for a key over {@link MAX_SHARED_KEY_LENGTH}
+   */
+  get(key: string): Promise<string | undefined>;
+  /**
+   * Sets a key's value, expiring after `ttlMs`.
+   * @param ttlMs time to live, ms (at least 1)
+   * @throws Error when Redis is unreachable, or answers late; RangeError for a key or value over its bound
+   */
+  set(key: string, value: string, ttlMs: number): Promise<void>;
+  /**
+   * Sets a key only when it is absent (Redis `SET NX PX`): a lock or a claim shared by the fleet.
+   * @param ttlMs time to live, ms (at least 1): a holder that dies releases it then
+   * @returns true when this call set it, false when it was set already
+   * @throws Error when Redis is unreachable, or answers late; RangeError for a key over {@link MAX_SHARED_KEY_LENGTH}
+   */
+  claim(key: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Removes a key.
+   * @returns true when it was there
+   * @throws Error when Redis is unreachable, or answers late
+   */
+  delete(key: string): Promise<boolean>;
+}
+
+/** Key of the shared-state plugin's {@link SharedValues} (provided also without `sharedState`, then `enabled: false`). */
+export const SHARED_VALUES_SERVICE: ServiceKey<SharedValues> = serviceKey<SharedValues>('shared-state.values');

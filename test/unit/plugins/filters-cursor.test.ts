@@ -1,0 +1,202 @@
+/**
+ * Unit tests of a filter's cursor (plugins/filters/cursor.ts): how one eth_getFilterChanges moves
+ * it over a scripted chain read through a fake pipeline. What a node's filter gives is the
+ * reference: each new block (hash, or its logs) once and in order, a reorg's abandoned logs again
+ * with `removed: true` (newest block first, each block's logs in reverse, as geth), nothing lost
+ * when a read fails.
+ */
+import { expect } from 'chai';
+import { MAX_GAP, MAX_KEPT_LOG_BYTES, pollChanges, startWindow, WINDOW_BLOCKS, type ChainRead, type WindowBlock } from '../../../plugins/filters/cursor.ts';
+
+const hex = (n: number) => `0x${n.toString(16)}`;
+const hashOf = (branch: string, n: number) => `0x${branch.repeat(2)}${n.toString(16).padStart(62, '0')}`;
+
+interface Block {
+  number: string;
+  hash: string;
+  parentHash: string;
+}
+
+/** A chain of blocks 0..head on a branch; `fork(at, branch)` replaces blocks from `at` on. */
+class FakeChain {
+  readonly blocks: Block[] = [];
+  /** Logs per block hash: one log per block (address A, topic T), plus extras. */
+  readonly logs = new Map<string, Array<Record<string, unknown>>>();
+  reads: Array<{ method: string; params: unknown[] }> = [];
+  /** Fails the read for which it returns true. */
+  failOn?: (method: string, params: unknown[]) => boolean;
+  /** Overrides what `latest` answers. */
+  latestAt?: number;
+
+  constructor(head: number, branch = 'a') {
+    for (let n = 0; n <= head; n++) this.push(branch);
+  }
+
+  push(branch: string, logsPerBlock = 1): Block {
+    const n = this.blocks.length;
+    const b = { number: hex(n), hash: hashOf(branch, n), parentHash: n === 0 ? hashOf('0', 0) : (this.blocks[n - 1] as Block).hash };
+    this.blocks.push(b);
+    this.logs.set(
+      b.hash,
+      Array.from({ length: logsPerBlock }, (_, i) => ({ address: '0xaa', blockNumber: b.number, blockHash: b.hash, logIndex: hex(i), removed: false })),
+    );
+    return b;
+  }
+
+  /** Replaces blocks from `at` on with a new branch of the same length (or `length`). */
+  fork(at: number, branch: string, length = this.blocks.length - at): void {
+    this.blocks.length = at;
+    for (let i = 0; i < length; i++) this.push(branch);
+  }
+
+  get head(): number {
+    return this.blocks.length - 1;
+  }
+
+  read: ChainRead = async (method, params) => {
+    this.reads.push({ method, params });
+    if (this.failOn?.(method, params)) throw new Error(`read failed: ${method}`);
+    if (method === 'eth_getBlockByNumber') {
+      const ref = params[0] as string;
+      const n = ref === 'latest' ? (this.latestAt ?? this.head) : Number.parseInt(ref, 16);
+      return this.blocks[n] ?? null;
+    }
+    if (method === 'eth_getBlockByHash') return this.blocks.find((b) => b.hash === params[0]) ?? null;
+    if (method === 'eth_getLogs') return this.logs.get((params[0] as { blockHash: string }).blockHash) ?? [];
+    throw new Error(`unexpected ${method}`);
+  };
+}
+
+describe('filters: cursor', () => {
+  it('a new filter starts at the latest block; a block filter then gets each new block hash once, in order', async () => {
+    const chain = new FakeChain(5);
+    let window = await startWindow(chain.read);
+    expect(window).to.deep.equal([{ n: 5, h: hashOf('a', 5) }]);
+    for (let i = 0; i < 3; i++) chain.push('a');
+    const first = await pollChanges(chain.read, window, undefined, 64);
+    expect(first.changes).to.deep.equal([6, 7, 8].map((n) => hashOf('a', n)));
+    window = first.window;
+    const second = await pollChanges(chain.read, window, undefined, 64);
+    expect(second.changes).to.deep.equal([]);
+    expect(second.moved).to.equal(false);
+  });
+
+  it('a log filter reads each new block’s logs by block hash with its own address and topics, only within fromBlock..toBlock', async () => {
+    const chain = new FakeChain(2);
+    const window = await startWindow(chain.read);
+    for (let i = 0; i < 6; i++) chain.push('a');
+    const polled = await pollChanges(chain.read, window, { address: ['0xaa'], topics: [['0xt']], from: 4, to: 6 }, 64);
+    expect(polled.changes.map((l) => (l as { blockNumber: string }).blockNumber)).to.deep.equal(['0x4', '0x5', '0x6']);
+    const logReads = chain.reads.filter((r) => r.method === 'eth_getLogs').map((r) => r.params[0]);
+    expect(logReads).to.deep.equal([4, 5, 6].map((n) => ({ blockHash: hashOf('a', n), address: ['0xaa'], topics: [['0xt']] })));
+    expect(polled.window.at(-1)).to.include({ n: 8 });
+  });
+
+  it('reads at most maxBlocks new blocks per poll; the rest come with the next polls, none twice', async () => {
+    const chain = new FakeChain(0);
+    let window = await startWindow(chain.read);
+    for (let i = 0; i < 10; i++) chain.push('a');
+    const got: unknown[] = [];
+    const sizes: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const p = await pollChanges(chain.read, window, undefined, 4);
+      sizes.push(p.changes.length);
+      got.push(...p.changes);
+      window = p.window;
+    }
+    expect(sizes).to.deep.equal([4, 4, 2, 0]);
+    expect(got).to.deep.equal(Array.from({ length: 10 }, (_, i) => hashOf('a', i + 1)));
+  });
+
+  it('a reorg gives the abandoned blocks’ logs again with removed: true, newest block first and each block’s logs in reverse, then the new branch', async () => {
+    const chain = new FakeChain(3);
+    let window = await startWindow(chain.read);
+    chain.push('a', 2);
+    chain.push('a', 2);
+    const before = await pollChanges(chain.read, window, {}, 64);
+    expect(before.changes).to.have.length(4);
+    window = before.window;
+    // Blocks 4 and 5 replaced, and block 6 on top: the poll sees 6, whose parent is unknown.
+    chain.fork(4, 'b', 3);
+    const after = await pollChanges(chain.read, window, {}, 64);
+    const seen = after.changes.map((l) => {
+      const o = l as { blockHash: string; logIndex: string; removed: boolean };
+      return `${o.blockHash === hashOf('a', 5) ? 'a5' : o.blockHash === hashOf('a', 4) ? 'a4' : `b${Number.parseInt(o.blockHash.slice(-4), 16)}`}:${o.logIndex}:${o.removed}`;
+    });
+    expect(seen).to.deep.equal(['a5:0x1:true', 'a5:0x0:true', 'a4:0x1:true', 'a4:0x0:true', 'b4:0x0:false', 'b5:0x0:false', 'b6:0x0:false']);
+    expect(after.window.map((b) => b.h).slice(-3)).to.deep.equal([4, 5, 6].map((n) => hashOf('b', n)));
+  });
+
+  it('a latest block at the cursor’s height with another hash is a reorg too; a block filter gets the new hash', async () => {
+    const chain = new FakeChain(4);
+    const window = await startWindow(chain.read);
+    chain.fork(4, 'b');
+    const p = await pollChanges(chain.read, window, undefined, 64);
+    expect(p.changes).to.deep.equal([hashOf('b', 4)]);
+  });
+
+  it('a latest block below the cursor (an upstream behind the others) delivers nothing and keeps the cursor', async () => {
+    const chain = new FakeChain(9);
+    const window = await startWindow(chain.read);
+    chain.latestAt = 7;
+    const p = await pollChanges(chain.read, window, {}, 64);
+    expect(p).to.deep.include({ changes: [], moved: false });
+  });
+
+  it('a read failing mid-poll delivers what was read before it; the next poll resumes there (nothing lost, nothing twice)', async () => {
+    const chain = new FakeChain(0);
+    let window = await startWindow(chain.read);
+    for (let i = 0; i < 5; i++) chain.push('a');
+    chain.failOn = (m, p) => m === 'eth_getLogs' && (p[0] as { blockHash: string }).blockHash === hashOf('a', 3);
+    const first = await pollChanges(chain.read, window, {}, 64);
+    expect(first.changes.map((l) => (l as { blockNumber: string }).blockNumber)).to.deep.equal(['0x1', '0x2']);
+    window = first.window;
+    chain.failOn = undefined;
+    const second = await pollChanges(chain.read, window, {}, 64);
+    expect(second.changes.map((l) => (l as { blockNumber: string }).blockNumber)).to.deep.equal(['0x3', '0x4', '0x5']);
+  });
+
+  it('a poll whose first read fails throws that error and leaves the window as it was', async () => {
+    const chain = new FakeChain(3);
+    const window = await startWindow(chain.read);
+    const copy = structuredClone(window);
+    chain.push('a');
+    chain.failOn = () => true;
+    let err: unknown;
+    await pollChanges(chain.read, window, {}, 64).catch((e: unknown) => (err = e));
+    expect(String(err)).to.contain('read failed');
+    expect(window).to.deep.equal(copy);
+  });
+
+  it('an answer holding a log of another block is refused: nothing of that block is delivered', async () => {
+    const chain = new FakeChain(1);
+    const window = await startWindow(chain.read);
+    const b = chain.push('a');
+    chain.logs.set(b.hash, [{ blockHash: hashOf('z', 2), blockNumber: '0x2' }]);
+    let err: unknown;
+    await pollChanges(chain.read, window, {}, 64).catch((e: unknown) => (err = e));
+    expect(String(err)).to.contain('another block');
+  });
+
+  it(`a gap of more than ${MAX_GAP} blocks is not replayed: the cursor jumps to the latest block`, async () => {
+    const chain = new FakeChain(1);
+    const window = await startWindow(chain.read);
+    for (let i = 0; i < MAX_GAP + 5; i++) chain.push('a');
+    const p = await pollChanges(chain.read, window, undefined, 64);
+    expect(p.changes).to.deep.equal([]);
+    expect(p.window).to.deep.equal([{ n: chain.head, h: hashOf('a', chain.head) }]);
+  });
+
+  it(`the window keeps ${WINDOW_BLOCKS} blocks and at most ${MAX_KEPT_LOG_BYTES} bytes of delivered logs`, async () => {
+    const chain = new FakeChain(0);
+    let window: WindowBlock[] = await startWindow(chain.read);
+    for (let i = 0; i < WINDOW_BLOCKS + 20; i++) chain.push('a', 20);
+    for (let i = 0; i < 3; i++) window = (await pollChanges(chain.read, window, {}, 64)).window;
+    expect(window).to.have.length(WINDOW_BLOCKS);
+    expect(window.at(-1)?.n).to.equal(chain.head);
+    const kept = window.filter((b) => b.logs).reduce((sum, b) => sum + JSON.stringify(b.logs).length, 0);
+    expect(kept).to.be.at.most(MAX_KEPT_LOG_BYTES);
+    // The newest blocks keep theirs (a shallow reorg still re-delivers them as removed).
+    expect(window.at(-1)?.logs).to.have.length(20);
+  });
+});

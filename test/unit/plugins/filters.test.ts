@@ -1,0 +1,284 @@
+/**
+ * Unit tests of the filters plugin through the composed pipeline of a started proxy whose two
+ * upstreams are scripted stubs over one chain (test/helpers/stub-proxy.ts): svc's own ids,
+ * changes that keep coming when the upstream that served them fails, a node's "filter not found"
+ * for unknown, foreign and expired ids, -32602 for malformed params, the per-client and
+ * per-network bounds, pending-transaction filters sticky to one upstream, and the old behaviour
+ * when pinned or turned off.
+ */
+import { expect } from 'chai';
+import FakeTimers from '@sinonjs/fake-timers';
+import { ErrEndpointServerSideException, ErrNotImplemented, type SvcError } from '../../../core/wire/errors.ts';
+import type { RpcResult } from '../../../core/wire/jsonrpc.ts';
+import { presetWithout } from '../../helpers/svc.ts';
+import { startStubProxy, type StubProxy } from '../../helpers/stub-proxy.ts';
+import {
+  ErrFilterInvalidParams,
+  ErrFilterLimitExceeded,
+  ErrFilterNotFound,
+  FilterLedger,
+  MemoryFilterStore,
+  SharedFilterStore,
+} from '../../../plugins/filters/index.ts';
+import type { SharedValues } from '../../../plugins/shared-state/api.ts';
+
+const hex = (n: number) => `0x${n.toString(16)}`;
+const hashOf = (n: number) => `0x${'ab'}${n.toString(16).padStart(62, '0')}`;
+
+/** One chain both stubs answer from, and which upstreams are down. */
+class Chain {
+  head = 10;
+  down = new Set<string>();
+  /** Pending filters each upstream made (its own ids). */
+  pending = new Map<string, Set<string>>();
+  block(n: number) {
+    return n > this.head || n < 0 ? null : { number: hex(n), hash: hashOf(n), parentHash: n === 0 ? `0x${'00'.repeat(32)}` : hashOf(n - 1) };
+  }
+  script = (id: string) => (method: string, params: unknown) => {
+    if (this.down.has(id)) throw new ErrEndpointServerSideException(`${id} is down`);
+    const p = params as unknown[];
+    switch (method) {
+      case 'eth_getBlockByNumber':
+        return this.block(p[0] === 'latest' ? this.head : Number.parseInt(p[0] as string, 16));
+      case 'eth_getLogs': {
+        const q = p[0] as { blockHash?: string; fromBlock?: string };
+        if (q.blockHash) return [{ address: '0x' + '11'.repeat(20), blockHash: q.blockHash, logIndex: '0x0', removed: false, upstream: id }];
+        return [{ query: q, upstream: id }];
+      }
+      case 'eth_newPendingTransactionFilter':
+      case 'eth_newBlockFilter': {
+        const fid = `0x${id}${(this.pending.get(id)?.size ?? 0) + 1}`;
+        this.pending.set(id, (this.pending.get(id) ?? new Set()).add(fid));
+        return fid;
+      }
+      case 'eth_getFilterChanges':
+        if (!this.pending.get(id)?.has(p[0] as string)) throw new ErrEndpointServerSideException('filter not found');
+        return [`0x${'cd'.repeat(32)}`];
+      case 'eth_uninstallFilter':
+        return this.pending.get(id)?.delete(p[0] as string) ?? false;
+      default:
+        throw new ErrEndpointServerSideException(`unexpected ${method}`);
+    }
+  };
+}
+
+describe('filters plugin: through the pipeline', () => {
+  let chain: Chain;
+  let stub: StubProxy;
+  const call = async (
+    method: string,
+    params: unknown,
+    opts: { userId?: string; client?: string; directives?: Record<string, string> } = {},
+  ): Promise<{ result?: unknown; error?: SvcError }> => {
+    const { ctx, done } = stub.proxy.internalContext(stub.net, method, params, 5000);
+    ctx.internal = false;
+    ctx.directives = opts.directives ?? {};
+    if (opts.userId) ctx.identity = { userId: opts.userId };
+    if (opts.client) ctx.http = { ...ctx.http, clientAddress: opts.client };
+    try {
+      return { result: ((await stub.proxy.runCall(ctx)) as RpcResult).result };
+    } catch (e) {
+      return { error: e as SvcError };
+    } finally {
+      done();
+    }
+  };
+  const start = async (filters: Record<string, unknown> = {}) => {
+    chain = new Chain();
+    stub = await startStubProxy({ a: chain.script('a'), b: chain.script('b') }, presetWithout('evm-state'), {
+      filters,
+      selectionPolicy: { evalInterval: '1h' },
+    });
+  };
+  afterEach(async () => {
+    await stub?.close();
+  });
+
+  it('a block filter has svc’s own 16-byte id and gets each new block hash once; the polls keep working when the upstream that served them fails', async () => {
+    await start();
+    const { result: id } = await call('eth_newBlockFilter', []);
+    expect(id).to.match(/^0x[0-9a-f]{32}$/);
+    chain.head = 12;
+    expect((await call('eth_getFilterChanges', [id])).result).to.deep.equal([hashOf(11), hashOf(12)]);
+    const servedBy = stub.calls.at(-1)?.upstream;
+    chain.down.add(servedBy as string);
+    chain.head = 14;
+    expect((await call('eth_getFilterChanges', [id])).result).to.deep.equal([hashOf(13), hashOf(14)]);
+    expect((await call('eth_getFilterChanges', [id])).result).to.deep.equal([]);
+  });
+
+  it('concurrent polls of one filter never deliver a block twice (one poll at a time per filter)', async () => {
+    await start();
+    const { result: id } = await call('eth_newBlockFilter', []);
+    chain.head = 15;
+    const both = await Promise.all([call('eth_getFilterChanges', [id]), call('eth_getFilterChanges', [id])]);
+    const delivered = both.flatMap((r) => r.result as string[]);
+    expect(delivered).to.deep.equal([11, 12, 13, 14, 15].map(hashOf));
+  });
+
+  it('a log filter reads each new block’s logs with its address; eth_getFilterLogs asks eth_getLogs with the filter’s own range', async () => {
+    await start();
+    const address = '0x' + '11'.repeat(20);
+    const { result: id } = await call('eth_newFilter', [{ address, fromBlock: '0x1' }]);
+    chain.head = 11;
+    const changes = (await call('eth_getFilterChanges', [id])).result as Array<{ blockHash: string }>;
+    expect(changes.map((l) => l.blockHash)).to.deep.equal([hashOf(11)]);
+    const logsRead = stub.calls.filter((c) => c.method === 'eth_getLogs').at(-1);
+    expect(logsRead?.params).to.deep.equal([{ blockHash: hashOf(11), address: [address] }]);
+    const all = (await call('eth_getFilterLogs', [id])).result as Array<{ query: Record<string, unknown> }>;
+    expect(all[0]?.query).to.deep.include({ address: [address], fromBlock: '0x1' });
+  });
+
+  it('an unknown id, an id of another client and an uninstalled id get the node’s "filter not found" (-32000); uninstall answers false for them', async () => {
+    await start();
+    const { result: id } = await call('eth_newBlockFilter', [], { userId: 'alice' });
+    for (const [params, who] of [
+      [['0x' + '0'.repeat(32)], 'alice'],
+      [['0x1234'], 'alice'],
+      [[id], 'bob'],
+    ] as const) {
+      const r = await call('eth_getFilterChanges', params, { userId: who });
+      expect(r.error).to.be.instanceOf(ErrFilterNotFound);
+      expect(r.error).to.include({ code: -32000, message: 'filter not found' });
+      expect((await call('eth_uninstallFilter', params, { userId: who })).result).to.equal(false);
+    }
+    expect((await call('eth_getFilterChanges', [id], { userId: 'alice' })).result).to.deep.equal([]);
+    expect((await call('eth_uninstallFilter', [id], { userId: 'alice' })).result).to.equal(true);
+    expect((await call('eth_getFilterChanges', [id], { userId: 'alice' })).error).to.be.instanceOf(ErrFilterNotFound);
+  });
+
+  it('malformed params get -32602 and create nothing', async () => {
+    await start({ maxPerClient: 1 });
+    for (const [method, params] of [
+      ['eth_newFilter', [{ address: 'nope' }]],
+      ['eth_newFilter', [{ topics: [1] }]],
+      ['eth_newFilter', [{ address: Array.from({ length: 101 }, () => '0x' + '11'.repeat(20)) }]],
+      ['eth_newFilter', [{ fromBlock: '0x5', toBlock: '0x1' }]],
+      ['eth_newFilter', [{ blockHash: hashOf(1) }]],
+      ['eth_newFilter', {}],
+      ['eth_newBlockFilter', [1]],
+      ['eth_getFilterChanges', [1]],
+      ['eth_getFilterChanges', ['0x' + 'f'.repeat(200)]],
+      ['eth_getFilterLogs', []],
+      ['eth_uninstallFilter', [null]],
+    ] as const) {
+      const r = await call(method, params);
+      expect(r.error, `${method} ${JSON.stringify(params)}`).to.be.instanceOf(ErrFilterInvalidParams);
+      expect(r.error?.code).to.equal(-32602);
+    }
+    // Nothing was counted against the client: its one filter is still allowed.
+    expect((await call('eth_newBlockFilter', [])).result).to.match(/^0x[0-9a-f]{32}$/);
+  });
+
+  it('bounds: maxPerClient per client (others unaffected, an uninstall frees a slot), maxTotal per network', async () => {
+    await start({ maxPerClient: 2, maxTotal: 3 });
+    const a1 = (await call('eth_newBlockFilter', [], { client: '10.0.0.1' })).result;
+    await call('eth_newBlockFilter', [], { client: '10.0.0.1' });
+    const over = await call('eth_newBlockFilter', [], { client: '10.0.0.1' });
+    expect(over.error).to.be.instanceOf(ErrFilterLimitExceeded);
+    expect(over.error?.code).to.equal(-32005);
+    expect(over.error?.message).to.contain('maxPerClient');
+    expect((await call('eth_newBlockFilter', [], { client: '10.0.0.2' })).result).to.be.a('string');
+    expect((await call('eth_newBlockFilter', [], { client: '10.0.0.3' })).error).to.be.instanceOf(ErrFilterLimitExceeded);
+    await call('eth_uninstallFilter', [a1], { client: '10.0.0.1' });
+    expect((await call('eth_newBlockFilter', [], { client: '10.0.0.1' })).result).to.be.a('string');
+  });
+
+  it('a filter not polled for idleTimeout is gone ("filter not found")', async () => {
+    await start({ idleTimeout: '50ms' });
+    const { result: id } = await call('eth_newBlockFilter', []);
+    await new Promise((r) => setTimeout(r, 80));
+    expect((await call('eth_getFilterChanges', [id])).error).to.be.instanceOf(ErrFilterNotFound);
+  });
+
+  it('a pending-transaction filter lives on one upstream: its polls go there with its id; when that upstream fails, "filter not found"', async () => {
+    await start();
+    const { result: id } = await call('eth_newPendingTransactionFilter', []);
+    expect(id).to.match(/^0x[0-9a-f]{32}$/);
+    const made = stub.calls.find((c) => c.method === 'eth_newPendingTransactionFilter');
+    for (let i = 0; i < 3; i++) expect((await call('eth_getFilterChanges', [id])).result).to.deep.equal([`0x${'cd'.repeat(32)}`]);
+    const polls = stub.calls.filter((c) => c.method === 'eth_getFilterChanges');
+    expect(polls.map((c) => [c.upstream, c.params])).to.deep.equal(Array(3).fill([made?.upstream, [`0x${made?.upstream}1`]]));
+    chain.down.add(made?.upstream as string);
+    expect((await call('eth_getFilterChanges', [id])).error).to.be.instanceOf(ErrFilterNotFound);
+    // A new one is made on the upstream still up.
+    const again = await call('eth_newPendingTransactionFilter', []);
+    expect(again.result).to.match(/^0x[0-9a-f]{32}$/);
+    expect(stub.calls.filter((c) => c.method === 'eth_newPendingTransactionFilter').at(-1)?.upstream).to.not.equal(made?.upstream);
+  });
+
+  it('pinned with use-upstream, filter methods go to that node as before (its own id)', async () => {
+    await start();
+    const r = await call('eth_newBlockFilter', [], { directives: { useUpstream: 'b' } });
+    expect(r.result).to.equal('0xb1');
+    expect((await call('eth_getFilterChanges', ['0xb1'], { directives: { useUpstream: 'b' } })).result).to.deep.equal([`0x${'cd'.repeat(32)}`]);
+  });
+
+  it('filters.enabled false: a filter method with two candidate upstreams fails with ErrNotImplemented, as before', async () => {
+    await start({ enabled: false });
+    expect((await call('eth_newBlockFilter', [])).error).to.be.instanceOf(ErrNotImplemented);
+  });
+});
+
+describe('filters: stores and ledger (clock driven by fake timers)', () => {
+  let clock: ReturnType<typeof FakeTimers.install>;
+  beforeEach(() => {
+    clock = FakeTimers.install({ toFake: ['Date'] });
+  });
+  afterEach(() => clock.uninstall());
+
+  it('a memory filter expires after its idle timeout; storing it again (a poll) starts the timeout over', async () => {
+    const store = new MemoryFilterStore();
+    const state = { v: 1, kind: 'blocks', owner: 'addr:x', net: 'main/evm:1', window: [{ n: 1, h: '0x1' }] } as const;
+    await store.set('f', { ...state, window: [...state.window] }, 1000);
+    clock.tick(900);
+    expect(await store.get('f')).to.deep.include({ kind: 'blocks' });
+    await store.set('f', { ...state, window: [...state.window] }, 1000);
+    clock.tick(900);
+    expect(await store.get('f')).to.not.equal(undefined);
+    clock.tick(101);
+    expect(await store.get('f')).to.equal(undefined);
+    store.sweep();
+    expect(store.size).to.equal(0);
+  });
+
+  it('the ledger counts live filters per network and owner, and forgets expired ones', () => {
+    const ledger = new FilterLedger();
+    ledger.touch('1', 'alice', 'n', 'logs', 1000);
+    ledger.touch('2', 'alice', 'n', 'blocks', 2000);
+    ledger.touch('3', 'bob', 'n', 'logs', 2000);
+    ledger.touch('4', 'alice', 'other', 'logs', 2000);
+    expect(ledger.count('n', 'alice')).to.deep.equal({ total: 3, owned: 2 });
+    clock.tick(1000);
+    expect(ledger.count('n', 'alice')).to.deep.equal({ total: 2, owned: 1 });
+    expect(Object.fromEntries(ledger.byNetwork())).to.deep.equal({ n: { logs: 1, blocks: 1, pending: 0 }, other: { logs: 1, blocks: 0, pending: 0 } });
+  });
+
+  it('a shared store keeps filters as JSON under filter:<id> with the idle timeout as TTL; an entry without a filter’s shape reads as no filter', async () => {
+    const kv = new Map<string, { value: string; ttlMs: number }>();
+    const values: SharedValues = {
+      enabled: true,
+      get: async (k) => kv.get(k)?.value,
+      set: async (k, value, ttlMs) => void kv.set(k, { value, ttlMs }),
+      delete: async (k) => kv.delete(k),
+      claim: async (k, ttlMs) => !kv.has(k) && Boolean(kv.set(k, { value: '1', ttlMs })),
+    };
+    const store = new SharedFilterStore(values);
+    const state = { v: 1 as const, kind: 'logs' as const, owner: 'addr:x', net: 'main/evm:1', window: [{ n: 1, h: '0x1' }] };
+    await store.set('0xab', state, 300_000);
+    expect(kv.get('filter:0xab')).to.deep.equal({ value: JSON.stringify(state), ttlMs: 300_000 });
+    expect(await store.get('0xab')).to.deep.equal(state);
+    for (const bad of ['not json', '{"v":2}', JSON.stringify({ ...state, window: [] }), JSON.stringify({ ...state, kind: 'pending' })]) {
+      kv.set('filter:0xbad', { value: bad, ttlMs: 1 });
+      expect(await store.get('0xbad'), bad).to.equal(undefined);
+    }
+    // One poll at a time across replicas: the second lock is refused until the first is released.
+    const release = await store.lock('0xab', 20_000);
+    expect(release).to.be.a('function');
+    expect(await store.lock('0xab', 20_000)).to.equal(undefined);
+    await release?.();
+    expect(await store.lock('0xab', 20_000)).to.be.a('function');
+    expect(await store.delete('0xab')).to.equal(true);
+    expect(await store.get('0xab')).to.equal(undefined);
+  });
+});
