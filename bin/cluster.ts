@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { isWorkerBroadcast, PrimaryClaims, workerEnv } from '../lib/cluster.ts';
+import { PrimaryValueStore } from '../lib/primary-values.ts';
 import type { Logger } from '../lib/logger.ts';
 
 /** A worker's message asking the primary to have the other workers reload their config. */
@@ -58,6 +59,8 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
   new RateLimiterClusterMaster();
   // One store of used SIWE messages (memory driver) for every worker: a message is accepted once.
   const claims = new PrimaryClaims();
+  // Values plugins keep for every worker (svc-managed filters): a client's next request may reach another worker.
+  const values = new PrimaryValueStore();
 
   const fork = (index: number): void => {
     const w = cluster.fork(workerEnv(index, opts.workers));
@@ -69,6 +72,7 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
         return;
       }
       if (claims.handle(m, (answer) => w.isConnected() && w.send(answer))) return;
+      if (values.handle(m, (answer) => w.isConnected() && w.send(answer))) return;
       if (!isWorkerBroadcast(m)) return;
       for (const [i, other] of workers) if (i !== index && other.isConnected()) other.send(m);
     });

@@ -29,6 +29,7 @@ import {
   type Upstream,
 } from 'svc-proxy/plugin';
 import { ErrEndpointMissingData, SvcError } from 'svc-proxy/plugin/errors';
+import { primaryValues } from 'svc-proxy/util';
 import { SHARED_VALUES_SERVICE } from 'svc-proxy/plugins/shared-state';
 import { type ChainRead, type LogSelector, pollChanges, startWindow } from './cursor.ts';
 import { ErrFilterLimitExceeded, ErrFilterNotFound, expectNoParams, type LogCriteria, newFilterId, numberOf, parseFilterId, parseNewFilter } from './params.ts';
@@ -130,7 +131,9 @@ export function filtersPlugin(): Plugin {
 
       host.hooks.configured.tap('filters', () => {
         const values = host.services.get(SHARED_VALUES_SERVICE);
-        if (values?.enabled) store = new SharedFilterStore(values);
+        // The fleet's Redis, else the primary of `server.workers` (a client's next poll may reach another worker), else this process.
+        const shared = values?.enabled ? values : primaryValues('filters');
+        if (shared) store = new SharedFilterStore(shared);
       });
       host.hooks.listening.tap('filters', () => {
         sweeper = setInterval(() => {

@@ -4,7 +4,8 @@
  * close`), so the primary hands the connections to both workers in turn. Asserted from the
  * client's side: both workers serve; a cordon set through `/admin` (taken by one worker) holds
  * on every worker; a project budget counts every worker's calls once (the primary keeps the
- * counters); `/metrics` on the primary sums the workers; a worker that dies is replaced; SIGTERM
+ * counters); an svc-managed filter made through one worker is polled through the other (the
+ * primary keeps filters); `/metrics` on the primary sums the workers; a worker that dies is replaced; SIGTERM
  * drains every worker and the primary exits 0.
  */
 import { expect } from 'chai';
@@ -65,6 +66,8 @@ describe('e2e: server.workers (node:cluster workers behind one port)', function 
       projects: [
         { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams },
         { id: 'metered', rateLimitBudget: 'small', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams },
+        // One node: the filter test reads one chain (two independent anvil nodes are two chains).
+        { id: 'single', networks: [{ architecture: 'evm', evm: { chainId: 31337 } }], upstreams: [upstreams[0]] },
       ],
     });
     // Both workers are up once both logged that they listen.
@@ -110,6 +113,40 @@ describe('e2e: server.workers (node:cluster workers behind one port)', function 
     }
     expect(ok).to.equal(BUDGET);
     expect(limited).to.equal(10);
+  });
+
+  it('a filter made through one worker is polled through the other: every new block once, never filter not found', async () => {
+    const rpc = async (method: string, params: unknown[]) => {
+      const r = await request(`${svc.url}/single/evm/31337`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', connection: 'close' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      });
+      return (await r.body.json()) as { result?: unknown; error?: { message: string } };
+    };
+    const made = await rpc('eth_newBlockFilter', []);
+    expect(made.error).to.equal(undefined);
+    const id = made.result as string;
+    const mined: string[] = [];
+    const seen: string[] = [];
+    // Each poll on its own connection: the primary hands them to both workers in turn.
+    for (let i = 0; i < 6; i++) {
+      await a.rpc('evm_mine', []);
+      mined.push(((await a.rpc('eth_getBlockByNumber', ['latest', false])) as { hash: string }).hash);
+      const polled = await rpc('eth_getFilterChanges', [id]);
+      expect(polled.error, `poll ${i}`).to.equal(undefined);
+      seen.push(...(polled.result as string[]));
+    }
+    // A poll may read a head a moment old (the latest block is cached briefly): the rest comes with the next polls.
+    await waitFor(async () => {
+      const polled = await rpc('eth_getFilterChanges', [id]);
+      expect(polled.error).to.equal(undefined);
+      seen.push(...(polled.result as string[]));
+      return seen.length >= mined.length;
+    }, 10_000);
+    expect(seen).to.deep.equal(mined);
+    expect((await rpc('eth_uninstallFilter', [id])).result).to.equal(true);
+    expect((await rpc('eth_getFilterChanges', [id])).error?.message).to.match(/filter not found/);
   });
 
   it('/metrics on the primary sums the workers', async () => {
