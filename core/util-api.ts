@@ -49,5 +49,5 @@ export {
   type WorkerInfo,
 } from '../lib/cluster.ts';
 export { ClaimSet, type ClaimOutcome } from '../lib/claim-set.ts';
-export { MAX_PRIMARY_KEY_LENGTH, MAX_PRIMARY_VALUE_LENGTH, primaryValues, type PrimaryValues } from '../lib/primary-values.ts';
+export { primaryValues, type PrimaryValues } from '../lib/primary-values.ts';
 export { createMetricsServer, type MetricsSource } from '../lib/metrics-listener.ts';
