@@ -293,11 +293,12 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
 
 /**
  * The canonical form of a concrete path: indexes become `[]`, `networkDefaults`/`upstreamDefaults`
- * become `networks[]`/`upstreams[]`.
+ * and a provider's `overrides[<glob>]` (upstream settings) become `networks[]`/`upstreams[]`.
  */
 export function canonicalPath(path: string): string {
   return path
     .replace(/\[\d+\]/g, '[]')
+    .replace(/\.providers\[\]\.overrides\[[^\]]*\](?=\.|$)/g, '.upstreams[]')
     .replace(/\.networkDefaults(?=\.|$)/g, '.networks[]')
     .replace(/\.upstreamDefaults(?=\.|$)/g, '.upstreams[]');
 }
