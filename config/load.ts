@@ -447,7 +447,9 @@ export function loadConfigObject(raw: unknown, opts: LoadOptions = {}): LoadedCo
   if (!isPlainObject(doc)) throw new ConfigError([{ path: '', message: 'config must be an object' }]);
   // eRPC's shapes (and other accepted forms) become svc's own before validation (config/normalize.ts).
   const { rewrites, problems: refused } = normalizeDocument(doc, CORE_NORMALIZERS, opts.fragments ?? []);
-  const problems = [...refused, ...explainErpcKeys(validateConfig(doc, schema))];
+  // A path a normaliser refused already has its message: the schema's line about it would repeat it.
+  const covered = (path: string) => refused.some((r) => path === r.path || path.startsWith(`${r.path}.`) || path.startsWith(`${r.path}[`));
+  const problems = [...refused, ...explainErpcKeys(validateConfig(doc, schema)).filter((p) => !covered(p.path))];
   if (problems.length) throw new ConfigError(problems, warnings);
   return { config: resolveConfig(doc as SvcConfigInput, schema, warnings), schema, document: doc, rewrites };
 }

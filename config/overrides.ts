@@ -6,7 +6,8 @@
  * refuses, would pass `svc validate` inside a shortcut and be dropped when the upstream is made.
  */
 import { Type, type TObject, type TSchema } from '@sinclair/typebox';
-import { schemaProblems } from './load.ts';
+import { problemsOf } from './problems.ts';
+import { validatorFor } from './validator.ts';
 import { isConfigObject, pathOf } from './normalize.ts';
 import type { ConfigProblem } from './types.ts';
 
@@ -23,6 +24,12 @@ function partialUpstream(schema: TObject): TObject | undefined {
     partials.set(upstream, p);
   }
   return p;
+}
+
+/** The schema problems of one value (load.ts `schemaProblems`, which imports this module). */
+function problemsIn(value: unknown, schema: TObject): ConfigProblem[] {
+  const { validate, compiled } = validatorFor(schema);
+  return validate(value) ? [] : problemsOf(validate.errors ?? [], compiled());
 }
 
 /**
@@ -42,7 +49,7 @@ export function overrideProblems(doc: unknown, schema: TObject): ConfigProblem[]
       if (!isConfigObject(pr) || !isConfigObject(pr.overrides)) return;
       for (const [glob, o] of Object.entries(pr.overrides)) {
         const base = pathOf(`projects[${pi}].providers[${i}].overrides`, glob);
-        for (const e of schemaProblems(o, up)) out.push({ path: e.path ? `${base}${e.path.startsWith('[') ? '' : '.'}${e.path}` : base, message: e.message });
+        for (const e of problemsIn(o, up)) out.push({ path: e.path ? `${base}${e.path.startsWith('[') ? '' : '.'}${e.path}` : base, message: e.message });
       }
     });
   });

@@ -108,7 +108,11 @@ export function normalizeDatabaseStrategy(s: ConfigObject, sp: string, out: Norm
     out.rewrite(pathOf(dp, 'connector'), `${dp}.connector`, `${sp}.connector`);
     s.connector = connector;
     normalizeConnector(connector, pathOf(sp, 'connector'), out);
-  } else out.problem(pathOf(dp, 'connector'), 'is required: the API-key store (`{id, driver: memory | redis | postgresql, <driver>: {...}}`)');
+  } else
+    out.problem(
+      dp,
+      'eRPC\'s database auth strategy without a `database.connector`: name the API-key store (`connector: {id, driver: memory | redis | postgresql, <driver>: {...}}`, docs/access.md "API keys")',
+    );
   normalizeCache(s, isConfigObject(db.cache) ? db.cache : undefined, pathOf(dp, 'cache'), out);
   if ('maxWait' in db) {
     const driver = typeof connector?.driver === 'string' ? connector.driver : '';
