@@ -180,6 +180,12 @@ export function shortcutProvider(endpoint: string): { vendor: string; settings: 
       if (parts.length < 3 || parts[0] !== 'rpc') throw new Error(`a routemesh shortcut's path must be /rpc/<chainId>/<apiKey>`);
       return { vendor, settings: { baseURL: host, apiKey: parts[2] } };
     }
+    case 'grpc':
+    case 'grpcs':
+    case 'grpc+bds':
+      throw new Error(
+        `eRPC's gRPC upstreams ("${u.scheme}://", its block-data service) are not supported: svc speaks JSON-RPC over HTTP(S); write the node's http(s) JSON-RPC URL instead`,
+      );
     default:
       throw new Error(
         `"${u.scheme}://" names no vendor svc knows (vendor shortcuts: ${SHORTCUT_VENDORS.join(', ')}); write the upstream's http(s) URL instead`,
