@@ -38,7 +38,7 @@ export function forbiddenKeys(doc: unknown): ConfigProblem[] {
   return out;
 }
 
-/** Duplicate project ids, chains, aliases and upstream ids; reserved project ids. */
+/** Duplicate project ids, chains, aliases, upstream and provider ids; reserved project ids. */
 export function semanticProblems(doc: SvcConfigInput): ConfigProblem[] {
   const out: ConfigProblem[] = [];
   const forwarders = doc.server?.trustedIPForwarders;
@@ -67,6 +67,12 @@ export function semanticProblems(doc: SvcConfigInput): ConfigProblem[] {
         if (aliases.has(n.alias)) out.push({ path: `projects[${pi}].networks[${ni}].alias`, message: `duplicate alias "${n.alias}"` });
         aliases.add(n.alias);
       }
+    });
+    const providerIds = new Set<string>();
+    ((p as { providers?: Array<{ id?: unknown }> }).providers ?? []).forEach((pr, i) => {
+      if (typeof pr?.id !== 'string') return;
+      if (providerIds.has(pr.id)) out.push({ path: `projects[${pi}].providers[${i}].id`, message: `duplicate provider id "${pr.id}"` });
+      providerIds.add(pr.id);
     });
     const ids = new Set<string>();
     (p.upstreams ?? []).forEach((u, ui) => {

@@ -21,7 +21,6 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
     "→ the project's `upstreamDefaults.forwardHeaders` (forward-headers plugin; credentials, `x-svc-*` and hop-by-hop headers refused)",
   clusterKey: '→ `sharedState.clusterKey` when `database.sharedState` sets none (eRPC reads it as that default only); dropped otherwise',
   'server.listenV4': '`true` dropped (svc always listens on `httpHost`); `false` refused',
-  'metrics.listenV4': '`true` dropped; `false` refused',
   'database.evmJsonRpcCache.connectors[].redis.addr': '`addr`, `username`, `db`, `tls.enabled` → `uri: redis[s]://user@host:port/db`',
   'database.evmJsonRpcCache.connectors[].redis.username': 'into `uri` (with `addr`)',
   'database.evmJsonRpcCache.connectors[].redis.db': 'into `uri` (with `addr`)',
@@ -83,6 +82,34 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   'projects[].upstreams[].evm.maxAvailableRecentBlocks': '(deprecated in eRPC) → `blockAvailability.lower.latestBlockMinus`',
   'projects[].upstreams[].endpoint': '`<vendor>://KEY` shortcuts → a provider of that vendor',
   'projects[].providers[].vendor': '`envio` → `hyper`',
+  'metrics.listenV4': "dropped: eRPC's metrics server never reads it",
+  'metrics.listenV6': "dropped: eRPC's metrics server never reads it",
+  'metrics.hostV6': "dropped: eRPC's metrics server never reads it",
+  'rateLimiters.budgets[].rules[].waitTime':
+    "`0` (eRPC's default: refuse a limited call at once, as svc does) dropped; other values refused (eRPC 0.1 ignores them as deprecated)",
+  'rateLimiters.store.nearLimitRatio': "dropped: eRPC's blocking never reads it (it feeds internal counters eRPC does not export)",
+  'projects[].auth.strategies[].network.trustedProxies': "dropped: eRPC's network strategy never reads it (use `server.trustedIPForwarders`)",
+  'projects[].auth.strategies[].database.connector':
+    "→ the strategy's `connector` (id defaults to eRPC's `auth-<driver>`; Redis `addr` → `uri`; `getTimeout`/`setTimeout` → `lookupTimeout`/`writeTimeout`); dynamodb and grpc refused",
+  'projects[].auth.strategies[].database.cache':
+    "→ `cache.ttl` (eRPC's default `1h` written out when unset); `maxSize: 10000` (svc's fixed bound) dropped, other sizes, `maxCost`, `numCounters` refused",
+  'projects[].auth.strategies[].database.maxWait': "→ the connector's `lookupTimeout` (dropped for memory)",
+  'projects[].auth.strategies[].database.failOpen': "`enabled: false` (eRPC's default, svc's behaviour) dropped; `true` refused (svc fails closed)",
+  'projects[].auth.strategies[].database.retry': 'refused: svc makes one lookup per key, bounded by `lookupTimeout`, behind a circuit breaker',
+  'projects[].networks[].evm.dynamicBlockTimeDebounceMultiplier':
+    '`0` dropped (eRPC ignores it); other values refused: set `upstreams[].evm.statePollerInterval`',
+  'projects[].routingStrategy':
+    "`score-based` dropped (svc's default policy orders by health score, without eRPC's sticky primary); `round-robin` refused (rotate in a TypeScript `evalFunc`)",
+  'projects[].scoreGranularity': 'dropped: inert in eRPC 0.1 (a deprecation warning only)',
+  'projects[].scorePenaltyDecayRate': 'dropped: inert in eRPC 0.1 (a deprecation warning only)',
+  'projects[].scoreMetricsMode': 'dropped: inert in eRPC 0.1 (a deprecation warning only)',
+  'projects[].scoreRefreshInterval': 'dropped: inert in eRPC 0.1 (a deprecation warning only)',
+  'projects[].networks[].evm.maxFutureBlockRetryDistance': 'dropped: deprecated and ignored by eRPC',
+  'projects[].upstreams[].evm.getLogsMaxAllowedRange': "dropped: ignored by eRPC (the network's `evm.getLogsMaxAllowedRange` applies)",
+  'projects[].upstreams[].evm.getLogsMaxAllowedAddresses': "dropped: ignored by eRPC (the network's key applies)",
+  'projects[].upstreams[].evm.getLogsMaxAllowedTopics': "dropped: ignored by eRPC (the network's key applies)",
+  'projects[].upstreams[].evm.getLogsSplitOnError': "dropped: ignored by eRPC (the network's `evm.getLogsSplitOnError` applies)",
+  'projects[].upstreams[].evm.getLogsMaxBlockRange': 'dropped: ignored by eRPC (`evm.getLogsAutoSplittingRangeThreshold` is the upstream key)',
 };
 
 /** Where failsafe entries of eRPC (`failsafe[]`) also take one object: noted once on the parent. */

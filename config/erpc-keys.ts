@@ -95,13 +95,11 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead: "svc stores values uncompressed; bound them with the policies' `maxItemSize`",
   },
   'database.svmJsonRpcCache': { feature: 'the Solana cache', instead: 'svc serves EVM chains only' },
-  'rateLimiters.store.nearLimitRatio': { feature: 'near-limit warnings', instead: 'watch `svc_rate_limit_*` metrics' },
   'rateLimiters.budgets[].rules[].waitTime': {
     feature: 'waiting for a rate-limit permit',
-    instead: 'svc answers a limited call at once with ErrProjectRateLimitRuleExceeded (HTTP 429); clients retry',
+    instead:
+      'svc answers a limited call at once with ErrProjectRateLimitRuleExceeded (HTTP 429) and clients retry; `waitTime: 0` (that behaviour) is accepted, and eRPC 0.1 ignores any other value as deprecated: drop the key',
   },
-  'metrics.listenV6': { feature: 'a second, IPv6 metrics listener', instead: 'set `metrics.host: "::"`' },
-  'metrics.hostV6': { feature: 'a second, IPv6 metrics listener', instead: 'set `metrics.host: "::"`' },
   'metrics.counterDropLabels': {
     feature: 'dropping counter labels',
     instead: 'counters keep their labels; drop histogram labels with `metrics.histogramDropLabels`, or relabel in Prometheus (`metric_relabel_configs`)',
@@ -122,7 +120,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'per-strategy method lists',
     instead: 'use upstream `ignoreMethods`/`allowMethods`, or a separate project per audience',
   },
-  'projects[].auth.strategies[].network.trustedProxies': { feature: 'per-strategy trusted proxies', instead: 'list them once in `server.trustedIPForwarders`' },
   'projects[].auth.strategies[].network.ipAsUser': {
     feature: 'the client address as user id',
     instead: "rate-limit per address with a budget rule's `perIP: true`",
@@ -130,13 +127,22 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   'projects[].auth.strategies[].database': {
     feature: "the database auth strategy's `database` block",
     instead:
-      'keep `type: database` and give the strategy svc\'s `connector` (`{id, driver: memory | redis | postgresql}`, docs/access.md "API keys"); keys are managed through the admin API',
+      'svc rewrites it into its own `database` strategy (`connector: {id, driver: memory | redis | postgresql}`, `cache.ttl`; docs/access.md "API keys"); give `database.connector` as an object; keys are created through the admin API (`svc_createApiKey`)',
   },
+
   'projects[].auth.strategies[].jwt.claimMatchers': { feature: 'JWT claim matchers', instead: 'use `jwt.requiredClaims`' },
   'projects[].auth.strategies[].jwt.verificationJwksRefreshInterval': { feature: 'JWKS key fetching', instead: 'list the keys in `jwt.verificationKeys`' },
   'projects[].auth.strategies[].jwt.verificationJwksTlsInsecureSkipVerify': {
     feature: 'JWKS key fetching',
     instead: 'list the keys in `jwt.verificationKeys`',
+  },
+  'projects[].scoreSwitchHysteresis': {
+    feature: "the legacy sticky primary's switch hysteresis",
+    instead: "svc's default policy re-orders by health score every `selectionPolicy.evalInterval`; keep a primary in a TypeScript `evalFunc` (svc.config.ts)",
+  },
+  'projects[].scoreMinSwitchInterval': {
+    feature: "the legacy sticky primary's minimum switch interval",
+    instead: "svc's default policy re-orders by health score every `selectionPolicy.evalInterval`; keep a primary in a TypeScript `evalFunc` (svc.config.ts)",
   },
   'projects[].userAgentMode': { feature: 'user-agent tracking modes', instead: 'svc records no user agent; identify clients with auth strategies' },
   'projects[].trustUserIdHeader': {
@@ -151,6 +157,10 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   },
   'projects[].upstreams[].failsafe[].matchRequestKind': { feature: 'failsafe entries scoped to internal requests', instead: 'match entries by `matchMethod`' },
   'projects[].networks[].failsafe[].retry.emptyResultAccept': {
+    feature: 'per-method acceptance of empty results',
+    instead: 'empty answers are retried only for the retry-empty methods; turn it off per call or network with the `retry-empty` directive default',
+  },
+  'projects[].upstreams[].failsafe[].retry.emptyResultAccept': {
     feature: 'per-method acceptance of empty results',
     instead: 'empty answers are retried only for the retry-empty methods; turn it off per call or network with the `retry-empty` directive default',
   },
@@ -220,10 +230,7 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead: "svc retries empty point lookups at or below the head (eRPC's default, blockHead)",
   },
   'projects[].networks[].evm.safeBlockSource': { feature: 'a source for the `safe` tag', instead: 'svc serves `safe` from the upstream answering the call' },
-  'projects[].networks[].evm.maxFutureBlockRetryDistance': {
-    feature: 'the deprecated future-block retry distance',
-    instead: 'nothing to set (eRPC ignores it too)',
-  },
+
   'projects[].networks[].selectionPolicy.evalScope': {
     feature: 'selection policy scopes',
     instead: 'svc evaluates per network; a TypeScript `evalFunc` sees the method in its context',
@@ -280,27 +287,18 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'turning the syncing check off',
     instead: 'set `statePollerInterval: 0` to stop polling that upstream',
   },
-  'projects[].upstreams[].evm.getLogsMaxAllowedRange': {
-    feature: 'per-upstream getLogs limits',
-    instead: 'set them on the network (`networks[].evm.getLogsMaxAllowedRange`)',
-  },
-  'projects[].upstreams[].evm.getLogsMaxAllowedAddresses': { feature: 'per-upstream getLogs limits', instead: 'set them on the network' },
-  'projects[].upstreams[].evm.getLogsMaxAllowedTopics': { feature: 'per-upstream getLogs limits', instead: 'set them on the network' },
-  'projects[].upstreams[].evm.getLogsSplitOnError': {
-    feature: 'per-upstream getLogs splitting',
-    instead: 'set it on the network (`networks[].evm.getLogsSplitOnError`)',
-  },
-  'projects[].upstreams[].evm.getLogsMaxBlockRange': { feature: 'the deprecated getLogs block range', instead: '`evm.getLogsAutoSplittingRangeThreshold`' },
+
   'projects[].upstreams[].evm.queryShim': { feature: 'the eth_query* shim', instead: 'svc serves the standard JSON-RPC methods only' },
 };
 
 /**
  * The canonical form of a concrete path: indexes become `[]`, `networkDefaults`/`upstreamDefaults`
- * become `networks[]`/`upstreams[]`.
+ * and a provider's `overrides[<glob>]` (upstream settings) become `networks[]`/`upstreams[]`.
  */
 export function canonicalPath(path: string): string {
   return path
     .replace(/\[\d+\]/g, '[]')
+    .replace(/\.providers\[\]\.overrides\[[^\]]*\](?=\.|$)/g, '.upstreams[]')
     .replace(/\.networkDefaults(?=\.|$)/g, '.networks[]')
     .replace(/\.upstreamDefaults(?=\.|$)/g, '.upstreams[]');
 }

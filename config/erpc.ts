@@ -15,6 +15,7 @@
  *   host); `false` is refused (svc has no IPv6-only listener).
  */
 import { eachNetwork, eachUpstream, isConfigNode, rewriteKey, type ConfigDocument, type NormalizeReport } from './normalize.ts';
+import { normalizeLegacyEvmKeys, normalizeLegacyProjectKeys } from './erpc-legacy.ts';
 
 const LEVELS: Readonly<Record<string, string>> = { trace: 'trace', debug: 'debug', info: 'info', warn: 'warn', warning: 'warn', error: 'error' };
 
@@ -80,9 +81,21 @@ export function normalizeUpstreamGroups(doc: ConfigDocument, out: NormalizeRepor
   });
 }
 
-/** `listenV4: true` (eRPC's default) says nothing svc does not already do; `false` is refused. */
+/**
+ * `server.listenV4: true` (eRPC's default) says nothing svc does not already do; `false` is
+ * refused. eRPC's metrics server reads none of `metrics.listenV4`, `listenV6`, `hostV6` (dead
+ * fields in its docs: it binds every interface): any value is removed with a line saying so.
+ */
 export function normalizeListen(doc: ConfigDocument, out: NormalizeReport): void {
-  for (const block of ['server', 'metrics'] as const) {
+  const m = doc.metrics;
+  if (isConfigNode(m)) {
+    for (const k of ['listenV4', 'listenV6', 'hostV6'])
+      if (k in m) {
+        out.rewrite(`metrics.${k}`, m[k], "(removed: eRPC's metrics server never reads it)");
+        delete m[k];
+      }
+  }
+  for (const block of ['server'] as const) {
     const b = doc[block];
     if (!isConfigNode(b) || !('listenV4' in b)) continue;
     const v = b.listenV4;
@@ -90,7 +103,7 @@ export function normalizeListen(doc: ConfigDocument, out: NormalizeReport): void
     else
       out.problem(
         `${block}.listenV4`,
-        `eRPC's ${block}.listenV4: false (an IPv6-only listener) is not supported: svc listens on ${block === 'server' ? 'server.httpHost' : 'metrics.host'} (use "::" there for IPv6)`,
+        `eRPC's ${block}.listenV4: false (an IPv6-only listener) is not supported: svc listens on server.httpHost (use "::" there for IPv6)`,
       );
   }
 }
@@ -102,4 +115,6 @@ export const CORE_NORMALIZERS: ReadonlyArray<(doc: ConfigDocument, out: Normaliz
   normalizeUpstreamType,
   normalizeUpstreamGroups,
   normalizeListen,
+  normalizeLegacyProjectKeys,
+  normalizeLegacyEvmKeys,
 ];

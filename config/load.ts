@@ -16,6 +16,7 @@ import { parse as parseYaml, YAMLError } from 'yaml';
 import { buildConfigSchema, type SchemaFragment } from './schema.ts';
 import { validatorFor } from './validator.ts';
 import { forbiddenKeys, semanticProblems } from './checks.ts';
+import { overrideProblems } from './overrides.ts';
 import { normalizeDocument, type NormalizeRewrite } from './normalize.ts';
 
 export type { NormalizeRewrite } from './normalize.ts';
@@ -145,11 +146,12 @@ export function expandEnv(doc: unknown, warnings: string[], env: NodeJS.ProcessE
 
 /**
  * Validates an (env-expanded) raw config against a schema; coerces numeric/boolean strings
- * in place. Returns every problem, deduplicated, plus semantic checks (duplicate ids...).
+ * in place. Returns every problem, deduplicated, plus providers' overrides checked as upstream
+ * settings (config/overrides.ts) and semantic checks (duplicate ids...).
  */
 export function validateConfig(doc: unknown, schema: TObject): ConfigProblem[] {
   const problems = schemaProblems(doc, schema);
-  if (problems.length === 0) problems.push(...semanticProblems(doc as SvcConfigInput));
+  if (problems.length === 0) problems.push(...overrideProblems(doc, schema), ...semanticProblems(doc as SvcConfigInput));
   return problems;
 }
 
@@ -445,7 +447,9 @@ export function loadConfigObject(raw: unknown, opts: LoadOptions = {}): LoadedCo
   if (!isPlainObject(doc)) throw new ConfigError([{ path: '', message: 'config must be an object' }]);
   // eRPC's shapes (and other accepted forms) become svc's own before validation (config/normalize.ts).
   const { rewrites, problems: refused } = normalizeDocument(doc, CORE_NORMALIZERS, opts.fragments ?? []);
-  const problems = [...refused, ...explainErpcKeys(validateConfig(doc, schema))];
+  // A path a normaliser refused already has its message: the schema's line about it would repeat it.
+  const covered = (path: string) => refused.some((r) => path === r.path || path.startsWith(`${r.path}.`) || path.startsWith(`${r.path}[`));
+  const problems = [...refused, ...explainErpcKeys(validateConfig(doc, schema)).filter((p) => !covered(p.path))];
   if (problems.length) throw new ConfigError(problems, warnings);
   return { config: resolveConfig(doc as SvcConfigInput, schema, warnings), schema, document: doc, rewrites };
 }

@@ -67,7 +67,9 @@ function describeError(e: ErrorObject, root: unknown): ConfigProblem {
  * report their own type mismatch: at a path with a more specific problem (a duration string that
  * does not parse) the bare "must be number" of the other branch is noise and is dropped; at a
  * path with type mismatches only, they become one line (`must be string or number`), and a union
- * of literals is one line naming them all (`must be one of "a", "b"`).
+ * of literals is one line naming them all (`must be one of "a", "b"`). A type mismatch at a path
+ * with a problem below it (a list branch's item) is dropped too: the value has the other branch's
+ * shape, and the problem inside is the real one.
  * @param errors Ajv's errors (`allErrors` mode)
  * @param root the schema Ajv compiled
  */
@@ -105,6 +107,9 @@ export function problemsOf(errors: readonly ErrorObject[], root: unknown): Confi
     specific.add(path);
     problems.push({ path, message: list.length === 1 ? `must be ${list[0]}` : `must be one of ${list.join(', ')}` });
   }
-  for (const [path, list] of types) if (!specific.has(path)) problems.push({ path, message: `must be ${list.join(' or ')}` });
+  // A union whose list branch reported problems inside the value (`failsafe[0].retry.x`) was
+  // written as a list: the object branch's "must be object" at the parent is noise.
+  const inside = (path: string) => [...specific].some((s) => s !== path && (path === '' || s.startsWith(`${path}.`) || s.startsWith(`${path}[`)));
+  for (const [path, list] of types) if (!specific.has(path) && !inside(path)) problems.push({ path, message: `must be ${list.join(' or ')}` });
   return problems;
 }

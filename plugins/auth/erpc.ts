@@ -7,7 +7,11 @@
  *   returns) → the strategy's `rateLimitBudget` (svc counts the requests the strategy accepts
  *   against it: the same requests). Both set to different budgets is a problem.
  * - jwt `verificationJwksUrl` → `jwksUrl`; `rateLimitBudgetClaimName` → `rateLimitBudgetClaim`.
+ * - network `trustedProxies` (a no-op in eRPC, which never reads it) → removed.
+ * - `type: database` with eRPC's `database: {...}` block → svc's API-key strategy
+ *   (./erpc-database.ts).
  */
+import { normalizeDatabaseStrategy } from './erpc-database.ts';
 import { eachAuthBlock, isConfigObject, pathOf, renameKey, type ConfigDocument, type NormalizeReport } from 'svc-proxy/plugin';
 
 /** The auth plugin's `normalize` (see the module comment). */
@@ -17,6 +21,7 @@ export function normalizeAuthShapes(doc: ConfigDocument, out: NormalizeReport): 
     auth.strategies.forEach((s, i) => {
       if (!isConfigObject(s) || typeof s.type !== 'string') return;
       const sp = `${path}.strategies[${i}]`;
+      if (s.type === 'database') return void normalizeDatabaseStrategy(s, sp, out);
       const block = s[s.type];
       if (!isConfigObject(block)) return;
       const bp = pathOf(sp, s.type);
@@ -32,6 +37,14 @@ export function normalizeAuthShapes(doc: ConfigDocument, out: NormalizeReport): 
           s.rateLimitBudget = inner;
           out.rewrite(pathOf(bp, 'rateLimitBudget'), `${bp}.rateLimitBudget`, `${sp}.rateLimitBudget`);
         }
+      }
+      if (s.type === 'network' && 'trustedProxies' in block) {
+        out.rewrite(
+          pathOf(bp, 'trustedProxies'),
+          block.trustedProxies,
+          "(removed: eRPC's network strategy never reads it; trusted forwarders are `server.trustedIPForwarders`)",
+        );
+        delete block.trustedProxies;
       }
       if (s.type === 'jwt') {
         renameKey(block, bp, 'verificationJwksUrl', 'jwksUrl', out);

@@ -9,8 +9,21 @@
  *   (`normalizeRedisBlock`); `getTimeout` → `timeout`.
  * - `store.cacheKeyPrefix` → `store.redis.keyPrefix` (dropped with the memory store, which has no
  *   keys).
+ * - `store.nearLimitRatio` (eRPC's docs: no effect on its blocking, only on internal counters it
+ *   does not export) → removed.
+ * - `rules[].waitTime: 0` (eRPC's default) → removed: refusing a limited call at once is svc's
+ *   behaviour; any other value is refused by validation.
  */
-import { isConfigObject, normalizeRedisBlock, parseDuration, pathOf, rewriteKey, type ConfigDocument, type NormalizeReport } from 'svc-proxy/plugin';
+import {
+  isConfigObject,
+  normalizeRedisBlock,
+  parseDuration,
+  pathOf,
+  rewriteKey,
+  type ConfigDocument,
+  type ConfigObject,
+  type NormalizeReport,
+} from 'svc-proxy/plugin';
 
 const NAMES = ['second', 'minute', 'hour', 'day', 'week', 'month', 'year'] as const;
 const SECONDS: Readonly<Record<number, (typeof NAMES)[number]>> = {
@@ -37,6 +50,28 @@ export function periodName(v: unknown): (typeof NAMES)[number] | undefined {
   }
 }
 
+/** Whether eRPC's `waitTime` value is zero (`0`, `"0"`, `0s`, `0ms`...). */
+function isZeroDuration(v: unknown): boolean {
+  if (v === 0 || v === null) return true;
+  if (typeof v !== 'string') return false;
+  try {
+    return parseDuration(v) === 0;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * eRPC's `waitTime` on a rule: `0` (eRPC's default: answer a limited call at once, which is what
+ * svc does) is removed with a rewrite line saying so. Any other value stays, and validation
+ * refuses it by name (config/erpc-keys.ts): eRPC 0.0.x waited that long for a permit.
+ */
+function normalizeWaitTime(rule: ConfigObject, path: string, out: NormalizeReport): void {
+  if (!isZeroDuration(rule.waitTime)) return;
+  out.rewrite(pathOf(path, 'waitTime'), rule.waitTime, "(removed: 0 is svc's behaviour, a limited call is refused at once)");
+  delete rule.waitTime;
+}
+
 /** The rate-limit plugin's `normalize` (see the module comment). */
 export function normalizeRateLimitShapes(doc: ConfigDocument, out: NormalizeReport): void {
   const rl = doc.rateLimiters;
@@ -45,7 +80,9 @@ export function normalizeRateLimitShapes(doc: ConfigDocument, out: NormalizeRepo
     rl.budgets.forEach((b, bi) => {
       if (!isConfigObject(b) || !Array.isArray(b.rules)) return;
       b.rules.forEach((r, ri) => {
-        if (!isConfigObject(r) || r.period === undefined) return;
+        if (!isConfigObject(r)) return;
+        if ('waitTime' in r) normalizeWaitTime(r, `rateLimiters.budgets[${bi}].rules[${ri}]`, out);
+        if (r.period === undefined) return;
         const at = `rateLimiters.budgets[${bi}].rules[${ri}].period`;
         const name = periodName(r.period);
         if (name === 'week' || name === 'month' || name === 'year')
@@ -59,6 +96,14 @@ export function normalizeRateLimitShapes(doc: ConfigDocument, out: NormalizeRepo
   }
   const store = rl.store;
   if (!isConfigObject(store)) return;
+  if ('nearLimitRatio' in store) {
+    out.rewrite(
+      'rateLimiters.store.nearLimitRatio',
+      store.nearLimitRatio,
+      "(removed: eRPC's limiter never reads it to block or warn; it feeds internal counters eRPC does not export)",
+    );
+    delete store.nearLimitRatio;
+  }
   if (isConfigObject(store.redis)) normalizeRedisBlock(store.redis, 'rateLimiters.store.redis', out, { getTimeout: 'timeout' });
   if ('cacheKeyPrefix' in store) {
     const prefix = store.cacheKeyPrefix;

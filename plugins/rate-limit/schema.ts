@@ -139,7 +139,8 @@ export interface RateLimitersConfig {
  * The block of a resolved config, with every budget reference checked.
  * Warns (in `c.warnings`) about an upstream whose `rateLimitAutoTune` has no budget to tune.
  * @throws ConfigError for a duplicate budget id, a redis store without `redis`, or a
- *   `rateLimitBudget` naming no budget
+ *   `rateLimitBudget` naming no budget (on a project, strategy, network, upstream,
+ *   `upstreamDefaults` or a provider's `overrides`, where an endpoint shortcut's budget goes)
  */
 export function rateLimitersOf(c: ResolvedConfig): RateLimitersConfig {
   const rl = (c.settings.rateLimiters ?? {}) as RateLimitersConfig;
@@ -158,6 +159,11 @@ export function rateLimitersOf(c: ResolvedConfig): RateLimitersConfig {
     for (const [si, s] of ((p.settings.auth as { strategies?: Array<{ rateLimitBudget?: string }> } | undefined)?.strategies ?? []).entries())
       check(s.rateLimitBudget, `projects[${pi}].auth.strategies[${si}].rateLimitBudget`);
     p.networks.forEach((n, ni) => check(n.settings.rateLimitBudget, `projects[${pi}].networks[${ni}].rateLimitBudget`));
+    check((p.upstreamDefaults as { rateLimitBudget?: unknown }).rateLimitBudget, `projects[${pi}].upstreamDefaults.rateLimitBudget`);
+    // A provider's upstreams (an endpoint shortcut's too) take their budget from its overrides.
+    for (const [vi, v] of ((p.settings.providers as Array<{ overrides?: Record<string, { rateLimitBudget?: unknown }> }> | undefined) ?? []).entries())
+      for (const [glob, o] of Object.entries(v.overrides ?? {}))
+        check(o?.rateLimitBudget, `projects[${pi}].providers[${vi}].overrides[${JSON.stringify(glob)}].rateLimitBudget`);
     p.upstreams.forEach((u, ui) => {
       check(u.settings.rateLimitBudget, `projects[${pi}].upstreams[${ui}].rateLimitBudget`);
       // eRPC ignores it silently; svc says so (it may come from upstreamDefaults, so not an error).

@@ -20,8 +20,11 @@
  *   `repository://HOST/PATH?Q` → `{repositoryUrl: https://HOST/PATH?Q}` (eRPC leaves a
  *   trailing `?` when there is no query; svc does not).
  *
- * A provider's `vendor: envio` (eRPC's name for HyperRPC) becomes `hyper`. An unknown scheme is
- * a config problem naming the upstream and the known vendors, never a crash.
+ * A provider's `vendor: envio` (eRPC's name for HyperRPC) becomes `hyper`. A provider written with
+ * the shortcut as its `endpoint` (`providers: [{endpoint: drpc://KEY}]`) becomes the provider the
+ * shortcut names. An unknown scheme is a config problem naming the upstream and the known
+ * vendors, never a crash; so is an upstream id a shortcut shares with another upstream (once the
+ * shortcut is a provider the duplicate would no longer be visible).
  */
 
 /** The raw config document (YAML/JSON/TS as written, before validation). */
@@ -177,6 +180,12 @@ export function shortcutProvider(endpoint: string): { vendor: string; settings: 
       if (parts.length < 3 || parts[0] !== 'rpc') throw new Error(`a routemesh shortcut's path must be /rpc/<chainId>/<apiKey>`);
       return { vendor, settings: { baseURL: host, apiKey: parts[2] } };
     }
+    case 'grpc':
+    case 'grpcs':
+    case 'grpc+bds':
+      throw new Error(
+        `eRPC's gRPC upstreams ("${u.scheme}://", its block-data service) are not supported: svc speaks JSON-RPC over HTTP(S); write the node's http(s) JSON-RPC URL instead`,
+      );
     default:
       throw new Error(
         `"${u.scheme}://" names no vendor svc knows (vendor shortcuts: ${SHORTCUT_VENDORS.join(', ')}); write the upstream's http(s) URL instead`,
@@ -185,6 +194,56 @@ export function shortcutProvider(endpoint: string): { vendor: string; settings: 
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * A provider written with an endpoint shortcut instead of `vendor` and `settings`
+ * (`providers: [{endpoint: alchemy://KEY}]`, the shortcut eRPC takes on an upstream): the provider
+ * that shortcut names, its own keys kept (`id`, `onlyNetworks`, `overrides`...; explicit
+ * `settings` win over those from the URL), `id` defaulting as an upstream shortcut's does.
+ * @returns the rewritten provider, or undefined after reporting why it cannot be rewritten
+ */
+function providerFromEndpoint(
+  pr: Record<string, unknown>,
+  path: string,
+  counters: Map<string, number>,
+  report: ShortcutReport,
+): Record<string, unknown> | undefined {
+  const at = `${path}.endpoint`;
+  if (pr.vendor !== undefined) {
+    report.problem(at, 'a provider takes `vendor` (with `settings`) or an endpoint shortcut (`alchemy://KEY`), not both: keep one');
+    return undefined;
+  }
+  if (!isShortcut(pr.endpoint)) {
+    report.problem(
+      at,
+      "a provider's endpoint must be a vendor shortcut (`alchemy://KEY`, `drpc://KEY`...); a plain http(s) URL is one node: list it under `upstreams[]` with its `evm.chainId`",
+    );
+    return undefined;
+  }
+  let parsed: ReturnType<typeof shortcutProvider>;
+  try {
+    parsed = shortcutProvider(pr.endpoint);
+  } catch (e) {
+    report.problem(at, (e as Error).message.replace("write the upstream's http(s) URL instead", "list the node's http(s) URL under `upstreams[]` instead"));
+    return undefined;
+  }
+  const scheme = (splitShortcut(pr.endpoint) as ShortcutUrl).scheme.replace(/^evm\+/, '');
+  const { endpoint: _endpoint, id, settings, ...rest } = pr;
+  let providerId = id;
+  if (typeof id !== 'string' || !id) {
+    const n = (counters.get(scheme) ?? 0) + 1;
+    counters.set(scheme, n);
+    providerId = `${scheme}-${n}`;
+  }
+  const out: Record<string, unknown> = {
+    id: providerId,
+    vendor: parsed.vendor,
+    settings: { ...parsed.settings, ...(isObject(settings) ? settings : {}) },
+    ...rest,
+  };
+  report.rewrite(at, pr.endpoint, { id: out.id, vendor: out.vendor, settings: out.settings });
+  return out;
+}
 
 /**
  * Rewrites every vendor shortcut of a config document into a provider, in place (see the module
@@ -201,14 +260,33 @@ export function normalizeVendorShortcuts(doc: ConfigDocument, report: ShortcutRe
     const providers: unknown[] = Array.isArray(p.providers) ? [...(p.providers as unknown[])] : [];
     let changed = false;
     providers.forEach((pr, i) => {
+      if (isObject(pr) && 'endpoint' in pr) {
+        const rewritten = providerFromEndpoint(pr, `projects[${pi}].providers[${i}]`, counters, report);
+        if (rewritten) {
+          providers[i] = pr = rewritten;
+          changed = true;
+        }
+      }
       if (isObject(pr) && typeof pr.vendor === 'string' && VENDOR_ALIASES[pr.vendor]) {
         report.rewrite(`projects[${pi}].providers[${i}].vendor`, pr.vendor, VENDOR_ALIASES[pr.vendor]);
         providers[i] = { ...pr, vendor: VENDOR_ALIASES[pr.vendor] };
         changed = true;
       }
     });
+    const upstreams = Array.isArray(p.upstreams) ? (p.upstreams as unknown[]) : [];
+    // An id is checked here, where the upstream is still where the file put it: once a shortcut is
+    // a provider, a second upstream of the same id would no longer be an upstream.
+    const firstWithId = new Map<string, number>();
+    upstreams.forEach((u, ui) => {
+      if (!isObject(u) || typeof u.id !== 'string' || !u.id) return;
+      const first = firstWithId.get(u.id);
+      if (first === undefined) return void firstWithId.set(u.id, ui);
+      const other = upstreams[first] as Record<string, unknown>;
+      if (isShortcut(u.endpoint) || isShortcut(other.endpoint))
+        report.problem(`projects[${pi}].upstreams[${ui}].id`, `duplicate upstream id "${u.id}" (also projects[${pi}].upstreams[${first}])`);
+    });
     const kept: unknown[] = [];
-    (Array.isArray(p.upstreams) ? (p.upstreams as unknown[]) : []).forEach((u, ui) => {
+    upstreams.forEach((u, ui) => {
       if (!isObject(u) || !isShortcut(u.endpoint)) return void kept.push(u);
       const path = `projects[${pi}].upstreams[${ui}]`;
       let parsed: ReturnType<typeof shortcutProvider>;

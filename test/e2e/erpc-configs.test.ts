@@ -9,6 +9,8 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -19,6 +21,7 @@ import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
 import { startSvc, waitFor } from '../helpers/svc.ts';
+import { VENDOR_TEST_BASE_URL_ENV } from '../../plugins/vendors/index.ts';
 
 /** A single-chain eRPC file in the shape of eRPC's "complete config" example: most of its legacy forms at once. */
 const DIST_STYLE = `
@@ -163,6 +166,101 @@ projects:
         evm: { chainId: 31337, statePollerInterval: 100ms }
 `;
 
+/**
+ * The carry-over gaps of files written after eRPC's docs: a provider given as an endpoint shortcut
+ * (with a budget in its overrides), the legacy routing keys, keys eRPC documents as inert,
+ * `waitTime: 0`, and the `database` auth strategy in eRPC's shape beside a network strategy.
+ */
+const CARRYOVER_STYLE = `
+logLevel: warn
+metrics: { enabled: false, hostV6: "[::]" }
+rateLimiters:
+  store: { driver: memory, nearLimitRatio: 0.8 }
+  budgets:
+    - id: global
+      rules: [{ method: "*", maxCount: 1000, period: 1s, waitTime: 0 }]
+projects:
+  - id: main
+    routingStrategy: score-based
+    scoreMetricsMode: compact
+    scoreGranularity: upstream
+    auth:
+      strategies:
+        - type: network
+          network: { allowLocalhost: true, trustedProxies: ["10.0.0.1"] }
+        - type: database
+          database:
+            connector: { id: keys, driver: memory }
+            cache: { ttl: 1m }
+            failOpen: { enabled: false }
+    providers:
+      - endpoint: drpc://\${DRPC_KEY}
+        overrides:
+          "*": { rateLimitBudget: global }
+    networks:
+      - evm: { chainId: 1, maxFutureBlockRetryDistance: 128 }
+`;
+
+describe("eRPC's carry-over shapes: a provider endpoint shortcut, legacy and inert keys, the database strategy, served from anvil", function () {
+  this.timeout(60_000);
+  let anvil: AnvilHandle;
+  let forward: Server;
+  let base: string;
+
+  before(async () => {
+    anvil = await startAnvil({ chainId: 1 });
+    // The vendor's URL (under the test base, `<base>/lb.drpc.org/...`) reaches anvil, which serves `/` only.
+    forward = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        fetch(anvil.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+          .then(async (r) => {
+            res.writeHead(r.status, { 'content-type': 'application/json' });
+            res.end(await r.text());
+          })
+          .catch(() => res.writeHead(502).end());
+      });
+    });
+    await new Promise<void>((resolve) => forward.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(forward.address() as AddressInfo).port}`;
+    process.env[VENDOR_TEST_BASE_URL_ENV] = base;
+    process.env.DRPC_KEY = 'drpc-e2e-key';
+  });
+  after(async () => {
+    delete process.env[VENDOR_TEST_BASE_URL_ENV];
+    delete process.env.DRPC_KEY;
+    await new Promise((resolve) => forward?.close(resolve));
+    await anvil?.stop();
+  });
+
+  it('validates, starts and serves calls through the provider the endpoint shortcut names, with the rewrites applied', async () => {
+    const svc = await startSvc(parseYaml(CARRYOVER_STYLE) as object);
+    try {
+      const project = svc.proxy.config.projects[0] as unknown as { settings: Record<string, unknown> };
+      expect((project.settings.providers as unknown[])[0]).to.deep.include({ id: 'drpc-1', vendor: 'drpc', settings: { apiKey: 'drpc-e2e-key' } });
+      expect(project.settings).to.not.have.any.keys('routingStrategy', 'scoreMetricsMode', 'scoreGranularity');
+      const strategies = (project.settings.auth as { strategies: Array<Record<string, unknown>> }).strategies;
+      expect(strategies[1]).to.deep.include({ type: 'database', connector: { id: 'keys', driver: 'memory' }, cache: { ttl: 60_000 } });
+      const r = await svc.post('/main/evm/1', { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] });
+      expect(r.status, r.text).to.equal(200);
+      expect(r.json.result).to.equal('0x1');
+      // A call the answer must come from an upstream for: the provider's.
+      const n = await svc.post('/main/evm/1', {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'eth_getBalance',
+        params: ['0x0000000000000000000000000000000000000001', 'latest'],
+      });
+      expect(n.status, n.text).to.equal(200);
+      expect(n.json.result).to.match(/^0x/);
+      expect(n.headers['x-svc-upstream']).to.match(/^drpc-1-evm:1/);
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
 describe('eRPC-style config files validate, start against anvil and serve', function () {
   this.timeout(30_000);
   let anvil: AnvilHandle;
@@ -239,7 +337,7 @@ describe('svc validate --print and --from-erpc through the CLI', function () {
     const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], {
       cwd: dir,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ANVIL_URL: 'http://127.0.0.1:8545' },
+      env: { ...process.env, ANVIL_URL: 'http://127.0.0.1:8545', DRPC_KEY: 'drpc-cli-key' },
     });
     let out = '';
     let err = '';
@@ -311,6 +409,33 @@ describe('svc validate --print and --from-erpc through the CLI', function () {
     expect(printed.sharedState).to.deep.equal({ redis: { uri: 'redis://127.0.0.1:6379' }, clusterKey: 'erpc-e2e-fleet' });
     expect(printed).to.not.have.property('database');
     expect(printed).to.not.have.property('clusterKey');
+  });
+
+  it('--print shows the carry-over rewrites (provider endpoint, inert keys, waitTime 0, the database strategy) and the printed file validates as it is', async () => {
+    writeFileSync(join(dir, 'carry.yaml'), CARRYOVER_STYLE);
+    const r = await run(['validate', '--config', 'carry.yaml', '--print']);
+    expect(r.code, r.err).to.equal(0);
+    for (const line of [
+      '#   projects[0].scoreMetricsMode: compact -> (removed: inert: eRPC 0.1 ignores it (its selection metrics have fixed labels))',
+      "#   projects[0].routingStrategy: score-based -> (removed: svc's default selection policy orders upstreams by health score)",
+      "#   rateLimiters.budgets[0].rules[0].waitTime: 0 -> (removed: 0 is svc's behaviour, a limited call is refused at once)",
+      '#   projects[0].networks[0].evm.maxFutureBlockRetryDistance: 128 -> (removed: deprecated and ignored by eRPC)',
+      '#   projects[0].auth.strategies[1].database.connector: projects[0].auth.strategies[1].database.connector -> projects[0].auth.strategies[1].connector',
+    ])
+      expect(r.out).to.include(line);
+    // The key is a secret: redacted on both sides of the line.
+    expect(r.out).to.match(
+      /# {3}projects\[0\]\.providers\[0\]\.endpoint: drpc:\/\/#redacted=\S+ -> \{"id":"drpc-1","vendor":"drpc","settings":\{"apiKey":"#redacted=/,
+    );
+    const printed = parseYaml(r.out) as {
+      projects: Array<{ providers: Array<Record<string, unknown>>; auth: { strategies: Array<Record<string, unknown>> } }>;
+    };
+    expect(printed.projects[0]?.providers[0]).to.deep.include({ id: 'drpc-1', vendor: 'drpc', settings: { apiKey: '${DRPC_KEY}' } });
+    expect(printed.projects[0]?.auth.strategies[1]).to.deep.equal({ type: 'database', connector: { id: 'keys', driver: 'memory' }, cache: { ttl: '1m' } });
+    writeFileSync(join(dir, 'carry-printed.yaml'), r.out);
+    const again = await run(['validate', '--config', 'carry-printed.yaml', '--print']);
+    expect(again.code, again.err).to.equal(0);
+    expect(again.out).to.include("# no rewrite: the config is in svc's shape");
   });
 
   it('--from-erpc refuses a key svc does not honour, naming the eRPC feature', async () => {

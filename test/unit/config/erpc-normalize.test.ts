@@ -186,7 +186,6 @@ describe('config: eRPC keys and shapes svc does not honour are refused by name',
       /Redis only/,
     ],
     ['counterDropLabels', { metrics: { counterDropLabels: ['x'] } }, 'metrics.counterDropLabels', /dropping counter labels/],
-    ['hostV6', { metrics: { hostV6: '::' } }, 'metrics.hostV6', /IPv6 metrics listener/],
     [
       'networkDefaults path',
       { projects: [{ id: 'p', networkDefaults: { evm: { servedTip: {} } } }] },
