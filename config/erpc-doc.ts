@@ -21,6 +21,8 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
     "→ the project's `upstreamDefaults.forwardHeaders` (forward-headers plugin; credentials, `x-svc-*` and hop-by-hop headers refused)",
   clusterKey: '→ `sharedState.clusterKey` when `database.sharedState` sets none (eRPC reads it as that default only); dropped otherwise',
   'server.listenV4': '`true` dropped (svc always listens on `httpHost`); `false` refused',
+  'server.tls':
+    '`enabled`, `certFile`, `keyFile`, `caFile` (mutual TLS) as in eRPC, HTTPS and WSS; `insecureSkipVerify` dropped (no effect on a server, in eRPC too)',
   'metrics.listenV4': '`true` dropped; `false` refused',
   'database.evmJsonRpcCache.connectors[].redis.addr': '`addr`, `username`, `db`, `tls.enabled` → `uri: redis[s]://user@host:port/db`',
   'database.evmJsonRpcCache.connectors[].redis.username': 'into `uri` (with `addr`)',

@@ -186,7 +186,7 @@ export class Proxy implements PluginHost {
           networks: [...p.networks.values()].map((n) => (n.alias ? `${n.id} (${n.alias})` : n.id)),
           upstreams: [...p.upstreams.values()].map((u) => u.id),
           // The origin and the path apart: log redaction hides every URL path (upstream URLs carry keys), svc's own included.
-          listen: `http://${addr.address}:${addr.port}`,
+          listen: `${this.config.server.tls ? 'https' : 'http'}://${addr.address}:${addr.port}`,
           path: `/${p.id}`,
         },
         `project ${p.id} ready`,
