@@ -257,7 +257,10 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead: 'order upstreams with `selectionPolicy` (a TypeScript `evalFunc` for custom scoring) or pin them with tags and `use-upstream`',
   },
   'projects[].upstreams[].svm': { feature: 'Solana upstreams', instead: 'svc serves EVM chains only' },
-  'projects[].upstreams[].grpc': { feature: 'gRPC upstreams', instead: 'svc speaks JSON-RPC over HTTP(S)' },
+  'projects[].upstreams[].grpc': {
+    feature: "gRPC upstreams (eRPC's Blockchain Data Standards protobuf API)",
+    instead: "write the node's or provider's http(s) JSON-RPC URL: svc forwards any JSON-RPC method over HTTP(S), not BDS's fixed set of lookups",
+  },
   'projects[].upstreams[].evm.statePollerDebounce': { feature: 'the state poller debounce', instead: '`upstreams[].evm.statePollerInterval`' },
   'projects[].upstreams[].evm.skipWhenSyncing': {
     feature: 'skipping syncing upstreams (switch)',
