@@ -5,7 +5,7 @@
  * named; `enabled` without the files fails validation; `svc validate --print` drops eRPC's `insecureSkipVerify` with a line and its
  * output validates again.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,9 +14,9 @@ import { Agent, request } from 'undici';
 import WebSocket from 'ws';
 import { parse as parseYaml } from 'yaml';
 import { loadConfigObject } from '../../config/load.ts';
-import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
+import { runSvcCli } from '../helpers/svc-cli.ts';
 import { startSvc, type SvcHandle } from '../helpers/svc.ts';
 
 const CHAIN_ID = { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] };
@@ -139,6 +139,15 @@ describe('e2e: server.tls (HTTPS and WSS on the proxy port)', function () {
       expect(plain, 'plain HTTP on the TLS port').to.be.instanceOf(Error);
     });
 
+    it('`svc healthcheck` probes it over HTTPS when the config enables server.tls (the container HEALTHCHECK)', async () => {
+      await ensureBuilt();
+      writeFileSync(join(dir, 'probe.yaml'), erpcYaml(anvil.url, tlsBlock()));
+      const port = new URL(svc.url).port;
+      const r = await runSvcCli(['healthcheck', '--config', 'probe.yaml', '--port', port], dir);
+      expect(r.code, r.err).to.equal(0);
+      expect(r.out).to.match(/^200 /);
+    });
+
     it('serves the WebSocket endpoint over WSS', async () => {
       const answer = await wsAsk(`${httpsUrl().replace('https://', 'wss://')}/main/evm/31337`, { ca: readFileSync(server.cert) }, CHAIN_ID);
       expect(answer.result).to.equal('0x7a69');
@@ -221,15 +230,7 @@ describe('e2e: server.tls (HTTPS and WSS on the proxy port)', function () {
 
   describe('svc validate --print', () => {
     before(() => ensureBuilt());
-    const run = (args: string[]) =>
-      new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-        const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-        let out = '';
-        let err = '';
-        child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-        child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-        child.once('exit', (code) => resolve({ code, out, err }));
-      });
+    const run = (args: string[]) => runSvcCli(args, dir);
 
     it("drops eRPC's insecureSkipVerify with a line saying why, and its output validates again", async () => {
       writeFileSync(join(dir, 'tls.yaml'), erpcYaml('http://127.0.0.1:8545', tlsBlock('    insecureSkipVerify: true\n')));
