@@ -3,14 +3,15 @@
  * through two real HTTP proxies started here (node:http servers: CONNECT tunnels counted per proxy, plain forwarding counted too), in
  * front of anvil. An `http://` upstream is forwarded through the proxy (the request line carries the absolute URL), as Go's transport
  * does for eRPC; an `https://` upstream (a TLS server in front of anvil, its certificate made here by openssl and trusted by the svc
- * process through NODE_EXTRA_CA_CERTS) is reached through CONNECT tunnels. Credentials in a proxy URL become Proxy-Authorization. A pool
+ * process through NODE_EXTRA_CA_CERTS) is reached through CONNECT tunnels; a `socks5://` pool (a SOCKS5 server started here) carries
+ * them too. Credentials in a proxy URL become Proxy-Authorization. A pool
  * id no pool has, and a scheme eRPC refuses, fail validation naming the key; `svc validate --print` re-validates the eRPC file.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
-import { connect as netConnect, type AddressInfo } from 'node:net';
+import { connect as netConnect, createServer as createNetServer, type AddressInfo, type Server as NetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -70,6 +71,40 @@ async function startProxy(): Promise<TestProxy> {
   await new Promise<void>((r) => p.server.listen(0, '127.0.0.1', r));
   p.url = `http://127.0.0.1:${(p.server.address() as AddressInfo).port}`;
   return p as TestProxy;
+}
+
+/** A SOCKS5 proxy without authentication (RFC 1928: CONNECT by IPv4 address or domain name), counting the connections it opens. */
+async function startSocks5(): Promise<{ url: string; server: NetServer; connects: string[] }> {
+  const connects: string[] = [];
+  const server = createNetServer((socket) => {
+    socket.on('error', () => socket.destroy());
+    socket.once('data', (hello: Buffer) => {
+      if (hello[0] !== 5) return void socket.destroy();
+      socket.write(Buffer.from([5, 0])); // no authentication
+      socket.once('data', (req: Buffer) => {
+        let host: string;
+        let at: number;
+        if (req[3] === 1) {
+          host = [...req.subarray(4, 8)].join('.');
+          at = 8;
+        } else if (req[3] === 3) {
+          const n = req[4] as number;
+          host = req.subarray(5, 5 + n).toString();
+          at = 5 + n;
+        } else return void socket.destroy();
+        const port = req.readUInt16BE(at);
+        connects.push(`${host}:${port}`);
+        const target = netConnect(port, host, () => {
+          socket.write(Buffer.from([5, 0, 0, 1, 0, 0, 0, 0, 0, 0]));
+          target.pipe(socket);
+          socket.pipe(target);
+        });
+        target.on('error', () => socket.destroy());
+      });
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `socks5://127.0.0.1:${(server.address() as AddressInfo).port}`, server, connects };
 }
 
 /** A TLS server in front of anvil (self-signed for IP 127.0.0.1, the certificate in `certFile`). */
@@ -173,6 +208,23 @@ describe('e2e: proxyPools (outbound HTTP proxies, round robin)', function () {
       expect(a.auth).to.not.be.empty;
       for (const h of a.auth) expect(h).to.equal(BASIC);
       expect(b.auth).to.be.empty;
+    });
+  });
+
+  describe('a socks5:// proxy', () => {
+    it('carries the requests of an upstream whose pool is a SOCKS5 proxy', async () => {
+      const socks = await startSocks5();
+      const yaml = erpcYaml(proxies, anvil.url).replace(/urls:\n(\s+- .*\n)+/, `urls: ["${socks.url}"]\n`);
+      const svc = await startSvc(parseYaml(yaml) as object);
+      try {
+        const r = await svc.post('/main/evm/31337', rpc('eth_blockNumber'));
+        expect(r.json.result, r.text).to.match(/^0x/);
+        expect(socks.connects.length).to.be.greaterThan(0);
+        for (const c of socks.connects) expect(c).to.equal(new URL(anvil.url).host);
+      } finally {
+        await svc.close();
+        await new Promise((r) => socks.server.close(r));
+      }
     });
   });
 
