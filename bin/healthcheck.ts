@@ -6,6 +6,7 @@
  * `--config`, ./svc.yaml when it exists, as `svc start` reads it.
  */
 import { existsSync } from 'node:fs';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { expandEnv, readConfigFile } from '../config/load.ts';
 import { CoreConfigSchema } from '../config/schema.ts';
 import { redactText } from '../lib/redact.ts';
@@ -26,28 +27,51 @@ function defaultPort(): number {
  * @throws ConfigError when the file cannot be read or parsed
  */
 export async function configuredPort(file: string | undefined, port: number | undefined): Promise<number> {
-  if (port !== undefined) return port;
-  const path = file ?? (existsSync('svc.yaml') ? 'svc.yaml' : undefined);
-  if (!path) return defaultPort();
-  const raw = expandEnv(await readConfigFile(path), []) as { server?: { httpPort?: unknown; httpPortV4?: unknown } } | undefined;
-  const v = Number(raw?.server?.httpPort ?? raw?.server?.httpPortV4 ?? Number.NaN);
-  return Number.isInteger(v) && v > 0 && v <= 65535 ? v : defaultPort();
+  return (await probeTarget(file, port)).port;
 }
 
 /**
- * Probes `GET http://127.0.0.1:<port>/healthcheck` once.
+ * The port svc serves on and whether it serves TLS there (`server.tls.enabled`), as the config says.
+ * @throws ConfigError when the file cannot be read or parsed
+ */
+async function probeTarget(file: string | undefined, port: number | undefined): Promise<{ port: number; tls: boolean }> {
+  const path = file ?? (existsSync('svc.yaml') ? 'svc.yaml' : undefined);
+  if (!path) return { port: port ?? defaultPort(), tls: false };
+  type Raw = { server?: { httpPort?: unknown; httpPortV4?: unknown; tls?: { enabled?: unknown } } } | undefined;
+  let raw: Raw;
+  try {
+    raw = expandEnv(await readConfigFile(path), []) as Raw;
+  } catch (e) {
+    // `--port` needs no file: an unreadable one only leaves TLS unknown (plain HTTP, as before TLS existed).
+    if (port !== undefined) return { port, tls: false };
+    throw e;
+  }
+  const tls = raw?.server?.tls?.enabled === true || raw?.server?.tls?.enabled === 'true';
+  if (port !== undefined) return { port, tls };
+  const v = Number(raw?.server?.httpPort ?? raw?.server?.httpPortV4 ?? Number.NaN);
+  return { port: Number.isInteger(v) && v > 0 && v <= 65535 ? v : defaultPort(), tls };
+}
+
+/**
+ * Probes `GET http://127.0.0.1:<port>/healthcheck` once (`https://` with `server.tls`: svc probing itself on the loopback checks that
+ * it serves, not who it is, so its certificate is not verified; with `caFile` (mutual TLS) the probe has no client certificate and
+ * fails: probe such a svc with a client certificate of your own).
  * @returns 0 when it answers 2xx, 1 otherwise (503 while draining or unhealthy, refused, timed out)
  */
 export async function healthcheck(file: string | undefined, port: number | undefined): Promise<number> {
   let target: number;
+  let tls: boolean;
   try {
-    target = await configuredPort(file, port);
+    ({ port: target, tls } = await probeTarget(file, port));
   } catch (e) {
     process.stderr.write(`svc healthcheck: ${redactText((e as Error).message)}\n`);
     return 1;
   }
   try {
-    const res = await fetch(`http://127.0.0.1:${target}/healthcheck`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    const signal = AbortSignal.timeout(PROBE_TIMEOUT_MS);
+    const res = tls
+      ? await undiciFetch(`https://127.0.0.1:${target}/healthcheck`, { signal, dispatcher: new Agent({ connect: { rejectUnauthorized: false } }) })
+      : await fetch(`http://127.0.0.1:${target}/healthcheck`, { signal });
     const text = await res.text();
     process.stdout.write(`${res.status} ${text.slice(0, 200)}\n`);
     return res.ok ? 0 : 1;

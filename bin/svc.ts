@@ -256,7 +256,7 @@ async function start(
   enableReload(proxy, configFile, endpoints, resolved, logger);
   logger.info(
     {
-      listen: `http://${addr.address}:${addr.port}`,
+      listen: `${proxy.config.server.tls ? 'https' : 'http'}://${addr.address}:${addr.port}`,
       config: configFile ?? null,
       version: VERSION,
       commit: proxy.commit,

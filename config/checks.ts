@@ -49,6 +49,7 @@ export function semanticProblems(doc: SvcConfigInput): ConfigProblem[] {
       out.push({ path: 'server.trustedIPForwarders', message: (e as Error).message.replace(/^server\.trustedIPForwarders: /, '') });
     }
   }
+  out.push(...tlsProblems(doc), ...proxyPoolProblems(doc));
   const projectIds = new Set<string>();
   (doc.projects ?? []).forEach((p, pi) => {
     if (RESERVED_PROJECT_IDS.has(p.id.toLowerCase()))
@@ -81,6 +82,38 @@ export function semanticProblems(doc: SvcConfigInput): ConfigProblem[] {
         ids.add(u.id);
       }
     });
+  });
+  return out;
+}
+
+/** `server.tls.enabled` without both PEM files named (the files themselves are read, and their faults reported, at start). */
+function tlsProblems(doc: SvcConfigInput): ConfigProblem[] {
+  const tls = doc.server?.tls;
+  if (!tls?.enabled) return [];
+  return (['certFile', 'keyFile'] as const)
+    .filter((k) => !tls[k])
+    .map((k) => ({ path: `server.tls.${k}`, message: `required when server.tls.enabled is true (a PEM file path)` }));
+}
+
+/** Duplicate pool ids, proxy URLs that do not parse, and `jsonRpc.proxyPool` naming no pool (eRPC refuses each at start too). */
+function proxyPoolProblems(doc: SvcConfigInput): ConfigProblem[] {
+  const out: ConfigProblem[] = [];
+  const ids = new Set<string>();
+  (doc.proxyPools ?? []).forEach((pool, i) => {
+    if (ids.has(pool.id)) out.push({ path: `proxyPools[${i}].id`, message: `duplicate proxy pool id "${pool.id}"` });
+    ids.add(pool.id);
+    pool.urls.forEach((u, j) => {
+      if (!URL.canParse(u)) out.push({ path: `proxyPools[${i}].urls[${j}]`, message: 'not a URL (write scheme://[user:password@]host:port)' });
+    });
+  });
+  const check = (u: { jsonRpc?: unknown } | undefined, path: string) => {
+    const name = (u?.jsonRpc as { proxyPool?: unknown } | undefined)?.proxyPool;
+    if (typeof name === 'string' && !ids.has(name))
+      out.push({ path: `${path}.jsonRpc.proxyPool`, message: `no proxy pool "${name}" in proxyPools${ids.size ? ` (pools: ${[...ids].join(', ')})` : ''}` });
+  };
+  (doc.projects ?? []).forEach((p, pi) => {
+    check(p.upstreamDefaults, `projects[${pi}].upstreamDefaults`);
+    (p.upstreams ?? []).forEach((u, ui) => check(u, `projects[${pi}].upstreams[${ui}]`));
   });
   return out;
 }

@@ -21,6 +21,8 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
     "→ the project's `upstreamDefaults.forwardHeaders` (forward-headers plugin; credentials, `x-svc-*` and hop-by-hop headers refused)",
   clusterKey: '→ `sharedState.clusterKey` when `database.sharedState` sets none (eRPC reads it as that default only); dropped otherwise',
   'server.listenV4': '`true` dropped (svc always listens on `httpHost`); `false` refused',
+  'server.tls':
+    '`enabled`, `certFile`, `keyFile`, `caFile` (mutual TLS) as in eRPC, HTTPS and WSS; `insecureSkipVerify` dropped (no effect on a server, in eRPC too)',
   'database.evmJsonRpcCache.connectors[].redis.addr': '`addr`, `username`, `db`, `tls.enabled` → `uri: redis[s]://user@host:port/db`',
   'database.evmJsonRpcCache.connectors[].redis.username': 'into `uri` (with `addr`)',
   'database.evmJsonRpcCache.connectors[].redis.db': 'into `uri` (with `addr`)',
@@ -28,7 +30,8 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   'database.evmJsonRpcCache.connectors[].redis.getTimeout': '→ `readTimeout`',
   'database.evmJsonRpcCache.connectors[].redis.setTimeout': '→ `writeTimeout`',
   'database.evmJsonRpcCache.connectors[].redis.initTimeout': '→ `connectTimeout`',
-  'database.evmJsonRpcCache.connectors[].redis.connPoolSize': 'refused: one pipelined connection per connector',
+  'database.evmJsonRpcCache.connectors[].redis.connPoolSize':
+    "dropped with a line: svc's Redis client pipelines every command over one connection, so a pool size changes nothing",
   'database.evmJsonRpcCache.connectors[].redis.lockRetryInterval': 'refused: svc takes no Redis locks',
   'database.evmJsonRpcCache.connectors[].redis.iamAuth': 'refused: use a password',
   'database.evmJsonRpcCache.connectors[].postgresql.getTimeout': '→ `readTimeout`',
@@ -46,7 +49,7 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
     "`redis` → `sharedState.redis`; `memory` (eRPC's default without a connector) shares nothing between instances: the block is dropped; postgresql, dynamodb and grpc refused (svc shares state through Redis only)",
   'database.sharedState.connector.memory': 'the block is dropped (state per instance, as svc without `sharedState`)',
   'database.sharedState.connector.redis':
-    '→ `sharedState.redis.uri`: `uri` as is, or `addr`/`username`/`password`/`db`/`tls.enabled` folded into it; go-redis URL options (`?pool_size=`) dropped; timeouts, `connPoolSize`, `lockRetryInterval`, `iamAuth` refused',
+    '→ `sharedState.redis.uri`: `uri` as is, or `addr`/`username`/`password`/`db`/`tls.enabled` folded into it; go-redis URL options (`?pool_size=`) and `connPoolSize` dropped (svc pipelines over one connection); timeouts, `lockRetryInterval`, `iamAuth` refused',
   'database.sharedState.connector.postgresql': 'refused: svc shares state through Redis only (use a Redis connector)',
   'database.sharedState.connector.dynamodb': 'refused: svc shares state through Redis only (use a Redis connector)',
   'database.sharedState.connector.grpc': "refused: svc shares state through Redis only (eRPC's gRPC connector cannot hold shared state either)",

@@ -46,10 +46,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'the HTTP write timeout',
     instead: 'a call is bounded by `server.maxTimeout` (and its failsafe timeouts); slow readers by `server.keepAliveTimeout`',
   },
-  'server.tls': {
-    feature: 'TLS termination in the proxy',
-    instead: 'terminate TLS in front of svc (ingress, load balancer) and list it in `server.trustedIPForwarders`',
-  },
   'admin.allowMethods': { feature: 'admin method allow/deny lists', instead: 'the admin endpoint serves only its own methods; guard it with `admin.auth`' },
   'admin.denyMethods': { feature: 'admin method allow/deny lists', instead: 'the admin endpoint serves only its own methods; guard it with `admin.auth`' },
   'tracing.protocol': { feature: 'the tracing exporter protocol', instead: TRACING },
@@ -59,10 +55,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   'tracing.forceTraceMatchers': {
     feature: 'forced tracing by network/method',
     instead: 'send the `X-SVC-Force-Trace` header (or `?force-trace=true`) on the calls to trace',
-  },
-  proxyPools: {
-    feature: 'outbound HTTP proxy pools',
-    instead: "svc connects to upstreams directly; route egress through the host's network (HTTP(S)_PROXY is not read)",
   },
   'database.evmJsonRpcCache.connectors[].memory.emitMetrics': {
     feature: 'per-connector memory metrics',
@@ -261,11 +253,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead: "svc's method table is built in; ask for a method to be added",
   },
   'projects[].networks[].svm': { feature: 'Solana networks', instead: 'svc serves EVM chains only' },
-  'projects[].upstreams[].jsonRpc.enableGzip': {
-    feature: 'gzip on upstream requests',
-    instead: 'svc accepts gzip answers from upstreams and sends requests uncompressed',
-  },
-  'projects[].upstreams[].jsonRpc.proxyPool': { feature: 'outbound HTTP proxy pools', instead: 'svc connects to upstreams directly' },
   'projects[].upstreams[].rateLimitCountMode': { feature: 'credit-based rate counting', instead: 'budgets count requests' },
   'projects[].upstreams[].creditUnits': {
     feature: 'credit units per method',
@@ -277,7 +264,10 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead: 'order upstreams with `selectionPolicy` (a TypeScript `evalFunc` for custom scoring) or pin them with tags and `use-upstream`',
   },
   'projects[].upstreams[].svm': { feature: 'Solana upstreams', instead: 'svc serves EVM chains only' },
-  'projects[].upstreams[].grpc': { feature: 'gRPC upstreams', instead: 'svc speaks JSON-RPC over HTTP(S)' },
+  'projects[].upstreams[].grpc': {
+    feature: "gRPC upstreams (eRPC's Blockchain Data Standards protobuf API)",
+    instead: "write the node's or provider's http(s) JSON-RPC URL: svc forwards any JSON-RPC method over HTTP(S), not BDS's fixed set of lookups",
+  },
   'projects[].upstreams[].evm.statePollerDebounce': { feature: 'the state poller debounce', instead: '`upstreams[].evm.statePollerInterval`' },
   'projects[].upstreams[].evm.skipWhenSyncing': {
     feature: 'skipping syncing upstreams (switch)',

@@ -13,6 +13,8 @@
  *   → `tags: [tier:X]` / `[cohort:Y]`.
  * - `server.listenV4: true` / `metrics.listenV4: true` → removed (svc always listens on its IPv4
  *   host); `false` is refused (svc has no IPv6-only listener).
+ * - `server.tls.insecureSkipVerify` → removed: a server verifies no peer with it (eRPC's server ignores
+ *   it too; client certificates are checked against `caFile`).
  */
 import { eachNetwork, eachUpstream, isConfigNode, rewriteKey, type ConfigDocument, type NormalizeReport } from './normalize.ts';
 import { normalizeLegacyEvmKeys, normalizeLegacyProjectKeys } from './erpc-legacy.ts';
@@ -108,6 +110,19 @@ export function normalizeListen(doc: ConfigDocument, out: NormalizeReport): void
   }
 }
 
+/** `server.tls.insecureSkipVerify` is a client-side switch: on a listener it changes nothing, in eRPC as in svc (removed, one line). */
+export function normalizeServerTls(doc: ConfigDocument, out: NormalizeReport): void {
+  const server = doc.server;
+  const tls = isConfigNode(server) ? server.tls : undefined;
+  if (!isConfigNode(tls) || !('insecureSkipVerify' in tls)) return;
+  out.rewrite(
+    'server.tls.insecureSkipVerify',
+    tls.insecureSkipVerify,
+    "(removed: it skips verifying a server's certificate, and svc's listener is the server: no effect, as in eRPC; caFile checks client certificates)",
+  );
+  delete tls.insecureSkipVerify;
+}
+
 /** The core's normalisers, in order (config/load.ts runs them before the plugins'). */
 export const CORE_NORMALIZERS: ReadonlyArray<(doc: ConfigDocument, out: NormalizeReport) => void> = [
   normalizeLogLevel,
@@ -117,4 +132,5 @@ export const CORE_NORMALIZERS: ReadonlyArray<(doc: ConfigDocument, out: Normaliz
   normalizeListen,
   normalizeLegacyProjectKeys,
   normalizeLegacyEvmKeys,
+  normalizeServerTls,
 ];

@@ -33,6 +33,7 @@ import type {
   ResolvedConfig,
   ResolvedNetwork,
   ResolvedProject,
+  ResolvedServerTls,
   ResolvedUpstream,
   SvcConfigInput,
   UpstreamInput,
@@ -372,6 +373,7 @@ export function resolveConfig(doc: SvcConfigInput, schema: TObject, warnings: st
   delete rootSettings.server;
   delete rootSettings.metrics;
   delete rootSettings.logLevel;
+  delete rootSettings.proxyPools;
   const metricsIn = doc.metrics ?? {};
   return {
     logLevel: logLevel ?? 'info',
@@ -399,6 +401,7 @@ export function resolveConfig(doc: SvcConfigInput, schema: TObject, warnings: st
       aliasing: { rules: rules ?? (projectsIn.length ? [] : [{ matchDomain: '*', serveProject: 'main' }]) },
       trustedIPForwarders: (server.trustedIPForwarders as string[] | undefined) ?? [],
       trustedIPHeaders: (server.trustedIPHeaders as string[] | undefined) ?? ['X-Forwarded-For'],
+      tls: resolveTls(server.tls),
       settings: server,
     },
     metrics: {
@@ -408,9 +411,17 @@ export function resolveConfig(doc: SvcConfigInput, schema: TObject, warnings: st
       settings: metrics,
     },
     projects,
+    proxyPools: new Map((doc.proxyPools ?? []).map((p) => [p.id, [...p.urls]])),
     settings: rootSettings,
     warnings,
   };
+}
+
+/** `server.tls` when enabled (checks.ts made sure both files are named), else undefined. */
+function resolveTls(tls: unknown): ResolvedServerTls | undefined {
+  const t = tls as NonNullable<SvcConfigInput['server']>['tls'];
+  if (!t?.enabled || !t.certFile || !t.keyFile) return undefined;
+  return { certFile: t.certFile, keyFile: t.keyFile, ...(t.caFile ? { caFile: t.caFile } : {}) };
 }
 
 /** Everything needed to load a config: the plugins' fragments and the environment. */

@@ -198,9 +198,9 @@ export function renameKey(obj: ConfigObject, path: string, from: string, to: str
  * `redis://` or `rediss://` prefix on `addr` (eRPC accepts both forms) is dropped first, a
  * `rediss://` one selecting TLS. eRPC's
  * `initTimeout`/`getTimeout`/`setTimeout` are renamed by `timeouts` (each block names its own
- * deadline keys); `connPoolSize`, `lockRetryInterval`, `iamAuth` and TLS certificate files are
- * problems (svc's client pipelines over one connection, takes no locks, and reads TLS settings
- * from the URI only).
+ * deadline keys); `connPoolSize` is dropped with a line saying why ({@link CONN_POOL_SIZE_MOOT});
+ * `lockRetryInterval`, `iamAuth` and TLS certificate files are problems (svc's client takes no
+ * locks, and reads TLS settings from the URI only).
  * @param block a `redis:` block (mutated)
  * @param path its path
  * @param timeouts eRPC timeout key → this block's key (a missing eRPC key is a problem when set)
@@ -242,7 +242,6 @@ export function normalizeRedisBlock(block: ConfigObject, path: string, out: Norm
   }
   for (const [from, to] of Object.entries(timeouts)) if (from in block) renameKey(block, path, from, to, out);
   const refused: Record<string, string> = {
-    connPoolSize: "eRPC's Redis connection pool size: svc's Redis client pipelines every command over one connection per connector; remove connPoolSize",
     lockRetryInterval: "eRPC's Redis lock retry interval (distributed locks of the shared state): svc takes no Redis locks; remove lockRetryInterval",
     iamAuth:
       "eRPC's AWS IAM authentication for ElastiCache: not supported; use a password (redis://user@host, password: ...) or an ElastiCache user with a password",
@@ -251,4 +250,16 @@ export function normalizeRedisBlock(block: ConfigObject, path: string, out: Norm
     setTimeout: "eRPC's Redis write timeout: this Redis block names its deadlines differently (see its keys in the config reference)",
   };
   for (const [k, message] of Object.entries(refused)) if (k in block) out.problem(pathOf(path, k), message);
+  if ('connPoolSize' in block) {
+    out.rewrite(pathOf(path, 'connPoolSize'), block.connPoolSize, CONN_POOL_SIZE_MOOT);
+    delete block.connPoolSize;
+  }
 }
+
+/**
+ * Why eRPC's `connPoolSize` is dropped: go-redis runs one command per pooled connection at a time, so its pool size bounds concurrent
+ * commands; svc's Redis client (node-redis) pipelines every command over one connection, so no command waits for a free connection and
+ * a pool size would change nothing.
+ */
+export const CONN_POOL_SIZE_MOOT =
+  "(removed: svc's Redis client pipelines every command over one connection, so no command waits for a free one as in go-redis's pool: a pool size changes nothing)";

@@ -8,6 +8,7 @@
  * milliseconds / bytes during resolution.
  */
 import type { ConfigDocument, NormalizeReport } from './normalize.ts';
+import { proxyPoolsSchema, serverTlsSchema, upstreamJsonRpcTransport } from './schema-transport.ts';
 import { Type, type TInteger, type TNumber, type TObject, type TProperties, type TSchema, type TString, type TUnion, type Static } from '@sinclair/typebox';
 
 /** Duration string such as `50ms`, `15s`, `1h`, or a number of milliseconds. */
@@ -249,6 +250,7 @@ function serverProps(extra: TProperties) {
           'IPs or CIDRs of the proxies in front of svc; only a request whose socket peer is one of them has its trustedIPHeaders read (default none: forwarding headers are ignored)',
       }),
     ),
+    tls: Type.Optional(serverTlsSchema),
     trustedIPHeaders: Type.Optional(
       Type.Array(Type.String(), {
         default: ['X-Forwarded-For'],
@@ -314,6 +316,7 @@ function upstreamProps(f: Omit<SchemaFragment, 'extend'>, requireEndpoint: boole
         batchMaxWait: Type.Optional(
           Duration({ default: '0ms', description: 'spec §2.6: time from the first queued call to a forced flush; 0 = at once (set it non-zero)' }),
         ),
+        ...upstreamJsonRpcTransport,
       }),
     ),
     maxResponseSize: Type.Optional(
@@ -406,6 +409,7 @@ export function buildConfigSchema(fragments: readonly SchemaFragment[] = []): TO
         port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, default: 4001 })),
       }),
     ),
+    proxyPools: Type.Optional(proxyPoolsSchema),
     projects: Type.Optional(Type.Array(project)),
     ...optionalAll(f.root),
   });
@@ -417,7 +421,7 @@ export function buildConfigSchema(fragments: readonly SchemaFragment[] = []): TO
 function coreKeys(): Record<FragmentSlot, string[]> {
   const none: SchemaFragment = {};
   return {
-    root: ['logLevel', 'preset', 'server', 'metrics', 'projects'],
+    root: ['logLevel', 'preset', 'server', 'metrics', 'proxyPools', 'projects'],
     server: Object.keys(serverProps({})),
     project: ['id', 'networks', 'upstreams', 'networkDefaults', 'upstreamDefaults', 'allowClientDirectives', 'scoreMetricsWindowSize'],
     network: Object.keys(networkProps(none, true)),

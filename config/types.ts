@@ -91,8 +91,12 @@ export interface SvcConfigInput {
     trustedIPForwarders?: string[];
     /** Headers naming the client behind a trusted forwarder, default `['X-Forwarded-For']`. */
     trustedIPHeaders?: string[];
+    /** HTTPS (and WSS) on the proxy port: PEM files read at start; `caFile` requires client certificates (mutual TLS). */
+    tls?: { enabled?: boolean; certFile?: string; keyFile?: string; caFile?: string };
     [k: string]: unknown;
   };
+  /** Named outbound proxy pools (`http://`, `https://`, `socks5://` URLs) that `upstreams[].jsonRpc.proxyPool` refers to. */
+  proxyPools?: Array<{ id: string; urls: string[] }>;
   /** The metrics listener; plugins add keys (the metrics plugin's histogram options). */
   metrics?: { enabled?: boolean; host?: string; hostV4?: string; port?: number; [k: string]: unknown };
   projects?: ProjectInput[];
@@ -148,8 +152,20 @@ export interface ResolvedServer {
   trustedIPForwarders: string[];
   /** Forwarding headers read behind a trusted forwarder, in order. */
   trustedIPHeaders: string[];
+  /** TLS of the proxy port when `server.tls.enabled`; undefined: plain HTTP. */
+  tls?: ResolvedServerTls;
   /** Plugin-owned `server.*` keys, defaulted and converted. */
   settings: Record<string, unknown>;
+}
+
+/** Resolved `server.tls` (enabled): the PEM files svc reads when it starts listening. */
+export interface ResolvedServerTls {
+  /** Certificate chain file path (PEM, leaf first). */
+  certFile: string;
+  /** Private key file path (PEM). */
+  keyFile: string;
+  /** CA certificates file path (PEM); set: clients must present a certificate signed by one of them (mutual TLS). */
+  caFile?: string;
 }
 
 /** Resolved `metrics` block. */
@@ -213,6 +229,8 @@ export interface ResolvedConfig {
   server: ResolvedServer;
   metrics: ResolvedMetrics;
   projects: ResolvedProject[];
+  /** `proxyPools` by id: each pool's proxy URLs, in order (empty when none is configured). */
+  proxyPools?: ReadonlyMap<string, readonly string[]>;
   /** Top-level plugin keys (admin, healthCheck, database...), defaulted and converted. */
   settings: Record<string, unknown>;
   /** Warnings collected while loading (unset env vars...), logged at start-up. */

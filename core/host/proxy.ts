@@ -101,7 +101,7 @@ export class Proxy implements PluginHost {
     this.logger = opts.logger ?? createLogger(config.logLevel as LevelWithSilent);
     this.schema = opts.schema ?? buildConfigSchema([]);
     this.prober = new ChainIdProber(this, opts.probeBackoffMs ?? 1000);
-    this.builder = new RegistryBuilder(this.hooks, this.schema, this.projects, this.pools);
+    this.builder = new RegistryBuilder(this.hooks, this.schema, this.projects, this.pools, () => this.config.proxyPools);
     // Observation taps never break a call: guarded, logged once a minute, counted.
     guardObservationHooks(this.hooks, this.logger, this.metrics);
   }
@@ -186,7 +186,7 @@ export class Proxy implements PluginHost {
           networks: [...p.networks.values()].map((n) => (n.alias ? `${n.id} (${n.alias})` : n.id)),
           upstreams: [...p.upstreams.values()].map((u) => u.id),
           // The origin and the path apart: log redaction hides every URL path (upstream URLs carry keys), svc's own included.
-          listen: `http://${addr.address}:${addr.port}`,
+          listen: `${this.config.server.tls ? 'https' : 'http'}://${addr.address}:${addr.port}`,
           path: `/${p.id}`,
         },
         `project ${p.id} ready`,

@@ -276,7 +276,7 @@ function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProje
       report.upstreams.kept++;
       continue;
     }
-    const u = new Upstream(uc, project.id, { shared: proxy.pools });
+    const u = new Upstream(uc, project.id, { shared: proxy.pools, proxyPools: proxy.config.proxyPools });
     const was = replaced.get(uc.id);
     proxy.builder.addUpstream(project, u, was?.order);
     if (uc.chainId === undefined && was?.chainId !== undefined) {

@@ -22,13 +22,14 @@ const noForward: AttemptHandler = () => Promise.reject(new ErrUpstreamsExhausted
 export class RegistryBuilder {
   /**
    * @param schema the config schema (on-demand networks resolve from `networkDefaults` with it)
-   * @param projects the registry, filled by {@link buildProject}; `pools`: one keep-alive pool per upstream origin
+   * @param projects the registry, filled by {@link buildProject}; `pools`: one keep-alive pool per upstream origin; `proxyPools`: the config's, read when an upstream is built
    */
   constructor(
     private readonly hooks: ProxyHooks,
     private readonly schema: TObject,
     private readonly projects: Map<string, Project>,
     private readonly pools: Map<string, Pool>,
+    private readonly proxyPools: () => ReadonlyMap<string, readonly string[]> | undefined = () => undefined,
   ) {}
 
   /** Builds a project with its declared networks and its upstreams (not yet probed). */
@@ -36,7 +37,7 @@ export class RegistryBuilder {
     const project = new Project(pc, healthOutcome);
     this.projects.set(project.id, project);
     for (const nc of pc.networks) this.createNetwork(project, nc, true);
-    for (const uc of pc.upstreams) this.addUpstream(project, new Upstream(uc, project.id, { shared: this.pools }));
+    for (const uc of pc.upstreams) this.addUpstream(project, new Upstream(uc, project.id, { shared: this.pools, proxyPools: this.proxyPools() }));
     return project;
   }
 
@@ -48,6 +49,7 @@ export class RegistryBuilder {
     if (entry.id !== undefined && project.upstreams.has(entry.id)) throw new Error(`project ${project.id} already has an upstream "${entry.id}"`);
     const u = new Upstream(resolveUpstream(this.schema, project.config.upstreamDefaults, entry, new Set(project.upstreams.keys())), project.id, {
       shared: this.pools,
+      proxyPools: this.proxyPools(),
     });
     this.addUpstream(project, u);
     return u;

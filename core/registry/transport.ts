@@ -3,7 +3,7 @@
  * and parsed once, and every upstream fault normalised here, where it arrives, with the upstream's secrets redacted.
  */
 import { Readable } from 'node:stream';
-import { Pool, errors as undiciErrors } from 'undici';
+import { errors as undiciErrors, type Pool } from 'undici';
 import {
   ErrCancelled,
   ErrEndpointRequestTimeout,
@@ -15,31 +15,13 @@ import {
 } from '../wire/errors.ts';
 import { decodeBody, RESPONSE_BYTES } from '../../lib/body.ts';
 import { fetchAnswer, NEVER_ABORTED } from './answer-sink.ts';
+import { createOriginPool, encodedRequest, ProxyRotation, type RequestDispatcher, type UpstreamPoolOptions } from './outbound.ts';
 import { arrayElements, extractTopLevelValue, scanAnswer } from '../../lib/json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../wire/jsonrpc.ts';
 import { normaliseUpstreamError } from '../wire/evm-normalize.ts';
 import { excerptOf, Redactor, safeDecode, secretsOf } from '../../lib/redact.ts';
 
-/** Options for the undici pool behind an upstream. */
-export interface UpstreamPoolOptions {
-  /** Max sockets to the origin. Default 128. */
-  connections?: number;
-  /** Idle keep-alive, ms. Default 30 000. */
-  keepAliveTimeoutMs?: number;
-  /** Pools by origin, shared by upstreams of one origin (one provider, several paths or keys); the map's owner closes them. */
-  shared?: Map<string, Pool>;
-}
-
-/** Creates the keep-alive pool for an origin (deadlines come from AbortSignals, not socket timers). */
-export function createOriginPool(origin: string, opts: UpstreamPoolOptions = {}): Pool {
-  return new Pool(origin, {
-    connections: opts.connections ?? 128,
-    keepAliveTimeout: opts.keepAliveTimeoutMs ?? 30_000,
-    headersTimeout: 0,
-    bodyTimeout: 0,
-    connect: { timeout: 10_000 },
-  });
-}
+export { createOriginPool, type UpstreamPoolOptions } from './outbound.ts';
 
 const ABORT_TIMEOUT = Symbol('svc.timeout');
 const CLOSE = Buffer.from('}');
@@ -71,6 +53,10 @@ export interface TransportConfig {
   headers: Record<string, string>;
   /** `maxResponseSize`, bytes. */
   maxResponseSize: number;
+  /** `jsonRpc.enableGzip`: gzip request bodies and ask for (and decompress) gzip answers. */
+  enableGzip?: boolean;
+  /** The proxy URLs of `jsonRpc.proxyPool`, taken in turn; unset or empty: direct. */
+  proxyUrls?: readonly string[];
 }
 
 /** A built request body: a string, or (large params) pieces around the client's own params bytes, sent with their length declared. */
@@ -92,10 +78,13 @@ const RAW_RESULT_MIN_BYTES = RAW_PARAMS_MIN_BYTES;
 export class HttpTransport {
   /** The upstream's secret redactor, also used for its log lines. */
   readonly redactor: Redactor;
-  private readonly pool: Pool;
+  private readonly pool: RequestDispatcher & Pick<Pool, 'close' | 'destroy'>;
   /** False when the pool is shared by origin and closed by its owner (the proxy). */
   private readonly ownsPool: boolean;
   private readonly path: string;
+  /** Through proxies, each request names its origin (a proxy serves many); direct, the pool has it. */
+  private readonly origin: string | undefined;
+  private readonly gzip: boolean;
   private readonly headers: Record<string, string>;
   private lastId = 0;
 
@@ -111,17 +100,28 @@ export class HttpTransport {
     this.path = `${url.pathname || '/'}${url.search}`;
     // Header names are case-insensitive: one lower-cased entry each, the configured ones last.
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+    this.gzip = cfg.enableGzip === true;
+    if (this.gzip) headers['accept-encoding'] = 'gzip';
     for (const [k, v] of Object.entries(cfg.headers)) headers[k.toLowerCase()] = v;
     // URL user info becomes Basic auth unless an Authorization header is configured, which wins.
     if ((url.username || url.password) && headers.authorization === undefined) {
       headers.authorization = `Basic ${Buffer.from(`${safeDecode(url.username)}:${safeDecode(url.password)}`).toString('base64')}`;
     }
     this.headers = headers;
-    this.redactor = new Redactor(secretsOf(cfg.endpoint, cfg.headers));
+    const proxies = cfg.proxyUrls ?? [];
+    this.redactor = new Redactor([...secretsOf(cfg.endpoint, cfg.headers), ...proxies.flatMap((u) => secretsOf(u))]);
+    if (proxies.length) {
+      // A proxied upstream has its own agents: the origin's shared pool dials directly.
+      this.origin = url.origin;
+      this.ownsPool = true;
+      this.pool = new ProxyRotation(proxies, pool);
+      return;
+    }
     const shared = pool.shared?.get(url.origin);
     this.ownsPool = !pool.shared;
-    this.pool = shared ?? createOriginPool(url.origin, pool);
-    if (pool.shared && !shared) pool.shared.set(url.origin, this.pool);
+    const own = shared ?? createOriginPool(url.origin, pool);
+    this.pool = own;
+    if (pool.shared && !shared) pool.shared.set(url.origin, own);
   }
 
   private newId(): number {
@@ -162,17 +162,20 @@ export class HttpTransport {
     try {
       ({ status, bytes } = await fetchAnswer(
         this.pool,
-        body.chunks
-          ? {
-              path: this.path,
-              method: 'POST',
-              headers: { ...headers, 'content-length': String(body.bytes) },
-              body: Readable.from(body.chunks, { objectMode: false }),
-            }
-          : { path: this.path, method: 'POST', headers, body: body.text },
+        this.gzip || this.origin
+          ? await encodedRequest(this.path, this.origin, this.gzip, headers, body.chunks ?? (body.text as string))
+          : body.chunks
+            ? {
+                path: this.path,
+                method: 'POST',
+                headers: { ...headers, 'content-length': String(body.bytes) },
+                body: Readable.from(body.chunks, { objectMode: false }),
+              }
+            : { path: this.path, method: 'POST', headers, body: body.text },
         signal,
         maxResponseSize,
         this.cfg.id,
+        this.gzip,
       ));
     } catch (e) {
       throw this.transportError(e, body.bytes, signal);
@@ -199,7 +202,11 @@ export class HttpTransport {
     let bytes: Buffer;
     const never = NEVER_ABORTED;
     try {
-      ({ status, bytes } = await fetchAnswer(this.pool, { path: this.path, method: 'POST', headers: this.headers, body: text }, never, maxResponseSize, up));
+      const opts =
+        this.gzip || this.origin
+          ? await encodedRequest(this.path, this.origin, this.gzip, this.headers, text)
+          : { path: this.path, method: 'POST' as const, headers: this.headers, body: text };
+      ({ status, bytes } = await fetchAnswer(this.pool, opts, never, maxResponseSize, up, this.gzip));
     } catch (e) {
       const err = this.transportError(e, text.length, never);
       return calls.map(() => err);

@@ -62,7 +62,10 @@ export class Upstream {
   /** Methods found unsupported at run time (`autoIgnoreUnsupportedMethods`), for the life of the process. */
   private readonly learnedIgnores = new Set<string>();
 
-  /** @param pool pool options (pools shared by origin) */
+  /**
+   * @param pool pool options (pools shared by origin, the proxy pools `jsonRpc.proxyPool` names)
+   * @throws Error when `jsonRpc.proxyPool` names no pool of `pool.proxyPools` (config validation reports it first)
+   */
   constructor(
     readonly config: ResolvedUpstream,
     readonly projectId: string,
@@ -74,7 +77,14 @@ export class Upstream {
     this.chainId = config.chainId;
     this.state = 'probing';
     const maxResponseSize = typeof config.settings.maxResponseSize === 'number' ? config.settings.maxResponseSize : DEFAULT_MAX_RESPONSE_SIZE;
-    this.http = new HttpTransport({ id: config.id, endpoint: config.endpoint, headers: config.headers, maxResponseSize }, pool);
+    const jsonRpc = (config.settings.jsonRpc ?? {}) as { enableGzip?: boolean; proxyPool?: string };
+    let proxyUrls: readonly string[] | undefined;
+    if (jsonRpc.proxyPool !== undefined) {
+      proxyUrls = pool.proxyPools?.get(jsonRpc.proxyPool);
+      if (!proxyUrls) throw new Error(`upstream ${config.id}: jsonRpc.proxyPool "${jsonRpc.proxyPool}" names no entry of proxyPools`);
+    }
+    const transport = { id: config.id, endpoint: config.endpoint, headers: config.headers, maxResponseSize, enableGzip: jsonRpc.enableGzip, proxyUrls };
+    this.http = new HttpTransport(transport, pool);
     // Method names from clients are matched in linear time.
     this.ignore = config.ignoreMethods.length ? compileGlobs(config.ignoreMethods) : () => false;
     this.allow = config.allowMethods.length ? compileGlobs(config.allowMethods) : () => false;

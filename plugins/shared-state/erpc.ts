@@ -49,8 +49,6 @@ const REFUSED_REDIS_KEYS: Readonly<Record<string, string>> = {
     "eRPC's Redis connect timeout: svc's shared-state connection has a fixed connect timeout (2 s) and reconnects with a capped backoff; remove initTimeout",
   getTimeout: "eRPC's Redis read timeout: svc's shared state reads Redis off the request path with a fixed deadline; remove getTimeout",
   setTimeout: "eRPC's Redis write timeout: svc's shared state writes Redis off the request path with a fixed deadline; remove setTimeout",
-  connPoolSize:
-    "eRPC's Redis connection pool size: svc's shared state uses two connections per process (commands pipelined on one, the operator-change stream read on the other); remove connPoolSize",
 };
 
 const REDIS_ONLY =

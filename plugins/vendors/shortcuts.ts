@@ -187,11 +187,17 @@ export function shortcutProvider(endpoint: string): { vendor: string; settings: 
         `eRPC's gRPC upstreams ("${u.scheme}://", its block-data service) are not supported: svc speaks JSON-RPC over HTTP(S); write the node's http(s) JSON-RPC URL instead`,
       );
     default:
+      // eRPC's gRPC upstreams speak its BDS protobuf API, not JSON-RPC: named as such, not as an unknown vendor.
+      if (/^grpcs?(\+bds)?$/i.test(u.scheme)) throw new Error(GRPC_UPSTREAM);
       throw new Error(
         `"${u.scheme}://" names no vendor svc knows (vendor shortcuts: ${SHORTCUT_VENDORS.join(', ')}); write the upstream's http(s) URL instead`,
       );
   }
 }
+
+/** Why a `grpc://` / `grpc+bds://` endpoint is refused, and what to write instead. */
+const GRPC_UPSTREAM =
+  "eRPC's gRPC upstreams (grpc://, grpc+bds://: the Blockchain Data Standards protobuf API, a fixed set of block, transaction and log lookups) are not supported: svc forwards any JSON-RPC method over HTTP(S); write the node's or provider's http(s) JSON-RPC URL instead";
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 

@@ -117,7 +117,7 @@ database:
     connectors:
       - id: redis-cache
         driver: redis
-        redis: { addr: "__REDIS__", db: 0, getTimeout: 200ms, setTimeout: 1s }
+        redis: { addr: "__REDIS__", db: 0, getTimeout: 200ms, setTimeout: 1s, connPoolSize: 8 }
     policies:
       - { network: "evm:*", method: "*", finality: 0, connector: redis-cache, ttl: 0 }
 rateLimiters:
@@ -377,6 +377,8 @@ describe('svc validate --print and --from-erpc through the CLI', function () {
     expect(r.code, r.err).to.equal(0);
     expect(r.out).to.include('X-ERPC-Secret-Token -> X-SVC-Secret-Token');
     expect(r.out).to.include('rateLimiters.store.cacheKeyPrefix');
+    // Moot in svc (one pipelined connection): dropped with the reason, not refused.
+    expect(r.out).to.match(/database\.evmJsonRpcCache\.connectors\[0\]\.redis\.connPoolSize: 8 -> \(removed: .*changes nothing\)/);
     const printed = parseYaml(r.out) as {
       rateLimiters: { store: { redis: { uri: string; keyPrefix: string } } };
       projects: Array<{ cors: { allowedHeaders: string[] }; auth: { strategies: Array<Record<string, unknown>> } }>;

@@ -23,14 +23,15 @@ export interface SvcProcess {
  * Writes `config` to `<dir>/<name>.json` and starts `svc start` on free ports; resolves once it
  * answers. Call `ensureBuilt()` first: the CLI runs `dist/`.
  * @param dir a temporary directory the test owns
+ * @param env environment variables added to the process's (e.g. NODE_EXTRA_CA_CERTS, read by Node only at start)
  */
-export async function spawnSvc(dir: string, name: string, config: object): Promise<SvcProcess> {
+export async function spawnSvc(dir: string, name: string, config: object, env: Readonly<Record<string, string>> = {}): Promise<SvcProcess> {
   // A free port can be taken by another test's process between `freePort` and svc's listen (the
   // suite runs files in parallel): then this svc exits with EADDRINUSE and is started again on
   // other ports, never mistaken for whatever answers on the taken one.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await spawnOnce(dir, name, config);
+      return await spawnOnce(dir, name, config, env);
     } catch (e) {
       if (attempt >= 3 || !(e instanceof PortTakenError)) throw e;
     }
@@ -40,7 +41,7 @@ export async function spawnSvc(dir: string, name: string, config: object): Promi
 /** svc could not listen: a port chosen free was taken meanwhile. */
 class PortTakenError extends Error {}
 
-async function spawnOnce(dir: string, name: string, config: object): Promise<SvcProcess> {
+async function spawnOnce(dir: string, name: string, config: object, env: Readonly<Record<string, string>>): Promise<SvcProcess> {
   const file = join(dir, `${name}.json`);
   // No drain window: these processes are stopped by the test, not by an orchestrator (spec §3.2).
   writeFileSync(file, JSON.stringify({ ...config, server: { waitBeforeShutdown: '0s', ...((config as { server?: object }).server ?? {}) } }));
@@ -48,7 +49,7 @@ async function spawnOnce(dir: string, name: string, config: object): Promise<Svc
   const child: ChildProcess = spawn(
     process.execPath,
     [join(PACKAGE_ROOT, 'bin', 'svc.js'), 'start', '--config', file, '--port', String(port), '--metrics-port', String(metricsPort)],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
   );
   let logs = '';
   child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));

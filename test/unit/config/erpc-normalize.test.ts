@@ -202,12 +202,6 @@ describe('config: eRPC keys and shapes svc does not honour are refused by name',
       'database.evmJsonRpcCache.connectors[0].dynamodb.partitionKeyName',
       /@keyv\/dynamo/,
     ],
-    [
-      'redis connPoolSize',
-      { database: { evmJsonRpcCache: { connectors: [{ id: 'r', driver: 'redis', redis: { addr: 'h:1', connPoolSize: 8 } }] } } },
-      'database.evmJsonRpcCache.connectors[0].redis.connPoolSize',
-      /connection pool/,
-    ],
     ['logLevel disabled', { logLevel: 'disabled' }, 'logLevel', /no svc equivalent/],
   ];
   for (const [name, raw, path, message] of cases) {
@@ -218,6 +212,24 @@ describe('config: eRPC keys and shapes svc does not honour are refused by name',
       expect(hit?.message).to.match(message);
     });
   }
+
+  it("redis connPoolSize (cache connector and rate-limit store) is dropped with a line saying why: svc's client pipelines over one connection", () => {
+    const { document, rewrites } = load({
+      database: { evmJsonRpcCache: { connectors: [{ id: 'r', driver: 'redis', redis: { addr: 'h:1', connPoolSize: 8 } }] } },
+      rateLimiters: { store: { driver: 'redis', redis: { uri: 'redis://h:2', connPoolSize: 16 } } },
+    });
+    const cache = ((document.database as Doc).evmJsonRpcCache as Doc).connectors as Doc[];
+    expect(cache[0]?.redis).to.deep.equal({ uri: 'redis://h:1' });
+    expect(((document.rateLimiters as Doc).store as Doc).redis).to.not.have.property('connPoolSize');
+    for (const [path, from] of [
+      ['database.evmJsonRpcCache.connectors[0].redis.connPoolSize', 8],
+      ['rateLimiters.store.redis.connPoolSize', 16],
+    ] as const) {
+      const line = rewrites.find((r) => r.path === path);
+      expect(line?.from).to.equal(from);
+      expect(String(line?.to)).to.match(/^\(removed: .*pipelines every command over one connection.*changes nothing\)$/);
+    }
+  });
 
   it("an unknown key that is not eRPC's keeps the plain message", () => {
     expect(problems({ server: { nope: 1 } })[0]).to.deep.equal({ path: 'server.nope', message: 'unknown key "nope"' });

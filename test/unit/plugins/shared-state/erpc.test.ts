@@ -146,7 +146,6 @@ describe("shared-state: eRPC's shared-state keys svc does not honour are refused
     ['getTimeout', /read timeout/],
     ['setTimeout', /write timeout/],
     ['initTimeout', /connect timeout/],
-    ['connPoolSize', /two connections/],
     ['lockRetryInterval', /no Redis locks/],
     ['iamAuth', /IAM/],
   ] as const)
@@ -158,6 +157,12 @@ describe("shared-state: eRPC's shared-state keys svc does not honour are refused
         ),
       ).to.match(re);
     });
+
+  it('connector.redis.connPoolSize: dropped with a line (svc pipelines its commands over one connection, so a pool size changes nothing)', () => {
+    const r = load(shared({ connector: { driver: 'redis', redis: { addr: 'h:6379', connPoolSize: 8 } } }));
+    expect(r.document.sharedState).to.deep.equal({ redis: { uri: 'redis://h:6379' } });
+    expect(lines(r).find((l) => l.startsWith('database.sharedState.connector.redis.connPoolSize: 8 -> '))).to.match(/changes nothing/);
+  });
 
   it('other connector keys, unknown block keys, TLS files, a missing redis block and both shapes at once are refused', () => {
     expect(

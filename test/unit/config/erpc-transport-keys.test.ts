@@ -1,0 +1,77 @@
+/**
+ * eRPC's transport keys at load time, through the real loader with the default preset's fragments: `server.tls` (required files named
+ * when enabled, resolved only when enabled), `proxyPools` (resolved by id; an unknown id named wherever an upstream refers to it) and
+ * `jsonRpc.enableGzip` (off unless set, as in eRPC); gRPC upstreams refused by name with the HTTP alternative; the migration table's
+ * status of each key.
+ */
+import { expect } from 'chai';
+import { erpcKeyStatus } from '../../../config/erpc-doc.ts';
+import { loadConfigObject } from '../../../config/load.ts';
+import { buildConfigSchema, type SchemaFragment } from '../../../config/schema.ts';
+import { defaultPreset } from '../../../presets/default.ts';
+import { problemsOf } from '../../helpers/config-problems.ts';
+
+const FRAGMENTS: SchemaFragment[] = defaultPreset().flatMap((p) => (p.schema ? [p.schema] : []));
+const load = (raw: unknown) => loadConfigObject(raw, { fragments: FRAGMENTS, env: {} });
+const upstream = (u: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  projects: [{ id: 'main', upstreams: [{ endpoint: 'http://127.0.0.1:8545', evm: { chainId: 1 }, ...u }] }],
+  ...extra,
+});
+
+describe("eRPC's transport keys at load time", () => {
+  it('server.tls: enabled needs certFile and keyFile (each named); resolved only when enabled; an unknown key is refused', () => {
+    const p = problemsOf(() => load({ server: { tls: { enabled: true } } })).map((x) => x.path);
+    expect(p).to.include.members(['server.tls.certFile', 'server.tls.keyFile']);
+    const on = load({ server: { tls: { enabled: true, certFile: 'c.pem', keyFile: 'k.pem', caFile: 'ca.pem' } } }).config.server.tls;
+    expect(on).to.deep.equal({ certFile: 'c.pem', keyFile: 'k.pem', caFile: 'ca.pem' });
+    expect(load({ server: { tls: { enabled: false, certFile: 'c.pem', keyFile: 'k.pem' } } }).config.server.tls).to.equal(undefined);
+    expect(load({}).config.server.tls).to.equal(undefined);
+    expect(problemsOf(() => load({ server: { tls: { enabled: true, certFile: 'c', keyFile: 'k', minVersion: '1.3' } } }))[0]?.path).to.equal(
+      'server.tls.minVersion',
+    );
+  });
+
+  it('proxyPools: resolved by id; an unknown pool named at the upstream and at upstreamDefaults; a pool needs a URL', () => {
+    const pools = { proxyPools: [{ id: 'egress', urls: ['http://p1:3128', 'socks5://p2:1080'] }] };
+    const { config } = load(upstream({ jsonRpc: { proxyPool: 'egress' } }, pools));
+    expect([...(config.proxyPools ?? new Map())]).to.deep.equal([['egress', ['http://p1:3128', 'socks5://p2:1080']]]);
+    expect((config.projects[0]?.upstreams[0]?.settings.jsonRpc as { proxyPool?: string }).proxyPool).to.equal('egress');
+    const bad = problemsOf(() =>
+      load({
+        ...pools,
+        projects: [
+          { id: 'main', upstreamDefaults: { jsonRpc: { proxyPool: 'gone' } }, upstreams: [{ endpoint: 'http://x', jsonRpc: { proxyPool: 'egress2' } }] },
+        ],
+      }),
+    );
+    expect(bad.map((x) => x.path)).to.include.members(['projects[0].upstreamDefaults.jsonRpc.proxyPool', 'projects[0].upstreams[0].jsonRpc.proxyPool']);
+    expect(problemsOf(() => load({ proxyPools: [{ id: 'e', urls: [] }] }))[0]?.path).to.match(/^proxyPools\[0\]\.urls/);
+    expect(problemsOf(() => load({ proxyPools: [{ id: 'e', urls: ['ftp://p:21'] }] }))[0]?.path).to.equal('proxyPools[0].urls[0]');
+  });
+
+  it('jsonRpc.enableGzip is off unless set (eRPC: nil = false)', () => {
+    expect((load(upstream({})).config.projects[0]?.upstreams[0]?.settings.jsonRpc as { enableGzip?: boolean } | undefined)?.enableGzip).to.not.equal(true);
+    const on = load(upstream({ jsonRpc: { enableGzip: true } })).config.projects[0]?.upstreams[0]?.settings.jsonRpc as { enableGzip: boolean };
+    expect(on.enableGzip).to.equal(true);
+  });
+
+  it('gRPC upstreams (grpc://, grpc+bds:// endpoints; the grpc block) are refused naming gRPC and the http(s) alternative', () => {
+    for (const endpoint of ['grpc://node.example:50051', 'grpc+bds://node.example:443']) {
+      const m = problemsOf(() => load(upstream({ endpoint })))
+        .filter((x) => x.path === 'projects[0].upstreams[0].endpoint')
+        .map((x) => x.message)
+        .join('\n');
+      expect(m).to.match(/eRPC's gRPC upstreams .* not supported: .*http\(s\) JSON-RPC URL/);
+    }
+    expect(problemsOf(() => load(upstream({ type: 'evm', grpc: {} })))[0]?.message).to.match(/gRPC upstreams/);
+  });
+
+  it('the migration table: server.tls rewritten (insecureSkipVerify dropped), proxyPools and the jsonRpc keys the same, grpc refused', () => {
+    const schema = buildConfigSchema(FRAGMENTS);
+    expect(erpcKeyStatus(schema, 'server.tls').status).to.equal('rewritten');
+    for (const k of ['proxyPools', 'projects[].upstreams[].jsonRpc.enableGzip', 'projects[].upstreams[].jsonRpc.proxyPool'])
+      expect(erpcKeyStatus(schema, k).status, k).to.equal('same');
+    expect(erpcKeyStatus(schema, 'database.evmJsonRpcCache.connectors[].redis.connPoolSize').status).to.equal('rewritten');
+    expect(erpcKeyStatus(schema, 'projects[].upstreams[].grpc').status).to.equal('refused');
+  });
+});

@@ -1,0 +1,101 @@
+/**
+ * Gzip answers of upstreams with `jsonRpc.enableGzip` (core/registry/answer-sink.ts): decompressed within `maxResponseSize` and the
+ * response-bytes budget chunk by chunk, so a zip bomb stops at the limit; a body that does not inflate and an encoding svc did not ask
+ * for fail as malformed answers; an answer without an encoding is read as is. Every outcome leaves the budget as it found it once the
+ * caller released what it kept.
+ */
+import { once } from 'node:events';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { expect } from 'chai';
+import { Pool } from 'undici';
+import { RESPONSE_BYTES } from '../../../lib/body.ts';
+import { fetchAnswer } from '../../../core/registry/answer-sink.ts';
+import { ErrResponseBytesInFlightExceeded, ErrUpstreamMalformedResponse } from '../../../core/wire/errors.ts';
+
+const JSON_TEXT = `{"jsonrpc":"2.0","id":1,"result":"0x${'ab'.repeat(2000)}"}`;
+/** 8 MiB of one byte: about 8 KiB gzipped. */
+const BOMB = gzipSync(Buffer.alloc(8 * 1024 * 1024, 0x30));
+
+const ANSWERS: Record<string, (res: ServerResponse) => void> = {
+  gzip: (res) => res.writeHead(200, { 'content-encoding': 'gzip' }).end(gzipSync(JSON_TEXT)),
+  'x-gzip-declared': (res) => {
+    const z = gzipSync(JSON_TEXT);
+    res.writeHead(200, { 'content-encoding': 'X-Gzip', 'content-length': String(z.length) }).end(z);
+  },
+  plain: (res) => res.writeHead(200).end(JSON_TEXT),
+  bomb: (res) => res.writeHead(200, { 'content-encoding': 'gzip' }).end(BOMB),
+  corrupt: (res) => res.writeHead(200, { 'content-encoding': 'gzip' }).end(Buffer.concat([gzipSync(JSON_TEXT).subarray(0, 20), Buffer.from('garbage')])),
+  br: (res) => res.writeHead(200, { 'content-encoding': 'br' }).end('whatever'),
+};
+
+describe('gzip answers (jsonRpc.enableGzip): decompressed within maxResponseSize and the response-bytes budget', () => {
+  let server: Server;
+  let pool: Pool;
+  const budgetLimit = RESPONSE_BYTES.limit;
+
+  before(async () => {
+    server = createServer((req, res) => ANSWERS[(req.url ?? '/').slice(1)]?.(res));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    pool = new Pool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  });
+  after(async () => {
+    RESPONSE_BYTES.limit = budgetLimit;
+    await pool.destroy();
+    server.closeAllConnections();
+    server.close();
+  });
+  afterEach(() => {
+    RESPONSE_BYTES.limit = budgetLimit;
+  });
+
+  const get = (path: string, limit = 1024 * 1024) => fetchAnswer(pool, { path: `/${path}`, method: 'GET' }, new AbortController().signal, limit, 'up1', true);
+  const failure = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+
+  it('a gzip answer (streamed or declared, any case of the name) is decompressed; the budget holds its decompressed length', async () => {
+    const before = RESPONSE_BYTES.inFlight;
+    for (const path of ['gzip', 'x-gzip-declared']) {
+      const a = await get(path);
+      expect(a.bytes.toString(), path).to.equal(JSON_TEXT);
+      expect(RESPONSE_BYTES.inFlight - before, path).to.equal(JSON_TEXT.length);
+      RESPONSE_BYTES.release(a.bytes.length);
+    }
+    const plain = await get('plain');
+    expect(plain.bytes.toString()).to.equal(JSON_TEXT);
+    RESPONSE_BYTES.release(plain.bytes.length);
+    expect(RESPONSE_BYTES.inFlight).to.equal(before);
+  });
+
+  it('a zip bomb fails at maxResponseSize once decompressed, as a larger answer does, and keeps nothing in the budget', async () => {
+    const before = RESPONSE_BYTES.inFlight;
+    const err = await failure(get('bomb', 64 * 1024));
+    expect(err).to.be.instanceOf(ErrUpstreamMalformedResponse);
+    expect((err as Error).message).to.include('maxResponseSize (65536 bytes; over 65536 once decompressed');
+    expect(RESPONSE_BYTES.inFlight).to.equal(before);
+  });
+
+  it('decompressed bytes count in server.maxResponseBytesInFlight', async () => {
+    const before = RESPONSE_BYTES.inFlight;
+    RESPONSE_BYTES.limit = before + 100 * 1024;
+    const err = await failure(get('bomb', 64 * 1024 * 1024));
+    expect(err).to.be.instanceOf(ErrResponseBytesInFlightExceeded);
+    expect(RESPONSE_BYTES.inFlight).to.equal(before);
+  });
+
+  it('a body that does not inflate, and an encoding svc did not ask for, fail as malformed answers and give their bytes back', async () => {
+    const before = RESPONSE_BYTES.inFlight;
+    const corrupt = await failure(get('corrupt'));
+    expect(corrupt).to.be.instanceOf(ErrUpstreamMalformedResponse);
+    expect((corrupt as Error).message).to.include('gzip body that does not decompress');
+    const br = await failure(get('br'));
+    expect(br).to.be.instanceOf(ErrUpstreamMalformedResponse);
+    expect((br as Error).message).to.include('Content-Encoding "br", which svc did not ask for');
+    expect(RESPONSE_BYTES.inFlight).to.equal(before);
+  });
+});
