@@ -230,10 +230,10 @@ describe('config: duplicate ids and undeclared budgets are found whatever form t
   });
 
   it("a shortcut's upstream keys are checked as upstream settings, eRPC's refused keys named", () => {
-    const l = lines({ projects: [{ id: 'main', upstreams: [{ endpoint: 'alchemy://A', jsonRpc: { enableGzip: true }, bogus: 1 }] }] });
+    const l = lines({ projects: [{ id: 'main', upstreams: [{ endpoint: 'alchemy://A', rateLimitCountMode: 'credits', bogus: 1 }] }] });
     expect(l).to.have.length(2);
-    expect(l.find((x) => x.includes('enableGzip'))).to.match(
-      /^projects\[0\]\.providers\[0\]\.overrides\["\*"\]\.jsonRpc\.enableGzip: eRPC's `projects\[\]\.upstreams\[\]\.jsonRpc\.enableGzip`/,
+    expect(l.find((x) => x.includes('rateLimitCountMode'))).to.match(
+      /^projects\[0\]\.providers\[0\]\.overrides\["\*"\]\.rateLimitCountMode: eRPC's `projects\[\]\.upstreams\[\]\.rateLimitCountMode`/,
     );
     expect(l).to.include('projects[0].providers[0].overrides["*"].bogus: unknown key "bogus"');
   });
