@@ -30,6 +30,7 @@ import {
 } from 'svc-proxy/plugin';
 import { ErrEndpointMissingData, SvcError } from 'svc-proxy/plugin/errors';
 import { primaryValues } from 'svc-proxy/util';
+import { derivedState, markProvenance } from 'svc-proxy/plugins/multiplex';
 import { SHARED_VALUES_SERVICE } from 'svc-proxy/plugins/shared-state';
 import { type ChainRead, type LogSelector, pollChanges, startWindow } from './cursor.ts';
 import { ErrFilterLimitExceeded, ErrFilterNotFound, expectNoParams, type LogCriteria, newFilterId, numberOf, parseFilterId, parseNewFilter } from './params.ts';
@@ -218,13 +219,27 @@ export function filtersPlugin(): Plugin {
         }
       };
 
+      /**
+       * A pending filter's call to one upstream, as the client's call (its slots kept): marked with a
+       * provenance of its own, so multiplexing never shares it with another client's call of the same
+       * params (another filter with the same node id elsewhere, another creation at the same time).
+       * @param mark unique to the filter and its upstream, or to one creation
+       */
+      const pinnedCall = (ctx: CallContext, pin: Pin, mark: string, request: CallContext['request']): CallContext => {
+        const state = derivedState(ctx);
+        state.set(PIN, pin);
+        const sub: CallContext = { ...ctx, request, state };
+        markProvenance(sub, 'filters', mark);
+        return sub;
+      };
+
       /** Makes the filter on the first selected upstream that answers; its id there. */
       const newPending = async (ctx: CallContext, inner: CallHandler): Promise<{ id: string; filter: string }> => {
         const exclude = new Set<string>();
         for (let i = 1; ; i++) {
           const pin: Pin = { exclude };
           try {
-            const r = await inner({ ...ctx, state: new Map([[PIN, pin]]) });
+            const r = await inner(pinnedCall(ctx, pin, `new:${newFilterId()}`, ctx.request));
             const remote = r.result;
             if (typeof remote !== 'string' || remote.length === 0 || remote.length > 130 || !pin.chosen)
               throw new ErrEndpointMissingData('eth_newPendingTransactionFilter: the upstream answered no filter id');
@@ -246,7 +261,8 @@ export function filtersPlugin(): Plugin {
           throw new ErrFilterNotFound();
         }
         try {
-          return await inner({ ...ctx, request: { ...ctx.request, method, params: [up.filter] }, state: new Map([[PIN, { upstream: up.id }]]) });
+          // The svc id first: the mark is cut at 256 characters, and the svc id alone is unique.
+          return await inner(pinnedCall(ctx, { upstream: up.id }, `${id}:${up.filter}@${up.id}`, { ...ctx.request, method, params: [up.filter] }));
         } catch {
           // The node restarted, died or forgot the filter: it is gone, and the client makes a new one.
           await drop(id);
@@ -302,8 +318,9 @@ export function filtersPlugin(): Plugin {
         const q: Record<string, unknown> = { fromBlock: c.fromBlock ?? 'latest', toBlock: c.toBlock ?? 'latest' };
         if (c.address) q.address = c.address;
         if (c.topics) q.topics = c.topics;
-        // The rest of the chain below: getLogs limits and splitting, interpolation, cache, failover.
-        return inner({ ...ctx, request: { ...ctx.request, method: 'eth_getLogs', params: [q] }, state: new Map() });
+        // The rest of the chain below: getLogs limits and splitting, interpolation, cache, failover;
+        // under the client's own provenance and finality (shared and cached only with calls of its rules).
+        return inner({ ...ctx, request: { ...ctx.request, method: 'eth_getLogs', params: [q] }, state: derivedState(ctx) });
       };
 
       const uninstall = async (ctx: CallContext, inner: CallHandler): Promise<RpcResult> => {

@@ -10,7 +10,10 @@ import { expect } from 'chai';
 import FakeTimers from '@sinonjs/fake-timers';
 import { ErrEndpointServerSideException, ErrNotImplemented, type SvcError } from '../../../core/wire/errors.ts';
 import type { RpcResult } from '../../../core/wire/jsonrpc.ts';
-import { presetWithout } from '../../helpers/svc.ts';
+import { CallStage } from '../../../core/pipeline/stages.ts';
+import type { Plugin } from '../../../core/host/proxy.ts';
+import { markProvenance, provenanceKey } from '../../../plugins/multiplex/api.ts';
+import { presetWithout, waitFor } from '../../helpers/svc.ts';
 import { startStubProxy, type StubProxy } from '../../helpers/stub-proxy.ts';
 import {
   ErrFilterInvalidParams,
@@ -31,11 +34,16 @@ class Chain {
   down = new Set<string>();
   /** Pending filters each upstream made (its own ids). */
   pending = new Map<string, Set<string>>();
+  /** Node ids without the upstream's name (two nodes giving the same id), and changes naming the node. */
+  plainIds = false;
+  /** While set, pending-filter calls wait for it (so concurrent calls overlap). */
+  hold: Promise<void> | undefined;
   block(n: number) {
     return n > this.head || n < 0 ? null : { number: hex(n), hash: hashOf(n), parentHash: n === 0 ? `0x${'00'.repeat(32)}` : hashOf(n - 1) };
   }
-  script = (id: string) => (method: string, params: unknown) => {
+  script = (id: string) => async (method: string, params: unknown) => {
     if (this.down.has(id)) throw new ErrEndpointServerSideException(`${id} is down`);
+    if (this.hold && method !== 'eth_getBlockByNumber' && method !== 'eth_getLogs') await this.hold;
     const p = params as unknown[];
     switch (method) {
       case 'eth_getBlockByNumber':
@@ -47,13 +55,13 @@ class Chain {
       }
       case 'eth_newPendingTransactionFilter':
       case 'eth_newBlockFilter': {
-        const fid = `0x${id}${(this.pending.get(id)?.size ?? 0) + 1}`;
+        const fid = this.plainIds ? `0x${(this.pending.get(id)?.size ?? 0) + 1}` : `0x${id}${(this.pending.get(id)?.size ?? 0) + 1}`;
         this.pending.set(id, (this.pending.get(id) ?? new Set()).add(fid));
         return fid;
       }
       case 'eth_getFilterChanges':
         if (!this.pending.get(id)?.has(p[0] as string)) throw new ErrEndpointServerSideException('filter not found');
-        return [`0x${'cd'.repeat(32)}`];
+        return [this.plainIds ? `0x${id}` : `0x${'cd'.repeat(32)}`];
       case 'eth_uninstallFilter':
         return this.pending.get(id)?.delete(p[0] as string) ?? false;
       default:
@@ -83,9 +91,9 @@ describe('filters plugin: through the pipeline', () => {
       done();
     }
   };
-  const start = async (filters: Record<string, unknown> = {}) => {
+  const start = async (filters: Record<string, unknown> = {}, extra: Plugin[] = []) => {
     chain = new Chain();
-    stub = await startStubProxy({ a: chain.script('a'), b: chain.script('b') }, presetWithout('evm-state'), {
+    stub = await startStubProxy({ a: chain.script('a'), b: chain.script('b') }, [...presetWithout('evm-state'), ...extra], {
       filters,
       selectionPolicy: { evalInterval: '1h' },
     });
@@ -205,6 +213,63 @@ describe('filters plugin: through the pipeline', () => {
     const again = await call('eth_newPendingTransactionFilter', []);
     expect(again.result).to.match(/^0x[0-9a-f]{32}$/);
     expect(stub.calls.filter((c) => c.method === 'eth_newPendingTransactionFilter').at(-1)?.upstream).to.not.equal(made?.upstream);
+  });
+
+  it('two clients making pending filters at once each get their own (creations are never multiplexed into one)', async () => {
+    await start();
+    let open!: () => void;
+    chain.hold = new Promise<void>((r) => (open = r));
+    const both = Promise.all([
+      call('eth_newPendingTransactionFilter', [], { client: '10.0.0.1' }),
+      call('eth_newPendingTransactionFilter', [], { client: '10.0.0.2' }),
+    ]);
+    await waitFor(() => stub.calls.filter((c) => c.method === 'eth_newPendingTransactionFilter').length === 2);
+    open();
+    const [one, two] = await both;
+    expect(one.result, String(one.error)).to.match(/^0x[0-9a-f]{32}$/);
+    expect(two.result, String(two.error)).to.match(/^0x[0-9a-f]{32}$/);
+    expect(one.result).to.not.equal(two.result);
+  });
+
+  it('pending filters on two upstreams with the same node id: concurrent polls each reach their own upstream', async () => {
+    await start();
+    chain.plainIds = true;
+    const alice = (await call('eth_newPendingTransactionFilter', [], { userId: 'alice' })).result;
+    const first = stub.calls.filter((c) => c.method === 'eth_newPendingTransactionFilter').at(-1)?.upstream as string;
+    chain.down.add(first);
+    const bob = (await call('eth_newPendingTransactionFilter', [], { userId: 'bob' })).result;
+    chain.down.delete(first);
+    const second = stub.calls.filter((c) => c.method === 'eth_newPendingTransactionFilter').at(-1)?.upstream as string;
+    expect(second).to.not.equal(first);
+    let open!: () => void;
+    chain.hold = new Promise<void>((r) => (open = r));
+    const polls = Promise.all([call('eth_getFilterChanges', [alice], { userId: 'alice' }), call('eth_getFilterChanges', [bob], { userId: 'bob' })]);
+    await waitFor(() => stub.calls.filter((c) => c.method === 'eth_getFilterChanges').length === 2);
+    open();
+    const [a, b] = await polls;
+    expect(a.result).to.deep.equal([`0x${first}`]);
+    expect(b.result).to.deep.equal([`0x${second}`]);
+  });
+
+  it('eth_getFilterLogs reads eth_getLogs under the client’s own provenance (its marks kept, so it is shared and cached only with calls of its rules)', async () => {
+    const seen: string[] = [];
+    const mark: Plugin = {
+      name: 'test:mark',
+      apply(proxy) {
+        proxy.hooks.call.tap({ name: 'test:mark', stage: CallStage.STATIC_RESPONSES + 1 }, (inner) => (ctx) => {
+          if (!ctx.internal) markProvenance(ctx, 'test-client', ctx.http.clientAddress);
+          return inner(ctx);
+        });
+        proxy.hooks.call.tap({ name: 'test:seen', stage: CallStage.CACHE + 1 }, (inner) => (ctx) => {
+          if (ctx.request.method === 'eth_getLogs' && !ctx.internal) seen.push(provenanceKey(ctx));
+          return inner(ctx);
+        });
+      },
+    };
+    await start({}, [mark]);
+    const id = (await call('eth_newFilter', [{ fromBlock: '0x1' }], { client: '10.0.0.7' })).result;
+    expect((await call('eth_getFilterLogs', [id], { client: '10.0.0.7' })).result).to.be.an('array');
+    expect(seen).to.deep.equal(['\0test-client=10.0.0.7']);
   });
 
   it('pinned with use-upstream, filter methods go to that node as before (its own id)', async () => {
