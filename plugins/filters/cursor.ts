@@ -94,6 +94,14 @@ export interface PollResult {
   moved: boolean;
 }
 
+/** Where one poll stops reading (see {@link pollChanges}). */
+export interface PollLimits {
+  /** Wall time by which reading stops, ms since the epoch: what was read by then is delivered. */
+  until?: number;
+  /** The client's signal: aborted, reading stops (the caller then keeps the cursor where it was). */
+  signal?: AbortSignal;
+}
+
 /** See the module comment. */
 class Poll {
   readonly changes: unknown[] = [];
@@ -104,8 +112,14 @@ class Poll {
     private readonly read: ChainRead,
     window: readonly WindowBlock[],
     private readonly logs: LogSelector | undefined,
+    private readonly limits: PollLimits = {},
   ) {
     this.window = window.map((b) => ({ ...b }));
+  }
+
+  /** Whether the poll's budget is spent or its client left: no more reads. */
+  get spent(): boolean {
+    return this.limits.signal?.aborted === true || (this.limits.until !== undefined && Date.now() >= this.limits.until);
   }
 
   get last(): WindowBlock | undefined {
@@ -136,6 +150,7 @@ class Poll {
     }
     const to = Math.min(latest.number, last.n + maxBlocks);
     for (let n = last.n + 1; n <= to; n++) {
+      if (this.spent) return;
       const b = n === latest.number ? latest : await this.head(`0x${n.toString(16)}`);
       if (!b) return;
       if (b.number !== n) throw new Error(`eth_getBlockByNumber(${n}) answered block ${b.number}`);
@@ -213,11 +228,19 @@ function boundLogs(window: WindowBlock[]): void {
  * @param window the filter's window (the cursor is its last block); not modified
  * @param logs a log filter's selector; undefined for a block filter
  * @param maxBlocks most new blocks read
+ * @param limits when reading stops: a wall-time budget and the client's signal (what was read
+ *   until then is delivered; the rest comes with the next poll)
  * @returns what to deliver and the window after it
  * @throws the first read's error when nothing could be read
  */
-export async function pollChanges(read: ChainRead, window: readonly WindowBlock[], logs: LogSelector | undefined, maxBlocks: number): Promise<PollResult> {
-  const poll = new Poll(read, window, logs);
+export async function pollChanges(
+  read: ChainRead,
+  window: readonly WindowBlock[],
+  logs: LogSelector | undefined,
+  maxBlocks: number,
+  limits: PollLimits = {},
+): Promise<PollResult> {
+  const poll = new Poll(read, window, logs, limits);
   try {
     await poll.run(maxBlocks);
   } catch (e) {

@@ -32,9 +32,10 @@ import { ErrEndpointMissingData, SvcError } from 'svc-proxy/plugin/errors';
 import { primaryValues } from 'svc-proxy/util';
 import { derivedState, markProvenance } from 'svc-proxy/plugins/multiplex';
 import { SHARED_VALUES_SERVICE } from 'svc-proxy/plugins/shared-state';
-import { type ChainRead, type LogSelector, pollChanges, startWindow } from './cursor.ts';
+import { type ChainRead, type LogSelector, type PollResult, pollChanges, startWindow } from './cursor.ts';
 import { ErrFilterLimitExceeded, ErrFilterNotFound, expectNoParams, type LogCriteria, newFilterId, numberOf, parseFilterId, parseNewFilter } from './params.ts';
 import { filtersSchema, filtersSettingsOf, type FiltersSettings } from './schema.ts';
+import { abortError, Serial } from './serial.ts';
 import { type FilterKind, FilterLedger, type FilterState, type FilterStore, MemoryFilterStore, SharedFilterStore } from './store.ts';
 
 export { FILTERS_DEFAULTS, FILTERS_NETWORK_KEYS, filtersSchema, filtersSettingsOf, type FiltersSettings } from './schema.ts';
@@ -56,8 +57,18 @@ export const FILTER_METHODS: ReadonlySet<string> = new Set([
 export const FILTERS_CALL_STAGE = stageBetween(CallStage.MULTIPLEX, CallStage.LOCAL_METHODS);
 /** Stage of the `select` tap: after availability filters (400), before the stateful guard (500). */
 export const FILTERS_SELECT_STAGE = stageBetween(SelectStage.AVAILABILITY, SelectStage.STATEFUL_GUARD);
-/** Longest one chain read of a poll may take, ms (within the call's own deadline). */
+/** Longest one chain read of a poll may take, ms (within the poll's budget and the call's own deadline). */
 export const READ_TIMEOUT_MS = 10_000;
+/**
+ * How long a poll holds its filter's fleet lock without releasing it, ms: a replica that dies
+ * mid-poll frees the filter then.
+ */
+export const LOCK_TTL_MS = 20_000;
+/**
+ * Wall time one `eth_getFilterChanges` spends reading, ms: well under {@link LOCK_TTL_MS}, so
+ * the lock outlives the poll; past it the poll delivers what it read and the next poll goes on.
+ */
+export const POLL_BUDGET_MS = Math.min(5_000, LOCK_TTL_MS / 4);
 /** How often expired filters are dropped from memory, ms. */
 export const SWEEP_INTERVAL_MS = 30_000;
 /** Upstreams tried for a new pending-transaction filter before the call fails. */
@@ -76,6 +87,7 @@ interface Pin {
   upstream?: string;
   /** A new filter: the first candidate not excluded, recorded in `chosen`. */
   exclude?: Set<string>;
+  /** A new filter: the upstream the `select` tap chose (set by the tap, read after the call). */
   chosen?: string;
 }
 const PIN = Symbol('filters.pin');
@@ -114,7 +126,7 @@ export function filtersPlugin(): Plugin {
       let store: FilterStore = memory;
       let sweeper: NodeJS.Timeout | undefined;
       /** One poll at a time per filter on this replica, so no change is delivered twice. */
-      const busy = new Map<string, Promise<void>>();
+      const serial = new Serial();
 
       new Gauge({
         name: 'svc_filters_active',
@@ -152,40 +164,42 @@ export function filtersPlugin(): Plugin {
           throw new ErrFilterStoreUnavailable(`filter store unavailable: ${e instanceof Error ? e.message : String(e)}`);
         }
       };
-      const serial = async <T>(id: string, fn: () => Promise<T>): Promise<T> => {
-        const prev = busy.get(id) ?? Promise.resolve();
-        let release!: () => void;
-        const mine = prev.then(() => new Promise<void>((r) => (release = r)));
-        busy.set(id, mine);
-        await prev;
-        try {
-          return await fn();
-        } finally {
-          release();
-          if (busy.get(id) === mine) busy.delete(id);
-        }
-      };
-      /** Reads through the network's pipeline as svc's own call (no cache, no multiplexing), within the call's deadline. */
+      /**
+       * Reads through the network's pipeline as svc's own call (no cache, no multiplexing), until
+       * `until` (ms since the epoch, within the call's deadline), aborted when the client leaves.
+       */
       const readerOf =
-        (network: Network, ctx: CallContext): ChainRead =>
+        (network: Network, ctx: CallContext, until = ctx.deadline): ChainRead =>
         async (method, params) => {
-          const { ctx: c, done } = host.internalContext(network, method, params, Math.max(1, Math.min(READ_TIMEOUT_MS, ctx.deadline - Date.now())));
+          const { ctx: c, done } = host.internalContext(network, method, params, Math.max(1, Math.min(READ_TIMEOUT_MS, until - Date.now())));
+          c.signal = AbortSignal.any([c.signal, ctx.signal]);
           try {
             return (await host.runCall(c)).result;
           } finally {
             done();
           }
         };
-      /** The caller's live filter of this network, else undefined. */
+      /**
+       * The caller's live filter of this network, else undefined (a filter uninstalled or expired
+       * elsewhere leaves the ledger too, so it no longer counts against the bounds).
+       * @throws ErrFilterStoreUnavailable when the store cannot be read
+       */
       const find = async (ctx: CallContext, id: string | undefined): Promise<FilterState | undefined> => {
         if (id === undefined) return undefined;
         const s = await stored(() => store.get(id));
+        if (!s) ledger.forget(id);
         if (!s || s.owner !== ownerOf(ctx) || s.net !== `${ctx.project.id}/${ctx.network.id}`) return undefined;
         return s;
       };
-      const keep = async (id: string, s: FilterState, settings: FiltersSettings): Promise<void> => {
-        await stored(() => store.set(id, s, settings.idleTimeoutMs));
-        ledger.touch(id, s.owner, s.net, s.kind, settings.idleTimeoutMs);
+      /**
+       * Stores `next` over `prior` (compare-and-set) and starts the idle timeout over.
+       * @returns false when the filter changed since `prior` was read (another poll, an uninstall)
+       */
+      const save = async (id: string, prior: FilterState, next: FilterState, settings: FiltersSettings): Promise<boolean> => {
+        const ok = await stored(() => store.update(id, prior, next, settings.idleTimeoutMs));
+        if (ok) ledger.touch(id, prior.owner, prior.net, prior.kind, settings.idleTimeoutMs);
+        else ledger.forget(id);
+        return ok;
       };
       const drop = async (id: string): Promise<boolean> => {
         ledger.forget(id);
@@ -206,12 +220,12 @@ export function filtersPlugin(): Plugin {
         // Counted before the first await, so a batch of creations cannot overshoot the bounds.
         ledger.touch(id, owner, net, kind, settings.idleTimeoutMs);
         try {
-          const s: FilterState = { v: 1, kind, owner, net };
+          const s: FilterState = { v: 1, kind, seq: 0, owner, net };
           if (kind === 'logs') s.criteria = parseNewFilter(ctx.request.params);
           else expectNoParams(ctx.request.method, ctx.request.params);
           if (kind === 'pending') s.upstream = await newPending(ctx, inner);
           else s.window = await startWindow(readerOf(ctx.network, ctx)).catch((e: unknown) => Promise.reject(readFailure(e)));
-          await keep(id, s, settings);
+          await stored(() => store.create(id, s, settings.idleTimeoutMs));
           return new RpcResult(id);
         } catch (e) {
           ledger.forget(id);
@@ -273,42 +287,53 @@ export function filtersPlugin(): Plugin {
       const changes = (ctx: CallContext, settings: FiltersSettings, inner: CallHandler): Promise<RpcResult> => {
         const id = parseFilterId(ctx.request.method, ctx.request.params);
         if (id === undefined) return Promise.reject(new ErrFilterNotFound());
-        return serial(id, async () => {
+        return serial.run(id, ctx.signal, ctx.deadline, async () => {
           const found = await find(ctx, id);
           if (!found) throw new ErrFilterNotFound();
           if (found.kind === 'pending') {
-            const s = found;
-            const r = await pendingCall(ctx, id, s, 'eth_getFilterChanges', inner);
-            await keep(id, s, settings);
+            const r = await pendingCall(ctx, id, found, 'eth_getFilterChanges', inner);
+            // The node's answer is delivered: a refused write only means another replica polled it too.
+            await save(id, found, found, settings);
             return r;
           }
-          // Another replica polls it right now: what it reads, it delivers (never twice). Read
-          // again once locked: a poll that just ended elsewhere moved the cursor.
+          // Another replica polls it right now: what it reads, it delivers (never twice).
           const lock = store.lock?.bind(store);
-          const unlock = lock ? await stored(() => lock(id, READ_TIMEOUT_MS * 2)) : undefined;
+          const unlock = lock ? await stored(() => lock(id, LOCK_TTL_MS)) : undefined;
           if (lock && !unlock) return new RpcResult([]);
-          let s: FilterState | undefined = found;
-          if (lock) {
-            s = await find(ctx, id).catch(() => undefined);
-            if (!s) {
-              await unlock?.().catch(() => undefined);
-              throw new ErrFilterNotFound();
-            }
-          }
-          const logs = s.kind === 'logs' ? selectorOf(s.criteria) : undefined;
           try {
-            const polled = await pollChanges(readerOf(ctx.network, ctx), s.window ?? [], logs, settings.maxBlocksPerPoll);
-            if (polled.moved) s.window = polled.window;
-            await keep(id, s, settings);
-            return new RpcResult(polled.changes);
-          } catch (e) {
-            // Nothing was read: the cursor stays, the poll still counts as activity.
-            if (!(e instanceof ErrFilterStoreUnavailable)) await keep(id, s, settings);
-            throw readFailure(e);
+            // Read again once locked: a poll that just ended elsewhere moved the cursor.
+            const s = lock ? await find(ctx, id) : found;
+            if (!s) throw new ErrFilterNotFound();
+            return await poll(ctx, id, s, settings);
           } finally {
             await unlock?.().catch(() => undefined);
           }
         });
+      };
+
+      /** One poll of a log or block filter, within {@link POLL_BUDGET_MS}; the cursor moves only when the client gets the changes. */
+      const poll = async (ctx: CallContext, id: string, s: FilterState, settings: FiltersSettings): Promise<RpcResult> => {
+        const until = Math.min(Date.now() + POLL_BUDGET_MS, ctx.deadline);
+        const logs = s.kind === 'logs' ? selectorOf(s.criteria) : undefined;
+        let polled: PollResult;
+        try {
+          polled = await pollChanges(readerOf(ctx.network, ctx, until), s.window ?? [], logs, settings.maxBlocksPerPoll, { until, signal: ctx.signal });
+        } catch (e) {
+          // Nothing was read: the cursor stays, the poll still counts as activity.
+          await save(id, s, s, settings).catch(() => undefined);
+          throw ctx.signal.aborted ? abortError(ctx.deadline, 'eth_getFilterChanges') : readFailure(e);
+        }
+        if (ctx.signal.aborted) {
+          // The client left (or timed out): it never gets these changes, so the cursor stays and its next poll reads them again.
+          await save(id, s, s, settings).catch(() => undefined);
+          throw abortError(ctx.deadline, 'eth_getFilterChanges');
+        }
+        if (!(await save(id, s, polled.moved ? { ...s, window: polled.window } : s, settings))) {
+          // Stored by another poll since (this one overran its lock: that poll delivered these changes), or uninstalled.
+          if (!(await find(ctx, id))) throw new ErrFilterNotFound();
+          return new RpcResult([]);
+        }
+        return new RpcResult(polled.changes);
       };
 
       const filterLogs = async (ctx: CallContext, inner: CallHandler): Promise<RpcResult> => {
@@ -326,7 +351,7 @@ export function filtersPlugin(): Plugin {
       const uninstall = async (ctx: CallContext, inner: CallHandler): Promise<RpcResult> => {
         const id = parseFilterId(ctx.request.method, ctx.request.params);
         if (id === undefined) return new RpcResult(false);
-        return serial(id, async () => {
+        return serial.run(id, ctx.signal, ctx.deadline, async () => {
           const s = await find(ctx, id);
           if (!s) return new RpcResult(false);
           if (s.kind === 'pending') await pendingCall(ctx, id, s, 'eth_uninstallFilter', inner).catch(() => undefined);

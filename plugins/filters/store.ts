@@ -4,10 +4,17 @@
  * Redis (`<clusterKey>:filter:<id>`, expiring after the idle timeout, set again by each poll), so
  * a filter made on one replica is polled on another.
  *
+ * Writes are compare-and-set ({@link FilterStore.update}): each stored filter carries a `seq`,
+ * and a poll stores its cursor only while the filter is still the one it read, so a poll that
+ * overran its lock (another replica polled the same cursor since) or a filter uninstalled
+ * meanwhile is never overwritten: the stale poll delivers nothing, an uninstalled filter stays
+ * gone.
+ *
  * Bounds are counted per replica by a {@link FilterLedger} (filters this replica made or served,
  * each until its idle timeout): in memory that is every filter; in Redis a replica counts the
  * filters it saw, which keeps one client from filling any one replica.
  */
+import { randomBytes } from 'node:crypto';
 import type { SharedValues } from 'svc-proxy/plugins/shared-state';
 import type { LogCriteria } from './params.ts';
 import type { WindowBlock } from './cursor.ts';
@@ -19,7 +26,10 @@ export type FilterKind = 'logs' | 'blocks' | 'pending';
 export interface FilterState {
   /** Shape version. */
   v: 1;
+  /** What it delivers. */
   kind: FilterKind;
+  /** Writes so far (0 when made): a write over a filter whose `seq` moved since it was read is refused. */
+  seq: number;
   /** Who may poll it: `user:<id>` or `addr:<client address>`. */
   owner: string;
   /** `<project>/<network id>` it was made on. */
@@ -37,15 +47,29 @@ export interface FilterStore {
   /** The filter, or undefined when unknown or expired. */
   get(id: string): Promise<FilterState | undefined>;
   /**
-   * Stores a filter until it is idle for `ttlMs`.
+   * Stores a new filter until it is idle for `ttlMs`.
+   * @param id a new, random filter id
+   * @param state the filter, `seq` 0
    * @param ttlMs idle timeout, ms
    */
-  set(id: string, state: FilterState, ttlMs: number): Promise<void>;
+  create(id: string, state: FilterState, ttlMs: number): Promise<void>;
+  /**
+   * Stores `next` (with `seq` one above `prior`'s) until it is idle for `ttlMs`, only while the
+   * stored filter is still `prior` as read by {@link get} (compare-and-set).
+   * @param prior the filter as read
+   * @param next what to store; `prior` itself to only start the idle timeout over
+   * @param ttlMs idle timeout, ms
+   * @returns false when another poll stored it since, or it was uninstalled or expired
+   */
+  update(id: string, prior: FilterState, next: FilterState, ttlMs: number): Promise<boolean>;
   /** Removes a filter; true when it was there. */
   delete(id: string): Promise<boolean>;
   /**
    * Takes the filter's poll lock for `ttlMs` (a store shared by replicas: a poll on another
-   * replica at the same time must not deliver the same changes); absent: one replica only.
+   * replica at the same time must not deliver the same changes); absent: one replica only. The
+   * lock holds a random token and its release removes only that token's lock, so a poll that
+   * overran `ttlMs` never removes a lock another poll took since ({@link update} refuses its write).
+   * @param ttlMs how long the lock holds without a release, ms
    * @returns a release function, or undefined when another poll holds it
    */
   lock?(id: string, ttlMs: number): Promise<(() => Promise<void>) | undefined>;
@@ -53,8 +77,11 @@ export interface FilterStore {
 
 /** One filter as the ledger counts it. */
 interface LedgerEntry {
+  /** {@link FilterState.owner}. */
   owner: string;
+  /** {@link FilterState.net}. */
   net: string;
+  /** {@link FilterState.kind}. */
   kind: FilterKind;
   /** Expiry, ms since the epoch. */
   expiresAt: number;
@@ -130,7 +157,7 @@ export class FilterLedger {
 
 /** Filters in this replica's memory; each expires when idle (checked on read and by {@link sweep}). */
 export class MemoryFilterStore implements FilterStore {
-  private readonly filters = new Map<string, { json: string; expiresAt: number }>();
+  private readonly filters = new Map<string, { json: string; seq: number; expiresAt: number }>();
 
   /** @param now clock, ms (tests drive it) */
   constructor(private readonly now: () => number = Date.now) {}
@@ -146,9 +173,17 @@ export class MemoryFilterStore implements FilterStore {
     return Promise.resolve(JSON.parse(e.json) as FilterState);
   }
 
-  set(id: string, state: FilterState, ttlMs: number): Promise<void> {
-    this.filters.set(id, { json: JSON.stringify(state), expiresAt: this.now() + ttlMs });
+  create(id: string, state: FilterState, ttlMs: number): Promise<void> {
+    this.filters.set(id, { json: JSON.stringify(state), seq: state.seq, expiresAt: this.now() + ttlMs });
     return Promise.resolve();
+  }
+
+  update(id: string, prior: FilterState, next: FilterState, ttlMs: number): Promise<boolean> {
+    const e = this.filters.get(id);
+    if (!e || e.expiresAt <= this.now() || e.seq !== prior.seq) return Promise.resolve(false);
+    const stored = { ...next, seq: prior.seq + 1 };
+    this.filters.set(id, { json: JSON.stringify(stored), seq: stored.seq, expiresAt: this.now() + ttlMs });
+    return Promise.resolve(true);
   }
 
   delete(id: string): Promise<boolean> {
@@ -169,22 +204,39 @@ export class MemoryFilterStore implements FilterStore {
 
 /** Filters in the shared-state Redis (see the module comment); a malformed entry reads as no filter. */
 export class SharedFilterStore implements FilterStore {
-  /** @param values the shared-state plugin's key-value service */
+  /** The text each filter was read from, for the compare-and-set of {@link update}. */
+  private readonly read = new WeakMap<FilterState, string>();
+
+  /** @param values the shared-state plugin's key-value service (or the primary's, `server.workers`) */
   constructor(private readonly values: SharedValues) {}
 
   async get(id: string): Promise<FilterState | undefined> {
-    const text = await this.values.get(`filter:${id}`);
+    let text: string | undefined;
+    try {
+      text = await this.values.get(`filter:${id}`);
+    } catch (e) {
+      // An entry over the size bound is not a filter svc wrote.
+      if (e instanceof RangeError) return undefined;
+      throw e;
+    }
     if (text === undefined) return undefined;
     try {
       const s = JSON.parse(text) as FilterState;
-      return isFilterState(s) ? s : undefined;
+      if (!isFilterState(s)) return undefined;
+      this.read.set(s, text);
+      return s;
     } catch {
       return undefined;
     }
   }
 
-  set(id: string, state: FilterState, ttlMs: number): Promise<void> {
+  create(id: string, state: FilterState, ttlMs: number): Promise<void> {
     return this.values.set(`filter:${id}`, JSON.stringify(state), ttlMs);
+  }
+
+  update(id: string, prior: FilterState, next: FilterState, ttlMs: number): Promise<boolean> {
+    const expected = this.read.get(prior) ?? JSON.stringify(prior);
+    return this.values.replace(`filter:${id}`, expected, JSON.stringify({ ...next, seq: prior.seq + 1 }), ttlMs);
   }
 
   delete(id: string): Promise<boolean> {
@@ -193,9 +245,10 @@ export class SharedFilterStore implements FilterStore {
 
   async lock(id: string, ttlMs: number): Promise<(() => Promise<void>) | undefined> {
     const key = `filter:${id}:poll`;
-    if (!(await this.values.claim(key, ttlMs))) return undefined;
+    const token = randomBytes(16).toString('hex');
+    if (!(await this.values.claim(key, ttlMs, token))) return undefined;
     return async () => {
-      await this.values.delete(key);
+      await this.values.release(key, token);
     };
   }
 }
@@ -204,7 +257,7 @@ export class SharedFilterStore implements FilterStore {
 export function isFilterState(s: unknown): s is FilterState {
   if (typeof s !== 'object' || s === null) return false;
   const f = s as Partial<FilterState>;
-  if (f.v !== 1 || typeof f.owner !== 'string' || typeof f.net !== 'string') return false;
+  if (f.v !== 1 || typeof f.owner !== 'string' || typeof f.net !== 'string' || !Number.isSafeInteger(f.seq) || (f.seq as number) < 0) return false;
   if (f.kind === 'pending') return typeof f.upstream?.id === 'string' && typeof f.upstream.filter === 'string';
   if (f.kind !== 'logs' && f.kind !== 'blocks') return false;
   return (

@@ -6,6 +6,7 @@
  * when a read fails.
  */
 import { expect } from 'chai';
+import FakeTimers from '@sinonjs/fake-timers';
 import { MAX_GAP, MAX_KEPT_LOG_BYTES, pollChanges, startWindow, WINDOW_BLOCKS, type ChainRead, type WindowBlock } from '../../../plugins/filters/cursor.ts';
 
 const hex = (n: number) => `0x${n.toString(16)}`;
@@ -106,6 +107,37 @@ describe('filters: cursor', () => {
     }
     expect(sizes).to.deep.equal([4, 4, 2, 0]);
     expect(got).to.deep.equal(Array.from({ length: 10 }, (_, i) => hashOf('a', i + 1)));
+  });
+
+  it('a poll stops reading when its wall-time budget is spent or its client left, and delivers what it read; the next poll goes on (none twice)', async () => {
+    const clock = FakeTimers.install({ toFake: ['Date'] });
+    try {
+      const chain = new FakeChain(0);
+      let window = await startWindow(chain.read);
+      for (let i = 0; i < 20; i++) chain.push('a');
+      // Every read takes 1 s of wall time; a poll may spend 5 s.
+      const slow: ChainRead = async (m, p) => {
+        clock.tick(1000);
+        return chain.read(m, p);
+      };
+      const got: unknown[] = [];
+      for (let i = 0; i < 20 && got.length < 20; i++) {
+        const polled = await pollChanges(slow, window, undefined, 64, { until: Date.now() + 5000 });
+        expect(polled.changes.length, `poll ${i}`).to.be.within(1, 8);
+        got.push(...polled.changes);
+        window = polled.window;
+      }
+      expect(got).to.deep.equal(Array.from({ length: 20 }, (_, i) => hashOf('a', i + 1)));
+      const left = new AbortController();
+      chain.push('a');
+      const reads = chain.reads.length;
+      left.abort();
+      const none = await pollChanges(chain.read, window, undefined, 64, { signal: left.signal });
+      expect(none).to.deep.include({ changes: [], moved: false });
+      expect(chain.reads.length - reads, 'no read once the client left').to.be.at.most(1);
+    } finally {
+      clock.uninstall();
+    }
   });
 
   it('a reorg gives the abandoned blocks’ logs again with removed: true, newest block first and each block’s logs in reverse, then the new branch', async () => {

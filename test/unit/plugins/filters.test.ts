@@ -20,10 +20,14 @@ import {
   ErrFilterLimitExceeded,
   ErrFilterNotFound,
   FilterLedger,
+  type FilterState,
   MemoryFilterStore,
   SharedFilterStore,
 } from '../../../plugins/filters/index.ts';
 import type { SharedValues } from '../../../plugins/shared-state/api.ts';
+import { sha1Hex } from '../../../plugins/shared-state/values.ts';
+import { SHARED_VALUES_SERVICE } from '../../../plugins/shared-state/api.ts';
+import { ErrCancelled } from '../../../core/wire/errors.ts';
 
 const hex = (n: number) => `0x${n.toString(16)}`;
 const hashOf = (n: number) => `0x${'ab'}${n.toString(16).padStart(62, '0')}`;
@@ -38,6 +42,8 @@ class Chain {
   plainIds = false;
   /** While set, pending-filter calls wait for it (so concurrent calls overlap). */
   hold: Promise<void> | undefined;
+  /** While set, reads of a block by number (not `latest`) wait for it. */
+  holdBlocks: Promise<void> | undefined;
   block(n: number) {
     return n > this.head || n < 0 ? null : { number: hex(n), hash: hashOf(n), parentHash: n === 0 ? `0x${'00'.repeat(32)}` : hashOf(n - 1) };
   }
@@ -47,6 +53,7 @@ class Chain {
     const p = params as unknown[];
     switch (method) {
       case 'eth_getBlockByNumber':
+        if (this.holdBlocks && p[0] !== 'latest') await this.holdBlocks;
         return this.block(p[0] === 'latest' ? this.head : Number.parseInt(p[0] as string, 16));
       case 'eth_getLogs': {
         const q = p[0] as { blockHash?: string; fromBlock?: string };
@@ -70,16 +77,43 @@ class Chain {
   };
 }
 
+/** A shared-values stand-in (one Redis for every replica), its entries expiring by the faked clock. */
+function fakeValues() {
+  const kv = new Map<string, { value: string; ttlMs: number; until: number }>();
+  const live = (k: string) => {
+    const e = kv.get(k);
+    if (e && e.until <= Date.now()) kv.delete(k);
+    return kv.get(k);
+  };
+  const put = (k: string, value: string, ttlMs: number) => void kv.set(k, { value, ttlMs, until: Date.now() + ttlMs });
+  const values: SharedValues = {
+    enabled: true,
+    get: async (k) => live(k)?.value,
+    set: async (k, value, ttlMs) => put(k, value, ttlMs),
+    delete: async (k) => Boolean(live(k)) && kv.delete(k),
+    claim: async (k, ttlMs, token = '1') => !live(k) && (put(k, token, ttlMs), true),
+    release: async (k, token) => live(k)?.value === token && kv.delete(k),
+    replace: async (k, expected, value, ttlMs) => {
+      const e = live(k);
+      if (!e || sha1Hex(e.value) !== sha1Hex(expected)) return false;
+      put(k, value, ttlMs);
+      return true;
+    },
+  };
+  return { kv, values };
+}
+
 describe('filters plugin: through the pipeline', () => {
   let chain: Chain;
   let stub: StubProxy;
   const call = async (
     method: string,
     params: unknown,
-    opts: { userId?: string; client?: string; directives?: Record<string, string> } = {},
+    opts: { userId?: string; client?: string; directives?: Record<string, string>; signal?: AbortSignal } = {},
   ): Promise<{ result?: unknown; error?: SvcError }> => {
     const { ctx, done } = stub.proxy.internalContext(stub.net, method, params, 5000);
     ctx.internal = false;
+    if (opts.signal) ctx.signal = opts.signal;
     ctx.directives = opts.directives ?? {};
     if (opts.userId) ctx.identity = { userId: opts.userId };
     if (opts.client) ctx.http = { ...ctx.http, clientAddress: opts.client };
@@ -122,6 +156,22 @@ describe('filters plugin: through the pipeline', () => {
     const both = await Promise.all([call('eth_getFilterChanges', [id]), call('eth_getFilterChanges', [id])]);
     const delivered = both.flatMap((r) => r.result as string[]);
     expect(delivered).to.deep.equal([11, 12, 13, 14, 15].map(hashOf));
+  });
+
+  it('a client that leaves mid-poll gets those changes at its next poll (the cursor moves only when changes are delivered)', async () => {
+    await start();
+    const { result: id } = await call('eth_newBlockFilter', []);
+    chain.head = 12;
+    let open!: () => void;
+    chain.holdBlocks = new Promise<void>((r) => (open = r));
+    const client = new AbortController();
+    const left = call('eth_getFilterChanges', [id], { signal: client.signal });
+    await waitFor(() => stub.calls.some((c) => c.method === 'eth_getBlockByNumber' && (c.params as unknown[])[0] === '0xb'));
+    client.abort();
+    open();
+    chain.holdBlocks = undefined;
+    expect((await left).error).to.be.instanceOf(ErrCancelled);
+    expect((await call('eth_getFilterChanges', [id])).result).to.deep.equal([hashOf(11), hashOf(12)]);
   });
 
   it('a log filter reads each new block’s logs with its address; eth_getFilterLogs asks eth_getLogs with the filter’s own range', async () => {
@@ -272,6 +322,31 @@ describe('filters plugin: through the pipeline', () => {
     expect(seen).to.deep.equal(['\0test-client=10.0.0.7']);
   });
 
+  it('in a shared store: a filter uninstalled by another replica reads "filter not found" and leaves this replica’s bounds; a store failure after the lock is ErrFilterStoreUnavailable, not "not found"', async () => {
+    const { kv, values } = fakeValues();
+    const flaky: SharedValues = { ...values };
+    const fleet: Plugin = { name: 'test:fleet-values', provides: [SHARED_VALUES_SERVICE], apply: (h) => h.services.provide(SHARED_VALUES_SERVICE, flaky) };
+    chain = new Chain();
+    stub = await startStubProxy({ a: chain.script('a'), b: chain.script('b') }, [...presetWithout('evm-state', 'shared-state'), fleet], {
+      filters: { maxPerClient: 1 },
+      selectionPolicy: { evalInterval: '1h' },
+    });
+    const { result: id } = await call('eth_newBlockFilter', []);
+    expect(kv.has(`filter:${id}`)).to.equal(true);
+    expect((await call('eth_newBlockFilter', [])).error).to.be.instanceOf(ErrFilterLimitExceeded);
+    kv.delete(`filter:${id}`);
+    expect((await call('eth_getFilterChanges', [id])).error).to.be.instanceOf(ErrFilterNotFound);
+    const { result: next } = await call('eth_newBlockFilter', []);
+    expect(next, 'the uninstalled filter no longer counts').to.match(/^0x[0-9a-f]{32}$/);
+    // The first read (before the lock) answers; the read once locked fails.
+    let reads = 0;
+    flaky.get = (k) => (k === `filter:${next}` && ++reads === 2 ? Promise.reject(new Error('Redis down')) : values.get(k));
+    const failed = await call('eth_getFilterChanges', [next]);
+    expect(failed.error?.constructor.name).to.equal('ErrFilterStoreUnavailable');
+    expect(failed.error?.code).to.equal(-32603);
+    expect((await call('eth_getFilterChanges', [next])).result).to.deep.equal([]);
+  });
+
   it('pinned with use-upstream, filter methods go to that node as before (its own id)', async () => {
     await start();
     const r = await call('eth_newBlockFilter', [], { directives: { useUpstream: 'b' } });
@@ -294,11 +369,12 @@ describe('filters: stores and ledger (clock driven by fake timers)', () => {
 
   it('a memory filter expires after its idle timeout; storing it again (a poll) starts the timeout over', async () => {
     const store = new MemoryFilterStore();
-    const state = { v: 1, kind: 'blocks', owner: 'addr:x', net: 'main/evm:1', window: [{ n: 1, h: '0x1' }] } as const;
-    await store.set('f', { ...state, window: [...state.window] }, 1000);
+    const state = { v: 1, kind: 'blocks', seq: 0, owner: 'addr:x', net: 'main/evm:1', window: [{ n: 1, h: '0x1' }] } as const;
+    await store.create('f', { ...state, window: [...state.window] }, 1000);
     clock.tick(900);
-    expect(await store.get('f')).to.deep.include({ kind: 'blocks' });
-    await store.set('f', { ...state, window: [...state.window] }, 1000);
+    const read = await store.get('f');
+    expect(read).to.deep.include({ kind: 'blocks' });
+    expect(await store.update('f', read as FilterState, read as FilterState, 1000)).to.equal(true);
     clock.tick(900);
     expect(await store.get('f')).to.not.equal(undefined);
     clock.tick(101);
@@ -319,30 +395,60 @@ describe('filters: stores and ledger (clock driven by fake timers)', () => {
     expect(Object.fromEntries(ledger.byNetwork())).to.deep.equal({ n: { logs: 1, blocks: 1, pending: 0 }, other: { logs: 1, blocks: 0, pending: 0 } });
   });
 
+  const logState = (): FilterState => ({ v: 1, kind: 'logs', seq: 0, owner: 'addr:x', net: 'main/evm:1', window: [{ n: 1, h: hashOf(1) }] });
+
+  it('fleet lock: one poll at a time; released only by its holder (a lock taken after it expired stays); CAS: a stale poll’s write is refused', async () => {
+    const { values } = fakeValues();
+    const a = new SharedFilterStore(values);
+    const b = new SharedFilterStore(values);
+    await a.create('0xab', logState(), 300_000);
+    const releaseA = await a.lock('0xab', 20_000);
+    expect(releaseA).to.be.a('function');
+    expect(await b.lock('0xab', 20_000), 'contention').to.equal(undefined);
+    clock.tick(20_000);
+    // A's poll overran its lock: B takes it, and A's release does not free B's lock.
+    const releaseB = await b.lock('0xab', 20_000);
+    expect(releaseB, 'after expiry').to.be.a('function');
+    await releaseA?.();
+    expect(await a.lock('0xab', 20_000), 'A released only its own token').to.equal(undefined);
+    // Both read seq 0; B stores first, A's write (the same cursor moved again) is refused.
+    const readA = (await a.get('0xab')) as FilterState;
+    const readB = (await b.get('0xab')) as FilterState;
+    expect(await b.update('0xab', readB, { ...readB, window: [{ n: 2, h: hashOf(2) }] }, 300_000)).to.equal(true);
+    expect(await a.update('0xab', readA, { ...readA, window: [{ n: 3, h: hashOf(3) }] }, 300_000)).to.equal(false);
+    expect(await a.get('0xab')).to.deep.include({ seq: 1, window: [{ n: 2, h: hashOf(2) }] });
+    await releaseB?.();
+    expect(await a.lock('0xab', 20_000)).to.be.a('function');
+  });
+
+  it('a filter uninstalled on another replica while a poll runs is not resurrected by that poll', async () => {
+    const { values } = fakeValues();
+    const a = new SharedFilterStore(values);
+    const b = new SharedFilterStore(values);
+    await a.create('0xab', logState(), 300_000);
+    const polling = (await a.get('0xab')) as FilterState;
+    expect(await b.delete('0xab')).to.equal(true);
+    expect(await a.update('0xab', polling, { ...polling, window: [{ n: 2, h: hashOf(2) }] }, 300_000)).to.equal(false);
+    expect(await a.get('0xab')).to.equal(undefined);
+    const memory = new MemoryFilterStore();
+    await memory.create('0xab', logState(), 300_000);
+    const read = (await memory.get('0xab')) as FilterState;
+    await memory.delete('0xab');
+    expect(await memory.update('0xab', read, read, 300_000)).to.equal(false);
+    expect(await memory.get('0xab')).to.equal(undefined);
+  });
+
   it('a shared store keeps filters as JSON under filter:<id> with the idle timeout as TTL; an entry without a filter’s shape reads as no filter', async () => {
-    const kv = new Map<string, { value: string; ttlMs: number }>();
-    const values: SharedValues = {
-      enabled: true,
-      get: async (k) => kv.get(k)?.value,
-      set: async (k, value, ttlMs) => void kv.set(k, { value, ttlMs }),
-      delete: async (k) => kv.delete(k),
-      claim: async (k, ttlMs) => !kv.has(k) && Boolean(kv.set(k, { value: '1', ttlMs })),
-    };
+    const { kv, values } = fakeValues();
     const store = new SharedFilterStore(values);
-    const state = { v: 1 as const, kind: 'logs' as const, owner: 'addr:x', net: 'main/evm:1', window: [{ n: 1, h: '0x1' }] };
-    await store.set('0xab', state, 300_000);
-    expect(kv.get('filter:0xab')).to.deep.equal({ value: JSON.stringify(state), ttlMs: 300_000 });
+    const state = logState();
+    await store.create('0xab', state, 300_000);
+    expect(kv.get('filter:0xab')).to.deep.include({ value: JSON.stringify(state), ttlMs: 300_000 });
     expect(await store.get('0xab')).to.deep.equal(state);
     for (const bad of ['not json', '{"v":2}', JSON.stringify({ ...state, window: [] }), JSON.stringify({ ...state, kind: 'pending' })]) {
-      kv.set('filter:0xbad', { value: bad, ttlMs: 1 });
+      kv.set('filter:0xbad', { value: bad, ttlMs: 60_000, until: Date.now() + 60_000 });
       expect(await store.get('0xbad'), bad).to.equal(undefined);
     }
-    // One poll at a time across replicas: the second lock is refused until the first is released.
-    const release = await store.lock('0xab', 20_000);
-    expect(release).to.be.a('function');
-    expect(await store.lock('0xab', 20_000)).to.equal(undefined);
-    await release?.();
-    expect(await store.lock('0xab', 20_000)).to.be.a('function');
     expect(await store.delete('0xab')).to.equal(true);
     expect(await store.get('0xab')).to.equal(undefined);
   });
