@@ -14,7 +14,7 @@
  * Internal calls and calls pinned with `use-upstream` pass through to the node as before, and so
  * does everything on a network with `filters.enabled: false`.
  */
-import { Gauge } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import {
   type CallContext,
   type CallHandler,
@@ -30,11 +30,12 @@ import {
 } from 'svc-proxy/plugin';
 import { ErrEndpointMissingData, SvcError } from 'svc-proxy/plugin/errors';
 import { primaryValues } from 'svc-proxy/util';
-import { derivedState, markProvenance } from 'svc-proxy/plugins/multiplex';
+import { derivedState } from 'svc-proxy/plugins/multiplex';
 import { SHARED_VALUES_SERVICE } from 'svc-proxy/plugins/shared-state';
-import { type ChainRead, type LogSelector, type PollResult, pollChanges, startWindow } from './cursor.ts';
+import { type ChainRead, type LogSelector, MAX_KEPT_LOG_BYTES, type PollResult, pollChanges, startWindow, trimKeptLogs } from './cursor.ts';
 import { ErrFilterLimitExceeded, ErrFilterNotFound, expectNoParams, type LogCriteria, newFilterId, numberOf, parseFilterId, parseNewFilter } from './params.ts';
 import { filtersSchema, filtersSettingsOf, type FiltersSettings } from './schema.ts';
+import { newPending, pendingSelect, pendingCall } from './pending.ts';
 import { abortError, Serial } from './serial.ts';
 import { type FilterKind, FilterLedger, type FilterState, type FilterStore, MemoryFilterStore, SharedFilterStore } from './store.ts';
 
@@ -69,10 +70,14 @@ export const LOCK_TTL_MS = 20_000;
  * the lock outlives the poll; past it the poll delivers what it read and the next poll goes on.
  */
 export const POLL_BUDGET_MS = Math.min(5_000, LOCK_TTL_MS / 4);
+/**
+ * Most bytes (JSON) of delivered logs the filters of one replica (one process) keep for reorgs,
+ * every network together: past it a poll stores its filter's window without them (a reorg then
+ * re-delivers no `removed` logs for it), so kept logs never grow the store past this.
+ */
+export const REPLICA_KEPT_LOG_BYTES = 32 * 1024 * 1024;
 /** How often expired filters are dropped from memory, ms. */
 export const SWEEP_INTERVAL_MS = 30_000;
-/** Upstreams tried for a new pending-transaction filter before the call fails. */
-const PENDING_TRIES = 3;
 
 /** The filter store is unreachable (a `sharedState` Redis down): -32603, HTTP 503, retry later. */
 export class ErrFilterStoreUnavailable extends SvcError {
@@ -80,17 +85,6 @@ export class ErrFilterStoreUnavailable extends SvcError {
   static override readonly httpStatus = 503;
   static override readonly retryable = true;
 }
-
-/** Which upstream a pending-transaction filter's call may use (`select` tap). */
-interface Pin {
-  /** Its upstream: only that one. */
-  upstream?: string;
-  /** A new filter: the first candidate not excluded, recorded in `chosen`. */
-  exclude?: Set<string>;
-  /** A new filter: the upstream the `select` tap chose (set by the tap, read after the call). */
-  chosen?: string;
-}
-const PIN = Symbol('filters.pin');
 
 /**
  * Who may poll a filter: the authenticated user id, else the client address.
@@ -142,6 +136,13 @@ export function filtersPlugin(): Plugin {
         },
       });
 
+      const jumps = new Counter({
+        name: 'svc_filters_cursor_jumps_total',
+        help: 'Polls whose filter cursor jumped to the latest block over a gap of more than 1024 blocks (those blocks’ changes not delivered)',
+        labelNames: ['project', 'network'],
+        registers: [host.metrics],
+      });
+
       host.hooks.configured.tap('filters', () => {
         const values = host.services.get(SHARED_VALUES_SERVICE);
         // The fleet's Redis, else the primary of `server.workers` (a client's next poll may reach another worker), else this process.
@@ -161,6 +162,8 @@ export function filtersPlugin(): Plugin {
         try {
           return await op();
         } catch (e) {
+          // svc's own refusals (a bound) pass; anything else is the store failing.
+          if (e instanceof SvcError) throw e;
           throw new ErrFilterStoreUnavailable(`filter store unavailable: ${e instanceof Error ? e.message : String(e)}`);
         }
       };
@@ -170,9 +173,10 @@ export function filtersPlugin(): Plugin {
        */
       const readerOf =
         (network: Network, ctx: CallContext, until = ctx.deadline): ChainRead =>
-        async (method, params) => {
+        async (method, params, options) => {
           const { ctx: c, done } = host.internalContext(network, method, params, Math.max(1, Math.min(READ_TIMEOUT_MS, until - Date.now())));
           c.signal = AbortSignal.any([c.signal, ctx.signal]);
+          if (options?.retryEmpty) c.directives = { ...c.directives, retryEmpty: true };
           try {
             return (await host.runCall(c)).result;
           } finally {
@@ -195,9 +199,9 @@ export function filtersPlugin(): Plugin {
        * Stores `next` over `prior` (compare-and-set) and starts the idle timeout over.
        * @returns false when the filter changed since `prior` was read (another poll, an uninstall)
        */
-      const save = async (id: string, prior: FilterState, next: FilterState, settings: FiltersSettings): Promise<boolean> => {
+      const save = async (id: string, prior: FilterState, next: FilterState, settings: FiltersSettings, kept?: number): Promise<boolean> => {
         const ok = await stored(() => store.update(id, prior, next, settings.idleTimeoutMs));
-        if (ok) ledger.touch(id, prior.owner, prior.net, prior.kind, settings.idleTimeoutMs);
+        if (ok) ledger.touch(id, prior.owner, prior.net, prior.kind, settings.idleTimeoutMs, kept);
         else ledger.forget(id);
         return ok;
       };
@@ -233,57 +237,6 @@ export function filtersPlugin(): Plugin {
         }
       };
 
-      /**
-       * A pending filter's call to one upstream, as the client's call (its slots kept): marked with a
-       * provenance of its own, so multiplexing never shares it with another client's call of the same
-       * params (another filter with the same node id elsewhere, another creation at the same time).
-       * @param mark unique to the filter and its upstream, or to one creation
-       */
-      const pinnedCall = (ctx: CallContext, pin: Pin, mark: string, request: CallContext['request']): CallContext => {
-        const state = derivedState(ctx);
-        state.set(PIN, pin);
-        const sub: CallContext = { ...ctx, request, state };
-        markProvenance(sub, 'filters', mark);
-        return sub;
-      };
-
-      /** Makes the filter on the first selected upstream that answers; its id there. */
-      const newPending = async (ctx: CallContext, inner: CallHandler): Promise<{ id: string; filter: string }> => {
-        const exclude = new Set<string>();
-        for (let i = 1; ; i++) {
-          const pin: Pin = { exclude };
-          try {
-            const r = await inner(pinnedCall(ctx, pin, `new:${newFilterId()}`, ctx.request));
-            const remote = r.result;
-            if (typeof remote !== 'string' || remote.length === 0 || remote.length > 130 || !pin.chosen)
-              throw new ErrEndpointMissingData('eth_newPendingTransactionFilter: the upstream answered no filter id');
-            return { id: pin.chosen, filter: remote };
-          } catch (e) {
-            const tried = pin.chosen;
-            const retry = e instanceof SvcError && e.retryable && tried !== undefined && i < PENDING_TRIES;
-            if (!retry) throw e;
-            exclude.add(tried);
-          }
-        }
-      };
-
-      /** A pending-transaction filter's call, sent to its upstream with the upstream's id; any failure ends the filter. */
-      const pendingCall = async (ctx: CallContext, id: string, s: FilterState, method: string, inner: CallHandler): Promise<RpcResult> => {
-        const up = s.upstream as { id: string; filter: string };
-        if (!ctx.network.upstreams.some((u: Upstream) => u.id === up.id)) {
-          await drop(id);
-          throw new ErrFilterNotFound();
-        }
-        try {
-          // The svc id first: the mark is cut at 256 characters, and the svc id alone is unique.
-          return await inner(pinnedCall(ctx, { upstream: up.id }, `${id}:${up.filter}@${up.id}`, { ...ctx.request, method, params: [up.filter] }));
-        } catch {
-          // The node restarted, died or forgot the filter: it is gone, and the client makes a new one.
-          await drop(id);
-          throw new ErrFilterNotFound();
-        }
-      };
-
       const changes = (ctx: CallContext, settings: FiltersSettings, inner: CallHandler): Promise<RpcResult> => {
         const id = parseFilterId(ctx.request.method, ctx.request.params);
         if (id === undefined) return Promise.reject(new ErrFilterNotFound());
@@ -291,7 +244,7 @@ export function filtersPlugin(): Plugin {
           const found = await find(ctx, id);
           if (!found) throw new ErrFilterNotFound();
           if (found.kind === 'pending') {
-            const r = await pendingCall(ctx, id, found, 'eth_getFilterChanges', inner);
+            const r = await pendingCall(ctx, id, found, 'eth_getFilterChanges', inner, drop);
             // The node's answer is delivered: a refused write only means another replica polled it too.
             await save(id, found, found, settings);
             return r;
@@ -328,7 +281,16 @@ export function filtersPlugin(): Plugin {
           await save(id, s, s, settings).catch(() => undefined);
           throw abortError(ctx.deadline, 'eth_getFilterChanges');
         }
-        if (!(await save(id, s, polled.moved ? { ...s, window: polled.window } : s, settings))) {
+        if (polled.jumped !== undefined) {
+          jumps.inc({ project: ctx.project.id, network: ctx.network.id });
+          host.logger.warn(
+            { network: ctx.network.id, skipped: polled.jumped },
+            'filters: a filter’s cursor jumped to the latest block; the skipped blocks’ changes are not delivered',
+          );
+        }
+        // The replica's budget of kept logs: what other filters keep leaves this one less.
+        const kept = trimKeptLogs(polled.window, Math.max(0, Math.min(MAX_KEPT_LOG_BYTES, REPLICA_KEPT_LOG_BYTES - ledger.keptBytes(id))));
+        if (!(await save(id, s, polled.moved ? { ...s, window: polled.window } : s, settings, kept))) {
           // Stored by another poll since (this one overran its lock: that poll delivered these changes), or uninstalled.
           if (!(await find(ctx, id))) throw new ErrFilterNotFound();
           return new RpcResult([]);
@@ -354,7 +316,7 @@ export function filtersPlugin(): Plugin {
         return serial.run(id, ctx.signal, ctx.deadline, async () => {
           const s = await find(ctx, id);
           if (!s) return new RpcResult(false);
-          if (s.kind === 'pending') await pendingCall(ctx, id, s, 'eth_uninstallFilter', inner).catch(() => undefined);
+          if (s.kind === 'pending') await pendingCall(ctx, id, s, 'eth_uninstallFilter', inner, drop).catch(() => undefined);
           await drop(id);
           return new RpcResult(true);
         });
@@ -385,14 +347,7 @@ export function filtersPlugin(): Plugin {
         };
       });
 
-      host.hooks.select.tap({ name: 'filters', stage: FILTERS_SELECT_STAGE }, (ups: Upstream[], ctx: CallContext) => {
-        const pin = ctx.state.get(PIN) as Pin | undefined;
-        if (!pin) return ups;
-        if (pin.upstream !== undefined) return ups.filter((u) => u.id === pin.upstream);
-        const first = ups.find((u) => !pin.exclude?.has(u.id));
-        pin.chosen = first?.id;
-        return first ? [first] : [];
-      });
+      host.hooks.select.tap({ name: 'filters', stage: FILTERS_SELECT_STAGE }, pendingSelect);
     },
   });
 }

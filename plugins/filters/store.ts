@@ -75,6 +75,9 @@ export interface FilterStore {
   lock?(id: string, ttlMs: number): Promise<(() => Promise<void>) | undefined>;
 }
 
+/** Longest an expired filter keeps counting against the bounds before the ledger scans, ms. */
+export const LEDGER_SWEEP_MS = 1000;
+
 /** One filter as the ledger counts it. */
 interface LedgerEntry {
   /** {@link FilterState.owner}. */
@@ -83,29 +86,53 @@ interface LedgerEntry {
   net: string;
   /** {@link FilterState.kind}. */
   kind: FilterKind;
+  /** Bytes of delivered logs it keeps for reorgs (as last stored by this replica). */
+  kept: number;
   /** Expiry, ms since the epoch. */
   expiresAt: number;
 }
 
-/** The filters this replica knows, for its bounds and its gauge; expired entries go lazily and on {@link sweep}. */
+/**
+ * The filters this replica knows, for its bounds, its budget of kept logs and its gauge; expired
+ * entries go lazily and on {@link sweep}. Counts per network and owner are kept as entries come
+ * and go, so checking a bound costs no scan.
+ */
 export class FilterLedger {
   private readonly entries = new Map<string, LedgerEntry>();
+  /** Live entries per network, and per network and owner (`<net>\0<owner>`). */
+  private readonly perNet = new Map<string, number>();
+  private readonly perOwner = new Map<string, number>();
+  private keptTotal = 0;
+  private sweptAt = Number.NEGATIVE_INFINITY;
 
   /** @param now clock, ms (tests drive it) */
   constructor(private readonly now: () => number = Date.now) {}
 
   /**
    * Records (or refreshes) a filter.
+   * @param owner who may poll it
+   * @param net `<project>/<network id>`
    * @param ttlMs idle timeout, ms
+   * @param kept bytes of delivered logs it keeps (default: as recorded before, else 0)
    */
-  touch(id: string, owner: string, net: string, kind: FilterKind, ttlMs: number): void {
-    this.entries.delete(id);
-    this.entries.set(id, { owner, net, kind, expiresAt: this.now() + ttlMs });
+  touch(id: string, owner: string, net: string, kind: FilterKind, ttlMs: number, kept?: number): void {
+    const before = this.entries.get(id);
+    this.forget(id);
+    const e: LedgerEntry = { owner, net, kind, kept: kept ?? before?.kept ?? 0, expiresAt: this.now() + ttlMs };
+    this.entries.set(id, e);
+    bump(this.perNet, net, 1);
+    bump(this.perOwner, `${net}\0${owner}`, 1);
+    this.keptTotal += e.kept;
   }
 
   /** Forgets a filter. */
   forget(id: string): void {
+    const e = this.entries.get(id);
+    if (!e) return;
     this.entries.delete(id);
+    bump(this.perNet, e.net, -1);
+    bump(this.perOwner, `${e.net}\0${e.owner}`, -1);
+    this.keptTotal -= e.kept;
   }
 
   /** Whether the ledger holds the id, unexpired. */
@@ -117,17 +144,20 @@ export class FilterLedger {
   /**
    * Live filters of one network: in total and of one owner.
    * @param net `<project>/<network id>`
+   * @param owner who holds them
    */
   count(net: string, owner: string): { total: number; owned: number } {
-    this.sweep();
-    let total = 0;
-    let owned = 0;
-    for (const e of this.entries.values()) {
-      if (e.net !== net) continue;
-      total++;
-      if (e.owner === owner) owned++;
-    }
-    return { total, owned };
+    // A scan at most every LEDGER_SWEEP_MS, not per creation: an expired filter counts that much longer at most.
+    if (this.now() - this.sweptAt >= LEDGER_SWEEP_MS) this.sweep();
+    return { total: this.perNet.get(net) ?? 0, owned: this.perOwner.get(`${net}\0${owner}`) ?? 0 };
+  }
+
+  /**
+   * Bytes of delivered logs the filters of this replica keep, but the one of `except`.
+   * @param except a filter id whose own bytes are left out (the one being stored)
+   */
+  keptBytes(except?: string): number {
+    return this.keptTotal - (except !== undefined ? (this.entries.get(except)?.kept ?? 0) : 0);
   }
 
   /** Live filters by network and kind (the `svc_filters_active` gauge). */
@@ -148,11 +178,18 @@ export class FilterLedger {
    */
   sweep(): string[] {
     const now = this.now();
+    this.sweptAt = now;
     const gone: string[] = [];
     for (const [id, e] of this.entries) if (e.expiresAt <= now) gone.push(id);
-    for (const id of gone) this.entries.delete(id);
+    for (const id of gone) this.forget(id);
     return gone;
   }
+}
+
+function bump(m: Map<string, number>, key: string, by: number): void {
+  const n = (m.get(key) ?? 0) + by;
+  if (n <= 0) m.delete(key);
+  else m.set(key, n);
 }
 
 /** Filters in this replica's memory; each expires when idle (checked on read and by {@link sweep}). */
