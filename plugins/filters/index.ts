@@ -43,6 +43,7 @@ export { FILTERS_DEFAULTS, FILTERS_NETWORK_KEYS, filtersSchema, filtersSettingsO
 export * from './params.ts';
 export * from './cursor.ts';
 export * from './store.ts';
+export { isFilterState } from './validate.ts';
 
 /** The methods the plugin serves (the pending filter's calls included). */
 export const FILTER_METHODS: ReadonlySet<string> = new Set([

@@ -17,6 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SharedValues } from 'svc-proxy/plugins/shared-state';
 import type { LogCriteria } from './params.ts';
+import { isFilterState } from './validate.ts';
 import type { WindowBlock } from './cursor.ts';
 
 /** What a filter delivers: logs, block hashes, or an upstream's pending transactions. */
@@ -288,20 +289,4 @@ export class SharedFilterStore implements FilterStore {
       await this.values.release(key, token);
     };
   }
-}
-
-/** Whether a value read from a shared store has a filter's shape (anything else is not served). */
-export function isFilterState(s: unknown): s is FilterState {
-  if (typeof s !== 'object' || s === null) return false;
-  const f = s as Partial<FilterState>;
-  if (f.v !== 1 || typeof f.owner !== 'string' || typeof f.net !== 'string' || !Number.isSafeInteger(f.seq) || (f.seq as number) < 0) return false;
-  if (f.kind === 'pending') return typeof f.upstream?.id === 'string' && typeof f.upstream.filter === 'string';
-  if (f.kind !== 'logs' && f.kind !== 'blocks') return false;
-  return (
-    Array.isArray(f.window) &&
-    f.window.length > 0 &&
-    f.window.every(
-      (b) => typeof b === 'object' && b !== null && Number.isSafeInteger(b.n) && typeof b.h === 'string' && (b.logs === undefined || Array.isArray(b.logs)),
-    )
-  );
 }

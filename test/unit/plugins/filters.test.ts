@@ -438,17 +438,68 @@ describe('filters: stores and ledger (clock driven by fake timers)', () => {
     expect(await memory.get('0xab')).to.equal(undefined);
   });
 
-  it('a shared store keeps filters as JSON under filter:<id> with the idle timeout as TTL; an entry without a filter’s shape reads as no filter', async () => {
+  it('a shared store keeps filters as JSON under filter:<id> with the idle timeout as TTL; an entry that is not a filter svc could have written (corrupt criteria, hashes, window, logs, ids, size) reads as no filter', async () => {
     const { kv, values } = fakeValues();
     const store = new SharedFilterStore(values);
     const state = logState();
     await store.create('0xab', state, 300_000);
     expect(kv.get('filter:0xab')).to.deep.include({ value: JSON.stringify(state), ttlMs: 300_000 });
     expect(await store.get('0xab')).to.deep.equal(state);
-    for (const bad of ['not json', '{"v":2}', JSON.stringify({ ...state, window: [] }), JSON.stringify({ ...state, kind: 'pending' })]) {
+    const log = (blockHash: string) => ({ address: `0x${'11'.repeat(20)}`, blockHash, logIndex: '0x0' });
+    const corrupt: unknown[] = [
+      { ...state, window: [] },
+      { ...state, kind: 'pending' },
+      { ...state, seq: -1 },
+      { ...state, owner: 'x'.repeat(257) },
+      { ...state, criteria: { address: ['0xnot-an-address'] } },
+      { ...state, criteria: { address: [`0x${'AA'.repeat(20)}`] } },
+      {
+        ...state,
+        criteria: {
+          topics: Array(5)
+            .fill(null)
+            .concat([[`0x${'11'.repeat(32)}`]]),
+        },
+      },
+      { ...state, criteria: { fromBlock: '0x5', toBlock: '0x1' } },
+      { ...state, window: [{ n: 1, h: '0x1' }] },
+      { ...state, window: Array.from({ length: 65 }, (_, i) => ({ n: i, h: hashOf(i) })) },
+      {
+        ...state,
+        window: [
+          { n: 2, h: hashOf(2) },
+          { n: 1, h: hashOf(1) },
+        ],
+      },
+      { ...state, window: [{ n: 1, h: hashOf(1), logs: [log(hashOf(2))] }] },
+      { ...state, window: [{ n: 1, h: hashOf(1), logs: ['text'] }] },
+      { ...state, window: [{ n: 1, h: hashOf(1), logs: [log(hashOf(1))], b: -5 }] },
+      { v: 1, kind: 'pending', seq: 0, owner: 'addr:x', net: 'main/evm:1', upstream: { id: 'a', filter: `0x${'f'.repeat(200)}` } },
+      { v: 1, kind: 'blocks', seq: 0, owner: 'addr:x', net: 'main/evm:1', criteria: {}, window: state.window },
+    ];
+    for (const bad of ['not json', '{"v":2}', ...corrupt.map((c) => JSON.stringify(c))]) {
       kv.set('filter:0xbad', { value: bad, ttlMs: 60_000, until: Date.now() + 60_000 });
       expect(await store.get('0xbad'), bad).to.equal(undefined);
     }
+    // Valid entries of every kind read back.
+    const good: FilterState[] = [
+      { ...state, criteria: { address: [`0x${'aa'.repeat(20)}`], topics: [null, [`0x${'11'.repeat(32)}`]], fromBlock: '0x1' } },
+      {
+        ...state,
+        window: [
+          { n: 1, h: hashOf(1), logs: [log(hashOf(1))], b: 10 },
+          { n: 2, h: hashOf(2) },
+        ],
+      },
+      { v: 1, kind: 'pending', seq: 3, owner: 'addr:x', net: 'main/evm:1', upstream: { id: 'a', filter: '0x1' } },
+    ];
+    for (const ok of good) {
+      kv.set('filter:0xok', { value: JSON.stringify(ok), ttlMs: 60_000, until: Date.now() + 60_000 });
+      expect(await store.get('0xok'), JSON.stringify(ok)).to.deep.equal(ok);
+    }
+    // An entry over the size bound is never read whole: no filter.
+    const big: SharedValues = { ...values, get: () => Promise.reject(new RangeError('over 1 MiB')) };
+    expect(await new SharedFilterStore(big).get('0xab')).to.equal(undefined);
     expect(await store.delete('0xab')).to.equal(true);
     expect(await store.get('0xab')).to.equal(undefined);
   });
