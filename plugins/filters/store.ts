@@ -107,7 +107,7 @@ export class FilterLedger {
   private sweptAt = Number.NEGATIVE_INFINITY;
 
   /** @param now clock, ms (tests drive it) */
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number = () => Date.now()) {}
 
   /**
    * Records (or refreshes) a filter.
@@ -198,7 +198,7 @@ export class MemoryFilterStore implements FilterStore {
   private readonly filters = new Map<string, { json: string; seq: number; expiresAt: number }>();
 
   /** @param now clock, ms (tests drive it) */
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number = () => Date.now()) {}
 
   get(id: string): Promise<FilterState | undefined> {
     const e = this.filters.get(id);

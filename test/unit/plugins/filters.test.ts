@@ -23,6 +23,7 @@ import {
   type FilterState,
   MemoryFilterStore,
   SharedFilterStore,
+  trimKeptLogs,
 } from '../../../plugins/filters/index.ts';
 import type { SharedValues } from '../../../plugins/shared-state/api.ts';
 import { sha1Hex } from '../../../plugins/shared-state/values.ts';
@@ -30,6 +31,7 @@ import { SHARED_VALUES_SERVICE } from '../../../plugins/shared-state/api.ts';
 import { ErrCancelled } from '../../../core/wire/errors.ts';
 
 const hex = (n: number) => `0x${n.toString(16)}`;
+const LOGGER = `0x${'11'.repeat(20)}`;
 const hashOf = (n: number) => `0x${'ab'}${n.toString(16).padStart(62, '0')}`;
 
 /** One chain both stubs answer from, and which upstreams are down. */
@@ -56,9 +58,13 @@ class Chain {
         if (this.holdBlocks && p[0] !== 'latest') await this.holdBlocks;
         return this.block(p[0] === 'latest' ? this.head : Number.parseInt(p[0] as string, 16));
       case 'eth_getLogs': {
-        const q = p[0] as { blockHash?: string; fromBlock?: string };
-        if (q.blockHash) return [{ address: '0x' + '11'.repeat(20), blockHash: q.blockHash, logIndex: '0x0', removed: false, upstream: id }];
-        return [{ query: q, upstream: id }];
+        // Every block has one log, of contract LOGGER.
+        const q = p[0] as { blockHash?: string; fromBlock?: string; toBlock?: string; address?: string[] };
+        if (q.address && !q.address.includes(LOGGER)) return [];
+        if (q.blockHash) return [{ address: LOGGER, blockHash: q.blockHash, logIndex: '0x0', removed: false, upstream: id }];
+        const at = (ref: string | undefined) => (ref === undefined || ref === 'latest' ? this.head : Number.parseInt(ref, 16));
+        const blocks = Array.from({ length: Math.max(0, Math.min(at(q.toBlock), this.head) - at(q.fromBlock) + 1) }, (_, i) => at(q.fromBlock) + i);
+        return blocks.map((n) => ({ address: LOGGER, blockNumber: hex(n), blockHash: hashOf(n), logIndex: '0x0', removed: false }));
       }
       case 'eth_newPendingTransactionFilter':
       case 'eth_newBlockFilter': {
@@ -176,15 +182,30 @@ describe('filters plugin: through the pipeline', () => {
 
   it('a log filter reads each new block’s logs with its address; eth_getFilterLogs asks eth_getLogs with the filter’s own range', async () => {
     await start();
-    const address = '0x' + '11'.repeat(20);
-    const { result: id } = await call('eth_newFilter', [{ address, fromBlock: '0x1' }]);
+    const { result: id } = await call('eth_newFilter', [{ address: LOGGER, fromBlock: '0x1' }]);
+    const { result: other } = await call('eth_newFilter', [{ address: `0x${'22'.repeat(20)}`, fromBlock: '0x1' }]);
     chain.head = 11;
     const changes = (await call('eth_getFilterChanges', [id])).result as Array<{ blockHash: string }>;
     expect(changes.map((l) => l.blockHash)).to.deep.equal([hashOf(11)]);
-    const logsRead = stub.calls.filter((c) => c.method === 'eth_getLogs').at(-1);
-    expect(logsRead?.params).to.deep.equal([{ blockHash: hashOf(11), address: [address] }]);
-    const all = (await call('eth_getFilterLogs', [id])).result as Array<{ query: Record<string, unknown> }>;
-    expect(all[0]?.query).to.deep.include({ address: [address], fromBlock: '0x1' });
+    expect((await call('eth_getFilterChanges', [other])).result, 'another contract’s filter').to.deep.equal([]);
+    const all = (await call('eth_getFilterLogs', [id])).result as Array<{ blockNumber: string }>;
+    expect(all.map((l) => l.blockNumber)).to.deep.equal(Array.from({ length: 11 }, (_, i) => hex(i + 1)));
+    expect((await call('eth_getFilterLogs', [other])).result).to.deep.equal([]);
+  });
+
+  it('eth_getFilterLogs over the network’s getLogs range limit is refused like that eth_getLogs (-32012), reading nothing', async () => {
+    chain = new Chain();
+    stub = await startStubProxy({ a: chain.script('a'), b: chain.script('b') }, presetWithout('evm-state'), {
+      evm: { chainId: 31337, getLogsMaxAllowedRange: 5 },
+      selectionPolicy: { evalInterval: '1h' },
+    });
+    const { result: id } = await call('eth_newFilter', [{ address: LOGGER, fromBlock: '0x1', toBlock: '0x9' }]);
+    const before = stub.calls.filter((c) => c.method === 'eth_getLogs').length;
+    const r = await call('eth_getFilterLogs', [id]);
+    expect(r.error?.code).to.equal(-32012);
+    expect(stub.calls.filter((c) => c.method === 'eth_getLogs').length).to.equal(before);
+    const { result: narrow } = await call('eth_newFilter', [{ address: LOGGER, fromBlock: '0x5', toBlock: '0x9' }]);
+    expect(((await call('eth_getFilterLogs', [narrow])).result as unknown[]).length).to.equal(5);
   });
 
   it('an unknown id, an id of another client and an uninstalled id get the node’s "filter not found" (-32000); uninstall answers false for them', async () => {
@@ -244,9 +265,18 @@ describe('filters plugin: through the pipeline', () => {
 
   it('a filter not polled for idleTimeout is gone ("filter not found")', async () => {
     await start({ idleTimeout: '50ms' });
-    const { result: id } = await call('eth_newBlockFilter', []);
-    await new Promise((r) => setTimeout(r, 80));
-    expect((await call('eth_getFilterChanges', [id])).error).to.be.instanceOf(ErrFilterNotFound);
+    const clock = FakeTimers.install({ toFake: ['Date'] });
+    try {
+      const { result: id } = await call('eth_newBlockFilter', []);
+      const { result: polled } = await call('eth_newBlockFilter', []);
+      clock.tick(40);
+      expect((await call('eth_getFilterChanges', [polled])).result, 'a poll starts the timeout over').to.deep.equal([]);
+      clock.tick(40);
+      expect((await call('eth_getFilterChanges', [id])).error).to.be.instanceOf(ErrFilterNotFound);
+      expect((await call('eth_getFilterChanges', [polled])).result).to.deep.equal([]);
+    } finally {
+      clock.uninstall();
+    }
   });
 
   it('a pending-transaction filter lives on one upstream: its polls go there with its id; when that upstream fails, "filter not found"', async () => {
@@ -393,6 +423,26 @@ describe('filters: stores and ledger (clock driven by fake timers)', () => {
     clock.tick(1000);
     expect(ledger.count('n', 'alice')).to.deep.equal({ total: 2, owned: 1 });
     expect(Object.fromEntries(ledger.byNetwork())).to.deep.equal({ n: { logs: 1, blocks: 1, pending: 0 }, other: { logs: 1, blocks: 0, pending: 0 } });
+    ledger.forget('2');
+    expect(ledger.count('n', 'alice')).to.deep.equal({ total: 1, owned: 0 });
+  });
+
+  it('the ledger sums the kept-log bytes of this replica’s filters (the replica budget), a filter’s own left out when it is stored again', () => {
+    const ledger = new FilterLedger();
+    ledger.touch('1', 'alice', 'n', 'logs', 1000, 300);
+    ledger.touch('2', 'bob', 'n', 'logs', 1000, 500);
+    expect(ledger.keptBytes()).to.equal(800);
+    expect(ledger.keptBytes('2')).to.equal(300);
+    ledger.touch('2', 'bob', 'n', 'logs', 1000);
+    expect(ledger.keptBytes(), 'a refresh without a size keeps the last').to.equal(800);
+    ledger.touch('2', 'bob', 'n', 'logs', 1000, 100);
+    expect(ledger.keptBytes()).to.equal(400);
+    ledger.forget('1');
+    expect(ledger.keptBytes()).to.equal(100);
+    // Trimmed to what the budget leaves: the oldest blocks' logs go first.
+    const window = [1, 2, 3].map((n) => ({ n, h: hashOf(n), logs: [{ blockHash: hashOf(n) }], b: 100 }));
+    expect(trimKeptLogs(window, 250)).to.equal(200);
+    expect(window.map((w) => w.logs !== undefined)).to.deep.equal([false, true, true]);
   });
 
   const logState = (): FilterState => ({ v: 1, kind: 'logs', seq: 0, owner: 'addr:x', net: 'main/evm:1', window: [{ n: 1, h: hashOf(1) }] });
