@@ -200,6 +200,7 @@ export class MemoryFilterStore implements FilterStore {
   /** @param now clock, ms (tests drive it) */
   constructor(private readonly now: () => number = () => Date.now()) {}
 
+  /** {@inheritDoc FilterStore.get} */
   get(id: string): Promise<FilterState | undefined> {
     const e = this.filters.get(id);
     if (!e) return Promise.resolve(undefined);
@@ -211,11 +212,13 @@ export class MemoryFilterStore implements FilterStore {
     return Promise.resolve(JSON.parse(e.json) as FilterState);
   }
 
+  /** {@inheritDoc FilterStore.create} */
   create(id: string, state: FilterState, ttlMs: number): Promise<void> {
     this.filters.set(id, { json: JSON.stringify(state), seq: state.seq, expiresAt: this.now() + ttlMs });
     return Promise.resolve();
   }
 
+  /** {@inheritDoc FilterStore.update} */
   update(id: string, prior: FilterState, next: FilterState, ttlMs: number): Promise<boolean> {
     const e = this.filters.get(id);
     if (!e || e.expiresAt <= this.now() || e.seq !== prior.seq) return Promise.resolve(false);
@@ -224,6 +227,7 @@ export class MemoryFilterStore implements FilterStore {
     return Promise.resolve(true);
   }
 
+  /** {@inheritDoc FilterStore.delete} */
   delete(id: string): Promise<boolean> {
     return Promise.resolve(this.filters.delete(id));
   }
@@ -248,6 +252,7 @@ export class SharedFilterStore implements FilterStore {
   /** @param values the shared-state plugin's key-value service (or the primary's, `server.workers`) */
   constructor(private readonly values: SharedValues) {}
 
+  /** {@inheritDoc FilterStore.get} */
   async get(id: string): Promise<FilterState | undefined> {
     let text: string | undefined;
     try {
@@ -268,19 +273,23 @@ export class SharedFilterStore implements FilterStore {
     }
   }
 
+  /** {@inheritDoc FilterStore.create} */
   create(id: string, state: FilterState, ttlMs: number): Promise<void> {
     return this.values.set(`filter:${id}`, JSON.stringify(state), ttlMs);
   }
 
+  /** {@inheritDoc FilterStore.update} */
   update(id: string, prior: FilterState, next: FilterState, ttlMs: number): Promise<boolean> {
     const expected = this.read.get(prior) ?? JSON.stringify(prior);
     return this.values.replace(`filter:${id}`, expected, JSON.stringify({ ...next, seq: prior.seq + 1 }), ttlMs);
   }
 
+  /** {@inheritDoc FilterStore.delete} */
   delete(id: string): Promise<boolean> {
     return this.values.delete(`filter:${id}`);
   }
 
+  /** {@inheritDoc FilterStore.lock} */
   async lock(id: string, ttlMs: number): Promise<(() => Promise<void>) | undefined> {
     const key = `filter:${id}:poll`;
     const token = randomBytes(16).toString('hex');
