@@ -29,7 +29,7 @@ import {
   type Upstream,
 } from 'svc-proxy/plugin';
 import { ErrEndpointMissingData, SvcError } from 'svc-proxy/plugin/errors';
-import { primaryValues } from 'svc-proxy/util';
+import { linkedController, primaryValues } from 'svc-proxy/util';
 import { derivedState } from 'svc-proxy/plugins/multiplex';
 import { SHARED_VALUES_SERVICE } from 'svc-proxy/plugins/shared-state';
 import { type ChainRead, type LogSelector, MAX_KEPT_LOG_BYTES, type PollResult, pollChanges, startWindow, trimKeptLogs } from './cursor.ts';
@@ -176,11 +176,18 @@ export function filtersPlugin(): Plugin {
         (network: Network, ctx: CallContext, until = ctx.deadline): ChainRead =>
         async (method, params, options) => {
           const { ctx: c, done } = host.internalContext(network, method, params, Math.max(1, Math.min(READ_TIMEOUT_MS, until - Date.now())));
-          c.signal = AbortSignal.any([c.signal, ctx.signal]);
+          // Aborted at the read's own deadline (the parent) or when the client leaves, linked by hand: AbortSignal.any leaks on Node 20.
+          const link = linkedController(c.signal);
+          const leave = () => link.controller.abort(ctx.signal.reason);
+          if (ctx.signal.aborted) leave();
+          else ctx.signal.addEventListener('abort', leave, { once: true });
+          c.signal = link.signal;
           if (options?.retryEmpty) c.directives = { ...c.directives, retryEmpty: true };
           try {
             return (await host.runCall(c)).result;
           } finally {
+            ctx.signal.removeEventListener('abort', leave);
+            link.dispose();
             done();
           }
         };
