@@ -5,6 +5,7 @@
  * its own memory; across replicas, in the `sharedState` Redis. Every operation is one IPC round trip with a deadline: a primary that does
  * not answer fails the operation, never holds a request.
  */
+import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { svcWorker } from './cluster.ts';
 
@@ -21,10 +22,13 @@ export const MAX_PRIMARY_SCOPE_ENTRIES = 100_000;
 interface ValueRequest {
   /** Request number, unique in the worker. */
   svcValues: number;
-  op: 'get' | 'set' | 'claim' | 'delete';
+  op: 'get' | 'set' | 'claim' | 'release' | 'replace' | 'delete';
   scope: string;
   key: string;
+  /** The value set (`set`, `replace`), the token (`claim`, `release`). */
   value?: string;
+  /** `replace`: SHA-1 (hex) of the value expected in place. */
+  expected?: string;
   ttlMs?: number;
 }
 
@@ -47,10 +51,26 @@ export interface PrimaryValues {
   get(key: string): Promise<string | undefined>;
   /** Sets a value expiring after `ttlMs` (ms, at least 1). @throws Error when the primary does not answer, or for a key or value over its bound */
   set(key: string, value: string, ttlMs: number): Promise<void>;
-  /** Sets a key only when absent, for `ttlMs` (ms): a lock among the workers. @returns whether this call set it @throws Error as {@link set} */
-  claim(key: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Sets a key only when absent, for `ttlMs` (ms): a lock among the workers.
+   * @param token the value set (default `1`), for {@link release}
+   * @returns whether this call set it @throws Error as {@link set}
+   */
+  claim(key: string, ttlMs: number, token?: string): Promise<boolean>;
+  /** Removes a key only while its value is `token` (a lock released by its holder only). @returns whether this call removed it @throws Error as {@link get} */
+  release(key: string, token: string): Promise<boolean>;
+  /**
+   * Sets a key's value (for `ttlMs`, ms) only while its current value is `expected` (compare-and-set; the primary compares SHA-1
+   * digests, so the old value is not sent again). @returns whether this call set it @throws Error as {@link set}
+   */
+  replace(key: string, expected: string, value: string, ttlMs: number): Promise<boolean>;
   /** Removes a key. @returns whether it was there @throws Error when the primary does not answer */
   delete(key: string): Promise<boolean>;
+}
+
+/** SHA-1 of a value's UTF-8 bytes, hex. */
+function sha1Hex(value: string): string {
+  return createHash('sha1').update(value).digest('hex');
 }
 
 let nextRequest = 1;
@@ -105,7 +125,10 @@ export function primaryValues(scope: string, timeoutMs = 500): PrimaryValues | u
     enabled: true,
     get: async (key) => (await ask({ op: 'get', scope, key }, timeoutMs)).value,
     set: async (key, value, ttlMs) => void (await ask({ op: 'set', scope, key, value, ttlMs }, timeoutMs)),
-    claim: async (key, ttlMs) => (await ask({ op: 'claim', scope, key, ttlMs }, timeoutMs)).done === true,
+    claim: async (key, ttlMs, token = '1') => (await ask({ op: 'claim', scope, key, value: token, ttlMs }, timeoutMs)).done === true,
+    release: async (key, token) => (await ask({ op: 'release', scope, key, value: token }, timeoutMs)).done === true,
+    replace: async (key, expected, value, ttlMs) =>
+      (await ask({ op: 'replace', scope, key, expected: sha1Hex(expected), value, ttlMs }, timeoutMs)).done === true,
     delete: async (key) => (await ask({ op: 'delete', scope, key }, timeoutMs)).done === true,
   };
 }
@@ -130,7 +153,7 @@ export class PrimaryValueStore {
   handle(m: unknown, reply: (answer: ValueAnswer) => void): boolean {
     const r = m as Partial<ValueRequest> | null;
     if (typeof r !== 'object' || r === null || typeof r.svcValues !== 'number') return false;
-    const { op, scope, key, value, ttlMs } = r;
+    const { op, scope, key, value, ttlMs, expected } = r;
     const answer = (a: Omit<ValueAnswer, 'svcValuesAnswer'>) => reply({ svcValuesAnswer: r.svcValues as number, ...a });
     if (typeof scope !== 'string' || typeof key !== 'string' || scope.length > MAX_PRIMARY_KEY_LENGTH || key.length > MAX_PRIMARY_KEY_LENGTH) {
       answer({ error: 'malformed scope or key' });
@@ -162,13 +185,28 @@ export class PrimaryValueStore {
         }
         return true;
       case 'claim':
-        if (ttl === undefined) answer({ error: 'malformed ttl' });
+        if (ttl === undefined || (value !== undefined && (typeof value !== 'string' || value.length > MAX_PRIMARY_KEY_LENGTH)))
+          answer({ error: 'malformed ttl or token' });
         else if (values.has(key)) answer({ done: false });
         else {
-          values.set(key, '1', { ttl });
+          values.set(key, value ?? '1', { ttl });
           answer({ done: true });
         }
         return true;
+      case 'release':
+        answer({ done: typeof value === 'string' && values.get(key) === value && values.delete(key) });
+        return true;
+      case 'replace': {
+        const current = values.get(key);
+        if (typeof value !== 'string' || value.length > MAX_PRIMARY_VALUE_LENGTH || ttl === undefined || typeof expected !== 'string')
+          answer({ error: 'malformed value, expected or ttl' });
+        else if (current === undefined || sha1Hex(current) !== expected) answer({ done: false });
+        else {
+          values.set(key, value, { ttl });
+          answer({ done: true });
+        }
+        return true;
+      }
       case 'delete':
         answer({ done: values.delete(key) });
         return true;

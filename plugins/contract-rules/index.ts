@@ -12,8 +12,10 @@
  *   forms, `eth_sendPrivateTransaction`'s `tx`, every transaction of an `eth_sendBundle`): `to` and
  *   selector decoded with viem's `parseTransaction` (loaded on the first such check); bytes that do
  *   not decode are refused;
- * - filters: every `address` of `eth_getLogs`, every `toAddress` of `trace_filter` (selectors do
- *   not apply).
+ * - filters: every `address` of `eth_getLogs` and of `eth_newFilter` (a filter's polls,
+ *   `eth_getFilterChanges` and `eth_getFilterLogs`, read that filter's logs, so it is checked
+ *   when made: one family, a rule naming either method checks both), every `toAddress` of
+ *   `trace_filter` (selectors do not apply).
  *
  * Methods that reach contracts in ways no rule can check ({@link UNCHECKED_METHODS}: simulations of
  * several calls, account-abstraction operations, unsigned sends) are refused for a caller any rule
@@ -36,8 +38,13 @@ const CALL_METHODS = ['eth_call', 'eth_estimateGas', 'eth_createAccessList', 'tr
 const RAW_TX_METHODS = ['eth_sendRawTransaction', 'eth_sendRawTransactionSync', 'eth_sendRawTransactionConditional', 'eth_sendPrivateRawTransaction'];
 /** Methods whose param 0 carries signed transactions: `{tx}` (a private transaction), `{txs: [...]}` (a bundle). */
 const WRAPPED_TX_METHODS = ['eth_sendPrivateTransaction', 'eth_sendBundle'];
-/** Filters naming the contracts they read: `address` (logs), `toAddress` (traces). */
-const FILTER_METHODS = ['eth_getLogs', 'trace_filter'];
+/**
+ * Filters naming the contracts they read: `address` (logs: `eth_getLogs`, and `eth_newFilter`,
+ * whose polls read that filter's logs), `toAddress` (traces).
+ */
+const FILTER_METHODS = ['eth_getLogs', 'eth_newFilter', 'trace_filter'];
+/** Log filters, one family: a rule on one covers the other (a filter's polls read what `eth_getLogs` would). */
+const LOG_FAMILY = ['eth_getLogs', 'eth_newFilter'];
 
 /** The methods whose contracts (and selectors) a rule checks. */
 export const RULE_METHODS: readonly string[] = [...CALL_METHODS, ...RAW_TX_METHODS, ...WRAPPED_TX_METHODS, ...FILTER_METHODS];
@@ -74,7 +81,8 @@ const RuleSchema = Type.Object(
     methods: Type.Optional(
       Type.Array(Type.Union(RULE_METHODS.map((m) => Type.Literal(m))), {
         minItems: 1,
-        description: 'methods checked (default every method whose contract svc can check: calls, signed transactions and bundles, eth_getLogs, trace_filter)',
+        description:
+          'methods checked (default every method whose contract svc can check: calls, signed transactions and bundles, eth_getLogs and eth_newFilter, trace_filter)',
       }),
     ),
     users: Type.Optional(
@@ -134,12 +142,13 @@ const TX_FAMILY = [...RAW_TX_METHODS, ...WRAPPED_TX_METHODS];
 /**
  * A rule's methods with their families: any signed-transaction method brings all of them, and
  * `eth_call` brings the other calls that execute a call object (`trace_call`, `debug_traceCall`),
- * so naming the common method is never a way around the rule.
+ * and `eth_getLogs` and `eth_newFilter` bring each other (a filter's polls read its logs), so naming the common method is never a way around the rule.
  */
 function expandMethods(methods: readonly string[]): ReadonlySet<string> {
   const out = new Set(methods);
   if (methods.some((m) => TX_FAMILY.includes(m))) for (const m of TX_FAMILY) out.add(m);
   if (out.has('eth_call')) for (const m of ['trace_call', 'debug_traceCall']) out.add(m);
+  if (methods.some((m) => LOG_FAMILY.includes(m))) for (const m of LOG_FAMILY) out.add(m);
   return out;
 }
 
@@ -199,7 +208,7 @@ export async function targetsOf(method: string, params: unknown): Promise<Target
   const p0 = list[0];
   const obj = p0 !== null && typeof p0 === 'object' ? (p0 as Record<string, unknown>) : {};
   if (FILTER_METHODS.includes(method)) {
-    const a = method === 'eth_getLogs' ? obj.address : obj.toAddress;
+    const a = method === 'trace_filter' ? obj.toAddress : obj.address;
     const addrs: unknown[] = Array.isArray(a) ? a : typeof a === 'string' ? [a] : [];
     return [{ contracts: addrs.length ? addrs.map((x) => (typeof x === 'string' ? x.toLowerCase() : undefined)) : [undefined], filter: true }];
   }

@@ -14,7 +14,7 @@
  * Internal calls and calls pinned with `use-upstream` pass through to the node as before, and so
  * does everything on a network with `filters.enabled: false`.
  */
-import { Gauge } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import {
   type CallContext,
   type CallHandler,
@@ -29,17 +29,21 @@ import {
   type Upstream,
 } from 'svc-proxy/plugin';
 import { ErrEndpointMissingData, SvcError } from 'svc-proxy/plugin/errors';
-import { primaryValues } from 'svc-proxy/util';
+import { linkedController, primaryValues } from 'svc-proxy/util';
+import { derivedState } from 'svc-proxy/plugins/multiplex';
 import { SHARED_VALUES_SERVICE } from 'svc-proxy/plugins/shared-state';
-import { type ChainRead, type LogSelector, pollChanges, startWindow } from './cursor.ts';
+import { type ChainRead, type LogSelector, MAX_KEPT_LOG_BYTES, type PollResult, pollChanges, startWindow, trimKeptLogs } from './cursor.ts';
 import { ErrFilterLimitExceeded, ErrFilterNotFound, expectNoParams, type LogCriteria, newFilterId, numberOf, parseFilterId, parseNewFilter } from './params.ts';
 import { filtersSchema, filtersSettingsOf, type FiltersSettings } from './schema.ts';
+import { newPending, pendingSelect, pendingCall } from './pending.ts';
+import { abortError, Serial } from './serial.ts';
 import { type FilterKind, FilterLedger, type FilterState, type FilterStore, MemoryFilterStore, SharedFilterStore } from './store.ts';
 
 export { FILTERS_DEFAULTS, FILTERS_NETWORK_KEYS, filtersSchema, filtersSettingsOf, type FiltersSettings } from './schema.ts';
 export * from './params.ts';
 export * from './cursor.ts';
 export * from './store.ts';
+export { isFilterState } from './validate.ts';
 
 /** The methods the plugin serves (the pending filter's calls included). */
 export const FILTER_METHODS: ReadonlySet<string> = new Set([
@@ -55,12 +59,26 @@ export const FILTER_METHODS: ReadonlySet<string> = new Set([
 export const FILTERS_CALL_STAGE = stageBetween(CallStage.MULTIPLEX, CallStage.LOCAL_METHODS);
 /** Stage of the `select` tap: after availability filters (400), before the stateful guard (500). */
 export const FILTERS_SELECT_STAGE = stageBetween(SelectStage.AVAILABILITY, SelectStage.STATEFUL_GUARD);
-/** Longest one chain read of a poll may take, ms (within the call's own deadline). */
+/** Longest one chain read of a poll may take, ms (within the poll's budget and the call's own deadline). */
 export const READ_TIMEOUT_MS = 10_000;
+/**
+ * How long a poll holds its filter's fleet lock without releasing it, ms: a replica that dies
+ * mid-poll frees the filter then.
+ */
+export const LOCK_TTL_MS = 20_000;
+/**
+ * Wall time one `eth_getFilterChanges` spends reading, ms: well under {@link LOCK_TTL_MS}, so
+ * the lock outlives the poll; past it the poll delivers what it read and the next poll goes on.
+ */
+export const POLL_BUDGET_MS = Math.min(5_000, LOCK_TTL_MS / 4);
+/**
+ * Most bytes (JSON) of delivered logs the filters of one replica (one process) keep for reorgs,
+ * every network together: past it a poll stores its filter's window without them (a reorg then
+ * re-delivers no `removed` logs for it), so kept logs never grow the store past this.
+ */
+export const REPLICA_KEPT_LOG_BYTES = 32 * 1024 * 1024;
 /** How often expired filters are dropped from memory, ms. */
 export const SWEEP_INTERVAL_MS = 30_000;
-/** Upstreams tried for a new pending-transaction filter before the call fails. */
-const PENDING_TRIES = 3;
 
 /** The filter store is unreachable (a `sharedState` Redis down): -32603, HTTP 503, retry later. */
 export class ErrFilterStoreUnavailable extends SvcError {
@@ -68,16 +86,6 @@ export class ErrFilterStoreUnavailable extends SvcError {
   static override readonly httpStatus = 503;
   static override readonly retryable = true;
 }
-
-/** Which upstream a pending-transaction filter's call may use (`select` tap). */
-interface Pin {
-  /** Its upstream: only that one. */
-  upstream?: string;
-  /** A new filter: the first candidate not excluded, recorded in `chosen`. */
-  exclude?: Set<string>;
-  chosen?: string;
-}
-const PIN = Symbol('filters.pin');
 
 /**
  * Who may poll a filter: the authenticated user id, else the client address.
@@ -113,7 +121,7 @@ export function filtersPlugin(): Plugin {
       let store: FilterStore = memory;
       let sweeper: NodeJS.Timeout | undefined;
       /** One poll at a time per filter on this replica, so no change is delivered twice. */
-      const busy = new Map<string, Promise<void>>();
+      const serial = new Serial();
 
       new Gauge({
         name: 'svc_filters_active',
@@ -127,6 +135,13 @@ export function filtersPlugin(): Plugin {
             for (const kind of ['logs', 'blocks', 'pending'] as const) this.set({ project: net.slice(0, at), network: net.slice(at + 1), kind }, counts[kind]);
           }
         },
+      });
+
+      const jumps = new Counter({
+        name: 'svc_filters_cursor_jumps_total',
+        help: 'Polls whose filter cursor jumped to the latest block over a gap of more than 1024 blocks (those blocks’ changes not delivered)',
+        labelNames: ['project', 'network'],
+        registers: [host.metrics],
       });
 
       host.hooks.configured.tap('filters', () => {
@@ -148,43 +163,55 @@ export function filtersPlugin(): Plugin {
         try {
           return await op();
         } catch (e) {
+          // svc's own refusals (a bound) pass; anything else is the store failing.
+          if (e instanceof SvcError) throw e;
           throw new ErrFilterStoreUnavailable(`filter store unavailable: ${e instanceof Error ? e.message : String(e)}`);
         }
       };
-      const serial = async <T>(id: string, fn: () => Promise<T>): Promise<T> => {
-        const prev = busy.get(id) ?? Promise.resolve();
-        let release!: () => void;
-        const mine = prev.then(() => new Promise<void>((r) => (release = r)));
-        busy.set(id, mine);
-        await prev;
-        try {
-          return await fn();
-        } finally {
-          release();
-          if (busy.get(id) === mine) busy.delete(id);
-        }
-      };
-      /** Reads through the network's pipeline as svc's own call (no cache, no multiplexing), within the call's deadline. */
+      /**
+       * Reads through the network's pipeline as svc's own call (no cache, no multiplexing), until
+       * `until` (ms since the epoch, within the call's deadline), aborted when the client leaves.
+       */
       const readerOf =
-        (network: Network, ctx: CallContext): ChainRead =>
-        async (method, params) => {
-          const { ctx: c, done } = host.internalContext(network, method, params, Math.max(1, Math.min(READ_TIMEOUT_MS, ctx.deadline - Date.now())));
+        (network: Network, ctx: CallContext, until = ctx.deadline): ChainRead =>
+        async (method, params, options) => {
+          const { ctx: c, done } = host.internalContext(network, method, params, Math.max(1, Math.min(READ_TIMEOUT_MS, until - Date.now())));
+          // Aborted at the read's own deadline (the parent) or when the client leaves, linked by hand: AbortSignal.any leaks on Node 20.
+          const link = linkedController(c.signal);
+          const leave = () => link.controller.abort(ctx.signal.reason);
+          if (ctx.signal.aborted) leave();
+          else ctx.signal.addEventListener('abort', leave, { once: true });
+          c.signal = link.signal;
+          if (options?.retryEmpty) c.directives = { ...c.directives, retryEmpty: true };
           try {
             return (await host.runCall(c)).result;
           } finally {
+            ctx.signal.removeEventListener('abort', leave);
+            link.dispose();
             done();
           }
         };
-      /** The caller's live filter of this network, else undefined. */
+      /**
+       * The caller's live filter of this network, else undefined (a filter uninstalled or expired
+       * elsewhere leaves the ledger too, so it no longer counts against the bounds).
+       * @throws ErrFilterStoreUnavailable when the store cannot be read
+       */
       const find = async (ctx: CallContext, id: string | undefined): Promise<FilterState | undefined> => {
         if (id === undefined) return undefined;
         const s = await stored(() => store.get(id));
+        if (!s) ledger.forget(id);
         if (!s || s.owner !== ownerOf(ctx) || s.net !== `${ctx.project.id}/${ctx.network.id}`) return undefined;
         return s;
       };
-      const keep = async (id: string, s: FilterState, settings: FiltersSettings): Promise<void> => {
-        await stored(() => store.set(id, s, settings.idleTimeoutMs));
-        ledger.touch(id, s.owner, s.net, s.kind, settings.idleTimeoutMs);
+      /**
+       * Stores `next` over `prior` (compare-and-set) and starts the idle timeout over.
+       * @returns false when the filter changed since `prior` was read (another poll, an uninstall)
+       */
+      const save = async (id: string, prior: FilterState, next: FilterState, settings: FiltersSettings, kept?: number): Promise<boolean> => {
+        const ok = await stored(() => store.update(id, prior, next, settings.idleTimeoutMs));
+        if (ok) ledger.touch(id, prior.owner, prior.net, prior.kind, settings.idleTimeoutMs, kept);
+        else ledger.forget(id);
+        return ok;
       };
       const drop = async (id: string): Promise<boolean> => {
         ledger.forget(id);
@@ -205,12 +232,12 @@ export function filtersPlugin(): Plugin {
         // Counted before the first await, so a batch of creations cannot overshoot the bounds.
         ledger.touch(id, owner, net, kind, settings.idleTimeoutMs);
         try {
-          const s: FilterState = { v: 1, kind, owner, net };
+          const s: FilterState = { v: 1, kind, seq: 0, owner, net };
           if (kind === 'logs') s.criteria = parseNewFilter(ctx.request.params);
           else expectNoParams(ctx.request.method, ctx.request.params);
           if (kind === 'pending') s.upstream = await newPending(ctx, inner);
           else s.window = await startWindow(readerOf(ctx.network, ctx)).catch((e: unknown) => Promise.reject(readFailure(e)));
-          await keep(id, s, settings);
+          await stored(() => store.create(id, s, settings.idleTimeoutMs));
           return new RpcResult(id);
         } catch (e) {
           ledger.forget(id);
@@ -218,81 +245,65 @@ export function filtersPlugin(): Plugin {
         }
       };
 
-      /** Makes the filter on the first selected upstream that answers; its id there. */
-      const newPending = async (ctx: CallContext, inner: CallHandler): Promise<{ id: string; filter: string }> => {
-        const exclude = new Set<string>();
-        for (let i = 1; ; i++) {
-          const pin: Pin = { exclude };
-          try {
-            const r = await inner({ ...ctx, state: new Map([[PIN, pin]]) });
-            const remote = r.result;
-            if (typeof remote !== 'string' || remote.length === 0 || remote.length > 130 || !pin.chosen)
-              throw new ErrEndpointMissingData('eth_newPendingTransactionFilter: the upstream answered no filter id');
-            return { id: pin.chosen, filter: remote };
-          } catch (e) {
-            const tried = pin.chosen;
-            const retry = e instanceof SvcError && e.retryable && tried !== undefined && i < PENDING_TRIES;
-            if (!retry) throw e;
-            exclude.add(tried);
-          }
-        }
-      };
-
-      /** A pending-transaction filter's call, sent to its upstream with the upstream's id; any failure ends the filter. */
-      const pendingCall = async (ctx: CallContext, id: string, s: FilterState, method: string, inner: CallHandler): Promise<RpcResult> => {
-        const up = s.upstream as { id: string; filter: string };
-        if (!ctx.network.upstreams.some((u: Upstream) => u.id === up.id)) {
-          await drop(id);
-          throw new ErrFilterNotFound();
-        }
-        try {
-          return await inner({ ...ctx, request: { ...ctx.request, method, params: [up.filter] }, state: new Map([[PIN, { upstream: up.id }]]) });
-        } catch {
-          // The node restarted, died or forgot the filter: it is gone, and the client makes a new one.
-          await drop(id);
-          throw new ErrFilterNotFound();
-        }
-      };
-
       const changes = (ctx: CallContext, settings: FiltersSettings, inner: CallHandler): Promise<RpcResult> => {
         const id = parseFilterId(ctx.request.method, ctx.request.params);
         if (id === undefined) return Promise.reject(new ErrFilterNotFound());
-        return serial(id, async () => {
+        return serial.run(id, ctx.signal, ctx.deadline, async () => {
           const found = await find(ctx, id);
           if (!found) throw new ErrFilterNotFound();
           if (found.kind === 'pending') {
-            const s = found;
-            const r = await pendingCall(ctx, id, s, 'eth_getFilterChanges', inner);
-            await keep(id, s, settings);
+            const r = await pendingCall(ctx, id, found, 'eth_getFilterChanges', inner, drop);
+            // The node's answer is delivered: a refused write only means another replica polled it too.
+            await save(id, found, found, settings);
             return r;
           }
-          // Another replica polls it right now: what it reads, it delivers (never twice). Read
-          // again once locked: a poll that just ended elsewhere moved the cursor.
+          // Another replica polls it right now: what it reads, it delivers (never twice).
           const lock = store.lock?.bind(store);
-          const unlock = lock ? await stored(() => lock(id, READ_TIMEOUT_MS * 2)) : undefined;
+          const unlock = lock ? await stored(() => lock(id, LOCK_TTL_MS)) : undefined;
           if (lock && !unlock) return new RpcResult([]);
-          let s: FilterState | undefined = found;
-          if (lock) {
-            s = await find(ctx, id).catch(() => undefined);
-            if (!s) {
-              await unlock?.().catch(() => undefined);
-              throw new ErrFilterNotFound();
-            }
-          }
-          const logs = s.kind === 'logs' ? selectorOf(s.criteria) : undefined;
           try {
-            const polled = await pollChanges(readerOf(ctx.network, ctx), s.window ?? [], logs, settings.maxBlocksPerPoll);
-            if (polled.moved) s.window = polled.window;
-            await keep(id, s, settings);
-            return new RpcResult(polled.changes);
-          } catch (e) {
-            // Nothing was read: the cursor stays, the poll still counts as activity.
-            if (!(e instanceof ErrFilterStoreUnavailable)) await keep(id, s, settings);
-            throw readFailure(e);
+            // Read again once locked: a poll that just ended elsewhere moved the cursor.
+            const s = lock ? await find(ctx, id) : found;
+            if (!s) throw new ErrFilterNotFound();
+            return await poll(ctx, id, s, settings);
           } finally {
             await unlock?.().catch(() => undefined);
           }
         });
+      };
+
+      /** One poll of a log or block filter, within {@link POLL_BUDGET_MS}; the cursor moves only when the client gets the changes. */
+      const poll = async (ctx: CallContext, id: string, s: FilterState, settings: FiltersSettings): Promise<RpcResult> => {
+        const until = Math.min(Date.now() + POLL_BUDGET_MS, ctx.deadline);
+        const logs = s.kind === 'logs' ? selectorOf(s.criteria) : undefined;
+        let polled: PollResult;
+        try {
+          polled = await pollChanges(readerOf(ctx.network, ctx, until), s.window ?? [], logs, settings.maxBlocksPerPoll, { until, signal: ctx.signal });
+        } catch (e) {
+          // Nothing was read: the cursor stays, the poll still counts as activity.
+          await save(id, s, s, settings).catch(() => undefined);
+          throw ctx.signal.aborted ? abortError(ctx.deadline, 'eth_getFilterChanges') : readFailure(e);
+        }
+        if (ctx.signal.aborted) {
+          // The client left (or timed out): it never gets these changes, so the cursor stays and its next poll reads them again.
+          await save(id, s, s, settings).catch(() => undefined);
+          throw abortError(ctx.deadline, 'eth_getFilterChanges');
+        }
+        if (polled.jumped !== undefined) {
+          jumps.inc({ project: ctx.project.id, network: ctx.network.id });
+          host.logger.warn(
+            { network: ctx.network.id, skipped: polled.jumped },
+            'filters: a filter’s cursor jumped to the latest block; the skipped blocks’ changes are not delivered',
+          );
+        }
+        // The replica's budget of kept logs: what other filters keep leaves this one less.
+        const kept = trimKeptLogs(polled.window, Math.max(0, Math.min(MAX_KEPT_LOG_BYTES, REPLICA_KEPT_LOG_BYTES - ledger.keptBytes(id))));
+        if (!(await save(id, s, polled.moved ? { ...s, window: polled.window } : s, settings, kept))) {
+          // Stored by another poll since (this one overran its lock: that poll delivered these changes), or uninstalled.
+          if (!(await find(ctx, id))) throw new ErrFilterNotFound();
+          return new RpcResult([]);
+        }
+        return new RpcResult(polled.changes);
       };
 
       const filterLogs = async (ctx: CallContext, inner: CallHandler): Promise<RpcResult> => {
@@ -302,17 +313,18 @@ export function filtersPlugin(): Plugin {
         const q: Record<string, unknown> = { fromBlock: c.fromBlock ?? 'latest', toBlock: c.toBlock ?? 'latest' };
         if (c.address) q.address = c.address;
         if (c.topics) q.topics = c.topics;
-        // The rest of the chain below: getLogs limits and splitting, interpolation, cache, failover.
-        return inner({ ...ctx, request: { ...ctx.request, method: 'eth_getLogs', params: [q] }, state: new Map() });
+        // The rest of the chain below: getLogs limits and splitting, interpolation, cache, failover;
+        // under the client's own provenance and finality (shared and cached only with calls of its rules).
+        return inner({ ...ctx, request: { ...ctx.request, method: 'eth_getLogs', params: [q] }, state: derivedState(ctx) });
       };
 
       const uninstall = async (ctx: CallContext, inner: CallHandler): Promise<RpcResult> => {
         const id = parseFilterId(ctx.request.method, ctx.request.params);
         if (id === undefined) return new RpcResult(false);
-        return serial(id, async () => {
+        return serial.run(id, ctx.signal, ctx.deadline, async () => {
           const s = await find(ctx, id);
           if (!s) return new RpcResult(false);
-          if (s.kind === 'pending') await pendingCall(ctx, id, s, 'eth_uninstallFilter', inner).catch(() => undefined);
+          if (s.kind === 'pending') await pendingCall(ctx, id, s, 'eth_uninstallFilter', inner, drop).catch(() => undefined);
           await drop(id);
           return new RpcResult(true);
         });
@@ -343,14 +355,7 @@ export function filtersPlugin(): Plugin {
         };
       });
 
-      host.hooks.select.tap({ name: 'filters', stage: FILTERS_SELECT_STAGE }, (ups: Upstream[], ctx: CallContext) => {
-        const pin = ctx.state.get(PIN) as Pin | undefined;
-        if (!pin) return ups;
-        if (pin.upstream !== undefined) return ups.filter((u) => u.id === pin.upstream);
-        const first = ups.find((u) => !pin.exclude?.has(u.id));
-        pin.chosen = first?.id;
-        return first ? [first] : [];
-      });
+      host.hooks.select.tap({ name: 'filters', stage: FILTERS_SELECT_STAGE }, pendingSelect);
     },
   });
 }

@@ -54,6 +54,21 @@ export function callParamsHash(ctx: CallContext): string | undefined {
   return h;
 }
 
+/**
+ * The state of a call a plugin makes from a client's call with another method or params (the
+ * filters plugin answers `eth_getFilterLogs` with an `eth_getLogs`): a copy keeping every slot, so
+ * the derived call keeps the client's provenance marks and finality (it is shared and cached under
+ * the client's own rules, never with calls of other rules), without the params-hash memo, which
+ * belongs to the old params.
+ * @param ctx the client's call
+ * @returns a new state map for the derived call (writing it leaves `ctx` unchanged)
+ */
+export function derivedState(ctx: CallContext): Map<symbol, unknown> {
+  const state = new Map(ctx.state);
+  state.delete(PARAMS_HASH.key);
+  return state;
+}
+
 /** Marks set by plugins (slot `call.provenance`): `\0`-separated `name=value` pairs; '' when none. */
 const MARKS = new Slot<string>('call.provenance', '');
 

@@ -2,7 +2,7 @@
  * Contract and selector rules (contract-rules plugin), end to end on anvil with viem as caller:
  * a project's and a network's rules allow or deny contract addresses and 4-byte selectors for
  * `eth_call`, `eth_estimateGas`, `eth_sendRawTransaction` (decoded from the signed bytes) and
- * `eth_getLogs`, for every caller or for some users (API keys, secrets); a refused call gets
+ * `eth_getLogs` and `eth_newFilter` (whose polls read the filter's logs), for every caller or for some users (API keys, secrets); a refused call gets
  * ErrContractRuleRefused naming the rule, reaches no upstream, and the other calls of its batch
  * are served.
  */
@@ -39,6 +39,7 @@ describe('e2e: contract and selector rules', function () {
             strategies: [
               { type: 'secret', secret: { value: 'partner-token', id: 'partner-1' } },
               { type: 'secret', secret: { value: 'ops-token', id: 'ops' } },
+              { type: 'secret', secret: { value: 'logs-token', id: 'logs-reader' } },
             ],
           },
           contractRules: [
@@ -49,6 +50,7 @@ describe('e2e: contract and selector rules', function () {
               allowContracts: [TOKEN],
               allowSelectors: ['0xa9059cbb'],
             },
+            { name: 'logs of the token only', users: ['logs-*'], methods: ['eth_getLogs'], allowContracts: [TOKEN] },
           ],
           networks: [{ architecture: 'evm', evm: { chainId: CHAIN }, contractRules: [{ name: 'sanctioned', denyContracts: [DENIED] }] }],
           upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: CHAIN } }],
@@ -92,6 +94,26 @@ describe('e2e: contract and selector rules', function () {
     expect(denied.json.error.message).to.equal(`eth_getLogs refused by contract rule "sanctioned": the contract is denied (${DENIED})`);
     const fine = await svc.post(path, rpc('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0', address: TOKEN }]), as('ops-token'));
     expect(fine.json.result).to.deep.equal([]);
+  });
+
+  it('eth_newFilter is checked like eth_getLogs (a rule naming eth_getLogs covers it): a filter its polls could not read through eth_getLogs is never made', async () => {
+    const cases: Array<[string, unknown, RegExp]> = [
+      ['logs-token', { address: OTHER }, /eth_newFilter refused by contract rule "logs of the token only": the contract is not allowed/],
+      ['logs-token', {}, /a filter without an address matches every contract/],
+      ['logs-token', { address: [TOKEN, OTHER] }, /the contract is not allowed \(0x2222/],
+      ['ops-token', { address: DENIED }, /eth_newFilter refused by contract rule "sanctioned": the contract is denied/],
+    ];
+    for (const [token, filter, why] of cases) {
+      const r = await svc.post(path, rpc('eth_newFilter', [filter]), as(token));
+      expect(r.json.error?.message, JSON.stringify(filter)).to.match(why);
+      expect(r.headers['x-svc-error']).to.equal('ErrContractRuleRefused');
+    }
+    const made = await svc.post(path, rpc('eth_newFilter', [{ address: TOKEN, fromBlock: '0x0' }]), as('logs-token'));
+    expect(made.json.result, made.text).to.match(/^0x[0-9a-f]{32}$/);
+    const logs = await svc.post(path, rpc('eth_getFilterLogs', [made.json.result]), as('logs-token'));
+    expect(logs.json.result, logs.text).to.deep.equal([]);
+    const changes = await svc.post(path, rpc('eth_getFilterChanges', [made.json.result]), as('logs-token'));
+    expect(changes.json.result, changes.text).to.deep.equal([]);
   });
 
   it('eth_sendRawTransaction: to and selector decoded from the signed transaction; undecodable bytes are refused', async () => {

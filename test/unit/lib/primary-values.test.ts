@@ -6,6 +6,7 @@
  * to the other handlers.
  */
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { MAX_PRIMARY_KEY_LENGTH, MAX_PRIMARY_VALUE_LENGTH, PrimaryValueStore } from '../../../lib/primary-values.ts';
 
 describe('lib/primary-values: values the primary keeps for every worker', () => {
@@ -37,6 +38,28 @@ describe('lib/primary-values: values the primary keeps for every worker', () => 
     expect(send({ op: 'claim', key: 'lock', ttlMs: 50 }).answer.done).to.equal(true);
     expect(send({ op: 'delete', key: 'lock' }).answer.done).to.equal(true);
     expect(send({ op: 'delete', key: 'lock' }).answer.done).to.equal(false);
+  });
+
+  it('a lock taken with a token is released only with that token (never a claim taken by another after it expired)', () => {
+    expect(send({ op: 'claim', key: 'lock', value: 'token-a', ttlMs: 50 }).answer.done).to.equal(true);
+    expect(send({ op: 'release', key: 'lock', value: 'token-b' }).answer.done).to.equal(false);
+    now += 51;
+    expect(send({ op: 'claim', key: 'lock', value: 'token-b', ttlMs: 50 }).answer.done).to.equal(true);
+    expect(send({ op: 'release', key: 'lock', value: 'token-a' }).answer.done).to.equal(false);
+    expect(send({ op: 'claim', key: 'lock', value: 'token-c', ttlMs: 50 }).answer.done).to.equal(false);
+    expect(send({ op: 'release', key: 'lock', value: 'token-b' }).answer.done).to.equal(true);
+  });
+
+  it('replace sets a value only while the stored one has the expected SHA-1 (compare-and-set); never a deleted key', () => {
+    const sha1 = (v: string) => createHash('sha1').update(v).digest('hex');
+    send({ op: 'set', key: 'f', value: 'v1', ttlMs: 1000 });
+    expect(send({ op: 'replace', key: 'f', expected: sha1('v0'), value: 'v2', ttlMs: 1000 }).answer.done).to.equal(false);
+    expect(send({ op: 'replace', key: 'f', expected: sha1('v1'), value: 'v2', ttlMs: 1000 }).answer.done).to.equal(true);
+    expect(send({ op: 'get', key: 'f' }).answer.value).to.equal('v2');
+    send({ op: 'delete', key: 'f' });
+    expect(send({ op: 'replace', key: 'f', expected: sha1('v2'), value: 'v3', ttlMs: 1000 }).answer.done).to.equal(false);
+    expect(send({ op: 'get', key: 'f' }).answer).to.deep.equal({ svcValuesAnswer: 7 });
+    expect(send({ op: 'replace', key: 'f', value: 'v3', ttlMs: 1000 }).answer.error).to.be.a('string');
   });
 
   it('scopes are apart: a key of one scope is not seen in another', () => {
