@@ -83,6 +83,9 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   'projects[].upstreams[].evm.maxAvailableRecentBlocks': '(deprecated in eRPC) → `blockAvailability.lower.latestBlockMinus`',
   'projects[].upstreams[].endpoint': '`<vendor>://KEY` shortcuts → a provider of that vendor',
   'projects[].providers[].vendor': '`envio` → `hyper`',
+  'projects[].upstreams[].routing.scoreMultipliers[].totalRequests':
+    'removed with a `--print` line: eRPC accepts it and ignores it too (its score uses rates, not request counts)',
+  'projects[].upstreams[].routing.scoreMultipliers[].finality': "one value → a list; eRPC's numbers 0..3 → names",
 };
 
 /** Where failsafe entries of eRPC (`failsafe[]`) also take one object: noted once on the parent. */

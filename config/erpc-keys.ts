@@ -265,9 +265,17 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead: "budgets count requests; svc's cost plugin reports credits in `X-SVC-Credits`",
   },
   'projects[].upstreams[].shadow.ignoreFields': { feature: 'shadow comparison field filters', instead: 'svc compares whole results' },
-  'projects[].upstreams[].routing': {
-    feature: 'routing score multipliers',
-    instead: 'order upstreams with `selectionPolicy` (a TypeScript `evalFunc` for custom scoring) or pin them with tags and `use-upstream`',
+  'projects[].upstreams[].routing.scoreMultipliers[].misbehaviors': {
+    feature: 'the consensus-misbehaviour term of the score',
+    instead: 'svc keeps no misbehaviour rate in its health window (consensus disputes are logged and counted in metrics); weight the other terms',
+  },
+  'projects[].upstreams[].routing.scoreLatencyQuantile': {
+    feature: 'a per-upstream latency quantile for the score',
+    instead: 'the score uses the p70 latency (eRPC documents this key as not wired into its scoring either)',
+  },
+  'projects[].upstreams[].routing.probe': {
+    feature: "probing excluded upstreams with mirrored traffic (the policy's probeExcluded step)",
+    instead: 'svc re-admits an excluded upstream when its health recovers, through its health checks',
   },
   'projects[].upstreams[].svm': { feature: 'Solana upstreams', instead: 'svc serves EVM chains only' },
   'projects[].upstreams[].grpc': { feature: 'gRPC upstreams', instead: 'svc speaks JSON-RPC over HTTP(S)' },

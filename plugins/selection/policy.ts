@@ -11,7 +11,7 @@ import {
   DEFAULT_SCORE_WEIGHTS,
   policyUpstream,
   RUNS,
-  scoreOf,
+  upstreamScore,
   viewOf,
   type DecisionDraft,
   type PolicyRun,
@@ -98,7 +98,7 @@ export interface PolicyResult {
   order: string[];
   /** Upstream id -> reason, for every input upstream not in `order`. */
   excluded: Record<string, string>;
-  /** Upstream id -> score with the configured weights, for every input upstream. */
+  /** Upstream id -> score with the configured weights and the upstream's multipliers, for every input upstream. */
   scores: Record<string, number>;
   /** Decisions recorded by the policy's steps, in step order. */
   decisions: DecisionDraft[];
@@ -161,7 +161,7 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
     evalTimeoutMs: timeoutMs,
     now: opts.now ?? Date.now(),
     defaultPolicy,
-    score: (u, w) => scoreOf(u.metrics, w ? { ...weights, ...w } : weights),
+    score: (u, w) => upstreamScore(u, w ? { ...weights, ...w } : weights),
     view: (list) => viewOf(list, run),
   };
   const started = performance.now();
@@ -182,7 +182,7 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
     const excluded: Record<string, string> = {};
     const scores: Record<string, number> = {};
     for (const e of entries) {
-      scores[e.id] = scoreOf(e.metrics, weights);
+      scores[e.id] = upstreamScore(e, weights);
       if (seen.has(e.id)) continue;
       let reason = lastReason.get(e.id);
       if (reason === undefined) {

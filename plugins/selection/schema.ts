@@ -4,11 +4,12 @@
  * the boot-time check of every network's settings. No hooks here.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
-import { Duration, type Network, parseDuration, type PluginHost, Strict } from 'svc-proxy/plugin';
+import { type ConfigDocument, Duration, type Network, type NormalizeReport, parseDuration, type PluginHost, Strict } from 'svc-proxy/plugin';
 import { ConfigError, type ConfigProblem } from 'svc-proxy/plugin/errors';
 import type { EvalFunc } from './policy.ts';
 import { DEFAULT_SCORE_WEIGHTS, type ScoreWeights } from './view.ts';
 import { refuseSourceEvalFunc } from './erpc.ts';
+import { normalizeScoreMultipliers, routingSchema } from './multipliers.ts';
 
 /**
  * The config keys this plugin owns: `networks[].selectionPolicy` (and the same under
@@ -30,8 +31,13 @@ export const selectionPolicySchema = Strict(
           respLatency: Type.Optional(Type.Number({ minimum: 0, default: 15, description: 'weight of the p70 latency, seconds' })),
           throttledRate: Type.Optional(Type.Number({ minimum: 0, default: 4, description: 'weight of the throttle rate (0..1)' })),
           blockHeadLag: Type.Optional(Type.Number({ minimum: 0, default: 1, description: 'weight of the block-head lag, blocks' })),
+          finalizationLag: Type.Optional(Type.Number({ minimum: 0, default: 0, description: 'weight of the finalization lag, blocks' })),
         },
-        { default: {}, description: 'score = errorRate*w + p70Seconds*w + throttleRate*w + blockHeadLag*w, lower is better (svc_selection_score)' },
+        {
+          default: {},
+          description:
+            "score = errorRate*w + p70Seconds*w + throttleRate*w + blockHeadLag*w + finalizationLag*w, lower is better (svc_selection_score); an upstream's routing.scoreMultipliers override these for that upstream",
+        },
       ),
     ),
     evalFunc: Type.Optional(
@@ -45,10 +51,14 @@ export const selectionPolicySchema = Strict(
   { default: {}, description: 'per-network upstream selection policy (spec §1.3)' },
 );
 
-/** The schema fragment of the plugin. */
-export const selectionSchemaFragment: { network: TProperties; normalize: typeof refuseSourceEvalFunc } = {
+/** The schema fragment of the plugin: `networks[].selectionPolicy`, `upstreams[].routing` and their eRPC rewrites. */
+export const selectionSchemaFragment: { network: TProperties; upstream: TProperties; normalize: (doc: ConfigDocument, out: NormalizeReport) => void } = {
   network: { selectionPolicy: selectionPolicySchema },
-  normalize: refuseSourceEvalFunc,
+  upstream: { routing: routingSchema },
+  normalize: (doc, out) => {
+    refuseSourceEvalFunc(doc, out);
+    normalizeScoreMultipliers(doc, out);
+  },
 };
 
 /** A network's selection settings, resolved (durations in ms, weights defaulted). */
@@ -57,7 +67,7 @@ export interface SelectionSettings {
   evalIntervalMs: number;
   /** `evalTimeout`, ms (> 0). Default 100. */
   evalTimeoutMs: number;
-  /** `scoreWeights` with defaults 4 / 15 / 4 / 1. */
+  /** `scoreWeights` with defaults 4 / 15 / 4 / 1 / 0. */
   weights: ScoreWeights;
   /** `evalFunc`, when configured. */
   evalFunc?: EvalFunc;

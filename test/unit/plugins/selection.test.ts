@@ -191,7 +191,7 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       expect(r.scores.laggy).to.equal(3);
       expect(r.scores.slowish).to.be.closeTo(1.5, 1e-9);
       expect(scoreOf({ errorRate: 0.5, p70: 0.1, throttleRate: 0.25, blockHeadLag: 3 })).to.be.closeTo(2 + 1.5 + 1 + 3, 1e-9);
-      expect(DEFAULT_SCORE_WEIGHTS).to.deep.equal({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 1 });
+      expect(DEFAULT_SCORE_WEIGHTS).to.deep.equal({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 1, finalizationLag: 0 });
     });
 
     it('score weights are configurable', () => {
@@ -558,7 +558,13 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
     it('evalInterval is inherited from networkDefaults', async () => {
       const { proxy: p } = await start({ networkDefaults: { selectionPolicy: { evalInterval: '3s', scoreWeights: { blockHeadLag: 2 } } } });
       expect(selectionState(p, 'main', 'evm:1')).to.deep.include({ evalIntervalMs: 3000 });
-      expect(selectionState(p, 'main', 'evm:1')?.weights).to.deep.equal({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 2 });
+      expect(selectionState(p, 'main', 'evm:1')?.weights).to.deep.equal({
+        errorRate: 4,
+        respLatency: 15,
+        throttledRate: 4,
+        blockHeadLag: 2,
+        finalizationLag: 0,
+      });
     });
 
     it('a custom selection function from the config takes effect; without removeCordoned cordoned upstreams stay in rotation', async () => {
