@@ -226,14 +226,23 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   },
   'projects[].networks[].selectionPolicy.evalScope': {
     feature: 'selection policy scopes',
-    instead: 'svc evaluates per network; a TypeScript `evalFunc` sees the method in its context',
+    instead: "svc evaluates one order per network (eRPC's default `evalScope: network`); send a call to chosen upstreams with `use-upstream`",
   },
-  'projects[].networks[].selectionPolicy.evalPerMethod': { feature: 'per-method selection', instead: 'a TypeScript `evalFunc` sees the method in its context' },
-  'projects[].networks[].selectionPolicy.evalPerFinality': { feature: 'per-finality selection', instead: 'a TypeScript `evalFunc`' },
-  'projects[].networks[].selectionPolicy.evalPerBoundary': { feature: 'per-boundary selection', instead: 'a TypeScript `evalFunc`' },
+  'projects[].networks[].selectionPolicy.evalPerMethod': {
+    feature: 'per-method selection',
+    instead: "svc evaluates one order per network (eRPC's default `evalScope: network`); send a call to chosen upstreams with `use-upstream`",
+  },
+  'projects[].networks[].selectionPolicy.evalPerFinality': {
+    feature: 'per-finality selection',
+    instead: "svc evaluates one order per network (eRPC's default `evalScope: network`)",
+  },
+  'projects[].networks[].selectionPolicy.evalPerBoundary': {
+    feature: 'per-boundary selection',
+    instead: 'svc evaluates one order per network and skips, per call, an upstream that lacks the block',
+  },
   'projects[].networks[].selectionPolicy.evalFunction': {
     feature: 'the legacy selection function name',
-    instead: '`evalFunc`, as a function in a TypeScript config (svc.config.ts)',
+    instead: "`evalFunc` (eRPC 0.1's `(upstreams, ctx) => upstreams`, as JavaScript source in YAML or a function in svc.config.ts)",
   },
   'projects[].networks[].selectionPolicy.resampleExcluded': {
     feature: 'resampling excluded upstreams',

@@ -198,7 +198,9 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
   try {
     ret = fn(viewOf(entries, run), ctx);
   } catch (e) {
-    throw new PolicyError('error', `evalFunc threw: ${errorMessage(e)}`, performance.now() - started, { cause: e });
+    // A YAML policy overrunning its vm `timeout` is a timeout, not a bug in the policy.
+    const kind = (e as { code?: unknown } | null)?.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT' ? 'timeout' : 'error';
+    throw new PolicyError(kind, `evalFunc threw: ${errorMessage(e)}`, performance.now() - started, { cause: e });
   }
   if (!isThenable(ret)) {
     const spent = performance.now() - started;

@@ -331,13 +331,14 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
         evalTimeoutMs: 100,
         weights: { ...DEFAULT_SCORE_WEIGHTS },
         evalFunc: undefined,
+        evalFuncSource: false,
       });
       const s = readSelectionSettings({ evalInterval: '2s', evalTimeout: 50, scoreWeights: { errorRate: 1 } }, 'x');
       expect(s).to.deep.include({ evalIntervalMs: 2000, evalTimeoutMs: 50 });
       expect(s.weights.errorRate).to.equal(1);
       let err: unknown;
       try {
-        readSelectionSettings({ evalFunc: 'u => u', evalInterval: 0 }, 'projects[0].networks[1].selectionPolicy');
+        readSelectionSettings({ evalFunc: 42, evalInterval: 0 }, 'projects[0].networks[1].selectionPolicy');
       } catch (e) {
         err = e;
       }
@@ -640,12 +641,14 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       expect(selectionDecisions(p, 'main', 'evm:1').at(-1)?.reason).to.match(/^error: evalFunc threw: kaput/);
     });
 
-    it('a non-function evalFunc fails at start-up naming its config path', () => {
+    it('an evalFunc neither a function nor working JavaScript source fails at start-up naming its config path', () => {
       let err: unknown;
       try {
         createProxy({
           config: {
-            projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 }, selectionPolicy: { evalFunc: 'upstreams => upstreams' } }] }],
+            projects: [
+              { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 }, selectionPolicy: { evalFunc: 'upstreams => upstreams.nope()' } }] },
+            ],
           },
           plugins: [healthPlugin(), selectionPlugin(), selectPlugin(), forwardPlugin()],
           logger: createLogger('silent'),
