@@ -8,6 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { evaluateSelection, selectionState } from '../../plugins/selection/index.ts';
@@ -137,6 +139,89 @@ describe('e2e: eRPC routing.scoreMultipliers from YAML, against anvil', function
   });
 });
 
+/** eRPC's evalFunc as JavaScript source: prefers the tagged node, and turns hostile (throws, or loops) while an upstream is cordoned. */
+const EVAL_YAML = (hostile: string) => `
+logLevel: warn
+metrics: { enabled: false }
+projects:
+  - id: main
+    networks:
+      - architecture: evm
+        evm: { chainId: ${CHAIN} }
+        selectionPolicy:
+          evalInterval: 1h
+          evalTimeout: 200ms
+          evalFunc: |
+            (upstreams, ctx) => {
+              if (upstreams.some((u) => u.metrics.cordonedReason)) ${hostile}
+              return upstreams
+                .removeCordoned()
+                .excludeIf(all(samplesAbove(10), errorRateAbove(0.7)))
+                .whenEmpty(() => upstreams)
+                .sortBy((u) => (u.hasTag('role:preferred') ? 0 : 1));
+            }
+    upstreams:
+      - id: plain
+        endpoint: __SLOW__
+        evm: { chainId: ${CHAIN} }
+      - id: preferred
+        endpoint: __LAGGING__
+        tags: ["role:preferred"]
+        evm: { chainId: ${CHAIN} }
+`;
+
+describe('e2e: eRPC selectionPolicy.evalFunc as JavaScript in YAML, against anvil', function () {
+  this.timeout(60_000);
+  let cluster: AnvilCluster;
+  let svc: SvcHandle | undefined;
+  const lines: string[] = [];
+  const logger = pino(
+    { level: 'warn' },
+    new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString());
+        cb();
+      },
+    }),
+  );
+
+  before(async () => {
+    cluster = await startAnvilCluster({ count: 2, ids: ['plain', 'preferred'] });
+  });
+  after(async () => {
+    await svc?.close();
+    await cluster?.stop();
+  });
+  afterEach(async () => {
+    await svc?.close();
+    svc = undefined;
+    lines.length = 0;
+  });
+
+  const fill = (yaml: string) => yaml.replaceAll('__SLOW__', cluster.node('plain').url).replaceAll('__LAGGING__', cluster.node('preferred').url);
+  const call = (s: SvcHandle) => s.post(PATH, { jsonrpc: '2.0', id: 1, method: 'eth_gasPrice', params: [] });
+
+  for (const [name, hostile, kind] of [
+    ['throws', "throw new Error('no cordons here');", 'error'],
+    ['loops past evalTimeout', 'for (;;) {}', 'timeout'],
+  ] as const) {
+    it(`the YAML policy orders the upstreams; when it ${name}, the failure is logged and the previous order kept`, async () => {
+      svc = await startSvc(parseYaml(fill(EVAL_YAML(hostile))) as object, { logger });
+      const s = svc;
+      expect(selectionState(s.proxy, 'main', NET)).to.deep.include({ order: ['preferred', 'plain'], custom: true, honoursCordons: true });
+      const r = await call(s);
+      expect(r.json.result, r.text).to.match(/^0x/);
+      expect(r.headers['x-svc-upstream']).to.equal('preferred');
+      s.proxy.projects.get('main')!.health.cordon('plain', '*', 'operator');
+      await evaluateSelection(s.proxy, 'main', NET);
+      expect(selectionState(s.proxy, 'main', NET)!.order).to.deep.equal(['preferred', 'plain']);
+      await waitFor(() => lines.some((l) => l.includes(`selection policy of ${NET} failed (${kind}): previous order kept`)));
+      const again = await call(s);
+      expect(again.headers['x-svc-upstream']).to.equal('preferred');
+    });
+  }
+});
+
 /** Every YAML of this file through the CLI: validates, prints svc's shape with its rewrite lines, and the print re-validates with nothing left to rewrite. */
 describe('e2e: eRPC selection YAML through svc validate --print', function () {
   this.timeout(60_000);
@@ -166,6 +251,22 @@ describe('e2e: eRPC selection YAML through svc validate --print', function () {
     expect(again.out).to.include("# no rewrite: the config is in svc's shape");
     return r.out;
   }
+
+  it('evalFunc source: validates and prints as is; a policy calling a helper svc lacks fails naming the key', async () => {
+    const out = await printsAndRevalidates('eval', EVAL_YAML("throw new Error('x');"));
+    expect(out).to.include("u.hasTag('role:preferred')");
+    writeFileSync(
+      join(dir, 'sticky.yaml'),
+      EVAL_YAML('return [];')
+        .replace('.whenEmpty(() => upstreams)', '.whenEmpty(() => upstreams).stickyPrimary()')
+        .replaceAll(/__\w+__/g, 'http://127.0.0.1:8545'),
+    );
+    const r = await run(['validate', '--config', 'sticky.yaml']);
+    expect(r.code).to.equal(1);
+    expect(r.err).to.match(
+      /projects\[0\]\.networks\[0\]\.selectionPolicy\.evalFunc: the policy failed a trial run over two healthy upstreams: .*stickyPrimary\(\)/,
+    );
+  });
 
   it('scoreMultipliers: totalRequests is dropped with a line saying why', async () => {
     const yaml = MULTIPLIERS_YAML('').replace(/( {6}- id: lagging\n(?: {8}.*\n)+)/, (m) => `${m}${LAGGING_ROUTING}`);
