@@ -85,6 +85,8 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   'projects[].upstreams[].routing.scoreMultipliers[].totalRequests':
     'removed with a `--print` line: eRPC accepts it and ignores it too (its score uses rates, not request counts)',
   'projects[].upstreams[].routing.scoreMultipliers[].finality': "one value → a list; eRPC's numbers 0..3 → names",
+  'projects[].networks[].evm.servedTip.clusterDelta': 'removed with a `--print` line: deprecated in eRPC, which ignores it',
+  'projects[].networks[].evm.servedTip.enabledFor': 'tags in any case; the majority pick of eRPC 0.1 (no trajectory referee)',
 };
 
 /** eRPC keys svc takes as they are, with what the reader should still know. By canonical path. */

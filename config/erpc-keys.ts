@@ -190,10 +190,17 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'the state poller debounce',
     instead: 'svc polls each upstream every `upstreams[].evm.statePollerInterval`',
   },
-  'projects[].networks[].evm.servedTip': {
-    feature: 'the served tip (cluster-min latest/finalized)',
-    instead:
-      'svc serves the highest head and sends each call to an upstream that has the block (evm-state availability); pin calls with `use-upstream` if needed',
+  'projects[].networks[].evm.servedTip.guaranteedMethods': {
+    feature: 'per-method served-tip floors',
+    instead: "svc's served tip is one majority pick per network; each call still goes only to upstreams that have its block (evm-state availability)",
+  },
+  'projects[].networks[].evm.servedTip.maxRegressionBlocks': {
+    feature: "the served tip's regression guard",
+    instead: 'svc serves the plain majority pick (a pick more than 1024 blocks under the second-highest head is not held back)',
+  },
+  'projects[].networks[].evm.servedTip.trajectoryWindow': {
+    feature: "the served tip's trajectory referee",
+    instead: 'svc serves the plain majority pick, as eRPC does with `trajectoryWindow: 0`',
   },
   'projects[].networks[].evm.enforceBlockAvailability': {
     feature: 'the network switch for block-availability enforcement',

@@ -173,10 +173,10 @@ describe('config: eRPC shapes are normalised at load time', () => {
 describe('config: eRPC keys and shapes svc does not honour are refused by name', () => {
   const cases: Array<[string, Doc, string, RegExp]> = [
     [
-      'servedTip',
-      project({ evm: { chainId: 1, servedTip: { enabledFor: ['latest'] } } }),
-      'projects[0].networks[0].evm.servedTip',
-      /served tip.*not supported by svc/,
+      'servedTip guaranteedMethods',
+      project({ evm: { chainId: 1, servedTip: { enabledFor: ['latest'], guaranteedMethods: ['trace_*'] } } }),
+      'projects[0].networks[0].evm.servedTip.guaranteedMethods',
+      /per-method served-tip floors/,
     ],
     [
       'scoreMultipliers misbehaviors',
@@ -194,9 +194,9 @@ describe('config: eRPC keys and shapes svc does not honour are refused by name',
     ['hostV6', { metrics: { hostV6: '::' } }, 'metrics.hostV6', /IPv6 metrics listener/],
     [
       'networkDefaults path',
-      { projects: [{ id: 'p', networkDefaults: { evm: { servedTip: {} } } }] },
-      'projects[0].networkDefaults.evm.servedTip',
-      /served tip/,
+      { projects: [{ id: 'p', networkDefaults: { evm: { servedTip: { trajectoryWindow: '10m' } } } }] },
+      'projects[0].networkDefaults.evm.servedTip.trajectoryWindow',
+      /trajectory referee/,
     ],
     ['svm architecture', project({ architecture: 'svm' }), 'projects[0].networks[0].architecture', /Solana/],
     ['grpc upstream', project({}, { type: 'grpc' }), 'projects[0].upstreams[0].type', /gRPC upstreams/],
