@@ -91,6 +91,11 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
 
 /** eRPC keys svc takes as they are, with what the reader should still know. By canonical path. */
 export const ERPC_SAME_NOTES: Readonly<Record<string, string>> = {
+  'tracing.endpoint': "eRPC's `host:port` (plain text; OTLP/HTTP posts to `/v1/traces`), or an `http(s)://` URL",
+  'tracing.protocol': "`grpc` or `http`; unset: gRPC for a `host:port` endpoint, OTLP/HTTP for a URL or no endpoint (eRPC's default is gRPC to localhost:4317)",
+  'tracing.sampleRate': "0 means only forced calls are traced (eRPC's loader turns 0 into 1: everything)",
+  'tracing.detailed': "svc's detail tier: a `svc.forward` span below the cache and the params on call and upstream spans",
+  'tracing.forceTraceMatchers': '`network`/`method` patterns with `*` and `|`; both set: AND; none set: never matches',
   'projects[].networks[].selectionPolicy.evalFunc':
     "JavaScript source run in a node:vm context per evaluation with a subset of eRPC's helpers (stickyPrimary, probeExcluded, includeIf and the seconds/misbehaviour predicates refused at load); or a function in a TypeScript config",
 };

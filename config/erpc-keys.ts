@@ -21,7 +21,7 @@ export interface ErpcRefusal {
 }
 
 const TRACING =
-  "svc exports OpenTelemetry traces through `tracing` (endpoint, sampleRate, serviceName, headers); set the exporter's transport with the standard OTEL_EXPORTER_OTLP_* environment variables";
+  'svc exports OpenTelemetry traces through `tracing` (endpoint, protocol http or grpc, sampleRate, serviceName, headers, resourceAttributes, detailed, forceTraceMatchers)';
 
 /**
  * eRPC keys svc does not implement, by canonical path. A path covers every key below it.
@@ -52,13 +52,9 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   },
   'admin.allowMethods': { feature: 'admin method allow/deny lists', instead: 'the admin endpoint serves only its own methods; guard it with `admin.auth`' },
   'admin.denyMethods': { feature: 'admin method allow/deny lists', instead: 'the admin endpoint serves only its own methods; guard it with `admin.auth`' },
-  'tracing.protocol': { feature: 'the tracing exporter protocol', instead: TRACING },
-  'tracing.detailed': { feature: 'detailed tracing', instead: TRACING },
-  'tracing.tls': { feature: 'tracing exporter TLS', instead: TRACING },
-  'tracing.resourceAttributes': { feature: 'tracing resource attributes', instead: `${TRACING}; resource attributes through OTEL_RESOURCE_ATTRIBUTES` },
-  'tracing.forceTraceMatchers': {
-    feature: 'forced tracing by network/method',
-    instead: 'send the `X-SVC-Force-Trace` header (or `?force-trace=true`) on the calls to trace',
+  'tracing.tls': {
+    feature: 'tracing exporter TLS settings (client certificates, a private CA, skipping verification)',
+    instead: `${TRACING}; an https:// endpoint exports over TLS verified against the system CAs`,
   },
   proxyPools: {
     feature: 'outbound HTTP proxy pools',
