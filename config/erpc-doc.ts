@@ -96,6 +96,7 @@ export const ERPC_SAME_NOTES: Readonly<Record<string, string>> = {
   'tracing.sampleRate': "0 means only forced calls are traced (eRPC's loader turns 0 into 1: everything)",
   'tracing.detailed': "svc's detail tier: a `svc.forward` span below the cache and the params on call and upstream spans",
   'tracing.forceTraceMatchers': '`network`/`method` patterns with `*` and `|`; both set: AND; none set: never matches',
+  'tracing.tls': '`certFile` without `keyFile` (or the reverse) is a config error, where eRPC silently skips mutual TLS',
   'projects[].networks[].selectionPolicy.evalFunc':
     "JavaScript source run in a node:vm context per evaluation with a subset of eRPC's helpers (stickyPrimary, probeExcluded, includeIf and the seconds/misbehaviour predicates refused at load); or a function in a TypeScript config",
 };

@@ -20,9 +20,6 @@ export interface ErpcRefusal {
   instead: string;
 }
 
-const TRACING =
-  'svc exports OpenTelemetry traces through `tracing` (endpoint, protocol http or grpc, sampleRate, serviceName, headers, resourceAttributes, detailed, forceTraceMatchers)';
-
 /**
  * eRPC keys svc does not implement, by canonical path. A path covers every key below it.
  * (Keys other parts of svc add later are accepted by the schema first and never reach this table.)
@@ -52,10 +49,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   },
   'admin.allowMethods': { feature: 'admin method allow/deny lists', instead: 'the admin endpoint serves only its own methods; guard it with `admin.auth`' },
   'admin.denyMethods': { feature: 'admin method allow/deny lists', instead: 'the admin endpoint serves only its own methods; guard it with `admin.auth`' },
-  'tracing.tls': {
-    feature: 'tracing exporter TLS settings (client certificates, a private CA, skipping verification)',
-    instead: `${TRACING}; an https:// endpoint exports over TLS verified against the system CAs`,
-  },
   proxyPools: {
     feature: 'outbound HTTP proxy pools',
     instead: "svc connects to upstreams directly; route egress through the host's network (HTTP(S)_PROXY is not read)",

@@ -4,6 +4,7 @@
  */
 import { type ResolvedConfig, Strict, type TProperties, Type } from 'svc-proxy/plugin';
 import { ConfigError, type ConfigProblem } from 'svc-proxy/plugin/errors';
+import { readTracingTls, tlsSchema, type TracingTls } from './tls.ts';
 
 /** Default OTLP/HTTP traces endpoint: a collector on the same host (the OpenTelemetry default). */
 export const DEFAULT_TRACING_ENDPOINT = 'http://localhost:4318/v1/traces';
@@ -71,6 +72,7 @@ export const tracingSchema: { root: TProperties } = {
                 "eRPC's detail tier: a `svc.forward` span around the work below the cache, and the request's params (JSON, first 1024 characters) on call and upstream spans. More spans and high-cardinality attributes",
             }),
           ),
+          tls: Type.Optional(tlsSchema),
           forceTraceMatchers: Type.Optional(
             Type.Array(
               Strict(
@@ -116,12 +118,14 @@ export interface TracingConfig {
   /** eRPC's detail tier. */
   detailed: boolean;
   forceTraceMatchers: ForceTraceMatcher[];
+  /** TLS material of the exporter (`tls.enabled`), PEM files already read; undefined: TLS only for an https:// endpoint, system CAs. */
+  tls?: TracingTls;
 }
 
 /**
  * The tracing settings of a resolved config: the transport inferred when unset, eRPC's
  * `host:port` endpoints turned into URLs (plain text, as eRPC's exporters without `tls`).
- * @throws ConfigError naming the key: a sample rate outside 0..1; an OTLP/HTTP endpoint that is neither a URL nor `host:port`
+ * @throws ConfigError naming the key: a sample rate outside 0..1; an endpoint that is neither a URL nor `host:port`, or an http:// URL with `tls.enabled`; a `tls` file that cannot be read, or a certificate without its key
  */
 export function tracingConfigOf(config: ResolvedConfig): TracingConfig {
   const raw = (config.settings.tracing ?? {}) as Partial<TracingConfig> & { protocol?: TracingProtocol };
@@ -133,8 +137,13 @@ export function tracingConfigOf(config: ResolvedConfig): TracingConfig {
   if (given !== undefined && !bare && !/^https?:\/\/\S+$/.test(given))
     problems.push({ path: 'tracing.endpoint', message: `must be a URL (http:// or https://) or host:port, got ${JSON.stringify(given.slice(0, 100))}` });
   const protocol: TracingProtocol = raw.protocol ?? (bare ? 'grpc' : 'http');
-  let endpoint = given ?? (protocol === 'grpc' ? 'http://localhost:4317' : DEFAULT_TRACING_ENDPOINT);
-  if (bare) endpoint = protocol === 'grpc' ? `http://${given}` : `http://${given}${OTLP_HTTP_TRACES_PATH}`;
+  const tls = raw.enabled ? readTracingTls((raw as { tls?: unknown }).tls, problems) : undefined;
+  // eRPC sends to host:port in plain text unless `tls.enabled`.
+  const scheme = tls ? 'https' : 'http';
+  let endpoint = given ?? (protocol === 'grpc' ? `${scheme}://localhost:4317` : tls ? 'https://localhost:4318/v1/traces' : DEFAULT_TRACING_ENDPOINT);
+  if (bare) endpoint = protocol === 'grpc' ? `${scheme}://${given}` : `${scheme}://${given}${OTLP_HTTP_TRACES_PATH}`;
+  if (tls && endpoint.startsWith('http://'))
+    problems.push({ path: 'tracing.endpoint', message: 'is an http:// URL while tls.enabled is true: write https:// or host:port' });
   if (problems.length) throw new ConfigError(problems);
   const resourceAttributes: Record<string, string> = {};
   for (const [k, v] of Object.entries(raw.resourceAttributes ?? {})) if (v !== '') resourceAttributes[k] = v;
@@ -148,5 +157,6 @@ export function tracingConfigOf(config: ResolvedConfig): TracingConfig {
     resourceAttributes,
     detailed: raw.detailed ?? false,
     forceTraceMatchers: raw.forceTraceMatchers ?? [],
+    ...(tls ? { tls } : {}),
   };
 }

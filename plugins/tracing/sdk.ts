@@ -47,14 +47,25 @@ export async function loadTracingSdk(config: TracingConfig, version: string, exp
   if (exporter) processor = new base.SimpleSpanProcessor(exporter);
   else if (config.protocol === 'grpc') {
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-grpc');
-    const { Metadata } = await import('@grpc/grpc-js');
-    const metadata = new Metadata();
+    const grpc = await import('@grpc/grpc-js');
+    const metadata = new grpc.Metadata();
     for (const [k, v] of Object.entries(config.headers)) metadata.set(k.toLowerCase(), v);
-    // An http:// URL is plain text and https:// TLS with the system CAs (the exporter reads the scheme).
-    processor = new base.BatchSpanProcessor(new OTLPTraceExporter({ url: config.endpoint, metadata }));
+    // Without `tls`, the exporter reads the scheme: http:// plain text, https:// TLS with the system CAs.
+    const t = config.tls;
+    const credentials = t
+      ? grpc.credentials.createSsl(
+          t.ca ? Buffer.from(t.ca) : null,
+          t.key ? Buffer.from(t.key) : null,
+          t.cert ? Buffer.from(t.cert) : null,
+          t.insecureSkipVerify ? { rejectUnauthorized: false, checkServerIdentity: () => undefined } : {},
+        )
+      : undefined;
+    processor = new base.BatchSpanProcessor(new OTLPTraceExporter({ url: config.endpoint, metadata, ...(credentials ? { credentials } : {}) }));
   } else {
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-    processor = new base.BatchSpanProcessor(new OTLPTraceExporter({ url: config.endpoint, headers: config.headers }));
+    const t = config.tls;
+    const agent = t ? { httpAgentOptions: { ca: t.ca, cert: t.cert, key: t.key, rejectUnauthorized: !t.insecureSkipVerify } } : {};
+    processor = new base.BatchSpanProcessor(new OTLPTraceExporter({ url: config.endpoint, headers: config.headers, ...agent }));
   }
   const provider = new base.BasicTracerProvider({
     resource: resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName, 'service.version': version }),

@@ -6,8 +6,8 @@
  * (matched calls traced at a near-zero sample rate, others not) and `detailed` (the forward span
  * and the params attribute, absent without it). The YAML re-validates through `svc validate --print`.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -65,7 +65,24 @@ interface Collector {
 const flat = (kvs: readonly KeyValue[] = []) =>
   Object.fromEntries(kvs.map((kv) => [kv.key, kv.value?.stringValue ?? kv.value?.boolValue ?? kv.value?.intValue ?? kv.value?.doubleValue]));
 
-async function startCollector(dir: string): Promise<Collector> {
+/** A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA (PEM files in `dir`). */
+function makePki(dir: string): { ca: string; serverKey: string; serverCert: string; clientKey: string; clientCert: string } {
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=collector test CA');
+  writeFileSync(join(dir, 'srv.ext'), 'subjectAltName=IP:127.0.0.1\n');
+  for (const [name, ext] of [
+    ['srv', ['-extfile', 'srv.ext']],
+    ['cli', []],
+  ] as const) {
+    ssl('req', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
+    ssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '1', ...ext);
+  }
+  const f = (n: string) => join(dir, n);
+  return { ca: f('ca.crt'), serverKey: f('srv.key'), serverCert: f('srv.crt'), clientKey: f('cli.key'), clientCert: f('cli.crt') };
+}
+
+async function startCollector(dir: string, tls?: ReturnType<typeof makePki>): Promise<Collector> {
   const file = join(dir, 'otlp-trace.proto');
   writeFileSync(file, OTLP_PROTO);
   const def = protoLoader.loadSync(file, { longs: String, defaults: true, arrays: true });
@@ -86,7 +103,17 @@ async function startCollector(dir: string): Promise<Collector> {
     },
   });
   c.port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
+    server.bindAsync(
+      '127.0.0.1:0',
+      tls
+        ? grpc.ServerCredentials.createSsl(
+            readFileSync(tls.ca),
+            [{ private_key: readFileSync(tls.serverKey), cert_chain: readFileSync(tls.serverCert) }],
+            true, // mutual TLS: the exporter must present a certificate signed by the CA
+          )
+        : grpc.ServerCredentials.createInsecure(),
+      (err, port) => (err ? reject(err) : resolve(port)),
+    ),
   );
   c.close = () => new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
   return c;
@@ -206,6 +233,31 @@ describe('e2e: tracing over OTLP/gRPC to a real gRPC collector (eRPC YAML)', fun
     const callSpan = collector.spans.find((s) => s.name === 'eth_getBalance')!;
     expect(flat(callSpan.attributes)).to.not.have.property('svc.params');
     expect(callSpan.resource).to.deep.include({ 'service.name': 'svc' });
+  });
+
+  it("tls (eRPC's block): host:port over TLS verified against caFile, with a client certificate for mutual TLS", async () => {
+    const pki = makePki(dir);
+    const secure = await startCollector(dir, pki);
+    try {
+      const yaml = YAML(`  enabled: true
+  endpoint: 127.0.0.1:${secure.port}
+  protocol: grpc
+  tls:
+    enabled: true
+    caFile: ${pki.ca}
+    certFile: ${pki.clientCert}
+    keyFile: ${pki.clientKey}`).replace('__ANVIL__', anvil.url);
+      const svc = await startSvc(parseYaml(yaml) as object);
+      try {
+        const r = await svc.post('/main/evm/31337', call('eth_getBalance', [ADDRESS, 'latest']));
+        expect(r.json?.result, r.text).to.match(/^0x/);
+      } finally {
+        await svc.close();
+      }
+      expect(secure.spans.map((s) => s.name)).to.include.members(['svc.request', 'eth_getBalance']);
+    } finally {
+      await secure.close();
+    }
   });
 
   it('svc validate --print takes the eRPC tracing block as it is, and the print re-validates', async () => {

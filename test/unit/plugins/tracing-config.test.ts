@@ -27,6 +27,27 @@ describe('tracing: eRPC config keys', () => {
     expect(of({ resourceAttributes: { a: '1', b: '' } }).resourceAttributes).to.deep.equal({ a: '1' });
   });
 
+  it('tls: host:port becomes https://; an unreadable file, half a client pair or an http:// URL is an error naming the key', () => {
+    const problems = (tracing: Record<string, unknown>) => {
+      try {
+        of({ enabled: true, ...tracing });
+      } catch (e) {
+        expect(e).to.be.instanceOf(ConfigError);
+        return (e as ConfigError).problems.map((p) => p.path);
+      }
+      return [];
+    };
+    expect(of({ enabled: true, endpoint: 'otel:4317', tls: { enabled: true, insecureSkipVerify: true } })).to.deep.include({
+      endpoint: 'https://otel:4317',
+      tls: { insecureSkipVerify: true },
+    });
+    expect(of({ enabled: true, endpoint: 'otel:4318', protocol: 'http', tls: { enabled: true } }).endpoint).to.equal('https://otel:4318/v1/traces');
+    expect(of({ endpoint: 'otel:4317', tls: { enabled: true, caFile: '/nonexistent' } })).to.not.have.property('tls'); // tracing off: no file read
+    expect(problems({ tls: { enabled: true, caFile: '/nonexistent/ca.pem' } })).to.deep.equal(['tracing.tls.caFile']);
+    expect(problems({ tls: { enabled: true, certFile: '/x.pem' } })).to.deep.equal(['tracing.tls.keyFile']);
+    expect(problems({ endpoint: 'http://otel:4318/v1/traces', tls: { enabled: true } })).to.deep.equal(['tracing.endpoint']);
+  });
+
   it('forceTraceMatchers: | is OR, * a wildcard; both fields AND; one field alone; an empty entry never matches', () => {
     expect(compileForceTrace([])).to.equal(undefined);
     expect(compileForceTrace([{}])).to.equal(undefined);
