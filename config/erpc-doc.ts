@@ -75,7 +75,6 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   'projects[].upstreams[].failsafe[].timeout.duration': '`{base, quantile, min, max}` → flat keys',
   'projects[].upstreams[].failsafe[].hedge.delay': '`{base, quantile, min, max}` → flat keys',
   'projects[].networks[].multiplexing': '`{enabled: bool}` → the boolean',
-  'projects[].networks[].selectionPolicy.evalFunc': 'a function in a TypeScript config; JavaScript source in YAML refused',
   'projects[].upstreams[].type': '`evm` dropped; `evm+<vendor>` refused (use `endpoint: <vendor>://KEY`); svm/gRPC refused',
   'projects[].upstreams[].group': '→ tag `tier:<group>`',
   'projects[].integrity': "→ `networkDefaults.integrity` (every network; a network's own block merged over it)",
@@ -113,6 +112,23 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   'projects[].upstreams[].evm.getLogsMaxAllowedTopics': "dropped: ignored by eRPC (the network's key applies)",
   'projects[].upstreams[].evm.getLogsSplitOnError': "dropped: ignored by eRPC (the network's `evm.getLogsSplitOnError` applies)",
   'projects[].upstreams[].evm.getLogsMaxBlockRange': 'dropped: ignored by eRPC (`evm.getLogsAutoSplittingRangeThreshold` is the upstream key)',
+  'projects[].upstreams[].routing.scoreMultipliers[].totalRequests':
+    'removed with a `--print` line: eRPC accepts it and ignores it too (its score uses rates, not request counts)',
+  'projects[].upstreams[].routing.scoreMultipliers[].finality': "one value → a list; eRPC's numbers 0..3 → names",
+  'projects[].networks[].evm.servedTip.clusterDelta': 'removed with a `--print` line: deprecated in eRPC, which ignores it',
+  'projects[].networks[].evm.servedTip.enabledFor': 'tags in any case; the majority pick of eRPC 0.1 (no trajectory referee)',
+};
+
+/** eRPC keys svc takes as they are, with what the reader should still know. By canonical path. */
+export const ERPC_SAME_NOTES: Readonly<Record<string, string>> = {
+  'tracing.endpoint': "eRPC's `host:port` (plain text; OTLP/HTTP posts to `/v1/traces`), or an `http(s)://` URL",
+  'tracing.protocol': "`grpc` or `http`; unset: gRPC for a `host:port` endpoint, OTLP/HTTP for a URL or no endpoint (eRPC's default is gRPC to localhost:4317)",
+  'tracing.sampleRate': "0 means only forced calls are traced (eRPC's loader turns 0 into 1: everything)",
+  'tracing.detailed': "svc's detail tier: a `svc.forward` span below the cache and the params on call and upstream spans",
+  'tracing.forceTraceMatchers': '`network`/`method` patterns with `*` and `|`; both set: AND; none set: never matches',
+  'tracing.tls': '`certFile` without `keyFile` (or the reverse) is a config error, where eRPC silently skips mutual TLS',
+  'projects[].networks[].selectionPolicy.evalFunc':
+    "JavaScript source run in a node:vm context per evaluation with a subset of eRPC's helpers (stickyPrimary, probeExcluded, includeIf and the seconds/misbehaviour predicates refused at load); or a function in a TypeScript config",
 };
 
 /** Where failsafe entries of eRPC (`failsafe[]`) also take one object: noted once on the parent. */
@@ -161,7 +177,7 @@ export function erpcKeyStatus(schema: TSchema, path: string): { status: 'same' |
   const rewritten = ERPC_REWRITTEN[path];
   if (rewritten !== undefined) return { status: rewritten.startsWith('refused') ? 'refused' : 'rewritten', note: rewritten };
   const refusal = Object.entries(ERPC_REFUSED).find(([k]) => path === k || path.startsWith(`${k}.`));
-  if (schemaAccepts(schema, path)) return { status: 'same', note: '' };
+  if (schemaAccepts(schema, path)) return { status: 'same', note: ERPC_SAME_NOTES[path] ?? '' };
   if (refusal) return { status: 'refused', note: `${refusal[1].feature}: ${refusal[1].instead}` };
   return { status: 'unknown', note: '' };
 }

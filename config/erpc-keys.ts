@@ -20,9 +20,6 @@ export interface ErpcRefusal {
   instead: string;
 }
 
-const TRACING =
-  "svc exports OpenTelemetry traces through `tracing` (endpoint, sampleRate, serviceName, headers); set the exporter's transport with the standard OTEL_EXPORTER_OTLP_* environment variables";
-
 /**
  * eRPC keys svc does not implement, by canonical path. A path covers every key below it.
  * (Keys other parts of svc add later are accepted by the schema first and never reach this table.)
@@ -48,14 +45,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   },
   'admin.allowMethods': { feature: 'admin method allow/deny lists', instead: 'the admin endpoint serves only its own methods; guard it with `admin.auth`' },
   'admin.denyMethods': { feature: 'admin method allow/deny lists', instead: 'the admin endpoint serves only its own methods; guard it with `admin.auth`' },
-  'tracing.protocol': { feature: 'the tracing exporter protocol', instead: TRACING },
-  'tracing.detailed': { feature: 'detailed tracing', instead: TRACING },
-  'tracing.tls': { feature: 'tracing exporter TLS', instead: TRACING },
-  'tracing.resourceAttributes': { feature: 'tracing resource attributes', instead: `${TRACING}; resource attributes through OTEL_RESOURCE_ATTRIBUTES` },
-  'tracing.forceTraceMatchers': {
-    feature: 'forced tracing by network/method',
-    instead: 'send the `X-SVC-Force-Trace` header (or `?force-trace=true`) on the calls to trace',
-  },
   'database.evmJsonRpcCache.connectors[].memory.emitMetrics': {
     feature: 'per-connector memory metrics',
     instead: 'the cache metrics (`svc_cache_*`) cover every connector',
@@ -192,10 +181,17 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'the state poller debounce',
     instead: 'svc polls each upstream every `upstreams[].evm.statePollerInterval`',
   },
-  'projects[].networks[].evm.servedTip': {
-    feature: 'the served tip (cluster-min latest/finalized)',
-    instead:
-      'svc serves the highest head and sends each call to an upstream that has the block (evm-state availability); pin calls with `use-upstream` if needed',
+  'projects[].networks[].evm.servedTip.guaranteedMethods': {
+    feature: 'per-method served-tip floors',
+    instead: "svc's served tip is one majority pick per network; each call still goes only to upstreams that have its block (evm-state availability)",
+  },
+  'projects[].networks[].evm.servedTip.maxRegressionBlocks': {
+    feature: "the served tip's regression guard",
+    instead: 'svc serves the plain majority pick (a pick more than 1024 blocks under the second-highest head is not held back)',
+  },
+  'projects[].networks[].evm.servedTip.trajectoryWindow': {
+    feature: "the served tip's trajectory referee",
+    instead: 'svc serves the plain majority pick, as eRPC does with `trajectoryWindow: 0`',
   },
   'projects[].networks[].evm.enforceBlockAvailability': {
     feature: 'the network switch for block-availability enforcement',
@@ -225,14 +221,23 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
 
   'projects[].networks[].selectionPolicy.evalScope': {
     feature: 'selection policy scopes',
-    instead: 'svc evaluates per network; a TypeScript `evalFunc` sees the method in its context',
+    instead: "svc evaluates one order per network (eRPC's default `evalScope: network`); send a call to chosen upstreams with `use-upstream`",
   },
-  'projects[].networks[].selectionPolicy.evalPerMethod': { feature: 'per-method selection', instead: 'a TypeScript `evalFunc` sees the method in its context' },
-  'projects[].networks[].selectionPolicy.evalPerFinality': { feature: 'per-finality selection', instead: 'a TypeScript `evalFunc`' },
-  'projects[].networks[].selectionPolicy.evalPerBoundary': { feature: 'per-boundary selection', instead: 'a TypeScript `evalFunc`' },
+  'projects[].networks[].selectionPolicy.evalPerMethod': {
+    feature: 'per-method selection',
+    instead: "svc evaluates one order per network (eRPC's default `evalScope: network`); send a call to chosen upstreams with `use-upstream`",
+  },
+  'projects[].networks[].selectionPolicy.evalPerFinality': {
+    feature: 'per-finality selection',
+    instead: "svc evaluates one order per network (eRPC's default `evalScope: network`)",
+  },
+  'projects[].networks[].selectionPolicy.evalPerBoundary': {
+    feature: 'per-boundary selection',
+    instead: 'svc evaluates one order per network and skips, per call, an upstream that lacks the block',
+  },
   'projects[].networks[].selectionPolicy.evalFunction': {
     feature: 'the legacy selection function name',
-    instead: '`evalFunc`, as a function in a TypeScript config (svc.config.ts)',
+    instead: "`evalFunc` (eRPC 0.1's `(upstreams, ctx) => upstreams`, as JavaScript source in YAML or a function in svc.config.ts)",
   },
   'projects[].networks[].selectionPolicy.resampleExcluded': {
     feature: 'resampling excluded upstreams',
@@ -259,9 +264,17 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead: "budgets count requests; svc's cost plugin reports credits in `X-SVC-Credits`",
   },
   'projects[].upstreams[].shadow.ignoreFields': { feature: 'shadow comparison field filters', instead: 'svc compares whole results' },
-  'projects[].upstreams[].routing': {
-    feature: 'routing score multipliers',
-    instead: 'order upstreams with `selectionPolicy` (a TypeScript `evalFunc` for custom scoring) or pin them with tags and `use-upstream`',
+  'projects[].upstreams[].routing.scoreMultipliers[].misbehaviors': {
+    feature: 'the consensus-misbehaviour term of the score',
+    instead: 'svc keeps no misbehaviour rate in its health window (consensus disputes are logged and counted in metrics); weight the other terms',
+  },
+  'projects[].upstreams[].routing.scoreLatencyQuantile': {
+    feature: 'a per-upstream latency quantile for the score',
+    instead: 'the score uses the p70 latency (eRPC documents this key as not wired into its scoring either)',
+  },
+  'projects[].upstreams[].routing.probe': {
+    feature: "probing excluded upstreams with mirrored traffic (the policy's probeExcluded step)",
+    instead: 'svc re-admits an excluded upstream when its health recovers, through its health checks',
   },
   'projects[].upstreams[].svm': { feature: 'Solana upstreams', instead: 'svc serves EVM chains only' },
   'projects[].upstreams[].grpc': {

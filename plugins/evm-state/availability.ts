@@ -49,7 +49,8 @@ export function tapFarFutureBlocks(host: PluginHost): void {
         if (ctx.request.method !== 'eth_getBlockByNumber' || ctx.internal) return inner(ctx);
         const n = blockNumberParamOf(ctx.request.params);
         if (n === undefined) return inner(ctx);
-        const head = chainStateOf(network).highestLatest;
+        // The highest head, not a served majority tip: never null a block an upstream has (as eRPC).
+        const head = chainStateOf(network).maxLatest;
         if (head > 0 && n > head + netSettings(network).maxRetryableBlockDistance) return Promise.resolve(new RpcResult(null));
         return inner(ctx);
       },

@@ -12,6 +12,7 @@ import type { HeadVerdict, NetworkChainState as NetworkChainStateView, UpstreamC
 import { SHADOW_UPSTREAM } from 'svc-proxy/plugins/shadow';
 import { judgeHeadFacts, SOLE_REPORTER_GRACE_MS, witnessesOf } from './plausibility.ts';
 import { networkChainState } from './api.ts';
+import { majorityHead, type ServedTipAxes } from './served-tip.ts';
 
 /** One upstream's view of the chain. */
 export class UpstreamChainState implements UpstreamChainStateView {
@@ -170,11 +171,25 @@ export class NetworkChainState implements NetworkChainStateView {
   // (The evm-state plugin's list is reused from call to call: iterate it at once, never keep it.)
 
   /**
+   * eRPC's served tip of this network (`evm.servedTip.enabledFor`, ./served-tip.ts): the axes whose
+   * head is the majority pick instead of the max; undefined (max mode) unless configured.
+   */
+  servedTip: ServedTipAxes | undefined = undefined;
+
+  /**
+   * The block the network serves as `latest`: {@link maxLatest}, or with the served tip on for
+   * `latest`, the freshest block a strict majority of the counted non-syncing upstreams have.
+   */
+  get highestLatest(): number {
+    return this.servedTip?.latest ? majorityHead(this, this.countedUpstreams(), 'latest') : this.maxLatest;
+  }
+
+  /**
    * Highest latest block over the network's counted upstreams ({@link countedUpstreams}: by
    * default those currently in `network.upstreams`; a failed or wrong-chain upstream is removed
    * from it, so it cannot poison the value for good). 0 when unknown.
    */
-  get highestLatest(): number {
+  get maxLatest(): number {
     let m = 0;
     let v = 0;
     for (const u of this.countedUpstreams()) {
@@ -206,8 +221,13 @@ export class NetworkChainState implements NetworkChainStateView {
     return false;
   }
 
-  /** Highest finalized block over the counted upstreams ({@link countedUpstreams}), vouched ones once any is; 0 when unknown. */
+  /** The block the network serves as `finalized`: {@link maxFinalized}, or the majority pick with the served tip on for `finalized`. */
   get highestFinalized(): number {
+    return this.servedTip?.finalized ? majorityHead(this, this.countedUpstreams(), 'finalized') : this.maxFinalized;
+  }
+
+  /** Highest finalized block over the counted upstreams ({@link countedUpstreams}), vouched ones once any is; 0 when unknown. */
+  get maxFinalized(): number {
     let m = 0;
     let v = 0;
     let anyVouched = false;

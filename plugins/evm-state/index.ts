@@ -25,6 +25,7 @@ import { declareDirectives } from 'svc-proxy/plugins/directives';
 import { CHAIN_STATE_SERVICE, STATE_POLLERS_SERVICE } from './api.ts';
 import { chainStateOf } from './chain.ts';
 import { tapBlockAvailability, tapFarFutureBlocks } from './availability.ts';
+import { tapServedTip } from './served-tip.ts';
 import { tapBlockBounds } from './block-availability.ts';
 import { tapEarliestDetection } from './earliest.ts';
 import { tapFinality } from './finality.ts';
@@ -60,6 +61,8 @@ export {
 } from './block-availability.ts';
 export { probeBlock, ProbeInconclusive, searchEarliest, type ProbeCall } from './earliest.ts';
 export { FULL_NODE_RECENT_BLOCKS, normalizeBlockAvailability } from './erpc.ts';
+export { majorityHead, majorityPick, normalizeServedTip, SERVED_TIP_TAGS, servedTipOf, servedTipSchema } from './served-tip.ts';
+export type { ServedTipAxes } from './served-tip.ts';
 export { chainChanged, chainIdOf, ErrUpstreamChainChanged } from './chain-id.ts';
 export { HEAD_MARGIN_BLOCKS, headAllowance, judgeHeadFacts, UNKNOWN_BLOCK_TIME_ALLOWANCE, type HeadFacts } from './plausibility.ts';
 export { EvmStatePlugin, IMPLAUSIBLE_HEAD_LAG, evmStateOf, pollNow, statePollerOf } from './state.ts';
@@ -136,6 +139,7 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
       tapBlockAvailability(host);
       tapTipEnforcement(host, heads);
       tapFarFutureBlocks(host);
+      tapServedTip(host, chainStateOf, (ctx) => Boolean(ENFORCE_HIGHEST_BLOCK.get(ctx.directives)));
     },
   });
 }

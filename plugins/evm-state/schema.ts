@@ -9,6 +9,7 @@ import { Duration, type Network, type SchemaFragment, type Upstream } from 'svc-
 import { Directive, directiveDefaultsSchema } from 'svc-proxy/plugins/directives';
 import { blockAvailabilitySchema } from './block-availability.ts';
 import { normalizeBlockAvailability } from './erpc.ts';
+import { normalizeServedTip, servedTipSchema } from './served-tip.ts';
 import type { PollerSettings } from './poller.ts';
 
 /** Upper bound of one poll request, ms: the timeout is min(interval, this). */
@@ -60,8 +61,12 @@ export const evmStateSchema: SchemaFragment = {
     }),
     blockAvailability: blockAvailabilitySchema,
   },
-  normalize: normalizeBlockAvailability,
+  normalize: (doc, out) => {
+    normalizeBlockAvailability(doc, out);
+    normalizeServedTip(doc, out);
+  },
   networkEvm: {
+    servedTip: Type.Optional(servedTipSchema),
     fallbackFinalityDepth: Type.Integer({
       minimum: 0,
       default: DEFAULT_FALLBACK_FINALITY_DEPTH,

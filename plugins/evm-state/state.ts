@@ -153,8 +153,9 @@ export function tapHeadTracking(host: PluginHost, maxPollTimeoutMs: number): Hea
   /** Feeds block-head and finalization lag of every observed upstream into the health tracker. */
   const updateLags = (n: Network): void => {
     const st = chainStateOf(n);
-    const hl = st.highestLatest;
-    const hf = st.highestFinalized;
+    // Lag is behind the highest head even when the served tip is the majority one (as in eRPC).
+    const hl = st.maxLatest;
+    const hf = st.maxFinalized;
     for (const u of n.upstreams) {
       const s = st.peek(u);
       const latest = knownLatestOf(s);
@@ -281,7 +282,7 @@ export function tapHeadTracking(host: PluginHost, maxPollTimeoutMs: number): Hea
     registers: [host.metrics],
     collect() {
       this.reset();
-      eachPoller((p, s) => this.set(lbl(p), Math.max(0, chainStateOf(p.network).highestLatest - s.latest)));
+      eachPoller((p, s) => this.set(lbl(p), Math.max(0, chainStateOf(p.network).maxLatest - s.latest)));
     },
   });
   new Gauge({
@@ -291,7 +292,7 @@ export function tapHeadTracking(host: PluginHost, maxPollTimeoutMs: number): Hea
     registers: [host.metrics],
     collect() {
       this.reset();
-      eachPoller((p, s) => this.set(lbl(p), Math.max(0, chainStateOf(p.network).highestFinalized - s.finalized)));
+      eachPoller((p, s) => this.set(lbl(p), Math.max(0, chainStateOf(p.network).maxFinalized - s.finalized)));
     },
   });
   new Gauge({

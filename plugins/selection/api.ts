@@ -14,9 +14,10 @@ import { serviceKey, type Network, type PluginHost, type ServiceKey } from 'svc-
 import type { HealthSnapshot } from 'svc-proxy/plugin/contracts';
 
 /**
- * Weights of the selection score (lower is better, spec §6 `svc_selection_score`):
- * `errorRate*errorRate + respLatency*p70Seconds + throttledRate*throttleRate + blockHeadLag*blockHeadLag`.
- * Config: `networks[].selectionPolicy.scoreWeights`.
+ * Weights of the selection score (lower is better, spec §6 `svc_selection_score`): the penalty
+ * `errorRate*errorRate + respLatency*p70Seconds + throttledRate*throttleRate + blockHeadLag*blockHeadLag
+ * + finalizationLag*finalizationLag`. Config: `networks[].selectionPolicy.scoreWeights`; an
+ * upstream's `routing.scoreMultipliers` override them for that upstream ({@link ScoreMultipliers}).
  */
 export interface ScoreWeights {
   /** Weight of the error rate (0..1). Default 4. */
@@ -27,6 +28,21 @@ export interface ScoreWeights {
   throttledRate: number;
   /** Weight of the block-head lag, in blocks. Default 1. */
   blockHeadLag: number;
+  /** Weight of the finalization lag, in blocks. Default 0 (eRPC's PREFER_FASTEST). */
+  finalizationLag: number;
+}
+
+/**
+ * One upstream's score multipliers (eRPC's `upstreams[].routing.scoreMultipliers`, the first entry
+ * matching the network): each weight given replaces the base weight of that term for this
+ * upstream only (0 drops the term), and `overall` scales its preference (eRPC's score is
+ * `overall / (1 + penalty)`, higher better; svc's lower-is-better score is
+ * `(1 + penalty) / overall - 1`, which orders upstreams the same way and equals the plain
+ * penalty when `overall` is 1; `overall` 0 ranks the upstream last).
+ */
+export interface ScoreMultipliers extends Partial<ScoreWeights> {
+  /** Preference dial: above 1 prefers this upstream, below 1 demotes it (>= 0, default 1). */
+  overall?: number;
 }
 
 /** The metric numbers a policy sees for one upstream (a health snapshot of its `*` cell). */
@@ -50,6 +66,8 @@ export interface PolicyUpstream {
   readonly syncing: boolean;
   /** True while the upstream is cordoned for every method (`*`, spec §3.1). */
   readonly cordoned: boolean;
+  /** Its `routing.scoreMultipliers` entry matching this evaluation, if any (eRPC's `u.scoreMultipliers`). */
+  readonly scoreMultipliers?: Readonly<ScoreMultipliers>;
 }
 
 /** One selection decision as a policy step records it (the selection plugin stamps the time). */
@@ -101,7 +119,8 @@ export interface UpstreamsView extends Array<PolicyUpstream> {
    */
   ifEmpty(alternative: Iterable<PolicyUpstream>, reason?: string, step?: string): UpstreamsView;
   /**
-   * A copy ordered by score (see {@link ScoreWeights}), lowest first; ties keep the current
+   * A copy ordered by score (see {@link ScoreWeights}), lowest first, each upstream's
+   * {@link PolicyUpstream.scoreMultipliers} merged over the weights; ties keep the current
    * order (stable).
    * @param weights overrides of the configured weights
    */
@@ -112,7 +131,7 @@ export interface UpstreamsView extends Array<PolicyUpstream> {
    * order (step `demoteDown`): still tried when every other upstream fails.
    */
   demoteDown(): UpstreamsView;
-  /** Score of one upstream with the configured weights, optionally overridden (lower is better). */
+  /** Score of one upstream with the configured weights, optionally overridden, and its own multipliers (lower is better). */
   score(u: PolicyUpstream, weights?: Partial<ScoreWeights>): number;
   /**
    * Records a decision of a custom step (shown by the admin method with the built-in ones).
@@ -137,7 +156,7 @@ export interface PolicyContext {
   readonly now: number;
   /** The built-in policy, for functions that only pre- or post-process it. */
   readonly defaultPolicy: EvalFunc;
-  /** Score of one upstream (lower is better) with the configured weights, optionally overridden. */
+  /** Score of one upstream (lower is better) with the configured weights, optionally overridden, and its own multipliers. */
   score(u: PolicyUpstream, weights?: Partial<ScoreWeights>): number;
   /** Wraps a plain array of this evaluation's upstreams back into a view (to get the helpers again). */
   view(list: Iterable<PolicyUpstream>): UpstreamsView;

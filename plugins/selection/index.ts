@@ -47,8 +47,10 @@ export { readSelectionSettings, selectionPolicySchema, selectionSchemaFragment }
 export type { SelectionSettings } from './schema.ts';
 export { MAX_DECISIONS, rankedScores, Ring } from './state.ts';
 export type { SelectionDecision, SelectionState } from './state.ts';
-export { DEFAULT_SCORE_WEIGHTS, FALLBACK_TAG, policyUpstream, scoreOf, UpstreamsView } from './view.ts';
-export type { DecisionDraft, PolicyMetrics, PolicyUpstream, PolicyUpstreamInput, ScoreWeights } from './view.ts';
+export { DEFAULT_SCORE_WEIGHTS, FALLBACK_TAG, policyUpstream, scoreOf, upstreamScore, UpstreamsView } from './view.ts';
+export type { DecisionDraft, PolicyMetrics, PolicyUpstream, PolicyUpstreamInput, ScoreMultipliers, ScoreWeights } from './view.ts';
+export { FINALITIES, resolveScoreMultipliers, routingSchema, scoreMultiplierSchema } from './multipliers.ts';
+export type { ScoreMultiplierEntry } from './multipliers.ts';
 
 /** Options of {@link selectionPlugin}. */
 export interface SelectionPluginOptions {

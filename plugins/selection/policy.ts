@@ -11,7 +11,7 @@ import {
   DEFAULT_SCORE_WEIGHTS,
   policyUpstream,
   RUNS,
-  scoreOf,
+  upstreamScore,
   viewOf,
   type DecisionDraft,
   type PolicyRun,
@@ -98,7 +98,7 @@ export interface PolicyResult {
   order: string[];
   /** Upstream id -> reason, for every input upstream not in `order`. */
   excluded: Record<string, string>;
-  /** Upstream id -> score with the configured weights, for every input upstream. */
+  /** Upstream id -> score with the configured weights and the upstream's multipliers, for every input upstream. */
   scores: Record<string, number>;
   /** Decisions recorded by the policy's steps, in step order. */
   decisions: DecisionDraft[];
@@ -161,7 +161,7 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
     evalTimeoutMs: timeoutMs,
     now: opts.now ?? Date.now(),
     defaultPolicy,
-    score: (u, w) => scoreOf(u.metrics, w ? { ...weights, ...w } : weights),
+    score: (u, w) => upstreamScore(u, w ? { ...weights, ...w } : weights),
     view: (list) => viewOf(list, run),
   };
   const started = performance.now();
@@ -182,7 +182,7 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
     const excluded: Record<string, string> = {};
     const scores: Record<string, number> = {};
     for (const e of entries) {
-      scores[e.id] = scoreOf(e.metrics, weights);
+      scores[e.id] = upstreamScore(e, weights);
       if (seen.has(e.id)) continue;
       let reason = lastReason.get(e.id);
       if (reason === undefined) {
@@ -198,7 +198,9 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
   try {
     ret = fn(viewOf(entries, run), ctx);
   } catch (e) {
-    throw new PolicyError('error', `evalFunc threw: ${errorMessage(e)}`, performance.now() - started, { cause: e });
+    // A YAML policy overrunning its vm `timeout` is a timeout, not a bug in the policy.
+    const kind = (e as { code?: unknown } | null)?.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT' ? 'timeout' : 'error';
+    throw new PolicyError(kind, `evalFunc threw: ${errorMessage(e)}`, performance.now() - started, { cause: e });
   }
   if (!isThenable(ret)) {
     const spent = performance.now() - started;

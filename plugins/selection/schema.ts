@@ -4,11 +4,12 @@
  * the boot-time check of every network's settings. No hooks here.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
-import { Duration, type Network, parseDuration, type PluginHost, Strict } from 'svc-proxy/plugin';
+import { type ConfigDocument, Duration, type Network, type NormalizeReport, parseDuration, type PluginHost, Strict } from 'svc-proxy/plugin';
 import { ConfigError, type ConfigProblem } from 'svc-proxy/plugin/errors';
-import type { EvalFunc } from './policy.ts';
+import { evaluatePolicy, type EvalFunc } from './policy.ts';
 import { DEFAULT_SCORE_WEIGHTS, type ScoreWeights } from './view.ts';
-import { refuseSourceEvalFunc } from './erpc.ts';
+import { normalizeScoreMultipliers, routingSchema } from './multipliers.ts';
+import { compileSourcePolicy, PolicySourceError } from './sandbox.ts';
 
 /**
  * The config keys this plugin owns: `networks[].selectionPolicy` (and the same under
@@ -30,25 +31,33 @@ export const selectionPolicySchema = Strict(
           respLatency: Type.Optional(Type.Number({ minimum: 0, default: 15, description: 'weight of the p70 latency, seconds' })),
           throttledRate: Type.Optional(Type.Number({ minimum: 0, default: 4, description: 'weight of the throttle rate (0..1)' })),
           blockHeadLag: Type.Optional(Type.Number({ minimum: 0, default: 1, description: 'weight of the block-head lag, blocks' })),
+          finalizationLag: Type.Optional(Type.Number({ minimum: 0, default: 0, description: 'weight of the finalization lag, blocks' })),
         },
-        { default: {}, description: 'score = errorRate*w + p70Seconds*w + throttleRate*w + blockHeadLag*w, lower is better (svc_selection_score)' },
+        {
+          default: {},
+          description:
+            "score = errorRate*w + p70Seconds*w + throttleRate*w + blockHeadLag*w + finalizationLag*w, lower is better (svc_selection_score); an upstream's routing.scoreMultipliers override these for that upstream",
+        },
       ),
     ),
     evalFunc: Type.Optional(
-      Type.Unsafe<EvalFunc>({
+      // One open schema for both forms (a union with a function schema breaks TypeBox's defaults):
+      // readSelectionSettings checks the value and names the key.
+      Type.Unsafe<EvalFunc | string>({
         'x-svc-kind': 'function',
         description:
-          'TypeScript/JS configs only: `(upstreams, ctx) => upstreams` (sync or async) replacing the default policy; call `upstreams.removeCordoned()` to honour cordons (spec §3.1)',
+          "the policy `(upstreams, ctx) => upstreams`. YAML: eRPC's JavaScript source (at most 64 KiB) with eRPC's chain helpers (removeCordoned, excludeIf, preferTag, sortByScore(PREFER_FASTEST)...), compiled once at load, tried once over two healthy upstreams (a failure is a config error), then run in a fresh node:vm context per evaluation bounded by evalTimeout; trusted code (node:vm is no security boundary). TypeScript/JS configs: a function (sync or async) over svc's view; call `upstreams.removeCordoned()` to honour cordons (spec §3.1)",
       }),
     ),
   },
   { default: {}, description: 'per-network upstream selection policy (spec §1.3)' },
 );
 
-/** The schema fragment of the plugin. */
-export const selectionSchemaFragment: { network: TProperties; normalize: typeof refuseSourceEvalFunc } = {
+/** The schema fragment of the plugin: `networks[].selectionPolicy`, `upstreams[].routing` and their eRPC rewrites. */
+export const selectionSchemaFragment: { network: TProperties; upstream: TProperties; normalize: (doc: ConfigDocument, out: NormalizeReport) => void } = {
   network: { selectionPolicy: selectionPolicySchema },
-  normalize: refuseSourceEvalFunc,
+  upstream: { routing: routingSchema },
+  normalize: normalizeScoreMultipliers,
 };
 
 /** A network's selection settings, resolved (durations in ms, weights defaulted). */
@@ -57,17 +66,19 @@ export interface SelectionSettings {
   evalIntervalMs: number;
   /** `evalTimeout`, ms (> 0). Default 100. */
   evalTimeoutMs: number;
-  /** `scoreWeights` with defaults 4 / 15 / 4 / 1. */
+  /** `scoreWeights` with defaults 4 / 15 / 4 / 1 / 0. */
   weights: ScoreWeights;
-  /** `evalFunc`, when configured. */
+  /** `evalFunc`, when configured (JavaScript source compiled into a sandboxed function). */
   evalFunc?: EvalFunc;
+  /** True when `evalFunc` was JavaScript source (a YAML policy), run in node:vm. */
+  evalFuncSource?: boolean;
 }
 
 /**
  * Reads `selectionPolicy` settings (resolved or raw: durations as ms or strings).
  * @param raw the `selectionPolicy` object, or undefined for every default
  * @param path config path of the object, for errors (e.g. `projects[0].networks[1].selectionPolicy`)
- * @throws ConfigError naming `<path>.evalFunc` when it is not a function, `<path>.evalInterval`/`.evalTimeout` when not > 0, `<path>.scoreWeights.<k>` when not a finite number >= 0
+ * @throws ConfigError naming `<path>.evalFunc` when it is neither a function nor JavaScript source that compiles, `<path>.evalInterval`/`.evalTimeout` when not > 0, `<path>.scoreWeights.<k>` when not a finite number >= 0
  */
 export function readSelectionSettings(raw: unknown, path: string): SelectionSettings {
   const problems: ConfigProblem[] = [];
@@ -101,14 +112,23 @@ export function readSelectionSettings(raw: unknown, path: string): SelectionSett
     }
   }
   const f = o.evalFunc;
-  if (f !== undefined && typeof f !== 'function') {
+  let evalFunc: EvalFunc | undefined;
+  if (typeof f === 'function') evalFunc = f as EvalFunc;
+  else if (typeof f === 'string') {
+    try {
+      evalFunc = compileSourcePolicy(f);
+    } catch (e) {
+      if (!(e instanceof PolicySourceError)) throw e;
+      problems.push({ path: `${path}.evalFunc`, message: e.message });
+    }
+  } else if (f !== undefined) {
     problems.push({
       path: `${path}.evalFunc`,
-      message: `must be a function (upstreams, ctx) => upstreams, set from a TypeScript/JS config or a plugin; got ${f === null ? 'null' : typeof f}`,
+      message: `must be JavaScript source (YAML) or a function (upstreams, ctx) => upstreams (TypeScript config, plugin); got ${f === null ? 'null' : typeof f}`,
     });
   }
   if (problems.length) throw new ConfigError(problems);
-  return { evalIntervalMs, evalTimeoutMs, weights, evalFunc: typeof f === 'function' ? (f as EvalFunc) : undefined };
+  return { evalIntervalMs, evalTimeoutMs, weights, evalFunc, evalFuncSource: typeof f === 'string' };
 }
 
 /** Config path of a network's `selectionPolicy`, for error messages. */
@@ -120,6 +140,21 @@ export function settingsPath(host: PluginHost, network: Network): string {
 }
 
 /**
+ * Runs a YAML policy once over two healthy synthetic upstreams (ids `a`, `b`), so a call to a
+ * helper svc does not provide, a typo or a wrong return shape fails at load, naming the key,
+ * rather than at every evaluation.
+ * @throws ConfigError naming `<path>.evalFunc` when the run throws, overruns evalTimeout or returns no array
+ */
+function trialRun(s: SelectionSettings, path: string): void {
+  try {
+    const r = evaluatePolicy([{ id: 'a' }, { id: 'b' }], { evalFunc: s.evalFunc, weights: s.weights, evalTimeoutMs: s.evalTimeoutMs, network: 'evm:1' });
+    if (r instanceof Promise) throw new Error('the policy answered asynchronously');
+  } catch (e) {
+    throw new ConfigError([{ path: `${path}.evalFunc`, message: `the policy failed a trial run over two healthy upstreams: ${(e as Error).message}` }]);
+  }
+}
+
+/**
  * Checks every network's (and `networkDefaults`') `selectionPolicy` of a config.
  * @throws ConfigError listing every problem, each with its config path
  */
@@ -127,7 +162,8 @@ export function validateConfig(host: PluginHost): void {
   const problems: ConfigProblem[] = [];
   const check = (raw: unknown, path: string) => {
     try {
-      readSelectionSettings(raw, path);
+      const s = readSelectionSettings(raw, path);
+      if (s.evalFunc && s.evalFuncSource) trialRun(s, path);
     } catch (e) {
       if (e instanceof ConfigError) problems.push(...e.problems);
       else throw e;

@@ -12,7 +12,8 @@ import { SYNCING } from 'svc-proxy/plugins/evm-state';
 import { Gauge } from 'prom-client';
 import { defaultPolicy, evaluatePolicy, PolicyError, type EvalFunc, type PolicyResult } from './policy.ts';
 import type { SelectionSettings } from './schema.ts';
-import type { PolicyUpstreamInput } from './view.ts';
+import type { PolicyUpstreamInput, ScoreMultipliers } from './view.ts';
+import { resolveScoreMultipliers, type ScoreMultiplierEntry } from './multipliers.ts';
 
 /** Decisions kept per network (the admin `svc_project` method shows them). */
 export const MAX_DECISIONS = 100;
@@ -95,6 +96,8 @@ export class NetworkSelection {
   private prevOrder: string[] = [];
   private readonly excludedSince = new Map<string, number>();
   private readonly scoreLabels = new Set<string>();
+  /** Each upstream's `routing.scoreMultipliers` entry for this network, resolved once (config is fixed for the network's life). */
+  private readonly multipliers = new WeakMap<Upstream, ScoreMultipliers | undefined>();
 
   constructor(
     private readonly host: PluginHost,
@@ -137,6 +140,14 @@ export class NetworkSelection {
     this.scoreLabels.clear();
   }
 
+  private multipliersOf(u: Upstream): ScoreMultipliers | undefined {
+    if (this.multipliers.has(u)) return this.multipliers.get(u);
+    const routing = u.config.settings.routing as { scoreMultipliers?: ScoreMultiplierEntry[] } | undefined;
+    const m = resolveScoreMultipliers(routing?.scoreMultipliers, this.network.id);
+    this.multipliers.set(u, m);
+    return m;
+  }
+
   /**
    * Runs the policy over the network's upstreams and commits the result; a failure keeps the
    * previous order. Synchronous for a sync policy (the returned promise is already settled).
@@ -158,7 +169,15 @@ export class NetworkSelection {
       const health = this.network.project.health;
       const inputs: PolicyUpstreamInput[] = snapshot.map((u) => {
         const metrics = health.snapshot(u.id, '*');
-        return { id: u.id, tags: u.tags, vendor: u.vendor, metrics, syncing: SYNCING.get(u), cordoned: metrics.cordoned };
+        return {
+          id: u.id,
+          tags: u.tags,
+          vendor: u.vendor,
+          metrics,
+          syncing: SYNCING.get(u),
+          cordoned: metrics.cordoned,
+          scoreMultipliers: this.multipliersOf(u),
+        };
       });
       out = evaluatePolicy(inputs, {
         evalFunc: this.policy,

@@ -6,13 +6,19 @@
  * evaluation run. `policy.ts` runs a policy over them; no hooks here.
  */
 import type { HealthSnapshot } from 'svc-proxy/plugin/contracts';
-import type { DecisionDraft, PolicyUpstream, ScoreWeights, UpstreamsView as UpstreamsViewContract } from './api.ts';
+import type { DecisionDraft, PolicyUpstream, ScoreMultipliers, ScoreWeights, UpstreamsView as UpstreamsViewContract } from './api.ts';
 
 // The policy contract's types are this plugin's contract (api.ts); re-exported for its files.
-export type { DecisionDraft, PolicyMetrics, PolicyUpstream, ScoreWeights } from './api.ts';
+export type { DecisionDraft, PolicyMetrics, PolicyUpstream, ScoreMultipliers, ScoreWeights } from './api.ts';
 
-/** The default score weights: `4*errorRate + 15*p70Seconds + 4*throttleRate + 1*blockHeadLag`. */
-export const DEFAULT_SCORE_WEIGHTS: Readonly<ScoreWeights> = Object.freeze({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 1 });
+/** The default score weights (eRPC's PREFER_FASTEST): `4*errorRate + 15*p70Seconds + 4*throttleRate + 1*blockHeadLag + 0*finalizationLag`. */
+export const DEFAULT_SCORE_WEIGHTS: Readonly<ScoreWeights> = Object.freeze({
+  errorRate: 4,
+  respLatency: 15,
+  throttledRate: 4,
+  blockHeadLag: 1,
+  finalizationLag: 0,
+});
 
 /** The tag that marks an upstream as a last resort ({@link UpstreamsView.preferNonFallback}). */
 export const FALLBACK_TAG = 'tier:fallback';
@@ -26,6 +32,8 @@ export interface PolicyUpstreamInput {
   syncing?: boolean;
   /** Default: `metrics.cordoned`, else false. */
   cordoned?: boolean;
+  /** Its `routing.scoreMultipliers` entry for this evaluation (none by default). */
+  scoreMultipliers?: ScoreMultipliers;
 }
 
 /** State of one policy evaluation, shared by every view derived from its input (see `evaluatePolicy`). */
@@ -42,14 +50,37 @@ const detachedRun = (): PolicyRun => ({ weights: DEFAULT_SCORE_WEIGHTS, decision
 
 /**
  * Score of one upstream, lower is better (spec §6 `svc_selection_score`):
- * `w.errorRate*errorRate + w.respLatency*p70 (s) + w.throttledRate*throttleRate + w.blockHeadLag*blockHeadLag`.
- * Missing metric numbers count as 0.
+ * `w.errorRate*errorRate + w.respLatency*p70 (s) + w.throttledRate*throttleRate + w.blockHeadLag*blockHeadLag
+ * + w.finalizationLag*finalizationLag`. Missing metric numbers and weights count as 0.
  */
 export function scoreOf(
-  m: Partial<Pick<HealthSnapshot, 'errorRate' | 'p70' | 'throttleRate' | 'blockHeadLag'>>,
-  w: Readonly<ScoreWeights> = DEFAULT_SCORE_WEIGHTS,
+  m: Partial<Pick<HealthSnapshot, 'errorRate' | 'p70' | 'throttleRate' | 'blockHeadLag' | 'finalizationLag'>>,
+  w: Readonly<Partial<ScoreWeights>> = DEFAULT_SCORE_WEIGHTS,
 ): number {
-  return w.errorRate * (m.errorRate ?? 0) + w.respLatency * (m.p70 ?? 0) + w.throttledRate * (m.throttleRate ?? 0) + w.blockHeadLag * (m.blockHeadLag ?? 0);
+  return (
+    (w.errorRate ?? 0) * (m.errorRate ?? 0) +
+    (w.respLatency ?? 0) * (m.p70 ?? 0) +
+    (w.throttledRate ?? 0) * (m.throttleRate ?? 0) +
+    (w.blockHeadLag ?? 0) * (m.blockHeadLag ?? 0) +
+    (w.finalizationLag ?? 0) * (m.finalizationLag ?? 0)
+  );
+}
+
+/**
+ * Score of one upstream with its own `routing.scoreMultipliers` (eRPC's "merge" mode): each
+ * weight it sets replaces the base one, and `overall` turns the penalty P into `(1 + P) / overall - 1`,
+ * the lower-is-better form of eRPC's `overall / (1 + P)`: the same order, and exactly P without
+ * multipliers. `overall` 0 gives `Infinity` (ranked last).
+ * @param u the upstream (its metrics and multipliers)
+ * @param base the weights every upstream starts from
+ */
+export function upstreamScore(u: Pick<PolicyUpstream, 'metrics' | 'scoreMultipliers'>, base: Readonly<ScoreWeights> = DEFAULT_SCORE_WEIGHTS): number {
+  const pm = u.scoreMultipliers;
+  if (!pm) return scoreOf(u.metrics, base);
+  const { overall, ...weights } = pm;
+  const penalty = scoreOf(u.metrics, { ...base, ...weights });
+  if (overall === undefined || overall === 1) return penalty;
+  return overall > 0 ? (1 + penalty) / overall - 1 : Number.POSITIVE_INFINITY;
 }
 
 /** Builds a view bound to an evaluation run (set in {@link UpstreamsView}'s static block). */
@@ -159,12 +190,13 @@ export class UpstreamsView extends Array<PolicyUpstream> implements UpstreamsVie
   }
 
   /**
-   * A copy ordered by {@link scoreOf}, lowest first; ties keep the current order (stable).
+   * A copy ordered by {@link upstreamScore} (each upstream's multipliers merged over the
+   * weights), lowest first; ties keep the current order (stable).
    * @param weights overrides of the configured weights
    */
   sortByScore(weights?: Partial<ScoreWeights>): UpstreamsView {
     const w = weights ? { ...this.run().weights, ...weights } : this.run().weights;
-    const scored = Array.from(this, (u) => ({ u, s: scoreOf(u.metrics, w) }));
+    const scored = Array.from(this, (u) => ({ u, s: upstreamScore(u, w) }));
     scored.sort((a, b) => a.s - b.s);
     return this.derive(scored.map((x) => x.u));
   }
@@ -183,9 +215,9 @@ export class UpstreamsView extends Array<PolicyUpstream> implements UpstreamsVie
     return this.derive([...this.filter((u) => u.metrics.unreachable !== true), ...down]);
   }
 
-  /** Score of one upstream with the configured weights, optionally overridden. */
+  /** Score of one upstream with the configured weights, optionally overridden, and its own multipliers. */
   score(u: PolicyUpstream, weights?: Partial<ScoreWeights>): number {
-    return scoreOf(u.metrics, weights ? { ...this.run().weights, ...weights } : this.run().weights);
+    return upstreamScore(u, weights ? { ...this.run().weights, ...weights } : this.run().weights);
   }
 
   /**
@@ -222,5 +254,6 @@ export function policyUpstream(i: PolicyUpstreamInput): PolicyUpstream {
     metrics: Object.freeze(metrics),
     syncing: i.syncing ?? false,
     cordoned: metrics.cordoned,
+    ...(i.scoreMultipliers ? { scoreMultipliers: Object.freeze({ ...i.scoreMultipliers }) } : {}),
   });
 }

@@ -1,6 +1,7 @@
 /**
  * tracing plugin: OpenTelemetry spans for each HTTP request, each call and each
- * physical upstream request, exported over OTLP/HTTP. Written against the public plugin API.
+ * physical upstream request, exported over OTLP/HTTP or OTLP/gRPC (`tracing.protocol`). Written
+ * against the public plugin API.
  *
  * - `call` at `CallStage.TRACING` (outermost): the call span, child of its HTTP request's span
  *   (created by the request's first call, keyed by the request's `HttpRequestInfo`); attributes
@@ -9,8 +10,12 @@
  * - `upstream` at `UpstreamStage.TRACING` (inside retry and timeout): one span per request sent,
  *   child of the call span; `svc.upstream`, `svc.attempt_reason`, `svc.outcome`.
  * - `responseHeaders`: ends the request span once every call of the response settled.
- * - Sampling: parent-based; the root honours `force-trace` (`X-SVC-Force-Trace` / `force-trace`,
- *   truthy `true`, `1`, `yes`) before `tracing.sampleRate`.
+ * - Sampling: parent-based by `tracing.sampleRate`, except that a span marked forced is always
+ *   recorded: a call with `force-trace` (`X-SVC-Force-Trace` / `force-trace`, truthy `true`, `1`,
+ *   `yes`) or matching `tracing.forceTraceMatchers`, and the request span it starts.
+ * - `tracing.detailed` (eRPC's detail tier): a `svc.forward` span (`call` just inside the cache,
+ *   parent of the upstream spans) and the params as `svc.params` on call and upstream spans;
+ *   without it that tap is not in the chain.
  *
  * With `tracing.enabled: false` (the default) it taps nothing on the request path and never loads
  * an OpenTelemetry package. Internal calls (state polls, healthcheck probes) are not traced.
@@ -27,6 +32,7 @@ import {
   type PluginHost,
   type RpcResult,
   serviceKey,
+  stageBetween,
   type UpstreamCall,
   type UpstreamSender,
   UpstreamStage,
@@ -35,9 +41,11 @@ import { declareDirectives, Directive } from 'svc-proxy/plugins/directives';
 import { asSvcError } from 'svc-proxy/plugin/errors';
 import { CACHE_OUTCOME } from 'svc-proxy/plugins/cache';
 import { FORCE_TRACE_ATTRIBUTE, loadTracingSdk, type TracingSdk } from './sdk.ts';
+import { compileForceTrace, PARAMS_ATTRIBUTE, paramsAttribute } from './detail.ts';
 import { tracingConfigOf, tracingSchema, type TracingConfig } from './schema.ts';
 
-export { DEFAULT_TRACING_ENDPOINT, type TracingConfig } from './schema.ts';
+export { DEFAULT_TRACING_ENDPOINT, type ForceTraceMatcher, type TracingConfig, type TracingProtocol } from './schema.ts';
+export { compileForceTrace, MAX_PARAMS_ATTRIBUTE, PARAMS_ATTRIBUTE, paramsAttribute } from './detail.ts';
 export { FORCE_TRACE_ATTRIBUTE } from './sdk.ts';
 
 /** What the tracing plugin tells other plugins and tests. */
@@ -82,10 +90,13 @@ export function tracingPlugin(opts: TracingPluginOptions = {}): Plugin {
     apply(host: PluginHost) {
       declareDirectives(host, 'tracing', FORCE_TRACE);
       let config: TracingConfig | undefined;
+      let forcedByConfig: ((network: string, method: string) => boolean) | undefined;
       let sdk: TracingSdk | undefined;
       let loading: Promise<void> | undefined;
       const requestSpans = new WeakMap<HttpRequestInfo, Span>();
       const callSpans = new WeakMap<ExecutionRecord, Span>();
+      /** With `detailed`: the `svc.forward` span of a call, parent of its upstream spans. */
+      const forwardSpans = new WeakMap<ExecutionRecord, Span>();
       host.services.provide(TRACING_SERVICE, {
         get loaded() {
           return sdk !== undefined;
@@ -93,6 +104,7 @@ export function tracingPlugin(opts: TracingPluginOptions = {}): Plugin {
       });
       host.hooks.configured.tap('tracing', (c) => {
         config = tracingConfigOf(c);
+        forcedByConfig = config.enabled ? compileForceTrace(config.forceTraceMatchers) : undefined;
       });
       // Loaded before the listener opens (the `project` hook runs at start-up).
       host.hooks.project.tapPromise('tracing', async () => {
@@ -120,13 +132,24 @@ export function tracingPlugin(opts: TracingPluginOptions = {}): Plugin {
 
       host.hooks.call.tap({ name: 'tracing', stage: CallStage.TRACING }, (inner: CallHandler): CallHandler => {
         if (!config?.enabled) return inner;
+        const detailed = config.detailed;
         return async (ctx) => {
           const s = sdk;
           if (!s || ctx.internal) return inner(ctx);
-          const parent = requestSpan(s, ctx.http, FORCE_TRACE.get(ctx.directives), ctx.project.id);
+          const forced = FORCE_TRACE.get(ctx.directives) || (forcedByConfig?.(ctx.network.id, ctx.request.method) ?? false);
+          const parent = requestSpan(s, ctx.http, forced, ctx.project.id);
           const span = s.tracer.startSpan(
             ctx.request.method,
-            { attributes: { 'rpc.system': 'jsonrpc', 'rpc.method': ctx.request.method, 'svc.project': ctx.project.id, 'svc.network': ctx.network.id } },
+            {
+              attributes: {
+                'rpc.system': 'jsonrpc',
+                'rpc.method': ctx.request.method,
+                'svc.project': ctx.project.id,
+                'svc.network': ctx.network.id,
+                ...(forced ? { [FORCE_TRACE_ATTRIBUTE]: true } : {}),
+                ...(detailed ? { [PARAMS_ATTRIBUTE]: paramsAttribute(ctx.request.params) } : {}),
+              },
+            },
             s.withParent(parent),
           );
           callSpans.set(ctx.record, span);
@@ -148,15 +171,47 @@ export function tracingPlugin(opts: TracingPluginOptions = {}): Plugin {
         };
       });
 
+      // eRPC's detail tier: the work below the cache (interpolation, the failsafe, the upstream
+      // sweep) as its own span. Not in the chain unless `detailed`.
+      host.hooks.call.tap({ name: 'tracing:detail', stage: stageBetween(CallStage.FUTURE_BLOCK, CallStage.CACHE) }, (inner: CallHandler): CallHandler => {
+        if (!config?.enabled || !config.detailed) return inner;
+        return async (ctx) => {
+          const s = sdk;
+          const parent = s && !ctx.internal ? callSpans.get(ctx.record) : undefined;
+          if (!s || !parent) return inner(ctx);
+          const span = s.tracer.startSpan('svc.forward', { attributes: { 'svc.network': ctx.network.id } }, s.withParent(parent));
+          forwardSpans.set(ctx.record, span);
+          try {
+            return await inner(ctx);
+          } catch (e) {
+            const err = asSvcError(e);
+            s.fail(span, err.name, err.message);
+            throw e;
+          } finally {
+            forwardSpans.delete(ctx.record);
+            span.end();
+          }
+        };
+      });
+
       host.hooks.upstream.tap({ name: 'tracing', stage: UpstreamStage.TRACING }, (inner: UpstreamSender, u): UpstreamSender => {
         if (!config?.enabled) return inner;
+        const detailed = config.detailed;
         return (call: UpstreamCall): Promise<RpcResult> => {
           const s = sdk;
-          const parent = s && !call.ctx.internal ? callSpans.get(call.ctx.record) : undefined;
+          const parent = s && !call.ctx.internal ? (forwardSpans.get(call.ctx.record) ?? callSpans.get(call.ctx.record)) : undefined;
           if (!s || !parent) return inner(call);
           const span = s.tracer.startSpan(
             `upstream ${call.method}`,
-            { attributes: { 'rpc.system': 'jsonrpc', 'rpc.method': call.method, 'svc.upstream': u.id, 'svc.attempt_reason': call.attempt.reason } },
+            {
+              attributes: {
+                'rpc.system': 'jsonrpc',
+                'rpc.method': call.method,
+                'svc.upstream': u.id,
+                'svc.attempt_reason': call.attempt.reason,
+                ...(detailed ? { [PARAMS_ATTRIBUTE]: paramsAttribute(call.params) } : {}),
+              },
+            },
             s.withParent(parent),
           );
           return inner(call).then(

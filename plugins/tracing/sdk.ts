@@ -1,8 +1,10 @@
 /**
  * The OpenTelemetry side of the tracing plugin, loaded with dynamic imports only when
- * `tracing.enabled` (a svc without tracing never loads the SDK). Builds one
- * tracer provider: a parent-based sampler whose root honours `force-trace` before the ratio,
- * and an OTLP/HTTP exporter behind a batch processor (or a given exporter, for tests).
+ * `tracing.enabled` (a svc without tracing never loads the SDK). Builds one tracer provider: a
+ * sampler that records every span marked forced (`force-trace`, `forceTraceMatchers`) whatever its
+ * parent and otherwise samples parent-based by the ratio (eRPC's force-trace sampler wraps its
+ * base sampler the same way), and an OTLP exporter, over HTTP or gRPC (`tracing.protocol`),
+ * behind a batch processor (or a given exporter, for tests).
  */
 import type { Attributes, Context, Link, Span, SpanKind, Tracer } from '@opentelemetry/api';
 import type { Sampler, SamplingResult, SpanExporter } from '@opentelemetry/sdk-trace-base';
@@ -24,30 +26,50 @@ export interface TracingSdk {
 
 /**
  * Loads the SDK and builds the provider.
- * @param exporter a span exporter to use instead of OTLP/HTTP (spans then leave at once, one by one)
+ * @param config the resolved `tracing` block (transport, endpoint URL, headers, sampling, resource attributes)
+ * @param version svc's version (`service.version`)
+ * @param exporter a span exporter to use instead of OTLP (spans then leave at once, one by one)
  */
 export async function loadTracingSdk(config: TracingConfig, version: string, exporter?: SpanExporter): Promise<TracingSdk> {
   const api = await import('@opentelemetry/api');
   const base = await import('@opentelemetry/sdk-trace-base');
   const { resourceFromAttributes } = await import('@opentelemetry/resources');
-  const ratio = new base.TraceIdRatioBasedSampler(config.sampleRate);
-  /** `force-trace` first, then the configured ratio (spec §2.8 force-trace bypasses sampling). */
-  const root: Sampler = {
+  const parentBased = new base.ParentBasedSampler({ root: new base.TraceIdRatioBasedSampler(config.sampleRate) });
+  /** Forced spans first, then the parent-based ratio (spec §2.8: force-trace bypasses sampling). */
+  const sampler: Sampler = {
     shouldSample(ctx: Context, traceId: string, name: string, kind: SpanKind, attrs: Attributes, links: Link[]): SamplingResult {
       if (attrs[FORCE_TRACE_ATTRIBUTE] === true) return { decision: base.SamplingDecision.RECORD_AND_SAMPLED };
-      return ratio.shouldSample(ctx, traceId);
+      return parentBased.shouldSample(ctx, traceId, name, kind, attrs, links);
     },
-    toString: () => `ForceTraceOr(${ratio.toString()})`,
+    toString: () => `ForceTraceOr(${parentBased.toString()})`,
   };
   let processor;
   if (exporter) processor = new base.SimpleSpanProcessor(exporter);
-  else {
+  else if (config.protocol === 'grpc') {
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-grpc');
+    const grpc = await import('@grpc/grpc-js');
+    const metadata = new grpc.Metadata();
+    for (const [k, v] of Object.entries(config.headers)) metadata.set(k.toLowerCase(), v);
+    // Without `tls`, the exporter reads the scheme: http:// plain text, https:// TLS with the system CAs.
+    const t = config.tls;
+    const credentials = t
+      ? grpc.credentials.createSsl(
+          t.ca ? Buffer.from(t.ca) : null,
+          t.key ? Buffer.from(t.key) : null,
+          t.cert ? Buffer.from(t.cert) : null,
+          t.insecureSkipVerify ? { rejectUnauthorized: false, checkServerIdentity: () => undefined } : {},
+        )
+      : undefined;
+    processor = new base.BatchSpanProcessor(new OTLPTraceExporter({ url: config.endpoint, metadata, ...(credentials ? { credentials } : {}) }));
+  } else {
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-    processor = new base.BatchSpanProcessor(new OTLPTraceExporter({ url: config.endpoint, headers: config.headers }));
+    const t = config.tls;
+    const agent = t ? { httpAgentOptions: { ca: t.ca, cert: t.cert, key: t.key, rejectUnauthorized: !t.insecureSkipVerify } } : {};
+    processor = new base.BatchSpanProcessor(new OTLPTraceExporter({ url: config.endpoint, headers: config.headers, ...agent }));
   }
   const provider = new base.BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': config.serviceName, 'service.version': version }),
-    sampler: new base.ParentBasedSampler({ root }),
+    resource: resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName, 'service.version': version }),
+    sampler,
     spanProcessors: [processor],
   });
   return {

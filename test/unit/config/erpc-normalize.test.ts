@@ -173,12 +173,17 @@ describe('config: eRPC shapes are normalised at load time', () => {
 describe('config: eRPC keys and shapes svc does not honour are refused by name', () => {
   const cases: Array<[string, Doc, string, RegExp]> = [
     [
-      'servedTip',
-      project({ evm: { chainId: 1, servedTip: { enabledFor: ['latest'] } } }),
-      'projects[0].networks[0].evm.servedTip',
-      /served tip.*not supported by svc/,
+      'servedTip guaranteedMethods',
+      project({ evm: { chainId: 1, servedTip: { enabledFor: ['latest'], guaranteedMethods: ['trace_*'] } } }),
+      'projects[0].networks[0].evm.servedTip.guaranteedMethods',
+      /per-method served-tip floors/,
     ],
-    ['routing', project({}, { routing: { scoreMultipliers: [] } }), 'projects[0].upstreams[0].routing', /routing score multipliers.*selectionPolicy/],
+    [
+      'scoreMultipliers misbehaviors',
+      project({}, { routing: { scoreMultipliers: [{ misbehaviors: 5 }] } }),
+      'projects[0].upstreams[0].routing.scoreMultipliers[0].misbehaviors',
+      /misbehaviour rate/,
+    ],
     [
       'sharedState on PostgreSQL',
       { database: { sharedState: { clusterKey: 'a', connector: { driver: 'postgresql' } } } },
@@ -188,14 +193,13 @@ describe('config: eRPC keys and shapes svc does not honour are refused by name',
     ['counterDropLabels', { metrics: { counterDropLabels: ['x'] } }, 'metrics.counterDropLabels', /dropping counter labels/],
     [
       'networkDefaults path',
-      { projects: [{ id: 'p', networkDefaults: { evm: { servedTip: {} } } }] },
-      'projects[0].networkDefaults.evm.servedTip',
-      /served tip/,
+      { projects: [{ id: 'p', networkDefaults: { evm: { servedTip: { trajectoryWindow: '10m' } } } }] },
+      'projects[0].networkDefaults.evm.servedTip.trajectoryWindow',
+      /trajectory referee/,
     ],
     ['svm architecture', project({ architecture: 'svm' }), 'projects[0].networks[0].architecture', /Solana/],
     ['grpc upstream', project({}, { type: 'grpc' }), 'projects[0].upstreams[0].type', /gRPC upstreams/],
     ['legacy evm+alchemy type', project({}, { type: 'evm+alchemy' }), 'projects[0].upstreams[0].type', /endpoint: alchemy:\/\//],
-    ['evalFunc as source', project({ selectionPolicy: { evalFunc: '(u) => u' } }), 'projects[0].networks[0].selectionPolicy.evalFunc', /svc\.config\.ts/],
     [
       'dynamodb partitionKeyName',
       { database: { evmJsonRpcCache: { connectors: [{ id: 'd', driver: 'dynamodb', dynamodb: { partitionKeyName: 'pk' } }] } } },

@@ -191,7 +191,7 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       expect(r.scores.laggy).to.equal(3);
       expect(r.scores.slowish).to.be.closeTo(1.5, 1e-9);
       expect(scoreOf({ errorRate: 0.5, p70: 0.1, throttleRate: 0.25, blockHeadLag: 3 })).to.be.closeTo(2 + 1.5 + 1 + 3, 1e-9);
-      expect(DEFAULT_SCORE_WEIGHTS).to.deep.equal({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 1 });
+      expect(DEFAULT_SCORE_WEIGHTS).to.deep.equal({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 1, finalizationLag: 0 });
     });
 
     it('score weights are configurable', () => {
@@ -331,13 +331,14 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
         evalTimeoutMs: 100,
         weights: { ...DEFAULT_SCORE_WEIGHTS },
         evalFunc: undefined,
+        evalFuncSource: false,
       });
       const s = readSelectionSettings({ evalInterval: '2s', evalTimeout: 50, scoreWeights: { errorRate: 1 } }, 'x');
       expect(s).to.deep.include({ evalIntervalMs: 2000, evalTimeoutMs: 50 });
       expect(s.weights.errorRate).to.equal(1);
       let err: unknown;
       try {
-        readSelectionSettings({ evalFunc: 'u => u', evalInterval: 0 }, 'projects[0].networks[1].selectionPolicy');
+        readSelectionSettings({ evalFunc: 42, evalInterval: 0 }, 'projects[0].networks[1].selectionPolicy');
       } catch (e) {
         err = e;
       }
@@ -558,7 +559,13 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
     it('evalInterval is inherited from networkDefaults', async () => {
       const { proxy: p } = await start({ networkDefaults: { selectionPolicy: { evalInterval: '3s', scoreWeights: { blockHeadLag: 2 } } } });
       expect(selectionState(p, 'main', 'evm:1')).to.deep.include({ evalIntervalMs: 3000 });
-      expect(selectionState(p, 'main', 'evm:1')?.weights).to.deep.equal({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 2 });
+      expect(selectionState(p, 'main', 'evm:1')?.weights).to.deep.equal({
+        errorRate: 4,
+        respLatency: 15,
+        throttledRate: 4,
+        blockHeadLag: 2,
+        finalizationLag: 0,
+      });
     });
 
     it('a custom selection function from the config takes effect; without removeCordoned cordoned upstreams stay in rotation', async () => {
@@ -634,12 +641,14 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       expect(selectionDecisions(p, 'main', 'evm:1').at(-1)?.reason).to.match(/^error: evalFunc threw: kaput/);
     });
 
-    it('a non-function evalFunc fails at start-up naming its config path', () => {
+    it('an evalFunc neither a function nor working JavaScript source fails at start-up naming its config path', () => {
       let err: unknown;
       try {
         createProxy({
           config: {
-            projects: [{ id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 }, selectionPolicy: { evalFunc: 'upstreams => upstreams' } }] }],
+            projects: [
+              { id: 'main', networks: [{ architecture: 'evm', evm: { chainId: 1 }, selectionPolicy: { evalFunc: 'upstreams => upstreams.nope()' } }] },
+            ],
           },
           plugins: [healthPlugin(), selectionPlugin(), selectPlugin(), forwardPlugin()],
           logger: createLogger('silent'),
