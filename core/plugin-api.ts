@@ -72,7 +72,7 @@ export {
   type ConfigObject,
   type NormalizeReport,
 } from '../config/normalize.ts';
-export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedUpstream, UpstreamInput } from '../config/types.ts';
+export type { ResolvedConfig, ResolvedNetwork, ResolvedProject, ResolvedServer, ResolvedServerTls, ResolvedUpstream, UpstreamInput } from '../config/types.ts';
 export { resolveConfigBlock } from '../config/block.ts';
 
 export type { Network } from './registry/project.ts';
