@@ -159,7 +159,7 @@ export function rateLimitersOf(c: ResolvedConfig): RateLimitersConfig {
     for (const [si, s] of ((p.settings.auth as { strategies?: Array<{ rateLimitBudget?: string }> } | undefined)?.strategies ?? []).entries())
       check(s.rateLimitBudget, `projects[${pi}].auth.strategies[${si}].rateLimitBudget`);
     p.networks.forEach((n, ni) => check(n.settings.rateLimitBudget, `projects[${pi}].networks[${ni}].rateLimitBudget`));
-    check((p.upstreamDefaults as { rateLimitBudget?: unknown }).rateLimitBudget, `projects[${pi}].upstreamDefaults.rateLimitBudget`);
+    check((p.upstreamDefaults as { rateLimitBudget?: unknown } | undefined)?.rateLimitBudget, `projects[${pi}].upstreamDefaults.rateLimitBudget`);
     // A provider's upstreams (an endpoint shortcut's too) take their budget from its overrides.
     for (const [vi, v] of ((p.settings.providers as Array<{ overrides?: Record<string, { rateLimitBudget?: unknown }> }> | undefined) ?? []).entries())
       for (const [glob, o] of Object.entries(v.overrides ?? {}))
