@@ -186,10 +186,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'required consensus participants by tag',
     instead: 'pick participants with `use-upstream` or upstream tags and `maxParticipants`',
   },
-  'projects[].networks[].evm.fallbackStatePollerDebounce': {
-    feature: 'the state poller debounce',
-    instead: 'svc polls each upstream every `upstreams[].evm.statePollerInterval`',
-  },
   'projects[].networks[].evm.servedTip': {
     feature: 'the served tip (cluster-min latest/finalized)',
     instead:
@@ -211,15 +207,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'block-time-based retry delay multiplier',
     instead: 'svc waits one estimated block time (or `retry.emptyResultDelay` before it is known)',
   },
-  'projects[].networks[].evm.idempotentTransactionBroadcast': {
-    feature: 'the switch of idempotent transaction broadcast',
-    instead: 'svc always turns "already known" into success for eth_sendRawTransaction',
-  },
-  'projects[].networks[].evm.emptyResultConfidence': {
-    feature: 'empty-result confidence',
-    instead: "svc retries empty point lookups at or below the head (eRPC's default, blockHead)",
-  },
-  'projects[].networks[].evm.safeBlockSource': { feature: 'a source for the `safe` tag', instead: 'svc serves `safe` from the upstream answering the call' },
   'projects[].networks[].evm.maxFutureBlockRetryDistance': {
     feature: 'the deprecated future-block retry distance',
     instead: 'nothing to set (eRPC ignores it too)',

@@ -27,6 +27,7 @@ import { ErrEndpointMissingData, SvcError } from 'svc-proxy/plugin/errors';
 import { FAILSAFE_ENTRY } from 'svc-proxy/plugins/failsafe';
 import { blockRefOf } from 'svc-proxy/util';
 import { Counter } from 'prom-client';
+import { Type } from '@sinclair/typebox';
 
 /** Directive `retry-empty` (spec §2.8 #1): retry null/empty answers on another upstream. */
 export const RETRY_EMPTY = new Directive<boolean>({
@@ -172,6 +173,52 @@ export function maxRetryableBlockDistanceOf(network: Network): number {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE;
 }
 
+/**
+ * `networks[].evm.emptyResultConfidence` (eRPC's key): how confirmed a concrete block must be for
+ * its empty answer to be retried as "this node does not have it yet". `blockHead` (the default):
+ * up to the network's highest latest block (plus `evm.maxRetryableBlockDistance`); `finalizedBlock`:
+ * up to its highest finalized block only, so an empty answer for a block above it (not final yet,
+ * e.g. an archive workload that must not read unfinalized data) is served as it is.
+ */
+export type EmptyResultConfidence = 'blockHead' | 'finalizedBlock';
+
+/** Schema of `networks[].evm.emptyResultConfidence` (also under `networkDefaults.evm`). */
+export const emptyResultConfidenceSchema = Type.Union([Type.Literal('blockHead'), Type.Literal('finalizedBlock')], {
+  default: 'blockHead',
+  description:
+    "how confirmed a concrete block must be for an empty answer to it to be retried under retry-empty: blockHead = at or below the highest latest block (plus maxRetryableBlockDistance), finalizedBlock = at or below the highest finalized block only; an empty answer beyond it is served as it is (eRPC's evm.emptyResultConfidence)",
+});
+
+/** `evm.emptyResultConfidence` of a network (default `blockHead`). */
+export function emptyResultConfidenceOf(network: Network): EmptyResultConfidence {
+  const evm = network.config.settings.evm as { emptyResultConfidence?: unknown } | undefined;
+  return evm?.emptyResultConfidence === 'finalizedBlock' ? 'finalizedBlock' : 'blockHead';
+}
+
+/**
+ * Whether an empty answer is truthful under the network's {@link EmptyResultConfidence}: for
+ * `finalizedBlock`, the call names a concrete block above the highest finalized block (with an
+ * unknown finalized block, 0, nothing is truthful: fail open, as eRPC); for `blockHead`, as
+ * {@link isTruthfulEmpty}.
+ * @param method JSON-RPC method
+ * @param params request params (after interpolation)
+ * @param chain the network's chain state (highest latest and finalized blocks)
+ * @param network the network (its `evm` settings)
+ */
+export function isTruthfulEmptyFor(
+  method: string,
+  params: unknown,
+  chain: Pick<NetworkChainState, 'highestLatest' | 'highestFinalized'>,
+  network: Network,
+): boolean {
+  if (emptyResultConfidenceOf(network) === 'finalizedBlock') {
+    if (!(chain.highestFinalized > 0)) return false;
+    const ref = blockRefOf(method, params);
+    return ref?.kind === 'number' && ref.number > chain.highestFinalized;
+  }
+  return isTruthfulEmpty(method, params, chain.highestLatest, maxRetryableBlockDistanceOf(network));
+}
+
 /** An answer this plugin turned away, kept as the call's fallback answer. */
 interface KeptAnswer {
   result: RpcResult;
@@ -243,7 +290,7 @@ export function retryReasonOf(ctx: CallContext, r: RpcResult, chain: (network: N
     if (!(ref?.kind === 'tag' && ref.tag === 'pending')) return 'pending_tx';
   }
   if (RETRY_EMPTY.get(d) && EMPTY_RETRY_METHODS.has(method) && r.isEmpty()) {
-    if (!isTruthfulEmpty(method, ctx.request.params, chain(ctx.network).highestLatest, maxRetryableBlockDistanceOf(ctx.network))) return 'empty_result';
+    if (!isTruthfulEmptyFor(method, ctx.request.params, chain(ctx.network), ctx.network)) return 'empty_result';
   }
   return undefined;
 }
@@ -269,7 +316,8 @@ function serveKept(ctx: CallContext, kept: KeptAnswer): RpcResult {
  *   {@link EMPTY_RETRY_METHODS} is rejected with a retryable `ErrEndpointMissingData`, so the
  *   sweep tries the next upstream. Not for a concrete block more than
  *   `evm.maxRetryableBlockDistance` (default 128) beyond the network's highest known block: that
- *   empty answer is truthful.
+ *   empty answer is truthful. With `evm.emptyResultConfidence: finalizedBlock`, an empty answer
+ *   for a concrete block above the highest finalized block is truthful too.
  * - With directive `retryPending` true, a pending transaction (null `blockNumber`) from a method
  *   in {@link PENDING_RETRY_METHODS} is rejected the same way (not for the `pending` block tag).
  * - The cap is shared by both rules: `failsafe[].retry.emptyResultMaxAttempts` (default 2) tries
@@ -281,14 +329,14 @@ function serveKept(ctx: CallContext, kept: KeptAnswer): RpcResult {
  * - Every rejection followed by another upstream attempt counts once in
  *   `svc_upstream_request_retries_total{reason="empty_result"|"pending_tx"}`.
  * @returns a plugin declaring `retry-empty` and `retry-pending` (and their `directiveDefaults`
- *   keys), tapping `validate` and `call`
+ *   keys), owning `networks[].evm.emptyResultConfidence`, tapping `validate` and `call`
  */
 export function evmRetriesPlugin(): Plugin {
   return definePlugin({
     name: 'evm-retries',
     // Reads the matched failsafe entry's `retry.emptyResultMaxAttempts` (its per-call slot).
     dependsOn: ['failsafe'],
-    schema: { directiveDefaults: directiveDefaultsSchema(RETRY_EMPTY, RETRY_PENDING) },
+    schema: { directiveDefaults: directiveDefaultsSchema(RETRY_EMPTY, RETRY_PENDING), networkEvm: { emptyResultConfidence: emptyResultConfidenceSchema } },
     apply(host: PluginHost) {
       declareDirectives(host, 'evm-retries', RETRY_EMPTY, RETRY_PENDING);
       const counter = upstreamRetriesCounter(host);
