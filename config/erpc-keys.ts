@@ -251,7 +251,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'credit units per method',
     instead: "budgets count requests; svc's cost plugin reports credits in `X-SVC-Credits`",
   },
-  'projects[].upstreams[].shadow.ignoreFields': { feature: 'shadow comparison field filters', instead: 'svc compares whole results' },
   'projects[].upstreams[].routing': {
     feature: 'routing score multipliers',
     instead: 'order upstreams with `selectionPolicy` (a TypeScript `evalFunc` for custom scoring) or pin them with tags and `use-upstream`',
