@@ -13,8 +13,8 @@
  * - `profiles: {name: {level: L}}` → `{name: {'*': L}}` (svc's profiles map method globs to levels);
  * - `checks: {id: {enabled, onFailure, params}}` → removed when svc already does what the entry
  *   asks (see {@link ERPC_CHECKS}); refused, naming what svc does instead, when it asks for more;
- * - `budget`, `reorgWindow`, `follow`, `stateProbe`, `misbehaviorsDestination` → refused with
- *   svc's alternative.
+ * - `budget` is svc's key too (the authoritative level's fetch cap, budget.ts);
+ * - `reorgWindow`, `follow`, `stateProbe`, `misbehaviorsDestination` → refused with svc's alternative.
  */
 import { eachNetwork, eachProject, isConfigObject, pathOf, rewriteKey, type ConfigDocument, type ConfigObject, type NormalizeReport } from 'svc-proxy/plugin';
 import { LEVELS, type IntegrityLevel } from './levels.ts';
@@ -84,8 +84,6 @@ const RANK: Readonly<Record<IntegrityLevel, number>> = { off: 0, intrinsic: 1, c
 
 /** eRPC keys svc refuses, with what to use instead. */
 const REFUSED: Readonly<Record<string, string>> = {
-  budget:
-    "svc's authoritative level asks up to failsafe consensus.maxParticipants - 1 other upstreams per block (at most 32 blocks per answer, 4 at once): bound the cost with consensus.maxParticipants or rate-limit budgets",
   reorgWindow: "svc's chain state remembers the last 256 block hashes for reorg checks (not configurable)",
   follow: "svc's state pollers follow each upstream's head (evm.statePollerInterval); the corroborated level confirms block hashes with a second upstream",
   stateProbe: 'give state-pruned upstreams evm.blockAvailability bounds (the callState probe finds their earliest state), or use consensus for state calls',

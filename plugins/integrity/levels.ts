@@ -6,6 +6,7 @@
 import { type Static, Strict, Type } from 'svc-proxy/plugin';
 import { ConfigError, ErrInvalidRequest } from 'svc-proxy/plugin/errors';
 import { compileGlobs, type GlobTest } from 'svc-proxy/util';
+import { budgetOf, budgetSchema, type FetchBudget } from './budget.ts';
 
 /** The four integrity levels, weakest first (spec §2.8 #10). */
 export const LEVELS = ['off', 'intrinsic', 'corroborated', 'authoritative'] as const;
@@ -35,6 +36,7 @@ const levelSchema = Type.Union(
  *   `deny` ignores it and applies the network's `directiveDefaults.integrity`; `profiles`
  *   honours a profile name only (eRPC's mode of that name).
  * - `invalidBehavior` / `observeOnly`: eRPC's verdict keys (see {@link NetworkIntegrity}).
+ * - `budget`: eRPC's cap on the authoritative level's fetches (budget.ts).
  * - `profiles`: name → { method glob → level }; the first glob (in config order) matching the
  *   call's method gives its level, no match gives `off`. A profile may not be named like a level.
  */
@@ -66,6 +68,7 @@ export const IntegritySchema = Strict(
           'eRPC\'s observeOnly: every check of the level runs, a failure is counted (svc_integrity_flagged_total{outcome="would_reject"}) and the answer served anyway',
       }),
     ),
+    budget: Type.Optional(budgetSchema),
     profiles: Type.Optional(
       Type.Record(
         Type.String({ maxLength: 64 }),
@@ -94,6 +97,8 @@ export interface NetworkIntegrity {
   invalidBehavior: { readonly finalized: InvalidBehavior; readonly unfinalized: InvalidBehavior };
   /** Failures are counted and the answer served (eRPC's observeOnly; wins over everything). */
   observeOnly: boolean;
+  /** The authoritative level's fetch budget (eRPC's `budget`), undefined when uncapped. */
+  budget?: FetchBudget;
 }
 
 const REJECT_BOTH = Object.freeze({ finalized: 'reject', unfinalized: 'reject' } as const);
@@ -132,6 +137,7 @@ export function compileIntegrity(input: unknown, where = 'integrity'): NetworkIn
     profiles,
     invalidBehavior: ib ? { finalized: ib.finalized ?? 'reject', unfinalized: ib.unfinalized ?? 'reject' } : REJECT_BOTH,
     observeOnly: i.observeOnly === true,
+    budget: budgetOf(i.budget),
   };
 }
 
