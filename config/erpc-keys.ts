@@ -158,21 +158,9 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'per-method acceptance of empty results (deprecated name)',
     instead: 'the `retry-empty` directive default',
   },
-  'projects[].networks[].failsafe[].consensus.disputeLogLevel': {
-    feature: 'the dispute log level',
-    instead: 'disputes are logged at warn and counted in metrics',
-  },
-  'projects[].networks[].failsafe[].consensus.misbehaviorsDestination': {
-    feature: 'exporting misbehaviours to files or S3',
-    instead: 'misbehaviours are logged and counted in metrics',
-  },
-  'projects[].networks[].failsafe[].consensus.preferHighestValueFor': {
-    feature: 'highest-value consensus for some methods',
-    instead: "use `preferLargerResponses` or the integrity plugin's highest-block enforcement",
-  },
-  'projects[].networks[].failsafe[].consensus.fireAndForget': {
-    feature: 'fire-and-forget consensus',
-    instead: 'use the `shadow` upstream setting to compare answers off the hot path',
+  'projects[].networks[].failsafe[].consensus.misbehaviorsDestination.s3': {
+    feature: 'exporting misbehaviours to S3',
+    instead: 'svc writes them to a directory (`type: file`, `path`); ship that directory with your log pipeline',
   },
   'projects[].networks[].failsafe[].consensus.maxWaitOnResult': {
     feature: 'consensus wait bounds',
