@@ -90,10 +90,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead: "the network `integrity` block checks every upstream's answers",
   },
   'database.evmJsonRpcCache.connectors[].grpc': { feature: 'the gRPC cache connector', instead: 'use a memory, redis, postgresql or keyv connector' },
-  'database.evmJsonRpcCache.compression': {
-    feature: 'cache value compression',
-    instead: "svc stores values uncompressed; bound them with the policies' `maxItemSize`",
-  },
   'database.svmJsonRpcCache': { feature: 'the Solana cache', instead: 'svc serves EVM chains only' },
   'rateLimiters.store.nearLimitRatio': { feature: 'near-limit warnings', instead: 'watch `svc_rate_limit_*` metrics' },
   'rateLimiters.budgets[].rules[].waitTime': {
