@@ -84,6 +84,17 @@ export {
   type EmptyRule,
   type RemoteTierSettings,
 } from './schema.ts';
+export {
+  COMPRESSED_PREFIX,
+  compressionSchema,
+  compressionSettingsOf,
+  DEFAULT_COMPRESSION_THRESHOLD,
+  DEFAULT_MAX_DECOMPRESSED_SIZE,
+  frameContentSize,
+  ValueCodec,
+  ZSTD_LEVELS,
+  type CompressionSettings,
+} from './compression.ts';
 export type { CacheFailsafeEntry } from './failsafe.ts';
 export type { EntryBreakerSettings } from './failsafe-run.ts';
 export type { KeyvAdapterConfig } from './connectors/adapter.ts';
