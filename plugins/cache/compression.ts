@@ -81,8 +81,9 @@ export interface CompressionSettings {
  */
 export function compressionSettingsOf(raw: unknown): CompressionSettings | undefined {
   if (raw === null || typeof raw !== 'object') return undefined;
-  const c = raw as { enabled?: unknown; zstdLevel?: unknown; threshold?: unknown; maxDecompressedSize?: unknown };
-  if (c.enabled === false) return undefined;
+  const c = raw as { enabled?: unknown; algorithm?: unknown; zstdLevel?: unknown; threshold?: unknown; maxDecompressedSize?: unknown };
+  // zstd is the one algorithm (the schema allows no other): anything else compresses nothing.
+  if (c.enabled === false || (c.algorithm !== undefined && c.algorithm !== 'zstd')) return undefined;
   const level = ZSTD_LEVELS[(typeof c.zstdLevel === 'string' ? c.zstdLevel : 'fastest') as keyof typeof ZSTD_LEVELS] ?? ZSTD_LEVELS.fastest;
   return {
     level,
