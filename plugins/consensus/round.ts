@@ -89,10 +89,12 @@ export function runSlots(
   const infraErrors: SvcError[] = [];
   const controllers = upstreams.map(() => new AbortController());
   const detached = opts.fireAndForget ? detachedSignal(ctx) : undefined;
-  // Fire-and-forget slots outlive the client: only the call's deadline ends them.
-  const onAbort = () => controllers.forEach((c) => c.abort(leg.signal.reason));
+  // Fire-and-forget slots outlive the client: only the call's deadline ends them. The round itself
+  // still ends with the client's leg (resolving with the votes so far).
+  let finishEarly: (() => void) | undefined;
+  const onAbort = () => (detached ? finishEarly?.() : controllers.forEach((c) => c.abort(leg.signal.reason)));
   if (detached) detached.addEventListener('abort', () => controllers.forEach((c) => c.abort(detached.reason)), { once: true });
-  else leg.signal.addEventListener('abort', onAbort, { once: true });
+  leg.signal.addEventListener('abort', onAbort, { once: true });
   const started = performance.now();
   let running = upstreams.length;
   return new Promise<RoundVotes>((resolve) => {
@@ -107,6 +109,7 @@ export function runSlots(
       if (!detached) for (const c of controllers) if (!c.signal.aborted) c.abort();
       resolve({ votes: [...votes], infraErrors: [...infraErrors] });
     };
+    finishEarly = finish;
     const settle = (u: Upstream, outcome: { result?: RpcResult; error?: unknown }) => {
       running--;
       if (done) return;

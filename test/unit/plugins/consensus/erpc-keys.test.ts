@@ -207,7 +207,7 @@ describe("consensus: the schema of eRPC's keys", () => {
 describe("consensus: eRPC's fireAndForget and the wait-for-all of preferHighestValueFor", () => {
   type Slot = { signal: AbortSignal; release: (v: string) => void };
   /** Three slots a, b, c: a and b answer 0x1 at once, c waits for the test. */
-  async function round(opts: { fireAndForget?: boolean; waitAll?: boolean }) {
+  async function round(opts: { fireAndForget?: boolean; waitAll?: boolean }, client = new AbortController()) {
     const slots = new Map<string, Slot>();
     const ups = ['a', 'b', 'c'].map((id) => ({ id })) as unknown as Upstream[];
     const inner = ((_ctx: CallContext, leg: { cursor: { next(): Upstream | undefined }; signal: AbortSignal }) => {
@@ -219,7 +219,7 @@ describe("consensus: eRPC's fireAndForget and the wait-for-all of preferHighestV
       });
     }) as unknown as AttemptHandler;
     const ctx = { deadline: Date.now() + 10_000 } as unknown as CallContext;
-    const leg = { signal: new AbortController().signal } as unknown as Leg;
+    const leg = { signal: client.signal } as unknown as Leg;
     const done = runSlots(ctx, leg, ups, inner, cfg({ maxParticipants: 3, agreementThreshold: 2, preferLargerResponses: false }), [], opts);
     return { done, slots };
   }
@@ -235,6 +235,16 @@ describe("consensus: eRPC's fireAndForget and the wait-for-all of preferHighestV
     const { done, slots } = await round({ fireAndForget: true });
     const r = await done;
     expect(r.votes.map((v) => v.upstreamId)).to.deep.equal(['a', 'b']);
+    expect(slots.get('c')!.signal.aborted).to.equal(false);
+    slots.get('c')!.release('0x2');
+  });
+
+  it('with it, a client gone ends the round (votes so far) but not the slot still running', async () => {
+    const client = new AbortController();
+    const { done, slots } = await round({ fireAndForget: true, waitAll: true }, client);
+    await new Promise((r) => setImmediate(r));
+    client.abort();
+    expect((await done).votes.map((v) => v.upstreamId)).to.deep.equal(['a', 'b']);
     expect(slots.get('c')!.signal.aborted).to.equal(false);
     slots.get('c')!.release('0x2');
   });
