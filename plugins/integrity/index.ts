@@ -78,20 +78,21 @@ import { networkChainState } from 'svc-proxy/plugins/evm-state';
 export { CHECKED_METHODS, checkIntrinsic, isEmptyAnswer } from './checks/index.ts';
 export { authoritative, corroborate, MAX_ANCHORS, MAX_IN_FLIGHT, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 export { Anchors, type Anchor } from './anchors.ts';
-export { CheckFailure } from './hex.ts';
+export { CheckFailure, NO_SKIP, type SkipChecks } from './hex.ts';
 export {
   compileIntegrity,
   IntegritySchema,
   levelOf,
   LEVELS,
   resolveLevel,
+  SKIPPABLE_CHECKS,
   type IntegrityInput,
   type IntegrityLevel,
   type InvalidBehavior,
   type NetworkIntegrity,
   type ResolvedLevel,
 } from './levels.ts';
-export { ERPC_CHECKS, normalizeErpcIntegrity, type ErpcCheck } from './erpc.ts';
+export { ERPC_CHECKS, ERPC_SKIPPABLE, normalizeErpcIntegrity, type ErpcCheck } from './erpc.ts';
 export { loadLibs, type IntegrityLibs } from './libs.ts';
 export { budgetOf, budgetSchema, FetchBudget, MAX_BUDGET_VALUE } from './budget.ts';
 
@@ -307,7 +308,7 @@ export function integrityPlugin(): Plugin {
         const ctx = call.ctx;
         const s = settingsOf(ctx.network);
         try {
-          const anchors = await checkIntrinsic(libs, call.method, call.params, result);
+          const anchors = await checkIntrinsic(libs, call.method, call.params, result, s.skip);
           if (level === 'corroborated' || level === 'authoritative') {
             const verdict = peerVerdictOf(s, anchors, networkChainState(host, ctx.network).highestFinalized);
             if (verdict !== 'off') {

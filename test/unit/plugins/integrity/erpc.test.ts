@@ -100,7 +100,7 @@ describe("integrity: eRPC's integrity block at load time", () => {
     );
     expect(p.join('\n')).to.match(/unknown eRPC integrity check "nope"/);
     expect(p.join('\n')).to.match(/check senderRecovery is not in svc: svc recomputes the transaction hash/);
-    expect(p.join('\n')).to.match(/bloomMatch .* cannot turn one off/);
+    expect(p.join('\n')).to.match(/bloomMatch .* cannot turn it off alone/);
     expect(p.join('\n')).to.match(/hashStability .* at the corroborated level/);
     expect(p.join('\n')).to.match(/receiptIdentity\)? always rejects\): use observeOnly/);
     expect(p.join('\n')).to.match(/params are not in svc/);
