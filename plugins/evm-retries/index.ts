@@ -27,7 +27,17 @@ import { ErrEndpointMissingData, SvcError } from 'svc-proxy/plugin/errors';
 import { FAILSAFE_ENTRY } from 'svc-proxy/plugins/failsafe';
 import { blockRefOf } from 'svc-proxy/util';
 import { Counter } from 'prom-client';
-import { Type } from '@sinclair/typebox';
+import { emptyResultConfidenceSchema, isTruthfulEmptyFor } from './confidence.ts';
+
+export {
+  DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE,
+  emptyResultConfidenceOf,
+  emptyResultConfidenceSchema,
+  isTruthfulEmpty,
+  isTruthfulEmptyFor,
+  maxRetryableBlockDistanceOf,
+  type EmptyResultConfidence,
+} from './confidence.ts';
 
 /** Directive `retry-empty` (spec §2.8 #1): retry null/empty answers on another upstream. */
 export const RETRY_EMPTY = new Directive<boolean>({
@@ -83,12 +93,6 @@ export const PENDING_RETRY_METHODS: ReadonlySet<string> = new Set([
 export const DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS = 2;
 
 /**
- * Blocks beyond the network head within which an empty answer is still retried, when the
- * network does not set `evm.maxRetryableBlockDistance` (a key owned by the evm-state plugin).
- */
-export const DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE = 128;
-
-/**
  * Stage of the `call` wrapper that returns a kept empty/pending answer: inside cache (700) and
  * tip enforcement (650), so those see the final answer; outside interpolation (600).
  */
@@ -142,21 +146,6 @@ export function isPendingTransaction(result: unknown): boolean {
 }
 
 /**
- * Whether an empty answer is truthful rather than "not there yet": the call names a concrete
- * block more than `maxDistance` blocks beyond the network head. With an unknown head
- * (`highestLatest` 0) nothing is truthful and the empty answer is retried as usual.
- * @param method JSON-RPC method
- * @param params request params (after interpolation)
- * @param highestLatest the network's highest known latest block, 0 when unknown
- * @param maxDistance `evm.maxRetryableBlockDistance`, in blocks
- */
-export function isTruthfulEmpty(method: string, params: unknown, highestLatest: number, maxDistance: number): boolean {
-  if (!(highestLatest > 0)) return false;
-  const ref = blockRefOf(method, params);
-  return ref?.kind === 'number' && ref.number > highestLatest + maxDistance;
-}
-
-/**
  * The per-call cap of empty/pending tries, first try included: the matched failsafe entry's
  * `retry.emptyResultMaxAttempts`, else {@link DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS}. With a cap of
  * N, the first N-1 empty/pending answers are rejected and the N-th is accepted as the answer.
@@ -164,59 +153,6 @@ export function isTruthfulEmpty(method: string, params: unknown, highestLatest: 
  */
 export function emptyResultMaxAttemptsOf(ctx: CallContext): number {
   return FAILSAFE_ENTRY.get(ctx)?.retry?.emptyResultMaxAttempts ?? DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS;
-}
-
-/** `evm.maxRetryableBlockDistance` of a network (owned by the evm-state plugin), in blocks. */
-export function maxRetryableBlockDistanceOf(network: Network): number {
-  const evm = network.config.settings.evm as { maxRetryableBlockDistance?: unknown } | undefined;
-  const v = evm?.maxRetryableBlockDistance;
-  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE;
-}
-
-/**
- * `networks[].evm.emptyResultConfidence` (eRPC's key): how confirmed a concrete block must be for
- * its empty answer to be retried as "this node does not have it yet". `blockHead` (the default):
- * up to the network's highest latest block (plus `evm.maxRetryableBlockDistance`); `finalizedBlock`:
- * up to its highest finalized block only, so an empty answer for a block above it (not final yet,
- * e.g. an archive workload that must not read unfinalized data) is served as it is.
- */
-export type EmptyResultConfidence = 'blockHead' | 'finalizedBlock';
-
-/** Schema of `networks[].evm.emptyResultConfidence` (also under `networkDefaults.evm`). */
-export const emptyResultConfidenceSchema = Type.Union([Type.Literal('blockHead'), Type.Literal('finalizedBlock')], {
-  default: 'blockHead',
-  description:
-    "how confirmed a concrete block must be for an empty answer to it to be retried under retry-empty: blockHead = at or below the highest latest block (plus maxRetryableBlockDistance), finalizedBlock = at or below the highest finalized block only; an empty answer beyond it is served as it is (eRPC's evm.emptyResultConfidence)",
-});
-
-/** `evm.emptyResultConfidence` of a network (default `blockHead`). */
-export function emptyResultConfidenceOf(network: Network): EmptyResultConfidence {
-  const evm = network.config.settings.evm as { emptyResultConfidence?: unknown } | undefined;
-  return evm?.emptyResultConfidence === 'finalizedBlock' ? 'finalizedBlock' : 'blockHead';
-}
-
-/**
- * Whether an empty answer is truthful under the network's {@link EmptyResultConfidence}: for
- * `finalizedBlock`, the call names a concrete block above the highest finalized block (with an
- * unknown finalized block, 0, nothing is truthful: fail open, as eRPC); for `blockHead`, as
- * {@link isTruthfulEmpty}.
- * @param method JSON-RPC method
- * @param params request params (after interpolation)
- * @param chain the network's chain state (highest latest and finalized blocks)
- * @param network the network (its `evm` settings)
- */
-export function isTruthfulEmptyFor(
-  method: string,
-  params: unknown,
-  chain: Pick<NetworkChainState, 'highestLatest' | 'highestFinalized'>,
-  network: Network,
-): boolean {
-  if (emptyResultConfidenceOf(network) === 'finalizedBlock') {
-    if (!(chain.highestFinalized > 0)) return false;
-    const ref = blockRefOf(method, params);
-    return ref?.kind === 'number' && ref.number > chain.highestFinalized;
-  }
-  return isTruthfulEmpty(method, params, chain.highestLatest, maxRetryableBlockDistanceOf(network));
 }
 
 /** An answer this plugin turned away, kept as the call's fallback answer. */
