@@ -79,7 +79,9 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   'projects[].upstreams[].group': '→ tag `tier:<group>`',
   'projects[].integrity': "→ `networkDefaults.integrity` (every network; a network's own block merged over it)",
   'projects[].networks[].integrity':
-    "`level` → `directiveDefaults.integrity` (with eRPC's defaults `headerMode: deny`, `invalidBehavior` reject/soft-flag); `headerMode` off/full → deny/allow; `profiles` `{level}` → `{'*': level}`; `checks` taken when svc runs the check, else refused naming svc's counterpart; `budget`/`reorgWindow`/`follow`/`stateProbe`/`misbehaviorsDestination` refused",
+    "`level` → `directiveDefaults.integrity` (with eRPC's defaults `headerMode: deny`, `invalidBehavior` reject/soft-flag); `headerMode` off/full → deny/allow; `profiles` `{level}` → `{'*': level}`; `checks` taken when svc runs the check, `enabled: false` of a check svc can skip alone → `skipChecks`, else refused naming svc's counterpart; `budget` enforced on the authoritative vote's fetches; `reorgWindow`/`follow`/`stateProbe`/`misbehaviorsDestination` refused",
+  'projects[].networks[].evm.fallbackStatePollerDebounce':
+    'dropped (a duration above 0 is checked): svc polls only on the `statePollerInterval` timer, never on demand from calls, so there is no poll burst to debounce',
   'projects[].upstreams[].evm.nodeType': '(deprecated in eRPC) `full` → `blockAvailability.lower.latestBlockMinus: 128`',
   'projects[].upstreams[].evm.maxAvailableRecentBlocks': '(deprecated in eRPC) → `blockAvailability.lower.latestBlockMinus`',
   'projects[].upstreams[].endpoint': '`<vendor>://KEY` shortcuts → a provider of that vendor',

@@ -71,10 +71,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead: "the network `integrity` block checks every upstream's answers",
   },
   'database.evmJsonRpcCache.connectors[].grpc': { feature: 'the gRPC cache connector', instead: 'use a memory, redis, postgresql or keyv connector' },
-  'database.evmJsonRpcCache.compression': {
-    feature: 'cache value compression',
-    instead: "svc stores values uncompressed; bound them with the policies' `maxItemSize`",
-  },
   'database.svmJsonRpcCache': { feature: 'the Solana cache', instead: 'svc serves EVM chains only' },
   'rateLimiters.budgets[].rules[].waitTime': {
     feature: 'waiting for a rate-limit permit',
@@ -149,21 +145,9 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'per-method acceptance of empty results (deprecated name)',
     instead: 'the `retry-empty` directive default',
   },
-  'projects[].networks[].failsafe[].consensus.disputeLogLevel': {
-    feature: 'the dispute log level',
-    instead: 'disputes are logged at warn and counted in metrics',
-  },
-  'projects[].networks[].failsafe[].consensus.misbehaviorsDestination': {
-    feature: 'exporting misbehaviours to files or S3',
-    instead: 'misbehaviours are logged and counted in metrics',
-  },
-  'projects[].networks[].failsafe[].consensus.preferHighestValueFor': {
-    feature: 'highest-value consensus for some methods',
-    instead: "use `preferLargerResponses` or the integrity plugin's highest-block enforcement",
-  },
-  'projects[].networks[].failsafe[].consensus.fireAndForget': {
-    feature: 'fire-and-forget consensus',
-    instead: 'use the `shadow` upstream setting to compare answers off the hot path',
+  'projects[].networks[].failsafe[].consensus.misbehaviorsDestination.s3': {
+    feature: 'exporting misbehaviours to S3',
+    instead: 'svc writes them to a directory (`type: file`, `path`); ship that directory with your log pipeline',
   },
   'projects[].networks[].failsafe[].consensus.maxWaitOnResult': {
     feature: 'consensus wait bounds',
@@ -176,10 +160,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   'projects[].networks[].failsafe[].consensus.requiredParticipants': {
     feature: 'required consensus participants by tag',
     instead: 'pick participants with `use-upstream` or upstream tags and `maxParticipants`',
-  },
-  'projects[].networks[].evm.fallbackStatePollerDebounce': {
-    feature: 'the state poller debounce',
-    instead: 'svc polls each upstream every `upstreams[].evm.statePollerInterval`',
   },
   'projects[].networks[].evm.servedTip.guaranteedMethods': {
     feature: 'per-method served-tip floors',
@@ -209,16 +189,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'block-time-based retry delay multiplier',
     instead: 'svc waits one estimated block time (or `retry.emptyResultDelay` before it is known)',
   },
-  'projects[].networks[].evm.idempotentTransactionBroadcast': {
-    feature: 'the switch of idempotent transaction broadcast',
-    instead: 'svc always turns "already known" into success for eth_sendRawTransaction',
-  },
-  'projects[].networks[].evm.emptyResultConfidence': {
-    feature: 'empty-result confidence',
-    instead: "svc retries empty point lookups at or below the head (eRPC's default, blockHead)",
-  },
-  'projects[].networks[].evm.safeBlockSource': { feature: 'a source for the `safe` tag', instead: 'svc serves `safe` from the upstream answering the call' },
-
   'projects[].networks[].selectionPolicy.evalScope': {
     feature: 'selection policy scopes',
     instead: "svc evaluates one order per network (eRPC's default `evalScope: network`); send a call to chosen upstreams with `use-upstream`",
@@ -263,7 +233,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'credit units per method',
     instead: "budgets count requests; svc's cost plugin reports credits in `X-SVC-Credits`",
   },
-  'projects[].upstreams[].shadow.ignoreFields': { feature: 'shadow comparison field filters', instead: 'svc compares whole results' },
   'projects[].upstreams[].routing.scoreMultipliers[].misbehaviors': {
     feature: 'the consensus-misbehaviour term of the score',
     instead: 'svc keeps no misbehaviour rate in its health window (consensus disputes are logged and counted in metrics); weight the other terms',

@@ -48,6 +48,7 @@ export {
   CACHE_SERVICE,
   type CacheService,
   type CacheConfig,
+  type CompressionSettings,
   type CacheEntry,
   type Connector,
   type ConnectorConfig,

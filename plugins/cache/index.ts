@@ -45,6 +45,7 @@ import { MemoryConnector } from './connectors/memory.ts';
 import type { Connector } from './connectors/types.ts';
 import { callKey, neverCached, type CallKey } from './keys.ts';
 import { Policy } from './policy.ts';
+import { ValueCodec } from './compression.ts';
 import { cacheConfigOf, cacheSchema, type CacheConfig, type ConnectorConfig } from './schema.ts';
 import { normalizeCacheShapes } from './erpc.ts';
 
@@ -83,6 +84,17 @@ export {
   type EmptyRule,
   type RemoteTierSettings,
 } from './schema.ts';
+export {
+  COMPRESSED_PREFIX,
+  compressionSchema,
+  compressionSettingsOf,
+  DEFAULT_COMPRESSION_THRESHOLD,
+  DEFAULT_MAX_DECOMPRESSED_SIZE,
+  frameContentSize,
+  ValueCodec,
+  ZSTD_LEVELS,
+  type CompressionSettings,
+} from './compression.ts';
 export type { CacheFailsafeEntry } from './failsafe.ts';
 export type { EntryBreakerSettings } from './failsafe-run.ts';
 export type { KeyvAdapterConfig } from './connectors/adapter.ts';
@@ -118,17 +130,22 @@ function failsafeOf(c: ConnectorConfig): Pick<ConnectorConfig, 'failsafeForGets'
  * configured: the two clients hold about 25 MiB of RSS that a memory-only svc never uses
  *.
  */
-async function openConnector(c: ConnectorConfig, host: PluginHost): Promise<Connector> {
+async function openConnector(c: ConnectorConfig, host: PluginHost, codec?: ValueCodec): Promise<Connector> {
   switch (c.driver) {
     case 'memory':
       return new MemoryConnector(c.id, c.memory);
     case 'redis': {
       const { RedisConnector } = await import('./connectors/redis.ts');
-      return new RedisConnector(c.id, { ...(c.redis as NonNullable<ConnectorConfig['redis']>), ...failsafeOf(c) }, host.logger, host.metrics);
+      return new RedisConnector(c.id, { ...(c.redis as NonNullable<ConnectorConfig['redis']>), ...failsafeOf(c), codec }, host.logger, host.metrics);
     }
     case 'postgresql': {
       const { PostgresConnector } = await import('./connectors/postgres.ts');
-      return new PostgresConnector(c.id, { ...(c.postgresql as NonNullable<ConnectorConfig['postgresql']>), ...failsafeOf(c) }, host.logger, host.metrics);
+      return new PostgresConnector(
+        c.id,
+        { ...(c.postgresql as NonNullable<ConnectorConfig['postgresql']>), ...failsafeOf(c), codec },
+        host.logger,
+        host.metrics,
+      );
     }
     case 'keyv': {
       const [{ createAdapter }, { KeyvConnector }, { TierReporter }] = await Promise.all([
@@ -139,7 +156,7 @@ async function openConnector(c: ConnectorConfig, host: PluginHost): Promise<Conn
       const k = c.keyv as NonNullable<ConnectorConfig['keyv']>;
       const password = typeof k.options?.password === 'string' ? k.options.password : undefined;
       const reporter = new TierReporter(c.id, `keyv (${k.adapter})`, host.logger, k.uri ?? '', password);
-      return new KeyvConnector(c.id, 'keyv', await createAdapter(k), { ...k, ...failsafeOf(c) }, reporter, host.logger, host.metrics);
+      return new KeyvConnector(c.id, 'keyv', await createAdapter(k), { ...k, ...failsafeOf(c), codec }, reporter, host.logger, host.metrics);
     }
   }
 }
@@ -167,7 +184,10 @@ export function cachePlugin(): Plugin {
       // Tiers are created and opened before the first project serves (the `project` hook runs at start-up).
       host.hooks.project.tapPromise('cache', async () => {
         opened ??= (async () => {
-          for (const cc of config.connectors) connectors.set(cc.id, await openConnector(cc, host));
+          // The zstd module is loaded only when compression is on and a shared tier uses it.
+          const shared = config.connectors.some((cc) => cc.driver !== 'memory');
+          const codec = config.compression && shared ? await ValueCodec.create(config.compression) : undefined;
+          for (const cc of config.connectors) connectors.set(cc.id, await openConnector(cc, host, codec));
           await Promise.all([...connectors.values()].map((c) => c.open()));
         })();
         await opened;

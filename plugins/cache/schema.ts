@@ -3,6 +3,7 @@
  * `connectors[]` and `policies[]`, nested as eRPC users write them, the zero-config default, and
  * the checks that cannot be said in JSON Schema (unique ids, policies naming a connector).
  */
+import { compressionSchema, compressionSettingsOf, type CompressionSettings } from './compression.ts';
 import type { KeyvAdapterConfig } from './connectors/adapter.ts';
 import type { ConnectorDriver } from './connectors/types.ts';
 import { type CacheFailsafeEntry, FailsafeEntrySchema, type RawFailsafeEntry, resolveFailsafe } from './failsafe.ts';
@@ -153,6 +154,7 @@ export const cacheSchema: { root: TProperties } = {
             {
               connectors: Type.Optional(Type.Array(connector, { default: [], description: 'storage tiers' })),
               policies: Type.Optional(Type.Array(policy, { default: [], description: 'what is cached where, in order; no policies = no caching' })),
+              compression: Type.Optional(compressionSchema),
             },
             { description: 'JSON-RPC response cache; unset = a 256 MiB in-memory cache of finalized (forever), unfinalized (10s) and realtime (2s) answers' },
           ),
@@ -203,6 +205,8 @@ export interface PolicyConfig {
 export interface CacheConfig {
   connectors: ConnectorConfig[];
   policies: PolicyConfig[];
+  /** Shared-tier compression, undefined when off. */
+  compression?: CompressionSettings;
 }
 
 /** The zero-config cache: one memory tier, finalized forever, unfinalized 10 s, realtime 2 s, unknown not cached. */
@@ -234,7 +238,7 @@ type RawPolicy = Omit<PolicyConfig, 'id'> & { id?: string };
  *   block, or a policy whose connector does not exist
  */
 export function cacheConfigOf(config: ResolvedConfig): CacheConfig {
-  const db = config.settings.database as { evmJsonRpcCache?: { connectors: RawConnector[]; policies: RawPolicy[] } } | undefined;
+  const db = config.settings.database as { evmJsonRpcCache?: { connectors: RawConnector[]; policies: RawPolicy[]; compression?: unknown } } | undefined;
   const raw = db?.evmJsonRpcCache;
   if (!raw) return defaultCacheConfig();
   const problems: Array<{ path: string; message: string }> = [];
@@ -270,5 +274,6 @@ export function cacheConfigOf(config: ResolvedConfig): CacheConfig {
     return { ...p, id: p.id ?? String(i) };
   });
   if (problems.length > 0) throw new ConfigError(problems);
-  return { connectors, policies };
+  const compression = compressionSettingsOf(raw.compression);
+  return compression ? { connectors, policies, compression } : { connectors, policies };
 }

@@ -1,7 +1,7 @@
 /**
  * How a consensus round turns votes into an answer (as eRPC does): votes
- * grouped by canonical hash, the threshold, `preferNonEmpty`, `preferLargerResponses`, and the
- * dispute and low-participants behaviours. Pure functions over the votes, so every rule has a
+ * grouped by canonical hash, the threshold, `preferNonEmpty`, `preferLargerResponses`,
+ * `preferHighestValueFor`, and the dispute and low-participants behaviours. Pure functions over the votes, so every rule has a
  * unit test without a network.
  */
 import type { RpcResult } from 'svc-proxy/plugin';
@@ -105,6 +105,88 @@ export interface DecideInput {
   leaderId?: string;
   /** Slots the round ran. */
   participants: number;
+  /** The call's method (selects `preferHighestValueFor` fields). */
+  method?: string;
+}
+
+/**
+ * A numeric value of an answer field as a bigint: a hex quantity (`0x1b`), a decimal string, or a
+ * JSON number (truncated); undefined for anything else.
+ */
+export function numericValue(v: unknown): bigint | undefined {
+  if (typeof v === 'number') return Number.isFinite(v) ? BigInt(Math.trunc(v)) : undefined;
+  if (typeof v !== 'string') return undefined;
+  const t = v.trim();
+  // Bounded: a value past 256 bits is no quantity an EVM method answers.
+  if (/^0x[0-9a-fA-F]{1,64}$/.test(t)) return BigInt(t);
+  if (/^-?\d{1,78}$/.test(t)) return BigInt(t);
+  return undefined;
+}
+
+/**
+ * The values of `fields` in an answer (`result` is the answer itself, another name a field of the
+ * answer object), or undefined when one is missing or not numeric (the answer then takes no part).
+ */
+export function fieldValues(result: unknown, fields: readonly string[]): bigint[] | undefined {
+  const out: bigint[] = [];
+  for (const f of fields) {
+    const raw =
+      f === 'result' ? result : result !== null && typeof result === 'object' && !Array.isArray(result) ? (result as Record<string, unknown>)[f] : undefined;
+    const n = numericValue(raw);
+    if (n === undefined) return undefined;
+    out.push(n);
+  }
+  return out;
+}
+
+function compareValues(a: readonly bigint[], b: readonly bigint[]): number {
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as bigint;
+    const y = b[i] as bigint;
+    if (x !== y) return x > y ? 1 : -1;
+  }
+  return 0;
+}
+
+/**
+ * eRPC's `preferHighestValueFor` rule, ahead of every other: answers (error votes take no part)
+ * grouped by the numeric values of the method's fields; the highest values shared by at least
+ * `agreementThreshold` answers win (their largest answer is returned), else a dispute. Undefined
+ * when no answer has the fields (the other rules decide then).
+ */
+function highestValue(input: DecideInput, fields: readonly string[], groups: Group[]): Decision | undefined {
+  const byValue = new Map<string, { values: bigint[]; votes: Vote[] }>();
+  for (const v of input.votes) {
+    if (!v.result) continue;
+    const values = fieldValues(v.result.result, fields);
+    if (!values) continue;
+    const key = values.join(',');
+    const g = byValue.get(key);
+    if (g) g.votes.push(v);
+    else byValue.set(key, { values, votes: [v] });
+  }
+  if (byValue.size === 0) return undefined;
+  const threshold = Math.max(1, input.cfg.agreementThreshold);
+  let best: { values: bigint[]; votes: Vote[] } | undefined;
+  for (const g of byValue.values()) if (g.votes.length >= threshold && (!best || compareValues(g.values, best.values) > 0)) best = g;
+  if (!best) {
+    return {
+      outcome: 'dispute',
+      groups,
+      error: new ErrConsensusDispute(
+        `consensus dispute: no value of ${fields.join(', ')} was shared by ${threshold} upstreams (preferHighestValueFor)`,
+        summarize(groups),
+        [],
+        { participants: input.participants, valid: input.votes.length, threshold },
+      ),
+    };
+  }
+  // The winning group: the votes whose values won (the hash groups they came from may differ in format only).
+  const winners = best.votes;
+  const winningGroup: Group = { hash: winners[0]?.hash ?? '', votes: winners, empty: false, isError: false, size: Math.max(...winners.map((v) => v.size)) };
+  let winner = winners[0] as Vote;
+  for (const v of winners) if (v.size > winner.size) winner = v;
+  return { outcome: 'agreement', groups, winningGroup, winner };
 }
 
 /**
@@ -114,6 +196,11 @@ export interface DecideInput {
 export function decide(input: DecideInput): Decision {
   const { votes, cfg } = input;
   const groups = groupVotes(votes);
+  const fields = input.method === undefined ? undefined : cfg.preferHighestValueFor?.[input.method];
+  if (fields && fields.length > 0) {
+    const d = highestValue(input, fields, groups);
+    if (d) return d;
+  }
   const ranked = [...groups].sort(compare(cfg));
   const atThreshold = ranked.filter((g) => g.votes.length >= cfg.agreementThreshold);
   const agreed = atThreshold[0];

@@ -12,8 +12,11 @@
  * Metrics: `svc_network_consensus_rounds_total` (§6; not counted under `skip-consensus`) and
  * `svc_network_consensus_outcome_total{project,network,outcome}`.
  *
+ * Metric `svc_consensus_misbehaviors_dropped_total{reason}` counts export records not written.
+ *
  * Files: `decide.ts` (grouping and the decision rules), `round.ts` (running the slots),
- * `punish.ts` (the misbehaviour cordon); this file wires them.
+ * `punish.ts` (the misbehaviour cordon), `export.ts` (the `misbehaviorsDestination` file
+ * writer); this file wires them.
  */
 import { Counter } from 'prom-client';
 import {
@@ -35,13 +38,25 @@ import { markProvenance } from 'svc-proxy/plugins/multiplex';
 import { compileIgnorePaths, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, WRITE_METHODS } from 'svc-proxy/util';
 import { CONSENSUS_DISPUTES as DISPUTES, CONSENSUS_LOW_PARTICIPANTS as LOW_PARTICIPANTS, CONSENSUS_SLOTS as SLOTS } from './api.ts';
 import { FAILSAFE_ENTRY } from 'svc-proxy/plugins/failsafe';
-import { decide, type Decision } from './decide.ts';
+import { decide, summarize, type Decision, type Vote } from './decide.ts';
+import { MisbehaviorExporter } from './export.ts';
 import { Punisher, REAL_CLOCK, type PunishClock } from './punish.ts';
 import { broadcast, runSlots } from './round.ts';
-import { type ConsensusConfig, consensusSchemaFragment } from './schema.ts';
+import { type ConsensusConfig, consensusSchemaFragment, type MisbehaviorsDestination } from './schema.ts';
 import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
-export { decide, groupVotes, isSettled, summarize, type Decision, type Group, type RoundOutcome, type Vote } from './decide.ts';
+export { decide, fieldValues, groupVotes, isSettled, numericValue, summarize, type Decision, type Group, type RoundOutcome, type Vote } from './decide.ts';
+export {
+  DEFAULT_FILE_PATTERN,
+  DEFAULT_MAX_RECORD_SIZE,
+  DEFAULT_MAX_TOTAL_SIZE,
+  fileNameOf,
+  MAX_PENDING_RECORDS,
+  MisbehaviorExporter,
+  recordOf,
+  type DropReason,
+} from './export.ts';
+export { runSlots, type RoundOptions } from './round.ts';
 export { MISBEHAVING_REASON, Punisher, type PunishClock } from './punish.ts';
 export {
   CONSENSUS_BEHAVIORS,
@@ -51,6 +66,8 @@ export {
   FAILSAFE_ENTRY_POINT,
   type ConsensusBehavior,
   type ConsensusConfig,
+  type DisputeLogLevel,
+  type MisbehaviorsDestination,
 } from './schema.ts';
 
 /** Directive `skip-consensus` (spec §2.8 #6): answer from one upstream, without a round. */
@@ -132,13 +149,16 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
         rounds.inc();
         SLOTS.set(ctx.record, SLOTS.get(ctx.record) + upstreams.length);
         if (ctx.request.method === 'eth_sendRawTransaction') {
-          const r = await broadcast(ctx, leg, upstreams, inner);
+          const r = await broadcast(ctx, leg, upstreams, inner, cfg.fireAndForget === true);
           outcomes.inc([ctx.project.id, ctx.network.id, 'agreement']);
           return r;
         }
         const firstAttempt = ctx.record.attempts.length;
-        const { votes, infraErrors } = await runSlots(ctx, leg, upstreams, inner, cfg, ignoreOf(cfg, ctx.request.method));
-        const decision = decide({ votes, infraErrors, cfg, participants: upstreams.length, leaderId: leaderOf(ctx.network, upstreams) });
+        const method = ctx.request.method;
+        const waitAll = cfg.preferHighestValueFor?.[method] !== undefined;
+        const { votes, infraErrors } = await runSlots(ctx, leg, upstreams, inner, cfg, ignoreOf(cfg, method), { waitAll, fireAndForget: cfg.fireAndForget });
+        const decision = decide({ votes, infraErrors, cfg, participants: upstreams.length, leaderId: leaderOf(ctx.network, upstreams), method });
+        reportMisbehavior(ctx, cfg, decision, votes, infraErrors.length);
         outcomes.inc([ctx.project.id, ctx.network.id, decision.outcome]);
         if (decision.outcome === 'dispute') DISPUTES.set(ctx.record, DISPUTES.get(ctx.record) + 1);
         if (decision.outcome === 'low_participants') LOW_PARTICIPANTS.set(ctx.record, LOW_PARTICIPANTS.get(ctx.record) + 1);
@@ -153,11 +173,51 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
         return r;
       };
 
+      const dropped = new DeferredCounter(host.metrics, {
+        name: 'svc_consensus_misbehaviors_dropped_total',
+        help: 'Consensus misbehaviour records not written to misbehaviorsDestination, by reason: total_size (maxTotalSize or maxRecordSize reached), queue_full, write_error',
+        labelNames: ['reason'],
+      });
+      // One writer per directory, so its size bound holds for every entry that names it.
+      const exporters = new Map<string, MisbehaviorExporter>();
+      const exporterOf = (dest: MisbehaviorsDestination): MisbehaviorExporter => {
+        let e = exporters.get(dest.path);
+        if (!e) {
+          e = new MisbehaviorExporter(
+            dest,
+            (reason) => dropped.inc([reason]),
+            (msg) => host.logger.warn(msg),
+          );
+          exporters.set(dest.path, e);
+        }
+        return e;
+      };
+
+      /**
+       * A round with a dispute, or with upstreams outvoted (eRPC's misbehaviour): logged at
+       * `disputeLogLevel` naming them, and exported to `misbehaviorsDestination` when set.
+       */
+      const reportMisbehavior = (ctx: CallContext, cfg: ConsensusConfig, d: Decision, votes: readonly Vote[], infra: number) => {
+        const winners = new Set(d.winningGroup?.votes.map((v) => v.upstreamId) ?? []);
+        const misbehaving = d.winningGroup ? votes.filter((v) => !winners.has(v.upstreamId)).map((v) => v.upstreamId) : [];
+        if (misbehaving.length === 0 && d.outcome !== 'dispute') return;
+        const level = cfg.disputeLogLevel ?? 'warn';
+        if (host.logger.isLevelEnabled(level)) {
+          host.logger[level](
+            { project: ctx.project.id, network: ctx.network.id, method: ctx.request.method, outcome: d.outcome, misbehaving, groups: summarize(d.groups) },
+            d.outcome === 'dispute'
+              ? `consensus dispute on ${ctx.request.method}: ${d.groups.length} different answers`
+              : `consensus on ${ctx.request.method}: upstreams ${misbehaving.join(', ')} were outvoted`,
+          );
+        }
+        if (cfg.misbehaviorsDestination) exporterOf(cfg.misbehaviorsDestination).offer(ctx, cfg, d, votes, infra);
+      };
+
       const punishLosers = (ctx: CallContext, d: Decision, p: NonNullable<ConsensusConfig['punishMisbehavior']>) => {
-        const winning = d.winningGroup?.hash;
+        const winning = new Set(d.winningGroup?.votes.map((v) => v.upstreamId) ?? []);
         for (const g of d.groups) {
-          if (g.hash === winning) continue;
           for (const v of g.votes) {
+            if (winning.has(v.upstreamId)) continue;
             if (punisher.lost(ctx.project.health, v.upstreamId, p.disputeThreshold, p.disputeWindow, p.sitOutPenalty)) {
               host.logger.warn(
                 { project: ctx.project.id, network: ctx.network.id, upstream: v.upstreamId, sitOutMs: p.sitOutPenalty },
@@ -182,7 +242,10 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
           return round(ctx, leg, cfg, inner);
         };
       });
-      host.hooks.shutdown.tapPromise('consensus', async () => punisher.close());
+      host.hooks.shutdown.tapPromise('consensus', async () => {
+        punisher.close();
+        await Promise.all([...exporters.values()].map((e) => e.flush()));
+      });
     },
   });
 }

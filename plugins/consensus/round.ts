@@ -52,11 +52,29 @@ export function voteOf(upstreamId: string, outcome: { result?: RpcResult; error?
   return { upstreamId, hash: `jsonrpc:${err.code}`, error: err, empty: true, size: 0 };
 }
 
+/** How a round runs besides its config. */
+export interface RoundOptions {
+  /** Await every slot (no early settling): `preferHighestValueFor` for the call's method. */
+  waitAll?: boolean;
+  /** Slots still running when the round is decided are left running (`fireAndForget`). */
+  fireAndForget?: boolean;
+}
+
+/**
+ * The signal of a slot left running after its round (`fireAndForget`): detached from the
+ * client's leg, ended only by the call's deadline.
+ */
+function detachedSignal(ctx: CallContext): AbortSignal {
+  return AbortSignal.timeout(Math.max(1, ctx.deadline - Date.now()));
+}
+
 /**
  * Runs the slots of one round and collects their votes.
  * @param upstreams one slot each, in selection order
  * @param inner the chain inside consensus (retry( hedge( sweep )))
- * @returns the votes and infrastructure errors; slots still running when the round settles are aborted
+ * @param opts `waitAll` (every slot is awaited), `fireAndForget` (running slots are not aborted)
+ * @returns the votes and infrastructure errors; slots still running when the round settles are
+ *   aborted, unless `fireAndForget`
  */
 export function runSlots(
   ctx: CallContext,
@@ -65,11 +83,17 @@ export function runSlots(
   inner: AttemptHandler,
   cfg: ConsensusConfig,
   ignore: IgnorePaths,
+  opts: RoundOptions = {},
 ): Promise<RoundVotes> {
   const votes: Vote[] = [];
   const infraErrors: SvcError[] = [];
   const controllers = upstreams.map(() => new AbortController());
-  const onAbort = () => controllers.forEach((c) => c.abort(leg.signal.reason));
+  const detached = opts.fireAndForget ? detachedSignal(ctx) : undefined;
+  // Fire-and-forget slots outlive the client: only the call's deadline ends them. The round itself
+  // still ends with the client's leg (resolving with the votes so far).
+  let finishEarly: (() => void) | undefined;
+  const onAbort = () => (detached ? finishEarly?.() : controllers.forEach((c) => c.abort(leg.signal.reason)));
+  if (detached) detached.addEventListener('abort', () => controllers.forEach((c) => c.abort(detached.reason)), { once: true });
   leg.signal.addEventListener('abort', onAbort, { once: true });
   const started = performance.now();
   let running = upstreams.length;
@@ -81,10 +105,11 @@ export function runSlots(
       done = true;
       if (waitTimer) clearTimeout(waitTimer);
       leg.signal.removeEventListener('abort', onAbort);
-      // Slots still running lose: their attempts end as cancelled.
-      for (const c of controllers) if (!c.signal.aborted) c.abort();
+      // Slots still running lose: their attempts end as cancelled (unless fire-and-forget).
+      if (!detached) for (const c of controllers) if (!c.signal.aborted) c.abort();
       resolve({ votes: [...votes], infraErrors: [...infraErrors] });
     };
+    finishEarly = finish;
     const settle = (u: Upstream, outcome: { result?: RpcResult; error?: unknown }) => {
       running--;
       if (done) return;
@@ -92,7 +117,7 @@ export function runSlots(
       if (v) votes.push(v);
       else infraErrors.push(slotError(outcome.error));
       if (running === 0) return finish();
-      if (!isSettled(votes, running, cfg)) return;
+      if (opts.waitAll || !isSettled(votes, running, cfg)) return;
       if (!cfg.preferLargerResponses) return finish();
       // A larger identical answer may still come: wait about as long as the round took so far.
       if (!waitTimer) {
@@ -116,7 +141,9 @@ export function runSlots(
  * together, so the evm-methods idempotent-broadcast wrapper outside finds an "already known"
  * among them and answers the transaction's hash (the EVM issue's idempotency rule).
  */
-export function broadcast(ctx: CallContext, leg: Leg, upstreams: readonly Upstream[], inner: AttemptHandler): Promise<RpcResult> {
+export function broadcast(ctx: CallContext, leg: Leg, upstreams: readonly Upstream[], inner: AttemptHandler, fireAndForget = false): Promise<RpcResult> {
+  // Fire-and-forget: every send runs to its end even when the client is gone (until the deadline).
+  const signal = fireAndForget ? detachedSignal(ctx) : leg.signal;
   return new Promise<RpcResult>((resolve, reject) => {
     let pending = upstreams.length;
     let won = false;
@@ -128,7 +155,7 @@ export function broadcast(ctx: CallContext, leg: Leg, upstreams: readonly Upstre
       else reject(new ErrUpstreamsExhausted(errors));
     };
     for (const u of upstreams) {
-      const slot: Leg = { cursor: new UpstreamCursor([u]), reason: 'consensus_slot', signal: leg.signal };
+      const slot: Leg = { cursor: new UpstreamCursor([u]), reason: 'consensus_slot', signal };
       inner(ctx, slot).then(
         (r) => {
           if (!won && !isEmptyResult(r.result)) {

@@ -6,7 +6,7 @@
  * `projects[0].networks[0].failsafe[0].consensus.agreementThreshold`), fills its defaults and
  * documents it, and neither plugin imports the other.
  */
-import { Duration, type SchemaFragment, Strict, Type } from 'svc-proxy/plugin';
+import { Duration, type SchemaFragment, Size, Strict, Type } from 'svc-proxy/plugin';
 
 /** The failsafe plugin's network entry (by its extension point name; see `SchemaFragment.extend`). */
 export const FAILSAFE_ENTRY_POINT = 'projects[].networks[].failsafe[]';
@@ -42,6 +42,64 @@ export const ConsensusSchema = Strict({
   preferLargerResponses: Type.Optional(
     Type.Boolean({ default: true, description: 'wait (bounded) for running slots once a group won, and break ties by size' }),
   ),
+  preferHighestValueFor: Type.Optional(
+    Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { minItems: 1, maxItems: 8 }), {
+      maxProperties: 256,
+      description:
+        "per method, the result fields whose numeric value decides the round (eRPC's preferHighestValueFor): `result` is the result itself (eth_gasPrice, eth_getTransactionCount), another name a field of the result object; later fields break ties. Answers are grouped by those values (hex, decimal strings and numbers alike), and the highest value that agreementThreshold answers share wins, else ErrConsensusDispute; every slot is awaited. An answer lacking a field takes no part",
+    }),
+  ),
+  fireAndForget: Type.Optional(
+    Type.Boolean({
+      default: false,
+      description:
+        "once the round is decided, slots still running are not cancelled and run to their end in the background (eRPC's fireAndForget), bounded by the call's deadline and each upstream's timeouts; a client that disconnects does not stop them (an eth_sendRawTransaction keeps reaching every slot)",
+    }),
+  ),
+  disputeLogLevel: Type.Optional(
+    Type.Union([Type.Literal('trace'), Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')], {
+      default: 'warn',
+      description: 'log level of a round with a dispute or with upstreams outvoted (misbehaving), naming them',
+    }),
+  ),
+  misbehaviorsDestination: Type.Optional(
+    Strict(
+      {
+        type: Type.Optional(Type.Literal('file', { default: 'file', description: "`file` (eRPC's `s3` is not in svc)" })),
+        path: Type.String({
+          minLength: 2,
+          maxLength: 1024,
+          pattern: '^/',
+          description: 'absolute directory the JSONL files are written to (created when missing, mode 0750)',
+        }),
+        filePattern: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 256,
+            default: '{timestampMs}-{method}-{networkId}',
+            description:
+              'file name: `{dateByHour}` (UTC 2006-01-02-15), `{dateByDay}`, `{method}`, `{networkId}`, `{instanceId}`, `{timestampMs}`; `.jsonl` is appended unless the name ends in .jsonl/.json/.log',
+          }),
+        ),
+        maxRecordSize: Type.Optional(
+          Size({
+            default: '256KiB',
+            description: "bytes of one record at most: participants' responses are cut (`responseTruncated: true`) to keep it under",
+          }),
+        ),
+        maxTotalSize: Type.Optional(
+          Size({
+            default: '256MiB',
+            description: 'bytes this process writes to the directory at most; later records are dropped and counted (svc_consensus_misbehaviors_dropped_total)',
+          }),
+        ),
+      },
+      {
+        description:
+          "eRPC's misbehaviorsDestination: every round in which some upstream was outvoted (or a dispute) is appended as one JSON line (eRPC's record: ts, projectId, networkId, method, finality, policy, request, winner, analysis, participants) to a file of this directory",
+      },
+    ),
+  ),
   punishMisbehavior: Type.Optional(
     Strict({
       disputeThreshold: Type.Optional(
@@ -63,6 +121,27 @@ export interface ConsensusConfig {
   preferNonEmpty: boolean;
   preferLargerResponses: boolean;
   punishMisbehavior?: { disputeThreshold: number; disputeWindow: number; sitOutPenalty: number };
+  /** Per method, the fields whose numeric values decide the round (highest wins). */
+  preferHighestValueFor?: Record<string, string[]>;
+  /** Slots still running when the round is decided keep running in the background. */
+  fireAndForget?: boolean;
+  /** Level of the dispute/misbehaviour log line (default `warn`). */
+  disputeLogLevel?: DisputeLogLevel;
+  /** Where misbehaving rounds are exported (sizes in bytes). */
+  misbehaviorsDestination?: MisbehaviorsDestination;
+}
+
+/** Levels of `disputeLogLevel`. */
+export type DisputeLogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
+
+/** A resolved `misbehaviorsDestination` (sizes in bytes). */
+export interface MisbehaviorsDestination {
+  type?: 'file';
+  /** Absolute directory. */
+  path: string;
+  filePattern?: string;
+  maxRecordSize?: number;
+  maxTotalSize?: number;
 }
 
 /** The settings used when a call's entry configures none (the consensus service hands them to integrity's `authoritative` level). */

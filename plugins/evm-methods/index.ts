@@ -19,6 +19,7 @@ import {
   RpcResult,
   SelectStage,
   type Upstream,
+  Type,
 } from 'svc-proxy/plugin';
 import { declareDirectives, Directive } from 'svc-proxy/plugins/directives';
 import {
@@ -126,6 +127,22 @@ export interface EvmMethodsPluginOptions {
   idempotentBroadcast?: boolean;
 }
 
+/** Schema of `networks[].evm.idempotentTransactionBroadcast` (eRPC's key; also under `networkDefaults.evm`). */
+export const idempotentBroadcastSchema = Type.Boolean({
+  default: true,
+  description:
+    'eth_sendRawTransaction answered "already known" (or "nonce too low" for a transaction a by-hash lookup finds) becomes success with the transaction hash, so retries and hedges of a send are safe; false returns the upstream errors as they are (eRPC\'s evm.idempotentTransactionBroadcast)',
+});
+
+/**
+ * `networks[].evm.idempotentTransactionBroadcast` of a network: true unless set to false.
+ * @param network the network
+ */
+export function idempotentBroadcastOf(network: Network): boolean {
+  const evm = network.config.settings.evm as { idempotentTransactionBroadcast?: unknown } | undefined;
+  return evm?.idempotentTransactionBroadcast !== false;
+}
+
 /**
  * Looks a transaction up by hash through the whole network chain, as a child of the call
  * (same record, deadline and directives, `retry-empty` forced on so one upstream's null does
@@ -168,7 +185,7 @@ function foundTransaction(r: RpcResult | undefined, hash: string): boolean {
  *   the same network finds the transaction, else the original error stands. Reverts and every
  *   other error pass through unchanged.
  * @param opts unsupported methods, idempotent broadcast switch
- * @returns a plugin declaring `skip-cache-read` (honoured by its local `eth_chainId` answer), tapping `call` (twice) and `select`; no config keys of its own
+ * @returns a plugin declaring `skip-cache-read` (honoured by its local `eth_chainId` answer), tapping `call` (twice) and `select`; owning `networks[].evm.idempotentTransactionBroadcast` (false: no idempotency wrapper on that network)
  * @throws TypeError when `unsupportedMethods` is not an array of strings
  */
 export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
@@ -179,6 +196,7 @@ export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
   const idempotent = opts.idempotentBroadcast ?? true;
   return definePlugin({
     name: 'evm-methods',
+    schema: { networkEvm: { idempotentTransactionBroadcast: idempotentBroadcastSchema } },
     apply(host: PluginHost) {
       declareDirectives(host, 'evm-methods', SKIP_CACHE_READ);
       const hooks = host.hooks;
@@ -203,7 +221,9 @@ export function evmMethodsPlugin(opts: EvmMethodsPluginOptions = {}): Plugin {
       });
 
       if (!idempotent) return;
-      hooks.call.tap({ name: 'evm-methods:idempotent-broadcast', stage: IDEMPOTENT_BROADCAST_STAGE }, (inner: CallHandler): CallHandler => {
+      hooks.call.tap({ name: 'evm-methods:idempotent-broadcast', stage: IDEMPOTENT_BROADCAST_STAGE }, (inner: CallHandler, network: Network): CallHandler => {
+        // Decided when the network's chain is built: a network that turns the rule off pays nothing per call.
+        if (!idempotentBroadcastOf(network)) return inner;
         const broadcast = async (ctx: CallContext): Promise<RpcResult> => {
           try {
             return await inner(ctx);

@@ -27,6 +27,17 @@ import { ErrEndpointMissingData, SvcError } from 'svc-proxy/plugin/errors';
 import { FAILSAFE_ENTRY } from 'svc-proxy/plugins/failsafe';
 import { blockRefOf } from 'svc-proxy/util';
 import { Counter } from 'prom-client';
+import { emptyResultConfidenceSchema, isTruthfulEmptyFor } from './confidence.ts';
+
+export {
+  DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE,
+  emptyResultConfidenceOf,
+  emptyResultConfidenceSchema,
+  isTruthfulEmpty,
+  isTruthfulEmptyFor,
+  maxRetryableBlockDistanceOf,
+  type EmptyResultConfidence,
+} from './confidence.ts';
 
 /** Directive `retry-empty` (spec §2.8 #1): retry null/empty answers on another upstream. */
 export const RETRY_EMPTY = new Directive<boolean>({
@@ -82,12 +93,6 @@ export const PENDING_RETRY_METHODS: ReadonlySet<string> = new Set([
 export const DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS = 2;
 
 /**
- * Blocks beyond the network head within which an empty answer is still retried, when the
- * network does not set `evm.maxRetryableBlockDistance` (a key owned by the evm-state plugin).
- */
-export const DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE = 128;
-
-/**
  * Stage of the `call` wrapper that returns a kept empty/pending answer: inside cache (700) and
  * tip enforcement (650), so those see the final answer; outside interpolation (600).
  */
@@ -141,21 +146,6 @@ export function isPendingTransaction(result: unknown): boolean {
 }
 
 /**
- * Whether an empty answer is truthful rather than "not there yet": the call names a concrete
- * block more than `maxDistance` blocks beyond the network head. With an unknown head
- * (`highestLatest` 0) nothing is truthful and the empty answer is retried as usual.
- * @param method JSON-RPC method
- * @param params request params (after interpolation)
- * @param highestLatest the network's highest known latest block, 0 when unknown
- * @param maxDistance `evm.maxRetryableBlockDistance`, in blocks
- */
-export function isTruthfulEmpty(method: string, params: unknown, highestLatest: number, maxDistance: number): boolean {
-  if (!(highestLatest > 0)) return false;
-  const ref = blockRefOf(method, params);
-  return ref?.kind === 'number' && ref.number > highestLatest + maxDistance;
-}
-
-/**
  * The per-call cap of empty/pending tries, first try included: the matched failsafe entry's
  * `retry.emptyResultMaxAttempts`, else {@link DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS}. With a cap of
  * N, the first N-1 empty/pending answers are rejected and the N-th is accepted as the answer.
@@ -163,13 +153,6 @@ export function isTruthfulEmpty(method: string, params: unknown, highestLatest: 
  */
 export function emptyResultMaxAttemptsOf(ctx: CallContext): number {
   return FAILSAFE_ENTRY.get(ctx)?.retry?.emptyResultMaxAttempts ?? DEFAULT_EMPTY_RESULT_MAX_ATTEMPTS;
-}
-
-/** `evm.maxRetryableBlockDistance` of a network (owned by the evm-state plugin), in blocks. */
-export function maxRetryableBlockDistanceOf(network: Network): number {
-  const evm = network.config.settings.evm as { maxRetryableBlockDistance?: unknown } | undefined;
-  const v = evm?.maxRetryableBlockDistance;
-  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : DEFAULT_MAX_RETRYABLE_BLOCK_DISTANCE;
 }
 
 /** An answer this plugin turned away, kept as the call's fallback answer. */
@@ -243,7 +226,7 @@ export function retryReasonOf(ctx: CallContext, r: RpcResult, chain: (network: N
     if (!(ref?.kind === 'tag' && ref.tag === 'pending')) return 'pending_tx';
   }
   if (RETRY_EMPTY.get(d) && EMPTY_RETRY_METHODS.has(method) && r.isEmpty()) {
-    if (!isTruthfulEmpty(method, ctx.request.params, chain(ctx.network).highestLatest, maxRetryableBlockDistanceOf(ctx.network))) return 'empty_result';
+    if (!isTruthfulEmptyFor(method, ctx.request.params, chain(ctx.network), ctx.network)) return 'empty_result';
   }
   return undefined;
 }
@@ -269,7 +252,8 @@ function serveKept(ctx: CallContext, kept: KeptAnswer): RpcResult {
  *   {@link EMPTY_RETRY_METHODS} is rejected with a retryable `ErrEndpointMissingData`, so the
  *   sweep tries the next upstream. Not for a concrete block more than
  *   `evm.maxRetryableBlockDistance` (default 128) beyond the network's highest known block: that
- *   empty answer is truthful.
+ *   empty answer is truthful. With `evm.emptyResultConfidence: finalizedBlock`, an empty answer
+ *   for a concrete block above the highest finalized block is truthful too.
  * - With directive `retryPending` true, a pending transaction (null `blockNumber`) from a method
  *   in {@link PENDING_RETRY_METHODS} is rejected the same way (not for the `pending` block tag).
  * - The cap is shared by both rules: `failsafe[].retry.emptyResultMaxAttempts` (default 2) tries
@@ -281,14 +265,14 @@ function serveKept(ctx: CallContext, kept: KeptAnswer): RpcResult {
  * - Every rejection followed by another upstream attempt counts once in
  *   `svc_upstream_request_retries_total{reason="empty_result"|"pending_tx"}`.
  * @returns a plugin declaring `retry-empty` and `retry-pending` (and their `directiveDefaults`
- *   keys), tapping `validate` and `call`
+ *   keys), owning `networks[].evm.emptyResultConfidence`, tapping `validate` and `call`
  */
 export function evmRetriesPlugin(): Plugin {
   return definePlugin({
     name: 'evm-retries',
     // Reads the matched failsafe entry's `retry.emptyResultMaxAttempts` (its per-call slot).
     dependsOn: ['failsafe'],
-    schema: { directiveDefaults: directiveDefaultsSchema(RETRY_EMPTY, RETRY_PENDING) },
+    schema: { directiveDefaults: directiveDefaultsSchema(RETRY_EMPTY, RETRY_PENDING), networkEvm: { emptyResultConfidence: emptyResultConfidenceSchema } },
     apply(host: PluginHost) {
       declareDirectives(host, 'evm-retries', RETRY_EMPTY, RETRY_PENDING);
       const counter = upstreamRetriesCounter(host);

@@ -13,7 +13,17 @@
  *   defaults merge key by key, so the sides and bound kinds the upstream leaves out are written
  *   as `null` (unset) and nothing of the default's window mixes into its own.
  */
-import { eachProject, isConfigObject, pathOf, rewriteKey, type ConfigDocument, type ConfigObject, type NormalizeReport } from 'svc-proxy/plugin';
+import {
+  eachNetwork,
+  eachProject,
+  isConfigObject,
+  parseDuration,
+  pathOf,
+  rewriteKey,
+  type ConfigDocument,
+  type ConfigObject,
+  type NormalizeReport,
+} from 'svc-proxy/plugin';
 
 /** Blocks of eRPC's `nodeType: full` window. */
 export const FULL_NODE_RECENT_BLOCKS = 128;
@@ -98,5 +108,40 @@ export function normalizeBlockAvailability(doc: ConfigDocument, out: NormalizeRe
         for (const [glob, o] of Object.entries(pr.overrides)) visit(o, pathOf(`${pp}.providers[${i}].overrides`, glob));
       });
     }
+  });
+}
+
+/**
+ * Why eRPC's `networks[].evm.fallbackStatePollerDebounce` changes nothing in svc, as the rewrite
+ * line says it. eRPC debounces its state polls because calls trigger polls on demand (a block
+ * beyond the known head, eth_blockNumber); the debounce keeps a burst of such calls from polling
+ * again and again until the block time is learnt. svc never polls on a call: each upstream is
+ * polled on its `statePollerInterval` timer only, and heads are also learnt from the answers.
+ */
+const POLLER_DEBOUNCE_REASON =
+  '(removed: svc polls each upstream only on its statePollerInterval timer, never on demand from calls, so there is no poll burst to debounce; set upstreams[].evm.statePollerInterval)';
+
+/**
+ * Accepts eRPC's `networks[].evm.fallbackStatePollerDebounce` (and under `networkDefaults.evm`):
+ * checked as a duration (`"5s"`, milliseconds; eRPC requires it above 0), then removed with a
+ * rewrite line saying why. A value that is not a duration is a problem naming the key.
+ */
+export function normalizePollerDebounce(doc: ConfigDocument, out: NormalizeReport): void {
+  eachNetwork(doc, (n, path) => {
+    if (!isConfigObject(n.evm) || !('fallbackStatePollerDebounce' in n.evm)) return;
+    const v = n.evm.fallbackStatePollerDebounce;
+    const at = pathOf(`${path}.evm`, 'fallbackStatePollerDebounce');
+    let ms: number | undefined;
+    try {
+      ms = typeof v === 'string' || typeof v === 'number' ? parseDuration(v) : undefined;
+    } catch {
+      ms = undefined;
+    }
+    if (ms === undefined || !(ms > 0)) {
+      out.problem(at, 'eRPC\'s fallbackStatePollerDebounce must be a duration above 0 (e.g. "5s"); svc accepts it and has nothing to debounce');
+      return;
+    }
+    out.rewrite(at, v, POLLER_DEBOUNCE_REASON);
+    delete n.evm.fallbackStatePollerDebounce;
   });
 }

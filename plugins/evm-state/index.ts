@@ -9,7 +9,8 @@
  * error) and last (observe heads in answers; an answer behind the head is a retryable error);
  * `call` at TIP_ENFORCEMENT (return the highest answer seen when every upstream is behind,
  * raise `eth_blockNumber` to the known head) and FUTURE_BLOCK (answer `null` for a block
- * far beyond the head without a call).
+ * far beyond the head without a call); `directives` between INTEGRITY and PROVENANCE (a call
+ * naming `safe` goes to `evm.safeBlockSource`'s upstreams, cache read skipped).
  *
  * Files: `chain.ts` (the chain state of each network, which this plugin keeps and provides as
  * the chain state service, read by every plugin through `host.chainState`), `schema.ts` (config,
@@ -17,8 +18,9 @@
  * `state.ts` (head tracking: pollers, counted upstreams, lags, gauges, accessors), `finality.ts`
  * (the `directives` tap), `availability.ts` (the `select` tap and the far-future `null`),
  * `tip.ts` (tip helpers and the `validate`/`call` taps of tip enforcement), `block-availability.ts`
- * (configured bounds), `earliest.ts` (earliest-block search), `erpc.ts` (eRPC's legacy window
- * keys at load time); this file wires them.
+ * (configured bounds), `earliest.ts` (earliest-block search), `safe-source.ts` (the `safe` tag's
+ * source), `erpc.ts` (eRPC's legacy window keys and its poller debounce at load time); this file
+ * wires them.
  */
 import { definePlugin, type Plugin, type PluginHost } from 'svc-proxy/plugin';
 import { declareDirectives } from 'svc-proxy/plugins/directives';
@@ -30,6 +32,7 @@ import { tapBlockBounds } from './block-availability.ts';
 import { tapEarliestDetection } from './earliest.ts';
 import { tapFinality } from './finality.ts';
 import { ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS, evmStateSchema, MAX_POLL_TIMEOUT_MS } from './schema.ts';
+import { tapSafeBlockSource } from './safe-source.ts';
 import { tapHeadTracking } from './state.ts';
 import { tapTipEnforcement } from './tip.ts';
 
@@ -60,9 +63,10 @@ export {
   type Probe,
 } from './block-availability.ts';
 export { probeBlock, ProbeInconclusive, searchEarliest, type ProbeCall } from './earliest.ts';
-export { FULL_NODE_RECENT_BLOCKS, normalizeBlockAvailability } from './erpc.ts';
+export { FULL_NODE_RECENT_BLOCKS, normalizeBlockAvailability, normalizePollerDebounce } from './erpc.ts';
 export { majorityHead, majorityPick, normalizeServedTip, SERVED_TIP_TAGS, servedTipOf, servedTipSchema } from './served-tip.ts';
 export type { ServedTipAxes } from './served-tip.ts';
+export { MAX_SAFE_BLOCK_SOURCE_LENGTH, namesSafeTag, SAFE_SOURCE_DIRECTIVE_STAGE, safeBlockSourceOf } from './safe-source.ts';
 export { chainChanged, chainIdOf, ErrUpstreamChainChanged } from './chain-id.ts';
 export { HEAD_MARGIN_BLOCKS, headAllowance, judgeHeadFacts, UNKNOWN_BLOCK_TIME_ALLOWANCE, type HeadFacts } from './plausibility.ts';
 export { EvmStatePlugin, IMPLAUSIBLE_HEAD_LAG, evmStateOf, pollNow, statePollerOf } from './state.ts';
@@ -93,7 +97,7 @@ export interface EvmStatePluginOptions {
  * tip enforcement (the `enforce-highest-block` and `enforce-non-null-tagged-blocks` directives,
  * which it declares) and block availability.
  * @param opts poll timeout cap
- * @returns a plugin owning `upstreams[].evm.statePollerInterval`, `upstreams[].evm.blockAvailability`, `networks[].evm.fallbackFinalityDepth` and `networks[].evm.maxRetryableBlockDistance`
+ * @returns a plugin owning `upstreams[].evm.statePollerInterval`, `upstreams[].evm.blockAvailability`, `networks[].evm.fallbackFinalityDepth`, `networks[].evm.maxRetryableBlockDistance` and `networks[].evm.safeBlockSource` (calls naming `safe` go to its upstreams, safe-source.ts)
  * @throws RangeError when `maxPollTimeoutMs` is not a positive number
  */
 export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
@@ -140,6 +144,7 @@ export function evmStatePlugin(opts: EvmStatePluginOptions = {}): Plugin {
       tapTipEnforcement(host, heads);
       tapFarFutureBlocks(host);
       tapServedTip(host, chainStateOf, (ctx) => Boolean(ENFORCE_HIGHEST_BLOCK.get(ctx.directives)));
+      tapSafeBlockSource(host);
     },
   });
 }

@@ -8,8 +8,9 @@ import { Type } from '@sinclair/typebox';
 import { Duration, type Network, type SchemaFragment, type Upstream } from 'svc-proxy/plugin';
 import { Directive, directiveDefaultsSchema } from 'svc-proxy/plugins/directives';
 import { blockAvailabilitySchema } from './block-availability.ts';
-import { normalizeBlockAvailability } from './erpc.ts';
+import { normalizeBlockAvailability, normalizePollerDebounce } from './erpc.ts';
 import { normalizeServedTip, servedTipSchema } from './served-tip.ts';
+import { safeBlockSourceSchema } from './safe-source.ts';
 import type { PollerSettings } from './poller.ts';
 
 /** Upper bound of one poll request, ms: the timeout is min(interval, this). */
@@ -48,7 +49,9 @@ export const ENFORCE_NON_NULL_TAGGED_BLOCKS = new Directive<boolean>({
  * The config keys this plugin owns: `upstreams[].evm.statePollerInterval` and
  * `upstreams[].evm.blockAvailability` (also under `upstreamDefaults.evm`; eRPC's deprecated
  * `nodeType` / `maxAvailableRecentBlocks` are rewritten into it at load time, erpc.ts) and `networks[].evm.fallbackFinalityDepth` /
- * `networks[].evm.maxRetryableBlockDistance` (also under `networkDefaults.evm`), and the
+ * `networks[].evm.maxRetryableBlockDistance` / `networks[].evm.safeBlockSource` (also under
+ * `networkDefaults.evm`; eRPC's `fallbackStatePollerDebounce` is accepted there and removed with a
+ * rewrite line saying why it changes nothing, erpc.ts), and the
  * `directiveDefaults` of its two directives.
  */
 export const evmStateSchema: SchemaFragment = {
@@ -64,9 +67,11 @@ export const evmStateSchema: SchemaFragment = {
   normalize: (doc, out) => {
     normalizeBlockAvailability(doc, out);
     normalizeServedTip(doc, out);
+    normalizePollerDebounce(doc, out);
   },
   networkEvm: {
     servedTip: Type.Optional(servedTipSchema),
+    safeBlockSource: safeBlockSourceSchema,
     fallbackFinalityDepth: Type.Integer({
       minimum: 0,
       default: DEFAULT_FALLBACK_FINALITY_DEPTH,

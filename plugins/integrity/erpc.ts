@@ -12,12 +12,13 @@
  * - `headerMode: off | full` → `deny | allow` (`profiles` is svc's too);
  * - `profiles: {name: {level: L}}` → `{name: {'*': L}}` (svc's profiles map method globs to levels);
  * - `checks: {id: {enabled, onFailure, params}}` → removed when svc already does what the entry
- *   asks (see {@link ERPC_CHECKS}); refused, naming what svc does instead, when it asks for more;
- * - `budget`, `reorgWindow`, `follow`, `stateProbe`, `misbehaviorsDestination` → refused with
- *   svc's alternative.
+ *   asks (see {@link ERPC_CHECKS}); `enabled: false` of a check svc can turn off alone
+ *   ({@link ERPC_SKIPPABLE}) → `skipChecks`; refused, naming what svc does instead, otherwise;
+ * - `budget` is svc's key too (the authoritative level's fetch cap, budget.ts);
+ * - `reorgWindow`, `follow`, `stateProbe`, `misbehaviorsDestination` → refused with svc's alternative.
  */
 import { eachNetwork, eachProject, isConfigObject, pathOf, rewriteKey, type ConfigDocument, type ConfigObject, type NormalizeReport } from 'svc-proxy/plugin';
-import { LEVELS, type IntegrityLevel } from './levels.ts';
+import { LEVELS, type IntegrityLevel, type SKIPPABLE_CHECKS } from './levels.ts';
 
 /** What svc does for one of eRPC's integrity checks. */
 export interface ErpcCheck {
@@ -80,12 +81,29 @@ export const ERPC_CHECKS: Readonly<Record<string, ErpcCheck>> = {
   },
 };
 
+/**
+ * eRPC checks svc can turn off (`skipChecks`), with the svc check that implements each. eRPC ids
+ * sharing one svc check are turned off together or not at all.
+ */
+export const ERPC_SKIPPABLE: Readonly<Record<string, (typeof SKIPPABLE_CHECKS)[number]>> = {
+  blockHashRecompute: 'block.hash',
+  headerFieldShapes: 'block.hash',
+  blockByHashIdentity: 'block.request',
+  blockByNumberIdentity: 'block.request',
+  txBlockInfo: 'block.tx',
+  transactionsRootConsistency: 'block.transactionsRoot',
+  transactionsRootRecompute: 'block.transactionsRoot',
+  sameBlockHash: 'receipt.block',
+  transactionIndexConsistency: 'receipt.index',
+  receiptIdentity: 'receipt.request',
+  getLogsFilterSanity: 'logs.filter',
+  txByHashIdentity: 'tx.request',
+};
+
 const RANK: Readonly<Record<IntegrityLevel, number>> = { off: 0, intrinsic: 1, corroborated: 2, authoritative: 3 };
 
 /** eRPC keys svc refuses, with what to use instead. */
 const REFUSED: Readonly<Record<string, string>> = {
-  budget:
-    "svc's authoritative level asks up to failsafe consensus.maxParticipants - 1 other upstreams per block (at most 32 blocks per answer, 4 at once): bound the cost with consensus.maxParticipants or rate-limit budgets",
   reorgWindow: "svc's chain state remembers the last 256 block hashes for reorg checks (not configurable)",
   follow: "svc's state pollers follow each upstream's head (evm.statePollerInterval); the corroborated level confirms block hashes with a second upstream",
   stateProbe: 'give state-pruned upstreams evm.blockAvailability bounds (the callState probe finds their earliest state), or use consensus for state calls',
@@ -101,8 +119,11 @@ const levelName = (v: unknown): IntegrityLevel | undefined => {
   return t !== undefined && (LEVELS as readonly string[]).includes(t) ? (t as IntegrityLevel) : undefined;
 };
 
-/** One `checks` entry: accepted (nothing to do: svc already does it) or a problem. */
-function checkEntry(id: string, entry: unknown, level: IntegrityLevel, path: string, out: NormalizeReport): void {
+/**
+ * One `checks` entry: accepted (nothing to do: svc already does it), a check to turn off (added
+ * to `off`, its svc check name), or a problem.
+ */
+function checkEntry(id: string, entry: unknown, level: IntegrityLevel, path: string, out: NormalizeReport, off: Map<string, string>): void {
   const c = ERPC_CHECKS[id];
   if (!c) {
     out.problem(path, `unknown eRPC integrity check "${id}" (eRPC's catalog: ${Object.keys(ERPC_CHECKS).join(', ')})`);
@@ -117,10 +138,13 @@ function checkEntry(id: string, entry: unknown, level: IntegrityLevel, path: str
     return;
   }
   if (on === false) {
-    out.problem(
-      pathOf(path, 'enabled'),
-      `svc runs ${id} (${c.svc}) with every ${c.level} check and cannot turn one off: map the affected methods to a lower level with a profile (integrity.profiles)`,
-    );
+    const svc = ERPC_SKIPPABLE[id];
+    if (svc) off.set(id, svc);
+    else
+      out.problem(
+        pathOf(path, 'enabled'),
+        `svc runs ${id} (${c.svc}) with every ${c.level} check and cannot turn it off alone: map the affected methods to a lower level with a profile (integrity.profiles)`,
+      );
     return;
   }
   if (on === true && RANK[level] < RANK[c.level]) {
@@ -140,6 +164,29 @@ function checkEntry(id: string, entry: unknown, level: IntegrityLevel, path: str
     return;
   }
   if (e.params !== undefined) out.problem(pathOf(path, 'params'), `check params are not in svc (${id} runs as ${c.svc})`);
+}
+
+/**
+ * eRPC checks turned off (`enabled: false`) → svc's `skipChecks`: a svc check is skipped only when
+ * every eRPC id it implements is off (else a problem naming the others).
+ */
+function skipChecks(i: ConfigObject, at: string, off: ReadonlyMap<string, string>, out: NormalizeReport): void {
+  if (off.size === 0) return;
+  const names = new Set<string>();
+  for (const [id, svc] of off) {
+    const companions = Object.keys(ERPC_SKIPPABLE).filter((o) => ERPC_SKIPPABLE[o] === svc && !off.has(o));
+    if (companions.length > 0) {
+      out.problem(
+        pathOf(pathOf(pathOf(at, 'checks'), id), 'enabled'),
+        `svc's ${svc} check also does ${companions.join(', ')}: turn ${companions.length > 1 ? 'them' : 'it'} off too (enabled: false), or keep ${id} on`,
+      );
+      continue;
+    }
+    names.add(svc);
+  }
+  if (names.size === 0) return;
+  const have = Array.isArray(i.skipChecks) ? i.skipChecks.filter((x): x is string => typeof x === 'string') : [];
+  rewriteKey(i, 'skipChecks', pathOf(at, 'skipChecks'), [...new Set([...have, ...names])].sort(), out);
 }
 
 /** Rewrites one network's (or networkDefaults') `integrity` block. */
@@ -182,8 +229,10 @@ function normalizeBlock(n: ConfigObject, path: string, out: NormalizeReport): vo
     }
   }
   if ('checks' in i) {
-    if (isConfigObject(i.checks)) for (const [id, e] of Object.entries(i.checks)) checkEntry(id, e, level, pathOf(pathOf(at, 'checks'), id), out);
+    const off = new Map<string, string>();
+    if (isConfigObject(i.checks)) for (const [id, e] of Object.entries(i.checks)) checkEntry(id, e, level, pathOf(pathOf(at, 'checks'), id), out, off);
     else out.problem(pathOf(at, 'checks'), 'integrity checks must be a map of check id to {enabled, onFailure, params}');
+    skipChecks(i, at, off, out);
     rewriteKey(i, 'checks', pathOf(at, 'checks'), undefined, out);
   }
 }

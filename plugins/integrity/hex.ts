@@ -95,3 +95,12 @@ export function short(v: unknown): string {
 export function toQuantity(n: bigint): Hex {
   return `0x${n.toString(16)}`;
 }
+
+/**
+ * Names of the checks a network turned off (`integrity.skipChecks`, from eRPC's
+ * `checks.<id>.enabled: false`): only comparisons whose skipping leaves the other checks sound.
+ */
+export type SkipChecks = ReadonlySet<string>;
+
+/** No check skipped. */
+export const NO_SKIP: SkipChecks = new Set();

@@ -72,26 +72,29 @@ import {
   type NetworkIntegrity,
 } from './levels.ts';
 import { loadLibs } from './libs.ts';
+import type { FetchBudget } from './budget.ts';
 import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
 export { CHECKED_METHODS, checkIntrinsic, isEmptyAnswer } from './checks/index.ts';
 export { authoritative, corroborate, MAX_ANCHORS, MAX_IN_FLIGHT, type AuthoritativeSettings, type Peer } from './corroborate.ts';
 export { Anchors, type Anchor } from './anchors.ts';
-export { CheckFailure } from './hex.ts';
+export { CheckFailure, NO_SKIP, type SkipChecks } from './hex.ts';
 export {
   compileIntegrity,
   IntegritySchema,
   levelOf,
   LEVELS,
   resolveLevel,
+  SKIPPABLE_CHECKS,
   type IntegrityInput,
   type IntegrityLevel,
   type InvalidBehavior,
   type NetworkIntegrity,
   type ResolvedLevel,
 } from './levels.ts';
-export { ERPC_CHECKS, normalizeErpcIntegrity, type ErpcCheck } from './erpc.ts';
+export { ERPC_CHECKS, ERPC_SKIPPABLE, normalizeErpcIntegrity, type ErpcCheck } from './erpc.ts';
 export { loadLibs, type IntegrityLibs } from './libs.ts';
+export { budgetOf, budgetSchema, FetchBudget, MAX_BUDGET_VALUE } from './budget.ts';
 
 /** The call's resolved level (slot `integrity.level` on the call context); unset until resolved. */
 export const LEVEL = new Slot<IntegrityLevel | undefined>('integrity.level', undefined);
@@ -111,7 +114,7 @@ export const INTEGRITY_HEADER = 'X-SVC-Integrity';
 /** Name of the shared retry counter (spec §6), registered by evm-retries when it is applied. */
 export const UPSTREAM_RETRIES_METRIC = 'svc_upstream_request_retries_total';
 
-/** Counter of check failures served anyway (`soft_flag`, `would_reject`). */
+/** Counter of check failures served anyway (`soft_flag`, `would_reject`) and of answers served unvoted (`budget_skipped`). */
 export const FLAGGED_METRIC = 'svc_integrity_flagged_total';
 
 /**
@@ -223,7 +226,7 @@ export function integrityPlugin(): Plugin {
         }
         flagged ??= new Counter({
           name: FLAGGED_METRIC,
-          help: 'integrity check failures served anyway: outcome soft_flag (invalidBehavior soft-flag on a peer comparison) or would_reject (observeOnly), by check',
+          help: 'integrity check failures served anyway: outcome soft_flag (invalidBehavior soft-flag on a peer comparison), would_reject (observeOnly) or budget_skipped (integrity.budget spent: no authoritative vote), by check',
           labelNames: ['project', 'network', 'upstream', 'check', 'outcome'],
           registers: [host.metrics],
         });
@@ -272,7 +275,7 @@ export function integrityPlugin(): Plugin {
       });
 
       /** Other usable upstreams of the network, in config order: serving, not cordoned for the confirming method, supporting it. */
-      const peersOf = (ctx: CallContext, self: Upstream): Peer[] => {
+      const peersOf = (ctx: CallContext, self: Upstream, budget?: FetchBudget): Peer[] => {
         const out: Peer[] = [];
         for (const u of ctx.network.upstreams) {
           if (u === self || !u.serving || !u.supportsMethod(CONFIRM_METHOD) || ctx.project.health.isCordoned(u.id, CONFIRM_METHOD)) continue;
@@ -280,7 +283,8 @@ export function integrityPlugin(): Plugin {
             id: u.id,
             getBlock: async (n) => {
               const timeout = Math.max(1, Math.min(PEER_TIMEOUT_MS, ctx.deadline - Date.now()));
-              return (await host.upstreamCall(ctx.network, u, CONFIRM_METHOD, [n, false], timeout)).result;
+              const fetch = async () => (await host.upstreamCall(ctx.network, u, CONFIRM_METHOD, [n, false], timeout)).result;
+              return budget ? budget.run(timeout, fetch) : fetch();
             },
           });
         }
@@ -288,7 +292,7 @@ export function integrityPlugin(): Plugin {
       };
 
       /** Counts (and logs) a failure that is served anyway: `soft_flag` (invalidBehavior) or `would_reject` (observeOnly). */
-      const flag = (ctx: CallContext, u: Upstream, e: CheckFailure, outcome: 'soft_flag' | 'would_reject', level: IntegrityLevel) => {
+      const flag = (ctx: CallContext, u: Upstream, e: CheckFailure, outcome: 'soft_flag' | 'would_reject' | 'budget_skipped', level: IntegrityLevel) => {
         flagged?.inc({ project: ctx.project.id, network: ctx.network.id, upstream: u.id, check: e.check, outcome });
         host.logger.warn(
           { project: ctx.project.id, network: ctx.network.id, upstream: u.id, check: e.check, level, outcome },
@@ -304,13 +308,27 @@ export function integrityPlugin(): Plugin {
         const ctx = call.ctx;
         const s = settingsOf(ctx.network);
         try {
-          const anchors = await checkIntrinsic(libs, call.method, call.params, result);
+          const anchors = await checkIntrinsic(libs, call.method, call.params, result, s.skip);
           if (level === 'corroborated' || level === 'authoritative') {
             const verdict = peerVerdictOf(s, anchors, networkChainState(host, ctx.network).highestFinalized);
             if (verdict !== 'off') {
               try {
                 if (level === 'corroborated') await corroborate(libs.viem, anchors, peersOf(ctx, u));
-                else await authoritative(libs.viem, anchors, peersOf(ctx, u), authoritativeSettingsOf(ctx));
+                else {
+                  const peers = peersOf(ctx, u, s.budget);
+                  const auth = authoritativeSettingsOf(ctx);
+                  // The whole vote is paid for up front: a spent budget serves the answer unvoted rather than half-voted.
+                  const fetches = anchors.size * Math.min(peers.length, Math.max(0, auth.maxParticipants - 1));
+                  if (s.budget && !s.budget.reserve(fetches))
+                    flag(
+                      ctx,
+                      u,
+                      new CheckFailure('authoritative.budget', `integrity budget spent: ${fetches} block fetches not sent, the answer is served unvoted`),
+                      'budget_skipped',
+                      level,
+                    );
+                  else await authoritative(libs.viem, anchors, peers, auth);
+                }
               } catch (e) {
                 if (!(e instanceof CheckFailure) || verdict !== 'soft-flag' || !isReorgSensitive(e.check) || s.observeOnly) throw e;
                 flag(ctx, u, e, 'soft_flag', level);

@@ -6,9 +6,27 @@
 import { type Static, Strict, Type } from 'svc-proxy/plugin';
 import { ConfigError, ErrInvalidRequest } from 'svc-proxy/plugin/errors';
 import { compileGlobs, type GlobTest } from 'svc-proxy/util';
+import { budgetOf, budgetSchema, type FetchBudget } from './budget.ts';
+import { NO_SKIP, type SkipChecks } from './hex.ts';
 
 /** The four integrity levels, weakest first (spec §2.8 #10). */
 export const LEVELS = ['off', 'intrinsic', 'corroborated', 'authoritative'] as const;
+
+/**
+ * svc's checks a network may turn off one by one (`skipChecks`): comparisons whose skipping
+ * leaves the other checks sound (shape checks are preconditions of every other and stay on).
+ */
+export const SKIPPABLE_CHECKS = [
+  'block.hash',
+  'block.request',
+  'block.tx',
+  'block.transactionsRoot',
+  'receipt.block',
+  'receipt.index',
+  'receipt.request',
+  'logs.filter',
+  'tx.request',
+] as const;
 
 /** One integrity level. */
 export type IntegrityLevel = (typeof LEVELS)[number];
@@ -35,6 +53,8 @@ const levelSchema = Type.Union(
  *   `deny` ignores it and applies the network's `directiveDefaults.integrity`; `profiles`
  *   honours a profile name only (eRPC's mode of that name).
  * - `invalidBehavior` / `observeOnly`: eRPC's verdict keys (see {@link NetworkIntegrity}).
+ * - `budget`: eRPC's cap on the authoritative level's fetches (budget.ts).
+ * - `skipChecks`: checks turned off one by one (eRPC's `checks.<id>.enabled: false`, erpc.ts).
  * - `profiles`: name → { method glob → level }; the first glob (in config order) matching the
  *   call's method gives its level, no match gives `off`. A profile may not be named like a level.
  */
@@ -66,6 +86,14 @@ export const IntegritySchema = Strict(
           'eRPC\'s observeOnly: every check of the level runs, a failure is counted (svc_integrity_flagged_total{outcome="would_reject"}) and the answer served anyway',
       }),
     ),
+    budget: Type.Optional(budgetSchema),
+    skipChecks: Type.Optional(
+      Type.Array(Type.Union(SKIPPABLE_CHECKS.map((c) => Type.Literal(c))), {
+        uniqueItems: true,
+        description:
+          "checks not run on this network (eRPC's checks.<id>.enabled: false is read into it): block.hash (header hash recompute), block.request (the block asked for), block.tx (transactions' block fields), block.transactionsRoot, receipt.block, receipt.index, receipt.request, logs.filter (logs within the request's range, addresses, topics), tx.request; the other checks of the level still run",
+      }),
+    ),
     profiles: Type.Optional(
       Type.Record(
         Type.String({ maxLength: 64 }),
@@ -94,6 +122,10 @@ export interface NetworkIntegrity {
   invalidBehavior: { readonly finalized: InvalidBehavior; readonly unfinalized: InvalidBehavior };
   /** Failures are counted and the answer served (eRPC's observeOnly; wins over everything). */
   observeOnly: boolean;
+  /** The authoritative level's fetch budget (eRPC's `budget`), undefined when uncapped. */
+  budget?: FetchBudget;
+  /** Checks not run (`skipChecks`). */
+  skip: SkipChecks;
 }
 
 const REJECT_BOTH = Object.freeze({ finalized: 'reject', unfinalized: 'reject' } as const);
@@ -104,6 +136,7 @@ export const DEFAULT_NETWORK_INTEGRITY: NetworkIntegrity = Object.freeze({
   profiles: new Map(),
   invalidBehavior: REJECT_BOTH,
   observeOnly: false,
+  skip: NO_SKIP,
 });
 
 const LEVEL_SET: ReadonlySet<string> = new Set(LEVELS);
@@ -132,6 +165,8 @@ export function compileIntegrity(input: unknown, where = 'integrity'): NetworkIn
     profiles,
     invalidBehavior: ib ? { finalized: ib.finalized ?? 'reject', unfinalized: ib.unfinalized ?? 'reject' } : REJECT_BOTH,
     observeOnly: i.observeOnly === true,
+    budget: budgetOf(i.budget),
+    skip: i.skipChecks && i.skipChecks.length > 0 ? new Set<string>(i.skipChecks) : NO_SKIP,
   };
 }
 

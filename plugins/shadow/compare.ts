@@ -1,6 +1,7 @@
 /**
  * How a shadow's answer is compared with the served one: by the canonical hash
- * consensus uses (`canonicalHash`), with the method's default ignore fields, never by raw bytes
+ * consensus uses (`canonicalHash`), with the method's ignore fields (the upstream's
+ * `shadow.ignoreFields`, else the built-in defaults), never by raw bytes
  * (two honest nodes differ in key order, spacing and hex letter case).
  */
 import { canonicalHash, canonicalize, compileIgnorePaths, DEFAULT_IGNORE_FIELDS, firstDifference, type IgnorePaths } from 'svc-proxy/util';
@@ -36,9 +37,17 @@ export function ignoreOf(method: string): IgnorePaths {
  * @param shadow the shadow's result value
  * @param withField also find the first differing field on a mismatch (costs a second canonical
  *   walk of both values, so only when a debug log will print it)
+ * @param configured the shadow upstream's compiled `ignoreFields`: a method it names uses exactly
+ *   those paths instead of the built-in ones
  */
-export function compareResults(method: string, served: unknown, shadow: unknown, withField: boolean): Comparison {
-  const ignore = ignoreOf(method);
+export function compareResults(
+  method: string,
+  served: unknown,
+  shadow: unknown,
+  withField: boolean,
+  configured?: ReadonlyMap<string, IgnorePaths>,
+): Comparison {
+  const ignore = configured?.get(method) ?? ignoreOf(method);
   if (canonicalHash(served, ignore) === canonicalHash(shadow, ignore)) return { outcome: 'match' };
   if (!withField) return { outcome: 'mismatch' };
   return { outcome: 'mismatch', field: firstDifference(canonicalize(served, ignore), canonicalize(shadow, ignore)) ?? '$' };

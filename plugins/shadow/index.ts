@@ -4,7 +4,8 @@
  * answered, a sampled copy goes to each shadow upstream of the network, off the request path, and
  * the shadow's result is compared with the served one by canonical hash (the same as consensus):
  * `svc_shadow_comparison_total{project,network,upstream,method,outcome}` with `match`,
- * `mismatch` or `error`, and a debug log naming the first differing field. Written against the
+ * `mismatch` or `error`, and a debug log naming the first differing field. `shadow.ignoreFields`
+ * (per method, dot paths with `*`) drops fields from both answers first. Written against the
  * public plugin API only (`svc-proxy/plugin`).
  *
  * - `select` (at `SelectStage.POLICY`, placed before the `selection` tap): drops shadow upstreams
@@ -40,7 +41,16 @@ import { mirrorable, shadowSchema, shadowSettingsOf, type ShadowSettings } from 
 
 export { compareResults, ignoreOf, type Comparison, type ShadowOutcome } from './compare.ts';
 export { DEFAULT_MAX_IN_FLIGHT, ShadowRunner } from './runner.ts';
-export { MAX_SHADOW_METHODS_LENGTH, mirrorable, shadowSchema, shadowSettingsOf, type ShadowSettings } from './schema.ts';
+export {
+  MAX_IGNORE_METHODS,
+  MAX_IGNORE_PATH_LENGTH,
+  MAX_IGNORE_PATHS,
+  MAX_SHADOW_METHODS_LENGTH,
+  mirrorable,
+  shadowSchema,
+  shadowSettingsOf,
+  type ShadowSettings,
+} from './schema.ts';
 
 /** Longest time one copy may take, ms, unless `server.maxTimeout` is shorter. */
 export const DEFAULT_SHADOW_TIMEOUT_MS = 10_000;
@@ -161,7 +171,7 @@ export function shadowPlugin(opts: ShadowPluginOptions = {}): Plugin {
           if (!wants(t, method)) continue;
           // A shadow taken out of the network (wrong chain id) gets nothing.
           if (!network.upstreams.includes(t.upstream)) continue;
-          if (!runner.offer(() => mirror(network, t.upstream, project, method, params, served))) {
+          if (!runner.offer(() => mirror(network, t.upstream, project, method, params, served, t.settings.ignore))) {
             if (!runner.closed) metrics.dropped.inc([project, network.id, t.upstream.id]);
           }
         }
@@ -180,7 +190,15 @@ export function shadowPlugin(opts: ShadowPluginOptions = {}): Plugin {
       }
 
       /** Sends one copy and records how its answer compares with the served one. */
-      async function mirror(network: Network, u: Upstream, project: string, method: string, params: unknown, served: RpcResult): Promise<void> {
+      async function mirror(
+        network: Network,
+        u: Upstream,
+        project: string,
+        method: string,
+        params: unknown,
+        served: RpcResult,
+        ignore: ShadowSettings['ignore'],
+      ): Promise<void> {
         const label = host.methodLabel.value(method);
         let shadowValue: unknown;
         try {
@@ -196,7 +214,7 @@ export function shadowPlugin(opts: ShadowPluginOptions = {}): Plugin {
         // Read only here, long after the answer left: the served result is never touched on the request path.
         const servedValue = served.result;
         const debug = host.logger.isLevelEnabled('debug');
-        const cmp = compareResults(method, servedValue, shadowValue, debug);
+        const cmp = compareResults(method, servedValue, shadowValue, debug, ignore);
         metrics.count(project, network.id, u.id, label, cmp.outcome);
         if (cmp.outcome === 'mismatch' && debug) {
           host.logger.debug(

@@ -3,10 +3,17 @@
  * receives. No hooks here: `index.ts` wires them.
  */
 import { type SchemaFragment, Strict, Type } from 'svc-proxy/plugin';
-import { compileGlobs, type GlobTest, STATEFUL_METHODS } from 'svc-proxy/util';
+import { compileGlobs, compileIgnorePaths, type GlobTest, type IgnorePaths, STATEFUL_METHODS } from 'svc-proxy/util';
 
 /** Longest `shadow.methods` pattern accepted, characters: a config typo must not compile a huge automaton. */
 export const MAX_SHADOW_METHODS_LENGTH = 1024;
+
+/** Most methods `shadow.ignoreFields` may name. */
+export const MAX_IGNORE_METHODS = 256;
+/** Most paths per method in `shadow.ignoreFields`. */
+export const MAX_IGNORE_PATHS = 64;
+/** Longest method name or path in `shadow.ignoreFields`, characters. */
+export const MAX_IGNORE_PATH_LENGTH = 256;
 
 /** The schema fragment of the shadow plugin: one key, `shadow`, under `upstreams[]` and `upstreamDefaults`. */
 export const shadowSchema: SchemaFragment = {
@@ -31,6 +38,17 @@ export const shadowSchema: SchemaFragment = {
             description: 'method globs copied, `|`-separated (`eth_get*|eth_call`); writes are never copied',
           }),
         ),
+        ignoreFields: Type.Optional(
+          Type.Record(
+            Type.String({ minLength: 1, maxLength: MAX_IGNORE_PATH_LENGTH }),
+            Type.Array(Type.String({ minLength: 1, maxLength: MAX_IGNORE_PATH_LENGTH, pattern: '^[^.]+(\\.[^.]+)*$' }), { maxItems: MAX_IGNORE_PATHS }),
+            {
+              maxProperties: MAX_IGNORE_METHODS,
+              description:
+                "per method name, result fields dropped from both answers before they are compared (eRPC's shadow.ignoreFields): dot-separated paths from the result (`timestamp`, `logs.*.blockTimestamp`), `*` for every array element or object key; a method listed here uses exactly its list instead of the built-in one (the `blockTimestamp` fields of eth_getLogs, eth_getTransactionReceipt, eth_getBlockReceipts)",
+            },
+          ),
+        ),
       },
       {
         description:
@@ -48,6 +66,20 @@ export interface ShadowSettings {
   methods: string;
   /** The compiled `methods` test. */
   matches: GlobTest;
+  /** `ignoreFields` compiled, by method: replaces the built-in paths of each method it names. */
+  ignore: ReadonlyMap<string, IgnorePaths>;
+}
+
+/** Compiles an `ignoreFields` map (bounded as the schema bounds it; anything else is skipped). */
+function ignoreFieldsOf(raw: unknown): ReadonlyMap<string, IgnorePaths> {
+  const out = new Map<string, IgnorePaths>();
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return out;
+  for (const [method, paths] of Object.entries(raw).slice(0, MAX_IGNORE_METHODS)) {
+    if (!Array.isArray(paths)) continue;
+    const list = paths.filter((p): p is string => typeof p === 'string' && p.length <= MAX_IGNORE_PATH_LENGTH).slice(0, MAX_IGNORE_PATHS);
+    out.set(method, compileIgnorePaths(list));
+  }
+  return out;
 }
 
 /**
@@ -58,7 +90,7 @@ export interface ShadowSettings {
  */
 export function shadowSettingsOf(raw: unknown): ShadowSettings | undefined {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return undefined;
-  const o = raw as { enabled?: unknown; sampleRate?: unknown; methods?: unknown };
+  const o = raw as { enabled?: unknown; sampleRate?: unknown; methods?: unknown; ignoreFields?: unknown };
   if (o.enabled === false) return undefined;
   const rate = typeof o.sampleRate === 'number' && Number.isFinite(o.sampleRate) ? Math.min(1, Math.max(0, o.sampleRate)) : 1;
   const methods = typeof o.methods === 'string' && o.methods.trim() !== '' ? o.methods.slice(0, MAX_SHADOW_METHODS_LENGTH) : '*';
@@ -66,7 +98,7 @@ export function shadowSettingsOf(raw: unknown): ShadowSettings | undefined {
     .split('|')
     .map((g) => g.trim())
     .filter((g) => g !== '');
-  return { sampleRate: rate, methods, matches: compileGlobs(globs.length ? globs : ['*']) };
+  return { sampleRate: rate, methods, matches: compileGlobs(globs.length ? globs : ['*']), ignore: ignoreFieldsOf(o.ignoreFields) };
 }
 
 /**

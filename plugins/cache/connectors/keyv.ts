@@ -28,6 +28,7 @@ import { sleep, StorageBreaker } from 'svc-proxy/util';
 import { FailsafePlans, methodOfRange, type CacheFailsafeEntry, type OpPlan } from '../failsafe.ts';
 import { runPlan } from '../failsafe-run.ts';
 import { DEFAULT_READ_TIMEOUT_MS, DEFAULT_WRITE_TIMEOUT_MS, WRITE_TIMEOUT_MS, type RemoteTierSettings } from '../schema.ts';
+import type { ValueCodec } from '../compression.ts';
 import { decodeEntry, encodeEntry, reverseKey, type CacheEntry, type Connector, type ConnectorDriver, type TierReporter } from './types.ts';
 
 /** Prefix of every key svc writes, so a shared store can hold other data too. */
@@ -37,6 +38,8 @@ export const MAX_PLAIN_KEY_LENGTH = 200;
 
 /** Settings of a keyv tier (durations in ms). */
 export interface KeyvTierSettings extends Partial<RemoteTierSettings> {
+  /** Compresses written values and decodes read ones (`compression`); absent: values stored as they are. */
+  codec?: ValueCodec;
   /** eRPC's `failsafeForGets`: how reads run per method/finality. */
   failsafeForGets?: CacheFailsafeEntry[];
   /** eRPC's `failsafeForSets`: how writes run per method/finality. */
@@ -55,6 +58,7 @@ export class KeyvConnector implements Connector {
   private readonly gets: FailsafePlans;
   private readonly sets: FailsafePlans;
   private closed = false;
+  private readonly codec?: ValueCodec;
 
   /**
    * @param id connector id (never a URI)
@@ -77,6 +81,7 @@ export class KeyvConnector implements Connector {
     this.breaker = new StorageBreaker({ connector: id, kind: 'cache', logger, metrics, settings: settings.breaker });
     this.gets = new FailsafePlans(settings.failsafeForGets, settings.readTimeout ?? DEFAULT_READ_TIMEOUT_MS);
     this.sets = new FailsafePlans(settings.failsafeForSets, settings.writeTimeout ?? DEFAULT_WRITE_TIMEOUT_MS);
+    this.codec = settings.codec;
     // No keyv namespace: svc's own prefix is part of every key, identical on every store.
     this.keyv = new Keyv<string>({ store, namespace: undefined, useKeyPrefix: false, throwOnErrors: true });
     // An unhandled 'error' event would crash the process: a tier failure is only ever a miss.
@@ -146,7 +151,7 @@ export class KeyvConnector implements Connector {
   set(partition: string, range: string, entry: CacheEntry, ttlMs: number, reverseNetwork?: string): Promise<void> {
     const ttl = ttlMs > 0 ? Math.ceil(ttlMs) : undefined;
     const key = KeyvConnector.keyOf(`${partition}#${range}`);
-    const value = encodeEntry(entry);
+    const value = this.codec ? this.codec.encode(encodeEntry(entry)) : encodeEntry(entry);
     return this.run(this.sets.plan(methodOfRange(range), entry.finality), async () => {
       if (reverseNetwork === undefined) await this.keyv.set(key, value, ttl);
       else
@@ -164,7 +169,10 @@ export class KeyvConnector implements Connector {
 
   private async fetch(key: string): Promise<CacheEntry | undefined> {
     const v = await this.keyv.get(KeyvConnector.keyOf(key));
-    return typeof v === 'string' ? decodeEntry(v) : undefined;
+    if (typeof v !== 'string') return undefined;
+    if (!this.codec) return decodeEntry(v);
+    const text = this.codec.decode(v);
+    return text === undefined ? undefined : decodeEntry(text);
   }
 
   /** Runs one operation by its plan (failsafe-run.ts): a plain plan throws synchronously while the breaker is open. */

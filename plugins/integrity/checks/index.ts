@@ -3,7 +3,7 @@
  * method against itself and returns the blocks it rests on.
  */
 import { Anchors } from '../anchors.ts';
-import { isHex, quantityOf } from '../hex.ts';
+import { isHex, NO_SKIP, quantityOf, type SkipChecks } from '../hex.ts';
 import type { IntegrityLibs } from '../libs.ts';
 import { checkBlockAnswer } from './block.ts';
 import { checkLogsAnswer } from './logs.ts';
@@ -46,33 +46,34 @@ export function isEmptyAnswer(result: unknown): boolean {
  * @param method the JSON-RPC method (a method outside {@link CHECKED_METHODS} passes)
  * @param params the params sent to the upstream
  * @param result the parsed result
+ * @param skip checks the network turned off (`integrity.skipChecks`)
  * @returns the blocks the answer rests on (none for a null/empty answer or an unchecked method)
  * @throws CheckFailure naming the first check that did not hold
  */
-export async function checkIntrinsic(libs: IntegrityLibs, method: string, params: unknown, result: unknown): Promise<Anchors> {
+export async function checkIntrinsic(libs: IntegrityLibs, method: string, params: unknown, result: unknown, skip: SkipChecks = NO_SKIP): Promise<Anchors> {
   const anchors = new Anchors();
   if (!CHECKED_METHODS.has(method) || isEmptyAnswer(result)) return anchors;
   const p = Array.isArray(params) ? params : [];
   switch (method) {
     case 'eth_getBlockByNumber': {
       const n = quantityOf(p[0]);
-      await checkBlockAnswer(libs, result, n === undefined ? {} : { number: n }, anchors);
+      await checkBlockAnswer(libs, result, n === undefined ? { skip } : { number: n, skip }, anchors);
       break;
     }
     case 'eth_getBlockByHash':
-      await checkBlockAnswer(libs, result, isHex(p[0]) ? { hash: p[0] } : {}, anchors);
+      await checkBlockAnswer(libs, result, isHex(p[0]) ? { hash: p[0], skip } : { skip }, anchors);
       break;
     case 'eth_getTransactionReceipt':
-      checkReceiptAnswer(libs.viem, params, result, anchors);
+      checkReceiptAnswer(libs.viem, params, result, anchors, skip);
       break;
     case 'eth_getBlockReceipts':
-      checkBlockReceiptsAnswer(libs.viem, params, result, anchors);
+      checkBlockReceiptsAnswer(libs.viem, params, result, anchors, skip);
       break;
     case 'eth_getLogs':
-      checkLogsAnswer(params, result, anchors);
+      checkLogsAnswer(params, result, anchors, skip);
       break;
     default:
-      checkTransactionAnswer(libs.viem, method, params, result, anchors);
+      checkTransactionAnswer(libs.viem, method, params, result, anchors, skip);
   }
   return anchors;
 }

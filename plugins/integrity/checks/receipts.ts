@@ -7,7 +7,20 @@
  */
 import type { Anchors } from '../anchors.ts';
 import { checkLogInBloom, parseBloom } from '../bloom.ts';
-import { CheckFailure, isHex, isObject, needData, needQuantity, quantityOf, sameHex, short, type Hex, type JsonObject } from '../hex.ts';
+import {
+  CheckFailure,
+  isHex,
+  isObject,
+  needData,
+  needQuantity,
+  quantityOf,
+  sameHex,
+  short,
+  type Hex,
+  type JsonObject,
+  NO_SKIP,
+  type SkipChecks,
+} from '../hex.ts';
 import type { Viem } from '../libs.ts';
 
 /** Where one receipt must sit, when the caller knows it. */
@@ -16,6 +29,8 @@ interface ReceiptExpect {
   blockNumber?: bigint;
   transactionIndex?: bigint;
   transactionHash?: Hex;
+  /** Checks turned off (`receipt.block`, `receipt.index`, `receipt.request`). */
+  skip?: SkipChecks;
 }
 
 /** Facts of one checked receipt. */
@@ -41,13 +56,14 @@ export function checkReceipt(viem: Viem, r: unknown, expect: ReceiptExpect = {})
   const txHash = needData(r, 'transactionHash', 'receipt.shape');
   const txIndex = needQuantity(r, 'transactionIndex', 'receipt.shape');
   const who = `receipt ${txHash}`;
-  if (expect.blockHash !== undefined && !sameHex(expect.blockHash, blockHash))
+  const skip = expect.skip ?? NO_SKIP;
+  if (!skip.has('receipt.block') && expect.blockHash !== undefined && !sameHex(expect.blockHash, blockHash))
     throw new CheckFailure('receipt.block', `${who} names block ${blockHash}, expected ${expect.blockHash}`);
-  if (expect.blockNumber !== undefined && expect.blockNumber !== blockNumber)
+  if (!skip.has('receipt.block') && expect.blockNumber !== undefined && expect.blockNumber !== blockNumber)
     throw new CheckFailure('receipt.block', `${who} names block number ${blockNumber}, expected ${expect.blockNumber}`);
-  if (expect.transactionIndex !== undefined && expect.transactionIndex !== txIndex)
+  if (!skip.has('receipt.index') && expect.transactionIndex !== undefined && expect.transactionIndex !== txIndex)
     throw new CheckFailure('receipt.index', `${who} has transactionIndex ${txIndex}, expected ${expect.transactionIndex}`);
-  if (expect.transactionHash !== undefined && !sameHex(expect.transactionHash, txHash))
+  if (!skip.has('receipt.request') && expect.transactionHash !== undefined && !sameHex(expect.transactionHash, txHash))
     throw new CheckFailure('receipt.request', `asked for the receipt of ${expect.transactionHash}, got ${who}`);
   const logs = r.logs;
   if (!Array.isArray(logs)) throw new CheckFailure('receipt.shape', `${who} has no logs array`);
@@ -95,9 +111,9 @@ export function blockReceiptsRequest(param: unknown): { number?: bigint; hash?: 
  * @param anchors where its block and logs are recorded
  * @throws CheckFailure on the first check that does not hold
  */
-export function checkReceiptAnswer(viem: Viem, params: unknown, receipt: unknown, anchors: Anchors): void {
+export function checkReceiptAnswer(viem: Viem, params: unknown, receipt: unknown, anchors: Anchors, skip: SkipChecks = NO_SKIP): void {
   const p = Array.isArray(params) ? params : [];
-  const c = checkReceipt(viem, receipt, isHex(p[0]) ? { transactionHash: p[0] } : {});
+  const c = checkReceipt(viem, receipt, isHex(p[0]) ? { transactionHash: p[0], skip } : { skip });
   anchors.add(c.blockNumber, c.blockHash, 'receipt.block', c.logs);
 }
 
@@ -111,7 +127,7 @@ export function checkReceiptAnswer(viem: Viem, params: unknown, receipt: unknown
  * @param anchors where its block and logs are recorded
  * @throws CheckFailure on the first check that does not hold
  */
-export function checkBlockReceiptsAnswer(viem: Viem, params: unknown, receipts: unknown, anchors: Anchors): void {
+export function checkBlockReceiptsAnswer(viem: Viem, params: unknown, receipts: unknown, anchors: Anchors, skip: SkipChecks = NO_SKIP): void {
   if (!Array.isArray(receipts)) throw new CheckFailure('receipt.shape', 'the answer is not an array of receipts');
   const p = Array.isArray(params) ? params : [];
   const req = blockReceiptsRequest(p[0]);
@@ -120,7 +136,12 @@ export function checkBlockReceiptsAnswer(viem: Viem, params: unknown, receipts: 
   let lastGas = -1n;
   const logs: JsonObject[] = [];
   for (let i = 0; i < receipts.length; i++) {
-    const expect: ReceiptExpect = { transactionIndex: BigInt(i), blockHash: first?.blockHash ?? req.hash, blockNumber: first?.blockNumber ?? req.number };
+    const expect: ReceiptExpect = {
+      transactionIndex: BigInt(i),
+      blockHash: first?.blockHash ?? req.hash,
+      blockNumber: first?.blockNumber ?? req.number,
+      skip,
+    };
     const c = checkReceipt(viem, receipts[i], expect);
     first ??= c;
     for (const li of c.logIndexes) {

@@ -60,6 +60,8 @@ describe('consensus: the failsafe[].consensus config block', () => {
     expect(consensus).to.deep.equal({
       ...DEFAULT_CONSENSUS,
       agreementThreshold: 3,
+      fireAndForget: false,
+      disputeLogLevel: 'warn',
       punishMisbehavior: { disputeThreshold: 3, disputeWindow: 600_000, sitOutPenalty: 300_000 },
     });
   });

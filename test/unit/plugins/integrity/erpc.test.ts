@@ -100,7 +100,7 @@ describe("integrity: eRPC's integrity block at load time", () => {
     );
     expect(p.join('\n')).to.match(/unknown eRPC integrity check "nope"/);
     expect(p.join('\n')).to.match(/check senderRecovery is not in svc: svc recomputes the transaction hash/);
-    expect(p.join('\n')).to.match(/bloomMatch .* cannot turn one off/);
+    expect(p.join('\n')).to.match(/bloomMatch .* cannot turn it off alone/);
     expect(p.join('\n')).to.match(/hashStability .* at the corroborated level/);
     expect(p.join('\n')).to.match(/receiptIdentity\)? always rejects\): use observeOnly/);
     expect(p.join('\n')).to.match(/params are not in svc/);
@@ -114,7 +114,7 @@ describe("integrity: eRPC's integrity block at load time", () => {
     expect(Object.keys(ERPC_CHECKS)).to.have.length(28);
   });
 
-  it('budget, reorgWindow, follow, stateProbe, misbehaviorsDestination are refused with the alternative; a level next to directiveDefaults.integrity too', () => {
+  it("reorgWindow, follow, stateProbe, misbehaviorsDestination are refused with the alternative (budget is svc's too); a level next to directiveDefaults.integrity too", () => {
     const p = problems(
       project({
         integrity: {
@@ -127,8 +127,9 @@ describe("integrity: eRPC's integrity block at load time", () => {
         },
       }),
     );
-    for (const k of ['budget', 'reorgWindow', 'follow', 'stateProbe', 'misbehaviorsDestination'])
+    for (const k of ['reorgWindow', 'follow', 'stateProbe', 'misbehaviorsDestination'])
       expect(p.join('\n')).to.include(`integrity.${k}: eRPC's integrity ${k} is not in svc`);
+    expect(p.join('\n')).to.not.include('budget');
     expect(problems(project({ directiveDefaults: { integrity: 'off' }, integrity: { level: 'intrinsic' } }))[0]).to.match(
       /both set: keep directiveDefaults.integrity/,
     );

@@ -4,7 +4,16 @@
  * keeps copies off the request path and drops them under pressure.
  */
 import { expect } from 'chai';
-import { compareResults, mirrorable, shadowSettingsOf, ShadowRunner, MAX_SHADOW_METHODS_LENGTH } from '../../../../plugins/shadow/index.ts';
+import {
+  compareResults,
+  MAX_IGNORE_METHODS,
+  MAX_IGNORE_PATH_LENGTH,
+  MAX_IGNORE_PATHS,
+  MAX_SHADOW_METHODS_LENGTH,
+  mirrorable,
+  shadowSettingsOf,
+  ShadowRunner,
+} from '../../../../plugins/shadow/index.ts';
 
 describe('shadow: settings', () => {
   it('is off without the object or with enabled false, on with defaults once present', () => {
@@ -174,5 +183,75 @@ describe('shadow: config schema', () => {
     const { defaultPreset } = await import('../../../../presets/default.ts');
     const p = createProxy({ config: config({}), plugins: defaultPreset(), logger: createLogger('silent') });
     expect(p.hooks.select.taps.map((t) => t.name).slice(0, 2)).to.deep.equal(['shadow', 'selection']);
+  });
+});
+
+describe("shadow: ignoreFields (eRPC's shadow.ignoreFields)", () => {
+  const block = (timestamp: string, extra: Record<string, unknown> = {}) => ({ number: '0x1', timestamp, ...extra });
+
+  it('drops the listed fields of that method from both answers before comparing', () => {
+    const { ignore } = shadowSettingsOf({ ignoreFields: { eth_getBlockByNumber: ['timestamp'] } })!;
+    expect(compareResults('eth_getBlockByNumber', block('0x10'), block('0x11'), true, ignore)).to.deep.equal({ outcome: 'match' });
+    // Another method is compared whole.
+    expect(compareResults('eth_getBlockByHash', block('0x10'), block('0x11'), true, ignore)).to.deep.equal({ outcome: 'mismatch', field: '$.timestamp' });
+    // A field not listed still counts.
+    expect(compareResults('eth_getBlockByNumber', block('0x10', { miner: '0x1' }), block('0x11', { miner: '0x2' }), true, ignore).outcome).to.equal('mismatch');
+  });
+
+  it('reads dot paths with `*` for every array element or object key, at any depth', () => {
+    const { ignore } = shadowSettingsOf({
+      ignoreFields: {
+        eth_getLogs: ['*.blockTimestamp'],
+        eth_getBlockReceipts: ['*.l1Fee', '*.logs.*.blockTimestamp'],
+        eth_getBlockByNumber: ['transactions.*.yParity'],
+      },
+    })!;
+    const logs = (t: string) => [
+      { address: '0xa', blockTimestamp: t },
+      { address: '0xb', blockTimestamp: t },
+    ];
+    expect(compareResults('eth_getLogs', logs('0x1'), logs('0x2'), false, ignore).outcome).to.equal('match');
+    const receipts = (fee: string, t: string) => [{ status: '0x1', l1Fee: fee, logs: [{ data: '0x', blockTimestamp: t }] }];
+    expect(compareResults('eth_getBlockReceipts', receipts('0x5', '0x1'), receipts('0x6', '0x2'), false, ignore).outcome).to.equal('match');
+    const txs = (y: string, v: string) => ({ transactions: [{ hash: '0x1', yParity: y, v }] });
+    expect(compareResults('eth_getBlockByNumber', txs('0x0', '0x1b'), txs('0x1', '0x1b'), false, ignore).outcome).to.equal('match');
+    expect(compareResults('eth_getBlockByNumber', txs('0x0', '0x1b'), txs('0x0', '0x1c'), false, ignore).outcome).to.equal('mismatch');
+  });
+
+  it("a method listed uses exactly its own list, in place of the built-in blockTimestamp paths (eRPC's shadow has none)", () => {
+    const receipt = (t: string, status: string) => ({ status, blockTimestamp: t });
+    // Built-in: blockTimestamp of a receipt is ignored.
+    expect(compareResults('eth_getTransactionReceipt', receipt('0x1', '0x1'), receipt('0x2', '0x1'), false).outcome).to.equal('match');
+    const { ignore } = shadowSettingsOf({ ignoreFields: { eth_getTransactionReceipt: ['status'] } })!;
+    expect(compareResults('eth_getTransactionReceipt', receipt('0x1', '0x1'), receipt('0x2', '0x1'), false, ignore).outcome).to.equal('mismatch');
+    expect(compareResults('eth_getTransactionReceipt', receipt('0x1', '0x0'), receipt('0x1', '0x1'), false, ignore).outcome).to.equal('match');
+    // An upstream without ignoreFields keeps the built-in lists.
+    expect(shadowSettingsOf({})!.ignore.size).to.equal(0);
+  });
+
+  it('is bounded by the schema: methods, paths per method and their length; a path with an empty segment is refused', async () => {
+    const { createProxy } = await import('../../../../core/host/create.ts');
+    const { createLogger } = await import('../../../../lib/logger.ts');
+    const { defaultPreset } = await import('../../../../presets/default.ts');
+    const make = (ignoreFields: unknown) =>
+      createProxy({
+        config: {
+          projects: [
+            {
+              id: 'main',
+              networks: [{ architecture: 'evm', evm: { chainId: 1 } }],
+              upstreams: [{ id: 's', endpoint: 'http://127.0.0.1:1', evm: { chainId: 1 }, shadow: { ignoreFields } }],
+            },
+          ],
+        },
+        plugins: defaultPreset(),
+        logger: createLogger('silent'),
+      });
+    expect(() => make({ eth_getLogs: ['*.blockTimestamp'], eth_getBlockByNumber: ['timestamp', 'transactions.*.v'] })).to.not.throw();
+    expect(() => make({ eth_getLogs: 'blockTimestamp' })).to.throw(/ignoreFields/);
+    expect(() => make({ eth_getLogs: ['a..b'] })).to.throw(/ignoreFields/);
+    expect(() => make({ eth_getLogs: ['x'.repeat(MAX_IGNORE_PATH_LENGTH + 1)] })).to.throw(/ignoreFields/);
+    expect(() => make({ eth_getLogs: Array.from({ length: MAX_IGNORE_PATHS + 1 }, (_, i) => `f${i}`) })).to.throw(/ignoreFields/);
+    expect(() => make(Object.fromEntries(Array.from({ length: MAX_IGNORE_METHODS + 1 }, (_, i) => [`m${i}`, ['a']])))).to.throw(/ignoreFields/);
   });
 });
