@@ -98,7 +98,8 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   'projects[].auth.strategies[].database.cache':
     "→ `cache.ttl` (eRPC's default `1h` written out when unset); `maxSize: 10000` (svc's fixed bound) dropped, other sizes, `maxCost`, `numCounters` refused",
   'projects[].auth.strategies[].database.maxWait': "→ the connector's `lookupTimeout` (dropped for memory)",
-  'projects[].auth.strategies[].database.failOpen': "`enabled: false` (eRPC's default, svc's behaviour) dropped; `true` refused (svc fails closed)",
+  'projects[].auth.strategies[].database.failOpen':
+    "`enabled: false` (eRPC's default, svc's behaviour) dropped; enabled → the strategy's `failOpen` (`userId`, `rateLimitBudget`)",
   'projects[].auth.strategies[].database.retry': 'refused: svc makes one lookup per key, bounded by `lookupTimeout`, behind a circuit breaker',
   'projects[].networks[].evm.dynamicBlockTimeDebounceMultiplier':
     '`0` dropped (eRPC ignores it); other values refused: set `upstreams[].evm.statePollerInterval`',

@@ -16,8 +16,8 @@
  *   `lookupTimeout` (svc makes one lookup, so the smaller of it and `getTimeout` bounds it);
  *   dropped for the memory driver, whose lookups never wait.
  * - `database.failOpen.enabled: false` (eRPC's default: refuse while the store is down, as svc
- *   does) is dropped; `true` is refused. `database.retry` is refused (svc makes one lookup per key,
- *   behind a circuit breaker).
+ *   does) is dropped; an enabled block (`userId`, `rateLimitBudget`) moves to the strategy's
+ *   `failOpen`. `database.retry` is refused (svc makes one lookup per key, behind a circuit breaker).
  */
 import { isConfigObject, normalizeRedisBlock, parseDuration, pathOf, renameKey, type ConfigObject, type NormalizeReport } from 'svc-proxy/plugin';
 
@@ -129,11 +129,11 @@ export function normalizeDatabaseStrategy(s: ConfigObject, sp: string, out: Norm
     const fo = db.failOpen;
     if (isConfigObject(fo) && (fo.enabled === false || fo.enabled === undefined))
       out.rewrite(pathOf(dp, 'failOpen'), fo, "(removed: disabled, eRPC's default: a lookup that fails refuses the call, as svc does)");
-    else
-      out.problem(
-        pathOf(dp, 'failOpen'),
-        "eRPC's fail-open API-key lookups (an emergency user while the store is down) are not supported by svc: an unknown key is refused while the store is down (fail closed); keys in the replica's cache keep working for `cache.ttl`",
-      );
+    else {
+      // The same block in svc's shape, on the strategy: an emergency user while the store fails (plugins/auth/index.ts).
+      out.rewrite(pathOf(dp, 'failOpen'), `${dp}.failOpen`, `${sp}.failOpen`);
+      s.failOpen = fo;
+    }
   }
   if ('retry' in db)
     out.problem(

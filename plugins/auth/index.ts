@@ -125,9 +125,29 @@ export function authPlugin(): Plugin {
           case 'database': {
             if (scope.projectId === undefined) throw new ConfigError([{ path, message: 'a database (API key) strategy is only for project auth' }]);
             const space = spaceFor(scope.projectId, s, path);
+            const open = s.failOpen?.enabled ? s.failOpen : undefined;
+            let lastFailOpenLog = 0;
+            if (open && open.userId === undefined)
+              throw new ConfigError([{ path: `${path}.failOpen.userId`, message: 'is required when failOpen.enabled is true' }]);
             return async (creds) => {
               for (const key of creds.secrets) {
-                const record = await space.lookup(key);
+                let record: Awaited<ReturnType<typeof space.lookup>>;
+                try {
+                  record = await space.lookup(key);
+                } catch (e) {
+                  // The store failed (not "unknown key"): fail open to the emergency user when configured, else refuse (fail closed).
+                  if (!open) throw e;
+                  // Logged at most once a minute per strategy: an outage must not flood the log with one line per request.
+                  const now = Date.now();
+                  if (now - lastFailOpenLog >= 60_000) {
+                    lastFailOpenLog = now;
+                    host.logger.warn(
+                      { err: e instanceof Error ? e.message : String(e), userId: open.userId, strategy: path },
+                      'API-key store failed: serving the fail-open user',
+                    );
+                  }
+                  return { userId: open.userId as string, rateLimitBudget: open.rateLimitBudget };
+                }
                 if (record?.enabled) return { userId: record.userId, rateLimitBudget: record.rateLimitBudget };
               }
               return undefined;

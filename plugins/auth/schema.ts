@@ -127,6 +127,27 @@ const siwe = Strict({
 const database = Strict({
   type: Type.Literal('database'),
   connector: ConnectorSchema,
+  failOpen: Type.Optional(
+    Strict(
+      {
+        enabled: Type.Boolean({ default: false, description: 'serve the emergency user while the key store fails (unreachable, too slow, its breaker open)' }),
+        userId: Type.Optional(
+          Type.String({ minLength: 1, maxLength: 128, description: 'the emergency user every key is served as while the store fails (required when enabled)' }),
+        ),
+        rateLimitBudget: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 64,
+            description: "the emergency user's budget (a `rateLimiters.budgets` id): what a store outage may let through",
+          }),
+        ),
+      },
+      {
+        description:
+          "eRPC's fail-open API-key lookups: while the store fails, a request with a key is served as `userId` (a key the store says is unknown or disabled is still refused; keys in the replica's cache keep their own user). Off: a lookup that fails refuses the call (fail closed)",
+      },
+    ),
+  ),
   cache: Type.Optional(
     Strict({
       ttl: Type.Optional(Duration({ default: '1m', description: 'how long a found key is trusted without a lookup; unknown keys are remembered 5 s' })),

@@ -156,8 +156,12 @@ export function rateLimitersOf(c: ResolvedConfig): RateLimitersConfig {
   };
   c.projects.forEach((p, pi) => {
     check(p.settings.rateLimitBudget, `projects[${pi}].rateLimitBudget`);
-    for (const [si, s] of ((p.settings.auth as { strategies?: Array<{ rateLimitBudget?: string }> } | undefined)?.strategies ?? []).entries())
+    for (const [si, s] of (
+      (p.settings.auth as { strategies?: Array<{ rateLimitBudget?: string; failOpen?: { rateLimitBudget?: string } }> } | undefined)?.strategies ?? []
+    ).entries()) {
       check(s.rateLimitBudget, `projects[${pi}].auth.strategies[${si}].rateLimitBudget`);
+      check(s.failOpen?.rateLimitBudget, `projects[${pi}].auth.strategies[${si}].failOpen.rateLimitBudget`);
+    }
     p.networks.forEach((n, ni) => check(n.settings.rateLimitBudget, `projects[${pi}].networks[${ni}].rateLimitBudget`));
     check((p.upstreamDefaults as { rateLimitBudget?: unknown } | undefined)?.rateLimitBudget, `projects[${pi}].upstreamDefaults.rateLimitBudget`);
     // A provider's upstreams (an endpoint shortcut's too) take their budget from its overrides.

@@ -2,7 +2,9 @@
  * API keys in a real database (spec §2.3, §3.3): two `svc start` processes
  * sharing a Redis connector (replica A evicts at once, replica B follows within its 2 s cache
  * TTL), and the PostgreSQL connector (table created, main row and reverse index, keys managed
- * through the admin endpoint, a corrupt row refused with the §7 message).
+ * through the admin endpoint, a corrupt row refused with the §7 message), and eRPC's fail-open
+ * lookups: while the Redis key store is down, a project with `failOpen` serves every key as its
+ * emergency user within that user's budget, and one without refuses (fail closed).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -99,6 +101,59 @@ describe('e2e: API keys in Redis and PostgreSQL', function () {
       } finally {
         await client.quit();
       }
+    });
+  });
+
+  describe('Redis down: failOpen', () => {
+    let redis: RedisHandle;
+    let svc: SvcHandle;
+    before(async () => {
+      redis = await startRedis();
+      const project = (id: string, failOpen?: object) => ({
+        id,
+        networks: [{ architecture: 'evm', evm: { chainId: anvil.chainId } }],
+        upstreams: [{ id: 'anvil', endpoint: anvil.url, evm: { chainId: anvil.chainId } }],
+        auth: {
+          strategies: [
+            {
+              type: 'database',
+              connector: { id: `keys-${id}`, driver: 'redis', redis: { uri: redis.url, lookupTimeout: '200ms' } },
+              ...(failOpen ? { failOpen } : {}),
+            },
+          ],
+        },
+      });
+      svc = await startSvc({
+        ...NO_CACHE,
+        rateLimiters: { budgets: [{ id: 'emergency', rules: [{ method: '*', maxCount: 2, period: 'hour' }] }] },
+        projects: [project('open', { enabled: true, userId: 'emergency-user', rateLimitBudget: 'emergency' }), project('closed')],
+      });
+    });
+    after(async () => {
+      await svc?.close();
+      await redis?.stop();
+    });
+    const callOn = (project: string, key: string) =>
+      httpRequest('POST', `${svc.url}/${project}/evm/${anvil.chainId}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }), {
+        'content-type': 'application/json',
+        authorization: `Bearer ${key}`,
+      });
+
+    it('with the store up an unknown key is refused, fail-open or not; with it down the fail-open project serves the emergency user within its budget, the other refuses', async () => {
+      for (const p of ['open', 'closed']) expect((await callOn(p, KEY)).status, p).to.equal(401);
+      await redis.stop();
+      // A key the store said was unknown stays refused (remembered 5 s); a key never looked up meets the failing store.
+      expect((await callOn('open', KEY)).status).to.equal(401);
+      const other = `${KEY}-2`;
+      const first = await callOn('open', other);
+      expect(first.status, first.text).to.equal(200);
+      expect((first.json as { result?: string }).result).to.match(/^0x/);
+      expect((await callOn('open', other)).status).to.equal(200);
+      // The emergency user's own budget (2 an hour): what an outage lets through is bounded.
+      expect((await callOn('open', other)).status).to.equal(429);
+      const closed = await callOn('closed', other);
+      expect(closed.status).to.not.equal(200);
+      expect((closed.json as { result?: unknown }).result).to.equal(undefined);
     });
   });
 

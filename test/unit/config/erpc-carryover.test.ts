@@ -163,7 +163,7 @@ describe("config: eRPC's database auth strategy", () => {
     expect(strategyOf(mem)).to.deep.equal({ type: 'database', connector: { id: 'm', driver: 'memory' }, cache: { ttl: '1h' } });
   });
 
-  it('fail-open, retries, stores svc lacks and cache sizes are refused by name, with nothing else reported', () => {
+  it('retries, stores svc lacks and cache sizes are refused by name, with nothing else reported; an enabled fail-open is taken', () => {
     const l = lines(
       strategy({
         type: 'database',
@@ -178,12 +178,10 @@ describe("config: eRPC's database auth strategy", () => {
     expect(l.map((x) => x.slice(0, x.indexOf(':')))).to.have.members([
       'projects[0].auth.strategies[0].connector.driver',
       'projects[0].auth.strategies[0].database.cache.maxCost',
-      'projects[0].auth.strategies[0].database.failOpen',
       'projects[0].auth.strategies[0].database.retry',
     ]);
     expect(l.join('\n'))
-      .to.match(/fail closed/)
-      .and.to.match(/one lookup per key/)
+      .to.match(/one lookup per key/)
       .and.to.not.match(/apiKeys/);
   });
 });
@@ -195,7 +193,7 @@ describe('config: problems inside a failsafe list are reported alone', () => {
         {},
         {
           failsafe: [
-            { matchMethod: '*', consensus: { maxParticipants: 3, fireAndForget: true } },
+            { matchMethod: '*', consensus: { maxParticipants: 3, requiredParticipants: ['tier:archive'] } },
             { matchMethod: 'eth_call', matchRequestKind: 'internal' },
           ],
         },
