@@ -427,4 +427,6 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 const code = await main(process.argv.slice(2));
-if (code >= 0) process.exit(code);
+// Exit once stdout and stderr are flushed: writes to a pipe are asynchronous, and exiting at once cuts a large output (a config schema)
+// short for the program reading it.
+if (code >= 0) process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));

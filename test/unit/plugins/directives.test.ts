@@ -65,6 +65,9 @@ describe('directives plugin (spec §2.8)', () => {
         'skip-cache-read:cache',
         'skip-cache-read:evm-methods',
         'skip-cache-read:integrity',
+        // evm-state: a `safe`-tagged call under evm.safeBlockSource goes to its source and never reads the cache.
+        'skip-cache-read:evm-state',
+        'use-upstream:evm-state',
         'use-upstream:select',
         'skip-interpolation:evm-interpolation',
         'skip-consensus:consensus',
