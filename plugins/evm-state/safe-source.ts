@@ -88,21 +88,30 @@ export function safeBlockSourceOf(network: Network): string | undefined {
 }
 
 /**
- * Taps `directives` to route `safe`-tagged calls of networks with `evm.safeBlockSource`. A network
- * without it pays one memoised lookup per call.
+ * Taps `directives` to route `safe`-tagged calls of networks with `evm.safeBlockSource`, once a loaded config sets it on some network
+ * (or its `networkDefaults`): other configs pay nothing per call. A network without it then pays one memoised lookup per call.
  * @param host the plugin host
  */
 export function tapSafeBlockSource(host: PluginHost): void {
   declareDirectives(host, 'evm-state', USE_UPSTREAM, SKIP_CACHE_READ);
   // Per network object: a config reload builds new networks, so a stale entry is never read.
   const sources = new WeakMap<Network, string | null>();
-  host.hooks.directives.tap({ name: 'evm-state:safe-source', stage: SAFE_SOURCE_DIRECTIVE_STAGE }, (d: Directives, ctx: CallContext) => {
-    let source = sources.get(ctx.network);
-    if (source === undefined) {
-      source = safeBlockSourceOf(ctx.network) ?? null;
-      sources.set(ctx.network, source);
-    }
-    if (source === null || !namesSafeTag(ctx.request.method, ctx.request.params)) return d;
-    return { ...d, [USE_UPSTREAM.field]: source, [SKIP_CACHE_READ.field]: 'true' };
+  let tapped = false;
+  const sets = (settings: unknown): boolean => {
+    const v = (settings as { evm?: { safeBlockSource?: unknown } } | undefined)?.evm?.safeBlockSource;
+    return typeof v === 'string' && v !== '';
+  };
+  host.hooks.configured.tap('evm-state:safe-source', (c) => {
+    if (tapped || !c.projects.some((p) => sets(p.networkDefaults) || p.networks.some((n) => sets(n.settings)))) return;
+    tapped = true;
+    host.hooks.directives.tap({ name: 'evm-state:safe-source', stage: SAFE_SOURCE_DIRECTIVE_STAGE }, (d: Directives, ctx: CallContext) => {
+      let source = sources.get(ctx.network);
+      if (source === undefined) {
+        source = safeBlockSourceOf(ctx.network) ?? null;
+        sources.set(ctx.network, source);
+      }
+      if (source === null || !namesSafeTag(ctx.request.method, ctx.request.params)) return d;
+      return { ...d, [USE_UPSTREAM.field]: source, [SKIP_CACHE_READ.field]: 'true' };
+    });
   });
 }

@@ -6,7 +6,9 @@
  * 1. viem's `watchContractEvent` (eth_newFilter + eth_getFilterChanges), ethers' `provider.on(filter)`
  *    (its filter-id subscriber: the same two methods) and a raw block filter, while the upstream
  *    that served the filters' reads is SIGKILLed mid-stream and the other keeps mining: every Tick
- *    once and in order, every block hash once and in order, the survivor's hashes.
+ *    once and in order, every block hash once and in order, the survivor's hashes. viem's
+ *    `watchBlocks` (over HTTP it polls the head rather than using a block filter) sees every block
+ *    once too, with the survivor's hashes.
  * 2. `anvil_reorg` of depth 2: a raw log filter gets the abandoned logs again with `removed: true`
  *    (newest first), then the replacement blocks' logs; a block filter gets the new hashes.
  * 3. A pending-transaction filter sticks to the upstream that made it; once that upstream dies the
@@ -93,6 +95,7 @@ describe('e2e: filters over HTTP across an upstream SIGKILL and a reorg (real an
   const viemLogs: SeenLog[] = [];
   const ethersLogs: SeenLog[] = [];
   const rawBlocks: string[] = [];
+  const viemBlocks: Array<{ number: number; hash: string }> = [];
   const rawLogs: unknown[] = [];
   let from = 0;
 
@@ -118,6 +121,14 @@ describe('e2e: filters over HTTP across an upstream SIGKILL and a reorg (real an
         onError: (e) => errors.push(e),
       }),
     );
+    stops.push(
+      viem.watchBlocks({
+        poll: true,
+        emitMissed: true,
+        onBlock: (b) => viemBlocks.push({ number: Number(b.number), hash: b.hash as string }),
+        onError: (e) => errors.push(e),
+      }),
+    );
     ethers = new JsonRpcProvider(url, chain.chainId, { staticNetwork: true, pollingInterval: 200 });
     await ethers.on({ address: tick, topics: [TICK_TOPIC] }, (l: EthersLog) =>
       ethersLogs.push({ blockNumber: l.blockNumber, blockHash: l.blockHash, removed: l.removed, tick: Number(BigInt(l.data)) }),
@@ -128,7 +139,7 @@ describe('e2e: filters over HTTP across an upstream SIGKILL and a reorg (real an
 
     // Every client is live once it has seen a Tick; the checked range starts after that.
     chain.startMining(300, { txsFor: async () => [await chain.signCall(tick)] });
-    await waitFor(() => viemLogs.length > 0 && ethersLogs.length > 0 && rawBlocks.length > 0 && rawLogs.length > 0, 20_000);
+    await waitFor(() => viemLogs.length > 0 && ethersLogs.length > 0 && rawBlocks.length > 0 && rawLogs.length > 0 && viemBlocks.length > 0, 20_000);
     from = (await chain.head()) + 1;
   });
 
@@ -172,6 +183,7 @@ describe('e2e: filters over HTTP across an upstream SIGKILL and a reorg (real an
       () =>
         [viemLogs, ethersLogs].every((s) => s.some((l) => l.blockNumber === to)) &&
         rawBlocks.includes(hashes.at(-1) as string) &&
+        viemBlocks.some((b) => b.number === to) &&
         rawLogs.some((l) => Number((l as { blockNumber: string }).blockNumber) === to),
       20_000,
     );
@@ -190,6 +202,15 @@ describe('e2e: filters over HTTP across an upstream SIGKILL and a reorg (real an
         name,
       ).to.equal(true);
     }
+    const viemLive = viemBlocks.filter((b) => b.number >= from && b.number <= to);
+    expect(
+      viemLive.map((b) => b.number),
+      'viem watchBlocks',
+    ).to.deep.equal(range(from, to));
+    expect(
+      viemLive.map((b) => b.hash),
+      'viem watchBlocks',
+    ).to.deep.equal(hashes);
     const fromAt = rawBlocks.indexOf(hashes[0] as string);
     expect(fromAt).to.be.greaterThan(-1);
     expect(rawBlocks.slice(fromAt, fromAt + hashes.length)).to.deep.equal(hashes);
