@@ -6,14 +6,12 @@
  * more than `maxDecompressedSize`) is a miss answered by the upstream, never inflated.
  * `svc validate --print` shows the Redis rewrite and the printed config validates again.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { createClient } from 'redis';
 import { parse as parseYaml } from 'yaml';
-import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { COMPRESSED_PREFIX } from '../../plugins/cache/compression.ts';
 import { networkChainState } from 'svc-proxy/plugins/evm-state';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
@@ -21,6 +19,7 @@ import { ensureBuilt } from '../helpers/build.ts';
 import { startRedis, type RedisHandle } from '../helpers/redis.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 import { rpcBody } from './fixtures.ts';
+import { runSvcCli } from '../helpers/svc-cli.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;
@@ -133,15 +132,7 @@ describe("e2e: eRPC's cache compression on a real Redis", function () {
     await ensureBuilt();
     const dir = mkdtempSync(join(tmpdir(), 'svc-erpc-compression-'));
     try {
-      const run = (args: string[]) =>
-        new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-          const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-          let out = '';
-          let err = '';
-          child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-          child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-          child.once('exit', (code) => resolve({ code, out, err }));
-        });
+      const run = (args: string[]) => runSvcCli(args, dir);
       writeFileSync(join(dir, 'erpc.yaml'), yaml);
       const r = await run(['validate', '--config', 'erpc.yaml', '--print']);
       expect(r.code, r.err).to.equal(0);

@@ -6,7 +6,6 @@
  * transaction reaches every node although the first answer returned at once). `svc validate
  * --print` takes the file and its output validates again.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,11 +15,11 @@ import pino from 'pino';
 import { keccak256, parseGwei, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { parse as parseYaml } from 'yaml';
-import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { startAnvilCluster, type AnvilCluster } from '../helpers/anvil-cluster.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 import { rpcBody } from './fixtures.ts';
+import { runSvcCli } from '../helpers/svc-cli.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;
@@ -162,15 +161,7 @@ describe("e2e: eRPC's consensus keys (preferHighestValueFor, disputeLogLevel, mi
 
   it('svc validate --print takes the file in its shape; the printed config validates again', async () => {
     await ensureBuilt();
-    const run = (args: string[]) =>
-      new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-        const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-        let out = '';
-        let err = '';
-        child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-        child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-        child.once('exit', (code) => resolve({ code, out, err }));
-      });
+    const run = (args: string[]) => runSvcCli(args, dir);
     writeFileSync(join(dir, 'erpc.yaml'), yaml);
     const r = await run(['validate', '--config', 'erpc.yaml', '--print']);
     expect(r.code, r.err).to.equal(0);

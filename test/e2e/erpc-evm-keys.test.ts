@@ -7,7 +7,6 @@
  * `emptyResultConfidence` and `fallbackStatePollerDebounce` load (the latter removed with its
  * rewrite line). `svc validate --print` shows the rewrite and its output validates again.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,11 +14,11 @@ import { expect } from 'chai';
 import { keccak256, parseGwei, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { parse as parseYaml } from 'yaml';
-import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 import { rpcBody } from './fixtures.ts';
+import { runSvcCli, type CliRun } from '../helpers/svc-cli.ts';
 
 const CHAIN = 31337;
 /** anvil dev account #4 (funded). */
@@ -131,11 +130,14 @@ describe("e2e: eRPC's network evm keys (safeBlockSource, idempotentTransactionBr
     const nonce = Number.parseInt(await other.rpc('eth_getTransactionCount', [privateKeyToAccount(PK).address, 'pending']), 16);
     const raw = await signTransfer(nonce);
     const hash = keccak256(raw);
-    // Mined on both nodes (anvil mines each transaction at once), so whichever upstream is asked answers "nonce too low".
+    // Sent to both nodes and waited for until mined on both (a loaded machine may answer a send before mining it), so
+    // whichever upstream is asked knows the transaction.
     await Promise.all([trusted.rpc('eth_sendRawTransaction', [raw]), other.rpc('eth_sendRawTransaction', [raw])]);
+    await waitFor(async () => (await Promise.all([trusted, other].map((n) => n.rpc('eth_getTransactionReceipt', [hash])))).every((r) => r !== null), 10_000);
     const off = await svc.post(main, rpcBody('eth_sendRawTransaction', [raw]));
     expect(off.json.result, off.text).to.equal(undefined);
-    expect(off.json.error.message).to.match(/nonce too low/);
+    // The node's own "already known" family error, passed on as the node sent it.
+    expect(off.json.error.message).to.match(/nonce too low|already (imported|known)/);
     const on = await svc.post(`/plain/evm/${CHAIN}`, rpcBody('eth_sendRawTransaction', [raw]));
     expect(on.json.result, on.text).to.equal(hash);
   });
@@ -150,13 +152,8 @@ describe('svc validate --print on the eRPC file with these keys', function () {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  function run(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-    const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-    return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out, err })));
+  function run(args: string[]): Promise<CliRun> {
+    return runSvcCli(args, dir);
   }
 
   it('prints the debounce rewrite with its reason; the printed config validates with nothing left to rewrite', async () => {

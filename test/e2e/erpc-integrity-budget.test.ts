@@ -5,17 +5,16 @@
  * answer's vote is paid for (one fetch from the other upstream); answers of a burst beyond the
  * budget are served unvoted and counted as `budget_skipped`, never refused.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
-import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 import { rpcBody } from './fixtures.ts';
+import { runSvcCli } from '../helpers/svc-cli.ts';
 
 const CHAIN = 31337;
 
@@ -81,15 +80,7 @@ describe("e2e: eRPC's integrity.budget", function () {
     await ensureBuilt();
     const dir = mkdtempSync(join(tmpdir(), 'svc-erpc-integrity-'));
     try {
-      const run = (args: string[]) =>
-        new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-          const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-          let out = '';
-          let err = '';
-          child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-          child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-          child.once('exit', (code) => resolve({ code, out, err }));
-        });
+      const run = (args: string[]) => runSvcCli(args, dir);
       writeFileSync(join(dir, 'erpc.yaml'), ERPC_YAML.replaceAll('__ANVIL__', anvil.url));
       const r = await run(['validate', '--config', 'erpc.yaml', '--print']);
       expect(r.code, r.err).to.equal(0);

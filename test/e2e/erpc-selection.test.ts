@@ -3,7 +3,6 @@
  * changes which upstream the selection prefers (one node made slow by a delaying proxy, the other
  * lagging in blocks), and every file validates and re-validates through `svc validate --print`.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,13 +10,13 @@ import { expect } from 'chai';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { parse as parseYaml } from 'yaml';
-import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { evaluateSelection, selectionState } from '../../plugins/selection/index.ts';
 import { startAnvilCluster, type AnvilCluster } from '../helpers/anvil-cluster.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startSvc, type SvcHandle, waitFor } from '../helpers/svc.ts';
+import { runSvcCli, type CliRun } from '../helpers/svc-cli.ts';
 
 const CHAIN = 31337;
 const NET = `evm:${CHAIN}`;
@@ -232,13 +231,8 @@ describe('e2e: eRPC selection YAML through svc validate --print', function () {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  function run(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-    const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-    return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out, err })));
+  function run(args: string[]): Promise<CliRun> {
+    return runSvcCli(args, dir);
   }
 
   async function printsAndRevalidates(name: string, yaml: string): Promise<string> {

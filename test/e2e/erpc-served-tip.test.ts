@@ -5,17 +5,16 @@
  * answers, and interpolates `latest` to it; without it (eRPC's default max mode) the highest.
  * The file also validates and re-validates through `svc validate --print` (clusterDelta dropped).
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
-import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { startAnvilCluster, type AnvilCluster } from '../helpers/anvil-cluster.ts';
 import { startRecordingProxy } from '../helpers/recording-proxy.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startSvc, type SvcHandle, waitFor } from '../helpers/svc.ts';
+import { runSvcCli, type CliRun } from '../helpers/svc-cli.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;
@@ -123,13 +122,8 @@ describe('e2e: eRPC servedTip YAML through svc validate --print', function () {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  function run(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-    const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-    return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out, err })));
+  function run(args: string[]): Promise<CliRun> {
+    return runSvcCli(args, dir);
   }
 
   it('validates, drops clusterDelta with a line saying why, and the print re-validates unchanged', async () => {

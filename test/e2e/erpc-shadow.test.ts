@@ -5,17 +5,16 @@
  * `ignoreFields` names those fields for eth_getBlockByNumber counts a match; the same shadow
  * without them counts a mismatch. `svc validate --print` takes the file with no rewrite.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
-import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 import { rpcBody } from './fixtures.ts';
+import { runSvcCli } from '../helpers/svc-cli.ts';
 
 const CHAIN = 31337;
 
@@ -107,15 +106,7 @@ describe("e2e: eRPC's shadow.ignoreFields", function () {
     await ensureBuilt();
     const dir = mkdtempSync(join(tmpdir(), 'svc-erpc-shadow-'));
     try {
-      const run = (args: string[]) =>
-        new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-          const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-          let out = '';
-          let err = '';
-          child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-          child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-          child.once('exit', (code) => resolve({ code, out, err }));
-        });
+      const run = (args: string[]) => runSvcCli(args, dir);
       writeFileSync(join(dir, 'erpc.yaml'), yaml);
       const r = await run(['validate', '--config', 'erpc.yaml', '--print']);
       expect(r.code, r.err).to.equal(0);

@@ -6,7 +6,7 @@
  * (matched calls traced at a near-zero sample rate, others not) and `detailed` (the forward span
  * and the params attribute, absent without it). The YAML re-validates through `svc validate --print`.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,10 +14,10 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
-import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { startSvc } from '../helpers/svc.ts';
+import { runSvcCli } from '../helpers/svc-cli.ts';
 
 /** The OTLP trace messages this test reads (field numbers of opentelemetry-proto's trace/v1, common/v1, resource/v1, collector/trace/v1). */
 const OTLP_PROTO = `
@@ -262,14 +262,7 @@ describe('e2e: tracing over OTLP/gRPC to a real gRPC collector (eRPC YAML)', fun
 
   it('svc validate --print takes the eRPC tracing block as it is, and the print re-validates', async () => {
     await ensureBuilt();
-    const run = (args: string[]) => {
-      const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'svc.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      let err = '';
-      child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-      return new Promise<{ code: number | null; out: string; err: string }>((resolve) => child.once('exit', (code) => resolve({ code, out, err })));
-    };
+    const run = (args: string[]) => runSvcCli(args, dir);
     writeFileSync(join(dir, 'tracing.yaml'), YAML(FORCED).replace('__ANVIL__', 'http://127.0.0.1:8545').replace('__COLLECTOR__', 'otel-collector:4317'));
     const r = await run(['validate', '--config', 'tracing.yaml', '--print']);
     expect(r.code, r.err).to.equal(0);
