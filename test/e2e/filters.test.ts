@@ -160,7 +160,16 @@ describe('e2e: filters over HTTP across an upstream SIGKILL and a reorg (real an
   });
 
   it('kills the upstream serving the filters’ reads mid-stream: every Tick once and in order for viem and ethers, every block hash once with the survivor’s hashes', async () => {
-    while ((await chain.head()) < from + 2) await new Promise((r) => setTimeout(r, 50));
+    // Bounded waits: a mining loop that failed (its error comes out of stopMining) fails the test instead of hanging it.
+    const reach = async (n: number) => {
+      try {
+        await waitFor(async () => (await chain.head()) >= n, 30_000);
+      } catch (e) {
+        await chain.stopMining();
+        throw e;
+      }
+    };
+    await reach(from + 2);
     // The upstream the filters read from: the one whose eth_getLogs count grows faster (only
     // filter polls read logs by block hash; the clients themselves send no eth_getLogs).
     const r0 = await metricBy(svc, 'svc_upstream_request_total', 'category="eth_getLogs"', 'upstream');
@@ -175,7 +184,7 @@ describe('e2e: filters over HTTP across an upstream SIGKILL and a reorg (real an
     expect((r1[victim] ?? 0) - (r0[victim] ?? 0)).to.be.greaterThan(0);
     await chain.kill(victim);
     const killedAt = await chain.head();
-    while ((await chain.head()) < killedAt + 6) await new Promise((r) => setTimeout(r, 50));
+    await reach(killedAt + 6);
     await chain.stopMining();
     const to = await chain.head();
     const hashes = await Promise.all(range(from, to).map(async (n) => (await chain.block(n)).hash));
