@@ -254,19 +254,21 @@ describe('e2e: consensus over three anvil nodes', function () {
 
   it('punishMisbehavior cordons a node that keeps losing ("misbehaving in consensus") and releases it after sitOutPenalty', async () => {
     // preferLargerResponses (the default) waits for the third slot, so the loser's vote is counted.
-    const svc = await svcWith({ maxParticipants: 3, punishMisbehavior: { disputeThreshold: 2, disputeWindow: '1m', sitOutPenalty: '600ms' } });
+    // A sit-out long enough that a loaded machine samples it while it lasts (the cordon event counter is the race-free witness).
+    const svc = await svcWith({ maxParticipants: 3, punishMisbehavior: { disputeThreshold: 2, disputeWindow: '1m', sitOutPenalty: '3s' } });
     await setBalances(acct(12), [8n, 8n, 6n]);
     const labels = { upstream: 'anvil-2', reason: 'misbehaving in consensus' };
     expect((await balance(svc, acct(12))).json.result).to.equal('0x8');
     expect(await metric(svc, 'svc_upstream_cordoned', labels)).to.equal(0);
     const second = await balance(svc, acct(12));
     expect(second.json.result).to.equal('0x8');
-    await waitFor(async () => (await metric(svc, 'svc_upstream_cordoned', labels)) === 1, 2000);
+    await waitFor(async () => (await metric(svc, 'svc_upstream_cordon_event_total', { upstream: 'anvil-2', action: 'cordon' })) === 1, 5000);
+    expect(await metric(svc, 'svc_upstream_cordoned', labels)).to.equal(1);
     // While cordoned it gets no slot.
     const during = await balance(svc, acct(12));
     expect(during.headers['x-svc-consensus-slots']).to.equal('2');
     expect(during.headers['x-svc-upstreams']).to.not.include('anvil-2');
-    await waitFor(async () => (await metric(svc, 'svc_upstream_cordoned', labels)) === 0, 3000);
+    await waitFor(async () => (await metric(svc, 'svc_upstream_cordoned', labels)) === 0, 10_000);
     expect(await metric(svc, 'svc_upstream_cordon_event_total', { upstream: 'anvil-2', action: 'uncordon' })).to.equal(1);
   });
 });
