@@ -51,6 +51,7 @@ export {
 } from './pipeline/stages.ts';
 
 export { RpcResult } from './wire/jsonrpc.ts';
+export type { UpstreamFault } from './wire/fault.ts';
 export type { ParsedCall } from './wire/jsonrpc.ts';
 
 export { Type } from '@sinclair/typebox';

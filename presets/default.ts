@@ -20,6 +20,7 @@ import { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
 import { evmAnswerSanityPlugin } from '../plugins/evm-answer-sanity/index.ts';
 import { evmStatePlugin } from '../plugins/evm-state/index.ts';
 import { failsafePlugin } from '../plugins/failsafe/index.ts';
+import { evmErrorsPlugin } from '../plugins/evm-errors/index.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
 import { headersPlugin } from '../plugins/headers/index.ts';
 import { healthPlugin } from '../plugins/health/index.ts';
@@ -52,6 +53,7 @@ export function defaultPreset(): Plugin[] {
     selectionPlugin(),
     selectPlugin(),
     forwardPlugin(),
+    evmErrorsPlugin(),
     forwardHeadersPlugin(),
     staticResponsesPlugin(),
     multiplexPlugin(),

@@ -3,10 +3,11 @@
  * no directives, no diagnostics, no metrics; upstreams are tried in config order.
  */
 import type { Plugin } from '../core/host/proxy.ts';
+import { evmErrorsPlugin } from '../plugins/evm-errors/index.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
 import { selectPlugin } from '../plugins/select/index.ts';
 
 /** Plugins of the forwarding-only server. */
 export function minimalPreset(): Plugin[] {
-  return [selectPlugin(), forwardPlugin()];
+  return [selectPlugin(), forwardPlugin(), evmErrorsPlugin()];
 }

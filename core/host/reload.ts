@@ -40,7 +40,7 @@ export interface ReloadHost {
   readonly pools: Map<string, Pool>;
   readonly isClosed: boolean;
   /** Builds networks and upstreams into the registry, composing their chains. */
-  readonly builder: Pick<RegistryBuilder, 'createNetwork' | 'addUpstream' | 'join'>;
+  readonly builder: Pick<RegistryBuilder, 'createNetwork' | 'addUpstream' | 'join' | 'upstreamOptions'>;
   probeNew(project: Project, u: Upstream): void;
   retireUpstream(u: Upstream, opts?: { keepCordons?: boolean }): void;
   replaceConfig(c: ResolvedConfig): void;
@@ -276,7 +276,7 @@ function reconcileProject(proxy: ReloadHost, project: Project, pc: ResolvedProje
       report.upstreams.kept++;
       continue;
     }
-    const u = new Upstream(uc, project.id, { shared: proxy.pools, proxyPools: proxy.config.proxyPools });
+    const u = new Upstream(uc, project.id, proxy.builder.upstreamOptions());
     const was = replaced.get(uc.id);
     proxy.builder.addUpstream(project, u, was?.order);
     if (uc.chainId === undefined && was?.chainId !== undefined) {

@@ -8,7 +8,7 @@ import { resolveNetwork, resolveUpstream } from '../../config/load.ts';
 import type { ResolvedNetwork, ResolvedProject, UpstreamInput } from '../../config/types.ts';
 import { ErrUpstreamsExhausted } from '../wire/errors.ts';
 import { Network, Project } from '../registry/project.ts';
-import { Upstream } from '../registry/upstream.ts';
+import { Upstream, type UpstreamOptions } from '../registry/upstream.ts';
 import { healthOutcome } from './blame.ts';
 import { installCallChain, installSender } from './chains.ts';
 import { UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks, type UpstreamCall } from './hooks.ts';
@@ -37,8 +37,14 @@ export class RegistryBuilder {
     const project = new Project(pc, healthOutcome);
     this.projects.set(project.id, project);
     for (const nc of pc.networks) this.createNetwork(project, nc, true);
-    for (const uc of pc.upstreams) this.addUpstream(project, new Upstream(uc, project.id, { shared: this.pools, proxyPools: this.proxyPools() }));
+    for (const uc of pc.upstreams) this.addUpstream(project, new Upstream(uc, project.id, this.upstreamOptions()));
     return project;
+  }
+
+  /** What every upstream is built with: the shared pools by origin, the config's proxy pools, the `upstreamFault` hook. */
+  upstreamOptions(): UpstreamOptions {
+    const faults = this.hooks.upstreamFault;
+    return { shared: this.pools, proxyPools: this.proxyPools(), classifyFault: faults.isUsed() ? (f, opts) => faults.call(f, opts) : undefined };
   }
 
   /**
@@ -47,10 +53,8 @@ export class RegistryBuilder {
    */
   upstreamFromConfig(project: Project, entry: UpstreamInput): Upstream {
     if (entry.id !== undefined && project.upstreams.has(entry.id)) throw new Error(`project ${project.id} already has an upstream "${entry.id}"`);
-    const u = new Upstream(resolveUpstream(this.schema, project.config.upstreamDefaults, entry, new Set(project.upstreams.keys())), project.id, {
-      shared: this.pools,
-      proxyPools: this.proxyPools(),
-    });
+    const resolved = resolveUpstream(this.schema, project.config.upstreamDefaults, entry, new Set(project.upstreams.keys()));
+    const u = new Upstream(resolved, project.id, this.upstreamOptions());
     this.addUpstream(project, u);
     return u;
   }

@@ -8,7 +8,8 @@ import { Counter, type Registry } from 'prom-client';
 import type { Logger } from '../../lib/logger.ts';
 import type Router from '@koa/router';
 import type { AttemptReason, AttemptRecord, CallContext, Directives, ExecutionRecord, HttpRequestInfo, Identity } from './context.ts';
-import type { SvcError } from '../wire/errors.ts';
+import type { SvcError, SvcErrorOptions } from '../wire/errors.ts';
+import type { UpstreamFault } from '../wire/fault.ts';
 import type { ParsedCall, RpcResult } from '../wire/jsonrpc.ts';
 import type { Network, Project } from '../registry/project.ts';
 import type { Upstream } from '../registry/upstream.ts';
@@ -212,6 +213,11 @@ export interface ProxyHooks {
   // ---- composed once per upstream -------------------------------------------------------
   /** Wrappers around one upstream's transport: upstream timeout/retry, circuit breaker, rate limit, outbound batching. */
   readonly upstream: SyncWaterfallHook<[UpstreamSender, Upstream]>;
+  /**
+   * Names an upstream's error answer once, where the transport reads it (spec §7): the first tap returning an error wins; with
+   * none, `ErrEndpointServerSideException` carrying the vendor's code. Called only for error answers, never for results.
+   */
+  readonly upstreamFault: SyncBailHook<[UpstreamFault, SvcErrorOptions], SvcError | undefined>;
 
   // ---- discovery ------------------------------------------------------------------------
   /**
@@ -252,6 +258,7 @@ export function createHooks(): ProxyHooks {
     call: new SyncWaterfallHook<[CallHandler, Network]>(['handler', 'network']),
     attempt: new SyncWaterfallHook<[AttemptHandler, Network]>(['handler', 'network']),
     upstream: new SyncWaterfallHook<[UpstreamSender, Upstream]>(['sender', 'upstream']),
+    upstreamFault: new SyncBailHook<[UpstreamFault, SvcErrorOptions], SvcError | undefined>(['fault', 'opts']),
     resolveNetwork: new AsyncSeriesBailHook<[Project, string, number], Network | undefined>(['project', 'networkId', 'deadline']),
     attemptDone: new SyncHook<[AttemptRecord]>(['attempt']),
     callDone: new SyncHook<[CallContext]>(['ctx']),

@@ -62,6 +62,12 @@ export const PIPELINE: readonly PipelineStage[] = Object.freeze([
     exit: 'a per-upstream fault: the attempt moves to the next upstream',
   },
   {
+    name: 'fault',
+    hook: 'upstreamFault',
+    does: "an upstream's error answer named once, where the transport reads it, from its HTTP status, JSON-RPC code and message",
+    exit: 'the named error: an upstream fault moves the attempt on, a fact about the request fails the call with its code',
+  },
+  {
     name: 'validate',
     hook: 'validate',
     does: 'an answer is checked (tip, null or empty answers, chain) before it is served or cached',
@@ -106,7 +112,7 @@ export function tapNames(hook: object): string[] {
 
 /** What {@link renderPipeline} reads: the hooks and the built projects. */
 export interface PipelineSource {
-  readonly hooks: Readonly<Record<'resolveNetwork' | 'authenticate' | 'directives' | 'select' | 'validate' | 'responseHeaders', object>>;
+  readonly hooks: Readonly<Record<'resolveNetwork' | 'authenticate' | 'directives' | 'select' | 'upstreamFault' | 'validate' | 'responseHeaders', object>>;
   readonly projects: ReadonlyMap<
     string,
     {

@@ -1,6 +1,6 @@
 /**
  * One upstream's HTTP JSON-RPC transport: a keep-alive pool per origin, svc's own request ids, an answer read into one capped Buffer
- * and parsed once, and every upstream fault normalised here, where it arrives, with the upstream's secrets redacted.
+ * and parsed once, and every upstream fault named here (the `upstreamFault` hook), where it arrives, with the upstream's secrets redacted.
  */
 import { Readable } from 'node:stream';
 import { errors as undiciErrors, type Pool } from 'undici';
@@ -18,7 +18,7 @@ import { fetchAnswer, NEVER_ABORTED } from './answer-sink.ts';
 import { createOriginPool, encodedRequest, ProxyRotation, type RequestDispatcher, type UpstreamPoolOptions } from './outbound.ts';
 import { arrayElements, extractTopLevelValue, scanAnswer } from '../../lib/json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../wire/jsonrpc.ts';
-import { normaliseUpstreamError } from '../wire/evm-normalize.ts';
+import { type FaultClassifier, nameUpstreamFault } from '../wire/fault.ts';
 import { excerptOf, Redactor, safeDecode, secretsOf } from '../../lib/redact.ts';
 
 export { createOriginPool, type UpstreamPoolOptions } from './outbound.ts';
@@ -57,6 +57,8 @@ export interface TransportConfig {
   enableGzip?: boolean;
   /** The proxy URLs of `jsonRpc.proxyPool`, taken in turn; unset or empty: direct. */
   proxyUrls?: readonly string[];
+  /** Names error answers (the `upstreamFault` hook); unset: every fault is `ErrEndpointServerSideException` with the vendor's code. */
+  classify?: FaultClassifier;
 }
 
 /** A built request body: a string, or (large params) pieces around the client's own params bytes, sent with their length declared. */
@@ -142,9 +144,9 @@ export class HttpTransport {
   }
 
   /**
-   * Sends a built body and reads the answer; throws only a {@link SvcError} (every failure is normalised here).
+   * Sends a built body and reads the answer; throws only a {@link SvcError} (every failure is named here).
    * @param body from {@link body}
-   * @param method the JSON-RPC method (some normalisation rules depend on it)
+   * @param method the JSON-RPC method (some fault rules depend on it)
    * @param signal aborts the request; a {@link DeadlineReason} reason becomes a timeout
    * @param maxResponseSize cap for this answer, bytes (default the upstream's `maxResponseSize`)
    * @param extra headers of this request only (forwarded client headers); the configured ones win on a clash
@@ -383,9 +385,7 @@ export class HttpTransport {
   }
 
   private throwFault(f: { status: number; code?: number; message: string; data?: unknown; method: string; raw?: UpstreamErrorRaw }): never {
-    const err = normaliseUpstreamError(f);
-    (err.details as Record<string, unknown>).upstream = this.cfg.id;
-    throw err;
+    throw nameUpstreamFault(f, this.cfg.id, this.cfg.classify);
   }
 
   /** A short, redacted excerpt of an answer body for messages (redacted before it is cut, so no secret is cut in half). */

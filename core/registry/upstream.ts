@@ -5,6 +5,7 @@ import type { SvcError } from '../wire/errors.ts';
 import type { ResolvedUpstream } from '../../config/types.ts';
 import { DEFAULT_MAX_RESPONSE_SIZE, HttpTransport, type UpstreamPoolOptions } from './transport.ts';
 import type { Redactor } from '../../lib/redact.ts';
+import type { FaultClassifier } from '../wire/fault.ts';
 
 export { createOriginPool, DeadlineReason, isDeadline, DEFAULT_MAX_RESPONSE_SIZE, type UpstreamPoolOptions } from './transport.ts';
 
@@ -30,6 +31,12 @@ export interface DialRequest {
   readonly attempt: { dialled: boolean };
   /** The call's record: each dial counts one upstream attempt. */
   readonly ctx: { readonly record: { upstreamAttempts: number } };
+}
+
+/** How an upstream is built: its pools and how its error answers are named. */
+export interface UpstreamOptions extends UpstreamPoolOptions {
+  /** Names its error answers (the `upstreamFault` hook); unset: each is `ErrEndpointServerSideException` with the vendor's code. */
+  classifyFault?: FaultClassifier;
 }
 
 /** A configured upstream endpoint. */
@@ -63,13 +70,13 @@ export class Upstream {
   private readonly learnedIgnores = new Set<string>();
 
   /**
-   * @param pool pool options (pools shared by origin, the proxy pools `jsonRpc.proxyPool` names)
+   * @param pool pool options (pools shared by origin, the proxy pools `jsonRpc.proxyPool` names) and the fault classifier
    * @throws Error when `jsonRpc.proxyPool` names no pool of `pool.proxyPools` (config validation reports it first)
    */
   constructor(
     readonly config: ResolvedUpstream,
     readonly projectId: string,
-    pool: UpstreamPoolOptions = {},
+    pool: UpstreamOptions = {},
   ) {
     this.id = config.id;
     this.vendor = config.vendor;
@@ -83,7 +90,15 @@ export class Upstream {
       proxyUrls = pool.proxyPools?.get(jsonRpc.proxyPool);
       if (!proxyUrls) throw new Error(`upstream ${config.id}: jsonRpc.proxyPool "${jsonRpc.proxyPool}" names no entry of proxyPools`);
     }
-    const transport = { id: config.id, endpoint: config.endpoint, headers: config.headers, maxResponseSize, enableGzip: jsonRpc.enableGzip, proxyUrls };
+    const transport = {
+      id: config.id,
+      endpoint: config.endpoint,
+      headers: config.headers,
+      maxResponseSize,
+      enableGzip: jsonRpc.enableGzip,
+      proxyUrls,
+      classify: pool.classifyFault,
+    };
     this.http = new HttpTransport(transport, pool);
     // Method names from clients are matched in linear time.
     this.ignore = config.ignoreMethods.length ? compileGlobs(config.ignoreMethods) : () => false;

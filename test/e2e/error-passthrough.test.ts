@@ -47,7 +47,7 @@ type Check = 'exact' | 'details' | 'noRetry' | 'retry' | 'bothMissing';
 
 /** Why an unclassified upstream error fails the checks (see KNOWN_ISSUES). */
 const UNCLASSIFIED =
-  'no rule of core/wire/evm-normalize.ts knows this code or message, so it falls to ErrEndpointServerSideException: retryable (re-sent to every other upstream), ' +
+  'no rule of plugins/evm-errors/rules.ts knows this code or message, so it falls to ErrEndpointServerSideException: retryable (re-sent to every other upstream), ' +
   'not a pass-through class (svc rebuilds the object, writing the message with JSON.stringify and its own cause chain as data); ' +
   'with several upstreams the client gets svc\'s "all upstream attempts failed (n ErrEndpointServerSideException)" under the node\'s code';
 const REBUILT =

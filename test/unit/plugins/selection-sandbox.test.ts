@@ -8,13 +8,16 @@ import { expect } from 'chai';
 import { evaluatePolicy, PolicyError, type PolicyResult, type PolicyUpstreamInput } from '../../../plugins/selection/index.ts';
 import { compileSourcePolicy, MAX_POLICY_SOURCE, PolicySourceError } from '../../../plugins/selection/sandbox.ts';
 
-function run(source: string, inputs: PolicyUpstreamInput[], evalTimeoutMs = 200): PolicyResult {
+/** A deadline far beyond what a policy that ends costs, so a loaded machine cannot turn an answer into a timeout. */
+const GENEROUS_MS = 10_000;
+
+function run(source: string, inputs: PolicyUpstreamInput[], evalTimeoutMs = GENEROUS_MS): PolicyResult {
   const r = evaluatePolicy(inputs, { evalFunc: compileSourcePolicy(source), evalTimeoutMs, network: 'evm:1' });
   if (r instanceof Promise) throw new Error('a source policy must be synchronous');
   return r;
 }
 
-function failure(source: string, inputs: PolicyUpstreamInput[] = [{ id: 'a' }], evalTimeoutMs = 200): PolicyError {
+function failure(source: string, inputs: PolicyUpstreamInput[] = [{ id: 'a' }], evalTimeoutMs = GENEROUS_MS): PolicyError {
   try {
     run(source, inputs, evalTimeoutMs);
   } catch (e) {

@@ -69,6 +69,7 @@ describe('presets: resolving --preset NAME (packages, paths, built-ins)', () => 
     expect(r.preset().map((p) => [p.name, p.version])).to.deep.equal([
       ['select', VERSION],
       ['forward', VERSION],
+      ['evm-errors', VERSION],
     ]);
     expect(presetNames()).to.include.members(['default', 'minimal']);
   });

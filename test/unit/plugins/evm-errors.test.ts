@@ -1,6 +1,6 @@
 /**
- * Upstream error normalisation (core/wire/evm-normalize.ts), one block per rule of
- * NORMALISATION_RULES in the issue's order. Every input names where its text came from:
+ * The EVM fault rules (plugins/evm-errors/rules.ts), one block per rule of NORMALISATION_RULES,
+ * in the table's order. Every input names where its text came from:
  *  - "anvil 1.7.1": captured from a real anvil (the `live anvil` block below re-captures them
  *    and fails if anvil's wording drifts from the recorded strings);
  *  - "geth": go-ethereum's own error strings;
@@ -22,7 +22,8 @@ import {
   type SvcError,
 } from '../../../core/wire/errors.ts';
 import { toJsonRpcError } from '../../../core/wire/errors-wire.ts';
-import { ERROR_STRING_SELECTOR, NORMALISATION_RULES, normaliseUpstreamError, type UpstreamFault } from '../../../core/wire/evm-normalize.ts';
+import { classifyEvmFault, ERROR_STRING_SELECTOR, NORMALISATION_RULES } from '../../../plugins/evm-errors/rules.ts';
+import { nameUpstreamFault, type UpstreamFault } from '../../../core/wire/fault.ts';
 import { startAnvil, type AnvilHandle } from '../../helpers/anvil.ts';
 
 type ErrClass = abstract new (...args: never[]) => SvcError;
@@ -41,6 +42,11 @@ function norm(s: Sample): SvcError {
   if (s.code !== undefined) f.code = s.code;
   if (s.data !== undefined) f.data = s.data;
   return normaliseUpstreamError(f);
+}
+
+/** A fault named as the transport names it with the evm-errors plugin applied. */
+function normaliseUpstreamError(f: UpstreamFault): SvcError {
+  return nameUpstreamFault(f, 'u1', classifyEvmFault);
 }
 
 function expectNorm(s: Sample, cls: ErrClass, code?: number): SvcError {
@@ -79,7 +85,7 @@ const ANVIL = {
   alreadyImported: { code: -32003, message: 'transaction already imported' },
 } as const;
 
-describe('evm/normalize', () => {
+describe('evm-errors: the EVM fault rules', () => {
   it('rule table is in the issue order, after the eth_simulateV1 code rules', () => {
     expect(NORMALISATION_RULES.map((r) => r.name)).to.deep.equal([
       'simulate: nonce',
@@ -518,11 +524,39 @@ describe('evm/normalize', () => {
   });
 });
 
-describe('evm/normalize: revert reasons are contract text', () => {
-  it('a code-3 revert whose reason mentions a limit stays a revert (not a rate limit)', async () => {
-    const { normaliseUpstreamError } = await import('../../../core/wire/evm-normalize.ts');
+describe('evm-errors: revert reasons are contract text', () => {
+  it('a code-3 revert whose reason mentions a limit stays a revert (not a rate limit)', () => {
     const e = normaliseUpstreamError({ status: 200, code: 3, message: 'execution reverted: Max mint limit exceeded', data: '0x08c379a0', method: 'eth_call' });
     expect(e.name).to.equal('ErrEndpointExecutionException');
     expect(e.code).to.equal(3);
+  });
+});
+
+describe('upstream faults without a rule (the upstreamFault hook, spec §7)', () => {
+  const fault: UpstreamFault = { status: 200, code: 3, message: 'execution reverted', method: 'eth_call' };
+
+  it('with no classifier tapped, a fault is ErrEndpointServerSideException carrying the vendor code and the upstream id', () => {
+    const e = nameUpstreamFault(fault, 'u1', undefined);
+    expect(e).to.be.instanceOf(ErrEndpointServerSideException);
+    expect(e.code).to.equal(3);
+    expect(e.details).to.deep.equal({ upstreamCode: 3, upstreamStatus: 200, upstream: 'u1' });
+  });
+
+  it('a classifier that throws leaves the fault its generic name instead of failing the call as svc', () => {
+    const e = nameUpstreamFault(fault, 'u1', () => {
+      throw new Error('bug in a rule');
+    });
+    expect(e).to.be.instanceOf(ErrEndpointServerSideException);
+    expect(e.code).to.equal(3);
+  });
+
+  it("the evm-errors plugin's tap is what the transport's classifier calls", async () => {
+    const { createHooks } = await import('../../../core/pipeline/hooks.ts');
+    const { evmErrorsPlugin } = await import('../../../plugins/evm-errors/index.ts');
+    const hooks = createHooks();
+    evmErrorsPlugin().apply({ hooks } as never);
+    const e = nameUpstreamFault(fault, 'u1', (f, opts) => hooks.upstreamFault.call(f, opts));
+    expect(e).to.be.instanceOf(ErrEndpointExecutionException);
+    expect(e.details).to.deep.include({ upstream: 'u1' });
   });
 });

@@ -1,4 +1,8 @@
-/** Upstream error normalisation: one ordered rule table maps HTTP status, JSON-RPC code and message to a named error, once, in the transport. */
+/**
+ * The EVM fault rules: one ordered table maps an upstream's HTTP status, JSON-RPC code and message to a named error, once, where the
+ * transport reads the answer. Ordered because vendors overlap (a revert's reason may say "limit exceeded"): the first match wins.
+ */
+import type { UpstreamFault } from 'svc-proxy/plugin';
 import {
   ErrEndpointBillingIssue,
   ErrEndpointCapacityExceeded,
@@ -7,29 +11,11 @@ import {
   ErrEndpointMissingData,
   ErrEndpointNonceException,
   ErrEndpointRequestTooLarge,
-  ErrEndpointServerSideException,
   ErrEndpointUnauthorized,
   ErrEndpointUnsupported,
   type SvcError,
   type SvcErrorOptions,
-  type UpstreamErrorRaw,
-} from './errors.ts';
-
-/** What an upstream said, as far as classification needs it. */
-export interface UpstreamFault {
-  /** HTTP status of the upstream response. */
-  status: number;
-  /** JSON-RPC error code, when the body held one. */
-  code?: number;
-  /** JSON-RPC error message or the HTTP body excerpt. */
-  message: string;
-  /** JSON-RPC `error.data`, passed through untouched. */
-  data?: unknown;
-  /** Method of the call (some rules are method-specific). */
-  method: string;
-  /** The error object's raw pieces, kept for errors that pass through to the client. */
-  raw?: UpstreamErrorRaw;
-}
+} from 'svc-proxy/plugin/errors';
 
 type Ctor = new (message: string, opts?: SvcErrorOptions) => SvcError;
 
@@ -199,12 +185,12 @@ export const NORMALISATION_RULES: readonly Rule[] = [
   },
 ];
 
-/** Classifies an upstream fault (first matching rule wins; else `ErrEndpointServerSideException` with the vendor's code passed through). */
-export function normaliseUpstreamError(f: UpstreamFault): SvcError {
+/**
+ * Names an upstream fault by the first matching rule (spec §7), the vendor's code kept where the rule says; undefined when no rule
+ * matches (core then passes it on as `ErrEndpointServerSideException` with the vendor's code).
+ */
+export function classifyEvmFault(f: UpstreamFault, opts: SvcErrorOptions): SvcError | undefined {
   const msg = f.message.toLowerCase();
-  const opts: SvcErrorOptions = { upstreamStatus: f.status, details: { upstreamCode: f.code, upstreamStatus: f.status } };
-  if (f.data !== undefined) opts.upstreamData = f.data;
-  if (f.raw !== undefined) opts.upstreamError = f.raw;
   for (const r of NORMALISATION_RULES) {
     if (r.match(f, msg)) {
       if (r.keepCode && f.code !== undefined) opts.code = f.code;
@@ -212,8 +198,7 @@ export function normaliseUpstreamError(f: UpstreamFault): SvcError {
       return new r.error(f.message, opts);
     }
   }
-  if (f.code !== undefined) opts.code = f.code;
-  return new ErrEndpointServerSideException(f.message || `upstream answered HTTP ${f.status}`, opts);
+  return undefined;
 }
 
 /** Selector of `Error(string)`: an `eth_call` result starting with it is a revert (rule 5). */
