@@ -93,11 +93,15 @@ describe('e2e: pay per request over WebSocket (prepaid connections)', function (
   const paymentFor = async (payer: PrivateKeyAccount): Promise<{ header: string; nonce: Hex }> => {
     const refused = (await connect(wsUrl).then(
       () => expect.fail('an upgrade without payment opened'),
-      (e: { status: number; headers: Record<string, string> }) => e,
-    )) as { status: number; headers: Record<string, string> };
+      (e: { status: number; headers: Record<string, string>; body: string }) => e,
+    )) as { status: number; headers: Record<string, string>; body: string };
     expect(refused.status).to.equal(402);
     const required = decodePaymentRequiredHeader(refused.headers['payment-required']!);
     expect(required.accepts[0]!.amount).to.equal(String(PREPAID));
+    // The same challenge as HTTP's: the v1 body beside the v2 header.
+    const v1 = JSON.parse(refused.body);
+    expect(v1.x402Version).to.equal(1);
+    expect(v1.accepts[0]).to.include({ scheme: 'exact', network: 'base-sepolia', maxAmountRequired: String(PREPAID), payTo: chain.payTo });
     const client = new x402Client();
     client.setSpendControls({ allowedAssets: [{ network: `eip155:${CHAIN_ID}`, asset: chain.token }] });
     registerExactEvmScheme(client, { signer: payer });
@@ -105,12 +109,14 @@ describe('e2e: pay per request over WebSocket (prepaid connections)', function (
     return { header: encodePaymentSignatureHeader(payment), nonce: (payment.payload as { authorization: { nonce: Hex } }).authorization.nonce };
   };
 
-  it('an upgrade without payment is refused with 402 and the challenge for the prepaid amount; with it, calls are counted down and the payment settles once', async () => {
+  it('an upgrade without payment is refused with 402 and the challenge for the prepaid amount; with it, calls are counted down (a message that serves nothing given back) and the payment settles once', async () => {
     const payer = chain.payers[0]!;
     const before = await chain.balanceOf(payer.address);
     const { header, nonce } = await paymentFor(payer);
     const ws = await connect(wsUrl, { 'PAYMENT-SIGNATURE': header });
     try {
+      // A message that serves nothing (a method the node does not have) is given back: three calls still fit afterwards.
+      expect((await ask(ws, 10, 'svc_noSuchMethod')).error).to.be.an('object');
       for (let id = 1; id <= 3; id++) expect((await ask(ws, id)).result).to.equal(`0x${CHAIN_ID.toString(16)}`);
       const past = await ask(ws, 4);
       expect(past.error?.code).to.equal(-32000);

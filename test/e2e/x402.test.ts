@@ -2,7 +2,8 @@
  * Pay per request (spec §5 item 1, docs/access.md "Pay per request") on a real chain: an EIP-3009 token compiled with solc and deployed
  * on anvil (chain 84532, which x402 v1 names `base-sepolia`), svc verifying and settling through its own network of that chain, the payer
  * paying with `@x402/fetch` or, for hostile cases, with payments built by hand and signed with viem. The upstream is a recording proxy, so
- * "reaches no upstream" is what the node saw.
+ * "reaches no upstream" is what the node saw; "settled" and "nothing settled" are token balances and authorization states read on chain.
+ * The upstream's vendor has a price table (eth_getCode costs 7 credits), so prices come from the same credits as `X-SVC-Credits`.
  */
 import { expect } from 'chai';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from '@x402/core/http';
@@ -10,6 +11,9 @@ import { x402Client, wrapFetchWithPayment } from '@x402/fetch';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { toHex, type Hex } from 'viem';
+import type { PluginHost } from '../../core/plugin-api.ts';
+import { COST_SERVICE, type CostService } from '../../plugins/cost/index.ts';
+import { defaultPreset } from '../../presets/default.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startRecordingProxy, type RecordingProxy } from '../helpers/recording-proxy.ts';
 import { NO_CACHE, startSvc, type SvcHandle, type SvcResponse } from '../helpers/svc.ts';
@@ -20,6 +24,17 @@ const PATH = `/main/evm/${CHAIN_ID}`;
 /** Atomic units per credit, and the flat price of eth_getLogs. */
 const PER_CREDIT = 1000n;
 const GET_LOGS_PRICE = 50_000n;
+/** Credits of eth_getCode in the upstream vendor's price table. */
+const CODE_CREDITS = 7;
+
+/** A pricing plugin: eth_getCode on the vendor `acme` costs {@link CODE_CREDITS} units, everything else the flat 1. */
+const pricing = {
+  name: 'pricing-acme',
+  dependsOn: ['cost'],
+  apply(host: PluginHost) {
+    host.services.require<CostService>(COST_SERVICE).registerPriceTable('acme', (m) => (m === 'eth_getCode' ? CODE_CREDITS : undefined));
+  },
+};
 
 describe('e2e: pay per request (x402) on a real chain', function () {
   this.timeout(60_000);
@@ -43,24 +58,27 @@ describe('e2e: pay per request (x402) on a real chain', function () {
     anvil = await startAnvil({ chainId: CHAIN_ID });
     chain = await deployPaymentChain(anvil, 4);
     rec = await startRecordingProxy(anvil.url);
-    svc = await startSvc({
-      ...NO_CACHE,
-      server: { costHeaders: true },
-      rateLimiters: { budgets: [{ id: 'paid', rules: [{ method: 'eth_getStorageAt', maxCount: 1, period: 'minute', perUser: true }] }] },
-      projects: [
-        {
-          id: 'main',
-          networks: [{ architecture: 'evm', evm: { chainId: CHAIN_ID } }],
-          upstreams: [{ id: 'node', endpoint: rec.url, evm: { chainId: CHAIN_ID } }],
-          auth: {
-            strategies: [
-              { type: 'secret', secret: { value: 'key-holder' } },
-              { type: 'x402', x402: x402(), rateLimitBudget: 'paid' },
-            ],
+    svc = await startSvc(
+      {
+        ...NO_CACHE,
+        server: { costHeaders: true },
+        rateLimiters: { budgets: [{ id: 'paid', rules: [{ method: 'eth_getStorageAt', maxCount: 1, period: 'minute', perUser: true }] }] },
+        projects: [
+          {
+            id: 'main',
+            networks: [{ architecture: 'evm', evm: { chainId: CHAIN_ID } }],
+            upstreams: [{ id: 'node', endpoint: rec.url, vendorName: 'acme', evm: { chainId: CHAIN_ID } }],
+            auth: {
+              strategies: [
+                { type: 'secret', secret: { value: 'key-holder' } },
+                { type: 'x402', x402: x402(), rateLimitBudget: 'paid' },
+              ],
+            },
           },
-        },
-      ],
-    });
+        ],
+      },
+      { plugins: [...defaultPreset(), pricing] },
+    );
   });
   after(async () => {
     await svc?.close();
@@ -152,6 +170,25 @@ describe('e2e: pay per request (x402) on a real chain', function () {
     expect(await chain.balanceOf(chain.payTo)).to.equal(before.payTo + PER_CREDIT);
     const tx = await anvil.rpc('eth_getTransactionReceipt', [receipt.transaction]);
     expect(tx.status).to.equal('0x1');
+    // The payer is the identity metrics see: the calls it paid for are counted under its address.
+    const metrics = (await (await fetch(svc.metricsUrl!)).text()).split('\n');
+    expect(metrics.some((l) => l.startsWith('svc_network_request_received_total{') && l.includes(`user="${payer.address.toLowerCase()}"`))).to.equal(true);
+  });
+
+  it('a call is priced from the credit table (its credits × perCredit), and what it cost is in the cost headers', async () => {
+    const code = { jsonrpc: '2.0', id: 4, method: 'eth_getCode', params: [chain.token, 'latest'] };
+    const { required } = await challengeOf(code);
+    const price = BigInt(CODE_CREDITS) * PER_CREDIT;
+    expect(required.accepts[0]!.amount).to.equal(String(price));
+    const payer = chain.payers[2]!;
+    const before = await chain.balanceOf(payer.address);
+    const r = await paid(code, await clientOf(payer).createPaymentPayload(required));
+    expect(r.status, r.text).to.equal(200);
+    expect(r.headers['x-svc-payment-amount']).to.equal(String(price));
+    expect(r.headers['x-svc-payment-credits']).to.equal(String(CODE_CREDITS));
+    expect(r.headers['x-svc-credits']).to.equal(`acme:eth_getCode=${CODE_CREDITS}`);
+    expect(r.headers['x-svc-payment-outcome']).to.equal('settled');
+    expect(await chain.balanceOf(payer.address)).to.equal(before - price);
   });
 
   it('a batch is priced as the sum of its calls and settled once for that sum', async () => {
@@ -199,12 +236,30 @@ describe('e2e: pay per request (x402) on a real chain', function () {
   it('a replayed payment is refused: served once, settled once', async () => {
     const call = fresh();
     const { required } = await challengeOf(call.body);
-    const payment = await clientOf(chain.payers[2]!).createPaymentPayload(required);
+    const payer = chain.payers[2]!;
+    const before = { payer: await chain.balanceOf(payer.address), payTo: await chain.balanceOf(chain.payTo) };
+    const payment = await clientOf(payer).createPaymentPayload(required);
     const first = await paid(call.body, payment);
     expect(first.status).to.equal(200);
+    expect(first.headers['x-svc-payment-outcome']).to.equal('settled');
     const again = await paid(call.body, payment);
     refusedFor(again, /already used/);
+    // The same payment with another body of the same price: refused too (a payment is used once, whatever it is sent with).
+    refusedFor(await paid(fresh().body, payment), /already used/);
     expect(call.reached()).to.equal(1);
+    expect(await chain.balanceOf(payer.address)).to.equal(before.payer - PER_CREDIT);
+    expect(await chain.balanceOf(chain.payTo)).to.equal(before.payTo + PER_CREDIT);
+  });
+
+  it('a payment covers exactly the calls it priced: a payment for one call sent with a batch of two is refused, nothing served', async () => {
+    const [a, b] = [fresh(), fresh()];
+    const { required } = await challengeOf(a.body);
+    const payer = chain.payers[1]!;
+    const before = await chain.balanceOf(payer.address);
+    const payment = await clientOf(payer).createPaymentPayload(required);
+    refusedFor(await paid([a.body, { ...b.body, id: 8 }], payment), new RegExp(`is for ${PER_CREDIT} but these calls cost ${2n * PER_CREDIT}`));
+    expect(a.reached() + b.reached()).to.equal(0);
+    expect(await chain.balanceOf(payer.address)).to.equal(before);
   });
 
   describe('refused before any upstream work, nothing settled', () => {
@@ -217,7 +272,7 @@ describe('e2e: pay per request (x402) on a real chain', function () {
     /** An EIP-3009 payment signed with viem directly, for the offer of `required`, with fields overridden. */
     const signed = async (
       required: Awaited<ReturnType<typeof challengeOf>>['required'],
-      over: { validBefore?: bigint; to?: Hex; value?: bigint; from?: PrivateKeyAccount } = {},
+      over: { validAfter?: bigint; validBefore?: bigint; to?: Hex; value?: bigint; from?: PrivateKeyAccount; chainId?: number; token?: Hex } = {},
     ) => {
       const offer = required.accepts[0]!;
       const signer = over.from ?? payer();
@@ -225,12 +280,12 @@ describe('e2e: pay per request (x402) on a real chain', function () {
         from: signer.address,
         to: over.to ?? (offer.payTo as Hex),
         value: over.value ?? BigInt(offer.amount),
-        validAfter: 0n,
+        validAfter: over.validAfter ?? 0n,
         validBefore: over.validBefore ?? BigInt(Math.floor(Date.now() / 1000) + 60),
         nonce: toHex(crypto.getRandomValues(new Uint8Array(32))),
       };
       const signature = await signer.signTypedData({
-        domain: { name: TOKEN_NAME, version: TOKEN_VERSION, chainId: CHAIN_ID, verifyingContract: chain.token },
+        domain: { name: TOKEN_NAME, version: TOKEN_VERSION, chainId: over.chainId ?? CHAIN_ID, verifyingContract: over.token ?? chain.token },
         types: {
           TransferWithAuthorization: [
             { name: 'from', type: 'address' },
@@ -264,6 +319,8 @@ describe('e2e: pay per request (x402) on a real chain', function () {
       const balance = await chain.balanceOf(payer().address);
       const { required } = await challengeOf(call.body);
       refusedFor(await paid(call.body, await signed(required, { validBefore: BigInt(Math.floor(Date.now() / 1000) - 5) })), /valid_before|expired/i);
+      // Not valid yet: its validAfter is still ahead.
+      refusedFor(await paid(call.body, await signed(required, { validAfter: BigInt(Math.floor(Date.now() / 1000) + 3600) })), /valid_after/i);
       await unserved(call, balance);
     });
 
@@ -277,6 +334,21 @@ describe('e2e: pay per request (x402) on a real chain', function () {
       const elsewhere = { ...required, accepts: [{ ...required.accepts[0]!, payTo: other }] };
       refusedFor(await paid(call.body, await clientOf(payer()).createPaymentPayload(elsewhere)), /chain, token, payee or scheme/);
       refusedFor(await paid(call.body, await signed(required, { to: other })), /payment refused/);
+      // Signed for another chain's domain while claiming this chain's offer.
+      refusedFor(await paid(call.body, await signed(required, { chainId: 1 })), /signature/);
+      await unserved(call, balance);
+    });
+
+    it('wrong token: an offer for another token, or an authorization signed for another token contract', async () => {
+      const call = fresh();
+      const balance = await chain.balanceOf(payer().address);
+      const { required } = await challengeOf(call.body);
+      const otherToken = privateKeyToAccount(generatePrivateKey()).address;
+      const inOther = { ...required, accepts: [{ ...required.accepts[0]!, asset: otherToken }] };
+      const client = clientOf(payer());
+      client.setSpendControls({ allowedAssets: [{ network: `eip155:${CHAIN_ID}`, asset: otherToken }] });
+      refusedFor(await paid(call.body, await client.createPaymentPayload(inOther)), /chain, token, payee or scheme/);
+      refusedFor(await paid(call.body, await signed(required, { token: otherToken })), /signature/);
       await unserved(call, balance);
     });
 

@@ -1,7 +1,7 @@
 /**
  * A local x402 facilitator for tests: `@x402/core`'s facilitator with `@x402/evm`'s exact scheme behind node:http (`POST /verify`,
  * `POST /settle`, `GET /supported`, the paths `HTTPFacilitatorClient` calls), reading and settling on an anvil directly with its own
- * funded key. Counts the requests it served.
+ * funded key. Counts the requests it served; a test can hold its settlements (`settleGate`) or fail the next ones (`failSettles`).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +17,10 @@ export interface FacilitatorHandle {
   url: string;
   /** Requests served, by path. */
   calls: { verify: number; settle: number; supported: number };
+  /** While set, each /settle waits for it before settling. */
+  settleGate?: Promise<void>;
+  /** How many of the next /settle requests fail with HTTP 503 (a facilitator down), without settling. */
+  failSettles: number;
   close(): Promise<void>;
 }
 
@@ -45,6 +49,7 @@ export async function startFacilitator(anvil: AnvilHandle, key: Hex): Promise<Fa
   const facilitator = new x402Facilitator();
   registerExactEvmScheme(facilitator, { signer, networks: `eip155:${anvil.chainId}` as `${string}:${string}` });
   const calls = { verify: 0, settle: 0, supported: 0 };
+  let handle!: FacilitatorHandle;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -62,6 +67,12 @@ export async function startFacilitator(anvil: AnvilHandle, key: Hex): Promise<Fa
               out = await facilitator.verify(paymentPayload, paymentRequirements);
             } else {
               calls.settle++;
+              if (handle.failSettles > 0) {
+                handle.failSettles--;
+                res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'facilitator unavailable' }));
+                return;
+              }
+              await handle.settleGate;
               out = await facilitator.settle(paymentPayload, paymentRequirements);
             }
           } else {
@@ -76,9 +87,11 @@ export async function startFacilitator(anvil: AnvilHandle, key: Hex): Promise<Fa
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
+  handle = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
+    failSettles: 0,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+  return handle;
 }
