@@ -8,7 +8,7 @@ import { resolveNetwork, resolveUpstream } from '../../config/load.ts';
 import type { ResolvedNetwork, ResolvedProject, UpstreamInput } from '../../config/types.ts';
 import { ErrUpstreamsExhausted } from '../wire/errors.ts';
 import { Network, Project } from '../registry/project.ts';
-import { Upstream, type UpstreamOptions } from '../registry/upstream.ts';
+import { Upstream, type UpstreamPoolOptions } from '../registry/upstream.ts';
 import { healthOutcome } from './blame.ts';
 import { installCallChain, installSender } from './chains.ts';
 import { UpstreamCursor, type AttemptHandler, type CallHandler, type ProxyHooks, type UpstreamCall } from './hooks.ts';
@@ -42,7 +42,7 @@ export class RegistryBuilder {
   }
 
   /** What every upstream is built with: the shared pools by origin, the config's proxy pools, the `upstreamFault` hook. */
-  upstreamOptions(): UpstreamOptions {
+  upstreamOptions(): UpstreamPoolOptions {
     const faults = this.hooks.upstreamFault;
     return { shared: this.pools, proxyPools: this.proxyPools(), classifyFault: faults.isUsed() ? (f, opts) => faults.call(f, opts) : undefined };
   }

@@ -3,6 +3,8 @@
  * proxy pools: each request through the next proxy in turn), and the gzip request bodies of `jsonRpc.enableGzip`. Chosen once, when the
  * upstream is built, so a feature that is off costs a call nothing.
  */
+import type { SvcError, SvcErrorOptions } from '../wire/errors.ts';
+import type { UpstreamFault } from '../wire/fault.ts';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { Pool, ProxyAgent, type Dispatcher } from 'undici';
@@ -17,6 +19,8 @@ export interface UpstreamPoolOptions {
   shared?: Map<string, Pool>;
   /** `proxyPools` by id, each pool's proxy URLs (`http://`, `https://`, `socks5://`): what `jsonRpc.proxyPool` names. */
   proxyPools?: ReadonlyMap<string, readonly string[]>;
+  /** Names an upstream's error answers (the `upstreamFault` hook); unset: each is `ErrEndpointServerSideException` with the vendor's code. */
+  classifyFault?: (fault: UpstreamFault, opts: SvcErrorOptions) => SvcError | undefined;
 }
 
 /** Creates the keep-alive pool for an origin (deadlines come from AbortSignals, not socket timers). */

@@ -5,7 +5,6 @@ import type { SvcError } from '../wire/errors.ts';
 import type { ResolvedUpstream } from '../../config/types.ts';
 import { DEFAULT_MAX_RESPONSE_SIZE, HttpTransport, type UpstreamPoolOptions } from './transport.ts';
 import type { Redactor } from '../../lib/redact.ts';
-import type { FaultClassifier } from '../wire/fault.ts';
 
 export { createOriginPool, DeadlineReason, isDeadline, DEFAULT_MAX_RESPONSE_SIZE, type UpstreamPoolOptions } from './transport.ts';
 
@@ -31,12 +30,6 @@ export interface DialRequest {
   readonly attempt: { dialled: boolean };
   /** The call's record: each dial counts one upstream attempt. */
   readonly ctx: { readonly record: { upstreamAttempts: number } };
-}
-
-/** How an upstream is built: its pools and how its error answers are named. */
-export interface UpstreamOptions extends UpstreamPoolOptions {
-  /** Names its error answers (the `upstreamFault` hook); unset: each is `ErrEndpointServerSideException` with the vendor's code. */
-  classifyFault?: FaultClassifier;
 }
 
 /** A configured upstream endpoint. */
@@ -76,7 +69,7 @@ export class Upstream {
   constructor(
     readonly config: ResolvedUpstream,
     readonly projectId: string,
-    pool: UpstreamOptions = {},
+    pool: UpstreamPoolOptions = {},
   ) {
     this.id = config.id;
     this.vendor = config.vendor;
