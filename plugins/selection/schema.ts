@@ -139,15 +139,20 @@ export function settingsPath(host: PluginHost, network: Network): string {
   return ni < 0 ? `projects[${pi}].networkDefaults.selectionPolicy` : `projects[${pi}].networks[${ni}].selectionPolicy`;
 }
 
+/** Least time the load-time trial run of a policy gets, ms: enough for a cold context on a busy machine, short enough to catch a loop. */
+const TRIAL_MIN_MS = 2000;
+
 /**
  * Runs a YAML policy once over two healthy synthetic upstreams (ids `a`, `b`), so a call to a
  * helper svc does not provide, a typo or a wrong return shape fails at load, naming the key,
  * rather than at every evaluation.
- * @throws ConfigError naming `<path>.evalFunc` when the run throws, overruns evalTimeout or returns no array
+ * It checks shape, not speed: it gets at least {@link TRIAL_MIN_MS}, so a loaded machine (a cold vm context) never refuses a valid policy.
+ * @throws ConfigError naming `<path>.evalFunc` when the run throws, never ends within its bound or returns no array
  */
 function trialRun(s: SelectionSettings, path: string): void {
   try {
-    const r = evaluatePolicy([{ id: 'a' }, { id: 'b' }], { evalFunc: s.evalFunc, weights: s.weights, evalTimeoutMs: s.evalTimeoutMs, network: 'evm:1' });
+    const evalTimeoutMs = Math.max(s.evalTimeoutMs, TRIAL_MIN_MS);
+    const r = evaluatePolicy([{ id: 'a' }, { id: 'b' }], { evalFunc: s.evalFunc, weights: s.weights, evalTimeoutMs, network: 'evm:1' });
     if (r instanceof Promise) throw new Error('the policy answered asynchronously');
   } catch (e) {
     throw new ConfigError([{ path: `${path}.evalFunc`, message: `the policy failed a trial run over two healthy upstreams: ${(e as Error).message}` }]);

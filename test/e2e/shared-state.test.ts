@@ -162,7 +162,9 @@ describe('e2e: shared state across replicas (Redis)', function () {
     const { failures, calls } = await done();
     expect(failures).to.deep.equal([]);
     expect(calls).to.be.above(30);
-    // One warn line when Redis went, one info line when it came back, at every replica.
+    // One warn line when Redis went, one info line when it came back, at every replica. A line reaches the test through the
+    // child's stdout pipe, after the gauge it follows: wait for it, then count.
+    await waitFor(() => outageLines(replicas, marks).every(([, back]) => back >= 1), 5000).catch(() => undefined);
     expect(outageLines(replicas, marks)).to.deep.equal(replicas.map(() => [1, 1]));
     // The fresh Redis holds nothing: the polling replica's snapshot brings the head back to the others.
     await allAt('svc_upstream_latest_block', start + 5, 'upstream="a"', 5000);
