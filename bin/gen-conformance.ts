@@ -32,6 +32,9 @@ import { pathToFileURL } from 'node:url';
 import { PACKAGE_ROOT } from '../core/wire/version.ts';
 import { DEVIATIONS, README_DEVIATIONS, UNTESTABLE } from '../test/conformance/exceptions.ts';
 import { MUTATION_RUN, MUTATION_SCORES, MUTATION_TARGET } from '../test/conformance/mutation.ts';
+import { extractRules, type Rule } from './conformance-rules.ts';
+
+export { extractRules, type Rule, sentencesOf } from './conformance-rules.ts';
 
 /** Path of the interface document inside the repository. */
 export const INTERFACE_FILE = join(PACKAGE_ROOT, 'docs', 'interface.md');
@@ -39,16 +42,6 @@ export const INTERFACE_FILE = join(PACKAGE_ROOT, 'docs', 'interface.md');
 export const CONFORMANCE_FILE = join(PACKAGE_ROOT, 'docs', 'conformance.md');
 /** Separator between a rule id and the description in a test title. */
 export const TITLE_SEPARATOR = ' — ';
-
-/** One rule of the interface document. */
-export interface Rule {
-  /** Rule id, e.g. `§4.2 #3`, `§2.8 (a)`, `§4.3 any:initializedUpstreams`. */
-  id: string;
-  /** Section number (`4.2`, `5`). */
-  section: string;
-  /** The rule's text (list item, lettered clause or the row's other cells), backticks kept. */
-  text: string;
-}
 
 /** What one titled test did in a real run (test/helpers/test-record.ts writes these). */
 export interface TestOutcome {
@@ -70,111 +63,6 @@ export interface TitledTest {
   title: string;
   /** Test file, relative to the package root, `/`-separated. */
   file: string;
-}
-
-const stripTicks = (s: string): string => s.replace(/`/g, '').trim();
-
-/** Splits a markdown table row on pipes that are not escaped (`\|`). */
-function cells(line: string): string[] {
-  const inner = line.trim().replace(/^\|/, '').replace(/\|$/, '');
-  return inner.split(/(?<!\\)\|/).map((c) => c.replace(/\\\|/g, '|').trim());
-}
-
-/**
- * The sentences of one prose line: split after a full stop followed by a capital letter or a
- * backtick (`e.g. a pattern` stays whole); a label of at most three words ending with `:` that
- * introduces a table or list is no sentence.
- */
-export function sentencesOf(line: string): string[] {
-  return line
-    .trim()
-    .split(/(?<=\.)\s+(?=[A-Z`])/)
-    .map((x) => x.trim())
-    .filter((x) => x !== '' && !(x.endsWith(':') && x.split(/\s+/).length <= 3));
-}
-
-/**
- * Extracts every rule of the interface document, in document order.
- * @param markdown the document text
- * @throws Error when two rules get the same id (the convention would be ambiguous)
- */
-export function extractRules(markdown: string): Rule[] {
-  const rules: Rule[] = [];
-  let section: string | undefined;
-  /** Rows of the current section's tables, resolved at the end of the section. */
-  let rows: { first: string; second: string; text: string; hash: boolean }[] = [];
-  let tableHash = false;
-  let inTable = false;
-  /** Prose sentences counted so far, by section. */
-  const prose = new Map<string, number>();
-  const flushRows = () => {
-    if (section === undefined) return;
-    const count = new Map<string, number>();
-    for (const r of rows) count.set(r.first, (count.get(r.first) ?? 0) + 1);
-    for (const r of rows) {
-      const base = r.hash ? `#${r.first}` : r.first;
-      const id = (count.get(r.first) ?? 0) > 1 ? `§${section} ${base} / ${r.second}` : `§${section} ${base}`;
-      rules.push({ id, section, text: r.text });
-    }
-    rows = [];
-  };
-  const lines = markdown.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i] ?? '';
-    const heading = /^#{1,6}\s+(\d+(?:\.\d+)*)\.?\s/.exec(line);
-    if (heading) {
-      flushRows();
-      section = heading[1];
-      inTable = false;
-      continue;
-    }
-    if (/^#{1,6}\s/.test(line)) {
-      flushRows();
-      section = undefined;
-      continue;
-    }
-    if (section === undefined) continue;
-    if (line.trim().startsWith('|')) {
-      if (!inTable) {
-        // Header row; the next line is the separator.
-        inTable = true;
-        tableHash = stripTicks(cells(line)[0] ?? '') === '#';
-        i++;
-        continue;
-      }
-      const c = cells(line);
-      rows.push({ first: stripTicks(c[0] ?? ''), second: stripTicks(c[1] ?? ''), text: c.slice(1).join(' · '), hash: tableHash });
-      continue;
-    }
-    inTable = false;
-    const item = /^(\d+)\.\s+(.*)$/.exec(line);
-    if (item) {
-      rules.push({ id: `§${section} #${item[1]}`, section, text: item[2] ?? '' });
-      continue;
-    }
-    const sec = section;
-    const letters = [...line.matchAll(/\(([a-z])\)\s/g)];
-    if (letters.length === 0 && line.trim() !== '' && !line.startsWith('>')) {
-      for (const sentence of sentencesOf(line)) {
-        const n = (prose.get(sec) ?? 0) + 1;
-        prose.set(sec, n);
-        rules.push({ id: `§${sec} ¶${n}`, section: sec, text: sentence });
-      }
-      continue;
-    }
-    letters.forEach((m, k) => {
-      const start = (m.index ?? 0) + m[0].length;
-      const end = letters[k + 1]?.index ?? line.length;
-      rules.push({ id: `§${sec} (${m[1]})`, section: sec, text: line.slice(start, end).replace(/[;\s]+$/, '') });
-    });
-  }
-  flushRows();
-  const seen = new Set<string>();
-  for (const r of rules) {
-    if (seen.has(r.id)) throw new Error(`interface.md: rule id ${r.id} occurs twice`);
-    seen.add(r.id);
-  }
-  return rules;
 }
 
 /**

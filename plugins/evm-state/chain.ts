@@ -8,84 +8,16 @@
  * availability, finality classification, the cache, consensus, select and the healthcheck.
  */
 import type { Network, Upstream } from 'svc-proxy/plugin';
-import type { HeadVerdict, NetworkChainState as NetworkChainStateView, UpstreamChainState as UpstreamChainStateView } from './api.ts';
+import type { HeadVerdict, NetworkChainState as NetworkChainStateView } from './api.ts';
 import { SHADOW_UPSTREAM } from 'svc-proxy/plugins/shadow';
 import { judgeHeadFacts, SOLE_REPORTER_GRACE_MS, witnessesOf } from './plausibility.ts';
 import { networkChainState } from './api.ts';
 import { majorityHead, type ServedTipAxes } from './served-tip.ts';
+import { CanonicalHashes, HASH_HEIGHTS, MAX_REORGS } from './hashes.ts';
+import { UpstreamChainState } from './upstream-chain.ts';
 
-/** One upstream's view of the chain. */
-export class UpstreamChainState implements UpstreamChainStateView {
-  /**
-   * Highest accepted latest block of this upstream: answers only move it forward, a state poll sets
-   * it (down too: a resynced node's poll is its truth). An implausible report never lands here.
-   */
-  latest = 0;
-  /** Accepted finalized block of this upstream (answers move it forward, a poll sets it). */
-  finalized = 0;
-  /**
-   * The upstream reported a finalized block, 0 included: a young chain (a fresh dev node) has
-   * finalized its genesis and nothing else, which is known, not unknown.
-   */
-  finalizedKnown = false;
-  /**
-   * The last latest block this upstream reported, whatever its verdict (-1 = none yet; 0 is a
-   * genesis head): a witness for another upstream's report of the same height (head plausibility,
-   * docs/evm.md), never for its own.
-   */
-  reported = -1;
-  /**
-   * A state poll of this upstream finished without a latest block (down, refusing, failing): it was
-   * asked and stayed silent, so it cannot corroborate another's head (head plausibility: who counts
-   * as the network's only source).
-   */
-  silent = false;
-  /**
-   * Its head was judged against a vouched network head, confirmed by a witness, or it is the only
-   * source (head plausibility, docs/evm.md). A head accepted at start-up, with nothing to judge it
-   * against, is not vouched: while any upstream is, the network's heads count vouched ones only,
-   * so a lie told first at start-up stops counting as soon as an honest upstream reports.
-   */
-  vouched = false;
-  /**
-   * Highest block of this upstream proven to link by parent hash to a block the network recorded
-   * as canonical (head plausibility, plugins/evm-state/link.ts); 0 when none. Its reports up to it are confirmed.
-   */
-  linked = 0;
-  /** Heads of this upstream currently judged implausible, by kind (one log line per episode). */
-  readonly implausible = { latest: false, finalized: false };
-  /** Last `eth_syncing` answer said syncing. */
-  syncing = false;
-  /** Consecutive polls that said "not syncing". */
-  notSyncingStreak = 0;
-  /** Time of the last successful poll, ms. */
-  lastPollAt = 0;
-
-  /** Advances the latest block; returns true when it moved. */
-  advanceLatest(n: number): boolean {
-    if (!(n > this.latest)) return false;
-    this.latest = n;
-    return true;
-  }
-
-  /** Sets the latest block from a state poll (may move back: the poll is the upstream's truth). */
-  setLatest(n: number): void {
-    this.latest = n;
-  }
-
-  /** Advances the finalized block; returns true when it moved. */
-  advanceFinalized(n: number): boolean {
-    if (n >= 0) this.finalizedKnown = true;
-    if (!(n > this.finalized)) return false;
-    this.finalized = n;
-    return true;
-  }
-}
-
-/** Recent heights whose canonical hash is remembered for reorg checks. */
-export const HASH_HEIGHTS = 256;
-/** Recent reorgs remembered for {@link NetworkChainState.reorgedSince}. */
-export const MAX_REORGS = 32;
+export { HASH_HEIGHTS, MAX_REORGS } from './hashes.ts';
+export { UpstreamChainState } from './upstream-chain.ts';
 
 /**
  * Share of the estimated block time after which the next block counts as due: the estimate is
@@ -121,9 +53,8 @@ export class NetworkChainState implements NetworkChainStateView {
    * poll confirms stays fresh.
    */
   pollIntervalMs = 0;
-  /** Canonical block hashes by height, as polled (bounded to {@link HASH_HEIGHTS}). */
-  private readonly hashes = new Map<number, string>();
-  private readonly reorgs: Array<{ at: number; from: number }> = [];
+  /** Canonical block hashes by height, as polled (bounded to {@link HASH_HEIGHTS}), and the reorgs they revealed. */
+  private readonly canonical: CanonicalHashes;
   /**
    * When this process first recorded a canonical block hash, ms; 0 while it never has. A reorg
    * before that moment could not have been seen here, so an unfinalized cache entry written
@@ -144,6 +75,7 @@ export class NetworkChainState implements NetworkChainStateView {
     private readonly now: () => number = Date.now,
   ) {
     this.createdAt = now();
+    this.canonical = new CanonicalHashes(now);
   }
 
   /** The state of one upstream (created on first use). */
@@ -308,27 +240,13 @@ export class NetworkChainState implements NetworkChainStateView {
    * @param parentHash the block's parent hash, when known
    */
   observeBlockHash(n: number, hash: string, parentHash?: string): void {
-    const h = hash.toLowerCase();
     if (this.watchingSince === 0) this.watchingSince = this.now();
-    const before = this.hashes.get(n);
-    const conservative = this.highestFinalized + 1;
-    let forkFrom: number | undefined;
-    const p = parentHash?.toLowerCase();
-    const below = n > 0 ? this.hashes.get(n - 1) : undefined;
-    if (p !== undefined && below !== undefined && below !== p) forkFrom = Math.min(conservative, n - 1);
-    else if (before !== undefined && before !== h) forkFrom = p !== undefined && below === p ? n : Math.min(conservative, n);
-    if (p !== undefined && n > 0) this.remember(n - 1, p);
-    this.remember(n, h);
-    if (forkFrom === undefined) return;
-    // Heights between the fork and the parent are no longer known to be canonical.
-    for (const k of this.hashes.keys()) if (k >= forkFrom && k < n - 1) this.hashes.delete(k);
-    this.reorgs.push({ at: this.now(), from: forkFrom });
-    if (this.reorgs.length > MAX_REORGS) this.reorgs.shift();
+    this.canonical.observe(n, hash.toLowerCase(), parentHash?.toLowerCase(), this.highestFinalized);
   }
 
   /** The hash of block `n` on the chain as last polled, if recorded (the last {@link HASH_HEIGHTS} heights). */
   hashAt(n: number): string | undefined {
-    return this.hashes.get(n);
+    return this.canonical.hashAt(n);
   }
 
   /**
@@ -337,22 +255,17 @@ export class NetworkChainState implements NetworkChainStateView {
    * unless the block is fetched again and compared (the evm-state poller does).
    */
   unverifiedBelow(n: number): number | undefined {
-    if (this.hashes.has(n - 1)) return undefined;
-    let m: number | undefined;
-    for (const k of this.hashes.keys()) if (k < n - 1 && (m === undefined || k > m)) m = k;
-    return m !== undefined && m > this.highestFinalized ? m : undefined;
+    return this.canonical.unverifiedBelow(n, this.highestFinalized);
   }
 
   /** The highest height below `n` whose canonical hash is recorded, if any (where a parent-hash walk ends). */
   recordedBelow(n: number): number | undefined {
-    let m: number | undefined;
-    for (const k of this.hashes.keys()) if (k < n && (m === undefined || k > m)) m = k;
-    return m;
+    return this.canonical.recordedBelow(n);
   }
 
   /** The last reorg seen: when (ms) and the lowest height it may have replaced; undefined when none. */
   get lastReorg(): { at: number; from: number } | undefined {
-    return this.reorgs[this.reorgs.length - 1];
+    return this.canonical.lastReorg;
   }
 
   /**
@@ -360,19 +273,7 @@ export class NetworkChainState implements NetworkChainStateView {
    * {@link MAX_REORGS} reorgs are remembered).
    */
   reorgedSince(writtenAt: number, n: number): boolean {
-    for (const r of this.reorgs) if (r.at >= writtenAt && n >= r.from) return true;
-    return false;
-  }
-
-  private remember(n: number, hash: string): void {
-    this.hashes.delete(n);
-    this.hashes.set(n, hash);
-    if (this.hashes.size > HASH_HEIGHTS) {
-      // Forget the lowest recorded height (a Map keeps insertion order, not height order).
-      let low = Infinity;
-      for (const k of this.hashes.keys()) if (k < low) low = k;
-      this.hashes.delete(low);
-    }
+    return this.canonical.reorgedSince(writtenAt, n);
   }
 
   /** Records a finalized block seen from an upstream. */

@@ -34,33 +34,22 @@
  * are appended. node-redis reconnects with a capped backoff. Off unless the top-level
  * `sharedState` is set.
  *
- * Files: `merge.ts` (head merge rules), `ops.ts` (the operator-change log), `link.ts`
+ * Files: `merge.ts` (head merge rules), `heads.ts` (heads to and from the chain state), `ops.ts` (the operator-change log), `link.ts`
  * (connected or not, the PING watch), `schema.ts` (config), `erpc.ts` (eRPC's
  * `database.sharedState` and `clusterKey` rewritten into `sharedState` at load); this file wires Redis.
  */
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
-import { definePlugin, type Plugin, type PluginHost, type Upstream, type Network } from 'svc-proxy/plugin';
-import { CHAIN_STATE_SERVICE } from 'svc-proxy/plugins/evm-state';
+import { definePlugin, type Plugin, type PluginHost } from 'svc-proxy/plugin';
 import { fleetReplicaId, type FleetRelayRegistration, openRedisClient, type RedisClient, registerFleetRelay, sleep } from 'svc-proxy/util';
 import { normalizeSharedStateShapes } from './erpc.ts';
 import { DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, LinkState, PingWatch } from './link.ts';
-import {
-  type DropReason,
-  entryTtlMs,
-  type HeadContext,
-  HeadLedger,
-  headsToApply,
-  MAX_SNAPSHOT_ENTRIES,
-  messagesOf,
-  parseMessage,
-  type SharedHead,
-} from './merge.ts';
+import { type DropReason, entryTtlMs, HeadLedger, headsToApply, MAX_SNAPSHOT_ENTRIES, messagesOf, parseMessage } from './merge.ts';
+import { headBridge } from './heads.ts';
 import { DropTally } from './drops.ts';
 import { entriesOfReply, opFields, OPS_READ_COUNT, OpsOutbox } from './ops.ts';
 import { ClientCloser } from './close.ts';
 import { DEFAULT_CHANGE_SCAN_MS, sharedStateSchema, sharedStateSettingsOf, type SharedStateSettings } from './schema.ts';
-import { networkChainState } from 'svc-proxy/plugins/evm-state';
 import { SHARED_VALUES_SERVICE } from './api.ts';
 import { sharedValues } from './values.ts';
 
@@ -119,15 +108,6 @@ export interface SharedStatePluginOptions {
   pingTimeoutMs?: number;
 }
 
-/** Every serving upstream of every project with its network. */
-function* upstreamsOf(host: PluginHost): Generator<{ network: Network; upstream: Upstream }> {
-  for (const project of host.projects.values()) {
-    for (const network of project.networks.values()) {
-      for (const upstream of network.upstreams) yield { network, upstream };
-    }
-  }
-}
-
 /**
  * Creates the shared-state plugin (name `shared-state`).
  * @param opts scan interval of local head changes, PING interval and timeout
@@ -168,44 +148,7 @@ export function sharedStatePlugin(opts: SharedStatePluginOptions = {}): Plugin {
       });
       for (const reason of DropTally.reasons) dropped.inc({ reason }, 0);
 
-      const find = (project: string, upstream: string): { network: Network; upstream: Upstream } | undefined => {
-        const p = host.projects.get(project);
-        const u = p?.upstreams.get(upstream);
-        if (!p || !u) return undefined;
-        for (const network of p.networks.values()) if (network.upstreams.includes(u)) return { network, upstream: u };
-        return undefined;
-      };
-      // The same plausibility rule as this replica's own polls: a head another replica (or
-      // anything that writes to Redis) reports moves nothing it would not move here.
-      const context: HeadContext = {
-        known: (h) => {
-          const at = find(h.project, h.upstream);
-          if (!at) return undefined;
-          const s = networkChainState(host, at.network).peek(at.upstream);
-          return { latest: s?.latest ?? 0, finalized: s?.finalized ?? 0 };
-        },
-        judge: (h, n, kind) => {
-          const at = find(h.project, h.upstream);
-          // Judged with no reporting upstream: another replica's word is no upstream's own report
-          // (so never a sole source), and this replica's own view of that upstream is a witness.
-          return at ? networkChainState(host, at.network).judgeHead(n, kind, undefined, true) : 'implausible';
-        },
-      };
-      const apply = (heads: SharedHead[]): void => {
-        const service = host.services.get(CHAIN_STATE_SERVICE);
-        for (const h of heads) {
-          const at = find(h.project, h.upstream);
-          if (!at) continue;
-          service?.observeShared?.(at.network, at.upstream, h.latest, h.finalized);
-          ledger.learned(h);
-        }
-      };
-      const local = function* (): Generator<SharedHead> {
-        for (const { network, upstream } of upstreamsOf(host)) {
-          const s = networkChainState(host, network).peek(upstream);
-          if (s && (s.latest > 0 || s.finalized > 0)) yield { project: upstream.projectId, upstream: upstream.id, latest: s.latest, finalized: s.finalized };
-        }
-      };
+      const { context, apply, local } = headBridge(host, ledger);
       /** What went wrong last (an error message of node-redis: host and port, never the URI's credentials). */
       let reason = '';
       const link = new LinkState((up, atStart) => {

@@ -63,7 +63,7 @@ function envFor(text: string): NodeJS.ProcessEnv {
 }
 
 /**
- * What `svc validate` does with a raw config (bin/svc.ts `validate()`), in-process: the
+ * What `svc validate` does with a raw config (bin/commands.ts `validate()`), in-process: the
  * config's `preset` (else `default`), then createProxy with that preset's plugins.
  * @throws ConfigError or PluginContractError as `svc validate` would report them
  */

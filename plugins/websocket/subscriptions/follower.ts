@@ -33,6 +33,9 @@ import { sleep } from 'svc-proxy/util';
 import type { HeadVerdict } from 'svc-proxy/plugins/evm-state';
 import { type LogFilter, matchLog } from './filter.ts';
 import { networkChainState } from 'svc-proxy/plugins/evm-state';
+import { asBlock, type BlockInfo, headerJson, removedJson } from './blocks.ts';
+
+export { asBlock, type BlockInfo, headerJson } from './blocks.ts';
 
 /** Reads one JSON-RPC result through the network's pipeline; throws on any failure. */
 export type NetworkFetch = (method: string, params: unknown[]) => Promise<unknown>;
@@ -51,9 +54,6 @@ export const RESYNC_READS = 5;
 /** Shortest pause between two ticks, ms (a flood of upstream wake-ups cannot spin the follower). */
 export const MIN_TICK_GAP_MS = 20;
 
-/** Fields of a block object that are not part of a `newHeads` header (geth sends none of them). */
-const NOT_HEADER = new Set(['transactions', 'uncles', 'withdrawals', 'size', 'totalDifficulty']);
-
 /** A `logs` feed as the follower sees it: its filter and where its logs go. */
 export interface LogsTarget {
   /** The canonical filter. */
@@ -70,42 +70,11 @@ export interface FollowerTargets {
   logs(): Iterable<LogsTarget>;
 }
 
-/** A block as read: number, hashes (lower-case) and the node's object. */
-export interface BlockInfo {
-  number: number;
-  hash: string;
-  parentHash: string;
-  raw: Record<string, unknown>;
-}
-
 /** An emitted block kept in the window, with the logs each feed emitted for it (JSON). */
 interface Emitted {
   number: number;
   hash: string;
   logs: Map<LogsTarget, string[]>;
-}
-
-/**
- * A block object from a node answer, or undefined when it is not one (null: not known yet).
- * @param v an `eth_getBlockBy*` result
- */
-export function asBlock(v: unknown): BlockInfo | undefined {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
-  const o = v as Record<string, unknown>;
-  const n = typeof o.number === 'string' && /^0x[0-9a-fA-F]{1,13}$/.test(o.number) ? Number.parseInt(o.number, 16) : undefined;
-  if (n === undefined || typeof o.hash !== 'string' || typeof o.parentHash !== 'string') return undefined;
-  return { number: n, hash: o.hash.toLowerCase(), parentHash: o.parentHash.toLowerCase(), raw: o };
-}
-
-/**
- * The `newHeads` notification result of a block: its header, as geth sends it (the block's fields
- * but `transactions`, `uncles`, `withdrawals`, `size`, `totalDifficulty`), JSON.
- * @param raw the node's block object
- */
-export function headerJson(raw: Record<string, unknown>): string {
-  const h: Record<string, unknown> = {};
-  for (const k of Object.keys(raw)) if (!NOT_HEADER.has(k)) h[k] = raw[k];
-  return JSON.stringify(h);
 }
 
 /** Options of a {@link HeadFollower}. */
@@ -419,11 +388,4 @@ export class HeadFollower {
     this.last = e;
     this.window.delete(b.number - WINDOW_BLOCKS);
   }
-}
-
-/** A log's JSON with `removed: true` (a log of an abandoned block). */
-function removedJson(json: string): string {
-  const o = JSON.parse(json) as Record<string, unknown>;
-  o.removed = true;
-  return JSON.stringify(o);
 }
