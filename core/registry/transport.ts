@@ -3,45 +3,24 @@
  * and parsed once, and every upstream fault named here (the `upstreamFault` hook), where it arrives, with the upstream's secrets redacted.
  */
 import { Readable } from 'node:stream';
-import { errors as undiciErrors, type Pool } from 'undici';
-import {
-  ErrCancelled,
-  ErrEndpointRequestTimeout,
-  ErrEndpointServerSideException,
-  ErrUpstreamMalformedResponse,
-  ErrUpstreamRequestTooLarge,
-  SvcError,
-  type UpstreamErrorRaw,
-} from '../wire/errors.ts';
+import type { Pool } from 'undici';
+import { ErrUpstreamMalformedResponse, ErrUpstreamRequestTooLarge, SvcError } from '../wire/errors.ts';
 import { decodeBody, RESPONSE_BYTES } from '../../lib/body.ts';
 import { fetchAnswer, NEVER_ABORTED } from './answer-sink.ts';
 import { createOriginPool, encodedRequest, ProxyRotation, type RequestDispatcher, type UpstreamPoolOptions } from './outbound.ts';
-import { arrayElements, extractTopLevelValue, scanAnswer } from '../../lib/json-scan.ts';
+import { arrayElements, scanAnswer } from '../../lib/json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../wire/jsonrpc.ts';
-import { type FaultClassifier, nameUpstreamFault } from '../wire/fault.ts';
+import { type FaultClassifier, nameUpstreamFault, type UpstreamFault } from '../wire/fault.ts';
+import { rpcErrorFault, transportError } from './upstream-faults.ts';
 import { excerptOf, Redactor, safeDecode, secretsOf } from '../../lib/redact.ts';
 
 export { createOriginPool, type UpstreamPoolOptions } from './outbound.ts';
+export { DeadlineReason, isDeadline } from './deadline.ts';
 
-const ABORT_TIMEOUT = Symbol('svc.timeout');
 const CLOSE = Buffer.from('}');
-
-/** The abort reason used for call deadlines, so the transport can tell timeouts from cancellations. */
-export class DeadlineReason {
-  readonly [ABORT_TIMEOUT] = true;
-  constructor(readonly message = 'request deadline exceeded') {}
-}
-
-/** True when an abort reason is a deadline (not a hedge loss or client cancel). */
-export function isDeadline(reason: unknown): boolean {
-  return !!reason && typeof reason === 'object' && ABORT_TIMEOUT in reason;
-}
 
 /** Default `upstreams[].maxResponseSize`, bytes. */
 export const DEFAULT_MAX_RESPONSE_SIZE = 256 * 1024 * 1024;
-
-/** Request bodies at least this large that lose their connection mid-send were refused for size. */
-const LARGE_REQUEST_BYTES = 1024 * 1024;
 
 /** What one transport needs from its upstream's resolved config. */
 export interface TransportConfig {
@@ -180,7 +159,7 @@ export class HttpTransport {
         this.gzip,
       ));
     } catch (e) {
-      throw this.transportError(e, body.bytes, signal);
+      throw transportError(e, body.bytes, signal, this.cfg.id, this.redactor);
     }
     try {
       return this.parse(status, bytes, body.id, method);
@@ -210,7 +189,7 @@ export class HttpTransport {
           : { path: this.path, method: 'POST' as const, headers: this.headers, body: text };
       ({ status, bytes } = await fetchAnswer(this.pool, opts, never, maxResponseSize, up, this.gzip));
     } catch (e) {
-      const err = this.transportError(e, text.length, never);
+      const err = transportError(e, text.length, never, this.cfg.id, this.redactor);
       return calls.map(() => err);
     }
     try {
@@ -285,32 +264,6 @@ export class HttpTransport {
     return this.post(this.body(method, params), method, signal);
   }
 
-  private transportError(e: unknown, bodyBytes: number, signal: AbortSignal): SvcError {
-    if (e instanceof SvcError) return e;
-    const id = this.cfg.id;
-    if (signal.aborted) {
-      const r: unknown = signal.reason;
-      if (r instanceof SvcError) return r;
-      if (isDeadline(r)) return new ErrEndpointRequestTimeout(`upstream ${id} did not answer before the deadline`, { details: { upstream: id } });
-      return new ErrCancelled(`request to upstream ${id} was cancelled`, { details: { upstream: id } });
-    }
-    if (e instanceof undiciErrors.HeadersTimeoutError || e instanceof undiciErrors.BodyTimeoutError || e instanceof undiciErrors.ConnectTimeoutError) {
-      return new ErrEndpointRequestTimeout(`upstream ${id} timed out: ${this.redactor.text((e as Error).message)}`, { details: { upstream: id } });
-    }
-    const err = e as NodeJS.ErrnoException;
-    const code = err.code ?? '';
-    // The upstream hung up while svc was still writing a large body: it refused the size.
-    if (bodyBytes >= LARGE_REQUEST_BYTES && (code === 'EPIPE' || code === 'ECONNRESET' || code === 'UND_ERR_SOCKET')) {
-      return new ErrUpstreamRequestTooLarge(`upstream ${id} closed the connection while receiving a ${bodyBytes}-byte request (${code})`, {
-        details: { upstream: id, errno: code },
-      });
-    }
-    return new ErrEndpointServerSideException(
-      `transport error talking to upstream ${id}: ${code} ${this.redactor.text(err.message ?? '')}`.replace(/\s+/g, ' ').trim(),
-      { details: { upstream: id, errno: err.code } },
-    );
-  }
-
   private parse(status: number, bytes: Buffer, id: number, method: string): RpcResult {
     return this.parseText(status, decodeBody(bytes), bytes, id, method);
   }
@@ -341,7 +294,7 @@ export class HttpTransport {
       throw new ErrUpstreamMalformedResponse(`upstream ${up} answered member "${this.redactor.text(scan.duplicate)}" twice`, { details: { upstream: up } });
     }
     const o = body as { id?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown; data?: unknown } };
-    if (o.error && typeof o.error === 'object') return this.throwRpcError(status, text, o.error, method);
+    if (o.error && typeof o.error === 'object') return this.throwFault(rpcErrorFault(status, text, o.error, method, this.redactor));
     if (status >= 400) return this.throwFault({ status, message: this.excerpt(text), method });
     if (!('result' in o)) throw new ErrUpstreamMalformedResponse(`upstream ${up} answered without result or error`, { details: { upstream: up } });
     if (o.id !== id && o.id !== String(id)) {
@@ -359,32 +312,7 @@ export class HttpTransport {
     return r;
   }
 
-  /** A JSON-RPC error object: classified, its raw pieces kept (redacted) for pass-through. */
-  private throwRpcError(status: number, text: string, e: { code?: unknown; message?: unknown; data?: unknown }, method: string): never {
-    const code = typeof e.code === 'number' && Number.isInteger(e.code) ? e.code : undefined;
-    const message = this.redactor.text(typeof e.message === 'string' ? e.message : (JSON.stringify(e) ?? ''));
-    let data = e.data;
-    let raw: UpstreamErrorRaw | undefined;
-    const errText = extractTopLevelValue(text, 'error');
-    if (errText !== undefined && code !== undefined && typeof e.message === 'string') {
-      const codeRaw = extractTopLevelValue(errText, 'code');
-      const msgRaw = extractTopLevelValue(errText, 'message');
-      const dataRaw = extractTopLevelValue(errText, 'data');
-      if (codeRaw !== undefined && msgRaw !== undefined) {
-        raw = { whole: this.redactor.text(errText), code: codeRaw, message: this.redactor.text(msgRaw) };
-        if (dataRaw !== undefined) {
-          raw.data = this.redactor.text(dataRaw);
-          if (raw.data !== dataRaw) data = safeParse(raw.data);
-        }
-      }
-    } else if (data !== undefined && !this.redactor.empty) {
-      const t = JSON.stringify(data);
-      if (t !== undefined && this.redactor.text(t) !== t) data = safeParse(this.redactor.text(t));
-    }
-    return this.throwFault({ status, code, message, data, method, raw });
-  }
-
-  private throwFault(f: { status: number; code?: number; message: string; data?: unknown; method: string; raw?: UpstreamErrorRaw }): never {
+  private throwFault(f: UpstreamFault): never {
     throw nameUpstreamFault(f, this.cfg.id, this.cfg.classify);
   }
 
@@ -401,14 +329,6 @@ export class HttpTransport {
   /** Aborts every in-flight request and closes the pool at once (own pools only). */
   async destroy(): Promise<void> {
     if (this.ownsPool) await this.pool.destroy().catch(() => undefined);
-  }
-}
-
-function safeParse(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
   }
 }
 

@@ -16,8 +16,15 @@ import { PACKAGE_ROOT } from '../../core/wire/version.ts';
 
 const run = promisify(execFile);
 
-/** Folders (and files) compiled by tsconfig.build.json. */
-const SOURCES = ['core', 'config', 'lib', 'plugins', 'presets', join('bin', 'svc.ts')];
+/** Folders and files compiled by tsconfig.build.json: bin/svc.ts and the bin/ modules it imports (demo and the doc generators are not built). */
+const SOURCES = [
+  'core',
+  'config',
+  'lib',
+  'plugins',
+  'presets',
+  ...['svc', 'start', 'commands', 'cli-config', 'cluster', 'healthcheck', 'signals'].map((f) => join('bin', `${f}.ts`)),
+];
 
 function* tsFiles(path: string): Generator<string> {
   const st = statSync(path, { throwIfNoEntry: false });
