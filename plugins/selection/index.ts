@@ -15,7 +15,17 @@
  * evaluation loop, decisions ring, gauges), `accessors.ts` (hooks and state readers); this file
  * wires them.
  */
-import { type CallContext, type Network, definePlugin, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc-proxy/plugin';
+import {
+  type CallContext,
+  type CallHandler,
+  CallStage,
+  type Network,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  SelectStage,
+  type Upstream,
+} from 'svc-proxy/plugin';
 import type { Reachability } from 'svc-proxy/plugin/contracts';
 import {
   evaluateSelection,
@@ -30,6 +40,7 @@ import {
 import { defaultPolicy, type EvalFunc } from './policy.ts';
 import { readSelectionSettings, selectionSchemaFragment, settingsPath, validateConfig, type SelectionSettings } from './schema.ts';
 import { createSelectionMetrics, MAX_DECISIONS, NetworkSelection } from './state.ts';
+import { asksForProbes, createProbeCounter, ExcludedProber } from './prober.ts';
 
 export {
   evaluateSelection,
@@ -45,7 +56,8 @@ export { DEFAULT_THRESHOLDS, defaultPolicy, evaluatePolicy, PolicyError } from '
 export type { EvalFunc, EvaluateOptions, PolicyContext, PolicyErrorKind, PolicyResult } from './policy.ts';
 export { readSelectionSettings, selectionPolicySchema, selectionSchemaFragment } from './schema.ts';
 export type { SelectionSettings } from './schema.ts';
-export { MAX_DECISIONS, rankedScores, Ring } from './state.ts';
+export { MAX_DECISIONS, rankedScores } from './state.ts';
+export { Ring } from './ring.ts';
 export type { SelectionDecision, SelectionState } from './state.ts';
 export { DEFAULT_SCORE_WEIGHTS, FALLBACK_TAG, policyUpstream, scoreOf, upstreamScore, UpstreamsView } from './view.ts';
 export type { DecisionDraft, PolicyMetrics, PolicyUpstream, PolicyUpstreamInput, ScoreMultipliers, ScoreWeights } from './view.ts';
@@ -91,6 +103,18 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
         decisions: (projectId: string, networkId: string) => selectionDecisions(host, projectId, networkId),
       });
       const metrics = createSelectionMetrics(host);
+      const probes = createProbeCounter(host);
+      /** Mirror probers of the networks whose YAML policy names probeExcluded. */
+      const probers = new Map<Network, ExcludedProber>();
+
+      // Composed when the network is created, before its `network` hook: only a policy naming
+      // probeExcluded gets a wrapper, so other networks' calls pay nothing.
+      host.hooks.call.tap({ name: 'selection', stage: CallStage.SHADOW }, (inner: CallHandler, network: Network): CallHandler => {
+        if (!asksForProbes(network)) return inner;
+        const prober = new ExcludedProber(host, network, probes);
+        probers.set(network, prober);
+        return prober.wrap(inner);
+      });
 
       host.hooks.network.tap('selection', (network: Network) => {
         let settings: SelectionSettings;
@@ -104,7 +128,7 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
           settings = readSelectionSettings(undefined, '');
         }
         const policy = hooks.policy.call(settings.evalFunc ?? opts.evalFunc ?? defaultPolicy, network);
-        const sel = new NetworkSelection(host, network, settings, policy, metrics, maxDecisions);
+        const sel = new NetworkSelection(host, network, settings, policy, metrics, maxDecisions, probers.get(network));
         nets.set(network, sel);
         sel.start();
       });
@@ -113,6 +137,8 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
       host.hooks.networkRetired.tap('selection', (network: Network) => {
         nets.get(network)?.retire();
         nets.delete(network);
+        probers.get(network)?.stop();
+        probers.delete(network);
       });
 
       host.hooks.upstreamJoined.tap('selection', (_u: Upstream, network: Network) => {
