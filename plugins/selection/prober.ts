@@ -11,7 +11,8 @@
  * `minSamples` probes in the current fixed window; at most `maxConcurrent` in flight per upstream
  * (a slot is taken before the copy is scheduled); each bounded by `timeout`. Nothing per method is
  * remembered (method names come from clients). `svc_selection_probes_total{project,network,upstream,outcome}`
- * counts them: `ok`, `error`, `busy` (every slot of that upstream taken). The `index.ts` tap wraps
+ * counts them: `ok`, `error`, `busy` (every slot of that upstream taken). An upstream with
+ * `routing.probe: off` gets none (eRPC's opt-out). The `index.ts` tap wraps
  * only networks whose YAML policy names `probeExcluded`, and passes a call through untouched
  * while the last evaluation asked for no probing or excluded nothing.
  */
@@ -40,6 +41,11 @@ export function probeable(method: string): boolean {
 export function asksForProbes(network: Network): boolean {
   const sp = network.config.settings.selectionPolicy as { evalFunc?: unknown } | undefined;
   return typeof sp?.evalFunc === 'string' && sp.evalFunc.includes('probeExcluded');
+}
+
+/** True when the upstream's `routing.probe` is `off`. */
+function probeOff(u: Upstream): boolean {
+  return (u.config?.settings.routing as { probe?: unknown } | undefined)?.probe === 'off';
 }
 
 /** The probe counter of a host (shared by every network). */
@@ -82,8 +88,8 @@ export class ExcludedProber {
    */
   update(settings: ProbeSettings | undefined, excluded: readonly Upstream[]): void {
     this.settings = settings;
-    // A shadow upstream gets its own copies from the shadow plugin.
-    this.targets = settings ? excluded.filter((u) => !SHADOW_UPSTREAM.get(u)) : [];
+    // A shadow upstream gets its own copies from the shadow plugin; `routing.probe: off` opts out, as in eRPC.
+    this.targets = settings ? excluded.filter((u) => !SHADOW_UPSTREAM.get(u) && !probeOff(u)) : [];
   }
 
   /** Sends nothing more (network retired, shutdown); probes in flight end at their timeout. */

@@ -140,6 +140,17 @@ describe('selection: probeExcluded mirror prober', () => {
     for (const s of sent.slice(4)) s.settle(true);
   });
 
+  it("an upstream with routing.probe: off gets no probe (eRPC's opt-out)", async () => {
+    const { sent, prober, upstreams } = fixture();
+    const optedOut = { id: 'quiet', config: { settings: { routing: { probe: 'off' } } } } as unknown as Upstream;
+    upstreams.push(optedOut);
+    prober.update(settings(), [optedOut, upstreams[1]!]);
+    prober.offer('eth_call', []);
+    await turn();
+    expect(sent.map((s) => s.upstream)).to.deep.equal(['bad']);
+    sent[0]!.settle(true);
+  });
+
   it('at most maxConcurrent probes in flight per upstream; one more is counted busy, a slot frees when a probe settles', async () => {
     const { sent, prober, upstreams, probes } = fixture();
     prober.update(settings({ maxConcurrent: 2 }), [upstreams[1]!]);
