@@ -4,16 +4,19 @@
  * unref'd timer), `upstreamJoined` and `project` (re-evaluate when an upstream joins, or turns
  * down or back up in its health tracker), `select` at stage POLICY (hand out the cached
  * order without recomputing it, honouring new cordons at once when the policy calls
- * `removeCordoned()`), `shutdown` (stop the timers). Publishes `svc_selection_score` and
- * `svc_selection_excluded_seconds`, and keeps the last 100 decisions per network for the admin.
+ * `removeCordoned()`), `call` at stage SHADOW (only on a network whose YAML policy names
+ * `probeExcluded`: answered reads are copied to excluded upstreams), `shutdown` (stop the timers).
+ * Publishes `svc_selection_score`, `svc_selection_excluded_seconds`, `svc_selection_probes_total`
+ * and `svc_selection_shadow_exclusions_total`, and keeps the last 100 decisions per network for the admin.
  *
  * It implements the selection-policy contract of `svc-proxy/plugin` (`EvalFunc`, `UpstreamsView`,
  * `selectionHooks`, `SelectionApi`), which a third-party plugin uses to install its own order.
  *
  * Files: `schema.ts` (config and defaults), `view.ts` (policy inputs and the helpers a policy
  * composes), `policy.ts` (default policy and evaluation), `state.ts` (per-network state,
- * evaluation loop, decisions ring, gauges), `accessors.ts` (hooks and state readers); this file
- * wires them.
+ * evaluation loop, gauges), `ring.ts` (decisions ring), `sandbox*.ts` (YAML policies in node:vm),
+ * `memory.ts` (what a YAML policy remembers across evaluations), `prober.ts` (probeExcluded's
+ * mirror prober), `accessors.ts` (hooks and state readers); this file wires them.
  */
 import {
   type CallContext,
@@ -75,7 +78,7 @@ export interface SelectionPluginOptions {
 /**
  * Creates the selection plugin (name `selection`).
  * @param opts default policy for networks without `evalFunc`, decisions kept per network
- * @returns a plugin owning `networks[].selectionPolicy` and tapping `network`, `upstreamJoined`, `select` (stage POLICY) and `shutdown`
+ * @returns a plugin owning `networks[].selectionPolicy` and `upstreams[].routing`, tapping `network`, `upstreamJoined`, `select` (stage POLICY), `call` (stage SHADOW, probing networks only) and `shutdown`
  * @throws ConfigError from the `configured` hook when a `selectionPolicy` is invalid (e.g. `projects[0].networks[0].selectionPolicy.evalFunc` is not a function)
  */
 export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
