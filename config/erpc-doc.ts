@@ -131,7 +131,8 @@ export const ERPC_SAME_NOTES: Readonly<Record<string, string>> = {
   'tracing.forceTraceMatchers': '`network`/`method` patterns with `*` and `|`; both set: AND; none set: never matches',
   'tracing.tls': '`certFile` without `keyFile` (or the reverse) is a config error, where eRPC silently skips mutual TLS',
   'projects[].networks[].selectionPolicy.evalFunc':
-    "JavaScript source run in a node:vm context per evaluation with a subset of eRPC's helpers (stickyPrimary, probeExcluded, includeIf and the seconds/misbehaviour predicates refused at load); or a function in a TypeScript config",
+    "JavaScript source run in a node:vm context per evaluation with eRPC's helpers, cross-tick ones included (stickyPrimary, readmitExcluded, probeExcluded, cooldown, includeIf, shadowExcludeIf; one evaluation per network, so every stickyPrimary scope shares the network's primary); latencyDeviationAbove and the seconds/misbehaviour predicates are refused at load; or a function in a TypeScript config",
+  'projects[].upstreams[].routing.probe': "`off` keeps probeExcluded's mirrored traffic away from this upstream, as in eRPC",
 };
 
 /** Where failsafe entries of eRPC (`failsafe[]`) also take one object: noted once on the parent. */

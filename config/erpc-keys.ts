@@ -211,15 +211,18 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   },
   'projects[].networks[].selectionPolicy.resampleExcluded': {
     feature: 'resampling excluded upstreams',
-    instead: 'svc re-admits a cordoned upstream through its health checks',
+    instead:
+      "end the `evalFunc` with `.readmitExcluded({ reAdmitAfter: '5m', maxConcurrent: 1 })` (eRPC's own translation, spelled `probeExcluded`); a cordoned upstream is re-admitted through its health checks",
   },
   'projects[].networks[].selectionPolicy.resampleInterval': {
     feature: 'resampling excluded upstreams',
-    instead: 'svc re-admits a cordoned upstream through its health checks',
+    instead:
+      "end the `evalFunc` with `.readmitExcluded({ reAdmitAfter: '5m', maxConcurrent: 1 })` (eRPC's own translation, spelled `probeExcluded`); a cordoned upstream is re-admitted through its health checks",
   },
   'projects[].networks[].selectionPolicy.resampleCount': {
     feature: 'resampling excluded upstreams',
-    instead: 'svc re-admits a cordoned upstream through its health checks',
+    instead:
+      "end the `evalFunc` with `.readmitExcluded({ reAdmitAfter: '5m', maxConcurrent: 1 })` (eRPC's own translation, spelled `probeExcluded`); a cordoned upstream is re-admitted through its health checks",
   },
   'projects[].networks[].directiveDefaults.validateTransactionsRoot': { feature: 'validation directives', instead: 'use the network `integrity` checks' },
   'projects[].networks[].directiveDefaults.receiptsCountExact': { feature: 'validation directives', instead: 'use the network `integrity` checks' },
@@ -240,10 +243,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   'projects[].upstreams[].routing.scoreLatencyQuantile': {
     feature: 'a per-upstream latency quantile for the score',
     instead: 'the score uses the p70 latency (eRPC documents this key as not wired into its scoring either)',
-  },
-  'projects[].upstreams[].routing.probe': {
-    feature: "probing excluded upstreams with mirrored traffic (the policy's probeExcluded step)",
-    instead: 'svc re-admits an excluded upstream when its health recovers, through its health checks',
   },
   'projects[].upstreams[].svm': { feature: 'Solana upstreams', instead: 'svc serves EVM chains only' },
   'projects[].upstreams[].grpc': {

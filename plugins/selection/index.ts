@@ -4,18 +4,31 @@
  * unref'd timer), `upstreamJoined` and `project` (re-evaluate when an upstream joins, or turns
  * down or back up in its health tracker), `select` at stage POLICY (hand out the cached
  * order without recomputing it, honouring new cordons at once when the policy calls
- * `removeCordoned()`), `shutdown` (stop the timers). Publishes `svc_selection_score` and
- * `svc_selection_excluded_seconds`, and keeps the last 100 decisions per network for the admin.
+ * `removeCordoned()`), `call` at stage SHADOW (only on a network whose YAML policy names
+ * `probeExcluded`: answered reads are copied to excluded upstreams), `shutdown` (stop the timers).
+ * Publishes `svc_selection_score`, `svc_selection_excluded_seconds`, `svc_selection_probes_total`
+ * and `svc_selection_shadow_exclusions_total`, and keeps the last 100 decisions per network for the admin.
  *
  * It implements the selection-policy contract of `svc-proxy/plugin` (`EvalFunc`, `UpstreamsView`,
  * `selectionHooks`, `SelectionApi`), which a third-party plugin uses to install its own order.
  *
  * Files: `schema.ts` (config and defaults), `view.ts` (policy inputs and the helpers a policy
  * composes), `policy.ts` (default policy and evaluation), `state.ts` (per-network state,
- * evaluation loop, decisions ring, gauges), `accessors.ts` (hooks and state readers); this file
- * wires them.
+ * evaluation loop, gauges), `ring.ts` (decisions ring), `sandbox*.ts` (YAML policies in node:vm),
+ * `memory.ts` (what a YAML policy remembers across evaluations), `prober.ts` (probeExcluded's
+ * mirror prober), `accessors.ts` (hooks and state readers); this file wires them.
  */
-import { type CallContext, type Network, definePlugin, type Plugin, type PluginHost, SelectStage, type Upstream } from 'svc-proxy/plugin';
+import {
+  type CallContext,
+  type CallHandler,
+  CallStage,
+  type Network,
+  definePlugin,
+  type Plugin,
+  type PluginHost,
+  SelectStage,
+  type Upstream,
+} from 'svc-proxy/plugin';
 import type { Reachability } from 'svc-proxy/plugin/contracts';
 import {
   evaluateSelection,
@@ -30,6 +43,7 @@ import {
 import { defaultPolicy, type EvalFunc } from './policy.ts';
 import { readSelectionSettings, selectionSchemaFragment, settingsPath, validateConfig, type SelectionSettings } from './schema.ts';
 import { createSelectionMetrics, MAX_DECISIONS, NetworkSelection } from './state.ts';
+import { asksForProbes, createProbeCounter, ExcludedProber } from './prober.ts';
 
 export {
   evaluateSelection,
@@ -45,7 +59,8 @@ export { DEFAULT_THRESHOLDS, defaultPolicy, evaluatePolicy, PolicyError } from '
 export type { EvalFunc, EvaluateOptions, PolicyContext, PolicyErrorKind, PolicyResult } from './policy.ts';
 export { readSelectionSettings, selectionPolicySchema, selectionSchemaFragment } from './schema.ts';
 export type { SelectionSettings } from './schema.ts';
-export { MAX_DECISIONS, rankedScores, Ring } from './state.ts';
+export { MAX_DECISIONS, rankedScores } from './state.ts';
+export { Ring } from './ring.ts';
 export type { SelectionDecision, SelectionState } from './state.ts';
 export { DEFAULT_SCORE_WEIGHTS, FALLBACK_TAG, policyUpstream, scoreOf, upstreamScore, UpstreamsView } from './view.ts';
 export type { DecisionDraft, PolicyMetrics, PolicyUpstream, PolicyUpstreamInput, ScoreMultipliers, ScoreWeights } from './view.ts';
@@ -63,7 +78,7 @@ export interface SelectionPluginOptions {
 /**
  * Creates the selection plugin (name `selection`).
  * @param opts default policy for networks without `evalFunc`, decisions kept per network
- * @returns a plugin owning `networks[].selectionPolicy` and tapping `network`, `upstreamJoined`, `select` (stage POLICY) and `shutdown`
+ * @returns a plugin owning `networks[].selectionPolicy` and `upstreams[].routing`, tapping `network`, `upstreamJoined`, `select` (stage POLICY), `call` (stage SHADOW, probing networks only) and `shutdown`
  * @throws ConfigError from the `configured` hook when a `selectionPolicy` is invalid (e.g. `projects[0].networks[0].selectionPolicy.evalFunc` is not a function)
  */
 export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
@@ -91,6 +106,18 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
         decisions: (projectId: string, networkId: string) => selectionDecisions(host, projectId, networkId),
       });
       const metrics = createSelectionMetrics(host);
+      const probes = createProbeCounter(host);
+      /** Mirror probers of the networks whose YAML policy names probeExcluded. */
+      const probers = new Map<Network, ExcludedProber>();
+
+      // Composed when the network is created, before its `network` hook: only a policy naming
+      // probeExcluded gets a wrapper, so other networks' calls pay nothing.
+      host.hooks.call.tap({ name: 'selection', stage: CallStage.SHADOW }, (inner: CallHandler, network: Network): CallHandler => {
+        if (!asksForProbes(network)) return inner;
+        const prober = new ExcludedProber(host, network, probes);
+        probers.set(network, prober);
+        return prober.wrap(inner);
+      });
 
       host.hooks.network.tap('selection', (network: Network) => {
         let settings: SelectionSettings;
@@ -104,7 +131,7 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
           settings = readSelectionSettings(undefined, '');
         }
         const policy = hooks.policy.call(settings.evalFunc ?? opts.evalFunc ?? defaultPolicy, network);
-        const sel = new NetworkSelection(host, network, settings, policy, metrics, maxDecisions);
+        const sel = new NetworkSelection(host, network, settings, policy, metrics, maxDecisions, probers.get(network));
         nets.set(network, sel);
         sel.start();
       });
@@ -113,6 +140,8 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
       host.hooks.networkRetired.tap('selection', (network: Network) => {
         nets.get(network)?.retire();
         nets.delete(network);
+        probers.get(network)?.stop();
+        probers.delete(network);
       });
 
       host.hooks.upstreamJoined.tap('selection', (_u: Upstream, network: Network) => {

@@ -55,6 +55,13 @@ export const routingSchema = Strict(
           "eRPC's per-upstream score weights: the first entry whose network/method/finality match applies to this upstream's selection score (see networks[].selectionPolicy.scoreWeights)",
       }),
     ),
+    probe: Type.Optional(
+      Type.Union([Type.Literal('on'), Type.Literal('off')], {
+        default: 'on',
+        description:
+          "eRPC's opt-out of probeExcluded's mirrored traffic: `off` never sends this upstream a probe (it stays excluded until its other signals recover)",
+      }),
+    ),
   },
   { description: 'per-upstream routing hints of the selection policy' },
 );

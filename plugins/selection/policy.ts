@@ -7,6 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { EvalFunc, PolicyContext } from './api.ts';
+import { attachCarry, type TickCarry } from './memory.ts';
 import {
   DEFAULT_SCORE_WEIGHTS,
   policyUpstream,
@@ -122,6 +123,8 @@ export interface EvaluateOptions {
   network?: string;
   /** Evaluation time, epoch ms (default `Date.now()`). */
   now?: number;
+  /** Cross-tick state for a YAML policy's helpers (sticky primary, excludedSince); it writes `carry.out` back. */
+  carry?: TickCarry;
 }
 
 function isThenable(v: unknown): v is PromiseLike<unknown> {
@@ -164,6 +167,7 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
     score: (u, w) => upstreamScore(u, w ? { ...weights, ...w } : weights),
     view: (list) => viewOf(list, run),
   };
+  if (opts.carry) attachCarry(ctx, opts.carry);
   const started = performance.now();
   const finish = (ret: unknown): PolicyResult => {
     const durationMs = performance.now() - started;

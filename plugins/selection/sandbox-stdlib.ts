@@ -2,22 +2,28 @@
  * The JavaScript run in a YAML selection policy's context before the policy itself: the subset
  * of eRPC's policy standard library svc provides (chainable Array methods, predicate factories,
  * score presets), written from eRPC's selection-policy documentation with its semantics (eRPC's
- * `sortByScore` ranks by `overall / (1 + penalty)`, higher first), and the driver `__svcRun` that
- * builds the arguments from a JSON string, calls the policy and answers a JSON string of the
- * chosen ids. Everything here runs inside the context, under the evaluation's time bound, so
- * nothing the policy returns (getters, proxies) ever runs on the host.
+ * `sortByScore` ranks by `overall / (1 + penalty)`, higher first), the cross-tick helpers of
+ * `sandbox-stdlib-ticks.ts` spliced into the same closure, and the driver `__svcRun` that builds
+ * the arguments from a JSON string, calls the policy and answers a JSON string of the chosen ids
+ * and what the cross-tick helpers left for the host. Everything here runs inside the context,
+ * under the evaluation's time bound, so nothing the policy returns (getters, proxies) ever runs
+ * on the host.
  *
  * eRPC functions svc does not provide throw a TypeError naming them (the trial run at load
- * turns that into a config error): stickyPrimary, probeExcluded, includeIf, shadowExcludeIf,
- * latencyDeviationAbove, the seconds-based lag predicates and the misbehaviour ones (svc's
- * health window has neither a block-time-scaled lag nor a misbehaviour rate).
+ * turns that into a config error): latencyDeviationAbove, the seconds-based lag predicates and
+ * the misbehaviour ones (svc's health window has neither a block-time-scaled lag nor a
+ * misbehaviour rate).
  */
+import { TICK_HELPERS } from './sandbox-stdlib-ticks.ts';
+
 export const SANDBOX_STDLIB = String.raw`'use strict';
 (() => {
   const G = globalThis;
   // V8 gives every context a console (inspector-only): the policy gets no output channel.
   delete G.console;
-  const state = { cordonsRemoved: false, ctx: { method: '*', finality: 'unknown' } };
+  const state = { cordonsRemoved: false, ctx: { method: '*', finality: 'unknown' }, all: [], sticky: null, out: null };
+  // Decisions of the cross-tick helpers, bounded (the host keeps 64 at most).
+  const note = (step, upstream, reason) => { if (state.out.notes.length < 64) state.out.notes.push({ step, upstream, reason }); };
   const reCache = new Map();
   function globRe(p) {
     let re = reCache.get(p);
@@ -54,7 +60,11 @@ export const SANDBOX_STDLIB = String.raw`'use strict';
   }
   const define = (name, fn) => Object.defineProperty(Array.prototype, name, { value: fn, writable: true, configurable: true });
   const unsupported = (name, why) => {
-    const fn = function () { throw new TypeError('svc does not provide eRPC\'s ' + name + '() to a YAML selection policy: ' + why); };
+    const fn = function () {
+      const e = new TypeError('svc does not provide eRPC\'s ' + name + '() to a YAML selection policy: ' + why);
+      e.svcUnsupported = true;
+      throw e;
+    };
     return fn;
   };
 
@@ -185,17 +195,13 @@ export const SANDBOX_STDLIB = String.raw`'use strict';
   G.methodMatches = (p) => matchAny(p, state.ctx.method);
   G.isFinalityRequest = () => state.ctx.finality === 'finalized';
 
-  const NO_PROBE = 'svc re-admits an excluded upstream when its health recovers, with no mirrored probe traffic';
-  define('stickyPrimary', unsupported('stickyPrimary', 'svc re-orders at each evalInterval with no hysteresis; lengthen evalInterval for a steadier primary'));
-  define('probeExcluded', unsupported('probeExcluded', NO_PROBE));
-  define('includeIf', unsupported('includeIf', 'return the upstreams to keep from the policy instead'));
-  define('shadowExcludeIf', unsupported('shadowExcludeIf', 'log or measure outside the policy'));
   define('removeByMisbehavior', unsupported('removeByMisbehavior', 'svc keeps no misbehaviour rate'));
   G.misbehaviorRateAbove = unsupported('misbehaviorRateAbove', 'svc keeps no misbehaviour rate');
   G.latencyDeviationAbove = unsupported('latencyDeviationAbove', 'compare u.metrics.p70ResponseSeconds across upstreams in the policy');
   G.blockSecondsLagAbove = unsupported('blockSecondsLagAbove', 'use blockNumberLagAbove (svc measures lag in blocks)');
   G.finalizationSecondsLagAbove = unsupported('finalizationSecondsLagAbove', 'use finalizationLagAbove (svc measures lag in blocks)');
 
+${TICK_HELPERS}
   const QUANTILES = [50, 70, 90, 99];
   function metricsOf(m, cordonReason) {
     const out = {
@@ -242,7 +248,10 @@ export const SANDBOX_STDLIB = String.raw`'use strict';
     if (typeof fn !== 'function') throw new TypeError('evalFunc is not a function: write it as (upstreams, ctx) => upstreams');
     const data = JSON.parse(input);
     state.ctx = Object.freeze(data.ctx);
-    const out = fn(data.upstreams.map(upstreamOf), state.ctx);
+    state.sticky = data.sticky || null;
+    state.out = { notes: [], shadow: Object.create(null) };
+    state.all = data.upstreams.map(upstreamOf);
+    const out = fn(state.all.slice(), state.ctx);
     if (out != null && typeof out.then === 'function') throw new TypeError('evalFunc returned a promise: a YAML policy must return the array itself');
     if (!Array.isArray(out)) throw new TypeError('evalFunc returned ' + (out === null ? 'null' : typeof out) + ', not an array of upstreams');
     const known = new Set(data.upstreams.map((u) => u.id));
@@ -252,7 +261,7 @@ export const SANDBOX_STDLIB = String.raw`'use strict';
       const id = typeof e === 'string' ? e : e != null && typeof e.id === 'string' ? e.id : undefined;
       if (id !== undefined && known.has(id) && !ids.includes(id)) ids.push(id);
     }
-    return JSON.stringify({ ids, cordonsRemoved: state.cordonsRemoved });
+    return JSON.stringify({ ids, cordonsRemoved: state.cordonsRemoved, state: state.out });
   }
   Object.defineProperty(G, '__svcRun', {
     value(define, input) {

@@ -5,6 +5,8 @@
  * object is reachable from it, and no `require`, `process`, timers or console), with string code
  * generation (`eval`, `new Function`) and WebAssembly turned off, bounded by `evalTimeout` (vm's
  * `timeout`, microtasks included). The answer leaves the context as a JSON string of ids.
+ * What eRPC's cross-tick helpers remember (the sticky primary, `excludedSince`) comes in with the
+ * JSON input from the evaluation's carry (`memory.ts`) and leaves in the answer, checked.
  *
  * node:vm is not a security boundary: the config is trusted code, as a TypeScript config is (a
  * policy can still allocate memory or block in ways the timeout does not stop). What the bounds
@@ -15,6 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { createContext, Script } from 'node:vm';
 import type { EvalFunc, PolicyContext, UpstreamsView } from './api.ts';
 import { SANDBOX_STDLIB } from './sandbox-stdlib.ts';
+import { carryOf, type StickyRegister, type TickCarry, tickOutputOf } from './memory.ts';
 
 /** Longest policy source accepted, characters. */
 export const MAX_POLICY_SOURCE = 64 * 1024;
@@ -41,10 +44,23 @@ interface SandboxInput {
     metrics: Readonly<Record<string, unknown>>;
     scoreMultipliers?: Readonly<Record<string, number>>;
   }>;
-  ctx: { project: string; network: string; method: string; finality: string; now: number };
+  ctx: {
+    project: string;
+    network: string;
+    method: string;
+    finality: string;
+    now: number;
+    previousOrder: readonly string[];
+    previousExcluded: readonly string[];
+    excludedSince: Readonly<Record<string, number>>;
+    lastSwitchAt: number | null;
+  };
+  /** The network's sticky primary register (null: cold start). */
+  sticky: StickyRegister | null;
 }
 
-function inputOf(upstreams: UpstreamsView, ctx: PolicyContext): SandboxInput {
+function inputOf(upstreams: UpstreamsView, ctx: PolicyContext, carry: TickCarry | undefined): SandboxInput {
+  const previousOrder = carry?.previousOrder ?? [];
   return {
     upstreams: upstreams.map((u) => ({
       id: u.id,
@@ -56,7 +72,19 @@ function inputOf(upstreams: UpstreamsView, ctx: PolicyContext): SandboxInput {
       ...(u.scoreMultipliers ? { scoreMultipliers: u.scoreMultipliers as Record<string, number> } : {}),
     })),
     // svc evaluates per network: eRPC's `evalScope: network` slot has method `*` and finality `unknown`.
-    ctx: { project: ctx.project, network: ctx.network, method: '*', finality: 'unknown', now: ctx.now },
+    ctx: {
+      project: ctx.project,
+      network: ctx.network,
+      method: '*',
+      finality: 'unknown',
+      now: ctx.now,
+      // eRPC's cross-tick fields, which the helpers read and a policy may too.
+      previousOrder,
+      previousExcluded: upstreams.filter((u) => carry?.excludedSince[u.id] !== undefined).map((u) => u.id),
+      excludedSince: carry?.excludedSince ?? {},
+      lastSwitchAt: carry?.sticky?.lastSwitchAt ?? null,
+    },
+    sticky: carry?.sticky ?? null,
   };
 }
 
@@ -94,13 +122,15 @@ export function compileSourcePolicy(source: string): EvalFunc {
     const deadline = performance.now() + ctx.evalTimeoutMs;
     const left = () => Math.max(1, Math.ceil(deadline - performance.now()));
     stdlib.runInContext(context, { timeout: left() });
-    (context as { __input?: string }).__input = JSON.stringify(inputOf(upstreams, ctx));
+    const carry = carryOf(ctx);
+    (context as { __input?: string }).__input = JSON.stringify(inputOf(upstreams, ctx, carry));
     const out: unknown = script.runInContext(context, { timeout: left() });
     if (typeof out !== 'string') throw new Error('the policy driver did not answer');
-    const r = JSON.parse(out) as { ids?: string[]; cordonsRemoved?: boolean; error?: string };
+    const r = JSON.parse(out) as { ids?: string[]; cordonsRemoved?: boolean; error?: string; state?: unknown };
     if (r.error !== undefined) throw new Error(r.error);
     if (r.cordonsRemoved) upstreams.removeCordoned();
     const byId = new Map(upstreams.map((u) => [u.id, u] as const));
+    if (carry) carry.out = tickOutputOf(r.state, new Set(byId.keys()));
     return (r.ids ?? []).flatMap((id) => byId.get(id) ?? []);
   };
   if (compiled.size >= 64) compiled.delete(compiled.keys().next().value as string);

@@ -14,6 +14,10 @@ import { defaultPolicy, evaluatePolicy, PolicyError, type EvalFunc, type PolicyR
 import type { SelectionSettings } from './schema.ts';
 import type { PolicyUpstreamInput, ScoreMultipliers } from './view.ts';
 import { resolveScoreMultipliers, type ScoreMultiplierEntry } from './multipliers.ts';
+import { Ring } from './ring.ts';
+import { SelectionMemory, type TickCarry } from './memory.ts';
+import type { ExcludedProber } from './prober.ts';
+import { DeferredCounter } from 'svc-proxy/util';
 
 /** Decisions kept per network (the admin `svc_project` method shows them). */
 export const MAX_DECISIONS = 100;
@@ -25,6 +29,8 @@ export type { SelectionDecision, SelectionState } from './api.ts';
 export interface SelectionMetrics {
   score: Gauge<'project' | 'network' | 'method' | 'upstream'>;
   excluded: Gauge<'upstream'>;
+  /** `svc_selection_shadow_exclusions_total{project,network,upstream}`: evaluations whose `shadowExcludeIf` would have excluded it. */
+  shadowExclusions: DeferredCounter;
 }
 
 /**
@@ -44,6 +50,11 @@ export function createSelectionMetrics(host: PluginHost): SelectionMetrics {
       help: 'Seconds an upstream has been continuously excluded by the selection policy (0 while selectable)',
       labelNames: ['upstream'],
       registers: [host.metrics],
+    }),
+    shadowExclusions: new DeferredCounter(host.metrics, {
+      name: 'svc_selection_shadow_exclusions_total',
+      help: "Evaluations in which a YAML policy's shadowExcludeIf would have excluded the upstream (recorded, not applied)",
+      labelNames: ['project', 'network', 'upstream'],
     }),
   };
 }
@@ -95,6 +106,8 @@ export class NetworkSelection {
   private prevKeys = new Set<string>();
   private prevOrder: string[] = [];
   private readonly excludedSince = new Map<string, number>();
+  /** What a YAML policy's cross-tick helpers remember (sticky primary, probe settings). */
+  readonly memory = new SelectionMemory(this.excludedSince);
   private readonly scoreLabels = new Set<string>();
   /** Each upstream's `routing.scoreMultipliers` entry for this network, resolved once (config is fixed for the network's life). */
   private readonly multipliers = new WeakMap<Upstream, ScoreMultipliers | undefined>();
@@ -106,6 +119,7 @@ export class NetworkSelection {
     private readonly policy: EvalFunc,
     private readonly metrics: SelectionMetrics,
     maxDecisions: number,
+    private readonly prober?: ExcludedProber,
   ) {
     this.ring = new Ring<SelectionDecision>(maxDecisions);
   }
@@ -124,6 +138,7 @@ export class NetworkSelection {
   /** Stops the timer; later evaluations are ignored. */
   stop(): void {
     this.stopped = true;
+    this.prober?.stop();
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
   }
@@ -164,6 +179,7 @@ export class NetworkSelection {
       return this.rerun;
     }
     const snapshot = this.network.upstreams.slice();
+    const carry = this.memory.carry(this.prevOrder);
     let out: PolicyResult | Promise<PolicyResult>;
     try {
       const health = this.network.project.health;
@@ -185,18 +201,19 @@ export class NetworkSelection {
         evalTimeoutMs: this.settings.evalTimeoutMs,
         project: this.network.project.id,
         network: this.network.id,
+        carry,
       });
     } catch (e) {
       this.fail(e);
       return Promise.resolve();
     }
     if (!(out instanceof Promise)) {
-      this.commit(out, snapshot);
+      this.commit(out, snapshot, carry);
       return Promise.resolve();
     }
     const p = out
       .then(
-        (r) => this.commit(r, snapshot),
+        (r) => this.commit(r, snapshot, carry),
         (e: unknown) => this.fail(e),
       )
       .catch((e: unknown) => this.fail(e))
@@ -207,7 +224,7 @@ export class NetworkSelection {
     return p;
   }
 
-  private commit(r: PolicyResult, snapshot: readonly Upstream[]): void {
+  private commit(r: PolicyResult, snapshot: readonly Upstream[], carry: TickCarry): void {
     if (this.stopped) return;
     const byId = new Map(snapshot.map((u) => [u.id, u] as const));
     const order: Upstream[] = [];
@@ -224,8 +241,14 @@ export class NetworkSelection {
     this.scores = rankedScores(r, snapshot);
     const now = Date.now();
     this.evaluatedAt = now;
-    this.recordChanges(r, prevExcluded, now);
+    const notes = this.memory.commit(carry);
+    for (const n of notes) if (n.step === 'shadowExcludeIf') this.metrics.shadowExclusions.inc([this.network.project.id, this.network.id, n.upstream]);
+    this.recordChanges({ ...r, decisions: [...r.decisions, ...notes] }, prevExcluded, now);
     this.updateMetrics(snapshot, now, true);
+    this.prober?.update(
+      this.memory.probe,
+      snapshot.filter((u) => u.id in r.excluded),
+    );
   }
 
   /** Records decisions that differ from the previous evaluation's (see {@link selectionDecisions}). */
@@ -371,36 +394,5 @@ export class NetworkSelection {
       evalTimeoutMs: this.settings.evalTimeoutMs,
       weights: { ...this.settings.weights },
     };
-  }
-}
-
-/** A fixed-size ring of the most recent items, oldest dropped first. */
-export class Ring<T> {
-  private readonly items: T[] = [];
-  private start = 0;
-
-  /** @param capacity items kept (at least 1) */
-  constructor(readonly capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`ring capacity must be a positive integer, got ${capacity}`);
-  }
-
-  /** Adds an item, dropping the oldest when full. */
-  push(item: T): void {
-    if (this.items.length < this.capacity) {
-      this.items.push(item);
-      return;
-    }
-    this.items[this.start] = item;
-    this.start = (this.start + 1) % this.capacity;
-  }
-
-  /** Items kept, oldest first (a copy). */
-  toArray(): T[] {
-    return [...this.items.slice(this.start), ...this.items.slice(0, this.start)];
-  }
-
-  /** Number of items kept. */
-  get size(): number {
-    return this.items.length;
   }
 }

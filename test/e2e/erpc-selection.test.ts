@@ -250,15 +250,15 @@ describe('e2e: eRPC selection YAML through svc validate --print', function () {
     const out = await printsAndRevalidates('eval', EVAL_YAML("throw new Error('x');"));
     expect(out).to.include("u.hasTag('role:preferred')");
     writeFileSync(
-      join(dir, 'sticky.yaml'),
+      join(dir, 'deviation.yaml'),
       EVAL_YAML('return [];')
-        .replace('.whenEmpty(() => upstreams)', '.whenEmpty(() => upstreams).stickyPrimary()')
+        .replace('.whenEmpty(() => upstreams)', '.whenEmpty(() => upstreams).excludeIf(latencyDeviationAbove(3))')
         .replaceAll(/__\w+__/g, 'http://127.0.0.1:8545'),
     );
-    const r = await run(['validate', '--config', 'sticky.yaml']);
+    const r = await run(['validate', '--config', 'deviation.yaml']);
     expect(r.code).to.equal(1);
     expect(r.err).to.match(
-      /projects\[0\]\.networks\[0\]\.selectionPolicy\.evalFunc: the policy failed a trial run over two healthy upstreams: .*stickyPrimary\(\)/,
+      /projects\[0\]\.networks\[0\]\.selectionPolicy\.evalFunc: the policy failed a trial run over two healthy upstreams: .*latencyDeviationAbove\(\)/,
     );
   });
 

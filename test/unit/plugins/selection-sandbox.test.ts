@@ -105,10 +105,10 @@ describe('selection: evalFunc as JavaScript source (node:vm)', () => {
     expect(failure('42').message).to.match(/evalFunc is not a function/);
   });
 
-  it('eRPC helpers svc does not provide throw naming them (stickyPrimary, probeExcluded, latencyDeviationAbove)', () => {
-    expect(failure('(ups) => ups.stickyPrimary()').message).to.match(/stickyPrimary\(\)/);
-    expect(failure('(ups) => ups.probeExcluded({ sampleRate: 0.1 })').message).to.match(/probeExcluded\(\)/);
+  it('eRPC helpers svc does not provide throw naming them (latencyDeviationAbove, blockSecondsLagAbove, removeByMisbehavior)', () => {
     expect(failure('(ups) => ups.excludeIf(latencyDeviationAbove(3))').message).to.match(/latencyDeviationAbove\(\)/);
+    expect(failure('(ups) => ups.excludeIf(blockSecondsLagAbove(30))').message).to.match(/blockSecondsLagAbove\(\)/);
+    expect(failure('(ups) => ups.removeByMisbehavior(0.1)').message).to.match(/removeByMisbehavior\(\)/);
   });
 
   it('refuses source that is not JavaScript, or longer than 64 KiB', () => {
