@@ -104,7 +104,10 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   'projects[].networks[].evm.dynamicBlockTimeDebounceMultiplier':
     '`0` dropped (eRPC ignores it); other values refused: set `upstreams[].evm.statePollerInterval`',
   'projects[].routingStrategy':
-    "`score-based` dropped (svc's default policy orders by health score, without eRPC's sticky primary); `round-robin` refused (rotate in a TypeScript `evalFunc`)",
+    "`score-based` dropped (svc's default policy orders by health score); `round-robin` → `networkDefaults.selectionPolicy` `{ evalInterval: 1s, evalFunc: (upstreams, ctx) => upstreams.rotateBy(ctx.tickCount) }`, eRPC's own translation",
+  'projects[].scoreSwitchHysteresis':
+    "→ `networkDefaults.selectionPolicy.evalFunc` `upstreams.sortByScore(PREFER_FASTEST).stickyPrimary({ hysteresis, minSwitchInterval })`, eRPC's own translation (defaults 0.10 and 30s)",
+  'projects[].scoreMinSwitchInterval': '→ the `minSwitchInterval` of the same `stickyPrimary` policy (see `scoreSwitchHysteresis`)',
   'projects[].scoreGranularity': 'dropped: inert in eRPC 0.1 (a deprecation warning only)',
   'projects[].scorePenaltyDecayRate': 'dropped: inert in eRPC 0.1 (a deprecation warning only)',
   'projects[].scoreMetricsMode': 'dropped: inert in eRPC 0.1 (a deprecation warning only)',

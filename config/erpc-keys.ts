@@ -113,14 +113,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'JWKS key fetching',
     instead: 'list the keys in `jwt.verificationKeys`',
   },
-  'projects[].scoreSwitchHysteresis': {
-    feature: "the legacy sticky primary's switch hysteresis",
-    instead: "svc's default policy re-orders by health score every `selectionPolicy.evalInterval`; keep a primary in a TypeScript `evalFunc` (svc.config.ts)",
-  },
-  'projects[].scoreMinSwitchInterval': {
-    feature: "the legacy sticky primary's minimum switch interval",
-    instead: "svc's default policy re-orders by health score every `selectionPolicy.evalInterval`; keep a primary in a TypeScript `evalFunc` (svc.config.ts)",
-  },
   'projects[].userAgentMode': { feature: 'user-agent tracking modes', instead: 'svc records no user agent; identify clients with auth strategies' },
   'projects[].trustUserIdHeader': {
     feature: 'the project-wide trusted user-id header',

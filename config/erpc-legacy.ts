@@ -9,8 +9,9 @@
  *   config/projects "Inert" rows) → removed.
  * - Project `routingStrategy` (eRPC's pre-0.1 ordering): `score-based` (eRPC 0.0.x's default,
  *   a policy ordered by health score) → removed, svc's default policy orders by health score;
- *   `round-robin` is refused naming the TypeScript `evalFunc` that rotates; another value is
- *   refused naming the two eRPC knew.
+ *   `round-robin` → `networkDefaults.selectionPolicy` rotating the order one place per evaluation
+ *   each second, as eRPC's own translator writes it (refused beside a selection policy of the
+ *   project's own); another value is refused naming the two eRPC knew.
  * - `networks[].evm.maxFutureBlockRetryDistance` (deprecated, set to nil by eRPC) → removed;
  *   `networks[].evm.dynamicBlockTimeDebounceMultiplier: 0` (eRPC ignores 0 and keeps 0.7) → removed.
  * - `upstreams[].evm.getLogsMaxAllowedRange`, `getLogsMaxAllowedAddresses`,
@@ -49,23 +50,71 @@ function dropInert(obj: ConfigObject, key: string, path: string, why: string, ou
 export function normalizeLegacyProjectKeys(doc: ConfigDocument, out: NormalizeReport): void {
   eachProject(doc, (p, path) => {
     for (const [key, why] of Object.entries(INERT_PROJECT_KEYS)) if (key in p) dropInert(p, key, path, `inert: ${why}`, out);
-    if (!('routingStrategy' in p)) return;
     const v = p.routingStrategy;
-    const s = typeof v === 'string' ? v.trim().toLowerCase() : '';
+    const s = typeof v === 'string' ? v.trim().toLowerCase() : 'routingStrategy' in p ? undefined : '';
     const at = pathOf(path, 'routingStrategy');
-    if (s === 'score-based' || s === '') {
+    if (s === 'round-robin') {
+      // eRPC's translation of round-robin rotates and keeps no primary: the sticky keys say nothing there.
+      for (const key of ['scoreSwitchHysteresis', 'scoreMinSwitchInterval']) if (key in p) dropInert(p, key, path, 'round-robin keeps no primary', out);
+      roundRobin(p, path, out);
+      return;
+    }
+    if (s === 'score-based' || (s === '' && 'routingStrategy' in p))
       dropInert(p, 'routingStrategy', path, "svc's default selection policy orders upstreams by health score", out);
-    } else if (s === 'round-robin') {
-      out.problem(
-        at,
-        'eRPC\'s legacy routingStrategy round-robin (rotating the primary upstream) is not supported by svc\'s YAML: write the config as svc.config.ts and rotate in `selectionPolicy.evalFunc` (docs/fault-tolerance.md "Selection policy"), or drop it to order by health score',
-      );
-      delete p.routingStrategy;
-    } else {
+    else if (s !== '') {
       out.problem(at, `eRPC's legacy routingStrategy takes "score-based" or "round-robin", not ${JSON.stringify(v)}`);
       delete p.routingStrategy;
+      return;
     }
+    if ('scoreSwitchHysteresis' in p || 'scoreMinSwitchInterval' in p) stickyPrimary(p, path, out);
   });
+}
+
+/** eRPC's translation of `routingStrategy: round-robin`: the order turned one place per evaluation, evaluated each second. */
+export const ROUND_ROBIN_POLICY = Object.freeze({ evalInterval: '1s', evalFunc: '(upstreams, ctx) => upstreams.rotateBy(ctx.tickCount)' });
+
+/**
+ * eRPC's legacy sticky primary (`scoreSwitchHysteresis`, `scoreMinSwitchInterval`, defaults 0.10 and 30s) as eRPC's translator
+ * writes it: a policy ordering by score whose primary changes only past the hysteresis and the interval.
+ */
+function stickyPrimary(p: ConfigObject, path: string, out: NormalizeReport): void {
+  const h = p.scoreSwitchHysteresis ?? 0.1;
+  const d = p.scoreMinSwitchInterval ?? '30s';
+  const at = pathOf(path, 'scoreSwitchHysteresis' in p ? 'scoreSwitchHysteresis' : 'scoreMinSwitchInterval');
+  const from = { scoreSwitchHysteresis: p.scoreSwitchHysteresis, scoreMinSwitchInterval: p.scoreMinSwitchInterval };
+  delete p.scoreSwitchHysteresis;
+  delete p.scoreMinSwitchInterval;
+  if (typeof h !== 'number' || !Number.isFinite(h) || h < 0 || h > 100) {
+    out.problem(at, `eRPC's scoreSwitchHysteresis is a fraction such as 0.1, not ${JSON.stringify(h)}`);
+    return;
+  }
+  if (!(typeof d === 'number' ? Number.isFinite(d) && d >= 0 : typeof d === 'string' && /^\s*\d+(\.\d+)?\s*(ms|s|m|h)?\s*$/.test(d))) {
+    out.problem(at, `eRPC's scoreMinSwitchInterval is a duration such as "30s", not ${JSON.stringify(d)}`);
+    return;
+  }
+  const evalFunc = `(upstreams, ctx) => upstreams.sortByScore(PREFER_FASTEST).stickyPrimary({ hysteresis: ${h}, minSwitchInterval: ${JSON.stringify(String(d).trim())} })`;
+  setProjectPolicy(p, at, from, { evalFunc }, 'legacy sticky primary', out);
+}
+
+/**
+ * Puts a translated legacy policy in `networkDefaults.selectionPolicy`, which every network of the project (declared or not) takes;
+ * refused beside a policy of the project's own, since one of the two would be lost.
+ */
+function setProjectPolicy(p: ConfigObject, at: string, from: unknown, policy: Record<string, string>, what: string, out: NormalizeReport): void {
+  const defaults = isConfigObject(p.networkDefaults) ? p.networkDefaults : undefined;
+  const own = [defaults?.selectionPolicy, ...(Array.isArray(p.networks) ? p.networks : []).map((n) => (isConfigObject(n) ? n.selectionPolicy : undefined))];
+  if (own.some((sp) => sp !== undefined)) {
+    out.problem(at, `eRPC's ${what} beside a selectionPolicy of the project's own: keep one (it is \`${policy.evalFunc}\`)`);
+    return;
+  }
+  p.networkDefaults = { ...(defaults ?? {}), selectionPolicy: policy };
+  out.rewrite(at, from, { networkDefaults: { selectionPolicy: policy } });
+}
+
+/** Rewrites a project's round-robin as eRPC's translator does (see {@link ROUND_ROBIN_POLICY}). */
+function roundRobin(p: ConfigObject, path: string, out: NormalizeReport): void {
+  delete p.routingStrategy;
+  setProjectPolicy(p, pathOf(path, 'routingStrategy'), 'round-robin', { ...ROUND_ROBIN_POLICY }, 'legacy routingStrategy round-robin', out);
 }
 
 /** Network and upstream `evm` keys eRPC ignores; per-network upstream lists refused with their place. */

@@ -49,6 +49,8 @@ export interface TickCarry {
   /** Upstream id -> when it dropped out of the order, epoch ms (absent while in the order). */
   readonly excludedSince: Readonly<Record<string, number>>;
   readonly previousOrder: readonly string[];
+  /** Evaluations this network's policy committed before this one (eRPC's `ctx.tickCount`). */
+  readonly tickCount: number;
   out?: TickOutput;
 }
 
@@ -118,6 +120,8 @@ export function tickOutputOf(raw: unknown, known: ReadonlySet<string>): TickOutp
 /** The cross-tick state of one network's YAML policy. */
 export class SelectionMemory {
   private sticky: StickyRegister | null = null;
+  /** Evaluations committed so far. */
+  private ticks = 0;
   /** `probeExcluded` settings of the last committed evaluation (undefined: no probing). */
   probe?: ProbeSettings;
 
@@ -126,7 +130,7 @@ export class SelectionMemory {
 
   /** The carry of the next evaluation. @param previousOrder the order of the last committed evaluation */
   carry(previousOrder: readonly string[]): TickCarry {
-    return { sticky: this.sticky, excludedSince: Object.fromEntries(this.excludedSince), previousOrder };
+    return { sticky: this.sticky, excludedSince: Object.fromEntries(this.excludedSince), previousOrder, tickCount: this.ticks };
   }
 
   /** The current sticky register (null before a policy called `stickyPrimary`). */
@@ -139,6 +143,7 @@ export class SelectionMemory {
    * the helpers' notes and one `shadowExcludeIf` decision per upstream it would have excluded.
    */
   commit(carry: TickCarry): DecisionDraft[] {
+    this.ticks++;
     const out = carry.out;
     this.probe = out?.probe;
     if (!out) return [];

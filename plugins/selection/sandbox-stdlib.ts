@@ -170,6 +170,12 @@ export const SANDBOX_STDLIB = String.raw`'use strict';
   });
   define('pickTop', function (n) { return this.slice(0, n); });
   define('take', function (n) { return this.slice(0, n); });
+  // eRPC's round-robin: the order turned left by n (ctx.tickCount turns it one place per evaluation).
+  define('rotateBy', function (n) {
+    const len = this.length;
+    const k = len === 0 || !Number.isFinite(n) ? 0 : ((Math.trunc(n) % len) + len) % len;
+    return this.slice(k).concat(this.slice(0, k));
+  });
   define('skip', function (n) { return this.slice(n); });
   define('dropTop', function (n) { return this.slice(n); });
   define('whenEmpty', function (fn) { return this.length === 0 ? fn() : this.slice(); });

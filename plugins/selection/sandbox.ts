@@ -54,6 +54,7 @@ interface SandboxInput {
     previousExcluded: readonly string[];
     excludedSince: Readonly<Record<string, number>>;
     lastSwitchAt: number | null;
+    tickCount: number;
   };
   /** The network's sticky primary register (null: cold start). */
   sticky: StickyRegister | null;
@@ -83,6 +84,7 @@ function inputOf(upstreams: UpstreamsView, ctx: PolicyContext, carry: TickCarry 
       previousExcluded: upstreams.filter((u) => carry?.excludedSince[u.id] !== undefined).map((u) => u.id),
       excludedSince: carry?.excludedSince ?? {},
       lastSwitchAt: carry?.sticky?.lastSwitchAt ?? null,
+      tickCount: carry?.tickCount ?? 0,
     },
     sticky: carry?.sticky ?? null,
   };

@@ -18,6 +18,10 @@ type Doc = Record<string, unknown>;
 const load = (raw: unknown) => loadConfigObject(raw, { fragments: FRAGMENTS, env: {} });
 const problems = (raw: unknown) => problemsOf(() => load(raw));
 const lines = (raw: unknown) => problems(raw).map((p) => `${p.path}: ${p.message}`);
+/** Boots the default preset on a raw config (the policy's trial run included): throws what `svc validate` would report. */
+async function boots(raw: unknown): Promise<void> {
+  await createProxy({ config: raw as object, plugins: defaultPreset(), logger: createLogger('silent') }).close();
+}
 const rewriteAt = (rewrites: readonly NormalizeRewrite[], path: string) => rewrites.find((r) => r.path === path);
 
 function project(extra: Doc = {}, network: Doc = {}, upstream: Doc = {}): Doc {
@@ -74,14 +78,39 @@ describe("config: eRPC's legacy routing keys and keys eRPC documents as inert", 
     }
   });
 
-  it('routingStrategy score-based is dropped (svc orders by health score); round-robin and other values are refused by name', () => {
+  it('routingStrategy score-based is dropped (svc orders by health score); another value than the two eRPC knew is refused by name', () => {
     const { rewrites } = load(project({ routingStrategy: 'score-based' }));
     expect(String(rewriteAt(rewrites, 'projects[0].routingStrategy')?.to)).to.match(/orders upstreams by health score/);
-    expect(lines(project({ routingStrategy: 'round-robin' }))).to.satisfy(
-      (l: string[]) => l.length === 1 && /routingStrategy: .*round-robin.*evalFunc/.test(l[0] ?? ''),
-    );
     expect(lines(project({ routingStrategy: 'random' }))[0]).to.match(/takes "score-based" or "round-robin"/);
-    expect(lines(project({ scoreSwitchHysteresis: 0.1 }))[0]).to.match(/scoreSwitchHysteresis: eRPC's .*sticky primary/);
+  });
+
+  it("routingStrategy round-robin becomes eRPC's own translation: every network rotates its order one place per evaluation, each second", async () => {
+    const { document, rewrites } = load(project({ routingStrategy: 'round-robin', scoreSwitchHysteresis: 0.2 }));
+    const policy = { evalInterval: '1s', evalFunc: '(upstreams, ctx) => upstreams.rotateBy(ctx.tickCount)' };
+    expect(first(document).networkDefaults).to.deep.equal({ selectionPolicy: policy });
+    expect(first(document)).to.not.have.property('routingStrategy');
+    expect(rewriteAt(rewrites, 'projects[0].routingStrategy')?.to).to.deep.equal({ networkDefaults: { selectionPolicy: policy } });
+    // Round-robin keeps no primary: the sticky keys are dropped saying so.
+    expect(String(rewriteAt(rewrites, 'projects[0].scoreSwitchHysteresis')?.to)).to.match(/round-robin keeps no primary/);
+    await boots(project({ routingStrategy: 'round-robin' }));
+    // Beside a policy of the project's own, one of the two would be lost: refused.
+    expect(lines(project({ routingStrategy: 'round-robin' }, { selectionPolicy: { evalInterval: '5s' } }))[0]).to.match(
+      /^projects\[0\]\.routingStrategy: eRPC's legacy routingStrategy round-robin beside a selectionPolicy of the project's own: keep one/,
+    );
+  });
+
+  it("scoreSwitchHysteresis and scoreMinSwitchInterval become eRPC's own translation: a score order with a sticky primary", async () => {
+    const { document, rewrites } = load(project({ scoreSwitchHysteresis: 0.25, scoreMinSwitchInterval: '1m' }));
+    const evalFunc = '(upstreams, ctx) => upstreams.sortByScore(PREFER_FASTEST).stickyPrimary({ hysteresis: 0.25, minSwitchInterval: "1m" })';
+    expect(first(document).networkDefaults).to.deep.equal({ selectionPolicy: { evalFunc } });
+    expect(rewriteAt(rewrites, 'projects[0].scoreSwitchHysteresis')?.to).to.deep.equal({ networkDefaults: { selectionPolicy: { evalFunc } } });
+    await boots(project({ scoreSwitchHysteresis: 0.25, scoreMinSwitchInterval: '1m' }));
+    // eRPC's defaults fill the one not given.
+    expect((load(project({ scoreMinSwitchInterval: '10s' })).document.projects as Doc[])[0]?.networkDefaults).to.deep.equal({
+      selectionPolicy: { evalFunc: '(upstreams, ctx) => upstreams.sortByScore(PREFER_FASTEST).stickyPrimary({ hysteresis: 0.1, minSwitchInterval: "10s" })' },
+    });
+    expect(lines(project({ scoreSwitchHysteresis: 'lots' }))[0]).to.match(/scoreSwitchHysteresis is a fraction such as 0\.1/);
+    expect(lines(project({ scoreMinSwitchInterval: 'soon' }))[0]).to.match(/scoreMinSwitchInterval is a duration such as "30s"/);
   });
 
   it('a network-level upstream list and a top-level networks list are refused naming where the entries go', () => {

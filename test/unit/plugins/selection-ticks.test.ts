@@ -45,6 +45,27 @@ const up = (id: string, p70: number, extra: Partial<PolicyUpstreamInput> = {}): 
 const STICKY = `(ups, ctx) => ups.sortByScore(PREFER_FASTEST).stickyPrimary({ hysteresis: 0.30, minSwitchInterval: '30s' })`;
 
 describe('selection: eRPC cross-tick helpers in a YAML policy (fake clock)', () => {
+  describe("rotateBy and ctx.tickCount (eRPC's translation of routingStrategy round-robin)", () => {
+    it('each upstream takes the head in turn, one place per evaluation, whatever the order it was given', () => {
+      const n = new Network('(upstreams, ctx) => upstreams.rotateBy(ctx.tickCount)');
+      const ups = [up('a', 0.1), up('b', 0.1), up('c', 0.1)];
+      const heads = [0, 1, 2, 3].map(() => n.tick(ups, 1000).order);
+      expect(heads).to.deep.equal([
+        ['a', 'b', 'c'],
+        ['b', 'c', 'a'],
+        ['c', 'a', 'b'],
+        ['a', 'b', 'c'],
+      ]);
+    });
+
+    it('rotateBy turns left by n modulo the length; an empty list, a negative or a non-number n are safe', () => {
+      const n = new Network(
+        '(u) => [u.rotateBy(1).map((x) => x.id).join(""), u.rotateBy(-1).map((x) => x.id).join(""), u.rotateBy(NaN).length, [].rotateBy(3).length].length === 4 ? u.rotateBy(-1) : u',
+      );
+      expect(n.tick([up('a', 0.1), up('b', 0.1), up('c', 0.1)]).order).to.deep.equal(['c', 'a', 'b']);
+    });
+  });
+
   describe('stickyPrimary', () => {
     it('cold start seeds the register with the head, switch time now', () => {
       const n = new Network(STICKY);
