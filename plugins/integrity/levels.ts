@@ -20,6 +20,7 @@ export const SKIPPABLE_CHECKS = [
   'block.hash',
   'block.request',
   'block.tx',
+  'block.transactionCount',
   'block.transactionsRoot',
   'receipt.block',
   'receipt.index',
@@ -91,7 +92,7 @@ export const IntegritySchema = Strict(
       Type.Array(Type.Union(SKIPPABLE_CHECKS.map((c) => Type.Literal(c))), {
         uniqueItems: true,
         description:
-          "checks not run on this network (eRPC's checks.<id>.enabled: false is read into it): block.hash (header hash recompute), block.request (the block asked for), block.tx (transactions' block fields), block.transactionsRoot, receipt.block, receipt.index, receipt.request, logs.filter (logs within the request's range, addresses, topics), tx.request; the other checks of the level still run",
+          "checks not run on this network (eRPC's checks.<id>.enabled: false is read into it): block.hash (header hash recompute), block.request (the block asked for), block.tx (transactions' block fields), block.transactionCount (transactions under the empty root), block.transactionsRoot (the root recomputed), receipt.block, receipt.index, receipt.request, logs.filter (logs within the request's range, addresses, topics), tx.request; the other checks of the level still run",
       }),
     ),
     profiles: Type.Optional(

@@ -26,6 +26,8 @@ import { checkTxHash } from './transactions.ts';
 
 /** keccak256 of RLP([]): the `sha3Uncles` of a block without uncles. */
 export const EMPTY_UNCLES_HASH = '0x1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347';
+/** Root of the empty Merkle-Patricia trie, keccak256(rlp('')): the transactionsRoot of a block without transactions. */
+export const EMPTY_TRIE_ROOT = '0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421';
 
 /** How a header field is encoded in the RLP header. */
 type FieldKind = 'data' | 'quantity';
@@ -119,7 +121,7 @@ export interface BlockRequest {
   number?: bigint;
   /** Asked by hash (`eth_getBlockByHash`). */
   hash?: Hex;
-  /** Checks turned off (`block.hash`, `block.request`, `block.tx`, `block.transactionsRoot`). */
+  /** Checks turned off (`block.hash`, `block.request`, `block.tx`, `block.transactionCount`, `block.transactionsRoot`). */
   skip?: SkipChecks;
 }
 
@@ -156,6 +158,10 @@ export async function checkBlockAnswer(libs: IntegrityLibs, block: unknown, req:
       throw new CheckFailure('block.withdrawalsRoot', `block ${number} withdrawals do not match withdrawalsRoot ${block.withdrawalsRoot} (recomputed ${root})`);
   }
   const txs = block.transactions;
+  // The root against the count: transactions under the empty trie's root. A root over an empty list may be a chain's system
+  // transactions the list leaves out (eRPC's "phantom-tx-aware" consistency), so only the recompute below judges that case.
+  if (Array.isArray(txs) && txs.length > 0 && !skip.has('block.transactionCount') && sameHex(block.transactionsRoot, EMPTY_TRIE_ROOT))
+    throw new CheckFailure('block.transactionCount', `block ${number} lists ${txs.length} transactions under the empty transactionsRoot`);
   if (Array.isArray(txs) && txs.length > 0 && txs.every(isObject)) {
     const encoded: Hex[] = [];
     let unknownType = false;

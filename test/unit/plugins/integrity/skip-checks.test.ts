@@ -9,6 +9,7 @@ import type { SchemaFragment } from '../../../../config/schema.ts';
 import { checkIntrinsic, compileIntegrity, ERPC_SKIPPABLE, loadLibs, SKIPPABLE_CHECKS, type IntegrityLibs } from '../../../../plugins/integrity/index.ts';
 import { defaultPreset } from '../../../../presets/default.ts';
 import { clone, fails, flip, mineChain, type ChainData } from './chain.ts';
+import { EMPTY_TRIE_ROOT } from '../../../../plugins/integrity/checks/block.ts';
 
 const FRAGMENTS: SchemaFragment[] = defaultPreset().flatMap((p) => (p.schema ? [p.schema] : []));
 type Doc = Record<string, unknown>;
@@ -58,6 +59,18 @@ describe("integrity: eRPC's per-check switches (checks.<id>.enabled: false)", fu
     expect(compileIntegrity({ skipChecks: ['tx.request'] }).skip.has('tx.request')).to.equal(true);
   });
 
+  it("eRPC's documented HyperEVM network (transactionsRootRecompute and receiptsRootRecompute off) validates: the recompute alone is skipped", () => {
+    const { config } = load({
+      level: 'authoritative',
+      checks: { transactionsRootRecompute: { enabled: false }, receiptsRootRecompute: { enabled: false } },
+    });
+    expect((config.projects[0]!.networks[0]!.settings.integrity as Doc).skipChecks).to.deep.equal(['block.transactionsRoot']);
+    expect(
+      (load({ level: 'intrinsic', checks: { transactionsRootConsistency: { enabled: false } } }).config.projects[0]!.networks[0]!.settings.integrity as Doc)
+        .skipChecks,
+    ).to.deep.equal(['block.transactionCount']);
+  });
+
   describe('on real anvil answers', () => {
     let libs: IntegrityLibs;
     let c: ChainData;
@@ -91,6 +104,19 @@ describe("integrity: eRPC's per-check switches (checks.<id>.enabled: false)", fu
       await fails(run('eth_getBlockByNumber', ['0x1', true], b, 'block.transactionsRoot'), 'block.tx');
       await fails(run('eth_getBlockByNumber', ['0x1', true], b, 'block.tx'), 'block.transactionsRoot');
       await run('eth_getBlockByNumber', ['0x1', true], b, 'block.tx', 'block.transactionsRoot');
+    });
+
+    it('block.transactionCount and block.transactionsRoot each let their own fault through: transactions under the empty root, and a root over transactions the list leaves out', async () => {
+      // The header hash covers the root: block.hash is off so each root fault reaches its own check.
+      const underEmpty = clone(c.block);
+      underEmpty.transactionsRoot = EMPTY_TRIE_ROOT;
+      await fails(run('eth_getBlockByNumber', ['0x1', true], underEmpty, 'block.hash', 'block.transactionsRoot'), 'block.transactionCount');
+      await run('eth_getBlockByNumber', ['0x1', true], underEmpty, 'block.hash', 'block.transactionsRoot', 'block.transactionCount');
+      // A chain's system transactions in the root but not in the list (HyperEVM): only the recompute judges it.
+      const omitted = clone(c.block);
+      omitted.transactions = [];
+      await fails(run('eth_getBlockByNumber', ['0x1', true], omitted, 'block.hash'), 'block.transactionsRoot');
+      await run('eth_getBlockByNumber', ['0x1', true], omitted, 'block.hash', 'block.transactionsRoot');
     });
 
     it('receipt.request, receipt.block, receipt.index: each lets its own fault through', async () => {
