@@ -3,7 +3,7 @@
  * `facilitatorUrl` → `facilitator.url`; `sellerAddress` → `accepts[0].payTo`; `network` (an x402 v1 name such as `base`) →
  * `accepts[0].network` (`eip155:8453`); `asset` (default: the chain's default stablecoin in `@x402/evm`'s table, e.g. USDC) and `extra`
  * (`name`, `version`: the EIP-712 domain; default: the table's) → `accepts[0].asset` and `.eip712`; `scheme`, `maxTimeoutSeconds` →
- * `accepts[0]`; `pricePerRequest` → `price.perCall`; `description` stays. `verifyOnly: true` is refused: svc never serves a payment it
+ * `accepts[0]`; `pricePerRequest` → `price.perCall`; `rateLimitBudget` → the strategy's own; `description` stays. `verifyOnly: true` is refused: svc never serves a payment it
  * does not settle (use a testnet). The `@x402/evm` tables load only when such a block exists.
  */
 import { createRequire } from 'node:module';
@@ -66,6 +66,15 @@ export function normalizeX402Shapes(doc: ConfigDocument, out: NormalizeReport): 
       if (eip712) accept.eip712 = eip712;
       if (b.scheme !== undefined) accept.scheme = b.scheme;
       if (b.maxTimeoutSeconds !== undefined) accept.maxTimeoutSeconds = b.maxTimeoutSeconds;
+      // eRPC applied its block's budget to the payer: svc's strategies carry the budget beside their block.
+      if (b.rateLimitBudget !== undefined) {
+        if (s.rateLimitBudget !== undefined && s.rateLimitBudget !== b.rateLimitBudget) {
+          out.problem(pathOf(bp, 'rateLimitBudget'), `the strategy already names rateLimitBudget ${JSON.stringify(s.rateLimitBudget)}: keep one`);
+          return;
+        }
+        s.rateLimitBudget = b.rateLimitBudget;
+        delete b.rateLimitBudget;
+      }
       for (const k of ERPC_KEYS) delete b[k];
       b.accepts = [accept];
       if (from.pricePerRequest !== undefined) b.price = { perCall: from.pricePerRequest };

@@ -52,6 +52,20 @@ describe('x402: eRPC block shape', () => {
     expect(() => resolveConfigBlock(X402Schema, s.x402, 'x402')).to.not.throw();
   });
 
+  it("the block's rateLimitBudget (eRPC applied it to the payer) moves to the strategy, where svc's strategies carry their budget", () => {
+    const raw = withStrategy({ facilitatorUrl: 'https://x', sellerAddress: SELLER, pricePerRequest: '1', network: 'base', rateLimitBudget: 'payers' });
+    (raw as { rateLimiters?: unknown }).rateLimiters = { budgets: [{ id: 'payers', rules: [{ method: '*', maxCount: 10, period: 'second' }] }] };
+    const s = strategyOf(load(raw).document);
+    expect(s.rateLimitBudget).to.equal('payers');
+    expect(s.x402).to.not.have.property('rateLimitBudget');
+    const clash = withStrategy({ facilitatorUrl: 'https://x', sellerAddress: SELLER, pricePerRequest: '1', network: 'base', rateLimitBudget: 'payers' });
+    strategyOf(clash).rateLimitBudget = 'other';
+    expect(problemsOf(() => load(clash))).to.deep.include({
+      path: 'projects[0].auth.strategies[0].x402.rateLimitBudget',
+      message: 'the strategy already names rateLimitBudget "other": keep one',
+    });
+  });
+
   it('an asset of its own keeps the domain given in extra', () => {
     const { document } = load(
       withStrategy({
