@@ -51,7 +51,8 @@ export function normalizeLegacyProjectKeys(doc: ConfigDocument, out: NormalizeRe
   eachProject(doc, (p, path) => {
     for (const [key, why] of Object.entries(INERT_PROJECT_KEYS)) if (key in p) dropInert(p, key, path, `inert: ${why}`, out);
     const v = p.routingStrategy;
-    const s = typeof v === 'string' ? v.trim().toLowerCase() : 'routingStrategy' in p ? undefined : '';
+    // Absent or empty (YAML `routingStrategy:` with no value is null) is eRPC's default, score-based; another non-string is refused.
+    const s = typeof v === 'string' ? v.trim().toLowerCase() : v === undefined || v === null ? '' : undefined;
     const at = pathOf(path, 'routingStrategy');
     if (s === 'round-robin') {
       // eRPC's translation of round-robin rotates and keeps no primary: the sticky keys say nothing there.
@@ -69,6 +70,9 @@ export function normalizeLegacyProjectKeys(doc: ConfigDocument, out: NormalizeRe
     if ('scoreSwitchHysteresis' in p || 'scoreMinSwitchInterval' in p) stickyPrimary(p, path, out);
   });
 }
+
+/** Go's duration syntax, as the sticky policy's `durationMs` reads it: one or more `<number><unit>` with no spaces. */
+const GO_DURATION = /^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
 
 /** eRPC's translation of `routingStrategy: round-robin`: the order turned one place per evaluation, evaluated each second. */
 export const ROUND_ROBIN_POLICY = Object.freeze({ evalInterval: '1s', evalFunc: '(upstreams, ctx) => upstreams.rotateBy(ctx.tickCount)' });
@@ -88,11 +92,14 @@ function stickyPrimary(p: ConfigObject, path: string, out: NormalizeReport): voi
     out.problem(at, `eRPC's scoreSwitchHysteresis is a fraction such as 0.1, not ${JSON.stringify(h)}`);
     return;
   }
-  if (!(typeof d === 'number' ? Number.isFinite(d) && d >= 0 : typeof d === 'string' && /^\s*\d+(\.\d+)?\s*(ms|s|m|h)?\s*$/.test(d))) {
+  // What the policy's durationMs reads (sandbox-stdlib-ticks.ts): a number of ms, or Go's duration syntax ('30s', '1m30s'), as eRPC's Duration.
+  const interval =
+    typeof d === 'number' ? (Number.isFinite(d) && d >= 0 ? d : undefined) : typeof d === 'string' && GO_DURATION.test(d.trim()) ? d.trim() : undefined;
+  if (interval === undefined) {
     out.problem(at, `eRPC's scoreMinSwitchInterval is a duration such as "30s", not ${JSON.stringify(d)}`);
     return;
   }
-  const evalFunc = `(upstreams, ctx) => upstreams.sortByScore(PREFER_FASTEST).stickyPrimary({ hysteresis: ${h}, minSwitchInterval: ${JSON.stringify(String(d).trim())} })`;
+  const evalFunc = `(upstreams, ctx) => upstreams.sortByScore(PREFER_FASTEST).stickyPrimary({ hysteresis: ${h}, minSwitchInterval: ${JSON.stringify(interval)} })`;
   setProjectPolicy(p, at, from, { evalFunc }, 'legacy sticky primary', out);
 }
 

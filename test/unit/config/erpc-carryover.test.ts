@@ -113,6 +113,27 @@ describe("config: eRPC's legacy routing keys and keys eRPC documents as inert", 
     expect(lines(project({ scoreMinSwitchInterval: 'soon' }))[0]).to.match(/scoreMinSwitchInterval is a duration such as "30s"/);
   });
 
+  it('scoreMinSwitchInterval is taken exactly as the policy reads it: a number of ms and Go durations boot, a string without a unit is refused at its key', async () => {
+    const interval = (v: unknown) =>
+      String(((first(load(project({ scoreMinSwitchInterval: v })).document).networkDefaults as Doc).selectionPolicy as Doc).evalFunc);
+    expect(interval(45_000)).to.contain('minSwitchInterval: 45000 ');
+    expect(interval('1m30s')).to.contain('minSwitchInterval: "1m30s"');
+    await boots(project({ scoreMinSwitchInterval: 45_000 }));
+    await boots(project({ scoreMinSwitchInterval: '1m30s' }));
+    // Go's ParseDuration (eRPC) refuses a bare number in a string, and so does the policy: refused here, not at a key the user never wrote.
+    for (const v of ['30', '30 s'])
+      expect(lines(project({ scoreMinSwitchInterval: v })), v).to.deep.equal([
+        `projects[0].scoreMinSwitchInterval: eRPC's scoreMinSwitchInterval is a duration such as "30s", not ${JSON.stringify(v)}`,
+      ]);
+  });
+
+  it("routingStrategy with no value (YAML null) is eRPC's default, score-based: dropped like an empty string", () => {
+    const { document, rewrites } = load(project({ routingStrategy: null }));
+    expect(first(document)).to.not.have.property('routingStrategy');
+    expect(String(rewriteAt(rewrites, 'projects[0].routingStrategy')?.to)).to.match(/orders upstreams by health score/);
+    expect(lines(project({ routingStrategy: 42 }))[0]).to.match(/takes "score-based" or "round-robin", not 42/);
+  });
+
   it('a network-level upstream list and a top-level networks list are refused naming where the entries go', () => {
     expect(lines(project({}, { upstreams: ['a'] }))).to.deep.equal([
       'projects[0].networks[0].upstreams: a network has no upstream list in eRPC or svc: list upstreams once under the project (`projects[].upstreams`); each serves the network of the chain it reports (set its `evm.chainId`), and `use-upstream` or tags pin calls to some of them',
