@@ -7,6 +7,7 @@
  * `shutdown` (stop them). The request-path taps learn heads from answers through the returned
  * {@link HeadTracker}.
  */
+import { vouched } from './vouch-wait.ts';
 import { Counter, Gauge } from 'prom-client';
 import type { Network, PluginHost, Upstream } from 'svc-proxy/plugin';
 import type { HeadVerdict } from './api.ts';
@@ -228,7 +229,10 @@ export function tapHeadTracking(host: PluginHost, maxPollTimeoutMs: number): Hea
       else mine.advanceLatest(block);
       if (block > before) updateLags(n);
     }
-    if (vouchesFirst && vouchedBefore === 0) vouchOthers(n, st, u);
+    if (vouchesFirst && vouchedBefore === 0) {
+      vouchOthers(n, st, u);
+      vouched(st);
+    }
     return verdict;
   };
 

@@ -24,6 +24,10 @@ import { chainStateOf, type NetworkChainState, type UpstreamChainState } from '.
 import { chainChanged, ErrUpstreamChainChanged } from './chain-id.ts';
 import { ENFORCE_HIGHEST_BLOCK, ENFORCE_NON_NULL_TAGGED_BLOCKS } from './schema.ts';
 import type { HeadTracker } from './state.ts';
+import { FIRST_VOUCH_WAIT_MS, whenVouched } from './vouch-wait.ts';
+
+/** Time a call keeps for its own upstream attempt after waiting for the first vouched head, ms. */
+const FIRST_VOUCH_SLACK_MS = 500;
 
 /**
  * An upstream answered `eth_blockNumber` or a `latest`/`finalized` `eth_getBlockByNumber` with a
@@ -284,6 +288,11 @@ export function tapTipEnforcement(host: PluginHost, heads: HeadTracker): void {
       if (tag === undefined) return inner(ctx);
       ctx.state.set(TAG, tag);
     }
+    // Start-up: no head vouched for yet, so the first upstream to answer would decide what this client is served. Wait (bounded)
+    // for the state polls to corroborate one; a network of one upstream has nothing to wait for.
+    const st = chainStateOf(ctx.network);
+    if (st.vouchedLatest === 0 && ctx.network.upstreams.length > 1)
+      await whenVouched(st, Math.min(FIRST_VOUCH_WAIT_MS, ctx.deadline - Date.now() - FIRST_VOUCH_SLACK_MS));
     const enforce = ENFORCE_HIGHEST_BLOCK.get(ctx.directives);
     let r: RpcResult;
     try {
