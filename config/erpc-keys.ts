@@ -157,10 +157,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'consensus wait bounds',
     instead: 'bound the round with the network failsafe `timeout`',
   },
-  'projects[].networks[].failsafe[].consensus.requiredParticipants': {
-    feature: 'required consensus participants by tag',
-    instead: 'pick participants with `use-upstream` or upstream tags and `maxParticipants`',
-  },
   'projects[].networks[].evm.enforceBlockAvailability': {
     feature: 'the network switch for block-availability enforcement',
     instead: 'svc always skips an upstream that lacks the block',
