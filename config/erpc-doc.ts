@@ -123,6 +123,8 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   'projects[].upstreams[].routing.scoreMultipliers[].finality': "one value → a list; eRPC's numbers 0..3 → names",
   'projects[].networks[].evm.servedTip.clusterDelta': 'removed with a `--print` line: deprecated in eRPC, which ignores it',
   'projects[].networks[].evm.servedTip.enabledFor': 'tags in any case; the majority pick of eRPC 0.1 (no trajectory referee)',
+  'projects[].networks[].evm.servedTip.trajectoryWindow':
+    '`0` (eRPC\'s "referee off", what svc does) removed with a `--print` line; other values refused: svc has no trajectory referee and serves the plain majority pick',
 };
 
 /** eRPC keys svc takes as they are, with what the reader should still know. By canonical path. */

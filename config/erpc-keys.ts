@@ -149,22 +149,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'consensus wait bounds',
     instead: 'bound the round with the network failsafe `timeout`',
   },
-  'projects[].networks[].failsafe[].consensus.requiredParticipants': {
-    feature: 'required consensus participants by tag',
-    instead: 'pick participants with `use-upstream` or upstream tags and `maxParticipants`',
-  },
-  'projects[].networks[].evm.servedTip.guaranteedMethods': {
-    feature: 'per-method served-tip floors',
-    instead: "svc's served tip is one majority pick per network; each call still goes only to upstreams that have its block (evm-state availability)",
-  },
-  'projects[].networks[].evm.servedTip.maxRegressionBlocks': {
-    feature: "the served tip's regression guard",
-    instead: 'svc serves the plain majority pick (a pick more than 1024 blocks under the second-highest head is not held back)',
-  },
-  'projects[].networks[].evm.servedTip.trajectoryWindow': {
-    feature: "the served tip's trajectory referee",
-    instead: 'svc serves the plain majority pick, as eRPC does with `trajectoryWindow: 0`',
-  },
   'projects[].networks[].evm.enforceBlockAvailability': {
     feature: 'the network switch for block-availability enforcement',
     instead: 'svc always skips an upstream that lacks the block',

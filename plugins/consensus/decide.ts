@@ -107,6 +107,11 @@ export interface DecideInput {
   participants: number;
   /** The call's method (selects `preferHighestValueFor` fields). */
   method?: string;
+  /**
+   * `requiredParticipants[].minAgreement`: given the winning group's upstream ids, why it falls
+   * short of a winner quota (undefined when every quota holds). A winner that falls short is a dispute.
+   */
+  agreementShortfall?: (winners: readonly string[]) => string | undefined;
 }
 
 /**
@@ -194,6 +199,20 @@ function highestValue(input: DecideInput, fields: readonly string[], groups: Gro
  * @returns the winner, or the error to throw (ErrConsensusDispute, ErrConsensusLowParticipants)
  */
 export function decide(input: DecideInput): Decision {
+  const d = decideByCount(input);
+  // The winner quotas hold whichever rule chose the group: disputeBehavior cannot bypass them (as in eRPC).
+  const short = d.winningGroup && input.agreementShortfall?.(d.winningGroup.votes.map((v) => v.upstreamId));
+  if (!short) return d;
+  const details = { participants: input.participants, valid: input.votes.length, threshold: input.cfg.agreementThreshold };
+  const causes = [...input.votes.flatMap((v) => (v.error ? [v.error] : [])), ...input.infraErrors];
+  return {
+    outcome: 'dispute',
+    groups: d.groups,
+    error: new ErrConsensusDispute(`consensus dispute: the winning answer ${short} (requiredParticipants minAgreement)`, summarize(d.groups), causes, details),
+  };
+}
+
+function decideByCount(input: DecideInput): Decision {
   const { votes, cfg } = input;
   const groups = groupVotes(votes);
   const fields = input.method === undefined ? undefined : cfg.preferHighestValueFor?.[input.method];

@@ -16,7 +16,7 @@
  *
  * Files: `decide.ts` (grouping and the decision rules), `round.ts` (running the slots),
  * `punish.ts` (the misbehaviour cordon), `export.ts` (the `misbehaviorsDestination` file
- * writer); this file wires them.
+ * writer), `quota.ts` / `quota-config.ts` (`requiredParticipants`); this file wires them.
  */
 import { Counter } from 'prom-client';
 import {
@@ -42,6 +42,7 @@ import { decide, summarize, type Decision, type Vote } from './decide.ts';
 import { MisbehaviorExporter } from './export.ts';
 import { Punisher, REAL_CLOCK, type PunishClock } from './punish.ts';
 import { broadcast, runSlots } from './round.ts';
+import { compileQuotas, missedAgreement, promoteForQuotas, type Quota } from './quota.ts';
 import { type ConsensusConfig, consensusSchemaFragment, type MisbehaviorsDestination } from './schema.ts';
 import { networkChainState } from 'svc-proxy/plugins/evm-state';
 
@@ -57,6 +58,7 @@ export {
   type DropReason,
 } from './export.ts';
 export { runSlots, type RoundOptions } from './round.ts';
+export { compileQuotas, matchesQuota, missedAgreement, promoteForQuotas, type Quota, type RequiredParticipant } from './quota.ts';
 export { MISBEHAVING_REASON, Punisher, type PunishClock } from './punish.ts';
 export {
   CONSENSUS_BEHAVIORS,
@@ -143,9 +145,27 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
         return best?.id;
       };
 
+      const quotaMemo = new WeakMap<ConsensusConfig, Quota[]>();
+      const quotasOf = (cfg: ConsensusConfig): Quota[] => {
+        let q = quotaMemo.get(cfg);
+        if (!q) quotaMemo.set(cfg, (q = compileQuotas(cfg.requiredParticipants ?? [])));
+        return q;
+      };
+      /** The round's participants: the first maxParticipants untried upstreams, tag quotas promoted to the front. */
+      const participantsOf = (ctx: CallContext, leg: Leg, cfg: ConsensusConfig, quotas: readonly Quota[]): Upstream[] => {
+        const all = leg.cursor.upstreams;
+        const untried = all.slice(all.length - leg.cursor.remaining);
+        const health = ctx.project.health;
+        const method = ctx.request.method;
+        const ordered = quotas.length ? promoteForQuotas(untried, quotas, (u) => u.serving && !health.isCordoned(u.id, method)) : untried;
+        const upstreams = ordered.slice(0, cfg.maxParticipants);
+        for (let i = 0; i < upstreams.length; i++) leg.cursor.next();
+        return upstreams;
+      };
+
       const round = async (ctx: CallContext, leg: Leg, cfg: ConsensusConfig, inner: AttemptHandler): Promise<RpcResult> => {
-        const upstreams: Upstream[] = [];
-        for (let u = leg.cursor.next(); u && upstreams.length < cfg.maxParticipants; u = leg.cursor.next()) upstreams.push(u);
+        const quotas = quotasOf(cfg);
+        const upstreams = participantsOf(ctx, leg, cfg, quotas);
         rounds.inc();
         SLOTS.set(ctx.record, SLOTS.get(ctx.record) + upstreams.length);
         if (ctx.request.method === 'eth_sendRawTransaction') {
@@ -156,8 +176,22 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
         const firstAttempt = ctx.record.attempts.length;
         const method = ctx.request.method;
         const waitAll = cfg.preferHighestValueFor?.[method] !== undefined;
-        const { votes, infraErrors } = await runSlots(ctx, leg, upstreams, inner, cfg, ignoreOf(cfg, method), { waitAll, fireAndForget: cfg.fireAndForget });
-        const decision = decide({ votes, infraErrors, cfg, participants: upstreams.length, leaderId: leaderOf(ctx.network, upstreams), method });
+        const byId = new Map(upstreams.map((u) => [u.id, u.tags]));
+        const agreementShortfall = quotas.some((q) => q.minAgreement > 0)
+          ? (winners: readonly string[]) => {
+              const m = missedAgreement(winners, quotas, (id) => byId.get(id));
+              return m && `has ${m.had} upstreams tagged ${m.quota.tag}, below its minAgreement of ${m.quota.minAgreement}`;
+            }
+          : undefined;
+        const input = { cfg, participants: upstreams.length, leaderId: leaderOf(ctx.network, upstreams), method, agreementShortfall };
+        // A winner short of its quota is not final while a running slot could still complete it.
+        const final = agreementShortfall && ((v: readonly Vote[]) => decide({ ...input, votes: v, infraErrors: [] }).outcome === 'agreement');
+        const { votes, infraErrors } = await runSlots(ctx, leg, upstreams, inner, cfg, ignoreOf(cfg, method), {
+          waitAll,
+          fireAndForget: cfg.fireAndForget,
+          final,
+        });
+        const decision = decide({ ...input, votes, infraErrors });
         reportMisbehavior(ctx, cfg, decision, votes, infraErrors.length);
         outcomes.inc([ctx.project.id, ctx.network.id, decision.outcome]);
         if (decision.outcome === 'dispute') DISPUTES.set(ctx.record, DISPUTES.get(ctx.record) + 1);

@@ -58,6 +58,11 @@ export interface RoundOptions {
   waitAll?: boolean;
   /** Slots still running when the round is decided are left running (`fireAndForget`). */
   fireAndForget?: boolean;
+  /**
+   * Whether the votes so far may end the round early (`requiredParticipants` winner quotas: a
+   * winner short of them may still be completed by a running slot); default yes.
+   */
+  final?: (votes: readonly Vote[]) => boolean;
 }
 
 /**
@@ -117,7 +122,7 @@ export function runSlots(
       if (v) votes.push(v);
       else infraErrors.push(slotError(outcome.error));
       if (running === 0) return finish();
-      if (opts.waitAll || !isSettled(votes, running, cfg)) return;
+      if (opts.waitAll || !isSettled(votes, running, cfg) || (opts.final && !opts.final(votes))) return;
       if (!cfg.preferLargerResponses) return finish();
       // A larger identical answer may still come: wait about as long as the round took so far.
       if (!waitTimer) {

@@ -7,6 +7,8 @@
  * documents it, and neither plugin imports the other.
  */
 import { Duration, type SchemaFragment, Size, Strict, Type } from 'svc-proxy/plugin';
+import { normalizeRequiredParticipants } from './quota-config.ts';
+import type { RequiredParticipant } from './quota.ts';
 
 /** The failsafe plugin's network entry (by its extension point name; see `SchemaFragment.extend`). */
 export const FAILSAFE_ENTRY_POINT = 'projects[].networks[].failsafe[]';
@@ -100,6 +102,30 @@ export const ConsensusSchema = Strict({
       },
     ),
   ),
+  requiredParticipants: Type.Optional(
+    Type.Array(
+      Strict({
+        tag: Type.String({ minLength: 1, maxLength: 256, description: 'glob matched against each upstream tag (`*`, `?`)' }),
+        minParticipants: Type.Integer({
+          minimum: 1,
+          maximum: 32,
+          description: 'matching upstreams promoted into the participant set (best effort; at most maxParticipants)',
+        }),
+        minAgreement: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            description:
+              'matching upstreams the winning answer must have (at most minParticipants); fewer makes the round a dispute whatever disputeBehavior says. 0: no such quota',
+          }),
+        ),
+      }),
+      {
+        maxItems: 16,
+        description:
+          "eRPC's requiredParticipants: tag quotas on a round. Matching upstreams are drawn first without changing maxParticipants (too few healthy ones: the round runs with what there is); minAgreement is hard-enforced on the winner (eth_sendRawTransaction exempt)",
+      },
+    ),
+  ),
   punishMisbehavior: Type.Optional(
     Strict({
       disputeThreshold: Type.Optional(
@@ -129,6 +155,8 @@ export interface ConsensusConfig {
   disputeLogLevel?: DisputeLogLevel;
   /** Where misbehaving rounds are exported (sizes in bytes). */
   misbehaviorsDestination?: MisbehaviorsDestination;
+  /** Tag quotas on the participants and the winner. */
+  requiredParticipants?: RequiredParticipant[];
 }
 
 /** Levels of `disputeLogLevel`. */
@@ -156,5 +184,5 @@ export const DEFAULT_CONSENSUS: Readonly<ConsensusConfig> = Object.freeze({
 
 /** The config keys the consensus plugin adds: `consensus` on the failsafe plugin's network entries. */
 export function consensusSchemaFragment(): SchemaFragment {
-  return { extend: { [FAILSAFE_ENTRY_POINT]: { consensus: ConsensusSchema } } };
+  return { extend: { [FAILSAFE_ENTRY_POINT]: { consensus: ConsensusSchema } }, normalize: normalizeRequiredParticipants };
 }

@@ -12,7 +12,7 @@ import type { HeadVerdict, NetworkChainState as NetworkChainStateView } from './
 import { SHADOW_UPSTREAM } from 'svc-proxy/plugins/shadow';
 import { judgeHeadFacts, SOLE_REPORTER_GRACE_MS, witnessesOf } from './plausibility.ts';
 import { networkChainState } from './api.ts';
-import { majorityHead, type ServedTipAxes } from './served-tip.ts';
+import type { ServedTip } from './served-tip-pick.ts';
 import { CanonicalHashes, HASH_HEIGHTS, MAX_REORGS } from './hashes.ts';
 import { UpstreamChainState } from './upstream-chain.ts';
 
@@ -103,17 +103,18 @@ export class NetworkChainState implements NetworkChainStateView {
   // (The evm-state plugin's list is reused from call to call: iterate it at once, never keep it.)
 
   /**
-   * eRPC's served tip of this network (`evm.servedTip.enabledFor`, ./served-tip.ts): the axes whose
-   * head is the majority pick instead of the max; undefined (max mode) unless configured.
+   * eRPC's served tip of this network (`evm.servedTip`, ./served-tip.ts): the axes whose head is
+   * the majority pick (guarded, floored by guaranteed methods) instead of the max; undefined (max mode) unless configured.
    */
-  servedTip: ServedTipAxes | undefined = undefined;
+  servedTip: ServedTip | undefined = undefined;
+  private readonly peekState = (u: Upstream) => this.states.get(u);
 
   /**
    * The block the network serves as `latest`: {@link maxLatest}, or with the served tip on for
    * `latest`, the freshest block a strict majority of the counted non-syncing upstreams have.
    */
   get highestLatest(): number {
-    return this.servedTip?.latest ? majorityHead(this, this.countedUpstreams(), 'latest') : this.maxLatest;
+    return this.servedTip?.latest ? this.servedTip.head(this.peekState, this.countedUpstreams(), 'latest') : this.maxLatest;
   }
 
   /**
@@ -155,7 +156,7 @@ export class NetworkChainState implements NetworkChainStateView {
 
   /** The block the network serves as `finalized`: {@link maxFinalized}, or the majority pick with the served tip on for `finalized`. */
   get highestFinalized(): number {
-    return this.servedTip?.finalized ? majorityHead(this, this.countedUpstreams(), 'finalized') : this.maxFinalized;
+    return this.servedTip?.finalized ? this.servedTip.head(this.peekState, this.countedUpstreams(), 'finalized') : this.maxFinalized;
   }
 
   /** Highest finalized block over the counted upstreams ({@link countedUpstreams}), vouched ones once any is; 0 when unknown. */

@@ -64,7 +64,18 @@ export {
 } from './block-availability.ts';
 export { probeBlock, ProbeInconclusive, searchEarliest, type ProbeCall } from './earliest.ts';
 export { FULL_NODE_RECENT_BLOCKS, normalizeBlockAvailability, normalizePollerDebounce } from './erpc.ts';
-export { majorityHead, majorityPick, normalizeServedTip, SERVED_TIP_TAGS, servedTipOf, servedTipSchema } from './served-tip.ts';
+export { majorityHead, majorityPick, normalizeServedTip, SERVED_TIP_TAGS, servedTipFor, servedTipOf, servedTipSchema } from './served-tip.ts';
+export {
+  ballotOf,
+  DEFAULT_MAX_REGRESSION_BLOCKS,
+  MAX_GUARANTEED_METHODS,
+  REGRESSION_HOLD_MS,
+  RegressionGuard,
+  ServedTip,
+  type Ballot,
+  type GuardState,
+  type ServedTipSettings,
+} from './served-tip-pick.ts';
 export type { ServedTipAxes } from './served-tip.ts';
 export { MAX_SAFE_BLOCK_SOURCE_LENGTH, namesSafeTag, SAFE_SOURCE_DIRECTIVE_STAGE, safeBlockSourceOf } from './safe-source.ts';
 export { chainChanged, chainIdOf, ErrUpstreamChainChanged } from './chain-id.ts';

@@ -12,9 +12,11 @@
  * (an answer or cache hit above it is lowered too, as eRPC does). Upstream lag, the far-future
  * null and the lag gauges keep using the highest head (eRPC's blockHeadLag is against the max).
  *
- * Not implemented (their keys are refused): eRPC's trajectory referee and regression guard
- * (`trajectoryWindow`, `maxRegressionBlocks`), per-method floors (`guaranteedMethods`) and
- * `use-upstream`-scoped tips. `clusterDelta` is accepted and dropped: eRPC ignores it too.
+ * eRPC's regression guard (`maxRegressionBlocks`) and guaranteed-method floor
+ * (`guaranteedMethods`) apply to the pick (./served-tip-pick.ts). Not implemented: eRPC's
+ * trajectory referee (`trajectoryWindow: 0`, eRPC's "referee off", is accepted and dropped; any
+ * other value is refused) and `use-upstream`-scoped tips. `clusterDelta` is accepted and
+ * dropped: eRPC ignores it too.
  */
 import { Type } from '@sinclair/typebox';
 import {
@@ -24,6 +26,8 @@ import {
   eachNetwork,
   isConfigObject,
   type Network,
+  parseDuration,
+  pathOf,
   type NormalizeReport,
   type ConfigDocument,
   type PluginHost,
@@ -33,7 +37,8 @@ import {
   type Upstream,
 } from 'svc-proxy/plugin';
 import { parseBlockNumber, toHex } from 'svc-proxy/util';
-import type { NetworkChainState, UpstreamChainState } from './chain.ts';
+import type { NetworkChainState } from './chain.ts';
+import { ballotOf, eligibleOf, MAX_GUARANTEED_METHODS, ServedTip } from './served-tip-pick.ts';
 
 /** Tags eRPC's `enabledFor` takes (`safe` selects the finalized axis). */
 export const SERVED_TIP_TAGS = ['latest', 'finalized', 'safe'] as const;
@@ -45,6 +50,20 @@ export const servedTipSchema = Strict(
       Type.Array(Type.Union(SERVED_TIP_TAGS.map((t) => Type.Literal(t))), {
         description:
           'tags whose served block is the freshest one a strict majority of the non-syncing upstreams have (the floor(N/2)-th highest head; two upstreams: the lower) instead of the highest; `safe` selects `finalized`. Empty: the highest head (default)',
+      }),
+    ),
+    guaranteedMethods: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
+        maxItems: MAX_GUARANTEED_METHODS,
+        description:
+          'method globs (`trace_*`): for each, the majority pick over only the upstreams that support it (`ignoreMethods`/`allowMethods` of the pattern, as eRPC) floors the served tip, so `latest` is always a block those upstreams have; a pattern no upstream supports sets no floor',
+      }),
+    ),
+    maxRegressionBlocks: Type.Optional(
+      Type.Integer({
+        minimum: -1,
+        description:
+          "blocks the majority pick may fall below the corroborated head (the second-highest head, or the last corroborated pick) before the last corroborated pick is served instead, for at most one minute, then the pick as computed; unset or 0: 1024 (eRPC's default); -1: no guard",
       }),
     ),
   },
@@ -73,12 +92,41 @@ export function normalizeServedTip(doc: ConfigDocument, out: NormalizeReport): v
       out.rewrite(`${at}.clusterDelta`, st.clusterDelta, '(removed: deprecated in eRPC, which ignores it; the majority pick needs no tuning)');
       delete st.clusterDelta;
     }
+    if ('trajectoryWindow' in st) normalizeTrajectoryWindow(st, at, out);
     if (Array.isArray(st.enabledFor) && st.enabledFor.some((t) => typeof t === 'string' && t !== t.toLowerCase())) {
       const to = st.enabledFor.map((t) => (typeof t === 'string' ? t.toLowerCase() : t));
       out.rewrite(`${at}.enabledFor`, st.enabledFor, to);
       st.enabledFor = to;
     }
   });
+}
+
+/** Why eRPC's `trajectoryWindow: 0` changes nothing in svc, as the rewrite line says it. */
+const TRAJECTORY_OFF_REASON = "(removed: 0 turns eRPC's trajectory referee off, and svc has none: it serves the plain majority pick)";
+
+/**
+ * eRPC's `servedTip.trajectoryWindow`: `0` (a duration of 0, eRPC's "referee off") is what svc
+ * does and is removed with a line saying so; any other value asks for the trajectory referee,
+ * which svc does not have, and is a problem naming it.
+ */
+function normalizeTrajectoryWindow(st: Record<string, unknown>, at: string, out: NormalizeReport): void {
+  const v = st.trajectoryWindow;
+  const key = pathOf(at, 'trajectoryWindow');
+  let ms: number | undefined;
+  try {
+    ms = typeof v === 'string' || typeof v === 'number' ? parseDuration(v) : undefined;
+  } catch {
+    ms = undefined;
+  }
+  if (ms !== 0) {
+    out.problem(
+      key,
+      "eRPC's trajectoryWindow turns on the served tip's trajectory referee, which svc does not have: svc serves the plain majority pick (eRPC's trajectoryWindow: 0); set 0 or remove the key",
+    );
+    return;
+  }
+  out.rewrite(key, v, TRAJECTORY_OFF_REASON);
+  delete st.trajectoryWindow;
 }
 
 /**
@@ -94,13 +142,24 @@ export function servedTipOf(network: Network): ServedTipAxes | undefined {
 }
 
 /**
+ * A network's served tip (its axes, guaranteed methods and regression guards), or undefined in max mode.
+ * @param network the network (its resolved `evm.servedTip`)
+ * @param onGuard called when an axis' regression guard starts holding, fails open or recovers
+ */
+export function servedTipFor(network: Network, onGuard?: ConstructorParameters<typeof ServedTip>[2]): ServedTip | undefined {
+  const axes = servedTipOf(network);
+  if (!axes) return undefined;
+  const st = (network.config.settings.evm as { servedTip?: { guaranteedMethods?: readonly string[]; maxRegressionBlocks?: number } }).servedTip;
+  return new ServedTip({ ...axes, guaranteedMethods: st?.guaranteedMethods ?? [], maxRegressionBlocks: st?.maxRegressionBlocks ?? 0 }, Date.now, onGuard);
+}
+
+/**
  * The freshest block a strict majority of `values` have reached: the floor(N/2)-th highest of the
  * positive ones (0 when there is none).
  * @param values heads (0 or less = unknown, left out)
  */
 export function majorityPick(values: readonly number[]): number {
-  const known = values.filter((v) => v > 0).sort((a, b) => b - a);
-  return known.length ? (known[Math.floor(known.length / 2)] as number) : 0;
+  return ballotOf(values).pick;
 }
 
 /**
@@ -111,15 +170,7 @@ export function majorityPick(values: readonly number[]): number {
  * @param kind `latest` or `finalized`
  */
 export function majorityHead(st: Pick<NetworkChainState, 'peek'>, counted: Iterable<Upstream>, kind: 'latest' | 'finalized'): number {
-  const all: UpstreamChainState[] = [];
-  let anyVouched = false;
-  for (const u of counted) {
-    const s = st.peek(u);
-    if (!s || s.syncing || !(s.latest > 0)) continue;
-    all.push(s);
-    if (s.vouched) anyVouched = true;
-  }
-  return majorityPick(all.filter((s) => !anyVouched || s.vouched).map((s) => (kind === 'latest' ? s.latest : s.finalized)));
+  return majorityPick(eligibleOf((u) => st.peek(u), counted).map(({ s }) => (kind === 'latest' ? s.latest : s.finalized)));
 }
 
 /**
@@ -133,7 +184,17 @@ export function majorityHead(st: Pick<NetworkChainState, 'peek'>, counted: Itera
  */
 export function tapServedTip(host: PluginHost, chainStateOf: (network: Network) => NetworkChainState, enforceHighest: (ctx: CallContext) => boolean): void {
   host.hooks.network.tap('evm-state:served-tip', (network: Network) => {
-    chainStateOf(network).servedTip = servedTipOf(network);
+    chainStateOf(network).servedTip = servedTipFor(network, (axis, state, served, pick, reference) => {
+      const fields = { project: network.project.id, network: network.id, axis, served, pick, reference };
+      if (state === 'holding')
+        host.logger.error(
+          fields,
+          `served tip ${axis}: the majority pick ${pick} fell far below the corroborated head ${reference}; serving the last corroborated tip ${served}`,
+        );
+      else if (state === 'failed-open')
+        host.logger.error(fields, `served tip ${axis}: the regression outlasted the guard's minute; failing open and serving the pick ${pick}`);
+      else host.logger.warn(fields, `served tip ${axis}: recovered; the regression guard no longer holds`);
+    });
   });
   const stage = stageBetween(CallStage.IDEMPOTENT_BROADCAST, CallStage.CACHE);
   host.hooks.call.tap({ name: 'evm-state:served-tip', stage }, (inner: CallHandler, network: Network): CallHandler => {

@@ -243,7 +243,7 @@ describe('config: problems inside a failsafe list are reported alone', () => {
         {},
         {
           failsafe: [
-            { matchMethod: '*', consensus: { maxParticipants: 3, requiredParticipants: ['tier:archive'] } },
+            { matchMethod: '*', consensus: { maxParticipants: 3, maxWaitOnResult: '200ms' } },
             { matchMethod: 'eth_call', matchRequestKind: 'internal' },
           ],
         },

@@ -173,10 +173,10 @@ describe('config: eRPC shapes are normalised at load time', () => {
 describe('config: eRPC keys and shapes svc does not honour are refused by name', () => {
   const cases: Array<[string, Doc, string, RegExp]> = [
     [
-      'servedTip guaranteedMethods',
-      project({ evm: { chainId: 1, servedTip: { enabledFor: ['latest'], guaranteedMethods: ['trace_*'] } } }),
-      'projects[0].networks[0].evm.servedTip.guaranteedMethods',
-      /per-method served-tip floors/,
+      'enforceBlockAvailability',
+      project({ evm: { chainId: 1, enforceBlockAvailability: false } }),
+      'projects[0].networks[0].evm.enforceBlockAvailability',
+      /block-availability enforcement/,
     ],
     [
       'scoreMultipliers misbehaviors',
