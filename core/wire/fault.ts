@@ -32,15 +32,24 @@ export type FaultClassifier = (fault: UpstreamFault, opts: SvcErrorOptions) => S
  * @param classify the `upstreamFault` hook's call, when a plugin tapped it
  */
 export function nameUpstreamFault(f: UpstreamFault, upstream: string, classify: FaultClassifier | undefined): SvcError {
+  if (classify) {
+    try {
+      const named = classify(f, faultOptions(f, upstream));
+      if (named) return named;
+    } catch {
+      // A rule's bug must not turn an upstream's answer into svc's failure: the fault keeps its generic name.
+    }
+  }
+  // Fresh options: a rule that set a code and then named nothing leaves no trace here.
+  const opts = faultOptions(f, upstream);
+  if (f.code !== undefined) opts.code = f.code;
+  return new ErrEndpointServerSideException(f.message || `upstream answered HTTP ${f.status}`, opts);
+}
+
+/** The options every named fault carries: the upstream's status, code and data, and its raw error pieces. */
+function faultOptions(f: UpstreamFault, upstream: string): SvcErrorOptions {
   const opts: SvcErrorOptions = { upstreamStatus: f.status, details: { upstreamCode: f.code, upstreamStatus: f.status, upstream } };
   if (f.data !== undefined) opts.upstreamData = f.data;
   if (f.raw !== undefined) opts.upstreamError = f.raw;
-  try {
-    const named = classify?.(f, opts);
-    if (named) return named;
-  } catch {
-    // A rule's bug must not turn an upstream's answer into svc's failure: the fault keeps its generic name.
-  }
-  if (f.code !== undefined) opts.code = f.code;
-  return new ErrEndpointServerSideException(f.message || `upstream answered HTTP ${f.status}`, opts);
+  return opts;
 }

@@ -550,6 +550,16 @@ describe('upstream faults without a rule (the upstreamFault hook, spec §7)', ()
     expect(e.code).to.equal(3);
   });
 
+  it('a rule that sets a code and names nothing leaves no trace on the generic error', () => {
+    const e = nameUpstreamFault(fault, 'u1', (_f, opts) => {
+      opts.code = -1;
+      opts.details = { tampered: true };
+      return undefined;
+    });
+    expect(e.code).to.equal(3);
+    expect(e.details).to.deep.equal({ upstreamCode: 3, upstreamStatus: 200, upstream: 'u1' });
+  });
+
   it("the evm-errors plugin's tap is what the transport's classifier calls", async () => {
     const { createHooks } = await import('../../../core/pipeline/hooks.ts');
     const { evmErrorsPlugin } = await import('../../../plugins/evm-errors/index.ts');
