@@ -112,6 +112,13 @@ describe("integrity: eRPC's per-check switches (checks.<id>.enabled: false)", fu
       underEmpty.transactionsRoot = EMPTY_TRIE_ROOT;
       await fails(run('eth_getBlockByNumber', ['0x1', true], underEmpty, 'block.hash', 'block.transactionsRoot'), 'block.transactionCount');
       await run('eth_getBlockByNumber', ['0x1', true], underEmpty, 'block.hash', 'block.transactionsRoot', 'block.transactionCount');
+      // Phantom transactions (a chain's system transactions, sent by the zero address) are not counted.
+      const phantom = clone(underEmpty);
+      for (const tx of phantom.transactions as Doc[]) tx.from = '0x0000000000000000000000000000000000000000';
+      await run('eth_getBlockByNumber', ['0x1', true], phantom, 'block.hash', 'block.transactionsRoot', 'block.tx');
+      const hashesOnly = clone(underEmpty);
+      hashesOnly.transactions = (hashesOnly.transactions as Doc[]).map((tx) => tx.hash);
+      await run('eth_getBlockByNumber', ['0x1', false], hashesOnly, 'block.hash', 'block.transactionsRoot');
       // A chain's system transactions in the root but not in the list (HyperEVM): only the recompute judges it.
       const omitted = clone(c.block);
       omitted.transactions = [];
