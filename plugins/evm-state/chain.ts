@@ -135,6 +135,12 @@ export class NetworkChainState implements NetworkChainStateView {
     return v > 0 ? v : m;
   }
 
+  /** Whether some counted upstream's head is vouched for (false at start-up); unlike {@link vouchedLatest}, true on a chain at block 0. */
+  get anyVouched(): boolean {
+    for (const u of this.countedUpstreams()) if (this.states.get(u)?.vouched) return true;
+    return false;
+  }
+
   /** The highest latest block of a vouched counted upstream; 0 while none is vouched (start-up). */
   get vouchedLatest(): number {
     let v = 0;

@@ -291,7 +291,7 @@ export function tapTipEnforcement(host: PluginHost, heads: HeadTracker): void {
     // Start-up: no head vouched for yet, so the first upstream to answer would decide what this client is served. Wait (bounded)
     // for the state polls to corroborate one; a network of one upstream has nothing to wait for.
     const st = chainStateOf(ctx.network);
-    if (st.vouchedLatest === 0 && ctx.network.upstreams.length > 1)
+    if (ctx.network.upstreams.length > 1 && !st.anyVouched)
       await whenVouched(st, Math.min(FIRST_VOUCH_WAIT_MS, ctx.deadline - Date.now() - FIRST_VOUCH_SLACK_MS));
     const enforce = ENFORCE_HIGHEST_BLOCK.get(ctx.directives);
     let r: RpcResult;

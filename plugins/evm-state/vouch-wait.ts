@@ -15,7 +15,7 @@ const waiters = new WeakMap<NetworkChainState, Set<() => void>>();
  * @param ms the bound, ms (the caller passes the least of {@link FIRST_VOUCH_WAIT_MS} and its call's time left)
  */
 export function whenVouched(st: NetworkChainState, ms: number): Promise<void> {
-  if (st.vouchedLatest > 0 || ms <= 0) return Promise.resolve();
+  if (st.anyVouched || ms <= 0) return Promise.resolve();
   return new Promise((resolve) => {
     let set = waiters.get(st);
     if (!set) waiters.set(st, (set = new Set()));

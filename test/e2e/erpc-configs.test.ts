@@ -443,12 +443,12 @@ describe('svc validate --print and --from-erpc through the CLI', function () {
   it('--from-erpc refuses a key svc does not honour, naming the eRPC feature', async () => {
     writeFileSync(
       join(dir, 'tip.yaml'),
-      'projects:\n  - id: main\n    networks:\n      - evm:\n          chainId: 1\n          servedTip: { enabledFor: [latest], guaranteedMethods: ["trace_*"] }\n',
+      'projects:\n  - id: main\n    networks:\n      - evm:\n          chainId: 1\n          servedTip: { enabledFor: [latest], trajectoryWindow: 10m }\n',
     );
     const r = await run(['validate', '--from-erpc', 'tip.yaml']);
     expect(r.code).to.equal(1);
     expect(r.err).to.match(
-      /projects\[0\]\.networks\[0\]\.evm\.servedTip\.guaranteedMethods: eRPC's `projects\[\]\.networks\[\]\.evm\.servedTip\.guaranteedMethods` \(per-method served-tip floors/,
+      /projects\[0\]\.networks\[0\]\.evm\.servedTip\.trajectoryWindow: eRPC's trajectoryWindow turns on the served tip's trajectory referee, which svc does not have/,
     );
   });
 });

@@ -8,6 +8,7 @@ import { chainStateOf } from '../../../plugins/evm-state/chain.ts';
 import { FIRST_VOUCH_WAIT_MS, vouched, whenVouched } from '../../../plugins/evm-state/vouch-wait.ts';
 import { defaultPreset } from '../../../presets/default.ts';
 import { startStubProxy, type StubProxy } from '../../helpers/stub-proxy.ts';
+import { waitFor } from '../../helpers/svc.ts';
 
 const FAR = '0x7fffffff';
 const HEAD = '0x10';
@@ -39,6 +40,18 @@ describe('evm-state: a head call at start-up waits for a vouched head', function
     expect(error, error?.message).to.equal(undefined);
     expect(result?.result).to.equal(HEAD);
     expect(st.vouchedLatest).to.equal(0x10);
+  });
+
+  it('a chain at block 0 has a vouched head once two upstreams agree on it: head calls no longer wait', async () => {
+    const genesis = (method: string) => (method === 'eth_blockNumber' ? '0x0' : method === 'eth_getBlockByNumber' ? block('0x0') : null);
+    stub = await startStubProxy({ a: genesis, b: genesis }, defaultPreset());
+    const st = chainStateOf(stub.net);
+    await waitFor(() => st.anyVouched, 10_000);
+    expect(st.vouchedLatest, 'vouched, at block 0').to.equal(0);
+    // Already vouched: the wait is a promise that has settled before any timer could run.
+    const settled = await Promise.race([whenVouched(st, 60_000).then(() => true), new Promise((r) => setImmediate(() => r(false)))]);
+    expect(settled).to.equal(true);
+    expect((await stub.run('eth_blockNumber', [])).result?.result).to.equal('0x0');
   });
 
   it('whenVouched resolves at once with a vouched head, on the first vouching, or after its bound', async () => {
