@@ -570,3 +570,48 @@ describe('upstream faults without a rule (the upstreamFault hook, spec §7)', ()
     expect(e.details).to.deep.include({ upstream: 'u1' });
   });
 });
+
+describe('evm-errors: every upstream is built with the fault rules, however it joined', function () {
+  this.timeout(20_000);
+
+  it('an upstream added at run time (providers, CLI endpoints) names a revert as the rules say, not as a generic server error', async () => {
+    const { createServer } = await import('node:http');
+    const { createProxy } = await import('../../../core/host/create.ts');
+    const { createLogger } = await import('../../../lib/logger.ts');
+    const { defaultPreset } = await import('../../../presets/default.ts');
+    // A node that reverts every call it is sent (svc's own request id echoed).
+    const node = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const { id } = JSON.parse(body) as { id: number };
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ jsonrpc: '2.0', id, error: { code: 3, message: 'execution reverted: nope', data: '0x' } }));
+      });
+    });
+    await new Promise<void>((r) => node.listen(0, '127.0.0.1', r));
+    const port = (node.address() as { port: number }).port;
+    const proxy = createProxy({
+      config: { projects: [{ id: 'main', upstreams: [{ id: 'first', endpoint: `http://127.0.0.1:${port}`, evm: { chainId: 1 } }] }] },
+      plugins: defaultPreset(),
+      logger: createLogger('silent'),
+    });
+    try {
+      proxy.buildRegistry();
+      const project = proxy.projects.get('main')!;
+      const late = proxy.addUpstreamFromConfig(project, { id: 'late', endpoint: `http://127.0.0.1:${port}`, evm: { chainId: 1 } });
+      const network = project.networks.get('evm:1')!;
+      for (const u of [project.upstreams.get('first')!, late]) {
+        const err = await proxy.upstreamCall(network, u, 'eth_call', [{ to: '0x0000000000000000000000000000000000000001' }, 'latest'], 5000).then(
+          () => undefined,
+          (e: unknown) => e as SvcError,
+        );
+        expect(err, u.id).to.be.instanceOf(ErrEndpointExecutionException);
+        expect(err?.code, u.id).to.equal(3);
+      }
+    } finally {
+      await proxy.close();
+      await new Promise((r) => node.close(r));
+    }
+  });
+});
