@@ -4,21 +4,18 @@
  * for fail as malformed answers; an answer without an encoding is read as is. Every outcome leaves the budget as it found it once the
  * caller released what it kept.
  */
-import { once } from 'node:events';
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
-import { Pool } from 'undici';
 import { RESPONSE_BYTES } from '../../../lib/body.ts';
 import { fetchAnswer } from '../../../core/registry/answer-sink.ts';
+import { answerServer, type Answers } from '../../helpers/answer-server.ts';
 import { ErrResponseBytesInFlightExceeded, ErrUpstreamMalformedResponse } from '../../../core/wire/errors.ts';
 
 const JSON_TEXT = `{"jsonrpc":"2.0","id":1,"result":"0x${'ab'.repeat(2000)}"}`;
 /** 8 MiB of one byte: about 8 KiB gzipped. */
 const BOMB = gzipSync(Buffer.alloc(8 * 1024 * 1024, 0x30));
 
-const ANSWERS: Record<string, (res: ServerResponse) => void> = {
+const ANSWERS: Answers = {
   gzip: (res) => res.writeHead(200, { 'content-encoding': 'gzip' }).end(gzipSync(JSON_TEXT)),
   'x-gzip-declared': (res) => {
     const z = gzipSync(JSON_TEXT);
@@ -31,27 +28,9 @@ const ANSWERS: Record<string, (res: ServerResponse) => void> = {
 };
 
 describe('gzip answers (jsonRpc.enableGzip): decompressed within maxResponseSize and the response-bytes budget', () => {
-  let server: Server;
-  let pool: Pool;
-  const budgetLimit = RESPONSE_BYTES.limit;
+  const pool = answerServer(ANSWERS);
 
-  before(async () => {
-    server = createServer((req, res) => ANSWERS[(req.url ?? '/').slice(1)]?.(res));
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    pool = new Pool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-  });
-  after(async () => {
-    RESPONSE_BYTES.limit = budgetLimit;
-    await pool.destroy();
-    server.closeAllConnections();
-    server.close();
-  });
-  afterEach(() => {
-    RESPONSE_BYTES.limit = budgetLimit;
-  });
-
-  const get = (path: string, limit = 1024 * 1024) => fetchAnswer(pool, { path: `/${path}`, method: 'GET' }, new AbortController().signal, limit, 'up1', true);
+  const get = (path: string, limit = 1024 * 1024) => fetchAnswer(pool(), { path: `/${path}`, method: 'GET' }, new AbortController().signal, limit, 'up1', true);
   const failure = (p: Promise<unknown>) =>
     p.then(
       () => undefined,

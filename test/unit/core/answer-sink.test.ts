@@ -3,17 +3,14 @@
  * `maxResponseSize` (declared or streamed), a truncated body, the process's response-bytes budget, and the call's signal. Every
  * outcome leaves the budget as it found it once the caller released what it kept.
  */
-import { once } from 'node:events';
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { Pool } from 'undici';
 import { RESPONSE_BYTES } from '../../../lib/body.ts';
 import { fetchAnswer } from '../../../core/registry/answer-sink.ts';
+import { answerServer, type Answers } from '../../helpers/answer-server.ts';
 import { ErrResponseBytesInFlightExceeded, ErrUpstreamMalformedResponse } from '../../../core/wire/errors.ts';
 
 /** How the test upstream answers `/<case>`. */
-const ANSWERS: Record<string, (res: ServerResponse) => void> = {
+const ANSWERS: Answers = {
   ok: (res) => res.writeHead(200, { 'content-length': '11' }).end('{"ok":true}'),
   chunked: (res) => {
     res.writeHead(200);
@@ -35,28 +32,10 @@ const ANSWERS: Record<string, (res: ServerResponse) => void> = {
 };
 
 describe('upstream answers read from the dispatcher (spec §8: maxResponseSize, response bytes in flight)', () => {
-  let server: Server;
-  let pool: Pool;
-  const budgetLimit = RESPONSE_BYTES.limit;
-
-  before(async () => {
-    server = createServer((req, res) => ANSWERS[(req.url ?? '/').slice(1)]?.(res));
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    pool = new Pool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-  });
-  after(async () => {
-    RESPONSE_BYTES.limit = budgetLimit;
-    await pool.destroy();
-    server.closeAllConnections();
-    server.close();
-  });
-  afterEach(() => {
-    RESPONSE_BYTES.limit = budgetLimit;
-  });
+  const pool = answerServer(ANSWERS);
 
   const get = (path: string, limit = 1000, signal = new AbortController().signal) =>
-    fetchAnswer(pool, { path: `/${path}`, method: 'GET' }, signal, limit, 'up1');
+    fetchAnswer(pool(), { path: `/${path}`, method: 'GET' }, signal, limit, 'up1');
 
   it('an answer within the limit: its status and bytes, declared or chunked; the budget holds exactly its length until released', async () => {
     const before = RESPONSE_BYTES.inFlight;
