@@ -11,7 +11,7 @@ export { backoffDelay, type Backoff } from '../lib/backoff.ts';
 export { addressList, inList } from '../lib/client-address.ts';
 export { readRequestBody } from './http/http-io.ts';
 export { arrayElements, extractTopLevelValue, type ScannedElement } from '../lib/json-scan.ts';
-export { excerptOf, redactText, redactTree, redactUrl, type Redactor } from '../lib/redact.ts';
+export { excerptOf, redactText, redactTree, redactUrl, secretsOf, type Redactor } from '../lib/redact.ts';
 export { closeRedisClient, openRedisClient, type RedisClient } from '../lib/redis.ts';
 export {
   StorageBreaker,

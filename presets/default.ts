@@ -21,6 +21,7 @@ import { evmAnswerSanityPlugin } from '../plugins/evm-answer-sanity/index.ts';
 import { evmStatePlugin } from '../plugins/evm-state/index.ts';
 import { failsafePlugin } from '../plugins/failsafe/index.ts';
 import { evmErrorsPlugin } from '../plugins/evm-errors/index.ts';
+import { outboundPlugin } from '../plugins/outbound/index.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
 import { headersPlugin } from '../plugins/headers/index.ts';
 import { healthPlugin } from '../plugins/health/index.ts';
@@ -54,6 +55,7 @@ export function defaultPreset(): Plugin[] {
     selectPlugin(),
     forwardPlugin(),
     evmErrorsPlugin(),
+    outboundPlugin(),
     forwardHeadersPlugin(),
     staticResponsesPlugin(),
     multiplexPlugin(),

@@ -34,6 +34,7 @@ export { broadcastPlugin, DEFAULT_BROADCAST_METHODS } from '../plugins/broadcast
 export { contractRulesPlugin, ErrContractRuleRefused } from '../plugins/contract-rules/index.ts';
 export { forwardHeadersPlugin } from '../plugins/forward-headers/index.ts';
 export { evmErrorsPlugin } from '../plugins/evm-errors/index.ts';
+export { outboundPlugin } from '../plugins/outbound/index.ts';
 export { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
 export { evmAnswerSanityPlugin } from '../plugins/evm-answer-sanity/index.ts';
 export { evmStatePlugin, type EvmStatePluginOptions } from '../plugins/evm-state/index.ts';

@@ -4,10 +4,11 @@
  */
 import type { Plugin } from '../core/host/proxy.ts';
 import { evmErrorsPlugin } from '../plugins/evm-errors/index.ts';
+import { outboundPlugin } from '../plugins/outbound/index.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
 import { selectPlugin } from '../plugins/select/index.ts';
 
 /** Plugins of the forwarding-only server. */
 export function minimalPreset(): Plugin[] {
-  return [selectPlugin(), forwardPlugin(), evmErrorsPlugin()];
+  return [selectPlugin(), forwardPlugin(), evmErrorsPlugin(), outboundPlugin()];
 }

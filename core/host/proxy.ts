@@ -101,7 +101,7 @@ export class Proxy implements PluginHost {
     this.logger = opts.logger ?? createLogger(config.logLevel as LevelWithSilent);
     this.schema = opts.schema ?? buildConfigSchema([]);
     this.prober = new ChainIdProber(this, opts.probeBackoffMs ?? 1000);
-    this.builder = new RegistryBuilder(this.hooks, this.schema, this.projects, this.pools, () => this.config.proxyPools);
+    this.builder = new RegistryBuilder(this.hooks, this.schema, this.projects, this.pools);
     // Observation taps never break a call: guarded, logged once a minute, counted.
     guardObservationHooks(this.hooks, this.logger, this.metrics);
   }

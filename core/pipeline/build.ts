@@ -22,14 +22,13 @@ const noForward: AttemptHandler = () => Promise.reject(new ErrUpstreamsExhausted
 export class RegistryBuilder {
   /**
    * @param schema the config schema (on-demand networks resolve from `networkDefaults` with it)
-   * @param projects the registry, filled by {@link buildProject}; `pools`: one keep-alive pool per upstream origin; `proxyPools`: the config's, read when an upstream is built
+   * @param projects the registry, filled by {@link buildProject}; `pools`: one keep-alive pool per upstream origin
    */
   constructor(
     private readonly hooks: ProxyHooks,
     private readonly schema: TObject,
     private readonly projects: Map<string, Project>,
     private readonly pools: Map<string, Pool>,
-    private readonly proxyPools: () => ReadonlyMap<string, readonly string[]> | undefined = () => undefined,
   ) {}
 
   /** Builds a project with its declared networks and its upstreams (not yet probed). */
@@ -41,10 +40,14 @@ export class RegistryBuilder {
     return project;
   }
 
-  /** What every upstream is built with: the shared pools by origin, the config's proxy pools, the `upstreamFault` hook. */
+  /** What every upstream is built with: the shared pools by origin, the `upstreamDispatcher` and `upstreamFault` hooks. */
   upstreamOptions(): UpstreamPoolOptions {
-    const faults = this.hooks.upstreamFault;
-    return { shared: this.pools, proxyPools: this.proxyPools(), classifyFault: faults.isUsed() ? (f, opts) => faults.call(f, opts) : undefined };
+    const { upstreamFault: faults, upstreamDispatcher: out } = this.hooks;
+    return {
+      shared: this.pools,
+      dispatcher: out.isUsed() ? (u, pool) => out.call(u, pool) : undefined,
+      classifyFault: faults.isUsed() ? (f, opts) => faults.call(f, opts) : undefined,
+    };
   }
 
   /**

@@ -13,7 +13,8 @@ import type { UpstreamFault } from '../wire/fault.ts';
 import type { ParsedCall, RpcResult } from '../wire/jsonrpc.ts';
 import type { Network, Project } from '../registry/project.ts';
 import type { Upstream } from '../registry/upstream.ts';
-import type { ResolvedConfig } from '../../config/types.ts';
+import type { ResolvedConfig, ResolvedUpstream } from '../../config/types.ts';
+import type { RequestDispatcher } from '../registry/outbound.ts';
 
 /** What asked for a reload: SIGHUP (`signal`) or admin `svc_reloadConfig` (`request`). */
 export type ReloadTrigger = 'signal' | 'request';
@@ -218,6 +219,12 @@ export interface ProxyHooks {
    * none, `ErrEndpointServerSideException` carrying the vendor's code. Called only for error answers, never for results.
    */
   readonly upstreamFault: SyncBailHook<[UpstreamFault, SvcErrorOptions], SvcError | undefined>;
+  /**
+   * How an HTTP upstream's requests leave the process, asked once when the upstream is built: a tap may return its own dispatcher
+   * (outbound proxies, compressed bodies), given the upstream's config and the keep-alive pool of its origin; the first wins. With none,
+   * requests go straight through that pool.
+   */
+  readonly upstreamDispatcher: SyncBailHook<[ResolvedUpstream, RequestDispatcher], RequestDispatcher | undefined>;
 
   // ---- discovery ------------------------------------------------------------------------
   /**
@@ -259,6 +266,7 @@ export function createHooks(): ProxyHooks {
     attempt: new SyncWaterfallHook<[AttemptHandler, Network]>(['handler', 'network']),
     upstream: new SyncWaterfallHook<[UpstreamSender, Upstream]>(['sender', 'upstream']),
     upstreamFault: new SyncBailHook<[UpstreamFault, SvcErrorOptions], SvcError | undefined>(['fault', 'opts']),
+    upstreamDispatcher: new SyncBailHook<[ResolvedUpstream, RequestDispatcher], RequestDispatcher | undefined>(['upstream', 'pool']),
     resolveNetwork: new AsyncSeriesBailHook<[Project, string, number], Network | undefined>(['project', 'networkId', 'deadline']),
     attemptDone: new SyncHook<[AttemptRecord]>(['attempt']),
     callDone: new SyncHook<[CallContext]>(['ctx']),

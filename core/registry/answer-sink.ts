@@ -3,7 +3,6 @@
  * budget (spec §8). undici's promise API wraps every answer in a response stream, an async resource and an abort listener closure; svc
  * reads every answer whole, so a dispatch handler that collects the chunks saves a proxy call about 3 KB of garbage and the stream work.
  */
-import { createGunzip } from 'node:zlib';
 import type { Dispatcher } from 'undici';
 import { RESPONSE_BYTES } from '../../lib/body.ts';
 import { ErrResponseBytesInFlightExceeded, ErrUpstreamMalformedResponse } from '../wire/errors.ts';
@@ -150,80 +149,15 @@ function overBudget(): ErrResponseBytesInFlightExceeded {
   );
 }
 
-/** An {@link AnswerSink} that also keeps the answer's `Content-Encoding` (upstreams with `jsonRpc.enableGzip`, which ask for gzip). */
-class EncodedAnswerSink extends AnswerSink {
-  /** The answer's `Content-Encoding`, lower-cased, once its headers arrived. */
-  encoding: string | undefined;
-
-  override onHeaders(status: number, headers: Buffer[] | string[] | null): boolean {
-    const e = headers ? rawHeader(headers, 'content-encoding') : undefined;
-    this.encoding = e?.trim().toLowerCase();
-    return super.onHeaders(status, headers);
-  }
-}
-
 /**
- * A gzip answer decompressed within `limit` and the response-bytes budget, chunk by chunk: a zip bomb stops at the limit, as a larger
- * answer does, without the rest being inflated. The compressed bytes leave the budget; the decompressed ones are in it (the caller
- * releases `bytes.length`, as for any answer).
- */
-function gunzipAnswer(a: UpstreamAnswer, limit: number, upstream: string, signal: AbortSignal): Promise<UpstreamAnswer> {
-  return new Promise<UpstreamAnswer>((resolve, reject) => {
-    const z = createGunzip();
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const settle = (e?: unknown) => {
-      if (done) return;
-      done = true;
-      RESPONSE_BYTES.release(a.bytes.length);
-      if (e === undefined) return resolve({ status: a.status, bytes: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size) });
-      z.destroy();
-      RESPONSE_BYTES.release(size);
-      reject(e);
-    };
-    z.on('data', (c: Buffer) => {
-      if (done) return;
-      if (signal.aborted) return settle(signal.reason);
-      if (size + c.length > limit) return settle(tooLarge(upstream, limit, `over ${limit} once decompressed`));
-      if (!RESPONSE_BYTES.take(c.length)) return settle(overBudget());
-      size += c.length;
-      chunks.push(c);
-    });
-    z.on('error', (e: Error) =>
-      settle(new ErrUpstreamMalformedResponse(`upstream ${upstream} answered a gzip body that does not decompress: ${e.message}`, { details: { upstream } })),
-    );
-    z.on('end', () => settle());
-    z.end(a.bytes);
-  });
-}
-
-/** The answer of an upstream that asked for gzip, decoded: gzip (or x-gzip) inflated, identity as is, another encoding refused. */
-function decodeAnswer(a: UpstreamAnswer, encoding: string | undefined, limit: number, upstream: string, signal: AbortSignal): Promise<UpstreamAnswer> {
-  if (encoding === undefined || encoding === 'identity' || encoding === '') return Promise.resolve(a);
-  if (encoding === 'gzip' || encoding === 'x-gzip') return gunzipAnswer(a, limit, upstream, signal);
-  RESPONSE_BYTES.release(a.bytes.length);
-  return Promise.reject(
-    new ErrUpstreamMalformedResponse(
-      `upstream ${upstream} answered Content-Encoding "${encoding.slice(0, 40)}", which svc did not ask for (it asks for gzip)`,
-      {
-        details: { upstream },
-      },
-    ),
-  );
-}
-
-/**
- * Sends one request through a pool (or a proxy pool) and reads its answer whole.
- * @param pool the upstream's undici pool, or its {@link RequestDispatcher} through proxies
- * @param opts path, method, headers and body of the request (and `origin` through proxies)
+ * Sends one request through its dispatcher (the origin's pool or a plugin's) and reads its answer whole.
+ * @param pool the upstream's undici pool, or a plugin's {@link RequestDispatcher}
+ * @param opts path, method, headers and body of the request (and `origin` for a plugin's dispatcher)
  * @param signal aborts the request (undici fails it with the signal's reason)
- * @param limit `maxResponseSize`, bytes: of the bytes read, and of a gzip answer once decompressed too
+ * @param limit `maxResponseSize`, bytes, of the bytes the handler is given (a plugin's dispatcher that decodes gives it decoded bytes)
  * @param upstream the upstream's id, for error messages
- * @param decode true when the request asked for gzip (`jsonRpc.enableGzip`): a gzip answer is decompressed
- * @throws (rejects with) ErrUpstreamMalformedResponse over the limit (decompressed included), on a truncated body, a gzip body that does
- *   not decompress or an encoding not asked for; ErrResponseBytesInFlightExceeded over the process budget; undici's error or the
- *   signal's reason otherwise
+ * @throws (rejects with) ErrUpstreamMalformedResponse over the limit or on a truncated body; ErrResponseBytesInFlightExceeded over the
+ *   process budget; the dispatcher's error or the signal's reason otherwise
  */
 export function fetchAnswer(
   pool: RequestDispatcher,
@@ -231,21 +165,8 @@ export function fetchAnswer(
   signal: AbortSignal,
   limit: number,
   upstream: string,
-  decode = false,
 ): Promise<UpstreamAnswer> {
   if (signal.aborted) return Promise.reject(signal.reason);
-  if (decode) {
-    return new Promise<UpstreamAnswer>((resolve, reject) => {
-      const sink: EncodedAnswerSink = new EncodedAnswerSink(
-        (a) => decodeAnswer(a, sink.encoding, limit, upstream, signal).then(resolve, reject),
-        reject,
-        signal,
-        limit,
-        upstream,
-      );
-      pool.dispatch(opts, sink);
-    });
-  }
   return new Promise<UpstreamAnswer>((resolve, reject) => {
     pool.dispatch(opts, new AnswerSink(resolve, reject, signal, limit, upstream));
   });

@@ -3,11 +3,11 @@
  * and parsed once, and every upstream fault named here (the `upstreamFault` hook), where it arrives, with the upstream's secrets redacted.
  */
 import { Readable } from 'node:stream';
-import type { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
 import { ErrUpstreamMalformedResponse, ErrUpstreamRequestTooLarge, SvcError } from '../wire/errors.ts';
 import { decodeBody, RESPONSE_BYTES } from '../../lib/body.ts';
 import { fetchAnswer, NEVER_ABORTED } from './answer-sink.ts';
-import { createOriginPool, encodedRequest, ProxyRotation, type RequestDispatcher, type UpstreamPoolOptions } from './outbound.ts';
+import { createOriginPool, type RequestDispatcher, type UpstreamPoolOptions } from './outbound.ts';
 import { arrayElements, scanAnswer } from '../../lib/json-scan.ts';
 import { RAW_PARAMS_MIN_BYTES, rawParamsOf, RpcResult, serializeOutbound } from '../wire/jsonrpc.ts';
 import { type FaultClassifier, nameUpstreamFault, type UpstreamFault } from '../wire/fault.ts';
@@ -32,10 +32,8 @@ export interface TransportConfig {
   headers: Record<string, string>;
   /** `maxResponseSize`, bytes. */
   maxResponseSize: number;
-  /** `jsonRpc.enableGzip`: gzip request bodies and ask for (and decompress) gzip answers. */
-  enableGzip?: boolean;
-  /** The proxy URLs of `jsonRpc.proxyPool`, taken in turn; unset or empty: direct. */
-  proxyUrls?: readonly string[];
+  /** A plugin's dispatcher (the `upstreamDispatcher` hook), given the origin's pool; undefined: that pool. */
+  dispatcher?: (pool: RequestDispatcher) => RequestDispatcher | undefined;
   /** Names error answers (the `upstreamFault` hook); unset: every fault is `ErrEndpointServerSideException` with the vendor's code. */
   classify?: FaultClassifier;
 }
@@ -59,13 +57,12 @@ const RAW_RESULT_MIN_BYTES = RAW_PARAMS_MIN_BYTES;
 export class HttpTransport {
   /** The upstream's secret redactor, also used for its log lines. */
   readonly redactor: Redactor;
-  private readonly pool: RequestDispatcher & Pick<Pool, 'close' | 'destroy'>;
-  /** False when the pool is shared by origin and closed by its owner (the proxy). */
-  private readonly ownsPool: boolean;
+  private readonly pool: RequestDispatcher;
+  /** What this transport opened and closes: the origin's pool when it is not shared, a plugin's dispatcher. */
+  private readonly owned: RequestDispatcher[] = [];
   private readonly path: string;
-  /** Through proxies, each request names its origin (a proxy serves many); direct, the pool has it. */
+  /** Through a plugin's dispatcher, each request names its origin (it may serve many); direct, the pool has it. */
   private readonly origin: string | undefined;
-  private readonly gzip: boolean;
   private readonly headers: Record<string, string>;
   private lastId = 0;
 
@@ -81,28 +78,21 @@ export class HttpTransport {
     this.path = `${url.pathname || '/'}${url.search}`;
     // Header names are case-insensitive: one lower-cased entry each, the configured ones last.
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
-    this.gzip = cfg.enableGzip === true;
-    if (this.gzip) headers['accept-encoding'] = 'gzip';
     for (const [k, v] of Object.entries(cfg.headers)) headers[k.toLowerCase()] = v;
     // URL user info becomes Basic auth unless an Authorization header is configured, which wins.
     if ((url.username || url.password) && headers.authorization === undefined) {
       headers.authorization = `Basic ${Buffer.from(`${safeDecode(url.username)}:${safeDecode(url.password)}`).toString('base64')}`;
     }
     this.headers = headers;
-    const proxies = cfg.proxyUrls ?? [];
-    this.redactor = new Redactor([...secretsOf(cfg.endpoint, cfg.headers), ...proxies.flatMap((u) => secretsOf(u))]);
-    if (proxies.length) {
-      // A proxied upstream has its own agents: the origin's shared pool dials directly.
-      this.origin = url.origin;
-      this.ownsPool = true;
-      this.pool = new ProxyRotation(proxies, pool);
-      return;
-    }
     const shared = pool.shared?.get(url.origin);
-    this.ownsPool = !pool.shared;
-    const own = shared ?? createOriginPool(url.origin, pool);
-    this.pool = own;
-    if (pool.shared && !shared) pool.shared.set(url.origin, own);
+    const origin = shared ?? createOriginPool(url.origin, pool);
+    if (pool.shared && !shared) pool.shared.set(url.origin, origin);
+    if (!pool.shared) this.owned.push(origin);
+    const custom = cfg.dispatcher?.(origin);
+    if (custom) this.owned.push(custom);
+    this.pool = custom ?? origin;
+    this.origin = custom ? url.origin : undefined;
+    this.redactor = new Redactor([...secretsOf(cfg.endpoint, cfg.headers), ...(custom?.secrets ?? [])]);
   }
 
   private newId(): number {
@@ -141,23 +131,16 @@ export class HttpTransport {
     let bytes: Buffer;
     const headers = extra ? { ...extra, ...this.headers } : this.headers;
     try {
-      ({ status, bytes } = await fetchAnswer(
-        this.pool,
-        this.gzip || this.origin
-          ? await encodedRequest(this.path, this.origin, this.gzip, headers, body.chunks ?? (body.text as string))
-          : body.chunks
-            ? {
-                path: this.path,
-                method: 'POST',
-                headers: { ...headers, 'content-length': String(body.bytes) },
-                body: Readable.from(body.chunks, { objectMode: false }),
-              }
-            : { path: this.path, method: 'POST', headers, body: body.text },
-        signal,
-        maxResponseSize,
-        this.cfg.id,
-        this.gzip,
-      ));
+      const opts: Dispatcher.DispatchOptions = body.chunks
+        ? {
+            path: this.path,
+            method: 'POST',
+            headers: { ...headers, 'content-length': String(body.bytes) },
+            body: Readable.from(body.chunks, { objectMode: false }),
+          }
+        : { path: this.path, method: 'POST', headers, body: body.text };
+      if (this.origin !== undefined) opts.origin = this.origin;
+      ({ status, bytes } = await fetchAnswer(this.pool, opts, signal, maxResponseSize, this.cfg.id));
     } catch (e) {
       throw transportError(e, body.bytes, signal, this.cfg.id, this.redactor);
     }
@@ -183,11 +166,9 @@ export class HttpTransport {
     let bytes: Buffer;
     const never = NEVER_ABORTED;
     try {
-      const opts =
-        this.gzip || this.origin
-          ? await encodedRequest(this.path, this.origin, this.gzip, this.headers, text)
-          : { path: this.path, method: 'POST' as const, headers: this.headers, body: text };
-      ({ status, bytes } = await fetchAnswer(this.pool, opts, never, maxResponseSize, up, this.gzip));
+      const opts: Dispatcher.DispatchOptions = { path: this.path, method: 'POST', headers: this.headers, body: text };
+      if (this.origin !== undefined) opts.origin = this.origin;
+      ({ status, bytes } = await fetchAnswer(this.pool, opts, never, maxResponseSize, up));
     } catch (e) {
       const err = transportError(e, text.length, never, this.cfg.id, this.redactor);
       return calls.map(() => err);
@@ -321,14 +302,14 @@ export class HttpTransport {
     return excerptOf(this.redactor, text);
   }
 
-  /** Closes the pool (shutdown) unless it is shared, in which case its owner closes it. */
+  /** Closes what this transport opened (shutdown); a pool shared by origin is closed by its owner. */
   async close(): Promise<void> {
-    if (this.ownsPool) await this.pool.close().catch(() => undefined);
+    await Promise.all(this.owned.map((d) => d.close?.().catch(() => undefined)));
   }
 
-  /** Aborts every in-flight request and closes the pool at once (own pools only). */
+  /** Aborts every in-flight request and closes at once (what this transport opened only). */
   async destroy(): Promise<void> {
-    if (this.ownsPool) await this.pool.destroy().catch(() => undefined);
+    await Promise.all(this.owned.map((d) => d.destroy?.().catch(() => undefined)));
   }
 }
 

@@ -4,6 +4,7 @@ import type { RpcResult } from '../wire/jsonrpc.ts';
 import type { SvcError } from '../wire/errors.ts';
 import type { ResolvedUpstream } from '../../config/types.ts';
 import { DEFAULT_MAX_RESPONSE_SIZE, HttpTransport, type UpstreamPoolOptions } from './transport.ts';
+import type { RequestDispatcher } from './outbound.ts';
 import type { Redactor } from '../../lib/redact.ts';
 
 export { createOriginPool, DeadlineReason, isDeadline, DEFAULT_MAX_RESPONSE_SIZE, type UpstreamPoolOptions } from './transport.ts';
@@ -63,8 +64,9 @@ export class Upstream {
   private readonly learnedIgnores = new Set<string>();
 
   /**
-   * @param pool pool options (pools shared by origin, the proxy pools `jsonRpc.proxyPool` names) and the fault classifier
-   * @throws Error when `jsonRpc.proxyPool` names no pool of `pool.proxyPools` (config validation reports it first)
+   * @param pool pool options (pools shared by origin), a plugin's dispatcher and the fault classifier
+   * @throws Error when a plugin's dispatcher refuses the upstream's transport settings (config validation reports them first)
+   * @internal core builds upstreams (core/pipeline/build.ts); a plugin adds one with the host's `addUpstreamFromConfig`
    */
   constructor(
     readonly config: ResolvedUpstream,
@@ -77,19 +79,13 @@ export class Upstream {
     this.chainId = config.chainId;
     this.state = 'probing';
     const maxResponseSize = typeof config.settings.maxResponseSize === 'number' ? config.settings.maxResponseSize : DEFAULT_MAX_RESPONSE_SIZE;
-    const jsonRpc = (config.settings.jsonRpc ?? {}) as { enableGzip?: boolean; proxyPool?: string };
-    let proxyUrls: readonly string[] | undefined;
-    if (jsonRpc.proxyPool !== undefined) {
-      proxyUrls = pool.proxyPools?.get(jsonRpc.proxyPool);
-      if (!proxyUrls) throw new Error(`upstream ${config.id}: jsonRpc.proxyPool "${jsonRpc.proxyPool}" names no entry of proxyPools`);
-    }
+    const out = pool.dispatcher;
     const transport = {
       id: config.id,
       endpoint: config.endpoint,
       headers: config.headers,
       maxResponseSize,
-      enableGzip: jsonRpc.enableGzip,
-      proxyUrls,
+      dispatcher: out && ((origin: RequestDispatcher) => out(config, origin)),
       classify: pool.classifyFault,
     };
     this.http = new HttpTransport(transport, pool);

@@ -157,7 +157,7 @@ describe('e2e: upstream jsonRpc.enableGzip (gzip requests and answers)', functio
     const r = await svc.post('/main/evm/31337', rpc('eth_getCode', ['0x0000000000000000000000000000000000000001', 'latest']));
     expect(r.json.error, r.text).to.not.equal(undefined);
     expect(r.json.error.data.code).to.equal('ErrUpstreamMalformedResponse');
-    expect(r.json.error.message).to.include('maxResponseSize (1048576 bytes; over 1048576 once decompressed');
+    expect(r.json.error.message).to.include('maxResponseSize (1048576 bytes; over 1048576 bytes)');
     expect(RESPONSE_BYTES.inFlight, 'bytes of the answer left in the budget').to.be.below(1024 * 1024);
     const next = await svc.post('/main/evm/31337', rpc('eth_blockNumber'), { 'x-svc-use-upstream': 'gz' });
     expect(next.json.result, next.text).to.match(/^0x/);

@@ -70,6 +70,7 @@ describe('presets: resolving --preset NAME (packages, paths, built-ins)', () => 
       ['select', VERSION],
       ['forward', VERSION],
       ['evm-errors', VERSION],
+      ['outbound', VERSION],
     ]);
     expect(presetNames()).to.include.members(['default', 'minimal']);
   });

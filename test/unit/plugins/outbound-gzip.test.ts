@@ -1,6 +1,6 @@
 /**
- * Gzip answers of upstreams with `jsonRpc.enableGzip` (core/registry/answer-sink.ts): decompressed within `maxResponseSize` and the
- * response-bytes budget chunk by chunk, so a zip bomb stops at the limit; a body that does not inflate and an encoding svc did not ask
+ * Gzip answers of upstreams with `jsonRpc.enableGzip` (the outbound plugin's dispatcher, read by core's answer reader): decompressed
+ * within `maxResponseSize` and the response-bytes budget chunk by chunk, so a zip bomb stops at the limit; a body that does not inflate and an encoding svc did not ask
  * for fail as malformed answers; an answer without an encoding is read as is. Every outcome leaves the budget as it found it once the
  * caller released what it kept.
  */
@@ -8,6 +8,7 @@ import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { RESPONSE_BYTES } from '../../../lib/body.ts';
 import { fetchAnswer } from '../../../core/registry/answer-sink.ts';
+import { GzipDispatcher } from '../../../plugins/outbound/gzip.ts';
 import { answerServer, type Answers } from '../../helpers/answer-server.ts';
 import { ErrResponseBytesInFlightExceeded, ErrUpstreamMalformedResponse } from '../../../core/wire/errors.ts';
 
@@ -30,7 +31,8 @@ const ANSWERS: Answers = {
 describe('gzip answers (jsonRpc.enableGzip): decompressed within maxResponseSize and the response-bytes budget', () => {
   const pool = answerServer(ANSWERS);
 
-  const get = (path: string, limit = 1024 * 1024) => fetchAnswer(pool(), { path: `/${path}`, method: 'GET' }, new AbortController().signal, limit, 'up1', true);
+  const get = (path: string, limit = 1024 * 1024) =>
+    fetchAnswer(new GzipDispatcher(pool(), 'up1', false), { path: `/${path}`, method: 'POST', body: '{}' }, new AbortController().signal, limit, 'up1');
   const failure = (p: Promise<unknown>) =>
     p.then(
       () => undefined,
@@ -55,7 +57,7 @@ describe('gzip answers (jsonRpc.enableGzip): decompressed within maxResponseSize
     const before = RESPONSE_BYTES.inFlight;
     const err = await failure(get('bomb', 64 * 1024));
     expect(err).to.be.instanceOf(ErrUpstreamMalformedResponse);
-    expect((err as Error).message).to.include('maxResponseSize (65536 bytes; over 65536 once decompressed');
+    expect((err as Error).message).to.include('maxResponseSize (65536 bytes; over 65536 bytes)');
     expect(RESPONSE_BYTES.inFlight).to.equal(before);
   });
 
