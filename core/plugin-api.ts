@@ -79,13 +79,13 @@ export { resolveConfigBlock } from '../config/block.ts';
 export type { Network } from './registry/project.ts';
 export type { Project } from './registry/project.ts';
 export type { DialRequest, Upstream, UpstreamState } from './registry/upstream.ts';
-export type { RequestDispatcher, UpstreamPoolOptions } from './registry/outbound.ts';
 export type { ReloadReport } from './pipeline/hooks.ts';
 export type { Logger } from '../lib/logger.ts';
 export type { RouteTarget } from './http/routing.ts';
 export type { JsonRpcInput, JsonRpcOutput } from './http/serve.ts';
 
 export { Slot, type SlotHolder } from './registry/slots.ts';
+export { VERSION } from './wire/version.ts';
 
 export { definePlugin, definePreset, type Preset } from './host/define.ts';
 export { settingsOf, type FragmentSettings, type Resolved, type ResolvedProperties, type SettingsHolder } from '../config/settings.ts';

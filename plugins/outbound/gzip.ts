@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { createGunzip, gzip, type Gunzip } from 'node:zlib';
 import type { Dispatcher } from 'undici';
-import type { RequestDispatcher } from 'svc-proxy/plugin';
+import type { RequestDispatcher } from 'svc-proxy/plugin/contracts';
 import { ErrUpstreamMalformedResponse } from 'svc-proxy/plugin/errors';
 
 const gzipAsync = promisify(gzip);

@@ -4,7 +4,8 @@
  * (`upstreams[].jsonRpc.enableGzip`). Taps `upstreamDispatcher` once per upstream; an upstream using neither gets nothing from it,
  * so its calls cost what a direct call costs.
  */
-import { definePlugin, type Plugin, type PluginHost, type RequestDispatcher, type ResolvedUpstream } from 'svc-proxy/plugin';
+import { definePlugin, type Plugin, type PluginHost, type ResolvedUpstream } from 'svc-proxy/plugin';
+import type { RequestDispatcher } from 'svc-proxy/plugin/contracts';
 import { GzipDispatcher } from './gzip.ts';
 import { ProxyRotation } from './proxy-rotation.ts';
 

@@ -3,7 +3,7 @@
  * the next in turn (round robin, as eRPC's pool turns).
  */
 import { ProxyAgent, type Dispatcher } from 'undici';
-import type { RequestDispatcher } from 'svc-proxy/plugin';
+import type { RequestDispatcher } from 'svc-proxy/plugin/contracts';
 import { secretsOf } from 'svc-proxy/util';
 
 /**
