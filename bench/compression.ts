@@ -1,14 +1,14 @@
 /**
  * The CPU cost of answer compression (`server.enableGzip`), measured on the
- * same call svc makes (`gzipAnswer` from core/http/compression.ts, compiled build) over realistic
+ * same call svc makes (`gzipAnswer` from plugins/compression/coding.ts, compiled build) over realistic
  * `eth_getLogs` answers of several sizes: CPU µs per KiB of answer, the compression ratio, and
  * the answer sizes below which svc does not compress (1 KiB).
  */
 import { fmt, markdownTable, progress } from './lib.ts';
 
 const { gzipAnswer, GZIP_MIN_BYTES } = (await import(
-  new URL('../dist/core/http/compression.js', import.meta.url).href
-)) as typeof import('../core/http/compression.ts');
+  new URL('../dist/plugins/compression/coding.js', import.meta.url).href
+)) as typeof import('../plugins/compression/coding.ts');
 
 /** A JSON-RPC answer carrying about `kib` KiB of log objects (addresses, topics, hashes, zero-padded data). */
 function logsAnswer(kib: number): string {

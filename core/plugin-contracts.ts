@@ -10,3 +10,4 @@ export type { Reachability } from '../lib/reachability.ts';
 export { isDeadline } from './registry/upstream.ts';
 export { leaveNetworks } from './pipeline/probe.ts';
 export type { RequestDispatcher, UpstreamPoolOptions } from './registry/outbound.ts';
+export type { BodyCoding } from './pipeline/hooks.ts';

@@ -22,6 +22,7 @@ import { evmStatePlugin } from '../plugins/evm-state/index.ts';
 import { failsafePlugin } from '../plugins/failsafe/index.ts';
 import { evmErrorsPlugin } from '../plugins/evm-errors/index.ts';
 import { outboundPlugin } from '../plugins/outbound/index.ts';
+import { compressionPlugin } from '../plugins/compression/index.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
 import { headersPlugin } from '../plugins/headers/index.ts';
 import { healthPlugin } from '../plugins/health/index.ts';
@@ -56,6 +57,7 @@ export function defaultPreset(): Plugin[] {
     forwardPlugin(),
     evmErrorsPlugin(),
     outboundPlugin(),
+    compressionPlugin(),
     forwardHeadersPlugin(),
     staticResponsesPlugin(),
     multiplexPlugin(),

@@ -1,13 +1,13 @@
 /**
  * The one way a proxy answer (call, batch, refusal, drain 503, healthcheck) reaches the client (spec §4.2, §9), past Koa's response
- * handling: status line and headers in one `writeHead`, gzip when it applies, the body in one `end` or a stream. Koa serves plugin routes only.
+ * handling: status line and headers in one `writeHead`, encoded when the server's body coding applies, the body in one `end` or a stream.
+ * Koa serves plugin routes only.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable, pipeline } from 'node:stream';
 import vary from 'vary';
-import type { HeaderSink } from '../pipeline/hooks.ts';
+import type { BodyCoding, HeaderSink } from '../pipeline/hooks.ts';
 import { answerBytes, type AnswerBody } from '../wire/jsonrpc.ts';
-import { acceptsGzip, gzipAnswer } from './compression.ts';
 
 /**
  * The `responseHeaders` sink of a proxy answer: a flat `[name, value, …]` list written in one `writeHead`, not a `setHeader` each (Node
@@ -43,22 +43,22 @@ export interface ProxyAnswer {
 
 /**
  * Writes an answer; headers a Koa middleware set before (CORS) are kept, `Vary` appended to. Never throws; a failing stream ends the connection.
- * @param gzip `server.enableGzip`: compress answers over 1 KiB for clients that accept gzip
+ * @param answers the server's answer coding (`server.enableGzip`): encodes answers for clients that accept it; undefined: none
  */
-export function writeAnswer(req: IncomingMessage, res: ServerResponse, a: ProxyAnswer, gzip: boolean): Promise<void> | undefined {
+export function writeAnswer(req: IncomingMessage, res: ServerResponse, a: ProxyAnswer, answers: BodyCoding['answers']): Promise<void> | undefined {
   if (res.headersSent || res.writableEnded) return undefined;
   const b = a.body;
-  if (gzip) {
-    // Whether or not this client gets gzip, a cache between must not serve this answer to another.
+  if (answers) {
+    // Whether or not this client gets it encoded, a cache between must not serve this answer to another.
     // In the list when no middleware set a Vary (CORS): a header set on the response makes
     // `writeHead` take Node's slow path, one `setHeader` per header.
     if (res.hasHeader('Vary')) vary(res, 'Accept-Encoding');
     else a.headers.set('Vary', 'Accept-Encoding');
-    if (acceptsGzip(req.headers['accept-encoding']) && res.getHeader('Content-Encoding') === undefined) {
+    if (answers.accepts(req.headers['accept-encoding']) && res.getHeader('Content-Encoding') === undefined) {
       const pieces = typeof b !== 'string' && Array.isArray(b);
-      return gzipAnswer(typeof b === 'string' ? b : Readable.from(b), pieces ? answerBytes(b) : undefined).then((zipped) => {
-        if (zipped !== undefined) a.headers.set('Content-Encoding', 'gzip');
-        send(res, a, zipped ?? b);
+      return answers.encode(typeof b === 'string' ? b : Readable.from(b), pieces ? answerBytes(b) : undefined).then((encoded) => {
+        if (encoded !== undefined) a.headers.set('Content-Encoding', answers.name);
+        send(res, a, encoded ?? b);
       });
     }
   }

@@ -11,6 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import type { SvcError } from '../wire/errors.ts';
 import { toJsonRpcError } from '../wire/errors-wire.ts';
 import { readBody } from './http-io.ts';
+import type { BodyCoding } from '../pipeline/hooks.ts';
 import { parseRequestBody, serializeError, type ParsedBody, type ParseLimits } from '../wire/jsonrpc.ts';
 
 /** Most bytes of a refused caller's body read to find its ids (1 MiB, or `server.maxBodySize` when smaller). */
@@ -26,6 +27,8 @@ export interface RefusalLimits {
   parse: ParseLimits;
   /** `server.includeErrorDetails`. */
   details: boolean;
+  /** The server's body coding (a compressed body is decoded to find its ids). */
+  coding?: BodyCoding;
 }
 
 /**
@@ -42,7 +45,7 @@ export async function answerRefusal(
   let parsed = body;
   if (parsed === undefined) {
     try {
-      const read = await readBody(req, Math.min(limits.maxBodySize, REFUSED_BODY_LIMIT));
+      const read = await readBody(req, Math.min(limits.maxBodySize, REFUSED_BODY_LIMIT), limits.coding);
       parsed = parseRequestBody(read.text, limits.parse, read.raw);
     } catch {
       parsed = null;

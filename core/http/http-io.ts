@@ -1,38 +1,48 @@
-/** The bytes of a proxy request and its answer, Koa side: the body read within `server.maxBodySize`, gzip, the Node server options. */
+/**
+ * The bytes of a proxy request and its answer, Koa side: the body read within `server.maxBodySize` (decoded by the server's body coding),
+ * a Koa answer encoded, the Node server options.
+ */
 import type { IncomingMessage, ServerOptions } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { decodeBody, readBodyCapped } from '../../lib/body.ts';
-import { acceptsGzip, decodeRequest, gzipAnswer, requestDecoder } from './compression.ts';
+import type { BodyCoding } from '../pipeline/hooks.ts';
 import type { ResolvedConfig } from '../../config/types.ts';
 import type { ClientAddressResolver } from '../../lib/client-address.ts';
 import type { HttpRequestInfo } from '../pipeline/context.ts';
-import { ErrInvalidRequest, ErrRequestTooLarge } from '../wire/errors.ts';
+import { ErrInvalidRequest, ErrRequestTooLarge, ErrUnsupportedContentEncoding } from '../wire/errors.ts';
+
+/** Where a Koa context carries the server's body coding (set on the app's context by the HTTP server). */
+export const BODY_CODING = Symbol('svc.bodyCoding');
 
 /**
  * Reads a request body within `limit` bytes (one pre-sized Buffer when the length is declared): its bytes, kept so large params go upstream
- * without being re-serialised, and its UTF-8 text, a leading byte-order mark dropped.
- * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read
+ * without being re-serialised, and its UTF-8 text, a leading byte-order mark dropped. A compressed body is decoded as the proxy port's
+ * are (the `bodyCoding` hook).
+ * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read; ErrUnsupportedContentEncoding (415)
  */
 export function readRequestBody(k: { readonly req: IncomingMessage }, limit: number): Promise<{ raw: Buffer; text: string }> {
-  return readBody(k.req, limit);
+  return readBody(k.req, limit, (k as { [BODY_CODING]?: BodyCoding })[BODY_CODING]);
 }
 
 /**
  * {@link readRequestBody} of a plain Node request (the proxy path, served without a Koa context).
- * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read
+ * @param coding the server's body coding; none: a compressed body is refused
+ * @throws ErrRequestTooLarge over the limit; ErrInvalidRequest when the body cannot be read; ErrUnsupportedContentEncoding (415) for a
+ *   `Content-Encoding` the coding does not decode
  */
-export async function readBody(req: IncomingMessage, limit: number): Promise<{ raw: Buffer; text: string }> {
+export async function readBody(req: IncomingMessage, limit: number, coding?: BodyCoding): Promise<{ raw: Buffer; text: string }> {
   // A compressed body: the limit applies to the decoded bytes, so a zip bomb stops at `limit`;
   // its Content-Length counts compressed bytes, so it neither sizes the buffer nor checks the end.
-  const decoder = requestDecoder(req.headers['content-encoding']);
+  const header = req.headers['content-encoding'];
+  const decoder = header === undefined ? undefined : requestDecoder(header, req, coding);
   const declared = req.headers['content-length'];
   if (decoder && declared !== undefined && Number(declared) > limit) {
     req.pause();
     throw new ErrRequestTooLarge(`request body exceeds server.maxBodySize (${limit} bytes)`);
   }
-  const raw = await readBodyCapped(decoder ? decodeRequest(req, decoder) : req, {
+  const raw = await readBodyCapped(decoder ?? req, {
     declared: decoder ? undefined : declared,
     limit,
     onTooLarge: 'pause',
@@ -47,22 +57,34 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<{ r
   return { raw, text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text };
 }
 
+/** A request body's decoded stream, undefined for identity. @throws ErrUnsupportedContentEncoding (HTTP 415) for one the coding does not decode */
+function requestDecoder(header: string, req: IncomingMessage, coding: BodyCoding | undefined): Readable | undefined {
+  const encoding = header.trim().toLowerCase();
+  if (encoding === '' || encoding === 'identity') return undefined;
+  const decoded = coding?.decode(encoding, req);
+  if (decoded) return decoded;
+  const send = [...(coding?.decodes ?? []), 'an uncompressed body'];
+  throw new ErrUnsupportedContentEncoding(
+    `unsupported request Content-Encoding ${JSON.stringify(header.slice(0, 64))}: send ${send.length > 1 ? `${send.slice(0, -1).join(', ')} or ` : ''}${send.at(-1)}`,
+  );
+}
+
 /**
- * Gzips a Koa answer over 1 KiB for a client that accepts it (`server.enableGzip`); any compressible answer says `Vary: Accept-Encoding`.
- * @returns a promise only when the answer is being compressed (no promise for a client that does not ask for gzip)
+ * Encodes a Koa answer for a client that accepts the server's answer coding; any encodable answer says `Vary: Accept-Encoding`.
+ * @returns a promise only when the answer is being encoded (no promise for a client that does not ask for it)
  */
-export function compressAnswer(k: Koa.Context): Promise<void> | undefined {
+export function compressAnswer(k: Koa.Context, answers: NonNullable<BodyCoding['answers']>): Promise<void> | undefined {
   const body: unknown = k.body;
   if (typeof body !== 'string' && !(body instanceof Readable)) return undefined;
   const res = k.res;
   if (res.getHeader('Vary') === undefined) res.setHeader('Vary', 'Accept-Encoding');
   else k.vary('Accept-Encoding');
-  if (!acceptsGzip(k.req.headers['accept-encoding']) || res.getHeader('Content-Encoding') !== undefined) return undefined;
-  return gzipAnswer(body, typeof body === 'string' ? undefined : k.response.length).then((zipped) => {
-    if (zipped === undefined) return;
+  if (!answers.accepts(k.req.headers['accept-encoding']) || res.getHeader('Content-Encoding') !== undefined) return undefined;
+  return answers.encode(body, typeof body === 'string' ? undefined : k.response.length).then((encoded) => {
+    if (encoded === undefined) return;
     k.remove('Content-Length');
-    k.set('Content-Encoding', 'gzip');
-    k.body = zipped;
+    k.set('Content-Encoding', answers.name);
+    k.body = encoded;
   });
 }
 

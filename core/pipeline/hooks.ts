@@ -13,7 +13,8 @@ import type { UpstreamFault } from '../wire/fault.ts';
 import type { ParsedCall, RpcResult } from '../wire/jsonrpc.ts';
 import type { Network, Project } from '../registry/project.ts';
 import type { Upstream } from '../registry/upstream.ts';
-import type { ResolvedConfig, ResolvedUpstream } from '../../config/types.ts';
+import type { ResolvedConfig, ResolvedServer, ResolvedUpstream } from '../../config/types.ts';
+import type { Readable } from 'node:stream';
 import type { RequestDispatcher } from '../registry/outbound.ts';
 
 /** What asked for a reload: SIGHUP (`signal`) or admin `svc_reloadConfig` (`request`). */
@@ -31,6 +32,26 @@ export interface ReloadReport {
   logLevel?: string;
   /** Time the swap took, ms (validation not included). */
   durationMs: number;
+}
+
+/** How the proxy port's bodies are compressed (the `bodyCoding` hook; the compression plugin gives one for `server.enableGzip`). */
+export interface BodyCoding {
+  /** The request codings it decodes (`gzip`, `deflate`, ...), named when another one is refused (HTTP 415). */
+  readonly decodes: readonly string[];
+  /**
+   * The decoded bytes of a request body in `encoding` (lower-cased, trimmed, never `identity`), or undefined when it is not one of
+   * {@link decodes}. `server.maxBodySize` applies to what it yields, so a zip bomb stops there; a failure is the stream's `error`.
+   */
+  decode(encoding: string, body: Readable): Readable | undefined;
+  /** How answers are encoded; unset: they go as they are, and do not vary by `Accept-Encoding`. */
+  readonly answers?: {
+    /** The `Content-Encoding` it writes. */
+    readonly name: string;
+    /** Whether a client's `Accept-Encoding` header takes it. */
+    accepts(acceptEncoding: string | undefined): boolean;
+    /** The encoded body, or undefined when it stays as it is (too small to pay); `length`: bytes of a stream, when known. */
+    encode(body: string | Readable, length: number | undefined): Promise<Buffer | Readable | undefined>;
+  };
 }
 
 /** The network-level handler of one call: returns a result or throws a {@link SvcError}. */
@@ -225,6 +246,11 @@ export interface ProxyHooks {
    * requests go straight through that pool.
    */
   readonly upstreamDispatcher: SyncBailHook<[ResolvedUpstream, RequestDispatcher], RequestDispatcher | undefined>;
+  /**
+   * The compression of the proxy port's bodies (request `Content-Encoding`, answer `Accept-Encoding`), asked once when the HTTP server
+   * is built; the first tap returning one wins. With none, a compressed request body is refused (HTTP 415) and answers go as they are.
+   */
+  readonly bodyCoding: SyncBailHook<[ResolvedServer], BodyCoding | undefined>;
 
   // ---- discovery ------------------------------------------------------------------------
   /**
@@ -267,6 +293,7 @@ export function createHooks(): ProxyHooks {
     upstream: new SyncWaterfallHook<[UpstreamSender, Upstream]>(['sender', 'upstream']),
     upstreamFault: new SyncBailHook<[UpstreamFault, SvcErrorOptions], SvcError | undefined>(['fault', 'opts']),
     upstreamDispatcher: new SyncBailHook<[ResolvedUpstream, RequestDispatcher], RequestDispatcher | undefined>(['upstream', 'pool']),
+    bodyCoding: new SyncBailHook<[ResolvedServer], BodyCoding | undefined>(['server']),
     resolveNetwork: new AsyncSeriesBailHook<[Project, string, number], Network | undefined>(['project', 'networkId', 'deadline']),
     attemptDone: new SyncHook<[AttemptRecord]>(['attempt']),
     callDone: new SyncHook<[CallContext]>(['ctx']),

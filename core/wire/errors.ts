@@ -27,7 +27,7 @@ export class ErrRequestTooLarge extends SvcError {
   static override readonly httpStatus = 413;
 }
 
-/** A request `Content-Encoding` other than gzip, deflate, br or identity. HTTP 415 (as in eRPC), -32600. */
+/** A request `Content-Encoding` the server does not decode (the compression plugin decodes gzip, deflate and br). HTTP 415 (as in eRPC), -32600. */
 export class ErrUnsupportedContentEncoding extends SvcError {
   static override readonly defaultCode = -32600;
   static override readonly httpStatus = 415;

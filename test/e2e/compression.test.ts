@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import { request } from 'undici';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { startSvc, type SvcHandle } from '../helpers/svc.ts';
+import { minimalPreset } from '../../presets/minimal.ts';
 
 const CHAIN = 31337;
 const PATH = `/main/evm/${CHAIN}`;
@@ -110,6 +111,25 @@ describe('e2e: HTTP compression (server.enableGzip)', function () {
       const bad = await post(svc, Buffer.from('not gzip at all'), { 'content-encoding': 'gzip' });
       expect(bad.status).to.equal(400);
       expect(json(bad).error.data.code).to.equal('ErrInvalidRequest');
+    });
+
+    it('without the compression plugin, a compressed body gets 415 naming what to send and answers are never gzipped', async () => {
+      const bare = await startSvc(config(), { plugins: minimalPreset().filter((p) => p.name !== 'compression') });
+      try {
+        const r = await post(bare, gzipSync(block()), { 'content-encoding': 'gzip', 'accept-encoding': 'gzip' });
+        expect(r.status).to.equal(415);
+        expect(json(r).error.data.code).to.equal('ErrUnsupportedContentEncoding');
+        expect(json(r).error.message).to.include('send an uncompressed body');
+        const big = await post(bare, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: ['0x0', true] }), {
+          'accept-encoding': 'gzip',
+        });
+        expect(big.status).to.equal(200);
+        expect(big.headers['content-encoding']).to.equal(undefined);
+        expect(big.headers.vary).to.equal(undefined);
+        expect(json(big).result.number).to.equal('0x0');
+      } finally {
+        await bare.close();
+      }
     });
   });
 });

@@ -71,6 +71,7 @@ describe('presets: resolving --preset NAME (packages, paths, built-ins)', () => 
       ['forward', VERSION],
       ['evm-errors', VERSION],
       ['outbound', VERSION],
+      ['compression', VERSION],
     ]);
     expect(presetNames()).to.include.members(['default', 'minimal']);
   });

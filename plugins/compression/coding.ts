@@ -1,13 +1,12 @@
 /**
- * HTTP compression (`server.enableGzip`, as eRPC users expect): request bodies in gzip, deflate or br are decoded with `server.maxBodySize`
- * applied to the decoded bytes (a zip bomb gets 413, never memory), another `Content-Encoding` gets 415; answers over {@link GZIP_MIN_BYTES}
- * are gzipped on zlib's thread pool (strings) or as a stream (batches, large raw results).
+ * The proxy port's compression: request bodies in gzip, deflate or br decoded (`server.maxBodySize` applies to the decoded bytes, so a
+ * zip bomb gets 413, never memory); answers over {@link GZIP_MIN_BYTES} gzipped for clients that accept it, on zlib's thread pool
+ * (strings) or as a stream (batches, large raw results).
  */
 import { pipeline, type Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { constants, createBrotliDecompress, createGunzip, createGzip, createInflate, gzip } from 'node:zlib';
-import type { Transform } from 'node:stream';
-import { ErrUnsupportedContentEncoding } from '../wire/errors.ts';
+import type { BodyCoding } from 'svc-proxy/plugin/contracts';
 
 /** Answers at most this many bytes go uncompressed (gzip would not pay for itself). */
 export const GZIP_MIN_BYTES = 1024;
@@ -17,34 +16,19 @@ const GZIP_LEVEL = constants.Z_DEFAULT_COMPRESSION;
 
 const gzipAsync = promisify(gzip);
 
-/**
- * The decoder of a request's `Content-Encoding`, or undefined for an identity body.
- * @param header the `Content-Encoding` header value
- * @throws ErrUnsupportedContentEncoding (HTTP 415) for an encoding other than gzip, x-gzip, deflate, br or identity
- */
-export function requestDecoder(header: string | undefined): Transform | undefined {
-  if (header === undefined) return undefined;
-  switch (header.trim().toLowerCase()) {
-    case '':
-    case 'identity':
-      return undefined;
-    case 'gzip':
-    case 'x-gzip':
-      return createGunzip();
-    case 'deflate':
-      return createInflate();
-    case 'br':
-      return createBrotliDecompress();
-    default:
-      throw new ErrUnsupportedContentEncoding(
-        `unsupported request Content-Encoding ${JSON.stringify(header.slice(0, 64))}: send gzip, deflate, br or an uncompressed body`,
-      );
-  }
-}
+const DECODERS: Readonly<Record<string, () => NodeJS.ReadWriteStream & Readable>> = {
+  gzip: createGunzip,
+  'x-gzip': createGunzip,
+  deflate: createInflate,
+  br: createBrotliDecompress,
+};
 
-/** Pipes a request into its decoder and returns the decoder; a failure of either side surfaces as the decoder's 'error'. */
-export function decodeRequest(req: Readable, decoder: Transform): Transform {
-  pipeline(req, decoder, () => undefined);
+/** Pipes a request into the decoder of its `Content-Encoding`; a failure of either side surfaces as the decoder's 'error'. */
+function decode(encoding: string, body: Readable): Readable | undefined {
+  const create = Object.hasOwn(DECODERS, encoding) ? DECODERS[encoding] : undefined;
+  if (!create) return undefined;
+  const decoder = create();
+  pipeline(body, decoder, () => undefined);
   return decoder;
 }
 
@@ -76,4 +60,16 @@ export async function gzipAnswer(body: string | Readable, length: number | undef
   const gz = createGzip({ level: GZIP_LEVEL });
   pipeline(body, gz, () => undefined);
   return gz;
+}
+
+/**
+ * The body coding of the proxy port.
+ * @param gzipAnswers `server.enableGzip`: gzip answers too (request bodies are decoded either way)
+ */
+export function bodyCoding(gzipAnswers: boolean): BodyCoding {
+  return {
+    decodes: ['gzip', 'deflate', 'br'],
+    decode,
+    answers: gzipAnswers ? { name: 'gzip', accepts: acceptsGzip, encode: gzipAnswer } : undefined,
+  };
 }
