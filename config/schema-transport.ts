@@ -1,8 +1,8 @@
 /**
  * The core's transport keys of the config schema (config/schema.ts assembles them): TLS on the proxy port (`server.tls`), outbound
  * proxy pools (`proxyPools`) and the upstream transport switches of `upstreams[].jsonRpc` (`enableGzip`, `proxyPool`). Their meaning
- * follows eRPC's keys of the same names (docs/migrating-from-erpc.md); core/http/listen.ts honours `server.tls`, the outbound plugin
- * (plugins/outbound) the rest.
+ * follows eRPC's keys of the same names (docs/migrating-from-erpc.md); the tls plugin (plugins/tls) honours `server.tls`, the outbound
+ * plugin (plugins/outbound) the rest.
  */
 import { Type } from '@sinclair/typebox';
 

@@ -23,6 +23,7 @@ import { failsafePlugin } from '../plugins/failsafe/index.ts';
 import { evmErrorsPlugin } from '../plugins/evm-errors/index.ts';
 import { outboundPlugin } from '../plugins/outbound/index.ts';
 import { compressionPlugin } from '../plugins/compression/index.ts';
+import { tlsPlugin } from '../plugins/tls/index.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
 import { headersPlugin } from '../plugins/headers/index.ts';
 import { healthPlugin } from '../plugins/health/index.ts';
@@ -58,6 +59,7 @@ export function defaultPreset(): Plugin[] {
     evmErrorsPlugin(),
     outboundPlugin(),
     compressionPlugin(),
+    tlsPlugin(),
     forwardHeadersPlugin(),
     staticResponsesPlugin(),
     multiplexPlugin(),

@@ -36,6 +36,7 @@ export { forwardHeadersPlugin } from '../plugins/forward-headers/index.ts';
 export { evmErrorsPlugin } from '../plugins/evm-errors/index.ts';
 export { outboundPlugin } from '../plugins/outbound/index.ts';
 export { compressionPlugin } from '../plugins/compression/index.ts';
+export { tlsPlugin, TlsFileError } from '../plugins/tls/index.ts';
 export { evmRetriesPlugin } from '../plugins/evm-retries/index.ts';
 export { evmAnswerSanityPlugin } from '../plugins/evm-answer-sanity/index.ts';
 export { evmStatePlugin, type EvmStatePluginOptions } from '../plugins/evm-state/index.ts';

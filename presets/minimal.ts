@@ -6,10 +6,11 @@ import type { Plugin } from '../core/host/proxy.ts';
 import { evmErrorsPlugin } from '../plugins/evm-errors/index.ts';
 import { outboundPlugin } from '../plugins/outbound/index.ts';
 import { compressionPlugin } from '../plugins/compression/index.ts';
+import { tlsPlugin } from '../plugins/tls/index.ts';
 import { forwardPlugin } from '../plugins/forward/index.ts';
 import { selectPlugin } from '../plugins/select/index.ts';
 
 /** Plugins of the forwarding-only server. */
 export function minimalPreset(): Plugin[] {
-  return [selectPlugin(), forwardPlugin(), evmErrorsPlugin(), outboundPlugin(), compressionPlugin()];
+  return [selectPlugin(), forwardPlugin(), evmErrorsPlugin(), outboundPlugin(), compressionPlugin(), tlsPlugin()];
 }

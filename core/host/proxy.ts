@@ -10,6 +10,7 @@ import { compileAliasMatchers, pathSegments, resolveRoute, type AliasMatcher, ty
 import { serveJsonRpc, type JsonRpcInput, type JsonRpcOutput } from '../http/serve.ts';
 import type { Pool } from 'undici';
 import type { AddressInfo } from 'node:net';
+import { Server as TlsServer } from 'node:tls';
 import { Registry } from 'prom-client';
 import type { TObject } from '@sinclair/typebox';
 import type { LevelWithSilent } from 'pino';
@@ -176,7 +177,7 @@ export class Proxy implements PluginHost {
     const handler = createServer(this);
     const host = this.opts.host ?? this.config.server.httpHost;
     const port = this.opts.port ?? this.config.server.httpPort;
-    this.server = await listen(handler, this.config.server, host, port);
+    this.server = await listen(handler, this.config.server, host, port, this.hooks);
     this.drain.track(this.server);
     const addr = this.server.address() as AddressInfo;
     for (const p of this.projects.values()) {
@@ -186,7 +187,7 @@ export class Proxy implements PluginHost {
           networks: [...p.networks.values()].map((n) => (n.alias ? `${n.id} (${n.alias})` : n.id)),
           upstreams: [...p.upstreams.values()].map((u) => u.id),
           // The origin and the path apart: log redaction hides every URL path (upstream URLs carry keys), svc's own included.
-          listen: `${this.config.server.tls ? 'https' : 'http'}://${addr.address}:${addr.port}`,
+          listen: `${this.server instanceof TlsServer ? 'https' : 'http'}://${addr.address}:${addr.port}`,
           path: `/${p.id}`,
         },
         `project ${p.id} ready`,

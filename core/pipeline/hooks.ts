@@ -15,6 +15,7 @@ import type { Network, Project } from '../registry/project.ts';
 import type { Upstream } from '../registry/upstream.ts';
 import type { ResolvedConfig, ResolvedServer, ResolvedUpstream } from '../../config/types.ts';
 import type { Readable } from 'node:stream';
+import type { RequestListener, Server, ServerOptions } from 'node:http';
 import type { RequestDispatcher } from '../registry/outbound.ts';
 
 /** What asked for a reload: SIGHUP (`signal`) or admin `svc_reloadConfig` (`request`). */
@@ -251,6 +252,11 @@ export interface ProxyHooks {
    * is built; the first tap returning one wins. With none, a compressed request body is refused (HTTP 415) and answers go as they are.
    */
   readonly bodyCoding: SyncBailHook<[ResolvedServer], BodyCoding | undefined>;
+  /**
+   * The proxy port's server, asked once when svc listens: a tap may build its own around the request listener with Node's server
+   * options from `server.*` (the tls plugin's HTTPS server); the first wins. With none, Node's HTTP server.
+   */
+  readonly httpServer: SyncBailHook<[ResolvedServer, ServerOptions, RequestListener], Server | undefined>;
 
   // ---- discovery ------------------------------------------------------------------------
   /**
@@ -294,6 +300,7 @@ export function createHooks(): ProxyHooks {
     upstreamFault: new SyncBailHook<[UpstreamFault, SvcErrorOptions], SvcError | undefined>(['fault', 'opts']),
     upstreamDispatcher: new SyncBailHook<[ResolvedUpstream, RequestDispatcher], RequestDispatcher | undefined>(['upstream', 'pool']),
     bodyCoding: new SyncBailHook<[ResolvedServer], BodyCoding | undefined>(['server']),
+    httpServer: new SyncBailHook<[ResolvedServer, ServerOptions, RequestListener], Server | undefined>(['server', 'options', 'listener']),
     resolveNetwork: new AsyncSeriesBailHook<[Project, string, number], Network | undefined>(['project', 'networkId', 'deadline']),
     attemptDone: new SyncHook<[AttemptRecord]>(['attempt']),
     callDone: new SyncHook<[CallContext]>(['ctx']),

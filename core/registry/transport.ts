@@ -34,6 +34,8 @@ export interface TransportConfig {
   maxResponseSize: number;
   /** A plugin's dispatcher (the `upstreamDispatcher` hook), given the origin's pool; undefined: that pool. */
   dispatcher?: (pool: RequestDispatcher) => RequestDispatcher | undefined;
+  /** The transport setting that needs a plugin's dispatcher (`jsonRpc.proxyPool`, `jsonRpc.enableGzip`), when one is set. */
+  needsDispatcher?: string;
   /** Names error answers (the `upstreamFault` hook); unset: every fault is `ErrEndpointServerSideException` with the vendor's code. */
   classify?: FaultClassifier;
 }
@@ -90,6 +92,10 @@ export class HttpTransport {
     if (!pool.shared) this.owned.push(origin);
     const custom = cfg.dispatcher?.(origin);
     if (custom) this.owned.push(custom);
+    else if (cfg.needsDispatcher) {
+      // Never send directly what the config routes through proxies or asks to compress.
+      throw new Error(`upstream ${cfg.id}: ${cfg.needsDispatcher} is set but no plugin of this preset honours it (the outbound plugin does)`);
+    }
     this.pool = custom ?? origin;
     this.origin = custom ? url.origin : undefined;
     this.redactor = new Redactor([...secretsOf(cfg.endpoint, cfg.headers), ...(custom?.secrets ?? [])]);

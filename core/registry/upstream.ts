@@ -80,12 +80,14 @@ export class Upstream {
     this.state = 'probing';
     const maxResponseSize = typeof config.settings.maxResponseSize === 'number' ? config.settings.maxResponseSize : DEFAULT_MAX_RESPONSE_SIZE;
     const out = pool.dispatcher;
+    const jsonRpc = (config.settings.jsonRpc ?? {}) as { enableGzip?: boolean; proxyPool?: string };
     const transport = {
       id: config.id,
       endpoint: config.endpoint,
       headers: config.headers,
       maxResponseSize,
       dispatcher: out && ((origin: RequestDispatcher) => out(config, origin)),
+      needsDispatcher: jsonRpc.proxyPool !== undefined ? 'jsonRpc.proxyPool' : jsonRpc.enableGzip ? 'jsonRpc.enableGzip' : undefined,
       classify: pool.classifyFault,
     };
     this.http = new HttpTransport(transport, pool);

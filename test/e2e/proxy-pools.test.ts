@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
 import { loadConfigObject } from '../../config/load.ts';
+import { minimalPreset } from '../../presets/minimal.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { runSvcCli } from '../helpers/svc-cli.ts';
@@ -278,6 +279,20 @@ describe('e2e: proxyPools (outbound HTTP proxies, round robin)', function () {
       const twice = base.replace('proxyPools:\n', `proxyPools:\n  - id: egress\n    urls: [${proxies[0]!.url}]\n`);
       expect(problems(twice).join('\n')).to.match(/proxyPools\[1\]\.id: duplicate proxy pool id "egress"/);
       expect(problems(base.replace(/- HTTP:\/\/127\.0\.0\.1/, '- socks4://127.0.0.1')).join('\n')).to.match(/proxyPools\[0\]\.urls\[1\]/);
+    });
+
+    it('a preset without the outbound plugin refuses to start rather than send directly what the config routes through proxies', async () => {
+      const plugins = minimalPreset().filter((p) => p.name !== 'outbound');
+      // The minimal preset has no cache: its block goes.
+      const yaml = erpcYaml(proxies, anvil.url).replace(/database:\n.*\n/, '');
+      const err = await startSvc(parseYaml(yaml) as object, { plugins }).then(
+        async (svc) => {
+          await svc.close();
+          return undefined;
+        },
+        (e: unknown) => e as Error,
+      );
+      expect(err?.message).to.match(/jsonRpc\.proxyPool is set but no plugin of this preset honours it \(the outbound plugin does\)/);
     });
 
     it('svc validate --print takes the eRPC file as it is, and its output validates again', async () => {

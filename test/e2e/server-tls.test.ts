@@ -14,6 +14,7 @@ import { Agent, request } from 'undici';
 import WebSocket from 'ws';
 import { parse as parseYaml } from 'yaml';
 import { loadConfigObject } from '../../config/load.ts';
+import { minimalPreset } from '../../presets/minimal.ts';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { runSvcCli } from '../helpers/svc-cli.ts';
@@ -195,6 +196,19 @@ describe('e2e: server.tls (HTTPS and WSS on the proxy port)', function () {
         err = e;
       }
       expect((err as Error)?.message).to.match(/server\.tls\.certFile: cannot read .*nope\.crt/);
+    });
+
+    it('a preset without the tls plugin refuses to start rather than serve in clear', async () => {
+      const yaml = erpcYaml(anvil.url, `    enabled: true\n    certFile: ${server.cert}\n    keyFile: ${server.key}\n`);
+      const plugins = minimalPreset().filter((p) => p.name !== 'tls');
+      const err = await startSvc(parseYaml(yaml) as object, { plugins }).then(
+        async (svc) => {
+          await svc.close();
+          return undefined;
+        },
+        (e: unknown) => e as Error,
+      );
+      expect(err?.message).to.include('server.tls is enabled but no plugin of this preset serves TLS (the tls plugin does)');
     });
 
     it('a file that is not PEM, and a key that does not match the certificate, stop the start naming server.tls', async () => {

@@ -72,6 +72,7 @@ describe('presets: resolving --preset NAME (packages, paths, built-ins)', () => 
       ['evm-errors', VERSION],
       ['outbound', VERSION],
       ['compression', VERSION],
+      ['tls', VERSION],
     ]);
     expect(presetNames()).to.include.members(['default', 'minimal']);
   });
