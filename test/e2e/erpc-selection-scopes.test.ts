@@ -2,11 +2,15 @@
  * eRPC's selection-policy parity against anvil: a YAML policy's `misbehaviorRateAbove` reads the
  * rounds an upstream lost in real consensus rounds (a lying upstream in front of the same node
  * as two honest ones), so once it has lost them the policy drops it and the calls it served go to
- * another upstream; and `evalScope: network-method` gives one method's calls the order of their
- * own evaluation while the other methods keep the network's.
+ * another upstream; `blockSecondsLagAbove` drops an upstream whose block lag, times the block
+ * time svc estimated from the heads it saw, is above the bound (two anvil nodes, blocks mined on
+ * one); and `evalScope: network-method` gives one method's calls the order of their own
+ * evaluation while the other methods keep the network's.
  */
 import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
+import { startAnvilCluster } from '../helpers/anvil-cluster.ts';
+import { chainStateOf } from '../../plugins/evm-state/chain.ts';
 import { startLyingProxy, type LyingProxy } from '../helpers/lying-proxy.ts';
 import { startSvc, waitFor, type SvcHandle } from '../helpers/svc.ts';
 import { evaluateSelection, selectionState } from '../../plugins/selection/index.ts';
@@ -17,7 +21,7 @@ const CHAIN = 31337;
 const NET = `evm:${CHAIN}`;
 const PATH = `/main/evm/${CHAIN}`;
 
-describe("e2e: eRPC's misbehaviour predicate and evalScope in a YAML policy, against anvil", function () {
+describe("e2e: eRPC's misbehaviour and seconds-lag predicates and evalScope in a YAML policy, against anvil", function () {
   this.timeout(60_000);
   let node: AnvilHandle;
   let proxies: LyingProxy[] = [];
@@ -81,6 +85,55 @@ describe("e2e: eRPC's misbehaviour predicate and evalScope in a YAML policy, aga
     const after = await s.post(PATH, rpcBody('eth_getTransactionCount', [ADDR1, 'latest'], 2));
     expect(after.json.result, after.text).to.equal(before.json.result);
     expect(after.headers['x-svc-upstream']).to.equal('honest-1');
+  });
+
+  it('blockSecondsLagAbove: once the block time is estimated, an upstream more seconds behind than the bound is dropped', async () => {
+    const cluster = await startAnvilCluster({ chainId: CHAIN, ids: ['lag', 'lead'] });
+    try {
+      svc = await startSvc({
+        metrics: { enabled: false },
+        database: { evmJsonRpcCache: { connectors: [], policies: [] } },
+        projects: [
+          {
+            id: 'main',
+            networks: [
+              {
+                architecture: 'evm',
+                evm: { chainId: CHAIN },
+                selectionPolicy: { evalInterval: '1h', evalTimeout: '5s', evalFunc: '(upstreams) => upstreams.excludeIf(blockSecondsLagAbove(1))' },
+              },
+            ],
+            upstreams: cluster.upstreams({ evm: { statePollerInterval: '100ms' } }),
+          },
+        ],
+      });
+      const s = svc;
+      const network = s.proxy.projects.get('main')!.networks.get(NET)!;
+      await waitFor(() => network.upstreams.length === 2 && network.upstreams.every((u) => u.state === 'ready'), 10_000);
+      const servedBy = async () => (await s.post(PATH, rpcBody('net_version', []))).headers['x-svc-upstream'];
+      expect(await servedBy()).to.equal('lag');
+      // Blocks on the leader only, one at a time and spaced, so svc sees a block time (>= 10 ms a block counts).
+      const st = chainStateOf(network);
+      for (let n = 1; st.blockTimeMs === undefined; n++) {
+        expect(n, 'no block time estimated after 10 blocks').to.be.below(10);
+        await cluster.mine('lead', 1);
+        await waitFor(() => st.highestLatest === n);
+        await new Promise((r) => setTimeout(r, 150));
+      }
+      const head = st.highestLatest;
+      // A sudden jump (under 10 ms a block, not a sample) leaves the lagging node far behind in seconds.
+      await cluster.mine('lead', 30);
+      const health = s.proxy.projects.get('main')!.health;
+      await waitFor(() => health.snapshot('lag').blockHeadLag === head + 30);
+      expect(((head + 30) * st.blockTimeMs!) / 1000).to.be.greaterThan(1);
+      await evaluateSelection(s.proxy, 'main', NET);
+      expect(selectionState(s.proxy, 'main', NET)).to.deep.include({ order: ['lead'] });
+      expect(await servedBy()).to.equal('lead');
+    } finally {
+      await svc?.close();
+      svc = undefined;
+      await cluster.stop();
+    }
   });
 
   it("evalScope network-method: eth_getBalance's own evaluation puts another upstream first; other methods keep the network's order", async () => {
