@@ -63,6 +63,7 @@ export class MisbehaviorRecord implements ConsensusMisbehaviorApi {
     }
   }
 
+  /** The upstream's counts over the window ending now (see {@link ConsensusMisbehaviorApi.counts}). */
   counts(project: Project, upstreamId: string): MisbehaviorCounts {
     const h = project.health;
     const buckets = this.byTracker.get(h)?.get(upstreamId);

@@ -144,10 +144,12 @@ export class StickyRegisters {
     return `${scope}\u0000${scope.includes('method') ? method : '*'}\u0000${scope.includes('finality') ? finality : '*'}`;
   }
 
+  /** The register under a {@link StickyRegisters.key}, or null before any `stickyPrimary` wrote it. */
   get(key: string): StickyRegister | null {
     return this.map.get(key) ?? null;
   }
 
+  /** Writes a register (the most recently written kept under the bound). */
   set(key: string, r: StickyRegister): void {
     this.map.delete(key);
     this.map.set(key, r);

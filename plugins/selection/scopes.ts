@@ -56,6 +56,10 @@ export class ScopedSelection {
   private readonly registers = new StickyRegisters();
   private stopped = false;
 
+  /**
+   * @param prober the network's mirror prober (the network scope drives it), when its policy names `probeExcluded`
+   * Other parameters as {@link NetworkSelection}'s; every scope shares them.
+   */
   constructor(
     private readonly host: PluginHost,
     private readonly net: Network,

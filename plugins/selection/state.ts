@@ -1,9 +1,9 @@
 /**
- * Per-network selection state of the selection plugin (spec §1.3, §3.1, §6): the cached order
- * the request path hands out, the evaluation loop (at once, then every `evalInterval` on an
- * unref'd timer; a failed custom policy keeps the previous order), the ring of the last
- * decisions, and the `svc_selection_score` / `svc_selection_excluded_seconds` gauges. No hooks
- * here; `index.ts` creates one {@link NetworkSelection} per network and taps `select` into it.
+ * The selection state of one evaluation scope (spec §1.3, §3.1, §6): the cached order the
+ * request path hands out, the evaluation loop (at once, then every `evalInterval` on an unref'd
+ * timer; a failed custom policy keeps the previous order), the ring of the last decisions, and,
+ * for a network's own scope, the `svc_selection_score` / `svc_selection_excluded_seconds`
+ * gauges. No hooks here; `scopes.ts` keeps a network's scopes and `index.ts` taps `select` into them.
  */
 import type { Network, PluginHost, Upstream } from 'svc-proxy/plugin';
 import { ErrUpstreamsExhausted } from 'svc-proxy/plugin/errors';
