@@ -308,8 +308,8 @@ export interface SelectionApi {
    */
   state(projectId: string, networkId: string): SelectionState | undefined;
   /**
-   * Evaluates a network's policy now, outside the timer. Never rejects: a failed policy keeps
-   * the previous order, as on a tick.
+   * Evaluates a network's policy now, outside the timer, for every scope it has (`evalScope`).
+   * Never rejects: a failed policy keeps the previous order, as on a tick.
    * @returns false for an unknown network
    */
   evaluate(projectId: string, networkId: string): Promise<boolean>;

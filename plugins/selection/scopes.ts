@@ -102,7 +102,9 @@ export class ScopedSelection {
     const method = ctx.request.method;
     this.methods.note(method);
     const key = scopeOf(this.settings.evalScope, method, FINALITY.get(ctx));
-    const scoped = key ? this.scopeFor(key) : undefined;
+    // A finality scope of `unknown` is the network's own evaluation: no second one for it.
+    const own = !key || (key.method === '*' && key.finality === 'unknown');
+    const scoped = own ? undefined : this.scopeFor(key);
     return (scoped?.ready ? scoped : this.network).select(candidates, method);
   }
 

@@ -105,7 +105,7 @@ describe('selection: evalScope (per-method and per-finality evaluation)', () => 
     ]);
   });
 
-  it("network-finality: the scope's ctx.finality is the call's finality; method stays `*`", async () => {
+  it("network-finality: the scope's ctx.finality is the call's finality; method stays `*`; `unknown` is the network's own", async () => {
     const policy = `(ups, ctx) => ctx.finality === 'finalized' ? ups.slice().reverse() : ups`;
     const { p, net } = await start({ evalScope: 'network-finality', evalFunc: policy });
     select(p, net, 'eth_getBlockByNumber', 'finalized');
@@ -113,6 +113,8 @@ describe('selection: evalScope (per-method and per-finality evaluation)', () => 
     await settle();
     expect(select(p, net, 'eth_call', 'finalized')).to.deep.equal(['c', 'b', 'a']);
     expect(select(p, net, 'eth_call', 'realtime')).to.deep.equal(['a', 'b', 'c']);
+    // A call of unknown finality is the network's own evaluation: no scope of its own.
+    expect(select(p, net, 'eth_call')).to.deep.equal(['a', 'b', 'c']);
     expect(selectionState(p, 'main', 'evm:1')!.scopes.map((s) => `${s.method}/${s.finality}`)).to.have.members(['*/finalized', '*/realtime']);
   });
 
