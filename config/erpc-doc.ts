@@ -121,6 +121,9 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   'projects[].upstreams[].routing.scoreMultipliers[].totalRequests':
     'removed with a `--print` line: eRPC accepts it and ignores it too (its score uses rates, not request counts)',
   'projects[].upstreams[].routing.scoreMultipliers[].finality': "one value → a list; eRPC's numbers 0..3 → names",
+  'projects[].networks[].selectionPolicy.evalPerMethod':
+    "→ `evalScope` as eRPC's loader derives it (with `evalPerFinality` both true: `network-method-finality`); removed when `evalScope` is set, which wins",
+  'projects[].networks[].selectionPolicy.evalPerFinality': '→ `evalScope` (`network-finality`; see `evalPerMethod`)',
   'projects[].networks[].evm.servedTip.clusterDelta': 'removed with a `--print` line: deprecated in eRPC, which ignores it',
   'projects[].networks[].evm.servedTip.enabledFor': 'tags in any case; the majority pick of eRPC 0.1 (no trajectory referee)',
   'projects[].networks[].evm.servedTip.trajectoryWindow':
@@ -136,7 +139,11 @@ export const ERPC_SAME_NOTES: Readonly<Record<string, string>> = {
   'tracing.forceTraceMatchers': '`network`/`method` patterns with `*` and `|`; both set: AND; none set: never matches',
   'tracing.tls': '`certFile` without `keyFile` (or the reverse) is a config error, where eRPC silently skips mutual TLS',
   'projects[].networks[].selectionPolicy.evalFunc':
-    "JavaScript source run in a node:vm context per evaluation with eRPC's helpers, cross-tick ones included (stickyPrimary, readmitExcluded, probeExcluded, cooldown, includeIf, shadowExcludeIf; one evaluation per network, so every stickyPrimary scope shares the network's primary); latencyDeviationAbove and the seconds/misbehaviour predicates are refused at load; or a function in a TypeScript config",
+    "JavaScript source run in a node:vm context per evaluation with eRPC's helpers, cross-tick ones included (stickyPrimary, readmitExcluded, probeExcluded, cooldown, includeIf, shadowExcludeIf; stickyPrimary's `scope` picks the register shared across evalScope scopes, as in eRPC), latencyDeviationAbove over the methods the network served recently (at most 64), the seconds-lag predicates (lag × the estimated block time, 0 until it is estimated) and the misbehaviour ones (the consensus plugin's rounds lost over rounds answered, 0 without consensus); or a function in a TypeScript config",
+  'projects[].networks[].selectionPolicy.evalScope':
+    "as eRPC: one evaluation per network, method, finality or pair; bounded to 64 narrower scopes per network (calls of later ones, and of a scope before its first evaluation, get the network's order), a scope idle for an hour is dropped",
+  'projects[].upstreams[].routing.scoreMultipliers[].misbehaviors':
+    'weighs the consensus misbehaviour rate (rounds lost over rounds answered in the health window; 0 without a consensus policy, as in eRPC)',
   'projects[].upstreams[].routing.probe': "`off` keeps probeExcluded's mirrored traffic away from this upstream, as in eRPC",
 };
 

@@ -165,21 +165,9 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     feature: 'block-time-based retry delay multiplier',
     instead: 'svc waits one estimated block time (or `retry.emptyResultDelay` before it is known)',
   },
-  'projects[].networks[].selectionPolicy.evalScope': {
-    feature: 'selection policy scopes',
-    instead: "svc evaluates one order per network (eRPC's default `evalScope: network`); send a call to chosen upstreams with `use-upstream`",
-  },
-  'projects[].networks[].selectionPolicy.evalPerMethod': {
-    feature: 'per-method selection',
-    instead: "svc evaluates one order per network (eRPC's default `evalScope: network`); send a call to chosen upstreams with `use-upstream`",
-  },
-  'projects[].networks[].selectionPolicy.evalPerFinality': {
-    feature: 'per-finality selection',
-    instead: "svc evaluates one order per network (eRPC's default `evalScope: network`)",
-  },
   'projects[].networks[].selectionPolicy.evalPerBoundary': {
     feature: 'per-boundary selection',
-    instead: 'svc evaluates one order per network and skips, per call, an upstream that lacks the block',
+    instead: 'svc evaluates per `evalScope` (network, method, finality) and skips, per call, an upstream that lacks the block',
   },
   'projects[].networks[].selectionPolicy.evalFunction': {
     feature: 'the legacy selection function name',
@@ -211,10 +199,6 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
   'projects[].upstreams[].creditUnits': {
     feature: 'credit units per method',
     instead: "budgets count requests; svc's cost plugin reports credits in `X-SVC-Credits`",
-  },
-  'projects[].upstreams[].routing.scoreMultipliers[].misbehaviors': {
-    feature: 'the consensus-misbehaviour term of the score',
-    instead: 'svc keeps no misbehaviour rate in its health window (consensus disputes are logged and counted in metrics); weight the other terms',
   },
   'projects[].upstreams[].routing.scoreLatencyQuantile': {
     feature: 'a per-upstream latency quantile for the score',

@@ -13,9 +13,11 @@
  * `svc_network_consensus_outcome_total{project,network,outcome}`.
  *
  * Metric `svc_consensus_misbehaviors_dropped_total{reason}` counts export records not written.
+ * Provides `CONSENSUS_MISBEHAVIOR_SERVICE` (rounds each upstream lost over the health window,
+ * the selection policy's `misbehaviorRate`).
  *
  * Files: `decide.ts` (grouping and the decision rules), `round.ts` (running the slots),
- * `punish.ts` (the misbehaviour cordon), `export.ts` (the `misbehaviorsDestination` file
+ * `punish.ts` (the misbehaviour cordon), `misbehavior-rate.ts` (rounds lost per upstream), `export.ts` (the `misbehaviorsDestination` file
  * writer), `quota.ts` / `quota-config.ts` (`requiredParticipants`); this file wires them.
  */
 import { Counter } from 'prom-client';
@@ -36,7 +38,13 @@ import {
 import { declareDirectives, Directive, directiveDefaultsSchema } from 'svc-proxy/plugins/directives';
 import { markProvenance } from 'svc-proxy/plugins/multiplex';
 import { compileIgnorePaths, DEFAULT_IGNORE_FIELDS, DeferredCounter, type IgnorePaths, WRITE_METHODS } from 'svc-proxy/util';
-import { CONSENSUS_DISPUTES as DISPUTES, CONSENSUS_LOW_PARTICIPANTS as LOW_PARTICIPANTS, CONSENSUS_SLOTS as SLOTS } from './api.ts';
+import {
+  CONSENSUS_DISPUTES as DISPUTES,
+  CONSENSUS_LOW_PARTICIPANTS as LOW_PARTICIPANTS,
+  CONSENSUS_MISBEHAVIOR_SERVICE,
+  CONSENSUS_SLOTS as SLOTS,
+} from './api.ts';
+import { MisbehaviorRecord } from './misbehavior-rate.ts';
 import { FAILSAFE_ENTRY } from 'svc-proxy/plugins/failsafe';
 import { decide, summarize, type Decision, type Vote } from './decide.ts';
 import { MisbehaviorExporter } from './export.ts';
@@ -60,6 +68,7 @@ export {
 export { runSlots, type RoundOptions } from './round.ts';
 export { compileQuotas, matchesQuota, missedAgreement, promoteForQuotas, type Quota, type RequiredParticipant } from './quota.ts';
 export { MISBEHAVING_REASON, Punisher, type PunishClock } from './punish.ts';
+export { MisbehaviorRecord } from './misbehavior-rate.ts';
 export {
   CONSENSUS_BEHAVIORS,
   ConsensusSchema,
@@ -88,7 +97,7 @@ const IGNORE_MEMO_LIMIT = 256;
 
 /** Options of the consensus plugin (tests). */
 export interface ConsensusPluginOptions {
-  /** Clock and timers of the punishment cordon. */
+  /** Clock and timers of the punishment cordon (and the clock of the misbehaviour record). */
   clock?: PunishClock;
 }
 
@@ -101,6 +110,7 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
   return definePlugin({
     name: 'consensus',
     dependsOn: ['failsafe'],
+    provides: [CONSENSUS_MISBEHAVIOR_SERVICE],
     schema: { ...consensusSchemaFragment(), directiveDefaults: directiveDefaultsSchema(SKIP_CONSENSUS) },
     apply(host: PluginHost) {
       declareDirectives(host, 'consensus', SKIP_CONSENSUS);
@@ -110,7 +120,11 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
         if (SKIP_CONSENSUS.get(d) && !SKIP_CONSENSUS.get(ctx.network.config.directiveDefaults)) markProvenance(ctx, 'skip-consensus');
         return d;
       });
-      const punisher = new Punisher(opts.clock ?? REAL_CLOCK);
+      const clock = opts.clock ?? REAL_CLOCK;
+      const punisher = new Punisher(clock);
+      // Rounds lost per upstream over the health window: the selection plugin's misbehaviorRate.
+      const misbehavior = new MisbehaviorRecord(() => clock.now());
+      host.services.provide(CONSENSUS_MISBEHAVIOR_SERVICE, misbehavior);
       const rounds = new Counter({
         name: 'svc_network_consensus_rounds_total',
         help: 'Consensus rounds run (not counted when skip-consensus bypassed consensus)',
@@ -193,6 +207,7 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
         });
         const decision = decide({ ...input, votes, infraErrors });
         reportMisbehavior(ctx, cfg, decision, votes, infraErrors.length);
+        misbehavior.record(ctx.project, decision, votes);
         outcomes.inc([ctx.project.id, ctx.network.id, decision.outcome]);
         if (decision.outcome === 'dispute') DISPUTES.set(ctx.record, DISPUTES.get(ctx.record) + 1);
         if (decision.outcome === 'low_participants') LOW_PARTICIPANTS.set(ctx.record, LOW_PARTICIPANTS.get(ctx.record) + 1);

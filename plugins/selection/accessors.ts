@@ -8,7 +8,7 @@
  */
 import { serviceKey, type Network, type PluginHost } from 'svc-proxy/plugin';
 import { selectionHooks, type SelectionDecision, type SelectionState } from './api.ts';
-import type { NetworkSelection } from './state.ts';
+import type { ScopedSelection as NetworkSelection } from './scopes.ts';
 
 // The hooks, the read-side contract and their service names are this plugin's contract (api.ts).
 export { SELECTION_API_SERVICE, SELECTION_HOOKS_SERVICE, selectionHooks } from './api.ts';

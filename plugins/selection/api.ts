@@ -16,7 +16,7 @@ import type { HealthSnapshot } from 'svc-proxy/plugin/contracts';
 /**
  * Weights of the selection score (lower is better, spec §6 `svc_selection_score`): the penalty
  * `errorRate*errorRate + respLatency*p70Seconds + throttledRate*throttleRate + blockHeadLag*blockHeadLag
- * + finalizationLag*finalizationLag`. Config: `networks[].selectionPolicy.scoreWeights`; an
+ * + finalizationLag*finalizationLag + misbehaviors*misbehaviorRate`. Config: `networks[].selectionPolicy.scoreWeights`; an
  * upstream's `routing.scoreMultipliers` override them for that upstream ({@link ScoreMultipliers}).
  */
 export interface ScoreWeights {
@@ -30,6 +30,8 @@ export interface ScoreWeights {
   blockHeadLag: number;
   /** Weight of the finalization lag, in blocks. Default 0 (eRPC's PREFER_FASTEST). */
   finalizationLag: number;
+  /** Weight of the consensus misbehaviour rate (0..1, {@link PolicyMetricsExtra.misbehaviorRate}). Default 2 (eRPC's PREFER_FASTEST). */
+  misbehaviors: number;
 }
 
 /**
@@ -45,8 +47,37 @@ export interface ScoreMultipliers extends Partial<ScoreWeights> {
   overall?: number;
 }
 
-/** The metric numbers a policy sees for one upstream (a health snapshot of its `*` cell). */
-export type PolicyMetrics = Readonly<HealthSnapshot>;
+/** What a policy sees of an upstream beyond its health snapshot (eRPC's names). */
+export interface PolicyMetricsExtra {
+  /**
+   * Consensus rounds whose winning answer differed from this upstream's data answer, over the
+   * rounds it answered in, within the health window (0..1; the consensus plugin's record). 0 when
+   * no consensus policy ran for it, as in eRPC.
+   */
+  misbehaviorRate: number;
+  /** `blockHeadLag` times the network's estimated block time, seconds; 0 while the block time is not estimated yet (as in eRPC). */
+  blockHeadLagSeconds: number;
+  /** `finalizationLag` times the network's estimated block time, seconds; 0 while the block time is not estimated yet. */
+  finalizationLagSeconds: number;
+}
+
+/**
+ * The metric numbers a policy sees for one upstream: a health snapshot of the evaluation's
+ * method cell (`*` unless `evalScope` splits by method) and the {@link PolicyMetricsExtra} numbers.
+ */
+export type PolicyMetrics = Readonly<HealthSnapshot & PolicyMetricsExtra>;
+
+/** One method's latency numbers of an upstream (eRPC's `u.metricsByMethod[method]`, read by `latencyDeviationAbove`). */
+export interface MethodLatency {
+  /** Requests of this method in the window. */
+  readonly requestsTotal: number;
+  /** Latency quantiles of its successful answers, ms (0 without samples; p95 is svc's nearest kept quantile, p99). */
+  readonly p50ms: number;
+  readonly p70ms: number;
+  readonly p90ms: number;
+  readonly p95ms: number;
+  readonly p99ms: number;
+}
 
 /**
  * One upstream as a selection policy sees it (frozen; built fresh for every evaluation).
@@ -68,6 +99,14 @@ export interface PolicyUpstream {
   readonly cordoned: boolean;
   /** Its `routing.scoreMultipliers` entry matching this evaluation, if any (eRPC's `u.scoreMultipliers`). */
   readonly scoreMultipliers?: Readonly<ScoreMultipliers>;
+  /**
+   * Per-method latency of the methods the network served recently (at most 64: method names
+   * come from clients); filled only for a policy whose source names `metricsByMethod`
+   * or `latencyDeviationAbove`, else absent.
+   */
+  readonly metricsByMethod?: Readonly<Record<string, MethodLatency>>;
+  /** The whole upstream's numbers (method `*`) when the evaluation's {@link metrics} are one method's (`evalScope` by method); else absent (they are the same). */
+  readonly metricsAcrossMethods?: PolicyMetrics;
 }
 
 /** One selection decision as a policy step records it (the selection plugin stamps the time). */
@@ -146,8 +185,10 @@ export interface PolicyContext {
   readonly project: string;
   /** Network id (`evm:<chainId>`). */
   readonly network: string;
-  /** Method scope of the evaluation: always `*` (the list is per network, not per method). */
+  /** Method of the evaluation's scope: `*` unless `evalScope` splits by method. */
   readonly method: string;
+  /** Finality of the evaluation's scope (`finalized`, `unfinalized`, `realtime`, `unknown`): `unknown` unless `evalScope` splits by finality. */
+  readonly finality: string;
   /** The configured score weights (`selectionPolicy.scoreWeights`, defaults applied). */
   readonly weights: Readonly<ScoreWeights>;
   /** The configured `evalTimeout`, ms. */
@@ -224,6 +265,31 @@ export interface SelectionState {
   evalTimeoutMs: number;
   /** Resolved score weights. */
   weights: ScoreWeights;
+  /** Resolved `evalScope`. */
+  evalScope: EvalScope;
+  /** The narrower scopes evaluated besides the network's (none with `evalScope: network`). */
+  scopes: ScopeState[];
+}
+
+/**
+ * The grain of a network's evaluations (eRPC's `selectionPolicy.evalScope`): `network` (one
+ * order for every call), `network-method` (one per method), `network-finality` (one per finality
+ * of the call's block), `network-method-finality` (one per pair).
+ */
+export type EvalScope = 'network' | 'network-method' | 'network-finality' | 'network-method-finality';
+
+/** One narrower scope's order (see {@link SelectionState.scopes}). */
+export interface ScopeState {
+  /** The scope's method (`*` when the scope does not split by method). */
+  method: string;
+  /** The scope's finality (`unknown` when it does not split by finality). */
+  finality: string;
+  /** Upstream ids in the order its calls get (empty until its first evaluation: its calls then use the network's). */
+  order: string[];
+  /** Upstream id -> why its last evaluation left it out. */
+  excluded: Record<string, string>;
+  /** Time of its last successful evaluation, epoch ms. */
+  evaluatedAt?: number;
 }
 
 /**
@@ -242,8 +308,8 @@ export interface SelectionApi {
    */
   state(projectId: string, networkId: string): SelectionState | undefined;
   /**
-   * Evaluates a network's policy now, outside the timer. Never rejects: a failed policy keeps
-   * the previous order, as on a tick.
+   * Evaluates a network's policy now, outside the timer, for every scope it has (`evalScope`).
+   * Never rejects: a failed policy keeps the previous order, as on a tick.
    * @returns false for an unknown network
    */
   evaluate(projectId: string, networkId: string): Promise<boolean>;

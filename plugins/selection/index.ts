@@ -12,9 +12,13 @@
  * It implements the selection-policy contract of `svc-proxy/plugin` (`EvalFunc`, `UpstreamsView`,
  * `selectionHooks`, `SelectionApi`), which a third-party plugin uses to install its own order.
  *
+ * Under a narrower `selectionPolicy.evalScope` each method and/or finality of the calls gets its
+ * own evaluation and order (bounded, `scopes.ts`).
+ *
  * Files: `schema.ts` (config and defaults), `view.ts` (policy inputs and the helpers a policy
- * composes), `policy.ts` (default policy and evaluation), `state.ts` (per-network state,
- * evaluation loop, gauges), `ring.ts` (decisions ring), `sandbox*.ts` (YAML policies in node:vm),
+ * composes), `inputs.ts` (the numbers gathered for an evaluation), `policy.ts` (default policy
+ * and evaluation), `state.ts` (per-scope state, evaluation loop), `scopes.ts` (a network's
+ * scopes), `gauges.ts` (metrics), `ring.ts` (decisions ring), `sandbox*.ts` (YAML policies in node:vm),
  * `memory.ts` (what a YAML policy remembers across evaluations), `prober.ts` (probeExcluded's
  * mirror prober), `accessors.ts` (hooks and state readers); this file wires them.
  */
@@ -42,7 +46,8 @@ import {
 } from './accessors.ts';
 import { defaultPolicy, type EvalFunc } from './policy.ts';
 import { readSelectionSettings, selectionSchemaFragment, settingsPath, validateConfig, type SelectionSettings } from './schema.ts';
-import { createSelectionMetrics, MAX_DECISIONS, NetworkSelection } from './state.ts';
+import { createSelectionMetrics, MAX_DECISIONS } from './state.ts';
+import { ScopedSelection } from './scopes.ts';
 import { asksForProbes, createProbeCounter, ExcludedProber } from './prober.ts';
 
 export {
@@ -57,7 +62,11 @@ export {
 export type { SelectionApi, SelectionHooks } from './accessors.ts';
 export { DEFAULT_THRESHOLDS, defaultPolicy, evaluatePolicy, PolicyError } from './policy.ts';
 export type { EvalFunc, EvaluateOptions, PolicyContext, PolicyErrorKind, PolicyResult } from './policy.ts';
-export { readSelectionSettings, selectionPolicySchema, selectionSchemaFragment } from './schema.ts';
+export { EVAL_SCOPES, normalizeEvalScope, readSelectionSettings, selectionPolicySchema, selectionSchemaFragment } from './schema.ts';
+export { MAX_SCOPES, SCOPE_IDLE_MS, scopeOf, ScopedSelection } from './scopes.ts';
+export { MAX_SCOPE_METHODS, NETWORK_SCOPE, policyInputs, RecentMethods } from './inputs.ts';
+export type { InputOptions, ScopeKey } from './inputs.ts';
+export type { EvalScope, MethodLatency, PolicyMetricsExtra, ScopeState } from './api.ts';
 export type { SelectionSettings } from './schema.ts';
 export { MAX_DECISIONS, rankedScores } from './state.ts';
 export { Ring } from './ring.ts';
@@ -97,7 +106,7 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
       // Checked once the config is final; `svc validate` reports it too.
       host.hooks.configured.tap('selection', () => validateConfig(host));
       const hooks = selectionHooks(host);
-      const nets = new Map<Network, NetworkSelection>();
+      const nets = new Map<Network, ScopedSelection>();
       registerSelections(host, nets);
       // What other plugins (evm-state, admin) read of the selection, by its svc-proxy/plugin key.
       host.services.provide(SELECTION_API_SERVICE, {
@@ -131,7 +140,7 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
           settings = readSelectionSettings(undefined, '');
         }
         const policy = hooks.policy.call(settings.evalFunc ?? opts.evalFunc ?? defaultPolicy, network);
-        const sel = new NetworkSelection(host, network, settings, policy, metrics, maxDecisions, probers.get(network));
+        const sel = new ScopedSelection(host, network, settings, policy, metrics, maxDecisions, probers.get(network));
         nets.set(network, sel);
         sel.start();
       });
@@ -165,7 +174,7 @@ export function selectionPlugin(opts: SelectionPluginOptions = {}): Plugin {
 
       host.hooks.select.tap({ name: 'selection', stage: SelectStage.POLICY }, (ups: Upstream[], ctx: CallContext) => {
         const sel = nets.get(ctx.network);
-        return sel ? sel.select(ups, ctx.request.method) : ups;
+        return sel ? sel.select(ups, ctx) : ups;
       });
 
       host.hooks.shutdown.tapPromise('selection', async () => {

@@ -1,15 +1,21 @@
 /**
  * What a YAML selection policy remembers from one evaluation to the next (eRPC's cross-tick
- * state: the sticky primary register, `excludedSince`, the previous order), although each
+ * state: the sticky primary registers, `excludedSince`, the previous order), although each
  * evaluation runs in a fresh node:vm context: the host hands it in as a {@link TickCarry} with
  * the evaluation and reads what the policy left in `carry.out` once the evaluation committed.
- * One {@link SelectionMemory} per network; a config reload that replaces the network starts a
- * fresh one. No hooks here.
+ * One {@link SelectionMemory} per evaluation scope; the sticky registers are the network's
+ * ({@link StickyRegisters}), keyed by `stickyPrimary`'s own `scope` as eRPC keys them, so under
+ * `evalScope: network-method` every method's evaluation shares the `network` register and each
+ * has its own `network-method` one. A config reload that replaces the network starts afresh.
+ * No hooks here.
  */
 import type { PolicyContext } from './api.ts';
 import type { DecisionDraft } from './view.ts';
 
-/** The sticky primary register of a network (eRPC's `stickyPrimary`, every scope maps to the network). */
+/** `stickyPrimary`'s `scope` values (eRPC's): which evaluations share a register. */
+export const STICKY_SCOPES = ['network', 'network-method', 'network-finality', 'network-method-finality'] as const;
+
+/** One sticky primary register (eRPC's `stickyPrimary`). */
 export interface StickyRegister {
   /** Upstream id held at the head. */
   readonly primary: string;
@@ -33,8 +39,8 @@ export interface ProbeSettings {
 
 /** What a policy evaluation left for the host (validated: ids known, numbers bounded). */
 export interface TickOutput {
-  /** The register after the evaluation, when `stickyPrimary` ran. */
-  sticky?: StickyRegister;
+  /** The register after the evaluation, when `stickyPrimary` ran, and the `stickyPrimary` scope it belongs to. */
+  sticky?: StickyRegister & { readonly scope: (typeof STICKY_SCOPES)[number] };
   /** Present when the policy called `probeExcluded` without `reAdmitAfter`. */
   probe?: ProbeSettings;
   /** Upstream id -> reasons `shadowExcludeIf` would have excluded it for. */
@@ -45,7 +51,10 @@ export interface TickOutput {
 
 /** The cross-tick state handed to one evaluation, and what it answered. */
 export interface TickCarry {
+  /** The `network` sticky register (null: cold start). */
   readonly sticky: StickyRegister | null;
+  /** The register of each `stickyPrimary` scope this evaluation belongs to (null: cold start). */
+  readonly stickies: Readonly<Record<(typeof STICKY_SCOPES)[number], StickyRegister | null>>;
   /** Upstream id -> when it dropped out of the order, epoch ms (absent while in the order). */
   readonly excludedSince: Readonly<Record<string, number>>;
   readonly previousOrder: readonly string[];
@@ -89,7 +98,9 @@ export function tickOutputOf(raw: unknown, known: ReadonlySet<string>): TickOutp
   if (raw === null || typeof raw !== 'object') return out;
   const o = raw as Record<string, unknown>;
   const s = o.sticky as Record<string, unknown> | null | undefined;
-  if (s && typeof s.primary === 'string' && known.has(s.primary) && finite(s.lastSwitchAt)) out.sticky = { primary: s.primary, lastSwitchAt: s.lastSwitchAt };
+  const scope = STICKY_SCOPES.find((x) => x === s?.scope) ?? 'network';
+  if (s && typeof s.primary === 'string' && known.has(s.primary) && finite(s.lastSwitchAt))
+    out.sticky = { scope, primary: s.primary, lastSwitchAt: s.lastSwitchAt };
   const p = o.probe as Record<string, unknown> | null | undefined;
   if (p && typeof p === 'object') {
     const L = PROBE_LIMITS;
@@ -117,25 +128,68 @@ export function tickOutputOf(raw: unknown, known: ReadonlySet<string>): TickOutp
   return out;
 }
 
-/** The cross-tick state of one network's YAML policy. */
+/** Registers kept per network: four `stickyPrimary` scopes for each evaluation scope it can have. */
+const MAX_REGISTERS = 4 * 65;
+
+/**
+ * A network's sticky primary registers, by `stickyPrimary` scope and the part of the evaluation
+ * scope it keys on (eRPC's keying: `network` is one register, `network-method` one per method...).
+ * Bounded: past {@link MAX_REGISTERS}, the register written longest ago goes.
+ */
+export class StickyRegisters {
+  private readonly map = new Map<string, StickyRegister>();
+
+  /** The key of a `stickyPrimary` scope for an evaluation of (method, finality). */
+  static key(scope: (typeof STICKY_SCOPES)[number], method: string, finality: string): string {
+    return `${scope}\u0000${scope.includes('method') ? method : '*'}\u0000${scope.includes('finality') ? finality : '*'}`;
+  }
+
+  /** The register under a {@link StickyRegisters.key}, or null before any `stickyPrimary` wrote it. */
+  get(key: string): StickyRegister | null {
+    return this.map.get(key) ?? null;
+  }
+
+  /** Writes a register (the most recently written kept under the bound). */
+  set(key: string, r: StickyRegister): void {
+    this.map.delete(key);
+    this.map.set(key, r);
+    if (this.map.size > MAX_REGISTERS) this.map.delete(this.map.keys().next().value as string);
+  }
+}
+
+/** The cross-tick state of one evaluation scope's YAML policy. */
 export class SelectionMemory {
-  private sticky: StickyRegister | null = null;
   /** Evaluations committed so far. */
   private ticks = 0;
   /** `probeExcluded` settings of the last committed evaluation (undefined: no probing). */
   probe?: ProbeSettings;
 
-  /** @param excludedSince the network's exclusion clock (upstream id -> epoch ms), kept by the selection state after each evaluation */
-  constructor(private readonly excludedSince: ReadonlyMap<string, number>) {}
+  /**
+   * @param excludedSince the scope's exclusion clock (upstream id -> epoch ms), kept by the selection state after each evaluation
+   * @param registers the network's sticky registers (shared by its scopes)
+   * @param method the evaluation scope's method (`*` for the network's)
+   * @param finality the evaluation scope's finality (`unknown` for the network's)
+   */
+  constructor(
+    private readonly excludedSince: ReadonlyMap<string, number>,
+    private readonly registers = new StickyRegisters(),
+    private readonly method = '*',
+    private readonly finality = 'unknown',
+  ) {}
+
+  private keyOf(scope: (typeof STICKY_SCOPES)[number]): string {
+    return StickyRegisters.key(scope, this.method, this.finality);
+  }
 
   /** The carry of the next evaluation. @param previousOrder the order of the last committed evaluation */
   carry(previousOrder: readonly string[]): TickCarry {
-    return { sticky: this.sticky, excludedSince: Object.fromEntries(this.excludedSince), previousOrder, tickCount: this.ticks };
+    const stickies = Object.fromEntries(STICKY_SCOPES.map((s) => [s, this.registers.get(this.keyOf(s))])) as TickCarry['stickies'];
+    return { sticky: stickies.network, stickies, excludedSince: Object.fromEntries(this.excludedSince), previousOrder, tickCount: this.ticks };
   }
 
-  /** The current sticky register (null before a policy called `stickyPrimary`). */
+  /** The `network` sticky register (null before a policy called `stickyPrimary`). */
   get register(): StickyRegister | null {
-    return this.sticky;
+    return this.registers.get(this.keyOf('network'));
   }
 
   /**
@@ -147,7 +201,7 @@ export class SelectionMemory {
     const out = carry.out;
     this.probe = out?.probe;
     if (!out) return [];
-    if (out.sticky) this.sticky = out.sticky;
+    if (out.sticky) this.registers.set(this.keyOf(out.sticky.scope), { primary: out.sticky.primary, lastSwitchAt: out.sticky.lastSwitchAt });
     const notes = out.notes ? [...out.notes] : [];
     for (const [id, reasons] of Object.entries(out.shadow ?? {}))
       notes.push({ step: 'shadowExcludeIf', upstream: id, reason: `would exclude (not applied): ${reasons.join('; ')}` });

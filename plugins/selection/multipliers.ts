@@ -3,9 +3,11 @@
  * schema of `upstreams[].routing`, the load-time rewrite of eRPC's extra shapes, and the
  * resolution of the entry that applies to a network's evaluation.
  *
- * svc evaluates one policy per network, which is eRPC's default `evalScope: network`: there the
- * evaluation's method is `*` and its finality `unknown`, so (as in eRPC) an entry scoped to a
- * specific method, or to finalities without `unknown`, never applies.
+ * An entry applies to the evaluations of the scopes it matches (`selectionPolicy.evalScope`): with
+ * the default `network` scope the evaluation's method is `*` and its finality `unknown`, so (as in
+ * eRPC) an entry naming a specific method, or finalities without `unknown`, never applies; under
+ * `network-method` the scope of `eth_getLogs` matches an entry for `eth_getLogs`, and under
+ * `network-finality` the scope of finalized calls matches an entry listing `finalized`.
  */
 import { Type } from '@sinclair/typebox';
 import { eachUpstream, isConfigObject, pathOf, rewriteKey, Strict, type ConfigDocument, type NormalizeReport } from 'svc-proxy/plugin';
@@ -16,7 +18,7 @@ import type { ScoreMultipliers } from './api.ts';
 export const FINALITIES = ['finalized', 'unfinalized', 'realtime', 'unknown'] as const;
 
 /** The weight keys of one entry, in eRPC's order. */
-export const MULTIPLIER_KEYS = ['overall', 'errorRate', 'respLatency', 'throttledRate', 'blockHeadLag', 'finalizationLag'] as const;
+export const MULTIPLIER_KEYS = ['overall', 'errorRate', 'respLatency', 'throttledRate', 'blockHeadLag', 'finalizationLag', 'misbehaviors'] as const;
 
 const weight = (what: string) => Type.Optional(Type.Number({ minimum: 0, description: what }));
 
@@ -27,13 +29,12 @@ export const scoreMultiplierSchema = Strict(
     method: Type.Optional(
       Type.String({
         description:
-          "method pattern; empty or `*` = any. svc evaluates per network (method `*`), so an entry naming a method never applies, as in eRPC's `evalScope: network`",
+          "method pattern; empty or `*` = any. Matched against the evaluation's method: `*` in the default `evalScope: network`, where an entry naming a method never applies (as in eRPC); the scope's method under `network-method` and `network-method-finality`",
       }),
     ),
     finality: Type.Optional(
       Type.Array(Type.Union(FINALITIES.map((f) => Type.Literal(f))), {
-        description:
-          'finalities the entry applies to; empty = any. The per-network evaluation has finality `unknown`, so only a list containing `unknown` applies',
+        description: "finalities the entry applies to; empty = any. Matched against the evaluation's finality: `unknown` unless `evalScope` splits by finality",
       }),
     ),
     overall: weight('multiplies the preference of this upstream: > 1 prefers it, < 1 demotes it, 0 ranks it last (default 1)'),
@@ -42,6 +43,7 @@ export const scoreMultiplierSchema = Strict(
     throttledRate: weight('replaces the base weight of the throttle rate (0..1) for this upstream'),
     blockHeadLag: weight('replaces the base weight of the block-head lag (blocks) for this upstream'),
     finalizationLag: weight('replaces the base weight of the finalization lag (blocks) for this upstream'),
+    misbehaviors: weight('replaces the base weight of the consensus misbehaviour rate (0..1) for this upstream'),
   },
   { description: 'one score-multiplier entry: matchers plus weight overrides; the first entry matching the evaluation applies' },
 );
@@ -112,20 +114,27 @@ const anyPattern = (p: string | undefined) => p === undefined || p === '' || p =
 const matchers = new MatcherCache(512);
 
 /**
- * The multipliers of an upstream for one network's evaluation: the first entry whose `network`
- * glob matches the network id, whose `method` matches `*` and whose `finality` list is empty or
- * holds `unknown`. An entry that matches but sets no weight shadows later ones and yields none,
- * as in eRPC.
+ * The multipliers of an upstream for one evaluation: the first entry whose `network` glob matches
+ * the network id, whose `method` glob matches the scope's method and whose `finality` list is
+ * empty or holds the scope's finality. An entry that matches but sets no weight shadows later
+ * ones and yields none, as in eRPC.
  * @param entries the upstream's `routing.scoreMultipliers` (validated), or undefined
  * @param networkId `evm:<chainId>`
+ * @param method the scope's method (`*` for the network scope)
+ * @param finality the scope's finality (`unknown` unless the scope splits by finality)
  * @returns the weight overrides and `overall`, or undefined
  */
-export function resolveScoreMultipliers(entries: readonly ScoreMultiplierEntry[] | undefined, networkId: string): ScoreMultipliers | undefined {
+export function resolveScoreMultipliers(
+  entries: readonly ScoreMultiplierEntry[] | undefined,
+  networkId: string,
+  method = '*',
+  finality = 'unknown',
+): ScoreMultipliers | undefined {
   if (!entries) return undefined;
   for (const e of entries) {
     if (!anyPattern(e.network) && !matchers.get(e.network as string).test(networkId)) continue;
-    if (!anyPattern(e.method) && !matchers.get(e.method as string).test('*')) continue;
-    if (e.finality && e.finality.length > 0 && !e.finality.includes('unknown')) continue;
+    if (!anyPattern(e.method) && !matchers.get(e.method as string).test(method)) continue;
+    if (e.finality && e.finality.length > 0 && !e.finality.includes(finality)) continue;
     const out: ScoreMultipliers = {};
     for (const k of MULTIPLIER_KEYS) if (typeof e[k] === 'number') out[k] = e[k];
     return Object.keys(out).length ? out : undefined;

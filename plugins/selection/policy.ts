@@ -19,7 +19,6 @@ import {
   type PolicyUpstream,
   type PolicyUpstreamInput,
   type ScoreWeights,
-  type UpstreamsView,
 } from './view.ts';
 
 /** Thresholds of the {@link defaultPolicy}'s health exclusions. */
@@ -121,6 +120,10 @@ export interface EvaluateOptions {
   project?: string;
   /** Network id passed in the context (default `''`). */
   network?: string;
+  /** Method of the evaluation's scope (default `*`). */
+  method?: string;
+  /** Finality of the evaluation's scope (default `unknown`). */
+  finality?: string;
   /** Evaluation time, epoch ms (default `Date.now()`). */
   now?: number;
   /** Cross-tick state for a YAML policy's helpers (sticky primary, excludedSince); it writes `carry.out` back. */
@@ -159,7 +162,8 @@ export function evaluatePolicy(inputs: readonly PolicyUpstreamInput[], opts: Eva
   const ctx: PolicyContext = {
     project: opts.project ?? '',
     network: opts.network ?? '',
-    method: '*',
+    method: opts.method ?? '*',
+    finality: opts.finality ?? 'unknown',
     weights,
     evalTimeoutMs: timeoutMs,
     now: opts.now ?? Date.now(),

@@ -5,11 +5,12 @@
  * selection-policy documentation with its semantics. It is spliced inside the stdlib's closure
  * (`sandbox-stdlib.ts`), whose `state`, `define`, `matchAny`, `hasMatchingTag`, `PRESETS`,
  * `penalty` and `note` it uses. What it remembers comes in with the evaluation's JSON input
- * (`state.sticky`, `ctx.excludedSince`) and leaves in its answer (`state.out`); the host keeps it
- * per network (`memory.ts`).
+ * (`state.stickies`, `ctx.excludedSince`) and leaves in its answer (`state.out`); the host keeps it
+ * (`memory.ts`).
  *
- * svc evaluates one order per network, so every `stickyPrimary` scope shares the network's
- * register; `network` and `network-finality` score with PREFER_FASTEST on the across-methods
+ * `stickyPrimary`'s `scope` picks the register, as in eRPC: `network` is shared by every
+ * evaluation of the network (every `evalScope` scope), `network-method` by those of one method,
+ * and so on. `network` and `network-finality` score with PREFER_FASTEST on the across-methods
  * metrics, the slot scopes read `u.score` (set by `sortByScore`), as eRPC does.
  */
 export const TICK_HELPERS = String.raw`
@@ -38,13 +39,15 @@ export const TICK_HELPERS = String.raw`
     const hysteresis = opts.hysteresis != null ? Number(opts.hysteresis) : 0.1;
     const minSwitchMs = opts.minSwitchInterval != null ? durationMs(opts.minSwitchInterval, 'stickyPrimary minSwitchInterval') : 30000;
     const scope = opts.scope || 'network';
+    if (scope !== 'network' && scope !== 'network-method' && scope !== 'network-finality' && scope !== 'network-method-finality')
+      throw new TypeError('stickyPrimary scope must be network, network-method, network-finality or network-method-finality');
     if (this.length === 0) return this.slice();
     const now = state.ctx.now;
-    const reg = state.sticky;
+    const reg = state.stickies[scope] || null;
     const prev = reg ? reg.primary : null;
     const write = (primary, switched) => {
-      state.sticky = { primary, lastSwitchAt: switched || !reg ? now : reg.lastSwitchAt };
-      state.out.sticky = state.sticky;
+      state.stickies[scope] = { primary, lastSwitchAt: switched || !reg ? now : reg.lastSwitchAt };
+      state.out.sticky = { scope, primary, lastSwitchAt: state.stickies[scope].lastSwitchAt };
     };
     if (!prev) { write(this[0].id, true); return this.slice(); }
     const head = this[0];

@@ -9,10 +9,11 @@
  * under the evaluation's time bound, so nothing the policy returns (getters, proxies) ever runs
  * on the host.
  *
- * eRPC functions svc does not provide throw a TypeError naming them (the trial run at load
- * turns that into a config error): latencyDeviationAbove, the seconds-based lag predicates and
- * the misbehaviour ones (svc's health window has neither a block-time-scaled lag nor a
- * misbehaviour rate).
+ * The numbers eRPC's predicates read come with the input: `misbehaviorRate` (the consensus
+ * plugin's rounds lost over rounds answered), `blockHeadLagSeconds` / `finalizationLagSeconds`
+ * (the block lags times the network's estimated block time, 0 until it is estimated) and, for a
+ * policy naming them, `metricsByMethod` (per-method latency, which `latencyDeviationAbove`
+ * compares across upstreams method by method).
  */
 import { TICK_HELPERS } from './sandbox-stdlib-ticks.ts';
 
@@ -21,7 +22,7 @@ export const SANDBOX_STDLIB = String.raw`'use strict';
   const G = globalThis;
   // V8 gives every context a console (inspector-only): the policy gets no output channel.
   delete G.console;
-  const state = { cordonsRemoved: false, ctx: { method: '*', finality: 'unknown' }, all: [], sticky: null, out: null };
+  const state = { cordonsRemoved: false, ctx: { method: '*', finality: 'unknown' }, all: [], stickies: {}, out: null };
   // Decisions of the cross-tick helpers, bounded (the host keeps 64 at most).
   const note = (step, upstream, reason) => { if (state.out.notes.length < 64) state.out.notes.push({ step, upstream, reason }); };
   const reCache = new Map();
@@ -59,14 +60,6 @@ export const SANDBOX_STDLIB = String.raw`'use strict';
     return tags.some((t) => glob(p, t));
   }
   const define = (name, fn) => Object.defineProperty(Array.prototype, name, { value: fn, writable: true, configurable: true });
-  const unsupported = (name, why) => {
-    const fn = function () {
-      const e = new TypeError('svc does not provide eRPC\'s ' + name + '() to a YAML selection policy: ' + why);
-      e.svcUnsupported = true;
-      throw e;
-    };
-    return fn;
-  };
 
   define('byId', function (p) { return this.filter((u) => matchAny(p, u.id)); });
   define('excludeId', function (p) { return this.filter((u) => !matchAny(p, u.id)); });
@@ -87,6 +80,7 @@ export const SANDBOX_STDLIB = String.raw`'use strict';
   define('removeCordoned', function () { state.cordonsRemoved = true; return this.filter((u) => !u.metrics.cordonedReason); });
   define('removeByErrorRate', function (max) { return this.filter((u) => u.metrics.errorRate <= max); });
   define('removeByThrottling', function (max) { return this.filter((u) => u.metrics.throttledRate <= max); });
+  define('removeByMisbehavior', function (max) { return this.filter((u) => u.metrics.misbehaviorRate <= max); });
   define('removeByLag', function (o) {
     const bh = o && o.blockHead != null ? o.blockHead : Infinity;
     const fz = o && o.finalization != null ? o.finalization : Infinity;
@@ -109,7 +103,6 @@ export const SANDBOX_STDLIB = String.raw`'use strict';
   };
   for (const k of Object.keys(PRESETS)) G[k] = Object.freeze(PRESETS[k]);
   const LAT_KEYS = { p50: 'p50ResponseSeconds', p70: 'p70ResponseSeconds', p90: 'p90ResponseSeconds', p95: 'p95ResponseSeconds', p99: 'p99ResponseSeconds' };
-  // svc keeps no misbehaviour rate: that term adds nothing.
   function penalty(m, w, latKey) {
     let p = 0;
     if (w.errorRate) p += m.errorRate * w.errorRate;
@@ -117,6 +110,7 @@ export const SANDBOX_STDLIB = String.raw`'use strict';
     if (w.throttledRate) p += m.throttledRate * w.throttledRate;
     if (w.blockHeadLag) p += m.blockHeadLag * w.blockHeadLag;
     if (w.finalizationLag) p += m.finalizationLag * w.finalizationLag;
+    if (w.misbehaviors) p += m.misbehaviorRate * w.misbehaviors;
     return p;
   }
   define('sortByScore', function (base, opts) {
@@ -152,6 +146,7 @@ export const SANDBOX_STDLIB = String.raw`'use strict';
   define('sortByThrottling', function () { return this.sortBy((u) => u.metrics.throttledRate); });
   define('sortByHeadLag', function () { return this.sortBy((u) => u.metrics.blockHeadLag); });
   define('sortByFinalizationLag', function () { return this.sortBy((u) => u.metrics.finalizationLag); });
+  define('sortByMisbehavior', function () { return this.sortBy((u) => u.metrics.misbehaviorRate); });
   define('preferTag', function (p, o) {
     o = o || {};
     const min = o.minHealthy != null ? o.minHealthy : 1;
@@ -201,11 +196,55 @@ export const SANDBOX_STDLIB = String.raw`'use strict';
   G.methodMatches = (p) => matchAny(p, state.ctx.method);
   G.isFinalityRequest = () => state.ctx.finality === 'finalized';
 
-  define('removeByMisbehavior', unsupported('removeByMisbehavior', 'svc keeps no misbehaviour rate'));
-  G.misbehaviorRateAbove = unsupported('misbehaviorRateAbove', 'svc keeps no misbehaviour rate');
-  G.latencyDeviationAbove = unsupported('latencyDeviationAbove', 'compare u.metrics.p70ResponseSeconds across upstreams in the policy');
-  G.blockSecondsLagAbove = unsupported('blockSecondsLagAbove', 'use blockNumberLagAbove (svc measures lag in blocks)');
-  G.finalizationSecondsLagAbove = unsupported('finalizationSecondsLagAbove', 'use finalizationLagAbove (svc measures lag in blocks)');
+  G.misbehaviorRateAbove = (r) => leaf((u) => u.metrics.misbehaviorRate > r);
+  G.blockSecondsLagAbove = (s) => leaf((u) => u.metrics.blockHeadLagSeconds > s);
+  G.finalizationSecondsLagAbove = (s) => leaf((u) => u.metrics.finalizationLagSeconds > s);
+  // eRPC's latencyDeviationAbove(multiplier, quantile | { quantile, mode, minMethodSamples, dampingMs }):
+  // method by method, this upstream's latency over the fastest OTHER upstream's, each ratio damped
+  // by (1 - e^(-ms / dampingMs)) so sub-perceptible gaps count little, then collapsed by mode
+  // (geomean of the ratios, majority of methods, or veto by any). Methods with fewer than
+  // minMethodSamples requests, or without a peer, are left out; no method compared: false.
+  // The peers are taken when the factory is called, so the chain sees this evaluation's numbers.
+  G.latencyDeviationAbove = (multiplier, opt) => {
+    const o = typeof opt === 'number' ? { quantile: opt } : opt || {};
+    const q = o.quantile != null ? o.quantile : 70;
+    const mode = o.mode || 'geomean';
+    const minSamples = o.minMethodSamples != null ? o.minMethodSamples : 50;
+    const damping = o.dampingMs != null ? o.dampingMs : 30;
+    const field = 'p' + (q <= 50 ? 50 : q <= 70 ? 70 : q <= 90 ? 90 : q <= 95 ? 95 : 99) + 'ms';
+    const usable = (mm) => mm && !(minSamples > 0 && mm.requestsTotal < minSamples) && mm[field] > 0;
+    // Per method, the two fastest values and who holds the fastest: "fastest other" in O(1).
+    const best = new Map();
+    for (const u of state.all) {
+      for (const m of Object.keys(u.metricsByMethod)) {
+        const mm = u.metricsByMethod[m];
+        if (!usable(mm)) continue;
+        const v = mm[field];
+        const b = best.get(m) || { first: Infinity, firstId: null, second: Infinity };
+        if (v < b.first) { b.second = b.first; b.first = v; b.firstId = u.id; } else if (v < b.second) b.second = v;
+        best.set(m, b);
+      }
+    }
+    return leaf((u) => {
+      let compared = 0, slow = 0, logs = 0, logged = 0;
+      for (const m of Object.keys(u.metricsByMethod || {})) {
+        const mm = u.metricsByMethod[m];
+        const b = best.get(m);
+        if (!usable(mm) || !b) continue;
+        const peer = b.firstId === u.id ? b.second : b.first;
+        if (!Number.isFinite(peer)) continue;
+        const my = mm[field];
+        const ratio = (my / peer) * (damping > 0 ? 1 - Math.exp(-my / damping) : 1);
+        compared++;
+        if (ratio > multiplier) slow++;
+        if (ratio > 0) { logs += Math.log(ratio); logged++; }
+      }
+      if (compared === 0) return false;
+      if (mode === 'veto') return slow > 0;
+      if (mode === 'majority') return slow / compared >= 0.5;
+      return logged > 0 && Math.exp(logs / logged) > multiplier;
+    });
+  };
 
 ${TICK_HELPERS}
   const QUANTILES = [50, 70, 90, 99];
@@ -213,7 +252,9 @@ ${TICK_HELPERS}
     const out = {
       errorRate: m.errorRate, errorsTotal: Math.round(m.errorRate * m.requests), requestsTotal: m.requests,
       throttledRate: m.throttleRate, blockHeadLag: m.blockHeadLag, finalizationLag: m.finalizationLag,
-      p50ResponseSeconds: m.p50, p70ResponseSeconds: m.p70, p90ResponseSeconds: m.p90, p99ResponseSeconds: m.p99,
+      misbehaviorRate: m.misbehaviorRate || 0, blockHeadLagSeconds: m.blockHeadLagSeconds || 0, finalizationLagSeconds: m.finalizationLagSeconds || 0,
+      // p95 is not kept by svc: p99, the nearest kept quantile, answers (as latencyP does).
+      p50ResponseSeconds: m.p50, p70ResponseSeconds: m.p70, p90ResponseSeconds: m.p90, p95ResponseSeconds: m.p99, p99ResponseSeconds: m.p99,
       requests: m.requests, throttleRate: m.throttleRate, p50: m.p50, p70: m.p70, p90: m.p90, p99: m.p99,
       cordoned: cordonReason !== undefined,
       // p95 is not kept by svc: the nearest kept quantile answers.
@@ -231,7 +272,8 @@ ${TICK_HELPERS}
     const metrics = metricsOf(i.metrics, i.cordonReason);
     const u = {
       id: i.id, vendor: i.vendor, type: 'evm', tags: i.tags, syncing: i.syncing, cordoned: i.cordonReason !== undefined,
-      metrics, metricsAcrossMethods: metrics,
+      metrics, metricsAcrossMethods: i.metricsAcrossMethods ? metricsOf(i.metricsAcrossMethods, i.cordonReason) : metrics,
+      metricsByMethod: i.metricsByMethod || {},
       hasTag(p) { return hasMatchingTag(this, p); },
       is(p) { return hasMatchingTag(this, p); },
     };
@@ -254,7 +296,7 @@ ${TICK_HELPERS}
     if (typeof fn !== 'function') throw new TypeError('evalFunc is not a function: write it as (upstreams, ctx) => upstreams');
     const data = JSON.parse(input);
     state.ctx = Object.freeze(data.ctx);
-    state.sticky = data.sticky || null;
+    state.stickies = data.stickies || {};
     state.out = { notes: [], shadow: Object.create(null) };
     state.all = data.upstreams.map(upstreamOf);
     const out = fn(state.all.slice(), state.ctx);

@@ -32,6 +32,20 @@ export class PolicySourceError extends Error {
 
 let stdlibScript: Script | undefined;
 const compiled = new Map<string, EvalFunc>();
+/** The source of each compiled policy (what {@link policyReads} looks for names in). */
+const sources = new WeakMap<EvalFunc, string>();
+
+/**
+ * Whether a policy's text names `name` (a YAML policy's source, or a function's own text), so
+ * inputs only some policies read are built for those alone. A plugin's wrapper around another
+ * policy hides the inner text: it gets no such inputs.
+ * @param fn the policy
+ * @param name what to look for (`latencyDeviationAbove`, `metricsByMethod`)
+ */
+export function policyReads(fn: EvalFunc, name: string): boolean {
+  const src = sources.get(fn) ?? Function.prototype.toString.call(fn);
+  return src.includes(name);
+}
 
 /** The plain data an evaluation hands to the context (serialised as JSON). */
 interface SandboxInput {
@@ -43,6 +57,8 @@ interface SandboxInput {
     cordonReason?: string;
     metrics: Readonly<Record<string, unknown>>;
     scoreMultipliers?: Readonly<Record<string, number>>;
+    metricsByMethod?: Readonly<Record<string, unknown>>;
+    metricsAcrossMethods?: Readonly<Record<string, unknown>>;
   }>;
   ctx: {
     project: string;
@@ -56,8 +72,8 @@ interface SandboxInput {
     lastSwitchAt: number | null;
     tickCount: number;
   };
-  /** The network's sticky primary register (null: cold start). */
-  sticky: StickyRegister | null;
+  /** The sticky primary register of each `stickyPrimary` scope (null: cold start). */
+  stickies: Record<string, StickyRegister | null>;
 }
 
 function inputOf(upstreams: UpstreamsView, ctx: PolicyContext, carry: TickCarry | undefined): SandboxInput {
@@ -71,13 +87,15 @@ function inputOf(upstreams: UpstreamsView, ctx: PolicyContext, carry: TickCarry 
       ...(u.cordoned ? { cordonReason: u.metrics.cordonReason ?? 'cordoned' } : {}),
       metrics: u.metrics,
       ...(u.scoreMultipliers ? { scoreMultipliers: u.scoreMultipliers as Record<string, number> } : {}),
+      ...(u.metricsByMethod ? { metricsByMethod: u.metricsByMethod } : {}),
+      ...(u.metricsAcrossMethods ? { metricsAcrossMethods: u.metricsAcrossMethods } : {}),
     })),
-    // svc evaluates per network: eRPC's `evalScope: network` slot has method `*` and finality `unknown`.
+    // The evaluation's scope: method `*` and finality `unknown` unless evalScope splits them.
     ctx: {
       project: ctx.project,
       network: ctx.network,
-      method: '*',
-      finality: 'unknown',
+      method: ctx.method,
+      finality: ctx.finality,
       now: ctx.now,
       // eRPC's cross-tick fields, which the helpers read and a policy may too.
       previousOrder,
@@ -86,7 +104,7 @@ function inputOf(upstreams: UpstreamsView, ctx: PolicyContext, carry: TickCarry 
       lastSwitchAt: carry?.sticky?.lastSwitchAt ?? null,
       tickCount: carry?.tickCount ?? 0,
     },
-    sticky: carry?.sticky ?? null,
+    stickies: { ...(carry?.stickies ?? {}) },
   };
 }
 
@@ -137,5 +155,6 @@ export function compileSourcePolicy(source: string): EvalFunc {
   };
   if (compiled.size >= 64) compiled.delete(compiled.keys().next().value as string);
   compiled.set(source, fn);
+  sources.set(fn, source);
   return fn;
 }

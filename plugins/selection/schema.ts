@@ -4,12 +4,28 @@
  * the boot-time check of every network's settings. No hooks here.
  */
 import { Type, type TProperties } from '@sinclair/typebox';
-import { type ConfigDocument, Duration, type Network, type NormalizeReport, parseDuration, type PluginHost, Strict } from 'svc-proxy/plugin';
+import {
+  type ConfigDocument,
+  Duration,
+  eachNetwork,
+  isConfigObject,
+  type Network,
+  type NormalizeReport,
+  parseDuration,
+  pathOf,
+  type PluginHost,
+  Strict,
+} from 'svc-proxy/plugin';
+import type { EvalScope } from './api.ts';
+import { MAX_SCOPES } from './scopes.ts';
 import { ConfigError, type ConfigProblem } from 'svc-proxy/plugin/errors';
 import { evaluatePolicy, type EvalFunc } from './policy.ts';
 import { DEFAULT_SCORE_WEIGHTS, type ScoreWeights } from './view.ts';
 import { normalizeScoreMultipliers, routingSchema } from './multipliers.ts';
 import { compileSourcePolicy, PolicySourceError } from './sandbox.ts';
+
+/** The `evalScope` values, narrowest last. */
+export const EVAL_SCOPES: readonly EvalScope[] = ['network', 'network-method', 'network-finality', 'network-method-finality'];
 
 /**
  * The config keys this plugin owns: `networks[].selectionPolicy` (and the same under
@@ -32,11 +48,23 @@ export const selectionPolicySchema = Strict(
           throttledRate: Type.Optional(Type.Number({ minimum: 0, default: 4, description: 'weight of the throttle rate (0..1)' })),
           blockHeadLag: Type.Optional(Type.Number({ minimum: 0, default: 1, description: 'weight of the block-head lag, blocks' })),
           finalizationLag: Type.Optional(Type.Number({ minimum: 0, default: 0, description: 'weight of the finalization lag, blocks' })),
+          misbehaviors: Type.Optional(
+            Type.Number({ minimum: 0, default: 2, description: 'weight of the consensus misbehaviour rate (0..1: rounds lost over rounds answered)' }),
+          ),
         },
         {
           default: {},
           description:
-            "score = errorRate*w + p70Seconds*w + throttleRate*w + blockHeadLag*w + finalizationLag*w, lower is better (svc_selection_score); an upstream's routing.scoreMultipliers override these for that upstream",
+            "score = errorRate*w + p70Seconds*w + throttleRate*w + blockHeadLag*w + finalizationLag*w + misbehaviorRate*w, lower is better (svc_selection_score); an upstream's routing.scoreMultipliers override these for that upstream",
+        },
+      ),
+    ),
+    evalScope: Type.Optional(
+      Type.Union(
+        EVAL_SCOPES.map((v) => Type.Literal(v)),
+        {
+          default: 'network',
+          description: `the grain of evaluation (eRPC's evalScope): \`network\` one order for every call; \`network-method\` one per method; \`network-finality\` one per finality of the call's block; \`network-method-finality\` one per pair. A narrower scope is evaluated first when a call of it arrives (that call and the ones before its first evaluation use the network's order), then every evalInterval; at most ${MAX_SCOPES} per network, later ones use the network's order, and a scope without calls for an hour is dropped`,
         },
       ),
     ),
@@ -57,8 +85,49 @@ export const selectionPolicySchema = Strict(
 export const selectionSchemaFragment: { network: TProperties; upstream: TProperties; normalize: (doc: ConfigDocument, out: NormalizeReport) => void } = {
   network: { selectionPolicy: selectionPolicySchema },
   upstream: { routing: routingSchema },
-  normalize: normalizeScoreMultipliers,
+  normalize: (doc, out) => {
+    normalizeEvalScope(doc, out);
+    normalizeScoreMultipliers(doc, out);
+  },
 };
+
+/**
+ * eRPC's legacy `evalPerMethod` / `evalPerFinality` switches become the `evalScope` they stand
+ * for (as eRPC's own loader does): both true → `network-method-finality`, one → its scope,
+ * neither → `network`. An `evalScope` written next to them wins and they are only removed.
+ */
+export function normalizeEvalScope(doc: ConfigDocument, out: NormalizeReport): void {
+  eachNetwork(doc, (n, path) => {
+    const sp = n.selectionPolicy;
+    if (!isConfigObject(sp) || !('evalPerMethod' in sp || 'evalPerFinality' in sp)) return;
+    const at = pathOf(path, 'selectionPolicy');
+    const perMethod = sp.evalPerMethod === true;
+    const perFinality = sp.evalPerFinality === true;
+    for (const k of ['evalPerMethod', 'evalPerFinality'] as const) {
+      const v = sp[k];
+      if (v === undefined) continue;
+      if (typeof v !== 'boolean') {
+        out.problem(pathOf(at, k), `must be true or false (eRPC's legacy switch for evalScope), got ${JSON.stringify(v)}`);
+        return;
+      }
+    }
+    if (sp.evalScope !== undefined) {
+      for (const k of ['evalPerMethod', 'evalPerFinality'] as const)
+        if (k in sp) {
+          out.rewrite(pathOf(at, k), sp[k], '(removed: evalScope is set and wins, as in eRPC)');
+          delete sp[k];
+        }
+      return;
+    }
+    const scope: EvalScope = perMethod && perFinality ? 'network-method-finality' : perMethod ? 'network-method' : perFinality ? 'network-finality' : 'network';
+    const from: Record<string, unknown> = {};
+    for (const k of ['evalPerMethod', 'evalPerFinality'] as const) if (k in sp) from[k] = sp[k];
+    out.rewrite(at, from, { evalScope: scope });
+    delete sp.evalPerMethod;
+    delete sp.evalPerFinality;
+    sp.evalScope = scope;
+  });
+}
 
 /** A network's selection settings, resolved (durations in ms, weights defaulted). */
 export interface SelectionSettings {
@@ -66,8 +135,10 @@ export interface SelectionSettings {
   evalIntervalMs: number;
   /** `evalTimeout`, ms (> 0). Default 100. */
   evalTimeoutMs: number;
-  /** `scoreWeights` with defaults 4 / 15 / 4 / 1 / 0. */
+  /** `scoreWeights` with defaults 4 / 15 / 4 / 1 / 0 / 2. */
   weights: ScoreWeights;
+  /** `evalScope`, default `network`. */
+  evalScope: EvalScope;
   /** `evalFunc`, when configured (JavaScript source compiled into a sandboxed function). */
   evalFunc?: EvalFunc;
   /** True when `evalFunc` was JavaScript source (a YAML policy), run in node:vm. */
@@ -111,6 +182,11 @@ export function readSelectionSettings(raw: unknown, path: string): SelectionSett
       else weights[k] = v;
     }
   }
+  let evalScope: EvalScope = 'network';
+  if (o.evalScope !== undefined) {
+    if ((EVAL_SCOPES as readonly unknown[]).includes(o.evalScope)) evalScope = o.evalScope as EvalScope;
+    else problems.push({ path: `${path}.evalScope`, message: `must be one of ${EVAL_SCOPES.join(', ')} (got ${JSON.stringify(o.evalScope)})` });
+  }
   const f = o.evalFunc;
   let evalFunc: EvalFunc | undefined;
   if (typeof f === 'function') evalFunc = f as EvalFunc;
@@ -128,7 +204,7 @@ export function readSelectionSettings(raw: unknown, path: string): SelectionSett
     });
   }
   if (problems.length) throw new ConfigError(problems);
-  return { evalIntervalMs, evalTimeoutMs, weights, evalFunc, evalFuncSource: typeof f === 'string' };
+  return { evalIntervalMs, evalTimeoutMs, weights, evalScope, evalFunc, evalFuncSource: typeof f === 'string' };
 }
 
 /** Config path of a network's `selectionPolicy`, for error messages. */

@@ -1,63 +1,30 @@
 /**
- * Per-network selection state of the selection plugin (spec §1.3, §3.1, §6): the cached order
- * the request path hands out, the evaluation loop (at once, then every `evalInterval` on an
- * unref'd timer; a failed custom policy keeps the previous order), the ring of the last
- * decisions, and the `svc_selection_score` / `svc_selection_excluded_seconds` gauges. No hooks
- * here; `index.ts` creates one {@link NetworkSelection} per network and taps `select` into it.
+ * The selection state of one evaluation scope (spec §1.3, §3.1, §6): the cached order the
+ * request path hands out, the evaluation loop (at once, then every `evalInterval` on an unref'd
+ * timer; a failed custom policy keeps the previous order), the ring of the last decisions, and,
+ * for a network's own scope, the `svc_selection_score` / `svc_selection_excluded_seconds`
+ * gauges. No hooks here; `scopes.ts` keeps a network's scopes and `index.ts` taps `select` into them.
  */
 import type { Network, PluginHost, Upstream } from 'svc-proxy/plugin';
 import { ErrUpstreamsExhausted } from 'svc-proxy/plugin/errors';
-import { SCORE_ORDER_STEP, type SelectionDecision, type SelectionState } from './api.ts';
-import { SYNCING } from 'svc-proxy/plugins/evm-state';
-import { Gauge } from 'prom-client';
+import { SCORE_ORDER_STEP, type ScopeState, type SelectionDecision, type SelectionState } from './api.ts';
 import { defaultPolicy, evaluatePolicy, PolicyError, type EvalFunc, type PolicyResult } from './policy.ts';
 import type { SelectionSettings } from './schema.ts';
-import type { PolicyUpstreamInput, ScoreMultipliers } from './view.ts';
+import type { ScoreMultipliers } from './view.ts';
+import { NETWORK_SCOPE, policyInputs, type RecentMethods, type ScopeKey } from './inputs.ts';
+import { policyReads } from './sandbox.ts';
 import { resolveScoreMultipliers, type ScoreMultiplierEntry } from './multipliers.ts';
 import { Ring } from './ring.ts';
-import { SelectionMemory, type TickCarry } from './memory.ts';
+import { SelectionMemory, type StickyRegisters, type TickCarry } from './memory.ts';
 import type { ExcludedProber } from './prober.ts';
-import { DeferredCounter } from 'svc-proxy/util';
+import type { SelectionMetrics } from './gauges.ts';
 
 /** Decisions kept per network (the admin `svc_project` method shows them). */
 export const MAX_DECISIONS = 100;
 
 // The state and decision shapes are this plugin's contract (api.ts), read by the admin and other plugins.
 export type { SelectionDecision, SelectionState } from './api.ts';
-
-/** Metrics shared by every network of a host. */
-export interface SelectionMetrics {
-  score: Gauge<'project' | 'network' | 'method' | 'upstream'>;
-  excluded: Gauge<'upstream'>;
-  /** `svc_selection_shadow_exclusions_total{project,network,upstream}`: evaluations whose `shadowExcludeIf` would have excluded it. */
-  shadowExclusions: DeferredCounter;
-}
-
-/**
- * Registers the selection gauges of a proxy (shared by every network).
- * @param host the plugin host whose registry receives them
- */
-export function createSelectionMetrics(host: PluginHost): SelectionMetrics {
-  return {
-    score: new Gauge({
-      name: 'svc_selection_score',
-      help: 'Selection score of an upstream, lower is better (method "*": the whole upstream)',
-      labelNames: ['project', 'network', 'method', 'upstream'],
-      registers: [host.metrics],
-    }),
-    excluded: new Gauge({
-      name: 'svc_selection_excluded_seconds',
-      help: 'Seconds an upstream has been continuously excluded by the selection policy (0 while selectable)',
-      labelNames: ['upstream'],
-      registers: [host.metrics],
-    }),
-    shadowExclusions: new DeferredCounter(host.metrics, {
-      name: 'svc_selection_shadow_exclusions_total',
-      help: "Evaluations in which a YAML policy's shadowExcludeIf would have excluded the upstream (recorded, not applied)",
-      labelNames: ['project', 'network', 'upstream'],
-    }),
-  };
-}
+export { createSelectionMetrics, type SelectionMetrics } from './gauges.ts';
 
 /**
  * The `svc_selection_score` values of an evaluation (spec §6, lower is better): each upstream's
@@ -85,7 +52,11 @@ export function rankedScores(r: Pick<PolicyResult, 'order' | 'scores'>, snapshot
   return out;
 }
 
-/** The selection state and timer of one network. */
+/**
+ * The selection state and timer of one scope of a network: the network's own (method `*`,
+ * finality `unknown`), which publishes the gauges and drives the prober, or a narrower one of
+ * `evalScope` (`scopes.ts` keeps those).
+ */
 export class NetworkSelection {
   /** Cached order (null until the first evaluation commits: the request path then keeps config order). */
   private order: Upstream[] | null = null;
@@ -107,10 +78,14 @@ export class NetworkSelection {
   private prevOrder: string[] = [];
   private readonly excludedSince = new Map<string, number>();
   /** What a YAML policy's cross-tick helpers remember (sticky primary, probe settings). */
-  readonly memory = new SelectionMemory(this.excludedSince);
+  readonly memory: SelectionMemory;
   private readonly scoreLabels = new Set<string>();
-  /** Each upstream's `routing.scoreMultipliers` entry for this network, resolved once (config is fixed for the network's life). */
+  /** Each upstream's `routing.scoreMultipliers` entry for this scope, resolved once (config is fixed for the network's life). */
   private readonly multipliers = new WeakMap<Upstream, ScoreMultipliers | undefined>();
+  /** When a call last used this scope, epoch ms (idle narrow scopes are dropped). */
+  lastUsed = Date.now();
+  /** Whether the policy reads `metricsByMethod` (built only then: a health snapshot per method and upstream). */
+  private readonly byMethod: boolean;
 
   constructor(
     private readonly host: PluginHost,
@@ -120,8 +95,26 @@ export class NetworkSelection {
     private readonly metrics: SelectionMetrics,
     maxDecisions: number,
     private readonly prober?: ExcludedProber,
+    /** The evaluation's method and finality. */
+    readonly scope: ScopeKey = NETWORK_SCOPE,
+    /** The network's recent methods, for `metricsByMethod`. */
+    private readonly methods?: RecentMethods,
+    /** The network's sticky registers, shared by its scopes. */
+    registers?: StickyRegisters,
   ) {
     this.ring = new Ring<SelectionDecision>(maxDecisions);
+    this.memory = new SelectionMemory(this.excludedSince, registers, scope.method, scope.finality);
+    this.byMethod = policyReads(policy, 'latencyDeviationAbove') || policyReads(policy, 'metricsByMethod');
+  }
+
+  /** The network's own scope: it alone publishes gauges (their labels name no finality). */
+  private get primary(): boolean {
+    return this.scope === NETWORK_SCOPE;
+  }
+
+  /** Whether an evaluation committed (before, a narrow scope's calls use the network's order). */
+  get ready(): boolean {
+    return this.order !== null;
   }
 
   private get custom(): boolean {
@@ -158,7 +151,7 @@ export class NetworkSelection {
   private multipliersOf(u: Upstream): ScoreMultipliers | undefined {
     if (this.multipliers.has(u)) return this.multipliers.get(u);
     const routing = u.config.settings.routing as { scoreMultipliers?: ScoreMultiplierEntry[] } | undefined;
-    const m = resolveScoreMultipliers(routing?.scoreMultipliers, this.network.id);
+    const m = resolveScoreMultipliers(routing?.scoreMultipliers, this.network.id, this.scope.method, this.scope.finality);
     this.multipliers.set(u, m);
     return m;
   }
@@ -182,18 +175,10 @@ export class NetworkSelection {
     const carry = this.memory.carry(this.prevOrder);
     let out: PolicyResult | Promise<PolicyResult>;
     try {
-      const health = this.network.project.health;
-      const inputs: PolicyUpstreamInput[] = snapshot.map((u) => {
-        const metrics = health.snapshot(u.id, '*');
-        return {
-          id: u.id,
-          tags: u.tags,
-          vendor: u.vendor,
-          metrics,
-          syncing: SYNCING.get(u),
-          cordoned: metrics.cordoned,
-          scoreMultipliers: this.multipliersOf(u),
-        };
+      const inputs = policyInputs(this.host, this.network, snapshot, {
+        scope: this.scope,
+        methods: this.byMethod ? (this.methods?.list() ?? []) : undefined,
+        multipliers: (u) => this.multipliersOf(u),
       });
       out = evaluatePolicy(inputs, {
         evalFunc: this.policy,
@@ -201,6 +186,8 @@ export class NetworkSelection {
         evalTimeoutMs: this.settings.evalTimeoutMs,
         project: this.network.project.id,
         network: this.network.id,
+        method: this.scope.method,
+        finality: this.scope.finality,
         carry,
       });
     } catch (e) {
@@ -244,7 +231,7 @@ export class NetworkSelection {
     const notes = this.memory.commit(carry);
     for (const n of notes) if (n.step === 'shadowExcludeIf') this.metrics.shadowExclusions.inc([this.network.project.id, this.network.id, n.upstream]);
     this.recordChanges({ ...r, decisions: [...r.decisions, ...notes] }, prevExcluded, now);
-    this.updateMetrics(snapshot, now, true);
+    if (this.primary) this.updateMetrics(snapshot, now, true);
     this.prober?.update(
       this.memory.probe,
       snapshot.filter((u) => u.id in r.excluded),
@@ -267,7 +254,7 @@ export class NetworkSelection {
     if (r.order.length !== this.prevOrder.length || r.order.some((id, i) => id !== this.prevOrder[i])) {
       this.ring.push({ step: 'order', upstream: '*', reason: r.order.length ? r.order.join(' > ') : '(no upstream)', time });
       this.host.logger.debug(
-        { project: this.network.project.id, network: this.network.id, order: r.order, excluded: r.excluded },
+        { project: this.network.project.id, network: this.network.id, ...this.scope, order: r.order, excluded: r.excluded },
         `selection order of ${this.network.id} changed`,
       );
     }
@@ -281,10 +268,10 @@ export class NetworkSelection {
     const kind = e instanceof PolicyError ? e.kind : 'error';
     this.ring.push({ step: 'evalFunc', upstream: '*', reason: `${kind}: ${err.message}; previous order kept`, time: now });
     this.host.logger.warn(
-      { project: this.network.project.id, network: this.network.id, kind, err: err.message },
+      { project: this.network.project.id, network: this.network.id, ...this.scope, kind, err: err.message },
       `selection policy of ${this.network.id} failed (${kind}): previous order kept`,
     );
-    this.updateMetrics(this.network.upstreams, now, false);
+    if (this.primary) this.updateMetrics(this.network.upstreams, now, false);
   }
 
   private updateMetrics(upstreams: readonly Upstream[], now: number, scores: boolean): void {
@@ -393,6 +380,13 @@ export class NetworkSelection {
       evalIntervalMs: this.settings.evalIntervalMs,
       evalTimeoutMs: this.settings.evalTimeoutMs,
       weights: { ...this.settings.weights },
+      evalScope: this.settings.evalScope,
+      scopes: [],
     };
+  }
+
+  /** This scope's order, as {@link SelectionState.scopes} lists it. */
+  scopeState(): ScopeState {
+    return { ...this.scope, order: (this.order ?? []).map((u) => u.id), excluded: { ...this.excluded }, evaluatedAt: this.evaluatedAt };
   }
 }

@@ -5,19 +5,30 @@
  * `preferNonFallback`, `sortByScore`...), which record their exclusions as decisions of the
  * evaluation run. `policy.ts` runs a policy over them; no hooks here.
  */
-import type { HealthSnapshot } from 'svc-proxy/plugin/contracts';
-import type { DecisionDraft, PolicyUpstream, ScoreMultipliers, ScoreWeights, UpstreamsView as UpstreamsViewContract } from './api.ts';
+import type {
+  DecisionDraft,
+  MethodLatency,
+  PolicyMetrics,
+  PolicyUpstream,
+  ScoreMultipliers,
+  ScoreWeights,
+  UpstreamsView as UpstreamsViewContract,
+} from './api.ts';
 
 // The policy contract's types are this plugin's contract (api.ts); re-exported for its files.
-export type { DecisionDraft, PolicyMetrics, PolicyUpstream, ScoreMultipliers, ScoreWeights } from './api.ts';
+export type { DecisionDraft, MethodLatency, PolicyMetrics, PolicyMetricsExtra, PolicyUpstream, ScoreMultipliers, ScoreWeights } from './api.ts';
 
-/** The default score weights (eRPC's PREFER_FASTEST): `4*errorRate + 15*p70Seconds + 4*throttleRate + 1*blockHeadLag + 0*finalizationLag`. */
+/**
+ * The default score weights (eRPC's PREFER_FASTEST):
+ * `4*errorRate + 15*p70Seconds + 4*throttleRate + 1*blockHeadLag + 0*finalizationLag + 2*misbehaviorRate`.
+ */
 export const DEFAULT_SCORE_WEIGHTS: Readonly<ScoreWeights> = Object.freeze({
   errorRate: 4,
   respLatency: 15,
   throttledRate: 4,
   blockHeadLag: 1,
   finalizationLag: 0,
+  misbehaviors: 2,
 });
 
 /** The tag that marks an upstream as a last resort ({@link UpstreamsView.preferNonFallback}). */
@@ -28,12 +39,16 @@ export interface PolicyUpstreamInput {
   id: string;
   tags?: Iterable<string>;
   vendor?: string;
-  metrics?: Partial<HealthSnapshot>;
+  metrics?: Partial<PolicyMetrics>;
   syncing?: boolean;
   /** Default: `metrics.cordoned`, else false. */
   cordoned?: boolean;
   /** Its `routing.scoreMultipliers` entry for this evaluation (none by default). */
   scoreMultipliers?: ScoreMultipliers;
+  /** Per-method latency (eRPC's `metricsByMethod`), when the policy reads it. */
+  metricsByMethod?: Record<string, MethodLatency>;
+  /** The whole upstream's numbers when `metrics` are one method's. */
+  metricsAcrossMethods?: Partial<PolicyMetrics>;
 }
 
 /** State of one policy evaluation, shared by every view derived from its input (see `evaluatePolicy`). */
@@ -51,10 +66,10 @@ const detachedRun = (): PolicyRun => ({ weights: DEFAULT_SCORE_WEIGHTS, decision
 /**
  * Score of one upstream, lower is better (spec §6 `svc_selection_score`):
  * `w.errorRate*errorRate + w.respLatency*p70 (s) + w.throttledRate*throttleRate + w.blockHeadLag*blockHeadLag
- * + w.finalizationLag*finalizationLag`. Missing metric numbers and weights count as 0.
+ * + w.finalizationLag*finalizationLag + w.misbehaviors*misbehaviorRate`. Missing metric numbers and weights count as 0.
  */
 export function scoreOf(
-  m: Partial<Pick<HealthSnapshot, 'errorRate' | 'p70' | 'throttleRate' | 'blockHeadLag' | 'finalizationLag'>>,
+  m: Partial<Pick<PolicyMetrics, 'errorRate' | 'p70' | 'throttleRate' | 'blockHeadLag' | 'finalizationLag' | 'misbehaviorRate'>>,
   w: Readonly<Partial<ScoreWeights>> = DEFAULT_SCORE_WEIGHTS,
 ): number {
   return (
@@ -62,7 +77,8 @@ export function scoreOf(
     (w.respLatency ?? 0) * (m.p70 ?? 0) +
     (w.throttledRate ?? 0) * (m.throttleRate ?? 0) +
     (w.blockHeadLag ?? 0) * (m.blockHeadLag ?? 0) +
-    (w.finalizationLag ?? 0) * (m.finalizationLag ?? 0)
+    (w.finalizationLag ?? 0) * (m.finalizationLag ?? 0) +
+    (w.misbehaviors ?? 0) * (m.misbehaviorRate ?? 0)
   );
 }
 
@@ -232,8 +248,23 @@ export class UpstreamsView extends Array<PolicyUpstream> implements UpstreamsVie
 
 /** Builds the frozen policy input object of one upstream. */
 export function policyUpstream(i: PolicyUpstreamInput): PolicyUpstream {
-  const m = i.metrics ?? {};
-  const metrics: HealthSnapshot = {
+  const metrics = metricsOf(i.metrics ?? {}, i.cordoned);
+  return Object.freeze({
+    id: i.id,
+    tags: Object.freeze([...(i.tags ?? [])]),
+    vendor: i.vendor ?? 'unknown',
+    metrics,
+    syncing: i.syncing ?? false,
+    cordoned: metrics.cordoned,
+    ...(i.scoreMultipliers ? { scoreMultipliers: Object.freeze({ ...i.scoreMultipliers }) } : {}),
+    ...(i.metricsByMethod ? { metricsByMethod: Object.freeze({ ...i.metricsByMethod }) } : {}),
+    ...(i.metricsAcrossMethods ? { metricsAcrossMethods: metricsOf(i.metricsAcrossMethods, i.cordoned) } : {}),
+  });
+}
+
+/** Frozen metric numbers with every field defaulted (0, not cordoned). */
+function metricsOf(m: Partial<PolicyMetrics>, cordoned: boolean | undefined): PolicyMetrics {
+  const metrics: PolicyMetrics = {
     requests: m.requests ?? 0,
     errorRate: m.errorRate ?? 0,
     throttleRate: m.throttleRate ?? 0,
@@ -243,17 +274,12 @@ export function policyUpstream(i: PolicyUpstreamInput): PolicyUpstream {
     p99: m.p99 ?? 0,
     blockHeadLag: m.blockHeadLag ?? 0,
     finalizationLag: m.finalizationLag ?? 0,
-    cordoned: i.cordoned ?? m.cordoned ?? false,
+    misbehaviorRate: m.misbehaviorRate ?? 0,
+    blockHeadLagSeconds: m.blockHeadLagSeconds ?? 0,
+    finalizationLagSeconds: m.finalizationLagSeconds ?? 0,
+    cordoned: cordoned ?? m.cordoned ?? false,
     cordonReason: m.cordonReason,
     ...(m.down ? { down: true, downReason: m.downReason, ...(m.unreachable ? { unreachable: true } : {}) } : {}),
   };
-  return Object.freeze({
-    id: i.id,
-    tags: Object.freeze([...(i.tags ?? [])]),
-    vendor: i.vendor ?? 'unknown',
-    metrics: Object.freeze(metrics),
-    syncing: i.syncing ?? false,
-    cordoned: metrics.cordoned,
-    ...(i.scoreMultipliers ? { scoreMultipliers: Object.freeze({ ...i.scoreMultipliers }) } : {}),
-  });
+  return Object.freeze(metrics);
 }

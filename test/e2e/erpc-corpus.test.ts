@@ -54,7 +54,7 @@ const EXPECTED_FAILURES: Readonly<Record<string, Readonly<Record<string, readonl
 };
 
 /** How many files validate today: raise it when a feature above lands. */
-const VALIDATING_FLOOR = 21;
+const VALIDATING_FLOOR = 22;
 
 /** A problem that only says what is wrong, not which eRPC feature and what to use instead. */
 const BARE = /^(unknown key|is required$|must be )/;

@@ -250,15 +250,15 @@ describe('e2e: eRPC selection YAML through svc validate --print', function () {
     const out = await printsAndRevalidates('eval', EVAL_YAML("throw new Error('x');"));
     expect(out).to.include("u.hasTag('role:preferred')");
     writeFileSync(
-      join(dir, 'deviation.yaml'),
+      join(dir, 'spread.yaml'),
       EVAL_YAML('return [];')
-        .replace('.whenEmpty(() => upstreams)', '.whenEmpty(() => upstreams).excludeIf(latencyDeviationAbove(3))')
+        .replace('.whenEmpty(() => upstreams)', ".whenEmpty(() => upstreams).spreadAcrossTags('region:')")
         .replaceAll(/__\w+__/g, 'http://127.0.0.1:8545'),
     );
-    const r = await run(['validate', '--config', 'deviation.yaml']);
+    const r = await run(['validate', '--config', 'spread.yaml']);
     expect(r.code).to.equal(1);
     expect(r.err).to.match(
-      /projects\[0\]\.networks\[0\]\.selectionPolicy\.evalFunc: the policy failed a trial run over two healthy upstreams: .*latencyDeviationAbove\(\)/,
+      /projects\[0\]\.networks\[0\]\.selectionPolicy\.evalFunc: the policy failed a trial run over two healthy upstreams: .*spreadAcrossTags/,
     );
   });
 

@@ -179,12 +179,6 @@ describe('config: eRPC keys and shapes svc does not honour are refused by name',
       /block-availability enforcement/,
     ],
     [
-      'scoreMultipliers misbehaviors',
-      project({}, { routing: { scoreMultipliers: [{ misbehaviors: 5 }] } }),
-      'projects[0].upstreams[0].routing.scoreMultipliers[0].misbehaviors',
-      /misbehaviour rate/,
-    ],
-    [
       'sharedState on PostgreSQL',
       { database: { sharedState: { clusterKey: 'a', connector: { driver: 'postgresql' } } } },
       'database.sharedState.connector.driver',

@@ -2,7 +2,8 @@
  * eRPC's `upstreams[].routing.scoreMultipliers` in svc's selection score (eRPC's selection-policy
  * docs, "upstream.routing" and `sortByScore`): the first matching entry's weights replace the
  * base weights for that upstream, `overall` scales its preference, `totalRequests` is accepted
- * and dropped (eRPC ignores it), `misbehaviors` is refused by name.
+ * and dropped (eRPC ignores it), `misbehaviors` weighs the consensus misbehaviour rate; entries
+ * scoped to a method or finality apply to the evaluations of matching scopes (`evalScope`).
  */
 import { expect } from 'chai';
 import { ConfigError, loadConfigObject } from '../../../config/load.ts';
@@ -39,6 +40,14 @@ describe('selection: routing.scoreMultipliers (eRPC parity)', () => {
       expect(resolveScoreMultipliers([{ finality: ['realtime'], overall: 3 }, { overall: 2 }], 'evm:1')).to.deep.equal({ overall: 2 });
       expect(resolveScoreMultipliers([{ finality: ['realtime', 'unknown'], overall: 3 }], 'evm:1')).to.deep.equal({ overall: 3 });
       expect(resolveScoreMultipliers([{ network: 'evm:*' }, { overall: 2 }], 'evm:1')).to.equal(undefined);
+    });
+
+    it("entries naming a method or finality apply to the evaluations of that scope (evalScope), with eRPC's globs", () => {
+      const entries = [{ method: 'eth_getLogs', overall: 9 }, { method: 'trace_*', finality: ['finalized' as const], overall: 7 }, { misbehaviors: 5 }];
+      expect(resolveScoreMultipliers(entries, 'evm:1', 'eth_getLogs')).to.deep.equal({ overall: 9 });
+      expect(resolveScoreMultipliers(entries, 'evm:1', 'trace_block', 'finalized')).to.deep.equal({ overall: 7 });
+      expect(resolveScoreMultipliers(entries, 'evm:1', 'trace_block', 'realtime')).to.deep.equal({ misbehaviors: 5 });
+      expect(resolveScoreMultipliers(entries, 'evm:1', '*', 'finalized')).to.deep.equal({ misbehaviors: 5 });
     });
   });
 
@@ -95,7 +104,7 @@ describe('selection: routing.scoreMultipliers (eRPC parity)', () => {
       ]);
     });
 
-    it('refuses misbehaviors, negative weights and unknown finalities, naming the key', () => {
+    it('refuses negative weights and unknown finalities, naming the key; takes misbehaviors', () => {
       const problems = (u: Record<string, unknown>) => {
         try {
           load(u);
@@ -105,9 +114,10 @@ describe('selection: routing.scoreMultipliers (eRPC parity)', () => {
         }
         return [];
       };
-      const mis = problems({ routing: { scoreMultipliers: [{ misbehaviors: 5 }] } });
-      expect(mis.map((p) => p.path)).to.include('projects[0].upstreams[0].routing.scoreMultipliers[0].misbehaviors');
-      expect(mis.find((p) => p.path.endsWith('misbehaviors'))?.message).to.match(/misbehaviour/);
+      expect(problems({ routing: { scoreMultipliers: [{ misbehaviors: 5 }] } })).to.deep.equal([]);
+      expect(problems({ routing: { scoreMultipliers: [{ misbehaviors: -1 }] } }).map((p) => p.path)).to.include(
+        'projects[0].upstreams[0].routing.scoreMultipliers[0].misbehaviors',
+      );
       const neg = problems({ routing: { scoreMultipliers: [{ overall: -1 }] } });
       expect(neg.map((p) => p.path)).to.include('projects[0].upstreams[0].routing.scoreMultipliers[0].overall');
       const fin = problems({ routing: { scoreMultipliers: [{ finality: ['soon'] }] } });

@@ -105,12 +105,6 @@ describe('selection: evalFunc as JavaScript source (node:vm)', () => {
     expect(failure('42').message).to.match(/evalFunc is not a function/);
   });
 
-  it('eRPC helpers svc does not provide throw naming them (latencyDeviationAbove, blockSecondsLagAbove, removeByMisbehavior)', () => {
-    expect(failure('(ups) => ups.excludeIf(latencyDeviationAbove(3))').message).to.match(/latencyDeviationAbove\(\)/);
-    expect(failure('(ups) => ups.excludeIf(blockSecondsLagAbove(30))').message).to.match(/blockSecondsLagAbove\(\)/);
-    expect(failure('(ups) => ups.removeByMisbehavior(0.1)').message).to.match(/removeByMisbehavior\(\)/);
-  });
-
   it('refuses source that is not JavaScript, or longer than 64 KiB', () => {
     expect(() => compileSourcePolicy('(ups) => ups.')).to.throw(PolicySourceError, /not valid JavaScript/);
     expect(() => compileSourcePolicy(`(u) => u // ${'x'.repeat(MAX_POLICY_SOURCE)}`)).to.throw(PolicySourceError, /more than 65536/);

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { evaluatePolicy, type PolicyResult, type PolicyUpstreamInput } from '../../../plugins/selection/index.ts';
 import { compileSourcePolicy } from '../../../plugins/selection/sandbox.ts';
-import { SelectionMemory } from '../../../plugins/selection/memory.ts';
+import { SelectionMemory, StickyRegisters } from '../../../plugins/selection/memory.ts';
 import type { DecisionDraft } from '../../../plugins/selection/view.ts';
 
 const GENEROUS_MS = 5_000;
@@ -16,17 +16,25 @@ const T0 = 1_700_000_000_000;
 /** One network's evaluations over a fake clock: the carry in, the commit out, excludedSince kept as the selection state keeps it. */
 class Network {
   readonly excludedSince = new Map<string, number>();
-  readonly memory = new SelectionMemory(this.excludedSince);
+  readonly memory: SelectionMemory;
   prevOrder: string[] = [];
   notes: DecisionDraft[] = [];
   now = T0;
 
-  constructor(private readonly source: string) {}
+  /** @param method the evaluation scope's method; `registers` the network's, to share them between scopes */
+  constructor(
+    private readonly source: string,
+    private readonly method = '*',
+    registers?: StickyRegisters,
+  ) {
+    this.memory = new SelectionMemory(this.excludedSince, registers, method);
+  }
 
   tick(inputs: PolicyUpstreamInput[], advanceMs = 0): PolicyResult {
     this.now += advanceMs;
     const carry = this.memory.carry(this.prevOrder);
-    const r = evaluatePolicy(inputs, { evalFunc: compileSourcePolicy(this.source), evalTimeoutMs: GENEROUS_MS, network: 'evm:1', now: this.now, carry });
+    const opts = { evalFunc: compileSourcePolicy(this.source), evalTimeoutMs: GENEROUS_MS, network: 'evm:1', method: this.method, now: this.now, carry };
+    const r = evaluatePolicy(inputs, opts);
     if (r instanceof Promise) throw new Error('a source policy must be synchronous');
     this.notes = this.memory.commit(carry);
     for (const u of inputs) {
@@ -121,12 +129,26 @@ describe('selection: eRPC cross-tick helpers in a YAML policy (fake clock)', () 
       expect(scored.tick([up('a', 0.9), up('b', 0.01)], 1_000).order).to.deep.equal(['b', 'a']);
     });
 
-    it('exports the scope constants and accepts every scope (one register per network)', () => {
+    it('exports the scope constants; each stickyPrimary scope has its own register, an unknown scope fails the evaluation', () => {
       const n = new Network(
         `(ups) => [NETWORK, NETWORK_METHOD, NETWORK_FINALITY, NETWORK_METHOD_FINALITY].join() === 'network,network-method,network-finality,network-method-finality' ? ups.stickyPrimary({ scope: NETWORK_FINALITY }) : []`,
       );
       expect(n.tick([up('a', 0.1), up('b', 0.2)]).order).to.deep.equal(['a', 'b']);
-      expect(n.memory.register?.primary).to.equal('a');
+      expect(n.memory.register).to.equal(null);
+      expect(n.memory.carry([]).stickies['network-finality']?.primary).to.equal('a');
+      expect(() => new Network(`(ups) => ups.stickyPrimary({ scope: 'upstream' })`).tick([up('a', 0.1)])).to.throw(/stickyPrimary scope must be/);
+    });
+
+    it("under evalScope by method, scope 'network' shares one primary across the methods' evaluations, 'network-method' keeps one per method", () => {
+      const regs = new StickyRegisters();
+      const shared = `(ups) => ups.sortByScore(PREFER_FASTEST).stickyPrimary({ minSwitchInterval: '1h' })`;
+      // eth_call's evaluation seeds the network register with a; eth_getLogs (b faster there) holds a.
+      expect(new Network(shared, 'eth_call', regs).tick([up('a', 0.1), up('b', 0.2)]).order).to.deep.equal(['a', 'b']);
+      expect(new Network(shared, 'eth_getLogs', regs).tick([up('a', 0.2), up('b', 0.1)]).order).to.deep.equal(['a', 'b']);
+      const own = `(ups) => ups.sortByScore(PREFER_FASTEST).stickyPrimary({ scope: NETWORK_METHOD, minSwitchInterval: '1h' })`;
+      const regs2 = new StickyRegisters();
+      expect(new Network(own, 'eth_call', regs2).tick([up('a', 0.1), up('b', 0.2)]).order).to.deep.equal(['a', 'b']);
+      expect(new Network(own, 'eth_getLogs', regs2).tick([up('a', 0.2), up('b', 0.1)]).order).to.deep.equal(['b', 'a']);
     });
   });
 
@@ -195,7 +217,8 @@ describe('selection: eRPC cross-tick helpers in a YAML policy (fake clock)', () 
       expect(t(`includeIf({ id: 'r', position: 'head' }, true)`)).to.deep.equal(['r', 'a']);
       expect(t(`includeIf({ position: 'head' }, true)`)).to.deep.equal(['a']);
       expect(t(`includeIf('tier:reserve', () => { throw new Error('x') })`)).to.deep.equal(['a']);
-      expect(() => t(`includeIf('tier:reserve', (p) => p.every(blockSecondsLagAbove(30)))`)).to.throw(/blockSecondsLagAbove\(\)/);
+      // Seconds lag is 0 until the block time is estimated: the whole pool is not 30 s behind.
+      expect(t(`includeIf('tier:reserve', (p) => p.every(blockSecondsLagAbove(30)))`)).to.deep.equal(['a']);
     });
 
     it('shadowExcludeIf leaves the order as it is and records what it would have excluded', () => {

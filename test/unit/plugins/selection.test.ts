@@ -191,7 +191,7 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
       expect(r.scores.laggy).to.equal(3);
       expect(r.scores.slowish).to.be.closeTo(1.5, 1e-9);
       expect(scoreOf({ errorRate: 0.5, p70: 0.1, throttleRate: 0.25, blockHeadLag: 3 })).to.be.closeTo(2 + 1.5 + 1 + 3, 1e-9);
-      expect(DEFAULT_SCORE_WEIGHTS).to.deep.equal({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 1, finalizationLag: 0 });
+      expect(DEFAULT_SCORE_WEIGHTS).to.deep.equal({ errorRate: 4, respLatency: 15, throttledRate: 4, blockHeadLag: 1, finalizationLag: 0, misbehaviors: 2 });
     });
 
     it('score weights are configurable', () => {
@@ -330,6 +330,7 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
         evalIntervalMs: 15_000,
         evalTimeoutMs: 100,
         weights: { ...DEFAULT_SCORE_WEIGHTS },
+        evalScope: 'network',
         evalFunc: undefined,
         evalFuncSource: false,
       });
@@ -565,6 +566,7 @@ describe('selection plugin (spec §1.3, §3.1, §6)', () => {
         throttledRate: 4,
         blockHeadLag: 2,
         finalizationLag: 0,
+        misbehaviors: 2,
       });
     });
 

@@ -1,0 +1,153 @@
+/**
+ * A network's evaluation scopes (eRPC's `selectionPolicy.evalScope`): the network's own
+ * {@link NetworkSelection} and, under a narrower `evalScope`, one more per method, per finality
+ * or per pair, created when the first call of the scope arrives. Each runs the same policy on its
+ * own timer with its own method's health numbers and the `routing.scoreMultipliers` entries
+ * matching its method and finality, and the calls of the scope get its order.
+ *
+ * Bounded, since methods come from clients: at most {@link MAX_SCOPES} narrow scopes per
+ * network; a call whose scope is past the bound, or whose scope has not finished its first
+ * evaluation yet, gets the network's order. A narrow scope without calls for
+ * {@link SCOPE_IDLE_MS} is dropped at the network's next evaluation (its slot frees for another).
+ * No hooks here; `index.ts` routes the `select` tap through {@link ScopedSelection.select}.
+ */
+import { type CallContext, FINALITY, type Network, type PluginHost, type Upstream } from 'svc-proxy/plugin';
+import type { EvalScope, SelectionDecision, SelectionState } from './api.ts';
+import { RecentMethods, type ScopeKey } from './inputs.ts';
+import type { EvalFunc } from './policy.ts';
+import type { SelectionSettings } from './schema.ts';
+import { NetworkSelection, type SelectionMetrics } from './state.ts';
+import { StickyRegisters } from './memory.ts';
+import type { ExcludedProber } from './prober.ts';
+
+/** Most narrower scopes a network evaluates: calls of a scope past them use the network's order. */
+export const MAX_SCOPES = 64;
+
+/** How long a narrow scope lives without calls, ms. */
+export const SCOPE_IDLE_MS = 3_600_000;
+
+/**
+ * The scope a call falls in under an `evalScope`, or undefined for the network's own.
+ * @param evalScope the network's `evalScope`
+ * @param method the call's method
+ * @param finality the call's finality (`FINALITY` slot)
+ */
+export function scopeOf(evalScope: EvalScope, method: string, finality: string): ScopeKey | undefined {
+  switch (evalScope) {
+    case 'network-method':
+      return { method, finality: 'unknown' };
+    case 'network-finality':
+      return { method: '*', finality };
+    case 'network-method-finality':
+      return { method, finality };
+    default:
+      return undefined;
+  }
+}
+
+/** Every scope of one network. */
+export class ScopedSelection {
+  /** The network's own scope. */
+  readonly network: NetworkSelection;
+  private readonly scopes = new Map<string, NetworkSelection>();
+  /** Methods the network served recently (`metricsByMethod`), bounded. */
+  private readonly methods = new RecentMethods();
+  /** The sticky primary registers every scope shares (keyed by `stickyPrimary`'s own scope). */
+  private readonly registers = new StickyRegisters();
+  private stopped = false;
+
+  /**
+   * @param prober the network's mirror prober (the network scope drives it), when its policy names `probeExcluded`
+   * Other parameters as {@link NetworkSelection}'s; every scope shares them.
+   */
+  constructor(
+    private readonly host: PluginHost,
+    private readonly net: Network,
+    private readonly settings: SelectionSettings,
+    private readonly policy: EvalFunc,
+    private readonly metrics: SelectionMetrics,
+    private readonly maxDecisions: number,
+    prober?: ExcludedProber,
+  ) {
+    this.network = new NetworkSelection(host, net, settings, policy, metrics, maxDecisions, prober, undefined, this.methods, this.registers);
+  }
+
+  /** Starts the network scope (narrow ones start with their first call). */
+  start(): void {
+    this.network.start();
+  }
+
+  /**
+   * Evaluates every scope now (an upstream joined or turned, the admin asked), dropping idle
+   * narrow scopes first; never rejects.
+   */
+  async evaluate(): Promise<void> {
+    this.sweep(Date.now());
+    await Promise.all([this.network.evaluate(), ...[...this.scopes.values()].map((s) => s.evaluate())]);
+  }
+
+  private sweep(now: number): void {
+    for (const [key, s] of this.scopes) {
+      if (now - s.lastUsed < SCOPE_IDLE_MS) continue;
+      s.stop();
+      this.scopes.delete(key);
+    }
+  }
+
+  /**
+   * The order of a call's scope (see {@link NetworkSelection.select}).
+   * @throws ErrUpstreamsExhausted when candidates exist but none is selectable
+   */
+  select(candidates: Upstream[], ctx: CallContext): Upstream[] {
+    const method = ctx.request.method;
+    this.methods.note(method);
+    const key = scopeOf(this.settings.evalScope, method, FINALITY.get(ctx));
+    // A finality scope of `unknown` is the network's own evaluation: no second one for it.
+    const own = !key || (key.method === '*' && key.finality === 'unknown');
+    const scoped = own ? undefined : this.scopeFor(key);
+    return (scoped?.ready ? scoped : this.network).select(candidates, method);
+  }
+
+  /** The scope's selection, created (and its first evaluation started) on first use; undefined past {@link MAX_SCOPES}. */
+  private scopeFor(key: ScopeKey): NetworkSelection | undefined {
+    const id = `${key.method}\u0000${key.finality}`;
+    let s = this.scopes.get(id);
+    if (!s) {
+      if (this.stopped) return undefined;
+      if (this.scopes.size >= MAX_SCOPES) this.sweep(Date.now());
+      if (this.scopes.size >= MAX_SCOPES) return undefined;
+      s = new NetworkSelection(this.host, this.net, this.settings, this.policy, this.metrics, this.maxDecisions, undefined, key, this.methods, this.registers);
+      this.scopes.set(id, s);
+      // Off the request path: the call that opened the scope keeps the network's order.
+      const started = s;
+      setImmediate(() => {
+        if (!this.stopped && this.scopes.get(id) === started) started.start();
+      });
+    }
+    s.lastUsed = Date.now();
+    return s;
+  }
+
+  /** Stops every scope's timer. */
+  stop(): void {
+    this.stopped = true;
+    this.network.stop();
+    for (const s of this.scopes.values()) s.stop();
+  }
+
+  /** Stops, for a network a config reload replaced (see {@link NetworkSelection.retire}). */
+  retire(): void {
+    this.stop();
+    this.network.retire();
+  }
+
+  /** The network scope's decisions. */
+  decisions(): SelectionDecision[] {
+    return this.network.decisions();
+  }
+
+  /** The network scope's state, with the narrow scopes' orders. */
+  state(): SelectionState {
+    return { ...this.network.state(), scopes: [...this.scopes.values()].map((s) => s.scopeState()) };
+  }
+}
