@@ -20,6 +20,14 @@ const PATTERN_HINTS: ReadonlyMap<string, string> = new Map([
   ['^[A-Za-z0-9_.-]+$', 'may hold only letters, digits, "_", "." and "-"'],
 ]);
 
+/** The message of an endpoint pattern widened by plugin schemes (config/schema-core.ts `endpointPattern`): the schemes named, not the regex. */
+function endpointHint(pattern: string): string | undefined {
+  const m = /^\^\(https\?\|(.+)\):\/\/$/.exec(pattern);
+  if (!m) return undefined;
+  const schemes = (m[1] as string).split('|').map((s) => `${s.replace(/\\/g, '')}://`);
+  return `must be an http:// or https:// URL, or ${schemes.join(', ')} (the schemes this preset's plugins serve)`;
+}
+
 /** `/projects/0/upstreams/1` → `projects[0].upstreams[1]`. */
 function jsonPointerToPath(p: string): string {
   if (!p) return '';
@@ -55,9 +63,14 @@ function describeError(e: ErrorObject, root: unknown): ConfigProblem {
     return { path: base ? `${base}.${key}` : key, message: 'is required' };
   }
   if (e.keyword === 'const') return { path: base, message: `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}` };
+  if (e.keyword === 'pattern' && typeof (e as { propertyName?: unknown }).propertyName === 'string') {
+    // A key refused by the object's `propertyNames` (a metadata name, say): named, not the pattern.
+    const name = ((e as { propertyName?: string }).propertyName as string).slice(0, 64);
+    return { path: base, message: `key ${JSON.stringify(name)} is not allowed here` };
+  }
   if (e.keyword === 'pattern') {
     const pattern = (e.params as { pattern: string }).pattern;
-    return { path: base, message: PATTERN_HINTS.get(pattern) ?? `must match ${pattern}` };
+    return { path: base, message: PATTERN_HINTS.get(pattern) ?? endpointHint(pattern) ?? `must match ${pattern}` };
   }
   return { path: base, message: e.message ?? e.keyword };
 }
@@ -80,7 +93,8 @@ export function problemsOf(errors: readonly ErrorObject[], root: unknown): Confi
   const specific = new Set<string>();
   const seen = new Set<string>();
   for (const e of errors) {
-    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') continue;
+    // `propertyNames` says only "property name must be valid": its own error below names the key.
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'propertyNames') continue;
     const p = describeError(e, root);
     if (e.keyword === 'type') {
       const list = types.get(p.path) ?? [];
