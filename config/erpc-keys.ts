@@ -205,6 +205,11 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead: 'the score uses the p70 latency (eRPC documents this key as not wired into its scoring either)',
   },
   'projects[].upstreams[].svm': { feature: 'Solana upstreams', instead: 'svc serves EVM chains only' },
+  // Accepted with the bds plugin (the default preset); named when a preset lacks it.
+  'projects[].upstreams[].grpc': {
+    feature: "gRPC upstreams (eRPC's Blockchain Data Standards protobuf API)",
+    instead: "apply the bds plugin (bdsPlugin(), in the default preset), or write the node's http(s) JSON-RPC URL",
+  },
   'projects[].upstreams[].evm.statePollerDebounce': { feature: 'the state poller debounce', instead: '`upstreams[].evm.statePollerInterval`' },
   'projects[].upstreams[].evm.skipWhenSyncing': {
     feature: 'skipping syncing upstreams (switch)',

@@ -28,6 +28,16 @@ function endpointHint(pattern: string): string | undefined {
   return `must be an http:// or https:// URL, or ${schemes.join(', ')} (the schemes this preset's plugins serve)`;
 }
 
+/** The value at a JSON pointer of a document, if any. */
+function valueAt(doc: unknown, pointer: string): unknown {
+  let cur = doc;
+  for (const seg of pointer.split('/').slice(1)) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[seg.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return cur;
+}
+
 /** `/projects/0/upstreams/1` → `projects[0].upstreams[1]`. */
 function jsonPointerToPath(p: string): string {
   if (!p) return '';
@@ -85,8 +95,9 @@ function describeError(e: ErrorObject, root: unknown): ConfigProblem {
  * shape, and the problem inside is the real one.
  * @param errors Ajv's errors (`allErrors` mode)
  * @param root the schema Ajv compiled
+ * @param doc the validated document, to name an endpoint's scheme
  */
-export function problemsOf(errors: readonly ErrorObject[], root: unknown): ConfigProblem[] {
+export function problemsOf(errors: readonly ErrorObject[], root: unknown, doc?: unknown): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const types = new Map<string, string[]>();
   const consts = new Map<string, string[]>();
@@ -96,6 +107,11 @@ export function problemsOf(errors: readonly ErrorObject[], root: unknown): Confi
     // `propertyNames` says only "property name must be valid": its own error below names the key.
     if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'propertyNames') continue;
     const p = describeError(e, root);
+    // An upstream endpoint of a scheme no plugin of the preset serves: the scheme named (never the URL, which may hold a key).
+    if (e.keyword === 'pattern' && /\.endpoint$/.test(p.path)) {
+      const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(String(valueAt(doc, e.instancePath) ?? ''))?.[1];
+      if (scheme && !/^https?$/i.test(scheme)) p.message = `"${scheme.slice(0, 32)}://" is served by no plugin of this preset: ${p.message}`;
+    }
     if (e.keyword === 'type') {
       const list = types.get(p.path) ?? [];
       const t = String((e.params as { type: unknown }).type);

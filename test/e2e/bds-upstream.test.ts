@@ -256,6 +256,40 @@ describe('e2e: BDS gRPC upstreams (grpc://) served from anvil through a fake BDS
     });
   });
 
+  it("a BDS answer is cached like any upstream's: the second call is a cache hit, without a second BDS call", async () => {
+    const cfg = config(bds, anvil) as { projects: Array<{ upstreams: unknown[] }>; database?: unknown };
+    delete cfg.database;
+    cfg.projects[0]!.upstreams = cfg.projects[0]!.upstreams.slice(0, 1);
+    const cached = await startSvc(cfg);
+    try {
+      const block = await anvil.rpc('eth_getBlockByNumber', ['0x1', false]);
+      const n = bds.calls('GetBlockByHash');
+      const first = await cached.post(PATH, rpcBody('eth_getBlockByHash', [block.hash, false]));
+      const second = await cached.post(PATH, rpcBody('eth_getBlockByHash', [block.hash, false]));
+      expect(first.json.result).to.deep.equal(block);
+      expect(second.json.result).to.deep.equal(block);
+      expect(second.headers['x-svc-cache']).to.equal('HIT');
+      expect(bds.calls('GetBlockByHash')).to.equal(n + 1);
+    } finally {
+      await cached.close();
+    }
+  });
+
+  it('a BDS call that never answers is cancelled at the attempt deadline and the call fails over', async () => {
+    const timed = await startSvc(config(bds, anvil, { failsafe: [{ timeout: { duration: '300ms' }, retry: { maxAttempts: 1 } }] }));
+    try {
+      bds.faults.set('GetTransactionByHash', { hang: true });
+      const pinned = await timed.post(PATH, rpcBody('eth_getTransactionByHash', [tx1559]), { 'x-svc-use-upstream': 'bds' });
+      expect(pinned.json.error, JSON.stringify(pinned.json)).to.not.equal(undefined);
+      expect(pinned.headers['x-svc-error']).to.match(/Timeout/);
+      const served = await timed.post(PATH, rpcBody('eth_getTransactionByHash', [tx1559]));
+      expect(served.json.result).to.deep.equal(await anvil.rpc('eth_getTransactionByHash', [tx1559]));
+    } finally {
+      bds.faults.clear();
+      await timed.close();
+    }
+  });
+
   it('an upstream whose BDS server answers another chain is taken out of service; its requests assert the configured chain', async () => {
     const wrong = await startBdsServer((m, p) => anvil.rpc(m, p));
     wrong.chainIdOverride = 999;

@@ -71,10 +71,12 @@ describe("eRPC's transport keys at load time", () => {
         .join('\n');
       expect(m).to.match(/eRPC's gRPC upstreams .* served by the bds plugin, which this preset does not apply/);
     }
-    // A preset with neither the bds nor the vendors plugin: the core's endpoint check.
-    expect(problemsOf(() => loadConfigObject(upstream({ endpoint: 'grpc://n:1' }), { fragments: [], env: {} }))[0]?.message).to.equal(
-      'must be an http:// or https:// URL',
+    // A preset with neither the bds nor the vendors plugin: the core's endpoint check names the scheme, the grpc block its feature.
+    const bare = problemsOf(() => loadConfigObject(upstream({ endpoint: 'grpc://n:1', grpc: { headers: {} } }), { fragments: [], env: {} }));
+    expect(bare.find((x) => x.path.endsWith('.endpoint'))?.message).to.equal(
+      '"grpc://" is served by no plugin of this preset: must be an http:// or https:// URL',
     );
+    expect(bare.find((x) => x.path.endsWith('.grpc'))?.message).to.match(/gRPC upstreams .*apply the bds plugin/);
     expect(problemsOf(() => load(upstream({ type: 'grpc' })))[0]?.message).to.match(/gRPC upstreams are chosen by the endpoint's scheme/);
     // Binary and reserved metadata names are refused (grpc-js cannot send them as text).
     for (const name of ['x-trace-bin', 'grpc-timeout'])
