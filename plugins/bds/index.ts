@@ -62,6 +62,12 @@ export const bdsUpstreamSchema = {
   ),
 };
 
+/** Whether an endpoint is a BDS upstream's (one of {@link BDS_SCHEMES}). */
+function isBds(endpoint: string): boolean {
+  const scheme = /^([^:]+):\/\//.exec(endpoint)?.[1]?.toLowerCase();
+  return scheme !== undefined && BDS_SCHEMES.includes(scheme);
+}
+
 /**
  * Creates the bds plugin (name `bds`).
  * @returns a plugin declaring the `grpc`, `grpc+bds` and `grpcs` endpoint schemes and tapping `upstreamTransport` for them
@@ -71,9 +77,18 @@ export function bdsPlugin(): Plugin {
     name: 'bds',
     schema: { upstream: bdsUpstreamSchema, endpointSchemes: BDS_SCHEMES },
     apply(host: PluginHost) {
+      host.hooks.configured.tap('bds', (config) => {
+        config.projects.forEach((p, pi) =>
+          p.upstreams.forEach((u, ui) => {
+            if (u.settings.grpc !== undefined && !isBds(u.endpoint))
+              config.warnings.push(
+                `projects[${pi}].upstreams[${ui}].grpc: applies to grpc:// endpoints only; this upstream is ${u.endpoint.split('://')[0]}:// (ignored)`,
+              );
+          }),
+        );
+      });
       host.hooks.upstreamTransport.tap('bds', (u: ResolvedUpstream) => {
-        const scheme = /^([^:]+):\/\//.exec(u.endpoint)?.[1]?.toLowerCase();
-        if (scheme === undefined || !BDS_SCHEMES.includes(scheme)) return undefined;
+        if (!isBds(u.endpoint)) return undefined;
         const g = settingsOf(u, bdsUpstreamSchema).grpc;
         return new BdsTransport(u, { headers: g?.headers ?? {}, poolSize: g?.poolSize ?? DEFAULT_POOL_SIZE });
       });

@@ -11,6 +11,9 @@ import { bdsErrorOf, bdsRoot, codecOf, PROTO_FILES } from '../../../plugins/bds/
 import { planCall, Unservable } from '../../../plugins/bds/requests.ts';
 import { blockToJson, bytesQty, logToJson, MalformedModel, qty, receiptToJson, transactionToJson } from '../../../plugins/bds/to-json.ts';
 import { targetOf } from '../../../plugins/bds/transport.ts';
+import { createProxy } from '../../../core/host/create.ts';
+import { createLogger } from '../../../lib/logger.ts';
+import { defaultPreset } from '../../../presets/default.ts';
 
 const H = (b: string) => `0x${b.repeat(32)}`;
 const A = (b: string) => `0x${b.repeat(20)}`;
@@ -304,5 +307,20 @@ describe('bds plugin: endpoint address and TLS (eRPC: grpcs, a tls scheme or por
     expect(targetOf('grpc://node.internal:443')).to.deep.equal({ address: 'node.internal:443', tls: true });
     expect(targetOf('grpcs://node.internal:8443')).to.deep.equal({ address: 'node.internal:8443', tls: true });
     expect(targetOf('grpc://node.internal:8443').tls).to.equal(false);
+  });
+});
+
+describe('bds plugin: config', () => {
+  it('a grpc block on an http(s) upstream is ignored with a warning', async () => {
+    const proxy = createProxy({
+      config: { projects: [{ id: 'main', upstreams: [{ endpoint: 'http://127.0.0.1:1', evm: { chainId: 1 }, grpc: { headers: { a: 'b' } } }] }] },
+      plugins: defaultPreset(),
+      logger: createLogger('silent'),
+    });
+    try {
+      expect(proxy.config.warnings).to.include('projects[0].upstreams[0].grpc: applies to grpc:// endpoints only; this upstream is http:// (ignored)');
+    } finally {
+      await proxy.close();
+    }
   });
 });
