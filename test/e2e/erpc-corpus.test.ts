@@ -52,7 +52,7 @@ const ENV: Readonly<Record<string, string>> = {
 const EXPECTED_FAILURES: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = {};
 
 /** How many files validate today: raise it when a feature above lands. */
-const VALIDATING_FLOOR = 22;
+const VALIDATING_FLOOR = 23;
 
 /** A problem that only says what is wrong, not which eRPC feature and what to use instead. */
 const BARE = /^(unknown key|is required$|must be )/;
