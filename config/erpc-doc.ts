@@ -75,7 +75,8 @@ export const ERPC_REWRITTEN: Readonly<Record<string, string>> = {
   'projects[].upstreams[].failsafe[].timeout.duration': '`{base, quantile, min, max}` → flat keys',
   'projects[].upstreams[].failsafe[].hedge.delay': '`{base, quantile, min, max}` → flat keys',
   'projects[].networks[].multiplexing': '`{enabled: bool}` → the boolean',
-  'projects[].upstreams[].type': '`evm` dropped; `evm+<vendor>` refused (use `endpoint: <vendor>://KEY`); svm/gRPC refused',
+  'projects[].upstreams[].type':
+    '`evm` dropped; `evm+<vendor>` refused (use `endpoint: <vendor>://KEY`); svm refused; a gRPC type refused (a BDS upstream is chosen by its `grpc://` endpoint)',
   'projects[].upstreams[].group': '→ tag `tier:<group>`',
   'projects[].integrity': "→ `networkDefaults.integrity` (every network; a network's own block merged over it)",
   'projects[].networks[].integrity':
@@ -145,6 +146,11 @@ export const ERPC_SAME_NOTES: Readonly<Record<string, string>> = {
   'projects[].upstreams[].routing.scoreMultipliers[].misbehaviors':
     'weighs the consensus misbehaviour rate (rounds lost over rounds answered in the health window; 0 without a consensus policy, as in eRPC)',
   'projects[].upstreams[].routing.probe': "`off` keeps probeExcluded's mirrored traffic away from this upstream, as in eRPC",
+  'projects[].upstreams[].grpc':
+    "a BDS gRPC upstream (`endpoint: grpc://`, `grpc+bds://`, `grpcs://`; bds plugin): the seven BDS lookups (chain id, blocks, transactions, receipts, block receipts, logs), every other method goes to another upstream; TLS for grpcs or port 443, port 50051 by default, 100 MiB message caps, calls capped at 20 s; no gRPC retries or wait-for-ready (svc's failsafe decides)",
+  'projects[].upstreams[].grpc.headers': 'sent as gRPC metadata on every call (names lower-cased; `grpc-*` and `*-bin` names refused)',
+  'projects[].upstreams[].grpc.poolSize':
+    "connections used in turn (eRPC's default 3, at most 16); eRPC's watchdog that replaces a stuck connection is not copied (svc's breaker and health score move traffic off it)",
 };
 
 /** Where failsafe entries of eRPC (`failsafe[]`) also take one object: noted once on the parent. */

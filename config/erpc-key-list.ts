@@ -362,4 +362,6 @@ export const ERPC_KEY_PATHS: readonly string[] = [
   'projects[].networks[].svm',
   'projects[].upstreams[].svm',
   'projects[].upstreams[].grpc',
+  'projects[].upstreams[].grpc.headers',
+  'projects[].upstreams[].grpc.poolSize',
 ];

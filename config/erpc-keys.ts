@@ -205,9 +205,10 @@ export const ERPC_REFUSED: Readonly<Record<string, ErpcRefusal>> = {
     instead: 'the score uses the p70 latency (eRPC documents this key as not wired into its scoring either)',
   },
   'projects[].upstreams[].svm': { feature: 'Solana upstreams', instead: 'svc serves EVM chains only' },
+  // Accepted with the bds plugin (the default preset); named when a preset lacks it.
   'projects[].upstreams[].grpc': {
     feature: "gRPC upstreams (eRPC's Blockchain Data Standards protobuf API)",
-    instead: "write the node's or provider's http(s) JSON-RPC URL: svc forwards any JSON-RPC method over HTTP(S), not BDS's fixed set of lookups",
+    instead: "apply the bds plugin (bdsPlugin(), in the default preset), or write the node's http(s) JSON-RPC URL",
   },
   'projects[].upstreams[].evm.statePollerDebounce': { feature: 'the state poller debounce', instead: '`upstreams[].evm.statePollerInterval`' },
   'projects[].upstreams[].evm.skipWhenSyncing': {

@@ -7,7 +7,8 @@
  * - `networks[]` without `architecture` → `architecture: evm` (eRPC's default).
  * - `upstreams[].type: evm` (and `upstreamDefaults.type`) → removed: every svc upstream is EVM
  *   JSON-RPC over HTTP. eRPC's legacy `evm+<vendor>` types are refused naming the endpoint
- *   shortcut that replaces them; `svm` and gRPC types are refused (svc serves EVM chains only).
+ *   shortcut that replaces them; `svm` is refused (svc serves EVM chains only), and so is a gRPC
+ *   type (a gRPC upstream is chosen by its `grpc://` endpoint, served by the bds plugin).
  * - `architecture: svm` is refused the same way.
  * - `upstreams[].group: X` / `cohort: Y` (eRPC's legacy keys, which eRPC itself turns into tags)
  *   → `tags: [tier:X]` / `[cohort:Y]`.
@@ -59,10 +60,10 @@ export function normalizeUpstreamType(doc: ConfigDocument, out: NormalizeReport)
         `eRPC's legacy upstream type "${t}" is replaced by an endpoint shortcut: write \`endpoint: ${s.slice(4)}://<key>\` (or a providers[] entry with vendor ${s.slice(4)}) and drop type`,
       );
     } else if (s === 'svm' || s.startsWith('svm')) out.problem(at, SOLANA);
-    else if (s.includes('grpc')) out.problem(at, "eRPC's gRPC upstreams are not supported: svc speaks JSON-RPC over HTTP(S); use the node's HTTP endpoint");
+    else if (s.includes('grpc'))
+      out.problem(at, "eRPC's gRPC upstreams are chosen by the endpoint's scheme (`grpc://`, served by the bds plugin), not by a type: drop type");
     else out.problem(at, `unknown upstream type "${String(t)}": svc upstreams are EVM JSON-RPC over HTTP(S) (eRPC's \`type: evm\`, which may be left out)`);
     if ('svm' in u) out.problem(`${path}.svm`, SOLANA);
-    if ('grpc' in u) out.problem(`${path}.grpc`, "eRPC's gRPC upstreams are not supported: svc speaks JSON-RPC over HTTP(S)");
   });
 }
 

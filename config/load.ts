@@ -159,7 +159,7 @@ export function validateConfig(doc: unknown, schema: TObject): ConfigProblem[] {
  */
 export function schemaProblems(doc: unknown, schema: TObject): ConfigProblem[] {
   const { validate, compiled } = validatorFor(schema);
-  return validate(doc) ? [] : problemsOf(validate.errors ?? [], compiled());
+  return validate(doc) ? [] : problemsOf(validate.errors ?? [], compiled(), doc);
 }
 
 /** Everything needed to load a config: the plugins' fragments and the environment. */

@@ -27,6 +27,12 @@ export interface NormalizeReport {
    * its path. Name the eRPC feature and what to use in svc instead.
    */
   problem(path: string, message: string): void;
+  /**
+   * Schemes of upstream endpoints a plugin of the preset serves besides http and https
+   * (`SchemaFragment.endpointSchemes`): such an endpoint is that plugin's, not a shape to rewrite.
+   * Unset: none.
+   */
+  readonly endpointSchemes?: ReadonlySet<string>;
 }
 
 /** One rewrite line: where, the eRPC form, the svc form. */
@@ -51,6 +57,9 @@ export class NormalizeLog implements NormalizeReport {
   readonly rewrites: Rewrite[] = [];
   /** Every refusal, in the order found. */
   readonly problems: Array<{ path: string; message: string }> = [];
+
+  /** @param endpointSchemes see {@link NormalizeReport.endpointSchemes} */
+  constructor(readonly endpointSchemes: ReadonlySet<string> = new Set()) {}
 
   rewrite(path: string, from: unknown, to: unknown): void {
     // Copies: a normaliser may go on to change the same objects (a line shows each step as it was).
@@ -98,9 +107,9 @@ export function rewriteKey(obj: ConfigObject, key: string, path: string, to: unk
 export function normalizeDocument(
   doc: ConfigDocument,
   core: ReadonlyArray<(doc: ConfigDocument, out: NormalizeReport) => void>,
-  fragments: ReadonlyArray<{ readonly normalize?: (doc: ConfigDocument, out: NormalizeReport) => void }>,
+  fragments: ReadonlyArray<{ readonly normalize?: (doc: ConfigDocument, out: NormalizeReport) => void; readonly endpointSchemes?: readonly string[] }>,
 ): { rewrites: Rewrite[]; problems: Array<{ path: string; message: string }> } {
-  const log = new NormalizeLog();
+  const log = new NormalizeLog(new Set(fragments.flatMap((f) => f.endpointSchemes ?? [])));
   for (const n of core) n(doc, log);
   for (const f of fragments) f.normalize?.(doc, log);
   return { rewrites: log.rewrites, problems: log.problems };

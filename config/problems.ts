@@ -20,6 +20,24 @@ const PATTERN_HINTS: ReadonlyMap<string, string> = new Map([
   ['^[A-Za-z0-9_.-]+$', 'may hold only letters, digits, "_", "." and "-"'],
 ]);
 
+/** The message of an endpoint pattern widened by plugin schemes (config/schema-core.ts `endpointPattern`): the schemes named, not the regex. */
+function endpointHint(pattern: string): string | undefined {
+  const m = /^\^\(https\?\|(.+)\):\/\/$/.exec(pattern);
+  if (!m) return undefined;
+  const schemes = (m[1] as string).split('|').map((s) => `${s.replace(/\\/g, '')}://`);
+  return `must be an http:// or https:// URL, or ${schemes.join(', ')} (the schemes this preset's plugins serve)`;
+}
+
+/** The value at a JSON pointer of a document, if any. */
+function valueAt(doc: unknown, pointer: string): unknown {
+  let cur = doc;
+  for (const seg of pointer.split('/').slice(1)) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[seg.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return cur;
+}
+
 /** `/projects/0/upstreams/1` → `projects[0].upstreams[1]`. */
 function jsonPointerToPath(p: string): string {
   if (!p) return '';
@@ -55,9 +73,14 @@ function describeError(e: ErrorObject, root: unknown): ConfigProblem {
     return { path: base ? `${base}.${key}` : key, message: 'is required' };
   }
   if (e.keyword === 'const') return { path: base, message: `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}` };
+  if (e.keyword === 'pattern' && typeof (e as { propertyName?: unknown }).propertyName === 'string') {
+    // A key refused by the object's `propertyNames` (a metadata name, say): named, not the pattern.
+    const name = ((e as { propertyName?: string }).propertyName as string).slice(0, 64);
+    return { path: base, message: `key ${JSON.stringify(name)} is not allowed here` };
+  }
   if (e.keyword === 'pattern') {
     const pattern = (e.params as { pattern: string }).pattern;
-    return { path: base, message: PATTERN_HINTS.get(pattern) ?? `must match ${pattern}` };
+    return { path: base, message: PATTERN_HINTS.get(pattern) ?? endpointHint(pattern) ?? `must match ${pattern}` };
   }
   return { path: base, message: e.message ?? e.keyword };
 }
@@ -72,16 +95,23 @@ function describeError(e: ErrorObject, root: unknown): ConfigProblem {
  * shape, and the problem inside is the real one.
  * @param errors Ajv's errors (`allErrors` mode)
  * @param root the schema Ajv compiled
+ * @param doc the validated document, to name an endpoint's scheme
  */
-export function problemsOf(errors: readonly ErrorObject[], root: unknown): ConfigProblem[] {
+export function problemsOf(errors: readonly ErrorObject[], root: unknown, doc?: unknown): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const types = new Map<string, string[]>();
   const consts = new Map<string, string[]>();
   const specific = new Set<string>();
   const seen = new Set<string>();
   for (const e of errors) {
-    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') continue;
+    // `propertyNames` says only "property name must be valid": its own error below names the key.
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'propertyNames') continue;
     const p = describeError(e, root);
+    // An upstream endpoint of a scheme no plugin of the preset serves: the scheme named (never the URL, which may hold a key).
+    if (e.keyword === 'pattern' && /\.endpoint$/.test(p.path)) {
+      const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(String(valueAt(doc, e.instancePath) ?? ''))?.[1];
+      if (scheme && !/^https?$/i.test(scheme)) p.message = `"${scheme.slice(0, 32)}://" is served by no plugin of this preset: ${p.message}`;
+    }
     if (e.keyword === 'type') {
       const list = types.get(p.path) ?? [];
       const t = String((e.params as { type: unknown }).type);

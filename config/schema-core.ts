@@ -137,7 +137,7 @@ export function networkProps(f: Omit<SchemaFragment, 'extend'>, requireChain: bo
  * @param requireEndpoint true for an upstream (endpoint required), false for the defaults
  */
 export function upstreamProps(f: Omit<SchemaFragment, 'extend'>, requireEndpoint: boolean) {
-  const endpoint = Type.String({ pattern: '^https?://', description: 'http(s) JSON-RPC URL' });
+  const endpoint = Type.String(endpointPattern(f.endpointSchemes ?? []));
   return {
     id: Type.Optional(Type.String({ minLength: 1, description: 'unique within the project; default derived from the endpoint host' })),
     endpoint: requireEndpoint ? endpoint : Type.Optional(endpoint),
@@ -182,6 +182,23 @@ export function upstreamProps(f: Omit<SchemaFragment, 'extend'>, requireEndpoint
       }),
     ),
     ...optionalAll(f.upstream),
+  };
+}
+
+/** Schemes every preset serves (the core's HTTP transport). */
+const HTTP_ENDPOINT = '^https?://';
+
+/**
+ * The `upstreams[].endpoint` string schema: http(s), plus the schemes the preset's plugins serve
+ * (`SchemaFragment.endpointSchemes`), so a scheme no applied plugin serves is refused at validation.
+ * @param schemes lower-case schemes without `://`
+ */
+export function endpointPattern(schemes: readonly string[]): { pattern: string; description: string } {
+  if (schemes.length === 0) return { pattern: HTTP_ENDPOINT, description: 'http(s) JSON-RPC URL' };
+  const alt = schemes.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+  return {
+    pattern: `^(https?|${alt})://`,
+    description: `http(s) JSON-RPC URL, or ${schemes.map((s) => `${s}://`).join(', ')} (served by a plugin of the preset)`,
   };
 }
 

@@ -75,6 +75,13 @@ export interface SchemaFragment {
    * upstreams with `eachNetwork` / `eachUpstream` from `svc-proxy/plugin`.
    */
   normalize?: (doc: ConfigDocument, out: NormalizeReport) => void;
+  /**
+   * URL schemes of upstream endpoints this plugin serves besides http and https (lower case, no
+   * `://`, e.g. `grpc`): the plugin gives such an upstream its transport through the
+   * `upstreamTransport` hook. The core's `upstreams[].endpoint` pattern accepts exactly http, https
+   * and the schemes the preset's plugins declare, so a preset without the plugin refuses them.
+   */
+  endpointSchemes?: readonly string[];
 }
 
 /** The `directiveDefaults` extension point: the network's object and every object marked with it. */
@@ -99,5 +106,5 @@ export function Extensible<T extends TProperties>(point: string, props: T, opts:
 }
 
 /** The fragment slots that hold keys of one place in the tree (all but `extend`). */
-export type FragmentSlot = Exclude<keyof SchemaFragment, 'extend' | 'normalize'>;
+export type FragmentSlot = Exclude<keyof SchemaFragment, 'extend' | 'normalize' | 'endpointSchemes'>;
 export const SLOTS: readonly FragmentSlot[] = ['root', 'server', 'project', 'network', 'networkEvm', 'upstream', 'upstreamEvm', 'directiveDefaults'];

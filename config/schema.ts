@@ -26,8 +26,11 @@ export {
   type TSize,
 } from './schema-kinds.ts';
 
-function merge(fragments: readonly SchemaFragment[]): Required<Omit<SchemaFragment, 'extend' | 'normalize'>> & { extend: Map<string, TProperties> } {
+function merge(
+  fragments: readonly SchemaFragment[],
+): Required<Omit<SchemaFragment, 'extend' | 'normalize' | 'endpointSchemes'>> & { extend: Map<string, TProperties>; endpointSchemes: string[] } {
   const out = {
+    endpointSchemes: [] as string[],
     root: {},
     server: {},
     project: {},
@@ -40,6 +43,7 @@ function merge(fragments: readonly SchemaFragment[]): Required<Omit<SchemaFragme
   };
   for (const f of fragments) {
     for (const k of SLOTS) Object.assign(out[k], f[k] ?? {});
+    for (const s of f.endpointSchemes ?? []) if (!out.endpointSchemes.includes(s)) out.endpointSchemes.push(s);
     for (const [point, props] of Object.entries(f.extend ?? {})) out.extend.set(point, { ...out.extend.get(point), ...props });
   }
   const dd = out.extend.get(DIRECTIVE_DEFAULTS_POINT);

@@ -6,6 +6,7 @@ import type { Plugin } from '../core/host/proxy.ts';
 import { adminPlugin } from '../plugins/admin/index.ts';
 import { authPlugin } from '../plugins/auth/index.ts';
 import { batchingPlugin } from '../plugins/batching/index.ts';
+import { bdsPlugin } from '../plugins/bds/index.ts';
 import { corsPlugin } from '../plugins/cors/index.ts';
 import { directivesPlugin } from '../plugins/directives/index.ts';
 import { evmGetLogsPlugin } from '../plugins/evm-getlogs/index.ts';
@@ -65,6 +66,7 @@ export function defaultPreset(): Plugin[] {
     multiplexPlugin(),
     cachePlugin(),
     batchingPlugin(),
+    bdsPlugin(),
     failsafePlugin(),
     evmStatePlugin(),
     sharedStatePlugin(),

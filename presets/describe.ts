@@ -8,7 +8,7 @@ import type { Plugin } from '../core/host/host.ts';
 import type { ResolvedPreset } from './index.ts';
 
 /** Where each fragment slot sits in the config file, as the config reference writes paths. */
-const SLOT_PATHS: Readonly<Record<Exclude<keyof SchemaFragment, 'extend' | 'normalize'>, string>> = {
+const SLOT_PATHS: Readonly<Record<Exclude<keyof SchemaFragment, 'extend' | 'normalize' | 'endpointSchemes'>, string>> = {
   root: '',
   server: 'server.',
   project: 'projects[].',

@@ -18,6 +18,7 @@ import { minimalPreset as minimalPlugins } from './minimal.ts';
 
 export type { Preset };
 export { batchingPlugin } from '../plugins/batching/index.ts';
+export { bdsPlugin, BDS_SCHEMES } from '../plugins/bds/index.ts';
 export { directivesPlugin } from '../plugins/directives/index.ts';
 export { healthcheckPlugin } from '../plugins/healthcheck/index.ts';
 export { tracingPlugin, type TracingPluginOptions } from '../plugins/tracing/index.ts';

@@ -46,8 +46,24 @@ let rewritten = 0;
 let pruned = 0;
 const STUB = join(dist, 'package.json');
 const VALIDATORS = join(dist, 'config', 'validators');
+// Plugin assets read at run time from beside their module (the bds plugin's .proto files): copied to dist/, pruned with their source.
+const ASSET = /\.proto$/;
+for (const file of walk(join(root, 'plugins'))) {
+  if (!ASSET.test(file)) continue;
+  const out = join(dist, relative(root, file));
+  const text = readFileSync(file);
+  mkdirSync(dirname(out), { recursive: true });
+  if (!existsSync(out) || !readFileSync(out).equals(text)) writeFileSync(out, text);
+}
 for (const file of walk(dist)) {
   if (file === STUB || file.startsWith(VALIDATORS)) continue;
+  if (ASSET.test(file)) {
+    if (!existsSync(join(root, relative(dist, file)))) {
+      rmSync(file);
+      pruned++;
+    }
+    continue;
+  }
   const source = join(root, relative(dist, file)).replace(OUTPUT, '.ts');
   if (!OUTPUT.test(file) || !existsSync(source)) {
     rmSync(file);

@@ -40,13 +40,14 @@ export class RegistryBuilder {
     return project;
   }
 
-  /** What every upstream is built with: the shared pools by origin, the `upstreamDispatcher` and `upstreamFault` hooks. */
+  /** What every upstream is built with: the shared pools by origin, the `upstreamDispatcher`, `upstreamFault` and `upstreamTransport` hooks. */
   upstreamOptions(): UpstreamPoolOptions {
-    const { upstreamFault: faults, upstreamDispatcher: out } = this.hooks;
+    const { upstreamFault: faults, upstreamDispatcher: out, upstreamTransport: transports } = this.hooks;
     return {
       shared: this.pools,
       dispatcher: out.isUsed() ? (u, pool) => out.call(u, pool) : undefined,
       classifyFault: faults.isUsed() ? (f, opts) => faults.call(f, opts) : undefined,
+      transportFor: (u) => transports.call(u),
     };
   }
 

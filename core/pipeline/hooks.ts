@@ -17,6 +17,7 @@ import type { ResolvedConfig, ResolvedServer, ResolvedUpstream } from '../../con
 import type { Readable } from 'node:stream';
 import type { RequestListener, Server, ServerOptions } from 'node:http';
 import type { RequestDispatcher } from '../registry/outbound.ts';
+import type { UpstreamTransport } from '../registry/plugin-transport.ts';
 
 /** What asked for a reload: SIGHUP (`signal`) or admin `svc_reloadConfig` (`request`). */
 export type ReloadTrigger = 'signal' | 'request';
@@ -257,6 +258,12 @@ export interface ProxyHooks {
    * options from `server.*` (the tls plugin's HTTPS server); the first wins. With none, Node's HTTP server.
    */
   readonly httpServer: SyncBailHook<[ResolvedServer, ServerOptions, RequestListener], Server | undefined>;
+  /**
+   * The transport of an upstream whose endpoint is not http(s), asked once when the upstream is built: the plugin that declares its
+   * scheme (`SchemaFragment.endpointSchemes`) returns one, any other tap returns undefined. With none the upstream is not built (config
+   * validation refuses such an endpoint first). A tap must not block: connections open lazily.
+   */
+  readonly upstreamTransport: SyncBailHook<[ResolvedUpstream], UpstreamTransport | undefined>;
 
   // ---- discovery ------------------------------------------------------------------------
   /**
@@ -301,6 +308,7 @@ export function createHooks(): ProxyHooks {
     upstreamDispatcher: new SyncBailHook<[ResolvedUpstream, RequestDispatcher], RequestDispatcher | undefined>(['upstream', 'pool']),
     bodyCoding: new SyncBailHook<[ResolvedServer], BodyCoding | undefined>(['server']),
     httpServer: new SyncBailHook<[ResolvedServer, ServerOptions, RequestListener], Server | undefined>(['server', 'options', 'listener']),
+    upstreamTransport: new SyncBailHook<[ResolvedUpstream], UpstreamTransport | undefined>(['upstream']),
     resolveNetwork: new AsyncSeriesBailHook<[Project, string, number], Network | undefined>(['project', 'networkId', 'deadline']),
     attemptDone: new SyncHook<[AttemptRecord]>(['attempt']),
     callDone: new SyncHook<[CallContext]>(['ctx']),

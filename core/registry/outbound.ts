@@ -7,6 +7,7 @@ import type { ResolvedUpstream } from '../../config/types.ts';
 import type { SvcError, SvcErrorOptions } from '../wire/errors.ts';
 import type { UpstreamFault } from '../wire/fault.ts';
 import { Pool, type Dispatcher } from 'undici';
+import type { UpstreamTransport } from './plugin-transport.ts';
 
 /** Options for the undici pool behind an upstream. */
 export interface UpstreamPoolOptions {
@@ -20,6 +21,8 @@ export interface UpstreamPoolOptions {
   dispatcher?: (upstream: ResolvedUpstream, pool: RequestDispatcher) => RequestDispatcher | undefined;
   /** Names an upstream's error answers (the `upstreamFault` hook); unset: each is `ErrEndpointServerSideException` with the vendor's code. */
   classifyFault?: (fault: UpstreamFault, opts: SvcErrorOptions) => SvcError | undefined;
+  /** The transport of an upstream whose endpoint is not http(s) (the `upstreamTransport` hook); undefined when no plugin serves it. */
+  transportFor?: (upstream: ResolvedUpstream) => UpstreamTransport | undefined;
 }
 
 /** Creates the keep-alive pool for an origin (deadlines come from AbortSignals, not socket timers). */

@@ -1,12 +1,17 @@
-/** One upstream: its HTTP transport (core/registry/transport.ts), its method filter, its tags and its state. */
+/**
+ * One upstream: its transport (HTTP, core/registry/transport.ts; or a plugin's for another endpoint scheme), its method filter, its
+ * tags and its state.
+ */
 import { compileGlobs } from '../../lib/glob.ts';
 import type { RpcResult } from '../wire/jsonrpc.ts';
 import type { SvcError } from '../wire/errors.ts';
 import type { ResolvedUpstream } from '../../config/types.ts';
 import { DEFAULT_MAX_RESPONSE_SIZE, HttpTransport, type UpstreamPoolOptions } from './transport.ts';
 import type { RequestDispatcher } from './outbound.ts';
-import type { Redactor } from '../../lib/redact.ts';
+import { Redactor, secretsOf } from '../../lib/redact.ts';
+import type { UpstreamTransport } from './plugin-transport.ts';
 
+export type { TransportRequest, UpstreamTransport } from './plugin-transport.ts';
 export { createOriginPool, DeadlineReason, isDeadline, DEFAULT_MAX_RESPONSE_SIZE, type UpstreamPoolOptions } from './transport.ts';
 
 /** Lifecycle of an upstream's chain-id verification. */
@@ -30,7 +35,7 @@ export interface DialRequest {
   /** The attempt's record: `dialled` is set once the request is built and sent. */
   readonly attempt: { dialled: boolean };
   /** The call's record: each dial counts one upstream attempt. */
-  readonly ctx: { readonly record: { upstreamAttempts: number } };
+  readonly ctx: { readonly record: { upstreamAttempts: number }; readonly deadline?: number };
 }
 
 /** A configured upstream endpoint. */
@@ -56,7 +61,11 @@ export class Upstream {
   /** Tap names of the `upstream` hook's wrappers around {@link dial}, outermost first (core/pipeline/chains.ts holds the sender). */
   pipeline: readonly string[] = [];
 
-  private readonly http: HttpTransport;
+  /** The HTTP transport; undefined when a plugin's transport serves the endpoint's scheme. */
+  private readonly http?: HttpTransport;
+  private readonly other?: UpstreamTransport;
+  private readonly otherRedactor?: Redactor;
+  private readonly maxResponseSize: number;
   private readonly ignore: (m: string) => boolean;
   private readonly allow: (m: string) => boolean;
   private readonly supportCache = new Map<string, boolean>();
@@ -64,8 +73,9 @@ export class Upstream {
   private readonly learnedIgnores = new Set<string>();
 
   /**
-   * @param pool pool options (pools shared by origin), a plugin's dispatcher and the fault classifier
-   * @throws Error when a plugin's dispatcher refuses the upstream's transport settings (config validation reports them first)
+   * @param pool pool options (pools shared by origin), a plugin's dispatcher, the fault classifier and the transports of other schemes
+   * @throws Error when a plugin's dispatcher refuses the upstream's transport settings, or no plugin serves a non-http(s) endpoint's
+   *   scheme (config validation reports both first)
    * @internal core builds upstreams (core/pipeline/build.ts); a plugin adds one with the host's `addUpstreamFromConfig`
    */
   constructor(
@@ -79,6 +89,17 @@ export class Upstream {
     this.chainId = config.chainId;
     this.state = 'probing';
     const maxResponseSize = typeof config.settings.maxResponseSize === 'number' ? config.settings.maxResponseSize : DEFAULT_MAX_RESPONSE_SIZE;
+    this.maxResponseSize = maxResponseSize;
+    // Method names from clients are matched in linear time.
+    this.ignore = config.ignoreMethods.length ? compileGlobs(config.ignoreMethods) : () => false;
+    this.allow = config.allowMethods.length ? compileGlobs(config.allowMethods) : () => false;
+    if (!/^https?:\/\//i.test(config.endpoint)) {
+      const other = pool.transportFor?.(config);
+      if (!other) throw new Error(`upstream ${config.id}: no plugin of this preset serves "${config.endpoint.split('://')[0]}://" endpoints`);
+      this.other = other;
+      this.otherRedactor = new Redactor([...secretsOf(config.endpoint, config.headers), ...(other.secrets ?? [])]);
+      return;
+    }
     const out = pool.dispatcher;
     const jsonRpc = (config.settings.jsonRpc ?? {}) as { enableGzip?: boolean; proxyPool?: string };
     const transport = {
@@ -91,9 +112,6 @@ export class Upstream {
       classify: pool.classifyFault,
     };
     this.http = new HttpTransport(transport, pool);
-    // Method names from clients are matched in linear time.
-    this.ignore = config.ignoreMethods.length ? compileGlobs(config.ignoreMethods) : () => false;
-    this.allow = config.allowMethods.length ? compileGlobs(config.allowMethods) : () => false;
   }
 
   /** True when the upstream serves: verified, or configured with a chain id while its probe runs. */
@@ -125,38 +143,61 @@ export class Upstream {
 
   /** Replaces this upstream's secrets in text: for log lines about it. */
   get redactor(): Redactor {
-    return this.http.redactor;
+    return this.http?.redactor ?? (this.otherRedactor as Redactor);
   }
 
   /** The innermost sender: builds the body (an exception there is svc's, never the upstream's), then accounts the dial and sends it. */
   dial(call: DialRequest): Promise<RpcResult> {
+    if (!this.http) {
+      call.attempt.dialled = true;
+      call.ctx.record.upstreamAttempts++;
+      return this.sendOther(call.method, call.params, call.signal, call.maxResponseSize, call.headers, call.ctx.deadline);
+    }
     const body = this.http.body(call.method, call.params);
     call.attempt.dialled = true;
     call.ctx.record.upstreamAttempts++;
     return this.http.post(body, call.method, call.signal, call.maxResponseSize, call.headers);
   }
 
-  /** Sends calls as one JSON-RPC batch (spec §4.7): one outcome per call, in order, never rejects; each counts one upstream attempt. */
+  /**
+   * Sends calls as one JSON-RPC batch (spec §4.7): one outcome per call, in order, never rejects; each counts one upstream attempt.
+   * A plugin's transport has no batches: each call is sent on its own, concurrently.
+   */
   sendBatch(calls: readonly DialRequest[]): Promise<Array<RpcResult | SvcError>> {
     for (const c of calls) {
       c.attempt.dialled = true;
       c.ctx.record.upstreamAttempts++;
     }
+    if (!this.http)
+      return Promise.all(
+        calls.map((c) => this.sendOther(c.method, c.params, c.signal, c.maxResponseSize, c.headers, c.ctx.deadline).catch((e: SvcError) => e)),
+      );
     return this.http.postBatch(calls);
   }
 
   /** One request outside the hook chains (chain-id probes); throws only a SvcError, a DeadlineReason abort as a timeout. */
   transport(method: string, params: unknown, signal: AbortSignal): Promise<RpcResult> {
-    return this.http.send(method, params, signal);
+    return this.http ? this.http.send(method, params, signal) : this.sendOther(method, params, signal);
+  }
+
+  private sendOther(
+    method: string,
+    params: unknown,
+    signal: AbortSignal,
+    maxResponseSize = this.maxResponseSize,
+    headers?: Readonly<Record<string, string>>,
+    deadline?: number,
+  ): Promise<RpcResult> {
+    return (this.other as UpstreamTransport).send({ method, params, signal, maxResponseSize, headers, deadline });
   }
 
   /** Closes the pool (shutdown) unless it is shared, in which case its owner closes it. */
   close(): Promise<void> {
-    return this.http.close();
+    return this.http ? this.http.close() : (this.other as UpstreamTransport).close();
   }
 
   /** Aborts every in-flight request and closes the pool at once (own pools only). */
   destroy(): Promise<void> {
-    return this.http.destroy();
+    return this.http ? this.http.destroy() : (this.other as UpstreamTransport).destroy();
   }
 }

@@ -36,6 +36,8 @@ export interface ShortcutReport {
   rewrite(path: string, from: unknown, to: unknown): void;
   /** One problem: the config is refused with it. */
   problem(path: string, message: string): void;
+  /** Endpoint schemes a plugin of the preset serves (left alone: not shortcuts). */
+  readonly endpointSchemes?: ReadonlySet<string>;
 }
 
 /** eRPC's vendor name for HyperRPC, which svc calls `hyper`. */
@@ -183,21 +185,18 @@ export function shortcutProvider(endpoint: string): { vendor: string; settings: 
     case 'grpc':
     case 'grpcs':
     case 'grpc+bds':
-      throw new Error(
-        `eRPC's gRPC upstreams ("${u.scheme}://", its block-data service) are not supported: svc speaks JSON-RPC over HTTP(S); write the node's http(s) JSON-RPC URL instead`,
-      );
+      // Reached only when no plugin of the preset serves the scheme (see normalizeVendorShortcuts).
+      throw new Error(GRPC_UPSTREAM.replace('grpc://', `${u.scheme}://`));
     default:
-      // eRPC's gRPC upstreams speak its BDS protobuf API, not JSON-RPC: named as such, not as an unknown vendor.
-      if (/^grpcs?(\+bds)?$/i.test(u.scheme)) throw new Error(GRPC_UPSTREAM);
       throw new Error(
         `"${u.scheme}://" names no vendor svc knows (vendor shortcuts: ${SHORTCUT_VENDORS.join(', ')}); write the upstream's http(s) URL instead`,
       );
   }
 }
 
-/** Why a `grpc://` / `grpc+bds://` endpoint is refused, and what to write instead. */
+/** Why a `grpc://` endpoint is refused when the preset lacks the plugin that serves it, and what to do instead. */
 const GRPC_UPSTREAM =
-  "eRPC's gRPC upstreams (grpc://, grpc+bds://: the Blockchain Data Standards protobuf API, a fixed set of block, transaction and log lookups) are not supported: svc forwards any JSON-RPC method over HTTP(S); write the node's or provider's http(s) JSON-RPC URL instead";
+  "eRPC's gRPC upstreams (grpc://: the Blockchain Data Standards protobuf API) are served by the bds plugin, which this preset does not apply: add bdsPlugin() (svc-proxy/presets) to the preset, or write the node's http(s) JSON-RPC URL";
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
@@ -292,8 +291,10 @@ export function normalizeVendorShortcuts(doc: ConfigDocument, report: ShortcutRe
         report.problem(`projects[${pi}].upstreams[${ui}].id`, `duplicate upstream id "${u.id}" (also projects[${pi}].upstreams[${first}])`);
     });
     const kept: unknown[] = [];
+    // A scheme a plugin of the preset serves (`SchemaFragment.endpointSchemes`: grpc:// by the bds plugin) is that plugin's upstream.
+    const served = (e: unknown) => typeof e === 'string' && report.endpointSchemes?.has(splitShortcut(e)?.scheme ?? '') === true;
     upstreams.forEach((u, ui) => {
-      if (!isObject(u) || !isShortcut(u.endpoint)) return void kept.push(u);
+      if (!isObject(u) || !isShortcut(u.endpoint) || served(u.endpoint)) return void kept.push(u);
       const path = `projects[${pi}].upstreams[${ui}]`;
       let parsed: ReturnType<typeof shortcutProvider>;
       try {

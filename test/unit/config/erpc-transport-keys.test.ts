@@ -1,7 +1,7 @@
 /**
  * eRPC's transport keys at load time, through the real loader with the default preset's fragments: `server.tls` (required files named
  * when enabled, resolved only when enabled), `proxyPools` (resolved by id; an unknown id named wherever an upstream refers to it) and
- * `jsonRpc.enableGzip` (off unless set, as in eRPC); gRPC upstreams refused by name with the HTTP alternative; the migration table's
+ * `jsonRpc.enableGzip` (off unless set, as in eRPC); gRPC upstreams served by the bds plugin and refused by name without it; the migration table's
  * status of each key.
  */
 import { expect } from 'chai';
@@ -55,23 +55,41 @@ describe("eRPC's transport keys at load time", () => {
     expect(on.enableGzip).to.equal(true);
   });
 
-  it('gRPC upstreams (grpc://, grpc+bds:// endpoints; the grpc block) are refused naming gRPC and the http(s) alternative', () => {
+  it('gRPC upstreams (grpc://, grpc+bds://, grpcs:// with a grpc block) load with the bds plugin; without it they are refused by name', () => {
+    for (const endpoint of ['grpc://node.example:50051', 'grpc+bds://node.example:443', 'grpcs://node.example:9443']) {
+      const u = load(upstream({ endpoint, grpc: { headers: { authorization: 'Bearer k' }, poolSize: 2 } })).config.projects[0]?.upstreams[0];
+      expect(u?.endpoint).to.equal(endpoint);
+      expect(u?.settings.grpc).to.deep.equal({ headers: { authorization: 'Bearer k' }, poolSize: 2 });
+    }
+    const withoutBds = defaultPreset()
+      .filter((p) => p.name !== 'bds')
+      .flatMap((p) => (p.schema ? [p.schema] : []));
     for (const endpoint of ['grpc://node.example:50051', 'grpc+bds://node.example:443']) {
-      const m = problemsOf(() => load(upstream({ endpoint })))
+      const m = problemsOf(() => loadConfigObject(upstream({ endpoint }), { fragments: withoutBds, env: {} }))
         .filter((x) => x.path === 'projects[0].upstreams[0].endpoint')
         .map((x) => x.message)
         .join('\n');
-      expect(m).to.match(/eRPC's gRPC upstreams .* not supported: .*http\(s\) JSON-RPC URL/);
+      expect(m).to.match(/eRPC's gRPC upstreams .* served by the bds plugin, which this preset does not apply/);
     }
-    expect(problemsOf(() => load(upstream({ type: 'evm', grpc: {} })))[0]?.message).to.match(/gRPC upstreams/);
+    // A preset with neither the bds nor the vendors plugin: the core's endpoint check names the scheme, the grpc block its feature.
+    const bare = problemsOf(() => loadConfigObject(upstream({ endpoint: 'grpc://n:1', grpc: { headers: {} } }), { fragments: [], env: {} }));
+    expect(bare.find((x) => x.path.endsWith('.endpoint'))?.message).to.equal(
+      '"grpc://" is served by no plugin of this preset: must be an http:// or https:// URL',
+    );
+    expect(bare.find((x) => x.path.endsWith('.grpc'))?.message).to.match(/gRPC upstreams .*apply the bds plugin/);
+    expect(problemsOf(() => load(upstream({ type: 'grpc' })))[0]?.message).to.match(/gRPC upstreams are chosen by the endpoint's scheme/);
+    // Binary and reserved metadata names are refused (grpc-js cannot send them as text).
+    for (const name of ['x-trace-bin', 'grpc-timeout'])
+      expect(problemsOf(() => load(upstream({ endpoint: 'grpc://n:1', grpc: { headers: { [name]: 'v' } } })))[0]?.path).to.match(/grpc\.headers/);
   });
 
-  it('the migration table: server.tls rewritten (insecureSkipVerify dropped), proxyPools and the jsonRpc keys the same, grpc refused', () => {
+  it('the migration table: server.tls rewritten (insecureSkipVerify dropped), proxyPools, the jsonRpc keys and the grpc block the same', () => {
     const schema = buildConfigSchema(FRAGMENTS);
     expect(erpcKeyStatus(schema, 'server.tls').status).to.equal('rewritten');
     for (const k of ['proxyPools', 'projects[].upstreams[].jsonRpc.enableGzip', 'projects[].upstreams[].jsonRpc.proxyPool'])
       expect(erpcKeyStatus(schema, k).status, k).to.equal('same');
     expect(erpcKeyStatus(schema, 'database.evmJsonRpcCache.connectors[].redis.connPoolSize').status).to.equal('rewritten');
-    expect(erpcKeyStatus(schema, 'projects[].upstreams[].grpc').status).to.equal('refused');
+    for (const k of ['projects[].upstreams[].grpc', 'projects[].upstreams[].grpc.headers', 'projects[].upstreams[].grpc.poolSize'])
+      expect(erpcKeyStatus(schema, k).status, k).to.equal('same');
   });
 });

@@ -83,6 +83,6 @@ describe('config: problems a person can act on', () => {
   it('an unset ${VAR} is reported with the errors it may have caused', () => {
     const { error } = problems({ projects: [{ id: 'p', upstreams: [{ endpoint: '${RPC_URL}' }] }] });
     expect(error.warnings).to.deep.equal(['environment variable RPC_URL is not set; using an empty string']);
-    expect(error.message).to.match(/endpoint: must be an http:\/\/ or https:\/\/ URL\nwarnings:\n {2}environment variable RPC_URL is not set/);
+    expect(error.message).to.match(/endpoint: must be an http:\/\/ or https:\/\/ URL[^\n]*\nwarnings:\n {2}environment variable RPC_URL is not set/);
   });
 });
