@@ -168,6 +168,6 @@ export function fetchAnswer(
 ): Promise<UpstreamAnswer> {
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<UpstreamAnswer>((resolve, reject) => {
-    pool.dispatch(opts, new AnswerSink(resolve, reject, signal, limit, upstream));
+    pool.dispatch(opts, new AnswerSink(resolve, reject, signal, limit, upstream), limit);
   });
 }

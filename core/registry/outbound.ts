@@ -42,8 +42,12 @@ export function createOriginPool(origin: string, opts: UpstreamPoolOptions = {})
  * credentials) so the upstream's messages and logs redact them.
  */
 export interface RequestDispatcher {
-  /** undici's dispatch: starts the request; the handler (undici's legacy handler API) gets its events. */
-  dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean;
+  /**
+   * undici's dispatch: starts the request; the handler (undici's legacy handler API) gets its events.
+   * @param limit the answer's `maxResponseSize`, bytes: the reader enforces it on the bytes the handler gets; a dispatcher that
+   *   decodes the body caps what it reads with it too
+   */
+  dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler, limit?: number): boolean;
   /** Closes its connections once their requests end (the upstream is retired or svc stops). */
   close?(): Promise<void>;
   /** Aborts its requests and closes at once. */

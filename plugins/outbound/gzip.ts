@@ -31,19 +31,23 @@ export class GzipDispatcher implements RequestDispatcher {
     this.secrets = inner.secrets;
   }
 
-  dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+  /**
+   * Gzips the body, then sends it. The reader gets its abort at once, so a call aborted while its body is being gzipped is never sent.
+   * @param limit the answer's cap, bytes: also the most compressed bytes read
+   */
+  dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler, limit?: number): boolean {
     const { 'content-length': _, ...headers } = (opts.headers ?? {}) as Record<string, string>;
     const body = opts.body as string | Buffer | Readable | null | undefined;
+    const gunzip = new GunzipHandler(handler, this.upstream, limit);
     const bytes = typeof body === 'string' || Buffer.isBuffer(body) || body == null ? Promise.resolve(body ?? '') : buffer(body);
     bytes
       .then((b) => gzipAsync(b))
       .then(
-        (zipped) =>
-          this.inner.dispatch(
-            { ...opts, headers: { ...headers, 'content-encoding': 'gzip', 'accept-encoding': 'gzip' }, body: zipped },
-            new GunzipHandler(handler, this.upstream),
-          ),
-        (e: Error) => handler.onError?.(e),
+        (zipped) => {
+          if (gunzip.abortedBeforeSend()) return;
+          this.inner.dispatch({ ...opts, headers: { ...headers, 'content-encoding': 'gzip', 'accept-encoding': 'gzip' }, body: zipped }, gunzip, limit);
+        },
+        (e: Error) => gunzip.onError(e),
       );
     return true;
   }
@@ -63,23 +67,41 @@ function rawHeader(raw: ReadonlyArray<Buffer | string>, name: string): string | 
   return undefined;
 }
 
-/** Inflates a gzip answer between undici and the handler that reads it (legacy handler API, as core's answer reader uses). */
+/**
+ * Inflates a gzip answer between undici and the handler that reads it (legacy handler API, as core's answer reader uses), with the
+ * socket paused while zlib is behind. The reader hears exactly one end (`onComplete` or `onError`), whatever comes first: its own
+ * abort (even once undici has the whole body and only zlib is still working), a refusal it throws, a body that does not inflate.
+ */
 class GunzipHandler implements Dispatcher.DispatchHandler {
   private z: Gunzip | undefined;
-  private abort: ((err: Error) => void) | undefined;
-  private failed = false;
+  /** undici's abort, once the request is on a connection. */
+  private abortRequest: ((err: Error) => void) | undefined;
+  /** An abort of the reader's that came before the request was sent. */
+  private cancelled: Error | undefined;
+  private resume: (() => void) | undefined;
+  private ended = false;
+  private wire = 0;
 
+  /**
+   * @param limit the most compressed bytes read, bytes (the reader caps what they inflate to)
+   */
   constructor(
     private readonly inner: Dispatcher.DispatchHandler,
     private readonly upstream: string,
-  ) {}
+    private readonly limit: number | undefined,
+  ) {
+    this.inner.onConnect?.((e?: Error) => this.cancel(e ?? new Error('request aborted')));
+  }
+
+  /** True (and the reader told) when the reader aborted while the body was being gzipped: the request is not sent. */
+  abortedBeforeSend(): boolean {
+    if (this.cancelled) this.end(this.cancelled);
+    return this.ended;
+  }
 
   onConnect(abort: (err?: Error) => void): void {
-    this.abort = abort;
-    this.inner.onConnect?.((e?: Error) => {
-      this.z?.destroy();
-      abort(e);
-    });
+    this.abortRequest = abort;
+    if (this.cancelled) this.end(this.cancelled);
   }
 
   onHeaders(status: number, raw: Buffer[] | string[] | null, resume: () => void, statusText: string): boolean {
@@ -92,6 +114,7 @@ class GunzipHandler implements Dispatcher.DispatchHandler {
         );
       }
       this.z = this.gunzip();
+      this.resume = resume;
       // The length and coding were the compressed body's: the reader gets the inflated one.
       const kept: Array<Buffer | string> = [];
       for (let i = 0; i + 1 < raw.length; i += 2) {
@@ -105,52 +128,73 @@ class GunzipHandler implements Dispatcher.DispatchHandler {
 
   onData(chunk: Buffer): boolean {
     if (!this.z) return this.inner.onData?.(chunk) ?? true;
-    this.z.write(chunk);
-    return true;
+    this.wire += chunk.length;
+    if (this.limit !== undefined && this.wire > this.limit) {
+      throw new ErrUpstreamMalformedResponse(
+        `upstream ${this.upstream} answered more than maxResponseSize (${this.limit} bytes; over ${this.limit} bytes compressed)`,
+        { details: { upstream: this.upstream, maxResponseSize: this.limit } },
+      );
+    }
+    // false pauses the socket until zlib drains.
+    return this.z.write(chunk);
   }
 
   onComplete(trailers: string[] | null): void {
-    if (!this.z) this.inner.onComplete?.(trailers);
-    else this.z.end();
+    if (!this.z) {
+      if (!this.ended) {
+        this.ended = true;
+        this.inner.onComplete?.(trailers);
+      }
+    } else this.z.end();
   }
 
   onError(err: Error): void {
-    this.z?.destroy();
-    if (this.failed) return;
-    this.failed = true;
-    this.inner.onError?.(err);
+    this.end(err);
+  }
+
+  /** The reader's abort: before the request is sent it only marks it; after, the answer ends now (undici may have finished reading). */
+  private cancel(err: Error): void {
+    if (this.abortRequest) this.end(err);
+    else this.cancelled ??= err;
   }
 
   private gunzip(): Gunzip {
     const z = createGunzip();
     z.on('data', (c: Buffer) => {
-      if (this.failed) return;
+      if (this.ended) return;
       // The reader refuses past maxResponseSize or the budget by throwing, as it does from undici's own call.
       try {
         this.inner.onData?.(c);
       } catch (e) {
-        this.fail(e as Error);
+        this.end(e as Error);
       }
     });
+    z.on('drain', () => this.resume?.());
     z.on('error', (e: Error) =>
-      this.fail(
+      this.end(
         new ErrUpstreamMalformedResponse(`upstream ${this.upstream} answered a gzip body that does not decompress: ${e.message}`, {
           details: { upstream: this.upstream },
         }),
       ),
     );
     z.on('end', () => {
-      if (!this.failed) this.inner.onComplete?.(null);
+      if (this.ended) return;
+      this.ended = true;
+      this.inner.onComplete?.(null);
     });
     return z;
   }
 
-  /** Fails the answer once: the reader gets the error, the request (if still running) is aborted. */
-  private fail(err: Error): void {
-    if (this.failed) return;
-    this.failed = true;
+  /** Ends the answer with an error, once: the reader hears it, zlib stops, the request (if still running) is aborted. */
+  private end(err: Error): void {
+    if (this.ended) return;
+    this.ended = true;
     this.z?.destroy();
     this.inner.onError?.(err);
-    this.abort?.(err);
+    try {
+      this.abortRequest?.(err);
+    } catch {
+      // undici has already finished the request.
+    }
   }
 }

@@ -19,6 +19,7 @@ import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
 import { ensureBuilt } from '../helpers/build.ts';
 import { runSvcCli } from '../helpers/svc-cli.ts';
 import { startSvc, type SvcHandle } from '../helpers/svc.ts';
+import { defaultPreset } from '../../presets/default.ts';
 
 /** The 64 MiB of zeros of the bomb, compressed once (a gzip member; members concatenate into one gzip body). */
 const BOMB_ZEROS = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x30), { level: 9 });
@@ -179,6 +180,18 @@ describe('e2e: upstream jsonRpc.enableGzip (gzip requests and answers)', functio
     const r = await svc.post('/main/evm/31337', rpc('eth_blockNumber'));
     expect(r.json.error, r.text).to.not.equal(undefined);
     expect(r.json.error.message).to.include('gzip bodies only');
+  });
+
+  it('a preset without the outbound plugin refuses to start rather than send uncompressed what the config asks to gzip', async () => {
+    const doc = parseYaml(erpcYaml(up.url)) as object;
+    const err = await startSvc(doc, { plugins: defaultPreset().filter((p) => p.name !== 'outbound') }).then(
+      async (s) => {
+        await s.close();
+        return undefined;
+      },
+      (e: unknown) => e as Error,
+    );
+    expect(err?.message).to.match(/jsonRpc\.enableGzip is set but no plugin of this preset honours it \(the outbound plugin does\)/);
   });
 
   it('svc validate --print: the eRPC file needs no rewrite and validates as printed', async () => {

@@ -5,6 +5,7 @@
  * caller released what it kept.
  */
 import { gzipSync } from 'node:zlib';
+import type { Dispatcher } from 'undici';
 import { expect } from 'chai';
 import { RESPONSE_BYTES } from '../../../lib/body.ts';
 import { fetchAnswer } from '../../../core/registry/answer-sink.ts';
@@ -15,6 +16,7 @@ import { ErrResponseBytesInFlightExceeded, ErrUpstreamMalformedResponse } from '
 const JSON_TEXT = `{"jsonrpc":"2.0","id":1,"result":"0x${'ab'.repeat(2000)}"}`;
 /** 8 MiB of one byte: about 8 KiB gzipped. */
 const BOMB = gzipSync(Buffer.alloc(8 * 1024 * 1024, 0x30));
+const SLOW = gzipSync(Buffer.alloc(256 * 1024 * 1024, 0x30));
 
 const ANSWERS: Answers = {
   gzip: (res) => res.writeHead(200, { 'content-encoding': 'gzip' }).end(gzipSync(JSON_TEXT)),
@@ -26,6 +28,11 @@ const ANSWERS: Answers = {
   bomb: (res) => res.writeHead(200, { 'content-encoding': 'gzip' }).end(BOMB),
   corrupt: (res) => res.writeHead(200, { 'content-encoding': 'gzip' }).end(Buffer.concat([gzipSync(JSON_TEXT).subarray(0, 20), Buffer.from('garbage')])),
   br: (res) => res.writeHead(200, { 'content-encoding': 'br' }).end('whatever'),
+  /** 2,000 empty gzip members: 40 KB on the wire that inflate to nothing. */
+  empties: (res) => res.writeHead(200, { 'content-encoding': 'gzip' }).end(Buffer.concat(Array.from({ length: 2000 }, () => gzipSync('')))),
+  /** 256 MiB of one byte, about 256 KiB gzipped: inflating it takes far longer than receiving it. */
+  slow: (res) => res.writeHead(200, { 'content-encoding': 'gzip' }).end(SLOW),
+  echo: (res) => res.writeHead(200).end(JSON_TEXT),
 };
 
 describe('gzip answers (jsonRpc.enableGzip): decompressed within maxResponseSize and the response-bytes budget', () => {
@@ -78,5 +85,44 @@ describe('gzip answers (jsonRpc.enableGzip): decompressed within maxResponseSize
     expect(br).to.be.instanceOf(ErrUpstreamMalformedResponse);
     expect((br as Error).message).to.include('Content-Encoding "br", which svc did not ask for');
     expect(RESPONSE_BYTES.inFlight).to.equal(before);
+  });
+
+  it('compressed bytes count against maxResponseSize too: a body that inflates to nothing stops at the limit', async () => {
+    const before = RESPONSE_BYTES.inFlight;
+    const err = await failure(get('empties', 1024));
+    expect(err).to.be.instanceOf(ErrUpstreamMalformedResponse);
+    expect((err as Error).message).to.include('maxResponseSize (1024 bytes; over 1024 bytes compressed)');
+    expect(RESPONSE_BYTES.inFlight).to.equal(before);
+  });
+
+  it('an abort while the answer is still inflating (undici already has the whole body) ends the call at once and gives the budget back', async () => {
+    const before = RESPONSE_BYTES.inFlight;
+    const ac = new AbortController();
+    const reason = new Error('the call was aborted');
+    const p = failure(
+      fetchAnswer(new GzipDispatcher(pool(), 'up1', false), { path: '/slow', method: 'POST', body: '{}' }, ac.signal, 512 * 1024 * 1024, 'up1'),
+    );
+    // Abort once inflated bytes reach the reader.
+    while (RESPONSE_BYTES.inFlight === before) await new Promise((r) => setImmediate(r));
+    ac.abort(reason);
+    expect(await p).to.equal(reason);
+    expect(RESPONSE_BYTES.inFlight).to.equal(before);
+  });
+
+  it('an abort while the request body is being gzipped: the request is never sent', async () => {
+    let seen = 0;
+    const counting = {
+      dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
+        seen++;
+        return pool().dispatch(opts, handler);
+      },
+    };
+    const ac = new AbortController();
+    const reason = new Error('gone before sending');
+    const body = Buffer.alloc(8 * 1024 * 1024, 0x31);
+    const p = failure(fetchAnswer(new GzipDispatcher(counting, 'up1', false), { path: '/echo', method: 'POST', body }, ac.signal, 1024 * 1024, 'up1'));
+    ac.abort(reason);
+    expect(await p).to.equal(reason);
+    expect(seen, 'requests dispatched').to.equal(0);
   });
 });
