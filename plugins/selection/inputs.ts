@@ -1,7 +1,7 @@
 /**
  * The numbers one evaluation of a scope hands its policy, gathered from the other plugins through
  * their public contracts: the health window of the scope's method cell (project health tracker),
- * the consensus plugin's misbehaviour record (`misbehaviorRate`, 0 without it), the evm-state
+ * the consensus plugin's misbehaviour record (`misbehaviorRate` of the same cell, 0 without it), the evm-state
  * plugin's block-time estimate (the seconds lags, 0 until it is estimated), the upstream's
  * syncing flag, and, for a policy that reads them, the per-method latencies of the methods the
  * network served recently. No hooks here.
@@ -83,21 +83,22 @@ export function policyInputs(host: PluginHost, network: Network, upstreams: read
   return upstreams.map((u) => {
     const all = health.snapshot(u.id, '*');
     const cell = method === '*' ? all : health.snapshot(u.id, method);
-    const extra = {
-      misbehaviorRate: misbehavior ? misbehavior.counts(network.project, u.id).rate : 0,
-      blockHeadLagSeconds: cell.blockHeadLag * blockTimeS,
-      finalizationLagSeconds: cell.finalizationLag * blockTimeS,
-    };
+    // eRPC's misbehaviorRate is the cell's own: misbehaviours over that cell's requests.
+    const extra = (m: string, c: typeof cell) => ({
+      misbehaviorRate: misbehavior ? misbehavior.counts(network.project, u, m).rate : 0,
+      blockHeadLagSeconds: c.blockHeadLag * blockTimeS,
+      finalizationLagSeconds: c.finalizationLag * blockTimeS,
+    });
     const input: PolicyUpstreamInput = {
       id: u.id,
       tags: u.tags,
       vendor: u.vendor,
-      metrics: { ...cell, ...extra },
+      metrics: { ...cell, ...extra(method, cell) },
       syncing: SYNCING.get(u),
       cordoned: cell.cordoned,
       scoreMultipliers: opts.multipliers(u),
     };
-    if (method !== '*') input.metricsAcrossMethods = { ...all, ...extra };
+    if (method !== '*') input.metricsAcrossMethods = { ...all, ...extra('*', all) };
     if (opts.methods) input.metricsByMethod = latencyByMethod(network, u, opts.methods);
     return input;
   });

@@ -77,8 +77,9 @@ describe("e2e: eRPC's misbehaviour and seconds-lag predicates and evalScope in a
       const r = await s.post(PATH, rpcBody('eth_getBalance', [ADDR2, 'latest'], 10 + i));
       expect(r.json.result, r.text).to.not.equal('0x1');
     }
-    const counts = s.proxy.services.get(CONSENSUS_MISBEHAVIOR_SERVICE)!.counts(s.proxy.projects.get('main')!, 'liar');
-    expect(counts).to.deep.include({ rounds: 3, lost: 3 });
+    const project = s.proxy.projects.get('main')!;
+    const counts = s.proxy.services.get(CONSENSUS_MISBEHAVIOR_SERVICE)!.counts(project, project.upstreams.get('liar')!, 'eth_getBalance');
+    expect(counts).to.deep.include({ rounds: 3, misbehaviors: 3 });
 
     expect(await evaluateSelection(s.proxy, 'main', NET)).to.equal(true);
     expect(selectionState(s.proxy, 'main', NET)!.order).to.deep.equal(['honest-1', 'honest-2']);

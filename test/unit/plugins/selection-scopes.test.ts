@@ -162,12 +162,16 @@ describe('selection: evalScope (per-method and per-finality evaluation)', () => 
   });
 
   it("the evaluation reads the misbehaviour rate from the consensus plugin's service and turns block lag into seconds with the block time", async () => {
+    const asked = new Set<string>();
     const fakes = definePlugin({
       name: 'fakes',
       apply(host) {
         host.services.provide(CHAIN_STATE_SERVICE, { of: () => ({ ...NO_CHAIN_STATE, blockTimeMs: 2000 }) });
         host.services.provide(CONSENSUS_MISBEHAVIOR_SERVICE, {
-          counts: (_p, id) => (id === 'b' ? { rounds: 10, lost: 4, rate: 0.4 } : { rounds: 0, lost: 0, rate: 0 }),
+          counts: (_p, u, method = '*') => {
+            asked.add(`${u.id}/${method}`);
+            return u.id === 'b' ? { rounds: 10, misbehaviors: 4, requests: 10, rate: 0.4 } : { rounds: 0, misbehaviors: 0, requests: 0, rate: 0 };
+          },
         });
       },
     });
@@ -178,8 +182,11 @@ describe('selection: evalScope (per-method and per-finality evaluation)', () => 
     };
     const { p } = await start({ evalFunc: fn }, [fakes]);
     p.projects.get('main')!.health.setLag('c', 3, 5);
+    asked.clear();
     await evaluateSelection(p, 'main', 'evm:1');
     expect(seen).to.deep.equal({ a: [0, 0, 0], b: [0.4, 0, 0], c: [0, 6, 10] });
+    // The network scope reads each upstream's rate over every method.
+    expect([...asked]).to.have.members(['a/*', 'b/*', 'c/*']);
   });
 
   describe('config', () => {
