@@ -4,7 +4,8 @@
  * or per pair, created when a call of the scope arrives. One timer per network evaluates every
  * scope each `evalInterval`, with the same policy, each with its own method's health numbers and
  * the `routing.scoreMultipliers` entries matching its method and finality; the per-method
- * latencies are gathered once per tick for all of them. The calls of a scope get its order.
+ * latencies are gathered once per tick for all of them. The calls of a scope get its order, and
+ * under `probeExcluded` are mirrored to what its evaluation left out (`prober.ts`).
  *
  * Bounded, since methods come from clients: a method gets a scope only once one of the network's
  * upstreams answered it within the health window (a name no upstream serves never does), at most
@@ -61,7 +62,7 @@ export class ScopedSelection {
   private stopped = false;
 
   /**
-   * @param prober the network's mirror prober (the network scope drives it), when its policy names `probeExcluded`
+   * @param prober the network's mirror prober, when its policy names `probeExcluded`: each scope's evaluations set the copies of the calls it serves
    * Other parameters as {@link NetworkSelection}'s; every scope shares them.
    */
   constructor(
@@ -71,9 +72,18 @@ export class ScopedSelection {
     private readonly policy: EvalFunc,
     private readonly metrics: SelectionMetrics,
     private readonly maxDecisions: number,
-    prober?: ExcludedProber,
+    private readonly prober?: ExcludedProber,
   ) {
     this.network = new NetworkSelection(host, net, settings, policy, metrics, maxDecisions, prober, undefined, this.registers);
+    if (prober) prober.route = (ctx) => this.servedBy(ctx);
+  }
+
+  /** The id of the narrower scope whose order a call of this network gets, or undefined for the network's own. */
+  private servedBy(ctx: CallContext): string | undefined {
+    const key = scopeOf(this.settings.evalScope, ctx.request.method, FINALITY.get(ctx));
+    if (!key) return undefined;
+    const id = `${key.method}\u0000${key.finality}`;
+    return this.scopes.get(id)?.ready ? id : undefined;
   }
 
   /** Evaluates every scope now, then every `evalInterval` on one unref'd timer. */
@@ -128,7 +138,7 @@ export class ScopedSelection {
       if (this.stopped) return undefined;
       if (this.scopes.size >= MAX_SCOPES) this.sweep(Date.now());
       if (this.scopes.size >= MAX_SCOPES || !this.answered(key.method)) return undefined;
-      s = new NetworkSelection(this.host, this.net, this.settings, this.policy, this.metrics, this.maxDecisions, undefined, key, this.registers);
+      s = new NetworkSelection(this.host, this.net, this.settings, this.policy, this.metrics, this.maxDecisions, this.prober?.scope(id), key, this.registers);
       this.scopes.set(id, s);
       // Off the request path: the call that opened the scope keeps the network's order.
       const started = s;

@@ -16,7 +16,7 @@ import { policyReads } from './sandbox.ts';
 import { resolveScoreMultipliers, type ScoreMultiplierEntry } from './multipliers.ts';
 import { Ring } from './ring.ts';
 import { SelectionMemory, type StickyRegisters, type TickCarry } from './memory.ts';
-import type { ExcludedProber } from './prober.ts';
+import type { ProbeSink } from './prober.ts';
 import type { SelectionMetrics } from './gauges.ts';
 
 /** Decisions kept per network (the admin `svc_project` method shows them). */
@@ -54,7 +54,7 @@ export function rankedScores(r: Pick<PolicyResult, 'order' | 'scores'>, snapshot
 
 /**
  * The selection state and timer of one scope of a network: the network's own (method `*`,
- * finality `unknown`), which publishes the gauges and drives the prober, or a narrower one of
+ * finality `unknown`), which publishes the gauges, or a narrower one of
  * `evalScope` (`scopes.ts` keeps those).
  */
 export class NetworkSelection {
@@ -93,7 +93,7 @@ export class NetworkSelection {
     private readonly policy: EvalFunc,
     private readonly metrics: SelectionMetrics,
     maxDecisions: number,
-    private readonly prober?: ExcludedProber,
+    private readonly prober?: ProbeSink,
     /** The evaluation's method and finality. */
     readonly scope: ScopeKey = NETWORK_SCOPE,
     /** The network's sticky registers, shared by its scopes. */
