@@ -266,6 +266,43 @@ export class HealthTracker {
   }
 
   /**
+   * Requests and successful answers of one cell over the window (`*` for the whole upstream),
+   * without the quantiles {@link snapshot} merges: cheap enough for the request path.
+   * @param method a method name or `*`; a method without a cell of its own (past the per-upstream
+   * bound) has none of either
+   */
+  requestCounts(upstream: string, method = '*'): { requests: number; answered: number } {
+    const c = this.cell(upstream, method, false);
+    let requests = 0;
+    let answered = 0;
+    if (c) {
+      const epoch = Math.floor(this.now() / this.bucketMs);
+      for (const b of c.buckets) {
+        if (b.epoch < 0 || epoch - b.epoch >= this.buckets) continue;
+        requests += b.requests;
+        answered += b.latency.count;
+      }
+    }
+    return { requests, answered };
+  }
+
+  /**
+   * The methods an upstream has a cell of its own for with requests in the window (eRPC's
+   * `GetUpstreamMetrics` keys): at most 200, since later methods share one cell; never `*`, that
+   * shared cell, or a glob cordon's cell.
+   */
+  methods(upstream: string): string[] {
+    const m = this.cells.get(upstream);
+    if (!m) return [];
+    const out: string[] = [];
+    for (const method of m.keys()) {
+      if (method === '*' || method === '*other' || isGlobMethod(method)) continue;
+      if (this.requestCounts(upstream, method).requests > 0) out.push(method);
+    }
+    return out;
+  }
+
+  /**
    * One latency quantile of a method's successful answers over several upstreams' windows
    * together (the failsafe plugin's adaptive timeouts and hedges: eRPC's per network × method
    * latency), in seconds; 0 while none of them has a sample.

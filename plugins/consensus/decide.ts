@@ -49,6 +49,8 @@ export interface Decision {
   winningGroup?: Group;
   /** What the client gets when nothing can be returned. */
   error?: SvcError;
+  /** The winner was refused for a `requiredParticipants` `minAgreement` quota (a composition dispute: its majority is the untrusted side). */
+  composition?: true;
 }
 
 /** Groups votes by hash, in order of first arrival. */
@@ -208,6 +210,7 @@ export function decide(input: DecideInput): Decision {
   return {
     outcome: 'dispute',
     groups: d.groups,
+    composition: true,
     error: new ErrConsensusDispute(`consensus dispute: the winning answer ${short} (requiredParticipants minAgreement)`, summarize(d.groups), causes, details),
   };
 }

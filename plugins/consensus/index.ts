@@ -4,7 +4,8 @@
  *
  * Taps: `attempt` at AttemptStage.CONSENSUS (inside the network timeout, outside retry and hedge:
  * `timeout( consensus( retry( hedge( sweep ))))`), where each slot runs the inner chain on its own
- * upstream; `shutdown` (pending punishment releases). It adds `consensus` to the failsafe
+ * upstream; `upstreamLeft` (an upstream out of service leaves the misbehaviour record);
+ * `shutdown` (pending punishment releases). It adds `consensus` to the failsafe
  * plugin's network entries (`schema.ts`, the `projects[].networks[].failsafe[]` extension point),
  * reads the call's matched entry from the `failsafe.entry` slot the failsafe plugin fills (hence
  * `dependsOn: ['failsafe']`), and writes the `consensus.*` record slots the headers plugin turns
@@ -13,11 +14,11 @@
  * `svc_network_consensus_outcome_total{project,network,outcome}`.
  *
  * Metric `svc_consensus_misbehaviors_dropped_total{reason}` counts export records not written.
- * Provides `CONSENSUS_MISBEHAVIOR_SERVICE` (rounds each upstream lost over the health window,
- * the selection policy's `misbehaviorRate`).
+ * Provides `CONSENSUS_MISBEHAVIOR_SERVICE` (each upstream's misbehaviours over the health window,
+ * per method, the selection policy's `misbehaviorRate`).
  *
  * Files: `decide.ts` (grouping and the decision rules), `round.ts` (running the slots),
- * `punish.ts` (the misbehaviour cordon), `misbehavior-rate.ts` (rounds lost per upstream), `export.ts` (the `misbehaviorsDestination` file
+ * `punish.ts` (the misbehaviour cordon), `misbehavior-rate.ts` (misbehaviours per upstream and method), `export.ts` (the `misbehaviorsDestination` file
  * writer), `quota.ts` / `quota-config.ts` (`requiredParticipants`); this file wires them.
  */
 import { Counter } from 'prom-client';
@@ -68,7 +69,7 @@ export {
 export { runSlots, type RoundOptions } from './round.ts';
 export { compileQuotas, matchesQuota, missedAgreement, promoteForQuotas, type Quota, type RequiredParticipant } from './quota.ts';
 export { MISBEHAVING_REASON, Punisher, type PunishClock } from './punish.ts';
-export { MisbehaviorRecord } from './misbehavior-rate.ts';
+export { consensusGroup, MAX_RECORDED_METHODS, MisbehaviorRecord, type RecordedDecision } from './misbehavior-rate.ts';
 export {
   CONSENSUS_BEHAVIORS,
   ConsensusSchema,
@@ -122,9 +123,14 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
       });
       const clock = opts.clock ?? REAL_CLOCK;
       const punisher = new Punisher(clock);
-      // Rounds lost per upstream over the health window: the selection plugin's misbehaviorRate.
+      // Misbehaviours per upstream and method over the health window: the selection plugin's misbehaviorRate.
       const misbehavior = new MisbehaviorRecord(() => clock.now());
       host.services.provide(CONSENSUS_MISBEHAVIOR_SERVICE, misbehavior);
+      // Out of service for good (a reload removed or changed it, its chain id failed it): a
+      // successor under the same id starts with a fresh health window, so with no record either.
+      host.hooks.upstreamLeft.tap('consensus', (u: Upstream, network: Network) => {
+        if (u.state === 'failed' || network.project.upstreams.get(u.id) !== u) misbehavior.forget(u);
+      });
       const rounds = new Counter({
         name: 'svc_network_consensus_rounds_total',
         help: 'Consensus rounds run (not counted when skip-consensus bypassed consensus)',
@@ -207,7 +213,7 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
         });
         const decision = decide({ ...input, votes, infraErrors });
         reportMisbehavior(ctx, cfg, decision, votes, infraErrors.length);
-        misbehavior.record(ctx.project, decision, votes);
+        misbehavior.record(ctx.project, decision, votes, method, upstreams);
         outcomes.inc([ctx.project.id, ctx.network.id, decision.outcome]);
         if (decision.outcome === 'dispute') DISPUTES.set(ctx.record, DISPUTES.get(ctx.record) + 1);
         if (decision.outcome === 'low_participants') LOW_PARTICIPANTS.set(ctx.record, LOW_PARTICIPANTS.get(ctx.record) + 1);

@@ -50,9 +50,11 @@ export interface ScoreMultipliers extends Partial<ScoreWeights> {
 /** What a policy sees of an upstream beyond its health snapshot (eRPC's names). */
 export interface PolicyMetricsExtra {
   /**
-   * Consensus rounds whose winning answer differed from this upstream's data answer, over the
-   * rounds it answered in, within the health window (0..1; the consensus plugin's record). 0 when
-   * no consensus policy ran for it, as in eRPC.
+   * eRPC's misbehaviour rate: this upstream's misbehaviours over its requests in the same health
+   * cell (the evaluation's method, or `*`) within the health window, 0..1 (the consensus
+   * plugin's record: a round whose data answer differed from its own data answer). 0 when no
+   * consensus policy ran for it. svc counts consensus losses only; eRPC also counts wrong empty
+   * answers, deterministic integrity rejects and head rollbacks.
    */
   misbehaviorRate: number;
   /** `blockHeadLag` times the network's estimated block time, seconds; 0 while the block time is not estimated yet (as in eRPC). */
@@ -71,11 +73,15 @@ export type PolicyMetrics = Readonly<HealthSnapshot & PolicyMetricsExtra>;
 export interface MethodLatency {
   /** Requests of this method in the window. */
   readonly requestsTotal: number;
-  /** Latency quantiles of its successful answers, ms (0 without samples; p95 is svc's nearest kept quantile, p99). */
+  /** Median latency of its successful answers, ms (0 without samples). */
   readonly p50ms: number;
+  /** 70th percentile latency of its successful answers, ms (0 without samples; `latencyDeviationAbove`'s default). */
   readonly p70ms: number;
+  /** 90th percentile latency of its successful answers, ms (0 without samples). */
   readonly p90ms: number;
+  /** eRPC's 95th percentile, ms: svc keeps no p95, so this is the p99 (the nearest kept quantile above). */
   readonly p95ms: number;
+  /** 99th percentile latency of its successful answers, ms (0 without samples). */
   readonly p99ms: number;
 }
 
@@ -100,8 +106,9 @@ export interface PolicyUpstream {
   /** Its `routing.scoreMultipliers` entry matching this evaluation, if any (eRPC's `u.scoreMultipliers`). */
   readonly scoreMultipliers?: Readonly<ScoreMultipliers>;
   /**
-   * Per-method latency of the methods the network served recently (at most 64: method names
-   * come from clients); filled only for a policy whose source names `metricsByMethod`
+   * Per-method latency of the methods the health tracker holds a cell of their own for, for
+   * this upstream, with requests in the window (at most 200: the tracker's bound; taken once
+   * per network tick); filled only for a policy whose source names `metricsByMethod`
    * or `latencyDeviationAbove`, else absent.
    */
   readonly metricsByMethod?: Readonly<Record<string, MethodLatency>>;

@@ -64,7 +64,7 @@ export { DEFAULT_THRESHOLDS, defaultPolicy, evaluatePolicy, PolicyError } from '
 export type { EvalFunc, EvaluateOptions, PolicyContext, PolicyErrorKind, PolicyResult } from './policy.ts';
 export { EVAL_SCOPES, normalizeEvalScope, readSelectionSettings, selectionPolicySchema, selectionSchemaFragment } from './schema.ts';
 export { MAX_SCOPES, SCOPE_IDLE_MS, scopeOf, ScopedSelection } from './scopes.ts';
-export { MAX_SCOPE_METHODS, NETWORK_SCOPE, policyInputs, RecentMethods } from './inputs.ts';
+export { MethodLatencies, NETWORK_SCOPE, policyInputs } from './inputs.ts';
 export type { InputOptions, ScopeKey } from './inputs.ts';
 export type { EvalScope, MethodLatency, PolicyMetricsExtra, ScopeState } from './api.ts';
 export type { SelectionSettings } from './schema.ts';

@@ -12,7 +12,9 @@
  * (a slot is taken before the copy is scheduled); each bounded by `timeout`. Nothing per method is
  * remembered (method names come from clients). `svc_selection_probes_total{project,network,upstream,outcome}`
  * counts them: `ok`, `error`, `busy` (every slot of that upstream taken). An upstream with
- * `routing.probe: off` gets none (eRPC's opt-out). The `index.ts` tap wraps
+ * `routing.probe: off` gets none (eRPC's opt-out). Under a narrower `evalScope`, a call served
+ * by a scope's order is copied to what that scope's evaluation left out ({@link ExcludedProber.scope}),
+ * any other call to what the network's own left out. The `index.ts` tap wraps
  * only networks whose YAML policy names `probeExcluded`, and passes a call through untouched
  * while the last evaluation asked for no probing or excluded nothing.
  */
@@ -43,6 +45,11 @@ export function asksForProbes(network: Network): boolean {
   return typeof sp?.evalFunc === 'string' && sp.evalFunc.includes('probeExcluded');
 }
 
+/** The excluded upstreams a probe may go to: a shadow upstream gets its own copies from the shadow plugin; `routing.probe: off` opts out, as in eRPC. */
+function eligible(excluded: readonly Upstream[]): Upstream[] {
+  return excluded.filter((u) => !SHADOW_UPSTREAM.get(u) && !probeOff(u));
+}
+
 /** True when the upstream's `routing.probe` is `off`. */
 function probeOff(u: Upstream): boolean {
   return (u.config?.settings.routing as { probe?: unknown } | undefined)?.probe === 'off';
@@ -57,10 +64,29 @@ export function createProbeCounter(host: PluginHost): DeferredCounter {
   });
 }
 
+/** What one evaluation scope tells the prober after each evaluation it commits. */
+export interface ProbeSink {
+  /**
+   * Takes a committed evaluation's answer.
+   * @param settings its `probeExcluded` options (undefined: none)
+   * @param excluded the upstreams it left out
+   */
+  update(settings: ProbeSettings | undefined, excluded: readonly Upstream[]): void;
+  /** The scope is gone: its calls get no more copies. */
+  stop(): void;
+}
+
 /** The mirror prober of one network. */
-export class ExcludedProber {
+export class ExcludedProber implements ProbeSink {
   private settings?: ProbeSettings;
   private targets: readonly Upstream[] = [];
+  /** The narrower scopes that asked for probes and excluded an upstream, by scope id (at most the network's scopes). */
+  private readonly scoped = new Map<string, { settings: ProbeSettings; targets: readonly Upstream[] }>();
+  /**
+   * The id of the narrower scope whose order a call got, or undefined for the network's own
+   * (set by the network's scopes; read once the call is answered).
+   */
+  route?: (ctx: CallContext) => string | undefined;
   private stopped = false;
   private readonly inflight = new Map<string, number>();
   private readonly windows = new Map<string, { epoch: number; count: number }>();
@@ -77,25 +103,38 @@ export class ExcludedProber {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** True while the last evaluation asked for probes and excluded an upstream. */
+  /** True while the last evaluation of the network or of a narrower scope asked for probes and excluded an upstream. */
   get active(): boolean {
-    return this.settings !== undefined && this.targets.length > 0 && !this.stopped;
+    return !this.stopped && ((this.settings !== undefined && this.targets.length > 0) || this.scoped.size > 0);
+  }
+
+  /** The network's own evaluation's answer (see {@link ProbeSink.update}). */
+  update(settings: ProbeSettings | undefined, excluded: readonly Upstream[]): void {
+    this.settings = settings;
+    this.targets = settings ? eligible(excluded) : [];
   }
 
   /**
-   * Takes a committed evaluation's answer. @param settings its `probeExcluded` options (undefined: none)
-   * @param excluded the upstreams it left out
+   * The sink of a narrower scope: the calls served by its order are copied to what its own
+   * evaluations left out.
+   * @param id the scope's id (the one {@link route} names)
    */
-  update(settings: ProbeSettings | undefined, excluded: readonly Upstream[]): void {
-    this.settings = settings;
-    // A shadow upstream gets its own copies from the shadow plugin; `routing.probe: off` opts out, as in eRPC.
-    this.targets = settings ? excluded.filter((u) => !SHADOW_UPSTREAM.get(u) && !probeOff(u)) : [];
+  scope(id: string): ProbeSink {
+    return {
+      update: (settings, excluded) => {
+        const targets = settings && !this.stopped ? eligible(excluded) : [];
+        if (settings && targets.length > 0) this.scoped.set(id, { settings, targets });
+        else this.scoped.delete(id);
+      },
+      stop: () => this.scoped.delete(id),
+    };
   }
 
   /** Sends nothing more (network retired, shutdown); probes in flight end at their timeout. */
   stop(): void {
     this.stopped = true;
     this.targets = [];
+    this.scoped.clear();
   }
 
   /** Wraps the network's call handler: answered client calls are offered to the prober. */
@@ -107,7 +146,7 @@ export class ExcludedProber {
       const params = ctx.request.params;
       return inner(ctx).then((r) => {
         try {
-          this.offer(method, params);
+          this.offer(method, params, this.route?.(ctx));
         } catch (e) {
           this.host.logger.error({ plugin: 'selection', err: e instanceof Error ? e.stack : String(e) }, 'selection: scheduling a probe failed');
         }
@@ -116,11 +155,15 @@ export class ExcludedProber {
     };
   }
 
-  /** Schedules one probe per excluded upstream that passes the gates (never awaited). */
-  offer(method: string, params: unknown): void {
-    const cfg = this.settings;
-    if (!cfg || !this.active || this.host.isClosed || !probeable(method)) return;
-    for (const u of this.targets) {
+  /**
+   * Schedules one probe per excluded upstream that passes the gates (never awaited).
+   * @param scope the narrower scope whose order served the call (its exclusions), or undefined for the network's
+   */
+  offer(method: string, params: unknown, scope?: string): void {
+    const entry = scope === undefined ? { settings: this.settings, targets: this.targets } : this.scoped.get(scope);
+    const cfg = entry?.settings;
+    if (!entry || !cfg || this.stopped || this.host.isClosed || !probeable(method)) return;
+    for (const u of entry.targets) {
       if (!this.network.upstreams.includes(u)) continue;
       const floor = cfg.minSamples > 0 && this.windowCount(u.id, cfg.minSamplesWindowMs) < cfg.minSamples;
       if (!floor && cfg.sampleRate < 1 && !(this.random() < cfg.sampleRate)) continue;

@@ -10,7 +10,7 @@
  * on the host.
  *
  * The numbers eRPC's predicates read come with the input: `misbehaviorRate` (the consensus
- * plugin's rounds lost over rounds answered), `blockHeadLagSeconds` / `finalizationLagSeconds`
+ * plugin's misbehaviours over the upstream's requests), `blockHeadLagSeconds` / `finalizationLagSeconds`
  * (the block lags times the network's estimated block time, 0 until it is estimated) and, for a
  * policy naming them, `metricsByMethod` (per-method latency, which `latencyDeviationAbove`
  * compares across upstreams method by method).

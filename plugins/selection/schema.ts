@@ -49,7 +49,11 @@ export const selectionPolicySchema = Strict(
           blockHeadLag: Type.Optional(Type.Number({ minimum: 0, default: 1, description: 'weight of the block-head lag, blocks' })),
           finalizationLag: Type.Optional(Type.Number({ minimum: 0, default: 0, description: 'weight of the finalization lag, blocks' })),
           misbehaviors: Type.Optional(
-            Type.Number({ minimum: 0, default: 2, description: 'weight of the consensus misbehaviour rate (0..1: rounds lost over rounds answered)' }),
+            Type.Number({
+              minimum: 0,
+              default: 2,
+              description: "weight of the consensus misbehaviour rate (0..1: misbehaviours over the upstream's requests in the health window)",
+            }),
           ),
         },
         {
@@ -64,7 +68,7 @@ export const selectionPolicySchema = Strict(
         EVAL_SCOPES.map((v) => Type.Literal(v)),
         {
           default: 'network',
-          description: `the grain of evaluation (eRPC's evalScope): \`network\` one order for every call; \`network-method\` one per method; \`network-finality\` one per finality of the call's block; \`network-method-finality\` one per pair. A narrower scope is evaluated first when a call of it arrives (that call and the ones before its first evaluation use the network's order), then every evalInterval; at most ${MAX_SCOPES} per network, later ones use the network's order, and a scope without calls for an hour is dropped`,
+          description: `the grain of evaluation (eRPC's evalScope): \`network\` one order for every call; \`network-method\` one per method; \`network-finality\` one per finality of the call's block; \`network-method-finality\` one per pair. A narrower scope is evaluated first when a call of it arrives (for a method, once an upstream answered it; that call and the ones before its first evaluation use the network's order), then with the network's every evalInterval; at most ${MAX_SCOPES} per network, later ones use the network's order, and a scope without calls for an hour is dropped`,
         },
       ),
     ),

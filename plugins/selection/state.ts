@@ -1,9 +1,9 @@
 /**
  * The selection state of one evaluation scope (spec §1.3, §3.1, §6): the cached order the
- * request path hands out, the evaluation loop (at once, then every `evalInterval` on an unref'd
- * timer; a failed custom policy keeps the previous order), the ring of the last decisions, and,
- * for a network's own scope, the `svc_selection_score` / `svc_selection_excluded_seconds`
- * gauges. No hooks here; `scopes.ts` keeps a network's scopes and `index.ts` taps `select` into them.
+ * request path hands out, one evaluation (a failed custom policy keeps the previous order), the
+ * ring of the last decisions, and, for a network's own scope, the `svc_selection_score` /
+ * `svc_selection_excluded_seconds` gauges. No hooks or timers here: `scopes.ts` keeps a network's
+ * scopes and its one timer, and `index.ts` taps `select` into them.
  */
 import type { Network, PluginHost, Upstream } from 'svc-proxy/plugin';
 import { ErrUpstreamsExhausted } from 'svc-proxy/plugin/errors';
@@ -11,12 +11,12 @@ import { SCORE_ORDER_STEP, type ScopeState, type SelectionDecision, type Selecti
 import { defaultPolicy, evaluatePolicy, PolicyError, type EvalFunc, type PolicyResult } from './policy.ts';
 import type { SelectionSettings } from './schema.ts';
 import type { ScoreMultipliers } from './view.ts';
-import { NETWORK_SCOPE, policyInputs, type RecentMethods, type ScopeKey } from './inputs.ts';
+import { MethodLatencies, NETWORK_SCOPE, policyInputs, type ScopeKey } from './inputs.ts';
 import { policyReads } from './sandbox.ts';
 import { resolveScoreMultipliers, type ScoreMultiplierEntry } from './multipliers.ts';
 import { Ring } from './ring.ts';
 import { SelectionMemory, type StickyRegisters, type TickCarry } from './memory.ts';
-import type { ExcludedProber } from './prober.ts';
+import type { ProbeSink } from './prober.ts';
 import type { SelectionMetrics } from './gauges.ts';
 
 /** Decisions kept per network (the admin `svc_project` method shows them). */
@@ -54,7 +54,7 @@ export function rankedScores(r: Pick<PolicyResult, 'order' | 'scores'>, snapshot
 
 /**
  * The selection state and timer of one scope of a network: the network's own (method `*`,
- * finality `unknown`), which publishes the gauges and drives the prober, or a narrower one of
+ * finality `unknown`), which publishes the gauges, or a narrower one of
  * `evalScope` (`scopes.ts` keeps those).
  */
 export class NetworkSelection {
@@ -70,7 +70,6 @@ export class NetworkSelection {
   private scores: Record<string, number> = {};
   private evaluatedAt?: number;
   private readonly ring: Ring<SelectionDecision>;
-  private timer?: NodeJS.Timeout;
   private stopped = false;
   private inflight?: Promise<void>;
   private rerun?: Promise<void>;
@@ -94,11 +93,9 @@ export class NetworkSelection {
     private readonly policy: EvalFunc,
     private readonly metrics: SelectionMetrics,
     maxDecisions: number,
-    private readonly prober?: ExcludedProber,
+    private readonly prober?: ProbeSink,
     /** The evaluation's method and finality. */
     readonly scope: ScopeKey = NETWORK_SCOPE,
-    /** The network's recent methods, for `metricsByMethod`. */
-    private readonly methods?: RecentMethods,
     /** The network's sticky registers, shared by its scopes. */
     registers?: StickyRegisters,
   ) {
@@ -121,19 +118,10 @@ export class NetworkSelection {
     return this.policy !== defaultPolicy;
   }
 
-  /** Evaluates once now, then every `evalInterval` (unref'd). */
-  start(): void {
-    void this.evaluate();
-    this.timer = setInterval(() => void this.evaluate(), this.settings.evalIntervalMs);
-    this.timer.unref?.();
-  }
-
-  /** Stops the timer; later evaluations are ignored. */
+  /** Stops: later evaluations are ignored. */
   stop(): void {
     this.stopped = true;
     this.prober?.stop();
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
   }
 
   /**
@@ -161,8 +149,9 @@ export class NetworkSelection {
    * previous order. Synchronous for a sync policy (the returned promise is already settled).
    * An evaluation requested while an async one runs waits for it, then runs once more.
    * Never rejects.
+   * @param latency the network tick's per-method latencies (scopes share them); built here when absent and the policy reads them
    */
-  evaluate(): Promise<void> {
+  evaluate(latency?: MethodLatencies): Promise<void> {
     if (this.stopped) return Promise.resolve();
     if (this.inflight) {
       this.rerun ??= this.inflight.then(() => {
@@ -177,7 +166,7 @@ export class NetworkSelection {
     try {
       const inputs = policyInputs(this.host, this.network, snapshot, {
         scope: this.scope,
-        methods: this.byMethod ? (this.methods?.list() ?? []) : undefined,
+        latency: this.byMethod ? (latency ?? new MethodLatencies(this.network)) : undefined,
         multipliers: (u) => this.multipliersOf(u),
       });
       out = evaluatePolicy(inputs, {

@@ -25,7 +25,7 @@ const NET = `evm:${CHAIN}`;
 const PATH = `/main/evm/${CHAIN}`;
 
 /** eRPC's shape with two upstreams and a policy; no cache, so every read reaches an upstream. */
-const YAML = (policy: string) => `
+const YAML = (policy: string, evalScope = 'network') => `
 logLevel: warn
 database:
   evmJsonRpcCache: { connectors: [], policies: [] }
@@ -35,6 +35,7 @@ projects:
       - architecture: evm
         evm: { chainId: ${CHAIN} }
         selectionPolicy:
+          evalScope: ${evalScope}
           evalInterval: 1h
           evalTimeout: 5s
           evalFunc: |
@@ -66,6 +67,11 @@ const PROBING = `(upstreams, ctx) =>
   upstreams
     .excludeId('second')
     .sortByScore(PREFER_FASTEST)
+    .probeExcluded({ sampleRate: 1, minSamples: 0, maxConcurrent: 4, timeout: '5s' })`;
+
+/** Only eth_getBalance's own evaluation excludes `second`; every evaluation asks for probes. */
+const PROBING_ONE_METHOD = `(upstreams, ctx) =>
+  (methodMatches('eth_getBalance') ? upstreams.excludeId('second') : upstreams)
     .probeExcluded({ sampleRate: 1, minSamples: 0, maxConcurrent: 4, timeout: '5s' })`;
 
 /** Sum of the samples of a metric whose labels include every given `name="value"` pair. */
@@ -160,5 +166,30 @@ describe("e2e: eRPC's cross-tick selection helpers from YAML, against anvil", fu
     await s.post(PATH, rpcBody('eth_getBalance', [ADDR2, 'latest'], 9));
     await waitFor(() => copies() - start === 4, 10_000);
     expect(recorder.callsOf('eth_sendRawTransaction')).to.deep.equal([]);
+  });
+
+  it("evalScope network-method: a call a method's scope served is copied to what that scope's evaluation left out; other methods' calls are not", async () => {
+    svc = await startSvc(parseYaml(fill(YAML(PROBING_ONE_METHOD, 'network-method'))) as object);
+    const s = svc;
+    const copies = (method: string) => recorder.callsOf(method).filter((c) => c.params[0] === ADDR1).length;
+    const served = async (method: string, id: number) => {
+      const r = await s.post(PATH, rpcBody(method, [ADDR1, 'latest'], id));
+      expect(r.json.result, r.text).to.match(/^0x/);
+      return r.headers['x-svc-upstream'];
+    };
+    // The first call has no scope yet (no upstream answered eth_getBalance); the second opens it.
+    expect(await served('eth_getBalance', 1)).to.equal('first');
+    await served('eth_getBalance', 2);
+    await waitFor(() => selectionState(s.proxy, 'main', NET)!.scopes.some((x) => x.method === 'eth_getBalance' && x.order.join() === 'first'));
+    const balance = copies('eth_getBalance');
+    const count = copies('eth_getTransactionCount');
+    for (let i = 0; i < 2; i++) expect(await served('eth_getBalance', 10 + i)).to.equal('first');
+    await waitFor(() => copies('eth_getBalance') - balance === 2, 10_000);
+    // The network's own evaluation excluded nothing: its calls go to one upstream, copied nowhere.
+    expect(await served('eth_getTransactionCount', 20)).to.equal('first');
+    // A later scope read is the barrier: its copy was scheduled after the other call's would have been.
+    await served('eth_getBalance', 21);
+    await waitFor(() => copies('eth_getBalance') - balance === 3, 10_000);
+    expect(copies('eth_getTransactionCount') - count).to.equal(0);
   });
 });

@@ -1,11 +1,11 @@
 /**
  * eRPC's selection-policy parity against anvil: a YAML policy's `misbehaviorRateAbove` reads the
  * rounds an upstream lost in real consensus rounds (a lying upstream in front of the same node
- * as two honest ones), so once it has lost them the policy drops it and the calls it served go to
- * another upstream; `blockSecondsLagAbove` drops an upstream whose block lag, times the block
+ * as two honest ones) over its requests, as eRPC's rate does, so once it has lost them the policy
+ * drops it and the calls it served go to another upstream; `blockSecondsLagAbove` drops an upstream whose block lag, times the block
  * time svc estimated from the heads it saw, is above the bound (two anvil nodes, blocks mined on
  * one); and `evalScope: network-method` gives one method's calls the order of their own
- * evaluation while the other methods keep the network's.
+ * evaluation, once an upstream answered that method, while the other methods keep the network's.
  */
 import { expect } from 'chai';
 import { startAnvil, type AnvilHandle } from '../helpers/anvil.ts';
@@ -63,7 +63,7 @@ describe("e2e: eRPC's misbehaviour and seconds-lag predicates and evalScope in a
   it('misbehaviorRateAbove: an upstream outvoted in consensus rounds is dropped, and its calls move to another upstream', async () => {
     svc = await start(['liar', 'honest-1', 'honest-2'], {
       failsafe: [{ matchMethod: 'eth_getBalance', consensus: { maxParticipants: 3, agreementThreshold: 2 } }],
-      selectionPolicy: { evalInterval: '1h', evalTimeout: '5s', evalFunc: '(upstreams, ctx) => upstreams.excludeIf(misbehaviorRateAbove(0.5))' },
+      selectionPolicy: { evalInterval: '1h', evalTimeout: '5s', evalFunc: '(upstreams, ctx) => upstreams.excludeIf(misbehaviorRateAbove(0.25))' },
     });
     const s = svc;
     expect(selectionState(s.proxy, 'main', NET)!.order).to.deep.equal(['liar', 'honest-1', 'honest-2']);
@@ -73,12 +73,30 @@ describe("e2e: eRPC's misbehaviour and seconds-lag predicates and evalScope in a
     expect(before.headers['x-svc-upstream']).to.equal('liar');
 
     proxies[0]!.lie('eth_getBalance', () => '0x1');
+    // The honest answers wait for the round's lie: a round stops at two agreeing votes, and a
+    // liar answering last would have its slot cancelled unrecorded.
+    for (const honest of [proxies[1]!, proxies[2]!]) {
+      let seen = 0;
+      honest.hold('eth_getBalance', () => {
+        const round = ++seen;
+        return waitFor(() => proxies[0]!.told('eth_getBalance') >= round, 10_000);
+      });
+    }
     for (let i = 0; i < 3; i++) {
       const r = await s.post(PATH, rpcBody('eth_getBalance', [ADDR2, 'latest'], 10 + i));
       expect(r.json.result, r.text).to.not.equal('0x1');
     }
-    const counts = s.proxy.services.get(CONSENSUS_MISBEHAVIOR_SERVICE)!.counts(s.proxy.projects.get('main')!, 'liar');
-    expect(counts).to.deep.include({ rounds: 3, lost: 3 });
+    const project = s.proxy.projects.get('main')!;
+    const misbehavior = s.proxy.services.get(CONSENSUS_MISBEHAVIOR_SERVICE)!;
+    const liar = project.upstreams.get('liar')!;
+    // eRPC's rate: misbehaviours over the upstream's requests in the same health cell.
+    expect(misbehavior.counts(project, liar, 'eth_getBalance')).to.deep.equal({ rounds: 3, misbehaviors: 3, requests: 3, rate: 1 });
+    const all = misbehavior.counts(project, liar);
+    expect(all).to.deep.include({ rounds: 3, misbehaviors: 3, requests: project.health.snapshot('liar').requests });
+    // Over every method the share is smaller: the start-up probe and state poller calls count as requests too.
+    expect(all.rate)
+      .to.equal(3 / all.requests)
+      .and.be.above(0.25);
 
     expect(await evaluateSelection(s.proxy, 'main', NET)).to.equal(true);
     expect(selectionState(s.proxy, 'main', NET)!.order).to.deep.equal(['honest-1', 'honest-2']);
@@ -151,8 +169,11 @@ describe("e2e: eRPC's misbehaviour and seconds-lag predicates and evalScope in a
       expect(r.json.result, r.text).to.match(/^0x/);
       return r.headers['x-svc-upstream'];
     };
-    // The call that opens the scope gets the network's order; the scope is evaluated right after.
+    // No upstream answered eth_getBalance yet: no scope, the network's order.
     expect(await served('eth_getBalance', 1)).to.equal('first');
+    expect(selectionState(s.proxy, 'main', NET)!.scopes).to.deep.equal([]);
+    // The call that opens the scope gets the network's order too; the scope is evaluated right after.
+    expect(await served('eth_getBalance', 2)).to.equal('first');
     await waitFor(() => selectionState(s.proxy, 'main', NET)!.scopes.some((x) => x.method === 'eth_getBalance' && x.order.length === 2));
     expect(await served('eth_getBalance', 2)).to.equal('second');
     expect(await served('eth_getTransactionCount', 3)).to.equal('first');

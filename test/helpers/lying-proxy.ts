@@ -42,7 +42,12 @@ export interface LyingProxy {
   lie(method: string, result: (call: LiedCall) => unknown, times?: number): void;
   /** As {@link LyingProxy.lie}, with the whole answer's raw text (`id` is the call's, JSON-encoded). */
   lieRaw(method: string, answer: (call: LiedCall, id: string) => string | undefined, times?: number): void;
-  /** Stops every lie. */
+  /**
+   * Holds each call of `method` until `release(call)` settles, then forwards it (an upstream
+   * deterministically slower than another), until {@link LyingProxy.truth}.
+   */
+  hold(method: string, release: (call: LiedCall) => Promise<unknown>): void;
+  /** Stops every lie and hold. */
   truth(): void;
   /** How many answers were forged so far (of one method, or all). */
   told(method?: string): number;
@@ -174,6 +179,15 @@ export async function startLyingProxy(target: string): Promise<LyingProxy> {
       ),
     lieRaw: (method, answer, times = Infinity) => {
       lies.set(method, { lie: (call) => answer(call, JSON.stringify(call.id)), left: times });
+    },
+    hold: (method, release) => {
+      lies.set(method, {
+        lie: async (call) => {
+          await release(call).catch(() => undefined);
+          return undefined;
+        },
+        left: Infinity,
+      });
     },
     truth: () => lies.clear(),
     told: (method) => (method ? (told.get(method) ?? 0) : [...told.values()].reduce((a, b) => a + b, 0)),

@@ -169,4 +169,28 @@ describe('selection: probeExcluded mirror prober', () => {
     expect(sent, 'stopped').to.have.length(3);
     for (const s of sent.slice(1)) s.settle(true);
   });
+
+  it("under a narrower evalScope, a call a scope served is copied to that scope's exclusions; other calls to the network's", async () => {
+    const { sent, prober, upstreams } = fixture();
+    const [, bad, worse] = upstreams;
+    const scope = prober.scope('eth_call\u0000unknown');
+    expect(prober.active).to.equal(false);
+    scope.update(settings(), [worse!]);
+    expect(prober.active).to.equal(true);
+    prober.offer('eth_call', [], 'eth_call\u0000unknown');
+    // The network's own evaluation excluded nothing: a call it served gets no copy.
+    prober.offer('eth_getBalance', []);
+    // A scope that excluded nothing (or asked for no probes) copies nothing of its calls.
+    prober.offer('eth_getLogs', [], 'eth_getLogs\u0000unknown');
+    prober.update(settings(), [bad!]);
+    prober.offer('eth_getBalance', []);
+    await turn();
+    expect(sent.map((x) => `${x.method}>${x.upstream}`)).to.deep.equal(['eth_call>worse', 'eth_getBalance>bad']);
+    // A dropped scope's calls are copied no more.
+    scope.stop();
+    prober.offer('eth_call', [], 'eth_call\u0000unknown');
+    await turn();
+    expect(sent).to.have.length(2);
+    for (const x of sent) x.settle(true);
+  });
 });
