@@ -119,6 +119,8 @@ export class ScopedSelection {
    */
   select(candidates: Upstream[], ctx: CallContext): Upstream[] {
     const method = ctx.request.method;
+    // The default scope: the network's own order, with nothing read per call.
+    if (this.settings.evalScope === 'network') return this.network.select(candidates, method);
     const key = scopeOf(this.settings.evalScope, method, FINALITY.get(ctx));
     // A finality scope of `unknown` is the network's own evaluation: no second one for it.
     const own = !key || (key.method === '*' && key.finality === 'unknown');
