@@ -37,6 +37,8 @@ export interface RpcCodec {
   encode(request: Record<string, unknown>): Buffer;
   /** Decodes a response. @throws Error on bytes that are not the message */
   decode(bytes: Buffer): Record<string, unknown>;
+  /** The response message's type (./size.ts reads an answer's bytes with it before decoding them). */
+  responseType: protobuf.Type;
 }
 
 const codecs = new Map<BdsRpc, RpcCodec>();
@@ -53,6 +55,7 @@ export function codecOf(rpc: BdsRpc): RpcCodec {
       path: `/${SERVICE}/${rpc}`,
       encode: (o) => Buffer.from(req.encode(req.fromObject(o)).finish()),
       decode: (b) => res.toObject(res.decode(b), TO_OBJECT),
+      responseType: res,
     };
     codecs.set(rpc, c);
   }
