@@ -286,7 +286,7 @@ export class BdsTransport implements UpstreamTransport {
     }
     if (why) return this.malformed(req.method, `not a ${plan.rpc} response (${why.undecodable.slice(0, 100)})`);
     if (e.code === Status.RESOURCE_EXHAUSTED && /larger than max/i.test(e.details ?? ''))
-      return this.tooLarge(req, `over grpc.maxMessageSize, ${this.maxMessageSize} bytes of protobuf`);
+      return this.tooLarge(req, `over the receive cap of ${this.maxMessageSize} bytes of protobuf: grpc.maxMessageSize or maxResponseSize`);
     const bin = e.metadata?.get('grpc-status-details-bin')[0];
     const bds = bdsErrorOf(Buffer.isBuffer(bin) ? bin : undefined);
     return errorOfStatus(e, bds, this.id, req.method, (t) => this.redact(t));
