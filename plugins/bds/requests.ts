@@ -34,12 +34,15 @@ export class InvalidParams extends Error {
   override readonly name = 'InvalidParams';
 }
 
-/** One converted answer: a single value, or a list the transport converts a slice at a time (see ./transport.ts). */
+/** How a BDS answer becomes the JSON-RPC result. */
 export type BdsAnswer =
-  /** The result, converted at once (a block, a transaction, a receipt, the chain id: bounded by the model). */
-  | { one: unknown }
-  /** The decoded entries and how each becomes its JSON-RPC object (logs, block receipts: as many as the server sends). */
-  | { many: Record<string, unknown>[]; each: (entry: Record<string, unknown>) => unknown };
+  /** At once, from the decoded response (a block, a transaction, a receipt, the chain id: bounded by the model). */
+  | { one: (response: Record<string, unknown>) => unknown }
+  /**
+   * Entry by entry, from the response's repeated field `many` (logs, block receipts: as many as the server sends), each decoded and
+   * converted on its own, so ./transport.ts can yield to the event loop between slices of them.
+   */
+  | { many: string; each: (entry: Record<string, unknown>) => unknown };
 
 /** The RPCs of `bds.evm.RPCQueryService` svc calls. */
 export type BdsRpc = 'ChainId' | 'GetBlockByNumber' | 'GetBlockByHash' | 'GetLogs' | 'GetTransactionByHash' | 'GetTransactionReceipt' | 'GetBlockReceipts';
@@ -50,8 +53,8 @@ export interface BdsPlan {
   rpc: BdsRpc;
   /** Its request message, as a plain object (bytes as Buffers, 64-bit numbers as decimal strings). */
   request: Record<string, unknown>;
-  /** The JSON-RPC result from the decoded response message. @throws MalformedModel on a value the model cannot hold */
-  answer(response: Record<string, unknown>): BdsAnswer;
+  /** How its answer becomes the JSON-RPC result (the conversions throw MalformedModel on a value the model cannot hold). */
+  answer: BdsAnswer;
 }
 
 /** Every method BDS serves. */
@@ -151,13 +154,13 @@ export function planCall(method: string, params: unknown, chainId: number | unde
   const chain = chainId === undefined ? {} : { chainId: String(chainId) };
   switch (method) {
     case 'eth_chainId':
-      return { rpc: 'ChainId', request: {}, answer: (r) => ({ one: qty(r.chainId as string) }) };
+      return { rpc: 'ChainId', request: {}, answer: { one: (r) => qty(r.chainId as string) } };
     case 'eth_getBlockByNumber':
     case 'eth_getBlockByHash': {
       const p = paramList(params);
       const full = includeTxs(p[1]);
       const ref = method === 'eth_getBlockByHash' ? { hash: hash32(p[0], 'block hash') } : blockRef(p[0]);
-      const answer = (r: Record<string, unknown>) => ({ one: blockToJson(r, full) });
+      const answer: BdsAnswer = { one: (r) => blockToJson(r, full) };
       if ('hash' in ref) return { rpc: 'GetBlockByHash', request: { blockHash: ref.hash, includeTransactions: full, ...chain }, answer };
       return { rpc: 'GetBlockByNumber', request: { blockNumber: ref.number, includeTransactions: full, ...chain }, answer };
     }
@@ -165,20 +168,20 @@ export function planCall(method: string, params: unknown, chainId: number | unde
       return {
         rpc: 'GetTransactionByHash',
         request: { transactionHash: hash32(paramList(params)[0], 'transaction hash'), ...chain },
-        answer: (r) => ({ one: r.transaction ? transactionToJson(r.transaction as Record<string, unknown>) : null }),
+        answer: { one: (r) => (r.transaction ? transactionToJson(r.transaction as Record<string, unknown>) : null) },
       };
     case 'eth_getTransactionReceipt':
       return {
         rpc: 'GetTransactionReceipt',
         request: { transactionHash: hash32(paramList(params)[0], 'transaction hash'), ...chain },
-        answer: (r) => ({ one: r.receipt ? receiptToJson(r.receipt as Record<string, unknown>) : null }),
+        answer: { one: (r) => (r.receipt ? receiptToJson(r.receipt as Record<string, unknown>) : null) },
       };
     case 'eth_getBlockReceipts': {
       const ref = blockRef(paramList(params)[0]);
       return {
         rpc: 'GetBlockReceipts',
         request: { ...('hash' in ref ? { blockHash: ref.hash } : { blockNumber: ref.number }), ...chain },
-        answer: (r) => ({ many: (r.receipts as Record<string, unknown>[] | undefined) ?? [], each: receiptToJson }),
+        answer: { many: 'receipts', each: receiptToJson },
       };
     }
     case 'eth_getLogs': {
@@ -197,7 +200,7 @@ export function planCall(method: string, params: unknown, chainId: number | unde
         request.fromBlock = from;
         request.toBlock = to;
       }
-      return { rpc: 'GetLogs', request, answer: (r) => ({ many: (r.logs as Record<string, unknown>[] | undefined) ?? [], each: logToJson }) };
+      return { rpc: 'GetLogs', request, answer: { many: 'logs', each: logToJson } };
     }
     default:
       throw new Unservable(`BDS has no RPC for ${method.slice(0, 64)}`, 'method');

@@ -9,8 +9,9 @@
  * - Requests capped at 100 MiB (eRPC's cap). An answer is read within `grpc.maxMessageSize` (32 MiB by default, at most eRPC's 100 MiB)
  *   and the upstream's `maxResponseSize`; before it is decoded, its least JSON size (./size.ts) must fit the call's cap and its bytes
  *   must fit the process's response-bytes budget (`server.maxResponseBytesInFlight`), where they stay counted until the answer is
- *   converted. Lists (logs, block receipts) are converted {@link CONVERT_SLICE} entries at a time, yielding to the event loop in
- *   between: the attempt's deadline or cancellation stops a long conversion, and the JSON is checked against the cap as it grows.
+ *   converted. Lists (logs, block receipts) are decoded and converted an entry at a time, yielding to the event loop every
+ *   {@link CONVERT_SLICE} entries: the attempt's deadline or cancellation stops a long conversion, the JSON is held to the cap as
+ *   it grows, and the result is kept as its JSON alone (a plugin that reads it parses it, as for an HTTP answer).
  * - Each call's deadline is svc's attempt deadline, capped at 20 s (eRPC's hard cap); the attempt's abort cancels the call.
  * - `grpc.poolSize` channels (eRPC's default 3), each with its own connection, taken in turn: one wedged HTTP/2 connection stalls
  *   only its share of calls. eRPC's watchdog that replaces a connection after repeated hard-cap timeouts is not copied: svc's
@@ -35,10 +36,10 @@ import {
   SvcError,
 } from 'svc-proxy/plugin/errors';
 import { RpcResult } from 'svc-proxy/plugin';
-import { bdsErrorOf, codecOf } from './proto.ts';
+import { bdsErrorOf, codecOf, entriesOf, Undecodable } from './proto.ts';
 import { ErrEndpointParamsUnsupported, errorOfStatus } from './errors.ts';
 import { metadataOf } from './metadata.ts';
-import { type BdsAnswer, type BdsPlan, InvalidParams, planCall, Unservable } from './requests.ts';
+import { type BdsPlan, InvalidParams, planCall, Unservable } from './requests.ts';
 import { minJsonSize } from './size.ts';
 import { MalformedModel } from './to-json.ts';
 
@@ -87,7 +88,7 @@ export interface BdsSettings {
 }
 
 /** Why an answer's bytes were refused before decoding. */
-type Refusal = { tooLarge: string } | { overBudget: true } | { undecodable: string };
+type Refusal = { tooLarge: string } | { overBudget: true };
 
 /** Response bytes taken from the process's budget for one call, released by {@link BdsTransport.send} once the answer is converted. */
 interface Held {
@@ -143,8 +144,8 @@ export class BdsTransport implements UpstreamTransport {
     const plan = this.plan(req);
     const held: Held = { bytes: 0 };
     try {
-      const response = await this.unary(plan, req, held);
-      return await this.convert(plan, response, req);
+      const bytes = await this.unary(plan, req, held);
+      return await this.convert(plan, bytes, req);
     } finally {
       if (held.bytes > 0) responseBytes.release(held.bytes);
     }
@@ -164,41 +165,48 @@ export class BdsTransport implements UpstreamTransport {
     }
   }
 
-  /** The answer as the JSON-RPC result: lists a slice at a time, the JSON checked against the call's cap as it grows. */
-  private async convert(plan: BdsPlan, response: Record<string, unknown>, req: TransportRequest): Promise<RpcResult> {
-    let answer: BdsAnswer;
-    let result: unknown;
-    let text: string;
+  /**
+   * The answer's bytes as the JSON-RPC result. A list is decoded and converted an entry at a time, yielding to the event loop every
+   * {@link CONVERT_SLICE} entries (the attempt's abort stops it there) and held to the call's cap as its JSON grows; its result is
+   * kept as that JSON only (parsed again only if a plugin reads it), not as a second tree of objects.
+   */
+  private async convert(plan: BdsPlan, bytes: Buffer, req: TransportRequest): Promise<RpcResult> {
+    const codec = codecOf(plan.rpc);
+    const answer = plan.answer;
+    let r: RpcResult;
     try {
-      answer = plan.answer(response);
       if ('one' in answer) {
-        result = answer.one;
-        text = JSON.stringify(result);
+        let response: Record<string, unknown>;
+        try {
+          response = codec.decode(bytes);
+        } catch (e) {
+          throw new Undecodable((e as Error).message);
+        }
+        const result = answer.one(response);
+        const text = JSON.stringify(result);
+        if (text.length > req.maxResponseSize) throw this.tooLarge(req, `${text.length} bytes as JSON`);
+        r = new RpcResult(result, text, [0, text.length]);
       } else {
-        const values: unknown[] = [];
         const parts: string[] = [];
         let size = 2;
-        for (let i = 0; i < answer.many.length; i++) {
-          if (i > 0 && i % CONVERT_SLICE === 0) {
+        for (const entry of entriesOf(codec.responseType, bytes, answer.many)) {
+          if (parts.length > 0 && parts.length % CONVERT_SLICE === 0) {
             await nextTurn();
             if (req.signal.aborted) throw this.aborted(req.signal);
           }
-          const v = answer.each(answer.many[i] as Record<string, unknown>);
-          const t = JSON.stringify(v);
+          const t = JSON.stringify(answer.each(entry));
           size += t.length + 1;
           if (size > req.maxResponseSize) throw this.tooLarge(req, `over ${req.maxResponseSize} bytes as JSON`);
-          values.push(v);
           parts.push(t);
         }
-        result = values;
-        text = `[${parts.join(',')}]`;
+        r = RpcResult.lazy(`[${parts.join(',')}]`);
       }
     } catch (e) {
-      if (!(e instanceof MalformedModel)) throw e;
-      throw this.malformed(req.method, e.message);
+      if (e instanceof SvcError) throw e;
+      if (e instanceof MalformedModel) throw this.malformed(req.method, e.message);
+      if (e instanceof Undecodable) throw this.malformed(req.method, `not a ${plan.rpc} response (${e.message.slice(0, 100)})`);
+      throw this.malformed(req.method, `unreadable (${String((e as Error)?.message ?? e).slice(0, 100)})`);
     }
-    if (text.length > req.maxResponseSize) throw this.tooLarge(req, `${text.length} bytes as JSON`);
-    const r = new RpcResult(result, text, [0, text.length]);
     r.upstreamId = this.id;
     return r;
   }
@@ -217,27 +225,23 @@ export class BdsTransport implements UpstreamTransport {
   }
 
   /**
-   * Reads an answer's bytes: refused over the caps (before decoding), counted in the response-bytes budget, then decoded.
+   * Takes an answer's bytes from grpc-js (its deserializer: decoding waits for {@link convert}): refused when their least JSON
+   * size passes the call's cap, else counted in the response-bytes budget.
    * @throws Error (to grpc-js, which fails the call) with the refusal recorded in `refused`
    */
-  private read(bytes: Buffer, plan: BdsPlan, req: TransportRequest, held: Held, refused: { why?: Refusal }): Record<string, unknown> {
-    const codec = codecOf(plan.rpc);
-    const least = minJsonSize(codec.responseType, bytes);
+  private take(bytes: Buffer, plan: BdsPlan, req: TransportRequest, held: Held, refused: { why?: Refusal }): Buffer {
+    const least = minJsonSize(codecOf(plan.rpc).responseType, bytes);
     if (least > req.maxResponseSize) refused.why = { tooLarge: `${bytes.length} bytes of protobuf, at least ${least} bytes as JSON` };
     else if (!responseBytes.take(bytes.length)) refused.why = { overBudget: true };
     else {
       held.bytes += bytes.length;
-      try {
-        return codec.decode(bytes);
-      } catch (e) {
-        refused.why = { undecodable: (e as Error).message };
-      }
+      return bytes;
     }
     throw new Error('answer refused');
   }
 
   /** One unary call on the next channel: bounded in time and size, cancelled with the attempt. */
-  private unary(plan: BdsPlan, req: TransportRequest, held: Held): Promise<Record<string, unknown>> {
+  private unary(plan: BdsPlan, req: TransportRequest, held: Held): Promise<Buffer> {
     const codec = codecOf(plan.rpc);
     const signal = req.signal;
     if (signal.aborted) return Promise.reject(this.aborted(signal));
@@ -252,15 +256,15 @@ export class BdsTransport implements UpstreamTransport {
         call = client.makeUnaryRequest(
           codec.path,
           (o: Record<string, unknown>) => codec.encode(o),
-          (b: Buffer) => this.read(b, plan, req, held, refused),
+          (b: Buffer) => this.take(b, plan, req, held, refused),
           plan.request,
           this.metadata,
           { deadline },
-          (err: ServiceError | null, res?: Record<string, unknown>) => {
+          (err: ServiceError | null, res?: Buffer) => {
             if (call) this.inFlight.delete(call);
             signal.removeEventListener('abort', onAbort);
             if (!err && res) return resolve(res);
-            reject(this.failure(err as ServiceError, plan, req, refused.why));
+            reject(this.failure(err as ServiceError, req, refused.why));
           },
         );
       } catch {
@@ -273,7 +277,7 @@ export class BdsTransport implements UpstreamTransport {
   }
 
   /** The svc error of a failed call: svc's own abort first, then what svc refused of the answer, then the remote status. */
-  private failure(e: ServiceError, plan: BdsPlan, req: TransportRequest, why: Refusal | undefined): SvcError {
+  private failure(e: ServiceError, req: TransportRequest, why: Refusal | undefined): SvcError {
     if (req.signal.aborted) return this.aborted(req.signal);
     if (this.destroyed)
       return new ErrCancelled(`request to upstream ${this.id} (BDS gRPC) was cancelled: the upstream was closed`, { details: { upstream: this.id } });
@@ -284,7 +288,6 @@ export class BdsTransport implements UpstreamTransport {
         { details: { maxResponseBytesInFlight: responseBytes.limit } },
       );
     }
-    if (why) return this.malformed(req.method, `not a ${plan.rpc} response (${why.undecodable.slice(0, 100)})`);
     if (e.code === Status.RESOURCE_EXHAUSTED && /larger than max/i.test(e.details ?? ''))
       return this.tooLarge(req, `over the receive cap of ${this.maxMessageSize} bytes of protobuf: grpc.maxMessageSize or maxResponseSize`);
     const bin = e.metadata?.get('grpc-status-details-bin')[0];

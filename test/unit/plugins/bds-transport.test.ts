@@ -163,7 +163,7 @@ describe('bds plugin: the transport against a BDS server', function () {
     expect(RESPONSE_BYTES.inFlight).to.equal(0);
   });
 
-  it('a long list is converted a slice at a time with its bytes held: a deadline passing meanwhile fails the attempt as a timeout', async () => {
+  it('a long list is decoded and converted a slice at a time with its bytes held: a deadline passing meanwhile fails the attempt as a timeout', async () => {
     logs = Array.from({ length: CONVERT_SLICE * 20 }, (_, i) => nodeLog(i));
     const ac = new AbortController();
     let heldWhileConverting = 0;
@@ -180,6 +180,14 @@ describe('bds plugin: the transport against a BDS server', function () {
     ac.abort();
     expect(e.name).to.equal('ErrEndpointRequestTimeout');
     expect(heldWhileConverting).to.be.greaterThan(CONVERT_SLICE * 20 * 100);
+    expect(RESPONSE_BYTES.inFlight).to.equal(0);
+  });
+
+  it('a list that does not decode fails the attempt as malformed, its bytes released', async () => {
+    server.faults.set('GetLogs', { raw: Buffer.from('0a05ffffffff'.repeat(8), 'hex') });
+    const e = await failure(send('eth_getLogs', RANGE));
+    expect(e.name).to.equal('ErrUpstreamMalformedResponse');
+    expect(e.message).to.match(/malformed message: not a GetLogs response/);
     expect(RESPONSE_BYTES.inFlight).to.equal(0);
   });
 
