@@ -242,6 +242,12 @@ describe('bds plugin: the transport against a BDS server', function () {
     const e = await failure(closed.send({ method: 'eth_getLogs', params: RANGE, signal: new AbortController().signal, maxResponseSize: 1024 }));
     expect(e.name).to.equal('ErrEndpointServerSideException');
     expect(e.message).to.include('closed');
+    // A channel shut down under the transport (grpc-js throws "Channel has been shut down" from makeUnaryRequest) fails the same way.
+    const shut = new BdsTransport(upstream(server.endpoint), { headers: {}, poolSize: 1 });
+    for (const c of (shut as unknown as { clients: Array<{ close(): void }> }).clients) c.close();
+    const raw = await failure(shut.send({ method: 'eth_getLogs', params: RANGE, signal: new AbortController().signal, maxResponseSize: 1024 }));
+    expect(raw.name).to.equal('ErrEndpointServerSideException');
+    await shut.destroy();
   });
 });
 
