@@ -147,8 +147,9 @@ export const ERPC_SAME_NOTES: Readonly<Record<string, string>> = {
     "weighs the consensus misbehaviour rate as eRPC defines it (misbehaviours over the upstream's requests in the same health cell and window, per method but not per finality); svc counts consensus losses only, where eRPC also counts wrong empty answers, deterministic integrity rejects and head rollbacks; 0 without a consensus policy",
   'projects[].upstreams[].routing.probe': "`off` keeps probeExcluded's mirrored traffic away from this upstream, as in eRPC",
   'projects[].upstreams[].grpc':
-    "a BDS gRPC upstream (`endpoint: grpc://`, `grpc+bds://`, `grpcs://`; bds plugin): the seven BDS lookups (chain id, blocks, transactions, receipts, block receipts, logs), every other method goes to another upstream; TLS for grpcs or port 443, port 50051 by default, 100 MiB message caps, calls capped at 20 s; no gRPC retries or wait-for-ready (svc's failsafe decides)",
-  'projects[].upstreams[].grpc.headers': 'sent as gRPC metadata on every call (names lower-cased; `grpc-*` and `*-bin` names refused)',
+    "a BDS gRPC upstream (`endpoint: grpc://`, `grpc+bds://`, `grpcs://`; bds plugin): the seven BDS lookups (chain id, blocks, transactions, receipts, block receipts, logs), every other method goes to another upstream; TLS for grpcs or port 443, port 50051 by default, requests up to 100 MiB, answers up to `grpc.maxMessageSize` (svc's key: 32 MiB by default, at most eRPC's 100 MiB) within maxResponseSize and server.maxResponseBytesInFlight, calls capped at 20 s; no gRPC retries or wait-for-ready (svc's failsafe decides)",
+  'projects[].upstreams[].grpc.headers':
+    'sent as gRPC metadata on every call (names lower-cased; values printable ASCII; `grpc-*`, `*-bin`, pseudo-headers and HTTP/2 connection headers refused at load, `te` only as `trailers`)',
   'projects[].upstreams[].grpc.poolSize':
     "connections used in turn (eRPC's default 3, at most 16); eRPC's watchdog that replaces a stuck connection is not copied (svc's breaker and health score move traffic off it)",
 };

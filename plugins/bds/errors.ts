@@ -2,10 +2,13 @@
  * A failed BDS call → svc's named upstream error, as eRPC maps them (common/grpc_errors.go): the BDS error code of the status
  * details first, the gRPC status code when there is none. What the upstream wrote (its message) is redacted and bounded before it
  * reaches a message.
+ *
+ * One departure from eRPC: a `CANCELLED` status that reaches svc is never svc's own cancellation (the transport names that from the
+ * attempt's signal before it looks at the status), but the server's or a proxy's on the way (a load balancer resetting the stream).
+ * It is an upstream fault like `UNAVAILABLE`: retried, charged, and the call fails over, where `ErrCancelled` would end the call.
  */
 import { status as Status, type StatusObject } from '@grpc/grpc-js';
 import {
-  ErrCancelled,
   ErrEndpointCapacityExceeded,
   ErrEndpointClientSideException,
   ErrEndpointMissingData,
@@ -19,11 +22,19 @@ import {
 } from 'svc-proxy/plugin/errors';
 import type { BdsErrorDetails } from './proto.ts';
 
+/**
+ * The BDS upstream serves the method but cannot carry this call's params: a block tag in `eth_getLogs`, a malformed hash (refused
+ * before sending), or a server's `UNSUPPORTED_BLOCK_TAG`. An {@link ErrEndpointUnsupported} (-32601, retryable: the call goes to
+ * another upstream; not charged) under its own name, because `autoIgnoreUnsupportedMethods` switches a method off on an upstream
+ * for the life of the process when it answers `ErrEndpointUnsupported` itself: one call's params must not switch off `eth_getLogs`.
+ */
+export class ErrEndpointParamsUnsupported extends ErrEndpointUnsupported {}
+
 type ErrorClass = new (message: string, opts?: SvcErrorOptions) => SvcError;
 
 /** BDS `ErrorCode` → svc error (eRPC's first switch). */
 const BY_BDS_CODE: Readonly<Record<string, ErrorClass>> = {
-  UNSUPPORTED_BLOCK_TAG: ErrEndpointUnsupported,
+  UNSUPPORTED_BLOCK_TAG: ErrEndpointParamsUnsupported,
   UNSUPPORTED_METHOD: ErrEndpointUnsupported,
   RANGE_OUTSIDE_AVAILABLE: ErrEndpointMissingData,
   INVALID_PARAMETER: ErrEndpointClientSideException,
@@ -34,9 +45,8 @@ const BY_BDS_CODE: Readonly<Record<string, ErrorClass>> = {
   INTERNAL_ERROR: ErrEndpointServerSideException,
 };
 
-/** gRPC status code → svc error (eRPC's fallback switch); any code not listed is a server-side exception. */
+/** gRPC status code → svc error (eRPC's fallback switch, less `CANCELLED`: see the module comment); any code not listed is a server-side exception. */
 const BY_GRPC_CODE: ReadonlyMap<number, ErrorClass> = new Map<number, ErrorClass>([
-  [Status.CANCELLED, ErrCancelled],
   [Status.UNIMPLEMENTED, ErrEndpointUnsupported],
   [Status.INVALID_ARGUMENT, ErrEndpointClientSideException],
   [Status.RESOURCE_EXHAUSTED, ErrEndpointCapacityExceeded],

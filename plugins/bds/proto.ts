@@ -37,6 +37,8 @@ export interface RpcCodec {
   encode(request: Record<string, unknown>): Buffer;
   /** Decodes a response. @throws Error on bytes that are not the message */
   decode(bytes: Buffer): Record<string, unknown>;
+  /** The response message's type (./size.ts reads an answer's bytes with it before decoding them). */
+  responseType: protobuf.Type;
 }
 
 const codecs = new Map<BdsRpc, RpcCodec>();
@@ -53,10 +55,43 @@ export function codecOf(rpc: BdsRpc): RpcCodec {
       path: `/${SERVICE}/${rpc}`,
       encode: (o) => Buffer.from(req.encode(req.fromObject(o)).finish()),
       decode: (b) => res.toObject(res.decode(b), TO_OBJECT),
+      responseType: res,
     };
     codecs.set(rpc, c);
   }
   return c;
+}
+
+/** Bytes that are not the message they should be (the decoder's reason as the message). */
+export class Undecodable extends Error {
+  override readonly name = 'Undecodable';
+}
+
+/**
+ * The entries of one repeated message field of a response, decoded one at a time in wire order (each as {@link RpcCodec.decode}
+ * gives it); every other field is skipped. A caller that stops early decodes no more.
+ * @param type the response message's type
+ * @param bytes the response message
+ * @param field the repeated message field (`logs`)
+ * @throws Undecodable on bytes that are not the message
+ * @throws Error when the field is not a repeated message field of the type (svc's bug)
+ */
+export function* entriesOf(type: protobuf.Type, bytes: Uint8Array, field: string): Generator<Record<string, unknown>> {
+  const f = type.fields[field];
+  const entry = f?.resolvedType;
+  if (!f?.repeated || !(entry instanceof protobuf.Type)) throw new Error(`${type.name} has no repeated message field ${field}`);
+  const r = protobuf.Reader.create(bytes);
+  while (r.pos < r.len) {
+    let next: Record<string, unknown> | undefined;
+    try {
+      const tag = r.uint32();
+      if (tag >>> 3 === f.id && (tag & 7) === 2) next = entry.toObject(entry.decode(r, r.uint32()), TO_OBJECT);
+      else r.skipType(tag & 7);
+    } catch (e) {
+      throw new Undecodable((e as Error).message);
+    }
+    if (next) yield next;
+  }
 }
 
 /** A BDS server's structured error (`bds.common.ErrorDetails`): its code name and message. */

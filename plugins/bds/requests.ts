@@ -2,17 +2,47 @@
  * JSON-RPC calls → BDS unary calls, as eRPC maps them (clients/grpc_bds_client.go): which RPC serves which method, the request
  * built from the params, and how the answer becomes the JSON-RPC result. eth_chainId, eth_getBlockByNumber, eth_getBlockByHash,
  * eth_getTransactionByHash, eth_getTransactionReceipt, eth_getBlockReceipts and eth_getLogs; BDS has no RPC for any other method
- * (eth_blockNumber included), and {@link planCall} refuses them with {@link Unservable}.
+ * (eth_blockNumber included), and {@link planCall} refuses them with {@link Unservable} (`method`).
  *
  * Params BDS cannot carry (block tags in `eth_getLogs`, eRPC refuses them too; a malformed hash) are {@link Unservable} as well,
- * not a client error: the call goes to another upstream, whose node answers the JSON-RPC error a client expects.
+ * marked `params`, not a client error: the call goes to another upstream, whose node answers the JSON-RPC error a client expects,
+ * and the method stays served here for the calls whose params BDS can carry. Params no node accepts either (`eth_getLogs` with
+ * both `blockHash` and a range) are {@link InvalidParams}: the client's error, answered as a node answers it.
  */
 import { blockToJson, logToJson, qty, receiptToJson, transactionToJson } from './to-json.ts';
 
-/** A call BDS cannot carry: the upstream answers `ErrEndpointUnsupported` and the call goes to another upstream. */
+/** What BDS cannot carry: the whole `method` (no RPC for it) or only these `params`. */
+export type UnservableKind = 'method' | 'params';
+
+/** A call BDS cannot carry: the upstream refuses it before sending anything and the call goes to another upstream. */
 export class Unservable extends Error {
   override readonly name = 'Unservable';
+  /**
+   * @param message why, without the params' values
+   * @param kind `method` when BDS has no RPC for the method, `params` when only these params cannot be carried
+   */
+  constructor(
+    message: string,
+    readonly kind: UnservableKind = 'params',
+  ) {
+    super(message);
+  }
 }
+
+/** Params every node refuses (JSON-RPC -32602), so no upstream is asked: the message is the one geth answers. */
+export class InvalidParams extends Error {
+  override readonly name = 'InvalidParams';
+}
+
+/** How a BDS answer becomes the JSON-RPC result. */
+export type BdsAnswer =
+  /** At once, from the decoded response (a block, a transaction, a receipt, the chain id: bounded by the model). */
+  | { one: (response: Record<string, unknown>) => unknown }
+  /**
+   * Entry by entry, from the response's repeated field `many` (logs, block receipts: as many as the server sends), each decoded and
+   * converted on its own, so ./transport.ts can yield to the event loop between slices of them.
+   */
+  | { many: string; each: (entry: Record<string, unknown>) => unknown };
 
 /** The RPCs of `bds.evm.RPCQueryService` svc calls. */
 export type BdsRpc = 'ChainId' | 'GetBlockByNumber' | 'GetBlockByHash' | 'GetLogs' | 'GetTransactionByHash' | 'GetTransactionReceipt' | 'GetBlockReceipts';
@@ -23,8 +53,8 @@ export interface BdsPlan {
   rpc: BdsRpc;
   /** Its request message, as a plain object (bytes as Buffers, 64-bit numbers as decimal strings). */
   request: Record<string, unknown>;
-  /** The JSON-RPC result from the decoded response message. @throws MalformedModel on a value the model cannot hold */
-  answer(response: Record<string, unknown>): unknown;
+  /** How its answer becomes the JSON-RPC result (the conversions throw MalformedModel on a value the model cannot hold). */
+  answer: BdsAnswer;
 }
 
 /** Every method BDS serves. */
@@ -117,19 +147,20 @@ function logBound(v: unknown, which: string): string | undefined {
  * @param method the JSON-RPC method
  * @param params its params (after interpolation)
  * @param chainId the chain svc expects of this upstream (asserted on every request that has the field), when configured
- * @throws Unservable for a method BDS has no RPC for, or params it cannot carry
+ * @throws Unservable for a method BDS has no RPC for (`method`), or params it cannot carry (`params`)
+ * @throws InvalidParams for params no node accepts
  */
 export function planCall(method: string, params: unknown, chainId: number | undefined): BdsPlan {
   const chain = chainId === undefined ? {} : { chainId: String(chainId) };
   switch (method) {
     case 'eth_chainId':
-      return { rpc: 'ChainId', request: {}, answer: (r) => qty(r.chainId as string) };
+      return { rpc: 'ChainId', request: {}, answer: { one: (r) => qty(r.chainId as string) } };
     case 'eth_getBlockByNumber':
     case 'eth_getBlockByHash': {
       const p = paramList(params);
       const full = includeTxs(p[1]);
       const ref = method === 'eth_getBlockByHash' ? { hash: hash32(p[0], 'block hash') } : blockRef(p[0]);
-      const answer = (r: Record<string, unknown>) => blockToJson(r, full);
+      const answer: BdsAnswer = { one: (r) => blockToJson(r, full) };
       if ('hash' in ref) return { rpc: 'GetBlockByHash', request: { blockHash: ref.hash, includeTransactions: full, ...chain }, answer };
       return { rpc: 'GetBlockByNumber', request: { blockNumber: ref.number, includeTransactions: full, ...chain }, answer };
     }
@@ -137,20 +168,20 @@ export function planCall(method: string, params: unknown, chainId: number | unde
       return {
         rpc: 'GetTransactionByHash',
         request: { transactionHash: hash32(paramList(params)[0], 'transaction hash'), ...chain },
-        answer: (r) => (r.transaction ? transactionToJson(r.transaction as Record<string, unknown>) : null),
+        answer: { one: (r) => (r.transaction ? transactionToJson(r.transaction as Record<string, unknown>) : null) },
       };
     case 'eth_getTransactionReceipt':
       return {
         rpc: 'GetTransactionReceipt',
         request: { transactionHash: hash32(paramList(params)[0], 'transaction hash'), ...chain },
-        answer: (r) => (r.receipt ? receiptToJson(r.receipt as Record<string, unknown>) : null),
+        answer: { one: (r) => (r.receipt ? receiptToJson(r.receipt as Record<string, unknown>) : null) },
       };
     case 'eth_getBlockReceipts': {
       const ref = blockRef(paramList(params)[0]);
       return {
         rpc: 'GetBlockReceipts',
         request: { ...('hash' in ref ? { blockHash: ref.hash } : { blockNumber: ref.number }), ...chain },
-        answer: (r) => ((r.receipts as Record<string, unknown>[] | undefined) ?? []).map(receiptToJson),
+        answer: { many: 'receipts', each: receiptToJson },
       };
     }
     case 'eth_getLogs': {
@@ -158,6 +189,9 @@ export function planCall(method: string, params: unknown, chainId: number | unde
       if (f === null || typeof f !== 'object' || Array.isArray(f)) throw new Unservable('the filter is not an object');
       const o = f as Record<string, unknown>;
       const request: Record<string, unknown> = { addresses: addresses(o.address), topics: topics(o.topics), ...chain };
+      // geth's refusal, word for word: a range and a block hash contradict each other whichever upstream is asked.
+      if (o.blockHash != null && (o.fromBlock != null || o.toBlock != null))
+        throw new InvalidParams('cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other');
       if (o.blockHash !== undefined) request.blockHash = hash32(o.blockHash, 'blockHash');
       else {
         // A node's default range is latest..latest, which BDS cannot resolve: both bounds must be numbers.
@@ -166,9 +200,9 @@ export function planCall(method: string, params: unknown, chainId: number | unde
         request.fromBlock = from;
         request.toBlock = to;
       }
-      return { rpc: 'GetLogs', request, answer: (r) => ((r.logs as Record<string, unknown>[] | undefined) ?? []).map(logToJson) };
+      return { rpc: 'GetLogs', request, answer: { many: 'logs', each: logToJson } };
     }
     default:
-      throw new Unservable(`BDS has no RPC for ${method.slice(0, 64)}`);
+      throw new Unservable(`BDS has no RPC for ${method.slice(0, 64)}`, 'method');
   }
 }

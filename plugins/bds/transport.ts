@@ -5,33 +5,56 @@
  * (clients/grpc_bds_client.go, grpc_bds_resilience.go), where svc keeps it:
  *
  * - TLS for `grpcs`, a scheme containing `tls`, or port 443 (system CAs); plaintext otherwise; port 50051 when none is given.
- * - `grpc.headers` sent as metadata on every call.
- * - Messages capped at 100 MiB each way (eRPC's caps), and an answer at the upstream's `maxResponseSize` (or a call's smaller cap).
+ * - `grpc.headers` sent as metadata on every call (./metadata.ts).
+ * - Requests capped at 100 MiB (eRPC's cap). An answer is read within `grpc.maxMessageSize` (32 MiB by default, at most eRPC's 100 MiB)
+ *   and the upstream's `maxResponseSize`; before it is decoded, its least JSON size (./size.ts) must fit the call's cap and its bytes
+ *   must fit the process's response-bytes budget (`server.maxResponseBytesInFlight`), where they stay counted until the answer is
+ *   converted. Lists (logs, block receipts) are decoded and converted an entry at a time, yielding to the event loop every
+ *   {@link CONVERT_SLICE} entries: the attempt's deadline or cancellation stops a long conversion, the JSON is held to the cap as
+ *   it grows, and the result is kept as its JSON alone (a plugin that reads it parses it, as for an HTTP answer).
  * - Each call's deadline is svc's attempt deadline, capped at 20 s (eRPC's hard cap); the attempt's abort cancels the call.
  * - `grpc.poolSize` channels (eRPC's default 3), each with its own connection, taken in turn: one wedged HTTP/2 connection stalls
  *   only its share of calls. eRPC's watchdog that replaces a connection after repeated hard-cap timeouts is not copied: svc's
  *   circuit breaker and health score move traffic off a stalling upstream, and grpc-js reconnects a broken connection itself.
  * - No gRPC-level retries and no wait-for-ready: a call on a down connection fails at once (UNAVAILABLE) and svc's own
  *   failsafe (retry, next upstream) decides what happens next.
+ * - Only svc's own abort (the attempt's signal, `destroy()`) is a cancellation; a `CANCELLED` status from the other side is an
+ *   upstream fault (./errors.ts).
  */
-import { Client, credentials, Metadata, status as Status, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { Client, credentials, type Metadata, status as Status, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
 import type { ResolvedUpstream } from 'svc-proxy/plugin';
-import { isDeadline, type TransportRequest, type UpstreamTransport } from 'svc-proxy/plugin/contracts';
-import { ErrCancelled, ErrEndpointRequestTimeout, ErrEndpointUnsupported, ErrUpstreamMalformedResponse, SvcError } from 'svc-proxy/plugin/errors';
+import { isDeadline, responseBytes, type TransportRequest, type UpstreamTransport } from 'svc-proxy/plugin/contracts';
+import {
+  ErrCancelled,
+  ErrEndpointClientSideException,
+  ErrEndpointRequestTimeout,
+  ErrEndpointServerSideException,
+  ErrEndpointUnsupported,
+  ErrResponseBytesInFlightExceeded,
+  ErrUpstreamMalformedResponse,
+  SvcError,
+} from 'svc-proxy/plugin/errors';
 import { RpcResult } from 'svc-proxy/plugin';
-import { bdsErrorOf, codecOf } from './proto.ts';
-import { errorOfStatus } from './errors.ts';
-import { planCall, Unservable } from './requests.ts';
+import { bdsErrorOf, codecOf, entriesOf, Undecodable } from './proto.ts';
+import { ErrEndpointParamsUnsupported, errorOfStatus } from './errors.ts';
+import { metadataOf } from './metadata.ts';
+import { type BdsPlan, InvalidParams, planCall, Unservable } from './requests.ts';
+import { minJsonSize } from './size.ts';
 import { MalformedModel } from './to-json.ts';
 
 /** eRPC's per-call hard cap, ms. */
 export const HARD_CALL_TIMEOUT_MS = 20_000;
-/** eRPC's message size caps (receive and send), bytes. */
+/** eRPC's message size cap (receive and send), bytes: svc's send cap and the ceiling of `grpc.maxMessageSize`. */
 export const MAX_MESSAGE_BYTES = 100 * 1024 * 1024;
+/** Default `grpc.maxMessageSize`, bytes: below eRPC's cap, since an answer's JSON and objects take several times its bytes. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
 /** eRPC's default number of connections per upstream. */
 export const DEFAULT_POOL_SIZE = 3;
 /** The port of an endpoint that names none. */
 export const DEFAULT_PORT = 50051;
+/** List entries (logs, receipts) converted between two turns of the event loop: a few milliseconds of work. */
+export const CONVERT_SLICE = 1000;
 
 /** Where and how to connect, from the endpoint URL. */
 export interface BdsTarget {
@@ -56,14 +79,21 @@ export function targetOf(endpoint: string): BdsTarget {
 
 /** The plugin settings of one upstream (`grpc`, resolved). */
 export interface BdsSettings {
-  /** Metadata sent on every call (lower-cased names). */
+  /** Metadata sent on every call (names lower-cased when sent). */
   headers: Record<string, string>;
   /** Channels kept open, each its own connection. */
   poolSize: number;
+  /** Largest answer message received, bytes (`grpc.maxMessageSize`; the upstream's `maxResponseSize` caps it too). Default {@link DEFAULT_MAX_MESSAGE_BYTES}. */
+  maxMessageSize?: number;
 }
 
-/** A gRPC answer's bytes too large for the call's cap. */
-class TooLarge extends Error {}
+/** Why an answer's bytes were refused before decoding. */
+type Refusal = { tooLarge: string } | { overBudget: true };
+
+/** Response bytes taken from the process's budget for one call, released by {@link BdsTransport.send} once the answer is converted. */
+interface Held {
+  bytes: number;
+}
 
 /** A BDS upstream's {@link UpstreamTransport}. */
 export class BdsTransport implements UpstreamTransport {
@@ -75,23 +105,28 @@ export class BdsTransport implements UpstreamTransport {
   private readonly target: BdsTarget;
   private readonly id: string;
   private readonly chainId: number | undefined;
+  /** Largest answer message received, bytes. */
+  readonly maxMessageSize: number;
+  private closed = false;
+  private destroyed = false;
 
   /**
    * Creates the channels (they connect on first use).
    * @param upstream the resolved upstream (endpoint, id, configured chain id, `maxResponseSize`)
    * @param settings its `grpc` settings
    * @param creds overrides the TLS choice's credentials (tests: a private CA)
+   * @throws TypeError when a header cannot be sent as metadata (naming the header, not its value; the config schema refuses these first)
    */
   constructor(upstream: ResolvedUpstream, settings: BdsSettings, creds?: ChannelCredentials) {
     this.id = upstream.id;
     this.chainId = upstream.chainId;
     this.target = targetOf(upstream.endpoint);
-    this.metadata = new Metadata();
-    for (const [k, v] of Object.entries(settings.headers)) this.metadata.set(k.toLowerCase(), v);
+    this.metadata = metadataOf(settings.headers);
     this.secrets = Object.values(settings.headers).filter((v) => v.length >= 8);
     const maxResponse = typeof upstream.settings.maxResponseSize === 'number' ? upstream.settings.maxResponseSize : MAX_MESSAGE_BYTES;
+    this.maxMessageSize = Math.min(MAX_MESSAGE_BYTES, maxResponse, settings.maxMessageSize ?? DEFAULT_MAX_MESSAGE_BYTES);
     const options = {
-      'grpc.max_receive_message_length': Math.min(MAX_MESSAGE_BYTES, maxResponse),
+      'grpc.max_receive_message_length': this.maxMessageSize,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
       'grpc.keepalive_time_ms': 30_000,
       'grpc.keepalive_timeout_ms': 5_000,
@@ -106,27 +141,72 @@ export class BdsTransport implements UpstreamTransport {
 
   /** Sends one JSON-RPC call as a BDS call (see the module comment); rejects with an SvcError only. */
   async send(req: TransportRequest): Promise<RpcResult> {
-    let plan: ReturnType<typeof planCall>;
+    const plan = this.plan(req);
+    const held: Held = { bytes: 0 };
     try {
-      plan = planCall(req.method, req.params, this.chainId);
+      const bytes = await this.unary(plan, req, held);
+      return await this.convert(plan, bytes, req);
+    } finally {
+      if (held.bytes > 0) responseBytes.release(held.bytes);
+    }
+  }
+
+  /** The BDS call of a request, or the error that refuses it before anything is sent. */
+  private plan(req: TransportRequest): BdsPlan {
+    const method = req.method.slice(0, 64);
+    try {
+      return planCall(req.method, req.params, this.chainId);
     } catch (e) {
+      const details = { upstream: this.id, method };
+      if (e instanceof InvalidParams) throw new ErrEndpointClientSideException(e.message, { details });
       if (!(e instanceof Unservable)) throw e;
-      throw new ErrEndpointUnsupported(`upstream ${this.id} (BDS gRPC) cannot serve ${req.method.slice(0, 64)}: ${e.message}`, {
-        details: { upstream: this.id, method: req.method.slice(0, 64) },
-      });
+      const cls = e.kind === 'method' ? ErrEndpointUnsupported : ErrEndpointParamsUnsupported;
+      throw new cls(`upstream ${this.id} (BDS gRPC) cannot serve ${method}: ${e.message}`, { details });
     }
-    const response = await this.unary(plan.rpc, plan.request, req);
-    let result: unknown;
+  }
+
+  /**
+   * The answer's bytes as the JSON-RPC result. A list is decoded and converted an entry at a time, yielding to the event loop every
+   * {@link CONVERT_SLICE} entries (the attempt's abort stops it there) and held to the call's cap as its JSON grows; its result is
+   * kept as that JSON only (parsed again only if a plugin reads it), not as a second tree of objects.
+   */
+  private async convert(plan: BdsPlan, bytes: Buffer, req: TransportRequest): Promise<RpcResult> {
+    const codec = codecOf(plan.rpc);
+    const answer = plan.answer;
+    let r: RpcResult;
     try {
-      result = plan.answer(response);
+      if ('one' in answer) {
+        let response: Record<string, unknown>;
+        try {
+          response = codec.decode(bytes);
+        } catch (e) {
+          throw new Undecodable((e as Error).message);
+        }
+        const result = answer.one(response);
+        const text = JSON.stringify(result);
+        if (text.length > req.maxResponseSize) throw this.tooLarge(req, `${text.length} bytes as JSON`);
+        r = new RpcResult(result, text, [0, text.length]);
+      } else {
+        const parts: string[] = [];
+        let size = 2;
+        for (const entry of entriesOf(codec.responseType, bytes, answer.many)) {
+          if (parts.length > 0 && parts.length % CONVERT_SLICE === 0) {
+            await nextTurn();
+            if (req.signal.aborted) throw this.aborted(req.signal);
+          }
+          const t = JSON.stringify(answer.each(entry));
+          size += t.length + 1;
+          if (size > req.maxResponseSize) throw this.tooLarge(req, `over ${req.maxResponseSize} bytes as JSON`);
+          parts.push(t);
+        }
+        r = RpcResult.lazy(`[${parts.join(',')}]`);
+      }
     } catch (e) {
-      if (!(e instanceof MalformedModel)) throw e;
-      throw this.malformed(req.method, e.message);
+      if (e instanceof SvcError) throw e;
+      if (e instanceof MalformedModel) throw this.malformed(req.method, e.message);
+      if (e instanceof Undecodable) throw this.malformed(req.method, `not a ${plan.rpc} response (${e.message.slice(0, 100)})`);
+      throw this.malformed(req.method, `unreadable (${String((e as Error)?.message ?? e).slice(0, 100)})`);
     }
-    const text = JSON.stringify(result);
-    // The JSON is about twice the protobuf's size (hex): the cap holds for what svc keeps, not only for what it read.
-    if (text.length > req.maxResponseSize) throw this.malformed(req.method, `answer larger than ${req.maxResponseSize} bytes as JSON`);
-    const r = new RpcResult(result, text, [0, text.length]);
     r.upstreamId = this.id;
     return r;
   }
@@ -137,58 +217,86 @@ export class BdsTransport implements UpstreamTransport {
     });
   }
 
+  private tooLarge(req: TransportRequest, size: string): SvcError {
+    return new ErrUpstreamMalformedResponse(
+      `upstream ${this.id} (BDS gRPC) answered ${req.method.slice(0, 64)} larger than maxResponseSize (${req.maxResponseSize} bytes; ${size})`,
+      { details: { upstream: this.id, maxResponseSize: req.maxResponseSize } },
+    );
+  }
+
+  /**
+   * Takes an answer's bytes from grpc-js (its deserializer: decoding waits for {@link convert}): refused when their least JSON
+   * size passes the call's cap, else counted in the response-bytes budget.
+   * @throws Error (to grpc-js, which fails the call) with the refusal recorded in `refused`
+   */
+  private take(bytes: Buffer, plan: BdsPlan, req: TransportRequest, held: Held, refused: { why?: Refusal }): Buffer {
+    const least = minJsonSize(codecOf(plan.rpc).responseType, bytes);
+    if (least > req.maxResponseSize) refused.why = { tooLarge: `${bytes.length} bytes of protobuf, at least ${least} bytes as JSON` };
+    else if (!responseBytes.take(bytes.length)) refused.why = { overBudget: true };
+    else {
+      held.bytes += bytes.length;
+      return bytes;
+    }
+    throw new Error('answer refused');
+  }
+
   /** One unary call on the next channel: bounded in time and size, cancelled with the attempt. */
-  private unary(rpc: Parameters<typeof codecOf>[0], request: Record<string, unknown>, req: TransportRequest): Promise<Record<string, unknown>> {
-    const codec = codecOf(rpc);
+  private unary(plan: BdsPlan, req: TransportRequest, held: Held): Promise<Buffer> {
+    const codec = codecOf(plan.rpc);
     const signal = req.signal;
     if (signal.aborted) return Promise.reject(this.aborted(signal));
+    if (this.closed) return Promise.reject(this.closedError());
     const client = this.clients[this.next++ % this.clients.length] as Client;
     const deadline = Math.min(req.deadline ?? Number.POSITIVE_INFINITY, Date.now() + HARD_CALL_TIMEOUT_MS);
-    let undecodable: string | undefined;
-    const decode = (bytes: Buffer): Record<string, unknown> => {
-      if (bytes.length > req.maxResponseSize) throw new TooLarge();
-      try {
-        return codec.decode(bytes);
-      } catch (e) {
-        undecodable = (e as Error).message;
-        throw e;
-      }
-    };
+    const refused: { why?: Refusal } = {};
     return new Promise((resolve, reject) => {
-      let tooLarge = false;
-      const call = client.makeUnaryRequest(
-        codec.path,
-        (o: Record<string, unknown>) => codec.encode(o),
-        (b: Buffer) => {
-          try {
-            return decode(b);
-          } catch (e) {
-            if (e instanceof TooLarge) tooLarge = true;
-            throw e;
-          }
-        },
-        request,
-        this.metadata,
-        { deadline },
-        (err: ServiceError | null, res?: Record<string, unknown>) => {
-          this.inFlight.delete(call);
-          signal.removeEventListener('abort', onAbort);
-          if (!err && res) return resolve(res);
-          if (signal.aborted) return reject(this.aborted(signal));
-          if (tooLarge) return reject(this.malformed(req.method, `answer larger than ${req.maxResponseSize} bytes`));
-          if (undecodable !== undefined) return reject(this.malformed(req.method, `not a ${rpc} response (${undecodable.slice(0, 100)})`));
-          const e = err as ServiceError;
-          if (e.code === Status.RESOURCE_EXHAUSTED && /larger than max/i.test(e.details ?? ''))
-            return reject(this.malformed(req.method, `answer larger than the ${Math.min(MAX_MESSAGE_BYTES, req.maxResponseSize)}-byte cap`));
-          const bin = e.metadata?.get('grpc-status-details-bin')[0];
-          const bds = bdsErrorOf(Buffer.isBuffer(bin) ? bin : undefined);
-          reject(errorOfStatus(e, bds, this.id, req.method, (t) => this.redact(t)));
-        },
-      );
+      const onAbort = () => call?.cancel();
+      let call: ReturnType<Client['makeUnaryRequest']> | undefined;
+      try {
+        call = client.makeUnaryRequest(
+          codec.path,
+          (o: Record<string, unknown>) => codec.encode(o),
+          (b: Buffer) => this.take(b, plan, req, held, refused),
+          plan.request,
+          this.metadata,
+          { deadline },
+          (err: ServiceError | null, res?: Buffer) => {
+            if (call) this.inFlight.delete(call);
+            signal.removeEventListener('abort', onAbort);
+            if (!err && res) return resolve(res);
+            reject(this.failure(err as ServiceError, req, refused.why));
+          },
+        );
+      } catch {
+        // grpc-js throws from a closed channel ("Channel has been shut down"): a raw Error must not leave the transport.
+        return reject(this.closedError());
+      }
       this.inFlight.add(call);
-      const onAbort = () => call.cancel();
       signal.addEventListener('abort', onAbort, { once: true });
     });
+  }
+
+  /** The svc error of a failed call: svc's own abort first, then what svc refused of the answer, then the remote status. */
+  private failure(e: ServiceError, req: TransportRequest, why: Refusal | undefined): SvcError {
+    if (req.signal.aborted) return this.aborted(req.signal);
+    if (this.destroyed)
+      return new ErrCancelled(`request to upstream ${this.id} (BDS gRPC) was cancelled: the upstream was closed`, { details: { upstream: this.id } });
+    if (why && 'tooLarge' in why) return this.tooLarge(req, why.tooLarge);
+    if (why && 'overBudget' in why) {
+      return new ErrResponseBytesInFlightExceeded(
+        `svc is reading ${responseBytes.inFlight} bytes of upstream answers, at server.maxResponseBytesInFlight (${responseBytes.limit} bytes); retry later`,
+        { details: { maxResponseBytesInFlight: responseBytes.limit } },
+      );
+    }
+    if (e.code === Status.RESOURCE_EXHAUSTED && /larger than max/i.test(e.details ?? ''))
+      return this.tooLarge(req, `over the receive cap of ${this.maxMessageSize} bytes of protobuf: grpc.maxMessageSize or maxResponseSize`);
+    const bin = e.metadata?.get('grpc-status-details-bin')[0];
+    const bds = bdsErrorOf(Buffer.isBuffer(bin) ? bin : undefined);
+    return errorOfStatus(e, bds, this.id, req.method, (t) => this.redact(t));
+  }
+
+  private closedError(): SvcError {
+    return new ErrEndpointServerSideException(`upstream ${this.id} (BDS gRPC) is closed`, { details: { upstream: this.id } });
   }
 
   /** The error of a call its attempt aborted: a deadline is a timeout, a hedge loss or a client leaving a cancellation. */
@@ -206,13 +314,15 @@ export class BdsTransport implements UpstreamTransport {
     return t;
   }
 
-  /** Closes the channels; calls in flight finish. */
+  /** Closes the channels; calls in flight finish, later calls fail with `ErrEndpointServerSideException` (the call goes elsewhere). */
   async close(): Promise<void> {
+    this.closed = true;
     for (const c of this.clients) c.close();
   }
 
-  /** Cancels calls in flight and closes the channels. */
+  /** Cancels calls in flight (they fail with `ErrCancelled`) and closes the channels. */
   async destroy(): Promise<void> {
+    this.destroyed = true;
     for (const call of this.inFlight) call.cancel();
     this.inFlight.clear();
     await this.close();

@@ -2,9 +2,10 @@
  * End-to-end BDS upstreams (bds plugin): svc in front of a fake BDS gRPC server that serves anvil's data as the protobuf models
  * (test/helpers/bds-server.ts) and, as a second upstream, anvil itself over HTTP. Through the BDS upstream (pinned with
  * `use-upstream`), blocks by number and hash, transactions, receipts, block receipts, logs and the chain id equal what anvil
- * answers over JSON-RPC; a method BDS lacks goes to anvil; gRPC failures become svc's named errors and the call fails over;
- * headers reach the server as metadata; garbage and oversized answers fail the attempt, never svc; an upstream answering another
- * chain is taken out of service.
+ * answers over JSON-RPC; a method BDS lacks goes to anvil; gRPC failures (a remote CANCELLED included) become svc's named
+ * errors and the call fails over, the `X-SVC-Upstreams` trace showing the BDS upstream tried first (anvil is ranked last);
+ * headers reach the server as metadata; garbage and oversized answers fail the attempt, never svc; `eth_getLogs` with a block
+ * hash and a range is refused as anvil refuses it; an upstream answering another chain is taken out of service.
  */
 import { expect } from 'chai';
 import { status as Status } from '@grpc/grpc-js';
@@ -21,6 +22,24 @@ const TOPIC = `0x${'ab'.repeat(32)}`;
 const LOGGING_INIT = `0x602a6000527f${TOPIC.slice(2)}60206000a100`;
 const TOKEN = 'Bearer bds-e2e-secret-token';
 
+/** The `X-SVC-Upstreams` trace (`<id>=<reason>:<outcome>:<ms>[:won]`, `;`-separated) as `<id>:<outcome>[:won]` entries. */
+function trace(r: SvcResponse): string[] {
+  const h = r.headers['x-svc-upstreams'];
+  return (typeof h === 'string' ? h.split(';') : []).map((seg) => {
+    const [id, rest = ''] = seg.split('=');
+    const [, outcome, , won] = rest.split(':');
+    return `${id}:${outcome}${won ? `:${won}` : ''}`;
+  });
+}
+
+/** The call was tried on the BDS upstream first, which failed, and the HTTP upstream answered it. */
+function expectFailover(r: SvcResponse): void {
+  const t = trace(r);
+  expect(t[0], String(r.headers['x-svc-upstreams'])).to.match(/^bds:(error|timeout)$/);
+  expect(t.at(-1), String(r.headers['x-svc-upstreams'])).to.equal('anvil:success:won');
+  expect(r.headers['x-svc-upstream']).to.equal('anvil');
+}
+
 /** anvil writes a receipt's `blockTimestamp` as a JSON number; nodes (and svc, from BDS's uint64) write a hex quantity. */
 function anvilReceipt(r: Record<string, unknown>): Record<string, unknown> {
   return typeof r.blockTimestamp === 'number' ? { ...r, blockTimestamp: `0x${r.blockTimestamp.toString(16)}` } : r;
@@ -36,7 +55,8 @@ function config(bds: BdsServer, anvil: AnvilHandle, extra: Record<string, unknow
         networks: [{ architecture: 'evm', evm: { chainId: 31337 } }],
         upstreams: [
           { id: 'bds', endpoint: bds.endpoint, evm: { chainId: 31337 }, grpc: { headers: { Authorization: TOKEN, 'x-tenant': 'e2e' } }, ...extra },
-          { id: 'anvil', endpoint: anvil.url, evm: { chainId: 31337 } },
+          // Ranked last whatever the scores say: an unpinned call tries the BDS upstream first, so a failover test sees it fail.
+          { id: 'anvil', endpoint: anvil.url, evm: { chainId: 31337 }, routing: { scoreMultipliers: [{ overall: 0 }] } },
         ],
       },
     ],
@@ -156,15 +176,33 @@ describe('e2e: BDS gRPC upstreams (grpc://) served from anvil through a fake BDS
     expect(bds.lastMetadata).to.include({ authorization: TOKEN, 'x-tenant': 'e2e' });
   });
 
-  it('every request asserts the configured chain id', () => {
-    const req = bds.requests.get('GetTransactionByHash')?.[0];
-    expect(req?.chainId).to.equal('31337');
+  it('every request asserts the configured chain id', async () => {
+    const before = bds.calls('GetBlockReceipts');
+    await call('eth_getBlockReceipts', ['0x1']);
+    expect(bds.calls('GetBlockReceipts')).to.equal(before + 1);
+    expect(bds.requests.get('GetBlockReceipts')?.at(-1)?.chainId).to.equal('31337');
+  });
+
+  it('eth_getLogs with both blockHash and a range is refused as the node refuses it (-32602), without asking the BDS server', async () => {
+    const block = await anvil.rpc('eth_getBlockByNumber', ['0x1', false]);
+    const filter = { blockHash: block.hash, fromBlock: '0x1' };
+    const node = await fetch(anvil.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(rpcBody('eth_getLogs', [filter])),
+    });
+    const want = ((await node.json()) as { error: { code: number } }).error;
+    const before = bds.calls('GetLogs');
+    const got = await call('eth_getLogs', [filter]);
+    expect(got.json.error?.code, JSON.stringify(got.json)).to.equal(want.code).and.equal(-32602);
+    expect(bds.calls('GetLogs')).to.equal(before);
   });
 
   it('a method BDS has no RPC for goes to the HTTP upstream; pinned to the BDS upstream it is unsupported (-32601)', async () => {
     const r = await call('eth_getBalance', [ADDR1, 'latest'], null);
     expect(r.json.result).to.equal(await anvil.rpc('eth_getBalance', [ADDR1, 'latest']));
     expect(r.headers['x-svc-upstream']).to.equal('anvil');
+    expect(trace(r)).to.deep.equal(['bds:error', 'anvil:success:won']);
     // Pinned to the BDS upstream alone, the method is unsupported there (-32601).
     const pinned = await call('eth_getBalance', [ADDR1, 'latest']);
     expect(pinned.json.error.code).to.equal(-32601);
@@ -189,6 +227,15 @@ describe('e2e: BDS gRPC upstreams (grpc://) served from anvil through a fake BDS
         fault: { code: Status.UNAVAILABLE, message: 'backend down' },
         code: -32603,
         name: /UNAVAILABLE backend down/,
+        svcName: 'ErrEndpointServerSideException',
+      },
+      {
+        rpc: 'GetTransactionReceipt',
+        method: 'eth_getTransactionReceipt',
+        params: () => [tx1559],
+        fault: { code: Status.CANCELLED, message: 'stream reset by the load balancer' },
+        code: -32603,
+        name: /CANCELLED stream reset by the load balancer/,
         svcName: 'ErrEndpointServerSideException',
       },
       {
@@ -220,16 +267,18 @@ describe('e2e: BDS gRPC upstreams (grpc://) served from anvil through a fake BDS
       },
     ];
     for (const c of cases) {
-      it(`${c.rpc} answering ${'bdsCode' in c.fault && c.fault.bdsCode ? c.fault.bdsCode : Status[(c.fault as { code: Status }).code]}: the named error when pinned, anvil's answer otherwise`, async () => {
+      it(`${c.rpc} answering ${'bdsCode' in c.fault && c.fault.bdsCode ? c.fault.bdsCode : Status[(c.fault as { code: Status }).code]}: the named error when pinned; unpinned, the BDS upstream fails and anvil answers`, async () => {
         bds.faults.set(c.rpc, c.fault);
         const pinned = await call(c.method, c.params());
         expect(pinned.json.error?.code, JSON.stringify(pinned.json)).to.equal(c.code);
         expect(JSON.stringify(pinned.json.error)).to.match(c.name);
         expect(pinned.headers['x-svc-error']).to.include(c.svcName);
+        const tried = bds.calls(c.rpc);
         const served = await call(c.method, c.params(), null);
         const want = await anvil.rpc(c.method, c.params());
         expect(served.json.result).to.deep.equal(want);
-        expect(served.headers['x-svc-upstream']).to.equal('anvil');
+        expectFailover(served);
+        expect(bds.calls(c.rpc)).to.be.greaterThan(tried);
       });
     }
 
@@ -239,6 +288,7 @@ describe('e2e: BDS gRPC upstreams (grpc://) served from anvil through a fake BDS
       expect(JSON.stringify(pinned.json.error)).to.match(/malformed/);
       const served = await call('eth_getTransactionByHash', [tx1559], null);
       expect(served.json.result).to.deep.equal(await anvil.rpc('eth_getTransactionByHash', [tx1559]));
+      expectFailover(served);
     });
 
     it('an answer over maxResponseSize fails the attempt as malformed; svc keeps serving', async () => {
@@ -246,10 +296,12 @@ describe('e2e: BDS gRPC upstreams (grpc://) served from anvil through a fake BDS
       try {
         bds.faults.set('GetTransactionByHash', { raw: Buffer.alloc(200 * 1024, 0x0a) });
         const pinned = await small.post(PATH, rpcBody('eth_getTransactionByHash', [tx1559]), { 'x-svc-use-upstream': 'bds' });
-        expect(JSON.stringify(pinned.json.error)).to.match(/malformed.*larger than/);
+        expect(JSON.stringify(pinned.json.error)).to.match(/larger than maxResponseSize \(65536 bytes; over the receive cap of 65536 bytes of protobuf/);
+        expect(pinned.headers['x-svc-error']).to.include('ErrUpstreamMalformedResponse');
         bds.faults.clear();
         const again = await small.post(PATH, rpcBody('eth_getTransactionByHash', [tx1559]), { 'x-svc-use-upstream': 'bds' });
         expect(again.json.result.hash).to.equal(tx1559);
+        expect(again.headers['x-svc-upstream']).to.equal('bds');
       } finally {
         await small.close();
       }
@@ -282,27 +334,50 @@ describe('e2e: BDS gRPC upstreams (grpc://) served from anvil through a fake BDS
       const pinned = await timed.post(PATH, rpcBody('eth_getTransactionByHash', [tx1559]), { 'x-svc-use-upstream': 'bds' });
       expect(pinned.json.error, JSON.stringify(pinned.json)).to.not.equal(undefined);
       expect(pinned.headers['x-svc-error']).to.match(/Timeout/);
+      const tried = bds.calls('GetTransactionByHash');
       const served = await timed.post(PATH, rpcBody('eth_getTransactionByHash', [tx1559]));
       expect(served.json.result).to.deep.equal(await anvil.rpc('eth_getTransactionByHash', [tx1559]));
+      expectFailover(served);
+      expect(trace(served)[0]).to.equal('bds:timeout');
+      expect(bds.calls('GetTransactionByHash')).to.equal(tried + 1);
     } finally {
       bds.faults.clear();
       await timed.close();
     }
   });
 
-  it('an upstream whose BDS server answers another chain is taken out of service; its requests assert the configured chain', async () => {
+  it('an upstream whose BDS server answers another chain is taken out of service; calls go to anvil', async () => {
     const wrong = await startBdsServer((m, p) => anvil.rpc(m, p));
     wrong.chainIdOverride = 999;
     const other = await startSvc(config(wrong, anvil));
     try {
       const u = other.proxy.projects.get('main')?.upstreams.get('bds');
       await waitFor(() => u?.state === 'failed', 10_000);
+      expect(wrong.calls('ChainId')).to.be.greaterThan(0);
       const r = await other.post(PATH, rpcBody('eth_getBlockByNumber', ['0x1', false]));
       expect(r.json.result.hash).to.equal((await anvil.rpc('eth_getBlockByNumber', ['0x1', false])).hash);
-      for (const req of wrong.requests.get('GetBlockByNumber') ?? []) expect(req.chainId).to.equal('31337');
+      expect(trace(r)).to.deep.equal(['anvil:success:won']);
     } finally {
       await other.close();
       await wrong.stop();
+    }
+  });
+
+  it('a chain-aware BDS server now serving another chain refuses the calls, which assert the configured chain', async () => {
+    const moved = await startBdsServer((m, p) => anvil.rpc(m, p));
+    const other = await startSvc(config(moved, anvil));
+    try {
+      const u = other.proxy.projects.get('main')?.upstreams.get('bds');
+      await waitFor(() => u?.state === 'ready', 10_000);
+      moved.chainIdOverride = 999;
+      const r = await other.post(PATH, rpcBody('eth_getBlockByNumber', ['0x1', false]), { 'x-svc-use-upstream': 'bds' });
+      expect(JSON.stringify(r.json.error), JSON.stringify(r.json)).to.match(/INVALID_ARGUMENT this server serves chain 999, not 31337/);
+      const seen = moved.requests.get('GetBlockByNumber') ?? [];
+      expect(seen).to.not.have.length(0);
+      for (const req of seen) expect(req.chainId).to.equal('31337');
+    } finally {
+      await other.close();
+      await moved.stop();
     }
   });
 });

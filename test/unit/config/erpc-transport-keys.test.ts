@@ -59,7 +59,7 @@ describe("eRPC's transport keys at load time", () => {
     for (const endpoint of ['grpc://node.example:50051', 'grpc+bds://node.example:443', 'grpcs://node.example:9443']) {
       const u = load(upstream({ endpoint, grpc: { headers: { authorization: 'Bearer k' }, poolSize: 2 } })).config.projects[0]?.upstreams[0];
       expect(u?.endpoint).to.equal(endpoint);
-      expect(u?.settings.grpc).to.deep.equal({ headers: { authorization: 'Bearer k' }, poolSize: 2 });
+      expect(u?.settings.grpc).to.deep.equal({ headers: { authorization: 'Bearer k' }, poolSize: 2, maxMessageSize: 32 * 1024 * 1024 });
     }
     const withoutBds = defaultPreset()
       .filter((p) => p.name !== 'bds')

@@ -8,7 +8,7 @@ import { status as Status } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { errorOfStatus } from '../../../plugins/bds/errors.ts';
 import { bdsErrorOf, bdsRoot, codecOf, PROTO_FILES } from '../../../plugins/bds/proto.ts';
-import { planCall, Unservable } from '../../../plugins/bds/requests.ts';
+import { InvalidParams, planCall, Unservable } from '../../../plugins/bds/requests.ts';
 import { blockToJson, bytesQty, logToJson, MalformedModel, qty, receiptToJson, transactionToJson } from '../../../plugins/bds/to-json.ts';
 import { targetOf } from '../../../plugins/bds/transport.ts';
 import { createProxy } from '../../../core/host/create.ts';
@@ -76,7 +76,17 @@ describe('bds plugin: JSON-RPC calls → BDS requests', () => {
       ['eth_getLogs', [{ fromBlock: '0x1', toBlock: '0x2', address: '0x12' }]],
       ['eth_getLogs', [{ fromBlock: '0x1', toBlock: '0x2', topics: ['0x12'] }]],
     ];
-    for (const [m, params] of refused) expect(() => planCall(m, params, 1), `${m} ${JSON.stringify(params)}`).to.throw(Unservable);
+    for (const [m, params] of refused) {
+      expect(() => planCall(m, params, 1), `${m} ${JSON.stringify(params)}`)
+        .to.throw(Unservable)
+        .with.property('kind', m === 'eth_blockNumber' || m === 'eth_getBalance' ? 'method' : 'params');
+    }
+  });
+
+  it('eth_getLogs with both a block hash and a bound is invalid params (a node refuses it too); null bounds are absent', () => {
+    expect(() => planCall('eth_getLogs', [{ blockHash: H('05'), fromBlock: '0x1' }], 1)).to.throw(InvalidParams);
+    expect(() => planCall('eth_getLogs', [{ blockHash: H('05'), toBlock: 'latest' }], 1)).to.throw(InvalidParams);
+    expect(planCall('eth_getLogs', [{ blockHash: H('05'), fromBlock: null, toBlock: null }], 1).request).to.have.property('blockHash');
   });
 });
 
@@ -247,7 +257,8 @@ describe('bds plugin: gRPC failures → svc errors (eRPC mapping)', () => {
 
   it('gRPC codes when there is no BDS detail', () => {
     const names: Array<[Status, string]> = [
-      [Status.CANCELLED, 'ErrCancelled'],
+      // The server's or a proxy's cancellation (a stream reset), never svc's own: an upstream fault the call fails over from.
+      [Status.CANCELLED, 'ErrEndpointServerSideException'],
       [Status.UNIMPLEMENTED, 'ErrEndpointUnsupported'],
       [Status.INVALID_ARGUMENT, 'ErrEndpointClientSideException'],
       [Status.RESOURCE_EXHAUSTED, 'ErrEndpointCapacityExceeded'],
@@ -268,7 +279,9 @@ describe('bds plugin: gRPC failures → svc errors (eRPC mapping)', () => {
     const e = err(Status.INTERNAL, { code: 'RANGE_TOO_LARGE', message: 'too many blocks' });
     expect(e.name).to.equal('ErrEndpointRequestTooLarge');
     expect(e.details).to.include({ grpcCode: 'INTERNAL', bdsErrorCode: 'RANGE_TOO_LARGE', upstream: 'u1' });
-    expect(err(Status.UNKNOWN, { code: 'UNSUPPORTED_BLOCK_TAG', message: '' }).name).to.equal('ErrEndpointUnsupported');
+    // A block tag is this call's params, not the method: auto-ignore must not switch the method off.
+    expect(err(Status.UNKNOWN, { code: 'UNSUPPORTED_BLOCK_TAG', message: '' }).name).to.equal('ErrEndpointParamsUnsupported');
+    expect(err(Status.UNKNOWN, { code: 'UNSUPPORTED_METHOD', message: '' }).name).to.equal('ErrEndpointUnsupported');
     expect(err(Status.UNKNOWN, { code: 'RANGE_OUTSIDE_AVAILABLE', message: '' }).name).to.equal('ErrEndpointMissingData');
     expect(err(Status.UNKNOWN, { code: 'RATE_LIMITED', message: '' }).name).to.equal('ErrEndpointCapacityExceeded');
     expect(err(Status.UNKNOWN, { code: 'TIMEOUT_ERROR', message: '' }).name).to.equal('ErrEndpointRequestTimeout');
@@ -322,5 +335,46 @@ describe('bds plugin: config', () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  /** The config error of a BDS upstream with these `grpc` settings, or undefined when the config loads. */
+  const configError = async (grpc: Record<string, unknown>): Promise<string | undefined> => {
+    try {
+      const proxy = createProxy({
+        config: { projects: [{ id: 'main', upstreams: [{ endpoint: 'grpc://127.0.0.1:1', evm: { chainId: 1 }, grpc }] }] },
+        plugins: defaultPreset(),
+        logger: createLogger('silent'),
+      });
+      await proxy.close();
+      return undefined;
+    } catch (e) {
+      return (e as Error).message;
+    }
+  };
+
+  it('grpc.headers that grpc-js or HTTP/2 would refuse later are refused at load, naming the key and never the value', async () => {
+    const refused: Array<[Record<string, string>, string]> = [
+      [{ authorization: 'Bearer s3cret\u00e9' }, 'grpc.headers.authorization: must match'],
+      [{ 'x-a': 'tab\ts3cret' }, 'grpc.headers.x-a: must match'],
+      [{ Connection: 's3cret' }, 'grpc.headers: key "Connection" is not allowed'],
+      [{ 'keep-alive': 's3cret' }, 'key "keep-alive"'],
+      [{ 'proxy-connection': 's3cret' }, 'key "proxy-connection"'],
+      [{ 'transfer-encoding': 's3cret' }, 'key "transfer-encoding"'],
+      [{ upgrade: 's3cret' }, 'key "upgrade"'],
+      [{ HOST: 's3cret' }, 'key "HOST"'],
+      [{ ':authority': 's3cret' }, 'key ":authority"'],
+      [{ te: 's3cret' }, 'grpc.headers.te: must be "trailers"'],
+      [{ 'grpc-timeout': 's3cret' }, 'key "grpc-timeout"'],
+    ];
+    for (const [headers, want] of refused) {
+      const msg = await configError({ headers });
+      expect(msg, JSON.stringify(headers)).to.include(want).and.not.include('s3cret');
+    }
+    expect(await configError({ headers: { te: 'trailers', 'x-connection-id': 'abc', Authorization: 'Bearer ok' } })).to.equal(undefined);
+  });
+
+  it('grpc.maxMessageSize is at most 100MiB (eRPC’s cap)', async () => {
+    expect(await configError({ maxMessageSize: '101MiB' })).to.include('grpc.maxMessageSize: at most 104857600 bytes');
+    expect(await configError({ maxMessageSize: '100MiB' })).to.equal(undefined);
   });
 });
