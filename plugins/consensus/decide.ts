@@ -290,3 +290,19 @@ export function isSettled(votes: readonly Vote[], running: number, cfg: Consensu
   }
   return true;
 }
+
+/**
+ * The upstreams a round counts against for `punishMisbehavior`: as in eRPC, only a data answer that disagrees with a data winner.
+ * Nobody in a round an error won (a revert majority) or with no winner, and never an upstream that answered an error.
+ */
+export function punishable(d: Decision): string[] {
+  const won = d.winningGroup;
+  if (!won || won.isError) return [];
+  const winners = new Set(won.votes.map((v) => v.upstreamId));
+  const out: string[] = [];
+  for (const g of d.groups) {
+    if (g.isError) continue;
+    for (const v of g.votes) if (!winners.has(v.upstreamId)) out.push(v.upstreamId);
+  }
+  return out;
+}

@@ -47,7 +47,7 @@ import {
 } from './api.ts';
 import { MisbehaviorRecord } from './misbehavior-rate.ts';
 import { FAILSAFE_ENTRY } from 'svc-proxy/plugins/failsafe';
-import { decide, summarize, type Decision, type Vote } from './decide.ts';
+import { decide, punishable, summarize, type Decision, type Vote } from './decide.ts';
 import { MisbehaviorExporter } from './export.ts';
 import { Punisher, REAL_CLOCK, type PunishClock } from './punish.ts';
 import { broadcast, runSlots } from './round.ts';
@@ -269,16 +269,12 @@ export function consensusPlugin(opts: ConsensusPluginOptions = {}): Plugin {
       };
 
       const punishLosers = (ctx: CallContext, d: Decision, p: NonNullable<ConsensusConfig['punishMisbehavior']>) => {
-        const winning = new Set(d.winningGroup?.votes.map((v) => v.upstreamId) ?? []);
-        for (const g of d.groups) {
-          for (const v of g.votes) {
-            if (winning.has(v.upstreamId)) continue;
-            if (punisher.lost(ctx.project.health, v.upstreamId, p.disputeThreshold, p.disputeWindow, p.sitOutPenalty)) {
-              host.logger.warn(
-                { project: ctx.project.id, network: ctx.network.id, upstream: v.upstreamId, sitOutMs: p.sitOutPenalty },
-                `consensus: upstream ${v.upstreamId} cordoned (misbehaving in consensus)`,
-              );
-            }
+        for (const upstreamId of punishable(d)) {
+          if (punisher.lost(ctx.project.health, upstreamId, p.disputeThreshold, p.disputeWindow, p.sitOutPenalty)) {
+            host.logger.warn(
+              { project: ctx.project.id, network: ctx.network.id, upstream: upstreamId, sitOutMs: p.sitOutPenalty },
+              `consensus: upstream ${upstreamId} cordoned (misbehaving in consensus)`,
+            );
           }
         }
       };

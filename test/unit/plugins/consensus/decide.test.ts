@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import { decide, isSettled, type Vote } from '../../../../plugins/consensus/index.ts';
+import { punishable } from '../../../../plugins/consensus/decide.ts';
 import { voteOf } from '../../../../plugins/consensus/round.ts';
 import { DEFAULT_CONSENSUS, type ConsensusConfig } from '../../../../plugins/consensus/schema.ts';
 import { RpcResult } from '../../../../core/plugin-api.ts';
@@ -88,6 +89,24 @@ describe('consensus: decide', () => {
     const a = voteOf('a', { result: new RpcResult([{ logIndex: '0x0', blockTimestamp: '0x1' }]) }, ignore)!;
     const b = voteOf('b', { result: new RpcResult([{ blockTimestamp: '0x2', logIndex: '0x00' }]) }, ignore)!;
     expect(a.hash).to.equal(b.hash);
+  });
+});
+
+describe('consensus: who punishMisbehavior counts against (as in eRPC: data answers that disagree with a data winner)', () => {
+  const revert = () => voteOf('r', { error: new ErrEndpointExecutionException('execution reverted', { code: 3 }) }, [])!;
+  const as = (v: Vote, upstreamId: string): Vote => ({ ...v, upstreamId });
+
+  it('a data winner: the data answers that disagree, never an upstream that answered an error', () => {
+    const d = decide({ votes: [vote('a', '0x1'), vote('b', '0x1'), vote('c', '0x2'), as(revert(), 'd')], infraErrors: [], cfg: cfg(), participants: 4 });
+    expect(d.outcome).to.equal('agreement');
+    expect(punishable(d)).to.deep.equal(['c']);
+  });
+
+  it('an error winner (a revert majority): nobody, not even the data answer that disagreed', () => {
+    const d = decide({ votes: [as(revert(), 'a'), as(revert(), 'b'), vote('c', '0x1')], infraErrors: [], cfg: cfg(), participants: 3 });
+    expect(d.outcome).to.equal('agreement');
+    expect(d.winningGroup!.isError).to.equal(true);
+    expect(punishable(d)).to.deep.equal([]);
   });
 });
 
