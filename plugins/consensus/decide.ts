@@ -292,12 +292,16 @@ export function isSettled(votes: readonly Vote[], running: number, cfg: Consensu
 }
 
 /**
- * The upstreams a round counts against for `punishMisbehavior`: as in eRPC, only a data answer that disagrees with a data winner.
- * Nobody in a round an error won (a revert majority) or with no winner, and never an upstream that answered an error.
+ * The upstreams a round counts against for `punishMisbehavior`: as in eRPC, only a data answer that disagrees with a data winner
+ * holding more than half of the votes. Nobody in a round an error won (a revert majority), with no winner or with a winner short
+ * of that majority, and never an upstream that answered an error.
  */
 export function punishable(d: Decision): string[] {
   const won = d.winningGroup;
   if (!won || won.isError) return [];
+  // Only a clear majority of the answers that voted (infrastructure failures do not) speaks for the truth.
+  const voted = d.groups.reduce((n, g) => n + g.votes.length, 0);
+  if (won.votes.length * 2 <= voted) return [];
   const winners = new Set(won.votes.map((v) => v.upstreamId));
   const out: string[] = [];
   for (const g of d.groups) {

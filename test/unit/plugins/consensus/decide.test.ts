@@ -97,9 +97,20 @@ describe('consensus: who punishMisbehavior counts against (as in eRPC: data answ
   const as = (v: Vote, upstreamId: string): Vote => ({ ...v, upstreamId });
 
   it('a data winner: the data answers that disagree, never an upstream that answered an error', () => {
-    const d = decide({ votes: [vote('a', '0x1'), vote('b', '0x1'), vote('c', '0x2'), as(revert(), 'd')], infraErrors: [], cfg: cfg(), participants: 4 });
+    const d = decide({
+      votes: [vote('a', '0x1'), vote('b', '0x1'), vote('e', '0x1'), vote('c', '0x2'), as(revert(), 'd')],
+      infraErrors: [],
+      cfg: cfg(),
+      participants: 5,
+    });
     expect(d.outcome).to.equal('agreement');
     expect(punishable(d)).to.deep.equal(['c']);
+  });
+
+  it('a winner short of a clear majority of the votes (2 of 4): nobody', () => {
+    const d = decide({ votes: [vote('a', '0x1'), vote('b', '0x1'), vote('c', '0x2'), vote('d', '0x3')], infraErrors: [], cfg: cfg(), participants: 4 });
+    expect(d.outcome).to.equal('agreement');
+    expect(punishable(d)).to.deep.equal([]);
   });
 
   it('an error winner (a revert majority): nobody, not even the data answer that disagreed', () => {
